@@ -1,0 +1,319 @@
+//! Newline-delimited framing: stdio, and any byte stream (TCP, Unix sockets, pipes).
+//!
+//! [`LineDecoder`] splits chunks of arbitrary size into frames. A frame that lies wholly inside
+//! the chunk you pass is handed back as a slice of that chunk; only an incomplete tail is
+//! copied, into a buffer that never grows beyond the frame cap. [`LineEncoder`] writes messages
+//! as frames into a buffer it owns and lends out for writing.
+
+use crate::jsonrpc::{self, Id, Message, RawJson};
+
+/// The default cap on one frame's size: 16 MiB. Large enough for big `resources/read`
+/// results; change it with [`LineDecoder::with_max_frame`].
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// A problem with the framing itself (as opposed to the JSON inside a frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// A frame exceeded the cap. It is reported once; its bytes are skipped up to the next
+    /// newline and decoding then carries on.
+    TooLong {
+        /// The cap in force.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::TooLong { limit } => write!(f, "frame longer than {limit} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Returns the index of the first `\n` in `bytes`.
+#[inline]
+pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        // Safety: SSE2 is part of the x86_64 baseline; each unaligned load reads 16 or 32 bytes
+        // that lie inside `bytes` (checked by the loop conditions).
+        unsafe {
+            let nl = _mm_set1_epi8(b'\n' as i8);
+            while i + 32 <= bytes.len() {
+                let p = bytes.as_ptr().add(i);
+                let a = _mm_cmpeq_epi8(_mm_loadu_si128(p as *const __m128i), nl);
+                let b = _mm_cmpeq_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), nl);
+                if _mm_movemask_epi8(_mm_or_si128(a, b)) != 0 {
+                    let lo = _mm_movemask_epi8(a) as u32;
+                    let hi = _mm_movemask_epi8(b) as u32;
+                    return Some(i + ((hi << 16) | lo).trailing_zeros() as usize);
+                }
+                i += 32;
+            }
+        }
+    }
+    bytes[i..].iter().position(|&b| b == b'\n').map(|p| p + i)
+}
+
+#[inline]
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+#[inline]
+fn strip_cr(line: &[u8]) -> &[u8] {
+    match line.split_last() {
+        Some((b'\r', rest)) => rest,
+        _ => line,
+    }
+}
+
+/// Splits a byte stream into newline-delimited frames.
+///
+/// Feed it whatever the transport delivered, in any chunking, with [`next_frame`]: frames come
+/// out one at a time, `\r\n` is accepted, blank lines are skipped, and a frame longer than the
+/// cap is reported once and skipped. Memory stays below the cap whatever the peer sends.
+///
+/// [`next_frame`]: LineDecoder::next_frame
+#[derive(Debug)]
+pub struct LineDecoder {
+    /// The incomplete tail of the stream, or the last frame assembled from it.
+    tail: Vec<u8>,
+    /// `tail` holds a frame already handed out; clear it before the next call uses it.
+    tail_handed_out: bool,
+    /// Inside an over-long frame that has been reported: skip to the next newline.
+    discarding: bool,
+    max_frame: usize,
+}
+
+impl Default for LineDecoder {
+    fn default() -> Self {
+        LineDecoder::with_max_frame(DEFAULT_MAX_FRAME)
+    }
+}
+
+impl LineDecoder {
+    /// A decoder with the default cap, [`DEFAULT_MAX_FRAME`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder whose frames may be at most `max_frame` bytes (excluding the line ending).
+    pub fn with_max_frame(max_frame: usize) -> Self {
+        LineDecoder {
+            tail: Vec::new(),
+            tail_handed_out: false,
+            discarding: false,
+            max_frame: max_frame.max(1),
+        }
+    }
+
+    /// The frame cap in force.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    /// How many bytes of an incomplete frame are buffered (always at most the cap).
+    pub fn buffered(&self) -> usize {
+        if self.tail_handed_out {
+            0
+        } else {
+            self.tail.len()
+        }
+    }
+
+    /// Takes the next frame out of `input`, advancing `input` past what it used.
+    ///
+    /// Call it in a loop until it returns `None`; by then all of `input` has been consumed and
+    /// an incomplete tail, if any, is buffered for the next call. Stopping earlier is fine:
+    /// what remains in `input` is simply still yours. The returned frame borrows from `input`
+    /// when it lay wholly inside it, and from the decoder when it had to be assembled from a
+    /// buffered tail; either way it lives until the next call.
+    pub fn next_frame<'s, 'i: 's>(
+        &'s mut self,
+        input: &mut &'i [u8],
+    ) -> Option<Result<&'s [u8], FrameError>> {
+        if self.tail_handed_out {
+            self.tail.clear();
+            self.tail_handed_out = false;
+        }
+        loop {
+            if input.is_empty() {
+                return None;
+            }
+            let Some(nl) = find_newline(input) else {
+                // An incomplete frame: keep it, within the cap.
+                let chunk = std::mem::take(input);
+                if self.discarding {
+                    return None;
+                }
+                if self.tail.len() + chunk.len() > self.max_frame {
+                    self.tail.clear();
+                    self.discarding = true;
+                    return Some(Err(FrameError::TooLong {
+                        limit: self.max_frame,
+                    }));
+                }
+                self.tail.extend_from_slice(chunk);
+                return None;
+            };
+            let current: &'i [u8] = input;
+            let line = &current[..nl];
+            *input = &current[nl + 1..];
+            if self.discarding {
+                // The end of a frame already reported as too long.
+                self.discarding = false;
+                continue;
+            }
+            if self.tail.is_empty() {
+                let line = strip_cr(line);
+                if is_blank(line) {
+                    continue;
+                }
+                if line.len() > self.max_frame {
+                    return Some(Err(FrameError::TooLong {
+                        limit: self.max_frame,
+                    }));
+                }
+                return Some(Ok(line));
+            }
+            // Complete the buffered tail.
+            let total = self.tail.len() + line.len();
+            if strip_cr_len(&self.tail, line) > self.max_frame {
+                self.tail.clear();
+                return Some(Err(FrameError::TooLong {
+                    limit: self.max_frame,
+                }));
+            }
+            debug_assert!(total <= self.max_frame + 1);
+            self.tail.extend_from_slice(line);
+            if is_blank(&self.tail) {
+                self.tail.clear();
+                continue;
+            }
+            self.tail_handed_out = true;
+            return Some(Ok(strip_cr(&self.tail)));
+        }
+    }
+
+    /// Ends the stream (the transport reached EOF). Returns the unterminated last line, if it
+    /// holds anything but whitespace, as a final frame; the decoder is then empty. Peers should
+    /// end every message with a newline, but some omit the last one before exiting.
+    pub fn finish(&mut self) -> Option<&[u8]> {
+        if self.tail_handed_out {
+            self.tail.clear();
+            self.tail_handed_out = false;
+        }
+        self.discarding = false;
+        if is_blank(&self.tail) {
+            self.tail.clear();
+            return None;
+        }
+        self.tail_handed_out = true;
+        Some(strip_cr(&self.tail))
+    }
+}
+
+/// The length of `tail + line` once a trailing `\r` is stripped.
+#[inline]
+fn strip_cr_len(tail: &[u8], line: &[u8]) -> usize {
+    let total = tail.len() + line.len();
+    let last = line.last().or(tail.last());
+    if last == Some(&b'\r') {
+        total - 1
+    } else {
+        total
+    }
+}
+
+/// Writes messages as newline-terminated frames into a buffer it owns, and lends the bytes
+/// out for writing, so partial writes work.
+///
+/// Use it for any newline-delimited transport: encode with the message methods, write
+/// [`pending`](Self::pending) to the stream, then report what was written with
+/// [`consume`](Self::consume). No frame it writes contains a raw newline, whatever JSON the
+/// caller passes: line breaks in caller JSON can only be whitespace and become spaces.
+#[derive(Debug, Default)]
+pub struct LineEncoder {
+    buf: Vec<u8>,
+    read: usize,
+}
+
+impl LineEncoder {
+    /// An empty encoder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn begin(&mut self) -> &mut Vec<u8> {
+        if self.read == self.buf.len() {
+            self.buf.clear();
+            self.read = 0;
+        }
+        &mut self.buf
+    }
+
+    /// Appends a request frame.
+    pub fn request(&mut self, id: Id<'_>, method: &str, params: Option<RawJson<'_>>) {
+        let out = self.begin();
+        jsonrpc::encode_request(out, id, method, params);
+        out.push(b'\n');
+    }
+
+    /// Appends a notification frame.
+    pub fn notification(&mut self, method: &str, params: Option<RawJson<'_>>) {
+        let out = self.begin();
+        jsonrpc::encode_notification(out, method, params);
+        out.push(b'\n');
+    }
+
+    /// Appends a success response frame.
+    pub fn response(&mut self, id: Id<'_>, result: RawJson<'_>) {
+        let out = self.begin();
+        jsonrpc::encode_response(out, id, result);
+        out.push(b'\n');
+    }
+
+    /// Appends an error response frame (`id: None` writes `null`).
+    pub fn error(
+        &mut self,
+        id: Option<Id<'_>>,
+        code: i64,
+        message: &str,
+        data: Option<RawJson<'_>>,
+    ) {
+        let out = self.begin();
+        jsonrpc::encode_error(out, id, code, message, data);
+        out.push(b'\n');
+    }
+
+    /// Appends a decoded message again, as a frame.
+    pub fn message(&mut self, message: &Message<'_>) {
+        let out = self.begin();
+        jsonrpc::encode_message(out, message);
+        out.push(b'\n');
+    }
+
+    /// The bytes not yet reported written.
+    pub fn pending(&self) -> &[u8] {
+        &self.buf[self.read..]
+    }
+
+    /// Reports that the first `n` pending bytes were written. `n` larger than what is pending
+    /// counts as all of it.
+    pub fn consume(&mut self, n: usize) {
+        self.read = (self.read + n).min(self.buf.len());
+        if self.read == self.buf.len() {
+            self.buf.clear();
+            self.read = 0;
+        }
+    }
+}

@@ -1,0 +1,735 @@
+//! Frame → borrowed message: the envelope rules, over either validation backend.
+//!
+//! The envelope walk is written once, generic over [`Syntax`]: the native backend validates
+//! while it walks; the simd backend lets simd-json validate the whole frame first and then
+//! walks its structural index. Either way the rules below are the same code:
+//!
+//! - the frame must be valid JSON, fully (a bad byte deep in a payload is a parse error);
+//! - a top-level array is a batch, kept as a list; an empty one is an invalid request;
+//! - `jsonrpc` is exactly `"2.0"`; members the engine reads appear once, with exact case;
+//! - ids are integers (full `i64`, no fraction or exponent) or strings, `null` only on errors;
+//! - `result` xor `error`; `error.code` an integer, `error.message` a string;
+//! - `params`, when present, is an object.
+
+use super::scan::{self, Fault, fault, skip_ws};
+use super::{
+    DecodeError, Decoded, ErrorObject, ErrorResponse, Id, JsonStr, Message, Notification, RawJson,
+    Reason, Request, Response,
+};
+
+/// Which validator a [`Decoder`] uses. Both give the same views and the same rejections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// mcpwire's own single-pass validator (SSE2 string scanning). The default: it measured
+    /// faster on both bench corpora (see the README).
+    Native,
+    /// simd-json validates the frame (with runtime CPU detection), then the envelope is read
+    /// from its structural index. Needs the `simd` cargo feature.
+    #[cfg(feature = "simd")]
+    Simd,
+}
+
+impl Backend {
+    /// Every backend compiled into this build; tests and benches iterate over it.
+    pub const ALL: &'static [Backend] = &[
+        Backend::Native,
+        #[cfg(feature = "simd")]
+        Backend::Simd,
+    ];
+}
+
+/// Settings for a [`Decoder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecoderConfig {
+    /// The deepest nesting of arrays and objects accepted, counting the message object itself.
+    /// Default [`DecoderConfig::DEFAULT_MAX_DEPTH`]; values above 1024 are treated as 1024.
+    pub max_depth: usize,
+    /// The validator to use. Default [`Backend::Native`].
+    pub backend: Backend,
+}
+
+impl DecoderConfig {
+    /// The default nesting limit: 128, the same as serde_json's.
+    pub const DEFAULT_MAX_DEPTH: usize = 128;
+}
+
+impl Default for DecoderConfig {
+    fn default() -> Self {
+        DecoderConfig {
+            max_depth: Self::DEFAULT_MAX_DEPTH,
+            backend: Backend::Native,
+        }
+    }
+}
+
+/// Decodes frames into borrowed [`Decoded`] views.
+///
+/// Create one per connection (or per thread) and reuse it: it keeps the simd backend's
+/// scratch buffers warm, so decoding a steady stream allocates nothing. The views it returns
+/// borrow only from the frame, never from the decoder.
+#[derive(Debug)]
+pub struct Decoder {
+    config: DecoderConfig,
+    #[cfg(feature = "simd")]
+    simd: super::simd::Scratch,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new(DecoderConfig::default())
+    }
+}
+
+impl Decoder {
+    /// A decoder with the given settings.
+    pub fn new(config: DecoderConfig) -> Self {
+        Decoder {
+            config: DecoderConfig {
+                max_depth: config.max_depth.clamp(1, scan::MAX_DEPTH_LIMIT),
+                ..config
+            },
+            #[cfg(feature = "simd")]
+            simd: super::simd::Scratch::default(),
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.config
+    }
+
+    /// Decodes one frame (one line of stdio, or one HTTP body).
+    ///
+    /// On success the views borrow from `frame`. On failure the error says whether to answer
+    /// -32700 or -32600, why, and with which id.
+    pub fn decode<'f>(&mut self, frame: &'f [u8]) -> Result<Decoded<'f>, DecodeError<'f>> {
+        match self.config.backend {
+            Backend::Native => {
+                super::utf8::validate(frame).map_err(DecodeError::parse)?;
+                walk(&mut NativeSyntax { buf: frame }, self.config.max_depth)
+            }
+            #[cfg(feature = "simd")]
+            Backend::Simd => {
+                let index = self
+                    .simd
+                    .validate(frame, self.config.max_depth)
+                    .map_err(DecodeError::parse)?;
+                walk(
+                    &mut super::simd::IndexedSyntax::new(frame, index),
+                    self.config.max_depth,
+                )
+            }
+        }
+    }
+}
+
+/// What the envelope walk needs from a backend. Positions are byte offsets into `buf()`.
+pub(crate) trait Syntax<'f> {
+    /// The frame.
+    fn buf(&self) -> &'f [u8];
+    /// The string whose opening quote is at `open`: returns the position after its closing
+    /// quote and whether it holds escapes.
+    fn string(&mut self, open: usize) -> Result<(usize, bool), Fault>;
+    /// The value starting exactly at `start`: returns the position after it.
+    fn value(&mut self, start: usize, depth_left: usize) -> Result<usize, Fault>;
+    /// Whether the backend has already validated the frame (so trailing bytes need no check).
+    fn prevalidated(&self) -> bool;
+}
+
+/// The native backend: validates as the walk goes.
+struct NativeSyntax<'f> {
+    buf: &'f [u8],
+}
+
+impl<'f> Syntax<'f> for NativeSyntax<'f> {
+    #[inline(always)]
+    fn buf(&self) -> &'f [u8] {
+        self.buf
+    }
+    #[inline(always)]
+    fn string(&mut self, open: usize) -> Result<(usize, bool), Fault> {
+        scan::string(self.buf, open + 1)
+    }
+    #[inline(always)]
+    fn value(&mut self, start: usize, depth_left: usize) -> Result<usize, Fault> {
+        scan::skip_value(self.buf, start, depth_left)
+    }
+    fn prevalidated(&self) -> bool {
+        false
+    }
+}
+
+/// Slices validated text.
+///
+/// Every caller passes the bounds of a whole JSON value or of a string's body, found by the
+/// walk, inside a frame whose UTF-8 was validated as a whole before the walk (by
+/// `utf8::validate` or by simd-json). Such bounds always fall on character boundaries: they
+/// sit next to ASCII grammar bytes (quotes, brackets, digits, letters of literals), and an
+/// ASCII byte never occurs inside a multi-byte UTF-8 sequence.
+#[inline(always)]
+fn text(buf: &[u8], a: usize, b: usize) -> &str {
+    let bytes = &buf[a..b];
+    debug_assert!(
+        std::str::from_utf8(bytes).is_ok(),
+        "validated text was not UTF-8"
+    );
+    // Safety: see above: `buf` is valid UTF-8 and `a`, `b` are character boundaries, so the
+    // slice is valid UTF-8.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
+}
+
+#[inline(always)]
+fn expect(buf: &[u8], pos: usize, want: u8) -> Result<usize, Fault> {
+    match buf.get(pos) {
+        Some(&b) if b == want => Ok(pos + 1),
+        Some(_) => Err(scan::unexpected(buf, pos)),
+        None => Err(fault(Reason::UnexpectedEnd, pos)),
+    }
+}
+
+/// Decodes a key body (escapes resolved) into `scratch` when it is short enough to be a
+/// member name; `None` means "certainly not a member name".
+fn key_text<'k>(raw: &'k [u8], escaped: bool, scratch: &'k mut [u8; 16]) -> Option<&'k [u8]> {
+    if !escaped {
+        return Some(raw);
+    }
+    let raw = std::str::from_utf8(raw).ok()?;
+    let mut n = 0;
+    for c in super::Unescaped::new(raw) {
+        let len = c.len_utf8();
+        if n + len > scratch.len() {
+            return None;
+        }
+        c.encode_utf8(&mut scratch[n..]);
+        n += len;
+    }
+    Some(&scratch[..n])
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+}
+
+const MEMBERS: [(&[u8], Member); 6] = [
+    (b"jsonrpc", Member::Jsonrpc),
+    (b"id", Member::Id),
+    (b"method", Member::Method),
+    (b"params", Member::Params),
+    (b"result", Member::Result),
+    (b"error", Member::Error),
+];
+
+enum KeyClass<T> {
+    Exact(T),
+    CaseVariant,
+    Other,
+}
+
+#[inline(always)]
+fn classify<T: Copy>(key: &[u8], table: &[(&[u8], T)]) -> KeyClass<T> {
+    for &(name, member) in table {
+        if key == name {
+            return KeyClass::Exact(member);
+        }
+    }
+    for &(name, _) in table {
+        if key.eq_ignore_ascii_case(name) {
+            return KeyClass::CaseVariant;
+        }
+    }
+    KeyClass::Other
+}
+
+/// Parses the integer that validation has accepted at `buf[a..b]` (no fraction, no exponent).
+fn parse_i64(digits: &[u8]) -> Option<i64> {
+    let (neg, digits) = match digits.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, digits),
+    };
+    // Accumulate negatively so that i64::MIN is representable.
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_sub((d - b'0') as i64)?;
+    }
+    if neg { Some(v) } else { v.checked_neg() }
+}
+
+/// Reads a number value at `start`: `Ok(Ok(n))` for an in-range integer, `Ok(Err(reason))` for
+/// a valid number that is not one, `Err` for invalid JSON.
+fn integer<'f, S: Syntax<'f>>(
+    s: &mut S,
+    start: usize,
+    fractional: Reason,
+    out_of_range: Reason,
+) -> Result<(usize, Result<i64, Reason>), Fault> {
+    let buf = s.buf();
+    let shape = scan::number(buf, start)?;
+    if !shape.integer {
+        return Ok((shape.end, Err(fractional)));
+    }
+    match parse_i64(&buf[start..shape.end]) {
+        Some(n) => Ok((shape.end, Ok(n))),
+        None => Ok((shape.end, Err(out_of_range))),
+    }
+}
+
+/// The first envelope problem seen, kept while the walk goes on to validate the rest.
+struct Problems {
+    first: Option<(Reason, usize)>,
+}
+
+impl Problems {
+    #[inline(always)]
+    fn note(&mut self, reason: Reason, at: usize) {
+        if self.first.is_none() {
+            self.first = Some((reason, at));
+        }
+    }
+}
+
+enum IdSlot<'f> {
+    Absent,
+    Null,
+    Value(Id<'f>),
+    Invalid,
+}
+
+/// Walks one object that starts at `open` (`{`). Returns the position after it and the
+/// message or the envelope problem. Parse faults abort the walk.
+fn object<'f, S: Syntax<'f>>(
+    s: &mut S,
+    open: usize,
+    depth_left: usize,
+) -> Result<(usize, Result<Message<'f>, DecodeError<'f>>), Fault> {
+    let buf = s.buf();
+    if depth_left == 0 {
+        return Err(fault(Reason::TooDeep, open));
+    }
+    let inner_depth = depth_left - 1;
+    let mut problems = Problems { first: None };
+    let mut seen = [false; 6];
+    let mut version_ok = false;
+    let mut id = IdSlot::Absent;
+    let mut id_ambiguous = false;
+    let mut method: Option<JsonStr<'f>> = None;
+    let mut params: Option<RawJson<'f>> = None;
+    let mut result: Option<RawJson<'f>> = None;
+    let mut error: Option<Option<ErrorObject<'f>>> = None;
+
+    let mut pos = skip_ws(buf, open + 1);
+    if buf.get(pos) == Some(&b'}') {
+        pos += 1;
+    } else {
+        loop {
+            // Key.
+            let key_at = pos;
+            if buf.get(pos) != Some(&b'"') {
+                return Err(match buf.get(pos) {
+                    Some(_) => scan::unexpected(buf, pos),
+                    None => fault(Reason::UnexpectedEnd, pos),
+                });
+            }
+            let (key_end, key_escaped) = s.string(pos)?;
+            let mut scratch = [0u8; 16];
+            let class = match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
+                Some(key) => classify(key, &MEMBERS),
+                None => KeyClass::Other,
+            };
+            pos = expect(buf, skip_ws(buf, key_end), b':')?;
+            let vstart = skip_ws(buf, pos);
+            let Some(&first) = buf.get(vstart) else {
+                return Err(fault(Reason::UnexpectedEnd, vstart));
+            };
+
+            // Value.
+            let member = match class {
+                KeyClass::Exact(m) => {
+                    let slot = &mut seen[m as usize];
+                    if *slot {
+                        problems.note(Reason::DuplicateKey, key_at);
+                        if m == Member::Id {
+                            id_ambiguous = true;
+                        }
+                    }
+                    *slot = true;
+                    Some(m)
+                }
+                KeyClass::CaseVariant => {
+                    problems.note(Reason::CaseVariantKey, key_at);
+                    None
+                }
+                KeyClass::Other => None,
+            };
+            pos = match member {
+                Some(Member::Jsonrpc) => {
+                    if first == b'"' {
+                        let (end, esc) = s.string(vstart)?;
+                        let body = JsonStr::validated(text(buf, vstart + 1, end - 1), esc);
+                        if body.eq_str("2.0") {
+                            version_ok = true;
+                        } else {
+                            problems.note(Reason::WrongVersion, vstart);
+                        }
+                        end
+                    } else {
+                        problems.note(Reason::WrongVersion, vstart);
+                        s.value(vstart, inner_depth)?
+                    }
+                }
+                Some(Member::Id) => match first {
+                    b'"' => {
+                        let (end, esc) = s.string(vstart)?;
+                        id = IdSlot::Value(Id::Str(JsonStr::validated(
+                            text(buf, vstart + 1, end - 1),
+                            esc,
+                        )));
+                        end
+                    }
+                    b'-' | b'0'..=b'9' => {
+                        let (end, n) =
+                            integer(s, vstart, Reason::FractionalId, Reason::IdOutOfRange)?;
+                        match n {
+                            Ok(n) => id = IdSlot::Value(Id::Int(n)),
+                            Err(reason) => {
+                                id = IdSlot::Invalid;
+                                problems.note(reason, vstart);
+                            }
+                        }
+                        end
+                    }
+                    b'n' => {
+                        let end = s.value(vstart, inner_depth)?;
+                        id = IdSlot::Null;
+                        end
+                    }
+                    _ => {
+                        id = IdSlot::Invalid;
+                        problems.note(Reason::InvalidId, vstart);
+                        s.value(vstart, inner_depth)?
+                    }
+                },
+                Some(Member::Method) => {
+                    if first == b'"' {
+                        let (end, esc) = s.string(vstart)?;
+                        method = Some(JsonStr::validated(text(buf, vstart + 1, end - 1), esc));
+                        end
+                    } else {
+                        problems.note(Reason::MethodNotString, vstart);
+                        s.value(vstart, inner_depth)?
+                    }
+                }
+                Some(Member::Params) => {
+                    let end = s.value(vstart, inner_depth)?;
+                    if first == b'{' {
+                        params = Some(RawJson::validated(text(buf, vstart, end)));
+                    } else {
+                        problems.note(Reason::ParamsNotObject, vstart);
+                    }
+                    end
+                }
+                Some(Member::Result) => {
+                    let end = s.value(vstart, inner_depth)?;
+                    result = Some(RawJson::validated(text(buf, vstart, end)));
+                    end
+                }
+                Some(Member::Error) => {
+                    if first == b'{' {
+                        let (end, obj) = error_object(s, vstart, inner_depth, &mut problems)?;
+                        error = Some(obj);
+                        end
+                    } else {
+                        problems.note(Reason::ErrorNotObject, vstart);
+                        error = Some(None);
+                        s.value(vstart, inner_depth)?
+                    }
+                }
+                None => s.value(vstart, inner_depth)?,
+            };
+
+            pos = skip_ws(buf, pos);
+            match buf.get(pos) {
+                Some(b',') => pos = skip_ws(buf, pos + 1),
+                Some(b'}') => {
+                    pos += 1;
+                    break;
+                }
+                Some(_) => return Err(scan::unexpected(buf, pos)),
+                None => return Err(fault(Reason::UnexpectedEnd, pos)),
+            }
+        }
+    }
+
+    let readable_id = match (&id, id_ambiguous) {
+        (IdSlot::Value(v), false) => Some(*v),
+        _ => None,
+    };
+    let invalid = |reason: Reason, at: usize| DecodeError::invalid(reason, at, readable_id);
+    if let Some((reason, at)) = problems.first {
+        return Ok((pos, Err(invalid(reason, at))));
+    }
+    if !seen[Member::Jsonrpc as usize] {
+        return Ok((pos, Err(invalid(Reason::MissingVersion, open))));
+    }
+    debug_assert!(version_ok);
+    let message = if let Some(method) = method {
+        if result.is_some() || error.is_some() {
+            Err(invalid(Reason::AmbiguousKind, open))
+        } else {
+            match id {
+                IdSlot::Absent => Ok(Message::Notification(Notification { method, params })),
+                IdSlot::Value(id) => Ok(Message::Request(Request { id, method, params })),
+                IdSlot::Null => Err(invalid(Reason::NullId, open)),
+                IdSlot::Invalid => Err(invalid(Reason::InvalidId, open)),
+            }
+        }
+    } else if params.is_some() {
+        Err(invalid(Reason::AmbiguousKind, open))
+    } else {
+        match (result, error) {
+            (Some(_), Some(_)) => Err(invalid(Reason::ResultAndError, open)),
+            (Some(result), None) => match id {
+                IdSlot::Value(id) => Ok(Message::Response(Response { id, result })),
+                IdSlot::Null => Err(invalid(Reason::NullId, open)),
+                IdSlot::Absent => Err(invalid(Reason::MissingId, open)),
+                IdSlot::Invalid => Err(invalid(Reason::InvalidId, open)),
+            },
+            (None, Some(Some(error))) => match id {
+                IdSlot::Value(id) => Ok(Message::Error(ErrorResponse {
+                    id: Some(id),
+                    error,
+                })),
+                IdSlot::Null | IdSlot::Absent => {
+                    Ok(Message::Error(ErrorResponse { id: None, error }))
+                }
+                IdSlot::Invalid => Err(invalid(Reason::InvalidId, open)),
+            },
+            // A malformed error object has already noted its problem.
+            (None, Some(None)) => Err(invalid(Reason::ErrorNotObject, open)),
+            (None, None) => Err(invalid(Reason::NotAMessage, open)),
+        }
+    };
+    Ok((pos, message))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ErrorMember {
+    Code,
+    Message,
+    Data,
+}
+
+const ERROR_MEMBERS: [(&[u8], ErrorMember); 3] = [
+    (b"code", ErrorMember::Code),
+    (b"message", ErrorMember::Message),
+    (b"data", ErrorMember::Data),
+];
+
+/// Walks the `error` object at `open`.
+fn error_object<'f, S: Syntax<'f>>(
+    s: &mut S,
+    open: usize,
+    depth_left: usize,
+    problems: &mut Problems,
+) -> Result<(usize, Option<ErrorObject<'f>>), Fault> {
+    let buf = s.buf();
+    if depth_left == 0 {
+        return Err(fault(Reason::TooDeep, open));
+    }
+    let inner_depth = depth_left - 1;
+    let mut seen = [false; 3];
+    let mut code: Option<i64> = None;
+    let mut message: Option<JsonStr<'f>> = None;
+    let mut data: Option<RawJson<'f>> = None;
+    let mut bad = false;
+
+    let mut pos = skip_ws(buf, open + 1);
+    if buf.get(pos) == Some(&b'}') {
+        pos += 1;
+    } else {
+        loop {
+            let key_at = pos;
+            if buf.get(pos) != Some(&b'"') {
+                return Err(match buf.get(pos) {
+                    Some(_) => scan::unexpected(buf, pos),
+                    None => fault(Reason::UnexpectedEnd, pos),
+                });
+            }
+            let (key_end, key_escaped) = s.string(pos)?;
+            let mut scratch = [0u8; 16];
+            let class = match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
+                Some(key) => classify(key, &ERROR_MEMBERS),
+                None => KeyClass::Other,
+            };
+            pos = expect(buf, skip_ws(buf, key_end), b':')?;
+            let vstart = skip_ws(buf, pos);
+            let Some(&first) = buf.get(vstart) else {
+                return Err(fault(Reason::UnexpectedEnd, vstart));
+            };
+            let member = match class {
+                KeyClass::Exact(m) => {
+                    if seen[m as usize] {
+                        problems.note(Reason::DuplicateKey, key_at);
+                        bad = true;
+                    }
+                    seen[m as usize] = true;
+                    Some(m)
+                }
+                KeyClass::CaseVariant => {
+                    problems.note(Reason::CaseVariantKey, key_at);
+                    bad = true;
+                    None
+                }
+                KeyClass::Other => None,
+            };
+            pos = match member {
+                Some(ErrorMember::Code) => {
+                    if matches!(first, b'-' | b'0'..=b'9') {
+                        let (end, n) = integer(
+                            s,
+                            vstart,
+                            Reason::ErrorCodeNotInteger,
+                            Reason::ErrorCodeNotInteger,
+                        )?;
+                        match n {
+                            Ok(n) => code = Some(n),
+                            Err(reason) => {
+                                problems.note(reason, vstart);
+                                bad = true;
+                            }
+                        }
+                        end
+                    } else {
+                        problems.note(Reason::ErrorCodeNotInteger, vstart);
+                        bad = true;
+                        s.value(vstart, inner_depth)?
+                    }
+                }
+                Some(ErrorMember::Message) => {
+                    if first == b'"' {
+                        let (end, esc) = s.string(vstart)?;
+                        message = Some(JsonStr::validated(text(buf, vstart + 1, end - 1), esc));
+                        end
+                    } else {
+                        problems.note(Reason::ErrorMessageNotString, vstart);
+                        bad = true;
+                        s.value(vstart, inner_depth)?
+                    }
+                }
+                Some(ErrorMember::Data) => {
+                    let end = s.value(vstart, inner_depth)?;
+                    data = Some(RawJson::validated(text(buf, vstart, end)));
+                    end
+                }
+                None => s.value(vstart, inner_depth)?,
+            };
+            pos = skip_ws(buf, pos);
+            match buf.get(pos) {
+                Some(b',') => pos = skip_ws(buf, pos + 1),
+                Some(b'}') => {
+                    pos += 1;
+                    break;
+                }
+                Some(_) => return Err(scan::unexpected(buf, pos)),
+                None => return Err(fault(Reason::UnexpectedEnd, pos)),
+            }
+        }
+    }
+    if bad {
+        return Ok((pos, None));
+    }
+    match (code, message) {
+        (Some(code), Some(message)) => Ok((
+            pos,
+            Some(ErrorObject {
+                code,
+                message,
+                data,
+            }),
+        )),
+        (None, _) => {
+            problems.note(Reason::ErrorCodeNotInteger, open);
+            Ok((pos, None))
+        }
+        (_, None) => {
+            problems.note(Reason::ErrorMessageNotString, open);
+            Ok((pos, None))
+        }
+    }
+}
+
+/// Decodes a whole frame.
+fn walk<'f, S: Syntax<'f>>(s: &mut S, max_depth: usize) -> Result<Decoded<'f>, DecodeError<'f>> {
+    let buf = s.buf();
+    let start = skip_ws(buf, 0);
+    let (end, decoded) = match buf.get(start) {
+        Some(b'{') => {
+            let (end, msg) = object(s, start, max_depth).map_err(DecodeError::parse)?;
+            (end, msg.map(Decoded::Single))
+        }
+        Some(b'[') => batch(s, start, max_depth).map_err(DecodeError::parse)?,
+        Some(_) => {
+            let end = s.value(start, max_depth).map_err(DecodeError::parse)?;
+            (
+                end,
+                Err(DecodeError::invalid(Reason::NotAnObject, start, None)),
+            )
+        }
+        None => return Err(DecodeError::parse(fault(Reason::UnexpectedEnd, start))),
+    };
+    if !s.prevalidated() {
+        let end = skip_ws(buf, end);
+        if end != buf.len() {
+            return Err(DecodeError::parse(fault(Reason::TrailingCharacters, end)));
+        }
+    }
+    decoded
+}
+
+type BatchOutcome<'f> = (usize, Result<Decoded<'f>, DecodeError<'f>>);
+
+fn batch<'f, S: Syntax<'f>>(
+    s: &mut S,
+    open: usize,
+    max_depth: usize,
+) -> Result<BatchOutcome<'f>, Fault> {
+    let buf = s.buf();
+    if max_depth == 0 {
+        return Err(fault(Reason::TooDeep, open));
+    }
+    let depth_left = max_depth - 1;
+    let mut pos = skip_ws(buf, open + 1);
+    if buf.get(pos) == Some(&b']') {
+        return Ok((
+            pos + 1,
+            Err(DecodeError::invalid(Reason::EmptyBatch, open, None)),
+        ));
+    }
+    let mut members = Vec::new();
+    loop {
+        let Some(&first) = buf.get(pos) else {
+            return Err(fault(Reason::UnexpectedEnd, pos));
+        };
+        if first == b'{' {
+            let (end, msg) = object(s, pos, depth_left)?;
+            members.push(msg);
+            pos = end;
+        } else {
+            let end = s.value(pos, depth_left)?;
+            members.push(Err(DecodeError::invalid(Reason::NotAnObject, pos, None)));
+            pos = end;
+        }
+        pos = skip_ws(buf, pos);
+        match buf.get(pos) {
+            Some(b',') => pos = skip_ws(buf, pos + 1),
+            Some(b']') => return Ok((pos + 1, Ok(Decoded::Batch(members)))),
+            Some(_) => return Err(scan::unexpected(buf, pos)),
+            None => return Err(fault(Reason::UnexpectedEnd, pos)),
+        }
+    }
+}

@@ -1,0 +1,656 @@
+//! The native JSON validator: one pass, no tree, no allocation.
+//!
+//! Everything here answers two questions about a byte slice: where does this JSON value end,
+//! and is it valid? Given text already known to be UTF-8 (see `utf8.rs`), validation is
+//! complete: grammar, control characters, escapes and surrogate pairs, nesting depth.
+
+use super::Reason;
+
+/// A validation failure: what went wrong and the byte offset where it was noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub reason: Reason,
+    pub offset: usize,
+}
+
+#[inline]
+pub(crate) fn fault(reason: Reason, offset: usize) -> Fault {
+    Fault { reason, offset }
+}
+
+/// The hard ceiling on nesting depth, whatever the configuration asks for. It sizes the
+/// fixed bit stack used while skipping values, so deep input can never grow the call stack.
+pub(crate) const MAX_DEPTH_LIMIT: usize = 1024;
+
+/// The fault for a byte the grammar does not allow at `pos`. (The frame's UTF-8 has been
+/// validated before any walk, so a non-ASCII byte here is valid UTF-8 in the wrong place.)
+#[cold]
+pub(crate) fn unexpected(_buf: &[u8], pos: usize) -> Fault {
+    fault(Reason::UnexpectedByte, pos)
+}
+
+#[inline(always)]
+pub(crate) fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Returns the first position at or after `pos` that is not JSON whitespace.
+#[inline(always)]
+pub(crate) fn skip_ws(buf: &[u8], mut pos: usize) -> usize {
+    while pos < buf.len() && is_ws(buf[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Returns the index of the first byte at or after `i` that ends a run of plain string
+/// content: `"`, `\\` or a control character (< 0x20); `buf.len()` if none.
+#[cfg(not(target_arch = "x86_64"))]
+fn find_string_special(buf: &[u8], mut i: usize) -> usize {
+    while i < buf.len() {
+        let b = buf[i];
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn hex4(buf: &[u8], i: usize) -> Option<u32> {
+    let digits = buf.get(i..i + 4)?;
+    let mut v = 0u32;
+    for &d in digits {
+        let n = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | n as u32;
+    }
+    Some(v)
+}
+
+/// Validates the escape that starts with the backslash at `i`; returns the position after it.
+#[inline(never)]
+pub(crate) fn escape(buf: &[u8], i: usize) -> Result<usize, Fault> {
+    match buf.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            let unit = hex4(buf, i + 2).ok_or(fault(Reason::InvalidEscape, i))?;
+            match unit {
+                0xD800..=0xDBFF => {
+                    // A high surrogate must be followed at once by an escaped low surrogate.
+                    if buf.get(i + 6) == Some(&b'\\') && buf.get(i + 7) == Some(&b'u') {
+                        match hex4(buf, i + 8) {
+                            Some(0xDC00..=0xDFFF) => Ok(i + 12),
+                            Some(_) => Err(fault(Reason::LoneSurrogate, i)),
+                            None => Err(fault(Reason::InvalidEscape, i + 6)),
+                        }
+                    } else {
+                        Err(fault(Reason::LoneSurrogate, i))
+                    }
+                }
+                0xDC00..=0xDFFF => Err(fault(Reason::LoneSurrogate, i)),
+                _ => Ok(i + 6),
+            }
+        }
+        Some(_) => Err(fault(Reason::InvalidEscape, i)),
+        None => Err(fault(Reason::UnexpectedEnd, buf.len())),
+    }
+}
+
+/// For the 64 bytes at `buf[i..i + 64]`: one bit per byte that is a quote, a backslash, or a
+/// control character (< 0x20).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn block_masks(buf: &[u8; 64], i: usize) -> (u64, u64, u64) {
+    use core::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    debug_assert!(i + 64 <= buf.len());
+    let mut quotes = 0u64;
+    let mut backslashes = 0u64;
+    let mut controls = 0u64;
+    // Safety: SSE2 is part of the x86_64 baseline; the four 16-byte loads cover
+    // `buf[i..i + 64]`, which the caller guarantees is in bounds.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let control_max = _mm_set1_epi8(0x1F);
+        for k in 0..4 {
+            let v = _mm_loadu_si128(buf.as_ptr().add(i + 16 * k) as *const __m128i);
+            let shift = 16 * k;
+            quotes |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) as u16 as u64) << shift;
+            backslashes |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) as u16 as u64) << shift;
+            // v <= 0x1F (unsigned) exactly when min(v, 0x1F) == v.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, control_max), v);
+            controls |= (_mm_movemask_epi8(control) as u16 as u64) << shift;
+        }
+    }
+    (quotes, backslashes, controls)
+}
+
+/// Positions in a 64-byte block that hold a character escaped by a backslash.
+///
+/// A backslash escapes the next character unless it is itself escaped, so what matters is the
+/// parity of each run of backslashes. Runs starting on even and on odd positions are separated,
+/// an addition carries each run's start to its end, and the parity of where it lands tells
+/// whether the character after the run is escaped. `carry` holds whether the previous block
+/// ended with an unpaired backslash; it is updated for the next block.
+#[inline(always)]
+fn escaped_positions(backslashes: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A backslash escaped by the previous block's last one starts nothing.
+    let backslashes = backslashes & !*carry;
+    let follows_backslash = (backslashes << 1) | *carry;
+    let odd_starts = backslashes & !EVEN & !follows_backslash;
+    let (from_odd, overflow) = odd_starts.overflowing_add(backslashes);
+    *carry = overflow as u64;
+    let invert = from_odd << 1;
+    (EVEN ^ invert) & follows_backslash
+}
+
+/// Bits for the 64 bytes at `buf[i..]` whose value is one of the characters that may follow a
+/// backslash (`"\/bfnrtu`), plus a separate mask for `u`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn escape_letter_masks(block: &[u8; 64]) -> (u64, u64) {
+    use core::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut valid = 0u64;
+    let mut unicode = 0u64;
+    // Safety: SSE2 is part of the x86_64 baseline; the loads cover the 64-byte array.
+    unsafe {
+        for k in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            let u = eq(b'u');
+            let any = _mm_or_si128(
+                _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_or_si128(eq(b'"'), eq(b'\\')),
+                        _mm_or_si128(eq(b'/'), eq(b'b')),
+                    ),
+                    _mm_or_si128(
+                        _mm_or_si128(eq(b'f'), eq(b'n')),
+                        _mm_or_si128(eq(b'r'), eq(b't')),
+                    ),
+                ),
+                u,
+            );
+            valid |= (_mm_movemask_epi8(any) as u16 as u64) << (16 * k);
+            unicode |= (_mm_movemask_epi8(u) as u16 as u64) << (16 * k);
+        }
+    }
+    (valid, unicode)
+}
+
+/// Checks the `\u` escapes of one block, in order. `skip_to` is the first position not yet
+/// covered by an earlier escape (a surrogate pair covers its low half).
+#[cold]
+#[inline(never)]
+fn unicode_escapes(
+    buf: &[u8],
+    base: usize,
+    mut unicode: u64,
+    skip_to: &mut usize,
+) -> Result<(), Fault> {
+    while unicode != 0 {
+        let letter = base + unicode.trailing_zeros() as usize;
+        unicode &= unicode - 1;
+        let backslash = letter - 1;
+        if backslash < *skip_to {
+            continue;
+        }
+        *skip_to = escape(buf, backslash)?;
+    }
+    Ok(())
+}
+
+/// Validates a string whose opening quote is at `pos - 1` (UTF-8 already checked). Returns the
+/// position just past the closing quote and whether the string contains escapes.
+///
+/// Short strings are settled with one 16-byte compare. Longer ones go 64 bytes at a time: the
+/// block's quotes, backslashes and control characters become bit masks, escaped positions are
+/// derived from the backslash mask without a branch per escape, and only `\u` escapes are
+/// checked one by one. Text full of line breaks and quotes costs the same per block as plain
+/// text.
+#[inline]
+pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
+        };
+        if pos + 16 <= buf.len() {
+            // Safety: SSE2 is baseline on x86_64; the load reads `buf[pos..pos + 16]`.
+            let mask = unsafe {
+                let v = _mm_loadu_si128(buf.as_ptr().add(pos) as *const __m128i);
+                let stop = _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+                    ),
+                    _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v),
+                );
+                _mm_movemask_epi8(stop) as u32
+            };
+            if mask != 0 {
+                let at = pos + mask.trailing_zeros() as usize;
+                if buf[at] == b'"' {
+                    return Ok((at + 1, false));
+                }
+            }
+        }
+        string_blocks(buf, pos)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    string_scalar(buf, pos)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
+    let mut i = pos;
+    let mut carry = 0u64;
+    let mut escaped_any = false;
+    // The first position not covered by an already checked `\u` escape.
+    let mut unicode_done = pos;
+    let mut block = [b' '; 64];
+    loop {
+        if i >= buf.len() {
+            return Err(fault(Reason::UnexpectedEnd, buf.len()));
+        }
+        let avail = (buf.len() - i).min(64);
+        let window: &[u8; 64] = if avail == 64 {
+            buf[i..i + 64].try_into().unwrap_or(&block)
+        } else {
+            // The frame's last bytes: pad with plain characters and mask the padding out.
+            block = [b' '; 64];
+            block[..avail].copy_from_slice(&buf[i..]);
+            &block
+        };
+        let (quotes, backslashes, controls) = block_masks(window, 0);
+        let live = if avail == 64 {
+            !0u64
+        } else {
+            (1u64 << avail) - 1
+        };
+        let escaped = escaped_positions(backslashes & live, &mut carry);
+        let closing = quotes & !escaped & live;
+        // Everything before the closing quote (or the whole block) belongs to the string.
+        let inside = if closing != 0 {
+            (closing & closing.wrapping_neg()) - 1
+        } else {
+            live
+        };
+        let bad_control = controls & inside;
+        let escapes = escaped & (inside | (closing & closing.wrapping_neg()));
+        let mut first_error = None;
+        if bad_control != 0 {
+            first_error = Some(fault(
+                Reason::ControlCharacter,
+                i + bad_control.trailing_zeros() as usize,
+            ));
+        }
+        if escapes != 0 {
+            escaped_any = true;
+            let (valid, unicode) = escape_letter_masks(window);
+            let bad_escape = escapes & !valid;
+            if bad_escape != 0 {
+                let at = i + bad_escape.trailing_zeros() as usize - 1;
+                if first_error.is_none_or(|f| at < f.offset) {
+                    first_error = Some(fault(Reason::InvalidEscape, at));
+                }
+            }
+            let unicode = escapes & unicode;
+            if unicode != 0
+                && let Err(f) = unicode_escapes(buf, i, unicode, &mut unicode_done)
+                && first_error.is_none_or(|e| f.offset < e.offset)
+            {
+                first_error = Some(f);
+            }
+        }
+        if let Some(f) = first_error {
+            return Err(f);
+        }
+        if closing != 0 {
+            let end = i + closing.trailing_zeros() as usize + 1;
+            // A `\u` escape checked above may not run past the closing quote.
+            if unicode_done > end {
+                return Err(fault(Reason::InvalidEscape, end - 1));
+            }
+            return Ok((end, escaped_any));
+        }
+        if avail < 64 {
+            return Err(fault(Reason::UnexpectedEnd, buf.len()));
+        }
+        i += 64;
+    }
+}
+
+/// The portable fallback: stop at every quote, backslash or control character.
+#[cfg(not(target_arch = "x86_64"))]
+fn string_scalar(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
+    let mut i = pos;
+    let mut escaped = false;
+    loop {
+        i = find_string_special(buf, i);
+        let Some(&b) = buf.get(i) else {
+            return Err(fault(Reason::UnexpectedEnd, buf.len()));
+        };
+        match b {
+            b'"' => return Ok((i + 1, escaped)),
+            b'\\' => {
+                escaped = true;
+                i = escape(buf, i)?;
+            }
+            _ => return Err(fault(Reason::ControlCharacter, i)),
+        }
+    }
+}
+
+/// The shape of a number that [`number`] accepted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NumberShape {
+    pub end: usize,
+    /// No fraction and no exponent.
+    pub integer: bool,
+}
+
+/// Validates a JSON number starting at `pos`.
+#[inline]
+pub(crate) fn number(buf: &[u8], pos: usize) -> Result<NumberShape, Fault> {
+    let digit = |i: usize| buf.get(i).is_some_and(u8::is_ascii_digit);
+    let mut i = pos;
+    if buf.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match buf.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            i += 1;
+            while digit(i) {
+                i += 1;
+            }
+        }
+        _ => return Err(fault(Reason::InvalidNumber, i)),
+    }
+    let mut integer = true;
+    if buf.get(i) == Some(&b'.') {
+        integer = false;
+        i += 1;
+        if !digit(i) {
+            return Err(fault(Reason::InvalidNumber, i));
+        }
+        while digit(i) {
+            i += 1;
+        }
+    }
+    if matches!(buf.get(i), Some(b'e' | b'E')) {
+        integer = false;
+        i += 1;
+        if matches!(buf.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digit(i) {
+            return Err(fault(Reason::InvalidNumber, i));
+        }
+        while digit(i) {
+            i += 1;
+        }
+    }
+    Ok(NumberShape { end: i, integer })
+}
+
+#[inline]
+fn literal(buf: &[u8], pos: usize, word: &[u8]) -> Result<usize, Fault> {
+    if buf.get(pos..pos + word.len()) == Some(word) {
+        Ok(pos + word.len())
+    } else {
+        Err(unexpected(buf, pos))
+    }
+}
+
+/// One bit per open container (1 = object), on the stack, never on the heap.
+struct Nesting {
+    bits: [u64; MAX_DEPTH_LIMIT / 64],
+    depth: usize,
+    limit: usize,
+}
+
+impl Nesting {
+    fn new(limit: usize) -> Self {
+        Nesting {
+            bits: [0; MAX_DEPTH_LIMIT / 64],
+            depth: 0,
+            limit: limit.min(MAX_DEPTH_LIMIT),
+        }
+    }
+    #[inline]
+    fn push(&mut self, object: bool, at: usize) -> Result<(), Fault> {
+        if self.depth >= self.limit {
+            return Err(fault(Reason::TooDeep, at));
+        }
+        let (word, bit) = (self.depth / 64, self.depth % 64);
+        if object {
+            self.bits[word] |= 1 << bit;
+        } else {
+            self.bits[word] &= !(1 << bit);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+    #[inline]
+    fn top_is_object(&self) -> bool {
+        let d = self.depth - 1;
+        self.bits[d / 64] & (1 << (d % 64)) != 0
+    }
+}
+
+/// Validates `"key"` (possibly after whitespace) and the colon after it; returns the
+/// position after the colon.
+#[inline]
+fn key_and_colon(buf: &[u8], pos: usize) -> Result<usize, Fault> {
+    let pos = skip_ws(buf, pos);
+    match buf.get(pos) {
+        Some(b'"') => {}
+        Some(_) => return Err(unexpected(buf, pos)),
+        None => return Err(fault(Reason::UnexpectedEnd, pos)),
+    }
+    let (end, _) = string(buf, pos + 1)?;
+    let end = skip_ws(buf, end);
+    match buf.get(end) {
+        Some(b':') => Ok(end + 1),
+        Some(_) => Err(unexpected(buf, end)),
+        None => Err(fault(Reason::UnexpectedEnd, end)),
+    }
+}
+
+/// Validates the JSON value that starts at `pos` (after optional whitespace) and returns the
+/// position just past it. `depth_left` is how many more containers may be opened.
+pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Result<usize, Fault> {
+    let mut nesting = Nesting::new(depth_left);
+    loop {
+        pos = skip_ws(buf, pos);
+        let Some(&c) = buf.get(pos) else {
+            return Err(fault(Reason::UnexpectedEnd, pos));
+        };
+        match c {
+            b'{' => {
+                nesting.push(true, pos)?;
+                pos = skip_ws(buf, pos + 1);
+                if buf.get(pos) == Some(&b'}') {
+                    nesting.depth -= 1;
+                    pos += 1;
+                } else {
+                    pos = key_and_colon(buf, pos)?;
+                    continue;
+                }
+            }
+            b'[' => {
+                nesting.push(false, pos)?;
+                pos = skip_ws(buf, pos + 1);
+                if buf.get(pos) == Some(&b']') {
+                    nesting.depth -= 1;
+                    pos += 1;
+                } else {
+                    continue;
+                }
+            }
+            b'"' => pos = string(buf, pos + 1)?.0,
+            b't' => pos = literal(buf, pos, b"true")?,
+            b'f' => pos = literal(buf, pos, b"false")?,
+            b'n' => pos = literal(buf, pos, b"null")?,
+            b'-' | b'0'..=b'9' => pos = number(buf, pos)?.end,
+            _ => return Err(unexpected(buf, pos)),
+        }
+        // A value is complete: close containers until one wants another element.
+        loop {
+            if nesting.depth == 0 {
+                return Ok(pos);
+            }
+            pos = skip_ws(buf, pos);
+            match buf.get(pos) {
+                Some(b',') => {
+                    pos += 1;
+                    if nesting.top_is_object() {
+                        pos = key_and_colon(buf, pos)?;
+                    }
+                    break;
+                }
+                Some(b'}') if nesting.top_is_object() => {
+                    nesting.depth -= 1;
+                    pos += 1;
+                }
+                Some(b']') if !nesting.top_is_object() => {
+                    nesting.depth -= 1;
+                    pos += 1;
+                }
+                Some(_) => return Err(unexpected(buf, pos)),
+                None => return Err(fault(Reason::UnexpectedEnd, pos)),
+            }
+        }
+    }
+}
+
+/// Validates that `buf` holds exactly one JSON value, surrounded by optional whitespace.
+/// `buf` must already be known to be UTF-8 (a `&str`, or a frame checked by `utf8::validate`).
+pub(crate) fn validate_document(buf: &[u8], max_depth: usize) -> Result<(), Fault> {
+    let end = skip_value(buf, 0, max_depth)?;
+    let end = skip_ws(buf, end);
+    if end != buf.len() {
+        return Err(fault(Reason::TrailingCharacters, end));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json (an independent validator) says about `"` + body + `"` + tail.
+    fn reference(body: &[u8]) -> bool {
+        let mut doc = vec![b'"'];
+        doc.extend_from_slice(body);
+        doc.push(b'"');
+        serde_json::from_slice::<serde_json::Value>(&doc).is_ok()
+    }
+
+    /// Our verdict on the same document: valid, and the string ends exactly at its quote.
+    fn ours(body: &[u8]) -> bool {
+        let mut doc = vec![b'"'];
+        doc.extend_from_slice(body);
+        doc.push(b'"');
+        let tail = b"  ,  ";
+        let mut padded = doc.clone();
+        padded.extend_from_slice(tail);
+        let a = string(&doc, 1);
+        let b = string(&padded, 1);
+        // The result cannot depend on what follows the string.
+        assert_eq!(a.ok(), b.ok(), "{body:?}");
+        match a {
+            Ok((end, escaped)) => {
+                if end == doc.len() {
+                    assert_eq!(escaped, body.contains(&b'\\'));
+                }
+                end == doc.len()
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn agrees_with_an_independent_validator_across_block_boundaries() {
+        let pieces: &[&[u8]] = &[
+            b"a",
+            b"bc",
+            b"\\n",
+            b"\\\\",
+            b"\\\"",
+            b"\\/",
+            b"\\u00e9",
+            b"\\ud83d\\ude00",
+            b"\\ud800",
+            b"\\udc00",
+            b"\\u12",
+            b"\\uzzzz",
+            b"\\x",
+            b"\t",
+            b"\x01",
+            b"\"",
+            "é".as_bytes(),
+            "日本".as_bytes(),
+            b"\\ud83d",
+            b"\\",
+            b"\\\\\\",
+        ];
+        let mut state = 0x243f_6a88_85a3_08d3u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..40_000 {
+            let mut body = vec![b'x'; (next() % 130) as usize];
+            let n = 1 + next() % 4;
+            for _ in 0..n {
+                let at = (next() as usize) % (body.len() + 1);
+                let piece = pieces[(next() as usize) % pieces.len()];
+                // Mostly valid pieces, so both verdicts are exercised.
+                if round % 3 != 0 && !reference(piece) {
+                    continue;
+                }
+                body.splice(at..at, piece.iter().copied());
+            }
+            if std::str::from_utf8(&body).is_err() {
+                continue;
+            }
+            assert_eq!(
+                ours(&body),
+                reference(&body),
+                "{:?}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+    }
+
+    #[test]
+    fn unterminated_strings_report_the_end() {
+        for len in [0, 1, 15, 16, 17, 63, 64, 65, 200] {
+            let mut doc = vec![b'"'];
+            doc.extend(std::iter::repeat_n(b'a', len));
+            assert_eq!(
+                string(&doc, 1),
+                Err(fault(Reason::UnexpectedEnd, doc.len()))
+            );
+            doc.push(b'\\');
+            assert!(string(&doc, 1).is_err());
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Capabilities: the raw JSON a side declared, plus compact flags for the engine's checks.
+
+use std::fmt;
+
+use crate::jsonrpc::{DuplicateMember, RawJson};
+
+/// Capability flags, one bit per capability (or sub-capability) the engine checks.
+///
+/// Server and client capabilities share the type; each side only ever sets its own. Combine
+/// flags with `|` and test with [`contains`](Self::contains).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Caps(u32);
+
+impl Caps {
+    /// No capabilities.
+    pub const EMPTY: Caps = Caps(0);
+    // -- server --
+    /// Server: `tools`.
+    pub const TOOLS: Caps = Caps(1 << 0);
+    /// Server: `tools.listChanged`.
+    pub const TOOLS_LIST_CHANGED: Caps = Caps(1 << 1);
+    /// Server: `resources`.
+    pub const RESOURCES: Caps = Caps(1 << 2);
+    /// Server: `resources.subscribe`.
+    pub const RESOURCES_SUBSCRIBE: Caps = Caps(1 << 3);
+    /// Server: `resources.listChanged`.
+    pub const RESOURCES_LIST_CHANGED: Caps = Caps(1 << 4);
+    /// Server: `prompts`.
+    pub const PROMPTS: Caps = Caps(1 << 5);
+    /// Server: `prompts.listChanged`.
+    pub const PROMPTS_LIST_CHANGED: Caps = Caps(1 << 6);
+    /// Server: `logging`.
+    pub const LOGGING: Caps = Caps(1 << 7);
+    /// Server: `completions`.
+    pub const COMPLETIONS: Caps = Caps(1 << 8);
+    // -- client --
+    /// Client: `roots`.
+    pub const ROOTS: Caps = Caps(1 << 9);
+    /// Client: `roots.listChanged`.
+    pub const ROOTS_LIST_CHANGED: Caps = Caps(1 << 10);
+    /// Client: `sampling`.
+    pub const SAMPLING: Caps = Caps(1 << 11);
+    /// Client: `sampling.tools`.
+    pub const SAMPLING_TOOLS: Caps = Caps(1 << 12);
+    /// Client: `sampling.context`.
+    pub const SAMPLING_CONTEXT: Caps = Caps(1 << 13);
+    /// Client: `elicitation`.
+    pub const ELICITATION: Caps = Caps(1 << 14);
+    /// Client: form-mode elicitation (`elicitation.form`, or an empty `elicitation` object).
+    pub const ELICITATION_FORM: Caps = Caps(1 << 15);
+    /// Client: `elicitation.url`.
+    pub const ELICITATION_URL: Caps = Caps(1 << 16);
+    // -- either side --
+    /// `tasks` (2025-11-25).
+    pub const TASKS: Caps = Caps(1 << 17);
+    /// `tasks.list`.
+    pub const TASKS_LIST: Caps = Caps(1 << 18);
+    /// `tasks.cancel`.
+    pub const TASKS_CANCEL: Caps = Caps(1 << 19);
+    /// `experimental`.
+    pub const EXPERIMENTAL: Caps = Caps(1 << 20);
+    /// `extensions` (2026-07-28).
+    pub const EXTENSIONS: Caps = Caps(1 << 21);
+
+    /// Whether every flag of `other` is set.
+    pub fn contains(self, other: Caps) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The raw bits (stable within one build; for the C ABI and debugging).
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for Caps {
+    type Output = Caps;
+    fn bitor(self, rhs: Caps) -> Caps {
+        Caps(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for Caps {
+    fn bitor_assign(&mut self, rhs: Caps) {
+        self.0 |= rhs.0;
+    }
+}
+
+const NAMES: &[(Caps, &str)] = &[
+    (Caps::TOOLS, "tools"),
+    (Caps::TOOLS_LIST_CHANGED, "tools.listChanged"),
+    (Caps::RESOURCES, "resources"),
+    (Caps::RESOURCES_SUBSCRIBE, "resources.subscribe"),
+    (Caps::RESOURCES_LIST_CHANGED, "resources.listChanged"),
+    (Caps::PROMPTS, "prompts"),
+    (Caps::PROMPTS_LIST_CHANGED, "prompts.listChanged"),
+    (Caps::LOGGING, "logging"),
+    (Caps::COMPLETIONS, "completions"),
+    (Caps::ROOTS, "roots"),
+    (Caps::ROOTS_LIST_CHANGED, "roots.listChanged"),
+    (Caps::SAMPLING, "sampling"),
+    (Caps::SAMPLING_TOOLS, "sampling.tools"),
+    (Caps::SAMPLING_CONTEXT, "sampling.context"),
+    (Caps::ELICITATION, "elicitation"),
+    (Caps::ELICITATION_FORM, "elicitation.form"),
+    (Caps::ELICITATION_URL, "elicitation.url"),
+    (Caps::TASKS, "tasks"),
+    (Caps::TASKS_LIST, "tasks.list"),
+    (Caps::TASKS_CANCEL, "tasks.cancel"),
+    (Caps::EXPERIMENTAL, "experimental"),
+    (Caps::EXTENSIONS, "extensions"),
+];
+
+impl Caps {
+    /// The dotted capability path of a single flag (`"resources.subscribe"`).
+    pub fn name(self) -> &'static str {
+        NAMES
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map(|(_, n)| *n)
+            .unwrap_or("capabilities")
+    }
+}
+
+impl fmt::Debug for Caps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_set();
+        for (c, n) in NAMES {
+            if self.contains(*c) {
+                list.entry(n);
+            }
+        }
+        list.finish()
+    }
+}
+
+/// Why a capabilities object could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapabilityError {
+    /// Not valid JSON.
+    InvalidJson,
+    /// Not a JSON object.
+    NotAnObject,
+    /// A capability key appears twice.
+    DuplicateKey,
+}
+
+impl fmt::Display for CapabilityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CapabilityError::InvalidJson => "capabilities are not valid JSON",
+            CapabilityError::NotAnObject => "capabilities must be a JSON object",
+            CapabilityError::DuplicateKey => "a capability key appears twice",
+        })
+    }
+}
+
+impl std::error::Error for CapabilityError {}
+
+impl From<DuplicateMember> for CapabilityError {
+    fn from(_: DuplicateMember) -> Self {
+        CapabilityError::DuplicateKey
+    }
+}
+
+/// One side's declared capabilities: the JSON as declared (for the application) and the flags
+/// the engine checks.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    raw: String,
+    flags: Caps,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            raw: "{}".to_owned(),
+            flags: Caps::EMPTY,
+        }
+    }
+}
+
+impl fmt::Debug for Capabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capabilities")
+            .field("flags", &self.flags)
+            .field("raw", &self.raw)
+            .finish()
+    }
+}
+
+/// Whether a capability member counts as declared: any value but `null` and `false`.
+fn declared(v: Option<RawJson<'_>>) -> bool {
+    v.is_some_and(|v| !v.is_null() && v.get().trim() != "false")
+}
+
+impl Capabilities {
+    /// Reads a capabilities object (`{"tools":{"listChanged":true}, …}`). Use it for your own
+    /// declaration in a config and, inside the engine, for the peer's.
+    pub fn parse(json: &str) -> Result<Capabilities, CapabilityError> {
+        let raw = RawJson::new(json).map_err(|_| CapabilityError::InvalidJson)?;
+        Self::from_raw(raw)
+    }
+
+    /// Reads an already validated capabilities object.
+    pub fn from_raw(raw: RawJson<'_>) -> Result<Capabilities, CapabilityError> {
+        if !raw.is_object() {
+            return Err(CapabilityError::NotAnObject);
+        }
+        let mut flags = Caps::EMPTY;
+        let mut set = |on: bool, c: Caps| {
+            if on {
+                flags |= c;
+            }
+        };
+        let sub = |v: Option<RawJson<'_>>, key: &str| -> Result<bool, CapabilityError> {
+            match v {
+                Some(v) if v.is_object() => Ok(declared(v.get_unique(key)?)),
+                _ => Ok(false),
+            }
+        };
+        let tools = raw.get_unique("tools")?;
+        set(declared(tools), Caps::TOOLS);
+        set(sub(tools, "listChanged")?, Caps::TOOLS_LIST_CHANGED);
+        let resources = raw.get_unique("resources")?;
+        set(declared(resources), Caps::RESOURCES);
+        set(sub(resources, "subscribe")?, Caps::RESOURCES_SUBSCRIBE);
+        set(sub(resources, "listChanged")?, Caps::RESOURCES_LIST_CHANGED);
+        let prompts = raw.get_unique("prompts")?;
+        set(declared(prompts), Caps::PROMPTS);
+        set(sub(prompts, "listChanged")?, Caps::PROMPTS_LIST_CHANGED);
+        set(declared(raw.get_unique("logging")?), Caps::LOGGING);
+        set(declared(raw.get_unique("completions")?), Caps::COMPLETIONS);
+        let roots = raw.get_unique("roots")?;
+        set(declared(roots), Caps::ROOTS);
+        set(sub(roots, "listChanged")?, Caps::ROOTS_LIST_CHANGED);
+        let sampling = raw.get_unique("sampling")?;
+        set(declared(sampling), Caps::SAMPLING);
+        set(sub(sampling, "tools")?, Caps::SAMPLING_TOOLS);
+        set(sub(sampling, "context")?, Caps::SAMPLING_CONTEXT);
+        let elicitation = raw.get_unique("elicitation")?;
+        let form = sub(elicitation, "form")?;
+        let url = sub(elicitation, "url")?;
+        set(declared(elicitation), Caps::ELICITATION);
+        // An empty elicitation object means form mode only.
+        set(
+            declared(elicitation) && (form || !url),
+            Caps::ELICITATION_FORM,
+        );
+        set(declared(elicitation) && url, Caps::ELICITATION_URL);
+        let tasks = raw.get_unique("tasks")?;
+        set(declared(tasks), Caps::TASKS);
+        set(sub(tasks, "list")?, Caps::TASKS_LIST);
+        set(sub(tasks, "cancel")?, Caps::TASKS_CANCEL);
+        set(
+            declared(raw.get_unique("experimental")?),
+            Caps::EXPERIMENTAL,
+        );
+        set(declared(raw.get_unique("extensions")?), Caps::EXTENSIONS);
+        Ok(Capabilities {
+            raw: raw.get().to_owned(),
+            flags,
+        })
+    }
+
+    /// The flags.
+    pub fn flags(&self) -> Caps {
+        self.flags
+    }
+
+    /// Whether every flag of `c` is declared.
+    pub fn has(&self, c: Caps) -> bool {
+        self.flags.contains(c)
+    }
+
+    /// The JSON as declared.
+    pub fn raw(&self) -> RawJson<'_> {
+        RawJson::validated(&self.raw)
+    }
+}
