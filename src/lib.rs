@@ -39,6 +39,9 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod conn;
 pub mod frame;
 pub mod jsonrpc;
 pub mod mcp;
+
+pub use conn::{Config, Connection, Event, Timestamp};

@@ -23,6 +23,14 @@ pub use encode::{
 };
 pub use text::Unescaped;
 
+/// Appends `s` as a JSON string, quotes included, escaping what JSON requires. Use it to build
+/// JSON payloads by hand without a serializer.
+pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    text::write_escaped(out, s);
+    out.push(b'"');
+}
+
 // ---- Error codes -------------------------------------------------------------------------
 
 /// JSON-RPC "Parse error": the frame is not valid JSON (or not valid UTF-8).
@@ -345,6 +353,68 @@ impl fmt::Display for Id<'_> {
             Id::Int(n) => write!(f, "{n}"),
             Id::Str(s) => write!(f, "\"{}\"", s.raw()),
         }
+    }
+}
+
+/// An [`Id`] that owns its text, for keeping an id beyond the frame it came in.
+///
+/// String ids of up to 22 bytes are stored inline, so keeping one does not allocate. The wire
+/// form is kept byte for byte (use [`as_id`](Self::as_id) to answer with it), and comparison
+/// and hashing go by the decoded text, as for [`Id`].
+#[derive(Clone)]
+pub enum OwnedId {
+    /// An integer id.
+    Int(i64),
+    /// A string id, in its wire (escaped) form.
+    Str(smallvec::SmallVec<[u8; 22]>),
+}
+
+impl OwnedId {
+    /// The borrowed form, for encoding or comparing.
+    pub fn as_id(&self) -> Id<'_> {
+        match self {
+            OwnedId::Int(n) => Id::Int(*n),
+            OwnedId::Str(raw) => {
+                // The bytes were copied from a validated `JsonStr`, so they are UTF-8.
+                let raw = std::str::from_utf8(raw).unwrap_or("");
+                Id::Str(JsonStr::validated(raw, raw.contains('\\')))
+            }
+        }
+    }
+}
+
+impl From<Id<'_>> for OwnedId {
+    fn from(id: Id<'_>) -> Self {
+        match id {
+            Id::Int(n) => OwnedId::Int(n),
+            Id::Str(s) => OwnedId::Str(s.raw().as_bytes().into()),
+        }
+    }
+}
+
+impl PartialEq for OwnedId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_id() == other.as_id()
+    }
+}
+
+impl Eq for OwnedId {}
+
+impl std::hash::Hash for OwnedId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_id().hash(state);
+    }
+}
+
+impl fmt::Debug for OwnedId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_id(), f)
+    }
+}
+
+impl fmt::Display for OwnedId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_id(), f)
     }
 }
 

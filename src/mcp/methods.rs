@@ -223,3 +223,8 @@ pub fn lookup(name: &str, version: ProtocolVersion) -> Option<&'static MethodInf
 pub fn methods_of(version: ProtocolVersion) -> impl Iterator<Item = &'static MethodInfo> {
     TABLE.iter().filter(move |m| m.in_version(version))
 }
+
+/// Whether `name` is an MCP method of any version (so an unknown name is a custom method).
+pub(crate) fn is_known_method(name: &str) -> bool {
+    TABLE.iter().any(|m| m.name == name)
+}

@@ -7,6 +7,7 @@ mod caps;
 mod methods;
 
 pub use caps::{Capabilities, CapabilityError, Caps};
+pub(crate) use methods::is_known_method;
 pub use methods::{Direction, Gate, MethodInfo, MethodKind, lookup, methods_of};
 
 use std::fmt;

@@ -61,3 +61,4 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+pub mod pair;

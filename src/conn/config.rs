@@ -1,0 +1,182 @@
+//! Connection settings: who we are, what we support, and every bound.
+
+use std::time::Duration;
+
+use crate::jsonrpc::{DecoderConfig, RawJson};
+use crate::mcp::{Capabilities, CapabilityError, ProtocolVersion};
+
+/// Which end of the connection this engine is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The host side: sends `initialize`, calls tools.
+    Client,
+    /// The side offering tools, resources and prompts.
+    Server,
+}
+
+/// Resource bounds. Each has a default; a peer that pushes past one gets errors, never our
+/// memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest frame accepted, in bytes. Default 16 MiB.
+    pub max_frame: usize,
+    /// Our requests awaiting an answer at once; more is refused with
+    /// [`Error::TooManyInFlight`](super::Error::TooManyInFlight). Default 1024.
+    pub max_outbound_in_flight: usize,
+    /// The peer's requests we hold unanswered at once; more get a JSON-RPC error. Default 256.
+    pub max_inbound_in_flight: usize,
+    /// Bytes of output waiting for the transport; past it commands fail with
+    /// [`Error::OutputFull`](super::Error::OutputFull), and a peer whose traffic needs replies
+    /// while it does not read ours ends the connection. Default 16 MiB.
+    pub max_buffered_output: usize,
+    /// How many cancelled or timed-out ids (ours and the peer's) are remembered, to drop late
+    /// responses and suppress answers to cancelled requests. Default 1024.
+    pub max_remembered_ids: usize,
+    /// Events waiting for [`poll_event`](super::Connection::poll_event); past it the oldest
+    /// peer notifications are dropped (and counted). Default 4096.
+    pub max_queued_events: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame: crate::frame::line::DEFAULT_MAX_FRAME,
+            max_outbound_in_flight: 1024,
+            max_inbound_in_flight: 256,
+            max_buffered_output: 16 * 1024 * 1024,
+            max_remembered_ids: 1024,
+            max_queued_events: 4096,
+        }
+    }
+}
+
+/// What to do with a progress notification whose `progress` does not increase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressPolicy {
+    /// Drop it and count it (the default: the spec says progress MUST increase).
+    DropNonIncreasing,
+    /// Deliver it anyway.
+    DeliverAll,
+}
+
+/// Where the spec says SHOULD, how strict to be. The defaults follow the spec exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Enforce what may be sent before initialization completes, both ways: only `ping` (and,
+    /// from the server, logging) until the handshake is done. Our API refuses the rest with
+    /// [`Error::NotInitialized`](super::Error::NotInitialized); the peer's requests get a
+    /// -32600 error and its notifications are dropped. Default `true`.
+    pub strict_lifecycle: bool,
+    /// Answer the peer's `ping` without involving the application. Default `true`.
+    pub answer_pings: bool,
+    /// Non-increasing progress. Default [`ProgressPolicy::DropNonIncreasing`].
+    pub progress: ProgressPolicy,
+    /// Restart a request's timeout whenever progress arrives for it (bounded by
+    /// [`Config::max_total_timeout`]). Default `false`; per request with
+    /// [`RequestOptions::reset_on_progress`](super::RequestOptions::reset_on_progress).
+    pub reset_timeout_on_progress: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            strict_lifecycle: true,
+            answer_pings: true,
+            progress: ProgressPolicy::DropNonIncreasing,
+            reset_timeout_on_progress: false,
+        }
+    }
+}
+
+/// Everything a [`Connection`](super::Connection) needs to know at creation.
+///
+/// Start from [`Config::client`] or [`Config::server`], then adjust the public fields.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Client or server.
+    pub role: Role,
+    /// The protocol versions we speak. A client offers the newest; a server accepts any of
+    /// them and otherwise answers with its newest. Default: every handshake-era version.
+    pub versions: Vec<ProtocolVersion>,
+    /// Our `clientInfo` / `serverInfo` object, as JSON.
+    pub info: String,
+    /// Our capabilities.
+    pub capabilities: Capabilities,
+    /// Server only: the `instructions` string sent in the initialize result.
+    pub instructions: Option<String>,
+    /// How long to wait for an answer to each request, unless the request says otherwise.
+    /// Default 60 s.
+    pub request_timeout: Duration,
+    /// The longest any request may run when progress keeps resetting its timeout. Default
+    /// 10 minutes.
+    pub max_total_timeout: Duration,
+    /// Bounds.
+    pub limits: Limits,
+    /// Strictness where the spec leaves room.
+    pub policy: Policy,
+    /// The JSON validator and its nesting limit.
+    pub decoder: DecoderConfig,
+}
+
+fn info_json(name: &str, version: &str) -> String {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"name\":");
+    crate::jsonrpc::write_json_string(&mut out, name);
+    out.extend_from_slice(b",\"version\":");
+    crate::jsonrpc::write_json_string(&mut out, version);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+impl Config {
+    fn new(role: Role, name: &str, version: &str) -> Self {
+        Config {
+            role,
+            versions: ProtocolVersion::LEGACY.to_vec(),
+            info: info_json(name, version),
+            capabilities: Capabilities::default(),
+            instructions: None,
+            request_timeout: Duration::from_secs(60),
+            max_total_timeout: Duration::from_secs(600),
+            limits: Limits::default(),
+            policy: Policy::default(),
+            decoder: DecoderConfig::default(),
+        }
+    }
+
+    /// A client called `name`, version `version`, with no capabilities.
+    pub fn client(name: &str, version: &str) -> Self {
+        Self::new(Role::Client, name, version)
+    }
+
+    /// A server called `name`, version `version`, with no capabilities.
+    pub fn server(name: &str, version: &str) -> Self {
+        Self::new(Role::Server, name, version)
+    }
+
+    /// Sets the capabilities from JSON (`{"tools":{"listChanged":true}}`).
+    pub fn with_capabilities(mut self, json: &str) -> Result<Self, CapabilityError> {
+        self.capabilities = Capabilities::parse(json)?;
+        Ok(self)
+    }
+
+    /// Checks the settings: at least one version, and `info` a JSON object.
+    pub(crate) fn validate(&self) -> Result<(), &'static str> {
+        if self.versions.is_empty() {
+            return Err("no protocol versions configured");
+        }
+        match RawJson::new(&self.info) {
+            Ok(raw) if raw.is_object() => Ok(()),
+            _ => Err("info must be a JSON object"),
+        }
+    }
+
+    /// The newest version we speak.
+    pub(crate) fn latest(&self) -> ProtocolVersion {
+        self.versions
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+    }
+}

@@ -1,0 +1,442 @@
+//! Events: what the application must see, stored so that views can borrow from the engine.
+
+use std::collections::VecDeque;
+
+use crate::jsonrpc::{Id, JsonStr, RawJson, Reason};
+use crate::mcp::ProtocolVersion;
+
+/// The id of one of our own requests, as returned by
+/// [`Connection::request`](super::Connection::request). It is also the JSON-RPC id on the wire:
+/// integers, allocated in increasing order and never reused on a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub i64);
+
+/// Why the connection ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// [`close`](super::Connection::close) finished: every request answered, or the grace
+    /// period ran out.
+    Local,
+    /// The transport reported end of input.
+    Eof,
+    /// Client: the server chose a protocol version we do not speak (carried here).
+    UnsupportedVersion(String),
+    /// Client: the server answered `initialize` with an error (its code).
+    InitializeRejected(i64),
+    /// Client: the initialize result was malformed.
+    InvalidInitializeResult,
+    /// Client: no answer to `initialize` in time.
+    InitializeTimedOut,
+    /// The peer kept sending traffic that needs replies while not reading ours, past
+    /// [`Limits::max_buffered_output`](super::Limits::max_buffered_output).
+    PeerNotReading,
+}
+
+/// Something the peer did wrong. The engine has already answered as the spec prescribes
+/// (an error reply where one is possible); this tells the application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// A frame that is not JSON; answered with -32700.
+    Parse(Reason),
+    /// JSON that is not a valid message; answered with -32600 when it could be a request.
+    InvalidMessage(Reason),
+    /// A frame over the size cap; skipped.
+    FrameTooLong,
+    /// A response whose id matches no request of ours in flight (never issued, already
+    /// answered, or the right digits as the wrong type); dropped.
+    UnknownResponse,
+    /// A request reusing the id of one of its requests still in flight; answered with -32600.
+    DuplicateRequestId,
+    /// A message not allowed before initialization completes; requests answered with -32600,
+    /// notifications dropped.
+    BeforeInitialization,
+    /// `initialize` on a connection that is already initialized; answered with -32600.
+    AlreadyInitialized,
+    /// A request for a method that does not exist in the negotiated version, goes the wrong
+    /// way, or needs a capability we did not declare; answered with -32601.
+    MethodNotAvailable,
+    /// A notification the sender was not entitled to send (wrong version, direction or
+    /// capability); dropped.
+    NotificationNotAllowed,
+    /// Parameters the engine reads were malformed (requests answered with -32602).
+    InvalidParams,
+    /// A batch where the protocol version has none; answered with -32600.
+    BatchNotAllowed,
+    /// More requests in flight than [`Limits::max_inbound_in_flight`](super::Limits); answered
+    /// with an error.
+    TooManyRequests,
+}
+
+/// One thing that happened, from [`Connection::poll_event`](super::Connection::poll_event).
+///
+/// Borrowed views (`JsonStr`, `RawJson`, `Id`) point into the engine and stay valid until the
+/// next call that takes the connection mutably. Each variant's doc says whether it is an edge
+/// (fires once) or repeats.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    // ---- lifecycle ----
+    /// The handshake finished; requests may flow both ways. Edge, at most once.
+    Ready {
+        /// The negotiated version.
+        version: ProtocolVersion,
+    },
+    /// The connection ended. Edge, always the last event; every command fails afterwards.
+    Closed {
+        /// Why.
+        reason: &'a CloseReason,
+    },
+    // ---- from the peer ----
+    /// A request from the peer. Answer it with [`respond`](super::Connection::respond) or
+    /// [`respond_error`](super::Connection::respond_error). Once per request.
+    Request {
+        /// Its id (keep it with [`OwnedId::from`](crate::jsonrpc::OwnedId)).
+        id: Id<'a>,
+        /// The method.
+        method: JsonStr<'a>,
+        /// The params object.
+        params: Option<RawJson<'a>>,
+    },
+    /// A notification from the peer that the engine does not consume itself. Once per
+    /// notification.
+    Notification {
+        /// The method.
+        method: JsonStr<'a>,
+        /// The params object.
+        params: Option<RawJson<'a>>,
+    },
+    /// The peer cancelled one of its requests still in flight. Stop working on it: an answer
+    /// given afterwards is not sent. Edge per request.
+    PeerCancelled {
+        /// The cancelled request's id.
+        id: Id<'a>,
+        /// The peer's reason, if it gave one.
+        reason: Option<JsonStr<'a>>,
+    },
+    // ---- our requests ----
+    /// The result of one of our requests. Ends the request.
+    Response {
+        /// Which request.
+        request: RequestId,
+        /// The result.
+        result: RawJson<'a>,
+    },
+    /// The error answer to one of our requests. Ends the request.
+    Error {
+        /// Which request.
+        request: RequestId,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error message.
+        message: JsonStr<'a>,
+        /// The error data.
+        data: Option<RawJson<'a>>,
+    },
+    /// Progress on one of our requests (one that asked for progress). Repeats.
+    Progress {
+        /// Which request.
+        request: RequestId,
+        /// Progress so far (increasing).
+        progress: f64,
+        /// The total, if known.
+        total: Option<f64>,
+        /// A human-readable message.
+        message: Option<JsonStr<'a>>,
+    },
+    /// One of our requests got no answer in time; the peer has been sent a cancellation.
+    /// Ends the request.
+    TimedOut {
+        /// Which request.
+        request: RequestId,
+    },
+    /// The connection ended before one of our requests was answered. Ends the request.
+    Abandoned {
+        /// Which request.
+        request: RequestId,
+    },
+    /// The peer broke a rule; see [`ViolationKind`]. Repeats.
+    Violation {
+        /// What it did.
+        kind: ViolationKind,
+        /// The message's id, when it had one.
+        id: Option<Id<'a>>,
+        /// The message's method, when it had one.
+        method: Option<JsonStr<'a>>,
+    },
+}
+
+// ---- Storage ----------------------------------------------------------------------------
+
+/// A string inside an event's copy of its frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    start: u32,
+    len: u32,
+    escaped: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum StoredId {
+    Int(i64),
+    Str(Span),
+}
+
+#[derive(Debug)]
+pub(crate) enum Stored {
+    Ready(ProtocolVersion),
+    Closed(CloseReason),
+    Request {
+        id: StoredId,
+        method: Span,
+        params: Option<Span>,
+    },
+    Notification {
+        method: Span,
+        params: Option<Span>,
+    },
+    PeerCancelled {
+        id: StoredId,
+        reason: Option<Span>,
+    },
+    Response {
+        request: RequestId,
+        result: Span,
+    },
+    Error {
+        request: RequestId,
+        code: i64,
+        message: Span,
+        data: Option<Span>,
+    },
+    Progress {
+        request: RequestId,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<Span>,
+    },
+    TimedOut(RequestId),
+    Abandoned(RequestId),
+    Violation {
+        kind: ViolationKind,
+        id: Option<StoredId>,
+        method: Option<Span>,
+    },
+}
+
+impl Stored {
+    /// Whether this event may be dropped when the queue is full (peer notifications only:
+    /// everything else resolves a request or changes state).
+    fn droppable(&self) -> bool {
+        matches!(self, Stored::Notification { .. } | Stored::Violation { .. })
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    stored: Stored,
+    frame: Vec<u8>,
+}
+
+/// A frame copied into the event queue, for building spans.
+pub(crate) struct Capture<'q> {
+    queue: &'q mut EventQueue,
+    frame: Vec<u8>,
+    origin: usize,
+}
+
+impl Capture<'_> {
+    fn offset(&self, s: &str) -> u32 {
+        (s.as_ptr() as usize).wrapping_sub(self.origin) as u32
+    }
+
+    /// The span of `s`, which must lie inside the captured frame.
+    pub(crate) fn str(&self, s: JsonStr<'_>) -> Span {
+        Span {
+            start: self.offset(s.raw()),
+            len: s.raw().len() as u32,
+            escaped: s.has_escapes(),
+        }
+    }
+
+    pub(crate) fn raw(&self, r: RawJson<'_>) -> Span {
+        Span {
+            start: self.offset(r.get()),
+            len: r.get().len() as u32,
+            escaped: false,
+        }
+    }
+
+    pub(crate) fn id(&self, id: Id<'_>) -> StoredId {
+        match id {
+            Id::Int(n) => StoredId::Int(n),
+            Id::Str(s) => StoredId::Str(self.str(s)),
+        }
+    }
+
+    /// Queues the event with its frame copy.
+    pub(crate) fn push(self, stored: Stored) {
+        self.queue.push_entry(Entry {
+            stored,
+            frame: self.frame,
+        });
+    }
+}
+
+/// The queue, with a pool of frame buffers so steady state allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct EventQueue {
+    queue: VecDeque<Entry>,
+    current: Option<Entry>,
+    pool: Vec<Vec<u8>>,
+    pub(crate) limit: usize,
+    pub(crate) dropped: u64,
+}
+
+impl EventQueue {
+    pub(crate) fn new(limit: usize) -> Self {
+        EventQueue {
+            limit: limit.max(16),
+            ..Default::default()
+        }
+    }
+
+    fn push_entry(&mut self, entry: Entry) {
+        if self.queue.len() >= self.limit && entry.stored.droppable() {
+            self.dropped += 1;
+            self.recycle(entry.frame);
+            return;
+        }
+        self.queue.push_back(entry);
+    }
+
+    /// Queues an event that borrows nothing.
+    pub(crate) fn push(&mut self, stored: Stored) {
+        self.push_entry(Entry {
+            stored,
+            frame: Vec::new(),
+        });
+    }
+
+    /// Copies `frame` so that views into it can be stored with the next event. `frame` must be
+    /// the slice the views were decoded from.
+    pub(crate) fn capture(&mut self, frame: &[u8]) -> Capture<'_> {
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(frame);
+        let origin = frame.as_ptr() as usize;
+        Capture {
+            queue: self,
+            frame: buf,
+            origin,
+        }
+    }
+
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() > 0 && self.pool.len() < 64 {
+            buf.clear();
+            self.pool.push(buf);
+        }
+    }
+
+    /// Retires the event handed out last and hands out the next one.
+    pub(crate) fn next(&mut self) -> Option<Event<'_>> {
+        if let Some(done) = self.current.take() {
+            self.recycle(done.frame);
+        }
+        self.current = self.queue.pop_front();
+        let entry = self.current.as_ref()?;
+        Some(view(entry))
+    }
+
+    /// Forgets the event handed out last (the caller mutated the connection, so its views are
+    /// dead anyway) without handing out another.
+    pub(crate) fn retire_current(&mut self) {
+        if let Some(done) = self.current.take() {
+            self.recycle(done.frame);
+        }
+    }
+}
+
+fn text(frame: &[u8], span: Span) -> JsonStr<'_> {
+    let bytes = frame
+        .get(span.start as usize..(span.start + span.len) as usize)
+        .unwrap_or(&[]);
+    // The span was taken from a validated view of this very frame.
+    let s = std::str::from_utf8(bytes).unwrap_or("");
+    JsonStr::validated(s, span.escaped)
+}
+
+fn raw(frame: &[u8], span: Span) -> RawJson<'_> {
+    RawJson::validated(text(frame, span).raw())
+}
+
+fn id(frame: &[u8], id: StoredId) -> Id<'_> {
+    match id {
+        StoredId::Int(n) => Id::Int(n),
+        StoredId::Str(span) => Id::Str(text(frame, span)),
+    }
+}
+
+fn view(entry: &Entry) -> Event<'_> {
+    let f = &entry.frame[..];
+    match &entry.stored {
+        Stored::Ready(version) => Event::Ready { version: *version },
+        Stored::Closed(reason) => Event::Closed { reason },
+        Stored::Request {
+            id: i,
+            method,
+            params,
+        } => Event::Request {
+            id: id(f, *i),
+            method: text(f, *method),
+            params: params.map(|p| raw(f, p)),
+        },
+        Stored::Notification { method, params } => Event::Notification {
+            method: text(f, *method),
+            params: params.map(|p| raw(f, p)),
+        },
+        Stored::PeerCancelled { id: i, reason } => Event::PeerCancelled {
+            id: id(f, *i),
+            reason: reason.map(|r| text(f, r)),
+        },
+        Stored::Response { request, result } => Event::Response {
+            request: *request,
+            result: raw(f, *result),
+        },
+        Stored::Error {
+            request,
+            code,
+            message,
+            data,
+        } => Event::Error {
+            request: *request,
+            code: *code,
+            message: text(f, *message),
+            data: data.map(|d| raw(f, d)),
+        },
+        Stored::Progress {
+            request,
+            progress,
+            total,
+            message,
+        } => Event::Progress {
+            request: *request,
+            progress: *progress,
+            total: *total,
+            message: message.map(|m| text(f, m)),
+        },
+        Stored::TimedOut(request) => Event::TimedOut { request: *request },
+        Stored::Abandoned(request) => Event::Abandoned { request: *request },
+        Stored::Violation {
+            kind,
+            id: i,
+            method,
+        } => Event::Violation {
+            kind: *kind,
+            id: i.map(|i| id(f, i)),
+            method: method.map(|m| text(f, m)),
+        },
+    }
+}

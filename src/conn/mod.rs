@@ -1,0 +1,1670 @@
+//! The connection engine: one MCP connection, client or server, as a pure state machine.
+//!
+//! # Driving it
+//!
+//! Bytes and the current time go in; bytes to write, events and the next deadline come out.
+//! The engine never blocks, never reads a clock and never does IO:
+//!
+//! - **inputs**: [`Connection::handle_input`] with bytes read from the transport,
+//!   [`Connection::handle_eof`] when it ends, [`Connection::handle_timeout`] when the deadline
+//!   from [`Connection::poll_timeout`] has passed;
+//! - **commands**: [`request`](Connection::request), [`notify`](Connection::notify),
+//!   [`respond`](Connection::respond), [`respond_error`](Connection::respond_error),
+//!   [`progress`](Connection::progress), [`cancel`](Connection::cancel),
+//!   [`close`](Connection::close). They only queue work and return at once;
+//! - **outputs**: [`poll_transmit`](Connection::poll_transmit) (then
+//!   [`consume_transmit`](Connection::consume_transmit) with what was written),
+//!   [`poll_event`](Connection::poll_event) and [`poll_timeout`](Connection::poll_timeout).
+//!
+//! **Drain after every mutation.** After any input or command, drain the outputs in this order:
+//! events until `None`, transmit until empty (or until the transport would block), then read
+//! the timeout and arm your timer with it. Events may cause commands (answering a request), and
+//! commands produce output, so loop until nothing changes.
+
+mod config;
+mod event;
+mod lifecycle;
+mod output;
+mod tables;
+mod time;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use config::{Config, Limits, Policy, ProgressPolicy, Role};
+pub use event::{CloseReason, Event, RequestId, ViolationKind};
+pub use lifecycle::State;
+pub use output::{StreamId, Transmit};
+pub use time::Timestamp;
+
+use crate::frame::line::{FrameError, LineDecoder};
+use crate::jsonrpc::{
+    self, DecodeError, Decoded, Decoder, ErrorKind, Id, JsonStr, Message, OwnedId, RawJson, Reason,
+};
+use crate::mcp::{self, Capabilities, Caps, Gate, MethodKind, ProtocolVersion};
+use event::{EventQueue, Stored};
+use lifecycle::{Admit, Lifecycle};
+use output::Output;
+use tables::{BoundedSet, FastMap, Inbound, Pending, TimerKey, Timers};
+
+// ---- Errors --------------------------------------------------------------------------------
+
+/// Why a command was refused. The connection is unchanged when a command returns an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The connection is closed.
+    Closed,
+    /// [`close`](Connection::close) was called: no new requests or notifications.
+    Closing,
+    /// The handshake is not finished, and the lifecycle allows only pings (and, from a server,
+    /// logging) until it is.
+    NotInitialized,
+    /// The engine sends this method itself (`initialize`, `notifications/initialized`,
+    /// `notifications/cancelled`, `notifications/progress`): use the handshake,
+    /// [`cancel`](Connection::cancel) or [`progress`](Connection::progress).
+    EngineOwned,
+    /// The method does not exist in the negotiated protocol version.
+    NotInVersion,
+    /// Our role may not send this method.
+    WrongDirection,
+    /// The capability that gates the method was not negotiated (the peer's for a request, ours
+    /// for a notification).
+    NotNegotiated(Caps),
+    /// Params must be a JSON object (and may not carry a `progressToken` of their own when the
+    /// engine is asked to add one).
+    InvalidParams,
+    /// The error code does not exist in the negotiated version (-32042 outside 2025-11-25,
+    /// -32020..-32022 outside 2026-07-28, for example).
+    CodeNotInVersion,
+    /// [`Limits::max_outbound_in_flight`] requests are already waiting.
+    TooManyInFlight,
+    /// [`Limits::max_buffered_output`] bytes are waiting for the transport.
+    OutputFull,
+    /// No request with this id is in flight (never received, already answered, or, for
+    /// [`cancel`](Connection::cancel), never sent or already finished).
+    UnknownRequest,
+    /// `initialize` cannot be cancelled.
+    CannotCancelInitialize,
+    /// The request carried no progress token, so no progress can be reported for it.
+    NoProgressToken,
+    /// Progress must increase with every notification.
+    NonIncreasingProgress,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Closed => f.write_str("the connection is closed"),
+            Error::Closing => f.write_str("the connection is closing"),
+            Error::NotInitialized => f.write_str("not allowed before initialization completes"),
+            Error::EngineOwned => f.write_str("this method is sent by the engine itself"),
+            Error::NotInVersion => f.write_str("method not in the negotiated protocol version"),
+            Error::WrongDirection => f.write_str("this role may not send this method"),
+            Error::NotNegotiated(c) => write!(f, "capability {} was not negotiated", c.name()),
+            Error::InvalidParams => f.write_str("params must be a JSON object"),
+            Error::CodeNotInVersion => {
+                f.write_str("error code not defined in the negotiated protocol version")
+            }
+            Error::TooManyInFlight => f.write_str("too many requests in flight"),
+            Error::OutputFull => f.write_str("output buffer full"),
+            Error::UnknownRequest => f.write_str("no such request in flight"),
+            Error::CannotCancelInitialize => f.write_str("initialize cannot be cancelled"),
+            Error::NoProgressToken => f.write_str("the request carried no progress token"),
+            Error::NonIncreasingProgress => f.write_str("progress must increase"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Per-request options for [`Connection::request_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// Overrides [`Config::request_timeout`].
+    pub timeout: Option<Duration>,
+    /// Ask for progress: the engine adds `_meta.progressToken` (the request's id) to the
+    /// params and turns matching progress notifications into [`Event::Progress`].
+    pub progress: bool,
+    /// Restart the timeout whenever progress arrives (bounded by
+    /// [`Config::max_total_timeout`]). `None` follows [`Policy::reset_timeout_on_progress`].
+    pub reset_on_progress: Option<bool>,
+}
+
+/// Counters for things the engine dropped quietly, as the spec asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Responses to our requests that arrived after a timeout or cancel.
+    pub late_responses: u64,
+    /// Progress notifications for unknown or finished requests.
+    pub dropped_progress: u64,
+    /// Progress notifications whose value did not increase (under
+    /// [`ProgressPolicy::DropNonIncreasing`]).
+    pub non_increasing_progress: u64,
+    /// Cancellations for requests not in flight.
+    pub ignored_cancellations: u64,
+    /// Answers the application gave to requests the peer had cancelled (not sent).
+    pub suppressed_responses: u64,
+    /// Peer notifications dropped because the event queue was full.
+    pub dropped_events: u64,
+}
+
+// ---- The connection -------------------------------------------------------------------------
+
+/// One MCP connection, client or server. See the [module docs](self) for how to drive it.
+pub struct Connection {
+    framer: LineDecoder,
+    core: Core,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("role", &self.core.role)
+            .field("state", &self.core.lifecycle.state())
+            .field("version", &self.core.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a [`Config`] was refused by [`Connection::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigError(&'static str);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Connection {
+    /// Creates a connection. A client queues its `initialize` request at once, timed from `now`.
+    pub fn new(config: Config, now: Timestamp) -> Result<Connection, ConfigError> {
+        config.validate().map_err(ConfigError)?;
+        let framer = LineDecoder::with_max_frame(config.limits.max_frame);
+        let mut core = Core::new(config);
+        if core.role == Role::Client {
+            core.send_initialize(now);
+        }
+        Ok(Connection { framer, core })
+    }
+
+    // ---- getters ----
+
+    /// Client or server.
+    pub fn role(&self) -> Role {
+        self.core.role
+    }
+
+    /// Where the lifecycle stands.
+    pub fn state(&self) -> State {
+        self.core.lifecycle.state()
+    }
+
+    /// The negotiated protocol version, once the handshake has chosen one.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.core.version
+    }
+
+    /// The peer's capabilities, once known.
+    pub fn peer_capabilities(&self) -> Option<&Capabilities> {
+        self.core.peer_caps.as_ref()
+    }
+
+    /// The peer's `clientInfo` / `serverInfo` object, once known.
+    pub fn peer_info(&self) -> Option<RawJson<'_>> {
+        self.core.peer_info.as_deref().map(RawJson::validated)
+    }
+
+    /// Client: the server's `instructions`, if it sent any.
+    pub fn peer_instructions(&self) -> Option<&str> {
+        self.core.peer_instructions.as_deref()
+    }
+
+    /// Counters of what was dropped quietly.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.core.stats;
+        s.dropped_events = self.core.events.dropped;
+        s
+    }
+
+    /// How many of our requests await an answer.
+    pub fn requests_in_flight(&self) -> usize {
+        self.core.pending.len()
+    }
+
+    /// How many of the peer's requests await our answer.
+    pub fn peer_requests_in_flight(&self) -> usize {
+        self.core.inbound.len()
+    }
+
+    // ---- inputs ----
+
+    /// Feeds bytes read from a byte-stream transport (stdio, a socket). Consumes all of them;
+    /// an incomplete last line is kept (up to the frame cap) for the next call.
+    pub fn handle_input(&mut self, now: Timestamp, bytes: &[u8]) {
+        self.core.events.retire_current();
+        let mut input = bytes;
+        while let Some(frame) = self.framer.next_frame(&mut input) {
+            if self.core.lifecycle.is_closed() {
+                return;
+            }
+            match frame {
+                Ok(frame) => self.core.on_frame(now, StreamId::MAIN, frame),
+                Err(FrameError::TooLong { .. }) => {
+                    self.core.violation(ViolationKind::FrameTooLong, None, None)
+                }
+            }
+        }
+    }
+
+    /// Feeds one whole message from a message-oriented transport (an HTTP body), tagged with
+    /// the stream that answers to it should go to.
+    pub fn handle_frame(&mut self, now: Timestamp, stream: StreamId, frame: &[u8]) {
+        self.core.events.retire_current();
+        if !self.core.lifecycle.is_closed() {
+            self.core.on_frame(now, stream, frame);
+        }
+    }
+
+    /// The transport reached end of input: a last unterminated line is processed, requests in
+    /// flight are abandoned, and the connection closes.
+    pub fn handle_eof(&mut self, now: Timestamp) {
+        self.core.events.retire_current();
+        if let Some(frame) = self.framer.finish()
+            && !self.core.lifecycle.is_closed()
+        {
+            self.core.on_frame(now, StreamId::MAIN, frame);
+        }
+        self.core.finish(CloseReason::Eof);
+    }
+
+    /// Fires every timer due at `now`: request timeouts and the end of a graceful close.
+    /// Calling it early does nothing.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.core.events.retire_current();
+        self.core.on_timeout(now);
+    }
+
+    // ---- commands ----
+
+    /// Sends a request with the default options. Returns its id, which the answer's event
+    /// carries.
+    pub fn request(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Result<RequestId, Error> {
+        self.request_with(now, method, params, RequestOptions::default())
+    }
+
+    /// Sends a request with per-request options (timeout, progress).
+    pub fn request_with(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: Option<RawJson<'_>>,
+        options: RequestOptions,
+    ) -> Result<RequestId, Error> {
+        self.core.events.retire_current();
+        self.core.request(now, method, params, options)
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Option<RawJson<'_>>) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.notify(method, params)
+    }
+
+    /// Answers one of the peer's requests with a result. Answering a request the peer has
+    /// cancelled succeeds but sends nothing.
+    pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.respond(id, Answer::Result(result))
+    }
+
+    /// Answers one of the peer's requests with a JSON-RPC error.
+    pub fn respond_error(
+        &mut self,
+        id: Id<'_>,
+        code: i64,
+        message: &str,
+        data: Option<RawJson<'_>>,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        if let Some(v) = self.core.version
+            && !mcp::error_code_allowed(code, v)
+        {
+            return Err(Error::CodeNotInVersion);
+        }
+        self.core.respond(
+            id,
+            Answer::Error {
+                code,
+                message,
+                data,
+            },
+        )
+    }
+
+    /// Reports progress on one of the peer's requests that carried a progress token.
+    pub fn progress(
+        &mut self,
+        id: Id<'_>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.progress(id, progress, total, message)
+    }
+
+    /// Cancels one of our requests: the peer is notified and the request ends here, with no
+    /// event; an answer that arrives later is dropped.
+    pub fn cancel(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        reason: Option<&str>,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.cancel(now, request, reason)
+    }
+
+    /// Begins a graceful close: no new requests or notifications; our requests in flight get
+    /// until `now + grace` to be answered. Then the connection closes with
+    /// [`CloseReason::Local`].
+    pub fn close(&mut self, now: Timestamp, grace: Duration) {
+        self.core.events.retire_current();
+        self.core.close(now, grace);
+    }
+
+    // ---- outputs ----
+
+    /// The next bytes to write, and the stream they belong to. The answer changes after any
+    /// input or command, and after [`consume_transmit`](Self::consume_transmit).
+    pub fn poll_transmit(&self) -> Option<Transmit<'_>> {
+        self.core
+            .output
+            .peek()
+            .map(|(stream, bytes)| Transmit { stream, bytes })
+    }
+
+    /// Reports that the first `n` bytes from [`poll_transmit`](Self::poll_transmit) were written.
+    pub fn consume_transmit(&mut self, n: usize) {
+        self.core.events.retire_current();
+        self.core.output.consume(n);
+    }
+
+    /// The next event, borrowing from the engine until the next call that takes `&mut self`.
+    /// New events appear after inputs and commands; call it until `None` every time.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        self.core.events.next()
+    }
+
+    /// The earliest deadline at which [`handle_timeout`](Self::handle_timeout) has work, if
+    /// any. It changes after inputs and commands. It may be slightly early (a request that
+    /// finished leaves its timer behind); calling `handle_timeout` then is harmless.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.core.lifecycle.is_closed() {
+            return None;
+        }
+        self.core.timers.earliest()
+    }
+}
+
+// ---- The core -------------------------------------------------------------------------------
+
+/// An answer to a peer's request.
+#[derive(Clone, Copy)]
+enum Answer<'a> {
+    Result(RawJson<'a>),
+    Error {
+        code: i64,
+        message: &'a str,
+        data: Option<RawJson<'a>>,
+    },
+}
+
+/// Answers to the members of one batch, collected until every request in it is answered.
+#[derive(Debug)]
+struct BatchCollector {
+    buf: Vec<u8>,
+    written: usize,
+    outstanding: usize,
+    stream: StreamId,
+}
+
+struct Core {
+    role: Role,
+    config: Config,
+    lifecycle: Lifecycle,
+    decoder: Decoder,
+    output: Output,
+    events: EventQueue,
+    version: Option<ProtocolVersion>,
+    peer_caps: Option<Capabilities>,
+    peer_info: Option<String>,
+    peer_instructions: Option<String>,
+    pending: FastMap<i64, Pending>,
+    inbound: FastMap<OwnedId, Inbound>,
+    /// Our requests that timed out or were cancelled: answers to them are late.
+    our_finished: BoundedSet<i64>,
+    /// The peer's requests it cancelled: our answers to them are suppressed.
+    peer_cancelled: BoundedSet<OwnedId>,
+    timers: Timers,
+    next_id: i64,
+    batches: FastMap<u32, BatchCollector>,
+    next_batch: u32,
+    scratch: Vec<u8>,
+    stats: Stats,
+    closed_reason: Option<CloseReason>,
+}
+
+/// Writes an error response for a frame that could not be decoded, unless it looked like a
+/// response (answering a response could start a loop).
+fn answers_decode_error(e: &DecodeError<'_>) -> bool {
+    match e.kind() {
+        ErrorKind::Parse => true,
+        ErrorKind::InvalidRequest => !matches!(
+            e.reason(),
+            Reason::ResultAndError
+                | Reason::MissingId
+                | Reason::ErrorNotObject
+                | Reason::ErrorCodeNotInteger
+                | Reason::ErrorMessageNotString
+        ),
+    }
+}
+
+impl Core {
+    fn new(config: Config) -> Core {
+        let limits = config.limits;
+        Core {
+            role: config.role,
+            lifecycle: Lifecycle::new(config.role, config.policy.strict_lifecycle),
+            decoder: Decoder::new(config.decoder),
+            output: Output::default(),
+            events: EventQueue::new(limits.max_queued_events),
+            version: None,
+            peer_caps: None,
+            peer_info: None,
+            peer_instructions: None,
+            pending: FastMap::default(),
+            inbound: FastMap::default(),
+            our_finished: BoundedSet::new(limits.max_remembered_ids),
+            peer_cancelled: BoundedSet::new(limits.max_remembered_ids),
+            timers: Timers::default(),
+            next_id: 1,
+            batches: FastMap::default(),
+            next_batch: 0,
+            scratch: Vec::new(),
+            stats: Stats::default(),
+            closed_reason: None,
+            config,
+        }
+    }
+
+    /// The version that governs method lookups: the negotiated one, or before that the one
+    /// we offer (client) or our newest (server).
+    fn effective_version(&self) -> ProtocolVersion {
+        self.version.unwrap_or_else(|| self.config.latest())
+    }
+
+    fn output_has_room(&self) -> bool {
+        self.output.buffered() < self.config.limits.max_buffered_output
+    }
+
+    fn violation(&mut self, kind: ViolationKind, id: Option<Id<'_>>, _method: Option<&str>) {
+        // Violations without a frame to borrow from carry only integer ids.
+        let id = match id {
+            Some(Id::Int(n)) => Some(event::StoredId::Int(n)),
+            _ => None,
+        };
+        self.events.push(Stored::Violation {
+            kind,
+            id,
+            method: None,
+        });
+    }
+
+    /// A violation whose id and method are views into `frame`.
+    fn violation_in(
+        &mut self,
+        frame: &[u8],
+        kind: ViolationKind,
+        id: Option<Id<'_>>,
+        method: Option<JsonStr<'_>>,
+    ) {
+        let cap = self.events.capture(frame);
+        let stored = Stored::Violation {
+            kind,
+            id: id.map(|i| cap.id(i)),
+            method: method.map(|m| cap.str(m)),
+        };
+        cap.push(stored);
+    }
+
+    // ---- output helpers ----
+
+    /// Writes a frame produced by the engine on its own (an automatic answer). If the peer is
+    /// not reading, the connection ends instead.
+    fn emit_auto(&mut self, stream: StreamId, write: impl FnOnce(&mut Vec<u8>)) {
+        if !self.output_has_room() {
+            self.finish(CloseReason::PeerNotReading);
+            return;
+        }
+        write(self.output.begin());
+        self.output.end_frame(stream);
+    }
+
+    /// Sends an answer to a request of the peer's, to its batch or its stream.
+    fn emit_answer(
+        &mut self,
+        batch: Option<u32>,
+        stream: StreamId,
+        id: Option<Id<'_>>,
+        answer: Answer<'_>,
+        automatic: bool,
+    ) {
+        let write = |out: &mut Vec<u8>| match answer {
+            Answer::Result(result) => {
+                if let Some(id) = id {
+                    jsonrpc::encode_response(out, id, result)
+                }
+            }
+            Answer::Error {
+                code,
+                message,
+                data,
+            } => jsonrpc::encode_error(out, id, code, message, data),
+        };
+        if let Some(b) = batch
+            && let Some(collector) = self.batches.get_mut(&b)
+        {
+            if collector.written > 0 {
+                collector.buf.push(b',');
+            }
+            write(&mut collector.buf);
+            collector.written += 1;
+            collector.outstanding = collector.outstanding.saturating_sub(1);
+            self.flush_batch_if_done(b);
+            return;
+        }
+        if automatic {
+            self.emit_auto(stream, write);
+        } else {
+            write(self.output.begin());
+            self.output.end_frame(stream);
+        }
+    }
+
+    /// A batch member will never be answered (the peer cancelled it).
+    fn batch_member_dropped(&mut self, batch: u32) {
+        if let Some(c) = self.batches.get_mut(&batch) {
+            c.outstanding = c.outstanding.saturating_sub(1);
+        }
+        self.flush_batch_if_done(batch);
+    }
+
+    fn flush_batch_if_done(&mut self, batch: u32) {
+        let done = self.batches.get(&batch).is_some_and(|c| c.outstanding == 0);
+        if !done {
+            return;
+        }
+        let Some(c) = self.batches.remove(&batch) else {
+            return;
+        };
+        if c.written > 0 {
+            let out = self.output.begin();
+            out.push(b'[');
+            out.extend_from_slice(&c.buf);
+            out.push(b']');
+            self.output.end_frame(c.stream);
+        }
+    }
+
+    // ---- inbound ----
+
+    fn on_frame(&mut self, now: Timestamp, stream: StreamId, frame: &[u8]) {
+        let decoded = self.decoder.decode(frame);
+        match decoded {
+            Err(e) => self.on_decode_error(frame, stream, None, &e),
+            Ok(Decoded::Single(m)) => self.on_message(now, stream, frame, m, None),
+            Ok(Decoded::Batch(members)) => {
+                let allowed = self.version.is_some_and(ProtocolVersion::has_batches);
+                if !allowed {
+                    self.violation(ViolationKind::BatchNotAllowed, None, None);
+                    self.emit_auto(stream, |out| {
+                        jsonrpc::encode_error(
+                            out,
+                            None,
+                            jsonrpc::INVALID_REQUEST,
+                            "batches are not supported in this protocol version",
+                            None,
+                        )
+                    });
+                    return;
+                }
+                let b = self.next_batch;
+                self.next_batch = self.next_batch.wrapping_add(1);
+                // Every member that expects an answer: requests and invalid members.
+                let outstanding = members
+                    .iter()
+                    .filter(|m| match m {
+                        Ok(Message::Request(_)) => true,
+                        Ok(_) => false,
+                        Err(e) => answers_decode_error(e),
+                    })
+                    .count();
+                self.batches.insert(
+                    b,
+                    BatchCollector {
+                        buf: Vec::new(),
+                        written: 0,
+                        outstanding: outstanding + 1,
+                        stream,
+                    },
+                );
+                for member in members {
+                    match member {
+                        Ok(m) => self.on_message(now, stream, frame, m, Some(b)),
+                        Err(e) => self.on_decode_error(frame, stream, Some(b), &e),
+                    }
+                }
+                // Release the guard that kept the batch open while members were processed.
+                self.batch_member_dropped(b);
+            }
+        }
+    }
+
+    fn on_decode_error(
+        &mut self,
+        frame: &[u8],
+        stream: StreamId,
+        batch: Option<u32>,
+        e: &DecodeError<'_>,
+    ) {
+        let kind = match e.kind() {
+            ErrorKind::Parse => ViolationKind::Parse(e.reason()),
+            ErrorKind::InvalidRequest => ViolationKind::InvalidMessage(e.reason()),
+        };
+        self.violation_in(frame, kind, e.id(), None);
+        if answers_decode_error(e) {
+            self.emit_answer(
+                batch,
+                stream,
+                e.id(),
+                Answer::Error {
+                    code: e.code(),
+                    message: e.message(),
+                    data: None,
+                },
+                true,
+            );
+        }
+    }
+
+    fn on_message(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &[u8],
+        message: Message<'_>,
+        batch: Option<u32>,
+    ) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        match message {
+            Message::Request(r) => self.on_request(now, stream, frame, r, batch),
+            Message::Notification(n) => self.on_notification(now, frame, n),
+            Message::Response(r) => self.on_response(now, frame, r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.on_response(now, frame, id, Err(e.error)),
+                None => self.violation_in(frame, ViolationKind::UnknownResponse, None, None),
+            },
+        }
+    }
+
+    fn reject(
+        &mut self,
+        frame: &[u8],
+        (stream, batch): (StreamId, Option<u32>),
+        r: &jsonrpc::Request<'_>,
+        kind: ViolationKind,
+        code: i64,
+        message: &str,
+    ) {
+        self.violation_in(frame, kind, Some(r.id), Some(r.method));
+        self.emit_answer(
+            batch,
+            stream,
+            Some(r.id),
+            Answer::Error {
+                code,
+                message,
+                data: None,
+            },
+            true,
+        );
+    }
+
+    fn on_request(
+        &mut self,
+        _now: Timestamp,
+        stream: StreamId,
+        frame: &[u8],
+        r: jsonrpc::Request<'_>,
+        batch: Option<u32>,
+    ) {
+        let method = r.method.to_str();
+        let method: &str = &method;
+        let key = OwnedId::from(r.id);
+        if self.inbound.contains_key(&key) {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                ViolationKind::DuplicateRequestId,
+                jsonrpc::INVALID_REQUEST,
+                "request id already in use",
+            );
+        }
+        match self.lifecycle.admit(MethodKind::Request, method) {
+            Admit::Ignore => return,
+            Admit::TooEarly => {
+                return self.reject(
+                    frame,
+                    (stream, batch),
+                    &r,
+                    ViolationKind::BeforeInitialization,
+                    jsonrpc::INVALID_REQUEST,
+                    "not allowed before initialization completes",
+                );
+            }
+            Admit::Yes => {}
+        }
+        if method == "initialize" && self.role == Role::Server {
+            return self.on_initialize(stream, frame, &r, batch);
+        }
+        if method == "ping" && self.config.policy.answer_pings {
+            let answer = Answer::Result(RawJson::validated("{}"));
+            return self.emit_answer(batch, stream, Some(r.id), answer, true);
+        }
+        // Gating: a known MCP method must exist in this version, go our way, and be backed by
+        // a capability we declared.
+        if self.incoming_request_refused(method) {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                ViolationKind::MethodNotAvailable,
+                jsonrpc::METHOD_NOT_FOUND,
+                "Method not found",
+            );
+        }
+        if self.inbound.len() >= self.config.limits.max_inbound_in_flight {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                ViolationKind::TooManyRequests,
+                jsonrpc::INTERNAL_ERROR,
+                "too many requests in flight",
+            );
+        }
+        let progress_token = match progress_token(r.params) {
+            Ok(t) => t,
+            Err(()) => {
+                return self.reject(
+                    frame,
+                    (stream, batch),
+                    &r,
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    "invalid _meta.progressToken",
+                );
+            }
+        };
+        self.inbound.insert(
+            key,
+            Inbound {
+                progress_token,
+                last_progress: None,
+                is_initialize: false,
+                batch,
+                stream,
+            },
+        );
+        let cap = self.events.capture(frame);
+        let stored = Stored::Request {
+            id: cap.id(r.id),
+            method: cap.str(r.method),
+            params: r.params.map(|p| cap.raw(p)),
+        };
+        cap.push(stored);
+    }
+
+    /// Whether an incoming request for `method` must be refused with -32601.
+    fn incoming_request_refused(&self, method: &str) -> bool {
+        let version = self.effective_version();
+        let from_client = self.role == Role::Server;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                info.kind != MethodKind::Request
+                    || !info.direction.allows(from_client)
+                    || matches!(info.gate, Gate::Cap(c) if !self.config.capabilities.has(c))
+            }
+            // A method of another version is unknown here; anything else is the
+            // application's to answer.
+            None => mcp::is_known_method(method),
+        }
+    }
+
+    fn on_initialize(
+        &mut self,
+        stream: StreamId,
+        frame: &[u8],
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+    ) {
+        if batch.is_some() {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                ViolationKind::InvalidMessage(Reason::NotAMessage),
+                jsonrpc::INVALID_REQUEST,
+                "initialize must not be part of a batch",
+            );
+        }
+        if !self.lifecycle.awaiting_initialize() {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                ViolationKind::AlreadyInitialized,
+                jsonrpc::INVALID_REQUEST,
+                "already initialized",
+            );
+        }
+        let parsed = parse_initialize(r.params);
+        let Ok((offered, caps, info)) = parsed else {
+            let message = parsed.err().unwrap_or("invalid initialize params");
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                ViolationKind::InvalidParams,
+                jsonrpc::INVALID_PARAMS,
+                message,
+            );
+        };
+        let chosen = offered
+            .filter(|v| self.config.versions.contains(v) && v.era() == mcp::Era::Legacy)
+            .unwrap_or_else(|| {
+                self.config
+                    .versions
+                    .iter()
+                    .copied()
+                    .filter(|v| v.era() == mcp::Era::Legacy)
+                    .max()
+                    .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+            });
+        self.version = Some(chosen);
+        self.peer_caps = Some(caps);
+        self.peer_info = Some(info);
+        // Build the result.
+        let mut result = std::mem::take(&mut self.scratch);
+        result.clear();
+        result.extend_from_slice(b"{\"protocolVersion\":");
+        jsonrpc::write_json_string(&mut result, chosen.as_str());
+        result.extend_from_slice(b",\"capabilities\":");
+        result.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        result.extend_from_slice(b",\"serverInfo\":");
+        result.extend_from_slice(self.config.info.as_bytes());
+        if let Some(instructions) = &self.config.instructions {
+            result.extend_from_slice(b",\"instructions\":");
+            jsonrpc::write_json_string(&mut result, instructions);
+        }
+        result.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&result) {
+            let answer = Answer::Result(RawJson::validated(text));
+            self.emit_answer(None, stream, Some(r.id), answer, true);
+        }
+        self.scratch = result;
+        self.lifecycle.initialize_answered();
+    }
+
+    fn on_notification(&mut self, now: Timestamp, frame: &[u8], n: jsonrpc::Notification<'_>) {
+        let method = n.method.to_str();
+        let method: &str = &method;
+        match self.lifecycle.admit(MethodKind::Notification, method) {
+            Admit::Ignore => return,
+            Admit::TooEarly => {
+                return self.violation_in(
+                    frame,
+                    ViolationKind::BeforeInitialization,
+                    None,
+                    Some(n.method),
+                );
+            }
+            Admit::Yes => {}
+        }
+        match method {
+            "notifications/initialized" if self.role == Role::Server => {
+                if self.lifecycle.awaiting_initialized() {
+                    self.lifecycle.handshake_done();
+                    if let Some(v) = self.version {
+                        self.events.push(Stored::Ready(v));
+                    }
+                } else {
+                    self.violation_in(
+                        frame,
+                        ViolationKind::BeforeInitialization,
+                        None,
+                        Some(n.method),
+                    );
+                }
+            }
+            "notifications/cancelled" => self.on_peer_cancel(frame, n.params),
+            "notifications/progress" => self.on_progress(now, frame, n.params),
+            _ => {
+                if !self.incoming_notification_allowed(method) {
+                    return self.violation_in(
+                        frame,
+                        ViolationKind::NotificationNotAllowed,
+                        None,
+                        Some(n.method),
+                    );
+                }
+                let cap = self.events.capture(frame);
+                let stored = Stored::Notification {
+                    method: cap.str(n.method),
+                    params: n.params.map(|p| cap.raw(p)),
+                };
+                cap.push(stored);
+            }
+        }
+    }
+
+    fn incoming_notification_allowed(&self, method: &str) -> bool {
+        let version = self.effective_version();
+        let from_client = self.role == Role::Server;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                info.kind == MethodKind::Notification
+                    && info.direction.allows(from_client)
+                    && match (info.gate, &self.peer_caps) {
+                        (Gate::Cap(c), Some(peer)) => peer.has(c),
+                        // Before the handshake the sender's capabilities are not known yet;
+                        // the lifecycle has already limited what may arrive (logging).
+                        (Gate::Cap(_), None) => true,
+                        (Gate::None, _) => true,
+                    }
+            }
+            None => !mcp::is_known_method(method),
+        }
+    }
+
+    fn on_peer_cancel(&mut self, frame: &[u8], params: Option<RawJson<'_>>) {
+        let target = params
+            .and_then(|p| p.get_unique("requestId").ok().flatten())
+            .and_then(|v| v.as_id());
+        let Some(id) = target else {
+            self.stats.ignored_cancellations += 1;
+            return;
+        };
+        let key = OwnedId::from(id);
+        let Some(entry) = self.inbound.get(&key) else {
+            self.stats.ignored_cancellations += 1;
+            return;
+        };
+        if entry.is_initialize {
+            self.stats.ignored_cancellations += 1;
+            return;
+        }
+        let batch = entry.batch;
+        self.inbound.remove(&key);
+        self.peer_cancelled.insert(key);
+        if let Some(b) = batch {
+            self.batch_member_dropped(b);
+        }
+        let reason = params
+            .and_then(|p| p.get_unique("reason").ok().flatten())
+            .and_then(|r| r.as_str());
+        let cap = self.events.capture(frame);
+        let stored = Stored::PeerCancelled {
+            id: cap.id(id),
+            reason: reason.map(|r| cap.str(r)),
+        };
+        cap.push(stored);
+    }
+
+    fn on_progress(&mut self, now: Timestamp, frame: &[u8], params: Option<RawJson<'_>>) {
+        let Some(params) = params else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        let token = params.get_unique("progressToken").ok().flatten();
+        let progress = params.get_unique("progress").ok().flatten();
+        let (Some(Id::Int(n)), Some(progress)) = (
+            token.and_then(|t| t.as_id()),
+            progress.and_then(|p| p.as_f64()),
+        ) else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        let total = params
+            .get_unique("total")
+            .ok()
+            .flatten()
+            .and_then(|t| t.as_f64());
+        let message = params
+            .get_unique("message")
+            .ok()
+            .flatten()
+            .and_then(|m| m.as_str());
+        let policy = self.config.policy.progress;
+        let max_total = self.config.max_total_timeout;
+        let Some(p) = self.pending.get_mut(&n).filter(|p| p.wants_progress) else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        if p.last_progress.is_some_and(|last| progress <= last)
+            && policy == ProgressPolicy::DropNonIncreasing
+        {
+            self.stats.non_increasing_progress += 1;
+            return;
+        }
+        p.last_progress = Some(progress);
+        if p.reset_on_progress {
+            let cap = p.started.after(max_total);
+            p.deadline = now.after(p.timeout).min(cap);
+        }
+        let cap = self.events.capture(frame);
+        let stored = Stored::Progress {
+            request: RequestId(n),
+            progress,
+            total,
+            message: message.map(|m| cap.str(m)),
+        };
+        cap.push(stored);
+    }
+
+    fn on_response(
+        &mut self,
+        now: Timestamp,
+        frame: &[u8],
+        id: Id<'_>,
+        outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
+    ) {
+        let Id::Int(n) = id else {
+            // Our ids are integers: a string id never matches, whatever its digits.
+            return self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
+        };
+        let Some(pending) = self.pending.remove(&n) else {
+            if self.our_finished.contains(&n) {
+                self.stats.late_responses += 1;
+            } else {
+                self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
+            }
+            return;
+        };
+        if pending.is_initialize {
+            return self.on_initialize_result(now, outcome);
+        }
+        let cap = self.events.capture(frame);
+        let stored = match outcome {
+            Ok(result) => Stored::Response {
+                request: RequestId(n),
+                result: cap.raw(result),
+            },
+            Err(e) => Stored::Error {
+                request: RequestId(n),
+                code: e.code,
+                message: cap.str(e.message),
+                data: e.data.map(|d| cap.raw(d)),
+            },
+        };
+        cap.push(stored);
+        self.maybe_finish_close();
+    }
+
+    fn on_initialize_result(
+        &mut self,
+        _now: Timestamp,
+        outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
+    ) {
+        let result = match outcome {
+            Ok(r) => r,
+            Err(e) => return self.finish(CloseReason::InitializeRejected(e.code)),
+        };
+        let Ok(parsed) = parse_initialize_result(result) else {
+            return self.finish(CloseReason::InvalidInitializeResult);
+        };
+        let Some(version) =
+            ProtocolVersion::parse(&parsed.version).filter(|v| self.config.versions.contains(v))
+        else {
+            return self.finish(CloseReason::UnsupportedVersion(parsed.version));
+        };
+        self.version = Some(version);
+        self.peer_caps = Some(parsed.caps);
+        self.peer_info = Some(parsed.info);
+        self.peer_instructions = parsed.instructions;
+        self.emit_auto(StreamId::MAIN, |out| {
+            jsonrpc::encode_notification(out, "notifications/initialized", None)
+        });
+        self.lifecycle.handshake_done();
+        self.events.push(Stored::Ready(version));
+    }
+
+    // ---- timers ----
+
+    fn on_timeout(&mut self, now: Timestamp) {
+        while let Some(key) = self.timers.pop_due(now) {
+            match key {
+                TimerKey::Request(n) => {
+                    let Some(p) = self.pending.get(&n) else {
+                        continue;
+                    };
+                    if p.deadline > now {
+                        // Progress moved the deadline: wait for the new one.
+                        let at = p.deadline;
+                        self.timers.push(at, key);
+                        continue;
+                    }
+                    let is_initialize = p.is_initialize;
+                    self.pending.remove(&n);
+                    if is_initialize {
+                        self.finish(CloseReason::InitializeTimedOut);
+                        return;
+                    }
+                    self.our_finished.insert(n);
+                    self.events.push(Stored::TimedOut(RequestId(n)));
+                    self.send_cancelled(n, Some("timed out"));
+                    self.maybe_finish_close();
+                }
+                TimerKey::CloseGrace => {
+                    if self.lifecycle.closing_deadline().is_some_and(|d| d <= now) {
+                        self.finish(CloseReason::Local);
+                        return;
+                    }
+                }
+            }
+        }
+        let live = self
+            .pending
+            .iter()
+            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)));
+        self.timers.compact(live, self.pending.len() + 1);
+    }
+
+    // ---- commands ----
+
+    fn send_initialize(&mut self, now: Timestamp) {
+        let version = self.config.latest();
+        let mut params = Vec::new();
+        params.extend_from_slice(b"{\"protocolVersion\":");
+        jsonrpc::write_json_string(&mut params, version.as_str());
+        params.extend_from_slice(b",\"capabilities\":");
+        params.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        params.extend_from_slice(b",\"clientInfo\":");
+        params.extend_from_slice(self.config.info.as_bytes());
+        params.push(b'}');
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.output.begin();
+            jsonrpc::encode_request(
+                out,
+                Id::Int(id),
+                "initialize",
+                Some(RawJson::validated(text)),
+            );
+            self.output.end_frame(StreamId::MAIN);
+        }
+        let timeout = self.config.request_timeout;
+        self.pending.insert(
+            id,
+            Pending {
+                is_initialize: true,
+                started: now,
+                timeout,
+                deadline: now.after(timeout),
+                reset_on_progress: false,
+                wants_progress: false,
+                last_progress: None,
+            },
+        );
+        self.timers.push(now.after(timeout), TimerKey::Request(id));
+    }
+
+    /// Checks that we may send `method` as a new request or notification.
+    fn check_outgoing(&self, kind: MethodKind, method: &str) -> Result<(), Error> {
+        if matches!(
+            method,
+            "initialize"
+                | "notifications/initialized"
+                | "notifications/cancelled"
+                | "notifications/progress"
+        ) {
+            return Err(Error::EngineOwned);
+        }
+        self.lifecycle.check_send(kind, method)?;
+        let version = self.effective_version();
+        let from_client = self.role == Role::Client;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                if info.kind != kind || !info.direction.allows(from_client) {
+                    return Err(Error::WrongDirection);
+                }
+                if let Gate::Cap(c) = info.gate {
+                    let declared = match kind {
+                        // A request needs the receiver's capability…
+                        MethodKind::Request => self.peer_caps.as_ref().is_some_and(|p| p.has(c)),
+                        // …a notification the sender's.
+                        MethodKind::Notification => self.config.capabilities.has(c),
+                    };
+                    if !declared {
+                        return Err(Error::NotNegotiated(c));
+                    }
+                }
+                Ok(())
+            }
+            None if mcp::is_known_method(method) => Err(Error::NotInVersion),
+            None => Ok(()),
+        }
+    }
+
+    fn request(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: Option<RawJson<'_>>,
+        options: RequestOptions,
+    ) -> Result<RequestId, Error> {
+        self.check_outgoing(MethodKind::Request, method)?;
+        if params.is_some_and(|p| !p.is_object()) {
+            return Err(Error::InvalidParams);
+        }
+        if self.pending.len() >= self.config.limits.max_outbound_in_flight {
+            return Err(Error::TooManyInFlight);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let id = self.next_id;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let params = if options.progress {
+            match with_progress_token(&mut scratch, params, id) {
+                Ok(()) => std::str::from_utf8(&scratch).ok().map(RawJson::validated),
+                Err(e) => {
+                    self.scratch = scratch;
+                    return Err(e);
+                }
+            }
+        } else {
+            params
+        };
+        let out = self.output.begin();
+        jsonrpc::encode_request(out, Id::Int(id), method, params);
+        self.output.end_frame(StreamId::MAIN);
+        self.scratch = scratch;
+        self.next_id += 1;
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let deadline = now.after(timeout);
+        self.pending.insert(
+            id,
+            Pending {
+                is_initialize: false,
+                started: now,
+                timeout,
+                deadline,
+                reset_on_progress: options
+                    .reset_on_progress
+                    .unwrap_or(self.config.policy.reset_timeout_on_progress),
+                wants_progress: options.progress,
+                last_progress: None,
+            },
+        );
+        self.timers.push(deadline, TimerKey::Request(id));
+        Ok(RequestId(id))
+    }
+
+    fn notify(&mut self, method: &str, params: Option<RawJson<'_>>) -> Result<(), Error> {
+        self.check_outgoing(MethodKind::Notification, method)?;
+        if params.is_some_and(|p| !p.is_object()) {
+            return Err(Error::InvalidParams);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let out = self.output.begin();
+        jsonrpc::encode_notification(out, method, params);
+        self.output.end_frame(StreamId::MAIN);
+        Ok(())
+    }
+
+    fn respond(&mut self, id: Id<'_>, answer: Answer<'_>) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let key = OwnedId::from(id);
+        let Some(entry) = self.inbound.get(&key) else {
+            if self.peer_cancelled.contains(&key) {
+                self.stats.suppressed_responses += 1;
+                return Ok(());
+            }
+            return Err(Error::UnknownRequest);
+        };
+        if entry.batch.is_none() && !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let (batch, stream) = (entry.batch, entry.stream);
+        self.inbound.remove(&key);
+        self.emit_answer(batch, stream, Some(id), answer, false);
+        Ok(())
+    }
+
+    fn progress(
+        &mut self,
+        id: Id<'_>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let key = OwnedId::from(id);
+        let room = self.output_has_room();
+        let Some(entry) = self.inbound.get_mut(&key) else {
+            return Err(Error::UnknownRequest);
+        };
+        let Some(token) = entry.progress_token.clone() else {
+            return Err(Error::NoProgressToken);
+        };
+        if !progress.is_finite() || entry.last_progress.is_some_and(|last| progress <= last) {
+            return Err(Error::NonIncreasingProgress);
+        }
+        if !room {
+            return Err(Error::OutputFull);
+        }
+        entry.last_progress = Some(progress);
+        let stream = entry.stream;
+        let with_message = self.effective_version() >= ProtocolVersion::V2025_03_26;
+        let mut params = std::mem::take(&mut self.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"progressToken\":");
+        match token.as_id() {
+            Id::Int(n) => params.extend_from_slice(n.to_string().as_bytes()),
+            Id::Str(s) => {
+                params.push(b'"');
+                params.extend_from_slice(s.raw().as_bytes());
+                params.push(b'"');
+            }
+        }
+        params.extend_from_slice(b",\"progress\":");
+        write_number(&mut params, progress);
+        if let Some(total) = total.filter(|t| t.is_finite()) {
+            params.extend_from_slice(b",\"total\":");
+            write_number(&mut params, total);
+        }
+        if let (Some(m), true) = (message, with_message) {
+            params.extend_from_slice(b",\"message\":");
+            jsonrpc::write_json_string(&mut params, m);
+        }
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.output.begin();
+            jsonrpc::encode_notification(
+                out,
+                "notifications/progress",
+                Some(RawJson::validated(text)),
+            );
+            self.output.end_frame(stream);
+        }
+        self.scratch = params;
+        Ok(())
+    }
+
+    fn send_cancelled(&mut self, id: i64, reason: Option<&str>) {
+        let mut params = std::mem::take(&mut self.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"requestId\":");
+        params.extend_from_slice(id.to_string().as_bytes());
+        if let Some(r) = reason {
+            params.extend_from_slice(b",\"reason\":");
+            jsonrpc::write_json_string(&mut params, r);
+        }
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let raw = RawJson::validated(text);
+            self.emit_auto(StreamId::MAIN, |out| {
+                jsonrpc::encode_notification(out, "notifications/cancelled", Some(raw))
+            });
+        }
+        self.scratch = params;
+    }
+
+    fn cancel(
+        &mut self,
+        _now: Timestamp,
+        request: RequestId,
+        reason: Option<&str>,
+    ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let Some(p) = self.pending.get(&request.0) else {
+            return Err(Error::UnknownRequest);
+        };
+        if p.is_initialize {
+            return Err(Error::CannotCancelInitialize);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        self.pending.remove(&request.0);
+        self.our_finished.insert(request.0);
+        self.send_cancelled(request.0, reason);
+        self.maybe_finish_close();
+        Ok(())
+    }
+
+    fn close(&mut self, now: Timestamp, grace: Duration) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        let deadline = now.after(grace);
+        self.lifecycle.begin_close(deadline);
+        self.timers.push(deadline, TimerKey::CloseGrace);
+        self.maybe_finish_close();
+    }
+
+    /// Closing ends as soon as none of our requests is in flight.
+    fn maybe_finish_close(&mut self) {
+        if self.lifecycle.closing_deadline().is_some() && self.pending.is_empty() {
+            self.finish(CloseReason::Local);
+        }
+    }
+
+    /// Ends the connection: every request in flight is abandoned, then `Closed` is the last
+    /// event.
+    fn finish(&mut self, reason: CloseReason) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        self.lifecycle.closed();
+        let mut ids: Vec<i64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| !p.is_initialize)
+            .map(|(n, _)| *n)
+            .collect();
+        ids.sort_unstable();
+        for n in ids {
+            self.events.push(Stored::Abandoned(RequestId(n)));
+        }
+        self.pending.clear();
+        self.inbound.clear();
+        self.batches.clear();
+        self.events.push(Stored::Closed(reason.clone()));
+        self.closed_reason = Some(reason);
+    }
+}
+
+// ---- Params the engine reads ---------------------------------------------------------------
+
+/// `_meta.progressToken` of a request's params: `Ok(None)` when absent, `Err` when malformed
+/// (duplicated keys, or a token that is neither a string nor an integer).
+fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
+    let Some(params) = params else {
+        return Ok(None);
+    };
+    let Some(meta) = params.get_unique("_meta").map_err(|_| ())? else {
+        return Ok(None);
+    };
+    if !meta.is_object() {
+        return Err(());
+    }
+    match meta.get_unique("progressToken").map_err(|_| ())? {
+        None => Ok(None),
+        Some(t) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
+    }
+}
+
+/// Writes `params` with `_meta.progressToken = id` added into `out`.
+fn with_progress_token(
+    out: &mut Vec<u8>,
+    params: Option<RawJson<'_>>,
+    id: i64,
+) -> Result<(), Error> {
+    out.clear();
+    let token = id.to_string();
+    let Some(params) = params else {
+        out.extend_from_slice(b"{\"_meta\":{\"progressToken\":");
+        out.extend_from_slice(token.as_bytes());
+        out.extend_from_slice(b"}}");
+        return Ok(());
+    };
+    let text = params.get();
+    let meta = params
+        .get_unique("_meta")
+        .map_err(|_| Error::InvalidParams)?;
+    match meta {
+        None => {
+            // Insert `"_meta":{…},` right after the opening brace.
+            let brace = text.find('{').ok_or(Error::InvalidParams)?;
+            let rest = text[brace + 1..].trim_start();
+            out.extend_from_slice(&text.as_bytes()[..=brace]);
+            out.extend_from_slice(b"\"_meta\":{\"progressToken\":");
+            out.extend_from_slice(token.as_bytes());
+            out.push(b'}');
+            if !rest.starts_with('}') {
+                out.push(b',');
+            }
+            out.extend_from_slice(&text.as_bytes()[brace + 1..]);
+        }
+        Some(meta) => {
+            if !meta.is_object()
+                || meta
+                    .get_unique("progressToken")
+                    .map_err(|_| Error::InvalidParams)?
+                    .is_some()
+            {
+                return Err(Error::InvalidParams);
+            }
+            let meta_text = meta.get();
+            let offset = meta_text.as_ptr() as usize - text.as_ptr() as usize;
+            let brace = offset + meta_text.find('{').ok_or(Error::InvalidParams)?;
+            let rest = text[brace + 1..].trim_start();
+            out.extend_from_slice(&text.as_bytes()[..=brace]);
+            out.extend_from_slice(b"\"progressToken\":");
+            out.extend_from_slice(token.as_bytes());
+            if !rest.starts_with('}') {
+                out.push(b',');
+            }
+            out.extend_from_slice(&text.as_bytes()[brace + 1..]);
+        }
+    }
+    Ok(())
+}
+
+fn write_number(out: &mut Vec<u8>, n: f64) {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        out.extend_from_slice((n as i64).to_string().as_bytes());
+    } else {
+        out.extend_from_slice(n.to_string().as_bytes());
+    }
+}
+
+type InitializeParams = (Option<ProtocolVersion>, Capabilities, String);
+
+/// Reads `initialize` params: the offered version (`None` if we do not know it), the client's
+/// capabilities and info.
+fn parse_initialize(params: Option<RawJson<'_>>) -> Result<InitializeParams, &'static str> {
+    let params = params.ok_or("initialize requires params")?;
+    let dup = |_| "duplicate key in initialize params";
+    let version = params
+        .get_unique("protocolVersion")
+        .map_err(dup)?
+        .and_then(|v| v.as_str())
+        .ok_or("protocolVersion must be a string")?;
+    let caps = params
+        .get_unique("capabilities")
+        .map_err(dup)?
+        .ok_or("capabilities is required")?;
+    let caps = Capabilities::from_raw(caps).map_err(|_| "invalid capabilities")?;
+    let info = params
+        .get_unique("clientInfo")
+        .map_err(dup)?
+        .filter(|i| i.is_object())
+        .ok_or("clientInfo must be an object")?;
+    Ok((
+        ProtocolVersion::parse(&version.to_str()),
+        caps,
+        info.get().to_owned(),
+    ))
+}
+
+struct InitializeResult {
+    version: String,
+    caps: Capabilities,
+    info: String,
+    instructions: Option<String>,
+}
+
+fn parse_initialize_result(result: RawJson<'_>) -> Result<InitializeResult, ()> {
+    let version = result
+        .get_unique("protocolVersion")
+        .map_err(|_| ())?
+        .and_then(|v| v.as_str())
+        .ok_or(())?;
+    let caps = result
+        .get_unique("capabilities")
+        .map_err(|_| ())?
+        .ok_or(())?;
+    let caps = Capabilities::from_raw(caps).map_err(|_| ())?;
+    let info = result
+        .get_unique("serverInfo")
+        .map_err(|_| ())?
+        .filter(|i| i.is_object())
+        .ok_or(())?;
+    let instructions = result
+        .get_unique("instructions")
+        .map_err(|_| ())?
+        .and_then(|i| i.as_str())
+        .map(|s| s.to_str().into_owned());
+    Ok(InitializeResult {
+        version: version.to_str().into_owned(),
+        caps,
+        info: info.get().to_owned(),
+        instructions,
+    })
+}

@@ -1,0 +1,83 @@
+//! The outgoing byte queue, tagged by stream, lent to the caller for writing.
+
+use std::collections::VecDeque;
+
+/// Which transport stream output belongs to.
+///
+/// stdio and other byte streams have one stream, [`StreamId::MAIN`]. Message-oriented
+/// transports (Streamable HTTP) use one per exchange; the engine tags each frame with the
+/// stream its request arrived on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub u64);
+
+impl StreamId {
+    /// The single stream of a byte-stream transport.
+    pub const MAIN: StreamId = StreamId(0);
+}
+
+/// Bytes ready for the transport, from [`Connection::poll_transmit`](super::Connection::poll_transmit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit<'a> {
+    /// The stream they belong to.
+    pub stream: StreamId,
+    /// The bytes: whole newline-terminated frames, possibly several.
+    pub bytes: &'a [u8],
+}
+
+/// One contiguous buffer; consecutive frames of one stream form one segment.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    buf: Vec<u8>,
+    read: usize,
+    /// (stream, end offset in `buf`) of each segment, oldest first.
+    segments: VecDeque<(StreamId, usize)>,
+}
+
+impl Output {
+    /// Bytes not yet written.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buf.len() - self.read
+    }
+
+    /// The buffer to encode one frame into, on `stream`; call [`end_frame`] afterwards.
+    pub(crate) fn begin(&mut self) -> &mut Vec<u8> {
+        if self.read == self.buf.len() {
+            self.buf.clear();
+            self.read = 0;
+        }
+        &mut self.buf
+    }
+
+    /// Terminates the frame started with [`begin`] and files it under `stream`.
+    pub(crate) fn end_frame(&mut self, stream: StreamId) {
+        self.buf.push(b'\n');
+        let end = self.buf.len();
+        match self.segments.back_mut() {
+            Some((s, e)) if *s == stream => *e = end,
+            _ => self.segments.push_back((stream, end)),
+        }
+    }
+
+    pub(crate) fn peek(&self) -> Option<(StreamId, &[u8])> {
+        let &(stream, end) = self.segments.front()?;
+        Some((stream, &self.buf[self.read..end]))
+    }
+
+    pub(crate) fn consume(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some(&(_, end)) = self.segments.front() else {
+                break;
+            };
+            let step = n.min(end - self.read);
+            self.read += step;
+            n -= step;
+            if self.read == end {
+                self.segments.pop_front();
+            }
+        }
+        if self.segments.is_empty() {
+            self.buf.clear();
+            self.read = 0;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Correlation state: our requests in flight, the peer's requests in flight, remembered ids,
+//! and the timer heap. All bounded.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::time::Duration;
+
+use super::output::StreamId;
+use super::time::Timestamp;
+use crate::jsonrpc::OwnedId;
+
+/// A small, fast hasher for ids (multiply and rotate). The tables are keyed by ids the peer
+/// chooses, but each table is bounded, so worst-case collisions cost time, never memory.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(n as u64);
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
+
+/// One of our requests awaiting its answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub is_initialize: bool,
+    pub started: Timestamp,
+    pub timeout: Duration,
+    pub deadline: Timestamp,
+    pub reset_on_progress: bool,
+    /// Whether we asked for progress (our token is the request id).
+    pub wants_progress: bool,
+    pub last_progress: Option<f64>,
+}
+
+/// One of the peer's requests we have not answered yet.
+#[derive(Debug, Clone)]
+pub(crate) struct Inbound {
+    pub progress_token: Option<OwnedId>,
+    pub last_progress: Option<f64>,
+    pub is_initialize: bool,
+    /// The batch it arrived in, if any.
+    pub batch: Option<u32>,
+    pub stream: StreamId,
+}
+
+/// A set that remembers at most `capacity` keys, forgetting the oldest first.
+#[derive(Debug)]
+pub(crate) struct BoundedSet<K: Hash + Eq + Clone> {
+    order: VecDeque<K>,
+    set: FastSet<K>,
+    capacity: usize,
+}
+
+impl<K: Hash + Eq + Clone> BoundedSet<K> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        BoundedSet {
+            order: VecDeque::new(),
+            set: FastSet::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: K) {
+        if self.set.contains(&key) {
+            return;
+        }
+        if self.order.len() >= self.capacity
+            && let Some(old) = self.order.pop_front()
+        {
+            self.set.remove(&old);
+        }
+        self.set.insert(key.clone());
+        self.order.push_back(key);
+    }
+
+    pub(crate) fn contains(&self, key: &K) -> bool {
+        self.set.contains(key)
+    }
+}
+
+/// What a timer is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TimerKey {
+    /// A request's deadline (checked against its current deadline when it fires).
+    Request(i64),
+    /// The end of the graceful-close wait.
+    CloseGrace,
+}
+
+/// Deadlines, earliest first. Entries are checked when they fire rather than removed when
+/// their request ends, and the heap is rebuilt when stale entries outnumber live ones, so it
+/// stays within a constant factor of the requests in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    heap: BinaryHeap<Reverse<(Timestamp, TimerKey)>>,
+}
+
+impl Timers {
+    pub(crate) fn push(&mut self, at: Timestamp, key: TimerKey) {
+        self.heap.push(Reverse((at, key)));
+    }
+
+    pub(crate) fn earliest(&self) -> Option<Timestamp> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Removes and returns the earliest entry if it is due at `now`.
+    pub(crate) fn pop_due(&mut self, now: Timestamp) -> Option<TimerKey> {
+        match self.heap.peek() {
+            Some(Reverse((at, _))) if *at <= now => self.heap.pop().map(|Reverse((_, k))| k),
+            _ => None,
+        }
+    }
+
+    /// Rebuilds from the live deadlines when stale entries dominate.
+    pub(crate) fn compact(
+        &mut self,
+        live: impl Iterator<Item = (Timestamp, TimerKey)>,
+        live_count: usize,
+    ) {
+        if self.heap.len() > 2 * live_count + 64 {
+            self.heap.clear();
+            for (at, key) in live {
+                self.heap.push(Reverse((at, key)));
+            }
+        }
+    }
+}

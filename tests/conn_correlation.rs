@@ -1,0 +1,802 @@
+//! Correlation, timeouts, progress, cancellation, pings, batches and bounds, in simulated time,
+//! across the handshake-era versions.
+
+mod common;
+
+use std::time::Duration;
+
+use common::pair::{Ev, Pair, client_config, drain, server_config, take_output};
+use mcpwire::Timestamp;
+use mcpwire::conn::{
+    CloseReason, Config, Connection, Error, ProgressPolicy, RequestId, RequestOptions,
+    ViolationKind,
+};
+use mcpwire::jsonrpc::{Id, JsonStr, OwnedId, RawJson};
+use mcpwire::mcp::ProtocolVersion;
+
+fn raw(s: &str) -> RawJson<'_> {
+    RawJson::new(s).unwrap()
+}
+
+fn ready(version: ProtocolVersion) -> Pair {
+    Pair::ready(version, client_config(), server_config())
+}
+
+/// The id of the single request the server saw.
+fn only_request(events: &[Ev]) -> (OwnedId, String, Option<String>) {
+    match events {
+        [Ev::Request { id, method, params }] => (id.clone(), method.clone(), params.clone()),
+        other => panic!("expected one request, got {other:?}"),
+    }
+}
+
+#[test]
+fn request_ids_are_monotonic_and_responses_match_exactly() {
+    for version in ProtocolVersion::LEGACY {
+        let mut p = ready(version);
+        let a = p.client.request(p.now, "tools/list", None).unwrap();
+        let b = p.client.request(p.now, "tools/list", None).unwrap();
+        let c = p.client.request(p.now, "prompts/list", None).unwrap();
+        assert!(a < b && b < c);
+        p.step();
+        let reqs = p.take_server_events();
+        assert_eq!(reqs.len(), 3);
+        // Answer out of order.
+        for (i, e) in reqs.iter().enumerate().rev() {
+            let Ev::Request { id, .. } = e else { panic!() };
+            p.server
+                .respond(id.as_id(), raw(&format!("{{\"n\":{i}}}")))
+                .unwrap();
+        }
+        p.step();
+        assert_eq!(
+            p.take_client_events(),
+            vec![
+                Ev::Response {
+                    request: c,
+                    result: r#"{"n":2}"#.into()
+                },
+                Ev::Response {
+                    request: b,
+                    result: r#"{"n":1}"#.into()
+                },
+                Ev::Response {
+                    request: a,
+                    result: r#"{"n":0}"#.into()
+                },
+            ]
+        );
+        assert_eq!(p.client.requests_in_flight(), 0);
+    }
+}
+
+#[test]
+fn the_right_digits_in_the_wrong_type_never_match() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    take_output(&mut p.client);
+    let n = a.0;
+    p.client.handle_input(
+        p.now,
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{n}\",\"result\":{{}}}}\n").as_bytes(),
+    );
+    let e = drain(&mut p.client);
+    assert!(
+        matches!(&e[0], Ev::Violation { kind: ViolationKind::UnknownResponse, id: Some(id), .. } if *id == OwnedId::from(Id::Str(JsonStr::from_raw(&n.to_string()).unwrap()))),
+        "{e:?}"
+    );
+    assert_eq!(p.client.requests_in_flight(), 1, "still waiting");
+    // An id never issued.
+    p.client
+        .handle_input(p.now, b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}\n");
+    assert!(matches!(
+        &drain(&mut p.client)[0],
+        Ev::Violation {
+            kind: ViolationKind::UnknownResponse,
+            ..
+        }
+    ));
+    // The real answer still works, once; a duplicate is then unknown.
+    let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"result\":{{\"ok\":true}}}}\n");
+    p.client.handle_input(p.now, line.as_bytes());
+    assert_eq!(
+        drain(&mut p.client),
+        vec![Ev::Response {
+            request: a,
+            result: r#"{"ok":true}"#.into()
+        }]
+    );
+    p.client.handle_input(p.now, line.as_bytes());
+    assert!(matches!(
+        &drain(&mut p.client)[0],
+        Ev::Violation {
+            kind: ViolationKind::UnknownResponse,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn inbound_requests_are_tracked_until_answered() {
+    let mut p = ready(ProtocolVersion::V2025_06_18);
+    p.client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"a"}"#)))
+        .unwrap();
+    p.step();
+    let (id, method, params) = only_request(&p.take_server_events());
+    assert_eq!(method, "tools/call");
+    assert_eq!(params.as_deref(), Some(r#"{"name":"a"}"#));
+    assert_eq!(p.server.peer_requests_in_flight(), 1);
+    // Answering an unknown id, or twice, is a typed local error.
+    assert_eq!(
+        p.server.respond(Id::Int(12345), raw("{}")),
+        Err(Error::UnknownRequest)
+    );
+    p.server.respond(id.as_id(), raw("{}")).unwrap();
+    assert_eq!(
+        p.server.respond(id.as_id(), raw("{}")),
+        Err(Error::UnknownRequest)
+    );
+    assert_eq!(
+        p.server.respond_error(id.as_id(), -32603, "x", None),
+        Err(Error::UnknownRequest)
+    );
+    assert_eq!(p.server.peer_requests_in_flight(), 0);
+}
+
+#[test]
+fn a_duplicate_in_flight_id_from_the_peer_is_rejected() {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":"x","method":"tools/list"}
+{"jsonrpc":"2.0","id":"x","method":"tools/list"}
+{"jsonrpc":"2.0","id":"\u0078","method":"tools/list"}
+"#);
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[1]["error"]["code"], -32600);
+    assert_eq!(lines[1]["id"], "x");
+    // "\u0078" is the same string id, written back exactly as received.
+    assert!(out.lines().nth(2).unwrap().contains(r#""id":"\u0078""#));
+    let events = drain(&mut s);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Ev::Request { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(
+                e,
+                Ev::Violation {
+                    kind: ViolationKind::DuplicateRequestId,
+                    ..
+                }
+            ))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn timeouts_fire_with_a_cancellation_and_late_responses_are_dropped() {
+    for version in ProtocolVersion::LEGACY {
+        let mut p = ready(version);
+        let slow = p.client.request(p.now, "tools/list", None).unwrap();
+        let quick = p
+            .client
+            .request_with(
+                p.now,
+                "prompts/list",
+                None,
+                RequestOptions {
+                    timeout: Some(Duration::from_secs(2)),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        p.step();
+        let reqs = p.take_server_events();
+        assert_eq!(
+            p.client.poll_timeout(),
+            Some(p.now.after(Duration::from_secs(2)))
+        );
+        assert!(p.drive());
+        assert_eq!(p.take_client_events(), vec![Ev::TimedOut(quick)]);
+        // The server was told, and its later answer is suppressed.
+        let cancelled = p.take_server_events();
+        let Ev::Request { id: quick_id, .. } = &reqs[1] else {
+            panic!()
+        };
+        assert_eq!(
+            cancelled,
+            vec![Ev::PeerCancelled {
+                id: quick_id.clone(),
+                reason: Some("timed out".into())
+            }]
+        );
+        assert_eq!(p.server.respond(quick_id.as_id(), raw("{}")), Ok(()));
+        assert_eq!(p.server.stats().suppressed_responses, 1);
+        // The default timeout for the other one.
+        assert!(p.drive());
+        assert_eq!(p.now, Timestamp::ZERO.after(Duration::from_secs(60)));
+        assert_eq!(p.take_client_events(), vec![Ev::TimedOut(slow)]);
+        // A late answer is dropped and counted, never delivered.
+        let Ev::Request { id: slow_id, .. } = &reqs[0] else {
+            panic!()
+        };
+        let _ = p.server.respond(slow_id.as_id(), raw("{}"));
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\n",
+            slow.0
+        );
+        p.client.handle_input(p.now, line.as_bytes());
+        p.step();
+        assert!(p.take_client_events().is_empty());
+        assert_eq!(p.client.stats().late_responses, 1);
+    }
+}
+
+#[test]
+fn response_racing_a_cancel_is_dropped() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let r = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"x"}"#)))
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    // The server answers; before the answer arrives, the client cancels.
+    p.server
+        .respond(id.as_id(), raw(r#"{"content":[]}"#))
+        .unwrap();
+    p.client.cancel(p.now, r, Some("user")).unwrap();
+    assert_eq!(p.client.cancel(p.now, r, None), Err(Error::UnknownRequest));
+    p.step();
+    assert!(
+        p.take_client_events().is_empty(),
+        "the answer arrived after the cancel"
+    );
+    assert_eq!(p.client.stats().late_responses, 1);
+    // The server got the cancel for a request it had already answered: ignored.
+    assert!(p.take_server_events().is_empty());
+    assert_eq!(p.server.stats().ignored_cancellations, 1);
+}
+
+#[test]
+fn response_racing_a_timeout_is_dropped() {
+    let mut p = ready(ProtocolVersion::V2025_03_26);
+    let r = p
+        .client
+        .request_with(
+            p.now,
+            "tools/list",
+            None,
+            RequestOptions {
+                timeout: Some(Duration::from_millis(10)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    p.server.respond(id.as_id(), raw("{}")).unwrap();
+    // Time passes before the answer is delivered.
+    p.now = p.now.after(Duration::from_millis(10));
+    p.client.handle_timeout(p.now);
+    p.step();
+    assert_eq!(p.take_client_events(), vec![Ev::TimedOut(r)]);
+    assert_eq!(p.client.stats().late_responses, 1);
+}
+
+#[test]
+fn progress_is_tracked_per_request_and_dropped_after_completion() {
+    for version in ProtocolVersion::LEGACY {
+        let mut p = ready(version);
+        let r = p
+            .client
+            .request_with(
+                p.now,
+                "tools/call",
+                Some(raw(r#"{"name":"slow","_meta":{"trace":"t"}}"#)),
+                RequestOptions {
+                    progress: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        p.step();
+        let (id, _, params) = only_request(&p.take_server_events());
+        let params: serde_json::Value = serde_json::from_str(&params.unwrap()).unwrap();
+        assert_eq!(
+            params["_meta"]["progressToken"], r.0,
+            "token added beside existing _meta keys"
+        );
+        assert_eq!(params["_meta"]["trace"], "t");
+        assert_eq!(params["name"], "slow");
+        p.server
+            .progress(id.as_id(), 1.0, Some(3.0), Some("one"))
+            .unwrap();
+        p.server.progress(id.as_id(), 2.0, Some(3.0), None).unwrap();
+        assert_eq!(
+            p.server.progress(id.as_id(), 2.0, None, None),
+            Err(Error::NonIncreasingProgress)
+        );
+        p.step();
+        let message = (version >= ProtocolVersion::V2025_03_26).then(|| "one".to_owned());
+        assert_eq!(
+            p.take_client_events(),
+            vec![
+                Ev::Progress {
+                    request: r,
+                    progress: 1.0,
+                    total: Some(3.0),
+                    message
+                },
+                Ev::Progress {
+                    request: r,
+                    progress: 2.0,
+                    total: Some(3.0),
+                    message: None
+                },
+            ]
+        );
+        p.server.respond(id.as_id(), raw("{}")).unwrap();
+        assert_eq!(
+            p.server.progress(id.as_id(), 3.0, None, None),
+            Err(Error::UnknownRequest)
+        );
+        p.step();
+        assert_eq!(
+            p.take_client_events(),
+            vec![Ev::Response {
+                request: r,
+                result: "{}".into()
+            }]
+        );
+        // A peer that keeps sending progress after completion: dropped quietly.
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{},\"progress\":9}}}}\n",
+            r.0
+        );
+        p.client.handle_input(p.now, line.as_bytes());
+        p.client.handle_input(p.now, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"nope\",\"progress\":1}}\n");
+        assert!(drain(&mut p.client).is_empty());
+        assert_eq!(p.client.stats().dropped_progress, 2);
+    }
+}
+
+#[test]
+fn non_increasing_progress_follows_the_policy() {
+    for (policy, delivered) in [
+        (ProgressPolicy::DropNonIncreasing, 2),
+        (ProgressPolicy::DeliverAll, 3),
+    ] {
+        let mut client = client_config();
+        client.policy.progress = policy;
+        let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server_config());
+        let r = p
+            .client
+            .request_with(
+                p.now,
+                "tools/call",
+                Some(raw("{}")),
+                RequestOptions {
+                    progress: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        take_output(&mut p.client);
+        for v in [1, 5, 5] {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{},\"progress\":{v}}}}}\n",
+                r.0
+            );
+            p.client.handle_input(p.now, line.as_bytes());
+        }
+        let events = drain(&mut p.client);
+        assert_eq!(events.len(), delivered, "{policy:?}");
+    }
+}
+
+#[test]
+fn progress_can_reset_the_timeout_up_to_a_maximum() {
+    let mut client = client_config();
+    client.max_total_timeout = Duration::from_secs(25);
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server_config());
+    let start = p.now;
+    let r = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw("{}")),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(10)),
+                progress: true,
+                reset_on_progress: Some(true),
+            },
+        )
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    // Progress every 8 s keeps it alive past its 10 s timeout…
+    for i in 1..=3 {
+        p.advance(Duration::from_secs(8));
+        assert!(p.take_client_events().is_empty(), "alive at {:?}", p.now);
+        p.server.progress(id.as_id(), i as f64, None, None).unwrap();
+        p.step();
+        assert_eq!(p.take_client_events().len(), 1);
+    }
+    // …but never beyond the maximum total time (25 s).
+    while p.take_client_events().is_empty() {
+        assert!(p.drive());
+    }
+    assert_eq!(p.now.since(start), Duration::from_secs(25));
+    // Without reset, progress does not extend anything.
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let r2 = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw("{}")),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(10)),
+                progress: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    p.advance(Duration::from_secs(8));
+    p.server.progress(id.as_id(), 1.0, None, None).unwrap();
+    p.step();
+    p.take_client_events();
+    p.advance(Duration::from_secs(2));
+    assert_eq!(p.take_client_events(), vec![Ev::TimedOut(r2)]);
+    let _ = r;
+}
+
+#[test]
+fn progress_tokens_keep_their_type() {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    let t = Timestamp::ZERO;
+    s.handle_input(t, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"7"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":7}}}
+"#);
+    take_output(&mut s);
+    drain(&mut s);
+    s.progress(Id::Int(2), 0.5, None, None).unwrap();
+    s.progress(Id::Int(3), 0.5, None, None).unwrap();
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    assert!(
+        out.contains(r#""progressToken":"7","progress":0.5"#),
+        "{out}"
+    );
+    assert!(out.contains(r#""progressToken":7,"progress":0.5"#), "{out}");
+}
+
+#[test]
+fn peer_cancellation_surfaces_and_suppresses_our_answer() {
+    for version in ProtocolVersion::LEGACY {
+        let mut p = ready(version);
+        let r = p
+            .client
+            .request(p.now, "tools/call", Some(raw("{}")))
+            .unwrap();
+        p.step();
+        let (id, _, _) = only_request(&p.take_server_events());
+        p.client.cancel(p.now, r, Some("changed my mind")).unwrap();
+        p.step();
+        assert_eq!(
+            p.take_server_events(),
+            vec![Ev::PeerCancelled {
+                id: id.clone(),
+                reason: Some("changed my mind".into())
+            }]
+        );
+        assert_eq!(p.server.respond(id.as_id(), raw("{}")), Ok(()));
+        assert!(
+            p.server.poll_transmit().is_none(),
+            "nothing sent for a cancelled request"
+        );
+        // Cancels for unknown ids are ignored.
+        p.server.handle_input(p.now, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":424242}}\n");
+        assert!(drain(&mut p.server).is_empty());
+        assert!(
+            p.take_client_events().is_empty(),
+            "local cancel resolves without an event"
+        );
+        assert_eq!(p.client.requests_in_flight(), 0);
+    }
+}
+
+#[test]
+fn remembered_cancelled_ids_are_bounded() {
+    let mut server = server_config();
+    server.limits.max_remembered_ids = 4;
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client_config(), server);
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        let r = p.client.request(p.now, "tools/list", None).unwrap();
+        p.step();
+        let (id, _, _) = only_request(&p.take_server_events());
+        p.client.cancel(p.now, r, None).unwrap();
+        p.step();
+        p.take_server_events();
+        ids.push(id);
+    }
+    // The oldest are forgotten (answering them is now an unknown request); the newest are not.
+    assert_eq!(
+        p.server.respond(ids[0].as_id(), raw("{}")),
+        Err(Error::UnknownRequest)
+    );
+    for id in &ids[6..] {
+        assert_eq!(p.server.respond(id.as_id(), raw("{}")), Ok(()));
+    }
+}
+
+#[test]
+fn pings_are_answered_automatically_unless_the_app_opts_out() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let r = p.client.request(p.now, "ping", None).unwrap();
+    p.step();
+    assert!(p.take_server_events().is_empty());
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Response {
+            request: r,
+            result: "{}".into()
+        }]
+    );
+    let r = p.server.request(p.now, "ping", None).unwrap();
+    p.step();
+    assert_eq!(
+        p.take_server_events(),
+        vec![Ev::Response {
+            request: r,
+            result: "{}".into()
+        }]
+    );
+
+    let mut server = server_config();
+    server.policy.answer_pings = false;
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client_config(), server);
+    p.client.request(p.now, "ping", None).unwrap();
+    p.step();
+    let (_, method, _) = only_request(&p.take_server_events());
+    assert_eq!(method, "ping");
+}
+
+fn handshake_raw_server(version: &str) -> Connection {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    let init = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"{version}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"c\",\"version\":\"1\"}}}}}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n"
+    );
+    s.handle_input(Timestamp::ZERO, init.as_bytes());
+    take_output(&mut s);
+    drain(&mut s);
+    s
+}
+
+#[test]
+fn batches_in_2025_03_26_are_answered_with_a_batch() {
+    let mut s = handshake_raw_server("2025-03-26");
+    let t = Timestamp::ZERO;
+    s.handle_input(t, br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},{"jsonrpc":"2.0","id":3,"method":"nope/nope"},42]
+"#);
+    assert!(
+        s.poll_transmit().is_none(),
+        "held until every member is answered"
+    );
+    let events = drain(&mut s);
+    let requests: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, Ev::Request { .. }))
+        .collect();
+    assert_eq!(requests.len(), 2, "{events:?}");
+    s.respond_error(Id::Int(3), -32601, "Method not found", None)
+        .unwrap();
+    assert!(s.poll_transmit().is_none());
+    s.respond(Id::Int(2), raw(r#"{"tools":[]}"#)).unwrap();
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    assert_eq!(out.lines().count(), 1);
+    let batch: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let batch = batch.as_array().unwrap();
+    assert_eq!(batch.len(), 4, "{out}");
+    assert_eq!(
+        batch[0],
+        serde_json::json!({"jsonrpc":"2.0","id":1,"result":{}})
+    );
+    assert_eq!(batch[1]["error"]["code"], -32600, "the member 42");
+    assert!(
+        batch
+            .iter()
+            .any(|m| m["id"] == 2 && m["result"]["tools"].is_array())
+    );
+    assert!(
+        batch
+            .iter()
+            .any(|m| m["id"] == 3 && m["error"]["code"] == -32601)
+    );
+}
+
+#[test]
+fn a_batch_of_only_notifications_gets_no_answer_and_cancelled_members_are_left_out() {
+    let mut s = handshake_raw_server("2025-03-26");
+    let t = Timestamp::ZERO;
+    s.handle_input(
+        t,
+        b"[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}]\n",
+    );
+    assert!(s.poll_transmit().is_none());
+    s.handle_input(t, br#"[{"jsonrpc":"2.0","id":5,"method":"tools/list"},{"jsonrpc":"2.0","id":6,"method":"tools/list"}]
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}
+"#);
+    s.respond(Id::Int(6), raw("{}")).unwrap();
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    assert_eq!(out, "[{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}]\n");
+}
+
+#[test]
+fn batches_outside_2025_03_26_and_initialize_in_a_batch_are_refused() {
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let mut s = handshake_raw_server(version);
+        s.handle_input(
+            Timestamp::ZERO,
+            b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n",
+        );
+        let out = String::from_utf8(take_output(&mut s)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["error"]["code"], -32600, "{version}");
+        assert!(v["id"].is_null());
+        assert!(drain(&mut s).iter().any(|e| matches!(
+            e,
+            Ev::Violation {
+                kind: ViolationKind::BatchNotAllowed,
+                ..
+            }
+        )));
+    }
+    // Before negotiation there is no version with batches, so initialize can't hide in one.
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    s.handle_input(Timestamp::ZERO, br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}]
+"#);
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    assert!(out.contains("-32600"));
+    assert_eq!(s.protocol_version(), None);
+}
+
+#[test]
+fn undecodable_frames_get_the_prescribed_errors() {
+    let mut s = handshake_raw_server("2025-11-25");
+    let t = Timestamp::ZERO;
+    s.handle_input(t, b"{not json\n{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"a\",\"method\":\"b\"}\n{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}\n");
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "a malformed response gets no answer: {out}");
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"unexpected character"}})
+    );
+    assert_eq!(lines[1]["id"], 4);
+    assert_eq!(lines[1]["error"]["code"], -32600);
+    assert_eq!(drain(&mut s).len(), 3);
+}
+
+#[test]
+fn inbound_and_outbound_in_flight_are_bounded() {
+    let mut server = server_config();
+    server.limits.max_inbound_in_flight = 3;
+    let mut client = client_config();
+    client.limits.max_outbound_in_flight = 5;
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server);
+    for _ in 0..5 {
+        p.client.request(p.now, "tools/list", None).unwrap();
+    }
+    assert_eq!(
+        p.client.request(p.now, "tools/list", None),
+        Err(Error::TooManyInFlight)
+    );
+    p.step();
+    let events = p.take_server_events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Ev::Request { .. }))
+            .count(),
+        3
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(
+                e,
+                Ev::Violation {
+                    kind: ViolationKind::TooManyRequests,
+                    ..
+                }
+            ))
+            .count(),
+        2
+    );
+    let errors = p.take_client_events();
+    assert_eq!(
+        errors
+            .iter()
+            .filter(|e| matches!(e, Ev::Error { code: -32603, .. }))
+            .count(),
+        2
+    );
+    assert_eq!(p.client.requests_in_flight(), 3);
+}
+
+#[test]
+fn output_is_bounded_and_a_peer_that_never_reads_is_cut_off() {
+    let mut server = server_config();
+    server.limits.max_buffered_output = 4096;
+    let mut s = Connection::new(server, Timestamp::ZERO).unwrap();
+    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+"#);
+    drain(&mut s);
+    // Our own sends fail once the buffer is full…
+    let big = format!("{{\"level\":\"info\",\"data\":\"{}\"}}", "x".repeat(5000));
+    assert!(s.notify("notifications/message", Some(raw(&big))).is_ok());
+    assert_eq!(
+        s.notify("notifications/message", Some(raw(&big))),
+        Err(Error::OutputFull)
+    );
+    assert_eq!(s.respond(Id::Int(2), raw("{}")), Err(Error::OutputFull));
+    // …and a peer that floods pings without reading our answers ends the connection.
+    let mut flood = Vec::new();
+    for i in 0..100 {
+        flood.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":\"p{i}\",\"method\":\"ping\"}}\n").as_bytes(),
+        );
+    }
+    s.handle_input(Timestamp::ZERO, &flood);
+    let events = drain(&mut s);
+    assert_eq!(
+        events.last(),
+        Some(&Ev::Closed(CloseReason::PeerNotReading))
+    );
+    let buffered: usize = std::iter::from_fn(|| {
+        let n = s.poll_transmit()?.bytes.len();
+        s.consume_transmit(n);
+        Some(n)
+    })
+    .sum();
+    assert!(buffered <= 4096 + 5100, "{buffered}");
+}
+
+#[test]
+fn request_ids_are_never_reused_across_a_session() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..200 {
+        let r = p.client.request(p.now, "tools/list", None).unwrap();
+        assert!(seen.insert(r));
+        let _ = p.client.cancel(p.now, r, None);
+    }
+    assert_eq!(seen.len(), 200);
+    let _ = RequestId(0);
+    let _ = Config::client("x", "y");
+}

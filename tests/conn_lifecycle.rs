@@ -1,0 +1,679 @@
+//! The connection lifecycle, version negotiation and handshake-era gating, in simulated time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::pair::{Ev, Pair, client_config, drain, server_config, take_output};
+use mcpwire::Timestamp;
+use mcpwire::conn::{CloseReason, Config, Connection, Error, State, ViolationKind};
+use mcpwire::jsonrpc::{Id, OwnedId, RawJson};
+use mcpwire::mcp::{Caps, ProtocolVersion};
+
+const T0: Timestamp = Timestamp::ZERO;
+
+fn raw(s: &str) -> RawJson<'_> {
+    RawJson::new(s).unwrap()
+}
+
+/// A server engine fed raw lines, returning what it wrote and its events.
+struct RawServer {
+    conn: Connection,
+}
+
+impl RawServer {
+    fn new(config: Config) -> Self {
+        RawServer {
+            conn: Connection::new(config, T0).unwrap(),
+        }
+    }
+    fn send(&mut self, line: &str) -> (Vec<serde_json::Value>, Vec<Ev>) {
+        self.conn.handle_input(T0, format!("{line}\n").as_bytes());
+        let out = take_output(&mut self.conn);
+        let values = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (values, drain(&mut self.conn))
+    }
+    fn initialize(&mut self, version: &str) -> serde_json::Value {
+        let (out, _) = self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{"roots":{{}}}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#
+        ));
+        assert_eq!(out.len(), 1);
+        out[0].clone()
+    }
+}
+
+#[test]
+fn handshake_completes_in_every_legacy_version() {
+    for version in ProtocolVersion::LEGACY {
+        let p = Pair::ready(version, client_config(), server_config());
+        assert_eq!(p.client.protocol_version(), Some(version));
+        assert_eq!(p.server.protocol_version(), Some(version));
+        assert_eq!(p.client.state(), State::Operating);
+        assert_eq!(p.server.state(), State::Operating);
+        let server_caps = p.client.peer_capabilities().unwrap();
+        assert!(server_caps.has(Caps::TOOLS | Caps::RESOURCES_SUBSCRIBE | Caps::LOGGING));
+        assert!(
+            p.server
+                .peer_capabilities()
+                .unwrap()
+                .has(Caps::ROOTS_LIST_CHANGED | Caps::SAMPLING)
+        );
+        assert_eq!(
+            p.client.peer_info().unwrap().get(),
+            r#"{"name":"test-server","version":"2.0.0"}"#
+        );
+        assert_eq!(
+            p.server.peer_info().unwrap().get(),
+            r#"{"name":"test-client","version":"1.0.0"}"#
+        );
+        assert_eq!(p.client.peer_instructions(), Some("be nice"));
+    }
+}
+
+#[test]
+fn the_wire_handshake_is_initialize_result_initialized() {
+    let mut p = Pair::new(client_config(), server_config());
+    p.step();
+    let c = p.lines(true);
+    let s = p.lines(false);
+    assert_eq!(c.len(), 2, "{c:?}");
+    let init: serde_json::Value = serde_json::from_str(&c[0]).unwrap();
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["params"]["clientInfo"]["name"], "test-client");
+    assert_eq!(
+        c[1],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+    );
+    let result: serde_json::Value = serde_json::from_str(&s[0]).unwrap();
+    assert_eq!(result["id"], init["id"]);
+    assert_eq!(result["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(result["result"]["instructions"], "be nice");
+    assert_eq!(
+        result["result"]["capabilities"]["resources"]["subscribe"],
+        true
+    );
+}
+
+#[test]
+fn server_echoes_a_supported_version_and_otherwise_answers_its_latest() {
+    for v in ProtocolVersion::LEGACY {
+        let mut s = RawServer::new(server_config());
+        let r = s.initialize(v.as_str());
+        assert_eq!(r["result"]["protocolVersion"], v.as_str());
+    }
+    for offered in ["1999-01-01", "2099-12-31", "2026-07-28", "garbage"] {
+        let mut s = RawServer::new(server_config());
+        let r = s.initialize(offered);
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{offered}");
+    }
+    // A server configured for older versions only answers with its newest.
+    let mut config = server_config();
+    config.versions = vec![ProtocolVersion::V2024_11_05, ProtocolVersion::V2025_03_26];
+    let mut s = RawServer::new(config);
+    assert_eq!(
+        s.initialize("2025-11-25")["result"]["protocolVersion"],
+        "2025-03-26"
+    );
+}
+
+#[test]
+fn client_that_gets_an_unsupported_version_closes_with_a_clear_event() {
+    let mut client = client_config();
+    client.versions = vec![ProtocolVersion::V2025_11_25];
+    let mut server = server_config();
+    server.versions = vec![ProtocolVersion::V2024_11_05];
+    let mut p = Pair::new(client, server);
+    p.step();
+    assert_eq!(
+        p.client_events,
+        vec![Ev::Closed(CloseReason::UnsupportedVersion(
+            "2024-11-05".into()
+        ))]
+    );
+    assert_eq!(p.client.state(), State::Closed);
+    assert_eq!(p.client.request(p.now, "ping", None), Err(Error::Closed));
+    // The client never sent `initialized`.
+    assert_eq!(p.lines(true).len(), 1);
+}
+
+#[test]
+fn initialize_params_are_checked_case_sensitively_without_duplicates() {
+    let bad = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"ProtocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":[],"clientInfo":{"name":"x","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tools":{}},"clientInfo":{"name":"x","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#,
+    ];
+    for line in bad {
+        let mut s = RawServer::new(server_config());
+        let (out, events) = s.send(line);
+        assert_eq!(out[0]["error"]["code"], -32602, "{line}");
+        assert_eq!(out[0]["id"], 1);
+        assert!(events.iter().any(|e| matches!(
+            e,
+            Ev::Violation {
+                kind: ViolationKind::InvalidParams,
+                ..
+            }
+        )));
+        assert_eq!(s.conn.state(), State::Initializing);
+    }
+}
+
+#[test]
+fn before_initialize_the_server_answers_only_ping() {
+    let mut s = RawServer::new(server_config());
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+    assert_eq!(
+        out[0],
+        serde_json::json!({"jsonrpc":"2.0","id":"p","result":{}})
+    );
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert_eq!(out[0]["error"]["code"], -32600);
+    assert_eq!(out[0]["id"], 2);
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::BeforeInitialization,
+            ..
+        }
+    ));
+    // A notification that early is dropped, with no reply.
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    assert!(out.is_empty());
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::BeforeInitialization,
+            ..
+        }
+    ));
+    // `initialized` before `initialize` is a violation too.
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert!(out.is_empty());
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::BeforeInitialization,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn lenient_policy_lets_early_requests_through() {
+    let mut config = server_config();
+    config.policy.strict_lifecycle = false;
+    let mut s = RawServer::new(config);
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert!(out.is_empty());
+    assert!(matches!(&events[0], Ev::Request { method, .. } if method == "tools/list"));
+}
+
+#[test]
+fn a_second_initialize_is_refused() {
+    let mut s = RawServer::new(server_config());
+    s.initialize("2025-11-25");
+    let (out, events) = s.send(
+        r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+    );
+    assert_eq!(out[0]["error"]["code"], -32600);
+    assert_eq!(out[0]["id"], 9);
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::AlreadyInitialized,
+            ..
+        }
+    ));
+    assert_eq!(
+        s.conn.protocol_version(),
+        Some(ProtocolVersion::V2025_11_25)
+    );
+}
+
+#[test]
+fn server_sends_only_ping_and_logging_before_initialized() {
+    let mut s = RawServer::new(server_config());
+    s.initialize("2025-06-18");
+    assert_eq!(s.conn.state(), State::Initializing);
+    assert_eq!(
+        s.conn.request(T0, "roots/list", None),
+        Err(Error::NotInitialized)
+    );
+    assert_eq!(
+        s.conn.notify("notifications/tools/list_changed", None),
+        Err(Error::NotInitialized)
+    );
+    assert!(s.conn.request(T0, "ping", None).is_ok());
+    assert!(
+        s.conn
+            .notify(
+                "notifications/message",
+                Some(raw(r#"{"level":"info","data":"hi"}"#))
+            )
+            .is_ok()
+    );
+    let (_, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(events, vec![Ev::Ready(ProtocolVersion::V2025_06_18)]);
+    assert!(s.conn.request(T0, "roots/list", None).is_ok());
+}
+
+#[test]
+fn client_sends_only_ping_before_the_result_and_accepts_only_ping_and_logging() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    assert_eq!(c.state(), State::Initializing);
+    assert_eq!(
+        c.request(T0, "tools/list", None),
+        Err(Error::NotInitialized)
+    );
+    assert_eq!(
+        c.notify("notifications/roots/list_changed", None),
+        Err(Error::NotInitialized)
+    );
+    assert!(c.request(T0, "ping", None).is_ok());
+    let init = take_output(&mut c);
+    assert!(String::from_utf8_lossy(&init).contains("\"initialize\""));
+    // The server pings and logs early: fine. A roots/list request: refused with -32600.
+    c.handle_input(
+        T0,
+        br#"{"jsonrpc":"2.0","id":"s1","method":"ping"}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"early"}}
+{"jsonrpc":"2.0","id":"s2","method":"roots/list"}
+"#,
+    );
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"jsonrpc":"2.0","id":"s1","result":{}})
+    );
+    assert_eq!(lines[1]["id"], "s2");
+    assert_eq!(lines[1]["error"]["code"], -32600);
+    let events = drain(&mut c);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(
+        matches!(&events[0], Ev::Notification { method, .. } if method == "notifications/message")
+    );
+    assert!(
+        matches!(&events[1], Ev::Violation { kind: ViolationKind::BeforeInitialization, method: Some(m), .. } if m == "roots/list")
+    );
+}
+
+#[test]
+fn initialize_can_never_be_cancelled_and_is_engine_owned() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    // The initialize request has id 1.
+    assert_eq!(
+        c.cancel(T0, mcpwire::conn::RequestId(1), None),
+        Err(Error::CannotCancelInitialize)
+    );
+    assert_eq!(c.request(T0, "initialize", None), Err(Error::EngineOwned));
+    assert_eq!(
+        c.notify("notifications/initialized", None),
+        Err(Error::EngineOwned)
+    );
+    assert_eq!(
+        c.notify("notifications/cancelled", None),
+        Err(Error::EngineOwned)
+    );
+    // A peer's cancellation of initialize is ignored by the server.
+    let mut s = RawServer::new(server_config());
+    let (out, events) =
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#);
+    assert!(out.is_empty() && events.is_empty());
+}
+
+#[test]
+fn initialize_that_times_out_or_fails_closes_the_client() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    let deadline = c.poll_timeout().unwrap();
+    assert_eq!(deadline, T0.after(Duration::from_secs(60)));
+    c.handle_timeout(T0.after(Duration::from_secs(59)));
+    assert!(drain(&mut c).is_empty(), "an early timeout does nothing");
+    c.handle_timeout(deadline);
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed(CloseReason::InitializeTimedOut)]
+    );
+    assert_eq!(c.poll_timeout(), None);
+
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"no\"}}\n",
+    );
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed(CloseReason::InitializeRejected(-32602))]
+    );
+
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}\n",
+    );
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed(CloseReason::InvalidInitializeResult)]
+    );
+}
+
+#[test]
+fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    let b = p.client.request(p.now, "prompts/list", None).unwrap();
+    p.step();
+    p.client.close(p.now, Duration::from_secs(5));
+    assert_eq!(p.client.state(), State::Closing);
+    assert_eq!(
+        p.client.request(p.now, "tools/list", None),
+        Err(Error::Closing)
+    );
+    assert_eq!(
+        p.client.notify("notifications/roots/list_changed", None),
+        Err(Error::Closing)
+    );
+    // The server answers one; the client stays open for the other.
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!("{reqs:?}")
+    };
+    p.server
+        .respond(id.as_id(), raw(r#"{"tools":[]}"#))
+        .unwrap();
+    p.step();
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Response {
+            request: a,
+            result: r#"{"tools":[]}"#.into()
+        }]
+    );
+    assert_eq!(p.client.state(), State::Closing);
+    // The grace period runs out.
+    p.advance(Duration::from_secs(5));
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Abandoned(b), Ev::Closed(CloseReason::Local)]
+    );
+    assert_eq!(p.client.state(), State::Closed);
+    assert_eq!(p.client.poll_timeout(), None);
+}
+
+#[test]
+fn close_with_nothing_in_flight_is_immediate() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    p.client.close(p.now, Duration::from_secs(5));
+    assert_eq!(
+        p.take_client_events_now(),
+        vec![Ev::Closed(CloseReason::Local)]
+    );
+}
+
+trait Now {
+    fn take_client_events_now(&mut self) -> Vec<Ev>;
+}
+impl Now for Pair {
+    fn take_client_events_now(&mut self) -> Vec<Ev> {
+        drain(&mut self.client)
+    }
+}
+
+#[test]
+fn eof_abandons_requests_and_closes() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2024_11_05,
+        client_config(),
+        server_config(),
+    );
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    p.client.handle_eof(p.now);
+    assert_eq!(
+        drain(&mut p.client),
+        vec![Ev::Abandoned(a), Ev::Closed(CloseReason::Eof)]
+    );
+    // Nothing more is accepted or sent.
+    p.client.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+    );
+    assert!(
+        p.client.poll_transmit().is_some(),
+        "the request written before EOF is still there"
+    );
+    take_output(&mut p.client);
+    assert!(drain(&mut p.client).is_empty());
+    assert_eq!(p.client.respond(Id::Int(1), raw("{}")), Err(Error::Closed));
+}
+
+#[test]
+fn eof_processes_a_last_unterminated_line() {
+    let mut s = RawServer::new(server_config());
+    s.conn
+        .handle_input(T0, br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    assert!(take_output(&mut s.conn).is_empty());
+    s.conn.handle_eof(T0);
+    let out = String::from_utf8(take_output(&mut s.conn)).unwrap();
+    assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
+    assert_eq!(drain(&mut s.conn), vec![Ev::Closed(CloseReason::Eof)]);
+}
+
+#[test]
+fn methods_follow_the_negotiated_version() {
+    use ProtocolVersion::*;
+    // elicitation/create exists from 2025-06-18.
+    let mut p = Pair::ready(V2025_03_26, client_config(), server_config());
+    assert_eq!(
+        p.server.request(p.now, "elicitation/create", None),
+        Err(Error::NotInVersion)
+    );
+    let mut p = Pair::ready(V2025_06_18, client_config(), server_config());
+    assert!(
+        p.server
+            .request(
+                p.now,
+                "elicitation/create",
+                Some(raw(
+                    r#"{"message":"m","requestedSchema":{"type":"object","properties":{}}}"#
+                ))
+            )
+            .is_ok()
+    );
+    p.step();
+    assert!(
+        matches!(&p.client_events[0], Ev::Request { method, .. } if method == "elicitation/create")
+    );
+    // tasks/* only in 2025-11-25, and only when the receiver declared tasks.
+    let mut p = Pair::ready(V2025_06_18, client_config(), server_config());
+    assert_eq!(
+        p.client.request(p.now, "tasks/list", None),
+        Err(Error::NotInVersion)
+    );
+    let mut p = Pair::ready(V2025_11_25, client_config(), server_config());
+    assert_eq!(
+        p.client.request(p.now, "tasks/list", None),
+        Err(Error::NotNegotiated(Caps::TASKS_LIST))
+    );
+    // server/discover does not exist in the handshake era.
+    assert_eq!(
+        p.client.request(p.now, "server/discover", None),
+        Err(Error::NotInVersion)
+    );
+}
+
+#[test]
+fn our_api_refuses_what_the_peer_did_not_negotiate() {
+    let mut server = Config::server("bare", "1")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    server.instructions = None;
+    let client = Config::client("bare", "1");
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server);
+    assert_eq!(
+        p.client
+            .request(p.now, "resources/subscribe", Some(raw(r#"{"uri":"x"}"#))),
+        Err(Error::NotNegotiated(Caps::RESOURCES_SUBSCRIBE))
+    );
+    assert_eq!(
+        p.client.request(p.now, "prompts/list", None),
+        Err(Error::NotNegotiated(Caps::PROMPTS))
+    );
+    assert_eq!(
+        p.client
+            .request(p.now, "logging/setLevel", Some(raw(r#"{"level":"info"}"#))),
+        Err(Error::NotNegotiated(Caps::LOGGING))
+    );
+    assert!(p.client.request(p.now, "tools/list", None).is_ok());
+    // The client declared nothing: the server may not sample, list roots or elicit.
+    assert_eq!(
+        p.server
+            .request(p.now, "sampling/createMessage", Some(raw("{}"))),
+        Err(Error::NotNegotiated(Caps::SAMPLING))
+    );
+    assert_eq!(
+        p.server.request(p.now, "roots/list", None),
+        Err(Error::NotNegotiated(Caps::ROOTS))
+    );
+    // Notifications are gated by the sender's own capabilities.
+    assert_eq!(
+        p.server.notify("notifications/tools/list_changed", None),
+        Err(Error::NotNegotiated(Caps::TOOLS_LIST_CHANGED))
+    );
+    assert_eq!(
+        p.server.notify(
+            "notifications/message",
+            Some(raw(r#"{"level":"info","data":1}"#))
+        ),
+        Err(Error::NotNegotiated(Caps::LOGGING))
+    );
+    assert_eq!(
+        p.client.notify("notifications/roots/list_changed", None),
+        Err(Error::NotNegotiated(Caps::ROOTS_LIST_CHANGED))
+    );
+    // Wrong direction.
+    assert_eq!(
+        p.client.request(p.now, "roots/list", None),
+        Err(Error::WrongDirection)
+    );
+    assert_eq!(
+        p.server.request(p.now, "tools/call", Some(raw("{}"))),
+        Err(Error::WrongDirection)
+    );
+    // Custom methods are the application's business.
+    assert!(p.client.request(p.now, "x-vendor/thing", None).is_ok());
+    // Params must be objects.
+    assert_eq!(
+        p.client.request(p.now, "tools/list", Some(raw("[1]"))),
+        Err(Error::InvalidParams)
+    );
+}
+
+#[test]
+fn incoming_requests_we_did_not_declare_get_method_not_found_and_never_reach_the_app() {
+    let server = Config::server("bare", "1")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let mut s = RawServer::new(server);
+    s.initialize("2025-11-25");
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for (i, method) in [
+        "resources/list",
+        "prompts/get",
+        "logging/setLevel",
+        "completion/complete",
+        "resources/subscribe",
+        "sampling/createMessage",
+        "tasks/get",
+        "server/discover",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (out, events) = s.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{{}}}}"#
+        ));
+        assert_eq!(out[0]["error"]["code"], -32601, "{method}");
+        assert_eq!(out[0]["id"], i);
+        assert_eq!(events.len(), 1);
+        assert!(
+            matches!(&events[0], Ev::Violation { kind: ViolationKind::MethodNotAvailable, method: Some(m), .. } if m == method)
+        );
+    }
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","id":"t","method":"tools/list"}"#);
+    assert!(out.is_empty());
+    assert!(
+        matches!(&events[0], Ev::Request { id, method, .. } if *id == OwnedId::from(Id::Int(0)) || method == "tools/list")
+    );
+    // Notifications the sender was not entitled to send are dropped.
+    let mut c = Connection::new(Config::client("c", "1"), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x"}}
+{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}
+"#);
+    let events = drain(&mut c);
+    assert_eq!(events[0], Ev::Ready(ProtocolVersion::V2025_11_25));
+    assert_eq!(events.len(), 4);
+    for e in &events[1..] {
+        assert!(
+            matches!(
+                e,
+                Ev::Violation {
+                    kind: ViolationKind::NotificationNotAllowed,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
+fn keys_the_engine_reads_are_exact_and_unique() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    // A progress token under a case variant of _meta is not a progress token.
+    p.client.handle_input(p.now, b"");
+    let mut s = RawServer::new(server_config());
+    s.initialize("2025-11-25");
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let (_, events) = s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_META":{"progressToken":"t"},"name":"x"}}"#);
+    assert!(matches!(&events[0], Ev::Request { .. }));
+    assert_eq!(
+        s.conn.progress(Id::Int(1), 1.0, None, None),
+        Err(Error::NoProgressToken)
+    );
+    // Duplicated _meta or progressToken is refused with -32602.
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"a","progressToken":"b"},"name":"x"}}"#);
+    assert_eq!(out[0]["error"]["code"], -32602);
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{},"_meta":{"progressToken":"b"},"name":"x"}}"#);
+    assert_eq!(out[0]["error"]["code"], -32602);
+    let _ = &mut p;
+}
