@@ -1,41 +1,65 @@
 //! # mcpwire
 //!
 //! A zero-copy, sans-IO engine for the Model Context Protocol (MCP). It owns no sockets,
-//! threads, timers or clock: bytes go in, frames and messages come out, and your event loop
-//! does the IO.
+//! threads, timers or clock: bytes and the current time go in; bytes to write, events and the
+//! next deadline come out. Your event loop does the IO.
 //!
-//! This release holds the bottom two layers:
+//! ## The run loop
 //!
-//! - [`frame`]: newline-delimited framing for stdio and any byte stream, with a frame cap;
-//! - [`jsonrpc`]: strict JSON-RPC 2.0 decoding into views that borrow from the frame, with
-//!   exact ids, and an encoder that writes into a reusable buffer.
+//! Inputs are `handle_*`, outputs are `poll_*`, and everything else is a command that only
+//! queues work. After **every** input or command, drain the outputs in this order: events until
+//! `None` (acting on them may issue commands), bytes until the transport would block, then arm
+//! your timer with [`Connection::poll_timeout`].
 //!
 //! ```
-//! use mcpwire::frame::line::{LineDecoder, LineEncoder};
-//! use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, RawJson};
+//! use mcpwire::{Config, Connection, Event, Timestamp};
+//! use mcpwire::jsonrpc::RawJson;
 //!
-//! let mut lines = LineDecoder::new();
-//! let mut decoder = Decoder::default();
-//! let mut encoder = LineEncoder::new();
-//!
-//! // Bytes arrive in whatever chunks the transport delivers.
-//! let chunks: [&[u8]; 2] = [b"{\"jsonrpc\":\"2.0\",\"id\":7,\"meth", b"od\":\"ping\"}\n"];
-//! for chunk in chunks {
-//!     let mut input = chunk;
-//!     while let Some(frame) = lines.next_frame(&mut input) {
-//!         let frame = frame.expect("within the frame cap");
-//!         match decoder.decode(frame) {
-//!             Ok(Decoded::Single(Message::Request(req))) if req.method.eq_str("ping") => {
-//!                 encoder.response(req.id, RawJson::new("{}").unwrap());
-//!             }
-//!             Ok(_) => {}
-//!             Err(e) => encoder.error(e.id(), e.code(), e.message(), None),
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A server; its transport here is just a pair of byte buffers.
+//! let config = Config::server("demo", "1.0").with_capabilities(r#"{"tools":{}}"#)?;
+//! let mut conn = Connection::new(config, Timestamp::ZERO)?;
+//! let mut wire_out = Vec::new();
+//! let incoming: [&[u8]; 3] = [
+//!     br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+//! {"jsonrpc":"2.0","method":"notifications/initialized"}
+//! "#,
+//!     br#"{"jsonrpc":"2.0","id":2,"method":"tools/li"#,
+//!     b"st\"}\n",
+//! ];
+//! for (ms, bytes) in incoming.into_iter().enumerate() {
+//!     let now = Timestamp::from_millis(ms as u64);    // your clock, passed in
+//!     conn.handle_input(now, bytes);                   // 1. input
+//!     while let Some(event) = conn.poll_event() {      // 2. events
+//!         if let Event::Request { id, .. } = event {
+//!             let id = mcpwire::jsonrpc::OwnedId::from(id);
+//!             conn.respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#)?)?;
 //!         }
 //!     }
+//!     while let Some(t) = conn.poll_transmit() {       // 3. bytes to write
+//!         wire_out.extend_from_slice(t.bytes);
+//!         let n = t.bytes.len();
+//!         conn.consume_transmit(n);                     //    (report partial writes)
+//!     }
+//!     let _deadline = conn.poll_timeout();              // 4. re-arm your timer
 //! }
-//! assert_eq!(encoder.pending(), b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
-//! # let _ = Id::Int(0);
+//! let text = String::from_utf8(wire_out)?;
+//! assert!(text.ends_with("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[]}}\n"));
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! ## Layers
+//!
+//! - [`frame`]: newline-delimited framing for stdio and any byte stream, with a frame cap;
+//! - [`jsonrpc`]: strict JSON-RPC 2.0 decoding into views that borrow from the frame, exact
+//!   ids, and an encoder that writes into a reusable buffer;
+//! - [`mcp`]: protocol versions, the per-version method table, capabilities, error codes;
+//! - [`conn`]: the connection state machine, client or server: lifecycle, negotiation,
+//!   capability gating, correlation, timeouts, progress, cancellation, bounds.
+//!
+//! Events borrow from the engine and stay valid until the next call that takes the connection
+//! mutably. Time is a [`Timestamp`] you pass in; the library never reads a clock.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

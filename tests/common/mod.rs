@@ -62,3 +62,4 @@ impl Rng {
     }
 }
 pub mod pair;
+pub mod stdio;

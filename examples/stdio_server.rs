@@ -1,0 +1,125 @@
+//! A minimal MCP server over stdio, built on the mcpwire engine with a blocking std loop.
+//!
+//! It offers one tool (`echo`, which returns its `text` argument), a `count` tool that reports
+//! progress, one resource and one prompt. Run it under any MCP client, e.g.
+//! `cargo run --example stdio_server`.
+
+// The example is the IO layer: it reads the real clock and passes it to the engine as data.
+#![allow(clippy::disallowed_methods)]
+
+use std::io::{Read, Write};
+use std::time::Instant;
+
+use mcpwire::Timestamp;
+use mcpwire::conn::{Config, Connection, Event};
+use mcpwire::jsonrpc::{Id, OwnedId, RawJson, write_json_string};
+
+fn text_result(text: &str) -> String {
+    let mut out = Vec::new();
+    out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
+    write_json_string(&mut out, text);
+    out.extend_from_slice(br#"}],"isError":false}"#);
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// What to do with one request: `Ok(result JSON)` or `Err((code, message))`.
+fn handle(
+    conn: &mut Connection,
+    id: Id<'_>,
+    method: &str,
+    params: Option<RawJson<'_>>,
+) -> Result<String, (i64, String)> {
+    let arg = |name: &str| -> Option<String> {
+        let p = params?;
+        let v = p.get_unique(name).ok()??;
+        Some(v.as_str()?.to_str().into_owned())
+    };
+    match method {
+        "tools/list" => Ok(r#"{"tools":[
+            {"name":"echo","description":"Returns its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},
+            {"name":"count","description":"Counts to three, reporting progress","inputSchema":{"type":"object","properties":{}}}]}"#
+            .into()),
+        "tools/call" => {
+            let name = arg("name").unwrap_or_default();
+            let arguments = params.and_then(|p| p.get_unique("arguments").ok().flatten());
+            match name.as_str() {
+                "echo" => {
+                    let text = arguments
+                        .and_then(|a| a.get_unique("text").ok().flatten())
+                        .and_then(|t| t.as_str())
+                        .map(|t| t.to_str().into_owned())
+                        .unwrap_or_default();
+                    Ok(text_result(&text))
+                }
+                "count" => {
+                    for step in 1..=3 {
+                        // Progress is only possible when the client asked for it.
+                        let _ = conn.progress(id, step as f64, Some(3.0), Some("counting"));
+                    }
+                    Ok(text_result("counted to 3"))
+                }
+                _ => Ok(r#"{"content":[{"type":"text","text":"unknown tool"}],"isError":true}"#.into()),
+            }
+        }
+        "resources/list" => Ok(r#"{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}"#.into()),
+        "resources/templates/list" => Ok(r#"{"resourceTemplates":[]}"#.into()),
+        "resources/read" => match arg("uri").as_deref() {
+            Some("mem://greeting") => Ok(r#"{"contents":[{"uri":"mem://greeting","mimeType":"text/plain","text":"Hello from mcpwire"}]}"#.into()),
+            _ => Err((-32002, "Resource not found".into())),
+        },
+        "prompts/list" => Ok(r#"{"prompts":[{"name":"greet","description":"Say hello"}]}"#.into()),
+        "prompts/get" => Ok(r#"{"messages":[{"role":"user","content":{"type":"text","text":"Say hello to mcpwire."}}]}"#.into()),
+        _ => Err((-32601, "Method not found".into())),
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let start = Instant::now();
+    let now = || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
+    let config = Config::server("mcpwire-example", env!("CARGO_PKG_VERSION"))
+        .with_capabilities(r#"{"tools":{},"resources":{},"prompts":{}}"#)
+        .expect("valid capabilities");
+    let mut conn = Connection::new(config, now()).expect("valid config");
+    let mut stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // Drain events (answering requests), then write, after every input.
+        let mut requests: Vec<(OwnedId, String, Option<String>)> = Vec::new();
+        while let Some(event) = conn.poll_event() {
+            match event {
+                Event::Request { id, method, params } => requests.push((
+                    id.into(),
+                    method.to_str().into_owned(),
+                    params.map(|p| p.get().to_owned()),
+                )),
+                Event::Closed { .. } => return Ok(()),
+                _ => {}
+            }
+        }
+        for (id, method, params) in requests {
+            let params = params.as_deref().and_then(|p| RawJson::new(p).ok());
+            match handle(&mut conn, id.as_id(), &method, params) {
+                Ok(result) => {
+                    let _ = conn.respond(id.as_id(), RawJson::new(&result).expect("valid JSON"));
+                }
+                Err((code, message)) => {
+                    let _ = conn.respond_error(id.as_id(), code, &message, None);
+                }
+            }
+        }
+        while let Some(t) = conn.poll_transmit() {
+            stdout.write_all(t.bytes)?;
+            let n = t.bytes.len();
+            conn.consume_transmit(n);
+        }
+        stdout.flush()?;
+        match stdin.read(&mut buf)? {
+            0 => {
+                conn.handle_eof(now());
+                return Ok(());
+            }
+            n => conn.handle_input(now(), &buf[..n]),
+        }
+    }
+}
