@@ -1,8 +1,8 @@
 //! A minimal MCP server over stdio, built on the mcpwire engine with a blocking std loop.
 //!
 //! It offers one tool (`echo`, which returns its `text` argument), a `count` tool that reports
-//! progress, one resource and one prompt. Run it under any MCP client, e.g.
-//! `cargo run --example stdio_server`.
+//! progress, one resource and one prompt, in both protocol eras (`--legacy` for the handshake
+//! era only). Run it under any MCP client, e.g. `cargo run --example stdio_server`.
 
 // The example is the IO layer: it reads the real clock and passes it to the engine as data.
 #![allow(clippy::disallowed_methods)]
@@ -76,9 +76,13 @@ fn handle(
 fn main() -> std::io::Result<()> {
     let start = Instant::now();
     let now = || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
-    let config = Config::server("mcpwire-example", env!("CARGO_PKG_VERSION"))
+    let mut config = Config::server("mcpwire-example", env!("CARGO_PKG_VERSION"))
         .with_capabilities(r#"{"tools":{},"resources":{},"prompts":{}}"#)
         .expect("valid capabilities");
+    // Both eras by default; `--legacy` serves only the initialize handshake.
+    if std::env::args().any(|a| a == "--legacy") {
+        config.versions = mcpwire::mcp::ProtocolVersion::LEGACY.to_vec();
+    }
     let mut conn = Connection::new(config, now()).expect("valid config");
     let mut stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();

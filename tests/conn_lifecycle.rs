@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::pair::{Ev, Pair, client_config, drain, server_config, take_output};
+use common::pair::{Ev, Pair, client_config, drain, legacy, server_config, take_output};
 use mcpwire::Timestamp;
 use mcpwire::conn::{CloseReason, Config, Connection, Error, State, ViolationKind};
 use mcpwire::jsonrpc::{Id, OwnedId, RawJson};
@@ -76,7 +76,7 @@ fn handshake_completes_in_every_legacy_version() {
 
 #[test]
 fn the_wire_handshake_is_initialize_result_initialized() {
-    let mut p = Pair::new(client_config(), server_config());
+    let mut p = Pair::new(legacy(client_config()), server_config());
     p.step();
     let c = p.lines(true);
     let s = p.lines(false);
@@ -268,7 +268,7 @@ fn server_sends_only_ping_and_logging_before_initialized() {
 
 #[test]
 fn client_sends_only_ping_before_the_result_and_accepts_only_ping_and_logging() {
-    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
     assert_eq!(c.state(), State::Initializing);
     assert_eq!(
         c.request(T0, "tools/list", None),
@@ -312,7 +312,7 @@ fn client_sends_only_ping_before_the_result_and_accepts_only_ping_and_logging() 
 
 #[test]
 fn initialize_can_never_be_cancelled_and_is_engine_owned() {
-    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
     // The initialize request has id 1.
     assert_eq!(
         c.cancel(T0, mcpwire::conn::RequestId(1), None),
@@ -336,7 +336,7 @@ fn initialize_can_never_be_cancelled_and_is_engine_owned() {
 
 #[test]
 fn initialize_that_times_out_or_fails_closes_the_client() {
-    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
     take_output(&mut c);
     let deadline = c.poll_timeout().unwrap();
     assert_eq!(deadline, T0.after(Duration::from_secs(60)));
@@ -349,7 +349,7 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
     );
     assert_eq!(c.poll_timeout(), None);
 
-    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
     take_output(&mut c);
     c.handle_input(
         T0,
@@ -360,7 +360,7 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
         vec![Ev::Closed(CloseReason::InitializeRejected(-32602))]
     );
 
-    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
     take_output(&mut c);
     c.handle_input(
         T0,
@@ -628,7 +628,7 @@ fn incoming_requests_we_did_not_declare_get_method_not_found_and_never_reach_the
         matches!(&events[0], Ev::Request { id, method, .. } if *id == OwnedId::from(Id::Int(0)) || method == "tools/list")
     );
     // Notifications the sender was not entitled to send are dropped.
-    let mut c = Connection::new(Config::client("c", "1"), T0).unwrap();
+    let mut c = Connection::new(legacy(Config::client("c", "1")), T0).unwrap();
     take_output(&mut c);
     c.handle_input(T0, br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x"}}

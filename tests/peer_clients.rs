@@ -25,10 +25,31 @@ fn python_sdk_client_in_legacy_mode() {
 }
 
 #[test]
-fn python_sdk_client_in_auto_mode_falls_back_promptly() {
-    // The SDK probes with server/discover first; a legacy server must refuse it at once, or
-    // the client waits 10 s before falling back.
-    let (ok, out, elapsed) = run_client(python_client(&["--mode", "auto"]), &[&server()]);
+fn python_sdk_client_in_auto_mode_ends_up_stateless() {
+    // The SDK's default: probe with server/discover; our dual-era server answers it.
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "auto", "--expect-version", "2026-07-28"]),
+        &[&server()],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("echo(text='hello from python') -> 'hello from python'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read mem://greeting -> 1 content item(s)"),
+        "{out}"
+    );
+    assert!(out.contains("get greet({}) -> 1 message(s)"), "{out}");
+    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2026-07-28"), "{out}");
+}
+
+#[test]
+fn python_sdk_client_in_auto_mode_falls_back_promptly_from_a_legacy_server() {
+    // A legacy-only server must refuse server/discover at once, or the client waits 10 s
+    // before falling back.
+    let (ok, out, elapsed) =
+        run_client(python_client(&["--mode", "auto"]), &[&server(), "--legacy"]);
     assert!(ok, "{out}");
     assert!(out.trim_end().ends_with("PY_CLIENT_OK 2025-11-25"), "{out}");
     assert!(

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::jsonrpc::{DecoderConfig, RawJson};
-use crate::mcp::{Capabilities, CapabilityError, ProtocolVersion};
+use crate::mcp::{Capabilities, CapabilityError, Era, ProtocolVersion};
 
 /// Which end of the connection this engine is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -12,6 +12,37 @@ pub enum Role {
     Client,
     /// The side offering tools, resources and prompts.
     Server,
+}
+
+/// How a client picks the protocol era.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientEra {
+    /// Probe with `server/discover`; adopt 2026-07-28 on a valid result, fall back to the
+    /// `initialize` handshake on any error or on [`Config::discover_timeout`] (the spec's
+    /// detection rule: never keyed to one error code). The default.
+    Auto,
+    /// Only the `initialize` handshake (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// Only the stateless era: `server/discover`, then per-request metadata.
+    Modern,
+}
+
+/// The `cacheScope` a server puts on `server/discover` results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CacheScope {
+    /// Shareable across authorization contexts.
+    Public,
+    /// Only within the same authorization context (the default).
+    Private,
+}
+
+impl CacheScope {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
 }
 
 /// Resource bounds. Each has a default; a peer that pushes past one gets errors, never our
@@ -95,9 +126,24 @@ impl Default for Policy {
 pub struct Config {
     /// Client or server.
     pub role: Role,
-    /// The protocol versions we speak. A client offers the newest; a server accepts any of
-    /// them and otherwise answers with its newest. Default: every handshake-era version.
+    /// The protocol versions we speak. Default: all of them, which makes a server dual-era and
+    /// lets a client in [`ClientEra::Auto`] use either era. A client's `initialize` offers the
+    /// newest handshake-era version listed; a server answers `initialize` with the offered
+    /// version when listed, otherwise its newest handshake-era one. Listing only handshake-era
+    /// versions makes a legacy-only endpoint; only 2026-07-28, a modern-only one.
     pub versions: Vec<ProtocolVersion>,
+    /// Client only: how to choose the era. Default [`ClientEra::Auto`]. Ignored when
+    /// [`versions`](Self::versions) holds only one era.
+    pub client_era: ClientEra,
+    /// Client only: how long the `server/discover` probe may take before [`ClientEra::Auto`]
+    /// falls back to `initialize`. Default 5 s.
+    pub discover_timeout: Duration,
+    /// Server only, 2026-07-28: the `ttlMs` of `server/discover` results, and of cacheable
+    /// results (lists, `resources/read`) that do not set their own. Default 0 (do not cache).
+    pub discover_ttl: Duration,
+    /// Server only, 2026-07-28: the `cacheScope` that goes with
+    /// [`discover_ttl`](Self::discover_ttl). Default private.
+    pub discover_cache_scope: CacheScope,
     /// Our `clientInfo` / `serverInfo` object, as JSON.
     pub info: String,
     /// Our capabilities.
@@ -132,7 +178,11 @@ impl Config {
     fn new(role: Role, name: &str, version: &str) -> Self {
         Config {
             role,
-            versions: ProtocolVersion::LEGACY.to_vec(),
+            versions: ProtocolVersion::ALL.to_vec(),
+            client_era: ClientEra::Auto,
+            discover_timeout: Duration::from_secs(5),
+            discover_ttl: Duration::ZERO,
+            discover_cache_scope: CacheScope::Private,
             info: info_json(name, version),
             capabilities: Capabilities::default(),
             instructions: None,
@@ -171,12 +221,30 @@ impl Config {
         }
     }
 
-    /// The newest version we speak.
-    pub(crate) fn latest(&self) -> ProtocolVersion {
+    /// The newest handshake-era version we speak.
+    pub(crate) fn latest_legacy(&self) -> Option<ProtocolVersion> {
         self.versions
             .iter()
             .copied()
+            .filter(|v| v.era() == Era::Legacy)
             .max()
-            .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+    }
+
+    /// The newest stateless-era version we speak.
+    pub(crate) fn latest_modern(&self) -> Option<ProtocolVersion> {
+        self.versions
+            .iter()
+            .copied()
+            .filter(|v| v.era() == Era::Modern)
+            .max()
+    }
+
+    /// The era a client starts in: `None` to probe.
+    pub(crate) fn client_start(&self) -> Option<Era> {
+        match (self.latest_legacy(), self.latest_modern(), self.client_era) {
+            (Some(_), None, _) | (Some(_), Some(_), ClientEra::Legacy) => Some(Era::Legacy),
+            (None, Some(_), _) | (Some(_), Some(_), ClientEra::Modern) => Some(Era::Modern),
+            _ => None,
+        }
     }
 }

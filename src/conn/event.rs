@@ -67,6 +67,12 @@ pub enum ViolationKind {
     /// More requests in flight than [`Limits::max_inbound_in_flight`](super::Limits); answered
     /// with an error.
     TooManyRequests,
+    /// A 2026-07-28 request for a protocol version we do not support; answered with -32022.
+    UnsupportedVersion,
+    /// A message that does not belong to the era this connection is in (a response from a
+    /// 2026-07-28 client, a request from a 2026-07-28 server, `initialize` after the stateless
+    /// era began); answered where a request, dropped otherwise.
+    WrongEra,
 }
 
 /// One thing that happened, from [`Connection::poll_event`](super::Connection::poll_event).
@@ -145,6 +151,25 @@ pub enum Event<'a> {
         /// A human-readable message.
         message: Option<JsonStr<'a>>,
     },
+    /// 2026-07-28: the server needs more input before it can answer one of our requests. Fulfil
+    /// the input requests (elicitation, sampling, roots), then call
+    /// [`retry`](super::Connection::retry) with the responses; `request_state` is echoed back
+    /// for you. Ends the request (the retry is a new one).
+    InputRequired {
+        /// Which request.
+        request: RequestId,
+        /// The `inputRequests` object (keys chosen by the server, values request objects).
+        input_requests: Option<RawJson<'a>>,
+        /// The opaque `requestState`, if the server sent one.
+        request_state: Option<JsonStr<'a>>,
+    },
+    /// The peer answered one of our requests with something invalid (a 2026-07-28 result with
+    /// an unknown `resultType`, an "input required" result that is malformed or not allowed for
+    /// the method). Ends the request.
+    InvalidResponse {
+        /// Which request.
+        request: RequestId,
+    },
     /// One of our requests got no answer in time; the peer has been sent a cancellation.
     /// Ends the request.
     TimedOut {
@@ -216,6 +241,12 @@ pub(crate) enum Stored {
         total: Option<f64>,
         message: Option<Span>,
     },
+    InputRequired {
+        request: RequestId,
+        input_requests: Option<Span>,
+        request_state: Option<Span>,
+    },
+    InvalidResponse(RequestId),
     TimedOut(RequestId),
     Abandoned(RequestId),
     Violation {
@@ -427,6 +458,16 @@ fn view(entry: &Entry) -> Event<'_> {
             total: *total,
             message: message.map(|m| text(f, m)),
         },
+        Stored::InputRequired {
+            request,
+            input_requests,
+            request_state,
+        } => Event::InputRequired {
+            request: *request,
+            input_requests: input_requests.map(|r| raw(f, r)),
+            request_state: request_state.map(|s| text(f, s)),
+        },
+        Stored::InvalidResponse(request) => Event::InvalidResponse { request: *request },
         Stored::TimedOut(request) => Event::TimedOut { request: *request },
         Stored::Abandoned(request) => Event::Abandoned { request: *request },
         Stored::Violation {

@@ -15,6 +15,8 @@
 //!    through, and waits for our requests in flight until the grace deadline; then the
 //!    connection is closed. End of input closes it at once.
 //! 6. Once closed, the connection accepts nothing and sends nothing.
+//! 7. In the stateless era (2026-07-28) there is no handshake: a client is operating once its
+//!    `server/discover` probe succeeds, a server as soon as the first stateless request arrives.
 
 use super::Error;
 use super::config::Role;
@@ -125,6 +127,16 @@ impl Lifecycle {
         if matches!(
             self.phase,
             Phase::AwaitingInitialized | Phase::AwaitingInitResult
+        ) {
+            self.phase = Phase::Operating;
+        }
+    }
+
+    /// Server: a stateless-era (2026-07-28) request arrived first: there is no handshake.
+    pub(crate) fn stateless_started(&mut self) {
+        if matches!(
+            self.phase,
+            Phase::AwaitingInitialize | Phase::AwaitingInitialized
         ) {
             self.phase = Phase::Operating;
         }

@@ -23,7 +23,9 @@
 
 mod config;
 mod event;
+mod json_edit;
 mod lifecycle;
+mod modern;
 mod output;
 mod tables;
 mod time;
@@ -31,7 +33,7 @@ mod time;
 use std::fmt;
 use std::time::Duration;
 
-pub use config::{Config, Limits, Policy, ProgressPolicy, Role};
+pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, Role};
 pub use event::{CloseReason, Event, RequestId, ViolationKind};
 pub use lifecycle::State;
 pub use output::{StreamId, Transmit};
@@ -41,11 +43,15 @@ use crate::frame::line::{FrameError, LineDecoder};
 use crate::jsonrpc::{
     self, DecodeError, Decoded, Decoder, ErrorKind, Id, JsonStr, Message, OwnedId, RawJson, Reason,
 };
-use crate::mcp::{self, Capabilities, Caps, Gate, MethodKind, ProtocolVersion};
+use crate::mcp::{self, Capabilities, Caps, Era, Gate, LogLevel, MethodKind, ProtocolVersion};
 use event::{EventQueue, Stored};
 use lifecycle::{Admit, Lifecycle};
 use output::Output;
-use tables::{BoundedSet, FastMap, Inbound, Pending, TimerKey, Timers};
+use std::collections::VecDeque;
+use tables::{
+    BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, Pending, PendingKind, RetryBase,
+    TimerKey, Timers,
+};
 
 // ---- Errors --------------------------------------------------------------------------------
 
@@ -90,6 +96,12 @@ pub enum Error {
     NoProgressToken,
     /// Progress must increase with every notification.
     NonIncreasingProgress,
+    /// In the stateless era this must be tied to a request: log with
+    /// [`log`](Connection::log), and list changes go to `subscriptions/listen` streams.
+    RequestScoped,
+    /// "Input required" is only an answer to `tools/call`, `prompts/get` and `resources/read`
+    /// in 2026-07-28.
+    NotEligible,
 }
 
 impl fmt::Display for Error {
@@ -112,6 +124,10 @@ impl fmt::Display for Error {
             Error::CannotCancelInitialize => f.write_str("initialize cannot be cancelled"),
             Error::NoProgressToken => f.write_str("the request carried no progress token"),
             Error::NonIncreasingProgress => f.write_str("progress must increase"),
+            Error::RequestScoped => {
+                f.write_str("in the stateless era this must be tied to a request")
+            }
+            Error::NotEligible => f.write_str("input required is not allowed for this request"),
         }
     }
 }
@@ -129,6 +145,18 @@ pub struct RequestOptions {
     /// Restart the timeout whenever progress arrives (bounded by
     /// [`Config::max_total_timeout`]). `None` follows [`Policy::reset_timeout_on_progress`].
     pub reset_on_progress: Option<bool>,
+}
+
+/// What a 2026-07-28 request declared about itself in `_meta`, from
+/// [`Connection::request_context`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestContext {
+    /// The request's protocol version.
+    pub version: ProtocolVersion,
+    /// The client capabilities the request declared (they hold for this request only).
+    pub client_capabilities: Caps,
+    /// The log level the request asked for, if any.
+    pub log_level: Option<LogLevel>,
 }
 
 /// Counters for things the engine dropped quietly, as the spec asks.
@@ -186,7 +214,22 @@ impl Connection {
         let framer = LineDecoder::with_max_frame(config.limits.max_frame);
         let mut core = Core::new(config);
         if core.role == Role::Client {
-            core.send_initialize(now);
+            match core.config.client_start() {
+                Some(Era::Legacy) => {
+                    core.era = Some(Era::Legacy);
+                    core.send_initialize(now);
+                }
+                Some(Era::Modern) | None => {
+                    let version = core
+                        .config
+                        .latest_modern()
+                        .unwrap_or(ProtocolVersion::V2026_07_28);
+                    core.send_discover(now, version, false);
+                }
+            }
+        } else if core.config.latest_legacy().is_none() {
+            // A modern-only server has no handshake to wait for.
+            core.lock_era(Era::Modern);
         }
         Ok(Connection { framer, core })
     }
@@ -221,6 +264,23 @@ impl Connection {
     /// Client: the server's `instructions`, if it sent any.
     pub fn peer_instructions(&self) -> Option<&str> {
         self.core.peer_instructions.as_deref()
+    }
+
+    /// The era in force: `None` while a client in auto mode is still probing or a dual-era
+    /// server has not seen its first request.
+    pub fn era(&self) -> Option<Era> {
+        self.core.era
+    }
+
+    /// Server: what a 2026-07-28 request in flight declared in its `_meta` (`None` for an
+    /// unknown id or a handshake-era request).
+    pub fn request_context(&self, id: Id<'_>) -> Option<RequestContext> {
+        let ctx = self.core.inbound.get(&OwnedId::from(id))?.modern?;
+        Some(RequestContext {
+            version: ctx.version,
+            client_capabilities: ctx.client_caps,
+            log_level: ctx.log_level,
+        })
     }
 
     /// Counters of what was dropped quietly.
@@ -362,6 +422,48 @@ impl Connection {
         self.core.progress(id, progress, total, message)
     }
 
+    /// Server: sends a log message about one of the peer's requests. In 2026-07-28 it goes out
+    /// only if the request asked for this level or a lower one with `logLevel`; in the
+    /// handshake era, whenever we declared `logging`. Returns whether it was sent.
+    pub fn log(
+        &mut self,
+        id: Id<'_>,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: RawJson<'_>,
+    ) -> Result<bool, Error> {
+        self.core.events.retire_current();
+        self.core.log(id, level, logger, data)
+    }
+
+    /// Server, 2026-07-28: answers a `tools/call`, `prompts/get` or `resources/read` with "input
+    /// required": the input requests the client must fulfil (each needing a capability the
+    /// request declared) and/or an opaque state to be echoed back on the retry.
+    pub fn respond_input_required(
+        &mut self,
+        id: Id<'_>,
+        input_requests: Option<RawJson<'_>>,
+        request_state: Option<&str>,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core
+            .respond_input_required(id, input_requests, request_state)
+    }
+
+    /// Client, 2026-07-28: re-sends a request that came back with
+    /// [`Event::InputRequired`], with a new id, the original params, `inputResponses` and the
+    /// server's `requestState` echoed byte for byte.
+    pub fn retry(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        input_responses: Option<RawJson<'_>>,
+    ) -> Result<RequestId, Error> {
+        self.core.events.retire_current();
+        self.core
+            .retry(now, request, input_responses, RequestOptions::default())
+    }
+
     /// Cancels one of our requests: the peer is notified and the request ends here, with no
     /// event; an answer that arrives later is dropped.
     pub fn cancel(
@@ -429,6 +531,26 @@ enum Answer<'a> {
     },
 }
 
+/// How a request is refused: what the application is told and what the peer is answered.
+#[derive(Clone, Copy)]
+struct Refusal<'a> {
+    kind: ViolationKind,
+    code: i64,
+    message: &'a str,
+    data: Option<RawJson<'a>>,
+}
+
+impl<'a> Refusal<'a> {
+    fn new(kind: ViolationKind, code: i64, message: &'a str) -> Self {
+        Refusal {
+            kind,
+            code,
+            message,
+            data: None,
+        }
+    }
+}
+
 /// Answers to the members of one batch, collected until every request in it is answered.
 #[derive(Debug)]
 struct BatchCollector {
@@ -440,6 +562,11 @@ struct BatchCollector {
 
 struct Core {
     role: Role,
+    /// The era in force, once known.
+    era: Option<Era>,
+    /// Client, 2026-07-28: what "input required" answers need for a retry, by old request id.
+    retryable: FastMap<i64, (RetryBase, Option<String>)>,
+    retry_order: VecDeque<i64>,
     config: Config,
     lifecycle: Lifecycle,
     decoder: Decoder,
@@ -485,6 +612,9 @@ impl Core {
         let limits = config.limits;
         Core {
             role: config.role,
+            era: None,
+            retryable: FastMap::default(),
+            retry_order: VecDeque::new(),
             lifecycle: Lifecycle::new(config.role, config.policy.strict_lifecycle),
             decoder: Decoder::new(config.decoder),
             output: Output::default(),
@@ -511,7 +641,14 @@ impl Core {
     /// The version that governs method lookups: the negotiated one, or before that the one
     /// we offer (client) or our newest (server).
     fn effective_version(&self) -> ProtocolVersion {
-        self.version.unwrap_or_else(|| self.config.latest())
+        self.version.unwrap_or_else(|| {
+            match self.era {
+                Some(Era::Modern) => self.config.latest_modern(),
+                _ => self.config.latest_legacy(),
+            }
+            .or_else(|| self.config.latest_modern())
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+        })
     }
 
     fn output_has_room(&self) -> bool {
@@ -735,19 +872,17 @@ impl Core {
         frame: &[u8],
         (stream, batch): (StreamId, Option<u32>),
         r: &jsonrpc::Request<'_>,
-        kind: ViolationKind,
-        code: i64,
-        message: &str,
+        refusal: Refusal<'_>,
     ) {
-        self.violation_in(frame, kind, Some(r.id), Some(r.method));
+        self.violation_in(frame, refusal.kind, Some(r.id), Some(r.method));
         self.emit_answer(
             batch,
             stream,
             Some(r.id),
             Answer::Error {
-                code,
-                message,
-                data: None,
+                code: refusal.code,
+                message: refusal.message,
+                data: refusal.data,
             },
             true,
         );
@@ -769,10 +904,15 @@ impl Core {
                 frame,
                 (stream, batch),
                 &r,
-                ViolationKind::DuplicateRequestId,
-                jsonrpc::INVALID_REQUEST,
-                "request id already in use",
+                Refusal::new(
+                    ViolationKind::DuplicateRequestId,
+                    jsonrpc::INVALID_REQUEST,
+                    "request id already in use",
+                ),
             );
+        }
+        if self.role == Role::Server && self.route_stateless(stream, frame, &r, batch, method) {
+            return;
         }
         match self.lifecycle.admit(MethodKind::Request, method) {
             Admit::Ignore => return,
@@ -781,12 +921,18 @@ impl Core {
                     frame,
                     (stream, batch),
                     &r,
-                    ViolationKind::BeforeInitialization,
-                    jsonrpc::INVALID_REQUEST,
-                    "not allowed before initialization completes",
+                    Refusal::new(
+                        ViolationKind::BeforeInitialization,
+                        jsonrpc::INVALID_REQUEST,
+                        "not allowed before initialization completes",
+                    ),
                 );
             }
             Admit::Yes => {}
+        }
+        if self.role == Role::Client && self.era == Some(Era::Modern) {
+            // A stateless-era server never sends requests, and the client never answers.
+            return self.violation_in(frame, ViolationKind::WrongEra, Some(r.id), Some(r.method));
         }
         if method == "initialize" && self.role == Role::Server {
             return self.on_initialize(stream, frame, &r, batch);
@@ -797,24 +943,44 @@ impl Core {
         }
         // Gating: a known MCP method must exist in this version, go our way, and be backed by
         // a capability we declared.
-        if self.incoming_request_refused(method) {
+        if self.incoming_request_refused(method, self.effective_version()) {
             return self.reject(
                 frame,
                 (stream, batch),
                 &r,
-                ViolationKind::MethodNotAvailable,
-                jsonrpc::METHOD_NOT_FOUND,
-                "Method not found",
+                Refusal::new(
+                    ViolationKind::MethodNotAvailable,
+                    jsonrpc::METHOD_NOT_FOUND,
+                    "Method not found",
+                ),
             );
         }
+        self.accept_request(stream, frame, &r, batch, None, false, None);
+    }
+
+    /// Records a request the application will answer and hands it over as an event (or, for a
+    /// listen stream, keeps it open for notifications).
+    #[allow(clippy::too_many_arguments)]
+    fn accept_request(
+        &mut self,
+        stream: StreamId,
+        frame: &[u8],
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+        modern: Option<ModernContext>,
+        input_eligible: bool,
+        listen: Option<ListenFilter>,
+    ) {
         if self.inbound.len() >= self.config.limits.max_inbound_in_flight {
             return self.reject(
                 frame,
                 (stream, batch),
-                &r,
-                ViolationKind::TooManyRequests,
-                jsonrpc::INTERNAL_ERROR,
-                "too many requests in flight",
+                r,
+                Refusal::new(
+                    ViolationKind::TooManyRequests,
+                    jsonrpc::INTERNAL_ERROR,
+                    "too many requests in flight",
+                ),
             );
         }
         let progress_token = match progress_token(r.params) {
@@ -823,23 +989,40 @@ impl Core {
                 return self.reject(
                     frame,
                     (stream, batch),
-                    &r,
-                    ViolationKind::InvalidParams,
-                    jsonrpc::INVALID_PARAMS,
-                    "invalid _meta.progressToken",
+                    r,
+                    Refusal::new(
+                        ViolationKind::InvalidParams,
+                        jsonrpc::INVALID_PARAMS,
+                        "invalid _meta.progressToken",
+                    ),
                 );
             }
         };
+        let is_listen = listen.is_some();
         self.inbound.insert(
-            key,
+            OwnedId::from(r.id),
             Inbound {
                 progress_token,
                 last_progress: None,
-                is_initialize: false,
+                input_eligible,
+                cacheable: modern.is_some()
+                    && matches!(
+                        r.method.raw(),
+                        "tools/list"
+                            | "prompts/list"
+                            | "resources/list"
+                            | "resources/templates/list"
+                            | "resources/read"
+                    ),
+                modern,
+                listen,
                 batch,
                 stream,
             },
         );
+        if is_listen {
+            return;
+        }
         let cap = self.events.capture(frame);
         let stored = Stored::Request {
             id: cap.id(r.id),
@@ -850,8 +1033,7 @@ impl Core {
     }
 
     /// Whether an incoming request for `method` must be refused with -32601.
-    fn incoming_request_refused(&self, method: &str) -> bool {
-        let version = self.effective_version();
+    fn incoming_request_refused(&self, method: &str, version: ProtocolVersion) -> bool {
         let from_client = self.role == Role::Server;
         match mcp::lookup(method, version) {
             Some(info) => {
@@ -877,9 +1059,11 @@ impl Core {
                 frame,
                 (stream, batch),
                 r,
-                ViolationKind::InvalidMessage(Reason::NotAMessage),
-                jsonrpc::INVALID_REQUEST,
-                "initialize must not be part of a batch",
+                Refusal::new(
+                    ViolationKind::InvalidMessage(Reason::NotAMessage),
+                    jsonrpc::INVALID_REQUEST,
+                    "initialize must not be part of a batch",
+                ),
             );
         }
         if !self.lifecycle.awaiting_initialize() {
@@ -887,9 +1071,11 @@ impl Core {
                 frame,
                 (stream, batch),
                 r,
-                ViolationKind::AlreadyInitialized,
-                jsonrpc::INVALID_REQUEST,
-                "already initialized",
+                Refusal::new(
+                    ViolationKind::AlreadyInitialized,
+                    jsonrpc::INVALID_REQUEST,
+                    "already initialized",
+                ),
             );
         }
         let parsed = parse_initialize(r.params);
@@ -899,9 +1085,11 @@ impl Core {
                 frame,
                 (stream, batch),
                 r,
-                ViolationKind::InvalidParams,
-                jsonrpc::INVALID_PARAMS,
-                message,
+                Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    message,
+                ),
             );
         };
         let chosen = offered
@@ -915,6 +1103,7 @@ impl Core {
                     .max()
                     .unwrap_or(ProtocolVersion::LATEST_LEGACY)
             });
+        self.lock_era(Era::Legacy);
         self.version = Some(chosen);
         self.peer_caps = Some(caps);
         self.peer_info = Some(info);
@@ -1024,10 +1213,6 @@ impl Core {
             self.stats.ignored_cancellations += 1;
             return;
         };
-        if entry.is_initialize {
-            self.stats.ignored_cancellations += 1;
-            return;
-        }
         let batch = entry.batch;
         self.inbound.remove(&key);
         self.peer_cancelled.insert(key);
@@ -1115,16 +1300,35 @@ impl Core {
             }
             return;
         };
-        if pending.is_initialize {
-            return self.on_initialize_result(now, outcome);
+        match pending.kind {
+            PendingKind::Initialize => return self.on_initialize_result(now, outcome),
+            PendingKind::Discover { retried } => {
+                return self.on_discover_result(now, retried, outcome);
+            }
+            PendingKind::Normal => {}
         }
+        let request = RequestId(n);
+        let classified = match outcome {
+            Ok(result) => Some(self.classify_result(request, pending.retry, result)),
+            Err(_) => None,
+        };
         let cap = self.events.capture(frame);
-        let stored = match outcome {
-            Ok(result) => Stored::Response {
-                request: RequestId(n),
-                result: cap.raw(result),
-            },
-            Err(e) => Stored::Error {
+        let stored = match (outcome, classified) {
+            (Ok(result), Some(modern::Classified::Complete)) | (Ok(result), None) => {
+                Stored::Response {
+                    request,
+                    result: cap.raw(result),
+                }
+            }
+            (Ok(_), Some(modern::Classified::InputRequired { requests, state })) => {
+                Stored::InputRequired {
+                    request,
+                    input_requests: requests.map(|r| cap.raw(r)),
+                    request_state: state.map(|s| cap.str(s)),
+                }
+            }
+            (Ok(_), Some(modern::Classified::Invalid)) => Stored::InvalidResponse(request),
+            (Err(e), _) => Stored::Error {
                 request: RequestId(n),
                 code: e.code,
                 message: cap.str(e.message),
@@ -1178,11 +1382,25 @@ impl Core {
                         self.timers.push(at, key);
                         continue;
                     }
-                    let is_initialize = p.is_initialize;
+                    let kind = p.kind;
                     self.pending.remove(&n);
-                    if is_initialize {
-                        self.finish(CloseReason::InitializeTimedOut);
-                        return;
+                    match kind {
+                        PendingKind::Initialize => {
+                            self.finish(CloseReason::InitializeTimedOut);
+                            return;
+                        }
+                        // A probe that times out means the handshake era (auto mode).
+                        PendingKind::Discover { .. } => {
+                            self.our_finished.insert(n);
+                            if self.config.client_start().is_none() {
+                                self.fall_back(now);
+                            } else {
+                                self.finish(CloseReason::InitializeTimedOut);
+                                return;
+                            }
+                            continue;
+                        }
+                        PendingKind::Normal => {}
                     }
                     self.our_finished.insert(n);
                     self.events.push(Stored::TimedOut(RequestId(n)));
@@ -1207,7 +1425,10 @@ impl Core {
     // ---- commands ----
 
     fn send_initialize(&mut self, now: Timestamp) {
-        let version = self.config.latest();
+        let version = self
+            .config
+            .latest_legacy()
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
         let mut params = Vec::new();
         params.extend_from_slice(b"{\"protocolVersion\":");
         jsonrpc::write_json_string(&mut params, version.as_str());
@@ -1229,19 +1450,47 @@ impl Core {
             self.output.end_frame(StreamId::MAIN);
         }
         let timeout = self.config.request_timeout;
+        self.track(
+            now,
+            id,
+            PendingKind::Initialize,
+            timeout,
+            None,
+            false,
+            false,
+        );
+    }
+
+    /// Records one of our requests as in flight, with its timer (none for
+    /// `Duration::MAX`: a `subscriptions/listen` stream lives until cancelled).
+    #[allow(clippy::too_many_arguments)]
+    fn track(
+        &mut self,
+        now: Timestamp,
+        id: i64,
+        kind: PendingKind,
+        timeout: Duration,
+        retry: Option<RetryBase>,
+        wants_progress: bool,
+        reset_on_progress: bool,
+    ) {
+        let deadline = now.after(timeout);
         self.pending.insert(
             id,
             Pending {
-                is_initialize: true,
+                kind,
+                retry,
                 started: now,
                 timeout,
-                deadline: now.after(timeout),
-                reset_on_progress: false,
-                wants_progress: false,
+                deadline,
+                reset_on_progress,
+                wants_progress,
                 last_progress: None,
             },
         );
-        self.timers.push(now.after(timeout), TimerKey::Request(id));
+        if timeout != Duration::MAX {
+            self.timers.push(deadline, TimerKey::Request(id));
+        }
     }
 
     /// Checks that we may send `method` as a new request or notification.
@@ -1256,6 +1505,21 @@ impl Core {
             return Err(Error::EngineOwned);
         }
         self.lifecycle.check_send(kind, method)?;
+        if self.role == Role::Server && self.era == Some(Era::Modern) {
+            // The stateless era: a server never sends requests, and its notifications are
+            // tied to a request (logging, progress) or to a listen stream (list changes).
+            return match (kind, method) {
+                (MethodKind::Request, _) => Err(Error::WrongDirection),
+                (
+                    MethodKind::Notification,
+                    "notifications/tools/list_changed"
+                    | "notifications/prompts/list_changed"
+                    | "notifications/resources/list_changed"
+                    | "notifications/resources/updated",
+                ) => Ok(()),
+                _ => Err(Error::RequestScoped),
+            };
+        }
         let version = self.effective_version();
         let from_client = self.role == Role::Client;
         match mcp::lookup(method, version) {
@@ -1299,40 +1563,58 @@ impl Core {
             return Err(Error::OutputFull);
         }
         let id = self.next_id;
+        let stateless = self.role == Role::Client && self.era == Some(Era::Modern);
         let mut scratch = std::mem::take(&mut self.scratch);
-        let params = if options.progress {
-            match with_progress_token(&mut scratch, params, id) {
-                Ok(()) => std::str::from_utf8(&scratch).ok().map(RawJson::validated),
-                Err(e) => {
-                    self.scratch = scratch;
-                    return Err(e);
-                }
-            }
+        scratch.clear();
+        let edited = if stateless {
+            self.stateless_params(&mut scratch, params, options.progress.then_some(id))
+                .map(|()| true)
+        } else if options.progress {
+            let token = id.to_string();
+            json_edit::set_meta(&mut scratch, params, &[("progressToken", token.as_bytes())])
+                .map(|()| true)
+                .map_err(|_| Error::InvalidParams)
         } else {
-            params
+            Ok(false)
+        };
+        let sent = match edited {
+            Ok(true) => std::str::from_utf8(&scratch).ok().map(RawJson::validated),
+            Ok(false) => params,
+            Err(e) => {
+                self.scratch = scratch;
+                return Err(e);
+            }
         };
         let out = self.output.begin();
-        jsonrpc::encode_request(out, Id::Int(id), method, params);
+        jsonrpc::encode_request(out, Id::Int(id), method, sent);
         self.output.end_frame(StreamId::MAIN);
         self.scratch = scratch;
         self.next_id += 1;
-        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
-        let deadline = now.after(timeout);
-        self.pending.insert(
+        // A request that may come back "input required" keeps what a retry needs.
+        let retry = (stateless
+            && matches!(method, "tools/call" | "prompts/get" | "resources/read"))
+        .then(|| RetryBase {
+            method: method.to_owned(),
+            params: params.map(|p| p.get().to_owned()),
+        });
+        let timeout = match options.timeout {
+            Some(t) => t,
+            // A listen stream lasts until it is cancelled.
+            None if method == "subscriptions/listen" => Duration::MAX,
+            None => self.config.request_timeout,
+        };
+        let reset = options
+            .reset_on_progress
+            .unwrap_or(self.config.policy.reset_timeout_on_progress);
+        self.track(
+            now,
             id,
-            Pending {
-                is_initialize: false,
-                started: now,
-                timeout,
-                deadline,
-                reset_on_progress: options
-                    .reset_on_progress
-                    .unwrap_or(self.config.policy.reset_timeout_on_progress),
-                wants_progress: options.progress,
-                last_progress: None,
-            },
+            PendingKind::Normal,
+            timeout,
+            retry,
+            options.progress,
+            reset,
         );
-        self.timers.push(deadline, TimerKey::Request(id));
         Ok(RequestId(id))
     }
 
@@ -1343,6 +1625,9 @@ impl Core {
         }
         if !self.output_has_room() {
             return Err(Error::OutputFull);
+        }
+        if self.role == Role::Server && self.era == Some(Era::Modern) {
+            return self.notify_listeners(method, params).map(|_| ());
         }
         let out = self.output.begin();
         jsonrpc::encode_notification(out, method, params);
@@ -1365,7 +1650,25 @@ impl Core {
         if entry.batch.is_none() && !self.output_has_room() {
             return Err(Error::OutputFull);
         }
-        let (batch, stream) = (entry.batch, entry.stream);
+        let (batch, stream, modern) = (entry.batch, entry.stream, entry.modern.is_some());
+        let cacheable = entry.cacheable;
+        if modern && let Answer::Result(result) = answer {
+            // 2026-07-28: every result carries `resultType` and our `serverInfo`.
+            let mut stamped = std::mem::take(&mut self.scratch);
+            stamped.clear();
+            let ok = self.stamp_result(&mut stamped, result, cacheable).is_ok();
+            if ok && let Ok(text) = std::str::from_utf8(&stamped) {
+                self.inbound.remove(&key);
+                let answer = Answer::Result(RawJson::validated(text));
+                self.emit_answer(batch, stream, Some(id), answer, false);
+            }
+            self.scratch = stamped;
+            return if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidParams)
+            };
+        }
         self.inbound.remove(&key);
         self.emit_answer(batch, stream, Some(id), answer, false);
         Ok(())
@@ -1464,7 +1767,7 @@ impl Core {
         let Some(p) = self.pending.get(&request.0) else {
             return Err(Error::UnknownRequest);
         };
-        if p.is_initialize {
+        if p.kind != PendingKind::Normal {
             return Err(Error::CannotCancelInitialize);
         }
         if !self.output_has_room() {
@@ -1504,7 +1807,7 @@ impl Core {
         let mut ids: Vec<i64> = self
             .pending
             .iter()
-            .filter(|(_, p)| !p.is_initialize)
+            .filter(|(_, p)| p.kind == PendingKind::Normal)
             .map(|(n, _)| *n)
             .collect();
         ids.sort_unstable();
@@ -1537,63 +1840,6 @@ fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
         None => Ok(None),
         Some(t) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
     }
-}
-
-/// Writes `params` with `_meta.progressToken = id` added into `out`.
-fn with_progress_token(
-    out: &mut Vec<u8>,
-    params: Option<RawJson<'_>>,
-    id: i64,
-) -> Result<(), Error> {
-    out.clear();
-    let token = id.to_string();
-    let Some(params) = params else {
-        out.extend_from_slice(b"{\"_meta\":{\"progressToken\":");
-        out.extend_from_slice(token.as_bytes());
-        out.extend_from_slice(b"}}");
-        return Ok(());
-    };
-    let text = params.get();
-    let meta = params
-        .get_unique("_meta")
-        .map_err(|_| Error::InvalidParams)?;
-    match meta {
-        None => {
-            // Insert `"_meta":{…},` right after the opening brace.
-            let brace = text.find('{').ok_or(Error::InvalidParams)?;
-            let rest = text[brace + 1..].trim_start();
-            out.extend_from_slice(&text.as_bytes()[..=brace]);
-            out.extend_from_slice(b"\"_meta\":{\"progressToken\":");
-            out.extend_from_slice(token.as_bytes());
-            out.push(b'}');
-            if !rest.starts_with('}') {
-                out.push(b',');
-            }
-            out.extend_from_slice(&text.as_bytes()[brace + 1..]);
-        }
-        Some(meta) => {
-            if !meta.is_object()
-                || meta
-                    .get_unique("progressToken")
-                    .map_err(|_| Error::InvalidParams)?
-                    .is_some()
-            {
-                return Err(Error::InvalidParams);
-            }
-            let meta_text = meta.get();
-            let offset = meta_text.as_ptr() as usize - text.as_ptr() as usize;
-            let brace = offset + meta_text.find('{').ok_or(Error::InvalidParams)?;
-            let rest = text[brace + 1..].trim_start();
-            out.extend_from_slice(&text.as_bytes()[..=brace]);
-            out.extend_from_slice(b"\"progressToken\":");
-            out.extend_from_slice(token.as_bytes());
-            if !rest.starts_with('}') {
-                out.push(b',');
-            }
-            out.extend_from_slice(&text.as_bytes()[brace + 1..]);
-        }
-    }
-    Ok(())
 }
 
 fn write_number(out: &mut Vec<u8>, n: f64) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::output::StreamId;
 use super::time::Timestamp;
 use crate::jsonrpc::OwnedId;
+use crate::mcp::{Caps, LogLevel, ProtocolVersion};
 
 /// A small, fast hasher for ids (multiply and rotate). The tables are keyed by ids the peer
 /// chooses, but each table is bounded, so worst-case collisions cost time, never memory.
@@ -49,10 +50,31 @@ impl Hasher for IdHasher {
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
+/// What one of our requests is, for the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PendingKind {
+    /// An application request.
+    Normal,
+    /// The engine's `initialize`.
+    Initialize,
+    /// The engine's `server/discover` probe (`retried` once after a -32022).
+    Discover { retried: bool },
+}
+
+/// What a request needs to be retried after an "input required" result (2026-07-28).
+#[derive(Debug, Clone)]
+pub(crate) struct RetryBase {
+    pub method: String,
+    /// The application's params, as given (before the engine's `_meta`).
+    pub params: Option<String>,
+}
+
 /// One of our requests awaiting its answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
-    pub is_initialize: bool,
+    pub kind: PendingKind,
+    /// Kept for requests that may come back "input required".
+    pub retry: Option<RetryBase>,
     pub started: Timestamp,
     pub timeout: Duration,
     pub deadline: Timestamp,
@@ -62,12 +84,35 @@ pub(crate) struct Pending {
     pub last_progress: Option<f64>,
 }
 
+/// What a stateless-era (2026-07-28) request declared in its `_meta`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModernContext {
+    pub version: ProtocolVersion,
+    pub client_caps: Caps,
+    pub log_level: Option<LogLevel>,
+}
+
+/// What a `subscriptions/listen` stream opted in to (and we acknowledged).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListenFilter {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    pub resource_uris: Vec<String>,
+}
+
 /// One of the peer's requests we have not answered yet.
 #[derive(Debug, Clone)]
 pub(crate) struct Inbound {
     pub progress_token: Option<OwnedId>,
     pub last_progress: Option<f64>,
-    pub is_initialize: bool,
+    /// Whether "input required" is an allowed answer (tools/call, prompts/get, resources/read
+    /// in 2026-07-28).
+    pub input_eligible: bool,
+    /// Whether the result is cacheable (`ttlMs` and `cacheScope` are required in 2026-07-28).
+    pub cacheable: bool,
+    pub modern: Option<ModernContext>,
+    pub listen: Option<ListenFilter>,
     /// The batch it arrived in, if any.
     pub batch: Option<u32>,
     pub stream: StreamId,

@@ -255,6 +255,20 @@ impl<'a> RawJson<'a> {
         }
     }
 
+    /// The items of an array, in order (empty for any other value).
+    pub fn items(&self) -> Items<'a> {
+        let b = self.0.as_bytes();
+        let start = scan::skip_ws(b, 0);
+        Items {
+            text: self.0,
+            pos: if b.get(start) == Some(&b'[') {
+                start + 1
+            } else {
+                b.len()
+            },
+        }
+    }
+
     /// The value of member `key` (compared by decoded text, case-sensitively). A key that
     /// appears twice is an error, since two readers could disagree about which one counts.
     pub fn get_unique(&self, key: &str) -> Result<Option<RawJson<'a>>, DuplicateMember> {
@@ -282,6 +296,39 @@ impl fmt::Display for DuplicateMember {
 }
 
 impl std::error::Error for DuplicateMember {}
+
+/// The items of a JSON array, from [`RawJson::items`].
+#[derive(Clone, Debug)]
+pub struct Items<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = RawJson<'a>;
+
+    fn next(&mut self) -> Option<RawJson<'a>> {
+        let b = self.text.as_bytes();
+        let mut pos = scan::skip_ws(b, self.pos);
+        if b.get(pos) == Some(&b',') {
+            pos = scan::skip_ws(b, pos + 1);
+        }
+        if pos >= b.len() || b[pos] == b']' {
+            self.pos = b.len();
+            return None;
+        }
+        match scan::skip_value(b, pos, scan::MAX_DEPTH_LIMIT) {
+            Ok(end) => {
+                self.pos = end;
+                self.text.get(pos..end).map(RawJson)
+            }
+            Err(_) => {
+                self.pos = b.len();
+                None
+            }
+        }
+    }
+}
 
 /// The members of a JSON object, from [`RawJson::members`].
 #[derive(Clone, Debug)]

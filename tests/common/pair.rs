@@ -41,6 +41,12 @@ pub enum Ev {
         total: Option<f64>,
         message: Option<String>,
     },
+    InputRequired {
+        request: RequestId,
+        input_requests: Option<String>,
+        request_state: Option<String>,
+    },
+    InvalidResponse(RequestId),
     TimedOut(RequestId),
     Abandoned(RequestId),
     Violation {
@@ -92,6 +98,16 @@ pub fn own(e: Event<'_>) -> Ev {
             total,
             message: message.map(|m| m.to_str().into_owned()),
         },
+        Event::InputRequired {
+            request,
+            input_requests,
+            request_state,
+        } => Ev::InputRequired {
+            request,
+            input_requests: input_requests.map(|r| r.get().to_owned()),
+            request_state: request_state.map(|s| s.to_str().into_owned()),
+        },
+        Event::InvalidResponse { request } => Ev::InvalidResponse(request),
         Event::TimedOut { request } => Ev::TimedOut(request),
         Event::Abandoned { request } => Ev::Abandoned(request),
         Event::Violation { kind, id, method } => Ev::Violation {
@@ -241,6 +257,18 @@ impl Pair {
             })
             .collect()
     }
+}
+
+/// `config` restricted to the handshake-era versions.
+pub fn legacy(mut config: Config) -> Config {
+    config.versions = ProtocolVersion::LEGACY.to_vec();
+    config
+}
+
+/// `config` restricted to the stateless era.
+pub fn modern(mut config: Config) -> Config {
+    config.versions = vec![ProtocolVersion::V2026_07_28];
+    config
 }
 
 /// A client that declares roots, sampling and elicitation.

@@ -244,3 +244,11 @@ pub fn ts_client(extra: &[&str]) -> Command {
     c.arg(root().join("tests/peers/ts_client.mjs")).args(extra);
     c
 }
+
+/// The Python SDK server of tests/peers/py_server.py.
+pub fn python_server_command() -> Command {
+    let mut c = Command::new("python3");
+    c.arg(root().join("tests/peers/py_server.py"))
+        .env("PYTHONPATH", python_site());
+    c
+}

@@ -1,0 +1,182 @@
+//! Small edits of JSON objects the engine must make to caller payloads: adding `_meta` keys,
+//! `resultType`, retry fields. The object is rebuilt member by member from validated text (no
+//! tree), so every value passes through byte for byte.
+
+use crate::jsonrpc::{JsonStr, RawJson, write_json_string};
+
+/// Why an edit could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EditError {
+    /// The value is not a JSON object (or `_meta` is not one).
+    NotAnObject,
+    /// A key the engine must set is already present.
+    Exists,
+}
+
+fn write_key(out: &mut Vec<u8>, key: JsonStr<'_>) {
+    out.push(b'"');
+    out.extend_from_slice(key.raw().as_bytes());
+    out.push(b'"');
+}
+
+/// Writes the members of `obj` except those named in `skip`, each preceded by a comma when
+/// `*first` is false.
+fn copy_members(out: &mut Vec<u8>, obj: RawJson<'_>, skip: &[&str], first: &mut bool) {
+    for (k, v) in obj.members() {
+        if skip.iter().any(|s| k.eq_str(s)) {
+            continue;
+        }
+        if !*first {
+            out.push(b',');
+        }
+        *first = false;
+        write_key(out, k);
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+}
+
+fn write_added(out: &mut Vec<u8>, add: &[(&str, &[u8])], first: &mut bool) {
+    for (k, v) in add {
+        if !*first {
+            out.push(b',');
+        }
+        *first = false;
+        write_json_string(out, k);
+        out.push(b':');
+        out.extend_from_slice(v);
+    }
+}
+
+/// Writes `obj` (or `{}` when `None`) with the members `add` set. With `replace`, existing
+/// members of those names are dropped first; otherwise their presence is an error.
+pub(crate) fn set_members(
+    out: &mut Vec<u8>,
+    obj: Option<RawJson<'_>>,
+    add: &[(&str, &[u8])],
+    replace: bool,
+) -> Result<(), EditError> {
+    if let Some(obj) = obj {
+        if !obj.is_object() {
+            return Err(EditError::NotAnObject);
+        }
+        if !replace
+            && obj
+                .members()
+                .any(|(k, _)| add.iter().any(|(a, _)| k.eq_str(a)))
+        {
+            return Err(EditError::Exists);
+        }
+    }
+    let skip: Vec<&str> = add.iter().map(|(k, _)| *k).collect();
+    out.push(b'{');
+    let mut first = true;
+    write_added(out, add, &mut first);
+    if let Some(obj) = obj {
+        copy_members(out, obj, &skip, &mut first);
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// Writes `obj` (or `{}`) with the keys `add` set inside its `_meta` object (created when
+/// absent). A key already present in `_meta` is an error.
+pub(crate) fn set_meta(
+    out: &mut Vec<u8>,
+    obj: Option<RawJson<'_>>,
+    add: &[(&str, &[u8])],
+) -> Result<(), EditError> {
+    let meta = match obj {
+        Some(o) if !o.is_object() => return Err(EditError::NotAnObject),
+        Some(o) => o.get_unique("_meta").map_err(|_| EditError::Exists)?,
+        None => None,
+    };
+    if let Some(meta) = meta {
+        if !meta.is_object() {
+            return Err(EditError::NotAnObject);
+        }
+        if meta
+            .members()
+            .any(|(k, _)| add.iter().any(|(a, _)| k.eq_str(a)))
+        {
+            return Err(EditError::Exists);
+        }
+    }
+    out.push(b'{');
+    out.extend_from_slice(b"\"_meta\":{");
+    let mut first = true;
+    write_added(out, add, &mut first);
+    if let Some(meta) = meta {
+        copy_members(out, meta, &[], &mut first);
+    }
+    out.push(b'}');
+    let mut first = false;
+    if let Some(obj) = obj {
+        copy_members(out, obj, &["_meta"], &mut first);
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(f: impl FnOnce(&mut Vec<u8>) -> Result<(), EditError>) -> Result<String, EditError> {
+        let mut out = Vec::new();
+        f(&mut out)?;
+        let s = String::from_utf8(out).unwrap();
+        RawJson::new(&s).expect("edits produce valid JSON");
+        Ok(s)
+    }
+
+    #[test]
+    fn members_are_added_first_and_the_rest_kept_verbatim() {
+        let obj = RawJson::new(r#"{ "a" : [1, 2] , "b\u0063":"x" }"#).unwrap();
+        let s = edit(|o| set_members(o, Some(obj), &[("resultType", b"\"complete\"")], false));
+        assert_eq!(
+            s.unwrap(),
+            r#"{"resultType":"complete","a":[1, 2],"b\u0063":"x"}"#
+        );
+        assert_eq!(
+            edit(|o| set_members(o, Some(obj), &[("a", b"1")], false)),
+            Err(EditError::Exists)
+        );
+        assert_eq!(
+            edit(|o| set_members(o, Some(obj), &[("a", b"1")], true)).unwrap(),
+            r#"{"a":1,"b\u0063":"x"}"#
+        );
+        assert_eq!(
+            edit(|o| set_members(o, None, &[("k", b"null")], false)).unwrap(),
+            r#"{"k":null}"#
+        );
+        let arr = RawJson::new("[1]").unwrap();
+        assert_eq!(
+            edit(|o| set_members(o, Some(arr), &[], false)),
+            Err(EditError::NotAnObject)
+        );
+    }
+
+    #[test]
+    fn meta_keys_merge_into_an_existing_meta() {
+        let obj = RawJson::new(r#"{"name":"x","_meta":{"trace":"t"}}"#).unwrap();
+        let s = edit(|o| set_meta(o, Some(obj), &[("progressToken", b"7")])).unwrap();
+        assert_eq!(s, r#"{"_meta":{"progressToken":7,"trace":"t"},"name":"x"}"#);
+        assert_eq!(
+            edit(|o| set_meta(o, None, &[("k", b"1")])).unwrap(),
+            r#"{"_meta":{"k":1}}"#
+        );
+        let taken = RawJson::new(r#"{"_meta":{"progressToken":1}}"#).unwrap();
+        assert_eq!(
+            edit(|o| set_meta(o, Some(taken), &[("progressToken", b"7")])),
+            Err(EditError::Exists)
+        );
+        let bad = RawJson::new(r#"{"_meta":5}"#).unwrap();
+        assert_eq!(
+            edit(|o| set_meta(o, Some(bad), &[("k", b"1")])),
+            Err(EditError::NotAnObject)
+        );
+        let dup = RawJson::new(r#"{"_meta":{},"_meta":{}}"#).unwrap();
+        assert!(edit(|o| set_meta(o, Some(dup), &[("k", b"1")])).is_err());
+    }
+}

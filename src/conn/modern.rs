@@ -1,0 +1,922 @@
+//! The stateless era (2026-07-28), and choosing between eras.
+//!
+//! Rules enforced here (see shared/spec/NOTES.md §0, §4, §6–§8):
+//!
+//! Server
+//! 1. A request is stateless when it is `server/discover` or its `params._meta` carries
+//!    `io.modelcontextprotocol/protocolVersion`. The first one fixes the connection's era
+//!    (stdio); `initialize` fixes the handshake era instead. Each stateless request is checked
+//!    on its own: the required `_meta` keys (else -32602), a version we support (else -32022
+//!    with our list), then the method table of *that* version (removed methods get -32601).
+//! 2. `server/discover` is answered from the configuration; `subscriptions/listen` is answered
+//!    with `notifications/subscriptions/acknowledged` for the subset we can honour, and list or
+//!    resource notifications then go to the listeners that asked for them, tagged with
+//!    `io.modelcontextprotocol/subscriptionId`.
+//! 3. Every result carries `resultType` (added as `"complete"` when missing) and our
+//!    `serverInfo`. "Input required" is only for `tools/call`, `prompts/get` and
+//!    `resources/read`, and may only ask for what the request's capabilities declare.
+//! 4. Logging goes out only to a request whose `_meta` asked for it with `logLevel`, at or
+//!    above that level. The server never sends requests.
+//!
+//! Client
+//! 5. Every request gets `_meta` with the version, our capabilities and our info.
+//! 6. A missing `resultType` means complete; an unknown one is an invalid answer.
+//!    "Input required" becomes an event; `retry` re-sends with a new id, the input responses,
+//!    and `requestState` exactly as received.
+//! 7. In auto mode the client probes with `server/discover`: a valid result (or a -32022 naming
+//!    a version we share, after one re-probe) means stateless; any other error, a result
+//!    listing no stateless version, or the probe timing out means the handshake era.
+
+use super::event::Stored;
+use super::json_edit::{self, EditError};
+use super::tables::{ListenFilter, ModernContext, PendingKind, RetryBase};
+use super::{
+    Answer, CloseReason, Config, Core, Error, Refusal, RequestId, Role, StreamId, Timestamp,
+    ViolationKind,
+};
+use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
+use crate::mcp::{
+    self, Capabilities, Caps, Era, LogLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
+    META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, ProtocolVersion,
+};
+
+/// What a result is, by its `resultType`.
+pub(super) enum Classified<'f> {
+    Complete,
+    InputRequired {
+        requests: Option<RawJson<'f>>,
+        state: Option<jsonrpc::JsonStr<'f>>,
+    },
+    Invalid,
+}
+
+/// What a stateless request's `_meta` said, or why it is malformed.
+pub(super) enum RequestMeta {
+    Valid(ModernContext),
+    /// A required key is missing or malformed (-32602).
+    Malformed(&'static str),
+    /// A version we do not support (-32022), with what was requested.
+    Unsupported(String),
+}
+
+/// Whether `params._meta` carries a protocol version (what makes a request stateless).
+pub(super) fn has_modern_meta(params: Option<RawJson<'_>>) -> bool {
+    params
+        .and_then(|p| p.get_unique("_meta").ok().flatten())
+        .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+        .is_some()
+}
+
+/// Reads a stateless request's `_meta`.
+pub(super) fn read_meta(config: &Config, params: Option<RawJson<'_>>) -> RequestMeta {
+    let Some(params) = params.filter(|p| p.is_object()) else {
+        return RequestMeta::Malformed("params with _meta are required");
+    };
+    let meta = match params.get_unique("_meta") {
+        Ok(Some(m)) if m.is_object() => m,
+        Ok(Some(_)) => return RequestMeta::Malformed("_meta must be an object"),
+        Ok(None) => return RequestMeta::Malformed("_meta is required"),
+        Err(_) => return RequestMeta::Malformed("duplicate _meta"),
+    };
+    let get = |key| meta.get_unique(key);
+    let Ok(version) = get(META_PROTOCOL_VERSION) else {
+        return RequestMeta::Malformed("duplicate protocolVersion");
+    };
+    let Some(version) = version.and_then(|v| v.as_str()) else {
+        return RequestMeta::Malformed("_meta io.modelcontextprotocol/protocolVersion is required");
+    };
+    let caps = match get(META_CLIENT_CAPABILITIES) {
+        Ok(Some(c)) => match Capabilities::from_raw(c) {
+            Ok(c) => c,
+            Err(_) => return RequestMeta::Malformed("invalid clientCapabilities"),
+        },
+        Ok(None) => {
+            return RequestMeta::Malformed(
+                "_meta io.modelcontextprotocol/clientCapabilities is required",
+            );
+        }
+        Err(_) => return RequestMeta::Malformed("duplicate clientCapabilities"),
+    };
+    if matches!(get(META_CLIENT_INFO), Ok(Some(i)) if !i.is_object())
+        || get(META_CLIENT_INFO).is_err()
+    {
+        return RequestMeta::Malformed("clientInfo must be an object");
+    }
+    let log_level = match get(META_LOG_LEVEL) {
+        Ok(None) => None,
+        Ok(Some(l)) => match l.as_str().and_then(|s| LogLevel::parse(&s.to_str())) {
+            Some(level) => Some(level),
+            None => return RequestMeta::Malformed("invalid logLevel"),
+        },
+        Err(_) => return RequestMeta::Malformed("duplicate logLevel"),
+    };
+    let text = version.to_str();
+    match ProtocolVersion::parse(&text)
+        .filter(|v| v.era() == Era::Modern && config.versions.contains(v))
+    {
+        Some(version) => RequestMeta::Valid(ModernContext {
+            version,
+            client_caps: caps.flags(),
+            log_level,
+        }),
+        None => RequestMeta::Unsupported(text.into_owned()),
+    }
+}
+
+/// `{"supported":[…],"requested":"…"}` for a -32022.
+fn unsupported_data(config: &Config, requested: &str) -> String {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"supported\":[");
+    let mut versions = config.versions.clone();
+    versions.sort_unstable_by(|a, b| b.cmp(a));
+    versions.dedup();
+    for (i, v) in versions.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_string(&mut out, v.as_str());
+    }
+    out.extend_from_slice(b"],\"requested\":");
+    write_json_string(&mut out, requested);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The capability an input request needs from the client.
+fn input_request_cap(method: &str) -> Option<Caps> {
+    match method {
+        "elicitation/create" => Some(Caps::ELICITATION),
+        "sampling/createMessage" => Some(Caps::SAMPLING),
+        "roots/list" => Some(Caps::ROOTS),
+        _ => None,
+    }
+}
+
+impl Core {
+    pub(super) fn serves_modern(&self) -> bool {
+        self.role == Role::Server && self.config.latest_modern().is_some()
+    }
+
+    pub(super) fn serves_legacy(&self) -> bool {
+        self.config.latest_legacy().is_some()
+    }
+
+    /// Fixes the connection's era (once).
+    pub(super) fn lock_era(&mut self, era: Era) {
+        if self.era.is_some() {
+            return;
+        }
+        self.era = Some(era);
+        if era == Era::Modern && self.role == Role::Server {
+            let version = self
+                .config
+                .latest_modern()
+                .unwrap_or(ProtocolVersion::V2026_07_28);
+            self.version = Some(version);
+            self.lifecycle.stateless_started();
+            self.events.push(Stored::Ready(version));
+        }
+    }
+
+    /// Server: a request that belongs to the stateless era, or `initialize` / a request without
+    /// metadata after the stateless era began. Returns `false` when the request is not the
+    /// stateless layer's business (legacy processing goes on).
+    pub(super) fn route_stateless(
+        &mut self,
+        stream: StreamId,
+        frame: &[u8],
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+        method: &str,
+    ) -> bool {
+        if !self.serves_modern() || self.era == Some(Era::Legacy) {
+            return false;
+        }
+        let modern = method == "server/discover" || has_modern_meta(r.params);
+        if !modern {
+            if self.era.is_none() && self.serves_legacy() {
+                return false;
+            }
+            // Stateless era (or a modern-only server): there is no handshake.
+            let (kind, code, message) = if method == "initialize" {
+                (
+                    ViolationKind::WrongEra,
+                    mcp::UNSUPPORTED_PROTOCOL_VERSION,
+                    "Unsupported protocol version: this server speaks the stateless protocol",
+                )
+            } else {
+                (
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    "_meta io.modelcontextprotocol/protocolVersion is required",
+                )
+            };
+            let requested = r
+                .params
+                .and_then(|p| p.get_unique("protocolVersion").ok().flatten())
+                .and_then(|v| v.as_str())
+                .map(|v| v.to_str().into_owned())
+                .unwrap_or_default();
+            let data = unsupported_data(&self.config, &requested);
+            let data = (code == mcp::UNSUPPORTED_PROTOCOL_VERSION).then_some(data.as_str());
+            let mut refusal = Refusal::new(kind, code, message);
+            refusal.data = data.map(RawJson::validated);
+            self.reject(frame, (stream, batch), r, refusal);
+            return true;
+        }
+        self.on_stateless_request(stream, frame, r, batch, method);
+        true
+    }
+
+    fn on_stateless_request(
+        &mut self,
+        stream: StreamId,
+        frame: &[u8],
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+        method: &str,
+    ) {
+        let ctx = match read_meta(&self.config, r.params) {
+            RequestMeta::Valid(ctx) => ctx,
+            RequestMeta::Malformed(message) => {
+                let refusal = Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    message,
+                );
+                return self.reject(frame, (stream, batch), r, refusal);
+            }
+            RequestMeta::Unsupported(requested) => {
+                let data = unsupported_data(&self.config, &requested);
+                let mut refusal = Refusal::new(
+                    ViolationKind::UnsupportedVersion,
+                    mcp::UNSUPPORTED_PROTOCOL_VERSION,
+                    "Unsupported protocol version",
+                );
+                refusal.data = Some(RawJson::validated(&data));
+                return self.reject(frame, (stream, batch), r, refusal);
+            }
+        };
+        self.lock_era(Era::Modern);
+        if self.incoming_request_refused(method, ctx.version) {
+            let refusal = Refusal::new(
+                ViolationKind::MethodNotAvailable,
+                jsonrpc::METHOD_NOT_FOUND,
+                "Method not found",
+            );
+            return self.reject(frame, (stream, batch), r, refusal);
+        }
+        match method {
+            "server/discover" => {
+                let result = self.discover_result();
+                let answer = Answer::Result(RawJson::validated(&result));
+                self.emit_answer(batch, stream, Some(r.id), answer, true);
+            }
+            "subscriptions/listen" => self.open_listen(stream, frame, r, batch),
+            _ => {
+                let eligible = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+                self.accept_request(stream, frame, r, batch, Some(ctx), eligible, None);
+            }
+        }
+    }
+
+    /// The `server/discover` result, from configuration.
+    fn discover_result(&self) -> String {
+        let mut out = Vec::new();
+        out.extend_from_slice(b"{\"resultType\":\"complete\",\"supportedVersions\":[");
+        let mut versions: Vec<_> = self
+            .config
+            .versions
+            .iter()
+            .filter(|v| v.era() == Era::Modern)
+            .collect();
+        versions.sort_unstable_by(|a, b| b.cmp(a));
+        versions.dedup();
+        for (i, v) in versions.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_json_string(&mut out, v.as_str());
+        }
+        out.extend_from_slice(b"],\"capabilities\":");
+        out.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        if let Some(instructions) = &self.config.instructions {
+            out.extend_from_slice(b",\"instructions\":");
+            write_json_string(&mut out, instructions);
+        }
+        out.extend_from_slice(b",\"ttlMs\":");
+        out.extend_from_slice(self.config.discover_ttl.as_millis().to_string().as_bytes());
+        out.extend_from_slice(b",\"cacheScope\":");
+        write_json_string(&mut out, self.config.discover_cache_scope.as_str());
+        out.extend_from_slice(b",\"_meta\":{");
+        write_json_string(&mut out, META_SERVER_INFO);
+        out.push(b':');
+        out.extend_from_slice(self.config.info.as_bytes());
+        out.extend_from_slice(b"}}");
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// `subscriptions/listen`: acknowledge what we can honour and keep the stream open.
+    fn open_listen(
+        &mut self,
+        stream: StreamId,
+        frame: &[u8],
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+    ) {
+        let filter = r
+            .params
+            .and_then(|p| p.get_unique("notifications").ok().flatten())
+            .filter(|f| f.is_object());
+        let Some(filter) = filter else {
+            let refusal = Refusal::new(
+                ViolationKind::InvalidParams,
+                jsonrpc::INVALID_PARAMS,
+                "notifications filter object is required",
+            );
+            return self.reject(frame, (stream, batch), r, refusal);
+        };
+        let ours = self.config.capabilities.flags();
+        let flag = |key: &str, cap: Caps| {
+            ours.contains(cap)
+                && filter
+                    .get_unique(key)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|v| v.get().trim() == "true")
+        };
+        let mut granted = ListenFilter {
+            tools: flag("toolsListChanged", Caps::TOOLS_LIST_CHANGED),
+            prompts: flag("promptsListChanged", Caps::PROMPTS_LIST_CHANGED),
+            resources: flag("resourcesListChanged", Caps::RESOURCES_LIST_CHANGED),
+            resource_uris: Vec::new(),
+        };
+        if ours.contains(Caps::RESOURCES_SUBSCRIBE)
+            && let Some(uris) = filter.get_unique("resourceSubscriptions").ok().flatten()
+        {
+            let text = uris.get();
+            // An array of strings: read it with the object reader by wrapping positions.
+            for item in array_items(text) {
+                if let Some(s) = item.as_str() {
+                    granted.resource_uris.push(s.to_str().into_owned());
+                }
+            }
+        }
+        // The acknowledgement: the granted subset, tagged with the stream's id.
+        let mut ack = Vec::new();
+        ack.extend_from_slice(b"{\"_meta\":{");
+        write_json_string(&mut ack, META_SUBSCRIPTION_ID);
+        ack.push(b':');
+        write_id(&mut ack, r.id);
+        ack.extend_from_slice(b"},\"notifications\":{");
+        let mut first = true;
+        for (on, key) in [
+            (granted.tools, "toolsListChanged"),
+            (granted.prompts, "promptsListChanged"),
+            (granted.resources, "resourcesListChanged"),
+        ] {
+            if on {
+                if !first {
+                    ack.push(b',');
+                }
+                first = false;
+                write_json_string(&mut ack, key);
+                ack.extend_from_slice(b":true");
+            }
+        }
+        if !granted.resource_uris.is_empty() {
+            if !first {
+                ack.push(b',');
+            }
+            ack.extend_from_slice(b"\"resourceSubscriptions\":[");
+            for (i, uri) in granted.resource_uris.iter().enumerate() {
+                if i > 0 {
+                    ack.push(b',');
+                }
+                write_json_string(&mut ack, uri);
+            }
+            ack.push(b']');
+        }
+        ack.extend_from_slice(b"}}");
+        if let Ok(text) = std::str::from_utf8(&ack) {
+            let params = RawJson::validated(text);
+            self.emit_auto(stream, |out| {
+                jsonrpc::encode_notification(
+                    out,
+                    "notifications/subscriptions/acknowledged",
+                    Some(params),
+                )
+            });
+        }
+        let ctx = match read_meta(&self.config, r.params) {
+            RequestMeta::Valid(ctx) => Some(ctx),
+            _ => None,
+        };
+        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted));
+    }
+
+    /// Server, stateless era: sends a list-changed or resource-updated notification to every
+    /// listener that opted in. Returns how many streams it went to.
+    pub(super) fn notify_listeners(
+        &mut self,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Result<usize, Error> {
+        let uri = params
+            .and_then(|p| p.get_unique("uri").ok().flatten())
+            .and_then(|u| u.as_str())
+            .map(|u| u.to_str().into_owned());
+        let targets: Vec<(OwnedId, StreamId)> = self
+            .inbound
+            .iter()
+            .filter_map(|(id, entry)| {
+                let listen = entry.listen.as_ref()?;
+                let wanted = match method {
+                    "notifications/tools/list_changed" => listen.tools,
+                    "notifications/prompts/list_changed" => listen.prompts,
+                    "notifications/resources/list_changed" => listen.resources,
+                    "notifications/resources/updated" => uri
+                        .as_ref()
+                        .is_some_and(|u| listen.resource_uris.iter().any(|l| l == u)),
+                    _ => false,
+                };
+                wanted.then(|| (id.clone(), entry.stream))
+            })
+            .collect();
+        for (id, stream) in &targets {
+            let mut tag = Vec::new();
+            write_id(&mut tag, id.as_id());
+            let mut buf = std::mem::take(&mut self.scratch);
+            buf.clear();
+            let edited = json_edit::set_meta(&mut buf, params, &[(META_SUBSCRIPTION_ID, &tag)]);
+            if edited.is_ok()
+                && let Ok(text) = std::str::from_utf8(&buf)
+            {
+                let out = self.output.begin();
+                jsonrpc::encode_notification(out, method, Some(RawJson::validated(text)));
+                self.output.end_frame(*stream);
+            }
+            self.scratch = buf;
+            if edited.is_err() {
+                return Err(Error::InvalidParams);
+            }
+        }
+        Ok(targets.len())
+    }
+
+    /// Writes a stateless-era result: `resultType` added when missing, our `serverInfo` in
+    /// `_meta` unless present, and for cacheable results (lists, reads) the configured `ttlMs`
+    /// and `cacheScope` unless the application set its own.
+    pub(super) fn stamp_result(
+        &self,
+        out: &mut Vec<u8>,
+        result: RawJson<'_>,
+        cacheable: bool,
+    ) -> Result<(), EditError> {
+        if !result.is_object() {
+            return Err(EditError::NotAnObject);
+        }
+        let has = |key: &str| result.get_unique(key).map(|v| v.is_some());
+        let ttl = self.config.discover_ttl.as_millis().to_string();
+        let scope = format!("\"{}\"", self.config.discover_cache_scope.as_str());
+        let mut add: Vec<(&str, &[u8])> = Vec::new();
+        if !has("resultType").map_err(|_| EditError::Exists)? {
+            add.push(("resultType", b"\"complete\""));
+        }
+        if cacheable && !has("ttlMs").map_err(|_| EditError::Exists)? {
+            add.push(("ttlMs", ttl.as_bytes()));
+        }
+        if cacheable && !has("cacheScope").map_err(|_| EditError::Exists)? {
+            add.push(("cacheScope", scope.as_bytes()));
+        }
+        let meta = result.get_unique("_meta").map_err(|_| EditError::Exists)?;
+        let has_info = match meta {
+            Some(m) if !m.is_object() => return Err(EditError::NotAnObject),
+            Some(m) => m
+                .get_unique(META_SERVER_INFO)
+                .map_err(|_| EditError::Exists)?
+                .is_some(),
+            None => false,
+        };
+        let mut typed = Vec::new();
+        json_edit::set_members(&mut typed, Some(result), &add, false)?;
+        let base =
+            RawJson::validated(std::str::from_utf8(&typed).map_err(|_| EditError::NotAnObject)?);
+        if has_info {
+            out.extend_from_slice(base.get().as_bytes());
+            Ok(())
+        } else {
+            json_edit::set_meta(
+                out,
+                Some(base),
+                &[(META_SERVER_INFO, self.config.info.as_bytes())],
+            )
+        }
+    }
+
+    /// Server: answers a stateless request with "input required".
+    pub(super) fn respond_input_required(
+        &mut self,
+        id: Id<'_>,
+        input_requests: Option<RawJson<'_>>,
+        request_state: Option<&str>,
+    ) -> Result<(), Error> {
+        let key = OwnedId::from(id);
+        let Some(entry) = self.inbound.get(&key) else {
+            return Err(Error::UnknownRequest);
+        };
+        let Some(ctx) = entry.modern else {
+            return Err(Error::NotInVersion);
+        };
+        if !entry.input_eligible {
+            return Err(Error::NotEligible);
+        }
+        if input_requests.is_none() && request_state.is_none() {
+            return Err(Error::InvalidParams);
+        }
+        if let Some(requests) = input_requests {
+            if !requests.is_object() {
+                return Err(Error::InvalidParams);
+            }
+            for (_, request) in requests.members() {
+                let method = request
+                    .get_unique("method")
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.as_str())
+                    .map(|m| m.to_str().into_owned())
+                    .unwrap_or_default();
+                let cap = input_request_cap(&method).ok_or(Error::InvalidParams)?;
+                if !ctx.client_caps.contains(cap) {
+                    return Err(Error::NotNegotiated(cap));
+                }
+            }
+        }
+        let mut result = Vec::new();
+        result.extend_from_slice(b"{\"resultType\":\"input_required\"");
+        if let Some(requests) = input_requests {
+            result.extend_from_slice(b",\"inputRequests\":");
+            result.extend_from_slice(requests.get().as_bytes());
+        }
+        if let Some(state) = request_state {
+            result.extend_from_slice(b",\"requestState\":");
+            write_json_string(&mut result, state);
+        }
+        result.push(b'}');
+        let text = String::from_utf8(result).map_err(|_| Error::InvalidParams)?;
+        self.respond(id, Answer::Result(RawJson::validated(&text)))
+    }
+
+    /// Server: sends a log message for a request, if the request asked for that level.
+    pub(super) fn log(
+        &mut self,
+        id: Id<'_>,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: RawJson<'_>,
+    ) -> Result<bool, Error> {
+        let key = OwnedId::from(id);
+        let Some(entry) = self.inbound.get(&key) else {
+            return Err(Error::UnknownRequest);
+        };
+        let stream = entry.stream;
+        let allowed = match entry.modern {
+            Some(ctx) => ctx.log_level.is_some_and(|min| level >= min),
+            // Handshake era: logging is per connection, gated by our capability.
+            None => {
+                if !self.config.capabilities.has(Caps::LOGGING) {
+                    return Err(Error::NotNegotiated(Caps::LOGGING));
+                }
+                true
+            }
+        };
+        if !allowed {
+            return Ok(false);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let mut params = Vec::new();
+        params.extend_from_slice(b"{\"level\":");
+        write_json_string(&mut params, level.as_str());
+        if let Some(logger) = logger {
+            params.extend_from_slice(b",\"logger\":");
+            write_json_string(&mut params, logger);
+        }
+        params.extend_from_slice(b",\"data\":");
+        params.extend_from_slice(data.get().as_bytes());
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.output.begin();
+            jsonrpc::encode_notification(
+                out,
+                "notifications/message",
+                Some(RawJson::validated(text)),
+            );
+            self.output.end_frame(stream);
+        }
+        Ok(true)
+    }
+
+    // ---- client ----
+
+    /// Sends the `server/discover` probe.
+    pub(super) fn send_discover(
+        &mut self,
+        now: Timestamp,
+        version: ProtocolVersion,
+        retried: bool,
+    ) {
+        let mut params = Vec::new();
+        params.extend_from_slice(b"{\"_meta\":{");
+        self.write_client_meta(&mut params, version);
+        params.extend_from_slice(b"}}");
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.output.begin();
+            jsonrpc::encode_request(
+                out,
+                Id::Int(id),
+                "server/discover",
+                Some(RawJson::validated(text)),
+            );
+            self.output.end_frame(StreamId::MAIN);
+        }
+        let timeout = if self.config.client_start().is_none() {
+            self.config.discover_timeout
+        } else {
+            self.config.request_timeout
+        };
+        self.track(
+            now,
+            id,
+            PendingKind::Discover { retried },
+            timeout,
+            None,
+            false,
+            false,
+        );
+    }
+
+    /// The three `_meta` members every stateless request carries.
+    fn write_client_meta(&self, out: &mut Vec<u8>, version: ProtocolVersion) {
+        write_json_string(out, META_PROTOCOL_VERSION);
+        out.push(b':');
+        write_json_string(out, version.as_str());
+        out.push(b',');
+        write_json_string(out, META_CLIENT_CAPABILITIES);
+        out.push(b':');
+        out.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        out.push(b',');
+        write_json_string(out, META_CLIENT_INFO);
+        out.push(b':');
+        out.extend_from_slice(self.config.info.as_bytes());
+    }
+
+    /// Writes params for a stateless request: the application's params with our `_meta` (and
+    /// the progress token) added.
+    pub(super) fn stateless_params(
+        &self,
+        out: &mut Vec<u8>,
+        params: Option<RawJson<'_>>,
+        progress_token: Option<i64>,
+    ) -> Result<(), Error> {
+        let version = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
+        let caps = self.config.capabilities.raw();
+        let token = progress_token.map(|t| t.to_string());
+        let mut add: Vec<(&str, &[u8])> = vec![
+            (META_PROTOCOL_VERSION, version_json(version)),
+            (META_CLIENT_CAPABILITIES, caps.get().as_bytes()),
+            (META_CLIENT_INFO, self.config.info.as_bytes()),
+        ];
+        if let Some(token) = &token {
+            add.push(("progressToken", token.as_bytes()));
+        }
+        out.clear();
+        json_edit::set_meta(out, params, &add).map_err(|_| Error::InvalidParams)
+    }
+
+    /// Client: the answer to the discover probe.
+    pub(super) fn on_discover_result(
+        &mut self,
+        now: Timestamp,
+        retried: bool,
+        outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
+    ) {
+        let auto = self.config.client_start().is_none();
+        match outcome {
+            Ok(result) => {
+                let shared = result
+                    .get_unique("supportedVersions")
+                    .ok()
+                    .flatten()
+                    .map(|list| {
+                        array_items(list.get())
+                            .filter_map(|v| v.as_str())
+                            .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
+                            .filter(|v| v.era() == Era::Modern && self.config.versions.contains(v))
+                            .max()
+                    });
+                let caps = result
+                    .get_unique("capabilities")
+                    .ok()
+                    .flatten()
+                    .and_then(|c| Capabilities::from_raw(c).ok());
+                match (shared.flatten(), caps) {
+                    (Some(version), Some(caps)) => {
+                        self.version = Some(version);
+                        self.peer_caps = Some(caps);
+                        self.peer_info = result
+                            .get_unique("_meta")
+                            .ok()
+                            .flatten()
+                            .and_then(|m| m.get_unique(META_SERVER_INFO).ok().flatten())
+                            .filter(|i| i.is_object())
+                            .map(|i| i.get().to_owned());
+                        self.peer_instructions = result
+                            .get_unique("instructions")
+                            .ok()
+                            .flatten()
+                            .and_then(|i| i.as_str())
+                            .map(|s| s.to_str().into_owned());
+                        self.era = Some(Era::Modern);
+                        self.lifecycle.handshake_done();
+                        self.events.push(Stored::Ready(version));
+                    }
+                    // A discover result listing no stateless version we share is a
+                    // handshake-era advertisement.
+                    (None, Some(_)) if auto => self.fall_back(now),
+                    (None, Some(_)) => self.finish(CloseReason::UnsupportedVersion(
+                        result
+                            .get_unique("supportedVersions")
+                            .ok()
+                            .flatten()
+                            .map(|l| l.get().to_owned())
+                            .unwrap_or_default(),
+                    )),
+                    (_, None) => {
+                        if auto {
+                            self.fall_back(now)
+                        } else {
+                            self.finish(CloseReason::InvalidInitializeResult)
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                // -32022 naming a stateless version we share: probe once more at it.
+                if e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION && !retried {
+                    let named = e
+                        .data
+                        .and_then(|d| d.get_unique("supported").ok().flatten())
+                        .and_then(|list| {
+                            array_items(list.get())
+                                .filter_map(|v| v.as_str())
+                                .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
+                                .filter(|v| {
+                                    v.era() == Era::Modern && self.config.versions.contains(v)
+                                })
+                                .max()
+                        });
+                    if let Some(version) = named {
+                        return self.send_discover(now, version, true);
+                    }
+                }
+                if auto {
+                    self.fall_back(now)
+                } else {
+                    self.finish(CloseReason::InitializeRejected(e.code))
+                }
+            }
+        }
+    }
+
+    /// Client, auto mode: the server is not stateless; use the handshake.
+    pub(super) fn fall_back(&mut self, now: Timestamp) {
+        self.era = Some(Era::Legacy);
+        self.send_initialize(now);
+    }
+
+    /// Client: reads `resultType`, and records what a retry needs.
+    pub(super) fn classify_result<'f>(
+        &mut self,
+        request: RequestId,
+        retry: Option<RetryBase>,
+        result: RawJson<'f>,
+    ) -> Classified<'f> {
+        if self.era != Some(Era::Modern) {
+            return Classified::Complete;
+        }
+        let kind = match result.get_unique("resultType") {
+            Ok(None) => return Classified::Complete,
+            Ok(Some(k)) => k.as_str().map(|k| k.to_str().into_owned()),
+            Err(_) => return Classified::Invalid,
+        };
+        match kind.as_deref() {
+            Some("complete") => Classified::Complete,
+            Some("input_required") => {
+                let Some(retry) = retry else {
+                    return Classified::Invalid;
+                };
+                let requests = result.get_unique("inputRequests").ok().flatten();
+                let state = result.get_unique("requestState").ok().flatten();
+                let state_str = state.and_then(|s| s.as_str());
+                let valid = (requests.is_some() || state.is_some())
+                    && requests.is_none_or(|r| r.is_object())
+                    && (state.is_none() || state_str.is_some());
+                if !valid {
+                    return Classified::Invalid;
+                }
+                self.remember_retry(request.0, retry, state_str.map(|s| s.raw().to_owned()));
+                Classified::InputRequired {
+                    requests,
+                    state: state_str,
+                }
+            }
+            _ => Classified::Invalid,
+        }
+    }
+
+    fn remember_retry(&mut self, id: i64, base: RetryBase, state: Option<String>) {
+        let limit = self.config.limits.max_remembered_ids.max(1);
+        while self.retry_order.len() >= limit {
+            if let Some(old) = self.retry_order.pop_front() {
+                self.retryable.remove(&old);
+            }
+        }
+        self.retry_order.push_back(id);
+        self.retryable.insert(id, (base, state));
+    }
+
+    /// Client: re-sends a request that came back "input required".
+    pub(super) fn retry(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        input_responses: Option<RawJson<'_>>,
+        options: super::RequestOptions,
+    ) -> Result<RequestId, Error> {
+        if input_responses.is_some_and(|r| !r.is_object()) {
+            return Err(Error::InvalidParams);
+        }
+        let Some((base, state)) = self.retryable.get(&request.0).cloned() else {
+            return Err(Error::UnknownRequest);
+        };
+        // The new params: the original ones, with the responses and the state echoed exactly.
+        let mut state_json = Vec::new();
+        if let Some(state) = &state {
+            state_json.push(b'"');
+            state_json.extend_from_slice(state.as_bytes());
+            state_json.push(b'"');
+        }
+        let mut add: Vec<(&str, &[u8])> = Vec::new();
+        if let Some(responses) = input_responses {
+            add.push(("inputResponses", responses.get().as_bytes()));
+        }
+        if state.is_some() {
+            add.push(("requestState", &state_json));
+        }
+        let original = base.params.as_deref().map(RawJson::validated);
+        let mut params = Vec::new();
+        json_edit::set_members(&mut params, original, &add, true)
+            .map_err(|_| Error::InvalidParams)?;
+        let params_text = String::from_utf8(params).map_err(|_| Error::InvalidParams)?;
+        let method = base.method.clone();
+        let id = self.request(
+            now,
+            &method,
+            Some(RawJson::validated(&params_text)),
+            options,
+        )?;
+        self.retryable.remove(&request.0);
+        self.retry_order.retain(|&n| n != request.0);
+        Ok(id)
+    }
+}
+
+fn version_json(v: ProtocolVersion) -> &'static [u8] {
+    match v {
+        ProtocolVersion::V2024_11_05 => b"\"2024-11-05\"",
+        ProtocolVersion::V2025_03_26 => b"\"2025-03-26\"",
+        ProtocolVersion::V2025_06_18 => b"\"2025-06-18\"",
+        ProtocolVersion::V2025_11_25 => b"\"2025-11-25\"",
+        ProtocolVersion::V2026_07_28 => b"\"2026-07-28\"",
+    }
+}
+
+fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
+    match id {
+        Id::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Id::Str(s) => {
+            out.push(b'"');
+            out.extend_from_slice(s.raw().as_bytes());
+            out.push(b'"');
+        }
+    }
+}
+
+/// The items of a validated JSON array text (none for anything else).
+fn array_items(text: &str) -> impl Iterator<Item = RawJson<'_>> {
+    RawJson::validated(text).items()
+}

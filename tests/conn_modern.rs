@@ -1,0 +1,914 @@
+//! The 2026-07-28 stateless era and dual-era operation, in simulated time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::pair::{Ev, Pair, client_config, drain, legacy, modern, server_config, take_output};
+use mcpwire::Timestamp;
+use mcpwire::conn::{ClientEra, Config, Connection, Error, State, ViolationKind};
+use mcpwire::jsonrpc::{Id, RawJson};
+use mcpwire::mcp::{self, Caps, Era, LogLevel, ProtocolVersion};
+use serde_json::{Value, json};
+
+const T0: Timestamp = Timestamp::ZERO;
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
+
+fn raw(s: &str) -> RawJson<'_> {
+    RawJson::new(s).unwrap()
+}
+
+struct Raw {
+    conn: Connection,
+}
+
+impl Raw {
+    fn server(config: Config) -> Raw {
+        Raw {
+            conn: Connection::new(config, T0).unwrap(),
+        }
+    }
+    fn send(&mut self, line: &str) -> (Vec<Value>, Vec<Ev>) {
+        self.conn.handle_input(T0, format!("{line}\n").as_bytes());
+        let out = take_output(&mut self.conn);
+        let values = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (values, drain(&mut self.conn))
+    }
+    fn out(&mut self) -> Vec<Value> {
+        let out = take_output(&mut self.conn);
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+    /// A stateless request line with our standard `_meta` plus `extra` params.
+    fn request(&mut self, id: &str, method: &str, extra: &str) -> (Vec<Value>, Vec<Ev>) {
+        let sep = if extra.is_empty() { "" } else { "," };
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{META}{sep}{extra}}}}}"#
+        ))
+    }
+}
+
+fn modern_server() -> Raw {
+    Raw::server(server_config())
+}
+
+// ---- Server: per-request checks --------------------------------------------------------------
+
+#[test]
+fn server_discover_is_answered_from_configuration() {
+    let mut config = server_config();
+    config.discover_ttl = Duration::from_secs(60);
+    config.discover_cache_scope = mcpwire::conn::CacheScope::Public;
+    let mut s = Raw::server(config);
+    let (out, events) = s.request("\"d1\"", "server/discover", "");
+    assert_eq!(events, vec![Ev::Ready(ProtocolVersion::V2026_07_28)]);
+    let r = &out[0]["result"];
+    assert_eq!(out[0]["id"], "d1");
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(r["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(r["capabilities"]["resources"]["subscribe"], true);
+    assert_eq!(r["instructions"], "be nice");
+    assert_eq!(r["ttlMs"], 60000);
+    assert_eq!(r["cacheScope"], "public");
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "test-server"
+    );
+    assert_eq!(s.conn.era(), Some(Era::Modern));
+    assert_eq!(s.conn.state(), State::Operating);
+}
+
+#[test]
+fn required_meta_keys_are_checked_on_every_request() {
+    let mut s = modern_server();
+    s.request("0", "server/discover", "");
+    let cases = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    ];
+    for line in cases {
+        let (out, events) = s.send(line);
+        assert_eq!(out[0]["error"]["code"], -32602, "{line}");
+        assert_eq!(out[0]["id"], 1);
+        assert!(matches!(
+            events[0],
+            Ev::Violation {
+                kind: ViolationKind::InvalidParams,
+                ..
+            }
+        ));
+    }
+    // Every request stands alone: a valid one right after works.
+    let (out, events) = s.request("2", "tools/list", "");
+    assert!(out.is_empty());
+    assert!(matches!(&events[0], Ev::Request { method, .. } if method == "tools/list"));
+}
+
+#[test]
+fn an_unsupported_version_gets_32022_with_the_supported_list() {
+    let mut s = modern_server();
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    assert_eq!(out[0]["error"]["code"], -32022);
+    assert_eq!(out[0]["error"]["data"]["requested"], "2099-01-01");
+    let supported = out[0]["error"]["data"]["supported"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(supported[0], "2026-07-28");
+    assert!(supported.contains(&json!("2025-11-25")));
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::UnsupportedVersion,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn methods_removed_in_2026_07_28_are_refused() {
+    let mut s = modern_server();
+    for method in [
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "initialize",
+        "tasks/get",
+        "elicitation/create",
+    ] {
+        let (out, _) = s.request("9", method, r#""uri":"x","level":"info""#);
+        let code = out[0]["error"]["code"].as_i64().unwrap();
+        assert!(code == -32601, "{method}: {out:?}");
+    }
+    // A removed notification from the client is dropped.
+    let (out, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    assert!(out.is_empty());
+    assert!(matches!(
+        events[0],
+        Ev::Violation {
+            kind: ViolationKind::NotificationNotAllowed,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn every_result_carries_a_result_type_and_server_info() {
+    let mut s = modern_server();
+    s.request("1", "tools/list", "");
+    s.request("2", "tools/call", r#""name":"x""#);
+    s.request("3", "resources/read", r#""uri":"mem://a""#);
+    s.conn.respond(Id::Int(1), raw(r#"{"tools":[]}"#)).unwrap();
+    s.conn
+        .respond(
+            Id::Int(2),
+            raw(r#"{"content":[],"resultType":"complete","_meta":{"k":1}}"#),
+        )
+        .unwrap();
+    s.conn
+        .respond(
+            Id::Int(3),
+            raw(r#"{"contents":[],"ttlMs":5,"cacheScope":"public"}"#),
+        )
+        .unwrap();
+    let out = s.out();
+    assert_eq!(out[0]["result"]["resultType"], "complete");
+    assert_eq!(
+        out[0]["result"]["ttlMs"], 0,
+        "cacheable results get the configured ttl"
+    );
+    assert_eq!(out[0]["result"]["cacheScope"], "private");
+    assert_eq!(
+        out[0]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "test-server"
+    );
+    assert_eq!(out[1]["result"]["_meta"]["k"], 1);
+    assert_eq!(
+        out[1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
+        "2.0.0"
+    );
+    assert!(
+        out[1]["result"].get("ttlMs").is_none(),
+        "tool results are not cacheable"
+    );
+    assert_eq!(
+        out[2]["result"]["ttlMs"], 5,
+        "the application's own values are kept"
+    );
+    assert_eq!(out[2]["result"]["cacheScope"], "public");
+    // Results must be objects in this era.
+    s.request("4", "tools/list", "");
+    assert_eq!(
+        s.conn.respond(Id::Int(4), raw("[1]")),
+        Err(Error::InvalidParams)
+    );
+}
+
+#[test]
+fn subscriptions_listen_acknowledges_and_tags_notifications() {
+    let mut s = modern_server();
+    let (out, events) = s.request("\"L1\"", "subscriptions/listen", r#""notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///a","file:///b"]}"#);
+    assert!(
+        events.iter().all(|e| !matches!(e, Ev::Request { .. })),
+        "the engine holds the stream open itself"
+    );
+    let ack = &out[0];
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    // prompts has no listChanged capability here: not acknowledged.
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged":true,"resourceSubscriptions":["file:///a","file:///b"]})
+    );
+    let (out, _) = s.request(
+        "\"L2\"",
+        "subscriptions/listen",
+        r#""notifications":{"resourcesListChanged":true}"#,
+    );
+    assert_eq!(
+        out[0]["params"]["notifications"],
+        json!({"resourcesListChanged":true})
+    );
+
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.conn
+        .notify(
+            "notifications/resources/updated",
+            Some(raw(r#"{"uri":"file:///b"}"#)),
+        )
+        .unwrap();
+    s.conn
+        .notify(
+            "notifications/resources/updated",
+            Some(raw(r#"{"uri":"file:///other"}"#)),
+        )
+        .unwrap();
+    s.conn
+        .notify("notifications/resources/list_changed", None)
+        .unwrap();
+    let out = s.out();
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert_eq!(
+        out[0],
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L1"}}})
+    );
+    assert_eq!(out[1]["params"]["uri"], "file:///b");
+    assert_eq!(
+        out[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    assert_eq!(
+        out[2]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L2"
+    );
+    // Cancelling a listen stream ends it.
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L1"}}"#);
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    assert!(s.out().is_empty());
+}
+
+#[test]
+fn logging_goes_out_only_at_the_requested_level() {
+    let mut s = modern_server();
+    s.request("1", "tools/call", r#""name":"quiet""#);
+    assert_eq!(
+        s.conn
+            .log(Id::Int(1), LogLevel::Error, None, raw(r#""boom""#)),
+        Ok(false)
+    );
+    let loud = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"warning"},"name":"loud"}}"#;
+    s.send(loud);
+    assert_eq!(
+        s.conn
+            .log(Id::Int(2), LogLevel::Info, None, raw(r#""fine""#)),
+        Ok(false)
+    );
+    assert_eq!(
+        s.conn
+            .log(Id::Int(2), LogLevel::Warning, Some("db"), raw(r#"{"a":1}"#)),
+        Ok(true)
+    );
+    assert_eq!(
+        s.conn.log(Id::Int(2), LogLevel::Emergency, None, raw("1")),
+        Ok(true)
+    );
+    let out = s.out();
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        out[0],
+        json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"db","data":{"a":1}}})
+    );
+    // Connection-level logging does not exist in this era.
+    assert_eq!(
+        s.conn.notify(
+            "notifications/message",
+            Some(raw(r#"{"level":"info","data":1}"#))
+        ),
+        Err(Error::RequestScoped)
+    );
+    assert_eq!(
+        s.conn.request_context(Id::Int(2)).unwrap().log_level,
+        Some(LogLevel::Warning)
+    );
+}
+
+#[test]
+fn the_server_never_sends_requests_in_this_era() {
+    let mut s = modern_server();
+    s.request("1", "tools/list", "");
+    for method in [
+        "ping",
+        "roots/list",
+        "sampling/createMessage",
+        "elicitation/create",
+        "x/custom",
+    ] {
+        assert_eq!(
+            s.conn.request(T0, method, None),
+            Err(Error::WrongDirection),
+            "{method}"
+        );
+    }
+}
+
+#[test]
+fn input_required_is_only_for_three_methods_and_declared_capabilities() {
+    let mut s = modern_server();
+    s.request("1", "tools/call", r#""name":"needs-input""#);
+    s.request("2", "tools/list", "");
+    let elicit = raw(
+        r#"{"login":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object","properties":{}}}}}"#,
+    );
+    let sample =
+        raw(r#"{"q":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}}"#);
+    assert_eq!(
+        s.conn
+            .respond_input_required(Id::Int(2), Some(elicit), None),
+        Err(Error::NotEligible)
+    );
+    // The request declared elicitation but not sampling.
+    assert_eq!(
+        s.conn
+            .respond_input_required(Id::Int(1), Some(sample), None),
+        Err(Error::NotNegotiated(Caps::SAMPLING))
+    );
+    assert_eq!(
+        s.conn.respond_input_required(Id::Int(1), None, None),
+        Err(Error::InvalidParams)
+    );
+    s.conn
+        .respond_input_required(Id::Int(1), Some(elicit), Some("st\"ate\\1"))
+        .unwrap();
+    let out = s.out();
+    assert_eq!(out[0]["result"]["resultType"], "input_required");
+    assert_eq!(
+        out[0]["result"]["inputRequests"]["login"]["method"],
+        "elicitation/create"
+    );
+    assert_eq!(out[0]["result"]["requestState"], "st\"ate\\1");
+    // -32021 is available in this era for a capability the server needs.
+    s.request("3", "tools/call", r#""name":"needs-sampling""#);
+    s.conn
+        .respond_error(
+            Id::Int(3),
+            mcp::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "needs sampling",
+            Some(raw(r#"{"requiredCapabilities":{"sampling":{}}}"#)),
+        )
+        .unwrap();
+    assert_eq!(s.out()[0]["error"]["code"], -32021);
+}
+
+// ---- Client ---------------------------------------------------------------------------------
+
+fn modern_pair() -> Pair {
+    let mut p = Pair::new(modern(client_config()), server_config());
+    p.step();
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+    );
+    assert_eq!(
+        p.take_server_events(),
+        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+    );
+    p.wire.clear();
+    p
+}
+
+#[test]
+fn the_client_adds_meta_to_every_request() {
+    let mut p = modern_pair();
+    assert_eq!(
+        p.client.peer_info().unwrap().get(),
+        r#"{"name":"test-server","version":"2.0.0"}"#
+    );
+    assert_eq!(p.client.peer_instructions(), Some("be nice"));
+    p.client
+        .request(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"x","_meta":{"trace":"t"}}"#)),
+        )
+        .unwrap();
+    p.client.request(p.now, "tools/list", None).unwrap();
+    p.step();
+    for line in p.lines(true) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let meta = &v["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"]["roots"]["listChanged"],
+            true
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "test-client"
+        );
+    }
+    let v: Value = serde_json::from_str(&p.lines(true)[0]).unwrap();
+    assert_eq!(v["params"]["_meta"]["trace"], "t");
+    // The server saw the request's own capabilities.
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!()
+    };
+    assert!(
+        p.server
+            .request_context(id.as_id())
+            .unwrap()
+            .client_capabilities
+            .contains(Caps::ROOTS | Caps::SAMPLING)
+    );
+    // The application may not set the engine's keys itself.
+    let own = raw(r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#);
+    assert_eq!(
+        p.client.request(p.now, "tools/list", Some(own)),
+        Err(Error::InvalidParams)
+    );
+}
+
+#[test]
+fn result_types_missing_complete_or_unknown() {
+    let mut p = modern_pair();
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    let b = p.client.request(p.now, "prompts/list", None).unwrap();
+    take_output(&mut p.client);
+    p.client.handle_input(p.now, format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"tools\":[]}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"resultType\":\"later\"}}}}\n", a.0, b.0).as_bytes());
+    assert_eq!(
+        drain(&mut p.client),
+        vec![
+            Ev::Response {
+                request: a,
+                result: r#"{"tools":[]}"#.into()
+            },
+            Ev::InvalidResponse(b)
+        ]
+    );
+}
+
+#[test]
+fn input_required_round_trip_echoes_request_state_byte_for_byte() {
+    let mut p = modern_pair();
+    let first = p
+        .client
+        .request(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"login","arguments":{"x":1}}"#)),
+        )
+        .unwrap();
+    p.step();
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!()
+    };
+    let state = "caf\u{e9} \"quoted\" \\ \u{1f600}";
+    p.server
+        .respond_input_required(id.as_id(), Some(raw(r#"{"login":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object","properties":{}}}}}"#)), Some(state))
+        .unwrap();
+    p.step();
+    let events = p.take_client_events();
+    let Ev::InputRequired {
+        request,
+        input_requests,
+        request_state,
+    } = &events[0]
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*request, first);
+    assert!(
+        input_requests
+            .as_deref()
+            .unwrap()
+            .contains("elicitation/create")
+    );
+    assert_eq!(request_state.as_deref(), Some(state));
+    let wire_state = {
+        let line = p.lines(false).last().unwrap().clone();
+        let at = line.find("\"requestState\":\"").unwrap() + 16;
+        let end = line[at..].find("\"}").unwrap();
+        line[at..at + end].to_owned()
+    };
+    p.wire.clear();
+    let second = p
+        .client
+        .retry(
+            p.now,
+            first,
+            Some(raw(
+                r#"{"login":{"action":"accept","content":{"name":"octocat"}}}"#,
+            )),
+        )
+        .unwrap();
+    assert_ne!(second, first, "a new id");
+    assert_eq!(
+        p.client.retry(p.now, first, None),
+        Err(Error::UnknownRequest),
+        "once"
+    );
+    p.step();
+    let line = p.lines(true)[0].clone();
+    assert!(
+        line.contains(&format!("\"requestState\":\"{wire_state}\"")),
+        "echoed byte for byte: {line}"
+    );
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["params"]["name"], "login");
+    assert_eq!(v["params"]["arguments"]["x"], 1);
+    assert_eq!(
+        v["params"]["inputResponses"]["login"]["content"]["name"],
+        "octocat"
+    );
+    assert_eq!(
+        v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!()
+    };
+    p.server
+        .respond(
+            id.as_id(),
+            raw(r#"{"content":[{"type":"text","text":"hi octocat"}]}"#),
+        )
+        .unwrap();
+    p.step();
+    assert!(
+        matches!(&p.take_client_events()[0], Ev::Response { request, .. } if *request == second)
+    );
+}
+
+#[test]
+fn no_request_state_is_sent_when_none_was_given() {
+    let mut p = modern_pair();
+    let first = p
+        .client
+        .request(p.now, "prompts/get", Some(raw(r#"{"name":"p"}"#)))
+        .unwrap();
+    p.step();
+    let Ev::Request { id, .. } = &p.take_server_events()[0] else {
+        panic!()
+    };
+    p.server
+        .respond_input_required(
+            id.as_id(),
+            Some(raw(r#"{"r":{"method":"roots/list","params":{}}}"#)),
+            None,
+        )
+        .unwrap();
+    p.step();
+    p.take_client_events();
+    p.wire.clear();
+    p.client
+        .retry(p.now, first, Some(raw(r#"{"r":{"roots":[]}}"#)))
+        .unwrap();
+    p.step();
+    assert!(!p.lines(true)[0].contains("requestState"));
+}
+
+#[test]
+fn cancelling_a_stateless_request_works() {
+    let mut p = modern_pair();
+    let r = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"slow"}"#)))
+        .unwrap();
+    p.step();
+    let Ev::Request { id, .. } = &p.take_server_events()[0] else {
+        panic!()
+    };
+    p.client.cancel(p.now, r, Some("stop")).unwrap();
+    p.step();
+    assert_eq!(
+        p.take_server_events(),
+        vec![Ev::PeerCancelled {
+            id: id.clone(),
+            reason: Some("stop".into())
+        }]
+    );
+    assert_eq!(p.server.respond(id.as_id(), raw("{}")), Ok(()));
+    assert!(p.server.poll_transmit().is_none());
+}
+
+#[test]
+fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
+    let mut p = modern_pair();
+    let listen = p
+        .client
+        .request(
+            p.now,
+            "subscriptions/listen",
+            Some(raw(r#"{"notifications":{"toolsListChanged":true}}"#)),
+        )
+        .unwrap();
+    p.step();
+    let events = p.take_client_events();
+    assert!(
+        matches!(&events[0], Ev::Notification { method, .. } if method == "notifications/subscriptions/acknowledged")
+    );
+    p.server
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    p.advance(Duration::from_secs(3600));
+    let events = p.take_client_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let Ev::Notification {
+        params: Some(params),
+        ..
+    } = &events[0]
+    else {
+        panic!()
+    };
+    assert!(params.contains(&format!(
+        "\"io.modelcontextprotocol/subscriptionId\":{}",
+        listen.0
+    )));
+    assert_eq!(
+        p.client.requests_in_flight(),
+        1,
+        "still listening an hour later"
+    );
+}
+
+// ---- Era detection ---------------------------------------------------------------------------
+
+#[test]
+fn auto_client_adopts_the_stateless_era_from_a_dual_server() {
+    let mut p = Pair::new(client_config(), server_config());
+    p.step();
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+    );
+    assert_eq!(p.client.era(), Some(Era::Modern));
+    assert!(p.lines(true)[0].contains("server/discover"));
+    assert!(!p.lines(true).iter().any(|l| l.contains("\"initialize\"")));
+}
+
+#[test]
+fn auto_client_falls_back_on_any_error_from_a_legacy_server() {
+    let mut p = Pair::new(client_config(), legacy(server_config()));
+    p.step();
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::Ready(ProtocolVersion::V2025_11_25)]
+    );
+    assert_eq!(p.client.era(), Some(Era::Legacy));
+    let c = p.lines(true);
+    assert!(c[0].contains("server/discover") && c[1].contains("\"initialize\""));
+    // The legacy server answered the probe at once with an error.
+    let answer: Value = serde_json::from_str(&p.lines(false)[0]).unwrap();
+    assert!(answer["error"]["code"].as_i64().is_some());
+    assert_eq!(p.now, T0, "no time passed");
+    for code in [-32601, -32600, -32603, -32000, 42] {
+        let mut c = Connection::new(client_config(), T0).unwrap();
+        take_output(&mut c);
+        c.handle_input(T0, format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{{\"code\":{code},\"message\":\"no\"}}}}\n").as_bytes());
+        assert!(
+            String::from_utf8(take_output(&mut c))
+                .unwrap()
+                .contains("\"initialize\""),
+            "{code}"
+        );
+        assert_eq!(c.era(), Some(Era::Legacy));
+    }
+}
+
+#[test]
+fn auto_client_treats_a_probe_timeout_as_legacy() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    let deadline = c.poll_timeout().unwrap();
+    assert_eq!(deadline, T0.after(Duration::from_secs(5)));
+    c.handle_timeout(deadline);
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+    // A late answer to the probe is dropped.
+    c.handle_input(deadline, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{}}}\n");
+    assert_eq!(c.era(), Some(Era::Legacy));
+    assert_eq!(c.stats().late_responses, 1);
+}
+
+#[test]
+fn auto_client_re_probes_once_after_32022_naming_a_shared_version() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}
+"#);
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(out.contains("server/discover"), "{out}");
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}
+"#);
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(
+        out.contains("\"initialize\""),
+        "after one re-probe it falls back: {out}"
+    );
+}
+
+#[test]
+fn a_discover_result_without_a_shared_stateless_version_means_legacy() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2025-11-25"],"capabilities":{}}}
+"#);
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+}
+
+#[test]
+fn a_legacy_only_client_never_probes_and_a_modern_only_client_never_falls_back() {
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+    let mut config = client_config();
+    config.client_era = ClientEra::Legacy;
+    let mut c = Connection::new(config, T0).unwrap();
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+    let mut c = Connection::new(modern(client_config()), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"no\"}}\n",
+    );
+    assert!(take_output(&mut c).is_empty());
+    assert!(matches!(drain(&mut c)[..], [Ev::Closed(_)]));
+}
+
+#[test]
+fn a_dual_server_serves_either_era_by_the_first_message() {
+    // Handshake first: stateless metadata is then just metadata.
+    let mut s = Raw::server(server_config());
+    s.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#);
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(s.conn.era(), Some(Era::Legacy));
+    let (out, events) = s.request("1", "tools/list", "");
+    assert!(out.is_empty());
+    assert!(matches!(&events[0], Ev::Request { .. }));
+    s.conn.respond(Id::Int(1), raw(r#"{"tools":[]}"#)).unwrap();
+    assert!(
+        s.out()[0]["result"].get("resultType").is_none(),
+        "no stateless stamping in a session"
+    );
+    // Stateless first: initialize is then refused with -32022 naming the versions.
+    let mut s = Raw::server(server_config());
+    s.request("1", "server/discover", "");
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#);
+    assert_eq!(out[0]["error"]["code"], -32022);
+    assert!(
+        out[0]["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    // A request without metadata in the stateless era: -32602.
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    assert_eq!(out[0]["error"]["code"], -32602);
+}
+
+#[test]
+fn a_legacy_only_server_refuses_discover_promptly() {
+    let mut s = Raw::server(legacy(server_config()));
+    let (out, _) = s.request("1", "server/discover", "");
+    assert!(out[0]["error"]["code"].as_i64().is_some());
+    assert_eq!(out[0]["id"], 1);
+    assert_eq!(s.conn.era(), None);
+    // ...and still accepts the handshake afterwards.
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#);
+    assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[test]
+fn a_modern_only_server_names_its_versions_when_sent_initialize() {
+    let mut s = Raw::server(modern(server_config()));
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#);
+    assert_eq!(out[0]["error"]["code"], -32022);
+    assert_eq!(out[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(out[0]["error"]["data"]["requested"], "2025-11-25");
+}
+
+// ---- Error codes by version -------------------------------------------------------------------
+
+#[test]
+fn error_codes_follow_the_version() {
+    use ProtocolVersion::*;
+    assert_eq!(mcp::resource_not_found_code(V2025_11_25), -32002);
+    assert_eq!(mcp::resource_not_found_code(V2024_11_05), -32002);
+    assert_eq!(mcp::resource_not_found_code(V2026_07_28), -32602);
+    for v in ProtocolVersion::ALL {
+        assert_eq!(mcp::error_code_allowed(-32042, v), v == V2025_11_25, "{v}");
+        for code in [-32020, -32021, -32022] {
+            assert_eq!(
+                mcp::error_code_allowed(code, v),
+                v == V2026_07_28,
+                "{code} {v}"
+            );
+        }
+        assert_eq!(mcp::error_code_allowed(-32002, v), v != V2026_07_28);
+        assert!(mcp::error_code_allowed(-32601, v));
+    }
+    // The engine enforces it on answers.
+    let mut s = modern_server();
+    s.request("1", "resources/read", r#""uri":"nope""#);
+    assert_eq!(
+        s.conn
+            .respond_error(Id::Int(1), -32002, "Resource not found", None),
+        Err(Error::CodeNotInVersion)
+    );
+    assert_eq!(
+        s.conn.respond_error(Id::Int(1), -32042, "url", None),
+        Err(Error::CodeNotInVersion)
+    );
+    s.conn
+        .respond_error(
+            Id::Int(1),
+            mcp::resource_not_found_code(V2026_07_28),
+            "Resource not found",
+            None,
+        )
+        .unwrap();
+    for version in ProtocolVersion::LEGACY {
+        let mut p = Pair::ready(version, client_config(), server_config());
+        p.client
+            .request(p.now, "resources/read", Some(raw(r#"{"uri":"nope"}"#)))
+            .unwrap();
+        p.step();
+        let Ev::Request { id, .. } = &p.take_server_events()[0] else {
+            panic!()
+        };
+        assert_eq!(
+            p.server.respond_error(id.as_id(), -32022, "x", None),
+            Err(Error::CodeNotInVersion)
+        );
+        assert_eq!(
+            p.server
+                .respond_error(id.as_id(), -32042, "url", None)
+                .is_ok(),
+            version == V2025_11_25
+        );
+        if version != V2025_11_25 {
+            p.server
+                .respond_error(id.as_id(), -32002, "Resource not found", None)
+                .unwrap();
+        }
+    }
+}
