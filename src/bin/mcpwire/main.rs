@@ -1,0 +1,136 @@
+//! The `mcpwire` command: probe any stdio MCP server, serve a demo server, watch a session.
+//!
+//! The library is sans-IO; this binary is one IO layer over it, using std only.
+
+// This binary is the IO layer: it reads the real clock and passes it to the engine as data.
+#![allow(clippy::disallowed_methods)]
+
+mod demo;
+mod driver;
+mod probe;
+mod serve;
+mod tap;
+
+use std::time::Duration;
+
+use mcpwire::mcp::ProtocolVersion;
+
+const HELP: &str = "\
+mcpwire: a sans-IO Model Context Protocol engine, and tools built on it
+
+USAGE
+  mcpwire demo                       run probe against this binary's own demo server, with a transcript
+  mcpwire probe [OPTIONS] -- CMD...  start a stdio MCP server and show what it offers
+  mcpwire serve [--legacy]           a demo MCP server on stdin/stdout (both protocol eras)
+  mcpwire tap --log FILE -- CMD...   relay stdio to CMD unchanged, logging the session as JSONL
+  mcpwire help                       this text
+
+PROBE OPTIONS
+  --protocol V|auto   the protocol version to speak (default auto: probe, then fall back)
+  --timeout S         seconds to wait for each answer (default 10)
+  --json              machine-readable output
+  --call NAME JSON    call a tool with these arguments (a JSON object)
+
+EXIT CODES (probe)
+  0 success   2 bad command line   3 the server could not be started
+  4 the server broke the protocol (output that is not JSON-RPC, invalid answers)
+  5 the server exited or closed its output before answering
+  6 the server did not answer in time   7 the --call failed
+";
+
+fn usage(message: &str) -> i32 {
+    eprintln!("mcpwire: {message}\n\n{HELP}");
+    probe::EXIT_USAGE
+}
+
+/// Splits `args` at `--` into options and the server command.
+fn split_command(args: &[String]) -> (&[String], &[String]) {
+    match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[]),
+    }
+}
+
+fn probe_command(args: &[String]) -> i32 {
+    let (opts, command) = split_command(args);
+    if command.is_empty() {
+        return usage("probe needs a server command after --");
+    }
+    let mut protocol = None;
+    let mut timeout = Duration::from_secs(10);
+    let mut json = false;
+    let mut call = None;
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i].as_str() {
+            "--protocol" => {
+                let Some(v) = opts.get(i + 1) else {
+                    return usage("--protocol needs a value");
+                };
+                protocol = match v.as_str() {
+                    "auto" => None,
+                    v => match ProtocolVersion::parse(v) {
+                        Some(v) => Some(v),
+                        None => return usage(&format!("unknown protocol version {v}")),
+                    },
+                };
+                i += 2;
+            }
+            "--timeout" => {
+                let secs = opts.get(i + 1).and_then(|s| s.parse::<f64>().ok());
+                match secs {
+                    Some(s) if s > 0.0 && s.is_finite() => timeout = Duration::from_secs_f64(s),
+                    _ => return usage("--timeout needs a positive number of seconds"),
+                }
+                i += 2;
+            }
+            "--json" => {
+                json = true;
+                i += 1;
+            }
+            "--call" => {
+                let (Some(name), Some(args)) = (opts.get(i + 1), opts.get(i + 2)) else {
+                    return usage("--call needs a tool name and a JSON object");
+                };
+                call = Some((name.clone(), args.clone()));
+                i += 3;
+            }
+            other => return usage(&format!("unknown probe option {other}")),
+        }
+    }
+    probe::run(probe::Options {
+        protocol,
+        timeout,
+        json,
+        call,
+        command: command.to_vec(),
+    })
+}
+
+fn tap_command(args: &[String]) -> i32 {
+    let (opts, command) = split_command(args);
+    let log = match opts {
+        [flag, path] if flag == "--log" => path,
+        _ => return usage("tap needs --log FILE"),
+    };
+    if command.is_empty() {
+        return usage("tap needs a server command after --");
+    }
+    tap::run(log, command)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("demo") => demo::run(),
+        Some("probe") => probe_command(&args[1..]),
+        Some("serve") => serve::run(args[1..].iter().any(|a| a == "--legacy")),
+        Some("tap") => tap_command(&args[1..]),
+        Some("help" | "--help" | "-h") | None => {
+            print!("{HELP}");
+            0
+        }
+        Some(other) => usage(&format!("unknown command {other}")),
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,538 @@
+//! `mcpwire probe`: start any stdio MCP server and show what it offers.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::driver::{Ev, Session, Stop};
+use mcpwire::conn::{ClientEra, CloseReason, Config, ViolationKind};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::mcp::{Era, ProtocolVersion};
+
+/// Exit codes, documented in `mcpwire help`.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_SPAWN: i32 = 3;
+pub const EXIT_PROTOCOL: i32 = 4;
+pub const EXIT_EXITED: i32 = 5;
+pub const EXIT_TIMEOUT: i32 = 6;
+pub const EXIT_CALL_FAILED: i32 = 7;
+
+pub struct Options {
+    /// `None` for auto.
+    pub protocol: Option<ProtocolVersion>,
+    pub timeout: Duration,
+    pub json: bool,
+    pub call: Option<(String, String)>,
+    pub command: Vec<String>,
+}
+
+/// Why a probe stopped early: the exit code and a sentence naming what the server did.
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+fn fail(code: i32, message: impl Into<String>) -> Failure {
+    Failure {
+        code,
+        message: message.into(),
+    }
+}
+
+/// What the probe found, printed at the end (partially, on failure).
+#[derive(Default)]
+pub struct Report {
+    pub version: Option<ProtocolVersion>,
+    pub era: Option<Era>,
+    pub server_info: Option<Value>,
+    pub instructions: Option<String>,
+    pub capabilities: Option<Value>,
+    pub lists: Vec<(String, Vec<Value>, usize)>,
+    pub ping_ms: Option<f64>,
+    pub call: Option<Value>,
+    pub latencies: Vec<(String, f64)>,
+    pub warnings: Vec<String>,
+}
+
+pub fn config(protocol: Option<ProtocolVersion>, timeout: Duration) -> Config {
+    let mut config = Config::client("mcpwire-probe", env!("CARGO_PKG_VERSION"));
+    if let Some(v) = protocol {
+        config.versions = vec![v];
+        config.client_era = if v.era() == Era::Modern {
+            ClientEra::Modern
+        } else {
+            ClientEra::Legacy
+        };
+    }
+    config.request_timeout = timeout;
+    config.discover_timeout = timeout.min(Duration::from_secs(5));
+    config
+}
+
+/// A short, printable excerpt of what the server wrote last.
+fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut s: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        s.push('…');
+    }
+    s
+}
+
+/// Turns an engine event that ends the session into a failure.
+fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
+    match ev {
+        Ev::Violation { kind, method } => match kind {
+            ViolationKind::Parse(reason) => Some(fail(
+                EXIT_PROTOCOL,
+                format!(
+                    "the server wrote something that is not JSON on stdout ({reason:?}): {:?}",
+                    excerpt(&session.last_input)
+                ),
+            )),
+            ViolationKind::InvalidMessage(reason) => Some(fail(
+                EXIT_PROTOCOL,
+                format!(
+                    "the server sent an invalid JSON-RPC message ({reason:?}): {:?}",
+                    excerpt(&session.last_input)
+                ),
+            )),
+            ViolationKind::UnknownResponse => Some(fail(
+                EXIT_PROTOCOL,
+                format!(
+                    "the server answered a request that was never sent: {:?}",
+                    excerpt(&session.last_input)
+                ),
+            )),
+            ViolationKind::FrameTooLong => Some(fail(
+                EXIT_PROTOCOL,
+                "the server sent a line longer than the frame limit",
+            )),
+            _ => {
+                let _ = method;
+                None
+            }
+        },
+        Ev::Closed(reason) => Some(match reason {
+            CloseReason::Eof => {
+                let status = session
+                    .try_status()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
+                fail(
+                    EXIT_EXITED,
+                    format!("the server closed its output before answering {waiting_for}{status}"),
+                )
+            }
+            CloseReason::UnsupportedVersion(v) => fail(
+                EXIT_PROTOCOL,
+                format!("the server chose protocol version {v}, which was not offered"),
+            ),
+            CloseReason::InitializeRejected(code) => fail(
+                EXIT_PROTOCOL,
+                format!("the server refused to initialize (JSON-RPC error {code})"),
+            ),
+            CloseReason::InvalidInitializeResult => fail(
+                EXIT_PROTOCOL,
+                "the server's answer to initialize / server/discover is malformed",
+            ),
+            CloseReason::InitializeTimedOut => {
+                fail(EXIT_TIMEOUT, format!("no answer to {waiting_for} in time"))
+            }
+            other => fail(EXIT_PROTOCOL, format!("the connection ended: {other:?}")),
+        }),
+        Ev::InvalidResponse => Some(fail(
+            EXIT_PROTOCOL,
+            format!("the server's answer to {waiting_for} has an unknown resultType"),
+        )),
+        _ => None,
+    }
+}
+
+/// Answers what a server asks of the probe (it declares no capabilities, so nothing is owed).
+fn refuse_server_requests(conn: &mut mcpwire::Connection, ev: &Ev) {
+    if let Ev::Request { id, .. } = ev {
+        let _ = conn.respond_error(
+            id.as_id(),
+            -32601,
+            "the probe offers no client features",
+            None,
+        );
+    }
+}
+
+/// Whether an event ends the probe (what `fatal` then explains).
+fn is_fatal(ev: &Ev) -> bool {
+    match ev {
+        Ev::Violation { kind, .. } => matches!(
+            kind,
+            ViolationKind::Parse(_)
+                | ViolationKind::InvalidMessage(_)
+                | ViolationKind::UnknownResponse
+                | ViolationKind::FrameTooLong
+        ),
+        Ev::Closed(_) | Ev::InvalidResponse => true,
+        _ => false,
+    }
+}
+
+/// How waiting for an answer ended.
+enum Outcome {
+    Result(Value),
+    RpcError(i64, String),
+    Ended(Ev),
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0 * 100.0).round() / 100.0
+}
+
+/// Turns how a wait ended into the probe's verdict.
+fn verdict(
+    session: &mut Session,
+    outcome: Result<Outcome, Stop>,
+    waiting_for: &str,
+    timeout: Duration,
+) -> Result<Result<Value, (i64, String)>, Failure> {
+    match outcome {
+        Ok(Outcome::Result(v)) => Ok(Ok(v)),
+        Ok(Outcome::RpcError(code, message)) => Ok(Err((code, message))),
+        Ok(Outcome::Ended(Ev::TimedOut(_))) => Err(fail(
+            EXIT_TIMEOUT,
+            format!(
+                "no answer to {waiting_for} within {} s",
+                timeout.as_secs_f64()
+            ),
+        )),
+        Ok(Outcome::Ended(ev)) => Err(fatal(session, &ev, waiting_for).unwrap_or_else(|| {
+            fail(
+                EXIT_PROTOCOL,
+                format!("the connection failed during {waiting_for}"),
+            )
+        })),
+        Err(Stop::Eof) => {
+            let status = session
+                .try_status()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            Err(fail(
+                EXIT_EXITED,
+                format!("the server closed its output before answering {waiting_for}{status}"),
+            ))
+        }
+        Err(Stop::Deadline) => Err(fail(
+            EXIT_TIMEOUT,
+            format!("no answer to {waiting_for} in time"),
+        )),
+    }
+}
+
+/// Waits for the handshake (or discovery).
+pub fn connect(
+    session: &mut Session,
+    timeout: Duration,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let started = session.elapsed();
+    // Auto mode may probe, time out and fall back: allow for both waits.
+    let limit = timeout * 2 + Duration::from_secs(6);
+    let outcome = session.run_until(limit, |conn, _, ev| {
+        refuse_server_requests(conn, &ev);
+        match ev {
+            Ev::Ready(v) => Some(Outcome::Result(json!(v.as_str()))),
+            ev if is_fatal(&ev) => Some(Outcome::Ended(ev)),
+            _ => None,
+        }
+    });
+    let waiting_for = "initialize";
+    verdict(session, outcome, waiting_for, timeout)?.map_err(|(code, message)| {
+        fail(EXIT_PROTOCOL, format!("handshake failed: {code} {message}"))
+    })?;
+    let v = session
+        .conn
+        .protocol_version()
+        .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+    report.version = Some(v);
+    report.era = session.conn.era();
+    let step = if v.era() == Era::Modern {
+        "server/discover"
+    } else {
+        "initialize"
+    };
+    report
+        .latencies
+        .push((step.into(), ms(session.elapsed() - started)));
+    report.server_info = session
+        .conn
+        .peer_info()
+        .and_then(|i| serde_json::from_str(i.get()).ok());
+    report.instructions = session.conn.peer_instructions().map(str::to_owned);
+    report.capabilities = session
+        .conn
+        .peer_capabilities()
+        .and_then(|c| serde_json::from_str(c.raw().get()).ok());
+    Ok(())
+}
+
+/// Sends one request and waits for its answer; records its latency.
+pub fn call(
+    session: &mut Session,
+    report: &mut Report,
+    method: &str,
+    params: Option<&str>,
+    timeout: Duration,
+) -> Result<Result<Value, (i64, String)>, Failure> {
+    let params = match params {
+        Some(p) => {
+            Some(RawJson::new(p).map_err(|e| fail(EXIT_USAGE, format!("invalid JSON: {e}")))?)
+        }
+        None => None,
+    };
+    let now = session.now();
+    let started = session.elapsed();
+    let id = session
+        .conn
+        .request(now, method, params)
+        .map_err(|e| fail(EXIT_PROTOCOL, format!("cannot send {method}: {e}")))?;
+    let outcome = session.run_until(timeout + Duration::from_secs(1), |conn, _, ev| {
+        refuse_server_requests(conn, &ev);
+        match ev {
+            Ev::Response { request, result } if request == id => Some(Outcome::Result(
+                serde_json::from_str(&result).unwrap_or(Value::Null),
+            )),
+            Ev::Error {
+                request,
+                code,
+                message,
+            } if request == id => Some(Outcome::RpcError(code, message)),
+            Ev::TimedOut(r) if r == id => Some(Outcome::Ended(Ev::TimedOut(r))),
+            Ev::Abandoned(r) if r == id => Some(Outcome::Ended(Ev::Closed(CloseReason::Eof))),
+            ev if is_fatal(&ev) => Some(Outcome::Ended(ev)),
+            _ => None,
+        }
+    });
+    let answer = verdict(session, outcome, method, timeout)?;
+    report
+        .latencies
+        .push((method.to_owned(), ms(session.elapsed() - started)));
+    Ok(answer)
+}
+
+/// Lists everything a list method returns, following `nextCursor`.
+fn list_all(
+    session: &mut Session,
+    report: &mut Report,
+    method: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<(), Failure> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }).to_string());
+        let result = call(session, report, method, params.as_deref(), timeout)?;
+        pages += 1;
+        let result = result.map_err(|(code, message)| {
+            fail(EXIT_PROTOCOL, format!("{method} failed: {code} {message}"))
+        })?;
+        match result.get(key).and_then(Value::as_array) {
+            Some(list) => items.extend(list.iter().cloned()),
+            None => {
+                return Err(fail(
+                    EXIT_PROTOCOL,
+                    format!("the server's {method} result has no {key} array"),
+                ));
+            }
+        }
+        cursor = result
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if cursor.is_none() || pages >= 100 {
+            break;
+        }
+    }
+    report.lists.push((key.to_owned(), items, pages));
+    Ok(())
+}
+
+/// The whole probe, after the handshake.
+pub fn explore(session: &mut Session, opts: &Options, report: &mut Report) -> Result<(), Failure> {
+    let caps = report.capabilities.clone().unwrap_or(Value::Null);
+    let has = |k: &str| caps.get(k).is_some_and(|v| !v.is_null());
+    if has("tools") {
+        list_all(session, report, "tools/list", "tools", opts.timeout)?;
+    }
+    if has("resources") {
+        list_all(session, report, "resources/list", "resources", opts.timeout)?;
+        list_all(
+            session,
+            report,
+            "resources/templates/list",
+            "resourceTemplates",
+            opts.timeout,
+        )?;
+    }
+    if has("prompts") {
+        list_all(session, report, "prompts/list", "prompts", opts.timeout)?;
+    }
+    if report.era == Some(Era::Legacy) {
+        let started = session.elapsed();
+        match call(session, report, "ping", None, opts.timeout)? {
+            Ok(_) => report.ping_ms = Some(ms(session.elapsed() - started)),
+            Err((code, message)) => report
+                .warnings
+                .push(format!("ping failed: {code} {message}")),
+        }
+    }
+    if let Some((name, args)) = &opts.call {
+        let args: Value = serde_json::from_str(args)
+            .map_err(|e| fail(EXIT_USAGE, format!("--call arguments are not JSON: {e}")))?;
+        let params = json!({ "name": name, "arguments": args }).to_string();
+        match call(session, report, "tools/call", Some(&params), opts.timeout)? {
+            Ok(result) => {
+                let is_error = result
+                    .get("isError")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                report.call = Some(result);
+                if is_error {
+                    return Err(fail(
+                        EXIT_CALL_FAILED,
+                        format!("the tool {name} reported an error"),
+                    ));
+                }
+            }
+            Err((code, message)) => {
+                return Err(fail(
+                    EXIT_CALL_FAILED,
+                    format!("tools/call {name} failed: {code} {message}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn print_human(report: &Report) {
+    let line = |k: &str, v: &str| println!("{k:<14}{v}");
+    if let Some(info) = &report.server_info {
+        let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
+        let version = info.get("version").and_then(Value::as_str).unwrap_or("?");
+        line("server", &format!("{name} {version}"));
+    }
+    if let Some(v) = report.version {
+        let era = match v.era() {
+            Era::Legacy => "handshake era",
+            Era::Modern => "stateless era",
+        };
+        line("protocol", &format!("{v} ({era})"));
+    }
+    if let Some(i) = &report.instructions {
+        let first: String = i.lines().next().unwrap_or("").chars().take(100).collect();
+        line("instructions", &first);
+    }
+    if let Some(c) = &report.capabilities {
+        line("capabilities", &c.to_string());
+    }
+    for (key, items, pages) in &report.lists {
+        let pages = if *pages > 1 {
+            format!(", {pages} pages")
+        } else {
+            String::new()
+        };
+        println!("{key} ({}{pages})", items.len());
+        for item in items {
+            let name = item
+                .get("name")
+                .or_else(|| item.get("uri"))
+                .or_else(|| item.get("uriTemplate"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let desc = item
+                .get("description")
+                .or_else(|| item.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let desc: String = desc.lines().next().unwrap_or("").chars().take(70).collect();
+            println!("  {name:<32}{desc}");
+        }
+    }
+    if let Some(p) = report.ping_ms {
+        line("ping", &format!("ok ({p} ms)"));
+    }
+    if let Some(c) = &report.call {
+        line("call result", &c.to_string());
+    }
+    println!("latency");
+    for (method, ms) in &report.latencies {
+        println!("  {method:<32}{ms} ms");
+    }
+    for w in &report.warnings {
+        println!("warning: {w}");
+    }
+}
+
+pub fn to_json(report: &Report, error: Option<&Failure>) -> Value {
+    let mut out = json!({
+        "protocolVersion": report.version.map(|v| v.as_str()),
+        "era": report.era.map(|e| match e { Era::Legacy => "handshake", Era::Modern => "stateless" }),
+        "serverInfo": report.server_info,
+        "instructions": report.instructions,
+        "capabilities": report.capabilities,
+        "ping": report.ping_ms.map(|ms| json!({"ok": true, "ms": ms})),
+        "call": report.call,
+        "latencies": report.latencies.iter().map(|(m, ms)| json!({"method": m, "ms": ms})).collect::<Vec<_>>(),
+        "warnings": report.warnings,
+    });
+    for (key, items, _) in &report.lists {
+        out[key] = Value::Array(items.clone());
+    }
+    if let Some(f) = error {
+        out["error"] = json!({"exitCode": f.code, "message": f.message});
+    }
+    out
+}
+
+pub fn run(opts: Options) -> i32 {
+    let config = config(opts.protocol, opts.timeout);
+    let mut session = match Session::spawn(&opts.command, config, false) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot start {:?}: {e}", opts.command.join(" "));
+            return EXIT_SPAWN;
+        }
+    };
+    let mut report = Report::default();
+    let outcome = connect(&mut session, opts.timeout, &mut report)
+        .and_then(|()| explore(&mut session, &opts, &mut report));
+    let _ = session.shutdown();
+    match outcome {
+        Ok(()) => {
+            if opts.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&to_json(&report, None)).unwrap_or_default()
+                );
+            } else {
+                print_human(&report);
+            }
+            EXIT_OK
+        }
+        Err(f) => {
+            if opts.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&to_json(&report, Some(&f))).unwrap_or_default()
+                );
+            } else {
+                print_human(&report);
+            }
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}

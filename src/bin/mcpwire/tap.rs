@@ -1,0 +1,256 @@
+//! `mcpwire tap --log FILE -- <server command…>`: a transparent stdio proxy that a host launches
+//! in place of the server. Bytes pass through unchanged in both directions; an observer per
+//! direction decodes a copy and writes an annotated JSONL log: direction, timestamps,
+//! per-request latency, and protocol violations.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use mcpwire::frame::line::LineDecoder;
+use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, OwnedId};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Dir {
+    ClientToServer,
+    ServerToClient,
+}
+
+impl Dir {
+    fn name(self) -> &'static str {
+        match self {
+            Dir::ClientToServer => "client->server",
+            Dir::ServerToClient => "server->client",
+        }
+    }
+}
+
+/// What both observers share: requests in flight (to time them) and the log.
+struct Shared {
+    start: Instant,
+    log: File,
+    /// (direction the request went, id) → (method, sent at in ms).
+    in_flight: HashMap<(Dir, OwnedId), (String, f64)>,
+}
+
+impl Shared {
+    fn ms(&self) -> f64 {
+        (self.start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
+    }
+
+    fn write(&mut self, mut entry: Value) {
+        entry["t_ms"] = json!(self.ms());
+        let _ = writeln!(self.log, "{entry}");
+        let _ = self.log.flush();
+    }
+}
+
+fn id_json(id: Id<'_>) -> Value {
+    match id {
+        Id::Int(n) => json!(n),
+        Id::Str(s) => json!(s.to_str()),
+    }
+}
+
+/// Decodes a copy of one direction's bytes and logs what it sees.
+struct Observer {
+    dir: Dir,
+    lines: LineDecoder,
+    decoder: Decoder,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Observer {
+    fn observe(&mut self, bytes: &[u8]) {
+        let mut input = bytes;
+        while let Some(frame) = self.lines.next_frame(&mut input) {
+            let Ok(mut shared) = self.shared.lock() else {
+                return;
+            };
+            let frame = match frame {
+                Ok(f) => f,
+                Err(e) => {
+                    shared.write(json!({"dir": self.dir.name(), "kind": "invalid", "violation": e.to_string()}));
+                    continue;
+                }
+            };
+            match self.decoder.decode(frame) {
+                Err(e) => shared.write(json!({
+                    "dir": self.dir.name(), "kind": "invalid", "bytes": frame.len(),
+                    "violation": format!("not a valid JSON-RPC message: {e}"),
+                })),
+                Ok(Decoded::Single(m)) => note(&mut shared, self.dir, &m, false),
+                Ok(Decoded::Batch(members)) => {
+                    for m in members {
+                        match m {
+                            Ok(m) => note(&mut shared, self.dir, &m, true),
+                            Err(e) => shared.write(json!({
+                                "dir": self.dir.name(), "kind": "invalid", "batch": true,
+                                "violation": format!("invalid batch member: {e}"),
+                            })),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
+    let other = match dir {
+        Dir::ClientToServer => Dir::ServerToClient,
+        Dir::ServerToClient => Dir::ClientToServer,
+    };
+    let mut entry = json!({"dir": dir.name()});
+    if batch {
+        entry["batch"] = json!(true);
+    }
+    match m {
+        Message::Request(r) => {
+            let method = r.method.to_str().into_owned();
+            entry["kind"] = json!("request");
+            entry["id"] = id_json(r.id);
+            entry["method"] = json!(method);
+            let key = (dir, OwnedId::from(r.id));
+            if shared.in_flight.contains_key(&key) {
+                entry["violation"] =
+                    json!("request id reused while the first request is in flight");
+            }
+            let t = shared.ms();
+            shared.in_flight.insert(key, (method, t));
+        }
+        Message::Notification(n) => {
+            entry["kind"] = json!("notification");
+            entry["method"] = json!(n.method.to_str());
+        }
+        Message::Response(r) => {
+            entry["kind"] = json!("response");
+            entry["id"] = id_json(r.id);
+            answer(shared, other, r.id, &mut entry);
+        }
+        Message::Error(e) => {
+            entry["kind"] = json!("error");
+            entry["code"] = json!(e.error.code);
+            entry["message"] = json!(e.error.message.to_str());
+            match e.id {
+                Some(id) => {
+                    entry["id"] = id_json(id);
+                    answer(shared, other, id, &mut entry);
+                }
+                None => entry["id"] = Value::Null,
+            }
+        }
+    }
+    shared.write(entry);
+}
+
+/// Matches an answer with its request (sent the other way) and records the latency.
+fn answer(shared: &mut Shared, request_dir: Dir, id: Id<'_>, entry: &mut Value) {
+    match shared.in_flight.remove(&(request_dir, OwnedId::from(id))) {
+        Some((method, sent)) => {
+            entry["method"] = json!(method);
+            entry["latency_ms"] = json!(((shared.ms() - sent) * 1000.0).round() / 1000.0);
+        }
+        None => entry["violation"] = json!("answer to a request that is not in flight"),
+    }
+}
+
+pub fn run(log_path: &str, command: &[String]) -> i32 {
+    let log = match File::create(log_path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("mcpwire tap: cannot write {log_path}: {e}");
+            return crate::probe::EXIT_USAGE;
+        }
+    };
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("mcpwire tap: no server command given");
+        return crate::probe::EXIT_USAGE;
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcpwire tap: cannot start {program}: {e}");
+            return crate::probe::EXIT_SPAWN;
+        }
+    };
+    let shared = Arc::new(Mutex::new(Shared {
+        start: Instant::now(),
+        log,
+        in_flight: HashMap::new(),
+    }));
+    if let Ok(mut s) = shared.lock() {
+        s.write(json!({"kind": "start", "command": command}));
+    }
+    let observer = |dir| Observer {
+        dir,
+        lines: LineDecoder::new(),
+        decoder: Decoder::default(),
+        shared: Arc::clone(&shared),
+    };
+
+    // Host → server, on its own thread.
+    let mut child_in = child.stdin.take();
+    let mut up = observer(Dir::ClientToServer);
+    let upstream = std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let Some(pipe) = child_in.as_mut() else { break };
+            if pipe.write_all(&buf[..n]).is_err() || pipe.flush().is_err() {
+                break;
+            }
+            up.observe(&buf[..n]);
+        }
+        // Closing the server's stdin is how the host ends the session.
+        drop(child_in);
+        if let Ok(mut s) = up.shared.lock() {
+            s.write(json!({"dir": Dir::ClientToServer.name(), "kind": "eof"}));
+        }
+    });
+
+    // Server → host, here.
+    let mut down = observer(Dir::ServerToClient);
+    if let Some(mut child_out) = child.stdout.take() {
+        let mut stdout = std::io::stdout().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match child_out.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
+                break;
+            }
+            down.observe(&buf[..n]);
+        }
+    }
+    let status = child.wait();
+    let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1);
+    if let Ok(mut s) = shared.lock() {
+        let pending: Vec<Value> = s
+            .in_flight
+            .iter()
+            .map(|((dir, id), (method, _))| json!({"dir": dir.name(), "id": id.to_string(), "method": method}))
+            .collect();
+        s.write(json!({"kind": "exit", "code": code, "unanswered": pending}));
+    }
+    // The host may keep its stdin open; the session is over once the server has gone.
+    drop(upstream);
+    code
+}

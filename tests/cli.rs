@@ -1,0 +1,318 @@
+//! The `mcpwire` command, run as a process: probe against real servers, serve under real
+//! clients, tap between them, bad servers, and the demo.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::stdio::{node_modules, python_client, python_site, root, run_client, ts_client};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+fn mcpwire(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("PYTHONPATH", python_site())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn everything() -> String {
+    node_modules()
+        .join("@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string()
+}
+
+fn py_server() -> String {
+    root()
+        .join("tests/peers/py_server.py")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn probe_against_server_everything() {
+    let (code, out, err) = mcpwire(&["probe", "--", "node", &everything(), "stdio"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("server        mcp-servers/everything"),
+        "{out}"
+    );
+    assert!(
+        out.contains("protocol      2025-11-25 (handshake era)"),
+        "{out}"
+    );
+    assert!(out.contains("tools (13)"), "{out}");
+    assert!(out.contains("  echo "), "{out}");
+    assert!(out.contains("resourceTemplates (2)"), "{out}");
+    assert!(out.contains("prompts (4)"), "{out}");
+    assert!(out.contains("ping          ok ("), "{out}");
+    for step in [
+        "initialize",
+        "tools/list",
+        "resources/list",
+        "prompts/list",
+        "ping",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(step) && l.ends_with(" ms")),
+            "{step}: {out}"
+        );
+    }
+}
+
+#[test]
+fn probe_json_against_the_python_sdk_server_reaches_the_stateless_era() {
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--call",
+        "add",
+        r#"{"a":20,"b":22}"#,
+        "--",
+        "python3",
+        &py_server(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["protocolVersion"], "2026-07-28");
+    assert_eq!(v["era"], "stateless");
+    assert_eq!(v["serverInfo"]["name"], "py-peer-server");
+    let tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"echo") && tools.contains(&"add"),
+        "{tools:?}"
+    );
+    assert_eq!(v["resources"][0]["uri"], "mem://note");
+    assert_eq!(v["prompts"][0]["name"], "greet");
+    assert_eq!(v["call"]["content"][0]["text"], "42");
+    assert!(v["ping"].is_null(), "no ping in the stateless era");
+    assert!(v["latencies"].as_array().unwrap().len() >= 5);
+}
+
+#[test]
+fn probe_a_pinned_legacy_version() {
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-06-18",
+        "--",
+        "python3",
+        &py_server(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("protocol      2025-06-18 (handshake era)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_servers_get_exact_exit_codes_and_messages() {
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--timeout",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo 'hello, I am not MCP'; sleep 5",
+    ]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("error: the server wrote something that is not JSON on stdout"),
+        "{err}"
+    );
+    assert!(err.contains("hello, I am not MCP"), "{err}");
+
+    let crash = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":m["params"]["protocolVersion"],"capabilities":{"tools":{}},"serverInfo":{"name":"crashy","version":"1"}}}), flush=True)
+    elif m.get("method") == "tools/list":
+        sys.exit(3)
+    elif "id" in m and "method" in m:
+        print(json.dumps({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32601,"message":"no"}}), flush=True)
+"#;
+    let (code, _, err) = mcpwire(&["probe", "--timeout", "2", "--", "python3", "-c", crash]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains(
+            "error: the server closed its output before answering tools/list (exit status: 3)"
+        ),
+        "{err}"
+    );
+
+    let (code, _, err) = mcpwire(&["probe", "--timeout", "1", "--", "sleep", "30"]);
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains("error: no answer to initialize"), "{err}");
+
+    let (code, _, err) = mcpwire(&["probe", "--", "/nonexistent/server"]);
+    assert_eq!(code, 3, "{err}");
+    let (code, _, _) = mcpwire(&["probe", "--protocol", "1999-01-01", "--", "true"]);
+    assert_eq!(code, 2);
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--call",
+        "nope",
+        "{}",
+        "--",
+        "python3",
+        &py_server(),
+    ]);
+    assert_eq!(code, 7, "{err}");
+}
+
+#[test]
+fn serve_under_the_python_and_typescript_sdk_clients() {
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "auto", "--expect-version", "2026-07-28"]),
+        &[BIN, "serve"],
+    );
+    assert!(ok, "{out}");
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "legacy", "--expect-version", "2025-11-25"]),
+        &[BIN, "serve"],
+    );
+    assert!(ok, "{out}");
+    let (ok, out, _) = run_client(ts_client(&[]), &[BIN, "serve"]);
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn tap_relays_every_byte_unchanged_and_logs_violations() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("bytes.jsonl");
+    let mut input = Vec::new();
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
+    input.extend_from_slice(b"not json at all\n");
+    input.extend_from_slice(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"t\":\"\u{e9}\\u00e9\"}}\n".as_bytes(),
+    );
+    input.extend_from_slice(&[0xff, 0xfe, b'\n', b' ', b'\n']);
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+    let mut child = Command::new(BIN)
+        .args(["tap", "--log", log.to_str().unwrap(), "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, input, "not one byte changed");
+    let entries: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let violations = entries
+        .iter()
+        .filter(|e| e.get("violation").is_some())
+        .count();
+    assert!(
+        violations >= 4,
+        "both directions see the bad lines: {entries:#?}"
+    );
+    // cat echoes the ping back as a request from the "server", and the response as a response.
+    assert!(
+        entries.iter().any(|e| e["dir"] == "client->server"
+            && e["kind"] == "request"
+            && e["method"] == "ping")
+    );
+    assert!(entries.iter().all(|e| e["t_ms"].is_number()));
+}
+
+#[test]
+fn tap_between_a_real_client_and_server_records_latency() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("session.jsonl");
+    let log_arg = log.display().to_string();
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "legacy"]),
+        &[BIN, "tap", "--log", &log_arg, "--", BIN, "serve"],
+    );
+    assert!(ok, "{out}");
+    let entries: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answered: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["latency_ms"].is_number())
+        .collect();
+    for method in [
+        "initialize",
+        "tools/list",
+        "tools/call",
+        "resources/read",
+        "prompts/get",
+        "ping",
+    ] {
+        assert!(
+            answered
+                .iter()
+                .any(|e| e["method"] == method && e["dir"] == "server->client"),
+            "{method}: {entries:#?}"
+        );
+    }
+    assert!(
+        entries.iter().all(|e| e.get("violation").is_none()),
+        "{entries:#?}"
+    );
+}
+
+#[test]
+fn the_demo_runs_both_eras() {
+    let (code, out, err) = mcpwire(&["demo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1. The handshake era (2025-11-25)"), "{out}");
+    assert!(out.contains("negotiated 2025-11-25"), "{out}");
+    assert!(out.contains("notifications/progress"), "{out}");
+    assert!(out.contains("elicitation/create"), "{out}");
+    assert!(out.contains("2. The stateless era (2026-07-28)"), "{out}");
+    assert!(out.contains("adopted 2026-07-28"), "{out}");
+    assert!(
+        out.contains("notifications/subscriptions/acknowledged"),
+        "{out}"
+    );
+    assert!(out.contains("forty-two"), "{out}");
+}
+
+#[test]
+fn help_and_bad_usage() {
+    let (code, out, _) = mcpwire(&["help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("mcpwire demo"));
+    for bad in [
+        &["frobnicate"][..],
+        &["probe"],
+        &["tap", "--", "cat"],
+        &["probe", "--timeout", "x", "--", "true"],
+    ] {
+        assert_eq!(mcpwire(bad).0, 2, "{bad:?}");
+    }
+    // No option names that MCP launchers swallow (see shared/PEERS.md on the Inspector).
+    for swallowed in ["--transport", "--server", "--config", "--method", " -e "] {
+        assert!(!out.contains(swallowed), "{swallowed}");
+    }
+}
