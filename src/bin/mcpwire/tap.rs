@@ -211,11 +211,13 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // Observe first: the answer may come back before this thread runs again, and the
+            // request must already be on record to time it.
+            up.observe(&buf[..n]);
             let Some(pipe) = child_in.as_mut() else { break };
             if pipe.write_all(&buf[..n]).is_err() || pipe.flush().is_err() {
                 break;
             }
-            up.observe(&buf[..n]);
         }
         // Closing the server's stdin is how the host ends the session.
         drop(child_in);
@@ -234,10 +236,10 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            down.observe(&buf[..n]);
             if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
                 break;
             }
-            down.observe(&buf[..n]);
         }
     }
     let status = child.wait();
