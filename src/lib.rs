@@ -65,6 +65,7 @@
 
 pub mod conn;
 pub mod frame;
+pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
 

@@ -381,6 +381,11 @@ impl EventQueue {
         Some(view(entry))
     }
 
+    /// The event handed out last, again.
+    pub(crate) fn current(&self) -> Option<Event<'_>> {
+        self.current.as_ref().map(view)
+    }
+
     /// Forgets the event handed out last (the caller mutated the connection, so its views are
     /// dead anyway) without handing out another.
     pub(crate) fn retire_current(&mut self) {

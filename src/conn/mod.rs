@@ -507,6 +507,11 @@ impl Connection {
         self.core.events.next()
     }
 
+    /// The event handed out by the last [`poll_event`](Self::poll_event), again.
+    pub(crate) fn current_event(&self) -> Option<Event<'_>> {
+        self.core.events.current()
+    }
+
     /// The earliest deadline at which [`handle_timeout`](Self::handle_timeout) has work, if
     /// any. It changes after inputs and commands. It may be slightly early (a request that
     /// finished leaves its timer behind); calling `handle_timeout` then is harmless.

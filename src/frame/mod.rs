@@ -4,3 +4,4 @@
 //! begins, with a hard cap on how much it will buffer.
 
 pub mod line;
+pub mod sse;

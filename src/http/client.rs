@@ -1,0 +1,179 @@
+//! The client role of Streamable HTTP: what to send, and how to read what comes back.
+//!
+//! Each outgoing message is one POST. [`request_headers`] gives its headers for the era in
+//! force; [`classify`] says what a response means; [`StreamReader`] turns an SSE body into
+//! messages for [`Connection::handle_frame`](crate::Connection::handle_frame) and remembers the
+//! last event id and `retry` for reconnecting with `Last-Event-ID`.
+
+use std::time::Duration;
+
+use crate::frame::sse::{SseDecoder, SseItem};
+use crate::jsonrpc::{Decoded, Decoder, Message, RawJson};
+use crate::mcp::{Era, ProtocolVersion};
+
+/// The headers for POSTing `message` (one encoded JSON-RPC message).
+///
+/// Always `Content-Type` and `Accept` (both JSON and SSE); `MCP-Protocol-Version` once a
+/// version is known; `Mcp-Session-Id` in a session; and in 2026-07-28 `Mcp-Method`, plus
+/// `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (as `=?base64?…?=` when
+/// the value is not header-safe).
+pub fn request_headers(
+    message: &[u8],
+    version: Option<ProtocolVersion>,
+    session: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    if let Some(v) = version {
+        h.push(("MCP-Protocol-Version", v.as_str().to_owned()));
+    }
+    if let Some(s) = session {
+        h.push(("Mcp-Session-Id", s.to_owned()));
+    }
+    if version.is_some_and(|v| v.era() == Era::Modern)
+        && let Ok(Decoded::Single(Message::Request(r))) = Decoder::default().decode(message)
+    {
+        let method = r.method.to_str().into_owned();
+        let key = match method.as_str() {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ => None,
+        };
+        if let Some(key) = key
+            && let Some(value) = r
+                .params
+                .and_then(|p| p.get_unique(key).ok().flatten())
+                .and_then(|v| v.as_str())
+        {
+            h.push(("Mcp-Name", header_value(&value.to_str())));
+        }
+        h.push(("Mcp-Method", method));
+    }
+    h
+}
+
+/// A header value as is when header-safe (visible ASCII and spaces), else `=?base64?…?=`.
+pub fn header_value(v: &str) -> String {
+    if v.bytes().all(|b| (0x20..0x7f).contains(&b)) && !v.starts_with(' ') && !v.ends_with(' ') {
+        return v.to_owned();
+    }
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("=?base64?");
+    for chunk in v.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out.push_str("?=");
+    out
+}
+
+/// What an HTTP response to a POST (or GET) means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResponseKind {
+    /// 202: a notification or response was accepted; nothing to read.
+    Accepted,
+    /// A JSON body holding one message (or a batch): feed it to the connection.
+    Json,
+    /// An SSE body: read it with a [`StreamReader`].
+    EventStream,
+    /// 404 on a request that carried a session: the session is gone; start a new one with
+    /// `initialize`.
+    SessionExpired,
+    /// 405 on a GET: the server offers no standalone stream.
+    NoStandaloneStream,
+    /// Any other status; a JSON-RPC error body, if present, may say why.
+    Failed(u16),
+}
+
+/// Classifies a response from its status and `Content-Type`.
+pub fn classify(
+    status: u16,
+    content_type: Option<&str>,
+    had_session: bool,
+    was_get: bool,
+) -> ResponseKind {
+    let ct = content_type.unwrap_or("").to_ascii_lowercase();
+    match status {
+        202 => ResponseKind::Accepted,
+        404 if had_session => ResponseKind::SessionExpired,
+        405 if was_get => ResponseKind::NoStandaloneStream,
+        200..=299 if ct.starts_with("text/event-stream") => ResponseKind::EventStream,
+        200..=299 if ct.starts_with("application/json") => ResponseKind::Json,
+        s => ResponseKind::Failed(s),
+    }
+}
+
+/// Reads an SSE response body: messages out, resumption state kept.
+#[derive(Debug, Default)]
+pub struct StreamReader {
+    sse: SseDecoder,
+    retry: Option<Duration>,
+}
+
+impl StreamReader {
+    /// A reader for a new stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds body bytes; calls `on_message` with each JSON-RPC message's text (priming events
+    /// with empty data are skipped).
+    pub fn feed(&mut self, bytes: &[u8], mut on_message: impl FnMut(&[u8])) {
+        self.sse.feed(bytes);
+        while let Some(item) = self.sse.next_item() {
+            match item {
+                SseItem::Event(e) => {
+                    let is_message = e.event.as_deref().is_none_or(|t| t == "message");
+                    if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
+                        on_message(e.data.as_bytes());
+                    }
+                }
+                SseItem::Retry(ms) => self.retry = Some(Duration::from_millis(ms)),
+                SseItem::TooLong => {}
+            }
+        }
+    }
+
+    /// The id to send as `Last-Event-ID` when reconnecting.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.sse.last_event_id()
+    }
+
+    /// How long to wait before reconnecting, if the server said (`retry`). The client must
+    /// respect it.
+    pub fn retry(&self) -> Option<Duration> {
+        self.retry
+    }
+
+    /// The headers of the GET that resumes this stream.
+    pub fn resume_headers(
+        &self,
+        version: Option<ProtocolVersion>,
+        session: Option<&str>,
+    ) -> Vec<(&'static str, String)> {
+        let mut h = vec![("Accept", "text/event-stream".to_owned())];
+        if let Some(v) = version {
+            h.push(("MCP-Protocol-Version", v.as_str().to_owned()));
+        }
+        if let Some(s) = session {
+            h.push(("Mcp-Session-Id", s.to_owned()));
+        }
+        if let Some(id) = self.last_event_id() {
+            h.push(("Last-Event-ID", id.to_owned()));
+        }
+        h
+    }
+}

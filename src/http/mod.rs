@@ -1,0 +1,29 @@
+//! Streamable HTTP, sans-IO: the engine decides, the host's HTTP server only moves bytes.
+//!
+//! [`HttpServer`] takes each HTTP request (method, headers, body) and says what to answer: a
+//! status, headers, and either a JSON body or an SSE stream the host then drains with
+//! [`HttpServer::poll_stream`]. Behind it sit ordinary [`Connection`](crate::Connection)s: one
+//! per handshake-era session, one per stateless (2026-07-28) request. Output of a connection is
+//! tagged with the HTTP stream it belongs to, so responses and related notifications travel on
+//! the POST that carried the request, and unrelated server messages on the session's GET stream.
+//!
+//! [`client`] holds the client side: the headers to send, and how to read an answer.
+
+pub mod client;
+mod server;
+
+pub use server::{
+    Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig, HttpStreamId,
+    OriginCheck, StreamOutput, loopback_only,
+};
+
+/// The header carrying the session id (handshake era).
+pub const SESSION_HEADER: &str = "Mcp-Session-Id";
+/// The header carrying the protocol version.
+pub const VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// 2026-07-28: the header carrying the request's method.
+pub const METHOD_HEADER: &str = "Mcp-Method";
+/// 2026-07-28: the header carrying `params.name` or `params.uri`.
+pub const NAME_HEADER: &str = "Mcp-Name";
+/// The header a client sends to resume an SSE stream.
+pub const LAST_EVENT_ID_HEADER: &str = "Last-Event-ID";

@@ -1,0 +1,1045 @@
+//! The server role of Streamable HTTP.
+//!
+//! Rules enforced here (see shared/spec/NOTES.md §8):
+//!
+//! 1. Host and Origin are checked first; a foreign one gets 403.
+//! 2. Handshake era (2025-03-26 … 2025-11-25): POST carries one message (2025-03-26: or a
+//!    batch). `initialize` without a session creates one, its id drawn from the host's random
+//!    source and returned in `Mcp-Session-Id`; every later request must carry it (400 without,
+//!    404 for an unknown or ended one). `MCP-Protocol-Version`, when present, must be the
+//!    negotiated version (400 otherwise; absent means 2025-03-26). Notifications and responses
+//!    get 202; requests get an SSE stream (or a JSON body when the answer was immediate) that
+//!    ends after the response. GET opens the session's stream for unrelated server messages;
+//!    GET with `Last-Event-ID` replays that stream's later events from a bounded store; DELETE
+//!    ends the session. New streams start with a priming event (an id, empty data) and
+//!    `retry` in 2025-11-25.
+//! 3. Stateless era (2026-07-28): POST only (GET and DELETE get 405), no sessions. The
+//!    `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `resources/read`,
+//!    `prompts/get`) `Mcp-Name` headers must match the body, else 400 with -32020. The engine's
+//!    own refusals map to statuses: -32601 → 404, -32600/-32602/-32020/-32021/-32022 → 400. A
+//!    client closing the stream cancels the request.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::Timestamp;
+use crate::conn::{Config, Connection, Event, StreamId};
+use crate::frame::sse;
+use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, RawJson};
+use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
+
+/// An HTTP stream the host holds open (one SSE response body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HttpStreamId(pub u64);
+
+/// Which connection an event came from, for answering it with
+/// [`HttpServer::connection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnKey(u64);
+
+/// One incoming HTTP request, as the host parsed it.
+#[derive(Clone, Copy, Debug)]
+pub struct HttpRequest<'a> {
+    /// `GET`, `POST`, `DELETE`, …
+    pub method: &'a str,
+    /// Every header, names in any case.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The body.
+    pub body: &'a [u8],
+}
+
+impl HttpRequest<'_> {
+    /// A header's value (names compare case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+    }
+}
+
+/// What to send back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    Empty,
+    /// A complete body with the given content type.
+    Complete(&'static str, Vec<u8>),
+    /// `text/event-stream`: drain it with [`HttpServer::poll_stream`] until it finishes.
+    Stream(HttpStreamId),
+}
+
+/// The answer to an HTTP request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Headers to add (content type included).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Body,
+}
+
+impl HttpResponse {
+    fn empty(status: u16) -> Self {
+        HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: Body::Empty,
+        }
+    }
+
+    fn json(status: u16, body: Vec<u8>) -> Self {
+        HttpResponse {
+            status,
+            headers: vec![("Content-Type", "application/json".into())],
+            body: Body::Complete("application/json", body),
+        }
+    }
+
+    fn rpc_error(status: u16, id: Option<Id<'_>>, code: i64, message: &str) -> Self {
+        let mut body = Vec::new();
+        jsonrpc::encode_error(&mut body, id, code, message, None);
+        Self::json(status, body)
+    }
+}
+
+/// Bytes of an SSE stream ready for the host, from [`HttpServer::poll_stream`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamOutput<'a> {
+    /// The bytes to write now (may be empty).
+    pub bytes: &'a [u8],
+    /// The stream ends once these bytes are written: close the response.
+    pub finished: bool,
+}
+
+/// Settings for an [`HttpServer`].
+pub struct HttpServerConfig {
+    /// The MCP server every connection is created from; its `versions` decide which eras are
+    /// served.
+    pub server: Config,
+    /// Sessions alive at once; more `initialize` requests get 503. Default 1024.
+    pub max_sessions: usize,
+    /// Events each session keeps for resumption with `Last-Event-ID`. Default 256.
+    pub event_store: usize,
+    /// The `retry` (ms) sent in priming events. Default 1000.
+    pub retry_ms: u64,
+    /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
+    /// default accepts only loopback names: `localhost`, `127.0.0.1` and `[::1]`, any port.
+    pub check_origin: OriginCheck,
+}
+
+/// Decides from `Host` and `Origin` whether a request may proceed.
+pub type OriginCheck = Box<dyn Fn(Option<&str>, Option<&str>) -> bool + Send>;
+
+/// The default Host/Origin check: loopback only.
+pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
+    fn loopback(authority: &str) -> bool {
+        let host = authority
+            .rsplit_once(':')
+            .filter(|(h, port)| {
+                !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':')
+            })
+            .map(|(h, _)| h)
+            .unwrap_or(authority);
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+    }
+    let host_ok = host.is_none_or(loopback);
+    let origin_ok = origin.is_none_or(|o| {
+        o == "null"
+            || o.split_once("://")
+                .is_some_and(|(_, rest)| loopback(rest.trim_end_matches('/')))
+    });
+    host_ok && origin_ok
+}
+
+impl HttpServerConfig {
+    /// Defaults around an MCP server configuration.
+    pub fn new(server: Config) -> Self {
+        HttpServerConfig {
+            server,
+            max_sessions: 1024,
+            event_store: 256,
+            retry_ms: 1000,
+            check_origin: Box::new(loopback_only),
+        }
+    }
+}
+
+/// One SSE stream.
+struct Stream {
+    conn: ConnKey,
+    /// The bytes waiting for the host.
+    buf: Vec<u8>,
+    read: usize,
+    /// Requests whose answers end the stream.
+    awaiting: HashSet<OwnedId>,
+    /// Ends once `buf` is drained.
+    done: bool,
+    /// The standalone GET stream of a session (never ends by itself).
+    standalone: bool,
+    /// Frames (not SSE-encoded) written so far, kept while the answer may still be immediate.
+    frames: Vec<Vec<u8>>,
+}
+
+/// A connection with what the HTTP layer knows about it.
+struct Conn {
+    conn: Connection,
+    /// The session id (handshake era); `None` for a stateless request.
+    session: Option<String>,
+    /// The session's GET stream.
+    standalone: Option<HttpStreamId>,
+    /// Unrelated messages while no GET stream is open (bounded).
+    backlog: VecDeque<Vec<u8>>,
+    /// (event id, stream, SSE bytes) for resumption.
+    store: VecDeque<(u64, HttpStreamId, Vec<u8>)>,
+    next_event: u64,
+}
+
+/// The server side of Streamable HTTP. See the [module docs](crate::http).
+pub struct HttpServer {
+    config: HttpServerConfig,
+    conns: HashMap<u64, Conn>,
+    sessions: HashMap<String, u64>,
+    streams: HashMap<HttpStreamId, Stream>,
+    next_key: u64,
+    next_stream: u64,
+    decoder: Decoder,
+    /// The connection whose events `poll_event` is handing out.
+    polling: Vec<u64>,
+}
+
+fn status_for_code(code: i64) -> u16 {
+    match code {
+        jsonrpc::METHOD_NOT_FOUND => 404,
+        jsonrpc::INVALID_REQUEST
+        | jsonrpc::INVALID_PARAMS
+        | jsonrpc::PARSE_ERROR
+        | mcp::HEADER_MISMATCH
+        | mcp::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | mcp::UNSUPPORTED_PROTOCOL_VERSION => 400,
+        _ => 200,
+    }
+}
+
+fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
+    let mut bytes = [0u8; 16];
+    random(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl HttpServer {
+    /// A server with no sessions yet.
+    pub fn new(config: HttpServerConfig) -> Self {
+        HttpServer {
+            decoder: Decoder::new(config.server.decoder),
+            config,
+            conns: HashMap::new(),
+            sessions: HashMap::new(),
+            streams: HashMap::new(),
+            next_key: 1,
+            next_stream: 1,
+            polling: Vec::new(),
+        }
+    }
+
+    /// How many handshake-era sessions are alive.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// How many streams are open.
+    pub fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The connection behind `key`, to answer its events (then call [`pump`](Self::pump)).
+    pub fn connection(&mut self, key: ConnKey) -> Option<&mut Connection> {
+        self.conns.get_mut(&key.0).map(|c| &mut c.conn)
+    }
+
+    /// The session id of a connection, if it is a handshake-era session.
+    pub fn session_of(&self, key: ConnKey) -> Option<&str> {
+        self.conns.get(&key.0)?.session.as_deref()
+    }
+
+    /// Every live connection (sessions and stateless requests in flight).
+    pub fn connections(&self) -> Vec<ConnKey> {
+        let mut keys: Vec<u64> = self.conns.keys().copied().collect();
+        keys.sort_unstable();
+        keys.into_iter().map(ConnKey).collect()
+    }
+
+    fn new_stream(&mut self, conn: u64, standalone: bool) -> HttpStreamId {
+        let id = HttpStreamId(self.next_stream);
+        self.next_stream += 1;
+        self.streams.insert(
+            id,
+            Stream {
+                conn: ConnKey(conn),
+                buf: Vec::new(),
+                read: 0,
+                awaiting: HashSet::new(),
+                done: false,
+                standalone,
+                frames: Vec::new(),
+            },
+        );
+        id
+    }
+
+    fn priming(&mut self, conn: u64, stream: HttpStreamId) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if c.conn.protocol_version() != Some(ProtocolVersion::V2025_11_25) {
+            return;
+        }
+        let event_id = c.next_event;
+        c.next_event += 1;
+        let mut bytes = Vec::new();
+        sse::write_event(
+            &mut bytes,
+            Some(&format!("{}-{event_id}", stream.0)),
+            None,
+            "",
+        );
+        sse::write_retry(&mut bytes, self.config.retry_ms);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.buf.extend_from_slice(&bytes);
+        }
+    }
+
+    /// Handles one HTTP request. `random` fills buffers from the host's secure random source
+    /// (for session ids).
+    pub fn handle_request(
+        &mut self,
+        now: Timestamp,
+        req: &HttpRequest<'_>,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> HttpResponse {
+        if !(self.config.check_origin)(req.header("Host"), req.header("Origin")) {
+            return HttpResponse::rpc_error(
+                403,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Forbidden: invalid Host or Origin",
+            );
+        }
+        // A header the engine reads may not appear twice with different values: two readers
+        // could act on different ones.
+        for name in [
+            crate::http::SESSION_HEADER,
+            crate::http::VERSION_HEADER,
+            crate::http::METHOD_HEADER,
+            crate::http::NAME_HEADER,
+            crate::http::LAST_EVENT_ID_HEADER,
+        ] {
+            let mut values = req
+                .headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v);
+            if let Some(first) = values.next()
+                && values.any(|v| v != first)
+            {
+                let code = if name == crate::http::SESSION_HEADER
+                    || name == crate::http::LAST_EVENT_ID_HEADER
+                {
+                    jsonrpc::INVALID_REQUEST
+                } else {
+                    mcp::HEADER_MISMATCH
+                };
+                let mut r = HttpResponse::rpc_error(
+                    400,
+                    None,
+                    code,
+                    &format!("conflicting {name} headers"),
+                );
+                if let Ok(Decoded::Single(Message::Request(rq))) = self.decoder.decode(req.body) {
+                    set_id(&mut r, Some(rq.id));
+                }
+                return r;
+            }
+        }
+        let session = req.header(crate::http::SESSION_HEADER);
+        let version_header = req.header(crate::http::VERSION_HEADER);
+        let modern_header = version_header
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| v.era() == Era::Modern);
+        let serves_modern = self
+            .config
+            .server
+            .versions
+            .iter()
+            .any(|v| v.era() == Era::Modern);
+        let serves_legacy = self
+            .config
+            .server
+            .versions
+            .iter()
+            .any(|v| v.era() == Era::Legacy);
+        match req.method {
+            "POST" => {}
+            "GET" if session.is_some() && serves_legacy => {
+                return self.get(req, session.unwrap_or(""));
+            }
+            "DELETE" if session.is_some() && serves_legacy => {
+                return self.delete(now, session.unwrap_or(""));
+            }
+            _ => {
+                let mut r = HttpResponse::rpc_error(
+                    405,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Method not allowed",
+                );
+                r.headers.push(("Allow", "POST".into()));
+                return r;
+            }
+        }
+        if let Some(sid) = session
+            && !modern_header
+        {
+            return self.post_session(now, req, sid);
+        }
+        // No session: `initialize`, or a stateless request.
+        let decoded = self.decoder.decode(req.body);
+        let (method, id, modern_body) = match &decoded {
+            Ok(Decoded::Single(Message::Request(r))) => (
+                Some(r.method.to_str().into_owned()),
+                Some(OwnedId::from(r.id)),
+                r.params
+                    .and_then(|p| p.get_unique("_meta").ok().flatten())
+                    .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+                    .is_some(),
+            ),
+            Ok(Decoded::Single(Message::Notification(n))) => {
+                (Some(n.method.to_str().into_owned()), None, false)
+            }
+            Ok(_) => (None, None, false),
+            Err(e) => {
+                let status = 400;
+                return HttpResponse::rpc_error(status, e.id(), e.code(), e.message());
+            }
+        };
+        let is_initialize = method.as_deref() == Some("initialize");
+        if serves_legacy && is_initialize && !modern_header {
+            return self.initialize(now, req, random);
+        }
+        if serves_modern && (modern_header || modern_body || !serves_legacy) {
+            return self.stateless(now, req);
+        }
+        if serves_legacy && session.is_none() {
+            let _ = id;
+            return HttpResponse::rpc_error(
+                400,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            );
+        }
+        HttpResponse::rpc_error(400, None, jsonrpc::INVALID_REQUEST, "Bad Request")
+    }
+
+    fn new_conn(&mut self, now: Timestamp, session: Option<String>, modern: bool) -> Option<u64> {
+        let mut config = self.config.server.clone();
+        config
+            .versions
+            .retain(|v| (v.era() == Era::Modern) == modern);
+        let conn = Connection::new(config, now).ok()?;
+        let key = self.next_key;
+        self.next_key += 1;
+        self.conns.insert(
+            key,
+            Conn {
+                conn,
+                session,
+                standalone: None,
+                backlog: VecDeque::new(),
+                store: VecDeque::new(),
+                next_event: 1,
+            },
+        );
+        Some(key)
+    }
+
+    fn initialize(
+        &mut self,
+        now: Timestamp,
+        req: &HttpRequest<'_>,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> HttpResponse {
+        if self.sessions.len() >= self.config.max_sessions {
+            return HttpResponse::rpc_error(
+                503,
+                None,
+                jsonrpc::INTERNAL_ERROR,
+                "too many sessions",
+            );
+        }
+        let sid = loop {
+            let candidate = session_id(random);
+            if !self.sessions.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        let Some(key) = self.new_conn(now, Some(sid.clone()), false) else {
+            return HttpResponse::empty(500);
+        };
+        let mut response = self.deliver(now, key, req.body, false);
+        if self
+            .conns
+            .get(&key)
+            .is_some_and(|c| c.conn.protocol_version().is_some())
+        {
+            self.sessions.insert(sid.clone(), key);
+            response.headers.push(("Mcp-Session-Id", sid));
+        } else {
+            self.conns.remove(&key);
+        }
+        response
+    }
+
+    fn post_session(&mut self, now: Timestamp, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
+        let Some(&key) = self.sessions.get(sid) else {
+            return HttpResponse::rpc_error(
+                404,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Session not found",
+            );
+        };
+        let negotiated = self.conns.get(&key).and_then(|c| c.conn.protocol_version());
+        if let Some(header) = req.header(crate::http::VERSION_HEADER)
+            && ProtocolVersion::parse(header) != negotiated
+        {
+            return HttpResponse::rpc_error(
+                400,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: unsupported or mismatched MCP-Protocol-Version",
+            );
+        }
+        self.deliver(now, key, req.body, false)
+    }
+
+    /// Feeds a POST body to a connection and decides the answer.
+    fn deliver(&mut self, now: Timestamp, key: u64, body: &[u8], modern: bool) -> HttpResponse {
+        // Which requests does the body carry? Their answers end the stream.
+        let mut awaiting = HashSet::new();
+        match self.decoder.decode(body) {
+            Ok(Decoded::Single(Message::Request(r))) => {
+                awaiting.insert(OwnedId::from(r.id));
+            }
+            Ok(Decoded::Batch(members)) => {
+                for m in members.into_iter().flatten() {
+                    if let Message::Request(r) = m {
+                        awaiting.insert(OwnedId::from(r.id));
+                    }
+                }
+            }
+            Ok(Decoded::Single(Message::Response(_) | Message::Error(_))) if modern => {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "clients do not send responses in this protocol version",
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
+        }
+        if awaiting.is_empty() {
+            // Notifications and responses: accepted, nothing to stream.
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.conn.handle_frame(now, StreamId::MAIN, body);
+            }
+            self.pump();
+            if modern {
+                self.conns.remove(&key);
+            }
+            return HttpResponse::empty(202);
+        }
+        let stream = self.new_stream(key, false);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.awaiting = awaiting;
+        }
+        if let Some(c) = self.conns.get_mut(&key) {
+            c.conn.handle_frame(now, StreamId(stream.0), body);
+        }
+        self.pump();
+        // Answered at once (the engine's own answer, or a refusal): a plain JSON body.
+        let immediate = self
+            .streams
+            .get(&stream)
+            .filter(|s| s.done && s.frames.len() == 1)
+            .map(|s| s.frames[0].clone());
+        if let Some(frame) = immediate {
+            self.streams.remove(&stream);
+            let status = match self.decoder.decode(&frame) {
+                Ok(Decoded::Single(Message::Error(e))) if modern => status_for_code(e.error.code),
+                _ => 200,
+            };
+            if modern {
+                self.conns.remove(&key);
+            }
+            return HttpResponse::json(status, frame);
+        }
+        self.priming(key, stream);
+        HttpResponse {
+            status: 200,
+            headers: vec![
+                ("Content-Type", "text/event-stream".into()),
+                ("Cache-Control", "no-cache".into()),
+            ],
+            body: Body::Stream(stream),
+        }
+    }
+
+    fn stateless(&mut self, now: Timestamp, req: &HttpRequest<'_>) -> HttpResponse {
+        // The headers must agree with the body.
+        let mismatch = |what: &str| {
+            HttpResponse::rpc_error(
+                400,
+                None,
+                mcp::HEADER_MISMATCH,
+                &format!("Header mismatch: {what}"),
+            )
+        };
+        let decoded = self.decoder.decode(req.body);
+        let (id, method, params) = match &decoded {
+            Ok(Decoded::Single(Message::Request(r))) => (
+                Some(OwnedId::from(r.id)),
+                r.method.to_str().into_owned(),
+                r.params,
+            ),
+            Ok(Decoded::Single(Message::Notification(n))) => {
+                (None, n.method.to_str().into_owned(), n.params)
+            }
+            Ok(_) => {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "a single request or notification is required",
+                );
+            }
+            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
+        };
+        let rid = id.as_ref().map(|i| i.as_id());
+        let body_version = params
+            .and_then(|p| p.get_unique("_meta").ok().flatten())
+            .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+            .and_then(|v| v.as_str())
+            .map(|v| v.to_str().into_owned());
+        let header_version = req.header(crate::http::VERSION_HEADER);
+        if id.is_some() {
+            match (header_version, body_version.as_deref()) {
+                (Some(h), Some(b)) if h != b => {
+                    let mut r = mismatch("MCP-Protocol-Version does not match _meta");
+                    set_id(&mut r, rid);
+                    return r;
+                }
+                (None, _) => {
+                    let mut r = mismatch("MCP-Protocol-Version header is required");
+                    set_id(&mut r, rid);
+                    return r;
+                }
+                _ => {}
+            }
+            match req.header(crate::http::METHOD_HEADER) {
+                Some(m) if m == method => {}
+                Some(_) => {
+                    let mut r = mismatch("Mcp-Method does not match the body");
+                    set_id(&mut r, rid);
+                    return r;
+                }
+                None => {
+                    let mut r = mismatch("Mcp-Method header is required");
+                    set_id(&mut r, rid);
+                    return r;
+                }
+            }
+            let name_key = match method.as_str() {
+                "tools/call" | "prompts/get" => Some("name"),
+                "resources/read" => Some("uri"),
+                _ => None,
+            };
+            if let Some(key) = name_key {
+                let body_name = params
+                    .and_then(|p| p.get_unique(key).ok().flatten())
+                    .and_then(|v| v.as_str())
+                    .map(|v| v.to_str().into_owned());
+                let header = req
+                    .header(crate::http::NAME_HEADER)
+                    .map(decode_header_value);
+                if header.is_none() || header != body_name {
+                    let mut r = mismatch("Mcp-Name does not match the body");
+                    set_id(&mut r, rid);
+                    return r;
+                }
+            }
+        }
+        let Some(key) = self.new_conn(now, None, true) else {
+            return HttpResponse::empty(500);
+        };
+        self.deliver(now, key, req.body, true)
+    }
+
+    fn get(&mut self, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
+        let Some(&key) = self.sessions.get(sid) else {
+            return HttpResponse::rpc_error(
+                404,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Session not found",
+            );
+        };
+        let sse_headers = vec![
+            ("Content-Type", "text/event-stream".into()),
+            ("Cache-Control", "no-cache".into()),
+        ];
+        if let Some(last) = req.header(crate::http::LAST_EVENT_ID_HEADER) {
+            // Resume: "<stream>-<event>"; replay that stream's later events only.
+            let parsed = last
+                .split_once('-')
+                .and_then(|(s, e)| Some((s.parse::<u64>().ok()?, e.parse::<u64>().ok()?)));
+            let Some((stream_no, event_no)) = parsed else {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "unknown Last-Event-ID",
+                );
+            };
+            let old = HttpStreamId(stream_no);
+            let replay: Vec<u8> = self
+                .conns
+                .get(&key)
+                .map(|c| {
+                    c.store
+                        .iter()
+                        .filter(|(e, s, _)| *s == old && *e > event_no)
+                        .flat_map(|(_, _, bytes)| bytes.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            // The resumed stream takes over the old one's id, so later events continue it.
+            let done = match self.streams.get_mut(&old) {
+                Some(s) => {
+                    s.buf.truncate(s.read);
+                    s.buf.clear();
+                    s.read = 0;
+                    s.buf.extend_from_slice(&replay);
+                    s.done
+                }
+                None => {
+                    self.streams.insert(
+                        old,
+                        Stream {
+                            conn: ConnKey(key),
+                            buf: replay,
+                            read: 0,
+                            awaiting: HashSet::new(),
+                            done: true,
+                            standalone: false,
+                            frames: Vec::new(),
+                        },
+                    );
+                    true
+                }
+            };
+            let _ = done;
+            return HttpResponse {
+                status: 200,
+                headers: sse_headers,
+                body: Body::Stream(old),
+            };
+        }
+        let stream = self.new_stream(key, true);
+        if let Some(c) = self.conns.get_mut(&key)
+            && let Some(previous) = c.standalone.replace(stream)
+            && let Some(s) = self.streams.get_mut(&previous)
+        {
+            s.done = true;
+        }
+        self.priming(key, stream);
+        // Messages that waited for a GET stream.
+        let backlog: Vec<Vec<u8>> = self
+            .conns
+            .get_mut(&key)
+            .map(|c| c.backlog.drain(..).collect())
+            .unwrap_or_default();
+        for frame in backlog {
+            self.route(key, stream, &frame);
+        }
+        HttpResponse {
+            status: 200,
+            headers: sse_headers,
+            body: Body::Stream(stream),
+        }
+    }
+
+    fn delete(&mut self, _now: Timestamp, sid: &str) -> HttpResponse {
+        let Some(key) = self.sessions.remove(sid) else {
+            return HttpResponse::rpc_error(
+                404,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Session not found",
+            );
+        };
+        self.conns.remove(&key);
+        for s in self.streams.values_mut() {
+            if s.conn.0 == key {
+                s.done = true;
+            }
+        }
+        HttpResponse::empty(200)
+    }
+
+    /// Moves every connection's output onto its HTTP streams. Call it after answering events
+    /// (commands on a [`connection`](Self::connection)); inputs call it themselves.
+    pub fn pump(&mut self) {
+        let keys: Vec<u64> = self.conns.keys().copied().collect();
+        for key in keys {
+            while let Some(c) = self.conns.get_mut(&key) {
+                let Some(t) = c.conn.poll_transmit() else {
+                    break;
+                };
+                let stream = t.stream;
+                let bytes = t.bytes.to_vec();
+                let n = bytes.len();
+                c.conn.consume_transmit(n);
+                for frame in bytes.split(|&b| b == b'\n').filter(|f| !f.is_empty()) {
+                    if stream == StreamId::MAIN {
+                        match self.conns.get(&key).and_then(|c| c.standalone) {
+                            Some(s) if self.streams.contains_key(&s) => self.route(key, s, frame),
+                            _ => {
+                                if let Some(c) = self.conns.get_mut(&key) {
+                                    if c.backlog.len() >= self.config.event_store {
+                                        c.backlog.pop_front();
+                                    }
+                                    c.backlog.push_back(frame.to_vec());
+                                }
+                            }
+                        }
+                    } else {
+                        self.route(key, HttpStreamId(stream.0), frame);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes one frame as an SSE event on `stream`, stores it for resumption, and ends the
+    /// stream after the last awaited answer.
+    fn route(&mut self, key: u64, stream: HttpStreamId, frame: &[u8]) {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let event_id = c.next_event;
+        c.next_event += 1;
+        let mut bytes = Vec::new();
+        let text = String::from_utf8_lossy(frame);
+        let id_text = format!("{}-{event_id}", stream.0);
+        sse::write_event(&mut bytes, Some(&id_text), None, &text);
+        if c.session.is_some() {
+            if c.store.len() >= self.config.event_store {
+                c.store.pop_front();
+            }
+            c.store.push_back((event_id, stream, bytes.clone()));
+        }
+        let answered = match self.decoder.decode(frame) {
+            Ok(Decoded::Single(Message::Response(r))) => Some(OwnedId::from(r.id)),
+            Ok(Decoded::Single(Message::Error(e))) => e.id.map(OwnedId::from),
+            Ok(Decoded::Batch(_)) => None,
+            _ => None,
+        };
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        s.buf.extend_from_slice(&bytes);
+        s.frames.push(frame.to_vec());
+        if let Some(id) = answered {
+            s.awaiting.remove(&id);
+        }
+        if let Ok(Decoded::Batch(_)) = self.decoder.decode(frame) {
+            s.awaiting.clear();
+        }
+        if s.awaiting.is_empty() && !s.standalone {
+            s.done = true;
+        }
+    }
+
+    /// The bytes waiting on an SSE stream, and whether it ends after them. `None` for a stream
+    /// that does not exist (anymore).
+    pub fn poll_stream(&mut self, stream: HttpStreamId) -> Option<StreamOutput<'_>> {
+        self.pump();
+        let s = self.streams.get(&stream)?;
+        Some(StreamOutput {
+            bytes: &s.buf[s.read..],
+            finished: s.done,
+        })
+    }
+
+    /// Reports that `n` bytes of [`poll_stream`](Self::poll_stream) were written. A finished
+    /// stream with nothing left is forgotten (and, for a stateless request, its connection).
+    pub fn consume_stream(&mut self, stream: HttpStreamId, n: usize) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        s.read = (s.read + n).min(s.buf.len());
+        if s.read == s.buf.len() {
+            s.buf.clear();
+            s.read = 0;
+            if s.done {
+                let key = s.conn.0;
+                self.streams.remove(&stream);
+                self.forget_stateless(key);
+            }
+        }
+    }
+
+    /// The client went away from a stream. In the stateless era that cancels the request;
+    /// in a session the stream's events stay in the store for resumption.
+    pub fn stream_closed(&mut self, now: Timestamp, stream: HttpStreamId) {
+        let Some(s) = self.streams.remove(&stream) else {
+            return;
+        };
+        let key = s.conn.0;
+        let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
+        if stateless {
+            if let Some(c) = self.conns.get_mut(&key) {
+                for id in &s.awaiting {
+                    let mut note = Vec::new();
+                    note.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":");
+                    match id.as_id() {
+                        Id::Int(n) => note.extend_from_slice(n.to_string().as_bytes()),
+                        Id::Str(s) => {
+                            note.push(b'"');
+                            note.extend_from_slice(s.raw().as_bytes());
+                            note.push(b'"');
+                        }
+                    }
+                    note.extend_from_slice(b",\"reason\":\"client disconnected\"}}");
+                    c.conn.handle_frame(now, StreamId(stream.0), &note);
+                }
+            }
+            self.conns.remove(&key);
+        } else if let Some(c) = self.conns.get_mut(&key)
+            && c.standalone == Some(stream)
+        {
+            c.standalone = None;
+        }
+    }
+
+    fn forget_stateless(&mut self, key: u64) {
+        let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
+        let open = self.streams.values().any(|s| s.conn.0 == key);
+        if stateless && !open {
+            self.conns.remove(&key);
+        }
+    }
+
+    /// The next event from any connection, with the key to answer it through. Views borrow
+    /// the server until the next call that takes it mutably.
+    pub fn poll_event(&mut self) -> Option<(ConnKey, Event<'_>)> {
+        if self.polling.is_empty() {
+            self.polling = self.conns.keys().copied().collect();
+            self.polling.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        while let Some(&key) = self.polling.last() {
+            let has = self.conns.get_mut(&key).is_some_and(|c| {
+                // Peek: an event is handed out below; if none, move on.
+                c.conn.poll_event().is_some()
+            });
+            if !has {
+                self.polling.pop();
+                continue;
+            }
+            // The event was retired by the peek: the engine keeps it as "current", so hand
+            // out the same one again by re-borrowing.
+            let c = self.conns.get_mut(&key)?;
+            return c.conn.current_event().map(|e| (ConnKey(key), e));
+        }
+        None
+    }
+
+    /// Fires the timers of every connection. Call it at
+    /// [`poll_timeout`](Self::poll_timeout).
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        for c in self.conns.values_mut() {
+            c.conn.handle_timeout(now);
+        }
+        self.pump();
+    }
+
+    /// The earliest deadline of any connection.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.conns
+            .values()
+            .filter_map(|c| c.conn.poll_timeout())
+            .min()
+    }
+}
+
+fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
+    if let (Some(id), Body::Complete(_, body)) = (id, &mut r.body) {
+        let text = String::from_utf8_lossy(body).into_owned();
+        if let Ok(raw) = RawJson::new(&text)
+            && let Ok(Some(err)) = raw.get_unique("error")
+            && let Some(code) = err
+                .get_unique("code")
+                .ok()
+                .flatten()
+                .and_then(|c| c.as_i64())
+        {
+            let message = err
+                .get_unique("message")
+                .ok()
+                .flatten()
+                .and_then(|m| m.as_str())
+                .map(|m| m.to_str().into_owned())
+                .unwrap_or_default();
+            let mut out = Vec::new();
+            jsonrpc::encode_error(&mut out, Some(id), code, &message, None);
+            *body = out;
+        }
+    }
+}
+
+/// Header values that are not header-safe travel as `=?base64?…?=`.
+fn decode_header_value(v: &str) -> String {
+    let encoded = v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="));
+    match encoded.and_then(base64_decode) {
+        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        None => v.to_owned(),
+    }
+}
+
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,647 @@
+//! The sans-IO Streamable HTTP server: every rule, in simulated time, no sockets.
+
+mod common;
+
+use common::pair::{Ev, own};
+use mcpwire::Timestamp;
+use mcpwire::conn::Config;
+use mcpwire::http::client::{ResponseKind, StreamReader, classify, request_headers};
+use mcpwire::http::{
+    Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig, HttpStreamId,
+};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::mcp::ProtocolVersion;
+use serde_json::{Value, json};
+
+const T0: Timestamp = Timestamp::ZERO;
+
+fn server_config() -> Config {
+    Config::server("http-test", "1.0")
+        .with_capabilities(r#"{"tools":{"listChanged":true},"logging":{}}"#)
+        .unwrap()
+}
+
+fn server() -> HttpServer {
+    HttpServer::new(HttpServerConfig::new(server_config()))
+}
+
+fn rng() -> impl FnMut(&mut [u8]) {
+    let mut n = 0u8;
+    move |buf: &mut [u8]| {
+        for b in buf {
+            n = n.wrapping_add(37);
+            *b = n;
+        }
+    }
+}
+
+fn send(s: &mut HttpServer, method: &str, headers: &[(&str, &str)], body: &str) -> HttpResponse {
+    let mut all: Vec<(&str, &str)> = vec![("Host", "127.0.0.1:3000")];
+    all.extend_from_slice(headers);
+    let req = HttpRequest {
+        method,
+        headers: &all,
+        body: body.as_bytes(),
+    };
+    s.handle_request(T0, &req, &mut rng())
+}
+
+fn header<'r>(r: &'r HttpResponse, name: &str) -> Option<&'r str> {
+    r.headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn json_body(r: &HttpResponse) -> Value {
+    match &r.body {
+        Body::Complete(_, b) => serde_json::from_slice(b).unwrap(),
+        other => panic!("expected a JSON body, got {other:?}"),
+    }
+}
+
+/// Drains a stream; returns the messages and whether it finished.
+fn read_stream(
+    s: &mut HttpServer,
+    id: HttpStreamId,
+    reader: &mut StreamReader,
+) -> (Vec<Value>, bool) {
+    let mut out = Vec::new();
+    let mut finished = false;
+    while let Some(o) = s.poll_stream(id) {
+        let bytes = o.bytes.to_vec();
+        finished = o.finished;
+        reader.feed(&bytes, |m| out.push(serde_json::from_slice(m).unwrap()));
+        s.consume_stream(id, bytes.len());
+        if bytes.is_empty() {
+            break;
+        }
+    }
+    (out, finished)
+}
+
+fn events(s: &mut HttpServer) -> Vec<(ConnKey, Ev)> {
+    let mut out = Vec::new();
+    while let Some((k, e)) = s.poll_event() {
+        match own(e) {
+            Ev::Ready(_) => {}
+            e => out.push((k, e)),
+        }
+    }
+    out
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+
+fn open_session(s: &mut HttpServer) -> String {
+    let r = send(
+        s,
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        INIT,
+    );
+    assert_eq!(r.status, 200);
+    let sid = header(&r, "Mcp-Session-Id")
+        .expect("a session id")
+        .to_owned();
+    assert!(sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) && sid.len() >= 16);
+    assert_eq!(json_body(&r)["result"]["protocolVersion"], "2025-11-25");
+    let r = send(
+        s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(r.status, 202);
+    assert_eq!(r.body, Body::Empty);
+    sid
+}
+
+#[test]
+fn foreign_host_or_origin_gets_403() {
+    let mut s = server();
+    for headers in [
+        vec![("Host", "evil.example.com")],
+        vec![
+            ("Host", "127.0.0.1:3000"),
+            ("Origin", "http://evil.example.com"),
+        ],
+        vec![("Host", "localhost.evil.com:80")],
+    ] {
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: INIT.as_bytes(),
+        };
+        let r = s.handle_request(T0, &req, &mut rng());
+        assert_eq!(r.status, 403, "{headers:?}");
+    }
+    for ok in [
+        ("localhost:8080", "http://localhost:8080"),
+        ("[::1]:1", "http://[::1]:1"),
+        ("127.0.0.1", "null"),
+    ] {
+        let headers = [("Host", ok.0), ("Origin", ok.1)];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: INIT.as_bytes(),
+        };
+        assert_eq!(s.handle_request(T0, &req, &mut rng()).status, 200, "{ok:?}");
+    }
+}
+
+#[test]
+fn sessions_come_from_the_hosts_random_source_and_end_with_delete() {
+    let mut s = server();
+    let a = open_session(&mut s);
+    let b = open_session(&mut s);
+    assert_ne!(a, b);
+    assert_eq!(s.sessions(), 2);
+    // Without a session id: 400; an unknown one: 404.
+    let r = send(
+        &mut s,
+        "POST",
+        &[],
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 400);
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", "nope")],
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        send(&mut s, "DELETE", &[("Mcp-Session-Id", &a)], "").status,
+        200
+    );
+    assert_eq!(
+        send(
+            &mut s,
+            "POST",
+            &[("Mcp-Session-Id", &a)],
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#
+        )
+        .status,
+        404
+    );
+    assert_eq!(
+        send(&mut s, "DELETE", &[("Mcp-Session-Id", &a)], "").status,
+        404
+    );
+    assert_eq!(s.sessions(), 1);
+    // The client side reads 404 on a session as "start again".
+    assert_eq!(
+        classify(404, Some("application/json"), true, false),
+        ResponseKind::SessionExpired
+    );
+}
+
+#[test]
+fn protocol_version_header_rules() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+    assert_eq!(
+        send(
+            &mut s,
+            "POST",
+            &[
+                ("Mcp-Session-Id", &sid),
+                ("MCP-Protocol-Version", "2025-11-25")
+            ],
+            ping
+        )
+        .status,
+        200
+    );
+    // Absent: assumed 2025-03-26 compatible, accepted.
+    assert_eq!(
+        send(
+            &mut s,
+            "POST",
+            &[("Mcp-Session-Id", &sid)],
+            r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#
+        )
+        .status,
+        200
+    );
+    for bad in ["1999-01-01", "2025-06-18", "nonsense"] {
+        let r = send(
+            &mut s,
+            "POST",
+            &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", bad)],
+            ping,
+        );
+        assert_eq!(r.status, 400, "{bad}");
+    }
+}
+
+#[test]
+fn notifications_and_responses_get_202_and_requests_a_stream_on_the_post() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
+    let Body::Stream(stream) = r.body else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    // Progress and the answer travel on the POST's stream, which then ends.
+    let conn = s.connection(*key).unwrap();
+    conn.progress(id.as_id(), 1.0, Some(2.0), None).unwrap();
+    conn.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs[0]["method"], "notifications/progress");
+    assert_eq!(msgs[1]["id"], "a");
+    assert!(finished);
+    // The priming event carried an id and a retry hint.
+    assert!(reader.last_event_id().is_some());
+    assert_eq!(reader.retry(), Some(std::time::Duration::from_millis(1000)));
+    assert!(
+        s.poll_stream(stream).is_none(),
+        "a finished stream is forgotten"
+    );
+    // A response from the client (to a server request) is accepted with 202.
+    let r = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":77,"result":{}}"#,
+    );
+    assert_eq!(r.status, 202);
+}
+
+#[test]
+fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let Body::Stream(one) = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let Body::Stream(two) = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    assert_eq!(evs.len(), 2);
+    // Answer in reverse order: each lands on its own stream.
+    for (key, e) in evs.iter().rev() {
+        let Ev::Request { id, .. } = e else { panic!() };
+        let body = format!(r#"{{"tools":[],"for":{}}}"#, id);
+        s.connection(*key)
+            .unwrap()
+            .respond(id.as_id(), RawJson::new(&body).unwrap())
+            .unwrap();
+    }
+    let (a, _) = read_stream(&mut s, one, &mut StreamReader::new());
+    let (b, _) = read_stream(&mut s, two, &mut StreamReader::new());
+    assert_eq!(
+        (a[0]["id"].clone(), b[0]["id"].clone()),
+        (json!(1), json!(2))
+    );
+    // An unrelated server notification waits for, then uses, the GET stream.
+    let key = s.connections()[0];
+    s.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.pump();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+        "",
+    );
+    let Body::Stream(get) = r.body else {
+        panic!("{r:?}")
+    };
+    let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
+    assert_eq!(
+        msgs,
+        vec![json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})]
+    );
+    assert!(!finished, "the standalone stream stays open");
+}
+
+#[test]
+fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#).body else { panic!() };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    let (key, id) = (*key, id.clone());
+    s.connection(key)
+        .unwrap()
+        .progress(id.as_id(), 1.0, None, None)
+        .unwrap();
+    let mut reader = StreamReader::new();
+    let (first, _) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(first.len(), 1);
+    // The connection drops; more happens meanwhile.
+    s.stream_closed(T0, stream);
+    s.connection(key)
+        .unwrap()
+        .progress(id.as_id(), 2.0, None, None)
+        .unwrap();
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["params"]["progress"], 2);
+    assert_eq!(rest[1]["id"], 5);
+    assert!(finished);
+}
+
+#[test]
+fn batches_travel_in_2025_03_26_sessions() {
+    let mut s = server();
+    let init = INIT.replace("2025-11-25", "2025-03-26");
+    let r = send(&mut s, "POST", &[], &init);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+    );
+    let v = json_body(&r);
+    assert_eq!(v.as_array().unwrap().len(), 2);
+}
+
+// ---- 2026-07-28 -------------------------------------------------------------------------------
+
+fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Content-Type", "application/json"),
+    ];
+    if let Some(n) = name {
+        h.push(("Mcp-Name", n));
+    }
+    h
+}
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+#[test]
+fn stateless_requests_need_matching_headers() {
+    let mut s = server();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{{META},"name":"echo"}}}}"#
+    );
+    for (headers, what) in [
+        (modern_headers("tools/list", Some("echo")), "method"),
+        (modern_headers("tools/call", Some("other")), "name"),
+        (modern_headers("tools/call", None), "missing name"),
+        (
+            vec![("MCP-Protocol-Version", "2026-07-28")],
+            "missing method",
+        ),
+        (
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "echo"),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            "dup",
+        ),
+    ] {
+        let r = send(&mut s, "POST", &headers, &call);
+        assert_eq!(r.status, 400, "{what}");
+        let v = json_body(&r);
+        assert_eq!(v["error"]["code"], -32020, "{what}");
+        assert_eq!(v["id"], 1, "{what}");
+    }
+    // A version header that contradicts `_meta`.
+    let mut h = modern_headers("tools/call", Some("echo"));
+    h[0] = ("MCP-Protocol-Version", "2025-11-25");
+    let r = send(&mut s, "POST", &h, &call);
+    assert_eq!(
+        (r.status, json_body(&r)["error"]["code"].clone()),
+        (400, json!(-32020))
+    );
+    // Matching headers: an SSE stream for the application's answer.
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("echo")),
+        &call,
+    );
+    assert_eq!(r.status, 200);
+    assert!(matches!(r.body, Body::Stream(_)));
+    // Non-header-safe names travel base64-encoded.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{{META},"name":"caf\u00e9 tool"}}}}"#
+    );
+    let headers = request_headers(body.as_bytes(), Some(ProtocolVersion::V2026_07_28), None);
+    let name = headers
+        .iter()
+        .find(|(k, _)| *k == "Mcp-Name")
+        .unwrap()
+        .1
+        .clone();
+    assert!(name.starts_with("=?base64?"), "{name}");
+    let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(send(&mut s, "POST", &h, &body).status, 200);
+}
+
+#[test]
+fn stateless_refusals_map_to_http_statuses() {
+    let mut s = server();
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("nope/nope", None),
+        &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{{{META}}}}}"#),
+    );
+    assert_eq!(
+        r.status, 200,
+        "an unknown custom method is the application's to answer"
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("ping", None),
+        &format!(r#"{{"jsonrpc":"2.0","id":2,"method":"ping","params":{{{META}}}}}"#),
+    );
+    assert_eq!(
+        (r.status, json_body(&r)["error"]["code"].clone()),
+        (404, json!(-32601))
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/list", None),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+    );
+    assert_eq!(
+        (r.status, json_body(&r)["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+    let mut h = modern_headers("tools/list", None);
+    h[0] = ("MCP-Protocol-Version", "2099-01-01");
+    let r = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    );
+    assert_eq!(r.status, 400);
+    let v = json_body(&r);
+    assert_eq!(v["error"]["code"], -32022);
+    assert!(
+        v["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("server/discover", None),
+        &format!(r#"{{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{{{META}}}}}"#),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        json_body(&r)["result"]["supportedVersions"][0],
+        "2026-07-28"
+    );
+    // Notifications: 202. GET and DELETE: 405.
+    let r = send(
+        &mut s,
+        "POST",
+        &[("MCP-Protocol-Version", "2026-07-28")],
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+    );
+    assert_eq!(r.status, 202);
+    assert_eq!(
+        send(&mut s, "GET", &[("MCP-Protocol-Version", "2026-07-28")], "").status,
+        405
+    );
+    assert_eq!(send(&mut s, "DELETE", &[], "").status, 405);
+    assert_eq!(s.sessions(), 0, "no sessions in this era");
+}
+
+#[test]
+fn closing_a_stateless_stream_cancels_the_request() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{{{META},"name":"slow"}}}}"#
+    );
+    let Body::Stream(stream) = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("slow")),
+        &body,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    assert!(matches!(evs[0].1, Ev::Request { .. }));
+    let key = evs[0].0;
+    s.stream_closed(T0, stream);
+    assert!(
+        s.connection(key).is_none(),
+        "the request's connection is gone with its stream"
+    );
+    assert_eq!(s.open_streams(), 0);
+}
+
+#[test]
+fn each_stateless_request_stands_alone_and_is_forgotten_after_its_answer() {
+    let mut s = server();
+    let mut streams = Vec::new();
+    for i in 0..3 {
+        // The same id from different clients at once: no collision.
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META},"n":{i}}}}}"#
+        );
+        let Body::Stream(st) =
+            send(&mut s, "POST", &modern_headers("tools/list", None), &body).body
+        else {
+            panic!()
+        };
+        streams.push(st);
+    }
+    let evs = events(&mut s);
+    assert_eq!(evs.len(), 3);
+    for (key, e) in &evs {
+        let Ev::Request { id, .. } = e else { panic!() };
+        s.connection(*key)
+            .unwrap()
+            .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
+            .unwrap();
+    }
+    for st in streams {
+        let (msgs, finished) = read_stream(&mut s, st, &mut StreamReader::new());
+        assert_eq!(msgs[0]["result"]["resultType"], "complete");
+        assert!(finished);
+    }
+    assert!(s.connections().is_empty());
+}
