@@ -912,3 +912,41 @@ fn error_codes_follow_the_version() {
         }
     }
 }
+
+#[test]
+fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
+    // The probe was answered too late (after the fallback): the server, now stateless, refuses
+    // initialize with -32022 naming its versions. That is modern evidence: probe again.
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    let deadline = c.poll_timeout().unwrap();
+    c.handle_timeout(deadline);
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+    c.handle_input(deadline, br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}
+"#);
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(out.contains("server/discover"), "{out}");
+    c.handle_input(deadline, br#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}}
+"#);
+    assert_eq!(drain(&mut c), vec![Ev::Ready(ProtocolVersion::V2026_07_28)]);
+    assert_eq!(c.era(), Some(Era::Modern));
+    // Only once: a second -32022 closes.
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    let refuse = |id: u8| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32022,\"message\":\"no\",\"data\":{{\"supported\":[\"2026-07-28\"],\"requested\":\"x\"}}}}}}\n"
+        )
+    };
+    c.handle_input(T0, refuse(1).as_bytes());
+    c.handle_input(T0, refuse(2).as_bytes());
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("\"initialize\"")
+    );
+}

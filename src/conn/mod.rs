@@ -572,6 +572,8 @@ struct Core {
     /// Client, 2026-07-28: what "input required" answers need for a retry, by old request id.
     retryable: FastMap<i64, (RetryBase, Option<String>)>,
     retry_order: VecDeque<i64>,
+    /// Client, auto mode: a -32022 already triggered the one re-probe allowed.
+    reprobed: bool,
     config: Config,
     lifecycle: Lifecycle,
     decoder: Decoder,
@@ -620,6 +622,7 @@ impl Core {
             era: None,
             retryable: FastMap::default(),
             retry_order: VecDeque::new(),
+            reprobed: false,
             lifecycle: Lifecycle::new(config.role, config.policy.strict_lifecycle),
             decoder: Decoder::new(config.decoder),
             output: Output::default(),
@@ -1346,12 +1349,21 @@ impl Core {
 
     fn on_initialize_result(
         &mut self,
-        _now: Timestamp,
+        now: Timestamp,
         outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
     ) {
         let result = match outcome {
             Ok(r) => r,
-            Err(e) => return self.finish(CloseReason::InitializeRejected(e.code)),
+            Err(e) => {
+                // Auto mode: a -32022 to the fallback `initialize` names the server's versions,
+                // which is evidence of the stateless era (a probe answered too late, say):
+                // probe once more at a version we share.
+                if let Some(version) = self.modern_version_named(&e) {
+                    self.era = None;
+                    return self.send_discover(now, version, true);
+                }
+                return self.finish(CloseReason::InitializeRejected(e.code));
+            }
         };
         let Ok(parsed) = parse_initialize_result(result) else {
             return self.finish(CloseReason::InvalidInitializeResult);

@@ -766,22 +766,8 @@ impl Core {
             }
             Err(e) => {
                 // -32022 naming a stateless version we share: probe once more at it.
-                if e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION && !retried {
-                    let named = e
-                        .data
-                        .and_then(|d| d.get_unique("supported").ok().flatten())
-                        .and_then(|list| {
-                            array_items(list.get())
-                                .filter_map(|v| v.as_str())
-                                .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
-                                .filter(|v| {
-                                    v.era() == Era::Modern && self.config.versions.contains(v)
-                                })
-                                .max()
-                        });
-                    if let Some(version) = named {
-                        return self.send_discover(now, version, true);
-                    }
+                if !retried && let Some(version) = self.modern_version_named(&e) {
+                    return self.send_discover(now, version, true);
                 }
                 if auto {
                     self.fall_back(now)
@@ -790,6 +776,29 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// Client, auto mode: the stateless version we share that a -32022 error names, if any
+    /// (and if we have not re-probed already).
+    pub(super) fn modern_version_named(
+        &self,
+        e: &jsonrpc::ErrorObject<'_>,
+    ) -> Option<ProtocolVersion> {
+        if e.code != mcp::UNSUPPORTED_PROTOCOL_VERSION
+            || self.config.client_start().is_some()
+            || self.reprobed
+        {
+            return None;
+        }
+        e.data
+            .and_then(|d| d.get_unique("supported").ok().flatten())
+            .and_then(|list| {
+                array_items(list.get())
+                    .filter_map(|v| v.as_str())
+                    .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
+                    .filter(|v| v.era() == Era::Modern && self.config.versions.contains(v))
+                    .max()
+            })
     }
 
     /// Client, auto mode: the server is not stateless; use the handshake.
