@@ -645,3 +645,73 @@ fn each_stateless_request_stands_alone_and_is_forgotten_after_its_answer() {
     }
     assert!(s.connections().is_empty());
 }
+
+#[test]
+fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
+    let mut s = server();
+    let init = INIT.replace(
+        r#""capabilities":{}"#,
+        r#""capabilities":{"elicitation":{}}"#,
+    );
+    let r = send(&mut s, "POST", &[], &init);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let Body::Stream(stream) = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask"}}"#,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    let (key, id) = (*key, id.clone());
+    let ask = s
+        .connection(key)
+        .unwrap()
+        .request_related(
+            T0,
+            id.as_id(),
+            "elicitation/create",
+            Some(
+                RawJson::new(
+                    r#"{"message":"name?","requestedSchema":{"type":"object","properties":{}}}"#,
+                )
+                .unwrap(),
+            ),
+            Default::default(),
+        )
+        .unwrap();
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(msgs[0]["method"], "elicitation/create");
+    assert!(!finished, "the call is still open");
+    // The client answers with its own POST (202), and the tool call completes on the stream.
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"name":"x"}}}}}}"#,
+        ask.0
+    );
+    assert_eq!(
+        send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], &answer).status,
+        202
+    );
+    let evs = events(&mut s);
+    assert!(matches!(evs[0].1, Ev::Response { .. }), "{evs:?}");
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(msgs[0]["id"], "call");
+    assert!(finished);
+}

@@ -370,7 +370,30 @@ impl Connection {
         options: RequestOptions,
     ) -> Result<RequestId, Error> {
         self.core.events.retire_current();
-        self.core.request(now, method, params, options)
+        self.core
+            .request(now, method, params, options, StreamId::MAIN)
+    }
+
+    /// Sends a request on behalf of one of the peer's requests in flight (a server asking the
+    /// client to sample or elicit while a tool runs). On Streamable HTTP it travels on the
+    /// stream of `parent`, as the spec asks of related messages; on stdio it is an ordinary
+    /// request.
+    pub fn request_related(
+        &mut self,
+        now: Timestamp,
+        parent: Id<'_>,
+        method: &str,
+        params: Option<RawJson<'_>>,
+        options: RequestOptions,
+    ) -> Result<RequestId, Error> {
+        self.core.events.retire_current();
+        let stream = self
+            .core
+            .inbound
+            .get(&OwnedId::from(parent))
+            .map(|e| e.stream)
+            .ok_or(Error::UnknownRequest)?;
+        self.core.request(now, method, params, options, stream)
     }
 
     /// Sends a notification.
@@ -1568,6 +1591,7 @@ impl Core {
         method: &str,
         params: Option<RawJson<'_>>,
         options: RequestOptions,
+        stream: StreamId,
     ) -> Result<RequestId, Error> {
         self.check_outgoing(MethodKind::Request, method)?;
         if params.is_some_and(|p| !p.is_object()) {
@@ -1604,7 +1628,7 @@ impl Core {
         };
         let out = self.output.begin();
         jsonrpc::encode_request(out, Id::Int(id), method, sent);
-        self.output.end_frame(StreamId::MAIN);
+        self.output.end_frame(stream);
         self.scratch = scratch;
         self.next_id += 1;
         // A request that may come back "input required" keeps what a retry needs.

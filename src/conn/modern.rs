@@ -897,6 +897,7 @@ impl Core {
             &method,
             Some(RawJson::validated(&params_text)),
             options,
+            StreamId::MAIN,
         )?;
         self.retryable.remove(&request.0);
         self.retry_order.retain(|&n| n != request.0);
