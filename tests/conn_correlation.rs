@@ -800,3 +800,26 @@ fn request_ids_are_never_reused_across_a_session() {
     let _ = RequestId(0);
     let _ = Config::client("x", "y");
 }
+
+#[test]
+fn the_timer_heap_stays_bounded_when_answers_come_fast() {
+    // A million quick round trips must not leave a million stale timers behind.
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    for _ in 0..5000 {
+        let r = p.client.request(p.now, "tools/list", None).unwrap();
+        let _ = p.client.cancel(p.now, r, None);
+        assert!(p.client.timer_entries() <= 2 * (p.client.requests_in_flight() + 2) + 64);
+    }
+    // Closing keeps its own timer through compaction.
+    p.client.request(p.now, "tools/list", None).unwrap();
+    p.client.close(p.now, Duration::from_secs(1));
+    for _ in 0..200 {
+        let r = p.client.request(p.now, "ping", None);
+        assert!(r.is_err());
+    }
+    p.advance(Duration::from_secs(1));
+    assert!(
+        p.take_client_events()
+            .contains(&Ev::Closed(CloseReason::Local))
+    );
+}

@@ -290,6 +290,12 @@ impl Connection {
         s
     }
 
+    /// How many timer entries the engine holds (live and stale); bounded by a constant factor
+    /// of the requests in flight. For tests of the bounds.
+    pub fn timer_entries(&self) -> usize {
+        self.core.timers.len()
+    }
+
     /// How many of our requests await an answer.
     pub fn requests_in_flight(&self) -> usize {
         self.core.pending.len()
@@ -1455,11 +1461,7 @@ impl Core {
                 }
             }
         }
-        let live = self
-            .pending
-            .iter()
-            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)));
-        self.timers.compact(live, self.pending.len() + 1);
+        self.compact_timers();
     }
 
     // ---- commands ----
@@ -1501,6 +1503,22 @@ impl Core {
         );
     }
 
+    /// Rebuilds the timer heap from the live deadlines when finished requests' stale entries
+    /// dominate, so it stays within a constant factor of what is in flight (amortized O(1)).
+    fn compact_timers(&mut self) {
+        let close = self
+            .lifecycle
+            .closing_deadline()
+            .map(|d| (d, TimerKey::CloseGrace));
+        let live = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.timeout != Duration::MAX)
+            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)))
+            .chain(close);
+        self.timers.compact(live, self.pending.len() + 1);
+    }
+
     /// Records one of our requests as in flight, with its timer (none for
     /// `Duration::MAX`: a `subscriptions/listen` stream lives until cancelled).
     #[allow(clippy::too_many_arguments)]
@@ -1530,6 +1548,7 @@ impl Core {
         );
         if timeout != Duration::MAX {
             self.timers.push(deadline, TimerKey::Request(id));
+            self.compact_timers();
         }
     }
 

@@ -175,6 +175,11 @@ impl Timers {
         self.heap.push(Reverse((at, key)));
     }
 
+    /// How many entries the heap holds (live and stale).
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+
     pub(crate) fn earliest(&self) -> Option<Timestamp> {
         self.heap.peek().map(|Reverse((at, _))| *at)
     }
