@@ -319,9 +319,7 @@ impl Connection {
             }
             match frame {
                 Ok(frame) => self.core.on_frame(now, StreamId::MAIN, frame),
-                Err(FrameError::TooLong { .. }) => {
-                    self.core.violation(ViolationKind::FrameTooLong, None, None)
-                }
+                Err(FrameError::TooLong { .. }) => self.core.violation(ViolationKind::FrameTooLong),
             }
         }
     }
@@ -692,15 +690,11 @@ impl Core {
         self.output.buffered() < self.config.limits.max_buffered_output
     }
 
-    fn violation(&mut self, kind: ViolationKind, id: Option<Id<'_>>, _method: Option<&str>) {
-        // Violations without a frame to borrow from carry only integer ids.
-        let id = match id {
-            Some(Id::Int(n)) => Some(event::StoredId::Int(n)),
-            _ => None,
-        };
+    /// A violation with no frame to point into (a frame too long, a batch refused).
+    fn violation(&mut self, kind: ViolationKind) {
         self.events.push(Stored::Violation {
             kind,
-            id,
+            id: None,
             method: None,
         });
     }
@@ -811,7 +805,7 @@ impl Core {
             Ok(Decoded::Batch(members)) => {
                 let allowed = self.version.is_some_and(ProtocolVersion::has_batches);
                 if !allowed {
-                    self.violation(ViolationKind::BatchNotAllowed, None, None);
+                    self.violation(ViolationKind::BatchNotAllowed);
                     self.emit_auto(stream, |out| {
                         jsonrpc::encode_error(
                             out,

@@ -46,7 +46,6 @@ pub enum Ev {
     Abandoned(RequestId),
     Violation {
         kind: ViolationKind,
-        method: Option<String>,
     },
 }
 
@@ -89,10 +88,7 @@ pub fn own(e: Event<'_>) -> Option<Ev> {
         Event::InvalidResponse { .. } => Ev::InvalidResponse,
         Event::TimedOut { request } => Ev::TimedOut(request),
         Event::Abandoned { request } => Ev::Abandoned(request),
-        Event::Violation { kind, method, .. } => Ev::Violation {
-            kind,
-            method: method.map(|m| m.to_str().into_owned()),
-        },
+        Event::Violation { kind, .. } => Ev::Violation { kind },
         _ => return None,
     })
 }

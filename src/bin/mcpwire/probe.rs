@@ -84,7 +84,7 @@ fn excerpt(bytes: &[u8]) -> String {
 /// Turns an engine event that ends the session into a failure.
 fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
     match ev {
-        Ev::Violation { kind, method } => match kind {
+        Ev::Violation { kind, .. } => match kind {
             ViolationKind::Parse(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
@@ -110,10 +110,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 EXIT_PROTOCOL,
                 "the server sent a line longer than the frame limit",
             )),
-            _ => {
-                let _ = method;
-                None
-            }
+            _ => None,
         },
         Ev::Closed(reason) => Some(match reason {
             CloseReason::Eof => {
