@@ -234,7 +234,18 @@ fn protocol_version_header_rules() {
         .status,
         200
     );
-    for bad in ["1999-01-01", "2025-06-18", "nonsense"] {
+    // Another version we serve is neither invalid nor unsupported (the official suite sends
+    // 2025-03-26 on a 2025-11-25 session).
+    for other in ["2025-06-18", "2025-03-26"] {
+        let r = send(
+            &mut s,
+            "POST",
+            &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", other)],
+            r#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#,
+        );
+        assert_eq!(r.status, 200, "{other}");
+    }
+    for bad in ["1999-01-01", "2099-12-31", "nonsense"] {
         let r = send(
             &mut s,
             "POST",
@@ -714,4 +725,144 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
     let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
     assert_eq!(msgs[0]["id"], "call");
     assert!(finished);
+}
+
+#[test]
+fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#).body else { panic!() };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    let (key, id) = (*key, id.clone());
+    let conn = s.connection(key).unwrap();
+    conn.progress(id.as_id(), 1.0, None, None).unwrap();
+    conn.progress(id.as_id(), 2.0, None, None).unwrap();
+    // The host writes all of the first event but only half of the second, then the client
+    // goes away; the answer comes while nobody holds the stream.
+    let bytes = s.poll_stream(stream).unwrap().bytes.to_vec();
+    let second = bytes.windows(2).rposition(|w| w == b"\n\n").unwrap();
+    let cut = bytes[..second].windows(2).rposition(|w| w == b"\n\n").unwrap() + 2 + 10;
+    let mut reader = StreamReader::new();
+    let mut got = Vec::new();
+    reader.feed(&bytes[..cut], |m| got.push(serde_json::from_slice::<Value>(m).unwrap()));
+    s.consume_stream(stream, cut);
+    s.stream_closed(T0, stream);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    assert_eq!(s.open_streams(), 0, "a stream nobody holds ends with its answer");
+    reader.reconnected();
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    got.extend(rest);
+    assert!(finished);
+    let progress: Vec<f64> = got
+        .iter()
+        .filter_map(|m| m["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(progress, vec![1.0, 2.0], "{got:?}");
+    assert_eq!(got.last().unwrap()["id"], 5);
+}
+
+#[test]
+fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
+    // The sse-retry pattern: the stream closes after the priming event, the client resumes
+    // by GET, and the answer comes afterwards on the resumed stream.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#).body else { panic!() };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    let (key, id) = (*key, id.clone());
+    let mut reader = StreamReader::new();
+    let (none, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(none.is_empty() && !finished);
+    s.stream_closed(T0, stream);
+    let last = reader.last_event_id().unwrap().to_owned();
+    let Body::Stream(resumed) = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    )
+    .body
+    else {
+        panic!()
+    };
+    let (none, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert!(none.is_empty() && !finished, "still waiting for the answer");
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
+        .unwrap();
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+    assert_eq!(s.open_streams(), 0);
+}
+
+#[test]
+fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{{META},"name":"needs"}}}}"#
+    );
+    let r = send(&mut s, "POST", &modern_headers("tools/call", Some("needs")), &body);
+    assert!(matches!(r.body, Body::Stream(_)));
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    s.connection(*key)
+        .unwrap()
+        .respond_error(
+            id.as_id(),
+            -32021,
+            "Missing required client capability",
+            Some(RawJson::new(r#"{"requiredCapabilities":{"sampling":{}}}"#).unwrap()),
+        )
+        .unwrap();
+    let r = s.settle(r);
+    assert_eq!(r.status, 400);
+    assert_eq!(header(&r, "Content-Type"), Some("application/json"));
+    assert_eq!(json_body(&r)["error"]["code"], -32021);
+    assert!(s.connections().is_empty());
+    assert_eq!(s.open_streams(), 0);
+    // Once the host drains a stream, it stays a stream.
+    let r = send(&mut s, "POST", &modern_headers("tools/call", Some("needs")), &body);
+    let Body::Stream(st) = r.body else { panic!() };
+    let _ = s.poll_stream(st);
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    s.connection(*key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let r = s.settle(HttpResponse {
+        status: 200,
+        headers: Vec::new(),
+        body: Body::Stream(st),
+    });
+    assert_eq!(r.body, Body::Stream(st));
 }

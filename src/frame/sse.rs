@@ -218,7 +218,6 @@ impl SseDecoder {
             // An id with a NUL is ignored, as the spec says.
             b"id" if !value.contains('\0') => {
                 self.id = Some(value.into_owned());
-                self.last_event_id = self.id.clone();
             }
             b"retry" => {
                 if !value.is_empty()

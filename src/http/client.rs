@@ -121,6 +121,9 @@ pub fn classify(
 pub struct StreamReader {
     sse: SseDecoder,
     retry: Option<Duration>,
+    /// The id of the last event dispatched whole (an event cut off by a dropped connection
+    /// must not count: its id line may have arrived without the rest).
+    last_id: Option<String>,
 }
 
 impl StreamReader {
@@ -136,6 +139,9 @@ impl StreamReader {
         while let Some(item) = self.sse.next_item() {
             match item {
                 SseItem::Event(e) => {
+                    if let Some(id) = &e.id {
+                        self.last_id = Some(id.clone());
+                    }
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
                         on_message(e.data.as_bytes());
@@ -149,7 +155,14 @@ impl StreamReader {
 
     /// The id to send as `Last-Event-ID` when reconnecting.
     pub fn last_event_id(&self) -> Option<&str> {
-        self.sse.last_event_id()
+        self.last_id.as_deref()
+    }
+
+    /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut
+    /// off mid-way is discarded (the server replays it whole), while the last event id and
+    /// `retry` are kept.
+    pub fn reconnected(&mut self) {
+        self.sse = SseDecoder::default();
     }
 
     /// How long to wait before reconnecting, if the server said (`retry`). The client must

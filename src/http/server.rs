@@ -6,8 +6,8 @@
 //! 2. Handshake era (2025-03-26 … 2025-11-25): POST carries one message (2025-03-26: or a
 //!    batch). `initialize` without a session creates one, its id drawn from the host's random
 //!    source and returned in `Mcp-Session-Id`; every later request must carry it (400 without,
-//!    404 for an unknown or ended one). `MCP-Protocol-Version`, when present, must be the
-//!    negotiated version (400 otherwise; absent means 2025-03-26). Notifications and responses
+//!    404 for an unknown or ended one). `MCP-Protocol-Version`, when present, must be a
+//!    handshake-era version we serve (400 otherwise; absent means 2025-03-26). Notifications and responses
 //!    get 202; requests get an SSE stream (or a JSON body when the answer was immediate) that
 //!    ends after the response. GET opens the session's stream for unrelated server messages;
 //!    GET with `Last-Event-ID` replays that stream's later events from a bounded store; DELETE
@@ -177,8 +177,15 @@ struct Stream {
     done: bool,
     /// The standalone GET stream of a session (never ends by itself).
     standalone: bool,
-    /// Frames (not SSE-encoded) written so far, kept while the answer may still be immediate.
+    /// Frames (not SSE-encoded) written so far, kept while the answer may still be immediate
+    /// (until the host first drains the stream).
     frames: Vec<Vec<u8>>,
+    /// Whether `frames` is still recorded.
+    record: bool,
+    /// The host's client went away while requests were still awaited (handshake era): the
+    /// stream lives on without bytes (its events are in the session's store) until a
+    /// `Last-Event-ID` GET takes it over or its last answer is written.
+    detached: bool,
 }
 
 /// A connection with what the HTTP layer knows about it.
@@ -188,6 +195,8 @@ struct Conn {
     session: Option<String>,
     /// The session's GET stream.
     standalone: Option<HttpStreamId>,
+    /// The last GET stream whose client went away, which a `Last-Event-ID` GET may resume.
+    closed_standalone: Option<HttpStreamId>,
     /// Unrelated messages while no GET stream is open (bounded).
     backlog: VecDeque<Vec<u8>>,
     /// (event id, stream, SSE bytes) for resumption.
@@ -282,6 +291,8 @@ impl HttpServer {
                 done: false,
                 standalone,
                 frames: Vec::new(),
+                record: true,
+                detached: false,
             },
         );
         id
@@ -455,6 +466,7 @@ impl HttpServer {
                 conn,
                 session,
                 standalone: None,
+                closed_standalone: None,
                 backlog: VecDeque::new(),
                 store: VecDeque::new(),
                 next_event: 1,
@@ -509,9 +521,13 @@ impl HttpServer {
                 "Session not found",
             );
         };
-        let negotiated = self.conns.get(&key).and_then(|c| c.conn.protocol_version());
+        // "Invalid or unsupported" gets 400: any handshake-era version we serve is neither,
+        // even when it is not the negotiated one (the official suite sends 2025-03-26 on a
+        // 2025-11-25 session, and SDK servers accept it).
         if let Some(header) = req.header(crate::http::VERSION_HEADER)
-            && ProtocolVersion::parse(header) != negotiated
+            && !ProtocolVersion::parse(header).is_some_and(|v| {
+                v.era() == Era::Legacy && self.config.server.versions.contains(&v)
+            })
         {
             return HttpResponse::rpc_error(
                 400,
@@ -713,25 +729,35 @@ impl HttpServer {
                 );
             };
             let old = HttpStreamId(stream_no);
-            let replay: Vec<u8> = self
-                .conns
-                .get(&key)
-                .map(|c| {
+            let (replay, resumes_standalone) = match self.conns.get(&key) {
+                Some(c) => (
                     c.store
                         .iter()
                         .filter(|(e, s, _)| *s == old && *e > event_no)
-                        .flat_map(|(_, _, bytes)| bytes.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            // The resumed stream takes over the old one's id, so later events continue it.
-            let done = match self.streams.get_mut(&old) {
-                Some(s) => {
-                    s.buf.truncate(s.read);
+                        .flat_map(|(_, _, bytes)| bytes.iter().copied())
+                        .collect::<Vec<u8>>(),
+                    c.closed_standalone == Some(old) || c.standalone == Some(old),
+                ),
+                None => (Vec::new(), false),
+            };
+            // The resumed stream takes over the old one's id, so later events continue it: a
+            // request still awaited keeps its answer coming on it, a GET stream stays open.
+            match self.streams.get_mut(&old) {
+                Some(s) if s.conn.0 == key => {
                     s.buf.clear();
                     s.read = 0;
                     s.buf.extend_from_slice(&replay);
-                    s.done
+                    s.detached = false;
+                    s.record = false;
+                    s.frames = Vec::new();
+                }
+                Some(_) => {
+                    return HttpResponse::rpc_error(
+                        400,
+                        None,
+                        jsonrpc::INVALID_REQUEST,
+                        "unknown Last-Event-ID",
+                    );
                 }
                 None => {
                     self.streams.insert(
@@ -741,15 +767,33 @@ impl HttpServer {
                             buf: replay,
                             read: 0,
                             awaiting: HashSet::new(),
-                            done: true,
-                            standalone: false,
+                            done: !resumes_standalone,
+                            standalone: resumes_standalone,
                             frames: Vec::new(),
+                            record: false,
+                            detached: false,
                         },
                     );
-                    true
                 }
-            };
-            let _ = done;
+            }
+            if resumes_standalone {
+                let backlog: Vec<Vec<u8>> = match self.conns.get_mut(&key) {
+                    Some(c) => {
+                        c.closed_standalone = None;
+                        if let Some(previous) = c.standalone.replace(old)
+                            && previous != old
+                            && let Some(s) = self.streams.get_mut(&previous)
+                        {
+                            s.done = true;
+                        }
+                        c.backlog.drain(..).collect()
+                    }
+                    None => Vec::new(),
+                };
+                for frame in backlog {
+                    self.route(key, old, &frame);
+                }
+            }
             return HttpResponse {
                 status: 200,
                 headers: sse_headers,
@@ -790,6 +834,8 @@ impl HttpServer {
             );
         };
         self.conns.remove(&key);
+        // Streams no client holds go now; the others end once drained.
+        self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
         for s in self.streams.values_mut() {
             if s.conn.0 == key {
                 s.done = true;
@@ -856,19 +902,28 @@ impl HttpServer {
             Ok(Decoded::Batch(_)) => None,
             _ => None,
         };
+        let batch = matches!(self.decoder.decode(frame), Ok(Decoded::Batch(_)));
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        s.buf.extend_from_slice(&bytes);
-        s.frames.push(frame.to_vec());
+        if !s.detached {
+            s.buf.extend_from_slice(&bytes);
+        }
+        if s.record {
+            s.frames.push(frame.to_vec());
+        }
         if let Some(id) = answered {
             s.awaiting.remove(&id);
         }
-        if let Ok(Decoded::Batch(_)) = self.decoder.decode(frame) {
+        if batch {
             s.awaiting.clear();
         }
         if s.awaiting.is_empty() && !s.standalone {
             s.done = true;
+            if s.detached {
+                // Nobody holds it: what it carried waits in the store for a resumption.
+                self.streams.remove(&stream);
+            }
         }
     }
 
@@ -876,7 +931,12 @@ impl HttpServer {
     /// that does not exist (anymore).
     pub fn poll_stream(&mut self, stream: HttpStreamId) -> Option<StreamOutput<'_>> {
         self.pump();
-        let s = self.streams.get(&stream)?;
+        let s = self.streams.get_mut(&stream)?;
+        // The host is draining it: the answer can no longer become a plain JSON body.
+        if s.record {
+            s.record = false;
+            s.frames = Vec::new();
+        }
         Some(StreamOutput {
             bytes: &s.buf[s.read..],
             finished: s.done,
@@ -927,10 +987,65 @@ impl HttpServer {
                 }
             }
             self.conns.remove(&key);
-        } else if let Some(c) = self.conns.get_mut(&key)
-            && c.standalone == Some(stream)
-        {
-            c.standalone = None;
+        } else if let Some(c) = self.conns.get_mut(&key) {
+            if c.standalone == Some(stream) {
+                c.standalone = None;
+                c.closed_standalone = Some(stream);
+            } else if !s.done && !s.awaiting.is_empty() {
+                // Answers still to come: keep the stream (without bytes; the store has them)
+                // so that a `Last-Event-ID` GET can take it over and see it through.
+                self.streams.insert(
+                    stream,
+                    Stream {
+                        buf: Vec::new(),
+                        read: 0,
+                        frames: Vec::new(),
+                        record: false,
+                        detached: true,
+                        ..s
+                    },
+                );
+            }
+        }
+    }
+
+    /// Call after answering the events a request produced, before sending the response's
+    /// headers: a stream whose whole answer is already there (one message, the request's
+    /// answer) becomes a plain JSON body, with the HTTP status a 2026-07-28 error maps to (an
+    /// application's -32021 gets 400, for example). Any other response is returned unchanged.
+    pub fn settle(&mut self, response: HttpResponse) -> HttpResponse {
+        let Body::Stream(id) = response.body else {
+            return response;
+        };
+        self.pump();
+        let frame = match self.streams.get(&id) {
+            Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {
+                s.frames[0].clone()
+            }
+            _ => return response,
+        };
+        let Some(s) = self.streams.remove(&id) else {
+            return response;
+        };
+        let key = s.conn.0;
+        let modern = self.conns.get(&key).is_some_and(|c| c.session.is_none());
+        let status = match self.decoder.decode(&frame) {
+            Ok(Decoded::Single(Message::Error(e))) if modern => status_for_code(e.error.code),
+            _ => 200,
+        };
+        self.forget_stateless(key);
+        let mut headers: Vec<(&'static str, String)> = response
+            .headers
+            .into_iter()
+            .filter(|(n, _)| {
+                !n.eq_ignore_ascii_case("Content-Type") && !n.eq_ignore_ascii_case("Cache-Control")
+            })
+            .collect();
+        headers.push(("Content-Type", "application/json".into()));
+        HttpResponse {
+            status,
+            headers,
+            body: Body::Complete("application/json", frame),
         }
     }
 

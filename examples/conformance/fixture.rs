@@ -1,0 +1,914 @@
+//! The conformance suite's "everything-server" fixture, as application logic over
+//! [`HttpServer`]: tools, resources, prompts, completion and logging; sampling and elicitation
+//! through `request_related` in handshake-era sessions; "input required" (MRTR) answers in
+//! 2026-07-28. Sans-IO like the engine: the host feeds it the time, and it answers the events
+//! the server hands out ([`Fixture::drive`]) and runs its own delayed steps
+//! ([`Fixture::handle_timeout`] at [`Fixture::poll_timeout`]).
+//!
+//! Written from the scenario requirements the conformance bundles embed (what to expose), not
+//! from any other implementation.
+
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Duration;
+
+use mcpwire::Timestamp;
+use mcpwire::conn::{Config, Connection, Event, RequestId, RequestOptions};
+use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
+use mcpwire::jsonrpc::{OwnedId, RawJson};
+use mcpwire::mcp::{Caps, Era, LogLevel};
+use serde_json::{Value, json};
+
+/// A 1x1 PNG.
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+/// A WAV header with no samples (8 kHz, mono, 16 bit).
+pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+
+pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
+pub const SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The server configuration: every capability the suite looks for.
+pub fn server_config() -> Config {
+    Config::server("mcpwire-conformance-fixture", env!("CARGO_PKG_VERSION"))
+        .with_capabilities(
+            r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{"listChanged":true},"logging":{},"completions":{}}"#,
+        )
+        .expect("valid capabilities")
+}
+
+/// The HTTP server configuration around [`server_config`].
+pub fn http_config() -> HttpServerConfig {
+    HttpServerConfig::new(server_config())
+}
+
+/// A step that runs later.
+enum Step {
+    /// `test_tool_with_progress`: report `progress` of 100; answer after 100.
+    Progress(f64),
+    /// `test_tool_with_logging`: the n-th log message; answer after the third.
+    Log(u8),
+}
+
+struct Job {
+    due: Timestamp,
+    key: ConnKey,
+    id: OwnedId,
+    step: Step,
+}
+
+/// What a server→client request (handshake era) was for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    Sampling,
+    Elicitation,
+    Defaults,
+    Enums,
+}
+
+struct Wait {
+    key: ConnKey,
+    request: RequestId,
+    parent: OwnedId,
+    asked: Asked,
+}
+
+/// An event, copied out of the server so that answering it can borrow the server again.
+enum Owned {
+    Request {
+        id: OwnedId,
+        method: String,
+        params: Value,
+    },
+    Response {
+        request: RequestId,
+        result: Value,
+    },
+    Error {
+        request: RequestId,
+        message: String,
+    },
+    Cancelled {
+        id: OwnedId,
+    },
+    Other,
+}
+
+fn own(e: Event<'_>) -> Owned {
+    let parse = |r: Option<RawJson<'_>>| {
+        r.and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or(Value::Null)
+    };
+    match e {
+        Event::Request { id, method, params } => Owned::Request {
+            id: OwnedId::from(id),
+            method: method.to_str().into_owned(),
+            params: parse(params),
+        },
+        Event::Response { request, result } => Owned::Response {
+            request,
+            result: parse(Some(result)),
+        },
+        Event::Error {
+            request, message, ..
+        } => Owned::Error {
+            request,
+            message: message.to_str().into_owned(),
+        },
+        Event::PeerCancelled { id, .. } => Owned::Cancelled {
+            id: OwnedId::from(id),
+        },
+        _ => Owned::Other,
+    }
+}
+
+/// What to answer a request with.
+enum Answer {
+    Result(Value),
+    Error(i64, String, Option<Value>),
+    InputRequired(Option<Value>, Option<String>),
+    /// Nothing now: a job or a server→client request finishes it.
+    Later,
+}
+
+fn text(t: &str) -> Value {
+    json!({"content":[{"type":"text","text":t}]})
+}
+
+fn error_result(t: &str) -> Value {
+    json!({"content":[{"type":"text","text":t}],"isError":true})
+}
+
+fn elicit(message: &str, properties: Value, required: &[&str]) -> Value {
+    json!({"method":"elicitation/create","params":{"message":message,
+        "requestedSchema":{"type":"object","properties":properties,"required":required}}})
+}
+
+fn sampling(prompt: &str, max_tokens: u32) -> Value {
+    json!({"method":"sampling/createMessage","params":{
+        "messages":[{"role":"user","content":{"type":"text","text":prompt}}],"maxTokens":max_tokens}})
+}
+
+fn roots() -> Value {
+    json!({"method":"roots/list","params":{}})
+}
+
+/// The tools, in `tools/list` order.
+pub fn tools() -> Value {
+    let none = json!({"type":"object","properties":{}});
+    let t = |name: &str, description: &str, schema: &Value| {
+        json!({"name":name,"description":description,"inputSchema":schema})
+    };
+    json!([
+        t("test_simple_text", "Returns a simple text response", &none),
+        t("test_image_content", "Returns an image (1x1 PNG)", &none),
+        t("test_audio_content", "Returns audio (WAV)", &none),
+        t("test_embedded_resource", "Returns an embedded text resource", &none),
+        t("test_multiple_content_types", "Returns text, an image and a JSON resource", &none),
+        t("test_tool_with_logging", "Sends three info log messages while it runs", &none),
+        t("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100", &none),
+        t("test_error_handling", "Always fails with an isError result", &none),
+        t("test_sampling", "Asks the client to sample an LLM", &json!({"type":"object",
+            "properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]})),
+        t("test_elicitation", "Asks the user for input", &json!({"type":"object",
+            "properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]})),
+        t("test_elicitation_sep1034_defaults", "Elicitation with defaults for every primitive type", &none),
+        t("test_elicitation_sep1330_enums", "Elicitation with the five enum shapes", &none),
+        json_schema_tool(),
+        t("test_missing_capability", "Needs the client's sampling capability", &none),
+        t("test_streaming_elicitation", "Asks for input on the request's own stream", &none),
+        t("test_logging_tool", "Logs at info while it runs", &none),
+        t("test_trigger_tool_change", "Announces a tool list change", &none),
+        t("test_trigger_prompt_change", "Announces a prompt list change", &none),
+        t("test_input_required_result_elicitation", "Input required: elicitation", &none),
+        t("test_input_required_result_sampling", "Input required: sampling", &none),
+        t("test_input_required_result_list_roots", "Input required: roots", &none),
+        t("test_input_required_result_request_state", "Input required with request state", &none),
+        t("test_input_required_result_multiple_inputs", "Input required: three requests at once", &none),
+        t("test_input_required_result_multi_round", "Input required over two rounds", &none),
+        t("test_input_required_result_tampered_state", "Input required with integrity-checked state", &none),
+        t("test_input_required_result_capabilities", "Input required for declared capabilities only", &none),
+    ])
+}
+
+/// `json_schema_2020_12_tool`, whose input schema must come back verbatim.
+pub fn json_schema_tool() -> Value {
+    json!({
+        "name": "json_schema_2020_12_tool",
+        "description": "Tool with JSON Schema 2020-12 features",
+        "inputSchema": {
+            "$schema": SCHEMA_2020_12,
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "$anchor": "addressDef",
+                    "type": "object",
+                    "properties": {
+                        "street": {"type": "string"},
+                        "city": {"type": "string"}
+                    }
+                }
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        }
+    })
+}
+
+pub fn resources() -> Value {
+    json!([
+        {"uri":"test://static-text","name":"static-text","description":"A static text resource","mimeType":"text/plain"},
+        {"uri":"test://static-binary","name":"static-binary","description":"A static binary resource (PNG)","mimeType":"image/png"},
+        {"uri":"test://watched-resource","name":"watched-resource","description":"A resource to subscribe to","mimeType":"text/plain"},
+    ])
+}
+
+pub fn prompts() -> Value {
+    json!([
+        {"name":"test_simple_prompt","description":"A prompt without arguments"},
+        {"name":"test_prompt_with_arguments","description":"A prompt with two arguments","arguments":[
+            {"name":"arg1","description":"First test argument","required":true},
+            {"name":"arg2","description":"Second test argument","required":true}]},
+        {"name":"test_prompt_with_embedded_resource","description":"A prompt embedding a resource","arguments":[
+            {"name":"resourceUri","description":"URI of the resource to embed","required":true}]},
+        {"name":"test_prompt_with_image","description":"A prompt with an image"},
+        {"name":"test_input_required_result_prompt","description":"A prompt that needs input first (2026-07-28)"},
+    ])
+}
+
+/// `resources/read`: the contents, or `None` for an unknown URI.
+pub fn read_resource(uri: &str) -> Option<Value> {
+    let content = match uri {
+        "test://static-text" => json!({"uri":uri,"mimeType":"text/plain",
+            "text":"This is the content of the static text resource."}),
+        "test://static-binary" => json!({"uri":uri,"mimeType":"image/png","blob":PNG}),
+        "test://watched-resource" => json!({"uri":uri,"mimeType":"text/plain",
+            "text":"Watched resource content."}),
+        _ => {
+            let id = uri
+                .strip_prefix("test://template/")?
+                .strip_suffix("/data")
+                .filter(|id| !id.is_empty() && !id.contains('/'))?;
+            let body = json!({"id":id,"templateTest":true,"data":format!("Data for ID: {id}")});
+            json!({"uri":uri,"mimeType":"application/json","text":body.to_string()})
+        }
+    };
+    Some(json!({ "contents": [content] }))
+}
+
+/// `prompts/get` for the fixed prompts.
+pub fn get_prompt(name: &str, args: &Value) -> Option<Value> {
+    let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let user = |content: Value| json!({"role":"user","content":content});
+    let messages = match name {
+        "test_simple_prompt" => vec![user(
+            json!({"type":"text","text":"This is a simple prompt for testing."}),
+        )],
+        "test_prompt_with_arguments" => vec![user(json!({"type":"text","text":format!(
+            "Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))}))],
+        "test_prompt_with_embedded_resource" => vec![
+            user(json!({"type":"resource","resource":{"uri":arg("resourceUri"),
+                "mimeType":"text/plain","text":"Embedded resource content for testing."}})),
+            user(json!({"type":"text","text":"Please process the embedded resource above."})),
+        ],
+        "test_prompt_with_image" => vec![
+            user(json!({"type":"image","data":PNG,"mimeType":"image/png"})),
+            user(json!({"type":"text","text":"Please analyze the image above."})),
+        ],
+        _ => return None,
+    };
+    Some(json!({ "messages": messages }))
+}
+
+fn sep1034_schema() -> Value {
+    json!({"type":"object","properties":{
+        "name":{"type":"string","description":"User name","default":"John Doe"},
+        "age":{"type":"integer","description":"User age","default":30},
+        "score":{"type":"number","description":"User score","default":95.5},
+        "status":{"type":"string","description":"User status","enum":["active","inactive","pending"],"default":"active"},
+        "verified":{"type":"boolean","description":"Verification status","default":true}
+    }})
+}
+
+fn sep1330_schema() -> Value {
+    json!({"type":"object","properties":{
+        "untitledSingle":{"type":"string","description":"Untitled single-select","enum":["option1","option2","option3"]},
+        "titledSingle":{"type":"string","description":"Titled single-select","oneOf":[
+            {"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+        "legacyEnum":{"type":"string","description":"Legacy titled enum","enum":["opt1","opt2","opt3"],
+            "enumNames":["Option One","Option Two","Option Three"]},
+        "untitledMulti":{"type":"array","description":"Untitled multi-select","items":{"type":"string","enum":["option1","option2","option3"]}},
+        "titledMulti":{"type":"array","description":"Titled multi-select","items":{"anyOf":[
+            {"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}
+    }})
+}
+
+/// The fixture's state.
+pub struct Fixture {
+    jobs: Vec<Job>,
+    waits: Vec<Wait>,
+    /// Keys the `requestState` integrity tag.
+    secret: [u8; 16],
+    subscriptions: HashSet<(ConnKey, String)>,
+    /// `logging/setLevel` per session (handshake era).
+    levels: Vec<(ConnKey, LogLevel)>,
+}
+
+const STEP: Duration = Duration::from_millis(50);
+
+impl Fixture {
+    /// A fixture whose `requestState` tags are keyed with `secret` (from the host's random
+    /// source).
+    pub fn new(secret: [u8; 16]) -> Self {
+        Fixture {
+            jobs: Vec::new(),
+            waits: Vec::new(),
+            secret,
+            subscriptions: HashSet::new(),
+            levels: Vec::new(),
+        }
+    }
+
+    /// Work in progress (delayed steps and server→client requests); for bounds in tests.
+    pub fn pending(&self) -> usize {
+        self.jobs.len() + self.waits.len()
+    }
+
+    /// Answers every event the server has, then moves the output onto the streams.
+    pub fn drive(&mut self, now: Timestamp, server: &mut HttpServer) {
+        loop {
+            let mut batch = Vec::new();
+            while let Some((key, e)) = server.poll_event() {
+                batch.push((key, own(e)));
+            }
+            if batch.is_empty() {
+                break;
+            }
+            for (key, e) in batch {
+                self.on_event(now, server, key, e);
+            }
+        }
+        // Forget work for connections that are gone.
+        let live: HashSet<ConnKey> = server.connections().into_iter().collect();
+        self.jobs.retain(|j| live.contains(&j.key));
+        self.waits.retain(|w| live.contains(&w.key));
+        self.subscriptions.retain(|(k, _)| live.contains(k));
+        self.levels.retain(|(k, _)| live.contains(k));
+        server.pump();
+    }
+
+    /// The next time [`handle_timeout`](Self::handle_timeout) has work.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.jobs.iter().map(|j| j.due).min()
+    }
+
+    /// Runs the steps due at `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
+        let (due, rest): (Vec<Job>, Vec<Job>) = std::mem::take(&mut self.jobs)
+            .into_iter()
+            .partition(|j| j.due <= now);
+        self.jobs = rest;
+        for job in due {
+            let Some(conn) = server.connection(job.key) else {
+                continue;
+            };
+            let id = job.id.as_id();
+            match job.step {
+                Step::Progress(p) => {
+                    let _ = conn.progress(id, p, Some(100.0), None);
+                    if p >= 100.0 {
+                        respond(conn, &job.id, Answer::Result(text("Progress test completed")));
+                    } else {
+                        self.jobs.push(Job {
+                            due: now.after(STEP),
+                            step: Step::Progress(p + 50.0),
+                            ..job
+                        });
+                    }
+                }
+                Step::Log(n) => {
+                    let msg = match n {
+                        1 => "Tool processing data",
+                        _ => "Tool execution completed",
+                    };
+                    let level = self.level(job.key);
+                    if level <= LogLevel::Info {
+                        let _ = conn.log(id, LogLevel::Info, Some("test_tool_with_logging"),
+                            RawJson::new(&json!(msg).to_string()).expect("JSON"));
+                    }
+                    if n >= 2 {
+                        respond(conn, &job.id,
+                            Answer::Result(text("Tool with logging executed successfully")));
+                    } else {
+                        self.jobs.push(Job {
+                            due: now.after(STEP),
+                            step: Step::Log(n + 1),
+                            ..job
+                        });
+                    }
+                }
+            }
+        }
+        self.drive(now, server);
+    }
+
+    fn level(&self, key: ConnKey) -> LogLevel {
+        self.levels
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, l)| *l)
+            .unwrap_or(LogLevel::Debug)
+    }
+
+    fn on_event(&mut self, now: Timestamp, server: &mut HttpServer, key: ConnKey, e: Owned) {
+        match e {
+            Owned::Request { id, method, params } => {
+                let answer = self.request(now, server, key, &id, &method, &params);
+                if let Some(conn) = server.connection(key) {
+                    respond(conn, &id, answer);
+                }
+            }
+            Owned::Response { request, result } => self.answered(server, key, request, Ok(result)),
+            Owned::Error { request, message } => {
+                self.answered(server, key, request, Err(message))
+            }
+            Owned::Cancelled { id } => {
+                self.jobs.retain(|j| !(j.key == key && j.id == id));
+                self.waits.retain(|w| !(w.key == key && w.parent == id));
+            }
+            Owned::Other => {}
+        }
+    }
+
+    /// A server→client request came back: finish the tool call that made it.
+    fn answered(
+        &mut self,
+        server: &mut HttpServer,
+        key: ConnKey,
+        request: RequestId,
+        outcome: Result<Value, String>,
+    ) {
+        let Some(at) = self
+            .waits
+            .iter()
+            .position(|w| w.key == key && w.request == request)
+        else {
+            return;
+        };
+        let w = self.waits.remove(at);
+        let Some(conn) = server.connection(key) else {
+            return;
+        };
+        let answer = match (w.asked, outcome) {
+            (_, Err(message)) => error_result(&format!("The client refused: {message}")),
+            (Asked::Sampling, Ok(r)) => {
+                let said = r["content"]["text"].as_str().unwrap_or("").to_owned();
+                text(&format!("LLM response: {said}"))
+            }
+            (Asked::Elicitation, Ok(r)) => text(&format!(
+                "User response: action={}, content={}",
+                r["action"].as_str().unwrap_or(""),
+                r.get("content").unwrap_or(&json!({}))
+            )),
+            (Asked::Defaults | Asked::Enums, Ok(r)) => text(&format!(
+                "Elicitation completed: action={}, content={}",
+                r["action"].as_str().unwrap_or(""),
+                r.get("content").unwrap_or(&json!({}))
+            )),
+        };
+        respond(conn, &w.parent, Answer::Result(answer));
+    }
+
+    fn request(
+        &mut self,
+        now: Timestamp,
+        server: &mut HttpServer,
+        key: ConnKey,
+        id: &OwnedId,
+        method: &str,
+        params: &Value,
+    ) -> Answer {
+        let modern = server
+            .connection(key)
+            .is_some_and(|c| c.era() == Some(Era::Modern));
+        match method {
+            "tools/list" => Answer::Result(json!({ "tools": tools() })),
+            "tools/call" => self.call(now, server, key, id, params, modern),
+            "resources/list" => Answer::Result(json!({ "resources": resources() })),
+            "resources/templates/list" => Answer::Result(json!({"resourceTemplates":[
+                {"uriTemplate":"test://template/{id}/data","name":"template",
+                 "description":"A resource template with an id","mimeType":"application/json"}]})),
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap_or("");
+                match read_resource(uri) {
+                    Some(r) => Answer::Result(r),
+                    None => Answer::Error(-32602, "Resource not found".into(), Some(json!({"uri":uri}))),
+                }
+            }
+            "resources/subscribe" => {
+                let uri = params["uri"].as_str().unwrap_or("").to_owned();
+                self.subscriptions.insert((key, uri));
+                Answer::Result(json!({}))
+            }
+            "resources/unsubscribe" => {
+                let uri = params["uri"].as_str().unwrap_or("").to_owned();
+                self.subscriptions.remove(&(key, uri));
+                Answer::Result(json!({}))
+            }
+            "prompts/list" => Answer::Result(json!({ "prompts": prompts() })),
+            "prompts/get" => {
+                let name = params["name"].as_str().unwrap_or("");
+                if name == "test_input_required_result_prompt" {
+                    return self.prompt_input_required(params, modern);
+                }
+                match get_prompt(name, params.get("arguments").unwrap_or(&Value::Null)) {
+                    Some(r) => Answer::Result(r),
+                    None => Answer::Error(-32602, format!("Unknown prompt: {name}"), None),
+                }
+            }
+            "completion/complete" => {
+                Answer::Result(json!({"completion":{"values":[],"total":0,"hasMore":false}}))
+            }
+            "logging/setLevel" => {
+                match params["level"].as_str().and_then(LogLevel::parse) {
+                    Some(level) => {
+                        self.levels.retain(|(k, _)| *k != key);
+                        self.levels.push((key, level));
+                        Answer::Result(json!({}))
+                    }
+                    None => Answer::Error(-32602, "Invalid log level".into(), None),
+                }
+            }
+            "ping" => Answer::Result(json!({})),
+            _ => Answer::Error(-32601, format!("Method not found: {method}"), None),
+        }
+    }
+
+    fn call(
+        &mut self,
+        now: Timestamp,
+        server: &mut HttpServer,
+        key: ConnKey,
+        id: &OwnedId,
+        params: &Value,
+        modern: bool,
+    ) -> Answer {
+        let name = params["name"].as_str().unwrap_or("").to_owned();
+        let args = params.get("arguments").cloned().unwrap_or(json!({}));
+        let Some(conn) = server.connection(key) else {
+            return Answer::Later;
+        };
+        let caps = declared(conn, id, modern);
+        let r = |v: Value| Answer::Result(v);
+        match name.as_str() {
+            "test_simple_text" => r(text(SIMPLE_TEXT)),
+            "test_image_content" => {
+                r(json!({"content":[{"type":"image","data":PNG,"mimeType":"image/png"}]}))
+            }
+            "test_audio_content" => {
+                r(json!({"content":[{"type":"audio","data":WAV,"mimeType":"audio/wav"}]}))
+            }
+            "test_embedded_resource" => r(json!({"content":[{"type":"resource","resource":{
+                "uri":"test://embedded-resource","mimeType":"text/plain",
+                "text":"This is an embedded resource content."}}]})),
+            "test_multiple_content_types" => r(json!({"content":[
+                {"type":"text","text":"Multiple content types test:"},
+                {"type":"image","data":PNG,"mimeType":"image/png"},
+                {"type":"resource","resource":{"uri":"test://mixed-content-resource",
+                    "mimeType":"application/json","text":"{\"test\":\"data\",\"value\":123}"}}]})),
+            "test_error_handling" => r(error_result(
+                "This tool intentionally returns an error for testing",
+            )),
+            "json_schema_2020_12_tool" => r(text(&format!(
+                "json_schema_2020_12_tool called with {args}"
+            ))),
+            "test_tool_with_progress" => {
+                let _ = conn.progress(id.as_id(), 0.0, Some(100.0), None);
+                self.jobs.push(Job {
+                    due: now.after(STEP),
+                    key,
+                    id: id.clone(),
+                    step: Step::Progress(50.0),
+                });
+                Answer::Later
+            }
+            "test_tool_with_logging" => {
+                if self.level(key) <= LogLevel::Info {
+                    let _ = conn.log(id.as_id(), LogLevel::Info, Some("test_tool_with_logging"),
+                        RawJson::new("\"Tool execution started\"").expect("JSON"));
+                }
+                self.jobs.push(Job {
+                    due: now.after(STEP),
+                    key,
+                    id: id.clone(),
+                    step: Step::Log(1),
+                });
+                Answer::Later
+            }
+            "test_logging_tool" => {
+                // Sent only if the request asked for logs (2026-07-28: `logLevel`).
+                let _ = conn.log(id.as_id(), LogLevel::Info, Some("test_logging_tool"),
+                    RawJson::new("\"test_logging_tool ran\"").expect("JSON"));
+                r(text("Logging tool completed"))
+            }
+            "test_missing_capability" => {
+                if caps.contains(Caps::SAMPLING) {
+                    r(text("The client declared sampling"))
+                } else {
+                    Answer::Error(-32021, "Missing required client capability: sampling".into(),
+                        Some(json!({"requiredCapabilities":{"sampling":{}}})))
+                }
+            }
+            "test_trigger_tool_change" | "test_trigger_prompt_change" => {
+                let what = if name == "test_trigger_tool_change" {
+                    "notifications/tools/list_changed"
+                } else {
+                    "notifications/prompts/list_changed"
+                };
+                for k in server.connections() {
+                    if let Some(c) = server.connection(k) {
+                        let _ = c.notify(what, None);
+                    }
+                }
+                r(text("List change announced"))
+            }
+            "test_sampling" | "test_elicitation" | "test_elicitation_sep1034_defaults"
+            | "test_elicitation_sep1330_enums" | "test_streaming_elicitation" => {
+                let (method, params, asked) = match name.as_str() {
+                    "test_sampling" => {
+                        let prompt = args["prompt"].as_str().unwrap_or("");
+                        let s = sampling(prompt, 100);
+                        (s["method"].clone(), s["params"].clone(), Asked::Sampling)
+                    }
+                    "test_elicitation" | "test_streaming_elicitation" => {
+                        let message = args["message"].as_str().unwrap_or("Please provide your details");
+                        let e = elicit(message, json!({
+                            "username":{"type":"string","description":"User's response"},
+                            "email":{"type":"string","description":"User's email address"}}),
+                            &["username", "email"]);
+                        (e["method"].clone(), e["params"].clone(), Asked::Elicitation)
+                    }
+                    "test_elicitation_sep1034_defaults" => (
+                        json!("elicitation/create"),
+                        json!({"message":"Please review and update the form fields with defaults",
+                            "requestedSchema":sep1034_schema()}),
+                        Asked::Defaults,
+                    ),
+                    _ => (
+                        json!("elicitation/create"),
+                        json!({"message":"Please select options from the enum fields",
+                            "requestedSchema":sep1330_schema()}),
+                        Asked::Enums,
+                    ),
+                };
+                let method = method.as_str().unwrap_or("").to_owned();
+                if modern {
+                    // No server→client requests in 2026-07-28: ask through the answer.
+                    if let Some(resp) = params_of(&params, "inputResponses").get("input") {
+                        return r(text(&format!("Input received: {resp}")));
+                    }
+                    let need = if asked == Asked::Sampling { Caps::SAMPLING } else { Caps::ELICITATION };
+                    if !caps.contains(need) {
+                        return r(error_result("The client did not declare the capability this tool needs"));
+                    }
+                    return Answer::InputRequired(
+                        Some(json!({"input":{"method":method,"params":params}})), None);
+                }
+                let text_params = params.to_string();
+                match conn.request_related(now, id.as_id(), &method,
+                    Some(RawJson::new(&text_params).expect("JSON")), RequestOptions::default())
+                {
+                    Ok(request) => {
+                        self.waits.push(Wait { key, request, parent: id.clone(), asked });
+                        Answer::Later
+                    }
+                    Err(e) => r(error_result(&format!("Cannot ask the client: {e}"))),
+                }
+            }
+            n if n.starts_with("test_input_required_result_") => {
+                if !modern {
+                    return r(error_result("Input required results exist in 2026-07-28 only"));
+                }
+                self.input_required(n, params, caps)
+            }
+            _ => r(error_result(&format!("Unknown tool: {name}"))),
+        }
+    }
+
+    /// The MRTR tools (2026-07-28).
+    fn input_required(&self, name: &str, params: &Value, caps: Caps) -> Answer {
+        let responses = params.get("inputResponses");
+        let state = params.get("requestState").and_then(Value::as_str);
+        // Present but not an object (null, a number): a protocol error.
+        if let Some(v) = responses
+            && !v.is_object()
+        {
+            return Answer::Error(-32602, "inputResponses must be an object".into(), None);
+        }
+        let got = |k: &str| responses.and_then(|r| r.get(k));
+        // A response that is not a result object is invalid input.
+        for v in responses.and_then(Value::as_object).into_iter().flat_map(|o| o.values()) {
+            if !v.is_object() {
+                return Answer::Error(-32602, "each input response must be an object".into(), None);
+            }
+        }
+        let name_q = || elicit("What is your name?", json!({"name":{"type":"string"}}), &["name"]);
+        let ir = |reqs: Value, state: Option<String>| Answer::InputRequired(Some(reqs), state);
+        match name {
+            "test_input_required_result_elicitation" => match got("user_name") {
+                Some(v) => {
+                    let who = v["content"]["name"].as_str().unwrap_or("stranger");
+                    Answer::Result(text(&format!("Hello, {who}!")))
+                }
+                None => ir(json!({ "user_name": name_q() }), None),
+            },
+            "test_input_required_result_sampling" => match got("capital_question") {
+                Some(v) => Answer::Result(text(&format!(
+                    "Sampling said: {}",
+                    v["content"]["text"].as_str().unwrap_or("")
+                ))),
+                None => ir(json!({"capital_question":sampling("What is the capital of France?", 100)}), None),
+            },
+            "test_input_required_result_list_roots" => match got("client_roots") {
+                Some(v) => {
+                    let uris: Vec<&str> = v["roots"].as_array().into_iter().flatten()
+                        .filter_map(|r| r["uri"].as_str()).collect();
+                    Answer::Result(text(&format!("Client roots: {}", uris.join(", "))))
+                }
+                None => ir(json!({ "client_roots": roots() }), None),
+            },
+            "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
+                let confirm = || json!({"confirm":elicit("Please confirm",
+                    json!({"ok":{"type":"boolean"}}), &["ok"])});
+                match (state, responses) {
+                    (None, _) => ir(confirm(), Some(self.seal(name, "1"))),
+                    (Some(s), _) if self.open(name, s).as_deref() != Some("1") => Answer::Error(
+                        -32602, "requestState failed its integrity check".into(), None),
+                    (Some(_), Some(_)) if got("confirm").is_some() => {
+                        Answer::Result(text("state-ok: the request state was verified"))
+                    }
+                    (Some(_), _) => ir(confirm(), Some(self.seal(name, "1"))),
+                }
+            }
+            "test_input_required_result_multiple_inputs" => {
+                let all = json!({
+                    "user_name": name_q(),
+                    "greeting": sampling("Generate a greeting", 50),
+                    "client_roots": roots(),
+                });
+                let complete = ["user_name", "greeting", "client_roots"].iter().all(|k| got(k).is_some());
+                match state.map(|s| self.open(name, s)) {
+                    Some(None) => Answer::Error(-32602, "requestState failed its integrity check".into(), None),
+                    Some(Some(_)) if complete => Answer::Result(text(&format!(
+                        "All inputs received: name={}, greeting={}",
+                        got("user_name").map(|v| v["content"]["name"].clone()).unwrap_or_default(),
+                        got("greeting").map(|v| v["content"]["text"].clone()).unwrap_or_default()))),
+                    _ => {
+                        // Ask again for what is missing.
+                        let mut missing = serde_json::Map::new();
+                        for (k, v) in all.as_object().into_iter().flatten() {
+                            if got(k).is_none() {
+                                missing.insert(k.clone(), v.clone());
+                            }
+                        }
+                        ir(Value::Object(missing), Some(self.seal(name, "1")))
+                    }
+                }
+            }
+            "test_input_required_result_multi_round" => {
+                let step1 = || json!({"step1":elicit("Step 1: What is your name?",
+                    json!({"name":{"type":"string"}}), &["name"])});
+                let step2 = || json!({"step2":elicit("Step 2: What is your favorite color?",
+                    json!({"color":{"type":"string"}}), &["color"])});
+                match state.map(|s| self.open(name, s)) {
+                    None => ir(step1(), Some(self.seal(name, "round-1"))),
+                    Some(None) => Answer::Error(-32602, "requestState failed its integrity check".into(), None),
+                    Some(Some(s)) if s == "round-1" => match got("step1") {
+                        Some(v) => {
+                            let who = v["content"]["name"].as_str().unwrap_or("");
+                            ir(step2(), Some(self.seal(name, &format!("round-2:{who}"))))
+                        }
+                        None => ir(step1(), Some(self.seal(name, "round-1"))),
+                    },
+                    Some(Some(s)) => match (s.strip_prefix("round-2:"), got("step2")) {
+                        (Some(who), Some(v)) => Answer::Result(text(&format!(
+                            "{who} likes {}", v["content"]["color"].as_str().unwrap_or("")))),
+                        (Some(_), None) => ir(step2(), Some(s.clone()).map(|s| self.seal(name, &s))),
+                        _ => Answer::Error(-32602, "requestState is not one of ours".into(), None),
+                    },
+                }
+            }
+            "test_input_required_result_capabilities" => {
+                if responses.is_some() {
+                    return Answer::Result(text("Inputs received"));
+                }
+                let mut reqs = serde_json::Map::new();
+                if caps.contains(Caps::ELICITATION) {
+                    reqs.insert("user_name".into(), name_q());
+                }
+                if caps.contains(Caps::SAMPLING) {
+                    reqs.insert("greeting".into(), sampling("Generate a greeting", 50));
+                }
+                if caps.contains(Caps::ROOTS) {
+                    reqs.insert("client_roots".into(), roots());
+                }
+                if reqs.is_empty() {
+                    return Answer::Result(text("The client declared nothing to ask through"));
+                }
+                ir(Value::Object(reqs), None)
+            }
+            _ => Answer::Result(error_result(&format!("Unknown tool: {name}"))),
+        }
+    }
+
+    fn prompt_input_required(&self, params: &Value, modern: bool) -> Answer {
+        if !modern {
+            return Answer::Error(-32602, "This prompt needs 2026-07-28".into(), None);
+        }
+        match params.get("inputResponses").and_then(|r| r.get("user_context")) {
+            Some(v) => {
+                let ctx = v["content"]["context"].as_str().unwrap_or("");
+                Answer::Result(json!({"messages":[{"role":"user","content":{"type":"text",
+                    "text":format!("Prompt with context: {ctx}")}}]}))
+            }
+            None => Answer::InputRequired(
+                Some(json!({"user_context":elicit("What context should the prompt use?",
+                    json!({"context":{"type":"string"}}), &["context"])})),
+                None,
+            ),
+        }
+    }
+
+    /// `payload.tag`: the tag binds the payload to the tool and to this process's secret, so a
+    /// client cannot forge or alter it.
+    fn seal(&self, tool: &str, payload: &str) -> String {
+        format!("{payload}.{:016x}", self.tag(tool, payload))
+    }
+
+    fn open(&self, tool: &str, sealed: &str) -> Option<String> {
+        let (payload, tag) = sealed.rsplit_once('.')?;
+        (u64::from_str_radix(tag, 16).ok()? == self.tag(tool, payload) && tag.len() == 16)
+            .then(|| payload.to_owned())
+    }
+
+    fn tag(&self, tool: &str, payload: &str) -> u64 {
+        let mut h = DefaultHasher::new();
+        self.secret.hash(&mut h);
+        tool.hash(&mut h);
+        payload.hash(&mut h);
+        self.secret.hash(&mut h);
+        h.finish()
+    }
+}
+
+fn params_of<'v>(params: &'v Value, key: &str) -> &'v Value {
+    params.get(key).unwrap_or(&Value::Null)
+}
+
+/// The client capabilities in force for a request: its own `_meta` in 2026-07-28, the
+/// session's otherwise.
+fn declared(conn: &Connection, id: &OwnedId, modern: bool) -> Caps {
+    if modern {
+        conn.request_context(id.as_id())
+            .map(|c| c.client_capabilities)
+            .unwrap_or_default()
+    } else {
+        conn.peer_capabilities().map(|c| c.flags()).unwrap_or_default()
+    }
+}
+
+fn respond(conn: &mut Connection, id: &OwnedId, answer: Answer) {
+    let id = id.as_id();
+    match answer {
+        Answer::Result(v) => {
+            let text = v.to_string();
+            let _ = conn.respond(id, RawJson::new(&text).expect("JSON"));
+        }
+        Answer::Error(code, message, data) => {
+            let data = data.map(|d| d.to_string());
+            let data = data.as_deref().map(|d| RawJson::new(d).expect("JSON"));
+            if conn.respond_error(id, code, &message, data).is_err() {
+                let _ = conn.respond_error(id, -32603, &message, None);
+            }
+        }
+        Answer::InputRequired(reqs, state) => {
+            let reqs = reqs.map(|r| r.to_string());
+            let reqs = reqs.as_deref().map(|r| RawJson::new(r).expect("JSON"));
+            if let Err(e) = conn.respond_input_required(id, reqs, state.as_deref()) {
+                let _ = conn.respond_error(id, -32603, &format!("cannot ask for input: {e}"), None);
+            }
+        }
+        Answer::Later => {}
+    }
+}
