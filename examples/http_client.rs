@@ -138,7 +138,12 @@ impl Response {
     }
 }
 
-fn http(url: &Url, method: &str, headers: &[(&str, String)], body: &[u8]) -> std::io::Result<Response> {
+fn http(
+    url: &Url,
+    method: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> std::io::Result<Response> {
     let addrs: Vec<_> = (url.host.as_str(), url.port).to_socket_addrs()?.collect();
     // `localhost` may resolve to ::1 first while the harness listens on IPv4 only (or the
     // reverse): try each address.
@@ -421,9 +426,8 @@ impl Client {
                     x.reader.feed(&bytes, |m| messages.push(m.to_vec()));
                     for m in &messages {
                         if let Some(id) = &x.awaited
-                            && serde_json::from_slice::<Value>(m).is_ok_and(|v| {
-                                v.get("id") == Some(id) && v.get("method").is_none()
-                            })
+                            && serde_json::from_slice::<Value>(m)
+                                .is_ok_and(|v| v.get("id") == Some(id) && v.get("method").is_none())
                         {
                             x.answered = true;
                         }
@@ -445,19 +449,16 @@ impl Client {
                         self.exchanges.remove(&stream);
                         self.feed(&body);
                     }
-                    Some(ResponseKind::EventStream) => {
+                    // Closed before the answer: wait as the server asked (`retry`), then resume
+                    // with a GET carrying Last-Event-ID.
+                    Some(ResponseKind::EventStream)
                         if x.awaited.is_some()
                             && !x.answered
                             && x.reader.last_event_id().is_some()
-                            && x.resumes < 5
-                        {
-                            // Closed before the answer: wait as the server asked (`retry`),
-                            // then resume with a GET carrying Last-Event-ID.
-                            let wait = x.reader.retry().unwrap_or(Duration::from_secs(1));
-                            self.resumes.push((Instant::now() + wait, stream));
-                        } else {
-                            self.exchanges.remove(&stream);
-                        }
+                            && x.resumes < 5 =>
+                    {
+                        let wait = x.reader.retry().unwrap_or(Duration::from_secs(1));
+                        self.resumes.push((Instant::now() + wait, stream));
                     }
                     Some(ResponseKind::Failed(status)) => {
                         let body = x.body.clone();
@@ -482,8 +483,7 @@ impl Client {
 
     fn resume_due(&mut self) {
         let now = Instant::now();
-        let (due, later): (Vec<_>, Vec<_>) =
-            self.resumes.drain(..).partition(|(at, _)| *at <= now);
+        let (due, later): (Vec<_>, Vec<_>) = self.resumes.drain(..).partition(|(at, _)| *at <= now);
         self.resumes = later;
         for (_, stream) in due {
             let Some(x) = self.exchanges.get_mut(&stream) else {
@@ -525,10 +525,11 @@ impl Client {
                     },
                 };
                 let params = json!({"name":name,"arguments":args}).to_string();
-                if let Ok(r) =
-                    self.conn
-                        .request(now, "tools/call", Some(RawJson::new(&params).expect("JSON")))
-                {
+                if let Ok(r) = self.conn.request(
+                    now,
+                    "tools/call",
+                    Some(RawJson::new(&params).expect("JSON")),
+                ) {
                     self.phase = Phase::Calling(r);
                 }
             }

@@ -278,7 +278,8 @@ fn timers(shared: Arc<Shared>) {
                 .into_iter()
                 .flatten()
                 .min();
-            next.map(|t| t.since(now)).unwrap_or(Duration::from_millis(100))
+            next.map(|t| t.since(now))
+                .unwrap_or(Duration::from_millis(100))
         };
         shared.changed.notify_all();
         std::thread::sleep(wait.clamp(Duration::from_millis(1), Duration::from_millis(100)));

@@ -64,6 +64,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod conn;
+pub mod ffi;
 pub mod frame;
 pub mod http;
 pub mod jsonrpc;

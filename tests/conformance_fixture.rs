@@ -149,21 +149,41 @@ fn tools_resources_and_prompts_have_the_exact_content() {
         r["result"]["content"],
         json!([{"type":"text","text":"This is a simple text response for testing."}])
     );
-    let r = call(&mut h, 3, "tools/call", json!({"name":"test_error_handling"}));
+    let r = call(
+        &mut h,
+        3,
+        "tools/call",
+        json!({"name":"test_error_handling"}),
+    );
     assert_eq!(r["result"]["isError"], true);
     assert_eq!(
         r["result"]["content"][0]["text"],
         "This tool intentionally returns an error for testing"
     );
-    let r = call(&mut h, 4, "tools/call", json!({"name":"test_embedded_resource"}));
+    let r = call(
+        &mut h,
+        4,
+        "tools/call",
+        json!({"name":"test_embedded_resource"}),
+    );
     assert_eq!(
         r["result"]["content"][0],
         json!({"type":"resource","resource":{"uri":"test://embedded-resource","mimeType":"text/plain","text":"This is an embedded resource content."}})
     );
-    let r = call(&mut h, 5, "tools/call", json!({"name":"test_image_content"}));
+    let r = call(
+        &mut h,
+        5,
+        "tools/call",
+        json!({"name":"test_image_content"}),
+    );
     assert_eq!(r["result"]["content"][0]["mimeType"], "image/png");
     assert_eq!(r["result"]["content"][0]["data"], fixture::PNG);
-    let r = call(&mut h, 6, "tools/call", json!({"name":"test_audio_content"}));
+    let r = call(
+        &mut h,
+        6,
+        "tools/call",
+        json!({"name":"test_audio_content"}),
+    );
     assert_eq!(r["result"]["content"][0]["mimeType"], "audio/wav");
     // The audio really is a RIFF/WAVE file, the image a PNG.
     assert!(fixture::WAV.starts_with("UklGR"), "RIFF");
@@ -178,7 +198,12 @@ fn tools_resources_and_prompts_have_the_exact_content() {
         r["result"]["messages"],
         json!([{"role":"user","content":{"type":"text","text":"Prompt with arguments: arg1='hello', arg2='world'"}}])
     );
-    let r = call(&mut h, 8, "prompts/get", json!({"name":"test_simple_prompt"}));
+    let r = call(
+        &mut h,
+        8,
+        "prompts/get",
+        json!({"name":"test_simple_prompt"}),
+    );
     assert_eq!(
         r["result"]["messages"][0]["content"]["text"],
         "This is a simple prompt for testing."
@@ -209,7 +234,12 @@ fn tools_resources_and_prompts_have_the_exact_content() {
     let r = call(&mut h, 11, "resources/read", json!({"uri":"test://nope"}));
     assert_eq!(r["error"]["code"], -32602);
     assert_eq!(r["error"]["data"]["uri"], "test://nope");
-    let r = call(&mut h, 12, "resources/subscribe", json!({"uri":"test://watched-resource"}));
+    let r = call(
+        &mut h,
+        12,
+        "resources/subscribe",
+        json!({"uri":"test://watched-resource"}),
+    );
     assert_eq!(r["result"], json!({}));
     let r = call(&mut h, 13, "tools/list", json!({}));
     let tools = r["result"]["tools"].as_array().unwrap();
@@ -229,7 +259,10 @@ fn tools_resources_and_prompts_have_the_exact_content() {
     assert_eq!(schema_tool["inputSchema"]["additionalProperties"], false);
     assert!(schema_tool["inputSchema"]["$defs"]["address"].is_object());
     for t in tools {
-        assert!(t["description"].is_string() && t["inputSchema"]["type"] == "object", "{t}");
+        assert!(
+            t["description"].is_string() && t["inputSchema"]["type"] == "object",
+            "{t}"
+        );
     }
     let r = call(&mut h, 14, "logging/setLevel", json!({"level":"info"}));
     assert_eq!(r["result"], json!({}));
@@ -289,7 +322,11 @@ fn progress_is_0_50_100_of_100_about_50_ms_apart_then_the_answer() {
     let times: Vec<Timestamp> = seen.iter().map(|(t, _)| *t).collect();
     assert!(times[1].since(times[0]) >= Duration::from_millis(50));
     assert!(times[2].since(times[1]) >= Duration::from_millis(50));
-    assert_eq!(result_of(&seen.into_iter().map(|(_, m)| m).collect::<Vec<_>>(), 2)["result"]["content"][0]["type"], "text");
+    assert_eq!(
+        result_of(&seen.into_iter().map(|(_, m)| m).collect::<Vec<_>>(), 2)["result"]["content"][0]
+            ["type"],
+        "text"
+    );
 }
 
 #[test]
@@ -318,7 +355,11 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
     let r = h.send(
         "POST",
         &s,
-        &rpc(2, "tools/call", json!({"name":"test_sampling","arguments":{"prompt":"Say hi"}})),
+        &rpc(
+            2,
+            "tools/call",
+            json!({"name":"test_sampling","arguments":{"prompt":"Say hi"}}),
+        ),
     );
     let mut reader = StreamReader::new();
     let (msgs, finished) = h.messages(&r, &mut reader);
@@ -343,7 +384,11 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
     let r = h.send(
         "POST",
         &s,
-        &rpc(3, "tools/call", json!({"name":"test_elicitation_sep1034_defaults"})),
+        &rpc(
+            3,
+            "tools/call",
+            json!({"name":"test_elicitation_sep1034_defaults"}),
+        ),
     );
     let (msgs, _) = h.messages(&r, &mut StreamReader::new());
     let props = &msgs[0]["params"]["requestedSchema"]["properties"];
@@ -351,16 +396,29 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
     assert_eq!(props["age"]["default"], 30);
     assert_eq!(props["score"]["default"], 95.5);
     assert_eq!(props["status"]["default"], "active");
-    assert_eq!(props["status"]["enum"], json!(["active", "inactive", "pending"]));
+    assert_eq!(
+        props["status"]["enum"],
+        json!(["active", "inactive", "pending"])
+    );
     assert_eq!(props["verified"]["default"], true);
 }
 
 // ---- 2026-07-28 ------------------------------------------------------------------------------
 
-fn modern(h: &mut Harness, id: i64, method: &str, name: Option<&str>, mut params: Value, caps: Value) -> (u16, Value) {
+fn modern(
+    h: &mut Harness,
+    id: i64,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+    caps: Value,
+) -> (u16, Value) {
     params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
         "io.modelcontextprotocol/clientCapabilities":caps});
-    let mut headers = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
     if let Some(n) = name {
         headers.push(("Mcp-Name", n));
     }
@@ -373,44 +431,109 @@ fn stateless_input_required_round_trips_and_refusals() {
     let mut h = Harness::new();
     let all = json!({"sampling":{},"elicitation":{},"roots":{}});
     let tool = "test_input_required_result_elicitation";
-    let (status, r) = modern(&mut h, 1, "tools/call", Some(tool), json!({"name":tool}), all.clone());
+    let (status, r) = modern(
+        &mut h,
+        1,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool}),
+        all.clone(),
+    );
     assert_eq!(status, 200);
     assert_eq!(r["result"]["resultType"], "input_required");
-    assert_eq!(r["result"]["inputRequests"]["user_name"]["method"], "elicitation/create");
+    assert_eq!(
+        r["result"]["inputRequests"]["user_name"]["method"],
+        "elicitation/create"
+    );
     assert_eq!(
         r["result"]["inputRequests"]["user_name"]["params"]["message"],
         "What is your name?"
     );
-    let (_, r) = modern(&mut h, 2, "tools/call", Some(tool), json!({"name":tool,
-        "inputResponses":{"user_name":{"action":"accept","content":{"name":"Alice"}}}}), all.clone());
+    let (_, r) = modern(
+        &mut h,
+        2,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool,
+        "inputResponses":{"user_name":{"action":"accept","content":{"name":"Alice"}}}}),
+        all.clone(),
+    );
     assert_eq!(r["result"]["resultType"], "complete");
     assert_eq!(r["result"]["content"][0]["text"], "Hello, Alice!");
     // State round trip, and a tampered state refused.
     let tool = "test_input_required_result_tampered_state";
-    let (_, r) = modern(&mut h, 3, "tools/call", Some(tool), json!({"name":tool}), all.clone());
+    let (_, r) = modern(
+        &mut h,
+        3,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool}),
+        all.clone(),
+    );
     let state = r["result"]["requestState"].as_str().unwrap().to_owned();
     let ok = json!({"confirm":{"action":"accept","content":{"ok":true}}});
-    let (_, r) = modern(&mut h, 4, "tools/call", Some(tool),
-        json!({"name":tool,"inputResponses":ok,"requestState":state}), all.clone());
-    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("state-ok"));
-    let (_, r) = modern(&mut h, 5, "tools/call", Some(tool),
-        json!({"name":tool,"inputResponses":ok,"requestState":format!("{state}-TAMPERED")}), all.clone());
+    let (_, r) = modern(
+        &mut h,
+        4,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool,"inputResponses":ok,"requestState":state}),
+        all.clone(),
+    );
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("state-ok")
+    );
+    let (_, r) = modern(
+        &mut h,
+        5,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool,"inputResponses":ok,"requestState":format!("{state}-TAMPERED")}),
+        all.clone(),
+    );
     assert_eq!(r["error"]["code"], -32602);
     // Only what the request declared.
     let tool = "test_input_required_result_capabilities";
-    let (_, r) = modern(&mut h, 6, "tools/call", Some(tool), json!({"name":tool}), json!({"sampling":{}}));
+    let (_, r) = modern(
+        &mut h,
+        6,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool}),
+        json!({"sampling":{}}),
+    );
     let reqs = r["result"]["inputRequests"].as_object().unwrap();
-    assert!(reqs.values().all(|v| v["method"] == "sampling/createMessage"), "{reqs:?}");
+    assert!(
+        reqs.values()
+            .all(|v| v["method"] == "sampling/createMessage"),
+        "{reqs:?}"
+    );
     // A tool that needs sampling, without it: -32021 and 400.
     let tool = "test_missing_capability";
-    let (status, r) = modern(&mut h, 7, "tools/call", Some(tool), json!({"name":tool}), json!({}));
+    let (status, r) = modern(
+        &mut h,
+        7,
+        "tools/call",
+        Some(tool),
+        json!({"name":tool}),
+        json!({}),
+    );
     assert_eq!(status, 400);
     assert_eq!(r["error"]["code"], -32021);
-    assert_eq!(r["error"]["data"]["requiredCapabilities"], json!({"sampling":{}}));
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"],
+        json!({"sampling":{}})
+    );
     // Caching hints on cacheable results.
     let (_, r) = modern(&mut h, 8, "tools/list", None, json!({}), json!({}));
     assert!(r["result"]["ttlMs"].is_u64());
-    assert!(matches!(r["result"]["cacheScope"].as_str(), Some("public" | "private")));
+    assert!(matches!(
+        r["result"]["cacheScope"].as_str(),
+        Some("public" | "private")
+    ));
     // Nothing stays behind.
     assert_eq!(h.server.connections().len(), 0);
     assert_eq!(h.server.open_streams(), 0);

@@ -745,10 +745,17 @@ fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
     // goes away; the answer comes while nobody holds the stream.
     let bytes = s.poll_stream(stream).unwrap().bytes.to_vec();
     let second = bytes.windows(2).rposition(|w| w == b"\n\n").unwrap();
-    let cut = bytes[..second].windows(2).rposition(|w| w == b"\n\n").unwrap() + 2 + 10;
+    let cut = bytes[..second]
+        .windows(2)
+        .rposition(|w| w == b"\n\n")
+        .unwrap()
+        + 2
+        + 10;
     let mut reader = StreamReader::new();
     let mut got = Vec::new();
-    reader.feed(&bytes[..cut], |m| got.push(serde_json::from_slice::<Value>(m).unwrap()));
+    reader.feed(&bytes[..cut], |m| {
+        got.push(serde_json::from_slice::<Value>(m).unwrap())
+    });
     s.consume_stream(stream, cut);
     s.stream_closed(T0, stream);
     s.connection(key)
@@ -756,7 +763,11 @@ fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
         .respond(id.as_id(), RawJson::new("{}").unwrap())
         .unwrap();
     s.pump();
-    assert_eq!(s.open_streams(), 0, "a stream nobody holds ends with its answer");
+    assert_eq!(
+        s.open_streams(),
+        0,
+        "a stream nobody holds ends with its answer"
+    );
     reader.reconnected();
     let last = reader.last_event_id().unwrap().to_owned();
     let r = send(
@@ -786,7 +797,16 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     let mut s = server();
     let sid = open_session(&mut s);
     let h = [("Mcp-Session-Id", sid.as_str())];
-    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#).body else { panic!() };
+    let Body::Stream(stream) = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    )
+    .body
+    else {
+        panic!()
+    };
     let evs = events(&mut s);
     let (key, Ev::Request { id, .. }) = &evs[0] else {
         panic!()
@@ -826,7 +846,12 @@ fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{{META},"name":"needs"}}}}"#
     );
-    let r = send(&mut s, "POST", &modern_headers("tools/call", Some("needs")), &body);
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("needs")),
+        &body,
+    );
     assert!(matches!(r.body, Body::Stream(_)));
     let evs = events(&mut s);
     let (key, Ev::Request { id, .. }) = &evs[0] else {
@@ -848,7 +873,12 @@ fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
     assert!(s.connections().is_empty());
     assert_eq!(s.open_streams(), 0);
     // Once the host drains a stream, it stays a stream.
-    let r = send(&mut s, "POST", &modern_headers("tools/call", Some("needs")), &body);
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("needs")),
+        &body,
+    );
     let Body::Stream(st) = r.body else { panic!() };
     let _ = s.poll_stream(st);
     let evs = events(&mut s);

@@ -6,6 +6,9 @@
 //! zero after DELETE, and that live heap bytes (a counting allocator) do not grow round over
 //! round.
 
+// The test reports its own wall time: it reads the clock (the engine never does).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../examples/conformance/fixture.rs"]
 mod fixture;
 
@@ -35,7 +38,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // Safety: same contract as our caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -76,7 +82,9 @@ impl Sim {
         let mut counter = self.rand();
         let mut random = |buf: &mut [u8]| {
             for b in buf {
-                counter = counter.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                counter = counter
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 *b = (counter >> 56) as u8;
             }
         };
@@ -181,7 +189,11 @@ fn round(sim: &mut Sim) {
             let Some(stream) = c.stream else {
                 // Dropped: reconnect with Last-Event-ID.
                 c.reader.reconnected();
-                let last = c.reader.last_event_id().expect("the priming event had an id").to_owned();
+                let last = c
+                    .reader
+                    .last_event_id()
+                    .expect("the priming event had an id")
+                    .to_owned();
                 let sid = sids[c.session].clone();
                 let r = sim.send(
                     "GET",
@@ -202,7 +214,7 @@ fn round(sim: &mut Sim) {
             // Only once the priming event (an id) is in: before it, a client can only re-issue.
             let drop_now = !bytes.is_empty()
                 && c.reader.last_event_id().is_some()
-                && sim.rand() % 3 == 0
+                && sim.rand().is_multiple_of(3)
                 && c.drops < 4;
             if drop_now {
                 // Write only part, then the connection breaks.
@@ -233,7 +245,13 @@ fn round(sim: &mut Sim) {
             .filter(|m| m["method"] == "notifications/progress")
             .map(|m| m["params"]["progress"].as_f64().unwrap())
             .collect();
-        assert_eq!(progress, vec![0.0, 50.0, 100.0], "call {}: {:?}", c.id, c.messages);
+        assert_eq!(
+            progress,
+            vec![0.0, 50.0, 100.0],
+            "call {}: {:?}",
+            c.id,
+            c.messages
+        );
         let answers = c.messages.iter().filter(|m| m["id"] == c.id).count();
         assert_eq!(answers, 1, "call {}: {:?}", c.id, c.messages);
         assert_eq!(c.messages.len(), 4);
@@ -241,7 +259,10 @@ fn round(sim: &mut Sim) {
     }
     assert!(drops > 0, "the soak dropped no stream");
     for sid in &sids {
-        assert_eq!(sim.send("DELETE", &[("Mcp-Session-Id", sid)], "").status, 200);
+        assert_eq!(
+            sim.send("DELETE", &[("Mcp-Session-Id", sid)], "").status,
+            200
+        );
     }
     sim.tick();
     assert_eq!(sim.server.sessions(), 0);

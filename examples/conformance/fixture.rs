@@ -157,38 +157,120 @@ fn roots() -> Value {
 /// The tools, in `tools/list` order.
 pub fn tools() -> Value {
     let none = json!({"type":"object","properties":{}});
-    let t = |name: &str, description: &str, schema: &Value| {
-        json!({"name":name,"description":description,"inputSchema":schema})
-    };
+    let t = |name: &str, description: &str, schema: &Value| json!({"name":name,"description":description,"inputSchema":schema});
     json!([
         t("test_simple_text", "Returns a simple text response", &none),
         t("test_image_content", "Returns an image (1x1 PNG)", &none),
         t("test_audio_content", "Returns audio (WAV)", &none),
-        t("test_embedded_resource", "Returns an embedded text resource", &none),
-        t("test_multiple_content_types", "Returns text, an image and a JSON resource", &none),
-        t("test_tool_with_logging", "Sends three info log messages while it runs", &none),
-        t("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100", &none),
-        t("test_error_handling", "Always fails with an isError result", &none),
-        t("test_sampling", "Asks the client to sample an LLM", &json!({"type":"object",
-            "properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]})),
-        t("test_elicitation", "Asks the user for input", &json!({"type":"object",
-            "properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]})),
-        t("test_elicitation_sep1034_defaults", "Elicitation with defaults for every primitive type", &none),
-        t("test_elicitation_sep1330_enums", "Elicitation with the five enum shapes", &none),
+        t(
+            "test_embedded_resource",
+            "Returns an embedded text resource",
+            &none
+        ),
+        t(
+            "test_multiple_content_types",
+            "Returns text, an image and a JSON resource",
+            &none
+        ),
+        t(
+            "test_tool_with_logging",
+            "Sends three info log messages while it runs",
+            &none
+        ),
+        t(
+            "test_tool_with_progress",
+            "Reports progress 0, 50 and 100 of 100",
+            &none
+        ),
+        t(
+            "test_error_handling",
+            "Always fails with an isError result",
+            &none
+        ),
+        t(
+            "test_sampling",
+            "Asks the client to sample an LLM",
+            &json!({"type":"object",
+            "properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]})
+        ),
+        t(
+            "test_elicitation",
+            "Asks the user for input",
+            &json!({"type":"object",
+            "properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]})
+        ),
+        t(
+            "test_elicitation_sep1034_defaults",
+            "Elicitation with defaults for every primitive type",
+            &none
+        ),
+        t(
+            "test_elicitation_sep1330_enums",
+            "Elicitation with the five enum shapes",
+            &none
+        ),
         json_schema_tool(),
-        t("test_missing_capability", "Needs the client's sampling capability", &none),
-        t("test_streaming_elicitation", "Asks for input on the request's own stream", &none),
+        t(
+            "test_missing_capability",
+            "Needs the client's sampling capability",
+            &none
+        ),
+        t(
+            "test_streaming_elicitation",
+            "Asks for input on the request's own stream",
+            &none
+        ),
         t("test_logging_tool", "Logs at info while it runs", &none),
-        t("test_trigger_tool_change", "Announces a tool list change", &none),
-        t("test_trigger_prompt_change", "Announces a prompt list change", &none),
-        t("test_input_required_result_elicitation", "Input required: elicitation", &none),
-        t("test_input_required_result_sampling", "Input required: sampling", &none),
-        t("test_input_required_result_list_roots", "Input required: roots", &none),
-        t("test_input_required_result_request_state", "Input required with request state", &none),
-        t("test_input_required_result_multiple_inputs", "Input required: three requests at once", &none),
-        t("test_input_required_result_multi_round", "Input required over two rounds", &none),
-        t("test_input_required_result_tampered_state", "Input required with integrity-checked state", &none),
-        t("test_input_required_result_capabilities", "Input required for declared capabilities only", &none),
+        t(
+            "test_trigger_tool_change",
+            "Announces a tool list change",
+            &none
+        ),
+        t(
+            "test_trigger_prompt_change",
+            "Announces a prompt list change",
+            &none
+        ),
+        t(
+            "test_input_required_result_elicitation",
+            "Input required: elicitation",
+            &none
+        ),
+        t(
+            "test_input_required_result_sampling",
+            "Input required: sampling",
+            &none
+        ),
+        t(
+            "test_input_required_result_list_roots",
+            "Input required: roots",
+            &none
+        ),
+        t(
+            "test_input_required_result_request_state",
+            "Input required with request state",
+            &none
+        ),
+        t(
+            "test_input_required_result_multiple_inputs",
+            "Input required: three requests at once",
+            &none
+        ),
+        t(
+            "test_input_required_result_multi_round",
+            "Input required over two rounds",
+            &none
+        ),
+        t(
+            "test_input_required_result_tampered_state",
+            "Input required with integrity-checked state",
+            &none
+        ),
+        t(
+            "test_input_required_result_capabilities",
+            "Input required for declared capabilities only",
+            &none
+        ),
     ])
 }
 
@@ -278,8 +360,10 @@ pub fn get_prompt(name: &str, args: &Value) -> Option<Value> {
         "test_prompt_with_arguments" => vec![user(json!({"type":"text","text":format!(
             "Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))}))],
         "test_prompt_with_embedded_resource" => vec![
-            user(json!({"type":"resource","resource":{"uri":arg("resourceUri"),
-                "mimeType":"text/plain","text":"Embedded resource content for testing."}})),
+            user(
+                json!({"type":"resource","resource":{"uri":arg("resourceUri"),
+                "mimeType":"text/plain","text":"Embedded resource content for testing."}}),
+            ),
             user(json!({"type":"text","text":"Please process the embedded resource above."})),
         ],
         "test_prompt_with_image" => vec![
@@ -388,7 +472,11 @@ impl Fixture {
                 Step::Progress(p) => {
                     let _ = conn.progress(id, p, Some(100.0), None);
                     if p >= 100.0 {
-                        respond(conn, &job.id, Answer::Result(text("Progress test completed")));
+                        respond(
+                            conn,
+                            &job.id,
+                            Answer::Result(text("Progress test completed")),
+                        );
                     } else {
                         self.jobs.push(Job {
                             due: now.after(STEP),
@@ -404,12 +492,19 @@ impl Fixture {
                     };
                     let level = self.level(job.key);
                     if level <= LogLevel::Info {
-                        let _ = conn.log(id, LogLevel::Info, Some("test_tool_with_logging"),
-                            RawJson::new(&json!(msg).to_string()).expect("JSON"));
+                        let _ = conn.log(
+                            id,
+                            LogLevel::Info,
+                            Some("test_tool_with_logging"),
+                            RawJson::new(&json!(msg).to_string()).expect("JSON"),
+                        );
                     }
                     if n >= 2 {
-                        respond(conn, &job.id,
-                            Answer::Result(text("Tool with logging executed successfully")));
+                        respond(
+                            conn,
+                            &job.id,
+                            Answer::Result(text("Tool with logging executed successfully")),
+                        );
                     } else {
                         self.jobs.push(Job {
                             due: now.after(STEP),
@@ -440,9 +535,7 @@ impl Fixture {
                 }
             }
             Owned::Response { request, result } => self.answered(server, key, request, Ok(result)),
-            Owned::Error { request, message } => {
-                self.answered(server, key, request, Err(message))
-            }
+            Owned::Error { request, message } => self.answered(server, key, request, Err(message)),
             Owned::Cancelled { id } => {
                 self.jobs.retain(|j| !(j.key == key && j.id == id));
                 self.waits.retain(|w| !(w.key == key && w.parent == id));
@@ -513,7 +606,11 @@ impl Fixture {
                 let uri = params["uri"].as_str().unwrap_or("");
                 match read_resource(uri) {
                     Some(r) => Answer::Result(r),
-                    None => Answer::Error(-32602, "Resource not found".into(), Some(json!({"uri":uri}))),
+                    None => Answer::Error(
+                        -32602,
+                        "Resource not found".into(),
+                        Some(json!({"uri":uri})),
+                    ),
                 }
             }
             "resources/subscribe" => {
@@ -540,16 +637,14 @@ impl Fixture {
             "completion/complete" => {
                 Answer::Result(json!({"completion":{"values":[],"total":0,"hasMore":false}}))
             }
-            "logging/setLevel" => {
-                match params["level"].as_str().and_then(LogLevel::parse) {
-                    Some(level) => {
-                        self.levels.retain(|(k, _)| *k != key);
-                        self.levels.push((key, level));
-                        Answer::Result(json!({}))
-                    }
-                    None => Answer::Error(-32602, "Invalid log level".into(), None),
+            "logging/setLevel" => match params["level"].as_str().and_then(LogLevel::parse) {
+                Some(level) => {
+                    self.levels.retain(|(k, _)| *k != key);
+                    self.levels.push((key, level));
+                    Answer::Result(json!({}))
                 }
-            }
+                None => Answer::Error(-32602, "Invalid log level".into(), None),
+            },
             "ping" => Answer::Result(json!({})),
             _ => Answer::Error(-32601, format!("Method not found: {method}"), None),
         }
@@ -605,8 +700,12 @@ impl Fixture {
             }
             "test_tool_with_logging" => {
                 if self.level(key) <= LogLevel::Info {
-                    let _ = conn.log(id.as_id(), LogLevel::Info, Some("test_tool_with_logging"),
-                        RawJson::new("\"Tool execution started\"").expect("JSON"));
+                    let _ = conn.log(
+                        id.as_id(),
+                        LogLevel::Info,
+                        Some("test_tool_with_logging"),
+                        RawJson::new("\"Tool execution started\"").expect("JSON"),
+                    );
                 }
                 self.jobs.push(Job {
                     due: now.after(STEP),
@@ -618,16 +717,23 @@ impl Fixture {
             }
             "test_logging_tool" => {
                 // Sent only if the request asked for logs (2026-07-28: `logLevel`).
-                let _ = conn.log(id.as_id(), LogLevel::Info, Some("test_logging_tool"),
-                    RawJson::new("\"test_logging_tool ran\"").expect("JSON"));
+                let _ = conn.log(
+                    id.as_id(),
+                    LogLevel::Info,
+                    Some("test_logging_tool"),
+                    RawJson::new("\"test_logging_tool ran\"").expect("JSON"),
+                );
                 r(text("Logging tool completed"))
             }
             "test_missing_capability" => {
                 if caps.contains(Caps::SAMPLING) {
                     r(text("The client declared sampling"))
                 } else {
-                    Answer::Error(-32021, "Missing required client capability: sampling".into(),
-                        Some(json!({"requiredCapabilities":{"sampling":{}}})))
+                    Answer::Error(
+                        -32021,
+                        "Missing required client capability: sampling".into(),
+                        Some(json!({"requiredCapabilities":{"sampling":{}}})),
+                    )
                 }
             }
             "test_trigger_tool_change" | "test_trigger_prompt_change" => {
@@ -643,8 +749,11 @@ impl Fixture {
                 }
                 r(text("List change announced"))
             }
-            "test_sampling" | "test_elicitation" | "test_elicitation_sep1034_defaults"
-            | "test_elicitation_sep1330_enums" | "test_streaming_elicitation" => {
+            "test_sampling"
+            | "test_elicitation"
+            | "test_elicitation_sep1034_defaults"
+            | "test_elicitation_sep1330_enums"
+            | "test_streaming_elicitation" => {
                 let (method, params, asked) = match name.as_str() {
                     "test_sampling" => {
                         let prompt = args["prompt"].as_str().unwrap_or("");
@@ -652,11 +761,16 @@ impl Fixture {
                         (s["method"].clone(), s["params"].clone(), Asked::Sampling)
                     }
                     "test_elicitation" | "test_streaming_elicitation" => {
-                        let message = args["message"].as_str().unwrap_or("Please provide your details");
-                        let e = elicit(message, json!({
+                        let message = args["message"]
+                            .as_str()
+                            .unwrap_or("Please provide your details");
+                        let e = elicit(
+                            message,
+                            json!({
                             "username":{"type":"string","description":"User's response"},
                             "email":{"type":"string","description":"User's email address"}}),
-                            &["username", "email"]);
+                            &["username", "email"],
+                        );
                         (e["method"].clone(), e["params"].clone(), Asked::Elicitation)
                     }
                     "test_elicitation_sep1034_defaults" => (
@@ -678,19 +792,36 @@ impl Fixture {
                     if let Some(resp) = params_of(&params, "inputResponses").get("input") {
                         return r(text(&format!("Input received: {resp}")));
                     }
-                    let need = if asked == Asked::Sampling { Caps::SAMPLING } else { Caps::ELICITATION };
+                    let need = if asked == Asked::Sampling {
+                        Caps::SAMPLING
+                    } else {
+                        Caps::ELICITATION
+                    };
                     if !caps.contains(need) {
-                        return r(error_result("The client did not declare the capability this tool needs"));
+                        return r(error_result(
+                            "The client did not declare the capability this tool needs",
+                        ));
                     }
                     return Answer::InputRequired(
-                        Some(json!({"input":{"method":method,"params":params}})), None);
+                        Some(json!({"input":{"method":method,"params":params}})),
+                        None,
+                    );
                 }
                 let text_params = params.to_string();
-                match conn.request_related(now, id.as_id(), &method,
-                    Some(RawJson::new(&text_params).expect("JSON")), RequestOptions::default())
-                {
+                match conn.request_related(
+                    now,
+                    id.as_id(),
+                    &method,
+                    Some(RawJson::new(&text_params).expect("JSON")),
+                    RequestOptions::default(),
+                ) {
                     Ok(request) => {
-                        self.waits.push(Wait { key, request, parent: id.clone(), asked });
+                        self.waits.push(Wait {
+                            key,
+                            request,
+                            parent: id.clone(),
+                            asked,
+                        });
                         Answer::Later
                     }
                     Err(e) => r(error_result(&format!("Cannot ask the client: {e}"))),
@@ -698,7 +829,9 @@ impl Fixture {
             }
             n if n.starts_with("test_input_required_result_") => {
                 if !modern {
-                    return r(error_result("Input required results exist in 2026-07-28 only"));
+                    return r(error_result(
+                        "Input required results exist in 2026-07-28 only",
+                    ));
                 }
                 self.input_required(n, params, caps)
             }
@@ -718,12 +851,22 @@ impl Fixture {
         }
         let got = |k: &str| responses.and_then(|r| r.get(k));
         // A response that is not a result object is invalid input.
-        for v in responses.and_then(Value::as_object).into_iter().flat_map(|o| o.values()) {
+        for v in responses
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|o| o.values())
+        {
             if !v.is_object() {
                 return Answer::Error(-32602, "each input response must be an object".into(), None);
             }
         }
-        let name_q = || elicit("What is your name?", json!({"name":{"type":"string"}}), &["name"]);
+        let name_q = || {
+            elicit(
+                "What is your name?",
+                json!({"name":{"type":"string"}}),
+                &["name"],
+            )
+        };
         let ir = |reqs: Value, state: Option<String>| Answer::InputRequired(Some(reqs), state);
         match name {
             "test_input_required_result_elicitation" => match got("user_name") {
@@ -738,23 +881,36 @@ impl Fixture {
                     "Sampling said: {}",
                     v["content"]["text"].as_str().unwrap_or("")
                 ))),
-                None => ir(json!({"capital_question":sampling("What is the capital of France?", 100)}), None),
+                None => ir(
+                    json!({"capital_question":sampling("What is the capital of France?", 100)}),
+                    None,
+                ),
             },
             "test_input_required_result_list_roots" => match got("client_roots") {
                 Some(v) => {
-                    let uris: Vec<&str> = v["roots"].as_array().into_iter().flatten()
-                        .filter_map(|r| r["uri"].as_str()).collect();
+                    let uris: Vec<&str> = v["roots"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|r| r["uri"].as_str())
+                        .collect();
                     Answer::Result(text(&format!("Client roots: {}", uris.join(", "))))
                 }
                 None => ir(json!({ "client_roots": roots() }), None),
             },
-            "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
-                let confirm = || json!({"confirm":elicit("Please confirm",
-                    json!({"ok":{"type":"boolean"}}), &["ok"])});
+            "test_input_required_result_request_state"
+            | "test_input_required_result_tampered_state" => {
+                let confirm = || {
+                    json!({"confirm":elicit("Please confirm",
+                    json!({"ok":{"type":"boolean"}}), &["ok"])})
+                };
                 match (state, responses) {
                     (None, _) => ir(confirm(), Some(self.seal(name, "1"))),
                     (Some(s), _) if self.open(name, s).as_deref() != Some("1") => Answer::Error(
-                        -32602, "requestState failed its integrity check".into(), None),
+                        -32602,
+                        "requestState failed its integrity check".into(),
+                        None,
+                    ),
                     (Some(_), Some(_)) if got("confirm").is_some() => {
                         Answer::Result(text("state-ok: the request state was verified"))
                     }
@@ -767,13 +923,24 @@ impl Fixture {
                     "greeting": sampling("Generate a greeting", 50),
                     "client_roots": roots(),
                 });
-                let complete = ["user_name", "greeting", "client_roots"].iter().all(|k| got(k).is_some());
+                let complete = ["user_name", "greeting", "client_roots"]
+                    .iter()
+                    .all(|k| got(k).is_some());
                 match state.map(|s| self.open(name, s)) {
-                    Some(None) => Answer::Error(-32602, "requestState failed its integrity check".into(), None),
+                    Some(None) => Answer::Error(
+                        -32602,
+                        "requestState failed its integrity check".into(),
+                        None,
+                    ),
                     Some(Some(_)) if complete => Answer::Result(text(&format!(
                         "All inputs received: name={}, greeting={}",
-                        got("user_name").map(|v| v["content"]["name"].clone()).unwrap_or_default(),
-                        got("greeting").map(|v| v["content"]["text"].clone()).unwrap_or_default()))),
+                        got("user_name")
+                            .map(|v| v["content"]["name"].clone())
+                            .unwrap_or_default(),
+                        got("greeting")
+                            .map(|v| v["content"]["text"].clone())
+                            .unwrap_or_default()
+                    ))),
                     _ => {
                         // Ask again for what is missing.
                         let mut missing = serde_json::Map::new();
@@ -787,13 +954,21 @@ impl Fixture {
                 }
             }
             "test_input_required_result_multi_round" => {
-                let step1 = || json!({"step1":elicit("Step 1: What is your name?",
-                    json!({"name":{"type":"string"}}), &["name"])});
-                let step2 = || json!({"step2":elicit("Step 2: What is your favorite color?",
-                    json!({"color":{"type":"string"}}), &["color"])});
+                let step1 = || {
+                    json!({"step1":elicit("Step 1: What is your name?",
+                    json!({"name":{"type":"string"}}), &["name"])})
+                };
+                let step2 = || {
+                    json!({"step2":elicit("Step 2: What is your favorite color?",
+                    json!({"color":{"type":"string"}}), &["color"])})
+                };
                 match state.map(|s| self.open(name, s)) {
                     None => ir(step1(), Some(self.seal(name, "round-1"))),
-                    Some(None) => Answer::Error(-32602, "requestState failed its integrity check".into(), None),
+                    Some(None) => Answer::Error(
+                        -32602,
+                        "requestState failed its integrity check".into(),
+                        None,
+                    ),
                     Some(Some(s)) if s == "round-1" => match got("step1") {
                         Some(v) => {
                             let who = v["content"]["name"].as_str().unwrap_or("");
@@ -803,8 +978,12 @@ impl Fixture {
                     },
                     Some(Some(s)) => match (s.strip_prefix("round-2:"), got("step2")) {
                         (Some(who), Some(v)) => Answer::Result(text(&format!(
-                            "{who} likes {}", v["content"]["color"].as_str().unwrap_or("")))),
-                        (Some(_), None) => ir(step2(), Some(s.clone()).map(|s| self.seal(name, &s))),
+                            "{who} likes {}",
+                            v["content"]["color"].as_str().unwrap_or("")
+                        ))),
+                        (Some(_), None) => {
+                            ir(step2(), Some(s.clone()).map(|s| self.seal(name, &s)))
+                        }
                         _ => Answer::Error(-32602, "requestState is not one of ours".into(), None),
                     },
                 }
@@ -836,15 +1015,20 @@ impl Fixture {
         if !modern {
             return Answer::Error(-32602, "This prompt needs 2026-07-28".into(), None);
         }
-        match params.get("inputResponses").and_then(|r| r.get("user_context")) {
+        match params
+            .get("inputResponses")
+            .and_then(|r| r.get("user_context"))
+        {
             Some(v) => {
                 let ctx = v["content"]["context"].as_str().unwrap_or("");
                 Answer::Result(json!({"messages":[{"role":"user","content":{"type":"text",
                     "text":format!("Prompt with context: {ctx}")}}]}))
             }
             None => Answer::InputRequired(
-                Some(json!({"user_context":elicit("What context should the prompt use?",
-                    json!({"context":{"type":"string"}}), &["context"])})),
+                Some(
+                    json!({"user_context":elicit("What context should the prompt use?",
+                    json!({"context":{"type":"string"}}), &["context"])}),
+                ),
                 None,
             ),
         }
@@ -884,7 +1068,9 @@ fn declared(conn: &Connection, id: &OwnedId, modern: bool) -> Caps {
             .map(|c| c.client_capabilities)
             .unwrap_or_default()
     } else {
-        conn.peer_capabilities().map(|c| c.flags()).unwrap_or_default()
+        conn.peer_capabilities()
+            .map(|c| c.flags())
+            .unwrap_or_default()
     }
 }
 

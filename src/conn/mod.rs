@@ -1181,6 +1181,7 @@ impl Core {
                     self.lifecycle.handshake_done();
                     if let Some(v) = self.version {
                         self.events.push(Stored::Ready(v));
+                        self.release_handshake_memory();
                     }
                 } else {
                     self.violation_in(
@@ -1405,6 +1406,7 @@ impl Core {
         });
         self.lifecycle.handshake_done();
         self.events.push(Stored::Ready(version));
+        self.release_handshake_memory();
     }
 
     // ---- timers ----
@@ -1495,6 +1497,30 @@ impl Core {
             false,
             false,
         );
+    }
+
+    /// The handshake is over: give back what it needed (its pending entry, scratch space, the
+    /// output it wrote) so an idle connection stays small.
+    fn release_handshake_memory(&mut self) {
+        if self.pending.is_empty() {
+            self.pending = FastMap::default();
+        } else {
+            self.pending.shrink_to_fit();
+        }
+        self.scratch = Vec::new();
+        self.output.release_when_drained();
+        // Drop the finished handshake's timer, so the next deadline is a real one.
+        let close = self
+            .lifecycle
+            .closing_deadline()
+            .map(|d| (d, TimerKey::CloseGrace));
+        let live = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.timeout != Duration::MAX)
+            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)))
+            .chain(close);
+        self.timers.rebuild(live);
     }
 
     /// Rebuilds the timer heap from the live deadlines when finished requests' stale entries

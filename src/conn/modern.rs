@@ -175,6 +175,7 @@ impl Core {
             self.version = Some(version);
             self.lifecycle.stateless_started();
             self.events.push(Stored::Ready(version));
+            self.release_handshake_memory();
         }
     }
 
@@ -743,6 +744,7 @@ impl Core {
                         self.era = Some(Era::Modern);
                         self.lifecycle.handshake_done();
                         self.events.push(Stored::Ready(version));
+                        self.release_handshake_memory();
                     }
                     // A discover result listing no stateless version we share is a
                     // handshake-era advertisement.

@@ -31,9 +31,27 @@ pub(crate) struct Output {
     read: usize,
     /// (stream, end offset in `buf`) of each segment, oldest first.
     segments: VecDeque<(StreamId, usize)>,
+    /// Give the buffers back once drained (after the handshake, so an idle connection stays
+    /// small; steady traffic then regrows them once and keeps them).
+    release_when_drained: bool,
 }
 
 impl Output {
+    /// Asks for the buffers to be freed the next time everything has been written.
+    pub(crate) fn release_when_drained(&mut self) {
+        self.release_when_drained = true;
+        if self.segments.is_empty() {
+            self.release();
+        }
+    }
+
+    fn release(&mut self) {
+        self.buf = Vec::new();
+        self.segments = VecDeque::new();
+        self.read = 0;
+        self.release_when_drained = false;
+    }
+
     /// Bytes not yet written.
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len() - self.read
@@ -78,6 +96,9 @@ impl Output {
         if self.segments.is_empty() {
             self.buf.clear();
             self.read = 0;
+            if self.release_when_drained {
+                self.release();
+            }
         }
     }
 }

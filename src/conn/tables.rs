@@ -199,10 +199,12 @@ impl Timers {
         live_count: usize,
     ) {
         if self.heap.len() > 2 * live_count + 64 {
-            self.heap.clear();
-            for (at, key) in live {
-                self.heap.push(Reverse((at, key)));
-            }
+            self.rebuild(live);
         }
+    }
+
+    /// Replaces every entry with the live deadlines (and frees spare capacity).
+    pub(crate) fn rebuild(&mut self, live: impl Iterator<Item = (Timestamp, TimerKey)>) {
+        self.heap = live.map(Reverse).collect();
     }
 }

@@ -121,7 +121,8 @@ impl LineDecoder {
         self.max_frame
     }
 
-    /// How many bytes of an incomplete frame are buffered (always at most the cap).
+    /// How many bytes of an incomplete frame are buffered: at most the cap, plus one for a
+    /// trailing `\r` that may start the line's `\r\n`.
     pub fn buffered(&self) -> usize {
         if self.tail_handed_out {
             0
@@ -155,7 +156,9 @@ impl LineDecoder {
                 if self.discarding {
                     return None;
                 }
-                if self.tail.len() + chunk.len() > self.max_frame {
+                // A trailing `\r` may be the first half of a `\r\n`: not part of the frame.
+                let cr = usize::from(chunk.last() == Some(&b'\r'));
+                if self.tail.len() + chunk.len() - cr > self.max_frame {
                     self.tail.clear();
                     self.discarding = true;
                     return Some(Err(FrameError::TooLong {
@@ -175,13 +178,14 @@ impl LineDecoder {
             }
             if self.tail.is_empty() {
                 let line = strip_cr(line);
-                if is_blank(line) {
-                    continue;
-                }
+                // Length first, as when the line arrives in pieces.
                 if line.len() > self.max_frame {
                     return Some(Err(FrameError::TooLong {
                         limit: self.max_frame,
                     }));
+                }
+                if is_blank(line) {
+                    continue;
                 }
                 return Some(Ok(line));
             }

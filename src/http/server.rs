@@ -525,9 +525,8 @@ impl HttpServer {
         // even when it is not the negotiated one (the official suite sends 2025-03-26 on a
         // 2025-11-25 session, and SDK servers accept it).
         if let Some(header) = req.header(crate::http::VERSION_HEADER)
-            && !ProtocolVersion::parse(header).is_some_and(|v| {
-                v.era() == Era::Legacy && self.config.server.versions.contains(&v)
-            })
+            && !ProtocolVersion::parse(header)
+                .is_some_and(|v| v.era() == Era::Legacy && self.config.server.versions.contains(&v))
         {
             return HttpResponse::rpc_error(
                 400,

@@ -1,0 +1,529 @@
+/*
+ * An MCP client in plain C, on the mcpwire engine and poll(): it starts a server command with
+ * its stdin and stdout on pipes and runs a session against it: initialize, tools/list, the
+ * echo tool, a tool with progress, resources/list + resources/read, prompts/list +
+ * prompts/get, ping (the handshake era has it), and a graceful close. It prints one line per step and ends with
+ * "C_CLIENT_OK <protocol version>" (exit 0), or "C_CLIENT_FAIL <step>: <reason>" (exit 1).
+ *
+ * Usage:
+ *   example_client [--era auto|legacy|modern] [--echo-arg NAME] [--echo-expect TEXT]
+ *                  [--progress-tool NAME] [--progress-args JSON] -- SERVER-COMMAND [ARGS...]
+ *
+ * The era is chosen as the engine's default does (auto: probe with server/discover, fall back
+ * to initialize) unless --era says otherwise.
+ *
+ * Against the C example server (defaults: echo {text}, progress tool "count"):
+ *   example_client -- target/c-bindings/example_server
+ * Against the reference "everything" server:
+ *   example_client --echo-arg message --echo-expect 'Echo: hello from C' \
+ *     --progress-tool trigger-long-running-operation --progress-args '{"duration":1,"steps":3}' \
+ *     -- node tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mcpwire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+#define SESSION_LIMIT_NS (60ull * 1000 * 1000 * 1000)
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *step = "connect";
+static pid_t child = -1;
+
+static void fail(const char *fmt, ...) {
+    va_list args;
+    printf("C_CLIENT_FAIL %s: ", step);
+    va_start(args, fmt);
+    vprintf(fmt, args);
+    va_end(args);
+    printf("\n");
+    fflush(stdout);
+    if (child > 0) kill(child, SIGTERM);
+    exit(EXIT_FAILURE);
+}
+
+static void check(mcpw_result rc, const char *what) {
+    if (rc != MCPW_OK) fail("%s: %s", what, mcpw_result_message((int)rc));
+}
+
+/* ---- A growable text buffer, for building JSON and keeping copies of views --------------- */
+
+typedef struct {
+    char *ptr;
+    size_t len, cap;
+} buffer;
+
+static void put(buffer *b, const char *text, size_t len) {
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + len + 1) cap *= 2;
+        b->ptr = realloc(b->ptr, cap);
+        if (b->ptr == NULL) fail("out of memory");
+        b->cap = cap;
+    }
+    if (len > 0) memcpy(b->ptr + b->len, text, len);
+    b->len += len;
+    b->ptr[b->len] = '\0';
+}
+
+static void puts_(buffer *b, const char *text) { put(b, text, strlen(text)); }
+static void put_view(buffer *b, mcpw_str s) { put(b, s.ptr, s.len); }
+
+/* A JSON string literal for `text` (which must need no escaping but '"' and '\'). */
+static void put_json_string(buffer *b, const char *text) {
+    put(b, "\"", 1);
+    for (; *text; text++) {
+        if (*text == '"' || *text == '\\') put(b, "\\", 1);
+        put(b, text, 1);
+    }
+    put(b, "\"", 1);
+}
+
+static mcpw_str view(const buffer *b) {
+    mcpw_str s;
+    s.ptr = b->ptr;
+    s.len = b->len;
+    return s;
+}
+
+static mcpw_str member(mcpw_str json, const char *key) {
+    mcpw_str value = {NULL, 0};
+    if (json.ptr == NULL || mcpw_json_get(json.ptr, json.len, key, strlen(key), &value) != MCPW_OK) {
+        value.ptr = NULL;
+        value.len = 0;
+    }
+    return value;
+}
+
+static mcpw_str element(mcpw_str json, size_t index) {
+    mcpw_str value = {NULL, 0};
+    if (json.ptr == NULL || mcpw_json_at(json.ptr, json.len, index, &value) != MCPW_OK) {
+        value.ptr = NULL;
+        value.len = 0;
+    }
+    return value;
+}
+
+static int view_is(mcpw_str s, const char *text) {
+    size_t n = strlen(text);
+    return s.ptr != NULL && s.len == n && memcmp(s.ptr, text, n) == 0;
+}
+
+/* ---- The transport: a child process on two pipes ------------------------------------------ */
+
+static int to_server = -1, from_server = -1;
+
+static void spawn(char **argv) {
+    int in[2], out[2];
+    if (pipe(in) < 0 || pipe(out) < 0) fail("pipe: %s", strerror(errno));
+    child = fork();
+    if (child < 0) fail("fork: %s", strerror(errno));
+    if (child == 0) {
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "example_client: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_server = in[1];
+    from_server = out[0];
+    fcntl(to_server, F_SETFL, fcntl(to_server, F_GETFL) | O_NONBLOCK);
+    fcntl(from_server, F_SETFL, fcntl(from_server, F_GETFL) | O_NONBLOCK);
+}
+
+/* ---- The session ------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t era;
+    const char *echo_arg;
+    const char *echo_expect;
+    const char *progress_tool;
+    const char *progress_args;
+} options;
+
+typedef enum {
+    WAIT_READY,
+    WAIT_TOOLS,
+    WAIT_ECHO,
+    WAIT_PROGRESS_TOOL,
+    WAIT_RESOURCES,
+    WAIT_READ,
+    WAIT_PROMPTS,
+    WAIT_PROMPT,
+    WAIT_PING,
+    WAIT_CLOSED,
+    DONE
+} phase;
+
+typedef struct {
+    mcpw_conn *conn;
+    options opts;
+    phase phase;
+    int64_t pending; /* the request whose answer moves the session on */
+    int has_progress_tool;
+    int progress_seen;
+    buffer version;
+} session;
+
+static void send_request(session *s, uint64_t now, const char *method, mcpw_str params,
+                         int with_progress) {
+    mcpw_request_options options = {0, 0, MCPW_PROGRESS_RESET_DEFAULT};
+    options.progress = with_progress ? 1 : 0;
+    check(mcpw_conn_request(s->conn, now, method, strlen(method), params.ptr, params.len, &options,
+                            &s->pending),
+          method);
+}
+
+static const mcpw_str NO_PARAMS = {NULL, 0};
+
+/* Moves the session on with the result of the request it waited for. */
+static void on_result(session *s, mcpw_str result, uint64_t now) {
+    buffer params = {NULL, 0, 0};
+    size_t i;
+    switch (s->phase) {
+    case WAIT_TOOLS: {
+        mcpw_str tools = member(result, "tools"), tool;
+        int has_echo = 0;
+        size_t count = 0;
+        for (count = 0; (tool = element(tools, count)).ptr != NULL; count++) {
+            mcpw_str name = member(tool, "name");
+            if (view_is(name, "\"echo\"")) has_echo = 1;
+            if (s->opts.progress_tool != NULL) {
+                buffer quoted = {NULL, 0, 0};
+                put_json_string(&quoted, s->opts.progress_tool);
+                if (name.len == quoted.len && memcmp(name.ptr, quoted.ptr, name.len) == 0) {
+                    s->has_progress_tool = 1;
+                }
+                free(quoted.ptr);
+            }
+        }
+        if (!has_echo) fail("no tool named echo among %zu tools", count);
+        printf("tools: %zu tools listed\n", count);
+        step = "echo";
+        puts_(&params, "{\"name\":\"echo\",\"arguments\":{");
+        put_json_string(&params, s->opts.echo_arg);
+        puts_(&params, ":\"hello from C\"}}");
+        send_request(s, now, "tools/call", view(&params), 0);
+        s->phase = WAIT_ECHO;
+        break;
+    }
+    case WAIT_ECHO: {
+        buffer expected = {NULL, 0, 0};
+        mcpw_str text = member(element(member(result, "content"), 0), "text");
+        put_json_string(&expected, s->opts.echo_expect);
+        if (text.len != expected.len || memcmp(text.ptr, expected.ptr, text.len) != 0) {
+            fail("echo returned %.*s, expected %s", (int)text.len, text.ptr ? text.ptr : "",
+                 expected.ptr);
+        }
+        free(expected.ptr);
+        printf("echo: %.*s\n", (int)text.len, text.ptr);
+        if (s->has_progress_tool) {
+            step = "progress";
+            puts_(&params, "{\"name\":");
+            put_json_string(&params, s->opts.progress_tool);
+            puts_(&params, ",\"arguments\":");
+            puts_(&params, s->opts.progress_args);
+            puts_(&params, "}");
+            send_request(s, now, "tools/call", view(&params), 1);
+            s->phase = WAIT_PROGRESS_TOOL;
+            break;
+        }
+        printf("progress: skipped (no tool named %s)\n",
+               s->opts.progress_tool ? s->opts.progress_tool : "(none)");
+    }
+        /* fall through */
+    case WAIT_PROGRESS_TOOL:
+        if (s->phase == WAIT_PROGRESS_TOOL) {
+            if (s->progress_seen == 0) fail("no progress notifications arrived");
+            printf("progress: %d notifications, then the result\n", s->progress_seen);
+        }
+        step = "resources";
+        send_request(s, now, "resources/list", NO_PARAMS, 0);
+        s->phase = WAIT_RESOURCES;
+        break;
+    case WAIT_RESOURCES: {
+        mcpw_str first = element(member(result, "resources"), 0);
+        mcpw_str uri = member(first, "uri");
+        if (uri.ptr == NULL) fail("resources/list returned no resources");
+        printf("resources: first is %.*s\n", (int)uri.len, uri.ptr);
+        puts_(&params, "{\"uri\":");
+        put_view(&params, uri);
+        puts_(&params, "}");
+        send_request(s, now, "resources/read", view(&params), 0);
+        s->phase = WAIT_READ;
+        break;
+    }
+    case WAIT_READ: {
+        mcpw_str contents = member(result, "contents");
+        for (i = 0; element(contents, i).ptr != NULL; i++) {
+        }
+        if (i == 0) fail("resources/read returned no contents");
+        printf("resources: read %zu content item(s)\n", i);
+        step = "prompts";
+        send_request(s, now, "prompts/list", NO_PARAMS, 0);
+        s->phase = WAIT_PROMPTS;
+        break;
+    }
+    case WAIT_PROMPTS: {
+        mcpw_str prompt = element(member(result, "prompts"), 0), arg;
+        mcpw_str name = member(prompt, "name"), arguments = member(prompt, "arguments");
+        int first = 1;
+        if (name.ptr == NULL) fail("prompts/list returned no prompts");
+        puts_(&params, "{\"name\":");
+        put_view(&params, name);
+        puts_(&params, ",\"arguments\":{");
+        /* Fill every required argument with "x", as the SDK test clients do. */
+        for (i = 0; (arg = element(arguments, i)).ptr != NULL; i++) {
+            if (!view_is(member(arg, "required"), "true")) continue;
+            if (!first) puts_(&params, ",");
+            put_view(&params, member(arg, "name"));
+            puts_(&params, ":\"x\"");
+            first = 0;
+        }
+        puts_(&params, "}}");
+        printf("prompts: getting %.*s\n", (int)name.len, name.ptr);
+        send_request(s, now, "prompts/get", view(&params), 0);
+        s->phase = WAIT_PROMPT;
+        break;
+    }
+    case WAIT_PROMPT: {
+        mcpw_str messages = member(result, "messages");
+        mcpw_era era = MCPW_ERA_UNDECIDED;
+        for (i = 0; element(messages, i).ptr != NULL; i++) {
+        }
+        if (i == 0) fail("prompts/get returned no messages");
+        printf("prompts: %zu message(s)\n", i);
+        check(mcpw_conn_era(s->conn, &era), "era");
+        if (era == MCPW_ERA_LEGACY) {
+            step = "ping";
+            send_request(s, now, "ping", NO_PARAMS, 0);
+            s->phase = WAIT_PING;
+            break;
+        }
+        printf("ping: skipped (the stateless era has none)\n");
+    }
+        /* fall through */
+    case WAIT_PING:
+        if (s->phase == WAIT_PING) printf("ping: ok\n");
+        step = "close";
+        check(mcpw_conn_close(s->conn, now, 1000), "close");
+        s->phase = WAIT_CLOSED;
+        break;
+    default:
+        fail("unexpected result in phase %d", (int)s->phase);
+    }
+    free(params.ptr);
+}
+
+static void on_event(session *s, const mcpw_event *ev, uint64_t now) {
+    switch (ev->kind) {
+    case MCPW_EVENT_READY: {
+        mcpw_str info = {NULL, 0};
+        check(mcpw_conn_peer_info(s->conn, &info), "peer_info");
+        put_view(&s->version, ev->version);
+        printf("connect: protocolVersion=%.*s server=%.*s\n", (int)ev->version.len,
+               ev->version.ptr, (int)info.len, info.ptr);
+        step = "tools";
+        send_request(s, now, "tools/list", NO_PARAMS, 0);
+        s->phase = WAIT_TOOLS;
+        break;
+    }
+    case MCPW_EVENT_RESPONSE:
+        if (ev->request == s->pending) on_result(s, ev->result, now);
+        break;
+    case MCPW_EVENT_PROGRESS:
+        s->progress_seen++;
+        break;
+    case MCPW_EVENT_ERROR:
+        fail("error %lld: %.*s", (long long)ev->code, (int)ev->message.len,
+             ev->message.ptr ? ev->message.ptr : "");
+        break;
+    case MCPW_EVENT_TIMED_OUT:
+        fail("request %lld timed out", (long long)ev->request);
+        break;
+    case MCPW_EVENT_REQUEST: /* we declared no capabilities: nothing to offer the server */
+        check(mcpw_conn_respond_error(s->conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
+                                      S("not supported by this client"), NULL, 0),
+              "respond_error");
+        break;
+    case MCPW_EVENT_CLOSED:
+        if (s->phase != WAIT_CLOSED || ev->close_reason != MCPW_CLOSE_LOCAL) {
+            fail("connection closed (reason %d)", (int)ev->close_reason);
+        }
+        s->phase = DONE;
+        break;
+    default:
+        break; /* notifications, violations: nothing to do */
+    }
+}
+
+int main(int argc, char **argv) {
+    session s;
+    mcpw_config *config = NULL;
+    uint64_t start;
+    int i, server_at = -1, input_open = 1;
+    uint8_t buf[64 * 1024];
+
+    memset(&s, 0, sizeof s);
+    s.opts.era = MCPW_CLIENT_ERA_AUTO;
+    s.opts.echo_arg = "text";
+    s.opts.echo_expect = "hello from C";
+    s.opts.progress_tool = "count";
+    s.opts.progress_args = "{}";
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            server_at = i + 1;
+            break;
+        } else if (i + 1 < argc && strcmp(argv[i], "--era") == 0) {
+            i++;
+            if (strcmp(argv[i], "legacy") == 0) {
+                s.opts.era = MCPW_CLIENT_ERA_LEGACY;
+            } else if (strcmp(argv[i], "modern") == 0) {
+                s.opts.era = MCPW_CLIENT_ERA_MODERN;
+            } else if (strcmp(argv[i], "auto") != 0) {
+                server_at = -1;
+                break;
+            }
+        } else if (i + 1 < argc && strcmp(argv[i], "--echo-arg") == 0) {
+            s.opts.echo_arg = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--echo-expect") == 0) {
+            s.opts.echo_expect = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--progress-tool") == 0) {
+            s.opts.progress_tool = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--progress-args") == 0) {
+            s.opts.progress_args = argv[++i];
+        } else {
+            break;
+        }
+    }
+    if (server_at < 0 || server_at >= argc) {
+        fprintf(stderr, "usage: %s [--era auto|legacy|modern] [--echo-arg NAME] [--echo-expect TEXT] "
+                        "[--progress-tool NAME] [--progress-args JSON] -- SERVER-COMMAND [ARGS...]\n",
+                argv[0]);
+        return 2;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    spawn(argv + server_at);
+    start = now_ns();
+    check(mcpw_config_new(MCPW_ROLE_CLIENT, S("mcpwire-c-client"), S(MCPWIRE_VERSION), &config),
+          "config");
+    check(mcpw_config_set_timeouts(config, 20000, 60000), "timeouts");
+    check(mcpw_config_set_client_era(config, s.opts.era), "client era");
+    check(mcpw_conn_new(config, start, &s.conn), "conn");
+    mcpw_config_free(config);
+
+    while (s.phase != DONE) {
+        struct pollfd fds[2];
+        nfds_t nfds = 0;
+        int timeout_ms = 1000, pending_output = 0;
+        bool has_deadline;
+        uint64_t deadline, now = now_ns();
+
+        if (now - start > SESSION_LIMIT_NS) fail("gave up after 60 s");
+
+        /* Drain after every mutation: events (which may issue requests), then bytes. */
+        for (;;) {
+            mcpw_event ev;
+            check(mcpw_conn_poll_event(s.conn, &ev), "poll_event");
+            if (ev.kind == MCPW_EVENT_NONE) break;
+            on_event(&s, &ev, now);
+        }
+        for (;;) {
+            const uint8_t *bytes;
+            size_t len;
+            uint64_t stream;
+            ssize_t n;
+            check(mcpw_conn_transmit(s.conn, &bytes, &len, &stream), "transmit");
+            if (len == 0) break;
+            n = write(to_server, bytes, len);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                pending_output = 1;
+                break;
+            }
+            if (n < 0) fail("write: %s", strerror(errno));
+            check(mcpw_conn_consume(s.conn, (size_t)n), "consume");
+        }
+        if (s.phase == DONE) break;
+
+        check(mcpw_conn_poll_timeout(s.conn, &has_deadline, &deadline), "poll_timeout");
+        if (has_deadline) {
+            uint64_t ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
+            if (ms < (uint64_t)timeout_ms) timeout_ms = (int)ms;
+        }
+        if (input_open) {
+            fds[nfds].fd = from_server;
+            fds[nfds].events = POLLIN;
+            nfds++;
+        }
+        if (pending_output) {
+            fds[nfds].fd = to_server;
+            fds[nfds].events = POLLOUT;
+            nfds++;
+        }
+        if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR) fail("poll: %s", strerror(errno));
+
+        now = now_ns();
+        if (input_open) {
+            ssize_t n = read(from_server, buf, sizeof buf);
+            if (n > 0) {
+                check(mcpw_conn_handle_input(s.conn, now, buf, (size_t)n), "handle_input");
+            } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                input_open = 0;
+                check(mcpw_conn_handle_eof(s.conn, now), "handle_eof");
+            }
+        }
+        check(mcpw_conn_handle_timeout(s.conn, now), "handle_timeout");
+    }
+
+    /* The spec's stdio shutdown: close the server's stdin, then wait for it to exit. */
+    close(to_server);
+    {
+        int status = 0, waited;
+        step = "shutdown";
+        for (waited = 0; waited < 500 && waitpid(child, &status, WNOHANG) == 0; waited++) {
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+        if (waited == 500) {
+            kill(child, SIGTERM);
+            waitpid(child, &status, 0);
+            printf("shutdown: the server did not exit within 5 s of its stdin closing\n");
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            child = -1;
+            fail("the server exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        }
+        child = -1;
+    }
+    close(from_server);
+    mcpw_conn_free(s.conn);
+    printf("C_CLIENT_OK %s\n", s.version.ptr ? s.version.ptr : "?");
+    free(s.version.ptr);
+    return EXIT_SUCCESS;
+}

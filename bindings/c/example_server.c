@@ -1,0 +1,413 @@
+/*
+ * An MCP server over stdio in plain C, on the mcpwire engine and poll().
+ *
+ * It speaks both protocol eras (the initialize handshake and the stateless 2026-07-28), or
+ * only the handshake era with --legacy. It serves:
+ *   - tool "echo" {text}: returns the text exactly;
+ *   - tool "count": reports progress 1/3, 2/3, 3/3 about 50 ms apart, then answers;
+ *   - resource "mem://greeting" (text/plain);
+ *   - prompt "greet".
+ *
+ * The run loop is the one every mcpwire host has: wait (poll) until stdin is readable, stdout
+ * is writable or the next deadline passes; feed what happened to the engine; then drain its
+ * events (answering requests), write what it lends until stdout would block, and re-arm the
+ * timer from the earliest of the engine's deadline and our own "count" timers.
+ *
+ * Build: make -C bindings/c (see README.md); run: target/c-bindings/example_server
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mcpwire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+#define COUNT_STEPS 3
+#define COUNT_INTERVAL_NS (50ull * 1000 * 1000)
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, mcpw_result rc) {
+    fprintf(stderr, "example_server: %s: %s\n", what, mcpw_result_message((int)rc));
+    exit(EXIT_FAILURE);
+}
+
+static void *checked_malloc(size_t size) {
+    void *p = malloc(size);
+    if (p == NULL) {
+        fprintf(stderr, "example_server: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+/* ---- Owned ids ----------------------------------------------------------------------------- */
+
+/* An event's id is a view that dies with the event: a job that answers later keeps a copy. */
+typedef struct {
+    mcpw_id id;
+    char *text; /* owns id.string.ptr for string ids */
+} owned_id;
+
+static owned_id own_id(const mcpw_id *id) {
+    owned_id o;
+    o.id = *id;
+    o.text = NULL;
+    if (id->kind == MCPW_ID_STRING) {
+        o.text = checked_malloc(id->string.len + 1);
+        if (id->string.len > 0) memcpy(o.text, id->string.ptr, id->string.len);
+        o.id.string.ptr = o.text;
+    }
+    return o;
+}
+
+static int same_id(const mcpw_id *a, const mcpw_id *b) {
+    if (a->kind != b->kind) return 0;
+    if (a->kind == MCPW_ID_INT) return a->integer == b->integer;
+    return a->string.len == b->string.len &&
+           (a->string.len == 0 || memcmp(a->string.ptr, b->string.ptr, a->string.len) == 0);
+}
+
+/* ---- The "count" tool's jobs ------------------------------------------------------------- */
+
+typedef struct job {
+    owned_id request;
+    int step;
+    uint64_t due_ns;
+    struct job *next;
+} job;
+
+static job *jobs;
+
+static void job_free(job *j) {
+    free(j->request.text);
+    free(j);
+}
+
+static void start_count(const mcpw_id *id, uint64_t now) {
+    job *j = checked_malloc(sizeof *j);
+    j->request = own_id(id);
+    j->step = 0;
+    j->due_ns = now + COUNT_INTERVAL_NS;
+    j->next = jobs;
+    jobs = j;
+}
+
+static void cancel_job(const mcpw_id *id) {
+    job **at = &jobs;
+    while (*at != NULL) {
+        if (same_id(&(*at)->request.id, id)) {
+            job *gone = *at;
+            *at = gone->next;
+            job_free(gone);
+            return;
+        }
+        at = &(*at)->next;
+    }
+}
+
+/* Advances every job that is due: one progress notification per step, then the answer. */
+static void run_jobs(mcpw_conn *conn, uint64_t now) {
+    job **at = &jobs;
+    while (*at != NULL) {
+        job *j = *at;
+        if (j->due_ns > now) {
+            at = &j->next;
+            continue;
+        }
+        j->step++;
+        /* Progress only reaches a client that asked for it; without a token the engine says
+           MCPW_ERR_NO_PROGRESS_TOKEN, which is fine: we just count silently. */
+        mcpw_result rc = mcpw_conn_progress(conn, &j->request.id, (double)j->step, COUNT_STEPS,
+                                            true, S("counting"));
+        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN && rc != MCPW_ERR_OUTPUT_FULL) {
+            /* Cancelled meanwhile, or the connection closed: drop the job. */
+            *at = j->next;
+            job_free(j);
+            continue;
+        }
+        if (j->step < COUNT_STEPS) {
+            j->due_ns = now + COUNT_INTERVAL_NS;
+            at = &j->next;
+            continue;
+        }
+        rc = mcpw_conn_respond(conn, &j->request.id,
+                               S("{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],"
+                                 "\"isError\":false}"));
+        if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED && rc != MCPW_ERR_UNKNOWN_REQUEST) {
+            die("respond", rc);
+        }
+        *at = j->next;
+        job_free(j);
+    }
+}
+
+static uint64_t earliest_job(void) {
+    uint64_t earliest = UINT64_MAX;
+    const job *j;
+    for (j = jobs; j != NULL; j = j->next) {
+        if (j->due_ns < earliest) earliest = j->due_ns;
+    }
+    return earliest;
+}
+
+/* ---- Requests ---------------------------------------------------------------------------- */
+
+static const char TOOLS[] =
+    "{\"tools\":["
+    "{\"name\":\"echo\",\"description\":\"Returns its text argument\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
+    "{\"name\":\"count\",\"description\":\"Counts to three, reporting progress\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{}}}]}";
+static const char RESOURCES[] =
+    "{\"resources\":[{\"uri\":\"mem://greeting\",\"name\":\"greeting\",\"mimeType\":\"text/plain\"}]}";
+static const char GREETING[] =
+    "{\"contents\":[{\"uri\":\"mem://greeting\",\"mimeType\":\"text/plain\","
+    "\"text\":\"Hello from mcpwire, in C\"}]}";
+static const char PROMPTS[] =
+    "{\"prompts\":[{\"name\":\"greet\",\"description\":\"Say hello\"}]}";
+static const char PROMPT[] =
+    "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Say hello to "
+    "mcpwire.\"}}]}";
+
+static int str_is(mcpw_str s, const char *text) {
+    size_t n = strlen(text);
+    return s.ptr != NULL && s.len == n && memcmp(s.ptr, text, n) == 0;
+}
+
+/* The member `key` of the JSON object `json` (absent when `json` is absent or no object). */
+static mcpw_str member(mcpw_str json, const char *key) {
+    mcpw_str value = {NULL, 0};
+    if (json.ptr == NULL || mcpw_json_get(json.ptr, json.len, key, strlen(key), &value) != MCPW_OK) {
+        value.ptr = NULL;
+        value.len = 0;
+    }
+    return value;
+}
+
+static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
+    mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
+    if (rc != MCPW_OK) die("respond", rc);
+}
+
+static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
+    mcpw_result rc = mcpw_conn_respond_error(conn, id, code, message, strlen(message), NULL, 0);
+    if (rc != MCPW_OK) die("respond_error", rc);
+}
+
+/* echo: the text comes back exactly, copied as the raw JSON string it arrived as. */
+static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
+    static const char head[] = "{\"content\":[{\"type\":\"text\",\"text\":";
+    static const char tail[] = "}],\"isError\":false}";
+    mcpw_str text = member(arguments, "text");
+    char *result;
+    size_t len;
+    if (text.ptr == NULL || text.len == 0 || text.ptr[0] != '"') {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"echo needs a string "
+                            "argument 'text'\"}],\"isError\":true}"));
+        return;
+    }
+    len = sizeof head - 1 + text.len + sizeof tail - 1;
+    result = checked_malloc(len);
+    memcpy(result, head, sizeof head - 1);
+    memcpy(result + sizeof head - 1, text.ptr, text.len);
+    memcpy(result + sizeof head - 1 + text.len, tail, sizeof tail - 1);
+    respond(conn, id, result, len);
+    free(result);
+}
+
+static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
+    const mcpw_id *id = &ev->id;
+    if (str_is(ev->method, "tools/list")) {
+        respond(conn, id, TOOLS, sizeof TOOLS - 1);
+    } else if (str_is(ev->method, "tools/call")) {
+        mcpw_str name = member(ev->params, "name");
+        if (str_is(name, "\"echo\"")) {
+            call_echo(conn, id, member(ev->params, "arguments"));
+        } else if (str_is(name, "\"count\"")) {
+            start_count(id, now); /* answered by run_jobs */
+        } else {
+            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],"
+                                "\"isError\":true}"));
+        }
+    } else if (str_is(ev->method, "resources/list")) {
+        respond(conn, id, RESOURCES, sizeof RESOURCES - 1);
+    } else if (str_is(ev->method, "resources/templates/list")) {
+        respond(conn, id, S("{\"resourceTemplates\":[]}"));
+    } else if (str_is(ev->method, "resources/read")) {
+        if (str_is(member(ev->params, "uri"), "\"mem://greeting\"")) {
+            respond(conn, id, GREETING, sizeof GREETING - 1);
+        } else {
+            respond_error(conn, id, MCPW_MCP_RESOURCE_NOT_FOUND, "Resource not found");
+        }
+    } else if (str_is(ev->method, "prompts/list")) {
+        respond(conn, id, PROMPTS, sizeof PROMPTS - 1);
+    } else if (str_is(ev->method, "prompts/get")) {
+        if (str_is(member(ev->params, "name"), "\"greet\"")) {
+            respond(conn, id, PROMPT, sizeof PROMPT - 1);
+        } else {
+            respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown prompt");
+        }
+    } else {
+        respond_error(conn, id, MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found");
+    }
+}
+
+/* Drains every event; returns 0 once the connection has closed. */
+static int drain_events(mcpw_conn *conn, uint64_t now) {
+    for (;;) {
+        mcpw_event ev;
+        mcpw_result rc = mcpw_conn_poll_event(conn, &ev);
+        if (rc != MCPW_OK) die("poll_event", rc);
+        switch (ev.kind) {
+        case MCPW_EVENT_NONE:
+            return 1;
+        case MCPW_EVENT_REQUEST:
+            on_request(conn, &ev, now);
+            break;
+        case MCPW_EVENT_PEER_CANCELLED:
+            cancel_job(&ev.id);
+            break;
+        case MCPW_EVENT_CLOSED:
+            return 0;
+        default:
+            break; /* ready, notifications, the peer's mistakes: nothing to do */
+        }
+    }
+}
+
+/* Writes what the engine lends until stdout would block. Returns 1 when output is left. */
+static int flush_output(mcpw_conn *conn, int *stdout_open) {
+    for (;;) {
+        const uint8_t *bytes;
+        size_t len;
+        uint64_t stream;
+        ssize_t n;
+        mcpw_result rc = mcpw_conn_transmit(conn, &bytes, &len, &stream);
+        if (rc != MCPW_OK) die("transmit", rc);
+        if (len == 0) return 0;
+        if (!*stdout_open) {
+            rc = mcpw_conn_consume(conn, len); /* nobody to write to: discard */
+            if (rc != MCPW_OK) die("consume", rc);
+            continue;
+        }
+        n = write(STDOUT_FILENO, bytes, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 1;
+            *stdout_open = 0; /* EPIPE: the client went away */
+            continue;
+        }
+        rc = mcpw_conn_consume(conn, (size_t)n); /* partial writes are fine */
+        if (rc != MCPW_OK) die("consume", rc);
+    }
+}
+
+int main(int argc, char **argv) {
+    mcpw_config *config = NULL;
+    mcpw_conn *conn = NULL;
+    mcpw_result rc;
+    int stdin_open = 1, stdout_open = 1, running = 1;
+    int stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
+    int stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
+    uint8_t buf[64 * 1024];
+
+    signal(SIGPIPE, SIG_IGN);
+    fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
+    fcntl(STDOUT_FILENO, F_SETFL, stdout_flags | O_NONBLOCK);
+
+    rc = mcpw_config_new(MCPW_ROLE_SERVER, S("mcpwire-c-example"), S(MCPWIRE_VERSION), &config);
+    if (rc != MCPW_OK) die("config", rc);
+    rc = mcpw_config_set_capabilities(config, S("{\"tools\":{},\"resources\":{},\"prompts\":{}}"));
+    if (rc != MCPW_OK) die("capabilities", rc);
+    rc = mcpw_config_set_instructions(config, S("Try the echo and count tools."));
+    if (rc != MCPW_OK) die("instructions", rc);
+    if (argc > 1 && strcmp(argv[1], "--legacy") == 0) {
+        static const mcpw_str legacy[] = {{"2024-11-05", 10}, {"2025-03-26", 10},
+                                          {"2025-06-18", 10}, {"2025-11-25", 10}};
+        rc = mcpw_config_set_versions(config, legacy, sizeof legacy / sizeof legacy[0]);
+        if (rc != MCPW_OK) die("versions", rc);
+    }
+    rc = mcpw_conn_new(config, now_ns(), &conn);
+    mcpw_config_free(config);
+    if (rc != MCPW_OK) die("conn", rc);
+
+    while (running) {
+        struct pollfd fds[2];
+        nfds_t nfds = 0;
+        int pending_output, timeout_ms = -1;
+        bool has_deadline;
+        uint64_t deadline, wake, now = now_ns();
+
+        /* Drain after every mutation: events (which may answer), then bytes. */
+        running = drain_events(conn, now);
+        pending_output = flush_output(conn, &stdout_open);
+        if (!running && (!pending_output || !stdout_open)) break;
+
+        /* Re-arm the timer: the engine's deadline or our next "count" step. */
+        rc = mcpw_conn_poll_timeout(conn, &has_deadline, &deadline);
+        if (rc != MCPW_OK) die("poll_timeout", rc);
+        wake = earliest_job();
+        if (has_deadline && deadline < wake) wake = deadline;
+        if (wake != UINT64_MAX) {
+            uint64_t wait_ns = wake > now ? wake - now : 0;
+            uint64_t ms = (wait_ns + 999999) / 1000000;
+            timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+        }
+
+        if (stdin_open && running) {
+            fds[nfds].fd = STDIN_FILENO;
+            fds[nfds].events = POLLIN;
+            nfds++;
+        }
+        if (pending_output && stdout_open) {
+            fds[nfds].fd = STDOUT_FILENO;
+            fds[nfds].events = POLLOUT;
+            nfds++;
+        }
+        if (nfds == 0 && timeout_ms < 0) break; /* nothing can ever happen again */
+        if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR) {
+            perror("example_server: poll");
+            break;
+        }
+
+        now = now_ns();
+        if (stdin_open && running) {
+            ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+            if (n > 0) {
+                rc = mcpw_conn_handle_input(conn, now, buf, (size_t)n);
+                if (rc != MCPW_OK) die("handle_input", rc);
+            } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                stdin_open = 0;
+                rc = mcpw_conn_handle_eof(conn, now);
+                if (rc != MCPW_OK) die("handle_eof", rc);
+            }
+        }
+        rc = mcpw_conn_handle_timeout(conn, now); /* early calls do nothing */
+        if (rc != MCPW_OK) die("handle_timeout", rc);
+        run_jobs(conn, now);
+    }
+
+    while (jobs != NULL) {
+        job *j = jobs;
+        jobs = j->next;
+        job_free(j);
+    }
+    mcpw_conn_free(conn);
+    fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
+    fcntl(STDOUT_FILENO, F_SETFL, stdout_flags);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,299 @@
+// Tests of the C++ wrapper: RAII and move semantics, exceptions with their codes, and a
+// client and a server talking in memory. Prints one line per test and ends with
+// "test result: ok. N passed; 0 failed". Built with -Werror and run under ASan+UBSan by
+// tests/c_abi.rs.
+#include "mcpwire.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace {
+
+int failed_checks = 0;
+int passed = 0;
+int failed = 0;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            std::fprintf(stderr, "    %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failed_checks++;                                                             \
+        }                                                                                \
+    } while (0)
+
+template <typename F>
+mcpw_result code_of(F &&f) {
+    try {
+        f();
+    } catch (const mcpw::error &e) {
+        return e.code();
+    }
+    return MCPW_OK;
+}
+
+void run(const char *name, const std::function<void()> &test) {
+    failed_checks = 0;
+    try {
+        test();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "    unexpected exception: %s\n", e.what());
+        failed_checks++;
+    }
+    if (failed_checks == 0) {
+        passed++;
+        std::printf("test %s ... ok\n", name);
+    } else {
+        failed++;
+        std::printf("test %s ... FAILED\n", name);
+    }
+}
+
+constexpr std::uint64_t ms = 1000000;
+
+// Moves every byte from one connection to the other, in two writes each time.
+bool pump(mcpw::connection &from, mcpw::connection &to, std::uint64_t now) {
+    bool moved = false;
+    for (auto t = from.transmit(); !t.empty(); t = from.transmit()) {
+        std::size_t half = t.size / 2 + 1;
+        to.handle_input(now, t.data, half);
+        from.consume(half);
+        moved = true;
+    }
+    return moved;
+}
+
+void exchange(mcpw::connection &a, mcpw::connection &b, std::uint64_t now) {
+    while (pump(a, b, now) || pump(b, a, now)) {
+    }
+}
+
+struct pair {
+    mcpw::connection client;
+    mcpw::connection server;
+};
+
+pair make_pair() {
+    mcpw::config client_config(mcpw::role::client, "cpp-client", "1.0");
+    client_config.era(mcpw::client_era::legacy);
+    mcpw::config server_config(mcpw::role::server, "cpp-server", "2.0");
+    server_config.capabilities(R"({"tools":{}})").instructions("hi");
+    pair p{mcpw::connection(client_config, 0), mcpw::connection(server_config, 0)};
+    exchange(p.client, p.server, 0);
+    return p;
+}
+
+void test_version() { CHECK(mcpw::library_version() == MCPWIRE_VERSION); }
+
+void test_handles_are_move_only_and_free_once() {
+    mcpw::config a(mcpw::role::server, "a", "1");
+    mcpw_config *raw = a.get();
+    mcpw::config b(std::move(a));
+    CHECK(a.get() == nullptr); // NOLINT(bugprone-use-after-move): moved-from is empty
+    CHECK(b.get() == raw);
+    mcpw::config c(mcpw::role::client, "c", "1");
+    c = std::move(b); // frees c's old handle, takes b's
+    CHECK(c.get() == raw && b.get() == nullptr);
+    mcpw::connection conn(c, 0);
+    mcpw::connection moved(std::move(conn));
+    CHECK(conn.get() == nullptr && moved.get() != nullptr);
+    CHECK(moved.get_role() == mcpw::role::server); // a's config, by way of b and c
+}
+
+void test_errors_carry_their_code() {
+    CHECK(code_of([] { mcpw::config c(static_cast<mcpw::role>(9), "x", "1"); }) ==
+          MCPW_ERR_INVALID_ARGUMENT);
+    mcpw::config c(mcpw::role::server, "x", "1");
+    CHECK(code_of([&] { c.capabilities("{nope"); }) == MCPW_ERR_INVALID_JSON);
+    CHECK(code_of([&] { c.versions({"1999-01-01"}); }) == MCPW_ERR_UNKNOWN_VERSION);
+    CHECK(code_of([&] { c.versions({}); }) == MCPW_OK);
+    CHECK(code_of([&] { mcpw::connection conn(c, 0); }) == MCPW_ERR_CONFIG_REFUSED);
+    try {
+        c.policy(0xFFFF);
+        CHECK(false);
+    } catch (const mcpw::error &e) {
+        CHECK(std::string(e.what()) == mcpw_result_message(MCPW_ERR_INVALID_ARGUMENT));
+    }
+}
+
+void test_config_round_trips() {
+    mcpw::config c(mcpw::role::client, "x", "1");
+    c.versions({"2025-06-18", "2025-03-26"})
+        .info(R"({"name":"x","version":"1","title":"X"})")
+        .timeouts(std::chrono::milliseconds(1500), std::chrono::milliseconds(9000))
+        .instructions(std::nullopt);
+    mcpw_limits l = c.limits();
+    l.max_frame = 1 << 20;
+    c.limits(l);
+    CHECK(c.limits().max_frame == (1u << 20));
+    c.policy(MCPW_POLICY_DEFAULT | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS);
+    CHECK(c.policy() == (MCPW_POLICY_DEFAULT | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS));
+}
+
+void test_a_session_in_memory() {
+    pair p = make_pair();
+    CHECK(p.client.state() == MCPW_STATE_OPERATING);
+    CHECK(p.client.protocol_version() == std::optional<std::string_view>("2025-11-25"));
+    CHECK(p.client.peer_instructions() == std::optional<std::string_view>("hi"));
+    CHECK(p.client.peer_info().value_or("") == R"({"name":"cpp-server","version":"2.0"})");
+    CHECK(p.server.peer_capabilities().value_or("") == "{}");
+    auto ready = p.client.poll_event();
+    CHECK(ready && ready->kind() == MCPW_EVENT_READY && ready->version() == "2025-11-25");
+    CHECK(!p.client.poll_event());
+    CHECK(p.server.poll_event()->kind() == MCPW_EVENT_READY);
+
+    mcpw_request_options options{};
+    options.progress = 1;
+    std::int64_t id = p.client.request(10 * ms, "tools/call",
+                                       R"({"name":"count","arguments":{}})", options);
+    exchange(p.client, p.server, 10 * ms);
+    auto request = p.server.poll_event();
+    CHECK(request && request->kind() == MCPW_EVENT_REQUEST && request->method() == "tools/call");
+    mcpw::owned_id kept(request->id());
+    CHECK(!kept.is_string() && kept.integer() == id);
+    CHECK(!p.server.poll_event()); // the request's views are dead now; `kept` is not
+    p.server.progress(kept.get(), 1, 2.0, "half");
+    p.server.progress(kept.get(), 2);
+    CHECK(code_of([&] { p.server.progress(kept.get(), 2); }) ==
+          MCPW_ERR_NON_INCREASING_PROGRESS);
+    p.server.respond(kept.get(), R"({"content":[{"type":"text","text":"done"}]})");
+    exchange(p.client, p.server, 11 * ms);
+    auto first = p.client.poll_event();
+    CHECK(first && first->kind() == MCPW_EVENT_PROGRESS && first->progress() == 1);
+    CHECK(first->total() == std::optional<double>(2.0) && first->message() == "half");
+    auto second = p.client.poll_event();
+    CHECK(second && !second->total() && !second->message());
+    auto response = p.client.poll_event();
+    CHECK(response && response->kind() == MCPW_EVENT_RESPONSE && response->request() == id);
+    auto text = mcpw::json_get(*mcpw::json_at(*mcpw::json_get(response->result(), "content"), 0),
+                               "text");
+    CHECK(text == std::optional<std::string_view>("\"done\""));
+
+    // An error answer, then cancel, notify, close.
+    id = p.client.request(12 * ms, "tools/list");
+    exchange(p.client, p.server, 12 * ms);
+    request = p.server.poll_event();
+    p.server.respond_error(request->id(), MCPW_JSONRPC_INVALID_PARAMS, "nope", R"({"x":1})");
+    exchange(p.client, p.server, 12 * ms);
+    auto err = p.client.poll_event();
+    CHECK(err && err->kind() == MCPW_EVENT_ERROR && err->code() == -32602);
+    CHECK(err->message() == "nope" && err->data() == R"({"x":1})");
+    id = p.client.request(13 * ms, "tools/list");
+    p.client.cancel(13 * ms, id, "changed my mind");
+    CHECK(code_of([&] { p.client.cancel(13 * ms, id); }) == MCPW_ERR_UNKNOWN_REQUEST);
+    p.client.notify("x/custom", R"({"k":true})");
+    exchange(p.client, p.server, 13 * ms);
+    auto stats = p.client.stats();
+    CHECK(stats.late_responses == 0);
+    CHECK(p.client.in_flight() == std::make_pair(std::size_t(0), std::size_t(0)));
+    p.client.close(14 * ms, std::chrono::milliseconds(100));
+    auto closed = p.client.poll_event();
+    CHECK(closed && closed->kind() == MCPW_EVENT_CLOSED &&
+          closed->close_reason() == MCPW_CLOSE_LOCAL);
+    CHECK(!p.client.poll_timeout());
+    CHECK(code_of([&] { p.client.notify("x/y"); }) == MCPW_ERR_CLOSED);
+    p.server.handle_eof(15 * ms);
+    p.server.handle_timeout(16 * ms);
+}
+
+void test_timeouts_and_deadlines() {
+    pair p = make_pair();
+    while (p.client.poll_event()) {
+    }
+    mcpw_request_options options{};
+    options.timeout_ms = 250;
+    std::int64_t id = p.client.request(100 * ms, "tools/list", std::nullopt, options);
+    CHECK(p.client.poll_timeout() == std::optional<std::uint64_t>(350 * ms));
+    p.client.handle_timeout(349 * ms);
+    CHECK(!p.client.poll_event());
+    p.client.handle_timeout(350 * ms);
+    auto ev = p.client.poll_event();
+    CHECK(ev && ev->kind() == MCPW_EVENT_TIMED_OUT && ev->request() == id);
+}
+
+void test_the_stateless_era() {
+    mcpw::config client_config(mcpw::role::client, "cpp-client", "1.0");
+    client_config.era(mcpw::client_era::modern)
+        .discover_timeout(std::chrono::milliseconds(500))
+        .capabilities(R"({"elicitation":{}})");
+    mcpw::config server_config(mcpw::role::server, "cpp-server", "2.0");
+    server_config.capabilities(R"({"tools":{},"logging":{}})")
+        .discover_cache(std::chrono::milliseconds(1000), MCPW_CACHE_PUBLIC);
+    mcpw::connection client(client_config, 0), server(server_config, 0);
+    exchange(client, server, 0);
+    CHECK(client.era() == MCPW_ERA_MODERN && server.era() == MCPW_ERA_MODERN);
+    while (client.poll_event() || server.poll_event()) {
+    }
+    std::int64_t id = client.request(1, "tools/call", R"({"name":"deploy"})");
+    exchange(client, server, 1);
+    auto request = server.poll_event();
+    CHECK(request && request->kind() == MCPW_EVENT_REQUEST);
+    auto context = server.request_context(request->id());
+    CHECK(context.known && (context.client_capabilities & MCPW_CAP_ELICITATION) != 0);
+    CHECK(!server.log(request->id(), mcpw::log_level::error, "1"));
+    server.respond_input_required(
+        request->id(),
+        R"({"ok":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{}}}}})",
+        "s1");
+    exchange(client, server, 2);
+    auto input = client.poll_event();
+    CHECK(input && input->kind() == MCPW_EVENT_INPUT_REQUIRED && input->request() == id);
+    CHECK(input->request_state() == std::optional<std::string_view>("s1"));
+    std::int64_t again = client.retry(3, id, R"({"ok":{"action":"accept","content":{}}})");
+    exchange(client, server, 3);
+    request = server.poll_event();
+    CHECK(request && request->params().value_or("").find("inputResponses") != std::string_view::npos);
+    server.respond(request->id(), R"({"content":[]})");
+    exchange(client, server, 4);
+    auto done = client.poll_event();
+    CHECK(done && done->kind() == MCPW_EVENT_RESPONSE && done->request() == again);
+}
+
+void test_related_requests_and_frames() {
+    pair p = make_pair();
+    while (p.client.poll_event() || p.server.poll_event()) {
+    }
+    p.client.request(1, "tools/list");
+    exchange(p.client, p.server, 1);
+    auto parent = p.server.poll_event();
+    CHECK(parent && parent->kind() == MCPW_EVENT_REQUEST);
+    mcpw::owned_id kept(parent->id());
+    std::int64_t related = p.server.request_related(1, kept.get(), "ping");
+    p.server.respond(kept.get(), R"({"tools":[]})");
+    exchange(p.client, p.server, 2);
+    auto pinged = p.server.poll_event();
+    CHECK(pinged && pinged->kind() == MCPW_EVENT_RESPONSE && pinged->request() == related);
+    p.server.handle_frame(3, 5, R"({"jsonrpc":"2.0","id":"f","method":"tools/list"})");
+    auto framed = p.server.poll_event();
+    CHECK(framed && framed->kind() == MCPW_EVENT_REQUEST);
+    p.server.respond(framed->id(), R"({"tools":[]})");
+    CHECK(p.server.transmit().stream == 5);
+}
+
+void test_json_helpers() {
+    CHECK(mcpw::json_get(R"({"a":[1,2]})", "a") == std::optional<std::string_view>("[1,2]"));
+    CHECK(!mcpw::json_get(R"({"a":1})", "b"));
+    CHECK(mcpw::json_at("[1,2]", 1) == std::optional<std::string_view>("2"));
+    CHECK(!mcpw::json_at("[1,2]", 2));
+    CHECK(code_of([] { mcpw::json_at("{}", 0); }) == MCPW_ERR_JSON_WRONG_TYPE);
+    CHECK(code_of([] { mcpw::json_get("[", "a"); }) == MCPW_ERR_INVALID_JSON);
+}
+
+} // namespace
+
+int main() {
+    run("version", test_version);
+    run("handles_are_move_only_and_free_once", test_handles_are_move_only_and_free_once);
+    run("errors_carry_their_code", test_errors_carry_their_code);
+    run("config_round_trips", test_config_round_trips);
+    run("a_session_in_memory", test_a_session_in_memory);
+    run("timeouts_and_deadlines", test_timeouts_and_deadlines);
+    run("the_stateless_era", test_the_stateless_era);
+    run("related_requests_and_frames", test_related_requests_and_frames);
+    run("json_helpers", test_json_helpers);
+    std::printf("\ntest result: %s. %d passed; %d failed\n", failed == 0 ? "ok" : "FAILED", passed,
+                failed);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,224 @@
+package mcpwire
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Role says which end of a connection to be.
+type Role int
+
+// The roles.
+const (
+	// Client is the host side: it sends initialize and calls tools.
+	Client Role = 1
+	// Server offers tools, resources and prompts.
+	Server Role = 2
+)
+
+func (r Role) String() string {
+	switch r {
+	case Client:
+		return "client"
+	case Server:
+		return "server"
+	}
+	return fmt.Sprintf("role(%d)", int(r))
+}
+
+// ClientEra says how a client chooses the protocol era.
+type ClientEra int
+
+// The choices for Config.ClientEra.
+const (
+	ClientEraDefault ClientEra = 0 // the library's default (auto)
+	ClientEraAuto    ClientEra = 1 // probe with server/discover, fall back to initialize
+	ClientEraLegacy  ClientEra = 2 // initialize only
+	ClientEraModern  ClientEra = 3 // 2026-07-28 only
+)
+
+// Limits bounds what a connection holds. A zero field keeps the library's default.
+type Limits struct {
+	// MaxFrame is the largest frame accepted, in bytes (default 16 MiB).
+	MaxFrame int
+	// MaxOutboundInFlight is how many of our requests may await an answer at once; more
+	// are refused with ErrTooManyInFlight (default 1024).
+	MaxOutboundInFlight int
+	// MaxInboundInFlight is how many of the peer's requests may be held unanswered at once;
+	// more get a JSON-RPC error (default 256).
+	MaxInboundInFlight int
+	// MaxBufferedOutput is how many bytes of output may wait for the transport; past it
+	// commands fail with ErrOutputFull (default 16 MiB).
+	MaxBufferedOutput int
+	// MaxRememberedIDs is how many cancelled or timed-out ids are remembered (default 1024).
+	MaxRememberedIDs int
+	// MaxQueuedEvents is how many events may wait for NextEvent; past it the oldest peer
+	// notifications are dropped and counted (default 4096).
+	MaxQueuedEvents int
+}
+
+// Config is everything a connection is made from. The zero value of each optional field
+// means the library's default, so a Config literal names only what it changes:
+//
+//	cfg := &mcpwire.Config{Role: mcpwire.Server, Name: "demo", Version: "1.0",
+//		Capabilities: json.RawMessage(`{"tools":{}}`)}
+type Config struct {
+	// Role is Client or Server.
+	Role Role
+	// Name and Version are sent as clientInfo / serverInfo in the handshake.
+	Name    string
+	Version string
+	// Info, when set, replaces the whole clientInfo / serverInfo object (to add title,
+	// icons, ...).
+	Info json.RawMessage
+	// Versions are the protocol versions spoken ("2025-06-18"); nil means every
+	// handshake-era version the library knows. A client offers the newest; a server accepts
+	// any and otherwise answers with its newest.
+	Versions []string
+	// Capabilities is our capabilities object ({"tools":{}}); nil declares none.
+	Capabilities json.RawMessage
+	// Instructions (server) are sent in the initialize result; empty sends none.
+	Instructions string
+	// RequestTimeout is how long each request waits for its answer unless it says otherwise
+	// (default 60 s); MaxTotalTimeout bounds a request whose timeout progress keeps
+	// restarting (default 10 min). Both round up to whole milliseconds.
+	RequestTimeout  time.Duration
+	MaxTotalTimeout time.Duration
+	// Limits bounds what the connection holds.
+	Limits Limits
+	// ClientEra (client) says how the era is chosen: ClientEraAuto (the default) probes
+	// with server/discover and falls back to initialize. Ignored when Versions hold only
+	// one era.
+	ClientEra ClientEra
+
+	// Policies. The zero value is the library's default (MCPW_POLICY_DEFAULT).
+
+	// LaxLifecycle stops enforcing what may be sent before initialization completes.
+	LaxLifecycle bool
+	// ManualPings delivers the peer's ping requests as RequestEvents instead of answering
+	// them in the engine.
+	ManualPings bool
+	// DeliverNonIncreasingProgress delivers progress whose value does not increase (dropped
+	// and counted by default).
+	DeliverNonIncreasingProgress bool
+	// ResetTimeoutOnProgress restarts a request's timeout whenever progress arrives for it
+	// (bounded by MaxTotalTimeout); RequestOptions can override it per request.
+	ResetTimeoutOnProgress bool
+}
+
+func (cfg *Config) policyFlags() uint32 {
+	var flags uint32
+	if !cfg.LaxLifecycle {
+		flags |= C.MCPW_POLICY_STRICT_LIFECYCLE
+	}
+	if !cfg.ManualPings {
+		flags |= C.MCPW_POLICY_ANSWER_PINGS
+	}
+	if cfg.DeliverNonIncreasingProgress {
+		flags |= C.MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS
+	}
+	if cfg.ResetTimeoutOnProgress {
+		flags |= C.MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS
+	}
+	return flags
+}
+
+func millisCeil(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// build makes a C config handle from cfg; the caller frees it.
+func (cfg *Config) build() (*C.mcpw_config, error) {
+	made := C.mcpwgo_config_new(C.uint32_t(cfg.Role), cString(cfg.Name), C.size_t(len(cfg.Name)),
+		cString(cfg.Version), C.size_t(len(cfg.Version)))
+	if err := check("config", made.rc); err != nil {
+		return nil, err
+	}
+	config := made.config
+	if err := cfg.apply(config); err != nil {
+		C.mcpw_config_free(config)
+		return nil, err
+	}
+	return config, nil
+}
+
+func (cfg *Config) apply(config *C.mcpw_config) error {
+	if cfg.Versions != nil {
+		joined := make([]byte, 0, 16*len(cfg.Versions))
+		lens := make([]C.size_t, len(cfg.Versions)+1) // never empty, so &lens[0] is valid
+		for i, v := range cfg.Versions {
+			joined = append(joined, v...)
+			lens[i] = C.size_t(len(v))
+		}
+		rc := C.mcpwgo_config_set_versions(config, cBytes(joined), &lens[0], C.size_t(len(cfg.Versions)))
+		if err := check("config versions", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.Info != nil {
+		if err := check("config info", C.mcpw_config_set_info(config, cBytes(cfg.Info), C.size_t(len(cfg.Info)))); err != nil {
+			return err
+		}
+	}
+	if cfg.Capabilities != nil {
+		rc := C.mcpw_config_set_capabilities(config, cBytes(cfg.Capabilities), C.size_t(len(cfg.Capabilities)))
+		if err := check("config capabilities", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.Instructions != "" {
+		rc := C.mcpw_config_set_instructions(config, cString(cfg.Instructions), C.size_t(len(cfg.Instructions)))
+		if err := check("config instructions", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.RequestTimeout > 0 || cfg.MaxTotalTimeout > 0 {
+		request, total := millisCeil(cfg.RequestTimeout), millisCeil(cfg.MaxTotalTimeout)
+		if request == 0 {
+			request = 60_000
+		}
+		if total == 0 {
+			total = 600_000
+		}
+		rc := C.mcpw_config_set_timeouts(config, C.uint64_t(request), C.uint64_t(total))
+		if err := check("config timeouts", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.Limits != (Limits{}) {
+		got := C.mcpwgo_config_get_limits(config)
+		if err := check("config limits", got.rc); err != nil {
+			return err
+		}
+		l := got.limits
+		set := func(field *C.size_t, v int) {
+			if v > 0 {
+				*field = C.size_t(v)
+			}
+		}
+		set(&l.max_frame, cfg.Limits.MaxFrame)
+		set(&l.max_outbound_in_flight, cfg.Limits.MaxOutboundInFlight)
+		set(&l.max_inbound_in_flight, cfg.Limits.MaxInboundInFlight)
+		set(&l.max_buffered_output, cfg.Limits.MaxBufferedOutput)
+		set(&l.max_remembered_ids, cfg.Limits.MaxRememberedIDs)
+		set(&l.max_queued_events, cfg.Limits.MaxQueuedEvents)
+		if err := check("config limits", C.mcpw_config_set_limits(config, &l)); err != nil {
+			return err
+		}
+	}
+	if cfg.ClientEra != ClientEraDefault {
+		if err := check("config client era", C.mcpw_config_set_client_era(config, C.uint32_t(cfg.ClientEra))); err != nil {
+			return err
+		}
+	}
+	return check("config policy", C.mcpw_config_set_policy(config, C.uint32_t(cfg.policyFlags())))
+}

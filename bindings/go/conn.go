@@ -1,0 +1,754 @@
+package mcpwire
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo LDFLAGS: -L${SRCDIR}/../../target/release -l:libmcpwire.a -ldl -lpthread -lm
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"io"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// Version is the version of the mcpwire library linked ("0.1.0").
+func Version() string { return C.GoString(C.mcpw_version()) }
+
+// HeaderVersion is the version of the header this package was compiled against.
+const HeaderVersion = C.MCPWIRE_VERSION
+
+// JSON-RPC and MCP error codes for RespondError.
+const (
+	CodeParseError       = C.MCPW_JSONRPC_PARSE_ERROR
+	CodeInvalidRequest   = C.MCPW_JSONRPC_INVALID_REQUEST
+	CodeMethodNotFound   = C.MCPW_JSONRPC_METHOD_NOT_FOUND
+	CodeInvalidParamsRPC = C.MCPW_JSONRPC_INVALID_PARAMS
+	CodeInternalError    = C.MCPW_JSONRPC_INTERNAL_ERROR
+	CodeResourceNotFound = C.MCPW_MCP_RESOURCE_NOT_FOUND
+)
+
+// How many events one crossing into C may copy out, and the initial size of the byte arena
+// their text is copied into (it grows to fit the largest event).
+const (
+	batchEvents = 256
+	batchArena  = 64 << 10
+)
+
+// Conn is one MCP connection, client or server: a sans-IO engine. Bytes and the current
+// time go in (Feed, FeedEOF, HandleTimeout); events (NextEvent), bytes to write (WriteTo)
+// and the next deadline (NextDeadline) come out. After every input or command, drain in
+// this order: events until NextEvent says false (acting on them may issue commands), then
+// WriteTo, then re-arm the timer from NextDeadline.
+//
+// A Conn must not be used by two goroutines at once. Close releases the C handle; it is
+// idempotent, and a finalizer calls it for a Conn that becomes unreachable without it.
+// Shutdown is the graceful MCP close.
+type Conn struct {
+	ptr     *C.mcpw_conn
+	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
+	origin  time.Time
+	lastNs  uint64
+	err     error // sticky: set when polling events failed
+
+	queue   []Event // events copied out of the engine, not yet returned
+	head    int
+	records []C.mcpwgo_record
+	arena   []byte
+}
+
+// NewConn creates a connection from cfg at time now; every later time passed to the Conn
+// is measured from now on the same clock (time.Now() readings, or simulated times). A
+// client queues its initialize request at once: call WriteTo next.
+func NewConn(cfg *Config, now time.Time) (*Conn, error) {
+	config, err := cfg.build()
+	if err != nil {
+		return nil, err
+	}
+	made := C.mcpwgo_conn_new(config, 0)
+	C.mcpw_config_free(config)
+	if err := check("new conn", made.rc); err != nil {
+		return nil, err
+	}
+	c := &Conn{
+		ptr:     made.conn,
+		drainer: (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
+		origin:  now,
+		records: make([]C.mcpwgo_record, batchEvents),
+		arena:   make([]byte, batchArena),
+	}
+	runtime.SetFinalizer(c, (*Conn).Close)
+	return c, nil
+}
+
+// Close frees the connection handle and everything it holds. It does not send anything
+// (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
+// method returns ErrFreed afterwards. It always returns nil.
+func (c *Conn) Close() error {
+	if c.ptr == nil {
+		return nil
+	}
+	C.mcpw_conn_free(c.ptr)
+	C.free(unsafe.Pointer(c.drainer))
+	c.ptr, c.drainer = nil, nil
+	c.queue, c.head = nil, 0
+	runtime.SetFinalizer(c, nil)
+	return nil
+}
+
+// ns turns now into the engine's clock: nanoseconds since NewConn, never going backwards.
+func (c *Conn) ns(now time.Time) C.uint64_t {
+	if d := now.Sub(c.origin); d > 0 && uint64(d) > c.lastNs {
+		c.lastNs = uint64(d)
+	}
+	return C.uint64_t(c.lastNs)
+}
+
+// ---- Inputs -----------------------------------------------------------------------------
+
+// Feed hands the engine bytes read from the transport, in any chunking, with the time they
+// arrived. The engine consumes all of them and keeps no pointer into data.
+func (c *Conn) Feed(now time.Time, data []byte) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_handle_input(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
+	runtime.KeepAlive(c)
+	return check("feed", rc)
+}
+
+// FeedEOF tells the engine the transport reached end of input: a last unterminated line is
+// processed, our requests in flight are abandoned and the connection closes.
+func (c *Conn) FeedEOF(now time.Time) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_handle_eof(c.ptr, c.ns(now))
+	runtime.KeepAlive(c)
+	return check("feed eof", rc)
+}
+
+// HandleTimeout fires every timer due at now (request timeouts, the end of a graceful
+// close). Calling it early does nothing.
+func (c *Conn) HandleTimeout(now time.Time) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_handle_timeout(c.ptr, c.ns(now))
+	runtime.KeepAlive(c)
+	return check("handle timeout", rc)
+}
+
+// NextDeadline is the earliest time at which HandleTimeout has work, and false when no timer
+// is armed. It changes after inputs and commands: re-arm the timer from it every time round
+// the loop.
+func (c *Conn) NextDeadline() (time.Time, bool) {
+	if c.ptr == nil {
+		return time.Time{}, false
+	}
+	d := C.mcpwgo_poll_timeout(c.ptr)
+	runtime.KeepAlive(c)
+	if d.rc != C.MCPW_OK || d.has == 0 {
+		return time.Time{}, false
+	}
+	return c.origin.Add(time.Duration(d.at_ns)), true
+}
+
+// ---- Commands ---------------------------------------------------------------------------
+
+// ProgressReset says whether a request's timeout restarts when progress arrives for it.
+type ProgressReset int
+
+// The choices for RequestOptions.ResetOnProgress.
+const (
+	ResetDefault ProgressReset = iota // as Config.ResetTimeoutOnProgress says
+	ResetOn                           // restart it (bounded by the maximum total timeout)
+	ResetOff                          // never restart it
+)
+
+// RequestOptions adjusts one request; nil or the zero value means the defaults.
+type RequestOptions struct {
+	// Timeout for this request (rounded up to milliseconds); 0 uses Config.RequestTimeout.
+	Timeout time.Duration
+	// Progress asks for progress: the engine adds _meta.progressToken to the params and
+	// reports progress as ProgressEvents.
+	Progress bool
+	// ResetOnProgress overrides Config.ResetTimeoutOnProgress.
+	ResetOnProgress ProgressReset
+}
+
+// Request sends a request: method with params (a JSON object, or nil for none). The answer
+// arrives as a ResponseEvent, ErrorEvent, TimedOutEvent or AbandonedEvent carrying the
+// returned id.
+func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
+	if c.ptr == nil {
+		return 0, ErrFreed
+	}
+	var o RequestOptions
+	if opts != nil {
+		o = *opts
+	}
+	progress := 0
+	if o.Progress {
+		progress = 1
+	}
+	r := C.mcpwgo_request(c.ptr, c.ns(now), cString(method), C.size_t(len(method)),
+		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
+		C.uint32_t(progress), C.uint32_t(o.ResetOnProgress))
+	runtime.KeepAlive(c)
+	if err := check("request", r.rc); err != nil {
+		return 0, err
+	}
+	return RequestID(r.id), nil
+}
+
+// Notify sends a notification: method with params (a JSON object, or nil for none).
+func (c *Conn) Notify(method string, params json.RawMessage) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_notify(c.ptr, cString(method), C.size_t(len(method)), cBytes(params), C.size_t(len(params)))
+	runtime.KeepAlive(c)
+	return check("notify", rc)
+}
+
+// Respond answers the peer's request id with result (any JSON value; MCP results are
+// objects). Answering a request the peer has cancelled succeeds and sends nothing.
+func (c *Conn) Respond(id ID, result json.RawMessage) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpwgo_respond(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), cBytes(result), C.size_t(len(result)))
+	runtime.KeepAlive(c)
+	return check("respond", rc)
+}
+
+// RespondError answers the peer's request id with a JSON-RPC error: code, message and data
+// (any JSON value, or nil for none). Codes the negotiated version does not define are
+// refused with ErrCodeNotInVersion.
+func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMessage) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	msg := cString(message)
+	if msg == nil {
+		msg = &C.mcpwgo_empty[0]
+	}
+	rc := C.mcpwgo_respond_error(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), C.int64_t(code), msg, C.size_t(len(message)),
+		cBytes(data), C.size_t(len(data)))
+	runtime.KeepAlive(c)
+	return check("respond error", rc)
+}
+
+// ProgressUpdate is one progress report on a request of the peer's.
+type ProgressUpdate struct {
+	// Progress must be finite and increase with every report.
+	Progress float64
+	// Total is sent when HasTotal.
+	Total    float64
+	HasTotal bool
+	// Message is sent, where the protocol version has it, when not empty.
+	Message string
+}
+
+// Progress reports progress on the peer's request id, which must have carried a progress
+// token (else ErrNoProgressToken).
+func (c *Conn) Progress(id ID, p ProgressUpdate) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	hasTotal := 0
+	if p.HasTotal {
+		hasTotal = 1
+	}
+	rc := C.mcpwgo_progress(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), C.double(p.Progress), C.double(p.Total), C.int(hasTotal),
+		cString(p.Message), C.size_t(len(p.Message)))
+	runtime.KeepAlive(c)
+	return check("progress", rc)
+}
+
+// Cancel cancels our request: the peer is told (with reason, when not empty) and the request
+// ends here, with no event; an answer arriving later is dropped.
+func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_cancel(c.ptr, c.ns(now), C.int64_t(request), cString(reason), C.size_t(len(reason)))
+	runtime.KeepAlive(c)
+	return check("cancel", rc)
+}
+
+// Shutdown begins the graceful MCP close: no new requests or notifications; our requests in
+// flight get until now+grace to be answered, then the connection closes (a ClosedEvent with
+// CloseLocal). Shutting down a closed connection does nothing. It does not free the handle:
+// call Close for that.
+func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_conn_close(c.ptr, c.ns(now), C.uint64_t(millisCeil(grace)))
+	runtime.KeepAlive(c)
+	return check("shutdown", rc)
+}
+
+// RequestRelated sends a request on behalf of the peer's request parent (a server asking
+// the client for sampling or elicitation while it works on parent): in 2026-07-28 the
+// request travels with parent's answer stream; in the handshake era it is a plain request.
+func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
+	if c.ptr == nil {
+		return 0, ErrFreed
+	}
+	var o RequestOptions
+	if opts != nil {
+		o = *opts
+	}
+	progress := 0
+	if o.Progress {
+		progress = 1
+	}
+	r := C.mcpwgo_request_related(c.ptr, c.ns(now), C.uint32_t(parent.kind), C.int64_t(parent.num),
+		cString(parent.wire), C.size_t(len(parent.wire)), cString(method), C.size_t(len(method)),
+		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
+		C.uint32_t(progress), C.uint32_t(o.ResetOnProgress))
+	runtime.KeepAlive(c)
+	if err := check("request related", r.rc); err != nil {
+		return 0, err
+	}
+	return RequestID(r.id), nil
+}
+
+// Log (server) sends a log message (notifications/message) about the peer's request id, at
+// level, from logger (empty for none), with data (any JSON value). In 2026-07-28 it goes out
+// only if the request asked for this level or a more verbose one; in the handshake era,
+// whenever we declared logging. It reports whether the message was sent.
+func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (bool, error) {
+	if c.ptr == nil {
+		return false, ErrFreed
+	}
+	r := C.mcpwgo_log(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)),
+		C.uint32_t(level), cString(logger), C.size_t(len(logger)), cBytes(data), C.size_t(len(data)))
+	runtime.KeepAlive(c)
+	if err := check("log", r.rc); err != nil {
+		return false, err
+	}
+	return r.sent != 0, nil
+}
+
+// RespondInputRequired (server, 2026-07-28) answers the peer's tools/call, prompts/get or
+// resources/read id with "input required": inputRequests (a JSON object, or nil for none)
+// and/or requestState (empty for none).
+func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, requestState string) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpwgo_respond_input_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), cBytes(inputRequests), C.size_t(len(inputRequests)),
+		cString(requestState), C.size_t(len(requestState)))
+	runtime.KeepAlive(c)
+	return check("respond input required", rc)
+}
+
+// Retry (client, 2026-07-28) sends again the request an InputRequiredEvent ended, with the
+// original params, inputResponses (a JSON object) and the server's request state. The retry
+// is a new request with its own id.
+func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMessage) (RequestID, error) {
+	if c.ptr == nil {
+		return 0, ErrFreed
+	}
+	r := C.mcpwgo_retry(c.ptr, c.ns(now), C.int64_t(request), cBytes(inputResponses), C.size_t(len(inputResponses)))
+	runtime.KeepAlive(c)
+	if err := check("retry", r.rc); err != nil {
+		return 0, err
+	}
+	return RequestID(r.id), nil
+}
+
+// ---- Outputs ----------------------------------------------------------------------------
+
+// NextEvent returns the next event, and false when there is none (or polling failed: see
+// Err). Call it until false after every input and command:
+//
+//	for ev, ok := c.NextEvent(); ok; ev, ok = c.NextEvent() { ... }
+//
+// Events are copied out of the engine in batches, one crossing into C for up to 256 of
+// them, so draining costs little per event.
+func (c *Conn) NextEvent() (Event, bool) {
+	if c.head == len(c.queue) && !c.refill() {
+		return nil, false
+	}
+	ev := c.queue[c.head]
+	c.queue[c.head] = nil
+	c.head++
+	return ev, true
+}
+
+// AppendEvents appends every event available now to dst and returns it.
+func (c *Conn) AppendEvents(dst []Event) []Event {
+	for {
+		if c.head == len(c.queue) && !c.refill() {
+			return dst
+		}
+		dst = append(dst, c.queue[c.head:]...)
+		for i := c.head; i < len(c.queue); i++ {
+			c.queue[i] = nil
+		}
+		c.head = len(c.queue)
+	}
+}
+
+// Err is the error that stopped NextEvent (a poisoned handle), or nil.
+func (c *Conn) Err() error { return c.err }
+
+// refill copies the next batch of events out of the engine into the queue.
+func (c *Conn) refill() bool {
+	c.queue, c.head = c.queue[:0], 0
+	if c.ptr == nil || c.err != nil {
+		return false
+	}
+	for {
+		d := C.mcpwgo_drain(c.ptr, c.drainer, &c.records[0], C.size_t(len(c.records)),
+			(*C.uint8_t)(unsafe.Pointer(&c.arena[0])), C.size_t(len(c.arena)))
+		runtime.KeepAlive(c)
+		if d.count > 0 {
+			c.decode(int(d.count), int(d.used))
+		}
+		if d.rc != C.MCPW_OK {
+			c.err = check("poll event", d.rc)
+			break
+		}
+		if d.need == 0 {
+			break
+		}
+		// The next event did not fit the arena; it stays polled in the drainer and must be
+		// copied now, before any other call on the handle ends its views.
+		if int(d.need) > len(c.arena) {
+			c.arena = make([]byte, int(d.need))
+		}
+	}
+	return len(c.queue) > 0
+}
+
+// decode turns count records (with used bytes of text in the arena) into events. All their
+// text shares one fresh allocation; each field is a disjoint slice of it.
+func (c *Conn) decode(count, used int) {
+	text := make([]byte, used)
+	copy(text, c.arena[:used])
+	all := bytesToString(text)
+	view := func(r *C.mcpwgo_record, i int) (string, bool) {
+		n := int(r.len[i])
+		if n < 0 {
+			return "", false
+		}
+		off := int(r.off[i])
+		return all[off : off+n], true
+	}
+	str := func(r *C.mcpwgo_record, i int) string {
+		s, _ := view(r, i)
+		return s
+	}
+	raw := func(r *C.mcpwgo_record, i int) json.RawMessage {
+		n := int(r.len[i])
+		if n < 0 {
+			return nil
+		}
+		off := int(r.off[i])
+		return json.RawMessage(text[off : off+n : off+n])
+	}
+	id := func(r *C.mcpwgo_record) ID {
+		switch r.id_kind {
+		case C.MCPW_ID_INT:
+			return ID{kind: idInt, num: int64(r.id_int)}
+		case C.MCPW_ID_STRING:
+			return ID{kind: idString, wire: str(r, C.MCPWGO_ID)}
+		}
+		return ID{}
+	}
+	for i := 0; i < count; i++ {
+		r := &c.records[i]
+		var ev Event
+		switch r.kind {
+		case C.MCPW_EVENT_READY:
+			ev = &ReadyEvent{Version: str(r, C.MCPWGO_VERSION)}
+		case C.MCPW_EVENT_CLOSED:
+			ev = &ClosedEvent{Reason: CloseReason(r.close_reason), Code: int64(r.code), Version: str(r, C.MCPWGO_VERSION)}
+		case C.MCPW_EVENT_REQUEST:
+			ev = &RequestEvent{ID: id(r), Method: str(r, C.MCPWGO_METHOD), Params: raw(r, C.MCPWGO_PARAMS)}
+		case C.MCPW_EVENT_NOTIFICATION:
+			ev = &NotificationEvent{Method: str(r, C.MCPWGO_METHOD), Params: raw(r, C.MCPWGO_PARAMS)}
+		case C.MCPW_EVENT_PEER_CANCELLED:
+			reason, has := view(r, C.MCPWGO_REASON)
+			ev = &PeerCancelledEvent{ID: id(r), Reason: reason, HasReason: has}
+		case C.MCPW_EVENT_RESPONSE:
+			ev = &ResponseEvent{Request: RequestID(r.request), Result: raw(r, C.MCPWGO_RESULT)}
+		case C.MCPW_EVENT_ERROR:
+			ev = &ErrorEvent{Request: RequestID(r.request), Code: int64(r.code),
+				Message: str(r, C.MCPWGO_MESSAGE), Data: raw(r, C.MCPWGO_DATA)}
+		case C.MCPW_EVENT_PROGRESS:
+			msg, has := view(r, C.MCPWGO_MESSAGE)
+			ev = &ProgressEvent{Request: RequestID(r.request), Progress: float64(r.progress),
+				Total: float64(r.total), HasTotal: r.has_total != 0, Message: msg, HasMessage: has}
+		case C.MCPW_EVENT_TIMED_OUT:
+			ev = &TimedOutEvent{Request: RequestID(r.request)}
+		case C.MCPW_EVENT_ABANDONED:
+			ev = &AbandonedEvent{Request: RequestID(r.request)}
+		case C.MCPW_EVENT_INPUT_REQUIRED:
+			state, has := view(r, C.MCPWGO_REQUEST_STATE)
+			ev = &InputRequiredEvent{Request: RequestID(r.request), InputRequests: raw(r, C.MCPWGO_INPUT_REQUESTS),
+				RequestState: state, HasRequestState: has}
+		case C.MCPW_EVENT_INVALID_RESPONSE:
+			ev = &InvalidResponseEvent{Request: RequestID(r.request)}
+		case C.MCPW_EVENT_VIOLATION:
+			ev = &ViolationEvent{Violation: Violation(r.violation), DecodeReason: DecodeReason(r.decode_reason),
+				ID: id(r), Method: str(r, C.MCPWGO_METHOD)}
+		default:
+			ev = &UnknownEvent{Kind: int(r.kind)}
+		}
+		c.queue = append(c.queue, ev)
+	}
+}
+
+// WriteTo writes the pending output to w until none is left, and returns how many bytes w
+// took. A short write consumes exactly what was written and is retried; an error from w is
+// returned after consuming what it did take, so a later WriteTo resumes at the right byte
+// (a non-blocking writer returning EAGAIN just leaves the rest pending). w must not keep the
+// slice it is given: it points into the engine and dies after the Write call.
+func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if c.ptr == nil {
+			return total, ErrFreed
+		}
+		lent := C.mcpwgo_transmit(c.ptr)
+		runtime.KeepAlive(c)
+		if err := check("transmit", lent.rc); err != nil {
+			return total, err
+		}
+		if lent.len == 0 {
+			return total, nil
+		}
+		n, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), int(lent.len)))
+		if n < 0 || n > int(lent.len) {
+			n = 0
+			if err == nil {
+				err = io.ErrShortWrite
+			}
+		}
+		if n > 0 {
+			if cerr := c.consume(n); cerr != nil {
+				return total, cerr
+			}
+			total += int64(n)
+		}
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, io.ErrShortWrite
+		}
+	}
+}
+
+// AppendOutput appends all pending output to dst, marks it written, and returns dst.
+func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
+	for {
+		if c.ptr == nil {
+			return dst, ErrFreed
+		}
+		lent := C.mcpwgo_transmit(c.ptr)
+		runtime.KeepAlive(c)
+		if err := check("transmit", lent.rc); err != nil {
+			return dst, err
+		}
+		if lent.len == 0 {
+			return dst, nil
+		}
+		dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), int(lent.len))...)
+		if err := c.consume(int(lent.len)); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// PendingOutput reports how many bytes the engine lends next (0: nothing to write).
+func (c *Conn) PendingOutput() int {
+	if c.ptr == nil {
+		return 0
+	}
+	lent := C.mcpwgo_transmit(c.ptr)
+	runtime.KeepAlive(c)
+	if lent.rc != C.MCPW_OK {
+		return 0
+	}
+	return int(lent.len)
+}
+
+func (c *Conn) consume(n int) error {
+	rc := C.mcpw_conn_consume(c.ptr, C.size_t(n))
+	runtime.KeepAlive(c)
+	return check("consume", rc)
+}
+
+// ---- Getters ----------------------------------------------------------------------------
+
+// Stats counts what the engine dropped quietly, as the spec asks.
+type Stats struct {
+	LateResponses         uint64 // responses to our requests after a timeout or cancel
+	DroppedProgress       uint64 // progress for unknown or finished requests
+	NonIncreasingProgress uint64 // progress whose value did not increase
+	IgnoredCancellations  uint64 // cancellations for requests not in flight
+	SuppressedResponses   uint64 // answers to requests the peer had cancelled (not sent)
+	DroppedEvents         uint64 // peer notifications dropped because the queue was full
+}
+
+// Status is a snapshot of the connection's lifecycle and bookkeeping.
+type Status struct {
+	State State
+	Role  Role
+	// OursInFlight is how many of our requests await an answer; PeersInFlight how many of
+	// the peer's await ours.
+	OursInFlight  int
+	PeersInFlight int
+	Stats         Stats
+}
+
+// Status reads the connection's state, role, requests in flight and drop counters in one
+// call.
+func (c *Conn) Status() (Status, error) {
+	if c.ptr == nil {
+		return Status{State: StateClosed}, ErrFreed
+	}
+	s := C.mcpwgo_conn_status(c.ptr)
+	runtime.KeepAlive(c)
+	if err := check("status", s.rc); err != nil {
+		return Status{}, err
+	}
+	return Status{
+		State:         State(s.state),
+		Role:          Role(s.role),
+		OursInFlight:  int(s.ours),
+		PeersInFlight: int(s.peers),
+		Stats: Stats{
+			LateResponses:         uint64(s.stats.late_responses),
+			DroppedProgress:       uint64(s.stats.dropped_progress),
+			NonIncreasingProgress: uint64(s.stats.non_increasing_progress),
+			IgnoredCancellations:  uint64(s.stats.ignored_cancellations),
+			SuppressedResponses:   uint64(s.stats.suppressed_responses),
+			DroppedEvents:         uint64(s.stats.dropped_events),
+		},
+	}, nil
+}
+
+// State is where the lifecycle stands (StateClosed once the handle is freed).
+func (c *Conn) State() State {
+	s, err := c.Status()
+	if err != nil {
+		return StateClosed
+	}
+	return s.State
+}
+
+// Era is the protocol era in force (EraUndecided while a client probes).
+func (c *Conn) Era() Era {
+	if c.ptr == nil {
+		return EraOther
+	}
+	r := C.mcpwgo_conn_era(c.ptr)
+	runtime.KeepAlive(c)
+	if r.rc != C.MCPW_OK {
+		return EraOther
+	}
+	return Era(r.era)
+}
+
+// ProtocolVersion is the negotiated protocol version, or "" before negotiation.
+func (c *Conn) ProtocolVersion() string {
+	if c.ptr == nil {
+		return ""
+	}
+	v := C.mcpwgo_protocol_version(c.ptr)
+	runtime.KeepAlive(c)
+	return copyView(v)
+}
+
+// PeerInfo is the peer's clientInfo / serverInfo object, or nil before the handshake.
+func (c *Conn) PeerInfo() json.RawMessage {
+	if c.ptr == nil {
+		return nil
+	}
+	v := C.mcpwgo_peer_info(c.ptr)
+	defer runtime.KeepAlive(c)
+	return copyRaw(v)
+}
+
+// PeerCapabilities is the peer's capabilities object as it declared it, or nil before the
+// handshake.
+func (c *Conn) PeerCapabilities() json.RawMessage {
+	if c.ptr == nil {
+		return nil
+	}
+	v := C.mcpwgo_peer_capabilities(c.ptr)
+	defer runtime.KeepAlive(c)
+	return copyRaw(v)
+}
+
+// PeerInstructions (client) is the server's instructions, and false when it sent none.
+func (c *Conn) PeerInstructions() (string, bool) {
+	if c.ptr == nil {
+		return "", false
+	}
+	v := C.mcpwgo_peer_instructions(c.ptr)
+	defer runtime.KeepAlive(c)
+	if v.rc != C.MCPW_OK || v.view.ptr == nil {
+		return "", false
+	}
+	return copyView(v), true
+}
+
+// ---- Memory helpers ---------------------------------------------------------------------
+
+func copyView(v C.mcpwgo_view) string {
+	if v.rc != C.MCPW_OK || v.view.ptr == nil {
+		return ""
+	}
+	return C.GoStringN(v.view.ptr, C.int(v.view.len))
+}
+
+func copyRaw(v C.mcpwgo_view) json.RawMessage {
+	if v.rc != C.MCPW_OK || v.view.ptr == nil {
+		return nil
+	}
+	return json.RawMessage(C.GoBytes(unsafe.Pointer(v.view.ptr), C.int(v.view.len)))
+}
+
+// cString lends the bytes of s to C for the duration of one call (nil when empty). The
+// library reads them during the call only and keeps no pointer.
+func cString(s string) *C.char {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.char)(*(*unsafe.Pointer)(unsafe.Pointer(&s)))
+}
+
+// cBytes lends b to C for the duration of one call (nil when nil or empty).
+func cBytes(b []byte) *C.char {
+	return (*C.char)(bytesPtr(b))
+}
+
+func bytesPtr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// bytesToString views b as a string without copying; b must never change afterwards.
+func bytesToString(b []byte) string {
+	return *(*string)(unsafe.Pointer(&b))
+}

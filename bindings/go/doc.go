@@ -1,0 +1,58 @@
+// Package mcpwire is the Go binding of mcpwire, a zero-copy, sans-IO engine for the Model
+// Context Protocol (MCP), over its C ABI.
+//
+// The engine owns no sockets, goroutines, timers or clock. Bytes and the current time go
+// in; events, bytes to write and the next deadline come out. A host runs this loop (see
+// examples/internal/pump for a complete one):
+//
+//	conn, err := mcpwire.NewConn(&mcpwire.Config{Role: mcpwire.Server, Name: "demo", Version: "1.0",
+//		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
+//	if err != nil { ... }
+//	defer conn.Close()
+//	for {
+//		// 1. Drain events; acting on them may issue commands.
+//		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+//			switch ev := ev.(type) {
+//			case *mcpwire.RequestEvent:
+//				conn.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
+//			case *mcpwire.ClosedEvent:
+//				return
+//			}
+//		}
+//		// 2. Write what the engine has to send (partial writes are handled).
+//		conn.WriteTo(os.Stdout)
+//		// 3. Wait for input or the deadline, and feed it in.
+//		deadline, armed := conn.NextDeadline()
+//		... // select on the reader's channel and a timer for deadline (when armed)
+//		conn.Feed(time.Now(), chunk) // or conn.FeedEOF(time.Now()) at end of input
+//		conn.HandleTimeout(time.Now())
+//	}
+//
+// # Memory and lifetimes
+//
+// Go memory is lent to C only for the duration of a call: the library copies what it keeps
+// and holds no Go pointer. Events are copied out of the engine (in batches, one cgo crossing
+// for up to 256 events), so they own their data and may be kept freely. WriteTo hands the
+// writer a slice of the engine's own buffer, valid during that Write call only. Every call
+// into C is followed by runtime.KeepAlive on the Conn, so the finalizer (a safety net for a
+// Conn dropped without Close) can never free a handle mid-call.
+//
+// A Conn must not be used by two goroutines at once; it may move between goroutines.
+//
+// # Errors
+//
+// Every failing call returns a *ResultError carrying the C ABI's result code. Compare with
+// errors.Is against the sentinels (ErrClosed, ErrNotInitialized, ...) or take the code with
+// errors.As. Codes 300-399 (ResultCode.IsRefused) are commands the engine refused; the
+// connection is unchanged. JSON-RPC error codes sent by the peer are event data
+// (ErrorEvent.Code), never Go errors.
+//
+// # Building
+//
+// The package links the static library cargo builds: by default
+// ${SRCDIR}/../../target/release/libmcpwire.a with the header from ${SRCDIR}/../../include
+// (this directory is bindings/go in the mcpwire repository). Build it with
+// `cargo build --release --lib`. To link another build, prepend its directories:
+//
+//	CGO_CFLAGS=-I/path/to/include CGO_LDFLAGS=-L/path/to/target/release go test ./...
+package mcpwire

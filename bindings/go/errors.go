@@ -1,0 +1,133 @@
+package mcpwire
+
+/*
+#include "mcpwire.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ResultCode is a result code of the mcpwire C ABI (mcpw_result). Codes are grouped in
+// ranges: 100-199 reject the caller's arguments, 200-299 a configuration, 300-399 are
+// commands the engine refused (the connection is unchanged), 900-999 concern the library.
+type ResultCode int
+
+// The result codes of the C ABI.
+const (
+	CodeNullArgument           ResultCode = 100
+	CodeInvalidUTF8            ResultCode = 101
+	CodeInvalidJSON            ResultCode = 102
+	CodeJSONWrongType          ResultCode = 103
+	CodeDuplicateKey           ResultCode = 104
+	CodeInvalidID              ResultCode = 105
+	CodeUnknownVersion         ResultCode = 106
+	CodeInvalidArgument        ResultCode = 107
+	CodeConsumeTooMuch         ResultCode = 108
+	CodeConfigRefused          ResultCode = 200
+	CodeClosed                 ResultCode = 300
+	CodeClosing                ResultCode = 301
+	CodeNotInitialized         ResultCode = 302
+	CodeEngineOwned            ResultCode = 303
+	CodeNotInVersion           ResultCode = 304
+	CodeWrongDirection         ResultCode = 305
+	CodeNotNegotiated          ResultCode = 306
+	CodeInvalidParams          ResultCode = 307
+	CodeCodeNotInVersion       ResultCode = 308
+	CodeTooManyInFlight        ResultCode = 309
+	CodeOutputFull             ResultCode = 310
+	CodeUnknownRequest         ResultCode = 311
+	CodeCannotCancelInitialize ResultCode = 312
+	CodeNoProgressToken        ResultCode = 313
+	CodeNonIncreasingProgress  ResultCode = 314
+	CodeRequestScoped          ResultCode = 315
+	CodeNotEligible            ResultCode = 316
+	CodeCommandRefused         ResultCode = 399
+	CodePanic                  ResultCode = 900
+	CodePoisoned               ResultCode = 901
+)
+
+// Message describes the code in English, as the library does.
+func (c ResultCode) Message() string {
+	return C.GoString(C.mcpw_result_message(C.int(c)))
+}
+
+// IsArgument reports whether the code rejects the caller's arguments (100-199).
+func (c ResultCode) IsArgument() bool { return c >= 100 && c < 200 }
+
+// IsRefused reports whether the code is a command the engine refused, leaving the connection
+// unchanged (300-399).
+func (c ResultCode) IsRefused() bool { return c >= 300 && c < 400 }
+
+// IsFatal reports whether the code means the handle is poisoned and must be closed (900-999).
+func (c ResultCode) IsFatal() bool { return c >= 900 && c < 1000 }
+
+// ResultError is a failed C ABI call: which operation, and the code the library returned.
+// Compare with the sentinels using errors.Is (errors.Is(err, mcpwire.ErrClosed)), which
+// matches on the code alone; errors.As gives the code itself.
+type ResultError struct {
+	// Op is the Go method that failed ("request", "respond", ...); empty in the sentinels.
+	Op string
+	// Code is the library's result code.
+	Code ResultCode
+}
+
+func (e *ResultError) Error() string {
+	if e.Op == "" {
+		return fmt.Sprintf("mcpwire: %s (%d)", e.Code.Message(), int(e.Code))
+	}
+	return fmt.Sprintf("mcpwire: %s: %s (%d)", e.Op, e.Code.Message(), int(e.Code))
+}
+
+// Is matches any *ResultError with the same code, so the sentinels below work with errors.Is.
+func (e *ResultError) Is(target error) bool {
+	t, ok := target.(*ResultError)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is, one per result code.
+var (
+	ErrNullArgument           = &ResultError{Code: CodeNullArgument}
+	ErrInvalidUTF8            = &ResultError{Code: CodeInvalidUTF8}
+	ErrInvalidJSON            = &ResultError{Code: CodeInvalidJSON}
+	ErrJSONWrongType          = &ResultError{Code: CodeJSONWrongType}
+	ErrDuplicateKey           = &ResultError{Code: CodeDuplicateKey}
+	ErrInvalidID              = &ResultError{Code: CodeInvalidID}
+	ErrUnknownVersion         = &ResultError{Code: CodeUnknownVersion}
+	ErrInvalidArgument        = &ResultError{Code: CodeInvalidArgument}
+	ErrConsumeTooMuch         = &ResultError{Code: CodeConsumeTooMuch}
+	ErrConfigRefused          = &ResultError{Code: CodeConfigRefused}
+	ErrClosed                 = &ResultError{Code: CodeClosed}
+	ErrClosing                = &ResultError{Code: CodeClosing}
+	ErrNotInitialized         = &ResultError{Code: CodeNotInitialized}
+	ErrEngineOwned            = &ResultError{Code: CodeEngineOwned}
+	ErrNotInVersion           = &ResultError{Code: CodeNotInVersion}
+	ErrWrongDirection         = &ResultError{Code: CodeWrongDirection}
+	ErrNotNegotiated          = &ResultError{Code: CodeNotNegotiated}
+	ErrInvalidParams          = &ResultError{Code: CodeInvalidParams}
+	ErrCodeNotInVersion       = &ResultError{Code: CodeCodeNotInVersion}
+	ErrTooManyInFlight        = &ResultError{Code: CodeTooManyInFlight}
+	ErrOutputFull             = &ResultError{Code: CodeOutputFull}
+	ErrUnknownRequest         = &ResultError{Code: CodeUnknownRequest}
+	ErrCannotCancelInitialize = &ResultError{Code: CodeCannotCancelInitialize}
+	ErrNoProgressToken        = &ResultError{Code: CodeNoProgressToken}
+	ErrNonIncreasingProgress  = &ResultError{Code: CodeNonIncreasingProgress}
+	ErrRequestScoped          = &ResultError{Code: CodeRequestScoped}
+	ErrNotEligible            = &ResultError{Code: CodeNotEligible}
+	ErrCommandRefused         = &ResultError{Code: CodeCommandRefused}
+	ErrPanic                  = &ResultError{Code: CodePanic}
+	ErrPoisoned               = &ResultError{Code: CodePoisoned}
+)
+
+// ErrFreed is returned by every method of a Conn after Close released its handle.
+var ErrFreed = errors.New("mcpwire: connection handle already closed")
+
+// check turns a C result into nil or a *ResultError for op.
+func check[T ~uint32 | ~int32](op string, rc T) error {
+	if rc == 0 {
+		return nil
+	}
+	return &ResultError{Op: op, Code: ResultCode(rc)}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	mcpwire "github.com/mcpwire/mcpwire-go"
+	"github.com/mcpwire/mcpwire-go/examples/internal/pump"
+)
+
+// The test binary doubles as the server: run with this variable set, it is main().
+const serverEnv = "MCPWIRE_GO_EXAMPLE_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestOverStdio runs the server as a child process and a Go client Conn against it: every
+// method it serves, and an echo whose text (escapes, surrogate pairs, control characters)
+// must come back byte for byte as it was sent.
+func TestOverStdio(t *testing.T) {
+	t.Run("handshake era", func(t *testing.T) { runSession(t, mcpwire.ClientEraLegacy, "2025-11-25") })
+	t.Run("2026-07-28", func(t *testing.T) { runSession(t, mcpwire.ClientEraAuto, "2026-07-28") })
+}
+
+func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	conn, err := mcpwire.NewConn(&mcpwire.Config{Role: mcpwire.Client, Name: "t", Version: "1", ClientEra: era}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const text = `"a\"b\\c\u00e9\ud83d\ude80\u0001 tab\t end"`
+	steps := []struct {
+		method, params, want string
+	}{
+		{"tools/list", ``, `"name":"echo"`},
+		{"tools/call", `{"name":"echo","arguments":{"text":` + text + `}}`, `"text":` + text + `}],"isError":false`},
+		{"tools/call", `{"name":"echo","arguments":{}}`, `"isError":true`},
+		{"resources/list", ``, `"uri":"mem://greeting"`},
+		{"resources/read", `{"uri":"mem://greeting"}`, `Hello from mcpwire, in Go`},
+		{"resources/templates/list", ``, `"resourceTemplates":[]`},
+		{"prompts/list", ``, `"name":"greet"`},
+		{"prompts/get", `{"name":"greet"}`, `Say hello to mcpwire.`},
+	}
+	if era == mcpwire.ClientEraLegacy {
+		steps = append(steps, struct{ method, params, want string }{"ping", ``, `{}`})
+	}
+	next := 0
+	var pending mcpwire.RequestID
+	send := func(now time.Time) {
+		if next == len(steps) {
+			if err := conn.Shutdown(now, time.Second); err != nil {
+				t.Error(err)
+			}
+			stdin.Close()
+			return
+		}
+		var params json.RawMessage
+		if steps[next].params != "" {
+			params = json.RawMessage(steps[next].params)
+		}
+		id, err := conn.Request(now, steps[next].method, params, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = id
+	}
+	failed := []string{}
+	err = pump.Run(conn, stdout, stdin, func(now time.Time, ev mcpwire.Event) {
+		switch ev := ev.(type) {
+		case *mcpwire.ReadyEvent:
+			if ev.Version != wantVersion {
+				failed = append(failed, "version "+ev.Version)
+			}
+			if i, _ := conn.PeerInstructions(); i != "Try the echo tool." {
+				failed = append(failed, "instructions "+i)
+			}
+			send(now)
+		case *mcpwire.ResponseEvent:
+			if ev.Request != pending {
+				return
+			}
+			if !bytes.Contains(ev.Result, []byte(steps[next].want)) {
+				failed = append(failed, steps[next].method+": "+string(ev.Result))
+			}
+			next++
+			send(now)
+		case *mcpwire.ErrorEvent:
+			failed = append(failed, steps[next].method+": error "+ev.Message)
+			next++
+			send(now)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next != len(steps) || len(failed) > 0 {
+		t.Fatalf("%d of %d steps; failures %q", next, len(steps), failed)
+	}
+	cmd.Wait()
+}

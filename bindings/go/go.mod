@@ -1,0 +1,3 @@
+module github.com/mcpwire/mcpwire-go
+
+go 1.19

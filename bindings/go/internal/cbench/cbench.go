@@ -1,0 +1,57 @@
+// Package cbench is the benchmark baseline of the Go binding: the same decode loop written in
+// C directly against the C ABI (feed a chunk, poll every event, transmit and consume), so a
+// Go benchmark can report the binding's cost beside the engine's own in the same run.
+package cbench
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../../include -O2
+#cgo LDFLAGS: -L${SRCDIR}/../../../../target/release -l:libmcpwire.a -ldl -lpthread -lm
+#include <string.h>
+#include "mcpwire.h"
+
+// Feeds len bytes in chunks, draining events and output after each; returns the number of
+// events, or -1 on any failure.
+static long long run(mcpw_conn *conn, const uint8_t *bytes, size_t len, size_t chunk) {
+    long long events = 0;
+    size_t off;
+    for (off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        mcpw_event ev;
+        if (mcpw_conn_handle_input(conn, 1, bytes + off, n) != MCPW_OK) return -1;
+        for (;;) {
+            if (mcpw_conn_poll_event(conn, &ev) != MCPW_OK) return -1;
+            if (ev.kind == MCPW_EVENT_NONE) break;
+            events++;
+        }
+        for (;;) {
+            const uint8_t *out;
+            size_t out_len;
+            uint64_t stream;
+            if (mcpw_conn_transmit(conn, &out, &out_len, &stream) != MCPW_OK) return -1;
+            if (out_len == 0) break;
+            if (mcpw_conn_consume(conn, out_len) != MCPW_OK) return -1;
+        }
+    }
+    return events;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// Run feeds data to the C connection handle conn (a *C.mcpw_conn from the binding, passed
+// as unsafe.Pointer) in chunks of chunk bytes, draining everything, and returns how many
+// events it saw.
+func Run(conn unsafe.Pointer, data []byte, chunk int) (int, error) {
+	if len(data) == 0 {
+		return 0, nil
+	}
+	n := C.run((*C.mcpw_conn)(conn), (*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(len(data)), C.size_t(chunk))
+	if n < 0 {
+		return 0, errors.New("cbench: a C ABI call failed")
+	}
+	return int(n), nil
+}

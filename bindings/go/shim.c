@@ -1,0 +1,287 @@
+/* C helpers for the Go package; see shim.h for why they exist. */
+#include "shim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char mcpwgo_empty[1] = {0};
+
+static mcpw_str event_view(const mcpw_event *e, int which) {
+    switch (which) {
+    case MCPWGO_ID:
+        return e->id.kind == MCPW_ID_STRING ? e->id.string : (mcpw_str){NULL, 0};
+    case MCPWGO_METHOD:
+        return e->method;
+    case MCPWGO_PARAMS:
+        return e->params;
+    case MCPWGO_RESULT:
+        return e->result;
+    case MCPWGO_MESSAGE:
+        return e->message;
+    case MCPWGO_DATA:
+        return e->data;
+    case MCPWGO_REASON:
+        return e->reason;
+    case MCPWGO_VERSION:
+        return e->version;
+    case MCPWGO_INPUT_REQUESTS:
+        return e->input_requests;
+    default:
+        return e->request_state;
+    }
+}
+
+static size_t event_bytes(const mcpw_event *e) {
+    size_t total = 0;
+    int i;
+    for (i = 0; i < MCPWGO_VIEWS; i++) total += event_view(e, i).len;
+    return total;
+}
+
+static void record_event(const mcpw_event *e, mcpwgo_record *r, uint8_t *arena, size_t *used) {
+    int i;
+    r->kind = (uint32_t)e->kind;
+    r->id_kind = e->id.kind;
+    r->request = e->request;
+    r->id_int = e->id.integer;
+    r->code = e->code;
+    r->progress = e->progress;
+    r->total = e->total;
+    r->has_total = e->has_total ? 1u : 0u;
+    r->close_reason = (uint32_t)e->close_reason;
+    r->violation = (uint32_t)e->violation;
+    r->decode_reason = (uint32_t)e->decode_reason;
+    for (i = 0; i < MCPWGO_VIEWS; i++) {
+        mcpw_str v = event_view(e, i);
+        r->off[i] = *used;
+        if (v.ptr == NULL) {
+            r->len[i] = -1;
+            continue;
+        }
+        r->len[i] = (int64_t)v.len;
+        if (v.len > 0) memcpy(arena + *used, v.ptr, v.len);
+        *used += v.len;
+    }
+}
+
+mcpwgo_drained mcpwgo_drain(mcpw_conn *conn, mcpwgo_drainer *d, mcpwgo_record *records,
+                            size_t records_cap, uint8_t *arena, size_t arena_cap) {
+    mcpwgo_drained out = {MCPW_OK, 0, 0, 0, 0};
+    /* Check room for a record before polling: an event must never stay pending past the
+       return to Go unless the caller comes straight back (the `need` case). */
+    while (out.count < records_cap) {
+        size_t size;
+        if (!d->has_pending) {
+            mcpw_result rc = mcpw_conn_poll_event(conn, &d->pending);
+            if (rc != MCPW_OK) {
+                out.rc = rc;
+                return out;
+            }
+            if (d->pending.kind == MCPW_EVENT_NONE) {
+                out.empty = 1;
+                return out;
+            }
+            d->has_pending = 1;
+        }
+        size = event_bytes(&d->pending);
+        if (size > arena_cap - out.used) {
+            out.need = size;
+            return out;
+        }
+        record_event(&d->pending, &records[out.count], arena, &out.used);
+        d->has_pending = 0;
+        out.count++;
+    }
+    return out;
+}
+
+mcpwgo_lent mcpwgo_transmit(const mcpw_conn *conn) {
+    mcpwgo_lent out = {MCPW_OK, NULL, 0, 0};
+    out.rc = mcpw_conn_transmit(conn, &out.bytes, &out.len, &out.stream);
+    return out;
+}
+
+mcpwgo_deadline mcpwgo_poll_timeout(const mcpw_conn *conn) {
+    mcpwgo_deadline out = {MCPW_OK, 0, 0};
+    bool has = false;
+    out.rc = mcpw_conn_poll_timeout(conn, &has, &out.at_ns);
+    out.has = has ? 1 : 0;
+    return out;
+}
+
+mcpwgo_new_conn mcpwgo_conn_new(const mcpw_config *config, uint64_t now_ns) {
+    mcpwgo_new_conn out = {MCPW_OK, NULL};
+    out.rc = mcpw_conn_new(config, now_ns, &out.conn);
+    return out;
+}
+
+mcpwgo_new_config mcpwgo_config_new(uint32_t role, const char *name, size_t name_len,
+                                    const char *version, size_t version_len) {
+    mcpwgo_new_config out = {MCPW_OK, NULL};
+    out.rc = mcpw_config_new(role, name, name_len, version, version_len, &out.config);
+    return out;
+}
+
+mcpw_result mcpwgo_config_set_versions(mcpw_config *config, const char *joined,
+                                       const size_t *lens, size_t count) {
+    mcpw_str small[16];
+    mcpw_str *views = small;
+    size_t i, at = 0;
+    mcpw_result rc;
+    if (count > sizeof small / sizeof small[0]) {
+        views = malloc(count * sizeof *views);
+        if (views == NULL) return MCPW_ERR_INVALID_ARGUMENT;
+    }
+    for (i = 0; i < count; i++) {
+        views[i].ptr = joined != NULL ? joined + at : mcpwgo_empty;
+        views[i].len = lens[i];
+        at += lens[i];
+    }
+    rc = mcpw_config_set_versions(config, count > 0 ? views : NULL, count);
+    if (views != small) free(views);
+    return rc;
+}
+
+mcpwgo_requested mcpwgo_request(mcpw_conn *conn, uint64_t now_ns, const char *method,
+                                size_t method_len, const char *params, size_t params_len,
+                                uint64_t timeout_ms, uint32_t progress,
+                                uint32_t reset_on_progress) {
+    mcpwgo_requested out = {MCPW_OK, 0};
+    mcpw_request_options options;
+    options.timeout_ms = timeout_ms;
+    options.progress = progress;
+    options.reset_on_progress = reset_on_progress;
+    out.rc = mcpw_conn_request(conn, now_ns, method, method_len, params, params_len, &options,
+                               &out.id);
+    return out;
+}
+
+static mcpw_id make_id(uint32_t kind, int64_t integer, const char *text, size_t len) {
+    mcpw_id id;
+    id.kind = kind;
+    id.integer = integer;
+    id.string.ptr = kind == MCPW_ID_STRING && text == NULL ? mcpwgo_empty : text;
+    id.string.len = len;
+    return id;
+}
+
+mcpw_result mcpwgo_respond(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                           const char *id_str, size_t id_len, const char *result,
+                           size_t result_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_respond(conn, &id, result, result_len);
+}
+
+mcpw_result mcpwgo_respond_error(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                 const char *id_str, size_t id_len, int64_t code,
+                                 const char *message, size_t message_len, const char *data,
+                                 size_t data_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_respond_error(conn, &id, code, message, message_len, data, data_len);
+}
+
+mcpw_result mcpwgo_progress(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                            const char *id_str, size_t id_len, double progress, double total,
+                            int has_total, const char *message, size_t message_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_progress(conn, &id, progress, total, has_total != 0, message, message_len);
+}
+
+mcpwgo_requested mcpwgo_request_related(mcpw_conn *conn, uint64_t now_ns, uint32_t id_kind,
+                                        int64_t id_int, const char *id_str, size_t id_len,
+                                        const char *method, size_t method_len,
+                                        const char *params, size_t params_len,
+                                        uint64_t timeout_ms, uint32_t progress,
+                                        uint32_t reset_on_progress) {
+    mcpwgo_requested out = {MCPW_OK, 0};
+    mcpw_id parent = make_id(id_kind, id_int, id_str, id_len);
+    mcpw_request_options options;
+    options.timeout_ms = timeout_ms;
+    options.progress = progress;
+    options.reset_on_progress = reset_on_progress;
+    out.rc = mcpw_conn_request_related(conn, now_ns, &parent, method, method_len, params,
+                                       params_len, &options, &out.id);
+    return out;
+}
+
+mcpwgo_requested mcpwgo_retry(mcpw_conn *conn, uint64_t now_ns, int64_t request_id,
+                              const char *input_responses, size_t input_responses_len) {
+    mcpwgo_requested out = {MCPW_OK, 0};
+    out.rc = mcpw_conn_retry(conn, now_ns, request_id, input_responses, input_responses_len,
+                             &out.id);
+    return out;
+}
+
+mcpw_result mcpwgo_respond_input_required(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                          const char *id_str, size_t id_len,
+                                          const char *input_requests,
+                                          size_t input_requests_len,
+                                          const char *request_state, size_t request_state_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_respond_input_required(conn, &id, input_requests, input_requests_len,
+                                            request_state, request_state_len);
+}
+
+mcpwgo_logged mcpwgo_log(mcpw_conn *conn, uint32_t id_kind, int64_t id_int, const char *id_str,
+                         size_t id_len, uint32_t level, const char *logger, size_t logger_len,
+                         const char *data, size_t data_len) {
+    mcpwgo_logged out = {MCPW_OK, 0};
+    bool sent = false;
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    out.rc = mcpw_conn_log(conn, &id, level, logger, logger_len, data, data_len, &sent);
+    out.sent = sent ? 1 : 0;
+    return out;
+}
+
+mcpwgo_era mcpwgo_conn_era(const mcpw_conn *conn) {
+    mcpwgo_era out = {MCPW_OK, 0};
+    mcpw_era era = MCPW_ERA_OTHER;
+    out.rc = mcpw_conn_era(conn, &era);
+    out.era = (uint32_t)era;
+    return out;
+}
+
+mcpwgo_view mcpwgo_protocol_version(const mcpw_conn *conn) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_conn_protocol_version(conn, &out.view);
+    return out;
+}
+
+mcpwgo_view mcpwgo_peer_info(const mcpw_conn *conn) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_conn_peer_info(conn, &out.view);
+    return out;
+}
+
+mcpwgo_view mcpwgo_peer_capabilities(const mcpw_conn *conn) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_conn_peer_capabilities(conn, &out.view);
+    return out;
+}
+
+mcpwgo_view mcpwgo_peer_instructions(const mcpw_conn *conn) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_conn_peer_instructions(conn, &out.view);
+    return out;
+}
+
+mcpwgo_state mcpwgo_conn_status(const mcpw_conn *conn) {
+    mcpwgo_state out;
+    mcpw_state state = MCPW_STATE_OTHER;
+    mcpw_role role = MCPW_ROLE_CLIENT;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_conn_state(conn, &state);
+    if (out.rc == MCPW_OK) out.rc = mcpw_conn_role(conn, &role);
+    if (out.rc == MCPW_OK) out.rc = mcpw_conn_in_flight(conn, &out.ours, &out.peers);
+    if (out.rc == MCPW_OK) out.rc = mcpw_conn_stats(conn, &out.stats);
+    out.state = (uint32_t)state;
+    out.role = (uint32_t)role;
+    return out;
+}
+
+mcpwgo_limits mcpwgo_config_get_limits(const mcpw_config *config) {
+    mcpwgo_limits out;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_config_get_limits(config, &out.limits);
+    return out;
+}

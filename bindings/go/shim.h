@@ -1,0 +1,190 @@
+/*
+ * Small C helpers compiled into the Go package (not part of the mcpwire C ABI).
+ *
+ * They exist for two reasons. First, cgo forbids passing Go memory that holds Go pointers,
+ * so every call that takes a struct with views (mcpw_id, mcpw_str arrays) gets a flat
+ * wrapper that builds the struct on the C side. Second, each cgo crossing costs tens of
+ * nanoseconds, so events are drained in batches: one crossing polls many events and copies
+ * their views into Go buffers lent for the duration of that call only.
+ */
+#ifndef MCPWIRE_GO_SHIM_H
+#define MCPWIRE_GO_SHIM_H
+
+#include "mcpwire.h"
+
+/* The views an event may carry, in record order. */
+enum {
+    MCPWGO_ID = 0,
+    MCPWGO_METHOD,
+    MCPWGO_PARAMS,
+    MCPWGO_RESULT,
+    MCPWGO_MESSAGE,
+    MCPWGO_DATA,
+    MCPWGO_REASON,
+    MCPWGO_VERSION,
+    MCPWGO_INPUT_REQUESTS,
+    MCPWGO_REQUEST_STATE,
+    MCPWGO_VIEWS
+};
+
+/* One event with its views replaced by offsets into the batch arena (len -1: absent). */
+typedef struct mcpwgo_record {
+    uint32_t kind;
+    uint32_t id_kind;
+    int64_t request;
+    int64_t id_int;
+    int64_t code;
+    double progress;
+    double total;
+    uint32_t has_total;
+    uint32_t close_reason;
+    uint32_t violation;
+    uint32_t decode_reason;
+    uint64_t off[MCPWGO_VIEWS];
+    int64_t len[MCPWGO_VIEWS];
+} mcpwgo_record;
+
+/* Per-connection C memory: an event polled but not yet copied because the arena was full.
+ * It is only ever left pending between two mcpwgo_drain calls made back to back by the same
+ * Go function, with no other call on the handle in between, so its views stay valid. */
+typedef struct mcpwgo_drainer {
+    mcpw_event pending;
+    int has_pending;
+} mcpwgo_drainer;
+
+typedef struct mcpwgo_drained {
+    mcpw_result rc;
+    size_t count; /* records written */
+    size_t used;  /* arena bytes written */
+    size_t need;  /* > 0: the pending event needs this many arena bytes */
+    int empty;    /* the engine's queue is empty */
+} mcpwgo_drained;
+
+mcpwgo_drained mcpwgo_drain(mcpw_conn *conn, mcpwgo_drainer *d, mcpwgo_record *records,
+                            size_t records_cap, uint8_t *arena, size_t arena_cap);
+
+typedef struct mcpwgo_lent {
+    mcpw_result rc;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t stream;
+} mcpwgo_lent;
+
+mcpwgo_lent mcpwgo_transmit(const mcpw_conn *conn);
+
+typedef struct mcpwgo_deadline {
+    mcpw_result rc;
+    int has;
+    uint64_t at_ns;
+} mcpwgo_deadline;
+
+mcpwgo_deadline mcpwgo_poll_timeout(const mcpw_conn *conn);
+
+typedef struct mcpwgo_new_conn {
+    mcpw_result rc;
+    mcpw_conn *conn;
+} mcpwgo_new_conn;
+
+mcpwgo_new_conn mcpwgo_conn_new(const mcpw_config *config, uint64_t now_ns);
+
+typedef struct mcpwgo_new_config {
+    mcpw_result rc;
+    mcpw_config *config;
+} mcpwgo_new_config;
+
+mcpwgo_new_config mcpwgo_config_new(uint32_t role, const char *name, size_t name_len,
+                                    const char *version, size_t version_len);
+
+/* Versions as one byte string cut by `lens` (count entries). */
+mcpw_result mcpwgo_config_set_versions(mcpw_config *config, const char *joined,
+                                       const size_t *lens, size_t count);
+
+typedef struct mcpwgo_requested {
+    mcpw_result rc;
+    int64_t id;
+} mcpwgo_requested;
+
+mcpwgo_requested mcpwgo_request(mcpw_conn *conn, uint64_t now_ns, const char *method,
+                                size_t method_len, const char *params, size_t params_len,
+                                uint64_t timeout_ms, uint32_t progress,
+                                uint32_t reset_on_progress);
+
+mcpw_result mcpwgo_respond(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                           const char *id_str, size_t id_len, const char *result,
+                           size_t result_len);
+
+mcpw_result mcpwgo_respond_error(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                 const char *id_str, size_t id_len, int64_t code,
+                                 const char *message, size_t message_len, const char *data,
+                                 size_t data_len);
+
+mcpw_result mcpwgo_progress(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                            const char *id_str, size_t id_len, double progress, double total,
+                            int has_total, const char *message, size_t message_len);
+
+mcpwgo_requested mcpwgo_request_related(mcpw_conn *conn, uint64_t now_ns, uint32_t id_kind,
+                                        int64_t id_int, const char *id_str, size_t id_len,
+                                        const char *method, size_t method_len,
+                                        const char *params, size_t params_len,
+                                        uint64_t timeout_ms, uint32_t progress,
+                                        uint32_t reset_on_progress);
+
+mcpwgo_requested mcpwgo_retry(mcpw_conn *conn, uint64_t now_ns, int64_t request_id,
+                              const char *input_responses, size_t input_responses_len);
+
+mcpw_result mcpwgo_respond_input_required(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                          const char *id_str, size_t id_len,
+                                          const char *input_requests,
+                                          size_t input_requests_len,
+                                          const char *request_state, size_t request_state_len);
+
+typedef struct mcpwgo_logged {
+    mcpw_result rc;
+    int sent;
+} mcpwgo_logged;
+
+mcpwgo_logged mcpwgo_log(mcpw_conn *conn, uint32_t id_kind, int64_t id_int, const char *id_str,
+                         size_t id_len, uint32_t level, const char *logger, size_t logger_len,
+                         const char *data, size_t data_len);
+
+typedef struct mcpwgo_era {
+    mcpw_result rc;
+    uint32_t era;
+} mcpwgo_era;
+
+mcpwgo_era mcpwgo_conn_era(const mcpw_conn *conn);
+
+/* Getters that return a view or a small value. */
+typedef struct mcpwgo_view {
+    mcpw_result rc;
+    mcpw_str view;
+} mcpwgo_view;
+
+mcpwgo_view mcpwgo_protocol_version(const mcpw_conn *conn);
+mcpwgo_view mcpwgo_peer_info(const mcpw_conn *conn);
+mcpwgo_view mcpwgo_peer_capabilities(const mcpw_conn *conn);
+mcpwgo_view mcpwgo_peer_instructions(const mcpw_conn *conn);
+
+typedef struct mcpwgo_state {
+    mcpw_result rc;
+    uint32_t state;
+    uint32_t role;
+    size_t ours;
+    size_t peers;
+    mcpw_stats stats;
+} mcpwgo_state;
+
+/* State, role, in-flight counts and stats in one crossing. */
+mcpwgo_state mcpwgo_conn_status(const mcpw_conn *conn);
+
+typedef struct mcpwgo_limits {
+    mcpw_result rc;
+    mcpw_limits limits;
+} mcpwgo_limits;
+
+mcpwgo_limits mcpwgo_config_get_limits(const mcpw_config *config);
+
+/* A non-NULL pointer for text that is present but empty. */
+extern const char mcpwgo_empty[1];
+
+#endif

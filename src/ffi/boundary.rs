@@ -1,0 +1,255 @@
+//! The edge between C and Rust: the one panic boundary, the one NULL check, handles, and
+//! typed conversions of the caller's pointers.
+//!
+//! Every exported function runs its body through [`catch`] (usually by way of [`call`],
+//! [`with_ref`] or [`with_mut`]); every pointer from C goes through [`required`] (or
+//! [`optional`]) before it is used; every pointer cast is one of the typed helpers below.
+
+use std::cell::Cell;
+use std::ffi::c_char;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use super::result::mcpw_result::{self, *};
+use crate::jsonrpc::RawJson;
+
+/// What an exported body returns before it becomes a code.
+pub(crate) type Outcome = Result<(), mcpw_result>;
+
+// ---- The panic boundary -------------------------------------------------------------------
+
+/// The one panic boundary: runs `body`, and if it panics, returns `on_panic()` instead of
+/// unwinding into C.
+pub(crate) fn catch<T>(on_panic: impl FnOnce() -> T, body: impl FnOnce() -> T) -> T {
+    panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| on_panic())
+}
+
+/// Runs a body that needs no handle.
+pub(crate) fn call(body: impl FnOnce() -> Outcome) -> mcpw_result {
+    catch(|| MCPW_ERR_PANIC, || code(body()))
+}
+
+fn code(outcome: Outcome) -> mcpw_result {
+    match outcome {
+        Ok(()) => MCPW_OK,
+        Err(e) => e,
+    }
+}
+
+// ---- Handles ------------------------------------------------------------------------------
+
+/// An object behind an opaque C handle: it carries the poison flag that a panic sets.
+pub(crate) trait Handle {
+    /// Set once a call on this handle panicked; every later call fails.
+    fn poisoned(&self) -> &Cell<bool>;
+}
+
+/// Moves `value` to the heap and hands its ownership to C.
+pub(crate) fn into_handle<H>(value: H) -> *mut H {
+    Box::into_raw(Box::new(value))
+}
+
+/// Takes a handle back from C and drops it. NULL does nothing.
+///
+/// # Safety
+/// `handle` is NULL or came from [`into_handle`] and has not been freed.
+pub(crate) unsafe fn free_handle<H>(handle: *mut H) {
+    catch(
+        || (),
+        || {
+            if handle.is_null() {
+                return;
+            }
+            // Safety: not NULL, and (caller) made by `into_handle` and not freed yet, so the
+            // box is ours to drop, exactly once.
+            drop(unsafe { Box::from_raw(handle) });
+        },
+    )
+}
+
+/// Runs `body` on the handle behind `handle`, for calls that do not change it (a `const`
+/// first argument in C).
+///
+/// # Safety
+/// `handle` is NULL or a live handle of type `H` that no other thread is using.
+pub(crate) unsafe fn with_ref<H: Handle>(
+    handle: *const H,
+    body: impl FnOnce(&H) -> Outcome,
+) -> mcpw_result {
+    let run = || {
+        let h = required(handle)?;
+        // Safety: not NULL, and (caller) live and not in use elsewhere.
+        let h = unsafe { h.as_ref() };
+        if h.poisoned().get() {
+            return Err(MCPW_ERR_POISONED);
+        }
+        body(h)
+    };
+    // Safety: (caller) NULL or live; the body's borrow ended with the unwind.
+    catch(|| unsafe { poison(handle) }, || code(run()))
+}
+
+/// Runs `body` on the handle behind `handle`, for calls that may change it.
+///
+/// # Safety
+/// `handle` is NULL or a live handle of type `H` that no other thread is using.
+pub(crate) unsafe fn with_mut<H: Handle>(
+    handle: *mut H,
+    body: impl FnOnce(&mut H) -> Outcome,
+) -> mcpw_result {
+    let run = || {
+        let mut h = required_mut(handle)?;
+        // Safety: not NULL, and (caller) live and not in use elsewhere, so no other
+        // reference to it exists during this call.
+        let h = unsafe { h.as_mut() };
+        if h.poisoned().get() {
+            return Err(MCPW_ERR_POISONED);
+        }
+        body(h)
+    };
+    // Safety: (caller) NULL or live; the body's borrow ended with the unwind.
+    catch(|| unsafe { poison(handle.cast_const()) }, || code(run()))
+}
+
+/// Marks the handle poisoned after a panic inside a call on it.
+///
+/// # Safety
+/// `handle` is NULL or live, and no reference into it is alive.
+unsafe fn poison<H: Handle>(handle: *const H) -> mcpw_result {
+    if let Ok(h) = required(handle) {
+        // Safety: (caller) live, and the panicking body's borrow is gone.
+        unsafe { h.as_ref() }.poisoned().set(true);
+    }
+    MCPW_ERR_PANIC
+}
+
+// ---- Pointers from C ---------------------------------------------------------------------
+
+/// The one NULL check: a pointer the call cannot do without.
+pub(crate) fn required<T>(ptr: *const T) -> Result<NonNull<T>, mcpw_result> {
+    NonNull::new(ptr.cast_mut()).ok_or(MCPW_ERR_NULL_ARGUMENT)
+}
+
+/// [`required`] for a pointer the call writes through.
+pub(crate) fn required_mut<T>(ptr: *mut T) -> Result<NonNull<T>, mcpw_result> {
+    required(ptr.cast_const())
+}
+
+/// A pointer that may be NULL: `None` when it is.
+pub(crate) fn optional<T>(ptr: *const T) -> Option<NonNull<T>> {
+    required(ptr).ok()
+}
+
+/// Reads a small `#[repr(C)]` struct of plain numbers the caller passed by pointer.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reading a `T`, and every bit pattern is a valid `T`.
+pub(crate) unsafe fn read_in<T: Copy>(ptr: *const T) -> Result<T, mcpw_result> {
+    let p = required(ptr)?;
+    // Safety: not NULL; (caller) valid for reads, any bits valid.
+    Ok(unsafe { p.as_ptr().read() })
+}
+
+/// Bytes from C as a slice: `(NULL, 0)` is the empty slice.
+///
+/// # Safety
+/// Unless `len` is 0, `ptr` is NULL or points to `len` bytes readable for `'a`.
+pub(crate) unsafe fn bytes_in<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], mcpw_result> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if isize::try_from(len).is_err() {
+        return Err(MCPW_ERR_INVALID_ARGUMENT);
+    }
+    let p = required(ptr)?;
+    // Safety: not NULL, `len` fits `isize`, and (caller) `len` bytes are readable for 'a.
+    Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
+}
+
+/// Characters from C: a `const char*` viewed as bytes.
+pub(crate) fn chars_as_bytes(ptr: *const c_char) -> *const u8 {
+    ptr.cast::<u8>()
+}
+
+/// Text from C, which must be UTF-8: `(NULL, 0)` is the empty string.
+///
+/// # Safety
+/// As [`bytes_in`].
+pub(crate) unsafe fn text_in<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, mcpw_result> {
+    // Safety: forwarded from the caller.
+    utf8(unsafe { bytes_in(chars_as_bytes(ptr), len) }?)
+}
+
+/// Optional bytes from C: NULL (with length 0) is "absent", anything else as [`bytes_in`].
+///
+/// # Safety
+/// As [`bytes_in`].
+pub(crate) unsafe fn optional_bytes_in<'a>(
+    ptr: *const c_char,
+    len: usize,
+) -> Result<Option<&'a [u8]>, mcpw_result> {
+    if ptr.is_null() {
+        return if len == 0 {
+            Ok(None)
+        } else {
+            Err(MCPW_ERR_NULL_ARGUMENT)
+        };
+    }
+    // Safety: forwarded from the caller.
+    unsafe { bytes_in(chars_as_bytes(ptr), len) }.map(Some)
+}
+
+// ---- Outputs to C ------------------------------------------------------------------------
+
+/// An output parameter, checked for NULL before the call does anything, written (once) only
+/// when the call succeeds.
+pub(crate) struct Out<T>(NonNull<T>);
+
+impl<T> Out<T> {
+    /// Checks an output pointer.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or valid and aligned for writing a `T` until [`write`](Self::write).
+    pub(crate) unsafe fn new(ptr: *mut T) -> Result<Self, mcpw_result> {
+        required_mut(ptr).map(Out)
+    }
+
+    /// Writes the value, without reading or dropping what was there (C memory may be
+    /// uninitialised).
+    pub(crate) fn write(self, value: T) {
+        // Safety: not NULL, and valid and aligned for writes as promised to `Out::new`.
+        unsafe { self.0.as_ptr().write(value) }
+    }
+}
+
+/// Bytes lent to C: the pointer of a slice, or NULL for an empty one.
+pub(crate) fn bytes_out(bytes: &[u8]) -> *const u8 {
+    if bytes.is_empty() {
+        std::ptr::null()
+    } else {
+        bytes.as_ptr()
+    }
+}
+
+/// Text lent to C as `const char*` (not NUL-terminated; a length travels with it). Present
+/// but empty text gets a valid pointer (to a static empty string), never NULL, which means
+/// "absent".
+pub(crate) fn chars_out(text: &str) -> *const c_char {
+    if text.is_empty() {
+        c"".as_ptr()
+    } else {
+        text.as_ptr().cast::<c_char>()
+    }
+}
+
+// ---- Validation of what C passed -----------------------------------------------------------
+
+/// Bytes that must be UTF-8.
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, mcpw_result> {
+    std::str::from_utf8(bytes).map_err(|_| MCPW_ERR_INVALID_UTF8)
+}
+
+/// Bytes that must be exactly one JSON value.
+pub(crate) fn json(bytes: &[u8]) -> Result<RawJson<'_>, mcpw_result> {
+    RawJson::new(utf8(bytes)?).map_err(|_| MCPW_ERR_INVALID_JSON)
+}

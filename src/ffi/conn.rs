@@ -1,0 +1,1218 @@
+//! `mcpw_conn`: one MCP connection, client or server, driven from C.
+
+use std::cell::Cell;
+use std::ffi::c_char;
+use std::time::Duration;
+
+use super::boundary::{
+    Handle, Out, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, json, optional,
+    optional_bytes_in, read_in, utf8, with_mut, with_ref,
+};
+use super::config::{mcpw_config, mcpw_role};
+use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
+use super::result::mcpw_result::{self, *};
+use crate::conn::{Connection, RequestId, RequestOptions, State, StreamId, Timestamp};
+use crate::jsonrpc::{Id, JsonStr};
+use crate::mcp::{Caps, Era, LogLevel};
+
+/// One MCP connection, client or server. Create it with `mcpw_conn_new` and free it with
+/// `mcpw_conn_free`. A handle may move between threads but must not be used by two at once.
+pub struct mcpw_conn {
+    conn: Connection,
+    poisoned: Cell<bool>,
+    /// The caller's inputs to the command under way, copied: they may point into views this
+    /// handle lent, which die as soon as the engine is called.
+    staged: Vec<u8>,
+    /// Decoded strings of the current event.
+    texts: EventTexts,
+}
+
+impl Handle for mcpw_conn {
+    fn poisoned(&self) -> &Cell<bool> {
+        &self.poisoned
+    }
+}
+
+/// Where a connection's lifecycle stands (`mcpw_conn_state`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_state {
+    /// The handshake is under way.
+    MCPW_STATE_INITIALIZING = 1,
+    /// The handshake is done; anything negotiated may flow.
+    MCPW_STATE_OPERATING = 2,
+    /// `mcpw_conn_close` was called; waiting for our requests in flight.
+    MCPW_STATE_CLOSING = 3,
+    /// Ended; the `MCPW_EVENT_CLOSED` event says why.
+    MCPW_STATE_CLOSED = 4,
+    /// A state this version of the C ABI has no code for yet.
+    MCPW_STATE_OTHER = 999,
+}
+
+/// The protocol era in force (`mcpw_conn_era`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_era {
+    /// Not decided yet: a client still probing, or a dual-era server before its first request.
+    MCPW_ERA_UNDECIDED = 0,
+    /// The `initialize` handshake era (2024-11-05 to 2025-11-25).
+    MCPW_ERA_LEGACY = 1,
+    /// The stateless era (2026-07-28).
+    MCPW_ERA_MODERN = 2,
+    /// An era this version of the C ABI has no code for yet.
+    MCPW_ERA_OTHER = 999,
+}
+
+/// Log severities for `mcpw_conn_log` and `mcpw_request_context.log_level`, numbered as
+/// syslog's (`LOG_EMERG` 0 to `LOG_DEBUG` 7): a lower number is more severe.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_log_level {
+    /// `emergency`
+    MCPW_LOG_EMERGENCY = 0,
+    /// `alert`
+    MCPW_LOG_ALERT = 1,
+    /// `critical`
+    MCPW_LOG_CRITICAL = 2,
+    /// `error`
+    MCPW_LOG_ERROR = 3,
+    /// `warning`
+    MCPW_LOG_WARNING = 4,
+    /// `notice`
+    MCPW_LOG_NOTICE = 5,
+    /// `info`
+    MCPW_LOG_INFO = 6,
+    /// `debug`
+    MCPW_LOG_DEBUG = 7,
+}
+
+const LOG_LEVELS: [(mcpw_log_level, LogLevel); 8] = [
+    (mcpw_log_level::MCPW_LOG_EMERGENCY, LogLevel::Emergency),
+    (mcpw_log_level::MCPW_LOG_ALERT, LogLevel::Alert),
+    (mcpw_log_level::MCPW_LOG_CRITICAL, LogLevel::Critical),
+    (mcpw_log_level::MCPW_LOG_ERROR, LogLevel::Error),
+    (mcpw_log_level::MCPW_LOG_WARNING, LogLevel::Warning),
+    (mcpw_log_level::MCPW_LOG_NOTICE, LogLevel::Notice),
+    (mcpw_log_level::MCPW_LOG_INFO, LogLevel::Info),
+    (mcpw_log_level::MCPW_LOG_DEBUG, LogLevel::Debug),
+];
+
+/// What a 2026-07-28 request declared about itself in `_meta` (`mcpw_conn_request_context`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_request_context {
+    /// False for an unknown id or a handshake-era request (every other field is then empty).
+    pub known: bool,
+    /// The request's protocol version (a static string).
+    pub version: mcpw_str,
+    /// The client capabilities the request declared, for this request only: `MCPW_CAP_*`
+    /// flags.
+    pub client_capabilities: u32,
+    /// Whether the request asked for log messages (`logLevel`).
+    pub has_log_level: bool,
+    /// The least severe level it wants, one of `mcpw_log_level`.
+    pub log_level: u32,
+}
+
+/// Whether a request's timeout restarts when progress arrives for it
+/// (`mcpw_request_options.reset_on_progress`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_progress_reset {
+    /// As the config's `MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS` says.
+    MCPW_PROGRESS_RESET_DEFAULT = 0,
+    /// Restart the timeout on progress (bounded by the maximum total timeout).
+    MCPW_PROGRESS_RESET_ON = 1,
+    /// Never restart it.
+    MCPW_PROGRESS_RESET_OFF = 2,
+}
+
+/// Per-request options for `mcpw_conn_request`. All zeroes (or passing NULL) means the
+/// defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct mcpw_request_options {
+    /// The timeout in milliseconds; 0 uses the config's request timeout.
+    pub timeout_ms: u64,
+    /// 1 to ask for progress: the engine adds `_meta.progressToken` (the request's id) to
+    /// the params and reports progress as `MCPW_EVENT_PROGRESS`; 0 not to.
+    pub progress: u32,
+    /// One of `mcpw_progress_reset`.
+    pub reset_on_progress: u32,
+}
+
+/// Counters of what the engine dropped quietly, as the spec asks (`mcpw_conn_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct mcpw_stats {
+    /// Responses to our requests that arrived after a timeout or cancel.
+    pub late_responses: u64,
+    /// Progress notifications for unknown or finished requests.
+    pub dropped_progress: u64,
+    /// Progress notifications whose value did not increase.
+    pub non_increasing_progress: u64,
+    /// Cancellations for requests not in flight.
+    pub ignored_cancellations: u64,
+    /// Answers given to requests the peer had cancelled (not sent).
+    pub suppressed_responses: u64,
+    /// Peer notifications dropped because the event queue was full.
+    pub dropped_events: u64,
+}
+
+// ---- Capability flags (`mcpw_request_context.client_capabilities`) ----
+
+/// Capability flag: server `tools`.
+pub const MCPW_CAP_TOOLS: u32 = 1 << 0;
+/// Capability flag: server `tools.listChanged`.
+pub const MCPW_CAP_TOOLS_LIST_CHANGED: u32 = 1 << 1;
+/// Capability flag: server `resources`.
+pub const MCPW_CAP_RESOURCES: u32 = 1 << 2;
+/// Capability flag: server `resources.subscribe`.
+pub const MCPW_CAP_RESOURCES_SUBSCRIBE: u32 = 1 << 3;
+/// Capability flag: server `resources.listChanged`.
+pub const MCPW_CAP_RESOURCES_LIST_CHANGED: u32 = 1 << 4;
+/// Capability flag: server `prompts`.
+pub const MCPW_CAP_PROMPTS: u32 = 1 << 5;
+/// Capability flag: server `prompts.listChanged`.
+pub const MCPW_CAP_PROMPTS_LIST_CHANGED: u32 = 1 << 6;
+/// Capability flag: server `logging`.
+pub const MCPW_CAP_LOGGING: u32 = 1 << 7;
+/// Capability flag: server `completions`.
+pub const MCPW_CAP_COMPLETIONS: u32 = 1 << 8;
+/// Capability flag: client `roots`.
+pub const MCPW_CAP_ROOTS: u32 = 1 << 9;
+/// Capability flag: client `roots.listChanged`.
+pub const MCPW_CAP_ROOTS_LIST_CHANGED: u32 = 1 << 10;
+/// Capability flag: client `sampling`.
+pub const MCPW_CAP_SAMPLING: u32 = 1 << 11;
+/// Capability flag: client `sampling.tools`.
+pub const MCPW_CAP_SAMPLING_TOOLS: u32 = 1 << 12;
+/// Capability flag: client `sampling.context`.
+pub const MCPW_CAP_SAMPLING_CONTEXT: u32 = 1 << 13;
+/// Capability flag: client `elicitation`.
+pub const MCPW_CAP_ELICITATION: u32 = 1 << 14;
+/// Capability flag: client form-mode elicitation.
+pub const MCPW_CAP_ELICITATION_FORM: u32 = 1 << 15;
+/// Capability flag: client `elicitation.url`.
+pub const MCPW_CAP_ELICITATION_URL: u32 = 1 << 16;
+/// Capability flag: `tasks`.
+pub const MCPW_CAP_TASKS: u32 = 1 << 17;
+/// Capability flag: `tasks.list`.
+pub const MCPW_CAP_TASKS_LIST: u32 = 1 << 18;
+/// Capability flag: `tasks.cancel`.
+pub const MCPW_CAP_TASKS_CANCEL: u32 = 1 << 19;
+/// Capability flag: `experimental`.
+pub const MCPW_CAP_EXPERIMENTAL: u32 = 1 << 20;
+/// Capability flag: `extensions`.
+pub const MCPW_CAP_EXTENSIONS: u32 = 1 << 21;
+
+/// The C ABI's flags and the engine's, one to one.
+pub(crate) const CAPS: [(u32, Caps); 22] = [
+    (MCPW_CAP_TOOLS, Caps::TOOLS),
+    (MCPW_CAP_TOOLS_LIST_CHANGED, Caps::TOOLS_LIST_CHANGED),
+    (MCPW_CAP_RESOURCES, Caps::RESOURCES),
+    (MCPW_CAP_RESOURCES_SUBSCRIBE, Caps::RESOURCES_SUBSCRIBE),
+    (
+        MCPW_CAP_RESOURCES_LIST_CHANGED,
+        Caps::RESOURCES_LIST_CHANGED,
+    ),
+    (MCPW_CAP_PROMPTS, Caps::PROMPTS),
+    (MCPW_CAP_PROMPTS_LIST_CHANGED, Caps::PROMPTS_LIST_CHANGED),
+    (MCPW_CAP_LOGGING, Caps::LOGGING),
+    (MCPW_CAP_COMPLETIONS, Caps::COMPLETIONS),
+    (MCPW_CAP_ROOTS, Caps::ROOTS),
+    (MCPW_CAP_ROOTS_LIST_CHANGED, Caps::ROOTS_LIST_CHANGED),
+    (MCPW_CAP_SAMPLING, Caps::SAMPLING),
+    (MCPW_CAP_SAMPLING_TOOLS, Caps::SAMPLING_TOOLS),
+    (MCPW_CAP_SAMPLING_CONTEXT, Caps::SAMPLING_CONTEXT),
+    (MCPW_CAP_ELICITATION, Caps::ELICITATION),
+    (MCPW_CAP_ELICITATION_FORM, Caps::ELICITATION_FORM),
+    (MCPW_CAP_ELICITATION_URL, Caps::ELICITATION_URL),
+    (MCPW_CAP_TASKS, Caps::TASKS),
+    (MCPW_CAP_TASKS_LIST, Caps::TASKS_LIST),
+    (MCPW_CAP_TASKS_CANCEL, Caps::TASKS_CANCEL),
+    (MCPW_CAP_EXPERIMENTAL, Caps::EXPERIMENTAL),
+    (MCPW_CAP_EXTENSIONS, Caps::EXTENSIONS),
+];
+
+fn caps_out(caps: Caps) -> u32 {
+    CAPS.iter()
+        .filter(|(_, c)| caps.contains(*c))
+        .fold(0, |bits, (flag, _)| bits | flag)
+}
+
+fn at(now_ns: u64) -> Timestamp {
+    Timestamp::from_nanos(now_ns)
+}
+
+/// Copies the caller's inputs for one command into `buf` and returns views of the copies
+/// (`None` stays `None`).
+fn stage<'s, const N: usize>(
+    buf: &'s mut Vec<u8>,
+    parts: [Option<&[u8]>; N],
+) -> [Option<&'s [u8]>; N] {
+    buf.clear();
+    let mut spans = [None; N];
+    for (span, part) in spans.iter_mut().zip(parts) {
+        if let Some(part) = part {
+            let start = buf.len();
+            buf.extend_from_slice(part);
+            *span = Some((start, buf.len()));
+        }
+    }
+    let buf: &'s [u8] = buf;
+    spans.map(|s| s.map(|(start, end)| &buf[start..end]))
+}
+
+/// Reads the caller's request options (NULL: the defaults).
+///
+/// # Safety
+/// `options` is NULL or readable.
+unsafe fn options_in(options: *const mcpw_request_options) -> Result<RequestOptions, mcpw_result> {
+    let options = match optional(options) {
+        // Safety: (caller) readable; the struct is plain numbers.
+        Some(_) => unsafe { read_in(options) }?,
+        None => mcpw_request_options::default(),
+    };
+    let reset_on_progress = match options.reset_on_progress {
+        r if r == mcpw_progress_reset::MCPW_PROGRESS_RESET_DEFAULT as u32 => None,
+        r if r == mcpw_progress_reset::MCPW_PROGRESS_RESET_ON as u32 => Some(true),
+        r if r == mcpw_progress_reset::MCPW_PROGRESS_RESET_OFF as u32 => Some(false),
+        _ => return Err(MCPW_ERR_INVALID_ARGUMENT),
+    };
+    Ok(RequestOptions {
+        timeout: (options.timeout_ms > 0).then(|| Duration::from_millis(options.timeout_ms)),
+        progress: match options.progress {
+            0 => false,
+            1 => true,
+            _ => return Err(MCPW_ERR_INVALID_ARGUMENT),
+        },
+        reset_on_progress,
+    })
+}
+
+/// An id from C, before staging: its kind, integer and string bytes.
+struct IdIn<'a> {
+    kind: u32,
+    integer: i64,
+    string: Option<&'a [u8]>,
+}
+
+/// Reads an `mcpw_id` the caller passed.
+///
+/// # Safety
+/// `id` is NULL or readable, and its string view readable for its length.
+unsafe fn id_in<'a>(id: *const mcpw_id) -> Result<IdIn<'a>, mcpw_result> {
+    // Safety: (caller) readable or NULL, which is refused; the struct holds numbers and a
+    // pointer, for which any bits are valid.
+    let id = unsafe { read_in(id) }?;
+    let string = if id.kind == mcpw_id_kind::MCPW_ID_STRING as u32 {
+        // Safety: (caller) the view is readable for its length.
+        Some(unsafe { bytes_in(chars_as_bytes(id.string.ptr), id.string.len) }?)
+    } else {
+        None
+    };
+    Ok(IdIn {
+        kind: id.kind,
+        integer: id.integer,
+        string,
+    })
+}
+
+/// The engine's id for a staged `IdIn`.
+fn id_of(kind: u32, integer: i64, string: Option<&[u8]>) -> Result<Id<'_>, mcpw_result> {
+    match (kind, string) {
+        (k, _) if k == mcpw_id_kind::MCPW_ID_INT as u32 => Ok(Id::Int(integer)),
+        (k, Some(s)) if k == mcpw_id_kind::MCPW_ID_STRING as u32 => {
+            let text = std::str::from_utf8(s).map_err(|_| MCPW_ERR_INVALID_ID)?;
+            JsonStr::from_raw(text)
+                .map(Id::Str)
+                .ok_or(MCPW_ERR_INVALID_ID)
+        }
+        _ => Err(MCPW_ERR_INVALID_ID),
+    }
+}
+
+// ---- Lifetime -----------------------------------------------------------------------------
+
+/// Creates a connection from `config` (copied: the config may be freed or changed
+/// afterwards). `now_ns` is the current time on your monotonic clock, in nanoseconds; every
+/// later timestamp must be on the same clock. A client queues its first request at once
+/// (`server/discover` or `initialize`, by era): drain `mcpw_conn_transmit` next.
+///
+/// On success `*out_conn` receives a new handle that the caller owns and must free exactly
+/// once with `mcpw_conn_free`. Returns `MCPW_ERR_CONFIG_REFUSED` when the config has no
+/// protocol versions.
+///
+/// # Safety
+/// `config` is NULL or a live config handle; `out_conn` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_new(
+    config: *const mcpw_config,
+    now_ns: u64,
+    out_conn: *mut *mut mcpw_conn,
+) -> mcpw_result {
+    let body = |c: &mcpw_config| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_conn) }?;
+        let conn =
+            Connection::new(c.config().clone(), at(now_ns)).map_err(|_| MCPW_ERR_CONFIG_REFUSED)?;
+        out.write(into_handle(mcpw_conn {
+            conn,
+            poisoned: Cell::new(false),
+            staged: Vec::new(),
+            texts: EventTexts::default(),
+        }));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live config handle.
+    unsafe { with_ref(config, body) }
+}
+
+/// Frees a connection, exactly once, with everything it lent (event views, transmit bytes).
+/// NULL does nothing. It does not close anything: it owns no transport.
+///
+/// # Safety
+/// `conn` is NULL or a handle from `mcpw_conn_new` not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_free(conn: *mut mcpw_conn) {
+    // Safety: (caller) NULL or a live handle from `mcpw_conn_new`, freed only here.
+    unsafe { free_handle(conn) }
+}
+
+// ---- Inputs -------------------------------------------------------------------------------
+
+/// Feeds bytes read from the transport (stdio, a socket), in any chunking, with the time
+/// they arrived. Consumes all of them and keeps no pointer into them (an incomplete last line
+/// is copied, up to the frame cap). Then drain events, transmit and the timeout.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `bytes` points to `len` readable bytes (or is
+/// NULL with length 0) that are not memory this handle lent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_handle_input(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    bytes: *const u8,
+    len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let bytes = unsafe { bytes_in(bytes, len) }?;
+        h.conn.handle_input(at(now_ns), bytes);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Feeds one whole message from a message-oriented transport (an HTTP body), tagged with
+/// `stream`, the stream that answers to it must go to (`mcpw_conn_transmit` reports it).
+/// The bytes are one frame, without a trailing newline, and are not kept.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `frame` points to `len` readable bytes (or is
+/// NULL with length 0) that are not memory this handle lent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_handle_frame(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    stream: u64,
+    frame: *const u8,
+    len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let frame = unsafe { bytes_in(frame, len) }?;
+        h.conn.handle_frame(at(now_ns), StreamId(stream), frame);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// The transport reached end of input: a last unterminated line is processed, our requests in
+/// flight are abandoned, and the connection closes (`MCPW_EVENT_CLOSED`).
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_handle_eof(conn: *mut mcpw_conn, now_ns: u64) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        h.conn.handle_eof(at(now_ns));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Fires every timer due at `now_ns`: request timeouts and the end of a graceful close.
+/// Calling it early does nothing.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_handle_timeout(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        h.conn.handle_timeout(at(now_ns));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+// ---- Outputs ------------------------------------------------------------------------------
+
+/// Takes the next event into `*out_event`. When there is none, returns `MCPW_OK` with
+/// `kind == MCPW_EVENT_NONE`. Call it until then after every input and command.
+///
+/// The event's views point into this handle and stay valid until the next call that takes
+/// the handle non-`const` (including the next `mcpw_conn_poll_event`). They may be passed
+/// straight back into a command on this handle.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_event` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_poll_event(
+    conn: *mut mcpw_conn,
+    out_event: *mut mcpw_event,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_event) }?;
+        let event = match h.conn.poll_event() {
+            Some(event) => to_c(event, &mut h.texts),
+            None => mcpw_event::NONE,
+        };
+        out.write(event);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Lends the next bytes to write to the transport: `*out_len` bytes at `*out_bytes`, for the
+/// stream `*out_stream` (0 for stdio and other byte streams). When nothing is pending,
+/// returns `MCPW_OK` with `*out_bytes == NULL` and `*out_len == 0`.
+///
+/// The bytes belong to the handle and stay valid until the next call that takes it
+/// non-`const`. Write what the transport takes, then report it with `mcpw_conn_consume`, and
+/// ask again.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_transmit(
+    conn: *const mcpw_conn,
+    out_bytes: *mut *const u8,
+    out_len: *mut usize,
+    out_stream: *mut u64,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (bytes_to, len_to, stream_to) = unsafe {
+            (
+                Out::new(out_bytes)?,
+                Out::new(out_len)?,
+                Out::new(out_stream)?,
+            )
+        };
+        let (bytes, stream) = match h.conn.poll_transmit() {
+            Some(t) => (t.bytes, t.stream.0),
+            None => (&[][..], 0),
+        };
+        bytes_to.write(bytes_out(bytes));
+        len_to.write(bytes.len());
+        stream_to.write(stream);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reports that the first `n` bytes lent by `mcpw_conn_transmit` were written (a partial
+/// write is fine; 0 is allowed). More than was lent is refused with
+/// `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_consume(conn: *mut mcpw_conn, n: usize) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        let lent = h.conn.poll_transmit().map_or(0, |t| t.bytes.len());
+        if n > lent {
+            return Err(MCPW_ERR_CONSUME_TOO_MUCH);
+        }
+        h.conn.consume_transmit(n);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Reads the earliest deadline at which `mcpw_conn_handle_timeout` has work: `*out_has` is
+/// true and `*out_deadline_ns` holds it (on the clock of `now_ns`), or `*out_has` is false
+/// and `*out_deadline_ns` is 0 when no timer is armed. It changes after inputs and commands;
+/// re-arm your timer from it every time round the loop.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_poll_timeout(
+    conn: *const mcpw_conn,
+    out_has: *mut bool,
+    out_deadline_ns: *mut u64,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
+        let deadline = h.conn.poll_timeout();
+        has_to.write(deadline.is_some());
+        deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+// ---- Commands -----------------------------------------------------------------------------
+
+/// Sends a request: `method` (UTF-8) with `params` (a JSON object as text, or NULL for none),
+/// and `options` (NULL for the defaults). On success `*out_request_id` receives its id, which
+/// the answer's event carries in `request`. Inputs are read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `method` and `params` point to their lengths in
+/// readable bytes (or are NULL with length 0); `options` is NULL or readable;
+/// `out_request_id` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_request(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    method: *const c_char,
+    method_len: usize,
+    params: *const c_char,
+    params_len: usize,
+    options: *const mcpw_request_options,
+    out_request_id: *mut i64,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_request_id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let method = unsafe { bytes_in(chars_as_bytes(method), method_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let params = unsafe { optional_bytes_in(params, params_len) }?;
+        // Safety: (caller) NULL or readable.
+        let options = unsafe { options_in(options) }?;
+        let [Some(method), params] = stage(&mut h.staged, [Some(method), params]) else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let method = utf8(method)?;
+        let params = params.map(json).transpose()?;
+        let id = h.conn.request_with(at(now_ns), method, params, options)?;
+        out.write(id.0);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Sends a request on behalf of the peer's request `*parent`, still in flight (a server asking
+/// the client to sample or elicit while a tool runs). It travels on the stream of `parent`
+/// (on stdio, that is the only stream). Otherwise as `mcpw_conn_request`; an unknown parent
+/// is `MCPW_ERR_UNKNOWN_REQUEST`.
+///
+/// # Safety
+/// As `mcpw_conn_request`; `parent` is NULL or readable (its string readable for its length).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_request_related(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    parent: *const mcpw_id,
+    method: *const c_char,
+    method_len: usize,
+    params: *const c_char,
+    params_len: usize,
+    options: *const mcpw_request_options,
+    out_request_id: *mut i64,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_request_id) }?;
+        // Safety: (caller) readable, or NULL, which is refused.
+        let parent = unsafe { id_in(parent) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let method = unsafe { bytes_in(chars_as_bytes(method), method_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let params = unsafe { optional_bytes_in(params, params_len) }?;
+        // Safety: (caller) NULL or readable.
+        let options = unsafe { options_in(options) }?;
+        let [string, Some(method), params] =
+            stage(&mut h.staged, [parent.string, Some(method), params])
+        else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let parent = id_of(parent.kind, parent.integer, string)?;
+        let method = utf8(method)?;
+        let params = params.map(json).transpose()?;
+        let id = h
+            .conn
+            .request_related(at(now_ns), parent, method, params, options)?;
+        out.write(id.0);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Sends a notification: `method` (UTF-8) with `params` (a JSON object as text, or NULL for
+/// none). Inputs are read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `method` and `params` point to their lengths in
+/// readable bytes (or are NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_notify(
+    conn: *mut mcpw_conn,
+    method: *const c_char,
+    method_len: usize,
+    params: *const c_char,
+    params_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let method = unsafe { bytes_in(chars_as_bytes(method), method_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let params = unsafe { optional_bytes_in(params, params_len) }?;
+        let [Some(method), params] = stage(&mut h.staged, [Some(method), params]) else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let method = utf8(method)?;
+        let params = params.map(json).transpose()?;
+        h.conn.notify(method, params)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Answers the peer's request `*id` with `result` (any JSON value as text; MCP results are
+/// objects). Answering a request the peer has cancelled succeeds and sends nothing. Inputs are
+/// read during the call only, and may be views from this handle's current event.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `result` points to `result_len` readable bytes (or is NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_respond(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    result: *const c_char,
+    result_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let result = unsafe { bytes_in(chars_as_bytes(result), result_len) }?;
+        let [string, Some(result)] = stage(&mut h.staged, [id.string, Some(result)]) else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let key = id_of(id.kind, id.integer, string)?;
+        h.conn.respond(key, json(result)?)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Answers the peer's request `*id` with a JSON-RPC error: `code`, `message` (UTF-8) and
+/// `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
+/// not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`. Inputs are read during the
+/// call only, and may be views from this handle's current event.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `message` and `data` point to their lengths in readable bytes (or are
+/// NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_respond_error(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    code: i64,
+    message: *const c_char,
+    message_len: usize,
+    data: *const c_char,
+    data_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let message = unsafe { bytes_in(chars_as_bytes(message), message_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let data = unsafe { optional_bytes_in(data, data_len) }?;
+        let [string, Some(message), data] = stage(&mut h.staged, [id.string, Some(message), data])
+        else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let key = id_of(id.kind, id.integer, string)?;
+        let message = utf8(message)?;
+        let data = data.map(json).transpose()?;
+        h.conn.respond_error(key, code, message, data)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Reports progress on the peer's request `*id`, which must have carried a progress token
+/// (else `MCPW_ERR_NO_PROGRESS_TOKEN`): `progress` must be finite and increase with every
+/// call; `total` is sent when `has_total`; `message` (UTF-8, or NULL for none) is sent where
+/// the protocol version has it. Inputs are read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `message` points to `message_len` readable bytes (or is NULL with length
+/// 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_progress(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    progress: f64,
+    total: f64,
+    has_total: bool,
+    message: *const c_char,
+    message_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let message = unsafe { optional_bytes_in(message, message_len) }?;
+        let [string, message] = stage(&mut h.staged, [id.string, message]);
+        let key = id_of(id.kind, id.integer, string)?;
+        let message = message.map(utf8).transpose()?;
+        h.conn
+            .progress(key, progress, has_total.then_some(total), message)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Server: sends a log message (`notifications/message`) about the peer's request `*id`, at
+/// `level` (one of `mcpw_log_level`), from `logger` (UTF-8, or NULL for none), with `data`
+/// (any JSON value as text). In 2026-07-28 it goes out only if the request asked for this
+/// level or a more verbose one; in the handshake era, whenever we declared `logging`.
+/// `*out_sent` says whether it was sent. Inputs are read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `logger` and `data` point to their lengths in readable bytes (or are NULL
+/// with length 0); `out_sent` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_log(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    level: u32,
+    logger: *const c_char,
+    logger_len: usize,
+    data: *const c_char,
+    data_len: usize,
+    out_sent: *mut bool,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_sent) }?;
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        let level = LOG_LEVELS
+            .iter()
+            .find(|(c, _)| *c as u32 == level)
+            .map(|(_, l)| *l)
+            .ok_or(MCPW_ERR_INVALID_ARGUMENT)?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let logger = unsafe { optional_bytes_in(logger, logger_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let data = unsafe { bytes_in(chars_as_bytes(data), data_len) }?;
+        let [string, logger, Some(data)] = stage(&mut h.staged, [id.string, logger, Some(data)])
+        else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let key = id_of(id.kind, id.integer, string)?;
+        let logger = logger.map(utf8).transpose()?;
+        let sent = h.conn.log(key, level, logger, json(data)?)?;
+        out.write(sent);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Server, 2026-07-28: answers the peer's `tools/call`, `prompts/get` or `resources/read`
+/// `*id` with "input required": `input_requests` (a JSON object of input requests, each
+/// needing a capability the request declared, or NULL for none) and/or `request_state` (UTF-8
+/// text the client echoes back on its retry, or NULL for none). Other requests are
+/// `MCPW_ERR_NOT_ELIGIBLE`. Inputs are read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `input_requests` and `request_state` point to their lengths in readable
+/// bytes (or are NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_respond_input_required(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    input_requests: *const c_char,
+    input_requests_len: usize,
+    request_state: *const c_char,
+    request_state_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let requests = unsafe { optional_bytes_in(input_requests, input_requests_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let state = unsafe { optional_bytes_in(request_state, request_state_len) }?;
+        let [string, requests, state] = stage(&mut h.staged, [id.string, requests, state]);
+        let key = id_of(id.kind, id.integer, string)?;
+        let requests = requests.map(json).transpose()?;
+        let state = state.map(utf8).transpose()?;
+        h.conn.respond_input_required(key, requests, state)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Client, 2026-07-28: re-sends our request `request_id`, which ended with
+/// `MCPW_EVENT_INPUT_REQUIRED`, as a new request with the original params, `input_responses`
+/// (a JSON object, or NULL for none) and the server's `requestState` echoed byte for byte. On
+/// success `*out_request_id` receives the new request's id.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `input_responses` points to its length in
+/// readable bytes (or is NULL with length 0); `out_request_id` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_retry(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    request_id: i64,
+    input_responses: *const c_char,
+    input_responses_len: usize,
+    out_request_id: *mut i64,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_request_id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let responses = unsafe { optional_bytes_in(input_responses, input_responses_len) }?;
+        let [responses] = stage(&mut h.staged, [responses]);
+        let responses = responses.map(json).transpose()?;
+        let id = h.conn.retry(at(now_ns), RequestId(request_id), responses)?;
+        out.write(id.0);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Cancels our request `request_id`: the peer is told (with `reason`, UTF-8, or NULL for
+/// none) and the request ends here, with no event; an answer arriving later is dropped.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `reason` points to `reason_len` readable bytes
+/// (or is NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_cancel(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    request_id: i64,
+    reason: *const c_char,
+    reason_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let reason = unsafe { optional_bytes_in(reason, reason_len) }?;
+        let [reason] = stage(&mut h.staged, [reason]);
+        let reason = reason.map(utf8).transpose()?;
+        h.conn.cancel(at(now_ns), RequestId(request_id), reason)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// Begins a graceful close: no new requests or notifications; our requests in flight get
+/// until `now_ns + grace_ms` to be answered, then the connection closes
+/// (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`). Closing a closed connection does nothing.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_close(
+    conn: *mut mcpw_conn,
+    now_ns: u64,
+    grace_ms: u64,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        h.conn.close(at(now_ns), Duration::from_millis(grace_ms));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+// ---- Getters ------------------------------------------------------------------------------
+
+/// Reads where the lifecycle stands into `*out_state`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_state` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_state(
+    conn: *const mcpw_conn,
+    out_state: *mut mcpw_state,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_state) }?;
+        #[allow(unreachable_patterns)]
+        out.write(match h.conn.state() {
+            State::Initializing => mcpw_state::MCPW_STATE_INITIALIZING,
+            State::Operating => mcpw_state::MCPW_STATE_OPERATING,
+            State::Closing => mcpw_state::MCPW_STATE_CLOSING,
+            State::Closed => mcpw_state::MCPW_STATE_CLOSED,
+            _ => mcpw_state::MCPW_STATE_OTHER,
+        });
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the connection's role into `*out_role`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_role` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_role(
+    conn: *const mcpw_conn,
+    out_role: *mut mcpw_role,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_role) }?;
+        out.write(h.conn.role().into());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the protocol era in force into `*out_era`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_era` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_era(
+    conn: *const mcpw_conn,
+    out_era: *mut mcpw_era,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_era) }?;
+        #[allow(unreachable_patterns)]
+        out.write(match h.conn.era() {
+            None => mcpw_era::MCPW_ERA_UNDECIDED,
+            Some(Era::Legacy) => mcpw_era::MCPW_ERA_LEGACY,
+            Some(Era::Modern) => mcpw_era::MCPW_ERA_MODERN,
+            Some(_) => mcpw_era::MCPW_ERA_OTHER,
+        });
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Server: reads what the peer's 2026-07-28 request `*id`, still in flight, declared in its
+/// `_meta` into `*out_context` (`known` is false for an unknown id or a handshake-era
+/// request). The id is read during the call only.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `out_context` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_request_context(
+    conn: *const mcpw_conn,
+    id: *const mcpw_id,
+    out_context: *mut mcpw_request_context,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_context) }?;
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        let key = id_of(id.kind, id.integer, id.string)?;
+        let context = h.conn.request_context(key);
+        let level = context.and_then(|c| c.log_level).and_then(|l| {
+            LOG_LEVELS
+                .iter()
+                .find(|(_, level)| *level == l)
+                .map(|(c, _)| *c as u32)
+        });
+        out.write(mcpw_request_context {
+            known: context.is_some(),
+            version: mcpw_str::of_opt(context.map(|c| c.version.as_str())),
+            client_capabilities: context.map_or(0, |c| caps_out(c.client_capabilities)),
+            has_log_level: level.is_some(),
+            log_level: level.unwrap_or(0),
+        });
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the negotiated protocol version (`"2025-11-25"`) into `*out_version`: a static string
+/// that lives as long as the program, or an absent view (NULL) before negotiation.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_version` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_protocol_version(
+    conn: *const mcpw_conn,
+    out_version: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_version) }?;
+        out.write(mcpw_str::of_opt(
+            h.conn.protocol_version().map(|v| v.as_str()),
+        ));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the peer's `clientInfo` / `serverInfo` object (raw JSON) into `*out_json`, or an
+/// absent view (NULL) before the handshake. The view belongs to the handle and stays valid
+/// until the next call that takes it non-`const`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_peer_info(
+    conn: *const mcpw_conn,
+    out_json: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_json) }?;
+        out.write(mcpw_str::of_opt(h.conn.peer_info().map(|j| j.get())));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the peer's capabilities object (raw JSON, as the peer declared it) into `*out_json`,
+/// or an absent view (NULL) before the handshake. The view belongs to the handle and stays
+/// valid until the next call that takes it non-`const`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_peer_capabilities(
+    conn: *const mcpw_conn,
+    out_json: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_json) }?;
+        out.write(mcpw_str::of_opt(
+            h.conn.peer_capabilities().map(|c| c.raw().get()),
+        ));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Client: reads the server's `instructions` (decoded text) into `*out_text`, or an absent
+/// view (NULL) when it sent none. The view belongs to the handle and stays valid until the
+/// next call that takes it non-`const`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_text` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_peer_instructions(
+    conn: *const mcpw_conn,
+    out_text: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_text) }?;
+        out.write(mcpw_str::of_opt(h.conn.peer_instructions()));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads the counters of what the engine dropped quietly into `*out_stats`.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_stats` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_stats(
+    conn: *const mcpw_conn,
+    out_stats: *mut mcpw_stats,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_stats) }?;
+        let s = h.conn.stats();
+        out.write(mcpw_stats {
+            late_responses: s.late_responses,
+            dropped_progress: s.dropped_progress,
+            non_increasing_progress: s.non_increasing_progress,
+            ignored_cancellations: s.ignored_cancellations,
+            suppressed_responses: s.suppressed_responses,
+            dropped_events: s.dropped_events,
+        });
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads how many of our requests await an answer (`*out_ours`) and how many of the peer's
+/// await ours (`*out_peers`).
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_ours` and `out_peers` are NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_in_flight(
+    conn: *const mcpw_conn,
+    out_ours: *mut usize,
+    out_peers: *mut usize,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (ours, peers) = unsafe { (Out::new(out_ours)?, Out::new(out_peers)?) };
+        ours.write(h.conn.requests_in_flight());
+        peers.write(h.conn.peer_requests_in_flight());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}

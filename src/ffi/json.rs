@@ -1,0 +1,163 @@
+//! Small JSON readers for C, so that hosts can pick the few members they need out of params and
+//! results without a JSON library. Views point into the caller's own text.
+
+use std::ffi::c_char;
+
+use super::boundary::{Out, bytes_in, call, chars_as_bytes, json, text_in};
+use super::event::mcpw_str;
+use super::result::mcpw_result::{self, *};
+
+/// Looks up member `key` (UTF-8, compared after decoding escapes) of the JSON object `json`.
+/// On success `*out_value` views the member's raw JSON text inside `json` (so it lives as long
+/// as `json` does), or is absent (NULL) when there is no such member. A key that appears twice
+/// is `MCPW_ERR_DUPLICATE_KEY`; a value that is not an object is `MCPW_ERR_JSON_WRONG_TYPE`.
+/// The whole text is validated on every call.
+///
+/// # Safety
+/// `json_text` and `key` point to their lengths in readable bytes (or are NULL with length 0);
+/// `out_value` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_get(
+    json_text: *const c_char,
+    json_len: usize,
+    key: *const c_char,
+    key_len: usize,
+    out_value: *mut mcpw_str,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_value) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let key = unsafe { text_in(key, key_len) }?;
+        if !raw.is_object() {
+            return Err(MCPW_ERR_JSON_WRONG_TYPE);
+        }
+        let value = raw.get_unique(key).map_err(|_| MCPW_ERR_DUPLICATE_KEY)?;
+        out.write(mcpw_str::of_opt(value.map(|v| v.get())));
+        Ok(())
+    })
+}
+
+/// Looks up element `index` (from 0) of the JSON array `json`. On success `*out_value` views
+/// the element's raw JSON text inside `json` (so it lives as long as `json` does), or is
+/// absent (NULL) past the end. A value that is not an array is `MCPW_ERR_JSON_WRONG_TYPE`. The
+/// whole text is validated on every call.
+///
+/// # Safety
+/// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_value`
+/// is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_at(
+    json_text: *const c_char,
+    json_len: usize,
+    index: usize,
+    out_value: *mut mcpw_str,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_value) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        let element = element(raw.get(), index).map_err(|()| MCPW_ERR_JSON_WRONG_TYPE)?;
+        out.write(mcpw_str::of_opt(element));
+        Ok(())
+    })
+}
+
+/// Element `index` of the array `text` (already validated), `Err` when `text` is no array.
+fn element(text: &str, index: usize) -> Result<Option<&str>, ()> {
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'[') {
+        return Err(());
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return Ok(None);
+    }
+    for n in 0.. {
+        let end = value_end(b, i);
+        if n == index {
+            return Ok(text.get(i..end));
+        }
+        i = skip_ws(b, end);
+        if b.get(i) != Some(&b',') {
+            break;
+        }
+        i = skip_ws(b, i + 1);
+    }
+    Ok(None)
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the value starting at `i` in validated JSON.
+fn value_end(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while let Some(&c) = b.get(i) {
+        i += 1;
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 {
+                        return i;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            // A scalar ends where the container's punctuation or whitespace starts.
+            b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return i - 1,
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::element;
+
+    #[test]
+    fn elements_of_arrays() {
+        let t = r#" [ 1 , "a\"]" , {"k":[2,3]}, [], true,null ,-1.5e3 ] "#;
+        let all: Vec<_> = (0..8).map(|i| element(t, i).unwrap()).collect();
+        assert_eq!(
+            all,
+            [
+                Some("1"),
+                Some(r#""a\"]""#),
+                Some(r#"{"k":[2,3]}"#),
+                Some("[]"),
+                Some("true"),
+                Some("null"),
+                Some("-1.5e3"),
+                None
+            ]
+        );
+        assert_eq!(element("[]", 0), Ok(None));
+        assert_eq!(element("[7]", 0), Ok(Some("7")));
+        assert_eq!(element("{}", 0), Err(()));
+        assert_eq!(element("\"x\"", 0), Err(()));
+    }
+}

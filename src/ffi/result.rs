@@ -1,0 +1,226 @@
+//! The one result enum of the C ABI, and its messages.
+
+use std::ffi::{CStr, c_char, c_int};
+
+use crate::conn::Error;
+
+/// What every fallible `mcpw_*` function returns.
+///
+/// Codes are grouped in ranges and never reused: 0 is success; 100-199 reject the caller's
+/// arguments; 200-299 reject a configuration; 300-399 are commands the engine refused (the
+/// connection is unchanged); 900-999 concern the library itself. Gaps in each range are kept
+/// for codes added later, so test ranges with `>=` / `<` rather than listing codes.
+///
+/// "Nothing to do" is never an error: a poll with nothing to report returns `MCPW_OK` with an
+/// empty answer. JSON-RPC error codes sent by the peer are event data (`mcpw_event.code`),
+/// never results.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum mcpw_result {
+    /// Success.
+    MCPW_OK = 0,
+    /// 100-199, the caller's arguments: a required pointer was NULL (or a NULL pointer came
+    /// with a non-zero length).
+    MCPW_ERR_NULL_ARGUMENT = 100,
+    /// Text that must be UTF-8 is not.
+    MCPW_ERR_INVALID_UTF8 = 101,
+    /// Text that must be one JSON value is not.
+    MCPW_ERR_INVALID_JSON = 102,
+    /// A JSON value has the wrong type (an object or array was expected).
+    MCPW_ERR_JSON_WRONG_TYPE = 103,
+    /// A JSON object holds the same key twice where it is read.
+    MCPW_ERR_DUPLICATE_KEY = 104,
+    /// An `mcpw_id` has an unknown kind, or its string is not the text of a JSON string
+    /// (unescaped quotes or control characters, a bad escape).
+    MCPW_ERR_INVALID_ID = 105,
+    /// A protocol version string that this build does not know.
+    MCPW_ERR_UNKNOWN_VERSION = 106,
+    /// A number or flag set out of its documented range.
+    MCPW_ERR_INVALID_ARGUMENT = 107,
+    /// `mcpw_conn_consume` was told more bytes than `mcpw_conn_transmit` lent.
+    MCPW_ERR_CONSUME_TOO_MUCH = 108,
+    /// 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
+    /// versions, for example).
+    MCPW_ERR_CONFIG_REFUSED = 200,
+    /// 300-399, commands the engine refused; the connection is unchanged. The connection
+    /// is closed.
+    MCPW_ERR_CLOSED = 300,
+    /// `mcpw_conn_close` was called: no new requests or notifications.
+    MCPW_ERR_CLOSING = 301,
+    /// The handshake is not finished: until it is, only pings (and, from a server, logging)
+    /// may be sent.
+    MCPW_ERR_NOT_INITIALIZED = 302,
+    /// The engine sends this method itself (`initialize`, `notifications/initialized`,
+    /// `notifications/cancelled`, `notifications/progress`): use the handshake,
+    /// `mcpw_conn_cancel` or `mcpw_conn_progress`.
+    MCPW_ERR_ENGINE_OWNED = 303,
+    /// The method does not exist in the negotiated protocol version.
+    MCPW_ERR_NOT_IN_VERSION = 304,
+    /// This role may not send this method.
+    MCPW_ERR_WRONG_DIRECTION = 305,
+    /// The capability that gates the method was not negotiated (the peer's for a request,
+    /// ours for a notification).
+    MCPW_ERR_NOT_NEGOTIATED = 306,
+    /// Params must be a JSON object, without a `progressToken` of their own when progress is
+    /// requested.
+    MCPW_ERR_INVALID_PARAMS = 307,
+    /// The JSON-RPC error code does not exist in the negotiated protocol version.
+    MCPW_ERR_CODE_NOT_IN_VERSION = 308,
+    /// Too many of our requests are waiting for an answer (`mcpw_limits.max_outbound_in_flight`).
+    MCPW_ERR_TOO_MANY_IN_FLIGHT = 309,
+    /// Too many bytes wait for the transport (`mcpw_limits.max_buffered_output`): write
+    /// some, then retry.
+    MCPW_ERR_OUTPUT_FULL = 310,
+    /// No request with this id is in flight (never received, already answered, or, for
+    /// `mcpw_conn_cancel`, never sent or already finished).
+    MCPW_ERR_UNKNOWN_REQUEST = 311,
+    /// `initialize` cannot be cancelled.
+    MCPW_ERR_CANNOT_CANCEL_INITIALIZE = 312,
+    /// The request carried no progress token, so no progress can be reported for it.
+    MCPW_ERR_NO_PROGRESS_TOKEN = 313,
+    /// Progress must increase with every notification (and be finite).
+    MCPW_ERR_NON_INCREASING_PROGRESS = 314,
+    /// 2026-07-28: this must be tied to one of the peer's requests (log with `mcpw_conn_log`;
+    /// list changes go to `subscriptions/listen` streams).
+    MCPW_ERR_REQUEST_SCOPED = 315,
+    /// 2026-07-28: "input required" answers only `tools/call`, `prompts/get` and
+    /// `resources/read`, and each input request needs a capability the request declared.
+    MCPW_ERR_NOT_ELIGIBLE = 316,
+    /// The engine refused the command for a reason this version of the C ABI has no code
+    /// for yet.
+    MCPW_ERR_COMMAND_REFUSED = 399,
+    /// 900-999, the library itself: a bug in mcpwire panicked inside this call. The handle
+    /// is poisoned; free it.
+    MCPW_ERR_PANIC = 900,
+    /// An earlier call on this handle panicked; every later call fails with this code
+    /// (`_free` still works).
+    MCPW_ERR_POISONED = 901,
+}
+
+use mcpw_result::*;
+
+impl mcpw_result {
+    /// Every code, for tests and for `mcpw_result_message`.
+    pub(crate) const ALL: [mcpw_result; 31] = [
+        MCPW_OK,
+        MCPW_ERR_NULL_ARGUMENT,
+        MCPW_ERR_INVALID_UTF8,
+        MCPW_ERR_INVALID_JSON,
+        MCPW_ERR_JSON_WRONG_TYPE,
+        MCPW_ERR_DUPLICATE_KEY,
+        MCPW_ERR_INVALID_ID,
+        MCPW_ERR_UNKNOWN_VERSION,
+        MCPW_ERR_INVALID_ARGUMENT,
+        MCPW_ERR_CONSUME_TOO_MUCH,
+        MCPW_ERR_CONFIG_REFUSED,
+        MCPW_ERR_CLOSED,
+        MCPW_ERR_CLOSING,
+        MCPW_ERR_NOT_INITIALIZED,
+        MCPW_ERR_ENGINE_OWNED,
+        MCPW_ERR_NOT_IN_VERSION,
+        MCPW_ERR_WRONG_DIRECTION,
+        MCPW_ERR_NOT_NEGOTIATED,
+        MCPW_ERR_INVALID_PARAMS,
+        MCPW_ERR_CODE_NOT_IN_VERSION,
+        MCPW_ERR_TOO_MANY_IN_FLIGHT,
+        MCPW_ERR_OUTPUT_FULL,
+        MCPW_ERR_UNKNOWN_REQUEST,
+        MCPW_ERR_CANNOT_CANCEL_INITIALIZE,
+        MCPW_ERR_NO_PROGRESS_TOKEN,
+        MCPW_ERR_NON_INCREASING_PROGRESS,
+        MCPW_ERR_REQUEST_SCOPED,
+        MCPW_ERR_NOT_ELIGIBLE,
+        MCPW_ERR_COMMAND_REFUSED,
+        MCPW_ERR_PANIC,
+        MCPW_ERR_POISONED,
+    ];
+
+    /// A short English description, as a static NUL-terminated string.
+    pub(crate) fn message(self) -> &'static CStr {
+        match self {
+            MCPW_OK => c"ok",
+            MCPW_ERR_NULL_ARGUMENT => c"a required pointer argument is NULL",
+            MCPW_ERR_INVALID_UTF8 => c"text is not valid UTF-8",
+            MCPW_ERR_INVALID_JSON => c"text is not a single valid JSON value",
+            MCPW_ERR_JSON_WRONG_TYPE => c"the JSON value has the wrong type",
+            MCPW_ERR_DUPLICATE_KEY => c"a JSON object holds the same key twice",
+            MCPW_ERR_INVALID_ID => c"invalid request id",
+            MCPW_ERR_UNKNOWN_VERSION => c"unknown protocol version",
+            MCPW_ERR_INVALID_ARGUMENT => c"argument out of range",
+            MCPW_ERR_CONSUME_TOO_MUCH => c"consumed more bytes than were lent",
+            MCPW_ERR_CONFIG_REFUSED => c"the configuration was refused",
+            MCPW_ERR_CLOSED => c"the connection is closed",
+            MCPW_ERR_CLOSING => c"the connection is closing",
+            MCPW_ERR_NOT_INITIALIZED => c"not allowed before initialization completes",
+            MCPW_ERR_ENGINE_OWNED => c"this method is sent by the engine itself",
+            MCPW_ERR_NOT_IN_VERSION => c"method not in the negotiated protocol version",
+            MCPW_ERR_WRONG_DIRECTION => c"this role may not send this method",
+            MCPW_ERR_NOT_NEGOTIATED => c"the capability for this method was not negotiated",
+            MCPW_ERR_INVALID_PARAMS => c"params must be a JSON object",
+            MCPW_ERR_CODE_NOT_IN_VERSION => {
+                c"error code not defined in the negotiated protocol version"
+            }
+            MCPW_ERR_TOO_MANY_IN_FLIGHT => c"too many requests in flight",
+            MCPW_ERR_OUTPUT_FULL => c"output buffer full",
+            MCPW_ERR_UNKNOWN_REQUEST => c"no such request in flight",
+            MCPW_ERR_CANNOT_CANCEL_INITIALIZE => c"initialize cannot be cancelled",
+            MCPW_ERR_NO_PROGRESS_TOKEN => c"the request carried no progress token",
+            MCPW_ERR_NON_INCREASING_PROGRESS => c"progress must increase",
+            MCPW_ERR_REQUEST_SCOPED => c"in the stateless era this must be tied to a request",
+            MCPW_ERR_NOT_ELIGIBLE => c"input required is not allowed for this request",
+            MCPW_ERR_COMMAND_REFUSED => c"the engine refused the command",
+            MCPW_ERR_PANIC => c"internal error: mcpwire panicked; the handle is poisoned",
+            MCPW_ERR_POISONED => c"the handle is poisoned by an earlier internal error",
+        }
+    }
+
+    /// The code for a raw number from C, if it is one.
+    pub(crate) fn from_code(code: c_int) -> Option<mcpw_result> {
+        Self::ALL.into_iter().find(|r| *r as c_int == code)
+    }
+}
+
+impl From<Error> for mcpw_result {
+    fn from(e: Error) -> Self {
+        // `Error` grows with the protocol; a refusal without a code of its own yet is still
+        // a refusal.
+        #[allow(unreachable_patterns)]
+        match e {
+            Error::Closed => MCPW_ERR_CLOSED,
+            Error::Closing => MCPW_ERR_CLOSING,
+            Error::NotInitialized => MCPW_ERR_NOT_INITIALIZED,
+            Error::EngineOwned => MCPW_ERR_ENGINE_OWNED,
+            Error::NotInVersion => MCPW_ERR_NOT_IN_VERSION,
+            Error::WrongDirection => MCPW_ERR_WRONG_DIRECTION,
+            Error::NotNegotiated(_) => MCPW_ERR_NOT_NEGOTIATED,
+            Error::InvalidParams => MCPW_ERR_INVALID_PARAMS,
+            Error::CodeNotInVersion => MCPW_ERR_CODE_NOT_IN_VERSION,
+            Error::TooManyInFlight => MCPW_ERR_TOO_MANY_IN_FLIGHT,
+            Error::OutputFull => MCPW_ERR_OUTPUT_FULL,
+            Error::UnknownRequest => MCPW_ERR_UNKNOWN_REQUEST,
+            Error::CannotCancelInitialize => MCPW_ERR_CANNOT_CANCEL_INITIALIZE,
+            Error::NoProgressToken => MCPW_ERR_NO_PROGRESS_TOKEN,
+            Error::NonIncreasingProgress => MCPW_ERR_NON_INCREASING_PROGRESS,
+            Error::RequestScoped => MCPW_ERR_REQUEST_SCOPED,
+            Error::NotEligible => MCPW_ERR_NOT_ELIGIBLE,
+            _ => MCPW_ERR_COMMAND_REFUSED,
+        }
+    }
+}
+
+/// Describes a result code in English.
+///
+/// Returns a static, NUL-terminated string owned by the library: never free it; it lives as
+/// long as the program. Any number is accepted; one that is not a result code gets
+/// "unknown result code".
+#[unsafe(no_mangle)]
+pub extern "C" fn mcpw_result_message(code: c_int) -> *const c_char {
+    super::boundary::catch(
+        || c"internal error".as_ptr(),
+        || {
+            mcpw_result::from_code(code)
+                .map_or(c"unknown result code", mcpw_result::message)
+                .as_ptr()
+        },
+    )
+}

@@ -1,0 +1,390 @@
+//! The C ABI from C and C++: builds bindings/c and bindings/cpp with strict warnings against
+//! the static library `cargo test` just built, and runs
+//!
+//! - the C test program under ASan+UBSan and under valgrind (no leaks, no errors);
+//! - the C++ wrapper's test and example under ASan+UBSan;
+//! - the C example client against the C example server in both eras (and both under
+//!   valgrind), and against the reference "everything" server;
+//! - the Python and TypeScript SDK clients against the C example server.
+//!
+//! `cargo test` builds the library's `staticlib` crate type next to the test binaries, as
+//! `target/<profile>/deps/libmcpwire.a`; the programs are linked against that file, so they
+//! always test the code under test.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::stdio::{everything_command, python_client, root, run_client, ts_client};
+
+const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"];
+const CXX_FLAGS: &[&str] = &[
+    "-std=c++17",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-g",
+];
+const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
+const VALGRIND: &[&str] = &[
+    "--error-exitcode=1",
+    "--leak-check=full",
+    "--errors-for-leak-kinds=definite,indirect",
+    "--quiet",
+];
+
+/// The directory of this test binary (`target/<profile>/deps`).
+fn deps_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent().expect("target/<profile>/deps").to_path_buf()
+}
+
+/// The static library this `cargo test` run built. Cargo writes the library's `staticlib`
+/// into `deps/`, next to the test binaries; only `cargo build` copies it up to
+/// `target/<profile>/`, where it may be stale, so the copy in `deps/` is the one to test.
+fn static_lib() -> PathBuf {
+    let lib = deps_dir().join("libmcpwire.a");
+    assert!(
+        lib.exists(),
+        "{} is missing: cargo builds the crate's staticlib next to the test binaries",
+        lib.display()
+    );
+    lib
+}
+
+fn out_dir() -> PathBuf {
+    let dir = deps_dir()
+        .parent()
+        .expect("target/<profile>")
+        .join("c-abi-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Lang {
+    C,
+    Cxx,
+}
+
+/// Compiles one source file into a program linked with the static library.
+fn build(source: &str, name: &str, lang: Lang, sanitize: bool) -> PathBuf {
+    let out = out_dir().join(name);
+    let (compiler, flags) = match lang {
+        Lang::C => (std::env::var("CC").unwrap_or_else(|_| "cc".into()), C_FLAGS),
+        Lang::Cxx => (
+            std::env::var("CXX").unwrap_or_else(|_| "c++".into()),
+            CXX_FLAGS,
+        ),
+    };
+    let mut cmd = Command::new(compiler);
+    cmd.args(flags)
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("bindings/cpp"));
+    if sanitize {
+        cmd.args(SANITIZE);
+    }
+    cmd.arg(root().join(source))
+        .arg(static_lib())
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&out);
+    let result = cmd.output().expect("run the C compiler");
+    assert!(
+        result.status.success(),
+        "building {source} failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out
+}
+
+/// Each program is built once per test process, whichever test asks first.
+macro_rules! program {
+    ($fn_name:ident, $source:expr, $name:expr, $lang:expr, $sanitize:expr) => {
+        fn $fn_name() -> &'static Path {
+            static PATH: OnceLock<PathBuf> = OnceLock::new();
+            PATH.get_or_init(|| build($source, $name, $lang, $sanitize))
+        }
+    };
+}
+
+program!(
+    c_test_asan,
+    "bindings/c/test_mcpwire.c",
+    "test_mcpwire_asan",
+    Lang::C,
+    true
+);
+program!(
+    c_test_plain,
+    "bindings/c/test_mcpwire.c",
+    "test_mcpwire",
+    Lang::C,
+    false
+);
+program!(
+    c_server_asan,
+    "bindings/c/example_server.c",
+    "example_server_asan",
+    Lang::C,
+    true
+);
+program!(
+    c_server_plain,
+    "bindings/c/example_server.c",
+    "example_server",
+    Lang::C,
+    false
+);
+program!(
+    c_client_asan,
+    "bindings/c/example_client.c",
+    "example_client_asan",
+    Lang::C,
+    true
+);
+program!(
+    c_client_plain,
+    "bindings/c/example_client.c",
+    "example_client",
+    Lang::C,
+    false
+);
+program!(
+    cpp_test_asan,
+    "bindings/cpp/test_mcpwire.cpp",
+    "test_mcpwire_cpp",
+    Lang::Cxx,
+    true
+);
+program!(
+    cpp_example_asan,
+    "bindings/cpp/example.cpp",
+    "example_cpp",
+    Lang::Cxx,
+    true
+);
+
+/// Runs a sanitized program: any sanitizer report fails it.
+fn run_sanitized(mut cmd: Command) -> Output {
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:exitcode=23",
+    )
+    .env(
+        "UBSAN_OPTIONS",
+        "halt_on_error=1:print_stacktrace=1:exitcode=24",
+    )
+    .output()
+    .expect("run the program")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn assert_test_program_passed(out: &Output) {
+    let all = text(out);
+    assert!(out.status.success(), "{all}");
+    let summary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        summary.starts_with("test result: ok.") && summary.ends_with("; 0 failed"),
+        "{all}"
+    );
+}
+
+fn valgrind() -> Command {
+    let mut cmd = Command::new("valgrind");
+    cmd.args(VALGRIND);
+    cmd
+}
+
+// ---- The test programs ----------------------------------------------------------------------
+
+#[test]
+fn c_test_program_passes_under_asan_and_ubsan() {
+    let out = run_sanitized(Command::new(c_test_asan()));
+    assert_test_program_passed(&out);
+    assert!(!text(&out).contains("Sanitizer"), "{}", text(&out));
+}
+
+#[test]
+fn c_test_program_passes_under_valgrind() {
+    let mut cmd = valgrind();
+    cmd.arg(c_test_plain());
+    let out = cmd
+        .output()
+        .expect("run valgrind (apt-get install valgrind)");
+    assert_test_program_passed(&out);
+}
+
+#[test]
+fn c_test_program_calls_every_exported_function() {
+    let header = std::fs::read_to_string(root().join("include/mcpwire.h")).unwrap();
+    let test = std::fs::read_to_string(root().join("bindings/c/test_mcpwire.c")).unwrap();
+    let mut names: Vec<&str> = header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '*', '/', '#']) && l.contains('('))
+        .filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next())
+        .filter(|name| name.starts_with("mcpw_"))
+        .collect();
+    names.dedup();
+    assert!(names.len() >= 39, "{names:?}");
+    let missing: Vec<_> = names
+        .iter()
+        .filter(|n| !test.contains(&format!("{n}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not called by test_mcpwire.c: {missing:?}"
+    );
+}
+
+#[test]
+fn cpp_wrapper_test_and_example_pass_under_sanitizers() {
+    let out = run_sanitized(Command::new(cpp_test_asan()));
+    assert_test_program_passed(&out);
+    let out = run_sanitized(Command::new(cpp_example_asan()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("closed cleanly"), "{}", text(&out));
+}
+
+// ---- The examples ---------------------------------------------------------------------------
+
+#[test]
+fn c_client_and_c_server_complete_a_session_in_each_era_under_sanitizers() {
+    // The client's default (auto) meets a dual-era server in the stateless era; asked for the
+    // handshake era, or meeting a legacy-only server, it uses initialize.
+    let runs: [(&[&str], &[&str], &str); 3] = [
+        (&[], &[], "2026-07-28"),
+        (&["--era", "legacy"], &[], "2025-11-25"),
+        (&[], &["--legacy"], "2025-11-25"),
+    ];
+    for (client_args, server_args, version) in runs {
+        let mut cmd = Command::new(c_client_asan());
+        cmd.args(client_args)
+            .arg("--")
+            .arg(c_server_asan())
+            .args(server_args);
+        let out = run_sanitized(cmd);
+        let all = text(&out);
+        assert!(out.status.success(), "{all}");
+        assert!(all.contains("echo: \"hello from C\""), "{all}");
+        assert!(all.contains("progress: 3 notifications"), "{all}");
+        assert!(
+            all.trim_end().ends_with(&format!("C_CLIENT_OK {version}")),
+            "{all}"
+        );
+    }
+}
+
+#[test]
+fn c_client_and_c_server_complete_a_session_under_valgrind() {
+    // Both ends under valgrind; the client fails when the server exits non-zero.
+    let mut cmd = valgrind();
+    cmd.arg(c_client_plain())
+        .arg("--")
+        .arg("valgrind")
+        .args(VALGRIND);
+    cmd.arg(c_server_plain());
+    let out = cmd.output().expect("run valgrind");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.trim_end().ends_with("C_CLIENT_OK 2026-07-28"), "{all}");
+}
+
+#[test]
+fn c_client_completes_a_session_with_server_everything() {
+    let everything = everything_command();
+    let mut cmd = Command::new(c_client_asan());
+    cmd.args([
+        "--echo-arg",
+        "message",
+        "--echo-expect",
+        "Echo: hello from C",
+    ])
+    .args(["--progress-tool", "trigger-long-running-operation"])
+    .args(["--progress-args", r#"{"duration":1,"steps":3}"#])
+    .arg("--")
+    .arg(everything.get_program())
+    .args(everything.get_args());
+    let out = run_sanitized(cmd);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("progress: 3 notifications"), "{all}");
+    // server-everything refuses server/discover, so the client falls back to initialize.
+    assert!(all.contains("C_CLIENT_OK 2025-11-25"), "{all}");
+}
+
+// ---- Real SDK clients against the C server -------------------------------------------------
+
+fn c_server() -> String {
+    c_server_asan().display().to_string()
+}
+
+#[test]
+fn python_sdk_client_against_the_c_server() {
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "legacy", "--expect-version", "2025-11-25"]),
+        &[&c_server()],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("echo(text='hello from python') -> 'hello from python'"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2025-11-25"), "{out}");
+}
+
+#[test]
+fn python_sdk_client_in_auto_mode_against_the_c_server_ends_up_stateless() {
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "auto", "--expect-version", "2026-07-28"]),
+        &[&c_server()],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("echo(text='hello from python') -> 'hello from python'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read mem://greeting -> 1 content item(s)"),
+        "{out}"
+    );
+    assert!(out.contains("get greet({}) -> 1 message(s)"), "{out}");
+    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2026-07-28"), "{out}");
+}
+
+#[test]
+fn python_sdk_client_in_auto_mode_falls_back_promptly_from_a_legacy_c_server() {
+    let (ok, out, elapsed) = run_client(
+        python_client(&["--mode", "auto"]),
+        &[&c_server(), "--legacy"],
+    );
+    assert!(ok, "{out}");
+    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2025-11-25"), "{out}");
+    assert!(elapsed.as_secs() < 8, "took {elapsed:?}");
+}
+
+#[test]
+fn typescript_sdk_client_against_the_c_server() {
+    let (ok, out, _) = run_client(ts_client(&[]), &[&c_server()]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(r#"echo(text="hello from typescript") -> "hello from typescript""#),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("TS_CLIENT_OK 2025-11-25"), "{out}");
+}
