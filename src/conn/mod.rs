@@ -1784,14 +1784,7 @@ impl Core {
         let mut params = std::mem::take(&mut self.scratch);
         params.clear();
         params.extend_from_slice(b"{\"progressToken\":");
-        match token.as_id() {
-            Id::Int(n) => params.extend_from_slice(n.to_string().as_bytes()),
-            Id::Str(s) => {
-                params.push(b'"');
-                params.extend_from_slice(s.raw().as_bytes());
-                params.push(b'"');
-            }
-        }
+        modern::write_id(&mut params, token.as_id());
         params.extend_from_slice(b",\"progress\":");
         write_number(&mut params, progress);
         if let Some(total) = total.filter(|t| t.is_finite()) {

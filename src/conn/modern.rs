@@ -917,7 +917,8 @@ fn version_json(v: ProtocolVersion) -> &'static [u8] {
     }
 }
 
-fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
+/// Writes an id (or progress token) exactly as received.
+pub(super) fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
     match id {
         Id::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
         Id::Str(s) => {
