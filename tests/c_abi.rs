@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::stdio::{everything_command, python_client, root, run_client, ts_client};
+use common::stdio::{assert_python_session, assert_typescript_session, everything_command, root};
 
 const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"];
 const CXX_FLAGS: &[&str] = &[
@@ -336,55 +336,21 @@ fn c_server() -> String {
 
 #[test]
 fn python_sdk_client_against_the_c_server() {
-    let (ok, out, _) = run_client(
-        python_client(&["--mode", "legacy", "--expect-version", "2025-11-25"]),
-        &[&c_server()],
-    );
-    assert!(ok, "{out}");
-    assert!(
-        out.contains("echo(text='hello from python') -> 'hello from python'"),
-        "{out}"
-    );
-    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2025-11-25"), "{out}");
+    assert_python_session(&[&c_server()], "legacy", "2025-11-25");
 }
 
 #[test]
 fn python_sdk_client_in_auto_mode_against_the_c_server_ends_up_stateless() {
-    let (ok, out, _) = run_client(
-        python_client(&["--mode", "auto", "--expect-version", "2026-07-28"]),
-        &[&c_server()],
-    );
-    assert!(ok, "{out}");
-    assert!(
-        out.contains("echo(text='hello from python') -> 'hello from python'"),
-        "{out}"
-    );
-    assert!(
-        out.contains("read mem://greeting -> 1 content item(s)"),
-        "{out}"
-    );
-    assert!(out.contains("get greet({}) -> 1 message(s)"), "{out}");
-    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2026-07-28"), "{out}");
+    assert_python_session(&[&c_server()], "auto", "2026-07-28");
 }
 
 #[test]
 fn python_sdk_client_in_auto_mode_falls_back_promptly_from_a_legacy_c_server() {
-    let (ok, out, elapsed) = run_client(
-        python_client(&["--mode", "auto"]),
-        &[&c_server(), "--legacy"],
-    );
-    assert!(ok, "{out}");
-    assert!(out.trim_end().ends_with("PY_CLIENT_OK 2025-11-25"), "{out}");
+    let elapsed = assert_python_session(&[&c_server(), "--legacy"], "auto", "2025-11-25");
     assert!(elapsed.as_secs() < 8, "took {elapsed:?}");
 }
 
 #[test]
 fn typescript_sdk_client_against_the_c_server() {
-    let (ok, out, _) = run_client(ts_client(&[]), &[&c_server()]);
-    assert!(ok, "{out}");
-    assert!(
-        out.contains(r#"echo(text="hello from typescript") -> "hello from typescript""#),
-        "{out}"
-    );
-    assert!(out.trim_end().ends_with("TS_CLIENT_OK 2025-11-25"), "{out}");
+    assert_typescript_session(&[&c_server()]);
 }

@@ -252,3 +252,38 @@ pub fn python_server_command() -> Command {
         .env("PYTHONPATH", python_site());
     c
 }
+
+/// The Python SDK client in `mode` completes a session against `server` (tools, resources,
+/// prompts) and ends on `version`. Returns how long it took.
+pub fn assert_python_session(server: &[&str], mode: &str, version: &str) -> Duration {
+    let (ok, out, elapsed) = run_client(
+        python_client(&["--mode", mode, "--expect-version", version]),
+        server,
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("echo(text='hello from python') -> 'hello from python'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read mem://greeting -> 1 content item(s)"),
+        "{out}"
+    );
+    assert!(out.contains("get greet({}) -> 1 message(s)"), "{out}");
+    assert!(
+        out.trim_end().ends_with(&format!("PY_CLIENT_OK {version}")),
+        "{out}"
+    );
+    elapsed
+}
+
+/// The TypeScript SDK client completes a session against `server` (2025-11-25).
+pub fn assert_typescript_session(server: &[&str]) {
+    let (ok, out, _) = run_client(ts_client(&[]), server);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(r#"echo(text="hello from typescript") -> "hello from typescript""#),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("TS_CLIENT_OK 2025-11-25"), "{out}");
+}
