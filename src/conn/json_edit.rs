@@ -2,7 +2,48 @@
 //! `resultType`, retry fields. The object is rebuilt member by member from validated text (no
 //! tree), so every value passes through byte for byte.
 
+use std::io::Write as _;
+
 use crate::jsonrpc::{JsonStr, RawJson, write_json_string};
+
+/// Appends the decimal text of `n` (no allocation: `Vec<u8>` is an `io::Write`).
+pub(crate) fn write_int(out: &mut Vec<u8>, n: i64) {
+    // Writing to a `Vec<u8>` cannot fail.
+    let _ = write!(out, "{n}");
+}
+
+/// Appends a finite number as JSON: integral values without a fraction, others as Rust prints
+/// them (the shortest text that reads back exactly).
+pub(crate) fn write_number(out: &mut Vec<u8>, n: f64) {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        write_int(out, n as i64);
+    } else {
+        let _ = write!(out, "{n}");
+    }
+}
+
+/// The decimal text of an integer, on the stack, for members added to an object.
+pub(crate) struct IntText {
+    /// Room for any `i128` or `u128`.
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl IntText {
+    /// `n` must be an integer type (its `Display` is at most 40 bytes).
+    pub(crate) fn new(n: impl std::fmt::Display) -> IntText {
+        let mut buf = [0; 40];
+        let mut rest = &mut buf[..];
+        let _ = write!(rest, "{n}");
+        let len = 40 - rest.len();
+        IntText { buf, len }
+    }
+
+    /// The digits (and sign).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
 
 /// Why an edit could not be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,9 +62,14 @@ fn write_key(out: &mut Vec<u8>, key: JsonStr<'_>) {
 
 /// Writes the members of `obj` except those named in `skip`, each preceded by a comma when
 /// `*first` is false.
-fn copy_members(out: &mut Vec<u8>, obj: RawJson<'_>, skip: &[&str], first: &mut bool) {
+fn copy_members(
+    out: &mut Vec<u8>,
+    obj: RawJson<'_>,
+    skip: impl Fn(JsonStr<'_>) -> bool,
+    first: &mut bool,
+) {
     for (k, v) in obj.members() {
-        if skip.iter().any(|s| k.eq_str(s)) {
+        if skip(k) {
             continue;
         }
         if !*first {
@@ -68,12 +114,12 @@ pub(crate) fn set_members(
             return Err(EditError::Exists);
         }
     }
-    let skip: Vec<&str> = add.iter().map(|(k, _)| *k).collect();
     out.push(b'{');
     let mut first = true;
     write_added(out, add, &mut first);
     if let Some(obj) = obj {
-        copy_members(out, obj, &skip, &mut first);
+        let added = |k: JsonStr<'_>| add.iter().any(|(a, _)| k.eq_str(a));
+        copy_members(out, obj, added, &mut first);
     }
     out.push(b'}');
     Ok(())
@@ -107,12 +153,12 @@ pub(crate) fn set_meta(
     let mut first = true;
     write_added(out, add, &mut first);
     if let Some(meta) = meta {
-        copy_members(out, meta, &[], &mut first);
+        copy_members(out, meta, |_| false, &mut first);
     }
     out.push(b'}');
     let mut first = false;
     if let Some(obj) = obj {
-        copy_members(out, obj, &["_meta"], &mut first);
+        copy_members(out, obj, |k| k.eq_str("_meta"), &mut first);
     }
     out.push(b'}');
     Ok(())
@@ -155,6 +201,23 @@ mod tests {
             edit(|o| set_members(o, Some(arr), &[], false)),
             Err(EditError::NotAnObject)
         );
+    }
+
+    #[test]
+    fn numbers_are_written_without_a_string() {
+        assert_eq!(IntText::new(i64::MIN).as_bytes(), b"-9223372036854775808");
+        assert_eq!(
+            IntText::new(u128::MAX).as_bytes(),
+            u128::MAX.to_string().as_bytes()
+        );
+        assert_eq!(IntText::new(0u8).as_bytes(), b"0");
+        let mut out = Vec::new();
+        for n in [2.0, -3.0, 0.5, 1e20, 9.0e15] {
+            write_number(&mut out, n);
+            out.push(b' ');
+        }
+        write_int(&mut out, 42);
+        assert_eq!(out, b"2 -3 0.5 100000000000000000000 9000000000000000 42");
     }
 
     #[test]

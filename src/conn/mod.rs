@@ -599,6 +599,9 @@ struct Core {
     /// Client, 2026-07-28: what "input required" answers need for a retry, by old request id.
     retryable: FastMap<i64, (RetryBase, Option<String>)>,
     retry_order: VecDeque<i64>,
+    /// Client, 2026-07-28: spare strings for the params a retry would need, so that keeping
+    /// them for every eligible request allocates nothing in steady state.
+    retry_pool: Vec<String>,
     /// Client, auto mode: a -32022 already triggered the one re-probe allowed.
     reprobed: bool,
     config: Config,
@@ -621,6 +624,11 @@ struct Core {
     batches: FastMap<u32, BatchCollector>,
     next_batch: u32,
     scratch: Vec<u8>,
+    /// A second scratch buffer, for edits made in two passes (2026-07-28 results).
+    edit_scratch: Vec<u8>,
+    /// Server, 2026-07-28: the client capabilities the last request declared. A client sends
+    /// the same object with every request, so it is parsed (and copied) once.
+    last_client_caps: Option<Capabilities>,
     stats: Stats,
     closed_reason: Option<CloseReason>,
 }
@@ -649,6 +657,7 @@ impl Core {
             era: None,
             retryable: FastMap::default(),
             retry_order: VecDeque::new(),
+            retry_pool: Vec::new(),
             reprobed: false,
             lifecycle: Lifecycle::new(config.role, config.policy.strict_lifecycle),
             decoder: Decoder::new(config.decoder),
@@ -667,6 +676,8 @@ impl Core {
             batches: FastMap::default(),
             next_batch: 0,
             scratch: Vec::new(),
+            edit_scratch: Vec::new(),
+            last_client_caps: None,
             stats: Stats::default(),
             closed_reason: None,
             config,
@@ -1324,7 +1335,7 @@ impl Core {
             // Our ids are integers: a string id never matches, whatever its digits.
             return self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
         };
-        let Some(pending) = self.pending.remove(&n) else {
+        let Some(mut pending) = self.pending.remove(&n) else {
             if self.our_finished.contains(&n) {
                 self.stats.late_responses += 1;
             } else {
@@ -1341,9 +1352,10 @@ impl Core {
         }
         let request = RequestId(n);
         let classified = match outcome {
-            Ok(result) => Some(self.classify_result(request, pending.retry, result)),
+            Ok(result) => Some(self.classify_result(request, &mut pending.retry, result)),
             Err(_) => None,
         };
+        self.recycle_retry(pending.retry);
         let cap = self.events.capture(frame);
         let stored = match (outcome, classified) {
             (Ok(result), Some(modern::Classified::Complete)) | (Ok(result), None) => {
@@ -1425,7 +1437,9 @@ impl Core {
                         continue;
                     }
                     let kind = p.kind;
-                    self.pending.remove(&n);
+                    if let Some(p) = self.pending.remove(&n) {
+                        self.recycle_retry(p.retry);
+                    }
                     match kind {
                         PendingKind::Initialize => {
                             self.finish(CloseReason::InitializeTimedOut);
@@ -1572,6 +1586,25 @@ impl Core {
         }
     }
 
+    /// `text` in a string from the retry pool (or a new one).
+    fn pooled_string(&mut self, text: &str) -> String {
+        let mut s = self.retry_pool.pop().unwrap_or_default();
+        s.clear();
+        s.push_str(text);
+        s
+    }
+
+    /// Gives the params kept for a retry back to the pool once the request has ended.
+    fn recycle_retry(&mut self, retry: Option<RetryBase>) {
+        if let Some(RetryBase {
+            params: Some(s), ..
+        }) = retry
+            && self.retry_pool.len() < RETRY_POOL
+        {
+            self.retry_pool.push(s);
+        }
+    }
+
     /// Checks that we may send `method` as a new request or notification.
     fn check_outgoing(&self, kind: MethodKind, method: &str) -> Result<(), Error> {
         if matches!(
@@ -1650,7 +1683,7 @@ impl Core {
             self.stateless_params(&mut scratch, params, options.progress.then_some(id))
                 .map(|()| true)
         } else if options.progress {
-            let token = id.to_string();
+            let token = json_edit::IntText::new(id);
             json_edit::set_meta(&mut scratch, params, &[("progressToken", token.as_bytes())])
                 .map(|()| true)
                 .map_err(|_| Error::InvalidParams)
@@ -1671,12 +1704,13 @@ impl Core {
         self.scratch = scratch;
         self.next_id += 1;
         // A request that may come back "input required" keeps what a retry needs.
-        let retry = (stateless
-            && matches!(method, "tools/call" | "prompts/get" | "resources/read"))
-        .then(|| RetryBase {
-            method: method.to_owned(),
-            params: params.map(|p| p.get().to_owned()),
-        });
+        let retry = match retryable_method(method) {
+            Some(method) if stateless => Some(RetryBase {
+                method,
+                params: params.map(|p| self.pooled_string(p.get())),
+            }),
+            _ => None,
+        };
         let timeout = match options.timeout {
             Some(t) => t,
             // A listen stream lasts until it is cancelled.
@@ -1735,8 +1769,12 @@ impl Core {
         if modern && let Answer::Result(result) = answer {
             // 2026-07-28: every result carries `resultType` and our `serverInfo`.
             let mut stamped = std::mem::take(&mut self.scratch);
+            let mut typed = std::mem::take(&mut self.edit_scratch);
             stamped.clear();
-            let ok = self.stamp_result(&mut stamped, result, cacheable).is_ok();
+            let ok = self
+                .stamp_result(&mut stamped, &mut typed, result, cacheable)
+                .is_ok();
+            self.edit_scratch = typed;
             if ok && let Ok(text) = std::str::from_utf8(&stamped) {
                 self.inbound.remove(&key);
                 let answer = Answer::Result(RawJson::validated(text));
@@ -1786,10 +1824,10 @@ impl Core {
         params.extend_from_slice(b"{\"progressToken\":");
         modern::write_id(&mut params, token.as_id());
         params.extend_from_slice(b",\"progress\":");
-        write_number(&mut params, progress);
+        json_edit::write_number(&mut params, progress);
         if let Some(total) = total.filter(|t| t.is_finite()) {
             params.extend_from_slice(b",\"total\":");
-            write_number(&mut params, total);
+            json_edit::write_number(&mut params, total);
         }
         if let (Some(m), true) = (message, with_message) {
             params.extend_from_slice(b",\"message\":");
@@ -1813,7 +1851,7 @@ impl Core {
         let mut params = std::mem::take(&mut self.scratch);
         params.clear();
         params.extend_from_slice(b"{\"requestId\":");
-        params.extend_from_slice(id.to_string().as_bytes());
+        json_edit::write_int(&mut params, id);
         if let Some(r) = reason {
             params.extend_from_slice(b",\"reason\":");
             jsonrpc::write_json_string(&mut params, r);
@@ -1846,7 +1884,9 @@ impl Core {
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
-        self.pending.remove(&request.0);
+        if let Some(p) = self.pending.remove(&request.0) {
+            self.recycle_retry(p.retry);
+        }
         self.our_finished.insert(request.0);
         self.send_cancelled(request.0, reason);
         self.maybe_finish_close();
@@ -1895,6 +1935,20 @@ impl Core {
     }
 }
 
+/// How many spare strings the retry pool keeps.
+const RETRY_POOL: usize = 16;
+
+/// The methods whose requests may come back "input required" (2026-07-28), as the static
+/// name a retry re-sends.
+fn retryable_method(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" => Some("tools/call"),
+        "prompts/get" => Some("prompts/get"),
+        "resources/read" => Some("resources/read"),
+        _ => None,
+    }
+}
+
 // ---- Params the engine reads ---------------------------------------------------------------
 
 /// `_meta.progressToken` of a request's params: `Ok(None)` when absent, `Err` when malformed
@@ -1912,14 +1966,6 @@ fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
     match meta.get_unique("progressToken").map_err(|_| ())? {
         None => Ok(None),
         Some(t) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
-    }
-}
-
-fn write_number(out: &mut Vec<u8>, n: f64) {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        out.extend_from_slice((n as i64).to_string().as_bytes());
-    } else {
-        out.extend_from_slice(n.to_string().as_bytes());
     }
 }
 

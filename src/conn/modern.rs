@@ -31,8 +31,8 @@ use super::event::Stored;
 use super::json_edit::{self, EditError};
 use super::tables::{ListenFilter, ModernContext, PendingKind, RetryBase};
 use super::{
-    Answer, CloseReason, Config, Core, Error, Refusal, RequestId, Role, StreamId, Timestamp,
-    ViolationKind,
+    Answer, CacheScope, CloseReason, Config, Core, Error, Refusal, RequestId, Role, StreamId,
+    Timestamp, ViolationKind,
 };
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{
@@ -67,8 +67,13 @@ pub(super) fn has_modern_meta(params: Option<RawJson<'_>>) -> bool {
         .is_some()
 }
 
-/// Reads a stateless request's `_meta`.
-pub(super) fn read_meta(config: &Config, params: Option<RawJson<'_>>) -> RequestMeta {
+/// Reads a stateless request's `_meta`. `last_caps` holds the client capabilities seen last:
+/// the same object again is not parsed (nor copied) again.
+pub(super) fn read_meta(
+    config: &Config,
+    last_caps: &mut Option<Capabilities>,
+    params: Option<RawJson<'_>>,
+) -> RequestMeta {
     let Some(params) = params.filter(|p| p.is_object()) else {
         return RequestMeta::Malformed("params with _meta are required");
     };
@@ -86,9 +91,12 @@ pub(super) fn read_meta(config: &Config, params: Option<RawJson<'_>>) -> Request
         return RequestMeta::Malformed("_meta io.modelcontextprotocol/protocolVersion is required");
     };
     let caps = match get(META_CLIENT_CAPABILITIES) {
-        Ok(Some(c)) => match Capabilities::from_raw(c) {
-            Ok(c) => c,
-            Err(_) => return RequestMeta::Malformed("invalid clientCapabilities"),
+        Ok(Some(c)) => match last_caps {
+            Some(last) if last.raw().get() == c.get() => last.flags(),
+            _ => match Capabilities::from_raw(c) {
+                Ok(parsed) => last_caps.insert(parsed).flags(),
+                Err(_) => return RequestMeta::Malformed("invalid clientCapabilities"),
+            },
         },
         Ok(None) => {
             return RequestMeta::Malformed(
@@ -116,7 +124,7 @@ pub(super) fn read_meta(config: &Config, params: Option<RawJson<'_>>) -> Request
     {
         Some(version) => RequestMeta::Valid(ModernContext {
             version,
-            client_caps: caps.flags(),
+            client_caps: caps,
             log_level,
         }),
         None => RequestMeta::Unsupported(text.into_owned()),
@@ -237,7 +245,7 @@ impl Core {
         batch: Option<u32>,
         method: &str,
     ) {
-        let ctx = match read_meta(&self.config, r.params) {
+        let ctx = match read_meta(&self.config, &mut self.last_client_caps, r.params) {
             RequestMeta::Valid(ctx) => ctx,
             RequestMeta::Malformed(message) => {
                 let refusal = Refusal::new(
@@ -409,7 +417,7 @@ impl Core {
                 )
             });
         }
-        let ctx = match read_meta(&self.config, r.params) {
+        let ctx = match read_meta(&self.config, &mut self.last_client_caps, r.params) {
             RequestMeta::Valid(ctx) => Some(ctx),
             _ => None,
         };
@@ -467,10 +475,12 @@ impl Core {
 
     /// Writes a stateless-era result: `resultType` added when missing, our `serverInfo` in
     /// `_meta` unless present, and for cacheable results (lists, reads) the configured `ttlMs`
-    /// and `cacheScope` unless the application set its own.
+    /// and `cacheScope` unless the application set its own. `typed` is scratch space for the
+    /// first of the two edits.
     pub(super) fn stamp_result(
         &self,
         out: &mut Vec<u8>,
+        typed: &mut Vec<u8>,
         result: RawJson<'_>,
         cacheable: bool,
     ) -> Result<(), EditError> {
@@ -478,18 +488,27 @@ impl Core {
             return Err(EditError::NotAnObject);
         }
         let has = |key: &str| result.get_unique(key).map(|v| v.is_some());
-        let ttl = self.config.discover_ttl.as_millis().to_string();
-        let scope = format!("\"{}\"", self.config.discover_cache_scope.as_str());
-        let mut add: Vec<(&str, &[u8])> = Vec::new();
+        let ttl = json_edit::IntText::new(self.config.discover_ttl.as_millis());
+        let scope: &[u8] = match self.config.discover_cache_scope {
+            CacheScope::Public => b"\"public\"",
+            CacheScope::Private => b"\"private\"",
+        };
+        let mut add: [(&str, &[u8]); 3] = [("", b""); 3];
+        let mut added = 0;
+        let mut push = |member| {
+            add[added] = member;
+            added += 1;
+        };
         if !has("resultType").map_err(|_| EditError::Exists)? {
-            add.push(("resultType", b"\"complete\""));
+            push(("resultType", b"\"complete\""));
         }
         if cacheable && !has("ttlMs").map_err(|_| EditError::Exists)? {
-            add.push(("ttlMs", ttl.as_bytes()));
+            push(("ttlMs", ttl.as_bytes()));
         }
         if cacheable && !has("cacheScope").map_err(|_| EditError::Exists)? {
-            add.push(("cacheScope", scope.as_bytes()));
+            push(("cacheScope", scope));
         }
+        let add = &add[..added];
         let meta = result.get_unique("_meta").map_err(|_| EditError::Exists)?;
         let has_info = match meta {
             Some(m) if !m.is_object() => return Err(EditError::NotAnObject),
@@ -499,10 +518,10 @@ impl Core {
                 .is_some(),
             None => false,
         };
-        let mut typed = Vec::new();
-        json_edit::set_members(&mut typed, Some(result), &add, false)?;
+        typed.clear();
+        json_edit::set_members(typed, Some(result), add, false)?;
         let base =
-            RawJson::validated(std::str::from_utf8(&typed).map_err(|_| EditError::NotAnObject)?);
+            RawJson::validated(std::str::from_utf8(typed).map_err(|_| EditError::NotAnObject)?);
         if has_info {
             out.extend_from_slice(base.get().as_bytes());
             Ok(())
@@ -597,7 +616,8 @@ impl Core {
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
-        let mut params = Vec::new();
+        let mut params = std::mem::take(&mut self.scratch);
+        params.clear();
         params.extend_from_slice(b"{\"level\":");
         write_json_string(&mut params, level.as_str());
         if let Some(logger) = logger {
@@ -616,6 +636,7 @@ impl Core {
             );
             self.output.end_frame(stream);
         }
+        self.scratch = params;
         Ok(true)
     }
 
@@ -685,17 +706,19 @@ impl Core {
     ) -> Result<(), Error> {
         let version = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
         let caps = self.config.capabilities.raw();
-        let token = progress_token.map(|t| t.to_string());
-        let mut add: Vec<(&str, &[u8])> = vec![
+        let token = progress_token.map(json_edit::IntText::new);
+        let add: [(&str, &[u8]); 4] = [
             (META_PROTOCOL_VERSION, version_json(version)),
             (META_CLIENT_CAPABILITIES, caps.get().as_bytes()),
             (META_CLIENT_INFO, self.config.info.as_bytes()),
+            (
+                "progressToken",
+                token.as_ref().map_or(&[], |t| t.as_bytes()),
+            ),
         ];
-        if let Some(token) = &token {
-            add.push(("progressToken", token.as_bytes()));
-        }
+        let add = if token.is_some() { &add[..] } else { &add[..3] };
         out.clear();
-        json_edit::set_meta(out, params, &add).map_err(|_| Error::InvalidParams)
+        json_edit::set_meta(out, params, add).map_err(|_| Error::InvalidParams)
     }
 
     /// Client: the answer to the discover probe.
@@ -813,7 +836,7 @@ impl Core {
     pub(super) fn classify_result<'f>(
         &mut self,
         request: RequestId,
-        retry: Option<RetryBase>,
+        retry: &mut Option<RetryBase>,
         result: RawJson<'f>,
     ) -> Classified<'f> {
         if self.era != Some(Era::Modern) {
@@ -821,31 +844,29 @@ impl Core {
         }
         let kind = match result.get_unique("resultType") {
             Ok(None) => return Classified::Complete,
-            Ok(Some(k)) => k.as_str().map(|k| k.to_str().into_owned()),
+            Ok(Some(k)) => k.as_str(),
             Err(_) => return Classified::Invalid,
         };
-        match kind.as_deref() {
-            Some("complete") => Classified::Complete,
-            Some("input_required") => {
-                let Some(retry) = retry else {
-                    return Classified::Invalid;
-                };
-                let requests = result.get_unique("inputRequests").ok().flatten();
-                let state = result.get_unique("requestState").ok().flatten();
-                let state_str = state.and_then(|s| s.as_str());
-                let valid = (requests.is_some() || state.is_some())
-                    && requests.is_none_or(|r| r.is_object())
-                    && (state.is_none() || state_str.is_some());
-                if !valid {
-                    return Classified::Invalid;
-                }
-                self.remember_retry(request.0, retry, state_str.map(|s| s.raw().to_owned()));
-                Classified::InputRequired {
-                    requests,
-                    state: state_str,
-                }
-            }
-            _ => Classified::Invalid,
+        let is = |name: &str| kind.is_some_and(|k| k.eq_str(name));
+        if is("complete") {
+            return Classified::Complete;
+        }
+        if !is("input_required") || retry.is_none() {
+            return Classified::Invalid;
+        }
+        let requests = result.get_unique("inputRequests").ok().flatten();
+        let state = result.get_unique("requestState").ok().flatten();
+        let state_str = state.and_then(|s| s.as_str());
+        let valid = (requests.is_some() || state.is_some())
+            && requests.is_none_or(|r| r.is_object())
+            && (state.is_none() || state_str.is_some());
+        let Some(base) = retry.take().filter(|_| valid) else {
+            return Classified::Invalid;
+        };
+        self.remember_retry(request.0, base, state_str.map(|s| s.raw().to_owned()));
+        Classified::InputRequired {
+            requests,
+            state: state_str,
         }
     }
 
@@ -893,10 +914,9 @@ impl Core {
         json_edit::set_members(&mut params, original, &add, true)
             .map_err(|_| Error::InvalidParams)?;
         let params_text = String::from_utf8(params).map_err(|_| Error::InvalidParams)?;
-        let method = base.method.clone();
         let id = self.request(
             now,
-            &method,
+            base.method,
             Some(RawJson::validated(&params_text)),
             options,
             StreamId::MAIN,
@@ -920,7 +940,7 @@ fn version_json(v: ProtocolVersion) -> &'static [u8] {
 /// Writes an id (or progress token) exactly as received.
 pub(super) fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
     match id {
-        Id::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Id::Int(n) => json_edit::write_int(out, n),
         Id::Str(s) => {
             out.push(b'"');
             out.extend_from_slice(s.raw().as_bytes());

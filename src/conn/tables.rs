@@ -64,7 +64,7 @@ pub(crate) enum PendingKind {
 /// What a request needs to be retried after an "input required" result (2026-07-28).
 #[derive(Debug, Clone)]
 pub(crate) struct RetryBase {
-    pub method: String,
+    pub method: &'static str,
     /// The application's params, as given (before the engine's `_meta`).
     pub params: Option<String>,
 }
@@ -146,6 +146,12 @@ impl<K: Hash + Eq + Clone> BoundedSet<K> {
         }
         self.set.insert(key.clone());
         self.order.push_back(key);
+        if self.order.len() == self.capacity && self.set.capacity() < 2 * self.capacity {
+            // Full from now on: every insert follows a removal. With room for twice the keys,
+            // the table reclaims the removals' tombstones in place instead of growing, so a
+            // full set never allocates again.
+            self.set.reserve(self.capacity);
+        }
     }
 
     pub(crate) fn contains(&self, key: &K) -> bool {
@@ -192,14 +198,23 @@ impl Timers {
         }
     }
 
-    /// Rebuilds from the live deadlines when stale entries dominate.
+    /// Rebuilds from the live deadlines when stale entries dominate. It reuses the heap's
+    /// memory, so steady traffic allocates nothing here; only a heap left far larger than what
+    /// is in flight (after a burst) gives memory back.
     pub(crate) fn compact(
         &mut self,
         live: impl Iterator<Item = (Timestamp, TimerKey)>,
         live_count: usize,
     ) {
-        if self.heap.len() > 2 * live_count + 64 {
-            self.rebuild(live);
+        let threshold = 2 * live_count + 64;
+        if self.heap.len() > threshold {
+            let mut entries = std::mem::take(&mut self.heap).into_vec();
+            entries.clear();
+            if entries.capacity() > 4 * threshold {
+                entries.shrink_to(2 * threshold);
+            }
+            entries.extend(live.map(Reverse));
+            self.heap = BinaryHeap::from(entries);
         }
     }
 
