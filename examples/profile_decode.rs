@@ -1,13 +1,18 @@
-//! A driver for profilers: decodes a bench corpus many times over with the native backend.
+//! A driver for profilers: decodes a bench corpus many times over with the native backend,
+//! then prints how many messages decoded and the rate it measured (best pass of the run).
 //!
 //! `cargo build --release --example profile_decode`, then for example
 //! `valgrind --tool=callgrind target/release/examples/profile_decode small 4` or
-//! `perf record target/release/examples/profile_decode mixed 200`.
+//! `perf record target/release/examples/profile_decode mixed 200`. The criterion benches
+//! (`cargo bench --bench decode`) are the reference figures; this is for quick comparisons.
+#![allow(clippy::disallowed_methods)]
 
 #[path = "../benches/corpus.rs"]
 mod corpus;
 use mcpwire::frame::line::LineDecoder;
 use mcpwire::jsonrpc::Decoder;
+use std::time::Instant;
+
 fn main() {
     let which = std::env::args().nth(1).unwrap_or("mixed".into());
     let c = if which == "mixed" {
@@ -21,7 +26,9 @@ fn main() {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
+    let mut best = f64::INFINITY;
     for _ in 0..iters {
+        let started = Instant::now();
         let mut l = LineDecoder::new();
         for chunk in c.bytes.chunks(65536) {
             let mut input = chunk;
@@ -31,6 +38,14 @@ fn main() {
                 }
             }
         }
+        best = best.min(started.elapsed().as_secs_f64());
     }
-    println!("{n}");
+    println!("{n} messages decoded");
+    if iters > 0 {
+        println!(
+            "best pass: {:.2} M msg/s, {:.3} GB/s",
+            c.messages as f64 / best / 1e6,
+            c.bytes.len() as f64 / best / 1e9
+        );
+    }
 }

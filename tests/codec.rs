@@ -717,6 +717,85 @@ fn parse_error_offsets_point_at_the_problem() {
     });
 }
 
+/// Invalid UTF-8 is a parse error at its first bad byte wherever it sits: in a short string, in
+/// a long one (the block scanners, either lane width), in a key, outside any string, and
+/// whatever other fault or envelope problem the frame also has. Valid non-ASCII text in the
+/// same places decodes.
+#[test]
+fn invalid_utf8_is_reported_at_its_first_bad_byte_wherever_it_sits() {
+    const BAD: &[&[u8]] = &[
+        b"\xff",
+        b"\xc3",
+        b"\xc0\xaf",
+        b"\xed\xa0\x80",
+        b"\xe6\x97",
+        b"\xf4\x90\x80\x80",
+        b"\x80",
+    ];
+    const GOOD: &[&str] = &["é", "日本", "😀", "\u{7ff}", "\u{10ffff}"];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    each_backend(|b, d| {
+        for round in 0..4000 {
+            // A request whose params hold a string of 0..300 bytes, mostly ASCII, with
+            // escapes now and then so that some strings take the block scanner early.
+            let len = next(300);
+            let mut text = Vec::new();
+            while text.len() < len {
+                match next(20) {
+                    0 => text.extend_from_slice(b"\\n"),
+                    1 => text.extend_from_slice(GOOD[next(GOOD.len())].as_bytes()),
+                    _ => text.push(b'a' + next(26) as u8),
+                }
+            }
+            let mut frame =
+                b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\",\"params\":{\"k\":\"".to_vec();
+            let body_at = frame.len();
+            frame.extend_from_slice(&text);
+            frame.extend_from_slice(b"\",\"n\":1}}");
+            if round % 4 == 0 {
+                // Valid non-ASCII only: decodes, and the text comes back as it went in.
+                let Message::Request(r) = single(d, &frame) else {
+                    panic!("{b:?}: not a request");
+                };
+                let raw = r.params.unwrap().get();
+                assert!(raw.contains(std::str::from_utf8(&text).unwrap()), "{b:?}");
+                continue;
+            }
+            // Somewhere in the frame (string body, key, grammar, even past the end of the
+            // object), a bad sequence; sometimes a grammar fault too.
+            let at = match next(3) {
+                0 => body_at + next(text.len() + 1),
+                1 => next(frame.len() + 1),
+                _ => body_at - 3, // inside the key "k"
+            };
+            let bad = BAD[next(BAD.len())];
+            frame.splice(at..at, bad.iter().copied());
+            if next(3) == 0 {
+                let fault_at = next(frame.len());
+                frame.insert(fault_at, b'}');
+            }
+            let want = match std::str::from_utf8(&frame) {
+                Err(e) => e.valid_up_to(),
+                // The sequence completed a valid character with its neighbours.
+                Ok(_) => continue,
+            };
+            let e = rejected(d, &frame);
+            assert_eq!(
+                (e.kind(), e.reason(), e.offset()),
+                (ErrorKind::Parse, Reason::InvalidUtf8, want),
+                "{b:?}: {}",
+                String::from_utf8_lossy(&frame)
+            );
+        }
+    });
+}
+
 // ---- Nesting --------------------------------------------------------------------------------
 
 fn nested(depth: usize) -> Vec<u8> {

@@ -214,11 +214,11 @@ fn unicode_escapes(
 /// Validates a string whose opening quote is at `pos - 1` (UTF-8 already checked). Returns the
 /// position just past the closing quote and whether the string contains escapes.
 ///
-/// Short strings are settled with one 16-byte compare. Longer ones go 64 bytes at a time: the
-/// block's quotes, backslashes and control characters become bit masks, escaped positions are
-/// derived from the backslash mask without a branch per escape, and only `\u` escapes are
-/// checked one by one. Text full of line breaks and quotes costs the same per block as plain
-/// text.
+/// Short strings are settled with one 16-byte compare. Longer ones go to the 64-byte block
+/// scanner (32-byte AVX2 lanes when the CPU has them, else SSE2): the block's quotes, backslashes and control characters become bit
+/// masks, escaped positions are derived from the backslash mask without a branch per escape,
+/// and only `\u` escapes are checked one by one. Text full of line breaks and quotes costs the
+/// same per block as plain text.
 #[inline]
 pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     #[cfg(target_arch = "x86_64")]
@@ -253,8 +253,91 @@ pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     string_scalar(buf, pos)
 }
 
+/// The block scanner, with 32-byte lanes when the CPU has AVX2 (detected at run time).
 #[cfg(target_arch = "x86_64")]
 fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
+    if std::is_x86_feature_detected!("avx2") {
+        // Safety: AVX2 support was just detected on this CPU.
+        unsafe { string_blocks_avx2(buf, pos) }
+    } else {
+        string_blocks_with::<false>(buf, pos)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn string_blocks_avx2(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
+    string_blocks_with::<true>(buf, pos)
+}
+
+/// [`block_masks`] with two 32-byte AVX2 compares per mask.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
+    use core::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_set1_epi8,
+    };
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let control_max = _mm256_set1_epi8(0x1F);
+    let mut quotes = 0u64;
+    let mut backslashes = 0u64;
+    let mut controls = 0u64;
+    for k in 0..2 {
+        // Safety: the two 32-byte loads cover the 64-byte array.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let shift = 32 * k;
+        quotes |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32 as u64) << shift;
+        backslashes |=
+            (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32 as u64) << shift;
+        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, control_max), v);
+        controls |= (_mm256_movemask_epi8(control) as u32 as u64) << shift;
+    }
+    (quotes, backslashes, controls)
+}
+
+/// [`escape_letter_masks`] with 32-byte AVX2 lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn escape_letter_masks_avx2(block: &[u8; 64]) -> (u64, u64) {
+    use core::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8,
+    };
+    let mut valid = 0u64;
+    let mut unicode = 0u64;
+    for k in 0..2 {
+        // Safety: the two 32-byte loads cover the 64-byte array.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+        let u = eq(b'u');
+        let any = _mm256_or_si256(
+            _mm256_or_si256(
+                _mm256_or_si256(
+                    _mm256_or_si256(eq(b'"'), eq(b'\\')),
+                    _mm256_or_si256(eq(b'/'), eq(b'b')),
+                ),
+                _mm256_or_si256(
+                    _mm256_or_si256(eq(b'f'), eq(b'n')),
+                    _mm256_or_si256(eq(b'r'), eq(b't')),
+                ),
+            ),
+            u,
+        );
+        valid |= (_mm256_movemask_epi8(any) as u32 as u64) << (32 * k);
+        unicode |= (_mm256_movemask_epi8(u) as u32 as u64) << (32 * k);
+    }
+    (valid, unicode)
+}
+
+/// The block scanner's body; `AVX2` selects the lane width (and may only be `true` when the
+/// CPU has AVX2).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     let mut i = pos;
     let mut carry = 0u64;
     let mut escaped_any = false;
@@ -274,7 +357,12 @@ fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
             block[..avail].copy_from_slice(&buf[i..]);
             &block
         };
-        let (quotes, backslashes, controls) = block_masks(window, 0);
+        let (quotes, backslashes, controls) = if AVX2 {
+            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection.
+            unsafe { block_masks_avx2(window) }
+        } else {
+            block_masks(window, 0)
+        };
         let live = if avail == 64 {
             !0u64
         } else {
@@ -299,7 +387,12 @@ fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
         }
         if escapes != 0 {
             escaped_any = true;
-            let (valid, unicode) = escape_letter_masks(window);
+            let (valid, unicode) = if AVX2 {
+                // Safety: as for `block_masks_avx2` above.
+                unsafe { escape_letter_masks_avx2(window) }
+            } else {
+                escape_letter_masks(window)
+            };
             let bad_escape = escapes & !valid;
             if bad_escape != 0 {
                 let at = i + bad_escape.trailing_zeros() as usize - 1;
@@ -454,7 +547,7 @@ impl Nesting {
 
 /// Validates `"key"` (possibly after whitespace) and the colon after it; returns the
 /// position after the colon.
-#[inline]
+#[inline(always)]
 fn key_and_colon(buf: &[u8], pos: usize) -> Result<usize, Fault> {
     let pos = skip_ws(buf, pos);
     match buf.get(pos) {
@@ -571,6 +664,15 @@ mod tests {
         padded.extend_from_slice(tail);
         let a = string(&doc, 1);
         let b = string(&padded, 1);
+        // Both lane widths of the block scanner agree with the dispatching entry point.
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(string_blocks_with::<false>(&doc, 1), a, "SSE2: {body:?}");
+            if std::is_x86_feature_detected!("avx2") {
+                // Safety: AVX2 support was just detected.
+                assert_eq!(unsafe { string_blocks_avx2(&doc, 1) }, a, "AVX2: {body:?}");
+            }
+        }
         // The result cannot depend on what follows the string.
         assert_eq!(a.ok(), b.ok(), "{body:?}");
         match a {
