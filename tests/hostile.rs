@@ -916,6 +916,13 @@ fn duplicate_and_case_variant_keys() {
         r#"{"jsonrpc":"2.0","id":1,"Result":{}}"#,
         r#"{"jsonrpc":"2.0","id":1,"eRRor":{"code":1,"message":"m"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"m","\u004dethod":"n"}"#,
+        // Unicode simple case folding makes U+017F (long s) an `s`: decoders that fold keys
+        // (Go's encoding/json) read these as `params`, `result`, `jsonrpc`, `message`.
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","paramſ":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"reſult":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","param\u017f":{}}"#,
+        r#"{"jſonrpc":"2.0","id":1,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"meſſage":"m","message":"m"}}"#,
     ];
     for frame in case {
         assert_eq!(
@@ -928,6 +935,10 @@ fn duplicate_and_case_variant_keys() {
         r#"{"jsonrpc":"2.0","id":1,"method":"m","x":1,"x":2}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2,"A":3}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"m","methods":"n","ids":2}"#,
+        // Near misses of every length a member name has, and non-ASCII that folds elsewhere.
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","jsonrpx":1,"ie":2,"methoe":3,"errox":4}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","ıd":1,"paramſs":2,"errorſ":3,"K":4}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","@D":1,"[d":2,"{D":3}"#,
     ];
     for frame in fine {
         assert_eq!(rejection(frame.as_bytes()), None, "{frame}");

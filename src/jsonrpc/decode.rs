@@ -231,6 +231,81 @@ enum KeyClass<T> {
     Other,
 }
 
+/// The first `len` (at most 8) bytes at `buf[at..]` as a little-endian word, zero above them.
+#[inline(always)]
+fn word_at(buf: &[u8], at: usize, len: usize) -> u64 {
+    debug_assert!(len <= 8);
+    let w = match buf.get(at..at + 8) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => {
+            let mut w = [0u8; 8];
+            w[..len].copy_from_slice(&buf[at..at + len]);
+            u64::from_le_bytes(w)
+        }
+    };
+    if len == 8 {
+        w
+    } else {
+        w & ((1u64 << (8 * len)) - 1)
+    }
+}
+
+/// A member name as a word, for [`word_at`] comparisons.
+const fn name_word(name: &[u8]) -> u64 {
+    let mut w = 0u64;
+    let mut i = 0;
+    while i < name.len() {
+        w |= (name[i] as u64) << (8 * i);
+        i += 1;
+    }
+    w
+}
+
+/// Sets bit 5 of every byte of a word: for the all-letter member names this folds ASCII
+/// upper case onto lower case (and maps no other byte onto a lower-case letter).
+const FOLD: u64 = 0x2020_2020_2020_2020;
+
+/// [`classify`] for the message's own members, without escapes: the key body is
+/// `buf[at..at + len]`. Every member name is at most 8 bytes and all letters, so one word
+/// compare settles exact names, and one more (with case folded) settles case variants.
+#[inline(always)]
+fn classify_message_key(buf: &[u8], at: usize, len: usize) -> KeyClass<Member> {
+    const JSONRPC: u64 = name_word(b"jsonrpc");
+    const ID: u64 = name_word(b"id");
+    const METHOD: u64 = name_word(b"method");
+    const PARAMS: u64 = name_word(b"params");
+    const RESULT: u64 = name_word(b"result");
+    const ERROR: u64 = name_word(b"error");
+    let (candidates, count): ([(u64, Member); 3], usize) = match len {
+        7 => ([(JSONRPC, Member::Jsonrpc); 3], 1),
+        2 => ([(ID, Member::Id); 3], 1),
+        6 => (
+            [
+                (METHOD, Member::Method),
+                (PARAMS, Member::Params),
+                (RESULT, Member::Result),
+            ],
+            3,
+        ),
+        5 => ([(ERROR, Member::Error); 3], 1),
+        _ => return KeyClass::Other,
+    };
+    let w = word_at(buf, at, len);
+    for &(name, member) in &candidates[..count] {
+        if w == name {
+            return KeyClass::Exact(member);
+        }
+    }
+    let mask = (1u64 << (8 * len)) - 1;
+    let folded = w | (FOLD & mask);
+    for &(name, _) in &candidates[..count] {
+        if folded == name {
+            return KeyClass::CaseVariant;
+        }
+    }
+    KeyClass::Other
+}
+
 #[inline(always)]
 fn classify<T: Copy>(key: &[u8], table: &[(&[u8], T)]) -> KeyClass<T> {
     for &(name, member) in table {
@@ -243,7 +318,45 @@ fn classify<T: Copy>(key: &[u8], table: &[(&[u8], T)]) -> KeyClass<T> {
             return KeyClass::CaseVariant;
         }
     }
+    if unicode_case_variant(key, table) {
+        return KeyClass::CaseVariant;
+    }
     KeyClass::Other
+}
+
+/// LATIN SMALL LETTER LONG S (U+017F) in UTF-8. Under Unicode simple case folding it is a form
+/// of `s`, and it is the only non-ASCII character that folds onto a letter of any member name
+/// (the other one that folds onto ASCII, the Kelvin sign, folds onto `k`, which no name has).
+const LONG_S: [u8; 2] = [0xC5, 0xBF];
+
+/// Whether `key` equals a member name under Unicode simple case folding, as decoders that
+/// fold keys (Go's `encoding/json`, for one) would match it: `paramſ` is `params` to them, so
+/// it must be rejected as a case variant here, not ignored as an unknown member.
+#[cold]
+#[inline(never)]
+fn unicode_case_variant<T>(key: &[u8], table: &[(&[u8], T)]) -> bool {
+    if !key.windows(2).any(|w| w == LONG_S) {
+        return false;
+    }
+    let mut folded = [0u8; 16];
+    let mut n = 0;
+    let mut i = 0;
+    while i < key.len() {
+        if n == folded.len() {
+            return false;
+        }
+        if key[i..].starts_with(&LONG_S) {
+            folded[n] = b's';
+            i += 2;
+        } else {
+            folded[n] = key[i];
+            i += 1;
+        }
+        n += 1;
+    }
+    table
+        .iter()
+        .any(|(name, _)| folded[..n].eq_ignore_ascii_case(name))
 }
 
 /// Parses the integer that validation has accepted at `buf[a..b]` (no fraction, no exponent).
@@ -262,7 +375,37 @@ fn parse_i64(digits: &[u8]) -> Option<i64> {
 
 /// Reads a number value at `start`: `Ok(Ok(n))` for an in-range integer, `Ok(Err(reason))` for
 /// a valid number that is not one, `Err` for invalid JSON.
+#[inline(always)]
 fn integer<'f, S: Syntax<'f>>(
+    s: &mut S,
+    start: usize,
+    fractional: Reason,
+    out_of_range: Reason,
+) -> Result<(usize, Result<i64, Reason>), Fault> {
+    let buf = s.buf();
+    // The common case: 1 to 18 digits, no sign, no leading zero, and no fraction or exponent
+    // after them. Such a number always fits an i64; anything else takes the general path.
+    let mut i = start;
+    let mut v: u64 = 0;
+    while let Some(&d) = buf.get(i) {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 || i - start == 18 {
+            break;
+        }
+        v = v * 10 + digit as u64;
+        i += 1;
+    }
+    let simple = i > start
+        && (buf[start] != b'0' || i == start + 1)
+        && !matches!(buf.get(i), Some(b'.' | b'e' | b'E' | b'0'..=b'9'));
+    if simple {
+        return Ok((i, Ok(v as i64)));
+    }
+    integer_general(s, start, fractional, out_of_range)
+}
+
+#[inline(never)]
+fn integer_general<'f, S: Syntax<'f>>(
     s: &mut S,
     start: usize,
     fractional: Reason,
@@ -336,10 +479,19 @@ fn object<'f, S: Syntax<'f>>(
                 });
             }
             let (key_end, key_escaped) = s.string(pos)?;
-            let mut scratch = [0u8; 16];
-            let class = match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
-                Some(key) => classify(key, &MEMBERS),
-                None => KeyClass::Other,
+            let class = if key_escaped {
+                let mut scratch = [0u8; 16];
+                match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
+                    Some(key) => classify(key, &MEMBERS),
+                    None => KeyClass::Other,
+                }
+            } else {
+                match classify_message_key(buf, pos + 1, key_end - pos - 2) {
+                    KeyClass::Other if buf[pos + 1..key_end - 1].contains(&LONG_S[0]) => {
+                        classify(&buf[pos + 1..key_end - 1], &MEMBERS)
+                    }
+                    class => class,
+                }
             };
             pos = expect(buf, skip_ws(buf, key_end), b':')?;
             let vstart = skip_ws(buf, pos);
@@ -368,7 +520,10 @@ fn object<'f, S: Syntax<'f>>(
             };
             pos = match member {
                 Some(Member::Jsonrpc) => {
-                    if first == b'"' {
+                    if buf.get(vstart..vstart + 5) == Some(b"\"2.0\"") {
+                        version_ok = true;
+                        vstart + 5
+                    } else if first == b'"' {
                         let (end, esc) = s.string(vstart)?;
                         let body = JsonStr::validated(text(buf, vstart + 1, end - 1), esc);
                         if body.eq_str("2.0") {
