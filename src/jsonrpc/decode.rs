@@ -383,23 +383,27 @@ fn integer<'f, S: Syntax<'f>>(
     out_of_range: Reason,
 ) -> Result<(usize, Result<i64, Reason>), Fault> {
     let buf = s.buf();
-    // The common case: 1 to 18 digits, no sign, no leading zero, and no fraction or exponent
-    // after them. Such a number always fits an i64; anything else takes the general path.
-    let mut i = start;
+    // The common case: an optional minus, 1 to 18 digits without a leading zero, and no
+    // fraction or exponent after them. Such a number always fits an i64; anything else takes
+    // the general path.
+    let negative = buf.get(start) == Some(&b'-');
+    let digits = start + negative as usize;
+    let mut i = digits;
     let mut v: u64 = 0;
     while let Some(&d) = buf.get(i) {
         let digit = d.wrapping_sub(b'0');
-        if digit > 9 || i - start == 18 {
+        if digit > 9 || i - digits == 18 {
             break;
         }
         v = v * 10 + digit as u64;
         i += 1;
     }
-    let simple = i > start
-        && (buf[start] != b'0' || i == start + 1)
+    let simple = i > digits
+        && (buf[digits] != b'0' || i == digits + 1)
         && !matches!(buf.get(i), Some(b'.' | b'e' | b'E' | b'0'..=b'9'));
     if simple {
-        return Ok((i, Ok(v as i64)));
+        let v = v as i64;
+        return Ok((i, Ok(if negative { -v } else { v })));
     }
     integer_general(s, start, fractional, out_of_range)
 }
