@@ -13,22 +13,64 @@ use super::Reason;
 use super::scan::{Fault, fault};
 
 /// Validates `buf` as UTF-8; on failure, the offset of the first invalid byte.
+///
+/// An ASCII prefix (all of most frames) is skipped 16 bytes per compare first; the rest, from
+/// the first chunk that holds a non-ASCII byte, goes through the full validator.
 pub(crate) fn validate(buf: &[u8]) -> Result<(), Fault> {
+    let start = ascii_prefix(buf);
+    if start == buf.len() {
+        return Ok(());
+    }
+    let rest = &buf[start..];
     #[cfg(target_arch = "x86_64")]
     {
-        if buf.len() >= 64 && std::is_x86_feature_detected!("avx2") {
+        if rest.len() >= 64 && std::is_x86_feature_detected!("avx2") {
             // Safety: AVX2 support was just detected on this CPU.
-            if unsafe { avx2::is_valid(buf) } {
+            if unsafe { avx2::is_valid(rest) } {
                 return Ok(());
             }
             return Err(first_error(buf));
         }
     }
-    if std::str::from_utf8(buf).is_ok() {
+    if std::str::from_utf8(rest).is_ok() {
         Ok(())
     } else {
         Err(first_error(buf))
     }
+}
+
+/// A position up to which `buf` is certainly ASCII: `buf.len()` when all of it is, else the
+/// start of a 16-byte chunk that holds a non-ASCII byte (every byte before it being ASCII, no
+/// multi-byte sequence can start before it).
+#[inline]
+fn ascii_prefix(buf: &[u8]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
+        if buf.len() >= 16 {
+            let high = |at: usize| {
+                // Safety: SSE2 is baseline on x86_64; callers pass `at + 16 <= buf.len()`.
+                unsafe {
+                    _mm_movemask_epi8(_mm_loadu_si128(buf.as_ptr().add(at) as *const __m128i))
+                }
+            };
+            let mut i = 0;
+            while i + 16 <= buf.len() {
+                if high(i) != 0 {
+                    return i;
+                }
+                i += 16;
+            }
+            // The last bytes, in one load that overlaps the checked ones.
+            let last = buf.len() - 16;
+            return if i == buf.len() || high(last) == 0 {
+                buf.len()
+            } else {
+                last
+            };
+        }
+    }
+    if buf.is_ascii() { buf.len() } else { 0 }
 }
 
 #[cold]
