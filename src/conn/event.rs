@@ -267,7 +267,9 @@ impl Stored {
 #[derive(Debug)]
 struct Entry {
     stored: Stored,
-    frame: Vec<u8>,
+    /// The event's copy of its frame, checked as UTF-8 once when queued, so that its views
+    /// are slices taken in O(1).
+    frame: String,
 }
 
 /// A frame copied into the event queue, for building spans.
@@ -308,10 +310,17 @@ impl Capture<'_> {
 
     /// Queues the event with its frame copy.
     pub(crate) fn push(self, stored: Stored) {
-        self.queue.push_entry(Entry {
-            stored,
-            frame: self.frame,
-        });
+        // The copy is of a frame the decoder accepted, so it is UTF-8; were it not, the views
+        // would all come out empty rather than wrong. The check is the vectorised one, which
+        // settles an ASCII frame 16 bytes per compare.
+        let mut bytes = self.frame;
+        if crate::jsonrpc::utf8::validate(&bytes).is_err() {
+            bytes.clear();
+        }
+        // Safety: `bytes` was just checked to be UTF-8 (or emptied) by the same validator the
+        // decoder relies on; `utf8.rs` tests it against the standard library's.
+        let frame = unsafe { String::from_utf8_unchecked(bytes) };
+        self.queue.push_entry(Entry { stored, frame });
     }
 }
 
@@ -346,7 +355,7 @@ impl EventQueue {
     pub(crate) fn push(&mut self, stored: Stored) {
         self.push_entry(Entry {
             stored,
-            frame: Vec::new(),
+            frame: String::new(),
         });
     }
 
@@ -364,7 +373,8 @@ impl EventQueue {
         }
     }
 
-    fn recycle(&mut self, mut buf: Vec<u8>) {
+    fn recycle(&mut self, buf: String) {
+        let mut buf = buf.into_bytes();
         if buf.capacity() > 0 && self.pool.len() < 64 {
             buf.clear();
             self.pool.push(buf);
@@ -395,20 +405,19 @@ impl EventQueue {
     }
 }
 
-fn text(frame: &[u8], span: Span) -> JsonStr<'_> {
-    let bytes = frame
-        .get(span.start as usize..(span.start + span.len) as usize)
-        .unwrap_or(&[]);
+fn text(frame: &str, span: Span) -> JsonStr<'_> {
     // The span was taken from a validated view of this very frame.
-    let s = std::str::from_utf8(bytes).unwrap_or("");
+    let s = frame
+        .get(span.start as usize..(span.start + span.len) as usize)
+        .unwrap_or("");
     JsonStr::validated(s, span.escaped)
 }
 
-fn raw(frame: &[u8], span: Span) -> RawJson<'_> {
+fn raw(frame: &str, span: Span) -> RawJson<'_> {
     RawJson::validated(text(frame, span).raw())
 }
 
-fn id(frame: &[u8], id: StoredId) -> Id<'_> {
+fn id(frame: &str, id: StoredId) -> Id<'_> {
     match id {
         StoredId::Int(n) => Id::Int(n),
         StoredId::Str(span) => Id::Str(text(frame, span)),
@@ -416,7 +425,7 @@ fn id(frame: &[u8], id: StoredId) -> Id<'_> {
 }
 
 fn view(entry: &Entry) -> Event<'_> {
-    let f = &entry.frame[..];
+    let f = entry.frame.as_str();
     match &entry.stored {
         Stored::Ready(version) => Event::Ready { version: *version },
         Stored::Closed(reason) => Event::Closed { reason },

@@ -12,7 +12,7 @@ mod scan;
 #[cfg(feature = "simd")]
 mod simd;
 mod text;
-mod utf8;
+pub(crate) mod utf8;
 
 use std::borrow::Cow;
 use std::fmt;
