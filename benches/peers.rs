@@ -9,7 +9,11 @@
 //!   typed messages through `serde_json::to_writer`, and by serde_json from `Value`;
 //! - `peers_roundtrip`: a request encoded by a client, decoded by a server, answered, the answer
 //!   decoded by the client and correlated: two handshaken mcpwire `Connection`s, against the
-//!   same steps with rmcp's typed messages. Elements are messages (two per round trip).
+//!   same steps with rmcp's typed messages. Elements are messages (two per round trip);
+//! - `peers_correlate_{mixed,small}`: decode + correlate, what a client does with its answers:
+//!   the corpus's results and errors, re-addressed to a handshaken client's requests in
+//!   flight, decoded, matched to their requests and handed out as events; against the bare
+//!   decode of the same stream and rmcp's typed parse plus a `HashMap` lookup.
 //!
 //! Before timing it prints the memory of an idle connection and of each request in flight
 //! (a counting allocator measures it) and checks that every baseline parses every line.
@@ -23,12 +27,12 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput};
+use criterion::{BatchSize, Criterion, Throughput};
 use mcpwire::Timestamp;
 use mcpwire::conn::{Config, Connection, Event};
 use mcpwire::frame::line::LineDecoder;
 use mcpwire::jsonrpc::{
-    Backend, Decoded, Decoder, DecoderConfig, Message, OwnedId, RawJson, encode_message,
+    Backend, Decoded, Decoder, DecoderConfig, Id, Message, OwnedId, RawJson, encode_message,
 };
 use mcpwire::mcp::ProtocolVersion;
 use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
@@ -492,6 +496,160 @@ fn bench_roundtrip(c: &mut Criterion) {
     group.finish();
 }
 
+// ---- Decode + correlate ---------------------------------------------------------------------
+
+/// The corpus's answers (results and errors, in corpus order), re-addressed to the ids
+/// `first`, `first + 1`, …, as one stream; and how many there are.
+fn answers(corpus: &Corpus, first: i64) -> (Vec<u8>, usize) {
+    let mut d = decoder(Backend::Native);
+    let mut out = Vec::with_capacity(corpus.bytes.len());
+    let mut n = 0;
+    for line in corpus.lines() {
+        let id = Id::Int(first + n as i64);
+        let readdressed = match d.decode(line) {
+            Ok(Decoded::Single(Message::Response(mut r))) => {
+                r.id = id;
+                Message::Response(r)
+            }
+            Ok(Decoded::Single(Message::Error(mut e))) => {
+                e.id = Some(id);
+                Message::Error(e)
+            }
+            _ => continue,
+        };
+        encode_message(&mut out, &readdressed);
+        out.push(b'\n');
+        n += 1;
+    }
+    (out, n)
+}
+
+/// A handshaken client with `n` `ping` requests in flight (their output consumed); returns
+/// it and the first request's id. Ids are allocated in order, so a fresh client always gets
+/// the same ones.
+fn client_awaiting(n: usize) -> (Connection, i64) {
+    let now = Timestamp::ZERO;
+    let mut config = client_config();
+    config.limits.max_outbound_in_flight = n;
+    let mut client = Connection::new(config, now).unwrap();
+    let mut server = Connection::new(server_config(), now).unwrap();
+    let mut buf = Vec::new();
+    for _ in 0..4 {
+        pipe(&mut client, &mut server, &mut buf, now);
+        pipe(&mut server, &mut client, &mut buf, now);
+        while client.poll_event().is_some() {}
+        while server.poll_event().is_some() {}
+    }
+    assert_eq!(client.state(), mcpwire::conn::State::Operating);
+    let mut first = None;
+    for _ in 0..n {
+        let id = client.request(now, "ping", None).expect("request");
+        first.get_or_insert(id.0);
+        while let Some(t) = client.poll_transmit() {
+            let len = t.bytes.len();
+            client.consume_transmit(len);
+        }
+    }
+    (client, first.expect("at least one request"))
+}
+
+/// Feeds the answers to the client in 64 KiB reads, draining its events after each read;
+/// returns how many answers were correlated to a request.
+fn correlate(client: &mut Connection, stream: &[u8]) -> usize {
+    let mut answered = 0;
+    for chunk in stream.chunks(CHUNK) {
+        client.handle_input(Timestamp::ZERO, chunk);
+        while let Some(event) = client.poll_event() {
+            match event {
+                Event::Response { result, .. } => {
+                    black_box(result.get().len());
+                    answered += 1;
+                }
+                Event::Error { code, message, .. } => {
+                    black_box((code, message.raw().len()));
+                    answered += 1;
+                }
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+    }
+    answered
+}
+
+/// rmcp's typed parse of each answer, correlated by id in a map of requests in flight.
+fn rmcp_correlate(pending: &mut HashMap<NumberOrString, ()>, stream: &[u8]) -> usize {
+    let mut answered = 0;
+    for_each_line(stream, |_, line| {
+        let m: ServerJsonRpcMessage = serde_json::from_slice(line).expect("rmcp parses answers");
+        let id = match m {
+            ServerJsonRpcMessage::Response(r) => {
+                black_box(&r.result);
+                r.id
+            }
+            ServerJsonRpcMessage::Error(e) => {
+                black_box(&e.error);
+                e.id.expect("answers carry ids")
+            }
+            _ => panic!("not an answer"),
+        };
+        answered += usize::from(pending.remove(&id).is_some());
+    });
+    answered
+}
+
+/// Decode + correlate: what a client does with its answers. The corpus's results and errors
+/// (re-addressed to the client's ids) are fed to a handshaken client with that many requests
+/// in flight, which decodes each, matches it to its request and hands out the event. Against
+/// mcpwire's bare decode of the same stream, and rmcp's typed parse plus a `HashMap` lookup.
+/// Setting up the requests in flight is not timed.
+fn bench_correlate(c: &mut Criterion, name: &str, corpus: &Corpus) {
+    let (_, first) = client_awaiting(1);
+    let (stream, n) = answers(corpus, first);
+    {
+        let (mut client, first_again) = client_awaiting(n);
+        assert_eq!(first_again, first);
+        assert_eq!(
+            correlate(&mut client, &stream),
+            n,
+            "every answer correlated"
+        );
+        assert_eq!(client.requests_in_flight(), 0);
+        let mut pending = (0..n)
+            .map(|k| (NumberOrString::Number(first + k as i64), ()))
+            .collect::<HashMap<_, _>>();
+        assert_eq!(rmcp_correlate(&mut pending, &stream), n);
+    }
+    let mut group = c.benchmark_group(format!("peers_correlate_{name}"));
+    group.throughput(Throughput::ElementsAndBytes {
+        elements: n as u64,
+        bytes: stream.len() as u64,
+    });
+    group.bench_function("mcpwire", |b| {
+        b.iter_batched(
+            || client_awaiting(n).0,
+            |mut client| black_box(correlate(&mut client, &stream)),
+            BatchSize::LargeInput,
+        )
+    });
+    let mut lines = LineDecoder::new();
+    let mut d = decoder(Backend::Native);
+    group.bench_function("mcpwire_decode_only", |b| {
+        b.iter(|| black_box(mcpwire_stream(&mut lines, &mut d, &stream)))
+    });
+    group.bench_function("rmcp", |b| {
+        b.iter_batched(
+            || {
+                (0..n)
+                    .map(|k| (NumberOrString::Number(first + k as i64), ()))
+                    .collect::<HashMap<_, _>>()
+            },
+            |mut pending| black_box(rmcp_correlate(&mut pending, &stream)),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 // ---- Memory ---------------------------------------------------------------------------------
 
 /// Prints what an idle connection and each request in flight cost (inline size plus heap).
@@ -564,6 +722,8 @@ fn main() {
     bench_encode(&mut c, "mixed", &mixed, &mixed_dirs);
     bench_encode(&mut c, "small", &small, &small_dirs);
     bench_roundtrip(&mut c);
+    bench_correlate(&mut c, "mixed", &mixed);
+    bench_correlate(&mut c, "small", &small);
 
     c.final_summary();
 }
