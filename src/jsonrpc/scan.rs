@@ -214,8 +214,8 @@ fn unicode_escapes(
 /// Validates a string whose opening quote is at `pos - 1` (UTF-8 already checked). Returns the
 /// position just past the closing quote and whether the string contains escapes.
 ///
-/// Short strings are settled with one 16-byte compare. Longer ones go to the 64-byte block
-/// scanner (32-byte AVX2 lanes when the CPU has them, else SSE2): the block's quotes, backslashes and control characters become bit
+/// Strings of up to 64 bytes without escapes are settled 16 bytes per compare. The rest go to
+/// the 64-byte block scanner (32-byte AVX2 lanes when the CPU has them, else SSE2): the block's quotes, backslashes and control characters become bit
 /// masks, escaped positions are derived from the backslash mask without a branch per escape,
 /// and only `\u` escapes are checked one by one. Text full of line breaks and quotes costs the
 /// same per block as plain text.
@@ -227,10 +227,15 @@ pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
             _mm_or_si128, _mm_set1_epi8,
         };
-        if pos + 16 <= buf.len() {
-            // Safety: SSE2 is baseline on x86_64; the load reads `buf[pos..pos + 16]`.
+        // Up to four 16-byte steps: plain strings of up to 64 bytes end here. A step that would
+        // run past the frame loads the frame's last 16 bytes instead and shifts out the ones
+        // before it.
+        let mut i = pos;
+        while buf.len() >= 16 && i - pos < 64 && i < buf.len() {
+            let start = i.min(buf.len() - 16);
+            // Safety: SSE2 is baseline on x86_64; the load reads `buf[start..start + 16]`.
             let mask = unsafe {
-                let v = _mm_loadu_si128(buf.as_ptr().add(pos) as *const __m128i);
+                let v = _mm_loadu_si128(buf.as_ptr().add(start) as *const __m128i);
                 let stop = _mm_or_si128(
                     _mm_or_si128(
                         _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
@@ -238,16 +243,19 @@ pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
                     ),
                     _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v),
                 );
-                _mm_movemask_epi8(stop) as u32
+                (_mm_movemask_epi8(stop) as u32) >> (i - start)
             };
             if mask != 0 {
-                let at = pos + mask.trailing_zeros() as usize;
+                let at = i + mask.trailing_zeros() as usize;
                 if buf[at] == b'"' {
                     return Ok((at + 1, false));
                 }
+                // Every byte before `i` is plain, so the block scanner may start there.
+                break;
             }
+            i = start + 16;
         }
-        string_blocks(buf, pos)
+        string_blocks(buf, i)
     }
     #[cfg(not(target_arch = "x86_64"))]
     string_scalar(buf, pos)
