@@ -708,6 +708,61 @@ fn malformed_table_is_classified_exactly() {
     });
 }
 
+/// The decoder reads member keys written compactly (`"id":`, with at least 16 bytes of frame
+/// left) in one compare and every other key through the general path. Both must classify
+/// alike: every invalid-request row of the table, and the duplicate and case-variant rules,
+/// give the same answer when a long unknown member at the end gives each key the room for the
+/// fast path, and when whitespace around the colons rules it out.
+#[test]
+fn compact_and_spaced_keys_classify_alike() {
+    let dup_and_case: &[&[u8]] = &[
+        br#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#,
+        br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a"}"#,
+        br#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"a"}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+        br#"{"jsonrpc":"2.0","id":1,"method":"a","Method":"b"}"#,
+        br#"{"jsonrpc":"2.0","id":1,"methods":"a","idx":2,"jsonrpcs":3}"#,
+        br#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"id":1,"method":2}}"#,
+        br#"{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}}"#,
+    ];
+    let frames = MALFORMED
+        .iter()
+        .filter(|(_, kind, _, _)| *kind == ErrorKind::InvalidRequest)
+        .map(|(f, ..)| *f)
+        .chain(dup_and_case.iter().copied());
+    each_backend(|b, d| {
+        for frame in frames.clone() {
+            if frame.first() != Some(&b'{') || frame.last() != Some(&b'}') {
+                continue;
+            }
+            // Payloads keep their own spelling, so spaces are left out of the comparison.
+            let outcome = |d: &mut Decoder, f: &[u8]| {
+                match d.decode(f) {
+                    Ok(Decoded::Single(m)) => format!("{m:?}"),
+                    Ok(other) => format!("{other:?}"),
+                    Err(e) => format!("{:?} {:?} {:?}", e.kind(), e.reason(), e.id()),
+                }
+                .replace(' ', "")
+            };
+            let plain = outcome(d, frame);
+            let mut padded = frame[..frame.len() - 1].to_vec();
+            if padded.len() > 1 {
+                padded.push(b',');
+            }
+            padded.extend_from_slice(br#""zz":"a long unknown member at the end"}"#);
+            let spaced = String::from_utf8_lossy(frame).replace("\":", "\" : ");
+            assert_eq!(
+                outcome(d, &padded),
+                plain,
+                "{b:?}: {}",
+                String::from_utf8_lossy(&padded)
+            );
+            assert_eq!(outcome(d, spaced.as_bytes()), plain, "{b:?}: {spaced}");
+        }
+    });
+}
+
 #[test]
 fn parse_error_offsets_point_at_the_problem() {
     each_backend(|_, d| {
