@@ -17,11 +17,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::pair::Pair;
+use fuzz_logic::c_abi;
+use fuzz_logic::sse_framer::{SSE_CAP_UNIT, SSE_HEADER};
 use fuzz_logic::{
     CHUNKING_HEADER, CONN_HEADER, Frame, LINE_FRAMER_HEADER, Method, Notice, Op, Reply, Setup,
     Side, TARGETS, Target, Versions, encode_ops, parse_ops,
 };
 use mcpwire::conn::{Event, RequestOptions, Role};
+use mcpwire::frame::sse;
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 
 fn fuzz_dir() -> PathBuf {
@@ -105,6 +108,16 @@ fn replay_corpus_api_sequence() {
 #[test]
 fn replay_corpus_chunking() {
     replay_corpus("chunking");
+}
+
+#[test]
+fn replay_corpus_sse_framer() {
+    replay_corpus("sse_framer");
+}
+
+#[test]
+fn replay_corpus_c_abi() {
+    replay_corpus("c_abi");
 }
 
 /// Every input that once crashed a target, kept under `fuzz/regressions/<target>/`.
@@ -455,6 +468,121 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     for (name, setup, ops) in api_scripts(&messages) {
         add("api_sequence", name, encode_ops(&setup, &ops));
     }
+
+    for (name, bytes) in sse_seeds() {
+        add("sse_framer", name, bytes);
+    }
+    for (name, setup, ops) in abi_scripts() {
+        let bytes = c_abi::encode_abi(&setup, &ops);
+        assert!(
+            bytes.len() <= MAX,
+            "c_abi seed {name} has {} bytes",
+            bytes.len()
+        );
+        add("c_abi", name, bytes);
+    }
+    seeds
+}
+
+/// The official examples that are messages, as their files hold them (pretty-printed, so
+/// several lines each).
+fn example_texts() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spec/2026-07-28/examples");
+    let mut dirs = files_or_dirs(&root);
+    dirs.sort();
+    let mut out = Vec::new();
+    for dir in dirs {
+        for file in files_in(&dir) {
+            let text = std::fs::read_to_string(&file).expect("readable example");
+            if file.extension().is_some_and(|e| e == "json") && text.contains("\"jsonrpc\"") {
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+/// The cap byte of an sse_framer input for a cap of about `bytes`.
+fn sse_cap(bytes: usize) -> u8 {
+    u8::try_from(bytes.div_ceil(SSE_CAP_UNIT)).unwrap_or(u8::MAX)
+}
+
+/// sse_framer inputs: the examples as event streams the way MCP servers send them (ids,
+/// priming events, retry, keep-alive comments), pretty-printed and compact, with each line
+/// ending, at caps that fit them and caps that do not; and hand-made edge cases.
+fn sse_seeds() -> Vec<(String, Vec<u8>)> {
+    let texts = example_texts();
+    let mut seeds = Vec::new();
+    for (i, group) in texts.chunks(4).enumerate() {
+        let mut stream = Vec::new();
+        if i % 4 == 0 {
+            stream.extend_from_slice(b"\xEF\xBB\xBF");
+        }
+        // A priming event: an id and empty data.
+        sse::write_event(&mut stream, Some(&format!("{i}-0")), None, "");
+        sse::write_retry(&mut stream, 1000 + i as u64);
+        for (j, text) in group.iter().enumerate() {
+            let data = if j % 2 == 0 {
+                text.trim_end().to_owned()
+            } else {
+                String::from_utf8(compact(text.as_bytes())).expect("UTF-8")
+            };
+            let id = format!("{i}-{}", j + 1);
+            let event = (j == 1).then_some("message");
+            sse::write_event(&mut stream, Some(&id), event, &data);
+            if j == 2 {
+                sse::write_comment(&mut stream, "keep-alive");
+            }
+        }
+        let ending: &[u8] = [&b"\n"[..], b"\r\n", b"\r"][i % 3];
+        let stream = if ending == b"\n" {
+            stream
+        } else {
+            String::from_utf8(stream)
+                .expect("UTF-8")
+                .replace('\n', std::str::from_utf8(ending).unwrap())
+                .into_bytes()
+        };
+        let longest = group.iter().map(String::len).max().unwrap_or(0);
+        let cap = if i % 3 == 2 {
+            sse_cap(longest / 2)
+        } else {
+            sse_cap(longest + 200)
+        };
+        seeds.push((
+            format!("examples-{i}"),
+            with_header(&[cap, i as u8], &stream),
+        ));
+    }
+    let mut long_line = b"data: ".to_vec();
+    long_line.extend(std::iter::repeat_n(b'x', 300));
+    long_line.extend_from_slice(b"\ndata: tail\n\ndata: next\n\n");
+    let edges: &[(&str, u8, &[u8])] = &[
+        (
+            "fields",
+            32,
+            b"\xEF\xBB\xBF: c\r\nretry: 500\r\nid: 1\r\ndata: {\"a\":1}\r\n\r\nevent: message\ndata: one\ndata:two\nid: 2\n\n\rdata\r\rid: 3\rdata: x\r\r: k\n\ndata: no id\n\n",
+        ),
+        ("long-line", 0, &long_line),
+        (
+            "empty-fields",
+            16,
+            b"event:\ndata: {}\n\nevent\ndata\n\nid\ndata: b\n\nid: 8\n\nretry:\nretry: 99999999999999999999999\nretry: 1x\n\n",
+        ),
+        (
+            "nul-and-bytes",
+            16,
+            b"id: a\0b\ndata: \xFF\xE2\x82\n:\xFF\ndata\xFF: x\n\x00: y\ndata:  two spaces\n\ndata: unfinished",
+        ),
+        (
+            "bom-split",
+            8,
+            b"\xEF\xBB\xEF\xBB\xBFdata: a\r\r\n\n\r\ndata: b\r",
+        ),
+    ];
+    for (name, cap, stream) in edges {
+        seeds.push(((*name).to_owned(), with_header(&[*cap, 3], stream)));
+    }
     seeds
 }
 
@@ -680,6 +808,14 @@ fn seed_corpora_are_current() {
                 "{name}: the op writer and arbitrary disagree"
             );
         }
+        if *target == "c_abi" {
+            let (setup, ops) = c_abi::parse_abi(bytes).expect("a setup");
+            let again = c_abi::encode_abi(&setup, &ops);
+            assert_eq!(
+                &again, bytes,
+                "{name}: the c_abi writer and arbitrary disagree"
+            );
+        }
     }
     let write = std::env::var_os("MCPWIRE_WRITE_SEEDS").is_some();
     let mut problems = Vec::new();
@@ -725,8 +861,8 @@ fn seed_corpora_are_current() {
     assert!(total < 1024 * 1024, "seed corpora too large: {total} bytes");
     // Keep the headers in step with the targets.
     assert_eq!(
-        (LINE_FRAMER_HEADER, CONN_HEADER, CHUNKING_HEADER),
-        (2, 4, 2)
+        (LINE_FRAMER_HEADER, CONN_HEADER, CHUNKING_HEADER, SSE_HEADER),
+        (2, 4, 2, 2)
     );
 }
 
@@ -762,9 +898,748 @@ fn seeds_reach_deep_states() {
         client.contains(&"response") && server.contains(&"timed out"),
         "{client:?} {server:?}"
     );
+    let tally = |name: &str| c_abi::c_abi_tally(&read("c_abi", &format!("seed-{name}")));
+    for name in [
+        "session-dual",
+        "session-legacy",
+        "session-modern",
+        "session-near-the-end",
+    ] {
+        let t = tally(name);
+        for key in [
+            "MCPW_EVENT_READY",
+            "MCPW_EVENT_REQUEST",
+            "MCPW_EVENT_RESPONSE",
+            "MCPW_EVENT_CLOSED",
+            "mcpw_conn_respond MCPW_OK",
+        ] {
+            assert!(t.contains_key(key), "{name}: no {key} in {t:#?}");
+        }
+        assert!(
+            t.contains_key("MCPW_EVENT_TIMED_OUT") || t.contains_key("MCPW_EVENT_ABANDONED"),
+            "{name}: every request answered in {t:#?}"
+        );
+    }
+    let t = tally("session-modern");
+    assert!(
+        t.contains_key("MCPW_EVENT_INPUT_REQUIRED") && t.contains_key("mcpw_conn_retry MCPW_OK"),
+        "{t:#?}"
+    );
+    let t = tally("mistakes");
+    for code in [
+        "MCPW_ERR_NULL_ARGUMENT",
+        "MCPW_ERR_INVALID_UTF8",
+        "MCPW_ERR_JSON_WRONG_TYPE",
+        "MCPW_ERR_INVALID_ID",
+        "MCPW_ERR_UNKNOWN_VERSION",
+        "MCPW_ERR_INVALID_ARGUMENT",
+        "MCPW_ERR_CONSUME_TOO_MUCH",
+        "MCPW_ERR_CLOSED",
+    ] {
+        assert!(
+            t.keys().any(|k| k.ends_with(code)),
+            "mistakes: no {code} in {t:#?}"
+        );
+    }
     let (client, _) = ended("seed-timeouts");
     assert!(
         client.contains(&"timed out") && client.contains(&"abandoned"),
         "{client:?}"
     );
+}
+
+// ---- c_abi seeds --------------------------------------------------------------------------
+
+/// The official example messages, parsed: requests as (method, params without `_meta`, which
+/// the engine writes itself) and results.
+fn example_calls() -> (Vec<(String, String)>, Vec<String>) {
+    let mut requests = Vec::new();
+    let mut results = Vec::new();
+    for text in c_abi::EXAMPLES {
+        let mut value: serde_json::Value = serde_json::from_str(text).expect("valid example");
+        if let Some(result) = value.get("result") {
+            results.push(result.to_string());
+        }
+        if value.get("id").is_some()
+            && let Some(method) = value.get("method").and_then(|m| m.as_str())
+        {
+            let method = method.to_owned();
+            let params = value.get_mut("params").map(|p| {
+                if let Some(o) = p.as_object_mut() {
+                    o.remove("_meta");
+                }
+                p.to_string()
+            });
+            requests.push((method, params.unwrap_or_else(|| "{}".to_owned())));
+        }
+    }
+    (requests, results)
+}
+
+fn bytes(text: &str) -> c_abi::Text {
+    c_abi::Text::Bytes(fuzz_logic::Blob(text.as_bytes().to_vec()))
+}
+
+/// The index of `entry` in one of the target's pick lists.
+fn pick_of(list: &[&str], entry: &str) -> c_abi::Text {
+    let i = list.iter().position(|e| *e == entry).expect("in the list");
+    c_abi::Text::Pick(i as u8)
+}
+
+/// A client (config 0, connection 0) and a server (config 1, connection 1) speaking the
+/// versions of `mask`, wired together: the handshake, half of the example requests (`half`
+/// 0 or 1) with half of the example results, progress, logging, "input required" and its retry, a cancel, a request
+/// the other way, getters, time-outs, a close and EOF.
+fn abi_session(mask: u8, era: u8, small: bool, half: usize) -> Vec<c_abi::AbiOp> {
+    use c_abi::{AbiOp::*, IdArg, LimitsArg, Number, Options, Own, Setting, Text, VersionsArg};
+    let (requests, results) = example_calls();
+    let mut ops = Vec::new();
+    for (slot, role, caps) in [(0u8, 1u8, 11u8), (1, 2, 12)] {
+        ops.push(ConfigNew {
+            slot,
+            role,
+            name: Text::Pick(0),
+            version: Text::Pick(1),
+            null_out: false,
+        });
+        ops.push(ConfigSet {
+            slot,
+            setting: Setting::Versions(VersionsArg::List { mask, extra: None }),
+        });
+        ops.push(ConfigSet {
+            slot,
+            setting: Setting::Capabilities(Text::Pick(caps)),
+        });
+        if small {
+            ops.push(ConfigSet {
+                slot,
+                setting: Setting::Limits(LimitsArg::Small),
+            });
+            ops.push(ConfigSet {
+                slot,
+                setting: Setting::Timeouts(2_000, 3_000),
+            });
+        }
+    }
+    ops.push(ConfigSet {
+        slot: 0,
+        setting: Setting::ClientEra(era),
+    });
+    ops.push(ConfigSet {
+        slot: 1,
+        setting: Setting::Instructions(Text::Pick(3)),
+    });
+    ops.push(ConnNew {
+        config: 0,
+        conn: 0,
+        null_out: false,
+    });
+    ops.push(ConnNew {
+        config: 1,
+        conn: 1,
+        null_out: false,
+    });
+    for _ in 0..2 {
+        ops.push(Deliver {
+            from: 0,
+            to: 1,
+            limit: None,
+        });
+        ops.push(Deliver {
+            from: 1,
+            to: 0,
+            limit: None,
+        });
+    }
+    // First a tools/call, which a 2026-07-28 server may answer with "input required".
+    ops.push(Request {
+        conn: 0,
+        method: pick_of(c_abi_methods(), "tools/call"),
+        params: Text::Pick(1),
+        options: Options::Null,
+        null_out: false,
+    });
+    for (k, (method, params)) in requests.iter().skip(half).step_by(2).enumerate() {
+        ops.push(Request {
+            conn: 0,
+            method: bytes(method),
+            params: bytes(params),
+            options: Options::Given {
+                timeout_ms: Some(5_000),
+                progress: u8::from(k % 3 == 0),
+                reset_on_progress: (k % 3) as u8,
+            },
+            null_out: false,
+        });
+    }
+    ops.push(Deliver {
+        from: 0,
+        to: 1,
+        limit: Some(700),
+    });
+    ops.push(Deliver {
+        from: 0,
+        to: 1,
+        limit: None,
+    });
+    // (Sessions that do not drain after every call drain here.)
+    ops.push(Drain {
+        conn: 1,
+        null_out: false,
+    });
+    ops.push(Progress {
+        conn: 1,
+        id: IdArg::Peer(0),
+        progress: Number::Int(50),
+        total: Some(Number::Int(100)),
+        message: Text::Pick(3),
+    });
+    ops.push(Log {
+        conn: 1,
+        id: IdArg::Peer(1),
+        level: 6,
+        logger: Text::Pick(0),
+        data: Text::Pick(26),
+        null_out: false,
+    });
+    ops.push(RequestContext {
+        conn: 1,
+        id: IdArg::Peer(0),
+        null_out: false,
+    });
+    ops.push(InputRequired {
+        conn: 1,
+        id: IdArg::Peer(0),
+        requests: Text::Pick(15),
+        state: Text::Pick(12),
+    });
+    for (k, result) in results.iter().skip(half).step_by(2).enumerate() {
+        ops.push(Respond {
+            conn: 1,
+            id: IdArg::Peer(k as u8),
+            result: bytes(result),
+        });
+    }
+    ops.push(RespondError {
+        conn: 1,
+        id: IdArg::Peer(3),
+        code: 4,
+        message: Text::Pick(0),
+        data: Text::Pick(20),
+    });
+    ops.push(Request {
+        conn: 1,
+        method: pick_of(c_abi_methods(), "roots/list"),
+        params: Text::Absent,
+        options: Options::Null,
+        null_out: false,
+    });
+    ops.push(Notify {
+        conn: 1,
+        method: pick_of(c_abi_methods(), "notifications/tools/list_changed"),
+        params: Text::Absent,
+    });
+    ops.push(Deliver {
+        from: 1,
+        to: 0,
+        limit: None,
+    });
+    ops.push(Drain {
+        conn: 0,
+        null_out: false,
+    });
+    ops.push(Retry {
+        conn: 0,
+        request: Own::Known(0),
+        responses: Text::Pick(16),
+        null_out: false,
+    });
+    ops.push(Cancel {
+        conn: 0,
+        request: Own::Known(3),
+        reason: Text::Pick(0),
+    });
+    ops.push(Deliver {
+        from: 0,
+        to: 1,
+        limit: None,
+    });
+    ops.push(Deliver {
+        from: 1,
+        to: 0,
+        limit: None,
+    });
+    ops.push(Getters {
+        conn: 0,
+        null_out: false,
+    });
+    ops.push(Getters {
+        conn: 1,
+        null_out: false,
+    });
+    ops.push(Advance { ms: 6_000 });
+    ops.push(Timeout {
+        conn: 0,
+        to_deadline: false,
+    });
+    ops.push(Timeout {
+        conn: 1,
+        to_deadline: true,
+    });
+    ops.push(Close {
+        conn: 0,
+        grace_ms: Some(100),
+    });
+    ops.push(Deliver {
+        from: 0,
+        to: 1,
+        limit: None,
+    });
+    ops.push(Eof { conn: 1 });
+    ops.push(Take {
+        conn: 1,
+        limit: None,
+        null_out: 0,
+    });
+    ops
+}
+
+fn c_abi_methods() -> &'static [&'static str] {
+    c_abi::METHODS
+}
+
+/// c_abi inputs: sessions of each era, the examples fed to each side as lines and frames,
+/// every mistake the header says it refuses, and the JSON helpers on the examples.
+fn abi_scripts() -> Vec<(String, c_abi::AbiSetup, Vec<c_abi::AbiOp>)> {
+    use c_abi::{
+        AbiOp::*, AbiSetup, Clock, IdArg, IdPick, LimitsArg, Number, Options, Own, Setting, Text,
+        VersionsArg,
+    };
+    let setup = |drain_always: bool, seed: u8| AbiSetup {
+        clock: Clock::At(1_000),
+        drain_always,
+        seed,
+    };
+    // Each session with the PRNG seed (for answers given on the spot) that gets the furthest:
+    // the most kinds of events and of successful calls.
+    let richest = |clock: Clock, drain_always: bool, ops: Vec<c_abi::AbiOp>| {
+        let setup = (0..32u8)
+            .map(|seed| AbiSetup {
+                clock,
+                drain_always,
+                seed,
+            })
+            .max_by_key(|setup| {
+                let tally = c_abi::c_abi_tally(&c_abi::encode_abi(setup, &ops));
+                tally
+                    .keys()
+                    .filter(|k| k.starts_with("MCPW_EVENT") || k.ends_with("MCPW_OK"))
+                    .count()
+            })
+            .expect("some seed");
+        (setup, ops)
+    };
+    let at = Clock::At(1_000);
+    let mut scripts = Vec::new();
+    for (name, clock, drain_always, ops) in [
+        ("session-dual", at, true, abi_session(0x1f, 1, false, 0)),
+        ("session-legacy", at, true, abi_session(0x0f, 2, true, 1)),
+        ("session-modern", at, false, abi_session(0x10, 3, false, 1)),
+        (
+            "session-near-the-end",
+            Clock::NearTheEnd,
+            true,
+            abi_session(0x08, 2, true, 0),
+        ),
+    ] {
+        let (setup, ops) = richest(clock, drain_always, ops);
+        scripts.push((name.to_owned(), setup, ops));
+    }
+
+    // The examples fed to a server and a client, as lines and as frames.
+    let mut ops = vec![
+        ConfigNew {
+            slot: 0,
+            role: 2,
+            name: Text::Pick(0),
+            version: Text::Pick(1),
+            null_out: false,
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Capabilities(Text::Pick(12)),
+        },
+        ConnNew {
+            config: 0,
+            conn: 0,
+            null_out: false,
+        },
+        ConfigNew {
+            slot: 1,
+            role: 1,
+            name: Text::Pick(0),
+            version: Text::Pick(1),
+            null_out: false,
+        },
+        ConnNew {
+            config: 1,
+            conn: 1,
+            null_out: false,
+        },
+    ];
+    for k in 0..c_abi::EXAMPLES.len() as u8 {
+        ops.push(FeedExample {
+            conn: 0,
+            example: k,
+            id: (k % 2 == 0).then_some(IdPick::Int(i64::from(k))),
+            stream: (k % 3 == 0).then_some(k),
+        });
+        ops.push(FeedExample {
+            conn: 1,
+            example: k,
+            id: Some(IdPick::Own(0)),
+            stream: None,
+        });
+        ops.push(Take {
+            conn: k % 2,
+            limit: Some(100),
+            null_out: 0,
+        });
+    }
+    for (k, frame) in [
+        fuzz_logic::Frame::Result,
+        fuzz_logic::Frame::ErrorReply,
+        fuzz_logic::Frame::InputRequired,
+        fuzz_logic::Frame::ProgressFor,
+        fuzz_logic::Frame::Batch,
+        fuzz_logic::Frame::CancelIt,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        ops.push(FeedFrame {
+            conn: (k % 2) as u8,
+            frame,
+            id: IdPick::Peer(0),
+            stream: (k == 4).then_some(2),
+        });
+    }
+    ops.push(Drain {
+        conn: 0,
+        null_out: false,
+    });
+    scripts.push(("examples".to_owned(), setup(true, 5), ops));
+
+    // Every mistake the header names, on NULL, live and closed handles.
+    let nul = Text::NullWithLength(3);
+    let huge = Text::NullWithLength(u8::MAX);
+    let bad_utf8 = Text::Bytes(fuzz_logic::Blob(vec![b'a', 0xFF, 0xC0]));
+    let mut ops = vec![
+        Request {
+            conn: 2,
+            method: Text::Pick(0),
+            params: Text::Absent,
+            options: Options::Null,
+            null_out: false,
+        },
+        ConfigNew {
+            slot: 0,
+            role: 0,
+            name: Text::Pick(0),
+            version: Text::Pick(1),
+            null_out: false,
+        },
+        ConfigNew {
+            slot: 0,
+            role: u8::MAX,
+            name: nul.clone(),
+            version: bad_utf8.clone(),
+            null_out: true,
+        },
+        ConnNew {
+            config: 1,
+            conn: 0,
+            null_out: false,
+        },
+        ConfigNew {
+            slot: 0,
+            role: 1,
+            name: Text::Pick(4),
+            version: Text::Empty,
+            null_out: false,
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Versions(VersionsArg::NullWithCount(2)),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Versions(VersionsArg::NullWithCount(u8::MAX)),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Versions(VersionsArg::List {
+                mask: 0x60,
+                extra: Some(bad_utf8.clone()),
+            }),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Info(Text::Pick(21)),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Capabilities(Text::Pick(18)),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Instructions(huge.clone()),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Timeouts(0, u32::MAX),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Limits(LimitsArg::Null),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Limits(LimitsArg::Given {
+                max_frame: 100,
+                outbound: 0,
+                inbound: 1,
+                buffered: 1,
+                remembered: 1,
+                queued: 1,
+            }),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::Policy(0xff),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::ClientEra(9),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::DiscoverTimeout(0),
+        },
+        ConfigSet {
+            slot: 0,
+            setting: Setting::DiscoverCache(10, 7),
+        },
+        ConfigGet {
+            slot: 0,
+            null_out: true,
+        },
+        ConfigGet {
+            slot: 1,
+            null_out: false,
+        },
+        ConnNew {
+            config: 0,
+            conn: 0,
+            null_out: true,
+        },
+        ConnNew {
+            config: 0,
+            conn: 0,
+            null_out: false,
+        },
+        Feed {
+            conn: 0,
+            bytes: huge.clone(),
+            stream: None,
+        },
+        Feed {
+            conn: 0,
+            bytes: nul.clone(),
+            stream: Some(1),
+        },
+        Feed {
+            conn: 0,
+            bytes: Text::Empty,
+            stream: None,
+        },
+        Feed {
+            conn: 0,
+            bytes: bad_utf8.clone(),
+            stream: None,
+        },
+        Request {
+            conn: 0,
+            method: bad_utf8.clone(),
+            params: Text::Pick(28),
+            options: Options::Given {
+                timeout_ms: None,
+                progress: 5,
+                reset_on_progress: 9,
+            },
+            null_out: true,
+        },
+        Request {
+            conn: 0,
+            method: Text::Pick(0),
+            params: Text::Pick(22),
+            options: Options::HugeTimeout,
+            null_out: false,
+        },
+        RequestRelated {
+            conn: 0,
+            parent: IdArg::Kind(9),
+            method: Text::Pick(11),
+            params: Text::Absent,
+            options: Options::Null,
+        },
+        Notify {
+            conn: 0,
+            method: Text::Pick(19),
+            params: Text::Pick(9),
+        },
+        Respond {
+            conn: 0,
+            id: IdArg::Str(Text::Pick(6)),
+            result: Text::Absent,
+        },
+        Respond {
+            conn: 0,
+            id: IdArg::Null,
+            result: Text::Pick(0),
+        },
+        RespondError {
+            conn: 0,
+            id: IdArg::Str(nul.clone()),
+            code: u8::MAX,
+            message: bad_utf8.clone(),
+            data: Text::Pick(30),
+        },
+        Progress {
+            conn: 0,
+            id: IdArg::Int(-1),
+            progress: Number::NaN,
+            total: Some(Number::Infinite),
+            message: nul.clone(),
+        },
+        Log {
+            conn: 0,
+            id: IdArg::Int(1),
+            level: u8::MAX,
+            logger: Text::Absent,
+            data: Text::Absent,
+            null_out: true,
+        },
+        InputRequired {
+            conn: 0,
+            id: IdArg::Str(Text::Pick(2)),
+            requests: Text::Pick(22),
+            state: bad_utf8.clone(),
+        },
+        Retry {
+            conn: 0,
+            request: Own::Raw(i64::MIN),
+            responses: Text::Pick(21),
+            null_out: true,
+        },
+        Cancel {
+            conn: 0,
+            request: Own::Known(0),
+            reason: huge.clone(),
+        },
+        Take {
+            conn: 0,
+            limit: Some(3),
+            null_out: 1,
+        },
+        Take {
+            conn: 0,
+            limit: Some(0),
+            null_out: 2,
+        },
+        Take {
+            conn: 0,
+            limit: None,
+            null_out: 3,
+        },
+        ConsumeTooMuch { conn: 0, extra: 10 },
+        Drain {
+            conn: 0,
+            null_out: true,
+        },
+        Getters {
+            conn: 0,
+            null_out: true,
+        },
+        RequestContext {
+            conn: 0,
+            id: IdArg::Null,
+            null_out: true,
+        },
+        Close {
+            conn: 0,
+            grace_ms: None,
+        },
+        Close {
+            conn: 0,
+            grace_ms: Some(0),
+        },
+        Timeout {
+            conn: 0,
+            to_deadline: true,
+        },
+        Request {
+            conn: 0,
+            method: Text::Pick(0),
+            params: Text::Absent,
+            options: Options::Null,
+            null_out: false,
+        },
+        Eof { conn: 0 },
+        Eof { conn: 0 },
+        Respond {
+            conn: 0,
+            id: IdArg::Int(1),
+            result: Text::Pick(0),
+        },
+        Getters {
+            conn: 0,
+            null_out: false,
+        },
+        ConnFree { conn: 0 },
+        ConnFree { conn: 0 },
+        Getters {
+            conn: 0,
+            null_out: false,
+        },
+        ConfigFree { slot: 0 },
+        ConfigFree { slot: 0 },
+        Message { code: 0 },
+        Message { code: 901 },
+        Message { code: -1 },
+        Message { code: i32::MAX },
+    ];
+    for k in 0..8 {
+        ops.push(Json {
+            text: Text::Pick(k * 5),
+            key: Text::Pick(k),
+            index: k,
+        });
+    }
+    scripts.push(("mistakes".to_owned(), setup(true, 6), ops));
+
+    // The JSON helpers on every example.
+    for (part, examples) in c_abi::EXAMPLES.chunks(8).enumerate() {
+        let ops = examples
+            .iter()
+            .enumerate()
+            .map(|(k, text)| Json {
+                text: bytes(text),
+                key: Text::Pick(7 + (k % 4) as u8),
+                index: k as u8,
+            })
+            .collect();
+        scripts.push((format!("json-{part}"), setup(true, 7), ops));
+    }
+    scripts
 }

@@ -264,6 +264,17 @@ fn stage<'s, const N: usize>(
     spans.map(|s| s.map(|(start, end)| &buf[start..end]))
 }
 
+/// Refuses a command on a closed connection with `MCPW_ERR_CLOSED`, once its arguments are
+/// checked. The header promises that code for every command after `MCPW_EVENT_CLOSED`; the
+/// engine refuses them all too, but some with the reason it checks first (an id that is no
+/// longer in flight, an engine-owned method, an error code of the version).
+fn refuse_if_closed(conn: &Connection) -> Result<(), mcpw_result> {
+    if conn.state() == State::Closed {
+        return Err(MCPW_ERR_CLOSED);
+    }
+    Ok(())
+}
+
 /// Reads the caller's request options (NULL: the defaults).
 ///
 /// # Safety
@@ -613,6 +624,7 @@ pub unsafe extern "C" fn mcpw_conn_request(
         };
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
+        refuse_if_closed(&h.conn)?;
         let id = h.conn.request_with(at(now_ns), method, params, options)?;
         out.write(id.0);
         Ok(())
@@ -659,6 +671,7 @@ pub unsafe extern "C" fn mcpw_conn_request_related(
         let parent = id_of(parent.kind, parent.integer, string)?;
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
+        refuse_if_closed(&h.conn)?;
         let id = h
             .conn
             .request_related(at(now_ns), parent, method, params, options)?;
@@ -693,6 +706,7 @@ pub unsafe extern "C" fn mcpw_conn_notify(
         };
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
+        refuse_if_closed(&h.conn)?;
         h.conn.notify(method, params)?;
         Ok(())
     };
@@ -723,7 +737,9 @@ pub unsafe extern "C" fn mcpw_conn_respond(
             return Err(MCPW_ERR_NULL_ARGUMENT);
         };
         let key = id_of(id.kind, id.integer, string)?;
-        h.conn.respond(key, json(result)?)?;
+        let result = json(result)?;
+        refuse_if_closed(&h.conn)?;
+        h.conn.respond(key, result)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -763,6 +779,7 @@ pub unsafe extern "C" fn mcpw_conn_respond_error(
         let key = id_of(id.kind, id.integer, string)?;
         let message = utf8(message)?;
         let data = data.map(json).transpose()?;
+        refuse_if_closed(&h.conn)?;
         h.conn.respond_error(key, code, message, data)?;
         Ok(())
     };
@@ -797,6 +814,7 @@ pub unsafe extern "C" fn mcpw_conn_progress(
         let [string, message] = stage(&mut h.staged, [id.string, message]);
         let key = id_of(id.kind, id.integer, string)?;
         let message = message.map(utf8).transpose()?;
+        refuse_if_closed(&h.conn)?;
         h.conn
             .progress(key, progress, has_total.then_some(total), message)?;
         Ok(())
@@ -846,7 +864,9 @@ pub unsafe extern "C" fn mcpw_conn_log(
         };
         let key = id_of(id.kind, id.integer, string)?;
         let logger = logger.map(utf8).transpose()?;
-        let sent = h.conn.log(key, level, logger, json(data)?)?;
+        let data = json(data)?;
+        refuse_if_closed(&h.conn)?;
+        let sent = h.conn.log(key, level, logger, data)?;
         out.write(sent);
         Ok(())
     };
@@ -884,6 +904,7 @@ pub unsafe extern "C" fn mcpw_conn_respond_input_required(
         let key = id_of(id.kind, id.integer, string)?;
         let requests = requests.map(json).transpose()?;
         let state = state.map(utf8).transpose()?;
+        refuse_if_closed(&h.conn)?;
         h.conn.respond_input_required(key, requests, state)?;
         Ok(())
     };
@@ -915,6 +936,7 @@ pub unsafe extern "C" fn mcpw_conn_retry(
         let responses = unsafe { optional_bytes_in(input_responses, input_responses_len) }?;
         let [responses] = stage(&mut h.staged, [responses]);
         let responses = responses.map(json).transpose()?;
+        refuse_if_closed(&h.conn)?;
         let id = h.conn.retry(at(now_ns), RequestId(request_id), responses)?;
         out.write(id.0);
         Ok(())
@@ -942,6 +964,7 @@ pub unsafe extern "C" fn mcpw_conn_cancel(
         let reason = unsafe { optional_bytes_in(reason, reason_len) }?;
         let [reason] = stage(&mut h.staged, [reason]);
         let reason = reason.map(utf8).transpose()?;
+        refuse_if_closed(&h.conn)?;
         h.conn.cancel(at(now_ns), RequestId(request_id), reason)?;
         Ok(())
     };

@@ -159,3 +159,76 @@ fn capability_flags_match_the_engine() {
         all |= flag;
     }
 }
+
+/// Found by the `c_abi` fuzz target: after `MCPW_EVENT_CLOSED` some commands failed with the
+/// reason the engine checks first (an id no longer in flight, an engine-owned method) rather
+/// than `MCPW_ERR_CLOSED`, which the header promises for every command.
+#[test]
+fn every_command_fails_with_closed_after_the_closed_event() {
+    let text = |s: &str| (s.as_ptr().cast::<std::ffi::c_char>(), s.len());
+    let (name, name_len) = text("t");
+    let (method, method_len) = text("notifications/initialized");
+    let (ping, ping_len) = text("ping");
+    let (obj, obj_len) = text("{}");
+    let id = mcpw_id {
+        kind: mcpw_id_kind::MCPW_ID_INT as u32,
+        integer: 1,
+        string: mcpw_str {
+            ptr: ptr::null(),
+            len: 0,
+        },
+    };
+    // Safety: every pointer is NULL where allowed or valid for its length; the handles are
+    // used here only and freed once.
+    unsafe {
+        let mut config = ptr::null_mut();
+        assert_eq!(
+            mcpw_config_new(2, name, name_len, name, name_len, &mut config),
+            MCPW_OK
+        );
+        let mut conn = ptr::null_mut();
+        assert_eq!(mcpw_conn_new(config, 0, &mut conn), MCPW_OK);
+        assert_eq!(mcpw_conn_handle_eof(conn, 1), MCPW_OK);
+        let mut event = mcpw_event::default();
+        assert_eq!(mcpw_conn_poll_event(conn, &mut event), MCPW_OK);
+        assert_eq!(event.kind, mcpw_event_kind::MCPW_EVENT_CLOSED);
+        let (mut out_id, mut sent) = (0i64, false);
+        let results = [
+            mcpw_conn_notify(conn, method, method_len, ptr::null(), 0),
+            mcpw_conn_request(
+                conn,
+                2,
+                ping,
+                ping_len,
+                ptr::null(),
+                0,
+                ptr::null(),
+                &mut out_id,
+            ),
+            mcpw_conn_request_related(
+                conn,
+                2,
+                &id,
+                ping,
+                ping_len,
+                ptr::null(),
+                0,
+                ptr::null(),
+                &mut out_id,
+            ),
+            mcpw_conn_respond(conn, &id, obj, obj_len),
+            mcpw_conn_respond_error(conn, &id, -32603, name, name_len, ptr::null(), 0),
+            mcpw_conn_progress(conn, &id, 1.0, 0.0, false, ptr::null(), 0),
+            mcpw_conn_log(conn, &id, 6, ptr::null(), 0, obj, obj_len, &mut sent),
+            mcpw_conn_respond_input_required(conn, &id, obj, obj_len, ptr::null(), 0),
+            mcpw_conn_retry(conn, 2, 1, ptr::null(), 0, &mut out_id),
+            mcpw_conn_cancel(conn, 2, 1, ptr::null(), 0),
+        ];
+        assert_eq!(results, [MCPW_ERR_CLOSED; 10]);
+        // Arguments are still checked first; closing again does nothing.
+        assert_eq!(mcpw_conn_respond(conn, &id, obj, 0), MCPW_ERR_INVALID_JSON);
+        assert_eq!(mcpw_conn_close(conn, 3, 0), MCPW_OK);
+        mcpw_conn_free(conn);
+        mcpw_config_free(config);
+    }
+}

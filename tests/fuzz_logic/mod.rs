@@ -24,6 +24,12 @@ use mcpwire::jsonrpc::{
 };
 use mcpwire::mcp::{LogLevel, ProtocolVersion};
 
+pub mod c_abi;
+pub mod sse_framer;
+
+pub use c_abi::c_abi;
+pub use sse_framer::sse_framer;
+
 /// A target's body: takes the fuzzer's bytes, panics when an invariant breaks.
 pub type TargetFn = fn(&[u8]);
 
@@ -35,6 +41,8 @@ pub const TARGETS: &[(&str, TargetFn)] = &[
     ("conn_client", conn_client),
     ("api_sequence", api_sequence),
     ("chunking", chunking),
+    ("sse_framer", sse_framer),
+    ("c_abi", c_abi),
 ];
 
 /// Header bytes in front of the stream, per target (the seed generator writes them).
