@@ -136,6 +136,13 @@ impl SseDecoder {
         self.last_event_id.as_deref()
     }
 
+    /// Carries the last event id over to a decoder for a new connection that resumes the
+    /// stream (the one sent as `Last-Event-ID`), so that it stays in force until an event
+    /// sets or resets it.
+    pub fn set_last_event_id(&mut self, id: Option<&str>) {
+        self.last_event_id = id.filter(|id| !id.is_empty()).map(str::to_owned);
+    }
+
     /// Adds bytes from the stream. Complete lines are processed at once; of an unfinished one,
     /// only what fits the cap is kept.
     pub fn feed(&mut self, mut bytes: &[u8]) {

@@ -121,9 +121,6 @@ pub fn classify(
 pub struct StreamReader {
     sse: SseDecoder,
     retry: Option<Duration>,
-    /// The id of the last event dispatched whole (an event cut off by a dropped connection
-    /// must not count: its id line may have arrived without the rest).
-    last_id: Option<String>,
 }
 
 impl StreamReader {
@@ -139,9 +136,6 @@ impl StreamReader {
         while let Some(item) = self.sse.next_item() {
             match item {
                 SseItem::Event(e) => {
-                    if let Some(id) = &e.id {
-                        self.last_id = Some(id.clone());
-                    }
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
                         on_message(e.data.as_bytes());
@@ -153,16 +147,21 @@ impl StreamReader {
         }
     }
 
-    /// The id to send as `Last-Event-ID` when reconnecting.
+    /// The id to send as `Last-Event-ID` when reconnecting: that of the last event dispatched
+    /// whole (an event cut off by a dropped connection does not count, since its id line may
+    /// have arrived without the rest), even one without data; `None` before any id and after
+    /// an empty `id` field.
     pub fn last_event_id(&self) -> Option<&str> {
-        self.last_id.as_deref()
+        self.sse.last_event_id()
     }
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut
     /// off mid-way is discarded (the server replays it whole), while the last event id and
     /// `retry` are kept.
     pub fn reconnected(&mut self) {
-        self.sse = SseDecoder::default();
+        let mut fresh = SseDecoder::default();
+        fresh.set_last_event_id(self.sse.last_event_id());
+        self.sse = fresh;
     }
 
     /// How long to wait before reconnecting, if the server said (`retry`). The client must
@@ -188,5 +187,47 @@ impl StreamReader {
             h.push(("Last-Event-ID", id.to_owned()));
         }
         h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_id_means_no_last_event_id_header() {
+        let mut reader = StreamReader::new();
+        let mut seen = Vec::new();
+        reader.feed(
+            b"id: 7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n\n",
+            |m| seen.push(m.to_vec()),
+        );
+        assert_eq!(seen.len(), 1);
+        assert_eq!(reader.last_event_id(), Some("7"));
+        let has_header = |r: &StreamReader| {
+            r.resume_headers(None, None)
+                .iter()
+                .any(|(name, _)| *name == "Last-Event-ID")
+        };
+        assert!(has_header(&reader));
+        reader.feed(
+            b"id\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n\n",
+            |m| seen.push(m.to_vec()),
+        );
+        assert_eq!(seen.len(), 2);
+        assert_eq!(reader.last_event_id(), None);
+        assert!(!has_header(&reader));
+        // An event without an id field keeps the last one.
+        reader.feed(
+            b"id: 9\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n\n",
+            |_| {},
+        );
+        assert_eq!(reader.last_event_id(), Some("9"));
+        // A reconnection keeps it; an event cut off by the drop does not count.
+        reader.feed(b"id: 10\ndata: {\"jsonrpc\"", |_| {});
+        reader.reconnected();
+        assert_eq!(reader.last_event_id(), Some("9"));
+        reader.feed(b": primed\n\n", |_| {});
+        assert_eq!(reader.last_event_id(), Some("9"));
     }
 }
