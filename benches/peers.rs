@@ -13,7 +13,7 @@
 //! - `peers_correlate_{mixed,small}`: decode + correlate, what a client does with its answers:
 //!   the corpus's results and errors, re-addressed to a handshaken client's requests in
 //!   flight, decoded, matched to their requests and handed out as events; against the bare
-//!   decode of the same stream and rmcp's typed parse plus a `HashMap` lookup.
+//!   decode of the same stream (`bare_decode`) and rmcp's typed parse plus a `HashMap` lookup.
 //!
 //! Before timing it prints the memory of an idle connection and of each request in flight
 //! (a counting allocator measures it) and checks that every baseline parses every line.
@@ -600,7 +600,8 @@ fn rmcp_correlate(pending: &mut HashMap<NumberOrString, ()>, stream: &[u8]) -> u
 /// Decode + correlate: what a client does with its answers. The corpus's results and errors
 /// (re-addressed to the client's ids) are fed to a handshaken client with that many requests
 /// in flight, which decodes each, matches it to its request and hands out the event. Against
-/// mcpwire's bare decode of the same stream, and rmcp's typed parse plus a `HashMap` lookup.
+/// mcpwire's bare decode of the same stream (`bare_decode`), and rmcp's typed parse plus a
+/// `HashMap` lookup.
 /// Setting up the requests in flight is not timed.
 fn bench_correlate(c: &mut Criterion, name: &str, corpus: &Corpus) {
     let (_, first) = client_awaiting(1);
@@ -633,7 +634,7 @@ fn bench_correlate(c: &mut Criterion, name: &str, corpus: &Corpus) {
     });
     let mut lines = LineDecoder::new();
     let mut d = decoder(Backend::Native);
-    group.bench_function("mcpwire_decode_only", |b| {
+    group.bench_function("bare_decode", |b| {
         b.iter(|| black_box(mcpwire_stream(&mut lines, &mut d, &stream)))
     });
     group.bench_function("rmcp", |b| {
