@@ -215,10 +215,10 @@ fn unicode_escapes(
 /// position just past the closing quote and whether the string contains escapes.
 ///
 /// Strings of up to 64 bytes without escapes are settled 16 bytes per compare. The rest go to
-/// the 64-byte block scanner (32-byte AVX2 lanes when the CPU has them, else SSE2): the block's quotes, backslashes and control characters become bit
-/// masks, escaped positions are derived from the backslash mask without a branch per escape,
-/// and only `\u` escapes are checked one by one. Text full of line breaks and quotes costs the
-/// same per block as plain text.
+/// the 64-byte block scanner (32-byte AVX2 lanes when the CPU has them, else SSE2): the block's
+/// quotes, backslashes and control characters become bit masks, escaped positions are derived
+/// from the backslash mask without a branch per escape, and only `\u` escapes are checked one
+/// by one. Text full of line breaks and quotes costs the same per block as plain text.
 #[inline]
 pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     #[cfg(target_arch = "x86_64")]
@@ -272,6 +272,10 @@ fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     }
 }
 
+/// The block scanner compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn string_blocks_avx2(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
