@@ -341,8 +341,13 @@ fn pipe(from: &mut Connection, to: &mut Connection, buf: &mut Vec<u8>, now: Time
 
 /// A client and a server that have completed the handshake.
 fn handshaken() -> (Connection, Connection) {
+    handshaken_with(client_config())
+}
+
+/// [`handshaken`], with the client's configuration given.
+fn handshaken_with(client_config: Config) -> (Connection, Connection) {
     let now = Timestamp::ZERO;
-    let mut client = Connection::new(client_config(), now).unwrap();
+    let mut client = Connection::new(client_config, now).unwrap();
     let mut server = Connection::new(server_config(), now).unwrap();
     let mut buf = Vec::new();
     for _ in 0..4 {
@@ -531,16 +536,7 @@ fn client_awaiting(n: usize) -> (Connection, i64) {
     let now = Timestamp::ZERO;
     let mut config = client_config();
     config.limits.max_outbound_in_flight = n;
-    let mut client = Connection::new(config, now).unwrap();
-    let mut server = Connection::new(server_config(), now).unwrap();
-    let mut buf = Vec::new();
-    for _ in 0..4 {
-        pipe(&mut client, &mut server, &mut buf, now);
-        pipe(&mut server, &mut client, &mut buf, now);
-        while client.poll_event().is_some() {}
-        while server.poll_event().is_some() {}
-    }
-    assert_eq!(client.state(), mcpwire::conn::State::Operating);
+    let (mut client, _server) = handshaken_with(config);
     let mut first = None;
     for _ in 0..n {
         let id = client.request(now, "ping", None).expect("request");

@@ -250,15 +250,9 @@ fn word_at(buf: &[u8], at: usize, len: usize) -> u64 {
     }
 }
 
-/// A member name as a word, for [`word_at`] comparisons.
+/// A member name (at most 8 bytes) as a word, for [`word_at`] comparisons.
 const fn name_word(name: &[u8]) -> u64 {
-    let mut w = 0u64;
-    let mut i = 0;
-    while i < name.len() {
-        w |= (name[i] as u64) << (8 * i);
-        i += 1;
-    }
-    w
+    pattern(name).0 as u64
 }
 
 /// Sets bit 5 of every byte of a word: for the all-letter member names this folds ASCII
