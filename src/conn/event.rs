@@ -267,15 +267,23 @@ impl Stored {
 #[derive(Debug)]
 struct Entry {
     stored: Stored,
-    /// The event's copy of its frame, checked as UTF-8 once when queued, so that its views
-    /// are slices taken in O(1).
-    frame: String,
+    /// Where the event's copy of its frame lies in the queue's arena.
+    frame: FrameCopy,
+}
+
+/// A frame copy in the arena, by logical offset (see [`EventQueue::origin`]). Events that
+/// borrow nothing get an empty one at the arena's end, so that the entries of the queue always
+/// have non-decreasing starts.
+#[derive(Clone, Copy, Debug)]
+struct FrameCopy {
+    start: usize,
+    len: usize,
 }
 
 /// A frame copied into the event queue, for building spans.
 pub(crate) struct Capture<'q> {
     queue: &'q mut EventQueue,
-    frame: Vec<u8>,
+    frame: FrameCopy,
     origin: usize,
 }
 
@@ -310,26 +318,32 @@ impl Capture<'_> {
 
     /// Queues the event with its frame copy.
     pub(crate) fn push(self, stored: Stored) {
-        // The copy is of a frame the decoder accepted, so it is UTF-8; were it not, the views
-        // would all come out empty rather than wrong. The check is the vectorised one, which
-        // settles an ASCII frame 16 bytes per compare.
-        let mut bytes = self.frame;
-        if crate::jsonrpc::utf8::validate(&bytes).is_err() {
-            bytes.clear();
-        }
-        // Safety: `bytes` was just checked to be UTF-8 (or emptied) by the same validator the
-        // decoder relies on; `utf8.rs` tests it against the standard library's.
-        let frame = unsafe { String::from_utf8_unchecked(bytes) };
-        self.queue.push_entry(Entry { stored, frame });
+        self.queue.push_entry(Entry {
+            stored,
+            frame: self.frame,
+        });
     }
 }
 
-/// The queue, with a pool of frame buffers so steady state allocates nothing.
+/// Below this many bytes of consumed frames at the front of the arena, they are not cut off
+/// while events are still queued behind them.
+const ARENA_RECLAIM: usize = 64 * 1024;
+
+/// The arena's capacity kept across an empty queue; a larger one (left by a burst or a huge
+/// frame) is given back.
+const ARENA_KEEP: usize = 256 * 1024;
+
+/// The queue. The frames that queued events borrow from are copied back to back into one
+/// arena, oldest first, so a burst of events costs no allocation per event; the arena is
+/// emptied whenever the queue is, and its consumed front is cut off when it grows large.
 #[derive(Debug, Default)]
 pub(crate) struct EventQueue {
     queue: VecDeque<Entry>,
     current: Option<Entry>,
-    pool: Vec<Vec<u8>>,
+    /// The frame copies, always UTF-8 (only frames that pass the UTF-8 check are copied).
+    arena: String,
+    /// The logical offset of the arena's first byte: it grows as consumed copies are cut off.
+    origin: usize,
     pub(crate) limit: usize,
     pub(crate) dropped: u64,
 }
@@ -342,10 +356,18 @@ impl EventQueue {
         }
     }
 
+    /// The logical offset one past the arena's last byte.
+    fn end(&self) -> usize {
+        self.origin + self.arena.len()
+    }
+
     fn push_entry(&mut self, entry: Entry) {
         if self.queue.len() >= self.limit && entry.stored.droppable() {
             self.dropped += 1;
-            self.recycle(entry.frame);
+            // Its copy, if any, is the arena's last: take it back.
+            if entry.frame.len > 0 && entry.frame.start + entry.frame.len == self.end() {
+                self.arena.truncate(entry.frame.start - self.origin);
+            }
             return;
         }
         self.queue.push_back(entry);
@@ -353,55 +375,78 @@ impl EventQueue {
 
     /// Queues an event that borrows nothing.
     pub(crate) fn push(&mut self, stored: Stored) {
-        self.push_entry(Entry {
-            stored,
-            frame: String::new(),
-        });
+        let frame = FrameCopy {
+            start: self.end(),
+            len: 0,
+        };
+        self.push_entry(Entry { stored, frame });
     }
 
     /// Copies `frame` so that views into it can be stored with the next event. `frame` must be
     /// the slice the views were decoded from.
     pub(crate) fn capture(&mut self, frame: &[u8]) -> Capture<'_> {
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(frame);
-        let origin = frame.as_ptr() as usize;
+        self.reclaim();
+        let start = self.end();
+        // The copy is of a frame the decoder accepted, so it is UTF-8; were it not, nothing
+        // would be copied and the views would all come out empty rather than wrong. The check
+        // is the vectorised one, which settles an ASCII frame 16 bytes per compare.
+        let len = if crate::jsonrpc::utf8::validate(frame).is_ok() {
+            // Safety: `frame` was just checked to be UTF-8 by the same validator the decoder
+            // relies on; `utf8.rs` tests it against the standard library's.
+            self.arena
+                .push_str(unsafe { std::str::from_utf8_unchecked(frame) });
+            frame.len()
+        } else {
+            0
+        };
         Capture {
             queue: self,
-            frame: buf,
-            origin,
+            frame: FrameCopy { start, len },
+            origin: frame.as_ptr() as usize,
         }
     }
 
-    fn recycle(&mut self, buf: String) {
-        let mut buf = buf.into_bytes();
-        if buf.capacity() > 0 && self.pool.len() < 64 {
-            buf.clear();
-            self.pool.push(buf);
+    /// Drops the arena's copies that no queued event borrows any more: all of them when the
+    /// queue is empty, else the front once it is large and at least half the arena.
+    fn reclaim(&mut self) {
+        let oldest = self.current.as_ref().or(self.queue.front());
+        match oldest.map(|e| e.frame.start) {
+            None => {
+                self.origin = self.end();
+                self.arena.clear();
+                if self.arena.capacity() > ARENA_KEEP {
+                    self.arena.shrink_to(ARENA_KEEP / 4);
+                }
+            }
+            Some(start) => {
+                let dead = start.saturating_sub(self.origin);
+                if dead >= ARENA_RECLAIM && dead >= self.arena.len() / 2 {
+                    // `dead` ends a whole frame copy, so it is a character boundary.
+                    self.arena.drain(..dead);
+                    self.origin = start;
+                }
+            }
         }
     }
 
     /// Retires the event handed out last and hands out the next one.
     pub(crate) fn next(&mut self) -> Option<Event<'_>> {
-        if let Some(done) = self.current.take() {
-            self.recycle(done.frame);
-        }
         self.current = self.queue.pop_front();
         let entry = self.current.as_ref()?;
-        Some(view(entry))
+        Some(view(&self.arena, self.origin, entry))
     }
 
     /// The event handed out last, again.
     pub(crate) fn current(&self) -> Option<Event<'_>> {
-        self.current.as_ref().map(view)
+        self.current
+            .as_ref()
+            .map(|entry| view(&self.arena, self.origin, entry))
     }
 
     /// Forgets the event handed out last (the caller mutated the connection, so its views are
     /// dead anyway) without handing out another.
     pub(crate) fn retire_current(&mut self) {
-        if let Some(done) = self.current.take() {
-            self.recycle(done.frame);
-        }
+        self.current = None;
     }
 }
 
@@ -424,8 +469,12 @@ fn id(frame: &str, id: StoredId) -> Id<'_> {
     }
 }
 
-fn view(entry: &Entry) -> Event<'_> {
-    let f = entry.frame.as_str();
+fn view<'a>(arena: &'a str, origin: usize, entry: &'a Entry) -> Event<'a> {
+    let at = entry.frame.start.wrapping_sub(origin);
+    let f = at
+        .checked_add(entry.frame.len)
+        .and_then(|end| arena.get(at..end))
+        .unwrap_or("");
     match &entry.stored {
         Stored::Ready(version) => Event::Ready { version: *version },
         Stored::Closed(reason) => Event::Closed { reason },
