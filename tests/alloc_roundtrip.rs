@@ -389,6 +389,32 @@ fn cancelled(p: &mut Peers) {
 
 /// Warms `case` up, then asserts that [`MEASURED`] more rounds allocate nothing, with each
 /// validation backend of this build.
+/// How many requests a burst sends before any answer comes back: more than a handful, within
+/// the server's default limit on peer requests held (256).
+const BURST: usize = 200;
+
+/// `BURST` requests in one write, answered by the server in one write, whose answers the client
+/// reads in one go: each side queues hundreds of events from a single read.
+fn burst(p: &mut Peers) {
+    let mut ids = [RequestId(0); BURST];
+    for slot in ids.iter_mut() {
+        *slot = p
+            .client
+            .request(p.now, "tools/call", Some(raw(PARAMS)))
+            .unwrap();
+    }
+    p.client_to_server();
+    for &id in &ids {
+        let peer = p.server_gets_request(id);
+        p.server.respond(peer.as_id(), raw(RESULT)).unwrap();
+    }
+    p.server_to_client();
+    for &id in &ids {
+        p.client_gets_result(id);
+    }
+    p.end_round();
+}
+
 fn steady(version: ProtocolVersion, name: &str, case: fn(&mut Peers)) {
     for &backend in Backend::ALL {
         let mut p = Peers::ready(version, backend);
@@ -469,4 +495,26 @@ fn the_counter_sees_the_engines_allocations() {
         )))
     });
     assert!(n > 0, "the counting allocator saw nothing");
+}
+
+#[test]
+fn a_burst_of_requests_and_answers_allocates_nothing() {
+    for version in [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28] {
+        for &backend in Backend::ALL {
+            let mut p = Peers::ready(version, backend);
+            for _ in 0..20 {
+                burst(&mut p);
+            }
+            let n = allocations_during(|| {
+                for _ in 0..10 {
+                    burst(&mut p);
+                }
+            });
+            assert_eq!(
+                n, 0,
+                "{version:?} burst of {BURST} ({backend:?}): {n} allocations in 10 bursts \
+                 (MCPWIRE_ALLOC_TRACE=1 shows where)"
+            );
+        }
+    }
 }

@@ -544,3 +544,99 @@ fn view<'a>(arena: &'a str, origin: usize, entry: &'a Entry) -> Event<'a> {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(k: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{k},"result":{{"n":{k},"pad":"{}"}}}}"#,
+            "x".repeat(90)
+        )
+    }
+
+    /// Queues the answer in `text` to request `k`.
+    fn push_answer(q: &mut EventQueue, k: usize, text: &str) {
+        let start = text.find(r#"{"n""#).expect("a result");
+        let result = RawJson::new(&text[start..text.len() - 1]).expect("valid JSON");
+        let cap = q.capture(text.as_bytes());
+        let span = cap.raw(result);
+        cap.push(Stored::Response {
+            request: RequestId(k as i64),
+            result: span,
+        });
+    }
+
+    fn expect_answer(q: &mut EventQueue, k: usize) {
+        match q.next() {
+            Some(Event::Response { request, result }) => {
+                assert_eq!(request, RequestId(k as i64));
+                assert!(result.get().starts_with(&format!(r#"{{"n":{k},"#)));
+            }
+            other => panic!("expected the answer to {k}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn views_survive_later_pushes_and_the_arena_empties_with_the_queue() {
+        let mut q = EventQueue::new(4096);
+        for k in 0..500 {
+            push_answer(&mut q, k, &frame(k));
+        }
+        q.push(Stored::TimedOut(RequestId(9999)));
+        for k in 0..500 {
+            expect_answer(&mut q, k);
+        }
+        assert!(matches!(q.next(), Some(Event::TimedOut { .. })));
+        assert!(q.next().is_none());
+        // The next capture finds nothing queued and starts the arena over.
+        push_answer(&mut q, 7, &frame(7));
+        assert_eq!(q.arena.len(), frame(7).len());
+        expect_answer(&mut q, 7);
+    }
+
+    #[test]
+    fn a_consumer_that_lags_by_one_event_keeps_the_arena_bounded() {
+        let mut q = EventQueue::new(4096);
+        push_answer(&mut q, 0, &frame(0));
+        let mut high_water = 0;
+        for k in 1..20_000 {
+            // One more queued, one handed out: one event always waits.
+            push_answer(&mut q, k, &frame(k));
+            expect_answer(&mut q, k - 1);
+            high_water = high_water.max(q.arena.len());
+        }
+        assert!(
+            high_water <= 2 * ARENA_RECLAIM + 2 * frame(0).len(),
+            "arena grew to {high_water} bytes"
+        );
+    }
+
+    #[test]
+    fn a_dropped_notification_takes_its_copy_back() {
+        let mut q = EventQueue::new(16);
+        for k in 0..16 {
+            push_answer(&mut q, k, &frame(k));
+        }
+        let before = q.arena.len();
+        let text = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
+        let method = JsonStr::from_raw("notifications/message").expect("a string body");
+        let cap = q.capture(text.as_bytes());
+        // The span is never read: the event is dropped, the queue being full.
+        let span = Span {
+            start: 0,
+            len: method.raw().len() as u32,
+            escaped: false,
+        };
+        cap.push(Stored::Notification {
+            method: span,
+            params: None,
+        });
+        assert_eq!(q.dropped, 1);
+        assert_eq!(q.arena.len(), before);
+        for k in 0..16 {
+            expect_answer(&mut q, k);
+        }
+    }
+}

@@ -602,6 +602,8 @@ struct Core {
     /// Client, 2026-07-28: spare strings for the params a retry would need, so that keeping
     /// them for every eligible request allocates nothing in steady state.
     retry_pool: Vec<String>,
+    /// The capacity held by `retry_pool`, in bytes.
+    retry_pool_bytes: usize,
     /// Client, auto mode: a -32022 already triggered the one re-probe allowed.
     reprobed: bool,
     config: Config,
@@ -658,6 +660,7 @@ impl Core {
             retryable: FastMap::default(),
             retry_order: VecDeque::new(),
             retry_pool: Vec::new(),
+            retry_pool_bytes: 0,
             reprobed: false,
             lifecycle: Lifecycle::new(config.role, config.policy.strict_lifecycle),
             decoder: Decoder::new(config.decoder),
@@ -1589,6 +1592,7 @@ impl Core {
     /// `text` in a string from the retry pool (or a new one).
     fn pooled_string(&mut self, text: &str) -> String {
         let mut s = self.retry_pool.pop().unwrap_or_default();
+        self.retry_pool_bytes -= s.capacity();
         s.clear();
         s.push_str(text);
         s
@@ -1599,8 +1603,9 @@ impl Core {
         if let Some(RetryBase {
             params: Some(s), ..
         }) = retry
-            && self.retry_pool.len() < RETRY_POOL
+            && s.capacity() <= RETRY_POOL_BYTES - self.retry_pool_bytes
         {
+            self.retry_pool_bytes += s.capacity();
             self.retry_pool.push(s);
         }
     }
@@ -1935,8 +1940,9 @@ impl Core {
     }
 }
 
-/// How many spare strings the retry pool keeps.
-const RETRY_POOL: usize = 16;
+/// How many bytes of spare strings the retry pool keeps: enough for the params of hundreds of
+/// requests in flight at once, so a burst of them allocates nothing once warm.
+const RETRY_POOL_BYTES: usize = 256 * 1024;
 
 /// The methods whose requests may come back "input required" (2026-07-28), as the static
 /// name a retry re-sends.
