@@ -387,9 +387,10 @@ impl EventQueue {
     pub(crate) fn capture(&mut self, frame: &[u8]) -> Capture<'_> {
         self.reclaim();
         let start = self.end();
-        // The copy is of a frame the decoder accepted, so it is UTF-8; were it not, nothing
-        // would be copied and the views would all come out empty rather than wrong. The check
-        // is the vectorised one, which settles an ASCII frame 16 bytes per compare.
+        // A frame the decoder accepted is UTF-8; one it rejected (kept for a violation event)
+        // may not be, and then nothing is copied and its views come out empty rather than
+        // wrong. The check is the vectorised one, which settles an ASCII frame 16 bytes per
+        // compare; for accepted frames it repeats the decoder's (see the README).
         let len = if crate::jsonrpc::utf8::validate(frame).is_ok() {
             // Safety: `frame` was just checked to be UTF-8 by the same validator the decoder
             // relies on; `utf8.rs` tests it against the standard library's.
