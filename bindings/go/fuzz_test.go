@@ -50,17 +50,27 @@ func feedAndDrain(t *testing.T, data []byte, chunk int, cfg *Config, handshake b
 	}
 	var log bytes.Buffer
 	var out []byte
+	// Requests are answered once all the input is in, as a server would answer them later:
+	// answering each as soon as its chunk arrives would make the outcome depend on where the
+	// chunks end (a request repeating the id of one still unanswered is refused, but not once
+	// the first has been answered).
+	var unanswered []ID
+	answer := func() {
+		for _, id := range unanswered {
+			// Refusals (the connection closed meanwhile) are fine; anything else is not:
+			// an id passed back unchanged must always be accepted.
+			var re *ResultError
+			if err := s.Respond(id, []byte(`{}`)); err != nil && !(errors.As(err, &re) && re.Code.IsRefused()) {
+				t.Fatalf("respond to %v: %v", id, err)
+			}
+		}
+		unanswered = unanswered[:0]
+	}
 	drain := func() {
 		for ev, ok := s.NextEvent(); ok; ev, ok = s.NextEvent() {
 			log.WriteString(dump([]Event{ev}))
-			// Answer requests, as a server would, so answers are exercised too.
 			if r, ok := ev.(*RequestEvent); ok {
-				// Refusals (the connection closed meanwhile) are fine; anything else is not:
-				// an id passed back unchanged must always be accepted.
-				var re *ResultError
-				if err := s.Respond(r.ID, []byte(`{}`)); err != nil && !(errors.As(err, &re) && re.Code.IsRefused()) {
-					t.Fatalf("respond to %v: %v", r.ID, err)
-				}
+				unanswered = append(unanswered, r.ID)
 			}
 		}
 		if s.Err() != nil {
@@ -81,6 +91,8 @@ func feedAndDrain(t *testing.T, data []byte, chunk int, cfg *Config, handshake b
 		}
 		drain()
 	}
+	answer()
+	drain()
 	if err := s.FeedEOF(epoch); err != nil {
 		t.Fatalf("eof: %v", err)
 	}
