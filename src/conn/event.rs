@@ -383,27 +383,38 @@ impl EventQueue {
     }
 
     /// Copies `frame` so that views into it can be stored with the next event. `frame` must be
-    /// the slice the views were decoded from.
-    pub(crate) fn capture(&mut self, frame: &[u8]) -> Capture<'_> {
+    /// the text the views were decoded from (the decoder hands it out once it has checked the
+    /// frame's UTF-8, so it is not checked again here).
+    pub(crate) fn capture(&mut self, frame: &str) -> Capture<'_> {
         self.reclaim();
         let start = self.end();
-        // A frame the decoder accepted is UTF-8; one it rejected (kept for a violation event)
-        // may not be, and then nothing is copied and its views come out empty rather than
-        // wrong. The check is the vectorised one, which settles an ASCII frame 16 bytes per
-        // compare; for accepted frames it repeats the decoder's (see the README).
-        let len = if crate::jsonrpc::utf8::validate(frame).is_ok() {
-            // Safety: `frame` was just checked to be UTF-8 by the same validator the decoder
-            // relies on; `utf8.rs` tests it against the standard library's.
-            self.arena
-                .push_str(unsafe { std::str::from_utf8_unchecked(frame) });
-            frame.len()
-        } else {
-            0
-        };
+        self.arena.push_str(frame);
         Capture {
             queue: self,
-            frame: FrameCopy { start, len },
+            frame: FrameCopy {
+                start,
+                len: frame.len(),
+            },
             origin: frame.as_ptr() as usize,
+        }
+    }
+
+    /// [`capture`](Self::capture) for a frame the decoder rejected, which may not be UTF-8:
+    /// then nothing is copied, and views into it come out empty rather than wrong.
+    pub(crate) fn capture_unchecked_text(&mut self, frame: &[u8]) -> Capture<'_> {
+        match crate::jsonrpc::utf8::validate(frame) {
+            // Safety: `frame` was just checked to be UTF-8 by the validator the decoder relies
+            // on; `utf8.rs` tests it against the standard library's.
+            Ok(()) => self.capture(unsafe { std::str::from_utf8_unchecked(frame) }),
+            Err(_) => {
+                self.reclaim();
+                let start = self.end();
+                Capture {
+                    queue: self,
+                    frame: FrameCopy { start, len: 0 },
+                    origin: frame.as_ptr() as usize,
+                }
+            }
         }
     }
 
@@ -561,7 +572,7 @@ mod tests {
     fn push_answer(q: &mut EventQueue, k: usize, text: &str) {
         let start = text.find(r#"{"n""#).expect("a result");
         let result = RawJson::new(&text[start..text.len() - 1]).expect("valid JSON");
-        let cap = q.capture(text.as_bytes());
+        let cap = q.capture(text);
         let span = cap.raw(result);
         cap.push(Stored::Response {
             request: RequestId(k as i64),
@@ -623,7 +634,7 @@ mod tests {
         let before = q.arena.len();
         let text = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
         let method = JsonStr::from_raw("notifications/message").expect("a string body");
-        let cap = q.capture(text.as_bytes());
+        let cap = q.capture(text);
         // The span is never read: the event is dropped, the queue being full.
         let span = Span {
             start: 0,

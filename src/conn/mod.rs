@@ -716,7 +716,7 @@ impl Core {
     /// A violation whose id and method are views into `frame`.
     fn violation_in(
         &mut self,
-        frame: &[u8],
+        frame: &str,
         kind: ViolationKind,
         id: Option<Id<'_>>,
         method: Option<JsonStr<'_>>,
@@ -812,11 +812,11 @@ impl Core {
     // ---- inbound ----
 
     fn on_frame(&mut self, now: Timestamp, stream: StreamId, frame: &[u8]) {
-        let decoded = self.decoder.decode(frame);
+        let decoded = self.decoder.decode_text(frame);
         match decoded {
             Err(e) => self.on_decode_error(frame, stream, None, &e),
-            Ok(Decoded::Single(m)) => self.on_message(now, stream, frame, m, None),
-            Ok(Decoded::Batch(members)) => {
+            Ok((frame, Decoded::Single(m))) => self.on_message(now, stream, frame, m, None),
+            Ok((frame, Decoded::Batch(members))) => {
                 let allowed = self.version.is_some_and(ProtocolVersion::has_batches);
                 if !allowed {
                     self.violation(ViolationKind::BatchNotAllowed);
@@ -854,7 +854,7 @@ impl Core {
                 for member in members {
                     match member {
                         Ok(m) => self.on_message(now, stream, frame, m, Some(b)),
-                        Err(e) => self.on_decode_error(frame, stream, Some(b), &e),
+                        Err(e) => self.on_decode_error(frame.as_bytes(), stream, Some(b), &e),
                     }
                 }
                 // Release the guard that kept the batch open while members were processed.
@@ -874,7 +874,14 @@ impl Core {
             ErrorKind::Parse => ViolationKind::Parse(e.reason()),
             ErrorKind::InvalidRequest => ViolationKind::InvalidMessage(e.reason()),
         };
-        self.violation_in(frame, kind, e.id(), None);
+        // A rejected frame may not be UTF-8: the checking capture copies it only if it is.
+        let cap = self.events.capture_unchecked_text(frame);
+        let stored = Stored::Violation {
+            kind,
+            id: e.id().map(|i| cap.id(i)),
+            method: None,
+        };
+        cap.push(stored);
         if answers_decode_error(e) {
             self.emit_answer(
                 batch,
@@ -894,7 +901,7 @@ impl Core {
         &mut self,
         now: Timestamp,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         message: Message<'_>,
         batch: Option<u32>,
     ) {
@@ -914,7 +921,7 @@ impl Core {
 
     fn reject(
         &mut self,
-        frame: &[u8],
+        frame: &str,
         (stream, batch): (StreamId, Option<u32>),
         r: &jsonrpc::Request<'_>,
         refusal: Refusal<'_>,
@@ -937,7 +944,7 @@ impl Core {
         &mut self,
         _now: Timestamp,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: jsonrpc::Request<'_>,
         batch: Option<u32>,
     ) {
@@ -1009,7 +1016,7 @@ impl Core {
     fn accept_request(
         &mut self,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         modern: Option<ModernContext>,
@@ -1095,7 +1102,7 @@ impl Core {
     fn on_initialize(
         &mut self,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
     ) {
@@ -1174,7 +1181,7 @@ impl Core {
         self.lifecycle.initialize_answered();
     }
 
-    fn on_notification(&mut self, now: Timestamp, frame: &[u8], n: jsonrpc::Notification<'_>) {
+    fn on_notification(&mut self, now: Timestamp, frame: &str, n: jsonrpc::Notification<'_>) {
         let method = n.method.to_str();
         let method: &str = &method;
         match self.lifecycle.admit(MethodKind::Notification, method) {
@@ -1246,7 +1253,7 @@ impl Core {
         }
     }
 
-    fn on_peer_cancel(&mut self, frame: &[u8], params: Option<RawJson<'_>>) {
+    fn on_peer_cancel(&mut self, frame: &str, params: Option<RawJson<'_>>) {
         let target = params
             .and_then(|p| p.get_unique("requestId").ok().flatten())
             .and_then(|v| v.as_id());
@@ -1276,7 +1283,7 @@ impl Core {
         cap.push(stored);
     }
 
-    fn on_progress(&mut self, now: Timestamp, frame: &[u8], params: Option<RawJson<'_>>) {
+    fn on_progress(&mut self, now: Timestamp, frame: &str, params: Option<RawJson<'_>>) {
         let Some(params) = params else {
             self.stats.dropped_progress += 1;
             return;
@@ -1330,7 +1337,7 @@ impl Core {
     fn on_response(
         &mut self,
         now: Timestamp,
-        frame: &[u8],
+        frame: &str,
         id: Id<'_>,
         outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
     ) {

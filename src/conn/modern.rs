@@ -193,7 +193,7 @@ impl Core {
     pub(super) fn route_stateless(
         &mut self,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         method: &str,
@@ -240,7 +240,7 @@ impl Core {
     fn on_stateless_request(
         &mut self,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         method: &str,
@@ -329,7 +329,7 @@ impl Core {
     fn open_listen(
         &mut self,
         stream: StreamId,
-        frame: &[u8],
+        frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
     ) {

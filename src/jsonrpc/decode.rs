@@ -123,6 +123,22 @@ impl Decoder {
     }
 }
 
+impl Decoder {
+    /// [`decode`](Self::decode), also handing back the frame as text: a frame that decodes
+    /// has passed the backend's whole-frame UTF-8 check, so callers that keep it (the event
+    /// queue) need not check it again.
+    pub(crate) fn decode_text<'f>(
+        &mut self,
+        frame: &'f [u8],
+    ) -> Result<(&'f str, Decoded<'f>), DecodeError<'f>> {
+        let decoded = self.decode(frame)?;
+        // Safety: both backends validate the whole frame's UTF-8 before the walk (native:
+        // `utf8::validate`; simd: simd-json's own check), and `decode` returns `Ok` only after
+        // that check passed.
+        Ok((unsafe { std::str::from_utf8_unchecked(frame) }, decoded))
+    }
+}
+
 /// What the envelope walk needs from a backend. Positions are byte offsets into `buf()`.
 pub(crate) trait Syntax<'f> {
     /// The frame.

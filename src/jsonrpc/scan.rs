@@ -189,6 +189,41 @@ fn escape_letter_masks(block: &[u8; 64]) -> (u64, u64) {
     (valid, unicode)
 }
 
+/// What may follow a backslash, by byte: 0 nothing, 1 a one-letter escape, 2 `u`.
+const ESCAPE_LETTER: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut k = 0;
+    let simple = b"\"\\/bfnrt";
+    while k < simple.len() {
+        t[simple[k] as usize] = 1;
+        k += 1;
+    }
+    t[b'u' as usize] = 2;
+    t
+};
+
+/// [`escape_letter_masks`] restricted to the positions in `escapes`, read one by one when
+/// there are at most four of them (prose has a line break or a quote here and there); `None`
+/// when there are more, for the vector version. The masks agree with the vector ones on every
+/// position in `escapes`, which is all the caller reads.
+#[inline(always)]
+fn few_escape_letters(block: &[u8; 64], escapes: u64) -> Option<(u64, u64)> {
+    let mut rest = escapes;
+    let mut valid = 0u64;
+    let mut unicode = 0u64;
+    for _ in 0..4 {
+        if rest == 0 {
+            return Some((valid, unicode));
+        }
+        let at = rest.trailing_zeros();
+        let kind = ESCAPE_LETTER[block[at as usize] as usize];
+        valid |= u64::from(kind != 0) << at;
+        unicode |= u64::from(kind == 2) << at;
+        rest &= rest - 1;
+    }
+    (rest == 0).then_some((valid, unicode))
+}
+
 /// Checks the `\u` escapes of one block, in order. `skip_to` is the first position not yet
 /// covered by an earlier escape (a surrogate pair covers its low half).
 #[cold]
@@ -399,7 +434,9 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
         }
         if escapes != 0 {
             escaped_any = true;
-            let (valid, unicode) = if AVX2 {
+            let (valid, unicode) = if let Some(masks) = few_escape_letters(window, escapes) {
+                masks
+            } else if AVX2 {
                 // Safety: as for `block_masks_avx2` above.
                 unsafe { escape_letter_masks_avx2(window) }
             } else {
@@ -732,7 +769,8 @@ mod tests {
         };
         for round in 0..40_000 {
             let mut body = vec![b'x'; (next() % 130) as usize];
-            let n = 1 + next() % 4;
+            // Up to ten pieces: blocks with few escapes and with many (two code paths).
+            let n = 1 + next() % 10;
             for _ in 0..n {
                 let at = (next() as usize) % (body.len() + 1);
                 let piece = pieces[(next() as usize) % pieces.len()];
