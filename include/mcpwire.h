@@ -1070,7 +1070,9 @@ typedef struct mcpw_event {
  */
 typedef struct mcpw_request_options {
     /**
-     * The timeout in milliseconds; 0 uses the config's request timeout.
+     * The timeout in milliseconds; 0 uses the config's request timeout, except for
+     * `subscriptions/listen`, which then has none: its stream lasts until it is cancelled or
+     * the connection closes.
      */
     uint64_t timeout_ms;
     /**

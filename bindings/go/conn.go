@@ -172,7 +172,9 @@ const (
 
 // RequestOptions adjusts one request; nil or the zero value means the defaults.
 type RequestOptions struct {
-	// Timeout for this request (rounded up to milliseconds); 0 uses Config.RequestTimeout.
+	// Timeout for this request (rounded up to milliseconds); 0 uses Config.RequestTimeout,
+	// except for subscriptions/listen, which then has none: its stream lasts until it is
+	// cancelled or the connection closes.
 	Timeout time.Duration
 	// Progress asks for progress: the engine adds _meta.progressToken to the params and
 	// reports progress as ProgressEvents.

@@ -151,7 +151,8 @@ pub struct Config {
     /// Server only: the `instructions` string sent in the initialize result.
     pub instructions: Option<String>,
     /// How long to wait for an answer to each request, unless the request says otherwise.
-    /// Default 60 s.
+    /// Default 60 s. A `subscriptions/listen` request without a timeout of its own has none
+    /// (see [`RequestOptions::timeout`](super::RequestOptions::timeout)).
     pub request_timeout: Duration,
     /// The longest any request may run when progress keeps resetting its timeout. Default
     /// 10 minutes.

@@ -137,7 +137,8 @@ impl std::error::Error for Error {}
 /// Per-request options for [`Connection::request_with`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RequestOptions {
-    /// Overrides [`Config::request_timeout`].
+    /// Overrides [`Config::request_timeout`]. Without it, a `subscriptions/listen` request has
+    /// no timeout at all: its stream lasts until it is cancelled or the connection closes.
     pub timeout: Option<Duration>,
     /// Ask for progress: the engine adds `_meta.progressToken` (the request's id) to the
     /// params and turns matching progress notifications into [`Event::Progress`].

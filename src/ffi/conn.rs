@@ -132,7 +132,9 @@ pub enum mcpw_progress_reset {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct mcpw_request_options {
-    /// The timeout in milliseconds; 0 uses the config's request timeout.
+    /// The timeout in milliseconds; 0 uses the config's request timeout, except for
+    /// `subscriptions/listen`, which then has none: its stream lasts until it is cancelled or
+    /// the connection closes.
     pub timeout_ms: u64,
     /// 1 to ask for progress: the engine adds `_meta.progressToken` (the request's id) to
     /// the params and reports progress as `MCPW_EVENT_PROGRESS`; 0 not to.

@@ -1597,16 +1597,22 @@ impl Harness {
             .map_or_else(Vec::new, |c| c.peer_requests.clone())
     }
 
-    /// A request id came back from `request`, `request_related` or `retry`.
-    fn issued(&mut self, i: usize, id: i64, timeout_ms: Option<u64>, progress: bool) {
+    /// A request id came back from `request`, `request_related` or `retry`. `listen`: the
+    /// method was `subscriptions/listen`, which without a timeout of its own has none (the
+    /// header says so), so it never times out.
+    fn issued(&mut self, i: usize, id: i64, timeout_ms: Option<u64>, progress: bool, listen: bool) {
         let now = self.now;
         let c = self.conns[i].as_mut().expect("a live connection");
         assert!(c.issued.insert(id), "request id {id} issued twice");
         c.own.push(id);
-        let timeout = timeout_ms
-            .unwrap_or(c.model.request_timeout_ms)
-            .max(c.model.max_total_ms);
-        let deadline = now.saturating_add(timeout.saturating_mul(1_000_000));
+        let deadline = if listen && timeout_ms.is_none() {
+            u64::MAX
+        } else {
+            let timeout = timeout_ms
+                .unwrap_or(c.model.request_timeout_ms)
+                .max(c.model.max_total_ms);
+            now.saturating_add(timeout.saturating_mul(1_000_000))
+        };
         c.pending.insert(id, Pending { deadline, progress });
     }
 
@@ -2971,7 +2977,8 @@ impl Harness {
         if ok {
             // Safety: the call succeeded.
             let id = *unsafe { out.get() };
-            self.issued(i, id, timeout, progress);
+            let listen = method.null.is_none() && method.bytes == b"subscriptions/listen";
+            self.issued(i, id, timeout, progress, listen);
         } else {
             assert!(out.untouched(), "a failed request wrote its id");
         }
@@ -3011,7 +3018,7 @@ impl Harness {
                 .unwrap_or_else(|| panic!("retried {request}, which did not need input"));
             // Safety: the call succeeded.
             let id = *unsafe { out.get() };
-            self.issued(i, id, None, progress);
+            self.issued(i, id, None, progress, false);
         } else {
             assert!(out.untouched(), "a failed retry wrote its id");
         }
