@@ -401,7 +401,7 @@ impl EventQueue {
 
     /// [`capture`](Self::capture) for a frame the decoder rejected, which may not be UTF-8:
     /// then nothing is copied, and views into it come out empty rather than wrong.
-    pub(crate) fn capture_unchecked_text(&mut self, frame: &[u8]) -> Capture<'_> {
+    pub(crate) fn capture_checked(&mut self, frame: &[u8]) -> Capture<'_> {
         match crate::jsonrpc::utf8::validate(frame) {
             // Safety: `frame` was just checked to be UTF-8 by the validator the decoder relies
             // on; `utf8.rs` tests it against the standard library's.

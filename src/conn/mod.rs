@@ -876,7 +876,7 @@ impl Core {
             ErrorKind::InvalidRequest => ViolationKind::InvalidMessage(e.reason()),
         };
         // A rejected frame may not be UTF-8: the checking capture copies it only if it is.
-        let cap = self.events.capture_unchecked_text(frame);
+        let cap = self.events.capture_checked(frame);
         let stored = Stored::Violation {
             kind,
             id: e.id().map(|i| cap.id(i)),

@@ -35,8 +35,8 @@ impl std::error::Error for FrameError {}
 
 /// Returns the index of the first `\n` in `bytes`.
 ///
-/// Lines of up to 32 bytes are searched 16 bytes per compare; longer ones 64 bytes per step,
-/// with 32-byte AVX2 compares when the CPU has them (detected at run time) and SSE2 otherwise.
+/// Inputs of 64 bytes or more are searched 64 bytes per step with AVX2 when the CPU has it
+/// (detected at run time); shorter ones, or any without AVX2, 32 bytes per step with SSE2.
 #[inline]
 pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
