@@ -29,16 +29,18 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Event};
+use mcpwire::conn::{Connection, Event};
 use mcpwire::frame::line::LineDecoder;
 use mcpwire::jsonrpc::{
-    Backend, Decoded, Decoder, DecoderConfig, Id, Message, OwnedId, RawJson, encode_message,
+    Backend, Decoded, Decoder, DecoderConfig, Message, OwnedId, RawJson, encode_message,
 };
-use mcpwire::mcp::ProtocolVersion;
 use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
 
+#[path = "common/conn.rs"]
+mod conn_setup;
 #[path = "corpus.rs"]
 mod corpus;
+use conn_setup::{answers, client_awaiting, client_config, handshaken_with, pipe};
 use corpus::Corpus;
 
 // ---- Counting allocator (this thread's live bytes; cheap enough to leave on) ---------------
@@ -315,52 +317,6 @@ const RESULT: &str = r#"{"content":[{"type":"text","text":"Sunny, 21 C"}],"isErr
 /// Round trips per timed iteration.
 const BATCH: usize = 100;
 
-fn server_config() -> Config {
-    Config::server("bench-server", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .unwrap()
-}
-
-fn client_config() -> Config {
-    let mut c = Config::client("bench-client", "1.0");
-    c.versions = vec![ProtocolVersion::V2025_11_25];
-    c
-}
-
-/// Moves everything `from` wants to write into `to`, through `buf`.
-fn pipe(from: &mut Connection, to: &mut Connection, buf: &mut Vec<u8>, now: Timestamp) -> usize {
-    buf.clear();
-    while let Some(t) = from.poll_transmit() {
-        buf.extend_from_slice(t.bytes);
-        let n = t.bytes.len();
-        from.consume_transmit(n);
-    }
-    to.handle_input(now, buf);
-    buf.len()
-}
-
-/// A client and a server that have completed the handshake.
-fn handshaken() -> (Connection, Connection) {
-    handshaken_with(client_config())
-}
-
-/// [`handshaken`], with the client's configuration given.
-fn handshaken_with(client_config: Config) -> (Connection, Connection) {
-    let now = Timestamp::ZERO;
-    let mut client = Connection::new(client_config, now).unwrap();
-    let mut server = Connection::new(server_config(), now).unwrap();
-    let mut buf = Vec::new();
-    for _ in 0..4 {
-        pipe(&mut client, &mut server, &mut buf, now);
-        pipe(&mut server, &mut client, &mut buf, now);
-        while client.poll_event().is_some() {}
-        while server.poll_event().is_some() {}
-    }
-    assert_eq!(client.state(), mcpwire::conn::State::Operating);
-    assert_eq!(server.state(), mcpwire::conn::State::Operating);
-    (client, server)
-}
-
 /// The mcpwire round trip: `BATCH` requests, each answered and correlated before the next.
 /// Time moves 1 ms per round trip and `handle_timeout` runs when the deadline passes, as in a
 /// run loop. Returns the wire bytes moved.
@@ -468,7 +424,7 @@ impl RmcpPair {
 fn bench_roundtrip(c: &mut Criterion) {
     let params = RawJson::new(PARAMS).unwrap();
     let result = RawJson::new(RESULT).unwrap();
-    let (client, server) = handshaken();
+    let (client, server) = handshaken_with(client_config());
     let mut ours = OurPair {
         client,
         server,
@@ -502,52 +458,6 @@ fn bench_roundtrip(c: &mut Criterion) {
 }
 
 // ---- Decode + correlate ---------------------------------------------------------------------
-
-/// The corpus's answers (results and errors, in corpus order), re-addressed to the ids
-/// `first`, `first + 1`, …, as one stream; and how many there are.
-fn answers(corpus: &Corpus, first: i64) -> (Vec<u8>, usize) {
-    let mut d = decoder(Backend::Native);
-    let mut out = Vec::with_capacity(corpus.bytes.len());
-    let mut n = 0;
-    for line in corpus.lines() {
-        let id = Id::Int(first + n as i64);
-        let readdressed = match d.decode(line) {
-            Ok(Decoded::Single(Message::Response(mut r))) => {
-                r.id = id;
-                Message::Response(r)
-            }
-            Ok(Decoded::Single(Message::Error(mut e))) => {
-                e.id = Some(id);
-                Message::Error(e)
-            }
-            _ => continue,
-        };
-        encode_message(&mut out, &readdressed);
-        out.push(b'\n');
-        n += 1;
-    }
-    (out, n)
-}
-
-/// A handshaken client with `n` `ping` requests in flight (their output consumed); returns
-/// it and the first request's id. Ids are allocated in order, so a fresh client always gets
-/// the same ones.
-fn client_awaiting(n: usize) -> (Connection, i64) {
-    let now = Timestamp::ZERO;
-    let mut config = client_config();
-    config.limits.max_outbound_in_flight = n;
-    let (mut client, _server) = handshaken_with(config);
-    let mut first = None;
-    for _ in 0..n {
-        let id = client.request(now, "ping", None).expect("request");
-        first.get_or_insert(id.0);
-        while let Some(t) = client.poll_transmit() {
-            let len = t.bytes.len();
-            client.consume_transmit(len);
-        }
-    }
-    (client, first.expect("at least one request"))
-}
 
 /// Feeds the answers to the client in 64 KiB reads, draining its events after each read;
 /// returns how many answers were correlated to a request.
@@ -601,7 +511,7 @@ fn rmcp_correlate(pending: &mut HashMap<NumberOrString, ()>, stream: &[u8]) -> u
 /// Setting up the requests in flight is not timed.
 fn bench_correlate(c: &mut Criterion, name: &str, corpus: &Corpus) {
     let (_, first) = client_awaiting(1);
-    let (stream, n) = answers(corpus, first);
+    let (stream, n) = answers(corpus.lines(), first);
     {
         let (mut client, first_again) = client_awaiting(n);
         assert_eq!(first_again, first);
@@ -654,7 +564,7 @@ fn report_memory() {
     let inline = std::mem::size_of::<Connection>();
     // Idle, after the handshake, every poll drained: heap measured from before the configs.
     let before = live();
-    let (client, server) = handshaken();
+    let (client, server) = handshaken_with(client_config());
     let both = live() - before;
     drop(server);
     let client_heap = live() - before;
@@ -668,7 +578,7 @@ fn report_memory() {
 
     // Requests in flight: 1000 of ours (output written), and 200 of the peer's held by the
     // server (events polled, not answered).
-    let (mut client, mut server) = handshaken();
+    let (mut client, mut server) = handshaken_with(client_config());
     let mut buf = Vec::with_capacity(1 << 20);
     let now = Timestamp::ZERO;
     let params = RawJson::new(PARAMS).unwrap();

@@ -9,44 +9,23 @@
 
 use std::time::{Duration, Instant};
 
-use mcpwire::conn::{Config, Connection, Event, State, Timestamp};
+#[path = "../benches/common/conn.rs"]
+mod conn_setup;
+use conn_setup::{client_config, handshaken_with, pipe};
+
+use mcpwire::conn::{Event, Timestamp};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
-use mcpwire::mcp::ProtocolVersion;
 
 const PARAMS: &str = r#"{"name":"get_weather","arguments":{"city":"Paris","units":"metric"}}"#;
 const RESULT: &str = r#"{"content":[{"type":"text","text":"Sunny, 21 C"}],"isError":false}"#;
-
-fn pipe(from: &mut Connection, to: &mut Connection, buf: &mut Vec<u8>, now: Timestamp) {
-    buf.clear();
-    while let Some(t) = from.poll_transmit() {
-        buf.extend_from_slice(t.bytes);
-        let n = t.bytes.len();
-        from.consume_transmit(n);
-    }
-    to.handle_input(now, buf);
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let rounds: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let passes: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
     let mut now = Timestamp::ZERO;
-    let mut client_config = Config::client("profile-client", "1.0");
-    client_config.versions = vec![ProtocolVersion::V2025_11_25];
-    let server_config = Config::server("profile-server", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .expect("capabilities");
-    let mut client = Connection::new(client_config, now).expect("client");
-    let mut server = Connection::new(server_config, now).expect("server");
+    let (mut client, mut server) = handshaken_with(client_config());
     let mut buf = Vec::with_capacity(4096);
-    for _ in 0..4 {
-        pipe(&mut client, &mut server, &mut buf, now);
-        pipe(&mut server, &mut client, &mut buf, now);
-        while client.poll_event().is_some() {}
-        while server.poll_event().is_some() {}
-    }
-    assert_eq!(client.state(), State::Operating);
-    assert_eq!(server.state(), State::Operating);
     let params = RawJson::new(PARAMS).expect("params");
     let result = RawJson::new(RESULT).expect("result");
     let mut best = f64::INFINITY;

@@ -8,83 +8,19 @@
 //! `valgrind --tool=callgrind target/release/examples/profile_correlate small 2`.
 #![allow(clippy::disallowed_methods)]
 
+#[path = "../benches/common/conn.rs"]
+mod conn_setup;
 #[path = "../benches/corpus.rs"]
 mod corpus;
 
 use std::time::Instant;
 
-use mcpwire::conn::{Config, Connection, Event, State, Timestamp};
+use conn_setup::{answers, client_awaiting};
+use mcpwire::conn::{Connection, Event, Timestamp};
 use mcpwire::frame::line::LineDecoder;
-use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, encode_message};
-use mcpwire::mcp::ProtocolVersion;
+use mcpwire::jsonrpc::Decoder;
 
 const CHUNK: usize = 64 * 1024;
-
-fn pipe(from: &mut Connection, to: &mut Connection, buf: &mut Vec<u8>, now: Timestamp) {
-    buf.clear();
-    while let Some(t) = from.poll_transmit() {
-        buf.extend_from_slice(t.bytes);
-        let n = t.bytes.len();
-        from.consume_transmit(n);
-    }
-    to.handle_input(now, buf);
-}
-
-/// A handshaken client with `n` pings in flight, and the first one's id.
-fn client_awaiting(n: usize) -> (Connection, i64) {
-    let now = Timestamp::ZERO;
-    let mut config = Config::client("profile-client", "1.0");
-    config.versions = vec![ProtocolVersion::V2025_11_25];
-    config.limits.max_outbound_in_flight = n;
-    let server_config = Config::server("profile-server", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .expect("capabilities");
-    let mut client = Connection::new(config, now).expect("client");
-    let mut server = Connection::new(server_config, now).expect("server");
-    let mut buf = Vec::new();
-    for _ in 0..4 {
-        pipe(&mut client, &mut server, &mut buf, now);
-        pipe(&mut server, &mut client, &mut buf, now);
-        while client.poll_event().is_some() {}
-        while server.poll_event().is_some() {}
-    }
-    assert_eq!(client.state(), State::Operating);
-    let mut first = None;
-    for _ in 0..n {
-        let id = client.request(now, "ping", None).expect("request");
-        first.get_or_insert(id.0);
-        while let Some(t) = client.poll_transmit() {
-            let len = t.bytes.len();
-            client.consume_transmit(len);
-        }
-    }
-    (client, first.expect("one request at least"))
-}
-
-/// The corpus's answers re-addressed to `first`, `first + 1`, …; and how many.
-fn answers(corpus: &corpus::Corpus, first: i64) -> (Vec<u8>, usize) {
-    let mut d = Decoder::default();
-    let mut out = Vec::new();
-    let mut n = 0;
-    for line in corpus.lines() {
-        let id = Id::Int(first + n as i64);
-        let m = match d.decode(line) {
-            Ok(Decoded::Single(Message::Response(mut r))) => {
-                r.id = id;
-                Message::Response(r)
-            }
-            Ok(Decoded::Single(Message::Error(mut e))) => {
-                e.id = Some(id);
-                Message::Error(e)
-            }
-            _ => continue,
-        };
-        encode_message(&mut out, &m);
-        out.push(b'\n');
-        n += 1;
-    }
-    (out, n)
-}
 
 /// The timed part of a bare pass (callgrind: `--toggle-collect='*run_bare*'`).
 #[inline(never)]
@@ -138,7 +74,7 @@ fn main() {
         corpus::small()
     };
     let (_, first) = client_awaiting(1);
-    let (stream, n) = answers(&c, first);
+    let (stream, n) = answers(c.lines(), first);
     let mut best = f64::INFINITY;
     let mut answered = 0usize;
     for _ in 0..passes {
