@@ -380,6 +380,198 @@ fn escape_letter_masks_avx2(block: &[u8; 64]) -> (u64, u64) {
     (valid, unicode)
 }
 
+/// What [`plain_block_avx2`] found in a 64-byte block of string content.
+#[cfg(target_arch = "x86_64")]
+enum PlainBlock {
+    /// The string goes on past the block, which holds only plain bytes and one-letter escapes.
+    Open { escapes: bool },
+    /// The string closes at offset `at`; everything before it is plain or one-letter escapes.
+    Closed { at: usize, escapes: bool },
+    /// A control character, an escape other than a one-letter one (`\u` or an invalid one)
+    /// before the closing quote: the careful path must settle the block.
+    Trouble,
+}
+
+/// The common case of [`string_blocks_with`], settled without a branch per escape: a block of
+/// string content whose escapes (if any) are all one-letter ones. Escape letters are classified
+/// 32 at a time by two nibble lookups (`ESCAPE_NIBBLE_LO`, `ESCAPE_NIBBLE_HI`): a byte is one of
+/// `"\/bfnrt` exactly when the class bits of its low and its high nibble share a bit.
+/// `carry` is updated as by [`escaped_positions`]; the caller restores it on
+/// [`PlainBlock::Trouble`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn plain_block_avx2(block: &[u8; 64], carry: &mut u64) -> PlainBlock {
+    use core::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8,
+        _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_srli_epi16,
+    };
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let control_max = _mm256_set1_epi8(0x1F);
+    let nibble = _mm256_set1_epi8(0x0F);
+    // Safety (both loads): the tables are 32 bytes long.
+    let lo_table = unsafe { _mm256_loadu_si256(ESCAPE_NIBBLE_LO.as_ptr() as *const __m256i) };
+    let hi_table = unsafe { _mm256_loadu_si256(ESCAPE_NIBBLE_HI.as_ptr() as *const __m256i) };
+    let mut quotes = 0u64;
+    let mut backslashes = 0u64;
+    let mut controls = 0u64;
+    let mut not_simple = 0u64;
+    for k in 0..2 {
+        // Safety: the two 32-byte loads cover the 64-byte array.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let shift = 32 * k;
+        quotes |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32 as u64) << shift;
+        backslashes |=
+            (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32 as u64) << shift;
+        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, control_max), v);
+        controls |= (_mm256_movemask_epi8(control) as u32 as u64) << shift;
+        let lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(v, nibble));
+        let hi = _mm256_shuffle_epi8(
+            hi_table,
+            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
+        );
+        let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
+        not_simple |= (_mm256_movemask_epi8(none) as u32 as u64) << shift;
+    }
+    let escaped = escaped_positions(backslashes, carry);
+    let closing = quotes & !escaped;
+    // Every position up to and including the first closing quote (all of them if none).
+    let upto = closing ^ closing.wrapping_sub(1);
+    let escapes = escaped & upto;
+    let mut trouble = controls & upto;
+    let odd = escapes & not_simple;
+    if odd != 0 {
+        // Safety: this function runs with AVX2 enabled.
+        trouble |= odd & !unicode_escapes_avx2(block, odd);
+    }
+    if trouble != 0 {
+        return PlainBlock::Trouble;
+    }
+    if closing != 0 {
+        PlainBlock::Closed {
+            at: closing.trailing_zeros() as usize,
+            escapes: escapes != 0,
+        }
+    } else {
+        PlainBlock::Open {
+            escapes: escapes != 0,
+        }
+    }
+}
+
+/// Of the escaped letters at `letters` (positions after a backslash), the `\u` escapes this
+/// block settles on its own: four hex digits follow within the block, and the first digit is
+/// not `d`/`D` (which might begin a surrogate, left to the careful path with every other case).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn unicode_escapes_avx2(block: &[u8; 64], letters: u64) -> u64 {
+    use core::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_srli_epi16,
+    };
+    let nibble = _mm256_set1_epi8(0x0F);
+    // Safety (both loads): the tables are 32 bytes long.
+    let lo_table = unsafe { _mm256_loadu_si256(HEX_NIBBLE_LO.as_ptr() as *const __m256i) };
+    let hi_table = unsafe { _mm256_loadu_si256(HEX_NIBBLE_HI.as_ptr() as *const __m256i) };
+    let mut u = 0u64;
+    let mut hex = 0u64;
+    let mut d = 0u64;
+    for k in 0..2 {
+        // Safety: the two 32-byte loads cover the 64-byte array.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let shift = 32 * k;
+        u |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'u' as i8))) as u32
+            as u64)
+            << shift;
+        let lower = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+        d |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8(b'd' as i8))) as u32
+            as u64)
+            << shift;
+        let lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(v, nibble));
+        let hi = _mm256_shuffle_epi8(
+            hi_table,
+            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
+        );
+        let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
+        hex |= (!(_mm256_movemask_epi8(none) as u32) as u64) << shift;
+    }
+    let u = letters & u & (u64::MAX >> 4);
+    let needs_hex = (u << 1) | (u << 2) | (u << 3) | (u << 4);
+    if needs_hex & !hex != 0 || (u << 1) & d != 0 {
+        return 0;
+    }
+    u
+}
+
+/// Class bits of hex digits by low nibble (both lanes): bit 0 a decimal digit (high nibble 3),
+/// bit 1 a letter `a`-`f` or `A`-`F` (high nibble 4 or 6).
+const HEX_NIBBLE_LO: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut lane = 0;
+    while lane < 2 {
+        let mut lo = 0;
+        while lo < 16 {
+            let digit = if lo <= 9 { 1 } else { 0 };
+            let letter = if lo >= 1 && lo <= 6 { 2 } else { 0 };
+            t[16 * lane + lo] = digit | letter;
+            lo += 1;
+        }
+        lane += 1;
+    }
+    t
+};
+
+/// Class bits of hex digits by high nibble; see [`HEX_NIBBLE_LO`].
+const HEX_NIBBLE_HI: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut lane = 0;
+    while lane < 2 {
+        t[16 * lane + 0x3] = 1;
+        t[16 * lane + 0x4] = 2;
+        t[16 * lane + 0x6] = 2;
+        lane += 1;
+    }
+    t
+};
+
+/// Class bits of the one-letter escapes `"\/bfnrt` by low nibble (repeated for both 16-byte
+/// lanes of a `vpshufb`): bit 0 `"` and `/` (high nibble 2), bit 1 `\` (5), bit 2 `b`, `f`,
+/// `n` (6), bit 3 `r`, `t` (7).
+const ESCAPE_NIBBLE_LO: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut lane = 0;
+    while lane < 2 {
+        let o = 16 * lane;
+        t[o + 0x2] = 0b1101; // `"` `b` `r`
+        t[o + 0x4] = 0b1000; // `t`
+        t[o + 0x6] = 0b0100; // `f`
+        t[o + 0xC] = 0b0010; // `\`
+        t[o + 0xE] = 0b0100; // `n`
+        t[o + 0xF] = 0b0001; // `/`
+        lane += 1;
+    }
+    t
+};
+
+/// Class bits by high nibble; see [`ESCAPE_NIBBLE_LO`].
+const ESCAPE_NIBBLE_HI: [u8; 32] = {
+    let mut t = [0u8; 32];
+    let mut lane = 0;
+    while lane < 2 {
+        let o = 16 * lane;
+        t[o + 0x2] = 0b0001;
+        t[o + 0x5] = 0b0010;
+        t[o + 0x6] = 0b0100;
+        t[o + 0x7] = 0b1000;
+        lane += 1;
+    }
+    t
+};
+
 /// The block scanner's body; `AVX2` selects the lane width (and may only be `true` when the
 /// CPU has AVX2).
 #[cfg(target_arch = "x86_64")]
@@ -394,6 +586,24 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
     loop {
         if i >= buf.len() {
             return Err(fault(Reason::UnexpectedEnd, buf.len()));
+        }
+        if AVX2 && buf.len() - i >= 64 {
+            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection; the
+            // block is in bounds.
+            let window: &[u8; 64] = buf[i..i + 64].try_into().unwrap_or(&block);
+            let before = carry;
+            match unsafe { plain_block_avx2(window, &mut carry) } {
+                PlainBlock::Open { escapes } => {
+                    escaped_any |= escapes;
+                    i += 64;
+                    continue;
+                }
+                PlainBlock::Closed { at, escapes } => {
+                    return Ok((i + at + 1, escaped_any | escapes));
+                }
+                // Something the careful path below must look at: it starts over on this block.
+                PlainBlock::Trouble => carry = before,
+            }
         }
         let avail = (buf.len() - i).min(64);
         let window: &[u8; 64] = if avail == 64 {
@@ -745,12 +955,31 @@ mod tests {
             b"\\\"",
             b"\\/",
             b"\\u00e9",
+            b"\\u00E9",
+            b"\\uABCD",
+            b"\\uD7FF",
+            b"\\ud83d\\uDE00",
+            b"\\u00g0",
+            b"\\u/000",
+            b"\\u:000",
+            b"\\u@000",
+            b"\\uG000",
+            b"\\u`000",
             b"\\ud83d\\ude00",
             b"\\ud800",
             b"\\udc00",
             b"\\u12",
             b"\\uzzzz",
             b"\\x",
+            b"\\a",
+            b"\\N",
+            b"\\R",
+            b"\\'",
+            b"\\.",
+            b"\\|",
+            b"\\v",
+            b"\\0",
+            "\\é".as_bytes(),
             b"\t",
             b"\x01",
             b"\"",
@@ -789,6 +1018,58 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(&body)
             );
+        }
+    }
+
+    /// The nibble lookups of the AVX2 fast path accept exactly the one-letter escapes.
+    #[test]
+    fn escape_nibble_tables_match_the_escape_letters() {
+        for b in 0..=255u8 {
+            let lo = ESCAPE_NIBBLE_LO[usize::from(b & 0x0F)];
+            let hi = ESCAPE_NIBBLE_HI[usize::from(b >> 4)];
+            assert_eq!(lo & hi != 0, ESCAPE_LETTER[usize::from(b)] == 1, "{b:#04x}");
+            let hex_lo = HEX_NIBBLE_LO[usize::from(b & 0x0F)];
+            let hex_hi = HEX_NIBBLE_HI[usize::from(b >> 4)];
+            assert_eq!(hex_lo & hex_hi != 0, b.is_ascii_hexdigit(), "{b:#04x}");
+            // Both 16-byte lanes hold the same table.
+            assert_eq!(ESCAPE_NIBBLE_LO[..16], ESCAPE_NIBBLE_LO[16..]);
+            assert_eq!(ESCAPE_NIBBLE_HI[..16], ESCAPE_NIBBLE_HI[16..]);
+            assert_eq!(HEX_NIBBLE_LO[..16], HEX_NIBBLE_LO[16..]);
+            assert_eq!(HEX_NIBBLE_HI[..16], HEX_NIBBLE_HI[16..]);
+        }
+    }
+
+    /// Every byte after a backslash, at every offset of a long string: the verdict matches the
+    /// escape rules (the fast path defers `\u` and invalid letters to the careful one).
+    #[test]
+    fn every_escape_letter_at_every_offset() {
+        for b in 0..=127u8 {
+            for at in 0..140 {
+                let mut body = vec![b'y'; 150];
+                body[at] = b'\\';
+                body[at + 1] = b;
+                let valid = ESCAPE_LETTER[usize::from(b)] == 1;
+                assert_eq!(ours(&body), valid, "{b:#04x} at {at}");
+            }
+        }
+    }
+
+    /// `\u` with every byte in each of its four digit places, at every offset.
+    #[test]
+    fn every_unicode_escape_digit_at_every_offset() {
+        for b in 0..=127u8 {
+            for place in 0..4 {
+                for at in 0..140 {
+                    let mut body = vec![b'y'; 150];
+                    body[at..at + 6].copy_from_slice(b"\\u00e9");
+                    body[at + 2 + place] = b;
+                    assert_eq!(
+                        ours(&body),
+                        b.is_ascii_hexdigit(),
+                        "{b:#04x}/{place} at {at}"
+                    );
+                }
+            }
         }
     }
 
