@@ -396,12 +396,16 @@ enum PlainBlock {
 /// string content whose escapes (if any) are all one-letter ones. Escape letters are classified
 /// 32 at a time by two nibble lookups (`ESCAPE_NIBBLE_LO`, `ESCAPE_NIBBLE_HI`): a byte is one of
 /// `"\/bfnrt` exactly when the class bits of its low and its high nibble share a bit.
+/// The string's content starts `skip` bytes into the block (the frame's last 64 bytes, read
+/// again so that no load runs past the frame); offsets in the result count from there. A
+/// block that skips bytes is the frame's last, so the string must close in it.
 /// `carry` is updated as by [`escaped_positions`]; the caller restores it on
 /// [`PlainBlock::Trouble`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn plain_block_avx2(block: &[u8; 64], carry: &mut u64) -> PlainBlock {
+fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u64) -> PlainBlock {
+    let skip = if TAIL { skip } else { 0 };
     use core::arch::x86_64::{
         __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8,
         _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
@@ -435,6 +439,9 @@ fn plain_block_avx2(block: &[u8; 64], carry: &mut u64) -> PlainBlock {
         let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
         not_simple |= (_mm256_movemask_epi8(none) as u32 as u64) << shift;
     }
+    // Bits past the frame's end read as zero: plain bytes, never a quote.
+    let (quotes, backslashes) = (quotes >> skip, backslashes >> skip);
+    let (controls, not_simple) = (controls >> skip, not_simple >> skip);
     let escaped = escaped_positions(backslashes, carry);
     let closing = quotes & !escaped;
     // Every position up to and including the first closing quote (all of them if none).
@@ -444,9 +451,9 @@ fn plain_block_avx2(block: &[u8; 64], carry: &mut u64) -> PlainBlock {
     let odd = escapes & not_simple;
     if odd != 0 {
         // Safety: this function runs with AVX2 enabled.
-        trouble |= odd & !unicode_escapes_avx2(block, odd);
+        trouble |= odd & !unicode_escapes_avx2(block, skip, odd);
     }
-    if trouble != 0 {
+    if trouble != 0 || (skip != 0 && closing == 0) {
         return PlainBlock::Trouble;
     }
     if closing != 0 {
@@ -464,10 +471,11 @@ fn plain_block_avx2(block: &[u8; 64], carry: &mut u64) -> PlainBlock {
 /// Of the escaped letters at `letters` (positions after a backslash), the `\u` escapes this
 /// block settles on its own: four hex digits follow within the block, and the first digit is
 /// not `d`/`D` (which might begin a surrogate, left to the careful path with every other case).
+/// Positions count from `skip`, as in [`plain_block_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn unicode_escapes_avx2(block: &[u8; 64], letters: u64) -> u64 {
+fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
     use core::arch::x86_64::{
         __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
         _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
@@ -499,6 +507,7 @@ fn unicode_escapes_avx2(block: &[u8; 64], letters: u64) -> u64 {
         let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
         hex |= (!(_mm256_movemask_epi8(none) as u32) as u64) << shift;
     }
+    let (u, hex, d) = (u >> skip, hex >> skip, d >> skip);
     let u = letters & u & (u64::MAX >> 4);
     let needs_hex = (u << 1) | (u << 2) | (u << 3) | (u << 4);
     if needs_hex & !hex != 0 || (u << 1) & d != 0 {
@@ -537,6 +546,18 @@ const HEX_NIBBLE_HI: [u8; 32] = {
     }
     t
 };
+
+/// [`plain_block_avx2`] for the frame's last block, kept out of line so that the full-block
+/// loop keeps its constant shift of zero.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+unsafe fn plain_tail_avx2(block: &[u8; 64], skip: u32, carry: &mut u64) -> PlainBlock {
+    plain_block_avx2::<true>(block, skip, carry)
+}
 
 /// Class bits of the one-letter escapes `"\/bfnrt` by low nibble (repeated for both 16-byte
 /// lanes of a `vpshufb`): bit 0 `"` and `/` (high nibble 2), bit 1 `\` (5), bit 2 `b`, `f`,
@@ -588,11 +609,10 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
             return Err(fault(Reason::UnexpectedEnd, buf.len()));
         }
         if AVX2 && buf.len() - i >= 64 {
-            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection; the
-            // block is in bounds.
             let window: &[u8; 64] = buf[i..i + 64].try_into().unwrap_or(&block);
             let before = carry;
-            match unsafe { plain_block_avx2(window, &mut carry) } {
+            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection.
+            match unsafe { plain_block_avx2::<false>(window, 0, &mut carry) } {
                 PlainBlock::Open { escapes } => {
                     escaped_any |= escapes;
                     i += 64;
@@ -603,6 +623,17 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
                 }
                 // Something the careful path below must look at: it starts over on this block.
                 PlainBlock::Trouble => carry = before,
+            }
+        } else if AVX2 && buf.len() >= 64 {
+            // The frame's last bytes: read its last 64 and skip the ones before `i`.
+            let start = buf.len() - 64;
+            let window: &[u8; 64] = buf[start..].try_into().unwrap_or(&block);
+            let mut tail_carry = carry;
+            // Safety: as above.
+            if let PlainBlock::Closed { at, escapes } =
+                unsafe { plain_tail_avx2(window, (i - start) as u32, &mut tail_carry) }
+            {
+                return Ok((i + at + 1, escaped_any | escapes));
             }
         }
         let avail = (buf.len() - i).min(64);
