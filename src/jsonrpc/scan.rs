@@ -837,15 +837,24 @@ impl Nesting {
 
 /// Validates `"key"` (possibly after whitespace) and the colon after it; returns the
 /// position after the colon.
+/// Compact JSON has no whitespace, so the byte expected next is checked first and whitespace
+/// is skipped only when that check fails.
 #[inline(always)]
 fn key_and_colon(buf: &[u8], pos: usize) -> Result<usize, Fault> {
-    let pos = skip_ws(buf, pos);
-    match buf.get(pos) {
-        Some(b'"') => {}
-        Some(_) => return Err(unexpected(buf, pos)),
-        None => return Err(fault(Reason::UnexpectedEnd, pos)),
-    }
+    let pos = if buf.get(pos) == Some(&b'"') {
+        pos
+    } else {
+        let pos = skip_ws(buf, pos);
+        match buf.get(pos) {
+            Some(b'"') => pos,
+            Some(_) => return Err(unexpected(buf, pos)),
+            None => return Err(fault(Reason::UnexpectedEnd, pos)),
+        }
+    };
     let (end, _) = string(buf, pos + 1)?;
+    if buf.get(end) == Some(&b':') {
+        return Ok(end + 1);
+    }
     let end = skip_ws(buf, end);
     match buf.get(end) {
         Some(b':') => Ok(end + 1),
@@ -859,14 +868,20 @@ fn key_and_colon(buf: &[u8], pos: usize) -> Result<usize, Fault> {
 pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Result<usize, Fault> {
     let mut nesting = Nesting::new(depth_left);
     loop {
-        pos = skip_ws(buf, pos);
         let Some(&c) = buf.get(pos) else {
             return Err(fault(Reason::UnexpectedEnd, pos));
         };
         match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                pos = skip_ws(buf, pos);
+                continue;
+            }
             b'{' => {
                 nesting.push(true, pos)?;
-                pos = skip_ws(buf, pos + 1);
+                pos += 1;
+                if matches!(buf.get(pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                    pos = skip_ws(buf, pos);
+                }
                 if buf.get(pos) == Some(&b'}') {
                     nesting.depth -= 1;
                     pos += 1;
@@ -877,7 +892,10 @@ pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Resul
             }
             b'[' => {
                 nesting.push(false, pos)?;
-                pos = skip_ws(buf, pos + 1);
+                pos += 1;
+                if matches!(buf.get(pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                    pos = skip_ws(buf, pos);
+                }
                 if buf.get(pos) == Some(&b']') {
                     nesting.depth -= 1;
                     pos += 1;
@@ -897,8 +915,8 @@ pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Resul
             if nesting.depth == 0 {
                 return Ok(pos);
             }
-            pos = skip_ws(buf, pos);
             match buf.get(pos) {
+                Some(b' ' | b'\t' | b'\n' | b'\r') => pos = skip_ws(buf, pos),
                 Some(b',') => {
                     pos += 1;
                     if nesting.top_is_object() {
@@ -1102,6 +1120,104 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Random documents, valid ones with whitespace anywhere it may go and then with one
+    /// token dropped, repeated or swapped: `validate_document` agrees with serde_json.
+    #[test]
+    fn documents_with_whitespace_agree_with_an_independent_validator() {
+        const WS: [&str; 6] = ["", "", "", " ", "\t\r\n ", "\n"];
+        const SCALARS: [&str; 8] = [
+            "0",
+            "-12.5e3",
+            "true",
+            "false",
+            "null",
+            "\"k\"",
+            "\"a\\nb\\u00e9\"",
+            "\"\"",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        fn value(tokens: &mut Vec<String>, next: &mut dyn FnMut(usize) -> usize, depth: usize) {
+            let ws = |next: &mut dyn FnMut(usize) -> usize| WS[next(WS.len())].to_string();
+            match if depth > 5 { 2 } else { next(3) } {
+                0 => {
+                    tokens.push("{".into());
+                    for k in 0..next(4) {
+                        if k > 0 {
+                            tokens.push(",".into());
+                        }
+                        tokens.push(ws(next));
+                        tokens.push(format!("\"m{k}\""));
+                        tokens.push(ws(next));
+                        tokens.push(":".into());
+                        tokens.push(ws(next));
+                        value(tokens, next, depth + 1);
+                        tokens.push(ws(next));
+                    }
+                    tokens.push(ws(next));
+                    tokens.push("}".into());
+                }
+                1 => {
+                    tokens.push("[".into());
+                    for k in 0..next(4) {
+                        if k > 0 {
+                            tokens.push(",".into());
+                        }
+                        tokens.push(ws(next));
+                        value(tokens, next, depth + 1);
+                        tokens.push(ws(next));
+                    }
+                    tokens.push(ws(next));
+                    tokens.push("]".into());
+                }
+                _ => tokens.push(SCALARS[next(SCALARS.len())].into()),
+            }
+        }
+        let (mut valid, mut invalid) = (0, 0);
+        for round in 0..20_000 {
+            let mut tokens = vec![WS[next(WS.len())].to_string()];
+            value(&mut tokens, &mut next, 0);
+            tokens.push(WS[next(WS.len())].to_string());
+            if round % 2 == 1 {
+                let at = next(tokens.len());
+                match next(3) {
+                    0 => {
+                        tokens.remove(at);
+                    }
+                    1 => {
+                        let t = tokens[at].clone();
+                        tokens.insert(at, t);
+                    }
+                    _ => {
+                        let other = next(tokens.len());
+                        tokens.swap(at, other);
+                    }
+                }
+            }
+            let doc = tokens.concat();
+            let expected = serde_json::from_str::<serde_json::Value>(&doc).is_ok();
+            assert_eq!(
+                validate_document(doc.as_bytes(), 64).is_ok(),
+                expected,
+                "{doc:?}"
+            );
+            if expected {
+                valid += 1;
+            } else {
+                invalid += 1;
+            }
+        }
+        assert!(
+            valid > 5_000 && invalid > 2_000,
+            "{valid} valid, {invalid} invalid"
+        );
     }
 
     #[test]
