@@ -34,9 +34,19 @@ pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-/// Returns the first position at or after `pos` that is not JSON whitespace.
+/// Returns the first position at or after `pos` that is not JSON whitespace. Every byte above
+/// the space settles it in one compare; the loop runs only on whitespace (or a control byte,
+/// or the end).
 #[inline(always)]
-pub(crate) fn skip_ws(buf: &[u8], mut pos: usize) -> usize {
+pub(crate) fn skip_ws(buf: &[u8], pos: usize) -> usize {
+    match buf.get(pos) {
+        Some(&b) if b > b' ' => pos,
+        _ => skip_ws_loop(buf, pos),
+    }
+}
+
+#[inline(never)]
+fn skip_ws_loop(buf: &[u8], mut pos: usize) -> usize {
     while pos < buf.len() && is_ws(buf[pos]) {
         pos += 1;
     }
