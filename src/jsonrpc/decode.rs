@@ -742,6 +742,24 @@ const ERROR_MEMBERS: [(&[u8], ErrorMember); 3] = [
     (b"data", ErrorMember::Data),
 ];
 
+/// [`compact_member_key`] for the members of an error object: `"code":`, `"message":` or
+/// `"data":` at `pos`, read in one 16-byte compare.
+#[inline(always)]
+fn compact_error_key(buf: &[u8], pos: usize) -> Option<(ErrorMember, usize)> {
+    const CODE: (u128, u128) = pattern(b"\"code\":");
+    const MESSAGE: (u128, u128) = pattern(b"\"message\":");
+    const DATA: (u128, u128) = pattern(b"\"data\":");
+    let bytes: &[u8; 16] = buf.get(pos..pos + 16)?.try_into().ok()?;
+    let w = u128::from_le_bytes(*bytes);
+    let ((word, mask), member, len) = match bytes[1] {
+        b'c' => (CODE, ErrorMember::Code, 7),
+        b'm' => (MESSAGE, ErrorMember::Message, 10),
+        b'd' => (DATA, ErrorMember::Data, 7),
+        _ => return None,
+    };
+    (w & mask == word).then_some((member, pos + len))
+}
+
 /// Walks the `error` object at `open`.
 fn error_object<'f, S: Syntax<'f>>(
     s: &mut S,
@@ -772,13 +790,19 @@ fn error_object<'f, S: Syntax<'f>>(
                     None => fault(Reason::UnexpectedEnd, pos),
                 });
             }
-            let (key_end, key_escaped) = s.string(pos)?;
-            let mut scratch = [0u8; 16];
-            let class = match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
-                Some(key) => classify(key, &ERROR_MEMBERS),
-                None => KeyClass::Other,
+            let class = if let Some((member, after_colon)) = compact_error_key(buf, pos) {
+                pos = after_colon;
+                KeyClass::Exact(member)
+            } else {
+                let (key_end, key_escaped) = s.string(pos)?;
+                let mut scratch = [0u8; 16];
+                let class = match key_text(&buf[pos + 1..key_end - 1], key_escaped, &mut scratch) {
+                    Some(key) => classify(key, &ERROR_MEMBERS),
+                    None => KeyClass::Other,
+                };
+                pos = expect(buf, skip_ws(buf, key_end), b':')?;
+                class
             };
-            pos = expect(buf, skip_ws(buf, key_end), b':')?;
             let vstart = skip_ws(buf, pos);
             let Some(&first) = buf.get(vstart) else {
                 return Err(fault(Reason::UnexpectedEnd, vstart));
