@@ -393,19 +393,22 @@ fn escape_letter_masks_avx2(block: &[u8; 64]) -> (u64, u64) {
 /// What [`plain_block_avx2`] found in a 64-byte block of string content.
 #[cfg(target_arch = "x86_64")]
 enum PlainBlock {
-    /// The string goes on past the block, which holds only plain bytes and one-letter escapes.
+    /// The string goes on past the block, which holds only plain bytes and escapes settled
+    /// here.
     Open { escapes: bool },
-    /// The string closes at offset `at`; everything before it is plain or one-letter escapes.
+    /// The string closes at offset `at`; everything before it is plain or escapes settled here.
     Closed { at: usize, escapes: bool },
-    /// A control character, an escape other than a one-letter one (`\u` or an invalid one)
-    /// before the closing quote: the careful path must settle the block.
+    /// Before the closing quote, a control character or an escape this block cannot settle
+    /// (an invalid one, a possible surrogate, a `\u` whose digits run past the block), or,
+    /// in the frame's last block, no closing quote: the careful path must settle the block.
     Trouble,
 }
 
 /// The common case of [`string_blocks_with`], settled without a branch per escape: a block of
-/// string content whose escapes (if any) are all one-letter ones. Escape letters are classified
-/// 32 at a time by two nibble lookups (`ESCAPE_NIBBLE_LO`, `ESCAPE_NIBBLE_HI`): a byte is one of
-/// `"\/bfnrt` exactly when the class bits of its low and its high nibble share a bit.
+/// string content whose escapes (if any) are one-letter ones or `\u` escapes that
+/// [`unicode_escapes_avx2`] settles. Escape letters are classified 32 at a time by two nibble
+/// lookups (`ESCAPE_NIBBLE_LO`, `ESCAPE_NIBBLE_HI`): a byte is one of `"\/bfnrt` exactly when
+/// the class bits of its low and its high nibble share a bit.
 /// The string's content starts `skip` bytes into the block (the frame's last 64 bytes, read
 /// again so that no load runs past the frame); offsets in the result count from there. A
 /// block that skips bytes is the frame's last, so the string must close in it.
@@ -847,6 +850,7 @@ impl Nesting {
 
 /// Validates `"key"` (possibly after whitespace) and the colon after it; returns the
 /// position after the colon.
+///
 /// Compact JSON has no whitespace, so the byte expected next is checked first and whitespace
 /// is skipped only when that check fails.
 #[inline(always)]
