@@ -327,30 +327,57 @@ const fn pattern(text: &[u8]) -> (u128, u128) {
     (w, (1u128 << (8 * text.len())) - 1)
 }
 
-/// The compact spelling of a member key, `"name":` with nothing in between, read in one
-/// 16-byte compare: when the frame has it at `pos`, the member and the position after the
-/// colon. Anything else (whitespace, escapes, other names, the frame's last 15 bytes) is left
-/// to the general path, which gives the same answer more slowly.
+/// A compact key spelling, `"name":`, as a [`pattern`] plus its length.
+#[derive(Clone, Copy)]
+struct CompactKey {
+    word: u128,
+    mask: u128,
+    len: usize,
+}
+
+const fn compact(text: &[u8]) -> CompactKey {
+    let (word, mask) = pattern(text);
+    CompactKey {
+        word,
+        mask,
+        len: text.len(),
+    }
+}
+
+/// The compact spelling of a key, `"name":` with nothing in between, read in one 16-byte
+/// compare: `pick` names the candidate for the key's first letter, and when the frame has that
+/// spelling at `pos` the result is the candidate's member and the position after the colon.
+/// Anything else (whitespace, escapes, other names, the frame's last 15 bytes) is left to the
+/// general path, which gives the same answer more slowly.
+#[inline(always)]
+fn compact_key<T>(
+    buf: &[u8],
+    pos: usize,
+    pick: impl FnOnce(u8) -> Option<(CompactKey, T)>,
+) -> Option<(T, usize)> {
+    let bytes: &[u8; 16] = buf.get(pos..pos + 16)?.try_into().ok()?;
+    let (key, member) = pick(bytes[1])?;
+    (u128::from_le_bytes(*bytes) & key.mask == key.word).then_some((member, pos + key.len))
+}
+
+/// [`compact_key`] for the message's own members.
 #[inline(always)]
 fn compact_member_key(buf: &[u8], pos: usize) -> Option<(Member, usize)> {
-    const JSONRPC: (u128, u128) = pattern(b"\"jsonrpc\":");
-    const ID: (u128, u128) = pattern(b"\"id\":");
-    const METHOD: (u128, u128) = pattern(b"\"method\":");
-    const PARAMS: (u128, u128) = pattern(b"\"params\":");
-    const RESULT: (u128, u128) = pattern(b"\"result\":");
-    const ERROR: (u128, u128) = pattern(b"\"error\":");
-    let bytes: &[u8; 16] = buf.get(pos..pos + 16)?.try_into().ok()?;
-    let w = u128::from_le_bytes(*bytes);
-    let ((word, mask), member, len) = match bytes[1] {
-        b'j' => (JSONRPC, Member::Jsonrpc, 10),
-        b'i' => (ID, Member::Id, 5),
-        b'm' => (METHOD, Member::Method, 9),
-        b'p' => (PARAMS, Member::Params, 9),
-        b'r' => (RESULT, Member::Result, 9),
-        b'e' => (ERROR, Member::Error, 8),
-        _ => return None,
-    };
-    (w & mask == word).then_some((member, pos + len))
+    const JSONRPC: CompactKey = compact(b"\"jsonrpc\":");
+    const ID: CompactKey = compact(b"\"id\":");
+    const METHOD: CompactKey = compact(b"\"method\":");
+    const PARAMS: CompactKey = compact(b"\"params\":");
+    const RESULT: CompactKey = compact(b"\"result\":");
+    const ERROR: CompactKey = compact(b"\"error\":");
+    compact_key(buf, pos, |letter| match letter {
+        b'j' => Some((JSONRPC, Member::Jsonrpc)),
+        b'i' => Some((ID, Member::Id)),
+        b'm' => Some((METHOD, Member::Method)),
+        b'p' => Some((PARAMS, Member::Params)),
+        b'r' => Some((RESULT, Member::Result)),
+        b'e' => Some((ERROR, Member::Error)),
+        _ => None,
+    })
 }
 
 #[inline(always)]
@@ -742,22 +769,18 @@ const ERROR_MEMBERS: [(&[u8], ErrorMember); 3] = [
     (b"data", ErrorMember::Data),
 ];
 
-/// [`compact_member_key`] for the members of an error object: `"code":`, `"message":` or
-/// `"data":` at `pos`, read in one 16-byte compare.
+/// [`compact_key`] for the members of an error object.
 #[inline(always)]
 fn compact_error_key(buf: &[u8], pos: usize) -> Option<(ErrorMember, usize)> {
-    const CODE: (u128, u128) = pattern(b"\"code\":");
-    const MESSAGE: (u128, u128) = pattern(b"\"message\":");
-    const DATA: (u128, u128) = pattern(b"\"data\":");
-    let bytes: &[u8; 16] = buf.get(pos..pos + 16)?.try_into().ok()?;
-    let w = u128::from_le_bytes(*bytes);
-    let ((word, mask), member, len) = match bytes[1] {
-        b'c' => (CODE, ErrorMember::Code, 7),
-        b'm' => (MESSAGE, ErrorMember::Message, 10),
-        b'd' => (DATA, ErrorMember::Data, 7),
-        _ => return None,
-    };
-    (w & mask == word).then_some((member, pos + len))
+    const CODE: CompactKey = compact(b"\"code\":");
+    const MESSAGE: CompactKey = compact(b"\"message\":");
+    const DATA: CompactKey = compact(b"\"data\":");
+    compact_key(buf, pos, |letter| match letter {
+        b'c' => Some((CODE, ErrorMember::Code)),
+        b'm' => Some((MESSAGE, ErrorMember::Message)),
+        b'd' => Some((DATA, ErrorMember::Data)),
+        _ => None,
+    })
 }
 
 /// Walks the `error` object at `open`.

@@ -420,17 +420,14 @@ enum PlainBlock {
 fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u64) -> PlainBlock {
     let skip = if TAIL { skip } else { 0 };
     use core::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8,
-        _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-        _mm256_srli_epi16,
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_set1_epi8,
     };
     let quote = _mm256_set1_epi8(b'"' as i8);
     let backslash = _mm256_set1_epi8(b'\\' as i8);
     let control_max = _mm256_set1_epi8(0x1F);
-    let nibble = _mm256_set1_epi8(0x0F);
-    // Safety (both loads): the tables are 32 bytes long.
-    let lo_table = unsafe { _mm256_loadu_si256(ESCAPE_NIBBLE_LO.as_ptr() as *const __m256i) };
-    let hi_table = unsafe { _mm256_loadu_si256(ESCAPE_NIBBLE_HI.as_ptr() as *const __m256i) };
+    let lo_table = nibble_table(&ESCAPE_NIBBLE_LO);
+    let hi_table = nibble_table(&ESCAPE_NIBBLE_HI);
     let mut quotes = 0u64;
     let mut backslashes = 0u64;
     let mut controls = 0u64;
@@ -444,13 +441,7 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
             (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32 as u64) << shift;
         let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, control_max), v);
         controls |= (_mm256_movemask_epi8(control) as u32 as u64) << shift;
-        let lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(v, nibble));
-        let hi = _mm256_shuffle_epi8(
-            hi_table,
-            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
-        );
-        let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
-        not_simple |= (_mm256_movemask_epi8(none) as u32 as u64) << shift;
+        not_simple |= (outside_class(v, lo_table, hi_table) as u64) << shift;
     }
     // Bits past the frame's end read as zero: plain bytes, never a quote.
     let (quotes, backslashes) = (quotes >> skip, backslashes >> skip);
@@ -481,6 +472,38 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
     }
 }
 
+/// A 32-byte table of class bits by nibble (the same 16 entries in both lanes), for
+/// [`outside_class`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn nibble_table(table: &[u8; 32]) -> core::arch::x86_64::__m256i {
+    use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
+    // Safety: the load reads the 32-byte array.
+    unsafe { _mm256_loadu_si256(table.as_ptr() as *const __m256i) }
+}
+
+/// One bit per byte of `v` that lies outside the class two [`nibble_table`]s describe: the
+/// class bits looked up by its low nibble (`lo`) and by its high nibble (`hi`) share none.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn outside_class(
+    v: core::arch::x86_64::__m256i,
+    lo: core::arch::x86_64::__m256i,
+    hi: core::arch::x86_64::__m256i,
+) -> u32 {
+    use core::arch::x86_64::{
+        _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_set1_epi8,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16,
+    };
+    let nibble = _mm256_set1_epi8(0x0F);
+    let by_low = _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nibble));
+    let by_high = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble));
+    let none = _mm256_cmpeq_epi8(_mm256_and_si256(by_low, by_high), _mm256_setzero_si256());
+    _mm256_movemask_epi8(none) as u32
+}
+
 /// Of the escaped letters at `letters` (positions after a backslash), the `\u` escapes this
 /// block settles on its own: four hex digits follow within the block, and the first digit is
 /// not `d`/`D` (which might begin a surrogate, left to the careful path with every other case).
@@ -490,14 +513,11 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
 #[inline]
 fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
     use core::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-        _mm256_srli_epi16,
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8,
     };
-    let nibble = _mm256_set1_epi8(0x0F);
-    // Safety (both loads): the tables are 32 bytes long.
-    let lo_table = unsafe { _mm256_loadu_si256(HEX_NIBBLE_LO.as_ptr() as *const __m256i) };
-    let hi_table = unsafe { _mm256_loadu_si256(HEX_NIBBLE_HI.as_ptr() as *const __m256i) };
+    let lo_table = nibble_table(&HEX_NIBBLE_LO);
+    let hi_table = nibble_table(&HEX_NIBBLE_HI);
     let mut u = 0u64;
     let mut hex = 0u64;
     let mut d = 0u64;
@@ -512,13 +532,7 @@ fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
         d |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(lower, _mm256_set1_epi8(b'd' as i8))) as u32
             as u64)
             << shift;
-        let lo = _mm256_shuffle_epi8(lo_table, _mm256_and_si256(v, nibble));
-        let hi = _mm256_shuffle_epi8(
-            hi_table,
-            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
-        );
-        let none = _mm256_cmpeq_epi8(_mm256_and_si256(lo, hi), _mm256_setzero_si256());
-        hex |= (!(_mm256_movemask_epi8(none) as u32) as u64) << shift;
+        hex |= (!outside_class(v, lo_table, hi_table) as u64) << shift;
     }
     let (u, hex, d) = (u >> skip, hex >> skip, d >> skip);
     let u = letters & u & (u64::MAX >> 4);
