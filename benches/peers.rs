@@ -40,7 +40,7 @@ use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
 mod conn_setup;
 #[path = "corpus.rs"]
 mod corpus;
-use conn_setup::{answers, client_awaiting, client_config, handshaken_with, pipe};
+use conn_setup::{answers, client_awaiting, client_config, correlate, handshaken_with, pipe};
 use corpus::Corpus;
 
 // ---- Counting allocator (this thread's live bytes; cheap enough to leave on) ---------------
@@ -458,29 +458,6 @@ fn bench_roundtrip(c: &mut Criterion) {
 }
 
 // ---- Decode + correlate ---------------------------------------------------------------------
-
-/// Feeds the answers to the client in 64 KiB reads, draining its events after each read;
-/// returns how many answers were correlated to a request.
-fn correlate(client: &mut Connection, stream: &[u8]) -> usize {
-    let mut answered = 0;
-    for chunk in stream.chunks(CHUNK) {
-        client.handle_input(Timestamp::ZERO, chunk);
-        while let Some(event) = client.poll_event() {
-            match event {
-                Event::Response { result, .. } => {
-                    black_box(result.get().len());
-                    answered += 1;
-                }
-                Event::Error { code, message, .. } => {
-                    black_box((code, message.raw().len()));
-                    answered += 1;
-                }
-                other => panic!("unexpected event {other:?}"),
-            }
-        }
-    }
-    answered
-}
 
 /// rmcp's typed parse of each answer, correlated by id in a map of requests in flight.
 fn rmcp_correlate(pending: &mut HashMap<NumberOrString, ()>, stream: &[u8]) -> usize {

@@ -15,8 +15,8 @@ mod corpus;
 
 use std::time::Instant;
 
-use conn_setup::{answers, client_awaiting};
-use mcpwire::conn::{Connection, Event, Timestamp};
+use conn_setup::{answers, client_awaiting, correlate};
+use mcpwire::conn::Connection;
 use mcpwire::frame::line::LineDecoder;
 use mcpwire::jsonrpc::Decoder;
 
@@ -41,24 +41,7 @@ fn run_bare(stream: &[u8]) -> usize {
 /// `--toggle-collect='*run_correlate*'`).
 #[inline(never)]
 fn run_correlate(client: &mut Connection, stream: &[u8]) -> usize {
-    let mut answered = 0;
-    for chunk in stream.chunks(CHUNK) {
-        client.handle_input(Timestamp::ZERO, chunk);
-        while let Some(event) = client.poll_event() {
-            match event {
-                Event::Response { result, .. } => {
-                    std::hint::black_box(result.get().len());
-                    answered += 1;
-                }
-                Event::Error { code, message, .. } => {
-                    std::hint::black_box((code, message.raw().len()));
-                    answered += 1;
-                }
-                other => panic!("unexpected event {other:?}"),
-            }
-        }
-    }
-    answered
+    correlate(client, stream)
 }
 
 fn main() {

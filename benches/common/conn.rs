@@ -1,10 +1,10 @@
-//! Connection setup shared by the peers bench (`benches/peers.rs`) and the profiling examples
+//! Connection setup and the decode + correlate loop shared by the peers bench (`benches/peers.rs`) and the profiling examples
 //! (`examples/profile_conn.rs`, `examples/profile_correlate.rs`), which include this file with
 //! `#[path]`; not a bench of its own (cargo does not look for benches in subdirectories without
 //! a `main.rs`). Each includer uses part of it.
 #![allow(dead_code)]
 
-use mcpwire::conn::{Config, Connection, State, Timestamp};
+use mcpwire::conn::{Config, Connection, Event, State, Timestamp};
 use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, encode_message};
 use mcpwire::mcp::ProtocolVersion;
 
@@ -101,4 +101,28 @@ pub fn client_awaiting(n: usize) -> (Connection, i64) {
         }
     }
     (client, first.expect("at least one request"))
+}
+
+/// Feeds `stream` (answers, as from [`answers`]) to `client` in 64 KiB reads, draining its
+/// events after each read; returns how many answers were correlated to a request. The
+/// decode + correlate work the peers bench times and `profile_correlate` profiles.
+pub fn correlate(client: &mut Connection, stream: &[u8]) -> usize {
+    let mut answered = 0;
+    for chunk in stream.chunks(64 * 1024) {
+        client.handle_input(Timestamp::ZERO, chunk);
+        while let Some(event) = client.poll_event() {
+            match event {
+                Event::Response { result, .. } => {
+                    std::hint::black_box(result.get().len());
+                    answered += 1;
+                }
+                Event::Error { code, message, .. } => {
+                    std::hint::black_box((code, message.raw().len()));
+                    answered += 1;
+                }
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+    }
+    answered
 }
