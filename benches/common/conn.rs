@@ -1,7 +1,8 @@
-//! Connection setup and the decode + correlate loop shared by the peers bench (`benches/peers.rs`) and the profiling examples
-//! (`examples/profile_conn.rs`, `examples/profile_correlate.rs`), which include this file with
-//! `#[path]`; not a bench of its own (cargo does not look for benches in subdirectories without
-//! a `main.rs`). Each includer uses part of it.
+//! Connection setup and the decode + correlate loop shared by the peers bench
+//! (`benches/peers.rs`) and the profiling examples (`examples/profile_conn.rs`,
+//! `examples/profile_correlate.rs`), which include this file with `#[path]`; not a bench of its
+//! own (cargo does not look for benches in subdirectories without a `main.rs`). Each includer
+//! uses part of it.
 #![allow(dead_code)]
 
 use mcpwire::conn::{Config, Connection, Event, State, Timestamp};
