@@ -330,8 +330,8 @@ impl Capture<'_> {
 const ARENA_RECLAIM: usize = 64 * 1024;
 
 /// The arena's capacity kept across an empty queue; a larger one (left by a burst or a huge
-/// frame) is given back.
-const ARENA_KEEP: usize = 256 * 1024;
+/// frame) is given back. The same bound as the framers' and the output's buffers.
+const ARENA_KEEP: usize = crate::frame::KEEP_WHEN_EMPTY;
 
 /// The queue. The frames that queued events borrow from are copied back to back into one
 /// arena, oldest first, so a burst of events costs no allocation per event; the arena is
@@ -427,7 +427,7 @@ impl EventQueue {
                 self.origin = self.end();
                 self.arena.clear();
                 if self.arena.capacity() > ARENA_KEEP {
-                    self.arena.shrink_to(ARENA_KEEP / 4);
+                    self.arena = String::new();
                 }
             }
             Some(start) => {
@@ -444,6 +444,12 @@ impl EventQueue {
     /// Retires the event handed out last and hands out the next one.
     pub(crate) fn next(&mut self) -> Option<Event<'_>> {
         self.current = self.queue.pop_front();
+        if self.current.is_none() {
+            // Drained: the copies are dead, and a huge frame's capacity goes back now rather
+            // than at the next frame, which may be long in coming.
+            self.reclaim();
+            return None;
+        }
         let entry = self.current.as_ref()?;
         Some(view(&self.arena, self.origin, entry))
     }

@@ -1178,6 +1178,7 @@ impl Core {
             let answer = Answer::Result(RawJson::validated(text));
             self.emit_answer(None, stream, Some(r.id), answer, true);
         }
+        crate::frame::empty(&mut result);
         self.scratch = result;
         self.lifecycle.initialize_answered();
     }
@@ -1714,6 +1715,7 @@ impl Core {
         let out = self.output.begin();
         jsonrpc::encode_request(out, Id::Int(id), method, sent);
         self.output.end_frame(stream);
+        crate::frame::empty(&mut scratch);
         self.scratch = scratch;
         self.next_id += 1;
         // A request that may come back "input required" keeps what a retry needs.
@@ -1787,12 +1789,14 @@ impl Core {
             let ok = self
                 .stamp_result(&mut stamped, &mut typed, result, cacheable)
                 .is_ok();
+            crate::frame::empty(&mut typed);
             self.edit_scratch = typed;
             if ok && let Ok(text) = std::str::from_utf8(&stamped) {
                 self.inbound.remove(&key);
                 let answer = Answer::Result(RawJson::validated(text));
                 self.emit_answer(batch, stream, Some(id), answer, false);
             }
+            crate::frame::empty(&mut stamped);
             self.scratch = stamped;
             return if ok {
                 Ok(())

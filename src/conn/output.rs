@@ -94,10 +94,11 @@ impl Output {
             }
         }
         if self.segments.is_empty() {
-            self.buf.clear();
             self.read = 0;
             if self.release_when_drained {
                 self.release();
+            } else {
+                crate::frame::empty(&mut self.buf);
             }
         }
     }

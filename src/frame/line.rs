@@ -206,7 +206,7 @@ impl LineDecoder {
         input: &mut &'i [u8],
     ) -> Option<Result<&'s [u8], FrameError>> {
         if self.tail_handed_out {
-            self.tail.clear();
+            super::empty(&mut self.tail);
             self.tail_handed_out = false;
         }
         loop {
@@ -222,7 +222,7 @@ impl LineDecoder {
                 // A trailing `\r` may be the first half of a `\r\n`: not part of the frame.
                 let cr = usize::from(chunk.last() == Some(&b'\r'));
                 if self.tail.len() + chunk.len() - cr > self.max_frame {
-                    self.tail.clear();
+                    super::empty(&mut self.tail);
                     self.discarding = true;
                     return Some(Err(FrameError::TooLong {
                         limit: self.max_frame,
@@ -255,7 +255,7 @@ impl LineDecoder {
             // Complete the buffered tail.
             let total = self.tail.len() + line.len();
             if strip_cr_len(&self.tail, line) > self.max_frame {
-                self.tail.clear();
+                super::empty(&mut self.tail);
                 return Some(Err(FrameError::TooLong {
                     limit: self.max_frame,
                 }));
@@ -263,7 +263,7 @@ impl LineDecoder {
             debug_assert!(total <= self.max_frame + 1);
             self.tail.extend_from_slice(line);
             if is_blank(&self.tail) {
-                self.tail.clear();
+                super::empty(&mut self.tail);
                 continue;
             }
             self.tail_handed_out = true;
@@ -276,12 +276,12 @@ impl LineDecoder {
     /// end every message with a newline, but some omit the last one before exiting.
     pub fn finish(&mut self) -> Option<&[u8]> {
         if self.tail_handed_out {
-            self.tail.clear();
+            super::empty(&mut self.tail);
             self.tail_handed_out = false;
         }
         self.discarding = false;
         if is_blank(&self.tail) {
-            self.tail.clear();
+            super::empty(&mut self.tail);
             return None;
         }
         self.tail_handed_out = true;

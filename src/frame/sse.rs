@@ -226,7 +226,7 @@ impl SseDecoder {
         let mut line = std::mem::take(&mut self.line);
         line.extend_from_slice(piece);
         self.line_done(&line);
-        line.clear();
+        crate::frame::empty(&mut line);
         self.line = line;
     }
 
@@ -241,7 +241,7 @@ impl SseDecoder {
 
     fn reset_event(&mut self) {
         self.event = None;
-        self.data.clear();
+        super::empty(&mut self.data);
         self.has_data = false;
         self.id = None;
         self.size = 0;

@@ -950,7 +950,8 @@ impl HttpServer {
         };
         s.read = (s.read + n).min(s.buf.len());
         if s.read == s.buf.len() {
-            s.buf.clear();
+            // A long-lived (standalone) stream does not keep a large message's capacity.
+            crate::frame::empty(&mut s.buf);
             s.read = 0;
             if s.done {
                 let key = s.conn.0;
