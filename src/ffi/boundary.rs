@@ -42,6 +42,9 @@ fn code(outcome: Outcome) -> mcpw_result {
 pub(crate) trait Handle {
     /// Set once a call on this handle panicked; every later call fails.
     fn poisoned(&self) -> &Cell<bool>;
+    /// Runs after every call that may change the handle (and did not panic): gives back
+    /// scratch space the call needed.
+    fn after_call(&mut self) {}
 }
 
 /// Moves `value` to the heap and hands its ownership to C.
@@ -105,7 +108,9 @@ pub(crate) unsafe fn with_mut<H: Handle>(
         if h.poisoned().get() {
             return Err(MCPW_ERR_POISONED);
         }
-        body(h)
+        let outcome = body(h);
+        h.after_call();
+        outcome
     };
     // Safety: (caller) NULL or live; the body's borrow ended with the unwind.
     catch(|| unsafe { poison(handle.cast_const()) }, || code(run()))

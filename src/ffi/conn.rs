@@ -31,6 +31,10 @@ impl Handle for mcpw_conn {
     fn poisoned(&self) -> &Cell<bool> {
         &self.poisoned
     }
+    fn after_call(&mut self) {
+        // The staged copy of a large argument is not kept once the command is done.
+        crate::frame::empty(&mut self.staged);
+    }
 }
 
 /// Where a connection's lifecycle stands (`mcpw_conn_state`).
@@ -498,7 +502,11 @@ pub unsafe extern "C" fn mcpw_conn_poll_event(
         let out = unsafe { Out::new(out_event) }?;
         let event = match h.conn.poll_event() {
             Some(event) => to_c(event, &mut h.texts),
-            None => mcpw_event::NONE,
+            None => {
+                // No event borrows the decoded texts any more.
+                h.texts.release_large();
+                mcpw_event::NONE
+            }
         };
         out.write(event);
         Ok(())
@@ -1240,4 +1248,86 @@ pub unsafe extern "C" fn mcpw_conn_in_flight(
     };
     // Safety: (caller) NULL or a live connection handle.
     unsafe { with_ref(conn, body) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::config::{mcpw_config_free, mcpw_config_new};
+    use crate::frame::KEEP_WHEN_EMPTY;
+    use std::ptr;
+
+    /// A fresh handle for `role`, freed by the caller with `mcpw_conn_free`.
+    fn conn(role: mcpw_role) -> *mut mcpw_conn {
+        let (mut config, mut conn) = (ptr::null_mut(), ptr::null_mut());
+        // Safety: the names are readable for their lengths; the out-pointers are writable;
+        // the config is freed once, after the connection was made from it.
+        unsafe {
+            assert_eq!(
+                mcpw_config_new(role as u32, c"t".as_ptr(), 1, c"1".as_ptr(), 1, &mut config),
+                MCPW_OK
+            );
+            assert_eq!(mcpw_conn_new(config, 0, &mut conn), MCPW_OK);
+            mcpw_config_free(config);
+        }
+        conn
+    }
+
+    /// A command's staged copy of a large argument, and an event's decoded copy of a large
+    /// escaped string, are not kept once they are done with: an idle handle does not hold the
+    /// size of the largest message it saw.
+    #[test]
+    fn large_copies_are_given_back() {
+        const BIG: usize = 1 << 20;
+        let client = conn(mcpw_role::MCPW_ROLE_CLIENT);
+        let params = format!(r#"{{"pad":"{}"}}"#, "p".repeat(BIG));
+        let method = "notifications/message";
+        // Safety: `client` is live; the arguments are readable for their lengths.
+        let code = unsafe {
+            mcpw_conn_notify(
+                client,
+                method.as_ptr().cast(),
+                method.len(),
+                params.as_ptr().cast(),
+                params.len(),
+            )
+        };
+        // Refused (no handshake yet), but only after the arguments were staged.
+        assert_eq!(code, MCPW_ERR_NOT_INITIALIZED);
+        // Safety: `client` is live and used by nothing else.
+        let h = unsafe { &*client };
+        assert!(
+            h.staged.capacity() <= KEEP_WHEN_EMPTY,
+            "{}",
+            h.staged.capacity()
+        );
+
+        let server = conn(mcpw_role::MCPW_ROLE_SERVER);
+        let frame = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/\\u0078{}\"}}\n",
+            "x".repeat(BIG)
+        );
+        // Safety: `server` is live; the frame is readable for its length.
+        unsafe { mcpw_conn_handle_input(server, 0, frame.as_ptr().cast(), frame.len()) };
+        let mut event = mcpw_event::NONE;
+        let mut largest = 0;
+        loop {
+            // Safety: `server` is live; `event` is writable.
+            assert_eq!(unsafe { mcpw_conn_poll_event(server, &mut event) }, MCPW_OK);
+            if event.kind == mcpw_event::NONE.kind {
+                break;
+            }
+            // Safety: as above.
+            largest = largest.max(unsafe { &*server }.texts.capacity());
+        }
+        // The event (a violation: no handshake yet) carried the decoded method.
+        assert!(largest > BIG, "{largest}");
+        // Safety: as above.
+        assert!(unsafe { &*server }.texts.capacity() <= KEEP_WHEN_EMPTY);
+        // Safety: both handles are live and freed once.
+        unsafe {
+            mcpw_conn_free(client);
+            mcpw_conn_free(server);
+        }
+    }
 }

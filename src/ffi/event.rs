@@ -394,6 +394,33 @@ pub(crate) struct EventTexts {
     request_state: String,
 }
 
+impl EventTexts {
+    /// The capacity the decoded copies hold.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.method.capacity()
+            + self.message.capacity()
+            + self.reason.capacity()
+            + self.request_state.capacity()
+    }
+
+    /// Frees the decoded copies whose capacity is above what emptied buffers keep
+    /// ([`KEEP_WHEN_EMPTY`](crate::frame::KEEP_WHEN_EMPTY)); for when no event borrows them.
+    pub(crate) fn release_large(&mut self) {
+        for s in [
+            &mut self.method,
+            &mut self.message,
+            &mut self.reason,
+            &mut self.request_state,
+        ] {
+            s.clear();
+            if s.capacity() > crate::frame::KEEP_WHEN_EMPTY {
+                *s = String::new();
+            }
+        }
+    }
+}
+
 /// A JSON string as decoded text: the wire bytes when there are no escapes, else a decoded
 /// copy in `buf`.
 fn text(s: JsonStr<'_>, buf: &mut String) -> mcpw_str {
