@@ -50,7 +50,7 @@ use output::Output;
 use std::collections::VecDeque;
 use tables::{
     BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, Pending, PendingKind, RetryBase,
-    TimerKey, Timers,
+    SeqMap, TimerKey, Timers,
 };
 
 // ---- Errors --------------------------------------------------------------------------------
@@ -616,7 +616,7 @@ struct Core {
     peer_caps: Option<Capabilities>,
     peer_info: Option<String>,
     peer_instructions: Option<String>,
-    pending: FastMap<i64, Pending>,
+    pending: SeqMap<Pending>,
     inbound: FastMap<OwnedId, Inbound>,
     /// Our requests that timed out or were cancelled: answers to them are late.
     our_finished: BoundedSet<i64>,
@@ -671,7 +671,7 @@ impl Core {
             peer_caps: None,
             peer_info: None,
             peer_instructions: None,
-            pending: FastMap::default(),
+            pending: SeqMap::default(),
             inbound: FastMap::default(),
             our_finished: BoundedSet::new(limits.max_remembered_ids),
             peer_cancelled: BoundedSet::new(limits.max_remembered_ids),
@@ -1529,7 +1529,7 @@ impl Core {
     /// output it wrote) so an idle connection stays small.
     fn release_handshake_memory(&mut self) {
         if self.pending.is_empty() {
-            self.pending = FastMap::default();
+            self.pending = SeqMap::default();
         } else {
             self.pending.shrink_to_fit();
         }

@@ -48,6 +48,37 @@ impl Hasher for IdHasher {
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Hashes our own request ids, which we hand out in sequence, so that the requests in flight
+/// (a window of consecutive ids) sit in consecutive buckets: no two collide while fewer are in
+/// flight than the table has buckets, and answers that come back roughly in order walk the
+/// table's memory in order instead of missing the cache on every lookup. The bucket comes from
+/// the id's low bits; the tag a SwissTable keeps per bucket (the hash's top 7 bits) from a
+/// multiplicative mix, so that probing compares tags that differ. Only we insert into a table
+/// keyed this way; a peer's ids are only looked up, so it cannot crowd the table.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        const TAG_BITS: u32 = 7;
+        let tag = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TAG_BITS);
+        (self.0 & (u64::MAX >> TAG_BITS)) | tag << (64 - TAG_BITS)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.0 = n as u64;
+    }
+}
+
+/// A map keyed by our own sequential request ids; see [`SeqHasher`].
+pub(crate) type SeqMap<V> = HashMap<i64, V, BuildHasherDefault<SeqHasher>>;
 type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// What one of our requests is, for the engine.
@@ -221,5 +252,53 @@ impl Timers {
     /// Replaces every entry with the live deadlines (and frees spare capacity).
     pub(crate) fn rebuild(&mut self, live: impl Iterator<Item = (Timestamp, TimerKey)>) {
         self.heap = live.map(Reverse).collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    fn hash(id: i64) -> u64 {
+        BuildHasherDefault::<SeqHasher>::default().hash_one(id)
+    }
+
+    /// Consecutive ids get consecutive buckets (the low bits are the id's) and tags that
+    /// differ (the top 7 bits are mixed), so a window of ids never collides and a tag compare
+    /// rarely matches the wrong id.
+    #[test]
+    fn consecutive_ids_get_consecutive_buckets_and_mixed_tags() {
+        let mut tags = [0u32; 128];
+        for id in 1_000..1_000 + 128 * 64 {
+            let h = hash(id);
+            assert_eq!(h & 0xFFFF, id as u64 & 0xFFFF);
+            tags[(h >> 57) as usize] += 1;
+        }
+        // 8,192 ids over 128 tags: every tag used, none by more than twice its share.
+        assert!(tags.iter().all(|&n| (1..=128).contains(&n)), "{tags:?}");
+        // Ids far apart, and negative ones from a peer, hash without trouble.
+        assert_ne!(hash(-1), hash(i64::MAX));
+        assert_ne!(hash(i64::MIN), hash(0));
+    }
+
+    /// The table works as a map under a sliding window of requests in flight, with lookups of
+    /// ids that were never ours mixed in.
+    #[test]
+    fn a_sliding_window_of_ids_behaves_as_a_map() {
+        let mut map = SeqMap::<i64>::default();
+        let window = 5_000;
+        for id in 0..100_000i64 {
+            assert_eq!(map.insert(id, id * 3), None);
+            if id >= window {
+                let old = id - window;
+                assert_eq!(map.remove(&old), Some(old * 3));
+                assert_eq!(map.get(&old), None);
+            }
+            assert_eq!(map.get(&-id), if id == 0 { Some(&0) } else { None });
+            assert_eq!(map.get(&(id + 1 + (1 << 40))), None);
+        }
+        assert_eq!(map.len(), window as usize);
+        assert!(map.capacity() < 4 * window as usize);
     }
 }
