@@ -50,9 +50,9 @@ impl Hasher for IdHasher {
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Hashes our own request ids, which we hand out in sequence, so that the requests in flight
-/// (a window of consecutive ids) sit in consecutive buckets: no two collide while fewer are in
-/// flight than the table has buckets, and answers that come back roughly in order walk the
-/// table's memory in order instead of missing the cache on every lookup. The bucket comes from
+/// (a window of consecutive ids) sit in consecutive buckets: no two collide while the window
+/// spans fewer ids than the table has buckets, and answers that come back roughly in order
+/// walk the table's memory in order instead of missing the cache on every lookup. The bucket comes from
 /// the id's low bits; the tag a SwissTable keeps per bucket (the hash's top 7 bits) from a
 /// multiplicative mix, so that probing compares tags that differ. Only we insert into a table
 /// keyed this way; a peer's ids are only looked up, so it cannot crowd the table.
