@@ -332,27 +332,43 @@ unsafe fn string_blocks_avx2(buf: &[u8], pos: usize) -> Result<(usize, bool), Fa
 #[target_feature(enable = "avx2")]
 #[inline]
 fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
-    use core::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_set1_epi8,
-    };
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control_max = _mm256_set1_epi8(0x1F);
-    let mut quotes = 0u64;
-    let mut backslashes = 0u64;
-    let mut controls = 0u64;
+    let (mut quotes, mut backslashes, mut controls) = (0u64, 0u64, 0u64);
     for k in 0..2 {
-        // Safety: the two 32-byte loads cover the 64-byte array.
-        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let (q, b, c) = half_masks_avx2(half_avx2(block, k));
         let shift = 32 * k;
-        quotes |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32 as u64) << shift;
-        backslashes |=
-            (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32 as u64) << shift;
-        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, control_max), v);
-        controls |= (_mm256_movemask_epi8(control) as u32 as u64) << shift;
+        quotes |= (q as u64) << shift;
+        backslashes |= (b as u64) << shift;
+        controls |= (c as u64) << shift;
     }
     (quotes, backslashes, controls)
+}
+
+/// Half `k` (0 or 1) of a 64-byte block.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn half_avx2(block: &[u8; 64], k: usize) -> core::arch::x86_64::__m256i {
+    use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
+    debug_assert!(k < 2);
+    // Safety: for k < 2 the 32-byte load lies inside the 64-byte array.
+    unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * (k & 1)) as *const __m256i) }
+}
+
+/// The quote, backslash and control-character (< 0x20) masks of 32 bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn half_masks_avx2(v: core::arch::x86_64::__m256i) -> (u32, u32, u32) {
+    use core::arch::x86_64::{
+        _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8,
+    };
+    let mask = |m| _mm256_movemask_epi8(m) as u32;
+    let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1F)), v);
+    (
+        mask(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
+        mask(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
+        mask(control),
+    )
 }
 
 /// [`escape_letter_masks`] with 32-byte AVX2 lanes.
@@ -419,28 +435,17 @@ enum PlainBlock {
 #[inline]
 fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u64) -> PlainBlock {
     let skip = if TAIL { skip } else { 0 };
-    use core::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_set1_epi8,
-    };
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control_max = _mm256_set1_epi8(0x1F);
     let lo_table = nibble_table(&ESCAPE_NIBBLE_LO);
     let hi_table = nibble_table(&ESCAPE_NIBBLE_HI);
-    let mut quotes = 0u64;
-    let mut backslashes = 0u64;
-    let mut controls = 0u64;
+    let (mut quotes, mut backslashes, mut controls) = (0u64, 0u64, 0u64);
     let mut not_simple = 0u64;
     for k in 0..2 {
-        // Safety: the two 32-byte loads cover the 64-byte array.
-        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
+        let v = half_avx2(block, k);
+        let (q, b, c) = half_masks_avx2(v);
         let shift = 32 * k;
-        quotes |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32 as u64) << shift;
-        backslashes |=
-            (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32 as u64) << shift;
-        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, control_max), v);
-        controls |= (_mm256_movemask_epi8(control) as u32 as u64) << shift;
+        quotes |= (q as u64) << shift;
+        backslashes |= (b as u64) << shift;
+        controls |= (c as u64) << shift;
         not_simple |= (outside_class(v, lo_table, hi_table) as u64) << shift;
     }
     // Bits past the frame's end read as zero: plain bytes, never a quote.
@@ -982,6 +987,16 @@ pub(crate) fn validate_document(buf: &[u8], max_depth: usize) -> Result<(), Faul
 mod tests {
     use super::*;
 
+    /// A small deterministic generator (xorshift64) for the randomised tests.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// What serde_json (an independent validator) says about `"` + body + `"` + tail.
     fn reference(body: &[u8]) -> bool {
         let mut doc = vec![b'"'];
@@ -1066,13 +1081,7 @@ mod tests {
             b"\\",
             b"\\\\\\",
         ];
-        let mut state = 0x243f_6a88_85a3_08d3u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x243f_6a88_85a3_08d3);
         for round in 0..40_000 {
             let mut body = vec![b'x'; (next() % 130) as usize];
             // Up to ten pieces: blocks with few escapes and with many (two code paths).
@@ -1165,13 +1174,8 @@ mod tests {
             "\"a\\nb\\u00e9\"",
             "\"\"",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |n: usize| (rng() % n as u64) as usize;
         fn value(tokens: &mut Vec<String>, next: &mut dyn FnMut(usize) -> usize, depth: usize) {
             let ws = |next: &mut dyn FnMut(usize) -> usize| WS[next(WS.len())].to_string();
             match if depth > 5 { 2 } else { next(3) } {
