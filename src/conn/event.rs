@@ -329,10 +329,6 @@ impl Capture<'_> {
 /// while events are still queued behind them.
 const ARENA_RECLAIM: usize = 64 * 1024;
 
-/// The arena's capacity kept across an empty queue; a larger one (left by a burst or a huge
-/// frame) is given back. The same bound as the framers' and the output's buffers.
-const ARENA_KEEP: usize = crate::frame::KEEP_WHEN_EMPTY;
-
 /// The queue. The frames that queued events borrow from are copied back to back into one
 /// arena, oldest first, so a burst of events costs no allocation per event; the arena is
 /// emptied whenever the queue is, and its consumed front is cut off when it grows large.
@@ -419,16 +415,15 @@ impl EventQueue {
     }
 
     /// Drops the arena's copies that no queued event borrows any more: all of them when the
-    /// queue is empty, else the front once it is large and at least half the arena.
+    /// queue is empty (the arena then keeps at most
+    /// [`KEEP_WHEN_EMPTY`](crate::frame::KEEP_WHEN_EMPTY) of capacity), else the front once it
+    /// is large and at least half the arena.
     fn reclaim(&mut self) {
         let oldest = self.current.as_ref().or(self.queue.front());
         match oldest.map(|e| e.frame.start) {
             None => {
                 self.origin = self.end();
-                self.arena.clear();
-                if self.arena.capacity() > ARENA_KEEP {
-                    self.arena = String::new();
-                }
+                crate::frame::empty_text(&mut self.arena);
             }
             Some(start) => {
                 let dead = start.saturating_sub(self.origin);

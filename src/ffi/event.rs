@@ -413,10 +413,7 @@ impl EventTexts {
             &mut self.reason,
             &mut self.request_state,
         ] {
-            s.clear();
-            if s.capacity() > crate::frame::KEEP_WHEN_EMPTY {
-                *s = String::new();
-            }
+            crate::frame::empty_text(s);
         }
     }
 }

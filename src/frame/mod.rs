@@ -19,3 +19,12 @@ pub(crate) fn empty(buf: &mut Vec<u8>) {
         *buf = Vec::new();
     }
 }
+
+/// [`empty`] for text buffers.
+#[inline]
+pub(crate) fn empty_text(buf: &mut String) {
+    buf.clear();
+    if buf.capacity() > KEEP_WHEN_EMPTY {
+        *buf = String::new();
+    }
+}
