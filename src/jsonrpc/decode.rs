@@ -447,6 +447,36 @@ fn parse_i64(digits: &[u8]) -> Option<i64> {
     if neg { Some(v) } else { v.checked_neg() }
 }
 
+/// How many of the eight bytes of `word` (read little-endian, so the first byte is the lowest)
+/// are ASCII digits before the first that is not.
+#[inline(always)]
+fn leading_digits(word: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH_NIBBLES: u64 = 0xF0 * ONES;
+    // A byte is a digit when its high nibble is 3 and stays 3 after adding 6 (which carries
+    // into the high nibble for 0x3A..=0x3F). A carry out of a byte of 0xFA or more disturbs
+    // only the bytes after it, and such a byte is already a non-digit.
+    let off = ((word & HIGH_NIBBLES) ^ (0x30 * ONES))
+        | ((word.wrapping_add(0x06 * ONES) & HIGH_NIBBLES) ^ (0x30 * ONES));
+    // The top bit of each byte of `off` that is not zero.
+    let nonzero = (((off & (0x7F * ONES)) + 0x7F * ONES) | off) & (0x80 * ONES);
+    (nonzero.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` (1 to 8) bytes of `word`, which are ASCII digits, the first one
+/// the most significant.
+#[inline(always)]
+fn digits_value(word: u64, n: usize) -> u64 {
+    debug_assert!((1..=8).contains(&n));
+    // Digits to values, then move them to the top bytes: the bytes below become leading zeros.
+    let v = (word.wrapping_sub(0x3030_3030_3030_3030)) << (8 * (8 - n));
+    // Combine neighbours: pairs (two-digit numbers in every other byte), then pairs of pairs
+    // (four-digit numbers in the 32-bit halves), then the halves.
+    let pairs = (v * 10 + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let quads = (pairs * 100 + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (quads & 0xFFFF) * 10_000 + (quads >> 32)
+}
+
 /// Reads a number value at `start`: `Ok(Ok(n))` for an in-range integer, `Ok(Err(reason))` for
 /// a valid number that is not one, `Err` for invalid JSON.
 #[inline(always)]
@@ -462,6 +492,16 @@ fn integer<'f, S: Syntax<'f>>(
     // the general path.
     let negative = buf.get(start) == Some(&b'-');
     let digits = start + negative as usize;
+    // Up to seven digits with eight bytes to read: no loop. (Ids and error codes are short.)
+    if let Some(chunk) = buf.get(digits..digits + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let n = leading_digits(word);
+        if n > 0 && n < 8 && (chunk[0] != b'0' || n == 1) && !matches!(chunk[n], b'.' | b'e' | b'E')
+        {
+            let v = digits_value(word, n) as i64;
+            return Ok((digits + n, Ok(if negative { -v } else { v })));
+        }
+    }
     let mut i = digits;
     let mut v: u64 = 0;
     while let Some(&d) = buf.get(i) {
@@ -990,5 +1030,57 @@ fn batch<'f, S: Syntax<'f>>(
             Some(_) => return Err(scan::unexpected(buf, pos)),
             None => return Err(fault(Reason::UnexpectedEnd, pos)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{digits_value, leading_digits};
+
+    fn word(bytes: &[u8; 8]) -> u64 {
+        u64::from_le_bytes(*bytes)
+    }
+
+    #[test]
+    fn leading_digits_stops_at_the_first_non_digit_whatever_follows() {
+        // Every byte value in every position after a run of digits, including those whose
+        // +6 carries out of the byte (0xFA..=0xFF) and the neighbours of '0'..='9'.
+        for run in 0..8 {
+            for stop in 0..=255u8 {
+                let mut bytes = [b'7'; 8];
+                bytes[run] = stop;
+                for (k, b) in bytes.iter_mut().enumerate().skip(run + 1) {
+                    *b = 0xF0u8.wrapping_add(k as u8 * 3);
+                }
+                let want = if stop.is_ascii_digit() {
+                    run + 1
+                        + bytes[run + 1..]
+                            .iter()
+                            .take_while(|b| b.is_ascii_digit())
+                            .count()
+                } else {
+                    run
+                };
+                assert_eq!(leading_digits(word(&bytes)), want, "{bytes:?}");
+            }
+        }
+        assert_eq!(leading_digits(word(b"12345678")), 8);
+    }
+
+    #[test]
+    fn digits_value_matches_the_standard_parser_for_every_length() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = 1 + (state % 8) as usize;
+            let value = (state >> 8) % 10u64.pow(n as u32);
+            let text = format!("{value:0n$},\"x\":[1]");
+            let bytes: [u8; 8] = text.as_bytes()[..8].try_into().unwrap();
+            assert_eq!(digits_value(word(&bytes), n), value, "{text}");
+        }
+        assert_eq!(digits_value(word(b"99999999"), 8), 99_999_999);
+        assert_eq!(digits_value(word(b"0}      "), 1), 0);
     }
 }
