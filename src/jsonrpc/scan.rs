@@ -1265,4 +1265,36 @@ mod tests {
             assert!(string(&doc, 1).is_err());
         }
     }
+
+    #[test]
+    fn closing_brackets_must_match_at_every_depth() {
+        // Containers alternate by a pattern that differs across the 64-level word boundaries;
+        // each document closes them all, and one variant swaps the bracket at one depth.
+        let kinds: Vec<bool> = (0..300).map(|d| (d * 7 + d / 64) % 3 == 0).collect();
+        let doc = |swap: Option<usize>| {
+            let mut out = Vec::new();
+            for &object in &kinds {
+                out.extend_from_slice(if object { b"{\"k\":" } else { b"[" });
+            }
+            out.push(b'1');
+            for (d, &object) in kinds.iter().enumerate().rev() {
+                let close = object != (swap == Some(d));
+                out.push(if close { b'}' } else { b']' });
+            }
+            out
+        };
+        assert_eq!(validate_document(&doc(None), 1024), Ok(()));
+        for d in [0, 1, 63, 64, 65, 127, 128, 200, 299] {
+            let bad = doc(Some(d));
+            assert_eq!(
+                validate_document(&bad, 1024).map_err(|f| f.reason),
+                Err(Reason::UnexpectedByte),
+                "depth {d}"
+            );
+        }
+        assert_eq!(
+            validate_document(&doc(None), 299).map_err(|f| f.reason),
+            Err(Reason::TooDeep)
+        );
+    }
 }
