@@ -222,6 +222,9 @@ fn http(
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Phase {
     Starting,
+    /// Handshake done; waiting for the server to answer the session's GET stream before the
+    /// first request, so that stream is in place before any POST can need it.
+    OpeningGet,
     Listing(RequestId),
     Calling(RequestId),
     Done,
@@ -315,6 +318,8 @@ struct Client {
     next_stream: u64,
     /// Open the session's GET stream once the handshake is done.
     want_get: bool,
+    /// The exchange carrying the session's GET stream, once opened.
+    get_stream: Option<u64>,
     /// (when, stream to resume).
     resumes: Vec<(Instant, u64)>,
 }
@@ -385,7 +390,23 @@ impl Client {
                 headers.push(("Mcp-Session-Id", s.clone()));
             }
             let id = self.exchange(None, true);
+            self.get_stream = Some(id);
             spawn(&self.url, &self.tx, id, "GET", headers, Vec::new());
+        }
+    }
+
+    /// The scenario's first request, `tools/list`.
+    fn start_listing(&mut self) {
+        let now = self.now();
+        if let Ok(r) = self.conn.request(now, "tools/list", None) {
+            self.phase = Phase::Listing(r);
+        }
+    }
+
+    /// The GET stream got its answer (or failed): the scenario's requests may start.
+    fn get_settled(&mut self, stream: u64) {
+        if self.phase == Phase::OpeningGet && self.get_stream == Some(stream) {
+            self.start_listing();
         }
     }
 
@@ -416,6 +437,7 @@ impl Client {
                     eprintln!("http_client: the session expired (404)");
                     self.session = None;
                 }
+                self.get_settled(stream);
             }
             Msg::Piece { stream, bytes } => {
                 let Some(x) = self.exchanges.get_mut(&stream) else {
@@ -440,6 +462,7 @@ impl Client {
                 }
             }
             Msg::End { stream } => {
+                self.get_settled(stream);
                 let Some(x) = self.exchanges.get(&stream) else {
                     return;
                 };
@@ -507,8 +530,13 @@ impl Client {
                 self.want_get = true;
                 if self.scenario == "initialize" {
                     self.phase = Phase::Done;
-                } else if let Ok(r) = self.conn.request(now, "tools/list", None) {
-                    self.phase = Phase::Listing(r);
+                } else if self.session.is_some() {
+                    // The sse-retry server answers a pending tool call on whichever GET
+                    // arrives next; a GET racing the call would take the answer before the
+                    // call's own stream closes, and the resumption would never be exercised.
+                    self.phase = Phase::OpeningGet;
+                } else {
+                    self.start_listing();
                 }
             }
             Owned::Response(r, result) if self.phase == Phase::Listing(r) => {
@@ -642,6 +670,7 @@ fn main() {
         exchanges: HashMap::new(),
         next_stream: 1,
         want_get: false,
+        get_stream: None,
         resumes: Vec::new(),
     };
     let deadline = start + Duration::from_secs(25);
