@@ -600,6 +600,10 @@ struct Core {
     /// Client, 2026-07-28: what "input required" answers need for a retry, by old request id.
     retryable: FastMap<i64, (RetryBase, Option<String>)>,
     retry_order: VecDeque<i64>,
+    /// Client, 2026-07-28: what each request in flight that may come back "input required"
+    /// needs for a retry, by request id. Kept apart from `pending`, whose entries stay small
+    /// for the lookup every answer makes.
+    retry_bases: FastMap<i64, RetryBase>,
     /// Client, 2026-07-28: spare strings for the params a retry would need, so that keeping
     /// them for every eligible request allocates nothing in steady state.
     retry_pool: Vec<String>,
@@ -659,6 +663,7 @@ impl Core {
             role: config.role,
             era: None,
             retryable: FastMap::default(),
+            retry_bases: FastMap::default(),
             retry_order: VecDeque::new(),
             retry_pool: Vec::new(),
             retry_pool_bytes: 0,
@@ -1347,7 +1352,7 @@ impl Core {
             // Our ids are integers: a string id never matches, whatever its digits.
             return self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
         };
-        let Some(mut pending) = self.pending.remove(&n) else {
+        let Some(pending) = self.pending.remove(&n) else {
             if self.our_finished.contains(&n) {
                 self.stats.late_responses += 1;
             } else {
@@ -1363,11 +1368,12 @@ impl Core {
             PendingKind::Normal => {}
         }
         let request = RequestId(n);
+        let mut retry = self.take_retry(n);
         let classified = match outcome {
-            Ok(result) => Some(self.classify_result(request, &mut pending.retry, result)),
+            Ok(result) => Some(self.classify_result(request, &mut retry, result)),
             Err(_) => None,
         };
-        self.recycle_retry(pending.retry);
+        self.recycle_retry(retry);
         let cap = self.events.capture(frame);
         let stored = match (outcome, classified) {
             (Ok(result), Some(modern::Classified::Complete)) | (Ok(result), None) => {
@@ -1449,8 +1455,9 @@ impl Core {
                         continue;
                     }
                     let kind = p.kind;
-                    if let Some(p) = self.pending.remove(&n) {
-                        self.recycle_retry(p.retry);
+                    if self.pending.remove(&n).is_some() {
+                        let retry = self.take_retry(n);
+                        self.recycle_retry(retry);
                     }
                     match kind {
                         PendingKind::Initialize => {
@@ -1579,11 +1586,13 @@ impl Core {
         reset_on_progress: bool,
     ) {
         let deadline = now.after(timeout);
+        if let Some(retry) = retry {
+            self.retry_bases.insert(id, retry);
+        }
         self.pending.insert(
             id,
             Pending {
                 kind,
-                retry,
                 started: now,
                 timeout,
                 deadline,
@@ -1605,6 +1614,14 @@ impl Core {
         s.clear();
         s.push_str(text);
         s
+    }
+
+    /// What request `n` kept for a retry, taken out now that it has ended.
+    fn take_retry(&mut self, n: i64) -> Option<RetryBase> {
+        if self.retry_bases.is_empty() {
+            return None;
+        }
+        self.retry_bases.remove(&n)
     }
 
     /// Gives the params kept for a retry back to the pool once the request has ended.
@@ -1901,8 +1918,9 @@ impl Core {
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
-        if let Some(p) = self.pending.remove(&request.0) {
-            self.recycle_retry(p.retry);
+        if self.pending.remove(&request.0).is_some() {
+            let retry = self.take_retry(request.0);
+            self.recycle_retry(retry);
         }
         self.our_finished.insert(request.0);
         self.send_cancelled(request.0, reason);
@@ -1945,6 +1963,7 @@ impl Core {
             self.events.push(Stored::Abandoned(RequestId(n)));
         }
         self.pending.clear();
+        self.retry_bases.clear();
         self.inbound.clear();
         self.batches.clear();
         self.events.push(Stored::Closed(reason.clone()));

@@ -49,36 +49,158 @@ impl Hasher for IdHasher {
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// Hashes our own request ids, which we hand out in sequence, so that the requests in flight
-/// (a window of consecutive ids) sit in consecutive buckets: no two collide while the window
-/// spans fewer ids than the table has buckets, and answers that come back roughly in order
-/// walk the table's memory in order instead of missing the cache on every lookup. The bucket comes from
-/// the id's low bits; the tag a SwissTable keeps per bucket (the hash's top 7 bits) from a
-/// multiplicative mix, so that probing compares tags that differ. Only we insert into a table
-/// keyed this way; a peer's ids are only looked up, so it cannot crowd the table.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct SeqHasher(u64);
+/// Our requests in flight, keyed by the ids we hand out in increasing order. The ids in flight
+/// form a window, so each entry sits in the slot its id's low bits name: a lookup is one index
+/// and one compare, with no hashing, and answers that come back roughly in order walk the slots
+/// in order. An entry whose slot still holds an older request (one that is taking long) goes to
+/// a small hash map instead, so a straggler never makes the slot array grow. The array doubles
+/// while more than three quarters of it is used, so it stays within a constant factor of the
+/// most requests ever in flight at once; a peer's ids are only looked up, never inserted.
+#[derive(Debug)]
+pub(crate) struct SeqMap<V> {
+    /// Empty, or a power of two long.
+    slots: Vec<Option<(i64, V)>>,
+    in_slots: usize,
+    overflow: FastMap<i64, V>,
+}
 
-impl Hasher for SeqHasher {
-    fn finish(&self) -> u64 {
-        const TAG_BITS: u32 = 7;
-        let tag = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TAG_BITS);
-        (self.0 & (u64::MAX >> TAG_BITS)) | tag << (64 - TAG_BITS)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+impl<V> Default for SeqMap<V> {
+    fn default() -> Self {
+        SeqMap {
+            slots: Vec::new(),
+            in_slots: 0,
+            overflow: FastMap::default(),
         }
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.0 = n as u64;
     }
 }
 
-/// A map keyed by our own sequential request ids; see [`SeqHasher`].
-pub(crate) type SeqMap<V> = HashMap<i64, V, BuildHasherDefault<SeqHasher>>;
+impl<V> SeqMap<V> {
+    fn slot_of(&self, id: i64) -> usize {
+        // `slots.len()` is a power of two (or zero, when no caller gets this far).
+        id as u64 as usize & (self.slots.len().wrapping_sub(1))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.in_slots + self.overflow.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Slots allocated plus overflow capacity (for the memory tests).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len() + self.overflow.capacity()
+    }
+
+    pub(crate) fn get(&self, id: &i64) -> Option<&V> {
+        if let Some(Some((k, v))) = self.slots.get(self.slot_of(*id))
+            && k == id
+        {
+            return Some(v);
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.get(id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: &i64) -> Option<&mut V> {
+        let slot = self.slot_of(*id);
+        if let Some(Some((k, _))) = self.slots.get(slot)
+            && k == id
+        {
+            return self.slots[slot].as_mut().map(|(_, v)| v);
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.get_mut(id)
+    }
+
+    pub(crate) fn remove(&mut self, id: &i64) -> Option<V> {
+        let slot = self.slot_of(*id);
+        if let Some(entry) = self.slots.get_mut(slot)
+            && entry.as_ref().is_some_and(|(k, _)| k == id)
+        {
+            self.in_slots -= 1;
+            return entry.take().map(|(_, v)| v);
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.remove(id)
+    }
+
+    /// Inserts an entry for `id`, replacing (and returning) the value of an entry with the
+    /// same id.
+    pub(crate) fn insert(&mut self, id: i64, value: V) -> Option<V> {
+        let old = self.remove(&id);
+        if (self.in_slots + 1) * 4 > self.slots.len() * 3 {
+            self.resize((self.slots.len() * 2).max(16));
+        }
+        let slot = self.slot_of(id);
+        match &mut self.slots[slot] {
+            free @ None => {
+                *free = Some((id, value));
+                self.in_slots += 1;
+            }
+            Some(_) => {
+                self.overflow.insert(id, value);
+            }
+        }
+        old
+    }
+
+    /// Moves every entry into a slot array of `len` (a power of two, or zero when there are
+    /// none), where it fits; the rest go to the overflow map.
+    fn resize(&mut self, len: usize) {
+        let old = std::mem::take(&mut self.slots);
+        let overflow = std::mem::take(&mut self.overflow);
+        self.slots.resize_with(len, || None);
+        self.in_slots = 0;
+        let entries = old.into_iter().flatten().chain(overflow);
+        for (id, value) in entries {
+            let slot = self.slot_of(id);
+            match self.slots.get_mut(slot) {
+                Some(free @ None) => {
+                    *free = Some((id, value));
+                    self.in_slots += 1;
+                }
+                _ => {
+                    self.overflow.insert(id, value);
+                }
+            }
+        }
+    }
+
+    /// Gives back the capacity the entries do not need.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let n = self.len();
+        let len = if n == 0 {
+            0
+        } else {
+            (n * 4 / 3 + 1).next_power_of_two().max(16)
+        };
+        if len < self.slots.len() {
+            self.resize(len);
+        }
+        self.overflow.shrink_to_fit();
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|e| *e = None);
+        self.in_slots = 0;
+        self.overflow.clear();
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&i64, &V)> {
+        let in_slots = self.slots.iter().flatten().map(|(k, v)| (k, v));
+        in_slots.chain(self.overflow.iter())
+    }
+}
+
 type FastSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// What one of our requests is, for the engine.
@@ -104,8 +226,6 @@ pub(crate) struct RetryBase {
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
     pub kind: PendingKind,
-    /// Kept for requests that may come back "input required".
-    pub retry: Option<RetryBase>,
     pub started: Timestamp,
     pub timeout: Duration,
     pub deadline: Timestamp,
@@ -258,32 +378,9 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::BuildHasher;
-
-    fn hash(id: i64) -> u64 {
-        BuildHasherDefault::<SeqHasher>::default().hash_one(id)
-    }
-
-    /// Consecutive ids get consecutive buckets (the low bits are the id's) and tags that
-    /// differ (the top 7 bits are mixed), so a window of ids never collides and a tag compare
-    /// rarely matches the wrong id.
-    #[test]
-    fn consecutive_ids_get_consecutive_buckets_and_mixed_tags() {
-        let mut tags = [0u32; 128];
-        for id in 1_000..1_000 + 128 * 64 {
-            let h = hash(id);
-            assert_eq!(h & 0xFFFF, id as u64 & 0xFFFF);
-            tags[(h >> 57) as usize] += 1;
-        }
-        // 8,192 ids over 128 tags: every tag used, none by more than twice its share.
-        assert!(tags.iter().all(|&n| (1..=128).contains(&n)), "{tags:?}");
-        // Ids far apart, and negative ones from a peer, hash without trouble.
-        assert_ne!(hash(-1), hash(i64::MAX));
-        assert_ne!(hash(i64::MIN), hash(0));
-    }
 
     /// The table works as a map under a sliding window of requests in flight, with lookups of
-    /// ids that were never ours mixed in.
+    /// ids that were never ours mixed in; in-order answers never need the overflow map.
     #[test]
     fn a_sliding_window_of_ids_behaves_as_a_map() {
         let mut map = SeqMap::<i64>::default();
@@ -294,11 +391,101 @@ mod tests {
                 let old = id - window;
                 assert_eq!(map.remove(&old), Some(old * 3));
                 assert_eq!(map.get(&old), None);
+                assert_eq!(map.remove(&old), None);
             }
             assert_eq!(map.get(&-id), if id == 0 { Some(&0) } else { None });
             assert_eq!(map.get(&(id + 1 + (1 << 40))), None);
+            assert_eq!(map.get_mut(&(id - (1 << 40))), None);
         }
         assert_eq!(map.len(), window as usize);
+        assert!(map.overflow.is_empty());
         assert!(map.capacity() < 4 * window as usize);
+    }
+
+    /// A request that is never answered holds its slot; the ids that later map onto that slot
+    /// go to the overflow map, and the slot array does not grow for it.
+    #[test]
+    fn a_straggler_does_not_make_the_table_grow() {
+        let mut map = SeqMap::<i64>::default();
+        map.insert(1, -1);
+        for id in 2..200_000i64 {
+            map.insert(id, id);
+            if id >= 10 {
+                assert_eq!(map.remove(&(id - 8)), Some(id - 8));
+            }
+        }
+        assert_eq!(map.get(&1), Some(&-1));
+        assert_eq!(map.len(), 9);
+        assert!(map.slots.len() <= 16, "{}", map.slots.len());
+        assert!(map.overflow.len() <= 1);
+        *map.get_mut(&1).expect("straggler") = 7;
+        assert_eq!(map.remove(&1), Some(7));
+        assert_eq!(map.len(), 8);
+    }
+
+    /// Against `HashMap`: random inserts of increasing ids with gaps, removals in random order,
+    /// lookups of absent and negative ids, shrinking, clearing and iteration.
+    #[test]
+    fn matches_a_hash_map_under_random_operations() {
+        use std::collections::HashMap;
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rand = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut map = SeqMap::<u64>::default();
+        let mut model = HashMap::<i64, u64>::new();
+        let mut next = 1i64;
+        for step in 0..200_000u64 {
+            match rand() % 16 {
+                0..=6 => {
+                    next += 1 + (rand() % 3) as i64;
+                    assert_eq!(map.insert(next, step), model.insert(next, step));
+                }
+                7..=11 => {
+                    let id = next - (rand() % 600) as i64;
+                    assert_eq!(map.remove(&id), model.remove(&id));
+                }
+                12 => {
+                    let id = next - (rand() % 600) as i64;
+                    if let (Some(a), Some(b)) = (map.get_mut(&id), model.get_mut(&id)) {
+                        *a = step;
+                        *b = step;
+                    }
+                }
+                13 => {
+                    let id = (rand() as i64).wrapping_neg();
+                    assert_eq!(map.get(&id), model.get(&id));
+                }
+                14 if step % 97 == 0 => map.shrink_to_fit(),
+                15 if step % 50_000 == 0 => {
+                    map.clear();
+                    model.clear();
+                }
+                _ => {
+                    let id = next - (rand() % 600) as i64;
+                    assert_eq!(map.get(&id), model.get(&id));
+                }
+            }
+            assert_eq!(map.len(), model.len());
+            assert_eq!(map.is_empty(), model.is_empty());
+        }
+        let mut seen: Vec<_> = map.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut want: Vec<_> = model.iter().map(|(k, v)| (*k, *v)).collect();
+        seen.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(seen, want);
+        // Shrinking keeps every entry and gives the slots back once empty.
+        map.shrink_to_fit();
+        for (k, v) in &model {
+            assert_eq!(map.get(k), Some(v));
+        }
+        for k in model.keys() {
+            map.remove(k);
+        }
+        map.shrink_to_fit();
+        assert_eq!(map.capacity(), 0);
     }
 }
