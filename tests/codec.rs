@@ -763,6 +763,107 @@ fn compact_and_spaced_keys_classify_alike() {
     });
 }
 
+/// The decoder reads the usual head of a message, `{"jsonrpc":"2.0","id":` and a short
+/// integer then a comma, in a few compares. Every id shape and every tail must come out as
+/// they do when a space after the opening brace sends the same message through the general
+/// path: the same message or the same error (kind, reason, id, and offset, one byte further
+/// when past the space), in a batch too.
+#[test]
+fn the_usual_head_decodes_as_the_general_path_does() {
+    const IDS: &[&str] = &[
+        "0",
+        "7",
+        "-0",
+        "-7",
+        "01",
+        "00",
+        "1234567",
+        "-1234567",
+        "12345678",
+        "-12345678",
+        "1.5",
+        "1e3",
+        "1E3",
+        "7.",
+        "-",
+        "--1",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1234567.0",
+        "\"7\"",
+        "null",
+        "true",
+        "{}",
+        "",
+    ];
+    const TAILS: &[&str] = &[
+        r#","result":{}}"#,
+        r#","error":{"code":-32601,"message":"m"}}"#,
+        r#","method":"ping"}"#,
+        r#","method":"ping","params":{"a":[1,2]}}"#,
+        r#","id":2,"result":{}}"#,
+        r#","jsonrpc":"2.0","result":{}}"#,
+        r#","Id":2,"result":{}}"#,
+        r#","JSONRPC":"2.0","result":{}}"#,
+        r#","result":{},"error":{"code":1,"message":"m"}}"#,
+        r#","result":{}"#,
+        r#",}"#,
+        r#","#,
+        r#"}"#,
+        r#" ,"result":{}}"#,
+        r#","result":{},}"#,
+        r#", "result" : {} }"#,
+        r#","result":{}}x"#,
+        "\u{0},\"result\":{}}",
+    ];
+    // `shift` is where the spaced variant's extra byte sits: offsets past it move back one.
+    fn error(e: &DecodeError<'_>, shift: Option<usize>) -> String {
+        let at = match shift {
+            Some(space) if e.offset() >= space => e.offset() - 1,
+            _ => e.offset(),
+        };
+        format!("{:?} {:?} {:?} at {at}", e.kind(), e.reason(), e.id())
+    }
+    let outcome = |d: &mut Decoder, f: &[u8], shift: Option<usize>| match d.decode(f) {
+        Ok(Decoded::Batch(members)) => {
+            let members: Vec<String> = members
+                .iter()
+                .map(|m| match m {
+                    Ok(m) => format!("{m:?}"),
+                    Err(e) => error(e, shift),
+                })
+                .collect();
+            format!("Batch({members:?})")
+        }
+        Ok(decoded) => format!("{decoded:?}"),
+        Err(e) => error(&e, shift),
+    };
+    each_backend(|b, d| {
+        let mut fast_taken = 0;
+        for id in IDS {
+            for tail in TAILS {
+                let usual = format!(r#"{{"jsonrpc":"2.0","id":{id}{tail}"#);
+                let spaced = format!(r#"{{ "jsonrpc":"2.0","id":{id}{tail}"#);
+                let want = outcome(d, spaced.as_bytes(), Some(1));
+                assert_eq!(outcome(d, usual.as_bytes(), None), want, "{b:?}: {usual}");
+                // As the first member of a batch (offsets one byte further in both).
+                let batch = format!("[{usual}]");
+                let spaced_batch = format!("[{spaced}]");
+                assert_eq!(
+                    outcome(d, batch.as_bytes(), None),
+                    outcome(d, spaced_batch.as_bytes(), Some(2)),
+                    "{b:?}: {batch}"
+                );
+                if want.starts_with("Single(") {
+                    fast_taken += 1;
+                }
+            }
+        }
+        assert!(fast_taken > 50, "{fast_taken}");
+    });
+}
+
 #[test]
 fn parse_error_offsets_point_at_the_problem() {
     each_backend(|_, d| {

@@ -511,18 +511,11 @@ fn integer<'f, S: Syntax<'f>>(
     // The common case: an optional minus, 1 to 18 digits without a leading zero, and no
     // fraction or exponent after them. Such a number always fits an i64; anything else takes
     // the general path.
+    if let Some((end, v)) = short_integer(buf, start) {
+        return Ok((end, Ok(v)));
+    }
     let negative = buf.get(start) == Some(&b'-');
     let digits = start + negative as usize;
-    // Up to seven digits with eight bytes to read: no loop. (Ids and error codes are short.)
-    if let Some(chunk) = buf.get(digits..digits + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let n = leading_digits(word);
-        if n > 0 && n < 8 && (chunk[0] != b'0' || n == 1) && !matches!(chunk[n], b'.' | b'e' | b'E')
-        {
-            let v = digits_value(word, n) as i64;
-            return Ok((digits + n, Ok(if negative { -v } else { v })));
-        }
-    }
     let mut i = digits;
     let mut v: u64 = 0;
     while let Some(&d) = buf.get(i) {
@@ -560,6 +553,27 @@ fn integer_general<'f, S: Syntax<'f>>(
         None => Ok((shape.end, Err(out_of_range))),
     }
 }
+
+/// [`integer`]'s common case without a loop: an optional minus, then 1 to 7 digits without a
+/// leading zero, followed by anything but a fraction or an exponent, with eight bytes to read
+/// after the minus. (Ids and error codes are short.) `None` leaves the number to the general
+/// path.
+#[inline(always)]
+fn short_integer(buf: &[u8], start: usize) -> Option<(usize, i64)> {
+    let negative = buf.get(start) == Some(&b'-');
+    let digits = start + negative as usize;
+    let chunk = buf.get(digits..digits + 8)?;
+    let word = u64::from_le_bytes(chunk.try_into().ok()?);
+    let n = leading_digits(word);
+    if n > 0 && n < 8 && (chunk[0] != b'0' || n == 1) && !matches!(chunk[n], b'.' | b'e' | b'E') {
+        let v = digits_value(word, n) as i64;
+        return Some((digits + n, if negative { -v } else { v }));
+    }
+    None
+}
+
+/// How most messages begin, ours included: the version, then an integer id.
+const USUAL_HEAD: &[u8; 22] = br#"{"jsonrpc":"2.0","id":"#;
 
 /// The first envelope problem seen, kept while the walk goes on to validate the rest.
 struct Problems {
@@ -605,7 +619,22 @@ fn object<'f, S: Syntax<'f>>(
     let mut error: Option<Option<ErrorObject<'f>>> = None;
 
     let mut pos = skip_ws(buf, open + 1);
-    if buf.get(pos) == Some(&b'}') {
+    // The usual head, `{"jsonrpc":"2.0","id":` and a short integer then a comma, is read in a
+    // few compares, with the same outcome the loop below would reach for its two members; the
+    // loop goes on from the key after the comma.
+    let mut after_head = false;
+    if buf.get(open..open + USUAL_HEAD.len()) == Some(USUAL_HEAD)
+        && let Some((end, n)) = short_integer(buf, open + USUAL_HEAD.len())
+        && buf.get(end) == Some(&b',')
+    {
+        seen[Member::Jsonrpc as usize] = true;
+        seen[Member::Id as usize] = true;
+        version_ok = true;
+        id = IdSlot::Value(Id::Int(n));
+        pos = skip_ws(buf, end + 1);
+        after_head = true;
+    }
+    if !after_head && buf.get(pos) == Some(&b'}') {
         pos += 1;
     } else {
         loop {
