@@ -70,4 +70,15 @@ pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
 
+/// A small deterministic generator (xorshift64) for the crate's randomised unit tests.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 pub use conn::{Config, Connection, Event, Timestamp};

@@ -428,13 +428,7 @@ mod tests {
     #[test]
     fn matches_a_hash_map_under_random_operations() {
         use std::collections::HashMap;
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rand = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rand = crate::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut map = SeqMap::<u64>::default();
         let mut model = HashMap::<i64, u64>::new();
         let mut next = 1i64;

@@ -987,16 +987,6 @@ pub(crate) fn validate_document(buf: &[u8], max_depth: usize) -> Result<(), Faul
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift64) for the randomised tests.
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
-
     /// What serde_json (an independent validator) says about `"` + body + `"` + tail.
     fn reference(body: &[u8]) -> bool {
         let mut doc = vec![b'"'];
@@ -1081,7 +1071,7 @@ mod tests {
             b"\\",
             b"\\\\\\",
         ];
-        let mut next = xorshift(0x243f_6a88_85a3_08d3);
+        let mut next = crate::xorshift(0x243f_6a88_85a3_08d3);
         for round in 0..40_000 {
             let mut body = vec![b'x'; (next() % 130) as usize];
             // Up to ten pieces: blocks with few escapes and with many (two code paths).
@@ -1174,7 +1164,7 @@ mod tests {
             "\"a\\nb\\u00e9\"",
             "\"\"",
         ];
-        let mut rng = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut rng = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut next = move |n: usize| (rng() % n as u64) as usize;
         fn value(tokens: &mut Vec<String>, next: &mut dyn FnMut(usize) -> usize, depth: usize) {
             let ws = |next: &mut dyn FnMut(usize) -> usize| WS[next(WS.len())].to_string();

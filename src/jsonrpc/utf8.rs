@@ -371,13 +371,7 @@ mod tests {
     #[test]
     fn agrees_with_std_on_random_mutations() {
         let base = "ascii é 日本語 😀 text → Ω and more ascii to cross blocks ".repeat(4);
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x1234_5678_9abc_def0);
         for _ in 0..20_000 {
             let mut v = base.clone().into_bytes();
             for _ in 0..(next() % 3) {
