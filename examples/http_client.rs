@@ -21,9 +21,9 @@ use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Event, RequestId, StreamId};
+use mcpwire::conn::{Config, Connection, OwnedEvent, RequestId, StreamId};
 use mcpwire::http::client::{ResponseKind, StreamReader, classify, request_headers};
-use mcpwire::jsonrpc::{OwnedId, RawJson};
+use mcpwire::jsonrpc::RawJson;
 use mcpwire::mcp::ProtocolVersion;
 use serde_json::{Value, json};
 
@@ -352,7 +352,7 @@ impl Client {
     fn pump(&mut self) {
         loop {
             while let Some(e) = self.conn.poll_event() {
-                let e = own(e);
+                let e = e.to_owned_event();
                 self.on_event(e);
             }
             let mut frames = Vec::new();
@@ -523,10 +523,17 @@ impl Client {
         }
     }
 
-    fn on_event(&mut self, e: Owned) {
+    fn failed(&mut self, r: RequestId, why: &str) {
+        eprintln!("http_client: request {r:?} failed: {why}");
+        if self.phase == Phase::Listing(r) || self.phase == Phase::Calling(r) {
+            self.phase = Phase::Done;
+        }
+    }
+
+    fn on_event(&mut self, e: OwnedEvent) {
         let now = self.now();
         match e {
-            Owned::Ready => {
+            OwnedEvent::Ready { .. } => {
                 self.want_get = true;
                 if self.scenario == "initialize" {
                     self.phase = Phase::Done;
@@ -539,7 +546,8 @@ impl Client {
                     self.start_listing();
                 }
             }
-            Owned::Response(r, result) if self.phase == Phase::Listing(r) => {
+            OwnedEvent::Response { request: r, result } if self.phase == Phase::Listing(r) => {
+                let result = parse(Some(&result));
                 let tools = result["tools"].as_array().cloned().unwrap_or_default();
                 let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
                 let (name, args) = match self.scenario.as_str() {
@@ -561,17 +569,20 @@ impl Client {
                     self.phase = Phase::Calling(r);
                 }
             }
-            Owned::Response(r, result) if self.phase == Phase::Calling(r) => {
+            OwnedEvent::Response { request: r, result } if self.phase == Phase::Calling(r) => {
                 eprintln!("http_client: tool result {result}");
                 self.phase = Phase::Done;
             }
-            Owned::Failed(r, why) => {
-                eprintln!("http_client: request {r:?} failed: {why}");
-                if self.phase == Phase::Listing(r) || self.phase == Phase::Calling(r) {
-                    self.phase = Phase::Done;
-                }
-            }
-            Owned::Request { id, method, params } => {
+            OwnedEvent::Error {
+                request: r,
+                message: why,
+                ..
+            } => self.failed(r, &why),
+            OwnedEvent::TimedOut { request: r } => self.failed(r, "timed out"),
+            OwnedEvent::Abandoned { request: r } => self.failed(r, "abandoned"),
+            OwnedEvent::Closed { reason } => eprintln!("http_client: closed: {reason:?}"),
+            OwnedEvent::Request { id, method, params } => {
+                let params = parse(params.as_deref());
                 let answer = match method.as_str() {
                     "elicitation/create" => Ok(
                         json!({"action":"accept","content":defaults(&params["requestedSchema"])}),
@@ -610,43 +621,10 @@ fn defaults(schema: &Value) -> Value {
     Value::Object(out)
 }
 
-enum Owned {
-    Ready,
-    Response(RequestId, Value),
-    Failed(RequestId, String),
-    Request {
-        id: OwnedId,
-        method: String,
-        params: Value,
-    },
-    Other,
-}
-
-fn own(e: Event<'_>) -> Owned {
-    match e {
-        Event::Ready { .. } => Owned::Ready,
-        Event::Response { request, result } => Owned::Response(
-            request,
-            serde_json::from_str(result.get()).unwrap_or(Value::Null),
-        ),
-        Event::Error {
-            request, message, ..
-        } => Owned::Failed(request, message.to_str().into_owned()),
-        Event::TimedOut { request } => Owned::Failed(request, "timed out".into()),
-        Event::Abandoned { request } => Owned::Failed(request, "abandoned".into()),
-        Event::Request { id, method, params } => Owned::Request {
-            id: OwnedId::from(id),
-            method: method.to_str().into_owned(),
-            params: params
-                .and_then(|p| serde_json::from_str(p.get()).ok())
-                .unwrap_or(Value::Null),
-        },
-        Event::Closed { reason } => {
-            eprintln!("http_client: closed: {reason:?}");
-            Owned::Other
-        }
-        _ => Owned::Other,
-    }
+/// A JSON text from an event, parsed (`null` when absent or unparsable).
+fn parse(text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or(Value::Null)
 }
 
 fn main() {

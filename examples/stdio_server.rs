@@ -1,4 +1,5 @@
-//! A minimal MCP server over stdio, built on the mcpwire engine with a blocking std loop.
+//! A minimal MCP server over stdio, built on the mcpwire engine and its blocking loop
+//! (`mcpwire::blocking`, feature `blocking`).
 //!
 //! It offers one tool (`echo`, which returns its `text` argument), a `count` tool that reports
 //! progress, one resource and one prompt, in both protocol eras (`--legacy` for the handshake
@@ -7,12 +8,12 @@
 // The example is the IO layer: it reads the real clock and passes it to the engine as data.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{Read, Write};
 use std::time::Instant;
 
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Event};
-use mcpwire::jsonrpc::{Id, OwnedId, RawJson, write_json_string};
+use mcpwire::blocking::{Io, Stop};
+use mcpwire::conn::{Config, Connection, OwnedEvent};
+use mcpwire::jsonrpc::{Id, RawJson, write_json_string};
 
 fn text_result(text: &str) -> String {
     let mut out = Vec::new();
@@ -73,9 +74,9 @@ fn handle(
     }
 }
 
-fn main() -> std::io::Result<()> {
+fn main() {
     let start = Instant::now();
-    let now = || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
+    let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
     let mut config = Config::server("mcpwire-example", env!("CARGO_PKG_VERSION"))
         .with_capabilities(r#"{"tools":{},"resources":{},"prompts":{}}"#)
         .expect("valid capabilities");
@@ -83,47 +84,27 @@ fn main() -> std::io::Result<()> {
     if std::env::args().any(|a| a == "--legacy") {
         config.versions = mcpwire::mcp::ProtocolVersion::LEGACY.to_vec();
     }
-    let mut conn = Connection::new(config, now()).expect("valid config");
-    let mut stdin = std::io::stdin().lock();
-    let mut stdout = std::io::stdout().lock();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut conn = Connection::new(config, Timestamp::ZERO).expect("valid config");
+    // The library's blocking loop: it writes what the engine lends (blocking while the client
+    // does not read, which stops our reading too), feeds input and fires timers. At end of
+    // input it writes every answer already given before it reports `Stop::Eof`.
+    let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
     loop {
-        // Drain events (answering requests), then write, after every input.
-        let mut requests: Vec<(OwnedId, String, Option<String>)> = Vec::new();
-        while let Some(event) = conn.poll_event() {
-            match event {
-                Event::Request { id, method, params } => requests.push((
-                    id.into(),
-                    method.to_str().into_owned(),
-                    params.map(|p| p.get().to_owned()),
-                )),
-                Event::Closed { .. } => return Ok(()),
-                _ => {}
-            }
-        }
-        for (id, method, params) in requests {
-            let params = params.as_deref().and_then(|p| RawJson::new(p).ok());
-            match handle(&mut conn, id.as_id(), &method, params) {
-                Ok(result) => {
-                    let _ = conn.respond(id.as_id(), RawJson::new(&result).expect("valid JSON"));
-                }
-                Err((code, message)) => {
-                    let _ = conn.respond_error(id.as_id(), code, &message, None);
+        match io.next_event(&mut conn, None) {
+            Ok(OwnedEvent::Request { id, method, params }) => {
+                let params = params.as_deref().and_then(|p| RawJson::new(p).ok());
+                match handle(&mut conn, id.as_id(), &method, params) {
+                    Ok(result) => {
+                        let result = RawJson::new(&result).expect("valid JSON");
+                        let _ = conn.respond(id.as_id(), result);
+                    }
+                    Err((code, message)) => {
+                        let _ = conn.respond_error(id.as_id(), code, &message, None);
+                    }
                 }
             }
-        }
-        while let Some(t) = conn.poll_transmit() {
-            stdout.write_all(t.bytes)?;
-            let n = t.bytes.len();
-            conn.consume_transmit(n);
-        }
-        stdout.flush()?;
-        match stdin.read(&mut buf)? {
-            0 => {
-                conn.handle_eof(now());
-                return Ok(());
-            }
-            n => conn.handle_input(now(), &buf[..n]),
+            Ok(OwnedEvent::Closed { .. }) | Err(Stop::Eof) => return,
+            Ok(_) | Err(Stop::Deadline) => {}
         }
     }
 }

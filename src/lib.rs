@@ -63,8 +63,9 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "blocking")]
+pub mod blocking;
 pub mod conn;
-pub mod ffi;
 pub mod frame;
 pub mod http;
 pub mod jsonrpc;
@@ -81,4 +82,4 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     }
 }
 
-pub use conn::{Config, Connection, Event, Timestamp};
+pub use conn::{Config, Connection, Event, OwnedEvent, Timestamp};

@@ -210,7 +210,10 @@ fn timeouts_fire_with_a_cancellation_and_late_responses_are_dropped() {
             Some(p.now.after(Duration::from_secs(2)))
         );
         assert!(p.drive());
-        assert_eq!(p.take_client_events(), vec![Ev::TimedOut(quick)]);
+        assert_eq!(
+            p.take_client_events(),
+            vec![Ev::TimedOut { request: quick }]
+        );
         // The server was told, and its later answer is suppressed.
         let cancelled = p.take_server_events();
         let Ev::Request { id: quick_id, .. } = &reqs[1] else {
@@ -228,7 +231,7 @@ fn timeouts_fire_with_a_cancellation_and_late_responses_are_dropped() {
         // The default timeout for the other one.
         assert!(p.drive());
         assert_eq!(p.now, Timestamp::ZERO.after(Duration::from_secs(60)));
-        assert_eq!(p.take_client_events(), vec![Ev::TimedOut(slow)]);
+        assert_eq!(p.take_client_events(), vec![Ev::TimedOut { request: slow }]);
         // A late answer is dropped and counted, never delivered.
         let Ev::Request { id: slow_id, .. } = &reqs[0] else {
             panic!()
@@ -293,7 +296,7 @@ fn response_racing_a_timeout_is_dropped() {
     p.now = p.now.after(Duration::from_millis(10));
     p.client.handle_timeout(p.now);
     p.step();
-    assert_eq!(p.take_client_events(), vec![Ev::TimedOut(r)]);
+    assert_eq!(p.take_client_events(), vec![Ev::TimedOut { request: r }]);
     assert_eq!(p.client.stats().late_responses, 1);
 }
 
@@ -464,7 +467,7 @@ fn progress_can_reset_the_timeout_up_to_a_maximum() {
     p.step();
     p.take_client_events();
     p.advance(Duration::from_secs(2));
-    assert_eq!(p.take_client_events(), vec![Ev::TimedOut(r2)]);
+    assert_eq!(p.take_client_events(), vec![Ev::TimedOut { request: r2 }]);
     let _ = r;
 }
 
@@ -776,7 +779,9 @@ fn output_is_bounded_and_a_peer_that_never_reads_is_cut_off() {
     let events = drain(&mut s);
     assert_eq!(
         events.last(),
-        Some(&Ev::Closed(CloseReason::PeerNotReading))
+        Some(&Ev::Closed {
+            reason: CloseReason::PeerNotReading
+        })
     );
     let buffered: usize = std::iter::from_fn(|| {
         let n = s.poll_transmit()?.bytes.len();
@@ -818,8 +823,7 @@ fn the_timer_heap_stays_bounded_when_answers_come_fast() {
         assert!(r.is_err());
     }
     p.advance(Duration::from_secs(1));
-    assert!(
-        p.take_client_events()
-            .contains(&Ev::Closed(CloseReason::Local))
-    );
+    assert!(p.take_client_events().contains(&Ev::Closed {
+        reason: CloseReason::Local
+    }));
 }

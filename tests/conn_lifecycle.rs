@@ -131,9 +131,9 @@ fn client_that_gets_an_unsupported_version_closes_with_a_clear_event() {
     p.step();
     assert_eq!(
         p.client_events,
-        vec![Ev::Closed(CloseReason::UnsupportedVersion(
-            "2024-11-05".into()
-        ))]
+        vec![Ev::Closed {
+            reason: CloseReason::UnsupportedVersion("2024-11-05".into())
+        }]
     );
     assert_eq!(p.client.state(), State::Closed);
     assert_eq!(p.client.request(p.now, "ping", None), Err(Error::Closed));
@@ -262,7 +262,12 @@ fn server_sends_only_ping_and_logging_before_initialized() {
             .is_ok()
     );
     let (_, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    assert_eq!(events, vec![Ev::Ready(ProtocolVersion::V2025_06_18)]);
+    assert_eq!(
+        events,
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2025_06_18
+        }]
+    );
     assert!(s.conn.request(T0, "roots/list", None).is_ok());
 }
 
@@ -345,7 +350,9 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
     c.handle_timeout(deadline);
     assert_eq!(
         drain(&mut c),
-        vec![Ev::Closed(CloseReason::InitializeTimedOut)]
+        vec![Ev::Closed {
+            reason: CloseReason::InitializeTimedOut
+        }]
     );
     assert_eq!(c.poll_timeout(), None);
 
@@ -357,7 +364,9 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
     );
     assert_eq!(
         drain(&mut c),
-        vec![Ev::Closed(CloseReason::InitializeRejected(-32602))]
+        vec![Ev::Closed {
+            reason: CloseReason::InitializeRejected(-32602)
+        }]
     );
 
     let mut c = Connection::new(legacy(client_config()), T0).unwrap();
@@ -368,7 +377,9 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
     );
     assert_eq!(
         drain(&mut c),
-        vec![Ev::Closed(CloseReason::InvalidInitializeResult)]
+        vec![Ev::Closed {
+            reason: CloseReason::InvalidInitializeResult
+        }]
     );
 }
 
@@ -413,7 +424,12 @@ fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
     p.advance(Duration::from_secs(5));
     assert_eq!(
         p.take_client_events(),
-        vec![Ev::Abandoned(b), Ev::Closed(CloseReason::Local)]
+        vec![
+            Ev::Abandoned { request: b },
+            Ev::Closed {
+                reason: CloseReason::Local
+            }
+        ]
     );
     assert_eq!(p.client.state(), State::Closed);
     assert_eq!(p.client.poll_timeout(), None);
@@ -429,7 +445,9 @@ fn close_with_nothing_in_flight_is_immediate() {
     p.client.close(p.now, Duration::from_secs(5));
     assert_eq!(
         p.take_client_events_now(),
-        vec![Ev::Closed(CloseReason::Local)]
+        vec![Ev::Closed {
+            reason: CloseReason::Local
+        }]
     );
 }
 
@@ -453,7 +471,12 @@ fn eof_abandons_requests_and_closes() {
     p.client.handle_eof(p.now);
     assert_eq!(
         drain(&mut p.client),
-        vec![Ev::Abandoned(a), Ev::Closed(CloseReason::Eof)]
+        vec![
+            Ev::Abandoned { request: a },
+            Ev::Closed {
+                reason: CloseReason::Eof
+            }
+        ]
     );
     // Nothing more is accepted or sent.
     p.client.handle_input(
@@ -478,7 +501,12 @@ fn eof_processes_a_last_unterminated_line() {
     s.conn.handle_eof(T0);
     let out = String::from_utf8(take_output(&mut s.conn)).unwrap();
     assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
-    assert_eq!(drain(&mut s.conn), vec![Ev::Closed(CloseReason::Eof)]);
+    assert_eq!(
+        drain(&mut s.conn),
+        vec![Ev::Closed {
+            reason: CloseReason::Eof
+        }]
+    );
 }
 
 #[test]
@@ -636,7 +664,12 @@ fn incoming_requests_we_did_not_declare_get_method_not_found_and_never_reach_the
 {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}
 "#);
     let events = drain(&mut c);
-    assert_eq!(events[0], Ev::Ready(ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        events[0],
+        Ev::Ready {
+            version: ProtocolVersion::V2025_11_25
+        }
+    );
     assert_eq!(events.len(), 4);
     for e in &events[1..] {
         assert!(

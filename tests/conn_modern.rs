@@ -68,7 +68,12 @@ fn server_discover_is_answered_from_configuration() {
     config.discover_cache_scope = mcpwire::conn::CacheScope::Public;
     let mut s = Raw::server(config);
     let (out, events) = s.request("\"d1\"", "server/discover", "");
-    assert_eq!(events, vec![Ev::Ready(ProtocolVersion::V2026_07_28)]);
+    assert_eq!(
+        events,
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2026_07_28
+        }]
+    );
     let r = &out[0]["result"];
     assert_eq!(out[0]["id"], "d1");
     assert_eq!(r["resultType"], "complete");
@@ -406,11 +411,15 @@ fn modern_pair() -> Pair {
     p.step();
     assert_eq!(
         p.take_client_events(),
-        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2026_07_28
+        }]
     );
     assert_eq!(
         p.take_server_events(),
-        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2026_07_28
+        }]
     );
     p.wire.clear();
     p
@@ -485,7 +494,7 @@ fn result_types_missing_complete_or_unknown() {
                 request: a,
                 result: r#"{"tools":[]}"#.into()
             },
-            Ev::InvalidResponse(b)
+            Ev::InvalidResponse { request: b }
         ]
     );
 }
@@ -684,7 +693,9 @@ fn auto_client_adopts_the_stateless_era_from_a_dual_server() {
     p.step();
     assert_eq!(
         p.take_client_events(),
-        vec![Ev::Ready(ProtocolVersion::V2026_07_28)]
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2026_07_28
+        }]
     );
     assert_eq!(p.client.era(), Some(Era::Modern));
     assert!(p.lines(true)[0].contains("server/discover"));
@@ -697,7 +708,9 @@ fn auto_client_falls_back_on_any_error_from_a_legacy_server() {
     p.step();
     assert_eq!(
         p.take_client_events(),
-        vec![Ev::Ready(ProtocolVersion::V2025_11_25)]
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2025_11_25
+        }]
     );
     assert_eq!(p.client.era(), Some(Era::Legacy));
     let c = p.lines(true);
@@ -791,7 +804,7 @@ fn a_legacy_only_client_never_probes_and_a_modern_only_client_never_falls_back()
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"no\"}}\n",
     );
     assert!(take_output(&mut c).is_empty());
-    assert!(matches!(drain(&mut c)[..], [Ev::Closed(_)]));
+    assert!(matches!(drain(&mut c)[..], [Ev::Closed { .. }]));
 }
 
 #[test]
@@ -932,7 +945,12 @@ fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
     assert!(out.contains("server/discover"), "{out}");
     c.handle_input(deadline, br#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}}
 "#);
-    assert_eq!(drain(&mut c), vec![Ev::Ready(ProtocolVersion::V2026_07_28)]);
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2026_07_28
+        }]
+    );
     assert_eq!(c.era(), Some(Era::Modern));
     // Only once: a second -32022 closes.
     let mut c = Connection::new(client_config(), T0).unwrap();

@@ -356,7 +356,9 @@ fn ping_flood_without_reading_ends_with_peer_not_reading() {
     }
     assert_eq!(
         events.last(),
-        Some(&Ev::Closed(CloseReason::PeerNotReading)),
+        Some(&Ev::Closed {
+            reason: CloseReason::PeerNotReading
+        }),
         "{:?}",
         &events[events.len().saturating_sub(3)..]
     );
@@ -392,7 +394,7 @@ fn request_flood_without_reading_is_bounded_by_the_limits() {
         server.handle_input(now(), &flood.chunk);
         // The application reads events (so holds no more than the limit) but never answers.
         for e in drain(&mut server) {
-            if let Ev::Closed(reason) = e {
+            if let Ev::Closed { reason } = e {
                 closed.push(reason);
             }
         }
@@ -1124,14 +1126,19 @@ fn regression_response_routed_by_id_coercion() {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
         let (events, _) = exchange(&mut client, line.as_bytes());
         assert!(
-            !events.iter().any(|e| matches!(e, Ev::Ready(_))),
+            !events.iter().any(|e| matches!(e, Ev::Ready { .. })),
             "id {id} completed the handshake: {events:?}"
         );
         assert_eq!(client.state(), mcpwire::conn::State::Initializing, "{id}");
     }
     let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
     let (events, _) = exchange(&mut client, line.as_bytes());
-    assert_eq!(events, vec![Ev::Ready(ProtocolVersion::V2025_11_25)]);
+    assert_eq!(
+        events,
+        vec![Ev::Ready {
+            version: ProtocolVersion::V2025_11_25
+        }]
+    );
 
     // After it: request 7.
     let mut ids = Vec::new();
@@ -1382,7 +1389,12 @@ fn close_grace_survives_timer_compaction() {
     p.advance(Duration::from_secs(29));
     assert_eq!(
         p.take_client_events(),
-        vec![Ev::Abandoned(slow), Ev::Closed(CloseReason::Local)],
+        vec![
+            Ev::Abandoned { request: slow },
+            Ev::Closed {
+                reason: CloseReason::Local
+            }
+        ],
         "the close must end at its grace deadline (poll_timeout now says {:?})",
         p.client.poll_timeout()
     );

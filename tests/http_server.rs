@@ -84,7 +84,7 @@ fn events(s: &mut HttpServer) -> Vec<(ConnKey, Ev)> {
     let mut out = Vec::new();
     while let Some((k, e)) = s.poll_event() {
         match own(e) {
-            Ev::Ready(_) => {}
+            Ev::Ready { .. } => {}
             e => out.push((k, e)),
         }
     }

@@ -89,6 +89,7 @@ impl Session {
                         request,
                         code,
                         message,
+                        ..
                     } if *request == id => {
                         panic!("{method} failed: {code} {message}")
                     }
@@ -98,8 +99,10 @@ impl Session {
                         on_progress(*progress);
                         false
                     }
-                    Ev::TimedOut(r) | Ev::Abandoned(r) if *r == id => panic!("{method}: no answer"),
-                    Ev::Closed(reason) => panic!("closed: {reason:?}"),
+                    Ev::TimedOut { request: r } | Ev::Abandoned { request: r } if *r == id => {
+                        panic!("{method}: no answer")
+                    }
+                    Ev::Closed { reason } => panic!("closed: {reason:?}"),
                     _ => false,
                 }
             })
@@ -124,7 +127,7 @@ fn session(version: ProtocolVersion) {
     s.peer
         .run_until(LIMIT, |conn, _, ev| {
             answer_server_requests(conn, ev, sampled, roots);
-            if let Ev::Closed(r) = ev {
+            if let Ev::Closed { reason: r } = ev {
                 panic!("{r:?}")
             }
             *roots > 0

@@ -28,11 +28,11 @@ fn auto_client() -> Config {
 fn wait_ready(peer: &mut StdioPeer) -> ProtocolVersion {
     let mut version = None;
     peer.run_until(LIMIT, |_, _, ev| match ev {
-        Ev::Ready(v) => {
+        Ev::Ready { version: v } => {
             version = Some(*v);
             true
         }
-        Ev::Closed(r) => panic!("closed: {r:?}"),
+        Ev::Closed { reason: r } => panic!("closed: {r:?}"),
         _ => false,
     })
     .unwrap();
@@ -55,6 +55,7 @@ fn call(peer: &mut StdioPeer, method: &str, params: &str) -> serde_json::Value {
             request,
             code,
             message,
+            ..
         } if *request == id => panic!("{method}: {code} {message}"),
         _ => false,
     })

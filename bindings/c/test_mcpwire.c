@@ -1385,7 +1385,7 @@ static void test_json_helpers(void) {
 }
 
 /* Last: every result code that C can reach was returned by some call above. PANIC and
-   POISONED need a bug inside mcpwire (src/ffi/tests.rs covers them), and COMMAND_REFUSED is
+   POISONED need a bug inside mcpwire (bindings/c/src/tests.rs covers them), and COMMAND_REFUSED is
    kept for engine refusals added later. */
 static void test_every_reachable_result_code_was_seen(void) {
     int code;

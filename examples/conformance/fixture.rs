@@ -15,7 +15,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Event, RequestId, RequestOptions};
+use mcpwire::conn::{Config, Connection, OwnedEvent, RequestId, RequestOptions};
 use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
@@ -74,53 +74,10 @@ struct Wait {
     asked: Asked,
 }
 
-/// An event, copied out of the server so that answering it can borrow the server again.
-enum Owned {
-    Request {
-        id: OwnedId,
-        method: String,
-        params: Value,
-    },
-    Response {
-        request: RequestId,
-        result: Value,
-    },
-    Error {
-        request: RequestId,
-        message: String,
-    },
-    Cancelled {
-        id: OwnedId,
-    },
-    Other,
-}
-
-fn own(e: Event<'_>) -> Owned {
-    let parse = |r: Option<RawJson<'_>>| {
-        r.and_then(|r| serde_json::from_str(r.get()).ok())
-            .unwrap_or(Value::Null)
-    };
-    match e {
-        Event::Request { id, method, params } => Owned::Request {
-            id: OwnedId::from(id),
-            method: method.to_str().into_owned(),
-            params: parse(params),
-        },
-        Event::Response { request, result } => Owned::Response {
-            request,
-            result: parse(Some(result)),
-        },
-        Event::Error {
-            request, message, ..
-        } => Owned::Error {
-            request,
-            message: message.to_str().into_owned(),
-        },
-        Event::PeerCancelled { id, .. } => Owned::Cancelled {
-            id: OwnedId::from(id),
-        },
-        _ => Owned::Other,
-    }
+/// A JSON text from an event, parsed (`null` when absent or unparsable).
+fn parse(text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// What to answer a request with.
@@ -434,7 +391,7 @@ impl Fixture {
         loop {
             let mut batch = Vec::new();
             while let Some((key, e)) = server.poll_event() {
-                batch.push((key, own(e)));
+                batch.push((key, e.to_owned_event()));
             }
             if batch.is_empty() {
                 break;
@@ -526,21 +483,26 @@ impl Fixture {
             .unwrap_or(LogLevel::Debug)
     }
 
-    fn on_event(&mut self, now: Timestamp, server: &mut HttpServer, key: ConnKey, e: Owned) {
+    fn on_event(&mut self, now: Timestamp, server: &mut HttpServer, key: ConnKey, e: OwnedEvent) {
         match e {
-            Owned::Request { id, method, params } => {
+            OwnedEvent::Request { id, method, params } => {
+                let params = parse(params.as_deref());
                 let answer = self.request(now, server, key, &id, &method, &params);
                 if let Some(conn) = server.connection(key) {
                     respond(conn, &id, answer);
                 }
             }
-            Owned::Response { request, result } => self.answered(server, key, request, Ok(result)),
-            Owned::Error { request, message } => self.answered(server, key, request, Err(message)),
-            Owned::Cancelled { id } => {
+            OwnedEvent::Response { request, result } => {
+                self.answered(server, key, request, Ok(parse(Some(&result))))
+            }
+            OwnedEvent::Error {
+                request, message, ..
+            } => self.answered(server, key, request, Err(message)),
+            OwnedEvent::PeerCancelled { id, .. } => {
                 self.jobs.retain(|j| !(j.key == key && j.id == id));
                 self.waits.retain(|w| !(w.key == key && w.parent == id));
             }
-            Owned::Other => {}
+            _ => {}
         }
     }
 

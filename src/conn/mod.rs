@@ -27,6 +27,7 @@ mod json_edit;
 mod lifecycle;
 mod modern;
 mod output;
+mod owned;
 mod tables;
 mod time;
 
@@ -37,6 +38,7 @@ pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, 
 pub use event::{CloseReason, Event, RequestId, ViolationKind};
 pub use lifecycle::State;
 pub use output::{StreamId, Transmit};
+pub use owned::OwnedEvent;
 pub use time::Timestamp;
 
 use crate::frame::line::{FrameError, LineDecoder};

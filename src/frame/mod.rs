@@ -8,12 +8,14 @@ pub mod sse;
 
 /// The most capacity an emptied buffer keeps for reuse. Steady traffic in frames below it
 /// reuses one allocation; a larger frame's capacity is given back once the frame is done
-/// with, so that one big message does not leave an idle connection holding its size.
-pub(crate) const KEEP_WHEN_EMPTY: usize = 256 * 1024;
+/// with, so that one big message does not leave an idle connection holding its size. Hosts and
+/// bindings that keep buffers of their own next to the engine use it (with [`empty`]) to follow
+/// the same rule.
+pub const KEEP_WHEN_EMPTY: usize = 256 * 1024;
 
 /// Empties `buf`, and frees it when its capacity is above [`KEEP_WHEN_EMPTY`].
 #[inline]
-pub(crate) fn empty(buf: &mut Vec<u8>) {
+pub fn empty(buf: &mut Vec<u8>) {
     buf.clear();
     if buf.capacity() > KEEP_WHEN_EMPTY {
         *buf = Vec::new();
@@ -22,7 +24,7 @@ pub(crate) fn empty(buf: &mut Vec<u8>) {
 
 /// [`empty`] for text buffers.
 #[inline]
-pub(crate) fn empty_text(buf: &mut String) {
+pub fn empty_text(buf: &mut String) {
     buf.clear();
     if buf.capacity() > KEEP_WHEN_EMPTY {
         *buf = String::new();

@@ -4,119 +4,14 @@
 use std::time::Duration;
 
 use mcpwire::Timestamp;
-use mcpwire::conn::{CloseReason, Config, Connection, Event, RequestId, ViolationKind};
-use mcpwire::jsonrpc::OwnedId;
+use mcpwire::conn::{Config, Connection, Event};
 use mcpwire::mcp::ProtocolVersion;
 
-/// An event, owned, so tests can keep and compare them.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Ev {
-    Ready(ProtocolVersion),
-    Closed(CloseReason),
-    Request {
-        id: OwnedId,
-        method: String,
-        params: Option<String>,
-    },
-    Notification {
-        method: String,
-        params: Option<String>,
-    },
-    PeerCancelled {
-        id: OwnedId,
-        reason: Option<String>,
-    },
-    Response {
-        request: RequestId,
-        result: String,
-    },
-    Error {
-        request: RequestId,
-        code: i64,
-        message: String,
-    },
-    Progress {
-        request: RequestId,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    },
-    InputRequired {
-        request: RequestId,
-        input_requests: Option<String>,
-        request_state: Option<String>,
-    },
-    InvalidResponse(RequestId),
-    TimedOut(RequestId),
-    Abandoned(RequestId),
-    Violation {
-        kind: ViolationKind,
-        id: Option<OwnedId>,
-        method: Option<String>,
-    },
-}
+/// Events as the tests keep and compare them: the library's own owned copy.
+pub use mcpwire::OwnedEvent as Ev;
 
 pub fn own(e: Event<'_>) -> Ev {
-    match e {
-        Event::Ready { version } => Ev::Ready(version),
-        Event::Closed { reason } => Ev::Closed(reason.clone()),
-        Event::Request { id, method, params } => Ev::Request {
-            id: id.into(),
-            method: method.to_str().into_owned(),
-            params: params.map(|p| p.get().to_owned()),
-        },
-        Event::Notification { method, params } => Ev::Notification {
-            method: method.to_str().into_owned(),
-            params: params.map(|p| p.get().to_owned()),
-        },
-        Event::PeerCancelled { id, reason } => Ev::PeerCancelled {
-            id: id.into(),
-            reason: reason.map(|r| r.to_str().into_owned()),
-        },
-        Event::Response { request, result } => Ev::Response {
-            request,
-            result: result.get().to_owned(),
-        },
-        Event::Error {
-            request,
-            code,
-            message,
-            ..
-        } => Ev::Error {
-            request,
-            code,
-            message: message.to_str().into_owned(),
-        },
-        Event::Progress {
-            request,
-            progress,
-            total,
-            message,
-        } => Ev::Progress {
-            request,
-            progress,
-            total,
-            message: message.map(|m| m.to_str().into_owned()),
-        },
-        Event::InputRequired {
-            request,
-            input_requests,
-            request_state,
-        } => Ev::InputRequired {
-            request,
-            input_requests: input_requests.map(|r| r.get().to_owned()),
-            request_state: request_state.map(|s| s.to_str().into_owned()),
-        },
-        Event::InvalidResponse { request } => Ev::InvalidResponse(request),
-        Event::TimedOut { request } => Ev::TimedOut(request),
-        Event::Abandoned { request } => Ev::Abandoned(request),
-        Event::Violation { kind, id, method } => Ev::Violation {
-            kind,
-            id: id.map(Into::into),
-            method: method.map(|m| m.to_str().into_owned()),
-        },
-        _ => panic!("an event this harness does not know"),
-    }
+    e.to_owned_event()
 }
 
 /// Drains every event of `conn`.
@@ -171,12 +66,12 @@ impl Pair {
         p.step();
         assert_eq!(
             p.client_events,
-            vec![Ev::Ready(version)],
+            vec![Ev::Ready { version }],
             "client handshake"
         );
         assert_eq!(
             p.server_events,
-            vec![Ev::Ready(version)],
+            vec![Ev::Ready { version }],
             "server handshake"
         );
         p.client_events.clear();

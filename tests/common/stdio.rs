@@ -1,23 +1,25 @@
-//! A small blocking loop that drives a connection engine against a child process over stdio,
-//! the way an application's event loop would: write what the engine lends, feed what arrives,
-//! fire timers at the deadline the engine asks for.
+//! A connection engine against a child process over stdio, on the library's blocking loop
+//! (`mcpwire::blocking`), plus the paths of the installed peers.
 #![allow(dead_code)]
 // This is the IO layer of the tests: it reads the real clock and passes it in as data.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use super::pair::{Ev, own};
+use super::pair::Ev;
 use mcpwire::Timestamp;
+use mcpwire::blocking::{Io, Stop};
 use mcpwire::conn::{Config, Connection};
 
-/// The repository root.
+/// The repository root (these helpers are shared by the crates in `bindings/` too).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|dir| dir.join(".ci/test").is_file())
+        .unwrap_or(here)
+        .to_path_buf()
 }
 
 /// The installed peers (see .ci/setup-peers); panics with instructions when missing.
@@ -49,10 +51,8 @@ pub fn python_site() -> PathBuf {
 pub struct StdioPeer {
     pub conn: Connection,
     child: Child,
-    stdin: Option<ChildStdin>,
-    rx: Receiver<Option<Vec<u8>>>,
+    io: Io<ChildStdin>,
     start: Instant,
-    eof: bool,
 }
 
 impl StdioPeer {
@@ -63,33 +63,16 @@ impl StdioPeer {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the peer");
-        let mut stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match stdout.read(&mut buf) {
-                    Ok(0) | Err(_) => {
-                        let _ = tx.send(None);
-                        return;
-                    }
-                    Ok(n) => {
-                        if tx.send(Some(buf[..n].to_vec())).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take().unwrap();
         let start = Instant::now();
+        let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
         let conn = Connection::new(config, Timestamp::ZERO).unwrap();
         StdioPeer {
             conn,
-            stdin: child.stdin.take(),
+            io: Io::new(stdout, stdin, clock),
             child,
-            rx,
             start,
-            eof: false,
         }
     }
 
@@ -104,73 +87,20 @@ impl StdioPeer {
         limit: Duration,
         mut on_event: impl FnMut(&mut Connection, Timestamp, &Ev) -> bool,
     ) -> Result<(), String> {
-        let give_up = Instant::now() + limit;
-        loop {
-            // Drain outputs after every mutation: events, then bytes.
-            let mut busy = false;
-            while let Some(e) = self.conn.poll_event() {
-                let ev = own(e);
-                busy = true;
-                let now = self.now();
-                if on_event(&mut self.conn, now, &ev) {
-                    self.flush();
-                    return Ok(());
-                }
-            }
-            busy |= self.flush();
-            if busy {
-                continue;
-            }
-            if self.eof {
-                return Err("the peer closed its output".into());
-            }
-            let now = Instant::now();
-            if now >= give_up {
-                return Err(format!("gave up after {limit:?}"));
-            }
-            let mut wait = give_up - now;
-            if let Some(deadline) = self.conn.poll_timeout() {
-                let until =
-                    Duration::from_nanos(deadline.as_nanos().saturating_sub(self.now().as_nanos()));
-                wait = wait.min(until);
-            }
-            match self.rx.recv_timeout(wait) {
-                Ok(Some(bytes)) => {
-                    let now = self.now();
-                    self.conn.handle_input(now, &bytes);
-                }
-                Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                    self.eof = true;
-                    let now = self.now();
-                    self.conn.handle_eof(now);
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-            }
-            let now = self.now();
-            self.conn.handle_timeout(now);
-        }
-    }
-
-    /// Writes everything the engine has for the peer. Returns whether anything was written.
-    fn flush(&mut self) -> bool {
-        let mut wrote = false;
-        while let Some(t) = self.conn.poll_transmit() {
-            let n = t.bytes.len();
-            if let Some(stdin) = self.stdin.as_mut() {
-                if stdin.write_all(t.bytes).is_err() {
-                    self.stdin = None;
-                }
-                let _ = stdin_flush(&mut self.stdin);
-            }
-            self.conn.consume_transmit(n);
-            wrote = true;
-        }
-        wrote
+        let give_up = Timestamp::from_nanos(self.now().as_nanos() + limit.as_nanos() as u64);
+        self.io
+            .run_until(&mut self.conn, Some(give_up), |conn, now, ev| {
+                on_event(conn, now, &ev).then_some(())
+            })
+            .map_err(|stop| match stop {
+                Stop::Eof => "the peer closed its output".to_owned(),
+                Stop::Deadline => format!("gave up after {limit:?}"),
+            })
     }
 
     /// The spec's stdio shutdown: close the server's stdin, wait, then terminate it.
     pub fn shutdown(mut self) -> std::process::ExitStatus {
-        self.stdin = None;
+        self.io.close_output();
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -191,13 +121,6 @@ impl StdioPeer {
         }
         let _ = self.child.kill();
         self.child.wait().unwrap()
-    }
-}
-
-fn stdin_flush(stdin: &mut Option<ChildStdin>) -> std::io::Result<()> {
-    match stdin {
-        Some(s) => s.flush(),
-        None => Ok(()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The `c_abi` target: the C ABI (`mcpwire::ffi`, declared in `include/mcpwire.h`) driven as a
+//! The `c_abi` target: the C ABI (`mcpwire_ffi`, declared in `include/mcpwire.h`) driven as a
 //! C host drives it, mistakes included.
 //!
 //! An input is an [`AbiSetup`] and a sequence of [`AbiOp`]s, as `arbitrary` reads them. The
@@ -12,8 +12,10 @@ use std::ffi::{CStr, c_char, c_int};
 use std::ptr;
 
 use arbitrary::{Arbitrary, Unstructured};
-use mcpwire::ffi::mcpw_result::{self, *};
-use mcpwire::ffi::{
+use mcpwire::jsonrpc::{Decoded, Decoder, DecoderConfig, JsonStr, RawJson};
+use mcpwire::mcp::ProtocolVersion;
+use mcpwire_ffi::mcpw_result::{self, *};
+use mcpwire_ffi::{
     MCPW_POLICY_DEFAULT, mcpw_close_reason, mcpw_config, mcpw_config_free, mcpw_config_get_limits,
     mcpw_config_get_policy, mcpw_config_new, mcpw_config_set_capabilities,
     mcpw_config_set_client_era, mcpw_config_set_discover_cache, mcpw_config_set_discover_timeout,
@@ -31,8 +33,6 @@ use mcpwire::ffi::{
     mcpw_request_context, mcpw_request_options, mcpw_result_message, mcpw_role, mcpw_state,
     mcpw_stats, mcpw_str, mcpw_version, mcpw_violation,
 };
-use mcpwire::jsonrpc::{Decoded, Decoder, DecoderConfig, JsonStr, RawJson};
-use mcpwire::mcp::ProtocolVersion;
 
 use super::{Blob, Frame, OpWriter, Rng, frame_text};
 

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use crate::conn::Error;
+use mcpwire::conn::Error;
 
 /// What every fallible `mcpw_*` function returns.
 ///

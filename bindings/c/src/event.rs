@@ -4,8 +4,8 @@ use std::ffi::c_char;
 use std::ptr;
 
 use super::boundary::chars_out;
-use crate::conn::{CloseReason, Event, ViolationKind};
-use crate::jsonrpc::{Id, JsonStr, RawJson, Reason};
+use mcpwire::conn::{CloseReason, Event, ViolationKind};
+use mcpwire::jsonrpc::{Id, JsonStr, RawJson, Reason};
 
 // ---- Views --------------------------------------------------------------------------------
 
@@ -405,7 +405,7 @@ impl EventTexts {
     }
 
     /// Frees the decoded copies whose capacity is above what emptied buffers keep
-    /// ([`KEEP_WHEN_EMPTY`](crate::frame::KEEP_WHEN_EMPTY)); for when no event borrows them.
+    /// ([`KEEP_WHEN_EMPTY`](mcpwire::frame::KEEP_WHEN_EMPTY)); for when no event borrows them.
     pub(crate) fn release_large(&mut self) {
         for s in [
             &mut self.method,
@@ -413,7 +413,7 @@ impl EventTexts {
             &mut self.reason,
             &mut self.request_state,
         ] {
-            crate::frame::empty_text(s);
+            mcpwire::frame::empty_text(s);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The `mcpwire` command, run as a process: probe against real servers, serve under real
 //! clients, tap between them, bad servers, and the demo.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::io::Write;

@@ -8,9 +8,10 @@
 //! - the Python and TypeScript SDK clients against the C example server.
 //!
 //! `cargo test` builds the library's `staticlib` crate type next to the test binaries, as
-//! `target/<profile>/deps/libmcpwire.a`; the programs are linked against that file, so they
+//! `target/<profile>/deps/libmcpwire_ffi.a`; the programs are linked against that file, so they
 //! always test the code under test.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,17 @@ const CXX_FLAGS: &[&str] = &[
     "-Werror",
     "-pedantic",
     "-g",
+];
+/// What the static library needs besides itself (`--print native-static-libs`; .ci/packaging
+/// keeps the Makefile, mcpwire.pc and README.md equal to it).
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
 ];
 const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
 const VALGRIND: &[&str] = &[
@@ -46,7 +58,7 @@ fn deps_dir() -> PathBuf {
 /// into `deps/`, next to the test binaries; only `cargo build` copies it up to
 /// `target/<profile>/`, where it may be stale, so the copy in `deps/` is the one to test.
 fn static_lib() -> PathBuf {
-    let lib = deps_dir().join("libmcpwire.a");
+    let lib = deps_dir().join("libmcpwire_ffi.a");
     assert!(
         lib.exists(),
         "{} is missing: cargo builds the crate's staticlib next to the test binaries",
@@ -91,7 +103,8 @@ fn build(source: &str, name: &str, lang: Lang, sanitize: bool) -> PathBuf {
     }
     cmd.arg(root().join(source))
         .arg(static_lib())
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .args(NATIVE_LIBS)
+        .arg("-o")
         .arg(&out);
     let result = cmd.output().expect("run the C compiler");
     assert!(

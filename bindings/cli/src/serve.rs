@@ -8,14 +8,13 @@
 //! Logging: `logging/setLevel` (handshake era) or `logLevel` per request (stateless era).
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::io::Write;
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::driver::{Ev, own, spawn_reader};
+use crate::driver::Ev;
 use mcpwire::Timestamp;
+use mcpwire::blocking::{Io, Stop};
 use mcpwire::conn::{Config, Connection, RequestId};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
@@ -395,66 +394,30 @@ pub fn run(legacy_only: bool) -> i32 {
         asking: HashMap::new(),
         pending_countdowns: HashMap::new(),
     };
-    let rx = spawn_reader(std::io::stdin());
-    let mut stdout = std::io::stdout().lock();
+    // The library's blocking loop: answers are written before more input is read (so a
+    // client that does not read our output is slowed down, not buffered), and every answer
+    // already given is written before the loop reports the end of input.
+    let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
+    let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
     loop {
-        // Drain events, act on them, write, then wait for input or the next deadline.
-        while let Some(e) = server.conn.poll_event() {
-            match own(e) {
-                Some(Ev::Request { id, method, params }) => server.on_request(id, &method, params),
-                Some(Ev::Response { request, result }) => server.on_answer(request, Ok(result)),
-                Some(Ev::Error {
-                    request, message, ..
-                }) => server.on_answer(request, Err(message)),
-                Some(Ev::TimedOut(request)) => server.on_answer(request, Err("no answer".into())),
-                Some(Ev::PeerCancelled { id }) => {
-                    server.pending_countdowns.remove(&id.to_string());
-                }
-                Some(Ev::Closed(_)) => return 0,
-                _ => {}
-            }
-        }
         server.fire_timers();
-        while let Some(t) = server.conn.poll_transmit() {
-            if stdout.write_all(t.bytes).is_err() {
-                return 0;
+        // Wake for our own timers (the countdown) as well as the engine's.
+        let until = server.timers.peek().map(|t| {
+            let wait = t.at.0.saturating_duration_since(Instant::now());
+            Timestamp::from_nanos(server.now().as_nanos() + wait.as_nanos() as u64)
+        });
+        match io.next_event(&mut server.conn, until) {
+            Ok(Ev::Request { id, method, params }) => server.on_request(id, &method, params),
+            Ok(Ev::Response { request, result }) => server.on_answer(request, Ok(result)),
+            Ok(Ev::Error {
+                request, message, ..
+            }) => server.on_answer(request, Err(message)),
+            Ok(Ev::TimedOut { request }) => server.on_answer(request, Err("no answer".into())),
+            Ok(Ev::PeerCancelled { id, .. }) => {
+                server.pending_countdowns.remove(&id.to_string());
             }
-            let n = t.bytes.len();
-            server.conn.consume_transmit(n);
+            Ok(Ev::Closed { .. }) | Err(Stop::Eof) => return 0,
+            Ok(_) | Err(Stop::Deadline) => {}
         }
-        if stdout.flush().is_err() {
-            return 0;
-        }
-        let mut wait = Duration::from_secs(3600);
-        if let Some(t) = server.timers.peek() {
-            wait = wait.min(t.at.0.saturating_duration_since(Instant::now()));
-        }
-        if let Some(deadline) = server.conn.poll_timeout() {
-            let now = server.now();
-            wait = wait.min(Duration::from_nanos(
-                deadline.as_nanos().saturating_sub(now.as_nanos()),
-            ));
-        }
-        match rx.recv_timeout(wait) {
-            Ok(Some(bytes)) => {
-                let now = server.now();
-                server.conn.handle_input(now, &bytes);
-            }
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                let now = server.now();
-                server.conn.handle_eof(now);
-                // Flush what the last input produced, then exit (the spec: exit when stdin closes).
-                while let Some(t) = server.conn.poll_transmit() {
-                    let _ = stdout.write_all(t.bytes);
-                    let n = t.bytes.len();
-                    server.conn.consume_transmit(n);
-                }
-                let _ = stdout.flush();
-                return 0;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-        let now = server.now();
-        server.conn.handle_timeout(now);
     }
 }

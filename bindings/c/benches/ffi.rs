@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use mcpwire::conn::{Config, Connection, Event, Timestamp};
-use mcpwire::ffi::{
+use mcpwire::jsonrpc::{Decoded, Decoder, DecoderConfig, Message, OwnedId, RawJson};
+use mcpwire_ffi::{
     mcpw_config, mcpw_config_free, mcpw_config_new, mcpw_config_set_capabilities, mcpw_conn,
     mcpw_conn_consume, mcpw_conn_free, mcpw_conn_handle_input, mcpw_conn_new, mcpw_conn_poll_event,
     mcpw_conn_respond, mcpw_conn_transmit, mcpw_event, mcpw_event_kind, mcpw_result, mcpw_role,
 };
-use mcpwire::jsonrpc::{Decoded, Decoder, DecoderConfig, Message, OwnedId, RawJson};
 
-#[path = "corpus.rs"]
+#[path = "../../../benches/corpus.rs"]
 mod corpus;
 
 /// The stream is fed in reads of this size, as in the decode bench.

@@ -88,13 +88,13 @@ fn call(
                 None
             }
             Ev::Response { request, result } if request == id => Some(Ok(result)),
-            Ev::Error { request, code, message } if request == id => Some(Err(format!("{code} {message}"))),
-            Ev::InputRequired { request, input_requests } if request == id => {
+            Ev::Error { request, code, message, .. } if request == id => Some(Err(format!("{code} {message}"))),
+            Ev::InputRequired { request, input_requests, .. } if request == id => {
                 input_required = input_requests;
                 Some(Ok(String::new()))
             }
-            Ev::TimedOut(r) | Ev::Abandoned(r) if r == id => Some(Err(format!("{method}: no answer"))),
-            Ev::Closed(reason) => Some(Err(format!("closed: {reason:?}"))),
+            Ev::TimedOut { request: r } | Ev::Abandoned { request: r } if r == id => Some(Err(format!("{method}: no answer"))),
+            Ev::Closed { reason } => Some(Err(format!("closed: {reason:?}"))),
             _ => None,
         })
         .map_err(|e| format!("{method}: {e:?}"))??;
@@ -110,14 +110,14 @@ fn spawn_self(config: Config) -> Result<Session, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let argv = vec![me.display().to_string(), "serve".to_owned()];
     let mut s = Session::spawn(&argv, config, true).map_err(|e| e.to_string())?;
-    s.transcript = Some(printer());
+    s.set_transcript(printer());
     Ok(s)
 }
 
 fn ready(s: &mut Session) -> Result<ProtocolVersion, String> {
     s.run_until(LIMIT, |_, _, ev| match ev {
-        Ev::Ready(v) => Some(Ok(v)),
-        Ev::Closed(r) => Some(Err(format!("{r:?}"))),
+        Ev::Ready { version: v } => Some(Ok(v)),
+        Ev::Closed { reason: r } => Some(Err(format!("{r:?}"))),
         _ => None,
     })
     .map_err(|e| format!("{e:?}"))?

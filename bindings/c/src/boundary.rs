@@ -11,7 +11,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use super::result::mcpw_result::{self, *};
-use crate::jsonrpc::RawJson;
+use mcpwire::jsonrpc::RawJson;
 
 /// What an exported body returns before it becomes a code.
 pub(crate) type Outcome = Result<(), mcpw_result>;

@@ -18,7 +18,7 @@
 //!   [`mcpw_result::MCPW_ERR_PANIC`] and poisons the handle, which then refuses every call with
 //!   [`mcpw_result::MCPW_ERR_POISONED`].
 //!
-//! Rust programs should use [`crate::conn`] instead; this module is public so that benches and
+//! Rust programs should use [`mcpwire::conn`] instead; this module is public so that benches and
 //! tests can call the exported functions directly.
 #![allow(non_camel_case_types)]
 #![warn(clippy::undocumented_unsafe_blocks)]

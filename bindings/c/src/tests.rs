@@ -103,8 +103,8 @@ fn result_codes_are_distinct_grouped_and_described() {
 
 #[test]
 fn every_engine_error_has_its_own_code() {
-    use crate::conn::Error;
-    use crate::mcp::Caps;
+    use mcpwire::conn::Error;
+    use mcpwire::mcp::Caps;
     let errors = [
         Error::Closed,
         Error::Closing,
@@ -141,7 +141,7 @@ fn the_version_matches_the_crate() {
 
 #[test]
 fn the_error_code_constants_match_the_engine() {
-    use crate::{jsonrpc, mcp};
+    use mcpwire::{jsonrpc, mcp};
     assert_eq!(MCPW_JSONRPC_PARSE_ERROR, jsonrpc::PARSE_ERROR);
     assert_eq!(MCPW_JSONRPC_INVALID_REQUEST, jsonrpc::INVALID_REQUEST);
     assert_eq!(MCPW_JSONRPC_METHOD_NOT_FOUND, jsonrpc::METHOD_NOT_FOUND);

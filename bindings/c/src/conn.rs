@@ -11,9 +11,9 @@ use super::boundary::{
 use super::config::{mcpw_config, mcpw_role};
 use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
 use super::result::mcpw_result::{self, *};
-use crate::conn::{Connection, RequestId, RequestOptions, State, StreamId, Timestamp};
-use crate::jsonrpc::{Id, JsonStr};
-use crate::mcp::{Caps, Era, LogLevel};
+use mcpwire::conn::{Connection, RequestId, RequestOptions, State, StreamId, Timestamp};
+use mcpwire::jsonrpc::{Id, JsonStr};
+use mcpwire::mcp::{Caps, Era, LogLevel};
 
 /// One MCP connection, client or server. Create it with `mcpw_conn_new` and free it with
 /// `mcpw_conn_free`. A handle may move between threads but must not be used by two at once.
@@ -33,7 +33,7 @@ impl Handle for mcpw_conn {
     }
     fn after_call(&mut self) {
         // The staged copy of a large argument is not kept once the command is done.
-        crate::frame::empty(&mut self.staged);
+        mcpwire::frame::empty(&mut self.staged);
     }
 }
 
@@ -1253,8 +1253,8 @@ pub unsafe extern "C" fn mcpw_conn_in_flight(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::config::{mcpw_config_free, mcpw_config_new};
-    use crate::frame::KEEP_WHEN_EMPTY;
+    use crate::config::{mcpw_config_free, mcpw_config_new};
+    use mcpwire::frame::KEEP_WHEN_EMPTY;
     use std::ptr;
 
     /// A fresh handle for `role`, freed by the caller with `mcpw_conn_free`.

@@ -10,8 +10,8 @@ use super::boundary::{
 };
 use super::event::mcpw_str;
 use super::result::mcpw_result::{self, *};
-use crate::conn::{CacheScope, ClientEra, Config, Limits, ProgressPolicy, Role};
-use crate::mcp::{Capabilities, CapabilityError, ProtocolVersion};
+use mcpwire::conn::{CacheScope, ClientEra, Config, Limits, ProgressPolicy, Role};
+use mcpwire::mcp::{Capabilities, CapabilityError, ProtocolVersion};
 
 /// A connection's settings: role, protocol versions, identity, capabilities, timeouts,
 /// bounds and policies. Create it with `mcpw_config_new`, adjust it with the setters, pass it

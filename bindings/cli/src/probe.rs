@@ -89,21 +89,21 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 EXIT_PROTOCOL,
                 format!(
                     "the server wrote something that is not JSON on stdout ({reason:?}): {:?}",
-                    excerpt(&session.last_input)
+                    excerpt(&session.last_input())
                 ),
             )),
             ViolationKind::InvalidMessage(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server sent an invalid JSON-RPC message ({reason:?}): {:?}",
-                    excerpt(&session.last_input)
+                    excerpt(&session.last_input())
                 ),
             )),
             ViolationKind::UnknownResponse => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server answered a request that was never sent: {:?}",
-                    excerpt(&session.last_input)
+                    excerpt(&session.last_input())
                 ),
             )),
             ViolationKind::FrameTooLong => Some(fail(
@@ -112,7 +112,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             )),
             _ => None,
         },
-        Ev::Closed(reason) => Some(match reason {
+        Ev::Closed { reason } => Some(match reason {
             CloseReason::Eof => {
                 let status = session
                     .try_status()
@@ -140,7 +140,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             }
             other => fail(EXIT_PROTOCOL, format!("the connection ended: {other:?}")),
         }),
-        Ev::InvalidResponse => Some(fail(
+        Ev::InvalidResponse { .. } => Some(fail(
             EXIT_PROTOCOL,
             format!("the server's answer to {waiting_for} has an unknown resultType"),
         )),
@@ -170,7 +170,7 @@ fn is_fatal(ev: &Ev) -> bool {
                 | ViolationKind::UnknownResponse
                 | ViolationKind::FrameTooLong
         ),
-        Ev::Closed(_) | Ev::InvalidResponse => true,
+        Ev::Closed { .. } | Ev::InvalidResponse { .. } => true,
         _ => false,
     }
 }
@@ -196,7 +196,7 @@ fn verdict(
     match outcome {
         Ok(Outcome::Result(v)) => Ok(Ok(v)),
         Ok(Outcome::RpcError(code, message)) => Ok(Err((code, message))),
-        Ok(Outcome::Ended(Ev::TimedOut(_))) => Err(fail(
+        Ok(Outcome::Ended(Ev::TimedOut { .. })) => Err(fail(
             EXIT_TIMEOUT,
             format!(
                 "no answer to {waiting_for} within {} s",
@@ -238,7 +238,7 @@ pub fn connect(
     let outcome = session.run_until(limit, |conn, _, ev| {
         refuse_server_requests(conn, &ev);
         match ev {
-            Ev::Ready(v) => Some(Outcome::Result(json!(v.as_str()))),
+            Ev::Ready { version: v } => Some(Outcome::Result(json!(v.as_str()))),
             ev if is_fatal(&ev) => Some(Outcome::Ended(ev)),
             _ => None,
         }
@@ -303,9 +303,14 @@ pub fn call(
                 request,
                 code,
                 message,
+                ..
             } if request == id => Some(Outcome::RpcError(code, message)),
-            Ev::TimedOut(r) if r == id => Some(Outcome::Ended(Ev::TimedOut(r))),
-            Ev::Abandoned(r) if r == id => Some(Outcome::Ended(Ev::Closed(CloseReason::Eof))),
+            Ev::TimedOut { request: r } if r == id => {
+                Some(Outcome::Ended(Ev::TimedOut { request: r }))
+            }
+            Ev::Abandoned { request: r } if r == id => Some(Outcome::Ended(Ev::Closed {
+                reason: CloseReason::Eof,
+            })),
             ev if is_fatal(&ev) => Some(Outcome::Ended(ev)),
             _ => None,
         }
