@@ -4,8 +4,10 @@
 //! the chunk you pass is handed back as a slice of that chunk; only an incomplete tail is
 //! copied, into a buffer that never grows beyond the frame cap. [`LineEncoder`] writes messages
 //! as frames into a buffer it owns and lends out for writing.
-
-use crate::jsonrpc::{self, Id, Message, RawJson};
+//!
+//! Like the rest of `frame`, this file knows nothing of JSON and imports nothing from the
+//! layers above: the encoder's message methods (`request`, `notification`, …) are written
+//! next to the JSON-RPC encoder, in `jsonrpc/encode.rs`, on top of [`LineEncoder::push_frame`].
 
 /// The default cap on one frame's size: 16 MiB. Large enough for big `resources/read`
 /// results; change it with [`LineDecoder::with_max_frame`].
@@ -320,53 +322,16 @@ impl LineEncoder {
         Self::default()
     }
 
-    fn begin(&mut self) -> &mut Vec<u8> {
+    /// Appends one frame: `write` appends the message (which must hold no raw newline), and
+    /// the terminating newline follows.
+    #[inline]
+    pub(crate) fn push_frame(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         if self.read == self.buf.len() {
             self.buf.clear();
             self.read = 0;
         }
-        &mut self.buf
-    }
-
-    /// Appends a request frame.
-    pub fn request(&mut self, id: Id<'_>, method: &str, params: Option<RawJson<'_>>) {
-        let out = self.begin();
-        jsonrpc::encode_request(out, id, method, params);
-        out.push(b'\n');
-    }
-
-    /// Appends a notification frame.
-    pub fn notification(&mut self, method: &str, params: Option<RawJson<'_>>) {
-        let out = self.begin();
-        jsonrpc::encode_notification(out, method, params);
-        out.push(b'\n');
-    }
-
-    /// Appends a success response frame.
-    pub fn response(&mut self, id: Id<'_>, result: RawJson<'_>) {
-        let out = self.begin();
-        jsonrpc::encode_response(out, id, result);
-        out.push(b'\n');
-    }
-
-    /// Appends an error response frame (`id: None` writes `null`).
-    pub fn error(
-        &mut self,
-        id: Option<Id<'_>>,
-        code: i64,
-        message: &str,
-        data: Option<RawJson<'_>>,
-    ) {
-        let out = self.begin();
-        jsonrpc::encode_error(out, id, code, message, data);
-        out.push(b'\n');
-    }
-
-    /// Appends a decoded message again, as a frame.
-    pub fn message(&mut self, message: &Message<'_>) {
-        let out = self.begin();
-        jsonrpc::encode_message(out, message);
-        out.push(b'\n');
+        write(&mut self.buf);
+        self.buf.push(b'\n');
     }
 
     /// The bytes not yet reported written.

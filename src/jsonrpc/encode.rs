@@ -238,3 +238,41 @@ impl<'o> BatchWriter<'o> {
         }
     }
 }
+
+// ---- Line frames ----------------------------------------------------------------------------
+
+/// The message methods of the newline framer. `frame` knows nothing of JSON, so what turns a
+/// message into a line lives here, next to the encoder that guarantees the line holds no raw
+/// newline.
+impl crate::frame::line::LineEncoder {
+    /// Appends a request frame.
+    pub fn request(&mut self, id: Id<'_>, method: &str, params: Option<RawJson<'_>>) {
+        self.push_frame(|out| encode_request(out, id, method, params));
+    }
+
+    /// Appends a notification frame.
+    pub fn notification(&mut self, method: &str, params: Option<RawJson<'_>>) {
+        self.push_frame(|out| encode_notification(out, method, params));
+    }
+
+    /// Appends a success response frame.
+    pub fn response(&mut self, id: Id<'_>, result: RawJson<'_>) {
+        self.push_frame(|out| encode_response(out, id, result));
+    }
+
+    /// Appends an error response frame (`id: None` writes `null`).
+    pub fn error(
+        &mut self,
+        id: Option<Id<'_>>,
+        code: i64,
+        message: &str,
+        data: Option<RawJson<'_>>,
+    ) {
+        self.push_frame(|out| encode_error(out, id, code, message, data));
+    }
+
+    /// Appends a decoded message again, as a frame.
+    pub fn message(&mut self, message: &Message<'_>) {
+        self.push_frame(|out| encode_message(out, message));
+    }
+}
