@@ -44,7 +44,7 @@ pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if bytes.len() >= 64 && std::is_x86_feature_detected!("avx2") {
-            // Safety: AVX2 support was just detected on this CPU.
+            // SAFETY: AVX2 support was just detected on this CPU.
             return unsafe { find_newline_avx2(bytes) };
         }
         find_newline_sse2(bytes)
@@ -61,7 +61,7 @@ fn find_newline_sse2(bytes: &[u8]) -> Option<usize> {
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     let mut i = 0;
-    // Safety: SSE2 is part of the x86_64 baseline; each unaligned load reads 16 bytes that lie
+    // SAFETY: SSE2 is part of the x86_64 baseline; each unaligned load reads 16 bytes that lie
     // inside `bytes` (checked by the loop condition).
     unsafe {
         let nl = _mm_set1_epi8(b'\n' as i8);
@@ -96,7 +96,7 @@ unsafe fn find_newline_avx2(bytes: &[u8]) -> Option<usize> {
     let nl = _mm256_set1_epi8(b'\n' as i8);
     // The 64-bit mask of newlines in `bytes[at..at + 64]`.
     let block = |at: usize| -> Option<u64> {
-        // Safety: callers pass `at + 64 <= bytes.len()`, so both 32-byte loads are in bounds.
+        // SAFETY: callers pass `at + 64 <= bytes.len()`, so both 32-byte loads are in bounds.
         unsafe {
             let p = bytes.as_ptr().add(at);
             let a = _mm256_cmpeq_epi8(_mm256_loadu_si256(p as *const __m256i), nl);

@@ -40,7 +40,7 @@ fn has_line_break(bytes: &[u8]) -> bool {
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
             _mm_set1_epi8,
         };
-        // Safety: SSE2 is part of the x86_64 baseline; each load reads 16 bytes at `i` or
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes at `i` or
         // `i + 16` with `i + 32 <= bytes.len()`.
         unsafe {
             let lf = _mm_set1_epi8(b'\n' as i8);
