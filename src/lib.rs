@@ -62,6 +62,10 @@
 //! mutably. Time is a [`Timestamp`] you pass in; the library never reads a clock.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+// Every `unsafe` block says why it is sound, in a `// SAFETY:` comment just above it, and every
+// public `unsafe fn` documents its contract in a `# Safety` section.
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::missing_safety_doc)]
 
 #[cfg(feature = "blocking")]
 pub mod blocking;

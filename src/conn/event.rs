@@ -399,7 +399,7 @@ impl EventQueue {
     /// then nothing is copied, and views into it come out empty rather than wrong.
     pub(crate) fn capture_checked(&mut self, frame: &[u8]) -> Capture<'_> {
         match crate::jsonrpc::utf8::validate(frame) {
-            // Safety: `frame` was just checked to be UTF-8 by the validator the decoder relies
+            // SAFETY: `frame` was just checked to be UTF-8 by the validator the decoder relies
             // on; `utf8.rs` tests it against the standard library's.
             Ok(()) => self.capture(unsafe { std::str::from_utf8_unchecked(frame) }),
             Err(_) => {

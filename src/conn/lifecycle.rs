@@ -1,27 +1,50 @@
-//! The lifecycle: the one place where the connection's phase changes, and the rules about what
-//! may be sent or received in each phase.
+//! The lifecycle: the one home of the connection's phase, its era, the negotiated version and
+//! what we know of the peer; the handshake that sets them and the close that ends them.
 //!
-//! Rules enforced here (quotes paraphrase the spec; see shared/spec/NOTES.md §3):
+//! State: [`Lifecycle`] (`Core::lifecycle`). Every change of phase goes through its methods.
 //!
-//! 1. The client's first message is `initialize`; the engine sends it, and it can never be
-//!    cancelled. The client answers a successful result with `notifications/initialized`.
-//! 2. Until the server has answered `initialize`, a client sends only pings. Until it has
-//!    received `notifications/initialized`, a server sends only pings and logging.
-//! 3. With `strict_lifecycle` (the default), the same rules hold for what we accept: a request
-//!    that arrives too early is answered with -32600, a notification is dropped. Pings are
-//!    always answered.
-//! 4. `initialize` is accepted once per connection; a second one is answered with -32600.
-//! 5. `close` stops new requests and notifications at once, lets answers and cancellations
-//!    through, and waits for our requests in flight until the grace deadline; then the
-//!    connection is closed. End of input closes it at once.
-//! 6. Once closed, the connection accepts nothing and sends nothing.
-//! 7. In the stateless era (2026-07-28) there is no handshake: a client is operating once its
-//!    `server/discover` probe succeeds, a server as soon as the first stateless request arrives.
+//! Rules enforced here (spec: "Lifecycle" and "Cancellation" of 2024-11-05 … 2025-11-25,
+//! "Versioning" of 2026-07-28; docs/rules.md lists every rule with its test):
+//!
+//! 1. (2024-11-05 … 2025-11-25) The client's first message is `initialize`; the engine sends it
+//!    (`send_initialize`) and it can never be cancelled. The client answers a successful
+//!    result with `notifications/initialized` (`on_initialize_result`).
+//! 2. (2024-11-05 … 2025-11-25) Until the server has answered `initialize`, a client sends only
+//!    pings. Until it has received `notifications/initialized`, a server sends only pings and
+//!    logging (`Lifecycle::check_send`).
+//! 3. (2024-11-05 … 2025-11-25) With `strict_lifecycle` (the default), the same rules hold for
+//!    what we accept: a request that arrives too early is answered with -32600, a notification
+//!    is dropped. Pings are always answered (`Lifecycle::admit`).
+//! 4. (2024-11-05 … 2025-11-25) `initialize` is accepted once per connection; a second one is
+//!    answered with -32600. In 2025-03-26 it must not be part of a batch (-32600)
+//!    (`on_initialize`).
+//! 5. (2024-11-05 … 2025-11-25) Version negotiation: the server answers with the version the
+//!    client offered if it supports it, else its newest handshake-era version
+//!    (`on_initialize`). A client closes if the result is an error, malformed, or names a
+//!    version it does not support (`on_initialize_result`); an `initialize` that times out
+//!    closes the connection (correlation.rs, `on_timeout`).
+//! 6. (all) `close` stops new requests and notifications at once, lets answers and
+//!    cancellations through, and waits for our requests in flight until the grace deadline;
+//!    then the connection is closed. End of input closes it at once, abandoning what is in
+//!    flight (`close`, `maybe_finish_close`, `finish`).
+//! 7. (all) Once closed, the connection accepts nothing and sends nothing (`Lifecycle::admit`,
+//!    `Lifecycle::check_send`, and every command's `is_closed` check).
+//! 8. (2026-07-28) There is no handshake: a client is operating once its `server/discover`
+//!    probe succeeds, a server as soon as the first stateless request arrives
+//!    (`Lifecycle::stateless_started`; the era is chosen in stateless.rs).
 
-use super::Error;
+use std::time::Duration;
+
 use super::config::Role;
+use super::dispatch::Refusal;
+use super::event::Stored;
+use super::outbound::Answer;
+use super::output::StreamId;
+use super::tables::{PendingKind, TimerKey};
 use super::time::Timestamp;
-use crate::mcp::MethodKind;
+use super::{CloseReason, Core, Error, RequestId, ViolationKind};
+use crate::jsonrpc::{self, Id, JsonStr, RawJson, Reason};
+use crate::mcp::{self, Capabilities, Era, MethodKind, ProtocolVersion};
 
 /// The externally visible state of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +84,21 @@ pub(crate) enum Admit {
     Ignore,
 }
 
+/// The phase, the era and what the handshake (or the discover probe) established.
 #[derive(Debug)]
 pub(crate) struct Lifecycle {
     phase: Phase,
     role: Role,
     strict: bool,
+    /// The era in force, once known.
+    pub(super) era: Option<Era>,
+    /// The negotiated protocol version (for a stateless server, its newest).
+    pub(super) version: Option<ProtocolVersion>,
+    pub(super) peer_caps: Option<Capabilities>,
+    pub(super) peer_info: Option<String>,
+    pub(super) peer_instructions: Option<String>,
+    /// Why the connection closed, once it has.
+    pub(super) closed_reason: Option<CloseReason>,
 }
 
 impl Lifecycle {
@@ -78,6 +111,12 @@ impl Lifecycle {
             phase,
             role,
             strict,
+            era: None,
+            version: None,
+            peer_caps: None,
+            peer_info: None,
+            peer_instructions: None,
+            closed_reason: None,
         }
     }
 
@@ -208,4 +247,304 @@ impl Lifecycle {
         };
         if allowed { Admit::Yes } else { Admit::TooEarly }
     }
+}
+
+// ---- The handshake and the close -----------------------------------------------------------
+
+impl Core {
+    pub(super) fn send_initialize(&mut self, now: Timestamp) {
+        let version = self
+            .config
+            .latest_legacy()
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+        let mut params = Vec::new();
+        params.extend_from_slice(b"{\"protocolVersion\":");
+        jsonrpc::write_json_string(&mut params, version.as_str());
+        params.extend_from_slice(b",\"capabilities\":");
+        params.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        params.extend_from_slice(b",\"clientInfo\":");
+        params.extend_from_slice(self.config.info.as_bytes());
+        params.push(b'}');
+        let id = self.corr.next_id;
+        self.corr.next_id += 1;
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.out.output.begin();
+            jsonrpc::encode_request(
+                out,
+                Id::Int(id),
+                "initialize",
+                Some(RawJson::validated(text)),
+            );
+            self.out.output.end_frame(StreamId::MAIN);
+        }
+        let timeout = self.config.request_timeout;
+        self.track(
+            now,
+            id,
+            PendingKind::Initialize,
+            timeout,
+            None,
+            false,
+            false,
+        );
+    }
+
+    pub(super) fn on_initialize(
+        &mut self,
+        stream: StreamId,
+        frame: &str,
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+    ) {
+        if batch.is_some() {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                Refusal::new(
+                    ViolationKind::InvalidMessage(Reason::NotAMessage),
+                    jsonrpc::INVALID_REQUEST,
+                    "initialize must not be part of a batch",
+                ),
+            );
+        }
+        if !self.lifecycle.awaiting_initialize() {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                Refusal::new(
+                    ViolationKind::AlreadyInitialized,
+                    jsonrpc::INVALID_REQUEST,
+                    "already initialized",
+                ),
+            );
+        }
+        let parsed = parse_initialize(r.params);
+        let Ok((offered, caps, info)) = parsed else {
+            let message = parsed.err().unwrap_or("invalid initialize params");
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    message,
+                ),
+            );
+        };
+        let chosen = offered
+            .filter(|v| self.config.versions.contains(v) && v.era() == mcp::Era::Legacy)
+            .unwrap_or_else(|| {
+                self.config
+                    .versions
+                    .iter()
+                    .copied()
+                    .filter(|v| v.era() == mcp::Era::Legacy)
+                    .max()
+                    .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+            });
+        self.lock_era(Era::Legacy);
+        self.lifecycle.version = Some(chosen);
+        self.lifecycle.peer_caps = Some(caps);
+        self.lifecycle.peer_info = Some(info);
+        // Build the result.
+        let mut result = std::mem::take(&mut self.out.scratch);
+        result.clear();
+        result.extend_from_slice(b"{\"protocolVersion\":");
+        jsonrpc::write_json_string(&mut result, chosen.as_str());
+        result.extend_from_slice(b",\"capabilities\":");
+        result.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        result.extend_from_slice(b",\"serverInfo\":");
+        result.extend_from_slice(self.config.info.as_bytes());
+        if let Some(instructions) = &self.config.instructions {
+            result.extend_from_slice(b",\"instructions\":");
+            jsonrpc::write_json_string(&mut result, instructions);
+        }
+        result.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&result) {
+            let answer = Answer::Result(RawJson::validated(text));
+            self.emit_answer(None, stream, Some(r.id), answer, true);
+        }
+        crate::frame::empty(&mut result);
+        self.out.scratch = result;
+        self.lifecycle.initialize_answered();
+    }
+
+    /// Server: `notifications/initialized` ends the handshake, once our answer to `initialize`
+    /// is out; any other time it is a violation.
+    pub(super) fn on_initialized(&mut self, frame: &str, method: JsonStr<'_>) {
+        if self.lifecycle.awaiting_initialized() {
+            self.lifecycle.handshake_done();
+            if let Some(v) = self.lifecycle.version {
+                self.events.push(Stored::Ready(v));
+                self.release_handshake_memory();
+            }
+        } else {
+            self.violation_in(
+                frame,
+                ViolationKind::BeforeInitialization,
+                None,
+                Some(method),
+            );
+        }
+    }
+
+    pub(super) fn on_initialize_result(
+        &mut self,
+        now: Timestamp,
+        outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
+    ) {
+        let result = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                // Auto mode: a -32022 to the fallback `initialize` names the server's versions,
+                // which is evidence of the stateless era (a probe answered too late, say):
+                // probe once more at a version we share.
+                if let Some(version) = self.modern_version_named(&e) {
+                    self.lifecycle.era = None;
+                    return self.send_discover(now, version, true);
+                }
+                return self.finish(CloseReason::InitializeRejected(e.code));
+            }
+        };
+        let Ok(parsed) = parse_initialize_result(result) else {
+            return self.finish(CloseReason::InvalidInitializeResult);
+        };
+        let Some(version) =
+            ProtocolVersion::parse(&parsed.version).filter(|v| self.config.versions.contains(v))
+        else {
+            return self.finish(CloseReason::UnsupportedVersion(parsed.version));
+        };
+        self.lifecycle.version = Some(version);
+        self.lifecycle.peer_caps = Some(parsed.caps);
+        self.lifecycle.peer_info = Some(parsed.info);
+        self.lifecycle.peer_instructions = parsed.instructions;
+        self.emit_auto(StreamId::MAIN, |out| {
+            jsonrpc::encode_notification(out, "notifications/initialized", None)
+        });
+        self.lifecycle.handshake_done();
+        self.events.push(Stored::Ready(version));
+        self.release_handshake_memory();
+    }
+
+    /// The handshake is over: give back what it needed (its pending entry, scratch space, the
+    /// output it wrote) so an idle connection stays small.
+    pub(super) fn release_handshake_memory(&mut self) {
+        let closing = self.lifecycle.closing_deadline();
+        self.corr.release_handshake_memory(closing);
+        self.out.scratch = Vec::new();
+        self.out.output.release_when_drained();
+    }
+
+    pub(super) fn close(&mut self, now: Timestamp, grace: Duration) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        let deadline = now.after(grace);
+        self.lifecycle.begin_close(deadline);
+        self.corr.timers.push(deadline, TimerKey::CloseGrace);
+        self.maybe_finish_close();
+    }
+
+    /// Closing ends as soon as none of our requests is in flight.
+    pub(super) fn maybe_finish_close(&mut self) {
+        if self.lifecycle.closing_deadline().is_some() && self.corr.pending.is_empty() {
+            self.finish(CloseReason::Local);
+        }
+    }
+
+    /// Ends the connection: every request in flight is abandoned, then `Closed` is the last
+    /// event.
+    pub(super) fn finish(&mut self, reason: CloseReason) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        self.lifecycle.closed();
+        let mut ids: Vec<i64> = self
+            .corr
+            .pending
+            .iter()
+            .filter(|(_, p)| p.kind == PendingKind::Normal)
+            .map(|(n, _)| *n)
+            .collect();
+        ids.sort_unstable();
+        for n in ids {
+            self.events.push(Stored::Abandoned(RequestId(n)));
+        }
+        self.corr.pending.clear();
+        self.stateless.clear_in_flight();
+        self.dispatch.inbound.clear();
+        self.dispatch.batches.clear();
+        self.events.push(Stored::Closed(reason.clone()));
+        self.lifecycle.closed_reason = Some(reason);
+    }
+}
+
+// ---- Params the handshake reads ------------------------------------------------------------
+
+type InitializeParams = (Option<ProtocolVersion>, Capabilities, String);
+
+/// Reads `initialize` params: the offered version (`None` if we do not know it), the client's
+/// capabilities and info.
+fn parse_initialize(params: Option<RawJson<'_>>) -> Result<InitializeParams, &'static str> {
+    let params = params.ok_or("initialize requires params")?;
+    let dup = |_| "duplicate key in initialize params";
+    let version = params
+        .get_unique("protocolVersion")
+        .map_err(dup)?
+        .and_then(|v| v.as_str())
+        .ok_or("protocolVersion must be a string")?;
+    let caps = params
+        .get_unique("capabilities")
+        .map_err(dup)?
+        .ok_or("capabilities is required")?;
+    let caps = Capabilities::from_raw(caps).map_err(|_| "invalid capabilities")?;
+    let info = params
+        .get_unique("clientInfo")
+        .map_err(dup)?
+        .filter(|i| i.is_object())
+        .ok_or("clientInfo must be an object")?;
+    Ok((
+        ProtocolVersion::parse(&version.to_str()),
+        caps,
+        info.get().to_owned(),
+    ))
+}
+
+struct InitializeResult {
+    version: String,
+    caps: Capabilities,
+    info: String,
+    instructions: Option<String>,
+}
+
+fn parse_initialize_result(result: RawJson<'_>) -> Result<InitializeResult, ()> {
+    let version = result
+        .get_unique("protocolVersion")
+        .map_err(|_| ())?
+        .and_then(|v| v.as_str())
+        .ok_or(())?;
+    let caps = result
+        .get_unique("capabilities")
+        .map_err(|_| ())?
+        .ok_or(())?;
+    let caps = Capabilities::from_raw(caps).map_err(|_| ())?;
+    let info = result
+        .get_unique("serverInfo")
+        .map_err(|_| ())?
+        .filter(|i| i.is_object())
+        .ok_or(())?;
+    let instructions = result
+        .get_unique("instructions")
+        .map_err(|_| ())?
+        .and_then(|i| i.as_str())
+        .map(|s| s.to_str().into_owned());
+    Ok(InitializeResult {
+        version: version.to_str().into_owned(),
+        caps,
+        info: info.get().to_owned(),
+        instructions,
+    })
 }

@@ -4,8 +4,10 @@
 //! the chunk you pass is handed back as a slice of that chunk; only an incomplete tail is
 //! copied, into a buffer that never grows beyond the frame cap. [`LineEncoder`] writes messages
 //! as frames into a buffer it owns and lends out for writing.
-
-use crate::jsonrpc::{self, Id, Message, RawJson};
+//!
+//! Like the rest of `frame`, this file knows nothing of JSON and imports nothing from the
+//! layers above: the encoder's message methods (`request`, `notification`, …) are written
+//! next to the JSON-RPC encoder, in `jsonrpc/encode.rs`, on top of [`LineEncoder::push_frame`].
 
 /// The default cap on one frame's size: 16 MiB. Large enough for big `resources/read`
 /// results; change it with [`LineDecoder::with_max_frame`].
@@ -42,7 +44,7 @@ pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if bytes.len() >= 64 && std::is_x86_feature_detected!("avx2") {
-            // Safety: AVX2 support was just detected on this CPU.
+            // SAFETY: AVX2 support was just detected on this CPU.
             return unsafe { find_newline_avx2(bytes) };
         }
         find_newline_sse2(bytes)
@@ -59,7 +61,7 @@ fn find_newline_sse2(bytes: &[u8]) -> Option<usize> {
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     let mut i = 0;
-    // Safety: SSE2 is part of the x86_64 baseline; each unaligned load reads 16 bytes that lie
+    // SAFETY: SSE2 is part of the x86_64 baseline; each unaligned load reads 16 bytes that lie
     // inside `bytes` (checked by the loop condition).
     unsafe {
         let nl = _mm_set1_epi8(b'\n' as i8);
@@ -94,7 +96,7 @@ unsafe fn find_newline_avx2(bytes: &[u8]) -> Option<usize> {
     let nl = _mm256_set1_epi8(b'\n' as i8);
     // The 64-bit mask of newlines in `bytes[at..at + 64]`.
     let block = |at: usize| -> Option<u64> {
-        // Safety: callers pass `at + 64 <= bytes.len()`, so both 32-byte loads are in bounds.
+        // SAFETY: callers pass `at + 64 <= bytes.len()`, so both 32-byte loads are in bounds.
         unsafe {
             let p = bytes.as_ptr().add(at);
             let a = _mm256_cmpeq_epi8(_mm256_loadu_si256(p as *const __m256i), nl);
@@ -320,53 +322,16 @@ impl LineEncoder {
         Self::default()
     }
 
-    fn begin(&mut self) -> &mut Vec<u8> {
+    /// Appends one frame: `write` appends the message (which must hold no raw newline), and
+    /// the terminating newline follows.
+    #[inline]
+    pub(crate) fn push_frame(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         if self.read == self.buf.len() {
             self.buf.clear();
             self.read = 0;
         }
-        &mut self.buf
-    }
-
-    /// Appends a request frame.
-    pub fn request(&mut self, id: Id<'_>, method: &str, params: Option<RawJson<'_>>) {
-        let out = self.begin();
-        jsonrpc::encode_request(out, id, method, params);
-        out.push(b'\n');
-    }
-
-    /// Appends a notification frame.
-    pub fn notification(&mut self, method: &str, params: Option<RawJson<'_>>) {
-        let out = self.begin();
-        jsonrpc::encode_notification(out, method, params);
-        out.push(b'\n');
-    }
-
-    /// Appends a success response frame.
-    pub fn response(&mut self, id: Id<'_>, result: RawJson<'_>) {
-        let out = self.begin();
-        jsonrpc::encode_response(out, id, result);
-        out.push(b'\n');
-    }
-
-    /// Appends an error response frame (`id: None` writes `null`).
-    pub fn error(
-        &mut self,
-        id: Option<Id<'_>>,
-        code: i64,
-        message: &str,
-        data: Option<RawJson<'_>>,
-    ) {
-        let out = self.begin();
-        jsonrpc::encode_error(out, id, code, message, data);
-        out.push(b'\n');
-    }
-
-    /// Appends a decoded message again, as a frame.
-    pub fn message(&mut self, message: &Message<'_>) {
-        let out = self.begin();
-        jsonrpc::encode_message(out, message);
-        out.push(b'\n');
+        write(&mut self.buf);
+        self.buf.push(b'\n');
     }
 
     /// The bytes not yet reported written.

@@ -132,7 +132,7 @@ impl Decoder {
         frame: &'f [u8],
     ) -> Result<(&'f str, Decoded<'f>), DecodeError<'f>> {
         let decoded = self.decode(frame)?;
-        // Safety: both backends validate the whole frame's UTF-8 before the walk (native:
+        // SAFETY: both backends validate the whole frame's UTF-8 before the walk (native:
         // `utf8::validate`; simd: simd-json's own check), and `decode` returns `Ok` only after
         // that check passed.
         Ok((unsafe { std::str::from_utf8_unchecked(frame) }, decoded))
@@ -189,8 +189,9 @@ fn text(buf: &[u8], a: usize, b: usize) -> &str {
         std::str::from_utf8(bytes).is_ok(),
         "validated text was not UTF-8"
     );
-    // Safety: see above: `buf` is valid UTF-8 and `a`, `b` are character boundaries, so the
-    // slice is valid UTF-8.
+    // SAFETY: `buf` was validated as UTF-8 as a whole before the walk, and `a`, `b` sit next to
+    // ASCII grammar bytes, which never occur inside a multi-byte sequence: both are character
+    // boundaries, so the slice is valid UTF-8.
     unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 

@@ -40,7 +40,7 @@ fn has_line_break(bytes: &[u8]) -> bool {
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
             _mm_set1_epi8,
         };
-        // Safety: SSE2 is part of the x86_64 baseline; each load reads 16 bytes at `i` or
+        // SAFETY: SSE2 is part of the x86_64 baseline; each load reads 16 bytes at `i` or
         // `i + 16` with `i + 32 <= bytes.len()`.
         unsafe {
             let lf = _mm_set1_epi8(b'\n' as i8);
@@ -236,5 +236,43 @@ impl<'o> BatchWriter<'o> {
             self.out.push(b']');
             true
         }
+    }
+}
+
+// ---- Line frames ----------------------------------------------------------------------------
+
+/// The message methods of the newline framer. `frame` knows nothing of JSON, so what turns a
+/// message into a line lives here, next to the encoder that guarantees the line holds no raw
+/// newline.
+impl crate::frame::line::LineEncoder {
+    /// Appends a request frame.
+    pub fn request(&mut self, id: Id<'_>, method: &str, params: Option<RawJson<'_>>) {
+        self.push_frame(|out| encode_request(out, id, method, params));
+    }
+
+    /// Appends a notification frame.
+    pub fn notification(&mut self, method: &str, params: Option<RawJson<'_>>) {
+        self.push_frame(|out| encode_notification(out, method, params));
+    }
+
+    /// Appends a success response frame.
+    pub fn response(&mut self, id: Id<'_>, result: RawJson<'_>) {
+        self.push_frame(|out| encode_response(out, id, result));
+    }
+
+    /// Appends an error response frame (`id: None` writes `null`).
+    pub fn error(
+        &mut self,
+        id: Option<Id<'_>>,
+        code: i64,
+        message: &str,
+        data: Option<RawJson<'_>>,
+    ) {
+        self.push_frame(|out| encode_error(out, id, code, message, data));
+    }
+
+    /// Appends a decoded message again, as a frame.
+    pub fn message(&mut self, message: &Message<'_>) {
+        self.push_frame(|out| encode_message(out, message));
     }
 }

@@ -124,7 +124,7 @@ fn block_masks(buf: &[u8; 64], i: usize) -> (u64, u64, u64) {
     let mut quotes = 0u64;
     let mut backslashes = 0u64;
     let mut controls = 0u64;
-    // Safety: SSE2 is part of the x86_64 baseline; the four 16-byte loads cover
+    // SAFETY: SSE2 is part of the x86_64 baseline; the four 16-byte loads cover
     // `buf[i..i + 64]`, which the caller guarantees is in bounds.
     unsafe {
         let quote = _mm_set1_epi8(b'"' as i8);
@@ -173,7 +173,7 @@ fn escape_letter_masks(block: &[u8; 64]) -> (u64, u64) {
     };
     let mut valid = 0u64;
     let mut unicode = 0u64;
-    // Safety: SSE2 is part of the x86_64 baseline; the loads cover the 64-byte array.
+    // SAFETY: SSE2 is part of the x86_64 baseline; the loads cover the 64-byte array.
     unsafe {
         for k in 0..4 {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
@@ -278,7 +278,7 @@ pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
         let mut i = pos;
         while buf.len() >= 16 && i - pos < 64 && i < buf.len() {
             let start = i.min(buf.len() - 16);
-            // Safety: SSE2 is baseline on x86_64; the load reads `buf[start..start + 16]`.
+            // SAFETY: SSE2 is baseline on x86_64; the load reads `buf[start..start + 16]`.
             let mask = unsafe {
                 let v = _mm_loadu_si128(buf.as_ptr().add(start) as *const __m128i);
                 let stop = _mm_or_si128(
@@ -310,7 +310,7 @@ pub(crate) fn string(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
 #[cfg(target_arch = "x86_64")]
 fn string_blocks(buf: &[u8], pos: usize) -> Result<(usize, bool), Fault> {
     if std::is_x86_feature_detected!("avx2") {
-        // Safety: AVX2 support was just detected on this CPU.
+        // SAFETY: AVX2 support was just detected on this CPU.
         unsafe { string_blocks_avx2(buf, pos) }
     } else {
         string_blocks_with::<false>(buf, pos)
@@ -350,7 +350,7 @@ fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
 fn half_avx2(block: &[u8; 64], k: usize) -> core::arch::x86_64::__m256i {
     use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
     debug_assert!(k < 2);
-    // Safety: for k < 2 the 32-byte load lies inside the 64-byte array.
+    // SAFETY: for k < 2 the 32-byte load lies inside the 64-byte array.
     unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * (k & 1)) as *const __m256i) }
 }
 
@@ -383,7 +383,7 @@ fn escape_letter_masks_avx2(block: &[u8; 64]) -> (u64, u64) {
     let mut valid = 0u64;
     let mut unicode = 0u64;
     for k in 0..2 {
-        // Safety: the two 32-byte loads cover the 64-byte array.
+        // SAFETY: the two 32-byte loads cover the 64-byte array.
         let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
         let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
         let u = eq(b'u');
@@ -459,7 +459,7 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
     let mut trouble = controls & upto;
     let odd = escapes & not_simple;
     if odd != 0 {
-        // Safety: this function runs with AVX2 enabled.
+        // SAFETY: this function runs with AVX2 enabled.
         trouble |= odd & !unicode_escapes_avx2(block, skip, odd);
     }
     if trouble != 0 || (skip != 0 && closing == 0) {
@@ -484,7 +484,7 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
 #[inline]
 fn nibble_table(table: &[u8; 32]) -> core::arch::x86_64::__m256i {
     use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
-    // Safety: the load reads the 32-byte array.
+    // SAFETY: the load reads the 32-byte array.
     unsafe { _mm256_loadu_si256(table.as_ptr() as *const __m256i) }
 }
 
@@ -527,7 +527,7 @@ fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
     let mut hex = 0u64;
     let mut d = 0u64;
     for k in 0..2 {
-        // Safety: the two 32-byte loads cover the 64-byte array.
+        // SAFETY: the two 32-byte loads cover the 64-byte array.
         let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k) as *const __m256i) };
         let shift = 32 * k;
         u |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'u' as i8))) as u32
@@ -643,7 +643,7 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
         if AVX2 && buf.len() - i >= 64 {
             let window: &[u8; 64] = buf[i..i + 64].try_into().unwrap_or(&block);
             let before = carry;
-            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection.
+            // SAFETY: `AVX2` is only true inside `string_blocks_avx2`, after detection.
             match unsafe { plain_block_avx2::<false>(window, 0, &mut carry) } {
                 PlainBlock::Open { escapes } => {
                     escaped_any |= escapes;
@@ -661,10 +661,10 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
             let start = buf.len() - 64;
             let window: &[u8; 64] = buf[start..].try_into().unwrap_or(&block);
             let mut tail_carry = carry;
-            // Safety: as above.
-            if let PlainBlock::Closed { at, escapes } =
-                unsafe { plain_tail_avx2(window, (i - start) as u32, &mut tail_carry) }
-            {
+            // SAFETY: `AVX2` is only true inside `string_blocks_avx2`, which its caller enters
+            // after detecting AVX2 on this CPU; the function reads only the 64-byte `window`.
+            let tail = unsafe { plain_tail_avx2(window, (i - start) as u32, &mut tail_carry) };
+            if let PlainBlock::Closed { at, escapes } = tail {
                 return Ok((i + at + 1, escaped_any | escapes));
             }
         }
@@ -678,7 +678,7 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
             &block
         };
         let (quotes, backslashes, controls) = if AVX2 {
-            // Safety: `AVX2` is only true inside `string_blocks_avx2`, after detection.
+            // SAFETY: `AVX2` is only true inside `string_blocks_avx2`, after detection.
             unsafe { block_masks_avx2(window) }
         } else {
             block_masks(window, 0)
@@ -710,7 +710,8 @@ fn string_blocks_with<const AVX2: bool>(buf: &[u8], pos: usize) -> Result<(usize
             let (valid, unicode) = if let Some(masks) = few_escape_letters(window, escapes) {
                 masks
             } else if AVX2 {
-                // Safety: as for `block_masks_avx2` above.
+                // SAFETY: `AVX2` is only true inside `string_blocks_avx2`, after AVX2 was
+                // detected on this CPU; the function reads only the 64-byte `window`.
                 unsafe { escape_letter_masks_avx2(window) }
             } else {
                 escape_letter_masks(window)
@@ -1010,7 +1011,7 @@ mod tests {
         {
             assert_eq!(string_blocks_with::<false>(&doc, 1), a, "SSE2: {body:?}");
             if std::is_x86_feature_detected!("avx2") {
-                // Safety: AVX2 support was just detected.
+                // SAFETY: AVX2 support was just detected.
                 assert_eq!(unsafe { string_blocks_avx2(&doc, 1) }, a, "AVX2: {body:?}");
             }
         }

@@ -23,7 +23,7 @@ pub(crate) fn validate(buf: &[u8]) -> Result<(), Fault> {
     #[cfg(target_arch = "x86_64")]
     {
         if buf.len() >= 64 && std::is_x86_feature_detected!("avx2") {
-            // Safety: AVX2 support was just detected on this CPU.
+            // SAFETY: AVX2 support was just detected on this CPU.
             if unsafe { avx2::is_valid(buf) } {
                 return Ok(());
             }
@@ -38,7 +38,7 @@ pub(crate) fn validate(buf: &[u8]) -> Result<(), Fault> {
     #[cfg(target_arch = "x86_64")]
     {
         if rest.len() >= 64 && std::is_x86_feature_detected!("avx2") {
-            // Safety: AVX2 support was just detected on this CPU.
+            // SAFETY: AVX2 support was just detected on this CPU.
             if unsafe { avx2::is_valid(rest) } {
                 return Ok(());
             }
@@ -62,7 +62,7 @@ fn ascii_prefix(buf: &[u8]) -> usize {
         use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
         if buf.len() >= 16 {
             let high = |at: usize| {
-                // Safety: SSE2 is baseline on x86_64; callers pass `at + 16 <= buf.len()`.
+                // SAFETY: SSE2 is baseline on x86_64; callers pass `at + 16 <= buf.len()`.
                 unsafe {
                     _mm_movemask_epi8(_mm_loadu_si128(buf.as_ptr().add(at) as *const __m128i))
                 }
@@ -172,7 +172,7 @@ mod avx2 {
 
     #[inline(always)]
     unsafe fn table(t: &[u8; 16]) -> __m256i {
-        // Safety: both halves read 16 bytes from a 16-byte array.
+        // SAFETY: both halves read 16 bytes from a 16-byte array.
         unsafe {
             let half = _mm_loadu_si128(t.as_ptr() as *const __m128i);
             _mm256_broadcastsi128_si256(half)
@@ -233,7 +233,7 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn is_valid(buf: &[u8]) -> bool {
         assert!(buf.len() >= 64, "the caller checks short inputs");
-        // Safety: AVX2 is enabled for this function by the caller's contract; every load reads
+        // SAFETY: AVX2 is enabled for this function by the caller's contract; every load reads
         // 32 bytes inside `buf` (the loop's by its condition, the last two because `buf` holds
         // at least 64).
         unsafe {

@@ -21,7 +21,8 @@
 //! Rust programs should use [`mcpwire::conn`] instead; this module is public so that benches and
 //! tests can call the exported functions directly.
 #![allow(non_camel_case_types)]
-#![warn(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::missing_safety_doc)]
 
 mod boundary;
 mod config;

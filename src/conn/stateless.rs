@@ -1,6 +1,10 @@
 //! The stateless era (2026-07-28), and choosing between eras.
 //!
-//! Rules enforced here (see shared/spec/NOTES.md §0, §4, §6–§8):
+//! State: [`Stateless`] (`Core::stateless`); the era itself is kept by lifecycle.rs.
+//!
+//! Rules enforced here, all 2026-07-28 unless marked (spec: "Versioning", "Basic" / `_meta`,
+//! "server/discover", "Multi round-trip requests", "subscriptions/listen", and the stdio
+//! transport's era fallback; docs/rules.md lists every rule with its test):
 //!
 //! Server
 //! 1. A request is stateless when it is `server/discover` or its `params._meta` carries
@@ -26,19 +30,99 @@
 //! 7. In auto mode the client probes with `server/discover`: a valid result (or a -32022 naming
 //!    a version we share, after one re-probe) means stateless; any other error, a result
 //!    listing no stateless version, or the probe timing out means the handshake era.
+//! 8. (dual-era server) The first request fixes the era of the connection: `initialize`
+//!    means the handshake era; `server/discover` or a request with the version in `_meta`
+//!    means stateless. A modern-only server answers `initialize` with -32022 and the
+//!    versions it supports, and a request without `_meta` with -32602 (`route_stateless`).
+//! 9. Cacheable results (`tools/list`, `prompts/list`, `resources/list`,
+//!    `resources/templates/list`, `resources/read`) carry `ttlMs` and `cacheScope`
+//!    (`stamp_result`).
 
+use super::dispatch::Refusal;
 use super::event::Stored;
 use super::json_edit::{self, EditError};
-use super::tables::{ListenFilter, ModernContext, PendingKind, RetryBase};
+use super::outbound::Answer;
+use super::tables::{FastMap, ListenFilter, ModernContext, PendingKind, RetryBase};
 use super::{
-    Answer, CacheScope, CloseReason, Config, Core, Error, Refusal, RequestId, Role, StreamId,
-    Timestamp, ViolationKind,
+    CacheScope, CloseReason, Config, Core, Error, RequestId, Role, StreamId, Timestamp,
+    ViolationKind,
 };
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{
     self, Capabilities, Caps, Era, LogLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, ProtocolVersion,
 };
+use std::collections::VecDeque;
+
+/// The stateless era's per-request state.
+#[derive(Default)]
+pub(super) struct Stateless {
+    /// Client: what "input required" answers need for a retry, by old request id.
+    retryable: FastMap<i64, (RetryBase, Option<String>)>,
+    retry_order: VecDeque<i64>,
+    /// Client: what each request in flight that may come back "input required" needs for a
+    /// retry, by request id. Kept apart from the requests in flight, whose entries stay small
+    /// for the lookup every answer makes.
+    pub(super) retry_bases: FastMap<i64, RetryBase>,
+    /// Client: spare strings for the params a retry would need, so that keeping them for
+    /// every eligible request allocates nothing in steady state.
+    retry_pool: Vec<String>,
+    /// The capacity held by `retry_pool`, in bytes.
+    retry_pool_bytes: usize,
+    /// Client, auto mode: a -32022 already triggered the one re-probe allowed.
+    reprobed: bool,
+    /// Server: the client capabilities the last request declared. A client sends the same
+    /// object with every request, so it is parsed (and copied) once.
+    last_client_caps: Option<Capabilities>,
+}
+
+impl Stateless {
+    /// `text` in a string from the retry pool (or a new one).
+    pub(super) fn pooled_string(&mut self, text: &str) -> String {
+        let mut s = self.retry_pool.pop().unwrap_or_default();
+        self.retry_pool_bytes -= s.capacity();
+        s.clear();
+        s.push_str(text);
+        s
+    }
+
+    /// What request `n` kept for a retry, taken out now that it has ended.
+    pub(super) fn take_retry(&mut self, n: i64) -> Option<RetryBase> {
+        if self.retry_bases.is_empty() {
+            return None;
+        }
+        self.retry_bases.remove(&n)
+    }
+
+    /// Gives the params kept for a retry back to the pool once the request has ended.
+    pub(super) fn recycle_retry(&mut self, retry: Option<RetryBase>) {
+        if let Some(RetryBase {
+            params: Some(s), ..
+        }) = retry
+            && s.capacity() <= RETRY_POOL_BYTES - self.retry_pool_bytes
+        {
+            self.retry_pool_bytes += s.capacity();
+            self.retry_pool.push(s);
+        }
+    }
+
+    /// Keeps what a retry of request `id` needs, forgetting the oldest beyond `limit`.
+    fn remember_retry(&mut self, limit: usize, id: i64, base: RetryBase, state: Option<String>) {
+        let limit = limit.max(1);
+        while self.retry_order.len() >= limit {
+            if let Some(old) = self.retry_order.pop_front() {
+                self.retryable.remove(&old);
+            }
+        }
+        self.retry_order.push_back(id);
+        self.retryable.insert(id, (base, state));
+    }
+
+    /// Every retry base of the requests in flight is gone (the connection closed).
+    pub(super) fn clear_in_flight(&mut self) {
+        self.retry_bases.clear();
+    }
+}
 
 /// What a result is, by its `resultType`.
 pub(super) enum Classified<'f> {
@@ -171,16 +255,16 @@ impl Core {
 
     /// Fixes the connection's era (once).
     pub(super) fn lock_era(&mut self, era: Era) {
-        if self.era.is_some() {
+        if self.lifecycle.era.is_some() {
             return;
         }
-        self.era = Some(era);
+        self.lifecycle.era = Some(era);
         if era == Era::Modern && self.role == Role::Server {
             let version = self
                 .config
                 .latest_modern()
                 .unwrap_or(ProtocolVersion::V2026_07_28);
-            self.version = Some(version);
+            self.lifecycle.version = Some(version);
             self.lifecycle.stateless_started();
             self.events.push(Stored::Ready(version));
             self.release_handshake_memory();
@@ -198,12 +282,12 @@ impl Core {
         batch: Option<u32>,
         method: &str,
     ) -> bool {
-        if !self.serves_modern() || self.era == Some(Era::Legacy) {
+        if !self.serves_modern() || self.lifecycle.era == Some(Era::Legacy) {
             return false;
         }
         let modern = method == "server/discover" || has_modern_meta(r.params);
         if !modern {
-            if self.era.is_none() && self.serves_legacy() {
+            if self.lifecycle.era.is_none() && self.serves_legacy() {
                 return false;
             }
             // Stateless era (or a modern-only server): there is no handshake.
@@ -245,7 +329,7 @@ impl Core {
         batch: Option<u32>,
         method: &str,
     ) {
-        let ctx = match read_meta(&self.config, &mut self.last_client_caps, r.params) {
+        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, r.params) {
             RequestMeta::Valid(ctx) => ctx,
             RequestMeta::Malformed(message) => {
                 let refusal = Refusal::new(
@@ -417,7 +501,7 @@ impl Core {
                 )
             });
         }
-        let ctx = match read_meta(&self.config, &mut self.last_client_caps, r.params) {
+        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, r.params) {
             RequestMeta::Valid(ctx) => Some(ctx),
             _ => None,
         };
@@ -436,6 +520,7 @@ impl Core {
             .and_then(|u| u.as_str())
             .map(|u| u.to_str().into_owned());
         let targets: Vec<(OwnedId, StreamId)> = self
+            .dispatch
             .inbound
             .iter()
             .filter_map(|(id, entry)| {
@@ -455,17 +540,17 @@ impl Core {
         for (id, stream) in &targets {
             let mut tag = Vec::new();
             write_id(&mut tag, id.as_id());
-            let mut buf = std::mem::take(&mut self.scratch);
+            let mut buf = std::mem::take(&mut self.out.scratch);
             buf.clear();
             let edited = json_edit::set_meta(&mut buf, params, &[(META_SUBSCRIPTION_ID, &tag)]);
             if edited.is_ok()
                 && let Ok(text) = std::str::from_utf8(&buf)
             {
-                let out = self.output.begin();
+                let out = self.out.output.begin();
                 jsonrpc::encode_notification(out, method, Some(RawJson::validated(text)));
-                self.output.end_frame(*stream);
+                self.out.output.end_frame(*stream);
             }
-            self.scratch = buf;
+            self.out.scratch = buf;
             if edited.is_err() {
                 return Err(Error::InvalidParams);
             }
@@ -542,7 +627,7 @@ impl Core {
         request_state: Option<&str>,
     ) -> Result<(), Error> {
         let key = OwnedId::from(id);
-        let Some(entry) = self.inbound.get(&key) else {
+        let Some(entry) = self.dispatch.inbound.get(&key) else {
             return Err(Error::UnknownRequest);
         };
         let Some(ctx) = entry.modern else {
@@ -587,59 +672,6 @@ impl Core {
         self.respond(id, Answer::Result(RawJson::validated(&text)))
     }
 
-    /// Server: sends a log message for a request, if the request asked for that level.
-    pub(super) fn log(
-        &mut self,
-        id: Id<'_>,
-        level: LogLevel,
-        logger: Option<&str>,
-        data: RawJson<'_>,
-    ) -> Result<bool, Error> {
-        let key = OwnedId::from(id);
-        let Some(entry) = self.inbound.get(&key) else {
-            return Err(Error::UnknownRequest);
-        };
-        let stream = entry.stream;
-        let allowed = match entry.modern {
-            Some(ctx) => ctx.log_level.is_some_and(|min| level >= min),
-            // Handshake era: logging is per connection, gated by our capability.
-            None => {
-                if !self.config.capabilities.has(Caps::LOGGING) {
-                    return Err(Error::NotNegotiated(Caps::LOGGING));
-                }
-                true
-            }
-        };
-        if !allowed {
-            return Ok(false);
-        }
-        if !self.output_has_room() {
-            return Err(Error::OutputFull);
-        }
-        let mut params = std::mem::take(&mut self.scratch);
-        params.clear();
-        params.extend_from_slice(b"{\"level\":");
-        write_json_string(&mut params, level.as_str());
-        if let Some(logger) = logger {
-            params.extend_from_slice(b",\"logger\":");
-            write_json_string(&mut params, logger);
-        }
-        params.extend_from_slice(b",\"data\":");
-        params.extend_from_slice(data.get().as_bytes());
-        params.push(b'}');
-        if let Ok(text) = std::str::from_utf8(&params) {
-            let out = self.output.begin();
-            jsonrpc::encode_notification(
-                out,
-                "notifications/message",
-                Some(RawJson::validated(text)),
-            );
-            self.output.end_frame(stream);
-        }
-        self.scratch = params;
-        Ok(true)
-    }
-
     // ---- client ----
 
     /// Sends the `server/discover` probe.
@@ -653,17 +685,17 @@ impl Core {
         params.extend_from_slice(b"{\"_meta\":{");
         self.write_client_meta(&mut params, version);
         params.extend_from_slice(b"}}");
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.corr.next_id;
+        self.corr.next_id += 1;
         if let Ok(text) = std::str::from_utf8(&params) {
-            let out = self.output.begin();
+            let out = self.out.output.begin();
             jsonrpc::encode_request(
                 out,
                 Id::Int(id),
                 "server/discover",
                 Some(RawJson::validated(text)),
             );
-            self.output.end_frame(StreamId::MAIN);
+            self.out.output.end_frame(StreamId::MAIN);
         }
         let timeout = if self.config.client_start().is_none() {
             self.config.discover_timeout
@@ -704,7 +736,10 @@ impl Core {
         params: Option<RawJson<'_>>,
         progress_token: Option<i64>,
     ) -> Result<(), Error> {
-        let version = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
+        let version = self
+            .lifecycle
+            .version
+            .unwrap_or(ProtocolVersion::V2026_07_28);
         let caps = self.config.capabilities.raw();
         let token = progress_token.map(json_edit::IntText::new);
         let add: [(&str, &[u8]); 4] = [
@@ -749,22 +784,22 @@ impl Core {
                     .and_then(|c| Capabilities::from_raw(c).ok());
                 match (shared.flatten(), caps) {
                     (Some(version), Some(caps)) => {
-                        self.version = Some(version);
-                        self.peer_caps = Some(caps);
-                        self.peer_info = result
+                        self.lifecycle.version = Some(version);
+                        self.lifecycle.peer_caps = Some(caps);
+                        self.lifecycle.peer_info = result
                             .get_unique("_meta")
                             .ok()
                             .flatten()
                             .and_then(|m| m.get_unique(META_SERVER_INFO).ok().flatten())
                             .filter(|i| i.is_object())
                             .map(|i| i.get().to_owned());
-                        self.peer_instructions = result
+                        self.lifecycle.peer_instructions = result
                             .get_unique("instructions")
                             .ok()
                             .flatten()
                             .and_then(|i| i.as_str())
                             .map(|s| s.to_str().into_owned());
-                        self.era = Some(Era::Modern);
+                        self.lifecycle.era = Some(Era::Modern);
                         self.lifecycle.handshake_done();
                         self.events.push(Stored::Ready(version));
                         self.release_handshake_memory();
@@ -811,7 +846,7 @@ impl Core {
     ) -> Option<ProtocolVersion> {
         if e.code != mcp::UNSUPPORTED_PROTOCOL_VERSION
             || self.config.client_start().is_some()
-            || self.reprobed
+            || self.stateless.reprobed
         {
             return None;
         }
@@ -828,7 +863,7 @@ impl Core {
 
     /// Client, auto mode: the server is not stateless; use the handshake.
     pub(super) fn fall_back(&mut self, now: Timestamp) {
-        self.era = Some(Era::Legacy);
+        self.lifecycle.era = Some(Era::Legacy);
         self.send_initialize(now);
     }
 
@@ -839,7 +874,7 @@ impl Core {
         retry: &mut Option<RetryBase>,
         result: RawJson<'f>,
     ) -> Classified<'f> {
-        if self.era != Some(Era::Modern) {
+        if self.lifecycle.era != Some(Era::Modern) {
             return Classified::Complete;
         }
         let kind = match result.get_unique("resultType") {
@@ -863,22 +898,17 @@ impl Core {
         let Some(base) = retry.take().filter(|_| valid) else {
             return Classified::Invalid;
         };
-        self.remember_retry(request.0, base, state_str.map(|s| s.raw().to_owned()));
+        let limit = self.config.limits.max_remembered_ids;
+        self.stateless.remember_retry(
+            limit,
+            request.0,
+            base,
+            state_str.map(|s| s.raw().to_owned()),
+        );
         Classified::InputRequired {
             requests,
             state: state_str,
         }
-    }
-
-    fn remember_retry(&mut self, id: i64, base: RetryBase, state: Option<String>) {
-        let limit = self.config.limits.max_remembered_ids.max(1);
-        while self.retry_order.len() >= limit {
-            if let Some(old) = self.retry_order.pop_front() {
-                self.retryable.remove(&old);
-            }
-        }
-        self.retry_order.push_back(id);
-        self.retryable.insert(id, (base, state));
     }
 
     /// Client: re-sends a request that came back "input required".
@@ -892,7 +922,7 @@ impl Core {
         if input_responses.is_some_and(|r| !r.is_object()) {
             return Err(Error::InvalidParams);
         }
-        let Some((base, state)) = self.retryable.get(&request.0).cloned() else {
+        let Some((base, state)) = self.stateless.retryable.get(&request.0).cloned() else {
             return Err(Error::UnknownRequest);
         };
         // The new params: the original ones, with the responses and the state echoed exactly.
@@ -921,8 +951,8 @@ impl Core {
             options,
             StreamId::MAIN,
         )?;
-        self.retryable.remove(&request.0);
-        self.retry_order.retain(|&n| n != request.0);
+        self.stateless.retryable.remove(&request.0);
+        self.stateless.retry_order.retain(|&n| n != request.0);
         Ok(id)
     }
 }
@@ -952,4 +982,19 @@ pub(super) fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
 /// The items of a validated JSON array text (none for anything else).
 fn array_items(text: &str) -> impl Iterator<Item = RawJson<'_>> {
     RawJson::validated(text).items()
+}
+
+/// How many bytes of spare strings the retry pool keeps: enough for the params of hundreds of
+/// requests in flight at once, so a burst of them allocates nothing once warm.
+const RETRY_POOL_BYTES: usize = 256 * 1024;
+
+/// The methods whose requests may come back "input required" (2026-07-28), as the static
+/// name a retry re-sends.
+pub(super) fn retryable_method(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" => Some("tools/call"),
+        "prompts/get" => Some("prompts/get"),
+        "resources/read" => Some("resources/read"),
+        _ => None,
+    }
 }

@@ -1,0 +1,293 @@
+//! Correlation and timers: our requests in flight, matched with the answers, progress and
+//! deadlines that concern them.
+//!
+//! State: [`Correlation`] (`Core::corr`).
+//!
+//! Rules enforced here (spec: "Basic" / JSON-RPC responses, "Cancellation", "Progress" and
+//! "Lifecycle" / timeouts; docs/rules.md lists every rule with its test):
+//!
+//! 1. (all) Our request ids are integers counting up from 1, never reused on a connection. A
+//!    response whose id is a string never matches one of ours, whatever its digits
+//!    (`on_response`).
+//! 2. (all) A late answer to a cancelled request is dropped: an answer to a request we
+//!    cancelled or that timed out (remembered up to `Limits::max_remembered_ids`) is dropped
+//!    quietly and counted in `Stats::late_responses`; an answer to an id we never used is an
+//!    `UnknownResponse` violation (`on_response`).
+//! 3. (all) Every request has a timeout (`Config::request_timeout`, or per request; none for a
+//!    2026-07-28 `subscriptions/listen` stream). When it passes, the request ends with
+//!    `Event::TimedOut` and the peer gets `notifications/cancelled` with reason "timed out".
+//!    The engine's `initialize` timing out closes the connection; the auto-mode discover
+//!    probe timing out falls back to the handshake era (`on_timeout`).
+//! 4. (all) Progress is accepted only for our requests in flight that asked for it (the token
+//!    is the request id); progress for anything else is dropped and counted. Under
+//!    `ProgressPolicy::DropNonIncreasing` a value that does not increase is dropped and
+//!    counted (`on_progress`).
+//! 5. (2025-03-26 …, "MAY reset on progress") Progress restarts the timeout when asked, but
+//!    never past `Config::max_total_timeout` from the start (`on_progress`).
+//! 6. (all) The timer heap holds at most a constant factor of the requests in flight: stale
+//!    entries are checked when they fire and compacted away (`Correlation::compact_timers`).
+//! 7. (2026-07-28) A result is classified by `resultType` before it becomes an event
+//!    (`on_response`, with stateless.rs `classify_result`).
+
+use std::time::Duration;
+
+use super::event::Stored;
+use super::stateless::Classified;
+use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers};
+use super::time::Timestamp;
+use super::{CloseReason, Core, ProgressPolicy, RequestId, ViolationKind};
+use crate::jsonrpc::{self, Id, RawJson};
+
+/// Our requests in flight, the ids we hand out, and the deadlines.
+pub(super) struct Correlation {
+    pub(super) pending: SeqMap<Pending>,
+    /// Our requests that timed out or were cancelled: answers to them are late.
+    pub(super) our_finished: BoundedSet<i64>,
+    pub(super) timers: Timers,
+    /// The id of our next request.
+    pub(super) next_id: i64,
+}
+
+impl Correlation {
+    pub(super) fn new(remembered: usize) -> Correlation {
+        Correlation {
+            pending: SeqMap::default(),
+            our_finished: BoundedSet::new(remembered),
+            timers: Timers::default(),
+            next_id: 1,
+        }
+    }
+
+    /// Rebuilds the timer heap from the live deadlines when finished requests' stale entries
+    /// dominate, so it stays within a constant factor of what is in flight (amortized O(1)).
+    pub(super) fn compact_timers(&mut self, closing: Option<Timestamp>) {
+        let close = closing.map(|d| (d, TimerKey::CloseGrace));
+        let live = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.timeout != Duration::MAX)
+            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)))
+            .chain(close);
+        self.timers.compact(live, self.pending.len() + 1);
+    }
+
+    /// The handshake is over: shrink the table its entry was in, and drop its timer so the
+    /// next deadline is a real one.
+    pub(super) fn release_handshake_memory(&mut self, closing: Option<Timestamp>) {
+        if self.pending.is_empty() {
+            self.pending = SeqMap::default();
+        } else {
+            self.pending.shrink_to_fit();
+        }
+        let close = closing.map(|d| (d, TimerKey::CloseGrace));
+        let live = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.timeout != Duration::MAX)
+            .map(|(n, p)| (p.deadline, TimerKey::Request(*n)))
+            .chain(close);
+        self.timers.rebuild(live);
+    }
+}
+
+impl Core {
+    pub(super) fn on_response(
+        &mut self,
+        now: Timestamp,
+        frame: &str,
+        id: Id<'_>,
+        outcome: Result<RawJson<'_>, jsonrpc::ErrorObject<'_>>,
+    ) {
+        let Id::Int(n) = id else {
+            // Our ids are integers: a string id never matches, whatever its digits.
+            return self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
+        };
+        let Some(pending) = self.corr.pending.remove(&n) else {
+            if self.corr.our_finished.contains(&n) {
+                self.stats.late_responses += 1;
+            } else {
+                self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
+            }
+            return;
+        };
+        match pending.kind {
+            PendingKind::Initialize => return self.on_initialize_result(now, outcome),
+            PendingKind::Discover { retried } => {
+                return self.on_discover_result(now, retried, outcome);
+            }
+            PendingKind::Normal => {}
+        }
+        let request = RequestId(n);
+        let mut retry = self.stateless.take_retry(n);
+        let classified = match outcome {
+            Ok(result) => Some(self.classify_result(request, &mut retry, result)),
+            Err(_) => None,
+        };
+        self.stateless.recycle_retry(retry);
+        let cap = self.events.capture(frame);
+        let stored = match (outcome, classified) {
+            (Ok(result), Some(Classified::Complete)) | (Ok(result), None) => Stored::Response {
+                request,
+                result: cap.raw(result),
+            },
+            (Ok(_), Some(Classified::InputRequired { requests, state })) => Stored::InputRequired {
+                request,
+                input_requests: requests.map(|r| cap.raw(r)),
+                request_state: state.map(|s| cap.str(s)),
+            },
+            (Ok(_), Some(Classified::Invalid)) => Stored::InvalidResponse(request),
+            (Err(e), _) => Stored::Error {
+                request: RequestId(n),
+                code: e.code,
+                message: cap.str(e.message),
+                data: e.data.map(|d| cap.raw(d)),
+            },
+        };
+        cap.push(stored);
+        self.maybe_finish_close();
+    }
+
+    pub(super) fn on_progress(&mut self, now: Timestamp, frame: &str, params: Option<RawJson<'_>>) {
+        let Some(params) = params else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        let token = params.get_unique("progressToken").ok().flatten();
+        let progress = params.get_unique("progress").ok().flatten();
+        let (Some(Id::Int(n)), Some(progress)) = (
+            token.and_then(|t| t.as_id()),
+            progress.and_then(|p| p.as_f64()),
+        ) else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        let total = params
+            .get_unique("total")
+            .ok()
+            .flatten()
+            .and_then(|t| t.as_f64());
+        let message = params
+            .get_unique("message")
+            .ok()
+            .flatten()
+            .and_then(|m| m.as_str());
+        let policy = self.config.policy.progress;
+        let max_total = self.config.max_total_timeout;
+        let Some(p) = self.corr.pending.get_mut(&n).filter(|p| p.wants_progress) else {
+            self.stats.dropped_progress += 1;
+            return;
+        };
+        if p.last_progress.is_some_and(|last| progress <= last)
+            && policy == ProgressPolicy::DropNonIncreasing
+        {
+            self.stats.non_increasing_progress += 1;
+            return;
+        }
+        p.last_progress = Some(progress);
+        if p.reset_on_progress {
+            let cap = p.started.after(max_total);
+            p.deadline = now.after(p.timeout).min(cap);
+        }
+        let cap = self.events.capture(frame);
+        let stored = Stored::Progress {
+            request: RequestId(n),
+            progress,
+            total,
+            message: message.map(|m| cap.str(m)),
+        };
+        cap.push(stored);
+    }
+
+    pub(super) fn on_timeout(&mut self, now: Timestamp) {
+        while let Some(key) = self.corr.timers.pop_due(now) {
+            match key {
+                TimerKey::Request(n) => {
+                    let Some(p) = self.corr.pending.get(&n) else {
+                        continue;
+                    };
+                    if p.deadline > now {
+                        // Progress moved the deadline: wait for the new one.
+                        let at = p.deadline;
+                        self.corr.timers.push(at, key);
+                        continue;
+                    }
+                    let kind = p.kind;
+                    if self.corr.pending.remove(&n).is_some() {
+                        let retry = self.stateless.take_retry(n);
+                        self.stateless.recycle_retry(retry);
+                    }
+                    match kind {
+                        PendingKind::Initialize => {
+                            self.finish(CloseReason::InitializeTimedOut);
+                            return;
+                        }
+                        // A probe that times out means the handshake era (auto mode).
+                        PendingKind::Discover { .. } => {
+                            self.corr.our_finished.insert(n);
+                            if self.config.client_start().is_none() {
+                                self.fall_back(now);
+                            } else {
+                                self.finish(CloseReason::InitializeTimedOut);
+                                return;
+                            }
+                            continue;
+                        }
+                        PendingKind::Normal => {}
+                    }
+                    self.corr.our_finished.insert(n);
+                    self.events.push(Stored::TimedOut(RequestId(n)));
+                    self.send_cancelled(n, Some("timed out"));
+                    self.maybe_finish_close();
+                }
+                TimerKey::CloseGrace => {
+                    if self.lifecycle.closing_deadline().is_some_and(|d| d <= now) {
+                        self.finish(CloseReason::Local);
+                        return;
+                    }
+                }
+            }
+        }
+        self.compact_timers();
+    }
+
+    /// Records one of our requests as in flight, with its timer (none for
+    /// `Duration::MAX`: a `subscriptions/listen` stream lives until cancelled).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn track(
+        &mut self,
+        now: Timestamp,
+        id: i64,
+        kind: PendingKind,
+        timeout: Duration,
+        retry: Option<RetryBase>,
+        wants_progress: bool,
+        reset_on_progress: bool,
+    ) {
+        let deadline = now.after(timeout);
+        if let Some(retry) = retry {
+            self.stateless.retry_bases.insert(id, retry);
+        }
+        self.corr.pending.insert(
+            id,
+            Pending {
+                kind,
+                started: now,
+                timeout,
+                deadline,
+                reset_on_progress,
+                wants_progress,
+                last_progress: None,
+            },
+        );
+        if timeout != Duration::MAX {
+            self.corr.timers.push(deadline, TimerKey::Request(id));
+            self.compact_timers();
+        }
+    }
+
+    /// [`Correlation::compact_timers`], with the close deadline if one is set.
+    pub(super) fn compact_timers(&mut self) {
+        let closing = self.lifecycle.closing_deadline();
+        self.corr.compact_timers(closing);
+    }
+}

@@ -1,0 +1,574 @@
+//! Inbound dispatch: every frame the peer sends is decoded, checked and routed here, and the
+//! peer's requests stay in the table here until they are answered or cancelled.
+//!
+//! State: [`Dispatch`] (`Core::dispatch`).
+//!
+//! Rules enforced here (spec: "Basic" / JSON-RPC messages, "Lifecycle", "Cancellation" and the
+//! per-version schema's method unions; docs/rules.md lists every rule with its test):
+//!
+//! 1. (all) A frame that is not JSON is answered with -32700 and a `null` id; an invalid
+//!    message with -32600 (and its id when one could be read), except a frame that looks like
+//!    a response: a response is never answered (`on_decode_error`, `answers_decode_error`).
+//! 2. (2025-03-26 only) Batches only in 2025-03-26: in any other version, or before a version
+//!    is negotiated, a batch is refused whole with one -32600 and a `BatchNotAllowed`
+//!    violation. A batch's answers go back as one array once every request in it is answered
+//!    or cancelled; a batch of notifications gets no answer (`on_batch`; the array is written
+//!    by outbound.rs, `emit_answer`).
+//! 3. (all) A request whose id is already in flight from the peer is refused with -32600
+//!    (`on_request`).
+//! 4. (2024-11-05 … 2025-11-25) What arrives before the handshake allows it: a request gets
+//!    -32600, a notification is dropped; both are violations (`on_request`, `on_notification`,
+//!    with lifecycle.rs `Lifecycle::admit` deciding).
+//! 5. (2026-07-28) A client in the stateless era never answers a request: one from the server
+//!    is a `WrongEra` violation (`on_request`). Server-side stateless routing is in
+//!    stateless.rs (`route_stateless`).
+//! 6. (2024-11-05 … 2025-11-25) `ping` is answered with `{}` by the engine, whatever the phase
+//!    (`on_request`, `Policy::answer_pings`).
+//! 7. (all) Gating of requests: a known MCP method must exist in the version, travel our way
+//!    and be backed by a capability we declared, else -32601 "Method not found"; a method MCP
+//!    does not define goes to the application (`incoming_request_refused`).
+//! 8. (all) Gating of notifications: a known MCP notification must exist in the version, travel
+//!    our way and be backed by the sender's capability, else it is dropped with a
+//!    `NotificationNotAllowed` violation (`incoming_notification_allowed`).
+//! 9. (all) At most `Limits::max_inbound_in_flight` of the peer's requests wait for answers;
+//!    one more is refused with -32603 (`accept_request`).
+//! 10. (all) `_meta.progressToken` must be a string or an integer, else -32602
+//!     (`accept_request`, `progress_token`).
+//! 11. (all) `notifications/cancelled` for a request in flight ends it here (no answer will be
+//!     sent: outbound.rs `respond` suppresses it) and becomes `Event::PeerCancelled`; one for
+//!     an unknown or finished request is ignored and counted (`on_peer_cancel`).
+//! 12. (all) An error response with no id matches nothing: an `UnknownResponse` violation
+//!     (`on_message`). Responses with ids are correlated in correlation.rs.
+
+use super::event::Stored;
+use super::lifecycle::Admit;
+use super::outbound::Answer;
+use super::output::StreamId;
+use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext};
+use super::time::Timestamp;
+use super::{Core, Role, ViolationKind};
+use crate::jsonrpc::{
+    self, DecodeError, Decoded, Decoder, DecoderConfig, ErrorKind, Message, OwnedId, RawJson,
+    Reason,
+};
+use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
+
+/// The decoder, the batches being answered, and the peer's requests in flight.
+pub(super) struct Dispatch {
+    pub(super) decoder: Decoder,
+    /// The peer's requests we have not answered yet.
+    pub(super) inbound: FastMap<OwnedId, Inbound>,
+    /// The peer's requests it cancelled: our answers to them are suppressed.
+    pub(super) peer_cancelled: BoundedSet<OwnedId>,
+    /// Batches (2025-03-26) whose answers are still being collected.
+    pub(super) batches: FastMap<u32, BatchCollector>,
+    next_batch: u32,
+}
+
+impl Dispatch {
+    pub(super) fn new(decoder: DecoderConfig, remembered: usize) -> Dispatch {
+        Dispatch {
+            decoder: Decoder::new(decoder),
+            inbound: FastMap::default(),
+            peer_cancelled: BoundedSet::new(remembered),
+            batches: FastMap::default(),
+            next_batch: 0,
+        }
+    }
+
+    /// Opens a collector for a batch's answers, held open by one extra count until every
+    /// member has been processed.
+    fn open_batch(&mut self, stream: StreamId, outstanding: usize) -> u32 {
+        let b = self.next_batch;
+        self.next_batch = self.next_batch.wrapping_add(1);
+        self.batches.insert(
+            b,
+            BatchCollector {
+                buf: Vec::new(),
+                written: 0,
+                outstanding: outstanding + 1,
+                stream,
+            },
+        );
+        b
+    }
+}
+
+/// Answers to the members of one batch, collected until every request in it is answered.
+#[derive(Debug)]
+pub(super) struct BatchCollector {
+    pub(super) buf: Vec<u8>,
+    pub(super) written: usize,
+    pub(super) outstanding: usize,
+    pub(super) stream: StreamId,
+}
+
+/// How a request is refused: what the application is told and what the peer is answered.
+#[derive(Clone, Copy)]
+pub(super) struct Refusal<'a> {
+    pub(super) kind: ViolationKind,
+    pub(super) code: i64,
+    pub(super) message: &'a str,
+    pub(super) data: Option<RawJson<'a>>,
+}
+
+impl<'a> Refusal<'a> {
+    pub(super) fn new(kind: ViolationKind, code: i64, message: &'a str) -> Self {
+        Refusal {
+            kind,
+            code,
+            message,
+            data: None,
+        }
+    }
+}
+
+impl Core {
+    pub(super) fn on_frame(&mut self, now: Timestamp, stream: StreamId, frame: &[u8]) {
+        let decoded = self.dispatch.decoder.decode_text(frame);
+        match decoded {
+            Err(e) => self.on_decode_error(frame, stream, None, &e),
+            Ok((frame, Decoded::Single(m))) => self.on_message(now, stream, frame, m, None),
+            Ok((frame, Decoded::Batch(members))) => self.on_batch(now, stream, frame, members),
+        }
+    }
+
+    /// A batch: allowed only in 2025-03-26; its members are processed in order and their
+    /// answers collected into one array.
+    fn on_batch(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        members: Vec<Result<Message<'_>, DecodeError<'_>>>,
+    ) {
+        let allowed = self
+            .lifecycle
+            .version
+            .is_some_and(ProtocolVersion::has_batches);
+        if !allowed {
+            self.violation(ViolationKind::BatchNotAllowed);
+            self.emit_auto(stream, |out| {
+                jsonrpc::encode_error(
+                    out,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "batches are not supported in this protocol version",
+                    None,
+                )
+            });
+            return;
+        }
+        // Every member that expects an answer: requests and invalid members.
+        let outstanding = members
+            .iter()
+            .filter(|m| match m {
+                Ok(Message::Request(_)) => true,
+                Ok(_) => false,
+                Err(e) => answers_decode_error(e),
+            })
+            .count();
+        let b = self.dispatch.open_batch(stream, outstanding);
+        for member in members {
+            match member {
+                Ok(m) => self.on_message(now, stream, frame, m, Some(b)),
+                Err(e) => self.on_decode_error(frame.as_bytes(), stream, Some(b), &e),
+            }
+        }
+        // Release the guard that kept the batch open while members were processed.
+        self.batch_member_dropped(b);
+    }
+
+    pub(super) fn on_decode_error(
+        &mut self,
+        frame: &[u8],
+        stream: StreamId,
+        batch: Option<u32>,
+        e: &DecodeError<'_>,
+    ) {
+        let kind = match e.kind() {
+            ErrorKind::Parse => ViolationKind::Parse(e.reason()),
+            ErrorKind::InvalidRequest => ViolationKind::InvalidMessage(e.reason()),
+        };
+        // A rejected frame may not be UTF-8: the checking capture copies it only if it is.
+        let cap = self.events.capture_checked(frame);
+        let stored = Stored::Violation {
+            kind,
+            id: e.id().map(|i| cap.id(i)),
+            method: None,
+        };
+        cap.push(stored);
+        if answers_decode_error(e) {
+            self.emit_answer(
+                batch,
+                stream,
+                e.id(),
+                Answer::Error {
+                    code: e.code(),
+                    message: e.message(),
+                    data: None,
+                },
+                true,
+            );
+        }
+    }
+
+    pub(super) fn on_message(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        message: Message<'_>,
+        batch: Option<u32>,
+    ) {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        match message {
+            Message::Request(r) => self.on_request(now, stream, frame, r, batch),
+            Message::Notification(n) => self.on_notification(now, frame, n),
+            Message::Response(r) => self.on_response(now, frame, r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.on_response(now, frame, id, Err(e.error)),
+                None => self.violation_in(frame, ViolationKind::UnknownResponse, None, None),
+            },
+        }
+    }
+
+    pub(super) fn reject(
+        &mut self,
+        frame: &str,
+        (stream, batch): (StreamId, Option<u32>),
+        r: &jsonrpc::Request<'_>,
+        refusal: Refusal<'_>,
+    ) {
+        self.violation_in(frame, refusal.kind, Some(r.id), Some(r.method));
+        self.emit_answer(
+            batch,
+            stream,
+            Some(r.id),
+            Answer::Error {
+                code: refusal.code,
+                message: refusal.message,
+                data: refusal.data,
+            },
+            true,
+        );
+    }
+
+    pub(super) fn on_request(
+        &mut self,
+        _now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        r: jsonrpc::Request<'_>,
+        batch: Option<u32>,
+    ) {
+        let method = r.method.to_str();
+        let method: &str = &method;
+        let key = OwnedId::from(r.id);
+        if self.dispatch.inbound.contains_key(&key) {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                Refusal::new(
+                    ViolationKind::DuplicateRequestId,
+                    jsonrpc::INVALID_REQUEST,
+                    "request id already in use",
+                ),
+            );
+        }
+        if self.role == Role::Server && self.route_stateless(stream, frame, &r, batch, method) {
+            return;
+        }
+        match self.lifecycle.admit(MethodKind::Request, method) {
+            Admit::Ignore => return,
+            Admit::TooEarly => {
+                return self.reject(
+                    frame,
+                    (stream, batch),
+                    &r,
+                    Refusal::new(
+                        ViolationKind::BeforeInitialization,
+                        jsonrpc::INVALID_REQUEST,
+                        "not allowed before initialization completes",
+                    ),
+                );
+            }
+            Admit::Yes => {}
+        }
+        if self.role == Role::Client && self.lifecycle.era == Some(Era::Modern) {
+            // A stateless-era server never sends requests, and the client never answers.
+            return self.violation_in(frame, ViolationKind::WrongEra, Some(r.id), Some(r.method));
+        }
+        if method == "initialize" && self.role == Role::Server {
+            return self.on_initialize(stream, frame, &r, batch);
+        }
+        if method == "ping" && self.config.policy.answer_pings {
+            let answer = Answer::Result(RawJson::validated("{}"));
+            return self.emit_answer(batch, stream, Some(r.id), answer, true);
+        }
+        // Gating: a known MCP method must exist in this version, go our way, and be backed by
+        // a capability we declared.
+        if self.incoming_request_refused(method, self.effective_version()) {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                Refusal::new(
+                    ViolationKind::MethodNotAvailable,
+                    jsonrpc::METHOD_NOT_FOUND,
+                    "Method not found",
+                ),
+            );
+        }
+        self.accept_request(stream, frame, &r, batch, None, false, None);
+    }
+
+    /// Records a request the application will answer and hands it over as an event (or, for a
+    /// listen stream, keeps it open for notifications).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn accept_request(
+        &mut self,
+        stream: StreamId,
+        frame: &str,
+        r: &jsonrpc::Request<'_>,
+        batch: Option<u32>,
+        modern: Option<ModernContext>,
+        input_eligible: bool,
+        listen: Option<ListenFilter>,
+    ) {
+        if self.dispatch.inbound.len() >= self.config.limits.max_inbound_in_flight {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                Refusal::new(
+                    ViolationKind::TooManyRequests,
+                    jsonrpc::INTERNAL_ERROR,
+                    "too many requests in flight",
+                ),
+            );
+        }
+        let progress_token = match progress_token(r.params) {
+            Ok(t) => t,
+            Err(()) => {
+                return self.reject(
+                    frame,
+                    (stream, batch),
+                    r,
+                    Refusal::new(
+                        ViolationKind::InvalidParams,
+                        jsonrpc::INVALID_PARAMS,
+                        "invalid _meta.progressToken",
+                    ),
+                );
+            }
+        };
+        let is_listen = listen.is_some();
+        self.dispatch.inbound.insert(
+            OwnedId::from(r.id),
+            Inbound {
+                progress_token,
+                last_progress: None,
+                input_eligible,
+                cacheable: modern.is_some()
+                    && matches!(
+                        r.method.raw(),
+                        "tools/list"
+                            | "prompts/list"
+                            | "resources/list"
+                            | "resources/templates/list"
+                            | "resources/read"
+                    ),
+                modern,
+                listen,
+                batch,
+                stream,
+            },
+        );
+        if is_listen {
+            return;
+        }
+        let cap = self.events.capture(frame);
+        let stored = Stored::Request {
+            id: cap.id(r.id),
+            method: cap.str(r.method),
+            params: r.params.map(|p| cap.raw(p)),
+        };
+        cap.push(stored);
+    }
+
+    /// Whether an incoming request for `method` must be refused with -32601.
+    pub(super) fn incoming_request_refused(&self, method: &str, version: ProtocolVersion) -> bool {
+        let from_client = self.role == Role::Server;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                info.kind != MethodKind::Request
+                    || !info.direction.allows(from_client)
+                    || matches!(info.gate, Gate::Cap(c) if !self.config.capabilities.has(c))
+            }
+            // A method of another version is unknown here; anything else is the
+            // application's to answer.
+            None => mcp::is_known_method(method),
+        }
+    }
+
+    pub(super) fn on_notification(
+        &mut self,
+        now: Timestamp,
+        frame: &str,
+        n: jsonrpc::Notification<'_>,
+    ) {
+        let method = n.method.to_str();
+        let method: &str = &method;
+        match self.lifecycle.admit(MethodKind::Notification, method) {
+            Admit::Ignore => return,
+            Admit::TooEarly => {
+                return self.violation_in(
+                    frame,
+                    ViolationKind::BeforeInitialization,
+                    None,
+                    Some(n.method),
+                );
+            }
+            Admit::Yes => {}
+        }
+        match method {
+            "notifications/initialized" if self.role == Role::Server => {
+                self.on_initialized(frame, n.method)
+            }
+            "notifications/cancelled" => self.on_peer_cancel(frame, n.params),
+            "notifications/progress" => self.on_progress(now, frame, n.params),
+            _ => {
+                if !self.incoming_notification_allowed(method) {
+                    return self.violation_in(
+                        frame,
+                        ViolationKind::NotificationNotAllowed,
+                        None,
+                        Some(n.method),
+                    );
+                }
+                let cap = self.events.capture(frame);
+                let stored = Stored::Notification {
+                    method: cap.str(n.method),
+                    params: n.params.map(|p| cap.raw(p)),
+                };
+                cap.push(stored);
+            }
+        }
+    }
+
+    pub(super) fn incoming_notification_allowed(&self, method: &str) -> bool {
+        let version = self.effective_version();
+        let from_client = self.role == Role::Server;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                info.kind == MethodKind::Notification
+                    && info.direction.allows(from_client)
+                    && match (info.gate, &self.lifecycle.peer_caps) {
+                        (Gate::Cap(c), Some(peer)) => peer.has(c),
+                        // Before the handshake the sender's capabilities are not known yet;
+                        // the lifecycle has already limited what may arrive (logging).
+                        (Gate::Cap(_), None) => true,
+                        (Gate::None, _) => true,
+                    }
+            }
+            None => !mcp::is_known_method(method),
+        }
+    }
+
+    pub(super) fn on_peer_cancel(&mut self, frame: &str, params: Option<RawJson<'_>>) {
+        let target = params
+            .and_then(|p| p.get_unique("requestId").ok().flatten())
+            .and_then(|v| v.as_id());
+        let Some(id) = target else {
+            self.stats.ignored_cancellations += 1;
+            return;
+        };
+        let key = OwnedId::from(id);
+        let Some(entry) = self.dispatch.inbound.get(&key) else {
+            self.stats.ignored_cancellations += 1;
+            return;
+        };
+        let batch = entry.batch;
+        self.dispatch.inbound.remove(&key);
+        self.dispatch.peer_cancelled.insert(key);
+        if let Some(b) = batch {
+            self.batch_member_dropped(b);
+        }
+        let reason = params
+            .and_then(|p| p.get_unique("reason").ok().flatten())
+            .and_then(|r| r.as_str());
+        let cap = self.events.capture(frame);
+        let stored = Stored::PeerCancelled {
+            id: cap.id(id),
+            reason: reason.map(|r| cap.str(r)),
+        };
+        cap.push(stored);
+    }
+
+    /// A batch member will never be answered (the peer cancelled it).
+    pub(super) fn batch_member_dropped(&mut self, batch: u32) {
+        if let Some(c) = self.dispatch.batches.get_mut(&batch) {
+            c.outstanding = c.outstanding.saturating_sub(1);
+        }
+        self.flush_batch_if_done(batch);
+    }
+
+    pub(super) fn flush_batch_if_done(&mut self, batch: u32) {
+        let done = self
+            .dispatch
+            .batches
+            .get(&batch)
+            .is_some_and(|c| c.outstanding == 0);
+        if !done {
+            return;
+        }
+        let Some(c) = self.dispatch.batches.remove(&batch) else {
+            return;
+        };
+        if c.written > 0 {
+            let out = self.out.output.begin();
+            out.push(b'[');
+            out.extend_from_slice(&c.buf);
+            out.push(b']');
+            self.out.output.end_frame(c.stream);
+        }
+    }
+}
+
+/// Writes an error response for a frame that could not be decoded, unless it looked like a
+/// response (answering a response could start a loop).
+fn answers_decode_error(e: &DecodeError<'_>) -> bool {
+    match e.kind() {
+        ErrorKind::Parse => true,
+        ErrorKind::InvalidRequest => !matches!(
+            e.reason(),
+            Reason::ResultAndError
+                | Reason::MissingId
+                | Reason::ErrorNotObject
+                | Reason::ErrorCodeNotInteger
+                | Reason::ErrorMessageNotString
+        ),
+    }
+}
+
+/// `_meta.progressToken` of a request's params: `Ok(None)` when absent, `Err` when malformed
+/// (duplicated keys, or a token that is neither a string nor an integer).
+fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
+    let Some(params) = params else {
+        return Ok(None);
+    };
+    let Some(meta) = params.get_unique("_meta").map_err(|_| ())? else {
+        return Ok(None);
+    };
+    if !meta.is_object() {
+        return Err(());
+    }
+    match meta.get_unique("progressToken").map_err(|_| ())? {
+        None => Ok(None),
+        Some(t) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
+    }
+}

@@ -1,0 +1,477 @@
+//! Outbound commands: what the application asks the engine to send, checked, then written to
+//! the output buffer; and the answers the engine writes on its own.
+//!
+//! State: [`Outbound`] (`Core::out`).
+//!
+//! Rules enforced here (spec: "Lifecycle" / operation, "Cancellation", "Progress", "Logging",
+//! the per-version schema's method unions and error codes; docs/rules.md lists every rule with
+//! its test):
+//!
+//! 1. (all) The engine alone sends `initialize`, `notifications/initialized`,
+//!    `notifications/cancelled` and `notifications/progress` (`Error::EngineOwned`,
+//!    `check_outgoing`).
+//! 2. (all) A new request or notification must be allowed by the phase (lifecycle.rs
+//!    `Lifecycle::check_send`), exist in the negotiated version (`NotInVersion`), travel our
+//!    way (`WrongDirection`) and be backed by the receiver's capability for a request, ours
+//!    for a notification (`NotNegotiated`) (`check_outgoing`; a SHOULD before 2025-06-18, a
+//!    MUST from it, enforced in all).
+//! 3. (2026-07-28) A server never sends requests (`WrongDirection`); its only free-standing
+//!    notifications are list changes and resource updates, which go to the listen streams
+//!    that asked for them; anything else is tied to a request (`RequestScoped`)
+//!    (`check_outgoing`, `notify`).
+//! 4. (all) Params are a JSON object (`InvalidParams`) (`request`, `notify`).
+//! 5. (all) Bounds: at most `Limits::max_outbound_in_flight` of our requests
+//!    (`TooManyInFlight`), at most `Limits::max_buffered_output` bytes waiting (`OutputFull`);
+//!    when an automatic answer finds the output full, the peer is not reading and the
+//!    connection closes (`emit_auto`).
+//! 6. (all) Answers go only to the peer's requests in flight (`UnknownRequest`); an answer to
+//!    a request the peer cancelled is not sent, and counted in `Stats::suppressed_responses`
+//!    (`respond`). Error codes must exist in the negotiated version (mod.rs,
+//!    `Connection::respond_error`).
+//! 7. (2025-03-26) Answers to the members of a batch go out together as one array
+//!    (`emit_answer`, with dispatch.rs collecting).
+//! 8. (all) Progress goes only to a request that carried a progress token, with finite values
+//!    that increase every time; `message` is sent from 2025-03-26 on (`progress`).
+//! 9. (all) `cancel` ends one of our requests in flight and sends `notifications/cancelled`;
+//!    `initialize` (and the discover probe) cannot be cancelled (`cancel`, `send_cancelled`).
+//! 10. (2024-11-05 … 2025-11-25) Logging needs our `logging` capability; (2026-07-28) it goes
+//!     only to a request whose `_meta` asked for that level or a lower one (`log`).
+
+use std::time::Duration;
+
+use super::output::{Output, StreamId};
+use super::stateless::{self, retryable_method};
+use super::tables::{PendingKind, RetryBase};
+use super::time::Timestamp;
+use super::{CloseReason, Core, Error, RequestId, RequestOptions, Role, json_edit};
+use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
+use crate::mcp::{self, Caps, Era, Gate, LogLevel, MethodKind, ProtocolVersion};
+
+/// The bytes waiting for the transport, and scratch space to build messages in.
+#[derive(Default)]
+pub(super) struct Outbound {
+    pub(super) output: Output,
+    pub(super) scratch: Vec<u8>,
+    /// A second scratch buffer, for edits made in two passes (2026-07-28 results).
+    pub(super) edit_scratch: Vec<u8>,
+}
+
+/// An answer to a peer's request.
+#[derive(Clone, Copy)]
+pub(super) enum Answer<'a> {
+    Result(RawJson<'a>),
+    Error {
+        code: i64,
+        message: &'a str,
+        data: Option<RawJson<'a>>,
+    },
+}
+
+impl Core {
+    pub(super) fn output_has_room(&self) -> bool {
+        self.out.output.buffered() < self.config.limits.max_buffered_output
+    }
+
+    /// Writes a frame produced by the engine on its own (an automatic answer). If the peer is
+    /// not reading, the connection ends instead.
+    pub(super) fn emit_auto(&mut self, stream: StreamId, write: impl FnOnce(&mut Vec<u8>)) {
+        if !self.output_has_room() {
+            self.finish(CloseReason::PeerNotReading);
+            return;
+        }
+        write(self.out.output.begin());
+        self.out.output.end_frame(stream);
+    }
+
+    /// Sends an answer to a request of the peer's, to its batch or its stream.
+    pub(super) fn emit_answer(
+        &mut self,
+        batch: Option<u32>,
+        stream: StreamId,
+        id: Option<Id<'_>>,
+        answer: Answer<'_>,
+        automatic: bool,
+    ) {
+        let write = |out: &mut Vec<u8>| match answer {
+            Answer::Result(result) => {
+                if let Some(id) = id {
+                    jsonrpc::encode_response(out, id, result)
+                }
+            }
+            Answer::Error {
+                code,
+                message,
+                data,
+            } => jsonrpc::encode_error(out, id, code, message, data),
+        };
+        if let Some(b) = batch
+            && let Some(collector) = self.dispatch.batches.get_mut(&b)
+        {
+            if collector.written > 0 {
+                collector.buf.push(b',');
+            }
+            write(&mut collector.buf);
+            collector.written += 1;
+            collector.outstanding = collector.outstanding.saturating_sub(1);
+            self.flush_batch_if_done(b);
+            return;
+        }
+        if automatic {
+            self.emit_auto(stream, write);
+        } else {
+            write(self.out.output.begin());
+            self.out.output.end_frame(stream);
+        }
+    }
+
+    /// Checks that we may send `method` as a new request or notification.
+    pub(super) fn check_outgoing(&self, kind: MethodKind, method: &str) -> Result<(), Error> {
+        if matches!(
+            method,
+            "initialize"
+                | "notifications/initialized"
+                | "notifications/cancelled"
+                | "notifications/progress"
+        ) {
+            return Err(Error::EngineOwned);
+        }
+        self.lifecycle.check_send(kind, method)?;
+        if self.role == Role::Server && self.lifecycle.era == Some(Era::Modern) {
+            // The stateless era: a server never sends requests, and its notifications are
+            // tied to a request (logging, progress) or to a listen stream (list changes).
+            return match (kind, method) {
+                (MethodKind::Request, _) => Err(Error::WrongDirection),
+                (
+                    MethodKind::Notification,
+                    "notifications/tools/list_changed"
+                    | "notifications/prompts/list_changed"
+                    | "notifications/resources/list_changed"
+                    | "notifications/resources/updated",
+                ) => Ok(()),
+                _ => Err(Error::RequestScoped),
+            };
+        }
+        let version = self.effective_version();
+        let from_client = self.role == Role::Client;
+        match mcp::lookup(method, version) {
+            Some(info) => {
+                if info.kind != kind || !info.direction.allows(from_client) {
+                    return Err(Error::WrongDirection);
+                }
+                if let Gate::Cap(c) = info.gate {
+                    let declared = match kind {
+                        // A request needs the receiver's capability…
+                        MethodKind::Request => {
+                            self.lifecycle.peer_caps.as_ref().is_some_and(|p| p.has(c))
+                        }
+                        // …a notification the sender's.
+                        MethodKind::Notification => self.config.capabilities.has(c),
+                    };
+                    if !declared {
+                        return Err(Error::NotNegotiated(c));
+                    }
+                }
+                Ok(())
+            }
+            None if mcp::is_known_method(method) => Err(Error::NotInVersion),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn request(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: Option<RawJson<'_>>,
+        options: RequestOptions,
+        stream: StreamId,
+    ) -> Result<RequestId, Error> {
+        self.check_outgoing(MethodKind::Request, method)?;
+        if params.is_some_and(|p| !p.is_object()) {
+            return Err(Error::InvalidParams);
+        }
+        if self.corr.pending.len() >= self.config.limits.max_outbound_in_flight {
+            return Err(Error::TooManyInFlight);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let id = self.corr.next_id;
+        let stateless = self.role == Role::Client && self.lifecycle.era == Some(Era::Modern);
+        let mut scratch = std::mem::take(&mut self.out.scratch);
+        scratch.clear();
+        let edited = if stateless {
+            self.stateless_params(&mut scratch, params, options.progress.then_some(id))
+                .map(|()| true)
+        } else if options.progress {
+            let token = json_edit::IntText::new(id);
+            json_edit::set_meta(&mut scratch, params, &[("progressToken", token.as_bytes())])
+                .map(|()| true)
+                .map_err(|_| Error::InvalidParams)
+        } else {
+            Ok(false)
+        };
+        let sent = match edited {
+            Ok(true) => std::str::from_utf8(&scratch).ok().map(RawJson::validated),
+            Ok(false) => params,
+            Err(e) => {
+                self.out.scratch = scratch;
+                return Err(e);
+            }
+        };
+        let out = self.out.output.begin();
+        jsonrpc::encode_request(out, Id::Int(id), method, sent);
+        self.out.output.end_frame(stream);
+        crate::frame::empty(&mut scratch);
+        self.out.scratch = scratch;
+        self.corr.next_id += 1;
+        // A request that may come back "input required" keeps what a retry needs.
+        let retry = match retryable_method(method) {
+            Some(method) if stateless => Some(RetryBase {
+                method,
+                params: params.map(|p| self.stateless.pooled_string(p.get())),
+            }),
+            _ => None,
+        };
+        let timeout = match options.timeout {
+            Some(t) => t,
+            // A listen stream lasts until it is cancelled.
+            None if method == "subscriptions/listen" => Duration::MAX,
+            None => self.config.request_timeout,
+        };
+        let reset = options
+            .reset_on_progress
+            .unwrap_or(self.config.policy.reset_timeout_on_progress);
+        self.track(
+            now,
+            id,
+            PendingKind::Normal,
+            timeout,
+            retry,
+            options.progress,
+            reset,
+        );
+        Ok(RequestId(id))
+    }
+
+    pub(super) fn notify(
+        &mut self,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Result<(), Error> {
+        self.check_outgoing(MethodKind::Notification, method)?;
+        if params.is_some_and(|p| !p.is_object()) {
+            return Err(Error::InvalidParams);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        if self.role == Role::Server && self.lifecycle.era == Some(Era::Modern) {
+            return self.notify_listeners(method, params).map(|_| ());
+        }
+        let out = self.out.output.begin();
+        jsonrpc::encode_notification(out, method, params);
+        self.out.output.end_frame(StreamId::MAIN);
+        Ok(())
+    }
+
+    pub(super) fn respond(&mut self, id: Id<'_>, answer: Answer<'_>) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let key = OwnedId::from(id);
+        let Some(entry) = self.dispatch.inbound.get(&key) else {
+            if self.dispatch.peer_cancelled.contains(&key) {
+                self.stats.suppressed_responses += 1;
+                return Ok(());
+            }
+            return Err(Error::UnknownRequest);
+        };
+        if entry.batch.is_none() && !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let (batch, stream, modern) = (entry.batch, entry.stream, entry.modern.is_some());
+        let cacheable = entry.cacheable;
+        if modern && let Answer::Result(result) = answer {
+            // 2026-07-28: every result carries `resultType` and our `serverInfo`.
+            let mut stamped = std::mem::take(&mut self.out.scratch);
+            let mut typed = std::mem::take(&mut self.out.edit_scratch);
+            stamped.clear();
+            let ok = self
+                .stamp_result(&mut stamped, &mut typed, result, cacheable)
+                .is_ok();
+            crate::frame::empty(&mut typed);
+            self.out.edit_scratch = typed;
+            if ok && let Ok(text) = std::str::from_utf8(&stamped) {
+                self.dispatch.inbound.remove(&key);
+                let answer = Answer::Result(RawJson::validated(text));
+                self.emit_answer(batch, stream, Some(id), answer, false);
+            }
+            crate::frame::empty(&mut stamped);
+            self.out.scratch = stamped;
+            return if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidParams)
+            };
+        }
+        self.dispatch.inbound.remove(&key);
+        self.emit_answer(batch, stream, Some(id), answer, false);
+        Ok(())
+    }
+
+    pub(super) fn progress(
+        &mut self,
+        id: Id<'_>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let key = OwnedId::from(id);
+        let room = self.output_has_room();
+        let Some(entry) = self.dispatch.inbound.get_mut(&key) else {
+            return Err(Error::UnknownRequest);
+        };
+        let Some(token) = entry.progress_token.clone() else {
+            return Err(Error::NoProgressToken);
+        };
+        if !progress.is_finite() || entry.last_progress.is_some_and(|last| progress <= last) {
+            return Err(Error::NonIncreasingProgress);
+        }
+        if !room {
+            return Err(Error::OutputFull);
+        }
+        entry.last_progress = Some(progress);
+        let stream = entry.stream;
+        let with_message = self.effective_version() >= ProtocolVersion::V2025_03_26;
+        let mut params = std::mem::take(&mut self.out.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"progressToken\":");
+        stateless::write_id(&mut params, token.as_id());
+        params.extend_from_slice(b",\"progress\":");
+        json_edit::write_number(&mut params, progress);
+        if let Some(total) = total.filter(|t| t.is_finite()) {
+            params.extend_from_slice(b",\"total\":");
+            json_edit::write_number(&mut params, total);
+        }
+        if let (Some(m), true) = (message, with_message) {
+            params.extend_from_slice(b",\"message\":");
+            jsonrpc::write_json_string(&mut params, m);
+        }
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.out.output.begin();
+            jsonrpc::encode_notification(
+                out,
+                "notifications/progress",
+                Some(RawJson::validated(text)),
+            );
+            self.out.output.end_frame(stream);
+        }
+        self.out.scratch = params;
+        Ok(())
+    }
+
+    pub(super) fn send_cancelled(&mut self, id: i64, reason: Option<&str>) {
+        let mut params = std::mem::take(&mut self.out.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"requestId\":");
+        json_edit::write_int(&mut params, id);
+        if let Some(r) = reason {
+            params.extend_from_slice(b",\"reason\":");
+            jsonrpc::write_json_string(&mut params, r);
+        }
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let raw = RawJson::validated(text);
+            self.emit_auto(StreamId::MAIN, |out| {
+                jsonrpc::encode_notification(out, "notifications/cancelled", Some(raw))
+            });
+        }
+        self.out.scratch = params;
+    }
+
+    pub(super) fn cancel(
+        &mut self,
+        _now: Timestamp,
+        request: RequestId,
+        reason: Option<&str>,
+    ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let Some(p) = self.corr.pending.get(&request.0) else {
+            return Err(Error::UnknownRequest);
+        };
+        if p.kind != PendingKind::Normal {
+            return Err(Error::CannotCancelInitialize);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        if self.corr.pending.remove(&request.0).is_some() {
+            let retry = self.stateless.take_retry(request.0);
+            self.stateless.recycle_retry(retry);
+        }
+        self.corr.our_finished.insert(request.0);
+        self.send_cancelled(request.0, reason);
+        self.maybe_finish_close();
+        Ok(())
+    }
+
+    /// Server: sends a log message for a request, if the request asked for that level.
+    pub(super) fn log(
+        &mut self,
+        id: Id<'_>,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: RawJson<'_>,
+    ) -> Result<bool, Error> {
+        let key = OwnedId::from(id);
+        let Some(entry) = self.dispatch.inbound.get(&key) else {
+            return Err(Error::UnknownRequest);
+        };
+        let stream = entry.stream;
+        let allowed = match entry.modern {
+            Some(ctx) => ctx.log_level.is_some_and(|min| level >= min),
+            // Handshake era: logging is per connection, gated by our capability.
+            None => {
+                if !self.config.capabilities.has(Caps::LOGGING) {
+                    return Err(Error::NotNegotiated(Caps::LOGGING));
+                }
+                true
+            }
+        };
+        if !allowed {
+            return Ok(false);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let mut params = std::mem::take(&mut self.out.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"level\":");
+        write_json_string(&mut params, level.as_str());
+        if let Some(logger) = logger {
+            params.extend_from_slice(b",\"logger\":");
+            write_json_string(&mut params, logger);
+        }
+        params.extend_from_slice(b",\"data\":");
+        params.extend_from_slice(data.get().as_bytes());
+        params.push(b'}');
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.out.output.begin();
+            jsonrpc::encode_notification(
+                out,
+                "notifications/message",
+                Some(RawJson::validated(text)),
+            );
+            self.out.output.end_frame(stream);
+        }
+        self.out.scratch = params;
+        Ok(true)
+    }
+}
