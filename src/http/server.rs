@@ -1,6 +1,7 @@
 //! The server role of Streamable HTTP.
 //!
-//! Rules enforced here (see shared/spec/NOTES.md §8):
+//! Rules enforced here (the Streamable HTTP transport pages of each version; the index of every
+//! rule, its home and its test is docs/rules.md):
 //!
 //! 1. Host and Origin are checked first; a foreign one gets 403.
 //! 2. Handshake era (2025-03-26 … 2025-11-25): POST carries one message (2025-03-26: or a

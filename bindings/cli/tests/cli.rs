@@ -312,7 +312,7 @@ fn help_and_bad_usage() {
     ] {
         assert_eq!(mcpwire(bad).0, 2, "{bad:?}");
     }
-    // No option names that MCP launchers swallow (see shared/PEERS.md on the Inspector).
+    // No option names that MCP launchers swallow (the Inspector CLI swallows flags named like its own options).
     for swallowed in ["--transport", "--server", "--config", "--method", " -e "] {
         assert!(!out.contains(swallowed), "{swallowed}");
     }
