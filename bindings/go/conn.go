@@ -1,8 +1,8 @@
 package mcpwire
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -L${SRCDIR}/../../target/release -l:libmcpwire.a -ldl -lpthread -lm
+#cgo CFLAGS: -I${SRCDIR}/../../target/c-install/include
+#cgo LDFLAGS: -L${SRCDIR}/../../target/c-install/lib -l:libmcpwire.a -ldl -lpthread -lm
 #include <stdlib.h>
 #include "shim.h"
 */

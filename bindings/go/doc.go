@@ -49,10 +49,10 @@
 //
 // # Building
 //
-// The package links the static library cargo builds: by default
-// ${SRCDIR}/../../target/release/libmcpwire.a with the header from ${SRCDIR}/../../include
-// (this directory is bindings/go in the mcpwire repository). Build it with
-// `cargo build --release --lib`. To link another build, prepend its directories:
+// The package links the installed static library: by default the one installed under
+// ${SRCDIR}/../../target/c-install (this directory is bindings/go in the mcpwire repository)
+// by `make -C bindings/c install PREFIX=$PWD/target/c-install` from the repository root. To
+// link another installation, prepend its directories:
 //
-//	CGO_CFLAGS=-I/path/to/include CGO_LDFLAGS=-L/path/to/target/release go test ./...
+//	CGO_CFLAGS=-I/prefix/include CGO_LDFLAGS=-L/prefix/lib go test ./...
 package mcpwire

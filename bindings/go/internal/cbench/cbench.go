@@ -5,7 +5,7 @@ package cbench
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../../../include -O2
-#cgo LDFLAGS: -L${SRCDIR}/../../../../target/release -l:libmcpwire.a -ldl -lpthread -lm
+#cgo LDFLAGS: -L${SRCDIR}/../../../../target/c-install/lib -l:libmcpwire.a -ldl -lpthread -lm
 #include <string.h>
 #include "mcpwire.h"
 
