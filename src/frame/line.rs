@@ -7,7 +7,7 @@
 //!
 //! Like the rest of `frame`, this file knows nothing of JSON and imports nothing from the
 //! layers above: the encoder's message methods (`request`, `notification`, …) are written
-//! next to the JSON-RPC encoder, in `jsonrpc/encode.rs`, on top of [`LineEncoder::push_frame`].
+//! next to the JSON-RPC encoder, in `jsonrpc/encode.rs`, on top of `LineEncoder::push_frame`.
 
 /// The default cap on one frame's size: 16 MiB. Large enough for big `resources/read`
 /// results; change it with [`LineDecoder::with_max_frame`].
