@@ -131,8 +131,9 @@ fn an_unsupported_version_gets_32022_with_the_supported_list() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(supported[0], "2026-07-28");
-    assert!(supported.contains(&json!("2025-11-25")));
+    // Only the stateless era's versions: a handshake-era version would not be accepted in
+    // `_meta` either, so listing one would contradict the refusal.
+    assert_eq!(supported, vec![json!("2026-07-28")]);
     assert!(matches!(
         events[0],
         Ev::Violation {
@@ -140,6 +141,11 @@ fn an_unsupported_version_gets_32022_with_the_supported_list() {
             ..
         }
     ));
+    // A handshake-era version named in `_meta` is refused the same way, with the same list.
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    assert_eq!(out[0]["error"]["code"], -32022);
+    assert_eq!(out[0]["error"]["data"]["requested"], "2025-11-25");
+    assert_eq!(out[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
 }
 
 #[test]

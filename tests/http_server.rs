@@ -25,25 +25,62 @@ fn server() -> HttpServer {
     HttpServer::new(HttpServerConfig::new(server_config()))
 }
 
+/// A deterministic "random" source that never repeats across calls (a session id freed by
+/// expiry or eviction must not come back for the next session).
 fn rng() -> impl FnMut(&mut [u8]) {
-    let mut n = 0u8;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let mut n = NEXT.fetch_add(1 << 20, std::sync::atomic::Ordering::Relaxed);
     move |buf: &mut [u8]| {
         for b in buf {
-            n = n.wrapping_add(37);
-            *b = n;
+            n = n
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *b = (n >> 56) as u8;
         }
     }
 }
 
+/// Sends a request as a conforming client does: with `Content-Type` and `Accept` unless the
+/// test gives its own.
 fn send(s: &mut HttpServer, method: &str, headers: &[(&str, &str)], body: &str) -> HttpResponse {
-    let mut all: Vec<(&str, &str)> = vec![("Host", "127.0.0.1:3000")];
-    all.extend_from_slice(headers);
+    send_at(s, T0, method, headers, body)
+}
+
+fn send_at(
+    s: &mut HttpServer,
+    now: Timestamp,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> HttpResponse {
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !has("Host") {
+        all.push(("Host", "127.0.0.1:3000"));
+    }
+    if method == "POST" && !has("Content-Type") {
+        all.push(("Content-Type", "application/json"));
+    }
+    if !has("Accept") {
+        all.push(("Accept", "application/json, text/event-stream"));
+    }
+    send_raw(s, now, method, &all, body)
+}
+
+/// Sends exactly these headers.
+fn send_raw(
+    s: &mut HttpServer,
+    now: Timestamp,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> HttpResponse {
     let req = HttpRequest {
         method,
-        headers: &all,
+        headers,
         body: body.as_bytes(),
     };
-    s.handle_request(T0, &req, &mut rng())
+    s.handle_request(now, &req, &mut rng())
 }
 
 fn header<'r>(r: &'r HttpResponse, name: &str) -> Option<&'r str> {
@@ -148,12 +185,7 @@ fn foreign_host_or_origin_gets_403() {
         ("127.0.0.1", "null"),
     ] {
         let headers = [("Host", ok.0), ("Origin", ok.1)];
-        let req = HttpRequest {
-            method: "POST",
-            headers: &headers,
-            body: INIT.as_bytes(),
-        };
-        assert_eq!(s.handle_request(T0, &req, &mut rng()).status, 200, "{ok:?}");
+        assert_eq!(send(&mut s, "POST", &headers, INIT).status, 200, "{ok:?}");
     }
 }
 
@@ -895,4 +927,353 @@ fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
         body: Body::Stream(st),
     });
     assert_eq!(r.body, Body::Stream(st));
+}
+
+#[test]
+fn bodies_over_the_cap_get_413_and_the_cap_is_configurable() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.max_body = 300;
+    let mut s = HttpServer::new(config);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"{}","version":"1"}}}}}}"#,
+        "x".repeat(300)
+    );
+    let r = send(&mut s, "POST", &[], &big);
+    assert_eq!(r.status, 413);
+    assert_eq!(s.sessions(), 0);
+    // At the cap exactly, it is fine.
+    assert!(INIT.len() <= 300);
+    assert_eq!(send(&mut s, "POST", &[], INIT).status, 200);
+}
+
+#[test]
+fn a_duplicated_mcp_header_gets_400_even_with_equal_values() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    for (name, a, b) in [
+        ("Mcp-Session-Id", sid.as_str(), sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25", "2025-11-25"),
+        ("mcp-method", "tools/list", "tools/list"),
+    ] {
+        let r = send(
+            &mut s,
+            "POST",
+            &[
+                ("Mcp-Session-Id", &sid),
+                (name, a),
+                (
+                    if name == "Mcp-Session-Id" {
+                        "mcp-session-id"
+                    } else {
+                        name
+                    },
+                    b,
+                ),
+            ],
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+        );
+        assert_eq!(r.status, 400, "{name}");
+        assert_eq!(json_body(&r)["id"], 9, "the request's id is kept");
+    }
+    // Stateless: a repeated Mcp-Name or Mcp-Param header is a header mismatch.
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    for extra in [("Mcp-Name", "t"), ("Mcp-Param-Region", "eu")] {
+        let r = send(
+            &mut s,
+            "POST",
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "t"),
+                ("Mcp-Param-Region", "eu"),
+                extra,
+            ],
+            call,
+        );
+        assert_eq!(r.status, 400, "{extra:?}");
+        assert_eq!(json_body(&r)["error"]["code"], -32020);
+    }
+}
+
+#[test]
+fn content_type_and_accept_are_checked() {
+    let mut s = server();
+    let host = ("Host", "127.0.0.1:1");
+    let json = ("Content-Type", "application/json; charset=utf-8");
+    let both = ("Accept", "application/json, text/event-stream");
+    // POST: JSON in, both answers accepted.
+    let cases: [(&[(&str, &str)], u16); 7] = [
+        (&[host, both], 415),
+        (&[host, ("Content-Type", "text/plain"), both], 415),
+        (&[host, json], 406),
+        (&[host, json, ("Accept", "application/json")], 406),
+        (&[host, json, ("Accept", "text/event-stream")], 406),
+        (&[host, json, ("Accept", "*/*")], 200),
+        (
+            &[
+                host,
+                json,
+                ("Accept", "application/json"),
+                ("Accept", "text/event-stream;q=0.9"),
+            ],
+            200,
+        ),
+    ];
+    for (headers, status) in cases {
+        assert_eq!(
+            send_raw(&mut s, T0, "POST", headers, INIT).status,
+            status,
+            "{headers:?}"
+        );
+    }
+    // GET: an event stream must be acceptable.
+    let sid = open_session(&mut s);
+    let r = send_raw(
+        &mut s,
+        T0,
+        "GET",
+        &[
+            host,
+            ("Mcp-Session-Id", &sid),
+            ("Accept", "application/json"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 406);
+    let r = send_raw(
+        &mut s,
+        T0,
+        "GET",
+        &[
+            host,
+            ("Mcp-Session-Id", &sid),
+            ("Accept", "text/event-stream"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 200);
+}
+
+fn open_session_at(s: &mut HttpServer, now: Timestamp) -> String {
+    let r = send_at(s, now, "POST", &[], INIT);
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let r = send_at(
+        s,
+        now,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(r.status, 202);
+    sid
+}
+
+#[test]
+fn idle_sessions_expire_through_the_timer_and_then_get_404() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut s = HttpServer::new(config);
+    let idle = open_session_at(&mut s, T0);
+    let active = open_session_at(&mut s, T0);
+    // The deadline is the idle one's expiry.
+    assert_eq!(s.poll_timeout(), Some(Timestamp::from_millis(60_000)));
+    // `active` makes a request at 50 s; `idle` says nothing.
+    let t50 = Timestamp::from_millis(50_000);
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    let r = send_at(&mut s, t50, "POST", &[("Mcp-Session-Id", &active)], ping);
+    assert_eq!(r.status, 200);
+    // An early timeout does nothing.
+    s.handle_timeout(Timestamp::from_millis(59_999));
+    assert_eq!(s.sessions(), 2);
+    let t60 = Timestamp::from_millis(60_000);
+    s.handle_timeout(t60);
+    assert_eq!(s.sessions(), 1);
+    let r = send_at(&mut s, t60, "POST", &[("Mcp-Session-Id", &idle)], ping);
+    assert_eq!(
+        r.status, 404,
+        "an expired session is not found: the client re-initializes"
+    );
+    assert_eq!(s.poll_timeout(), Some(Timestamp::from_millis(110_000)));
+    let r = send_at(&mut s, t60, "POST", &[("Mcp-Session-Id", &active)], ping);
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn a_session_whose_client_holds_a_stream_never_expires_and_is_never_evicted() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(1);
+    config.max_sessions = 1;
+    let mut s = HttpServer::new(config);
+    let sid = open_session_at(&mut s, T0);
+    let r = send_at(&mut s, T0, "GET", &[("Mcp-Session-Id", &sid)], "");
+    let Body::Stream(get) = r.body else {
+        panic!("a GET stream")
+    };
+    let late = Timestamp::from_millis(3_600_000);
+    s.handle_timeout(late);
+    assert_eq!(s.sessions(), 1);
+    assert_eq!(
+        s.poll_timeout(),
+        None,
+        "nothing to wait for while the stream is held"
+    );
+    // At the cap with only busy sessions, a newcomer is told to come back.
+    let r = send_at(&mut s, late, "POST", &[], INIT);
+    assert_eq!(r.status, 503);
+    assert!(header(&r, "Retry-After").is_some());
+    // The client lets go: the idle clock starts then.
+    s.stream_closed(late, get);
+    assert_eq!(
+        s.poll_timeout(),
+        Some(late.after(std::time::Duration::from_secs(1)))
+    );
+    // And now a newcomer evicts it.
+    let r = send_at(&mut s, late, "POST", &[], INIT);
+    assert_eq!(r.status, 200);
+    assert_eq!(s.sessions(), 1);
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    assert_eq!(
+        send_at(&mut s, late, "POST", &[("Mcp-Session-Id", &sid)], ping).status,
+        404
+    );
+}
+
+#[test]
+fn at_the_cap_the_least_recently_used_idle_session_is_evicted() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.max_sessions = 3;
+    let mut s = HttpServer::new(config);
+    let ms = Timestamp::from_millis;
+    let a = open_session_at(&mut s, ms(1));
+    let b = open_session_at(&mut s, ms(2));
+    let c = open_session_at(&mut s, ms(3));
+    // `a` is used again, so `b` is now the least recently used.
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    assert_eq!(
+        send_at(&mut s, ms(4), "POST", &[("Mcp-Session-Id", &a)], ping).status,
+        200
+    );
+    let d = open_session_at(&mut s, ms(5));
+    assert_eq!(s.sessions(), 3);
+    for (sid, status) in [(&a, 200), (&b, 404), (&c, 200), (&d, 200)] {
+        assert_eq!(
+            send_at(&mut s, ms(6), "POST", &[("Mcp-Session-Id", sid)], ping).status,
+            status
+        );
+    }
+}
+
+fn declared_server() -> HttpServer {
+    let mut config = HttpServerConfig::new(server_config());
+    let refused = config.declare_tools(
+        RawJson::new(
+            r#"[{"name":"sql","inputSchema":{"type":"object","properties":{
+                "region":{"type":"string","x-mcp-header":"Region"},
+                "shard":{"type":"integer","x-mcp-header":"Shard"},
+                "query":{"type":"string"}}}}]"#,
+        )
+        .unwrap(),
+    );
+    assert!(refused.is_empty());
+    HttpServer::new(config)
+}
+
+fn call_sql(s: &mut HttpServer, arguments: &str, params: &[(&str, &str)]) -> HttpResponse {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"sql","arguments":{arguments},{META}}}}}"#
+    );
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "sql"),
+    ];
+    headers.extend_from_slice(params);
+    send(s, "POST", &headers, &body)
+}
+
+#[test]
+fn mcp_param_headers_are_checked_against_the_declared_annotations() {
+    let mut s = declared_server();
+    let mismatch = |r: &HttpResponse| r.status == 400 && json_body(r)["error"]["code"] == -32020;
+    // Matching values (plain, Base64, a number compared as a number) are accepted.
+    for (args, params) in [
+        (
+            r#"{"region":"eu","shard":7}"#,
+            vec![("Mcp-Param-Region", "eu"), ("Mcp-Param-Shard", "7")],
+        ),
+        (
+            r#"{"region":"eu","shard":7}"#,
+            vec![("mcp-param-region", " eu "), ("Mcp-Param-Shard", "7.0")],
+        ),
+        (
+            r#"{"region":"Hello"}"#,
+            vec![("Mcp-Param-Region", "=?base64?SGVsbG8=?=")],
+        ),
+        (
+            r#"{"region":"SGVsbG8="}"#,
+            vec![("Mcp-Param-Region", "SGVsbG8=")],
+        ),
+        (r#"{"query":"no annotated values"}"#, vec![]),
+        (r#"{"region":null}"#, vec![]),
+    ] {
+        let r = call_sql(&mut s, args, &params);
+        assert!(!mismatch(&r), "{args} {params:?}: {r:?}");
+        while s.poll_event().is_some() {}
+    }
+    // Missing, different, or badly encoded values are refused with -32020.
+    for (args, params) in [
+        (r#"{"region":"eu"}"#, vec![]),
+        (r#"{"region":"eu"}"#, vec![("Mcp-Param-Region", "us")]),
+        (
+            r#"{"region":"Hello"}"#,
+            vec![("Mcp-Param-Region", "=?base64?SGVsbG8?=")],
+        ),
+        (
+            r#"{"region":"Hello"}"#,
+            vec![("Mcp-Param-Region", "=?base64?SGVs!!!bG8=?=")],
+        ),
+        (
+            r#"{"region":"eu","shard":7}"#,
+            vec![("Mcp-Param-Region", "eu"), ("Mcp-Param-Shard", "8")],
+        ),
+        (
+            r#"{"region":"eu","shard":7}"#,
+            vec![("Mcp-Param-Region", "eu")],
+        ),
+    ] {
+        let r = call_sql(&mut s, args, &params);
+        assert!(mismatch(&r), "{args} {params:?}: {r:?}");
+        assert_eq!(json_body(&r)["id"], 4);
+    }
+}
+
+#[test]
+fn mcp_name_is_trimmed_and_decoded_before_comparing() {
+    let mut s = declared_server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"sql","arguments":{{}},{META}}}}}"#
+    );
+    for (name, ok) in [
+        ("  sql  ", true),
+        ("=?base64?c3Fs?=", true),
+        ("SQL", false),
+        ("=?base64?c3F?=", false),
+    ] {
+        let r = send(
+            &mut s,
+            "POST",
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", name),
+            ],
+            &body,
+        );
+        assert_eq!(r.status != 400, ok, "{name:?}: {r:?}");
+        while s.poll_event().is_some() {}
+    }
 }

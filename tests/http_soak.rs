@@ -72,7 +72,13 @@ impl Sim {
     }
 
     fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> HttpResponse {
-        let mut all = vec![("Host", "localhost:9")];
+        let mut all = vec![
+            ("Host", "localhost:9"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if method == "POST" {
+            all.push(("Content-Type", "application/json"));
+        }
         all.extend_from_slice(headers);
         let req = HttpRequest {
             method,

@@ -215,11 +215,18 @@ pub(super) fn read_meta(
     }
 }
 
-/// `{"supported":[…],"requested":"…"}` for a -32022.
+/// `{"supported":[…],"requested":"…"}` for a -32022. Every -32022 here refuses a request of
+/// the stateless era, so `supported` lists the stateless-era versions we serve: the ones the
+/// client can put in `_meta` instead (a handshake-era version there would be refused too).
 fn unsupported_data(config: &Config, requested: &str) -> String {
     let mut out = Vec::new();
     out.extend_from_slice(b"{\"supported\":[");
-    let mut versions = config.versions.clone();
+    let mut versions: Vec<ProtocolVersion> = config
+        .versions
+        .iter()
+        .copied()
+        .filter(|v| v.era() == Era::Modern)
+        .collect();
     versions.sort_unstable_by(|a, b| b.cmp(a));
     versions.dedup();
     for (i, v) in versions.iter().enumerate() {

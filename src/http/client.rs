@@ -47,37 +47,11 @@ pub fn request_headers(
                 .and_then(|p| p.get_unique(key).ok().flatten())
                 .and_then(|v| v.as_str())
         {
-            h.push(("Mcp-Name", header_value(&value.to_str())));
+            h.push(("Mcp-Name", super::headers::encode_value(&value.to_str())));
         }
         h.push(("Mcp-Method", method));
     }
     h
-}
-
-/// A header value as is when header-safe (visible ASCII and spaces), else `=?base64?…?=`.
-pub fn header_value(v: &str) -> String {
-    if v.bytes().all(|b| (0x20..0x7f).contains(&b)) && !v.starts_with(' ') && !v.ends_with(' ') {
-        return v.to_owned();
-    }
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::from("=?base64?");
-    for chunk in v.as_bytes().chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out.push_str("?=");
-    out
 }
 
 /// What an HTTP response to a POST (or GET) means.

@@ -10,6 +10,7 @@
 //! [`client`] holds the client side: the headers to send, and how to read an answer.
 
 pub mod client;
+pub mod headers;
 mod server;
 
 pub use server::{

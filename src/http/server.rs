@@ -21,6 +21,9 @@
 //!    client closing the stream cancels the request.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::Duration;
+
+use super::headers::{self, AnnotationError, ToolHeaders};
 
 use crate::Timestamp;
 use crate::conn::{Config, Connection, Event, StreamId};
@@ -118,8 +121,21 @@ pub struct HttpServerConfig {
     /// The MCP server every connection is created from; its `versions` decide which eras are
     /// served.
     pub server: Config,
-    /// Sessions alive at once; more `initialize` requests get 503. Default 1024.
+    /// Sessions alive at once. Default 1024. At the cap, a new `initialize` evicts the least
+    /// recently used idle session (one whose client holds no stream open); only when every
+    /// session is busy does it get 503.
     pub max_sessions: usize,
+    /// How long a session may sit idle (no request, no stream held open by its client) before
+    /// it expires; a request for it then gets 404, and the client starts a new session.
+    /// Default 10 minutes. Expiry runs from [`HttpServer::handle_timeout`].
+    pub session_idle_timeout: Duration,
+    /// The largest POST body accepted; a larger one gets 413. Default 4 MiB. (The host should
+    /// also stop reading a body past this size.)
+    pub max_body: usize,
+    /// The tools' `x-mcp-header` annotations, for checking `Mcp-Param-*` headers on
+    /// 2026-07-28 `tools/call` requests. Empty by default; declare the tools with
+    /// [`HttpServerConfig::declare_tools`].
+    pub tool_headers: ToolHeaders,
     /// Events each session keeps for resumption with `Last-Event-ID`. Default 256.
     pub event_store: usize,
     /// The `retry` (ms) sent in priming events. Default 1000.
@@ -154,11 +170,23 @@ pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
 }
 
 impl HttpServerConfig {
+    /// Declares the server's tools (a `tools/list` result, or its `tools` array), so that
+    /// 2026-07-28 `tools/call` requests are checked against their `x-mcp-header` annotations
+    /// (SEP-2243): a value present in the arguments must come in its `Mcp-Param-{Name}` header,
+    /// equal once decoded, else 400 with -32020. Returns the tools whose annotations are
+    /// invalid (clients drop those tools); fix their schemas.
+    pub fn declare_tools(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
+        self.tool_headers.declare(tools)
+    }
+
     /// Defaults around an MCP server configuration.
     pub fn new(server: Config) -> Self {
         HttpServerConfig {
             server,
             max_sessions: 1024,
+            session_idle_timeout: Duration::from_secs(600),
+            max_body: 4 * 1024 * 1024,
+            tool_headers: ToolHeaders::new(),
             event_store: 256,
             retry_ms: 1000,
             check_origin: Box::new(loopback_only),
@@ -203,6 +231,8 @@ struct Conn {
     /// (event id, stream, SSE bytes) for resumption.
     store: VecDeque<(u64, HttpStreamId, Vec<u8>)>,
     next_event: u64,
+    /// When the session's client last did something (a request, or letting go of a stream).
+    last_active: Timestamp,
 }
 
 /// The server side of Streamable HTTP. See the [module docs](crate::http).
@@ -337,41 +367,63 @@ impl HttpServer {
                 "Forbidden: invalid Host or Origin",
             );
         }
-        // A header the engine reads may not appear twice with different values: two readers
-        // could act on different ones.
-        for name in [
-            crate::http::SESSION_HEADER,
-            crate::http::VERSION_HEADER,
-            crate::http::METHOD_HEADER,
-            crate::http::NAME_HEADER,
-            crate::http::LAST_EVENT_ID_HEADER,
-        ] {
-            let mut values = req
-                .headers
-                .iter()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| *v);
-            if let Some(first) = values.next()
-                && values.any(|v| v != first)
+        if req.body.len() > self.config.max_body {
+            return HttpResponse::rpc_error(
+                413,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Payload Too Large: the body is over the server's limit",
+            );
+        }
+        // A header the engine reads may appear once: with two, an intermediary and the server
+        // could each act on a different one.
+        if let Some(name) = duplicated_mcp_header(req.headers) {
+            let code = if name.eq_ignore_ascii_case(crate::http::SESSION_HEADER)
+                || name.eq_ignore_ascii_case(crate::http::LAST_EVENT_ID_HEADER)
             {
-                let code = if name == crate::http::SESSION_HEADER
-                    || name == crate::http::LAST_EVENT_ID_HEADER
-                {
-                    jsonrpc::INVALID_REQUEST
-                } else {
-                    mcp::HEADER_MISMATCH
-                };
-                let mut r = HttpResponse::rpc_error(
-                    400,
-                    None,
-                    code,
-                    &format!("conflicting {name} headers"),
-                );
-                if let Ok(Decoded::Single(Message::Request(rq))) = self.decoder.decode(req.body) {
-                    set_id(&mut r, Some(rq.id));
-                }
-                return r;
+                jsonrpc::INVALID_REQUEST
+            } else {
+                mcp::HEADER_MISMATCH
+            };
+            let mut r =
+                HttpResponse::rpc_error(400, None, code, &format!("duplicate {name} header"));
+            if let Ok(Decoded::Single(Message::Request(rq))) = self.decoder.decode(req.body) {
+                set_id(&mut r, Some(rq.id));
             }
+            return r;
+        }
+        // Content negotiation: a POST carries JSON and accepts both answers; a GET accepts
+        // an event stream.
+        match req.method {
+            "POST" => {
+                if !req.header("Content-Type").is_some_and(|t| {
+                    media_types(t).any(|m| m.eq_ignore_ascii_case("application/json"))
+                }) {
+                    return HttpResponse::rpc_error(
+                        415,
+                        None,
+                        jsonrpc::INVALID_REQUEST,
+                        "Unsupported Media Type: Content-Type must be application/json",
+                    );
+                }
+                if !(accepts(req, "application/json") && accepts(req, "text/event-stream")) {
+                    return HttpResponse::rpc_error(
+                        406,
+                        None,
+                        jsonrpc::INVALID_REQUEST,
+                        "Not Acceptable: Accept must list application/json and text/event-stream",
+                    );
+                }
+            }
+            "GET" if !accepts(req, "text/event-stream") => {
+                return HttpResponse::rpc_error(
+                    406,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Not Acceptable: Accept must list text/event-stream",
+                );
+            }
+            _ => {}
         }
         let session = req.header(crate::http::SESSION_HEADER);
         let version_header = req.header(crate::http::VERSION_HEADER);
@@ -393,7 +445,7 @@ impl HttpServer {
         match req.method {
             "POST" => {}
             "GET" if session.is_some() && serves_legacy => {
-                return self.get(req, session.unwrap_or(""));
+                return self.get(now, req, session.unwrap_or(""));
             }
             "DELETE" if session.is_some() && serves_legacy => {
                 return self.delete(now, session.unwrap_or(""));
@@ -471,6 +523,7 @@ impl HttpServer {
                 backlog: VecDeque::new(),
                 store: VecDeque::new(),
                 next_event: 1,
+                last_active: now,
             },
         );
         Some(key)
@@ -482,13 +535,22 @@ impl HttpServer {
         req: &HttpRequest<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
-        if self.sessions.len() >= self.config.max_sessions {
-            return HttpResponse::rpc_error(
-                503,
-                None,
-                jsonrpc::INTERNAL_ERROR,
-                "too many sessions",
-            );
+        while self.sessions.len() >= self.config.max_sessions {
+            // At the cap, the least recently used idle session makes room; only sessions whose
+            // clients all hold streams open make a newcomer wait.
+            match self.least_recently_used_idle() {
+                Some(key) => self.end_session(key),
+                None => {
+                    let mut r = HttpResponse::rpc_error(
+                        503,
+                        None,
+                        jsonrpc::INTERNAL_ERROR,
+                        "too many active sessions",
+                    );
+                    r.headers.push(("Retry-After", "1".into()));
+                    return r;
+                }
+            }
         }
         let sid = loop {
             let candidate = session_id(random);
@@ -522,6 +584,7 @@ impl HttpServer {
                 "Session not found",
             );
         };
+        self.touch(key, now);
         // "Invalid or unsupported" gets 400: any handshake-era version we serve is neither,
         // even when it is not the negotiated one (the official suite sends 2025-03-26 on a
         // 2025-11-25 session, and SDK servers accept it).
@@ -686,14 +749,30 @@ impl HttpServer {
                     .and_then(|p| p.get_unique(key).ok().flatten())
                     .and_then(|v| v.as_str())
                     .map(|v| v.to_str().into_owned());
-                let header = req
+                let header = match req
                     .header(crate::http::NAME_HEADER)
-                    .map(decode_header_value);
+                    .map(headers::decode_value)
+                {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => {
+                        let mut r = mismatch(&format!("Mcp-Name: {e}"));
+                        set_id(&mut r, rid);
+                        return r;
+                    }
+                    None => None,
+                };
                 if header.is_none() || header != body_name {
                     let mut r = mismatch("Mcp-Name does not match the body");
                     set_id(&mut r, rid);
                     return r;
                 }
+            }
+            if method == "tools/call"
+                && let Some(problem) = self.param_header_problem(req, params)
+            {
+                let mut r = mismatch(&problem);
+                set_id(&mut r, rid);
+                return r;
             }
         }
         let Some(key) = self.new_conn(now, None, true) else {
@@ -702,7 +781,40 @@ impl HttpServer {
         self.deliver(now, key, req.body, true)
     }
 
-    fn get(&mut self, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
+    /// A `tools/call`'s `Mcp-Param-*` headers against its arguments and the tool's
+    /// `x-mcp-header` annotations: what is wrong, if anything.
+    fn param_header_problem(
+        &self,
+        req: &HttpRequest<'_>,
+        params: Option<RawJson<'_>>,
+    ) -> Option<String> {
+        let name = params
+            .and_then(|p| p.get_unique("name").ok().flatten())
+            .and_then(|n| n.as_str())?;
+        let annotations = self.config.tool_headers.for_tool(&name.to_str());
+        let arguments = params.and_then(|p| p.get_unique("arguments").ok().flatten());
+        for annotation in annotations {
+            let header_name = annotation.header_name();
+            let header = match req.header(&header_name).map(headers::decode_value) {
+                Some(Ok(v)) => Some(v),
+                Some(Err(e)) => return Some(format!("{header_name}: {e}")),
+                None => None,
+            };
+            let body = arguments.and_then(|a| annotation.value_in(a));
+            match (header, body) {
+                (Some(h), Some(b)) if headers::value_matches(&h, b) == Some(false) => {
+                    return Some(format!("{header_name} does not match the body"));
+                }
+                (None, Some(b)) if headers::value_matches("", b).is_some() => {
+                    return Some(format!("{header_name} header is required"));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn get(&mut self, now: Timestamp, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
         let Some(&key) = self.sessions.get(sid) else {
             return HttpResponse::rpc_error(
                 404,
@@ -711,6 +823,7 @@ impl HttpServer {
                 "Session not found",
             );
         };
+        self.touch(key, now);
         let sse_headers = vec![
             ("Content-Type", "text/event-stream".into()),
             ("Cache-Control", "no-cache".into()),
@@ -825,7 +938,7 @@ impl HttpServer {
     }
 
     fn delete(&mut self, _now: Timestamp, sid: &str) -> HttpResponse {
-        let Some(key) = self.sessions.remove(sid) else {
+        let Some(&key) = self.sessions.get(sid) else {
             return HttpResponse::rpc_error(
                 404,
                 None,
@@ -833,15 +946,64 @@ impl HttpServer {
                 "Session not found",
             );
         };
-        self.conns.remove(&key);
-        // Streams no client holds go now; the others end once drained.
+        self.end_session(key);
+        self.give_back_capacity();
+        HttpResponse::empty(200)
+    }
+
+    /// Ends a session: DELETE, expiry, or eviction. Streams no client holds go now; the others
+    /// end once drained. A later request naming it gets 404.
+    fn end_session(&mut self, key: u64) {
+        if let Some(c) = self.conns.remove(&key)
+            && let Some(sid) = c.session
+        {
+            self.sessions.remove(&sid);
+        }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
         for s in self.streams.values_mut() {
             if s.conn.0 == key {
                 s.done = true;
             }
         }
-        HttpResponse::empty(200)
+    }
+
+    /// Notes that a session's client did something now.
+    fn touch(&mut self, key: u64, now: Timestamp) {
+        if let Some(c) = self.conns.get_mut(&key) {
+            c.last_active = c.last_active.max(now);
+        }
+    }
+
+    /// Whether a session's client holds a stream open (such a session is never idle).
+    fn busy(&self, key: u64) -> bool {
+        self.streams
+            .values()
+            .any(|s| s.conn.0 == key && !s.detached)
+    }
+
+    /// When a session expires if nothing happens: `None` while its client holds a stream.
+    fn expiry(&self, key: u64) -> Option<Timestamp> {
+        let c = self.conns.get(&key)?;
+        c.session.as_ref()?;
+        if self.busy(key) {
+            return None;
+        }
+        Some(c.last_active.after(self.config.session_idle_timeout))
+    }
+
+    /// The least recently active idle session, to evict at the cap.
+    fn least_recently_used_idle(&self) -> Option<u64> {
+        let busy: HashSet<u64> = self
+            .streams
+            .values()
+            .filter(|s| !s.detached)
+            .map(|s| s.conn.0)
+            .collect();
+        self.sessions
+            .values()
+            .copied()
+            .filter(|k| !busy.contains(k))
+            .min_by_key(|k| self.conns.get(k).map(|c| (c.last_active, *k)))
     }
 
     /// Moves every connection's output onto its HTTP streams. Call it after answering events
@@ -969,6 +1131,8 @@ impl HttpServer {
             return;
         };
         let key = s.conn.0;
+        // The idle clock of a session starts when its client lets go of its last stream.
+        self.touch(key, now);
         let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
         if stateless {
             if let Some(c) = self.conns.get_mut(&key) {
@@ -1089,15 +1253,102 @@ impl HttpServer {
             c.conn.handle_timeout(now);
         }
         self.pump();
+        let expired: Vec<u64> = self
+            .sessions
+            .values()
+            .copied()
+            .filter(|&k| self.expiry(k).is_some_and(|at| at <= now))
+            .collect();
+        for key in expired {
+            self.end_session(key);
+        }
+        self.give_back_capacity();
+    }
+
+    /// After a wave of sessions has gone, the tables give their room back (a connection is a
+    /// few KiB), so an idle server returns to its baseline.
+    fn give_back_capacity(&mut self) {
+        fn shrink<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
+            if map.capacity() > 4 * map.len() + 64 {
+                map.shrink_to(2 * map.len());
+            }
+        }
+        shrink(&mut self.conns);
+        shrink(&mut self.sessions);
+        shrink(&mut self.streams);
+        if self.polling.is_empty() {
+            self.polling = Vec::new();
+        }
     }
 
     /// The earliest deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        self.conns
+        let busy: HashSet<u64> = self
+            .streams
             .values()
-            .filter_map(|c| c.conn.poll_timeout())
+            .filter(|s| !s.detached)
+            .map(|s| s.conn.0)
+            .collect();
+        self.conns
+            .iter()
+            .filter_map(|(key, c)| {
+                let expiry = (c.session.is_some() && !busy.contains(key))
+                    .then(|| c.last_active.after(self.config.session_idle_timeout));
+                match (c.conn.poll_timeout(), expiry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            })
             .min()
     }
+}
+
+/// The first MCP header (or `Mcp-Param-*` header) that appears more than once.
+fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
+    let mcp_header = |name: &str| {
+        [
+            crate::http::SESSION_HEADER,
+            crate::http::VERSION_HEADER,
+            crate::http::METHOD_HEADER,
+            crate::http::NAME_HEADER,
+            crate::http::LAST_EVENT_ID_HEADER,
+        ]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+            || name
+                .get(..10)
+                .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"))
+    };
+    headers.iter().enumerate().find_map(|(i, (name, _))| {
+        (mcp_header(name)
+            && headers[..i]
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .then_some(*name)
+    })
+}
+
+/// The media types of a `Content-Type` or `Accept` value, parameters dropped.
+fn media_types(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split(',')
+        .map(|m| m.split(';').next().unwrap_or("").trim())
+        .filter(|m| !m.is_empty())
+}
+
+/// Whether the request's `Accept` lists `wanted` (or a wildcard covering it).
+fn accepts(req: &HttpRequest<'_>, wanted: &str) -> bool {
+    let major = wanted.split('/').next().unwrap_or("");
+    req.headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"))
+        .flat_map(|(_, v)| media_types(v))
+        .any(|m| {
+            m.eq_ignore_ascii_case(wanted)
+                || m == "*/*"
+                || m.strip_suffix("/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(major))
+        })
 }
 
 fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
@@ -1123,39 +1374,4 @@ fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
             *body = out;
         }
     }
-}
-
-/// Header values that are not header-safe travel as `=?base64?…?=`.
-fn decode_header_value(v: &str) -> String {
-    let encoded = v
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="));
-    match encoded.and_then(base64_decode) {
-        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        None => v.to_owned(),
-    }
-}
-
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = (acc << 6) | v as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
