@@ -691,6 +691,56 @@ fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
     );
 }
 
+#[test]
+fn the_server_ends_a_listen_stream_with_its_result_and_the_subscription_id() {
+    let mut p = modern_pair();
+    let listen = p
+        .client
+        .request(
+            p.now,
+            "subscriptions/listen",
+            Some(raw(r#"{"notifications":{"toolsListChanged":true}}"#)),
+        )
+        .unwrap();
+    p.step();
+    let _ = p.take_client_events();
+    // The engine answers listen requests itself; the application finds them here.
+    let ids = p.server.listen_subscriptions();
+    assert_eq!(ids.len(), 1);
+    let id = ids[0].clone();
+    assert_eq!(id.as_id(), mcpwire::jsonrpc::Id::Int(listen.0 as i64));
+    // Only a listen request can be ended this way.
+    assert_eq!(
+        p.server.end_listen(mcpwire::jsonrpc::Id::Int(999)),
+        Err(mcpwire::conn::Error::UnknownRequest)
+    );
+    p.server.end_listen(id.as_id()).unwrap();
+    p.step();
+    let sent = p.lines(false);
+    let last = sent.last().expect("the listen result");
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["id"], listen.0);
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(
+        v["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen.0
+    );
+    assert!(v["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
+    let events = p.take_client_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Ev::Response { request, .. } if *request == listen)),
+        "{events:?}"
+    );
+    assert_eq!(p.client.requests_in_flight(), 0, "the subscription is over");
+    // Later list changes go nowhere, and ending it twice is refused.
+    assert_eq!(
+        p.server.end_listen(id.as_id()),
+        Err(mcpwire::conn::Error::UnknownRequest)
+    );
+}
+
 // ---- Era detection ---------------------------------------------------------------------------
 
 #[test]

@@ -1277,3 +1277,165 @@ fn mcp_name_is_trimmed_and_decoded_before_comparing() {
         while s.poll_event().is_some() {}
     }
 }
+
+/// The raw SSE text of a stream, drained.
+fn drain_raw(s: &mut HttpServer, id: HttpStreamId) -> (String, bool) {
+    let mut text = String::new();
+    let mut finished = false;
+    while let Some(o) = s.poll_stream(id) {
+        let bytes = o.bytes.to_vec();
+        finished = o.finished;
+        text.push_str(&String::from_utf8(bytes.clone()).unwrap());
+        s.consume_stream(id, bytes.len());
+        if bytes.is_empty() {
+            break;
+        }
+    }
+    (text, finished)
+}
+
+#[test]
+fn the_application_closes_a_request_stream_for_polling_and_the_client_resumes_with_get() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":5}}}"#;
+    let r = send(&mut s, "POST", &h, call);
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    let (key, id) = (*key, id.clone());
+    // Not a request in flight on this connection: nothing happens.
+    assert!(!s.close_stream_for_polling(key, mcpwire::jsonrpc::Id::Int(99)));
+    assert!(s.close_stream_for_polling(key, id.as_id()));
+    // It stays a stream (never settles into JSON), primed, with `retry`, and finishes.
+    let r = s.settle(r);
+    let Body::Stream(stream) = r.body else {
+        panic!("{r:?}")
+    };
+    let mut reader = StreamReader::new();
+    let (text, finished) = drain_raw(&mut s, stream);
+    assert!(finished, "the stream ends before the answer");
+    assert!(text.contains("retry: "), "{text:?}");
+    reader.feed(text.as_bytes(), |m| panic!("no message yet: {m:?}"));
+    let last = reader
+        .last_event_id()
+        .expect("the priming event's id")
+        .to_owned();
+    // The host ends the response; the session lives on, and so does the request.
+    s.stream_closed(T0, stream);
+    assert_eq!(s.sessions(), 1);
+    // Work goes on while the client is away: progress, then the answer.
+    let conn = s.connection(key).unwrap();
+    conn.progress(id.as_id(), 1.0, None, None).unwrap();
+    conn.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    s.pump();
+    // The client comes back after `retry` with the last id it saw: nothing is lost.
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["method"], "notifications/progress");
+    assert_eq!(rest[1]["id"], 5);
+    assert_eq!(rest[1]["result"]["content"], json!([]));
+    assert!(finished);
+    assert_eq!(s.open_streams(), 0);
+}
+
+#[test]
+fn closing_for_polling_needs_a_resumable_stream() {
+    // A 2025-06-18 session has no priming event id to resume from.
+    let mut s = server();
+    let init = INIT.replace("2025-11-25", "2025-06-18");
+    let r = send(&mut s, "POST", &[], &init);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let h = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    assert!(!s.close_stream_for_polling(*key, id.as_id()));
+    // Nor does a stateless request (closing its stream would cancel it).
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"x",{META}}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "x"),
+        ],
+        &body,
+    );
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    assert!(!s.close_stream_for_polling(*key, id.as_id()));
+}
+
+#[test]
+fn the_application_ends_listen_streams_with_their_result() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+        &body,
+    );
+    let r = s.settle(r);
+    let Body::Stream(stream) = r.body else {
+        panic!("{r:?}")
+    };
+    let mut reader = StreamReader::new();
+    let (first, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(
+        first[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert!(!finished, "a listen stream stays open");
+    assert_eq!(s.end_listen_streams(), 1);
+    let (rest, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0]["id"], "L");
+    assert_eq!(
+        rest[0]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    assert!(finished);
+    assert_eq!(s.open_streams(), 0);
+    assert_eq!(s.connections().len(), 0, "the stateless connection is gone");
+}

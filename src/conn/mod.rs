@@ -423,6 +423,22 @@ impl Connection {
         self.core.respond(id, Answer::Result(result))
     }
 
+    /// 2026-07-28 server: the ids of the peer's `subscriptions/listen` requests in flight (the
+    /// engine answers and tags them itself, so they never come as [`Event::Request`]). Use it
+    /// with [`end_listen`](Connection::end_listen).
+    pub fn listen_subscriptions(&self) -> Vec<OwnedId> {
+        self.core.listen_subscriptions()
+    }
+
+    /// 2026-07-28 server: ends one of the peer's `subscriptions/listen` subscriptions
+    /// gracefully (at shutdown, or when the subscription can no longer be served). The listen
+    /// request gets its result, with the subscription id in `_meta`; over HTTP that ends its SSE
+    /// stream. [`Error::UnknownRequest`] when `id` is not a listen request in flight.
+    pub fn end_listen(&mut self, id: Id<'_>) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.end_listen(id)
+    }
+
     /// Answers one of the peer's requests with a JSON-RPC error.
     pub fn respond_error(
         &mut self,

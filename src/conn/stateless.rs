@@ -515,6 +515,48 @@ impl Core {
         self.accept_request(stream, frame, r, batch, ctx, false, Some(granted));
     }
 
+    /// Server, stateless era: the ids of the `subscriptions/listen` requests in flight.
+    pub(super) fn listen_subscriptions(&self) -> Vec<OwnedId> {
+        let mut ids: Vec<OwnedId> = self
+            .dispatch
+            .inbound
+            .iter()
+            .filter(|(_, entry)| entry.listen.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort_by_key(|id| id.to_string());
+        ids
+    }
+
+    /// Server, stateless era: ends a `subscriptions/listen` subscription gracefully by
+    /// answering its request with the listen result, which carries the subscription id in
+    /// `_meta` (the request's id). Over HTTP that answer ends the listen request's stream.
+    pub(super) fn end_listen(&mut self, id: Id<'_>) -> Result<(), Error> {
+        let listening = self
+            .dispatch
+            .inbound
+            .get(&OwnedId::from(id))
+            .is_some_and(|entry| entry.listen.is_some());
+        if !listening {
+            return Err(Error::UnknownRequest);
+        }
+        let mut result = Vec::with_capacity(64);
+        result.extend_from_slice(b"{\"_meta\":{\"");
+        result.extend_from_slice(mcp::META_SUBSCRIPTION_ID.as_bytes());
+        result.extend_from_slice(b"\":");
+        match id {
+            Id::Int(n) => result.extend_from_slice(n.to_string().as_bytes()),
+            Id::Str(s) => {
+                result.push(b'"');
+                result.extend_from_slice(s.raw().as_bytes());
+                result.push(b'"');
+            }
+        }
+        result.extend_from_slice(b"}}");
+        let text = String::from_utf8(result).map_err(|_| Error::InvalidParams)?;
+        self.respond(id, Answer::Result(RawJson::validated(&text)))
+    }
+
     /// Server, stateless era: sends a list-changed or resource-updated notification to every
     /// listener that opted in. Returns how many streams it went to.
     pub(super) fn notify_listeners(

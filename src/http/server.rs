@@ -215,6 +215,9 @@ struct Stream {
     /// stream lives on without bytes (its events are in the session's store) until a
     /// `Last-Event-ID` GET takes it over or its last answer is written.
     detached: bool,
+    /// The application closed it before its answer (SEP-1699 polling): it finishes once its
+    /// bytes are drained, then lives on detached for the client's `Last-Event-ID` GET.
+    closing_for_polling: bool,
 }
 
 /// A connection with what the HTTP layer knows about it.
@@ -324,6 +327,7 @@ impl HttpServer {
                 frames: Vec::new(),
                 record: true,
                 detached: false,
+                closing_for_polling: false,
             },
         );
         id
@@ -861,6 +865,7 @@ impl HttpServer {
                     s.read = 0;
                     s.buf.extend_from_slice(&replay);
                     s.detached = false;
+                    s.closing_for_polling = false;
                     s.record = false;
                     s.frames = Vec::new();
                 }
@@ -885,6 +890,7 @@ impl HttpServer {
                             frames: Vec::new(),
                             record: false,
                             detached: false,
+                            closing_for_polling: false,
                         },
                     );
                 }
@@ -1006,6 +1012,53 @@ impl HttpServer {
             .min_by_key(|k| self.conns.get(k).map(|c| (c.last_active, *k)))
     }
 
+    /// 2025-11-25 sessions (SEP-1699 polling): closes the SSE stream that carries the peer's
+    /// request `id` on connection `key` before its answer, so a long-running request does not
+    /// hold a connection open. The stream gets a `retry` field and then finishes (the host
+    /// ends the response once [`poll_stream`](Self::poll_stream) says so); everything sent for
+    /// the request afterwards is kept in the session's event store, and the client's `GET` with
+    /// `Last-Event-ID` resumes it, the answer included. Returns `false` (and changes nothing)
+    /// when no such stream is open, or when its client cannot resume: stateless requests, and
+    /// sessions before 2025-11-25 (no priming event id).
+    pub fn close_stream_for_polling(&mut self, key: ConnKey, id: Id<'_>) -> bool {
+        self.pump();
+        let resumable = self.conns.get(&key.0).is_some_and(|c| {
+            c.session.is_some() && c.conn.protocol_version() == Some(ProtocolVersion::V2025_11_25)
+        });
+        if !resumable {
+            return false;
+        }
+        let id = OwnedId::from(id);
+        let retry_ms = self.config.retry_ms;
+        let Some(s) = self.streams.values_mut().find(|s| {
+            s.conn == key && !s.standalone && !s.detached && !s.done && s.awaiting.contains(&id)
+        }) else {
+            return false;
+        };
+        sse::write_retry(&mut s.buf, retry_ms);
+        s.closing_for_polling = true;
+        // Its answer can no longer be a plain JSON body.
+        s.record = false;
+        s.frames = Vec::new();
+        true
+    }
+
+    /// 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown, say):
+    /// each listen request gets its result, which finishes its SSE stream once drained.
+    /// Returns how many were ended.
+    pub fn end_listen_streams(&mut self) -> usize {
+        let mut ended = 0;
+        for c in self.conns.values_mut() {
+            for id in c.conn.listen_subscriptions() {
+                if c.conn.end_listen(id.as_id()).is_ok() {
+                    ended += 1;
+                }
+            }
+        }
+        self.pump();
+        ended
+    }
+
     /// Moves every connection's output onto its HTTP streams. Call it after answering events
     /// (commands on a [`connection`](Self::connection)); inputs call it themselves.
     pub fn pump(&mut self) {
@@ -1068,7 +1121,7 @@ impl HttpServer {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        if !s.detached {
+        if !s.detached && !s.closing_for_polling {
             s.buf.extend_from_slice(&bytes);
         }
         if s.record {
@@ -1089,11 +1142,14 @@ impl HttpServer {
         }
     }
 
-    /// The bytes waiting on an SSE stream, and whether it ends after them. `None` for a stream
-    /// that does not exist (anymore).
+    /// The bytes waiting on an SSE stream, and whether it ends after them: end the response
+    /// once they are written. `None` for a stream the host no longer holds (it ended, its
+    /// client went away, or it was closed for polling).
     pub fn poll_stream(&mut self, stream: HttpStreamId) -> Option<StreamOutput<'_>> {
         self.pump();
-        let s = self.streams.get_mut(&stream)?;
+        // A detached stream belongs to no response any more (its client went away, or it was
+        // closed for polling): the host has nothing to write.
+        let s = self.streams.get_mut(&stream).filter(|s| !s.detached)?;
         // The host is draining it: the answer can no longer become a plain JSON body.
         if s.record {
             s.record = false;
@@ -1101,7 +1157,7 @@ impl HttpServer {
         }
         Some(StreamOutput {
             bytes: &s.buf[s.read..],
-            finished: s.done,
+            finished: s.done || s.closing_for_polling,
         })
     }
 
@@ -1120,6 +1176,11 @@ impl HttpServer {
                 let key = s.conn.0;
                 self.streams.remove(&stream);
                 self.forget_stateless(key);
+            } else if s.closing_for_polling {
+                // Closed for polling: what comes next waits in the store for the client's
+                // `Last-Event-ID` GET.
+                s.closing_for_polling = false;
+                s.detached = true;
             }
         }
     }
@@ -1167,6 +1228,7 @@ impl HttpServer {
                         frames: Vec::new(),
                         record: false,
                         detached: true,
+                        closing_for_polling: false,
                         ..s
                     },
                 );
