@@ -708,7 +708,7 @@ fn the_server_ends_a_listen_stream_with_its_result_and_the_subscription_id() {
     let ids = p.server.listen_subscriptions();
     assert_eq!(ids.len(), 1);
     let id = ids[0].clone();
-    assert_eq!(id.as_id(), mcpwire::jsonrpc::Id::Int(listen.0 as i64));
+    assert_eq!(id.as_id(), mcpwire::jsonrpc::Id::Int(listen.0));
     // Only a listen request can be ended this way.
     assert_eq!(
         p.server.end_listen(mcpwire::jsonrpc::Id::Int(999)),
