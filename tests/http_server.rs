@@ -1439,3 +1439,102 @@ fn the_application_ends_listen_streams_with_their_result() {
     assert_eq!(s.open_streams(), 0);
     assert_eq!(s.connections().len(), 0, "the stateless connection is gone");
 }
+
+/// A store the test can look into, shared with the server.
+#[derive(Clone)]
+struct SharedStore(
+    std::sync::Arc<std::sync::Mutex<(mcpwire::http::MemoryEventStore, Vec<String>)>>,
+);
+
+impl mcpwire::http::EventStore for SharedStore {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        let mut inner = self.0.lock().unwrap();
+        inner.1.push(format!("append {event}"));
+        inner.0.append(session, stream, event, bytes);
+    }
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        let mut inner = self.0.lock().unwrap();
+        inner.1.push(format!("replay after {after}"));
+        inner.0.replay(session, stream, after, out);
+    }
+    fn forget(&mut self, session: &str) {
+        let mut inner = self.0.lock().unwrap();
+        inner.1.push("forget".into());
+        inner.0.forget(session);
+    }
+}
+
+#[test]
+fn resumption_goes_through_the_event_store_the_host_supplies() {
+    let store = SharedStore(std::sync::Arc::new(std::sync::Mutex::new((
+        mcpwire::http::MemoryEventStore::new(16),
+        Vec::new(),
+    ))));
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(store.clone()));
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let h = [("Mcp-Session-Id", sid.as_str())];
+    let Body::Stream(stream) = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}"#,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!()
+    };
+    let mut reader = StreamReader::new();
+    let _ = read_stream(&mut s, stream, &mut reader);
+    s.stream_closed(T0, stream);
+    s.connection(*key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    assert!(
+        store
+            .0
+            .lock()
+            .unwrap()
+            .1
+            .iter()
+            .any(|op| op.starts_with("append"))
+    );
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, _) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(rest[0]["id"], 5, "replayed from the supplied store");
+    assert!(
+        store
+            .0
+            .lock()
+            .unwrap()
+            .1
+            .iter()
+            .any(|op| op.starts_with("replay"))
+    );
+    assert_eq!(send(&mut s, "DELETE", &h, "").status, 200);
+    let inner = store.0.lock().unwrap();
+    assert_eq!(inner.1.last().map(String::as_str), Some("forget"));
+    assert!(inner.0.is_empty(), "the session's events are gone with it");
+}

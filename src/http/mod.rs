@@ -12,11 +12,13 @@
 pub mod client;
 pub mod headers;
 mod server;
+mod store;
 
 pub use server::{
     Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig, HttpStreamId,
     OriginCheck, StreamOutput, loopback_only,
 };
+pub use store::{EventStore, MemoryEventStore};
 
 /// The header carrying the session id (handshake era).
 pub const SESSION_HEADER: &str = "Mcp-Session-Id";

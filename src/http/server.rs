@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
+use super::store::{EventStore, MemoryEventStore};
 
 use crate::Timestamp;
 use crate::conn::{Config, Connection, Event, StreamId};
@@ -136,8 +137,13 @@ pub struct HttpServerConfig {
     /// 2026-07-28 `tools/call` requests. Empty by default; declare the tools with
     /// [`HttpServerConfig::declare_tools`].
     pub tool_headers: ToolHeaders,
-    /// Events each session keeps for resumption with `Last-Event-ID`. Default 256.
+    /// Events each session keeps for resumption with `Last-Event-ID` in the default store,
+    /// and messages waiting for a session's GET stream. Default 256.
     pub event_store: usize,
+    /// Where resumable events live. `None` (the default) uses a [`MemoryEventStore`] of
+    /// [`event_store`](Self::event_store) events per session; several server processes
+    /// share one by supplying their own [`EventStore`].
+    pub events: Option<Box<dyn EventStore>>,
     /// The `retry` (ms) sent in priming events. Default 1000.
     pub retry_ms: u64,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
@@ -188,6 +194,7 @@ impl HttpServerConfig {
             max_body: 4 * 1024 * 1024,
             tool_headers: ToolHeaders::new(),
             event_store: 256,
+            events: None,
             retry_ms: 1000,
             check_origin: Box::new(loopback_only),
         }
@@ -232,7 +239,6 @@ struct Conn {
     /// Unrelated messages while no GET stream is open (bounded).
     backlog: VecDeque<Vec<u8>>,
     /// (event id, stream, SSE bytes) for resumption.
-    store: VecDeque<(u64, HttpStreamId, Vec<u8>)>,
     next_event: u64,
     /// When the session's client last did something (a request, or letting go of a stream).
     last_active: Timestamp,
@@ -241,6 +247,8 @@ struct Conn {
 /// The server side of Streamable HTTP. See the [module docs](crate::http).
 pub struct HttpServer {
     config: HttpServerConfig,
+    /// Resumable events of the sessions' streams.
+    events: Box<dyn EventStore>,
     conns: HashMap<u64, Conn>,
     sessions: HashMap<String, u64>,
     streams: HashMap<HttpStreamId, Stream>,
@@ -272,9 +280,14 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
 
 impl HttpServer {
     /// A server with no sessions yet.
-    pub fn new(config: HttpServerConfig) -> Self {
+    pub fn new(mut config: HttpServerConfig) -> Self {
+        let events = config
+            .events
+            .take()
+            .unwrap_or_else(|| Box::new(MemoryEventStore::new(config.event_store)));
         HttpServer {
             decoder: Decoder::new(config.server.decoder),
+            events,
             config,
             conns: HashMap::new(),
             sessions: HashMap::new(),
@@ -525,7 +538,6 @@ impl HttpServer {
                 standalone: None,
                 closed_standalone: None,
                 backlog: VecDeque::new(),
-                store: VecDeque::new(),
                 next_event: 1,
                 last_active: now,
             },
@@ -846,17 +858,14 @@ impl HttpServer {
                 );
             };
             let old = HttpStreamId(stream_no);
-            let (replay, resumes_standalone) = match self.conns.get(&key) {
-                Some(c) => (
-                    c.store
-                        .iter()
-                        .filter(|(e, s, _)| *s == old && *e > event_no)
-                        .flat_map(|(_, _, bytes)| bytes.iter().copied())
-                        .collect::<Vec<u8>>(),
-                    c.closed_standalone == Some(old) || c.standalone == Some(old),
-                ),
-                None => (Vec::new(), false),
-            };
+            let mut replay = Vec::new();
+            self.events.replay(sid, old, event_no, &mut |event| {
+                replay.extend_from_slice(event)
+            });
+            let resumes_standalone = self
+                .conns
+                .get(&key)
+                .is_some_and(|c| c.closed_standalone == Some(old) || c.standalone == Some(old));
             // The resumed stream takes over the old one's id, so later events continue it: a
             // request still awaited keeps its answer coming on it, a GET stream stays open.
             match self.streams.get_mut(&old) {
@@ -964,6 +973,7 @@ impl HttpServer {
             && let Some(sid) = c.session
         {
             self.sessions.remove(&sid);
+            self.events.forget(&sid);
         }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
         for s in self.streams.values_mut() {
@@ -1105,11 +1115,8 @@ impl HttpServer {
         let text = String::from_utf8_lossy(frame);
         let id_text = format!("{}-{event_id}", stream.0);
         sse::write_event(&mut bytes, Some(&id_text), None, &text);
-        if c.session.is_some() {
-            if c.store.len() >= self.config.event_store {
-                c.store.pop_front();
-            }
-            c.store.push_back((event_id, stream, bytes.clone()));
+        if let Some(session) = &c.session {
+            self.events.append(session, stream, event_id, &bytes);
         }
         let answered = match self.decoder.decode(frame) {
             Ok(Decoded::Single(Message::Response(r))) => Some(OwnedId::from(r.id)),

@@ -1,0 +1,151 @@
+//! Where the events of handshake-era sessions wait for a client that reconnects with
+//! `Last-Event-ID`.
+//!
+//! [`HttpServer`](super::HttpServer) writes every SSE event of a session's streams to an
+//! [`EventStore`] before it lends the bytes to the host, and replays from it when a client
+//! resumes a stream. The default, [`MemoryEventStore`], keeps a bounded number of events per
+//! session in this process. A deployment with several server processes behind a load balancer
+//! supplies a store they share (Redis, a database), so a stream dropped on one replica resumes
+//! on another.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::HttpStreamId;
+
+/// Storage for resumable SSE events, keyed by session, stream and event number.
+///
+/// What an implementation must guarantee:
+///
+/// - **Order and exactness.** [`replay`](EventStore::replay) hands out the events of the
+///   given stream whose number is greater than `after`, in increasing number, each once,
+///   byte for byte as appended. Events of other streams are never mixed in.
+/// - **Durability before delivery.** [`append`](EventStore::append) returns only once the
+///   event is stored: the server lends the bytes to the client after it, so an event a client
+///   saw can always be replayed to the next client that presents a later `Last-Event-ID`
+///   (from any replica that shares the store).
+/// - **Bounds.** A store may drop a session's oldest events to stay within its bounds; a
+///   resumption from before them then replays only what is left. Say what your bound is.
+/// - **Cleanup.** After [`forget`](EventStore::forget) the session's events are gone (the
+///   session ended, expired or was evicted).
+///
+/// Event numbers increase per session; stream ids are unique per server (a shared store
+/// serving several replicas needs each replica to draw stream ids from its own range).
+pub trait EventStore: Send {
+    /// Stores one SSE event (`bytes`, complete with its `id:` line) of `session`'s `stream`.
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]);
+
+    /// Calls `out` with each stored event of `session`'s `stream` numbered above `after`, in
+    /// order.
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    );
+
+    /// Drops everything stored for `session`.
+    fn forget(&mut self, session: &str);
+}
+
+/// The default [`EventStore`]: the last `per_session` events of each session, in this
+/// process's memory. Use it for a single server process.
+#[derive(Debug)]
+pub struct MemoryEventStore {
+    per_session: usize,
+    sessions: HashMap<String, VecDeque<(u64, HttpStreamId, Vec<u8>)>>,
+}
+
+impl MemoryEventStore {
+    /// Keeps at most `per_session` events per session (the oldest go first).
+    pub fn new(per_session: usize) -> Self {
+        MemoryEventStore {
+            per_session,
+            sessions: HashMap::new(),
+        }
+    }
+
+    /// How many events are stored, over all sessions.
+    pub fn len(&self) -> usize {
+        self.sessions.values().map(VecDeque::len).sum()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        if self.per_session == 0 {
+            return;
+        }
+        let events = match self.sessions.get_mut(session) {
+            Some(events) => events,
+            None => self.sessions.entry(session.to_owned()).or_default(),
+        };
+        if events.len() >= self.per_session {
+            events.pop_front();
+        }
+        events.push_back((event, stream, bytes.to_vec()));
+    }
+
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        for (event, s, bytes) in self.sessions.get(session).into_iter().flatten() {
+            if *s == stream && *event > after {
+                out(bytes);
+            }
+        }
+    }
+
+    fn forget(&mut self, session: &str) {
+        self.sessions.remove(session);
+        if self.sessions.capacity() > 4 * self.sessions.len() + 64 {
+            self.sessions.shrink_to(2 * self.sessions.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replays_one_streams_later_events_in_order_within_the_bound() {
+        let mut store = MemoryEventStore::new(3);
+        let (a, b) = (HttpStreamId(1), HttpStreamId(2));
+        store.append("s", a, 1, b"a1");
+        store.append("s", b, 2, b"b2");
+        store.append("s", a, 3, b"a3");
+        store.append("t", a, 1, b"other session");
+        let replay = |store: &mut MemoryEventStore, stream, after| {
+            let mut seen = Vec::new();
+            store.replay("s", stream, after, &mut |e| seen.push(e.to_vec()));
+            seen
+        };
+        assert_eq!(
+            replay(&mut store, a, 0),
+            vec![b"a1".to_vec(), b"a3".to_vec()]
+        );
+        assert_eq!(replay(&mut store, a, 1), vec![b"a3".to_vec()]);
+        assert_eq!(replay(&mut store, b, 0), vec![b"b2".to_vec()]);
+        // Over the bound, the oldest goes.
+        store.append("s", a, 4, b"a4");
+        assert_eq!(
+            replay(&mut store, a, 0),
+            vec![b"a3".to_vec(), b"a4".to_vec()]
+        );
+        assert_eq!(store.len(), 4);
+        store.forget("s");
+        assert!(replay(&mut store, a, 0).is_empty());
+        store.forget("t");
+        assert!(store.is_empty());
+    }
+}
