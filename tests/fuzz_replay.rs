@@ -120,6 +120,11 @@ fn replay_corpus_c_abi() {
     replay_corpus("c_abi");
 }
 
+#[test]
+fn replay_corpus_http_server() {
+    replay_corpus("http_server");
+}
+
 /// Every input that once crashed a target, kept under `fuzz/regressions/<target>/`.
 #[test]
 fn replay_regressions() {
@@ -471,6 +476,23 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
 
     for (name, bytes) in sse_seeds() {
         add("sse_framer", name, bytes);
+    }
+    // http_server: every field of its input is a small choice, so plain pseudo-random bytes
+    // already make varied request sequences; the fuzzer takes it from there.
+    let mut state = 0x6874_7470_u64;
+    for (i, len) in [96usize, 256, 512, 1024, 2048, 4000]
+        .into_iter()
+        .enumerate()
+    {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        add("http_server", format!("random-{i}"), bytes);
     }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);

@@ -25,9 +25,11 @@ use mcpwire::jsonrpc::{
 use mcpwire::mcp::{LogLevel, ProtocolVersion};
 
 pub mod c_abi;
+pub mod http_server;
 pub mod sse_framer;
 
 pub use c_abi::c_abi;
+pub use http_server::http_server;
 pub use sse_framer::sse_framer;
 
 /// A target's body: takes the fuzzer's bytes, panics when an invariant breaks.
@@ -43,6 +45,7 @@ pub const TARGETS: &[(&str, TargetFn)] = &[
     ("chunking", chunking),
     ("sse_framer", sse_framer),
     ("c_abi", c_abi),
+    ("http_server", http_server),
 ];
 
 /// Header bytes in front of the stream, per target (the seed generator writes them).

@@ -1,0 +1,446 @@
+//! The `http_server` target: `mcpwire::http::HttpServer` driven by arbitrary sequences of HTTP
+//! requests (methods, session ids, protocol and MCP headers, `Last-Event-ID`, `Mcp-Param-*`,
+//! bodies from templates or raw bytes), stream drains and drops, application answers and the
+//! passing of time.
+//!
+//! Invariants, checked after every step:
+//!
+//! - nothing panics;
+//! - every request gets a response with a real status, and a JSON body that parses; a stream
+//!   response names a stream the host can poll;
+//! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`;
+//! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arbitrary::{Arbitrary, Unstructured};
+use mcpwire::Timestamp;
+use mcpwire::conn::{Config, OwnedEvent};
+use mcpwire::http::{
+    Body, ConnKey, EventStore, HttpRequest, HttpServer, HttpServerConfig, HttpStreamId,
+    MemoryEventStore,
+};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::mcp::ProtocolVersion;
+
+/// The server's setup, from the input's first bytes.
+#[derive(Arbitrary, Debug)]
+pub struct HttpSetup {
+    max_sessions: u8,
+    idle_secs: u8,
+    event_store: u8,
+    max_body: u16,
+    versions: u8,
+}
+
+/// One step.
+#[derive(Arbitrary, Debug)]
+pub enum HttpOp {
+    /// An HTTP request.
+    Request(RequestSpec),
+    /// The host writes up to `max` bytes of a stream it holds.
+    Drain { stream: u8, max: u16 },
+    /// The client of a stream goes away.
+    Drop { stream: u8 },
+    /// Time passes; the host fires the timers if due.
+    Advance { millis: u16 },
+    /// The application acts on the next event.
+    Answer { how: u8 },
+    /// The application ends every listen stream.
+    EndListens,
+}
+
+/// An HTTP request, from small choices.
+#[derive(Arbitrary, Debug)]
+pub struct RequestSpec {
+    method: u8,
+    session: u8,
+    version: u8,
+    mcp_method: u8,
+    name: u8,
+    last_event_id: Option<(u8, u8)>,
+    param: Option<u8>,
+    duplicate: Option<u8>,
+    accept: u8,
+    content_type: u8,
+    body: BodySpec,
+}
+
+/// A request body.
+#[derive(Arbitrary, Debug)]
+pub enum BodySpec {
+    /// One of the templates, with an id.
+    Template { which: u8, id: u8 },
+    /// Anything.
+    Raw(Vec<u8>),
+}
+
+const METHODS: [&str; 5] = ["POST", "GET", "DELETE", "PUT", "OPTIONS"];
+const VERSIONS: [&str; 5] = ["2025-11-25", "2025-03-26", "2026-07-28", "1999-01-01", ""];
+const MCP_METHODS: [&str; 5] = [
+    "tools/call",
+    "tools/list",
+    "subscriptions/listen",
+    "ping",
+    "x",
+];
+const NAMES: [&str; 4] = ["sql", "  sql  ", "=?base64?c3Fs?=", "=?base64?c3F?="];
+const PARAMS: [&str; 4] = ["eu", "=?base64?ZXU=?=", "=?base64?ZXU?=", "\u{1}"];
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+fn template(which: u8, id: u8) -> String {
+    match which % 12 {
+        0 => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"f","version":"1"}}}}}}"#
+        ),
+        1 => r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        2 => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+        3 => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sql","arguments":{{"region":"eu"}},"_meta":{{"progressToken":{id}}}}}}}"#
+        ),
+        4 => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sql","arguments":{{"region":"eu"}},{META}}}}}"#
+        ),
+        5 => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{META}}}}}"#),
+        6 => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+        ),
+        7 => format!(
+            r#"[{{"jsonrpc":"2.0","id":{id},"method":"ping"}},{{"jsonrpc":"2.0","method":"notifications/initialized"}}]"#
+        ),
+        8 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
+        9 => format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        ),
+        10 => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"f","version":"1"}}}}}}"#
+        ),
+        _ => "{\"jsonrpc\":\"2.0\",".to_owned(),
+    }
+}
+
+/// A store that counts what it holds, shared with the harness.
+#[derive(Clone)]
+struct Counted(Arc<Mutex<MemoryEventStore>>);
+
+impl EventStore for Counted {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        self.0.lock().unwrap().append(session, stream, event, bytes);
+    }
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        self.0.lock().unwrap().replay(session, stream, after, out);
+    }
+    fn forget(&mut self, session: &str) {
+        self.0.lock().unwrap().forget(session);
+    }
+}
+
+struct Harness {
+    server: HttpServer,
+    store: Counted,
+    max_sessions: usize,
+    max_events: usize,
+    now: Timestamp,
+    sessions: Vec<String>,
+    streams: Vec<HttpStreamId>,
+    event_ids: Vec<String>,
+    pending: Vec<(ConnKey, OwnedEvent)>,
+    seed: u64,
+}
+
+impl Harness {
+    fn new(setup: &HttpSetup) -> Harness {
+        let mut server = Config::server("fuzz", "1")
+            .with_capabilities(r#"{"tools":{"listChanged":true},"logging":{}}"#)
+            .expect("valid capabilities");
+        server.versions = match setup.versions % 3 {
+            0 => ProtocolVersion::ALL.to_vec(),
+            1 => ProtocolVersion::LEGACY.to_vec(),
+            _ => vec![ProtocolVersion::V2026_07_28],
+        };
+        let mut config = HttpServerConfig::new(server);
+        config.max_sessions = usize::from(setup.max_sessions % 8) + 1;
+        config.session_idle_timeout = Duration::from_secs(u64::from(setup.idle_secs % 30) + 1);
+        config.event_store = usize::from(setup.event_store % 16);
+        config.max_body = usize::from(setup.max_body).max(64);
+        let _ = config.declare_tools(
+            RawJson::new(
+                r#"[{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]"#,
+            )
+            .expect("valid JSON"),
+        );
+        let store = Counted(Arc::new(Mutex::new(MemoryEventStore::new(
+            config.event_store,
+        ))));
+        config.events = Some(Box::new(store.clone()));
+        let (max_sessions, max_events) = (config.max_sessions, config.event_store);
+        Harness {
+            server: HttpServer::new(config),
+            store,
+            max_sessions,
+            max_events: max_sessions * max_events,
+            now: Timestamp::ZERO,
+            sessions: Vec::new(),
+            streams: Vec::new(),
+            event_ids: Vec::new(),
+            pending: Vec::new(),
+            seed: 1,
+        }
+    }
+
+    fn request(&mut self, spec: &RequestSpec) {
+        let mut headers: Vec<(String, String)> = vec![("Host".into(), "127.0.0.1:1".into())];
+        let method = METHODS[usize::from(spec.method) % METHODS.len()];
+        if !spec.content_type.is_multiple_of(4) {
+            headers.push(("Content-Type".into(), "application/json".into()));
+        }
+        match spec.accept % 4 {
+            0 => {}
+            1 => headers.push(("Accept".into(), "text/event-stream".into())),
+            _ => headers.push((
+                "Accept".into(),
+                "application/json, text/event-stream".into(),
+            )),
+        }
+        if !self.sessions.is_empty() && !spec.session.is_multiple_of(4) {
+            let sid = self.sessions[usize::from(spec.session) % self.sessions.len()].clone();
+            headers.push(("Mcp-Session-Id".into(), sid));
+        } else if spec.session % 8 == 4 {
+            headers.push(("Mcp-Session-Id".into(), "unknown".into()));
+        }
+        let version = VERSIONS[usize::from(spec.version) % VERSIONS.len()];
+        if !version.is_empty() {
+            headers.push(("MCP-Protocol-Version".into(), version.into()));
+        }
+        if spec.mcp_method % 6 != 5 {
+            let m = MCP_METHODS[usize::from(spec.mcp_method) % MCP_METHODS.len()];
+            headers.push(("Mcp-Method".into(), m.into()));
+        }
+        if spec.name % 5 != 4 {
+            headers.push((
+                "Mcp-Name".into(),
+                NAMES[usize::from(spec.name) % NAMES.len()].into(),
+            ));
+        }
+        if let Some(p) = spec.param {
+            headers.push((
+                "Mcp-Param-Region".into(),
+                PARAMS[usize::from(p) % PARAMS.len()].into(),
+            ));
+        }
+        if let Some((pick, event)) = spec.last_event_id {
+            let id = if self.event_ids.is_empty() || pick % 3 == 0 {
+                format!("{pick}-{event}")
+            } else {
+                self.event_ids[usize::from(pick) % self.event_ids.len()].clone()
+            };
+            headers.push(("Last-Event-ID".into(), id));
+        }
+        if let Some(d) = spec.duplicate
+            && !headers.is_empty()
+        {
+            let copy = headers[usize::from(d) % headers.len()].clone();
+            headers.push(copy);
+        }
+        let body = match &spec.body {
+            BodySpec::Template { which, id } => template(*which, *id).into_bytes(),
+            BodySpec::Raw(bytes) => bytes.clone(),
+        };
+        let views: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let req = HttpRequest {
+            method,
+            headers: &views,
+            body: &body,
+        };
+        let mut seed = self.seed;
+        let mut random = |buf: &mut [u8]| {
+            for b in buf {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                *b = (seed >> 56) as u8;
+            }
+        };
+        let response = self.server.handle_request(self.now, &req, &mut random);
+        self.seed = seed;
+        self.collect_events();
+        let response = self.server.settle(response);
+        assert!(
+            (200..600).contains(&response.status),
+            "status {}",
+            response.status
+        );
+        if let Some((_, sid)) = response
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("Mcp-Session-Id"))
+            && !self.sessions.contains(sid)
+        {
+            self.sessions.push(sid.clone());
+        }
+        match response.body {
+            Body::Complete(_, bytes) => {
+                assert!(
+                    serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),
+                    "a body that is not JSON: {:?}",
+                    String::from_utf8_lossy(&bytes)
+                );
+            }
+            Body::Stream(id) => {
+                assert!(
+                    self.server.poll_stream(id).is_some(),
+                    "a stream response names a stream the host cannot poll"
+                );
+                self.streams.push(id);
+            }
+            Body::Empty => {}
+        }
+    }
+
+    fn collect_events(&mut self) {
+        while let Some((key, event)) = self.server.poll_event() {
+            let event = event.to_owned_event();
+            if self.pending.len() < 64 {
+                self.pending.push((key, event));
+            }
+        }
+    }
+
+    fn drain(&mut self, pick: u8, max: u16) {
+        if self.streams.is_empty() {
+            return;
+        }
+        let id = self.streams[usize::from(pick) % self.streams.len()];
+        let Some(out) = self.server.poll_stream(id) else {
+            self.streams.retain(|s| *s != id);
+            return;
+        };
+        let n = out.bytes.len().min(usize::from(max));
+        let text = String::from_utf8_lossy(&out.bytes[..n]).into_owned();
+        for line in text.lines() {
+            if let Some(id) = line.strip_prefix("id: ")
+                && self.event_ids.len() < 64
+            {
+                self.event_ids.push(id.to_owned());
+            }
+        }
+        self.server.consume_stream(id, n);
+    }
+
+    fn answer(&mut self, how: u8) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let (key, event) = self.pending.remove(0);
+        let OwnedEvent::Request { id, .. } = event else {
+            return;
+        };
+        match how % 5 {
+            0 => {
+                if let Some(conn) = self.server.connection(key) {
+                    let _ = conn.respond(id.as_id(), RawJson::new("{}").expect("JSON"));
+                }
+            }
+            1 => {
+                if let Some(conn) = self.server.connection(key) {
+                    let _ = conn.respond_error(id.as_id(), -32603, "failed", None);
+                }
+            }
+            2 => {
+                if let Some(conn) = self.server.connection(key) {
+                    let _ = conn.progress(id.as_id(), 1.0, None, None);
+                    let _ = conn.notify("notifications/tools/list_changed", None);
+                }
+                self.pending.push((
+                    key,
+                    OwnedEvent::Request {
+                        id,
+                        method: String::new(),
+                        params: None,
+                    },
+                ));
+            }
+            3 => {
+                let _ = self.server.close_stream_for_polling(key, id.as_id());
+                self.pending.push((
+                    key,
+                    OwnedEvent::Request {
+                        id,
+                        method: String::new(),
+                        params: None,
+                    },
+                ));
+            }
+            _ => {}
+        }
+        self.server.pump();
+    }
+
+    fn advance(&mut self, millis: u16) {
+        self.now = self
+            .now
+            .after(Duration::from_millis(u64::from(millis) * 10));
+        if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.server.handle_timeout(self.now);
+            assert!(
+                self.server.poll_timeout().is_none_or(|t| t > self.now),
+                "a deadline at or before now survived handle_timeout"
+            );
+        }
+        self.collect_events();
+    }
+
+    fn check(&self) {
+        assert!(
+            self.server.sessions() <= self.max_sessions,
+            "sessions over the cap"
+        );
+        let stored = self.store.0.lock().expect("store").len();
+        assert!(
+            stored <= self.max_events,
+            "{stored} stored events over the bound"
+        );
+    }
+}
+
+/// The target: an [`HttpSetup`] and [`HttpOp`]s, as `arbitrary` reads them.
+pub fn http_server(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(setup) = HttpSetup::arbitrary(&mut u) else {
+        return;
+    };
+    let mut h = Harness::new(&setup);
+    for _ in 0..256 {
+        let Ok(op) = HttpOp::arbitrary(&mut u) else {
+            break;
+        };
+        match &op {
+            HttpOp::Request(spec) => h.request(spec),
+            HttpOp::Drain { stream, max } => h.drain(*stream, *max),
+            HttpOp::Drop { stream } => {
+                if !h.streams.is_empty() {
+                    let id = h.streams[usize::from(*stream) % h.streams.len()];
+                    h.server.stream_closed(h.now, id);
+                    h.streams.retain(|s| *s != id);
+                }
+            }
+            HttpOp::Advance { millis } => h.advance(*millis),
+            HttpOp::Answer { how } => h.answer(*how),
+            HttpOp::EndListens => {
+                h.server.end_listen_streams();
+            }
+        }
+        h.collect_events();
+        h.check();
+    }
+}
