@@ -291,7 +291,8 @@ fn huge_frame_through_a_connection_is_skipped_and_the_next_answered() {
     events.extend(after);
     assert_eq!(violations(&events), vec![ViolationKind::FrameTooLong]);
     assert_eq!(requests(&events), 0);
-    assert_eq!(out, "");
+    // JSON-RPC wants every request answered: the id was in the frame's head.
+    assert_eq!(out, TOO_LONG_1);
     let (events, out) = exchange(&mut server, br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
     assert!(events.is_empty(), "{events:?}");
     assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
@@ -1103,7 +1104,55 @@ fn regression_memory_dos_unbounded_line() {
         b"\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}",
     );
     assert!(events.is_empty(), "{events:?}");
-    assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
+    assert_eq!(
+        out,
+        format!("{TOO_LONG_1}{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{}}}}\n")
+    );
+}
+
+/// The error an over-long request with id 1 gets.
+const TOO_LONG_1: &str = "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"message\":\"the message is over the frame size limit\"}}\n";
+
+/// An over-long frame whose head does not show an id is answered with a `null` id; an
+/// over-long answer to one of our requests ends that request at once, and is not answered.
+#[test]
+fn over_long_frames_are_answered_or_end_our_request() {
+    let mut server = server_with(|c| c.limits.max_frame = 300);
+    let big = "x".repeat(400);
+    let line =
+        format!(r#"{{"jsonrpc":"2.0","method":"tools/list","params":{{"pad":"{big}"}},"id":4}}"#);
+    let (events, out) = exchange(&mut server, format!("{line}\n").as_bytes());
+    assert_eq!(violations(&events), vec![ViolationKind::FrameTooLong]);
+    assert_eq!(
+        out,
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"the message is over the frame size limit\"}}\n"
+    );
+    // The client side: our request's answer is too long.
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let _ = p.client.request(p.now, "tools/list", None).unwrap();
+    let sent = take_output(&mut p.client);
+    assert!(!sent.is_empty());
+    let answer = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"pad\":\"{}\"}}}}\n",
+        "y".repeat(17 * 1024 * 1024)
+    );
+    p.client.handle_input(p.now, answer.as_bytes());
+    let events = drain(&mut p.client);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Ev::InvalidResponse { .. })),
+        "{events:?}"
+    );
+    assert_eq!(p.client.requests_in_flight(), 0);
+    assert!(
+        p.client.poll_transmit().is_none(),
+        "answers are never answered"
+    );
 }
 
 /// A response matches only the request with the identical id: `"7"`, `7.0`, `7e0`, `0.7e1`

@@ -179,6 +179,42 @@ impl Core {
         self.batch_member_dropped(b);
     }
 
+    /// A frame over the cap (stdio): it is skipped, but not ignored. A request gets an error
+    /// naming its id when the frame's first bytes show it (else `null`), since JSON-RPC wants
+    /// every request answered; an answer to one of our requests ends that request with
+    /// [`Event::InvalidResponse`](super::Event::InvalidResponse) instead of leaving it to time
+    /// out.
+    pub(super) fn on_frame_too_long(&mut self, head: &[u8]) {
+        self.violation(ViolationKind::FrameTooLong);
+        let facts = jsonrpc::scan_head(head);
+        if facts.response {
+            if let Some(OwnedId::Int(n)) = facts.id
+                && self
+                    .corr
+                    .pending
+                    .get(&n)
+                    .is_some_and(|p| matches!(p.kind, super::tables::PendingKind::Normal))
+            {
+                self.corr.pending.remove(&n);
+                self.stateless.take_retry(n);
+                self.events
+                    .push(Stored::InvalidResponse(super::RequestId(n)));
+                self.maybe_finish_close();
+            }
+            return;
+        }
+        let id = facts.id;
+        self.emit_auto(StreamId::MAIN, |out| {
+            jsonrpc::encode_error(
+                out,
+                id.as_ref().map(OwnedId::as_id),
+                jsonrpc::INVALID_REQUEST,
+                "the message is over the frame size limit",
+                None,
+            )
+        });
+    }
+
     pub(super) fn on_decode_error(
         &mut self,
         frame: &[u8],

@@ -328,7 +328,9 @@ impl Connection {
             }
             match frame {
                 Ok(frame) => self.core.on_frame(now, StreamId::MAIN, frame),
-                Err(FrameError::TooLong { .. }) => self.core.violation(ViolationKind::FrameTooLong),
+                Err(FrameError::TooLong { .. }) => {
+                    self.core.on_frame_too_long(self.framer.too_long_head());
+                }
             }
         }
     }

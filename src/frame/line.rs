@@ -13,6 +13,9 @@
 /// results; change it with [`LineDecoder::with_max_frame`].
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 
+/// How many bytes of an over-long frame the decoder keeps for [`LineDecoder::too_long_head`].
+pub const TOO_LONG_HEAD: usize = 256;
+
 /// A problem with the framing itself (as opposed to the JSON inside a frame).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -157,6 +160,8 @@ pub struct LineDecoder {
     /// Inside an over-long frame that has been reported: skip to the next newline.
     discarding: bool,
     max_frame: usize,
+    /// The first bytes of the frame last reported as too long.
+    head: Vec<u8>,
 }
 
 impl Default for LineDecoder {
@@ -178,12 +183,33 @@ impl LineDecoder {
             tail_handed_out: false,
             discarding: false,
             max_frame: max_frame.max(1),
+            head: Vec::new(),
         }
     }
 
     /// The frame cap in force.
     pub fn max_frame(&self) -> usize {
         self.max_frame
+    }
+
+    /// The first bytes (the cap or [`TOO_LONG_HEAD`], whichever is less) of the frame last
+    /// reported as
+    /// [`FrameError::TooLong`], for whoever wants to name it in a reply (a message's id usually
+    /// comes first). Valid until the next call.
+    pub fn too_long_head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Keeps the first bytes of an over-long frame: `first`, then `second`. Always the same
+    /// number of them, whatever the chunking: the frame is reported once more than the cap has
+    /// arrived, so the first `min(cap, TOO_LONG_HEAD)` bytes are there in every case.
+    fn keep_head(&mut self, first: &[u8], second: &[u8]) {
+        let keep = TOO_LONG_HEAD.min(self.max_frame);
+        self.head.clear();
+        let a = first.len().min(keep);
+        self.head.extend_from_slice(&first[..a]);
+        let b = second.len().min(keep - a);
+        self.head.extend_from_slice(&second[..b]);
     }
 
     /// How many bytes of an incomplete frame are buffered: at most the cap, plus one for a
@@ -224,6 +250,9 @@ impl LineDecoder {
                 // A trailing `\r` may be the first half of a `\r\n`: not part of the frame.
                 let cr = usize::from(chunk.last() == Some(&b'\r'));
                 if self.tail.len() + chunk.len() - cr > self.max_frame {
+                    let tail = std::mem::take(&mut self.tail);
+                    self.keep_head(&tail, chunk);
+                    self.tail = tail;
                     super::empty(&mut self.tail);
                     self.discarding = true;
                     return Some(Err(FrameError::TooLong {
@@ -245,6 +274,7 @@ impl LineDecoder {
                 let line = strip_cr(line);
                 // Length first, as when the line arrives in pieces.
                 if line.len() > self.max_frame {
+                    self.keep_head(line, &[]);
                     return Some(Err(FrameError::TooLong {
                         limit: self.max_frame,
                     }));
@@ -257,6 +287,9 @@ impl LineDecoder {
             // Complete the buffered tail.
             let total = self.tail.len() + line.len();
             if strip_cr_len(&self.tail, line) > self.max_frame {
+                let tail = std::mem::take(&mut self.tail);
+                self.keep_head(&tail, line);
+                self.tail = tail;
                 super::empty(&mut self.tail);
                 return Some(Err(FrameError::TooLong {
                     limit: self.max_frame,

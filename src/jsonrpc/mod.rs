@@ -7,6 +7,8 @@
 //! for the connection to decide by protocol version.
 
 mod decode;
+mod head;
+pub(crate) use head::scan_head;
 mod encode;
 mod scan;
 #[cfg(feature = "simd")]

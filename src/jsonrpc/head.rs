@@ -1,0 +1,158 @@
+//! What the first bytes of a message that was too long to decode still tell: its id, and
+//! whether it is a response. The engine uses it to answer an over-long request with an error
+//! naming the request (JSON-RPC wants every request answered) and to end our own request whose
+//! answer was too long, instead of leaving it to time out.
+
+use super::{OwnedId, RawJson};
+
+/// What [`scan_head`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeadFacts {
+    /// The top-level `id`, when it lies wholly inside the head and is a valid id.
+    pub id: Option<OwnedId>,
+    /// A top-level `result` or `error` member was seen: the message is a response.
+    pub response: bool,
+}
+
+/// Reads the top-level members of a JSON object from its first bytes, as far as they go.
+pub(crate) fn scan_head(head: &[u8]) -> HeadFacts {
+    let mut facts = HeadFacts::default();
+    let mut i = skip_ws(head, 0);
+    if head.get(i) != Some(&b'{') {
+        return facts;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(head, i);
+        if head.get(i) != Some(&b'"') {
+            return facts;
+        }
+        let Some(key_end) = string_end(head, i) else {
+            return facts;
+        };
+        let key = &head[i + 1..key_end - 1];
+        i = skip_ws(head, key_end);
+        if head.get(i) != Some(&b':') {
+            return facts;
+        }
+        i = skip_ws(head, i + 1);
+        if matches!(key, b"result" | b"error") {
+            // A response, however much of its value the head holds.
+            facts.response = true;
+        }
+        let Some(value_end) = value_end(head, i) else {
+            return facts;
+        };
+        if key == b"id" {
+            facts.id = std::str::from_utf8(&head[i..value_end])
+                .ok()
+                .and_then(|text| RawJson::new(text).ok())
+                .and_then(|value| value.as_id())
+                .map(OwnedId::from);
+        }
+        i = skip_ws(head, value_end);
+        match head.get(i) {
+            Some(b',') => i += 1,
+            _ => return facts,
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string starting at `start` (a `"`), if it ends inside `b`.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The index just past the value starting at `start`, if it ends inside `b` (a scalar ends
+/// where a delimiter follows it, so one that runs to the end of the head is incomplete).
+fn value_end(b: &[u8], start: usize) -> Option<usize> {
+    match b.get(start)? {
+        b'"' => string_end(b, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while i < b.len() {
+                match b[i] {
+                    b'"' => {
+                        i = string_end(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let len = b[start..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))?;
+            Some(start + len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Id;
+
+    fn id_of(head: &str) -> Option<String> {
+        scan_head(head.as_bytes())
+            .id
+            .map(|id| id.as_id().to_string())
+    }
+
+    #[test]
+    fn finds_the_id_wherever_it_sits_in_the_head() {
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"xx"#),
+            Some("7".into())
+        );
+        assert_eq!(
+            id_of(r#"{"method":"x","params":{"id":1,"s":"}"},"id":"a\"b","x"#),
+            Some(r#""a\"b""#.into())
+        );
+        assert_eq!(id_of(r#"{ "id" : -12 , "method""#), Some("-12".into()));
+        // Cut inside the id, or before it: unknown.
+        assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","method":"x","params":{"big":"#),
+            None
+        );
+        assert_eq!(id_of(r#"{"id":1.5,"#), None);
+        assert_eq!(id_of("not json"), None);
+        assert_eq!(id_of(""), None);
+    }
+
+    #[test]
+    fn tells_responses_apart() {
+        let f = scan_head(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"#);
+        assert_eq!(f.id.map(|i| i.as_id() == Id::Int(3)), Some(true));
+        assert!(f.response);
+        assert!(scan_head(br#"{"id":3,"error":{"code":1},"#).response);
+        assert!(!scan_head(br#"{"id":3,"method":"m","params":{"#).response);
+    }
+}
