@@ -34,7 +34,14 @@ impl Harness {
     }
 
     fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> HttpResponse {
-        let mut all = vec![("Host", "127.0.0.1:3000")];
+        // As a conforming client sends them.
+        let mut all = vec![
+            ("Host", "127.0.0.1:3000"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if method == "POST" {
+            all.push(("Content-Type", "application/json"));
+        }
         all.extend_from_slice(headers);
         let req = HttpRequest {
             method,

@@ -1538,3 +1538,17 @@ fn resumption_goes_through_the_event_store_the_host_supplies() {
     assert_eq!(inner.1.last().map(String::as_str), Some("forget"));
     assert!(inner.0.is_empty(), "the session's events are gone with it");
 }
+
+#[test]
+fn a_stateless_post_of_a_response_is_refused_and_leaves_nothing_behind() {
+    let mut s = server();
+    let r = send(
+        &mut s,
+        "POST",
+        &[("MCP-Protocol-Version", "2026-07-28")],
+        &format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{{META}}}}}"#),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(s.connections().len(), 0);
+    assert_eq!(s.open_streams(), 0);
+}

@@ -128,8 +128,22 @@ impl Core {
         let decoded = self.dispatch.decoder.decode_text(frame);
         match decoded {
             Err(e) => self.on_decode_error(frame, stream, None, &e),
-            Ok((frame, Decoded::Single(m))) => self.on_message(now, stream, frame, m, None),
-            Ok((frame, Decoded::Batch(members))) => self.on_batch(now, stream, frame, members),
+            Ok((frame, decoded)) => self.on_decoded(now, stream, frame, decoded),
+        }
+    }
+
+    /// A frame already decoded (by the HTTP layer, which had to read it to route it): `frame`
+    /// is the text `decoded` was decoded from, and its views point into it.
+    pub(super) fn on_decoded(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        decoded: Decoded<'_>,
+    ) {
+        match decoded {
+            Decoded::Single(m) => self.on_message(now, stream, frame, m, None),
+            Decoded::Batch(members) => self.on_batch(now, stream, frame, members),
         }
     }
 

@@ -43,12 +43,12 @@ use std::time::Duration;
 pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, Role};
 pub use event::{CloseReason, Event, RequestId, ViolationKind};
 pub use lifecycle::State;
-pub use output::{StreamId, Transmit};
+pub use output::{Frame, StreamId, Transmit};
 pub use owned::OwnedEvent;
 pub use time::Timestamp;
 
 use crate::frame::line::{FrameError, LineDecoder};
-use crate::jsonrpc::{Id, JsonStr, OwnedId, RawJson};
+use crate::jsonrpc::{Decoded, Id, JsonStr, OwnedId, RawJson};
 use crate::mcp::{self, Capabilities, Caps, Era, LogLevel, ProtocolVersion};
 use correlation::Correlation;
 use dispatch::Dispatch;
@@ -344,6 +344,21 @@ impl Connection {
         }
     }
 
+    /// [`handle_frame`](Self::handle_frame) for a message the HTTP layer has decoded already
+    /// (to route it), so a body is decoded once. `frame` must be the text `decoded` came from.
+    pub(crate) fn handle_decoded(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        decoded: Decoded<'_>,
+    ) {
+        self.core.events.retire_current();
+        if !self.core.lifecycle.is_closed() {
+            self.core.on_decoded(now, stream, frame, decoded);
+        }
+    }
+
     /// The transport reached end of input: a last unterminated line is processed, requests in
     /// flight are abandoned, and the connection closes.
     pub fn handle_eof(&mut self, now: Timestamp) {
@@ -555,6 +570,24 @@ impl Connection {
     pub fn consume_transmit(&mut self, n: usize) {
         self.core.events.retire_current();
         self.core.out.output.consume(n);
+    }
+
+    /// For message-oriented transports (an HTTP host): the next whole message to send, and
+    /// the stream it belongs to, without the newline stdio framing adds. Call
+    /// [`consume_frame`](Self::consume_frame) once it is taken. The same output queue as
+    /// [`poll_transmit`](Self::poll_transmit): use one or the other on a connection.
+    pub fn poll_frame(&self) -> Option<Frame<'_>> {
+        self.core
+            .out
+            .output
+            .peek_frame()
+            .map(|(stream, bytes)| Frame { stream, bytes })
+    }
+
+    /// Reports that the message from [`poll_frame`](Self::poll_frame) was taken.
+    pub fn consume_frame(&mut self) {
+        self.core.events.retire_current();
+        self.core.out.output.consume_frame();
     }
 
     /// The next event, borrowing from the engine until the next call that takes `&mut self`.

@@ -24,13 +24,28 @@ pub struct Transmit<'a> {
     pub bytes: &'a [u8],
 }
 
-/// One contiguous buffer; consecutive frames of one stream form one segment.
+/// One whole message for a message-oriented transport, from
+/// [`Connection::poll_frame`](super::Connection::poll_frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The stream it belongs to.
+    pub stream: StreamId,
+    /// The message: one JSON text, without the newline stdio framing adds.
+    pub bytes: &'a [u8],
+}
+
+/// One contiguous buffer. Each frame ends with the newline of stdio framing; byte-stream
+/// hosts take runs of one stream's frames at once ([`peek`](Output::peek)), message hosts
+/// take one frame at a time without its newline ([`peek_frame`](Output::peek_frame)).
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     buf: Vec<u8>,
     read: usize,
-    /// (stream, end offset in `buf`) of each segment, oldest first.
+    /// (stream, end offset in `buf`) of each segment, oldest first: consecutive frames of one
+    /// stream form one segment.
     segments: VecDeque<(StreamId, usize)>,
+    /// The end offset (after the newline) of each frame, oldest first.
+    frames: VecDeque<usize>,
     /// Give the buffers back once drained (after the handshake, so an idle connection stays
     /// small; steady traffic then regrows them once and keeps them).
     release_when_drained: bool,
@@ -48,6 +63,7 @@ impl Output {
     fn release(&mut self) {
         self.buf = Vec::new();
         self.segments = VecDeque::new();
+        self.frames = VecDeque::new();
         self.read = 0;
         self.release_when_drained = false;
     }
@@ -70,6 +86,7 @@ impl Output {
     pub(crate) fn end_frame(&mut self, stream: StreamId) {
         self.buf.push(b'\n');
         let end = self.buf.len();
+        self.frames.push_back(end);
         match self.segments.back_mut() {
             Some((s, e)) if *s == stream => *e = end,
             _ => self.segments.push_back((stream, end)),
@@ -79,6 +96,21 @@ impl Output {
     pub(crate) fn peek(&self) -> Option<(StreamId, &[u8])> {
         let &(stream, end) = self.segments.front()?;
         Some((stream, &self.buf[self.read..end]))
+    }
+
+    /// The oldest frame not yet (wholly) consumed, without its newline. A frame partly
+    /// written through [`peek`](Output::peek) comes back from where that stopped.
+    pub(crate) fn peek_frame(&self) -> Option<(StreamId, &[u8])> {
+        let &(stream, _) = self.segments.front()?;
+        let &end = self.frames.front()?;
+        Some((stream, &self.buf[self.read..end - 1]))
+    }
+
+    /// Consumes the oldest frame whole (its newline included).
+    pub(crate) fn consume_frame(&mut self) {
+        if let Some(&end) = self.frames.front() {
+            self.consume(end - self.read);
+        }
     }
 
     pub(crate) fn consume(&mut self, mut n: usize) {
@@ -93,7 +125,11 @@ impl Output {
                 self.segments.pop_front();
             }
         }
+        while self.frames.front().is_some_and(|&end| end <= self.read) {
+            self.frames.pop_front();
+        }
         if self.segments.is_empty() {
+            self.frames.clear();
             self.read = 0;
             if self.release_when_drained {
                 self.release();

@@ -478,15 +478,19 @@ impl HttpServer {
                 return r;
             }
         }
+        // The body is decoded here, once; the connection gets the decoded message.
+        let (text, decoded) = match self.decoder.decode_text(req.body) {
+            Ok(parsed) => parsed,
+            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
+        };
         if let Some(sid) = session
             && !modern_header
         {
-            return self.post_session(now, req, sid);
+            return self.post_session(now, req, sid, text, decoded);
         }
         // No session: `initialize`, or a stateless request.
-        let decoded = self.decoder.decode(req.body);
         let (method, id, modern_body) = match &decoded {
-            Ok(Decoded::Single(Message::Request(r))) => (
+            Decoded::Single(Message::Request(r)) => (
                 Some(r.method.to_str().into_owned()),
                 Some(OwnedId::from(r.id)),
                 r.params
@@ -494,21 +498,17 @@ impl HttpServer {
                     .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
                     .is_some(),
             ),
-            Ok(Decoded::Single(Message::Notification(n))) => {
+            Decoded::Single(Message::Notification(n)) => {
                 (Some(n.method.to_str().into_owned()), None, false)
             }
-            Ok(_) => (None, None, false),
-            Err(e) => {
-                let status = 400;
-                return HttpResponse::rpc_error(status, e.id(), e.code(), e.message());
-            }
+            _ => (None, None, false),
         };
         let is_initialize = method.as_deref() == Some("initialize");
         if serves_legacy && is_initialize && !modern_header {
-            return self.initialize(now, req, random);
+            return self.initialize(now, text, decoded, random);
         }
         if serves_modern && (modern_header || modern_body || !serves_legacy) {
-            return self.stateless(now, req);
+            return self.stateless(now, req, text, decoded);
         }
         if serves_legacy && session.is_none() {
             let _ = id;
@@ -548,7 +548,8 @@ impl HttpServer {
     fn initialize(
         &mut self,
         now: Timestamp,
-        req: &HttpRequest<'_>,
+        text: &str,
+        decoded: Decoded<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
         while self.sessions.len() >= self.config.max_sessions {
@@ -577,7 +578,7 @@ impl HttpServer {
         let Some(key) = self.new_conn(now, Some(sid.clone()), false) else {
             return HttpResponse::empty(500);
         };
-        let mut response = self.deliver(now, key, req.body, false);
+        let mut response = self.deliver(now, key, text, decoded, false);
         if self
             .conns
             .get(&key)
@@ -591,7 +592,14 @@ impl HttpServer {
         response
     }
 
-    fn post_session(&mut self, now: Timestamp, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
+    fn post_session(
+        &mut self,
+        now: Timestamp,
+        req: &HttpRequest<'_>,
+        sid: &str,
+        text: &str,
+        decoded: Decoded<'_>,
+    ) -> HttpResponse {
         let Some(&key) = self.sessions.get(sid) else {
             return HttpResponse::rpc_error(
                 404,
@@ -615,25 +623,34 @@ impl HttpServer {
                 "Bad Request: unsupported or mismatched MCP-Protocol-Version",
             );
         }
-        self.deliver(now, key, req.body, false)
+        self.deliver(now, key, text, decoded, false)
     }
 
     /// Feeds a POST body to a connection and decides the answer.
-    fn deliver(&mut self, now: Timestamp, key: u64, body: &[u8], modern: bool) -> HttpResponse {
+    fn deliver(
+        &mut self,
+        now: Timestamp,
+        key: u64,
+        text: &str,
+        decoded: Decoded<'_>,
+        modern: bool,
+    ) -> HttpResponse {
         // Which requests does the body carry? Their answers end the stream.
         let mut awaiting = HashSet::new();
-        match self.decoder.decode(body) {
-            Ok(Decoded::Single(Message::Request(r))) => {
+        match &decoded {
+            Decoded::Single(Message::Request(r)) => {
                 awaiting.insert(OwnedId::from(r.id));
             }
-            Ok(Decoded::Batch(members)) => {
-                for m in members.into_iter().flatten() {
+            Decoded::Batch(members) => {
+                for m in members.iter().flatten() {
                     if let Message::Request(r) = m {
                         awaiting.insert(OwnedId::from(r.id));
                     }
                 }
             }
-            Ok(Decoded::Single(Message::Response(_) | Message::Error(_))) if modern => {
+            Decoded::Single(Message::Response(_) | Message::Error(_)) if modern => {
+                // Refused before the connection saw it: a stateless one goes with the request.
+                self.conns.remove(&key);
                 return HttpResponse::rpc_error(
                     400,
                     None,
@@ -641,13 +658,12 @@ impl HttpServer {
                     "clients do not send responses in this protocol version",
                 );
             }
-            Ok(_) => {}
-            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
+            _ => {}
         }
         if awaiting.is_empty() {
             // Notifications and responses: accepted, nothing to stream.
             if let Some(c) = self.conns.get_mut(&key) {
-                c.conn.handle_frame(now, StreamId::MAIN, body);
+                c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
             }
             self.pump();
             if modern {
@@ -660,7 +676,8 @@ impl HttpServer {
             s.awaiting = awaiting;
         }
         if let Some(c) = self.conns.get_mut(&key) {
-            c.conn.handle_frame(now, StreamId(stream.0), body);
+            c.conn
+                .handle_decoded(now, StreamId(stream.0), text, decoded);
         }
         self.pump();
         // Answered at once (the engine's own answer, or a refusal): a plain JSON body.
@@ -691,7 +708,13 @@ impl HttpServer {
         }
     }
 
-    fn stateless(&mut self, now: Timestamp, req: &HttpRequest<'_>) -> HttpResponse {
+    fn stateless(
+        &mut self,
+        now: Timestamp,
+        req: &HttpRequest<'_>,
+        text: &str,
+        decoded: Decoded<'_>,
+    ) -> HttpResponse {
         // The headers must agree with the body.
         let mismatch = |what: &str| {
             HttpResponse::rpc_error(
@@ -701,17 +724,16 @@ impl HttpServer {
                 &format!("Header mismatch: {what}"),
             )
         };
-        let decoded = self.decoder.decode(req.body);
         let (id, method, params) = match &decoded {
-            Ok(Decoded::Single(Message::Request(r))) => (
+            Decoded::Single(Message::Request(r)) => (
                 Some(OwnedId::from(r.id)),
                 r.method.to_str().into_owned(),
                 r.params,
             ),
-            Ok(Decoded::Single(Message::Notification(n))) => {
+            Decoded::Single(Message::Notification(n)) => {
                 (None, n.method.to_str().into_owned(), n.params)
             }
-            Ok(_) => {
+            _ => {
                 return HttpResponse::rpc_error(
                     400,
                     None,
@@ -719,7 +741,6 @@ impl HttpServer {
                     "a single request or notification is required",
                 );
             }
-            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
         };
         let rid = id.as_ref().map(|i| i.as_id());
         let body_version = params
@@ -794,7 +815,7 @@ impl HttpServer {
         let Some(key) = self.new_conn(now, None, true) else {
             return HttpResponse::empty(500);
         };
-        self.deliver(now, key, req.body, true)
+        self.deliver(now, key, text, decoded, true)
     }
 
     /// A `tools/call`'s `Mcp-Param-*` headers against its arguments and the tool's
@@ -1070,83 +1091,64 @@ impl HttpServer {
     }
 
     /// Moves every connection's output onto its HTTP streams. Call it after answering events
-    /// (commands on a [`connection`](Self::connection)); inputs call it themselves.
+    /// (commands on a [`connection`](Self::connection)); inputs call it themselves. Each
+    /// message is taken whole from the connection ([`Connection::poll_frame`]) and written
+    /// once, as an SSE event, into its stream.
     pub fn pump(&mut self) {
         let keys: Vec<u64> = self.conns.keys().copied().collect();
         for key in keys {
             while let Some(c) = self.conns.get_mut(&key) {
-                let Some(t) = c.conn.poll_transmit() else {
+                let Conn {
+                    conn,
+                    session,
+                    standalone,
+                    backlog,
+                    next_event,
+                    ..
+                } = c;
+                let Some(frame) = conn.poll_frame() else {
                     break;
                 };
-                let stream = t.stream;
-                let bytes = t.bytes.to_vec();
-                let n = bytes.len();
-                c.conn.consume_transmit(n);
-                for frame in bytes.split(|&b| b == b'\n').filter(|f| !f.is_empty()) {
-                    if stream == StreamId::MAIN {
-                        match self.conns.get(&key).and_then(|c| c.standalone) {
-                            Some(s) if self.streams.contains_key(&s) => self.route(key, s, frame),
-                            _ => {
-                                if let Some(c) = self.conns.get_mut(&key) {
-                                    if c.backlog.len() >= self.config.event_store {
-                                        c.backlog.pop_front();
-                                    }
-                                    c.backlog.push_back(frame.to_vec());
-                                }
-                            }
+                let target = if frame.stream == StreamId::MAIN {
+                    // Unrelated messages go to the session's GET stream, or wait for one.
+                    standalone.filter(|s| self.streams.contains_key(s))
+                } else {
+                    Some(HttpStreamId(frame.stream.0))
+                };
+                match target {
+                    Some(stream) => route_frame(
+                        &mut self.streams,
+                        &mut *self.events,
+                        &mut self.decoder,
+                        (session.as_deref(), next_event),
+                        stream,
+                        frame.bytes,
+                    ),
+                    None => {
+                        if backlog.len() >= self.config.event_store {
+                            backlog.pop_front();
                         }
-                    } else {
-                        self.route(key, HttpStreamId(stream.0), frame);
+                        backlog.push_back(frame.bytes.to_vec());
                     }
                 }
+                conn.consume_frame();
             }
         }
     }
 
-    /// Writes one frame as an SSE event on `stream`, stores it for resumption, and ends the
-    /// stream after the last awaited answer.
+    /// [`route_frame`] for a frame that is not in a connection's output (a backlog entry).
     fn route(&mut self, key: u64, stream: HttpStreamId, frame: &[u8]) {
         let Some(c) = self.conns.get_mut(&key) else {
             return;
         };
-        let event_id = c.next_event;
-        c.next_event += 1;
-        let mut bytes = Vec::new();
-        let text = String::from_utf8_lossy(frame);
-        let id_text = format!("{}-{event_id}", stream.0);
-        sse::write_event(&mut bytes, Some(&id_text), None, &text);
-        if let Some(session) = &c.session {
-            self.events.append(session, stream, event_id, &bytes);
-        }
-        let answered = match self.decoder.decode(frame) {
-            Ok(Decoded::Single(Message::Response(r))) => Some(OwnedId::from(r.id)),
-            Ok(Decoded::Single(Message::Error(e))) => e.id.map(OwnedId::from),
-            Ok(Decoded::Batch(_)) => None,
-            _ => None,
-        };
-        let batch = matches!(self.decoder.decode(frame), Ok(Decoded::Batch(_)));
-        let Some(s) = self.streams.get_mut(&stream) else {
-            return;
-        };
-        if !s.detached && !s.closing_for_polling {
-            s.buf.extend_from_slice(&bytes);
-        }
-        if s.record {
-            s.frames.push(frame.to_vec());
-        }
-        if let Some(id) = answered {
-            s.awaiting.remove(&id);
-        }
-        if batch {
-            s.awaiting.clear();
-        }
-        if s.awaiting.is_empty() && !s.standalone {
-            s.done = true;
-            if s.detached {
-                // Nobody holds it: what it carried waits in the store for a resumption.
-                self.streams.remove(&stream);
-            }
-        }
+        route_frame(
+            &mut self.streams,
+            &mut *self.events,
+            &mut self.decoder,
+            (c.session.as_deref(), &mut c.next_event),
+            stream,
+            frame,
+        );
     }
 
     /// The bytes waiting on an SSE stream, and whether it ends after them: end the response
@@ -1369,6 +1371,58 @@ impl HttpServer {
                 }
             })
             .min()
+    }
+}
+
+/// Writes one message as an SSE event on `stream`, stores it for resumption when the
+/// connection is a session, and ends the stream after the last awaited answer. `conn` is the
+/// connection's session id and event counter.
+fn route_frame(
+    streams: &mut HashMap<HttpStreamId, Stream>,
+    events: &mut dyn EventStore,
+    decoder: &mut Decoder,
+    conn: (Option<&str>, &mut u64),
+    stream: HttpStreamId,
+    frame: &[u8],
+) {
+    let (session, next_event) = conn;
+    let event_id = *next_event;
+    *next_event += 1;
+    let mut bytes = Vec::with_capacity(frame.len() + 32);
+    let text = String::from_utf8_lossy(frame);
+    let id_text = format!("{}-{event_id}", stream.0);
+    sse::write_event(&mut bytes, Some(&id_text), None, &text);
+    if let Some(session) = session {
+        events.append(session, stream, event_id, &bytes);
+    }
+    // Which request this message answers (a batch answers all of them).
+    let (answered, batch) = match decoder.decode(frame) {
+        Ok(Decoded::Single(Message::Response(r))) => (Some(OwnedId::from(r.id)), false),
+        Ok(Decoded::Single(Message::Error(e))) => (e.id.map(OwnedId::from), false),
+        Ok(Decoded::Batch(_)) => (None, true),
+        _ => (None, false),
+    };
+    let Some(s) = streams.get_mut(&stream) else {
+        return;
+    };
+    if !s.detached && !s.closing_for_polling {
+        s.buf.extend_from_slice(&bytes);
+    }
+    if s.record {
+        s.frames.push(frame.to_vec());
+    }
+    if let Some(id) = answered {
+        s.awaiting.remove(&id);
+    }
+    if batch {
+        s.awaiting.clear();
+    }
+    if s.awaiting.is_empty() && !s.standalone {
+        s.done = true;
+        if s.detached {
+            // Nobody holds it: what it carried waits in the store for a resumption.
+            streams.remove(&stream);
+        }
     }
 }
 
