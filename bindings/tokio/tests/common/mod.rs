@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use mcpwire::Timestamp;
 use mcpwire::http::HttpServer;
-use mcpwire_tokio::http::{Application, HostConfig, serve};
+pub use mcpwire_tokio::http::HostConfig;
+use mcpwire_tokio::http::{Application, serve};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
