@@ -1,0 +1,569 @@
+//! Streamable HTTP over HTTP/1.1: [`serve`] runs an [`HttpServer`] and your [`Application`]
+//! on a [`TcpListener`] until a shutdown future completes.
+//!
+//! How it is put together:
+//!
+//! - One [`Mutex`] holds the engine and the application. It is taken for a few microseconds at
+//!   a time (one request, one drain of a stream, one timer step) and never held across an
+//!   `await`.
+//! - A [`Notify`] is woken after every change, so that SSE bodies waiting for bytes and the
+//!   timer task (waiting for the earliest deadline) look again.
+//! - hyper parses HTTP/1.1. It answers malformed framing itself (400 for two different
+//!   `Content-Length`s or a `Transfer-Encoding` whose last coding is not `chunked`, 431 for a
+//!   head over [`HostConfig::max_head_size`]) and closes the connection. A request carrying
+//!   both `Transfer-Encoding: chunked` and `Content-Length` is read by its chunked framing, as
+//!   RFC 9112 §6.1 allows, and hyper closes the connection after the answer, so nothing after
+//!   it on that connection is ever read as a request. Any other `Transfer-Encoding` (`gzip,
+//!   chunked`, …) gets 400 here: the engine takes plain bodies only.
+//! - SSE responses are streaming bodies; when hyper drops one before its end (the client went
+//!   away) the engine hears [`HttpServer::stream_closed`].
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use mcpwire::Timestamp;
+use mcpwire::http::{Body, HttpRequest, HttpServer, HttpStreamId};
+use tokio::net::TcpListener;
+use tokio::sync::futures::OwnedNotified;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+
+/// Your MCP server's logic: answers the events the engine hands out and runs its own timers.
+///
+/// Implement it for the state of your server and pass it to [`serve`]. Every method is called
+/// with the engine's lock held, so keep them short and never block in them: anything slow
+/// (a database, another service) should run elsewhere and come back through a later call (for
+/// example a deadline from [`poll_timeout`](Self::poll_timeout)).
+pub trait Application: Send + 'static {
+    /// Answers every event [`HttpServer::poll_event`] has and then calls
+    /// [`HttpServer::pump`]. Called after every request, after a stream closes and after the
+    /// timers fire.
+    fn drive(&mut self, now: Timestamp, server: &mut HttpServer);
+
+    /// The next time [`handle_timeout`](Self::handle_timeout) has work, if any. The default has
+    /// no timers.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        None
+    }
+
+    /// Runs the application's work that is due at `now`. The host calls
+    /// [`drive`](Self::drive) right after it.
+    fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
+        let _ = (now, server);
+    }
+}
+
+/// Limits and timeouts of the host. [`HostConfig::default`] suits a server exposed to
+/// untrusted clients; tests shorten the timeouts.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// The path the MCP endpoint is served on; any other path gets 404. Default `/mcp`.
+    pub path: String,
+    /// TCP connections served at once. Beyond it the host stops calling `accept`, so further
+    /// connections wait in the kernel's accept queue (the listener's backlog; tokio's
+    /// `TcpListener::bind` asks for 1024) until a served one closes, and the kernel refuses
+    /// or drops them once that queue is full. Default 1024.
+    pub max_connections: usize,
+    /// How long a client may take to send a complete request head, counted from the moment
+    /// the connection waits for one: right after it is accepted, and after each response on a
+    /// kept-alive connection. So it is also the idle keep-alive timeout. The connection is
+    /// closed without an answer when it passes. Default 10 s.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body, once its head is in. 408 and the
+    /// connection closed when it passes. Default 30 s.
+    pub body_read_timeout: Duration,
+    /// The largest request head (request line and headers) in bytes; a larger one gets 431 and
+    /// the connection closed, after at most this many bytes were buffered. At least 8192
+    /// (hyper's smallest read buffer). Default 64 KiB.
+    pub max_head_size: usize,
+    /// The most header lines in a request; more get 431. Default 100.
+    pub max_headers: usize,
+    /// The largest request body in bytes. A `Content-Length` above it gets 413 before anything
+    /// is read; a chunked body gets 413 as soon as it grows past it. The connection is closed
+    /// after a 413. Default 4 MiB.
+    pub max_body: usize,
+    /// After the shutdown future completes: how long in-flight requests and SSE streams of
+    /// POST requests may take to finish. GET streams (a session's stream for unrelated
+    /// messages) end as soon as what they hold is written; the client resumes them elsewhere
+    /// with `Last-Event-ID`. When the grace period is over, every stream still open ends (a
+    /// normal end of the chunked body, not a reset), and [`serve`] returns at most one second
+    /// later, dropping connections that still have not finished. Default 10 s.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            path: "/mcp".to_owned(),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            max_head_size: 64 * 1024,
+            max_headers: 100,
+            max_body: 4 * 1024 * 1024,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Where the host is in its life.
+const RUNNING: u8 = 0;
+/// The shutdown future completed: no new connections, GET streams end.
+const DRAINING: u8 = 1;
+/// The grace period is over: every stream ends.
+const GRACE_OVER: u8 = 2;
+
+struct State<A> {
+    server: HttpServer,
+    app: A,
+}
+
+struct Shared<A> {
+    state: Mutex<State<A>>,
+    /// Woken (`notify_waiters`) after every change that may give a stream bytes or move a
+    /// deadline.
+    changed: Arc<Notify>,
+    start: Instant,
+    phase: AtomicU8,
+    config: HostConfig,
+}
+
+impl<A: Application> Shared<A> {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_nanos(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The lock. A panic in the application while it was held leaves the engine as it was at
+    /// that point; the host carries on with it rather than failing every later request.
+    fn lock(&self) -> MutexGuard<'_, State<A>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn phase(&self) -> u8 {
+        self.phase.load(Ordering::Acquire)
+    }
+
+    fn set_phase(&self, phase: u8) {
+        self.phase.store(phase, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    fn deadline(&self, t: Timestamp) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.start + Duration::from_nanos(t.as_nanos()))
+    }
+}
+
+/// Fills `buf` from the operating system's CSPRNG (session ids).
+fn random_fill(buf: &mut [u8]) {
+    if getrandom::fill(buf).is_err() {
+        // getrandom(2) missing or failing: /dev/urandom is the same source.
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(buf))
+            .expect("no random source for session ids");
+    }
+}
+
+type HostBody<A> = Either<Full<Bytes>, SseBody<A>>;
+
+/// Runs the MCP endpoint on `listener` until `shutdown` completes, then shuts down gracefully
+/// (see [`HostConfig::shutdown_grace`]) and returns.
+///
+/// `server` is the engine (its configuration decides the eras, sessions and Origin policy),
+/// `app` your logic. Call it from a tokio runtime with the `time` and `net` drivers enabled;
+/// connections run as tasks on that runtime, so a multi-threaded runtime serves them on all its
+/// workers. Errors of single connections and of `accept` (out of file descriptors, for
+/// example, which is retried with a growing pause of up to one second) never end it.
+///
+/// ```no_run
+/// # use mcpwire::http::{HttpServer, HttpServerConfig};
+/// # use mcpwire_tokio::http::{Application, HostConfig, serve};
+/// # struct MyApp;
+/// # impl Application for MyApp { fn drive(&mut self, _: mcpwire::Timestamp, s: &mut HttpServer) { s.pump() } }
+/// # async fn run(config: mcpwire::Config) -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// let server = HttpServer::new(HttpServerConfig::new(config));
+/// // `stop.send(())`, from a signal handler for example, shuts the host down.
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// # drop(stop);
+/// serve(listener, server, MyApp, HostConfig::default(), async {
+///     let _ = stopped.await;
+/// })
+/// .await
+/// # }
+/// ```
+pub async fn serve<A: Application>(
+    listener: TcpListener,
+    server: HttpServer,
+    app: A,
+    config: HostConfig,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State { server, app }),
+        changed: Arc::new(Notify::new()),
+        start: Instant::now(),
+        phase: AtomicU8::new(RUNNING),
+        config,
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.config.header_read_timeout)
+        .max_header_size(shared.config.max_head_size)
+        .max_buf_size(shared.config.max_head_size.max(8192))
+        .max_headers(shared.config.max_headers)
+        .keep_alive(true);
+    let timers = tokio::spawn(run_timers(shared.clone()));
+    let graceful = GracefulShutdown::new();
+    let mut conns = JoinSet::new();
+    let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    let mut pause = Duration::ZERO;
+    tokio::pin!(shutdown);
+    loop {
+        // Finished connections' results.
+        while conns.try_join_next().is_some() {}
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok((stream, _)) => {
+                    pause = Duration::ZERO;
+                    stream
+                }
+                Err(e) if connection_error(&e) => continue,
+                Err(_) => {
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying at once would spin. Wait for
+                    // connections to close.
+                    pause = (pause * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+                    tokio::select! {
+                        _ = &mut shutdown => break,
+                        _ = tokio::time::sleep(pause) => continue,
+                    }
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let s = shared.clone();
+        let service = service_fn(move |req| handle(s.clone(), req));
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        conns.spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    // Stop accepting: connections still in the kernel's queue are refused.
+    drop(listener);
+    shared.set_phase(DRAINING);
+    let all_closed = graceful.shutdown();
+    tokio::pin!(all_closed);
+    let grace = shared.config.shutdown_grace;
+    if tokio::time::timeout(grace, &mut all_closed).await.is_err() {
+        shared.set_phase(GRACE_OVER);
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut all_closed).await;
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+    timers.abort();
+    let _ = timers.await;
+    Ok(())
+}
+
+/// An `accept` error that concerns one connection only: accept the next one at once.
+fn connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+    )
+}
+
+/// Fires the engine's and the application's timers at the earliest of their deadlines.
+async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
+    let mut fired_last = false;
+    loop {
+        // Armed before looking, so a change made after the look wakes us.
+        let changed = shared.changed.clone().notified_owned();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let (deadline, fired) = {
+            let mut st = shared.lock();
+            let now = shared.now();
+            let State { server, app } = &mut *st;
+            let next = |server: &HttpServer, app: &A| {
+                [server.poll_timeout(), app.poll_timeout()]
+                    .into_iter()
+                    .flatten()
+                    .min()
+            };
+            let mut deadline = next(server, app);
+            let fired = deadline.is_some_and(|d| d <= now);
+            if fired {
+                server.handle_timeout(now);
+                app.handle_timeout(now, server);
+                app.drive(now, server);
+                deadline = next(server, app);
+            }
+            (deadline, fired)
+        };
+        if fired {
+            // Wakes the streams (and our own `changed`: the next round looks again).
+            shared.changed.notify_waiters();
+            if fired_last {
+                // A deadline that stays due after firing: do not spin on it.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            fired_last = true;
+            continue;
+        }
+        fired_last = false;
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(shared.deadline(d)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = sleep => {}
+            _ = changed => {}
+        }
+    }
+}
+
+/// A response with an empty body and `Connection: close` (hyper closes the connection after
+/// it).
+fn refuse<A: Application>(status: StatusCode) -> Response<HostBody<A>> {
+    let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+async fn handle<A: Application>(
+    shared: Arc<Shared<A>>,
+    req: Request<Incoming>,
+) -> Result<Response<HostBody<A>>, Infallible> {
+    let config = &shared.config;
+    if req.uri().path() != config.path {
+        let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return Ok(r);
+    }
+    // hyper has refused a Transfer-Encoding whose last coding is not `chunked`; the engine
+    // takes no other coding either.
+    let mut te = req
+        .headers()
+        .get_all(hyper::header::TRANSFER_ENCODING)
+        .iter();
+    if let Some(first) = te.next()
+        && (te.next().is_some() || !first.as_bytes().eq_ignore_ascii_case(b"chunked"))
+    {
+        return Ok(refuse(StatusCode::BAD_REQUEST));
+    }
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > config.max_body as u64) {
+        return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
+    }
+    let (parts, body) = req.into_parts();
+    let is_get = parts.method == hyper::Method::GET;
+    let body = match tokio::time::timeout(
+        config.body_read_timeout,
+        Limited::new(body, config.max_body).collect(),
+    )
+    .await
+    {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
+        }
+        // A broken chunked body or a connection gone mid-body.
+        Ok(Err(_)) => return Ok(refuse(StatusCode::BAD_REQUEST)),
+        Err(_) => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
+    };
+    let mut headers = Vec::with_capacity(parts.headers.len());
+    for (name, value) in &parts.headers {
+        let Ok(value) = std::str::from_utf8(value.as_bytes()) else {
+            return Ok(refuse(StatusCode::BAD_REQUEST));
+        };
+        headers.push((name.as_str(), value));
+    }
+    let response = {
+        let mut st = shared.lock();
+        let now = shared.now();
+        let State { server, app } = &mut *st;
+        let request = HttpRequest {
+            method: parts.method.as_str(),
+            headers: &headers,
+            body: &body,
+        };
+        let r = server.handle_request(now, &request, &mut random_fill);
+        app.drive(now, server);
+        server.settle(r)
+    };
+    shared.changed.notify_waiters();
+
+    let mut out_headers = hyper::HeaderMap::with_capacity(response.headers.len() + 1);
+    for (name, value) in &response.headers {
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            (Ok(n), Ok(v)) => {
+                out_headers.append(n, v);
+            }
+            _ => return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR)),
+        }
+    }
+    let body = match response.body {
+        Body::Empty => Either::Left(Full::new(Bytes::new())),
+        Body::Complete(content_type, bytes) => {
+            if !out_headers.contains_key(CONTENT_TYPE)
+                && let Ok(v) = HeaderValue::from_str(content_type)
+            {
+                out_headers.insert(CONTENT_TYPE, v);
+            }
+            Either::Left(Full::new(Bytes::from(bytes)))
+        }
+        Body::Stream(id) => Either::Right(SseBody {
+            shared: shared.clone(),
+            id,
+            is_get,
+            done: false,
+            changed: None,
+        }),
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() =
+        StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *r.headers_mut() = out_headers;
+    Ok(r)
+}
+
+/// An SSE response body: the bytes of one engine stream, as they come.
+struct SseBody<A: Application> {
+    shared: Arc<Shared<A>>,
+    id: HttpStreamId,
+    /// Answers a GET (ends first at shutdown).
+    is_get: bool,
+    /// Ended: nothing more to send, and the engine needs no `stream_closed`.
+    done: bool,
+    /// Armed while waiting for a change.
+    changed: Option<Pin<Box<OwnedNotified>>>,
+}
+
+impl<A: Application> HttpBody for SseBody<A> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if this.changed.is_none() {
+                // Armed before looking, so that a change after the look wakes us.
+                let mut n = Box::pin(this.shared.changed.clone().notified_owned());
+                n.as_mut().enable();
+                this.changed = Some(n);
+            }
+            let mut ended_by_host = false;
+            {
+                let mut st = this.shared.lock();
+                match st.server.poll_stream(this.id) {
+                    None => {
+                        this.done = true;
+                        return Poll::Ready(None);
+                    }
+                    Some(out) if !out.bytes.is_empty() => {
+                        let bytes = Bytes::copy_from_slice(out.bytes);
+                        let finished = out.finished;
+                        st.server.consume_stream(this.id, bytes.len());
+                        // All bytes taken: a finished stream is now forgotten by the engine.
+                        this.done = finished;
+                        return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                    }
+                    Some(out) if out.finished => {
+                        st.server.consume_stream(this.id, 0);
+                        this.done = true;
+                        return Poll::Ready(None);
+                    }
+                    Some(_) => {
+                        let phase = this.shared.phase();
+                        if phase == GRACE_OVER || (phase == DRAINING && this.is_get) {
+                            let now = this.shared.now();
+                            let State { server, app } = &mut *st;
+                            server.stream_closed(now, this.id);
+                            app.drive(now, server);
+                            this.done = true;
+                            ended_by_host = true;
+                        }
+                    }
+                }
+            }
+            if ended_by_host {
+                this.shared.changed.notify_waiters();
+                return Poll::Ready(None);
+            }
+            let changed = this.changed.as_mut().expect("armed above");
+            match changed.as_mut().poll(cx) {
+                Poll::Ready(()) => this.changed = None,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+impl<A: Application> Drop for SseBody<A> {
+    /// hyper drops a body it did not finish when the client went away.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        {
+            let mut st = self.shared.lock();
+            let now = self.shared.now();
+            let State { server, app } = &mut *st;
+            server.stream_closed(now, self.id);
+            app.drive(now, server);
+        }
+        self.shared.changed.notify_waiters();
+    }
+}

@@ -1,0 +1,18 @@
+//! A real network host for mcpwire's sans-IO Streamable HTTP server, on tokio and hyper.
+//!
+//! [`mcpwire::http::HttpServer`] decides what every HTTP request gets, but moves no bytes and
+//! reads no clock. This crate is the IO around it: [`http::serve`] accepts TCP connections,
+//! parses HTTP/1.1 with hyper (request smuggling, oversized heads, slow clients and connection
+//! floods are refused here, before the engine sees anything), hands each request to the
+//! engine, streams SSE answers, fires the engine's timers and shuts down gracefully. Your MCP
+//! logic implements [`http::Application`].
+//!
+//! Use it when you want an MCP server on a TCP port with tokio. If you already run an HTTP
+//! framework, call the engine from your own handlers instead; this crate's source shows how.
+
+// This crate is an IO layer: it reads the real clock (one `Instant` at start) and passes the
+// time to the engine as data. The workspace's clippy.toml forbids clocks for the sans-IO core.
+#![allow(clippy::disallowed_methods)]
+#![warn(missing_docs)]
+
+pub mod http;

@@ -1,0 +1,186 @@
+//! Request framing on a real connection: ambiguous lengths and codings (request smuggling),
+//! bodies over the cap, slow bodies, wrong paths. Each case checks the status, that the
+//! connection is closed where it must be, and that bytes hidden in a body are never served as
+//! a request of their own.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Client, read_to_close, start, statuses, test_config};
+use tokio::io::AsyncWriteExt;
+
+/// A request hidden in a chunk: if it were ever parsed as a request, its 404 would show.
+const HIDDEN: &str = "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+/// Sends `raw` on a fresh connection, then a second, innocent request; returns what came back
+/// before the server closed (it must close within 5 s).
+async fn exchange(raw: &str) -> Vec<u8> {
+    let server = start(test_config()).await;
+    let mut s = server.connect().await;
+    s.write_all(raw.as_bytes()).await.expect("write");
+    // A follow-up that a keep-alive connection would answer: it must not be.
+    let _ = s
+        .write_all(b"GET /after HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await;
+    let (out, closed) = read_to_close(&mut s, Duration::from_secs(5)).await;
+    assert!(
+        closed,
+        "the connection stays open: {}",
+        String::from_utf8_lossy(&out)
+    );
+    out
+}
+
+fn chunked(body: &str) -> String {
+    format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
+}
+
+#[tokio::test]
+async fn chunked_with_content_length_is_read_by_chunks_and_closes_the_connection() {
+    // Content-Length before and after Transfer-Encoding. A server going by Content-Length
+    // would take "2c\r\n" as the body and serve HIDDEN as the next request.
+    for (first, second) in [
+        ("Content-Length: 4", "Transfer-Encoding: chunked"),
+        ("Transfer-Encoding: chunked", "Content-Length: 4"),
+    ] {
+        let raw = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{first}\r\n{second}\r\n\r\n{}",
+            chunked(HIDDEN)
+        );
+        let out = exchange(&raw).await;
+        let got = statuses(&out);
+        // hyper decodes by Transfer-Encoding (RFC 9112 §6.1) and closes after the answer: one
+        // response (the engine's refusal of a body that is not JSON), nothing for HIDDEN or
+        // the follow-up.
+        assert_eq!(got.len(), 1, "{}", String::from_utf8_lossy(&out));
+        assert!((400..500).contains(&got[0]), "{got:?}");
+        assert!(!got.contains(&404), "{got:?}");
+        let text = String::from_utf8_lossy(&out).to_ascii_lowercase();
+        assert!(text.contains("connection: close"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_coding_other_than_chunked_gets_400_and_closes() {
+    // `gzip, chunked` is valid framing, but the engine takes plain bodies only.
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip, chunked\r\n\
+         Content-Length: 4\r\n\r\n{}",
+        chunked(HIDDEN)
+    );
+    assert_eq!(statuses(&exchange(&raw).await), [400]);
+    // Two Transfer-Encoding lines.
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\
+         Transfer-Encoding: chunked\r\n\r\n{}",
+        chunked(HIDDEN)
+    );
+    assert_eq!(statuses(&exchange(&raw).await), [400]);
+}
+
+#[tokio::test]
+async fn chunked_not_last_gets_400_from_hyper_and_closes() {
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked, identity\r\n\r\n{}",
+        chunked(HIDDEN)
+    );
+    assert_eq!(statuses(&exchange(&raw).await), [400]);
+}
+
+#[tokio::test]
+async fn two_different_content_lengths_get_400_from_hyper_and_close() {
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nContent-Length: {}\r\n\r\n\
+         abcd{HIDDEN}",
+        4 + HIDDEN.len()
+    );
+    assert_eq!(statuses(&exchange(&raw).await), [400]);
+    // One line with two values.
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4, {}\r\n\r\nabcd{HIDDEN}",
+        4 + HIDDEN.len()
+    );
+    assert_eq!(statuses(&exchange(&raw).await), [400]);
+}
+
+#[tokio::test]
+async fn a_body_over_the_cap_gets_413() {
+    let server = start(test_config()).await;
+    let cap = test_config().max_body;
+
+    // Declared too large: refused before any body byte is sent.
+    let mut c = Client::new(&server).await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        cap + 1
+    );
+    c.stream.write_all(head.as_bytes()).await.expect("write");
+    let r = c.response().await.expect("an answer before the body");
+    assert_eq!(r.status, 413);
+    assert_eq!(r.header("connection"), Some("close"));
+
+    // Chunked, growing past the cap: refused once it does.
+    let mut s = server.connect().await;
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    s.write_all(head.as_bytes()).await.expect("write");
+    let chunk = format!("{:x}\r\n{}\r\n", 4096, "a".repeat(4096));
+    for _ in 0..=cap / 4096 {
+        if s.write_all(chunk.as_bytes()).await.is_err() {
+            break;
+        }
+    }
+    let (out, closed) = read_to_close(&mut s, Duration::from_secs(5)).await;
+    assert!(closed);
+    assert_eq!(statuses(&out), [413]);
+
+    // A body at the cap is read (and refused by the engine as not JSON, which is fine).
+    let mut c = Client::new(&server).await;
+    c.send(
+        "POST",
+        &[("Content-Type", "application/json")],
+        &vec![b' '; cap],
+    )
+    .await;
+    let r = c.response().await.expect("an answer");
+    assert_ne!(r.status, 413);
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_come_gets_408() {
+    let server = start(test_config()).await;
+    let mut s = server.connect().await;
+    s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .expect("write");
+    // body_read_timeout is 2 s in the test configuration.
+    let (out, closed) = read_to_close(&mut s, Duration::from_secs(5)).await;
+    assert!(closed);
+    assert_eq!(statuses(&out), [408]);
+}
+
+#[tokio::test]
+async fn other_paths_get_404_and_the_connection_stays_usable() {
+    let server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    c.stream
+        .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("write");
+    assert_eq!(c.response().await.expect("answer").status, 404);
+    c.stream
+        .write_all(b"GET /mcp/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("write");
+    assert_eq!(c.response().await.expect("answer").status, 404);
+    // Same connection, the endpoint: the engine answers.
+    let r = c
+        .post(
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+}

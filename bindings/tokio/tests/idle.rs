@@ -1,0 +1,110 @@
+//! Idle and slow connections: 2,000 of them cost tasks, not threads, and are closed by the
+//! header-read timeout; the connection cap makes further connections wait in the accept queue.
+
+// The test measures how long the server takes to close connections, on the real clock.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Client, HostConfig, proc_status, read_to_close, start, statuses, test_config};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_idle_connections_use_few_threads_and_are_closed_by_the_timeout() {
+    let config = HostConfig {
+        header_read_timeout: Duration::from_secs(1),
+        max_connections: 4096,
+        ..test_config()
+    };
+    let server = start(config).await;
+    let mut conns = Vec::with_capacity(2000);
+    for i in 0..2000 {
+        let mut s = server.connect().await;
+        // Half say nothing; half start a head and stall (slowloris).
+        if i % 2 == 1 {
+            s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow:")
+                .await
+                .expect("write");
+        }
+        conns.push(s);
+    }
+    let opened = Instant::now();
+    // Let the server accept them all.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The harness's threads, the tests' runtimes (two workers each): a thread per
+    // connection would be 2,000 more.
+    let threads = proc_status("Threads");
+    assert!(
+        threads <= 16,
+        "{threads} threads with 2000 connections open"
+    );
+    // Every one is closed by the server (EOF or reset) once the header timeout passes.
+    let closers = conns.into_iter().map(|mut s| {
+        tokio::spawn(async move {
+            let mut b = [0u8; 64];
+            let r = tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await;
+            matches!(r, Ok(Ok(0)) | Ok(Err(_)))
+        })
+    });
+    let mut closed = 0;
+    for c in closers.collect::<Vec<_>>() {
+        closed += usize::from(c.await.expect("task"));
+    }
+    assert_eq!(closed, 2000);
+    let took = opened.elapsed();
+    assert!(took < Duration::from_secs(4), "closing took {took:?}");
+    assert!(proc_status("Threads") <= 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_is_closed_after_the_idle_timeout() {
+    let config = HostConfig {
+        header_read_timeout: Duration::from_millis(500),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let mut c = Client::new(&server).await;
+    c.stream
+        .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("write");
+    assert_eq!(c.response().await.expect("answer").status, 404);
+    let idle = Instant::now();
+    let (out, closed) = read_to_close(&mut c.stream, Duration::from_secs(3)).await;
+    assert!(closed && out.is_empty(), "{out:?}");
+    let took = idle.elapsed();
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_cap_wait_in_the_accept_queue() {
+    let config = HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(5),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let first = server.connect().await;
+    let _second = server.connect().await;
+    // The third connects (the kernel queues it) but is not served while two are open.
+    let mut third = server.connect().await;
+    third
+        .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("write");
+    let mut b = [0u8; 256];
+    let early = tokio::time::timeout(Duration::from_millis(300), third.read(&mut b)).await;
+    assert!(early.is_err(), "served over the cap: {early:?}");
+    // One closes: the third is accepted and answered.
+    drop(first);
+    let n = tokio::time::timeout(Duration::from_secs(2), third.read(&mut b))
+        .await
+        .expect("served once a slot is free")
+        .expect("read");
+    assert_eq!(statuses(&b[..n]), [404]);
+}

@@ -1,0 +1,124 @@
+//! Oversized request heads: a 1 MiB header line and a 256 MiB request line, streamed. The host
+//! must answer 431 (or close) after buffering at most `max_head_size` bytes, so the process's
+//! resident memory barely moves. The server runs in this process; its own tests are the only
+//! ones in this binary, so VmRSS measures it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{proc_status, read_to_close, start, statuses, test_config};
+use tokio::io::AsyncWriteExt;
+
+/// Streams `head` and then `filler` until `total` bytes or until the server stops taking
+/// them; returns the bytes written and what came back (the connection must close within 10 s).
+async fn flood(head: &[u8], filler: u8, total: usize) -> (usize, Vec<u8>) {
+    let server = start(test_config()).await;
+    let s = server.connect().await;
+    let (mut rd, mut wr) = s.into_split();
+    let head = head.to_vec();
+    let writer = tokio::spawn(async move {
+        let block = vec![filler; 64 * 1024];
+        let mut sent = 0;
+        if wr.write_all(&head).await.is_err() {
+            return sent;
+        }
+        sent += head.len();
+        while sent < total {
+            let n = block.len().min(total - sent);
+            match tokio::time::timeout(Duration::from_secs(10), wr.write_all(&block[..n])).await {
+                Ok(Ok(())) => sent += n,
+                _ => break,
+            }
+        }
+        sent
+    });
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        use tokio::io::AsyncReadExt;
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .is_ok();
+    assert!(closed, "the server kept the connection open");
+    let sent = writer.await.expect("writer");
+    drop(server);
+    (sent, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_1_mib_header_gets_431_with_bounded_memory() {
+    let before = proc_status("VmRSS");
+    let mut head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ".to_vec();
+    head.extend(std::iter::repeat_n(b'a', 1024 * 1024));
+    head.extend_from_slice(b"\r\n\r\n");
+    let (_, out) = flood(&head, b'a', 0).await;
+    let after = proc_status("VmRSS");
+    // The answer may be lost to a reset when the server closes with our bytes unread; if it
+    // arrived, it is 431.
+    let got = statuses(&out);
+    assert!(got.is_empty() || got == [431], "{got:?}");
+    // The request (1 MiB) sits in our own buffer; the server buffered at most 64 KiB.
+    assert!(
+        after.saturating_sub(before) < 16 * 1024,
+        "VmRSS grew from {before} to {after} KiB"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_256_mib_request_line_is_cut_off_early_with_bounded_memory() {
+    let before = proc_status("VmRSS");
+    let (sent, out) = flood(b"GET /", b'a', 256 * 1024 * 1024).await;
+    let after = proc_status("VmRSS");
+    let got = statuses(&out);
+    assert!(
+        got.is_empty() || got == [431] || got == [414] || got == [400],
+        "{got:?}"
+    );
+    // The server stopped reading after its 64 KiB: what we got to write is that plus the
+    // sockets' buffers, far from 256 MiB.
+    assert!(sent < 32 * 1024 * 1024, "{sent} bytes were taken");
+    assert!(
+        after.saturating_sub(before) < 16 * 1024,
+        "VmRSS grew from {before} to {after} KiB"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_at_the_limit_is_served_and_one_over_gets_431() {
+    let server = start(test_config()).await;
+    let max = test_config().max_head_size;
+    let base = "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: \r\n\r\n".len();
+    for (pad, want) in [(max - base - 1024, None), (max - base + 1, Some(431))] {
+        let mut s = server.connect().await;
+        let req = format!(
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: {}\r\n\r\n",
+            "p".repeat(pad)
+        );
+        s.write_all(req.as_bytes()).await.expect("write");
+        let (out, _) = read_to_close(&mut s, Duration::from_secs(3)).await;
+        let got = statuses(&out);
+        match want {
+            // Under the limit the engine answers (400: a GET without a session).
+            None => assert!(!got.is_empty() && got[0] != 431, "{got:?}"),
+            Some(code) => assert_eq!(got, [code]),
+        }
+    }
+    // 101 header lines (hyper's default limit is 100).
+    let mut s = server.connect().await;
+    let mut req = "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n".to_owned();
+    for i in 0..101 {
+        req.push_str(&format!("X-{i}: v\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let (out, closed) = read_to_close(&mut s, Duration::from_secs(3)).await;
+    assert!(closed);
+    assert_eq!(statuses(&out), [431]);
+}

@@ -1,0 +1,226 @@
+//! MCP over the host: a whole session (JSON and SSE answers, the fixture's timers), a client
+//! leaving an SSE stream, and graceful shutdown with streams open.
+
+// The shutdown tests time how long draining takes, on the real clock.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::{Client, HostConfig, Server, open_session, start, test_config};
+
+const PROGRESS_CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p1"}}}"#;
+
+/// Opens the session's GET stream on a new connection and reads its priming event.
+async fn open_get_stream(server: &Server, session: &str) -> Client {
+    let mut c = Client::new(server).await;
+    c.send(
+        "GET",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        b"",
+    )
+    .await;
+    let (status, headers) = c.head().await.expect("a head");
+    assert_eq!(status, 200);
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v == "text/event-stream")
+    );
+    let priming = c.chunk().await.expect("the priming event");
+    assert!(String::from_utf8_lossy(&priming).contains("retry:"));
+    c
+}
+
+/// Waits until the engine holds `n` SSE streams.
+async fn wait_streams(server: &Server, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while server.open_streams.load(Ordering::SeqCst) != n {
+        assert!(
+            Instant::now() < deadline,
+            "the engine still holds {} streams, not {n}",
+            server.open_streams.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_session_over_one_connection() {
+    let server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+
+    let r = c
+        .post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(
+        r.text().contains("\"test_tool_with_progress\""),
+        "{}",
+        r.text()
+    );
+
+    // Answered by the fixture's timers (50 ms steps): an SSE stream on the same connection.
+    let r = c.post(Some(&session), PROGRESS_CALL).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.chunked_end, "the stream did not end normally");
+    let text = r.text();
+    for p in ["\"progress\":0", "\"progress\":50", "\"progress\":100"] {
+        assert!(text.contains(p), "{p} missing: {text}");
+    }
+    assert!(text.contains("Progress test completed"), "{text}");
+    let result = text.find("\"id\":3").expect("the result");
+    assert!(text.find("\"progress\":100").expect("progress") < result);
+
+    // The connection is still good: end the session.
+    c.send(
+        "DELETE",
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(c.response().await.expect("answer").status, 200);
+    let r = c
+        .post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    wait_streams(&server, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_an_sse_stream_is_reported_to_the_engine() {
+    let server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+    let get = open_get_stream(&server, &session).await;
+    wait_streams(&server, 1).await;
+    drop(get);
+    // hyper notices the EOF while the body idles and drops it: stream_closed.
+    wait_streams(&server, 0).await;
+    // The session lives on: a new GET stream opens.
+    let _again = open_get_stream(&server, &session).await;
+    wait_streams(&server, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_ends_get_streams_and_lets_answers_finish() {
+    let mut server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+    let mut get = open_get_stream(&server, &session).await;
+    // A tool call in flight (its answer is ~100 ms away).
+    let mut call = Client::new(&server).await;
+    call.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", &session),
+        ],
+        PROGRESS_CALL.as_bytes(),
+    )
+    .await;
+    let (status, _) = call.head().await.expect("the call's head");
+    assert_eq!(status, 200);
+
+    let began = Instant::now();
+    let serve = server.shutdown();
+    // The GET stream ends normally (the last chunk), then the connection closes.
+    assert_eq!(get.chunk().await, Some(Vec::new()), "GET stream not ended");
+    // The call's stream carries on to its answer and ends normally.
+    let mut text = Vec::new();
+    loop {
+        match call.chunk().await {
+            Some(c) if c.is_empty() => break,
+            Some(c) => text.extend_from_slice(&c),
+            None => panic!("the call's stream was cut"),
+        }
+    }
+    assert!(String::from_utf8_lossy(&text).contains("Progress test completed"));
+    // Everything done: serve returns well within the grace period.
+    tokio::time::timeout(Duration::from_secs(2), serve)
+        .await
+        .expect("serve returned")
+        .expect("task")
+        .expect("serve");
+    assert!(began.elapsed() < test_config().shutdown_grace);
+    // Nothing is accepted any more.
+    match tokio::net::TcpStream::connect(server.addr).await {
+        Err(_) => {}
+        Ok(mut s) => {
+            let (out, closed) = common::read_to_close(&mut s, Duration::from_secs(1)).await;
+            assert!(closed && out.is_empty());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_end_of_the_grace_period_open_streams_end_normally() {
+    let config = HostConfig {
+        shutdown_grace: Duration::from_millis(500),
+        ..test_config()
+    };
+    let mut server = start(config).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, r#"{"sampling":{}}"#).await;
+    // A call waiting for our answer to its sampling request, which never comes.
+    c.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", &session),
+        ],
+        br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_sampling","arguments":{"prompt":"hi"}}}"#,
+    )
+    .await;
+    let (status, _) = c.head().await.expect("head");
+    assert_eq!(status, 200);
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("sampling/createMessage") {
+        let chunk = c.chunk().await.expect("the sampling request");
+        assert!(!chunk.is_empty());
+        seen.extend_from_slice(&chunk);
+    }
+
+    let began = Instant::now();
+    let serve = server.shutdown();
+    // Within the grace period the stream stays open; at its end, the last chunk.
+    loop {
+        match c.chunk().await {
+            Some(chunk) if chunk.is_empty() => break,
+            Some(_) => {}
+            None => panic!("the stream was cut, not ended"),
+        }
+    }
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(3), serve)
+        .await
+        .expect("serve returned")
+        .expect("task")
+        .expect("serve");
+}
