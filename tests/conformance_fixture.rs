@@ -467,6 +467,47 @@ fn stateless_input_required_round_trips_and_refusals() {
     );
     assert_eq!(r["result"]["resultType"], "complete");
     assert_eq!(r["result"]["content"][0]["text"], "Hello, Alice!");
+    // The legacy-style tools ask through input_required too, and a retry that carries the
+    // answer completes (it used to ask again, forever).
+    for (id, tool, args, answer) in [
+        (
+            10,
+            "test_elicitation",
+            json!({"message":"Who?"}),
+            json!({"action":"accept","content":{"username":"a","email":"b"}}),
+        ),
+        (
+            12,
+            "test_sampling",
+            json!({"prompt":"Hi"}),
+            json!({"role":"assistant","content":{"type":"text","text":"Hello"},"model":"m"}),
+        ),
+    ] {
+        let (_, r) = modern(
+            &mut h,
+            id,
+            "tools/call",
+            Some(tool),
+            json!({"name":tool,"arguments":args}),
+            all.clone(),
+        );
+        assert_eq!(r["result"]["resultType"], "input_required", "{tool}: {r}");
+        let (_, r) = modern(
+            &mut h,
+            id + 1,
+            "tools/call",
+            Some(tool),
+            json!({"name":tool,"arguments":args,"inputResponses":{"input":answer}}),
+            all.clone(),
+        );
+        assert_eq!(r["result"]["resultType"], "complete", "{tool}: {r}");
+        assert!(
+            r["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Input received")
+        );
+    }
     // State round trip, and a tampered state refused.
     let tool = "test_input_required_result_tampered_state";
     let (_, r) = modern(

@@ -40,7 +40,15 @@ pub fn server_config() -> Config {
 
 /// The HTTP server configuration around [`server_config`].
 pub fn http_config() -> HttpServerConfig {
-    HttpServerConfig::new(server_config())
+    let mut config = HttpServerConfig::new(server_config());
+    // The tools' `x-mcp-header` annotations, for checking `Mcp-Param-*` headers.
+    let tools = tools().to_string();
+    let refused = config.declare_tools(RawJson::new(&tools).expect("JSON"));
+    assert!(
+        refused.is_empty(),
+        "invalid x-mcp-header annotations: {refused:?}"
+    );
+    config
 }
 
 /// A step that runs later.
@@ -49,6 +57,8 @@ enum Step {
     Progress(f64),
     /// `test_tool_with_logging`: the n-th log message; answer after the third.
     Log(u8),
+    /// `test_reconnection`: the answer, after the stream was closed for polling.
+    Reconnected,
 }
 
 struct Job {
@@ -117,6 +127,18 @@ pub fn tools() -> Value {
     let t = |name: &str, description: &str, schema: &Value| json!({"name":name,"description":description,"inputSchema":schema});
     json!([
         t("test_simple_text", "Returns a simple text response", &none),
+        t(
+            "test_header_param",
+            "Echoes its region; the region travels in the Mcp-Param-Region header (2026-07-28)",
+            &json!({"type":"object",
+            "properties":{"region":{"type":"string","description":"Where to run","x-mcp-header":"Region"}},
+            "required":["region"]})
+        ),
+        t(
+            "test_reconnection",
+            "Closes its SSE stream before answering; the answer comes after the client resumes (SEP-1699)",
+            &none
+        ),
         t("test_image_content", "Returns an image (1x1 PNG)", &none),
         t("test_audio_content", "Returns audio (WAV)", &none),
         t(
@@ -442,6 +464,13 @@ impl Fixture {
                         });
                     }
                 }
+                Step::Reconnected => {
+                    respond(
+                        conn,
+                        &job.id,
+                        Answer::Result(text("Reconnection test completed")),
+                    );
+                }
                 Step::Log(n) => {
                     let msg = match n {
                         1 => "Tool processing data",
@@ -623,6 +652,21 @@ impl Fixture {
     ) -> Answer {
         let name = params["name"].as_str().unwrap_or("").to_owned();
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
+        if name == "test_reconnection" {
+            // SEP-1699: close the call's stream now (the client has the priming event's id)
+            // and answer a little later; the client resumes with GET and Last-Event-ID. Where
+            // the stream cannot be resumed (stateless, older versions), answer at once.
+            if server.close_stream_for_polling(key, id.as_id()) {
+                self.jobs.push(Job {
+                    due: now.after(STEP),
+                    key,
+                    id: id.clone(),
+                    step: Step::Reconnected,
+                });
+                return Answer::Later;
+            }
+            return Answer::Result(text("Reconnection test completed"));
+        }
         let Some(conn) = server.connection(key) else {
             return Answer::Later;
         };
@@ -630,6 +674,10 @@ impl Fixture {
         let r = |v: Value| Answer::Result(v);
         match name.as_str() {
             "test_simple_text" => r(text(SIMPLE_TEXT)),
+            "test_header_param" => r(text(&format!(
+                "Region: {}",
+                args["region"].as_str().unwrap_or("")
+            ))),
             "test_image_content" => {
                 r(json!({"content":[{"type":"image","data":PNG,"mimeType":"image/png"}]}))
             }
@@ -716,6 +764,9 @@ impl Fixture {
             | "test_elicitation_sep1034_defaults"
             | "test_elicitation_sep1330_enums"
             | "test_streaming_elicitation" => {
+                // 2026-07-28: a retry carries the client's answer in the request's own
+                // `inputResponses` (read it before `params` names the question below).
+                let answered = params_of(params, "inputResponses").get("input").cloned();
                 let (method, params, asked) = match name.as_str() {
                     "test_sampling" => {
                         let prompt = args["prompt"].as_str().unwrap_or("");
@@ -751,7 +802,7 @@ impl Fixture {
                 let method = method.as_str().unwrap_or("").to_owned();
                 if modern {
                     // No server→client requests in 2026-07-28: ask through the answer.
-                    if let Some(resp) = params_of(&params, "inputResponses").get("input") {
+                    if let Some(resp) = answered {
                         return r(text(&format!("Input received: {resp}")));
                     }
                     let need = if asked == Asked::Sampling {
