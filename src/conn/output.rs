@@ -44,8 +44,6 @@ pub(crate) struct Output {
     /// (stream, end offset in `buf`) of each segment, oldest first: consecutive frames of one
     /// stream form one segment.
     segments: VecDeque<(StreamId, usize)>,
-    /// The end offset (after the newline) of each frame, oldest first.
-    frames: VecDeque<usize>,
     /// Give the buffers back once drained (after the handshake, so an idle connection stays
     /// small; steady traffic then regrows them once and keeps them).
     release_when_drained: bool,
@@ -63,7 +61,6 @@ impl Output {
     fn release(&mut self) {
         self.buf = Vec::new();
         self.segments = VecDeque::new();
-        self.frames = VecDeque::new();
         self.read = 0;
         self.release_when_drained = false;
     }
@@ -86,7 +83,6 @@ impl Output {
     pub(crate) fn end_frame(&mut self, stream: StreamId) {
         self.buf.push(b'\n');
         let end = self.buf.len();
-        self.frames.push_back(end);
         match self.segments.back_mut() {
             Some((s, e)) if *s == stream => *e = end,
             _ => self.segments.push_back((stream, end)),
@@ -99,17 +95,23 @@ impl Output {
     }
 
     /// The oldest frame not yet (wholly) consumed, without its newline. A frame partly
-    /// written through [`peek`](Output::peek) comes back from where that stopped.
+    /// written through [`peek`](Output::peek) comes back from where that stopped. The encoder
+    /// never writes a raw newline inside a message, so the first one ends the frame: frames
+    /// need no bookkeeping of their own, and byte-stream hosts pay nothing for this.
     pub(crate) fn peek_frame(&self) -> Option<(StreamId, &[u8])> {
-        let &(stream, _) = self.segments.front()?;
-        let &end = self.frames.front()?;
-        Some((stream, &self.buf[self.read..end - 1]))
+        let (stream, bytes) = self.peek()?;
+        let len = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(bytes.len());
+        Some((stream, &bytes[..len]))
     }
 
     /// Consumes the oldest frame whole (its newline included).
     pub(crate) fn consume_frame(&mut self) {
-        if let Some(&end) = self.frames.front() {
-            self.consume(end - self.read);
+        if let Some((_, frame)) = self.peek_frame() {
+            let n = frame.len() + 1;
+            self.consume(n);
         }
     }
 
@@ -125,11 +127,7 @@ impl Output {
                 self.segments.pop_front();
             }
         }
-        while self.frames.front().is_some_and(|&end| end <= self.read) {
-            self.frames.pop_front();
-        }
         if self.segments.is_empty() {
-            self.frames.clear();
             self.read = 0;
             if self.release_when_drained {
                 self.release();
@@ -137,5 +135,40 @@ impl Output {
                 crate::frame::empty(&mut self.buf);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(out: &mut Output, stream: u64, text: &str) {
+        out.begin().extend_from_slice(text.as_bytes());
+        out.end_frame(StreamId(stream));
+    }
+
+    #[test]
+    fn frames_come_one_at_a_time_without_the_newline_and_runs_stay_whole() {
+        let mut out = Output::default();
+        frame(&mut out, 1, "{\"a\":1}");
+        frame(&mut out, 1, "{\"b\":2}");
+        frame(&mut out, 2, "{\"c\":3}");
+        // A byte-stream host sees one stream's run at once, newlines included.
+        assert_eq!(
+            out.peek(),
+            Some((StreamId(1), &b"{\"a\":1}\n{\"b\":2}\n"[..]))
+        );
+        // A message host sees one frame.
+        assert_eq!(out.peek_frame(), Some((StreamId(1), &b"{\"a\":1}"[..])));
+        out.consume_frame();
+        assert_eq!(out.peek_frame(), Some((StreamId(1), &b"{\"b\":2}"[..])));
+        // Mixed use: three bytes written as bytes, the rest of the frame as a frame.
+        out.consume(3);
+        assert_eq!(out.peek_frame(), Some((StreamId(1), &b"\":2}"[..])));
+        out.consume_frame();
+        assert_eq!(out.peek_frame(), Some((StreamId(2), &b"{\"c\":3}"[..])));
+        out.consume_frame();
+        assert_eq!(out.peek_frame(), None);
+        assert_eq!(out.buffered(), 0);
     }
 }
