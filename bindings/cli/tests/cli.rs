@@ -317,3 +317,76 @@ fn help_and_bad_usage() {
         assert!(!out.contains(swallowed), "{swallowed}");
     }
 }
+
+/// The resident memory of a process, from /proc (Linux).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// `mcpwire serve` applies backpressure: a peer that writes 400 MiB of requests without
+/// reading any answer finds the server stops reading (its memory stays small), and once the
+/// peer reads, every request is answered.
+#[test]
+fn serve_applies_backpressure_and_answers_everything_once_read() {
+    const PAD: usize = 64 * 1024;
+    const REQUESTS: usize = 400 * 1024 * 1024 / PAD;
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let pad = "x".repeat(PAD);
+        for id in 0..REQUESTS {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"_meta\":{{\"pad\":\"{pad}\"}}}}}}\n"
+            );
+            if stdin.write_all(line.as_bytes()).is_err() {
+                return id;
+            }
+        }
+        REQUESTS
+    });
+    // Nobody reads yet: the writer stalls and the server holds little.
+    let mut peak = 0;
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        peak = peak.max(rss_bytes(pid));
+    }
+    assert!(
+        !writer.is_finished(),
+        "400 MiB went in without anyone reading the answers"
+    );
+    assert!(
+        peak > 0 && peak < 64 * 1024 * 1024,
+        "RSS {peak} bytes while not read"
+    );
+    // Now read: every request gets its answer, in order.
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let mut answered = 0;
+    while answered < REQUESTS {
+        let line = lines.next().expect("an answer").unwrap();
+        assert_eq!(
+            line,
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{answered},\"result\":{{}}}}")
+        );
+        answered += 1;
+        if answered % 512 == 0 {
+            peak = peak.max(rss_bytes(pid));
+        }
+    }
+    assert_eq!(writer.join().unwrap(), REQUESTS);
+    assert!(peak < 64 * 1024 * 1024, "RSS {peak} bytes");
+    let _ = child.kill();
+    let _ = child.wait();
+}
