@@ -322,6 +322,8 @@ struct Client {
     get_stream: Option<u64>,
     /// (when, stream to resume).
     resumes: Vec<(Instant, u64)>,
+    /// Why the session failed, if it did: the exit status says so.
+    failure: Option<String>,
 }
 
 impl Client {
@@ -526,6 +528,7 @@ impl Client {
     fn failed(&mut self, r: RequestId, why: &str) {
         eprintln!("http_client: request {r:?} failed: {why}");
         if self.phase == Phase::Listing(r) || self.phase == Phase::Calling(r) {
+            self.failure = Some(format!("request {r:?} failed: {why}"));
             self.phase = Phase::Done;
         }
     }
@@ -571,6 +574,9 @@ impl Client {
             }
             OwnedEvent::Response { request: r, result } if self.phase == Phase::Calling(r) => {
                 eprintln!("http_client: tool result {result}");
+                if parse(Some(&result))["isError"] == json!(true) {
+                    self.failure = Some(format!("the tool reported an error: {result}"));
+                }
                 self.phase = Phase::Done;
             }
             OwnedEvent::Error {
@@ -650,6 +656,7 @@ fn main() {
         want_get: false,
         get_stream: None,
         resumes: Vec::new(),
+        failure: None,
     };
     let deadline = start + Duration::from_secs(25);
     client.pump();
@@ -684,5 +691,10 @@ fn main() {
         }
         let _ = http(&client.url, "DELETE", &h, b"").map(|mut r| r.body());
     }
-    std::process::exit(if client.phase == Phase::Done { 0 } else { 1 });
+    // Any failure, of the session or of the tool, is a failed run.
+    if let Some(why) = &client.failure {
+        eprintln!("http_client: FAILED: {why}");
+    }
+    let ok = client.phase == Phase::Done && client.failure.is_none();
+    std::process::exit(if ok { 0 } else { 1 });
 }
