@@ -31,7 +31,7 @@
 
 use std::time::Duration;
 
-use super::event::Stored;
+use super::event::{Stored, TransportFailure};
 use super::stateless::Classified;
 use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers};
 use super::time::Timestamp;
@@ -145,6 +145,38 @@ impl Core {
         };
         cap.push(stored);
         self.maybe_finish_close();
+    }
+
+    /// The host could not carry our message `n` or its answer (HTTP status, connection,
+    /// stream). The request ends at once: an application request with
+    /// [`Event::Failed`](super::Event::Failed), an auto-era probe by falling back to the
+    /// handshake, the handshake itself by closing. An answer that still comes later is dropped
+    /// as late.
+    pub(super) fn on_failed_exchange(&mut self, now: Timestamp, n: i64, reason: TransportFailure) {
+        let Some(pending) = self.corr.pending.remove(&n) else {
+            return;
+        };
+        let retry = self.stateless.take_retry(n);
+        self.stateless.recycle_retry(retry);
+        self.corr.our_finished.insert(n);
+        match pending.kind {
+            PendingKind::Initialize => self.finish(CloseReason::TransportFailed(reason)),
+            PendingKind::Discover { .. } if self.config.client_start().is_none() => {
+                self.fall_back(now)
+            }
+            PendingKind::Discover { .. } => self.finish(CloseReason::TransportFailed(reason)),
+            PendingKind::Normal => {
+                self.events.push(Stored::Failed(RequestId(n), reason));
+                // A session's server may still be working on it (an HTTP error status means
+                // it was refused, and a stateless request is cancelled by the closed stream).
+                if !matches!(reason, TransportFailure::Status(_))
+                    && self.lifecycle.era == Some(crate::mcp::Era::Legacy)
+                {
+                    self.send_cancelled(n, Some("the transport lost the answer"));
+                }
+                self.maybe_finish_close();
+            }
+        }
     }
 
     pub(super) fn on_progress(&mut self, now: Timestamp, frame: &str, params: Option<RawJson<'_>>) {

@@ -11,6 +11,29 @@ use crate::mcp::ProtocolVersion;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(pub i64);
 
+/// Why a message transport could not carry one of our requests or its answer, as the host
+/// reports it with [`Connection::handle_failed_exchange`](super::Connection::handle_failed_exchange).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportFailure {
+    /// The server answered with this HTTP status and no JSON-RPC answer.
+    Status(u16),
+    /// The connection failed, or closed before the answer.
+    Disconnected,
+    /// The answer's stream ended without the answer, and resuming it gave up.
+    StreamEnded,
+}
+
+impl std::fmt::Display for TransportFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TransportFailure::Status(s) => write!(f, "HTTP status {s} without an answer"),
+            TransportFailure::Disconnected => f.write_str("the connection failed"),
+            TransportFailure::StreamEnded => f.write_str("the stream ended without the answer"),
+        }
+    }
+}
+
 /// Why the connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -31,6 +54,9 @@ pub enum CloseReason {
     /// The peer kept sending traffic that needs replies while not reading ours, past
     /// [`Limits::max_buffered_output`](super::Limits::max_buffered_output).
     PeerNotReading,
+    /// Client: the transport could not carry `initialize` (or, when the client speaks only
+    /// the stateless era, `server/discover`) or its answer.
+    TransportFailed(TransportFailure),
 }
 
 /// Something the peer did wrong. The engine has already answered as the spec prescribes
@@ -181,6 +207,15 @@ pub enum Event<'a> {
         /// Which request.
         request: RequestId,
     },
+    /// The transport could not carry one of our requests or its answer (an HTTP error
+    /// status, a failed connection, a stream that ended early), as the host reported with
+    /// [`handle_failed_exchange`](super::Connection::handle_failed_exchange). Ends the request.
+    Failed {
+        /// Which request.
+        request: RequestId,
+        /// What went wrong.
+        reason: TransportFailure,
+    },
     /// The peer broke a rule; see [`ViolationKind`]. Repeats.
     Violation {
         /// What it did.
@@ -249,6 +284,7 @@ pub(crate) enum Stored {
     InvalidResponse(RequestId),
     TimedOut(RequestId),
     Abandoned(RequestId),
+    Failed(RequestId, TransportFailure),
     Violation {
         kind: ViolationKind,
         id: Option<StoredId>,
@@ -546,6 +582,10 @@ fn view<'a>(arena: &'a str, origin: usize, entry: &'a Entry) -> Event<'a> {
         Stored::InvalidResponse(request) => Event::InvalidResponse { request: *request },
         Stored::TimedOut(request) => Event::TimedOut { request: *request },
         Stored::Abandoned(request) => Event::Abandoned { request: *request },
+        Stored::Failed(request, reason) => Event::Failed {
+            request: *request,
+            reason: *reason,
+        },
         Stored::Violation {
             kind,
             id: i,

@@ -41,7 +41,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, Role};
-pub use event::{CloseReason, Event, RequestId, ViolationKind};
+pub use event::{CloseReason, Event, RequestId, TransportFailure, ViolationKind};
 pub use lifecycle::State;
 pub use output::{Frame, StreamId, Transmit};
 pub use owned::OwnedEvent;
@@ -356,6 +356,22 @@ impl Connection {
         self.core.events.retire_current();
         if !self.core.lifecycle.is_closed() {
             self.core.on_decoded(now, stream, frame, decoded);
+        }
+    }
+
+    /// A message transport (an HTTP client host) could not carry our message with id `id`,
+    /// or its answer: the POST got an HTTP error status, the connection failed, or the answer's
+    /// stream ended and could not be resumed. The request ends at once instead of timing out:
+    /// [`Event::Failed`] for the application's requests; an auto-era probe falls back to the
+    /// handshake; a failed handshake closes the connection
+    /// ([`CloseReason::TransportFailed`]). Ids that are not ours in flight are ignored.
+    pub fn handle_failed_exchange(&mut self, now: Timestamp, id: Id<'_>, reason: TransportFailure) {
+        self.core.events.retire_current();
+        if self.core.lifecycle.is_closed() {
+            return;
+        }
+        if let Id::Int(n) = id {
+            self.core.on_failed_exchange(now, n, reason);
         }
     }
 

@@ -5,7 +5,7 @@
 //! (answer a request from a handler, queue events for another thread, keep them in a test)
 //! copies the event once with [`Event::to_owned_event`] and works from the copy.
 
-use super::event::{CloseReason, Event, RequestId, ViolationKind};
+use super::event::{CloseReason, Event, RequestId, TransportFailure, ViolationKind};
 use crate::jsonrpc::OwnedId;
 use crate::mcp::ProtocolVersion;
 
@@ -67,6 +67,11 @@ pub enum OwnedEvent {
     TimedOut { request: RequestId },
     /// See [`Event::Abandoned`].
     Abandoned { request: RequestId },
+    /// See [`Event::Failed`].
+    Failed {
+        request: RequestId,
+        reason: TransportFailure,
+    },
     /// See [`Event::Violation`].
     Violation {
         kind: ViolationKind,
@@ -137,6 +142,10 @@ impl Event<'_> {
             Event::InvalidResponse { request } => OwnedEvent::InvalidResponse { request: *request },
             Event::TimedOut { request } => OwnedEvent::TimedOut { request: *request },
             Event::Abandoned { request } => OwnedEvent::Abandoned { request: *request },
+            Event::Failed { request, reason } => OwnedEvent::Failed {
+                request: *request,
+                reason: *reason,
+            },
             Event::Violation { kind, id, method } => OwnedEvent::Violation {
                 kind: *kind,
                 id: id.map(Into::into),
