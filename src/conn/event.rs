@@ -381,6 +381,11 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
+    /// Events waiting to be handed out.
+    pub(crate) fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
     pub(crate) fn new(limit: usize) -> Self {
         EventQueue {
             limit: limit.max(16),

@@ -612,6 +612,18 @@ impl Connection {
         self.core.events.next()
     }
 
+    /// How many events are waiting for [`poll_event`](Self::poll_event). Use it to know
+    /// whether a connection you are about to drop still has something to say.
+    pub fn pending_events(&self) -> usize {
+        self.core.events.pending()
+    }
+
+    /// The configuration the connection was made from (a host that starts over, after an
+    /// HTTP session expired, makes the next connection from it).
+    pub fn config(&self) -> &Config {
+        &self.core.config
+    }
+
     /// The event handed out by the last [`poll_event`](Self::poll_event), again.
     pub(crate) fn current_event(&self) -> Option<Event<'_>> {
         self.core.events.current()

@@ -360,12 +360,18 @@ impl ToolHeaders {
     /// annotations break rule 3, with the reason: such a tool is invalid, and clients will not
     /// call it; fix its schema.
     pub fn declare(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
+        self.tools.clear();
+        self.add(tools)
+    }
+
+    /// As [`declare`](Self::declare), but keeps what was declared before: for a client
+    /// reading a paginated `tools/list`, one page at a time.
+    pub fn add(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
         let list = if tools.is_object() {
             tools.get_unique("tools").ok().flatten()
         } else {
             Some(tools)
         };
-        self.tools.clear();
         let mut refused = Vec::new();
         for tool in list.into_iter().flat_map(|l| l.items()) {
             let Some(name) = tool
@@ -381,11 +387,16 @@ impl ToolHeaders {
                 continue;
             };
             match param_headers(schema) {
-                Ok(headers) if headers.is_empty() => {}
+                Ok(headers) if headers.is_empty() => {
+                    self.tools.remove(&name);
+                }
                 Ok(headers) => {
                     self.tools.insert(name, headers);
                 }
-                Err(e) => refused.push((name, e)),
+                Err(e) => {
+                    self.tools.remove(&name);
+                    refused.push((name, e));
+                }
             }
         }
         refused

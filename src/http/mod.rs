@@ -12,12 +12,14 @@
 pub mod client;
 pub mod headers;
 mod server;
+mod session;
 mod store;
 
 pub use server::{
     Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig, HttpStreamId,
     OriginCheck, StreamOutput, loopback_only,
 };
+pub use session::{ClientAction, ExchangeId, HttpClient, ReconnectPolicy};
 pub use store::{EventStore, MemoryEventStore};
 
 /// The header carrying the session id (handshake era).

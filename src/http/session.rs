@@ -1,0 +1,679 @@
+//! [`HttpClient`]: an MCP client connection over Streamable HTTP, sans-IO.
+//!
+//! The host makes the HTTP requests it is told to ([`HttpClient::poll_action`]) with any HTTP
+//! library, and reports what came back ([`handle_response`](HttpClient::handle_response),
+//! [`handle_body`](HttpClient::handle_body), [`handle_end`](HttpClient::handle_end),
+//! [`handle_error`](HttpClient::handle_error)). The client turns each outgoing message into a
+//! POST with the headers of its era, reads JSON and SSE answers, resumes broken streams, and
+//! ends requests whose exchange failed.
+//!
+//! Rules (Streamable HTTP, 2025-03-26 … 2026-07-28):
+//!
+//! 1. Every message is its own POST, with `Accept` listing JSON and SSE. Handshake era: the
+//!    `Mcp-Session-Id` the server gave on `initialize` goes on every later request, and
+//!    `MCP-Protocol-Version` once negotiated. 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`
+//!    and `Mcp-Name` mirror the body, and so do the `Mcp-Param-{Name}` headers of the tool's
+//!    `x-mcp-header` annotations, learned from `tools/list` (values encoded as
+//!    [`encode_value`](super::headers::encode_value) says).
+//! 2. A tool whose annotations are invalid is left out of the `tools/list` result the
+//!    application sees.
+//! 3. A 404 to a request that carried a session id means the session is gone: its requests
+//!    fail, and a new connection starts a new session.
+//! 4. An HTTP error status without a JSON-RPC answer, a failed connection, or a stream that
+//!    ends without its answers and cannot be resumed ends the affected requests at once
+//!    ([`Connection::handle_failed_exchange`]). An auto-era probe that fails this way falls
+//!    back to `initialize` at once.
+//! 5. A stream that breaks before its answers is resumed with `GET` and `Last-Event-ID` (the
+//!    last event id seen on it, kept across drops) after the server's `retry` or the policy's
+//!    backoff, with jitter from a random value the host supplies, up to the policy's number of
+//!    attempts.
+//! 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
+//!    stream ([`ClientAction::Abort`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::time::Duration;
+
+use super::client::{StreamReader, request_headers};
+use super::headers::{ToolHeaders, encode_value};
+use crate::Timestamp;
+use crate::conn::{Config, ConfigError, Connection, Event, StreamId, TransportFailure};
+use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, RawJson};
+use crate::mcp::{Era, META_PROTOCOL_VERSION, ProtocolVersion};
+
+/// One HTTP exchange of an [`HttpClient`]: a POST, or the GETs that resume its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExchangeId(pub u64);
+
+/// How an [`HttpClient`] resumes a stream that broke before its answers came. Data only: the
+/// client asks the host for a GET when the time comes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReconnectPolicy {
+    /// The first delay when the server sent no `retry`. Default 500 ms.
+    pub initial_delay: Duration,
+    /// The longest delay; each attempt doubles the last. Default 30 s.
+    pub max_delay: Duration,
+    /// Resumptions tried per stream before its requests fail. Default 5.
+    pub max_attempts: u32,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_attempts: 5,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// The delay before attempt `attempt` (1 for the first): the server's `retry` if it sent
+    /// one, else `initial_delay`, doubled for each attempt after the first, capped at
+    /// `max_delay`, then spread over its upper half by `jitter` (any value; uniform random
+    /// from the host is best) so that clients dropped together do not return together.
+    pub fn delay(&self, attempt: u32, server_retry: Option<Duration>, jitter: u32) -> Duration {
+        let base = server_retry.unwrap_or(self.initial_delay);
+        let doubled = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let capped = doubled.min(self.max_delay.max(base));
+        let half = capped / 2;
+        half + half.mul_f64(f64::from(jitter) / f64::from(u32::MAX))
+    }
+}
+
+/// What the host must do next for an [`HttpClient`], from
+/// [`poll_action`](HttpClient::poll_action).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAction<'a> {
+    /// Make this HTTP request to the server's MCP endpoint, then report its outcome.
+    Send {
+        /// Which exchange the outcome belongs to.
+        exchange: ExchangeId,
+        /// `POST` or `GET`.
+        method: &'static str,
+        /// Every header to send (name, value).
+        headers: &'a [(String, String)],
+        /// The body (empty for a GET).
+        body: &'a [u8],
+    },
+    /// Stop reading this exchange's response and close it (2026-07-28: that cancels its
+    /// request). Report nothing more for it.
+    Abort {
+        /// Which exchange.
+        exchange: ExchangeId,
+    },
+}
+
+/// How the response to an exchange is being read.
+#[derive(Debug)]
+enum Reading {
+    /// Not answered yet.
+    Waiting,
+    /// A JSON body, collected until it ends.
+    Json(Vec<u8>),
+    /// An SSE stream.
+    Sse,
+    /// 202, or an error status: the body is collected for a JSON-RPC answer it may hold.
+    Other(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Exchange {
+    method: &'static str,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Our requests whose answers this exchange should bring.
+    awaiting: BTreeSet<i64>,
+    /// The session's standalone GET stream (no answers expected; kept open).
+    standalone: bool,
+    /// It carried a session id (a 404 then means the session is gone).
+    with_session: bool,
+    status: u16,
+    reading: Reading,
+    reader: StreamReader,
+    attempts: u32,
+}
+
+/// The largest JSON body a client collects; a larger one fails its exchange.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// An MCP client over Streamable HTTP, both eras, without IO. See the
+/// [module docs](self) for the rules it follows and [`poll_action`](Self::poll_action) for the
+/// loop.
+#[derive(Debug)]
+pub struct HttpClient {
+    conn: Connection,
+    policy: ReconnectPolicy,
+    session: Option<String>,
+    /// The era the first answer showed, for the GET stream and headers.
+    tools: ToolHeaders,
+    /// Ids of our `tools/list` requests, whose results teach us the tools' annotations.
+    tools_list: HashSet<i64>,
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    next_exchange: u64,
+    /// Actions for the host, oldest first.
+    queue: VecDeque<(ExchangeId, bool)>,
+    /// Resumptions waiting for their time.
+    resumes: Vec<(Timestamp, ExchangeId)>,
+    decoder: Decoder,
+    /// Open a standalone GET stream once the session is ready.
+    open_get: bool,
+    /// The session expired: start a new connection once the old one's events are out.
+    restart: bool,
+    now: Timestamp,
+}
+
+impl HttpClient {
+    /// A client for `config` (client role). Its first POST (`initialize`, or the
+    /// `server/discover` probe) is ready at once. `open_get_stream` also opens the session's
+    /// standalone GET stream once a handshake-era session is ready, for server messages that
+    /// belong to no request.
+    pub fn new(
+        config: Config,
+        now: Timestamp,
+        policy: ReconnectPolicy,
+        open_get_stream: bool,
+    ) -> Result<HttpClient, ConfigError> {
+        let decoder = Decoder::new(config.decoder);
+        Ok(HttpClient {
+            conn: Connection::new(config, now)?,
+            policy,
+            session: None,
+            tools: ToolHeaders::new(),
+            tools_list: HashSet::new(),
+            exchanges: BTreeMap::new(),
+            next_exchange: 1,
+            queue: VecDeque::new(),
+            resumes: Vec::new(),
+            decoder,
+            open_get: open_get_stream,
+            restart: false,
+            now,
+        })
+    }
+
+    /// The MCP connection, for commands (`request`, `respond`, …). Its output is sent by
+    /// [`poll_action`](Self::poll_action); do not drain it yourself.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The handshake-era session id, once the server gave one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The next event of the connection. After a session expired, the old connection's
+    /// events (its failed requests) come first; then a new connection starts a new session.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        if self.restart && self.conn.pending_events() == 0 {
+            self.restart = false;
+            if let Ok(conn) = Connection::new(self.conn.config().clone(), self.now) {
+                self.conn = conn;
+            }
+        }
+        self.conn.poll_event()
+    }
+
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) has work: the connection's
+    /// timers and the resumptions waiting.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let resume = self.resumes.iter().map(|(at, _)| *at).min();
+        match (self.conn.poll_timeout(), resume) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires what is due: the connection's timers, and resumptions whose time has come.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
+        self.conn.handle_timeout(now);
+        let (due, later): (Vec<_>, Vec<_>) =
+            self.resumes.iter().copied().partition(|(at, _)| *at <= now);
+        self.resumes = later;
+        for (_, exchange) in due {
+            self.queue.push_back((exchange, false));
+        }
+    }
+
+    /// The next thing for the host to do, if any: an HTTP request to make, or a response to
+    /// abandon. Call it after every input and command, until `None`.
+    pub fn poll_action(&mut self) -> Option<ClientAction<'_>> {
+        self.take_output();
+        let (exchange, abort) = self.queue.pop_front()?;
+        if abort {
+            self.exchanges.remove(&exchange);
+            return Some(ClientAction::Abort { exchange });
+        }
+        let ex = self.exchanges.get(&exchange)?;
+        Some(ClientAction::Send {
+            exchange,
+            method: ex.method,
+            headers: &ex.headers,
+            body: &ex.body,
+        })
+    }
+
+    /// The response's status and headers arrived for `exchange`. Names compare ignoring case.
+    pub fn handle_response(
+        &mut self,
+        now: Timestamp,
+        exchange: ExchangeId,
+        status: u16,
+        headers: &[(&str, &str)],
+    ) {
+        self.now = now;
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim())
+        };
+        if let Some(sid) = header(super::SESSION_HEADER)
+            && self.session.is_none()
+            && !sid.is_empty()
+        {
+            self.session = Some(sid.to_owned());
+        }
+        let sse = header("Content-Type").is_some_and(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        });
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        ex.status = status;
+        ex.reading = match status {
+            200 if sse => {
+                ex.reader.reconnected();
+                Reading::Sse
+            }
+            200 => Reading::Json(Vec::new()),
+            _ => Reading::Other(Vec::new()),
+        };
+        if status == 404 && ex.with_session {
+            // The session is gone: its requests fail, and the next connection starts over.
+            self.expire_session(now);
+        }
+    }
+
+    /// Bytes of the response body of `exchange`.
+    pub fn handle_body(&mut self, now: Timestamp, exchange: ExchangeId, bytes: &[u8]) {
+        self.now = now;
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        match &mut ex.reading {
+            Reading::Json(body) | Reading::Other(body) => {
+                if body.len() + bytes.len() <= MAX_BODY {
+                    body.extend_from_slice(bytes);
+                }
+            }
+            Reading::Sse => {
+                let mut messages = Vec::new();
+                ex.reader.feed(bytes, |m| messages.push(m.to_vec()));
+                for m in messages {
+                    self.deliver(now, exchange, &m);
+                }
+            }
+            Reading::Waiting => {}
+        }
+    }
+
+    /// The response body of `exchange` ended normally. Requests it should have answered and
+    /// did not are resumed (SSE with an event id) or fail. `jitter` is a random value for
+    /// the resumption delay.
+    pub fn handle_end(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
+        self.now = now;
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        let status = ex.status;
+        match std::mem::replace(&mut ex.reading, Reading::Waiting) {
+            Reading::Json(body) => {
+                self.deliver_body(now, exchange, &body);
+                self.settle(now, exchange, TransportFailure::StreamEnded, jitter);
+            }
+            Reading::Other(body) => {
+                // An error status may still carry a JSON-RPC answer (400 with -32020, say).
+                self.deliver_body(now, exchange, &body);
+                let failure = if status == 202 {
+                    TransportFailure::StreamEnded
+                } else {
+                    TransportFailure::Status(status)
+                };
+                self.finish(now, exchange, failure);
+            }
+            Reading::Sse => self.settle(now, exchange, TransportFailure::StreamEnded, jitter),
+            Reading::Waiting => self.settle(now, exchange, TransportFailure::Disconnected, jitter),
+        }
+    }
+
+    /// The exchange failed: no connection, or it broke. Like [`handle_end`](Self::handle_end),
+    /// a stream with an event id is resumed, else its requests fail.
+    pub fn handle_error(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
+        self.now = now;
+        if let Some(ex) = self.exchanges.get_mut(&exchange) {
+            ex.reading = Reading::Waiting;
+        }
+        self.settle(now, exchange, TransportFailure::Disconnected, jitter);
+    }
+
+    // ---- inside ----------------------------------------------------------------------------
+
+    /// Turns the connection's output into POST exchanges.
+    fn take_output(&mut self) {
+        while let Some(frame) = self.conn.poll_frame() {
+            let bytes = frame.bytes.to_vec();
+            self.conn.consume_frame();
+            self.post(&bytes);
+        }
+        if self.open_get
+            && self.session.is_some()
+            && self.conn.era() == Some(Era::Legacy)
+            && self.conn.state() == crate::conn::State::Operating
+        {
+            self.open_get = false;
+            self.get_stream();
+        }
+    }
+
+    fn new_exchange(&mut self, ex: Exchange) -> ExchangeId {
+        let id = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        self.exchanges.insert(id, ex);
+        self.queue.push_back((id, false));
+        id
+    }
+
+    fn post(&mut self, frame: &[u8]) {
+        let decoded = self.decoder.decode(frame);
+        let mut awaiting = BTreeSet::new();
+        let mut modern_version = None;
+        let mut cancelled = None;
+        let mut param_headers = Vec::new();
+        if let Ok(Decoded::Single(m)) = &decoded {
+            match m {
+                Message::Request(r) => {
+                    if let Id::Int(n) = r.id {
+                        awaiting.insert(n);
+                        if r.method.eq_str("tools/list") {
+                            self.tools_list.insert(n);
+                        }
+                    }
+                    modern_version = r
+                        .params
+                        .and_then(|p| p.get_unique("_meta").ok().flatten())
+                        .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+                        .and_then(|v| v.as_str())
+                        .and_then(|v| ProtocolVersion::parse(&v.to_str()));
+                    if modern_version.is_some() && r.method.eq_str("tools/call") {
+                        param_headers = self.param_headers(r.params);
+                    }
+                }
+                Message::Notification(n) if n.method.eq_str("notifications/cancelled") => {
+                    cancelled = n
+                        .params
+                        .and_then(|p| p.get_unique("requestId").ok().flatten())
+                        .and_then(|v| v.as_i64());
+                }
+                _ => {}
+            }
+        }
+        if self.conn.era() == Some(Era::Modern) || modern_version.is_some() {
+            // 2026-07-28: no notifications over HTTP; a cancel closes the request's stream.
+            let is_notification = matches!(decoded, Ok(Decoded::Single(Message::Notification(_))));
+            if is_notification {
+                if let Some(n) = cancelled
+                    && let Some((&id, _)) =
+                        self.exchanges.iter().find(|(_, e)| e.awaiting.contains(&n))
+                {
+                    self.queue.push_back((id, true));
+                }
+                return;
+            }
+        }
+        let version = modern_version.or(self.conn.protocol_version());
+        let session = if modern_version.is_some() {
+            None
+        } else {
+            self.session.clone()
+        };
+        let mut headers = owned(request_headers(frame, version, session.as_deref()));
+        headers.extend(param_headers);
+        self.new_exchange(Exchange {
+            method: "POST",
+            headers,
+            body: frame.to_vec(),
+            awaiting,
+            standalone: false,
+            with_session: session.is_some(),
+            status: 0,
+            reading: Reading::Waiting,
+            reader: StreamReader::new(),
+            attempts: 0,
+        });
+    }
+
+    /// `Mcp-Param-*` headers for a `tools/call`, from the tool's annotations.
+    fn param_headers(&self, params: Option<RawJson<'_>>) -> Vec<(String, String)> {
+        let Some(params) = params else {
+            return Vec::new();
+        };
+        let Some(name) = params
+            .get_unique("name")
+            .ok()
+            .flatten()
+            .and_then(|n| n.as_str())
+        else {
+            return Vec::new();
+        };
+        let arguments = params.get_unique("arguments").ok().flatten();
+        let mut out = Vec::new();
+        for annotation in self.tools.for_tool(&name.to_str()) {
+            let Some(value) = arguments.and_then(|a| annotation.value_in(a)) else {
+                continue;
+            };
+            let text = match value.as_str() {
+                Some(s) => s.to_str().into_owned(),
+                None => value.get().trim().to_owned(),
+            };
+            out.push((annotation.header_name(), encode_value(&text)));
+        }
+        out
+    }
+
+    fn get_stream(&mut self) {
+        let mut headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
+        if let Some(s) = &self.session {
+            headers.push((super::SESSION_HEADER.to_owned(), s.clone()));
+        }
+        if let Some(v) = self.conn.protocol_version() {
+            headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
+        }
+        self.new_exchange(Exchange {
+            method: "GET",
+            headers,
+            body: Vec::new(),
+            awaiting: BTreeSet::new(),
+            standalone: true,
+            with_session: true,
+            status: 0,
+            reading: Reading::Waiting,
+            reader: StreamReader::new(),
+            attempts: 0,
+        });
+    }
+
+    fn deliver_body(&mut self, now: Timestamp, exchange: ExchangeId, body: &[u8]) {
+        if body.is_empty() {
+            return;
+        }
+        match self.decoder.decode(body) {
+            Ok(Decoded::Single(Message::Response(_) | Message::Error(_)))
+            | Ok(Decoded::Single(Message::Request(_) | Message::Notification(_))) => {
+                let body = body.to_vec();
+                self.deliver(now, exchange, &body);
+            }
+            Ok(Decoded::Batch(members)) => {
+                // A batch answer (2025-03-26): each member on its own.
+                let texts: Vec<Vec<u8>> = members
+                    .into_iter()
+                    .flatten()
+                    .map(|m| {
+                        let mut out = Vec::new();
+                        jsonrpc::encode_message(&mut out, &m);
+                        out
+                    })
+                    .collect();
+                for t in texts {
+                    self.deliver(now, exchange, &t);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// One message from the server: notes the answer, learns tool annotations from
+    /// `tools/list`, and feeds it to the connection.
+    fn deliver(&mut self, now: Timestamp, exchange: ExchangeId, message: &[u8]) {
+        let mut answered = None;
+        let mut filtered = None;
+        if let Ok(Decoded::Single(m)) = self.decoder.decode(message) {
+            match m {
+                Message::Response(r) => {
+                    if let Id::Int(n) = r.id {
+                        answered = Some(n);
+                        if self.tools_list.remove(&n) {
+                            filtered = self.learn_tools(r.id, r.result);
+                        }
+                    }
+                }
+                Message::Error(e) => {
+                    if let Some(Id::Int(n)) = e.id {
+                        answered = Some(n);
+                        self.tools_list.remove(&n);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(n) = answered {
+            for ex in self.exchanges.values_mut() {
+                ex.awaiting.remove(&n);
+            }
+        }
+        let message = filtered.as_deref().unwrap_or(message);
+        self.conn.handle_frame(now, StreamId(exchange.0), message);
+    }
+
+    /// Reads a `tools/list` result's annotations; returns the message rewritten without the
+    /// tools whose annotations are invalid, if there were any.
+    fn learn_tools(&mut self, id: Id<'_>, result: RawJson<'_>) -> Option<Vec<u8>> {
+        let refused = self.tools.add(result);
+        if refused.is_empty() {
+            return None;
+        }
+        let refused: HashSet<&str> = refused.iter().map(|(name, _)| name.as_str()).collect();
+        let mut text = String::from("{");
+        for (i, (key, value)) in result.members().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push('"');
+            text.push_str(key.raw());
+            text.push_str("\":");
+            if key.eq_str("tools") {
+                text.push('[');
+                let mut first = true;
+                for tool in value.items() {
+                    let name = tool
+                        .get_unique("name")
+                        .ok()
+                        .flatten()
+                        .and_then(|n| n.as_str())
+                        .map(|n| n.to_str().into_owned())
+                        .unwrap_or_default();
+                    if refused.contains(name.as_str()) {
+                        continue;
+                    }
+                    if !first {
+                        text.push(',');
+                    }
+                    first = false;
+                    text.push_str(tool.get());
+                }
+                text.push(']');
+            } else {
+                text.push_str(value.get());
+            }
+        }
+        text.push('}');
+        let result = RawJson::new(&text).ok()?;
+        let mut out = Vec::new();
+        jsonrpc::encode_response(&mut out, id, result);
+        Some(out)
+    }
+
+    /// After an exchange's body ended or broke: resume it if it can be, else end it.
+    fn settle(
+        &mut self,
+        now: Timestamp,
+        exchange: ExchangeId,
+        failure: TransportFailure,
+        jitter: u32,
+    ) {
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        let open = !ex.awaiting.is_empty() || ex.standalone;
+        let resumable = ex.reader.last_event_id().is_some() && self.session.is_some();
+        if open && resumable && ex.attempts < self.policy.max_attempts {
+            ex.attempts += 1;
+            let delay = self.policy.delay(ex.attempts, ex.reader.retry(), jitter);
+            let session = self.session.as_deref();
+            let version = self.conn.protocol_version();
+            ex.method = "GET";
+            ex.body = Vec::new();
+            ex.headers = owned(ex.reader.resume_headers(version, session));
+            ex.with_session = true;
+            ex.reading = Reading::Waiting;
+            self.resumes.push((now.after(delay), exchange));
+            return;
+        }
+        self.finish(now, exchange, failure);
+    }
+
+    /// Ends an exchange: requests it still owed an answer fail.
+    fn finish(&mut self, now: Timestamp, exchange: ExchangeId, failure: TransportFailure) {
+        let Some(ex) = self.exchanges.remove(&exchange) else {
+            return;
+        };
+        for n in ex.awaiting {
+            self.conn.handle_failed_exchange(now, Id::Int(n), failure);
+        }
+        if ex.standalone && self.session.is_some() && !self.restart {
+            // The GET stream could not be kept: the session goes on without it.
+        }
+    }
+
+    fn expire_session(&mut self, now: Timestamp) {
+        self.session = None;
+        let ids: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        for id in ids {
+            self.finish(now, id, TransportFailure::Status(404));
+        }
+        self.queue.clear();
+        self.resumes.clear();
+        self.tools_list.clear();
+        self.restart = true;
+    }
+}
+
+fn owned(headers: Vec<(&'static str, String)>) -> Vec<(String, String)> {
+    headers
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v))
+        .collect()
+}
