@@ -7,28 +7,7 @@
 //! POST with the headers of its era, reads JSON and SSE answers, resumes broken streams, and
 //! ends requests whose exchange failed.
 //!
-//! Rules (Streamable HTTP, 2025-03-26 … 2026-07-28):
-//!
-//! 1. Every message is its own POST, with `Accept` listing JSON and SSE. Handshake era: the
-//!    `Mcp-Session-Id` the server gave on `initialize` goes on every later request, and
-//!    `MCP-Protocol-Version` once negotiated. 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`
-//!    and `Mcp-Name` mirror the body, and so do the `Mcp-Param-{Name}` headers of the tool's
-//!    `x-mcp-header` annotations, learned from `tools/list` (values encoded as
-//!    [`encode_value`](super::headers::encode_value) says).
-//! 2. A tool whose annotations are invalid is left out of the `tools/list` result the
-//!    application sees.
-//! 3. A 404 to a request that carried a session id means the session is gone: its requests
-//!    fail, and a new connection starts a new session.
-//! 4. An HTTP error status without a JSON-RPC answer, a failed connection, or a stream that
-//!    ends without its answers and cannot be resumed ends the affected requests at once
-//!    ([`Connection::handle_failed_exchange`]). An auto-era probe that fails this way falls
-//!    back to `initialize` at once.
-//! 5. A stream that breaks before its answers is resumed with `GET` and `Last-Event-ID` (the
-//!    last event id seen on it, kept across drops) after the server's `retry` or the policy's
-//!    backoff, with jitter from a random value the host supplies, up to the policy's number of
-//!    attempts.
-//! 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
-//!    stream ([`ClientAction::Abort`]).
+//! The rules it follows are listed on [`HttpClient`].
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::time::Duration;
@@ -136,9 +115,33 @@ struct Exchange {
 /// The largest JSON body a client collects; a larger one fails its exchange.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// An MCP client over Streamable HTTP, both eras, without IO. See the
-/// [module docs](self) for the rules it follows and [`poll_action`](Self::poll_action) for the
-/// loop.
+/// An MCP client over Streamable HTTP, both eras, without IO. The loop: after every input
+/// and command, take [`poll_action`](Self::poll_action) until `None` and make those HTTP
+/// requests; report responses with the `handle_*` calls; drain
+/// [`poll_event`](Self::poll_event); arm a timer at [`poll_timeout`](Self::poll_timeout).
+///
+/// Rules (Streamable HTTP, 2025-03-26 … 2026-07-28):
+///
+/// 1. Every message is its own POST, with `Accept` listing JSON and SSE. Handshake era: the
+///    `Mcp-Session-Id` the server gave on `initialize` goes on every later request, and
+///    `MCP-Protocol-Version` once negotiated. 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`
+///    and `Mcp-Name` mirror the body, and so do the `Mcp-Param-{Name}` headers of the tool's
+///    `x-mcp-header` annotations, learned from `tools/list` (values encoded as
+///    [`encode_value`](super::headers::encode_value) says).
+/// 2. A tool whose annotations are invalid is left out of the `tools/list` result the
+///    application sees.
+/// 3. A 404 to a request that carried a session id means the session is gone: its requests
+///    fail, and a new connection starts a new session.
+/// 4. An HTTP error status without a JSON-RPC answer, a failed connection, or a stream that
+///    ends without its answers and cannot be resumed ends the affected requests at once
+///    ([`Connection::handle_failed_exchange`]). An auto-era probe that fails this way falls
+///    back to `initialize` at once.
+/// 5. A stream that breaks before its answers is resumed with `GET` and `Last-Event-ID` (the
+///    last event id seen on it, kept across drops) after the server's `retry` or the policy's
+///    backoff, with jitter from a random value the host supplies, up to the policy's number of
+///    attempts.
+/// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
+///    stream ([`ClientAction::Abort`]).
 #[derive(Debug)]
 pub struct HttpClient {
     conn: Connection,
