@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, Pair, client_config, drain, legacy, modern, server_config, take_output};
 use mcpwire::Timestamp;
-use mcpwire::conn::{ClientEra, Config, Connection, Error, State, ViolationKind};
+use mcpwire::conn::{ClientEra, CloseReason, Config, Connection, Error, State, ViolationKind};
 use mcpwire::jsonrpc::{Id, RawJson};
 use mcpwire::mcp::{self, Caps, Era, LogLevel, ProtocolVersion};
 use serde_json::{Value, json};
@@ -822,6 +822,29 @@ fn auto_client_re_probes_once_after_32022_naming_a_shared_version() {
         out.contains("\"initialize\""),
         "after one re-probe it falls back: {out}"
     );
+}
+
+#[test]
+fn a_stateless_only_client_re_probes_once_after_32022_then_closes() {
+    let mut c = Connection::new(modern(client_config()), T0).unwrap();
+    take_output(&mut c);
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}
+"#);
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(
+        out.contains("server/discover"),
+        "retries with the advertised version: {out}"
+    );
+    assert!(drain(&mut c).is_empty());
+    c.handle_input(T0, br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}
+"#);
+    assert!(take_output(&mut c).is_empty(), "only once");
+    assert!(matches!(
+        drain(&mut c)[..],
+        [Ev::Closed {
+            reason: CloseReason::InitializeRejected(-32022)
+        }]
+    ));
 }
 
 #[test]

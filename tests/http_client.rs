@@ -442,10 +442,11 @@ fn an_http_error_fails_the_request_at_once_and_an_auto_probe_falls_back() {
 fn the_reconnect_delay_follows_retry_backoff_and_jitter() {
     let p = ReconnectPolicy::default();
     let ms = Duration::from_millis;
-    // The server's retry is the base; jitter spreads over its upper half.
-    assert_eq!(p.delay(1, Some(ms(1000)), 0), ms(500));
-    assert_eq!(p.delay(1, Some(ms(1000)), u32::MAX), ms(1000));
-    // Doubling per attempt, capped.
-    assert_eq!(p.delay(3, None, u32::MAX), ms(2000));
-    assert_eq!(p.delay(30, None, u32::MAX), Duration::from_secs(30));
+    // The server's retry is the floor; jitter adds up to a quarter.
+    assert_eq!(p.delay(1, Some(ms(1000)), 0), ms(1000));
+    assert_eq!(p.delay(1, Some(ms(1000)), u32::MAX), ms(1250));
+    // Doubling per attempt, capped before the jitter.
+    assert_eq!(p.delay(3, None, 0), ms(2000));
+    assert_eq!(p.delay(30, None, 0), Duration::from_secs(30));
+    assert_eq!(p.delay(30, None, u32::MAX), Duration::from_millis(37_500));
 }

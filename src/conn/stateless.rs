@@ -887,14 +887,15 @@ impl Core {
         }
     }
 
-    /// Client, auto mode: the stateless version we share that a -32022 error names, if any
-    /// (and if we have not re-probed already).
+    /// Client, auto mode or stateless only: the stateless version we share that a -32022
+    /// error names, if any (the caller re-probes once with it: "retry using the advertised
+    /// supported versions").
     pub(super) fn modern_version_named(
         &self,
         e: &jsonrpc::ErrorObject<'_>,
     ) -> Option<ProtocolVersion> {
         if e.code != mcp::UNSUPPORTED_PROTOCOL_VERSION
-            || self.config.client_start().is_some()
+            || self.config.client_start() == Some(Era::Legacy)
             || self.stateless.reprobed
         {
             return None;

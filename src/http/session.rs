@@ -47,15 +47,15 @@ impl Default for ReconnectPolicy {
 
 impl ReconnectPolicy {
     /// The delay before attempt `attempt` (1 for the first): the server's `retry` if it sent
-    /// one, else `initial_delay`, doubled for each attempt after the first, capped at
-    /// `max_delay`, then spread over its upper half by `jitter` (any value; uniform random
-    /// from the host is best) so that clients dropped together do not return together.
+    /// one (never less: clients must respect it), else `initial_delay`, doubled for each
+    /// attempt after the first, capped at `max_delay`, then lengthened by up to a quarter by
+    /// `jitter` (any value; uniform random from the host is best) so that clients dropped
+    /// together do not return together.
     pub fn delay(&self, attempt: u32, server_retry: Option<Duration>, jitter: u32) -> Duration {
         let base = server_retry.unwrap_or(self.initial_delay);
         let doubled = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = doubled.min(self.max_delay.max(base));
-        let half = capped / 2;
-        half + half.mul_f64(f64::from(jitter) / f64::from(u32::MAX))
+        capped + (capped / 4).mul_f64(f64::from(jitter) / f64::from(u32::MAX))
     }
 }
 
@@ -158,8 +158,13 @@ pub struct HttpClient {
     /// Resumptions waiting for their time.
     resumes: Vec<(Timestamp, ExchangeId)>,
     decoder: Decoder,
-    /// Open a standalone GET stream once the session is ready.
+    /// Open a standalone GET stream once the session is ready (`want_get`: for every session).
     open_get: bool,
+    want_get: bool,
+    /// The GET stream was asked for and has no answer yet: requests wait for it, so that a
+    /// server that answers "the next GET" with pending messages cannot take a request's own
+    /// answer off its stream.
+    get_pending: Option<ExchangeId>,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
     now: Timestamp,
@@ -189,6 +194,8 @@ impl HttpClient {
             resumes: Vec::new(),
             decoder,
             open_get: open_get_stream,
+            want_get: open_get_stream,
+            get_pending: None,
             restart: false,
             now,
         })
@@ -212,6 +219,7 @@ impl HttpClient {
             self.restart = false;
             if let Ok(conn) = Connection::new(self.conn.config().clone(), self.now) {
                 self.conn = conn;
+                self.open_get = self.want_get;
             }
         }
         self.conn.poll_event()
@@ -283,6 +291,9 @@ impl HttpClient {
                 .next()
                 .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
         });
+        if self.get_pending == Some(exchange) {
+            self.get_pending = None;
+        }
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
@@ -357,6 +368,9 @@ impl HttpClient {
     /// a stream with an event id is resumed, else its requests fail.
     pub fn handle_error(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
         self.now = now;
+        if self.get_pending == Some(exchange) {
+            self.get_pending = None;
+        }
         if let Some(ex) = self.exchanges.get_mut(&exchange) {
             ex.reading = Reading::Waiting;
         }
@@ -367,18 +381,21 @@ impl HttpClient {
 
     /// Turns the connection's output into POST exchanges.
     fn take_output(&mut self) {
-        while let Some(frame) = self.conn.poll_frame() {
+        while self.get_pending.is_none()
+            && let Some(frame) = self.conn.poll_frame()
+        {
             let bytes = frame.bytes.to_vec();
             self.conn.consume_frame();
             self.post(&bytes);
-        }
-        if self.open_get
-            && self.session.is_some()
-            && self.conn.era() == Some(Era::Legacy)
-            && self.conn.state() == crate::conn::State::Operating
-        {
-            self.open_get = false;
-            self.get_stream();
+            if self.open_get
+                && self.session.is_some()
+                && self.conn.era() == Some(Era::Legacy)
+                && self.conn.state() == crate::conn::State::Operating
+            {
+                // The handshake just finished (`initialized` is out): the GET stream first.
+                self.open_get = false;
+                self.get_pending = Some(self.get_stream());
+            }
         }
     }
 
@@ -487,7 +504,7 @@ impl HttpClient {
         out
     }
 
-    fn get_stream(&mut self) {
+    fn get_stream(&mut self) -> ExchangeId {
         let mut headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
         if let Some(s) = &self.session {
             headers.push((super::SESSION_HEADER.to_owned(), s.clone()));
@@ -506,7 +523,7 @@ impl HttpClient {
             reading: Reading::Waiting,
             reader: StreamReader::new(),
             attempts: 0,
-        });
+        })
     }
 
     fn deliver_body(&mut self, now: Timestamp, exchange: ExchangeId, body: &[u8]) {
@@ -670,6 +687,7 @@ impl HttpClient {
         self.queue.clear();
         self.resumes.clear();
         self.tools_list.clear();
+        self.get_pending = None;
         self.restart = true;
     }
 }

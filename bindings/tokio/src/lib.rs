@@ -7,6 +7,9 @@
 //! engine, streams SSE answers, fires the engine's timers and shuts down gracefully. Your MCP
 //! logic implements [`http::Application`].
 //!
+//! [`client::Client`] is the other side: an MCP client over Streamable HTTP, with hyper making
+//! the requests the sans-IO [`mcpwire::http::HttpClient`] asks for.
+//!
 //! Use it when you want an MCP server on a TCP port with tokio. If you already run an HTTP
 //! framework, call the engine from your own handlers instead; this crate's source shows how.
 
@@ -15,4 +18,5 @@
 #![allow(clippy::disallowed_methods)]
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod http;

@@ -1,0 +1,281 @@
+//! An MCP client over Streamable HTTP, on tokio and hyper.
+//!
+//! [`mcpwire::http::HttpClient`] decides which HTTP requests to make and what their answers
+//! mean; [`Client`] makes them with hyper, one task per exchange, and feeds back statuses,
+//! headers, body chunks, ends and failures, plus the time and jitter for reconnecting. Use it
+//! for a command-line client, a test, or any tokio program that talks to an MCP server over
+//! HTTP; [`Client::connection`] takes the commands, [`Client::next_event`] gives the events.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpwire::{Config, OwnedEvent};
+//! use mcpwire::http::ReconnectPolicy;
+//! use mcpwire_tokio::client::Client;
+//!
+//! let config = Config::client("my-host", "1.0");
+//! let mut client = Client::new("http://127.0.0.1:3000/mcp", config, ReconnectPolicy::default())?;
+//! while let Some(event) = client.next_event().await {
+//!     match event {
+//!         OwnedEvent::Ready { .. } => {
+//!             let now = client.now();
+//!             client.connection().request(now, "tools/list", None)?;
+//!         }
+//!         OwnedEvent::Response { result, .. } => {
+//!             println!("{result}");
+//!             break;
+//!         }
+//!         _ => {}
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcpwire::Timestamp;
+use mcpwire::conn::{Config, ConfigError, Connection, OwnedEvent, State};
+use mcpwire::http::{ClientAction, ExchangeId, HttpClient, ReconnectPolicy};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Why a [`Client`] could not be made.
+#[derive(Debug)]
+pub enum ClientError {
+    /// The URL is not an `http://` URL hyper can use.
+    Url(String),
+    /// The configuration was refused.
+    Config(ConfigError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Url(u) => write!(f, "not a usable http:// URL: {u}"),
+            ClientError::Config(e) => write!(f, "configuration refused: {e:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// What an exchange's task reports.
+enum Report {
+    Response(ExchangeId, u16, Vec<(String, String)>),
+    Body(ExchangeId, Bytes),
+    End(ExchangeId),
+    Failed(ExchangeId),
+}
+
+/// An MCP client connection over Streamable HTTP: the sans-IO [`HttpClient`] driven by
+/// hyper on the current tokio runtime.
+pub struct Client {
+    http: HttpClient,
+    url: hyper::Uri,
+    hyper: HyperClient<HttpConnector, Full<Bytes>>,
+    tasks: HashMap<ExchangeId, JoinHandle<()>>,
+    tx: mpsc::UnboundedSender<Report>,
+    rx: mpsc::UnboundedReceiver<Report>,
+    start: Instant,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.url)
+            .field("exchanges", &self.tasks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client of the MCP endpoint at `url` (`http://host:port/path`). The first request
+    /// goes out with the first [`next_event`](Self::next_event).
+    pub fn new(url: &str, config: Config, policy: ReconnectPolicy) -> Result<Client, ClientError> {
+        let url: hyper::Uri = url.parse().map_err(|_| ClientError::Url(url.to_owned()))?;
+        if url.scheme_str() != Some("http") || url.host().is_none() {
+            return Err(ClientError::Url(url.to_string()));
+        }
+        let http =
+            HttpClient::new(config, Timestamp::ZERO, policy, true).map_err(ClientError::Config)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok(Client {
+            http,
+            url,
+            hyper: HyperClient::builder(TokioExecutor::new()).build_http(),
+            tasks: HashMap::new(),
+            tx,
+            rx,
+            start: Instant::now(),
+        })
+    }
+
+    /// The time on the client's clock (since it was made), for commands that take one.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::from_nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// The MCP connection, for commands (`request`, `respond`, `cancel`, …). Their messages
+    /// go out with the next [`next_event`](Self::next_event).
+    pub fn connection(&mut self) -> &mut Connection {
+        self.http.connection()
+    }
+
+    /// The sans-IO client underneath (session id, …).
+    pub fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    /// Sends what is due, then waits for the next event: answers, server requests, failures,
+    /// the connection's end. `None` once the connection is closed and every event was given.
+    /// Cancel-safe: dropping the future loses nothing (reports wait in the channel).
+    pub async fn next_event(&mut self) -> Option<OwnedEvent> {
+        loop {
+            self.send_due();
+            if let Some(event) = self.http.poll_event() {
+                let event = event.to_owned_event();
+                self.send_due();
+                return Some(event);
+            }
+            if self.http.connection().state() == State::Closed {
+                return None;
+            }
+            let wait = self.http.poll_timeout().map(|t| {
+                std::time::Duration::from_nanos(t.as_nanos().saturating_sub(self.now().as_nanos()))
+            });
+            let report = match wait {
+                Some(wait) => tokio::select! {
+                    r = self.rx.recv() => r,
+                    () = tokio::time::sleep(wait) => None,
+                },
+                None => self.rx.recv().await,
+            };
+            let now = self.now();
+            match report {
+                Some(report) => self.apply(now, report),
+                None => self.http.handle_timeout(now),
+            }
+        }
+    }
+
+    fn apply(&mut self, now: Timestamp, report: Report) {
+        match report {
+            Report::Response(exchange, status, headers) => {
+                let views: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                self.http.handle_response(now, exchange, status, &views);
+            }
+            Report::Body(exchange, bytes) => self.http.handle_body(now, exchange, &bytes),
+            Report::End(exchange) => {
+                self.tasks.remove(&exchange);
+                self.http.handle_end(now, exchange, jitter());
+            }
+            Report::Failed(exchange) => {
+                self.tasks.remove(&exchange);
+                self.http.handle_error(now, exchange, jitter());
+            }
+        }
+    }
+
+    /// Starts every request the client wants made, and aborts what it gave up.
+    fn send_due(&mut self) {
+        while let Some(action) = self.http.poll_action() {
+            match action {
+                ClientAction::Abort { exchange } => {
+                    if let Some(task) = self.tasks.remove(&exchange) {
+                        task.abort();
+                    }
+                }
+                ClientAction::Send {
+                    exchange,
+                    method,
+                    headers,
+                    body,
+                } => {
+                    let mut request = Request::builder().method(method).uri(self.url.clone());
+                    for (name, value) in headers {
+                        request = request.header(name.as_str(), value.as_str());
+                    }
+                    let request = request.body(Full::new(Bytes::copy_from_slice(body)));
+                    let hyper = self.hyper.clone();
+                    let tx = self.tx.clone();
+                    let task = tokio::spawn(async move {
+                        let Ok(request) = request else {
+                            let _ = tx.send(Report::Failed(exchange));
+                            return;
+                        };
+                        exchange_task(hyper, request, exchange, tx).await;
+                    });
+                    if let Some(old) = self.tasks.insert(exchange, task) {
+                        old.abort();
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        for task in self.tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+/// One HTTP exchange: the request, then the status, headers and body chunks as they come.
+async fn exchange_task(
+    hyper: HyperClient<HttpConnector, Full<Bytes>>,
+    request: Request<Full<Bytes>>,
+    exchange: ExchangeId,
+    tx: mpsc::UnboundedSender<Report>,
+) {
+    let response = match hyper.request(request).await {
+        Ok(r) => r,
+        Err(_) => {
+            let _ = tx.send(Report::Failed(exchange));
+            return;
+        }
+    };
+    let headers = response
+        .headers()
+        .iter()
+        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let _ = tx.send(Report::Response(
+        exchange,
+        response.status().as_u16(),
+        headers,
+    ));
+    let mut body = response.into_body();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data()
+                    && tx.send(Report::Body(exchange, data)).is_err()
+                {
+                    return;
+                }
+            }
+            Err(_) => {
+                let _ = tx.send(Report::Failed(exchange));
+                return;
+            }
+        }
+    }
+    let _ = tx.send(Report::End(exchange));
+}
+
+/// A random value for reconnection jitter.
+fn jitter() -> u32 {
+    getrandom::u32().unwrap_or(u32::MAX / 2)
+}
