@@ -488,7 +488,9 @@ typedef enum mcpw_close_reason {
      */
     MCPW_CLOSE_UNSUPPORTED_VERSION = 3,
     /**
-     * Client: the server answered `initialize` with an error (its code in `code`).
+     * Client: the server answered `initialize` (or `server/discover`) with an error (its code
+     * in `code`). For -32022 (unsupported protocol version), `version` holds the versions the
+     * server named, as a JSON array.
      */
     MCPW_CLOSE_INITIALIZE_REJECTED = 4,
     /**

@@ -842,7 +842,7 @@ fn a_stateless_only_client_re_probes_once_after_32022_then_closes() {
     assert!(matches!(
         drain(&mut c)[..],
         [Ev::Closed {
-            reason: CloseReason::InitializeRejected(-32022)
+            reason: CloseReason::VersionRefused { .. }
         }]
     ));
 }

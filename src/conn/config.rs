@@ -241,6 +241,14 @@ impl Config {
     }
 
     /// The era a client starts in: `None` to probe.
+    /// For a client: the era it starts in, from [`versions`](Self::versions) and
+    /// [`client_era`](Self::client_era): the handshake (`Some(Era::Legacy)`), the stateless
+    /// probe only (`Some(Era::Modern)`), or auto (`None`: probe, then fall back). Use it to
+    /// name the first request in messages.
+    pub fn client_start_era(&self) -> Option<Era> {
+        self.client_start()
+    }
+
     pub(crate) fn client_start(&self) -> Option<Era> {
         match (self.latest_legacy(), self.latest_modern(), self.client_era) {
             (Some(_), None, _) | (Some(_), Some(_), ClientEra::Legacy) => Some(Era::Legacy),

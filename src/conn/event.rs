@@ -57,6 +57,13 @@ pub enum CloseReason {
     /// Client: the transport could not carry `initialize` (or, when the client speaks only
     /// the stateless era, `server/discover`) or its answer.
     TransportFailed(TransportFailure),
+    /// Client: the server refused our protocol version (-32022 to `initialize` or
+    /// `server/discover`); `supported` is the JSON array of the versions it named (`[]` if
+    /// none).
+    VersionRefused {
+        /// The server's `supported` list, as JSON text.
+        supported: String,
+    },
 }
 
 /// Something the peer did wrong. The engine has already answered as the spec prescribes

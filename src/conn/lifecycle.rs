@@ -406,7 +406,7 @@ impl Core {
                     self.lifecycle.era = None;
                     return self.send_discover(now, version, true);
                 }
-                return self.finish(CloseReason::InitializeRejected(e.code));
+                return self.finish(super::stateless::refusal(&e));
             }
         };
         let Ok(parsed) = parse_initialize_result(result) else {

@@ -241,6 +241,19 @@ fn unsupported_data(config: &Config, requested: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// Why a refused `initialize` or `server/discover` ends the connection: a -32022 keeps the
+/// versions the server named, anything else its code.
+pub(super) fn refusal(e: &jsonrpc::ErrorObject<'_>) -> CloseReason {
+    if e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION {
+        let supported = e
+            .data
+            .and_then(|d| d.get_unique("supported").ok().flatten())
+            .map_or_else(|| "[]".to_owned(), |s| s.get().to_owned());
+        return CloseReason::VersionRefused { supported };
+    }
+    CloseReason::InitializeRejected(e.code)
+}
+
 /// The capability an input request needs from the client.
 fn input_request_cap(method: &str) -> Option<Caps> {
     match method {
@@ -881,7 +894,7 @@ impl Core {
                 if auto {
                     self.fall_back(now)
                 } else {
-                    self.finish(CloseReason::InitializeRejected(e.code))
+                    self.finish(refusal(&e))
                 }
             }
         }

@@ -350,8 +350,21 @@ impl HttpClient {
                 self.settle(now, exchange, TransportFailure::StreamEnded, jitter);
             }
             Reading::Other(body) => {
-                // An error status may still carry a JSON-RPC answer (400 with -32020, say).
-                self.deliver_body(now, exchange, &body);
+                // An error status may still carry a JSON-RPC answer (400 with -32020, say):
+                // delivered when it answers one of this exchange's requests. Anything else
+                // (an error with a null id, an HTML page) only explains the status.
+                let answers_ours = match self.decoder.decode(&body) {
+                    Ok(Decoded::Single(Message::Error(e))) => {
+                        matches!(e.id, Some(Id::Int(n)) if self.exchanges.get(&exchange).is_some_and(|x| x.awaiting.contains(&n)))
+                    }
+                    Ok(Decoded::Single(Message::Response(r))) => {
+                        matches!(r.id, Id::Int(n) if self.exchanges.get(&exchange).is_some_and(|x| x.awaiting.contains(&n)))
+                    }
+                    _ => false,
+                };
+                if answers_ours {
+                    self.deliver_body(now, exchange, &body);
+                }
                 let failure = if status == 202 {
                     TransportFailure::StreamEnded
                 } else {

@@ -6,7 +6,9 @@ Usage (after .ci/setup-peers):
     PYTHONPATH=tests/peers/python/site python3 tests/peers/py_client.py \
         [--mode legacy|auto] [--expect-version V] \
         [--echo-tool NAME] [--echo-arg ARG] [--echo-expect TEXT] [--timeout SECS] \
-        -- <server command...>
+        ( -- <server command...> | --url URL )
+
+--url runs the session over Streamable HTTP against URL instead of starting a stdio server.
 
 Steps (one output line each): connect/negotiate, tools/list + tools/call echo, resources/list +
 resources/read, prompts/list + prompts/get, ping (skipped on 2026-07-28, which has no ping).
@@ -57,12 +59,15 @@ def fail(step: str, reason: str) -> NoReturn:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    if "--" not in argv:
-        print(f"{PREFIX}_FAIL usage: missing '--' before the server command", flush=True)
+    if "--" not in argv and "--url" not in argv:
+        print(f"{PREFIX}_FAIL usage: missing '--' before the server command (or --url)", flush=True)
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    split = argv.index("--")
-    own, command = argv[:split], argv[split + 1 :]
+    if "--" in argv:
+        split = argv.index("--")
+        own, command = argv[:split], argv[split + 1 :]
+    else:
+        own, command = argv, []
     parser = argparse.ArgumentParser(description="MCP Python SDK client session against a stdio server")
     parser.add_argument("--mode", choices=["legacy", "auto"], default="auto")
     parser.add_argument("--expect-version", default=None, help="fail unless this protocol version is negotiated")
@@ -74,8 +79,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="exact text the echo call must return (default: the text sent, 'hello from python')",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="whole-session timeout in seconds (default 60)")
+    parser.add_argument("--url", default=None, help="a Streamable HTTP server's URL instead of a command")
     args = parser.parse_args(own)
-    if not command:
+    if not command and args.url is None:
         parser.error("no server command after '--'")
     args.command = command
     return args
@@ -99,12 +105,15 @@ def text_of(content: list[Any]) -> str:
 
 
 async def session(args: argparse.Namespace) -> str:
-    params = StdioServerParameters(
-        command=args.command[0],
-        args=args.command[1:],
-        # The SDK passes only a small allowlist of variables by default; tests want the full environment.
-        env=dict(os.environ),
-    )
+    if args.url is not None:
+        params: Any = args.url
+    else:
+        params = StdioServerParameters(
+            command=args.command[0],
+            args=args.command[1:],
+            # The SDK passes only a small allowlist of variables by default; tests want the full environment.
+            env=dict(os.environ),
+        )
     step = "connect"
     try:
         async with Client(

@@ -1,6 +1,6 @@
 """A small MCP server on the Python SDK (2.3), for interop tests: stdio, both eras.
 
-Run: PYTHONPATH=tests/peers/python/site python3 tests/peers/py_server.py
+Run: PYTHONPATH=tests/peers/python/site python3 tests/peers/py_server.py [--http PORT]
 Offers tool `echo(text)`, tool `add(a, b)`, resource `mem://note`, prompt `greet(name)`.
 """
 
@@ -34,4 +34,10 @@ def greet(name: str = "world") -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    # `--http PORT`: Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -175,7 +175,9 @@ pub enum mcpw_close_reason {
     MCPW_CLOSE_EOF = 2,
     /// Client: the server chose a protocol version we do not speak (in `version`).
     MCPW_CLOSE_UNSUPPORTED_VERSION = 3,
-    /// Client: the server answered `initialize` with an error (its code in `code`).
+    /// Client: the server answered `initialize` (or `server/discover`) with an error (its code
+    /// in `code`). For -32022 (unsupported protocol version), `version` holds the versions the
+    /// server named, as a JSON array.
     MCPW_CLOSE_INITIALIZE_REJECTED = 4,
     /// Client: the `initialize` result was malformed.
     MCPW_CLOSE_INVALID_INITIALIZE_RESULT = 5,
@@ -572,6 +574,11 @@ fn close(reason: &CloseReason) -> (mcpw_close_reason, i64, mcpw_str) {
         }
         CloseReason::InitializeTimedOut => (MCPW_CLOSE_INITIALIZE_TIMED_OUT, 0, mcpw_str::NONE),
         CloseReason::PeerNotReading => (MCPW_CLOSE_PEER_NOT_READING, 0, mcpw_str::NONE),
+        CloseReason::VersionRefused { supported } => (
+            MCPW_CLOSE_INITIALIZE_REJECTED,
+            mcpwire::mcp::UNSUPPORTED_PROTOCOL_VERSION,
+            mcpw_str::of(supported),
+        ),
         _ => (MCPW_CLOSE_OTHER, 0, mcpw_str::NONE),
     }
 }

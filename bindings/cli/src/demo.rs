@@ -64,7 +64,7 @@ fn call(
 ) -> Result<Value, String> {
     let now = s.now();
     let id = s
-        .conn
+        .conn()
         .request_with(
             now,
             method,
@@ -239,7 +239,7 @@ fn stateless_era() -> Result<(), String> {
         "auto mode probed with server/discover and adopted {v}"
     ));
     let listen = s.now();
-    let _ = s.conn.request(listen, "subscriptions/listen", RawJson::new(r#"{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["demo://readme"]}}"#).ok());
+    let _ = s.conn().request(listen, "subscriptions/listen", RawJson::new(r#"{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["demo://readme"]}}"#).ok());
     s.run_until(LIMIT, |_, _, ev| matches!(ev, Ev::Notification { ref method, .. } if method == "notifications/subscriptions/acknowledged").then_some(()))
         .map_err(|e| format!("{e:?}"))?;
     note("subscriptions/listen: acknowledged; notifications now carry its subscriptionId");
@@ -260,7 +260,7 @@ fn stateless_era() -> Result<(), String> {
     note("ask: the server answered \"input required\" with an elicitation request");
     let now = s.now();
     let retry = s
-        .conn
+        .conn()
         .retry(
             now,
             mcpwire::conn::RequestId(request),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use mcpwire::Timestamp;
 use mcpwire::blocking::{self, Io};
 use mcpwire::conn::{Config, Connection};
+use mcpwire::http::ReconnectPolicy;
 
 /// Events as the command handles them: the library's owned copy.
 pub use mcpwire::OwnedEvent as Ev;
@@ -26,17 +27,27 @@ pub enum Stop {
     Eof,
 }
 
-/// A client engine talking to a server child process over its stdin/stdout, on the
-/// library's blocking loop.
+/// A client engine talking to a server: a child process over its stdin/stdout on the
+/// library's blocking loop, or a Streamable HTTP endpoint through `mcpwire-tokio`'s client.
 pub struct Session {
-    pub conn: Connection,
-    child: Child,
-    io: Io<ChildStdin>,
+    link: Link,
     start: Instant,
-    /// Sees every chunk that crosses, when set.
+    /// Sees every chunk that crosses (stdio), when set.
     transcript: Arc<Mutex<Option<Transcript>>>,
-    /// The most recent input, for naming what a misbehaving server wrote.
+    /// The most recent input (stdio), for naming what a misbehaving server wrote.
     last_input: Arc<Mutex<Vec<u8>>>,
+}
+
+enum Link {
+    Stdio {
+        conn: Box<Connection>,
+        child: Child,
+        io: Io<ChildStdin>,
+    },
+    Http {
+        runtime: tokio::runtime::Runtime,
+        client: Box<mcpwire_tokio::client::Client>,
+    },
 }
 
 impl Session {
@@ -83,23 +94,53 @@ impl Session {
         });
         let conn = Connection::new(config, Timestamp::ZERO).map_err(std::io::Error::other)?;
         Ok(Session {
-            conn,
-            child,
-            io,
+            link: Link::Stdio {
+                conn: Box::new(conn),
+                child,
+                io,
+            },
             start,
             transcript,
             last_input,
         })
     }
 
-    /// Shows every chunk that crosses from now on to `transcript`.
+    /// A session with the Streamable HTTP endpoint at `url`.
+    pub fn connect_http(url: &str, config: Config) -> std::io::Result<Session> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let client = {
+            let _guard = runtime.enter();
+            Box::new(
+                mcpwire_tokio::client::Client::new(url, config, ReconnectPolicy::default())
+                    .map_err(std::io::Error::other)?,
+            )
+        };
+        Ok(Session {
+            link: Link::Http { runtime, client },
+            start: Instant::now(),
+            transcript: Arc::default(),
+            last_input: Arc::default(),
+        })
+    }
+
+    /// The MCP connection, for commands and getters.
+    pub fn conn(&mut self) -> &mut Connection {
+        match &mut self.link {
+            Link::Stdio { conn, .. } => conn,
+            Link::Http { client, .. } => client.connection(),
+        }
+    }
+
+    /// Shows every chunk that crosses from now on to `transcript` (stdio).
     pub fn set_transcript(&mut self, transcript: Transcript) {
         if let Ok(mut t) = self.transcript.lock() {
             *t = Some(transcript);
         }
     }
 
-    /// The most recent chunk the server wrote.
+    /// The most recent chunk the server wrote (stdio).
     pub fn last_input(&self) -> Vec<u8> {
         self.last_input
             .lock()
@@ -108,7 +149,10 @@ impl Session {
     }
 
     pub fn now(&self) -> Timestamp {
-        Timestamp::from_nanos(self.start.elapsed().as_nanos() as u64)
+        match &self.link {
+            Link::Stdio { .. } => Timestamp::from_nanos(self.start.elapsed().as_nanos() as u64),
+            Link::Http { client, .. } => client.now(),
+        }
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -119,23 +163,44 @@ impl Session {
     pub fn run_until<T>(
         &mut self,
         limit: Duration,
-        f: impl FnMut(&mut Connection, Timestamp, Ev) -> Option<T>,
+        mut f: impl FnMut(&mut Connection, Timestamp, Ev) -> Option<T>,
     ) -> Result<T, Stop> {
         let give_up = Timestamp::from_nanos(self.now().as_nanos() + limit.as_nanos() as u64);
-        self.io
-            .run_until(&mut self.conn, Some(give_up), f)
-            .map_err(|stop| match stop {
-                blocking::Stop::Deadline => Stop::Deadline,
-                blocking::Stop::Eof => Stop::Eof,
-            })
+        match &mut self.link {
+            Link::Stdio { conn, io, .. } => {
+                io.run_until(conn, Some(give_up), f)
+                    .map_err(|stop| match stop {
+                        blocking::Stop::Deadline => Stop::Deadline,
+                        blocking::Stop::Eof => Stop::Eof,
+                    })
+            }
+            Link::Http { runtime, client } => runtime.block_on(async {
+                let deadline = tokio::time::Instant::now() + limit;
+                loop {
+                    match tokio::time::timeout_at(deadline, client.next_event()).await {
+                        Ok(Some(ev)) => {
+                            let now = client.now();
+                            if let Some(out) = f(client.connection(), now, ev) {
+                                return Ok(out);
+                            }
+                        }
+                        Ok(None) => return Err(Stop::Eof),
+                        Err(_) => return Err(Stop::Deadline),
+                    }
+                }
+            }),
+        }
     }
 
     /// The exit status, if the server exits within a moment (it has closed its output, so it
-    /// is usually on its way out).
+    /// is usually on its way out). Always `None` over HTTP.
     pub fn try_status(&mut self) -> Option<ExitStatus> {
+        let Link::Stdio { child, .. } = &mut self.link else {
+            return None;
+        };
         let until = Instant::now() + Duration::from_millis(500);
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = child.try_wait() {
                 return Some(status);
             }
             if Instant::now() >= until {
@@ -146,34 +211,39 @@ impl Session {
     }
 
     /// The stdio shutdown the spec describes: close the server's stdin, wait, then SIGTERM,
-    /// then SIGKILL.
+    /// then SIGKILL. Over HTTP there is nothing to stop.
     pub fn shutdown(mut self) -> Option<ExitStatus> {
-        self.io.close_output();
+        let Link::Stdio { child, io, .. } = &mut self.link else {
+            return None;
+        };
+        io.close_output();
         for signal in [None, Some("-TERM")] {
             if let Some(sig) = signal {
                 let _ = Command::new("kill")
                     .arg(sig)
-                    .arg(self.child.id().to_string())
+                    .arg(child.id().to_string())
                     .status();
             }
             let until = Instant::now() + Duration::from_secs(2);
             while Instant::now() < until {
-                if let Ok(Some(status)) = self.child.try_wait() {
+                if let Ok(Some(status)) = child.try_wait() {
                     return Some(status);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        let _ = self.child.kill();
-        self.child.wait().ok()
+        let _ = child.kill();
+        child.wait().ok()
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if let Link::Stdio { child, .. } = &mut self.link
+            && let Ok(None) = child.try_wait()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -21,7 +21,10 @@ mcpwire: a sans-IO Model Context Protocol engine, and tools built on it
 USAGE
   mcpwire demo                       run probe against this binary's own demo server, with a transcript
   mcpwire probe [OPTIONS] -- CMD...  start a stdio MCP server and show what it offers
+  mcpwire probe [OPTIONS] --url URL  the same for a Streamable HTTP server
   mcpwire serve [--legacy]           a demo MCP server on stdin/stdout (both protocol eras)
+  mcpwire serve --http ADDR          the demo server over Streamable HTTP on ADDR (port 0: any);
+                                     prints the URL it serves once bound
   mcpwire tap --log FILE -- CMD...   relay stdio to CMD unchanged, logging the session as JSONL
   mcpwire help                       this text
 
@@ -30,12 +33,14 @@ PROBE OPTIONS
   --timeout S         seconds to wait for each answer (default 10)
   --json              machine-readable output
   --call NAME JSON    call a tool with these arguments (a JSON object)
+  --url URL           probe the Streamable HTTP server at URL instead of starting a command
 
 EXIT CODES (probe)
   0 success   2 bad command line   3 the server could not be started
   4 the server broke the protocol (output that is not JSON-RPC, invalid answers)
   5 the server exited or closed its output before answering
   6 the server did not answer in time   7 the --call failed
+  8 the server does not speak the protocol version or era asked for
 ";
 
 fn usage(message: &str) -> i32 {
@@ -53,9 +58,7 @@ fn split_command(args: &[String]) -> (&[String], &[String]) {
 
 fn probe_command(args: &[String]) -> i32 {
     let (opts, command) = split_command(args);
-    if command.is_empty() {
-        return usage("probe needs a server command after --");
-    }
+    let mut url = None;
     let mut protocol = None;
     let mut timeout = Duration::from_secs(10);
     let mut json = false;
@@ -88,6 +91,13 @@ fn probe_command(args: &[String]) -> i32 {
                 json = true;
                 i += 1;
             }
+            "--url" => {
+                let Some(u) = opts.get(i + 1) else {
+                    return usage("--url needs a URL");
+                };
+                url = Some(u.clone());
+                i += 2;
+            }
             "--call" => {
                 let (Some(name), Some(args)) = (opts.get(i + 1), opts.get(i + 2)) else {
                     return usage("--call needs a tool name and a JSON object");
@@ -98,13 +108,45 @@ fn probe_command(args: &[String]) -> i32 {
             other => return usage(&format!("unknown probe option {other}")),
         }
     }
+    match (&url, command.is_empty()) {
+        (None, true) => return usage("probe needs a server command after --, or --url"),
+        (Some(_), false) => return usage("probe takes a server command or --url, not both"),
+        _ => {}
+    }
     probe::run(probe::Options {
         protocol,
         timeout,
         json,
         call,
         command: command.to_vec(),
+        url,
     })
+}
+
+fn serve_command(args: &[String]) -> i32 {
+    let mut legacy = false;
+    let mut http = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--legacy" => {
+                legacy = true;
+                i += 1;
+            }
+            "--http" => {
+                let Some(addr) = args.get(i + 1) else {
+                    return usage("--http needs an address, such as 127.0.0.1:0");
+                };
+                http = Some(addr.clone());
+                i += 2;
+            }
+            other => return usage(&format!("unknown serve option {other}")),
+        }
+    }
+    match http {
+        Some(addr) => serve::run_http(&addr, legacy),
+        None => serve::run(legacy),
+    }
 }
 
 fn tap_command(args: &[String]) -> i32 {
@@ -124,7 +166,7 @@ fn main() {
     let code = match args.first().map(String::as_str) {
         Some("demo") => demo::run(),
         Some("probe") => probe_command(&args[1..]),
-        Some("serve") => serve::run(args[1..].iter().any(|a| a == "--legacy")),
+        Some("serve") => serve_command(&args[1..]),
         Some("tap") => tap_command(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");

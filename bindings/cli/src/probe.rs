@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::driver::{Ev, Session, Stop};
-use mcpwire::conn::{ClientEra, CloseReason, Config, ViolationKind};
+use mcpwire::conn::{ClientEra, CloseReason, Config, TransportFailure, ViolationKind};
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::mcp::{Era, ProtocolVersion};
 
@@ -17,6 +17,9 @@ pub const EXIT_PROTOCOL: i32 = 4;
 pub const EXIT_EXITED: i32 = 5;
 pub const EXIT_TIMEOUT: i32 = 6;
 pub const EXIT_CALL_FAILED: i32 = 7;
+/// The server does not speak the protocol version or era asked for (it refused the
+/// handshake's version, or has no stateless era): nothing is broken, the two just do not meet.
+pub const EXIT_VERSION: i32 = 8;
 
 pub struct Options {
     /// `None` for auto.
@@ -24,7 +27,10 @@ pub struct Options {
     pub timeout: Duration,
     pub json: bool,
     pub call: Option<(String, String)>,
+    /// A stdio server to start, or…
     pub command: Vec<String>,
+    /// …the URL of a Streamable HTTP server.
+    pub url: Option<String>,
 }
 
 /// Why a probe stopped early: the exit code and a sentence naming what the server did.
@@ -124,12 +130,43 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 )
             }
             CloseReason::UnsupportedVersion(v) => fail(
-                EXIT_PROTOCOL,
+                EXIT_VERSION,
                 format!("the server chose protocol version {v}, which was not offered"),
             ),
+            CloseReason::VersionRefused { supported } => fail(
+                EXIT_VERSION,
+                format!(
+                    "the server refused {waiting_for}: it does not support the protocol version \
+                     asked for (-32022); it supports {supported}"
+                ),
+            ),
+            CloseReason::InitializeRejected(code)
+                if *code == -32601 && waiting_for == "server/discover" =>
+            {
+                fail(
+                    EXIT_VERSION,
+                    "the server does not speak the stateless era (2026-07-28): it refused \
+                 server/discover as an unknown method (-32601)",
+                )
+            }
             CloseReason::InitializeRejected(code) => fail(
                 EXIT_PROTOCOL,
-                format!("the server refused to initialize (JSON-RPC error {code})"),
+                format!("the server refused {waiting_for} (JSON-RPC error {code})"),
+            ),
+            CloseReason::TransportFailed(TransportFailure::Status(status))
+                if waiting_for == "server/discover" && (400..500).contains(status) =>
+            {
+                fail(
+                    EXIT_VERSION,
+                    format!(
+                        "the server does not speak the stateless era (2026-07-28): it refused \
+                         server/discover with HTTP {status} and no JSON-RPC answer"
+                    ),
+                )
+            }
+            CloseReason::TransportFailed(reason) => fail(
+                EXIT_PROTOCOL,
+                format!("{waiting_for} could not get through: {reason}"),
             ),
             CloseReason::InvalidInitializeResult => fail(
                 EXIT_PROTOCOL,
@@ -243,16 +280,21 @@ pub fn connect(
             _ => None,
         }
     });
-    let waiting_for = "initialize";
+    // The request that opened the session: the stateless era's probe, or the handshake.
+    let waiting_for = if session.conn().config().client_start_era() == Some(Era::Modern) {
+        "server/discover"
+    } else {
+        "initialize"
+    };
     verdict(session, outcome, waiting_for, timeout)?.map_err(|(code, message)| {
         fail(EXIT_PROTOCOL, format!("handshake failed: {code} {message}"))
     })?;
     let v = session
-        .conn
+        .conn()
         .protocol_version()
         .unwrap_or(ProtocolVersion::LATEST_LEGACY);
     report.version = Some(v);
-    report.era = session.conn.era();
+    report.era = session.conn().era();
     let step = if v.era() == Era::Modern {
         "server/discover"
     } else {
@@ -262,12 +304,12 @@ pub fn connect(
         .latencies
         .push((step.into(), ms(session.elapsed() - started)));
     report.server_info = session
-        .conn
+        .conn()
         .peer_info()
         .and_then(|i| serde_json::from_str(i.get()).ok());
-    report.instructions = session.conn.peer_instructions().map(str::to_owned);
+    report.instructions = session.conn().peer_instructions().map(str::to_owned);
     report.capabilities = session
-        .conn
+        .conn()
         .peer_capabilities()
         .and_then(|c| serde_json::from_str(c.raw().get()).ok());
     Ok(())
@@ -290,7 +332,7 @@ pub fn call(
     let now = session.now();
     let started = session.elapsed();
     let id = session
-        .conn
+        .conn()
         .request(now, method, params)
         .map_err(|e| fail(EXIT_PROTOCOL, format!("cannot send {method}: {e}")))?;
     let outcome = session.run_until(timeout + Duration::from_secs(1), |conn, _, ev| {
@@ -501,12 +543,19 @@ pub fn to_json(report: &Report, error: Option<&Failure>) -> Value {
 
 pub fn run(opts: Options) -> i32 {
     let config = config(opts.protocol, opts.timeout);
-    let mut session = match Session::spawn(&opts.command, config, false) {
-        Ok(s) => s,
-        Err(e) => {
+    let session = match &opts.url {
+        Some(url) => Session::connect_http(url, config).map_err(|e| {
+            eprintln!("error: cannot use {url}: {e}");
+            EXIT_USAGE
+        }),
+        None => Session::spawn(&opts.command, config, false).map_err(|e| {
             eprintln!("error: cannot start {:?}: {e}", opts.command.join(" "));
-            return EXIT_SPAWN;
-        }
+            EXIT_SPAWN
+        }),
+    };
+    let mut session = match session {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     let mut report = Report::default();
     let outcome = connect(&mut session, opts.timeout, &mut report)

@@ -16,8 +16,10 @@ use crate::driver::Ev;
 use mcpwire::Timestamp;
 use mcpwire::blocking::{Io, Stop};
 use mcpwire::conn::{Config, Connection, RequestId};
+use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
+use mcpwire_tokio::http::{Application, HostConfig, serve};
 
 const README: &str = "mcpwire demo server: a sans-IO MCP engine driven by a std loop.";
 const NAMES: [&str; 5] = ["Ada", "Alan", "Barbara", "Grace", "Linus"];
@@ -25,15 +27,16 @@ const NAMES: [&str; 5] = ["Ada", "Alan", "Barbara", "Grace", "Linus"];
 /// Work scheduled for later (a countdown step).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Timer {
-    at: std::cmp::Reverse<Instant>,
+    at: std::cmp::Reverse<Timestamp>,
     id: Vec<u8>,
     step: u64,
     of: u64,
 }
 
+/// The demo server's state for one MCP connection: stdio has one connection, HTTP one per
+/// session or stateless request. Every method is given the connection it acts on.
+#[derive(Default)]
 struct Server {
-    conn: Connection,
-    start: Instant,
     timers: BinaryHeap<Timer>,
     /// Handshake era: the level set with logging/setLevel.
     level: Option<LogLevel>,
@@ -64,41 +67,70 @@ fn tools() -> Value {
 }
 
 impl Server {
-    fn now(&self) -> Timestamp {
-        Timestamp::from_nanos(self.start.elapsed().as_nanos() as u64)
+    /// Acts on one event of `conn`.
+    fn on_event(&mut self, conn: &mut Connection, now: Timestamp, ev: Ev) {
+        match ev {
+            Ev::Request { id, method, params } => self.on_request(conn, now, id, &method, params),
+            Ev::Response { request, result } => self.on_answer(conn, request, Ok(result)),
+            Ev::Error {
+                request, message, ..
+            } => self.on_answer(conn, request, Err(message)),
+            Ev::TimedOut { request } | Ev::Failed { request, .. } => {
+                self.on_answer(conn, request, Err("no answer".into()))
+            }
+            Ev::PeerCancelled { id, .. } => {
+                self.pending_countdowns.remove(&id.to_string());
+            }
+            _ => {}
+        }
     }
 
-    fn answer(&mut self, id: &OwnedId, result: Result<Value, (i64, String)>) {
+    /// When [`fire_timers`](Self::fire_timers) has work next.
+    fn next_timer(&self) -> Option<Timestamp> {
+        self.timers.peek().map(|t| t.at.0)
+    }
+
+    fn answer(
+        &mut self,
+        conn: &mut Connection,
+        id: &OwnedId,
+        result: Result<Value, (i64, String)>,
+    ) {
         let _ = match result {
             Ok(v) => {
                 let text = v.to_string();
                 match RawJson::new(&text) {
-                    Ok(raw) => self.conn.respond(id.as_id(), raw),
-                    Err(_) => self
-                        .conn
-                        .respond_error(id.as_id(), -32603, "internal error", None),
+                    Ok(raw) => conn.respond(id.as_id(), raw),
+                    Err(_) => conn.respond_error(id.as_id(), -32603, "internal error", None),
                 }
             }
-            Err((code, message)) => self.conn.respond_error(id.as_id(), code, &message, None),
+            Err((code, message)) => conn.respond_error(id.as_id(), code, &message, None),
         };
     }
 
-    fn log(&mut self, id: &OwnedId, level: LogLevel, data: &str) {
+    fn log(&mut self, conn: &mut Connection, id: &OwnedId, level: LogLevel, data: &str) {
         let data = json!(data).to_string();
         let Ok(raw) = RawJson::new(&data) else { return };
-        match self.conn.era() {
+        match conn.era() {
             Some(Era::Modern) => {
-                let _ = self.conn.log(id.as_id(), level, Some("demo"), raw);
+                let _ = conn.log(id.as_id(), level, Some("demo"), raw);
             }
             _ => {
                 if self.level.is_some_and(|min| level >= min) {
-                    let _ = self.conn.log(id.as_id(), level, Some("demo"), raw);
+                    let _ = conn.log(id.as_id(), level, Some("demo"), raw);
                 }
             }
         }
     }
 
-    fn on_request(&mut self, id: OwnedId, method: &str, params: Option<String>) {
+    fn on_request(
+        &mut self,
+        conn: &mut Connection,
+        now: Timestamp,
+        id: OwnedId,
+        method: &str,
+        params: Option<String>,
+    ) {
         let params: Value = params
             .as_deref()
             .and_then(|p| serde_json::from_str(p).ok())
@@ -129,9 +161,9 @@ impl Server {
                             .and_then(|v| v.as_u64())
                             .unwrap_or(3)
                             .clamp(1, 20);
-                        self.log(&id, LogLevel::Info, "countdown started");
+                        self.log(conn, &id, LogLevel::Info, "countdown started");
                         self.timers.push(Timer {
-                            at: std::cmp::Reverse(Instant::now() + Duration::from_millis(100)),
+                            at: std::cmp::Reverse(now.after(Duration::from_millis(100))),
                             id: id.to_string().into_bytes(),
                             step: 1,
                             of: steps,
@@ -139,20 +171,19 @@ impl Server {
                         self.pending_countdowns.insert(id.to_string(), id.clone());
                         return;
                     }
-                    "ask" => return self.ask(id, &params),
+                    "ask" => return self.ask(conn, now, id, &params),
                     "touch" => {
                         let uri = arg("uri")
                             .and_then(|u| u.as_str().map(str::to_owned))
                             .unwrap_or_default();
                         let p = json!({"uri": uri}).to_string();
-                        let notified = if self.conn.era() == Some(Era::Modern)
+                        let notified = if conn.era() == Some(Era::Modern)
                             || self.subscriptions.contains(&uri)
                         {
                             RawJson::new(&p)
                                 .ok()
                                 .map(|raw| {
-                                    self.conn
-                                        .notify("notifications/resources/updated", Some(raw))
+                                    conn.notify("notifications/resources/updated", Some(raw))
                                         .is_ok()
                                 })
                                 .unwrap_or(false)
@@ -187,8 +218,7 @@ impl Server {
                         json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": json!({"id": item, "label": format!("item {item}")}).to_string()}]}),
                     )
                 } else {
-                    let code = self
-                        .conn
+                    let code = conn
                         .protocol_version()
                         .map(mcpwire::mcp::resource_not_found_code)
                         .unwrap_or(-32002);
@@ -248,28 +278,28 @@ impl Server {
             }
             _ => Err((-32601, "Method not found".to_owned())),
         };
-        self.answer(&id, result);
+        self.answer(conn, &id, result);
     }
 
     /// `ask`: elicitation if the client supports it, else sampling.
-    fn ask(&mut self, id: OwnedId, params: &Value) {
+    fn ask(&mut self, conn: &mut Connection, now: Timestamp, id: OwnedId, params: &Value) {
         let question = params
             .get("arguments")
             .and_then(|a| a.get("question"))
             .and_then(Value::as_str)
             .unwrap_or("What is your name?")
             .to_owned();
-        if self.conn.era() == Some(Era::Modern) {
+        if conn.era() == Some(Era::Modern) {
             // Stateless: a retry carries the answers.
             if let Some(responses) = params.get("inputResponses") {
                 let answer = responses.get("answer").cloned().unwrap_or(Value::Null);
                 return self.answer(
+                    conn,
                     &id,
                     Ok(text_result(&format!("the client answered: {answer}"))),
                 );
             }
-            let caps = self
-                .conn
+            let caps = conn
                 .request_context(id.as_id())
                 .map(|c| c.client_capabilities)
                 .unwrap_or(Caps::EMPTY);
@@ -280,23 +310,22 @@ impl Server {
                 json!({"answer": {"method": "sampling/createMessage", "params": {"messages": [{"role": "user", "content": {"type": "text", "text": question}}], "maxTokens": 100}}})
             } else {
                 return self.answer(
+                    conn,
                     &id,
                     Ok(text_result("the client can neither elicit nor sample")),
                 );
             };
             let text = request.to_string();
             let raw = RawJson::new(&text).ok();
-            if self
-                .conn
+            if conn
                 .respond_input_required(id.as_id(), raw, Some("ask-1"))
                 .is_err()
             {
-                self.answer(&id, Ok(text_result("could not ask the client")));
+                self.answer(conn, &id, Ok(text_result("could not ask the client")));
             }
             return;
         }
-        let caps = self
-            .conn
+        let caps = conn
             .peer_capabilities()
             .map(|c| c.flags())
             .unwrap_or(Caps::EMPTY);
@@ -312,56 +341,62 @@ impl Server {
             )
         } else {
             return self.answer(
+                conn,
                 &id,
                 Ok(text_result("the client can neither elicit nor sample")),
             );
         };
         let text = body.to_string();
-        let now = self.now();
         match RawJson::new(&text)
             .ok()
-            .map(|raw| self.conn.request(now, method, Some(raw)))
+            .map(|raw| conn.request(now, method, Some(raw)))
         {
             Some(Ok(request)) => {
                 self.asking.insert(request, id);
             }
-            _ => self.answer(&id, Ok(text_result("could not ask the client"))),
+            _ => self.answer(conn, &id, Ok(text_result("could not ask the client"))),
         }
     }
 
-    fn on_answer(&mut self, request: RequestId, outcome: Result<String, String>) {
+    fn on_answer(
+        &mut self,
+        conn: &mut Connection,
+        request: RequestId,
+        outcome: Result<String, String>,
+    ) {
         if let Some(id) = self.asking.remove(&request) {
             let text = match outcome {
                 Ok(result) => format!("the client answered: {result}"),
                 Err(e) => format!("the client declined: {e}"),
             };
-            self.answer(&id, Ok(text_result(&text)));
+            self.answer(conn, &id, Ok(text_result(&text)));
         }
     }
 
-    fn fire_timers(&mut self) {
-        while self.timers.peek().is_some_and(|t| t.at.0 <= Instant::now()) {
+    fn fire_timers(&mut self, conn: &mut Connection, now: Timestamp) {
+        while self.timers.peek().is_some_and(|t| t.at.0 <= now) {
             let Some(t) = self.timers.pop() else { break };
             let key = String::from_utf8_lossy(&t.id).into_owned();
             let Some(id) = self.pending_countdowns.get(&key).cloned() else {
                 continue;
             };
-            let _ = self.conn.progress(
+            let _ = conn.progress(
                 id.as_id(),
                 t.step as f64,
                 Some(t.of as f64),
                 Some(&format!("step {} of {}", t.step, t.of)),
             );
-            self.log(&id, LogLevel::Debug, &format!("step {}", t.step));
+            self.log(conn, &id, LogLevel::Debug, &format!("step {}", t.step));
             if t.step >= t.of {
                 self.pending_countdowns.remove(&key);
                 self.answer(
+                    conn,
                     &id,
                     Ok(text_result(&format!("countdown of {} finished", t.of))),
                 );
             } else {
                 self.timers.push(Timer {
-                    at: std::cmp::Reverse(Instant::now() + Duration::from_millis(100)),
+                    at: std::cmp::Reverse(now.after(Duration::from_millis(100))),
                     id: t.id,
                     step: t.step + 1,
                     of: t.of,
@@ -371,7 +406,8 @@ impl Server {
     }
 }
 
-pub fn run(legacy_only: bool) -> i32 {
+/// The demo server's configuration (both eras unless `legacy_only`).
+fn demo_config(legacy_only: bool) -> Config {
     let mut config = Config::server("mcpwire-demo", env!("CARGO_PKG_VERSION"));
     config.capabilities = mcpwire::mcp::Capabilities::parse(
         r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{},"completions":{},"logging":{}}"#,
@@ -381,43 +417,140 @@ pub fn run(legacy_only: bool) -> i32 {
     if legacy_only {
         config.versions = mcpwire::mcp::ProtocolVersion::LEGACY.to_vec();
     }
+    config
+}
+
+pub fn run(legacy_only: bool) -> i32 {
     let start = Instant::now();
-    let Ok(conn) = Connection::new(config, Timestamp::ZERO) else {
+    let Ok(mut conn) = Connection::new(demo_config(legacy_only), Timestamp::ZERO) else {
         return 1;
     };
-    let mut server = Server {
-        conn,
-        start,
-        timers: BinaryHeap::new(),
-        level: None,
-        subscriptions: HashSet::new(),
-        asking: HashMap::new(),
-        pending_countdowns: HashMap::new(),
-    };
+    let mut server = Server::default();
     // The library's blocking loop: answers are written before more input is read (so a
     // client that does not read our output is slowed down, not buffered), and every answer
     // already given is written before the loop reports the end of input.
     let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
     let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
     loop {
-        server.fire_timers();
+        let now = io.now();
+        server.fire_timers(&mut conn, now);
         // Wake for our own timers (the countdown) as well as the engine's.
-        let until = server.timers.peek().map(|t| {
-            let wait = t.at.0.saturating_duration_since(Instant::now());
-            Timestamp::from_nanos(server.now().as_nanos() + wait.as_nanos() as u64)
-        });
-        match io.next_event(&mut server.conn, until) {
-            Ok(Ev::Request { id, method, params }) => server.on_request(id, &method, params),
-            Ok(Ev::Response { request, result }) => server.on_answer(request, Ok(result)),
-            Ok(Ev::Error {
-                request, message, ..
-            }) => server.on_answer(request, Err(message)),
-            Ok(Ev::TimedOut { request }) => server.on_answer(request, Err("no answer".into())),
-            Ok(Ev::PeerCancelled { id, .. }) => {
-                server.pending_countdowns.remove(&id.to_string());
-            }
+        match io.next_event(&mut conn, server.next_timer()) {
             Ok(Ev::Closed { .. }) | Err(Stop::Eof) => return 0,
-            Ok(_) | Err(Stop::Deadline) => {}
+            Ok(ev) => {
+                let now = io.now();
+                server.on_event(&mut conn, now, ev);
+            }
+            Err(Stop::Deadline) => {}
         }
     }
+}
+
+/// The demo server's logic over Streamable HTTP: one [`Server`] state per connection of the
+/// HTTP server (a session, or a stateless request).
+#[derive(Default)]
+struct HttpDemo {
+    servers: HashMap<ConnKey, Server>,
+}
+
+impl Application for HttpDemo {
+    fn drive(&mut self, now: Timestamp, server: &mut HttpServer) {
+        while let Some((key, ev)) = server.poll_event() {
+            let ev = ev.to_owned_event();
+            if let Some(conn) = server.connection(key) {
+                self.servers.entry(key).or_default().on_event(conn, now, ev);
+            }
+        }
+        // Connections that ended take their state with them.
+        let live: HashSet<ConnKey> = server.connections().into_iter().collect();
+        self.servers.retain(|key, _| live.contains(key));
+        server.pump();
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.servers.values().filter_map(Server::next_timer).min()
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
+        for (key, state) in &mut self.servers {
+            if let Some(conn) = server.connection(*key) {
+                state.fire_timers(conn, now);
+            }
+        }
+        server.pump();
+    }
+}
+
+/// `mcpwire serve --http ADDR`: the demo server over Streamable HTTP on `addr` (port 0 picks
+/// a free one). Prints the URL it serves once bound; stops on Ctrl-C or SIGTERM, letting open
+/// streams finish.
+pub fn run_http(addr: &str, legacy_only: bool) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcpwire serve: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    runtime.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("mcpwire serve: cannot listen on {addr}: {e}");
+                return crate::probe::EXIT_USAGE;
+            }
+        };
+        let local = match listener.local_addr() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("mcpwire serve: {e}");
+                return 1;
+            }
+        };
+        let host = HostConfig::default();
+        println!("http://{local}{}", host.path);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let mut config = HttpServerConfig::new(demo_config(legacy_only));
+        let tools = tools().to_string();
+        if let Ok(raw) = RawJson::new(&tools) {
+            let _ = config.declare_tools(raw);
+        }
+        if !local.ip().is_loopback() {
+            // Bound beyond loopback on purpose: accept any Host and Origin (put a proxy that
+            // checks them in front when exposing this).
+            config.check_origin = Box::new(|_, _| true);
+        }
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async {
+                    match term.as_mut() {
+                        Some(t) => { t.recv().await; }
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {}
+            }
+        };
+        match serve(
+            listener,
+            HttpServer::new(config),
+            HttpDemo::default(),
+            host,
+            shutdown,
+        )
+        .await
+        {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("mcpwire serve: {e}");
+                1
+            }
+        }
+    })
 }

@@ -1,6 +1,9 @@
 //! The `mcpwire` command, run as a process: probe against real servers, serve under real
 //! clients, tap between them, bad servers, and the demo.
 
+// Some tests time how long a fallback takes: they read the clock.
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 
@@ -389,4 +392,220 @@ fn serve_applies_backpressure_and_answers_everything_once_read() {
     assert!(peak < 64 * 1024 * 1024, "RSS {peak} bytes");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+// ---- Streamable HTTP: probe --url and serve --http -------------------------------------------
+
+/// A child process that is killed when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `mcpwire serve --http 127.0.0.1:0`, and the URL it printed once bound.
+fn serve_http(extra: &[&str]) -> (Reaped, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line.trim().to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url:?}"
+    );
+    (Reaped(child), url)
+}
+
+/// A TCP port free on loopback right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts connections on `port` (a peer starting up).
+fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+#[test]
+fn probe_url_against_serve_http_in_both_eras_with_a_call() {
+    let (_server, url) = serve_http(&[]);
+    let (code, out, err) = mcpwire(&["probe", "--url", &url]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("server        mcpwire-demo"), "{out}");
+    assert!(
+        out.contains("protocol      2026-07-28 (stateless era)"),
+        "{out}"
+    );
+    assert!(out.contains("tools (5)"), "{out}");
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--url",
+        &url,
+        "--json",
+        "--call",
+        "add",
+        r#"{"a":2,"b":40}"#,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["protocolVersion"], "2025-11-25", "{report}");
+    assert_eq!(report["call"]["content"][0]["text"], "42", "{report}");
+}
+
+#[test]
+fn serve_http_under_the_python_sdk_http_client_in_both_eras() {
+    let (_server, url) = serve_http(&[]);
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = python_client(&["--mode", mode, "--expect-version", version, "--url", &url])
+            .env("PYTHONPATH", python_site())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains(&format!("PY_CLIENT_OK {version}")),
+            "{mode}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn probe_url_against_the_python_sdk_http_server_in_both_eras() {
+    let port = free_port();
+    let _server = Reaped(
+        Command::new("python3")
+            .arg(py_server())
+            .args(["--http", &port.to_string()])
+            .env("PYTHONPATH", python_site())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (code, out, err) = mcpwire(&["probe", "--url", &url, "--call", "add", r#"{"a":1,"b":2}"#]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("server        py-peer-server"), "{out}");
+    assert!(
+        out.contains("protocol      2026-07-28 (stateless era)"),
+        "{out}"
+    );
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("protocol      2025-11-25 (handshake era)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn probe_url_against_server_everything_over_http() {
+    let port = free_port();
+    let _server = Reaped(
+        Command::new("node")
+            .arg(everything())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // Auto: the stateless probe is refused with a bare HTTP 400, and the probe falls back at
+    // once (no 5 s wait).
+    let started = std::time::Instant::now();
+    let (code, out, err) = mcpwire(&["probe", "--url", &url]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("server        mcp-servers/everything"),
+        "{out}"
+    );
+    assert!(
+        out.contains("protocol      2025-11-25 (handshake era)"),
+        "{out}"
+    );
+    assert!(out.contains("tools (13)"), "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Stateless only: the server does not speak that era, which is not a broken protocol.
+    let (code, _, err) = mcpwire(&["probe", "--protocol", "2026-07-28", "--url", &url]);
+    assert_eq!(code, 8, "{err}");
+    assert!(
+        err.contains("server/discover") && err.contains("HTTP 400"),
+        "{err}"
+    );
+}
+
+#[test]
+fn probe_names_the_refused_request_and_the_supported_versions() {
+    // A handshake-only stdio server: server/discover is an unknown method there.
+    let everything_cmd = everything();
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2026-07-28",
+        "--",
+        "node",
+        &everything_cmd,
+        "stdio",
+    ]);
+    assert_eq!(code, 8, "{err}");
+    assert!(
+        err.contains("server/discover") && err.contains("-32601"),
+        "{err}"
+    );
+    assert!(!err.contains("initialize"), "no initialize was sent: {err}");
+    // A server that answers -32022 with its supported list: the list is shown.
+    let script = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m:
+        print(json.dumps({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2024-11-05"],"requested":"x"}}}), flush=True)
+"#;
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    assert_eq!(code, 8, "{err}");
+    assert!(
+        err.contains("refused initialize") && err.contains(r#"["2024-11-05"]"#),
+        "{err}"
+    );
 }
