@@ -13,6 +13,14 @@
  * events (answering requests), write what it lends until stdout would block, and re-arm the
  * timer from the earliest of the engine's deadline and our own "count" timers.
  *
+ * It never loses an answer:
+ *   - backpressure: while output waits for the client to read it, stdin is not read, so a
+ *     slow client slows the requests down instead of filling memory (and a client that never
+ *     reads just stalls, holding at most one read of input);
+ *   - input is fed to the engine FEED bytes at a time, answering as it goes, so thousands of
+ *     requests in one read are all answered (the engine bounds requests in flight);
+ *   - at end of input every answer is written, whole, before the process exits.
+ *
  * Build: make -C bindings/c (see README.md); run: target/c-bindings/example_server
  */
 #define _POSIX_C_SOURCE 200809L
@@ -316,6 +324,28 @@ static int flush_output(mcpw_conn *conn, int *stdout_open) {
     }
 }
 
+/* Input is handed to the engine this many bytes at a time (fewer complete requests than the
+   engine's default of 256 in flight fit in it). */
+#define FEED 4096
+
+/* Writes everything left, blocking: the last answers before exiting. */
+static void drain_output(mcpw_conn *conn, int stdout_flags, int stdout_open) {
+    if (!stdout_open) return;
+    fcntl(STDOUT_FILENO, F_SETFL, stdout_flags & ~O_NONBLOCK);
+    for (;;) {
+        const uint8_t *bytes;
+        size_t len;
+        uint64_t stream;
+        ssize_t n;
+        mcpw_result rc = mcpw_conn_transmit(conn, &bytes, &len, &stream);
+        if (rc != MCPW_OK || len == 0) return;
+        n = write(STDOUT_FILENO, bytes, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return; /* the client is gone */
+        if (mcpw_conn_consume(conn, (size_t)n) != MCPW_OK) return;
+    }
+}
+
 int main(int argc, char **argv) {
     mcpw_config *config = NULL;
     mcpw_conn *conn = NULL;
@@ -324,6 +354,7 @@ int main(int argc, char **argv) {
     int stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
     int stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
     uint8_t buf[64 * 1024];
+    size_t buf_len = 0, buf_fed = 0; /* the last read, and how much the engine has had */
 
     signal(SIGPIPE, SIG_IGN);
     fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
@@ -356,6 +387,14 @@ int main(int argc, char **argv) {
         running = drain_events(conn, now);
         pending_output = flush_output(conn, &stdout_open);
         if (!running && (!pending_output || !stdout_open)) break;
+        /* The rest of the last read, a piece at a time, before anything else is read. */
+        if (running && !pending_output && buf_fed < buf_len) {
+            size_t piece = buf_len - buf_fed < FEED ? buf_len - buf_fed : FEED;
+            rc = mcpw_conn_handle_input(conn, now, buf + buf_fed, piece);
+            if (rc != MCPW_OK) die("handle_input", rc);
+            buf_fed += piece;
+            continue;
+        }
 
         /* Re-arm the timer: the engine's deadline or our next "count" step. */
         rc = mcpw_conn_poll_timeout(conn, &has_deadline, &deadline);
@@ -368,7 +407,8 @@ int main(int argc, char **argv) {
             timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
         }
 
-        if (stdin_open && running) {
+        /* Backpressure: no new input while output waits for the client. */
+        if (stdin_open && running && !pending_output && buf_fed == buf_len) {
             fds[nfds].fd = STDIN_FILENO;
             fds[nfds].events = POLLIN;
             nfds++;
@@ -385,11 +425,11 @@ int main(int argc, char **argv) {
         }
 
         now = now_ns();
-        if (stdin_open && running) {
+        if (stdin_open && running && !pending_output && buf_fed == buf_len) {
             ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
             if (n > 0) {
-                rc = mcpw_conn_handle_input(conn, now, buf, (size_t)n);
-                if (rc != MCPW_OK) die("handle_input", rc);
+                buf_len = (size_t)n; /* fed FEED bytes at a time from the top of the loop */
+                buf_fed = 0;
             } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 stdin_open = 0;
                 rc = mcpw_conn_handle_eof(conn, now);
@@ -401,6 +441,8 @@ int main(int argc, char **argv) {
         run_jobs(conn, now);
     }
 
+    /* Every answer already given leaves, whole, before we exit. */
+    drain_output(conn, stdout_flags, stdout_open);
     while (jobs != NULL) {
         job *j = jobs;
         jobs = j->next;

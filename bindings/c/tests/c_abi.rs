@@ -367,3 +367,155 @@ fn python_sdk_client_in_auto_mode_falls_back_promptly_from_a_legacy_c_server() {
 fn typescript_sdk_client_against_the_c_server() {
     assert_typescript_session(&[&c_server()]);
 }
+
+// ---- The stdio example never loses an answer ----------------------------------------------
+
+const C_INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// The resident memory of a process, from /proc (Linux).
+fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn spawn_stdio_example(program: &Path) -> std::process::Child {
+    Command::new(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// 3,000 requests, then end of input: 3,000 whole answers, under ASan too.
+#[test]
+fn the_stdio_example_answers_every_request_before_eof_ends_it() {
+    for program in [c_server_plain(), c_server_asan()] {
+        let mut input = C_INIT.to_owned();
+        for i in 1..=3000 {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n"
+            ));
+        }
+        let mut child = spawn_stdio_example(program);
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            stdin.write_all(input.as_bytes()).unwrap();
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.ends_with('\n'), "no half line");
+        let answers: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"result\":{\"tools\""))
+            .collect();
+        assert_eq!(answers.len(), 3000, "{}", program.display());
+        for (i, line) in answers.iter().enumerate() {
+            assert!(
+                line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{},", i + 1)),
+                "{line}"
+            );
+        }
+    }
+}
+
+/// 200,000 requests to a server whose client reads slowly: every one is answered, in order;
+/// the server slows the client's writes down rather than failing.
+#[test]
+fn a_slow_reader_gets_all_200000_answers() {
+    const N: usize = 200_000;
+    let mut child = spawn_stdio_example(c_server_plain());
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(C_INIT.as_bytes()).unwrap();
+        let mut batch = String::new();
+        for i in 1..=N {
+            batch.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"
+            ));
+            if i % 10_000 == 0 {
+                stdin.write_all(batch.as_bytes()).unwrap();
+                batch.clear();
+            }
+        }
+    });
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::with_capacity(4096, stdout);
+    let mut line = String::new();
+    let mut pings = 0;
+    let mut lines = 0;
+    while pings < N {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        assert!(n > 0, "the server stopped after {pings} answers");
+        lines += 1;
+        if lines % 2_000 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2)); // a slow reader
+        }
+        if line.contains("\"result\":{}") {
+            pings += 1;
+            assert!(
+                line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{pings},")),
+                "{line}"
+            );
+        }
+    }
+    writer.join().unwrap();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("output buffer full"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A client that writes and never reads: the server stops reading too (its memory stays
+/// small) instead of buffering answers without end.
+#[test]
+fn a_client_that_never_reads_leaves_the_server_small() {
+    let mut child = spawn_stdio_example(c_server_plain());
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let _stdout = child.stdout.take().unwrap(); // kept open, never read
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(C_INIT.as_bytes());
+        let pad = "x".repeat(60 * 1024);
+        for i in 1..=2_000 {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{pad}\"}}}}}}\n"
+            );
+            if stdin.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let mut peak = 0;
+    for _ in 0..30 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        peak = peak.max(rss_of(pid));
+    }
+    assert!(
+        !done.load(std::sync::atomic::Ordering::SeqCst),
+        "120 MB of echo requests went in with nobody reading the answers"
+    );
+    assert!(peak > 0 && peak < 32 * 1024 * 1024, "RSS {peak} bytes");
+    let _ = child.kill();
+    let _ = child.wait();
+}
