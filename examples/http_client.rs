@@ -386,6 +386,8 @@ async fn main() -> ExitCode {
             _ => {}
         }
     }
+    // End the session (a server that keeps none answers 404 or 405, which is fine).
+    client.end_session(Duration::from_secs(2)).await;
     if !ready && s.failures.is_empty() {
         s.failures.push("the session never became ready".into());
     }

@@ -300,6 +300,18 @@ fn a_session_in_the_handshake_era() {
 }
 
 #[test]
+fn ending_the_session_deletes_it_on_the_server() {
+    let mut w = World::new(legacy(client_config()), http_server_config(), App::Answer);
+    w.ready();
+    assert_eq!(w.server.sessions(), 1);
+    assert!(w.client.end_session().is_some());
+    assert!(w.client.end_session().is_none(), "once");
+    w.run(Duration::from_millis(100));
+    assert!(w.seen.iter().any(|(m, _)| m == "DELETE"));
+    assert_eq!(w.server.sessions(), 0);
+}
+
+#[test]
 fn stateless_requests_carry_the_standard_and_the_tools_param_headers() {
     let mut w = World::new(client_config(), http_server_config(), App::Answer);
     assert_eq!(w.ready(), ProtocolVersion::V2026_07_28);

@@ -67,7 +67,7 @@ pub enum ClientAction<'a> {
     Send {
         /// Which exchange the outcome belongs to.
         exchange: ExchangeId,
-        /// `POST` or `GET`.
+        /// `POST`, `GET` or `DELETE`.
         method: &'static str,
         /// Every header to send (name, value).
         headers: &'a [(String, String)],
@@ -210,6 +210,30 @@ impl HttpClient {
     /// The handshake-era session id, once the server gave one.
     pub fn session_id(&self) -> Option<&str> {
         self.session.as_deref()
+    }
+
+    /// Ends the handshake-era session: queues a `DELETE` with its id (the server frees it at
+    /// once instead of at its idle timeout); returns its exchange, `None` without a session.
+    /// Requests still in flight are left to end as they will; close the connection first for
+    /// a clean end.
+    pub fn end_session(&mut self) -> Option<ExchangeId> {
+        let sid = self.session.take()?;
+        let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
+        if let Some(v) = self.conn.protocol_version() {
+            headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
+        }
+        Some(self.new_exchange(Exchange {
+            method: "DELETE",
+            headers,
+            body: Vec::new(),
+            awaiting: BTreeSet::new(),
+            standalone: false,
+            with_session: false,
+            status: 0,
+            reading: Reading::Waiting,
+            reader: StreamReader::new(),
+            attempts: 0,
+        }))
     }
 
     /// The next event of the connection. After a session expired, the old connection's

@@ -213,8 +213,13 @@ impl Session {
     /// The stdio shutdown the spec describes: close the server's stdin, wait, then SIGTERM,
     /// then SIGKILL. Over HTTP there is nothing to stop.
     pub fn shutdown(mut self) -> Option<ExitStatus> {
-        let Link::Stdio { child, io, .. } = &mut self.link else {
-            return None;
+        let (child, io) = match &mut self.link {
+            Link::Stdio { child, io, .. } => (child, io),
+            Link::Http { runtime, client } => {
+                // A session is ended with its DELETE.
+                runtime.block_on(client.end_session(Duration::from_secs(2)));
+                return None;
+            }
         };
         io.close_output();
         for signal in [None, Some("-TERM")] {

@@ -165,6 +165,24 @@ impl Client {
         }
     }
 
+    /// Ends a handshake-era session politely: its `DELETE` goes out and is waited for, up to
+    /// `limit`. Without a session it returns at once. Dropping the client afterwards closes
+    /// every exchange still open.
+    pub async fn end_session(&mut self, limit: std::time::Duration) {
+        let Some(delete) = self.http.end_session() else {
+            return;
+        };
+        self.send_due();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(Report::End(e) | Report::Failed(e))) if e == delete => break,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+
     fn apply(&mut self, now: Timestamp, report: Report) {
         match report {
             Report::Response(exchange, status, headers) => {
