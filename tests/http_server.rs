@@ -1552,3 +1552,48 @@ fn a_stateless_post_of_a_response_is_refused_and_leaves_nothing_behind() {
     assert_eq!(s.connections().len(), 0);
     assert_eq!(s.open_streams(), 0);
 }
+
+#[test]
+fn a_stream_whose_client_does_not_read_holds_the_connections_output_back() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.limits.max_buffered_output = 64 * 1024;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    // The session's GET stream, never read.
+    let r = send(&mut s, "GET", &[("Mcp-Session-Id", &sid)], "");
+    let Body::Stream(get) = r.body else {
+        panic!("{r:?}")
+    };
+    let key = s.connections()[0];
+    let mut sent = 0;
+    let full = loop {
+        let conn = s.connection(key).unwrap();
+        match conn.notify("notifications/tools/list_changed", None) {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        s.pump();
+        assert!(sent < 100_000, "never refused");
+    };
+    assert_eq!(full, mcpwire::conn::Error::OutputFull);
+    // What waits on the stream stays near the bound, and nothing is lost: once the client
+    // reads, every notification comes.
+    let waiting = s.poll_stream(get).unwrap().bytes.len();
+    assert!(
+        waiting <= 64 * 1024 + 256,
+        "{waiting} bytes wait on the stream"
+    );
+    let mut reader = StreamReader::new();
+    let mut got = 0;
+    loop {
+        let (msgs, _) = read_stream(&mut s, get, &mut reader);
+        if msgs.is_empty() {
+            break;
+        }
+        got += msgs
+            .iter()
+            .filter(|m| m["method"] == "notifications/tools/list_changed")
+            .count();
+    }
+    assert_eq!(got, sent);
+}

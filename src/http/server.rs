@@ -1115,6 +1115,18 @@ impl HttpServer {
                 } else {
                     Some(HttpStreamId(frame.stream.0))
                 };
+                // Backpressure: while a stream's client does not read what waits for it, the
+                // connection's output stays in the connection, whose own bound then applies
+                // (commands get `OutputFull`), instead of piling up here without end.
+                let cap = self.config.server.limits.max_buffered_output;
+                if let Some(stream) = target
+                    && self
+                        .streams
+                        .get(&stream)
+                        .is_some_and(|s| !s.detached && s.buf.len() - s.read >= cap)
+                {
+                    break;
+                }
                 match target {
                     Some(stream) => route_frame(
                         &mut self.streams,

@@ -66,6 +66,9 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
+/// Reports (statuses, body chunks, ends) that may wait for the application.
+const REPORTS_IN_FLIGHT: usize = 64;
+
 /// What an exchange's task reports.
 enum Report {
     Response(ExchangeId, u16, Vec<(String, String)>),
@@ -81,8 +84,8 @@ pub struct Client {
     url: hyper::Uri,
     hyper: HyperClient<HttpConnector, Full<Bytes>>,
     tasks: HashMap<ExchangeId, JoinHandle<()>>,
-    tx: mpsc::UnboundedSender<Report>,
-    rx: mpsc::UnboundedReceiver<Report>,
+    tx: mpsc::Sender<Report>,
+    rx: mpsc::Receiver<Report>,
     start: Instant,
 }
 
@@ -105,7 +108,9 @@ impl Client {
         }
         let http =
             HttpClient::new(config, Timestamp::ZERO, policy, true).map_err(ClientError::Config)?;
-        let (tx, rx) = mpsc::unbounded_channel();
+        // Bounded: while the application does not ask for events, the exchanges stop reading
+        // their bodies, and TCP slows the server down (backpressure, not buffering).
+        let (tx, rx) = mpsc::channel(REPORTS_IN_FLIGHT);
         Ok(Client {
             http,
             url,
@@ -228,7 +233,7 @@ impl Client {
                     let tx = self.tx.clone();
                     let task = tokio::spawn(async move {
                         let Ok(request) = request else {
-                            let _ = tx.send(Report::Failed(exchange));
+                            let _ = tx.send(Report::Failed(exchange)).await;
                             return;
                         };
                         exchange_task(hyper, request, exchange, tx).await;
@@ -255,12 +260,12 @@ async fn exchange_task(
     hyper: HyperClient<HttpConnector, Full<Bytes>>,
     request: Request<Full<Bytes>>,
     exchange: ExchangeId,
-    tx: mpsc::UnboundedSender<Report>,
+    tx: mpsc::Sender<Report>,
 ) {
     let response = match hyper.request(request).await {
         Ok(r) => r,
         Err(_) => {
-            let _ = tx.send(Report::Failed(exchange));
+            let _ = tx.send(Report::Failed(exchange)).await;
             return;
         }
     };
@@ -269,28 +274,31 @@ async fn exchange_task(
         .iter()
         .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
-    let _ = tx.send(Report::Response(
-        exchange,
-        response.status().as_u16(),
-        headers,
-    ));
+    let status = response.status().as_u16();
+    if tx
+        .send(Report::Response(exchange, status, headers))
+        .await
+        .is_err()
+    {
+        return;
+    }
     let mut body = response.into_body();
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => {
                 if let Ok(data) = frame.into_data()
-                    && tx.send(Report::Body(exchange, data)).is_err()
+                    && tx.send(Report::Body(exchange, data)).await.is_err()
                 {
                     return;
                 }
             }
             Err(_) => {
-                let _ = tx.send(Report::Failed(exchange));
+                let _ = tx.send(Report::Failed(exchange)).await;
                 return;
             }
         }
     }
-    let _ = tx.send(Report::End(exchange));
+    let _ = tx.send(Report::End(exchange)).await;
 }
 
 /// A random value for reconnection jitter.
