@@ -2,42 +2,17 @@
 //! client out, sessions stay within the cap, and once they expire the heap is back where it
 //! started (a counting allocator; one test per binary, so nothing else allocates meanwhile).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use mcpwire::Timestamp;
 use mcpwire::conn::Config;
 use mcpwire::http::{HttpRequest, HttpServer, HttpServerConfig};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; it only counts bytes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller upholds `alloc`'s contract, which we pass on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: as for `dealloc`; `new_size` is checked by the caller.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
 const CAP: usize = 256;
@@ -79,7 +54,7 @@ fn ten_thousand_abandoned_sessions_never_lock_out_a_new_client_and_memory_return
     assert_eq!(init(&mut server, Timestamp::ZERO), 200);
     server.handle_timeout(Timestamp::from_millis(60_000));
     assert_eq!(server.sessions(), 0);
-    let baseline = LIVE.load(Ordering::Relaxed);
+    let baseline = counting::live();
 
     let start = Timestamp::from_millis(120_000);
     let mut peak = 0;
@@ -93,7 +68,7 @@ fn ten_thousand_abandoned_sessions_never_lock_out_a_new_client_and_memory_return
             server.handle_timeout(now);
         }
         assert!(server.sessions() <= CAP);
-        peak = peak.max(LIVE.load(Ordering::Relaxed) - baseline);
+        peak = peak.max(counting::live() - baseline);
     }
     // Everyone has left: the sessions expire through the timer, and memory comes back.
     let end = start.after(Duration::from_millis(CLIENTS));
@@ -102,7 +77,7 @@ fn ten_thousand_abandoned_sessions_never_lock_out_a_new_client_and_memory_return
     server.handle_timeout(end.after(Duration::from_secs(31)));
     assert_eq!(server.sessions(), 0);
     assert_eq!(server.poll_timeout(), None);
-    let after = LIVE.load(Ordering::Relaxed) - baseline;
+    let after = counting::live() - baseline;
     assert!(
         after <= 16 * 1024,
         "{after} bytes still live after every session expired (peak {peak})"

@@ -12,8 +12,6 @@
 #[path = "../examples/conformance/fixture.rs"]
 mod fixture;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use mcpwire::Timestamp;
@@ -21,34 +19,11 @@ use mcpwire::http::client::StreamReader;
 use mcpwire::http::{Body, HttpRequest, HttpResponse, HttpServer, HttpStreamId};
 use serde_json::{Value, json};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// Safety: forwards to the system allocator unchanged; only counts bytes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // Safety: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // Safety: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // Safety: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 const SESSIONS: usize = 48;
 const CALLS_PER_SESSION: usize = 4;
@@ -289,7 +264,7 @@ fn many_sessions_and_dropped_streams_stay_bounded_and_lose_nothing() {
     let mut live = Vec::new();
     for _ in 0..ROUNDS {
         round(&mut sim);
-        live.push(LIVE.load(Ordering::Relaxed));
+        live.push(counting::live());
     }
     // Warm after two rounds; later rounds may not grow the heap (other tests in this binary
     // run on other threads, so allow some slack).
