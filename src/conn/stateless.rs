@@ -215,12 +215,9 @@ pub(super) fn read_meta(
     }
 }
 
-/// `{"supported":[…],"requested":"…"}` for a -32022. Every -32022 here refuses a request of
-/// the stateless era, so `supported` lists the stateless-era versions we serve: the ones the
-/// client can put in `_meta` instead (a handshake-era version there would be refused too).
-fn unsupported_data(config: &Config, requested: &str) -> String {
-    let mut out = Vec::new();
-    out.extend_from_slice(b"{\"supported\":[");
+/// The stateless-era versions we serve, newest first, as a JSON array (for `server/discover`
+/// and for a -32022's `supported`).
+fn write_modern_versions(out: &mut Vec<u8>, config: &Config) {
     let mut versions: Vec<ProtocolVersion> = config
         .versions
         .iter()
@@ -229,13 +226,24 @@ fn unsupported_data(config: &Config, requested: &str) -> String {
         .collect();
     versions.sort_unstable_by(|a, b| b.cmp(a));
     versions.dedup();
+    out.push(b'[');
     for (i, v) in versions.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_json_string(&mut out, v.as_str());
+        write_json_string(out, v.as_str());
     }
-    out.extend_from_slice(b"],\"requested\":");
+    out.push(b']');
+}
+
+/// `{"supported":[…],"requested":"…"}` for a -32022. Every -32022 here refuses a request of
+/// the stateless era, so `supported` lists the stateless-era versions we serve: the ones the
+/// client can put in `_meta` instead (a handshake-era version there would be refused too).
+fn unsupported_data(config: &Config, requested: &str) -> String {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"supported\":");
+    write_modern_versions(&mut out, config);
+    out.extend_from_slice(b",\"requested\":");
     write_json_string(&mut out, requested);
     out.push(b'}');
     String::from_utf8(out).unwrap_or_default()
@@ -396,22 +404,9 @@ impl Core {
     /// The `server/discover` result, from configuration.
     fn discover_result(&self) -> String {
         let mut out = Vec::new();
-        out.extend_from_slice(b"{\"resultType\":\"complete\",\"supportedVersions\":[");
-        let mut versions: Vec<_> = self
-            .config
-            .versions
-            .iter()
-            .filter(|v| v.era() == Era::Modern)
-            .collect();
-        versions.sort_unstable_by(|a, b| b.cmp(a));
-        versions.dedup();
-        for (i, v) in versions.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_json_string(&mut out, v.as_str());
-        }
-        out.extend_from_slice(b"],\"capabilities\":");
+        out.extend_from_slice(b"{\"resultType\":\"complete\",\"supportedVersions\":");
+        write_modern_versions(&mut out, &self.config);
+        out.extend_from_slice(b",\"capabilities\":");
         out.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
         if let Some(instructions) = &self.config.instructions {
             out.extend_from_slice(b",\"instructions\":");
