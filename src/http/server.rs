@@ -1011,31 +1011,26 @@ impl HttpServer {
         }
     }
 
-    /// Whether a session's client holds a stream open (such a session is never idle).
-    fn busy(&self, key: u64) -> bool {
+    /// The connections whose client holds a stream open (such a session is never idle),
+    /// gathered in one pass over the streams.
+    fn busy_conns(&self) -> HashSet<u64> {
         self.streams
             .values()
-            .any(|s| s.conn.0 == key && !s.detached)
+            .filter(|s| !s.detached)
+            .map(|s| s.conn.0)
+            .collect()
     }
 
-    /// When a session expires if nothing happens: `None` while its client holds a stream.
-    fn expiry(&self, key: u64) -> Option<Timestamp> {
-        let c = self.conns.get(&key)?;
-        c.session.as_ref()?;
-        if self.busy(key) {
-            return None;
-        }
-        Some(c.last_active.after(self.config.session_idle_timeout))
+    /// When a session expires if nothing happens: `None` for a connection without a session
+    /// and while its client holds a stream (`busy`, from [`busy_conns`](Self::busy_conns)).
+    fn expiry(&self, key: u64, c: &Conn, busy: &HashSet<u64>) -> Option<Timestamp> {
+        (c.session.is_some() && !busy.contains(&key))
+            .then(|| c.last_active.after(self.config.session_idle_timeout))
     }
 
     /// The least recently active idle session, to evict at the cap.
     fn least_recently_used_idle(&self) -> Option<u64> {
-        let busy: HashSet<u64> = self
-            .streams
-            .values()
-            .filter(|s| !s.detached)
-            .map(|s| s.conn.0)
-            .collect();
+        let busy = self.busy_conns();
         self.sessions
             .values()
             .copied()
@@ -1336,11 +1331,17 @@ impl HttpServer {
             c.conn.handle_timeout(now);
         }
         self.pump();
+        let busy = self.busy_conns();
         let expired: Vec<u64> = self
             .sessions
             .values()
             .copied()
-            .filter(|&k| self.expiry(k).is_some_and(|at| at <= now))
+            .filter(|&k| {
+                self.conns
+                    .get(&k)
+                    .and_then(|c| self.expiry(k, c, &busy))
+                    .is_some_and(|at| at <= now)
+            })
             .collect();
         for key in expired {
             self.end_session(key);
@@ -1366,22 +1367,15 @@ impl HttpServer {
 
     /// The earliest deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let busy: HashSet<u64> = self
-            .streams
-            .values()
-            .filter(|s| !s.detached)
-            .map(|s| s.conn.0)
-            .collect();
+        let busy = self.busy_conns();
         self.conns
             .iter()
-            .filter_map(|(key, c)| {
-                let expiry = (c.session.is_some() && !busy.contains(key))
-                    .then(|| c.last_active.after(self.config.session_idle_timeout));
-                match (c.conn.poll_timeout(), expiry) {
+            .filter_map(
+                |(&key, c)| match (c.conn.poll_timeout(), self.expiry(key, c, &busy)) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
-                }
-            })
+                },
+            )
             .min()
     }
 }
