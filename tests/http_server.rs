@@ -160,6 +160,23 @@ fn open_session(s: &mut HttpServer) -> String {
     sid
 }
 
+/// POSTs one request to an open session and returns the stream it gets, the connection it
+/// reached and the request's id as the server saw it.
+fn post_request(
+    s: &mut HttpServer,
+    sid: &str,
+    body: &str,
+) -> (HttpStreamId, ConnKey, mcpwire::jsonrpc::OwnedId) {
+    let Body::Stream(stream) = send(s, "POST", &[("Mcp-Session-Id", sid)], body).body else {
+        panic!("a request on a session gets a stream")
+    };
+    let evs = events(s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("the request reaches the server: {evs:?}")
+    };
+    (stream, *key, id.clone())
+}
+
 #[test]
 fn foreign_host_or_origin_gets_403() {
     let mut s = server();
@@ -409,13 +426,11 @@ fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
 fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
     let mut s = server();
     let sid = open_session(&mut s);
-    let h = [("Mcp-Session-Id", sid.as_str())];
-    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#).body else { panic!() };
-    let evs = events(&mut s);
-    let (key, Ev::Request { id, .. }) = &evs[0] else {
-        panic!()
-    };
-    let (key, id) = (*key, id.clone());
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
+    );
     s.connection(key)
         .unwrap()
         .progress(id.as_id(), 1.0, None, None)
@@ -704,21 +719,11 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
         &[("Mcp-Session-Id", &sid)],
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
-    let Body::Stream(stream) = send(
+    let (stream, key, id) = post_request(
         &mut s,
-        "POST",
-        &[("Mcp-Session-Id", &sid)],
+        &sid,
         r#"{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask"}}"#,
-    )
-    .body
-    else {
-        panic!()
-    };
-    let evs = events(&mut s);
-    let (key, Ev::Request { id, .. }) = &evs[0] else {
-        panic!()
-    };
-    let (key, id) = (*key, id.clone());
+    );
     let ask = s
         .connection(key)
         .unwrap()
@@ -763,13 +768,11 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
 fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
     let mut s = server();
     let sid = open_session(&mut s);
-    let h = [("Mcp-Session-Id", sid.as_str())];
-    let Body::Stream(stream) = send(&mut s, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#).body else { panic!() };
-    let evs = events(&mut s);
-    let (key, Ev::Request { id, .. }) = &evs[0] else {
-        panic!()
-    };
-    let (key, id) = (*key, id.clone());
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
+    );
     let conn = s.connection(key).unwrap();
     conn.progress(id.as_id(), 1.0, None, None).unwrap();
     conn.progress(id.as_id(), 2.0, None, None).unwrap();
@@ -828,22 +831,11 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     // by GET, and the answer comes afterwards on the resumed stream.
     let mut s = server();
     let sid = open_session(&mut s);
-    let h = [("Mcp-Session-Id", sid.as_str())];
-    let Body::Stream(stream) = send(
+    let (stream, key, id) = post_request(
         &mut s,
-        "POST",
-        &h,
+        &sid,
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    )
-    .body
-    else {
-        panic!()
-    };
-    let evs = events(&mut s);
-    let (key, Ev::Request { id, .. }) = &evs[0] else {
-        panic!()
-    };
-    let (key, id) = (*key, id.clone());
+    );
     let mut reader = StreamReader::new();
     let (none, finished) = read_stream(&mut s, stream, &mut reader);
     assert!(none.is_empty() && !finished);
@@ -1480,25 +1472,15 @@ fn resumption_goes_through_the_event_store_the_host_supplies() {
     config.events = Some(Box::new(store.clone()));
     let mut s = HttpServer::new(config);
     let sid = open_session(&mut s);
-    let h = [("Mcp-Session-Id", sid.as_str())];
-    let Body::Stream(stream) = send(
+    let (stream, key, id) = post_request(
         &mut s,
-        "POST",
-        &h,
+        &sid,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}"#,
-    )
-    .body
-    else {
-        panic!()
-    };
-    let evs = events(&mut s);
-    let (key, Ev::Request { id, .. }) = &evs[0] else {
-        panic!()
-    };
+    );
     let mut reader = StreamReader::new();
     let _ = read_stream(&mut s, stream, &mut reader);
     s.stream_closed(T0, stream);
-    s.connection(*key)
+    s.connection(key)
         .unwrap()
         .respond(id.as_id(), RawJson::new("{}").unwrap())
         .unwrap();
@@ -1533,7 +1515,10 @@ fn resumption_goes_through_the_event_store_the_host_supplies() {
             .iter()
             .any(|op| op.starts_with("replay"))
     );
-    assert_eq!(send(&mut s, "DELETE", &h, "").status, 200);
+    assert_eq!(
+        send(&mut s, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        200
+    );
     let inner = store.0.lock().unwrap();
     assert_eq!(inner.1.last().map(String::as_str), Some("forget"));
     assert!(inner.0.is_empty(), "the session's events are gone with it");
