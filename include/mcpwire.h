@@ -34,6 +34,17 @@
  *   with its id): the call copies them before they die. Static strings (mcpw_version,
  *   mcpw_result_message, mcpw_conn_protocol_version) live as long as the program.
  *
+ * - HTTP. mcpw_http_server (answers the requests your HTTP library parsed) and
+ *   mcpw_http_client (says which requests your HTTP client library makes) are handles too.
+ *   They lend views of their MCP connections as mcpw_conn* (mcpw_http_server_poll_event,
+ *   mcpw_http_server_conn, mcpw_http_client_conn) for every mcpw_conn_* command and getter,
+ *   so a session is answered exactly like stdio. A view belongs to its lender: never free
+ *   it; it stays valid until the next other non-const call on the lender, after which it
+ *   refuses every call with MCPW_ERR_STALE_VIEW (never touching freed memory); the
+ *   transport calls (handle_input, transmit, consume, ...) refuse it with MCPW_ERR_NOT_OWNER,
+ *   because the lender moves its bytes. The C HTTP loop, with libmicrohttpd and libcurl, is
+ *   in examples/c/.
+ *
  * - Safety. Every entry point catches internal panics: the call returns MCPW_ERR_PANIC and
  *   the handle is poisoned (every later call returns MCPW_ERR_POISONED; free it). NULL
  *   arguments are reported as MCPW_ERR_NULL_ARGUMENT, never dereferenced.
@@ -282,6 +293,26 @@ typedef enum mcpw_result {
      * `mcpw_conn_consume` was told more bytes than `mcpw_conn_transmit` lent.
      */
     MCPW_ERR_CONSUME_TOO_MUCH = 108,
+    /**
+     * A connection view lent by an HTTP server or client is no longer valid: the lender was
+     * called since. Ask it for the view again.
+     */
+    MCPW_ERR_STALE_VIEW = 109,
+    /**
+     * A transport call (`mcpw_conn_handle_input`, `_transmit`, …) on a connection view: its
+     * HTTP server or client moves the bytes; feed that handle instead.
+     */
+    MCPW_ERR_NOT_OWNER = 110,
+    /**
+     * No such HTTP stream (it ended, or its client went away), or no response waits to be
+     * settled for it.
+     */
+    MCPW_ERR_UNKNOWN_STREAM = 111,
+    /**
+     * No such connection in the HTTP server (its session ended or expired, or its stateless
+     * request is done).
+     */
+    MCPW_ERR_UNKNOWN_CONNECTION = 112,
     /**
      * 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
      * versions, for example).
@@ -777,6 +808,25 @@ typedef enum mcpw_era {
 } mcpw_era;
 
 /**
+ * What `mcpw_http_client_poll_action` asks of the host.
+ */
+typedef enum mcpw_http_action_kind {
+    /**
+     * Nothing to do now.
+     */
+    MCPW_HTTP_ACTION_NONE = 0,
+    /**
+     * Make the HTTP request `method` with `headers` and `body` to the MCP endpoint, then
+     * report its outcome for `exchange`.
+     */
+    MCPW_HTTP_ACTION_SEND = 1,
+    /**
+     * Stop reading the response of `exchange` and close it; report nothing more for it.
+     */
+    MCPW_HTTP_ACTION_ABORT = 2,
+} mcpw_http_action_kind;
+
+/**
  * The kinds of `mcpw_id`.
  */
 typedef enum mcpw_id_kind {
@@ -896,8 +946,27 @@ typedef struct mcpw_config mcpw_config;
 /**
  * One MCP connection, client or server. Create it with `mcpw_conn_new` and free it with
  * `mcpw_conn_free`. A handle may move between threads but must not be used by two at once.
+ *
+ * An HTTP server or client also lends views of its connections (`mcpw_http_server_conn`,
+ * `mcpw_http_client_conn`): the same handle type, for every command and getter, but the
+ * HTTP handle moves its bytes, so the transport calls refuse a view, and freeing one does
+ * nothing.
  */
 typedef struct mcpw_conn mcpw_conn;
+
+/**
+ * An MCP client over Streamable HTTP, both eras: it says which HTTP requests to make and
+ * reads their responses (JSON or SSE, with resumption). Create it with
+ * `mcpw_http_client_new`, free it with `mcpw_http_client_free`. One thread at a time.
+ */
+typedef struct mcpw_http_client mcpw_http_client;
+
+/**
+ * The server side of Streamable HTTP: sessions (handshake era) and stateless requests
+ * (2026-07-28), behind one endpoint. Create it with `mcpw_http_server_new`, free it with
+ * `mcpw_http_server_free`. One thread at a time.
+ */
+typedef struct mcpw_http_server mcpw_http_server;
 
 /**
  * A view of text owned by someone else: `len` bytes at `ptr`, UTF-8, not NUL-terminated.
@@ -1144,6 +1213,232 @@ typedef struct mcpw_stats {
      */
     uint64_t dropped_events;
 } mcpw_stats;
+
+/**
+ * Where `replay` hands each stored event back: call it with the event's bytes, in order.
+ */
+typedef void (*mcpw_replay_sink)(void *sink_ctx,
+                                 const uint8_t *bytes,
+                                 size_t len);
+
+/**
+ * An event store of the host's own (shared by several server processes, say), as three
+ * callbacks with one `user` pointer. The server calls them during its own calls only, from
+ * the thread making that call; they must not call back into the server. The guarantees a
+ * store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
+ * `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
+ * event of `stream` in `session` numbered above `after`, byte for byte as appended.
+ */
+typedef struct mcpw_event_store {
+    /**
+     * Passed to every callback.
+     */
+    void *user;
+    /**
+     * Stores one SSE event (`bytes`, complete with its `id:` line), numbered `event`, of
+     * `session`'s `stream`. Return only once it is stored. The views die after the call.
+     */
+    void (*append)(void *user,
+                   const char *session,
+                   size_t session_len,
+                   uint64_t stream,
+                   uint64_t event,
+                   const uint8_t *bytes,
+                   size_t len);
+    /**
+     * Calls `sink(sink_ctx, bytes, len)` for each stored event of `session`'s `stream`
+     * numbered above `after`, in order, before it returns.
+     */
+    void (*replay)(void *user,
+                   const char *session,
+                   size_t session_len,
+                   uint64_t stream,
+                   uint64_t after,
+                   mcpw_replay_sink sink,
+                   void *sink_ctx);
+    /**
+     * Drops everything stored for `session` (it ended, expired or was evicted).
+     */
+    void (*forget)(void *user,
+                   const char *session,
+                   size_t session_len);
+} mcpw_event_store;
+
+/**
+ * Settings for `mcpw_http_server_new`. Zero-initialize it, set `random`, and change what you
+ * need: every zero or NULL field means its default.
+ */
+typedef struct mcpw_http_server_options {
+    /**
+     * Required: fills `len` bytes at `buf` from a cryptographically secure source
+     * (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only.
+     */
+    void (*random)(void *user,
+                   uint8_t *buf,
+                   size_t len);
+    /**
+     * Passed to `random`.
+     */
+    void *random_user;
+    /**
+     * The MCP endpoint's path (`"/mcp"`, say): a request to another path gets 404. NULL:
+     * the path is not checked (route before calling, then).
+     */
+    struct mcpw_str endpoint;
+    /**
+     * Host names (with or without a port) accepted besides loopback in `Host` and in the
+     * authority of `Origin` (DNS rebinding protection); anything else gets 403. NULL with 0:
+     * loopback names only (`localhost`, `127.0.0.1`, `[::1]`). Copied by the call.
+     */
+    const struct mcpw_str *allowed_hosts;
+    /**
+     * How many entries `allowed_hosts` has.
+     */
+    size_t allowed_hosts_len;
+    /**
+     * How long a session may sit idle before it expires. 0: 10 minutes.
+     */
+    uint64_t session_idle_timeout_ms;
+    /**
+     * Sessions alive at once (the least recently used idle one is evicted beyond). 0: 1024.
+     */
+    size_t max_sessions;
+    /**
+     * The largest POST body accepted (413 beyond); stop reading there too. 0: 4 MiB.
+     */
+    size_t max_body;
+    /**
+     * Events each session keeps for resumption in the built-in store. 0: 256.
+     */
+    size_t event_store;
+    /**
+     * The `retry` (ms) sent to 2025-11-25 clients before they resume a stream. 0: 1000.
+     */
+    uint64_t retry_ms;
+    /**
+     * The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
+     * 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
+     * annotations. NULL: none declared.
+     */
+    struct mcpw_str tools;
+    /**
+     * A store of the host's own for resumable events (copied). NULL: in this process's
+     * memory.
+     */
+    const struct mcpw_event_store *events;
+} mcpw_http_server_options;
+
+/**
+ * One HTTP header, name and value, as pointer + length pairs (not NUL-terminated). Used for
+ * the headers the host passes in (read during the call only) and the headers the library
+ * lends out (valid until the next call that takes the lending handle non-`const`).
+ */
+typedef struct mcpw_http_header {
+    /**
+     * The header's name; compared ignoring ASCII case.
+     */
+    struct mcpw_str name;
+    /**
+     * The header's value.
+     */
+    struct mcpw_str value;
+} mcpw_http_header;
+
+/**
+ * The answer to one HTTP request, lent by `mcpw_http_server_handle_request` and
+ * `mcpw_http_server_settle`; its views stay valid until the next call that takes the server
+ * non-`const`, so copy the headers into your HTTP library's response first.
+ */
+typedef struct mcpw_http_response {
+    /**
+     * The status code.
+     */
+    uint16_t status;
+    /**
+     * The headers to send (content type included).
+     */
+    const struct mcpw_http_header *headers;
+    /**
+     * How many headers.
+     */
+    size_t headers_len;
+    /**
+     * The complete body (NULL with length 0 for none); meaningless when `has_stream`.
+     */
+    const uint8_t *body;
+    /**
+     * The body's length.
+     */
+    size_t body_len;
+    /**
+     * The body is an SSE stream: settle the response, then drain `stream` with
+     * `mcpw_http_server_poll_stream`.
+     */
+    bool has_stream;
+    /**
+     * The stream, when `has_stream`.
+     */
+    uint64_t stream;
+} mcpw_http_response;
+
+/**
+ * Settings for `mcpw_http_client_new`; zero-initialize it (or pass NULL) for the defaults.
+ */
+typedef struct mcpw_http_client_options {
+    /**
+     * The first delay before resuming a broken stream when the server sent no `retry`.
+     * 0: 500 ms.
+     */
+    uint64_t initial_delay_ms;
+    /**
+     * The longest resumption delay (each attempt doubles the last). 0: 30 s.
+     */
+    uint64_t max_delay_ms;
+    /**
+     * Resumptions tried per stream before its requests fail. 0: 5.
+     */
+    uint32_t max_attempts;
+    /**
+     * Open the session's standalone GET stream once a handshake-era session is ready, for
+     * server messages that belong to no request.
+     */
+    bool open_get_stream;
+} mcpw_http_client_options;
+
+/**
+ * One action for the host; the views are valid until the next non-`const` call on the
+ * client, so hand them to your HTTP library (which copies them) at once.
+ */
+typedef struct mcpw_http_action {
+    /**
+     * What to do.
+     */
+    enum mcpw_http_action_kind kind;
+    /**
+     * The exchange the outcome is reported for.
+     */
+    uint64_t exchange;
+    /**
+     * `POST`, `GET` or `DELETE` (SEND only).
+     */
+    struct mcpw_str method;
+    /**
+     * Every header to send (SEND only).
+     */
+    const struct mcpw_http_header *headers;
+    /**
+     * How many headers.
+     */
+    size_t headers_len;
+    /**
+     * The body (SEND only; NULL with length 0 for none).
+     */
+    const uint8_t *body;
+    /**
+     * The body's length.
+     */
+    size_t body_len;
+} mcpw_http_action;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1744,6 +2039,370 @@ enum mcpw_result mcpw_conn_stats(const struct mcpw_conn *conn,
 enum mcpw_result mcpw_conn_in_flight(const struct mcpw_conn *conn,
                                      size_t *out_ours,
                                      size_t *out_peers);
+
+/**
+ * Creates an HTTP server for the MCP server `config` (server role; its versions decide which
+ * eras are served: 2026-07-28 for stateless requests, the others for sessions), with
+ * `options` (read during the call; `random` is required, else `MCPW_ERR_NULL_ARGUMENT`).
+ * Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough.
+ *
+ * On success `*out_server` receives a handle that the caller owns and frees exactly once
+ * with `mcpw_http_server_free`.
+ *
+ * # Safety
+ * `config` is NULL or a live config handle; `options` is NULL or readable, with its pointers
+ * readable for their lengths; `out_server` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_new(const struct mcpw_config *config,
+                                      const struct mcpw_http_server_options *options,
+                                      struct mcpw_http_server **out_server);
+
+/**
+ * Frees a server, exactly once, with all its sessions, streams and lent views (the
+ * connection view included). NULL does nothing. Close your HTTP library's responses first.
+ *
+ * # Safety
+ * `server` is NULL or a handle from `mcpw_http_server_new` not freed before.
+ */
+void mcpw_http_server_free(struct mcpw_http_server *server);
+
+/**
+ * Handles one HTTP request to the MCP endpoint: `method` (`"POST"`, `"GET"`, `"DELETE"`, …),
+ * `path` (NULL: not checked; a query string is ignored), every header, and the whole body.
+ * `*out_response` receives the answer (its views valid until the next non-`const` call on
+ * the server).
+ *
+ * When `has_stream` is set, the request produced events: drain `mcpw_http_server_poll_event`
+ * and answer what you can at once, then call `mcpw_http_server_settle` for the final form
+ * of the response (a JSON body when the whole answer is ready), send it, and drain the
+ * stream, if it still is one, with `mcpw_http_server_poll_stream`. Inputs are read during
+ * the call only.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `method`, `path` and `body` point to their
+ * lengths in readable bytes (or are NULL with length 0); `headers` points to `headers_len`
+ * readable headers (or is NULL with 0); `out_response` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_handle_request(struct mcpw_http_server *server,
+                                                 uint64_t now_ns,
+                                                 const char *method,
+                                                 size_t method_len,
+                                                 const char *path,
+                                                 size_t path_len,
+                                                 const struct mcpw_http_header *headers,
+                                                 size_t headers_len,
+                                                 const uint8_t *body,
+                                                 size_t body_len,
+                                                 struct mcpw_http_response *out_response);
+
+/**
+ * Gives the final form of the stream response that `mcpw_http_server_handle_request` just
+ * returned for `stream`, once you answered what its events allow at once: a plain JSON body
+ * when the whole answer is there (with the status a 2026-07-28 error maps to), else the SSE
+ * response unchanged. Call it once per stream response, before the next request.
+ * `MCPW_ERR_UNKNOWN_STREAM` when no response of `stream` waits.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `out_response` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_settle(struct mcpw_http_server *server,
+                                         uint64_t stream,
+                                         struct mcpw_http_response *out_response);
+
+/**
+ * Lends the bytes waiting on SSE `stream`: write them to the response body, report how many
+ * were written with `mcpw_http_server_consume_stream`, and end the response once
+ * `*out_finished` is set and nothing is left. `*out_open` is false (and nothing is lent)
+ * for a stream the host no longer holds: it ended, its client went away, or it was closed
+ * for polling. With no bytes yet, wait (suspend the response) until the next input, command
+ * or timer, then ask again. The bytes stay valid until the next non-`const` call on the
+ * server.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_poll_stream(struct mcpw_http_server *server,
+                                              uint64_t stream,
+                                              const uint8_t **out_bytes,
+                                              size_t *out_len,
+                                              bool *out_finished,
+                                              bool *out_open);
+
+/**
+ * Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
+ * written. More than was lent is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle.
+ */
+enum mcpw_result mcpw_http_server_consume_stream(struct mcpw_http_server *server,
+                                                 uint64_t stream,
+                                                 size_t n);
+
+/**
+ * Reports that the client went away from `stream` (the connection closed before the stream
+ * finished). 2026-07-28: that cancels its request. In a session, its events stay stored for
+ * a `Last-Event-ID` resumption. An unknown stream does nothing.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle.
+ */
+enum mcpw_result mcpw_http_server_stream_closed(struct mcpw_http_server *server,
+                                                uint64_t now_ns,
+                                                uint64_t stream);
+
+/**
+ * Fires every timer due at `now_ns`: request timeouts of every connection and the expiry of
+ * idle sessions. Call it when the deadline of `mcpw_http_server_poll_timeout` passes.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle.
+ */
+enum mcpw_result mcpw_http_server_handle_timeout(struct mcpw_http_server *server,
+                                                 uint64_t now_ns);
+
+/**
+ * Reads the earliest deadline of the server (any connection's timer, any session's
+ * expiry): as `mcpw_conn_poll_timeout`. Use it as your event loop's poll timeout.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_poll_timeout(const struct mcpw_http_server *server,
+                                               bool *out_has,
+                                               uint64_t *out_deadline_ns);
+
+/**
+ * The next event of any connection: `*out_event` as `mcpw_conn_poll_event` gives it (kind
+ * `MCPW_EVENT_NONE` when there is none), `*out_key` the connection it came from (keep it to
+ * address that session later), and `*out_conn` a view of that connection for answering it
+ * with the `mcpw_conn_*` commands. The event's views and the connection view stay valid
+ * until the next non-`const` call on the server; `mcpw_http_server_conn` lends the view
+ * again later. Poll until `MCPW_EVENT_NONE` after every request, command and timer.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_poll_event(struct mcpw_http_server *server,
+                                             struct mcpw_event *out_event,
+                                             uint64_t *out_key,
+                                             struct mcpw_conn **out_conn);
+
+/**
+ * Lends a view of connection `key` (from `mcpw_http_server_poll_event`) for the
+ * `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
+ * request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
+ *
+ * This call keeps the server's other views valid (the current event's, for example). The
+ * view stays valid until the next other non-`const` call on the server; after using it,
+ * drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `out_conn` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_conn(struct mcpw_http_server *server,
+                                       uint64_t key,
+                                       struct mcpw_conn **out_conn);
+
+/**
+ * Reads the session id of connection `key` into `*out_session`: NULL (length 0) for a
+ * stateless 2026-07-28 request. The view is valid until the next non-`const` call on the
+ * server. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `out_session` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_session_id(const struct mcpw_http_server *server,
+                                             uint64_t key,
+                                             struct mcpw_str *out_session);
+
+/**
+ * Reads how many sessions are alive and how many streams are open.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_counts(const struct mcpw_http_server *server,
+                                         size_t *out_sessions,
+                                         size_t *out_streams);
+
+/**
+ * 2025-11-25 sessions (SEP-1699): closes the SSE stream carrying the peer's request `*id`
+ * on connection `key` before its answer, so a long-running request holds no HTTP connection;
+ * the client resumes it with `Last-Event-ID` and gets the answer then. `*out_closed` is
+ * false (nothing changed) when no such stream is open or its client cannot resume
+ * (stateless requests, older versions). Drain the stream to its end afterwards.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `id` is NULL or readable (its string readable for
+ * its length); `out_closed` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_server *server,
+                                                           uint64_t key,
+                                                           const struct mcpw_id *id,
+                                                           bool *out_closed);
+
+/**
+ * 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown): each gets
+ * its result and finishes once drained. `*out_count` says how many were ended.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `out_count` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_end_listen_streams(struct mcpw_http_server *server,
+                                                     size_t *out_count);
+
+/**
+ * Creates an HTTP client for `config` (client role; its era setting decides between a
+ * 2026-07-28 probe and `initialize`). Its first POST is ready at once: drain
+ * `mcpw_http_client_poll_action` next. `options` may be NULL for the defaults.
+ *
+ * On success `*out_client` receives a handle that the caller owns and frees exactly once
+ * with `mcpw_http_client_free`.
+ *
+ * # Safety
+ * `config` is NULL or a live config handle; `options` is NULL or readable; `out_client` is
+ * NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_new(const struct mcpw_config *config,
+                                      uint64_t now_ns,
+                                      const struct mcpw_http_client_options *options,
+                                      struct mcpw_http_client **out_client);
+
+/**
+ * Frees a client, exactly once, with its connection view. NULL does nothing.
+ *
+ * # Safety
+ * `client` is NULL or a handle from `mcpw_http_client_new` not freed before.
+ */
+void mcpw_http_client_free(struct mcpw_http_client *client);
+
+/**
+ * The next HTTP request to make (or response to abandon): kind `MCPW_HTTP_ACTION_NONE` when
+ * there is none. Call it after every input, command and timer, until NONE.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_action` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_poll_action(struct mcpw_http_client *client,
+                                              struct mcpw_http_action *out_action);
+
+/**
+ * Reports the status and headers of the response to `exchange`.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `headers` points to `headers_len` readable
+ * headers (or is NULL with 0).
+ */
+enum mcpw_result mcpw_http_client_handle_response(struct mcpw_http_client *client,
+                                                  uint64_t now_ns,
+                                                  uint64_t exchange,
+                                                  uint16_t status,
+                                                  const struct mcpw_http_header *headers,
+                                                  size_t headers_len);
+
+/**
+ * Reports bytes of the response body of `exchange`, in any chunking (SSE is decoded across
+ * chunks, with the last event id kept for resumption).
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is
+ * NULL with length 0).
+ */
+enum mcpw_result mcpw_http_client_handle_body(struct mcpw_http_client *client,
+                                              uint64_t now_ns,
+                                              uint64_t exchange,
+                                              const uint8_t *bytes,
+                                              size_t len);
+
+/**
+ * Reports that the response body of `exchange` ended normally. Requests it should have
+ * answered are resumed (SSE with an event id, after a delay: see the timeout) or fail.
+ * `jitter` is a random number for that delay.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle.
+ */
+enum mcpw_result mcpw_http_client_handle_end(struct mcpw_http_client *client,
+                                             uint64_t now_ns,
+                                             uint64_t exchange,
+                                             uint32_t jitter);
+
+/**
+ * Reports that `exchange` failed (no connection, or it broke): its stream is resumed if it
+ * can be, else its requests end at once with a failure event.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle.
+ */
+enum mcpw_result mcpw_http_client_handle_error(struct mcpw_http_client *client,
+                                               uint64_t now_ns,
+                                               uint64_t exchange,
+                                               uint32_t jitter);
+
+/**
+ * The next event of the client's connection, as `mcpw_conn_poll_event` gives it; after a
+ * session expired, the old connection's events come first, then a new session starts.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_event` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_poll_event(struct mcpw_http_client *client,
+                                             struct mcpw_event *out_event);
+
+/**
+ * Lends a view of the client's connection for the `mcpw_conn_*` commands and getters
+ * (`mcpw_conn_request`, `mcpw_conn_respond`, `mcpw_conn_protocol_version`, …); its output is
+ * sent through `mcpw_http_client_poll_action`. This call keeps the client's other views
+ * valid; the view stays valid until the next other non-`const` call on the client. Never
+ * free it.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_conn` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_conn(struct mcpw_http_client *client,
+                                       struct mcpw_conn **out_conn);
+
+/**
+ * Reads the earliest deadline of the client (the connection's timers, resumptions
+ * waiting), as `mcpw_conn_poll_timeout`.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_poll_timeout(const struct mcpw_http_client *client,
+                                               bool *out_has,
+                                               uint64_t *out_deadline_ns);
+
+/**
+ * Fires what is due at `now_ns`: request timeouts and stream resumptions.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle.
+ */
+enum mcpw_result mcpw_http_client_handle_timeout(struct mcpw_http_client *client,
+                                                 uint64_t now_ns);
+
+/**
+ * Reads the handshake-era session id into `*out_session` (NULL with length 0 before the
+ * server gave one, and in 2026-07-28). Valid until the next non-`const` call on the client.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_session` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_session_id(const struct mcpw_http_client *client,
+                                             struct mcpw_str *out_session);
+
+/**
+ * Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
+ * so the server frees it at once. `*out_queued` is false without a session. Close the
+ * connection first (`mcpw_conn_close`) for a clean end.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_queued` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_end_session(struct mcpw_http_client *client,
+                                              bool *out_queued);
 
 /**
  * Looks up member `key` (UTF-8, compared after decoding escapes) of the JSON object `json`.

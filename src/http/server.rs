@@ -41,6 +41,20 @@ pub struct HttpStreamId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnKey(u64);
 
+impl ConnKey {
+    /// The key as a number, for hosts (and the C ABI) that keep keys in integer fields.
+    /// Keys are never reused by one server; 0 is never a key.
+    pub fn as_raw(self) -> u64 {
+        self.0
+    }
+
+    /// A key from [`as_raw`](Self::as_raw). A number that was never a key of the server
+    /// simply finds no connection.
+    pub fn from_raw(raw: u64) -> Self {
+        ConnKey(raw)
+    }
+}
+
 /// One incoming HTTP request, as the host parsed it.
 #[derive(Clone, Copy, Debug)]
 pub struct HttpRequest<'a> {

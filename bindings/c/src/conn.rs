@@ -2,11 +2,12 @@
 
 use std::cell::Cell;
 use std::ffi::c_char;
+use std::ptr::NonNull;
 use std::time::Duration;
 
 use super::boundary::{
-    Handle, Out, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, json, optional,
-    optional_bytes_in, read_in, utf8, with_mut, with_ref,
+    Handle, Out, bytes_in, bytes_out, catch, chars_as_bytes, free_handle, into_handle, json,
+    optional, optional_bytes_in, read_in, utf8, with_mut, with_ref,
 };
 use super::config::{mcpw_config, mcpw_role};
 use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
@@ -17,14 +18,94 @@ use mcpwire::mcp::{Caps, Era, LogLevel};
 
 /// One MCP connection, client or server. Create it with `mcpw_conn_new` and free it with
 /// `mcpw_conn_free`. A handle may move between threads but must not be used by two at once.
+///
+/// An HTTP server or client also lends views of its connections (`mcpw_http_server_conn`,
+/// `mcpw_http_client_conn`): the same handle type, for every command and getter, but the
+/// HTTP handle moves its bytes, so the transport calls refuse a view, and freeing one does
+/// nothing.
 pub struct mcpw_conn {
-    conn: Connection,
+    pub(crate) conn: Slot,
     poisoned: Cell<bool>,
     /// The caller's inputs to the command under way, copied: they may point into views this
     /// handle lent, which die as soon as the engine is called.
     staged: Vec<u8>,
     /// Decoded strings of the current event.
     texts: EventTexts,
+}
+
+/// The connection behind a handle: its own, or one an HTTP handle lends.
+pub(crate) enum Slot {
+    /// Made by `mcpw_conn_new`; the handle owns the connection and its transport calls.
+    Owned(Connection),
+    /// A connection inside an HTTP server or client. `None` once the lender changed (the
+    /// view is stale): the pointer is set only while the lender makes no change.
+    View(Option<NonNull<Connection>>),
+}
+
+impl Slot {
+    /// The connection, for commands and getters.
+    fn get(&self) -> Result<&Connection, mcpw_result> {
+        match self {
+            Slot::Owned(c) => Ok(c),
+            // Safety: a view's pointer is set by its lender only while the connection lives
+            // and the lender does not touch it; the lender clears it before any change.
+            Slot::View(Some(p)) => Ok(unsafe { p.as_ref() }),
+            Slot::View(None) => Err(MCPW_ERR_STALE_VIEW),
+        }
+    }
+
+    /// [`get`](Self::get), mutably.
+    fn get_mut(&mut self) -> Result<&mut Connection, mcpw_result> {
+        match self {
+            Slot::Owned(c) => Ok(c),
+            // Safety: as in `get`; the C caller uses the view from one thread at a time, and
+            // the lender holds no reference to the connection between its own calls.
+            Slot::View(Some(p)) => Ok(unsafe { p.as_mut() }),
+            Slot::View(None) => Err(MCPW_ERR_STALE_VIEW),
+        }
+    }
+
+    /// The connection, for the transport calls only an owner makes.
+    fn owned(&mut self) -> Result<&mut Connection, mcpw_result> {
+        match self {
+            Slot::Owned(c) => Ok(c),
+            Slot::View(_) => Err(MCPW_ERR_NOT_OWNER),
+        }
+    }
+
+    /// [`owned`](Self::owned), shared.
+    fn owned_ref(&self) -> Result<&Connection, mcpw_result> {
+        match self {
+            Slot::Owned(c) => Ok(c),
+            Slot::View(_) => Err(MCPW_ERR_NOT_OWNER),
+        }
+    }
+}
+
+impl mcpw_conn {
+    /// A view for an HTTP handle to lend, stale until [`lend`](Self::lend).
+    pub(crate) fn view() -> Self {
+        mcpw_conn {
+            conn: Slot::View(None),
+            poisoned: Cell::new(false),
+            staged: Vec::new(),
+            texts: EventTexts::default(),
+        }
+    }
+
+    /// Points this view at `conn`, which must stay put and untouched by anyone else until
+    /// [`stale`](Self::stale).
+    pub(crate) fn lend(&mut self, conn: &mut Connection) {
+        self.conn = Slot::View(Some(NonNull::from(conn)));
+        // A view lent afresh starts clean (a panic on an earlier lending poisoned that one).
+        self.poisoned.set(false);
+    }
+
+    /// Makes the view refuse every call until it is lent again.
+    pub(crate) fn stale(&mut self) {
+        self.conn = Slot::View(None);
+        self.texts.release_large();
+    }
 }
 
 impl Handle for mcpw_conn {
@@ -309,17 +390,17 @@ unsafe fn options_in(options: *const mcpw_request_options) -> Result<RequestOpti
 }
 
 /// An id from C, before staging: its kind, integer and string bytes.
-struct IdIn<'a> {
-    kind: u32,
-    integer: i64,
-    string: Option<&'a [u8]>,
+pub(crate) struct IdIn<'a> {
+    pub(crate) kind: u32,
+    pub(crate) integer: i64,
+    pub(crate) string: Option<&'a [u8]>,
 }
 
 /// Reads an `mcpw_id` the caller passed.
 ///
 /// # Safety
 /// `id` is NULL or readable, and its string view readable for its length.
-unsafe fn id_in<'a>(id: *const mcpw_id) -> Result<IdIn<'a>, mcpw_result> {
+pub(crate) unsafe fn id_in<'a>(id: *const mcpw_id) -> Result<IdIn<'a>, mcpw_result> {
     // Safety: (caller) readable or NULL, which is refused; the struct holds numbers and a
     // pointer, for which any bits are valid.
     let id = unsafe { read_in(id) }?;
@@ -337,7 +418,7 @@ unsafe fn id_in<'a>(id: *const mcpw_id) -> Result<IdIn<'a>, mcpw_result> {
 }
 
 /// The engine's id for a staged `IdIn`.
-fn id_of(kind: u32, integer: i64, string: Option<&[u8]>) -> Result<Id<'_>, mcpw_result> {
+pub(crate) fn id_of(kind: u32, integer: i64, string: Option<&[u8]>) -> Result<Id<'_>, mcpw_result> {
     match (kind, string) {
         (k, _) if k == mcpw_id_kind::MCPW_ID_INT as u32 => Ok(Id::Int(integer)),
         (k, Some(s)) if k == mcpw_id_kind::MCPW_ID_STRING as u32 => {
@@ -375,7 +456,7 @@ pub unsafe extern "C" fn mcpw_conn_new(
         let conn =
             Connection::new(c.config().clone(), at(now_ns)).map_err(|_| MCPW_ERR_CONFIG_REFUSED)?;
         out.write(into_handle(mcpw_conn {
-            conn,
+            conn: Slot::Owned(conn),
             poisoned: Cell::new(false),
             staged: Vec::new(),
             texts: EventTexts::default(),
@@ -393,6 +474,15 @@ pub unsafe extern "C" fn mcpw_conn_new(
 /// `conn` is NULL or a handle from `mcpw_conn_new` not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_conn_free(conn: *mut mcpw_conn) {
+    // A view belongs to the HTTP handle that lent it.
+    // Safety: (caller) NULL or a live handle (owned, or a view whose lender is alive).
+    let view = catch(
+        || true,
+        || unsafe { conn.as_ref() }.is_some_and(|h| matches!(h.conn, Slot::View(_))),
+    );
+    if view {
+        return;
+    }
     // Safety: (caller) NULL or a live handle from `mcpw_conn_new`, freed only here.
     unsafe { free_handle(conn) }
 }
@@ -416,7 +506,7 @@ pub unsafe extern "C" fn mcpw_conn_handle_input(
     let body = |h: &mut mcpw_conn| {
         // Safety: (caller) readable for its length, or NULL with length 0.
         let bytes = unsafe { bytes_in(bytes, len) }?;
-        h.conn.handle_input(at(now_ns), bytes);
+        h.conn.owned()?.handle_input(at(now_ns), bytes);
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -441,7 +531,9 @@ pub unsafe extern "C" fn mcpw_conn_handle_frame(
     let body = |h: &mut mcpw_conn| {
         // Safety: (caller) readable for its length, or NULL with length 0.
         let frame = unsafe { bytes_in(frame, len) }?;
-        h.conn.handle_frame(at(now_ns), StreamId(stream), frame);
+        h.conn
+            .owned()?
+            .handle_frame(at(now_ns), StreamId(stream), frame);
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -456,7 +548,7 @@ pub unsafe extern "C" fn mcpw_conn_handle_frame(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_conn_handle_eof(conn: *mut mcpw_conn, now_ns: u64) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
-        h.conn.handle_eof(at(now_ns));
+        h.conn.owned()?.handle_eof(at(now_ns));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -474,7 +566,7 @@ pub unsafe extern "C" fn mcpw_conn_handle_timeout(
     now_ns: u64,
 ) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
-        h.conn.handle_timeout(at(now_ns));
+        h.conn.get_mut()?.handle_timeout(at(now_ns));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -500,7 +592,7 @@ pub unsafe extern "C" fn mcpw_conn_poll_event(
     let body = |h: &mut mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_event) }?;
-        let event = match h.conn.poll_event() {
+        let event = match h.conn.get_mut()?.poll_event() {
             Some(event) => to_c(event, &mut h.texts),
             None => {
                 // No event borrows the decoded texts any more.
@@ -541,7 +633,7 @@ pub unsafe extern "C" fn mcpw_conn_transmit(
                 Out::new(out_stream)?,
             )
         };
-        let (bytes, stream) = match h.conn.poll_transmit() {
+        let (bytes, stream) = match h.conn.owned_ref()?.poll_transmit() {
             Some(t) => (t.bytes, t.stream.0),
             None => (&[][..], 0),
         };
@@ -563,11 +655,11 @@ pub unsafe extern "C" fn mcpw_conn_transmit(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_conn_consume(conn: *mut mcpw_conn, n: usize) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
-        let lent = h.conn.poll_transmit().map_or(0, |t| t.bytes.len());
+        let lent = h.conn.owned()?.poll_transmit().map_or(0, |t| t.bytes.len());
         if n > lent {
             return Err(MCPW_ERR_CONSUME_TOO_MUCH);
         }
-        h.conn.consume_transmit(n);
+        h.conn.owned()?.consume_transmit(n);
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -590,7 +682,7 @@ pub unsafe extern "C" fn mcpw_conn_poll_timeout(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
-        let deadline = h.conn.poll_timeout();
+        let deadline = h.conn.get()?.poll_timeout();
         has_to.write(deadline.is_some());
         deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
         Ok(())
@@ -634,8 +726,11 @@ pub unsafe extern "C" fn mcpw_conn_request(
         };
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        let id = h.conn.request_with(at(now_ns), method, params, options)?;
+        refuse_if_closed(h.conn.get()?)?;
+        let id = h
+            .conn
+            .get_mut()?
+            .request_with(at(now_ns), method, params, options)?;
         out.write(id.0);
         Ok(())
     };
@@ -681,9 +776,10 @@ pub unsafe extern "C" fn mcpw_conn_request_related(
         let parent = id_of(parent.kind, parent.integer, string)?;
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
-        refuse_if_closed(&h.conn)?;
+        refuse_if_closed(h.conn.get()?)?;
         let id = h
             .conn
+            .get_mut()?
             .request_related(at(now_ns), parent, method, params, options)?;
         out.write(id.0);
         Ok(())
@@ -716,8 +812,8 @@ pub unsafe extern "C" fn mcpw_conn_notify(
         };
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        h.conn.notify(method, params)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn.get_mut()?.notify(method, params)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -748,8 +844,8 @@ pub unsafe extern "C" fn mcpw_conn_respond(
         };
         let key = id_of(id.kind, id.integer, string)?;
         let result = json(result)?;
-        refuse_if_closed(&h.conn)?;
-        h.conn.respond(key, result)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn.get_mut()?.respond(key, result)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -789,8 +885,8 @@ pub unsafe extern "C" fn mcpw_conn_respond_error(
         let key = id_of(id.kind, id.integer, string)?;
         let message = utf8(message)?;
         let data = data.map(json).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        h.conn.respond_error(key, code, message, data)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn.get_mut()?.respond_error(key, code, message, data)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -824,8 +920,9 @@ pub unsafe extern "C" fn mcpw_conn_progress(
         let [string, message] = stage(&mut h.staged, [id.string, message]);
         let key = id_of(id.kind, id.integer, string)?;
         let message = message.map(utf8).transpose()?;
-        refuse_if_closed(&h.conn)?;
+        refuse_if_closed(h.conn.get()?)?;
         h.conn
+            .get_mut()?
             .progress(key, progress, has_total.then_some(total), message)?;
         Ok(())
     };
@@ -875,8 +972,8 @@ pub unsafe extern "C" fn mcpw_conn_log(
         let key = id_of(id.kind, id.integer, string)?;
         let logger = logger.map(utf8).transpose()?;
         let data = json(data)?;
-        refuse_if_closed(&h.conn)?;
-        let sent = h.conn.log(key, level, logger, data)?;
+        refuse_if_closed(h.conn.get()?)?;
+        let sent = h.conn.get_mut()?.log(key, level, logger, data)?;
         out.write(sent);
         Ok(())
     };
@@ -914,8 +1011,10 @@ pub unsafe extern "C" fn mcpw_conn_respond_input_required(
         let key = id_of(id.kind, id.integer, string)?;
         let requests = requests.map(json).transpose()?;
         let state = state.map(utf8).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        h.conn.respond_input_required(key, requests, state)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn
+            .get_mut()?
+            .respond_input_required(key, requests, state)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -946,8 +1045,11 @@ pub unsafe extern "C" fn mcpw_conn_retry(
         let responses = unsafe { optional_bytes_in(input_responses, input_responses_len) }?;
         let [responses] = stage(&mut h.staged, [responses]);
         let responses = responses.map(json).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        let id = h.conn.retry(at(now_ns), RequestId(request_id), responses)?;
+        refuse_if_closed(h.conn.get()?)?;
+        let id = h
+            .conn
+            .get_mut()?
+            .retry(at(now_ns), RequestId(request_id), responses)?;
         out.write(id.0);
         Ok(())
     };
@@ -974,8 +1076,10 @@ pub unsafe extern "C" fn mcpw_conn_cancel(
         let reason = unsafe { optional_bytes_in(reason, reason_len) }?;
         let [reason] = stage(&mut h.staged, [reason]);
         let reason = reason.map(utf8).transpose()?;
-        refuse_if_closed(&h.conn)?;
-        h.conn.cancel(at(now_ns), RequestId(request_id), reason)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn
+            .get_mut()?
+            .cancel(at(now_ns), RequestId(request_id), reason)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -995,7 +1099,9 @@ pub unsafe extern "C" fn mcpw_conn_close(
     grace_ms: u64,
 ) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
-        h.conn.close(at(now_ns), Duration::from_millis(grace_ms));
+        h.conn
+            .get_mut()?
+            .close(at(now_ns), Duration::from_millis(grace_ms));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -1017,7 +1123,7 @@ pub unsafe extern "C" fn mcpw_conn_state(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_state) }?;
         #[allow(unreachable_patterns)]
-        out.write(match h.conn.state() {
+        out.write(match h.conn.get()?.state() {
             State::Initializing => mcpw_state::MCPW_STATE_INITIALIZING,
             State::Operating => mcpw_state::MCPW_STATE_OPERATING,
             State::Closing => mcpw_state::MCPW_STATE_CLOSING,
@@ -1042,7 +1148,7 @@ pub unsafe extern "C" fn mcpw_conn_role(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_role) }?;
-        out.write(h.conn.role().into());
+        out.write(h.conn.get()?.role().into());
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -1062,7 +1168,7 @@ pub unsafe extern "C" fn mcpw_conn_era(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_era) }?;
         #[allow(unreachable_patterns)]
-        out.write(match h.conn.era() {
+        out.write(match h.conn.get()?.era() {
             None => mcpw_era::MCPW_ERA_UNDECIDED,
             Some(Era::Legacy) => mcpw_era::MCPW_ERA_LEGACY,
             Some(Era::Modern) => mcpw_era::MCPW_ERA_MODERN,
@@ -1093,7 +1199,7 @@ pub unsafe extern "C" fn mcpw_conn_request_context(
         // Safety: (caller) readable, or NULL, which is refused.
         let id = unsafe { id_in(id) }?;
         let key = id_of(id.kind, id.integer, id.string)?;
-        let context = h.conn.request_context(key);
+        let context = h.conn.get()?.request_context(key);
         let level = context.and_then(|c| c.log_level).and_then(|l| {
             LOG_LEVELS
                 .iter()
@@ -1127,7 +1233,7 @@ pub unsafe extern "C" fn mcpw_conn_protocol_version(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_version) }?;
         out.write(mcpw_str::of_opt(
-            h.conn.protocol_version().map(|v| v.as_str()),
+            h.conn.get()?.protocol_version().map(|v| v.as_str()),
         ));
         Ok(())
     };
@@ -1149,7 +1255,7 @@ pub unsafe extern "C" fn mcpw_conn_peer_info(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_json) }?;
-        out.write(mcpw_str::of_opt(h.conn.peer_info().map(|j| j.get())));
+        out.write(mcpw_str::of_opt(h.conn.get()?.peer_info().map(|j| j.get())));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -1171,7 +1277,7 @@ pub unsafe extern "C" fn mcpw_conn_peer_capabilities(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_json) }?;
         out.write(mcpw_str::of_opt(
-            h.conn.peer_capabilities().map(|c| c.raw().get()),
+            h.conn.get()?.peer_capabilities().map(|c| c.raw().get()),
         ));
         Ok(())
     };
@@ -1193,7 +1299,7 @@ pub unsafe extern "C" fn mcpw_conn_peer_instructions(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_text) }?;
-        out.write(mcpw_str::of_opt(h.conn.peer_instructions()));
+        out.write(mcpw_str::of_opt(h.conn.get()?.peer_instructions()));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -1212,7 +1318,7 @@ pub unsafe extern "C" fn mcpw_conn_stats(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_stats) }?;
-        let s = h.conn.stats();
+        let s = h.conn.get()?.stats();
         out.write(mcpw_stats {
             late_responses: s.late_responses,
             dropped_progress: s.dropped_progress,
@@ -1242,8 +1348,8 @@ pub unsafe extern "C" fn mcpw_conn_in_flight(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let (ours, peers) = unsafe { (Out::new(out_ours)?, Out::new(out_peers)?) };
-        ours.write(h.conn.requests_in_flight());
-        peers.write(h.conn.peer_requests_in_flight());
+        ours.write(h.conn.get()?.requests_in_flight());
+        peers.write(h.conn.get()?.peer_requests_in_flight());
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.

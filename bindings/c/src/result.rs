@@ -39,6 +39,18 @@ pub enum mcpw_result {
     MCPW_ERR_INVALID_ARGUMENT = 107,
     /// `mcpw_conn_consume` was told more bytes than `mcpw_conn_transmit` lent.
     MCPW_ERR_CONSUME_TOO_MUCH = 108,
+    /// A connection view lent by an HTTP server or client is no longer valid: the lender was
+    /// called since. Ask it for the view again.
+    MCPW_ERR_STALE_VIEW = 109,
+    /// A transport call (`mcpw_conn_handle_input`, `_transmit`, …) on a connection view: its
+    /// HTTP server or client moves the bytes; feed that handle instead.
+    MCPW_ERR_NOT_OWNER = 110,
+    /// No such HTTP stream (it ended, or its client went away), or no response waits to be
+    /// settled for it.
+    MCPW_ERR_UNKNOWN_STREAM = 111,
+    /// No such connection in the HTTP server (its session ended or expired, or its stateless
+    /// request is done).
+    MCPW_ERR_UNKNOWN_CONNECTION = 112,
     /// 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
     /// versions, for example).
     MCPW_ERR_CONFIG_REFUSED = 200,
@@ -101,7 +113,7 @@ use mcpw_result::*;
 
 impl mcpw_result {
     /// Every code, for tests and for `mcpw_result_message`.
-    pub(crate) const ALL: [mcpw_result; 31] = [
+    pub(crate) const ALL: [mcpw_result; 35] = [
         MCPW_OK,
         MCPW_ERR_NULL_ARGUMENT,
         MCPW_ERR_INVALID_UTF8,
@@ -112,6 +124,10 @@ impl mcpw_result {
         MCPW_ERR_UNKNOWN_VERSION,
         MCPW_ERR_INVALID_ARGUMENT,
         MCPW_ERR_CONSUME_TOO_MUCH,
+        MCPW_ERR_STALE_VIEW,
+        MCPW_ERR_NOT_OWNER,
+        MCPW_ERR_UNKNOWN_STREAM,
+        MCPW_ERR_UNKNOWN_CONNECTION,
         MCPW_ERR_CONFIG_REFUSED,
         MCPW_ERR_CLOSED,
         MCPW_ERR_CLOSING,
@@ -148,6 +164,10 @@ impl mcpw_result {
             MCPW_ERR_UNKNOWN_VERSION => c"unknown protocol version",
             MCPW_ERR_INVALID_ARGUMENT => c"argument out of range",
             MCPW_ERR_CONSUME_TOO_MUCH => c"consumed more bytes than were lent",
+            MCPW_ERR_STALE_VIEW => c"the connection view is stale: ask its HTTP handle again",
+            MCPW_ERR_NOT_OWNER => c"a connection view has no transport of its own",
+            MCPW_ERR_UNKNOWN_STREAM => c"no such HTTP stream",
+            MCPW_ERR_UNKNOWN_CONNECTION => c"no such connection in the HTTP server",
             MCPW_ERR_CONFIG_REFUSED => c"the configuration was refused",
             MCPW_ERR_CLOSED => c"the connection is closed",
             MCPW_ERR_CLOSING => c"the connection is closing",

@@ -14,116 +14,14 @@
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::process::Command;
 
-use common::stdio::{assert_python_session, assert_typescript_session, everything_command, root};
+use common::stdio::{assert_python_session, assert_typescript_session, everything_command};
 
-const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"];
-const CXX_FLAGS: &[&str] = &[
-    "-std=c++17",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-pedantic",
-    "-g",
-];
-/// What the static library needs besides itself (`--print native-static-libs`; .ci/packaging
-/// keeps the Makefile, mcpwire.pc and README.md equal to it).
-const NATIVE_LIBS: &[&str] = &[
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
-const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
-const VALGRIND: &[&str] = &[
-    "--error-exitcode=1",
-    "--leak-check=full",
-    "--errors-for-leak-kinds=definite,indirect",
-    "--quiet",
-];
+mod support;
 
-/// The directory of this test binary (`target/<profile>/deps`).
-fn deps_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent().expect("target/<profile>/deps").to_path_buf()
-}
-
-/// The static library this `cargo test` run built. Cargo writes the library's `staticlib`
-/// into `deps/`, next to the test binaries; only `cargo build` copies it up to
-/// `target/<profile>/`, where it may be stale, so the copy in `deps/` is the one to test.
-fn static_lib() -> PathBuf {
-    let lib = deps_dir().join("libmcpwire_ffi.a");
-    assert!(
-        lib.exists(),
-        "{} is missing: cargo builds the crate's staticlib next to the test binaries",
-        lib.display()
-    );
-    lib
-}
-
-fn out_dir() -> PathBuf {
-    let dir = deps_dir()
-        .parent()
-        .expect("target/<profile>")
-        .join("c-abi-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Lang {
-    C,
-    Cxx,
-}
-
-/// Compiles one source file into a program linked with the static library.
-fn build(source: &str, name: &str, lang: Lang, sanitize: bool) -> PathBuf {
-    let out = out_dir().join(name);
-    let (compiler, flags) = match lang {
-        Lang::C => (std::env::var("CC").unwrap_or_else(|_| "cc".into()), C_FLAGS),
-        Lang::Cxx => (
-            std::env::var("CXX").unwrap_or_else(|_| "c++".into()),
-            CXX_FLAGS,
-        ),
-    };
-    let mut cmd = Command::new(compiler);
-    cmd.args(flags)
-        .arg("-I")
-        .arg(root().join("include"))
-        .arg("-I")
-        .arg(root().join("bindings/cpp"));
-    if sanitize {
-        cmd.args(SANITIZE);
-    }
-    cmd.arg(root().join(source))
-        .arg(static_lib())
-        .args(NATIVE_LIBS)
-        .arg("-o")
-        .arg(&out);
-    let result = cmd.output().expect("run the C compiler");
-    assert!(
-        result.status.success(),
-        "building {source} failed:\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out
-}
-
-/// Each program is built once per test process, whichever test asks first.
-macro_rules! program {
-    ($fn_name:ident, $source:expr, $name:expr, $lang:expr, $sanitize:expr) => {
-        fn $fn_name() -> &'static Path {
-            static PATH: OnceLock<PathBuf> = OnceLock::new();
-            PATH.get_or_init(|| build($source, $name, $lang, $sanitize))
-        }
-    };
-}
+use support::*;
 
 program!(
     c_test_asan,
@@ -181,48 +79,6 @@ program!(
     Lang::Cxx,
     true
 );
-
-/// Runs a sanitized program: any sanitizer report fails it.
-fn run_sanitized(mut cmd: Command) -> Output {
-    cmd.env(
-        "ASAN_OPTIONS",
-        "detect_leaks=1:abort_on_error=0:exitcode=23",
-    )
-    .env(
-        "UBSAN_OPTIONS",
-        "halt_on_error=1:print_stacktrace=1:exitcode=24",
-    )
-    .output()
-    .expect("run the program")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn assert_test_program_passed(out: &Output) {
-    let all = text(out);
-    assert!(out.status.success(), "{all}");
-    let summary = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        summary.starts_with("test result: ok.") && summary.ends_with("; 0 failed"),
-        "{all}"
-    );
-}
-
-fn valgrind() -> Command {
-    let mut cmd = Command::new("valgrind");
-    cmd.args(VALGRIND);
-    cmd
-}
 
 // ---- The test programs ----------------------------------------------------------------------
 

@@ -1,0 +1,1354 @@
+//! Streamable HTTP from C: `mcpw_http_server` answers the HTTP requests a C HTTP library
+//! parsed, and `mcpw_http_client` tells a C HTTP client library which requests to make. Both
+//! lend views of their MCP connections (`mcpw_conn*`) for the ordinary `mcpw_conn_*` commands
+//! and getters, so an application answers a session exactly as it answers stdio.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void};
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use super::boundary::{
+    Handle, Out, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, optional,
+    optional_bytes_in, read_in, text_in, utf8, with_mut, with_ref,
+};
+use super::config::mcpw_config;
+use super::conn::{id_in, id_of, mcpw_conn};
+use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_str, to_c};
+use super::result::mcpw_result::{self, *};
+use mcpwire::conn::Timestamp;
+use mcpwire::http::{
+    Body, ClientAction, ConnKey, EventStore, ExchangeId, HttpClient, HttpRequest, HttpResponse,
+    HttpServer, HttpServerConfig, HttpStreamId, ReconnectPolicy, loopback_only,
+};
+
+fn at(now_ns: u64) -> Timestamp {
+    Timestamp::from_nanos(now_ns)
+}
+
+/// One HTTP header, name and value, as pointer + length pairs (not NUL-terminated). Used for
+/// the headers the host passes in (read during the call only) and the headers the library
+/// lends out (valid until the next call that takes the lending handle non-`const`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_http_header {
+    /// The header's name; compared ignoring ASCII case.
+    pub name: mcpw_str,
+    /// The header's value.
+    pub value: mcpw_str,
+}
+
+/// Reads the host's header array into owned text (a value that is not UTF-8 is read
+/// lossily: no MCP header may hold such bytes, and the engine then refuses it as a mismatch).
+///
+/// # Safety
+/// `headers` is NULL with `len` 0, or points to `len` readable headers whose views are
+/// readable for their lengths.
+unsafe fn headers_in(
+    headers: *const mcpw_http_header,
+    len: usize,
+) -> Result<Vec<(String, String)>, mcpw_result> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let size = std::mem::size_of::<mcpw_http_header>();
+    if len
+        .checked_mul(size)
+        .is_none_or(|n| isize::try_from(n).is_err())
+    {
+        return Err(MCPW_ERR_INVALID_ARGUMENT);
+    }
+    let first = super::boundary::required(headers)?;
+    let mut out = Vec::with_capacity(len.min(256));
+    for i in 0..len {
+        // Safety: (caller) `len` headers are readable; `i < len`, and the size fits isize.
+        let h = unsafe { first.as_ptr().add(i).read() };
+        // Safety: (caller) each view is readable for its length (or NULL with length 0).
+        let name = unsafe { bytes_in(chars_as_bytes(h.name.ptr), h.name.len) }?;
+        // Safety: as above.
+        let value = unsafe { bytes_in(chars_as_bytes(h.value.ptr), h.value.len) }?;
+        out.push((
+            String::from_utf8_lossy(name).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
+    }
+    Ok(out)
+}
+
+/// Header views of owned pairs, for lending.
+fn headers_out<N: AsRef<str>>(pairs: &[(N, String)], out: &mut Vec<mcpw_http_header>) {
+    out.clear();
+    out.extend(pairs.iter().map(|(n, v)| mcpw_http_header {
+        name: mcpw_str::of(n.as_ref()),
+        value: mcpw_str::of(v),
+    }));
+}
+
+// ---- Event store hooks ----------------------------------------------------------------------
+
+/// Where `replay` hands each stored event back: call it with the event's bytes, in order.
+pub type mcpw_replay_sink =
+    unsafe extern "C" fn(sink_ctx: *mut c_void, bytes: *const u8, len: usize);
+
+/// An event store of the host's own (shared by several server processes, say), as three
+/// callbacks with one `user` pointer. The server calls them during its own calls only, from
+/// the thread making that call; they must not call back into the server. The guarantees a
+/// store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
+/// `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
+/// event of `stream` in `session` numbered above `after`, byte for byte as appended.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_event_store {
+    /// Passed to every callback.
+    pub user: *mut c_void,
+    /// Stores one SSE event (`bytes`, complete with its `id:` line), numbered `event`, of
+    /// `session`'s `stream`. Return only once it is stored. The views die after the call.
+    pub append: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            session: *const c_char,
+            session_len: usize,
+            stream: u64,
+            event: u64,
+            bytes: *const u8,
+            len: usize,
+        ),
+    >,
+    /// Calls `sink(sink_ctx, bytes, len)` for each stored event of `session`'s `stream`
+    /// numbered above `after`, in order, before it returns.
+    pub replay: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            session: *const c_char,
+            session_len: usize,
+            stream: u64,
+            after: u64,
+            sink: mcpw_replay_sink,
+            sink_ctx: *mut c_void,
+        ),
+    >,
+    /// Drops everything stored for `session` (it ended, expired or was evicted).
+    pub forget:
+        Option<unsafe extern "C" fn(user: *mut c_void, session: *const c_char, session_len: usize)>,
+}
+
+/// The host's callbacks as an [`EventStore`].
+struct HostStore(mcpw_event_store);
+
+// Safety: the header makes the host promise that its store may be used from whichever thread
+// calls the server (one at a time, as for every handle).
+unsafe impl Send for HostStore {}
+
+/// Where the host's `replay` callback hands events back into Rust.
+unsafe extern "C" fn replay_sink(ctx: *mut c_void, bytes: *const u8, len: usize) {
+    // A panic must not unwind into the host's C frames: the event is dropped instead.
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+        if ctx.is_null() {
+            return;
+        }
+        // Safety: `ctx` is the `&mut &mut dyn FnMut` that `replay` passed for the duration
+        // of the host's callback, which calls us only before it returns.
+        let out = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8])>() };
+        // Safety: (host) `bytes` is readable for `len` during this call.
+        if let Ok(bytes) = unsafe { bytes_in(bytes, len) } {
+            out(bytes);
+        }
+    }));
+}
+
+impl EventStore for HostStore {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        if let Some(append) = self.0.append {
+            // Safety: the host's callback, given views that live through the call.
+            unsafe {
+                append(
+                    self.0.user,
+                    session.as_ptr().cast(),
+                    session.len(),
+                    stream.0,
+                    event,
+                    bytes.as_ptr(),
+                    bytes.len(),
+                )
+            }
+        }
+    }
+
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        if let Some(replay) = self.0.replay {
+            let mut out: &mut dyn FnMut(&[u8]) = out;
+            let ctx: *mut &mut dyn FnMut(&[u8]) = &mut out;
+            // Safety: the host's callback; `ctx` lives through the call and `replay_sink`
+            // reads it back as the same type.
+            unsafe {
+                replay(
+                    self.0.user,
+                    session.as_ptr().cast(),
+                    session.len(),
+                    stream.0,
+                    after,
+                    replay_sink,
+                    ctx.cast(),
+                )
+            }
+        }
+    }
+
+    fn forget(&mut self, session: &str) {
+        if let Some(forget) = self.0.forget {
+            // Safety: the host's callback, given a view that lives through the call.
+            unsafe { forget(self.0.user, session.as_ptr().cast(), session.len()) }
+        }
+    }
+}
+
+// ---- Server -------------------------------------------------------------------------------
+
+/// The host's random source, as `mcpw_http_server_options.random` holds it.
+type RandomFn = unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize);
+
+/// Settings for `mcpw_http_server_new`. Zero-initialize it, set `random`, and change what you
+/// need: every zero or NULL field means its default.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_http_server_options {
+    /// Required: fills `len` bytes at `buf` from a cryptographically secure source
+    /// (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only.
+    pub random: Option<unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize)>,
+    /// Passed to `random`.
+    pub random_user: *mut c_void,
+    /// The MCP endpoint's path (`"/mcp"`, say): a request to another path gets 404. NULL:
+    /// the path is not checked (route before calling, then).
+    pub endpoint: mcpw_str,
+    /// Host names (with or without a port) accepted besides loopback in `Host` and in the
+    /// authority of `Origin` (DNS rebinding protection); anything else gets 403. NULL with 0:
+    /// loopback names only (`localhost`, `127.0.0.1`, `[::1]`). Copied by the call.
+    pub allowed_hosts: *const mcpw_str,
+    /// How many entries `allowed_hosts` has.
+    pub allowed_hosts_len: usize,
+    /// How long a session may sit idle before it expires. 0: 10 minutes.
+    pub session_idle_timeout_ms: u64,
+    /// Sessions alive at once (the least recently used idle one is evicted beyond). 0: 1024.
+    pub max_sessions: usize,
+    /// The largest POST body accepted (413 beyond); stop reading there too. 0: 4 MiB.
+    pub max_body: usize,
+    /// Events each session keeps for resumption in the built-in store. 0: 256.
+    pub event_store: usize,
+    /// The `retry` (ms) sent to 2025-11-25 clients before they resume a stream. 0: 1000.
+    pub retry_ms: u64,
+    /// The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
+    /// 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
+    /// annotations. NULL: none declared.
+    pub tools: mcpw_str,
+    /// A store of the host's own for resumable events (copied). NULL: in this process's
+    /// memory.
+    pub events: *const mcpw_event_store,
+}
+
+/// The answer to one HTTP request, lent by `mcpw_http_server_handle_request` and
+/// `mcpw_http_server_settle`; its views stay valid until the next call that takes the server
+/// non-`const`, so copy the headers into your HTTP library's response first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_http_response {
+    /// The status code.
+    pub status: u16,
+    /// The headers to send (content type included).
+    pub headers: *const mcpw_http_header,
+    /// How many headers.
+    pub headers_len: usize,
+    /// The complete body (NULL with length 0 for none); meaningless when `has_stream`.
+    pub body: *const u8,
+    /// The body's length.
+    pub body_len: usize,
+    /// The body is an SSE stream: settle the response, then drain `stream` with
+    /// `mcpw_http_server_poll_stream`.
+    pub has_stream: bool,
+    /// The stream, when `has_stream`.
+    pub stream: u64,
+}
+
+/// The server side of Streamable HTTP: sessions (handshake era) and stateless requests
+/// (2026-07-28), behind one endpoint. Create it with `mcpw_http_server_new`, free it with
+/// `mcpw_http_server_free`. One thread at a time.
+pub struct mcpw_http_server {
+    server: HttpServer,
+    poisoned: Cell<bool>,
+    random: RandomFn,
+    random_user: *mut c_void,
+    endpoint: Option<String>,
+    /// The connection view this server lends (made with `Box::into_raw`, freed on drop).
+    view: NonNull<mcpw_conn>,
+    /// The call under way lends the view: keep it valid after the call.
+    lending: bool,
+    texts: EventTexts,
+    /// The response lent last.
+    lent_headers: Vec<(&'static str, String)>,
+    lent_c_headers: Vec<mcpw_http_header>,
+    lent_body: Vec<u8>,
+    /// A stream response not settled yet.
+    pending: Option<HttpResponse>,
+}
+
+impl Handle for mcpw_http_server {
+    fn poisoned(&self) -> &Cell<bool> {
+        &self.poisoned
+    }
+    fn after_call(&mut self) {
+        if !std::mem::take(&mut self.lending) {
+            // Safety: the view is ours (from `Box::into_raw`) and C is not using it during
+            // a call on the server.
+            unsafe { self.view.as_mut() }.stale();
+        }
+    }
+}
+
+impl Drop for mcpw_http_server {
+    fn drop(&mut self) {
+        // Safety: made by `Box::into_raw` in `mcpw_http_server_new`, dropped only here.
+        drop(unsafe { Box::from_raw(self.view.as_ptr()) });
+    }
+}
+
+impl mcpw_http_server {
+    /// Lends the view of connection `key`, or refuses an unknown key.
+    fn lend(&mut self, key: u64) -> Result<*mut mcpw_conn, mcpw_result> {
+        let conn = self
+            .server
+            .connection(ConnKey::from_raw(key))
+            .ok_or(MCPW_ERR_UNKNOWN_CONNECTION)?;
+        // Safety: the view is ours; C uses it only between calls on the server.
+        unsafe { self.view.as_mut() }.lend(conn);
+        self.lending = true;
+        Ok(self.view.as_ptr())
+    }
+
+    /// Keeps `response` for lending, and returns its C form.
+    fn lend_response(&mut self, response: HttpResponse) -> mcpw_http_response {
+        let (body, stream) = match &response.body {
+            Body::Empty => (Vec::new(), None),
+            Body::Complete(_, bytes) => (bytes.clone(), None),
+            Body::Stream(id) => (Vec::new(), Some(id.0)),
+        };
+        self.lent_body = body;
+        self.lent_headers = response.headers.clone();
+        headers_out(&self.lent_headers, &mut self.lent_c_headers);
+        let status = response.status;
+        self.pending = stream.map(|_| response);
+        mcpw_http_response {
+            status,
+            headers: if self.lent_c_headers.is_empty() {
+                std::ptr::null()
+            } else {
+                self.lent_c_headers.as_ptr()
+            },
+            headers_len: self.lent_c_headers.len(),
+            body: bytes_out(&self.lent_body),
+            body_len: self.lent_body.len(),
+            has_stream: stream.is_some(),
+            stream: stream.unwrap_or(0),
+        }
+    }
+}
+
+/// The authority of an `Origin` (`scheme://host[:port]`), or the whole value.
+fn origin_authority(origin: &str) -> &str {
+    origin
+        .split_once("://")
+        .map_or(origin, |(_, rest)| rest)
+        .trim_end_matches('/')
+}
+
+/// Whether `authority` (`host[:port]`) is one of `allowed` (an entry without a port accepts
+/// any port).
+fn host_allowed(authority: &str, allowed: &[String]) -> bool {
+    let host = authority
+        .rsplit_once(':')
+        .filter(|(h, p)| {
+            !h.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':')
+        })
+        .map_or(authority, |(h, _)| h);
+    allowed
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(authority) || a.eq_ignore_ascii_case(host))
+}
+
+/// Reads the server options into an engine configuration.
+///
+/// # Safety
+/// Every pointer in `o` is NULL (with length 0) or readable for its length.
+unsafe fn server_config(
+    config: &mcpw_config,
+    o: &mcpw_http_server_options,
+) -> Result<(HttpServerConfig, Option<String>), mcpw_result> {
+    let mut c = HttpServerConfig::new(config.config().clone());
+    // Safety: (caller) readable for its length, or NULL with length 0.
+    let endpoint = unsafe { optional_bytes_in(o.endpoint.ptr, o.endpoint.len) }?
+        .map(|b| utf8(b).map(str::to_owned))
+        .transpose()?;
+    let mut allowed = Vec::new();
+    if o.allowed_hosts_len > 0 {
+        let size = std::mem::size_of::<mcpw_str>();
+        if o.allowed_hosts_len
+            .checked_mul(size)
+            .is_none_or(|n| isize::try_from(n).is_err())
+        {
+            return Err(MCPW_ERR_INVALID_ARGUMENT);
+        }
+        let first = super::boundary::required(o.allowed_hosts)?;
+        for i in 0..o.allowed_hosts_len {
+            // Safety: (caller) `allowed_hosts_len` entries are readable.
+            let s = unsafe { first.as_ptr().add(i).read() };
+            // Safety: (caller) each entry readable for its length.
+            allowed.push(unsafe { text_in(s.ptr, s.len) }?.to_owned());
+        }
+    }
+    if !allowed.is_empty() {
+        c.check_origin = Box::new(move |host, origin| {
+            let host_ok =
+                host.is_none_or(|h| loopback_only(Some(h), None) || host_allowed(h, &allowed));
+            let origin_ok = origin.is_none_or(|o| {
+                loopback_only(None, Some(o)) || host_allowed(origin_authority(o), &allowed)
+            });
+            host_ok && origin_ok
+        });
+    }
+    if o.session_idle_timeout_ms > 0 {
+        c.session_idle_timeout = Duration::from_millis(o.session_idle_timeout_ms);
+    }
+    if o.max_sessions > 0 {
+        c.max_sessions = o.max_sessions;
+    }
+    if o.max_body > 0 {
+        c.max_body = o.max_body;
+    }
+    if o.event_store > 0 {
+        c.event_store = o.event_store;
+    }
+    if o.retry_ms > 0 {
+        c.retry_ms = o.retry_ms;
+    }
+    // Safety: (caller) readable for its length, or NULL with length 0.
+    if let Some(tools) = unsafe { optional_bytes_in(o.tools.ptr, o.tools.len) }? {
+        let tools = super::boundary::json(tools)?;
+        c.declare_tools(tools);
+    }
+    if let Some(events) = optional(o.events) {
+        // Safety: (caller) readable; the struct is pointers, for which any bits are valid.
+        let store = unsafe { events.as_ptr().read() };
+        c.events = Some(Box::new(HostStore(store)));
+    }
+    Ok((c, endpoint))
+}
+
+/// Creates an HTTP server for the MCP server `config` (server role; its versions decide which
+/// eras are served: 2026-07-28 for stateless requests, the others for sessions), with
+/// `options` (read during the call; `random` is required, else `MCPW_ERR_NULL_ARGUMENT`).
+/// Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough.
+///
+/// On success `*out_server` receives a handle that the caller owns and frees exactly once
+/// with `mcpw_http_server_free`.
+///
+/// # Safety
+/// `config` is NULL or a live config handle; `options` is NULL or readable, with its pointers
+/// readable for their lengths; `out_server` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_new(
+    config: *const mcpw_config,
+    options: *const mcpw_http_server_options,
+    out_server: *mut *mut mcpw_http_server,
+) -> mcpw_result {
+    let body = |c: &mcpw_config| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_server) }?;
+        // Safety: (caller) readable or NULL, which is refused; any bits are valid.
+        let o = unsafe { read_in(options) }?;
+        let random = o.random.ok_or(MCPW_ERR_NULL_ARGUMENT)?;
+        if c.config().role != mcpwire::conn::Role::Server {
+            return Err(MCPW_ERR_CONFIG_REFUSED);
+        }
+        // Safety: (caller) the options' pointers are readable for their lengths.
+        let (config, endpoint) = unsafe { server_config(c, &o) }?;
+        let view = NonNull::from(Box::leak(Box::new(mcpw_conn::view())));
+        out.write(into_handle(mcpw_http_server {
+            server: HttpServer::new(config),
+            poisoned: Cell::new(false),
+            random,
+            random_user: o.random_user,
+            endpoint,
+            view,
+            lending: false,
+            texts: EventTexts::default(),
+            lent_headers: Vec::new(),
+            lent_c_headers: Vec::new(),
+            lent_body: Vec::new(),
+            pending: None,
+        }));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live config handle.
+    unsafe { with_ref(config, body) }
+}
+
+/// Frees a server, exactly once, with all its sessions, streams and lent views (the
+/// connection view included). NULL does nothing. Close your HTTP library's responses first.
+///
+/// # Safety
+/// `server` is NULL or a handle from `mcpw_http_server_new` not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_free(server: *mut mcpw_http_server) {
+    // Safety: (caller) NULL or live, freed only here.
+    unsafe { free_handle(server) }
+}
+
+/// Handles one HTTP request to the MCP endpoint: `method` (`"POST"`, `"GET"`, `"DELETE"`, …),
+/// `path` (NULL: not checked; a query string is ignored), every header, and the whole body.
+/// `*out_response` receives the answer (its views valid until the next non-`const` call on
+/// the server).
+///
+/// When `has_stream` is set, the request produced events: drain `mcpw_http_server_poll_event`
+/// and answer what you can at once, then call `mcpw_http_server_settle` for the final form
+/// of the response (a JSON body when the whole answer is ready), send it, and drain the
+/// stream, if it still is one, with `mcpw_http_server_poll_stream`. Inputs are read during
+/// the call only.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `method`, `path` and `body` point to their
+/// lengths in readable bytes (or are NULL with length 0); `headers` points to `headers_len`
+/// readable headers (or is NULL with 0); `out_response` is NULL or writable.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_handle_request(
+    server: *mut mcpw_http_server,
+    now_ns: u64,
+    method: *const c_char,
+    method_len: usize,
+    path: *const c_char,
+    path_len: usize,
+    headers: *const mcpw_http_header,
+    headers_len: usize,
+    body: *const u8,
+    body_len: usize,
+    out_response: *mut mcpw_http_response,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_response) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let method = unsafe { text_in(method, method_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let path = unsafe { optional_bytes_in(path, path_len) }?;
+        // Safety: (caller) readable headers.
+        let headers = unsafe { headers_in(headers, headers_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let body = unsafe { bytes_in(body, body_len) }?;
+        let wrong_path = match (&h.endpoint, path) {
+            (Some(endpoint), Some(path)) => {
+                let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+                path != endpoint.as_bytes()
+            }
+            _ => false,
+        };
+        let response = if wrong_path {
+            HttpResponse {
+                status: 404,
+                headers: Vec::new(),
+                body: Body::Empty,
+            }
+        } else {
+            let pairs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let request = HttpRequest {
+                method,
+                headers: &pairs,
+                body,
+            };
+            let (random, user) = (h.random, h.random_user);
+            let mut fill = |buf: &mut [u8]| {
+                // Safety: the host's callback, given a writable buffer of that length.
+                unsafe { random(user, buf.as_mut_ptr(), buf.len()) }
+            };
+            h.server.handle_request(at(now_ns), &request, &mut fill)
+        };
+        out.write(h.lend_response(response));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Gives the final form of the stream response that `mcpw_http_server_handle_request` just
+/// returned for `stream`, once you answered what its events allow at once: a plain JSON body
+/// when the whole answer is there (with the status a 2026-07-28 error maps to), else the SSE
+/// response unchanged. Call it once per stream response, before the next request.
+/// `MCPW_ERR_UNKNOWN_STREAM` when no response of `stream` waits.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `out_response` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_settle(
+    server: *mut mcpw_http_server,
+    stream: u64,
+    out_response: *mut mcpw_http_response,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_response) }?;
+        let pending = match h.pending.take() {
+            Some(r) if r.body == Body::Stream(HttpStreamId(stream)) => r,
+            other => {
+                h.pending = other;
+                return Err(MCPW_ERR_UNKNOWN_STREAM);
+            }
+        };
+        let settled = h.server.settle(pending);
+        let lent = h.lend_response(settled);
+        // Settled responses are not settled again.
+        h.pending = None;
+        out.write(lent);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Lends the bytes waiting on SSE `stream`: write them to the response body, report how many
+/// were written with `mcpw_http_server_consume_stream`, and end the response once
+/// `*out_finished` is set and nothing is left. `*out_open` is false (and nothing is lent)
+/// for a stream the host no longer holds: it ended, its client went away, or it was closed
+/// for polling. With no bytes yet, wait (suspend the response) until the next input, command
+/// or timer, then ask again. The bytes stay valid until the next non-`const` call on the
+/// server.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_poll_stream(
+    server: *mut mcpw_http_server,
+    stream: u64,
+    out_bytes: *mut *const u8,
+    out_len: *mut usize,
+    out_finished: *mut bool,
+    out_open: *mut bool,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (bytes_to, len_to, finished_to, open_to) = unsafe {
+            (
+                Out::new(out_bytes)?,
+                Out::new(out_len)?,
+                Out::new(out_finished)?,
+                Out::new(out_open)?,
+            )
+        };
+        let (bytes, finished, open) = match h.server.poll_stream(HttpStreamId(stream)) {
+            Some(o) => (o.bytes, o.finished, true),
+            None => (&[][..], false, false),
+        };
+        bytes_to.write(bytes_out(bytes));
+        len_to.write(bytes.len());
+        finished_to.write(finished);
+        open_to.write(open);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
+/// written. More than was lent is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
+///
+/// # Safety
+/// `server` is NULL or a live server handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_consume_stream(
+    server: *mut mcpw_http_server,
+    stream: u64,
+    n: usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        let lent = h
+            .server
+            .poll_stream(HttpStreamId(stream))
+            .map_or(0, |o| o.bytes.len());
+        if n > lent {
+            return Err(MCPW_ERR_CONSUME_TOO_MUCH);
+        }
+        h.server.consume_stream(HttpStreamId(stream), n);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Reports that the client went away from `stream` (the connection closed before the stream
+/// finished). 2026-07-28: that cancels its request. In a session, its events stay stored for
+/// a `Last-Event-ID` resumption. An unknown stream does nothing.
+///
+/// # Safety
+/// `server` is NULL or a live server handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_stream_closed(
+    server: *mut mcpw_http_server,
+    now_ns: u64,
+    stream: u64,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        h.server.stream_closed(at(now_ns), HttpStreamId(stream));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Fires every timer due at `now_ns`: request timeouts of every connection and the expiry of
+/// idle sessions. Call it when the deadline of `mcpw_http_server_poll_timeout` passes.
+///
+/// # Safety
+/// `server` is NULL or a live server handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_handle_timeout(
+    server: *mut mcpw_http_server,
+    now_ns: u64,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        h.server.handle_timeout(at(now_ns));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Reads the earliest deadline of the server (any connection's timer, any session's
+/// expiry): as `mcpw_conn_poll_timeout`. Use it as your event loop's poll timeout.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_poll_timeout(
+    server: *const mcpw_http_server,
+    out_has: *mut bool,
+    out_deadline_ns: *mut u64,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
+        let deadline = h.server.poll_timeout();
+        has_to.write(deadline.is_some());
+        deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_ref(server, run) }
+}
+
+/// The next event of any connection: `*out_event` as `mcpw_conn_poll_event` gives it (kind
+/// `MCPW_EVENT_NONE` when there is none), `*out_key` the connection it came from (keep it to
+/// address that session later), and `*out_conn` a view of that connection for answering it
+/// with the `mcpw_conn_*` commands. The event's views and the connection view stay valid
+/// until the next non-`const` call on the server; `mcpw_http_server_conn` lends the view
+/// again later. Poll until `MCPW_EVENT_NONE` after every request, command and timer.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_poll_event(
+    server: *mut mcpw_http_server,
+    out_event: *mut mcpw_event,
+    out_key: *mut u64,
+    out_conn: *mut *mut mcpw_conn,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (event_to, key_to, conn_to) = unsafe {
+            (
+                Out::new(out_event)?,
+                Out::new(out_key)?,
+                Out::new(out_conn)?,
+            )
+        };
+        let Some((key, event)) = h.server.poll_event() else {
+            h.texts.release_large();
+            event_to.write(mcpw_event::NONE);
+            key_to.write(0);
+            conn_to.write(std::ptr::null_mut());
+            return Ok(());
+        };
+        let event = to_c(event, &mut h.texts);
+        let view = h.lend(key.as_raw())?;
+        event_to.write(event);
+        key_to.write(key.as_raw());
+        conn_to.write(view);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Lends a view of connection `key` (from `mcpw_http_server_poll_event`) for the
+/// `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
+/// request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
+///
+/// This call keeps the server's other views valid (the current event's, for example). The
+/// view stays valid until the next other non-`const` call on the server; after using it,
+/// drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `out_conn` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_conn(
+    server: *mut mcpw_http_server,
+    key: u64,
+    out_conn: *mut *mut mcpw_conn,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_conn) }?;
+        out.write(h.lend(key)?);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// Reads the session id of connection `key` into `*out_session`: NULL (length 0) for a
+/// stateless 2026-07-28 request. The view is valid until the next non-`const` call on the
+/// server. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `out_session` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_session_id(
+    server: *const mcpw_http_server,
+    key: u64,
+    out_session: *mut mcpw_str,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_session) }?;
+        let key = ConnKey::from_raw(key);
+        if !h.server.connections().contains(&key) {
+            return Err(MCPW_ERR_UNKNOWN_CONNECTION);
+        }
+        out.write(mcpw_str::of_opt(h.server.session_of(key)));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_ref(server, run) }
+}
+
+/// Reads how many sessions are alive and how many streams are open.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_counts(
+    server: *const mcpw_http_server,
+    out_sessions: *mut usize,
+    out_streams: *mut usize,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (sessions, streams) = unsafe { (Out::new(out_sessions)?, Out::new(out_streams)?) };
+        sessions.write(h.server.sessions());
+        streams.write(h.server.open_streams());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_ref(server, run) }
+}
+
+/// 2025-11-25 sessions (SEP-1699): closes the SSE stream carrying the peer's request `*id`
+/// on connection `key` before its answer, so a long-running request holds no HTTP connection;
+/// the client resumes it with `Last-Event-ID` and gets the answer then. `*out_closed` is
+/// false (nothing changed) when no such stream is open or its client cannot resume
+/// (stateless requests, older versions). Drain the stream to its end afterwards.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `id` is NULL or readable (its string readable for
+/// its length); `out_closed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_close_stream_for_polling(
+    server: *mut mcpw_http_server,
+    key: u64,
+    id: *const mcpw_id,
+    out_closed: *mut bool,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_closed) }?;
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        let string = id.string.map(<[u8]>::to_vec);
+        let id = id_of(id.kind, id.integer, string.as_deref())?;
+        out.write(
+            h.server
+                .close_stream_for_polling(ConnKey::from_raw(key), id),
+        );
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown): each gets
+/// its result and finishes once drained. `*out_count` says how many were ended.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `out_count` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_end_listen_streams(
+    server: *mut mcpw_http_server,
+    out_count: *mut usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_count) }?;
+        out.write(h.server.end_listen_streams());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+// ---- Client -------------------------------------------------------------------------------
+
+/// Settings for `mcpw_http_client_new`; zero-initialize it (or pass NULL) for the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mcpw_http_client_options {
+    /// The first delay before resuming a broken stream when the server sent no `retry`.
+    /// 0: 500 ms.
+    pub initial_delay_ms: u64,
+    /// The longest resumption delay (each attempt doubles the last). 0: 30 s.
+    pub max_delay_ms: u64,
+    /// Resumptions tried per stream before its requests fail. 0: 5.
+    pub max_attempts: u32,
+    /// Open the session's standalone GET stream once a handshake-era session is ready, for
+    /// server messages that belong to no request.
+    pub open_get_stream: bool,
+}
+
+/// What `mcpw_http_client_poll_action` asks of the host.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_http_action_kind {
+    /// Nothing to do now.
+    MCPW_HTTP_ACTION_NONE = 0,
+    /// Make the HTTP request `method` with `headers` and `body` to the MCP endpoint, then
+    /// report its outcome for `exchange`.
+    MCPW_HTTP_ACTION_SEND = 1,
+    /// Stop reading the response of `exchange` and close it; report nothing more for it.
+    MCPW_HTTP_ACTION_ABORT = 2,
+}
+
+/// One action for the host; the views are valid until the next non-`const` call on the
+/// client, so hand them to your HTTP library (which copies them) at once.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_http_action {
+    /// What to do.
+    pub kind: mcpw_http_action_kind,
+    /// The exchange the outcome is reported for.
+    pub exchange: u64,
+    /// `POST`, `GET` or `DELETE` (SEND only).
+    pub method: mcpw_str,
+    /// Every header to send (SEND only).
+    pub headers: *const mcpw_http_header,
+    /// How many headers.
+    pub headers_len: usize,
+    /// The body (SEND only; NULL with length 0 for none).
+    pub body: *const u8,
+    /// The body's length.
+    pub body_len: usize,
+}
+
+/// An MCP client over Streamable HTTP, both eras: it says which HTTP requests to make and
+/// reads their responses (JSON or SSE, with resumption). Create it with
+/// `mcpw_http_client_new`, free it with `mcpw_http_client_free`. One thread at a time.
+pub struct mcpw_http_client {
+    client: HttpClient,
+    poisoned: Cell<bool>,
+    view: NonNull<mcpw_conn>,
+    lending: bool,
+    texts: EventTexts,
+    action_headers: Vec<mcpw_http_header>,
+}
+
+impl Handle for mcpw_http_client {
+    fn poisoned(&self) -> &Cell<bool> {
+        &self.poisoned
+    }
+    fn after_call(&mut self) {
+        if !std::mem::take(&mut self.lending) {
+            // Safety: the view is ours, and C is not using it during a call on the client.
+            unsafe { self.view.as_mut() }.stale();
+        }
+    }
+}
+
+impl Drop for mcpw_http_client {
+    fn drop(&mut self) {
+        // Safety: made by `Box::leak` in `mcpw_http_client_new`, dropped only here.
+        drop(unsafe { Box::from_raw(self.view.as_ptr()) });
+    }
+}
+
+/// Creates an HTTP client for `config` (client role; its era setting decides between a
+/// 2026-07-28 probe and `initialize`). Its first POST is ready at once: drain
+/// `mcpw_http_client_poll_action` next. `options` may be NULL for the defaults.
+///
+/// On success `*out_client` receives a handle that the caller owns and frees exactly once
+/// with `mcpw_http_client_free`.
+///
+/// # Safety
+/// `config` is NULL or a live config handle; `options` is NULL or readable; `out_client` is
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_new(
+    config: *const mcpw_config,
+    now_ns: u64,
+    options: *const mcpw_http_client_options,
+    out_client: *mut *mut mcpw_http_client,
+) -> mcpw_result {
+    let run = |c: &mcpw_config| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_client) }?;
+        let o = match optional(options) {
+            // Safety: (caller) readable; plain numbers and a flag.
+            Some(_) => unsafe { read_in(options) }?,
+            None => mcpw_http_client_options::default(),
+        };
+        if c.config().role != mcpwire::conn::Role::Client {
+            return Err(MCPW_ERR_CONFIG_REFUSED);
+        }
+        let mut policy = ReconnectPolicy::default();
+        if o.initial_delay_ms > 0 {
+            policy.initial_delay = Duration::from_millis(o.initial_delay_ms);
+        }
+        if o.max_delay_ms > 0 {
+            policy.max_delay = Duration::from_millis(o.max_delay_ms);
+        }
+        if o.max_attempts > 0 {
+            policy.max_attempts = o.max_attempts;
+        }
+        let client = HttpClient::new(c.config().clone(), at(now_ns), policy, o.open_get_stream)
+            .map_err(|_| MCPW_ERR_CONFIG_REFUSED)?;
+        let view = NonNull::from(Box::leak(Box::new(mcpw_conn::view())));
+        out.write(into_handle(mcpw_http_client {
+            client,
+            poisoned: Cell::new(false),
+            view,
+            lending: false,
+            texts: EventTexts::default(),
+            action_headers: Vec::new(),
+        }));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live config handle.
+    unsafe { with_ref(config, run) }
+}
+
+/// Frees a client, exactly once, with its connection view. NULL does nothing.
+///
+/// # Safety
+/// `client` is NULL or a handle from `mcpw_http_client_new` not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_free(client: *mut mcpw_http_client) {
+    // Safety: (caller) NULL or live, freed only here.
+    unsafe { free_handle(client) }
+}
+
+/// The next HTTP request to make (or response to abandon): kind `MCPW_HTTP_ACTION_NONE` when
+/// there is none. Call it after every input, command and timer, until NONE.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_action` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_poll_action(
+    client: *mut mcpw_http_client,
+    out_action: *mut mcpw_http_action,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_action) }?;
+        let none = mcpw_http_action {
+            kind: mcpw_http_action_kind::MCPW_HTTP_ACTION_NONE,
+            exchange: 0,
+            method: mcpw_str::of_opt(None),
+            headers: std::ptr::null(),
+            headers_len: 0,
+            body: std::ptr::null(),
+            body_len: 0,
+        };
+        let action = match h.client.poll_action() {
+            None => none,
+            Some(ClientAction::Abort { exchange }) => mcpw_http_action {
+                kind: mcpw_http_action_kind::MCPW_HTTP_ACTION_ABORT,
+                exchange: exchange.0,
+                ..none
+            },
+            Some(ClientAction::Send {
+                exchange,
+                method,
+                headers,
+                body,
+            }) => {
+                headers_out(headers, &mut h.action_headers);
+                mcpw_http_action {
+                    kind: mcpw_http_action_kind::MCPW_HTTP_ACTION_SEND,
+                    exchange: exchange.0,
+                    method: mcpw_str::of(method),
+                    headers: h.action_headers.as_ptr(),
+                    headers_len: h.action_headers.len(),
+                    body: bytes_out(body),
+                    body_len: body.len(),
+                }
+            }
+        };
+        out.write(action);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reports the status and headers of the response to `exchange`.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `headers` points to `headers_len` readable
+/// headers (or is NULL with 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_handle_response(
+    client: *mut mcpw_http_client,
+    now_ns: u64,
+    exchange: u64,
+    status: u16,
+    headers: *const mcpw_http_header,
+    headers_len: usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) readable headers.
+        let headers = unsafe { headers_in(headers, headers_len) }?;
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        h.client
+            .handle_response(at(now_ns), ExchangeId(exchange), status, &pairs);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reports bytes of the response body of `exchange`, in any chunking (SSE is decoded across
+/// chunks, with the last event id kept for resumption).
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is
+/// NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_handle_body(
+    client: *mut mcpw_http_client,
+    now_ns: u64,
+    exchange: u64,
+    bytes: *const u8,
+    len: usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let bytes = unsafe { bytes_in(bytes, len) }?;
+        h.client
+            .handle_body(at(now_ns), ExchangeId(exchange), bytes);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reports that the response body of `exchange` ended normally. Requests it should have
+/// answered are resumed (SSE with an event id, after a delay: see the timeout) or fail.
+/// `jitter` is a random number for that delay.
+///
+/// # Safety
+/// `client` is NULL or a live client handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_handle_end(
+    client: *mut mcpw_http_client,
+    now_ns: u64,
+    exchange: u64,
+    jitter: u32,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        h.client
+            .handle_end(at(now_ns), ExchangeId(exchange), jitter);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reports that `exchange` failed (no connection, or it broke): its stream is resumed if it
+/// can be, else its requests end at once with a failure event.
+///
+/// # Safety
+/// `client` is NULL or a live client handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_handle_error(
+    client: *mut mcpw_http_client,
+    now_ns: u64,
+    exchange: u64,
+    jitter: u32,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        h.client
+            .handle_error(at(now_ns), ExchangeId(exchange), jitter);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// The next event of the client's connection, as `mcpw_conn_poll_event` gives it; after a
+/// session expired, the old connection's events come first, then a new session starts.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_event` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_poll_event(
+    client: *mut mcpw_http_client,
+    out_event: *mut mcpw_event,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_event) }?;
+        let event = match h.client.poll_event() {
+            Some(e) => to_c(e, &mut h.texts),
+            None => {
+                h.texts.release_large();
+                mcpw_event::NONE
+            }
+        };
+        out.write(event);
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Lends a view of the client's connection for the `mcpw_conn_*` commands and getters
+/// (`mcpw_conn_request`, `mcpw_conn_respond`, `mcpw_conn_protocol_version`, …); its output is
+/// sent through `mcpw_http_client_poll_action`. This call keeps the client's other views
+/// valid; the view stays valid until the next other non-`const` call on the client. Never
+/// free it.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_conn` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_conn(
+    client: *mut mcpw_http_client,
+    out_conn: *mut *mut mcpw_conn,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_conn) }?;
+        // Safety: the view is ours; C uses it only between calls on the client.
+        unsafe { h.view.as_mut() }.lend(h.client.connection());
+        h.lending = true;
+        out.write(h.view.as_ptr());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reads the earliest deadline of the client (the connection's timers, resumptions
+/// waiting), as `mcpw_conn_poll_timeout`.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; each `out_*` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_poll_timeout(
+    client: *const mcpw_http_client,
+    out_has: *mut bool,
+    out_deadline_ns: *mut u64,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
+        let deadline = h.client.poll_timeout();
+        has_to.write(deadline.is_some());
+        deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_ref(client, run) }
+}
+
+/// Fires what is due at `now_ns`: request timeouts and stream resumptions.
+///
+/// # Safety
+/// `client` is NULL or a live client handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_handle_timeout(
+    client: *mut mcpw_http_client,
+    now_ns: u64,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        h.client.handle_timeout(at(now_ns));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
+
+/// Reads the handshake-era session id into `*out_session` (NULL with length 0 before the
+/// server gave one, and in 2026-07-28). Valid until the next non-`const` call on the client.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_session` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_session_id(
+    client: *const mcpw_http_client,
+    out_session: *mut mcpw_str,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_session) }?;
+        out.write(mcpw_str::of_opt(h.client.session_id()));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_ref(client, run) }
+}
+
+/// Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
+/// so the server frees it at once. `*out_queued` is false without a session. Close the
+/// connection first (`mcpw_conn_close`) for a clean end.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_queued` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_end_session(
+    client: *mut mcpw_http_client,
+    out_queued: *mut bool,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_queued) }?;
+        out.write(h.client.end_session().is_some());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_mut(client, run) }
+}
