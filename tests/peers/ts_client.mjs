@@ -5,7 +5,10 @@
 // Usage (after .ci/setup-peers):
 //
 //   node tests/peers/ts_client.mjs [--expect-version V] [--echo-tool NAME] [--echo-arg ARG]
-//        [--echo-expect TEXT] [--timeout SECS] -- <server command...>
+//        [--echo-expect TEXT] [--timeout SECS] ( -- <server command...> | --url URL )
+//
+// --url runs the session over Streamable HTTP (the SDK's StreamableHTTPClientTransport) against
+// URL instead of starting a stdio server.
 //
 // Steps (one output line each): initialize, tools/list + tools/call echo, resources/list +
 // resources/read, prompts/list + prompts/get, ping. The last line is `TS_CLIENT_OK <protocolVersion>`
@@ -17,14 +20,15 @@ import { createRequire } from 'node:module';
 const PREFIX = 'TS_CLIENT';
 const USAGE =
     'usage: node tests/peers/ts_client.mjs [--expect-version V] [--echo-tool NAME] [--echo-arg ARG] ' +
-    '[--echo-expect TEXT] [--timeout SECS] -- <server command...>';
+    '[--echo-expect TEXT] [--timeout SECS] ( -- <server command...> | --url URL )';
 
 // The SDK lives in tests/peers/node/node_modules, which plain `import` would not search from here.
 const require = createRequire(new URL('./node/package.json', import.meta.url));
-let Client, StdioClientTransport;
+let Client, StdioClientTransport, StreamableHTTPClientTransport;
 try {
     ({ Client } = require('@modelcontextprotocol/sdk/client/index.js'));
     ({ StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js'));
+    ({ StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js'));
 } catch (err) {
     console.log(`${PREFIX}_FAIL import: ${err.message} (run .ci/setup-peers first)`);
     process.exit(1);
@@ -44,16 +48,15 @@ function usage(message) {
 
 function parseArgs(argv) {
     const split = argv.indexOf('--');
-    if (split < 0) usage("missing '--' before the server command");
-    const own = argv.slice(0, split);
-    const command = argv.slice(split + 1);
-    if (command.length === 0) usage("no server command after '--'");
+    const own = split < 0 ? argv : argv.slice(0, split);
+    const command = split < 0 ? [] : argv.slice(split + 1);
     const opts = {
         expectVersion: undefined,
         echoTool: 'echo',
         echoArg: 'text',
         echoExpect: undefined,
         timeout: 60,
+        url: undefined,
         command,
     };
     const flags = {
@@ -62,6 +65,7 @@ function parseArgs(argv) {
         '--echo-arg': 'echoArg',
         '--echo-expect': 'echoExpect',
         '--timeout': 'timeout',
+        '--url': 'url',
     };
     for (let i = 0; i < own.length; i++) {
         let [flag, value] = own[i].split(/=(.*)/s, 2);
@@ -72,6 +76,8 @@ function parseArgs(argv) {
         }
         opts[flags[flag]] = value;
     }
+    if (opts.url === undefined && command.length === 0) usage("give '--url URL' or '-- <server command...>'");
+    if (opts.url !== undefined && command.length > 0) usage("give '--url URL' or a server command, not both");
     opts.timeout = Number(opts.timeout);
     if (!(opts.timeout > 0)) usage('--timeout must be a positive number of seconds');
     return opts;
@@ -128,18 +134,23 @@ async function main() {
     const state = { step: 'connect' };
     const requestOptions = { timeout: opts.timeout * 1000 };
 
-    const transport = new StdioClientTransport({
-        command: opts.command[0],
-        args: opts.command.slice(1),
-        // The SDK passes only a small allowlist of variables by default; tests want the full environment.
-        env: { ...process.env },
-        stderr: 'inherit',
-    });
+    const transport =
+        opts.url !== undefined
+            ? new StreamableHTTPClientTransport(new URL(opts.url))
+            : new StdioClientTransport({
+                  command: opts.command[0],
+                  args: opts.command.slice(1),
+                  // The SDK passes only a small allowlist of variables by default; tests want the full environment.
+                  env: { ...process.env },
+                  stderr: 'inherit',
+              });
     // The client reports the negotiated version to transports that want it (HTTP ones use it for the
-    // MCP-Protocol-Version header); stdio has no such hook, so install one to observe the version.
+    // MCP-Protocol-Version header); observe it, keeping the transport's own hook.
     let negotiated;
+    const ownHook = transport.setProtocolVersion?.bind(transport);
     transport.setProtocolVersion = (version) => {
         negotiated = version;
+        ownHook?.(version);
     };
     // Remember the child's pid: on a failed connect the Client starts its own transport.close(),
     // which forgets the process at once, so a later close() could not stop it any more.

@@ -1,0 +1,859 @@
+/*
+ * An MCP server over Streamable HTTP in plain C: mcpwire for the protocol, libmicrohttpd for
+ * HTTP, one thread, one select() loop that the host owns.
+ *
+ * It speaks both protocol eras on one endpoint, http://127.0.0.1:PORT/mcp: handshake-era
+ * sessions (2024-11-05 ... 2025-11-25, with Mcp-Session-Id, SSE streams, resumption with
+ * Last-Event-ID) and stateless 2026-07-28 requests; --legacy serves the handshake era only.
+ * It serves what the stdio example serves, plus two tools of the conformance suite:
+ *   - tool "echo" {text}: returns the text exactly;
+ *   - tool "count": reports progress 1/3, 2/3, 3/3 about 50 ms apart, then answers;
+ *   - tool "test_simple_text": a fixed text;
+ *   - tool "test_tool_with_progress": progress 0, 50, 100 of 100, 50 ms apart, then answers;
+ *   - tool "test_missing_capability": needs the client's sampling capability; without it the
+ *     answer is the spec's MissingRequiredClientCapability error (-32021, HTTP 400);
+ *   - resource "mem://greeting" (text/plain);
+ *   - prompt "greet".
+ *
+ * How the pieces meet:
+ *   - libmicrohttpd runs in "external select" mode: each turn of the loop asks it for its file
+ *     descriptors and timeout (MHD_get_fdset2, MHD_get_timeout), waits in select() for at
+ *     most the earliest of its timeout, the engine's deadline (mcpw_http_server_poll_timeout)
+ *     and our own tool timers, then lets it run (MHD_run_from_select).
+ *   - Each complete HTTP request goes to mcpw_http_server_handle_request, which says what to
+ *     answer. A request that produced MCP events (a JSON-RPC request) is answered at once
+ *     where possible; mcpw_http_server_settle then turns an already complete answer into a
+ *     plain JSON body, or leaves an SSE stream.
+ *   - An SSE stream is a libmicrohttpd "callback" response: its reader copies what
+ *     mcpw_http_server_poll_stream lends, and when nothing is ready it suspends the HTTP
+ *     connection. After every turn, streams with something to send are resumed. A reader only
+ *     runs when the socket can take more, so a slow client slows its own stream down: the
+ *     engine keeps its answers (bounded by its output limit) instead of this process
+ *     buffering without end.
+ *   - A client that goes away before its stream finished is reported with
+ *     mcpw_http_server_stream_closed (2026-07-28: that cancels its request).
+ *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
+ *     two seconds to finish, then exit 0.
+ *
+ * Usage: example_http_server [--port N] [--legacy] [--allow-host NAME]...
+ *   --port 0 (the default) picks a free port. The first line on stdout is
+ *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
+ *   loopback (DNS rebinding protection refuses every other one with 403).
+ *
+ * Build: make -C bindings/c (libmicrohttpd-dev from Debian; see .ci/setup-debian).
+ */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+
+#include "mcpwire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+#define STEP_NS (50ull * 1000 * 1000)
+#define MAX_BODY (4u * 1024 * 1024)
+#define MAX_HEADERS 128
+#define MAX_ALLOWED_HOSTS 16
+#define SHUTDOWN_GRACE_NS (2000ull * 1000 * 1000)
+/* Suspended streams are resumed at least this often, so a client that went away is noticed
+   (libmicrohttpd does not watch a suspended connection). */
+#define HEARTBEAT_NS (1000ull * 1000 * 1000)
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Setup errors end the program; errors of one request or session never do. */
+static void die(const char *what, mcpw_result rc) {
+    fprintf(stderr, "example_http_server: %s: %s\n", what, mcpw_result_message((int)rc));
+    exit(EXIT_FAILURE);
+}
+
+static void warn(const char *what, mcpw_result rc) {
+    fprintf(stderr, "example_http_server: %s: %s\n", what, mcpw_result_message((int)rc));
+}
+
+static void *checked_malloc(size_t size) {
+    void *p = malloc(size);
+    if (p == NULL) {
+        fprintf(stderr, "example_http_server: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+/* The engine draws session ids from here: they must be unguessable. */
+static void secure_random(void *user, uint8_t *buf, size_t len) {
+    size_t done = 0;
+    (void)user;
+    while (done < len) {
+        ssize_t n = getrandom(buf + done, len - done, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            perror("example_http_server: getrandom");
+            abort(); /* no secure randomness: session ids would be guessable */
+        }
+        done += (size_t)n;
+    }
+}
+
+static mcpw_http_server *server;
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* ---- Owned ids and delayed tool jobs --------------------------------------------------------- */
+
+/* An event's id is a view that dies with the event: a job that answers later keeps a copy,
+   with the key of its connection (the session, or the stateless request). */
+typedef struct {
+    mcpw_id id;
+    char *text; /* owns id.string.ptr for string ids */
+} owned_id;
+
+static owned_id own_id(const mcpw_id *id) {
+    owned_id o;
+    o.id = *id;
+    o.text = NULL;
+    if (id->kind == MCPW_ID_STRING) {
+        o.text = checked_malloc(id->string.len + 1);
+        if (id->string.len > 0) memcpy(o.text, id->string.ptr, id->string.len);
+        o.id.string.ptr = o.text;
+    }
+    return o;
+}
+
+static int same_id(const mcpw_id *a, const mcpw_id *b) {
+    if (a->kind != b->kind) return 0;
+    if (a->kind == MCPW_ID_INT) return a->integer == b->integer;
+    return a->string.len == b->string.len &&
+           (a->string.len == 0 || memcmp(a->string.ptr, b->string.ptr, a->string.len) == 0);
+}
+
+typedef enum { JOB_COUNT, JOB_PROGRESS_100 } job_kind;
+
+typedef struct job {
+    uint64_t key;
+    owned_id request;
+    job_kind kind;
+    int step;
+    uint64_t due_ns;
+    struct job *next;
+} job;
+
+static job *jobs;
+
+static void job_free(job *j) {
+    free(j->request.text);
+    free(j);
+}
+
+static void start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t now) {
+    job *j = checked_malloc(sizeof *j);
+    j->key = key;
+    j->request = own_id(id);
+    j->kind = kind;
+    j->step = 0;
+    j->due_ns = now + STEP_NS;
+    j->next = jobs;
+    jobs = j;
+}
+
+static void cancel_job(uint64_t key, const mcpw_id *id) {
+    job **at = &jobs;
+    while (*at != NULL) {
+        if ((*at)->key == key && same_id(&(*at)->request.id, id)) {
+            job *gone = *at;
+            *at = gone->next;
+            job_free(gone);
+            return;
+        }
+        at = &(*at)->next;
+    }
+}
+
+/* One step of a job: 1 when it is finished (answered, or its request is gone). */
+static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
+    double progress, total;
+    const char *answer;
+    size_t answer_len;
+    mcpw_result rc;
+    if (j->kind == JOB_COUNT) {
+        progress = (double)(j->step + 1);
+        total = 3;
+        answer = "{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],\"isError\":false}";
+    } else {
+        progress = 50.0 * (double)(j->step + 1);
+        total = 100;
+        answer = "{\"content\":[{\"type\":\"text\",\"text\":\"Progress test completed\"}],"
+                 "\"isError\":false}";
+    }
+    answer_len = strlen(answer);
+    rc = mcpw_conn_progress(conn, &j->request.id, progress, total, true, NULL, 0);
+    if (rc == MCPW_ERR_OUTPUT_FULL) {
+        /* The client is not reading its stream: try this step again a little later. */
+        j->due_ns = now + STEP_NS;
+        return 0;
+    }
+    /* No progress token: the client did not ask for progress, which is fine. Anything else
+       means the request is gone (cancelled, or its connection closed). */
+    if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) return 1;
+    j->step++;
+    if (progress < total) {
+        j->due_ns = now + STEP_NS;
+        return 0;
+    }
+    rc = mcpw_conn_respond(conn, &j->request.id, answer, answer_len);
+    if (rc == MCPW_ERR_OUTPUT_FULL) {
+        j->step--; /* repeat the last step: progress must increase, so it resends nothing */
+        j->due_ns = now + STEP_NS;
+        return 0;
+    }
+    if (rc != MCPW_OK && rc != MCPW_ERR_UNKNOWN_REQUEST && rc != MCPW_ERR_CLOSED) {
+        warn("respond", rc);
+    }
+    return 1;
+}
+
+static void run_jobs(uint64_t now) {
+    job **at = &jobs;
+    while (*at != NULL) {
+        job *j = *at;
+        mcpw_conn *conn;
+        mcpw_result rc;
+        if (j->due_ns > now) {
+            at = &j->next;
+            continue;
+        }
+        rc = mcpw_http_server_conn(server, j->key, &conn);
+        if (rc != MCPW_OK || job_step(j, conn, now)) {
+            *at = j->next; /* done, or its session / request is gone */
+            job_free(j);
+            continue;
+        }
+        at = &j->next;
+    }
+}
+
+static uint64_t earliest_job(void) {
+    uint64_t earliest = UINT64_MAX;
+    const job *j;
+    for (j = jobs; j != NULL; j = j->next) {
+        if (j->due_ns < earliest) earliest = j->due_ns;
+    }
+    return earliest;
+}
+
+/* ---- The MCP application ------------------------------------------------------------------ */
+
+static const char TOOLS[] =
+    "{\"tools\":["
+    "{\"name\":\"echo\",\"description\":\"Returns its text argument\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
+    "{\"name\":\"count\",\"description\":\"Counts to three, reporting progress\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_simple_text\",\"description\":\"Returns a simple text response\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_tool_with_progress\",\"description\":\"Reports progress, then answers\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_missing_capability\",\"description\":\"Needs the client's sampling "
+    "capability\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}";
+static const char RESOURCES[] =
+    "{\"resources\":[{\"uri\":\"mem://greeting\",\"name\":\"greeting\",\"mimeType\":\"text/plain\"}]}";
+static const char GREETING[] =
+    "{\"contents\":[{\"uri\":\"mem://greeting\",\"mimeType\":\"text/plain\","
+    "\"text\":\"Hello from mcpwire, in C\"}]}";
+static const char PROMPTS[] =
+    "{\"prompts\":[{\"name\":\"greet\",\"description\":\"Say hello\"}]}";
+static const char PROMPT[] =
+    "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Say hello to "
+    "mcpwire.\"}}]}";
+static const char SIMPLE_TEXT[] =
+    "{\"content\":[{\"type\":\"text\",\"text\":\"This is a simple text response for testing.\"}],"
+    "\"isError\":false}";
+
+static int str_is(mcpw_str s, const char *text) {
+    size_t n = strlen(text);
+    return s.ptr != NULL && s.len == n && memcmp(s.ptr, text, n) == 0;
+}
+
+/* The member `key` of the JSON object `json` (absent when `json` is absent or no object). */
+static mcpw_str member(mcpw_str json, const char *key) {
+    mcpw_str value = {NULL, 0};
+    if (json.ptr == NULL || mcpw_json_get(json.ptr, json.len, key, strlen(key), &value) != MCPW_OK) {
+        value.ptr = NULL;
+        value.len = 0;
+    }
+    return value;
+}
+
+/* Answers are refused only when the request is already gone (cancelled, client away) or the
+   client does not read (output full): worth a line on stderr, never the end of the server. */
+static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
+    mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
+    if (rc != MCPW_OK) warn("respond", rc);
+}
+
+static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
+    mcpw_result rc = mcpw_conn_respond_error(conn, id, code, message, strlen(message), NULL, 0);
+    if (rc != MCPW_OK) warn("respond_error", rc);
+}
+
+/* echo: the text comes back exactly, copied as the raw JSON string it arrived as. */
+static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
+    static const char head[] = "{\"content\":[{\"type\":\"text\",\"text\":";
+    static const char tail[] = "}],\"isError\":false}";
+    mcpw_str text = member(arguments, "text");
+    char *result;
+    size_t len;
+    if (text.ptr == NULL || text.len == 0 || text.ptr[0] != '"') {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"echo needs a string "
+                            "argument 'text'\"}],\"isError\":true}"));
+        return;
+    }
+    len = sizeof head - 1 + text.len + sizeof tail - 1;
+    result = checked_malloc(len);
+    memcpy(result, head, sizeof head - 1);
+    memcpy(result + sizeof head - 1, text.ptr, text.len);
+    memcpy(result + sizeof head - 1 + text.len, tail, sizeof tail - 1);
+    respond(conn, id, result, len);
+    free(result);
+}
+
+/* Whether the client declared `sampling`: per request in 2026-07-28 (the request's own
+   declaration), per session in the handshake era. */
+static int client_can_sample(const mcpw_conn *conn, const mcpw_id *id) {
+    mcpw_request_context context;
+    mcpw_str caps;
+    if (mcpw_conn_request_context(conn, id, &context) == MCPW_OK && context.known) {
+        return (context.client_capabilities & MCPW_CAP_SAMPLING) != 0;
+    }
+    if (mcpw_conn_peer_capabilities(conn, &caps) != MCPW_OK) return 0;
+    return member(caps, "sampling").ptr != NULL;
+}
+
+static void call_needs_sampling(mcpw_conn *conn, const mcpw_id *id) {
+    static const char data[] = "{\"requiredCapabilities\":{\"sampling\":{}}}";
+    static const char message[] = "Missing required client capability: sampling";
+    mcpw_result rc;
+    if (client_can_sample(conn, id)) {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"The client declared "
+                            "sampling\"}],\"isError\":false}"));
+        return;
+    }
+    rc = mcpw_conn_respond_error(conn, id, -32021, S(message), S(data));
+    if (rc == MCPW_ERR_CODE_NOT_IN_VERSION) {
+        /* -32021 is a 2026-07-28 code: a session gets a tool error instead. */
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool needs the "
+                            "client's sampling capability\"}],\"isError\":true}"));
+    } else if (rc != MCPW_OK) {
+        warn("respond_error", rc);
+    }
+}
+
+static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, uint64_t now) {
+    const mcpw_id *id = &ev->id;
+    if (str_is(ev->method, "tools/list")) {
+        respond(conn, id, TOOLS, sizeof TOOLS - 1);
+    } else if (str_is(ev->method, "tools/call")) {
+        mcpw_str name = member(ev->params, "name");
+        if (str_is(name, "\"echo\"")) {
+            call_echo(conn, id, member(ev->params, "arguments"));
+        } else if (str_is(name, "\"count\"")) {
+            start_job(key, id, JOB_COUNT, now); /* answered by run_jobs */
+        } else if (str_is(name, "\"test_simple_text\"")) {
+            respond(conn, id, SIMPLE_TEXT, sizeof SIMPLE_TEXT - 1);
+        } else if (str_is(name, "\"test_tool_with_progress\"")) {
+            mcpw_result rc = mcpw_conn_progress(conn, id, 0, 100, true, NULL, 0);
+            if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) warn("progress", rc);
+            start_job(key, id, JOB_PROGRESS_100, now);
+        } else if (str_is(name, "\"test_missing_capability\"")) {
+            call_needs_sampling(conn, id);
+        } else {
+            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],"
+                                "\"isError\":true}"));
+        }
+    } else if (str_is(ev->method, "resources/list")) {
+        respond(conn, id, RESOURCES, sizeof RESOURCES - 1);
+    } else if (str_is(ev->method, "resources/templates/list")) {
+        respond(conn, id, S("{\"resourceTemplates\":[]}"));
+    } else if (str_is(ev->method, "resources/read")) {
+        if (str_is(member(ev->params, "uri"), "\"mem://greeting\"")) {
+            respond(conn, id, GREETING, sizeof GREETING - 1);
+        } else {
+            respond_error(conn, id, MCPW_MCP_RESOURCE_NOT_FOUND, "Resource not found");
+        }
+    } else if (str_is(ev->method, "prompts/list")) {
+        respond(conn, id, PROMPTS, sizeof PROMPTS - 1);
+    } else if (str_is(ev->method, "prompts/get")) {
+        if (str_is(member(ev->params, "name"), "\"greet\"")) {
+            respond(conn, id, PROMPT, sizeof PROMPT - 1);
+        } else {
+            respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown prompt");
+        }
+    } else {
+        respond_error(conn, id, MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found");
+    }
+}
+
+/* Drains every event of every connection, answering what can be answered now. */
+static void serve_events(uint64_t now) {
+    for (;;) {
+        mcpw_event ev;
+        uint64_t key;
+        mcpw_conn *conn;
+        mcpw_result rc = mcpw_http_server_poll_event(server, &ev, &key, &conn);
+        if (rc != MCPW_OK) die("poll_event", rc);
+        if (ev.kind == MCPW_EVENT_NONE) return;
+        if (ev.kind == MCPW_EVENT_REQUEST) {
+            on_mcp_request(conn, key, &ev, now);
+        } else if (ev.kind == MCPW_EVENT_PEER_CANCELLED) {
+            cancel_job(key, &ev.id);
+        }
+        /* Ready, notifications, closes, the peer's mistakes: nothing to do here. */
+    }
+}
+
+/* ---- HTTP requests and their SSE streams ------------------------------------------------------ */
+
+/* One HTTP request, from its first callback until libmicrohttpd is done with it and with its
+   response. Live requests are kept in a list, to resume their suspended streams. */
+typedef struct request {
+    struct MHD_Connection *connection;
+    char *body;
+    size_t body_len, body_cap;
+    int has_stream;
+    uint64_t stream;
+    int ended;     /* the stream finished normally */
+    int suspended; /* the reader suspended the connection, waiting for bytes */
+    int refs;      /* the request itself, and the response reader while it exists */
+    struct request *prev, *next;
+} request;
+
+static request *live;
+
+static void release(request *r) {
+    if (--r->refs > 0) return;
+    free(r->body);
+    free(r);
+}
+
+static void unlink_request(request *r) {
+    if (r->prev != NULL) r->prev->next = r->next;
+    else if (live == r) live = r->next;
+    if (r->next != NULL) r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Keeps at most MAX_BODY + 1 bytes: one more than the engine accepts, so that it answers 413
+   for a larger body without this process holding it. */
+static void append_body(request *r, const char *data, size_t len) {
+    size_t room = MAX_BODY + 1 - r->body_len;
+    if (len > room) len = room;
+    if (len == 0) return;
+    if (r->body_len + len > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+        char *grown;
+        while (cap < r->body_len + len) cap *= 2;
+        grown = realloc(r->body, cap);
+        if (grown == NULL) {
+            fprintf(stderr, "example_http_server: out of memory\n");
+            exit(EXIT_FAILURE);
+        }
+        r->body = grown;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+}
+
+/* The SSE body: copies what the engine lends; with nothing ready, suspends the connection
+   until resume_streams() sees bytes for it. */
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
+    request *r = cls;
+    const uint8_t *bytes;
+    size_t len, n;
+    bool finished, open;
+    mcpw_result rc;
+    (void)pos;
+    rc = mcpw_http_server_poll_stream(server, r->stream, &bytes, &len, &finished, &open);
+    if (rc != MCPW_OK) {
+        warn("poll_stream", rc);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (!open) {
+        /* Finished and drained earlier, or closed for polling: the response ends here. */
+        r->ended = 1;
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (len > 0) {
+        n = len < max ? len : max;
+        memcpy(buf, bytes, n);
+        rc = mcpw_http_server_consume_stream(server, r->stream, n);
+        if (rc != MCPW_OK) warn("consume_stream", rc);
+        return (ssize_t)n;
+    }
+    if (finished) {
+        r->ended = 1;
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    MHD_suspend_connection(r->connection);
+    r->suspended = 1;
+    return 0;
+}
+
+static void release_stream(void *cls) {
+    release(cls);
+}
+
+/* Resumes the suspended streams that have something to send (or all, for the heartbeat).
+   Returns how many were resumed. */
+static int resume_streams(int all) {
+    int resumed = 0;
+    request *r;
+    for (r = live; r != NULL; r = r->next) {
+        const uint8_t *bytes;
+        size_t len;
+        bool finished, open;
+        if (!r->suspended) continue;
+        if (!all) {
+            mcpw_result rc =
+                mcpw_http_server_poll_stream(server, r->stream, &bytes, &len, &finished, &open);
+            if (rc == MCPW_OK && open && len == 0 && !finished) continue;
+        }
+        r->suspended = 0;
+        MHD_resume_connection(r->connection);
+        resumed++;
+    }
+    return resumed;
+}
+
+/* Collects the request's headers as views into libmicrohttpd's memory (valid during the
+   request's callback). */
+typedef struct {
+    mcpw_http_header items[MAX_HEADERS];
+    size_t len;
+} header_list;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      size_t key_size, const char *value, size_t value_size) {
+    header_list *h = cls;
+    (void)kind;
+    if (h->len == MAX_HEADERS) return MHD_NO; /* more are ignored */
+    h->items[h->len].name.ptr = key;
+    h->items[h->len].name.len = key_size;
+    h->items[h->len].value.ptr = value != NULL ? value : "";
+    h->items[h->len].value.len = value != NULL ? value_size : 0;
+    h->len++;
+    return MHD_YES;
+}
+
+/* libmicrohttpd wants NUL-terminated header strings. */
+static void add_header(struct MHD_Response *response, mcpw_http_header h) {
+    char *name = checked_malloc(h.name.len + 1);
+    char *value = checked_malloc(h.value.len + 1);
+    memcpy(name, h.name.ptr, h.name.len);
+    name[h.name.len] = '\0';
+    if (h.value.len > 0) memcpy(value, h.value.ptr, h.value.len);
+    value[h.value.len] = '\0';
+    if (MHD_add_response_header(response, name, value) != MHD_YES) {
+        fprintf(stderr, "example_http_server: header %s refused\n", name);
+    }
+    free(name);
+    free(value);
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **req_cls) {
+    request *r = *req_cls;
+    header_list headers;
+    mcpw_http_response answer;
+    struct MHD_Response *response;
+    enum MHD_Result queued;
+    uint64_t now;
+    mcpw_result rc;
+    size_t i;
+    (void)cls;
+    (void)version;
+
+    if (r == NULL) { /* the first call: headers are in, the body is not */
+        r = checked_malloc(sizeof *r);
+        memset(r, 0, sizeof *r);
+        r->connection = connection;
+        r->refs = 1;
+        r->next = live;
+        if (live != NULL) live->prev = r;
+        live = r;
+        *req_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) { /* a piece of the body */
+        append_body(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+
+    /* The whole request is in. */
+    now = now_ns();
+    headers.len = 0;
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, collect_header, &headers);
+    rc = mcpw_http_server_handle_request(server, now, method, strlen(method), url, strlen(url),
+                                         headers.items, headers.len, (const uint8_t *)r->body,
+                                         r->body_len, &answer);
+    if (rc != MCPW_OK) {
+        warn("handle_request", rc);
+        return MHD_NO; /* libmicrohttpd closes the connection */
+    }
+    if (answer.has_stream) {
+        /* Answer what can be answered at once, then see whether the whole answer is there. */
+        uint64_t stream = answer.stream;
+        serve_events(now);
+        rc = mcpw_http_server_settle(server, stream, &answer);
+        if (rc != MCPW_OK) die("settle", rc);
+    }
+    if (answer.has_stream) {
+        r->has_stream = 1;
+        r->stream = answer.stream;
+        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, read_stream, r,
+                                                     release_stream);
+        if (response != NULL) r->refs++;
+    } else {
+        response = MHD_create_response_from_buffer(answer.body_len, (void *)answer.body,
+                                                   MHD_RESPMEM_MUST_COPY);
+    }
+    if (response == NULL) return MHD_NO;
+    for (i = 0; i < answer.headers_len; i++) add_header(response, answer.headers[i]);
+    queued = MHD_queue_response(connection, answer.status, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
+/* libmicrohttpd is done with a request: a stream that did not finish lost its client. */
+static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    request *r = *req_cls;
+    (void)cls;
+    (void)connection;
+    (void)toe;
+    if (r == NULL) return;
+    if (r->has_stream && !r->ended) {
+        mcpw_result rc = mcpw_http_server_stream_closed(server, now_ns(), r->stream);
+        if (rc != MCPW_OK) warn("stream_closed", rc);
+    }
+    unlink_request(r);
+    r->suspended = 0;
+    *req_cls = NULL;
+    release(r);
+}
+
+/* ---- The loop ------------------------------------------------------------------------------ */
+
+static int open_streams_waiting(void) {
+    const request *r;
+    for (r = live; r != NULL; r = r->next) {
+        if (r->has_stream && !r->ended) return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    mcpw_config *config = NULL;
+    mcpw_http_server_options options;
+    mcpw_str allowed[MAX_ALLOWED_HOSTS];
+    size_t allowed_len = 0;
+    struct MHD_Daemon *daemon;
+    const union MHD_DaemonInfo *info;
+    struct sockaddr_in addr;
+    struct sigaction sa;
+    unsigned port = 0;
+    int legacy = 0, i, stopping = 0;
+    uint64_t stop_deadline = 0, last_heartbeat;
+    mcpw_result rc;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--legacy") == 0) {
+            legacy = 1;
+        } else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long p = strtoul(argv[++i], &end, 10);
+            if (*end != '\0' || p > 65535) {
+                fprintf(stderr, "example_http_server: bad port %s\n", argv[i]);
+                return 2;
+            }
+            port = (unsigned)p;
+        } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
+                   allowed_len < MAX_ALLOWED_HOSTS) {
+            allowed[allowed_len].ptr = argv[++i];
+            allowed[allowed_len].len = strlen(argv[i]);
+            allowed_len++;
+        } else {
+            fprintf(stderr,
+                    "usage: example_http_server [--port N] [--legacy] [--allow-host NAME]...\n");
+            return 2;
+        }
+    }
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = mcpw_config_new(MCPW_ROLE_SERVER, S("mcpwire-c-http-example"), S(MCPWIRE_VERSION),
+                         &config);
+    if (rc != MCPW_OK) die("config", rc);
+    rc = mcpw_config_set_capabilities(config, S("{\"tools\":{},\"resources\":{},\"prompts\":{}}"));
+    if (rc != MCPW_OK) die("capabilities", rc);
+    rc = mcpw_config_set_instructions(config, S("Try the echo and count tools."));
+    if (rc != MCPW_OK) die("instructions", rc);
+    if (legacy) {
+        static const mcpw_str versions[] = {{"2024-11-05", 10}, {"2025-03-26", 10},
+                                            {"2025-06-18", 10}, {"2025-11-25", 10}};
+        rc = mcpw_config_set_versions(config, versions, sizeof versions / sizeof versions[0]);
+        if (rc != MCPW_OK) die("versions", rc);
+    }
+    memset(&options, 0, sizeof options);
+    options.random = secure_random;
+    options.endpoint.ptr = "/mcp";
+    options.endpoint.len = 4;
+    options.allowed_hosts = allowed_len > 0 ? allowed : NULL;
+    options.allowed_hosts_len = allowed_len;
+    options.max_body = MAX_BODY;
+    options.tools.ptr = TOOLS;
+    options.tools.len = sizeof TOOLS - 1;
+    rc = mcpw_http_server_new(config, &options, &server);
+    mcpw_config_free(config);
+    if (rc != MCPW_OK) die("http server", rc);
+
+    /* Loopback only: a local MCP server must not listen on every interface. */
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    daemon = MHD_start_daemon(
+        MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, (uint16_t)port, NULL, NULL, on_http, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        /* select() handles FD_SETSIZE descriptors; keep room for the listener and stdio. */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(FD_SETSIZE - 16),
+        /* Idle keep-alive connections and slow senders are dropped after 30 s (suspended SSE
+           streams do not time out). */
+        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+    if (daemon == NULL) {
+        fprintf(stderr, "example_http_server: cannot listen on port %u\n", port);
+        mcpw_http_server_free(server);
+        return EXIT_FAILURE;
+    }
+    info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    printf("listening on http://127.0.0.1:%u/mcp\n", info != NULL ? (unsigned)info->port : port);
+    fflush(stdout);
+
+    last_heartbeat = now_ns();
+    for (;;) {
+        fd_set rs, ws, es;
+        MHD_socket max_fd = 0;
+        MHD_UNSIGNED_LONG_LONG mhd_timeout;
+        struct timeval tv, *tvp = NULL;
+        uint64_t now = now_ns(), wake = UINT64_MAX, deadline;
+        bool has_deadline;
+        int resumed;
+
+        if (stop_requested && !stopping) {
+            size_t ended = 0;
+            MHD_socket listener = MHD_quiesce_daemon(daemon); /* accept no more clients */
+            if (listener != MHD_INVALID_SOCKET) close(listener);
+            rc = mcpw_http_server_end_listen_streams(server, &ended);
+            if (rc != MCPW_OK) warn("end_listen_streams", rc);
+            stopping = 1;
+            stop_deadline = now + SHUTDOWN_GRACE_NS;
+        }
+        if (stopping && (!open_streams_waiting() || now >= stop_deadline)) break;
+
+        /* The engine's timers and ours, then whatever they produced. */
+        rc = mcpw_http_server_handle_timeout(server, now);
+        if (rc != MCPW_OK) die("handle_timeout", rc);
+        run_jobs(now);
+        serve_events(now);
+        resumed = resume_streams(now - last_heartbeat >= HEARTBEAT_NS);
+        if (now - last_heartbeat >= HEARTBEAT_NS) last_heartbeat = now;
+
+        /* Sleep until libmicrohttpd, the engine or a job has work. */
+        FD_ZERO(&rs);
+        FD_ZERO(&ws);
+        FD_ZERO(&es);
+        if (MHD_get_fdset2(daemon, &rs, &ws, &es, &max_fd, FD_SETSIZE) != MHD_YES) {
+            fprintf(stderr, "example_http_server: MHD_get_fdset2 failed\n");
+            break;
+        }
+        rc = mcpw_http_server_poll_timeout(server, &has_deadline, &deadline);
+        if (rc != MCPW_OK) die("poll_timeout", rc);
+        if (has_deadline) wake = deadline;
+        if (earliest_job() < wake) wake = earliest_job();
+        if (last_heartbeat + HEARTBEAT_NS < wake) wake = last_heartbeat + HEARTBEAT_NS;
+        if (stopping && stop_deadline < wake) wake = stop_deadline;
+        if (resumed > 0) wake = now; /* resumed streams are served by the next run */
+        if (MHD_get_timeout(daemon, &mhd_timeout) == MHD_YES) {
+            uint64_t at = now + (uint64_t)mhd_timeout * 1000000ull;
+            if (at < wake) wake = at;
+        }
+        if (wake != UINT64_MAX) {
+            uint64_t wait_ns = wake > now ? wake - now : 0;
+            tv.tv_sec = (time_t)(wait_ns / 1000000000ull);
+            tv.tv_usec = (suseconds_t)((wait_ns % 1000000000ull + 999) / 1000);
+            tvp = &tv;
+        }
+        if (select((int)max_fd + 1, &rs, &ws, &es, tvp) < 0) {
+            if (errno != EINTR) {
+                perror("example_http_server: select");
+                break;
+            }
+            FD_ZERO(&rs);
+            FD_ZERO(&ws);
+            FD_ZERO(&es);
+        }
+        MHD_run_from_select(daemon, &rs, &ws, &es);
+    }
+
+    /* libmicrohttpd must not stop with suspended connections. */
+    {
+        request *r;
+        for (r = live; r != NULL; r = r->next) {
+            if (r->suspended) {
+                r->suspended = 0;
+                MHD_resume_connection(r->connection);
+            }
+        }
+    }
+    MHD_stop_daemon(daemon);
+    while (jobs != NULL) {
+        job *j = jobs;
+        jobs = j->next;
+        job_free(j);
+    }
+    mcpw_http_server_free(server);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,350 @@
+//! The C HTTP server example (bindings/c/example_http_server.c, libmicrohttpd in external
+//! select mode) as a process, built against the static library under test with strict warnings
+//! and ASan+UBSan (and once plain, under valgrind):
+//!
+//! - the Python SDK's Streamable HTTP client completes sessions in both eras, and the
+//!   TypeScript SDK's in the handshake era;
+//! - hostile HTTP input (oversized bodies, garbage, foreign hosts, clients that vanish
+//!   mid-stream) gets the spec's answers and never stops the server;
+//! - SIGTERM lets an answer in flight finish, then exits 0 with nothing leaked.
+//!
+//! The conformance scenarios against it run in .ci/conformance.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::stdio::{python_client, python_site, ts_client};
+use support::*;
+
+program!(
+    server_asan,
+    "bindings/c/example_http_server.c",
+    "example_http_server_asan",
+    Lang::C,
+    true,
+    &["-lmicrohttpd"]
+);
+program!(
+    server_plain,
+    "bindings/c/example_http_server.c",
+    "example_http_server",
+    Lang::C,
+    false,
+    &["-lmicrohttpd"]
+);
+
+/// A running server; SIGTERM and reaping when dropped (a failed test leaves no process).
+struct Server {
+    child: Child,
+    url: String,
+    port: u16,
+}
+
+impl Server {
+    fn start(mut command: Command) -> Server {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.env(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=23",
+        );
+        command.env(
+            "UBSAN_OPTIONS",
+            "halt_on_error=1:print_stacktrace=1:exitcode=24",
+        );
+        let mut child = command.spawn().expect("start example_http_server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the first line");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        let port = url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/mcp")
+            .parse()
+            .expect("a port in the URL");
+        Server { child, url, port }
+    }
+
+    fn asan(args: &[&str]) -> Server {
+        let mut c = Command::new(server_asan());
+        c.args(args);
+        Server::start(c)
+    }
+
+    /// SIGTERM, then the exit status and stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        terminate(self.child.id());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, err)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
+
+fn run(mut client: Command) -> (bool, String) {
+    client.env("PYTHONPATH", python_site());
+    let out = client.output().expect("run the client");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn assert_python_http_session(url: &str, mode: &str, version: &str) {
+    let (ok, out) = run(python_client(&[
+        "--mode",
+        mode,
+        "--expect-version",
+        version,
+        "--url",
+        url,
+    ]));
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("echo(text='hello from python') -> 'hello from python'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read mem://greeting -> 1 content item(s)"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with(&format!("PY_CLIENT_OK {version}")),
+        "{out}"
+    );
+}
+
+/// One raw HTTP/1.1 exchange on a fresh connection: the whole response as text.
+fn raw(port: u16, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request).expect("send");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn post(port: u16, headers: &str, body: &str) -> String {
+    raw(
+        port,
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+}
+
+const MODERN: &str = "MCP-Protocol-Version: 2026-07-28\r\n";
+
+fn modern_call(id: u32, tool: &str) -> (String, String) {
+    let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\n");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hi"}},"_meta":{{"progressToken":"p{id}","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    (headers, body)
+}
+
+fn assert_clean_exit(server: Server) {
+    let (status, err) = server.stop();
+    assert!(status.success(), "exit {status:?}: {err}");
+    assert!(!err.contains("ERROR: AddressSanitizer"), "{err}");
+    assert!(!err.contains("runtime error"), "{err}");
+}
+
+// ---- Real SDK clients ----------------------------------------------------------------------
+
+#[test]
+fn python_sdk_http_client_completes_sessions_in_both_eras() {
+    let server = Server::asan(&[]);
+    assert_python_http_session(&server.url, "legacy", "2025-11-25");
+    assert_python_http_session(&server.url, "auto", "2026-07-28");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn python_sdk_http_client_in_auto_mode_falls_back_from_a_legacy_server() {
+    let server = Server::asan(&["--legacy"]);
+    assert_python_http_session(&server.url, "auto", "2025-11-25");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn typescript_sdk_http_client_completes_a_session() {
+    let server = Server::asan(&[]);
+    let (ok, out) = run(ts_client(&["--url", &server.url]));
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(r#"echo(text="hello from typescript") -> "hello from typescript""#),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("TS_CLIENT_OK 2025-11-25"), "{out}");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn sessions_and_shutdown_are_clean_under_valgrind() {
+    let mut c = Command::new("valgrind");
+    c.args(VALGRIND).arg(server_plain());
+    let server = Server::start(c);
+    assert_python_http_session(&server.url, "legacy", "2025-11-25");
+    assert_python_http_session(&server.url, "auto", "2026-07-28");
+    // valgrind's exit status carries its verdict (errors and definite or indirect leaks).
+    let (status, err) = server.stop();
+    assert!(status.success(), "exit {status:?}: {err}");
+}
+
+// ---- Hostile and unlucky HTTP --------------------------------------------------------------
+
+#[test]
+fn progress_streams_over_sse_and_the_answer_ends_the_stream() {
+    let server = Server::asan(&[]);
+    let (headers, body) = modern_call(7, "count");
+    let out = post(server.port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("text/event-stream"), "{out}");
+    for step in 1..=3 {
+        assert!(
+            out.contains(&format!(
+                r#""progressToken":"p7","progress":{step},"total":3"#
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains(r#""id":7,"result""#), "{out}");
+    assert!(out.contains("counted to 3"), "{out}");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
+    let server = Server::asan(&["--allow-host", "mcp.example"]);
+    let port = server.port;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let list_headers = format!("{MODERN}Mcp-Method: tools/list\r\n");
+    // DNS rebinding: a foreign Origin is refused, a listed one accepted.
+    let out = post(
+        port,
+        &format!("{list_headers}Origin: http://evil.example\r\n"),
+        list,
+    );
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    let out = post(
+        port,
+        &format!("{list_headers}Origin: https://mcp.example\r\n"),
+        list,
+    );
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // Another path.
+    let out = raw(
+        port,
+        format!("GET /other HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+    // Headers that disagree with the body.
+    let out = post(port, &format!("{MODERN}Mcp-Method: prompts/list\r\n"), list);
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    assert!(out.contains("-32020"), "{out}");
+    // Not JSON.
+    let out = post(port, &list_headers, "{not json");
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    // A body over the limit (4 MiB) is refused without the server keeping it.
+    let big = format!(r#"{{"pad":"{}"}}"#, "x".repeat(5 * 1024 * 1024));
+    let out = post(port, &list_headers, &big);
+    assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+    // Garbage that is not HTTP at all.
+    let _ = raw(port, b"\x00\x01\x02 nonsense\r\n\r\n");
+    // The server still answers.
+    let out = post(port, &list_headers, list);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("test_simple_text"), "{out}");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn clients_that_vanish_mid_stream_never_stop_the_server() {
+    let server = Server::asan(&[]);
+    let port = server.port;
+    for id in 0..20 {
+        let (headers, body) = modern_call(id, "count");
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        // Read the response head and the first progress event, then drop the connection.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("progress") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+    }
+    // Every vanished stream was noticed; a new request is answered at once.
+    let (headers, body) = modern_call(99, "echo");
+    let out = post(port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains(r#""text":"hi""#), "{out}");
+    assert_clean_exit(server);
+}
+
+#[test]
+fn sigterm_lets_an_answer_in_flight_finish() {
+    let server = Server::asan(&[]);
+    let port = server.port;
+    let pid = server.child.id();
+    let (headers, body) = modern_call(5, "count");
+    let reader = std::thread::spawn(move || post(port, &headers, &body));
+    // The tool takes 150 ms; ask the server to stop while it runs.
+    std::thread::sleep(Duration::from_millis(60));
+    terminate(pid);
+    let out = reader.join().expect("the client thread");
+    assert!(out.contains("counted to 3"), "{out}");
+    assert_clean_exit(server);
+}
