@@ -3274,6 +3274,11 @@ impl Harness {
 /// past every deadline; the in-flight counts stay within the limits and match the requests
 /// pending; a graceful close ends by its deadline.
 pub fn c_abi(data: &[u8]) {
+    // The HTTP handles have a harness of their own (tests/fuzz_logic/c_abi_http.rs).
+    if let Some((&super::c_abi_http::HTTP_MARKER, rest)) = data.split_first() {
+        super::c_abi_http::c_abi_http(rest);
+        return;
+    }
     run(data, false);
 }
 

@@ -25,6 +25,7 @@ use mcpwire::jsonrpc::{
 use mcpwire::mcp::{LogLevel, ProtocolVersion};
 
 pub mod c_abi;
+pub mod c_abi_http;
 pub mod http_server;
 pub mod sse_framer;
 

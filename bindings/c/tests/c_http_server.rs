@@ -10,6 +10,9 @@
 //!
 //! The conformance scenarios against it run in .ci/conformance.
 
+// The test is the IO layer: it reads the real clock for its deadlines.
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 mod support;
