@@ -43,7 +43,8 @@
  *   refuses every call with MCPW_ERR_STALE_VIEW (never touching freed memory); the
  *   transport calls (handle_input, transmit, consume, ...) refuse it with MCPW_ERR_NOT_OWNER,
  *   because the lender moves its bytes. The C HTTP loop, with libmicrohttpd and libcurl, is
- *   in examples/c/.
+ *   in bindings/c/example_http_server.c and
+ *   bindings/c/example_http_client.c.
  *
  * - Safety. Every entry point catches internal panics: the call returns MCPW_ERR_PANIC and
  *   the handle is poisoned (every later call returns MCPW_ERR_POISONED; free it). NULL
@@ -487,6 +488,13 @@ typedef enum mcpw_event_kind {
      */
     MCPW_EVENT_INVALID_RESPONSE = 46,
     /**
+     * Our request, over HTTP: the transport could not carry it or its answer (an HTTP error
+     * status without a JSON-RPC answer, a failed connection, a stream that ended early and
+     * could not be resumed). Fields: `request`, `code` (the HTTP status, or 0), `message`
+     * (what went wrong, in English). Ends the request.
+     */
+    MCPW_EVENT_FAILED = 47,
+    /**
      * The peer broke a rule; the engine already answered as the spec says. Fields:
      * `violation`, `decode_reason` (for `MCPW_VIOLATION_PARSE` and
      * `MCPW_VIOLATION_INVALID_MESSAGE`), `id` and `method` when the message had them.
@@ -536,6 +544,12 @@ typedef enum mcpw_close_reason {
      * The peer kept sending traffic that needs replies while not reading ours.
      */
     MCPW_CLOSE_PEER_NOT_READING = 7,
+    /**
+     * Client over HTTP: the transport failed during the handshake (`initialize` or the
+     * `server/discover` probe could not be carried). `code` holds the HTTP status, or 0;
+     * `version` the reason in English.
+     */
+    MCPW_CLOSE_TRANSPORT_FAILED = 8,
     /**
      * A reason this version of the C ABI has no code for yet.
      */

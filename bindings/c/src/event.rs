@@ -1,10 +1,11 @@
 //! Events as a tagged `#[repr(C)]` struct, and the views inside it.
 
 use std::ffi::c_char;
+use std::fmt::Write as _;
 use std::ptr;
 
 use super::boundary::chars_out;
-use mcpwire::conn::{CloseReason, Event, ViolationKind};
+use mcpwire::conn::{CloseReason, Event, TransportFailure, ViolationKind};
 use mcpwire::jsonrpc::{Id, JsonStr, RawJson, Reason};
 
 // ---- Views --------------------------------------------------------------------------------
@@ -155,6 +156,11 @@ pub enum mcpw_event_kind {
     /// unknown `resultType`, a malformed "input required"). Fields: `request`. Ends the
     /// request.
     MCPW_EVENT_INVALID_RESPONSE = 46,
+    /// Our request, over HTTP: the transport could not carry it or its answer (an HTTP error
+    /// status without a JSON-RPC answer, a failed connection, a stream that ended early and
+    /// could not be resumed). Fields: `request`, `code` (the HTTP status, or 0), `message`
+    /// (what went wrong, in English). Ends the request.
+    MCPW_EVENT_FAILED = 47,
     /// The peer broke a rule; the engine already answered as the spec says. Fields:
     /// `violation`, `decode_reason` (for `MCPW_VIOLATION_PARSE` and
     /// `MCPW_VIOLATION_INVALID_MESSAGE`), `id` and `method` when the message had them.
@@ -185,6 +191,10 @@ pub enum mcpw_close_reason {
     MCPW_CLOSE_INITIALIZE_TIMED_OUT = 6,
     /// The peer kept sending traffic that needs replies while not reading ours.
     MCPW_CLOSE_PEER_NOT_READING = 7,
+    /// Client over HTTP: the transport failed during the handshake (`initialize` or the
+    /// `server/discover` probe could not be carried). `code` holds the HTTP status, or 0;
+    /// `version` the reason in English.
+    MCPW_CLOSE_TRANSPORT_FAILED = 8,
     /// A reason this version of the C ABI has no code for yet.
     MCPW_CLOSE_OTHER = 999,
 }
@@ -453,6 +463,30 @@ pub(crate) fn to_c(event: Event<'_>, texts: &mut EventTexts) -> mcpw_event {
             version: mcpw_str::of(version.as_str()),
             ..base
         },
+        Event::Closed {
+            reason: CloseReason::TransportFailed(failure),
+        } => {
+            texts.message.clear();
+            let _ = write!(texts.message, "{failure}");
+            mcpw_event {
+                kind: MCPW_EVENT_CLOSED,
+                close_reason: mcpw_close_reason::MCPW_CLOSE_TRANSPORT_FAILED,
+                code: failure_status(failure),
+                version: mcpw_str::of(&texts.message),
+                ..base
+            }
+        }
+        Event::Failed { request, reason } => {
+            texts.message.clear();
+            let _ = write!(texts.message, "{reason}");
+            mcpw_event {
+                kind: MCPW_EVENT_FAILED,
+                request: request.0,
+                code: failure_status(&reason),
+                message: mcpw_str::of(&texts.message),
+                ..base
+            }
+        }
         Event::Closed { reason } => {
             let (close_reason, code, version) = close(reason);
             mcpw_event {
@@ -556,6 +590,14 @@ pub(crate) fn to_c(event: Event<'_>, texts: &mut EventTexts) -> mcpw_event {
             kind: MCPW_EVENT_OTHER,
             ..base
         },
+    }
+}
+
+/// The HTTP status of a transport failure, or 0.
+fn failure_status(failure: &TransportFailure) -> i64 {
+    match failure {
+        TransportFailure::Status(status) => i64::from(*status),
+        _ => 0,
     }
 }
 

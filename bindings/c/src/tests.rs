@@ -232,3 +232,41 @@ fn every_command_fails_with_closed_after_the_closed_event() {
         mcpw_config_free(config);
     }
 }
+
+#[test]
+fn transport_failures_reach_c_with_their_status_and_reason() {
+    use mcpwire::conn::{CloseReason, Event, RequestId, TransportFailure};
+    let mut texts = event::EventTexts::default();
+    let text = |s: mcpw_str| {
+        // Safety: the view points into `texts`, alive here.
+        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) })
+            .into_owned()
+    };
+    let failed = event::to_c(
+        Event::Failed {
+            request: RequestId(3),
+            reason: TransportFailure::Status(502),
+        },
+        &mut texts,
+    );
+    assert_eq!(failed.kind, mcpw_event_kind::MCPW_EVENT_FAILED);
+    assert_eq!((failed.request, failed.code), (3, 502));
+    assert!(
+        text(failed.message).contains("502"),
+        "{}",
+        text(failed.message)
+    );
+    let closed = event::to_c(
+        Event::Closed {
+            reason: &CloseReason::TransportFailed(TransportFailure::Disconnected),
+        },
+        &mut texts,
+    );
+    assert_eq!(closed.kind, mcpw_event_kind::MCPW_EVENT_CLOSED);
+    assert_eq!(
+        closed.close_reason,
+        mcpw_close_reason::MCPW_CLOSE_TRANSPORT_FAILED
+    );
+    assert_eq!(closed.code, 0);
+    assert!(!text(closed.version).is_empty());
+}
