@@ -1,0 +1,628 @@
+//! The C HTTP client example (bindings/c/example_http_client.c, libcurl's multi interface on
+//! `mcpw_http_client`) against real Streamable HTTP servers, as a process:
+//!
+//! - the reference "everything" server (`streamableHttp`): the 2025-11-25 session, SSE
+//!   progress, the DELETE that ends it, under ASan+UBSan;
+//! - the Python SDK server (tests/peers/py_http_server.py) in both eras: a 2025-11-25 session
+//!   and stateless 2026-07-28 requests, with SSE progress in each, under ASan+UBSan;
+//! - a session under valgrind (no leaks, no errors);
+//! - a scripted server that closes the tool call's SSE stream before the answer: the client
+//!   resumes it with `GET` and `Last-Event-ID` after the server's `retry`;
+//! - failures, each ending at once with a clear message and a non-zero status: nothing
+//!   listening, a server answering 500, a server that never answers (`--timeout`).
+//!
+//! The client is linked against the static library this `cargo test` run built (see
+//! support/mod.rs) and libcurl. Each server runs on a free loopback port; the server processes
+//! are killed when their guard drops, also when an assertion fails.
+// This is the IO layer of the tests: it reads the real clock to bound the runs.
+#![allow(clippy::disallowed_methods)]
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod support;
+use support::*;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::stdio::{node_modules, python_site};
+
+program!(
+    client_asan,
+    "bindings/c/example_http_client.c",
+    "example_http_client_asan",
+    Lang::C,
+    true,
+    &["-lcurl"]
+);
+program!(
+    client_plain,
+    "bindings/c/example_http_client.c",
+    "example_http_client",
+    Lang::C,
+    false,
+    &["-lcurl"]
+);
+
+// ---- Servers on free ports, killed on drop ----------------------------------------------------
+
+/// A port nothing listens on right now (the OS picks it; released at once for the server).
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    listener.local_addr().unwrap().port()
+}
+
+/// A server process. Dropping it kills it, so a failed assertion never leaves one behind.
+struct ServerGuard {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl ServerGuard {
+    /// Starts `cmd` (which must listen on `port`) with its output in a log file, and waits
+    /// until the port accepts connections.
+    fn start(mut cmd: Command, port: u16, name: &str) -> ServerGuard {
+        let log = out_dir().join(format!("{name}-{port}.log"));
+        let file = std::fs::File::create(&log).expect("create the server log");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let mut server = ServerGuard { child, port, log };
+        server.wait_until_listening(Duration::from_secs(30));
+        server
+    }
+
+    fn wait_until_listening(&mut self, limit: Duration) {
+        let start = Instant::now();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
+        while start.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the server exited early ({status}):\n{}", self.log_text());
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "the server did not listen on port {} within {limit:?}:\n{}",
+            self.port,
+            self.log_text()
+        );
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `@modelcontextprotocol/server-everything` in `streamableHttp` mode.
+fn start_everything() -> ServerGuard {
+    let port = free_port();
+    let mut cmd = Command::new("node");
+    cmd.arg(node_modules().join("@modelcontextprotocol/server-everything/dist/index.js"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    ServerGuard::start(cmd, port, "server-everything")
+}
+
+/// The Python SDK's Streamable HTTP server (tests/peers/py_http_server.py: tools `echo(text)`
+/// and `count(steps)`, which reports progress).
+fn start_python() -> ServerGuard {
+    let port = free_port();
+    let mut cmd = Command::new("python3");
+    cmd.arg(root().join("tests/peers/py_http_server.py"))
+        .arg(port.to_string())
+        .env("PYTHONPATH", python_site());
+    ServerGuard::start(cmd, port, "py-http-server")
+}
+
+// ---- Running the client -------------------------------------------------------------------------
+
+/// server-everything's echo (`message`, answered `Echo: …`) and progress tool.
+const EVERYTHING_ARGS: &[&str] = &[
+    "--echo-arg",
+    "message",
+    "--echo-expect",
+    "Echo: hello from C",
+    "--progress-tool",
+    "trigger-long-running-operation",
+    "--progress-args",
+    r#"{"duration":1,"steps":3}"#,
+];
+
+/// The Python server's echo (`text`, answered unchanged: the client's defaults) and progress
+/// tool.
+const PYTHON_ARGS: &[&str] = &[
+    "--progress-tool",
+    "count",
+    "--progress-args",
+    r#"{"steps":3}"#,
+];
+
+fn client_command(program: &std::path::Path, args: &[&str], url: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args).arg(url);
+    cmd
+}
+
+/// Runs the sanitized client; any sanitizer report fails the test.
+fn run_asan(args: &[&str], url: &str) -> (Output, String) {
+    let out = run_sanitized(client_command(client_asan(), args, url));
+    let all = text(&out);
+    assert!(!all.contains("Sanitizer"), "{all}");
+    (out, all)
+}
+
+/// The whole session happened, in order, and ended on `version`.
+fn assert_session(out: &Output, all: &str, echo: &str, version: &str, deleted: bool) {
+    assert!(out.status.success(), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let expected_start = [
+        format!("connect: protocolVersion={version} server="),
+        "tools: ".to_owned(),
+        format!("echo: \"{echo}\""),
+        "progress: 3 notifications, then the result".to_owned(),
+        if deleted {
+            "session: ended with DELETE (HTTP 200)".to_owned()
+        } else {
+            "session: none to end (the stateless era has no session)".to_owned()
+        },
+        format!("C_CLIENT_OK {version}"),
+    ];
+    assert_eq!(lines.len(), expected_start.len(), "{all}");
+    for (line, start) in lines.iter().zip(&expected_start) {
+        assert!(
+            line.starts_with(start.as_str()),
+            "{line:?} should start with {start:?}:\n{all}"
+        );
+    }
+    assert!(!all.contains("C_CLIENT_FAIL"), "{all}");
+}
+
+// ---- Sessions -----------------------------------------------------------------------------------
+
+#[test]
+fn the_c_http_client_completes_a_session_with_server_everything() {
+    let server = start_everything();
+    // auto: server-everything refuses the server/discover probe (HTTP 400), so the client
+    // falls back to initialize; legacy goes there directly. Both end the session with DELETE.
+    for era in ["auto", "legacy"] {
+        let mut args = vec!["--era", era, "--timeout", "60"];
+        args.extend_from_slice(EVERYTHING_ARGS);
+        let (out, all) = run_asan(&args, &server.url());
+        assert_session(&out, &all, "Echo: hello from C", "2025-11-25", true);
+        assert!(
+            all.contains("server={\"name\":\"mcp-servers/everything\""),
+            "{all}"
+        );
+    }
+    let log = server.log_text();
+    assert_eq!(
+        log.matches("Received session termination request").count(),
+        2,
+        "each session ends with a DELETE:\n{log}"
+    );
+}
+
+#[test]
+fn the_c_http_client_completes_a_session_with_the_python_sdk_server_in_each_era() {
+    let server = start_python();
+    let runs: [(&str, &str, bool); 3] = [
+        // The handshake era: a session (Mcp-Session-Id), ended with DELETE.
+        ("legacy", "2025-11-25", true),
+        // The Python SDK 2.3 serves 2026-07-28: the auto probe succeeds, and every request is
+        // a stateless POST.
+        ("auto", "2026-07-28", false),
+        ("modern", "2026-07-28", false),
+    ];
+    for (era, version, deleted) in runs {
+        let mut args = vec!["--era", era, "--timeout", "60"];
+        args.extend_from_slice(PYTHON_ARGS);
+        let (out, all) = run_asan(&args, &server.url());
+        assert_session(&out, &all, "hello from C", version, deleted);
+        assert!(all.contains("server={\"name\":\"py-peer-server\""), "{all}");
+    }
+    let log = server.log_text();
+    assert!(log.contains("\"DELETE /mcp HTTP/1.1\" 200"), "{log}");
+}
+
+#[test]
+fn the_c_http_client_completes_a_session_under_valgrind() {
+    // The most varied path: the refused probe, the fallback, an SSE stream, the DELETE.
+    let server = start_everything();
+    let mut cmd = valgrind();
+    cmd.arg(client_plain()).args(["--timeout", "120"]);
+    cmd.args(EVERYTHING_ARGS).arg(server.url());
+    let out = cmd
+        .output()
+        .expect("run valgrind (apt-get install valgrind)");
+    let all = text(&out);
+    assert_session(&out, &all, "Echo: hello from C", "2025-11-25", true);
+}
+
+// ---- Failures -----------------------------------------------------------------------------------
+
+/// Runs the client and checks it failed, quickly (within `limit`), with exit status 1 and a
+/// `C_CLIENT_FAIL <step>: …` line on stderr containing each of `causes`.
+fn assert_fails_quickly(args: &[&str], url: &str, step: &str, causes: &[&str], limit: Duration) {
+    let start = Instant::now();
+    let (out, all) = run_asan(args, url);
+    let elapsed = start.elapsed();
+    assert!(!out.status.success(), "{all}");
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(elapsed < limit, "took {elapsed:?}:\n{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fail = stderr
+        .lines()
+        .find(|l| l.starts_with("C_CLIENT_FAIL "))
+        .unwrap_or_else(|| panic!("no C_CLIENT_FAIL line:\n{all}"));
+    assert!(
+        fail.starts_with(&format!("C_CLIENT_FAIL {step}: ")),
+        "{fail}"
+    );
+    for cause in causes {
+        assert!(fail.contains(cause), "{fail:?} should name {cause:?}");
+    }
+    assert!(!all.contains("C_CLIENT_OK"), "{all}");
+}
+
+#[test]
+fn the_c_http_client_fails_at_once_when_nothing_listens() {
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    // The handshake cannot be carried (MCPW_CLOSE_TRANSPORT_FAILED); the message also says
+    // which HTTP request failed and curl's reason.
+    for (era, request) in [
+        ("auto", "POST initialize failed"), // the probe failed, then the fallback
+        ("legacy", "POST initialize failed"),
+        ("modern", "POST server/discover failed"),
+    ] {
+        assert_fails_quickly(
+            &["--era", era],
+            &url,
+            "connect",
+            &[
+                "the connection closed: HTTP could not carry the handshake: the connection failed",
+                request,
+                "Couldn't connect to server",
+            ],
+            Duration::from_secs(10),
+        );
+    }
+}
+
+/// One request as the scripted server saw it.
+#[derive(Clone, Debug)]
+struct Request {
+    at: Instant,
+    method: String,
+    headers: Vec<(String, String)>,
+    /// The JSON-RPC message of a POST (`null` otherwise).
+    message: serde_json::Value,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A scripted answer: status, headers, body.
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn new(status: u16, content_type: Option<&str>, body: String) -> Reply {
+        let mut headers = vec![("Mcp-Session-Id", "fake-session".to_owned())];
+        if let Some(t) = content_type {
+            headers.push(("Content-Type", t.to_owned()));
+        }
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+    fn json(value: serde_json::Value) -> Reply {
+        Reply::new(200, Some("application/json"), value.to_string())
+    }
+    fn sse(events: &str) -> Reply {
+        Reply::new(200, Some("text/event-stream"), events.to_owned())
+    }
+    fn accepted() -> Reply {
+        Reply::new(202, None, String::new())
+    }
+}
+
+type Script = dyn Fn(&Request) -> Reply + Send + Sync;
+
+/// A scripted HTTP/1.1 server on a free loopback port: a thread per connection, keep-alive,
+/// every answer with a Content-Length. It records every request it gets.
+struct FakeServer {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Request>>>,
+}
+
+impl FakeServer {
+    fn start(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> FakeServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let script: std::sync::Arc<Script> = std::sync::Arc::new(script);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (script, log) = (script.clone(), log.clone());
+                std::thread::spawn(move || serve_connection(stream, &*script, &log));
+            }
+        });
+        FakeServer { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve_connection(stream: TcpStream, script: &Script, log: &std::sync::Mutex<Vec<Request>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        let mut request = Request {
+            at: Instant::now(),
+            method: request_line.split(' ').next().unwrap_or("").to_owned(),
+            headers,
+            message: serde_json::Value::Null,
+        };
+        let length: usize = request
+            .header("Content-Length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        request.message = serde_json::from_slice(&body).unwrap_or_default();
+        log.lock().unwrap().push(request.clone());
+        let reply = if request.method == "DELETE" {
+            Reply::new(200, None, String::new())
+        } else {
+            script(&request)
+        };
+        let mut response = format!(
+            "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\n",
+            reply.status,
+            reply.body.len()
+        );
+        for (name, value) in reply.headers {
+            response.push_str(&format!("{name}: {value}\r\n"));
+        }
+        response.push_str("\r\n");
+        response.push_str(&reply.body);
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The answer to `initialize` of a handshake-era server with tools.
+fn initialize_result(id: &serde_json::Value) -> Reply {
+    Reply::json(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "scripted", "version": "1"}
+        }
+    }))
+}
+
+/// A handshake-era server whose tools fail: it answers the handshake, then HTTP 500 without a
+/// JSON-RPC answer to every request.
+fn handshake_then_500(request: &Request) -> Reply {
+    let m = &request.message;
+    match (m["method"].as_str(), m.get("id")) {
+        (Some("initialize"), Some(id)) => initialize_result(id),
+        (_, None) => Reply::accepted(), // notifications
+        _ => Reply::new(
+            500,
+            Some("text/plain"),
+            "Internal Server Error: the tool backend is down".to_owned(),
+        ),
+    }
+}
+
+#[test]
+fn the_c_http_client_fails_at_once_when_the_server_answers_500() {
+    let server = FakeServer::start(handshake_then_500);
+    // The handshake works; tools/list gets a 500, and the client says so at once.
+    assert_fails_quickly(
+        &["--era", "legacy"],
+        &server.url(),
+        "tools",
+        &[
+            // MCPW_EVENT_FAILED for tools/list, with the status, the request and the body.
+            "failed: HTTP status 500 without an answer",
+            "POST tools/list was answered with HTTP 500: Internal Server Error: the tool backend is down",
+        ],
+        Duration::from_secs(10),
+    );
+    // auto: the probe gets the 500 too (a refusal, so the client falls back to initialize);
+    // then the same failure.
+    assert_fails_quickly(
+        &[],
+        &server.url(),
+        "tools",
+        &[
+            "failed: HTTP status 500 without an answer",
+            "POST tools/list was answered with HTTP 500",
+        ],
+        Duration::from_secs(10),
+    );
+}
+
+#[test]
+fn the_c_http_client_gives_up_after_its_timeout_when_the_server_never_answers() {
+    // Accepts connections and reads, but never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // legacy: initialize times out (the engine's request timeout is the run's limit);
+    // auto: the run's limit comes before the server/discover probe's 5 s timeout.
+    for (era, cause) in [
+        ("legacy", "no answer to the handshake within 2 s"),
+        ("auto", "no outcome within 2 s"),
+    ] {
+        let start = Instant::now();
+        assert_fails_quickly(
+            &["--era", era, "--timeout", "2"],
+            &url,
+            "connect",
+            &[cause],
+            Duration::from_secs(10),
+        );
+        assert!(start.elapsed() >= Duration::from_secs(2));
+    }
+}
+
+/// A handshake-era server that closes the echo call's SSE stream after a priming event (an
+/// event id and `retry: 300`) and before the answer, which it gives on the GET that resumes
+/// the stream with that `Last-Event-ID` (the conformance suite's sse-retry scenario). It
+/// refuses the 2026-07-28 probe promptly with -32601, as a legacy server should.
+fn closes_the_stream_before_the_answer() -> impl Fn(&Request) -> Reply + Send + Sync {
+    let call_id = std::sync::Mutex::new(None::<serde_json::Value>);
+    move |request: &Request| {
+        let m = &request.message;
+        if request.method == "GET" {
+            let id = call_id.lock().unwrap().clone();
+            return match (request.header("Last-Event-ID"), id) {
+                (Some("call-1"), Some(id)) => {
+                    let answer = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "result": {"content": [{"type": "text", "text": "hello from C"}]}
+                    });
+                    Reply::sse(&format!("id: call-2\ndata: {answer}\n\n"))
+                }
+                _ => Reply::new(400, Some("text/plain"), "unexpected GET".to_owned()),
+            };
+        }
+        let Some(id) = m.get("id") else {
+            return Reply::accepted(); // notifications
+        };
+        match m["method"].as_str() {
+            Some("server/discover") => Reply::json(serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32601, "message": "Method not found"}
+            })),
+            Some("initialize") => initialize_result(id),
+            Some("tools/list") => Reply::json(serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+            })),
+            Some("tools/call") => {
+                *call_id.lock().unwrap() = Some(id.clone());
+                Reply::sse("id: call-1\nretry: 300\ndata: \n\n")
+            }
+            _ => Reply::new(500, Some("text/plain"), "unexpected request".to_owned()),
+        }
+    }
+}
+
+#[test]
+fn the_c_http_client_resumes_a_stream_the_server_closed_before_the_answer() {
+    for era in ["legacy", "auto"] {
+        let server = FakeServer::start(closes_the_stream_before_the_answer());
+        let (out, all) = run_asan(&["--era", era, "--timeout", "20"], &server.url());
+        assert!(out.status.success(), "{all}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("echo: \"hello from C\"\n"), "{all}");
+        assert!(
+            stdout.contains("session: ended with DELETE (HTTP 200)\n"),
+            "{all}"
+        );
+        assert!(
+            stdout.trim_end().ends_with("C_CLIENT_OK 2025-11-25"),
+            "{all}"
+        );
+
+        let requests = server.requests();
+        let call = requests
+            .iter()
+            .find(|r| r.message["method"] == "tools/call")
+            .expect("the echo call");
+        let gets: Vec<&Request> = requests.iter().filter(|r| r.method == "GET").collect();
+        assert_eq!(gets.len(), 1, "one resumption: {requests:#?}");
+        let get = gets[0];
+        assert_eq!(get.header("Last-Event-ID"), Some("call-1"), "{get:#?}");
+        assert_eq!(
+            get.header("Mcp-Session-Id"),
+            Some("fake-session"),
+            "{get:#?}"
+        );
+        assert!(
+            get.at.duration_since(call.at) >= Duration::from_millis(300),
+            "the server's retry (300 ms) was not respected: {:?}",
+            get.at.duration_since(call.at)
+        );
+        let delete = requests.last().expect("requests");
+        assert_eq!(delete.method, "DELETE", "{requests:#?}");
+        assert_eq!(delete.header("Mcp-Session-Id"), Some("fake-session"));
+    }
+}
