@@ -1,8 +1,11 @@
 // mcpwire.hpp: a header-only C++17 RAII wrapper over the mcpwire C ABI (include/mcpwire.h).
 //
-// Handles are move-only owners (`mcpw::config`, `mcpw::connection`): the destructor frees,
-// a moved-from handle is empty, and nothing is ever freed twice. Everything else is a thin,
-// inline translation: std::string_view for pointer + length, std::optional for "absent".
+// Handles are move-only owners (`mcpw::config`, `mcpw::connection`, `mcpw::http_server`,
+// `mcpw::http_client`): the destructor frees, a moved-from handle is empty, and nothing is
+// ever freed twice. `mcpw::connection_view` is the non-owning kind, with every command and
+// getter of `mcpw::connection`: what the HTTP handles lend for their connections. Everything
+// else is a thin, inline translation: std::string_view for pointer + length, std::optional
+// for "absent".
 //
 // Errors are exceptions (`mcpw::error`, carrying the mcpw_result code). Why not an
 // expected-style result: a constructor can only report failure by throwing, and every error
@@ -14,8 +17,8 @@
 // `get()` and look at its code.
 //
 // Lifetimes are the C ABI's: every string_view an event or getter returns points into the
-// connection and stays valid until the next non-const call on it. Keep an id beyond that with
-// `mcpw::owned_id`.
+// connection (or the HTTP handle that lent it) and stays valid until the next non-const call
+// on it. Keep an id beyond that with `mcpw::owned_id`.
 #ifndef MCPWIRE_HPP
 #define MCPWIRE_HPP
 
@@ -24,7 +27,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -281,16 +286,13 @@ struct transmit_view {
     bool empty() const noexcept { return size == 0; }
 };
 
-/// One MCP connection (mcpw_conn). Drain poll_event, then transmit/consume, then poll_timeout
-/// after every input or command.
-class connection {
-public:
-    connection(const config &cfg, std::uint64_t now_ns) {
-        mcpw_conn *raw = nullptr;
-        detail::check(mcpw_conn_new(cfg.get(), now_ns, &raw));
-        handle_.reset(raw);
-    }
+namespace detail {
 
+/// Every mcpw_conn_* call, for connection (which owns its handle) and connection_view (which
+/// does not). `Self::get()` gives the handle.
+template <typename Self>
+class connection_ops {
+public:
     // -- inputs --
     void handle_input(std::uint64_t now_ns, const void *bytes, std::size_t len) {
         detail::check(
@@ -461,10 +463,489 @@ public:
         return {ours, peers};
     }
 
+protected:
+    connection_ops() = default;
+
+private:
+    mcpw_conn *get() const noexcept { return static_cast<const Self &>(*this).get(); }
+};
+
+} // namespace detail
+
+/// A connection the caller does not own: what mcpw::http_server and mcpw::http_client lend
+/// (their `conn()`, and each server event's), or any connection's `view()`. Every command and
+/// getter of mcpw::connection, with the C ABI's rules for views: use it before the next
+/// non-const call on its lender and ask again after that (a stale view throws
+/// MCPW_ERR_STALE_VIEW); the transport calls (handle_input, transmit, consume, ...) throw
+/// MCPW_ERR_NOT_OWNER, because the lender moves the bytes. Copying it is free; it never frees
+/// anything.
+class connection_view : public detail::connection_ops<connection_view> {
+public:
+    connection_view() noexcept = default;
+    explicit connection_view(mcpw_conn *raw) noexcept : raw_(raw) {}
+
+    mcpw_conn *get() const noexcept { return raw_; }
+    explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+private:
+    mcpw_conn *raw_ = nullptr;
+};
+
+/// One MCP connection (mcpw_conn) that owns its transport. Drain poll_event, then
+/// transmit/consume, then poll_timeout after every input or command.
+class connection : public detail::connection_ops<connection> {
+public:
+    connection(const config &cfg, std::uint64_t now_ns) {
+        mcpw_conn *raw = nullptr;
+        detail::check(mcpw_conn_new(cfg.get(), now_ns, &raw));
+        handle_.reset(raw);
+    }
+
+    /// A non-owning view of this connection (for code written against connection_view).
+    connection_view view() const noexcept { return connection_view(get()); }
+    operator connection_view() const noexcept { return view(); }
+
     mcpw_conn *get() const noexcept { return handle_.get(); }
 
 private:
     handle<mcpw_conn, mcpw_conn_free> handle_;
+};
+
+// ---- Streamable HTTP ------------------------------------------------------------------------
+//
+// mcpw::http_server answers the HTTP requests your HTTP library parsed; mcpw::http_client
+// says which HTTP requests to make and reads their responses. Both own their handle (move-
+// only, freed once) and lend connection_views for the commands. Everything they lend
+// (responses, actions, stream bytes, events, views) lives until the next non-const call on
+// the lender, as in the C ABI: hand it to your HTTP library, or copy it, first.
+
+/// One header for the C ABI, as two views (`name` and `value` must outlive the call).
+inline mcpw_http_header header(std::string_view name, std::string_view value) noexcept {
+    mcpw_http_header h;
+    h.name = mcpw_str{name.data(), name.size()};
+    h.value = mcpw_str{value.data(), value.size()};
+    return h;
+}
+
+/// A run of headers that belong to someone else: what a response or an action lends, or what
+/// you pass in (from a vector or a braced list, alive for the call).
+class http_headers {
+public:
+    http_headers() noexcept = default;
+    http_headers(const mcpw_http_header *data, std::size_t size) noexcept
+        : data_(size > 0 ? data : nullptr), size_(size) {}
+    http_headers(const std::vector<mcpw_http_header> &headers) noexcept
+        : http_headers(headers.data(), headers.size()) {}
+    http_headers(std::initializer_list<mcpw_http_header> headers) noexcept
+        : http_headers(headers.begin(), headers.size()) {}
+
+    const mcpw_http_header *begin() const noexcept { return data_; }
+    const mcpw_http_header *end() const noexcept { return data_ + size_; }
+    const mcpw_http_header *data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+
+    /// The value of the first header called `name` (ASCII case ignored), or nullopt.
+    std::optional<std::string_view> find(std::string_view name) const {
+        for (const mcpw_http_header &h : *this) {
+            std::string_view n = detail::view(h.name);
+            if (n.size() != name.size()) continue;
+            bool same = true;
+            for (std::size_t i = 0; i < n.size() && same; i++) {
+                same = lower(n[i]) == lower(name[i]);
+            }
+            if (same) return detail::view(h.value);
+        }
+        return std::nullopt;
+    }
+
+private:
+    static char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+    const mcpw_http_header *data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// The answer to one HTTP request (mcpw_http_response): status, headers, and either a whole
+/// body or an SSE stream to drain with http_server::poll_stream.
+class http_response {
+public:
+    explicit http_response(const mcpw_http_response &raw) noexcept : raw_(raw) {}
+
+    std::uint16_t status() const noexcept { return raw_.status; }
+    http_headers headers() const noexcept { return http_headers(raw_.headers, raw_.headers_len); }
+    /// The whole body (empty for none); meaningless for a stream.
+    std::string_view body() const noexcept {
+        return raw_.body != nullptr
+                   ? std::string_view(reinterpret_cast<const char *>(raw_.body), raw_.body_len)
+                   : std::string_view();
+    }
+    /// The SSE stream, when the body is one.
+    std::optional<std::uint64_t> stream() const {
+        if (!raw_.has_stream) return std::nullopt;
+        return raw_.stream;
+    }
+    const mcpw_http_response &raw() const noexcept { return raw_; }
+
+private:
+    mcpw_http_response raw_;
+};
+
+/// What waits on an SSE stream (http_server::poll_stream).
+struct stream_chunk {
+    const std::uint8_t *data = nullptr;
+    std::size_t size = 0;
+    /// End the response once this is written.
+    bool finished = false;
+    /// False for a stream nobody holds any more (it ended, or its client went away).
+    bool open = false;
+
+    std::string_view bytes() const noexcept {
+        return data != nullptr ? std::string_view(reinterpret_cast<const char *>(data), size)
+                               : std::string_view();
+    }
+};
+
+/// An event from one of an http_server's connections, with the key that addresses that
+/// connection later (http_server::conn) and a view to answer it with now.
+struct server_event {
+    event ev;
+    std::uint64_t key;
+    connection_view conn;
+};
+
+/// Calls back into the server with one stored event (event_store::replay).
+class replay_sink {
+public:
+    replay_sink(mcpw_replay_sink sink, void *ctx) noexcept : sink_(sink), ctx_(ctx) {}
+    void operator()(std::string_view bytes) const {
+        sink_(ctx_, reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
+    }
+
+private:
+    mcpw_replay_sink sink_;
+    void *ctx_;
+};
+
+/// A resumable-event store of your own (shared by several server processes, say), for
+/// http_server_options::events; the guarantees it owes are mcpw_event_store's. The server
+/// calls it during its own calls only. Its methods must not throw: an exception cannot cross
+/// the C ABI, so one escaping ends the program (std::terminate).
+class event_store {
+public:
+    virtual ~event_store() = default;
+    /// Stores one SSE event (its bytes, `id:` line included) numbered `event`.
+    virtual void append(std::string_view session, std::uint64_t stream, std::uint64_t event,
+                        std::string_view bytes) = 0;
+    /// Hands `sink` every stored event of `session`'s `stream` numbered above `after`, in
+    /// order, before returning.
+    virtual void replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
+                        const replay_sink &sink) = 0;
+    /// Drops everything stored for `session` (it ended, expired or was evicted).
+    virtual void forget(std::string_view session) = 0;
+};
+
+/// Settings for http_server (mcpw_http_server_options); zero means the default.
+struct http_server_options {
+    /// Required: fills the buffer from a cryptographically secure source (getrandom(2), say);
+    /// session ids are drawn from it. Must not throw.
+    std::function<void(std::uint8_t *, std::size_t)> random;
+    /// The MCP endpoint's path ("/mcp"); another path gets 404. nullopt: not checked.
+    std::optional<std::string> endpoint;
+    /// Host names accepted besides loopback in Host and Origin (anything else gets 403).
+    std::vector<std::string> allowed_hosts;
+    std::chrono::milliseconds session_idle_timeout{0}; // 0: 10 minutes
+    std::size_t max_sessions = 0;                      // 0: 1024
+    std::size_t max_body = 0;                          // 0: 4 MiB; 413 beyond
+    std::size_t events_kept = 0;    // per session in the built-in store; 0: 256
+    std::chrono::milliseconds retry{0}; // the SSE `retry` sent to 2025-11-25 clients; 0: 1 s
+    /// The server's tools (a tools/list result or its `tools` array), so 2026-07-28 tools/call
+    /// requests are checked against their x-mcp-header annotations.
+    std::optional<std::string> tools;
+    /// Your own event store, or nullptr for the built-in one. Not owned: it must outlive the
+    /// server.
+    event_store *events = nullptr;
+};
+
+namespace detail {
+
+/// What an http_server keeps at a fixed address for its C callbacks.
+struct http_server_hooks {
+    std::function<void(std::uint8_t *, std::size_t)> random;
+    event_store *events = nullptr;
+
+    static void fill(void *user, std::uint8_t *buf, std::size_t len) noexcept {
+        static_cast<http_server_hooks *>(user)->random(buf, len);
+    }
+    static void append(void *user, const char *session, std::size_t session_len,
+                       std::uint64_t stream, std::uint64_t event, const std::uint8_t *bytes,
+                       std::size_t len) noexcept {
+        static_cast<http_server_hooks *>(user)->events->append(
+            std::string_view(session, session_len), stream, event,
+            std::string_view(reinterpret_cast<const char *>(bytes), len));
+    }
+    static void replay(void *user, const char *session, std::size_t session_len,
+                       std::uint64_t stream, std::uint64_t after, mcpw_replay_sink sink,
+                       void *sink_ctx) noexcept {
+        static_cast<http_server_hooks *>(user)->events->replay(
+            std::string_view(session, session_len), stream, after, replay_sink(sink, sink_ctx));
+    }
+    static void forget(void *user, const char *session, std::size_t session_len) noexcept {
+        static_cast<http_server_hooks *>(user)->events->forget(
+            std::string_view(session, session_len));
+    }
+};
+
+} // namespace detail
+
+/// The server side of Streamable HTTP (mcpw_http_server): handshake-era sessions and
+/// 2026-07-28 stateless requests behind one endpoint. For each HTTP request: handle_request;
+/// if it has a stream, drain poll_event and answer what you can, then settle; send the
+/// response; drain poll_stream / consume_stream while the stream is open. Move-only.
+class http_server {
+public:
+    http_server(const config &cfg, http_server_options options)
+        : hooks_(new detail::http_server_hooks{std::move(options.random), options.events}) {
+        mcpw_http_server_options o{};
+        std::vector<mcpw_str> hosts;
+        for (const std::string &h : options.allowed_hosts) {
+            hosts.push_back(mcpw_str{h.data(), h.size()});
+        }
+        mcpw_event_store store{};
+        if (hooks_->random) {
+            o.random = &detail::http_server_hooks::fill;
+            o.random_user = hooks_.get();
+        }
+        if (options.endpoint) {
+            o.endpoint = mcpw_str{options.endpoint->data(), options.endpoint->size()};
+        }
+        o.allowed_hosts = hosts.empty() ? nullptr : hosts.data();
+        o.allowed_hosts_len = hosts.size();
+        o.session_idle_timeout_ms =
+            static_cast<std::uint64_t>(options.session_idle_timeout.count());
+        o.max_sessions = options.max_sessions;
+        o.max_body = options.max_body;
+        o.event_store = options.events_kept;
+        o.retry_ms = static_cast<std::uint64_t>(options.retry.count());
+        if (options.tools) o.tools = mcpw_str{options.tools->data(), options.tools->size()};
+        if (options.events != nullptr) {
+            store.user = hooks_.get();
+            store.append = &detail::http_server_hooks::append;
+            store.replay = &detail::http_server_hooks::replay;
+            store.forget = &detail::http_server_hooks::forget;
+            o.events = &store;
+        }
+        mcpw_http_server *raw = nullptr;
+        detail::check(mcpw_http_server_new(cfg.get(), &o, &raw));
+        handle_.reset(raw);
+    }
+
+    /// One HTTP request to the endpoint: `path` nullopt is not checked (a query is ignored).
+    http_response handle_request(std::uint64_t now_ns, std::string_view method,
+                                 std::optional<std::string_view> path, http_headers headers,
+                                 std::string_view body) {
+        mcpw_http_response r;
+        detail::check(mcpw_http_server_handle_request(
+            get(), now_ns, method.data(), method.size(), detail::ptr_or_null(path),
+            detail::len_or_zero(path), headers.data(), headers.size(),
+            reinterpret_cast<const std::uint8_t *>(body.data()), body.size(), &r));
+        return http_response(r);
+    }
+    /// The final form of the stream response just returned for `stream` (a JSON body when
+    /// the whole answer is there). Once per stream response, before the next request.
+    http_response settle(std::uint64_t stream) {
+        mcpw_http_response r;
+        detail::check(mcpw_http_server_settle(get(), stream, &r));
+        return http_response(r);
+    }
+    stream_chunk poll_stream(std::uint64_t stream) {
+        stream_chunk c;
+        detail::check(
+            mcpw_http_server_poll_stream(get(), stream, &c.data, &c.size, &c.finished, &c.open));
+        return c;
+    }
+    void consume_stream(std::uint64_t stream, std::size_t n) {
+        detail::check(mcpw_http_server_consume_stream(get(), stream, n));
+    }
+    /// The client went away from `stream` (2026-07-28: that cancels its request).
+    void stream_closed(std::uint64_t now_ns, std::uint64_t stream) {
+        detail::check(mcpw_http_server_stream_closed(get(), now_ns, stream));
+    }
+    void handle_timeout(std::uint64_t now_ns) {
+        detail::check(mcpw_http_server_handle_timeout(get(), now_ns));
+    }
+    std::optional<std::uint64_t> poll_timeout() const {
+        bool has = false;
+        std::uint64_t deadline = 0;
+        detail::check(mcpw_http_server_poll_timeout(get(), &has, &deadline));
+        if (!has) return std::nullopt;
+        return deadline;
+    }
+    /// The next event of any connection, or nullopt.
+    std::optional<server_event> poll_event() {
+        mcpw_event raw;
+        std::uint64_t key = 0;
+        mcpw_conn *conn = nullptr;
+        detail::check(mcpw_http_server_poll_event(get(), &raw, &key, &conn));
+        if (raw.kind == MCPW_EVENT_NONE) return std::nullopt;
+        return server_event{event(raw), key, connection_view(conn)};
+    }
+    /// A view of connection `key`, to answer later or send it something of your own.
+    connection_view conn(std::uint64_t key) {
+        mcpw_conn *raw = nullptr;
+        detail::check(mcpw_http_server_conn(get(), key, &raw));
+        return connection_view(raw);
+    }
+    /// The session id of connection `key`; nullopt for a stateless request.
+    std::optional<std::string_view> session_id(std::uint64_t key) const {
+        mcpw_str s;
+        detail::check(mcpw_http_server_session_id(get(), key, &s));
+        return detail::optional_view(s);
+    }
+    struct counts_t {
+        std::size_t sessions;
+        std::size_t streams;
+    };
+    counts_t counts() const {
+        counts_t c{0, 0};
+        detail::check(mcpw_http_server_counts(get(), &c.sessions, &c.streams));
+        return c;
+    }
+    /// 2025-11-25: closes the stream carrying request `id` before its answer (the client
+    /// resumes with Last-Event-ID); false when that cannot be done.
+    bool close_stream_for_polling(std::uint64_t key, const mcpw_id &id) {
+        bool closed = false;
+        detail::check(mcpw_http_server_close_stream_for_polling(get(), key, &id, &closed));
+        return closed;
+    }
+    /// 2026-07-28: ends every subscriptions/listen stream with its result; how many.
+    std::size_t end_listen_streams() {
+        std::size_t n = 0;
+        detail::check(mcpw_http_server_end_listen_streams(get(), &n));
+        return n;
+    }
+
+    mcpw_http_server *get() const noexcept { return handle_.get(); }
+
+private:
+    // Declared first, destroyed last: the server calls into it until it is freed.
+    std::unique_ptr<detail::http_server_hooks> hooks_;
+    handle<mcpw_http_server, mcpw_http_server_free> handle_;
+};
+
+/// What http_client::poll_action asks for (mcpw_http_action): make a request, or abandon one.
+class http_action {
+public:
+    explicit http_action(const mcpw_http_action &raw) noexcept : raw_(raw) {}
+
+    mcpw_http_action_kind kind() const noexcept { return raw_.kind; }
+    bool is_send() const noexcept { return raw_.kind == MCPW_HTTP_ACTION_SEND; }
+    bool is_abort() const noexcept { return raw_.kind == MCPW_HTTP_ACTION_ABORT; }
+    /// Report the outcome for this exchange.
+    std::uint64_t exchange() const noexcept { return raw_.exchange; }
+    std::string_view method() const noexcept { return detail::view(raw_.method); }
+    http_headers headers() const noexcept { return http_headers(raw_.headers, raw_.headers_len); }
+    std::string_view body() const noexcept {
+        return raw_.body != nullptr
+                   ? std::string_view(reinterpret_cast<const char *>(raw_.body), raw_.body_len)
+                   : std::string_view();
+    }
+    const mcpw_http_action &raw() const noexcept { return raw_; }
+
+private:
+    mcpw_http_action raw_;
+};
+
+/// Settings for http_client (mcpw_http_client_options); zero means the default.
+struct http_client_options {
+    std::chrono::milliseconds initial_delay{0}; // before resuming a broken stream; 0: 500 ms
+    std::chrono::milliseconds max_delay{0};     // 0: 30 s
+    std::uint32_t max_attempts = 0;             // resumptions per stream; 0: 5
+    bool open_get_stream = false; // the session's GET stream, for messages of no request
+};
+
+/// An MCP client over Streamable HTTP (mcpw_http_client). After every input, command and
+/// timer: make the requests poll_action asks for, report what comes back (handle_response,
+/// handle_body, handle_end or handle_error), drain poll_event, re-arm at poll_timeout.
+/// Commands go through conn(). Move-only.
+class http_client {
+public:
+    http_client(const config &cfg, std::uint64_t now_ns,
+                const http_client_options &options = http_client_options()) {
+        mcpw_http_client_options o{};
+        o.initial_delay_ms = static_cast<std::uint64_t>(options.initial_delay.count());
+        o.max_delay_ms = static_cast<std::uint64_t>(options.max_delay.count());
+        o.max_attempts = options.max_attempts;
+        o.open_get_stream = options.open_get_stream;
+        mcpw_http_client *raw = nullptr;
+        detail::check(mcpw_http_client_new(cfg.get(), now_ns, &o, &raw));
+        handle_.reset(raw);
+    }
+
+    /// The next request to make (or response to abandon), or nullopt.
+    std::optional<http_action> poll_action() {
+        mcpw_http_action raw;
+        detail::check(mcpw_http_client_poll_action(get(), &raw));
+        if (raw.kind == MCPW_HTTP_ACTION_NONE) return std::nullopt;
+        return http_action(raw);
+    }
+    void handle_response(std::uint64_t now_ns, std::uint64_t exchange, std::uint16_t status,
+                         http_headers headers) {
+        detail::check(mcpw_http_client_handle_response(get(), now_ns, exchange, status,
+                                                       headers.data(), headers.size()));
+    }
+    void handle_body(std::uint64_t now_ns, std::uint64_t exchange, std::string_view bytes) {
+        detail::check(mcpw_http_client_handle_body(
+            get(), now_ns, exchange, reinterpret_cast<const std::uint8_t *>(bytes.data()),
+            bytes.size()));
+    }
+    /// The body ended; `jitter` (any random number) spreads resumptions out.
+    void handle_end(std::uint64_t now_ns, std::uint64_t exchange, std::uint32_t jitter = 0) {
+        detail::check(mcpw_http_client_handle_end(get(), now_ns, exchange, jitter));
+    }
+    /// The exchange failed (no connection, or it broke).
+    void handle_error(std::uint64_t now_ns, std::uint64_t exchange, std::uint32_t jitter = 0) {
+        detail::check(mcpw_http_client_handle_error(get(), now_ns, exchange, jitter));
+    }
+    std::optional<event> poll_event() {
+        mcpw_event raw;
+        detail::check(mcpw_http_client_poll_event(get(), &raw));
+        if (raw.kind == MCPW_EVENT_NONE) return std::nullopt;
+        return event(raw);
+    }
+    /// A view of the client's connection, for requests and the getters.
+    connection_view conn() {
+        mcpw_conn *raw = nullptr;
+        detail::check(mcpw_http_client_conn(get(), &raw));
+        return connection_view(raw);
+    }
+    std::optional<std::uint64_t> poll_timeout() const {
+        bool has = false;
+        std::uint64_t deadline = 0;
+        detail::check(mcpw_http_client_poll_timeout(get(), &has, &deadline));
+        if (!has) return std::nullopt;
+        return deadline;
+    }
+    void handle_timeout(std::uint64_t now_ns) {
+        detail::check(mcpw_http_client_handle_timeout(get(), now_ns));
+    }
+    /// The handshake-era session id, once the server gave one.
+    std::optional<std::string_view> session_id() const {
+        mcpw_str s;
+        detail::check(mcpw_http_client_session_id(get(), &s));
+        return detail::optional_view(s);
+    }
+    /// Queues a DELETE of the session; false without one.
+    bool end_session() {
+        bool queued = false;
+        detail::check(mcpw_http_client_end_session(get(), &queued));
+        return queued;
+    }
+
+    mcpw_http_client *get() const noexcept { return handle_.get(); }
+
+private:
+    handle<mcpw_http_client, mcpw_http_client_free> handle_;
 };
 
 // ---- JSON helpers ---------------------------------------------------------------------------

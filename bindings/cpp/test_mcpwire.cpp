@@ -1,14 +1,17 @@
-// Tests of the C++ wrapper: RAII and move semantics, exceptions with their codes, and a
-// client and a server talking in memory. Prints one line per test and ends with
-// "test result: ok. N passed; 0 failed". Built with -Werror and run under ASan+UBSan by
-// tests/c_abi.rs.
+// Tests of the C++ wrapper: RAII and move semantics, exceptions with their codes, a client
+// and a server talking in memory, and an http_client and an http_server doing the same over
+// Streamable HTTP (a small pump plays the HTTP libraries' part). Prints one line per test and
+// ends with "test result: ok. N passed; 0 failed". Built with -Werror and run under
+// ASan+UBSan by tests/c_abi.rs.
 #include "mcpwire.hpp"
 
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -281,6 +284,307 @@ void test_json_helpers() {
     CHECK(code_of([] { mcpw::json_get("[", "a"); }) == MCPW_ERR_INVALID_JSON);
 }
 
+
+// ---- Streamable HTTP: an http_client and an http_server wired together in memory ------------
+
+// What a host reads from getrandom(2); a fixed sequence here, so runs are reproducible.
+void test_random(std::uint8_t *buf, std::size_t len) {
+    static std::uint64_t state = 12345;
+    for (std::size_t i = 0; i < len; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = static_cast<std::uint8_t>(state >> 56);
+    }
+}
+
+mcpw::http_server make_http_server(mcpw::http_server_options options = {}) {
+    mcpw::config c(mcpw::role::server, "cpp-http-server", "2.0");
+    c.capabilities(R"({"tools":{"listChanged":true}})");
+    options.random = test_random;
+    options.endpoint = "/mcp";
+    return mcpw::http_server(c, std::move(options));
+}
+
+mcpw::http_client make_http_client(mcpw::client_era era, std::uint64_t now) {
+    mcpw::config c(mcpw::role::client, "cpp-http-client", "1.0");
+    c.era(era);
+    return mcpw::http_client(c, now);
+}
+
+// Both ends, the responses between them, a server application that answers tools/call with
+// its `text` argument (or holds `slow` calls for the test), and the client's events.
+struct http_world {
+    mcpw::http_server server;
+    mcpw::http_client client;
+    std::uint64_t now = 1000 * ms;
+    bool hold_slow = false;
+    bool poll_slow = false;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> streams; // (exchange, stream)
+    std::vector<std::string> seen;                               // "POST 200", ...
+    std::optional<mcpw::owned_id> held;
+    std::uint64_t held_key = 0;
+    std::uint64_t last_key = 0;
+    std::vector<std::pair<mcpw_event_kind, std::int64_t>> events;
+    std::vector<std::string> results; // of the RESPONSE events, in order
+
+    http_world(mcpw::http_server s, mcpw::client_era era)
+        : server(std::move(s)), client(make_http_client(era, now)) {
+        run();
+    }
+
+    void serve() {
+        while (auto e = server.poll_event()) {
+            last_key = e->key;
+            if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
+            auto name = mcpw::json_get(e->ev.params().value_or("{}"), "name").value_or("");
+            if (name == "\"slow\"" && hold_slow) {
+                held.emplace(e->ev.id());
+                held_key = e->key;
+                if (poll_slow) CHECK(server.close_stream_for_polling(e->key, held->get()));
+                continue;
+            }
+            auto args = mcpw::json_get(e->ev.params().value_or("{}"), "arguments");
+            auto text = mcpw::json_get(args.value_or("{}"), "text").value_or("\"\"");
+            e->conn.respond(e->ev.id(), R"({"content":[{"type":"text","text":)" +
+                                            std::string(text) + "}]}");
+        }
+    }
+
+    bool step() {
+        bool moved = false;
+        while (auto action = client.poll_action()) {
+            moved = true;
+            if (action->is_abort()) {
+                for (auto it = streams.begin(); it != streams.end(); ++it) {
+                    if (it->first == action->exchange()) {
+                        server.stream_closed(now, it->second);
+                        streams.erase(it);
+                        break;
+                    }
+                }
+                continue;
+            }
+            const std::uint64_t exchange = action->exchange();
+            std::vector<mcpw_http_header> headers(action->headers().begin(),
+                                                  action->headers().end());
+            headers.push_back(mcpw::header("Host", "localhost:8080"));
+            std::string method(action->method());
+            auto response = server.handle_request(now, method, "/mcp", headers, action->body());
+            if (auto stream = response.stream()) {
+                serve();
+                response = server.settle(*stream);
+            }
+            seen.push_back(method + " " + std::to_string(response.status()));
+            client.handle_response(now, exchange, response.status(), response.headers());
+            if (auto stream = response.stream()) {
+                streams.emplace_back(exchange, *stream);
+            } else {
+                client.handle_body(now, exchange, response.body());
+                client.handle_end(now, exchange);
+                serve();
+            }
+        }
+        for (auto it = streams.begin(); it != streams.end();) {
+            auto chunk = server.poll_stream(it->second);
+            if (chunk.size > 0) {
+                client.handle_body(now, it->first, chunk.bytes());
+                server.consume_stream(it->second, chunk.size);
+                moved = true;
+            }
+            if (!chunk.open || chunk.finished) {
+                client.handle_end(now, it->first);
+                it = streams.erase(it);
+                moved = true;
+            } else {
+                ++it;
+            }
+        }
+        while (auto ev = client.poll_event()) {
+            events.emplace_back(ev->kind(), ev->request());
+            if (ev->kind() == MCPW_EVENT_RESPONSE) results.emplace_back(ev->result());
+        }
+        return moved;
+    }
+
+    void run() {
+        int rounds = 0;
+        while (step() && ++rounds < 100) {
+        }
+        CHECK(rounds < 100);
+    }
+
+    bool got(mcpw_event_kind kind, std::int64_t request = 0) const {
+        for (const auto &e : events) {
+            if (e.first == kind && (request == 0 || e.second == request)) return true;
+        }
+        return false;
+    }
+};
+
+// Code written against connection_view serves an owned connection and a lent one alike.
+std::string describe(mcpw::connection_view conn) {
+    return std::string(conn.protocol_version().value_or("none")) + "/" +
+           std::to_string(static_cast<int>(conn.get_role()));
+}
+
+void test_http_handles_are_move_only_and_report_errors() {
+    static_assert(!std::is_copy_constructible<mcpw::http_server>::value, "move-only");
+    static_assert(!std::is_copy_assignable<mcpw::http_client>::value, "move-only");
+    static_assert(std::is_nothrow_move_constructible<mcpw::http_server>::value, "cheap moves");
+    static_assert(std::is_nothrow_move_constructible<mcpw::http_client>::value, "cheap moves");
+    static_assert(std::is_trivially_copyable<mcpw::connection_view>::value, "a view is a pointer");
+
+    mcpw::http_server a = make_http_server();
+    mcpw_http_server *raw = a.get();
+    mcpw::http_server b(std::move(a));
+    CHECK(a.get() == nullptr && b.get() == raw); // NOLINT(bugprone-use-after-move)
+    CHECK(b.counts().sessions == 0 && b.counts().streams == 0);
+    CHECK(!b.poll_event() && !b.poll_timeout());
+    CHECK(code_of([&] { b.settle(42); }) == MCPW_ERR_UNKNOWN_STREAM);
+    CHECK(code_of([&] { b.conn(42); }) == MCPW_ERR_UNKNOWN_CONNECTION);
+    CHECK(code_of([&] { b.session_id(42); }) == MCPW_ERR_UNKNOWN_CONNECTION);
+    CHECK(code_of([&] { b.consume_stream(42, 1); }) == MCPW_ERR_CONSUME_TOO_MUCH);
+    CHECK(!b.poll_stream(42).open);
+    CHECK(b.end_listen_streams() == 0);
+
+    // No random source; the wrong role; a bad endpoint.
+    mcpw::config server_config(mcpw::role::server, "s", "1");
+    mcpw::config client_config(mcpw::role::client, "c", "1");
+    CHECK(code_of([&] { mcpw::http_server s(server_config, mcpw::http_server_options()); }) ==
+          MCPW_ERR_NULL_ARGUMENT);
+    mcpw::http_server_options options;
+    options.random = test_random;
+    CHECK(code_of([&] { mcpw::http_server s(client_config, options); }) == MCPW_ERR_CONFIG_REFUSED);
+    options.tools = "{";
+    CHECK(code_of([&] { mcpw::http_server s(server_config, options); }) == MCPW_ERR_INVALID_JSON);
+    CHECK(code_of([&] { mcpw::http_client c(server_config, 0); }) == MCPW_ERR_CONFIG_REFUSED);
+
+    mcpw::http_client c(client_config, 0);
+    mcpw::http_client d = std::move(c);
+    CHECK(c.get() == nullptr && d.get() != nullptr); // NOLINT(bugprone-use-after-move)
+    CHECK(!d.session_id() && !d.end_session());
+    auto first = d.poll_action();
+    CHECK(first && first->is_send() && first->method() == "POST");
+    CHECK(first->headers().find("content-type") ==
+          std::optional<std::string_view>("application/json"));
+    CHECK(first->body().find("\"method\"") != std::string_view::npos);
+}
+
+void test_http_a_session_in_memory() {
+    http_world w(make_http_server(), mcpw::client_era::legacy);
+    CHECK(w.got(MCPW_EVENT_READY));
+    CHECK(w.seen == (std::vector<std::string>{"POST 200", "POST 202"}));
+    auto sid = w.client.session_id();
+    CHECK(sid && sid->size() >= 16);
+    CHECK(w.server.session_id(w.last_key) == sid);
+    CHECK(w.server.counts().sessions == 1);
+
+    std::int64_t id = w.client.conn().request(w.now, "tools/call",
+                                              R"({"name":"echo","arguments":{"text":"hi"}})");
+    w.run();
+    CHECK(w.got(MCPW_EVENT_RESPONSE, id));
+    CHECK(!w.results.empty() && w.results.back().find(R"("text":"hi")") != std::string::npos);
+
+    // The views work with the ordinary command wrappers, and follow the C ABI's rules.
+    mcpw::connection_view view = w.server.conn(w.last_key);
+    CHECK(view.state() == MCPW_STATE_OPERATING && view.era() == MCPW_ERA_LEGACY);
+    CHECK(describe(view) == "2025-11-25/2");
+    CHECK(describe(w.client.conn()) == "2025-11-25/1");
+    CHECK(code_of([&] { view.transmit(); }) == MCPW_ERR_NOT_OWNER);
+    CHECK(code_of([&] { view.handle_input(w.now, "{}\n"); }) == MCPW_ERR_NOT_OWNER);
+    view = w.server.conn(w.last_key);
+    w.server.handle_timeout(w.now); // any other non-const call on the server
+    CHECK(code_of([&] { view.state(); }) == MCPW_ERR_STALE_VIEW);
+    mcpw::config cc(mcpw::role::client, "x", "1");
+    mcpw::connection owned(cc, 0);
+    CHECK(describe(owned) == "none/1"); // an owned connection converts to a view too
+
+    // The session ends with a DELETE.
+    CHECK(w.client.end_session() && !w.client.end_session());
+    w.run();
+    CHECK(w.seen.back() == "DELETE 200");
+    CHECK(w.server.counts().sessions == 0);
+}
+
+void test_http_the_stateless_era_and_a_later_answer() {
+    http_world w(make_http_server(), mcpw::client_era::modern);
+    CHECK(w.got(MCPW_EVENT_READY) && !w.client.session_id());
+    CHECK(w.client.conn().protocol_version() == std::optional<std::string_view>("2026-07-28"));
+    w.hold_slow = true;
+    mcpw_request_options options{};
+    options.progress = 1;
+    std::int64_t id = w.client.conn().request(w.now, "tools/call", R"({"name":"slow"})", options);
+    w.run();
+    CHECK(w.held && w.streams.size() == 1 && !w.got(MCPW_EVENT_RESPONSE, id));
+    CHECK(!w.server.session_id(w.held_key)); // stateless: no session
+    CHECK(w.server.counts().streams == 1);
+    w.server.conn(w.held_key).progress(w.held->get(), 1, 2.0, "half way");
+    w.run();
+    CHECK(w.got(MCPW_EVENT_PROGRESS, id));
+    w.server.conn(w.held_key).respond(w.held->get(), R"({"content":[]})");
+    w.run();
+    CHECK(w.got(MCPW_EVENT_RESPONSE, id) && w.streams.empty());
+    CHECK(code_of([&] { w.server.conn(w.held_key); }) == MCPW_ERR_UNKNOWN_CONNECTION);
+    CHECK(w.server.counts().streams == 0);
+}
+
+// A C++ event store: the resumed answer of a stream closed for polling comes from it.
+class vector_store : public mcpw::event_store {
+public:
+    struct entry {
+        std::string session;
+        std::uint64_t stream, event;
+        std::string bytes;
+    };
+    std::vector<entry> entries;
+    int replays = 0, forgets = 0;
+
+    void append(std::string_view session, std::uint64_t stream, std::uint64_t event,
+                std::string_view bytes) override {
+        entries.push_back(entry{std::string(session), stream, event, std::string(bytes)});
+    }
+    void replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
+                const mcpw::replay_sink &sink) override {
+        replays++;
+        for (const entry &e : entries) {
+            if (e.session == session && e.stream == stream && e.event > after) sink(e.bytes);
+        }
+    }
+    void forget(std::string_view session) override {
+        forgets++;
+        std::vector<entry> kept;
+        for (entry &e : entries) {
+            if (e.session != session) kept.push_back(std::move(e));
+        }
+        entries = std::move(kept);
+    }
+};
+
+void test_http_polling_resumes_from_the_event_store() {
+    vector_store store;
+    mcpw::http_server_options options;
+    options.events = &store;
+    options.retry = std::chrono::milliseconds(200);
+    http_world w(make_http_server(std::move(options)), mcpw::client_era::legacy);
+    w.hold_slow = true;
+    w.poll_slow = true;
+    std::int64_t id = w.client.conn().request(w.now, "tools/call", R"({"name":"slow"})");
+    w.run();
+    CHECK(w.held && w.streams.empty() && !w.got(MCPW_EVENT_RESPONSE, id));
+    auto deadline = w.client.poll_timeout();
+    CHECK(deadline == std::optional<std::uint64_t>(w.now + 200 * ms));
+    std::size_t stored = store.entries.size();
+    w.server.conn(w.held_key).respond(w.held->get(), R"({"content":[]})");
+    w.server.handle_timeout(w.now);
+    CHECK(store.entries.size() == stored + 1); // the answer, kept for the client's return
+    w.now = deadline.value_or(0);
+    w.client.handle_timeout(w.now);
+    w.run();
+    CHECK(w.seen.back() == "GET 200" && store.replays == 1);
+    CHECK(w.got(MCPW_EVENT_RESPONSE, id));
+    CHECK(w.client.end_session());
+    w.run();
+    CHECK(store.forgets == 1 && store.entries.empty());
+}
 } // namespace
 
 int main() {
@@ -293,6 +597,13 @@ int main() {
     run("the_stateless_era", test_the_stateless_era);
     run("related_requests_and_frames", test_related_requests_and_frames);
     run("json_helpers", test_json_helpers);
+    run("http_handles_are_move_only_and_report_errors",
+        test_http_handles_are_move_only_and_report_errors);
+    run("http_a_session_in_memory", test_http_a_session_in_memory);
+    run("http_the_stateless_era_and_a_later_answer",
+        test_http_the_stateless_era_and_a_later_answer);
+    run("http_polling_resumes_from_the_event_store",
+        test_http_polling_resumes_from_the_event_store);
     std::printf("\ntest result: %s. %d passed; %d failed\n", failed == 0 ? "ok" : "FAILED", passed,
                 failed);
     return failed == 0 ? 0 : 1;

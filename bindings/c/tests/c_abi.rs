@@ -73,6 +73,13 @@ program!(
     true
 );
 program!(
+    cpp_http_example_asan,
+    "bindings/cpp/example_http.cpp",
+    "example_cpp_http",
+    Lang::Cxx,
+    true
+);
+program!(
     cpp_example_asan,
     "bindings/cpp/example.cpp",
     "example_cpp",
@@ -131,6 +138,17 @@ fn cpp_wrapper_test_and_example_pass_under_sanitizers() {
 }
 
 // ---- The examples ---------------------------------------------------------------------------
+
+#[test]
+fn cpp_http_example_runs_a_session_under_sanitizers() {
+    let out = run_sanitized(Command::new(cpp_http_example_asan()));
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("ready: 2025-11-25, session "), "{all}");
+    assert!(all.contains("progress: 1/2 echoing"), "{all}");
+    assert!(all.contains(r#"echo: "hello from C++ over HTTP""#), "{all}");
+    assert!(all.contains("sessions left on the server: 0"), "{all}");
+}
 
 #[test]
 fn c_client_and_c_server_complete_a_session_in_each_era_under_sanitizers() {

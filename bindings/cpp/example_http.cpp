@@ -1,0 +1,144 @@
+// A C++ MCP client and server over Streamable HTTP, in memory: mcpw::http_client says which
+// HTTP requests to make, mcpw::http_server answers them, and the "network" in between is a
+// function call. A real host puts an HTTP client library (libcurl) on one side and an HTTP
+// server library (libmicrohttpd) on the other; the loop stays the same.
+#include "mcpwire.hpp"
+
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+// An SSE response being read: the client's exchange and the server's stream.
+struct open_stream {
+    std::uint64_t exchange;
+    std::uint64_t stream;
+};
+
+// The server application: `echo` answers with its text, after one progress report.
+void serve(mcpw::http_server &server) {
+    while (auto e = server.poll_event()) {
+        if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
+        if (e->ev.method() != "tools/call") {
+            e->conn.respond(e->ev.id(), "{}");
+            continue;
+        }
+        auto args = mcpw::json_get(e->ev.params().value_or("{}"), "arguments");
+        auto text = mcpw::json_get(args.value_or("{}"), "text").value_or("\"\"");
+        e->conn.progress(e->ev.id(), 1, 2.0, "echoing");
+        e->conn.respond(e->ev.id(),
+                        R"({"content":[{"type":"text","text":)" + std::string(text) + "}]}");
+    }
+}
+
+// Carries every request the client wants made to the server, and what comes back to the
+// client: a JSON body at once, an SSE stream as its bytes arrive. Returns whether anything
+// moved.
+bool carry(mcpw::http_client &client, mcpw::http_server &server,
+           std::vector<open_stream> &streams, std::uint64_t now) {
+    bool moved = false;
+    while (auto action = client.poll_action()) {
+        moved = true;
+        if (action->is_abort()) continue; // nothing to abandon in this example
+        const std::uint64_t exchange = action->exchange();
+        std::vector<mcpw_http_header> headers(action->headers().begin(), action->headers().end());
+        headers.push_back(mcpw::header("Host", "localhost:8080")); // what libcurl would add
+        auto response =
+            server.handle_request(now, action->method(), "/mcp", headers, action->body());
+        if (auto stream = response.stream()) {
+            serve(server); // answer what can be answered now...
+            response = server.settle(*stream); // ...then a JSON body, or still a stream
+        }
+        client.handle_response(now, exchange, response.status(), response.headers());
+        if (auto stream = response.stream()) {
+            streams.push_back({exchange, *stream});
+        } else {
+            client.handle_body(now, exchange, response.body());
+            client.handle_end(now, exchange);
+            serve(server);
+        }
+    }
+    for (auto it = streams.begin(); it != streams.end();) {
+        auto chunk = server.poll_stream(it->stream);
+        if (chunk.size > 0) {
+            client.handle_body(now, it->exchange, chunk.bytes());
+            server.consume_stream(it->stream, chunk.size);
+            moved = true;
+        }
+        if (!chunk.open || chunk.finished) {
+            client.handle_end(now, it->exchange);
+            it = streams.erase(it);
+            moved = true;
+        } else {
+            ++it;
+        }
+    }
+    return moved;
+}
+
+} // namespace
+
+int main() {
+    try {
+        mcpw::config server_config(mcpw::role::server, "cpp-http-server", MCPWIRE_VERSION);
+        server_config.capabilities(R"({"tools":{}})");
+        mcpw::http_server_options options;
+        options.endpoint = "/mcp";
+        options.random = [](std::uint8_t *buf, std::size_t len) {
+            std::random_device device; // for the example; read getrandom(2) in production
+            for (std::size_t i = 0; i < len; i++) buf[i] = static_cast<std::uint8_t>(device());
+        };
+        mcpw::http_server server(server_config, std::move(options));
+
+        mcpw::config client_config(mcpw::role::client, "cpp-http-client", MCPWIRE_VERSION);
+        client_config.era(mcpw::client_era::legacy); // initialize, then an Mcp-Session-Id
+        std::uint64_t now = 0;                       // simulated time, in ns
+        mcpw::http_client client(client_config, now);
+
+        std::vector<open_stream> streams;
+        bool answered = false;
+        for (int round = 0; round < 50 && !answered; round++) {
+            carry(client, server, streams, now);
+            while (auto ev = client.poll_event()) {
+                if (ev->kind() == MCPW_EVENT_READY) {
+                    std::cout << "ready: " << ev->version() << ", session "
+                              << client.session_id().value_or("?") << "\n";
+                    mcpw_request_options progress{};
+                    progress.progress = 1;
+                    client.conn().request(
+                        now, "tools/call",
+                        R"({"name":"echo","arguments":{"text":"hello from C++ over HTTP"}})",
+                        progress);
+                } else if (ev->kind() == MCPW_EVENT_PROGRESS) {
+                    std::cout << "progress: " << ev->progress() << "/" << ev->total().value_or(0)
+                              << " " << ev->message().value_or("") << "\n";
+                } else if (ev->kind() == MCPW_EVENT_RESPONSE) {
+                    auto content = mcpw::json_get(ev->result(), "content").value_or("[]");
+                    auto first = mcpw::json_at(content, 0).value_or("{}");
+                    std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?") << "\n";
+                    answered = true;
+                } else if (ev->kind() == MCPW_EVENT_CLOSED) {
+                    std::cerr << "the connection closed\n";
+                    return 1;
+                }
+            }
+            now += 1000000; // 1 ms per round
+        }
+        if (!answered) {
+            std::cerr << "no answer\n";
+            return 1;
+        }
+        // A clean end: close the connection, and DELETE the session on the server.
+        client.conn().close(now, std::chrono::milliseconds(100));
+        client.end_session();
+        while (carry(client, server, streams, now)) {
+        }
+        std::cout << "sessions left on the server: " << server.counts().sessions << "\n";
+        return server.counts().sessions == 0 ? 0 : 1;
+    } catch (const mcpw::error &e) {
+        std::cerr << "mcpwire: " << e.what() << " (" << e.code() << ")\n";
+        return 1;
+    }
+}
