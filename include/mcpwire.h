@@ -39,10 +39,12 @@
  *   They lend views of their MCP connections as mcpw_conn* (mcpw_http_server_poll_event,
  *   mcpw_http_server_conn, mcpw_http_client_conn) for every mcpw_conn_* command and getter,
  *   so a session is answered exactly like stdio. A view belongs to its lender: never free
- *   it; it stays valid until the next other non-const call on the lender, after which it
- *   refuses every call with MCPW_ERR_STALE_VIEW (never touching freed memory); the
- *   transport calls (handle_input, transmit, consume, ...) refuse it with MCPW_ERR_NOT_OWNER,
- *   because the lender moves its bytes. The C HTTP loop, with libmicrohttpd and libcurl, is
+ *   it. It stays valid until the next other non-const call on the lender; after that, while
+ *   its connection lives, it refuses every call with MCPW_ERR_STALE_VIEW (a view of an ended
+ *   session or finished request may be freed by then: do not use it). A view always
+ *   belongs to the one connection it was lent for. The transport calls (handle_input,
+ *   transmit, consume, ...) refuse a view with MCPW_ERR_NOT_OWNER: the lender moves its
+ *   bytes. The C HTTP loop, with libmicrohttpd and libcurl, is
  *   in bindings/c/example_http_server.c and
  *   bindings/c/example_http_client.c.
  *
@@ -2207,8 +2209,9 @@ enum mcpw_result mcpw_http_server_poll_event(struct mcpw_http_server *server,
  * `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
  * request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
  *
- * This call keeps the server's other views valid (the current event's, for example). The
- * view stays valid until the next other non-`const` call on the server; after using it,
+ * This call keeps the server's other views valid (the current event's, and the views of
+ * other connections lent since the last other call: each connection has a view of its own).
+ * The view stays valid until the next other non-`const` call on the server; after using it,
  * drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
  *
  * # Safety

@@ -462,3 +462,79 @@ fn the_reconnect_delay_follows_retry_backoff_and_jitter() {
     assert_eq!(p.delay(30, None, 0), Duration::from_secs(30));
     assert_eq!(p.delay(30, None, u32::MAX), Duration::from_millis(37_500));
 }
+
+/// A session that expires while the host still runs its GET stream: the client tells the host
+/// to abort that exchange instead of leaving it open beside the new session's.
+#[test]
+fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
+    let mut c = HttpClient::new(
+        legacy(client_config()),
+        Timestamp::ZERO,
+        ReconnectPolicy::default(),
+        true,
+    )
+    .unwrap();
+    let t = Timestamp::ZERO;
+    let json = [
+        ("Content-Type", "application/json"),
+        ("Mcp-Session-Id", "s1"),
+    ];
+    // Sends: (exchange, method, body). Drains events too, as a host does.
+    let mut next = |c: &mut HttpClient| -> Option<(ExchangeId, String, Value, bool)> {
+        while c.poll_event().is_some() {}
+        match c.poll_action()? {
+            ClientAction::Send {
+                exchange,
+                method,
+                body,
+                ..
+            } => Some((
+                exchange,
+                method.to_owned(),
+                serde_json::from_slice(body).unwrap_or(Value::Null),
+                false,
+            )),
+            ClientAction::Abort { exchange } => Some((exchange, String::new(), Value::Null, true)),
+        }
+    };
+    let (init, _, body, _) = next(&mut c).unwrap();
+    assert_eq!(body["method"], "initialize");
+    c.handle_response(t, init, 200, &json);
+    let answer = json!({"jsonrpc":"2.0","id":body["id"],"result":{"protocolVersion":"2025-11-25",
+        "capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}});
+    c.handle_body(t, init, answer.to_string().as_bytes());
+    c.handle_end(t, init, 0);
+    // notifications/initialized, then the session's GET stream, which stays open.
+    let mut get = None;
+    while let Some((ex, method, body, abort)) = next(&mut c) {
+        assert!(!abort);
+        if method == "GET" {
+            c.handle_response(t, ex, 200, &[("Content-Type", "text/event-stream")]);
+            get = Some(ex);
+        } else {
+            assert_eq!(body["method"], "notifications/initialized");
+            c.handle_response(t, ex, 202, &[]);
+            c.handle_end(t, ex, 0);
+        }
+    }
+    let get = get.expect("the GET stream was opened");
+    // A request meets a 404: the session is gone.
+    c.connection()
+        .request(t, "tools/list", None)
+        .expect("tools/list");
+    let (list, _, _, _) = next(&mut c).unwrap();
+    c.handle_response(t, list, 404, &[]);
+    c.handle_end(t, list, 0);
+    let mut aborted = Vec::new();
+    let mut restarted = false;
+    while let Some((ex, _, body, abort)) = next(&mut c) {
+        if abort {
+            aborted.push(ex);
+        } else if body["method"] == "initialize" {
+            restarted = true;
+            break;
+        }
+    }
+    assert_eq!(aborted, vec![get], "the old GET stream is aborted");
+    assert!(restarted, "a new session starts");
+}

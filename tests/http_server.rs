@@ -664,11 +664,20 @@ fn closing_a_stateless_stream_cancels_the_request() {
     assert!(matches!(evs[0].1, Ev::Request { .. }));
     let key = evs[0].0;
     s.stream_closed(T0, stream);
+    assert_eq!(s.open_streams(), 0);
+    // The application is told, on the request's own connection...
+    let evs = events(&mut s);
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    assert_eq!(evs[0].0, key);
+    assert!(
+        matches!(&evs[0].1, Ev::PeerCancelled { id, .. } if format!("{id:?}").contains('x')),
+        "{evs:?}"
+    );
+    // ...which is gone once that was handed out.
     assert!(
         s.connection(key).is_none(),
         "the request's connection is gone with its stream"
     );
-    assert_eq!(s.open_streams(), 0);
 }
 
 #[test]

@@ -2218,10 +2218,8 @@ static void test_http_connection_views(void) {
     mcpw_conn_free(view);
     OK(mcpw_conn_state(view, &state));
     CHECK(state == MCPW_STATE_OPERATING);
-    /* Lending the same connection again keeps the other views valid. (LIBRARY BUG, reported:
-       the server has a single view object, so lending a view of ANOTHER connection re-points
-       the earlier view to that connection instead of keeping it, or making it stale; not
-       asserted here.) */
+    /* Lending the same connection again keeps the other views valid (so does lending another
+       connection's: test_http_each_connection_has_its_own_view). */
     OK(mcpw_http_server_conn(w.server, w.key, &again));
     OK(mcpw_conn_state(again, &state));
     OK(mcpw_conn_state(view, &state));
@@ -2266,6 +2264,42 @@ static void test_http_connection_views(void) {
 
 /* 2026-07-28: no sessions; each request a connection of its own, gone once answered; the
    standard headers and the tools' Mcp-Param headers. */
+/* Views of two sessions lent one after the other are two views, each of its own session. */
+static void test_http_each_connection_has_its_own_view(void) {
+    mcpw_http_server_options o = http_server_options();
+    world a, b;
+    mcpw_conn *va = NULL, *vb = NULL, *again = NULL;
+    size_t ours = 9, peers = 9;
+    mcpw_state state;
+
+    world_start(&a, make_http_server(&o), MCPW_CLIENT_ERA_LEGACY, NULL);
+    a.hold_slow = 1;
+    client_request(&a, "tools/call", "{\"name\":\"slow\"}", NULL);
+    converse(&a);
+    CHECK(a.held);
+    world_start(&b, a.server, MCPW_CLIENT_ERA_LEGACY, NULL);
+    CHECK(a.key != 0 && b.key != 0 && a.key != b.key);
+    OK(mcpw_http_server_conn(a.server, a.key, &va));
+    OK(mcpw_http_server_conn(a.server, b.key, &vb));
+    CHECK(va != vb);
+    /* Session A holds a request of its peer's; session B does not. */
+    OK(mcpw_conn_in_flight(va, &ours, &peers));
+    CHECK(peers == 1);
+    OK(mcpw_conn_in_flight(vb, &ours, &peers));
+    CHECK(peers == 0);
+    /* Lending A again gives A's view again. */
+    OK(mcpw_http_server_conn(a.server, a.key, &again));
+    CHECK(again == va);
+    OK(mcpw_conn_in_flight(va, &ours, &peers));
+    CHECK(peers == 1);
+    /* Both die with the next other call. */
+    OK(mcpw_http_server_handle_timeout(a.server, a.now));
+    RC(MCPW_ERR_STALE_VIEW, mcpw_conn_state(va, &state));
+    RC(MCPW_ERR_STALE_VIEW, mcpw_conn_state(vb, &state));
+    mcpw_http_client_free(b.client);
+    world_free(&a);
+}
+
 static void test_http_the_stateless_era(void) {
     mcpw_http_server_options o = http_server_options();
     world w;
@@ -2375,11 +2409,8 @@ static void test_http_closing_a_stateless_stream_cancels_the_request(void) {
     OK(mcpw_conn_cancel(view, w.now, rid, S("changed my mind")));
     converse(&w); /* an ABORT action: the pump reports the stream closed */
     CHECK(w.open_count == 0);
-    /* LIBRARY BUG (reported), so not asserted: HttpServer::stream_closed (src/http/server.rs)
-       feeds the connection a notifications/cancelled and then drops the connection at once,
-       so its MCPW_EVENT_PEER_CANCELLED never reaches mcpw_http_server_poll_event and the
-       application is not told. Once fixed: CHECK(w.cancelled == 1). */
-    /* What the application does see: the connection is gone. */
+    /* The application is told (MCPW_EVENT_PEER_CANCELLED), then the connection is gone. */
+    CHECK(w.cancelled == 1);
     RC(MCPW_ERR_UNKNOWN_CONNECTION, mcpw_http_server_conn(w.server, w.held_key, &view));
     OK(mcpw_http_server_counts(w.server, &sessions, &streams));
     CHECK(sessions == 0 && streams == 0);
@@ -2762,6 +2793,7 @@ int main(void) {
     run("http_an_answer_given_later_on_the_open_stream",
         test_http_an_answer_given_later_on_the_open_stream);
     run("http_connection_views", test_http_connection_views);
+    run("http_each_connection_has_its_own_view", test_http_each_connection_has_its_own_view);
     run("http_the_stateless_era", test_http_the_stateless_era);
     run("http_closing_a_stateless_stream_cancels_the_request",
         test_http_closing_a_stateless_stream_cancels_the_request);

@@ -256,6 +256,9 @@ struct Conn {
     next_event: u64,
     /// When the session's client last did something (a request, or letting go of a stream).
     last_active: Timestamp,
+    /// A stateless request whose client went away: removed once its last events (the
+    /// cancellation) are handed out.
+    orphaned: bool,
 }
 
 /// The server side of Streamable HTTP. See the [module docs](crate::http).
@@ -554,6 +557,7 @@ impl HttpServer {
                 backlog: VecDeque::new(),
                 next_event: 1,
                 last_active: now,
+                orphaned: false,
             },
         );
         Some(key)
@@ -1241,6 +1245,12 @@ impl HttpServer {
                     note.extend_from_slice(b",\"reason\":\"client disconnected\"}}");
                     c.conn.handle_frame(now, StreamId(stream.0), &note);
                 }
+                // The application learns of the cancellation from the connection's events:
+                // it goes once they are handed out (`poll_event`).
+                if c.conn.pending_events() > 0 {
+                    c.orphaned = true;
+                    return;
+                }
             }
             self.conns.remove(&key);
         } else if let Some(c) = self.conns.get_mut(&key) {
@@ -1328,6 +1338,9 @@ impl HttpServer {
             });
             if !has {
                 self.polling.pop();
+                if self.conns.get(&key).is_some_and(|c| c.orphaned) {
+                    self.conns.remove(&key);
+                }
                 continue;
             }
             // The event was retired by the peek: the engine keeps it as "current", so hand

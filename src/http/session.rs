@@ -332,7 +332,7 @@ impl HttpClient {
         };
         if status == 404 && ex.with_session {
             // The session is gone: its requests fail, and the next connection starts over.
-            self.expire_session(now);
+            self.expire_session(now, exchange);
         }
     }
 
@@ -715,13 +715,23 @@ impl HttpClient {
         }
     }
 
-    fn expire_session(&mut self, now: Timestamp) {
+    /// The session is gone (`current` got the 404): every exchange ends, and those the host
+    /// is still running (a GET stream, POSTs in flight) are aborted.
+    fn expire_session(&mut self, now: Timestamp, current: ExchangeId) {
         self.session = None;
+        let unsent: HashSet<ExchangeId> = self.queue.iter().map(|(e, _)| *e).collect();
+        let waiting: HashSet<ExchangeId> = self.resumes.iter().map(|(_, e)| *e).collect();
         let ids: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        let running: Vec<ExchangeId> = ids
+            .iter()
+            .copied()
+            .filter(|e| *e != current && !unsent.contains(e) && !waiting.contains(e))
+            .collect();
         for id in ids {
             self.finish(now, id, TransportFailure::Status(404));
         }
         self.queue.clear();
+        self.queue.extend(running.into_iter().map(|e| (e, true)));
         self.resumes.clear();
         self.tools_list.clear();
         self.get_pending = None;

@@ -4,6 +4,7 @@
 //! and getters, so an application answers a session exactly as it answers stdio.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -284,9 +285,15 @@ pub struct mcpw_http_server {
     random: RandomFn,
     random_user: *mut c_void,
     endpoint: Option<String>,
-    /// The connection view this server lends (made with `Box::into_raw`, freed on drop).
-    view: NonNull<mcpw_conn>,
-    /// The call under way lends the view: keep it valid after the call.
+    /// The connection views this server lends, one per connection (each from `Box::leak`,
+    /// freed once its connection is gone, or on drop), so a view never points at another
+    /// session than the one it was lent for.
+    views: HashMap<u64, NonNull<mcpw_conn>>,
+    /// The views lent since the last call that was not a lending one.
+    lent: Vec<u64>,
+    /// Collect the views of gone connections once there are this many.
+    collect_at: usize,
+    /// The call under way lends a view: keep the lent views valid after the call.
     lending: bool,
     texts: EventTexts,
     /// The response lent last.
@@ -302,18 +309,38 @@ impl Handle for mcpw_http_server {
         &self.poisoned
     }
     fn after_call(&mut self) {
-        if !std::mem::take(&mut self.lending) {
-            // Safety: the view is ours (from `Box::into_raw`) and C is not using it during
-            // a call on the server.
-            unsafe { self.view.as_mut() }.stale();
+        if std::mem::take(&mut self.lending) {
+            return;
+        }
+        for key in self.lent.drain(..) {
+            if let Some(view) = self.views.get_mut(&key) {
+                // Safety: the view is ours (from `Box::leak`), and C is not using it during a
+                // call on the server.
+                unsafe { view.as_mut() }.stale();
+            }
+        }
+        if self.views.len() >= self.collect_at {
+            let server = &mut self.server;
+            self.views.retain(|&key, view| {
+                let alive = server.connection(ConnKey::from_raw(key)).is_some();
+                if !alive {
+                    // Safety: from `Box::leak`, stale, and dropped only here.
+                    drop(unsafe { Box::from_raw(view.as_ptr()) });
+                }
+                alive
+            });
+            self.collect_at = 2 * self.views.len() + 32;
         }
     }
 }
 
 impl Drop for mcpw_http_server {
     fn drop(&mut self) {
-        // Safety: made by `Box::into_raw` in `mcpw_http_server_new`, dropped only here.
-        drop(unsafe { Box::from_raw(self.view.as_ptr()) });
+        for view in self.views.values() {
+            // Safety: each from `Box::leak`, dropped only here (or when collected, which
+            // removed it from the map).
+            drop(unsafe { Box::from_raw(view.as_ptr()) });
+        }
     }
 }
 
@@ -324,10 +351,18 @@ impl mcpw_http_server {
             .server
             .connection(ConnKey::from_raw(key))
             .ok_or(MCPW_ERR_UNKNOWN_CONNECTION)?;
+        let view = self
+            .views
+            .entry(key)
+            .or_insert_with(|| NonNull::from(Box::leak(Box::new(mcpw_conn::view()))));
         // Safety: the view is ours; C uses it only between calls on the server.
-        unsafe { self.view.as_mut() }.lend(conn);
+        unsafe { view.as_mut() }.lend(conn);
+        let view = view.as_ptr();
+        if !self.lent.contains(&key) {
+            self.lent.push(key);
+        }
         self.lending = true;
-        Ok(self.view.as_ptr())
+        Ok(view)
     }
 
     /// Keeps `response` for lending, and returns its C form.
@@ -476,14 +511,15 @@ pub unsafe extern "C" fn mcpw_http_server_new(
         }
         // Safety: (caller) the options' pointers are readable for their lengths.
         let (config, endpoint) = unsafe { server_config(c, &o) }?;
-        let view = NonNull::from(Box::leak(Box::new(mcpw_conn::view())));
         out.write(into_handle(mcpw_http_server {
             server: HttpServer::new(config),
             poisoned: Cell::new(false),
             random,
             random_user: o.random_user,
             endpoint,
-            view,
+            views: HashMap::new(),
+            lent: Vec::new(),
+            collect_at: 32,
             lending: false,
             texts: EventTexts::default(),
             lent_headers: Vec::new(),
@@ -798,8 +834,9 @@ pub unsafe extern "C" fn mcpw_http_server_poll_event(
 /// `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
 /// request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
 ///
-/// This call keeps the server's other views valid (the current event's, for example). The
-/// view stays valid until the next other non-`const` call on the server; after using it,
+/// This call keeps the server's other views valid (the current event's, and the views of
+/// other connections lent since the last other call: each connection has a view of its own).
+/// The view stays valid until the next other non-`const` call on the server; after using it,
 /// drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
 ///
 /// # Safety
