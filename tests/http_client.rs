@@ -480,7 +480,7 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
         ("Mcp-Session-Id", "s1"),
     ];
     // Sends: (exchange, method, body). Drains events too, as a host does.
-    let mut next = |c: &mut HttpClient| -> Option<(ExchangeId, String, Value, bool)> {
+    let next = |c: &mut HttpClient| -> Option<(ExchangeId, String, Value, bool)> {
         while c.poll_event().is_some() {}
         match c.poll_action()? {
             ClientAction::Send {
