@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/mcpwire/mcpwire-go/internal/cbench"
+	"github.com/mcpwire/mcpwire/bindings/go/internal/cbench"
 )
 
 // cpuTime is the CPU time this process has used (user + system, every thread, GC

@@ -1,8 +1,7 @@
 package mcpwire
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../target/c-install/include
-#cgo LDFLAGS: -L${SRCDIR}/../../target/c-install/lib -l:libmcpwire.a -ldl -lpthread -lm
+#cgo pkg-config: mcpwire
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -55,6 +54,7 @@ type Conn struct {
 	lastNs  uint64
 	err     error // sticky: set when polling events failed
 
+	view    bool    // lent by an HTTPServer for one callback: not ours to free
 	queue   []Event // events copied out of the engine, not yet returned
 	head    int
 	records []C.mcpwgo_record
@@ -89,7 +89,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 // (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
 // method returns ErrFreed afterwards. It always returns nil.
 func (c *Conn) Close() error {
-	if c.ptr == nil {
+	if c.ptr == nil || c.view {
 		return nil
 	}
 	C.mcpw_conn_free(c.ptr)
@@ -106,6 +106,48 @@ func (c *Conn) ns(now time.Time) C.uint64_t {
 		c.lastNs = uint64(d)
 	}
 	return C.uint64_t(c.lastNs)
+}
+
+// Capabilities is a set of capability flags (mcpw_conn_request_context's bits).
+type Capabilities uint32
+
+// Client capability flags, for RequestContext.ClientCapabilities.
+const (
+	CapRoots           Capabilities = C.MCPW_CAP_ROOTS
+	CapSampling        Capabilities = C.MCPW_CAP_SAMPLING
+	CapSamplingTools   Capabilities = C.MCPW_CAP_SAMPLING_TOOLS
+	CapElicitation     Capabilities = C.MCPW_CAP_ELICITATION
+	CapElicitationForm Capabilities = C.MCPW_CAP_ELICITATION_FORM
+	CapElicitationURL  Capabilities = C.MCPW_CAP_ELICITATION_URL
+	CapTasks           Capabilities = C.MCPW_CAP_TASKS
+)
+
+// RequestContext is what a peer's 2026-07-28 request declared about itself.
+type RequestContext struct {
+	// Version is the protocol version the request carried.
+	Version string
+	// ClientCapabilities are the capabilities the request declared.
+	ClientCapabilities Capabilities
+}
+
+// RequestContext reads what the peer's request id (still in flight) declared; false for a
+// handshake-era request (the session's capabilities are PeerCapabilities) or an unknown id.
+// Use it to refuse work that needs a capability the request did not declare.
+func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
+	if c.ptr == nil {
+		return RequestContext{}, false
+	}
+	got := C.mcpwgo_request_context(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)))
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(id.wire)
+	if got.rc != C.MCPW_OK || !got.context.known {
+		return RequestContext{}, false
+	}
+	v := got.context.version
+	return RequestContext{
+		Version:            C.GoStringN(v.ptr, C.int(v.len)),
+		ClientCapabilities: Capabilities(got.context.client_capabilities),
+	}, true
 }
 
 // ---- Inputs -----------------------------------------------------------------------------
@@ -411,8 +453,8 @@ func (c *Conn) Err() error { return c.err }
 // refill copies the next batch of events out of the engine into the queue.
 func (c *Conn) refill() bool {
 	c.queue, c.head = c.queue[:0], 0
-	if c.ptr == nil || c.err != nil {
-		return false
+	if c.ptr == nil || c.err != nil || c.view {
+		return false // a view's events come from its HTTPServer
 	}
 	for {
 		d := C.mcpwgo_drain(c.ptr, c.drainer, &c.records[0], C.size_t(len(c.records)),
@@ -440,8 +482,13 @@ func (c *Conn) refill() bool {
 // decode turns count records (with used bytes of text in the arena) into events. All their
 // text shares one fresh allocation; each field is a disjoint slice of it.
 func (c *Conn) decode(count, used int) {
-	text := make([]byte, used)
-	copy(text, c.arena[:used])
+	c.queue = decodeRecords(c.records[:count], c.arena[:used], c.queue)
+}
+
+// decodeRecords appends the events of records (their text in arena) to dst.
+func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event {
+	text := make([]byte, len(arena))
+	copy(text, arena)
 	all := bytesToString(text)
 	view := func(r *C.mcpwgo_record, i int) (string, bool) {
 		n := int(r.len[i])
@@ -472,8 +519,8 @@ func (c *Conn) decode(count, used int) {
 		}
 		return ID{}
 	}
-	for i := 0; i < count; i++ {
-		r := &c.records[i]
+	for i := range records {
+		r := &records[i]
 		var ev Event
 		switch r.kind {
 		case C.MCPW_EVENT_READY:
@@ -506,14 +553,17 @@ func (c *Conn) decode(count, used int) {
 				RequestState: state, HasRequestState: has}
 		case C.MCPW_EVENT_INVALID_RESPONSE:
 			ev = &InvalidResponseEvent{Request: RequestID(r.request)}
+		case C.MCPW_EVENT_FAILED:
+			ev = &FailedEvent{Request: RequestID(r.request), Status: int(r.code), Reason: str(r, C.MCPWGO_MESSAGE)}
 		case C.MCPW_EVENT_VIOLATION:
 			ev = &ViolationEvent{Violation: Violation(r.violation), DecodeReason: DecodeReason(r.decode_reason),
 				ID: id(r), Method: str(r, C.MCPWGO_METHOD)}
 		default:
 			ev = &UnknownEvent{Kind: int(r.kind)}
 		}
-		c.queue = append(c.queue, ev)
+		dst = append(dst, ev)
 	}
+	return dst
 }
 
 // WriteTo writes the pending output to w until none is left, and returns how many bytes w

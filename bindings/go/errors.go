@@ -26,6 +26,10 @@ const (
 	CodeUnknownVersion         ResultCode = 106
 	CodeInvalidArgument        ResultCode = 107
 	CodeConsumeTooMuch         ResultCode = 108
+	CodeStaleView              ResultCode = 109
+	CodeNotOwner               ResultCode = 110
+	CodeUnknownStream          ResultCode = 111
+	CodeUnknownConnection      ResultCode = 112
 	CodeConfigRefused          ResultCode = 200
 	CodeClosed                 ResultCode = 300
 	CodeClosing                ResultCode = 301
@@ -98,6 +102,10 @@ var (
 	ErrUnknownVersion         = &ResultError{Code: CodeUnknownVersion}
 	ErrInvalidArgument        = &ResultError{Code: CodeInvalidArgument}
 	ErrConsumeTooMuch         = &ResultError{Code: CodeConsumeTooMuch}
+	ErrStaleView              = &ResultError{Code: CodeStaleView}
+	ErrNotOwner               = &ResultError{Code: CodeNotOwner}
+	ErrUnknownStream          = &ResultError{Code: CodeUnknownStream}
+	ErrUnknownConnection      = &ResultError{Code: CodeUnknownConnection}
 	ErrConfigRefused          = &ResultError{Code: CodeConfigRefused}
 	ErrClosed                 = &ResultError{Code: CodeClosed}
 	ErrClosing                = &ResultError{Code: CodeClosing}

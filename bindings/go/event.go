@@ -140,12 +140,24 @@ type ViolationEvent struct {
 	Method string
 }
 
+// FailedEvent: our request, over HTTP, could not be carried (an HTTP error status without an
+// answer, a failed connection, a stream that ended early and could not be resumed). Ends the
+// request.
+type FailedEvent struct {
+	Request RequestID
+	// Status is the HTTP status, or 0.
+	Status int
+	// Reason says what went wrong, in English.
+	Reason string
+}
+
 // UnknownEvent: an event kind this version of the binding does not know. Ignore it.
 type UnknownEvent struct {
 	Kind int
 }
 
 func (*ReadyEvent) isEvent()           {}
+func (*FailedEvent) isEvent()          {}
 func (*ClosedEvent) isEvent()          {}
 func (*RequestEvent) isEvent()         {}
 func (*NotificationEvent) isEvent()    {}
@@ -174,13 +186,14 @@ const (
 	CloseInvalidInitializeResult CloseReason = 5   // client: the initialize result was malformed
 	CloseInitializeTimedOut      CloseReason = 6   // client: no answer to initialize in time
 	ClosePeerNotReading          CloseReason = 7   // the peer sent traffic needing replies without reading ours
+	CloseTransportFailed         CloseReason = 8   // client over HTTP: the handshake could not be carried (Code: HTTP status or 0)
 	CloseOther                   CloseReason = 999 // a reason this binding has no name for
 )
 
 var closeReasonNames = map[CloseReason]string{
 	CloseLocal: "local", CloseEOF: "eof", CloseUnsupportedVersion: "unsupported-version",
 	CloseInitializeRejected: "initialize-rejected", CloseInvalidInitializeResult: "invalid-initialize-result",
-	CloseInitializeTimedOut: "initialize-timed-out", ClosePeerNotReading: "peer-not-reading", CloseOther: "other",
+	CloseInitializeTimedOut: "initialize-timed-out", ClosePeerNotReading: "peer-not-reading", CloseTransportFailed: "transport-failed", CloseOther: "other",
 }
 
 func (r CloseReason) String() string { return enumName(closeReasonNames, r, "close-reason") }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	mcpwire "github.com/mcpwire/mcpwire-go"
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
 )
 
 // A server answering a tools/list request fed to it by hand.

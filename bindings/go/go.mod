@@ -1,3 +1,5 @@
-module github.com/mcpwire/mcpwire-go
+module github.com/mcpwire/mcpwire/bindings/go
 
-go 1.19
+go 1.26
+
+toolchain go1.26.8

@@ -1,8 +1,10 @@
 /* C helpers for the Go package; see shim.h for why they exist. */
 #include "shim.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 const char mcpwgo_empty[1] = {0};
 
@@ -283,5 +285,251 @@ mcpwgo_limits mcpwgo_config_get_limits(const mcpw_config *config) {
     mcpwgo_limits out;
     memset(&out, 0, sizeof out);
     out.rc = mcpw_config_get_limits(config, &out.limits);
+    return out;
+}
+
+mcpwgo_context mcpwgo_request_context(const mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                      const char *id_str, size_t id_len) {
+    mcpwgo_context out;
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_conn_request_context(conn, &id, &out.context);
+    return out;
+}
+
+/* ---- The HTTP server ------------------------------------------------------------------- */
+
+void mcpwgo_random(void *user, uint8_t *buf, size_t len) {
+    size_t done = 0;
+    (void)user;
+    while (done < len) {
+        ssize_t n = getrandom(buf + done, len - done, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            abort(); /* no secure randomness: session ids would be guessable */
+        }
+        done += (size_t)n;
+    }
+}
+
+mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_ms,
+                                       size_t max_sessions, size_t max_body,
+                                       size_t event_store, uint64_t retry_ms,
+                                       const char *hosts, const size_t *host_lens,
+                                       size_t host_count, const char *tools, size_t tools_len) {
+    mcpwgo_http_new out = {MCPW_OK, NULL};
+    mcpw_http_server_options o;
+    mcpw_str *allowed = NULL;
+    size_t i, at = 0;
+    memset(&o, 0, sizeof o);
+    o.random = mcpwgo_random;
+    o.session_idle_timeout_ms = idle_ms;
+    o.max_sessions = max_sessions;
+    o.max_body = max_body;
+    o.event_store = event_store;
+    o.retry_ms = retry_ms;
+    if (tools_len > 0) {
+        o.tools.ptr = tools;
+        o.tools.len = tools_len;
+    }
+    if (host_count > 0) {
+        allowed = calloc(host_count, sizeof *allowed);
+        if (allowed == NULL) abort();
+        for (i = 0; i < host_count; i++) {
+            allowed[i].ptr = hosts + at;
+            allowed[i].len = host_lens[i];
+            at += host_lens[i];
+        }
+        o.allowed_hosts = allowed;
+        o.allowed_hosts_len = host_count;
+    }
+    out.rc = mcpw_http_server_new(config, &o, &out.server);
+    free(allowed);
+    return out;
+}
+
+mcpwgo_http_answer mcpwgo_http_handle(mcpw_http_server *server, uint64_t now_ns,
+                                      const char *method, size_t method_len,
+                                      const char *headers, const size_t *lens, size_t count,
+                                      const uint8_t *body, size_t body_len) {
+    mcpwgo_http_answer out;
+    mcpw_http_header *hs = NULL;
+    size_t i, at = 0;
+    memset(&out, 0, sizeof out);
+    if (count > 0) {
+        hs = calloc(count, sizeof *hs);
+        if (hs == NULL) abort();
+        for (i = 0; i < count; i++) {
+            hs[i].name.ptr = headers + at;
+            hs[i].name.len = lens[2 * i];
+            at += lens[2 * i];
+            hs[i].value.ptr = headers + at;
+            hs[i].value.len = lens[2 * i + 1];
+            at += lens[2 * i + 1];
+        }
+    }
+    out.rc = mcpw_http_server_handle_request(server, now_ns, method, method_len, NULL, 0, hs,
+                                             count, body, body_len, &out.response);
+    free(hs);
+    return out;
+}
+
+mcpwgo_http_answer mcpwgo_http_settle(mcpw_http_server *server, uint64_t stream) {
+    mcpwgo_http_answer out;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_http_server_settle(server, stream, &out.response);
+    return out;
+}
+
+mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_pending *p,
+                                          mcpwgo_record *record, uint8_t *arena,
+                                          size_t arena_cap) {
+    mcpwgo_http_polled out;
+    size_t size;
+    memset(&out, 0, sizeof out);
+    if (!p->has) {
+        out.rc = mcpw_http_server_poll_event(server, &p->event, &p->key, &p->conn);
+        if (out.rc != MCPW_OK) return out;
+        if (p->event.kind == MCPW_EVENT_NONE) {
+            out.empty = 1;
+            return out;
+        }
+        p->has = 1;
+    }
+    size = event_bytes(&p->event);
+    if (size > arena_cap) {
+        out.need = size;
+        return out;
+    }
+    record_event(&p->event, record, arena, &out.used);
+    out.key = p->key;
+    out.conn = p->conn;
+    p->has = 0;
+    return out;
+}
+
+mcpwgo_http_stream mcpwgo_http_poll_stream(mcpw_http_server *server, uint64_t stream) {
+    mcpwgo_http_stream out;
+    bool finished = false, open = false;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_http_server_poll_stream(server, stream, &out.bytes, &out.len, &finished,
+                                          &open);
+    out.finished = finished;
+    out.open = open;
+    return out;
+}
+
+mcpwgo_http_conn mcpwgo_http_server_conn(mcpw_http_server *server, uint64_t key) {
+    mcpwgo_http_conn out = {MCPW_OK, NULL};
+    out.rc = mcpw_http_server_conn(server, key, &out.conn);
+    return out;
+}
+
+mcpwgo_deadline mcpwgo_http_poll_timeout(const mcpw_http_server *server) {
+    mcpwgo_deadline out = {MCPW_OK, 0, 0};
+    bool has = false;
+    out.rc = mcpw_http_server_poll_timeout(server, &has, &out.at_ns);
+    out.has = has;
+    return out;
+}
+
+mcpwgo_http_closed mcpwgo_http_close_for_polling(mcpw_http_server *server, uint64_t key,
+                                                 uint32_t id_kind, int64_t id_int,
+                                                 const char *id_str, size_t id_len) {
+    mcpwgo_http_closed out = {MCPW_OK, 0};
+    mcpw_id id;
+    bool closed = false;
+    id.kind = id_kind;
+    id.integer = id_int;
+    id.string.ptr = id_str;
+    id.string.len = id_len;
+    out.rc = mcpw_http_server_close_stream_for_polling(server, key, &id, &closed);
+    out.closed = closed;
+    return out;
+}
+
+/* ---- The HTTP client ------------------------------------------------------------------- */
+
+mcpwgo_http_client_new mcpwgo_http_client_create(const mcpw_config *config, uint64_t now_ns,
+                                                 uint64_t initial_delay_ms,
+                                                 uint64_t max_delay_ms, uint32_t max_attempts,
+                                                 int open_get_stream) {
+    mcpwgo_http_client_new out = {MCPW_OK, NULL};
+    mcpw_http_client_options o;
+    memset(&o, 0, sizeof o);
+    o.initial_delay_ms = initial_delay_ms;
+    o.max_delay_ms = max_delay_ms;
+    o.max_attempts = max_attempts;
+    o.open_get_stream = open_get_stream != 0;
+    out.rc = mcpw_http_client_new(config, now_ns, &o, &out.client);
+    return out;
+}
+
+mcpwgo_http_polled mcpwgo_http_client_poll_event(mcpw_http_client *client,
+                                                 mcpwgo_http_pending *p, mcpwgo_record *record,
+                                                 uint8_t *arena, size_t arena_cap) {
+    mcpwgo_http_polled out;
+    size_t size;
+    memset(&out, 0, sizeof out);
+    if (!p->has) {
+        out.rc = mcpw_http_client_poll_event(client, &p->event);
+        if (out.rc != MCPW_OK) return out;
+        if (p->event.kind == MCPW_EVENT_NONE) {
+            out.empty = 1;
+            return out;
+        }
+        p->has = 1;
+    }
+    size = event_bytes(&p->event);
+    if (size > arena_cap) {
+        out.need = size;
+        return out;
+    }
+    record_event(&p->event, record, arena, &out.used);
+    p->has = 0;
+    return out;
+}
+
+mcpwgo_http_action mcpwgo_http_client_poll_action(mcpw_http_client *client) {
+    mcpwgo_http_action out;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_http_client_poll_action(client, &out.action);
+    return out;
+}
+
+mcpw_result mcpwgo_http_client_response(mcpw_http_client *client, uint64_t now_ns,
+                                        uint64_t exchange, uint16_t status,
+                                        const char *headers, const size_t *lens, size_t count) {
+    mcpw_http_header *hs = NULL;
+    size_t i, at = 0;
+    mcpw_result rc;
+    if (count > 0) {
+        hs = calloc(count, sizeof *hs);
+        if (hs == NULL) abort();
+        for (i = 0; i < count; i++) {
+            hs[i].name.ptr = headers + at;
+            hs[i].name.len = lens[2 * i];
+            at += lens[2 * i];
+            hs[i].value.ptr = headers + at;
+            hs[i].value.len = lens[2 * i + 1];
+            at += lens[2 * i + 1];
+        }
+    }
+    rc = mcpw_http_client_handle_response(client, now_ns, exchange, status, hs, count);
+    free(hs);
+    return rc;
+}
+
+mcpwgo_http_client_conn mcpwgo_http_client_view(mcpw_http_client *client) {
+    mcpwgo_http_client_conn out = {MCPW_OK, NULL};
+    out.rc = mcpw_http_client_conn(client, &out.conn);
+    return out;
+}
+
+mcpwgo_deadline mcpwgo_http_client_deadline(const mcpw_http_client *client) {
+    mcpwgo_deadline out = {MCPW_OK, 0, 0};
+    bool has = false;
+    out.rc = mcpw_http_client_poll_timeout(client, &has, &out.at_ns);
+    out.has = has;
     return out;
 }

@@ -184,6 +184,136 @@ typedef struct mcpwgo_limits {
 
 mcpwgo_limits mcpwgo_config_get_limits(const mcpw_config *config);
 
+typedef struct mcpwgo_context {
+    mcpw_result rc;
+    mcpw_request_context context;
+} mcpwgo_context;
+
+/* What the peer's request id declared (2026-07-28). */
+mcpwgo_context mcpwgo_request_context(const mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                      const char *id_str, size_t id_len);
+
+/* ---- The HTTP server (http.go) ---------------------------------------------------------- */
+
+/* Fills buf from getrandom(2): the engine's session ids. */
+void mcpwgo_random(void *user, uint8_t *buf, size_t len);
+
+typedef struct mcpwgo_http_new {
+    mcpw_result rc;
+    mcpw_http_server *server;
+} mcpwgo_http_new;
+
+/* A server with the options Go passes as plain numbers; allowed hosts as one byte string cut
+   by `host_lens` (count entries). */
+mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_ms,
+                                       size_t max_sessions, size_t max_body,
+                                       size_t event_store, uint64_t retry_ms,
+                                       const char *hosts, const size_t *host_lens,
+                                       size_t host_count, const char *tools, size_t tools_len);
+
+/* One request; headers as one byte string of name,value pairs cut by `lens` (2 * count
+   entries). The response's views are the server's until its next non-const call. */
+typedef struct mcpwgo_http_answer {
+    mcpw_result rc;
+    mcpw_http_response response;
+} mcpwgo_http_answer;
+
+mcpwgo_http_answer mcpwgo_http_handle(mcpw_http_server *server, uint64_t now_ns,
+                                      const char *method, size_t method_len,
+                                      const char *headers, const size_t *lens, size_t count,
+                                      const uint8_t *body, size_t body_len);
+
+mcpwgo_http_answer mcpwgo_http_settle(mcpw_http_server *server, uint64_t stream);
+
+/* The next server event, recorded like mcpwgo_drain's, with its connection's key and view.
+   `need` > 0: the arena is too small (the event stays pending in `pending`; come straight
+   back with a larger one). */
+typedef struct mcpwgo_http_pending {
+    mcpw_event event;
+    uint64_t key;
+    mcpw_conn *conn;
+    int has;
+} mcpwgo_http_pending;
+
+typedef struct mcpwgo_http_polled {
+    mcpw_result rc;
+    int empty;
+    size_t used;
+    size_t need;
+    uint64_t key;
+    mcpw_conn *conn;
+} mcpwgo_http_polled;
+
+mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_pending *p,
+                                          mcpwgo_record *record, uint8_t *arena,
+                                          size_t arena_cap);
+
+typedef struct mcpwgo_http_stream {
+    mcpw_result rc;
+    const uint8_t *bytes;
+    size_t len;
+    int finished;
+    int open;
+} mcpwgo_http_stream;
+
+mcpwgo_http_stream mcpwgo_http_poll_stream(mcpw_http_server *server, uint64_t stream);
+
+typedef struct mcpwgo_http_conn {
+    mcpw_result rc;
+    mcpw_conn *conn;
+} mcpwgo_http_conn;
+
+mcpwgo_http_conn mcpwgo_http_server_conn(mcpw_http_server *server, uint64_t key);
+
+mcpwgo_deadline mcpwgo_http_poll_timeout(const mcpw_http_server *server);
+
+typedef struct mcpwgo_http_closed {
+    mcpw_result rc;
+    int closed;
+} mcpwgo_http_closed;
+
+mcpwgo_http_closed mcpwgo_http_close_for_polling(mcpw_http_server *server, uint64_t key,
+                                                 uint32_t id_kind, int64_t id_int,
+                                                 const char *id_str, size_t id_len);
+
+/* ---- The HTTP client (http_client.go) -------------------------------------------------- */
+
+typedef struct mcpwgo_http_client_new {
+    mcpw_result rc;
+    mcpw_http_client *client;
+} mcpwgo_http_client_new;
+
+mcpwgo_http_client_new mcpwgo_http_client_create(const mcpw_config *config, uint64_t now_ns,
+                                                 uint64_t initial_delay_ms,
+                                                 uint64_t max_delay_ms, uint32_t max_attempts,
+                                                 int open_get_stream);
+
+/* The client's next event, recorded like mcpwgo_drain's (see mcpwgo_http_poll_event). */
+mcpwgo_http_polled mcpwgo_http_client_poll_event(mcpw_http_client *client,
+                                                 mcpwgo_http_pending *p, mcpwgo_record *record,
+                                                 uint8_t *arena, size_t arena_cap);
+
+typedef struct mcpwgo_http_action {
+    mcpw_result rc;
+    mcpw_http_action action;
+} mcpwgo_http_action;
+
+mcpwgo_http_action mcpwgo_http_client_poll_action(mcpw_http_client *client);
+
+/* A response head; headers as in mcpwgo_http_handle. */
+mcpw_result mcpwgo_http_client_response(mcpw_http_client *client, uint64_t now_ns,
+                                        uint64_t exchange, uint16_t status,
+                                        const char *headers, const size_t *lens, size_t count);
+
+typedef struct mcpwgo_http_client_conn {
+    mcpw_result rc;
+    mcpw_conn *conn;
+} mcpwgo_http_client_conn;
+
+mcpwgo_http_client_conn mcpwgo_http_client_view(mcpw_http_client *client);
+
+mcpwgo_deadline mcpwgo_http_client_deadline(const mcpw_http_client *client);
+
 /* A non-NULL pointer for text that is present but empty. */
 extern const char mcpwgo_empty[1];
 

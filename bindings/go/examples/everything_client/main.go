@@ -1,13 +1,19 @@
 // Command everything_client is an MCP client in Go on the mcpwire engine. It starts a server
-// over stdio and runs one session: initialize, tools/list, tools/call echo, ping,
+// over stdio (or, with -url, reaches one over Streamable HTTP) and runs one session:
+// initialize, tools/list, tools/call echo, ping,
 // resources/list, then a graceful shutdown. It probes with server/discover first and falls
 // back to initialize (-legacy: initialize only); in 2026-07-28 there is no ping to send. It prints one line per step and ends with
 // "GO_CLIENT_OK <version>" (exit 0), or "GO_CLIENT_FAIL <step>: <reason>" (exit 1).
 //
 //	everything_client [-echo-arg message] [-echo-expect 'Echo: hello from go'] -- node .../server-everything/dist/index.js stdio
+//	everything_client -url http://127.0.0.1:3001/mcp
+//
+// Any error (an error answer, a refused command, a failed HTTP exchange) ends the session at
+// once with the real reason.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,8 +23,7 @@ import (
 	"strings"
 	"time"
 
-	mcpwire "github.com/mcpwire/mcpwire-go"
-	"github.com/mcpwire/mcpwire-go/examples/internal/pump"
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
 )
 
 func main() {
@@ -28,10 +33,31 @@ func main() {
 	echoExpect := flag.String("echo-expect", "Echo: hello from go", "the text the echo tool must answer")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	legacy := flag.Bool("legacy", false, "speak only the initialize handshake (no server/discover probe)")
+	url := flag.String("url", "", "reach a Streamable HTTP server at this URL instead of starting one")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: everything_client [flags] -- server command...")
+	if (flag.NArg() == 0) == (*url == "") {
+		fmt.Fprintln(os.Stderr, "usage: everything_client [flags] (-url URL | -- server command...)")
 		os.Exit(2)
+	}
+	clientEra := mcpwire.ClientEraAuto
+	if *legacy {
+		clientEra = mcpwire.ClientEraLegacy
+	}
+	cfg := &mcpwire.Config{
+		Role:    mcpwire.Client,
+		Name:    "mcpwire-go-client",
+		Version: mcpwire.Version(),
+		// Offer only what every server speaks through initialize.
+		Capabilities: json.RawMessage(`{}`),
+		ClientEra:    clientEra,
+	}
+	time.AfterFunc(*timeout, func() {
+		fmt.Printf("GO_CLIENT_FAIL timeout: no result after %v\n", *timeout)
+		os.Exit(1)
+	})
+	if *url != "" {
+		runHTTP(cfg, *url, &session{tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect})
+		return
 	}
 
 	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
@@ -59,32 +85,36 @@ func main() {
 			<-done
 		}
 	}
-	time.AfterFunc(*timeout, func() {
-		fmt.Printf("GO_CLIENT_FAIL timeout: no result after %v\n", *timeout)
-		cmd.Process.Kill()
-		os.Exit(1)
-	})
-
-	clientEra := mcpwire.ClientEraAuto
-	if *legacy {
-		clientEra = mcpwire.ClientEraLegacy
-	}
-	conn, err := mcpwire.NewConn(&mcpwire.Config{
-		Role:    mcpwire.Client,
-		Name:    "mcpwire-go-client",
-		Version: mcpwire.Version(),
-		// Offer only what every server speaks through initialize.
-		Capabilities: json.RawMessage(`{}`),
-		ClientEra:    clientEra,
-	}, time.Now())
+	conn, err := mcpwire.NewConn(cfg, time.Now())
 	if err != nil {
 		fail("config", err)
 	}
 	defer conn.Close()
 
-	s := &session{conn: conn, tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect}
-	err = pump.Run(conn, stdout, stdin, s.handle)
+	s := &session{tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect}
+	err = mcpwire.Serve(context.Background(), conn, stdout, stdin, mcpwire.HandlerFunc(s.handle))
 	stopServer()
+	finish(s, err)
+}
+
+// runHTTP runs the session over Streamable HTTP; a handshake-era session ends with DELETE.
+func runHTTP(cfg *mcpwire.Config, url string, s *session) {
+	client, err := mcpwire.NewHTTPClient(cfg, url, nil)
+	if err != nil {
+		fail("config", err)
+	}
+	defer client.Close()
+	s.endSession = func() {
+		if client.EndSession() {
+			fmt.Println("GO_CLIENT session: ended with DELETE")
+		}
+	}
+	err = client.Run(context.Background(), mcpwire.HandlerFunc(s.handle))
+	finish(s, err)
+}
+
+// finish reports the session's outcome.
+func finish(s *session, err error) {
 	if err == nil && s.err == nil && !s.done {
 		err = errors.New("the connection closed before the session finished")
 	}
@@ -99,8 +129,9 @@ func main() {
 
 // session is the client's script, advanced by events: each answer sends the next request.
 type session struct {
-	conn                    *mcpwire.Conn
+	conn                    *mcpwire.Conn // the connection, as the current event lends it
 	tool, arg, text, expect string
+	endSession              func() // HTTP: end the session before the last shutdown
 
 	step    string
 	pending mcpwire.RequestID
@@ -109,10 +140,18 @@ type session struct {
 	err     error
 }
 
-func (s *session) handle(now time.Time, ev mcpwire.Event) {
+func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
+	s.conn = c
 	if s.err != nil || s.done {
 		return
 	}
+	// The first error ends the session at once: the connection closes now, and main reports
+	// the error instead of waiting for its timeout.
+	defer func() {
+		if s.err != nil {
+			_ = s.conn.Shutdown(now, 0)
+		}
+	}()
 	switch ev := ev.(type) {
 	case *mcpwire.ReadyEvent:
 		s.version = ev.Version
@@ -132,6 +171,10 @@ func (s *session) handle(now time.Time, ev mcpwire.Event) {
 	case *mcpwire.ErrorEvent:
 		if ev.Request == s.pending {
 			s.err = fmt.Errorf("error %d: %s", ev.Code, ev.Message)
+		}
+	case *mcpwire.FailedEvent:
+		if ev.Request == s.pending {
+			s.err = fmt.Errorf("HTTP exchange failed: %s", ev.Reason)
 		}
 	case *mcpwire.TimedOutEvent:
 		if ev.Request == s.pending {
@@ -213,6 +256,10 @@ func (s *session) onResult(now time.Time, result json.RawMessage) {
 			return
 		}
 		s.done = true
+		// After the last command on the connection: this call ends the view it was lent.
+		if s.endSession != nil {
+			s.endSession()
+		}
 	}
 }
 

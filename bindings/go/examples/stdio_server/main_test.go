@@ -2,14 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
-	mcpwire "github.com/mcpwire/mcpwire-go"
-	"github.com/mcpwire/mcpwire-go/examples/internal/pump"
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
 )
 
 // The test binary doubles as the server: run with this variable set, it is main().
@@ -84,7 +84,7 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 		pending = id
 	}
 	failed := []string{}
-	err = pump.Run(conn, stdout, stdin, func(now time.Time, ev mcpwire.Event) {
+	err = mcpwire.Serve(context.Background(), conn, stdout, stdin, mcpwire.HandlerFunc(func(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 		switch ev := ev.(type) {
 		case *mcpwire.ReadyEvent:
 			if ev.Version != wantVersion {
@@ -108,7 +108,7 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 			next++
 			send(now)
 		}
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@
 package cbench
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../../include -O2
-#cgo LDFLAGS: -L${SRCDIR}/../../../../target/c-install/lib -l:libmcpwire.a -ldl -lpthread -lm
+#cgo pkg-config: mcpwire
+#cgo CFLAGS: -O2
 #include <string.h>
 #include "mcpwire.h"
 

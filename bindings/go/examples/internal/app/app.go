@@ -1,0 +1,166 @@
+// Package app is the MCP application the Go examples serve, over stdio and over HTTP: the
+// tool "echo" {text} (returns the text exactly), the tool "count" (reports progress three
+// times, 50 ms apart, then answers), the resource "mem://greeting" and the prompt "greet";
+// and for the official conformance suite, the tools "test_simple_text",
+// "test_tool_with_progress" and "test_missing_capability" (needs the client's sampling).
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
+)
+
+// Capabilities is what the application serves; WithoutResources serves tools only.
+const (
+	Capabilities     = `{"tools":{},"resources":{},"prompts":{}}`
+	WithoutResources = `{"tools":{}}`
+	Instructions     = "Try the echo tool."
+)
+
+// Tools is the tools/list result.
+const Tools = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
+	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
+	`{"name":"count","description":"Counts to three, reporting progress",` +
+	`"inputSchema":{"type":"object","properties":{}}},` +
+	`{"name":"test_simple_text","description":"Returns a simple text response",` +
+	`"inputSchema":{"type":"object","properties":{}}},` +
+	`{"name":"test_tool_with_progress","description":"Reports progress, then answers",` +
+	`"inputSchema":{"type":"object","properties":{}}},` +
+	`{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
+	`"inputSchema":{"type":"object","properties":{}}}]}`
+
+const (
+	resources = `{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}`
+	greeting  = `{"contents":[{"uri":"mem://greeting","mimeType":"text/plain","text":"Hello from mcpwire, in Go"}]}`
+	prompts   = `{"prompts":[{"name":"greet","description":"Say hello"}]}`
+	prompt    = `{"description":"Say hello","messages":[{"role":"user","content":{"type":"text","text":"Say hello to mcpwire."}}]}`
+)
+
+// Later runs f after d, on whatever goroutine the host answers from (Serve's timers, an
+// HTTPServer's With). Nil means the tool "count" is refused.
+type Later func(d time.Duration, f func(c *mcpwire.Conn) error)
+
+// Answer answers one request on c. later schedules the steps of "count".
+func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
+	switch req.Method {
+	case "tools/list":
+		return c.Respond(req.ID, json.RawMessage(Tools))
+	case "tools/call":
+		var call struct {
+			Name      string                     `json:"name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		if err := json.Unmarshal(req.Params, &call); err != nil {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
+		}
+		switch call.Name {
+		case "echo":
+			// The text goes back as the raw JSON string it arrived as: exactly the same text.
+			text, ok := call.Arguments["text"]
+			if !ok || len(text) == 0 || text[0] != '"' {
+				return c.Respond(req.ID, toolText(`"echo needs a string argument 'text'"`, true))
+			}
+			return c.Respond(req.ID, toolText(string(text), false))
+		case "count", "test_tool_with_progress":
+			if later == nil {
+				return c.Respond(req.ID, toolText(`"this tool is not served here"`, true))
+			}
+			if call.Name == "count" {
+				count(req.ID, 1, 3, later)
+				return nil
+			}
+			err := c.Progress(req.ID, mcpwire.ProgressUpdate{Progress: 0, Total: 100, HasTotal: true})
+			if err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken) {
+				return err
+			}
+			count(req.ID, 50, 100, later)
+			return nil
+		case "test_simple_text":
+			return c.Respond(req.ID, toolText(`"This is a simple text response for testing."`, false))
+		case "test_missing_capability":
+			return needsSampling(c, req.ID)
+		}
+		return c.Respond(req.ID, toolText(`"unknown tool"`, true))
+	case "resources/list":
+		return c.Respond(req.ID, json.RawMessage(resources))
+	case "resources/templates/list":
+		return c.Respond(req.ID, json.RawMessage(`{"resourceTemplates":[]}`))
+	case "resources/read":
+		var read struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(req.Params, &read) != nil || read.URI != "mem://greeting" {
+			return c.RespondError(req.ID, mcpwire.CodeResourceNotFound, "Resource not found", nil)
+		}
+		return c.Respond(req.ID, json.RawMessage(greeting))
+	case "prompts/list":
+		return c.Respond(req.ID, json.RawMessage(prompts))
+	case "prompts/get":
+		var get struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(req.Params, &get) != nil || get.Name != "greet" {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown prompt", nil)
+		}
+		return c.Respond(req.ID, json.RawMessage(prompt))
+	default:
+		return c.RespondError(req.ID, mcpwire.CodeMethodNotFound, "Method not found", nil)
+	}
+}
+
+// count reports progress `at` of `total` every 50 ms, in steps of total/3 (count) or 50
+// (test_tool_with_progress), then answers; a request cancelled meanwhile (or whose client
+// went away) ends it quietly.
+func count(id mcpwire.ID, at, total float64, later Later) {
+	later(50*time.Millisecond, func(c *mcpwire.Conn) error {
+		err := c.Progress(id, mcpwire.ProgressUpdate{Progress: at, Total: total, HasTotal: true})
+		if err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken) {
+			return nil // gone
+		}
+		if at < total {
+			step := 50.0
+			if total == 3 {
+				step = 1
+			}
+			count(id, at+step, total, later)
+			return nil
+		}
+		if total == 3 {
+			return c.Respond(id, toolText(`"counted to 3"`, false))
+		}
+		return c.Respond(id, toolText(`"Progress test completed"`, false))
+	})
+}
+
+// needsSampling answers a request that needs the client's sampling capability: per request
+// in 2026-07-28 (what the request declared), per session before. Without it the answer is
+// the spec's MissingRequiredClientCapability error (-32021; HTTP 400 in 2026-07-28).
+func needsSampling(c *mcpwire.Conn, id mcpwire.ID) error {
+	declared := false
+	if rc, ok := c.RequestContext(id); ok {
+		declared = rc.ClientCapabilities&mcpwire.CapSampling != 0
+	} else {
+		var caps map[string]json.RawMessage
+		_ = json.Unmarshal(c.PeerCapabilities(), &caps)
+		_, declared = caps["sampling"]
+	}
+	if declared {
+		return c.Respond(id, toolText(`"The client declared sampling"`, false))
+	}
+	err := c.RespondError(id, -32021, "Missing required client capability: sampling",
+		json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`))
+	if errors.Is(err, mcpwire.ErrCodeNotInVersion) {
+		// -32021 is a 2026-07-28 code: a session gets a tool error instead.
+		return c.Respond(id, toolText(`"This tool needs the client's sampling capability"`, true))
+	}
+	return err
+}
+
+// toolText is a tools/call result with one text item; rawText is a JSON string.
+func toolText(rawText string, isError bool) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"isError":%t}`, rawText, isError))
+}

@@ -1,0 +1,434 @@
+package mcpwire
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// ConnKey names one connection of an HTTPServer: a handshake-era session, or one stateless
+// 2026-07-28 request. Keep it to answer later with HTTPServer.With.
+type ConnKey uint64
+
+// HTTPApp is the MCP application behind an HTTPServer. HandleMCP sees every event of every
+// connection; answer requests through c (Respond, RespondError, Progress, Log, ...), now or
+// later through HTTPServer.With. It runs with the server locked: do not block in it (start a
+// goroutine for slow work), do not call the server's methods from it, and do not keep c
+// after it returns (a kept view returns ErrStaleView).
+type HTTPApp interface {
+	HandleMCP(c *Conn, key ConnKey, ev Event)
+}
+
+// HTTPAppFunc adapts a function to HTTPApp.
+type HTTPAppFunc func(c *Conn, key ConnKey, ev Event)
+
+// HandleMCP calls f.
+func (f HTTPAppFunc) HandleMCP(c *Conn, key ConnKey, ev Event) { f(c, key, ev) }
+
+// HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults.
+type HTTPOptions struct {
+	// SessionIdleTimeout expires a session without requests or open streams; 0: 10 minutes.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds live sessions (the least recently used idle one is evicted beyond);
+	// 0: 1024.
+	MaxSessions int
+	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB.
+	MaxBody int
+	// EventsPerSession bounds the events kept for Last-Event-ID resumption; 0: 256.
+	EventsPerSession int
+	// Retry is the reconnection delay sent to 2025-11-25 clients; 0: 1 s.
+	Retry time.Duration
+	// AllowedHosts are host names (with or without a port) accepted in Host and Origin
+	// besides loopback; any other gets 403 (DNS rebinding protection).
+	AllowedHosts []string
+	// Tools declares the server's tools (a tools/list result or its tools array), so that
+	// 2026-07-28 tools/call requests are checked against their x-mcp-header annotations.
+	Tools json.RawMessage
+}
+
+// HTTPServer serves MCP over Streamable HTTP as an http.Handler: handshake-era sessions
+// (Mcp-Session-Id, SSE streams, Last-Event-ID resumption, DELETE) and stateless 2026-07-28
+// requests on one endpoint. Mount it at your MCP path (http.Handle("/mcp", srv)). It is safe
+// for concurrent use; the engine behind it runs under one lock.
+type HTTPServer struct {
+	mu      sync.Mutex
+	ptr     *C.mcpw_http_server
+	pending *C.mcpwgo_http_pending // C memory: an event polled but not yet copied out
+	origin  time.Time
+	lastNs  uint64
+	app     HTTPApp
+	maxBody int
+	view    Conn // the connection view lent to the app, re-pointed for each event
+	record  []C.mcpwgo_record
+	arena   []byte
+	changed chan struct{} // closed and replaced whenever streams may have new bytes
+	done    chan struct{}
+	closed  bool
+}
+
+// NewHTTPServer creates a server for cfg (its Role must be Server; its Versions decide the
+// eras served) that hands events to app. Close it when done.
+func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, error) {
+	if app == nil {
+		return nil, errors.New("mcpwire: NewHTTPServer needs an HTTPApp")
+	}
+	if opts == nil {
+		opts = &HTTPOptions{}
+	}
+	config, err := cfg.build()
+	if err != nil {
+		return nil, err
+	}
+	defer C.mcpw_config_free(config)
+	var hosts []byte
+	lens := make([]C.size_t, 0, len(opts.AllowedHosts)+1)
+	for _, h := range opts.AllowedHosts {
+		hosts = append(hosts, h...)
+		lens = append(lens, C.size_t(len(h)))
+	}
+	lens = append(lens, 0) // never empty: its address is passed
+	made := C.mcpwgo_http_server_new(config, C.uint64_t(opts.SessionIdleTimeout/time.Millisecond),
+		C.size_t(opts.MaxSessions), C.size_t(opts.MaxBody), C.size_t(opts.EventsPerSession),
+		C.uint64_t(opts.Retry/time.Millisecond), cBytes(hosts), &lens[0],
+		C.size_t(len(opts.AllowedHosts)), cBytes(opts.Tools), C.size_t(len(opts.Tools)))
+	runtime.KeepAlive(hosts)
+	runtime.KeepAlive(lens)
+	if err := check("new http server", made.rc); err != nil {
+		return nil, err
+	}
+	maxBody := opts.MaxBody
+	if maxBody <= 0 {
+		maxBody = 4 << 20
+	}
+	s := &HTTPServer{
+		ptr:     made.server,
+		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
+		origin:  time.Now(),
+		app:     app,
+		maxBody: maxBody,
+		record:  make([]C.mcpwgo_record, 1),
+		arena:   make([]byte, 4096),
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.view = Conn{view: true, origin: s.origin}
+	go s.timers()
+	return s, nil
+}
+
+// Close ends the server: 2026-07-28 listen streams get their result, open responses end, and
+// the engine is freed once no request is using it. Calling it again does nothing.
+func (s *HTTPServer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.view.ptr = nil
+	C.mcpw_http_server_free(s.ptr)
+	C.free(unsafe.Pointer(s.pending))
+	s.ptr, s.pending = nil, nil
+	s.notifyLocked()
+	return nil
+}
+
+// ns is the engine's clock: nanoseconds since NewHTTPServer, never going backwards.
+func (s *HTTPServer) ns() C.uint64_t {
+	if d := time.Since(s.origin); d > 0 && uint64(d) > s.lastNs {
+		s.lastNs = uint64(d)
+	}
+	return C.uint64_t(s.lastNs)
+}
+
+// notifyLocked wakes every stream waiting for bytes (s.mu held).
+func (s *HTTPServer) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// dispatchLocked hands every pending event to the app (s.mu held).
+func (s *HTTPServer) dispatchLocked() {
+	for s.ptr != nil {
+		p := C.mcpwgo_http_poll_event(s.ptr, s.pending, &s.record[0],
+			(*C.uint8_t)(unsafe.Pointer(&s.arena[0])), C.size_t(len(s.arena)))
+		if p.rc != C.MCPW_OK || p.empty != 0 {
+			return
+		}
+		if p.need > 0 {
+			s.arena = make([]byte, int(p.need))
+			continue
+		}
+		events := decodeRecords(s.record, s.arena[:int(p.used)], nil)
+		s.view.ptr = p.conn
+		s.app.HandleMCP(&s.view, ConnKey(p.key), events[0])
+	}
+}
+
+// With lends the view of connection key to f, with the server locked: answer a request
+// later, report progress, log, or send a request of your own on that session. It returns
+// ErrUnknownConnection when the session ended or the stateless request is over, else what f
+// returns. Do not keep c after f returns.
+func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return ErrFreed
+	}
+	got := C.mcpwgo_http_server_conn(s.ptr, C.uint64_t(key))
+	if err := check("http conn", got.rc); err != nil {
+		return err
+	}
+	s.view.ptr = got.conn
+	err := f(&s.view)
+	s.dispatchLocked()
+	s.notifyLocked()
+	return err
+}
+
+// CloseStreamForPolling (2025-11-25 sessions, SEP-1699) ends the SSE stream carrying the
+// peer's request id on connection key before its answer: the client comes back with
+// Last-Event-ID and gets the answer then. It reports whether a stream was closed.
+func (s *HTTPServer) CloseStreamForPolling(key ConnKey, id ID) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return false, ErrFreed
+	}
+	out := C.mcpwgo_http_close_for_polling(s.ptr, C.uint64_t(key), C.uint32_t(id.kind),
+		C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)))
+	runtime.KeepAlive(id.wire)
+	s.notifyLocked()
+	return out.closed != 0, check("close stream for polling", out.rc)
+}
+
+// EndListenStreams (2026-07-28) ends every subscriptions/listen stream gracefully (before a
+// shutdown) and reports how many there were.
+func (s *HTTPServer) EndListenStreams() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return 0, ErrFreed
+	}
+	var n C.size_t
+	rc := C.mcpw_http_server_end_listen_streams(s.ptr, &n)
+	s.notifyLocked()
+	return int(n), check("end listen streams", rc)
+}
+
+// Sessions reports how many sessions are alive and how many SSE streams are open.
+func (s *HTTPServer) Sessions() (sessions, streams int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return 0, 0
+	}
+	var a, b C.size_t
+	C.mcpw_http_server_counts(s.ptr, &a, &b)
+	return int(a), int(b)
+}
+
+// timers fires the engine's deadlines (request timeouts, session expiry).
+func (s *HTTPServer) timers() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if s.ptr == nil {
+			s.mu.Unlock()
+			return
+		}
+		d := C.mcpwgo_http_poll_timeout(s.ptr)
+		changed := s.changed
+		s.mu.Unlock()
+		wait := time.Hour
+		if d.rc == C.MCPW_OK && d.has != 0 {
+			wait = time.Until(s.origin.Add(time.Duration(d.at_ns)))
+		}
+		timer.Reset(max(wait, 0))
+		select {
+		case <-s.done:
+			return
+		case <-changed: // a request may have armed an earlier deadline
+			timer.Stop() // (Go 1.23+ timers: nothing stale is left to drain)
+		case <-timer.C:
+			s.mu.Lock()
+			if s.ptr != nil {
+				C.mcpw_http_server_handle_timeout(s.ptr, s.ns())
+				s.dispatchLocked()
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// answer is a response copied out of the engine.
+type answer struct {
+	status  int
+	headers [][2]string
+	body    []byte
+	stream  uint64
+	hasBody bool
+}
+
+func copyAnswer(r *C.mcpw_http_response) answer {
+	a := answer{status: int(r.status)}
+	if r.headers_len > 0 {
+		hs := unsafe.Slice(r.headers, int(r.headers_len))
+		for _, h := range hs {
+			a.headers = append(a.headers, [2]string{
+				C.GoStringN(h.name.ptr, C.int(h.name.len)),
+				C.GoStringN(h.value.ptr, C.int(h.value.len)),
+			})
+		}
+	}
+	if r.has_stream {
+		a.stream = uint64(r.stream)
+	} else {
+		a.hasBody = true
+		if r.body_len > 0 {
+			a.body = C.GoBytes(unsafe.Pointer(r.body), C.int(r.body_len))
+		}
+	}
+	return a
+}
+
+// ServeHTTP answers one HTTP request to the MCP endpoint.
+func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.maxBody)))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		return // the client went away mid-body
+	}
+	// Every header as name,value pairs in one byte string (Host is not in r.Header).
+	var joined []byte
+	lens := make([]C.size_t, 0, 2*len(r.Header)+3)
+	count := 0
+	add := func(name, value string) {
+		joined = append(joined, name...)
+		joined = append(joined, value...)
+		lens = append(lens, C.size_t(len(name)), C.size_t(len(value)))
+		count++
+	}
+	add("Host", r.Host)
+	for name, values := range r.Header {
+		for _, v := range values {
+			add(name, v)
+		}
+	}
+
+	s.mu.Lock()
+	if s.ptr == nil {
+		s.mu.Unlock()
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	method := r.Method
+	got := C.mcpwgo_http_handle(s.ptr, s.ns(), cString(method), C.size_t(len(method)),
+		cBytes(joined), &lens[0], C.size_t(count), (*C.uint8_t)(bytesPtr(body)), C.size_t(len(body)))
+	runtime.KeepAlive(joined)
+	runtime.KeepAlive(lens)
+	runtime.KeepAlive(body)
+	if got.rc != C.MCPW_OK {
+		s.mu.Unlock()
+		http.Error(w, check("handle request", got.rc).Error(), http.StatusInternalServerError)
+		return
+	}
+	if got.response.has_stream {
+		// Answer what the app answers at once, then see whether the whole answer is there.
+		stream := got.response.stream
+		s.dispatchLocked()
+		got = C.mcpwgo_http_settle(s.ptr, stream)
+	}
+	a := copyAnswer(&got.response)
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	for _, h := range a.headers {
+		w.Header().Add(h[0], h[1])
+	}
+	w.WriteHeader(a.status)
+	if a.hasBody {
+		_, _ = w.Write(a.body)
+		return
+	}
+	s.stream(w, r, a.stream)
+}
+
+// stream drains SSE stream id into w until it finishes or the client goes away.
+func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush() // the head goes out at once
+	}
+	var buf []byte
+	for {
+		s.mu.Lock()
+		if s.ptr == nil {
+			s.mu.Unlock()
+			return
+		}
+		p := C.mcpwgo_http_poll_stream(s.ptr, C.uint64_t(id))
+		if p.rc != C.MCPW_OK || p.open == 0 {
+			s.mu.Unlock()
+			return
+		}
+		n := int(p.len)
+		if n > 0 {
+			buf = append(buf[:0], unsafe.Slice((*byte)(unsafe.Pointer(p.bytes)), n)...)
+			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), p.len)
+		}
+		finished := p.finished != 0
+		changed := s.changed
+		s.mu.Unlock()
+
+		if n > 0 {
+			if _, err := w.Write(buf); err != nil {
+				s.gone(id)
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			continue // more may be waiting, or the end
+		}
+		if finished {
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			s.gone(id)
+			return
+		}
+	}
+}
+
+// gone reports a client that left before its stream finished.
+func (s *HTTPServer) gone(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return
+	}
+	C.mcpw_http_server_stream_closed(s.ptr, s.ns(), C.uint64_t(id))
+	s.dispatchLocked()
+	s.notifyLocked()
+}

@@ -1,0 +1,379 @@
+package mcpwire
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// HTTPClientOptions adjusts an HTTPClient; nil or the zero value means the defaults.
+type HTTPClientOptions struct {
+	// Client makes the HTTP requests; nil: a client with no overall timeout (SSE streams
+	// last as long as their requests). Its Transport decides TLS, proxies and pooling.
+	Client *http.Client
+	// InitialDelay and MaxDelay bound the backoff before resuming a broken SSE stream with
+	// Last-Event-ID (the server's retry is a floor); 0: 500 ms and 30 s.
+	InitialDelay, MaxDelay time.Duration
+	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0: 5.
+	MaxAttempts int
+	// OpenGetStream opens the session's standalone GET stream (handshake era), for server
+	// messages that belong to no request.
+	OpenGetStream bool
+}
+
+// HTTPClient is an MCP client over Streamable HTTP: the engine decides which requests to make
+// (the era's headers, session ids, resumption) and net/http makes them. Create it with
+// NewHTTPClient and drive it with Run, which hands every event to a Handler whose *Conn
+// takes the commands (Request, Notify, Respond, Shutdown, ...).
+type HTTPClient struct {
+	ptr     *C.mcpw_http_client
+	pending *C.mcpwgo_http_pending
+	url     string
+	http    *http.Client
+	origin  time.Time
+	lastNs  uint64
+	view    Conn
+	record  []C.mcpwgo_record
+	arena   []byte
+}
+
+// NewHTTPClient creates a client for the MCP endpoint url (cfg's Role must be Client; its
+// ClientEra decides between the 2026-07-28 probe and initialize). Close it when done.
+func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClient, error) {
+	if opts == nil {
+		opts = &HTTPClientOptions{}
+	}
+	config, err := cfg.build()
+	if err != nil {
+		return nil, err
+	}
+	defer C.mcpw_config_free(config)
+	made := C.mcpwgo_http_client_create(config, 0, C.uint64_t(opts.InitialDelay/time.Millisecond),
+		C.uint64_t(opts.MaxDelay/time.Millisecond), C.uint32_t(opts.MaxAttempts), boolInt(opts.OpenGetStream))
+	if err := check("new http client", made.rc); err != nil {
+		return nil, err
+	}
+	hc := opts.Client
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	now := time.Now()
+	c := &HTTPClient{
+		ptr:     made.client,
+		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
+		url:     url,
+		http:    hc,
+		origin:  now,
+		record:  make([]C.mcpwgo_record, 1),
+		arena:   make([]byte, 4096),
+	}
+	c.view = Conn{view: true, origin: now}
+	runtime.SetFinalizer(c, (*HTTPClient).Close)
+	return c, nil
+}
+
+// Close frees the client. Calling it again does nothing.
+func (c *HTTPClient) Close() error {
+	if c.ptr == nil {
+		return nil
+	}
+	C.mcpw_http_client_free(c.ptr)
+	C.free(unsafe.Pointer(c.pending))
+	c.ptr, c.pending, c.view.ptr = nil, nil, nil
+	runtime.SetFinalizer(c, nil)
+	return nil
+}
+
+func boolInt(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (c *HTTPClient) ns(now time.Time) C.uint64_t {
+	if d := now.Sub(c.origin); d > 0 && uint64(d) > c.lastNs {
+		c.lastNs = uint64(d)
+	}
+	return C.uint64_t(c.lastNs)
+}
+
+// Conn lends the client's connection for commands outside Run's handler (before Run, say).
+// It is valid until the next call on the client.
+func (c *HTTPClient) Conn() *Conn {
+	if c.ptr == nil {
+		return &Conn{view: true}
+	}
+	got := C.mcpwgo_http_client_view(c.ptr)
+	c.view.ptr = got.conn
+	return &c.view
+}
+
+// SessionID is the handshake-era session id, once the server gave one.
+func (c *HTTPClient) SessionID() string {
+	if c.ptr == nil {
+		return ""
+	}
+	var s C.mcpw_str
+	if C.mcpw_http_client_session_id(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
+		return ""
+	}
+	return C.GoStringN(s.ptr, C.int(s.len))
+}
+
+// exchangeResult is what an HTTP exchange's goroutine reports back to Run.
+type exchangeResult struct {
+	id      uint64
+	status  int
+	headers http.Header
+	head    bool
+	body    []byte
+	end     bool
+	err     error
+}
+
+// Run drives the client until its connection closes (after a ClosedEvent; nil) or ctx is
+// cancelled (a graceful Shutdown, then ctx.Err()). h sees every event and may issue commands
+// on the *Conn it is given (valid during the call). A handshake-era session is not ended by
+// Run: call EndSession before the last Shutdown for that.
+func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	results := make(chan exchangeResult)
+	running := map[uint64]context.CancelFunc{}
+	defer func() {
+		for _, cancel := range running {
+			cancel()
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	done := ctx.Done()
+	shutdown := false
+	for {
+		// Events, with the connection lent to the handler.
+		closed := false
+		for {
+			ev, ok, err := c.nextEvent()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if _, isClosed := ev.(*ClosedEvent); isClosed {
+				closed = true
+			}
+			h.HandleEvent(c.Conn(), time.Now(), ev)
+		}
+		// Actions: start and abort HTTP exchanges.
+		for {
+			got := C.mcpwgo_http_client_poll_action(c.ptr)
+			if err := check("poll action", got.rc); err != nil {
+				return err
+			}
+			a := got.action
+			if a.kind == C.MCPW_HTTP_ACTION_NONE {
+				break
+			}
+			id := uint64(a.exchange)
+			if a.kind == C.MCPW_HTTP_ACTION_ABORT {
+				if cancel, ok := running[id]; ok {
+					cancel()
+					delete(running, id)
+				}
+				continue
+			}
+			req, err := c.request(ctx, &a)
+			if err != nil {
+				C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
+				continue
+			}
+			ectx, cancel := context.WithCancel(context.Background())
+			running[id] = cancel
+			go c.exchange(ectx, id, req.WithContext(ectx), results)
+		}
+		if closed {
+			c.settle(running, results)
+			if shutdown {
+				return ctx.Err()
+			}
+			return nil
+		}
+		var timeout <-chan time.Time
+		timer.Stop()
+		if d := C.mcpwgo_http_client_deadline(c.ptr); d.rc == C.MCPW_OK && d.has != 0 {
+			timer.Reset(time.Until(c.origin.Add(time.Duration(d.at_ns))))
+			timeout = timer.C
+		}
+		select {
+		case r := <-results:
+			if _, live := running[r.id]; !live {
+				continue // aborted: report nothing more
+			}
+			c.feed(r)
+			if r.end || r.err != nil {
+				delete(running, r.id)
+			}
+		case <-timeout:
+			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
+		case <-done:
+			done = nil
+			shutdown = true
+			if err := c.Conn().Shutdown(time.Now(), 2*time.Second); err != nil && !errors.Is(err, ErrClosed) {
+				return err
+			}
+		}
+	}
+}
+
+// settle lets the exchanges still running after the close (the DELETE that ends a session)
+// finish, for up to two seconds; GET streams, which never finish, are cut then.
+func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) {
+	limit := time.NewTimer(2 * time.Second)
+	defer limit.Stop()
+	for len(running) > 0 {
+		select {
+		case r := <-results:
+			if _, live := running[r.id]; !live {
+				continue
+			}
+			c.feed(r)
+			if r.end || r.err != nil {
+				delete(running, r.id)
+			}
+		case <-limit.C:
+			return
+		}
+	}
+}
+
+// EndSession queues a DELETE that ends the handshake-era session at the server (drained by
+// Run); false without a session.
+func (c *HTTPClient) EndSession() bool {
+	if c.ptr == nil {
+		return false
+	}
+	var queued C.bool
+	C.mcpw_http_client_end_session(c.ptr, &queued)
+	return bool(queued)
+}
+
+func (c *HTTPClient) nextEvent() (Event, bool, error) {
+	for {
+		p := C.mcpwgo_http_client_poll_event(c.ptr, c.pending, &c.record[0],
+			(*C.uint8_t)(unsafe.Pointer(&c.arena[0])), C.size_t(len(c.arena)))
+		if err := check("poll event", p.rc); err != nil {
+			return nil, false, err
+		}
+		if p.empty != 0 {
+			return nil, false, nil
+		}
+		if p.need > 0 {
+			c.arena = make([]byte, int(p.need))
+			continue
+		}
+		return decodeRecords(c.record, c.arena[:int(p.used)], nil)[0], true, nil
+	}
+}
+
+// request builds the HTTP request of a SEND action (copying its views).
+func (c *HTTPClient) request(ctx context.Context, a *C.mcpw_http_action) (*http.Request, error) {
+	method := C.GoStringN(a.method.ptr, C.int(a.method.len))
+	var body io.Reader
+	if a.body_len > 0 {
+		body = bytes.NewReader(C.GoBytes(unsafe.Pointer(a.body), C.int(a.body_len)))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url, body)
+	if err != nil {
+		return nil, err
+	}
+	if a.headers_len > 0 {
+		for _, h := range unsafe.Slice(a.headers, int(a.headers_len)) {
+			req.Header.Add(C.GoStringN(h.name.ptr, C.int(h.name.len)), C.GoStringN(h.value.ptr, C.int(h.value.len)))
+		}
+	}
+	return req, nil
+}
+
+// exchange makes one HTTP request and reports its head, body pieces and end to Run. A send
+// blocks until Run takes it (backpressure), or until the exchange is aborted.
+func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request, out chan<- exchangeResult) {
+	report := func(r exchangeResult) bool {
+		r.id = id
+		select {
+		case out <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		report(exchangeResult{err: err})
+		return
+	}
+	defer resp.Body.Close()
+	if !report(exchangeResult{head: true, status: resp.StatusCode, headers: resp.Header}) {
+		return
+	}
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 && !report(exchangeResult{body: append([]byte(nil), buf[:n]...)}) {
+			return
+		}
+		if err == io.EOF {
+			report(exchangeResult{end: true})
+			return
+		}
+		if err != nil {
+			report(exchangeResult{err: err})
+			return
+		}
+	}
+}
+
+// feed hands one exchange report to the engine.
+func (c *HTTPClient) feed(r exchangeResult) {
+	now := c.ns(time.Now())
+	ex := C.uint64_t(r.id)
+	switch {
+	case r.err != nil:
+		C.mcpw_http_client_handle_error(c.ptr, now, ex, C.uint32_t(rand.Uint32()))
+	case r.head:
+		var joined []byte
+		lens := make([]C.size_t, 0, 2*len(r.headers)+2)
+		count := 0
+		for name, values := range r.headers {
+			for _, v := range values {
+				joined = append(joined, name...)
+				joined = append(joined, v...)
+				lens = append(lens, C.size_t(len(name)), C.size_t(len(v)))
+				count++
+			}
+		}
+		lens = append(lens, 0, 0) // never empty: its address is passed
+		C.mcpwgo_http_client_response(c.ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))
+		runtime.KeepAlive(joined)
+		runtime.KeepAlive(lens)
+	case r.end:
+		C.mcpw_http_client_handle_end(c.ptr, now, ex, C.uint32_t(rand.Uint32()))
+	default:
+		C.mcpw_http_client_handle_body(c.ptr, now, ex, (*C.uint8_t)(bytesPtr(r.body)), C.size_t(len(r.body)))
+		runtime.KeepAlive(r.body)
+	}
+}

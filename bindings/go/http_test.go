@@ -1,0 +1,387 @@
+package mcpwire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testApp answers tools/list and tools/call "echo" at once, and holds "slow" calls for the
+// test to answer (or cancel) later; it records what it saw.
+type testApp struct {
+	mu        sync.Mutex
+	held      []heldCall
+	cancelled int
+	requests  int
+}
+
+type heldCall struct {
+	key ConnKey
+	id  ID
+}
+
+func (a *testApp) HandleMCP(c *Conn, key ConnKey, ev Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch ev := ev.(type) {
+	case *PeerCancelledEvent:
+		a.cancelled++
+	case *RequestEvent:
+		a.requests++
+		switch ev.Method {
+		case "tools/list":
+			c.Respond(ev.ID, json.RawMessage(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}}]}`))
+		case "tools/call":
+			var call struct{ Name string }
+			json.Unmarshal(ev.Params, &call)
+			if call.Name == "slow" {
+				a.held = append(a.held, heldCall{key, ev.ID})
+				return
+			}
+			c.Respond(ev.ID, json.RawMessage(`{"content":[{"type":"text","text":"echoed"}]}`))
+		default:
+			c.Respond(ev.ID, json.RawMessage(`{}`))
+		}
+	}
+}
+
+func (a *testApp) snapshot() (held []heldCall, cancelled int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]heldCall(nil), a.held...), a.cancelled
+}
+
+func newTestServer(t *testing.T, versions []string) (*HTTPServer, *testApp, *httptest.Server) {
+	t.Helper()
+	app := &testApp{}
+	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0", Versions: versions,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}
+	srv, err := NewHTTPServer(cfg, nil, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return srv, app, ts
+}
+
+// runClient runs one session with an HTTPClient: tools/list, then tools/call echo, then a
+// clean end; it returns the negotiated version.
+func runClient(t *testing.T, url string, era ClientEra) string {
+	t.Helper()
+	cfg := &Config{Role: Client, Name: "go-http-test-client", Version: "1.0", ClientEra: era}
+	client, err := NewHTTPClient(cfg, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var version, step string
+	var pending RequestID
+	var failure error
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		fail := func(err error) {
+			if failure == nil {
+				failure = err
+			}
+			c.Shutdown(now, 0)
+		}
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			version = ev.Version
+			step = "list"
+			pending, err = c.Request(now, "tools/list", nil, nil)
+			if err != nil {
+				fail(err)
+			}
+		case *ResponseEvent:
+			if ev.Request != pending {
+				return
+			}
+			switch step {
+			case "list":
+				if !bytes.Contains(ev.Result, []byte(`"echo"`)) {
+					fail(errors.New("tools/list: " + string(ev.Result)))
+					return
+				}
+				step = "call"
+				pending, err = c.Request(now, "tools/call", json.RawMessage(`{"name":"echo","arguments":{}}`), nil)
+				if err != nil {
+					fail(err)
+				}
+			case "call":
+				if !bytes.Contains(ev.Result, []byte("echoed")) {
+					fail(errors.New("tools/call: " + string(ev.Result)))
+					return
+				}
+				step = "done"
+				c.Shutdown(now, time.Second)
+			}
+		case *ErrorEvent, *FailedEvent, *TimedOutEvent:
+			fail(errors.New("request failed"))
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failure != nil || step != "done" {
+		t.Fatalf("step %s: %v", step, failure)
+	}
+	return version
+}
+
+func TestHTTPSessionsInBothEras(t *testing.T) {
+	_, _, ts := newTestServer(t, nil)
+	if v := runClient(t, ts.URL, ClientEraAuto); v != "2026-07-28" {
+		t.Fatalf("auto: %s", v)
+	}
+	if v := runClient(t, ts.URL, ClientEraLegacy); v != "2025-11-25" {
+		t.Fatalf("legacy: %s", v)
+	}
+	// A server of the handshake era only: the probe falls back to initialize.
+	_, _, legacy := newTestServer(t, handshakeEra)
+	if v := runClient(t, legacy.URL, ClientEraAuto); v != "2025-11-25" {
+		t.Fatalf("auto against legacy: %s", v)
+	}
+}
+
+func TestHTTPConcurrentClients(t *testing.T) {
+	srv, _, ts := newTestServer(t, nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			era := ClientEraAuto
+			if i%2 == 1 {
+				era = ClientEraLegacy
+			}
+			runClient(t, ts.URL, era)
+		}(i)
+	}
+	wg.Wait()
+	// Handshake-era clients ended their sessions with DELETE... only when asked: Run does
+	// not, so four sessions remain until they expire.
+	if sessions, _ := srv.Sessions(); sessions != 4 {
+		t.Fatalf("%d sessions", sessions)
+	}
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func modernPost(t *testing.T, ctx context.Context, url, tool string, id int) *http.Response {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHTTPAnswerLaterOnAnOpenStream(t *testing.T) {
+	srv, app, ts := newTestServer(t, nil)
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("content type %q", ct)
+	}
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	held, _ := app.snapshot()
+	err := srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"later"`)) {
+		t.Fatalf("stream: %s", body)
+	}
+	// The stateless request is over: its key is gone.
+	if err := srv.With(held[0].key, func(*Conn) error { return nil }); !errors.Is(err, ErrUnknownConnection) {
+		t.Fatalf("With after the end: %v", err)
+	}
+}
+
+func TestHTTPClientGoneCancelsTheRequest(t *testing.T) {
+	_, app, ts := newTestServer(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := modernPost(t, ctx, ts.URL, "slow", 2)
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the cancellation", func() bool { _, c := app.snapshot(); return c == 1 })
+}
+
+func TestHTTPRefusals(t *testing.T) {
+	_, _, ts := newTestServer(t, nil)
+	post := func(headers map[string]string, body string) int {
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	good := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	if s := post(good, list); s != 200 {
+		t.Fatalf("good: %d", s)
+	}
+	bad := map[string]string{}
+	for k, v := range good {
+		bad[k] = v
+	}
+	bad["Mcp-Method"] = "prompts/list"
+	if s := post(bad, list); s != 400 {
+		t.Fatalf("mismatched Mcp-Method: %d", s)
+	}
+	evil := map[string]string{"Origin": "http://evil.example"}
+	for k, v := range good {
+		evil[k] = v
+	}
+	if s := post(evil, list); s != 403 {
+		t.Fatalf("foreign origin: %d", s)
+	}
+	if s := post(good, `{"pad":"`+strings.Repeat("x", 5<<20)+`"}`); s != 413 {
+		t.Fatalf("big body: %d", s)
+	}
+}
+
+func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	const n = 3000
+	for i := 1; i <= n; i++ {
+		in.WriteString(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/list"}` + "\n")
+	}
+	var out bytes.Buffer
+	err = Serve(context.Background(), conn, &in, &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if req, ok := ev.(*RequestEvent); ok {
+			c.Respond(req.ID, json.RawMessage(`{"tools":[]}`))
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	if len(lines) != n+1 { // the initialize result, then every answer
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		if !json.Valid(l) {
+			t.Fatalf("a torn line: %q", l)
+		}
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// slowWriter takes a few bytes per write, slowly: Serve must wait for it, not fail.
+type slowWriter struct{ bytes.Buffer }
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(10 * time.Microsecond)
+	return w.Buffer.Write(p[:min(len(p), 512)])
+}
+
+func TestServeBackpressureWithASlowWriter(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	const n = 20000
+	for i := 1; i <= n; i++ {
+		in.WriteString(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/list"}` + "\n")
+	}
+	out := &slowWriter{}
+	err = Serve(context.Background(), conn, &in, out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if req, ok := ev.(*RequestEvent); ok {
+			if err := c.Respond(req.ID, json.RawMessage(`{"tools":[]}`)); err != nil {
+				t.Errorf("respond: %v", err)
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(out.Bytes(), []byte("\n")); lines != n+1 {
+		t.Fatalf("%d lines", lines)
+	}
+}
+
+func TestServeStopsGracefullyOnCancel(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r, w := io.Pipe() // input that never ends
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, conn, r, io.Discard, HandlerFunc(func(*Conn, time.Time, Event) {})) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+}

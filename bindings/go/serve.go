@@ -1,0 +1,158 @@
+package mcpwire
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Handler handles the events of a connection driven by Serve. HandleEvent runs on Serve's
+// goroutine, so it may call any command on c; it must not block for long (start a goroutine
+// for slow work and answer through a channel your own loop reads, or use an HTTPServer,
+// whose With answers from any goroutine).
+type Handler interface {
+	HandleEvent(c *Conn, now time.Time, ev Event)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(c *Conn, now time.Time, ev Event)
+
+// HandleEvent calls f.
+func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, ev) }
+
+// feedPiece is how much input is handed to the engine between drains: small enough that the
+// requests in it stay under the engine's in-flight limits, so a client that pipelines
+// thousands of requests in one write gets every answer.
+const feedPiece = 4096
+
+// Serve drives conn over a byte stream (stdio, a pipe, a socket) until the connection
+// closes: r ends (every answer already given is written before Serve returns), the peer's
+// side closes it, or ctx is cancelled (a graceful Shutdown with two seconds' grace, then
+// ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
+// write or engine error.
+//
+// Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
+// peer that reads slowly slows its own requests down instead of growing memory; a peer that
+// never reads is cut off by the engine's output limit (a ClosedEvent with
+// ClosePeerNotReading). One read of r may be outstanding when Serve returns; its goroutine
+// ends when that Read does.
+func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler) error {
+	type chunk struct {
+		data []byte
+		err  error
+	}
+	reads := make(chan chunk)
+	want := make(chan struct{})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		buf := make([]byte, 64*1024)
+		for {
+			select {
+			case <-want:
+			case <-stop:
+				return
+			}
+			n, err := r.Read(buf)
+			c := chunk{data: append([]byte(nil), buf[:n]...), err: err}
+			select {
+			case reads <- c:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var pending []byte // read but not yet fed
+	inputOpen, asked, shutdown := true, false, false
+	done := ctx.Done()
+	for {
+		// 1. Events (the handler may issue commands), 2. all output.
+		closed := false
+		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+			if _, isClosed := ev.(*ClosedEvent); isClosed {
+				closed = true
+			}
+			h.HandleEvent(conn, time.Now(), ev)
+		}
+		if err := conn.Err(); err != nil {
+			return err
+		}
+		if _, err := conn.WriteTo(w); err != nil {
+			return err
+		}
+		if closed {
+			if shutdown {
+				return ctx.Err()
+			}
+			return nil
+		}
+		// 3. The rest of the last read, a piece at a time, before reading more.
+		if len(pending) > 0 {
+			n := min(len(pending), feedPiece)
+			if err := conn.Feed(time.Now(), pending[:n]); err != nil {
+				return err
+			}
+			pending = pending[n:]
+			continue
+		}
+
+		// 4. Wait for input, the engine's deadline, or cancellation.
+		var timeout <-chan time.Time
+		timer.Stop()
+		if deadline, ok := conn.NextDeadline(); ok {
+			timer.Reset(time.Until(deadline))
+			timeout = timer.C
+		}
+		var input chan chunk
+		if inputOpen {
+			if !asked {
+				select {
+				case want <- struct{}{}:
+					asked = true
+				case <-done:
+				}
+			}
+			input = reads
+		}
+		if input == nil && timeout == nil && done == nil {
+			return io.ErrUnexpectedEOF // cannot happen: after FeedEOF the connection closes
+		}
+		select {
+		case c := <-input:
+			asked = false
+			pending = c.data
+			if c.err != nil {
+				inputOpen = false
+				if len(pending) > 0 {
+					if err := conn.Feed(time.Now(), pending); err != nil {
+						return err
+					}
+					pending = nil
+				}
+				if c.err != io.EOF {
+					_ = conn.FeedEOF(time.Now())
+					return c.err
+				}
+				if err := conn.FeedEOF(time.Now()); err != nil {
+					return err
+				}
+			}
+		case <-timeout:
+			if err := conn.HandleTimeout(time.Now()); err != nil {
+				return err
+			}
+		case <-done:
+			done = nil
+			shutdown = true
+			if err := conn.Shutdown(time.Now(), 2*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+}
