@@ -127,8 +127,9 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	return s, nil
 }
 
-// Close ends the server: 2026-07-28 listen streams get their result, open responses end, and
-// the engine is freed once no request is using it. Calling it again does nothing.
+// Close frees the engine: open SSE responses end at once and later requests get 503. For a
+// graceful end, call EndListenStreams and let http.Server.Shutdown finish the answers in
+// flight first. Calling it again does nothing.
 func (s *HTTPServer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
