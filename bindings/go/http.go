@@ -25,7 +25,7 @@ type ConnKey uint64
 // connection; answer requests through c (Respond, RespondError, Progress, Log, ...), now or
 // later through HTTPServer.With. It runs with the server locked: do not block in it (start a
 // goroutine for slow work), do not call the server's methods from it, and do not keep c
-// after it returns (a kept view returns ErrStaleView).
+// after it returns (a kept one returns ErrFreed).
 type HTTPApp interface {
 	HandleMCP(c *Conn, key ConnKey, ev Event)
 }
@@ -69,10 +69,10 @@ type HTTPServer struct {
 	lastNs  uint64
 	app     HTTPApp
 	maxBody int
-	view    Conn // the connection view lent to the app, re-pointed for each event
 	record  []C.mcpwgo_record
 	arena   []byte
-	changed chan struct{} // closed and replaced whenever streams may have new bytes
+	lentConns []*Conn       // views lent since the last change; cut off at the next
+	changed   chan struct{} // closed and replaced whenever streams may have new bytes
 	done    chan struct{}
 	closed  bool
 }
@@ -122,7 +122,6 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	s.view = Conn{view: true, origin: s.origin}
 	go s.timers()
 	return s, nil
 }
@@ -138,7 +137,6 @@ func (s *HTTPServer) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	s.view.ptr = nil
 	C.mcpw_http_server_free(s.ptr)
 	C.free(unsafe.Pointer(s.pending))
 	s.ptr, s.pending = nil, nil
@@ -154,8 +152,13 @@ func (s *HTTPServer) ns() C.uint64_t {
 	return C.uint64_t(s.lastNs)
 }
 
-// notifyLocked wakes every stream waiting for bytes (s.mu held).
+// notifyLocked ends the views lent so far (a kept one then returns ErrFreed instead of
+// reaching freed or other memory) and wakes every stream waiting for bytes (s.mu held).
 func (s *HTTPServer) notifyLocked() {
+	for _, c := range s.lentConns {
+		c.ptr = nil
+	}
+	s.lentConns = s.lentConns[:0]
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -173,15 +176,22 @@ func (s *HTTPServer) dispatchLocked() {
 			continue
 		}
 		events := decodeRecords(s.record, s.arena[:int(p.used)], nil)
-		s.view.ptr = p.conn
-		s.app.HandleMCP(&s.view, ConnKey(p.key), events[0])
+		s.app.HandleMCP(s.lent(p.conn), ConnKey(p.key), events[0])
 	}
+}
+
+// lent wraps a connection view the engine lent: a Conn of its own for each lending, so one
+// kept by mistake refuses calls (ErrFreed) instead of reaching another session.
+func (s *HTTPServer) lent(ptr *C.mcpw_conn) *Conn {
+	c := &Conn{ptr: ptr, view: true, origin: s.origin}
+	s.lentConns = append(s.lentConns, c)
+	return c
 }
 
 // With lends the view of connection key to f, with the server locked: answer a request
 // later, report progress, log, or send a request of your own on that session. It returns
 // ErrUnknownConnection when the session ended or the stateless request is over, else what f
-// returns. Do not keep c after f returns.
+// returns. Do not keep c after f returns (a kept one returns ErrFreed).
 func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,8 +202,7 @@ func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	if err := check("http conn", got.rc); err != nil {
 		return err
 	}
-	s.view.ptr = got.conn
-	err := f(&s.view)
+	err := f(s.lent(got.conn))
 	s.dispatchLocked()
 	s.notifyLocked()
 	return err

@@ -44,7 +44,6 @@ type HTTPClient struct {
 	http    *http.Client
 	origin  time.Time
 	lastNs  uint64
-	view    Conn
 	record  []C.mcpwgo_record
 	arena   []byte
 }
@@ -79,7 +78,6 @@ func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClien
 		record:  make([]C.mcpwgo_record, 1),
 		arena:   make([]byte, 4096),
 	}
-	c.view = Conn{view: true, origin: now}
 	runtime.SetFinalizer(c, (*HTTPClient).Close)
 	return c, nil
 }
@@ -91,7 +89,7 @@ func (c *HTTPClient) Close() error {
 	}
 	C.mcpw_http_client_free(c.ptr)
 	C.free(unsafe.Pointer(c.pending))
-	c.ptr, c.pending, c.view.ptr = nil, nil, nil
+	c.ptr, c.pending = nil, nil
 	runtime.SetFinalizer(c, nil)
 	return nil
 }
@@ -111,14 +109,14 @@ func (c *HTTPClient) ns(now time.Time) C.uint64_t {
 }
 
 // Conn lends the client's connection for commands outside Run's handler (before Run, say).
-// It is valid until the next call on the client.
+// It is valid until the next call on the client (then it returns ErrStaleView), and like the
+// client it must not be used from two goroutines at once.
 func (c *HTTPClient) Conn() *Conn {
 	if c.ptr == nil {
 		return &Conn{view: true}
 	}
 	got := C.mcpwgo_http_client_view(c.ptr)
-	c.view.ptr = got.conn
-	return &c.view
+	return &Conn{ptr: got.conn, view: true, origin: c.origin}
 }
 
 // SessionID is the handshake-era session id, once the server gave one.

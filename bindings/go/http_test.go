@@ -385,3 +385,31 @@ func TestServeStopsGracefullyOnCancel(t *testing.T) {
 		t.Fatal("Serve did not stop")
 	}
 }
+
+func TestHTTPKeptViewIsRefused(t *testing.T) {
+	var kept *Conn
+	var keptID ID
+	cfg := &Config{Role: Server, Name: "kept", Version: "1.0", Capabilities: json.RawMessage(`{"tools":{}}`)}
+	srv, err := NewHTTPServer(cfg, nil, HTTPAppFunc(func(c *Conn, key ConnKey, ev Event) {
+		if req, ok := ev.(*RequestEvent); ok {
+			kept, keptID = c, req.ID // a mistake: c dies when this returns
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := modernPost(t, ctx, ts.URL, "slow", 3)
+	defer resp.Body.Close()
+	waitFor(t, "the request", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return kept != nil })
+	srv.mu.Lock()
+	err = kept.Respond(keptID, json.RawMessage(`{}`))
+	srv.mu.Unlock()
+	if !errors.Is(err, ErrFreed) {
+		t.Fatalf("a kept view answered: %v", err)
+	}
+	cancel()
+}
