@@ -62,19 +62,19 @@ type HTTPOptions struct {
 // requests on one endpoint. Mount it at your MCP path (http.Handle("/mcp", srv)). It is safe
 // for concurrent use; the engine behind it runs under one lock.
 type HTTPServer struct {
-	mu      sync.Mutex
-	ptr     *C.mcpw_http_server
-	pending *C.mcpwgo_http_pending // C memory: an event polled but not yet copied out
-	origin  time.Time
-	lastNs  uint64
-	app     HTTPApp
-	maxBody int
-	record  []C.mcpwgo_record
-	arena   []byte
+	mu        sync.Mutex
+	ptr       *C.mcpw_http_server
+	pending   *C.mcpwgo_http_pending // C memory: an event polled but not yet copied out
+	origin    time.Time
+	lastNs    uint64
+	app       HTTPApp
+	maxBody   int
+	record    []C.mcpwgo_record
+	arena     []byte
 	lentConns []*Conn       // views lent since the last change; cut off at the next
 	changed   chan struct{} // closed and replaced whenever streams may have new bytes
-	done    chan struct{}
-	closed  bool
+	done      chan struct{}
+	closed    bool
 }
 
 // NewHTTPServer creates a server for cfg (its Role must be Server; its Versions decide the
