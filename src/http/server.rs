@@ -259,6 +259,10 @@ struct Conn {
     /// A stateless request whose client went away: removed once its last events (the
     /// cancellation) are handed out.
     orphaned: bool,
+    /// In `HttpServer::dirty`: it may have output for `pump`.
+    in_dirty: bool,
+    /// In `HttpServer::eventful`: it may have events for `poll_event`.
+    in_eventful: bool,
 }
 
 /// The server side of Streamable HTTP. See the [module docs](crate::http).
@@ -272,8 +276,13 @@ pub struct HttpServer {
     next_key: u64,
     next_stream: u64,
     decoder: Decoder,
-    /// The connection whose events `poll_event` is handing out.
+    /// The connections whose events `poll_event` is handing out.
     polling: Vec<u64>,
+    /// Connections that may have output: `pump` visits these, not every connection, so a
+    /// request costs the same with ten sessions open or ten thousand.
+    dirty: Vec<u64>,
+    /// Connections that may have events, for the next round of `poll_event`.
+    eventful: Vec<u64>,
 }
 
 fn status_for_code(code: i64) -> u16 {
@@ -312,6 +321,8 @@ impl HttpServer {
             next_key: 1,
             next_stream: 1,
             polling: Vec::new(),
+            dirty: Vec::new(),
+            eventful: Vec::new(),
         }
     }
 
@@ -327,7 +338,32 @@ impl HttpServer {
 
     /// The connection behind `key`, to answer its events (then call [`pump`](Self::pump)).
     pub fn connection(&mut self, key: ConnKey) -> Option<&mut Connection> {
+        // The caller may issue commands: output and events may follow.
+        self.mark(key.0);
         self.conns.get_mut(&key.0).map(|c| &mut c.conn)
+    }
+
+    /// Notes that connection `key` was given input or commands: `pump` and `poll_event` look
+    /// at it next time.
+    fn mark(&mut self, key: u64) {
+        if let Some(c) = self.conns.get_mut(&key) {
+            if !c.in_dirty {
+                c.in_dirty = true;
+                self.dirty.push(key);
+            }
+            if !c.in_eventful {
+                c.in_eventful = true;
+                self.eventful.push(key);
+            }
+        }
+    }
+
+    /// [`mark`](Self::mark) for every connection (timers, shutdown).
+    fn mark_all(&mut self) {
+        let keys: Vec<u64> = self.conns.keys().copied().collect();
+        for key in keys {
+            self.mark(key);
+        }
     }
 
     /// The session id of a connection, if it is a handshake-era session.
@@ -558,6 +594,8 @@ impl HttpServer {
                 next_event: 1,
                 last_active: now,
                 orphaned: false,
+                in_dirty: false,
+                in_eventful: false,
             },
         );
         Some(key)
@@ -683,6 +721,7 @@ impl HttpServer {
             if let Some(c) = self.conns.get_mut(&key) {
                 c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
             }
+            self.mark(key);
             self.pump();
             if modern {
                 self.conns.remove(&key);
@@ -697,6 +736,7 @@ impl HttpServer {
             c.conn
                 .handle_decoded(now, StreamId(stream.0), text, decoded);
         }
+        self.mark(key);
         self.pump();
         // Answered at once (the engine's own answer, or a refusal): a plain JSON body.
         let immediate = self
@@ -1091,6 +1131,7 @@ impl HttpServer {
     /// each listen request gets its result, which finishes its SSE stream once drained.
     /// Returns how many were ended.
     pub fn end_listen_streams(&mut self) -> usize {
+        self.mark_all();
         let mut ended = 0;
         for c in self.conns.values_mut() {
             for id in c.conn.listen_subscriptions() {
@@ -1108,8 +1149,12 @@ impl HttpServer {
     /// message is taken whole from the connection ([`Connection::poll_frame`]) and written
     /// once, as an SSE event, into its stream.
     pub fn pump(&mut self) {
-        let keys: Vec<u64> = self.conns.keys().copied().collect();
+        let keys = std::mem::take(&mut self.dirty);
+        let mut blocked = Vec::new();
         for key in keys {
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.in_dirty = false;
+            }
             while let Some(c) = self.conns.get_mut(&key) {
                 let Conn {
                     conn,
@@ -1117,6 +1162,7 @@ impl HttpServer {
                     standalone,
                     backlog,
                     next_event,
+                    in_dirty,
                     ..
                 } = c;
                 let Some(frame) = conn.poll_frame() else {
@@ -1138,6 +1184,9 @@ impl HttpServer {
                         .get(&stream)
                         .is_some_and(|s| !s.detached && s.buf.len() - s.read >= cap)
                 {
+                    // Tried again at every pump until the client reads.
+                    *in_dirty = true;
+                    blocked.push(key);
                     break;
                 }
                 match target {
@@ -1159,6 +1208,7 @@ impl HttpServer {
                 conn.consume_frame();
             }
         }
+        self.dirty.extend(blocked);
     }
 
     /// [`route_frame`] for a frame that is not in a connection's output (a backlog entry).
@@ -1249,6 +1299,7 @@ impl HttpServer {
                 // it goes once they are handed out (`poll_event`).
                 if c.conn.pending_events() > 0 {
                     c.orphaned = true;
+                    self.mark(key);
                     return;
                 }
             }
@@ -1327,11 +1378,26 @@ impl HttpServer {
     /// The next event from any connection, with the key to answer it through. Views borrow
     /// the server until the next call that takes it mutably.
     pub fn poll_event(&mut self) -> Option<(ConnKey, Event<'_>)> {
-        if self.polling.is_empty() {
-            self.polling = self.conns.keys().copied().collect();
-            self.polling.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        while let Some(&key) = self.polling.last() {
+        loop {
+            if self.polling.is_empty() {
+                if self.eventful.is_empty() {
+                    return None;
+                }
+                // The connections that got input or commands since the last round, oldest
+                // first.
+                let mut keys = std::mem::take(&mut self.eventful);
+                for key in &keys {
+                    if let Some(c) = self.conns.get_mut(key) {
+                        c.in_eventful = false;
+                    }
+                }
+                keys.sort_unstable_by(|a, b| b.cmp(a));
+                keys.dedup();
+                self.polling = keys;
+            }
+            let Some(&key) = self.polling.last() else {
+                continue;
+            };
             let has = self.conns.get_mut(&key).is_some_and(|c| {
                 // Peek: an event is handed out below; if none, move on.
                 c.conn.poll_event().is_some()
@@ -1348,7 +1414,6 @@ impl HttpServer {
             let c = self.conns.get_mut(&key)?;
             return c.conn.current_event().map(|e| (ConnKey(key), e));
         }
-        None
     }
 
     /// Fires the timers of every connection. Call it at
@@ -1357,6 +1422,7 @@ impl HttpServer {
         for c in self.conns.values_mut() {
             c.conn.handle_timeout(now);
         }
+        self.mark_all();
         self.pump();
         let busy = self.busy_conns();
         let expired: Vec<u64> = self
@@ -1387,6 +1453,16 @@ impl HttpServer {
         shrink(&mut self.conns);
         shrink(&mut self.sessions);
         shrink(&mut self.streams);
+        // Keys of connections that are gone wait in these lists until the host next polls
+        // events; a host that rarely does must not keep them.
+        let conns = &self.conns;
+        self.eventful.retain(|k| conns.contains_key(k));
+        self.dirty.retain(|k| conns.contains_key(k));
+        for list in [&mut self.eventful, &mut self.dirty] {
+            if list.capacity() > 4 * list.len() + 64 {
+                list.shrink_to(2 * list.len());
+            }
+        }
         if self.polling.is_empty() {
             self.polling = Vec::new();
         }
