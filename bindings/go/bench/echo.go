@@ -1,0 +1,236 @@
+// Package bench compares mcpwire's Go binding with the two Go MCP servers people deploy,
+// the official go-sdk (github.com/modelcontextprotocol/go-sdk) and mcp-go
+// (github.com/mark3labs/mcp-go), on the same tool: "echo", which takes {"text": string} and
+// returns one text content holding the same text.
+//
+// This file builds the three servers (and the wire bytes they are all fed); memory.go drives
+// them in memory for echo_test.go, and cmd/httpserver serves them over net/http.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	mcpgomcp "github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/server"
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EchoInputSchema is the echo tool's input schema, the same for every server.
+const EchoInputSchema = `{"type":"object","properties":{"text":{"type":"string","description":"the text to return"}},"required":["text"]}`
+
+// EchoDescription describes the echo tool.
+const EchoDescription = "Returns its input text as one text content."
+
+// EchoText is the text every benchmark request sends (and expects back).
+const EchoText = "hello, world"
+
+// Implementation names the servers.
+const (
+	ImplName    = "mcpwire-bench"
+	ImplVersion = "1.0.0"
+)
+
+// ---- Wire bytes -------------------------------------------------------------------------
+
+// InitializeLine is the handshake-era initialize request (id 0) and InitializedLine the
+// notification that completes the handshake; both end with a newline.
+const (
+	InitializeLine  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}` + "\n"
+	InitializedLine = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+)
+
+// CallLine is a handshake-era tools/call of echo with id, ending with a newline.
+func CallLine(id int) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) +
+		`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + EchoText + `"}}}` + "\n")
+}
+
+// ModernCallBody is a stateless 2026-07-28 tools/call of echo with id: the protocol version
+// and client capabilities travel in params._meta (SEP-2575), as do the client's identity.
+// Send it with the headers MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call and
+// Mcp-Name: echo.
+func ModernCallBody(id int) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) +
+		`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + EchoText + `"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"0"}}}}`)
+}
+
+// ---- The answer -------------------------------------------------------------------------
+
+// CheckEchoResponse verifies one JSON-RPC message: a response to id whose result holds
+// exactly one text content equal to EchoText, and no error.
+func CheckEchoResponse(msg []byte, id int) error {
+	var resp struct {
+		JSONRPC string           `json:"jsonrpc"`
+		ID      json.RawMessage  `json:"id"`
+		Error   *json.RawMessage `json:"error"`
+		Result  *struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(msg, &resp); err != nil {
+		return fmt.Errorf("not JSON (%v): %.300s", err, msg)
+	}
+	switch {
+	case resp.JSONRPC != "2.0":
+		return fmt.Errorf("not JSON-RPC 2.0: %.300s", msg)
+	case string(resp.ID) != strconv.Itoa(id):
+		return fmt.Errorf("id %s, want %d: %.300s", resp.ID, id, msg)
+	case resp.Error != nil || resp.Result == nil:
+		return fmt.Errorf("no result: %.300s", msg)
+	case resp.Result.IsError:
+		return fmt.Errorf("tool error: %.300s", msg)
+	case len(resp.Result.Content) != 1 || resp.Result.Content[0].Type != "text" ||
+		resp.Result.Content[0].Text != EchoText:
+		return fmt.Errorf("content is not one text %q: %.300s", EchoText, msg)
+	}
+	return nil
+}
+
+// ---- mcpwire ----------------------------------------------------------------------------
+
+// MCPWireConfig is the server configuration of the mcpwire servers (both eras).
+func MCPWireConfig() *mcpwire.Config {
+	return &mcpwire.Config{Role: mcpwire.Server, Name: ImplName, Version: ImplVersion,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}
+}
+
+// MCPWireTools is the tools/list result of the mcpwire servers.
+var MCPWireTools = json.RawMessage(`{"tools":[{"name":"echo","description":"` + EchoDescription +
+	`","inputSchema":` + EchoInputSchema + `}]}`)
+
+// echoParams is what an mcpwire application decodes from a tools/call.
+type echoParams struct {
+	Name      string `json:"name"`
+	Arguments struct {
+		Text *string `json:"text"`
+	} `json:"arguments"`
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type toolResult struct {
+	Content []textContent `json:"content"`
+	IsError bool          `json:"isError,omitempty"`
+}
+
+// MCPWireAnswer answers one request event on c the way an application on mcpwire does:
+// the engine hands over the raw params, the application decodes them with encoding/json,
+// runs the tool and encodes the result. tools/list gets MCPWireTools; other methods get
+// "method not found".
+func MCPWireAnswer(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
+	switch req.Method {
+	case "tools/call":
+		var p echoParams
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "invalid params", nil)
+		}
+		if p.Name != "echo" {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "unknown tool "+p.Name, nil)
+		}
+		res := toolResult{Content: []textContent{{Type: "text"}}}
+		if p.Arguments.Text == nil {
+			res.Content[0].Text, res.IsError = `missing argument "text"`, true
+		} else {
+			res.Content[0].Text = *p.Arguments.Text
+		}
+		out, err := json.Marshal(&res)
+		if err != nil {
+			return err
+		}
+		return c.Respond(req.ID, out)
+	case "tools/list":
+		return c.Respond(req.ID, MCPWireTools)
+	}
+	return c.RespondError(req.ID, mcpwire.CodeMethodNotFound, "method not found", nil)
+}
+
+// MCPWireHTTPApp is the echo application behind a mcpwire.HTTPServer.
+func MCPWireHTTPApp() mcpwire.HTTPApp {
+	return mcpwire.HTTPAppFunc(func(c *mcpwire.Conn, _ mcpwire.ConnKey, ev mcpwire.Event) {
+		if req, ok := ev.(*mcpwire.RequestEvent); ok {
+			_ = MCPWireAnswer(c, req)
+		}
+	})
+}
+
+// ---- go-sdk -----------------------------------------------------------------------------
+
+// echoArgs are the echo tool's arguments.
+type echoArgs struct {
+	Text *string `json:"text"`
+}
+
+// NewGoSDKServer is a go-sdk server with the echo tool, registered through the low-level
+// Server.AddTool: the handler decodes the raw arguments with encoding/json, as the mcpwire
+// application does, and the SDK validates nothing (its generic AddTool would add JSON
+// Schema validation of the input: see NewGoSDKServerTyped).
+func NewGoSDKServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: ImplName, Version: ImplVersion},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}})
+	s.AddTool(&mcp.Tool{Name: "echo", Description: EchoDescription, InputSchema: json.RawMessage(EchoInputSchema)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args echoArgs
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			if args.Text == nil {
+				return &mcp.CallToolResult{IsError: true,
+					Content: []mcp.Content{&mcp.TextContent{Text: `missing argument "text"`}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: *args.Text}}}, nil
+		})
+	return s
+}
+
+// typedEchoArgs are the arguments of the typed go-sdk tool (its schema is inferred).
+type typedEchoArgs struct {
+	Text string `json:"text" jsonschema:"the text to return"`
+}
+
+// NewGoSDKServerTyped is a go-sdk server with the echo tool registered the way the SDK
+// recommends, through the generic mcp.AddTool: the SDK infers the schema, validates every
+// call's arguments against it and decodes them.
+func NewGoSDKServerTyped() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: ImplName, Version: ImplVersion},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: EchoDescription},
+		func(_ context.Context, _ *mcp.CallToolRequest, in typedEchoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	return s
+}
+
+// ---- mcp-go -----------------------------------------------------------------------------
+
+// NewMCPGoServer is an mcp-go server with the echo tool. mcp-go decodes the arguments into
+// a map itself; the handler reads "text" from it (RequireString, the idiomatic accessor).
+func NewMCPGoServer() *mcpgo.MCPServer {
+	s := mcpgo.NewMCPServer(ImplName, ImplVersion, mcpgo.WithToolCapabilities(false))
+	tool := mcpgomcp.NewToolWithRawSchema("echo", EchoDescription, json.RawMessage(EchoInputSchema))
+	s.AddTool(tool, func(_ context.Context, req mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
+		text, err := req.RequireString("text")
+		if err != nil {
+			return mcpgomcp.NewToolResultError(err.Error()), nil
+		}
+		return mcpgomcp.NewToolResultText(text), nil
+	})
+	return s
+}
+
+// errNoAnswer reports a request an in-memory server did not answer.
+var errNoAnswer = errors.New("no answer")
