@@ -10,6 +10,10 @@
 //! - `peers_roundtrip`: a request encoded by a client, decoded by a server, answered, the answer
 //!   decoded by the client and correlated: two handshaken mcpwire `Connection`s, against the
 //!   same steps with rmcp's typed messages. Elements are messages (two per round trip);
+//! - `peers_roundtrip_typed`: the same round trip with the user's own Rust types on both
+//!   ends (feature `serde`): typed params serialized by the client, parsed by the server into
+//!   a struct borrowing from the frame, a typed result serialized back and parsed by the
+//!   client; against rmcp, whose round trip is typed already;
 //! - `peers_correlate_{mixed,small}`: decode + correlate, what a client does with its answers:
 //!   the corpus's results and errors, re-addressed to a handshaken client's requests in
 //!   flight, decoded, matched to their requests and handed out as events; against the bare
@@ -358,6 +362,98 @@ impl OurPair {
     }
 }
 
+// The typed round trip's types: what an application would declare.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Args<'a> {
+    #[serde(borrow)]
+    location: &'a str,
+    #[serde(borrow)]
+    units: &'a str,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: &'a str,
+    #[serde(borrow)]
+    arguments: Args<'a>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    text: &'a str,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CallResult<'a> {
+    #[serde(borrow)]
+    content: Vec<TextContent<'a>>,
+    #[serde(rename = "isError")]
+    is_error: bool,
+}
+
+impl OurPair {
+    /// [`round_trips`](Self::round_trips) with typed params and results on both ends.
+    fn typed_round_trips(&mut self, n: usize) -> usize {
+        let params = CallParams {
+            name: "get_weather",
+            arguments: Args {
+                location: "New York",
+                units: "metric",
+            },
+        };
+        let result = CallResult {
+            content: vec![TextContent {
+                kind: "text",
+                text: "Sunny, 21 C",
+            }],
+            is_error: false,
+        };
+        let mut bytes = 0;
+        for _ in 0..n {
+            let now = self.now;
+            let id = self
+                .client
+                .request_typed(now, "tools/call", &params, Default::default())
+                .expect("request");
+            bytes += pipe(&mut self.client, &mut self.server, &mut self.buf, now);
+            let peer = {
+                let Some(Event::Request {
+                    id: peer,
+                    params: Some(p),
+                    ..
+                }) = self.server.poll_event()
+                else {
+                    panic!("the server saw no request");
+                };
+                let call: CallParams<'_> = p.parse().expect("params");
+                black_box(&call);
+                OwnedId::from(peer)
+            };
+            self.server
+                .respond_typed(peer.as_id(), &result)
+                .expect("respond");
+            bytes += pipe(&mut self.server, &mut self.client, &mut self.buf, now);
+            let Some(Event::Response { request, result }) = self.client.poll_event() else {
+                panic!("the client saw no response");
+            };
+            let parsed: CallResult<'_> = result.parse().expect("result");
+            black_box(&parsed);
+            assert_eq!(request, id);
+            self.now = now.after(Duration::from_millis(1));
+            for conn in [&mut self.client, &mut self.server] {
+                if conn.poll_timeout().is_some_and(|t| t <= self.now) {
+                    conn.handle_timeout(self.now);
+                }
+            }
+        }
+        bytes
+    }
+}
+
 /// The same round trip with rmcp's typed messages and serde_json (no transport, no tasks:
 /// only the protocol layer): the client serializes a typed request, the server parses it as a
 /// `ClientJsonRpcMessage`, serializes a typed response, the client parses it as a
@@ -448,6 +544,30 @@ fn bench_roundtrip(c: &mut Criterion) {
     });
     group.bench_function("mcpwire", |b| {
         b.iter(|| black_box(ours.round_trips(params, result, BATCH)))
+    });
+    group.throughput(Throughput::ElementsAndBytes {
+        elements: 2 * BATCH as u64,
+        bytes: their_bytes,
+    });
+    group.bench_function("rmcp", |b| b.iter(|| black_box(theirs.round_trips(BATCH))));
+    group.finish();
+
+    // Typed on both ends: what a Rust application coming from rmcp writes.
+    let (client, server) = handshaken_with(client_config());
+    let mut typed = OurPair {
+        client,
+        server,
+        now: Timestamp::ZERO,
+        buf: Vec::with_capacity(4096),
+    };
+    let typed_bytes = typed.typed_round_trips(BATCH) as u64;
+    let mut group = c.benchmark_group("peers_roundtrip_typed");
+    group.throughput(Throughput::ElementsAndBytes {
+        elements: 2 * BATCH as u64,
+        bytes: typed_bytes,
+    });
+    group.bench_function("mcpwire_typed", |b| {
+        b.iter(|| black_box(typed.typed_round_trips(BATCH)))
     });
     group.throughput(Throughput::ElementsAndBytes {
         elements: 2 * BATCH as u64,

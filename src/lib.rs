@@ -74,6 +74,8 @@ pub mod frame;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+#[cfg(feature = "serde")]
+pub mod typed;
 
 /// A small deterministic generator (xorshift64) for the crate's randomised unit tests.
 #[cfg(test)]

@@ -188,6 +188,10 @@ pub struct Stats {
 pub struct Connection {
     framer: LineDecoder,
     core: Core,
+    /// Where typed payloads are serialized before they join the output (feature `serde`);
+    /// reused, so a steady stream of typed commands allocates nothing here.
+    #[cfg(feature = "serde")]
+    pub(crate) scratch: Vec<u8>,
 }
 
 impl fmt::Debug for Connection {
@@ -236,7 +240,12 @@ impl Connection {
             // A modern-only server has no handshake to wait for.
             core.lock_era(Era::Modern);
         }
-        Ok(Connection { framer, core })
+        Ok(Connection {
+            framer,
+            core,
+            #[cfg(feature = "serde")]
+            scratch: Vec::new(),
+        })
     }
 
     // ---- getters ----

@@ -1,0 +1,124 @@
+//! Typed payloads with serde (feature `serde`): read params and results into your own types,
+//! and send any `T: Serialize` as params or a result.
+//!
+//! Reading borrows from the frame where the type allows: a `&'a str` field of `T` points into
+//! the event's bytes, valid as long as the event is (so a JSON string with escapes needs a
+//! `Cow<'a, str>` or `String` field). Writing serializes into a buffer the connection keeps
+//! and reuses, then the bytes join the output as the untyped commands' do; the engine still
+//! checks and completes them there (params must be an object; in 2026-07-28 it adds its
+//! `_meta` members to results).
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use mcpwire::jsonrpc::RawJson;
+//!
+//! #[derive(Deserialize)]
+//! struct Call<'a> {
+//!     name: &'a str,
+//! }
+//!
+//! let params = RawJson::new(r#"{"name":"echo","arguments":{}}"#).unwrap();
+//! let call: Call<'_> = params.parse().unwrap();
+//! assert_eq!(call.name, "echo");
+//! ```
+//!
+//! Without the feature none of this exists, and the untyped path allocates exactly as before.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Timestamp;
+use crate::conn::{Connection, Error, RequestId, RequestOptions};
+use crate::jsonrpc::{Id, RawJson};
+
+impl<'a> RawJson<'a> {
+    /// Deserializes this JSON value into `T`. Borrowed fields (`&'a str`, `&'a RawValue`)
+    /// point into the frame, so no copy is made where the type allows. Use it on the `params`
+    /// of a request event or the `result` of a response event.
+    pub fn parse<T: Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.get())
+    }
+}
+
+/// Why a typed command failed.
+#[derive(Debug)]
+pub enum TypedError {
+    /// The value could not be serialized (a map with non-string keys, a failing `Serialize`
+    /// implementation).
+    Serialize(serde_json::Error),
+    /// The engine refused the command, as the untyped command would have (params that are
+    /// not an object, a closed connection, ...).
+    Refused(Error),
+}
+
+impl std::fmt::Display for TypedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TypedError::Serialize(e) => write!(f, "cannot serialize: {e}"),
+            TypedError::Refused(e) => write!(f, "refused: {e:?}"),
+        }
+    }
+}
+
+impl std::error::Error for TypedError {}
+
+impl From<Error> for TypedError {
+    fn from(e: Error) -> Self {
+        TypedError::Refused(e)
+    }
+}
+
+impl Connection {
+    /// Serializes `value` into the connection's reusable buffer and runs `send` with it as
+    /// JSON. The buffer is taken out for the call, so `send` may use the connection.
+    fn with_serialized<T: Serialize + ?Sized, R>(
+        &mut self,
+        value: &T,
+        send: impl FnOnce(&mut Connection, RawJson<'_>) -> Result<R, Error>,
+    ) -> Result<R, TypedError> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let outcome = match serde_json::to_writer(&mut buf, value) {
+            Err(e) => Err(TypedError::Serialize(e)),
+            // serde_json writes UTF-8; anything else is refused like invalid params.
+            Ok(()) => match std::str::from_utf8(&buf) {
+                Ok(text) => send(self, RawJson::validated(text)).map_err(TypedError::Refused),
+                Err(_) => Err(TypedError::Refused(Error::InvalidParams)),
+            },
+        };
+        // A large value does not keep its capacity.
+        crate::frame::empty(&mut buf);
+        self.scratch = buf;
+        outcome
+    }
+
+    /// [`request_with`](Connection::request_with) with typed params (they must serialize to
+    /// a JSON object). Use it when your params are a Rust type rather than JSON text.
+    pub fn request_typed<P: Serialize + ?Sized>(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<RequestId, TypedError> {
+        self.with_serialized(params, |c, p| c.request_with(now, method, Some(p), options))
+    }
+
+    /// [`notify`](Connection::notify) with typed params (a JSON object once serialized).
+    pub fn notify_typed<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), TypedError> {
+        self.with_serialized(params, |c, p| c.notify(method, Some(p)))
+    }
+
+    /// [`respond`](Connection::respond) with a typed result (MCP results are objects). Use it
+    /// to answer a request event with your own result type.
+    pub fn respond_typed<R: Serialize + ?Sized>(
+        &mut self,
+        id: Id<'_>,
+        result: &R,
+    ) -> Result<(), TypedError> {
+        self.with_serialized(result, |c, r| c.respond(id, r))
+    }
+}
