@@ -10,6 +10,10 @@
 //! [`client::Client`] is the other side: an MCP client over Streamable HTTP, with hyper making
 //! the requests the sans-IO [`mcpwire::http::HttpClient`] asks for.
 //!
+//! [`stdio::Driver`] drives a [`mcpwire::Connection`] over any `AsyncRead` + `AsyncWrite`
+//! (stdio, pipes, sockets), and [`stdio::spawn`] over a child process: a server on stdin and
+//! stdout, or a client of a server command.
+//!
 //! Use it when you want an MCP server on a TCP port with tokio. If you already run an HTTP
 //! framework, call the engine from your own handlers instead; this crate's source shows how.
 
@@ -20,3 +24,4 @@
 
 pub mod client;
 pub mod http;
+pub mod stdio;

@@ -1,0 +1,73 @@
+//! An MCP client on tokio that starts a server command and talks to it over its stdio, in
+//! about 50 lines: the handshake (a `server/discover` probe, or `initialize`), `tools/list`,
+//! then a typed `tools/call` of `echo`. Prints `TOKIO_CLIENT_OK <version>` on success.
+//!
+//! `cargo run -p mcpwire-tokio --example tokio_child_client -- ECHO_ARG -- SERVER COMMAND...`
+
+use std::time::Duration;
+
+use mcpwire::conn::RequestOptions;
+use mcpwire::{Config, OwnedEvent};
+use mcpwire_tokio::stdio::{spawn, stop};
+use serde::Serialize;
+use tokio::process::Command;
+
+#[derive(Serialize)]
+struct Call<'a> {
+    name: &'a str,
+    arguments: serde_json::Value,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (arg, command) = match args.split_first() {
+        Some((arg, rest)) if rest.first().map(String::as_str) == Some("--") && rest.len() > 1 => {
+            (arg.clone(), rest[1..].to_vec())
+        }
+        _ => return Err("usage: tokio_child_client ECHO_ARG -- SERVER COMMAND...".into()),
+    };
+    let (mut io, child) = spawn(
+        Command::new(&command[0]).args(&command[1..]),
+        Config::client("tokio-child-client", "1.0"),
+    )?;
+    let timeout = tokio::time::sleep(Duration::from_secs(30));
+    tokio::pin!(timeout);
+    let mut version = String::new();
+    loop {
+        let event = tokio::select! {
+            e = io.next_event() => e?.ok_or("the server closed the connection")?,
+            () = &mut timeout => return Err("no answer within 30 s".into()),
+        };
+        let now = io.now();
+        match event {
+            OwnedEvent::Ready { version: v } => {
+                version = v.as_str().to_owned();
+                println!("ready: {version}");
+                io.connection().request(now, "tools/list", None)?;
+            }
+            OwnedEvent::Response { result, .. } if result.contains("\"tools\"") => {
+                let call = Call {
+                    name: "echo",
+                    arguments: serde_json::json!({ arg.as_str(): "hello from tokio" }),
+                };
+                io.connection().request_typed(
+                    now,
+                    "tools/call",
+                    &call,
+                    RequestOptions::default(),
+                )?;
+            }
+            OwnedEvent::Response { result, .. } => {
+                println!("echo: {result}");
+                break;
+            }
+            OwnedEvent::Error { message, .. } => return Err(message.into()),
+            OwnedEvent::Closed { reason } => return Err(format!("closed: {reason:?}").into()),
+            _ => {}
+        }
+    }
+    stop(io, child, Duration::from_secs(2)).await?;
+    println!("TOKIO_CLIENT_OK {version}");
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! A [`Connection`] driven over any byte stream on tokio: stdio, a pipe, a TCP or Unix
+//! socket, or a child process's stdin and stdout ([`spawn`]).
+//!
+//! [`Driver`] owns the connection and the two halves of the stream. Ask it for the next event
+//! with [`next_event`](Driver::next_event), issue commands on
+//! [`connection`](Driver::connection) (their output goes out on the next `next_event`), and
+//! end with [`close`](Driver::close) and more `next_event` calls until `None`.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use mcpwire::{Config, OwnedEvent};
+//! use mcpwire::jsonrpc::RawJson;
+//! use mcpwire_tokio::stdio::Driver;
+//!
+//! let config = Config::server("demo", "1.0").with_capabilities(r#"{"tools":{}}"#).unwrap();
+//! let mut driver = Driver::new(config, tokio::io::stdin(), tokio::io::stdout()).unwrap();
+//! while let Some(event) = driver.next_event().await? {
+//!     if let OwnedEvent::Request { id, .. } = event {
+//!         let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
+//!         let _ = driver.connection().respond(id.as_id(), tools);
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Properties:
+//!
+//! - **Backpressure.** Output is written, whole, before more input is read, and input is fed
+//!   to the engine 4 KiB at a time, so a peer that reads slowly slows its own requests down,
+//!   pipelined requests are all answered, and memory stays bounded.
+//! - **Nothing accepted is lost.** At end of input every answer already given is written
+//!   before `next_event` returns `None`.
+//! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
+//!   shutdown signal, say) loses nothing: bytes are consumed from the engine only once
+//!   written, and input only once read.
+//! - **No copies beyond the kernel's.** The engine lends its output buffer to `write`, and
+//!   reads land in one reused buffer; `bytes::Bytes` would add nothing here (it pays off when
+//!   a buffer is shared between tasks, which this loop never does).
+
+use std::io;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mcpwire::conn::{Config, ConfigError, State};
+use mcpwire::{Connection, OwnedEvent, Timestamp};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How much input the engine gets between drains (see the module docs).
+const FEED: usize = 4096;
+
+/// A [`Connection`] over a reader and a writer. See the [module docs](self).
+pub struct Driver<R, W> {
+    conn: Connection,
+    reader: R,
+    writer: W,
+    start: Instant,
+    /// One read's bytes, and how many the engine has had.
+    buf: Vec<u8>,
+    filled: usize,
+    fed: usize,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
+    /// A driver for a new connection from `config` (a client queues its first request at
+    /// once), reading from `reader` and writing to `writer`.
+    pub fn new(config: Config, reader: R, writer: W) -> Result<Self, ConfigError> {
+        let start = Instant::now();
+        Ok(Driver {
+            conn: Connection::new(config, Timestamp::ZERO)?,
+            reader,
+            writer,
+            start,
+            buf: vec![0; 64 * 1024],
+            filled: 0,
+            fed: 0,
+            eof: false,
+        })
+    }
+
+    /// The connection, for commands (`request`, `respond`, `notify`, ...). Their output is
+    /// written by the next [`next_event`](Self::next_event).
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The engine's clock: time since the driver was made. Pass it to commands that take a
+    /// `now`.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::ZERO.after(self.start.elapsed())
+    }
+
+    /// Begins a graceful close: our requests in flight get `grace` to be answered, then the
+    /// connection closes; keep calling [`next_event`](Self::next_event) until `None`.
+    pub fn close(&mut self, grace: Duration) {
+        let now = self.now();
+        self.conn.close(now, grace);
+    }
+
+    /// Writes everything the engine has to send.
+    async fn flush(&mut self) -> io::Result<()> {
+        let mut wrote = false;
+        while let Some(t) = self.conn.poll_transmit() {
+            let n = self.writer.write(t.bytes).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.conn.consume_transmit(n);
+            wrote = true;
+        }
+        if wrote {
+            self.writer.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// The next event, or `None` once the connection has closed and its output is written.
+    /// IO errors of the stream are returned as they are.
+    pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
+        loop {
+            // Output first: commands issued since the last call, then what input produced.
+            self.flush().await?;
+            if let Some(event) = self.conn.poll_event() {
+                return Ok(Some(event.to_owned_event()));
+            }
+            if self.conn.state() == State::Closed {
+                return Ok(None);
+            }
+            // The rest of the last read, a piece at a time.
+            if self.fed < self.filled {
+                let end = (self.fed + FEED).min(self.filled);
+                let now = self.now();
+                self.conn.handle_input(now, &self.buf[self.fed..end]);
+                self.fed = end;
+                continue;
+            }
+            let wait = self.conn.poll_timeout().map(|at| {
+                Duration::from_nanos(at.as_nanos().saturating_sub(self.now().as_nanos()))
+            });
+            let sleep = async move {
+                match wait {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => std::future::pending().await,
+                }
+            };
+            if self.eof {
+                sleep.await;
+                let now = self.now();
+                self.conn.handle_timeout(now);
+                continue;
+            }
+            tokio::select! {
+                read = self.reader.read(&mut self.buf) => {
+                    let n = read?;
+                    let now = self.now();
+                    if n == 0 {
+                        self.eof = true;
+                        self.conn.handle_eof(now);
+                    } else {
+                        self.filled = n;
+                        self.fed = 0;
+                    }
+                }
+                () = sleep => {
+                    let now = self.now();
+                    self.conn.handle_timeout(now);
+                }
+            }
+        }
+    }
+
+    /// Takes the driver apart: the connection, the reader and the writer.
+    pub fn into_parts(self) -> (Connection, R, W) {
+        (self.conn, self.reader, self.writer)
+    }
+}
+
+/// Starts `command` as an MCP server with piped stdin and stdout (stderr is inherited), and a
+/// client [`Driver`] over them. Keep the [`Child`] to wait for it; [`stop`] ends both.
+pub fn spawn(
+    command: &mut Command,
+    config: Config,
+) -> io::Result<(Driver<ChildStdout, ChildStdin>, Child)> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("the child's stdio is not piped"));
+    };
+    let driver = Driver::new(config, stdout, stdin)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e:?}")))?;
+    Ok((driver, child))
+}
+
+/// Ends a session with a child server gracefully: closes the connection (with `grace` for
+/// our requests in flight), writes what is left, closes the child's stdin (an MCP server exits
+/// at end of input), and waits up to `grace` again for it to exit before killing it.
+pub async fn stop(
+    mut driver: Driver<ChildStdout, ChildStdin>,
+    mut child: Child,
+    grace: Duration,
+) -> io::Result<std::process::ExitStatus> {
+    driver.close(grace);
+    while driver.next_event().await?.is_some() {}
+    let (_, stdout, stdin) = driver.into_parts();
+    drop(stdin);
+    drop(stdout);
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            child.kill().await?;
+            child.wait().await
+        }
+    }
+}

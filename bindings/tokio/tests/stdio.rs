@@ -1,0 +1,167 @@
+//! The tokio stdio driver: the example server against the Python and TypeScript SDK clients,
+//! the example child-process client against server-everything and the example server, and
+//! the driver's own promises (every pipelined answer before the end, backpressure,
+//! cancellation safety).
+
+#[path = "../../../tests/common/mod.rs"]
+mod root_common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::{Config, OwnedEvent};
+use mcpwire_tokio::stdio::Driver;
+use root_common::stdio::{
+    assert_python_session, assert_typescript_session, everything_command, example_binary,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn server() -> String {
+    example_binary("tokio_stdio_server").display().to_string()
+}
+
+#[test]
+fn python_sdk_client_completes_sessions_in_both_eras() {
+    assert_python_session(&[&server()], "legacy", "2025-11-25");
+    assert_python_session(&[&server()], "auto", "2026-07-28");
+}
+
+#[test]
+fn typescript_sdk_client_completes_a_session() {
+    assert_typescript_session(&[&server()]);
+}
+
+fn child_client(arg: &str, server: &[String]) -> String {
+    let out = Command::new(example_binary("tokio_child_client"))
+        .arg(arg)
+        .arg("--")
+        .args(server)
+        .output()
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn the_child_client_completes_sessions_with_server_everything_and_the_example_server() {
+    let everything = everything_command();
+    let mut cmd = vec![everything.get_program().to_string_lossy().into_owned()];
+    cmd.extend(
+        everything
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
+    let out = child_client("message", &cmd);
+    assert!(out.contains("Echo: hello from tokio"), "{out}");
+    assert!(
+        out.trim_end().ends_with("TOKIO_CLIENT_OK 2025-11-25"),
+        "{out}"
+    );
+    let out = child_client("text", &[server()]);
+    assert!(out.contains("hello from tokio"), "{out}");
+    assert!(
+        out.trim_end().ends_with("TOKIO_CLIENT_OK 2026-07-28"),
+        "{out}"
+    );
+}
+
+const INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+fn requests(n: usize) -> Vec<u8> {
+    let mut input = INIT.as_bytes().to_vec();
+    for i in 1..=n {
+        input.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n").as_bytes(),
+        );
+    }
+    input
+}
+
+fn server_config() -> Config {
+    Config::server("t", "1")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap()
+}
+
+/// Serves `input` through a duplex pipe of `pipe` bytes, the peer reading `chunk` bytes at a
+/// time with a pause between reads; every `next_event` runs against a short timer that
+/// cancels it when it fires (the driver must lose nothing). Returns the peer's output.
+async fn serve(input: Vec<u8>, pipe: usize, chunk: usize, pause: Duration) -> Vec<u8> {
+    let (ours, theirs) = tokio::io::duplex(pipe);
+    let (reader, writer) = tokio::io::split(ours);
+    let (mut peer_read, mut peer_write) = tokio::io::split(theirs);
+    let feeder = tokio::spawn(async move {
+        peer_write.write_all(&input).await.unwrap();
+        peer_write.shutdown().await.unwrap();
+    });
+    let collector = tokio::spawn(async move {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; chunk];
+        loop {
+            let n = peer_read.read(&mut buf).await.unwrap();
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+            tokio::time::sleep(pause).await;
+        }
+    });
+    let mut io = Driver::new(server_config(), reader, writer).unwrap();
+    let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
+    let mut cancelled = 0;
+    loop {
+        let next = tokio::time::timeout(Duration::from_micros(200), io.next_event()).await;
+        let Ok(event) = next else {
+            cancelled += 1;
+            continue;
+        };
+        match event.unwrap() {
+            None => break,
+            Some(OwnedEvent::Request { id, .. }) => {
+                io.connection().respond(id.as_id(), tools).unwrap();
+            }
+            Some(_) => {}
+        }
+    }
+    let (_, _, writer) = io.into_parts();
+    drop(writer); // the peer's read ends
+    feeder.await.unwrap();
+    let out = collector.await.unwrap();
+    assert!(
+        cancelled > 0 || pause.is_zero(),
+        "no next_event was cancelled"
+    );
+    out
+}
+
+fn assert_all_answered(out: &[u8], n: usize) {
+    let text = String::from_utf8_lossy(out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), n + 1, "initialize and {n} answers expected");
+    for (i, line) in lines.iter().enumerate().skip(1) {
+        assert!(
+            line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\"")),
+            "answer {i}: {line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_pipelined_request_is_answered_before_the_end() {
+    let out = serve(requests(3000), 64 * 1024, 64 * 1024, Duration::ZERO).await;
+    assert_all_answered(&out, 3000);
+}
+
+#[tokio::test]
+async fn a_slow_reader_gets_every_answer_and_cancelled_calls_lose_nothing() {
+    // A 1 KiB pipe read 256 bytes at a time, 1 ms apart: the driver waits on every write,
+    // and the timer cancels its next_event again and again.
+    let out = serve(requests(500), 1024, 256, Duration::from_millis(1)).await;
+    assert_all_answered(&out, 500);
+}
