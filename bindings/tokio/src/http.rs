@@ -32,7 +32,6 @@ use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -181,6 +180,113 @@ fn random_fill(buf: &mut [u8]) {
 
 type HostBody<A> = Either<Full<Bytes>, SseBody<A>>;
 
+/// The body of [`McpService`]'s responses: a complete body, or an SSE stream the engine feeds
+/// (it ends when the stream finishes; dropping it unfinished tells the engine the client left).
+pub struct McpBody<A: Application>(HostBody<A>);
+
+impl<A: Application> HttpBody for McpBody<A> {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().0).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
+}
+
+/// The MCP endpoint as a hyper [`Service`](hyper::service::Service), for a host that runs its
+/// own hyper server (its own listener, TLS, HTTP/2, routing). [`serve`] is built on it. It
+/// answers every request it is given as the MCP endpoint: route only the endpoint's path to
+/// it. Clones share one engine.
+///
+/// ```no_run
+/// # use mcpwire::http::{HttpServer, HttpServerConfig};
+/// # use mcpwire_tokio::http::{Application, HostConfig, McpService};
+/// # struct MyApp;
+/// # impl Application for MyApp { fn drive(&mut self, _: mcpwire::Timestamp, s: &mut HttpServer) { s.pump() } }
+/// # async fn run(config: mcpwire::Config, stream: tokio::net::TcpStream) {
+/// let (service, timers) = McpService::new(HttpServer::new(HttpServerConfig::new(config)), MyApp, HostConfig::default());
+/// let timers = tokio::spawn(timers); // abort it when the service is no longer used
+/// let io = hyper_util::rt::TokioIo::new(stream);
+/// let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service.clone()).await;
+/// # }
+/// ```
+pub struct McpService<A: Application> {
+    shared: Arc<Shared<A>>,
+}
+
+impl<A: Application> Clone for McpService<A> {
+    fn clone(&self) -> Self {
+        McpService {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<A: Application> McpService<A> {
+    /// A service for the engine `server` and the application `app`, and the future that fires
+    /// their timers: spawn it on the runtime, and abort it once the service is no longer used.
+    /// Of `config`, the path is not checked here (route to the service yourself); the body
+    /// limits, timeouts and shutdown grace apply.
+    pub fn new(
+        server: HttpServer,
+        app: A,
+        mut config: HostConfig,
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
+        config.path = String::new();
+        Self::build(server, app, config)
+    }
+
+    /// [`new`](Self::new), checking the path when `config.path` is not empty.
+    fn build(
+        server: HttpServer,
+        app: A,
+        config: HostConfig,
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State { server, app }),
+            changed: Arc::new(Notify::new()),
+            start: Instant::now(),
+            phase: AtomicU8::new(RUNNING),
+            config,
+        });
+        let timers = run_timers(shared.clone());
+        (McpService { shared }, timers)
+    }
+
+    /// Begins a graceful shutdown: standalone GET streams end at once, and answers in flight
+    /// go on. [`end_streams`](Self::end_streams) then ends every stream.
+    pub fn begin_shutdown(&self) {
+        self.shared.set_phase(DRAINING);
+    }
+
+    /// Ends every SSE stream (the end of a shutdown's grace period).
+    pub fn end_streams(&self) {
+        self.shared.set_phase(GRACE_OVER);
+    }
+}
+
+impl<A: Application> hyper::service::Service<Request<Incoming>> for McpService<A> {
+    type Response = Response<McpBody<A>>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let shared = self.shared.clone();
+        Box::pin(async move { handle(shared, req).await.map(|r| r.map(McpBody)) })
+    }
+}
+
 /// Runs the MCP endpoint on `listener` until `shutdown` completes, then shuts down gracefully
 /// (see [`HostConfig::shutdown_grace`]) and returns.
 ///
@@ -214,13 +320,8 @@ pub async fn serve<A: Application>(
     config: HostConfig,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State { server, app }),
-        changed: Arc::new(Notify::new()),
-        start: Instant::now(),
-        phase: AtomicU8::new(RUNNING),
-        config,
-    });
+    let (service, timers) = McpService::build(server, app, config);
+    let shared = service.shared.clone();
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -229,7 +330,7 @@ pub async fn serve<A: Application>(
         .max_buf_size(shared.config.max_head_size.max(8192))
         .max_headers(shared.config.max_headers)
         .keep_alive(true);
-    let timers = tokio::spawn(run_timers(shared.clone()));
+    let timers = tokio::spawn(timers);
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
@@ -262,9 +363,7 @@ pub async fn serve<A: Application>(
             },
         };
         let _ = stream.set_nodelay(true);
-        let s = shared.clone();
-        let service = service_fn(move |req| handle(s.clone(), req));
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service.clone()));
         conns.spawn(async move {
             let _ = conn.await;
             drop(permit);
@@ -366,7 +465,7 @@ async fn handle<A: Application>(
     req: Request<Incoming>,
 ) -> Result<Response<HostBody<A>>, Infallible> {
     let config = &shared.config;
-    if req.uri().path() != config.path {
+    if !config.path.is_empty() && req.uri().path() != config.path {
         let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
         *r.status_mut() = StatusCode::NOT_FOUND;
         return Ok(r);

@@ -1,0 +1,111 @@
+//! `McpService` in a hyper server of the test's own (its own accept loop, any path): the
+//! tokio HTTP client completes sessions in both eras through it, with progress over SSE.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use common::{App, fixture};
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use mcpwire::conn::ClientEra;
+use mcpwire::http::{HttpServer, ReconnectPolicy};
+use mcpwire::{Config, OwnedEvent};
+use mcpwire_tokio::client::Client;
+use mcpwire_tokio::http::{HostConfig, McpService};
+use tokio::net::TcpListener;
+
+/// The test's own accept loop, handing every connection to the service.
+async fn host() -> (String, McpService<App>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/anything", listener.local_addr().unwrap());
+    let app = App {
+        fixture: fixture::Fixture::new([7; 16]),
+        open_streams: Arc::new(AtomicUsize::new(0)),
+    };
+    let (service, timers) = McpService::new(
+        HttpServer::new(fixture::http_config()),
+        app,
+        HostConfig::default(),
+    );
+    let timers = tokio::spawn(timers);
+    let svc = service.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let svc = svc.clone();
+            tokio::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, service, timers)
+}
+
+/// One session: ready, then a tools/call with progress; returns the version and how many
+/// progress events came.
+async fn session(url: &str, era: ClientEra) -> (String, usize) {
+    let mut config = Config::client("service-test", "1.0");
+    config.client_era = era;
+    let mut client = Client::new(url, config, ReconnectPolicy::default()).unwrap();
+    let mut version = String::new();
+    let mut progress = 0;
+    let deadline = tokio::time::sleep(Duration::from_secs(20));
+    tokio::pin!(deadline);
+    loop {
+        let event = tokio::select! {
+            e = client.next_event() => e.expect("the connection closed"),
+            () = &mut deadline => panic!("no answer in time"),
+        };
+        match event {
+            OwnedEvent::Ready { version: v } => {
+                version = v.as_str().to_owned();
+                let now = client.now();
+                let params = mcpwire::jsonrpc::RawJson::new(
+                    r#"{"name":"test_tool_with_progress","arguments":{}}"#,
+                )
+                .unwrap();
+                client
+                    .connection()
+                    .request_with(
+                        now,
+                        "tools/call",
+                        Some(params),
+                        mcpwire::conn::RequestOptions {
+                            progress: true,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap();
+            }
+            OwnedEvent::Progress { .. } => progress += 1,
+            OwnedEvent::Response { result, .. } => {
+                assert!(result.contains("Progress test completed"), "{result}");
+                return (version, progress);
+            }
+            other @ (OwnedEvent::Error { .. } | OwnedEvent::Closed { .. }) => {
+                panic!("{other:?}")
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hyper_server_of_ones_own_serves_sessions_in_both_eras() {
+    let (url, service, timers) = host().await;
+    let (version, progress) = session(&url, ClientEra::Auto).await;
+    assert_eq!(version, "2026-07-28");
+    assert!(progress >= 2, "{progress} progress events");
+    let (version, progress) = session(&url, ClientEra::Legacy).await;
+    assert_eq!(version, "2025-11-25");
+    assert!(progress >= 2, "{progress} progress events");
+    timers.abort();
+    drop(service);
+}
