@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
-use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
@@ -276,14 +276,42 @@ impl<A: Application> McpService<A> {
     }
 }
 
-impl<A: Application> hyper::service::Service<Request<Incoming>> for McpService<A> {
+/// What a request body must be for [`McpService`]: hyper's `Incoming`, axum's `Body`, any
+/// `http_body::Body` whose errors are boxable.
+pub trait RequestBody:
+    HttpBody<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: HttpBody<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<A: Application, B: RequestBody> hyper::service::Service<Request<B>> for McpService<A> {
     type Response = Response<McpBody<A>>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, req: Request<B>) -> Self::Future {
         let shared = self.shared.clone();
         Box::pin(async move { handle(shared, req).await.map(|r| r.map(McpBody)) })
+    }
+}
+
+/// The same service for tower stacks (axum's `Router::route_service`, tower middleware).
+/// Always ready.
+impl<A: Application, B: RequestBody> tower_service::Service<Request<B>> for McpService<A> {
+    type Response = Response<McpBody<A>>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        hyper::service::Service::call(self, req)
     }
 }
 
@@ -460,10 +488,14 @@ fn refuse<A: Application>(status: StatusCode) -> Response<HostBody<A>> {
     r
 }
 
-async fn handle<A: Application>(
+async fn handle<A: Application, B>(
     shared: Arc<Shared<A>>,
-    req: Request<Incoming>,
-) -> Result<Response<HostBody<A>>, Infallible> {
+    req: Request<B>,
+) -> Result<Response<HostBody<A>>, Infallible>
+where
+    B: HttpBody,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let config = &shared.config;
     if !config.path.is_empty() && req.uri().path() != config.path {
         let mut r = Response::new(Either::Left(Full::new(Bytes::new())));

@@ -109,3 +109,38 @@ async fn a_hyper_server_of_ones_own_serves_sessions_in_both_eras() {
     timers.abort();
     drop(service);
 }
+
+#[tokio::test]
+async fn as_a_tower_service_it_takes_any_body_type() {
+    use http_body_util::{BodyExt, Full};
+    use tower_service::Service;
+    let app = App {
+        fixture: fixture::Fixture::new([7; 16]),
+        open_streams: Arc::new(AtomicUsize::new(0)),
+    };
+    let (mut service, timers) = McpService::new(
+        HttpServer::new(fixture::http_config()),
+        app,
+        HostConfig::default(),
+    );
+    let timers = tokio::spawn(timers);
+    std::future::poll_fn(|cx| {
+        Service::<hyper::Request<Full<bytes::Bytes>>>::poll_ready(&mut service, cx)
+    })
+    .await
+    .unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let request = hyper::Request::post("/mcp")
+        .header("Host", "127.0.0.1:1")
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(Full::new(bytes::Bytes::from_static(init.as_bytes())))
+        .unwrap();
+    let response = Service::call(&mut service, request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().contains_key("mcp-session-id"));
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains(r#""protocolVersion":"2025-11-25""#), "{text}");
+    timers.abort();
+}
