@@ -287,21 +287,11 @@ func TestHTTPRefusals(t *testing.T) {
 }
 
 func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
-	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
-		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var in bytes.Buffer
-	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	conn := toolsServer(t)
 	const n = 3000
-	for i := 1; i <= n; i++ {
-		in.WriteString(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/list"}` + "\n")
-	}
+	in := pipelined(n)
 	var out bytes.Buffer
-	err = Serve(context.Background(), conn, &in, &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+	err := Serve(context.Background(), conn, in, &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 		if req, ok := ev.(*RequestEvent); ok {
 			c.Respond(req.ID, json.RawMessage(`{"tools":[]}`))
 		}
@@ -320,6 +310,29 @@ func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
 	}
 }
 
+// toolsServer is a handshake-era server Conn with the tools capability, closed at the end.
+func toolsServer(t *testing.T) *Conn {
+	t.Helper()
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// pipelined is a client's input: the handshake, then n tools/list requests in one go.
+func pipelined(n int) *bytes.Buffer {
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := 1; i <= n; i++ {
+		in.WriteString(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/list"}` + "\n")
+	}
+	return &in
+}
+
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
@@ -334,21 +347,11 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 }
 
 func TestServeBackpressureWithASlowWriter(t *testing.T) {
-	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
-		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var in bytes.Buffer
-	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	conn := toolsServer(t)
 	const n = 20000
-	for i := 1; i <= n; i++ {
-		in.WriteString(`{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/list"}` + "\n")
-	}
+	in := pipelined(n)
 	out := &slowWriter{}
-	err = Serve(context.Background(), conn, &in, out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+	err := Serve(context.Background(), conn, in, out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 		if req, ok := ev.(*RequestEvent); ok {
 			if err := c.Respond(req.ID, json.RawMessage(`{"tools":[]}`)); err != nil {
 				t.Errorf("respond: %v", err)

@@ -312,6 +312,43 @@ void mcpwgo_random(void *user, uint8_t *buf, size_t len) {
     }
 }
 
+/* The headers Go passes as one byte string of name,value pairs cut by `lens` (2 * count
+   entries), as views for the C ABI (NULL for none; free it). */
+static mcpw_http_header *split_headers(const char *joined, const size_t *lens, size_t count) {
+    mcpw_http_header *hs;
+    size_t i, at = 0;
+    if (count == 0) return NULL;
+    hs = calloc(count, sizeof *hs);
+    if (hs == NULL) abort();
+    for (i = 0; i < count; i++) {
+        hs[i].name.ptr = joined + at;
+        hs[i].name.len = lens[2 * i];
+        at += lens[2 * i];
+        hs[i].value.ptr = joined + at;
+        hs[i].value.len = lens[2 * i + 1];
+        at += lens[2 * i + 1];
+    }
+    return hs;
+}
+
+/* Copies the event in `p` (polled by the caller) into `record` and `arena`, or says how much
+   arena it needs (the event then stays pending for the caller's next try). */
+static mcpwgo_http_polled record_pending(mcpwgo_http_pending *p, mcpwgo_record *record,
+                                         uint8_t *arena, size_t arena_cap) {
+    mcpwgo_http_polled out;
+    size_t size = event_bytes(&p->event);
+    memset(&out, 0, sizeof out);
+    if (size > arena_cap) {
+        out.need = size;
+        return out;
+    }
+    record_event(&p->event, record, arena, &out.used);
+    out.key = p->key;
+    out.conn = p->conn;
+    p->has = 0;
+    return out;
+}
+
 mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_ms,
                                        size_t max_sessions, size_t max_body,
                                        size_t event_store, uint64_t retry_ms,
@@ -353,21 +390,8 @@ mcpwgo_http_answer mcpwgo_http_handle(mcpw_http_server *server, uint64_t now_ns,
                                       const char *headers, const size_t *lens, size_t count,
                                       const uint8_t *body, size_t body_len) {
     mcpwgo_http_answer out;
-    mcpw_http_header *hs = NULL;
-    size_t i, at = 0;
+    mcpw_http_header *hs = split_headers(headers, lens, count);
     memset(&out, 0, sizeof out);
-    if (count > 0) {
-        hs = calloc(count, sizeof *hs);
-        if (hs == NULL) abort();
-        for (i = 0; i < count; i++) {
-            hs[i].name.ptr = headers + at;
-            hs[i].name.len = lens[2 * i];
-            at += lens[2 * i];
-            hs[i].value.ptr = headers + at;
-            hs[i].value.len = lens[2 * i + 1];
-            at += lens[2 * i + 1];
-        }
-    }
     out.rc = mcpw_http_server_handle_request(server, now_ns, method, method_len, NULL, 0, hs,
                                              count, body, body_len, &out.response);
     free(hs);
@@ -385,7 +409,6 @@ mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_
                                           mcpwgo_record *record, uint8_t *arena,
                                           size_t arena_cap) {
     mcpwgo_http_polled out;
-    size_t size;
     memset(&out, 0, sizeof out);
     if (!p->has) {
         out.rc = mcpw_http_server_poll_event(server, &p->event, &p->key, &p->conn);
@@ -396,16 +419,7 @@ mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_
         }
         p->has = 1;
     }
-    size = event_bytes(&p->event);
-    if (size > arena_cap) {
-        out.need = size;
-        return out;
-    }
-    record_event(&p->event, record, arena, &out.used);
-    out.key = p->key;
-    out.conn = p->conn;
-    p->has = 0;
-    return out;
+    return record_pending(p, record, arena, arena_cap);
 }
 
 mcpwgo_http_stream mcpwgo_http_poll_stream(mcpw_http_server *server, uint64_t stream) {
@@ -469,7 +483,6 @@ mcpwgo_http_polled mcpwgo_http_client_poll_event(mcpw_http_client *client,
                                                  mcpwgo_http_pending *p, mcpwgo_record *record,
                                                  uint8_t *arena, size_t arena_cap) {
     mcpwgo_http_polled out;
-    size_t size;
     memset(&out, 0, sizeof out);
     if (!p->has) {
         out.rc = mcpw_http_client_poll_event(client, &p->event);
@@ -478,16 +491,11 @@ mcpwgo_http_polled mcpwgo_http_client_poll_event(mcpw_http_client *client,
             out.empty = 1;
             return out;
         }
+        p->key = 0;
+        p->conn = NULL;
         p->has = 1;
     }
-    size = event_bytes(&p->event);
-    if (size > arena_cap) {
-        out.need = size;
-        return out;
-    }
-    record_event(&p->event, record, arena, &out.used);
-    p->has = 0;
-    return out;
+    return record_pending(p, record, arena, arena_cap);
 }
 
 mcpwgo_http_action mcpwgo_http_client_poll_action(mcpw_http_client *client) {
@@ -500,21 +508,8 @@ mcpwgo_http_action mcpwgo_http_client_poll_action(mcpw_http_client *client) {
 mcpw_result mcpwgo_http_client_response(mcpw_http_client *client, uint64_t now_ns,
                                         uint64_t exchange, uint16_t status,
                                         const char *headers, const size_t *lens, size_t count) {
-    mcpw_http_header *hs = NULL;
-    size_t i, at = 0;
+    mcpw_http_header *hs = split_headers(headers, lens, count);
     mcpw_result rc;
-    if (count > 0) {
-        hs = calloc(count, sizeof *hs);
-        if (hs == NULL) abort();
-        for (i = 0; i < count; i++) {
-            hs[i].name.ptr = headers + at;
-            hs[i].name.len = lens[2 * i];
-            at += lens[2 * i];
-            hs[i].value.ptr = headers + at;
-            hs[i].value.len = lens[2 * i + 1];
-            at += lens[2 * i + 1];
-        }
-    }
     rc = mcpw_http_client_handle_response(client, now_ns, exchange, status, hs, count);
     free(hs);
     return rc;
