@@ -171,6 +171,22 @@ pub(crate) unsafe fn bytes_in<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8]
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
 
+/// An array of `len` structs from C: `(NULL, 0)` is the empty slice.
+///
+/// # Safety
+/// Unless `len` is 0, `ptr` is NULL or points to `len` readable, initialised `T` for `'a`.
+pub(crate) unsafe fn array_in<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], mcpw_result> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
+        return Err(MCPW_ERR_INVALID_ARGUMENT);
+    }
+    let p = required(ptr)?;
+    // Safety: not NULL, the size fits `isize`, and (caller) `len` readable `T` for 'a.
+    Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
+}
+
 /// Characters from C: a `const char*` viewed as bytes.
 pub(crate) fn chars_as_bytes(ptr: *const c_char) -> *const u8 {
     ptr.cast::<u8>()

@@ -5,8 +5,8 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::boundary::{
-    Handle, Out, call, chars_as_bytes, free_handle, into_handle, json, optional_bytes_in, read_in,
-    required, text_in, utf8, with_mut, with_ref,
+    Handle, Out, array_in, call, chars_as_bytes, free_handle, into_handle, json, optional_bytes_in,
+    read_in, text_in, utf8, with_mut, with_ref,
 };
 use super::event::mcpw_str;
 use super::result::mcpw_result::{self, *};
@@ -196,17 +196,8 @@ pub unsafe extern "C" fn mcpw_config_set_versions(
     count: usize,
 ) -> mcpw_result {
     let body = |c: &mut mcpw_config| {
-        let list: &[mcpw_str] = if count == 0 {
-            &[]
-        } else {
-            if count > isize::MAX as usize / size_of::<mcpw_str>() {
-                return Err(MCPW_ERR_INVALID_ARGUMENT);
-            }
-            let p = required(versions)?;
-            // Safety: not NULL, the size fits `isize`, and (caller) `count` readable
-            // `mcpw_str` during this call.
-            unsafe { std::slice::from_raw_parts(p.as_ptr(), count) }
-        };
+        // Safety: (caller) `count` readable `mcpw_str` during this call, or NULL with 0.
+        let list = unsafe { array_in(versions, count) }?;
         let mut parsed = Vec::with_capacity(list.len());
         for v in list {
             // Safety: (caller) each view is readable for its length.

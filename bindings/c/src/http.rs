@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use std::time::Duration;
 
 use super::boundary::{
-    Handle, Out, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, optional,
+    Handle, Out, array_in, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, optional,
     optional_bytes_in, read_in, text_in, utf8, with_mut, with_ref,
 };
 use super::config::mcpw_config;
@@ -50,21 +50,10 @@ unsafe fn headers_in(
     headers: *const mcpw_http_header,
     len: usize,
 ) -> Result<Vec<(String, String)>, mcpw_result> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    let size = std::mem::size_of::<mcpw_http_header>();
-    if len
-        .checked_mul(size)
-        .is_none_or(|n| isize::try_from(n).is_err())
-    {
-        return Err(MCPW_ERR_INVALID_ARGUMENT);
-    }
-    let first = super::boundary::required(headers)?;
-    let mut out = Vec::with_capacity(len.min(256));
-    for i in 0..len {
-        // Safety: (caller) `len` headers are readable; `i < len`, and the size fits isize.
-        let h = unsafe { first.as_ptr().add(i).read() };
+    // Safety: (caller) `len` readable headers, or NULL with 0.
+    let headers = unsafe { array_in(headers, len) }?;
+    let mut out = Vec::with_capacity(headers.len());
+    for h in headers {
         // Safety: (caller) each view is readable for its length (or NULL with length 0).
         let name = unsafe { bytes_in(chars_as_bytes(h.name.ptr), h.name.len) }?;
         // Safety: as above.
@@ -429,21 +418,10 @@ unsafe fn server_config(
         .map(|b| utf8(b).map(str::to_owned))
         .transpose()?;
     let mut allowed = Vec::new();
-    if o.allowed_hosts_len > 0 {
-        let size = std::mem::size_of::<mcpw_str>();
-        if o.allowed_hosts_len
-            .checked_mul(size)
-            .is_none_or(|n| isize::try_from(n).is_err())
-        {
-            return Err(MCPW_ERR_INVALID_ARGUMENT);
-        }
-        let first = super::boundary::required(o.allowed_hosts)?;
-        for i in 0..o.allowed_hosts_len {
-            // Safety: (caller) `allowed_hosts_len` entries are readable.
-            let s = unsafe { first.as_ptr().add(i).read() };
-            // Safety: (caller) each entry readable for its length.
-            allowed.push(unsafe { text_in(s.ptr, s.len) }?.to_owned());
-        }
+    // Safety: (caller) `allowed_hosts_len` readable entries, or NULL with 0.
+    for h in unsafe { array_in(o.allowed_hosts, o.allowed_hosts_len) }? {
+        // Safety: (caller) each entry readable for its length.
+        allowed.push(unsafe { text_in(h.ptr, h.len) }?.to_owned());
     }
     if !allowed.is_empty() {
         c.check_origin = Box::new(move |host, origin| {
