@@ -356,16 +356,34 @@ impl mcpw_http_server {
 
     /// Keeps `response` for lending, and returns its C form.
     fn lend_response(&mut self, response: HttpResponse) -> mcpw_http_response {
-        let (body, stream) = match &response.body {
-            Body::Empty => (Vec::new(), None),
-            Body::Complete(_, bytes) => (bytes.clone(), None),
-            Body::Stream(id) => (Vec::new(), Some(id.0)),
+        let HttpResponse {
+            status,
+            headers,
+            body,
+        } = response;
+        let stream = match body {
+            Body::Complete(_, bytes) => {
+                self.lent_body = bytes;
+                None
+            }
+            Body::Empty => {
+                self.lent_body.clear();
+                None
+            }
+            Body::Stream(id) => {
+                self.lent_body.clear();
+                Some(id)
+            }
         };
-        self.lent_body = body;
-        self.lent_headers = response.headers.clone();
+        // A stream response waits for `settle`, which needs it whole.
+        self.pending = stream.map(|id| HttpResponse {
+            status,
+            headers: headers.clone(),
+            body: Body::Stream(id),
+        });
+        self.lent_headers = headers;
         headers_out(&self.lent_headers, &mut self.lent_c_headers);
-        let status = response.status;
-        self.pending = stream.map(|_| response);
+        let stream = stream.map(|id| id.0);
         mcpw_http_response {
             status,
             headers: if self.lent_c_headers.is_empty() {
