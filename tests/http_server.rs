@@ -1591,3 +1591,268 @@ fn a_stream_whose_client_does_not_read_holds_the_connections_output_back() {
     }
     assert_eq!(got, sent);
 }
+
+/// Session and event stores that several servers (replicas) share, as Redis would be.
+#[derive(Clone, Default)]
+struct Replicated(
+    std::sync::Arc<
+        std::sync::Mutex<(
+            Option<mcpwire::http::MemoryEventStore>,
+            std::collections::HashMap<String, String>,
+        )>,
+    >,
+);
+
+impl mcpwire::http::EventStore for Replicated {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        let mut inner = self.0.lock().unwrap();
+        let events = inner
+            .0
+            .get_or_insert_with(|| mcpwire::http::MemoryEventStore::new(64));
+        events.append(session, stream, event, bytes);
+    }
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        if let Some(events) = self.0.lock().unwrap().0.as_mut() {
+            events.replay(session, stream, after, out);
+        }
+    }
+    fn forget(&mut self, session: &str) {
+        if let Some(events) = self.0.lock().unwrap().0.as_mut() {
+            events.forget(session);
+        }
+    }
+}
+
+impl mcpwire::http::SessionStore for Replicated {
+    fn create(&mut self, session: &str, initialize: &str) {
+        let mut inner = self.0.lock().unwrap();
+        inner.1.insert(session.to_owned(), initialize.to_owned());
+    }
+    fn load(&mut self, session: &str) -> Option<String> {
+        self.0.lock().unwrap().1.get(session).cloned()
+    }
+    fn touch(&mut self, session: &str) -> bool {
+        self.0.lock().unwrap().1.contains_key(session)
+    }
+    fn forget(&mut self, session: &str) {
+        self.0.lock().unwrap().1.remove(session);
+    }
+}
+
+impl Replicated {
+    fn stored_events(&self) -> usize {
+        self.0.lock().unwrap().0.as_ref().map_or(0, |e| e.len())
+    }
+}
+
+/// Replica `n` of a deployment sharing `stores`.
+fn replica(stores: &Replicated, n: u64) -> HttpServer {
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(stores.clone()));
+    config.sessions = Some(Box::new(stores.clone()));
+    config.first_stream_id = n << 48;
+    HttpServer::new(config)
+}
+
+const INIT_WITH_SAMPLING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"moving-client","version":"7"}}}"#;
+
+#[test]
+fn a_session_opened_on_one_replica_is_served_by_another() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let r = send(&mut a, "POST", &[], INIT_WITH_SAMPLING);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    assert_eq!(
+        send(
+            &mut a,
+            "POST",
+            &[("Mcp-Session-Id", &sid)],
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        )
+        .status,
+        202
+    );
+    // B never saw the handshake; without the shared store it would answer 404.
+    assert_eq!(b.sessions(), 0);
+    let (stream, key, id) = post_request(
+        &mut b,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    assert!(stream.0 >= 2 << 48, "B's stream ids come from B's range");
+    assert_eq!(b.sessions(), 1);
+    let conn = b.connection(key).unwrap();
+    assert_eq!(conn.protocol_version(), Some(ProtocolVersion::V2025_06_18));
+    let info: Value = serde_json::from_str(conn.peer_info().unwrap().get()).unwrap();
+    assert_eq!(
+        info["name"], "moving-client",
+        "the client's identity moved too"
+    );
+    assert!(
+        conn.peer_capabilities()
+            .unwrap()
+            .has(mcpwire::mcp::Caps::SAMPLING),
+        "and its capabilities"
+    );
+    conn.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    b.pump();
+    let (msgs, finished) = read_stream(&mut b, stream, &mut StreamReader::new());
+    assert_eq!(msgs.len(), 1, "exactly the answer: {msgs:?}");
+    assert_eq!(msgs[0]["id"], 2);
+    assert!(finished);
+    // A's copy keeps serving too.
+    let (_, _, _) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    // An unknown session is still 404 on every replica.
+    assert_eq!(
+        send(&mut b, "POST", &[("Mcp-Session-Id", "feedface")], INIT).status,
+        404
+    );
+}
+
+#[test]
+fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let (stream, key, id) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let log = |s: &mut HttpServer, text: &str| {
+        s.connection(key)
+            .unwrap()
+            .log(
+                id.as_id(),
+                mcpwire::mcp::LogLevel::Info,
+                None,
+                RawJson::new(text).unwrap(),
+            )
+            .unwrap();
+        s.pump();
+    };
+    log(&mut a, "\"one\"");
+    let mut reader = StreamReader::new();
+    let (seen, _) = read_stream(&mut a, stream, &mut reader);
+    assert_eq!(seen.len(), 1, "the client saw the first message on A");
+    // The client's connection to A drops; A goes on working on the request.
+    a.stream_closed(T0, stream);
+    log(&mut a, "\"two\"");
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    a.pump();
+    // The client reconnects through the load balancer, which picks B.
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send(
+        &mut b,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, finished) = read_stream(&mut b, resumed, &mut reader);
+    assert_eq!(rest.len(), 2, "what the client missed, once: {rest:?}");
+    assert_eq!(rest[0]["params"]["data"], "two");
+    assert_eq!(rest[1]["id"], 4);
+    assert!(finished, "B has nothing more for A's stream");
+    // Resuming again from the last event seen replays nothing.
+    let last = reader.last_event_id().unwrap().to_owned();
+    let Body::Stream(again) = send(
+        &mut b,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    )
+    .body
+    else {
+        panic!()
+    };
+    let (none, finished) = read_stream(&mut b, again, &mut reader);
+    assert!(none.is_empty() && finished);
+}
+
+#[test]
+fn a_delete_on_one_replica_ends_the_session_on_every_replica() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let (stream, _, _) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let _ = read_stream(&mut a, stream, &mut StreamReader::new());
+    assert!(stores.stored_events() > 0);
+    assert_eq!(
+        send(&mut b, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        200
+    );
+    assert_eq!(stores.stored_events(), 0, "its events went with it");
+    // A still holds a copy, but the shared store says the session is gone.
+    let r = send(
+        &mut a,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(a.sessions(), 0, "and A let its copy go");
+    assert_eq!(
+        send(&mut b, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        404
+    );
+}
+
+#[test]
+fn a_replica_letting_an_idle_copy_expire_leaves_the_shared_session_alone() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let (stream, _, _) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let mut reader = StreamReader::new();
+    let _ = read_stream(&mut a, stream, &mut reader);
+    a.stream_closed(T0, stream);
+    let later = T0.after(std::time::Duration::from_secs(3600));
+    a.handle_timeout(later);
+    assert_eq!(a.sessions(), 0, "A's idle copy expired");
+    assert!(stores.stored_events() > 0, "the shared events stay");
+    // The client carries on, on B.
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send_at(
+        &mut b,
+        later,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    assert_eq!(r.status, 200);
+    // And back on A, which takes the session over again.
+    let r = send_at(
+        &mut a,
+        later,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(json_body(&r)["id"], 6);
+}

@@ -20,7 +20,7 @@ pub use server::{
     OriginCheck, StreamOutput, loopback_only,
 };
 pub use session::{ClientAction, ExchangeId, HttpClient, ReconnectPolicy};
-pub use store::{EventStore, MemoryEventStore};
+pub use store::{EventStore, MemoryEventStore, SessionStore};
 
 /// The header carrying the session id (handshake era).
 pub const SESSION_HEADER: &str = "Mcp-Session-Id";

@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
-use super::store::{EventStore, MemoryEventStore};
+use super::store::{EventStore, MemoryEventStore, SessionStore};
 
 use crate::Timestamp;
 use crate::conn::{Config, Connection, Event, StreamId};
@@ -158,6 +158,15 @@ pub struct HttpServerConfig {
     /// [`event_store`](Self::event_store) events per session; several server processes
     /// share one by supplying their own [`EventStore`].
     pub events: Option<Box<dyn EventStore>>,
+    /// Where sessions live beyond this process. `None` (the default) keeps each session in
+    /// the memory of the process that opened it; several server processes behind one address
+    /// share a [`SessionStore`] (with a shared [`events`](Self::events) store too) so that any
+    /// of them serves any session.
+    pub sessions: Option<Box<dyn SessionStore>>,
+    /// The first SSE stream id this server hands out (default 1). Stream ids appear in event
+    /// ids and key the shared [`EventStore`], so servers sharing one must draw from disjoint
+    /// ranges: give replica `n` a start of, say, `n << 48`.
+    pub first_stream_id: u64,
     /// The `retry` (ms) sent in priming events. Default 1000.
     pub retry_ms: u64,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
@@ -209,6 +218,8 @@ impl HttpServerConfig {
             tool_headers: ToolHeaders::new(),
             event_store: 256,
             events: None,
+            sessions: None,
+            first_stream_id: 1,
             retry_ms: 1000,
             check_origin: Box::new(loopback_only),
         }
@@ -270,6 +281,8 @@ pub struct HttpServer {
     config: HttpServerConfig,
     /// Resumable events of the sessions' streams.
     events: Box<dyn EventStore>,
+    /// Sessions shared with other processes, if configured.
+    shared: Option<Box<dyn SessionStore>>,
     conns: HashMap<u64, Conn>,
     sessions: HashMap<String, u64>,
     streams: HashMap<HttpStreamId, Stream>,
@@ -311,15 +324,18 @@ impl HttpServer {
             .events
             .take()
             .unwrap_or_else(|| Box::new(MemoryEventStore::new(config.event_store)));
+        let shared = config.sessions.take();
+        let next_stream = config.first_stream_id.max(1);
         HttpServer {
             decoder: Decoder::new(config.server.decoder),
             events,
+            shared,
             config,
             conns: HashMap::new(),
             sessions: HashMap::new(),
             streams: HashMap::new(),
             next_key: 1,
-            next_stream: 1,
+            next_stream,
             polling: Vec::new(),
             dirty: Vec::new(),
             eventful: Vec::new(),
@@ -608,22 +624,8 @@ impl HttpServer {
         decoded: Decoded<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
-        while self.sessions.len() >= self.config.max_sessions {
-            // At the cap, the least recently used idle session makes room; only sessions whose
-            // clients all hold streams open make a newcomer wait.
-            match self.least_recently_used_idle() {
-                Some(key) => self.end_session(key),
-                None => {
-                    let mut r = HttpResponse::rpc_error(
-                        503,
-                        None,
-                        jsonrpc::INTERNAL_ERROR,
-                        "too many active sessions",
-                    );
-                    r.headers.push(("Retry-After", "1".into()));
-                    return r;
-                }
-            }
+        if let Err(busy) = self.make_room() {
+            return busy;
         }
         let sid = loop {
             let candidate = session_id(random);
@@ -640,12 +642,89 @@ impl HttpServer {
             .get(&key)
             .is_some_and(|c| c.conn.protocol_version().is_some())
         {
+            if let Some(shared) = self.shared.as_mut() {
+                shared.create(&sid, text);
+            }
             self.sessions.insert(sid.clone(), key);
             response.headers.push(("Mcp-Session-Id", sid));
         } else {
             self.conns.remove(&key);
         }
         response
+    }
+
+    /// At the session cap, the least recently used idle session makes room; only sessions
+    /// whose clients all hold streams open make a newcomer wait (the 503 to send).
+    fn make_room(&mut self) -> Result<(), HttpResponse> {
+        while self.sessions.len() >= self.config.max_sessions {
+            match self.least_recently_used_idle() {
+                Some(key) => self.end_session(key),
+                None => {
+                    let mut r = HttpResponse::rpc_error(
+                        503,
+                        None,
+                        jsonrpc::INTERNAL_ERROR,
+                        "too many active sessions",
+                    );
+                    r.headers.push(("Retry-After", "1".into()));
+                    return Err(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The connection serving session `sid`, or the response refusing the request (404 for a
+    /// session no replica knows). With a shared [`SessionStore`], a session this process holds
+    /// is checked against it (it may have been deleted on another replica), and one it does
+    /// not hold is taken over from it.
+    fn find_session(&mut self, now: Timestamp, sid: &str) -> Result<u64, HttpResponse> {
+        let not_found =
+            || HttpResponse::rpc_error(404, None, jsonrpc::INVALID_REQUEST, "Session not found");
+        let local = self.sessions.get(sid).copied();
+        let Some(shared) = self.shared.as_mut() else {
+            return local.ok_or_else(not_found);
+        };
+        if let Some(key) = local {
+            if shared.touch(sid) {
+                return Ok(key);
+            }
+            // Deleted (or expired) everywhere: this copy goes too.
+            self.end_session(key);
+            return Err(not_found());
+        }
+        let Some(initialize) = shared.load(sid) else {
+            return Err(not_found());
+        };
+        self.make_room()?;
+        self.restore(now, sid, &initialize).ok_or_else(not_found)
+    }
+
+    /// Takes over a session opened on another replica: a fresh connection negotiates it again
+    /// from its stored `initialize` request (the answer goes nowhere: the client has it) and
+    /// its client's `initialized` notification.
+    fn restore(&mut self, now: Timestamp, sid: &str, initialize: &str) -> Option<u64> {
+        let key = self.new_conn(now, Some(sid.to_owned()), false)?;
+        let c = self.conns.get_mut(&key)?;
+        if let Ok((text, decoded)) = self.decoder.decode_text(initialize.as_bytes())
+            && matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method.to_str() == "initialize")
+        {
+            c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
+        }
+        while c.conn.poll_frame().is_some() {
+            c.conn.consume_frame();
+        }
+        if c.conn.protocol_version().is_none() {
+            self.conns.remove(&key);
+            return None;
+        }
+        const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        if let Ok((text, decoded)) = self.decoder.decode_text(INITIALIZED.as_bytes()) {
+            c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
+        }
+        self.sessions.insert(sid.to_owned(), key);
+        self.mark(key);
+        Some(key)
     }
 
     fn post_session(
@@ -656,13 +735,9 @@ impl HttpServer {
         text: &str,
         decoded: Decoded<'_>,
     ) -> HttpResponse {
-        let Some(&key) = self.sessions.get(sid) else {
-            return HttpResponse::rpc_error(
-                404,
-                None,
-                jsonrpc::INVALID_REQUEST,
-                "Session not found",
-            );
+        let key = match self.find_session(now, sid) {
+            Ok(key) => key,
+            Err(refused) => return refused,
         };
         self.touch(key, now);
         // "Invalid or unsupported" gets 400: any handshake-era version we serve is neither,
@@ -910,13 +985,9 @@ impl HttpServer {
     }
 
     fn get(&mut self, now: Timestamp, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
-        let Some(&key) = self.sessions.get(sid) else {
-            return HttpResponse::rpc_error(
-                404,
-                None,
-                jsonrpc::INVALID_REQUEST,
-                "Session not found",
-            );
+        let key = match self.find_session(now, sid) {
+            Ok(key) => key,
+            Err(refused) => return refused,
         };
         self.touch(key, now);
         let sse_headers = vec![
@@ -1031,28 +1102,33 @@ impl HttpServer {
         }
     }
 
-    fn delete(&mut self, _now: Timestamp, sid: &str) -> HttpResponse {
-        let Some(&key) = self.sessions.get(sid) else {
-            return HttpResponse::rpc_error(
-                404,
-                None,
-                jsonrpc::INVALID_REQUEST,
-                "Session not found",
-            );
+    fn delete(&mut self, now: Timestamp, sid: &str) -> HttpResponse {
+        let key = match self.find_session(now, sid) {
+            Ok(key) => key,
+            Err(refused) => return refused,
         };
         self.end_session(key);
+        if let Some(shared) = self.shared.as_mut() {
+            // Gone for every replica, with its events.
+            shared.forget(sid);
+            self.events.forget(sid);
+        }
         self.give_back_capacity();
         HttpResponse::empty(200)
     }
 
     /// Ends a session: DELETE, expiry, or eviction. Streams no client holds go now; the others
-    /// end once drained. A later request naming it gets 404.
+    /// end once drained. A later request naming it gets 404. With a shared [`SessionStore`]
+    /// only this process's copy ends here (another replica may serve the session, and resume
+    /// its streams from the shared events); [`delete`](Self::delete) ends it everywhere.
     fn end_session(&mut self, key: u64) {
         if let Some(c) = self.conns.remove(&key)
             && let Some(sid) = c.session
         {
             self.sessions.remove(&sid);
-            self.events.forget(&sid);
+            if self.shared.is_none() {
+                self.events.forget(&sid);
+            }
         }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
         for s in self.streams.values_mut() {

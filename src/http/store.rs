@@ -48,6 +48,46 @@ pub trait EventStore: Send {
     fn forget(&mut self, session: &str);
 }
 
+/// Storage for handshake-era sessions that several server processes share, so that a
+/// session opened on one replica is served by any other.
+///
+/// Without one (the default), a session lives in the memory of the process that opened it,
+/// and a request naming it on another process gets 404. With one, the process that opens a
+/// session records the `initialize` request it was opened with; a process that gets a request
+/// for a session it does not hold loads that request and replays it into a fresh connection
+/// (the negotiation is deterministic for servers configured alike), then serves the session.
+///
+/// What an implementation must guarantee:
+///
+/// - **Visibility.** Once [`create`](SessionStore::create) returns, every process sharing the
+///   store can [`load`](SessionStore::load) the session: the server hands out the session id
+///   after it.
+/// - **Deletion everywhere.** After [`forget`](SessionStore::forget) (the client's DELETE on
+///   any replica), [`touch`](SessionStore::touch) and `load` report the session gone on every
+///   replica, which then answer 404 as the specification requires.
+/// - **Expiry.** A session no replica touched for the server's
+///   [`session_idle_timeout`](super::HttpServerConfig::session_idle_timeout) may be dropped;
+///   `touch` restarts that clock.
+///
+/// The server calls these methods synchronously, once per request for a session it serves:
+/// an implementation over the network adds one round trip to each such request.
+pub trait SessionStore: Send {
+    /// Records a session that this process just opened, with the JSON text of the
+    /// `initialize` request that opened it.
+    fn create(&mut self, session: &str, initialize: &str);
+
+    /// The `initialize` request of a live session that this process does not hold, or
+    /// `None` when no replica knows it (never opened, deleted or expired). Counts as a touch.
+    fn load(&mut self, session: &str) -> Option<String>;
+
+    /// Whether the session is still alive (not deleted on any replica, not expired), marking
+    /// it active now.
+    fn touch(&mut self, session: &str) -> bool;
+
+    /// Deletes the session for every replica (the client ended it).
+    fn forget(&mut self, session: &str);
+}
+
 /// The default [`EventStore`]: the last `per_session` events of each session, in this
 /// process's memory. Use it for a single server process.
 #[derive(Debug)]
