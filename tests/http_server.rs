@@ -1594,13 +1594,14 @@ fn a_stream_whose_client_does_not_read_holds_the_connections_output_back() {
 
 /// Session and event stores that several servers (replicas) share, as Redis would be.
 #[derive(Clone, Default)]
-struct Replicated(
-    std::sync::Arc<
-        std::sync::Mutex<(
-            Option<mcpwire::http::MemoryEventStore>,
-            std::collections::HashMap<String, String>,
-        )>,
-    >,
+struct Replicated(std::sync::Arc<std::sync::Mutex<Shared>>);
+
+/// The events, the sessions' `initialize` requests, and how many touches came.
+#[derive(Default)]
+struct Shared(
+    Option<mcpwire::http::MemoryEventStore>,
+    std::collections::HashMap<String, String>,
+    usize,
 );
 
 impl mcpwire::http::EventStore for Replicated {
@@ -1638,7 +1639,9 @@ impl mcpwire::http::SessionStore for Replicated {
         self.0.lock().unwrap().1.get(session).cloned()
     }
     fn touch(&mut self, session: &str) -> bool {
-        self.0.lock().unwrap().1.contains_key(session)
+        let mut inner = self.0.lock().unwrap();
+        inner.2 += 1;
+        inner.1.contains_key(session)
     }
     fn forget(&mut self, session: &str) {
         self.0.lock().unwrap().1.remove(session);
@@ -1646,6 +1649,10 @@ impl mcpwire::http::SessionStore for Replicated {
 }
 
 impl Replicated {
+    fn touches(&self) -> usize {
+        self.0.lock().unwrap().2
+    }
+
     fn stored_events(&self) -> usize {
         self.0.lock().unwrap().0.as_ref().map_or(0, |e| e.len())
     }
@@ -1855,4 +1862,32 @@ fn a_replica_letting_an_idle_copy_expire_leaves_the_shared_session_alone() {
     );
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(json_body(&r)["id"], 6);
+}
+
+#[test]
+fn a_replica_streaming_to_a_quiet_client_keeps_the_shared_session_alive() {
+    // The client only listens on its GET stream: no requests touch the session, so the
+    // replica touches the shared store itself, every half idle timeout, and notices a DELETE
+    // made elsewhere.
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let r = send(&mut a, "GET", &[("Mcp-Session-Id", &sid)], "");
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    let touches = stores.touches();
+    let idle = HttpServerConfig::new(server_config()).session_idle_timeout;
+    let due = a.poll_timeout().expect("a refresh is scheduled");
+    assert_eq!(due, T0.after(idle / 2));
+    a.handle_timeout(due);
+    assert_eq!(stores.touches(), touches + 1);
+    assert_eq!(a.sessions(), 1, "still alive, and streaming");
+    let next = a.poll_timeout().unwrap();
+    assert_eq!(next, due.after(idle / 2));
+    // Before the next refresh, the client's other tab deletes the session through B.
+    assert_eq!(
+        send_at(&mut b, due, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        200
+    );
+    a.handle_timeout(next);
+    assert_eq!(a.sessions(), 0, "A noticed and ended its copy");
 }

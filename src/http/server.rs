@@ -267,6 +267,8 @@ struct Conn {
     next_event: u64,
     /// When the session's client last did something (a request, or letting go of a stream).
     last_active: Timestamp,
+    /// When this process last touched the session in the shared [`SessionStore`].
+    shared_touched: Timestamp,
     /// A stateless request whose client went away: removed once its last events (the
     /// cancellation) are handed out.
     orphaned: bool,
@@ -609,6 +611,7 @@ impl HttpServer {
                 backlog: VecDeque::new(),
                 next_event: 1,
                 last_active: now,
+                shared_touched: now,
                 orphaned: false,
                 in_dirty: false,
                 in_eventful: false,
@@ -687,6 +690,9 @@ impl HttpServer {
         };
         if let Some(key) = local {
             if shared.touch(sid) {
+                if let Some(c) = self.conns.get_mut(&key) {
+                    c.shared_touched = now;
+                }
                 return Ok(key);
             }
             // Deleted (or expired) everywhere: this copy goes too.
@@ -1162,6 +1168,14 @@ impl HttpServer {
             .then(|| c.last_active.after(self.config.session_idle_timeout))
     }
 
+    /// When a session whose client holds a stream open (never idle here, so it sends no
+    /// requests that would touch it) must touch the shared [`SessionStore`] again, so that the
+    /// store does not expire it: every half idle timeout.
+    fn refresh_due(&self, key: u64, c: &Conn, busy: &HashSet<u64>) -> Option<Timestamp> {
+        (self.shared.is_some() && c.session.is_some() && busy.contains(&key))
+            .then(|| c.shared_touched.after(self.config.session_idle_timeout / 2))
+    }
+
     /// The least recently active idle session, to evict at the cap.
     fn least_recently_used_idle(&self) -> Option<u64> {
         let busy = self.busy_conns();
@@ -1515,6 +1529,25 @@ impl HttpServer {
         for key in expired {
             self.end_session(key);
         }
+        let refresh: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(k, c)| self.refresh_due(**k, c, &busy).is_some_and(|at| at <= now))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in refresh {
+            let alive = match (self.shared.as_mut(), self.conns.get_mut(&key)) {
+                (Some(shared), Some(c)) => {
+                    c.shared_touched = now;
+                    c.session.as_deref().is_none_or(|sid| shared.touch(sid))
+                }
+                _ => true,
+            };
+            if !alive {
+                // Deleted on another replica while this one streamed to its client.
+                self.end_session(key);
+            }
+        }
         self.give_back_capacity();
     }
 
@@ -1549,12 +1582,16 @@ impl HttpServer {
         let busy = self.busy_conns();
         self.conns
             .iter()
-            .filter_map(
-                |(&key, c)| match (c.conn.poll_timeout(), self.expiry(key, c, &busy)) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                },
-            )
+            .filter_map(|(&key, c)| {
+                [
+                    c.conn.poll_timeout(),
+                    self.expiry(key, c, &busy),
+                    self.refresh_due(key, c, &busy),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+            })
             .min()
     }
 }
