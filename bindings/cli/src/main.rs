@@ -25,6 +25,8 @@ USAGE
   mcpwire serve [--legacy]           a demo MCP server on stdin/stdout (both protocol eras)
   mcpwire serve --http ADDR          the demo server over Streamable HTTP on ADDR (port 0: any);
                                      prints the URL it serves once bound
+      [--redis URL --replica N]      one of several replicas sharing sessions and resumable
+                                     streams through Redis (each with its own N)
   mcpwire tap --log FILE -- CMD...   relay stdio to CMD unchanged, logging the session as JSONL
   mcpwire help                       this text
 
@@ -126,6 +128,8 @@ fn probe_command(args: &[String]) -> i32 {
 fn serve_command(args: &[String]) -> i32 {
     let mut legacy = false;
     let mut http = None;
+    let mut redis = None;
+    let mut replica = None;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -140,11 +144,31 @@ fn serve_command(args: &[String]) -> i32 {
                 http = Some(addr.clone());
                 i += 2;
             }
+            "--redis" => {
+                let Some(url) = args.get(i + 1) else {
+                    return usage("--redis needs a URL, such as redis://127.0.0.1:6379/");
+                };
+                redis = Some(url.clone());
+                i += 2;
+            }
+            "--replica" => {
+                let Some(n) = args.get(i + 1).and_then(|n| n.parse::<u16>().ok()) else {
+                    return usage("--replica needs a number from 0 to 65535");
+                };
+                replica = Some(n);
+                i += 2;
+            }
             other => return usage(&format!("unknown serve option {other}")),
         }
     }
+    let scale_out = match (redis, replica) {
+        (Some(url), Some(replica)) => Some(serve::ScaleOut { url, replica }),
+        (None, None) => None,
+        _ => return usage("--redis and --replica go together"),
+    };
     match http {
-        Some(addr) => serve::run_http(&addr, legacy),
+        Some(addr) => serve::run_http(&addr, legacy, scale_out),
+        None if scale_out.is_some() => usage("--redis and --replica need --http"),
         None => serve::run(legacy),
     }
 }

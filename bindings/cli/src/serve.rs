@@ -19,6 +19,7 @@ use mcpwire::conn::{Config, Connection, RequestId};
 use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
+use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore, StoreError, StoreHealth};
 use mcpwire_tokio::http::{Application, HostConfig, serve};
 
 const README: &str = "mcpwire demo server: a sans-IO MCP engine driven by a std loop.";
@@ -481,10 +482,53 @@ impl Application for HttpDemo {
     }
 }
 
+/// `--redis URL --replica N`: this server is replica `N` of a deployment whose replicas share
+/// sessions and resumable events through the Redis at `url`.
+pub struct ScaleOut {
+    pub url: String,
+    pub replica: u16,
+}
+
+impl ScaleOut {
+    /// Puts the shared stores into `config`, and gives this replica its own stream ids.
+    fn configure(&self, config: &mut HttpServerConfig) -> Result<[StoreHealth; 2], StoreError> {
+        let options = RedisOptions {
+            ttl: config.session_idle_timeout,
+            events_per_stream: config.event_store,
+            ..RedisOptions::default()
+        };
+        let events = RedisEventStore::connect(&self.url, options.clone())?;
+        let sessions = RedisSessionStore::connect(&self.url, options)?;
+        let health = [events.health(), sessions.health()];
+        config.events = Some(Box::new(events));
+        config.sessions = Some(Box::new(sessions));
+        config.first_stream_id = (u64::from(self.replica) << 48) | 1;
+        Ok(health)
+    }
+}
+
+/// Reports the shared stores' failures on stderr as they happen (the server itself goes on:
+/// see `mcpwire_redis` for what each failure costs), checking every second.
+async fn report_store_failures(health: [StoreHealth; 2]) {
+    let mut reported = 0;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let errors: u64 = health.iter().map(StoreHealth::errors).sum();
+        if errors > reported {
+            reported = errors;
+            let last: Vec<String> = health.iter().filter_map(StoreHealth::last_error).collect();
+            eprintln!(
+                "mcpwire serve: {errors} Redis call(s) failed so far; last: {}",
+                last.join("; ")
+            );
+        }
+    }
+}
+
 /// `mcpwire serve --http ADDR`: the demo server over Streamable HTTP on `addr` (port 0 picks
 /// a free one). Prints the URL it serves once bound; stops on Ctrl-C or SIGTERM, letting open
 /// streams finish.
-pub fn run_http(addr: &str, legacy_only: bool) -> i32 {
+pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -512,13 +556,26 @@ pub fn run_http(addr: &str, legacy_only: bool) -> i32 {
             }
         };
         let host = HostConfig::default();
-        println!("http://{local}{}", host.path);
-        let _ = std::io::Write::flush(&mut std::io::stdout());
         let mut config = HttpServerConfig::new(demo_config(legacy_only));
         let tools = tools().to_string();
         if let Ok(raw) = RawJson::new(&tools) {
             let _ = config.declare_tools(raw);
         }
+        let mut health = None;
+        if let Some(scale_out) = &scale_out {
+            match scale_out.configure(&mut config) {
+                Ok(h) => health = Some(h),
+                Err(e) => {
+                    eprintln!("mcpwire serve: Redis at {}: {e}", scale_out.url);
+                    return 1;
+                }
+            }
+        }
+        if let Some(health) = health {
+            tokio::spawn(report_store_failures(health));
+        }
+        println!("http://{local}{}", host.path);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
         if !local.ip().is_loopback() {
             // Bound beyond loopback on purpose: accept any Host and Origin (put a proxy that
             // checks them in front when exposing this).

@@ -1,0 +1,385 @@
+//! Scale-out: three `mcpwire serve --http` replicas share sessions and resumable events
+//! through one real Redis server, all on loopback. The test plays the client and the load
+//! balancer: it picks the replica for every request.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mcpwire::http::client::StreamReader;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+/// A child process killed and reaped when the test lets go of it.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Debian's `redis-server` on a free loopback port, with persistence off.
+fn redis() -> (Reaped, u16) {
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (.ci/setup-debian installs it)");
+    let child = Reaped(child);
+    // Up to 10 s.
+    for tries in 0.. {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        assert!(tries < 500, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+/// Replica `n` of the demo server, sharing the Redis on `redis_port`; returns its address.
+fn replica(n: u16, redis_port: u16) -> (Reaped, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
+        .args(["--replica", &n.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("replica {n} printed {line:?}"))
+        .to_owned();
+    (Reaped(child), addr)
+}
+
+/// One HTTP/1.1 exchange on its own connection; the body is read as it arrives.
+struct Exchange {
+    status: u16,
+    headers: Vec<(String, String)>,
+    reader: BufReader<TcpStream>,
+    chunked: bool,
+    /// Bytes left in the current chunk, or in the whole body without chunking.
+    left: Option<usize>,
+    done: bool,
+}
+
+impl Exchange {
+    fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Exchange {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut head = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if method == "POST" {
+            head.push_str("Content-Type: application/json\r\n");
+            head.push_str("Accept: application/json, text/event-stream\r\n");
+        } else {
+            head.push_str("Accept: text/event-stream\r\n");
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        (&stream).write_all(head.as_bytes()).unwrap();
+        (&stream).write_all(body.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status = line.split(' ').nth(1).unwrap().parse().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (n, v) = l.split_once(':').unwrap();
+            headers.push((n.to_ascii_lowercase(), v.trim().to_owned()));
+        }
+        let get = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+        let chunked = get("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+        let left = get("content-length").map(|v| v.parse().unwrap());
+        Exchange {
+            status,
+            chunked,
+            done: !chunked && left == Some(0),
+            left: if chunked { Some(0) } else { left },
+            headers,
+            reader,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The next piece of the body, or `None` at its end.
+    fn read_some(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        if self.chunked && self.left == Some(0) {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                // The CRLF after the previous chunk.
+                line.clear();
+                self.reader.read_line(&mut line).unwrap();
+            }
+            let size = usize::from_str_radix(line.trim(), 16).unwrap();
+            if size == 0 {
+                self.done = true;
+                return None;
+            }
+            self.left = Some(size);
+        }
+        let mut buf = vec![0; 4096];
+        let want = self.left.map_or(buf.len(), |l| l.min(buf.len()));
+        let n = self.reader.read(&mut buf[..want]).unwrap();
+        if n == 0 {
+            self.done = true;
+            return None;
+        }
+        if let Some(l) = self.left.as_mut() {
+            *l -= n;
+            if *l == 0 && !self.chunked {
+                self.done = true;
+            }
+        }
+        buf.truncate(n);
+        Some(buf)
+    }
+
+    fn json(mut self) -> Value {
+        let mut body = Vec::new();
+        while let Some(piece) = self.read_some() {
+            body.extend(piece);
+        }
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// Reads SSE messages until `enough` says stop or the stream ends; returns whether it
+    /// ended.
+    fn read_events(
+        &mut self,
+        reader: &mut StreamReader,
+        seen: &mut Vec<Value>,
+        enough: impl Fn(&[Value]) -> bool,
+    ) -> bool {
+        while !enough(seen) {
+            let Some(piece) = self.read_some() else {
+                return true;
+            };
+            reader.feed(&piece, |m| seen.push(serde_json::from_slice(m).unwrap()));
+        }
+        false
+    }
+}
+
+fn post(addr: &str, sid: &str, body: &Value) -> Exchange {
+    Exchange::send(
+        addr,
+        "POST",
+        &[
+            ("Mcp-Session-Id", sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        &body.to_string(),
+    )
+}
+
+fn open_session(addr: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "scale-out-test", "version": "1"}}});
+    let r = Exchange::send(addr, "POST", &[], &init.to_string());
+    assert_eq!(r.status, 200);
+    let sid = r.header("Mcp-Session-Id").unwrap().to_owned();
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(addr, &sid, &note).status, 202);
+    sid
+}
+
+fn countdown(id: u64, steps: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "countdown", "arguments": {"steps": steps},
+        "_meta": {"progressToken": format!("p{id}")}}})
+}
+
+fn progress_steps(messages: &[Value]) -> Vec<u64> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"]["progress"].as_u64().unwrap())
+        .collect()
+}
+
+fn resume(addr: &str, sid: &str, last_event_id: &str) -> Exchange {
+    let r = Exchange::send(
+        addr,
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Last-Event-ID", last_event_id),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 200);
+    r
+}
+
+#[test]
+fn three_replicas_share_sessions_and_streams_through_redis() {
+    let (_redis, redis_port) = redis();
+    let (_a, a) = replica(1, redis_port);
+    let (_b, b) = replica(2, redis_port);
+    let (c_proc, c) = replica(3, redis_port);
+    let mut c_proc = Some(c_proc);
+
+    // A session opened on A is served on B and C.
+    let sid = open_session(&a);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    for addr in [&b, &c] {
+        let r = post(addr, &sid, &list);
+        assert_eq!(r.status, 200, "replica {addr} serves the session");
+        let answer = r.json();
+        assert_eq!(answer["id"], 2);
+        assert!(answer["result"]["tools"].as_array().unwrap().len() >= 3);
+    }
+    let add = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 2, "b": 40}}});
+    let answer = post(&b, &sid, &add).json();
+    assert_eq!(answer["result"]["content"][0]["text"], "42", "{answer}");
+
+    // A stream dropped on A resumes on B: nothing lost, nothing twice.
+    let mut call = post(&a, &sid, &countdown(4, 6));
+    assert_eq!(call.status, 200);
+    assert!(
+        call.header("Content-Type")
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut reader = StreamReader::new();
+    let mut seen = Vec::new();
+    let ended = call.read_events(&mut reader, &mut seen, |m| progress_steps(m).len() >= 2);
+    assert!(!ended);
+    drop(call);
+    // A finishes the countdown with nobody listening; its events go to Redis.
+    std::thread::sleep(Duration::from_millis(1200));
+    let last = reader.last_event_id().unwrap().to_owned();
+    let mut resumed = resume(&b, &sid, &last);
+    let mut rest = Vec::new();
+    assert!(resumed.read_events(&mut reader, &mut rest, |_| false));
+    let all: Vec<Value> = seen.iter().chain(&rest).cloned().collect();
+    assert_eq!(progress_steps(&all), vec![1, 2, 3, 4, 5, 6], "{all:#?}");
+    let answers: Vec<&Value> = all.iter().filter(|m| m["id"] == 4).collect();
+    assert_eq!(answers.len(), 1, "the answer exactly once: {all:#?}");
+    assert_eq!(
+        answers[0]["result"]["content"][0]["text"],
+        "countdown of 6 finished"
+    );
+
+    // Killing a replica mid-stream loses no event it stored: everything the client saw
+    // from C replays from Redis on B.
+    let mut call = post(&c, &sid, &countdown(5, 20));
+    let mut reader = StreamReader::new();
+    let mut raw = Vec::new();
+    let mut saw = Vec::new();
+    while progress_steps(&saw).len() < 3 {
+        let piece = call.read_some().expect("C streams the countdown");
+        raw.extend_from_slice(&piece);
+        reader.feed(&piece, |m| saw.push(serde_json::from_slice(m).unwrap()));
+    }
+    drop(c_proc.take());
+    drop(call);
+    // The stream's first event is the priming event: resuming from it asks for all the rest.
+    let raw = String::from_utf8(raw).unwrap();
+    let priming = raw
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .expect("a priming event")
+        .trim()
+        .to_owned();
+    let mut replay = resume(&b, &sid, &priming);
+    let mut replayed = Vec::new();
+    assert!(replay.read_events(&mut StreamReader::new(), &mut replayed, |_| false));
+    // Everything the client saw replays, in order (more may have been stored between the
+    // client's last read and the kill; never less).
+    assert!(
+        replayed.len() >= saw.len() && replayed[..saw.len()] == saw[..],
+        "replayed {replayed:#?}\nsaw {saw:#?}"
+    );
+    assert!(
+        replayed.iter().all(|m| m["id"] != 5),
+        "C died before answering"
+    );
+
+    // Stateless 2026-07-28 requests spread over the replicas left.
+    for i in 0..20u64 {
+        let addr = if i % 2 == 0 { &a } else { &b };
+        let body = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": format!("n{i}")},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let r = Exchange::send(
+            addr,
+            "POST",
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "echo"),
+            ],
+            &body.to_string(),
+        );
+        assert_eq!(r.status, 200);
+        let answer = r.json();
+        assert_eq!(answer["id"], 100 + i);
+        assert_eq!(answer["result"]["content"][0]["text"], format!("n{i}"));
+    }
+
+    // DELETE on B ends the session on A too.
+    let r = Exchange::send(
+        &b,
+        "DELETE",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(post(&a, &sid, &list).status, 404);
+}

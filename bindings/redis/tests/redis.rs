@@ -1,0 +1,693 @@
+//! The Redis stores against a real `redis-server` (one per test, on a free port), including
+//! what they do while it is down and after it comes back.
+
+// Tests wait for real time to pass (TTLs, startup).
+#![allow(clippy::disallowed_methods)]
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
+use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore};
+
+/// A `redis-server` of this test's own, killed on drop.
+struct RedisServer {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts one on a free port.
+    fn start() -> Self {
+        let port = {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+            listener.local_addr().unwrap().port()
+        };
+        let mut server = RedisServer { port, child: None };
+        server.restart();
+        server
+    }
+
+    /// Starts it (again) on the same port, and waits until it accepts connections.
+    fn restart(&mut self) {
+        self.stop();
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "these tests need a real Redis: cannot run `redis-server` ({e}); \
+                     install it (e.g. `apt-get install redis-server`) and put it on PATH"
+                )
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("redis-server on port {} exited: {status}", self.port);
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not accept connections on port {} within 5 s",
+                self.port
+            );
+            sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills it and waits until it is gone.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A plain connection, to look at the keys.
+    fn inspect(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .unwrap()
+    }
+
+    fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query(&mut self.inspect())
+            .unwrap();
+        keys.sort();
+        keys
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Short timeouts, so the failure tests stay fast.
+fn options() -> RedisOptions {
+    RedisOptions {
+        timeout: Duration::from_millis(500),
+        ..RedisOptions::default()
+    }
+}
+
+fn events(redis: &RedisServer, options: RedisOptions) -> RedisEventStore {
+    RedisEventStore::connect(&redis.url(), options).expect("connect the event store")
+}
+
+fn sessions(redis: &RedisServer, options: RedisOptions) -> RedisSessionStore {
+    RedisSessionStore::connect(&redis.url(), options).expect("connect the session store")
+}
+
+fn replay(store: &mut dyn EventStore, session: &str, stream: u64, after: u64) -> Vec<Vec<u8>> {
+    let mut seen = Vec::new();
+    store.replay(session, HttpStreamId(stream), after, &mut |e| {
+        seen.push(e.to_vec())
+    });
+    seen
+}
+
+fn event(stream: u64, n: u64) -> Vec<u8> {
+    format!("id: {stream}-{n}\ndata: {{\"n\":{n}}}\n\n").into_bytes()
+}
+
+#[test]
+fn replay_hands_out_one_streams_later_events_in_order() {
+    let redis = RedisServer::start();
+    let mut store = events(&redis, options());
+    // Interleaved streams and sessions, appended out of numeric order within none.
+    store.append("s", HttpStreamId(1), 1, &event(1, 1));
+    store.append("s", HttpStreamId(2), 2, &event(2, 2));
+    store.append("s", HttpStreamId(1), 3, &event(1, 3));
+    store.append("t", HttpStreamId(1), 4, &event(1, 4));
+    store.append("s", HttpStreamId(1), 10, &event(1, 10));
+    // 10 after 9: the order is numeric, not textual.
+    store.append("s", HttpStreamId(1), 9, &event(1, 9));
+
+    assert_eq!(
+        replay(&mut store, "s", 1, 0),
+        vec![event(1, 1), event(1, 3), event(1, 9), event(1, 10)]
+    );
+    // `after` itself is excluded.
+    assert_eq!(
+        replay(&mut store, "s", 1, 3),
+        vec![event(1, 9), event(1, 10)]
+    );
+    // A number the stream does not have (4 is another session's) works as well.
+    assert_eq!(replay(&mut store, "s", 1, 4), replay(&mut store, "s", 1, 3));
+    assert!(replay(&mut store, "s", 1, 10).is_empty());
+    assert!(replay(&mut store, "s", 1, u64::MAX).is_empty());
+    assert_eq!(replay(&mut store, "s", 2, 0), vec![event(2, 2)]);
+    assert_eq!(replay(&mut store, "t", 1, 0), vec![event(1, 4)]);
+    assert!(replay(&mut store, "t", 2, 0).is_empty());
+    assert!(replay(&mut store, "nobody", 1, 0).is_empty());
+}
+
+#[test]
+fn events_come_back_byte_for_byte_at_any_number() {
+    let redis = RedisServer::start();
+    let mut store = events(&redis, options());
+    let binary: Vec<u8> = (0..=255).collect();
+    // Equal bytes under different numbers are two events; numbers past 2^53 stay exact.
+    let big = u64::MAX - 1;
+    store.append("s", HttpStreamId(u64::MAX), 5, b"same");
+    store.append("s", HttpStreamId(u64::MAX), 6, b"same");
+    store.append("s", HttpStreamId(u64::MAX), big - 1, &binary);
+    store.append("s", HttpStreamId(u64::MAX), big, b"");
+    store.append("s", HttpStreamId(u64::MAX), u64::MAX, b"last");
+    assert_eq!(
+        replay(&mut store, "s", u64::MAX, 0),
+        vec![
+            b"same".to_vec(),
+            b"same".to_vec(),
+            binary.clone(),
+            Vec::new(),
+            b"last".to_vec()
+        ]
+    );
+    assert_eq!(
+        replay(&mut store, "s", u64::MAX, big - 1),
+        vec![Vec::new(), b"last".to_vec()]
+    );
+    assert_eq!(
+        replay(&mut store, "s", u64::MAX, big),
+        vec![b"last".to_vec()]
+    );
+    // Appending the same event twice (a retry) stores it once.
+    store.append("s", HttpStreamId(7), 1, b"once");
+    store.append("s", HttpStreamId(7), 1, b"once");
+    assert_eq!(replay(&mut store, "s", 7, 0), vec![b"once".to_vec()]);
+}
+
+#[test]
+fn each_stream_keeps_its_newest_events() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            events_per_stream: 3,
+            ..options()
+        },
+    );
+    for n in 1..=5 {
+        store.append("s", HttpStreamId(1), n, &event(1, n));
+    }
+    store.append("s", HttpStreamId(2), 6, &event(2, 6));
+    assert_eq!(
+        replay(&mut store, "s", 1, 0),
+        vec![event(1, 3), event(1, 4), event(1, 5)]
+    );
+    // A resumption from before the kept ones gets what is left.
+    assert_eq!(replay(&mut store, "s", 1, 1), replay(&mut store, "s", 1, 0));
+    // Another stream has a bound of its own.
+    assert_eq!(replay(&mut store, "s", 2, 0), vec![event(2, 6)]);
+
+    let mut none = events(
+        &redis,
+        RedisOptions {
+            events_per_stream: 0,
+            prefix: "none".into(),
+            ..options()
+        },
+    );
+    none.append("s", HttpStreamId(1), 1, b"x");
+    assert!(replay(&mut none, "s", 1, 0).is_empty());
+    assert!(redis.keys().iter().all(|k| !k.starts_with("none:")));
+}
+
+#[test]
+fn two_replicas_see_each_others_writes() {
+    let redis = RedisServer::start();
+    let (mut events_a, mut events_b) = (events(&redis, options()), events(&redis, options()));
+    let (mut sessions_a, mut sessions_b) =
+        (sessions(&redis, options()), sessions(&redis, options()));
+
+    sessions_a.create("s", r#"{"method":"initialize"}"#);
+    assert_eq!(
+        sessions_b.load("s").as_deref(),
+        Some(r#"{"method":"initialize"}"#)
+    );
+    assert!(sessions_b.touch("s"));
+
+    events_a.append("s", HttpStreamId(1 << 48), 1, &event(1 << 48, 1));
+    events_b.append("s", HttpStreamId(2 << 48), 2, &event(2 << 48, 2));
+    events_a.append("s", HttpStreamId(1 << 48), 3, &event(1 << 48, 3));
+    assert_eq!(
+        replay(&mut events_b, "s", 1 << 48, 1),
+        vec![event(1 << 48, 3)]
+    );
+    assert_eq!(
+        replay(&mut events_a, "s", 2 << 48, 0),
+        vec![event(2 << 48, 2)]
+    );
+
+    // A DELETE on B ends the session on A too, with the events of both replicas' streams.
+    sessions_b.forget("s");
+    events_b.forget("s");
+    assert!(!sessions_a.touch("s"));
+    assert_eq!(sessions_a.load("s"), None);
+    assert!(replay(&mut events_a, "s", 1 << 48, 0).is_empty());
+    assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
+
+#[test]
+fn sessions_are_created_loaded_touched_and_forgotten() {
+    let redis = RedisServer::start();
+    let mut store = sessions(&redis, options());
+    assert_eq!(store.load("unknown"), None);
+    assert!(!store.touch("unknown"));
+    assert!(redis.keys().is_empty(), "load and touch create nothing");
+
+    let init =
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"ü"}}}"#;
+    store.create("a", init);
+    store.create("b", "other");
+    assert_eq!(store.load("a").as_deref(), Some(init));
+    assert!(store.touch("a"));
+    assert_eq!(redis.keys(), vec!["mcpw:s:a", "mcpw:s:b"]);
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("mcpw:s:a")
+        .query(&mut redis.inspect())
+        .unwrap();
+    assert!(ttl > 590_000 && ttl <= 600_000, "the default TTL: {ttl}");
+
+    store.forget("a");
+    assert!(!store.touch("a"));
+    assert_eq!(store.load("a"), None);
+    assert_eq!(store.load("b").as_deref(), Some("other"));
+    // Forgetting twice, or a session never created, is harmless.
+    store.forget("a");
+    store.forget("never");
+    assert_eq!(store.health().errors(), 0);
+}
+
+#[test]
+fn the_two_forgets_delete_only_their_own_keys() {
+    let redis = RedisServer::start();
+    let (mut events, mut sessions) = (events(&redis, options()), sessions(&redis, options()));
+    sessions.create("s", "init");
+    sessions.create("t", "init");
+    for stream in [1, 2, 3] {
+        events.append("s", HttpStreamId(stream), stream, &event(stream, stream));
+    }
+    events.append("t", HttpStreamId(1), 1, &event(1, 1));
+    assert_eq!(
+        redis.keys(),
+        vec![
+            "mcpw:e:s:1",
+            "mcpw:e:s:2",
+            "mcpw:e:s:3",
+            "mcpw:e:t:1",
+            "mcpw:i:s",
+            "mcpw:i:t",
+            "mcpw:s:s",
+            "mcpw:s:t"
+        ]
+    );
+    events.forget("s");
+    for stream in [1, 2, 3] {
+        assert!(replay(&mut events, "s", stream, 0).is_empty());
+    }
+    assert_eq!(replay(&mut events, "t", 1, 0), vec![event(1, 1)]);
+    assert!(
+        sessions.touch("s"),
+        "the events store leaves sessions alone"
+    );
+    sessions.forget("s");
+    assert_eq!(
+        redis.keys(),
+        vec!["mcpw:e:t:1", "mcpw:i:t", "mcpw:s:t"],
+        "and the session store leaves events alone"
+    );
+}
+
+#[test]
+fn sessions_and_events_expire_after_the_ttl_unless_touched() {
+    let redis = RedisServer::start();
+    let short = RedisOptions {
+        ttl: Duration::from_millis(400),
+        ..options()
+    };
+    let (mut events, mut sessions) = (events(&redis, short.clone()), sessions(&redis, short));
+    sessions.create("idle", "init");
+    sessions.create("busy", "init");
+    sessions.create("loaded", "init");
+    events.append("idle", HttpStreamId(1), 1, b"e");
+    for _ in 0..3 {
+        sleep(Duration::from_millis(150));
+        assert!(sessions.touch("busy"));
+        assert!(sessions.load("loaded").is_some(), "load counts as a touch");
+    }
+    // 450 ms later (sleeps only overshoot): the idle session and its events are gone, the
+    // touched ones are not.
+    assert!(!sessions.touch("idle"));
+    assert_eq!(sessions.load("idle"), None);
+    assert!(replay(&mut events, "idle", 1, 0).is_empty());
+    assert!(sessions.touch("busy"));
+    assert_eq!(redis.keys(), vec!["mcpw:s:busy", "mcpw:s:loaded"]);
+    sleep(Duration::from_millis(500));
+    assert!(redis.keys().is_empty());
+}
+
+#[test]
+fn the_prefix_separates_deployments() {
+    let redis = RedisServer::start();
+    let mut one = sessions(&redis, options());
+    let mut two = sessions(
+        &redis,
+        RedisOptions {
+            prefix: "other".into(),
+            ..options()
+        },
+    );
+    one.create("s", "one");
+    assert_eq!(two.load("s"), None);
+    two.create("s", "two");
+    assert_eq!(one.load("s").as_deref(), Some("one"));
+    assert_eq!(redis.keys(), vec!["mcpw:s:s", "other:s:s"]);
+}
+
+#[test]
+fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
+    let mut redis = RedisServer::start();
+    let (mut events, mut sessions) = (events(&redis, options()), sessions(&redis, options()));
+    let (events_health, sessions_health) = (events.health(), sessions.health());
+    sessions.create("s", "init");
+    events.append("s", HttpStreamId(1), 1, b"before");
+    assert_eq!((events_health.errors(), sessions_health.errors()), (0, 0));
+    assert_eq!(events_health.last_error(), None);
+
+    redis.stop();
+    let started = Instant::now();
+    events.append("s", HttpStreamId(1), 2, b"lost");
+    assert!(replay(&mut events, "s", 1, 0).is_empty(), "replays nothing");
+    events.forget("s");
+    assert_eq!(events_health.errors(), 3);
+    assert!(sessions.touch("s"), "touch fails open");
+    assert_eq!(sessions.load("s"), None, "load fails closed");
+    sessions.create("t", "init");
+    sessions.forget("s");
+    assert_eq!(sessions_health.errors(), 4);
+    let last = sessions_health.last_error().expect("the last error");
+    assert!(last.starts_with("forget session: "), "{last}");
+    assert!(
+        events_health
+            .last_error()
+            .unwrap()
+            .starts_with("forget events: "),
+        "{:?}",
+        events_health.last_error()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "a refused connection fails fast"
+    );
+    // Clones of the handle see the same counts.
+    assert_eq!(events_health.clone().errors(), events.health().errors());
+
+    // Redis comes back on the same address (empty: it kept nothing); the same stores work.
+    redis.restart();
+    assert!(!sessions.touch("s"), "the session did not survive");
+    sessions.create("s", "init");
+    assert!(sessions.touch("s"));
+    assert_eq!(sessions.load("s").as_deref(), Some("init"));
+    events.append("s", HttpStreamId(1), 3, b"after");
+    assert_eq!(replay(&mut events, "s", 1, 0), vec![b"after".to_vec()]);
+    assert_eq!((events_health.errors(), sessions_health.errors()), (3, 4));
+
+    // A restart between two calls costs nothing: the broken connection is replaced and the
+    // call retried on the new one.
+    redis.restart();
+    sessions.create("s", "again");
+    events.append("s", HttpStreamId(1), 4, b"again");
+    assert_eq!(sessions.load("s").as_deref(), Some("again"));
+    assert_eq!(replay(&mut events, "s", 1, 0), vec![b"again".to_vec()]);
+    assert_eq!((events_health.errors(), sessions_health.errors()), (3, 4));
+}
+
+#[test]
+fn a_redis_that_stops_answering_costs_bounded_time() {
+    let redis = RedisServer::start();
+    let mut sessions = sessions(
+        &redis,
+        RedisOptions {
+            timeout: Duration::from_millis(200),
+            ..options()
+        },
+    );
+    sessions.create("s", "init");
+    // Another client pauses every client's commands: reads time out.
+    let mut admin = redis.inspect();
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1500)
+        .arg("ALL")
+        .exec(&mut admin)
+        .unwrap();
+    let started = Instant::now();
+    assert!(sessions.touch("s"));
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1200), "{took:?}");
+    assert_eq!(sessions.health().errors(), 1);
+    redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .exec(&mut admin)
+        .unwrap();
+    assert_eq!(sessions.load("s").as_deref(), Some("init"));
+    assert_eq!(sessions.health().errors(), 1);
+}
+
+#[test]
+fn connect_reports_what_is_wrong() {
+    let free = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let err = RedisSessionStore::connect(&format!("redis://127.0.0.1:{free}/"), options())
+        .expect_err("nothing listens there");
+    assert!(
+        err.to_string().starts_with("cannot connect to Redis: "),
+        "{err}"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+    let err = RedisEventStore::connect("nonsense://", options()).expect_err("a bad URL");
+    assert!(
+        err.to_string().starts_with("invalid Redis address"),
+        "{err}"
+    );
+
+    let redis = RedisServer::start();
+    for bad in [
+        RedisOptions {
+            ttl: Duration::ZERO,
+            ..options()
+        },
+        RedisOptions {
+            timeout: Duration::ZERO,
+            ..options()
+        },
+    ] {
+        let err = RedisEventStore::connect(&redis.url(), bad.clone()).expect_err("refused");
+        assert!(err.to_string().contains("must not be zero"), "{err}");
+        RedisSessionStore::connect(&redis.url(), bad).expect_err("refused");
+    }
+}
+
+#[test]
+fn the_defaults_match_the_server() {
+    let options = RedisOptions::default();
+    let config = mcpwire::http::HttpServerConfig::new(mcpwire::Config::server("t", "1"));
+    assert_eq!(options.ttl, config.session_idle_timeout);
+    assert_eq!(options.events_per_stream, config.event_store);
+    assert_eq!(options.prefix, "mcpw");
+    assert_eq!(options.timeout, Duration::from_secs(2));
+}
+
+// ---- Two HTTP engines sharing one Redis, as two replicas behind a load balancer ----
+
+mod replicas {
+    use super::*;
+    use mcpwire::Timestamp;
+    use mcpwire::http::client::StreamReader;
+    use mcpwire::http::{Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig};
+    use mcpwire::jsonrpc::{OwnedId, RawJson};
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"moving-client","version":"7"}}}"#;
+
+    /// Replica `n`'s engine on the shared Redis.
+    fn replica(redis: &RedisServer, n: u64) -> HttpServer {
+        let server = mcpwire::Config::server("redis-test", "1")
+            .with_capabilities(r#"{"tools":{},"logging":{}}"#)
+            .unwrap();
+        let mut config = HttpServerConfig::new(server);
+        config.events = Some(Box::new(events(redis, options())));
+        config.sessions = Some(Box::new(sessions(redis, options())));
+        config.first_stream_id = n << 48;
+        HttpServer::new(config)
+    }
+
+    fn send(s: &mut HttpServer, method: &str, extra: &[(&str, &str)], body: &str) -> HttpResponse {
+        let mut headers = vec![
+            ("Host", "127.0.0.1:3000"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        headers.extend_from_slice(extra);
+        let req = HttpRequest {
+            method,
+            headers: &headers,
+            body: body.as_bytes(),
+        };
+        let mut counter = 0u8;
+        s.handle_request(Timestamp::ZERO, &req, &mut |buf: &mut [u8]| {
+            for b in buf {
+                counter = counter.wrapping_add(1);
+                *b = counter ^ 0x5a;
+            }
+        })
+    }
+
+    fn header<'r>(r: &'r HttpResponse, name: &str) -> &'r str {
+        r.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no {name} in {r:?}"))
+    }
+
+    /// POSTs a request on the session; the stream it gets, and where it reached the app.
+    fn post(s: &mut HttpServer, sid: &str, body: &str) -> (HttpStreamId, ConnKey, OwnedId) {
+        let r = send(s, "POST", &[("Mcp-Session-Id", sid)], body);
+        let Body::Stream(stream) = r.body else {
+            panic!("a request on a session gets a stream: {r:?}")
+        };
+        while let Some((key, event)) = s.poll_event() {
+            if let mcpwire::Event::Request { id, .. } = event {
+                return (stream, key, OwnedId::from(id));
+            }
+        }
+        panic!("the request did not reach the application")
+    }
+
+    /// The messages waiting on a stream, and whether it finished.
+    fn read(
+        s: &mut HttpServer,
+        stream: HttpStreamId,
+        reader: &mut StreamReader,
+    ) -> (Vec<String>, bool) {
+        let (mut out, mut finished) = (Vec::new(), false);
+        while let Some(o) = s.poll_stream(stream) {
+            let bytes = o.bytes.to_vec();
+            finished = o.finished;
+            reader.feed(&bytes, |m| out.push(String::from_utf8(m.to_vec()).unwrap()));
+            s.consume_stream(stream, bytes.len());
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        (out, finished)
+    }
+
+    #[test]
+    fn a_session_moves_between_replicas_and_its_stream_resumes_on_the_other() {
+        let redis = RedisServer::start();
+        let (mut a, mut b) = (replica(&redis, 1), replica(&redis, 2));
+        let r = send(&mut a, "POST", &[], INIT);
+        assert_eq!(r.status, 200, "{r:?}");
+        let sid = header(&r, "Mcp-Session-Id").to_owned();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(
+            send(&mut a, "POST", &[("Mcp-Session-Id", &sid)], initialized).status,
+            202
+        );
+
+        // B never saw the handshake: it takes the session over from Redis.
+        assert_eq!(b.sessions(), 0);
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#;
+        let (stream, key, id) = post(&mut b, &sid, call);
+        assert!(stream.0 >= 2 << 48, "B's stream ids come from B's range");
+        assert_eq!(b.sessions(), 1);
+        let conn = b.connection(key).unwrap();
+        assert!(conn.peer_info().unwrap().get().contains("moving-client"));
+        conn.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+            .unwrap();
+        b.pump();
+        let (msgs, finished) = read(&mut b, stream, &mut StreamReader::new());
+        assert!(
+            finished && msgs.len() == 1 && msgs[0].contains(r#""id":2"#),
+            "{msgs:?}"
+        );
+
+        // A stream on A: the client sees one message, drops, and resumes on B.
+        let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#;
+        let (stream, key, id) = post(&mut a, &sid, call);
+        let log = |s: &mut HttpServer, text: &str| {
+            s.connection(key)
+                .unwrap()
+                .log(
+                    id.as_id(),
+                    mcpwire::mcp::LogLevel::Info,
+                    None,
+                    RawJson::new(text).unwrap(),
+                )
+                .unwrap();
+            s.pump();
+        };
+        log(&mut a, r#""one""#);
+        let mut reader = StreamReader::new();
+        let (seen, _) = read(&mut a, stream, &mut reader);
+        assert!(seen.len() == 1 && seen[0].contains("one"), "{seen:?}");
+        a.stream_closed(Timestamp::ZERO, stream);
+        log(&mut a, r#""two""#);
+        a.connection(key)
+            .unwrap()
+            .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+            .unwrap();
+        a.pump();
+        let last = reader.last_event_id().expect("an event id").to_owned();
+        let r = send(
+            &mut b,
+            "GET",
+            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+            "",
+        );
+        let Body::Stream(resumed) = r.body else {
+            panic!("{r:?}")
+        };
+        let (rest, finished) = read(&mut b, resumed, &mut reader);
+        assert_eq!(rest.len(), 2, "what the client missed, once: {rest:?}");
+        assert!(
+            rest[0].contains("two") && rest[1].contains(r#""id":4"#),
+            "{rest:?}"
+        );
+        assert!(finished);
+
+        // A DELETE on B ends the session on A too, and its events go.
+        assert_eq!(
+            send(&mut b, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+            200
+        );
+        let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+        assert_eq!(
+            send(&mut a, "POST", &[("Mcp-Session-Id", &sid)], ping).status,
+            404
+        );
+        assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+    }
+}
