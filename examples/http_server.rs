@@ -94,7 +94,8 @@ async fn main() {
     let _ = std::io::stdout().flush();
     let last = Arc::new(Mutex::new(Instant::now()));
     let app = Watched {
-        fixture: fixture::Fixture::new(secret),
+        // The host's clock starts (at zero) when `serve` starts, a moment from now.
+        fixture: fixture::Fixture::new(secret).with_wall_clock(mcpwire::Timestamp::ZERO, unix_ms()),
         last: last.clone(),
     };
     let server = HttpServer::new(fixture::http_config());
@@ -107,4 +108,11 @@ async fn main() {
     )
     .await
     .expect("serve");
+}
+
+/// Milliseconds since 1970 on the wall clock, for the tasks' dates.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

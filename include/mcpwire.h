@@ -242,6 +242,12 @@
 #define MCPW_CAP_EXTENSIONS (1 << 21)
 
 /**
+ * Capability flag: the tasks extension (2026-07-28), `extensions` has
+ * `io.modelcontextprotocol/tasks`.
+ */
+#define MCPW_CAP_TASKS_EXTENSION (1 << 22)
+
+/**
  * What every fallible `mcpw_*` function returns.
  *
  * Codes are grouped in ranges and never reused: 0 is success; 100-199 reject the caller's
@@ -628,6 +634,11 @@ typedef enum mcpw_violation {
      * dropped otherwise.
      */
     MCPW_VIOLATION_WRONG_ERA = 14,
+    /**
+     * A 2026-07-28 request that needs a client capability its `_meta` did not declare (the
+     * tasks methods without the tasks extension); answered with -32021.
+     */
+    MCPW_VIOLATION_MISSING_CLIENT_CAPABILITY = 15,
     /**
      * A violation this version of the C ABI has no code for yet.
      */

@@ -74,6 +74,7 @@ pub mod frame;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod tasks;
 #[cfg(feature = "serde")]
 pub mod typed;
 

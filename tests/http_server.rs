@@ -1891,3 +1891,34 @@ fn a_replica_streaming_to_a_quiet_client_keeps_the_shared_session_alive() {
     a.handle_timeout(next);
     assert_eq!(a.sessions(), 0, "A noticed and ended its copy");
 }
+
+#[test]
+fn tasks_requests_carry_the_task_id_in_mcp_name() {
+    // SEP-2663: `tasks/get`, `tasks/update` and `tasks/cancel` route by task over HTTP.
+    let mut config = HttpServerConfig::new(
+        Config::server("tasks", "1")
+            .with_capabilities(r#"{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#)
+            .unwrap(),
+    );
+    config.server.versions = vec![ProtocolVersion::V2026_07_28];
+    let mut s = HttpServer::new(config);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}"#;
+    for (name, ok) in [(None, false), (Some("t-2"), false), (Some(" t-1 "), true)] {
+        let mut headers = modern_headers("tasks/get", name);
+        if name.is_none() {
+            headers.retain(|(n, _)| *n != "Mcp-Name");
+        }
+        let r = send(&mut s, "POST", &headers, body);
+        if ok {
+            assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+            let evs = events(&mut s);
+            assert!(
+                matches!(&evs[..], [(_, Ev::Request { method, .. })] if method == "tasks/get"),
+                "{evs:?}"
+            );
+        } else {
+            assert_eq!(r.status, 400, "{name:?}");
+            assert_eq!(json_body(&r)["error"]["code"], -32020);
+        }
+    }
+}

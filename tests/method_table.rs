@@ -40,11 +40,42 @@ fn union_methods(schema: &Value, union: &str) -> BTreeSet<String> {
     }
 }
 
+/// The methods of the tasks extension (SEP-2663), which the table carries for 2026-07-28 but
+/// the core schema does not define.
+const TASKS_EXTENSION: [&str; 4] = [
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "notifications/tasks",
+];
+
+/// The table's core methods (without the extension's).
 fn table(version: ProtocolVersion, kind: MethodKind, from_client: bool) -> BTreeSet<String> {
     methods_of(version)
         .filter(|m| m.kind == kind && m.direction.allows(from_client))
+        .filter(|m| version != ProtocolVersion::V2026_07_28 || !TASKS_EXTENSION.contains(&m.name))
         .map(|m| m.name.to_owned())
         .collect()
+}
+
+#[test]
+fn the_tasks_extension_methods_exist_in_2026_07_28_only_and_lose_result_and_list() {
+    use ProtocolVersion::*;
+    for name in TASKS_EXTENSION {
+        let row = lookup(name, V2026_07_28).expect(name);
+        assert_eq!(
+            format!("{:?}", row.gate),
+            format!(
+                "{:?}",
+                mcpwire::mcp::Gate::Cap(mcpwire::mcp::Caps::TASKS_EXTENSION)
+            ),
+            "{name}"
+        );
+    }
+    assert!(lookup("tasks/update", V2025_11_25).is_none());
+    assert!(lookup("tasks/result", V2026_07_28).is_none());
+    assert!(lookup("tasks/list", V2026_07_28).is_none());
+    assert!(lookup("tasks/result", V2025_11_25).is_some());
 }
 
 #[test]

@@ -19,6 +19,7 @@ use mcpwire::conn::{Config, Connection, OwnedEvent, RequestId, RequestOptions};
 use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
+use mcpwire::tasks::{TaskConfig, TaskEvent, Tasks};
 use serde_json::{Value, json};
 
 /// A 1x1 PNG.
@@ -33,7 +34,7 @@ pub const SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 pub fn server_config() -> Config {
     Config::server("mcpwire-conformance-fixture", env!("CARGO_PKG_VERSION"))
         .with_capabilities(
-            r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{"listChanged":true},"logging":{},"completions":{}}"#,
+            r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{"listChanged":true},"logging":{},"completions":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
         )
         .expect("valid capabilities")
 }
@@ -59,6 +60,32 @@ enum Step {
     Log(u8),
     /// `test_reconnection`: the answer, after the stream was closed for polling.
     Reconnected,
+    /// `slow_compute` run without a task (the request did not declare the extension).
+    Computed(String, u64),
+}
+
+/// A task's work that finishes later.
+enum TaskStep {
+    /// `slow_compute`: completes with this text.
+    Complete(String),
+    /// `failing_job`: completes with a tool error.
+    ToolError,
+    /// `protocol_error_job`: fails with a JSON-RPC error.
+    ProtocolError,
+}
+
+struct TaskJob {
+    due: Timestamp,
+    task: String,
+    step: TaskStep,
+}
+
+/// A task waiting for the client's input: what it finishes with once every answer came.
+struct Asking {
+    task: String,
+    tool: &'static str,
+    answers: Vec<(String, Value)>,
+    waiting: usize,
 }
 
 struct Job {
@@ -250,6 +277,42 @@ pub fn tools() -> Value {
             "Input required for declared capabilities only",
             &none
         ),
+        // SEP-2663 tasks: run as tasks for requests that declare the extension.
+        t(
+            "greet",
+            "Greets by name (never a task)",
+            &json!({"type":"object","properties":{"name":{"type":"string"}}})
+        ),
+        t(
+            "slow_compute",
+            "Computes for `seconds`; a task when the request allows one",
+            &json!({"type":"object","properties":{"seconds":{"type":"integer","minimum":0},"label":{"type":"string"}}})
+        ),
+        t(
+            "failing_job",
+            "A task that ends with a tool error (needs the tasks extension)",
+            &none
+        ),
+        t(
+            "protocol_error_job",
+            "A task that fails with a JSON-RPC error",
+            &none
+        ),
+        t(
+            "confirm_delete",
+            "A task that asks for confirmation (needs the tasks extension)",
+            &json!({"type":"object","properties":{"filename":{"type":"string"}}})
+        ),
+        t(
+            "multi_input",
+            "A task that asks two questions at once (needs the tasks extension)",
+            &none
+        ),
+        t(
+            "test_tool_with_task",
+            "Asks for a name (input required), then greets in a task (needs the tasks extension)",
+            &none
+        ),
     ])
 }
 
@@ -380,6 +443,13 @@ fn sep1330_schema() -> Value {
 /// The fixture's state.
 pub struct Fixture {
     jobs: Vec<Job>,
+    /// SEP-2663 tasks (2026-07-28), shared by every connection.
+    tasks: Tasks,
+    task_jobs: Vec<TaskJob>,
+    asking: Vec<Asking>,
+    /// Task ids come from here (seeded from `secret`; a real server uses its secure random
+    /// source).
+    task_seed: u64,
     waits: Vec<Wait>,
     /// Keys the `requestState` integrity tag.
     secret: [u8; 16],
@@ -390,12 +460,25 @@ pub struct Fixture {
 
 const STEP: Duration = Duration::from_millis(50);
 
+/// The fixture's task table: TTL of ten minutes, polling every 200 ms.
+fn task_config() -> TaskConfig {
+    TaskConfig {
+        ttl: Some(Duration::from_secs(600)),
+        poll_interval: Duration::from_millis(200),
+        ..TaskConfig::default()
+    }
+}
+
 impl Fixture {
     /// A fixture whose `requestState` tags are keyed with `secret` (from the host's random
     /// source).
     pub fn new(secret: [u8; 16]) -> Self {
         Fixture {
             jobs: Vec::new(),
+            tasks: Tasks::new(task_config(), Timestamp::ZERO, 0),
+            task_jobs: Vec::new(),
+            asking: Vec::new(),
+            task_seed: u64::from_le_bytes(secret[..8].try_into().unwrap_or([1; 8])) | 1,
             waits: Vec::new(),
             secret,
             subscriptions: HashSet::new(),
@@ -403,9 +486,132 @@ impl Fixture {
         }
     }
 
+    /// Dates the tasks' `createdAt` and `lastUpdatedAt`: `now` on the host's clock is
+    /// `unix_ms` on the wall clock. Without it they count from 1970.
+    pub fn with_wall_clock(mut self, now: Timestamp, unix_ms: u64) -> Self {
+        self.tasks = Tasks::new(task_config(), now, unix_ms);
+        self
+    }
+
     /// Work in progress (delayed steps and server→client requests); for bounds in tests.
     pub fn pending(&self) -> usize {
-        self.jobs.len() + self.waits.len()
+        self.jobs.len() + self.waits.len() + self.task_jobs.len() + self.asking.len()
+    }
+
+    /// A task for the request `id`, answered with its handle; `None` (and nothing created)
+    /// when the request may not get one, so the caller runs the work synchronously.
+    fn start_task(
+        &mut self,
+        now: Timestamp,
+        conn: &mut Connection,
+        id: &OwnedId,
+    ) -> Option<String> {
+        let modern = conn.era() == Some(Era::Modern);
+        if !(modern && declared(conn, id, true).contains(Caps::TASKS_EXTENSION)) {
+            return None;
+        }
+        let mut seed = self.task_seed;
+        let mut random = |buf: &mut [u8]| {
+            for b in buf {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = seed as u8;
+            }
+        };
+        let task = self.tasks.create(now, &mut random).ok();
+        self.task_seed = seed;
+        let task = task?;
+        let handle = self.tasks.create_result(&task)?;
+        match conn.respond_task(id.as_id(), RawJson::new(&handle).expect("JSON")) {
+            Ok(()) => Some(task),
+            Err(_) => {
+                let _ = self.tasks.cancel(now, &task);
+                None
+            }
+        }
+    }
+
+    /// The client answered or cancelled a task.
+    fn on_task_event(&mut self, now: Timestamp, event: TaskEvent) {
+        match event {
+            TaskEvent::Input {
+                task,
+                key,
+                response,
+            } => {
+                let Some(at) = self.asking.iter().position(|a| a.task == task) else {
+                    return;
+                };
+                let a = &mut self.asking[at];
+                a.answers.push((key, parse(Some(&response))));
+                a.waiting = a.waiting.saturating_sub(1);
+                if a.waiting > 0 {
+                    return;
+                }
+                let a = self.asking.remove(at);
+                let summary: Vec<String> = a
+                    .answers
+                    .iter()
+                    .map(|(k, v)| {
+                        format!(
+                            "{k}: action={}, content={}",
+                            v["action"].as_str().unwrap_or(""),
+                            v.get("content").unwrap_or(&json!({}))
+                        )
+                    })
+                    .collect();
+                let result = text(&format!("{} finished ({})", a.tool, summary.join("; ")));
+                let _ = self.tasks.complete(
+                    now,
+                    &a.task,
+                    RawJson::new(&result.to_string()).expect("JSON"),
+                );
+            }
+            TaskEvent::CancelRequested { task } => {
+                // Every fixture task stops at once when asked.
+                self.task_jobs.retain(|j| j.task != task);
+                self.asking.retain(|a| a.task != task);
+                let _ = self.tasks.cancel(now, &task);
+            }
+            TaskEvent::Expired { task } => {
+                self.task_jobs.retain(|j| j.task != task);
+                self.asking.retain(|a| a.task != task);
+            }
+        }
+    }
+
+    /// Runs the task steps due at `now`.
+    fn run_task_jobs(&mut self, now: Timestamp) {
+        let (due, rest): (Vec<TaskJob>, Vec<TaskJob>) = std::mem::take(&mut self.task_jobs)
+            .into_iter()
+            .partition(|j| j.due <= now);
+        self.task_jobs = rest;
+        for job in due {
+            let _ = match job.step {
+                TaskStep::Complete(t) => {
+                    let result = text(&t).to_string();
+                    self.tasks
+                        .complete(now, &job.task, RawJson::new(&result).expect("JSON"))
+                }
+                TaskStep::ToolError => {
+                    let result = error_result("failing_job: the job failed").to_string();
+                    self.tasks
+                        .complete(now, &job.task, RawJson::new(&result).expect("JSON"))
+                }
+                TaskStep::ProtocolError => self.tasks.fail(
+                    now,
+                    &job.task,
+                    -32603,
+                    "protocol_error_job: internal error while running the job",
+                    None,
+                ),
+            };
+        }
+        self.tasks.handle_timeout(now);
+        while let Some(e) = self.tasks.poll_event() {
+            self.on_task_event(now, e);
+        }
     }
 
     /// Answers every event the server has, then moves the output onto the streams.
@@ -421,6 +627,9 @@ impl Fixture {
             for (key, e) in batch {
                 self.on_event(now, server, key, e);
             }
+            while let Some(e) = self.tasks.poll_event() {
+                self.on_task_event(now, e);
+            }
         }
         // Forget work for connections that are gone.
         let live: HashSet<ConnKey> = server.connections().into_iter().collect();
@@ -433,11 +642,14 @@ impl Fixture {
 
     /// The next time [`handle_timeout`](Self::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        self.jobs.iter().map(|j| j.due).min()
+        let jobs = self.jobs.iter().map(|j| j.due);
+        let task_jobs = self.task_jobs.iter().map(|j| j.due);
+        jobs.chain(task_jobs).chain(self.tasks.poll_timeout()).min()
     }
 
     /// Runs the steps due at `now`.
     pub fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
+        self.run_task_jobs(now);
         let (due, rest): (Vec<Job>, Vec<Job>) = std::mem::take(&mut self.jobs)
             .into_iter()
             .partition(|j| j.due <= now);
@@ -463,6 +675,13 @@ impl Fixture {
                             ..job
                         });
                     }
+                }
+                Step::Computed(label, seconds) => {
+                    respond(
+                        conn,
+                        &job.id,
+                        Answer::Result(text(&format!("Computed {label} in {seconds}s"))),
+                    );
                 }
                 Step::Reconnected => {
                     respond(
@@ -586,6 +805,15 @@ impl Fixture {
         let modern = server
             .connection(key)
             .is_some_and(|c| c.era() == Some(Era::Modern));
+        if method.starts_with("tasks/") {
+            let text = params.to_string();
+            let params = (!params.is_null()).then(|| RawJson::new(&text).expect("JSON"));
+            return match self.tasks.answer(now, method, params) {
+                Some(Ok(result)) => Answer::Result(parse(Some(&result))),
+                Some(Err((code, message))) => Answer::Error(code, message, None),
+                None => Answer::Error(-32601, format!("Method not found: {method}"), None),
+            };
+        }
         match method {
             "tools/list" => Answer::Result(json!({ "tools": tools() })),
             "tools/call" => self.call(now, server, key, id, params, modern),
@@ -672,7 +900,128 @@ impl Fixture {
         };
         let caps = declared(conn, id, modern);
         let r = |v: Value| Answer::Result(v);
+        let tasks_declared = modern && caps.contains(Caps::TASKS_EXTENSION);
+        let needs_tasks = || {
+            Answer::Error(
+                -32021,
+                format!(
+                    "{name} runs as a task: declare the io.modelcontextprotocol/tasks extension"
+                ),
+                Some(
+                    json!({"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}),
+                ),
+            )
+        };
+        let no_room = || Answer::Error(-32603, "cannot create a task now".into(), None);
         match name.as_str() {
+            // ---- SEP-2663 tasks (2026-07-28) ----
+            "greet" => r(text(&format!(
+                "Hello, {}!",
+                args["name"].as_str().unwrap_or("World")
+            ))),
+            "slow_compute" => {
+                let seconds = args["seconds"].as_u64().unwrap_or(0).min(3600);
+                let label = args["label"].as_str().unwrap_or("").to_owned();
+                let done = format!("Computed {label} in {seconds}s");
+                let delay = Duration::from_secs(seconds);
+                match self.start_task(now, conn, id) {
+                    Some(task) => {
+                        self.task_jobs.push(TaskJob {
+                            due: now.after(delay),
+                            task,
+                            step: TaskStep::Complete(done),
+                        });
+                        Answer::Later
+                    }
+                    None if seconds == 0 => r(text(&done)),
+                    None => {
+                        self.jobs.push(Job {
+                            due: now.after(delay),
+                            key,
+                            id: id.clone(),
+                            step: Step::Computed(label, seconds),
+                        });
+                        Answer::Later
+                    }
+                }
+            }
+            "failing_job" | "protocol_error_job" if !tasks_declared => match name.as_str() {
+                "failing_job" => needs_tasks(),
+                _ => Answer::Error(-32603, "protocol_error_job: internal error".into(), None),
+            },
+            "failing_job" | "protocol_error_job" => match self.start_task(now, conn, id) {
+                Some(task) => {
+                    self.task_jobs.push(TaskJob {
+                        due: now.after(Duration::from_millis(500)),
+                        task,
+                        step: if name == "failing_job" {
+                            TaskStep::ToolError
+                        } else {
+                            TaskStep::ProtocolError
+                        },
+                    });
+                    Answer::Later
+                }
+                None => no_room(),
+            },
+            "confirm_delete" | "multi_input" if !tasks_declared => needs_tasks(),
+            "confirm_delete" | "multi_input" => {
+                let Some(task) = self.start_task(now, conn, id) else {
+                    return no_room();
+                };
+                let (tool, keys): (&'static str, &[&str]) = if name == "confirm_delete" {
+                    ("confirm_delete", &["confirm"])
+                } else {
+                    ("multi_input", &["first", "second"])
+                };
+                let file = args["filename"].as_str().unwrap_or("the file");
+                for key in keys {
+                    let request = elicit(
+                        &format!("{tool} ({key}): go ahead with {file}?"),
+                        json!({"confirm":{"type":"boolean"},"name":{"type":"string"}}),
+                        &[],
+                    );
+                    let request = request.to_string();
+                    let _ = self
+                        .tasks
+                        .ask(now, &task, key, RawJson::new(&request).expect("JSON"));
+                }
+                self.asking.push(Asking {
+                    task,
+                    tool,
+                    answers: Vec::new(),
+                    waiting: keys.len(),
+                });
+                Answer::Later
+            }
+            "test_tool_with_task" if !tasks_declared => needs_tasks(),
+            "test_tool_with_task" => {
+                // Round 1 gathers the name (MRTR); round 2 hands the greeting to a task.
+                let answer = params_of(params, "inputResponses")
+                    .get("user_name")
+                    .cloned()
+                    .filter(|a| a["action"] == "accept");
+                let Some(answer) = answer else {
+                    let ask = json!({"user_name": elicit(
+                        "What is your name?",
+                        json!({"name":{"type":"string"}}),
+                        &["name"],
+                    )});
+                    return Answer::InputRequired(Some(ask), None);
+                };
+                let user = answer["content"]["name"].as_str().unwrap_or("").to_owned();
+                match self.start_task(now, conn, id) {
+                    Some(task) => {
+                        self.task_jobs.push(TaskJob {
+                            due: now.after(STEP),
+                            task,
+                            step: TaskStep::Complete(format!("Hello, {user}!")),
+                        });
+                        Answer::Later
+                    }
+                    None => no_room(),
+                }
+            }
             "test_simple_text" => r(text(SIMPLE_TEXT)),
             "test_header_param" => r(text(&format!(
                 "Region: {}",

@@ -423,6 +423,7 @@ impl Core {
                 progress_token,
                 last_progress: None,
                 input_eligible,
+                task_eligible: modern.is_some() && r.method.raw() == "tools/call",
                 cacheable: modern.is_some()
                     && matches!(
                         r.method.raw(),

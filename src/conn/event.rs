@@ -106,6 +106,9 @@ pub enum ViolationKind {
     /// 2026-07-28 client, a request from a 2026-07-28 server, `initialize` after the stateless
     /// era began); answered where a request, dropped otherwise.
     WrongEra,
+    /// A 2026-07-28 request that needs a client capability its `_meta` did not declare (the
+    /// tasks methods without the tasks extension); answered with -32021 naming it.
+    MissingClientCapability,
 }
 
 /// One thing that happened, from [`Connection::poll_event`](super::Connection::poll_event).

@@ -465,6 +465,19 @@ impl Connection {
         self.core.respond(id, Answer::Result(result))
     }
 
+    /// 2026-07-28 server, tasks extension: answers a `tools/call` with a task handle instead of
+    /// its result (`task` is a `CreateTaskResult`, from
+    /// [`Tasks::create_result`](crate::tasks::Tasks::create_result)). Refused with
+    /// [`Error::NotNegotiated`] when the request did not declare the extension
+    /// ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION)): a task never goes to a
+    /// client that cannot poll it. [`Error::NotEligible`] for another method, and
+    /// [`Error::NotInVersion`] for a handshake-era request; [`Error::InvalidParams`] unless
+    /// `task` is an object with `resultType` `"task"`.
+    pub fn respond_task(&mut self, id: Id<'_>, task: RawJson<'_>) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.respond_task(id, task)
+    }
+
     /// 2026-07-28 server: the ids of the peer's `subscriptions/listen` requests in flight (the
     /// engine answers and tags them itself, so they never come as [`Event::Request`]). Use it
     /// with [`end_listen`](Connection::end_listen).
@@ -670,6 +683,9 @@ struct Core {
     stateless: Stateless,
     events: EventQueue,
     stats: Stats,
+    /// Set while `respond_task` writes its answer: the one way a `resultType` of `"task"`
+    /// goes out.
+    task_answer: bool,
 }
 
 impl Core {
@@ -684,6 +700,7 @@ impl Core {
             stateless: Stateless::default(),
             events: EventQueue::new(limits.max_queued_events),
             stats: Stats::default(),
+            task_answer: false,
             config,
         }
     }

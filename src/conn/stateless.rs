@@ -387,13 +387,28 @@ impl Core {
             );
             return self.reject(frame, (stream, batch), r, refusal);
         }
+        if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+            && !ctx.client_caps.contains(Caps::TASKS_EXTENSION)
+        {
+            return self.reject(frame, (stream, batch), r, tasks_extension_required());
+        }
         match method {
             "server/discover" => {
                 let result = self.discover_result();
                 let answer = Answer::Result(RawJson::validated(&result));
                 self.emit_answer(batch, stream, Some(r.id), answer, true);
             }
-            "subscriptions/listen" => self.open_listen(stream, frame, r, batch),
+            "subscriptions/listen" => {
+                let wants_tasks = r
+                    .params
+                    .and_then(|p| p.get_unique("notifications").ok().flatten())
+                    .and_then(|f| f.get_unique("taskIds").ok().flatten())
+                    .is_some();
+                if wants_tasks && !ctx.client_caps.contains(Caps::TASKS_EXTENSION) {
+                    return self.reject(frame, (stream, batch), r, tasks_extension_required());
+                }
+                self.open_listen(stream, frame, r, batch)
+            }
             _ => {
                 let eligible = matches!(method, "tools/call" | "prompts/get" | "resources/read");
                 self.accept_request(stream, frame, r, batch, Some(ctx), eligible, None);
@@ -641,8 +656,17 @@ impl Core {
             add[added] = member;
             added += 1;
         };
-        if !has("resultType").map_err(|_| EditError::Exists)? {
-            push(("resultType", b"\"complete\""));
+        match result
+            .get_unique("resultType")
+            .map_err(|_| EditError::Exists)?
+        {
+            None => push(("resultType", b"\"complete\"")),
+            // A task handle goes out through `respond_task` only, which checks that the
+            // request may get one (SEP-2663: never to a client without the extension).
+            Some(t) if !self.task_answer && t.as_str().is_some_and(|t| t.to_str() == "task") => {
+                return Err(EditError::NotAnObject);
+            }
+            Some(_) => {}
         }
         if cacheable && !has("ttlMs").map_err(|_| EditError::Exists)? {
             push(("ttlMs", ttl.as_bytes()));
@@ -674,6 +698,41 @@ impl Core {
                 &[(META_SERVER_INFO, self.config.info.as_bytes())],
             )
         }
+    }
+
+    /// Server, tasks extension: answers a `tools/call` with a `CreateTaskResult`.
+    pub(super) fn respond_task(&mut self, id: Id<'_>, task: RawJson<'_>) -> Result<(), Error> {
+        let Some(entry) = self.dispatch.inbound.get(&OwnedId::from(id)) else {
+            return self.respond(id, Answer::Result(task));
+        };
+        let Some(ctx) = entry.modern else {
+            return Err(Error::NotInVersion);
+        };
+        if !entry.task_eligible {
+            return Err(Error::NotEligible);
+        }
+        if !ctx.client_caps.contains(Caps::TASKS_EXTENSION) {
+            return Err(Error::NotNegotiated(Caps::TASKS_EXTENSION));
+        }
+        let is_task = task.is_object()
+            && task
+                .get_unique("resultType")
+                .ok()
+                .flatten()
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| t.to_str() == "task")
+            && task
+                .get_unique("taskId")
+                .ok()
+                .flatten()
+                .is_some_and(|t| t.as_str().is_some());
+        if !is_task {
+            return Err(Error::InvalidParams);
+        }
+        self.task_answer = true;
+        let sent = self.respond(id, Answer::Result(task));
+        self.task_answer = false;
+        sent
     }
 
     /// Server: answers a stateless request with "input required".
@@ -1055,4 +1114,18 @@ pub(super) fn retryable_method(method: &str) -> Option<&'static str> {
         "resources/read" => Some("resources/read"),
         _ => None,
     }
+}
+
+/// The -32021 refusal of a tasks method (or a listen for task notifications) from a request
+/// that did not declare the tasks extension (SEP-2663), naming what is missing.
+fn tasks_extension_required() -> Refusal<'static> {
+    let mut refusal = Refusal::new(
+        ViolationKind::MissingClientCapability,
+        mcp::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability: the io.modelcontextprotocol/tasks extension",
+    );
+    refusal.data = Some(RawJson::validated(
+        r#"{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#,
+    ));
+    refusal
 }

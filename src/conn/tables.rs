@@ -260,6 +260,8 @@ pub(crate) struct Inbound {
     /// Whether "input required" is an allowed answer (tools/call, prompts/get, resources/read
     /// in 2026-07-28).
     pub input_eligible: bool,
+    /// Whether a task handle is an allowed answer (tools/call in 2026-07-28, SEP-2663).
+    pub task_eligible: bool,
     /// Whether the result is cacheable (`ttlMs` and `cacheScope` are required in 2026-07-28).
     pub cacheable: bool,
     pub modern: Option<ModernContext>,

@@ -39,6 +39,7 @@ pub fn request_headers(
         let key = match method.as_str() {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" => Some("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
             _ => None,
         };
         if let Some(key) = key

@@ -16,7 +16,8 @@
 //!    `retry` in 2025-11-25.
 //! 3. Stateless era (2026-07-28): POST only (GET and DELETE get 405), no sessions. The
 //!    `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `resources/read`,
-//!    `prompts/get`) `Mcp-Name` headers must match the body, else 400 with -32020. The engine's
+//!    `prompts/get`, and the tasks methods' `taskId`) `Mcp-Name` headers must match the body,
+//!    else 400 with -32020. The engine's
 //!    own refusals map to statuses: -32601 → 404, -32600/-32602/-32020/-32021/-32022 → 400. A
 //!    client closing the stream cancels the request.
 
@@ -918,6 +919,8 @@ impl HttpServer {
             let name_key = match method.as_str() {
                 "tools/call" | "prompts/get" => Some("name"),
                 "resources/read" => Some("uri"),
+                // SEP-2663: routing by task, so a load balancer can find the task's replica.
+                "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
                 _ => None,
             };
             if let Some(key) = name_key {

@@ -61,6 +61,9 @@ impl Caps {
     pub const EXPERIMENTAL: Caps = Caps(1 << 20);
     /// `extensions` (2026-07-28).
     pub const EXTENSIONS: Caps = Caps(1 << 21);
+    /// The tasks extension (2026-07-28): `extensions` has the member
+    /// `io.modelcontextprotocol/tasks` ([`TASKS_EXTENSION`](crate::tasks::TASKS_EXTENSION)).
+    pub const TASKS_EXTENSION: Caps = Caps(1 << 22);
 
     /// Whether every flag of `other` is set.
     pub fn contains(self, other: Caps) -> bool {
@@ -109,6 +112,10 @@ const NAMES: &[(Caps, &str)] = &[
     (Caps::TASKS_CANCEL, "tasks.cancel"),
     (Caps::EXPERIMENTAL, "experimental"),
     (Caps::EXTENSIONS, "extensions"),
+    (
+        Caps::TASKS_EXTENSION,
+        "extensions.io.modelcontextprotocol/tasks",
+    ),
 ];
 
 impl Caps {
@@ -256,7 +263,12 @@ impl Capabilities {
             declared(raw.get_unique("experimental")?),
             Caps::EXPERIMENTAL,
         );
-        set(declared(raw.get_unique("extensions")?), Caps::EXTENSIONS);
+        let extensions = raw.get_unique("extensions")?;
+        set(declared(extensions), Caps::EXTENSIONS);
+        set(
+            sub(extensions, crate::tasks::TASKS_EXTENSION)?,
+            Caps::TASKS_EXTENSION,
+        );
         Ok(Capabilities {
             raw: raw.get().to_owned(),
             flags,

@@ -209,6 +209,11 @@ static TABLE: &[MethodInfo] = &[
     row("tasks/list", R, Both, cap(Caps::TASKS_LIST), D),
     row("tasks/cancel", R, Both, cap(Caps::TASKS_CANCEL), D),
     row("notifications/tasks/status", N, Both, cap(Caps::TASKS), D),
+    // ---- the tasks extension (2026-07-28, SEP-2663): no tasks/result, no tasks/list ----
+    row("tasks/get", R, C2S, cap(Caps::TASKS_EXTENSION), E),
+    row("tasks/update", R, C2S, cap(Caps::TASKS_EXTENSION), E),
+    row("tasks/cancel", R, C2S, cap(Caps::TASKS_EXTENSION), E),
+    row("notifications/tasks", N, S2C, cap(Caps::TASKS_EXTENSION), E),
 ];
 
 /// The row for `name` in `version`, if the method exists there. Use it to decide whether a

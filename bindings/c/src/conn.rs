@@ -295,9 +295,12 @@ pub const MCPW_CAP_TASKS_CANCEL: u32 = 1 << 19;
 pub const MCPW_CAP_EXPERIMENTAL: u32 = 1 << 20;
 /// Capability flag: `extensions`.
 pub const MCPW_CAP_EXTENSIONS: u32 = 1 << 21;
+/// Capability flag: the tasks extension (2026-07-28), `extensions` has
+/// `io.modelcontextprotocol/tasks`.
+pub const MCPW_CAP_TASKS_EXTENSION: u32 = 1 << 22;
 
 /// The C ABI's flags and the engine's, one to one.
-pub(crate) const CAPS: [(u32, Caps); 22] = [
+pub(crate) const CAPS: [(u32, Caps); 23] = [
     (MCPW_CAP_TOOLS, Caps::TOOLS),
     (MCPW_CAP_TOOLS_LIST_CHANGED, Caps::TOOLS_LIST_CHANGED),
     (MCPW_CAP_RESOURCES, Caps::RESOURCES),
@@ -323,6 +326,7 @@ pub(crate) const CAPS: [(u32, Caps); 22] = [
     (MCPW_CAP_TASKS_CANCEL, Caps::TASKS_CANCEL),
     (MCPW_CAP_EXPERIMENTAL, Caps::EXPERIMENTAL),
     (MCPW_CAP_EXTENSIONS, Caps::EXTENSIONS),
+    (MCPW_CAP_TASKS_EXTENSION, Caps::TASKS_EXTENSION),
 ];
 
 fn caps_out(caps: Caps) -> u32 {

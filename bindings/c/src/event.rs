@@ -239,6 +239,9 @@ pub enum mcpw_violation {
     /// A message that does not belong to the connection's era; answered where a request,
     /// dropped otherwise.
     MCPW_VIOLATION_WRONG_ERA = 14,
+    /// A 2026-07-28 request that needs a client capability its `_meta` did not declare (the
+    /// tasks methods without the tasks extension); answered with -32021.
+    MCPW_VIOLATION_MISSING_CLIENT_CAPABILITY = 15,
     /// A violation this version of the C ABI has no code for yet.
     MCPW_VIOLATION_OTHER = 999,
 }
@@ -652,6 +655,9 @@ fn violation(kind: ViolationKind) -> (mcpw_violation, mcpw_decode_reason) {
         ViolationKind::TooManyRequests => (MCPW_VIOLATION_TOO_MANY_REQUESTS, MCPW_DECODE_NONE),
         ViolationKind::UnsupportedVersion => (MCPW_VIOLATION_UNSUPPORTED_VERSION, MCPW_DECODE_NONE),
         ViolationKind::WrongEra => (MCPW_VIOLATION_WRONG_ERA, MCPW_DECODE_NONE),
+        ViolationKind::MissingClientCapability => {
+            (MCPW_VIOLATION_MISSING_CLIENT_CAPABILITY, MCPW_DECODE_NONE)
+        }
         _ => (MCPW_VIOLATION_OTHER, MCPW_DECODE_NONE),
     }
 }

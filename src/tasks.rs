@@ -1,0 +1,671 @@
+//! Tasks: the `io.modelcontextprotocol/tasks` extension of 2026-07-28 (SEP-2663). A server
+//! answers a long `tools/call` with a task handle at once, and the client polls `tasks/get`
+//! until the task is terminal, answers its input requests with `tasks/update`, or cancels it
+//! with `tasks/cancel`.
+//!
+//! [`Tasks`] is the server's task table, sans-IO like the rest of the engine: the host gives it
+//! the time, and the application moves its tasks through their states. It is separate from
+//! any [`Connection`](crate::Connection) because a task outlives the request that created it
+//! (over Streamable HTTP each 2026-07-28 request has a connection of its own): keep one table
+//! per server and hand it the tasks methods of every connection.
+//!
+//! ```text
+//!   create ──▶ working ◀──────▶ input_required      (ask / every answer arrived)
+//!                 │                   │
+//!                 ▼                   ▼
+//!        completed · failed · cancelled            (terminal: never changes again)
+//! ```
+//!
+//! The flow on the server:
+//!
+//! 1. A `tools/call` arrives (as [`Event::Request`](crate::Event::Request)). If the request
+//!    declared the extension ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION) in
+//!    its [`request_context`](crate::Connection::request_context)) and the work is long,
+//!    [`Tasks::create`] a task and answer with
+//!    [`Connection::respond_task`](crate::Connection::respond_task) and
+//!    [`Tasks::create_result`]. The engine refuses a task to a request that did not declare the
+//!    extension.
+//! 2. The engine answers `tasks/get`, `tasks/update` and `tasks/cancel` from a client without
+//!    the extension with -32021 itself; the others come to the application as requests: pass
+//!    them to [`Tasks::serve`], which answers them.
+//! 3. As the work goes on: [`Tasks::ask`] for input (the task goes to `input_required`; the
+//!    answers come back as [`TaskEvent::Input`] from [`Tasks::poll_event`]),
+//!    [`Tasks::set_message`] for progress, then [`Tasks::complete`] (a result, tool errors
+//!    included), [`Tasks::fail`] (a JSON-RPC error) or [`Tasks::cancel`] (after
+//!    [`TaskEvent::CancelRequested`]).
+//! 4. Call [`Tasks::handle_timeout`] at [`Tasks::poll_timeout`]: a task is deleted once its
+//!    TTL has run out since its creation ([`TaskEvent::Expired`] tells the application to stop
+//!    any work left).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use crate::Timestamp;
+use crate::conn::{Connection, Error};
+use crate::jsonrpc::{self, Id, RawJson, write_json_string};
+
+/// The extension's identifier, the key under `capabilities.extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Where a task is. The last three are terminal: a task in them never changes again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// The work is going on.
+    Working,
+    /// The work waits for the client's answers to the task's input requests.
+    InputRequired,
+    /// The work finished with a result (a tool result with `isError: true` included).
+    Completed,
+    /// The work failed with a JSON-RPC error.
+    Failed,
+    /// The work was cancelled.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The wire name (`"input_required"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the status is final.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+/// The bounds and the timing a [`Tasks`] table hands out. Start from
+/// [`TaskConfig::default`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskConfig {
+    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one; with none
+    /// terminal, [`Tasks::create`] fails with [`TaskError::Full`] (answer the request without a
+    /// task, or with an error). Default 1024.
+    pub max_tasks: usize,
+    /// How long a task lives from its creation (`ttlMs`); `None` for no limit (then only the
+    /// cap bounds the table). Default one hour.
+    pub ttl: Option<Duration>,
+    /// The polling interval suggested to clients (`pollIntervalMs`). Default one second.
+    pub poll_interval: Duration,
+    /// Input requests a task may have outstanding at once. Default 16.
+    pub max_input_requests: usize,
+    /// The largest result, error or input request a task keeps, in bytes of JSON. Default
+    /// 1 MiB.
+    pub max_payload: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            max_tasks: 1024,
+            ttl: Some(Duration::from_secs(3600)),
+            poll_interval: Duration::from_secs(1),
+            max_input_requests: 16,
+            max_payload: 1 << 20,
+        }
+    }
+}
+
+/// Why a [`Tasks`] call was refused. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskError {
+    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal.
+    Full,
+    /// No such task (never created, expired or dropped).
+    UnknownTask,
+    /// The task is terminal: it never changes again.
+    Terminal,
+    /// The input-request key was used before in this task (keys are unique over a task's
+    /// life, SEP-2663).
+    KeyReused,
+    /// The task has [`TaskConfig::max_input_requests`] outstanding already.
+    TooManyInputRequests,
+    /// The JSON given is not what the call takes (a result and an input request are objects),
+    /// or it is over [`TaskConfig::max_payload`].
+    InvalidPayload,
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TaskError::Full => "the task table is full",
+            TaskError::UnknownTask => "no such task",
+            TaskError::Terminal => "the task is terminal",
+            TaskError::KeyReused => "the input request key was used before in this task",
+            TaskError::TooManyInputRequests => "too many input requests outstanding",
+            TaskError::InvalidPayload => "the JSON is not an object or is too large",
+        })
+    }
+}
+
+impl std::error::Error for TaskError {}
+
+/// What the client did to a task, for the application: from [`Tasks::poll_event`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// The client answered the input request `key` of `task` (with `tasks/update`); `response`
+    /// is its JSON. Once every outstanding request is answered the task is `working` again.
+    Input {
+        /// The task.
+        task: String,
+        /// The input request's key, as given to [`Tasks::ask`].
+        key: String,
+        /// The client's answer (an elicitation or sampling result, for example).
+        response: String,
+    },
+    /// The client asked to cancel `task` (`tasks/cancel`). Cancellation is cooperative: call
+    /// [`Tasks::cancel`] once the work stopped, or finish it normally.
+    CancelRequested {
+        /// The task.
+        task: String,
+    },
+    /// `task` reached its TTL and was deleted; stop any work left for it.
+    Expired {
+        /// The task.
+        task: String,
+    },
+}
+
+struct Task {
+    status: TaskStatus,
+    message: Option<String>,
+    created: Timestamp,
+    updated: Timestamp,
+    /// Outstanding input requests, in the order asked: (key, request JSON).
+    asked: Vec<(String, String)>,
+    /// Every key used so far (never reused).
+    keys: HashSet<String>,
+    /// The result (completed) or the error object (failed).
+    outcome: Option<String>,
+    cancel_requested: bool,
+}
+
+/// A server's tasks. See the [module docs](self).
+pub struct Tasks {
+    config: TaskConfig,
+    tasks: HashMap<String, Task>,
+    /// Task ids by creation, oldest first (for expiry and eviction).
+    order: VecDeque<(Timestamp, String)>,
+    events: VecDeque<TaskEvent>,
+    /// The wall clock at `base` (Unix milliseconds), for `createdAt` and `lastUpdatedAt`.
+    base: Timestamp,
+    base_unix_ms: u64,
+}
+
+impl fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tasks")
+            .field("tasks", &self.tasks.len())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+impl Tasks {
+    /// An empty table. `now` and `unix_ms` are the same instant on the host's monotonic clock
+    /// and on the wall clock (milliseconds since 1970): the wall-clock times a task carries
+    /// (`createdAt`, `lastUpdatedAt`) are counted from them, so they never jump with the
+    /// system clock.
+    pub fn new(config: TaskConfig, now: Timestamp, unix_ms: u64) -> Self {
+        Tasks {
+            config,
+            tasks: HashMap::new(),
+            order: VecDeque::new(),
+            events: VecDeque::new(),
+            base: now,
+            base_unix_ms: unix_ms,
+        }
+    }
+
+    /// How many tasks the table holds (terminal ones included, until they expire).
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the table holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// A task's status, or `None` for an unknown task.
+    pub fn status(&self, task: &str) -> Option<TaskStatus> {
+        self.tasks.get(task).map(|t| t.status)
+    }
+
+    /// Whether the client asked to cancel `task` (it stays asked until the task ends).
+    pub fn cancel_requested(&self, task: &str) -> bool {
+        self.tasks.get(task).is_some_and(|t| t.cancel_requested)
+    }
+
+    /// Creates a `working` task and returns its id: 128 bits from `random` (the host's secure
+    /// random source: task ids are bearer handles, SEP-2663), in hex. Answer the request with
+    /// [`create_result`](Self::create_result) only after this returned: the task is then
+    /// already visible to `tasks/get`.
+    pub fn create(
+        &mut self,
+        now: Timestamp,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<String, TaskError> {
+        if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal() {
+            return Err(TaskError::Full);
+        }
+        let id = loop {
+            let mut bytes = [0u8; 16];
+            random(&mut bytes);
+            let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            if !self.tasks.contains_key(&id) {
+                break id;
+            }
+        };
+        self.tasks.insert(
+            id.clone(),
+            Task {
+                status: TaskStatus::Working,
+                message: None,
+                created: now,
+                updated: now,
+                asked: Vec::new(),
+                keys: HashSet::new(),
+                outcome: None,
+                cancel_requested: false,
+            },
+        );
+        self.order.push_back((now, id.clone()));
+        Ok(id)
+    }
+
+    /// Drops the oldest terminal task; whether there was one.
+    fn evict_terminal(&mut self) -> bool {
+        let Some(at) = self
+            .order
+            .iter()
+            .position(|(_, id)| self.tasks.get(id).is_some_and(|t| t.status.is_terminal()))
+        else {
+            return false;
+        };
+        if let Some((_, id)) = self.order.remove(at) {
+            self.tasks.remove(&id);
+        }
+        true
+    }
+
+    /// The `CreateTaskResult` for `task` (`resultType: "task"`, the task's id, status and
+    /// times), to answer the request that created it with
+    /// [`Connection::respond_task`](crate::Connection::respond_task).
+    pub fn create_result(&self, task: &str) -> Option<String> {
+        let t = self.tasks.get(task)?;
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"resultType\":\"task\",");
+        self.write_task(&mut out, task, t, false);
+        out.push(b'}');
+        String::from_utf8(out).ok()
+    }
+
+    /// The `DetailedTask` of `task` as `tasks/get` and `notifications/tasks` carry it: the
+    /// task's fields, with its input requests, result or error by status.
+    pub fn detailed(&self, task: &str) -> Option<String> {
+        let t = self.tasks.get(task)?;
+        let mut out = Vec::with_capacity(256);
+        out.push(b'{');
+        self.write_task(&mut out, task, t, true);
+        out.push(b'}');
+        String::from_utf8(out).ok()
+    }
+
+    fn write_task(&self, out: &mut Vec<u8>, id: &str, t: &Task, detailed: bool) {
+        out.extend_from_slice(b"\"taskId\":");
+        write_json_string(out, id);
+        out.extend_from_slice(b",\"status\":");
+        write_json_string(out, t.status.as_str());
+        if let Some(message) = &t.message {
+            out.extend_from_slice(b",\"statusMessage\":");
+            write_json_string(out, message);
+        }
+        out.extend_from_slice(b",\"createdAt\":\"");
+        out.extend_from_slice(self.iso8601(t.created).as_bytes());
+        out.extend_from_slice(b"\",\"lastUpdatedAt\":\"");
+        out.extend_from_slice(self.iso8601(t.updated).as_bytes());
+        out.extend_from_slice(b"\",\"ttlMs\":");
+        match self.config.ttl {
+            Some(ttl) => out.extend_from_slice(millis(ttl).to_string().as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"pollIntervalMs\":");
+        out.extend_from_slice(
+            millis(self.config.poll_interval)
+                .max(1)
+                .to_string()
+                .as_bytes(),
+        );
+        if !detailed {
+            return;
+        }
+        match t.status {
+            TaskStatus::InputRequired => {
+                out.extend_from_slice(b",\"inputRequests\":{");
+                for (i, (key, request)) in t.asked.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_json_string(out, key);
+                    out.push(b':');
+                    out.extend_from_slice(request.as_bytes());
+                }
+                out.push(b'}');
+            }
+            TaskStatus::Completed => {
+                if let Some(result) = &t.outcome {
+                    out.extend_from_slice(b",\"result\":");
+                    out.extend_from_slice(result.as_bytes());
+                }
+            }
+            TaskStatus::Failed => {
+                if let Some(error) = &t.outcome {
+                    out.extend_from_slice(b",\"error\":");
+                    out.extend_from_slice(error.as_bytes());
+                }
+            }
+            TaskStatus::Working | TaskStatus::Cancelled => {}
+        }
+    }
+
+    /// `now` on the wall clock, as ISO 8601 in UTC with milliseconds.
+    fn iso8601(&self, now: Timestamp) -> String {
+        let since = now.as_nanos().saturating_sub(self.base.as_nanos()) / 1_000_000;
+        iso8601_utc(self.base_unix_ms.saturating_add(since))
+    }
+
+    fn live(&mut self, task: &str) -> Result<&mut Task, TaskError> {
+        let t = self.tasks.get_mut(task).ok_or(TaskError::UnknownTask)?;
+        if t.status.is_terminal() {
+            return Err(TaskError::Terminal);
+        }
+        Ok(t)
+    }
+
+    /// Sets (or with `None` clears) the task's `statusMessage`, a progress description for
+    /// example.
+    pub fn set_message(
+        &mut self,
+        now: Timestamp,
+        task: &str,
+        message: Option<&str>,
+    ) -> Result<(), TaskError> {
+        let t = self.live(task)?;
+        t.message = message.map(str::to_owned);
+        t.updated = now;
+        Ok(())
+    }
+
+    /// Asks the client for input: `request` (`{"method":"elicitation/create","params":…}`, for
+    /// example) goes out under `key` in the task's `inputRequests`, and the task is
+    /// `input_required` until every outstanding request has its answer
+    /// ([`TaskEvent::Input`]). A key is used once in a task's life.
+    pub fn ask(
+        &mut self,
+        now: Timestamp,
+        task: &str,
+        key: &str,
+        request: RawJson<'_>,
+    ) -> Result<(), TaskError> {
+        let (max_asked, max_payload) = (self.config.max_input_requests, self.config.max_payload);
+        let t = self.live(task)?;
+        if !request.is_object() || request.get().len() > max_payload {
+            return Err(TaskError::InvalidPayload);
+        }
+        if t.keys.contains(key) {
+            return Err(TaskError::KeyReused);
+        }
+        if t.asked.len() >= max_asked {
+            return Err(TaskError::TooManyInputRequests);
+        }
+        t.keys.insert(key.to_owned());
+        t.asked.push((key.to_owned(), request.get().to_owned()));
+        t.status = TaskStatus::InputRequired;
+        t.updated = now;
+        Ok(())
+    }
+
+    /// Finishes the task with `result` (what the request would have returned: a
+    /// `CallToolResult`, `isError: true` included). Outstanding input requests are dropped.
+    pub fn complete(
+        &mut self,
+        now: Timestamp,
+        task: &str,
+        result: RawJson<'_>,
+    ) -> Result<(), TaskError> {
+        let max_payload = self.config.max_payload;
+        let t = self.live(task)?;
+        if !result.is_object() || result.get().len() > max_payload {
+            return Err(TaskError::InvalidPayload);
+        }
+        t.outcome = Some(result.get().to_owned());
+        Self::finish(t, now, TaskStatus::Completed);
+        Ok(())
+    }
+
+    /// Fails the task with a JSON-RPC error (a protocol-level fault; a tool that ran and
+    /// reported an error [`complete`](Self::complete)s with `isError: true` instead).
+    pub fn fail(
+        &mut self,
+        now: Timestamp,
+        task: &str,
+        code: i64,
+        message: &str,
+        data: Option<RawJson<'_>>,
+    ) -> Result<(), TaskError> {
+        let max_payload = self.config.max_payload;
+        let t = self.live(task)?;
+        let mut error = Vec::new();
+        error.extend_from_slice(b"{\"code\":");
+        error.extend_from_slice(code.to_string().as_bytes());
+        error.extend_from_slice(b",\"message\":");
+        write_json_string(&mut error, message);
+        if let Some(data) = data {
+            error.extend_from_slice(b",\"data\":");
+            error.extend_from_slice(data.get().as_bytes());
+        }
+        error.push(b'}');
+        if error.len() > max_payload {
+            return Err(TaskError::InvalidPayload);
+        }
+        t.outcome = String::from_utf8(error).ok();
+        if t.message.is_none() {
+            t.message = Some(message.to_owned());
+        }
+        Self::finish(t, now, TaskStatus::Failed);
+        Ok(())
+    }
+
+    /// Ends the task as `cancelled`: the work stopped (after [`TaskEvent::CancelRequested`],
+    /// or for the server's own reasons).
+    pub fn cancel(&mut self, now: Timestamp, task: &str) -> Result<(), TaskError> {
+        let t = self.live(task)?;
+        t.outcome = None;
+        Self::finish(t, now, TaskStatus::Cancelled);
+        Ok(())
+    }
+
+    fn finish(t: &mut Task, now: Timestamp, status: TaskStatus) {
+        t.status = status;
+        t.asked = Vec::new();
+        t.keys = HashSet::new();
+        t.updated = now;
+    }
+
+    /// What the client did since the last call, oldest first.
+    pub fn poll_event(&mut self) -> Option<TaskEvent> {
+        self.events.pop_front()
+    }
+
+    /// When the next task expires, if any: call [`handle_timeout`](Self::handle_timeout)
+    /// then.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let ttl = self.config.ttl?;
+        // Creation order is expiry order.
+        self.order.front().map(|(created, _)| created.after(ttl))
+    }
+
+    /// Deletes the tasks whose TTL ran out by `now` (a live one also gets
+    /// [`TaskEvent::Expired`]).
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let Some(ttl) = self.config.ttl else {
+            return;
+        };
+        while let Some((created, _)) = self.order.front() {
+            if created.after(ttl) > now {
+                break;
+            }
+            let Some((_, id)) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(t) = self.tasks.remove(&id)
+                && !t.status.is_terminal()
+            {
+                self.events.push_back(TaskEvent::Expired { task: id });
+            }
+        }
+        if self.tasks.capacity() > 4 * self.tasks.len() + 64 {
+            self.tasks.shrink_to(2 * self.tasks.len());
+        }
+    }
+
+    /// Answers a tasks method: `tasks/get` with the task's `DetailedTask`, `tasks/update` and
+    /// `tasks/cancel` with an empty acknowledgement (their effects come as
+    /// [`TaskEvent`]s), an unknown task with -32602. `None` for any other method (answer it
+    /// yourself). Use [`serve`](Self::serve) to answer on a connection directly.
+    pub fn answer(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Option<Result<String, (i64, String)>> {
+        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
+            return None;
+        }
+        let invalid = |m: &str| Err((jsonrpc::INVALID_PARAMS, m.to_owned()));
+        let task = params
+            .and_then(|p| p.get_unique("taskId").ok().flatten())
+            .and_then(|t| t.as_str())
+            .map(|t| t.to_str().into_owned());
+        let Some(task) = task else {
+            return Some(invalid("taskId (a string) is required"));
+        };
+        let Some(t) = self.tasks.get_mut(&task) else {
+            return Some(invalid("Failed to retrieve task: Task not found"));
+        };
+        Some(match method {
+            "tasks/get" => match self.detailed(&task) {
+                Some(detailed) => Ok(detailed),
+                None => invalid("Failed to retrieve task: Task not found"),
+            },
+            "tasks/update" => {
+                let responses = params
+                    .and_then(|p| p.get_unique("inputResponses").ok().flatten())
+                    .filter(|r| r.is_object());
+                let Some(responses) = responses else {
+                    return Some(invalid("inputResponses (an object) is required"));
+                };
+                // Answers to keys not outstanding are ignored (never issued, answered before,
+                // or the task is terminal), as SEP-2663 asks.
+                let mut answered = false;
+                for (key, response) in responses.members() {
+                    let key = key.to_str();
+                    if let Some(at) = t.asked.iter().position(|(k, _)| *k == key) {
+                        t.asked.remove(at);
+                        answered = true;
+                        self.events.push_back(TaskEvent::Input {
+                            task: task.clone(),
+                            key: key.into_owned(),
+                            response: response.get().to_owned(),
+                        });
+                    }
+                }
+                if answered && t.asked.is_empty() && t.status == TaskStatus::InputRequired {
+                    t.status = TaskStatus::Working;
+                    t.updated = now;
+                }
+                Ok("{}".to_owned())
+            }
+            _ => {
+                // tasks/cancel: idempotent; on a terminal task it changes nothing.
+                if !t.status.is_terminal() && !t.cancel_requested {
+                    t.cancel_requested = true;
+                    self.events
+                        .push_back(TaskEvent::CancelRequested { task: task.clone() });
+                }
+                Ok("{}".to_owned())
+            }
+        })
+    }
+
+    /// [`answer`](Self::answer), written to `conn` as the answer to request `id`. Returns
+    /// `Ok(false)` (and answers nothing) when `method` is not a tasks method.
+    pub fn serve(
+        &mut self,
+        now: Timestamp,
+        conn: &mut Connection,
+        id: Id<'_>,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Result<bool, Error> {
+        match self.answer(now, method, params) {
+            None => Ok(false),
+            Some(Ok(result)) => conn.respond(id, RawJson::validated(&result)).map(|()| true),
+            Some(Err((code, message))) => {
+                conn.respond_error(id, code, &message, None).map(|()| true)
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `unix_ms` (milliseconds since 1970-01-01 UTC) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn iso8601_utc(unix_ms: u64) -> String {
+    let ms = unix_ms % 1000;
+    let secs = unix_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Days since the epoch to a civil date (proleptic Gregorian), by 400-year eras that start
+    // on March 1st so that the leap day comes last.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601_utc;
+
+    #[test]
+    fn wall_clock_times_are_iso_8601_in_utc() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+        // 2000-02-29 (a leap day in a year divisible by 400), 12:34:56.789.
+        assert_eq!(iso8601_utc(951_827_696_789), "2000-02-29T12:34:56.789Z");
+        // 2026-11-24T12:00:00Z.
+        assert_eq!(iso8601_utc(1_795_521_600_000), "2026-11-24T12:00:00.000Z");
+        // The last millisecond of 2023 and the first of 2024.
+        assert_eq!(iso8601_utc(1_704_067_199_999), "2023-12-31T23:59:59.999Z");
+        assert_eq!(iso8601_utc(1_704_067_200_000), "2024-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,496 @@
+//! The tasks extension of 2026-07-28 (SEP-2663): the engine's gating and the `Tasks` table's
+//! state machine, in simulated time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::pair::{Ev, drain, take_output};
+use mcpwire::Timestamp;
+use mcpwire::conn::{Config, Connection, Error};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::mcp::Caps;
+use mcpwire::tasks::{TaskConfig, TaskError, TaskEvent, TaskStatus, Tasks};
+use serde_json::{Value, json};
+
+const T0: Timestamp = Timestamp::ZERO;
+/// 2026-11-24T12:00:00Z.
+const WALL: u64 = 1_795_521_600_000;
+
+fn raw(s: &str) -> RawJson<'_> {
+    RawJson::new(s).unwrap()
+}
+
+fn ids() -> impl FnMut(&mut [u8]) {
+    let mut n = 0u8;
+    move |buf: &mut [u8]| {
+        n = n.wrapping_add(1);
+        buf.fill(n);
+    }
+}
+
+fn server(extension: bool) -> Connection {
+    let caps = if extension {
+        r#"{"tools":{},"prompts":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+    } else {
+        r#"{"tools":{}}"#
+    };
+    Connection::new(
+        Config::server("tasks-test", "1")
+            .with_capabilities(caps)
+            .unwrap(),
+        T0,
+    )
+    .unwrap()
+}
+
+/// A stateless request declaring the client capabilities `caps`.
+fn request(conn: &mut Connection, id: u64, method: &str, params: &str, caps: &str) -> Vec<Ev> {
+    let sep = if params.is_empty() { "" } else { "," };
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{caps}}}{sep}{params}}}}}"#
+    );
+    conn.handle_input(T0, format!("{line}\n").as_bytes());
+    drain(conn)
+}
+
+fn output(conn: &mut Connection) -> Vec<Value> {
+    String::from_utf8(take_output(conn))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const WITH: &str = r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+const WITHOUT: &str = "{}";
+
+#[test]
+fn tasks_methods_need_the_extension_on_both_sides() {
+    // A client that did not declare it gets -32021 naming it.
+    let mut s = server(true);
+    for (i, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        let evs = request(&mut s, i as u64, method, r#""taskId":"x""#, WITHOUT);
+        assert!(
+            !evs.iter().any(|e| matches!(e, Ev::Request { .. })),
+            "{evs:?}"
+        );
+        let out = output(&mut s);
+        assert_eq!(out[0]["error"]["code"], -32021, "{method}: {out:?}");
+        assert_eq!(
+            out[0]["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+            json!({})
+        );
+    }
+    // Listening for task notifications needs it too.
+    request(
+        &mut s,
+        9,
+        "subscriptions/listen",
+        r#""notifications":{"taskIds":["x"]}"#,
+        WITHOUT,
+    );
+    assert_eq!(output(&mut s)[0]["error"]["code"], -32021);
+    // With it, they reach the application.
+    let evs = request(&mut s, 10, "tasks/get", r#""taskId":"x""#, WITH);
+    assert!(
+        matches!(&evs[..], [Ev::Request { method, .. }] if method == "tasks/get"),
+        "{evs:?}"
+    );
+    // A server that did not declare the extension has no such methods.
+    let mut plain = server(false);
+    request(&mut plain, 1, "tasks/get", r#""taskId":"x""#, WITH);
+    assert_eq!(output(&mut plain)[0]["error"]["code"], -32601);
+    // The 2025-11-25 methods that SEP-2663 removed stay unknown.
+    for method in ["tasks/result", "tasks/list"] {
+        request(&mut s, 11, method, r#""taskId":"x""#, WITH);
+        assert_eq!(output(&mut s)[0]["error"]["code"], -32601, "{method}");
+    }
+}
+
+#[test]
+fn a_task_handle_goes_only_to_a_tools_call_that_declared_the_extension() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut s = server(true);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    let handle = tasks.create_result(&task).unwrap();
+
+    // Declared: the handle goes out as it is, with `resultType: "task"`.
+    request(&mut s, 1, "tools/call", r#""name":"slow""#, WITH);
+    s.respond_task(mcpwire::jsonrpc::Id::Int(1), raw(&handle))
+        .unwrap();
+    let out = output(&mut s);
+    let r = &out[0]["result"];
+    assert_eq!(r["resultType"], "task");
+    assert_eq!(r["taskId"], task.as_str());
+    assert_eq!(r["status"], "working");
+    assert_eq!(r["createdAt"], "2026-11-24T12:00:00.000Z");
+    assert_eq!(r["ttlMs"], 3_600_000);
+    assert_eq!(r["pollIntervalMs"], 1000);
+    for absent in [
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+        "task",
+        "ttl",
+    ] {
+        assert!(r.get(absent).is_none(), "{absent} in {r}");
+    }
+
+    // Not declared: refused, and the request can still be answered normally.
+    request(&mut s, 2, "tools/call", r#""name":"slow""#, WITHOUT);
+    assert_eq!(
+        s.respond_task(mcpwire::jsonrpc::Id::Int(2), raw(&handle)),
+        Err(Error::NotNegotiated(Caps::TASKS_EXTENSION))
+    );
+    // Nor can a plain answer smuggle a task handle out.
+    assert_eq!(
+        s.respond(mcpwire::jsonrpc::Id::Int(2), raw(&handle)),
+        Err(Error::InvalidParams)
+    );
+    s.respond(
+        mcpwire::jsonrpc::Id::Int(2),
+        raw(r#"{"content":[{"type":"text","text":"done now"}]}"#),
+    )
+    .unwrap();
+    assert_eq!(output(&mut s)[0]["result"]["resultType"], "complete");
+
+    // Only tools/call may be answered with a task.
+    request(&mut s, 3, "prompts/get", r#""name":"p""#, WITH);
+    assert_eq!(
+        s.respond_task(mcpwire::jsonrpc::Id::Int(3), raw(&handle)),
+        Err(Error::NotEligible)
+    );
+    // And what is given must be a task handle.
+    request(&mut s, 4, "tools/call", r#""name":"slow""#, WITH);
+    assert_eq!(
+        s.respond_task(mcpwire::jsonrpc::Id::Int(4), raw(r#"{"content":[]}"#)),
+        Err(Error::InvalidParams)
+    );
+}
+
+/// `tasks/get` through the table, as the client sees it.
+fn get(tasks: &mut Tasks, now: Timestamp, task: &str) -> Value {
+    let params = json!({ "taskId": task }).to_string();
+    match tasks.answer(now, "tasks/get", Some(raw(&params))) {
+        Some(Ok(r)) => serde_json::from_str(&r).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn update(tasks: &mut Tasks, now: Timestamp, task: &str, responses: Value) -> Value {
+    let params = json!({ "taskId": task, "inputResponses": responses }).to_string();
+    match tasks.answer(now, "tasks/update", Some(raw(&params))) {
+        Some(Ok(r)) => serde_json::from_str(&r).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn cancel(tasks: &mut Tasks, now: Timestamp, task: &str) -> Option<Result<String, (i64, String)>> {
+    let params = json!({ "taskId": task }).to_string();
+    tasks.answer(now, "tasks/cancel", Some(raw(&params)))
+}
+
+fn at(ms: u64) -> Timestamp {
+    Timestamp::from_millis(ms)
+}
+
+#[test]
+fn working_to_input_required_and_back_then_completed() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    let t = get(&mut tasks, T0, &task);
+    assert_eq!(t["status"], "working");
+    assert!(t.get("result").is_none() && t.get("inputRequests").is_none());
+
+    tasks
+        .set_message(at(100), &task, Some("step 1 of 2"))
+        .unwrap();
+    let elicit = r#"{"method":"elicitation/create","params":{"mode":"form","message":"Sure?","requestedSchema":{"type":"object","properties":{}}}}"#;
+    tasks.ask(at(200), &task, "a", raw(elicit)).unwrap();
+    tasks.ask(at(200), &task, "b", raw(elicit)).unwrap();
+    let t = get(&mut tasks, at(250), &task);
+    assert_eq!(t["status"], "input_required");
+    assert_eq!(t["statusMessage"], "step 1 of 2");
+    assert_eq!(t["lastUpdatedAt"], "2026-11-24T12:00:00.200Z");
+    assert_eq!(
+        t["inputRequests"]["a"]["method"], "elicitation/create",
+        "{t}"
+    );
+    assert_eq!(t["inputRequests"].as_object().unwrap().len(), 2);
+
+    // A partial answer (plus one for a key never issued): acknowledged, only `a` is taken.
+    let ack = update(
+        &mut tasks,
+        at(300),
+        &task,
+        json!({"a": {"action": "accept", "content": {}}, "zzz": {}}),
+    );
+    assert_eq!(ack, json!({}));
+    assert_eq!(
+        tasks.poll_event(),
+        Some(TaskEvent::Input {
+            task: task.clone(),
+            key: "a".into(),
+            response: r#"{"action":"accept","content":{}}"#.into()
+        })
+    );
+    assert_eq!(tasks.poll_event(), None);
+    let t = get(&mut tasks, at(300), &task);
+    assert_eq!(
+        t["status"], "input_required",
+        "until every request is answered"
+    );
+    assert_eq!(
+        t["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        vec!["b"]
+    );
+    // `a` again is ignored: answered already.
+    update(
+        &mut tasks,
+        at(350),
+        &task,
+        json!({"a": {"action": "decline"}}),
+    );
+    assert_eq!(tasks.poll_event(), None);
+    // A key is never reused in a task's life.
+    assert_eq!(
+        tasks.ask(at(360), &task, "a", raw(elicit)),
+        Err(TaskError::KeyReused)
+    );
+    update(
+        &mut tasks,
+        at(400),
+        &task,
+        json!({"b": {"action": "accept"}}),
+    );
+    assert!(matches!(tasks.poll_event(), Some(TaskEvent::Input { key, .. }) if key == "b"));
+    assert_eq!(get(&mut tasks, at(400), &task)["status"], "working");
+
+    tasks
+        .complete(
+            at(500),
+            &task,
+            raw(r#"{"content":[{"type":"text","text":"ok"}],"isError":true}"#),
+        )
+        .unwrap();
+    let t = get(&mut tasks, at(600), &task);
+    assert_eq!(t["status"], "completed", "a tool error is still completed");
+    assert_eq!(t["result"]["isError"], true);
+    assert!(t.get("error").is_none() && t.get("inputRequests").is_none());
+    // Terminal: nothing changes it any more, and cancel is an idempotent acknowledgement.
+    assert_eq!(tasks.cancel(at(700), &task), Err(TaskError::Terminal));
+    assert_eq!(
+        tasks.fail(at(700), &task, -32603, "late", None),
+        Err(TaskError::Terminal)
+    );
+    assert_eq!(
+        tasks.ask(at(700), &task, "c", raw(elicit)),
+        Err(TaskError::Terminal)
+    );
+    assert_eq!(cancel(&mut tasks, at(700), &task), Some(Ok("{}".into())));
+    assert_eq!(tasks.poll_event(), None);
+    assert_eq!(get(&mut tasks, at(800), &task)["status"], "completed");
+}
+
+#[test]
+fn failed_carries_the_json_rpc_error_and_cancel_is_cooperative() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut random = ids();
+    let failing = tasks.create(T0, &mut random).unwrap();
+    tasks
+        .fail(
+            at(10),
+            &failing,
+            -32603,
+            "the backend crashed",
+            Some(raw(r#"{"n":1}"#)),
+        )
+        .unwrap();
+    let t = get(&mut tasks, at(20), &failing);
+    assert_eq!(t["status"], "failed");
+    assert_eq!(
+        t["error"],
+        json!({"code": -32603, "message": "the backend crashed", "data": {"n": 1}})
+    );
+    assert_eq!(t["statusMessage"], "the backend crashed");
+    assert!(t.get("result").is_none());
+
+    let slow = tasks.create(T0, &mut random).unwrap();
+    assert_eq!(cancel(&mut tasks, at(30), &slow), Some(Ok("{}".into())));
+    assert_eq!(
+        tasks.poll_event(),
+        Some(TaskEvent::CancelRequested { task: slow.clone() })
+    );
+    assert!(tasks.cancel_requested(&slow));
+    // Asked twice, reported once.
+    cancel(&mut tasks, at(31), &slow);
+    assert_eq!(tasks.poll_event(), None);
+    // Still working until the application stops the work.
+    assert_eq!(get(&mut tasks, at(40), &slow)["status"], "working");
+    tasks.cancel(at(50), &slow).unwrap();
+    assert_eq!(get(&mut tasks, at(60), &slow)["status"], "cancelled");
+
+    // Unknown tasks and malformed params get -32602.
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let r = tasks.answer(
+            at(70),
+            method,
+            Some(raw(r#"{"taskId":"nope","inputResponses":{}}"#)),
+        );
+        assert!(matches!(r, Some(Err((-32602, _)))), "{method}: {r:?}");
+        let r = tasks.answer(at(70), method, Some(raw(r#"{"taskId":7}"#)));
+        assert!(matches!(r, Some(Err((-32602, _)))), "{method}: {r:?}");
+    }
+    let r = tasks.answer(
+        at(70),
+        "tasks/update",
+        Some(raw(&json!({"taskId": slow}).to_string())),
+    );
+    assert!(
+        matches!(r, Some(Err((-32602, _)))),
+        "inputResponses is required"
+    );
+    assert_eq!(tasks.answer(at(70), "tools/call", None), None);
+}
+
+#[test]
+fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
+    let config = TaskConfig {
+        max_tasks: 2,
+        ttl: Some(Duration::from_secs(10)),
+        ..TaskConfig::default()
+    };
+    let mut tasks = Tasks::new(config, T0, WALL);
+    let mut random = ids();
+    let first = tasks.create(T0, &mut random).unwrap();
+    let second = tasks.create(at(1000), &mut random).unwrap();
+    // Full, and neither is terminal.
+    assert_eq!(tasks.create(at(2000), &mut random), Err(TaskError::Full));
+    tasks
+        .complete(at(2000), &second, raw(r#"{"content":[]}"#))
+        .unwrap();
+    // The oldest terminal task makes room.
+    let third = tasks.create(at(3000), &mut random).unwrap();
+    assert_eq!(tasks.status(&second), None);
+    assert_eq!(tasks.len(), 2);
+
+    assert_eq!(tasks.poll_timeout(), Some(at(10_000)));
+    tasks.handle_timeout(at(9_999));
+    assert_eq!(
+        get(&mut tasks, at(9_999), &first)["status"],
+        "working",
+        "alive for its TTL"
+    );
+    tasks.handle_timeout(at(10_000));
+    assert_eq!(tasks.status(&first), None);
+    assert_eq!(
+        tasks.poll_event(),
+        Some(TaskEvent::Expired {
+            task: first.clone()
+        }),
+        "the application hears that a live task went"
+    );
+    assert!(matches!(
+        tasks.answer(
+            at(10_000),
+            "tasks/get",
+            Some(raw(&json!({"taskId": first}).to_string()))
+        ),
+        Some(Err((-32602, _)))
+    ));
+    assert_eq!(
+        tasks.complete(at(10_001), &first, raw("{}")),
+        Err(TaskError::UnknownTask)
+    );
+    assert_eq!(tasks.poll_timeout(), Some(at(13_000)));
+    tasks.handle_timeout(at(13_000));
+    assert!(tasks.is_empty() && tasks.poll_timeout().is_none());
+    assert_eq!(tasks.status(&third), None);
+
+    // No TTL: `ttlMs` is null and nothing expires.
+    let mut forever = Tasks::new(
+        TaskConfig {
+            ttl: None,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let t = forever.create(T0, &mut random).unwrap();
+    assert_eq!(get(&mut forever, T0, &t)["ttlMs"], Value::Null);
+    assert_eq!(forever.poll_timeout(), None);
+}
+
+#[test]
+fn input_requests_are_bounded_and_must_be_objects() {
+    let config = TaskConfig {
+        max_input_requests: 1,
+        max_payload: 64,
+        ..TaskConfig::default()
+    };
+    let mut tasks = Tasks::new(config, T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    assert_eq!(
+        tasks.ask(T0, &task, "a", raw("[1]")),
+        Err(TaskError::InvalidPayload)
+    );
+    let big = format!(r#"{{"method":"x","params":{{"p":"{}"}}}}"#, "y".repeat(64));
+    assert_eq!(
+        tasks.ask(T0, &task, "a", raw(&big)),
+        Err(TaskError::InvalidPayload)
+    );
+    tasks.ask(T0, &task, "a", raw(r#"{"method":"x"}"#)).unwrap();
+    assert_eq!(
+        tasks.ask(T0, &task, "b", raw(r#"{"method":"x"}"#)),
+        Err(TaskError::TooManyInputRequests)
+    );
+    assert_eq!(tasks.status(&task), Some(TaskStatus::InputRequired));
+    assert_eq!(
+        tasks.complete(T0, &task, raw("[]")),
+        Err(TaskError::InvalidPayload)
+    );
+}
+
+#[test]
+fn serve_answers_on_the_connection_with_result_type_complete() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    let mut s = server(true);
+    let evs = request(
+        &mut s,
+        5,
+        "tasks/get",
+        &format!(r#""taskId":"{task}""#),
+        WITH,
+    );
+    let Some(Ev::Request { id, method, params }) =
+        evs.into_iter().find(|e| matches!(e, Ev::Request { .. }))
+    else {
+        panic!()
+    };
+    let served = tasks
+        .serve(T0, &mut s, id.as_id(), &method, params.as_deref().map(raw))
+        .unwrap();
+    assert!(served);
+    let out = output(&mut s);
+    assert_eq!(out[0]["result"]["resultType"], "complete");
+    assert_eq!(out[0]["result"]["taskId"], task.as_str());
+    assert_eq!(out[0]["result"]["status"], "working");
+    // Not a tasks method: left alone.
+    request(&mut s, 6, "tools/list", "", WITH);
+    assert!(
+        !tasks
+            .serve(T0, &mut s, mcpwire::jsonrpc::Id::Int(6), "tools/list", None)
+            .unwrap()
+    );
+    assert!(output(&mut s).is_empty());
+}
