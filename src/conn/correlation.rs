@@ -124,6 +124,7 @@ impl Core {
             Err(_) => None,
         };
         self.stateless.recycle_retry(retry);
+        let url_era = self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25;
         let cap = self.events.capture(frame);
         let stored = match (outcome, classified) {
             (Ok(result), Some(Classified::Complete)) | (Ok(result), None) => Stored::Response {
@@ -136,6 +137,22 @@ impl Core {
                 request_state: state.map(|s| cap.str(s)),
             },
             (Ok(_), Some(Classified::Invalid)) => Stored::InvalidResponse(request),
+            (Err(e), _)
+                if e.code == crate::mcp::URL_ELICITATION_REQUIRED
+                    && url_era
+                    && let Some(list) = e
+                        .data
+                        .and_then(|d| d.get_unique("elicitations").ok().flatten())
+                    && let Some(ids) = super::elicit::required_elicitations(list) =>
+            {
+                for id in &ids {
+                    self.elicitations.insert(id);
+                }
+                Stored::UrlElicitationRequired {
+                    request,
+                    elicitations: cap.raw(list),
+                }
+            }
             (Err(e), _) => Stored::Error {
                 request: RequestId(n),
                 code: e.code,

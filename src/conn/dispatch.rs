@@ -373,6 +373,31 @@ impl Core {
                 ),
             );
         }
+        // Sub-capabilities we did not declare: an elicitation mode (-32602, as the spec
+        // prescribes) or tool use in sampling. Task augmentation is not refused: "Receivers
+        // that do not declare the task capability for a request type MUST process requests of
+        // that type normally".
+        let ours = self.config.capabilities.flags();
+        if mcp::sub_capabilities(method, r.params)
+            .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)
+            .is_err()
+        {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    "the request needs a capability we did not declare (elicitation mode or sampling tools)",
+                ),
+            );
+        }
+        if method == "elicitation/create"
+            && let Some(id) = r.params.and_then(super::elicit::url_elicitation_id)
+        {
+            self.elicitations.insert(&id);
+        }
         self.accept_request(stream, frame, &r, batch, None, false, None);
     }
 
@@ -492,6 +517,37 @@ impl Core {
             }
             "notifications/cancelled" => self.on_peer_cancel(frame, n.params),
             "notifications/progress" => self.on_progress(now, frame, n.params),
+            "notifications/elicitation/complete"
+                if self.role == Role::Client
+                    && self.effective_version() == ProtocolVersion::V2025_11_25 =>
+            {
+                // Its gate is our own `elicitation.url`: the receiver's, unlike other
+                // notifications.
+                if !self
+                    .config
+                    .capabilities
+                    .has(crate::mcp::Caps::ELICITATION_URL)
+                {
+                    return self.violation_in(
+                        frame,
+                        ViolationKind::NotificationNotAllowed,
+                        None,
+                        Some(n.method),
+                    );
+                }
+                let id = n
+                    .params
+                    .and_then(|p| p.get_unique("elicitationId").ok().flatten())
+                    .and_then(|v| v.as_str());
+                match id {
+                    Some(id) if self.elicitations.complete(&id.to_str()) => {
+                        let cap = self.events.capture(frame);
+                        let stored = Stored::ElicitationComplete(cap.str(id));
+                        cap.push(stored);
+                    }
+                    _ => self.stats.ignored_elicitation_completions += 1,
+                }
+            }
             _ => {
                 if !self.incoming_notification_allowed(method) {
                     return self.violation_in(

@@ -199,6 +199,25 @@ pub enum Event<'a> {
         /// The opaque `requestState`, if the server sent one.
         request_state: Option<JsonStr<'a>>,
     },
+    /// 2025-11-25: the server answered one of our requests with `-32042`: it needs the user to
+    /// complete URL-mode elicitations first. Show each URL to the user (and open it only with
+    /// their consent), then send the request again; the server may announce each one's end
+    /// with [`Event::ElicitationComplete`]. Ends the request.
+    UrlElicitationRequired {
+        /// Which request.
+        request: RequestId,
+        /// The `elicitations` array: objects with `mode` `"url"`, `elicitationId`, `url` and
+        /// `message` (checked).
+        elicitations: RawJson<'a>,
+    },
+    /// 2025-11-25: the server says the out-of-band interaction of a URL-mode elicitation we
+    /// know of (from an `elicitation/create` in URL mode, or a `-32042` answer) finished.
+    /// Completions of unknown or already-completed ids are dropped, as the spec requires. Once
+    /// per elicitation id.
+    ElicitationComplete {
+        /// The `elicitationId`.
+        elicitation_id: JsonStr<'a>,
+    },
     /// The peer answered one of our requests with something invalid (a 2026-07-28 result with
     /// an unknown `resultType`, an "input required" result that is malformed or not allowed for
     /// the method). Ends the request.
@@ -291,6 +310,11 @@ pub(crate) enum Stored {
         input_requests: Option<Span>,
         request_state: Option<Span>,
     },
+    UrlElicitationRequired {
+        request: RequestId,
+        elicitations: Span,
+    },
+    ElicitationComplete(Span),
     InvalidResponse(RequestId),
     TimedOut(RequestId),
     Abandoned(RequestId),
@@ -593,6 +617,16 @@ fn view<'a>(arena: &'a str, origin: usize, entry: &'a Entry) -> Event<'a> {
             request: *request,
             input_requests: input_requests.map(|r| raw(f, r)),
             request_state: request_state.map(|s| text(f, s)),
+        },
+        Stored::UrlElicitationRequired {
+            request,
+            elicitations,
+        } => Event::UrlElicitationRequired {
+            request: *request,
+            elicitations: raw(f, *elicitations),
+        },
+        Stored::ElicitationComplete(id) => Event::ElicitationComplete {
+            elicitation_id: text(f, *id),
         },
         Stored::InvalidResponse(request) => Event::InvalidResponse { request: *request },
         Stored::TimedOut(request) => Event::TimedOut { request: *request },

@@ -30,6 +30,7 @@ mod outbound; //    `Outbound`: output buffer and the commands that write to it
 mod stateless; //   `Stateless`: the 2026-07-28 era (per-request `_meta`, discover, retries)
 
 mod config;
+mod elicit; //      URL-mode elicitation ids awaiting completion (2025-11-25)
 mod event;
 mod json_edit;
 mod output;
@@ -180,6 +181,8 @@ pub struct Stats {
     pub suppressed_responses: u64,
     /// Peer notifications dropped because the event queue was full.
     pub dropped_events: u64,
+    /// `notifications/elicitation/complete` for unknown or already-completed elicitation ids.
+    pub ignored_elicitation_completions: u64,
 }
 
 // ---- The connection -------------------------------------------------------------------------
@@ -465,6 +468,48 @@ impl Connection {
         self.core.respond(id, Answer::Result(result))
     }
 
+    /// 2025-11-25 server: answers the peer's request `id` with `-32042` (URL elicitation
+    /// required): the user must complete the URL-mode `elicitations` (a JSON array of objects
+    /// with `mode` `"url"`, `elicitationId`, `url` and `message`) before the request can
+    /// succeed. Send `notifications/elicitation/complete` with [`notify`](Self::notify) when
+    /// each one finishes. [`Error::NotInVersion`] in other versions,
+    /// [`Error::NotNegotiated`] when the client did not declare `elicitation.url`,
+    /// [`Error::InvalidParams`] for anything but such an array.
+    pub fn respond_url_elicitation_required(
+        &mut self,
+        id: Id<'_>,
+        elicitations: RawJson<'_>,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        if self.core.effective_version() != ProtocolVersion::V2025_11_25 {
+            return Err(Error::NotInVersion);
+        }
+        let declared = self
+            .core
+            .lifecycle
+            .peer_caps
+            .as_ref()
+            .is_some_and(|c| c.has(Caps::ELICITATION_URL));
+        if !declared {
+            return Err(Error::NotNegotiated(Caps::ELICITATION_URL));
+        }
+        if elicit::required_elicitations(elicitations).is_none() {
+            return Err(Error::InvalidParams);
+        }
+        let mut data = String::with_capacity(elicitations.get().len() + 20);
+        data.push_str("{\"elicitations\":");
+        data.push_str(elicitations.get());
+        data.push('}');
+        self.core.respond(
+            id,
+            outbound::Answer::Error {
+                code: crate::mcp::URL_ELICITATION_REQUIRED,
+                message: "URL elicitation required",
+                data: Some(RawJson::validated(&data)),
+            },
+        )
+    }
+
     /// 2026-07-28 server, tasks extension: answers a `tools/call` with a task handle instead of
     /// its result (`task` is a `CreateTaskResult`, from
     /// [`Tasks::create_result`](crate::tasks::Tasks::create_result)). Refused with
@@ -507,6 +552,13 @@ impl Connection {
             && !mcp::error_code_allowed(code, v)
         {
             return Err(Error::CodeNotInVersion);
+        }
+        if code == mcp::URL_ELICITATION_REQUIRED {
+            // Only with its well-formed data, to a client that can follow it.
+            let elicitations = data
+                .and_then(|d| d.get_unique("elicitations").ok().flatten())
+                .ok_or(Error::InvalidParams)?;
+            return self.respond_url_elicitation_required(id, elicitations);
         }
         self.core.respond(
             id,
@@ -686,6 +738,8 @@ struct Core {
     /// Set while `respond_task` writes its answer: the one way a `resultType` of `"task"`
     /// goes out.
     task_answer: bool,
+    /// Client: URL-mode elicitations awaiting their completion notification.
+    elicitations: elicit::KnownElicitations,
 }
 
 impl Core {
@@ -701,6 +755,7 @@ impl Core {
             events: EventQueue::new(limits.max_queued_events),
             stats: Stats::default(),
             task_answer: false,
+            elicitations: elicit::KnownElicitations::default(),
             config,
         }
     }

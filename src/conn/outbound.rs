@@ -164,7 +164,13 @@ impl Core {
                         MethodKind::Request => {
                             self.lifecycle.peer_caps.as_ref().is_some_and(|p| p.has(c))
                         }
-                        // …a notification the sender's.
+                        // …a notification the sender's, but for the completion of a URL-mode
+                        // elicitation, which needs the client's `elicitation.url`.
+                        MethodKind::Notification
+                            if method == "notifications/elicitation/complete" =>
+                        {
+                            self.lifecycle.peer_caps.as_ref().is_some_and(|p| p.has(c))
+                        }
                         MethodKind::Notification => self.config.capabilities.has(c),
                     };
                     if !declared {
@@ -189,6 +195,20 @@ impl Core {
         self.check_outgoing(MethodKind::Request, method)?;
         if params.is_some_and(|p| !p.is_object()) {
             return Err(Error::InvalidParams);
+        }
+        // Sub-capabilities (elicitation modes, sampling tools and context, task augmentation):
+        // what the peer declared must cover what the params ask for.
+        let peer = self
+            .lifecycle
+            .peer_caps
+            .as_ref()
+            .map(|c| c.flags())
+            .unwrap_or_default();
+        let tasks_apply = self.effective_version() == ProtocolVersion::V2025_11_25;
+        match mcp::sub_capabilities(method, params).check(peer, tasks_apply) {
+            Ok(()) => {}
+            Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
+            Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),
         }
         if self.corr.pending.len() >= self.config.limits.max_outbound_in_flight {
             return Err(Error::TooManyInFlight);

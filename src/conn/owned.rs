@@ -61,6 +61,13 @@ pub enum OwnedEvent {
         input_requests: Option<String>,
         request_state: Option<String>,
     },
+    /// See [`Event::UrlElicitationRequired`]; `elicitations` is the array's JSON text.
+    UrlElicitationRequired {
+        request: RequestId,
+        elicitations: String,
+    },
+    /// See [`Event::ElicitationComplete`].
+    ElicitationComplete { elicitation_id: String },
     /// See [`Event::InvalidResponse`].
     InvalidResponse { request: RequestId },
     /// See [`Event::TimedOut`].
@@ -138,6 +145,16 @@ impl Event<'_> {
                 request: *request,
                 input_requests: input_requests.as_ref().map(json),
                 request_state: request_state.as_ref().map(text),
+            },
+            Event::UrlElicitationRequired {
+                request,
+                elicitations,
+            } => OwnedEvent::UrlElicitationRequired {
+                request: *request,
+                elicitations: json(elicitations),
+            },
+            Event::ElicitationComplete { elicitation_id } => OwnedEvent::ElicitationComplete {
+                elicitation_id: text(elicitation_id),
             },
             Event::InvalidResponse { request } => OwnedEvent::InvalidResponse { request: *request },
             Event::TimedOut { request } => OwnedEvent::TimedOut { request: *request },

@@ -771,6 +771,12 @@ impl Core {
                 if !ctx.client_caps.contains(cap) {
                     return Err(Error::NotNegotiated(cap));
                 }
+                let params = request.get_unique("params").ok().flatten();
+                match mcp::sub_capabilities(&method, params).check(ctx.client_caps, false) {
+                    Ok(()) => {}
+                    Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
+                    Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),
+                }
             }
         }
         let mut result = Vec::new();

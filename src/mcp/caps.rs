@@ -64,6 +64,12 @@ impl Caps {
     /// The tasks extension (2026-07-28): `extensions` has the member
     /// `io.modelcontextprotocol/tasks` ([`TASKS_EXTENSION`](crate::tasks::TASKS_EXTENSION)).
     pub const TASKS_EXTENSION: Caps = Caps(1 << 22);
+    /// Server, 2025-11-25: `tasks.requests.tools.call` (`tools/call` may be task-augmented).
+    pub const TASKS_TOOLS_CALL: Caps = Caps(1 << 23);
+    /// Client, 2025-11-25: `tasks.requests.sampling.createMessage`.
+    pub const TASKS_SAMPLING: Caps = Caps(1 << 24);
+    /// Client, 2025-11-25: `tasks.requests.elicitation.create`.
+    pub const TASKS_ELICITATION: Caps = Caps(1 << 25);
 
     /// Whether every flag of `other` is set.
     pub fn contains(self, other: Caps) -> bool {
@@ -116,6 +122,12 @@ const NAMES: &[(Caps, &str)] = &[
         Caps::TASKS_EXTENSION,
         "extensions.io.modelcontextprotocol/tasks",
     ),
+    (Caps::TASKS_TOOLS_CALL, "tasks.requests.tools.call"),
+    (
+        Caps::TASKS_SAMPLING,
+        "tasks.requests.sampling.createMessage",
+    ),
+    (Caps::TASKS_ELICITATION, "tasks.requests.elicitation.create"),
 ];
 
 impl Caps {
@@ -259,6 +271,26 @@ impl Capabilities {
         set(declared(tasks), Caps::TASKS);
         set(sub(tasks, "list")?, Caps::TASKS_LIST);
         set(sub(tasks, "cancel")?, Caps::TASKS_CANCEL);
+        // tasks.requests.<area>.<method>
+        let requests = match tasks {
+            Some(t) if t.is_object() => t.get_unique("requests")?,
+            _ => None,
+        };
+        let area = |name: &str| -> Result<Option<RawJson<'_>>, CapabilityError> {
+            match requests {
+                Some(r) if r.is_object() => Ok(r.get_unique(name)?),
+                _ => Ok(None),
+            }
+        };
+        set(sub(area("tools")?, "call")?, Caps::TASKS_TOOLS_CALL);
+        set(
+            sub(area("sampling")?, "createMessage")?,
+            Caps::TASKS_SAMPLING,
+        );
+        set(
+            sub(area("elicitation")?, "create")?,
+            Caps::TASKS_ELICITATION,
+        );
         set(
             declared(raw.get_unique("experimental")?),
             Caps::EXPERIMENTAL,
@@ -289,4 +321,97 @@ impl Capabilities {
     pub fn raw(&self) -> RawJson<'_> {
         RawJson::validated(&self.raw)
     }
+}
+
+/// The flags [`sub_capabilities`] may ask for, in the order a refusal names the first one
+/// missing.
+const SUB_FLAGS: [Caps; 7] = [
+    Caps::ELICITATION_FORM,
+    Caps::ELICITATION_URL,
+    Caps::SAMPLING_TOOLS,
+    Caps::SAMPLING_CONTEXT,
+    Caps::TASKS_TOOLS_CALL,
+    Caps::TASKS_SAMPLING,
+    Caps::TASKS_ELICITATION,
+];
+
+impl SubCapability {
+    /// Checks the needs against `declared`: `Err(Needs(flag))` names the first flag missing,
+    /// `Err(Malformed)` passes malformed params on. Task augmentation is only checked where
+    /// `tasks_apply` (2025-11-25: later versions have no `task` member).
+    pub fn check(self, declared: Caps, tasks_apply: bool) -> Result<(), SubCapability> {
+        let SubCapability::Needs(needs) = self else {
+            return Err(self);
+        };
+        let missing = SUB_FLAGS.into_iter().find(|&f| {
+            let is_task = matches!(
+                f,
+                Caps::TASKS_TOOLS_CALL | Caps::TASKS_SAMPLING | Caps::TASKS_ELICITATION
+            );
+            needs.contains(f) && !declared.contains(f) && (tasks_apply || !is_task)
+        });
+        match missing {
+            Some(flag) => Err(SubCapability::Needs(flag)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a request's params need more than its method's capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubCapability {
+    /// The receiver must have declared these flags (all of them).
+    Needs(Caps),
+    /// The params are malformed where the rule reads them (an unknown elicitation mode).
+    Malformed,
+}
+
+/// The sub-capabilities the receiver of request `method` with `params` must have declared,
+/// beyond the method's own capability (2025-11-25 on; also the 2026-07-28 input requests):
+///
+/// - `elicitation/create`: `elicitation.form` for form mode (`mode` absent or `"form"`),
+///   `elicitation.url` for `"url"` ("Servers MUST NOT send elicitation requests with modes that
+///   are not supported by the client");
+/// - `sampling/createMessage`: `sampling.tools` with `tools` or `toolChoice` ("Servers MUST NOT
+///   send tool-enabled sampling requests to Clients that have not declared support"), and
+///   `sampling.context` for an `includeContext` other than `"none"` (a SHOULD NOT);
+/// - a task-augmented request (a `task` member, 2025-11-25): `tasks.requests.<method>`.
+///
+/// The engine checks what it sends against the peer's declaration (a typed error,
+/// [`Error::NotNegotiated`](crate::conn::Error::NotNegotiated)) and what it receives against
+/// ours (the JSON-RPC error the spec names). Use it to check a request of your own making.
+pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapability {
+    let member = |key: &str| params.and_then(|p| p.get_unique(key).ok().flatten());
+    let mut needs = Caps::EMPTY;
+    match method {
+        "elicitation/create" => match member("mode") {
+            None => needs |= Caps::ELICITATION_FORM,
+            Some(m) => match m.as_str().map(|m| m.to_str()) {
+                Some(m) if m == "form" => needs |= Caps::ELICITATION_FORM,
+                Some(m) if m == "url" => needs |= Caps::ELICITATION_URL,
+                _ => return SubCapability::Malformed,
+            },
+        },
+        "sampling/createMessage" => {
+            if member("tools").is_some() || member("toolChoice").is_some() {
+                needs |= Caps::SAMPLING_TOOLS;
+            }
+            if member("includeContext")
+                .and_then(|c| c.as_str())
+                .is_some_and(|c| c.to_str() != "none")
+            {
+                needs |= Caps::SAMPLING_CONTEXT;
+            }
+        }
+        _ => {}
+    }
+    if member("task").is_some() {
+        match method {
+            "tools/call" => needs |= Caps::TASKS_TOOLS_CALL,
+            "sampling/createMessage" => needs |= Caps::TASKS_SAMPLING,
+            "elicitation/create" => needs |= Caps::TASKS_ELICITATION,
+            _ => {}
+        }
+    }
+    SubCapability::Needs(needs)
 }

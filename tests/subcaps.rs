@@ -1,0 +1,341 @@
+//! Sub-capabilities (elicitation modes, tool use and context in sampling, 2025-11-25 task
+//! augmentation) in both directions, and URL-mode elicitation (2025-11-25): the `-32042`
+//! answer, its event, and completions correlated by `elicitationId`.
+
+mod common;
+
+use common::pair::{Ev, Pair, server_config};
+use mcpwire::conn::{Config, Error, RequestId};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::mcp::{Caps, ProtocolVersion, SubCapability, sub_capabilities};
+use serde_json::{Value, json};
+
+const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
+
+fn raw(s: &str) -> RawJson<'_> {
+    RawJson::new(s).unwrap()
+}
+
+fn client(caps: &str) -> Config {
+    Config::client("c", "1").with_capabilities(caps).unwrap()
+}
+
+fn pair(client_caps: &str) -> Pair {
+    Pair::ready(V, client(client_caps), server_config())
+}
+
+/// The server asks the client `method` with `params` (as a request related to nothing).
+fn server_asks(p: &mut Pair, method: &str, params: &str) -> Result<RequestId, Error> {
+    p.server.request(p.now, method, Some(raw(params)))
+}
+
+const FORM: &str = r#"{"message":"Name?","requestedSchema":{"type":"object","properties":{}}}"#;
+const URL: &str = r#"{"mode":"url","message":"Connect","elicitationId":"e-1","url":"https://example.com/connect"}"#;
+const TOOLS: &str =
+    r#"{"messages":[],"maxTokens":5,"tools":[{"name":"t","inputSchema":{"type":"object"}}]}"#;
+const CONTEXT: &str = r#"{"messages":[],"maxTokens":5,"includeContext":"thisServer"}"#;
+
+#[test]
+fn what_the_rules_ask_for() {
+    let needs = |m: &str, p: &str| sub_capabilities(m, Some(raw(p)));
+    assert_eq!(
+        needs("elicitation/create", FORM),
+        SubCapability::Needs(Caps::ELICITATION_FORM)
+    );
+    assert_eq!(
+        needs("elicitation/create", URL),
+        SubCapability::Needs(Caps::ELICITATION_URL)
+    );
+    assert_eq!(
+        needs("elicitation/create", r#"{"mode":"voice"}"#),
+        SubCapability::Malformed
+    );
+    assert_eq!(
+        needs("sampling/createMessage", TOOLS),
+        SubCapability::Needs(Caps::SAMPLING_TOOLS)
+    );
+    assert_eq!(
+        needs(
+            "sampling/createMessage",
+            r#"{"toolChoice":{"mode":"auto"},"includeContext":"allServers"}"#
+        ),
+        SubCapability::Needs(Caps::SAMPLING_TOOLS | Caps::SAMPLING_CONTEXT)
+    );
+    assert_eq!(
+        needs("sampling/createMessage", r#"{"includeContext":"none"}"#),
+        SubCapability::Needs(Caps::EMPTY)
+    );
+    assert_eq!(
+        needs("tools/call", r#"{"name":"x","task":{"ttl":1000}}"#),
+        SubCapability::Needs(Caps::TASKS_TOOLS_CALL)
+    );
+    // Declared in a capabilities object.
+    let caps = mcpwire::mcp::Capabilities::parse(
+        r#"{"tasks":{"requests":{"tools":{"call":{}}}},"elicitation":{"url":{}}}"#,
+    )
+    .unwrap();
+    assert!(caps.has(Caps::TASKS_TOOLS_CALL) && caps.has(Caps::ELICITATION_URL));
+    assert!(!caps.has(Caps::ELICITATION_FORM), "url only: no form mode");
+}
+
+#[test]
+fn our_requests_need_the_peers_sub_capabilities() {
+    // A client with form-mode elicitation and plain sampling only.
+    let mut p = pair(r#"{"elicitation":{},"sampling":{}}"#);
+    assert!(server_asks(&mut p, "elicitation/create", FORM).is_ok());
+    assert_eq!(
+        server_asks(&mut p, "elicitation/create", URL),
+        Err(Error::NotNegotiated(Caps::ELICITATION_URL))
+    );
+    assert_eq!(
+        server_asks(
+            &mut p,
+            "elicitation/create",
+            r#"{"mode":"voice","message":"m"}"#
+        ),
+        Err(Error::InvalidParams)
+    );
+    assert_eq!(
+        server_asks(&mut p, "sampling/createMessage", TOOLS),
+        Err(Error::NotNegotiated(Caps::SAMPLING_TOOLS))
+    );
+    assert_eq!(
+        server_asks(&mut p, "sampling/createMessage", CONTEXT),
+        Err(Error::NotNegotiated(Caps::SAMPLING_CONTEXT))
+    );
+    assert!(
+        server_asks(
+            &mut p,
+            "sampling/createMessage",
+            r#"{"messages":[],"maxTokens":5}"#
+        )
+        .is_ok()
+    );
+    // Task augmentation needs the receiver's tasks.requests.<method>.
+    assert_eq!(
+        p.client.request(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"x","task":{"ttl":1000}}"#)),
+        ),
+        Err(Error::NotNegotiated(Caps::TASKS_TOOLS_CALL))
+    );
+
+    // A client declaring everything gets them all.
+    let mut p =
+        pair(r#"{"elicitation":{"form":{},"url":{}},"sampling":{"tools":{},"context":{}}}"#);
+    for (m, params) in [
+        ("elicitation/create", FORM),
+        ("elicitation/create", URL),
+        ("sampling/createMessage", TOOLS),
+        ("sampling/createMessage", CONTEXT),
+    ] {
+        assert!(server_asks(&mut p, m, params).is_ok(), "{m} {params}");
+    }
+}
+
+/// A peer that ignores the rules: the raw line a server would write.
+fn raw_server_request(p: &mut Pair, id: u64, method: &str, params: &str) -> Value {
+    let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    p.step();
+    let out = String::from_utf8(common::pair::take_output(&mut p.client)).unwrap();
+    let answers: Vec<Value> = p
+        .lines(true)
+        .iter()
+        .chain(out.lines().map(str::to_owned).collect::<Vec<_>>().iter())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["id"] == id)
+        .collect();
+    answers.into_iter().next().unwrap_or(Value::Null)
+}
+
+#[test]
+fn requests_beyond_our_sub_capabilities_get_invalid_params() {
+    let mut p = pair(r#"{"elicitation":{},"sampling":{}}"#);
+    // "Server sends an elicitation/create request with a mode not declared in client
+    // capabilities: -32602".
+    let answer = raw_server_request(&mut p, 70, "elicitation/create", URL);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let answer = raw_server_request(&mut p, 71, "sampling/createMessage", TOOLS);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        !p.take_client_events()
+            .iter()
+            .any(|e| matches!(e, Ev::Request { .. })),
+        "the application never sees them"
+    );
+    // includeContext is a SHOULD NOT for the server: tolerated. Task augmentation we did not
+    // declare is processed normally, the task member ignored.
+    raw_server_request(&mut p, 72, "sampling/createMessage", CONTEXT);
+    raw_server_request(
+        &mut p,
+        73,
+        "elicitation/create",
+        r#"{"message":"m","requestedSchema":{"type":"object","properties":{}},"task":{"ttl":5}}"#,
+    );
+    let requests = p
+        .take_client_events()
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Request { .. }))
+        .count();
+    assert_eq!(requests, 2);
+}
+
+fn url_pair() -> Pair {
+    pair(r#"{"elicitation":{"url":{}}}"#)
+}
+
+const REQUIRED: &str = r#"[{"mode":"url","elicitationId":"e-7","url":"https://example.com/authorize","message":"Authorize access"}]"#;
+
+#[test]
+fn a_url_elicitation_required_answer_becomes_its_event_and_completion_is_correlated() {
+    let mut p = url_pair();
+    let request = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"files"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    p.server
+        .respond_url_elicitation_required(id.as_id(), raw(REQUIRED))
+        .unwrap();
+    p.step();
+    let wire: Value = serde_json::from_str(p.lines(false).last().unwrap()).unwrap();
+    assert_eq!(wire["error"]["code"], -32042);
+    assert_eq!(
+        wire["error"]["data"]["elicitations"][0]["elicitationId"],
+        "e-7"
+    );
+    let evs = p.take_client_events();
+    assert_eq!(
+        evs,
+        vec![Ev::UrlElicitationRequired {
+            request,
+            elicitations: REQUIRED.to_owned()
+        }]
+    );
+    // The completion of an id we never saw is ignored; ours comes once.
+    for id in ["nobody", "e-7", "e-7"] {
+        p.server
+            .notify(
+                "notifications/elicitation/complete",
+                Some(raw(&json!({ "elicitationId": id }).to_string())),
+            )
+            .unwrap();
+    }
+    p.step();
+    assert_eq!(
+        p.take_client_events(),
+        vec![Ev::ElicitationComplete {
+            elicitation_id: "e-7".into()
+        }]
+    );
+    assert_eq!(p.client.stats().ignored_elicitation_completions, 2);
+}
+
+#[test]
+fn a_url_mode_elicitation_request_is_remembered_for_its_completion() {
+    let mut p = url_pair();
+    server_asks(&mut p, "elicitation/create", URL).unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_client_events().into_iter().next() else {
+        panic!()
+    };
+    // "accept" means consent, not completion.
+    p.client
+        .respond(id.as_id(), raw(r#"{"action":"accept"}"#))
+        .unwrap();
+    p.server
+        .notify(
+            "notifications/elicitation/complete",
+            Some(raw(r#"{"elicitationId":"e-1"}"#)),
+        )
+        .unwrap();
+    p.step();
+    assert!(p.take_client_events().contains(&Ev::ElicitationComplete {
+        elicitation_id: "e-1".into()
+    }));
+}
+
+#[test]
+fn url_elicitation_is_gated_by_version_capability_and_shape() {
+    // A client without elicitation.url: no -32042, no completion notification.
+    let mut p = pair(r#"{"elicitation":{}}"#);
+    p.client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"x"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    assert_eq!(
+        p.server
+            .respond_url_elicitation_required(id.as_id(), raw(REQUIRED)),
+        Err(Error::NotNegotiated(Caps::ELICITATION_URL))
+    );
+    assert_eq!(
+        p.server.respond_error(
+            id.as_id(),
+            -32042,
+            "more needed",
+            Some(raw(&format!(r#"{{"elicitations":{REQUIRED}}}"#)))
+        ),
+        Err(Error::NotNegotiated(Caps::ELICITATION_URL)),
+        "respond_error cannot go around the check"
+    );
+    assert_eq!(
+        p.server.notify(
+            "notifications/elicitation/complete",
+            Some(raw(r#"{"elicitationId":"e"}"#))
+        ),
+        Err(Error::NotNegotiated(Caps::ELICITATION_URL))
+    );
+
+    // Malformed elicitations are refused.
+    let mut p = url_pair();
+    p.client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"x"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    for bad in [
+        "[]",
+        r#"[{"mode":"form","message":"m"}]"#,
+        r#"{"mode":"url"}"#,
+    ] {
+        assert_eq!(
+            p.server
+                .respond_url_elicitation_required(id.as_id(), raw(bad)),
+            Err(Error::InvalidParams),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        p.server.respond_error(id.as_id(), -32042, "m", None),
+        Err(Error::InvalidParams)
+    );
+
+    // Before 2025-11-25 there is no URL mode.
+    let mut old = Pair::ready(
+        ProtocolVersion::V2025_06_18,
+        client(r#"{"elicitation":{"url":{}}}"#),
+        server_config(),
+    );
+    old.client
+        .request(old.now, "tools/call", Some(raw(r#"{"name":"x"}"#)))
+        .unwrap();
+    old.step();
+    let Some(Ev::Request { id, .. }) = old.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    assert_eq!(
+        old.server
+            .respond_url_elicitation_required(id.as_id(), raw(REQUIRED)),
+        Err(Error::NotInVersion)
+    );
+}
