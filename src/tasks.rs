@@ -36,6 +36,16 @@
 //! 4. Call [`Tasks::handle_timeout`] at [`Tasks::poll_timeout`]: a task is deleted once its
 //!    TTL has run out since its creation ([`TaskEvent::Expired`] tells the application to stop
 //!    any work left).
+//!
+//! The same table serves the experimental tasks of 2025-11-25, whose wire differs: a request
+//! asks for a task with a `task` member (the engine lets it through only where we declared
+//! `tasks.requests.<method>`), [`Tasks::create_legacy`] makes the task for its session,
+//! [`Connection::respond_task`](crate::Connection::respond_task) answers
+//! `{"task":{…}}`, and [`Tasks::serve_legacy`] answers `tasks/get`, `tasks/list`,
+//! `tasks/cancel` and `tasks/result`, which waits for the task to end
+//! ([`Tasks::poll_result`]). Either side may host tasks in that version (a client for
+//! sampling and elicitation). A requestor gets [`Event::TaskCreated`](crate::Event::TaskCreated)
+//! in both versions.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -43,7 +53,7 @@ use std::time::Duration;
 
 use crate::Timestamp;
 use crate::conn::{Connection, Error};
-use crate::jsonrpc::{self, Id, RawJson, write_json_string};
+use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
 
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -150,6 +160,53 @@ impl fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
+/// The answer to a 2025-11-25 tasks request, from [`Tasks::answer_legacy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LegacyAnswer {
+    /// A result (JSON text).
+    Result(String),
+    /// A JSON-RPC error.
+    Error {
+        /// The code.
+        code: i64,
+        /// The message.
+        message: String,
+        /// The data (JSON text), if any.
+        data: Option<String>,
+    },
+    /// `tasks/result` on a task still running: the answer comes from
+    /// [`Tasks::poll_result`] once the task ends ("MUST block the response until the task
+    /// reaches a terminal status").
+    Wait,
+}
+
+impl LegacyAnswer {
+    /// Writes the answer to request `id` on `conn` (nothing for [`LegacyAnswer::Wait`]).
+    pub fn write(&self, conn: &mut Connection, id: Id<'_>) -> Result<(), Error> {
+        match self {
+            LegacyAnswer::Result(r) => conn.respond(id, RawJson::validated(r)),
+            LegacyAnswer::Error {
+                code,
+                message,
+                data,
+            } => conn.respond_error(id, *code, message, data.as_deref().map(RawJson::validated)),
+            LegacyAnswer::Wait => Ok(()),
+        }
+    }
+}
+
+/// A 2025-11-25 `tasks/result` that can now be answered: write `answer` to request `id` on
+/// the connection of `owner` (as given to [`Tasks::create_legacy`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadyResult {
+    /// Whose task it was.
+    pub owner: u64,
+    /// The waiting `tasks/result` request.
+    pub id: OwnedId,
+    /// Its answer (never [`LegacyAnswer::Wait`]).
+    pub answer: LegacyAnswer,
+}
+
 /// What the client did to a task, for the application: from [`Tasks::poll_event`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TaskEvent {
@@ -187,7 +244,13 @@ struct Task {
     keys: HashSet<String>,
     /// The result (completed) or the error object (failed).
     outcome: Option<String>,
+    /// The error's parts (failed), for a 2025-11-25 `tasks/result`.
+    error: Option<(i64, String, Option<String>)>,
     cancel_requested: bool,
+    /// A 2025-11-25 task (its wire shapes differ), and whose it is (its `tasks/list` scope).
+    legacy: Option<u64>,
+    /// 2025-11-25 `tasks/result` requests waiting for the task to end.
+    waiters: Vec<OwnedId>,
 }
 
 /// A server's tasks. See the [module docs](self).
@@ -197,6 +260,8 @@ pub struct Tasks {
     /// Task ids by creation, oldest first (for expiry and eviction).
     order: VecDeque<(Timestamp, String)>,
     events: VecDeque<TaskEvent>,
+    /// Answers for 2025-11-25 `tasks/result` requests whose task ended.
+    ready: VecDeque<ReadyResult>,
     /// The wall clock at `base` (Unix milliseconds), for `createdAt` and `lastUpdatedAt`.
     base: Timestamp,
     base_unix_ms: u64,
@@ -222,6 +287,7 @@ impl Tasks {
             tasks: HashMap::new(),
             order: VecDeque::new(),
             events: VecDeque::new(),
+            ready: VecDeque::new(),
             base: now,
             base_unix_ms: unix_ms,
         }
@@ -256,6 +322,28 @@ impl Tasks {
         now: Timestamp,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> Result<String, TaskError> {
+        self.insert(now, random, None)
+    }
+
+    /// [`create`](Self::create) for a 2025-11-25 task-augmented request (the experimental
+    /// tasks of that version): the task belongs to `owner` (the session or connection that
+    /// asked; [`serve_legacy`](Self::serve_legacy) shows a requestor its own tasks only), and
+    /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`).
+    pub fn create_legacy(
+        &mut self,
+        now: Timestamp,
+        random: &mut dyn FnMut(&mut [u8]),
+        owner: u64,
+    ) -> Result<String, TaskError> {
+        self.insert(now, random, Some(owner))
+    }
+
+    fn insert(
+        &mut self,
+        now: Timestamp,
+        random: &mut dyn FnMut(&mut [u8]),
+        legacy: Option<u64>,
+    ) -> Result<String, TaskError> {
         if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal() {
             return Err(TaskError::Full);
         }
@@ -277,7 +365,10 @@ impl Tasks {
                 asked: Vec::new(),
                 keys: HashSet::new(),
                 outcome: None,
+                error: None,
                 cancel_requested: false,
+                legacy,
+                waiters: Vec::new(),
             },
         );
         self.order.push_back((now, id.clone()));
@@ -302,12 +393,21 @@ impl Tasks {
     /// The `CreateTaskResult` for `task` (`resultType: "task"`, the task's id, status and
     /// times), to answer the request that created it with
     /// [`Connection::respond_task`](crate::Connection::respond_task).
+    ///
+    /// A 2025-11-25 task ([`create_legacy`](Self::create_legacy)) gets that version's
+    /// `CreateTaskResult`, `{"task":{…}}`.
     pub fn create_result(&self, task: &str) -> Option<String> {
         let t = self.tasks.get(task)?;
         let mut out = Vec::with_capacity(256);
-        out.extend_from_slice(b"{\"resultType\":\"task\",");
-        self.write_task(&mut out, task, t, false);
-        out.push(b'}');
+        if t.legacy.is_some() {
+            out.extend_from_slice(b"{\"task\":{");
+            self.write_task(&mut out, task, t, false);
+            out.extend_from_slice(b"}}");
+        } else {
+            out.extend_from_slice(b"{\"resultType\":\"task\",");
+            self.write_task(&mut out, task, t, false);
+            out.push(b'}');
+        }
         String::from_utf8(out).ok()
     }
 
@@ -335,12 +435,22 @@ impl Tasks {
         out.extend_from_slice(self.iso8601(t.created).as_bytes());
         out.extend_from_slice(b"\",\"lastUpdatedAt\":\"");
         out.extend_from_slice(self.iso8601(t.updated).as_bytes());
-        out.extend_from_slice(b"\",\"ttlMs\":");
+        // 2025-11-25 names the fields `ttl` and `pollInterval` (milliseconds as well).
+        let legacy = t.legacy.is_some();
+        out.extend_from_slice(if legacy {
+            b"\",\"ttl\":"
+        } else {
+            b"\",\"ttlMs\":"
+        });
         match self.config.ttl {
             Some(ttl) => out.extend_from_slice(millis(ttl).to_string().as_bytes()),
             None => out.extend_from_slice(b"null"),
         }
-        out.extend_from_slice(b",\"pollIntervalMs\":");
+        out.extend_from_slice(if legacy {
+            b",\"pollInterval\":"
+        } else {
+            b",\"pollIntervalMs\":"
+        });
         out.extend_from_slice(
             millis(self.config.poll_interval)
                 .max(1)
@@ -436,6 +546,19 @@ impl Tasks {
         Ok(())
     }
 
+    /// Back to `working` after `input_required`: the 2025-11-25 flow, where the application
+    /// sends its input requests itself (related to the task) and resumes the task when their
+    /// answers came. (In the extension's flow the last [`TaskEvent::Input`] does this.)
+    pub fn resume(&mut self, now: Timestamp, task: &str) -> Result<(), TaskError> {
+        let t = self.live(task)?;
+        if t.status == TaskStatus::InputRequired {
+            t.asked.clear();
+            t.status = TaskStatus::Working;
+            t.updated = now;
+        }
+        Ok(())
+    }
+
     /// Finishes the task with `result` (what the request would have returned: a
     /// `CallToolResult`, `isError: true` included). Outstanding input requests are dropped.
     pub fn complete(
@@ -451,6 +574,7 @@ impl Tasks {
         }
         t.outcome = Some(result.get().to_owned());
         Self::finish(t, now, TaskStatus::Completed);
+        self.release(task);
         Ok(())
     }
 
@@ -480,10 +604,12 @@ impl Tasks {
             return Err(TaskError::InvalidPayload);
         }
         t.outcome = String::from_utf8(error).ok();
+        t.error = Some((code, message.to_owned(), data.map(|d| d.get().to_owned())));
         if t.message.is_none() {
             t.message = Some(message.to_owned());
         }
         Self::finish(t, now, TaskStatus::Failed);
+        self.release(task);
         Ok(())
     }
 
@@ -493,7 +619,34 @@ impl Tasks {
         let t = self.live(task)?;
         t.outcome = None;
         Self::finish(t, now, TaskStatus::Cancelled);
+        self.release(task);
         Ok(())
+    }
+
+    /// Answers the `tasks/result` requests waiting for `task`, which just ended.
+    fn release(&mut self, task: &str) {
+        let Some(t) = self.tasks.get_mut(task) else {
+            return;
+        };
+        let (Some(owner), false) = (t.legacy, t.waiters.is_empty()) else {
+            return;
+        };
+        let waiters = std::mem::take(&mut t.waiters);
+        let answer = legacy_result(task, t);
+        for id in waiters {
+            self.ready.push_back(ReadyResult {
+                owner,
+                id,
+                answer: answer.clone(),
+            });
+        }
+    }
+
+    /// 2025-11-25: the `tasks/result` requests whose task has ended (or expired), to answer
+    /// now, oldest first. Poll it after the calls that end tasks and after
+    /// [`handle_timeout`](Self::handle_timeout).
+    pub fn poll_result(&mut self) -> Option<ReadyResult> {
+        self.ready.pop_front()
     }
 
     fn finish(t: &mut Task, now: Timestamp, status: TaskStatus) {
@@ -532,6 +685,19 @@ impl Tasks {
             if let Some(t) = self.tasks.remove(&id)
                 && !t.status.is_terminal()
             {
+                if let Some(owner) = t.legacy {
+                    for waiter in t.waiters {
+                        self.ready.push_back(ReadyResult {
+                            owner,
+                            id: waiter,
+                            answer: LegacyAnswer::Error {
+                                code: jsonrpc::INVALID_PARAMS,
+                                message: "Task has expired".to_owned(),
+                                data: None,
+                            },
+                        });
+                    }
+                }
                 self.events.push_back(TaskEvent::Expired { task: id });
             }
         }
@@ -561,7 +727,7 @@ impl Tasks {
         let Some(task) = task else {
             return Some(invalid("taskId (a string) is required"));
         };
-        let Some(t) = self.tasks.get_mut(&task) else {
+        let Some(t) = self.tasks.get_mut(&task).filter(|t| t.legacy.is_none()) else {
             return Some(invalid("Failed to retrieve task: Task not found"));
         };
         Some(match method {
@@ -626,6 +792,158 @@ impl Tasks {
                 conn.respond_error(id, code, &message, None).map(|()| true)
             }
         }
+    }
+}
+
+impl Tasks {
+    /// Answers a 2025-11-25 tasks method from `owner` (the session or connection that sent
+    /// it; it sees its own tasks only): `tasks/get` and `tasks/cancel` with the task,
+    /// `tasks/list` with the owner's tasks, `tasks/result` with the underlying request's
+    /// result or error once the task has ended ([`LegacyAnswer::Wait`] before: see
+    /// [`poll_result`](Self::poll_result)). An unknown task, or cancelling a terminal one,
+    /// gets -32602. `tasks/cancel` ends the task as `cancelled` at once ("MUST transition the
+    /// task to cancelled status before sending the response") and reports
+    /// [`TaskEvent::CancelRequested`] so that the work stops. `None` for any other method.
+    pub fn answer_legacy(
+        &mut self,
+        now: Timestamp,
+        owner: u64,
+        id: Id<'_>,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Option<LegacyAnswer> {
+        let invalid = |message: &str| LegacyAnswer::Error {
+            code: jsonrpc::INVALID_PARAMS,
+            message: message.to_owned(),
+            data: None,
+        };
+        if method == "tasks/list" {
+            if params.is_some_and(|p| p.get_unique("cursor").ok().flatten().is_some()) {
+                // We never hand out cursors: the whole list comes in one page.
+                return Some(invalid("Invalid cursor"));
+            }
+            let mut out = Vec::from(&b"{\"tasks\":["[..]);
+            let mut first = true;
+            for (_, task) in &self.order {
+                if let Some(t) = self.tasks.get(task).filter(|t| t.legacy == Some(owner)) {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    out.push(b'{');
+                    self.write_task(&mut out, task, t, false);
+                    out.push(b'}');
+                }
+            }
+            out.extend_from_slice(b"]}");
+            return Some(LegacyAnswer::Result(String::from_utf8(out).ok()?));
+        }
+        if !matches!(method, "tasks/get" | "tasks/result" | "tasks/cancel") {
+            return None;
+        }
+        let task = params
+            .and_then(|p| p.get_unique("taskId").ok().flatten())
+            .and_then(|t| t.as_str())
+            .map(|t| t.to_str().into_owned());
+        let Some(task) = task else {
+            return Some(invalid("taskId (a string) is required"));
+        };
+        let Some(t) = self
+            .tasks
+            .get_mut(&task)
+            .filter(|t| t.legacy == Some(owner))
+        else {
+            return Some(invalid("Failed to retrieve task: Task not found"));
+        };
+        match method {
+            "tasks/get" => {}
+            "tasks/result" if t.status.is_terminal() => return Some(legacy_result(&task, t)),
+            "tasks/result" => {
+                t.waiters.push(OwnedId::from(id));
+                return Some(LegacyAnswer::Wait);
+            }
+            _ => {
+                if t.status.is_terminal() {
+                    return Some(invalid(&format!(
+                        "Cannot cancel task: already in terminal status '{}'",
+                        t.status.as_str()
+                    )));
+                }
+                t.outcome = None;
+                if t.message.is_none() {
+                    t.message = Some("The task was cancelled by request.".to_owned());
+                }
+                Self::finish(t, now, TaskStatus::Cancelled);
+                self.events
+                    .push_back(TaskEvent::CancelRequested { task: task.clone() });
+                self.release(&task);
+            }
+        }
+        let t = self.tasks.get(&task)?;
+        let mut out = Vec::with_capacity(256);
+        out.push(b'{');
+        self.write_task(&mut out, &task, t, false);
+        out.push(b'}');
+        Some(LegacyAnswer::Result(String::from_utf8(out).ok()?))
+    }
+
+    /// [`answer_legacy`](Self::answer_legacy), written to `conn` as the answer to request
+    /// `id` (a `tasks/result` that must wait is answered later, from
+    /// [`poll_result`](Self::poll_result)). `Ok(false)` for a method that is not a tasks
+    /// method.
+    pub fn serve_legacy(
+        &mut self,
+        now: Timestamp,
+        owner: u64,
+        conn: &mut Connection,
+        id: Id<'_>,
+        method: &str,
+        params: Option<RawJson<'_>>,
+    ) -> Result<bool, Error> {
+        match self.answer_legacy(now, owner, id, method, params) {
+            None => Ok(false),
+            Some(answer) => answer.write(conn, id).map(|()| true),
+        }
+    }
+}
+
+/// What a 2025-11-25 `tasks/result` returns for an ended task: "exactly what the underlying
+/// request would have returned", with the related-task `_meta`.
+fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
+    match (t.status, &t.outcome, &t.error) {
+        (TaskStatus::Completed, Some(result), _) => {
+            let mut meta = Vec::new();
+            meta.extend_from_slice(
+                b"\"_meta\":{\"io.modelcontextprotocol/related-task\":{\"taskId\":",
+            );
+            write_json_string(&mut meta, task);
+            meta.extend_from_slice(b"}}");
+            let raw = RawJson::validated(result);
+            let text = match raw.get_unique("_meta") {
+                // The application's own `_meta` is kept as it is.
+                Ok(Some(_)) | Err(_) => result.clone(),
+                Ok(None) => {
+                    let body = result.trim_start().strip_prefix('{').unwrap_or("}");
+                    let sep = if body.trim_start().starts_with('}') {
+                        ""
+                    } else {
+                        ","
+                    };
+                    format!("{{{}{sep}{body}", String::from_utf8_lossy(&meta))
+                }
+            };
+            LegacyAnswer::Result(text)
+        }
+        (TaskStatus::Failed, _, Some((code, message, data))) => LegacyAnswer::Error {
+            code: *code,
+            message: message.clone(),
+            data: data.clone(),
+        },
+        _ => LegacyAnswer::Error {
+            code: jsonrpc::INTERNAL_ERROR,
+            message: "The task was cancelled".to_owned(),
+            data: None,
+        },
     }
 }
 

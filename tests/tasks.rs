@@ -494,3 +494,474 @@ fn serve_answers_on_the_connection_with_result_type_complete() {
     );
     assert!(output(&mut s).is_empty());
 }
+
+/// A 2026-07-28 client and server, both declaring the extension unless `client_ext` is off.
+fn modern_pair(client_ext: bool) -> common::pair::Pair {
+    let caps = if client_ext {
+        r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+    } else {
+        "{}"
+    };
+    let client = common::pair::modern(Config::client("c", "1").with_capabilities(caps).unwrap());
+    let server = Config::server("s", "1")
+        .with_capabilities(
+            r#"{"tools":{},"prompts":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+        )
+        .unwrap();
+    let mut p = common::pair::Pair::new(client, server);
+    p.step();
+    p.take_client_events();
+    p.take_server_events();
+    p
+}
+
+#[test]
+fn a_client_that_declared_the_extension_gets_the_handle_as_its_event_and_polls() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = modern_pair(true);
+    let call = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"slow"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    let task = tasks.create(p.now, &mut ids()).unwrap();
+    p.server
+        .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let [
+        Ev::TaskCreated {
+            request,
+            task: handle,
+        },
+    ] = &evs[..]
+    else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(*request, call);
+    let handle: Value = serde_json::from_str(handle).unwrap();
+    assert_eq!(handle["taskId"], task.as_str());
+
+    // Polling is an ordinary request; the server answers it from the table.
+    tasks
+        .complete(
+            p.now,
+            &task,
+            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
+        )
+        .unwrap();
+    let get = p
+        .client
+        .request(
+            p.now,
+            "tasks/get",
+            Some(raw(&json!({ "taskId": task }).to_string())),
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, method, params }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    assert!(
+        tasks
+            .serve(
+                p.now,
+                &mut p.server,
+                id.as_id(),
+                &method,
+                params.as_deref().map(raw)
+            )
+            .unwrap()
+    );
+    p.step();
+    let evs = p.take_client_events();
+    let [Ev::Response { request, result }] = &evs[..] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(*request, get);
+    let result: Value = serde_json::from_str(result).unwrap();
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["result"]["content"][0]["text"], "done");
+}
+
+#[test]
+fn a_task_handle_the_client_could_not_expect_is_an_invalid_response() {
+    // The client did not declare the extension: a handle is invalid, whatever the server does.
+    let mut p = modern_pair(false);
+    let call = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"slow"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    // A server that ignores the rules writes the handle by hand.
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"task","taskId":"t","status":"working"}}}}"#,
+        match id {
+            mcpwire::jsonrpc::OwnedId::Int(n) => n,
+            _ => panic!(),
+        }
+    );
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    assert_eq!(
+        drain(&mut p.client),
+        vec![Ev::InvalidResponse { request: call }]
+    );
+}
+
+// ---- 2025-11-25: the experimental tasks of that version ----------------------------------
+
+const D: mcpwire::mcp::ProtocolVersion = mcpwire::mcp::ProtocolVersion::V2025_11_25;
+
+fn legacy_pair() -> common::pair::Pair {
+    let server = Config::server("s", "1")
+        .with_capabilities(
+            r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
+        )
+        .unwrap();
+    let client = Config::client("c", "1")
+        .with_capabilities(r#"{"sampling":{}}"#)
+        .unwrap();
+    common::pair::Pair::ready(D, client, server)
+}
+
+/// The client sends `method`; the server hands it to `tasks`; returns the client's events.
+fn legacy_round(
+    p: &mut common::pair::Pair,
+    tasks: &mut Tasks,
+    owner: u64,
+    method: &str,
+    params: Value,
+) -> (mcpwire::conn::RequestId, Vec<Ev>) {
+    let request = p
+        .client
+        .request(p.now, method, Some(raw(&params.to_string())))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, method, params }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    tasks
+        .serve_legacy(
+            p.now,
+            owner,
+            &mut p.server,
+            id.as_id(),
+            &method,
+            params.as_deref().map(raw),
+        )
+        .unwrap();
+    p.step();
+    (request, p.take_client_events())
+}
+
+fn result_of(evs: &[Ev]) -> Value {
+    match evs {
+        [Ev::Response { result, .. }] => serde_json::from_str(result).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn task_augmented_requests_of_2025_11_25_from_creation_to_tasks_result() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    // A task-augmented tools/call.
+    let call = p
+        .client
+        .request(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    p.server
+        .respond_task(call_id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let [
+        Ev::TaskCreated {
+            request,
+            task: handle,
+        },
+    ] = &evs[..]
+    else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(*request, call);
+    let handle: Value = serde_json::from_str(handle).unwrap();
+    assert_eq!(handle["task"]["taskId"], task.as_str());
+    assert_eq!(handle["task"]["status"], "working");
+    assert_eq!(handle["task"]["ttl"], 3_600_000, "2025-11-25 names it ttl");
+    assert!(handle["task"].get("ttlMs").is_none() && handle.get("resultType").is_none());
+
+    // tasks/get: the flat Task.
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/get",
+        json!({ "taskId": task }),
+    );
+    let t = result_of(&evs);
+    assert_eq!(t["status"], "working");
+    assert_eq!(t["pollInterval"], 1000);
+    // Another session does not see it.
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        2,
+        "tasks/get",
+        json!({ "taskId": task }),
+    );
+    assert!(
+        matches!(&evs[..], [Ev::Error { code: -32602, .. }]),
+        "{evs:?}"
+    );
+    // tasks/list: its owner's tasks.
+    let (_, evs) = legacy_round(&mut p, &mut tasks, 1, "tasks/list", json!({}));
+    assert_eq!(result_of(&evs)["tasks"][0]["taskId"], task.as_str());
+    let (_, evs) = legacy_round(&mut p, &mut tasks, 2, "tasks/list", json!({}));
+    assert_eq!(result_of(&evs)["tasks"], json!([]));
+
+    // tasks/result blocks until the task ends.
+    let (waiting, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert!(evs.is_empty(), "no answer yet: {evs:?}");
+    assert_eq!(tasks.poll_result(), None);
+    tasks
+        .complete(
+            p.now,
+            &task,
+            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
+        )
+        .unwrap();
+    let ready = tasks.poll_result().expect("the waiting tasks/result");
+    assert_eq!(ready.owner, 1);
+    ready.answer.write(&mut p.server, ready.id.as_id()).unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let [Ev::Response { request, result }] = &evs[..] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(*request, waiting);
+    let result: Value = serde_json::from_str(result).unwrap();
+    assert_eq!(result["content"][0]["text"], "done");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str()
+    );
+    // Once ended, tasks/result answers at once; cancelling is refused.
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert_eq!(result_of(&evs)["content"][0]["text"], "done");
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/cancel",
+        json!({ "taskId": task }),
+    );
+    assert!(
+        matches!(&evs[..], [Ev::Error { code: -32602, .. }]),
+        "{evs:?}"
+    );
+}
+
+#[test]
+fn cancelling_a_2025_11_25_task_ends_it_before_the_answer_and_failures_come_back_as_errors() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let mut random = ids();
+    let running = tasks.create_legacy(p.now, &mut random, 1).unwrap();
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/cancel",
+        json!({ "taskId": running }),
+    );
+    assert_eq!(
+        result_of(&evs)["status"],
+        "cancelled",
+        "cancelled before the answer"
+    );
+    assert_eq!(
+        tasks.poll_event(),
+        Some(TaskEvent::CancelRequested {
+            task: running.clone()
+        })
+    );
+    assert_eq!(
+        tasks.complete(p.now, &running, raw("{}")),
+        Err(TaskError::Terminal)
+    );
+
+    let failing = tasks.create_legacy(p.now, &mut random, 1).unwrap();
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": failing }),
+    );
+    assert!(evs.is_empty());
+    tasks
+        .fail(p.now, &failing, -32603, "the backend crashed", None)
+        .unwrap();
+    let ready = tasks.poll_result().unwrap();
+    ready.answer.write(&mut p.server, ready.id.as_id()).unwrap();
+    p.step();
+    assert!(
+        matches!(&p.take_client_events()[..], [Ev::Error { code: -32603, message, .. }] if message == "the backend crashed")
+    );
+
+    // A task that expires while a tasks/result waits: the waiter gets -32602.
+    let mut short = Tasks::new(
+        TaskConfig {
+            ttl: Some(std::time::Duration::from_secs(5)),
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let t = short.create_legacy(T0, &mut random, 9).unwrap();
+    assert_eq!(
+        short.answer_legacy(
+            T0,
+            9,
+            mcpwire::jsonrpc::Id::Int(5),
+            "tasks/result",
+            Some(raw(&json!({ "taskId": t }).to_string()))
+        ),
+        Some(mcpwire::tasks::LegacyAnswer::Wait)
+    );
+    short.handle_timeout(at(5000));
+    let ready = short.poll_result().unwrap();
+    assert_eq!(ready.owner, 9);
+    assert!(matches!(
+        ready.answer,
+        mcpwire::tasks::LegacyAnswer::Error { code: -32602, .. }
+    ));
+    // The two flavours do not mix: the extension's methods do not see a 2025-11-25 task.
+    let t = short.create_legacy(at(5000), &mut random, 9).unwrap();
+    assert!(matches!(
+        short.answer(
+            at(5000),
+            "tasks/get",
+            Some(raw(&json!({ "taskId": t }).to_string()))
+        ),
+        Some(Err((-32602, _)))
+    ));
+}
+
+#[test]
+fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    // No `task` member: the request runs normally and cannot get a handle.
+    p.client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"slow"}"#)))
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    assert_eq!(
+        p.server
+            .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap())),
+        Err(Error::NotEligible)
+    );
+    // Nor may a server ask a client for a task the client did not declare (sampling here).
+    assert_eq!(
+        p.server.request(
+            p.now,
+            "sampling/createMessage",
+            Some(raw(r#"{"messages":[],"maxTokens":1,"task":{}}"#))
+        ),
+        Err(Error::NotNegotiated(Caps::TASKS_SAMPLING))
+    );
+}
+
+#[test]
+fn a_2025_11_25_client_hosts_a_task_for_the_servers_sampling_request() {
+    let server = Config::server("s", "1")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let client = Config::client("c", "1")
+        .with_capabilities(
+            r#"{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}"#,
+        )
+        .unwrap();
+    let mut p = common::pair::Pair::ready(D, client, server);
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let ask = p
+        .server
+        .request(
+            p.now,
+            "sampling/createMessage",
+            Some(raw(r#"{"messages":[],"maxTokens":5,"task":{}}"#)),
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_client_events().into_iter().next() else {
+        panic!()
+    };
+    let task = tasks.create_legacy(p.now, &mut ids(), 0).unwrap();
+    p.client
+        .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    p.step();
+    let evs = p.take_server_events();
+    assert!(
+        matches!(&evs[..], [Ev::TaskCreated { request, .. }] if *request == ask),
+        "{evs:?}"
+    );
+    // The server polls the client.
+    p.server
+        .request(
+            p.now,
+            "tasks/get",
+            Some(raw(&json!({ "taskId": task }).to_string())),
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, method, params }) = p.take_client_events().into_iter().next() else {
+        panic!()
+    };
+    tasks
+        .serve_legacy(
+            p.now,
+            0,
+            &mut p.client,
+            id.as_id(),
+            &method,
+            params.as_deref().map(raw),
+        )
+        .unwrap();
+    p.step();
+    assert_eq!(result_of(&p.take_server_events())["status"], "working");
+}

@@ -118,6 +118,24 @@ impl Core {
             PendingKind::Normal => {}
         }
         let request = RequestId(n);
+        // 2025-11-25: a task-augmented request of ours answered with a task handle.
+        if pending.task_augmented
+            && let Ok(result) = outcome
+            && result
+                .get_unique("task")
+                .ok()
+                .flatten()
+                .and_then(|t| t.get_unique("taskId").ok().flatten())
+                .is_some_and(|id| id.as_str().is_some())
+        {
+            let cap = self.events.capture(frame);
+            let stored = Stored::TaskCreated {
+                request,
+                task: cap.raw(result),
+            };
+            cap.push(stored);
+            return self.maybe_finish_close();
+        }
         let mut retry = self.stateless.take_retry(n);
         let classified = match outcome {
             Ok(result) => Some(self.classify_result(request, &mut retry, result)),
@@ -137,6 +155,10 @@ impl Core {
                 request_state: state.map(|s| cap.str(s)),
             },
             (Ok(_), Some(Classified::Invalid)) => Stored::InvalidResponse(request),
+            (Ok(result), Some(Classified::Task)) => Stored::TaskCreated {
+                request,
+                task: cap.raw(result),
+            },
             (Err(e), _)
                 if e.code == crate::mcp::URL_ELICITATION_REQUIRED
                     && url_era
@@ -326,6 +348,7 @@ impl Core {
                 reset_on_progress,
                 wants_progress,
                 last_progress: None,
+                task_augmented: false,
             },
         );
         if timeout != Duration::MAX {

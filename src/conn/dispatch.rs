@@ -448,7 +448,23 @@ impl Core {
                 progress_token,
                 last_progress: None,
                 input_eligible,
-                task_eligible: modern.is_some() && r.method.raw() == "tools/call",
+                task_eligible: match modern {
+                    Some(_) => r.method.raw() == "tools/call",
+                    // 2025-11-25: the request asked for a task, on a method we declared
+                    // `tasks.requests.<method>` for.
+                    None => {
+                        self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
+                            && r.params
+                                .is_some_and(|p| p.get_unique("task").ok().flatten().is_some())
+                            && mcp::sub_capabilities(r.method.raw(), r.params)
+                                .check(self.config.capabilities.flags(), true)
+                                .is_ok()
+                            && matches!(
+                                r.method.raw(),
+                                "tools/call" | "sampling/createMessage" | "elicitation/create"
+                            )
+                    }
+                },
                 cacheable: modern.is_some()
                     && matches!(
                         r.method.raw(),

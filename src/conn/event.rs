@@ -199,6 +199,16 @@ pub enum Event<'a> {
         /// The opaque `requestState`, if the server sent one.
         request_state: Option<JsonStr<'a>>,
     },
+    /// 2026-07-28, tasks extension: the server answered one of our `tools/call` requests (sent
+    /// with the extension declared in our capabilities) with a task handle instead of its
+    /// result. Poll `tasks/get` with its `taskId` (at most every `pollIntervalMs`) until the
+    /// task is terminal; its result comes inlined there. Ends the request.
+    TaskCreated {
+        /// Which request.
+        request: RequestId,
+        /// The `CreateTaskResult`: `taskId`, `status`, `createdAt`, `ttlMs`, ….
+        task: RawJson<'a>,
+    },
     /// 2025-11-25: the server answered one of our requests with `-32042`: it needs the user to
     /// complete URL-mode elicitations first. Show each URL to the user (and open it only with
     /// their consent), then send the request again; the server may announce each one's end
@@ -313,6 +323,10 @@ pub(crate) enum Stored {
     UrlElicitationRequired {
         request: RequestId,
         elicitations: Span,
+    },
+    TaskCreated {
+        request: RequestId,
+        task: Span,
     },
     ElicitationComplete(Span),
     InvalidResponse(RequestId),
@@ -624,6 +638,10 @@ fn view<'a>(arena: &'a str, origin: usize, entry: &'a Entry) -> Event<'a> {
         } => Event::UrlElicitationRequired {
             request: *request,
             elicitations: raw(f, *elicitations),
+        },
+        Stored::TaskCreated { request, task } => Event::TaskCreated {
+            request: *request,
+            task: raw(f, *task),
         },
         Stored::ElicitationComplete(id) => Event::ElicitationComplete {
             elicitation_id: text(f, *id),

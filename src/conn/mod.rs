@@ -510,14 +510,17 @@ impl Connection {
         )
     }
 
-    /// 2026-07-28 server, tasks extension: answers a `tools/call` with a task handle instead of
-    /// its result (`task` is a `CreateTaskResult`, from
-    /// [`Tasks::create_result`](crate::tasks::Tasks::create_result)). Refused with
+    /// Answers a request with a task handle instead of its result (`task` is a
+    /// `CreateTaskResult`, from [`Tasks::create_result`](crate::tasks::Tasks::create_result)).
+    ///
+    /// 2026-07-28 (the tasks extension): a `tools/call`; refused with
     /// [`Error::NotNegotiated`] when the request did not declare the extension
-    /// ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION)): a task never goes to a
-    /// client that cannot poll it. [`Error::NotEligible`] for another method, and
-    /// [`Error::NotInVersion`] for a handshake-era request; [`Error::InvalidParams`] unless
-    /// `task` is an object with `resultType` `"task"`.
+    /// ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION)), so a task never goes to
+    /// a client that cannot poll it, and [`Error::InvalidParams`] unless `task` has
+    /// `resultType` `"task"`. 2025-11-25 (experimental tasks): a request that carried `task`,
+    /// for a method we declared `tasks.requests.<method>` for; `task` is `{"task":{…}}`.
+    /// [`Error::NotEligible`] for any other request, [`Error::NotInVersion`] in other
+    /// versions.
     pub fn respond_task(&mut self, id: Id<'_>, task: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         self.core.respond_task(id, task)

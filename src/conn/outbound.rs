@@ -205,6 +205,8 @@ impl Core {
             .map(|c| c.flags())
             .unwrap_or_default();
         let tasks_apply = self.effective_version() == ProtocolVersion::V2025_11_25;
+        let task_augmented =
+            tasks_apply && params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some());
         match mcp::sub_capabilities(method, params).check(peer, tasks_apply) {
             Ok(()) => {}
             Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
@@ -271,6 +273,9 @@ impl Core {
             options.progress,
             reset,
         );
+        if task_augmented && let Some(p) = self.corr.pending.get_mut(&id) {
+            p.task_augmented = true;
+        }
         Ok(RequestId(id))
     }
 

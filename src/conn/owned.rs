@@ -68,6 +68,8 @@ pub enum OwnedEvent {
     },
     /// See [`Event::ElicitationComplete`].
     ElicitationComplete { elicitation_id: String },
+    /// See [`Event::TaskCreated`]; `task` is the handle's JSON text.
+    TaskCreated { request: RequestId, task: String },
     /// See [`Event::InvalidResponse`].
     InvalidResponse { request: RequestId },
     /// See [`Event::TimedOut`].
@@ -152,6 +154,10 @@ impl Event<'_> {
             } => OwnedEvent::UrlElicitationRequired {
                 request: *request,
                 elicitations: json(elicitations),
+            },
+            Event::TaskCreated { request, task } => OwnedEvent::TaskCreated {
+                request: *request,
+                task: json(task),
             },
             Event::ElicitationComplete { elicitation_id } => OwnedEvent::ElicitationComplete {
                 elicitation_id: text(elicitation_id),

@@ -131,6 +131,8 @@ pub(super) enum Classified<'f> {
         requests: Option<RawJson<'f>>,
         state: Option<jsonrpc::JsonStr<'f>>,
     },
+    /// A task handle (SEP-2663) answering a `tools/call` we sent with the extension declared.
+    Task,
     Invalid,
 }
 
@@ -706,7 +708,23 @@ impl Core {
             return self.respond(id, Answer::Result(task));
         };
         let Some(ctx) = entry.modern else {
-            return Err(Error::NotInVersion);
+            // 2025-11-25 tasks: `{"task":{…}}` answers a request that asked for a task.
+            if self.effective_version() != crate::mcp::ProtocolVersion::V2025_11_25 {
+                return Err(Error::NotInVersion);
+            }
+            if !entry.task_eligible {
+                return Err(Error::NotEligible);
+            }
+            let is_task = task
+                .get_unique("task")
+                .ok()
+                .flatten()
+                .and_then(|t| t.get_unique("taskId").ok().flatten())
+                .is_some_and(|t| t.as_str().is_some());
+            if !is_task {
+                return Err(Error::InvalidParams);
+            }
+            return self.respond(id, Answer::Result(task));
         };
         if !entry.task_eligible {
             return Err(Error::NotEligible);
@@ -1008,6 +1026,23 @@ impl Core {
         let is = |name: &str| kind.is_some_and(|k| k.eq_str(name));
         if is("complete") {
             return Classified::Complete;
+        }
+        if is("task") {
+            // Only where we could get one ("A client that receives CreateTaskResult in
+            // response to an unsupported request type MUST interpret this as an invalid
+            // response"), and only a well-formed one.
+            let eligible = retry.as_ref().is_some_and(|b| b.method == "tools/call")
+                && self.config.capabilities.has(Caps::TASKS_EXTENSION);
+            let has_id = result
+                .get_unique("taskId")
+                .ok()
+                .flatten()
+                .is_some_and(|t| t.as_str().is_some());
+            return if eligible && has_id {
+                Classified::Task
+            } else {
+                Classified::Invalid
+            };
         }
         if !is("input_required") || retry.is_none() {
             return Classified::Invalid;

@@ -233,6 +233,9 @@ pub(crate) struct Pending {
     /// Whether we asked for progress (our token is the request id).
     pub wants_progress: bool,
     pub last_progress: Option<f64>,
+    /// A 2025-11-25 task-augmented request (its params carry `task`): a `CreateTaskResult`
+    /// may answer it.
+    pub task_augmented: bool,
 }
 
 /// What a stateless-era (2026-07-28) request declared in its `_meta`.
