@@ -965,3 +965,121 @@ fn a_2025_11_25_client_hosts_a_task_for_the_servers_sampling_request() {
     p.step();
     assert_eq!(result_of(&p.take_server_events())["status"], "working");
 }
+
+/// Random operations, both flavours, hostile params: no panic, the bounds hold, a terminal task
+/// never changes, every answer is well-formed JSON or a -32602.
+#[test]
+fn tasks_under_random_operations_keep_their_invariants() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n.max(1)
+    };
+    for round in 0..40 {
+        let config = TaskConfig {
+            max_tasks: 1 + next(6) as usize,
+            ttl: (next(3) > 0).then(|| Duration::from_millis(1 + next(3000))),
+            max_input_requests: 1 + next(3) as usize,
+            max_payload: 16 + next(200) as usize,
+            ..TaskConfig::default()
+        };
+        let max = config.max_tasks;
+        let mut tasks = Tasks::new(config, T0, WALL);
+        let mut ids_seen: Vec<String> = Vec::new();
+        let mut terminal: std::collections::HashMap<String, TaskStatus> = Default::default();
+        let mut now = 0u64;
+        let mut random = ids();
+        for _ in 0..300 {
+            now += next(50);
+            let t = at(now);
+            let pick = |k: u64, seen: &Vec<String>| -> String {
+                match seen.get(k as usize) {
+                    Some(id) => id.clone(),
+                    None => "no-such-task".to_owned(),
+                }
+            };
+            let task = pick(next(ids_seen.len() as u64 + 1), &ids_seen);
+            match next(12) {
+                0 | 1 => {
+                    let made = if next(2) == 0 {
+                        tasks.create(t, &mut random)
+                    } else {
+                        tasks.create_legacy(t, &mut random, next(3))
+                    };
+                    if let Ok(id) = made {
+                        ids_seen.push(id);
+                    }
+                }
+                2 => {
+                    let key = format!("k{}", next(4));
+                    let _ = tasks.ask(t, &task, &key, raw(r#"{"method":"elicitation/create"}"#));
+                }
+                3 => {
+                    let _ = tasks.complete(t, &task, raw(r#"{"content":[]}"#));
+                }
+                4 => {
+                    let _ = tasks.fail(t, &task, -32603, "boom", None);
+                }
+                5 => {
+                    let _ = tasks.cancel(t, &task);
+                }
+                6 => {
+                    let _ = tasks.resume(t, &task);
+                }
+                7 => tasks.handle_timeout(t),
+                _ => {
+                    let method = [
+                        "tasks/get",
+                        "tasks/update",
+                        "tasks/cancel",
+                        "tasks/result",
+                        "tasks/list",
+                    ][next(5) as usize];
+                    let params = [
+                        json!({ "taskId": task, "inputResponses": {"k0": {}, "k1": 5} })
+                            .to_string(),
+                        json!({ "taskId": 12 }).to_string(),
+                        r#"{"taskId":"a","taskId":"b"}"#.to_owned(),
+                        json!({ "taskId": task, "inputResponses": [] }).to_string(),
+                        json!({ "cursor": "x" }).to_string(),
+                    ][next(5) as usize]
+                        .clone();
+                    let params = RawJson::new(&params).ok();
+                    if let Some(Ok(r)) = tasks.answer(t, method, params) {
+                        serde_json::from_str::<Value>(&r).expect("well-formed JSON");
+                    }
+                    if let Some(mcpwire::tasks::LegacyAnswer::Result(r)) = tasks.answer_legacy(
+                        t,
+                        next(3),
+                        mcpwire::jsonrpc::Id::Int(next(100) as i64),
+                        method,
+                        params,
+                    ) {
+                        serde_json::from_str::<Value>(&r).expect("well-formed JSON");
+                    }
+                }
+            }
+            while tasks.poll_event().is_some() {}
+            while let Some(ready) = tasks.poll_result() {
+                assert!(!matches!(ready.answer, mcpwire::tasks::LegacyAnswer::Wait));
+            }
+            assert!(tasks.len() <= max, "round {round}: the cap holds");
+            if let Some(deadline) = tasks.poll_timeout() {
+                assert!(deadline > T0);
+            }
+            for id in &ids_seen {
+                match (terminal.get(id), tasks.status(id)) {
+                    (Some(was), Some(now)) => {
+                        assert_eq!(*was, now, "round {round}: a terminal task never changes")
+                    }
+                    (None, Some(s)) if s.is_terminal() => {
+                        terminal.insert(id.clone(), s);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
