@@ -378,9 +378,10 @@ impl Core {
         // that do not declare the task capability for a request type MUST process requests of
         // that type normally".
         let ours = self.config.capabilities.flags();
-        if mcp::sub_capabilities(method, r.params)
-            .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)
-            .is_err()
+        if matches!(method, "elicitation/create" | "sampling/createMessage")
+            && mcp::sub_capabilities(method, r.params)
+                .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)
+                .is_err()
         {
             return self.reject(
                 frame,
@@ -453,16 +454,15 @@ impl Core {
                     // 2025-11-25: the request asked for a task, on a method we declared
                     // `tasks.requests.<method>` for.
                     None => {
-                        self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
+                        matches!(
+                            r.method.raw(),
+                            "tools/call" | "sampling/createMessage" | "elicitation/create"
+                        ) && self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
                             && r.params
                                 .is_some_and(|p| p.get_unique("task").ok().flatten().is_some())
                             && mcp::sub_capabilities(r.method.raw(), r.params)
                                 .check(self.config.capabilities.flags(), true)
                                 .is_ok()
-                            && matches!(
-                                r.method.raw(),
-                                "tools/call" | "sampling/createMessage" | "elicitation/create"
-                            )
                     }
                 },
                 cacheable: modern.is_some()

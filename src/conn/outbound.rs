@@ -205,8 +205,12 @@ impl Core {
             .map(|c| c.flags())
             .unwrap_or_default();
         let tasks_apply = self.effective_version() == ProtocolVersion::V2025_11_25;
-        let task_augmented =
-            tasks_apply && params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some());
+        let task_augmented = tasks_apply
+            && matches!(
+                method,
+                "tools/call" | "sampling/createMessage" | "elicitation/create"
+            )
+            && params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some());
         match mcp::sub_capabilities(method, params).check(peer, tasks_apply) {
             Ok(()) => {}
             Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),

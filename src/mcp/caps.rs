@@ -405,13 +405,15 @@ pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapabil
         }
         _ => {}
     }
+    let task_flag = match method {
+        "tools/call" => Caps::TASKS_TOOLS_CALL,
+        "sampling/createMessage" => Caps::TASKS_SAMPLING,
+        "elicitation/create" => Caps::TASKS_ELICITATION,
+        // Nothing else reads params here: the common case costs no scan.
+        _ => return SubCapability::Needs(needs),
+    };
     if member("task").is_some() {
-        match method {
-            "tools/call" => needs |= Caps::TASKS_TOOLS_CALL,
-            "sampling/createMessage" => needs |= Caps::TASKS_SAMPLING,
-            "elicitation/create" => needs |= Caps::TASKS_ELICITATION,
-            _ => {}
-        }
+        needs |= task_flag;
     }
     SubCapability::Needs(needs)
 }
