@@ -9,17 +9,18 @@
  *
  * Conventions
  *
- * - Handles. mcpw_config and mcpw_conn are opaque. The caller owns every handle a _new
- *   function returns and frees it exactly once with the matching _free; _free(NULL) does
- *   nothing. A handle may move between threads but must not be used by two at once. A const
- *   handle argument means the call does not change the handle.
+ * - Handles. mcpw_config, mcpw_conn and mcpw_tasks are opaque. The caller owns every
+ *   handle a _new function returns and frees it exactly once with the matching _free;
+ *   _free(NULL) does nothing. A handle may move between threads but must not be used by two
+ *   at once. A const handle argument means the call does not change the handle.
  *
  * - Results. Every fallible function returns an mcpw_result: MCPW_OK (0) or an error code
  *   from a documented range; mcpw_result_message() describes any code. "Nothing to do" is
  *   MCPW_OK with an empty answer, never an error. Outputs (out_* parameters, always last)
  *   are written only when the call returns MCPW_OK; every out_* pointer is required. A
- *   command refused by the engine (codes 300-399) leaves the connection unchanged. JSON-RPC
- *   error codes from the peer are event data (mcpw_event.code), never results.
+ *   command refused by the engine (codes 300-399) leaves the connection (or task table)
+ *   unchanged. JSON-RPC error codes from the peer are event data (mcpw_event.code), never
+ *   results.
  *
  * - Text and bytes travel as a pointer and a length, never NUL-terminated. A NULL pointer
  *   with length 0 is the empty string; for an optional argument (params, data, message,
@@ -48,8 +49,20 @@
  *   in bindings/c/example_http_server.c and
  *   bindings/c/example_http_client.c.
  *
+ * - Tasks (the io.modelcontextprotocol/tasks extension of 2026-07-28). mcpw_tasks is a
+ *   server's task table, apart from any connection because a task outlives its request: one
+ *   per server. On a tools/call that declared the extension (MCPW_CAP_TASKS_EXTENSION in
+ *   mcpw_conn_request_context), mcpw_tasks_create a task and answer with
+ *   mcpw_conn_respond_task. Pass every request to mcpw_tasks_serve first: it answers
+ *   tasks/get, tasks/update and tasks/cancel. Move the task along with mcpw_tasks_ask,
+ *   _set_message, _complete, _fail and _cancel; drain mcpw_tasks_poll_event (input answers,
+ *   cancel requests, expiries) after _serve and _handle_timeout, and arm a timer from
+ *   mcpw_tasks_poll_timeout. The table lends its views (a new task id, an event) until the
+ *   next non-const call on it; the calls that take a connection as well use both handles.
+ *
  * - Safety. Every entry point catches internal panics: the call returns MCPW_ERR_PANIC and
- *   the handle is poisoned (every later call returns MCPW_ERR_POISONED; free it). NULL
+ *   the handle (both, for a call on two) is poisoned (every later call returns
+ *   MCPW_ERR_POISONED; free it). NULL
  *   arguments are reported as MCPW_ERR_NULL_ARGUMENT, never dereferenced.
  *
  * - Time. Every now_ns is the caller's monotonic clock in nanoseconds (any origin, never going
@@ -252,7 +265,7 @@
  *
  * Codes are grouped in ranges and never reused: 0 is success; 100-199 reject the caller's
  * arguments; 200-299 reject a configuration; 300-399 are commands the engine refused (the
- * connection is unchanged); 900-999 concern the library itself. Gaps in each range are kept
+ * connection, or the task table, is unchanged); 900-999 concern the library itself. Gaps in each range are kept
  * for codes added later, so test ranges with `>=` / `<` rather than listing codes.
  *
  * "Nothing to do" is never an error: a poll with nothing to report returns `MCPW_OK` with an
@@ -328,8 +341,8 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_CONFIG_REFUSED = 200,
     /**
-     * 300-399, commands the engine refused; the connection is unchanged. The connection
-     * is closed.
+     * 300-399, commands the engine refused; the connection (or, for the `mcpw_tasks_*`
+     * calls, the task table) is unchanged. The connection is closed.
      */
     MCPW_ERR_CLOSED = 300,
     /**
@@ -405,6 +418,35 @@ typedef enum mcpw_result {
      * `resources/read`, and each input request needs a capability the request declared.
      */
     MCPW_ERR_NOT_ELIGIBLE = 316,
+    /**
+     * Tasks (`mcpw_tasks`): the table holds `mcpw_task_config.max_tasks` tasks and none is
+     * terminal, so no task was created. Answer the request without a task (or with an
+     * error).
+     */
+    MCPW_ERR_TASKS_FULL = 317,
+    /**
+     * Tasks: no such task (never created, expired at its TTL, or dropped to make room).
+     */
+    MCPW_ERR_UNKNOWN_TASK = 318,
+    /**
+     * Tasks: the task is terminal (completed, failed or cancelled) and never changes again.
+     */
+    MCPW_ERR_TASK_TERMINAL = 319,
+    /**
+     * Tasks: this input-request key was used before in the task (keys are unique over a
+     * task's life).
+     */
+    MCPW_ERR_TASK_KEY_REUSED = 320,
+    /**
+     * Tasks: the task has `mcpw_task_config.max_input_requests` input requests outstanding
+     * already.
+     */
+    MCPW_ERR_TOO_MANY_INPUT_REQUESTS = 321,
+    /**
+     * Tasks: the JSON is not what the call takes (a result and an input request are
+     * objects), or it is over `mcpw_task_config.max_payload`.
+     */
+    MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
     /**
      * The engine refused the command for a reason this version of the C ABI has no code
      * for yet.
@@ -854,6 +896,68 @@ typedef enum mcpw_http_action_kind {
 } mcpw_http_action_kind;
 
 /**
+ * Where a task is (`mcpw_tasks_status`). The last three are terminal: a task in them never
+ * changes again.
+ */
+typedef enum mcpw_task_status {
+    /**
+     * `working`: the work is going on.
+     */
+    MCPW_TASK_STATUS_WORKING = 1,
+    /**
+     * `input_required`: the work waits for the client's answers to the task's input
+     * requests (`mcpw_tasks_ask`).
+     */
+    MCPW_TASK_STATUS_INPUT_REQUIRED = 2,
+    /**
+     * `completed`: the work finished with a result (a tool result with `isError: true`
+     * included). Terminal.
+     */
+    MCPW_TASK_STATUS_COMPLETED = 3,
+    /**
+     * `failed`: the work failed with a JSON-RPC error. Terminal.
+     */
+    MCPW_TASK_STATUS_FAILED = 4,
+    /**
+     * `cancelled`: the work was cancelled. Terminal.
+     */
+    MCPW_TASK_STATUS_CANCELLED = 5,
+    /**
+     * A status this version of the C ABI has no code for yet.
+     */
+    MCPW_TASK_STATUS_OTHER = 999,
+} mcpw_task_status;
+
+/**
+ * What an `mcpw_task_event` reports.
+ */
+typedef enum mcpw_task_event_kind {
+    /**
+     * Nothing happened: the queue is empty. Stop polling.
+     */
+    MCPW_TASK_EVENT_NONE = 0,
+    /**
+     * The client answered the input request `key` of `task` (with `tasks/update`);
+     * `response` is its answer, raw JSON (an elicitation or sampling result, say). Once
+     * every outstanding request is answered the task is `working` again.
+     */
+    MCPW_TASK_EVENT_INPUT = 1,
+    /**
+     * The client asked to cancel `task` (`tasks/cancel`). Cancellation is cooperative: call
+     * `mcpw_tasks_cancel` once the work stopped, or finish the task normally.
+     */
+    MCPW_TASK_EVENT_CANCEL_REQUESTED = 2,
+    /**
+     * `task` reached its TTL and was deleted: stop any work left for it.
+     */
+    MCPW_TASK_EVENT_EXPIRED = 3,
+    /**
+     * Something this version of the C ABI has no kind for yet. Ignore it.
+     */
+    MCPW_TASK_EVENT_OTHER = 999,
+} mcpw_task_event_kind;
+
+/**
  * The kinds of `mcpw_id`.
  */
 typedef enum mcpw_id_kind {
@@ -994,6 +1098,14 @@ typedef struct mcpw_http_client mcpw_http_client;
  * `mcpw_http_server_free`. One thread at a time.
  */
 typedef struct mcpw_http_server mcpw_http_server;
+
+/**
+ * A server's task table (the tasks extension of 2026-07-28). Create it with
+ * `mcpw_tasks_new` and free it with `mcpw_tasks_free`. A handle may move between threads but
+ * must not be used by two at once, and the calls that take a connection too
+ * (`mcpw_conn_respond_task`, `mcpw_tasks_serve`) use both handles for the call.
+ */
+typedef struct mcpw_tasks mcpw_tasks;
 
 /**
  * A view of text owned by someone else: `len` bytes at `ptr`, UTF-8, not NUL-terminated.
@@ -1466,6 +1578,66 @@ typedef struct mcpw_http_action {
      */
     size_t body_len;
 } mcpw_http_action;
+
+/**
+ * The bounds and timing of a task table, for `mcpw_tasks_new`. Start from
+ * `mcpw_task_config_default()` and change what you need.
+ */
+typedef struct mcpw_task_config {
+    /**
+     * Tasks kept at once. At the cap, creating a task drops the oldest terminal one; with
+     * none terminal, `mcpw_tasks_create` fails with `MCPW_ERR_TASKS_FULL`. At least 1;
+     * default 1024.
+     */
+    size_t max_tasks;
+    /**
+     * How long a task lives from its creation, in milliseconds (the `ttlMs` clients see);
+     * 0 for no limit (then only `max_tasks` bounds the table). Default one hour.
+     */
+    uint64_t ttl_ms;
+    /**
+     * The polling interval suggested to clients (`pollIntervalMs`), in milliseconds. At
+     * least 1; default 1000.
+     */
+    uint64_t poll_interval_ms;
+    /**
+     * Input requests a task may have outstanding at once (`mcpw_tasks_ask`). At least 1;
+     * default 16.
+     */
+    size_t max_input_requests;
+    /**
+     * The largest result, error or input request a task keeps, in bytes of JSON. At least
+     * 1; default 1 MiB.
+     */
+    size_t max_payload;
+} mcpw_task_config;
+
+/**
+ * What the client did to a task, filled in by `mcpw_tasks_poll_event`.
+ *
+ * `kind` says which fields mean something; the others are absent views (NULL). Every view
+ * points into memory owned by the task table and stays valid until the next call that takes
+ * the table non-`const`; copy what you need to keep. Passing `task` straight back into a
+ * call on the table (`mcpw_tasks_complete`, say) is fine.
+ */
+typedef struct mcpw_task_event {
+    /**
+     * What happened.
+     */
+    enum mcpw_task_event_kind kind;
+    /**
+     * The task's id (every kind but `MCPW_TASK_EVENT_NONE`).
+     */
+    struct mcpw_str task;
+    /**
+     * The input request's key, as given to `mcpw_tasks_ask` (`MCPW_TASK_EVENT_INPUT`).
+     */
+    struct mcpw_str key;
+    /**
+     * The client's answer, raw JSON text (`MCPW_TASK_EVENT_INPUT`).
+     */
+    struct mcpw_str response;
+} mcpw_task_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2472,6 +2644,292 @@ enum mcpw_result mcpw_json_at(const char *json_text,
  * "unknown result code".
  */
 const char *mcpw_result_message(int code);
+
+/**
+ * The default task configuration (1024 tasks, a TTL of one hour, polling every second, 16
+ * input requests per task, payloads up to 1 MiB), to change before `mcpw_tasks_new`.
+ */
+struct mcpw_task_config mcpw_task_config_default(void);
+
+/**
+ * Creates an empty task table with `config` (read during the call; NULL for
+ * `mcpw_task_config_default()`). `now_ns` and `unix_ms` are the same instant on your
+ * monotonic clock (nanoseconds, the clock of every later `now_ns`) and on the wall clock
+ * (milliseconds since 1970-01-01 UTC): the times a task carries (`createdAt`,
+ * `lastUpdatedAt`) are counted from them, so they never jump with the system clock. A bound
+ * of 0 in `config` is `MCPW_ERR_INVALID_ARGUMENT`.
+ *
+ * On success `*out_tasks` receives a new handle that the caller owns and must free exactly
+ * once with `mcpw_tasks_free`.
+ *
+ * # Safety
+ * `config` is NULL or readable; `out_tasks` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_new(const struct mcpw_task_config *config,
+                                uint64_t now_ns,
+                                uint64_t unix_ms,
+                                struct mcpw_tasks **out_tasks);
+
+/**
+ * Frees a task table, exactly once, with every task and everything it lent. NULL does
+ * nothing. The tasks simply end: clients polling them get "task not found" from whoever
+ * answers them next.
+ *
+ * # Safety
+ * `tasks` is NULL or a handle from `mcpw_tasks_new` not freed before.
+ */
+void mcpw_tasks_free(struct mcpw_tasks *tasks);
+
+/**
+ * Creates a `working` task and lends its id in `*out_task_id`: 128 bits from `random` (your
+ * cryptographically secure source, `getrandom(2)` say, called with `random_user` during this
+ * call only: task ids are bearer handles), as 32 hex digits. The view belongs to the table
+ * and stays valid until the next call that takes it non-`const`; copy it to keep it.
+ *
+ * Use it on a `tools/call` whose request declared the extension (`MCPW_CAP_TASKS_EXTENSION`
+ * in `mcpw_conn_request_context`) when the work is long, then answer the request with
+ * `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At
+ * `max_tasks`, the oldest terminal task is dropped to make room, or, with none terminal,
+ * the call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
+ * `MCPW_ERR_NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `random`, when not NULL, fills `len` bytes at `buf`
+ * and does not call back into the table; `out_task_id` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
+                                   uint64_t now_ns,
+                                   void (*random)(void *user,
+                                                  uint8_t *buf,
+                                                  size_t len),
+                                   void *random_user,
+                                   struct mcpw_str *out_task_id);
+
+/**
+ * Server, 2026-07-28: answers the peer's `tools/call` `*id` on `conn` with the handle of
+ * task `task` (UTF-8, from `mcpw_tasks_create`) instead of its result: the
+ * `CreateTaskResult` (`resultType: "task"`, the task's id, status and times). The client then
+ * polls the task with `tasks/get` (answer it with `mcpw_tasks_serve`).
+ *
+ * Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when the
+ * request did not declare the tasks extension (a task never goes to a client that cannot
+ * poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for any request
+ * but `tools/call` (and, in 2025-11-25, for a request that did not ask for that version's
+ * experimental tasks, which this C ABI does not offer), `MCPW_ERR_NOT_IN_VERSION` in the
+ * versions before, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
+ * `MCPW_ERR_UNKNOWN_TASK` for an unknown task, `MCPW_ERR_CLOSED` after `MCPW_EVENT_CLOSED`.
+ * The table is only read. Inputs are read during the call only, and may be views from this
+ * connection's current event or from the table.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+ * for its length); `tasks` is NULL or a live task table; `task` points to `task_len`
+ * readable bytes (or is NULL with length 0).
+ */
+enum mcpw_result mcpw_conn_respond_task(struct mcpw_conn *conn,
+                                        const struct mcpw_id *id,
+                                        const struct mcpw_tasks *tasks,
+                                        const char *task,
+                                        size_t task_len);
+
+/**
+ * Reads the status of task `task` (UTF-8) into `*out_status`. `MCPW_ERR_UNKNOWN_TASK` for a
+ * task never created, expired or dropped.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+ * NULL with length 0); `out_status` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_status(const struct mcpw_tasks *tasks,
+                                   const char *task,
+                                   size_t task_len,
+                                   enum mcpw_task_status *out_status);
+
+/**
+ * Reads whether the client asked to cancel task `task` (UTF-8) into `*out_requested`: it
+ * stays asked until the task ends; false for an unknown task. The same news comes once as
+ * `MCPW_TASK_EVENT_CANCEL_REQUESTED`; this lets long work check between steps.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+ * NULL with length 0); `out_requested` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_cancel_requested(const struct mcpw_tasks *tasks,
+                                             const char *task,
+                                             size_t task_len,
+                                             bool *out_requested);
+
+/**
+ * Sets the `statusMessage` of task `task` to `message` (UTF-8, a progress description for
+ * example), or clears it when `message` is NULL.
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` and `message` point to their lengths in
+ * readable bytes (or are NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_set_message(struct mcpw_tasks *tasks,
+                                        uint64_t now_ns,
+                                        const char *task,
+                                        size_t task_len,
+                                        const char *message,
+                                        size_t message_len);
+
+/**
+ * Asks the client for input for task `task`: `request` (a JSON object such as
+ * `{"method":"elicitation/create","params":{…}}`) goes out under `key` (UTF-8) in the
+ * task's `inputRequests`, and the task is `input_required` until every outstanding request
+ * has its answer (`MCPW_TASK_EVENT_INPUT`, from `tasks/update`). A key is used once in a
+ * task's life (`MCPW_ERR_TASK_KEY_REUSED`); at `max_input_requests` outstanding,
+ * `MCPW_ERR_TOO_MANY_INPUT_REQUESTS`; a request that is not an object or is over
+ * `max_payload`, `MCPW_ERR_INVALID_TASK_PAYLOAD` (text that is not JSON:
+ * `MCPW_ERR_INVALID_JSON`).
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task`, `key` and `request` point to their lengths in
+ * readable bytes (or are NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_ask(struct mcpw_tasks *tasks,
+                                uint64_t now_ns,
+                                const char *task,
+                                size_t task_len,
+                                const char *key,
+                                size_t key_len,
+                                const char *request,
+                                size_t request_len);
+
+/**
+ * Finishes task `task` as `completed` with `result` (a JSON object: what the request would
+ * have returned, a `CallToolResult`, `isError: true` included). Outstanding input requests
+ * are dropped. A result that is not an object or is over `max_payload` is
+ * `MCPW_ERR_INVALID_TASK_PAYLOAD`.
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` and `result` point to their lengths in
+ * readable bytes (or are NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_complete(struct mcpw_tasks *tasks,
+                                     uint64_t now_ns,
+                                     const char *task,
+                                     size_t task_len,
+                                     const char *result,
+                                     size_t result_len);
+
+/**
+ * Finishes task `task` as `failed` with a JSON-RPC error: `code`, `message` (UTF-8) and
+ * `data` (any JSON value as text, or NULL for none). For a protocol-level fault; a tool that
+ * ran and reported an error completes with `isError: true` instead. The message also becomes
+ * the task's `statusMessage` when it has none. An error over `max_payload` is
+ * `MCPW_ERR_INVALID_TASK_PAYLOAD`.
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task`, `message` and `data` point to their lengths
+ * in readable bytes (or are NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_fail(struct mcpw_tasks *tasks,
+                                 uint64_t now_ns,
+                                 const char *task,
+                                 size_t task_len,
+                                 int64_t code,
+                                 const char *message,
+                                 size_t message_len,
+                                 const char *data,
+                                 size_t data_len);
+
+/**
+ * Ends task `task` as `cancelled`: the work stopped, after
+ * `MCPW_TASK_EVENT_CANCEL_REQUESTED` or for the server's own reasons.
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+ * NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_cancel(struct mcpw_tasks *tasks,
+                                   uint64_t now_ns,
+                                   const char *task,
+                                   size_t task_len);
+
+/**
+ * Answers the peer's request `*id` on `conn` if `method` (UTF-8) is a tasks method of the
+ * 2026-07-28 extension: `tasks/get` with the task's `DetailedTask` (its input requests, result or error
+ * by status), `tasks/update` and `tasks/cancel` with an empty acknowledgement (their effects
+ * come as `mcpw_tasks_poll_event` events), a missing or unknown task with -32602.
+ * `*out_served` is true when it answered, and false (nothing answered, nothing changed) for
+ * any other method: answer that one yourself. `params` is the request's params object (JSON
+ * text, or NULL when absent).
+ *
+ * Pass it every request of every connection of the server before your own dispatch (the
+ * engine already refuses these methods, with -32021, to a client that did not declare the
+ * extension). Afterwards drain `mcpw_tasks_poll_event`, then the connection as after any
+ * command. A refusal of the answer by the connection (`MCPW_ERR_UNKNOWN_REQUEST`, say) comes
+ * after the table took the request in, as in the Rust API. Inputs are read during the call
+ * only, and may be views from this connection's current event.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle; `id` is
+ * NULL or readable (its string readable for its length); `method` and `params` point to their
+ * lengths in readable bytes (or are NULL with length 0); `out_served` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_serve(struct mcpw_tasks *tasks,
+                                  uint64_t now_ns,
+                                  struct mcpw_conn *conn,
+                                  const struct mcpw_id *id,
+                                  const char *method,
+                                  size_t method_len,
+                                  const char *params,
+                                  size_t params_len,
+                                  bool *out_served);
+
+/**
+ * Takes the next thing the client did to a task (or a task's expiry) into `*out_event`,
+ * oldest first. When there is none, returns `MCPW_OK` with `kind ==
+ * MCPW_TASK_EVENT_NONE`. Call it until then after `mcpw_tasks_serve` and
+ * `mcpw_tasks_handle_timeout`. The event's views stay valid until the next call that takes
+ * the table non-`const`.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `out_event` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_poll_event(struct mcpw_tasks *tasks,
+                                       struct mcpw_task_event *out_event);
+
+/**
+ * Reads when the next task expires: `*out_has` is true and `*out_deadline_ns` holds it (on
+ * the clock of `now_ns`), or `*out_has` is false and `*out_deadline_ns` is 0 when no task
+ * can expire (none, or no TTL). Call `mcpw_tasks_handle_timeout` then; re-arm your timer
+ * from it after creating tasks and after each timeout.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_poll_timeout(const struct mcpw_tasks *tasks,
+                                         bool *out_has,
+                                         uint64_t *out_deadline_ns);
+
+/**
+ * Deletes every task whose TTL ran out by `now_ns` (counted from its creation); a task that
+ * was not terminal yet also gets `MCPW_TASK_EVENT_EXPIRED`, so drain
+ * `mcpw_tasks_poll_event` next. Calling it early does nothing.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table.
+ */
+enum mcpw_result mcpw_tasks_handle_timeout(struct mcpw_tasks *tasks,
+                                           uint64_t now_ns);
 
 #ifdef __cplusplus
 }  // extern "C"

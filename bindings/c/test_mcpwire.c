@@ -200,7 +200,9 @@ static void test_result_messages(void) {
         MCPW_ERR_CANNOT_CANCEL_INITIALIZE, MCPW_ERR_NO_PROGRESS_TOKEN,
         MCPW_ERR_NON_INCREASING_PROGRESS, MCPW_ERR_REQUEST_SCOPED, MCPW_ERR_NOT_ELIGIBLE,
         MCPW_ERR_STALE_VIEW, MCPW_ERR_NOT_OWNER, MCPW_ERR_UNKNOWN_STREAM,
-        MCPW_ERR_UNKNOWN_CONNECTION, MCPW_ERR_COMMAND_REFUSED, MCPW_ERR_PANIC,
+        MCPW_ERR_UNKNOWN_CONNECTION, MCPW_ERR_TASKS_FULL, MCPW_ERR_UNKNOWN_TASK,
+        MCPW_ERR_TASK_TERMINAL, MCPW_ERR_TASK_KEY_REUSED, MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
+        MCPW_ERR_INVALID_TASK_PAYLOAD, MCPW_ERR_COMMAND_REFUSED, MCPW_ERR_PANIC,
         MCPW_ERR_POISONED,
     };
     size_t i, j;
@@ -2741,6 +2743,642 @@ static void test_json_helpers(void) {
     CHECK(strcmp(v.ptr, "unchanged") == 0);
 }
 
+/* ---- Tasks: the io.modelcontextprotocol/tasks extension of 2026-07-28 ---------------------- */
+
+#define WALL_MS 1795521600000ull /* 2026-11-24T12:00:00Z on the wall clock */
+
+static const char TASKS_CAPS[] =
+    "{\"tools\":{},\"prompts\":{},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
+static const char WITH_TASKS[] = "{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
+
+/* A server that declared the tasks extension. In 2026-07-28 there is no handshake: each
+   request carries its version and capabilities in _meta. */
+static mcpw_conn *tasks_server(void) {
+    mcpw_config *config = make_config(MCPW_ROLE_SERVER);
+    mcpw_conn *conn;
+    OK(mcpw_config_set_capabilities(config, TASKS_CAPS, strlen(TASKS_CAPS)));
+    conn = make_conn(config, 0);
+    mcpw_config_free(config);
+    return conn;
+}
+
+/* Feeds `server` the 2026-07-28 request `id` for `method`, with the params members `members`
+   ("" for none) and the client capabilities `caps`, and returns its first event (after
+   MCPW_EVENT_READY, which the connection's first request brings). */
+static mcpw_event modern_request(mcpw_conn *server, uint64_t now, int id, const char *method,
+                                 const char *members, const char *caps) {
+    mcpw_event ev;
+    char line[1024];
+    int n = snprintf(line, sizeof line,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{\"_meta\":{"
+                     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                     "\"io.modelcontextprotocol/clientCapabilities\":%s}%s%s}}\n",
+                     id, method, caps, members[0] != '\0' ? "," : "", members);
+    CHECK(n > 0 && (size_t)n < sizeof line);
+    OK(mcpw_conn_handle_input(server, now, (const uint8_t *)line, strlen(line)));
+    ev = next(server);
+    if (ev.kind == MCPW_EVENT_READY) ev = next(server);
+    return ev;
+}
+
+/* Everything `conn` has to write, as NUL-terminated text in `out`; returns its length. */
+static size_t take_output(mcpw_conn *conn, char *out, size_t cap) {
+    size_t n = 0;
+    for (;;) {
+        const uint8_t *bytes = NULL;
+        size_t len = 0;
+        uint64_t stream = 0;
+        OK(mcpw_conn_transmit(conn, &bytes, &len, &stream));
+        if (len == 0) break;
+        CHECK(n + len < cap);
+        if (n + len < cap) {
+            memcpy(out + n, bytes, len);
+            n += len;
+        }
+        OK(mcpw_conn_consume(conn, len));
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* Copies a task id the table lent (it dies with the next non-const call on the table). */
+static void keep_task_id(mcpw_str id, char out[64]) {
+    size_t n = id.ptr != NULL && id.len < 64 ? id.len : 0;
+    CHECK(n == 32);
+    if (n > 0) memcpy(out, id.ptr, n);
+    out[n] = '\0';
+}
+
+/* Creates a task and keeps its id in `out`. */
+static void create_task(mcpw_tasks *tasks, uint64_t now, char out[64]) {
+    mcpw_str id = {NULL, 0};
+    OK(mcpw_tasks_create(tasks, now, test_random, &random_state, &id));
+    keep_task_id(id, out);
+}
+
+/* The status of `task`, or MCPW_TASK_STATUS_OTHER when the call fails. */
+static mcpw_task_status status_of(const mcpw_tasks *tasks, const char *task) {
+    mcpw_task_status status = MCPW_TASK_STATUS_OTHER;
+    mcpw_result rc = mcpw_tasks_status(tasks, task, strlen(task), &status);
+    if ((int)rc >= 0 && (int)rc < 1000) seen_results[(int)rc] = 1;
+    return rc == MCPW_OK ? status : MCPW_TASK_STATUS_OTHER;
+}
+
+/* Sends `method` for `task` from a client that declared the extension, answers it through
+   mcpw_tasks_serve, and leaves what the server wrote in `out`. */
+static void tasks_call(mcpw_conn *server, mcpw_tasks *tasks, uint64_t now, int id,
+                       const char *method, const char *members, char *out, size_t cap) {
+    bool served = false;
+    mcpw_event ev = modern_request(server, now, id, method, members, WITH_TASKS);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, method));
+    OK(mcpw_tasks_serve(tasks, now, server, &ev.id, ev.method.ptr, ev.method.len, ev.params.ptr,
+                        ev.params.len, &served));
+    CHECK(served);
+    take_output(server, out, cap);
+}
+
+static void test_tasks_the_whole_flow(void) {
+    mcpw_conn *server = tasks_server();
+    mcpw_tasks *tasks = NULL;
+    mcpw_task_config config = mcpw_task_config_default();
+    mcpw_request_context context;
+    mcpw_task_event te;
+    mcpw_str created = {NULL, 0};
+    mcpw_event ev;
+    char task[64], other[64], out[4096], members[256];
+    bool served = true, requested = true;
+    uint64_t now = 5 * MS;
+    const char *elicit =
+        "{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Deploy?\","
+        "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}";
+    const char *answer = "{\"action\":\"accept\",\"content\":{}}";
+
+    CHECK(config.max_tasks == 1024 && config.ttl_ms == 3600000 && config.poll_interval_ms == 1000);
+    CHECK(config.max_input_requests == 16 && config.max_payload == 1024 * 1024);
+    OK(mcpw_tasks_new(&config, now, WALL_MS, &tasks));
+    CHECK(tasks != NULL);
+
+    /* A tools/call that declared the extension gets a task handle at once. */
+    ev = modern_request(server, now, 1, "tools/call", "\"name\":\"deploy\"", WITH_TASKS);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tools/call"));
+    OK(mcpw_conn_request_context(server, &ev.id, &context));
+    CHECK(context.known && (context.client_capabilities & MCPW_CAP_TASKS_EXTENSION) != 0);
+    OK(mcpw_tasks_create(tasks, now, test_random, &random_state, &created));
+    keep_task_id(created, task);
+    /* The lent id goes straight back in (the table is only read). */
+    OK(mcpw_conn_respond_task(server, &ev.id, tasks, created.ptr, created.len));
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "\"id\":1") != NULL && strstr(out, "\"resultType\":\"task\"") != NULL);
+    CHECK(strstr(out, task) != NULL && strstr(out, "\"status\":\"working\"") != NULL);
+    CHECK(strstr(out, "\"createdAt\":\"2026-11-24T12:00:00.000Z\"") != NULL);
+    CHECK(strstr(out, "\"ttlMs\":3600000") != NULL && strstr(out, "\"pollIntervalMs\":1000") != NULL);
+    /* Answered once; the id is no longer in flight. */
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_respond_task(server, &ev.id, tasks, task, strlen(task)));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);
+
+    /* tasks/get, through the table. */
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", task);
+    tasks_call(server, tasks, now + MS, 2, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"id\":2") != NULL && strstr(out, "\"status\":\"working\"") != NULL);
+    CHECK(strstr(out, task) != NULL && strstr(out, "\"error\"") == NULL);
+
+    /* Any other method is the application's: nothing is answered. */
+    ev = modern_request(server, now, 3, "tools/list", "", WITH_TASKS);
+    OK(mcpw_tasks_serve(tasks, now, server, &ev.id, ev.method.ptr, ev.method.len, ev.params.ptr,
+                        ev.params.len, &served));
+    CHECK(!served);
+    CHECK(take_output(server, out, sizeof out) == 0);
+    OK(mcpw_conn_respond(server, &ev.id, S("{\"tools\":[]}")));
+    take_output(server, out, sizeof out);
+
+    /* The task asks for input: input_required, and tasks/get shows the request. */
+    OK(mcpw_tasks_set_message(tasks, now + 2 * MS, task, strlen(task), S("waiting for approval")));
+    OK(mcpw_tasks_ask(tasks, now + 2 * MS, task, strlen(task), S("confirm"), elicit, strlen(elicit)));
+    RC(MCPW_ERR_TASK_KEY_REUSED,
+       mcpw_tasks_ask(tasks, now, task, strlen(task), S("confirm"), elicit, strlen(elicit)));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_INPUT_REQUIRED);
+    tasks_call(server, tasks, now + 2 * MS, 4, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"status\":\"input_required\"") != NULL);
+    CHECK(strstr(out, "\"inputRequests\":{\"confirm\":{\"method\":\"elicitation/create\"") != NULL);
+    CHECK(strstr(out, "\"statusMessage\":\"waiting for approval\"") != NULL);
+    CHECK(strstr(out, "\"lastUpdatedAt\":\"2026-11-24T12:00:00.002Z\"") != NULL);
+
+    /* tasks/update: the answer comes as an event (a key never asked is ignored), and the
+       task works again. */
+    snprintf(members, sizeof members,
+             "\"taskId\":\"%s\",\"inputResponses\":{\"confirm\":%s,\"never-asked\":{}}", task,
+             answer);
+    tasks_call(server, tasks, now + 3 * MS, 5, "tasks/update", members, out, sizeof out);
+    CHECK(strstr(out, "\"id\":5") != NULL && strstr(out, "\"result\"") != NULL);
+    CHECK(strstr(out, "\"error\"") == NULL);
+    memset(&te, 0xA5, sizeof te); /* outputs must be fully written */
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_INPUT && str_eq(te.task, task));
+    CHECK(str_eq(te.key, "confirm") && str_eq(te.response, answer));
+    memset(&te, 0xA5, sizeof te);
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_NONE && te.task.ptr == NULL && te.key.ptr == NULL &&
+          te.response.ptr == NULL);
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);
+
+    /* It completes; tasks/get shows the result, and the task never changes again. */
+    OK(mcpw_tasks_complete(tasks, now + 4 * MS, task, strlen(task),
+                           S("{\"content\":[{\"type\":\"text\",\"text\":\"deployed\"}]}")));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_COMPLETED);
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", task);
+    tasks_call(server, tasks, now + 4 * MS, 6, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"status\":\"completed\"") != NULL && strstr(out, "deployed") != NULL);
+    RC(MCPW_ERR_TASK_TERMINAL, mcpw_tasks_complete(tasks, now, task, strlen(task), S("{}")));
+    RC(MCPW_ERR_TASK_TERMINAL,
+       mcpw_tasks_ask(tasks, now, task, strlen(task), S("again"), elicit, strlen(elicit)));
+    RC(MCPW_ERR_TASK_TERMINAL, mcpw_tasks_set_message(tasks, now, task, strlen(task), NULL, 0));
+    RC(MCPW_ERR_TASK_TERMINAL,
+       mcpw_tasks_fail(tasks, now, task, strlen(task), -32603, S("x"), NULL, 0));
+    RC(MCPW_ERR_TASK_TERMINAL, mcpw_tasks_cancel(tasks, now, task, strlen(task)));
+    OK(mcpw_tasks_cancel_requested(tasks, task, strlen(task), &requested));
+    CHECK(!requested);
+
+    /* tasks/cancel is a request: the work stops when the application says so. */
+    create_task(tasks, now, other);
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", other);
+    tasks_call(server, tasks, now + 5 * MS, 7, "tasks/cancel", members, out, sizeof out);
+    CHECK(strstr(out, "\"id\":7") != NULL && strstr(out, "\"error\"") == NULL);
+    CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_WORKING);
+    OK(mcpw_tasks_cancel_requested(tasks, other, strlen(other), &requested));
+    CHECK(requested);
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_CANCEL_REQUESTED && str_eq(te.task, other));
+    CHECK(te.key.ptr == NULL && te.response.ptr == NULL);
+    /* The event's view goes straight back in. */
+    OK(mcpw_tasks_cancel(tasks, now + 5 * MS, te.task.ptr, te.task.len));
+    CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_CANCELLED);
+    tasks_call(server, tasks, now + 5 * MS, 8, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"status\":\"cancelled\"") != NULL);
+
+    /* A protocol-level failure. */
+    create_task(tasks, now, other);
+    OK(mcpw_tasks_fail(tasks, now + 6 * MS, other, strlen(other), -32603, S("the job failed"),
+                       S("{\"step\":2}")));
+    CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_FAILED);
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", other);
+    tasks_call(server, tasks, now + 6 * MS, 9, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"status\":\"failed\"") != NULL);
+    CHECK(strstr(out, "\"error\":{\"code\":-32603,\"message\":\"the job failed\"") != NULL);
+    CHECK(strstr(out, "\"statusMessage\":\"the job failed\"") != NULL);
+
+    /* Results and input requests are objects. */
+    create_task(tasks, now, other);
+    RC(MCPW_ERR_INVALID_TASK_PAYLOAD, mcpw_tasks_complete(tasks, now, other, strlen(other), S("[1]")));
+    RC(MCPW_ERR_INVALID_TASK_PAYLOAD,
+       mcpw_tasks_ask(tasks, now, other, strlen(other), S("k"), S("\"text\"")));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_tasks_complete(tasks, now, other, strlen(other), S("{")));
+    CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_WORKING);
+    /* A message may be cleared (NULL); an empty one is a message. */
+    OK(mcpw_tasks_set_message(tasks, now, other, strlen(other), "", 0));
+    OK(mcpw_tasks_set_message(tasks, now, other, strlen(other), NULL, 0));
+
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(server);
+}
+
+static void test_tasks_refused_without_the_extension(void) {
+    mcpw_conn *server = tasks_server();
+    mcpw_tasks *tasks = NULL;
+    mcpw_request_context context;
+    mcpw_event ev;
+    mcpw_id unknown = {MCPW_ID_INT, 99, {NULL, 0}};
+    pair p;
+    char task[64], out[4096], members[128];
+    int64_t rid = 0;
+    bool served = true;
+
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+    create_task(tasks, 0, task);
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", task);
+
+    /* The request did not declare the extension: no task for it, and the request is still
+       answered normally. */
+    ev = modern_request(server, MS, 1, "tools/call", "\"name\":\"deploy\"", "{}");
+    CHECK(ev.kind == MCPW_EVENT_REQUEST);
+    OK(mcpw_conn_request_context(server, &ev.id, &context));
+    CHECK(context.known && (context.client_capabilities & MCPW_CAP_TASKS_EXTENSION) == 0);
+    RC(MCPW_ERR_NOT_NEGOTIATED, mcpw_conn_respond_task(server, &ev.id, tasks, task, strlen(task)));
+    CHECK(take_output(server, out, sizeof out) == 0);
+    OK(mcpw_tasks_cancel(tasks, MS, task, strlen(task)));
+    OK(mcpw_conn_respond(server, &ev.id, S("{\"content\":[]}")));
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "\"resultType\":\"task\"") == NULL);
+
+    /* Only tools/call may get a task; only a request in flight may be answered. */
+    create_task(tasks, 0, task);
+    ev = modern_request(server, MS, 2, "prompts/get", "\"name\":\"p\"", WITH_TASKS);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST);
+    RC(MCPW_ERR_NOT_ELIGIBLE, mcpw_conn_respond_task(server, &ev.id, tasks, task, strlen(task)));
+    OK(mcpw_conn_respond_error(server, &ev.id, MCPW_JSONRPC_INVALID_PARAMS, S("no"), NULL, 0));
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_respond_task(server, &unknown, tasks, task, strlen(task)));
+    take_output(server, out, sizeof out);
+
+    /* The tasks methods from a client without the extension: the engine answers -32021
+       itself, and they never reach the table. */
+    ev = modern_request(server, MS, 3, "tasks/get", members, "{}");
+    CHECK(ev.kind == MCPW_EVENT_VIOLATION);
+    CHECK(ev.violation == MCPW_VIOLATION_MISSING_CLIENT_CAPABILITY);
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "\"id\":3") != NULL && strstr(out, "-32021") != NULL);
+
+    /* A handshake-era connection has no tasks of this extension. */
+    p = make_pair("{\"tools\":{}}", "2025-06-18");
+    OK(mcpw_conn_request(p.client, p.now, S("tools/call"), S("{\"name\":\"x\"}"), NULL, &rid));
+    pump(p.client, p.server, p.now);
+    ev = next(p.server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tools/call"));
+    RC(MCPW_ERR_NOT_IN_VERSION, mcpw_conn_respond_task(p.server, &ev.id, tasks, task, strlen(task)));
+    /* Nor does a closed one. */
+    OK(mcpw_conn_handle_eof(p.server, p.now));
+    drain(p.server, MCPW_EVENT_NONE);
+    RC(MCPW_ERR_CLOSED, mcpw_conn_respond_task(p.server, &ev.id, tasks, task, strlen(task)));
+    snprintf(members, sizeof members, "{\"taskId\":\"%s\"}", task);
+    RC(MCPW_ERR_CLOSED, mcpw_tasks_serve(tasks, p.now, p.server, &ev.id, S("tasks/get"),
+                                         members, strlen(members), &served));
+    CHECK(served); /* outputs are written only on success */
+    free_pair(&p);
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(server);
+}
+
+static void test_tasks_expire_at_their_ttl(void) {
+    mcpw_conn *server = tasks_server();
+    mcpw_tasks *tasks = NULL, *forever = NULL;
+    mcpw_task_config config = mcpw_task_config_default();
+    mcpw_task_event te;
+    char a[64], b[64], out[4096], members[128];
+    bool has = true;
+    uint64_t deadline = 7, t0 = 10 * MS;
+
+    config.ttl_ms = 1000;
+    OK(mcpw_tasks_new(&config, t0, WALL_MS, &tasks));
+    OK(mcpw_tasks_poll_timeout(tasks, &has, &deadline));
+    CHECK(!has && deadline == 0);
+    create_task(tasks, t0, a);
+    create_task(tasks, t0 + 500 * MS, b);
+    /* A terminal task expires too, but quietly. */
+    OK(mcpw_tasks_complete(tasks, t0 + 600 * MS, b, strlen(b), S("{\"content\":[]}")));
+    OK(mcpw_tasks_poll_timeout(tasks, &has, &deadline));
+    CHECK(has && deadline == t0 + 1000 * MS);
+
+    OK(mcpw_tasks_handle_timeout(tasks, t0 + 999 * MS));
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_NONE);
+    CHECK(status_of(tasks, a) == MCPW_TASK_STATUS_WORKING);
+
+    OK(mcpw_tasks_handle_timeout(tasks, t0 + 1000 * MS));
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_EXPIRED && str_eq(te.task, a));
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_NONE);
+    CHECK(status_of(tasks, a) == MCPW_TASK_STATUS_OTHER); /* MCPW_ERR_UNKNOWN_TASK */
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_complete(tasks, t0, a, strlen(a), S("{}")));
+    /* The client polling it learns it is gone. */
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", a);
+    tasks_call(server, tasks, t0 + 1000 * MS, 1, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "-32602") != NULL && strstr(out, "Task not found") != NULL);
+
+    CHECK(status_of(tasks, b) == MCPW_TASK_STATUS_COMPLETED);
+    OK(mcpw_tasks_poll_timeout(tasks, &has, &deadline));
+    CHECK(has && deadline == t0 + 1500 * MS);
+    OK(mcpw_tasks_handle_timeout(tasks, t0 + 1500 * MS));
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_NONE);
+    CHECK(status_of(tasks, b) == MCPW_TASK_STATUS_OTHER);
+    OK(mcpw_tasks_poll_timeout(tasks, &has, &deadline));
+    CHECK(!has && deadline == 0);
+
+    /* Without a TTL, nothing expires. */
+    config.ttl_ms = 0;
+    OK(mcpw_tasks_new(&config, 0, WALL_MS, &forever));
+    create_task(forever, 0, a);
+    OK(mcpw_tasks_poll_timeout(forever, &has, &deadline));
+    CHECK(!has);
+    OK(mcpw_tasks_handle_timeout(forever, UINT64_MAX));
+    CHECK(status_of(forever, a) == MCPW_TASK_STATUS_WORKING);
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", a);
+    tasks_call(server, forever, 0, 2, "tasks/get", members, out, sizeof out);
+    CHECK(strstr(out, "\"ttlMs\":null") != NULL);
+
+    mcpw_tasks_free(forever);
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(server);
+}
+
+static void test_tasks_unknown_tasks_and_bounds(void) {
+    mcpw_conn *server = tasks_server();
+    mcpw_tasks *tasks = NULL;
+    mcpw_task_config config = mcpw_task_config_default();
+    mcpw_task_status status = MCPW_TASK_STATUS_WORKING;
+    mcpw_event ev;
+    char first[64], second[64], out[4096];
+    const char *nope = "0123456789abcdef0123456789abcdef";
+    const char *request = "{\"method\":\"roots/list\"}";
+    char big[128];
+    bool requested = true;
+
+    config.max_tasks = 1;
+    config.max_input_requests = 1;
+    config.max_payload = 64;
+    OK(mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+
+    /* Unknown tasks: refused, nothing changes. */
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_status(tasks, nope, strlen(nope), &status));
+    CHECK(status == MCPW_TASK_STATUS_WORKING);
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_status(tasks, NULL, 0, &status));
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_set_message(tasks, 0, nope, strlen(nope), S("m")));
+    RC(MCPW_ERR_UNKNOWN_TASK,
+       mcpw_tasks_ask(tasks, 0, nope, strlen(nope), S("k"), request, strlen(request)));
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_complete(tasks, 0, nope, strlen(nope), S("{}")));
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_fail(tasks, 0, nope, strlen(nope), -1, S("m"), NULL, 0));
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_cancel(tasks, 0, nope, strlen(nope)));
+    OK(mcpw_tasks_cancel_requested(tasks, nope, strlen(nope), &requested));
+    CHECK(!requested);
+    ev = modern_request(server, 0, 1, "tools/call", "\"name\":\"deploy\"", WITH_TASKS);
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_conn_respond_task(server, &ev.id, tasks, nope, strlen(nope)));
+    CHECK(take_output(server, out, sizeof out) == 0);
+    OK(mcpw_conn_respond(server, &ev.id, S("{\"content\":[]}")));
+    take_output(server, out, sizeof out);
+    /* ... and a client asking for one gets -32602, as for a missing taskId. */
+    tasks_call(server, tasks, 0, 2, "tasks/get", "\"taskId\":\"0123\"", out, sizeof out);
+    CHECK(strstr(out, "\"id\":2") != NULL && strstr(out, "-32602") != NULL);
+    tasks_call(server, tasks, 0, 3, "tasks/cancel", "\"other\":1", out, sizeof out);
+    CHECK(strstr(out, "\"id\":3") != NULL && strstr(out, "-32602") != NULL);
+
+    /* max_tasks: full while no task is terminal; then the oldest terminal one makes room. */
+    create_task(tasks, 0, first);
+    {
+        mcpw_str id = {"unchanged", 9};
+        RC(MCPW_ERR_TASKS_FULL, mcpw_tasks_create(tasks, 0, test_random, &random_state, &id));
+        CHECK(str_eq(id, "unchanged"));
+    }
+    OK(mcpw_tasks_complete(tasks, 0, first, strlen(first), S("{}")));
+    create_task(tasks, 0, second);
+    CHECK(strcmp(first, second) != 0);
+    CHECK(status_of(tasks, first) == MCPW_TASK_STATUS_OTHER);
+
+    /* max_input_requests and max_payload. */
+    OK(mcpw_tasks_ask(tasks, 0, second, strlen(second), S("k1"), request, strlen(request)));
+    RC(MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
+       mcpw_tasks_ask(tasks, 0, second, strlen(second), S("k2"), request, strlen(request)));
+    memset(big, 0, sizeof big);
+    snprintf(big, sizeof big, "{\"content\":[{\"type\":\"text\",\"text\":\"%070d\"}]}", 0);
+    CHECK(strlen(big) > 64);
+    RC(MCPW_ERR_INVALID_TASK_PAYLOAD, mcpw_tasks_complete(tasks, 0, second, strlen(second), big,
+                                                          strlen(big)));
+    RC(MCPW_ERR_INVALID_TASK_PAYLOAD,
+       mcpw_tasks_fail(tasks, 0, second, strlen(second), -32603, big, strlen(big), NULL, 0));
+    CHECK(status_of(tasks, second) == MCPW_TASK_STATUS_INPUT_REQUIRED);
+
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(server);
+}
+
+static void test_tasks_refuse_null_and_invalid_arguments(void) {
+    mcpw_conn *server = tasks_server();
+    mcpw_tasks *tasks = NULL;
+    mcpw_task_config config = mcpw_task_config_default();
+    mcpw_task_status status = MCPW_TASK_STATUS_OTHER;
+    mcpw_task_event te;
+    mcpw_str id = {NULL, 0};
+    mcpw_id bad_id = {77, 1, {NULL, 0}};
+    mcpw_event ev;
+    char task[64], out[1024];
+    bool flag = true, has = true;
+    uint64_t deadline = 0;
+    size_t n;
+
+    mcpw_tasks_free(NULL);
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_new(NULL, 0, WALL_MS, NULL));
+    config.max_tasks = 0;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    config = mcpw_task_config_default();
+    config.poll_interval_ms = 0;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    config = mcpw_task_config_default();
+    config.max_input_requests = 0;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    config = mcpw_task_config_default();
+    config.max_payload = 0;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    CHECK(tasks == NULL);
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+    create_task(tasks, 0, task);
+
+    /* A NULL table. */
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_create(NULL, 0, test_random, &random_state, &id));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_status(NULL, S("t"), &status));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_cancel_requested(NULL, S("t"), &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_set_message(NULL, 0, S("t"), S("m")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_ask(NULL, 0, S("t"), S("k"), S("{}")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_complete(NULL, 0, S("t"), S("{}")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_fail(NULL, 0, S("t"), -1, S("m"), NULL, 0));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_cancel(NULL, 0, S("t")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_event(NULL, &te));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_timeout(NULL, &has, &deadline));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_handle_timeout(NULL, 0));
+
+    /* NULL outputs and callbacks; outputs are written only on success. */
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_create(tasks, 0, NULL, NULL, &id));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_create(tasks, 0, test_random, &random_state, NULL));
+    CHECK(id.ptr == NULL);
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_status(tasks, task, strlen(task), NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_cancel_requested(tasks, task, strlen(task), NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_event(tasks, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_timeout(tasks, NULL, &deadline));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_timeout(tasks, &has, NULL));
+    CHECK(has && deadline == 0);
+
+    /* Text: NULL with a length, invalid UTF-8, JSON that is not JSON. */
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_status(tasks, NULL, 3, &status));
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_tasks_status(tasks, S("\xff"), &status));
+    CHECK(status == MCPW_TASK_STATUS_OTHER);
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_tasks_cancel_requested(tasks, S("\xc3"), &flag));
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_tasks_set_message(tasks, 0, task, strlen(task), S("\xff")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_set_message(tasks, 0, task, strlen(task), NULL, 2));
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_tasks_ask(tasks, 0, task, strlen(task), S("\xff"), S("{}")));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_tasks_ask(tasks, 0, task, strlen(task), S("k"), NULL, 0));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_tasks_complete(tasks, 0, task, strlen(task), S("{} {}")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_fail(tasks, 0, task, strlen(task), -1, NULL, 4, NULL, 0));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_tasks_fail(tasks, 0, task, strlen(task), -1, S("m"), S("{")));
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_tasks_cancel(tasks, 0, S("\xff")));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);
+
+    /* The calls on a connection as well. */
+    ev = modern_request(server, 0, 1, "tools/call", "\"name\":\"deploy\"", WITH_TASKS);
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_respond_task(NULL, &ev.id, tasks, task, strlen(task)));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_respond_task(server, NULL, tasks, task, strlen(task)));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_respond_task(server, &ev.id, NULL, task, strlen(task)));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_respond_task(server, &ev.id, tasks, NULL, 5));
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_conn_respond_task(server, &ev.id, tasks, S("\xff")));
+    RC(MCPW_ERR_INVALID_ID, mcpw_conn_respond_task(server, &bad_id, tasks, task, strlen(task)));
+    CHECK(take_output(server, out, sizeof out) == 0);
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve(NULL, 0, server, &ev.id, S("tasks/get"), S("{}"), &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve(tasks, 0, NULL, &ev.id, S("tasks/get"), S("{}"), &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve(tasks, 0, server, NULL, S("tasks/get"), S("{}"), &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_serve(tasks, 0, server, &ev.id, NULL, 9, S("{}"), &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve(tasks, 0, server, &ev.id, S("tasks/get"), S("{}"), NULL));
+    RC(MCPW_ERR_INVALID_UTF8,
+       mcpw_tasks_serve(tasks, 0, server, &ev.id, S("\xff"), S("{}"), &flag));
+    RC(MCPW_ERR_INVALID_JSON,
+       mcpw_tasks_serve(tasks, 0, server, &ev.id, S("tasks/get"), S("{"), &flag));
+    RC(MCPW_ERR_INVALID_ID,
+       mcpw_tasks_serve(tasks, 0, server, &bad_id, S("tasks/get"), S("{}"), &flag));
+    CHECK(flag);
+    n = take_output(server, out, sizeof out);
+    CHECK(n == 0);
+    /* The request is still in flight and can be answered after all that. */
+    OK(mcpw_conn_respond_task(server, &ev.id, tasks, task, strlen(task)));
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "\"resultType\":\"task\"") != NULL);
+
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(server);
+}
+
+/* POSTs one 2026-07-28 request to `server` with the headers a client sends, answers its
+   event (a tools/call with a new task, anything else through the table), and copies the
+   settled body into `out`. Returns the status. */
+static uint16_t tasks_post(mcpw_http_server *server, mcpw_tasks *tasks, uint64_t now,
+                           const char *method, const char *name, const char *members,
+                           char *out, size_t cap) {
+    mcpw_http_header h[6];
+    mcpw_http_response r;
+    char body[512];
+    int n = snprintf(body, sizeof body,
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":{\"_meta\":{"
+                     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                     "\"io.modelcontextprotocol/clientCapabilities\":%s},%s}}",
+                     method, WITH_TASKS, members);
+    CHECK(n > 0 && (size_t)n < sizeof body);
+    h[0] = make_header("Host", "localhost");
+    h[1] = make_header("Content-Type", "application/json");
+    h[2] = make_header("Accept", "application/json, text/event-stream");
+    h[3] = make_header("MCP-Protocol-Version", "2026-07-28");
+    h[4] = make_header("Mcp-Method", method);
+    h[5] = make_header("Mcp-Name", name);
+    OK(mcpw_http_server_handle_request(server, now, S("POST"), S("/mcp"), h, 6,
+                                       (const uint8_t *)body, strlen(body), &r));
+    if (r.has_stream) {
+        for (;;) {
+            mcpw_event ev;
+            uint64_t key = 0;
+            mcpw_conn *view = NULL;
+            bool served = false;
+            OK(mcpw_http_server_poll_event(server, &ev, &key, &view));
+            if (ev.kind == MCPW_EVENT_NONE) break;
+            CHECK(ev.kind == MCPW_EVENT_REQUEST || ev.kind == MCPW_EVENT_READY);
+            if (ev.kind != MCPW_EVENT_REQUEST) continue;
+            if (str_eq(ev.method, "tools/call")) {
+                mcpw_str id = {NULL, 0};
+                OK(mcpw_tasks_create(tasks, now, test_random, &random_state, &id));
+                OK(mcpw_conn_respond_task(view, &ev.id, tasks, id.ptr, id.len));
+                continue;
+            }
+            OK(mcpw_tasks_serve(tasks, now, view, &ev.id, ev.method.ptr, ev.method.len,
+                                ev.params.ptr, ev.params.len, &served));
+            CHECK(served);
+        }
+        OK(mcpw_http_server_settle(server, r.stream, &r));
+        CHECK(!r.has_stream);
+    }
+    CHECK(r.body_len < cap);
+    n = r.body_len < cap ? (int)r.body_len : 0;
+    if (n > 0) memcpy(out, r.body, (size_t)n);
+    out[n] = '\0';
+    return r.status;
+}
+
+/* Over Streamable HTTP each 2026-07-28 request has a connection of its own: the task made on
+   one is served on the next ones, from the one table. */
+static void test_http_tasks_outlive_their_request(void) {
+    mcpw_http_server_options o = http_server_options();
+    mcpw_config *config = make_config(MCPW_ROLE_SERVER);
+    mcpw_http_server *server = NULL;
+    mcpw_tasks *tasks = NULL;
+    char out[2048], task[64], members[128];
+    const char *at;
+    size_t sessions = 9, streams = 9;
+
+    OK(mcpw_config_set_capabilities(config, TASKS_CAPS, strlen(TASKS_CAPS)));
+    OK(mcpw_http_server_new(config, &o, &server));
+    mcpw_config_free(config);
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+
+    CHECK(tasks_post(server, tasks, MS, "tools/call", "deploy", "\"name\":\"deploy\"", out,
+                     sizeof out) == 200);
+    CHECK(strstr(out, "\"resultType\":\"task\"") != NULL);
+    at = strstr(out, "\"taskId\":\"");
+    CHECK(at != NULL);
+    if (at == NULL) goto done;
+    memcpy(task, at + 10, 32);
+    task[32] = '\0';
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);
+    OK(mcpw_http_server_counts(server, &sessions, &streams));
+    CHECK(sessions == 0 && streams == 0); /* the request and its connection are done */
+
+    snprintf(members, sizeof members, "\"taskId\":\"%s\"", task);
+    CHECK(tasks_post(server, tasks, 2 * MS, "tasks/get", task, members, out, sizeof out) == 200);
+    CHECK(strstr(out, "\"status\":\"working\"") != NULL);
+    OK(mcpw_tasks_complete(tasks, 3 * MS, task, strlen(task),
+                           S("{\"content\":[{\"type\":\"text\",\"text\":\"deployed\"}]}")));
+    CHECK(tasks_post(server, tasks, 4 * MS, "tasks/get", task, members, out, sizeof out) == 200);
+    CHECK(strstr(out, "\"status\":\"completed\"") != NULL && strstr(out, "deployed") != NULL);
+
+done:
+    mcpw_tasks_free(tasks);
+    mcpw_http_server_free(server);
+}
+
 /* Last: every result code that C can reach was returned by some call above. PANIC and
    POISONED need a bug inside mcpwire (bindings/c/src/tests.rs covers them), and COMMAND_REFUSED is
    kept for engine refusals added later. */
@@ -2804,6 +3442,12 @@ int main(void) {
     run("http_session_expiry", test_http_session_expiry);
     run("http_client_handle_error", test_http_client_handle_error);
     run("http_the_get_stream", test_http_the_get_stream);
+    run("tasks_the_whole_flow", test_tasks_the_whole_flow);
+    run("tasks_refused_without_the_extension", test_tasks_refused_without_the_extension);
+    run("tasks_expire_at_their_ttl", test_tasks_expire_at_their_ttl);
+    run("tasks_unknown_tasks_and_bounds", test_tasks_unknown_tasks_and_bounds);
+    run("tasks_refuse_null_and_invalid_arguments", test_tasks_refuse_null_and_invalid_arguments);
+    run("http_tasks_outlive_their_request", test_http_tasks_outlive_their_request);
     run("every_reachable_result_code_was_seen", test_every_reachable_result_code_was_seen);
     printf("\ntest result: %s. %d passed; %d failed\n", tests_failed == 0 ? "ok" : "FAILED",
            tests_passed, tests_failed);

@@ -1,8 +1,8 @@
 // mcpwire.hpp: a header-only C++17 RAII wrapper over the mcpwire C ABI (include/mcpwire.h).
 //
 // Handles are move-only owners (`mcpw::config`, `mcpw::connection`, `mcpw::http_server`,
-// `mcpw::http_client`): the destructor frees, a moved-from handle is empty, and nothing is
-// ever freed twice. `mcpw::connection_view` is the non-owning kind, with every command and
+// `mcpw::http_client`, `mcpw::tasks`): the destructor frees, a moved-from handle is empty, and
+// nothing is ever freed twice. `mcpw::connection_view` is the non-owning kind, with every command and
 // getter of `mcpw::connection`: what the HTTP handles lend for their connections. Everything
 // else is a thin, inline translation: std::string_view for pointer + length, std::optional
 // for "absent".
@@ -509,6 +509,147 @@ public:
 
 private:
     handle<mcpw_conn, mcpw_conn_free> handle_;
+};
+
+// ---- Tasks (the io.modelcontextprotocol/tasks extension, 2026-07-28) -----------------------
+
+/// What the client did to a task (mcpw_task_event): its views live until the next non-const
+/// call on the tasks table that produced it.
+class task_event {
+public:
+    explicit task_event(const mcpw_task_event &raw) noexcept : raw_(raw) {}
+
+    mcpw_task_event_kind kind() const noexcept { return raw_.kind; }
+    const mcpw_task_event &raw() const noexcept { return raw_; }
+    /// The task's id.
+    std::string_view task() const noexcept { return detail::view(raw_.task); }
+    /// The input request's key (MCPW_TASK_EVENT_INPUT).
+    std::string_view key() const noexcept { return detail::view(raw_.key); }
+    /// The client's answer, raw JSON (MCPW_TASK_EVENT_INPUT).
+    std::string_view response() const noexcept { return detail::view(raw_.response); }
+
+private:
+    mcpw_task_event raw_;
+};
+
+/// A server's task table (mcpw_tasks), apart from any connection because a task outlives the
+/// request that created it: keep one per server. Create a task for a tools/call that declared
+/// the extension and answer it with respond(); pass every request to serve() first (it answers
+/// tasks/get, tasks/update and tasks/cancel); move tasks along with ask, set_message, complete,
+/// fail and cancel; drain poll_event after serve and handle_timeout. Move-only.
+class tasks {
+public:
+    /// `now_ns` (your monotonic clock) and `unix_ms` (the wall clock, ms since 1970) are the
+    /// same instant: the times tasks carry are counted from them.
+    tasks(std::uint64_t now_ns, std::uint64_t unix_ms,
+          const mcpw_task_config &config = mcpw_task_config_default()) {
+        mcpw_tasks *raw = nullptr;
+        detail::check(mcpw_tasks_new(&config, now_ns, unix_ms, &raw));
+        handle_.reset(raw);
+    }
+
+    /// Creates a working task with an id drawn from `random` (a cryptographically secure
+    /// source; must not throw), and returns the id: a view valid until the next non-const
+    /// call on the table. MCPW_ERR_TASKS_FULL when no room can be made.
+    std::string_view create(std::uint64_t now_ns,
+                            const std::function<void(std::uint8_t *, std::size_t)> &random) {
+        mcpw_str id;
+        void *user = const_cast<void *>(static_cast<const void *>(&random));
+        detail::check(mcpw_tasks_create(get(), now_ns, &fill, user, &id));
+        return detail::view(id);
+    }
+    /// Answers the peer's tools/call `id` on `conn` with the handle of `task`
+    /// (mcpw_conn_respond_task). Throws MCPW_ERR_NOT_NEGOTIATED when the request did not
+    /// declare the extension: answer it normally then.
+    void respond(connection_view conn, const mcpw_id &id, std::string_view task) const {
+        detail::check(mcpw_conn_respond_task(conn.get(), &id, get(), task.data(), task.size()));
+    }
+    /// Answers `id` on `conn` when `method` is tasks/get, tasks/update or tasks/cancel; false
+    /// (nothing answered) for any other method.
+    bool serve(std::uint64_t now_ns, connection_view conn, const mcpw_id &id,
+               std::string_view method, std::optional<std::string_view> params) {
+        bool served = false;
+        detail::check(mcpw_tasks_serve(get(), now_ns, conn.get(), &id, method.data(),
+                                       method.size(), detail::ptr_or_null(params),
+                                       detail::len_or_zero(params), &served));
+        return served;
+    }
+    /// serve() for a request event of `conn`.
+    bool serve(std::uint64_t now_ns, connection_view conn, const event &request) {
+        return serve(now_ns, conn, request.id(), request.method(), request.params());
+    }
+
+    /// The task's status; throws MCPW_ERR_UNKNOWN_TASK for an unknown task.
+    mcpw_task_status status(std::string_view task) const {
+        mcpw_task_status s;
+        detail::check(mcpw_tasks_status(get(), task.data(), task.size(), &s));
+        return s;
+    }
+    /// Whether the client asked to cancel the task (false for an unknown one).
+    bool cancel_requested(std::string_view task) const {
+        bool requested = false;
+        detail::check(mcpw_tasks_cancel_requested(get(), task.data(), task.size(), &requested));
+        return requested;
+    }
+    /// Sets the task's statusMessage, or clears it with nullopt.
+    void set_message(std::uint64_t now_ns, std::string_view task,
+                     std::optional<std::string_view> message) {
+        detail::check(mcpw_tasks_set_message(get(), now_ns, task.data(), task.size(),
+                                             detail::ptr_or_null(message),
+                                             detail::len_or_zero(message)));
+    }
+    /// Asks the client for input: `request` (a JSON object) under `key`, answered as a
+    /// MCPW_TASK_EVENT_INPUT.
+    void ask(std::uint64_t now_ns, std::string_view task, std::string_view key,
+             std::string_view request) {
+        detail::check(mcpw_tasks_ask(get(), now_ns, task.data(), task.size(), key.data(),
+                                     key.size(), request.data(), request.size()));
+    }
+    /// Finishes the task with `result` (a JSON object, what the request would have returned).
+    void complete(std::uint64_t now_ns, std::string_view task, std::string_view result) {
+        detail::check(mcpw_tasks_complete(get(), now_ns, task.data(), task.size(), result.data(),
+                                          result.size()));
+    }
+    /// Fails the task with a JSON-RPC error.
+    void fail(std::uint64_t now_ns, std::string_view task, std::int64_t code,
+              std::string_view message, std::optional<std::string_view> data = std::nullopt) {
+        detail::check(mcpw_tasks_fail(get(), now_ns, task.data(), task.size(), code,
+                                      message.data(), message.size(), detail::ptr_or_null(data),
+                                      detail::len_or_zero(data)));
+    }
+    /// Ends the task as cancelled.
+    void cancel(std::uint64_t now_ns, std::string_view task) {
+        detail::check(mcpw_tasks_cancel(get(), now_ns, task.data(), task.size()));
+    }
+
+    /// The next task event, or nullopt when there is none.
+    std::optional<task_event> poll_event() {
+        mcpw_task_event raw;
+        detail::check(mcpw_tasks_poll_event(get(), &raw));
+        if (raw.kind == MCPW_TASK_EVENT_NONE) return std::nullopt;
+        return task_event(raw);
+    }
+    /// When the next task expires (ns, on the caller's clock), or nullopt.
+    std::optional<std::uint64_t> poll_timeout() const {
+        bool has = false;
+        std::uint64_t deadline = 0;
+        detail::check(mcpw_tasks_poll_timeout(get(), &has, &deadline));
+        if (!has) return std::nullopt;
+        return deadline;
+    }
+    /// Deletes the tasks whose TTL ran out (live ones get MCPW_TASK_EVENT_EXPIRED).
+    void handle_timeout(std::uint64_t now_ns) {
+        detail::check(mcpw_tasks_handle_timeout(get(), now_ns));
+    }
+
+    mcpw_tasks *get() const noexcept { return handle_.get(); }
+
+private:
+    static void fill(void *user, std::uint8_t *buf, std::size_t len) noexcept {
+        (*static_cast<const std::function<void(std::uint8_t *, std::size_t)> *>(user))(buf, len);
+    }
+
+    handle<mcpw_tasks, mcpw_tasks_free> handle_;
 };
 
 // ---- Streamable HTTP ------------------------------------------------------------------------

@@ -254,6 +254,117 @@ void test_the_stateless_era() {
     CHECK(done && done->kind() == MCPW_EVENT_RESPONSE && done->request() == again);
 }
 
+// A server connection fed 2026-07-28 requests directly (no handshake in that era), and the
+// tasks table answering them: a task handle for a tools/call, tasks/get, input through
+// tasks/update, completion, and expiry.
+std::optional<mcpw::event> modern_request(mcpw::connection &server, std::uint64_t now, int id,
+                                          const std::string &method, const std::string &members) {
+    std::string line = "{\"jsonrpc\":\"2.0\",\"id\":" + std::to_string(id) + ",\"method\":\"" +
+                       method +
+                       "\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                       "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{"
+                       "\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}," +
+                       members + "}}\n";
+    server.handle_input(now, line);
+    auto ev = server.poll_event();
+    if (ev && ev->kind() == MCPW_EVENT_READY) ev = server.poll_event();
+    return ev;
+}
+
+std::string output(mcpw::connection &conn) {
+    std::string out;
+    for (auto t = conn.transmit(); !t.empty(); t = conn.transmit()) {
+        out.append(reinterpret_cast<const char *>(t.data), t.size);
+        conn.consume(t.size);
+    }
+    return out;
+}
+
+void test_tasks() {
+    mcpw::config config(mcpw::role::server, "cpp-tasks", "1.0");
+    config.capabilities(R"({"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}})");
+    mcpw::connection server(config, 0);
+    mcpw_task_config settings = mcpw_task_config_default();
+    settings.ttl_ms = 1000;
+    mcpw::tasks table(0, 1795521600000ull, settings);
+    std::uint8_t counter = 0;
+    auto random = [&counter](std::uint8_t *buf, std::size_t len) {
+        for (std::size_t i = 0; i < len; i++) buf[i] = ++counter;
+    };
+
+    auto call = modern_request(server, ms, 1, "tools/call", R"("name":"deploy")");
+    CHECK(call && call->kind() == MCPW_EVENT_REQUEST);
+    const std::string task(table.create(ms, random));
+    CHECK(task.size() == 32 && task.substr(0, 4) == "0102");
+    table.respond(server, call->id(), task);
+    std::string out = output(server);
+    CHECK(out.find(R"("resultType":"task")") != std::string::npos);
+    CHECK(out.find(task) != std::string::npos);
+    CHECK(table.status(task) == MCPW_TASK_STATUS_WORKING);
+
+    table.ask(2 * ms, task, "confirm", R"({"method":"roots/list"})");
+    CHECK(code_of([&] { table.ask(2 * ms, task, "confirm", "{}"); }) == MCPW_ERR_TASK_KEY_REUSED);
+    auto get = modern_request(server, 2 * ms, 2, "tasks/get", "\"taskId\":\"" + task + "\"");
+    CHECK(get && table.serve(2 * ms, server, *get));
+    out = output(server);
+    CHECK(out.find(R"("status":"input_required")") != std::string::npos);
+
+    auto update = modern_request(server, 3 * ms, 3, "tasks/update",
+                                 "\"taskId\":\"" + task +
+                                     R"(","inputResponses":{"confirm":{"roots":[]}})");
+    CHECK(update && table.serve(3 * ms, server, *update));
+    output(server);
+    auto input = table.poll_event();
+    CHECK(input && input->kind() == MCPW_TASK_EVENT_INPUT && input->task() == task);
+    CHECK(input && input->key() == "confirm" && input->response() == R"({"roots":[]})");
+    CHECK(!table.poll_event());
+    CHECK(table.status(task) == MCPW_TASK_STATUS_WORKING);
+
+    auto list = modern_request(server, 3 * ms, 4, "tools/list", R"("x":1)");
+    CHECK(list && !table.serve(3 * ms, server, *list));
+    server.respond(list->id(), R"({"tools":[]})");
+    output(server);
+
+    table.set_message(4 * ms, task, "almost");
+    table.complete(4 * ms, task, R"({"content":[{"type":"text","text":"deployed"}]})");
+    CHECK(table.status(task) == MCPW_TASK_STATUS_COMPLETED);
+    CHECK(code_of([&] { table.cancel(5 * ms, task); }) == MCPW_ERR_TASK_TERMINAL);
+    get = modern_request(server, 5 * ms, 5, "tasks/get", "\"taskId\":\"" + task + "\"");
+    CHECK(get && table.serve(5 * ms, server, get->id(), get->method(), get->params()));
+    out = output(server);
+    CHECK(out.find(R"("status":"completed")") != std::string::npos);
+    CHECK(out.find("deployed") != std::string::npos);
+
+    // Another task expires at its TTL; the first, terminal, quietly.
+    const std::string other(table.create(10 * ms, random));
+    CHECK(!table.cancel_requested(other));
+    CHECK(table.poll_timeout() == std::optional<std::uint64_t>(1001 * ms));
+    table.handle_timeout(1010 * ms);
+    auto expired = table.poll_event();
+    CHECK(expired && expired->kind() == MCPW_TASK_EVENT_EXPIRED && expired->task() == other);
+    CHECK(code_of([&] { table.status(other); }) == MCPW_ERR_UNKNOWN_TASK);
+    CHECK(code_of([&] { table.status(task); }) == MCPW_ERR_UNKNOWN_TASK);
+    CHECK(!table.poll_timeout());
+
+    // Refusals carry their codes; a request without the extension gets no task.
+    CHECK(code_of([&] { table.fail(0, "nope", -32603, "x"); }) == MCPW_ERR_UNKNOWN_TASK);
+    mcpw_task_config bad = mcpw_task_config_default();
+    bad.max_tasks = 0;
+    CHECK(code_of([&] { mcpw::tasks t(0, 0, bad); }) == MCPW_ERR_INVALID_ARGUMENT);
+    server.handle_input(
+        2000 * ms,
+        std::string("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"_meta\":{"
+                    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                    "\"io.modelcontextprotocol/clientCapabilities\":{}},\"name\":\"x\"}}\n"));
+    auto plain = server.poll_event();
+    CHECK(plain && plain->kind() == MCPW_EVENT_REQUEST);
+    const std::string third(table.create(2000 * ms, random));
+    CHECK(code_of([&] { table.respond(server, plain->id(), third); }) == MCPW_ERR_NOT_NEGOTIATED);
+    mcpw::tasks moved(std::move(table));
+    CHECK(table.get() == nullptr && moved.get() != nullptr); // NOLINT(bugprone-use-after-move)
+    CHECK(moved.status(third) == MCPW_TASK_STATUS_WORKING);
+}
+
 void test_related_requests_and_frames() {
     pair p = make_pair();
     while (p.client.poll_event() || p.server.poll_event()) {
@@ -596,6 +707,7 @@ int main() {
     run("timeouts_and_deadlines", test_timeouts_and_deadlines);
     run("the_stateless_era", test_the_stateless_era);
     run("related_requests_and_frames", test_related_requests_and_frames);
+    run("tasks", test_tasks);
     run("json_helpers", test_json_helpers);
     run("http_handles_are_move_only_and_report_errors",
         test_http_handles_are_move_only_and_report_errors);

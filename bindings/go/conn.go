@@ -120,6 +120,10 @@ const (
 	CapElicitationForm Capabilities = C.MCPW_CAP_ELICITATION_FORM
 	CapElicitationURL  Capabilities = C.MCPW_CAP_ELICITATION_URL
 	CapTasks           Capabilities = C.MCPW_CAP_TASKS
+	// CapTasksExtension: the request declared the tasks extension of 2026-07-28
+	// (io.modelcontextprotocol/tasks under extensions), so it may be answered with a task
+	// (Tasks.Respond).
+	CapTasksExtension Capabilities = C.MCPW_CAP_TASKS_EXTENSION
 )
 
 // RequestContext is what a peer's 2026-07-28 request declared about itself.

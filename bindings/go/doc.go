@@ -44,7 +44,7 @@
 // Every failing call returns a *ResultError carrying the C ABI's result code. Compare with
 // errors.Is against the sentinels (ErrClosed, ErrNotInitialized, ...) or take the code with
 // errors.As. Codes 300-399 (ResultCode.IsRefused) are commands the engine refused; the
-// connection is unchanged. JSON-RPC error codes sent by the peer are event data
+// connection (or the Tasks table) is unchanged. JSON-RPC error codes sent by the peer are event data
 // (ErrorEvent.Code), never Go errors.
 //
 // # Building

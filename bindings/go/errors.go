@@ -12,7 +12,8 @@ import (
 
 // ResultCode is a result code of the mcpwire C ABI (mcpw_result). Codes are grouped in
 // ranges: 100-199 reject the caller's arguments, 200-299 a configuration, 300-399 are
-// commands the engine refused (the connection is unchanged), 900-999 concern the library.
+// commands the engine refused (the connection, or the Tasks table, is unchanged), 900-999
+// concern the library.
 type ResultCode int
 
 // The result codes of the C ABI.
@@ -48,6 +49,12 @@ const (
 	CodeNonIncreasingProgress  ResultCode = 314
 	CodeRequestScoped          ResultCode = 315
 	CodeNotEligible            ResultCode = 316
+	CodeTasksFull              ResultCode = 317 // Tasks: the table is full and no task is terminal
+	CodeUnknownTask            ResultCode = 318 // Tasks: no such task (never created, expired or dropped)
+	CodeTaskTerminal           ResultCode = 319 // Tasks: the task is terminal and never changes again
+	CodeTaskKeyReused          ResultCode = 320 // Tasks: the input request key was used before in the task
+	CodeTooManyInputRequests   ResultCode = 321 // Tasks: TaskConfig.MaxInputRequests are outstanding
+	CodeInvalidTaskPayload     ResultCode = 322 // Tasks: the JSON is not an object or is over MaxPayload
 	CodeCommandRefused         ResultCode = 399
 	CodePanic                  ResultCode = 900
 	CodePoisoned               ResultCode = 901
@@ -62,7 +69,7 @@ func (c ResultCode) Message() string {
 func (c ResultCode) IsArgument() bool { return c >= 100 && c < 200 }
 
 // IsRefused reports whether the code is a command the engine refused, leaving the connection
-// unchanged (300-399).
+// (or the Tasks table) unchanged (300-399).
 func (c ResultCode) IsRefused() bool { return c >= 300 && c < 400 }
 
 // IsFatal reports whether the code means the handle is poisoned and must be closed (900-999).
@@ -124,12 +131,19 @@ var (
 	ErrNonIncreasingProgress  = &ResultError{Code: CodeNonIncreasingProgress}
 	ErrRequestScoped          = &ResultError{Code: CodeRequestScoped}
 	ErrNotEligible            = &ResultError{Code: CodeNotEligible}
+	ErrTasksFull              = &ResultError{Code: CodeTasksFull}
+	ErrUnknownTask            = &ResultError{Code: CodeUnknownTask}
+	ErrTaskTerminal           = &ResultError{Code: CodeTaskTerminal}
+	ErrTaskKeyReused          = &ResultError{Code: CodeTaskKeyReused}
+	ErrTooManyInputRequests   = &ResultError{Code: CodeTooManyInputRequests}
+	ErrInvalidTaskPayload     = &ResultError{Code: CodeInvalidTaskPayload}
 	ErrCommandRefused         = &ResultError{Code: CodeCommandRefused}
 	ErrPanic                  = &ResultError{Code: CodePanic}
 	ErrPoisoned               = &ResultError{Code: CodePoisoned}
 )
 
-// ErrFreed is returned by every method of a Conn after Close released its handle.
+// ErrFreed is returned by every method of a Conn (or a Tasks) after Close released its
+// handle, and by a Conn an HTTPServer or HTTPClient lent once it is no longer valid.
 var ErrFreed = errors.New("mcpwire: connection handle already closed")
 
 // check turns a C result into nil or a *ResultError for op.

@@ -217,7 +217,11 @@ const (
 	ViolationTooManyRequests        Violation = 12
 	ViolationUnsupportedVersion     Violation = 13 // a 2026-07-28 request for a version we do not speak
 	ViolationWrongEra               Violation = 14 // a message that does not belong to the connection's era
-	ViolationOther                  Violation = 999
+	// ViolationMissingClientCapability: a 2026-07-28 request that needs a client capability
+	// its _meta did not declare (the tasks methods without the tasks extension); answered
+	// with -32021.
+	ViolationMissingClientCapability Violation = 15
+	ViolationOther                   Violation = 999
 )
 
 var violationNames = map[Violation]string{
@@ -227,7 +231,8 @@ var violationNames = map[Violation]string{
 	ViolationMethodNotAvailable: "method-not-available", ViolationNotificationNotAllowed: "notification-not-allowed",
 	ViolationInvalidParams: "invalid-params", ViolationBatchNotAllowed: "batch-not-allowed",
 	ViolationTooManyRequests: "too-many-requests", ViolationUnsupportedVersion: "unsupported-version",
-	ViolationWrongEra: "wrong-era", ViolationOther: "other",
+	ViolationWrongEra: "wrong-era", ViolationMissingClientCapability: "missing-client-capability",
+	ViolationOther: "other",
 }
 
 func (v Violation) String() string { return enumName(violationNames, v, "violation") }

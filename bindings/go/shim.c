@@ -528,3 +528,72 @@ mcpwgo_deadline mcpwgo_http_client_deadline(const mcpw_http_client *client) {
     out.has = has;
     return out;
 }
+
+/* ---- Tasks ------------------------------------------------------------------------------ */
+
+mcpwgo_tasks_made mcpwgo_tasks_new(uint64_t now_ns, uint64_t unix_ms, size_t max_tasks,
+                                   int has_ttl, uint64_t ttl_ms, uint64_t poll_interval_ms,
+                                   size_t max_input_requests, size_t max_payload) {
+    mcpwgo_tasks_made out = {MCPW_OK, NULL};
+    mcpw_task_config config = mcpw_task_config_default();
+    if (max_tasks > 0) config.max_tasks = max_tasks;
+    if (has_ttl) config.ttl_ms = ttl_ms;
+    if (poll_interval_ms > 0) config.poll_interval_ms = poll_interval_ms;
+    if (max_input_requests > 0) config.max_input_requests = max_input_requests;
+    if (max_payload > 0) config.max_payload = max_payload;
+    out.rc = mcpw_tasks_new(&config, now_ns, unix_ms, &out.tasks);
+    return out;
+}
+
+mcpwgo_view mcpwgo_tasks_create(mcpw_tasks *tasks, uint64_t now_ns) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_tasks_create(tasks, now_ns, mcpwgo_random, NULL, &out.view);
+    return out;
+}
+
+mcpw_result mcpwgo_tasks_respond(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                 const char *id_str, size_t id_len, const mcpw_tasks *tasks,
+                                 const char *task, size_t task_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_respond_task(conn, &id, tasks, task, task_len);
+}
+
+mcpwgo_task_state mcpwgo_tasks_state(const mcpw_tasks *tasks, const char *task, size_t task_len) {
+    mcpwgo_task_state out = {MCPW_OK, 0, 0};
+    mcpw_task_status status = MCPW_TASK_STATUS_OTHER;
+    bool requested = false;
+    out.rc = mcpw_tasks_status(tasks, task, task_len, &status);
+    if (out.rc != MCPW_OK) return out;
+    out.rc = mcpw_tasks_cancel_requested(tasks, task, task_len, &requested);
+    out.status = (uint32_t)status;
+    out.cancel_requested = requested ? 1 : 0;
+    return out;
+}
+
+mcpwgo_served mcpwgo_tasks_serve(mcpw_tasks *tasks, uint64_t now_ns, mcpw_conn *conn,
+                                 uint32_t id_kind, int64_t id_int, const char *id_str,
+                                 size_t id_len, const char *method, size_t method_len,
+                                 const char *params, size_t params_len) {
+    mcpwgo_served out = {MCPW_OK, 0};
+    bool served = false;
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    out.rc = mcpw_tasks_serve(tasks, now_ns, conn, &id, method, method_len, params, params_len,
+                              &served);
+    out.served = served ? 1 : 0;
+    return out;
+}
+
+mcpwgo_task_polled mcpwgo_tasks_poll_event(mcpw_tasks *tasks) {
+    mcpwgo_task_polled out;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_tasks_poll_event(tasks, &out.event);
+    return out;
+}
+
+mcpwgo_deadline mcpwgo_tasks_poll_timeout(const mcpw_tasks *tasks) {
+    mcpwgo_deadline out = {MCPW_OK, 0, 0};
+    bool has = false;
+    out.rc = mcpw_tasks_poll_timeout(tasks, &has, &out.at_ns);
+    out.has = has ? 1 : 0;
+    return out;
+}

@@ -314,6 +314,55 @@ mcpwgo_http_client_conn mcpwgo_http_client_view(mcpw_http_client *client);
 
 mcpwgo_deadline mcpwgo_http_client_deadline(const mcpw_http_client *client);
 
+/* ---- Tasks (tasks.go) ------------------------------------------------------------------ */
+
+typedef struct mcpwgo_tasks_made {
+    mcpw_result rc;
+    mcpw_tasks *tasks;
+} mcpwgo_tasks_made;
+
+/* A table from mcpw_task_config_default() with the non-zero fields replaced; `has_ttl` set
+   replaces ttl_ms too (0: no limit). */
+mcpwgo_tasks_made mcpwgo_tasks_new(uint64_t now_ns, uint64_t unix_ms, size_t max_tasks,
+                                   int has_ttl, uint64_t ttl_ms, uint64_t poll_interval_ms,
+                                   size_t max_input_requests, size_t max_payload);
+
+/* A new task with an id from getrandom(2) (mcpwgo_random); the id is the table's view. */
+mcpwgo_view mcpwgo_tasks_create(mcpw_tasks *tasks, uint64_t now_ns);
+
+mcpw_result mcpwgo_tasks_respond(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                 const char *id_str, size_t id_len, const mcpw_tasks *tasks,
+                                 const char *task, size_t task_len);
+
+/* A task's status and whether its cancellation was requested, in one crossing. */
+typedef struct mcpwgo_task_state {
+    mcpw_result rc;
+    uint32_t status;
+    int cancel_requested;
+} mcpwgo_task_state;
+
+mcpwgo_task_state mcpwgo_tasks_state(const mcpw_tasks *tasks, const char *task, size_t task_len);
+
+typedef struct mcpwgo_served {
+    mcpw_result rc;
+    int served;
+} mcpwgo_served;
+
+mcpwgo_served mcpwgo_tasks_serve(mcpw_tasks *tasks, uint64_t now_ns, mcpw_conn *conn,
+                                 uint32_t id_kind, int64_t id_int, const char *id_str,
+                                 size_t id_len, const char *method, size_t method_len,
+                                 const char *params, size_t params_len);
+
+/* The next task event; its views are the table's until its next non-const call. */
+typedef struct mcpwgo_task_polled {
+    mcpw_result rc;
+    mcpw_task_event event;
+} mcpwgo_task_polled;
+
+mcpwgo_task_polled mcpwgo_tasks_poll_event(mcpw_tasks *tasks);
+
+mcpwgo_deadline mcpwgo_tasks_poll_timeout(const mcpw_tasks *tasks);
+
 /* A non-NULL pointer for text that is present but empty. */
 extern const char mcpwgo_empty[1];
 

@@ -2,7 +2,8 @@
 //! typed conversions of the caller's pointers.
 //!
 //! Every exported function runs its body through [`catch`] (usually by way of [`call`],
-//! [`with_ref`] or [`with_mut`]); every pointer from C goes through [`required`] (or
+//! [`with_ref`] or [`with_mut`], or [`with_mut_pair`] and [`with_mut_and_ref`] for a call on
+//! two handles); every pointer from C goes through [`required`] (or
 //! [`optional`]) before it is used; every pointer cast is one of the typed helpers below.
 
 use std::cell::Cell;
@@ -114,6 +115,78 @@ pub(crate) unsafe fn with_mut<H: Handle>(
     };
     // Safety: (caller) NULL or live; the body's borrow ended with the unwind.
     catch(|| unsafe { poison(handle.cast_const()) }, || code(run()))
+}
+
+/// Runs `body` on two handles of different kinds at once, for calls that may change both (a
+/// task table answering on a connection). Both are checked (NULL, poisoned) before `body`
+/// runs; a panic poisons both.
+///
+/// # Safety
+/// `a` and `b` are each NULL or a live handle of their type that no other thread is using.
+pub(crate) unsafe fn with_mut_pair<A: Handle, B: Handle>(
+    a: *mut A,
+    b: *mut B,
+    body: impl FnOnce(&mut A, &mut B) -> Outcome,
+) -> mcpw_result {
+    let run = || {
+        let (mut pa, mut pb) = (required_mut(a)?, required_mut(b)?);
+        if pa.cast::<u8>() == pb.cast::<u8>() {
+            // Two handles of different kinds are never one object; this is a caller's cast.
+            return Err(MCPW_ERR_INVALID_ARGUMENT);
+        }
+        // Safety: not NULL, distinct, and (caller) live and not in use elsewhere, so these are
+        // the only references to either during this call.
+        let (ha, hb) = unsafe { (pa.as_mut(), pb.as_mut()) };
+        if ha.poisoned().get() || hb.poisoned().get() {
+            return Err(MCPW_ERR_POISONED);
+        }
+        let outcome = body(ha, hb);
+        ha.after_call();
+        hb.after_call();
+        outcome
+    };
+    let on_panic = || {
+        // Safety: (caller) NULL or live; the body's borrows ended with the unwind.
+        unsafe { poison(b.cast_const()) };
+        // Safety: as above.
+        unsafe { poison(a.cast_const()) }
+    };
+    catch(on_panic, || code(run()))
+}
+
+/// [`with_mut_pair`] for a call that changes `a` and only reads `b` (a `const` second handle
+/// in C). A panic poisons both.
+///
+/// # Safety
+/// `a` and `b` are each NULL or a live handle of their type that no other thread is using.
+pub(crate) unsafe fn with_mut_and_ref<A: Handle, B: Handle>(
+    a: *mut A,
+    b: *const B,
+    body: impl FnOnce(&mut A, &B) -> Outcome,
+) -> mcpw_result {
+    let run = || {
+        let (mut pa, pb) = (required_mut(a)?, required(b)?);
+        if pa.cast::<u8>() == pb.cast::<u8>() {
+            // Two handles of different kinds are never one object; this is a caller's cast.
+            return Err(MCPW_ERR_INVALID_ARGUMENT);
+        }
+        // Safety: not NULL, distinct, and (caller) live and not in use elsewhere, so no other
+        // reference to `a` exists during this call and `b` is only read.
+        let (ha, hb) = unsafe { (pa.as_mut(), pb.as_ref()) };
+        if ha.poisoned().get() || hb.poisoned().get() {
+            return Err(MCPW_ERR_POISONED);
+        }
+        let outcome = body(ha, hb);
+        ha.after_call();
+        outcome
+    };
+    let on_panic = || {
+        // Safety: (caller) NULL or live; the body's borrows ended with the unwind.
+        unsafe { poison(b) };
+        // Safety: as above.
+        unsafe { poison(a.cast_const()) }
+    };
+    catch(on_panic, || code(run()))
 }
 
 /// Marks the handle poisoned after a panic inside a call on it.

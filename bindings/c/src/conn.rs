@@ -28,7 +28,7 @@ pub struct mcpw_conn {
     poisoned: Cell<bool>,
     /// The caller's inputs to the command under way, copied: they may point into views this
     /// handle lent, which die as soon as the engine is called.
-    staged: Vec<u8>,
+    pub(crate) staged: Vec<u8>,
     /// Decoded strings of the current event.
     texts: EventTexts,
 }
@@ -47,7 +47,7 @@ pub(crate) enum Slot {
 
 impl Slot {
     /// The connection, for commands and getters.
-    fn get(&self) -> Result<&Connection, mcpw_result> {
+    pub(crate) fn get(&self) -> Result<&Connection, mcpw_result> {
         match self {
             Slot::Owned(c) => Ok(c),
             // Safety: a view's pointer is set by its lender only while the connection lives
@@ -58,7 +58,7 @@ impl Slot {
     }
 
     /// [`get`](Self::get), mutably.
-    fn get_mut(&mut self) -> Result<&mut Connection, mcpw_result> {
+    pub(crate) fn get_mut(&mut self) -> Result<&mut Connection, mcpw_result> {
         match self {
             Slot::Owned(c) => Ok(c),
             // Safety: as in `get`; the C caller uses the view from one thread at a time, and
@@ -341,7 +341,7 @@ fn at(now_ns: u64) -> Timestamp {
 
 /// Copies the caller's inputs for one command into `buf` and returns views of the copies
 /// (`None` stays `None`).
-fn stage<'s, const N: usize>(
+pub(crate) fn stage<'s, const N: usize>(
     buf: &'s mut Vec<u8>,
     parts: [Option<&[u8]>; N],
 ) -> [Option<&'s [u8]>; N] {
@@ -362,7 +362,7 @@ fn stage<'s, const N: usize>(
 /// checked. The header promises that code for every command after `MCPW_EVENT_CLOSED`; the
 /// engine refuses them all too, but some with the reason it checks first (an id that is no
 /// longer in flight, an engine-owned method, an error code of the version).
-fn refuse_if_closed(conn: &Connection) -> Result<(), mcpw_result> {
+pub(crate) fn refuse_if_closed(conn: &Connection) -> Result<(), mcpw_result> {
     if conn.state() == State::Closed {
         return Err(MCPW_ERR_CLOSED);
     }

@@ -4,8 +4,9 @@
 //!
 //! The rules, stated once (the header's preamble repeats them for C readers):
 //!
-//! - Names are `mcpw_<object>_<verb>`. `mcpw_config` and `mcpw_conn` are opaque handles made
-//!   by `_new` and released by `_free`, which accepts NULL. A `const` handle argument means
+//! - Names are `mcpw_<object>_<verb>`. `mcpw_config`, `mcpw_conn`, the HTTP handles and
+//!   `mcpw_tasks` are opaque handles made by `_new` and released by `_free`, which accepts
+//!   NULL. A `const` handle argument means
 //!   the call does not change the handle.
 //! - Fallible functions return [`mcpw_result`]: codes grouped by range, never reused, turned
 //!   into text by [`mcpw_result_message`]. "Nothing to do" is `MCPW_OK` with an empty answer.
@@ -31,6 +32,7 @@ mod event;
 mod http;
 mod json;
 mod result;
+mod tasks;
 
 use std::ffi::c_char;
 
@@ -82,6 +84,13 @@ pub use http::{
 };
 pub use json::{mcpw_json_at, mcpw_json_get};
 pub use result::{mcpw_result, mcpw_result_message};
+pub use tasks::{
+    mcpw_conn_respond_task, mcpw_task_config, mcpw_task_config_default, mcpw_task_event,
+    mcpw_task_event_kind, mcpw_task_status, mcpw_tasks, mcpw_tasks_ask, mcpw_tasks_cancel,
+    mcpw_tasks_cancel_requested, mcpw_tasks_complete, mcpw_tasks_create, mcpw_tasks_fail,
+    mcpw_tasks_free, mcpw_tasks_handle_timeout, mcpw_tasks_new, mcpw_tasks_poll_event,
+    mcpw_tasks_poll_timeout, mcpw_tasks_serve, mcpw_tasks_set_message, mcpw_tasks_status,
+};
 
 // ---- JSON-RPC and MCP error codes, for mcpw_conn_respond_error and mcpw_event.code ---------
 

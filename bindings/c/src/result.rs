@@ -3,12 +3,13 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use mcpwire::conn::Error;
+use mcpwire::tasks::TaskError;
 
 /// What every fallible `mcpw_*` function returns.
 ///
 /// Codes are grouped in ranges and never reused: 0 is success; 100-199 reject the caller's
 /// arguments; 200-299 reject a configuration; 300-399 are commands the engine refused (the
-/// connection is unchanged); 900-999 concern the library itself. Gaps in each range are kept
+/// connection, or the task table, is unchanged); 900-999 concern the library itself. Gaps in each range are kept
 /// for codes added later, so test ranges with `>=` / `<` rather than listing codes.
 ///
 /// "Nothing to do" is never an error: a poll with nothing to report returns `MCPW_OK` with an
@@ -54,8 +55,8 @@ pub enum mcpw_result {
     /// 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
     /// versions, for example).
     MCPW_ERR_CONFIG_REFUSED = 200,
-    /// 300-399, commands the engine refused; the connection is unchanged. The connection
-    /// is closed.
+    /// 300-399, commands the engine refused; the connection (or, for the `mcpw_tasks_*`
+    /// calls, the task table) is unchanged. The connection is closed.
     MCPW_ERR_CLOSED = 300,
     /// `mcpw_conn_close` was called: no new requests or notifications.
     MCPW_ERR_CLOSING = 301,
@@ -98,6 +99,23 @@ pub enum mcpw_result {
     /// 2026-07-28: "input required" answers only `tools/call`, `prompts/get` and
     /// `resources/read`, and each input request needs a capability the request declared.
     MCPW_ERR_NOT_ELIGIBLE = 316,
+    /// Tasks (`mcpw_tasks`): the table holds `mcpw_task_config.max_tasks` tasks and none is
+    /// terminal, so no task was created. Answer the request without a task (or with an
+    /// error).
+    MCPW_ERR_TASKS_FULL = 317,
+    /// Tasks: no such task (never created, expired at its TTL, or dropped to make room).
+    MCPW_ERR_UNKNOWN_TASK = 318,
+    /// Tasks: the task is terminal (completed, failed or cancelled) and never changes again.
+    MCPW_ERR_TASK_TERMINAL = 319,
+    /// Tasks: this input-request key was used before in the task (keys are unique over a
+    /// task's life).
+    MCPW_ERR_TASK_KEY_REUSED = 320,
+    /// Tasks: the task has `mcpw_task_config.max_input_requests` input requests outstanding
+    /// already.
+    MCPW_ERR_TOO_MANY_INPUT_REQUESTS = 321,
+    /// Tasks: the JSON is not what the call takes (a result and an input request are
+    /// objects), or it is over `mcpw_task_config.max_payload`.
+    MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
     /// The engine refused the command for a reason this version of the C ABI has no code
     /// for yet.
     MCPW_ERR_COMMAND_REFUSED = 399,
@@ -113,7 +131,7 @@ use mcpw_result::*;
 
 impl mcpw_result {
     /// Every code, for tests and for `mcpw_result_message`.
-    pub(crate) const ALL: [mcpw_result; 35] = [
+    pub(crate) const ALL: [mcpw_result; 41] = [
         MCPW_OK,
         MCPW_ERR_NULL_ARGUMENT,
         MCPW_ERR_INVALID_UTF8,
@@ -146,6 +164,12 @@ impl mcpw_result {
         MCPW_ERR_NON_INCREASING_PROGRESS,
         MCPW_ERR_REQUEST_SCOPED,
         MCPW_ERR_NOT_ELIGIBLE,
+        MCPW_ERR_TASKS_FULL,
+        MCPW_ERR_UNKNOWN_TASK,
+        MCPW_ERR_TASK_TERMINAL,
+        MCPW_ERR_TASK_KEY_REUSED,
+        MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
+        MCPW_ERR_INVALID_TASK_PAYLOAD,
         MCPW_ERR_COMMAND_REFUSED,
         MCPW_ERR_PANIC,
         MCPW_ERR_POISONED,
@@ -188,6 +212,12 @@ impl mcpw_result {
             MCPW_ERR_NON_INCREASING_PROGRESS => c"progress must increase",
             MCPW_ERR_REQUEST_SCOPED => c"in the stateless era this must be tied to a request",
             MCPW_ERR_NOT_ELIGIBLE => c"input required is not allowed for this request",
+            MCPW_ERR_TASKS_FULL => c"the task table is full",
+            MCPW_ERR_UNKNOWN_TASK => c"no such task",
+            MCPW_ERR_TASK_TERMINAL => c"the task is terminal",
+            MCPW_ERR_TASK_KEY_REUSED => c"the input request key was used before in this task",
+            MCPW_ERR_TOO_MANY_INPUT_REQUESTS => c"too many input requests outstanding",
+            MCPW_ERR_INVALID_TASK_PAYLOAD => c"the JSON is not an object or is too large",
             MCPW_ERR_COMMAND_REFUSED => c"the engine refused the command",
             MCPW_ERR_PANIC => c"internal error: mcpwire panicked; the handle is poisoned",
             MCPW_ERR_POISONED => c"the handle is poisoned by an earlier internal error",
@@ -223,6 +253,23 @@ impl From<Error> for mcpw_result {
             Error::NonIncreasingProgress => MCPW_ERR_NON_INCREASING_PROGRESS,
             Error::RequestScoped => MCPW_ERR_REQUEST_SCOPED,
             Error::NotEligible => MCPW_ERR_NOT_ELIGIBLE,
+            _ => MCPW_ERR_COMMAND_REFUSED,
+        }
+    }
+}
+
+impl From<TaskError> for mcpw_result {
+    fn from(e: TaskError) -> Self {
+        // `TaskError` may grow like `Error`: a refusal without a code of its own yet is still a
+        // refusal.
+        #[allow(unreachable_patterns)]
+        match e {
+            TaskError::Full => MCPW_ERR_TASKS_FULL,
+            TaskError::UnknownTask => MCPW_ERR_UNKNOWN_TASK,
+            TaskError::Terminal => MCPW_ERR_TASK_TERMINAL,
+            TaskError::KeyReused => MCPW_ERR_TASK_KEY_REUSED,
+            TaskError::TooManyInputRequests => MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
+            TaskError::InvalidPayload => MCPW_ERR_INVALID_TASK_PAYLOAD,
             _ => MCPW_ERR_COMMAND_REFUSED,
         }
     }

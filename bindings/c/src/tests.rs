@@ -133,6 +133,81 @@ fn every_engine_error_has_its_own_code() {
 }
 
 #[test]
+fn every_task_error_has_its_own_code() {
+    use mcpwire::tasks::TaskError;
+    let errors = [
+        TaskError::Full,
+        TaskError::UnknownTask,
+        TaskError::Terminal,
+        TaskError::KeyReused,
+        TaskError::TooManyInputRequests,
+        TaskError::InvalidPayload,
+    ];
+    let codes: std::collections::HashSet<_> = errors
+        .iter()
+        .map(|e| mcpw_result::from(*e) as i32)
+        .collect();
+    assert_eq!(codes.len(), errors.len());
+    // Refusals that change nothing, like the engine's, and none shared with a connection's.
+    assert!(codes.iter().all(|c| (317..399).contains(c)), "{codes:?}");
+}
+
+/// A panic inside a call on two handles poisons both: neither is trusted afterwards.
+#[test]
+fn a_panic_in_a_call_on_two_handles_poisons_both() {
+    use super::boundary::{with_mut_and_ref, with_mut_pair};
+    let new = || Probe {
+        poisoned: Cell::new(false),
+        calls: 0,
+    };
+    let (mut a, mut b, c) = (new(), new(), new());
+    let (pa, pb): (*mut Probe, *mut Probe) = (&mut a, &mut b);
+    // Safety: the pointers are live `Probe`s used by nothing else during these calls, or NULL.
+    unsafe {
+        assert_eq!(
+            with_mut_pair(pa, pb, |x, y| {
+                x.calls += 1;
+                y.calls += 1;
+                Ok(())
+            }),
+            MCPW_OK
+        );
+        assert_eq!(
+            with_mut_pair(pa, ptr::null_mut::<Probe>(), |_, _| Ok(())),
+            MCPW_ERR_NULL_ARGUMENT
+        );
+        // The same object twice is refused before the body runs.
+        assert_eq!(
+            with_mut_pair(pa, pa, |_, _| Ok(())),
+            MCPW_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            with_mut_pair(pa, pb, |_, _| -> Result<(), mcpw_result> {
+                panic!("boom (expected by this test)")
+            }),
+            MCPW_ERR_PANIC
+        );
+        assert_eq!(with_mut(pa, |_| Ok(())), MCPW_ERR_POISONED);
+        assert_eq!(with_ref(pb, |_| Ok(())), MCPW_ERR_POISONED);
+        let (mut d, pc): (Probe, *const Probe) = (new(), &c);
+        let pd: *mut Probe = &mut d;
+        assert_eq!(
+            with_mut_and_ref(pd, pc, |_, _| -> Result<(), mcpw_result> {
+                panic!("boom (expected by this test)")
+            }),
+            MCPW_ERR_PANIC
+        );
+        assert_eq!(with_mut(pd, |_| Ok(())), MCPW_ERR_POISONED);
+        assert_eq!(with_ref(pc, |_| Ok(())), MCPW_ERR_POISONED);
+        // A poisoned second handle refuses the call too.
+        let mut e = new();
+        let pe: *mut Probe = &mut e;
+        assert_eq!(with_mut_and_ref(pe, pc, |_, _| Ok(())), MCPW_ERR_POISONED);
+    }
+    assert_eq!((a.calls, b.calls), (1, 1));
+}
+
+#[test]
 fn the_version_matches_the_crate() {
     // Safety: a static NUL-terminated string.
     let v = unsafe { CStr::from_ptr(mcpw_version()) };

@@ -1,0 +1,405 @@
+package mcpwire
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// TaskConfig bounds a Tasks table; nil or the zero value means the defaults.
+type TaskConfig struct {
+	// MaxTasks is how many tasks the table keeps at once; at the cap, Create drops the oldest
+	// terminal task, or fails with ErrTasksFull when none is terminal. 0: 1024.
+	MaxTasks int
+	// TTL is how long a task lives from its creation (the ttlMs clients see), rounded up to
+	// milliseconds. 0: one hour; negative: no limit (then only MaxTasks bounds the table).
+	TTL time.Duration
+	// PollInterval is the polling interval suggested to clients (pollIntervalMs), rounded up
+	// to milliseconds. 0: one second.
+	PollInterval time.Duration
+	// MaxInputRequests bounds the input requests a task has outstanding at once (Ask).
+	// 0: 16.
+	MaxInputRequests int
+	// MaxPayload is the largest result, error or input request a task keeps, in bytes of
+	// JSON. 0: 1 MiB.
+	MaxPayload int
+}
+
+// TaskStatus is where a task is. The last three are terminal: a task in them never changes
+// again.
+type TaskStatus int
+
+// The task statuses.
+const (
+	TaskWorking       TaskStatus = C.MCPW_TASK_STATUS_WORKING        // the work is going on
+	TaskInputRequired TaskStatus = C.MCPW_TASK_STATUS_INPUT_REQUIRED // it waits for the client's answers (Ask)
+	TaskCompleted     TaskStatus = C.MCPW_TASK_STATUS_COMPLETED      // it finished with a result (Complete)
+	TaskFailed        TaskStatus = C.MCPW_TASK_STATUS_FAILED         // it failed with a JSON-RPC error (Fail)
+	TaskCancelled     TaskStatus = C.MCPW_TASK_STATUS_CANCELLED      // it was cancelled (Cancel)
+	TaskStatusOther   TaskStatus = C.MCPW_TASK_STATUS_OTHER          // a status this version has no name for
+)
+
+var taskStatusNames = map[TaskStatus]string{
+	TaskWorking: "working", TaskInputRequired: "input_required", TaskCompleted: "completed",
+	TaskFailed: "failed", TaskCancelled: "cancelled", TaskStatusOther: "other",
+}
+
+// String is the status's wire name ("input_required").
+func (s TaskStatus) String() string { return enumName(taskStatusNames, s, "task-status") }
+
+// IsTerminal reports whether the status is final (completed, failed or cancelled).
+func (s TaskStatus) IsTerminal() bool {
+	return s == TaskCompleted || s == TaskFailed || s == TaskCancelled
+}
+
+// TaskEventKind says what a TaskEvent reports.
+type TaskEventKind int
+
+// The task event kinds.
+const (
+	// TaskEventInput: the client answered the input request Key of Task (tasks/update) with
+	// Response. Once every outstanding request is answered the task is working again.
+	TaskEventInput TaskEventKind = C.MCPW_TASK_EVENT_INPUT
+	// TaskEventCancelRequested: the client asked to cancel Task (tasks/cancel). Cancellation
+	// is cooperative: call Cancel once the work stopped, or finish the task normally.
+	TaskEventCancelRequested TaskEventKind = C.MCPW_TASK_EVENT_CANCEL_REQUESTED
+	// TaskEventExpired: Task reached its TTL and was deleted; stop any work left for it.
+	TaskEventExpired TaskEventKind = C.MCPW_TASK_EVENT_EXPIRED
+	// TaskEventOther: something this version has no kind for; ignore it.
+	TaskEventOther TaskEventKind = C.MCPW_TASK_EVENT_OTHER
+)
+
+var taskEventNames = map[TaskEventKind]string{
+	TaskEventInput: "input", TaskEventCancelRequested: "cancel-requested",
+	TaskEventExpired: "expired", TaskEventOther: "other",
+}
+
+// String names the kind ("cancel-requested").
+func (k TaskEventKind) String() string { return enumName(taskEventNames, k, "task-event") }
+
+// TaskEvent is what the client did to a task (or its expiry), from Tasks.PollEvent. It owns
+// its data.
+type TaskEvent struct {
+	Kind TaskEventKind
+	// Task is the task's id.
+	Task string
+	// Key is the input request's key, as given to Ask (TaskEventInput).
+	Key string
+	// Response is the client's answer, raw JSON (TaskEventInput): an elicitation or sampling
+	// result, for example.
+	Response json.RawMessage
+}
+
+// Tasks is a server's task table for the tasks extension of 2026-07-28
+// (io.modelcontextprotocol/tasks, SEP-2663): a long tools/call is answered at once with a
+// task handle, and the client polls tasks/get until the task is terminal, answers its input
+// requests with tasks/update, or cancels it with tasks/cancel.
+//
+// The table stands apart from any Conn because a task outlives the request that created it
+// (over HTTP each 2026-07-28 request has a connection of its own): keep one per server. The
+// flow:
+//
+//  1. On a tools/call whose request declared the extension (CapTasksExtension in
+//     Conn.RequestContext), Create a task and Respond with it.
+//  2. Hand every request to Serve before your own dispatch: it answers tasks/get,
+//     tasks/update and tasks/cancel, and says false for anything else.
+//  3. As the work goes on: Ask for input (answers come as TaskEventInput from PollEvent),
+//     SetMessage for progress, then Complete, Fail or Cancel.
+//  4. Drain PollEvent after Serve and HandleTimeout; call HandleTimeout at PollTimeout.
+//
+// Unlike a Conn, a Tasks is safe for concurrent use (work finishing on other goroutines);
+// the Conn given to Respond and Serve must still be used by one goroutine at a time. Close
+// frees it; a finalizer calls Close for a table that becomes unreachable without it.
+type Tasks struct {
+	mu     sync.Mutex
+	ptr    *C.mcpw_tasks
+	origin time.Time
+	lastNs uint64
+}
+
+// NewTasks creates an empty table with cfg (nil for the defaults). now and unixMs are the
+// same instant, on the clock of every later now given to the table (time.Now() readings,
+// or simulated times) and on the wall clock in milliseconds since 1970
+// (now.UnixMilli() for a real clock): the times a task carries (createdAt, lastUpdatedAt)
+// are counted from them. A negative field (or unixMs) is ErrInvalidArgument.
+func NewTasks(cfg *TaskConfig, now time.Time, unixMs int64) (*Tasks, error) {
+	var c TaskConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.MaxTasks < 0 || c.MaxInputRequests < 0 || c.MaxPayload < 0 || c.PollInterval < 0 || unixMs < 0 {
+		return nil, &ResultError{Op: "new tasks", Code: CodeInvalidArgument}
+	}
+	hasTTL, ttl := 0, uint64(0)
+	if c.TTL != 0 {
+		hasTTL, ttl = 1, millisCeil(c.TTL) // negative: 0, no limit
+	}
+	made := C.mcpwgo_tasks_new(0, C.uint64_t(unixMs), C.size_t(c.MaxTasks), C.int(hasTTL),
+		C.uint64_t(ttl), C.uint64_t(millisCeil(c.PollInterval)), C.size_t(c.MaxInputRequests),
+		C.size_t(c.MaxPayload))
+	if err := check("new tasks", made.rc); err != nil {
+		return nil, err
+	}
+	t := &Tasks{ptr: made.tasks, origin: now}
+	runtime.SetFinalizer(t, (*Tasks).Close)
+	return t, nil
+}
+
+// Close frees the table and every task in it (clients polling them then get "task not
+// found" from whoever answers). Calling it again does nothing; every other method returns
+// ErrFreed afterwards. It always returns nil.
+func (t *Tasks) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return nil
+	}
+	C.mcpw_tasks_free(t.ptr)
+	t.ptr = nil
+	runtime.SetFinalizer(t, nil)
+	return nil
+}
+
+// ns turns now into the table's clock: nanoseconds since NewTasks, never going backwards.
+// The caller holds t.mu.
+func (t *Tasks) ns(now time.Time) C.uint64_t {
+	if d := now.Sub(t.origin); d > 0 && uint64(d) > t.lastNs {
+		t.lastNs = uint64(d)
+	}
+	return C.uint64_t(t.lastNs)
+}
+
+// Create makes a working task and returns its id: 128 bits from getrandom(2) (task ids are
+// bearer handles), as 32 hex digits. It is visible to tasks/get at once; answer the request
+// with Respond. At MaxTasks with no terminal task to drop, it fails with ErrTasksFull:
+// answer the request without a task then.
+func (t *Tasks) Create(now time.Time) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return "", ErrFreed
+	}
+	v := C.mcpwgo_tasks_create(t.ptr, t.ns(now))
+	runtime.KeepAlive(t)
+	if err := check("create task", v.rc); err != nil {
+		return "", err
+	}
+	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
+}
+
+// Respond answers the peer's tools/call id on conn with the handle of task (its
+// CreateTaskResult: resultType "task", the task's id, status and times). It fails with
+// ErrNotNegotiated when the request did not declare the extension (answer it normally then,
+// and Cancel the task), ErrNotEligible for any other method, ErrNotInVersion outside
+// 2026-07-28, ErrUnknownRequest for an id not in flight and ErrUnknownTask for an unknown
+// task; nothing changes then.
+func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
+	if conn == nil {
+		return &ResultError{Op: "respond task", Code: CodeNullArgument}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil || conn.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpwgo_tasks_respond(conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), t.ptr, cString(task), C.size_t(len(task)))
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(conn)
+	return check("respond task", rc)
+}
+
+// Serve answers the peer's request id on conn when method is a tasks method of the
+// extension: tasks/get with the task (its input requests, result or error by status),
+// tasks/update and tasks/cancel with an empty acknowledgement (their effects come from
+// PollEvent), an unknown task with -32602. It reports false, answering nothing, for any
+// other method: answer that one yourself. params is the request's params (nil when absent).
+// Drain PollEvent afterwards.
+func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params json.RawMessage) (bool, error) {
+	if conn == nil {
+		return false, &ResultError{Op: "serve tasks", Code: CodeNullArgument}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil || conn.ptr == nil {
+		return false, ErrFreed
+	}
+	r := C.mcpwgo_tasks_serve(t.ptr, t.ns(now), conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
+		cString(id.wire), C.size_t(len(id.wire)), cString(method), C.size_t(len(method)),
+		cBytes(params), C.size_t(len(params)))
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(conn)
+	if err := check("serve tasks", r.rc); err != nil {
+		return false, err
+	}
+	return r.served != 0, nil
+}
+
+// Status is the task's status; ErrUnknownTask for a task never created, expired or dropped.
+func (t *Tasks) Status(task string) (TaskStatus, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return 0, ErrFreed
+	}
+	s := C.mcpwgo_tasks_state(t.ptr, cString(task), C.size_t(len(task)))
+	runtime.KeepAlive(t)
+	if err := check("task status", s.rc); err != nil {
+		return 0, err
+	}
+	return TaskStatus(s.status), nil
+}
+
+// CancelRequested reports whether the client asked to cancel the task (it stays asked until
+// the task ends); false for an unknown task. Long work can check it between steps.
+func (t *Tasks) CancelRequested(task string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return false
+	}
+	s := C.mcpwgo_tasks_state(t.ptr, cString(task), C.size_t(len(task)))
+	runtime.KeepAlive(t)
+	return s.rc == C.MCPW_OK && s.cancel_requested != 0
+}
+
+// SetMessage sets the task's statusMessage (a progress description, say); "" clears it.
+// ErrUnknownTask for an unknown task, ErrTaskTerminal for a terminal one.
+func (t *Tasks) SetMessage(now time.Time, task, message string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_set_message(t.ptr, t.ns(now), cString(task), C.size_t(len(task)),
+		cString(message), C.size_t(len(message)))
+	runtime.KeepAlive(t)
+	return check("set task message", rc)
+}
+
+// Ask asks the client for input: request (a JSON object such as
+// {"method":"elicitation/create","params":{...}}) goes out under key in the task's
+// inputRequests, and the task is input_required until every outstanding request has its
+// answer (TaskEventInput). A key is used once in a task's life (ErrTaskKeyReused); at
+// MaxInputRequests outstanding, ErrTooManyInputRequests; a request that is not an object or
+// is over MaxPayload, ErrInvalidTaskPayload.
+func (t *Tasks) Ask(now time.Time, task, key string, request json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_ask(t.ptr, t.ns(now), cString(task), C.size_t(len(task)), cString(key),
+		C.size_t(len(key)), cBytes(request), C.size_t(len(request)))
+	runtime.KeepAlive(t)
+	return check("ask", rc)
+}
+
+// Complete finishes the task with result (a JSON object: what the request would have
+// returned, a CallToolResult with isError true included). Outstanding input requests are
+// dropped. ErrTaskTerminal once the task is terminal; ErrInvalidTaskPayload for a result
+// that is not an object or is over MaxPayload.
+func (t *Tasks) Complete(now time.Time, task string, result json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_complete(t.ptr, t.ns(now), cString(task), C.size_t(len(task)),
+		cBytes(result), C.size_t(len(result)))
+	runtime.KeepAlive(t)
+	return check("complete task", rc)
+}
+
+// Fail finishes the task with a JSON-RPC error: code, message and data (any JSON value, or
+// nil for none). For a protocol-level fault; a tool that ran and reported an error
+// Completes with isError true instead.
+func (t *Tasks) Fail(now time.Time, task string, code int64, message string, data json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_fail(t.ptr, t.ns(now), cString(task), C.size_t(len(task)), C.int64_t(code),
+		cString(message), C.size_t(len(message)), cBytes(data), C.size_t(len(data)))
+	runtime.KeepAlive(t)
+	return check("fail task", rc)
+}
+
+// Cancel ends the task as cancelled: the work stopped, after TaskEventCancelRequested or for
+// the server's own reasons.
+func (t *Tasks) Cancel(now time.Time, task string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_cancel(t.ptr, t.ns(now), cString(task), C.size_t(len(task)))
+	runtime.KeepAlive(t)
+	return check("cancel task", rc)
+}
+
+// PollEvent returns the next thing the client did to a task (or a task's expiry), oldest
+// first, and false when there is none. Call it until false after Serve and HandleTimeout.
+func (t *Tasks) PollEvent() (TaskEvent, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return TaskEvent{}, false
+	}
+	p := C.mcpwgo_tasks_poll_event(t.ptr)
+	defer runtime.KeepAlive(t)
+	if p.rc != C.MCPW_OK || p.event.kind == C.MCPW_TASK_EVENT_NONE {
+		return TaskEvent{}, false
+	}
+	// The views are the table's until its next call: copy them now.
+	ev := TaskEvent{Kind: TaskEventKind(p.event.kind), Task: copyStr(p.event.task), Key: copyStr(p.event.key)}
+	if p.event.response.ptr != nil {
+		ev.Response = json.RawMessage(C.GoBytes(unsafe.Pointer(p.event.response.ptr), C.int(p.event.response.len)))
+	}
+	return ev, true
+}
+
+// PollTimeout is when the next task expires, and false when none can (no tasks, or no TTL):
+// call HandleTimeout then. Re-arm the timer after Create and after every HandleTimeout.
+func (t *Tasks) PollTimeout() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return time.Time{}, false
+	}
+	d := C.mcpwgo_tasks_poll_timeout(t.ptr)
+	runtime.KeepAlive(t)
+	if d.rc != C.MCPW_OK || d.has == 0 {
+		return time.Time{}, false
+	}
+	return t.origin.Add(time.Duration(d.at_ns)), true
+}
+
+// HandleTimeout deletes every task whose TTL ran out by now; one that was not terminal yet
+// also gets a TaskEventExpired, so drain PollEvent next. Calling it early does nothing.
+func (t *Tasks) HandleTimeout(now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_handle_timeout(t.ptr, t.ns(now))
+	runtime.KeepAlive(t)
+	return check("handle task timeout", rc)
+}
+
+// copyStr copies a view the library lent ("" when absent).
+func copyStr(s C.mcpw_str) string {
+	if s.ptr == nil {
+		return ""
+	}
+	return C.GoStringN(s.ptr, C.int(s.len))
+}
