@@ -1798,11 +1798,12 @@ fn a_delete_on_one_replica_ends_the_session_on_every_replica() {
     let stores = Replicated::default();
     let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
     let sid = open_session(&mut a);
-    let (stream, _, _) = post_request(
+    let (stream, key, id) = post_request(
         &mut a,
         &sid,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
     );
+    log_on(&mut a, key, &id, "\"working\"");
     let _ = read_stream(&mut a, stream, &mut StreamReader::new());
     assert!(stores.stored_events() > 0);
     assert_eq!(
@@ -1830,11 +1831,12 @@ fn a_replica_letting_an_idle_copy_expire_leaves_the_shared_session_alone() {
     let stores = Replicated::default();
     let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
     let sid = open_session(&mut a);
-    let (stream, _, _) = post_request(
+    let (stream, key, id) = post_request(
         &mut a,
         &sid,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
     );
+    log_on(&mut a, key, &id, "\"working\"");
     let mut reader = StreamReader::new();
     let _ = read_stream(&mut a, stream, &mut reader);
     a.stream_closed(T0, stream);
@@ -1921,4 +1923,61 @@ fn tasks_requests_carry_the_task_id_in_mcp_name() {
             assert_eq!(json_body(&r)["error"]["code"], -32020);
         }
     }
+}
+
+/// The application logs on the stream of request `id`.
+fn log_on(s: &mut HttpServer, key: ConnKey, id: &mcpwire::jsonrpc::OwnedId, data: &str) {
+    s.connection(key)
+        .unwrap()
+        .log(
+            id.as_id(),
+            mcpwire::mcp::LogLevel::Info,
+            None,
+            RawJson::new(data).unwrap(),
+        )
+        .unwrap();
+    s.pump();
+}
+
+#[test]
+fn an_answer_given_as_json_costs_no_event_store_write() {
+    // Only streams that are really SSE are stored: an immediate answer never is resumed.
+    let stores = Replicated::default();
+    let mut a = replica(&stores, 1);
+    let sid = open_session(&mut a);
+    assert_eq!(
+        stores.stored_events(),
+        0,
+        "the initialize answer was a JSON body"
+    );
+    let r = send(
+        &mut a,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    );
+    assert!(matches!(r.body, Body::Complete(..)), "{r:?}");
+    assert_eq!(stores.stored_events(), 0);
+    // A streamed one is stored, once the host drains it (before it sees the bytes).
+    let (stream, key, id) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    log_on(&mut a, key, &id, "\"one\"");
+    assert_eq!(stores.stored_events(), 0, "still held back");
+    let mut reader = StreamReader::new();
+    let (seen, _) = read_stream(&mut a, stream, &mut reader);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        stores.stored_events(),
+        1,
+        "stored before the host had the bytes"
+    );
+    log_on(&mut a, key, &id, "\"two\"");
+    assert_eq!(
+        stores.stored_events(),
+        2,
+        "later events go straight to the store"
+    );
 }

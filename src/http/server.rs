@@ -244,6 +244,11 @@ struct Stream {
     frames: Vec<Vec<u8>>,
     /// Whether `frames` is still recorded.
     record: bool,
+    /// Events not yet in the event store: while the answer may still become a plain JSON body
+    /// (`record`), its events are kept here, and stored only once the stream is certain to be
+    /// SSE (the host drains it, or its client goes away): an answer given as JSON never costs
+    /// a store round trip. Nobody has seen these bytes yet, so nothing seen is unstored.
+    unstored: Vec<(u64, Vec<u8>)>,
     /// The host's client went away while requests were still awaited (handshake era): the
     /// stream lives on without bytes (its events are in the session's store) until a
     /// `Last-Event-ID` GET takes it over or its last answer is written.
@@ -411,6 +416,7 @@ impl HttpServer {
                 standalone,
                 frames: Vec::new(),
                 record: true,
+                unstored: Vec::new(),
                 detached: false,
                 closing_for_polling: false,
             },
@@ -1057,6 +1063,7 @@ impl HttpServer {
                             standalone: resumes_standalone,
                             frames: Vec::new(),
                             record: false,
+                            unstored: Vec::new(),
                             detached: false,
                             closing_for_polling: false,
                         },
@@ -1217,6 +1224,14 @@ impl HttpServer {
         // Its answer can no longer be a plain JSON body.
         s.record = false;
         s.frames = Vec::new();
+        let stream = self
+            .streams
+            .iter()
+            .find(|(_, s)| s.conn == key && s.closing_for_polling && s.awaiting.contains(&id))
+            .map(|(k, _)| *k);
+        if let Some(stream) = stream {
+            self.store_unstored(stream);
+        }
         true
     }
 
@@ -1331,7 +1346,9 @@ impl HttpServer {
         if s.record {
             s.record = false;
             s.frames = Vec::new();
+            self.store_unstored(stream);
         }
+        let s = self.streams.get(&stream)?;
         Some(StreamOutput {
             bytes: &s.buf[s.read..],
             finished: s.done || s.closing_for_polling,
@@ -1365,6 +1382,8 @@ impl HttpServer {
     /// The client went away from a stream. In the stateless era that cancels the request;
     /// in a session the stream's events stay in the store for resumption.
     pub fn stream_closed(&mut self, now: Timestamp, stream: HttpStreamId) {
+        // What it carried must be resumable from the store.
+        self.store_unstored(stream);
         let Some(s) = self.streams.remove(&stream) else {
             return;
         };
@@ -1411,6 +1430,7 @@ impl HttpServer {
                         read: 0,
                         frames: Vec::new(),
                         record: false,
+                        unstored: Vec::new(),
                         detached: true,
                         closing_for_polling: false,
                         ..s
@@ -1457,6 +1477,23 @@ impl HttpServer {
             status,
             headers,
             body: Body::Complete("application/json", frame),
+        }
+    }
+
+    /// Moves a stream's held-back events into the event store, in order.
+    fn store_unstored(&mut self, stream: HttpStreamId) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if s.unstored.is_empty() {
+            return;
+        }
+        let unstored = std::mem::take(&mut s.unstored);
+        let Some(session) = self.conns.get(&s.conn.0).and_then(|c| c.session.as_deref()) else {
+            return;
+        };
+        for (event, bytes) in &unstored {
+            self.events.append(session, stream, *event, bytes);
         }
     }
 
@@ -1618,7 +1655,10 @@ fn route_frame(
     let id_text = format!("{}-{event_id}", stream.0);
     sse::write_event(&mut bytes, Some(&id_text), None, &text);
     if let Some(session) = session {
-        events.append(session, stream, event_id, &bytes);
+        match streams.get_mut(&stream) {
+            Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
+            _ => events.append(session, stream, event_id, &bytes),
+        }
     }
     // Which request this message answers (a batch answers all of them).
     let (answered, batch) = match decoder.decode(frame) {
