@@ -1981,3 +1981,51 @@ fn an_answer_given_as_json_costs_no_event_store_write() {
         "later events go straight to the store"
     );
 }
+
+#[test]
+fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_seen() {
+    let stores = Replicated::default();
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(stores.clone()));
+    config.sessions = Some(Box::new(stores.clone()));
+    config.first_stream_id = 1 << 48;
+    config.shared_touch_interval = std::time::Duration::from_secs(1);
+    let mut a = HttpServer::new(config);
+    let mut b = replica(&stores, 2);
+    let sid = open_session(&mut a);
+    let ping = |s: &mut HttpServer, ms: u64, id: u64| {
+        send_at(
+            s,
+            Timestamp::from_millis(ms),
+            "POST",
+            &[("Mcp-Session-Id", &sid)],
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+        )
+        .status
+    };
+    let before = stores.touches();
+    for i in 0..10 {
+        assert_eq!(ping(&mut a, 100 + i * 50, i), 200);
+    }
+    assert_eq!(
+        stores.touches(),
+        before,
+        "within the interval: no round trip"
+    );
+    assert_eq!(ping(&mut a, 1100, 20), 200);
+    assert_eq!(stores.touches(), before + 1, "one per interval");
+    // Deleted through B: A serves on until its next touch, then answers 404.
+    assert_eq!(
+        send_at(
+            &mut b,
+            Timestamp::from_millis(1200),
+            "DELETE",
+            &[("Mcp-Session-Id", &sid)],
+            ""
+        )
+        .status,
+        200
+    );
+    assert_eq!(ping(&mut a, 1300, 21), 200, "not seen yet");
+    assert_eq!(ping(&mut a, 2200, 22), 404, "seen within the interval");
+}

@@ -168,6 +168,12 @@ pub struct HttpServerConfig {
     /// ids and key the shared [`EventStore`], so servers sharing one must draw from disjoint
     /// ranges: give replica `n` a start of, say, `n << 48`.
     pub first_stream_id: u64,
+    /// With a shared [`SessionStore`]: the longest a replica goes without touching a session
+    /// it serves (default zero: every request touches it). Each touch is a round trip to the
+    /// store; with an interval, a session busy on this replica costs one per interval, and a
+    /// DELETE made on another replica is noticed here within it (until then this replica
+    /// still serves the session). Keep it well under the store's expiry.
+    pub shared_touch_interval: Duration,
     /// The `retry` (ms) sent in priming events. Default 1000.
     pub retry_ms: u64,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
@@ -221,6 +227,7 @@ impl HttpServerConfig {
             events: None,
             sessions: None,
             first_stream_id: 1,
+            shared_touch_interval: Duration::ZERO,
             retry_ms: 1000,
             check_origin: Box::new(loopback_only),
         }
@@ -696,6 +703,15 @@ impl HttpServer {
             return local.ok_or_else(not_found);
         };
         if let Some(key) = local {
+            let interval = self.config.shared_touch_interval;
+            if !interval.is_zero()
+                && self
+                    .conns
+                    .get(&key)
+                    .is_some_and(|c| now < c.shared_touched.after(interval))
+            {
+                return Ok(key);
+            }
             if shared.touch(sid) {
                 if let Some(c) = self.conns.get_mut(&key) {
                     c.shared_touched = now;

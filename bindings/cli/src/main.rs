@@ -26,7 +26,8 @@ USAGE
   mcpwire serve --http ADDR          the demo server over Streamable HTTP on ADDR (port 0: any);
                                      prints the URL it serves once bound
       [--redis URL --replica N]      one of several replicas sharing sessions and resumable
-                                     streams through Redis (each with its own N)
+      [--touch-interval MS]          streams through Redis (each with its own N); touch a
+                                     session in Redis at most every MS (default: each request)
   mcpwire tap --log FILE -- CMD...   relay stdio to CMD unchanged, logging the session as JSONL
   mcpwire help                       this text
 
@@ -130,6 +131,7 @@ fn serve_command(args: &[String]) -> i32 {
     let mut http = None;
     let mut redis = None;
     let mut replica = None;
+    let mut touch = None;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -151,6 +153,13 @@ fn serve_command(args: &[String]) -> i32 {
                 redis = Some(url.clone());
                 i += 2;
             }
+            "--touch-interval" => {
+                let Some(ms) = args.get(i + 1).and_then(|n| n.parse::<u64>().ok()) else {
+                    return usage("--touch-interval needs milliseconds");
+                };
+                touch = Some(ms);
+                i += 2;
+            }
             "--replica" => {
                 let Some(n) = args.get(i + 1).and_then(|n| n.parse::<u16>().ok()) else {
                     return usage("--replica needs a number from 0 to 65535");
@@ -162,9 +171,13 @@ fn serve_command(args: &[String]) -> i32 {
         }
     }
     let scale_out = match (redis, replica) {
-        (Some(url), Some(replica)) => Some(serve::ScaleOut { url, replica }),
-        (None, None) => None,
-        _ => return usage("--redis and --replica go together"),
+        (Some(url), Some(replica)) => Some(serve::ScaleOut {
+            url,
+            replica,
+            touch_interval: std::time::Duration::from_millis(touch.unwrap_or(0)),
+        }),
+        (None, None) if touch.is_none() => None,
+        _ => return usage("--redis and --replica go together (and --touch-interval with them)"),
     };
     match http {
         Some(addr) => serve::run_http(&addr, legacy, scale_out),

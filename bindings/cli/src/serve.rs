@@ -487,6 +487,7 @@ impl Application for HttpDemo {
 pub struct ScaleOut {
     pub url: String,
     pub replica: u16,
+    pub touch_interval: Duration,
 }
 
 impl ScaleOut {
@@ -503,6 +504,7 @@ impl ScaleOut {
         config.events = Some(Box::new(events));
         config.sessions = Some(Box::new(sessions));
         config.first_stream_id = (u64::from(self.replica) << 48) | 1;
+        config.shared_touch_interval = self.touch_interval;
         Ok(health)
     }
 }

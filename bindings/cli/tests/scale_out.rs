@@ -53,11 +53,18 @@ fn redis() -> (Reaped, u16) {
 }
 
 /// Replica `n` of the demo server, sharing the Redis on `redis_port`; returns its address.
+/// Replica 3 touches sessions in Redis at most every half second.
 fn replica(n: u16, redis_port: u16) -> (Reaped, String) {
+    let touch: &[&str] = if n == 3 {
+        &["--touch-interval", "500"]
+    } else {
+        &[]
+    };
     let mut child = Command::new(BIN)
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
         .args(["--replica", &n.to_string()])
+        .args(touch)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
