@@ -261,6 +261,22 @@
 #define MCPW_CAP_TASKS_EXTENSION (1 << 22)
 
 /**
+ * Capability flag: server, 2025-11-25, `tasks.requests.tools.call` (`tools/call` may be
+ * task-augmented).
+ */
+#define MCPW_CAP_TASKS_TOOLS_CALL (1 << 23)
+
+/**
+ * Capability flag: client, 2025-11-25, `tasks.requests.sampling.createMessage`.
+ */
+#define MCPW_CAP_TASKS_SAMPLING (1 << 24)
+
+/**
+ * Capability flag: client, 2025-11-25, `tasks.requests.elicitation.create`.
+ */
+#define MCPW_CAP_TASKS_ELICITATION (1 << 25)
+
+/**
  * What every fallible `mcpw_*` function returns.
  *
  * Codes are grouped in ranges and never reused: 0 is success; 100-199 reject the caller's
@@ -501,6 +517,14 @@ typedef enum mcpw_event_kind {
      */
     MCPW_EVENT_PEER_CANCELLED = 22,
     /**
+     * From the peer, 2025-11-25: the out-of-band interaction of a URL-mode elicitation we
+     * know of (from an `elicitation/create` in URL mode, or `MCPW_EVENT_URL_ELICITATION_REQUIRED`)
+     * finished. Fields: `message`, the `elicitationId` (decoded text). Once per elicitation id;
+     * completions of unknown or already-completed ids are dropped
+     * (`mcpw_stats.ignored_elicitation_completions`).
+     */
+    MCPW_EVENT_ELICITATION_COMPLETE = 23,
+    /**
      * Our request: its result. Fields: `request`, `result`. Ends the request.
      */
     MCPW_EVENT_RESPONSE = 40,
@@ -544,6 +568,22 @@ typedef enum mcpw_event_kind {
      * (what went wrong, in English). Ends the request.
      */
     MCPW_EVENT_FAILED = 47,
+    /**
+     * Our request: the server answered it with a task handle instead of its result (2026-07-28
+     * with the tasks extension declared, or a 2025-11-25 task-augmented request). Fields:
+     * `request`, `result` (the `CreateTaskResult`, raw JSON: `{"resultType":"task","taskId":…}`
+     * in 2026-07-28, `{"task":{"taskId":…}}` in 2025-11-25). Poll `tasks/get` with the task's
+     * id (in 2025-11-25, `tasks/result` waits for its end). Ends the request.
+     */
+    MCPW_EVENT_TASK_CREATED = 48,
+    /**
+     * Our request, 2025-11-25: the server answered -32042, it needs the user to complete
+     * URL-mode elicitations first. Fields: `request`, `data` (the `elicitations` array, raw
+     * JSON: objects with `mode` `"url"`, `elicitationId`, `url` and `message`, checked). Show
+     * each URL to the user (open it only with their consent), then send the request again;
+     * each end may come as `MCPW_EVENT_ELICITATION_COMPLETE`. Ends the request.
+     */
+    MCPW_EVENT_URL_ELICITATION_REQUIRED = 49,
     /**
      * The peer broke a rule; the engine already answered as the spec says. Fields:
      * `violation`, `decode_reason` (for `MCPW_VIOLATION_PARSE` and
@@ -1639,6 +1679,54 @@ typedef struct mcpw_task_event {
     struct mcpw_str response;
 } mcpw_task_event;
 
+/**
+ * A 2025-11-25 `tasks/result` request that can be answered now (its task ended or
+ * expired), filled in by `mcpw_tasks_poll_result`.
+ *
+ * When `ready` is false every other field is empty. The views point into memory owned by the
+ * task table and stay valid until the next call that takes the table non-`const`. Answer the
+ * request with `mcpw_tasks_write_result` on the connection of `owner`, or yourself from the
+ * fields (`mcpw_conn_respond` with `result`, or `mcpw_conn_respond_error` with `code`,
+ * `message` and `data`).
+ */
+typedef struct mcpw_task_result {
+    /**
+     * Whether there was a result to answer; false when the queue is empty (stop polling).
+     */
+    bool ready;
+    /**
+     * Whose task it was: the `owner` given to `mcpw_tasks_create_legacy` (pick the
+     * connection or session to answer on by it).
+     */
+    uint64_t owner;
+    /**
+     * The waiting `tasks/result` request's id.
+     */
+    struct mcpw_id id;
+    /**
+     * Whether the answer is a JSON-RPC error (`code`, `message`, `data`) rather than
+     * `result`.
+     */
+    bool is_error;
+    /**
+     * The result, raw JSON text: what the task's request would have returned, with the
+     * related-task `_meta` (when not `is_error`).
+     */
+    struct mcpw_str result;
+    /**
+     * The error code (when `is_error`).
+     */
+    int64_t code;
+    /**
+     * The error message, text (when `is_error`).
+     */
+    struct mcpw_str message;
+    /**
+     * The error data, raw JSON text, or absent (when `is_error`).
+     */
+    struct mcpw_str data;
+} mcpw_task_result;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -2034,6 +2122,29 @@ enum mcpw_result mcpw_conn_respond_error(struct mcpw_conn *conn,
                                          size_t data_len);
 
 /**
+ * Server, 2025-11-25: answers the peer's request `*id` with the error -32042 (URL elicitation
+ * required): the user must complete the URL-mode elicitations `elicitations` (a JSON array of
+ * objects with `mode` `"url"`, `elicitationId`, `url` and `message`) before the request can
+ * succeed. The client gets `MCPW_EVENT_URL_ELICITATION_REQUIRED`; announce each one's end
+ * with `mcpw_conn_notify` of `notifications/elicitation/complete`.
+ *
+ * Refused, with nothing sent: `MCPW_ERR_NOT_IN_VERSION` outside 2025-11-25,
+ * `MCPW_ERR_NOT_NEGOTIATED` when the client did not declare `elicitation.url`,
+ * `MCPW_ERR_INVALID_PARAMS` for elicitations that are not such an array (an empty one
+ * included), `MCPW_ERR_INVALID_JSON` for text that is not JSON. Inputs are read during the
+ * call only, and may be views from this handle's current event.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+ * for its length); `elicitations` points to `elicitations_len` readable bytes (or is NULL
+ * with length 0).
+ */
+enum mcpw_result mcpw_conn_respond_url_elicitation_required(struct mcpw_conn *conn,
+                                                            const struct mcpw_id *id,
+                                                            const char *elicitations,
+                                                            size_t elicitations_len);
+
+/**
  * Reports progress on the peer's request `*id`, which must have carried a progress token
  * (else `MCPW_ERR_NO_PROGRESS_TOKEN`): `progress` must be finite and increase with every
  * call; `total` is sent when `has_total`; `message` (UTF-8, or NULL for none) is sent where
@@ -2226,6 +2337,17 @@ enum mcpw_result mcpw_conn_peer_instructions(const struct mcpw_conn *conn,
  */
 enum mcpw_result mcpw_conn_stats(const struct mcpw_conn *conn,
                                  struct mcpw_stats *out_stats);
+
+/**
+ * Reads how many `notifications/elicitation/complete` the engine dropped for unknown or
+ * already-completed elicitation ids (2025-11-25, URL mode) into `*out_count`. A getter of its
+ * own: `mcpw_stats` keeps its size within 0.1.x, since callers allocate it.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `out_count` is NULL or writable.
+ */
+enum mcpw_result mcpw_conn_ignored_elicitation_completions(const struct mcpw_conn *conn,
+                                                           uint64_t *out_count);
 
 /**
  * Reads how many of our requests await an answer (`*out_ours`) and how many of the peer's
@@ -2706,17 +2828,43 @@ enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
                                    struct mcpw_str *out_task_id);
 
 /**
- * Server, 2026-07-28: answers the peer's `tools/call` `*id` on `conn` with the handle of
- * task `task` (UTF-8, from `mcpw_tasks_create`) instead of its result: the
- * `CreateTaskResult` (`resultType: "task"`, the task's id, status and times). The client then
- * polls the task with `tasks/get` (answer it with `mcpw_tasks_serve`).
+ * `mcpw_tasks_create` for a 2025-11-25 task-augmented request (the experimental tasks of
+ * that version: a `tools/call` whose params have a `task` member, which the engine lets
+ * through only where the server declared `tasks.requests.tools.call`; or, on a client, a
+ * server's `sampling/createMessage` or `elicitation/create`). The task belongs to `owner`,
+ * a number of your choosing for the session or connection that asked:
+ * `mcpw_tasks_serve_legacy` shows a requestor its own tasks only. Its wire shapes are that
+ * version's (`{"task":{…}}`, `ttl`, `pollInterval`). Answer the request with
+ * `mcpw_conn_respond_task`. Errors and the lent id as for `mcpw_tasks_create`.
  *
- * Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when the
- * request did not declare the tasks extension (a task never goes to a client that cannot
- * poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for any request
- * but `tools/call` (and, in 2025-11-25, for a request that did not ask for that version's
- * experimental tasks, which this C ABI does not offer), `MCPW_ERR_NOT_IN_VERSION` in the
- * versions before, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
+ * # Safety
+ * As for `mcpw_tasks_create`.
+ */
+enum mcpw_result mcpw_tasks_create_legacy(struct mcpw_tasks *tasks,
+                                          uint64_t now_ns,
+                                          void (*random)(void *user,
+                                                         uint8_t *buf,
+                                                         size_t len),
+                                          void *random_user,
+                                          uint64_t owner,
+                                          struct mcpw_str *out_task_id);
+
+/**
+ * Answers the peer's request `*id` on `conn` with the handle of task `task` (UTF-8) instead
+ * of its result: the `CreateTaskResult`. In 2026-07-28 (a `tools/call`, task from
+ * `mcpw_tasks_create`) that is `resultType: "task"` with the task's id, status and times, and
+ * the client polls the task with `tasks/get` (answer it with `mcpw_tasks_serve`). In
+ * 2025-11-25 (a task-augmented request, task from `mcpw_tasks_create_legacy`) it is
+ * `{"task":{…}}`, and the client polls with `tasks/get` and `tasks/result` (answer them with
+ * `mcpw_tasks_serve_legacy`). The client gets `MCPW_EVENT_TASK_CREATED`.
+ *
+ * Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when a
+ * 2026-07-28 request did not declare the tasks extension (a task never goes to a client that
+ * cannot poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for a
+ * 2026-07-28 request but `tools/call` and for a 2025-11-25 request that did not ask for a
+ * task (no `task` member, or a method we did not declare under `tasks.requests`),
+ * `MCPW_ERR_INVALID_PARAMS` for a task of the other version's shape, `MCPW_ERR_NOT_IN_VERSION`
+ * in the versions before 2025-11-25, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
  * `MCPW_ERR_UNKNOWN_TASK` for an unknown task, `MCPW_ERR_CLOSED` after `MCPW_EVENT_CLOSED`.
  * The table is only read. Inputs are read during the call only, and may be views from this
  * connection's current event or from the table.
@@ -2776,6 +2924,24 @@ enum mcpw_result mcpw_tasks_set_message(struct mcpw_tasks *tasks,
                                         size_t task_len,
                                         const char *message,
                                         size_t message_len);
+
+/**
+ * Puts task `task` back to `working` after `input_required`, dropping its outstanding input
+ * requests: the 2025-11-25 flow, where the server sends its input requests itself (related to
+ * the task) and resumes the task when their answers came. (In the 2026-07-28 flow the last
+ * `MCPW_TASK_EVENT_INPUT` does this.) A task already `working` stays so.
+ *
+ * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+ * (nothing changes). Inputs are read during the call only, and may be views the table lent.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+ * NULL with length 0).
+ */
+enum mcpw_result mcpw_tasks_resume(struct mcpw_tasks *tasks,
+                                   uint64_t now_ns,
+                                   const char *task,
+                                   size_t task_len);
 
 /**
  * Asks the client for input for task `task`: `request` (a JSON object such as
@@ -2906,6 +3072,66 @@ enum mcpw_result mcpw_tasks_serve(struct mcpw_tasks *tasks,
  */
 enum mcpw_result mcpw_tasks_poll_event(struct mcpw_tasks *tasks,
                                        struct mcpw_task_event *out_event);
+
+/**
+ * 2025-11-25: answers the peer's request `*id` on `conn` if `method` (UTF-8) is a tasks
+ * method of that version, from `owner` (the session or connection that sent it, as given to
+ * `mcpw_tasks_create_legacy`; it sees its own tasks only): `tasks/get` and `tasks/cancel`
+ * with the task, `tasks/list` with the owner's tasks (one page), `tasks/result` with the
+ * underlying request's result (with the related-task `_meta`) or error once the task has
+ * ended. A `tasks/result` on a task still running is not answered now: it comes out of
+ * `mcpw_tasks_poll_result` once the task ends (or expires). `tasks/cancel` ends the task as
+ * `cancelled` at once and reports `MCPW_TASK_EVENT_CANCEL_REQUESTED` so that the work stops.
+ * An unknown task, or cancelling a terminal one, gets -32602. `*out_served` is true when it
+ * took the request (answered or waiting), and false (nothing answered, nothing changed) for
+ * any other method: answer that one yourself. `params` is the request's params object (JSON
+ * text, or NULL when absent).
+ *
+ * Afterwards drain `mcpw_tasks_poll_event` and `mcpw_tasks_poll_result`, then the connection
+ * as after any command. Errors and inputs as for `mcpw_tasks_serve`.
+ *
+ * # Safety
+ * As for `mcpw_tasks_serve`.
+ */
+enum mcpw_result mcpw_tasks_serve_legacy(struct mcpw_tasks *tasks,
+                                         uint64_t now_ns,
+                                         uint64_t owner,
+                                         struct mcpw_conn *conn,
+                                         const struct mcpw_id *id,
+                                         const char *method,
+                                         size_t method_len,
+                                         const char *params,
+                                         size_t params_len,
+                                         bool *out_served);
+
+/**
+ * 2025-11-25: takes the next `tasks/result` request that can be answered now (its task ended
+ * or expired) into `*out_result`, oldest first. When there is none, returns `MCPW_OK` with
+ * `ready` false. Call it until then after the calls that end tasks (`mcpw_tasks_complete`,
+ * `mcpw_tasks_fail`, `mcpw_tasks_cancel`, `mcpw_tasks_serve_legacy`) and after
+ * `mcpw_tasks_handle_timeout`, and answer each with `mcpw_tasks_write_result` (or yourself,
+ * from its fields). The views stay valid until the next call that takes the table
+ * non-`const`.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `out_result` is NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_poll_result(struct mcpw_tasks *tasks,
+                                        struct mcpw_task_result *out_result);
+
+/**
+ * 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on
+ * `conn` (the connection of its `owner`), then forgets it: calling again, or with nothing
+ * polled, is `MCPW_ERR_UNKNOWN_REQUEST`. When the connection refuses it
+ * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
+ * answer is kept, so another connection may be tried; the next poll replaces it. Drain the
+ * connection afterwards as after any command.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.
+ */
+enum mcpw_result mcpw_tasks_write_result(struct mcpw_tasks *tasks,
+                                         struct mcpw_conn *conn);
 
 /**
  * Reads when the next task expires: `*out_has` is true and `*out_deadline_ns` holds it (on

@@ -145,11 +145,12 @@ typedef struct {
     uint64_t now;
 } pair;
 
-static pair make_pair(const char *server_caps, const char *version) {
+/* make_pair with the client declaring `client_caps`. */
+static pair make_pair_with(const char *client_caps, const char *server_caps, const char *version) {
     pair p = {NULL, NULL, 1000 * MS};
     mcpw_config *cc = make_config(MCPW_ROLE_CLIENT);
     mcpw_config *sc = make_config(MCPW_ROLE_SERVER);
-    OK(mcpw_config_set_capabilities(cc, S("{\"roots\":{\"listChanged\":true},\"sampling\":{}}")));
+    OK(mcpw_config_set_capabilities(cc, client_caps, strlen(client_caps)));
     OK(mcpw_config_set_capabilities(sc, server_caps, strlen(server_caps)));
     OK(mcpw_config_set_instructions(sc, S("Be \"nice\".")));
     if (version != NULL) {
@@ -167,6 +168,10 @@ static pair make_pair(const char *server_caps, const char *version) {
     CHECK(drain(p.client, MCPW_EVENT_READY) == 1);
     CHECK(drain(p.server, MCPW_EVENT_READY) == 1);
     return p;
+}
+
+static pair make_pair(const char *server_caps, const char *version) {
+    return make_pair_with("{\"roots\":{\"listChanged\":true},\"sampling\":{}}", server_caps, version);
 }
 
 static void free_pair(pair *p) {
@@ -3379,6 +3384,296 @@ done:
     mcpw_http_server_free(server);
 }
 
+/* ---- URL elicitation and the 2025-11-25 experimental tasks ---------------------------------- */
+
+static const char REQUIRED[] =
+    "[{\"mode\":\"url\",\"elicitationId\":\"e-7\",\"url\":\"https://example.com/authorize\","
+    "\"message\":\"Authorize access\"}]";
+
+static void test_url_elicitation_required_and_its_completion(void) {
+    pair p = make_pair_with("{\"elicitation\":{\"url\":{}}}", "{\"tools\":{}}", "2025-11-25");
+    pair old;
+    mcpw_event ev;
+    mcpw_id id;
+    mcpw_stats stats;
+    int64_t rid = 0;
+    int completions = 0;
+    const char *ids[3] = {"{\"elicitationId\":\"nobody\"}", "{\"elicitationId\":\"e-7\"}",
+                          "{\"elicitationId\":\"e-7\"}"};
+    size_t i;
+
+    CHECK(MCPW_CAP_TASKS_TOOLS_CALL == 1u << 23 && MCPW_CAP_TASKS_SAMPLING == 1u << 24);
+    CHECK(MCPW_CAP_TASKS_ELICITATION == 1u << 25);
+    OK(mcpw_conn_request(p.client, p.now, S("tools/call"), S("{\"name\":\"files\"}"), NULL, &rid));
+    exchange(&p);
+    ev = next(p.server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tools/call"));
+    id = ev.id;
+    RC(MCPW_ERR_INVALID_PARAMS, mcpw_conn_respond_url_elicitation_required(p.server, &id, S("[]")));
+    RC(MCPW_ERR_INVALID_PARAMS, mcpw_conn_respond_url_elicitation_required(
+                                    p.server, &id, S("[{\"mode\":\"form\",\"message\":\"m\"}]")));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_conn_respond_url_elicitation_required(p.server, &id, S("[")));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_conn_respond_url_elicitation_required(NULL, &id, REQUIRED, strlen(REQUIRED)));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_conn_respond_url_elicitation_required(p.server, NULL, REQUIRED, strlen(REQUIRED)));
+    OK(mcpw_conn_respond_url_elicitation_required(p.server, &id, REQUIRED, strlen(REQUIRED)));
+    exchange(&p);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_URL_ELICITATION_REQUIRED && ev.request == rid);
+    CHECK(str_eq(ev.data, REQUIRED) && ev.result.ptr == NULL && ev.message.ptr == NULL);
+    CHECK(next(p.client).kind == MCPW_EVENT_NONE);
+
+    /* The completion of an id never seen is ignored; ours comes once. */
+    for (i = 0; i < 3; i++) {
+        OK(mcpw_conn_notify(p.server, S("notifications/elicitation/complete"), ids[i],
+                            strlen(ids[i])));
+    }
+    exchange(&p);
+    for (;;) {
+        ev = next(p.client);
+        if (ev.kind == MCPW_EVENT_NONE) break;
+        CHECK(ev.kind == MCPW_EVENT_ELICITATION_COMPLETE && str_eq(ev.message, "e-7"));
+        completions++;
+    }
+    CHECK(completions == 1);
+    OK(mcpw_conn_stats(p.client, &stats));
+    uint64_t ignored = 0;
+    OK(mcpw_conn_ignored_elicitation_completions(p.client, &ignored));
+    CHECK(ignored == 2);
+    CHECK(mcpw_conn_ignored_elicitation_completions(NULL, &ignored) == MCPW_ERR_NULL_ARGUMENT);
+    CHECK(mcpw_conn_ignored_elicitation_completions(p.client, NULL) == MCPW_ERR_NULL_ARGUMENT);
+    free_pair(&p);
+
+    /* A client without elicitation.url, and a version before URL mode. */
+    p = make_pair_with("{\"elicitation\":{}}", "{\"tools\":{}}", "2025-11-25");
+    old = make_pair("{\"tools\":{}}", "2025-06-18");
+    OK(mcpw_conn_request(p.client, p.now, S("tools/call"), S("{\"name\":\"x\"}"), NULL, &rid));
+    OK(mcpw_conn_request(old.client, old.now, S("tools/call"), S("{\"name\":\"x\"}"), NULL, &rid));
+    exchange(&p);
+    exchange(&old);
+    ev = next(p.server);
+    RC(MCPW_ERR_NOT_NEGOTIATED,
+       mcpw_conn_respond_url_elicitation_required(p.server, &ev.id, REQUIRED, strlen(REQUIRED)));
+    ev = next(old.server);
+    RC(MCPW_ERR_NOT_IN_VERSION,
+       mcpw_conn_respond_url_elicitation_required(old.server, &ev.id, REQUIRED, strlen(REQUIRED)));
+    free_pair(&p);
+    free_pair(&old);
+}
+
+static void test_tasks_created_event_in_2026_07_28(void) {
+    mcpw_config *cc = make_config(MCPW_ROLE_CLIENT);
+    mcpw_config *sc = make_config(MCPW_ROLE_SERVER);
+    mcpw_conn *client, *server;
+    mcpw_tasks *tasks = NULL;
+    mcpw_event ev;
+    mcpw_str created = {NULL, 0};
+    char task[64], members[128];
+    int64_t rid = 0, get = 0;
+    bool served = false;
+
+    OK(mcpw_config_set_client_era(cc, MCPW_CLIENT_ERA_MODERN));
+    OK(mcpw_config_set_capabilities(cc, WITH_TASKS, strlen(WITH_TASKS)));
+    OK(mcpw_config_set_capabilities(sc, TASKS_CAPS, strlen(TASKS_CAPS)));
+    client = make_conn(cc, 0);
+    server = make_conn(sc, 0);
+    mcpw_config_free(cc);
+    mcpw_config_free(sc);
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+    pump(client, server, 0);
+    pump(server, client, 0);
+    CHECK(drain(client, MCPW_EVENT_READY) == 1);
+    drain(server, MCPW_EVENT_NONE);
+
+    OK(mcpw_conn_request(client, MS, S("tools/call"), S("{\"name\":\"slow\"}"), NULL, &rid));
+    pump(client, server, MS);
+    ev = next(server);
+    if (ev.kind == MCPW_EVENT_READY) ev = next(server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tools/call"));
+    OK(mcpw_tasks_create(tasks, MS, test_random, &random_state, &created));
+    keep_task_id(created, task);
+    OK(mcpw_conn_respond_task(server, &ev.id, tasks, task, strlen(task)));
+    pump(server, client, MS);
+    ev = next(client);
+    CHECK(ev.kind == MCPW_EVENT_TASK_CREATED && ev.request == rid);
+    CHECK(ev.result.ptr != NULL && contains((const uint8_t *)ev.result.ptr, ev.result.len, task));
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"resultType\":\"task\""));
+    CHECK(next(client).kind == MCPW_EVENT_NONE);
+
+    /* The client polls; the table answers. */
+    OK(mcpw_tasks_complete(tasks, 2 * MS, task, strlen(task), S("{\"content\":[]}")));
+    snprintf(members, sizeof members, "{\"taskId\":\"%s\"}", task);
+    OK(mcpw_conn_request(client, 2 * MS, S("tasks/get"), members, strlen(members), NULL, &get));
+    pump(client, server, 2 * MS);
+    ev = next(server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tasks/get"));
+    OK(mcpw_tasks_serve(tasks, 2 * MS, server, &ev.id, ev.method.ptr, ev.method.len, ev.params.ptr,
+                        ev.params.len, &served));
+    CHECK(served);
+    pump(server, client, 2 * MS);
+    ev = next(client);
+    CHECK(ev.kind == MCPW_EVENT_RESPONSE && ev.request == get);
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"status\":\"completed\""));
+
+    mcpw_tasks_free(tasks);
+    mcpw_conn_free(client);
+    mcpw_conn_free(server);
+}
+
+static const char LEGACY_TASKS_CAPS[] =
+    "{\"tools\":{},\"tasks\":{\"list\":{},\"cancel\":{},\"requests\":{\"tools\":{\"call\":{}}}}}";
+
+/* The client sends `method` with `params`; the server hands it to the table as `owner`.
+   Returns the client's request id; `*served` says whether the table took it. */
+static int64_t legacy_round(pair *p, mcpw_tasks *tasks, uint64_t owner, const char *method,
+                            const char *params, bool *served) {
+    mcpw_event ev;
+    int64_t rid = 0;
+    OK(mcpw_conn_request(p->client, p->now, method, strlen(method), params, strlen(params), NULL,
+                         &rid));
+    exchange(p);
+    ev = next(p->server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, method));
+    OK(mcpw_tasks_serve_legacy(tasks, p->now, owner, p->server, &ev.id, ev.method.ptr,
+                               ev.method.len, ev.params.ptr, ev.params.len, served));
+    exchange(p);
+    return rid;
+}
+
+static void test_tasks_legacy_flow(void) {
+    pair p = make_pair(LEGACY_TASKS_CAPS, "2025-11-25");
+    mcpw_tasks *tasks = NULL;
+    mcpw_event ev;
+    mcpw_task_result r;
+    mcpw_task_event te;
+    mcpw_str created = {NULL, 0};
+    mcpw_id call_id;
+    char task[64], other[64], params[128], handle[96];
+    int64_t rid = 0, waiting, got;
+    bool served = false;
+    const char *result = "{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}";
+
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+    /* A task-augmented tools/call gets a {"task":{...}} handle. */
+    OK(mcpw_conn_request(p.client, p.now, S("tools/call"), S("{\"name\":\"x\",\"task\":{}}"), NULL,
+                         &rid));
+    exchange(&p);
+    ev = next(p.server);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "tools/call"));
+    call_id = ev.id;
+    OK(mcpw_tasks_create_legacy(tasks, p.now, test_random, &random_state, 1, &created));
+    keep_task_id(created, task);
+    OK(mcpw_conn_respond_task(p.server, &call_id, tasks, task, strlen(task)));
+    exchange(&p);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_TASK_CREATED && ev.request == rid);
+    snprintf(handle, sizeof handle, "{\"task\":{\"taskId\":\"%s\"", task);
+    CHECK(ev.result.ptr != NULL && ev.result.len > strlen(handle) &&
+          memcmp(ev.result.ptr, handle, strlen(handle)) == 0);
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"ttl\":3600000"));
+
+    /* tasks/get for its owner; another owner does not see it; any other method is ours. */
+    snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", task);
+    got = legacy_round(&p, tasks, 1, "tasks/get", params, &served);
+    CHECK(served);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_RESPONSE && ev.request == got);
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"status\":\"working\""));
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"pollInterval\":1000"));
+    got = legacy_round(&p, tasks, 2, "tasks/get", params, &served);
+    ev = next(p.client);
+    CHECK(served && ev.kind == MCPW_EVENT_ERROR && ev.request == got &&
+          ev.code == MCPW_JSONRPC_INVALID_PARAMS);
+    got = legacy_round(&p, tasks, 1, "tools/list", "{}", &served);
+    CHECK(!served && next(p.client).kind == MCPW_EVENT_NONE);
+    ev = next(p.server);
+    CHECK(ev.kind == MCPW_EVENT_NONE);
+
+    /* tasks/result waits for the task's end. */
+    waiting = legacy_round(&p, tasks, 1, "tasks/result", params, &served);
+    CHECK(served && next(p.client).kind == MCPW_EVENT_NONE);
+    memset(&r, 0xA5, sizeof r); /* outputs must be fully written */
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(!r.ready && r.id.kind == MCPW_ID_NONE && r.result.ptr == NULL && r.message.ptr == NULL);
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_tasks_write_result(tasks, p.server));
+    /* Input asked by the server itself, then resumed (the 2025-11-25 flow). */
+    OK(mcpw_tasks_ask(tasks, p.now, task, strlen(task), S("k"), S("{}")));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_INPUT_REQUIRED);
+    OK(mcpw_tasks_resume(tasks, p.now, task, strlen(task)));
+    CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);
+    OK(mcpw_tasks_resume(tasks, p.now, task, strlen(task)));
+    OK(mcpw_tasks_complete(tasks, p.now, task, strlen(task), result, strlen(result)));
+    RC(MCPW_ERR_TASK_TERMINAL, mcpw_tasks_resume(tasks, p.now, task, strlen(task)));
+    RC(MCPW_ERR_UNKNOWN_TASK, mcpw_tasks_resume(tasks, p.now, S("nope")));
+    memset(&r, 0xA5, sizeof r);
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(r.ready && r.owner == 1 && !r.is_error && r.id.kind == MCPW_ID_INT);
+    CHECK(r.result.ptr != NULL && r.message.ptr == NULL && r.data.ptr == NULL && r.code == 0);
+    CHECK(contains((const uint8_t *)r.result.ptr, r.result.len, "io.modelcontextprotocol/related-task"));
+    OK(mcpw_tasks_write_result(tasks, p.server));
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_tasks_write_result(tasks, p.server));
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(!r.ready);
+    exchange(&p);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_RESPONSE && ev.request == waiting);
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"text\":\"done\""));
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len,
+                   "\"_meta\":{\"io.modelcontextprotocol/related-task\":{\"taskId\":\""));
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, task));
+
+    /* A failure comes back as the error; tasks/cancel ends a task at once. */
+    OK(mcpw_tasks_create_legacy(tasks, p.now, test_random, &random_state, 1, &created));
+    keep_task_id(created, other);
+    snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", other);
+    waiting = legacy_round(&p, tasks, 1, "tasks/result", params, &served);
+    OK(mcpw_tasks_fail(tasks, p.now, other, strlen(other), MCPW_JSONRPC_INTERNAL_ERROR,
+                       S("it broke"), S("{\"step\":2}")));
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(r.ready && r.is_error && r.code == MCPW_JSONRPC_INTERNAL_ERROR && r.result.ptr == NULL);
+    CHECK(str_eq(r.message, "it broke") && str_eq(r.data, "{\"step\":2}"));
+    /* The wrong connection refuses it, and the answer is kept for the right one. */
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_tasks_write_result(tasks, p.client));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_write_result(tasks, NULL));
+    OK(mcpw_tasks_write_result(tasks, p.server));
+    exchange(&p);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_ERROR && ev.request == waiting && str_eq(ev.message, "it broke"));
+    OK(mcpw_tasks_create_legacy(tasks, p.now, test_random, &random_state, 1, &created));
+    keep_task_id(created, other);
+    snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", other);
+    got = legacy_round(&p, tasks, 1, "tasks/cancel", params, &served);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_RESPONSE && ev.request == got);
+    CHECK(contains((const uint8_t *)ev.result.ptr, ev.result.len, "\"status\":\"cancelled\""));
+    CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_CANCELLED);
+    OK(mcpw_tasks_poll_event(tasks, &te));
+    CHECK(te.kind == MCPW_TASK_EVENT_CANCEL_REQUESTED && str_eq(te.task, other));
+
+    /* NULL handles and outputs. */
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_create_legacy(NULL, 0, test_random, &random_state, 1, &created));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_create_legacy(tasks, 0, NULL, NULL, 1, &created));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_create_legacy(tasks, 0, test_random, &random_state, 1, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_resume(NULL, 0, S("t")));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_result(NULL, &r));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_poll_result(tasks, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_write_result(NULL, p.server));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_serve_legacy(NULL, 0, 1, p.server, &call_id,
+                                                       S("tasks/get"), S("{}"), &served));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve_legacy(tasks, 0, 1, NULL, &call_id, S("tasks/get"), S("{}"), &served));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_serve_legacy(tasks, 0, 1, p.server, &call_id, S("tasks/get"), S("{}"), NULL));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_tasks_serve_legacy(tasks, 0, 1, p.server, &call_id,
+                                                      S("tasks/get"), S("{"), &served));
+
+    mcpw_tasks_free(tasks);
+    free_pair(&p);
+}
+
 /* Last: every result code that C can reach was returned by some call above. PANIC and
    POISONED need a bug inside mcpwire (bindings/c/src/tests.rs covers them), and COMMAND_REFUSED is
    kept for engine refusals added later. */
@@ -3448,6 +3743,10 @@ int main(void) {
     run("tasks_unknown_tasks_and_bounds", test_tasks_unknown_tasks_and_bounds);
     run("tasks_refuse_null_and_invalid_arguments", test_tasks_refuse_null_and_invalid_arguments);
     run("http_tasks_outlive_their_request", test_http_tasks_outlive_their_request);
+    run("url_elicitation_required_and_its_completion",
+        test_url_elicitation_required_and_its_completion);
+    run("tasks_created_event_in_2026_07_28", test_tasks_created_event_in_2026_07_28);
+    run("tasks_legacy_flow", test_tasks_legacy_flow);
     run("every_reachable_result_code_was_seen", test_every_reachable_result_code_was_seen);
     printf("\ntest result: %s. %d passed; %d failed\n", tests_failed == 0 ? "ok" : "FAILED",
            tests_passed, tests_failed);

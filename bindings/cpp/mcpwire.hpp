@@ -167,6 +167,13 @@ public:
     std::optional<std::string_view> request_state() const {
         return detail::optional_view(raw_.request_state);
     }
+    /// The CreateTaskResult of MCPW_EVENT_TASK_CREATED, raw JSON (the same view as result()).
+    std::string_view task() const noexcept { return detail::view(raw_.result); }
+    /// The elicitations array of MCPW_EVENT_URL_ELICITATION_REQUIRED, raw JSON (the same view
+    /// as data()).
+    std::string_view elicitations() const noexcept { return detail::view(raw_.data); }
+    /// The elicitationId of MCPW_EVENT_ELICITATION_COMPLETE (the same view as message()).
+    std::string_view elicitation_id() const noexcept { return detail::view(raw_.message); }
     double progress() const noexcept { return raw_.progress; }
     std::optional<double> total() const {
         if (!raw_.has_total) return std::nullopt;
@@ -400,6 +407,12 @@ public:
             get(), &id, detail::ptr_or_null(input_requests), detail::len_or_zero(input_requests),
             detail::ptr_or_null(request_state), detail::len_or_zero(request_state)));
     }
+    /// 2025-11-25 server: answers with -32042, URL elicitation required (`elicitations` is the
+    /// JSON array); the client gets MCPW_EVENT_URL_ELICITATION_REQUIRED.
+    void respond_url_elicitation_required(const mcpw_id &id, std::string_view elicitations) {
+        detail::check(mcpw_conn_respond_url_elicitation_required(get(), &id, elicitations.data(),
+                                                                 elicitations.size()));
+    }
     void cancel(std::uint64_t now_ns, std::int64_t request,
                 std::optional<std::string_view> reason = std::nullopt) {
         detail::check(mcpw_conn_cancel(get(), now_ns, request, detail::ptr_or_null(reason),
@@ -532,11 +545,36 @@ private:
     mcpw_task_event raw_;
 };
 
+/// A 2025-11-25 tasks/result that can be answered now (mcpw_task_result): its views live until
+/// the next non-const call on the tasks table that produced it. Answer it with
+/// tasks::write_result on the connection of owner().
+class task_result {
+public:
+    explicit task_result(const mcpw_task_result &raw) noexcept : raw_(raw) {}
+
+    const mcpw_task_result &raw() const noexcept { return raw_; }
+    /// Whose task it was (as given to tasks::create_legacy).
+    std::uint64_t owner() const noexcept { return raw_.owner; }
+    /// The waiting tasks/result request's id.
+    const mcpw_id &id() const noexcept { return raw_.id; }
+    bool is_error() const noexcept { return raw_.is_error; }
+    /// The result, raw JSON (when not is_error()).
+    std::string_view result() const noexcept { return detail::view(raw_.result); }
+    /// The error (when is_error()).
+    std::int64_t code() const noexcept { return raw_.code; }
+    std::string_view message() const noexcept { return detail::view(raw_.message); }
+    std::optional<std::string_view> data() const { return detail::optional_view(raw_.data); }
+
+private:
+    mcpw_task_result raw_;
+};
+
 /// A server's task table (mcpw_tasks), apart from any connection because a task outlives the
 /// request that created it: keep one per server. Create a task for a tools/call that declared
 /// the extension and answer it with respond(); pass every request to serve() first (it answers
 /// tasks/get, tasks/update and tasks/cancel); move tasks along with ask, set_message, complete,
-/// fail and cancel; drain poll_event after serve and handle_timeout. Move-only.
+/// fail and cancel; drain poll_event after serve and handle_timeout. The 2025-11-25 tasks use
+/// create_legacy, serve_legacy, resume, poll_result and write_result. Move-only.
 class tasks {
 public:
     /// `now_ns` (your monotonic clock) and `unix_ms` (the wall clock, ms since 1970) are the
@@ -558,6 +596,16 @@ public:
         detail::check(mcpw_tasks_create(get(), now_ns, &fill, user, &id));
         return detail::view(id);
     }
+    /// create() for a 2025-11-25 task-augmented request, owned by `owner` (the session or
+    /// connection that asked; serve_legacy shows a requestor its own tasks only).
+    std::string_view create_legacy(std::uint64_t now_ns,
+                                   const std::function<void(std::uint8_t *, std::size_t)> &random,
+                                   std::uint64_t owner) {
+        mcpw_str id;
+        void *user = const_cast<void *>(static_cast<const void *>(&random));
+        detail::check(mcpw_tasks_create_legacy(get(), now_ns, &fill, user, owner, &id));
+        return detail::view(id);
+    }
     /// Answers the peer's tools/call `id` on `conn` with the handle of `task`
     /// (mcpw_conn_respond_task). Throws MCPW_ERR_NOT_NEGOTIATED when the request did not
     /// declare the extension: answer it normally then.
@@ -577,6 +625,37 @@ public:
     /// serve() for a request event of `conn`.
     bool serve(std::uint64_t now_ns, connection_view conn, const event &request) {
         return serve(now_ns, conn, request.id(), request.method(), request.params());
+    }
+
+    /// 2025-11-25: answers `id` on `conn`, from `owner`, when `method` is tasks/get,
+    /// tasks/list, tasks/cancel or tasks/result (a tasks/result on a running task waits: see
+    /// poll_result); false (nothing answered) for any other method.
+    bool serve_legacy(std::uint64_t now_ns, std::uint64_t owner, connection_view conn,
+                      const mcpw_id &id, std::string_view method,
+                      std::optional<std::string_view> params) {
+        bool served = false;
+        detail::check(mcpw_tasks_serve_legacy(get(), now_ns, owner, conn.get(), &id,
+                                              method.data(), method.size(),
+                                              detail::ptr_or_null(params),
+                                              detail::len_or_zero(params), &served));
+        return served;
+    }
+    /// serve_legacy() for a request event of `conn`.
+    bool serve_legacy(std::uint64_t now_ns, std::uint64_t owner, connection_view conn,
+                      const event &request) {
+        return serve_legacy(now_ns, owner, conn, request.id(), request.method(),
+                            request.params());
+    }
+    /// 2025-11-25: the next tasks/result that can be answered now, or nullopt.
+    std::optional<task_result> poll_result() {
+        mcpw_task_result raw;
+        detail::check(mcpw_tasks_poll_result(get(), &raw));
+        if (!raw.ready) return std::nullopt;
+        return task_result(raw);
+    }
+    /// 2025-11-25: writes the answer poll_result() returned last to its request on `conn`.
+    void write_result(connection_view conn) {
+        detail::check(mcpw_tasks_write_result(get(), conn.get()));
     }
 
     /// The task's status; throws MCPW_ERR_UNKNOWN_TASK for an unknown task.
@@ -616,6 +695,10 @@ public:
         detail::check(mcpw_tasks_fail(get(), now_ns, task.data(), task.size(), code,
                                       message.data(), message.size(), detail::ptr_or_null(data),
                                       detail::len_or_zero(data)));
+    }
+    /// Back to working after input_required (the 2025-11-25 flow).
+    void resume(std::uint64_t now_ns, std::string_view task) {
+        detail::check(mcpw_tasks_resume(get(), now_ns, task.data(), task.size()));
     }
     /// Ends the task as cancelled.
     void cancel(std::uint64_t now_ns, std::string_view task) {

@@ -365,6 +365,74 @@ void test_tasks() {
     CHECK(moved.status(third) == MCPW_TASK_STATUS_WORKING);
 }
 
+// 2025-11-25: URL elicitation required and its completion, then a task-augmented tools/call
+// answered with a task handle, whose tasks/result waits for the task's end.
+void test_url_elicitation_and_legacy_tasks() {
+    mcpw::config client_config(mcpw::role::client, "cpp-client", "1.0");
+    client_config.era(mcpw::client_era::legacy).capabilities(R"({"elicitation":{"url":{}}})");
+    mcpw::config server_config(mcpw::role::server, "cpp-server", "2.0");
+    server_config.capabilities(
+        R"({"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}})");
+    pair p{mcpw::connection(client_config, 0), mcpw::connection(server_config, 0)};
+    exchange(p.client, p.server, 0);
+    while (p.client.poll_event()) {
+    }
+    while (p.server.poll_event()) {
+    }
+
+    const std::string required =
+        R"([{"mode":"url","elicitationId":"e-1","url":"https://example.com/a","message":"Go"}])";
+    std::int64_t call = p.client.request(ms, "tools/call", R"({"name":"files"})");
+    exchange(p.client, p.server, ms);
+    auto request = p.server.poll_event();
+    CHECK(request && request->kind() == MCPW_EVENT_REQUEST);
+    p.server.respond_url_elicitation_required(request->id(), required);
+    p.server.notify("notifications/elicitation/complete", R"({"elicitationId":"e-1"})");
+    exchange(p.client, p.server, ms);
+    auto needed = p.client.poll_event();
+    CHECK(needed && needed->kind() == MCPW_EVENT_URL_ELICITATION_REQUIRED);
+    CHECK(needed->request() == call && needed->elicitations() == required);
+    auto complete = p.client.poll_event();
+    CHECK(complete && complete->kind() == MCPW_EVENT_ELICITATION_COMPLETE);
+    CHECK(complete->elicitation_id() == "e-1");
+
+    mcpw::tasks table(0, 1795521600000ull);
+    std::uint8_t counter = 0;
+    auto random = [&counter](std::uint8_t *buf, std::size_t len) {
+        for (std::size_t i = 0; i < len; i++) buf[i] = ++counter;
+    };
+    call = p.client.request(ms, "tools/call", R"({"name":"slow","task":{}})");
+    exchange(p.client, p.server, ms);
+    request = p.server.poll_event();
+    CHECK(request && request->kind() == MCPW_EVENT_REQUEST);
+    const std::string task(table.create_legacy(ms, random, 7));
+    table.respond(p.server, request->id(), task);
+    exchange(p.client, p.server, ms);
+    auto created = p.client.poll_event();
+    CHECK(created && created->kind() == MCPW_EVENT_TASK_CREATED && created->request() == call);
+    CHECK(created->task().find("{\"task\":{\"taskId\":\"" + task + "\"") == 0);
+
+    std::int64_t waiting =
+        p.client.request(2 * ms, "tasks/result", "{\"taskId\":\"" + task + "\"}");
+    exchange(p.client, p.server, 2 * ms);
+    auto result_request = p.server.poll_event();
+    CHECK(result_request && table.serve_legacy(2 * ms, 7, p.server, *result_request));
+    CHECK(!table.poll_result());
+    table.ask(2 * ms, task, "k", "{}");
+    table.resume(2 * ms, task);
+    CHECK(table.status(task) == MCPW_TASK_STATUS_WORKING);
+    table.complete(3 * ms, task, R"({"content":[]})");
+    auto ready = table.poll_result();
+    CHECK(ready && ready->owner() == 7 && !ready->is_error());
+    CHECK(ready->result().find("io.modelcontextprotocol/related-task") != std::string_view::npos);
+    table.write_result(p.server);
+    CHECK(code_of([&] { table.write_result(p.server); }) == MCPW_ERR_UNKNOWN_REQUEST);
+    exchange(p.client, p.server, 3 * ms);
+    auto answer = p.client.poll_event();
+    CHECK(answer && answer->kind() == MCPW_EVENT_RESPONSE && answer->request() == waiting);
+    CHECK(answer->result().find(task) != std::string_view::npos);
+}
+
 void test_related_requests_and_frames() {
     pair p = make_pair();
     while (p.client.poll_event() || p.server.poll_event()) {
@@ -708,6 +776,7 @@ int main() {
     run("the_stateless_era", test_the_stateless_era);
     run("related_requests_and_frames", test_related_requests_and_frames);
     run("tasks", test_tasks);
+    run("url_elicitation_and_legacy_tasks", test_url_elicitation_and_legacy_tasks);
     run("json_helpers", test_json_helpers);
     run("http_handles_are_move_only_and_report_errors",
         test_http_handles_are_move_only_and_report_errors);

@@ -124,6 +124,13 @@ const (
 	// (io.modelcontextprotocol/tasks under extensions), so it may be answered with a task
 	// (Tasks.Respond).
 	CapTasksExtension Capabilities = C.MCPW_CAP_TASKS_EXTENSION
+	// CapTasksToolsCall: server, 2025-11-25, tasks.requests.tools.call (tools/call may be
+	// task-augmented).
+	CapTasksToolsCall Capabilities = C.MCPW_CAP_TASKS_TOOLS_CALL
+	// CapTasksSampling: client, 2025-11-25, tasks.requests.sampling.createMessage.
+	CapTasksSampling Capabilities = C.MCPW_CAP_TASKS_SAMPLING
+	// CapTasksElicitation: client, 2025-11-25, tasks.requests.elicitation.create.
+	CapTasksElicitation Capabilities = C.MCPW_CAP_TASKS_ELICITATION
 )
 
 // RequestContext is what a peer's 2026-07-28 request declared about itself.
@@ -403,6 +410,23 @@ func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, reques
 	return check("respond input required", rc)
 }
 
+// RespondURLElicitationRequired (server, 2025-11-25) answers the peer's request id with the
+// error -32042: the user must complete the URL-mode elicitations first (elicitations is the
+// JSON array of objects with mode "url", elicitationId, url and message). The client gets a
+// URLElicitationRequiredEvent; announce each one's end with Notify of
+// notifications/elicitation/complete. It fails with ErrNotInVersion outside 2025-11-25,
+// ErrNotNegotiated when the client did not declare elicitation.url, ErrInvalidParams for
+// elicitations that are not such an array; nothing is sent then.
+func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage) error {
+	if c.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpwgo_respond_url_elicitation_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
+		cString(id.wire), C.size_t(len(id.wire)), cBytes(elicitations), C.size_t(len(elicitations)))
+	runtime.KeepAlive(c)
+	return check("respond url elicitation required", rc)
+}
+
 // Retry (client, 2026-07-28) sends again the request an InputRequiredEvent ended, with the
 // original params, inputResponses (a JSON object) and the server's request state. The retry
 // is a new request with its own id.
@@ -555,6 +579,12 @@ func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event
 			state, has := view(r, C.MCPWGO_REQUEST_STATE)
 			ev = &InputRequiredEvent{Request: RequestID(r.request), InputRequests: raw(r, C.MCPWGO_INPUT_REQUESTS),
 				RequestState: state, HasRequestState: has}
+		case C.MCPW_EVENT_TASK_CREATED:
+			ev = &TaskCreatedEvent{Request: RequestID(r.request), Task: raw(r, C.MCPWGO_RESULT)}
+		case C.MCPW_EVENT_URL_ELICITATION_REQUIRED:
+			ev = &URLElicitationRequiredEvent{Request: RequestID(r.request), Elicitations: raw(r, C.MCPWGO_DATA)}
+		case C.MCPW_EVENT_ELICITATION_COMPLETE:
+			ev = &ElicitationCompleteEvent{ElicitationID: str(r, C.MCPWGO_MESSAGE)}
 		case C.MCPW_EVENT_INVALID_RESPONSE:
 			ev = &InvalidResponseEvent{Request: RequestID(r.request)}
 		case C.MCPW_EVENT_FAILED:
@@ -661,6 +691,9 @@ type Stats struct {
 	IgnoredCancellations  uint64 // cancellations for requests not in flight
 	SuppressedResponses   uint64 // answers to requests the peer had cancelled (not sent)
 	DroppedEvents         uint64 // peer notifications dropped because the queue was full
+	// IgnoredElicitationCompletions counts notifications/elicitation/complete for unknown or
+	// already-completed elicitation ids.
+	IgnoredElicitationCompletions uint64
 }
 
 // Status is a snapshot of the connection's lifecycle and bookkeeping.
@@ -691,12 +724,13 @@ func (c *Conn) Status() (Status, error) {
 		OursInFlight:  int(s.ours),
 		PeersInFlight: int(s.peers),
 		Stats: Stats{
-			LateResponses:         uint64(s.stats.late_responses),
-			DroppedProgress:       uint64(s.stats.dropped_progress),
-			NonIncreasingProgress: uint64(s.stats.non_increasing_progress),
-			IgnoredCancellations:  uint64(s.stats.ignored_cancellations),
-			SuppressedResponses:   uint64(s.stats.suppressed_responses),
-			DroppedEvents:         uint64(s.stats.dropped_events),
+			LateResponses:                 uint64(s.stats.late_responses),
+			DroppedProgress:               uint64(s.stats.dropped_progress),
+			NonIncreasingProgress:         uint64(s.stats.non_increasing_progress),
+			IgnoredCancellations:          uint64(s.stats.ignored_cancellations),
+			SuppressedResponses:           uint64(s.stats.suppressed_responses),
+			DroppedEvents:                 uint64(s.stats.dropped_events),
+			IgnoredElicitationCompletions: uint64(s.ignored_elicitation_completions),
 		},
 	}, nil
 }

@@ -66,6 +66,14 @@ type PeerCancelledEvent struct {
 	HasReason bool
 }
 
+// ElicitationCompleteEvent (2025-11-25): the out-of-band interaction of a URL-mode
+// elicitation we know of (from an elicitation/create in URL mode, or a
+// URLElicitationRequiredEvent) finished. Once per elicitation id; completions of unknown or
+// already-completed ids are dropped (Stats.IgnoredElicitationCompletions).
+type ElicitationCompleteEvent struct {
+	ElicitationID string
+}
+
 // ---- Our requests -----------------------------------------------------------------------
 
 // ResponseEvent: our request got its result. Ends the request.
@@ -126,6 +134,28 @@ type InvalidResponseEvent struct {
 	Request RequestID
 }
 
+// TaskCreatedEvent: the server answered our request with a task handle instead of its
+// result (2026-07-28 with the tasks extension declared, or a 2025-11-25 task-augmented
+// request). Poll tasks/get with the task's id (in 2025-11-25, tasks/result waits for its
+// end). Ends the request.
+type TaskCreatedEvent struct {
+	Request RequestID
+	// Task is the raw CreateTaskResult: {"resultType":"task","taskId":...} in 2026-07-28,
+	// {"task":{"taskId":...}} in 2025-11-25.
+	Task json.RawMessage
+}
+
+// URLElicitationRequiredEvent (2025-11-25): the server answered our request with -32042, it
+// needs the user to complete URL-mode elicitations first. Show each URL to the user (open it
+// only with their consent), then send the request again; each end may come as an
+// ElicitationCompleteEvent. Ends the request.
+type URLElicitationRequiredEvent struct {
+	Request RequestID
+	// Elicitations is the raw elicitations array: objects with mode "url", elicitationId, url
+	// and message (checked).
+	Elicitations json.RawMessage
+}
+
 // ---- The peer's mistakes ----------------------------------------------------------------
 
 // ViolationEvent: the peer broke a rule; the engine already answered as the spec says.
@@ -156,21 +186,24 @@ type UnknownEvent struct {
 	Kind int
 }
 
-func (*ReadyEvent) isEvent()           {}
-func (*FailedEvent) isEvent()          {}
-func (*ClosedEvent) isEvent()          {}
-func (*RequestEvent) isEvent()         {}
-func (*NotificationEvent) isEvent()    {}
-func (*PeerCancelledEvent) isEvent()   {}
-func (*ResponseEvent) isEvent()        {}
-func (*ErrorEvent) isEvent()           {}
-func (*ProgressEvent) isEvent()        {}
-func (*TimedOutEvent) isEvent()        {}
-func (*AbandonedEvent) isEvent()       {}
-func (*InputRequiredEvent) isEvent()   {}
-func (*InvalidResponseEvent) isEvent() {}
-func (*ViolationEvent) isEvent()       {}
-func (*UnknownEvent) isEvent()         {}
+func (*ReadyEvent) isEvent()                  {}
+func (*FailedEvent) isEvent()                 {}
+func (*ClosedEvent) isEvent()                 {}
+func (*RequestEvent) isEvent()                {}
+func (*NotificationEvent) isEvent()           {}
+func (*PeerCancelledEvent) isEvent()          {}
+func (*ResponseEvent) isEvent()               {}
+func (*ErrorEvent) isEvent()                  {}
+func (*ProgressEvent) isEvent()               {}
+func (*TimedOutEvent) isEvent()               {}
+func (*AbandonedEvent) isEvent()              {}
+func (*InputRequiredEvent) isEvent()          {}
+func (*InvalidResponseEvent) isEvent()        {}
+func (*TaskCreatedEvent) isEvent()            {}
+func (*URLElicitationRequiredEvent) isEvent() {}
+func (*ElicitationCompleteEvent) isEvent()    {}
+func (*ViolationEvent) isEvent()              {}
+func (*UnknownEvent) isEvent()                {}
 
 // ---- Codes carried by events ------------------------------------------------------------
 

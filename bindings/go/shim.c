@@ -214,6 +214,14 @@ mcpwgo_requested mcpwgo_retry(mcpw_conn *conn, uint64_t now_ns, int64_t request_
     return out;
 }
 
+mcpw_result mcpwgo_respond_url_elicitation_required(mcpw_conn *conn, uint32_t id_kind,
+                                                    int64_t id_int, const char *id_str,
+                                                    size_t id_len, const char *elicitations,
+                                                    size_t elicitations_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_respond_url_elicitation_required(conn, &id, elicitations, elicitations_len);
+}
+
 mcpw_result mcpwgo_respond_input_required(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
                                           const char *id_str, size_t id_len,
                                           const char *input_requests,
@@ -276,6 +284,8 @@ mcpwgo_state mcpwgo_conn_status(const mcpw_conn *conn) {
     if (out.rc == MCPW_OK) out.rc = mcpw_conn_role(conn, &role);
     if (out.rc == MCPW_OK) out.rc = mcpw_conn_in_flight(conn, &out.ours, &out.peers);
     if (out.rc == MCPW_OK) out.rc = mcpw_conn_stats(conn, &out.stats);
+    if (out.rc == MCPW_OK)
+        out.rc = mcpw_conn_ignored_elicitation_completions(conn, &out.ignored_elicitation_completions);
     out.state = (uint32_t)state;
     out.role = (uint32_t)role;
     return out;
@@ -580,6 +590,33 @@ mcpwgo_served mcpwgo_tasks_serve(mcpw_tasks *tasks, uint64_t now_ns, mcpw_conn *
     out.rc = mcpw_tasks_serve(tasks, now_ns, conn, &id, method, method_len, params, params_len,
                               &served);
     out.served = served ? 1 : 0;
+    return out;
+}
+
+mcpwgo_view mcpwgo_tasks_create_legacy(mcpw_tasks *tasks, uint64_t now_ns, uint64_t owner) {
+    mcpwgo_view out = {MCPW_OK, {NULL, 0}};
+    out.rc = mcpw_tasks_create_legacy(tasks, now_ns, mcpwgo_random, NULL, owner, &out.view);
+    return out;
+}
+
+mcpwgo_served mcpwgo_tasks_serve_legacy(mcpw_tasks *tasks, uint64_t now_ns, uint64_t owner,
+                                        mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                        const char *id_str, size_t id_len, const char *method,
+                                        size_t method_len, const char *params,
+                                        size_t params_len) {
+    mcpwgo_served out = {MCPW_OK, 0};
+    bool served = false;
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    out.rc = mcpw_tasks_serve_legacy(tasks, now_ns, owner, conn, &id, method, method_len, params,
+                                     params_len, &served);
+    out.served = served ? 1 : 0;
+    return out;
+}
+
+mcpwgo_task_result_polled mcpwgo_tasks_poll_result(mcpw_tasks *tasks) {
+    mcpwgo_task_result_polled out;
+    memset(&out, 0, sizeof out);
+    out.rc = mcpw_tasks_poll_result(tasks, &out.result);
     return out;
 }
 

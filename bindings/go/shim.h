@@ -138,6 +138,11 @@ mcpw_result mcpwgo_respond_input_required(mcpw_conn *conn, uint32_t id_kind, int
                                           size_t input_requests_len,
                                           const char *request_state, size_t request_state_len);
 
+mcpw_result mcpwgo_respond_url_elicitation_required(mcpw_conn *conn, uint32_t id_kind,
+                                                    int64_t id_int, const char *id_str,
+                                                    size_t id_len, const char *elicitations,
+                                                    size_t elicitations_len);
+
 typedef struct mcpwgo_logged {
     mcpw_result rc;
     int sent;
@@ -172,6 +177,7 @@ typedef struct mcpwgo_state {
     size_t ours;
     size_t peers;
     mcpw_stats stats;
+    uint64_t ignored_elicitation_completions;
 } mcpwgo_state;
 
 /* State, role, in-flight counts and stats in one crossing. */
@@ -352,6 +358,24 @@ mcpwgo_served mcpwgo_tasks_serve(mcpw_tasks *tasks, uint64_t now_ns, mcpw_conn *
                                  uint32_t id_kind, int64_t id_int, const char *id_str,
                                  size_t id_len, const char *method, size_t method_len,
                                  const char *params, size_t params_len);
+
+/* A new 2025-11-25 task for `owner`, as mcpwgo_tasks_create. */
+mcpwgo_view mcpwgo_tasks_create_legacy(mcpw_tasks *tasks, uint64_t now_ns, uint64_t owner);
+
+mcpwgo_served mcpwgo_tasks_serve_legacy(mcpw_tasks *tasks, uint64_t now_ns, uint64_t owner,
+                                        mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                        const char *id_str, size_t id_len, const char *method,
+                                        size_t method_len, const char *params,
+                                        size_t params_len);
+
+/* The next 2025-11-25 tasks/result to answer; its views are the table's until its next
+   non-const call. */
+typedef struct mcpwgo_task_result_polled {
+    mcpw_result rc;
+    mcpw_task_result result;
+} mcpwgo_task_result_polled;
+
+mcpwgo_task_result_polled mcpwgo_tasks_poll_result(mcpw_tasks *tasks);
 
 /* The next task event; its views are the table's until its next non-const call. */
 typedef struct mcpwgo_task_polled {

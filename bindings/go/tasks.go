@@ -114,6 +114,9 @@ type TaskEvent struct {
 //     SetMessage for progress, then Complete, Fail or Cancel.
 //  4. Drain PollEvent after Serve and HandleTimeout; call HandleTimeout at PollTimeout.
 //
+// The same table serves the experimental tasks of 2025-11-25: CreateLegacy, ServeLegacy
+// (tasks/result waits for the task's end), Resume and PollResult.
+//
 // Unlike a Conn, a Tasks is safe for concurrent use (work finishing on other goroutines);
 // the Conn given to Respond and Serve must still be used by one goroutine at a time. Close
 // frees it; a finalizer calls Close for a table that becomes unreachable without it.
@@ -194,11 +197,34 @@ func (t *Tasks) Create(now time.Time) (string, error) {
 	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
 }
 
-// Respond answers the peer's tools/call id on conn with the handle of task (its
-// CreateTaskResult: resultType "task", the task's id, status and times). It fails with
-// ErrNotNegotiated when the request did not declare the extension (answer it normally then,
-// and Cancel the task), ErrNotEligible for any other method, ErrNotInVersion outside
-// 2026-07-28, ErrUnknownRequest for an id not in flight and ErrUnknownTask for an unknown
+// CreateLegacy is Create for a 2025-11-25 task-augmented request (the experimental tasks of
+// that version: a tools/call whose params have a task member, let through only where the
+// server declared tasks.requests.tools.call). The task belongs to owner, a number of your
+// choosing for the session or connection that asked: ServeLegacy shows a requestor its own
+// tasks only. Its wire shapes are that version's ({"task":{...}}, ttl, pollInterval). Answer
+// the request with Respond.
+func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return "", ErrFreed
+	}
+	v := C.mcpwgo_tasks_create_legacy(t.ptr, t.ns(now), C.uint64_t(owner))
+	runtime.KeepAlive(t)
+	if err := check("create legacy task", v.rc); err != nil {
+		return "", err
+	}
+	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
+}
+
+// Respond answers the peer's request id on conn with the handle of task (its
+// CreateTaskResult: in 2026-07-28, for a tools/call, resultType "task" with the task's id,
+// status and times; in 2025-11-25, for a task-augmented request and a CreateLegacy task,
+// {"task":{...}}). It fails with ErrNotNegotiated when a 2026-07-28 request did not declare
+// the extension (answer it normally then, and Cancel the task), ErrNotEligible for a
+// 2026-07-28 request but tools/call or a 2025-11-25 request that did not ask for a task,
+// ErrInvalidParams for a task of the other version's shape, ErrNotInVersion before
+// 2025-11-25, ErrUnknownRequest for an id not in flight and ErrUnknownTask for an unknown
 // task; nothing changes then.
 func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 	if conn == nil {
@@ -240,6 +266,94 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 		return false, err
 	}
 	return r.served != 0, nil
+}
+
+// ServeLegacy (2025-11-25) answers the peer's request id on conn, from owner (as given to
+// CreateLegacy; it sees its own tasks only), when method is a tasks method of that version:
+// tasks/get and tasks/cancel with the task, tasks/list with the owner's tasks, tasks/result
+// with the underlying request's result (with the related-task _meta) or error once the task
+// has ended. A tasks/result on a running task is not answered now: it comes from PollResult
+// once the task ends or expires. tasks/cancel ends the task as cancelled at once and reports
+// TaskEventCancelRequested. An unknown task, or cancelling a terminal one, gets -32602. It
+// reports false, answering nothing, for any other method. Drain PollEvent and PollResult
+// afterwards.
+func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, method string, params json.RawMessage) (bool, error) {
+	if conn == nil {
+		return false, &ResultError{Op: "serve legacy tasks", Code: CodeNullArgument}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil || conn.ptr == nil {
+		return false, ErrFreed
+	}
+	r := C.mcpwgo_tasks_serve_legacy(t.ptr, t.ns(now), C.uint64_t(owner), conn.ptr, C.uint32_t(id.kind),
+		C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)), cString(method),
+		C.size_t(len(method)), cBytes(params), C.size_t(len(params)))
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(conn)
+	if err := check("serve legacy tasks", r.rc); err != nil {
+		return false, err
+	}
+	return r.served != 0, nil
+}
+
+// TaskResult is a 2025-11-25 tasks/result request that can be answered now (its task ended
+// or expired), from Tasks.PollResult. It owns its data. Answer it with Write on the
+// connection of Owner.
+type TaskResult struct {
+	// Owner is whose task it was (as given to CreateLegacy).
+	Owner uint64
+	// ID is the waiting tasks/result request's id.
+	ID ID
+	// IsError says the answer is a JSON-RPC error (Code, Message, Data) rather than Result.
+	IsError bool
+	// Result is the raw result: what the task's request would have returned, with the
+	// related-task _meta.
+	Result json.RawMessage
+	Code   int64
+	// Message is the error message.
+	Message string
+	// Data is the raw error data, or nil.
+	Data json.RawMessage
+}
+
+// Write answers the waiting request on conn (the connection of r.Owner) with r's result or
+// error.
+func (r TaskResult) Write(conn *Conn) error {
+	if conn == nil {
+		return &ResultError{Op: "write task result", Code: CodeNullArgument}
+	}
+	if r.IsError {
+		return conn.RespondError(r.ID, r.Code, r.Message, r.Data)
+	}
+	return conn.Respond(r.ID, r.Result)
+}
+
+// PollResult returns the next 2025-11-25 tasks/result that can be answered now, oldest first,
+// and false when there is none. Call it until false after the calls that end tasks
+// (Complete, Fail, Cancel, ServeLegacy) and after HandleTimeout, and Write each.
+func (t *Tasks) PollResult() (TaskResult, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return TaskResult{}, false
+	}
+	p := C.mcpwgo_tasks_poll_result(t.ptr)
+	defer runtime.KeepAlive(t)
+	if p.rc != C.MCPW_OK || !bool(p.result.ready) {
+		return TaskResult{}, false
+	}
+	// The views are the table's until its next call: copy them now.
+	r := &p.result
+	out := TaskResult{Owner: uint64(r.owner), IsError: bool(r.is_error), Code: int64(r.code),
+		Message: copyStr(r.message), Result: copyJSON(r.result), Data: copyJSON(r.data)}
+	switch r.id.kind {
+	case C.MCPW_ID_INT:
+		out.ID = ID{kind: idInt, num: int64(r.id.integer)}
+	case C.MCPW_ID_STRING:
+		out.ID = ID{kind: idString, wire: copyStr(r.id.string)}
+	}
+	return out, true
 }
 
 // Status is the task's status; ErrUnknownTask for a task never created, expired or dropped.
@@ -333,6 +447,21 @@ func (t *Tasks) Fail(now time.Time, task string, code int64, message string, dat
 	return check("fail task", rc)
 }
 
+// Resume puts the task back to working after input_required, dropping its outstanding input
+// requests: the 2025-11-25 flow, where the server sends its input requests itself (related to
+// the task) and resumes the task when their answers came. A working task stays so.
+// ErrUnknownTask for an unknown task, ErrTaskTerminal for a terminal one.
+func (t *Tasks) Resume(now time.Time, task string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_resume(t.ptr, t.ns(now), cString(task), C.size_t(len(task)))
+	runtime.KeepAlive(t)
+	return check("resume task", rc)
+}
+
 // Cancel ends the task as cancelled: the work stopped, after TaskEventCancelRequested or for
 // the server's own reasons.
 func (t *Tasks) Cancel(now time.Time, task string) error {
@@ -402,4 +531,12 @@ func copyStr(s C.mcpw_str) string {
 		return ""
 	}
 	return C.GoStringN(s.ptr, C.int(s.len))
+}
+
+// copyJSON copies raw JSON the library lent (nil when absent).
+func copyJSON(s C.mcpw_str) json.RawMessage {
+	if s.ptr == nil {
+		return nil
+	}
+	return json.RawMessage(C.GoBytes(unsafe.Pointer(s.ptr), C.int(s.len)))
 }

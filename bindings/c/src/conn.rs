@@ -298,9 +298,16 @@ pub const MCPW_CAP_EXTENSIONS: u32 = 1 << 21;
 /// Capability flag: the tasks extension (2026-07-28), `extensions` has
 /// `io.modelcontextprotocol/tasks`.
 pub const MCPW_CAP_TASKS_EXTENSION: u32 = 1 << 22;
+/// Capability flag: server, 2025-11-25, `tasks.requests.tools.call` (`tools/call` may be
+/// task-augmented).
+pub const MCPW_CAP_TASKS_TOOLS_CALL: u32 = 1 << 23;
+/// Capability flag: client, 2025-11-25, `tasks.requests.sampling.createMessage`.
+pub const MCPW_CAP_TASKS_SAMPLING: u32 = 1 << 24;
+/// Capability flag: client, 2025-11-25, `tasks.requests.elicitation.create`.
+pub const MCPW_CAP_TASKS_ELICITATION: u32 = 1 << 25;
 
 /// The C ABI's flags and the engine's, one to one.
-pub(crate) const CAPS: [(u32, Caps); 23] = [
+pub(crate) const CAPS: [(u32, Caps); 26] = [
     (MCPW_CAP_TOOLS, Caps::TOOLS),
     (MCPW_CAP_TOOLS_LIST_CHANGED, Caps::TOOLS_LIST_CHANGED),
     (MCPW_CAP_RESOURCES, Caps::RESOURCES),
@@ -327,6 +334,9 @@ pub(crate) const CAPS: [(u32, Caps); 23] = [
     (MCPW_CAP_EXPERIMENTAL, Caps::EXPERIMENTAL),
     (MCPW_CAP_EXTENSIONS, Caps::EXTENSIONS),
     (MCPW_CAP_TASKS_EXTENSION, Caps::TASKS_EXTENSION),
+    (MCPW_CAP_TASKS_TOOLS_CALL, Caps::TASKS_TOOLS_CALL),
+    (MCPW_CAP_TASKS_SAMPLING, Caps::TASKS_SAMPLING),
+    (MCPW_CAP_TASKS_ELICITATION, Caps::TASKS_ELICITATION),
 ];
 
 fn caps_out(caps: Caps) -> u32 {
@@ -900,6 +910,50 @@ pub unsafe extern "C" fn mcpw_conn_respond_error(
     unsafe { with_mut(conn, body) }
 }
 
+/// Server, 2025-11-25: answers the peer's request `*id` with the error -32042 (URL elicitation
+/// required): the user must complete the URL-mode elicitations `elicitations` (a JSON array of
+/// objects with `mode` `"url"`, `elicitationId`, `url` and `message`) before the request can
+/// succeed. The client gets `MCPW_EVENT_URL_ELICITATION_REQUIRED`; announce each one's end
+/// with `mcpw_conn_notify` of `notifications/elicitation/complete`.
+///
+/// Refused, with nothing sent: `MCPW_ERR_NOT_IN_VERSION` outside 2025-11-25,
+/// `MCPW_ERR_NOT_NEGOTIATED` when the client did not declare `elicitation.url`,
+/// `MCPW_ERR_INVALID_PARAMS` for elicitations that are not such an array (an empty one
+/// included), `MCPW_ERR_INVALID_JSON` for text that is not JSON. Inputs are read during the
+/// call only, and may be views from this handle's current event.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `elicitations` points to `elicitations_len` readable bytes (or is NULL
+/// with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_respond_url_elicitation_required(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    elicitations: *const c_char,
+    elicitations_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let elicitations = unsafe { bytes_in(chars_as_bytes(elicitations), elicitations_len) }?;
+        let [string, Some(elicitations)] = stage(&mut h.staged, [id.string, Some(elicitations)])
+        else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let key = id_of(id.kind, id.integer, string)?;
+        let elicitations = json(elicitations)?;
+        refuse_if_closed(h.conn.get()?)?;
+        h.conn
+            .get_mut()?
+            .respond_url_elicitation_required(key, elicitations)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
 /// Reports progress on the peer's request `*id`, which must have carried a progress token
 /// (else `MCPW_ERR_NO_PROGRESS_TOKEN`): `progress` must be finite and increase with every
 /// call; `total` is sent when `has_total`; `message` (UTF-8, or NULL for none) is sent where
@@ -1334,6 +1388,27 @@ pub unsafe extern "C" fn mcpw_conn_stats(
             suppressed_responses: s.suppressed_responses,
             dropped_events: s.dropped_events,
         });
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Reads how many `notifications/elicitation/complete` the engine dropped for unknown or
+/// already-completed elicitation ids (2025-11-25, URL mode) into `*out_count`. A getter of its
+/// own: `mcpw_stats` keeps its size within 0.1.x, since callers allocate it.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_count` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_ignored_elicitation_completions(
+    conn: *const mcpw_conn,
+    out_count: *mut u64,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_count) }?;
+        out.write(h.conn.get()?.stats().ignored_elicitation_completions);
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.

@@ -133,6 +133,12 @@ pub enum mcpw_event_kind {
     /// From the peer: it cancelled one of its requests. Fields: `id`, `reason` (or absent).
     /// Stop working on it; an answer given afterwards is not sent.
     MCPW_EVENT_PEER_CANCELLED = 22,
+    /// From the peer, 2025-11-25: the out-of-band interaction of a URL-mode elicitation we
+    /// know of (from an `elicitation/create` in URL mode, or `MCPW_EVENT_URL_ELICITATION_REQUIRED`)
+    /// finished. Fields: `message`, the `elicitationId` (decoded text). Once per elicitation id;
+    /// completions of unknown or already-completed ids are dropped
+    /// (`mcpw_stats.ignored_elicitation_completions`).
+    MCPW_EVENT_ELICITATION_COMPLETE = 23,
     /// Our request: its result. Fields: `request`, `result`. Ends the request.
     MCPW_EVENT_RESPONSE = 40,
     /// Our request: its error answer. Fields: `request`, `code`, `message`, `data` (or
@@ -161,6 +167,18 @@ pub enum mcpw_event_kind {
     /// could not be resumed). Fields: `request`, `code` (the HTTP status, or 0), `message`
     /// (what went wrong, in English). Ends the request.
     MCPW_EVENT_FAILED = 47,
+    /// Our request: the server answered it with a task handle instead of its result (2026-07-28
+    /// with the tasks extension declared, or a 2025-11-25 task-augmented request). Fields:
+    /// `request`, `result` (the `CreateTaskResult`, raw JSON: `{"resultType":"task","taskId":…}`
+    /// in 2026-07-28, `{"task":{"taskId":…}}` in 2025-11-25). Poll `tasks/get` with the task's
+    /// id (in 2025-11-25, `tasks/result` waits for its end). Ends the request.
+    MCPW_EVENT_TASK_CREATED = 48,
+    /// Our request, 2025-11-25: the server answered -32042, it needs the user to complete
+    /// URL-mode elicitations first. Fields: `request`, `data` (the `elicitations` array, raw
+    /// JSON: objects with `mode` `"url"`, `elicitationId`, `url` and `message`, checked). Show
+    /// each URL to the user (open it only with their consent), then send the request again;
+    /// each end may come as `MCPW_EVENT_ELICITATION_COMPLETE`. Ends the request.
+    MCPW_EVENT_URL_ELICITATION_REQUIRED = 49,
     /// The peer broke a rule; the engine already answered as the spec says. Fields:
     /// `violation`, `decode_reason` (for `MCPW_VIOLATION_PARSE` and
     /// `MCPW_VIOLATION_INVALID_MESSAGE`), `id` and `method` when the message had them.
@@ -561,6 +579,26 @@ pub(crate) fn to_c(event: Event<'_>, texts: &mut EventTexts) -> mcpw_event {
             request: request.0,
             input_requests: raw(input_requests),
             request_state: text_opt(request_state, &mut texts.request_state),
+            ..base
+        },
+        Event::TaskCreated { request, task } => mcpw_event {
+            kind: MCPW_EVENT_TASK_CREATED,
+            request: request.0,
+            result: mcpw_str::of(task.get()),
+            ..base
+        },
+        Event::UrlElicitationRequired {
+            request,
+            elicitations,
+        } => mcpw_event {
+            kind: MCPW_EVENT_URL_ELICITATION_REQUIRED,
+            request: request.0,
+            data: mcpw_str::of(elicitations.get()),
+            ..base
+        },
+        Event::ElicitationComplete { elicitation_id } => mcpw_event {
+            kind: MCPW_EVENT_ELICITATION_COMPLETE,
+            message: text(elicitation_id, &mut texts.message),
             ..base
         },
         Event::InvalidResponse { request } => mcpw_event {

@@ -51,17 +51,19 @@ pub use conn::{
     MCPW_CAP_PROMPTS, MCPW_CAP_PROMPTS_LIST_CHANGED, MCPW_CAP_RESOURCES,
     MCPW_CAP_RESOURCES_LIST_CHANGED, MCPW_CAP_RESOURCES_SUBSCRIBE, MCPW_CAP_ROOTS,
     MCPW_CAP_ROOTS_LIST_CHANGED, MCPW_CAP_SAMPLING, MCPW_CAP_SAMPLING_CONTEXT,
-    MCPW_CAP_SAMPLING_TOOLS, MCPW_CAP_TASKS, MCPW_CAP_TASKS_CANCEL, MCPW_CAP_TASKS_EXTENSION,
-    MCPW_CAP_TASKS_LIST, MCPW_CAP_TOOLS, MCPW_CAP_TOOLS_LIST_CHANGED, mcpw_conn, mcpw_conn_cancel,
-    mcpw_conn_close, mcpw_conn_consume, mcpw_conn_era, mcpw_conn_free, mcpw_conn_handle_eof,
-    mcpw_conn_handle_frame, mcpw_conn_handle_input, mcpw_conn_handle_timeout, mcpw_conn_in_flight,
-    mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify, mcpw_conn_peer_capabilities,
-    mcpw_conn_peer_info, mcpw_conn_peer_instructions, mcpw_conn_poll_event, mcpw_conn_poll_timeout,
-    mcpw_conn_progress, mcpw_conn_protocol_version, mcpw_conn_request, mcpw_conn_request_context,
+    MCPW_CAP_SAMPLING_TOOLS, MCPW_CAP_TASKS, MCPW_CAP_TASKS_CANCEL, MCPW_CAP_TASKS_ELICITATION,
+    MCPW_CAP_TASKS_EXTENSION, MCPW_CAP_TASKS_LIST, MCPW_CAP_TASKS_SAMPLING,
+    MCPW_CAP_TASKS_TOOLS_CALL, MCPW_CAP_TOOLS, MCPW_CAP_TOOLS_LIST_CHANGED, mcpw_conn,
+    mcpw_conn_cancel, mcpw_conn_close, mcpw_conn_consume, mcpw_conn_era, mcpw_conn_free,
+    mcpw_conn_handle_eof, mcpw_conn_handle_frame, mcpw_conn_handle_input, mcpw_conn_handle_timeout,
+    mcpw_conn_ignored_elicitation_completions, mcpw_conn_in_flight, mcpw_conn_log, mcpw_conn_new,
+    mcpw_conn_notify, mcpw_conn_peer_capabilities, mcpw_conn_peer_info,
+    mcpw_conn_peer_instructions, mcpw_conn_poll_event, mcpw_conn_poll_timeout, mcpw_conn_progress,
+    mcpw_conn_protocol_version, mcpw_conn_request, mcpw_conn_request_context,
     mcpw_conn_request_related, mcpw_conn_respond, mcpw_conn_respond_error,
-    mcpw_conn_respond_input_required, mcpw_conn_retry, mcpw_conn_role, mcpw_conn_state,
-    mcpw_conn_stats, mcpw_conn_transmit, mcpw_era, mcpw_log_level, mcpw_progress_reset,
-    mcpw_request_context, mcpw_request_options, mcpw_state, mcpw_stats,
+    mcpw_conn_respond_input_required, mcpw_conn_respond_url_elicitation_required, mcpw_conn_retry,
+    mcpw_conn_role, mcpw_conn_state, mcpw_conn_stats, mcpw_conn_transmit, mcpw_era, mcpw_log_level,
+    mcpw_progress_reset, mcpw_request_context, mcpw_request_options, mcpw_state, mcpw_stats,
 };
 pub use event::{
     mcpw_close_reason, mcpw_decode_reason, mcpw_event, mcpw_event_kind, mcpw_id, mcpw_id_kind,
@@ -86,10 +88,12 @@ pub use json::{mcpw_json_at, mcpw_json_get};
 pub use result::{mcpw_result, mcpw_result_message};
 pub use tasks::{
     mcpw_conn_respond_task, mcpw_task_config, mcpw_task_config_default, mcpw_task_event,
-    mcpw_task_event_kind, mcpw_task_status, mcpw_tasks, mcpw_tasks_ask, mcpw_tasks_cancel,
-    mcpw_tasks_cancel_requested, mcpw_tasks_complete, mcpw_tasks_create, mcpw_tasks_fail,
-    mcpw_tasks_free, mcpw_tasks_handle_timeout, mcpw_tasks_new, mcpw_tasks_poll_event,
-    mcpw_tasks_poll_timeout, mcpw_tasks_serve, mcpw_tasks_set_message, mcpw_tasks_status,
+    mcpw_task_event_kind, mcpw_task_result, mcpw_task_status, mcpw_tasks, mcpw_tasks_ask,
+    mcpw_tasks_cancel, mcpw_tasks_cancel_requested, mcpw_tasks_complete, mcpw_tasks_create,
+    mcpw_tasks_create_legacy, mcpw_tasks_fail, mcpw_tasks_free, mcpw_tasks_handle_timeout,
+    mcpw_tasks_new, mcpw_tasks_poll_event, mcpw_tasks_poll_result, mcpw_tasks_poll_timeout,
+    mcpw_tasks_resume, mcpw_tasks_serve, mcpw_tasks_serve_legacy, mcpw_tasks_set_message,
+    mcpw_tasks_status, mcpw_tasks_write_result,
 };
 
 // ---- JSON-RPC and MCP error codes, for mcpw_conn_respond_error and mcpw_event.code ---------

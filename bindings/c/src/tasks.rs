@@ -7,6 +7,10 @@
 //! its own, apart from any connection, because a task outlives the request that created it
 //! (over Streamable HTTP each 2026-07-28 request has a connection of its own): keep one table
 //! per server and hand it the tasks requests of every connection.
+//!
+//! The same table serves the experimental tasks of 2025-11-25 (`mcpw_tasks_create_legacy`,
+//! `mcpw_tasks_serve_legacy`, `mcpw_tasks_poll_result`, `mcpw_tasks_write_result`), whose
+//! `tasks/result` waits for the task to end.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
@@ -20,7 +24,7 @@ use super::conn::{id_in, id_of, mcpw_conn, refuse_if_closed, stage};
 use super::event::{mcpw_id, mcpw_str};
 use super::result::mcpw_result::{self, *};
 use mcpwire::conn::Timestamp;
-use mcpwire::tasks::{TaskConfig, TaskEvent, TaskStatus, Tasks};
+use mcpwire::tasks::{LegacyAnswer, ReadyResult, TaskConfig, TaskEvent, TaskStatus, Tasks};
 
 fn at(now_ns: u64) -> Timestamp {
     Timestamp::from_nanos(now_ns)
@@ -216,6 +220,87 @@ impl Default for mcpw_task_event {
     }
 }
 
+/// A 2025-11-25 `tasks/result` request that can be answered now (its task ended or
+/// expired), filled in by `mcpw_tasks_poll_result`.
+///
+/// When `ready` is false every other field is empty. The views point into memory owned by the
+/// task table and stay valid until the next call that takes the table non-`const`. Answer the
+/// request with `mcpw_tasks_write_result` on the connection of `owner`, or yourself from the
+/// fields (`mcpw_conn_respond` with `result`, or `mcpw_conn_respond_error` with `code`,
+/// `message` and `data`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_task_result {
+    /// Whether there was a result to answer; false when the queue is empty (stop polling).
+    pub ready: bool,
+    /// Whose task it was: the `owner` given to `mcpw_tasks_create_legacy` (pick the
+    /// connection or session to answer on by it).
+    pub owner: u64,
+    /// The waiting `tasks/result` request's id.
+    pub id: mcpw_id,
+    /// Whether the answer is a JSON-RPC error (`code`, `message`, `data`) rather than
+    /// `result`.
+    pub is_error: bool,
+    /// The result, raw JSON text: what the task's request would have returned, with the
+    /// related-task `_meta` (when not `is_error`).
+    pub result: mcpw_str,
+    /// The error code (when `is_error`).
+    pub code: i64,
+    /// The error message, text (when `is_error`).
+    pub message: mcpw_str,
+    /// The error data, raw JSON text, or absent (when `is_error`).
+    pub data: mcpw_str,
+}
+
+impl mcpw_task_result {
+    /// No result to answer.
+    pub(crate) const NONE: mcpw_task_result = mcpw_task_result {
+        ready: false,
+        owner: 0,
+        id: mcpw_id::NONE,
+        is_error: false,
+        result: mcpw_str::NONE,
+        code: 0,
+        message: mcpw_str::NONE,
+        data: mcpw_str::NONE,
+    };
+
+    fn of(ready: &ReadyResult) -> mcpw_task_result {
+        let base = mcpw_task_result {
+            ready: true,
+            owner: ready.owner,
+            id: mcpw_id::of(ready.id.as_id()),
+            ..mcpw_task_result::NONE
+        };
+        match &ready.answer {
+            LegacyAnswer::Result(result) => mcpw_task_result {
+                result: mcpw_str::of(result),
+                ..base
+            },
+            LegacyAnswer::Error {
+                code,
+                message,
+                data,
+            } => mcpw_task_result {
+                is_error: true,
+                code: *code,
+                message: mcpw_str::of(message),
+                data: mcpw_str::of_opt(data.as_deref()),
+                ..base
+            },
+            // Never polled (the engine answers a waiting request only once its task ended).
+            LegacyAnswer::Wait => base,
+        }
+    }
+}
+
+impl Default for mcpw_task_result {
+    /// No result to answer (`ready` false, every view absent).
+    fn default() -> Self {
+        mcpw_task_result::NONE
+    }
+}
+
 // ---- The handle ---------------------------------------------------------------------------
 
 /// A server's task table (the tasks extension of 2026-07-28). Create it with
@@ -232,6 +317,8 @@ pub struct mcpw_tasks {
     created: String,
     /// The event `mcpw_tasks_poll_event` lent last.
     event: Option<TaskEvent>,
+    /// The 2025-11-25 answer `mcpw_tasks_poll_result` lent last, until written.
+    ready: Option<ReadyResult>,
 }
 
 impl Handle for mcpw_tasks {
@@ -276,6 +363,7 @@ pub unsafe extern "C" fn mcpw_tasks_new(
             staged: Vec::new(),
             created: String::new(),
             event: None,
+            ready: None,
         }));
         Ok(())
     })
@@ -334,17 +422,57 @@ pub unsafe extern "C" fn mcpw_tasks_create(
     unsafe { with_mut(tasks, body) }
 }
 
-/// Server, 2026-07-28: answers the peer's `tools/call` `*id` on `conn` with the handle of
-/// task `task` (UTF-8, from `mcpw_tasks_create`) instead of its result: the
-/// `CreateTaskResult` (`resultType: "task"`, the task's id, status and times). The client then
-/// polls the task with `tasks/get` (answer it with `mcpw_tasks_serve`).
+/// `mcpw_tasks_create` for a 2025-11-25 task-augmented request (the experimental tasks of
+/// that version: a `tools/call` whose params have a `task` member, which the engine lets
+/// through only where the server declared `tasks.requests.tools.call`; or, on a client, a
+/// server's `sampling/createMessage` or `elicitation/create`). The task belongs to `owner`,
+/// a number of your choosing for the session or connection that asked:
+/// `mcpw_tasks_serve_legacy` shows a requestor its own tasks only. Its wire shapes are that
+/// version's (`{"task":{…}}`, `ttl`, `pollInterval`). Answer the request with
+/// `mcpw_conn_respond_task`. Errors and the lent id as for `mcpw_tasks_create`.
 ///
-/// Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when the
-/// request did not declare the tasks extension (a task never goes to a client that cannot
-/// poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for any request
-/// but `tools/call` (and, in 2025-11-25, for a request that did not ask for that version's
-/// experimental tasks, which this C ABI does not offer), `MCPW_ERR_NOT_IN_VERSION` in the
-/// versions before, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
+/// # Safety
+/// As for `mcpw_tasks_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_create_legacy(
+    tasks: *mut mcpw_tasks,
+    now_ns: u64,
+    random: Option<unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize)>,
+    random_user: *mut c_void,
+    owner: u64,
+    out_task_id: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_tasks| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_task_id) }?;
+        let random = random.ok_or(MCPW_ERR_NULL_ARGUMENT)?;
+        let mut fill = |buf: &mut [u8]| {
+            // Safety: the host's callback, given a writable buffer of that length.
+            unsafe { random(random_user, buf.as_mut_ptr(), buf.len()) }
+        };
+        h.created = h.tasks.create_legacy(at(now_ns), &mut fill, owner)?;
+        out.write(mcpw_str::of(&h.created));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live task table.
+    unsafe { with_mut(tasks, body) }
+}
+
+/// Answers the peer's request `*id` on `conn` with the handle of task `task` (UTF-8) instead
+/// of its result: the `CreateTaskResult`. In 2026-07-28 (a `tools/call`, task from
+/// `mcpw_tasks_create`) that is `resultType: "task"` with the task's id, status and times, and
+/// the client polls the task with `tasks/get` (answer it with `mcpw_tasks_serve`). In
+/// 2025-11-25 (a task-augmented request, task from `mcpw_tasks_create_legacy`) it is
+/// `{"task":{…}}`, and the client polls with `tasks/get` and `tasks/result` (answer them with
+/// `mcpw_tasks_serve_legacy`). The client gets `MCPW_EVENT_TASK_CREATED`.
+///
+/// Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when a
+/// 2026-07-28 request did not declare the tasks extension (a task never goes to a client that
+/// cannot poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for a
+/// 2026-07-28 request but `tools/call` and for a 2025-11-25 request that did not ask for a
+/// task (no `task` member, or a method we did not declare under `tasks.requests`),
+/// `MCPW_ERR_INVALID_PARAMS` for a task of the other version's shape, `MCPW_ERR_NOT_IN_VERSION`
+/// in the versions before 2025-11-25, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
 /// `MCPW_ERR_UNKNOWN_TASK` for an unknown task, `MCPW_ERR_CLOSED` after `MCPW_EVENT_CLOSED`.
 /// The table is only read. Inputs are read during the call only, and may be views from this
 /// connection's current event or from the table.
@@ -459,6 +587,34 @@ pub unsafe extern "C" fn mcpw_tasks_set_message(
         let message = unsafe { optional_bytes_in(message, message_len) }?;
         let message = message.map(utf8).transpose()?;
         h.tasks.set_message(at(now_ns), task, message)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live task table.
+    unsafe { with_mut(tasks, body) }
+}
+
+/// Puts task `task` back to `working` after `input_required`, dropping its outstanding input
+/// requests: the 2025-11-25 flow, where the server sends its input requests itself (related to
+/// the task) and resumes the task when their answers came. (In the 2026-07-28 flow the last
+/// `MCPW_TASK_EVENT_INPUT` does this.) A task already `working` stays so.
+///
+/// An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
+/// (nothing changes). Inputs are read during the call only, and may be views the table lent.
+///
+/// # Safety
+/// `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+/// NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_resume(
+    tasks: *mut mcpw_tasks,
+    now_ns: u64,
+    task: *const c_char,
+    task_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_tasks| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let task = unsafe { text_in(task, task_len) }?;
+        h.tasks.resume(at(now_ns), task)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live task table.
@@ -689,6 +845,122 @@ pub unsafe extern "C" fn mcpw_tasks_poll_event(
     };
     // Safety: (caller) NULL or a live task table.
     unsafe { with_mut(tasks, body) }
+}
+
+// ---- 2025-11-25: the experimental tasks of that version -----------------------------------
+
+/// 2025-11-25: answers the peer's request `*id` on `conn` if `method` (UTF-8) is a tasks
+/// method of that version, from `owner` (the session or connection that sent it, as given to
+/// `mcpw_tasks_create_legacy`; it sees its own tasks only): `tasks/get` and `tasks/cancel`
+/// with the task, `tasks/list` with the owner's tasks (one page), `tasks/result` with the
+/// underlying request's result (with the related-task `_meta`) or error once the task has
+/// ended. A `tasks/result` on a task still running is not answered now: it comes out of
+/// `mcpw_tasks_poll_result` once the task ends (or expires). `tasks/cancel` ends the task as
+/// `cancelled` at once and reports `MCPW_TASK_EVENT_CANCEL_REQUESTED` so that the work stops.
+/// An unknown task, or cancelling a terminal one, gets -32602. `*out_served` is true when it
+/// took the request (answered or waiting), and false (nothing answered, nothing changed) for
+/// any other method: answer that one yourself. `params` is the request's params object (JSON
+/// text, or NULL when absent).
+///
+/// Afterwards drain `mcpw_tasks_poll_event` and `mcpw_tasks_poll_result`, then the connection
+/// as after any command. Errors and inputs as for `mcpw_tasks_serve`.
+///
+/// # Safety
+/// As for `mcpw_tasks_serve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_serve_legacy(
+    tasks: *mut mcpw_tasks,
+    now_ns: u64,
+    owner: u64,
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    method: *const c_char,
+    method_len: usize,
+    params: *const c_char,
+    params_len: usize,
+    out_served: *mut bool,
+) -> mcpw_result {
+    let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_served) }?;
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let method = unsafe { bytes_in(chars_as_bytes(method), method_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let params = unsafe { optional_bytes_in(params, params_len) }?;
+        let [string, Some(method), params] =
+            stage(&mut t.staged, [id.string, Some(method), params])
+        else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let key = id_of(id.kind, id.integer, string)?;
+        let method = utf8(method)?;
+        let params = params.map(json).transpose()?;
+        refuse_if_closed(c.conn.get()?)?;
+        let served =
+            t.tasks
+                .serve_legacy(at(now_ns), owner, c.conn.get_mut()?, key, method, params)?;
+        out.write(served);
+        Ok(())
+    };
+    // Safety: (caller) each NULL or a live handle of its type.
+    unsafe { with_mut_pair(tasks, conn, body) }
+}
+
+/// 2025-11-25: takes the next `tasks/result` request that can be answered now (its task ended
+/// or expired) into `*out_result`, oldest first. When there is none, returns `MCPW_OK` with
+/// `ready` false. Call it until then after the calls that end tasks (`mcpw_tasks_complete`,
+/// `mcpw_tasks_fail`, `mcpw_tasks_cancel`, `mcpw_tasks_serve_legacy`) and after
+/// `mcpw_tasks_handle_timeout`, and answer each with `mcpw_tasks_write_result` (or yourself,
+/// from its fields). The views stay valid until the next call that takes the table
+/// non-`const`.
+///
+/// # Safety
+/// `tasks` is NULL or a live task table; `out_result` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_poll_result(
+    tasks: *mut mcpw_tasks,
+    out_result: *mut mcpw_task_result,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_tasks| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_result) }?;
+        h.ready = h.tasks.poll_result();
+        out.write(
+            h.ready
+                .as_ref()
+                .map_or(mcpw_task_result::NONE, mcpw_task_result::of),
+        );
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live task table.
+    unsafe { with_mut(tasks, body) }
+}
+
+/// 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on
+/// `conn` (the connection of its `owner`), then forgets it: calling again, or with nothing
+/// polled, is `MCPW_ERR_UNKNOWN_REQUEST`. When the connection refuses it
+/// (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
+/// answer is kept, so another connection may be tried; the next poll replaces it. Drain the
+/// connection afterwards as after any command.
+///
+/// # Safety
+/// `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_write_result(
+    tasks: *mut mcpw_tasks,
+    conn: *mut mcpw_conn,
+) -> mcpw_result {
+    let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
+        let ready = t.ready.as_ref().ok_or(MCPW_ERR_UNKNOWN_REQUEST)?;
+        refuse_if_closed(c.conn.get()?)?;
+        ready.answer.write(c.conn.get_mut()?, ready.id.as_id())?;
+        t.ready = None;
+        Ok(())
+    };
+    // Safety: (caller) each NULL or a live handle of its type.
+    unsafe { with_mut_pair(tasks, conn, body) }
 }
 
 /// Reads when the next task expires: `*out_has` is true and `*out_deadline_ns` holds it (on

@@ -296,10 +296,11 @@ fn every_command_fails_with_closed_after_the_closed_event() {
             mcpw_conn_progress(conn, &id, 1.0, 0.0, false, ptr::null(), 0),
             mcpw_conn_log(conn, &id, 6, ptr::null(), 0, obj, obj_len, &mut sent),
             mcpw_conn_respond_input_required(conn, &id, obj, obj_len, ptr::null(), 0),
+            mcpw_conn_respond_url_elicitation_required(conn, &id, obj, obj_len),
             mcpw_conn_retry(conn, 2, 1, ptr::null(), 0, &mut out_id),
             mcpw_conn_cancel(conn, 2, 1, ptr::null(), 0),
         ];
-        assert_eq!(results, [MCPW_ERR_CLOSED; 10]);
+        assert_eq!(results, [MCPW_ERR_CLOSED; 11]);
         // Arguments are still checked first; closing again does nothing.
         assert_eq!(mcpw_conn_respond(conn, &id, obj, 0), MCPW_ERR_INVALID_JSON);
         assert_eq!(mcpw_conn_close(conn, 3, 0), MCPW_OK);
