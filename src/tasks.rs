@@ -422,6 +422,25 @@ impl Tasks {
         String::from_utf8(out).ok()
     }
 
+    /// The status notification of `task` as it stands: `("notifications/tasks", DetailedTask)`
+    /// for an extension task (send it with [`Connection::notify`](crate::Connection::notify) on
+    /// every connection: the engine delivers it only on the `subscriptions/listen` streams that
+    /// asked for this task's id), `("notifications/tasks/status", Task)` for a 2025-11-25 task
+    /// (send it on its owner's connection; the spec makes both optional, and clients keep
+    /// polling). `None` for an unknown task.
+    pub fn status_notification(&self, task: &str) -> Option<(&'static str, String)> {
+        let t = self.tasks.get(task)?;
+        if t.legacy.is_some() {
+            let mut out = Vec::with_capacity(256);
+            out.push(b'{');
+            self.write_task(&mut out, task, t, false);
+            out.push(b'}');
+            Some(("notifications/tasks/status", String::from_utf8(out).ok()?))
+        } else {
+            Some(("notifications/tasks", self.detailed(task)?))
+        }
+    }
+
     fn write_task(&self, out: &mut Vec<u8>, id: &str, t: &Task, detailed: bool) {
         out.extend_from_slice(b"\"taskId\":");
         write_json_string(out, id);

@@ -1083,3 +1083,88 @@ fn tasks_under_random_operations_keep_their_invariants() {
         }
     }
 }
+
+#[test]
+fn status_notifications_reach_the_listen_streams_that_asked_for_the_task() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = modern_pair(true);
+    let task = tasks.create(p.now, &mut ids()).unwrap();
+    let other = tasks.create(p.now, &mut ids()).unwrap();
+    let filter = json!({ "notifications": { "taskIds": [task] } }).to_string();
+    p.client
+        .request(p.now, "subscriptions/listen", Some(raw(&filter)))
+        .unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let Some(Ev::Notification {
+        method,
+        params: Some(ack),
+    }) = evs.first()
+    else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(method, "notifications/subscriptions/acknowledged");
+    let ack: Value = serde_json::from_str(ack).unwrap();
+    assert_eq!(ack["notifications"]["taskIds"], json!([task]), "granted");
+
+    tasks
+        .complete(
+            p.now,
+            &task,
+            raw(r#"{"content":[{"type":"text","text":"ok"}]}"#),
+        )
+        .unwrap();
+    for t in [&task, &other] {
+        let (method, params) = tasks.status_notification(t).unwrap();
+        assert_eq!(method, "notifications/tasks");
+        p.server.notify(method, Some(raw(&params))).unwrap();
+    }
+    p.step();
+    let evs = p.take_client_events();
+    assert_eq!(evs.len(), 1, "only the task asked for: {evs:?}");
+    let Ev::Notification {
+        method,
+        params: Some(params),
+    } = &evs[0]
+    else {
+        panic!()
+    };
+    assert_eq!(method, "notifications/tasks");
+    let params: Value = serde_json::from_str(params).unwrap();
+    assert_eq!(params["taskId"], task.as_str());
+    assert_eq!(params["status"], "completed");
+    assert_eq!(
+        params["result"]["content"][0]["text"], "ok",
+        "the full DetailedTask"
+    );
+}
+
+#[test]
+fn a_2025_11_25_task_status_notification_is_the_flat_task() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    tasks.set_message(p.now, &task, Some("half way")).unwrap();
+    let (method, params) = tasks.status_notification(&task).unwrap();
+    assert_eq!(method, "notifications/tasks/status");
+    p.server.notify(method, Some(raw(&params))).unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let [
+        Ev::Notification {
+            params: Some(params),
+            ..
+        },
+    ] = &evs[..]
+    else {
+        panic!("{evs:?}")
+    };
+    let params: Value = serde_json::from_str(params).unwrap();
+    assert_eq!(params["taskId"], task.as_str());
+    assert_eq!(params["statusMessage"], "half way");
+    assert_eq!(params["ttl"], 3_600_000);
+    assert!(
+        params.get("_meta").is_none(),
+        "no related-task metadata here"
+    );
+}

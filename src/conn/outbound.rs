@@ -146,7 +146,8 @@ impl Core {
                     "notifications/tools/list_changed"
                     | "notifications/prompts/list_changed"
                     | "notifications/resources/list_changed"
-                    | "notifications/resources/updated",
+                    | "notifications/resources/updated"
+                    | "notifications/tasks",
                 ) => Ok(()),
                 _ => Err(Error::RequestScoped),
             };

@@ -475,7 +475,20 @@ impl Core {
             prompts: flag("promptsListChanged", Caps::PROMPTS_LIST_CHANGED),
             resources: flag("resourcesListChanged", Caps::RESOURCES_LIST_CHANGED),
             resource_uris: Vec::new(),
+            task_ids: Vec::new(),
         };
+        // Task status notifications (SEP-2663): granted for every id asked, bounded; the
+        // engine cannot tell which ids the application knows, and an unknown id simply never
+        // gets a notification. (A request without the extension was refused before.)
+        if ours.contains(Caps::TASKS_EXTENSION)
+            && let Some(ids) = filter.get_unique("taskIds").ok().flatten()
+        {
+            for item in array_items(ids.get()).take(MAX_LISTEN_TASKS) {
+                if let Some(s) = item.as_str() {
+                    granted.task_ids.push(s.to_str().into_owned());
+                }
+            }
+        }
         if ours.contains(Caps::RESOURCES_SUBSCRIBE)
             && let Some(uris) = filter.get_unique("resourceSubscriptions").ok().flatten()
         {
@@ -509,16 +522,24 @@ impl Core {
                 ack.extend_from_slice(b":true");
             }
         }
-        if !granted.resource_uris.is_empty() {
+        for (list, key) in [
+            (&granted.resource_uris, "resourceSubscriptions"),
+            (&granted.task_ids, "taskIds"),
+        ] {
+            if list.is_empty() {
+                continue;
+            }
             if !first {
                 ack.push(b',');
             }
-            ack.extend_from_slice(b"\"resourceSubscriptions\":[");
-            for (i, uri) in granted.resource_uris.iter().enumerate() {
+            first = false;
+            write_json_string(&mut ack, key);
+            ack.extend_from_slice(b":[");
+            for (i, item) in list.iter().enumerate() {
                 if i > 0 {
                     ack.push(b',');
                 }
-                write_json_string(&mut ack, uri);
+                write_json_string(&mut ack, item);
             }
             ack.push(b']');
         }
@@ -589,8 +610,13 @@ impl Core {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<usize, Error> {
+        let key = if method == "notifications/tasks" {
+            "taskId"
+        } else {
+            "uri"
+        };
         let uri = params
-            .and_then(|p| p.get_unique("uri").ok().flatten())
+            .and_then(|p| p.get_unique(key).ok().flatten())
             .and_then(|u| u.as_str())
             .map(|u| u.to_str().into_owned());
         let targets: Vec<(OwnedId, StreamId)> = self
@@ -606,6 +632,9 @@ impl Core {
                     "notifications/resources/updated" => uri
                         .as_ref()
                         .is_some_and(|u| listen.resource_uris.iter().any(|l| l == u)),
+                    "notifications/tasks" => uri
+                        .as_ref()
+                        .is_some_and(|t| listen.task_ids.iter().any(|l| l == t)),
                     _ => false,
                 };
                 wanted.then(|| (id.clone(), entry.stream))
@@ -1156,6 +1185,9 @@ pub(super) fn retryable_method(method: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// Task ids one listen stream may follow.
+const MAX_LISTEN_TASKS: usize = 256;
 
 /// The -32021 refusal of a tasks method (or a listen for task notifications) from a request
 /// that did not declare the tasks extension (SEP-2663), naming what is missing.

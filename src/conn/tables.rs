@@ -253,6 +253,8 @@ pub(crate) struct ListenFilter {
     pub prompts: bool,
     pub resources: bool,
     pub resource_uris: Vec<String>,
+    /// Tasks whose `notifications/tasks` the stream carries (the tasks extension).
+    pub task_ids: Vec<String>,
 }
 
 /// One of the peer's requests we have not answered yet.
