@@ -2881,6 +2881,25 @@ enum mcpw_result mcpw_conn_respond_task(struct mcpw_conn *conn,
                                         size_t task_len);
 
 /**
+ * The status notification of task `task` (UTF-8) as it stands: `*out_method` is
+ * `notifications/tasks` for an extension task (its params the full DetailedTask; send it with
+ * `mcpw_conn_notify` on every connection, and the engine delivers it only on the
+ * `subscriptions/listen` streams that asked for this task's id) or
+ * `notifications/tasks/status` for a 2025-11-25 task (the flat Task; send it on its owner's
+ * connection). Both are optional in the spec: clients keep polling. The views stay valid
+ * until the next non-const call on the table. `MCPW_ERR_UNKNOWN_TASK` for an unknown task.
+ *
+ * # Safety
+ * `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+ * NULL with length 0); `out_method` and `out_params` are NULL or writable.
+ */
+enum mcpw_result mcpw_tasks_status_notification(struct mcpw_tasks *tasks,
+                                                const char *task,
+                                                size_t task_len,
+                                                struct mcpw_str *out_method,
+                                                struct mcpw_str *out_params);
+
+/**
  * Reads the status of task `task` (UTF-8) into `*out_status`. `MCPW_ERR_UNKNOWN_TASK` for a
  * task never created, expired or dropped.
  *

@@ -2933,6 +2933,23 @@ static void test_tasks_the_whole_flow(void) {
     snprintf(members, sizeof members, "\"taskId\":\"%s\"", task);
     tasks_call(server, tasks, now + 4 * MS, 6, "tasks/get", members, out, sizeof out);
     CHECK(strstr(out, "\"status\":\"completed\"") != NULL && strstr(out, "deployed") != NULL);
+    /* Its status notification: the full DetailedTask, for the listen streams that follow it. */
+    mcpw_str note_method, note_params;
+    OK(mcpw_tasks_status_notification(tasks, task, strlen(task), &note_method, &note_params));
+    CHECK(str_eq(note_method, "notifications/tasks"));
+    {
+        char params[1024];
+        CHECK(note_params.len < sizeof params);
+        memcpy(params, note_params.ptr, note_params.len);
+        params[note_params.len] = 0;
+        CHECK(strstr(params, "\"status\":\"completed\"") != NULL && strstr(params, "deployed") != NULL);
+    }
+    RC(MCPW_ERR_UNKNOWN_TASK,
+       mcpw_tasks_status_notification(tasks, S("nope"), &note_method, &note_params));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_status_notification(tasks, task, strlen(task), NULL, &note_params));
+    RC(MCPW_ERR_NULL_ARGUMENT,
+       mcpw_tasks_status_notification(NULL, task, strlen(task), &note_method, &note_params));
     RC(MCPW_ERR_TASK_TERMINAL, mcpw_tasks_complete(tasks, now, task, strlen(task), S("{}")));
     RC(MCPW_ERR_TASK_TERMINAL,
        mcpw_tasks_ask(tasks, now, task, strlen(task), S("again"), elicit, strlen(elicit)));

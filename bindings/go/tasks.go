@@ -525,6 +525,29 @@ func (t *Tasks) HandleTimeout(now time.Time) error {
 	return check("handle task timeout", rc)
 }
 
+// StatusNotification returns the status notification of the task as it stands: the method is
+// "notifications/tasks" for an extension task (params: the full DetailedTask; send it with
+// Conn.Notify on every connection, and the engine delivers it only on the
+// subscriptions/listen streams that asked for this task), or "notifications/tasks/status" for
+// a 2025-11-25 task (the flat Task; send it on its owner's connection). Both are optional in
+// the spec: clients keep polling. ErrUnknownTask for an unknown task.
+func (t *Tasks) StatusNotification(task string) (method string, params json.RawMessage, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return "", nil, ErrFreed
+	}
+	var m, p C.mcpw_str
+	rc := C.mcpw_tasks_status_notification(t.ptr, cString(task), C.size_t(len(task)), &m, &p)
+	if err := check("task status notification", rc); err != nil {
+		runtime.KeepAlive(t)
+		return "", nil, err
+	}
+	method, params = copyStr(m), copyJSON(p)
+	runtime.KeepAlive(t)
+	return method, params, nil
+}
+
 // copyStr copies a view the library lent ("" when absent).
 func copyStr(s C.mcpw_str) string {
 	if s.ptr == nil {

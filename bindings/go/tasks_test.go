@@ -192,6 +192,14 @@ func TestTasksTheWholeFlow(t *testing.T) {
 	if s, _ := tasks.Status(task); !s.IsTerminal() {
 		t.Fatalf("status %v", s)
 	}
+	method, params, err := tasks.StatusNotification(task)
+	if err != nil || method != "notifications/tasks" ||
+		!strings.Contains(string(params), `"status":"completed"`) || !strings.Contains(string(params), "deployed") {
+		t.Fatalf("status notification %q %s %v", method, params, err)
+	}
+	if _, _, err := tasks.StatusNotification("nope"); !errors.Is(err, ErrUnknownTask) {
+		t.Fatalf("unknown task: %v", err)
+	}
 	for name, err := range map[string]error{
 		"complete": tasks.Complete(p.now, task, json.RawMessage(`{}`)),
 		"ask":      tasks.Ask(p.now, task, "again", elicit),

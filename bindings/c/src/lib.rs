@@ -93,7 +93,7 @@ pub use tasks::{
     mcpw_tasks_create_legacy, mcpw_tasks_fail, mcpw_tasks_free, mcpw_tasks_handle_timeout,
     mcpw_tasks_new, mcpw_tasks_poll_event, mcpw_tasks_poll_result, mcpw_tasks_poll_timeout,
     mcpw_tasks_resume, mcpw_tasks_serve, mcpw_tasks_serve_legacy, mcpw_tasks_set_message,
-    mcpw_tasks_status, mcpw_tasks_write_result,
+    mcpw_tasks_status, mcpw_tasks_status_notification, mcpw_tasks_write_result,
 };
 
 // ---- JSON-RPC and MCP error codes, for mcpw_conn_respond_error and mcpw_event.code ---------

@@ -319,6 +319,8 @@ pub struct mcpw_tasks {
     event: Option<TaskEvent>,
     /// The 2025-11-25 answer `mcpw_tasks_poll_result` lent last, until written.
     ready: Option<ReadyResult>,
+    /// The params `mcpw_tasks_status_notification` lent last.
+    notification: String,
 }
 
 impl Handle for mcpw_tasks {
@@ -364,6 +366,7 @@ pub unsafe extern "C" fn mcpw_tasks_new(
             created: String::new(),
             event: None,
             ready: None,
+            notification: String::new(),
         }));
         Ok(())
     })
@@ -507,6 +510,45 @@ pub unsafe extern "C" fn mcpw_conn_respond_task(
 }
 
 // ---- Getters ------------------------------------------------------------------------------
+
+/// The status notification of task `task` (UTF-8) as it stands: `*out_method` is
+/// `notifications/tasks` for an extension task (its params the full DetailedTask; send it with
+/// `mcpw_conn_notify` on every connection, and the engine delivers it only on the
+/// `subscriptions/listen` streams that asked for this task's id) or
+/// `notifications/tasks/status` for a 2025-11-25 task (the flat Task; send it on its owner's
+/// connection). Both are optional in the spec: clients keep polling. The views stay valid
+/// until the next non-const call on the table. `MCPW_ERR_UNKNOWN_TASK` for an unknown task.
+///
+/// # Safety
+/// `tasks` is NULL or a live task table; `task` points to `task_len` readable bytes (or is
+/// NULL with length 0); `out_method` and `out_params` are NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tasks_status_notification(
+    tasks: *mut mcpw_tasks,
+    task: *const c_char,
+    task_len: usize,
+    out_method: *mut mcpw_str,
+    out_params: *mut mcpw_str,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_tasks| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let method_out = unsafe { Out::new(out_method) }?;
+        // Safety: (caller) writable or NULL, which is refused.
+        let params_out = unsafe { Out::new(out_params) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let task = unsafe { text_in(task, task_len) }?;
+        let (method, params) = h
+            .tasks
+            .status_notification(task)
+            .ok_or(MCPW_ERR_UNKNOWN_TASK)?;
+        h.notification = params;
+        method_out.write(mcpw_str::of(method));
+        params_out.write(mcpw_str::of(&h.notification));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live task table.
+    unsafe { with_mut(tasks, body) }
+}
 
 /// Reads the status of task `task` (UTF-8) into `*out_status`. `MCPW_ERR_UNKNOWN_TASK` for a
 /// task never created, expired or dropped.
