@@ -5,7 +5,7 @@
 //!
 //! [`Tasks`] is the server's task table, sans-IO like the rest of the engine: the host gives it
 //! the time, and the application moves its tasks through their states. It is separate from
-//! any [`Connection`](crate::Connection) because a task outlives the request that created it
+//! any [`Connection`] because a task outlives the request that created it
 //! (over Streamable HTTP each 2026-07-28 request has a connection of its own): keep one table
 //! per server and hand it the tasks methods of every connection.
 //!
