@@ -475,7 +475,7 @@ impl Core {
                             | "resources/read"
                     ),
                 modern,
-                listen,
+                listen: listen.map(Box::new),
                 batch,
                 stream,
             },
@@ -561,7 +561,10 @@ impl Core {
                         let stored = Stored::ElicitationComplete(cap.str(id));
                         cap.push(stored);
                     }
-                    _ => self.stats.ignored_elicitation_completions += 1,
+                    _ => {
+                        let n = &mut self.stats.ignored_elicitation_completions;
+                        *n = n.saturating_add(1);
+                    }
                 }
             }
             _ => {

@@ -8,8 +8,12 @@ use std::collections::{HashSet, VecDeque};
 use crate::jsonrpc::RawJson;
 
 /// The elicitation ids awaiting completion, oldest first; bounded (the oldest is forgotten).
+/// Allocated on first use: a connection that never sees URL mode pays one pointer.
 #[derive(Debug, Default)]
-pub(crate) struct KnownElicitations {
+pub(crate) struct KnownElicitations(Option<Box<Known>>);
+
+#[derive(Debug, Default)]
+struct Known {
     order: VecDeque<String>,
     ids: HashSet<String>,
 }
@@ -20,24 +24,31 @@ const KNOWN_MAX: usize = 256;
 impl KnownElicitations {
     /// Remembers `id` (once).
     pub(crate) fn insert(&mut self, id: &str) {
-        if id.is_empty() || self.ids.contains(id) {
+        let known = self.0.get_or_insert_with(Box::default);
+        if id.is_empty() || known.ids.contains(id) {
             return;
         }
-        if self.order.len() >= KNOWN_MAX
-            && let Some(old) = self.order.pop_front()
+        if known.order.len() >= KNOWN_MAX
+            && let Some(old) = known.order.pop_front()
         {
-            self.ids.remove(&old);
+            known.ids.remove(&old);
         }
-        self.ids.insert(id.to_owned());
-        self.order.push_back(id.to_owned());
+        known.ids.insert(id.to_owned());
+        known.order.push_back(id.to_owned());
     }
 
     /// Forgets `id`; whether it was known.
     pub(crate) fn complete(&mut self, id: &str) -> bool {
-        if !self.ids.remove(id) {
+        let Some(known) = self.0.as_mut() else {
+            return false;
+        };
+        if !known.ids.remove(id) {
             return false;
         }
-        self.order.retain(|o| o != id);
+        known.order.retain(|o| o != id);
+        if known.order.is_empty() {
+            self.0 = None;
+        }
         true
     }
 }

@@ -185,6 +185,18 @@ pub struct Stats {
     pub ignored_elicitation_completions: u64,
 }
 
+/// The counters behind [`Stats`] that the core keeps itself (the others are read where they
+/// live), kept apart so that an idle connection stays small.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    late_responses: u64,
+    dropped_progress: u64,
+    non_increasing_progress: u64,
+    ignored_cancellations: u64,
+    suppressed_responses: u64,
+    ignored_elicitation_completions: u32,
+}
+
 // ---- The connection -------------------------------------------------------------------------
 
 /// One MCP connection, client or server. See the [module docs](self) for how to drive it.
@@ -306,9 +318,16 @@ impl Connection {
 
     /// Counters of what was dropped quietly.
     pub fn stats(&self) -> Stats {
-        let mut s = self.core.stats;
-        s.dropped_events = self.core.events.dropped;
-        s
+        let c = self.core.stats;
+        Stats {
+            late_responses: c.late_responses,
+            dropped_progress: c.dropped_progress,
+            non_increasing_progress: c.non_increasing_progress,
+            ignored_cancellations: c.ignored_cancellations,
+            suppressed_responses: c.suppressed_responses,
+            dropped_events: self.core.events.dropped,
+            ignored_elicitation_completions: u64::from(c.ignored_elicitation_completions),
+        }
     }
 
     /// How many timer entries the engine holds (live and stale); bounded by a constant factor
@@ -737,10 +756,7 @@ struct Core {
     /// client capabilities seen).
     stateless: Stateless,
     events: EventQueue,
-    stats: Stats,
-    /// Set while `respond_task` writes its answer: the one way a `resultType` of `"task"`
-    /// goes out.
-    task_answer: bool,
+    stats: Counters,
     /// Client: URL-mode elicitations awaiting their completion notification.
     elicitations: elicit::KnownElicitations,
 }
@@ -756,8 +772,7 @@ impl Core {
             out: Outbound::default(),
             stateless: Stateless::default(),
             events: EventQueue::new(limits.max_queued_events),
-            stats: Stats::default(),
-            task_answer: false,
+            stats: Counters::default(),
             elicitations: elicit::KnownElicitations::default(),
             config,
         }

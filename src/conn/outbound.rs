@@ -306,6 +306,17 @@ impl Core {
     }
 
     pub(super) fn respond(&mut self, id: Id<'_>, answer: Answer<'_>) -> Result<(), Error> {
+        self.respond_as(id, answer, false)
+    }
+
+    /// [`respond`](Self::respond); `task` lets a `resultType` of `"task"` through (the one
+    /// way it goes out is `respond_task`, which checked the request may get one).
+    pub(super) fn respond_as(
+        &mut self,
+        id: Id<'_>,
+        answer: Answer<'_>,
+        task: bool,
+    ) -> Result<(), Error> {
         if self.lifecycle.is_closed() {
             return Err(Error::Closed);
         }
@@ -328,7 +339,7 @@ impl Core {
             let mut typed = std::mem::take(&mut self.out.edit_scratch);
             stamped.clear();
             let ok = self
-                .stamp_result(&mut stamped, &mut typed, result, cacheable)
+                .stamp_result(&mut stamped, &mut typed, result, cacheable, task)
                 .is_ok();
             crate::frame::empty(&mut typed);
             self.out.edit_scratch = typed;

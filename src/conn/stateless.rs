@@ -671,6 +671,7 @@ impl Core {
         typed: &mut Vec<u8>,
         result: RawJson<'_>,
         cacheable: bool,
+        task: bool,
     ) -> Result<(), EditError> {
         if !result.is_object() {
             return Err(EditError::NotAnObject);
@@ -694,7 +695,7 @@ impl Core {
             None => push(("resultType", b"\"complete\"")),
             // A task handle goes out through `respond_task` only, which checks that the
             // request may get one (SEP-2663: never to a client without the extension).
-            Some(t) if !self.task_answer && t.as_str().is_some_and(|t| t.to_str() == "task") => {
+            Some(t) if !task && t.as_str().is_some_and(|t| t.to_str() == "task") => {
                 return Err(EditError::NotAnObject);
             }
             Some(_) => {}
@@ -776,10 +777,7 @@ impl Core {
         if !is_task {
             return Err(Error::InvalidParams);
         }
-        self.task_answer = true;
-        let sent = self.respond(id, Answer::Result(task));
-        self.task_answer = false;
-        sent
+        self.respond_as(id, Answer::Result(task), true)
     }
 
     /// Server: answers a stateless request with "input required".

@@ -270,7 +270,7 @@ pub(crate) struct Inbound {
     /// Whether the result is cacheable (`ttlMs` and `cacheScope` are required in 2026-07-28).
     pub cacheable: bool,
     pub modern: Option<ModernContext>,
-    pub listen: Option<ListenFilter>,
+    pub listen: Option<Box<ListenFilter>>,
     /// The batch it arrived in, if any.
     pub batch: Option<u32>,
     pub stream: StreamId,
