@@ -833,6 +833,43 @@ pub unsafe extern "C" fn mcpw_tasks_serve(
     params_len: usize,
     out_served: *mut bool,
 ) -> mcpw_result {
+    let request = (id, method, method_len, params, params_len, out_served);
+    // Safety: (caller) as this function's contract.
+    unsafe {
+        serve_request(tasks, conn, request, |t, c, id, method, params| {
+            t.serve(at(now_ns), c, id, method, params)
+        })
+    }
+}
+
+/// A request handed to `mcpw_tasks_serve` or `mcpw_tasks_serve_legacy`: its id, method and
+/// params as the caller gave them, and where to say whether it was served.
+type RequestIn = (
+    *const mcpw_id,
+    *const c_char,
+    usize,
+    *const c_char,
+    usize,
+    *mut bool,
+);
+
+/// The two serve calls: reads and copies the request (its inputs may be views of this very
+/// connection, which answering ends), then lets `serve` answer it on the connection.
+///
+/// # Safety
+/// As for `mcpw_tasks_serve`.
+unsafe fn serve_request(
+    tasks: *mut mcpw_tasks,
+    conn: *mut mcpw_conn,
+    (id, method, method_len, params, params_len, out_served): RequestIn,
+    serve: impl FnOnce(
+        &mut Tasks,
+        &mut mcpwire::Connection,
+        mcpwire::jsonrpc::Id<'_>,
+        &str,
+        Option<mcpwire::jsonrpc::RawJson<'_>>,
+    ) -> Result<bool, mcpwire::conn::Error>,
+) -> mcpw_result {
     let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_served) }?;
@@ -851,9 +888,7 @@ pub unsafe extern "C" fn mcpw_tasks_serve(
         let method = utf8(method)?;
         let params = params.map(json).transpose()?;
         refuse_if_closed(c.conn.get()?)?;
-        let served = t
-            .tasks
-            .serve(at(now_ns), c.conn.get_mut()?, key, method, params)?;
+        let served = serve(&mut t.tasks, c.conn.get_mut()?, key, method, params)?;
         out.write(served);
         Ok(())
     };
@@ -922,32 +957,13 @@ pub unsafe extern "C" fn mcpw_tasks_serve_legacy(
     params_len: usize,
     out_served: *mut bool,
 ) -> mcpw_result {
-    let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
-        // Safety: (caller) writable or NULL, which is refused.
-        let out = unsafe { Out::new(out_served) }?;
-        // Safety: (caller) readable, or NULL, which is refused.
-        let id = unsafe { id_in(id) }?;
-        // Safety: (caller) readable for its length, or NULL with length 0.
-        let method = unsafe { bytes_in(chars_as_bytes(method), method_len) }?;
-        // Safety: (caller) readable for its length, or NULL with length 0.
-        let params = unsafe { optional_bytes_in(params, params_len) }?;
-        let [string, Some(method), params] =
-            stage(&mut t.staged, [id.string, Some(method), params])
-        else {
-            return Err(MCPW_ERR_NULL_ARGUMENT);
-        };
-        let key = id_of(id.kind, id.integer, string)?;
-        let method = utf8(method)?;
-        let params = params.map(json).transpose()?;
-        refuse_if_closed(c.conn.get()?)?;
-        let served =
-            t.tasks
-                .serve_legacy(at(now_ns), owner, c.conn.get_mut()?, key, method, params)?;
-        out.write(served);
-        Ok(())
-    };
-    // Safety: (caller) each NULL or a live handle of its type.
-    unsafe { with_mut_pair(tasks, conn, body) }
+    let request = (id, method, method_len, params, params_len, out_served);
+    // Safety: (caller) as this function's contract.
+    unsafe {
+        serve_request(tasks, conn, request, |t, c, id, method, params| {
+            t.serve_legacy(at(now_ns), owner, c, id, method, params)
+        })
+    }
 }
 
 /// 2025-11-25: takes the next `tasks/result` request that can be answered now (its task ended
