@@ -414,10 +414,15 @@ impl Tasks {
     /// The `DetailedTask` of `task` as `tasks/get` and `notifications/tasks` carry it: the
     /// task's fields, with its input requests, result or error by status.
     pub fn detailed(&self, task: &str) -> Option<String> {
+        self.task_object(task, true)
+    }
+
+    /// The task as a JSON object: its fields, and with `detailed` what its status inlines.
+    fn task_object(&self, task: &str, detailed: bool) -> Option<String> {
         let t = self.tasks.get(task)?;
         let mut out = Vec::with_capacity(256);
         out.push(b'{');
-        self.write_task(&mut out, task, t, true);
+        self.write_task(&mut out, task, t, detailed);
         out.push(b'}');
         String::from_utf8(out).ok()
     }
@@ -431,11 +436,7 @@ impl Tasks {
     pub fn status_notification(&self, task: &str) -> Option<(&'static str, String)> {
         let t = self.tasks.get(task)?;
         if t.legacy.is_some() {
-            let mut out = Vec::with_capacity(256);
-            out.push(b'{');
-            self.write_task(&mut out, task, t, false);
-            out.push(b'}');
-            Some(("notifications/tasks/status", String::from_utf8(out).ok()?))
+            Some(("notifications/tasks/status", self.task_object(task, false)?))
         } else {
             Some(("notifications/tasks", self.detailed(task)?))
         }
@@ -739,10 +740,7 @@ impl Tasks {
             return None;
         }
         let invalid = |m: &str| Err((jsonrpc::INVALID_PARAMS, m.to_owned()));
-        let task = params
-            .and_then(|p| p.get_unique("taskId").ok().flatten())
-            .and_then(|t| t.as_str())
-            .map(|t| t.to_str().into_owned());
+        let task = task_id(params);
         let Some(task) = task else {
             return Some(invalid("taskId (a string) is required"));
         };
@@ -860,10 +858,7 @@ impl Tasks {
         if !matches!(method, "tasks/get" | "tasks/result" | "tasks/cancel") {
             return None;
         }
-        let task = params
-            .and_then(|p| p.get_unique("taskId").ok().flatten())
-            .and_then(|t| t.as_str())
-            .map(|t| t.to_str().into_owned());
+        let task = task_id(params);
         let Some(task) = task else {
             return Some(invalid("taskId (a string) is required"));
         };
@@ -898,12 +893,7 @@ impl Tasks {
                 self.release(&task);
             }
         }
-        let t = self.tasks.get(&task)?;
-        let mut out = Vec::with_capacity(256);
-        out.push(b'{');
-        self.write_task(&mut out, &task, t, false);
-        out.push(b'}');
-        Some(LegacyAnswer::Result(String::from_utf8(out).ok()?))
+        Some(LegacyAnswer::Result(self.task_object(&task, false)?))
     }
 
     /// [`answer_legacy`](Self::answer_legacy), written to `conn` as the answer to request
@@ -964,6 +954,14 @@ fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
             data: None,
         },
     }
+}
+
+/// The `taskId` a tasks request names (a string), if it names one.
+fn task_id(params: Option<RawJson<'_>>) -> Option<String> {
+    params
+        .and_then(|p| p.get_unique("taskId").ok().flatten())
+        .and_then(|t| t.as_str())
+        .map(|t| t.to_str().into_owned())
 }
 
 fn millis(d: Duration) -> u64 {
