@@ -201,11 +201,14 @@ impl<W: Write> Io<W> {
         any
     }
 
-    /// The loop, one event at a time: hands out the next event, writing the engine's output
-    /// first, and otherwise waits for input, end of input, the engine's deadline or `until`
+    /// The loop, one event at a time: hands out the next event; when none is left, writes the
+    /// engine's output, and then waits for input, end of input, the engine's deadline or `until`
     /// (whichever comes first) and feeds it in.
     ///
-    /// Issue commands between calls; their output is written by the next call. Returns
+    /// Issue commands between calls; their output is written by the next call that finds no
+    /// event left, before it reads or waits. The answers to one read of input thus leave in
+    /// one write; a handler about to do long work can [`flush`](Io::flush) first, so the
+    /// answers it already gave do not wait for it. Returns
     /// [`Stop::Deadline`] when `until` has come, and [`Stop::Eof`] once the input has ended
     /// and everything is written.
     pub fn next_event(
@@ -214,8 +217,9 @@ impl<W: Write> Io<W> {
         until: Option<Timestamp>,
     ) -> Result<OwnedEvent, Stop> {
         loop {
-            // Output first: commands issued since the last call, then what input produced.
-            self.flush(conn);
+            // Events first; output is written once none is left, so the answers to a batch
+            // of requests leave in one write instead of one each. Nothing waits or reads
+            // before the output is written.
             if let Some(event) = conn.poll_event() {
                 return Ok(event.to_owned_event());
             }
@@ -383,6 +387,8 @@ mod tests {
             Ok(OwnedEvent::Ready { .. }) => {}
             other => panic!("expected Ready, got {other:?}"),
         }
+        // The answer to initialize waits until the events are drained, or a flush.
+        assert!(io.flush(&mut conn));
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen[0].0, Direction::Received);
         let sent: Vec<u8> = seen
