@@ -7,6 +7,7 @@
  * Last-Event-ID) and stateless 2026-07-28 requests; --legacy serves the handshake era only.
  * It serves what the stdio example serves, plus two tools of the conformance suite:
  *   - tool "echo" {text}: returns the text exactly;
+ *   - tool "add" {a, b}: returns the sum of the two numbers as text;
  *   - tool "count": reports progress 1/3, 2/3, 3/3 about 50 ms apart, then answers;
  *   - tool "test_simple_text": a fixed text;
  *   - tool "test_tool_with_progress": progress 0, 50, 100 of 100, 50 ms apart, then answers;
@@ -51,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -273,6 +275,9 @@ static const char TOOLS[] =
     "{\"tools\":["
     "{\"name\":\"echo\",\"description\":\"Returns its text argument\",\"inputSchema\":"
     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
+    "{\"name\":\"add\",\"description\":\"Adds two numbers\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}},"
+    "\"required\":[\"a\",\"b\"]}},"
     "{\"name\":\"count\",\"description\":\"Counts to three, reporting progress\",\"inputSchema\":"
     "{\"type\":\"object\",\"properties\":{}}},"
     "{\"name\":\"test_simple_text\",\"description\":\"Returns a simple text response\","
@@ -343,6 +348,43 @@ static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
     free(result);
 }
 
+/* A JSON number argument as a double: 0 when `raw` is not a number (or not finite). */
+static int number_arg(mcpw_str raw, double *out) {
+    char buf[64];
+    char *end;
+    if (raw.ptr == NULL || raw.len == 0 || raw.len >= sizeof buf ||
+        !(raw.ptr[0] == '-' || (raw.ptr[0] >= '0' && raw.ptr[0] <= '9'))) {
+        return 0;
+    }
+    memcpy(buf, raw.ptr, raw.len);
+    buf[raw.len] = '\0';
+    errno = 0;
+    *out = strtod(buf, &end);
+    return *end == '\0' && errno == 0 && isfinite(*out);
+}
+
+/* add: the sum of the numbers a and b, as text ("5" for 2 + 3: whole sums print without a
+   fraction). */
+static void call_add(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
+    char result[128];
+    double a, b, sum;
+    int len;
+    if (!number_arg(member(arguments, "a"), &a) || !number_arg(member(arguments, "b"), &b)) {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"add needs numbers "
+                            "'a' and 'b'\"}],\"isError\":true}"));
+        return;
+    }
+    sum = a + b;
+    if (sum == floor(sum) && fabs(sum) < 1e15) {
+        len = snprintf(result, sizeof result,
+                       "{\"content\":[{\"type\":\"text\",\"text\":\"%.0f\"}],\"isError\":false}", sum);
+    } else {
+        len = snprintf(result, sizeof result,
+                       "{\"content\":[{\"type\":\"text\",\"text\":\"%.17g\"}],\"isError\":false}", sum);
+    }
+    respond(conn, id, result, (size_t)len);
+}
+
 /* Whether the client declared `sampling`: per request in 2026-07-28 (the request's own
    declaration), per session in the handshake era. */
 static int client_can_sample(const mcpw_conn *conn, const mcpw_id *id) {
@@ -382,6 +424,8 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
         mcpw_str name = member(ev->params, "name");
         if (str_is(name, "\"echo\"")) {
             call_echo(conn, id, member(ev->params, "arguments"));
+        } else if (str_is(name, "\"add\"")) {
+            call_add(conn, id, member(ev->params, "arguments"));
         } else if (str_is(name, "\"count\"")) {
             start_job(key, id, JOB_COUNT, now); /* answered by run_jobs */
         } else if (str_is(name, "\"test_simple_text\"")) {

@@ -4,6 +4,7 @@
  * It speaks both protocol eras (the initialize handshake and the stateless 2026-07-28), or
  * only the handshake era with --legacy. It serves:
  *   - tool "echo" {text}: returns the text exactly;
+ *   - tool "add" {a, b}: returns the sum of the two numbers as text;
  *   - tool "count": reports progress 1/3, 2/3, 3/3 about 50 ms apart, then answers;
  *   - resource "mem://greeting" (text/plain);
  *   - prompt "greet".
@@ -30,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -178,6 +180,9 @@ static const char TOOLS[] =
     "{\"tools\":["
     "{\"name\":\"echo\",\"description\":\"Returns its text argument\",\"inputSchema\":"
     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
+    "{\"name\":\"add\",\"description\":\"Adds two numbers\",\"inputSchema\":"
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}},"
+    "\"required\":[\"a\",\"b\"]}},"
     "{\"name\":\"count\",\"description\":\"Counts to three, reporting progress\",\"inputSchema\":"
     "{\"type\":\"object\",\"properties\":{}}}]}";
 static const char RESOURCES[] =
@@ -237,6 +242,43 @@ static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
     free(result);
 }
 
+/* A JSON number argument as a double: 0 when `raw` is not a number (or not finite). */
+static int number_arg(mcpw_str raw, double *out) {
+    char buf[64];
+    char *end;
+    if (raw.ptr == NULL || raw.len == 0 || raw.len >= sizeof buf ||
+        !(raw.ptr[0] == '-' || (raw.ptr[0] >= '0' && raw.ptr[0] <= '9'))) {
+        return 0;
+    }
+    memcpy(buf, raw.ptr, raw.len);
+    buf[raw.len] = '\0';
+    errno = 0;
+    *out = strtod(buf, &end);
+    return *end == '\0' && errno == 0 && isfinite(*out);
+}
+
+/* add: the sum of the numbers a and b, as text ("5" for 2 + 3: whole sums print without a
+   fraction). */
+static void call_add(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
+    char result[128];
+    double a, b, sum;
+    int len;
+    if (!number_arg(member(arguments, "a"), &a) || !number_arg(member(arguments, "b"), &b)) {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"add needs numbers "
+                            "'a' and 'b'\"}],\"isError\":true}"));
+        return;
+    }
+    sum = a + b;
+    if (sum == floor(sum) && fabs(sum) < 1e15) {
+        len = snprintf(result, sizeof result,
+                       "{\"content\":[{\"type\":\"text\",\"text\":\"%.0f\"}],\"isError\":false}", sum);
+    } else {
+        len = snprintf(result, sizeof result,
+                       "{\"content\":[{\"type\":\"text\",\"text\":\"%.17g\"}],\"isError\":false}", sum);
+    }
+    respond(conn, id, result, (size_t)len);
+}
+
 static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     const mcpw_id *id = &ev->id;
     if (str_is(ev->method, "tools/list")) {
@@ -245,6 +287,8 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
         mcpw_str name = member(ev->params, "name");
         if (str_is(name, "\"echo\"")) {
             call_echo(conn, id, member(ev->params, "arguments"));
+        } else if (str_is(name, "\"add\"")) {
+            call_add(conn, id, member(ev->params, "arguments"));
         } else if (str_is(name, "\"count\"")) {
             start_count(id, now); /* answered by run_jobs */
         } else {

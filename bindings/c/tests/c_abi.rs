@@ -304,6 +304,61 @@ fn the_stdio_example_answers_every_request_before_eof_ends_it() {
     }
 }
 
+/// The `add` tool of the stdio example (the end-to-end bench's second tool), under ASan:
+/// whole sums print without a fraction, and anything that is not two finite numbers is a
+/// tool error, never a crash.
+#[test]
+fn the_stdio_example_adds_numbers_and_refuses_what_is_not_one() {
+    let cases = [
+        (r#"{"a":2,"b":3}"#, r#""text":"5"}],"isError":false"#),
+        (r#"{"a":-0.5,"b":2}"#, r#""text":"1.5"}],"isError":false"#),
+        (
+            r#"{"a":0.1,"b":0.2}"#,
+            r#""text":"0.30000000000000004"}],"isError":false"#,
+        ),
+        (
+            r#"{"a":1e300,"b":1e300}"#,
+            r#""text":"2.0000000000000001e+300"}],"isError":false"#,
+        ),
+        (r#"{"a":"2","b":3}"#, r#""isError":true"#),
+        (r#"{"a":2}"#, r#""isError":true"#),
+        (r#"{"a":1e400,"b":1}"#, r#""isError":true"#),
+        (
+            r#"{"a":1.00000000000000000000000000000000000000000000000000000000000000001,"b":1}"#,
+            r#""isError":true"#,
+        ),
+        (r#"{"a":[1],"b":{"c":2}}"#, r#""isError":true"#),
+    ];
+    let mut input = C_INIT.to_owned();
+    for (i, (arguments, _)) in cases.iter().enumerate() {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"add\",\"arguments\":{arguments}}}}}\n",
+            i + 1
+        ));
+    }
+    let mut child = spawn_stdio_example(c_server_asan());
+    let mut stdin = child.stdin.take().unwrap();
+    {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (i, (arguments, want)) in cases.iter().enumerate() {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{},", i + 1)))
+            .unwrap_or_else(|| panic!("no answer to add {arguments}:\n{text}"));
+        assert!(line.contains(want), "add {arguments}: {line}");
+    }
+}
+
 /// 200,000 requests to a server whose client reads slowly: every one is answered, in order;
 /// the server slows the client's writes down rather than failing.
 #[test]

@@ -1,5 +1,6 @@
 // Package app is the MCP application the Go examples serve, over stdio and over HTTP: the
-// tool "echo" {text} (returns the text exactly), the tool "count" (reports progress three
+// tool "echo" {text} (returns the text exactly), the tool "add" {a, b} (returns the sum as
+// text), the tool "count" (reports progress three
 // times, 50 ms apart, then answers), the resource "mem://greeting" and the prompt "greet";
 // and for the official conformance suite, the tools "test_simple_text",
 // "test_tool_with_progress" and "test_missing_capability" (needs the client's sampling).
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
@@ -24,6 +26,8 @@ const (
 // Tools is the tools/list result.
 const Tools = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
 	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
+	`{"name":"add","description":"Adds two numbers",` +
+	`"inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}},` +
 	`{"name":"count","description":"Counts to three, reporting progress",` +
 	`"inputSchema":{"type":"object","properties":{}}},` +
 	`{"name":"test_simple_text","description":"Returns a simple text response",` +
@@ -65,6 +69,13 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 				return c.Respond(req.ID, toolText(`"echo needs a string argument 'text'"`, true))
 			}
 			return c.Respond(req.ID, toolText(string(text), false))
+		case "add":
+			var a, b float64
+			if json.Unmarshal(call.Arguments["a"], &a) != nil || json.Unmarshal(call.Arguments["b"], &b) != nil {
+				return c.Respond(req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
+			}
+			// Whole sums print without a fraction: add(2, 3) is "5".
+			return c.Respond(req.ID, toolText(`"`+strconv.FormatFloat(a+b, 'f', -1, 64)+`"`, false))
 		case "count", "test_tool_with_progress":
 			if later == nil {
 				return c.Respond(req.ID, toolText(`"this tool is not served here"`, true))
