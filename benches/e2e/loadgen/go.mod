@@ -1,0 +1,3 @@
+module github.com/mcpwire/mcpwire/benches/e2e/loadgen
+
+go 1.26

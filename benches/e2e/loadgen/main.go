@@ -1,0 +1,587 @@
+// Command loadgen is the neutral client side of the end-to-end bench (.ci/bench-e2e). It is
+// built on Go's standard library only, not on mcpwire, so every server meets the same client.
+//
+//	loadgen stdio [-c 32] [-d 5s] [-warmup 1s] -- CMD ARGS...
+//	    Starts CMD, opens a 2025-11-25 session on its stdin/stdout, then keeps -c tools/call
+//	    requests in flight for -d (after -warmup), alternating `echo {text}` and `add {a, b}`,
+//	    and checks every answer. Prints one line:
+//	    RESULT requests= duration_us= p50_us= p99_us= bad= cpu_ms= rss_kb= idle_rss_kb=
+//	    where cpu_ms is the server's user + system time during the measured window and the
+//	    RSS figures are the server's VmRSS after the handshake and after the load.
+//	loadgen floor
+//	    The stdio floor: answers every request line on stdin with a fixed result (its id
+//	    copied), with no MCP at all. `loadgen stdio -- loadgen floor` shows what the driver
+//	    itself can reach.
+//	loadgen probe -url URL -mode stateless|session
+//	    Checks that an HTTP server answers echo and add correctly: one stateless 2026-07-28
+//	    POST each, or a 2025-11-25 session (initialize, initialized, the two calls). In session
+//	    mode it prints the session id, for wrk to carry.
+//	loadgen sessions -url URL -n N
+//	    Opens N 2025-11-25 sessions (initialize + initialized each) and leaves them idle.
+//
+// Answers over HTTP may be application/json or text/event-stream; both are read.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "stdio":
+		err = runStdio(os.Args[2:])
+	case "floor":
+		err = floor(os.Stdin, os.Stdout)
+	case "probe":
+		err = runProbe(os.Args[2:])
+	case "sessions":
+		err = runSessions(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: loadgen stdio [-c N] [-d DUR] [-warmup DUR] -- CMD ARGS... | floor |"+
+		" probe -url URL -mode stateless|session | sessions -url URL -n N")
+	os.Exit(2)
+}
+
+// ---- The requests and their answers ----------------------------------------------------
+
+const (
+	echoText = "hello, world"
+	// The answers must carry these texts: echo returns its text, add(2, 3) returns "5".
+	echoWant = `"text":"hello, world"`
+	addWant  = `"text":"5"`
+)
+
+const initializeParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"loadgen","version":"1"}}`
+
+// call returns the params of request number n: even numbers call echo, odd ones add.
+func call(n int64) (name, params, want string) {
+	if n%2 == 0 {
+		return "echo", `{"name":"echo","arguments":{"text":"` + echoText + `"}}`, echoWant
+	}
+	return "add", `{"name":"add","arguments":{"a":2,"b":3}}`, addWant
+}
+
+func requestLine(id int64, method, params string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"` + method +
+		`","params":` + params + "}\n")
+}
+
+// idOf reads the numeric id of a JSON-RPC response line without decoding the whole line
+// (a full decode per answer would make the driver the bottleneck). It returns false for a
+// line with no numeric id, or with a method (a request or notification from the server).
+func idOf(line []byte) (int64, bool) {
+	if bytes.Contains(line, []byte(`"method"`)) {
+		return 0, false
+	}
+	return numericID(line)
+}
+
+// numericID reads the value of the first "id" member of a line when it is a number.
+func numericID(line []byte) (int64, bool) {
+	i := bytes.Index(line, []byte(`"id"`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(line[i+4:], " \t")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t")
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	id, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return id, err == nil
+}
+
+// answerOK says whether a response line is a result (not an error, not isError) that
+// carries want.
+func answerOK(line []byte, want string) bool {
+	return bytes.Contains(line, []byte(`"result"`)) && !bytes.Contains(line, []byte(`"isError":true`)) &&
+		bytes.Contains(line, []byte(want))
+}
+
+// ---- stdio ---------------------------------------------------------------------------
+
+func runStdio(args []string) error {
+	fs := flag.NewFlagSet("stdio", flag.ExitOnError)
+	inflight := fs.Int("c", 32, "requests kept in flight")
+	dur := fs.Duration("d", 5*time.Second, "measured load time")
+	warmup := fs.Duration("warmup", time.Second, "load time before measuring")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmdline := fs.Args()
+	if len(cmdline) == 0 || *inflight < 1 {
+		usage()
+	}
+	cmd := exec.Command(cmdline[0], cmdline[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	defer func() {
+		// Close stdin, give the server 2 s to leave by itself, then kill it.
+		_ = stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	r := bufio.NewReaderSize(stdout, 1<<16)
+	w := bufio.NewWriterSize(stdin, 1<<16)
+	lines := make(chan []byte, 1024)
+	go func() {
+		defer close(lines)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { exited <- cmd.Wait() }()
+
+	// The handshake.
+	if _, err := w.Write(requestLine(0, "initialize", initializeParams)); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := awaitAnswer(lines, 0, `"protocolVersion"`, 30*time.Second); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if _, err := w.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"); err != nil {
+		return err
+	}
+	// One call of each tool, checked, before any load.
+	for n := int64(1); n <= 2; n++ {
+		name, params, want := call(n)
+		if _, err := w.Write(requestLine(n, "tools/call", params)); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if err := awaitAnswer(lines, n, want, 10*time.Second); err != nil {
+			return fmt.Errorf("tools/call %s: %w", name, err)
+		}
+	}
+	idleRSS := rssKB(pid)
+
+	// The load: a writer keeps `inflight` requests outstanding; the reader matches answers to
+	// their send times by id (ids start at 3 and grow by one, so a ring indexed by id works).
+	ring := uint64(*inflight) * 4
+	sent := make([]int64, ring)
+	var sentMu sync.Mutex
+	tokens := make(chan struct{}, *inflight)
+	for range *inflight {
+		tokens <- struct{}{}
+	}
+	stop := make(chan struct{})
+	writeErr := make(chan error, 1)
+	var nextID atomic.Int64
+	nextID.Store(3)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				writeErr <- w.Flush()
+				return
+			case <-tokens:
+			}
+			id := nextID.Add(1) - 1
+			_, params, _ := call(id)
+			sentMu.Lock()
+			sent[uint64(id)%ring] = time.Now().UnixNano()
+			sentMu.Unlock()
+			if _, err := w.Write(requestLine(id, "tools/call", params)); err != nil {
+				writeErr <- err
+				return
+			}
+			// Flush only when no more tokens wait, so requests leave in batches as a real
+			// pipelining client's would.
+			if len(tokens) == 0 {
+				if err := w.Flush(); err != nil {
+					writeErr <- err
+					return
+				}
+			}
+		}
+	}()
+
+	start := time.Now()
+	measureFrom := start.Add(*warmup)
+	end := measureFrom.Add(*dur)
+	var latencies []int64
+	var bad, measured int64
+	var cpuStart int64 = -1
+	timer := time.NewTimer(time.Until(end))
+	defer timer.Stop()
+loop:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return errors.New("the server closed its output under load")
+			}
+			id, ok := idOf(line)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			sentMu.Lock()
+			at := sent[uint64(id)%ring]
+			sentMu.Unlock()
+			_, _, want := call(id)
+			if now.After(measureFrom) {
+				if cpuStart < 0 {
+					cpuStart = cpuMS(pid)
+					measureFrom = now
+				}
+				measured++
+				latencies = append(latencies, now.UnixNano()-at)
+				if !answerOK(line, want) {
+					bad++
+					if bad <= 3 {
+						fmt.Fprintf(os.Stderr, "loadgen: wrong answer: %s", line)
+					}
+				}
+			}
+			tokens <- struct{}{}
+		case <-timer.C:
+			break loop
+		case err := <-writeErr:
+			return fmt.Errorf("writing to the server: %w", err)
+		}
+	}
+	elapsed := time.Since(measureFrom)
+	cpu := cpuMS(pid) - cpuStart
+	rss := rssKB(pid)
+	close(stop)
+	// Let the writer notice; answers still in flight are not counted.
+	go func() {
+		for range lines {
+		}
+	}()
+	if measured == 0 {
+		return errors.New("no answer in the measured window")
+	}
+	p50, p99 := percentiles(latencies)
+	fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d\n",
+		measured, elapsed.Microseconds(), p50/1000, p99/1000, bad, cpu, rss, idleRSS)
+	return nil
+}
+
+// awaitAnswer reads lines until the answer to id arrives, and checks it carries want.
+func awaitAnswer(lines <-chan []byte, id int64, want string, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return errors.New("the server closed its output")
+			}
+			got, ok := idOf(line)
+			if !ok || got != id {
+				continue
+			}
+			if !bytes.Contains(line, []byte(`"result"`)) || !bytes.Contains(line, []byte(want)) ||
+				bytes.Contains(line, []byte(`"isError":true`)) {
+				return fmt.Errorf("unexpected answer: %s", bytes.TrimSpace(line))
+			}
+			return nil
+		case <-deadline:
+			return fmt.Errorf("no answer to id %d within %v", id, timeout)
+		}
+	}
+}
+
+func percentiles(ns []int64) (p50, p99 int64) {
+	sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
+	at := func(q float64) int64 {
+		i := int(q * float64(len(ns)-1))
+		return ns[i]
+	}
+	return at(0.50), at(0.99)
+}
+
+// cpuMS is the process's user + system time so far, in milliseconds, from /proc/PID/stat
+// (its threads included; children are not).
+func cpuMS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; the fields after it follow the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return (utime + stime) * 1000 / ticks
+}
+
+func rssKB(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// ---- The stdio floor --------------------------------------------------------------------
+
+// floor answers each line that has a numeric id with a fixed result carrying that id. The
+// result holds both texts the driver looks for, so the driver's checks pass; it stands for
+// a server that does no MCP work at all.
+func floor(in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 1<<16)
+	w := bufio.NewWriterSize(out, 1<<16)
+	defer w.Flush()
+	for {
+		line, err := r.ReadSlice('\n')
+		if id, ok := numericID(line); ok {
+			w.WriteString(`{"jsonrpc":"2.0","id":`)
+			w.WriteString(strconv.FormatInt(id, 10))
+			w.WriteString(`,"result":{"protocolVersion":"2025-11-25","content":[{"type":"text","text":"hello, world"},{"type":"text","text":"5"}]}}` + "\n")
+		}
+		if r.Buffered() == 0 {
+			if ferr := w.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// ---- HTTP ------------------------------------------------------------------------------
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// post sends one JSON-RPC message and returns the status, the session id and the body's
+// JSON-RPC messages (read from JSON or from an event stream).
+func post(url string, body string, headers map[string]string) (int, string, [][]byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	var msgs [][]byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// Read events until the one that answers (a stream may stay open after it).
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<16), 1<<22)
+		var data []byte
+		for sc.Scan() {
+			line := sc.Bytes()
+			if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
+				continue
+			}
+			if len(line) == 0 && len(data) > 0 {
+				msgs = append(msgs, data)
+				if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
+					break
+				}
+				data = nil
+			}
+		}
+	} else {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			msgs = append(msgs, b)
+		}
+	}
+	return resp.StatusCode, sid, msgs, nil
+}
+
+func checkCall(url string, headers func(name string) map[string]string, body func(n int64) string) error {
+	for n := int64(2); n <= 3; n++ {
+		name, _, want := call(n)
+		status, _, msgs, err := post(url, body(n), headers(name))
+		if err != nil {
+			return fmt.Errorf("tools/call %s: %w", name, err)
+		}
+		if status != http.StatusOK || len(msgs) == 0 || !answerOK(msgs[len(msgs)-1], want) {
+			return fmt.Errorf("tools/call %s: status %d, answer %q", name, status, msgs)
+		}
+	}
+	return nil
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientCapabilities":{},` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"loadgen","version":"1"}}`
+
+func runProbe(args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ExitOnError)
+	url := fs.String("url", "", "the server's MCP endpoint")
+	mode := fs.String("mode", "session", "stateless or session")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *mode {
+	case "stateless":
+		return checkCall(*url, func(name string) map[string]string {
+			return map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+		}, func(n int64) string {
+			_, params, _ := call(n)
+			return `{"jsonrpc":"2.0","id":` + strconv.FormatInt(n, 10) + `,"method":"tools/call","params":` +
+				params[:len(params)-1] + `,` + modernMeta + `}}`
+		})
+	case "session":
+		sid, err := openSession(*url)
+		if err != nil {
+			return err
+		}
+		err = checkCall(*url, func(string) map[string]string {
+			return map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
+		}, func(n int64) string {
+			_, params, _ := call(n)
+			return string(bytes.TrimSpace(requestLine(n, "tools/call", params)))
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Println(sid)
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q", *mode)
+}
+
+// openSession runs a 2025-11-25 handshake and returns the session id.
+func openSession(url string) (string, error) {
+	status, sid, msgs, err := post(url, string(bytes.TrimSpace(requestLine(0, "initialize", initializeParams))), nil)
+	if err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	if status != http.StatusOK || sid == "" || len(msgs) == 0 {
+		return "", fmt.Errorf("initialize: status %d, session %q, answer %q", status, sid, msgs)
+	}
+	var init struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(msgs[len(msgs)-1], &init); err != nil || init.Result.ProtocolVersion == "" {
+		return "", fmt.Errorf("initialize: answer %q", msgs)
+	}
+	status, _, _, err = post(url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		map[string]string{"MCP-Protocol-Version": init.Result.ProtocolVersion, "Mcp-Session-Id": sid})
+	if err != nil || status != http.StatusAccepted {
+		return "", fmt.Errorf("notifications/initialized: status %d, %v", status, err)
+	}
+	return sid, nil
+}
+
+func runSessions(args []string) error {
+	fs := flag.NewFlagSet("sessions", flag.ExitOnError)
+	url := fs.String("url", "", "the server's MCP endpoint")
+	n := fs.Int("n", 1000, "sessions to open")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Four at a time: enough to be quick, few enough not to look like a flood.
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var first atomic.Value
+	work := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				if _, err := openSession(*url); err != nil {
+					if failed.Add(1) == 1 {
+						first.Store(err)
+					}
+				}
+			}
+		}()
+	}
+	for range *n {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return fmt.Errorf("%d of %d sessions failed to open; first: %v", f, *n, first.Load())
+	}
+	return nil
+}

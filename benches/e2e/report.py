@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Turns the end-to-end bench's results.tsv into table.md and chart.svg (see .ci/bench-e2e).
+
+    python3 benches/e2e/report.py RESULTS.tsv OUT_DIR "how the load was run"
+
+The table gives, per transport and server: req/s, p50 and p99 latency, CPU ms per 1,000
+requests, RSS when idle and per idle HTTP session, and the ratios the targets are stated in
+(each mcpwire host against the fastest peer, and against its HTTP stack's floor). The chart
+draws req/s as bars and writes the p99 beside each, one panel per transport.
+"""
+
+import csv
+import html
+import os
+import sys
+
+MCPWIRE = "mcpwire"
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    for r in rows:
+        n, d = int(r["requests"]), int(r["duration_us"])
+        r["rps"] = n / (d / 1e6) if d else 0.0
+        r["p50"] = int(r["p50_us"]) / 1000
+        r["p99"] = int(r["p99_us"]) / 1000
+        r["cpu_per_k"] = int(r["cpu_ms"]) * 1000 / n if n else 0.0
+        r["kind"] = ("floor" if r["server"].startswith("floor")
+                     else "ours" if r["server"].startswith(MCPWIRE) else "peer")
+    return rows
+
+
+def floor_for(row, floors):
+    """The floor on the same HTTP stack, else the fastest floor of the transport."""
+    if row["transport"] == "stdio":
+        return floors[0] if floors else None
+    same = {"hyper": "floor hyper", "Go net/http": "floor net/http"}.get(row["stack"])
+    for f in floors:
+        if f["server"] == same:
+            return f
+    return max(floors, key=lambda f: f["rps"]) if floors else None
+
+
+def table(rows, how):
+    out = [f"Load: {how}.", ""]
+    out.append("| transport | server | on | mode | req/s | p50 ms | p99 ms | CPU ms / 1k req "
+               "| RSS idle MiB | RSS / idle session KiB | × fastest peer | % of floor |")
+    out.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    notes = []
+    for transport in ("stdio", "http"):
+        group = [r for r in rows if r["transport"] == transport]
+        peers = [r for r in group if r["kind"] == "peer"]
+        floors = [r for r in group if r["kind"] == "floor"]
+        best = max(peers, key=lambda r: r["rps"]) if peers else None
+        for r in group:
+            ratio = f"{r['rps'] / best['rps']:.1f}×" if best and r["kind"] == "ours" else ""
+            fl = floor_for(r, floors)
+            pct = f"{100 * r['rps'] / fl['rps']:.0f}%" if fl and r["kind"] != "floor" else ""
+            session = r["session_rss_b"]
+            session = f"{int(session) / 1024:.1f}" if session not in ("", None) else ""
+            out.append(
+                f"| {transport} | {r['server']} | {r['stack']} | {r['mode']} | {r['rps']:,.0f} "
+                f"| {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
+                f"| {int(r['idle_rss_kb']) / 1024:.1f} | {session} | {ratio} | {pct} |")
+        if best:
+            ours = [r for r in group if r["kind"] == "ours"]
+            lowest_peer_p99 = min(p["p99"] for p in peers)
+            for r in ours:
+                notes.append(
+                    f"- {transport} / {r['server']}: {r['rps'] / best['rps']:.1f}× the fastest peer "
+                    f"({best['server']}); p99 {r['p99']:.3f} ms against the lowest peer p99 "
+                    f"{lowest_peer_p99:.3f} ms ({'lower' if r['p99'] < lowest_peer_p99 else 'NOT lower'})")
+    out += ["", "Per mcpwire host:", ""] + notes
+    return "\n".join(out) + "\n"
+
+
+def chart(rows, how):
+    """Horizontal bars of req/s, one panel per transport, the p99 written after each bar."""
+    colors = {"ours": "#1f6feb", "peer": "#d1842b", "floor": "#8b949e"}
+    width, label_w, bar_w, row_h = 900, 200, 520, 22
+    panels = [(t, [r for r in rows if r["transport"] == t]) for t in ("stdio", "http")]
+    panels = [(t, g) for t, g in panels if g]
+    height = 60 + sum(40 + row_h * len(g) for _, g in panels) + 30
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           '<text x="10" y="22" font-size="16" font-weight="bold">MCP servers under the same load: '
+           'requests per second (bars) and p99 latency</text>',
+           f'<text x="10" y="42" fill="#555">{html.escape(how)}</text>']
+    y = 60
+    for transport, group in panels:
+        top = max(r["rps"] for r in group) or 1
+        title = "stdio (one session, pipelined)" if transport == "stdio" else "Streamable HTTP"
+        svg.append(f'<text x="10" y="{y + 20}" font-size="14" font-weight="bold">{title}</text>')
+        y += 30
+        for r in sorted(group, key=lambda r: -r["rps"]):
+            w = max(1, int(bar_w * r["rps"] / top))
+            svg.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">'
+                       f'{html.escape(r["server"])}</text>')
+            svg.append(f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
+                       f'fill="{colors[r["kind"]]}"/>')
+            svg.append(f'<text x="{label_w + w + 6}" y="{y + 15}">{r["rps"]:,.0f} req/s · '
+                       f'p99 {r["p99"]:.2f} ms</text>')
+            y += row_h
+        y += 10
+    legend = [("mcpwire", "ours"), ("other SDKs", "peer"), ("floor (no MCP)", "floor")]
+    x = 10
+    for text, kind in legend:
+        svg.append(f'<rect x="{x}" y="{y + 4}" width="12" height="12" fill="{colors[kind]}"/>')
+        svg.append(f'<text x="{x + 18}" y="{y + 14}">{text}</text>')
+        x += 140
+    svg.append("</svg>")
+    return "\n".join(svg) + "\n"
+
+
+def main():
+    results, out, how = sys.argv[1], sys.argv[2], sys.argv[3]
+    rows = load(results)
+    if not rows:
+        sys.exit("report: no results")
+    text = table(rows, how)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(out, "chart.svg"), "w") as f:
+        f.write(chart(rows, how))
+    print()
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
