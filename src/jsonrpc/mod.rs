@@ -319,12 +319,13 @@ impl<'a> Iterator for Items<'a> {
             self.pos = b.len();
             return None;
         }
-        match scan::skip_value(b, pos, scan::MAX_DEPTH_LIMIT) {
-            Ok(end) => {
+        // The text was validated when this RawJson was made; no progress ends iteration.
+        match scan::skip_valid(b, pos) {
+            end if end > pos => {
                 self.pos = end;
                 self.text.get(pos..end).map(RawJson)
             }
-            Err(_) => {
+            _ => {
                 self.pos = b.len();
                 None
             }
@@ -357,7 +358,10 @@ impl<'a> Iterator for Members<'a> {
             let (key_end, escaped) = scan::string(b, pos + 1).ok()?;
             let colon = scan::skip_ws(b, key_end);
             let vstart = scan::skip_ws(b, colon + 1);
-            let vend = scan::skip_value(b, vstart, scan::MAX_DEPTH_LIMIT).ok()?;
+            let vend = scan::skip_valid(b, vstart);
+            if vend <= vstart {
+                return None;
+            }
             let key = JsonStr::validated(self.text.get(pos + 1..key_end - 1)?, escaped);
             let value = RawJson(self.text.get(vstart..vend)?);
             Some((vend, key, value))

@@ -897,6 +897,150 @@ fn key_and_colon(buf: &[u8], pos: usize) -> Result<usize, Fault> {
     }
 }
 
+/// The end of the JSON value at `pos` (after any whitespace) in text a validator has
+/// already accepted, such as a [`RawJson`](super::RawJson). Nothing is checked: objects and
+/// arrays are skipped 64 bytes at a time by counting the brackets outside strings
+/// ([`skip_container`]), strings with [`string`], numbers and literals to the next
+/// delimiter. On text that is not valid JSON it still ends, at a position no further than
+/// `buf.len()`.
+pub(crate) fn skip_valid(buf: &[u8], pos: usize) -> usize {
+    let mut pos = skip_ws(buf, pos);
+    match buf.get(pos) {
+        None => buf.len(),
+        Some(b'{' | b'[') => skip_container(buf, pos),
+        Some(b'"') => string(buf, pos + 1).map_or(buf.len(), |(end, _)| end),
+        Some(_) => {
+            while let Some(&c) = buf.get(pos) {
+                if matches!(c, b',' | b':' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    break;
+                }
+                pos += 1;
+            }
+            pos
+        }
+    }
+}
+
+/// Bit `i` of each mask says what byte `i` of a 64-byte block is.
+struct StructureMasks {
+    quote: u64,
+    backslash: u64,
+    /// `{` or `[`.
+    open: u64,
+    /// `}` or `]`.
+    close: u64,
+}
+
+fn structure_masks(block: &[u8; 64]) -> StructureMasks {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        let mut m = StructureMasks {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for k in 0..4 {
+            // SAFETY: SSE2 is baseline on x86_64; the load reads `block[16k..16k + 16]`.
+            let (q, b, o, c) = unsafe {
+                let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+                // `{` and `[` differ only in bit 0x20, as do `}` and `]`.
+                let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+                let bits = |x| _mm_movemask_epi8(x) as u32 as u64;
+                (
+                    bits(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8))),
+                    bits(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))),
+                    bits(_mm_cmpeq_epi8(folded, _mm_set1_epi8(b'{' as i8))),
+                    bits(_mm_cmpeq_epi8(folded, _mm_set1_epi8(b'}' as i8))),
+                )
+            };
+            m.quote |= q << (16 * k);
+            m.backslash |= b << (16 * k);
+            m.open |= o << (16 * k);
+            m.close |= c << (16 * k);
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    structure_masks_scalar(block)
+}
+
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn structure_masks_scalar(block: &[u8; 64]) -> StructureMasks {
+    let mut m = StructureMasks {
+        quote: 0,
+        backslash: 0,
+        open: 0,
+        close: 0,
+    };
+    for (i, &c) in block.iter().enumerate() {
+        let bit = 1u64 << i;
+        match c {
+            b'"' => m.quote |= bit,
+            b'\\' => m.backslash |= bit,
+            b'{' | b'[' => m.open |= bit,
+            b'}' | b']' => m.close |= bit,
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Bit `i` is the XOR of bits `0..=i`: set from an opening quote up to (not including) the
+/// quote that closes it.
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// The end of the object or array at `start` in validated text, 64 bytes at a time: the
+/// first stage of a structural index (quotes not escaped by an odd run of backslashes delimit
+/// strings; brackets outside them are counted), used to skip a value.
+fn skip_container(buf: &[u8], start: usize) -> usize {
+    let mut depth = 0usize;
+    // Whether the block starts inside a string, and whether its first byte is escaped.
+    let mut in_string = 0u64;
+    let mut escape_carry = 0u64;
+    let mut pos = start;
+    while pos < buf.len() {
+        let rest = &buf[pos..];
+        let mut block = [b' '; 64];
+        let n = rest.len().min(64);
+        block[..n].copy_from_slice(&rest[..n]);
+        let m = structure_masks(&block);
+        let escaped = if m.backslash == 0 && escape_carry == 0 {
+            0
+        } else {
+            escaped_positions(m.backslash, &mut escape_carry)
+        };
+        let inside = prefix_xor(m.quote & !escaped) ^ in_string;
+        let mut structural = (m.open | m.close) & !inside;
+        while structural != 0 {
+            let i = structural.trailing_zeros();
+            if m.open >> i & 1 == 1 {
+                depth += 1;
+            } else if depth <= 1 {
+                return (pos + i as usize + 1).min(buf.len());
+            } else {
+                depth -= 1;
+            }
+            structural &= structural - 1;
+        }
+        in_string = if inside >> 63 == 1 { u64::MAX } else { 0 };
+        pos += n;
+    }
+    buf.len()
+}
+
 /// Validates the JSON value that starts at `pos` (after optional whitespace) and returns the
 /// position just past it. `depth_left` is how many more containers may be opened.
 pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Result<usize, Fault> {
@@ -987,6 +1131,115 @@ pub(crate) fn validate_document(buf: &[u8], max_depth: usize) -> Result<(), Faul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On valid JSON, the trusting skip ends where the validating one does, whatever follows
+    /// the value; on any bytes at all it ends within them.
+    #[test]
+    fn skip_valid_agrees_with_skip_value_on_valid_json() {
+        let values = [
+            "0",
+            "-12.5e+3",
+            "true",
+            "false",
+            "null",
+            r#""""#,
+            r#""a\"b\\""#,
+            r#""{[,:]}""#,
+            "[]",
+            "{}",
+            r#"[1,[2,[3]],{"a":[]}]"#,
+            r#"{"k":"v}","n":{"m":[1,2,{"x":null}]},"s":"\u0041"}"#,
+            "[ 1 , { \"a\" : [ true ] } ]",
+            "  7",
+            "\t{\"a\":1}",
+        ];
+        for value in values {
+            for tail in ["", ",", "}", "]", " ,", ":", "\n"] {
+                let doc = format!("{value}{tail}");
+                let b = doc.as_bytes();
+                let start = skip_ws(b, 0);
+                let want = skip_value(b, start, MAX_DEPTH_LIMIT).unwrap();
+                assert_eq!(skip_valid(b, 0), want, "{doc:?}");
+            }
+        }
+        // Random documents: nesting, strings with escaped quotes, runs of backslashes and
+        // brackets, long enough to cross 64-byte blocks anywhere.
+        fn value(seed: &mut u64, depth: u32, out: &mut String) {
+            let mut next = |n: u64| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                *seed % n
+            };
+            match if depth > 4 { 4 + next(3) } else { next(7) } {
+                0 | 1 => {
+                    out.push('{');
+                    for k in 0..next(5) {
+                        if k > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&format!("\"k{k}\":"));
+                        let mut inner = *seed;
+                        value(&mut inner, depth + 1, out);
+                        *seed = inner;
+                    }
+                    out.push('}');
+                }
+                2 | 3 => {
+                    out.push('[');
+                    for k in 0..next(5) {
+                        if k > 0 {
+                            out.push_str(", ");
+                        }
+                        let mut inner = *seed;
+                        value(&mut inner, depth + 1, out);
+                        *seed = inner;
+                    }
+                    out.push(']');
+                }
+                4 => {
+                    out.push('"');
+                    for _ in 0..next(40) {
+                        out.push_str(
+                            ["a", "\\\"", "\\\\", "{", "]", "\\n", " ", "\\u00e9"]
+                                [next(8) as usize],
+                        );
+                    }
+                    out.push('"');
+                }
+                5 => out.push_str(&format!("-{}.5e3", next(1000))),
+                _ => out.push_str(["true", "false", "null"][next(3) as usize]),
+            }
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut long_with_escapes = 0;
+        for _ in 0..3_000 {
+            let mut doc = String::new();
+            value(&mut seed, 0, &mut doc);
+            let want = doc.len();
+            if want > 128 && doc.contains("\\\\\\\"") {
+                long_with_escapes += 1;
+            }
+            doc.push_str(",\"tail\":[1]}");
+            let b = doc.as_bytes();
+            assert_eq!(skip_value(b, 0, MAX_DEPTH_LIMIT).unwrap(), want, "{doc}");
+            assert_eq!(skip_valid(b, 0), want, "{doc}");
+        }
+        assert!(long_with_escapes > 100, "{long_with_escapes}");
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            let len = (seed >> 60) as usize + 1;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    b"{}[]\",:\\ 0at"[(seed % 12) as usize]
+                })
+                .collect();
+            assert!(skip_valid(&bytes, 0) <= bytes.len(), "{bytes:?}");
+        }
+    }
 
     /// What serde_json (an independent validator) says about `"` + body + `"` + tail.
     fn reference(body: &[u8]) -> bool {
