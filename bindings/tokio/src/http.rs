@@ -22,7 +22,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -135,8 +135,14 @@ struct State<A> {
 struct Shared<A> {
     state: Mutex<State<A>>,
     /// Woken (`notify_waiters`) after every change that may give a stream bytes or move a
-    /// deadline.
+    /// deadline earlier than the timer task sleeps until.
     changed: Arc<Notify>,
+    /// The deadline (in [`Timestamp`] nanoseconds) the timer task sleeps until: `u64::MAX`
+    /// for none, 0 while it is not asleep. Written and read under the lock.
+    armed: AtomicU64,
+    /// SSE bodies alive: while there is none, a request that moves no deadline earlier wakes
+    /// nobody (a wake-up per request costs more than the request).
+    live_streams: AtomicUsize,
     start: Instant,
     phase: AtomicU8,
     config: HostConfig,
@@ -256,6 +262,8 @@ impl<A: Application> McpService<A> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State { server, app }),
             changed: Arc::new(Notify::new()),
+            armed: AtomicU64::new(0),
+            live_streams: AtomicUsize::new(0),
             start: Instant::now(),
             phase: AtomicU8::new(RUNNING),
             config,
@@ -452,6 +460,13 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
                 app.drive(now, server);
                 deadline = next(server, app);
             }
+            // While it loops again at once, every change wakes it.
+            let armed = match deadline {
+                _ if fired => 0,
+                Some(d) => d.as_nanos(),
+                None => u64::MAX,
+            };
+            shared.armed.store(armed, Ordering::Relaxed);
             (deadline, fired)
         };
         if fired {
@@ -555,9 +570,21 @@ where
         };
         let r = server.handle_request(now, &request, &mut random_fill);
         app.drive(now, server);
-        server.settle(r)
+        let response = server.settle(r);
+        // Streams may have bytes now; the timer task must look again only when a deadline
+        // came before the one it sleeps until.
+        let wake = shared.live_streams.load(Ordering::Relaxed) > 0
+            || [server.poll_timeout(), app.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+                .is_some_and(|d| d.as_nanos() < shared.armed.load(Ordering::Relaxed));
+        (response, wake)
     };
-    shared.changed.notify_waiters();
+    let (response, wake) = response;
+    if wake {
+        shared.changed.notify_waiters();
+    }
 
     let mut out_headers = hyper::HeaderMap::with_capacity(response.headers.len() + 1);
     for (name, value) in &response.headers {
@@ -581,13 +608,7 @@ where
             }
             Either::Left(Full::new(Bytes::from(bytes)))
         }
-        Body::Stream(id) => Either::Right(SseBody {
-            shared: shared.clone(),
-            id,
-            is_get,
-            done: false,
-            changed: None,
-        }),
+        Body::Stream(id) => Either::Right(SseBody::new(&shared, id, is_get)),
     };
     let mut r = Response::new(body);
     *r.status_mut() =
@@ -606,6 +627,20 @@ struct SseBody<A: Application> {
     done: bool,
     /// Armed while waiting for a change.
     changed: Option<Pin<Box<OwnedNotified>>>,
+}
+
+impl<A: Application> SseBody<A> {
+    /// Counted in [`Shared::live_streams`] until dropped.
+    fn new(shared: &Arc<Shared<A>>, id: HttpStreamId, is_get: bool) -> Self {
+        shared.live_streams.fetch_add(1, Ordering::Relaxed);
+        SseBody {
+            shared: shared.clone(),
+            id,
+            is_get,
+            done: false,
+            changed: None,
+        }
+    }
 }
 
 impl<A: Application> HttpBody for SseBody<A> {
@@ -685,6 +720,7 @@ impl<A: Application> HttpBody for SseBody<A> {
 impl<A: Application> Drop for SseBody<A> {
     /// hyper drops a body it did not finish when the client went away.
     fn drop(&mut self) {
+        self.shared.live_streams.fetch_sub(1, Ordering::Relaxed);
         if self.done {
             return;
         }
