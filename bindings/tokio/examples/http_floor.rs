@@ -1,6 +1,6 @@
 //! The floor of the end-to-end HTTP bench (`.ci/bench-e2e`): the same HTTP stack as
-//! `mcpwire serve --http` (hyper's HTTP/1.1 server on a two-worker tokio runtime, keep-alive,
-//! `TCP_NODELAY`), answering every POST with a fixed JSON-RPC result, with no MCP at all.
+//! `mcpwire serve --http` (hyper's HTTP/1.1 server on tokio's multi-threaded runtime,
+//! keep-alive, `TCP_NODELAY`), answering every POST with a fixed JSON-RPC result, with no MCP at all.
 //! What an MCP server on this stack loses against it is the cost of its MCP work.
 //!
 //! ```sh
@@ -44,8 +44,8 @@ fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
+    // One worker per core, or TOKIO_WORKER_THREADS (tokio reads it), as in `mcpwire serve`.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async {
