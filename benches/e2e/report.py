@@ -42,14 +42,25 @@ def floor_for(row, floors):
     return max(floors, key=lambda f: f["rps"]) if floors else None
 
 
+def groups(rows):
+    """The rows by (transport, level), stdio first, in the order they ran."""
+    keys = []
+    for r in rows:
+        key = (r["transport"], int(r["connections"]))
+        if key not in keys:
+            keys.append(key)
+    keys.sort(key=lambda k: (k[0] != "stdio", k[1]))
+    return [(k, [r for r in rows if (r["transport"], int(r["connections"])) == k]) for k in keys]
+
+
 def table(rows, how):
     out = [f"Load: {how}.", ""]
-    out.append("| transport | server | on | mode | req/s | p50 ms | p99 ms | CPU ms / 1k req "
-               "| RSS idle MiB | RSS / idle session KiB | × fastest peer | % of floor |")
-    out.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("| transport | in flight | server | on | mode | req/s | p50 ms | p99 ms "
+               "| CPU ms / 1k req | RSS idle MiB | RSS / idle session KiB | × fastest peer "
+               "| % of floor |")
+    out.append("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
-    for transport in ("stdio", "http"):
-        group = [r for r in rows if r["transport"] == transport]
+    for (transport, level), group in groups(rows):
         peers = [r for r in group if r["kind"] == "peer"]
         floors = [r for r in group if r["kind"] == "floor"]
         best = max(peers, key=lambda r: r["rps"]) if peers else None
@@ -60,17 +71,19 @@ def table(rows, how):
             session = r["session_rss_b"]
             session = f"{int(session) / 1024:.1f}" if session not in ("", None) else ""
             out.append(
-                f"| {transport} | {r['server']} | {r['stack']} | {r['mode']} | {r['rps']:,.0f} "
-                f"| {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
+                f"| {transport} | {level} | {r['server']} | {r['stack']} | {r['mode']} "
+                f"| {r['rps']:,.0f} | {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
                 f"| {int(r['idle_rss_kb']) / 1024:.1f} | {session} | {ratio} | {pct} |")
         if best:
-            ours = [r for r in group if r["kind"] == "ours"]
-            lowest_peer_p99 = min(p["p99"] for p in peers)
-            for r in ours:
+            lowest_p99 = min(p["p99"] for p in peers)
+            for r in (r for r in group if r["kind"] == "ours"):
+                fl = floor_for(r, floors)
+                of_floor = f", {100 * r['rps'] / fl['rps']:.0f}% of its floor" if fl else ""
                 notes.append(
-                    f"- {transport} / {r['server']}: {r['rps'] / best['rps']:.1f}× the fastest peer "
-                    f"({best['server']}); p99 {r['p99']:.3f} ms against the lowest peer p99 "
-                    f"{lowest_peer_p99:.3f} ms ({'lower' if r['p99'] < lowest_peer_p99 else 'NOT lower'})")
+                    f"- {transport}, {level} in flight, {r['server']}: "
+                    f"{r['rps'] / best['rps']:.1f}× the fastest peer ({best['server']}){of_floor}; "
+                    f"p99 {r['p99']:.3f} ms against the lowest peer p99 {lowest_p99:.3f} ms "
+                    f"({'lower' if r['p99'] < lowest_p99 else 'NOT lower'})")
     out += ["", "Per mcpwire host:", ""] + notes
     return "\n".join(out) + "\n"
 
@@ -79,9 +92,14 @@ def chart(rows, how):
     """Horizontal bars of req/s, one panel per transport, the p99 written after each bar."""
     colors = {"ours": "#1f6feb", "peer": "#d1842b", "floor": "#8b949e"}
     width, label_w, bar_w, row_h = 900, 200, 520, 22
-    panels = [(t, [r for r in rows if r["transport"] == t]) for t in ("stdio", "http")]
-    panels = [(t, g) for t, g in panels if g]
-    height = 60 + sum(40 + row_h * len(g) for _, g in panels) + 30
+    # One panel per transport, at its highest level.
+    panels = []
+    for transport in ("stdio", "http"):
+        group = [r for r in rows if r["transport"] == transport]
+        if group:
+            top = max(int(r["connections"]) for r in group)
+            panels.append((transport, [r for r in group if int(r["connections"]) == top], top))
+    height = 60 + sum(40 + row_h * len(g) for _, g, _ in panels) + 30
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -89,9 +107,10 @@ def chart(rows, how):
            'requests per second (bars) and p99 latency</text>',
            f'<text x="10" y="42" fill="#555">{html.escape(how)}</text>']
     y = 60
-    for transport, group in panels:
+    for transport, group, level in panels:
         top = max(r["rps"] for r in group) or 1
-        title = "stdio (one session, pipelined)" if transport == "stdio" else "Streamable HTTP"
+        title = (f"stdio (one session, {level} requests in flight)" if transport == "stdio"
+                 else f"Streamable HTTP ({level} connections)")
         svg.append(f'<text x="10" y="{y + 20}" font-size="14" font-weight="bold">{title}</text>')
         y += 30
         for r in sorted(group, key=lambda r: -r["rps"]):
