@@ -169,14 +169,25 @@ pub(super) fn read_meta(
         Ok(None) => return RequestMeta::Malformed("_meta is required"),
         Err(_) => return RequestMeta::Malformed("duplicate _meta"),
     };
-    let get = |key| meta.get_unique(key);
-    let Ok(version) = get(META_PROTOCOL_VERSION) else {
+    // One pass over `_meta` for the four keys, read below by their places.
+    const VERSION: usize = 0;
+    const CAPS: usize = 1;
+    const INFO: usize = 2;
+    const LEVEL: usize = 3;
+    let found = meta.get_each([
+        META_PROTOCOL_VERSION,
+        META_CLIENT_CAPABILITIES,
+        META_CLIENT_INFO,
+        META_LOG_LEVEL,
+    ]);
+    let get = |i| found.get(i);
+    let Ok(version) = get(VERSION) else {
         return RequestMeta::Malformed("duplicate protocolVersion");
     };
     let Some(version) = version.and_then(|v| v.as_str()) else {
         return RequestMeta::Malformed("_meta io.modelcontextprotocol/protocolVersion is required");
     };
-    let caps = match get(META_CLIENT_CAPABILITIES) {
+    let caps = match get(CAPS) {
         Ok(Some(c)) => match last_caps {
             Some(last) if last.raw().get() == c.get() => last.flags(),
             _ => match Capabilities::from_raw(c) {
@@ -191,12 +202,10 @@ pub(super) fn read_meta(
         }
         Err(_) => return RequestMeta::Malformed("duplicate clientCapabilities"),
     };
-    if matches!(get(META_CLIENT_INFO), Ok(Some(i)) if !i.is_object())
-        || get(META_CLIENT_INFO).is_err()
-    {
+    if matches!(get(INFO), Ok(Some(i)) if !i.is_object()) || get(INFO).is_err() {
         return RequestMeta::Malformed("clientInfo must be an object");
     }
-    let log_level = match get(META_LOG_LEVEL) {
+    let log_level = match get(LEVEL) {
         Ok(None) => None,
         Ok(Some(l)) => match l.as_str().and_then(|s| LogLevel::parse(&s.to_str())) {
             Some(level) => Some(level),

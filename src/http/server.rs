@@ -905,8 +905,20 @@ impl HttpServer {
             }
         };
         let rid = id.as_ref().map(|i| i.as_id());
-        let body_version = params
-            .and_then(|p| p.get_unique("_meta").ok().flatten())
+        let name_key = match method.as_str() {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            // SEP-2663: routing by task, so a load balancer can find the task's replica.
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+            _ => None,
+        };
+        // One pass over params for what the header checks read.
+        const META: usize = 0;
+        const NAME: usize = 1;
+        const ARGUMENTS: usize = 2;
+        let found = params.map(|p| p.get_each(["_meta", name_key.unwrap_or("name"), "arguments"]));
+        let member = |i| found.and_then(|f| f.get(i).ok().flatten());
+        let body_version = member(META)
             .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
             .and_then(|v| v.as_str())
             .map(|v| v.to_str().into_owned());
@@ -938,16 +950,8 @@ impl HttpServer {
                     return r;
                 }
             }
-            let name_key = match method.as_str() {
-                "tools/call" | "prompts/get" => Some("name"),
-                "resources/read" => Some("uri"),
-                // SEP-2663: routing by task, so a load balancer can find the task's replica.
-                "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-                _ => None,
-            };
-            if let Some(key) = name_key {
-                let body_name = params
-                    .and_then(|p| p.get_unique(key).ok().flatten())
+            if name_key.is_some() {
+                let body_name = member(NAME)
                     .and_then(|v| v.as_str())
                     .map(|v| v.to_str().into_owned());
                 let header = match req
@@ -969,7 +973,9 @@ impl HttpServer {
                 }
             }
             if method == "tools/call"
-                && let Some(problem) = self.param_header_problem(req, params)
+                && let Some(name) = member(NAME).and_then(|n| n.as_str())
+                && let Some(problem) =
+                    self.param_header_problem(req, &name.to_str(), member(ARGUMENTS))
             {
                 let mut r = mismatch(&problem);
                 set_id(&mut r, rid);
@@ -982,19 +988,15 @@ impl HttpServer {
         self.deliver(now, key, text, decoded, true)
     }
 
-    /// A `tools/call`'s `Mcp-Param-*` headers against its arguments and the tool's
+    /// A `tools/call`'s `Mcp-Param-*` headers against the arguments of `tool` and its
     /// `x-mcp-header` annotations: what is wrong, if anything.
     fn param_header_problem(
         &self,
         req: &HttpRequest<'_>,
-        params: Option<RawJson<'_>>,
+        tool: &str,
+        arguments: Option<RawJson<'_>>,
     ) -> Option<String> {
-        let name = params
-            .and_then(|p| p.get_unique("name").ok().flatten())
-            .and_then(|n| n.as_str())?;
-        let annotations = self.config.tool_headers.for_tool(&name.to_str());
-        let arguments = params.and_then(|p| p.get_unique("arguments").ok().flatten());
-        for annotation in annotations {
+        for annotation in self.config.tool_headers.for_tool(tool) {
             let header_name = annotation.header_name();
             let header = match req.header(&header_name).map(headers::decode_value) {
                 Some(Ok(v)) => Some(v),

@@ -274,16 +274,44 @@ impl<'a> RawJson<'a> {
     /// The value of member `key` (compared by decoded text, case-sensitively). A key that
     /// appears twice is an error, since two readers could disagree about which one counts.
     pub fn get_unique(&self, key: &str) -> Result<Option<RawJson<'a>>, DuplicateMember> {
-        let mut found = None;
+        self.get_each([key]).get(0)
+    }
+
+    /// The values of several members, in one pass over the object: use it instead of
+    /// several [`get_unique`](Self::get_unique) calls, which each read the whole object.
+    /// Up to 64 keys; a key repeated in `keys` is found at its first place only.
+    pub fn get_each<const N: usize>(&self, keys: [&str; N]) -> Found<'a, N> {
+        let mut found = Found {
+            values: [None; N],
+            duplicated: 0,
+        };
         for (k, v) in self.members() {
-            if k.eq_str(key) {
-                if found.is_some() {
-                    return Err(DuplicateMember);
+            if let Some(i) = keys.iter().position(|key| k.eq_str(key)) {
+                if found.values[i].is_some() && i < 64 {
+                    found.duplicated |= 1 << i;
                 }
-                found = Some(v);
+                found.values[i] = Some(v);
             }
         }
-        Ok(found)
+        found
+    }
+}
+
+/// What [`RawJson::get_each`] found: the value of each key asked for, in the order asked.
+#[derive(Clone, Copy, Debug)]
+pub struct Found<'a, const N: usize> {
+    values: [Option<RawJson<'a>>; N],
+    duplicated: u64,
+}
+
+impl<'a, const N: usize> Found<'a, N> {
+    /// The value of key `i` (what [`RawJson::get_unique`] gives for it): `Err` when the key
+    /// appears twice.
+    pub fn get(&self, i: usize) -> Result<Option<RawJson<'a>>, DuplicateMember> {
+        if i < 64 && self.duplicated >> i & 1 == 1 {
+            return Err(DuplicateMember);
+        }
+        Ok(self.values.get(i).copied().flatten())
     }
 }
 
