@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
 	"sync"
@@ -73,8 +74,13 @@ type HTTPServer struct {
 	arena     []byte
 	lentConns []*Conn       // views lent since the last change; cut off at the next
 	changed   chan struct{} // closed and replaced whenever streams may have new bytes
-	done      chan struct{}
-	closed    bool
+	// The deadline (engine nanoseconds) the timers goroutine sleeps until (MaxUint64: none),
+	// and how to wake it: only a change that brings a deadline before it does, so requests
+	// do not wake it one by one.
+	armed  uint64
+	rearm  chan struct{}
+	done   chan struct{}
+	closed bool
 }
 
 // NewHTTPServer creates a server for cfg (its Role must be Server; its Versions decide the
@@ -120,6 +126,7 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		record:  make([]C.mcpwgo_record, 1),
 		arena:   make([]byte, 4096),
 		changed: make(chan struct{}),
+		rearm:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	go s.timers()
@@ -161,6 +168,23 @@ func (s *HTTPServer) notifyLocked() {
 	s.lentConns = s.lentConns[:0]
 	close(s.changed)
 	s.changed = make(chan struct{})
+	s.rearmLocked()
+}
+
+// rearmLocked wakes the timers goroutine when the engine's next deadline now comes before
+// the one it sleeps until (s.mu held).
+func (s *HTTPServer) rearmLocked() {
+	if s.ptr == nil {
+		return
+	}
+	d := C.mcpwgo_http_poll_timeout(s.ptr)
+	if d.rc == C.MCPW_OK && d.has != 0 && uint64(d.at_ns) < s.armed {
+		s.armed = uint64(d.at_ns)
+		select {
+		case s.rearm <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 }
 
 // dispatchLocked hands every pending event to the app (s.mu held).
@@ -261,17 +285,18 @@ func (s *HTTPServer) timers() {
 			return
 		}
 		d := C.mcpwgo_http_poll_timeout(s.ptr)
-		changed := s.changed
-		s.mu.Unlock()
 		wait := time.Hour
+		s.armed = math.MaxUint64
 		if d.rc == C.MCPW_OK && d.has != 0 {
 			wait = time.Until(s.origin.Add(time.Duration(d.at_ns)))
+			s.armed = uint64(d.at_ns)
 		}
+		s.mu.Unlock()
 		timer.Reset(max(wait, 0))
 		select {
 		case <-s.done:
 			return
-		case <-changed: // a request may have armed an earlier deadline
+		case <-s.rearm: // a change brought a deadline before this one
 			timer.Stop() // (Go 1.23+ timers: nothing stale is left to drain)
 		case <-timer.C:
 			s.mu.Lock()
