@@ -8,6 +8,7 @@
 //!   progress notifications, pings, text results with escapes and non-ASCII text, and rare
 //!   large `tools/list` and base64 `resources/read` results.
 //! - [`small`]: chatty control traffic, about 155 B per message on average.
+//! - [`tools`]: `tools/list` results only (20 to 50 KB each), the structure-heavy case.
 //!
 //! Every message is written with its members in the order mcpwire's encoder uses
 //! (`jsonrpc`, `id`, `method`, `params` / `result` / `error`; `code`, `message`, `data`), so
@@ -88,6 +89,24 @@ pub fn small() -> Corpus {
             }
             _ => g.error_response(&mut out, id),
         }
+        out.push(b'\n');
+    }
+    Corpus {
+        bytes: out,
+        messages: MESSAGES,
+    }
+}
+
+/// `tools/list` results only: 200 of them, 20 to 50 KB each, about 7 MB in all. Short keys,
+/// nested schemas and short strings: the most structure per byte of any MCP message.
+#[allow(dead_code)]
+pub fn tools() -> Corpus {
+    const MESSAGES: usize = 200;
+    let mut g = Gen::new(0x746f_6f6c_735f_7431);
+    let mut out = Vec::with_capacity(MESSAGES * 36_000);
+    for n in 0..MESSAGES {
+        let id = g.id(n);
+        g.tools_list_result(&mut out, id);
         out.push(b'\n');
     }
     Corpus {

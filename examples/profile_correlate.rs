@@ -51,10 +51,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
     let bare = std::env::args().nth(3).is_some_and(|a| a == "bare");
-    let c = if which == "mixed" {
-        corpus::mixed()
-    } else {
-        corpus::small()
+    let c = match which.as_str() {
+        "mixed" => corpus::mixed(),
+        "tools" => corpus::tools(),
+        _ => corpus::small(),
     };
     let (_, first) = client_awaiting(1);
     let (stream, n) = answers(c.lines(), first);

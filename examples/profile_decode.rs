@@ -15,10 +15,10 @@ use std::time::Instant;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or("mixed".into());
-    let c = if which == "mixed" {
-        corpus::mixed()
-    } else {
-        corpus::small()
+    let c = match which.as_str() {
+        "mixed" => corpus::mixed(),
+        "tools" => corpus::tools(),
+        _ => corpus::small(),
     };
     let mut d = Decoder::default();
     let mut n = 0usize;

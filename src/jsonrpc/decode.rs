@@ -168,7 +168,7 @@ impl<'f> Syntax<'f> for NativeSyntax<'f> {
     }
     #[inline(always)]
     fn value(&mut self, start: usize, depth_left: usize) -> Result<usize, Fault> {
-        scan::skip_value(self.buf, start, depth_left)
+        super::index::value(self.buf, start, depth_left)
     }
     fn prevalidated(&self) -> bool {
         false

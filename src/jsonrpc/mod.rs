@@ -8,6 +8,7 @@
 
 mod decode;
 mod head;
+mod index;
 pub(crate) use head::scan_head;
 mod encode;
 mod scan;

@@ -151,7 +151,7 @@ fn block_masks(buf: &[u8; 64], i: usize) -> (u64, u64, u64) {
 /// whether the character after the run is escaped. `carry` holds whether the previous block
 /// ended with an unpaired backslash; it is updated for the next block.
 #[inline(always)]
-fn escaped_positions(backslashes: u64, carry: &mut u64) -> u64 {
+pub(crate) fn escaped_positions(backslashes: u64, carry: &mut u64) -> u64 {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     // A backslash escaped by the previous block's last one starts nothing.
     let backslashes = backslashes & !*carry;
@@ -238,7 +238,7 @@ fn few_escape_letters(block: &[u8; 64], escapes: u64) -> Option<(u64, u64)> {
 /// covered by an earlier escape (a surrogate pair covers its low half).
 #[cold]
 #[inline(never)]
-fn unicode_escapes(
+pub(crate) fn unicode_escapes(
     buf: &[u8],
     base: usize,
     mut unicode: u64,
@@ -477,6 +477,19 @@ fn plain_block_avx2<const TAIL: bool>(block: &[u8; 64], skip: u32, carry: &mut u
     }
 }
 
+/// One bit per byte of the 64-byte `block` that is not one of the one-letter escapes
+/// `"\/bfnrt`: at an escaped position, a `\u` escape or an invalid one.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) fn not_simple_escapes_avx2(block: &[u8; 64]) -> u64 {
+    let lo_table = nibble_table(&ESCAPE_NIBBLE_LO);
+    let hi_table = nibble_table(&ESCAPE_NIBBLE_HI);
+    let lo = outside_class(half_avx2(block, 0), lo_table, hi_table) as u64;
+    let hi = outside_class(half_avx2(block, 1), lo_table, hi_table) as u64;
+    lo | hi << 32
+}
+
 /// A 32-byte table of class bits by nibble (the same 16 entries in both lanes), for
 /// [`outside_class`].
 #[cfg(target_arch = "x86_64")]
@@ -516,7 +529,7 @@ fn outside_class(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
+pub(crate) fn unicode_escapes_avx2(block: &[u8; 64], skip: u32, letters: u64) -> u64 {
     use core::arch::x86_64::{
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
         _mm256_set1_epi8,
@@ -1120,7 +1133,7 @@ pub(crate) fn skip_value(buf: &[u8], mut pos: usize, depth_left: usize) -> Resul
 /// Validates that `buf` holds exactly one JSON value, surrounded by optional whitespace.
 /// `buf` must already be known to be UTF-8 (a `&str`, or a frame checked by `utf8::validate`).
 pub(crate) fn validate_document(buf: &[u8], max_depth: usize) -> Result<(), Fault> {
-    let end = skip_value(buf, 0, max_depth)?;
+    let end = super::index::value(buf, 0, max_depth)?;
     let end = skip_ws(buf, end);
     if end != buf.len() {
         return Err(fault(Reason::TrailingCharacters, end));
