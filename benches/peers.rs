@@ -709,10 +709,13 @@ fn report_memory() {
 fn main() {
     let mixed = corpus::mixed();
     let small = corpus::small();
+    let tools = corpus::tools();
     let mixed_dirs = directions(&mixed);
     let small_dirs = directions(&small);
+    let tools_dirs = directions(&tools);
     check("mixed", &mixed, &mixed_dirs);
     check("small", &small, &small_dirs);
+    check("tools", &tools, &tools_dirs);
     report_memory();
 
     let mut c = Criterion::default()
@@ -723,11 +726,13 @@ fn main() {
 
     bench_decode(&mut c, "mixed", &mixed, &mixed_dirs);
     bench_decode(&mut c, "small", &small, &small_dirs);
+    bench_decode(&mut c, "tools", &tools, &tools_dirs);
     bench_encode(&mut c, "mixed", &mixed, &mixed_dirs);
     bench_encode(&mut c, "small", &small, &small_dirs);
     bench_roundtrip(&mut c);
     bench_correlate(&mut c, "mixed", &mixed);
     bench_correlate(&mut c, "small", &small);
+    bench_correlate(&mut c, "tools", &tools);
 
     c.final_summary();
 }
