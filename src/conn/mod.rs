@@ -35,7 +35,7 @@ mod event;
 mod json_edit;
 mod output;
 mod owned;
-mod tables;
+pub(crate) mod tables;
 mod time;
 
 use std::fmt;

@@ -685,7 +685,9 @@ impl Core {
         if !result.is_object() {
             return Err(EditError::NotAnObject);
         }
-        let has = |key: &str| result.get_unique(key).map(|v| v.is_some());
+        // One pass over the result for the members looked at below.
+        let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
+        let has = |i: usize| found.get(i).map(|v| v.is_some());
         let ttl = json_edit::IntText::new(self.config.discover_ttl.as_millis());
         let scope: &[u8] = match self.config.discover_cache_scope {
             CacheScope::Public => b"\"public\"",
@@ -697,10 +699,7 @@ impl Core {
             add[added] = member;
             added += 1;
         };
-        match result
-            .get_unique("resultType")
-            .map_err(|_| EditError::Exists)?
-        {
+        match found.get(0).map_err(|_| EditError::Exists)? {
             None => push(("resultType", b"\"complete\"")),
             // A task handle goes out through `respond_task` only, which checks that the
             // request may get one (SEP-2663: never to a client without the extension).
@@ -709,14 +708,14 @@ impl Core {
             }
             Some(_) => {}
         }
-        if cacheable && !has("ttlMs").map_err(|_| EditError::Exists)? {
+        if cacheable && !has(1).map_err(|_| EditError::Exists)? {
             push(("ttlMs", ttl.as_bytes()));
         }
-        if cacheable && !has("cacheScope").map_err(|_| EditError::Exists)? {
+        if cacheable && !has(2).map_err(|_| EditError::Exists)? {
             push(("cacheScope", scope));
         }
         let add = &add[..added];
-        let meta = result.get_unique("_meta").map_err(|_| EditError::Exists)?;
+        let meta = found.get(3).map_err(|_| EditError::Exists)?;
         let has_info = match meta {
             Some(m) if !m.is_object() => return Err(EditError::NotAnObject),
             Some(m) => m

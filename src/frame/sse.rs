@@ -344,7 +344,13 @@ pub fn write_event(out: &mut Vec<u8>, id: Option<&str>, event: Option<&str>, dat
     }
     let mut rest = data;
     loop {
-        let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
+        // JSON from our encoder has no line breaks: a vector check settles most payloads
+        // at once.
+        let end = if crate::jsonrpc::has_line_break(rest.as_bytes()) {
+            rest.find(['\n', '\r']).unwrap_or(rest.len())
+        } else {
+            rest.len()
+        };
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(&rest.as_bytes()[..end]);
         out.push(b'\n');

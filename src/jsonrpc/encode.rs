@@ -32,7 +32,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 
 /// Whether `bytes` holds a `\n` or `\r`.
 #[inline]
-fn has_line_break(bytes: &[u8]) -> bool {
+pub(crate) fn has_line_break(bytes: &[u8]) -> bool {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
     {
@@ -111,6 +111,8 @@ pub fn encode_notification(out: &mut Vec<u8>, method: &str, params: Option<RawJs
 
 /// Appends a success response; the id is written exactly as it was received.
 pub fn encode_response(out: &mut Vec<u8>, id: Id<'_>, result: RawJson<'_>) {
+    // One allocation for the whole message (ids are short; a long one grows the buffer once).
+    out.reserve(HEAD.len() + 32 + result.get().len());
     out.extend_from_slice(HEAD);
     out.extend_from_slice(b",\"id\":");
     write_id(out, id);

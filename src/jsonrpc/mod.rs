@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub use decode::{Backend, Decoder, DecoderConfig};
+pub(crate) use encode::has_line_break;
 pub use encode::{
     BatchWriter, encode_error, encode_message, encode_notification, encode_request, encode_response,
 };

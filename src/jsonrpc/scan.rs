@@ -1026,10 +1026,17 @@ fn skip_container(buf: &[u8], start: usize) -> usize {
     let mut pos = start;
     while pos < buf.len() {
         let rest = &buf[pos..];
-        let mut block = [b' '; 64];
         let n = rest.len().min(64);
-        block[..n].copy_from_slice(&rest[..n]);
-        let m = structure_masks(&block);
+        let mut tail = [b' '; 64];
+        let block: &[u8; 64] = match rest.first_chunk::<64>() {
+            Some(block) => block,
+            None => {
+                // The text's last bytes, padded with spaces.
+                tail[..n].copy_from_slice(rest);
+                &tail
+            }
+        };
+        let m = structure_masks(block);
         let escaped = if m.backslash == 0 && escape_carry == 0 {
             0
         } else {

@@ -238,26 +238,40 @@ impl Capabilities {
                 _ => Ok(false),
             }
         };
-        let tools = raw.get_unique("tools")?;
+        // One pass over the object for every top-level key.
+        let top = raw.get_each([
+            "tools",
+            "resources",
+            "prompts",
+            "logging",
+            "completions",
+            "roots",
+            "sampling",
+            "elicitation",
+            "tasks",
+            "experimental",
+            "extensions",
+        ]);
+        let tools = top.get(0)?;
         set(declared(tools), Caps::TOOLS);
         set(sub(tools, "listChanged")?, Caps::TOOLS_LIST_CHANGED);
-        let resources = raw.get_unique("resources")?;
+        let resources = top.get(1)?;
         set(declared(resources), Caps::RESOURCES);
         set(sub(resources, "subscribe")?, Caps::RESOURCES_SUBSCRIBE);
         set(sub(resources, "listChanged")?, Caps::RESOURCES_LIST_CHANGED);
-        let prompts = raw.get_unique("prompts")?;
+        let prompts = top.get(2)?;
         set(declared(prompts), Caps::PROMPTS);
         set(sub(prompts, "listChanged")?, Caps::PROMPTS_LIST_CHANGED);
-        set(declared(raw.get_unique("logging")?), Caps::LOGGING);
-        set(declared(raw.get_unique("completions")?), Caps::COMPLETIONS);
-        let roots = raw.get_unique("roots")?;
+        set(declared(top.get(3)?), Caps::LOGGING);
+        set(declared(top.get(4)?), Caps::COMPLETIONS);
+        let roots = top.get(5)?;
         set(declared(roots), Caps::ROOTS);
         set(sub(roots, "listChanged")?, Caps::ROOTS_LIST_CHANGED);
-        let sampling = raw.get_unique("sampling")?;
+        let sampling = top.get(6)?;
         set(declared(sampling), Caps::SAMPLING);
         set(sub(sampling, "tools")?, Caps::SAMPLING_TOOLS);
         set(sub(sampling, "context")?, Caps::SAMPLING_CONTEXT);
-        let elicitation = raw.get_unique("elicitation")?;
+        let elicitation = top.get(7)?;
         let form = sub(elicitation, "form")?;
         let url = sub(elicitation, "url")?;
         set(declared(elicitation), Caps::ELICITATION);
@@ -267,7 +281,7 @@ impl Capabilities {
             Caps::ELICITATION_FORM,
         );
         set(declared(elicitation) && url, Caps::ELICITATION_URL);
-        let tasks = raw.get_unique("tasks")?;
+        let tasks = top.get(8)?;
         set(declared(tasks), Caps::TASKS);
         set(sub(tasks, "list")?, Caps::TASKS_LIST);
         set(sub(tasks, "cancel")?, Caps::TASKS_CANCEL);
@@ -291,11 +305,8 @@ impl Capabilities {
             sub(area("elicitation")?, "create")?,
             Caps::TASKS_ELICITATION,
         );
-        set(
-            declared(raw.get_unique("experimental")?),
-            Caps::EXPERIMENTAL,
-        );
-        let extensions = raw.get_unique("extensions")?;
+        set(declared(top.get(9)?), Caps::EXPERIMENTAL);
+        let extensions = top.get(10)?;
         set(declared(extensions), Caps::EXTENSIONS);
         set(
             sub(extensions, crate::tasks::TASKS_EXTENSION)?,
