@@ -407,8 +407,12 @@ fn walk_avx2(buf: &[u8], start: usize, depth_left: usize) -> Option<usize> {
             let odd = escapes & scan::not_simple_escapes_avx2(window);
             if odd != 0 {
                 let hard = odd & !scan::unicode_escapes_avx2(window, 0, odd);
+                // The first position not covered by an escape checked here (a surrogate pair
+                // covers its low half). Blocks start outside strings, so nothing before `base`
+                // is covered.
+                let mut checked_to = base;
                 if hard != 0
-                    && let Err(f) = scan::unicode_escapes(buf, base, hard, &mut base.clone())
+                    && let Err(f) = scan::unicode_escapes(buf, base, hard, &mut checked_to)
                 {
                     first_bad = first_bad.min(f.offset);
                 }
