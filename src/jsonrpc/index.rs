@@ -83,16 +83,6 @@ pub(crate) fn container(buf: &[u8], start: usize, depth_left: usize) -> Result<u
     scan::skip_value(buf, start, depth_left)
 }
 
-/// The masks of the bytes that matter inside strings, for a 64-byte block: bit `i` of each
-/// describes byte `i`.
-#[cfg(target_arch = "x86_64")]
-struct StringClasses {
-    quote: u64,
-    backslash: u64,
-    /// Bytes below 0x20.
-    control: u64,
-}
-
 /// By low nibble, the one whitespace byte with that nibble (0 where there is none, which no
 /// byte with a non-zero low nibble equals).
 #[cfg(target_arch = "x86_64")]
@@ -116,45 +106,6 @@ fn lane_table(t: &[u8; 16]) -> core::arch::x86_64::__m256i {
     _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) })
 }
 
-/// The two 32-byte halves of a block.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn halves(block: &[u8; 64]) -> (core::arch::x86_64::__m256i, core::arch::x86_64::__m256i) {
-    use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
-    // SAFETY: the two 32-byte loads cover the 64-byte array.
-    unsafe {
-        (
-            _mm256_loadu_si256(block.as_ptr() as *const __m256i),
-            _mm256_loadu_si256(block.as_ptr().add(32) as *const __m256i),
-        )
-    }
-}
-
-/// Stage 1's first masks, enough for a block that turns out to lie inside one string.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn string_classes(block: &[u8; 64]) -> StringClasses {
-    use core::arch::x86_64::{
-        _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8,
-    };
-    let (lo, hi) = halves(block);
-    let mask = |m_lo, m_hi| {
-        opaque(
-            _mm256_movemask_epi8(m_lo) as u32 as u64
-                | (_mm256_movemask_epi8(m_hi) as u32 as u64) << 32,
-        )
-    };
-    let eq = |v, c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
-    let control = |v| _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1F)), v);
-    StringClasses {
-        quote: mask(eq(lo, b'"'), eq(hi, b'"')),
-        backslash: mask(eq(lo, b'\\'), eq(hi, b'\\')),
-        control: mask(control(lo), control(hi)),
-    }
-}
-
 /// Stage 1's other masks: whitespace, and the six structural characters `{}[]:,` (with
 /// control characters 0x0C and 0x1A among them, which the caller removes).
 #[cfg(target_arch = "x86_64")]
@@ -165,7 +116,7 @@ fn structure_classes(block: &[u8; 64]) -> (u64, u64) {
         _mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
         _mm256_shuffle_epi8,
     };
-    let (lo, hi) = halves(block);
+    let (lo, hi) = (scan::half_avx2(block, 0), scan::half_avx2(block, 1));
     let (ws_table, op_table) = (lane_table(&WS_BY_NIBBLE), lane_table(&OP_BY_NIBBLE));
     // A byte with its top bit set looks up 0, which it never equals.
     let ws = |v| _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(ws_table, v), v));
@@ -390,16 +341,18 @@ fn walk_avx2(buf: &[u8], start: usize, depth_left: usize) -> Option<usize> {
                 &pad
             }
         };
-        let m = string_classes(window);
-        let escaped = if m.backslash == 0 {
+        // The scanner's string masks, through `opaque` (see there).
+        let (quote, backslash, control) = scan::block_masks_avx2(window);
+        let (quote, backslash, control) = (opaque(quote), opaque(backslash), opaque(control));
+        let escaped = if backslash == 0 {
             0
         } else {
-            scan::escaped_positions(m.backslash, &mut 0)
+            scan::escaped_positions(backslash, &mut 0)
         };
-        let real_quote = m.quote & !escaped;
+        let real_quote = quote & !escaped;
         // From each opening quote up to, not including, its closing quote.
         let inside = prefix_xor_clmul(real_quote);
-        let bad = m.control & inside;
+        let bad = control & inside;
         let escapes = escaped & inside;
         if escapes != 0 {
             // One-letter escapes are settled by a lookup; `\u` escapes with four hex digits in
@@ -422,8 +375,8 @@ fn walk_avx2(buf: &[u8], start: usize, depth_left: usize) -> Option<usize> {
             first_bad = first_bad.min(base + bad.trailing_zeros() as usize);
         }
         let (ws, op) = structure_classes(window);
-        let op = op & !m.control;
-        let scalar = !(ws | op | m.quote | inside);
+        let op = op & !control;
+        let scalar = !(ws | op | quote | inside);
         let scalar_starts = scalar & !((scalar << 1) | scalar_carry);
         scalar_carry = scalar >> 63;
         let mut index = (op & !inside) | (real_quote & inside) | scalar_starts;

@@ -331,7 +331,7 @@ unsafe fn string_blocks_avx2(buf: &[u8], pos: usize) -> Result<(usize, bool), Fa
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
+pub(crate) fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
     let (mut quotes, mut backslashes, mut controls) = (0u64, 0u64, 0u64);
     for k in 0..2 {
         let (q, b, c) = half_masks_avx2(half_avx2(block, k));
@@ -347,7 +347,7 @@ fn block_masks_avx2(block: &[u8; 64]) -> (u64, u64, u64) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn half_avx2(block: &[u8; 64], k: usize) -> core::arch::x86_64::__m256i {
+pub(crate) fn half_avx2(block: &[u8; 64], k: usize) -> core::arch::x86_64::__m256i {
     use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
     debug_assert!(k < 2);
     // SAFETY: for k < 2 the 32-byte load lies inside the 64-byte array.
