@@ -411,7 +411,7 @@ impl Core {
         frame: &str,
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
-        modern: Option<ModernContext>,
+        modern: Option<(ModernContext, ProgressToken)>,
         input_eligible: bool,
         listen: Option<ListenFilter>,
     ) {
@@ -427,7 +427,12 @@ impl Core {
                 ),
             );
         }
-        let progress_token = match progress_token(r.params) {
+        // A stateless request's token was read with the rest of its `_meta`.
+        let (modern, token) = match modern {
+            Some((ctx, token)) => (Some(ctx), token),
+            None => (None, progress_token(r.params)),
+        };
+        let progress_token = match token {
             Ok(t) => t,
             Err(()) => {
                 return self.reject(
@@ -683,6 +688,9 @@ fn answers_decode_error(e: &DecodeError<'_>) -> bool {
 
 /// `_meta.progressToken` of a request's params: `Ok(None)` when absent, `Err` when malformed
 /// (duplicated keys, or a token that is neither a string nor an integer).
+pub(super) type ProgressToken = Result<Option<OwnedId>, ()>;
+
+/// Reads the [`ProgressToken`] of a request's params.
 fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
     let Some(params) = params else {
         return Ok(None);

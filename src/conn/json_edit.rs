@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 
-use crate::jsonrpc::{JsonStr, RawJson, write_json_string};
+use crate::jsonrpc::{JsonStr, RawJson};
 
 /// Appends the decimal text of `n` (no allocation: `Vec<u8>` is an `io::Write`).
 pub(crate) fn write_int(out: &mut Vec<u8>, n: i64) {
@@ -82,13 +82,21 @@ fn copy_members(
     }
 }
 
+/// Writes the members `add`. Their keys are the engine's own constants, which need no
+/// escaping: they are written as they are.
 fn write_added(out: &mut Vec<u8>, add: &[(&str, &[u8])], first: &mut bool) {
     for (k, v) in add {
         if !*first {
             out.push(b',');
         }
         *first = false;
-        write_json_string(out, k);
+        debug_assert!(
+            k.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'),
+            "an added key needs escaping: {k}"
+        );
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'"');
         out.push(b':');
         out.extend_from_slice(v);
     }
@@ -162,6 +170,36 @@ pub(crate) fn set_meta(
     }
     out.push(b'}');
     Ok(())
+}
+
+/// Writes `obj` with `_meta` first (the members `meta_add`, then those of `obj`'s own
+/// `_meta`, given as `meta`), then the members `add`, then `obj`'s other members: what
+/// [`set_members`] followed by [`set_meta`] write, in one pass over `obj`. The caller has
+/// checked that none of the added keys is present.
+pub(crate) fn set_members_and_meta(
+    out: &mut Vec<u8>,
+    obj: RawJson<'_>,
+    add: &[(&str, &[u8])],
+    meta_add: &[(&str, &[u8])],
+    meta: Option<RawJson<'_>>,
+) {
+    let added: usize = add
+        .iter()
+        .chain(meta_add)
+        .map(|(k, v)| k.len() + v.len() + 4)
+        .sum();
+    out.reserve(obj.get().len() + added + 12);
+    out.extend_from_slice(b"{\"_meta\":{");
+    let mut first = true;
+    write_added(out, meta_add, &mut first);
+    if let Some(meta) = meta {
+        copy_members(out, meta, |_| false, &mut first);
+    }
+    out.push(b'}');
+    let mut first = false;
+    write_added(out, add, &mut first);
+    copy_members(out, obj, |k| k.eq_str("_meta"), &mut first);
+    out.push(b'}');
 }
 
 #[cfg(test)]
@@ -241,5 +279,32 @@ mod tests {
         );
         let dup = RawJson::new(r#"{"_meta":{},"_meta":{}}"#).unwrap();
         assert!(edit(|o| set_meta(o, Some(dup), &[("k", b"1")])).is_err());
+    }
+
+    #[test]
+    fn the_one_pass_edit_writes_what_the_two_edits_wrote() {
+        let add: &[(&str, &[u8])] = &[("resultType", b"\"complete\""), ("ttlMs", b"5")];
+        let meta_add: &[(&str, &[u8])] = &[("io.x/serverInfo", br#"{"name":"s"}"#)];
+        for text in [
+            "{}",
+            r#"{"content":[]}"#,
+            r#"{ "_meta" : { "a" : 1 } , "b\u0063" : [1, {"_meta":2}] }"#,
+            r#"{"x":"_meta","_meta":{}}"#,
+            r#"{"isError":false,"_meta":{"k":{"n":[1,2]}},"z":null}"#,
+        ] {
+            let obj = RawJson::new(text).unwrap();
+            let mut first = Vec::new();
+            set_members(&mut first, Some(obj), add, false).unwrap();
+            let mut two = Vec::new();
+            let first = RawJson::new(std::str::from_utf8(&first).unwrap()).unwrap();
+            set_meta(&mut two, Some(first), meta_add).unwrap();
+            let meta = obj.get_unique("_meta").unwrap();
+            let one = edit(|o| {
+                set_members_and_meta(o, obj, add, meta_add, meta);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(one.as_bytes(), &two[..], "{text}");
+        }
     }
 }

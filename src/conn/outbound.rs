@@ -52,8 +52,6 @@ use crate::mcp::{self, Caps, Era, Gate, LogLevel, MethodKind, ProtocolVersion};
 pub(super) struct Outbound {
     pub(super) output: Output,
     pub(super) scratch: Vec<u8>,
-    /// A second scratch buffer, for edits made in two passes (2026-07-28 results).
-    pub(super) edit_scratch: Vec<u8>,
 }
 
 /// An answer to a peer's request.
@@ -336,13 +334,10 @@ impl Core {
         if modern && let Answer::Result(result) = answer {
             // 2026-07-28: every result carries `resultType` and our `serverInfo`.
             let mut stamped = std::mem::take(&mut self.out.scratch);
-            let mut typed = std::mem::take(&mut self.out.edit_scratch);
             stamped.clear();
             let ok = self
-                .stamp_result(&mut stamped, &mut typed, result, cacheable, task)
+                .stamp_result(&mut stamped, result, cacheable, task)
                 .is_ok();
-            crate::frame::empty(&mut typed);
-            self.out.edit_scratch = typed;
             if ok && let Ok(text) = std::str::from_utf8(&stamped) {
                 self.dispatch.inbound.remove(&key);
                 let answer = Answer::Result(RawJson::validated(text));

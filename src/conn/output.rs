@@ -100,10 +100,7 @@ impl Output {
     /// need no bookkeeping of their own, and byte-stream hosts pay nothing for this.
     pub(crate) fn peek_frame(&self) -> Option<(StreamId, &[u8])> {
         let (stream, bytes) = self.peek()?;
-        let len = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap_or(bytes.len());
+        let len = crate::frame::line::find_newline(bytes).unwrap_or(bytes.len());
         Some((stream, &bytes[..len]))
     }
 

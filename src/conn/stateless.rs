@@ -38,7 +38,7 @@
 //!    `resources/templates/list`, `resources/read`) carry `ttlMs` and `cacheScope`
 //!    (`stamp_result`).
 
-use super::dispatch::Refusal;
+use super::dispatch::{ProgressToken, Refusal};
 use super::event::Stored;
 use super::json_edit::{self, EditError};
 use super::outbound::Answer;
@@ -47,7 +47,7 @@ use super::{
     CacheScope, CloseReason, Config, Core, Error, RequestId, Role, StreamId, Timestamp,
     ViolationKind,
 };
-use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
+use crate::jsonrpc::{self, DuplicateMember, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{
     self, Capabilities, Caps, Era, LogLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, ProtocolVersion,
@@ -136,9 +136,22 @@ pub(super) enum Classified<'f> {
     Invalid,
 }
 
+/// `params._meta` of a request (`None`: params is absent or not an object), looked up once
+/// and shared by the checks that read it: each lookup walks every member of params.
+pub(super) type MetaLookup<'a> = Option<Result<Option<RawJson<'a>>, DuplicateMember>>;
+
+/// Looks `_meta` up in `params`.
+pub(super) fn lookup_meta(params: Option<RawJson<'_>>) -> MetaLookup<'_> {
+    params
+        .filter(|p| p.is_object())
+        .map(|p| p.get_unique("_meta"))
+}
+
 /// What a stateless request's `_meta` said, or why it is malformed.
 pub(super) enum RequestMeta {
-    Valid(ModernContext),
+    /// The context, and `_meta.progressToken` as [`accept_request`](Core::accept_request)
+    /// takes it.
+    Valid(ModernContext, ProgressToken),
     /// A required key is missing or malformed (-32602).
     Malformed(&'static str),
     /// A version we do not support (-32022), with what was requested.
@@ -146,11 +159,9 @@ pub(super) enum RequestMeta {
 }
 
 /// Whether `params._meta` carries a protocol version (what makes a request stateless).
-pub(super) fn has_modern_meta(params: Option<RawJson<'_>>) -> bool {
-    params
-        .and_then(|p| p.get_unique("_meta").ok().flatten())
-        .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
-        .is_some()
+pub(super) fn has_modern_meta(meta: &MetaLookup<'_>) -> bool {
+    matches!(meta, Some(Ok(Some(m)))
+        if m.get_unique(META_PROTOCOL_VERSION).ok().flatten().is_some())
 }
 
 /// Reads a stateless request's `_meta`. `last_caps` holds the client capabilities seen last:
@@ -158,27 +169,29 @@ pub(super) fn has_modern_meta(params: Option<RawJson<'_>>) -> bool {
 pub(super) fn read_meta(
     config: &Config,
     last_caps: &mut Option<Capabilities>,
-    params: Option<RawJson<'_>>,
+    meta: MetaLookup<'_>,
 ) -> RequestMeta {
-    let Some(params) = params.filter(|p| p.is_object()) else {
+    let Some(meta) = meta else {
         return RequestMeta::Malformed("params with _meta are required");
     };
-    let meta = match params.get_unique("_meta") {
+    let meta = match meta {
         Ok(Some(m)) if m.is_object() => m,
         Ok(Some(_)) => return RequestMeta::Malformed("_meta must be an object"),
         Ok(None) => return RequestMeta::Malformed("_meta is required"),
         Err(_) => return RequestMeta::Malformed("duplicate _meta"),
     };
-    // One pass over `_meta` for the four keys, read below by their places.
+    // One pass over `_meta` for the five keys, read below by their places.
     const VERSION: usize = 0;
     const CAPS: usize = 1;
     const INFO: usize = 2;
     const LEVEL: usize = 3;
+    const TOKEN: usize = 4;
     let found = meta.get_each([
         META_PROTOCOL_VERSION,
         META_CLIENT_CAPABILITIES,
         META_CLIENT_INFO,
         META_LOG_LEVEL,
+        "progressToken",
     ]);
     let get = |i| found.get(i);
     let Ok(version) = get(VERSION) else {
@@ -217,11 +230,18 @@ pub(super) fn read_meta(
     match ProtocolVersion::parse(&text)
         .filter(|v| v.era() == Era::Modern && config.versions.contains(v))
     {
-        Some(version) => RequestMeta::Valid(ModernContext {
-            version,
-            client_caps: caps,
-            log_level,
-        }),
+        Some(version) => RequestMeta::Valid(
+            ModernContext {
+                version,
+                client_caps: caps,
+                log_level,
+            },
+            match get(TOKEN) {
+                Ok(None) => Ok(None),
+                Ok(Some(t)) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
+                Err(_) => Err(()),
+            },
+        ),
         None => RequestMeta::Unsupported(text.into_owned()),
     }
 }
@@ -324,7 +344,8 @@ impl Core {
         if !self.serves_modern() || self.lifecycle.era == Some(Era::Legacy) {
             return false;
         }
-        let modern = method == "server/discover" || has_modern_meta(r.params);
+        let meta = lookup_meta(r.params);
+        let modern = method == "server/discover" || has_modern_meta(&meta);
         if !modern {
             if self.lifecycle.era.is_none() && self.serves_legacy() {
                 return false;
@@ -356,7 +377,7 @@ impl Core {
             self.reject(frame, (stream, batch), r, refusal);
             return true;
         }
-        self.on_stateless_request(stream, frame, r, batch, method);
+        self.on_stateless_request(stream, frame, r, batch, method, meta);
         true
     }
 
@@ -367,9 +388,11 @@ impl Core {
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         method: &str,
+        meta: MetaLookup<'_>,
     ) {
-        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, r.params) {
-            RequestMeta::Valid(ctx) => ctx,
+        let (ctx, token) = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta)
+        {
+            RequestMeta::Valid(ctx, token) => (ctx, token),
             RequestMeta::Malformed(message) => {
                 let refusal = Refusal::new(
                     ViolationKind::InvalidParams,
@@ -422,7 +445,8 @@ impl Core {
             }
             _ => {
                 let eligible = matches!(method, "tools/call" | "prompts/get" | "resources/read");
-                self.accept_request(stream, frame, r, batch, Some(ctx), eligible, None);
+                let modern = Some((ctx, token));
+                self.accept_request(stream, frame, r, batch, modern, eligible, None);
             }
         }
     }
@@ -563,8 +587,9 @@ impl Core {
                 )
             });
         }
-        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, r.params) {
-            RequestMeta::Valid(ctx) => Some(ctx),
+        let meta = lookup_meta(r.params);
+        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
+            RequestMeta::Valid(ctx, token) => Some((ctx, token)),
             _ => None,
         };
         self.accept_request(stream, frame, r, batch, ctx, false, Some(granted));
@@ -672,12 +697,10 @@ impl Core {
 
     /// Writes a stateless-era result: `resultType` added when missing, our `serverInfo` in
     /// `_meta` unless present, and for cacheable results (lists, reads) the configured `ttlMs`
-    /// and `cacheScope` unless the application set its own. `typed` is scratch space for the
-    /// first of the two edits.
+    /// and `cacheScope` unless the application set its own.
     pub(super) fn stamp_result(
         &self,
         out: &mut Vec<u8>,
-        typed: &mut Vec<u8>,
         result: RawJson<'_>,
         cacheable: bool,
         task: bool,
@@ -724,19 +747,18 @@ impl Core {
                 .is_some(),
             None => false,
         };
-        typed.clear();
-        json_edit::set_members(typed, Some(result), add, false)?;
-        let base =
-            RawJson::validated(std::str::from_utf8(typed).map_err(|_| EditError::NotAnObject)?);
         if has_info {
-            out.extend_from_slice(base.get().as_bytes());
-            Ok(())
+            // Nothing of `add` is present (checked above): `replace` skips that check.
+            json_edit::set_members(out, Some(result), add, true)
         } else {
-            json_edit::set_meta(
+            json_edit::set_members_and_meta(
                 out,
-                Some(base),
+                result,
+                add,
                 &[(META_SERVER_INFO, self.config.info.as_bytes())],
-            )
+                meta,
+            );
+            Ok(())
         }
     }
 

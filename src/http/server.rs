@@ -22,6 +22,7 @@
 //!    client closing the stream cancels the request.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write as _;
 use std::time::Duration;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
@@ -264,6 +265,9 @@ struct Stream {
     /// The application closed it before its answer (SEP-1699 polling): it finishes once its
     /// bytes are drained, then lives on detached for the client's `Last-Event-ID` GET.
     closing_for_polling: bool,
+    /// The error code of the last frame written, when it was a single error answer (the
+    /// status of a stateless answer settled into a JSON body).
+    error_code: Option<i64>,
 }
 
 /// A connection with what the HTTP layer knows about it.
@@ -428,6 +432,7 @@ impl HttpServer {
                 unstored: Vec::new(),
                 detached: false,
                 closing_for_polling: false,
+                error_code: None,
             },
         );
         id
@@ -576,29 +581,26 @@ impl HttpServer {
             return self.post_session(now, req, sid, text, decoded);
         }
         // No session: `initialize`, or a stateless request.
-        let (method, id, modern_body) = match &decoded {
-            Decoded::Single(Message::Request(r)) => (
-                Some(r.method.to_str().into_owned()),
-                Some(OwnedId::from(r.id)),
-                r.params
-                    .and_then(|p| p.get_unique("_meta").ok().flatten())
-                    .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
-                    .is_some(),
-            ),
-            Decoded::Single(Message::Notification(n)) => {
-                (Some(n.method.to_str().into_owned()), None, false)
-            }
-            _ => (None, None, false),
+        let (is_initialize, request_params) = match &decoded {
+            Decoded::Single(Message::Request(r)) => (r.method.eq_str("initialize"), r.params),
+            Decoded::Single(Message::Notification(n)) => (n.method.eq_str("initialize"), None),
+            _ => (false, None),
         };
-        let is_initialize = method.as_deref() == Some("initialize");
         if serves_legacy && is_initialize && !modern_header {
             return self.initialize(now, text, decoded, random);
         }
-        if serves_modern && (modern_header || modern_body || !serves_legacy) {
+        // `params._meta` naming a protocol version makes a request stateless too; it is read
+        // only when the headers leave the era open (a walk over params costs ~1 k instructions).
+        let modern_body = || {
+            request_params
+                .and_then(|p| p.get_unique("_meta").ok().flatten())
+                .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+                .is_some()
+        };
+        if serves_modern && (modern_header || !serves_legacy || modern_body()) {
             return self.stateless(now, req, text, decoded);
         }
         if serves_legacy && session.is_none() {
-            let _ = id;
             return HttpResponse::rpc_error(
                 400,
                 None,
@@ -1086,6 +1088,7 @@ impl HttpServer {
                             unstored: Vec::new(),
                             detached: false,
                             closing_for_polling: false,
+                            error_code: None,
                         },
                     );
                 }
@@ -1453,6 +1456,7 @@ impl HttpServer {
                         unstored: Vec::new(),
                         detached: true,
                         closing_for_polling: false,
+                        error_code: None,
                         ..s
                     },
                 );
@@ -1469,19 +1473,18 @@ impl HttpServer {
             return response;
         };
         self.pump();
-        let frame = match self.streams.get(&id) {
-            Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {
-                s.frames[0].clone()
-            }
+        match self.streams.get(&id) {
+            Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {}
             _ => return response,
-        };
-        let Some(s) = self.streams.remove(&id) else {
+        }
+        let Some(mut s) = self.streams.remove(&id) else {
             return response;
         };
+        let frame = s.frames.swap_remove(0);
         let key = s.conn.0;
         let modern = self.conns.get(&key).is_some_and(|c| c.session.is_none());
-        let status = match self.decoder.decode(&frame) {
-            Ok(Decoded::Single(Message::Error(e))) if modern => status_for_code(e.error.code),
+        let status = match s.error_code {
+            Some(code) if modern => status_for_code(code),
             _ => 200,
         };
         self.forget_stateless(key);
@@ -1680,24 +1683,35 @@ fn route_frame(
         Ok(()) => std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(frame) }),
         Err(_) => String::from_utf8_lossy(frame),
     };
-    let id_text = format!("{}-{event_id}", stream.0);
-    sse::write_event(&mut bytes, Some(&id_text), None, &text);
+    // The event id `STREAM-EVENT`, written on the stack (two u64s and a dash fit in 41 bytes).
+    let mut id_buf = [0u8; 48];
+    let id_len = {
+        let mut rest = &mut id_buf[..];
+        let _ = write!(rest, "{}-{event_id}", stream.0);
+        48 - rest.len()
+    };
+    let id_text = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
+    sse::write_event(&mut bytes, Some(id_text), None, &text);
     if let Some(session) = session {
         match streams.get_mut(&stream) {
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),
         }
     }
-    // Which request this message answers (a batch answers all of them).
-    let (answered, batch) = match decoder.decode(frame) {
-        Ok(Decoded::Single(Message::Response(r))) => (Some(OwnedId::from(r.id)), false),
-        Ok(Decoded::Single(Message::Error(e))) => (e.id.map(OwnedId::from), false),
-        Ok(Decoded::Batch(_)) => (None, true),
-        _ => (None, false),
+    // Which request this message answers (a batch answers all of them), and the code of an
+    // error answer (the status of a stateless request's JSON body, see `settle`).
+    let (answered, batch, error_code) = match decoder.decode(frame) {
+        Ok(Decoded::Single(Message::Response(r))) => (Some(OwnedId::from(r.id)), false, None),
+        Ok(Decoded::Single(Message::Error(e))) => {
+            (e.id.map(OwnedId::from), false, Some(e.error.code))
+        }
+        Ok(Decoded::Batch(_)) => (None, true, None),
+        _ => (None, false, None),
     };
     let Some(s) = streams.get_mut(&stream) else {
         return;
     };
+    s.error_code = error_code;
     if !s.detached && !s.closing_for_polling {
         s.buf.extend_from_slice(&bytes);
     }
@@ -1746,10 +1760,23 @@ fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
 
 /// The media types of a `Content-Type` or `Accept` value, parameters dropped.
 fn media_types(value: &str) -> impl Iterator<Item = &str> {
-    value
-        .split(',')
-        .map(|m| m.split(';').next().unwrap_or("").trim())
-        .filter(|m| !m.is_empty())
+    // Split by bytes: `str::split` with a `char` costs about 500 instructions on a typical
+    // `Accept` (`,` and `;` are ASCII, so every cut falls on a character boundary).
+    let mut rest = value;
+    std::iter::from_fn(move || {
+        while !rest.is_empty() {
+            let b = rest.as_bytes();
+            let end = b.iter().position(|&c| c == b',').unwrap_or(b.len());
+            let item = &rest[..end];
+            rest = rest.get(end + 1..).unwrap_or("");
+            let params = item.bytes().position(|c| c == b';').unwrap_or(item.len());
+            let media = item[..params].trim();
+            if !media.is_empty() {
+                return Some(media);
+            }
+        }
+        None
+    })
 }
 
 /// Whether the request's `Accept` lists `wanted` (or a wildcard covering it).
@@ -1789,5 +1816,40 @@ fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
             jsonrpc::encode_error(&mut out, Some(id), code, &message, None);
             *body = out;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_cut_at_commas_and_stripped_of_parameters() {
+        let all = |v| media_types(v).collect::<Vec<_>>();
+        assert_eq!(
+            all("application/json, text/event-stream"),
+            ["application/json", "text/event-stream"]
+        );
+        assert_eq!(
+            all(" text/html;q=0.9 ,, ;q=1, */* ; q=0.1,"),
+            ["text/html", "*/*"]
+        );
+        assert_eq!(all("application/json"), ["application/json"]);
+        assert!(all("").is_empty());
+        assert!(all(" , ;x=1 ,").is_empty());
+        assert_eq!(all("täxt/é, a"), ["täxt/é", "a"]);
+    }
+
+    #[test]
+    fn accept_wildcards_cover_their_types() {
+        let headers = [("accept", "text/*;q=0.5"), ("Accept", "application/json")];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: b"",
+        };
+        assert!(accepts(&req, "application/json"));
+        assert!(accepts(&req, "text/event-stream"));
+        assert!(!accepts(&req, "image/png"));
     }
 }
