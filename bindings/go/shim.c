@@ -634,3 +634,16 @@ mcpwgo_deadline mcpwgo_tasks_poll_timeout(const mcpw_tasks *tasks) {
     out.has = has ? 1 : 0;
     return out;
 }
+
+mcpwgo_member mcpwgo_json_member(const char *json, size_t json_len, const char *key,
+                                 size_t key_len) {
+    mcpwgo_member out = {MCPW_OK, 0, 0, 0};
+    mcpw_str value = {NULL, 0};
+    out.rc = mcpw_json_get(json, json_len, key, key_len, &value);
+    if (out.rc == MCPW_OK && value.ptr != NULL) {
+        out.has = 1;
+        out.off = (size_t)(value.ptr - json);
+        out.len = value.len;
+    }
+    return out;
+}

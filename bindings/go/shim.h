@@ -282,6 +282,20 @@ mcpwgo_http_closed mcpwgo_http_close_for_polling(mcpw_http_server *server, uint6
                                                  uint32_t id_kind, int64_t id_int,
                                                  const char *id_str, size_t id_len);
 
+/* ---- Raw JSON (json.go) ---------------------------------------------------------------- */
+
+/* A member of a JSON object as an offset into the text: no pointer into Go memory is
+ * stored by C. `has` is 0 when the member is absent. */
+typedef struct mcpwgo_member {
+    mcpw_result rc;
+    int has;
+    size_t off;
+    size_t len;
+} mcpwgo_member;
+
+mcpwgo_member mcpwgo_json_member(const char *json, size_t json_len, const char *key,
+                                 size_t key_len);
+
 /* ---- The HTTP client (http_client.go) -------------------------------------------------- */
 
 typedef struct mcpwgo_http_client_new {

@@ -110,12 +110,9 @@ func MCPWireConfig() *mcpwire.Config {
 var MCPWireTools = json.RawMessage(`{"tools":[{"name":"echo","description":"` + EchoDescription +
 	`","inputSchema":` + EchoInputSchema + `}]}`)
 
-// echoParams is what an mcpwire application decodes from a tools/call.
-type echoParams struct {
-	Name      string `json:"name"`
-	Arguments struct {
-		Text *string `json:"text"`
-	} `json:"arguments"`
+// echoArguments is what an mcpwire application decodes from a tools/call's arguments.
+type echoArguments struct {
+	Text *string `json:"text"`
 }
 
 type textContent struct {
@@ -129,24 +126,31 @@ type toolResult struct {
 }
 
 // MCPWireAnswer answers one request event on c the way an application on mcpwire does:
-// the engine hands over the raw params, the application decodes them with encoding/json,
-// runs the tool and encodes the result. tools/list gets MCPWireTools; other methods get
+// the engine hands over the raw params, the application reads "name" and "arguments" with
+// mcpwire.Member and decodes each with encoding/json (as go-sdk's and mcp-go's handlers
+// decode the arguments their SDK split out), runs the tool and encodes the result. tools/list gets MCPWireTools; other methods get
 // "method not found".
 func MCPWireAnswer(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
 	switch req.Method {
 	case "tools/call":
-		var p echoParams
-		if err := json.Unmarshal(req.Params, &p); err != nil {
+		var name string
+		var args echoArguments
+		rawName, err := mcpwire.Member(req.Params, "name")
+		if err != nil || json.Unmarshal(rawName, &name) != nil {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "invalid params", nil)
 		}
-		if p.Name != "echo" {
-			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "unknown tool "+p.Name, nil)
+		if name != "echo" {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "unknown tool "+name, nil)
+		}
+		rawArgs, err := mcpwire.Member(req.Params, "arguments")
+		if err != nil || (rawArgs != nil && json.Unmarshal(rawArgs, &args) != nil) {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "invalid params", nil)
 		}
 		res := toolResult{Content: []textContent{{Type: "text"}}}
-		if p.Arguments.Text == nil {
+		if args.Text == nil {
 			res.Content[0].Text, res.IsError = `missing argument "text"`, true
 		} else {
-			res.Content[0].Text = *p.Arguments.Text
+			res.Content[0].Text = *args.Text
 		}
 		out, err := json.Marshal(&res)
 		if err != nil {

@@ -54,24 +54,30 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	case "tools/list":
 		return c.Respond(req.ID, json.RawMessage(Tools))
 	case "tools/call":
-		var call struct {
-			Name      string                     `json:"name"`
-			Arguments map[string]json.RawMessage `json:"arguments"`
-		}
-		if err := json.Unmarshal(req.Params, &call); err != nil {
+		// Only the members needed are read (mcpwire.Member), not the whole params, whose
+		// 2026-07-28 _meta encoding/json would walk too.
+		var name string
+		rawName, err := mcpwire.Member(req.Params, "name")
+		if err != nil || json.Unmarshal(rawName, &name) != nil {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
-		switch call.Name {
+		// An absent or non-object "arguments" has no members: every argument is missing.
+		args, _ := mcpwire.Member(req.Params, "arguments")
+		arg := func(key string) json.RawMessage {
+			v, _ := mcpwire.Member(args, key)
+			return v
+		}
+		switch name {
 		case "echo":
 			// The text goes back as the raw JSON string it arrived as: exactly the same text.
-			text, ok := call.Arguments["text"]
-			if !ok || len(text) == 0 || text[0] != '"' {
+			text := arg("text")
+			if len(text) == 0 || text[0] != '"' {
 				return c.Respond(req.ID, toolText(`"echo needs a string argument 'text'"`, true))
 			}
 			return c.Respond(req.ID, toolText(string(text), false))
 		case "add":
 			var a, b float64
-			if json.Unmarshal(call.Arguments["a"], &a) != nil || json.Unmarshal(call.Arguments["b"], &b) != nil {
+			if json.Unmarshal(arg("a"), &a) != nil || json.Unmarshal(arg("b"), &b) != nil {
 				return c.Respond(req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
 			}
 			// Whole sums print without a fraction: add(2, 3) is "5".
@@ -80,7 +86,7 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			if later == nil {
 				return c.Respond(req.ID, toolText(`"this tool is not served here"`, true))
 			}
-			if call.Name == "count" {
+			if name == "count" {
 				count(req.ID, 1, 3, later)
 				return nil
 			}
