@@ -7,9 +7,9 @@ package mcpwire
 import "C"
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"runtime"
@@ -74,6 +74,7 @@ type HTTPServer struct {
 	arena     []byte
 	lentConns []*Conn       // views lent since the last change; cut off at the next
 	changed   chan struct{} // closed and replaced whenever streams may have new bytes
+	waiters   int           // stream goroutines waiting on changed (none: nothing to wake)
 	// The deadline (engine nanoseconds) the timers goroutine sleeps until (MaxUint64: none),
 	// and how to wake it: only a change that brings a deadline before it does, so requests
 	// do not wake it one by one.
@@ -166,8 +167,10 @@ func (s *HTTPServer) notifyLocked() {
 		c.ptr = nil
 	}
 	s.lentConns = s.lentConns[:0]
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.waiters > 0 {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 	s.rearmLocked()
 }
 
@@ -341,10 +344,26 @@ func copyAnswer(r *C.mcpw_http_response) answer {
 	return a
 }
 
+// requestBuffers hold what ServeHTTP lends the engine for one call; pooled, so a steady load
+// reads bodies and joins headers without allocating.
+type requestBuffers struct {
+	body   bytes.Buffer
+	joined []byte
+	lens   []C.size_t
+}
+
+var requestPool = sync.Pool{New: func() any { return new(requestBuffers) }}
+
 // ServeHTTP answers one HTTP request to the MCP endpoint.
 func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.maxBody)))
-	if err != nil {
+	bufs := requestPool.Get().(*requestBuffers)
+	defer func() {
+		if bufs.body.Cap() <= 64<<10 { // a rare large body is not kept
+			requestPool.Put(bufs)
+		}
+	}()
+	bufs.body.Reset()
+	if _, err := bufs.body.ReadFrom(http.MaxBytesReader(w, r.Body, int64(s.maxBody))); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
@@ -352,9 +371,10 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return // the client went away mid-body
 	}
+	body := bufs.body.Bytes()
 	// Every header as name,value pairs in one byte string (Host is not in r.Header).
-	var joined []byte
-	lens := make([]C.size_t, 0, 2*len(r.Header)+3)
+	joined := bufs.joined[:0]
+	lens := bufs.lens[:0]
 	count := 0
 	add := func(name, value string) {
 		joined = append(joined, name...)
@@ -368,6 +388,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			add(name, v)
 		}
 	}
+	bufs.joined, bufs.lens = joined, lens
 
 	s.mu.Lock()
 	if s.ptr == nil {
@@ -431,6 +452,10 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), p.len)
 		}
 		finished := p.finished != 0
+		wait := n == 0 && !finished
+		if wait {
+			s.waiters++ // counted under the lock, so notifyLocked knows to wake it
+		}
 		changed := s.changed
 		s.mu.Unlock()
 
@@ -449,7 +474,13 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		}
 		select {
 		case <-changed:
+			s.mu.Lock()
+			s.waiters--
+			s.mu.Unlock()
 		case <-r.Context().Done():
+			s.mu.Lock()
+			s.waiters--
+			s.mu.Unlock()
 			s.gone(id)
 			return
 		}
