@@ -721,6 +721,13 @@ impl Connection {
     }
 
     /// The event handed out by the last [`poll_event`](Self::poll_event), again.
+    /// Server, stateless era: swaps the client capabilities parsed last with `caps`. An HTTP
+    /// server makes a connection per stateless request; handing the parse from one to the
+    /// next spares each request parsing the same `clientCapabilities` again.
+    pub(crate) fn swap_client_caps(&mut self, caps: &mut Option<crate::mcp::Capabilities>) {
+        std::mem::swap(&mut self.core.stateless.last_client_caps, caps);
+    }
+
     pub(crate) fn current_event(&self) -> Option<Event<'_>> {
         self.core.events.current()
     }

@@ -73,7 +73,7 @@ pub(super) struct Stateless {
     reprobed: bool,
     /// Server: the client capabilities the last request declared. A client sends the same
     /// object with every request, so it is parsed (and copied) once.
-    last_client_caps: Option<Capabilities>,
+    pub(super) last_client_caps: Option<Capabilities>,
 }
 
 impl Stateless {
