@@ -407,13 +407,19 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, check("handle request", got.rc).Error(), http.StatusInternalServerError)
 		return
 	}
+	var a answer
 	if got.response.has_stream {
 		// Answer what the app answers at once, then see whether the whole answer is there.
 		stream := got.response.stream
 		s.dispatchLocked()
 		got = C.mcpwgo_http_settle(s.ptr, stream)
+		a = copyAnswer(&got.response)
+	} else {
+		// Answered without a stream (a notification's 202, a refusal): the events it caused,
+		// such as a cancellation, go to the app now rather than with the next request.
+		a = copyAnswer(&got.response)
+		s.dispatchLocked()
 	}
-	a := copyAnswer(&got.response)
 	s.notifyLocked()
 	s.mu.Unlock()
 

@@ -416,3 +416,47 @@ func TestHTTPKeptViewIsRefused(t *testing.T) {
 	}
 	cancel()
 }
+
+// sessionPost sends one handshake-era message (in session sid, when not empty).
+func sessionPost(t *testing.T, url, sid, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// A notification answered 202 reaches the app at once, not with the next request: here a
+// cancellation of a call the app holds.
+func TestHTTPNotificationEventsArriveWithoutAnotherRequest(t *testing.T) {
+	_, app, ts := newTestServer(t, []string{"2025-11-25"})
+	init := sessionPost(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
+		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	_, _ = io.ReadAll(init.Body)
+	init.Body.Close()
+	sid := init.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("no session id (status %d)", init.StatusCode)
+	}
+	r := sessionPost(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.Body.Close()
+	call := sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	defer call.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	r = sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	r.Body.Close()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: status %d", r.StatusCode)
+	}
+	waitFor(t, "the cancellation", func() bool { _, c := app.snapshot(); return c == 1 })
+}
