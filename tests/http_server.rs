@@ -2029,3 +2029,44 @@ fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_see
     assert_eq!(ping(&mut a, 1300, 21), 200, "not seen yet");
     assert_eq!(ping(&mut a, 2200, 22), 404, "seen within the interval");
 }
+
+#[test]
+fn the_earliest_deadline_stays_right_among_many_sessions() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut s = HttpServer::new(config);
+    let at = Timestamp::from_millis;
+    let sids: Vec<String> = (0..300).map(|i| open_session_at(&mut s, at(i))).collect();
+    assert_eq!(s.poll_timeout(), Some(at(60_000)));
+    // The first hundred make a request at 30 s: each expiry moves later, so the earliest is
+    // now the 101st session's.
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    for sid in &sids[..100] {
+        let r = send_at(&mut s, at(30_000), "POST", &[("Mcp-Session-Id", sid)], ping);
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(s.poll_timeout(), Some(at(60_100)));
+    // A client holding a stream does not expire; letting go at 40 s starts its clock then.
+    let r = send_at(
+        &mut s,
+        at(30_000),
+        "GET",
+        &[("Mcp-Session-Id", &sids[100])],
+        "",
+    );
+    let Body::Stream(get) = r.body else {
+        panic!("a GET stream")
+    };
+    assert_eq!(s.poll_timeout(), Some(at(60_101)));
+    s.stream_closed(at(40_000), get);
+    assert_eq!(s.poll_timeout(), Some(at(60_101)));
+    // Everything due at 60.2 s goes; the rest stays, the next deadline right behind.
+    s.handle_timeout(at(60_200));
+    assert_eq!(s.sessions(), 300 - 100);
+    assert_eq!(s.poll_timeout(), Some(at(60_201)));
+    s.handle_timeout(at(60_299));
+    assert_eq!(s.poll_timeout(), Some(at(90_000)));
+    s.handle_timeout(at(90_000));
+    assert_eq!(s.sessions(), 1, "the one whose client let go at 40 s");
+    assert_eq!(s.poll_timeout(), Some(at(100_000)));
+}

@@ -21,7 +21,9 @@
 //!    own refusals map to statuses: -32601 → 404, -32600/-32602/-32020/-32021/-32022 → 400. A
 //!    client closing the stream cancels the request.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write as _;
 use std::time::Duration;
 
@@ -294,6 +296,43 @@ struct Conn {
     in_dirty: bool,
     /// In `HttpServer::eventful`: it may have events for `poll_event`.
     in_eventful: bool,
+    /// How many of its streams a client holds (not detached): a session with one is busy,
+    /// so it does not expire.
+    attached: u32,
+    /// In `Deadlines::recheck`.
+    deadline_noted: Cell<bool>,
+}
+
+/// The connections' deadlines in a lazily updated min-heap, so that
+/// [`HttpServer::poll_timeout`] costs the same with ten sessions open or ten thousand (it
+/// scanned every connection, after every request).
+///
+/// The invariant: every connection whose deadline is `d` is in `recheck`, or has its entry
+/// `(queued[key], key)` in `heap` with `queued[key] <= d`. A deadline that moves later needs
+/// nothing (its entry is fixed when it reaches the top); one that may move earlier is noted
+/// in `recheck` (a command or input to the connection, a stream its client lets go of or takes
+/// up). Entries whose time is not `queued[key]` are superseded and dropped at the top.
+#[derive(Default)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<(Timestamp, u64)>>,
+    queued: FastMap<u64, Timestamp>,
+    recheck: Vec<u64>,
+}
+
+impl Deadlines {
+    /// Queues `key` at `at` when that is earlier than its queued entry (or it has none).
+    fn offer(&mut self, key: u64, at: Option<Timestamp>) {
+        let Some(at) = at else { return };
+        if self.queued.get(&key).is_none_or(|&q| at < q) {
+            self.queued.insert(key, at);
+            self.heap.push(Reverse((at, key)));
+        }
+        // Superseded entries pile up when deadlines keep moving earlier: rebuild from the
+        // live ones now and then.
+        if self.heap.len() > 2 * self.queued.len() + 64 {
+            self.heap = self.queued.iter().map(|(&k, &t)| Reverse((t, k))).collect();
+        }
+    }
 }
 
 /// The server side of Streamable HTTP. See the [module docs](crate::http).
@@ -320,6 +359,9 @@ pub struct HttpServer {
     /// The client capabilities the last stateless request parsed, handed to the next one's
     /// connection (a client sends the same object with every request).
     stateless_caps: Option<crate::mcp::Capabilities>,
+    /// The connections' deadlines (see [`Deadlines`]); behind a `RefCell` because
+    /// `poll_timeout` takes `&self` and tidies the heap as it reads it.
+    deadlines: RefCell<Deadlines>,
 }
 
 fn status_for_code(code: i64) -> u16 {
@@ -353,6 +395,7 @@ impl HttpServer {
         HttpServer {
             decoder: Decoder::new(config.server.decoder),
             stateless_caps: None,
+            deadlines: RefCell::new(Deadlines::default()),
             events,
             shared,
             config,
@@ -387,6 +430,8 @@ impl HttpServer {
     /// Notes that connection `key` was given input or commands: `pump` and `poll_event` look
     /// at it next time.
     fn mark(&mut self, key: u64) {
+        // Commands or input may bring its timers earlier.
+        self.note_deadline(key);
         if let Some(c) = self.conns.get_mut(&key) {
             if !c.in_dirty {
                 c.in_dirty = true;
@@ -439,6 +484,7 @@ impl HttpServer {
                 error_code: None,
             },
         );
+        self.attach(conn, true);
         id
     }
 
@@ -640,8 +686,11 @@ impl HttpServer {
                 orphaned: false,
                 in_dirty: false,
                 in_eventful: false,
+                attached: 0,
+                deadline_noted: Cell::new(false),
             },
         );
+        self.note_deadline(key);
         Some(key)
     }
 
@@ -857,12 +906,12 @@ impl HttpServer {
         let immediate = self
             .streams
             .get(&stream)
-            .filter(|s| s.done && s.frames.len() == 1)
-            .map(|s| s.frames[0].clone());
-        if let Some(frame) = immediate {
-            self.streams.remove(&stream);
-            let status = match self.decoder.decode(&frame) {
-                Ok(Decoded::Single(Message::Error(e))) if modern => status_for_code(e.error.code),
+            .is_some_and(|s| s.done && s.frames.len() == 1);
+        if immediate && let Some(mut s) = self.streams.remove(&stream) {
+            self.attach(key, false);
+            let frame = s.frames.swap_remove(0);
+            let status = match s.error_code {
+                Some(code) if modern => status_for_code(code),
                 _ => 200,
             };
             if modern {
@@ -1062,8 +1111,9 @@ impl HttpServer {
                 .is_some_and(|c| c.closed_standalone == Some(old) || c.standalone == Some(old));
             // The resumed stream takes over the old one's id, so later events continue it: a
             // request still awaited keeps its answer coming on it, a GET stream stays open.
-            match self.streams.get_mut(&old) {
+            let taken = match self.streams.get_mut(&old) {
                 Some(s) if s.conn.0 == key => {
+                    let was_detached = s.detached;
                     s.buf.clear();
                     s.read = 0;
                     s.buf.extend_from_slice(&replay);
@@ -1071,6 +1121,7 @@ impl HttpServer {
                     s.closing_for_polling = false;
                     s.record = false;
                     s.frames = Vec::new();
+                    was_detached
                 }
                 Some(_) => {
                     return HttpResponse::rpc_error(
@@ -1098,7 +1149,11 @@ impl HttpServer {
                             error_code: None,
                         },
                     );
+                    true
                 }
+            };
+            if taken {
+                self.attach(key, true);
             }
             if resumes_standalone {
                 let backlog: Vec<Vec<u8>> = match self.conns.get_mut(&key) {
@@ -1184,6 +1239,37 @@ impl HttpServer {
         }
     }
 
+    /// Notes that a client took up (`true`) or let go of one of connection `key`'s streams:
+    /// a session without one may expire (and one with one may need a store refresh), so its
+    /// deadline is looked at again.
+    fn attach(&mut self, key: u64, taken: bool) {
+        if let Some(c) = self.conns.get_mut(&key) {
+            c.attached = if taken {
+                c.attached + 1
+            } else {
+                c.attached.saturating_sub(1)
+            };
+            self.note_deadline(key);
+        }
+    }
+
+    /// Notes that connection `key`'s deadline may have moved earlier: [`Deadlines`] looks at
+    /// it again at the next `poll_timeout`. Each connection is noted once until then, and a
+    /// host that never asks is not made to hold more than about two notes per connection.
+    fn note_deadline(&mut self, key: u64) {
+        let Some(c) = self.conns.get(&key) else {
+            return;
+        };
+        if c.deadline_noted.replace(true) {
+            return;
+        }
+        let deadlines = self.deadlines.get_mut();
+        deadlines.recheck.push(key);
+        if deadlines.recheck.len() > 2 * self.conns.len() + 64 {
+            let _ = self.earliest_deadline();
+        }
+    }
+
     /// Notes that a session's client did something now.
     fn touch(&mut self, key: u64, now: Timestamp) {
         if let Some(c) = self.conns.get_mut(&key) {
@@ -1202,17 +1288,17 @@ impl HttpServer {
     }
 
     /// When a session expires if nothing happens: `None` for a connection without a session
-    /// and while its client holds a stream (`busy`, from [`busy_conns`](Self::busy_conns)).
-    fn expiry(&self, key: u64, c: &Conn, busy: &HashSet<u64>) -> Option<Timestamp> {
-        (c.session.is_some() && !busy.contains(&key))
+    /// and while its client holds a stream (`busy`).
+    fn expiry(&self, c: &Conn, busy: bool) -> Option<Timestamp> {
+        (c.session.is_some() && !busy)
             .then(|| c.last_active.after(self.config.session_idle_timeout))
     }
 
     /// When a session whose client holds a stream open (never idle here, so it sends no
     /// requests that would touch it) must touch the shared [`SessionStore`] again, so that the
     /// store does not expire it: every half idle timeout.
-    fn refresh_due(&self, key: u64, c: &Conn, busy: &HashSet<u64>) -> Option<Timestamp> {
-        (self.shared.is_some() && c.session.is_some() && busy.contains(&key))
+    fn refresh_due(&self, c: &Conn, busy: bool) -> Option<Timestamp> {
+        (self.shared.is_some() && c.session.is_some() && busy)
             .then(|| c.shared_touched.after(self.config.session_idle_timeout / 2))
     }
 
@@ -1394,15 +1480,21 @@ impl HttpServer {
             // A long-lived (standalone) stream does not keep a large message's capacity.
             crate::frame::empty(&mut s.buf);
             s.read = 0;
+            let (key, held) = (s.conn.0, !s.detached);
             if s.done {
-                let key = s.conn.0;
                 self.streams.remove(&stream);
+                if held {
+                    self.attach(key, false);
+                }
                 self.forget_stateless(key);
             } else if s.closing_for_polling {
                 // Closed for polling: what comes next waits in the store for the client's
                 // `Last-Event-ID` GET.
                 s.closing_for_polling = false;
                 s.detached = true;
+                if held {
+                    self.attach(key, false);
+                }
             }
         }
     }
@@ -1416,6 +1508,9 @@ impl HttpServer {
             return;
         };
         let key = s.conn.0;
+        if !s.detached {
+            self.attach(key, false);
+        }
         // The idle clock of a session starts when its client lets go of its last stream.
         self.touch(key, now);
         let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
@@ -1487,6 +1582,9 @@ impl HttpServer {
         };
         let frame = s.frames.swap_remove(0);
         let key = s.conn.0;
+        if !s.detached {
+            self.attach(key, false);
+        }
         let modern = self.conns.get(&key).is_some_and(|c| c.session.is_none());
         let status = match s.error_code {
             Some(code) if modern => status_for_code(code),
@@ -1593,7 +1691,7 @@ impl HttpServer {
             .filter(|&k| {
                 self.conns
                     .get(&k)
-                    .and_then(|c| self.expiry(k, c, &busy))
+                    .and_then(|c| self.expiry(c, busy.contains(&k)))
                     .is_some_and(|at| at <= now)
             })
             .collect();
@@ -1603,7 +1701,10 @@ impl HttpServer {
         let refresh: Vec<u64> = self
             .conns
             .iter()
-            .filter(|(k, c)| self.refresh_due(**k, c, &busy).is_some_and(|at| at <= now))
+            .filter(|(k, c)| {
+                self.refresh_due(c, busy.contains(k))
+                    .is_some_and(|at| at <= now)
+            })
             .map(|(k, _)| *k)
             .collect();
         for key in refresh {
@@ -1652,20 +1753,81 @@ impl HttpServer {
 
     /// The earliest deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let busy = self.busy_conns();
-        self.conns
-            .iter()
-            .filter_map(|(&key, c)| {
-                [
-                    c.conn.poll_timeout(),
-                    self.expiry(key, c, &busy),
-                    self.refresh_due(key, c, &busy),
-                ]
-                .into_iter()
-                .flatten()
-                .min()
-            })
-            .min()
+        let earliest = self.earliest_deadline();
+        #[cfg(debug_assertions)]
+        {
+            // The heap against a scan of every connection (debug builds: the tests and the
+            // fuzz targets check the bookkeeping of `Deadlines` on every call).
+            let busy = self.busy_conns();
+            let scanned = self
+                .conns
+                .keys()
+                .filter_map(|&k| self.deadline_of(k, &busy))
+                .min();
+            debug_assert_eq!(earliest, scanned, "the deadline heap lost a deadline");
+            for (&k, c) in &self.conns {
+                debug_assert_eq!(c.attached > 0, busy.contains(&k), "attached count of {k}");
+            }
+        }
+        earliest
+    }
+
+    /// The earliest deadline of any connection, from [`Deadlines`].
+    fn earliest_deadline(&self) -> Option<Timestamp> {
+        let mut deadlines = self.deadlines.borrow_mut();
+        let d = &mut *deadlines;
+        let deadline = |key: u64| {
+            let c = self.conns.get(&key)?;
+            self.deadline_with(c, c.attached > 0)
+        };
+        for key in std::mem::take(&mut d.recheck) {
+            if let Some(c) = self.conns.get(&key) {
+                c.deadline_noted.set(false);
+            }
+            d.offer(key, deadline(key));
+        }
+        // Entries of connections that are gone go in bulk, once they are half of them.
+        if d.queued.len() > 2 * self.conns.len() + 64 {
+            d.queued.retain(|k, _| self.conns.contains_key(k));
+            d.heap = d.queued.iter().map(|(&k, &t)| Reverse((t, k))).collect();
+        }
+        while let Some(&Reverse((at, key))) = d.heap.peek() {
+            if d.queued.get(&key) != Some(&at) {
+                d.heap.pop(); // superseded by an earlier entry, or its connection is gone
+                continue;
+            }
+            match deadline(key) {
+                Some(now_at) if now_at == at => return Some(at),
+                later => {
+                    // It moved later (or went): queue it again at its real time.
+                    d.heap.pop();
+                    d.queued.remove(&key);
+                    d.offer(key, later);
+                }
+            }
+        }
+        None
+    }
+
+    /// The deadline of connection `key`: its timers, and for a session its expiry or store
+    /// refresh (`busy`, from [`busy_conns`](Self::busy_conns), says whether its client holds
+    /// a stream).
+    #[cfg(debug_assertions)]
+    fn deadline_of(&self, key: u64, busy: &HashSet<u64>) -> Option<Timestamp> {
+        let c = self.conns.get(&key)?;
+        self.deadline_with(c, busy.contains(&key))
+    }
+
+    /// [`deadline_of`](Self::deadline_of) for connection `c`, busy or not.
+    fn deadline_with(&self, c: &Conn, busy: bool) -> Option<Timestamp> {
+        [
+            c.conn.poll_timeout(),
+            self.expiry(c, busy),
+            self.refresh_due(c, busy),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 
