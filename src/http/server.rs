@@ -1624,8 +1624,17 @@ impl HttpServer {
     }
 
     fn forget_stateless(&mut self, key: u64) {
-        let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
-        let open = self.streams.values().any(|s| s.conn.0 == key);
+        let Some(c) = self.conns.get(&key) else {
+            return;
+        };
+        let stateless = c.session.is_none();
+        // A stateless request's streams are never detached (that is for resumption, in a
+        // session), so its count of held streams is all of them: no scan of every stream.
+        let open = c.attached > 0;
+        debug_assert!(
+            !stateless || open == self.streams.values().any(|s| s.conn.0 == key),
+            "a stateless connection with a detached stream"
+        );
         if stateless
             && !open
             && let Some(mut c) = self.conns.remove(&key)
