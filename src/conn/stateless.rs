@@ -47,7 +47,7 @@ use super::{
     CacheScope, CloseReason, Config, Core, Error, RequestId, Role, StreamId, Timestamp,
     ViolationKind,
 };
-use crate::jsonrpc::{self, DuplicateMember, Id, OwnedId, RawJson, write_json_string};
+use crate::jsonrpc::{self, DuplicateMember, Found, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{
     self, Capabilities, Caps, Era, LogLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, ProtocolVersion,
@@ -147,6 +147,37 @@ pub(super) fn lookup_meta(params: Option<RawJson<'_>>) -> MetaLookup<'_> {
         .map(|p| p.get_unique("_meta"))
 }
 
+/// The members of `_meta` the stateless era reads, by their places in [`MetaView::found`].
+const META_KEYS: [&str; 5] = [
+    META_PROTOCOL_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    "progressToken",
+];
+const VERSION: usize = 0;
+const CAPS: usize = 1;
+const INFO: usize = 2;
+const LEVEL: usize = 3;
+const TOKEN: usize = 4;
+
+/// A request's `_meta` and, when it is an object, its [`META_KEYS`], each read in one pass:
+/// what makes the request stateless and what `read_meta` checks.
+pub(super) struct MetaView<'a> {
+    meta: MetaLookup<'a>,
+    found: Option<Found<'a, 5>>,
+}
+
+/// Reads the `_meta` of `params` for the stateless checks.
+pub(super) fn view_meta(params: Option<RawJson<'_>>) -> MetaView<'_> {
+    let meta = lookup_meta(params);
+    let found = match meta {
+        Some(Ok(Some(m))) if m.is_object() => Some(m.get_each(META_KEYS)),
+        _ => None,
+    };
+    MetaView { meta, found }
+}
+
 /// What a stateless request's `_meta` said, or why it is malformed.
 pub(super) enum RequestMeta {
     /// The context, and `_meta.progressToken` as [`accept_request`](Core::accept_request)
@@ -159,9 +190,9 @@ pub(super) enum RequestMeta {
 }
 
 /// Whether `params._meta` carries a protocol version (what makes a request stateless).
-pub(super) fn has_modern_meta(meta: &MetaLookup<'_>) -> bool {
-    matches!(meta, Some(Ok(Some(m)))
-        if m.get_unique(META_PROTOCOL_VERSION).ok().flatten().is_some())
+pub(super) fn has_modern_meta(view: &MetaView<'_>) -> bool {
+    view.found
+        .is_some_and(|f| matches!(f.get(VERSION), Ok(Some(_))))
 }
 
 /// Reads a stateless request's `_meta`. `last_caps` holds the client capabilities seen last:
@@ -169,30 +200,17 @@ pub(super) fn has_modern_meta(meta: &MetaLookup<'_>) -> bool {
 pub(super) fn read_meta(
     config: &Config,
     last_caps: &mut Option<Capabilities>,
-    meta: MetaLookup<'_>,
+    view: MetaView<'_>,
 ) -> RequestMeta {
-    let Some(meta) = meta else {
+    let Some(meta) = view.meta else {
         return RequestMeta::Malformed("params with _meta are required");
     };
-    let meta = match meta {
-        Ok(Some(m)) if m.is_object() => m,
-        Ok(Some(_)) => return RequestMeta::Malformed("_meta must be an object"),
-        Ok(None) => return RequestMeta::Malformed("_meta is required"),
-        Err(_) => return RequestMeta::Malformed("duplicate _meta"),
+    let found = match (meta, view.found) {
+        (Ok(Some(_)), Some(found)) => found,
+        (Ok(Some(_)), None) => return RequestMeta::Malformed("_meta must be an object"),
+        (Ok(None), _) => return RequestMeta::Malformed("_meta is required"),
+        (Err(_), _) => return RequestMeta::Malformed("duplicate _meta"),
     };
-    // One pass over `_meta` for the five keys, read below by their places.
-    const VERSION: usize = 0;
-    const CAPS: usize = 1;
-    const INFO: usize = 2;
-    const LEVEL: usize = 3;
-    const TOKEN: usize = 4;
-    let found = meta.get_each([
-        META_PROTOCOL_VERSION,
-        META_CLIENT_CAPABILITIES,
-        META_CLIENT_INFO,
-        META_LOG_LEVEL,
-        "progressToken",
-    ]);
     let get = |i| found.get(i);
     let Ok(version) = get(VERSION) else {
         return RequestMeta::Malformed("duplicate protocolVersion");
@@ -344,7 +362,7 @@ impl Core {
         if !self.serves_modern() || self.lifecycle.era == Some(Era::Legacy) {
             return false;
         }
-        let meta = lookup_meta(r.params);
+        let meta = view_meta(r.params);
         let modern = method == "server/discover" || has_modern_meta(&meta);
         if !modern {
             if self.lifecycle.era.is_none() && self.serves_legacy() {
@@ -388,7 +406,7 @@ impl Core {
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         method: &str,
-        meta: MetaLookup<'_>,
+        meta: MetaView<'_>,
     ) {
         let (ctx, token) = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta)
         {
@@ -587,7 +605,7 @@ impl Core {
                 )
             });
         }
-        let meta = lookup_meta(r.params);
+        let meta = view_meta(r.params);
         let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
             RequestMeta::Valid(ctx, token) => Some((ctx, token)),
             _ => None,

@@ -565,7 +565,7 @@ impl HttpServer {
                         "Unsupported Media Type: Content-Type must be application/json",
                     );
                 }
-                if !(accepts(req, "application/json") && accepts(req, "text/event-stream")) {
+                if !accepts(req, &["application/json", "text/event-stream"]) {
                     return HttpResponse::rpc_error(
                         406,
                         None,
@@ -574,7 +574,7 @@ impl HttpServer {
                     );
                 }
             }
-            "GET" if !accepts(req, "text/event-stream") => {
+            "GET" if !accepts(req, &["text/event-stream"]) => {
                 return HttpResponse::rpc_error(
                     406,
                     None,
@@ -1972,19 +1972,34 @@ fn media_types(value: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Whether the request's `Accept` lists `wanted` (or a wildcard covering it).
-fn accepts(req: &HttpRequest<'_>, wanted: &str) -> bool {
-    let major = wanted.split('/').next().unwrap_or("");
-    req.headers
+/// Whether the request's `Accept` lists every type of `wanted` (at most 32), or wildcards
+/// covering them, read in one pass.
+fn accepts(req: &HttpRequest<'_>, wanted: &[&str]) -> bool {
+    let mut missing: u32 = (1u32 << wanted.len().min(31)) - 1;
+    let accept = req
+        .headers
         .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"))
-        .flat_map(|(_, v)| media_types(v))
-        .any(|m| {
-            m.eq_ignore_ascii_case(wanted)
-                || m == "*/*"
-                || m.strip_suffix("/*")
-                    .is_some_and(|t| t.eq_ignore_ascii_case(major))
-        })
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"));
+    for (_, value) in accept {
+        for m in media_types(value) {
+            if m == "*/*" {
+                return true;
+            }
+            let wildcard = m.strip_suffix("/*");
+            for (i, w) in wanted.iter().enumerate().take(31) {
+                let major = &w[..w.bytes().position(|b| b == b'/').unwrap_or(w.len())];
+                if m.eq_ignore_ascii_case(w)
+                    || wildcard.is_some_and(|t| t.eq_ignore_ascii_case(major))
+                {
+                    missing &= !(1 << i);
+                }
+            }
+            if missing == 0 {
+                return true;
+            }
+        }
+    }
+    missing == 0
 }
 
 fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
@@ -2077,8 +2092,24 @@ mod tests {
             headers: &headers,
             body: b"",
         };
-        assert!(accepts(&req, "application/json"));
-        assert!(accepts(&req, "text/event-stream"));
-        assert!(!accepts(&req, "image/png"));
+        assert!(accepts(&req, &["application/json"]));
+        assert!(accepts(&req, &["text/event-stream"]));
+        assert!(accepts(&req, &["application/json", "text/event-stream"]));
+        assert!(!accepts(&req, &["image/png"]));
+        assert!(!accepts(&req, &["application/json", "image/png"]));
+        let any = [("Accept", "image/png, */*;q=0.1")];
+        let req = HttpRequest {
+            method: "GET",
+            headers: &any,
+            body: b"",
+        };
+        assert!(accepts(&req, &["application/json", "text/event-stream"]));
+        let none: [(&str, &str); 0] = [];
+        let req = HttpRequest {
+            method: "GET",
+            headers: &none,
+            body: b"",
+        };
+        assert!(!accepts(&req, &["text/event-stream"]));
     }
 }
