@@ -1,6 +1,7 @@
 //! A driver for profilers: stateless 2026-07-28 `tools/call` requests (or, with `session`,
 //! requests in one 2025-11-25 session) through an `HttpServer` in memory, each answered at
-//! once and settled into a JSON body, as an HTTP host does per request; then the best rate.
+//! once and settled into a JSON body, then the server's next deadline read, as an HTTP host
+//! does per request; then the best rate.
 //!
 //! `cargo build --profile profiling --example profile_http`, then for example
 //! `valgrind --tool=callgrind target/profiling/examples/profile_http 20000 1 stateless`.
@@ -106,6 +107,7 @@ fn main() {
                 panic!("not settled into a JSON body");
             };
             bytes += out.len();
+            std::hint::black_box(server.poll_timeout());
         }
         best = best.min(started.elapsed().as_secs_f64() / rounds as f64);
     }
