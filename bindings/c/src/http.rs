@@ -3,6 +3,7 @@
 //! lend views of their MCP connections (`mcpw_conn*`) for the ordinary `mcpw_conn_*` commands
 //! and getters, so an application answers a session exactly as it answers stdio.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
@@ -40,16 +41,20 @@ pub struct mcpw_http_header {
     pub value: mcpw_str,
 }
 
-/// Reads the host's header array into owned text (a value that is not UTF-8 is read
-/// lossily: no MCP header may hold such bytes, and the engine then refuses it as a mismatch).
+/// A header's name and value, borrowed from the host where they are UTF-8.
+type HeaderText<'a> = (Cow<'a, str>, Cow<'a, str>);
+
+/// Reads the host's header array as text, borrowed where it is UTF-8 (a value that is not is
+/// read lossily, into a copy: no MCP header may hold such bytes, and the engine then refuses
+/// it as a mismatch). Borrowing spares two allocations per header of every request.
 ///
 /// # Safety
 /// `headers` is NULL with `len` 0, or points to `len` readable headers whose views are
 /// readable for their lengths.
-unsafe fn headers_in(
+unsafe fn headers_in<'a>(
     headers: *const mcpw_http_header,
     len: usize,
-) -> Result<Vec<(String, String)>, mcpw_result> {
+) -> Result<Vec<HeaderText<'a>>, mcpw_result> {
     // Safety: (caller) `len` readable headers, or NULL with 0.
     let headers = unsafe { array_in(headers, len) }?;
     let mut out = Vec::with_capacity(headers.len());
@@ -59,8 +64,8 @@ unsafe fn headers_in(
         // Safety: as above.
         let value = unsafe { bytes_in(chars_as_bytes(h.value.ptr), h.value.len) }?;
         out.push((
-            String::from_utf8_lossy(name).into_owned(),
-            String::from_utf8_lossy(value).into_owned(),
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(value),
         ));
     }
     Ok(out)
@@ -597,7 +602,7 @@ pub unsafe extern "C" fn mcpw_http_server_handle_request(
         } else {
             let pairs: Vec<(&str, &str)> = headers
                 .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .map(|(n, v)| (n.as_ref(), v.as_ref()))
                 .collect();
             let request = HttpRequest {
                 method,
@@ -1174,7 +1179,7 @@ pub unsafe extern "C" fn mcpw_http_client_handle_response(
         let headers = unsafe { headers_in(headers, headers_len) }?;
         let pairs: Vec<(&str, &str)> = headers
             .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .map(|(n, v)| (n.as_ref(), v.as_ref()))
             .collect();
         h.client
             .handle_response(at(now_ns), ExchangeId(exchange), status, &pairs);
