@@ -1373,9 +1373,10 @@ impl HttpServer {
     /// message is taken whole from the connection ([`Connection::poll_frame`]) and written
     /// once, as an SSE event, into its stream.
     pub fn pump(&mut self) {
-        let keys = std::mem::take(&mut self.dirty);
+        // Drained, not dropped: the list keeps its capacity for the next round.
+        let mut keys = std::mem::take(&mut self.dirty);
         let mut blocked = Vec::new();
-        for key in keys {
+        for key in keys.drain(..) {
             if let Some(c) = self.conns.get_mut(&key) {
                 c.in_dirty = false;
             }
@@ -1430,6 +1431,9 @@ impl HttpServer {
                 }
                 conn.consume_frame();
             }
+        }
+        if self.dirty.is_empty() {
+            self.dirty = keys;
         }
         self.dirty.extend(blocked);
     }
@@ -1653,15 +1657,15 @@ impl HttpServer {
                 }
                 // The connections that got input or commands since the last round, oldest
                 // first.
-                let mut keys = std::mem::take(&mut self.eventful);
-                for key in &keys {
+                // Swapped, so that both lists keep their capacity.
+                std::mem::swap(&mut self.polling, &mut self.eventful);
+                for key in &self.polling {
                     if let Some(c) = self.conns.get_mut(key) {
                         c.in_eventful = false;
                     }
                 }
-                keys.sort_unstable_by(|a, b| b.cmp(a));
-                keys.dedup();
-                self.polling = keys;
+                self.polling.sort_unstable_by(|a, b| b.cmp(a));
+                self.polling.dedup();
             }
             let Some(&key) = self.polling.last() else {
                 continue;
@@ -1789,12 +1793,15 @@ impl HttpServer {
             let c = self.conns.get(&key)?;
             self.deadline_with(c, c.attached > 0)
         };
-        for key in std::mem::take(&mut d.recheck) {
+        let mut recheck = std::mem::take(&mut d.recheck);
+        for key in recheck.drain(..) {
             if let Some(c) = self.conns.get(&key) {
                 c.deadline_noted.set(false);
             }
             d.offer(key, deadline(key));
         }
+        d.recheck = recheck; // empty, with its capacity
+
         // Entries of connections that are gone go in bulk, once they are half of them.
         if d.queued.len() > 2 * self.conns.len() + 64 {
             d.queued.retain(|k, _| self.conns.contains_key(k));
