@@ -1860,7 +1860,6 @@ fn route_frame(
     let (session, next_event) = conn;
     let event_id = *next_event;
     *next_event += 1;
-    let mut bytes = Vec::with_capacity(frame.len() + 32);
     // The connection's own output: UTF-8 in practice, checked by the vector validator
     // (`from_utf8_lossy` alone cost about 1,500 instructions per small answer).
     let text = match crate::jsonrpc::utf8::validate(frame) {
@@ -1876,21 +1875,28 @@ fn route_frame(
         48 - rest.len()
     };
     let id_text = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
-    sse::write_event(&mut bytes, Some(id_text), None, &text);
+    let held = |s: &Stream| !s.detached && !s.closing_for_polling;
     if let Some(session) = session {
+        // Kept for resumption: the event is built once, then stored and written.
+        let mut bytes = Vec::with_capacity(frame.len() + 32);
+        sse::write_event(&mut bytes, Some(id_text), None, &text);
         match streams.get_mut(&stream) {
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),
         }
+        if let Some(s) = streams.get_mut(&stream).filter(|s| held(s)) {
+            s.buf.extend_from_slice(&bytes);
+        }
+    } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s)) {
+        // Nothing to store without a session: straight into the stream.
+        s.buf.reserve(frame.len() + id_len + 32);
+        sse::write_event(&mut s.buf, Some(id_text), None, &text);
     }
     let (answered, batch, error_code) = answered_by(&text);
     let Some(s) = streams.get_mut(&stream) else {
         return;
     };
     s.error_code = error_code;
-    if !s.detached && !s.closing_for_polling {
-        s.buf.extend_from_slice(&bytes);
-    }
     if s.record {
         s.frames.push(frame.to_vec());
     }
