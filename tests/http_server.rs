@@ -2070,3 +2070,43 @@ fn the_earliest_deadline_stays_right_among_many_sessions() {
     assert_eq!(s.sessions(), 1, "the one whose client let go at 40 s");
     assert_eq!(s.poll_timeout(), Some(at(100_000)));
 }
+
+#[test]
+fn a_stream_resumed_under_an_id_not_yet_handed_out_is_never_given_to_another_request() {
+    // Found by the `http_server` fuzz target through the deadline heap's debug check: a
+    // `Last-Event-ID` may name a stream id this server has not allocated yet, and the stream
+    // it resumed was later replaced by a new request's stream of the same id, whose answers
+    // then went to the client holding the resumed one.
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut s = HttpServer::new(config);
+    let sid = open_session_at(&mut s, T0);
+    let call = |id: u32| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x"}}}}"#)
+    };
+    let r = send_at(&mut s, T0, "POST", &[("Mcp-Session-Id", &sid)], &call(1));
+    let Body::Stream(first) = r.body else {
+        panic!("a stream for the call")
+    };
+    let future = format!("{}-0", first.0 + 1);
+    let headers = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("Last-Event-ID", future.as_str()),
+    ];
+    let r = send_at(&mut s, T0, "GET", &headers, "");
+    let Body::Stream(resumed) = r.body else {
+        panic!("a resumed stream")
+    };
+    assert_eq!(resumed.0, first.0 + 1);
+    let r = send_at(&mut s, T0, "POST", &[("Mcp-Session-Id", &sid)], &call(2));
+    let Body::Stream(second) = r.body else {
+        panic!("a stream for the second call")
+    };
+    assert_ne!(
+        second, resumed,
+        "a held stream was handed to another request"
+    );
+    assert_ne!(second, first);
+    // The idle clock is stopped while the client holds its streams.
+    assert_eq!(s.poll_timeout(), None);
+}

@@ -465,6 +465,11 @@ impl HttpServer {
     }
 
     fn new_stream(&mut self, conn: u64, standalone: bool) -> HttpStreamId {
+        // A `Last-Event-ID` GET may have resumed a stream under an id this server has not
+        // handed out yet (the client chose it): skip it, never replace a stream in use.
+        while self.streams.contains_key(&HttpStreamId(self.next_stream)) {
+            self.next_stream += 1;
+        }
         let id = HttpStreamId(self.next_stream);
         self.next_stream += 1;
         self.streams.insert(
