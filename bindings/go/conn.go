@@ -515,89 +515,142 @@ func (c *Conn) decode(count, used int) {
 
 // decodeRecords appends the events of records (their text in arena) to dst.
 func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event {
-	text := make([]byte, len(arena))
-	copy(text, arena)
-	all := bytesToString(text)
-	view := func(r *C.mcpwgo_record, i int) (string, bool) {
-		n := int(r.len[i])
-		if n < 0 {
-			return "", false
-		}
-		off := int(r.off[i])
-		return all[off : off+n], true
-	}
-	str := func(r *C.mcpwgo_record, i int) string {
-		s, _ := view(r, i)
-		return s
-	}
-	raw := func(r *C.mcpwgo_record, i int) json.RawMessage {
-		n := int(r.len[i])
-		if n < 0 {
-			return nil
-		}
-		off := int(r.off[i])
-		return json.RawMessage(text[off : off+n : off+n])
-	}
-	id := func(r *C.mcpwgo_record) ID {
-		switch r.id_kind {
-		case C.MCPW_ID_INT:
-			return ID{kind: idInt, num: int64(r.id_int)}
-		case C.MCPW_ID_STRING:
-			return ID{kind: idString, wire: str(r, C.MCPWGO_ID)}
-		}
-		return ID{}
-	}
+	t := recordText{arena: arena}
 	for i := range records {
-		r := &records[i]
-		var ev Event
-		switch r.kind {
-		case C.MCPW_EVENT_READY:
-			ev = &ReadyEvent{Version: str(r, C.MCPWGO_VERSION)}
-		case C.MCPW_EVENT_CLOSED:
-			ev = &ClosedEvent{Reason: CloseReason(r.close_reason), Code: int64(r.code), Version: str(r, C.MCPWGO_VERSION)}
-		case C.MCPW_EVENT_REQUEST:
-			ev = &RequestEvent{ID: id(r), Method: str(r, C.MCPWGO_METHOD), Params: raw(r, C.MCPWGO_PARAMS)}
-		case C.MCPW_EVENT_NOTIFICATION:
-			ev = &NotificationEvent{Method: str(r, C.MCPWGO_METHOD), Params: raw(r, C.MCPWGO_PARAMS)}
-		case C.MCPW_EVENT_PEER_CANCELLED:
-			reason, has := view(r, C.MCPWGO_REASON)
-			ev = &PeerCancelledEvent{ID: id(r), Reason: reason, HasReason: has}
-		case C.MCPW_EVENT_RESPONSE:
-			ev = &ResponseEvent{Request: RequestID(r.request), Result: raw(r, C.MCPWGO_RESULT)}
-		case C.MCPW_EVENT_ERROR:
-			ev = &ErrorEvent{Request: RequestID(r.request), Code: int64(r.code),
-				Message: str(r, C.MCPWGO_MESSAGE), Data: raw(r, C.MCPWGO_DATA)}
-		case C.MCPW_EVENT_PROGRESS:
-			msg, has := view(r, C.MCPWGO_MESSAGE)
-			ev = &ProgressEvent{Request: RequestID(r.request), Progress: float64(r.progress),
-				Total: float64(r.total), HasTotal: r.has_total != 0, Message: msg, HasMessage: has}
-		case C.MCPW_EVENT_TIMED_OUT:
-			ev = &TimedOutEvent{Request: RequestID(r.request)}
-		case C.MCPW_EVENT_ABANDONED:
-			ev = &AbandonedEvent{Request: RequestID(r.request)}
-		case C.MCPW_EVENT_INPUT_REQUIRED:
-			state, has := view(r, C.MCPWGO_REQUEST_STATE)
-			ev = &InputRequiredEvent{Request: RequestID(r.request), InputRequests: raw(r, C.MCPWGO_INPUT_REQUESTS),
-				RequestState: state, HasRequestState: has}
-		case C.MCPW_EVENT_TASK_CREATED:
-			ev = &TaskCreatedEvent{Request: RequestID(r.request), Task: raw(r, C.MCPWGO_RESULT)}
-		case C.MCPW_EVENT_URL_ELICITATION_REQUIRED:
-			ev = &URLElicitationRequiredEvent{Request: RequestID(r.request), Elicitations: raw(r, C.MCPWGO_DATA)}
-		case C.MCPW_EVENT_ELICITATION_COMPLETE:
-			ev = &ElicitationCompleteEvent{ElicitationID: str(r, C.MCPWGO_MESSAGE)}
-		case C.MCPW_EVENT_INVALID_RESPONSE:
-			ev = &InvalidResponseEvent{Request: RequestID(r.request)}
-		case C.MCPW_EVENT_FAILED:
-			ev = &FailedEvent{Request: RequestID(r.request), Status: int(r.code), Reason: str(r, C.MCPWGO_MESSAGE)}
-		case C.MCPW_EVENT_VIOLATION:
-			ev = &ViolationEvent{Violation: Violation(r.violation), DecodeReason: DecodeReason(r.decode_reason),
-				ID: id(r), Method: str(r, C.MCPWGO_METHOD)}
-		default:
-			ev = &UnknownEvent{Kind: int(r.kind)}
-		}
-		dst = append(dst, ev)
+		dst = append(dst, t.event(&records[i]))
 	}
 	return dst
+}
+
+// recordText reads the text of polled records. The arena is the engine's and is reused, so
+// the text that events keep is copied out: all of it in one allocation, made on first need.
+// Protocol versions and common method names are interned instead, so an event such as a
+// stateless request's ReadyEvent allocates no text at all.
+type recordText struct {
+	arena []byte
+	text  []byte // the copy of arena, nil until a view needs it
+}
+
+func (t *recordText) copied() []byte {
+	if t.text == nil {
+		t.text = make([]byte, len(t.arena))
+		copy(t.text, t.arena)
+	}
+	return t.text
+}
+
+func (t *recordText) view(r *C.mcpwgo_record, i int) (string, bool) {
+	n := int(r.len[i])
+	if n < 0 {
+		return "", false
+	}
+	off := int(r.off[i])
+	if s, ok := interned(t.arena[off : off+n]); ok {
+		return s, true
+	}
+	return bytesToString(t.copied()[off : off+n]), true
+}
+
+func (t *recordText) str(r *C.mcpwgo_record, i int) string {
+	s, _ := t.view(r, i)
+	return s
+}
+
+func (t *recordText) raw(r *C.mcpwgo_record, i int) json.RawMessage {
+	n := int(r.len[i])
+	if n < 0 {
+		return nil
+	}
+	off := int(r.off[i])
+	return json.RawMessage(t.copied()[off : off+n : off+n])
+}
+
+func (t *recordText) id(r *C.mcpwgo_record) ID {
+	switch r.id_kind {
+	case C.MCPW_ID_INT:
+		return ID{kind: idInt, num: int64(r.id_int)}
+	case C.MCPW_ID_STRING:
+		return ID{kind: idString, wire: t.str(r, C.MCPWGO_ID)}
+	}
+	return ID{}
+}
+
+// interned returns the constant string equal to b when b is a protocol version or a common
+// method name (the comparison allocates nothing).
+func interned(b []byte) (string, bool) {
+	switch string(b) {
+	case "2024-11-05":
+		return "2024-11-05", true
+	case "2025-03-26":
+		return "2025-03-26", true
+	case "2025-06-18":
+		return "2025-06-18", true
+	case "2025-11-25":
+		return "2025-11-25", true
+	case "2026-07-28":
+		return "2026-07-28", true
+	case "tools/call":
+		return "tools/call", true
+	case "tools/list":
+		return "tools/list", true
+	case "ping":
+		return "ping", true
+	case "notifications/initialized":
+		return "notifications/initialized", true
+	case "notifications/cancelled":
+		return "notifications/cancelled", true
+	case "notifications/progress":
+		return "notifications/progress", true
+	}
+	return "", false
+}
+
+// event decodes one record.
+func (t *recordText) event(r *C.mcpwgo_record) Event {
+	switch r.kind {
+	case C.MCPW_EVENT_READY:
+		return &ReadyEvent{Version: t.str(r, C.MCPWGO_VERSION)}
+	case C.MCPW_EVENT_CLOSED:
+		return &ClosedEvent{Reason: CloseReason(r.close_reason), Code: int64(r.code), Version: t.str(r, C.MCPWGO_VERSION)}
+	case C.MCPW_EVENT_REQUEST:
+		return &RequestEvent{ID: t.id(r), Method: t.str(r, C.MCPWGO_METHOD), Params: t.raw(r, C.MCPWGO_PARAMS)}
+	case C.MCPW_EVENT_NOTIFICATION:
+		return &NotificationEvent{Method: t.str(r, C.MCPWGO_METHOD), Params: t.raw(r, C.MCPWGO_PARAMS)}
+	case C.MCPW_EVENT_PEER_CANCELLED:
+		reason, has := t.view(r, C.MCPWGO_REASON)
+		return &PeerCancelledEvent{ID: t.id(r), Reason: reason, HasReason: has}
+	case C.MCPW_EVENT_RESPONSE:
+		return &ResponseEvent{Request: RequestID(r.request), Result: t.raw(r, C.MCPWGO_RESULT)}
+	case C.MCPW_EVENT_ERROR:
+		return &ErrorEvent{Request: RequestID(r.request), Code: int64(r.code),
+			Message: t.str(r, C.MCPWGO_MESSAGE), Data: t.raw(r, C.MCPWGO_DATA)}
+	case C.MCPW_EVENT_PROGRESS:
+		msg, has := t.view(r, C.MCPWGO_MESSAGE)
+		return &ProgressEvent{Request: RequestID(r.request), Progress: float64(r.progress),
+			Total: float64(r.total), HasTotal: r.has_total != 0, Message: msg, HasMessage: has}
+	case C.MCPW_EVENT_TIMED_OUT:
+		return &TimedOutEvent{Request: RequestID(r.request)}
+	case C.MCPW_EVENT_ABANDONED:
+		return &AbandonedEvent{Request: RequestID(r.request)}
+	case C.MCPW_EVENT_INPUT_REQUIRED:
+		state, has := t.view(r, C.MCPWGO_REQUEST_STATE)
+		return &InputRequiredEvent{Request: RequestID(r.request), InputRequests: t.raw(r, C.MCPWGO_INPUT_REQUESTS),
+			RequestState: state, HasRequestState: has}
+	case C.MCPW_EVENT_TASK_CREATED:
+		return &TaskCreatedEvent{Request: RequestID(r.request), Task: t.raw(r, C.MCPWGO_RESULT)}
+	case C.MCPW_EVENT_URL_ELICITATION_REQUIRED:
+		return &URLElicitationRequiredEvent{Request: RequestID(r.request), Elicitations: t.raw(r, C.MCPWGO_DATA)}
+	case C.MCPW_EVENT_ELICITATION_COMPLETE:
+		return &ElicitationCompleteEvent{ElicitationID: t.str(r, C.MCPWGO_MESSAGE)}
+	case C.MCPW_EVENT_INVALID_RESPONSE:
+		return &InvalidResponseEvent{Request: RequestID(r.request)}
+	case C.MCPW_EVENT_FAILED:
+		return &FailedEvent{Request: RequestID(r.request), Status: int(r.code), Reason: t.str(r, C.MCPWGO_MESSAGE)}
+	case C.MCPW_EVENT_VIOLATION:
+		return &ViolationEvent{Violation: Violation(r.violation), DecodeReason: DecodeReason(r.decode_reason),
+			ID: t.id(r), Method: t.str(r, C.MCPWGO_METHOD)}
+	}
+	return &UnknownEvent{Kind: int(r.kind)}
 }
 
 // WriteTo writes the pending output to w until none is left, and returns how many bytes w

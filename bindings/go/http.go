@@ -202,8 +202,8 @@ func (s *HTTPServer) dispatchLocked() {
 			s.arena = make([]byte, int(p.need))
 			continue
 		}
-		events := decodeRecords(s.record, s.arena[:int(p.used)], nil)
-		s.app.HandleMCP(s.lent(p.conn), ConnKey(p.key), events[0])
+		t := recordText{arena: s.arena[:int(p.used)]}
+		s.app.HandleMCP(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
 	}
 }
 
@@ -313,7 +313,7 @@ func (s *HTTPServer) timers() {
 	}
 }
 
-// answer is a response copied out of the engine.
+// answer is a response copied out of the engine into a request's pooled buffers.
 type answer struct {
 	status  int
 	headers [][2]string
@@ -322,34 +322,58 @@ type answer struct {
 	hasBody bool
 }
 
-func copyAnswer(r *C.mcpw_http_response) answer {
+// copyAnswer copies r out of the engine: the headers into bufs.headers (the usual names and
+// values interned, not allocated) and the body into bufs.answer.
+func copyAnswer(r *C.mcpw_http_response, bufs *requestBuffers) answer {
 	a := answer{status: int(r.status)}
+	headers := bufs.headers[:0]
 	if r.headers_len > 0 {
-		hs := unsafe.Slice(r.headers, int(r.headers_len))
-		for _, h := range hs {
-			a.headers = append(a.headers, [2]string{
-				C.GoStringN(h.name.ptr, C.int(h.name.len)),
-				C.GoStringN(h.value.ptr, C.int(h.value.len)),
-			})
+		for _, h := range unsafe.Slice(r.headers, int(r.headers_len)) {
+			headers = append(headers, [2]string{headerText(h.name), headerText(h.value)})
 		}
 	}
+	a.headers, bufs.headers = headers, headers
 	if r.has_stream {
 		a.stream = uint64(r.stream)
 	} else {
 		a.hasBody = true
 		if r.body_len > 0 {
-			a.body = C.GoBytes(unsafe.Pointer(r.body), C.int(r.body_len))
+			bufs.answer = append(bufs.answer[:0], unsafe.Slice((*byte)(unsafe.Pointer(r.body)), int(r.body_len))...)
+			a.body = bufs.answer
 		}
 	}
 	return a
 }
 
+// headerText copies a header name or value out of the engine, or returns the constant
+// equal to it for the ones most answers carry.
+func headerText(s C.mcpw_str) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(s.ptr)), int(s.len))
+	switch string(b) {
+	case "Content-Type":
+		return "Content-Type"
+	case "application/json":
+		return "application/json"
+	case "text/event-stream":
+		return "text/event-stream"
+	case "Cache-Control":
+		return "Cache-Control"
+	case "no-cache":
+		return "no-cache"
+	case "Mcp-Session-Id":
+		return "Mcp-Session-Id"
+	}
+	return string(b)
+}
+
 // requestBuffers hold what ServeHTTP lends the engine for one call; pooled, so a steady load
 // reads bodies and joins headers without allocating.
 type requestBuffers struct {
-	body   bytes.Buffer
-	joined []byte
-	lens   []C.size_t
+	body    bytes.Buffer
+	joined  []byte
+	lens    []C.size_t
+	headers [][2]string // the answer's
+	answer  []byte      // the answer's body
 }
 
 var requestPool = sync.Pool{New: func() any { return new(requestBuffers) }}
@@ -358,7 +382,8 @@ var requestPool = sync.Pool{New: func() any { return new(requestBuffers) }}
 func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bufs := requestPool.Get().(*requestBuffers)
 	defer func() {
-		if bufs.body.Cap() <= 64<<10 { // a rare large body is not kept
+		if bufs.body.Cap() <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
+			clear(bufs.headers) // no strings kept alive in the pool
 			requestPool.Put(bufs)
 		}
 	}()
@@ -413,11 +438,11 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		stream := got.response.stream
 		s.dispatchLocked()
 		got = C.mcpwgo_http_settle(s.ptr, stream)
-		a = copyAnswer(&got.response)
+		a = copyAnswer(&got.response, bufs)
 	} else {
 		// Answered without a stream (a notification's 202, a refusal): the events it caused,
 		// such as a cancellation, go to the app now rather than with the next request.
-		a = copyAnswer(&got.response)
+		a = copyAnswer(&got.response, bufs)
 		s.dispatchLocked()
 	}
 	s.notifyLocked()

@@ -284,7 +284,8 @@ func (c *HTTPClient) nextEvent() (Event, bool, error) {
 			c.arena = make([]byte, int(p.need))
 			continue
 		}
-		return decodeRecords(c.record, c.arena[:int(p.used)], nil)[0], true, nil
+		t := recordText{arena: c.arena[:int(p.used)]}
+		return t.event(&c.record[0]), true, nil
 	}
 }
 
