@@ -1460,3 +1460,77 @@ fn default_limits_are_the_documented_ones() {
     assert_eq!(l.max_remembered_ids, 1024);
     assert_eq!(l.max_queued_events, 4096);
 }
+
+/// An idle HTTP session (initialized, no stream held, nothing in flight) is what a server
+/// keeps per client between requests: its heap must stay small, since servers hold
+/// thousands. [8/8] asks for at most 4 KiB per idle session in a whole host; the engine's
+/// share is held to half of that (about 1.5 KiB measured: the connection, boxed so that the
+/// table's empty slots cost a pointer, and its configuration shared, not copied).
+#[test]
+fn an_idle_http_session_costs_the_engine_under_two_kib() {
+    use mcpwire::http::{HttpRequest, HttpServer, HttpServerConfig};
+    let mut server = HttpServer::new(HttpServerConfig::new(server_config()));
+    let mut counter = 0u64;
+    let mut rng = move |b: &mut [u8]| {
+        for x in b.iter_mut() {
+            counter = counter
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *x = (counter >> 56) as u8;
+        }
+    };
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    let mut open = |server: &mut HttpServer| {
+        let headers = [
+            ("Host", "127.0.0.1:3000"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: INIT.as_bytes(),
+        };
+        let r = server.handle_request(Timestamp::ZERO, &req, &mut rng);
+        assert_eq!(r.status, 200);
+        let sid = r
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("Mcp-Session-Id"))
+            .expect("a session id")
+            .1
+            .to_string();
+        let headers = [
+            ("Host", "127.0.0.1:3000"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", sid.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ];
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: body.as_bytes(),
+        };
+        assert_eq!(
+            server
+                .handle_request(Timestamp::ZERO, &req, &mut rng)
+                .status,
+            202
+        );
+        while server.poll_event().is_some() {}
+    };
+    // Warm the server's tables, then measure the next 1,000 sessions.
+    for _ in 0..50 {
+        open(&mut server);
+    }
+    let meter = Meter::start();
+    const N: isize = 1000;
+    for _ in 0..N {
+        open(&mut server);
+    }
+    let per_session = meter.live() / N;
+    eprintln!("live heap per idle HTTP session: {per_session} B");
+    assert!(per_session < 2 * KIB, "{per_session} B per idle session");
+}

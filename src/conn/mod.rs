@@ -39,6 +39,7 @@ pub(crate) mod tables;
 mod time;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, Role};
@@ -235,6 +236,13 @@ impl Connection {
     /// Creates a connection. A client queues its `initialize` request at once, timed from `now`.
     pub fn new(config: Config, now: Timestamp) -> Result<Connection, ConfigError> {
         config.validate().map_err(ConfigError)?;
+        Ok(Connection::with_validated(Arc::new(config), now))
+    }
+
+    /// A connection on a configuration shared with others and already validated: the HTTP
+    /// server makes one per session and per stateless request from the same `Config`, and
+    /// neither copies it nor checks it again each time.
+    pub(crate) fn with_validated(config: Arc<Config>, now: Timestamp) -> Connection {
         let framer = LineDecoder::with_max_frame(config.limits.max_frame);
         let mut core = Core::new(config);
         if core.role == Role::Client {
@@ -255,12 +263,12 @@ impl Connection {
             // A modern-only server has no handshake to wait for.
             core.lock_era(Era::Modern);
         }
-        Ok(Connection {
+        Connection {
             framer,
             core,
             #[cfg(feature = "serde")]
             scratch: Vec::new(),
-        })
+        }
     }
 
     // ---- getters ----
@@ -750,7 +758,8 @@ impl Connection {
 /// The methods live with the concern they serve: see the `mod` lines above.
 struct Core {
     role: Role,
-    config: Config,
+    /// Shared by every connection an HTTP server makes; never changed after creation.
+    config: Arc<Config>,
     /// Phase, era, negotiated version and what we know of the peer.
     lifecycle: Lifecycle,
     /// The decoder, open batches, the peer's requests in flight and the ones it cancelled.
@@ -769,7 +778,7 @@ struct Core {
 }
 
 impl Core {
-    fn new(config: Config) -> Core {
+    fn new(config: Arc<Config>) -> Core {
         let limits = config.limits;
         Core {
             role: config.role,

@@ -25,6 +25,7 @@ use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
@@ -343,7 +344,7 @@ pub struct HttpServer {
     /// Sessions shared with other processes, if configured.
     shared: Option<Box<dyn SessionStore>>,
     // Keyed by counters the server assigns, so the fast hasher is safe here.
-    conns: FastMap<u64, Conn>,
+    conns: FastMap<u64, Box<Conn>>,
     sessions: HashMap<String, u64>,
     streams: FastMap<HttpStreamId, Stream>,
     next_key: u64,
@@ -359,6 +360,9 @@ pub struct HttpServer {
     /// The client capabilities the last stateless request parsed, handed to the next one's
     /// connection (a client sends the same object with every request).
     stateless_caps: Option<crate::mcp::Capabilities>,
+    /// The server's `Config` narrowed to each era's versions, validated once and shared by
+    /// every connection of that era (`None`: it is not valid, and requests get 500).
+    era_configs: [Option<Arc<Config>>; 2],
     /// The connections' deadlines (see [`Deadlines`]); behind a `RefCell` because
     /// `poll_timeout` takes `&self` and tidies the heap as it reads it.
     deadlines: RefCell<Deadlines>,
@@ -395,6 +399,11 @@ impl HttpServer {
         HttpServer {
             decoder: Decoder::new(config.server.decoder),
             stateless_caps: None,
+            era_configs: [Era::Legacy, Era::Modern].map(|era| {
+                let mut c = config.server.clone();
+                c.versions.retain(|v| v.era() == era);
+                c.validate().is_ok().then(|| Arc::new(c))
+            }),
             deadlines: RefCell::new(Deadlines::default()),
             events,
             shared,
@@ -667,11 +676,8 @@ impl HttpServer {
     }
 
     fn new_conn(&mut self, now: Timestamp, session: Option<String>, modern: bool) -> Option<u64> {
-        let mut config = self.config.server.clone();
-        config
-            .versions
-            .retain(|v| (v.era() == Era::Modern) == modern);
-        let mut conn = Connection::new(config, now).ok()?;
+        let config = self.era_configs[usize::from(modern)].clone()?;
+        let mut conn = Connection::with_validated(config, now);
         if modern && session.is_none() {
             conn.swap_client_caps(&mut self.stateless_caps);
         }
@@ -679,7 +685,8 @@ impl HttpServer {
         self.next_key += 1;
         self.conns.insert(
             key,
-            Conn {
+            // Boxed: the map's empty slots then cost a pointer, not a whole connection.
+            Box::new(Conn {
                 conn,
                 session,
                 standalone: None,
@@ -693,7 +700,7 @@ impl HttpServer {
                 in_eventful: false,
                 attached: 0,
                 deadline_noted: Cell::new(false),
-            },
+            }),
         );
         self.note_deadline(key);
         Some(key)
@@ -1394,7 +1401,7 @@ impl HttpServer {
                     next_event,
                     in_dirty,
                     ..
-                } = c;
+                } = &mut **c;
                 let Some(frame) = conn.poll_frame() else {
                     break;
                 };
