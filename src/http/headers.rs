@@ -18,6 +18,7 @@
 //!    same integer (compared as numbers: `42.0` equals `42`), or spells the boolean
 //!    ([`value_matches`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::jsonrpc::RawJson;
@@ -123,6 +124,11 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
 /// form decoded. Use it on `Mcp-Name` and `Mcp-Param-{Name}` before comparing them with the
 /// body.
 pub fn decode_value(v: &str) -> Result<String, HeaderValueError> {
+    decode_value_borrowed(v).map(Cow::into_owned)
+}
+
+/// [`decode_value`], borrowing `v` when it is plain text (the usual case).
+pub(crate) fn decode_value_borrowed(v: &str) -> Result<Cow<'_, str>, HeaderValueError> {
     let v = v.trim_matches([' ', '\t']);
     if !v
         .bytes()
@@ -136,9 +142,11 @@ pub fn decode_value(v: &str) -> Result<String, HeaderValueError> {
     {
         Some(payload) => {
             let bytes = base64_decode(payload).ok_or(HeaderValueError::InvalidBase64)?;
-            String::from_utf8(bytes).map_err(|_| HeaderValueError::NotUtf8)
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| HeaderValueError::NotUtf8)
         }
-        None => Ok(v.to_owned()),
+        None => Ok(Cow::Borrowed(v)),
     }
 }
 

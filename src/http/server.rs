@@ -246,7 +246,7 @@ struct Stream {
     buf: Vec<u8>,
     read: usize,
     /// Requests whose answers end the stream.
-    awaiting: HashSet<OwnedId>,
+    awaiting: Awaiting,
     /// Ends once `buf` is drained.
     done: bool,
     /// The standalone GET stream of a session (never ends by itself).
@@ -487,7 +487,7 @@ impl HttpServer {
                 conn: ConnKey(conn),
                 buf: Vec::new(),
                 read: 0,
-                awaiting: HashSet::new(),
+                awaiting: Awaiting::default(),
                 done: false,
                 standalone,
                 frames: Vec::new(),
@@ -868,7 +868,7 @@ impl HttpServer {
         modern: bool,
     ) -> HttpResponse {
         // Which requests does the body carry? Their answers end the stream.
-        let mut awaiting = HashSet::new();
+        let mut awaiting = Awaiting::default();
         match &decoded {
             Decoded::Single(Message::Request(r)) => {
                 awaiting.insert(OwnedId::from(r.id));
@@ -959,14 +959,10 @@ impl HttpServer {
             )
         };
         let (id, method, params) = match &decoded {
-            Decoded::Single(Message::Request(r)) => (
-                Some(OwnedId::from(r.id)),
-                r.method.to_str().into_owned(),
-                r.params,
-            ),
-            Decoded::Single(Message::Notification(n)) => {
-                (None, n.method.to_str().into_owned(), n.params)
+            Decoded::Single(Message::Request(r)) => {
+                (Some(OwnedId::from(r.id)), r.method.to_str(), r.params)
             }
+            Decoded::Single(Message::Notification(n)) => (None, n.method.to_str(), n.params),
             _ => {
                 return HttpResponse::rpc_error(
                     400,
@@ -977,7 +973,7 @@ impl HttpServer {
             }
         };
         let rid = id.as_ref().map(|i| i.as_id());
-        let name_key = match method.as_str() {
+        let name_key = match &*method {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" => Some("uri"),
             // SEP-2663: routing by task, so a load balancer can find the task's replica.
@@ -1023,12 +1019,10 @@ impl HttpServer {
                 }
             }
             if name_key.is_some() {
-                let body_name = member(NAME)
-                    .and_then(|v| v.as_str())
-                    .map(|v| v.to_str().into_owned());
+                let body_name = member(NAME).and_then(|v| v.as_str()).map(|v| v.to_str());
                 let header = match req
                     .header(crate::http::NAME_HEADER)
-                    .map(headers::decode_value)
+                    .map(headers::decode_value_borrowed)
                 {
                     Some(Ok(v)) => Some(v),
                     Some(Err(e)) => {
@@ -1150,7 +1144,7 @@ impl HttpServer {
                             conn: ConnKey(key),
                             buf: replay,
                             read: 0,
-                            awaiting: HashSet::new(),
+                            awaiting: Awaiting::default(),
                             done: !resumes_standalone,
                             standalone: resumes_standalone,
                             frames: Vec::new(),
@@ -1532,7 +1526,7 @@ impl HttpServer {
         let stateless = self.conns.get(&key).is_some_and(|c| c.session.is_none());
         if stateless {
             if let Some(c) = self.conns.get_mut(&key) {
-                for id in &s.awaiting {
+                for id in s.awaiting.iter() {
                     let mut note = Vec::new();
                     note.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":");
                     match id.as_id() {
@@ -1607,14 +1601,16 @@ impl HttpServer {
             _ => 200,
         };
         self.forget_stateless(key);
-        let mut headers: Vec<(&'static str, String)> = response
-            .headers
-            .into_iter()
-            .filter(|(n, _)| {
-                !n.eq_ignore_ascii_case("Content-Type") && !n.eq_ignore_ascii_case("Cache-Control")
-            })
-            .collect();
-        headers.push(("Content-Type", "application/json".into()));
+        // The SSE head becomes a JSON one, in place: its content type's string is reused.
+        let mut headers = response.headers;
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case("Cache-Control"));
+        match headers
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case("Content-Type"))
+        {
+            Some((_, value)) => value.replace_range(.., "application/json"),
+            None => headers.push(("Content-Type", "application/json".into())),
+        }
         HttpResponse {
             status,
             headers,
@@ -1927,12 +1923,90 @@ fn route_frame(
     }
 }
 
+/// The ids of the requests a stream still owes answers to. Most streams carry one request,
+/// which needs no table; a batch's ids go in a set (SipHash: the client picks them).
+#[derive(Default)]
+enum Awaiting {
+    #[default]
+    Nothing,
+    One(OwnedId),
+    Many(HashSet<OwnedId>),
+}
+
+impl Awaiting {
+    fn insert(&mut self, id: OwnedId) {
+        match std::mem::take(self) {
+            Awaiting::Nothing => *self = Awaiting::One(id),
+            Awaiting::One(first) if first == id => *self = Awaiting::One(first),
+            Awaiting::One(first) => *self = Awaiting::Many(HashSet::from([first, id])),
+            Awaiting::Many(mut set) => {
+                set.insert(id);
+                *self = Awaiting::Many(set);
+            }
+        }
+    }
+
+    fn contains(&self, id: &OwnedId) -> bool {
+        match self {
+            Awaiting::Nothing => false,
+            Awaiting::One(one) => one == id,
+            Awaiting::Many(set) => set.contains(id),
+        }
+    }
+
+    fn remove(&mut self, id: &OwnedId) {
+        match self {
+            Awaiting::One(one) if one == id => *self = Awaiting::Nothing,
+            Awaiting::Many(set) => {
+                set.remove(id);
+            }
+            _ => {}
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Awaiting::Nothing => true,
+            Awaiting::One(_) => false,
+            Awaiting::Many(set) => set.is_empty(),
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = Awaiting::Nothing;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &OwnedId> {
+        let (one, many) = match self {
+            Awaiting::Nothing => (None, None),
+            Awaiting::One(one) => (Some(one), None),
+            Awaiting::Many(set) => (None, Some(set)),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
 /// Which request a frame of a connection's own output answers (a batch answers all of
 /// them), and the code of an error answer (the status of a stateless request's JSON body,
 /// see `settle`). The engine wrote the frame, so it is valid JSON-RPC: the envelope's members
 /// are looked up, not decoded and validated again (that cost ~1,800 instructions per answer).
 fn answered_by(frame: &str) -> (Option<OwnedId>, bool, Option<i64>) {
-    let message = RawJson::validated(frame.trim_ascii());
+    let frame = frame.trim_ascii();
+    // The encoder's own order: `{"jsonrpc":"2.0","id":<id>,"result":…}`. Seen that far, the
+    // frame is a success answer to <id>, and the result (most of the frame) is not walked.
+    if let Some(rest) = frame.strip_prefix(r#"{"jsonrpc":"2.0","id":"#) {
+        let end = jsonrpc::skip_valid(rest.as_bytes(), 0);
+        if let Some(id) = rest.get(..end)
+            && rest.as_bytes()[end..].starts_with(br#","result":"#)
+        {
+            return (
+                RawJson::validated(id).as_id().map(OwnedId::from),
+                false,
+                None,
+            );
+        }
+    }
+    let message = RawJson::validated(frame);
     if message.get().starts_with('[') {
         return (None, true, None);
     }
@@ -2093,6 +2167,22 @@ mod tests {
         assert_eq!(
             answered_by(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#),
             (None, false, Some(-32700))
+        );
+        // The encoder's order is read without walking the result; any other order too.
+        assert_eq!(
+            answered_by(r#"{"jsonrpc":"2.0","id":"a\",\"result\":","result":{}}"#),
+            (
+                Some(OwnedId::from(Id::Str(crate::jsonrpc::JsonStr::validated(
+                    r#"a\",\"result\":"#,
+                    true
+                )))),
+                false,
+                None
+            )
+        );
+        assert_eq!(
+            answered_by(r#"{"id":8,"jsonrpc":"2.0","result":{"error":{"code":1}}}"#),
+            (id(8), false, None)
         );
         // Our own requests and notifications on the stream answer nothing.
         assert_eq!(

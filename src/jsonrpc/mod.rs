@@ -12,6 +12,7 @@ mod index;
 pub(crate) use head::scan_head;
 mod encode;
 mod scan;
+pub(crate) use scan::skip_valid;
 #[cfg(feature = "simd")]
 mod simd;
 mod text;
