@@ -2080,6 +2080,20 @@ fn accepts(req: &HttpRequest<'_>, wanted: &[&str]) -> bool {
         .iter()
         .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"));
     for (_, value) in accept {
+        // What the SDKs' clients send, and this crate's: no list to parse.
+        if *value == "application/json, text/event-stream" {
+            for (i, w) in wanted.iter().enumerate().take(31) {
+                if w.eq_ignore_ascii_case("application/json")
+                    || w.eq_ignore_ascii_case("text/event-stream")
+                {
+                    missing &= !(1 << i);
+                }
+            }
+            if missing == 0 {
+                return true;
+            }
+            continue;
+        }
         for m in media_types(value) {
             if m == "*/*" {
                 return true;
@@ -2226,5 +2240,15 @@ mod tests {
             body: b"",
         };
         assert!(!accepts(&req, &["text/event-stream"]));
+        // The usual value, read without parsing, says no more than the parse would.
+        let usual = [("Accept", "application/json, text/event-stream")];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &usual,
+            body: b"",
+        };
+        assert!(accepts(&req, &["application/json", "text/event-stream"]));
+        assert!(accepts(&req, &["text/event-stream"]));
+        assert!(!accepts(&req, &["application/json", "image/png"]));
     }
 }

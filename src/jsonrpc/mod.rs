@@ -207,13 +207,21 @@ impl<'a> RawJson<'a> {
 
     /// The value as a string, if it is one.
     pub fn as_str(&self) -> Option<JsonStr<'a>> {
-        let b = self.0.as_bytes();
-        let start = scan::skip_ws(b, 0);
-        if b.get(start) != Some(&b'"') {
-            return None;
-        }
-        let (end, escaped) = scan::string(b, start + 1).ok()?;
-        Some(JsonStr::validated(self.0.get(start + 1..end - 1)?, escaped))
+        // The text is one valid JSON value: a string is everything between its first and last
+        // byte, and it has escapes when it has a backslash. Nothing needs scanning again.
+        let inner = self.0.trim_ascii().strip_prefix('"')?.strip_suffix('"')?;
+        let escaped = inner.as_bytes().contains(&b'\\');
+        debug_assert_eq!(
+            {
+                let b = self.0.as_bytes();
+                let start = scan::skip_ws(b, 0);
+                scan::string(b, start + 1).map(|(end, e)| (self.0.get(start + 1..end - 1), e))
+            },
+            Ok((Some(inner), escaped)),
+            "as_str on {:?}",
+            self.0
+        );
+        Some(JsonStr::validated(inner, escaped))
     }
 
     /// The value as an integer, if it is one that fits `i64` (no fraction, no exponent).
