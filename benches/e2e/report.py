@@ -35,7 +35,8 @@ def floor_for(row, floors):
     """The floor on the same HTTP stack, else the fastest floor of the transport."""
     if row["transport"] == "stdio":
         return floors[0] if floors else None
-    same = {"hyper": "floor hyper", "Go net/http": "floor net/http"}.get(row["stack"])
+    same = {"hyper": "floor hyper", "Go net/http": "floor net/http",
+            "libmicrohttpd": "floor libmicrohttpd"}.get(row["stack"])
     for f in floors:
         if f["server"] == same:
             return f
