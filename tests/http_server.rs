@@ -713,6 +713,64 @@ fn each_stateless_request_stands_alone_and_is_forgotten_after_its_answer() {
     assert!(s.connections().is_empty());
 }
 
+/// Each stateless connection takes over the memory of the one before it (its box and emptied
+/// buffers): nothing of the earlier request may show through, whatever it left behind.
+#[test]
+fn a_stateless_request_sees_nothing_of_the_one_before_it() {
+    let mut s = server();
+    for (i, text) in ["first", "second", "third"].into_iter().enumerate() {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{i}}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"progressToken":"p{i}"}}}}}}"#
+        );
+        let Body::Stream(st) = send(
+            &mut s,
+            "POST",
+            &modern_headers("tools/call", Some("echo")),
+            &body,
+        )
+        .body
+        else {
+            panic!()
+        };
+        let evs = events(&mut s);
+        assert_eq!(evs.len(), 1, "request {i}: {evs:?}");
+        let (key, Ev::Request { id, params, .. }) = &evs[0] else {
+            panic!("{evs:?}")
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(params.as_deref().unwrap()).unwrap()["arguments"]["n"],
+            i
+        );
+        let conn = s.connection(*key).unwrap();
+        if i == 0 {
+            // Leave more behind than an answer: a progress notification before it.
+            conn.progress(id.as_id(), 1.0, None, None).unwrap();
+        }
+        conn.respond(
+            id.as_id(),
+            RawJson::new(&format!(
+                r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let (msgs, finished) = read_stream(&mut s, st, &mut StreamReader::new());
+        assert!(finished);
+        let answers: Vec<&Value> = msgs.iter().filter(|m| m.get("id").is_some()).collect();
+        assert_eq!(answers.len(), 1, "request {i}: {msgs:?}");
+        assert_eq!(answers[0]["result"]["content"][0]["text"], text);
+        let progress = msgs
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress");
+        assert_eq!(
+            progress.count(),
+            usize::from(i == 0),
+            "request {i}: {msgs:?}"
+        );
+        assert!(s.connections().is_empty());
+    }
+}
+
 #[test]
 fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
     let mut s = server();

@@ -441,6 +441,22 @@ impl EventQueue {
         }
     }
 
+    /// Takes over the queue and arena of `old`, emptied, when this queue has none yet (a
+    /// fresh connection reusing a finished one's memory). No event of `old` stays readable.
+    pub(crate) fn adopt_buffers(&mut self, old: &mut EventQueue) {
+        old.queue.clear();
+        old.arena.clear();
+        if self.queue.capacity() == 0 && self.arena.capacity() == 0 && self.current.is_none() {
+            std::mem::swap(&mut self.queue, &mut old.queue);
+            std::mem::swap(&mut self.arena, &mut old.arena);
+        }
+    }
+
+    /// The bytes its queue and arena hold on to.
+    pub(crate) fn capacity(&self) -> usize {
+        self.queue.capacity() * size_of::<Entry>() + self.arena.capacity()
+    }
+
     /// The logical offset one past the arena's last byte.
     fn end(&self) -> usize {
         self.origin + self.arena.len()

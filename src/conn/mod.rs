@@ -236,15 +236,24 @@ impl Connection {
     /// Creates a connection. A client queues its `initialize` request at once, timed from `now`.
     pub fn new(config: Config, now: Timestamp) -> Result<Connection, ConfigError> {
         config.validate().map_err(ConfigError)?;
-        Ok(Connection::with_validated(Arc::new(config), now))
+        Ok(Connection::with_validated(Arc::new(config), now, None))
     }
 
     /// A connection on a configuration shared with others and already validated: the HTTP
     /// server makes one per session and per stateless request from the same `Config`, and
-    /// neither copies it nor checks it again each time.
-    pub(crate) fn with_validated(config: Arc<Config>, now: Timestamp) -> Connection {
+    /// neither copies it nor checks it again each time. With `reuse`, a finished connection
+    /// about to be dropped, it takes over that one's emptied buffers before it starts (see
+    /// [`Core::adopt_buffers`]).
+    pub(crate) fn with_validated(
+        config: Arc<Config>,
+        now: Timestamp,
+        reuse: Option<&mut Connection>,
+    ) -> Connection {
         let framer = LineDecoder::with_max_frame(config.limits.max_frame);
         let mut core = Core::new(config);
+        if let Some(old) = reuse {
+            core.adopt_buffers(&mut old.core);
+        }
         if core.role == Role::Client {
             match core.config.client_start() {
                 Some(Era::Legacy) => {
@@ -261,7 +270,7 @@ impl Connection {
             }
         } else if core.config.latest_legacy().is_none() {
             // A modern-only server has no handshake to wait for.
-            core.lock_era(Era::Modern);
+            core.lock_era_at_creation(Era::Modern);
         }
         Connection {
             framer,
@@ -269,6 +278,14 @@ impl Connection {
             #[cfg(feature = "serde")]
             scratch: Vec::new(),
         }
+    }
+
+    /// The bytes [`Core::adopt_buffers`] would take over (about): a host
+    /// keeping a finished connection for reuse keeps only a small one.
+    pub(crate) fn reusable_bytes(&self) -> usize {
+        self.core.out.output.capacity()
+            + self.core.out.scratch.capacity()
+            + self.core.events.capacity()
     }
 
     // ---- getters ----
@@ -794,6 +811,24 @@ impl Core {
         }
     }
 
+    /// Takes over the emptied buffers of `old`, a finished connection about to be dropped:
+    /// its output, event queue, scratch space and table of requests in flight. The HTTP
+    /// server makes a connection per stateless request, and this saves their allocations.
+    /// Only memory moves: every buffer is cleared first, and this core must be fresh (not
+    /// started), so all state is its own.
+    fn adopt_buffers(&mut self, old: &mut Core) {
+        self.out.output.adopt_buffers(&mut old.out.output);
+        self.events.adopt_buffers(&mut old.events);
+        old.out.scratch.clear();
+        if self.out.scratch.capacity() == 0 {
+            std::mem::swap(&mut self.out.scratch, &mut old.out.scratch);
+        }
+        old.dispatch.inbound.clear();
+        if self.dispatch.inbound.capacity() == 0 {
+            std::mem::swap(&mut self.dispatch.inbound, &mut old.dispatch.inbound);
+        }
+    }
+
     /// The version that governs method lookups: the negotiated one, or before that the one
     /// we offer (client) or our newest (server).
     fn effective_version(&self) -> ProtocolVersion {
@@ -831,5 +866,65 @@ impl Core {
             method: method.map(|m| cap.str(m)),
         };
         cap.push(stored);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection taking over a finished one's buffers starts with nothing of it: not its
+    /// queued events, not its unsent output, not its requests in flight.
+    #[test]
+    fn adopted_buffers_carry_no_state() {
+        let config = Arc::new(
+            Config::server("t", "1")
+                .with_capabilities(r#"{"tools":{}}"#)
+                .unwrap(),
+        );
+        let now = Timestamp::ZERO;
+        let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+        let call = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#;
+        let mut old = Connection::with_validated(config.clone(), now, None);
+        old.handle_frame(now, StreamId::MAIN, init);
+        old.handle_frame(
+            now,
+            StreamId::MAIN,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        old.handle_frame(now, StreamId::MAIN, call);
+        // Left as it is: events not polled, the initialize answer not sent, the call open.
+        assert!(old.pending_events() > 0);
+        assert!(old.poll_frame().is_some());
+        assert!(old.reusable_bytes() > 0);
+
+        let mut new = Connection::with_validated(config, now, Some(&mut old));
+        assert_eq!(new.pending_events(), 0);
+        assert!(new.poll_frame().is_none());
+        assert!(new.reusable_bytes() > 0, "the buffers were taken over");
+        // The same ids again are new requests here, answered as such.
+        new.handle_frame(now, StreamId::MAIN, init);
+        let mut answers = 0;
+        while let Some(frame) = new.poll_frame() {
+            let text = std::str::from_utf8(frame.bytes).unwrap();
+            assert!(text.contains(r#""id":1"#), "{text}");
+            answers += 1;
+            new.consume_frame();
+        }
+        assert_eq!(answers, 1);
+        new.handle_frame(
+            now,
+            StreamId::MAIN,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        new.handle_frame(now, StreamId::MAIN, call);
+        let mut requests = 0;
+        while let Some(event) = new.poll_event() {
+            if let Event::Request { id, .. } = event {
+                assert_eq!(id, crate::jsonrpc::Id::Int(2));
+                requests += 1;
+            }
+        }
+        assert_eq!(requests, 1, "the call is new here, not a duplicate");
     }
 }

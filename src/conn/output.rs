@@ -65,6 +65,22 @@ impl Output {
         self.release_when_drained = false;
     }
 
+    /// Takes over the buffers of `old`, emptied, when this output has none yet (a fresh
+    /// connection reusing a finished one's memory). No byte of `old` stays readable.
+    pub(crate) fn adopt_buffers(&mut self, old: &mut Output) {
+        old.buf.clear();
+        old.segments.clear();
+        if self.buf.capacity() == 0 && self.segments.capacity() == 0 && self.buf.is_empty() {
+            std::mem::swap(&mut self.buf, &mut old.buf);
+            std::mem::swap(&mut self.segments, &mut old.segments);
+        }
+    }
+
+    /// The bytes its buffers hold on to.
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.capacity() + self.segments.capacity() * size_of::<(StreamId, usize)>()
+    }
+
     /// Bytes not yet written.
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len() - self.read

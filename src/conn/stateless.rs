@@ -332,6 +332,17 @@ impl Core {
 
     /// Fixes the connection's era (once).
     pub(super) fn lock_era(&mut self, era: Era) {
+        self.lock_era_with(era, true);
+    }
+
+    /// [`lock_era`](Self::lock_era) for a connection being created: it has had no handshake
+    /// and has nothing to give back, so the buffers it starts with (see
+    /// [`Core::adopt_buffers`]) stay for its requests.
+    pub(super) fn lock_era_at_creation(&mut self, era: Era) {
+        self.lock_era_with(era, false);
+    }
+
+    fn lock_era_with(&mut self, era: Era, release: bool) {
         if self.lifecycle.era.is_some() {
             return;
         }
@@ -344,7 +355,9 @@ impl Core {
             self.lifecycle.version = Some(version);
             self.lifecycle.stateless_started();
             self.events.push(Stored::Ready(version));
-            self.release_handshake_memory();
+            if release {
+                self.release_handshake_memory();
+            }
         }
     }
 

@@ -363,6 +363,9 @@ pub struct HttpServer {
     /// The server's `Config` narrowed to each era's versions, validated once and shared by
     /// every connection of that era (`None`: it is not valid, and requests get 500).
     era_configs: [Option<Arc<Config>>; 2],
+    /// The last finished stateless connection, if small: the next connection takes over its
+    /// box and its emptied buffers instead of allocating its own.
+    spare: Option<Box<Conn>>,
     /// The connections' deadlines (see [`Deadlines`]); behind a `RefCell` because
     /// `poll_timeout` takes `&self` and tidies the heap as it reads it.
     deadlines: RefCell<Deadlines>,
@@ -404,6 +407,7 @@ impl HttpServer {
                 c.versions.retain(|v| v.era() == era);
                 c.validate().is_ok().then(|| Arc::new(c))
             }),
+            spare: None,
             deadlines: RefCell::new(Deadlines::default()),
             events,
             shared,
@@ -677,31 +681,38 @@ impl HttpServer {
 
     fn new_conn(&mut self, now: Timestamp, session: Option<String>, modern: bool) -> Option<u64> {
         let config = self.era_configs[usize::from(modern)].clone()?;
-        let mut conn = Connection::with_validated(config, now);
+        // The spare's box and buffers go to this connection.
+        let mut spare = self.spare.take();
+        let mut conn = Connection::with_validated(config, now, spare.as_mut().map(|c| &mut c.conn));
         if modern && session.is_none() {
             conn.swap_client_caps(&mut self.stateless_caps);
         }
         let key = self.next_key;
         self.next_key += 1;
-        self.conns.insert(
-            key,
-            // Boxed: the map's empty slots then cost a pointer, not a whole connection.
-            Box::new(Conn {
-                conn,
-                session,
-                standalone: None,
-                closed_standalone: None,
-                backlog: VecDeque::new(),
-                next_event: 1,
-                last_active: now,
-                shared_touched: now,
-                orphaned: false,
-                in_dirty: false,
-                in_eventful: false,
-                attached: 0,
-                deadline_noted: Cell::new(false),
-            }),
-        );
+        let fresh = Conn {
+            conn,
+            session,
+            standalone: None,
+            closed_standalone: None,
+            backlog: VecDeque::new(),
+            next_event: 1,
+            last_active: now,
+            shared_touched: now,
+            orphaned: false,
+            in_dirty: false,
+            in_eventful: false,
+            attached: 0,
+            deadline_noted: Cell::new(false),
+        };
+        // Boxed: the map's empty slots then cost a pointer, not a whole connection.
+        let boxed = match spare {
+            Some(mut old) => {
+                *old = fresh;
+                old
+            }
+            None => Box::new(fresh),
+        };
+        self.conns.insert(key, boxed);
         self.note_deadline(key);
         Some(key)
     }
@@ -1652,6 +1663,15 @@ impl HttpServer {
             && let Some(mut c) = self.conns.remove(&key)
         {
             c.conn.swap_client_caps(&mut self.stateless_caps);
+            self.retire(c);
+        }
+    }
+
+    /// Keeps a finished connection's box and buffers for the next one, when they are small
+    /// (a large answer's buffer is not kept alive for every later request).
+    fn retire(&mut self, c: Box<Conn>) {
+        if c.conn.reusable_bytes() <= 64 * 1024 {
+            self.spare = Some(c);
         }
     }
 
