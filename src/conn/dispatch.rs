@@ -44,6 +44,7 @@ use super::event::Stored;
 use super::lifecycle::Admit;
 use super::outbound::Answer;
 use super::output::StreamId;
+use super::stateless::MetaView;
 use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext};
 use super::time::Timestamp;
 use super::{Core, Role, ViolationKind};
@@ -128,21 +129,24 @@ impl Core {
         let decoded = self.dispatch.decoder.decode_text(frame);
         match decoded {
             Err(e) => self.on_decode_error(frame, stream, None, &e),
-            Ok((frame, decoded)) => self.on_decoded(now, stream, frame, decoded),
+            Ok((frame, decoded)) => self.on_decoded(now, stream, frame, decoded, None),
         }
     }
 
     /// A frame already decoded (by the HTTP layer, which had to read it to route it): `frame`
     /// is the text `decoded` was decoded from, and its views point into it.
+    /// `meta`: a single request's `_meta`, already read by the host (see
+    /// [`Connection::handle_decoded_with_meta`](super::Connection::handle_decoded_with_meta)).
     pub(super) fn on_decoded(
         &mut self,
         now: Timestamp,
         stream: StreamId,
         frame: &str,
         decoded: Decoded<'_>,
+        meta: Option<MetaView<'_>>,
     ) {
         match decoded {
-            Decoded::Single(m) => self.on_message(now, stream, frame, m, None),
+            Decoded::Single(m) => self.on_message(now, stream, frame, m, None, meta),
             Decoded::Batch(members) => self.on_batch(now, stream, frame, members),
         }
     }
@@ -185,7 +189,7 @@ impl Core {
         let b = self.dispatch.open_batch(stream, outstanding);
         for member in members {
             match member {
-                Ok(m) => self.on_message(now, stream, frame, m, Some(b)),
+                Ok(m) => self.on_message(now, stream, frame, m, Some(b), None),
                 Err(e) => self.on_decode_error(frame.as_bytes(), stream, Some(b), &e),
             }
         }
@@ -270,12 +274,13 @@ impl Core {
         frame: &str,
         message: Message<'_>,
         batch: Option<u32>,
+        meta: Option<MetaView<'_>>,
     ) {
         if self.lifecycle.is_closed() {
             return;
         }
         match message {
-            Message::Request(r) => self.on_request(now, stream, frame, r, batch),
+            Message::Request(r) => self.on_request(now, stream, frame, r, batch, meta),
             Message::Notification(n) => self.on_notification(now, frame, n),
             Message::Response(r) => self.on_response(now, frame, r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -313,6 +318,7 @@ impl Core {
         frame: &str,
         r: jsonrpc::Request<'_>,
         batch: Option<u32>,
+        meta: Option<MetaView<'_>>,
     ) {
         let method = r.method.to_str();
         let method: &str = &method;
@@ -329,7 +335,8 @@ impl Core {
                 ),
             );
         }
-        if self.role == Role::Server && self.route_stateless(stream, frame, &r, batch, method) {
+        if self.role == Role::Server && self.route_stateless(stream, frame, &r, batch, method, meta)
+        {
             return;
         }
         match self.lifecycle.admit(MethodKind::Request, method) {

@@ -27,6 +27,7 @@ mod correlation; // `Correlation`: our requests in flight, ids, timers, progress
 mod dispatch; //    `Dispatch`: decoding, batches, gating, the peer's requests in flight
 mod lifecycle; //   `Lifecycle`: phase, era, negotiated version, the handshake, close
 mod outbound; //    `Outbound`: output buffer and the commands that write to it
+pub(crate) use stateless::MetaView;
 mod stateless; //   `Stateless`: the 2026-07-28 era (per-request `_meta`, discover, retries)
 
 mod config;
@@ -411,7 +412,25 @@ impl Connection {
     ) {
         self.core.events.retire_current();
         if !self.core.lifecycle.is_closed() {
-            self.core.on_decoded(now, stream, frame, decoded);
+            self.core.on_decoded(now, stream, frame, decoded, None);
+        }
+    }
+
+    /// [`handle_decoded`](Self::handle_decoded) for a single request whose `_meta` the host
+    /// has already read from its params (`meta`, made by [`MetaView::of`]); the connection
+    /// does not look it up again.
+    pub(crate) fn handle_decoded_with_meta(
+        &mut self,
+        now: Timestamp,
+        stream: StreamId,
+        frame: &str,
+        decoded: Decoded<'_>,
+        meta: MetaView<'_>,
+    ) {
+        self.core.events.retire_current();
+        if !self.core.lifecycle.is_closed() {
+            self.core
+                .on_decoded(now, stream, frame, decoded, Some(meta));
         }
     }
 

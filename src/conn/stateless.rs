@@ -138,7 +138,7 @@ pub(super) enum Classified<'f> {
 
 /// `params._meta` of a request (`None`: params is absent or not an object), looked up once
 /// and shared by the checks that read it: each lookup walks every member of params.
-pub(super) type MetaLookup<'a> = Option<Result<Option<RawJson<'a>>, DuplicateMember>>;
+pub(crate) type MetaLookup<'a> = Option<Result<Option<RawJson<'a>>, DuplicateMember>>;
 
 /// Looks `_meta` up in `params`.
 pub(super) fn lookup_meta(params: Option<RawJson<'_>>) -> MetaLookup<'_> {
@@ -163,19 +163,32 @@ const TOKEN: usize = 4;
 
 /// A request's `_meta` and, when it is an object, its [`META_KEYS`], each read in one pass:
 /// what makes the request stateless and what `read_meta` checks.
-pub(super) struct MetaView<'a> {
+pub(crate) struct MetaView<'a> {
     meta: MetaLookup<'a>,
     found: Option<Found<'a, 5>>,
 }
 
+impl<'a> MetaView<'a> {
+    /// The view of a `_meta` looked up in params elsewhere: `None` when params are absent or
+    /// not an object, else what `get_unique("_meta")` (or `get_each`) gave. The HTTP server
+    /// reads params once for its header checks and hands this to the connection.
+    pub(crate) fn of(meta: MetaLookup<'a>) -> Self {
+        let found = match meta {
+            Some(Ok(Some(m))) if m.is_object() => Some(m.get_each(META_KEYS)),
+            _ => None,
+        };
+        MetaView { meta, found }
+    }
+
+    /// `_meta`'s protocol version, when it has exactly one.
+    pub(crate) fn version(&self) -> Option<RawJson<'a>> {
+        self.found.and_then(|f| f.get(VERSION).ok().flatten())
+    }
+}
+
 /// Reads the `_meta` of `params` for the stateless checks.
 pub(super) fn view_meta(params: Option<RawJson<'_>>) -> MetaView<'_> {
-    let meta = lookup_meta(params);
-    let found = match meta {
-        Some(Ok(Some(m))) if m.is_object() => Some(m.get_each(META_KEYS)),
-        _ => None,
-    };
-    MetaView { meta, found }
+    MetaView::of(lookup_meta(params))
 }
 
 /// What a stateless request's `_meta` said, or why it is malformed.
@@ -371,11 +384,12 @@ impl Core {
         r: &jsonrpc::Request<'_>,
         batch: Option<u32>,
         method: &str,
+        meta: Option<MetaView<'_>>,
     ) -> bool {
         if !self.serves_modern() || self.lifecycle.era == Some(Era::Legacy) {
             return false;
         }
-        let meta = view_meta(r.params);
+        let meta = meta.unwrap_or_else(|| view_meta(r.params));
         let modern = method == "server/discover" || has_modern_meta(&meta);
         if !modern {
             if self.lifecycle.era.is_none() && self.serves_legacy() {

@@ -33,7 +33,7 @@ use super::store::{EventStore, MemoryEventStore, SessionStore};
 
 use crate::Timestamp;
 use crate::conn::tables::FastMap;
-use crate::conn::{Config, Connection, Event, StreamId};
+use crate::conn::{Config, Connection, Event, MetaView, StreamId};
 use crate::frame::sse;
 use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, RawJson};
 use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
@@ -736,7 +736,7 @@ impl HttpServer {
         let Some(key) = self.new_conn(now, Some(sid.clone()), false) else {
             return HttpResponse::empty(500);
         };
-        let mut response = self.deliver(now, key, text, decoded, false);
+        let mut response = self.deliver(now, key, text, decoded, false, None);
         if self
             .conns
             .get(&key)
@@ -866,7 +866,7 @@ impl HttpServer {
                 "Bad Request: unsupported or mismatched MCP-Protocol-Version",
             );
         }
-        self.deliver(now, key, text, decoded, false)
+        self.deliver(now, key, text, decoded, false, None)
     }
 
     /// Feeds a POST body to a connection and decides the answer.
@@ -877,6 +877,7 @@ impl HttpServer {
         text: &str,
         decoded: Decoded<'_>,
         modern: bool,
+        meta: Option<MetaView<'_>>,
     ) -> HttpResponse {
         // Which requests does the body carry? Their answers end the stream.
         let mut awaiting = Awaiting::default();
@@ -920,8 +921,13 @@ impl HttpServer {
             s.awaiting = awaiting;
         }
         if let Some(c) = self.conns.get_mut(&key) {
-            c.conn
-                .handle_decoded(now, StreamId(stream.0), text, decoded);
+            let stream = StreamId(stream.0);
+            match meta {
+                Some(meta) => c
+                    .conn
+                    .handle_decoded_with_meta(now, stream, text, decoded, meta),
+                None => c.conn.handle_decoded(now, stream, text, decoded),
+            }
         }
         self.mark(key);
         self.pump();
@@ -997,10 +1003,15 @@ impl HttpServer {
         const ARGUMENTS: usize = 2;
         let found = params.map(|p| p.get_each(["_meta", name_key.unwrap_or("name"), "arguments"]));
         let member = |i| found.and_then(|f| f.get(i).ok().flatten());
-        let body_version = member(META)
-            .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
-            .and_then(|v| v.as_str())
-            .map(|v| v.to_str().into_owned());
+        // `_meta` read once, here, for the version check and for the connection, which then
+        // does not look it up again.
+        let meta = MetaView::of(
+            params
+                .filter(|p| p.is_object())
+                .and(found)
+                .map(|f| f.get(META)),
+        );
+        let body_version = meta.version().and_then(|v| v.as_str()).map(|v| v.to_str());
         let header_version = req.header(crate::http::VERSION_HEADER);
         if id.is_some() {
             match (header_version, body_version.as_deref()) {
@@ -1062,7 +1073,7 @@ impl HttpServer {
         let Some(key) = self.new_conn(now, None, true) else {
             return HttpResponse::empty(500);
         };
-        self.deliver(now, key, text, decoded, true)
+        self.deliver(now, key, text, decoded, true, Some(meta))
     }
 
     /// A `tools/call`'s `Mcp-Param-*` headers against the arguments of `tool` and its
