@@ -1650,6 +1650,93 @@ fn a_stream_whose_client_does_not_read_holds_the_connections_output_back() {
     assert_eq!(got, sent);
 }
 
+/// A stateless request's stream keeps its messages as frames until the host drains it (so
+/// that a lone answer can become a JSON body): they count against the same bound, and once
+/// the host drains the stream they all come, in order, as SSE events with rising ids.
+#[test]
+fn a_stateless_stream_not_yet_drained_is_bounded_and_loses_nothing() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.limits.max_buffered_output = 64 * 1024;
+    let mut s = HttpServer::new(config);
+    let body = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"t"}}}"#;
+    let Body::Stream(st) = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("slow")),
+        body,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    let mut sent = 0;
+    let full = loop {
+        match s
+            .connection(*key)
+            .unwrap()
+            .progress(id.as_id(), f64::from(sent + 1), None, None)
+        {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        s.pump();
+        assert!(sent < 100_000, "never refused");
+    };
+    assert_eq!(full, mcpwire::conn::Error::OutputFull);
+    let mut reader = StreamReader::new();
+    let mut last_progress = 0.0;
+    let mut got = 0;
+    let mut ids = Vec::new();
+    let mut answered = false;
+    while let Some(o) = s.poll_stream(st) {
+        let bytes = o.bytes.to_vec();
+        if bytes.is_empty() {
+            // The client reads; the application answers once it has caught up.
+            if !answered && got == sent {
+                s.connection(*key)
+                    .unwrap()
+                    .respond(id.as_id(), RawJson::new("{}").unwrap())
+                    .unwrap();
+                answered = true;
+                continue;
+            }
+            break;
+        }
+        let mut msgs = Vec::new();
+        reader.feed(&bytes, |m| {
+            msgs.push(serde_json::from_slice::<Value>(m).unwrap())
+        });
+        ids.push(reader.last_event_id().map(str::to_owned));
+        s.consume_stream(st, bytes.len());
+        for m in msgs {
+            if m["method"] == "notifications/progress" {
+                let p = m["params"]["progress"].as_f64().unwrap();
+                assert!(p > last_progress, "out of order: {p} after {last_progress}");
+                last_progress = p;
+                got += 1;
+            } else {
+                assert_eq!(m["id"], 9);
+                assert_eq!(got, sent, "the answer came before every notification");
+            }
+        }
+    }
+    assert_eq!(got, sent);
+    assert!(answered);
+    let ids: Vec<u64> = ids
+        .into_iter()
+        .flatten()
+        .map(|i| i.rsplit('-').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "event ids do not rise: {ids:?}"
+    );
+}
+
 /// Session and event stores that several servers (replicas) share, as Redis would be.
 #[derive(Clone, Default)]
 struct Replicated(std::sync::Arc<std::sync::Mutex<Shared>>);

@@ -251,9 +251,14 @@ struct Stream {
     done: bool,
     /// The standalone GET stream of a session (never ends by itself).
     standalone: bool,
-    /// Frames (not SSE-encoded) written so far, kept while the answer may still be immediate
-    /// (until the host first drains the stream).
-    frames: Vec<Vec<u8>>,
+    /// Frames (not SSE-encoded) written so far, with their event numbers, kept while the
+    /// answer may still be immediate (until the host first drains the stream).
+    frames: Vec<(u64, Vec<u8>)>,
+    /// Without a session, recorded frames are written as SSE events only when the host
+    /// drains the stream (`render`): an answer settled into a JSON body never is. These many
+    /// of `frames` are in `buf` already, and `unrendered` bytes are not.
+    rendered: usize,
+    unrendered: usize,
     /// Whether `frames` is still recorded.
     record: bool,
     /// Events not yet in the event store: while the answer may still become a plain JSON body
@@ -495,6 +500,8 @@ impl HttpServer {
                 done: false,
                 standalone,
                 frames: Vec::new(),
+                rendered: 0,
+                unrendered: 0,
                 record: true,
                 unstored: Vec::new(),
                 detached: false,
@@ -938,7 +945,7 @@ impl HttpServer {
             .is_some_and(|s| s.done && s.frames.len() == 1);
         if immediate && let Some(mut s) = self.streams.remove(&stream) {
             self.attach(key, false);
-            let frame = s.frames.swap_remove(0);
+            let (_, frame) = s.frames.swap_remove(0);
             let status = match s.error_code {
                 Some(code) if modern => status_for_code(code),
                 _ => 200,
@@ -1147,8 +1154,7 @@ impl HttpServer {
                     s.buf.extend_from_slice(&replay);
                     s.detached = false;
                     s.closing_for_polling = false;
-                    s.record = false;
-                    s.frames = Vec::new();
+                    s.stop_recording();
                     was_detached
                 }
                 Some(_) => {
@@ -1170,6 +1176,8 @@ impl HttpServer {
                             done: !resumes_standalone,
                             standalone: resumes_standalone,
                             frames: Vec::new(),
+                            rendered: 0,
+                            unrendered: 0,
                             record: false,
                             unstored: Vec::new(),
                             detached: false,
@@ -1358,16 +1366,16 @@ impl HttpServer {
         }
         let id = OwnedId::from(id);
         let retry_ms = self.config.retry_ms;
-        let Some(s) = self.streams.values_mut().find(|s| {
+        let Some((&stream_id, s)) = self.streams.iter_mut().find(|(_, s)| {
             s.conn == key && !s.standalone && !s.detached && !s.done && s.awaiting.contains(&id)
         }) else {
             return false;
         };
+        s.render(stream_id);
         sse::write_retry(&mut s.buf, retry_ms);
         s.closing_for_polling = true;
         // Its answer can no longer be a plain JSON body.
-        s.record = false;
-        s.frames = Vec::new();
+        s.stop_recording();
         let stream = self
             .streams
             .iter()
@@ -1435,7 +1443,7 @@ impl HttpServer {
                     && self
                         .streams
                         .get(&stream)
-                        .is_some_and(|s| !s.detached && s.buf.len() - s.read >= cap)
+                        .is_some_and(|s| !s.detached && s.buf.len() - s.read + s.unrendered >= cap)
                 {
                     // Tried again at every pump until the client reads.
                     *in_dirty = true;
@@ -1490,8 +1498,8 @@ impl HttpServer {
         let s = self.streams.get_mut(&stream).filter(|s| !s.detached)?;
         // The host is draining it: the answer can no longer become a plain JSON body.
         if s.record {
-            s.record = false;
-            s.frames = Vec::new();
+            s.render(stream);
+            s.stop_recording();
             self.store_unstored(stream);
         }
         let s = self.streams.get(&stream)?;
@@ -1584,6 +1592,8 @@ impl HttpServer {
                         buf: Vec::new(),
                         read: 0,
                         frames: Vec::new(),
+                        rendered: 0,
+                        unrendered: 0,
                         record: false,
                         unstored: Vec::new(),
                         detached: true,
@@ -1612,7 +1622,7 @@ impl HttpServer {
         let Some(mut s) = self.streams.remove(&id) else {
             return response;
         };
-        let frame = s.frames.swap_remove(0);
+        let (_, frame) = s.frames.swap_remove(0);
         let key = s.conn.0;
         if !s.detached {
             self.attach(key, false);
@@ -1886,6 +1896,46 @@ impl HttpServer {
     }
 }
 
+/// A frame of the connection's own output as text: UTF-8 in practice, checked by the vector
+/// validator (`from_utf8_lossy` alone cost about 1,500 instructions per small answer).
+fn frame_text(frame: &[u8]) -> std::borrow::Cow<'_, str> {
+    match crate::jsonrpc::utf8::validate(frame) {
+        // SAFETY: `validate` just accepted `frame` as UTF-8.
+        Ok(()) => std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(frame) }),
+        Err(_) => String::from_utf8_lossy(frame),
+    }
+}
+
+impl Stream {
+    /// Writes the recorded frames not yet in `buf` as SSE events (stream `id`), in order: the
+    /// host is about to drain the stream, or its answer can no longer be a JSON body.
+    fn render(&mut self, id: HttpStreamId) {
+        let Some(pending) = self.frames.get(self.rendered..).filter(|p| !p.is_empty()) else {
+            return;
+        };
+        let held = !self.detached && !self.closing_for_polling;
+        for (event_id, frame) in pending {
+            if !held {
+                break;
+            }
+            let text = frame_text(frame);
+            let event = format!("{}-{event_id}", id.0);
+            sse::write_event(&mut self.buf, Some(&event), None, &text);
+        }
+        self.rendered = self.frames.len();
+        self.unrendered = 0;
+    }
+
+    /// The stream is SSE for good: its frames are no longer kept (render them first).
+    fn stop_recording(&mut self) {
+        debug_assert_eq!(self.unrendered, 0, "recorded frames dropped unwritten");
+        self.record = false;
+        self.frames = Vec::new();
+        self.rendered = 0;
+        self.unrendered = 0;
+    }
+}
+
 /// Writes one message as an SSE event on `stream`, stores it for resumption when the
 /// connection is a session, and ends the stream after the last awaited answer. `conn` is the
 /// connection's session id and event counter.
@@ -1899,13 +1949,7 @@ fn route_frame(
     let (session, next_event) = conn;
     let event_id = *next_event;
     *next_event += 1;
-    // The connection's own output: UTF-8 in practice, checked by the vector validator
-    // (`from_utf8_lossy` alone cost about 1,500 instructions per small answer).
-    let text = match crate::jsonrpc::utf8::validate(frame) {
-        // SAFETY: `validate` just accepted `frame` as UTF-8.
-        Ok(()) => std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(frame) }),
-        Err(_) => String::from_utf8_lossy(frame),
-    };
+    let text = frame_text(frame);
     // The event id `STREAM-EVENT`, written on the stack (two u64s and a dash fit in 41 bytes).
     let mut id_buf = [0u8; 48];
     let id_len = {
@@ -1926,8 +1970,9 @@ fn route_frame(
         if let Some(s) = streams.get_mut(&stream).filter(|s| held(s)) {
             s.buf.extend_from_slice(&bytes);
         }
-    } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s)) {
-        // Nothing to store without a session: straight into the stream.
+    } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s) && !s.record) {
+        // Nothing to store without a session: straight into the stream (a recorded one is
+        // written when the host drains it, if it does).
         s.buf.reserve(frame.len() + id_len + 32);
         sse::write_event(&mut s.buf, Some(id_text), None, &text);
     }
@@ -1937,7 +1982,12 @@ fn route_frame(
     };
     s.error_code = error_code;
     if s.record {
-        s.frames.push(frame.to_vec());
+        s.frames.push((event_id, frame.to_vec()));
+        if session.is_some() {
+            s.rendered = s.frames.len();
+        } else {
+            s.unrendered += frame.len();
+        }
     }
     if let Some(id) = answered {
         s.awaiting.remove(&id);
