@@ -1635,13 +1635,23 @@ impl HttpServer {
         self.forget_stateless(key);
         // The SSE head becomes a JSON one, in place: its content type's string is reused.
         let mut headers = response.headers;
-        headers.retain(|(n, _)| !n.eq_ignore_ascii_case("Cache-Control"));
-        match headers
-            .iter_mut()
-            .find(|(n, _)| n.eq_ignore_ascii_case("Content-Type"))
-        {
-            Some((_, value)) => value.replace_range(.., "application/json"),
-            None => headers.push(("Content-Type", "application/json".into())),
+        let mut typed = false;
+        headers.retain_mut(|(name, value)| {
+            if name.eq_ignore_ascii_case("Cache-Control") {
+                return false;
+            }
+            if name.eq_ignore_ascii_case("Content-Type") {
+                if typed {
+                    return false; // one content type
+                }
+                value.clear();
+                value.push_str("application/json");
+                typed = true;
+            }
+            true
+        });
+        if !typed {
+            headers.push(("Content-Type", "application/json".into()));
         }
         HttpResponse {
             status,
