@@ -27,7 +27,6 @@ mod correlation; // `Correlation`: our requests in flight, ids, timers, progress
 mod dispatch; //    `Dispatch`: decoding, batches, gating, the peer's requests in flight
 mod lifecycle; //   `Lifecycle`: phase, era, negotiated version, the handshake, close
 mod outbound; //    `Outbound`: output buffer and the commands that write to it
-pub(crate) use stateless::MetaView;
 mod stateless; //   `Stateless`: the 2026-07-28 era (per-request `_meta`, discover, retries)
 
 mod config;
@@ -48,6 +47,7 @@ pub use event::{CloseReason, Event, RequestId, TransportFailure, ViolationKind};
 pub use lifecycle::State;
 pub use output::{Frame, StreamId, Transmit};
 pub use owned::OwnedEvent;
+pub(crate) use stateless::MetaView;
 pub use time::Timestamp;
 
 use crate::frame::line::{FrameError, LineDecoder};

@@ -523,12 +523,7 @@ impl HttpServer {
         let event_id = c.next_event;
         c.next_event += 1;
         let mut bytes = Vec::new();
-        sse::write_event(
-            &mut bytes,
-            Some(&format!("{}-{event_id}", stream.0)),
-            None,
-            "",
-        );
+        write_stream_event(&mut bytes, stream, event_id, "");
         sse::write_retry(&mut bytes, self.config.retry_ms);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.buf.extend_from_slice(&bytes);
@@ -1916,6 +1911,20 @@ fn frame_text(frame: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Writes `text` to `out` as one SSE event of `stream`, numbered `event_id`: its id is
+/// `STREAM-EVENT`, formatted on the stack (two u64s and a dash fit in 41 bytes).
+fn write_stream_event(out: &mut Vec<u8>, stream: HttpStreamId, event_id: u64, text: &str) {
+    let mut id_buf = [0u8; 48];
+    let id_len = {
+        let mut rest = &mut id_buf[..];
+        let _ = write!(rest, "{}-{event_id}", stream.0);
+        48 - rest.len()
+    };
+    let id = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
+    out.reserve(text.len() + id_len + 32);
+    sse::write_event(out, Some(id), None, text);
+}
+
 impl Stream {
     /// Writes the recorded frames not yet in `buf` as SSE events (stream `id`), in order: the
     /// host is about to drain the stream, or its answer can no longer be a JSON body.
@@ -1928,9 +1937,7 @@ impl Stream {
             if !held {
                 break;
             }
-            let text = frame_text(frame);
-            let event = format!("{}-{event_id}", id.0);
-            sse::write_event(&mut self.buf, Some(&event), None, &text);
+            write_stream_event(&mut self.buf, id, *event_id, &frame_text(frame));
         }
         self.rendered = self.frames.len();
         self.unrendered = 0;
@@ -1960,19 +1967,11 @@ fn route_frame(
     let event_id = *next_event;
     *next_event += 1;
     let text = frame_text(frame);
-    // The event id `STREAM-EVENT`, written on the stack (two u64s and a dash fit in 41 bytes).
-    let mut id_buf = [0u8; 48];
-    let id_len = {
-        let mut rest = &mut id_buf[..];
-        let _ = write!(rest, "{}-{event_id}", stream.0);
-        48 - rest.len()
-    };
-    let id_text = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
     let held = |s: &Stream| !s.detached && !s.closing_for_polling;
     if let Some(session) = session {
         // Kept for resumption: the event is built once, then stored and written.
-        let mut bytes = Vec::with_capacity(frame.len() + 32);
-        sse::write_event(&mut bytes, Some(id_text), None, &text);
+        let mut bytes = Vec::new();
+        write_stream_event(&mut bytes, stream, event_id, &text);
         match streams.get_mut(&stream) {
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),
@@ -1983,8 +1982,7 @@ fn route_frame(
     } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s) && !s.record) {
         // Nothing to store without a session: straight into the stream (a recorded one is
         // written when the host drains it, if it does).
-        s.buf.reserve(frame.len() + id_len + 32);
-        sse::write_event(&mut s.buf, Some(id_text), None, &text);
+        write_stream_event(&mut s.buf, stream, event_id, &text);
     }
     let (answered, batch, error_code) = answered_by(&text);
     let Some(s) = streams.get_mut(&stream) else {
