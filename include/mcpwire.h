@@ -2744,6 +2744,27 @@ enum mcpw_result mcpw_json_get(const char *json_text,
                                struct mcpw_str *out_value);
 
 /**
+ * Looks up several members of the JSON object `json` at once: `keys` points to `keys_len`
+ * keys (UTF-8, compared after decoding escapes, at most 64), and `out_values` to as many
+ * views, written in the same order. Use it instead of several `mcpw_json_get` calls when a
+ * handler needs more than one member of the same object (`name` and `arguments` of a
+ * `tools/call`, say): the text is validated and read once, not once per key. Each view is
+ * the member's raw JSON text inside `json`, or absent (NULL) when there is no such member.
+ * A key asked for that appears twice in `json` is `MCPW_ERR_DUPLICATE_KEY`; more than 64
+ * keys is `MCPW_ERR_INVALID_ARGUMENT`. Nothing is written unless the call succeeds.
+ *
+ * # Safety
+ * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `keys` points
+ * to `keys_len` readable views, each readable for its length (or NULL with `keys_len` 0);
+ * `out_values` is NULL or points to `keys_len` writable views.
+ */
+enum mcpw_result mcpw_json_get_each(const char *json_text,
+                                    size_t json_len,
+                                    const struct mcpw_str *keys,
+                                    size_t keys_len,
+                                    struct mcpw_str *out_values);
+
+/**
  * Looks up element `index` (from 0) of the JSON array `json`. On success `*out_value` views
  * the element's raw JSON text inside `json` (so it lives as long as `json` does), or is
  * absent (NULL) past the end. A value that is not an array is `MCPW_ERR_JSON_WRONG_TYPE`. The

@@ -211,6 +211,17 @@ static mcpw_str member(mcpw_str json, const char *key) {
     return value;
 }
 
+/* The members `k1` and `k2` of the JSON object `json` in one pass (mcpw_json_get_each reads
+   the text once, where two mcpw_json_get calls would read it twice); both absent when `json`
+   is absent or no object. */
+static void member_pair(mcpw_str json, const char *k1, const char *k2, mcpw_str out[2]) {
+    mcpw_str keys[2] = {{k1, strlen(k1)}, {k2, strlen(k2)}};
+    if (json.ptr == NULL || mcpw_json_get_each(json.ptr, json.len, keys, 2, out) != MCPW_OK) {
+        out[0].ptr = out[1].ptr = NULL;
+        out[0].len = out[1].len = 0;
+    }
+}
+
 static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
     mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
     if (rc != MCPW_OK) die("respond", rc);
@@ -263,7 +274,9 @@ static void call_add(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
     char result[128];
     double a, b, sum;
     int len;
-    if (!number_arg(member(arguments, "a"), &a) || !number_arg(member(arguments, "b"), &b)) {
+    mcpw_str ab[2];
+    member_pair(arguments, "a", "b", ab);
+    if (!number_arg(ab[0], &a) || !number_arg(ab[1], &b)) {
         respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"add needs numbers "
                             "'a' and 'b'\"}],\"isError\":true}"));
         return;
@@ -284,11 +297,13 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     if (str_is(ev->method, "tools/list")) {
         respond(conn, id, TOOLS, sizeof TOOLS - 1);
     } else if (str_is(ev->method, "tools/call")) {
-        mcpw_str name = member(ev->params, "name");
+        mcpw_str call[2]; /* name, arguments */
+        member_pair(ev->params, "name", "arguments", call);
+        mcpw_str name = call[0];
         if (str_is(name, "\"echo\"")) {
-            call_echo(conn, id, member(ev->params, "arguments"));
+            call_echo(conn, id, call[1]);
         } else if (str_is(name, "\"add\"")) {
-            call_add(conn, id, member(ev->params, "arguments"));
+            call_add(conn, id, call[1]);
         } else if (str_is(name, "\"count\"")) {
             start_count(id, now); /* answered by run_jobs */
         } else {

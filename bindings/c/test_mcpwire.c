@@ -2746,6 +2746,44 @@ static void test_json_helpers(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_get(NULL, 2, S("a"), &v));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_at(S("[1]"), 0, NULL));
     CHECK(strcmp(v.ptr, "unchanged") == 0);
+
+    /* Several members in one pass, in the order asked; absent ones are NULL. */
+    mcpw_str keys[4] = {{"arguments", 9}, {"missing", 7}, {"na\\u006de", 0}, {"name", 4}};
+    keys[2].len = strlen(keys[2].ptr); /* a key is compared as decoded text: this is not "name" */
+    mcpw_str vals[4] = {{"x", 1}, {"x", 1}, {"x", 1}, {"x", 1}};
+    OK(mcpw_json_get_each(obj, strlen(obj), keys, 4, vals));
+    CHECK(str_eq(vals[0], "{\"text\":\"hi \\\"there\\\"\"}"));
+    CHECK(vals[1].ptr == NULL && vals[1].len == 0);
+    CHECK(vals[2].ptr == NULL);
+    CHECK(str_eq(vals[3], "\"echo\""));
+    CHECK(vals[3].ptr >= obj && vals[3].ptr < obj + strlen(obj));
+    /* An escaped key in the text matches its decoded spelling. */
+    mcpw_str one = {"x", 1};
+    OK(mcpw_json_get_each(S("{\"na\\u006de\":1}"), keys + 3, 1, &one));
+    CHECK(str_eq(one, "1"));
+    /* The same key twice gets the same view twice. */
+    mcpw_str twice[2] = {{"name", 4}, {"name", 4}};
+    OK(mcpw_json_get_each(obj, strlen(obj), twice, 2, vals));
+    CHECK(str_eq(vals[0], "\"echo\"") && str_eq(vals[1], "\"echo\""));
+    OK(mcpw_json_get_each(obj, strlen(obj), NULL, 0, vals)); /* nothing asked, nothing written */
+
+    vals[0].ptr = "unchanged";
+    vals[0].len = 9;
+    mcpw_str a = {"a", 1};
+    RC(MCPW_ERR_DUPLICATE_KEY, mcpw_json_get_each(S("{\"a\":1,\"a\":2}"), &a, 1, vals));
+    OK(mcpw_json_get_each(S("{\"b\":1,\"b\":2,\"a\":3}"), &a, 1, vals)); /* not asked for */
+    CHECK(str_eq(vals[0], "3"));
+    vals[0].ptr = "unchanged";
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_get_each(S("[1]"), &a, 1, vals));
+    RC(MCPW_ERR_INVALID_JSON, mcpw_json_get_each(S("{\"a\":"), &a, 1, vals));
+    mcpw_str bad = {"\xff", 1};
+    RC(MCPW_ERR_INVALID_UTF8, mcpw_json_get_each(S("{}"), &bad, 1, vals));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_get_each(S("{}"), &a, 1, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_get_each(S("{}"), NULL, 1, vals));
+    mcpw_str many[65];
+    for (int i = 0; i < 65; i++) many[i] = a;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_json_get_each(S("{}"), many, 65, vals));
+    CHECK(strcmp(vals[0].ptr, "unchanged") == 0);
 }
 
 /* ---- Tasks: the io.modelcontextprotocol/tasks extension of 2026-07-28 ---------------------- */

@@ -24,6 +24,7 @@
 
 #include "mcpwire.h"
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -1179,6 +1180,22 @@ inline std::optional<std::string_view> json_get(std::string_view json, std::stri
     mcpw_str out;
     detail::check(mcpw_json_get(json.data(), json.size(), key.data(), key.size(), &out));
     return detail::optional_view(out);
+}
+
+/// Members `keys...` of the JSON object `json` in one pass, in the order asked, as views into
+/// `json` (nullopt for an absent one). Use it instead of several json_get calls on the same
+/// object: the text is validated and read once.
+template <typename... Keys>
+inline std::array<std::optional<std::string_view>, sizeof...(Keys)> json_get_each(
+    std::string_view json, Keys... keys) {
+    static_assert(sizeof...(Keys) >= 1 && sizeof...(Keys) <= 64, "1 to 64 keys");
+    std::array<std::string_view, sizeof...(Keys)> views{std::string_view(keys)...};
+    std::array<mcpw_str, sizeof...(Keys)> in{}, out{};
+    for (std::size_t i = 0; i < views.size(); ++i) in[i] = {views[i].data(), views[i].size()};
+    detail::check(mcpw_json_get_each(json.data(), json.size(), in.data(), in.size(), out.data()));
+    std::array<std::optional<std::string_view>, sizeof...(Keys)> found;
+    for (std::size_t i = 0; i < out.size(); ++i) found[i] = detail::optional_view(out[i]);
+    return found;
 }
 
 /// Element `index` of the JSON array `json`, as a view into `json`; nullopt past the end.

@@ -461,6 +461,14 @@ void test_json_helpers() {
     CHECK(!mcpw::json_at("[1,2]", 2));
     CHECK(code_of([] { mcpw::json_at("{}", 0); }) == MCPW_ERR_JSON_WRONG_TYPE);
     CHECK(code_of([] { mcpw::json_get("[", "a"); }) == MCPW_ERR_INVALID_JSON);
+    {
+        auto [a, missing, b] = mcpw::json_get_each(R"({"b":true,"a":[1,2]})", "a", "missing", "b");
+        CHECK(a == std::optional<std::string_view>("[1,2]"));
+        CHECK(!missing);
+        CHECK(b == std::optional<std::string_view>("true"));
+    }
+    CHECK(code_of([] { mcpw::json_get_each(R"({"a":1,"a":2})", "a"); }) == MCPW_ERR_DUPLICATE_KEY);
+    CHECK(code_of([] { mcpw::json_get_each("[]", "a"); }) == MCPW_ERR_JSON_WRONG_TYPE);
 }
 
 

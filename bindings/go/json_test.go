@@ -3,6 +3,7 @@ package mcpwire
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,68 @@ func TestMemberRefusesWhatIsNotOneObject(t *testing.T) {
 		if got != nil || !errors.Is(err, c.want) {
 			t.Errorf("Member(%q) = %q, %v; want %v", c.obj, got, err, c.want)
 		}
+	}
+}
+
+func TestMembersFindsSeveralFieldsInOnePass(t *testing.T) {
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hi, \"you\""},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"caf\u00e9":[1, 2]}`)
+	keys := []string{"arguments", "missing", "café", "name", "text", "name"}
+	want := []string{`{"text":"hi, \"you\""}`, ``, `[1, 2]`, `"echo"`, ``, `"echo"`}
+	got, err := Members(params, keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("%d values for %d keys", len(got), len(keys))
+	}
+	for i, k := range keys {
+		if string(got[i]) != want[i] || (want[i] == "") != (got[i] == nil) {
+			t.Errorf("Members(%q)[%d] = %q, want %q", k, i, got[i], want[i])
+		}
+		// Each agrees with Member, which validates on its own.
+		one, err := Member(params, k)
+		if err != nil || string(one) != string(got[i]) {
+			t.Errorf("Member(%q) = %q, %v; Members gave %q", k, one, err, got[i])
+		}
+	}
+	// A long key list spills past the stack buffer and still matches.
+	long := strings.Repeat("k", 300)
+	obj := json.RawMessage(`{"` + long + `":true,"a":1}`)
+	if got, err := Members(obj, "a", long); err != nil || string(got[0]) != "1" || string(got[1]) != "true" {
+		t.Errorf("Members with a 300-byte key = %q, %v", got, err)
+	}
+	if got, err := Members(params); err != nil || len(got) != 0 {
+		t.Errorf("Members with no key = %q, %v", got, err)
+	}
+	// Reading two members allocates only the result slice.
+	if n := testing.AllocsPerRun(100, func() { _, _ = Members(params, "name", "arguments") }); n > 1 {
+		t.Errorf("Members allocates %v times per call, want 1", n)
+	}
+}
+
+func TestMembersRefusesWhatMemberRefuses(t *testing.T) {
+	cases := []struct {
+		obj  string
+		keys []string
+		want error
+	}{
+		{`{"a":1,"a":2}`, []string{"b", "a"}, ErrDuplicateKey},
+		{`[1,2]`, []string{"a"}, ErrJSONWrongType},
+		{`{"a":}`, []string{"a"}, ErrInvalidJSON},
+		{``, []string{"a"}, ErrInvalidJSON},
+		{"{\"a\":\"\xff\"}", []string{"a"}, ErrInvalidUTF8},
+		{`{}`, []string{"\xff"}, ErrInvalidUTF8},
+		{`{}`, make([]string, 65), ErrInvalidArgument},
+	}
+	for _, c := range cases {
+		got, err := Members(json.RawMessage(c.obj), c.keys...)
+		if got != nil || !errors.Is(err, c.want) {
+			t.Errorf("Members(%q) = %q, %v; want %v", c.obj, got, err, c.want)
+		}
+	}
+	// A key repeated in the object but not asked for is no error.
+	if got, err := Members(json.RawMessage(`{"b":1,"b":2,"a":3}`), "a"); err != nil || string(got[0]) != "3" {
+		t.Errorf("Members = %q, %v", got, err)
 	}
 }

@@ -647,3 +647,22 @@ mcpwgo_member mcpwgo_json_member(const char *json, size_t json_len, const char *
     }
     return out;
 }
+
+mcpw_result mcpwgo_json_members(const char *json, size_t json_len, const char *keys,
+                                const size_t *key_lens, size_t n, size_t *offs, size_t *lens) {
+    mcpw_str k[64], v[64];
+    if (n > 64) return MCPW_ERR_INVALID_ARGUMENT;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        k[i].ptr = keys == NULL ? NULL : keys + at;
+        k[i].len = key_lens[i];
+        at += key_lens[i];
+    }
+    mcpw_result rc = mcpw_json_get_each(json, json_len, n == 0 ? NULL : k, n, v);
+    if (rc != MCPW_OK) return rc;
+    for (size_t i = 0; i < n; i++) {
+        offs[i] = v[i].ptr == NULL ? SIZE_MAX : (size_t)(v[i].ptr - json);
+        lens[i] = v[i].len;
+    }
+    return MCPW_OK;
+}

@@ -296,6 +296,12 @@ typedef struct mcpwgo_member {
 mcpwgo_member mcpwgo_json_member(const char *json, size_t json_len, const char *key,
                                  size_t key_len);
 
+/* Several members of a JSON object in one pass (mcpw_json_get_each): `keys` holds the `n`
+ * keys back to back, `key_lens` their lengths; member i is written as offs[i] and lens[i],
+ * with offs[i] = SIZE_MAX when it is absent. At most 64 keys. */
+mcpw_result mcpwgo_json_members(const char *json, size_t json_len, const char *keys,
+                                const size_t *key_lens, size_t n, size_t *offs, size_t *lens);
+
 /* ---- The HTTP client (http_client.go) -------------------------------------------------- */
 
 typedef struct mcpwgo_http_client_new {

@@ -3178,6 +3178,7 @@ impl Harness {
         } else {
             assert!(out.untouched());
         }
+        self.json_get_each(&text, &key, &expect.problems);
         let mut expect = Expect {
             problems: text_problems,
             also: &[],
@@ -3202,6 +3203,79 @@ impl Harness {
             within(unsafe { out.get() });
         } else {
             assert!(out.untouched());
+        }
+    }
+
+    /// `mcpw_json_get_each` with the key, a fixed key and the key again must agree with one
+    /// `mcpw_json_get` per key: the same views when every one succeeds, else a failure with
+    /// one of their codes (or one the arguments' problems allow: the keys are checked before
+    /// the text) and nothing written.
+    fn json_get_each(&mut self, text: &Arg, key: &Arg, problems: &[mcpw_result]) {
+        let keys = [
+            mcpw_str {
+                ptr: key.ptr(),
+                len: key.len(),
+            },
+            mcpw_str {
+                ptr: c"name".as_ptr(),
+                len: 4,
+            },
+            mcpw_str {
+                ptr: key.ptr(),
+                len: key.len(),
+            },
+        ];
+        let mut each = Vec::new();
+        for k in &keys {
+            let mut out = OutParam::<mcpw_str>::new();
+            let p = out.ptr(false);
+            // Safety: the arguments are valid for their lengths; the output is writable.
+            let got = unsafe { mcpw_json_get(text.ptr(), text.len(), k.ptr, k.len, p) };
+            // Safety: read only when the call succeeded.
+            each.push((got, (got == MCPW_OK).then(|| unsafe { *out.get() })));
+        }
+        let none = mcpw_str {
+            ptr: c"untouched".as_ptr(),
+            len: 9,
+        };
+        let mut values = [none; 3];
+        // Safety: three readable keys (each valid for its length, or NULL as the harness
+        // chose) and three writable views.
+        let got = unsafe {
+            mcpwire_ffi::mcpw_json_get_each(
+                text.ptr(),
+                text.len(),
+                keys.as_ptr(),
+                keys.len(),
+                values.as_mut_ptr(),
+            )
+        };
+        assert_ne!(got, MCPW_ERR_PANIC, "mcpw_json_get_each panicked");
+        if each.iter().all(|(rc, _)| *rc == MCPW_OK) {
+            assert_eq!(
+                got, MCPW_OK,
+                "mcpw_json_get_each failed where mcpw_json_get did not"
+            );
+            for (v, (_, one)) in values.iter().zip(&each) {
+                let one = one.expect("a value from a successful call");
+                assert_eq!(
+                    (v.ptr, v.len),
+                    (one.ptr, one.len),
+                    "get_each and get disagree"
+                );
+            }
+        } else {
+            assert!(
+                each.iter().any(|(rc, _)| *rc == got) || problems.contains(&got),
+                "mcpw_json_get_each returned {got:?}; mcpw_json_get returned {:?}",
+                each.iter().map(|(rc, _)| *rc).collect::<Vec<_>>()
+            );
+            assert!(
+                values
+                    .iter()
+                    .all(|v| v.ptr == none.ptr && v.len == none.len),
+                "mcpw_json_get_each wrote its outputs and failed"
+            );
         }
     }
 

@@ -63,12 +63,18 @@ unsafe fn headers_in<'a>(
         let name = unsafe { bytes_in(chars_as_bytes(h.name.ptr), h.name.len) }?;
         // Safety: as above.
         let value = unsafe { bytes_in(chars_as_bytes(h.value.ptr), h.value.len) }?;
-        out.push((
-            String::from_utf8_lossy(name),
-            String::from_utf8_lossy(value),
-        ));
+        out.push((text_or_lossy(name), text_or_lossy(value)));
     }
     Ok(out)
+}
+
+/// `bytes` as text: borrowed when it is UTF-8 (checked by `from_utf8`, which is much faster on
+/// ASCII than `from_utf8_lossy`'s chunk walk), else a lossy copy.
+fn text_or_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// Header views of owned pairs, for lending.

@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{Out, bytes_in, call, chars_as_bytes, json, text_in};
+use super::boundary::{Out, array_in, bytes_in, call, chars_as_bytes, json, required_mut, text_in};
 use super::event::mcpw_str;
 use super::result::mcpw_result::{self, *};
 
@@ -36,6 +36,68 @@ pub unsafe extern "C" fn mcpw_json_get(
         }
         let value = raw.get_unique(key).map_err(|_| MCPW_ERR_DUPLICATE_KEY)?;
         out.write(mcpw_str::of_opt(value.map(|v| v.get())));
+        Ok(())
+    })
+}
+
+/// Looks up several members of the JSON object `json` at once: `keys` points to `keys_len`
+/// keys (UTF-8, compared after decoding escapes, at most 64), and `out_values` to as many
+/// views, written in the same order. Use it instead of several `mcpw_json_get` calls when a
+/// handler needs more than one member of the same object (`name` and `arguments` of a
+/// `tools/call`, say): the text is validated and read once, not once per key. Each view is
+/// the member's raw JSON text inside `json`, or absent (NULL) when there is no such member.
+/// A key asked for that appears twice in `json` is `MCPW_ERR_DUPLICATE_KEY`; more than 64
+/// keys is `MCPW_ERR_INVALID_ARGUMENT`. Nothing is written unless the call succeeds.
+///
+/// # Safety
+/// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `keys` points
+/// to `keys_len` readable views, each readable for its length (or NULL with `keys_len` 0);
+/// `out_values` is NULL or points to `keys_len` writable views.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_get_each(
+    json_text: *const c_char,
+    json_len: usize,
+    keys: *const mcpw_str,
+    keys_len: usize,
+    out_values: *mut mcpw_str,
+) -> mcpw_result {
+    call(|| {
+        let out = required_mut(out_values)?;
+        if keys_len > 64 {
+            return Err(MCPW_ERR_INVALID_ARGUMENT);
+        }
+        // Safety: (caller) `keys_len` readable views, or NULL with 0.
+        let views = unsafe { array_in(keys, keys_len) }?;
+        let mut wanted: [&str; 64] = [""; 64];
+        for (slot, k) in wanted.iter_mut().zip(views) {
+            // Safety: (caller) each key is readable for its length (or NULL with length 0).
+            *slot = unsafe { text_in(k.ptr, k.len) }?;
+        }
+        let wanted = &wanted[..keys_len];
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        if !raw.is_object() {
+            return Err(MCPW_ERR_JSON_WRONG_TYPE);
+        }
+        let mut found: [Option<&str>; 64] = [None; 64];
+        for (k, v) in raw.members() {
+            if let Some(i) = wanted.iter().position(|key| k.eq_str(key)) {
+                if found[i].is_some() {
+                    return Err(MCPW_ERR_DUPLICATE_KEY);
+                }
+                found[i] = Some(v.get());
+            }
+        }
+        // A key asked for twice gets the same view at each place.
+        for i in 1..keys_len {
+            if let Some(first) = wanted[..i].iter().position(|k| *k == wanted[i]) {
+                found[i] = found[first];
+            }
+        }
+        for (i, value) in found[..keys_len].iter().enumerate() {
+            // Safety: (caller) `out_values` holds `keys_len` writable views; `i < keys_len`.
+            unsafe { out.as_ptr().add(i).write(mcpw_str::of_opt(*value)) };
+        }
         Ok(())
     })
 }

@@ -54,15 +54,15 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	case "tools/list":
 		return c.Respond(req.ID, json.RawMessage(Tools))
 	case "tools/call":
-		// Only the members needed are read (mcpwire.Member), not the whole params, whose
-		// 2026-07-28 _meta encoding/json would walk too.
+		// Only the members needed are read (mcpwire.Members, one pass), not the whole params,
+		// whose 2026-07-28 _meta encoding/json would walk too.
 		var name string
-		rawName, err := mcpwire.Member(req.Params, "name")
-		if err != nil || json.Unmarshal(rawName, &name) != nil {
+		m, err := mcpwire.Members(req.Params, "name", "arguments")
+		if err != nil || json.Unmarshal(m[0], &name) != nil {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
 		// An absent or non-object "arguments" has no members: every argument is missing.
-		args, _ := mcpwire.Member(req.Params, "arguments")
+		args := m[1]
 		arg := func(key string) json.RawMessage {
 			v, _ := mcpwire.Member(args, key)
 			return v
@@ -77,7 +77,8 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			return c.Respond(req.ID, toolText(string(text), false))
 		case "add":
 			var a, b float64
-			if json.Unmarshal(arg("a"), &a) != nil || json.Unmarshal(arg("b"), &b) != nil {
+			ab, err := mcpwire.Members(args, "a", "b")
+			if err != nil || json.Unmarshal(ab[0], &a) != nil || json.Unmarshal(ab[1], &b) != nil {
 				return c.Respond(req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
 			}
 			// Whole sums print without a fraction: add(2, 3) is "5".
