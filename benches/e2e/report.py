@@ -28,7 +28,24 @@ def load(path):
         r["cpu_per_k"] = int(r["cpu_ms"]) * 1000 / n if n else 0.0
         r["kind"] = ("floor" if r["server"].startswith("floor")
                      else "ours" if r["server"].startswith(MCPWIRE) else "peer")
-    return rows
+    return medians(rows)
+
+
+def medians(rows):
+    """Per transport, server and level, in the order they first ran: the round with the median
+    req/s (the lower middle one for an even count), with the range over the rounds in "lo" and
+    "hi", and the session memory of the round that measured it."""
+    runs = {}
+    for r in rows:
+        runs.setdefault((r["transport"], r["server"], r["connections"]), []).append(r)
+    out = []
+    for group in runs.values():
+        by_rps = sorted(group, key=lambda r: r["rps"])
+        m = dict(by_rps[(len(by_rps) - 1) // 2])
+        m["lo"], m["hi"], m["rounds"] = by_rps[0]["rps"], by_rps[-1]["rps"], len(group)
+        m["session_rss_b"] = next((r["session_rss_b"] for r in group if r["session_rss_b"]), "")
+        out.append(m)
+    return out
 
 
 def floor_for(row, floors):
@@ -56,10 +73,10 @@ def groups(rows):
 
 def table(rows, how):
     out = [f"Load: {how}.", ""]
-    out.append("| transport | in flight | server | on | mode | req/s | p50 ms | p99 ms "
-               "| CPU ms / 1k req | RSS idle MiB | RSS / idle session KiB | × fastest peer "
-               "| % of floor |")
-    out.append("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("| transport | in flight | server | on | mode | req/s | rounds (k req/s) | p50 ms "
+               "| p99 ms | CPU ms / 1k req | RSS idle MiB | RSS / idle session KiB "
+               "| × fastest peer | % of floor |")
+    out.append("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
     for (transport, level), group in groups(rows):
         peers = [r for r in group if r["kind"] == "peer"]
@@ -73,7 +90,7 @@ def table(rows, how):
             session = f"{int(session) / 1024:.1f}" if session not in ("", None) else ""
             out.append(
                 f"| {transport} | {level} | {r['server']} | {r['stack']} | {r['mode']} "
-                f"| {r['rps']:,.0f} | {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
+                f"| {r['rps']:,.0f} | {spread(r)} | {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
                 f"| {int(r['idle_rss_kb']) / 1024:.1f} | {session} | {ratio} | {pct} |")
         if best:
             lowest_p99 = min(p["p99"] for p in peers)
@@ -87,6 +104,13 @@ def table(rows, how):
                     f"({'lower' if r['p99'] < lowest_p99 else 'NOT lower'})")
     out += ["", "Per mcpwire host:", ""] + notes
     return "\n".join(out) + "\n"
+
+
+def spread(r):
+    """The range of req/s over the rounds, in thousands ("" for a single round)."""
+    if r["rounds"] < 2:
+        return ""
+    return f"{r['lo'] / 1000:.1f}–{r['hi'] / 1000:.1f}"
 
 
 def chart(rows, how):
