@@ -88,7 +88,7 @@ fn main() {
     // The library's blocking loop: it writes what the engine lends (blocking while the client
     // does not read, which stops our reading too), feeds input and fires timers. At end of
     // input it writes every answer already given before it reports `Stop::Eof`.
-    let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
+    let mut io = Io::stdio(clock);
     loop {
         match io.next_event(&mut conn, None) {
             Ok(OwnedEvent::Request { id, method, params }) => {

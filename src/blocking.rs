@@ -8,10 +8,15 @@
 //!
 //! - **Time stays an input.** [`Io`] reads the time from a clock you give it
 //!   (`FnMut() -> Timestamp`), so tests can drive it with any clock.
-//! - **One reader thread.** `std` cannot wait on a pipe with a timeout, so the input is read on
-//!   a thread and handed over through a channel of [`READ_AHEAD`] chunks of at most
-//!   [`CHUNK`] bytes; one more chunk is being fed to the engine [`FEED`] bytes at a time.
-//!   That is all the input held outside the engine.
+//! - **No thread on Unix.** [`Io::stdio`] and [`Io::from_fd`] wait on the input's file
+//!   descriptor themselves with `poll(2)` (through the `libc` crate, which has each platform's
+//!   exact types) and read [`CHUNK`] bytes at a time on the loop's thread. One message in,
+//!   one answer out, then costs one wake-up of one thread.
+//! - **One reader thread otherwise.** `std` cannot wait on an arbitrary [`Read`] with a
+//!   timeout, so [`Io::new`] reads its input on a thread and hands it over through a channel
+//!   of [`READ_AHEAD`] chunks of at most [`CHUNK`] bytes. Either way one more chunk is being
+//!   fed to the engine [`FEED`] bytes at a time; that is all the input held outside the
+//!   engine.
 //! - **Backpressure.** Writes block. While the peer does not read, the loop waits in its
 //!   write, stops taking input, and the reader thread stops reading, so a peer that writes
 //!   without reading is slowed to the pace it reads at. Memory stays within the engine's
@@ -30,7 +35,7 @@
 //! let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
 //! let config = Config::server("demo", "1.0").with_capabilities(r#"{"tools":{}}"#).unwrap();
 //! let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
-//! let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
+//! let mut io = Io::stdio(clock);
 //! loop {
 //!     match io.next_event(&mut conn, None) {
 //!         Ok(OwnedEvent::Request { id, method, .. }) if method == "tools/list" => {
@@ -95,16 +100,56 @@ pub enum Stop {
 /// A callback that sees every chunk that crosses, for transcripts and logs.
 type Tap = Box<dyn FnMut(Direction, &[u8]) + Send>;
 
-/// The IO half of a blocking loop: an input read on a thread, an output written in place, and
-/// the clock. Use one per connection; the [`Connection`] stays yours, so commands can be
-/// issued between calls.
+impl Io<std::io::Stdout> {
+    /// The loop over this process's stdin and stdout: the usual stdio server. On Unix it waits
+    /// on stdin itself, as [`from_fd`](Io::from_fd) does; elsewhere, or when stdin's descriptor
+    /// cannot be duplicated, it reads stdin on a thread, as [`new`](Io::new) does.
+    pub fn stdio(clock: impl FnMut() -> Timestamp + Send + 'static) -> Io<std::io::Stdout> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
+                return Io::with_input(
+                    Input::Fd(std::fs::File::from(fd)),
+                    std::io::stdout(),
+                    clock,
+                );
+            }
+        }
+        Io::new(std::io::stdin(), std::io::stdout(), clock)
+    }
+}
+
+/// Where the input comes from.
+enum Input {
+    /// Chunks from a reader thread (see [`Io::new`]).
+    Thread(Receiver<Vec<u8>>),
+    /// A descriptor the loop waits on and reads itself (see [`Io::from_fd`]).
+    #[cfg(unix)]
+    Fd(std::fs::File),
+}
+
+/// What waiting for input brought.
+enum Waited {
+    /// `len` bytes, now in `pending`.
+    Bytes(usize),
+    /// The input ended or failed.
+    End,
+    /// Nothing yet (the wait timed out or was interrupted).
+    Nothing,
+}
+
+/// The IO half of a blocking loop: an input, an output written in place, and the clock. Use
+/// one per connection; the [`Connection`] stays yours, so commands can be issued between
+/// calls.
 pub struct Io<W: Write> {
-    input: Receiver<Vec<u8>>,
+    input: Input,
     output: Option<W>,
     clock: Box<dyn FnMut() -> Timestamp + Send>,
     tap: Option<Tap>,
-    /// The chunk being fed, and how much of it the engine has had.
+    /// The chunk being fed (its first `end` bytes), and how much of it the engine has had.
     pending: Vec<u8>,
+    end: usize,
     fed: usize,
     eof: bool,
     output_error: Option<std::io::Error>,
@@ -122,7 +167,9 @@ impl<W: Write> std::fmt::Debug for Io<W> {
 impl<W: Write> Io<W> {
     /// Starts reading `input` on a thread of its own, and writes to `output` from the calling
     /// thread. `clock` must never go backwards (a monotonic clock, as
-    /// [`Timestamp`] asks for).
+    /// [`Timestamp`] asks for). Use it for any [`Read`]: an in-memory input in a test, or a
+    /// source without a file descriptor. For stdin, and on Unix for any pipe or socket,
+    /// [`stdio`](Io::stdio) and [`from_fd`](Io::from_fd) need no thread.
     ///
     /// The thread ends when the input ends or fails, or, after `Io` is dropped, with the next
     /// read that returns.
@@ -131,12 +178,45 @@ impl<W: Write> Io<W> {
         output: W,
         clock: impl FnMut() -> Timestamp + Send + 'static,
     ) -> Io<W> {
+        Io::with_input(Input::Thread(spawn_reader(input)), output, clock)
+    }
+
+    /// Reads the file descriptor `input` (a pipe, a socket, stdin) on the loop's own thread,
+    /// waiting on it with `poll(2)`, and writes to `output`. Use it on Unix instead of
+    /// [`new`](Io::new) whenever the input has a descriptor: each read wakes one thread
+    /// instead of two, which shortens every round trip (see the stdio rows of the end-to-end
+    /// bench in `benches/README.md`).
+    ///
+    /// The descriptor is duplicated, so `input` itself may be dropped. Nothing may have been
+    /// read through `input` before (a [`Stdin`](std::io::Stdin) that buffered some bytes keeps
+    /// them), and nothing else may read it while the `Io` lives. Fails only when the
+    /// descriptor cannot be duplicated.
+    #[cfg(unix)]
+    pub fn from_fd(
+        input: impl std::os::fd::AsFd,
+        output: W,
+        clock: impl FnMut() -> Timestamp + Send + 'static,
+    ) -> std::io::Result<Io<W>> {
+        let fd = input.as_fd().try_clone_to_owned()?;
+        Ok(Io::with_input(
+            Input::Fd(std::fs::File::from(fd)),
+            output,
+            clock,
+        ))
+    }
+
+    fn with_input(
+        input: Input,
+        output: W,
+        clock: impl FnMut() -> Timestamp + Send + 'static,
+    ) -> Io<W> {
         Io {
-            input: spawn_reader(input),
+            input,
             output: Some(output),
             clock: Box::new(clock),
             tap: None,
             pending: Vec::new(),
+            end: 0,
             fed: 0,
             eof: false,
             output_error: None,
@@ -226,8 +306,8 @@ impl<W: Write> Io<W> {
             if self.flush(conn) {
                 continue;
             }
-            if self.fed < self.pending.len() {
-                let end = self.pending.len().min(self.fed + FEED);
+            if self.fed < self.end {
+                let end = self.end.min(self.fed + FEED);
                 let now = self.now();
                 conn.handle_input(now, &self.pending[self.fed..end]);
                 self.fed = end;
@@ -247,24 +327,76 @@ impl<W: Write> Io<W> {
             let wait = wake.map_or(IDLE_WAIT, |w| {
                 Duration::from_nanos(w.as_nanos().saturating_sub(now.as_nanos()))
             });
-            match self.input.recv_timeout(wait) {
-                Ok(bytes) => {
+            match self.wait_for_input(wait) {
+                Waited::Bytes(len) => {
                     if let Some(tap) = self.tap.as_mut() {
-                        tap(Direction::Received, &bytes);
+                        tap(Direction::Received, &self.pending[..len]);
                     }
                     // Fed piece by piece from the top of the loop.
-                    self.pending = bytes;
+                    self.end = len;
                     self.fed = 0;
                 }
-                Err(RecvTimeoutError::Disconnected) => {
+                Waited::End => {
                     self.eof = true;
                     let now = self.now();
                     conn.handle_eof(now);
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Waited::Nothing => {}
             }
             let now = self.now();
             conn.handle_timeout(now);
+        }
+    }
+
+    /// Waits up to `wait` for the next chunk of input and puts it in `pending` (whose bytes
+    /// the engine has all had).
+    fn wait_for_input(&mut self, wait: Duration) -> Waited {
+        match &mut self.input {
+            Input::Thread(rx) => match rx.recv_timeout(wait) {
+                Ok(bytes) => {
+                    self.pending = bytes;
+                    Waited::Bytes(self.pending.len())
+                }
+                Err(RecvTimeoutError::Disconnected) => Waited::End,
+                Err(RecvTimeoutError::Timeout) => Waited::Nothing,
+            },
+            #[cfg(unix)]
+            Input::Fd(file) => {
+                use std::os::fd::AsRawFd;
+                // Rounded up, so that the loop does not wake just before its deadline.
+                let ms = wait.as_nanos().div_ceil(1_000_000);
+                let timeout = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+                let mut fds = [libc::pollfd {
+                    fd: file.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                }];
+                // SAFETY: `fds` is one valid, writable pollfd for the duration of the call,
+                // and the descriptor is ours (owned by `file`) until `file` is dropped.
+                let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout) };
+                if ready <= 0 {
+                    // Timed out, or interrupted by a signal (EINTR): the caller looks again.
+                    // poll fails otherwise only on bad arguments, which these are not.
+                    return Waited::Nothing;
+                }
+                // Readable, or at its end, or failed: the read says which.
+                if self.pending.len() < CHUNK {
+                    self.pending.resize(CHUNK, 0);
+                }
+                match file.read(&mut self.pending) {
+                    Ok(0) => Waited::End,
+                    Ok(n) => Waited::Bytes(n),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                        ) =>
+                    {
+                        Waited::Nothing
+                    }
+                    Err(_) => Waited::End,
+                }
+            }
         }
     }
 
@@ -337,8 +469,8 @@ mod tests {
         Connection::new(config, Timestamp::ZERO).unwrap()
     }
 
-    #[test]
-    fn every_request_before_eof_is_answered_before_eof_is_reported() {
+    /// The initialize exchange and 3,000 `tools/list` requests.
+    fn many_requests() -> String {
         let mut input = INIT.to_owned();
         for i in 0..3000 {
             input.push_str(&format!(
@@ -346,27 +478,56 @@ mod tests {
                 i + 2
             ));
         }
+        input
+    }
+
+    #[test]
+    fn every_request_before_eof_is_answered_before_eof_is_reported() {
+        let input = many_requests();
         let (_, clock) = manual_clock();
-        let mut conn = server();
         let mut out = Vec::new();
-        {
-            let mut io = Io::new(std::io::Cursor::new(input.into_bytes()), &mut out, clock);
-            loop {
-                match io.next_event(&mut conn, None) {
-                    Ok(OwnedEvent::Request { id, .. }) => {
-                        conn.respond(id.as_id(), crate::jsonrpc::RawJson::new("{}").unwrap())
-                            .unwrap();
-                    }
-                    Ok(_) => {}
-                    Err(Stop::Eof) => break,
-                    Err(Stop::Deadline) => panic!("no deadline was set"),
+        let io = Io::new(std::io::Cursor::new(input.into_bytes()), &mut out, clock);
+        answer_all(io);
+        check_answers(out);
+    }
+
+    /// The same through a pipe read on the loop's thread: the writer fills the pipe from a
+    /// thread of its own (the requests are more than a pipe holds) and then closes it.
+    #[cfg(unix)]
+    #[test]
+    fn from_fd_answers_every_request_before_eof_too() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let feeder = std::thread::spawn(move || writer.write_all(many_requests().as_bytes()));
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let io = Io::from_fd(&reader, &mut out, clock).unwrap();
+        drop(reader); // the loop holds its own duplicate
+        answer_all(io);
+        feeder.join().unwrap().unwrap();
+        check_answers(out);
+    }
+
+    /// Answers every request with `{}` until EOF.
+    fn answer_all<W: Write>(mut io: Io<W>) {
+        let mut conn = server();
+        loop {
+            match io.next_event(&mut conn, None) {
+                Ok(OwnedEvent::Request { id, .. }) => {
+                    conn.respond(id.as_id(), crate::jsonrpc::RawJson::new("{}").unwrap())
+                        .unwrap();
                 }
+                Ok(_) => {}
+                Err(Stop::Eof) => break,
+                Err(Stop::Deadline) => panic!("no deadline was set"),
             }
-            assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof), "standing");
         }
+        assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof), "standing");
+    }
+
+    /// The initialize result and 3,000 answers, each whole.
+    fn check_answers(out: Vec<u8>) {
         let text = String::from_utf8(out).unwrap();
         assert!(text.ends_with('\n'), "no half line at the end");
-        // The initialize result and 3,000 answers, each whole.
         let answers = text.lines().filter(|l| l.contains("\"result\":{}")).count();
         assert_eq!(answers, 3000);
         assert_eq!(text.lines().count(), 3001);
@@ -412,6 +573,49 @@ mod tests {
         assert_eq!(
             io.next_event(&mut conn, None).map(|_| ()),
             Ok(()),
+            "Closed after EOF"
+        );
+        assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof));
+    }
+
+    /// On a descriptor the loop waits in poll(2): it returns at `until` (not before) while the
+    /// input stays open, sees what the tap sees, and reports the end once the writer closes.
+    #[cfg(unix)]
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a real clock: poll(2) waits real time
+    fn from_fd_waits_for_until_and_then_for_the_end() {
+        let start = std::time::Instant::now();
+        let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
+        let mut conn = server();
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(INIT.as_bytes()).unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen_by_tap = Arc::clone(&seen);
+        let mut io = Io::from_fd(reader, Vec::new(), clock).unwrap();
+        io.set_tap(move |dir, bytes| seen_by_tap.lock().unwrap().push((dir, bytes.to_vec())));
+        match io.next_event(&mut conn, None) {
+            Ok(OwnedEvent::Ready { .. }) => {}
+            other => panic!("expected Ready, got {other:?}"),
+        }
+        assert!(io.flush(&mut conn));
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen[0], (Direction::Received, INIT.as_bytes().to_vec()));
+            assert!(seen.iter().any(|(d, _)| *d == Direction::Sent));
+        }
+        let until = io.now().as_nanos() + 30_000_000;
+        assert_eq!(
+            io.next_event(&mut conn, Some(Timestamp::from_nanos(until))),
+            Err(Stop::Deadline)
+        );
+        assert!(io.now().as_nanos() >= until, "returned before `until`");
+        assert!(!io.is_eof());
+        drop(writer);
+        assert!(
+            matches!(
+                io.next_event(&mut conn, None),
+                Ok(OwnedEvent::Closed { .. })
+            ),
             "Closed after EOF"
         );
         assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof));

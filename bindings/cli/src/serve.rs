@@ -464,7 +464,7 @@ pub fn run(legacy_only: bool) -> i32 {
     // client that does not read our output is slowed down, not buffered), and every answer
     // already given is written before the loop reports the end of input.
     let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
-    let mut io = Io::new(std::io::stdin(), std::io::stdout(), clock);
+    let mut io = Io::stdio(clock);
     loop {
         let now = io.now();
         server.fire_timers(&mut conn, now);
