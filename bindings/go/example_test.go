@@ -37,3 +37,20 @@ func Example() {
 	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"demo","version":"1.0"}}}
 	// {"jsonrpc":"2.0","id":"two","result":{"tools":[]}}
 }
+
+// Reading a tool call's name and arguments in one pass over its params, then decoding only
+// the arguments.
+func ExampleMembers() {
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)
+	m, err := mcpwire.Members(params, "name", "arguments")
+	if err != nil {
+		panic(err)
+	}
+	var args struct{ Text string }
+	if err := json.Unmarshal(m[1], &args); err != nil {
+		panic(err)
+	}
+	fmt.Println(string(m[0]), args.Text)
+	// Output: "echo" hi
+}
