@@ -18,9 +18,9 @@
 //!   fed to the engine [`FEED`] bytes at a time; that is all the input held outside the
 //!   engine.
 //! - **Backpressure.** Writes block. While the peer does not read, the loop waits in its
-//!   write, stops taking input, and the reader thread stops reading, so a peer that writes
-//!   without reading is slowed to the pace it reads at. Memory stays within the engine's
-//!   bounds plus the read-ahead.
+//!   write and takes no input (a reader thread stops once its chunks wait), so a peer that
+//!   writes without reading is slowed to the pace it reads at. Memory stays within the
+//!   engine's bounds plus the read-ahead.
 //! - **Nothing accepted is lost.** At end of input every answer already produced is written
 //!   before [`Io::next_event`] reports [`Stop::Eof`].
 //!
@@ -102,19 +102,13 @@ type Tap = Box<dyn FnMut(Direction, &[u8]) + Send>;
 
 impl Io<std::io::Stdout> {
     /// The loop over this process's stdin and stdout: the usual stdio server. On Unix it waits
-    /// on stdin itself, as [`from_fd`](Io::from_fd) does; elsewhere, or when stdin's descriptor
-    /// cannot be duplicated, it reads stdin on a thread, as [`new`](Io::new) does.
+    /// on stdin itself, as [`from_fd`](Io::from_fd) does (so nothing may have been read from
+    /// stdin before); elsewhere, or when stdin's descriptor cannot be duplicated, it reads
+    /// stdin on a thread, as [`new`](Io::new) does.
     pub fn stdio(clock: impl FnMut() -> Timestamp + Send + 'static) -> Io<std::io::Stdout> {
         #[cfg(unix)]
-        {
-            use std::os::fd::AsFd;
-            if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
-                return Io::with_input(
-                    Input::Fd(std::fs::File::from(fd)),
-                    std::io::stdout(),
-                    clock,
-                );
-            }
+        if let Ok(input) = Input::fd(std::io::stdin()) {
+            return Io::with_input(input, std::io::stdout(), clock);
         }
         Io::new(std::io::stdin(), std::io::stdout(), clock)
     }
@@ -127,6 +121,15 @@ enum Input {
     /// A descriptor the loop waits on and reads itself (see [`Io::from_fd`]).
     #[cfg(unix)]
     Fd(std::fs::File),
+}
+
+impl Input {
+    /// A duplicate of `input`'s descriptor, read on the loop's thread.
+    #[cfg(unix)]
+    fn fd(input: impl std::os::fd::AsFd) -> std::io::Result<Input> {
+        let fd = input.as_fd().try_clone_to_owned()?;
+        Ok(Input::Fd(std::fs::File::from(fd)))
+    }
 }
 
 /// What waiting for input brought.
@@ -197,12 +200,7 @@ impl<W: Write> Io<W> {
         output: W,
         clock: impl FnMut() -> Timestamp + Send + 'static,
     ) -> std::io::Result<Io<W>> {
-        let fd = input.as_fd().try_clone_to_owned()?;
-        Ok(Io::with_input(
-            Input::Fd(std::fs::File::from(fd)),
-            output,
-            clock,
-        ))
+        Ok(Io::with_input(Input::fd(input)?, output, clock))
     }
 
     fn with_input(
