@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestMemberFindsOneFieldOfRawJSON(t *testing.T) {
@@ -118,4 +119,53 @@ func TestMembersRefusesWhatMemberRefuses(t *testing.T) {
 	if got, err := Members(json.RawMessage(`{"b":1,"b":2,"a":3}`), "a"); err != nil || string(got[0]) != "3" {
 		t.Errorf("Members = %q, %v", got, err)
 	}
+}
+
+// FuzzMembers: Members(obj, k1, k2, k1) agrees with one Member call per key: the same views
+// (the same bytes of obj) when every call succeeds, else one of their errors (or
+// ErrInvalidUTF8 for a key that is not UTF-8: Members checks the keys before the text).
+func FuzzMembers(f *testing.F) {
+	f.Add([]byte(`{"name":"echo","arguments":{"text":"hi"}}`), "name", "arguments")
+	f.Add([]byte(`{"a":1,"a":2,"b":3}`), "b", "a")
+	f.Add([]byte(`{"caf\u00e9":[1, 2],"x":{"y":null}}`), "café", "y")
+	f.Add([]byte(`[1,2]`), "a", "")
+	f.Add([]byte("{\"a\":\"\xff\"}"), "a", "\xff")
+	f.Fuzz(func(t *testing.T, obj []byte, k1, k2 string) {
+		keys := []string{k1, k2, k1}
+		got, err := Members(obj, keys...)
+		var errs []error
+		views := make([]json.RawMessage, len(keys))
+		for i, k := range keys {
+			v, e := Member(obj, k)
+			if e != nil {
+				errs = append(errs, e)
+			}
+			views[i] = v
+		}
+		if len(errs) == 0 {
+			if err != nil {
+				t.Fatalf("Members failed (%v) where every Member succeeded", err)
+			}
+			for i := range keys {
+				if string(got[i]) != string(views[i]) || (got[i] == nil) != (views[i] == nil) {
+					t.Fatalf("key %q: Members %q, Member %q", keys[i], got[i], views[i])
+				}
+				if len(got[i]) > 0 && &got[i][0] != &views[i][0] {
+					t.Fatalf("key %q: Members and Member view different bytes", keys[i])
+				}
+			}
+			return
+		}
+		if err == nil || got != nil {
+			t.Fatalf("Members = %q, %v where Member failed with %v", got, err, errs)
+		}
+		for _, e := range errs {
+			if errors.Is(err, e) {
+				return
+			}
+		}
+		if !errors.Is(err, ErrInvalidUTF8) || (utf8.ValidString(k1) && utf8.ValidString(k2)) {
+			t.Fatalf("Members failed with %v, Member with %v", err, errs)
+		}
+	})
 }
