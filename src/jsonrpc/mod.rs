@@ -291,20 +291,31 @@ impl<'a> RawJson<'a> {
     /// The values of several members, in one pass over the object: use it instead of
     /// several [`get_unique`](Self::get_unique) calls, which each read the whole object.
     /// Up to 64 keys; a key repeated in `keys` is found at its first place only.
+    #[inline]
     pub fn get_each<const N: usize>(&self, keys: [&str; N]) -> Found<'a, N> {
-        let mut found = Found {
-            values: [None; N],
-            duplicated: 0,
-        };
+        let mut values = [None; N];
+        let duplicated = self.get_each_into(&keys, &mut values);
+        Found { values, duplicated }
+    }
+
+    /// [`get_each`](Self::get_each) for a number of keys known only at run time (a C host's
+    /// list, say): the value of `keys[i]` goes to `values[i]` (`None` when absent; `values`
+    /// should be as long as `keys`, and starts all `None`). Returns a mask with bit `i` set
+    /// when `keys[i]` (among the first 64) appears twice in the object.
+    #[inline]
+    pub fn get_each_into(&self, keys: &[&str], values: &mut [Option<RawJson<'a>>]) -> u64 {
+        let mut duplicated = 0;
         for (k, v) in self.members() {
-            if let Some(i) = keys.iter().position(|key| k.eq_str(key)) {
-                if found.values[i].is_some() && i < 64 {
-                    found.duplicated |= 1 << i;
+            if let Some(i) = keys.iter().position(|key| k.eq_str(key))
+                && let Some(slot) = values.get_mut(i)
+            {
+                if slot.is_some() && i < 64 {
+                    duplicated |= 1 << i;
                 }
-                found.values[i] = Some(v);
+                *slot = Some(v);
             }
         }
-        found
+        duplicated
     }
 }
 
@@ -769,3 +780,34 @@ impl fmt::Display for DecodeError<'_> {
 }
 
 impl std::error::Error for DecodeError<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::RawJson;
+
+    #[test]
+    fn get_each_into_agrees_with_get_each_and_marks_duplicates() {
+        let raw = RawJson::new(r#"{"b":1,"a":[2],"b":3,"c\u0061":4}"#).unwrap();
+        let keys = ["a", "b", "ca", "missing"];
+        let mut values = [None; 4];
+        let duplicated = raw.get_each_into(&keys, &mut values);
+        assert_eq!(duplicated, 0b10, "only b appears twice");
+        let text: Vec<_> = values.iter().map(|v| v.map(|v| v.get())).collect();
+        assert_eq!(text, [Some("[2]"), Some("3"), Some("4"), None]);
+        let found = raw.get_each(keys);
+        for (i, want) in values.iter().enumerate() {
+            if i == 1 {
+                assert!(found.get(i).is_err());
+            } else {
+                assert_eq!(
+                    found.get(i).unwrap().map(|v| v.get()),
+                    want.map(|v| v.get())
+                );
+            }
+        }
+        // Fewer places than keys: the keys without a place are not looked up.
+        let mut short = [None; 1];
+        assert_eq!(raw.get_each_into(&keys, &mut short), 0);
+        assert_eq!(short[0].map(|v| v.get()), Some("[2]"));
+    }
+}

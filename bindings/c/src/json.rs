@@ -79,16 +79,12 @@ pub unsafe extern "C" fn mcpw_json_get_each(
         if !raw.is_object() {
             return Err(MCPW_ERR_JSON_WRONG_TYPE);
         }
-        let mut found: [Option<&str>; 64] = [None; 64];
-        for (k, v) in raw.members() {
-            if let Some(i) = wanted.iter().position(|key| k.eq_str(key)) {
-                if found[i].is_some() {
-                    return Err(MCPW_ERR_DUPLICATE_KEY);
-                }
-                found[i] = Some(v.get());
-            }
+        let mut found = [None; 64];
+        if raw.get_each_into(wanted, &mut found[..keys_len]) != 0 {
+            return Err(MCPW_ERR_DUPLICATE_KEY);
         }
-        // A key asked for twice gets the same view at each place.
+        // A key asked for twice gets the same view at each place (get_each_into fills the
+        // first).
         for i in 1..keys_len {
             if let Some(first) = wanted[..i].iter().position(|k| *k == wanted[i]) {
                 found[i] = found[first];
@@ -96,7 +92,11 @@ pub unsafe extern "C" fn mcpw_json_get_each(
         }
         for (i, value) in found[..keys_len].iter().enumerate() {
             // Safety: (caller) `out_values` holds `keys_len` writable views; `i < keys_len`.
-            unsafe { out.as_ptr().add(i).write(mcpw_str::of_opt(*value)) };
+            unsafe {
+                out.as_ptr()
+                    .add(i)
+                    .write(mcpw_str::of_opt(value.map(|v| v.get())))
+            };
         }
         Ok(())
     })
