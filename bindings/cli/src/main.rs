@@ -23,6 +23,7 @@ USAGE
   mcpwire probe [OPTIONS] -- CMD...  start a stdio MCP server and show what it offers
   mcpwire probe [OPTIONS] --url URL  the same for a Streamable HTTP server
   mcpwire serve [--legacy]           a demo MCP server on stdin/stdout (both protocol eras)
+      [--tokio]                      the same, driven by mcpwire-tokio on a tokio runtime
   mcpwire serve --http ADDR          the demo server over Streamable HTTP on ADDR (port 0: any);
                                      prints the URL it serves once bound
       [--redis URL --replica N]      one of several replicas sharing sessions and resumable
@@ -128,6 +129,7 @@ fn probe_command(args: &[String]) -> i32 {
 
 fn serve_command(args: &[String]) -> i32 {
     let mut legacy = false;
+    let mut on_tokio = false;
     let mut http = None;
     let mut redis = None;
     let mut replica = None;
@@ -137,6 +139,10 @@ fn serve_command(args: &[String]) -> i32 {
         match args[i].as_str() {
             "--legacy" => {
                 legacy = true;
+                i += 1;
+            }
+            "--tokio" => {
+                on_tokio = true;
                 i += 1;
             }
             "--http" => {
@@ -180,8 +186,10 @@ fn serve_command(args: &[String]) -> i32 {
         _ => return usage("--redis and --replica go together (and --touch-interval with them)"),
     };
     match http {
+        Some(_) if on_tokio => usage("--tokio is for stdio (--http always runs on tokio)"),
         Some(addr) => serve::run_http(&addr, legacy, scale_out),
         None if scale_out.is_some() => usage("--redis and --replica need --http"),
+        None if on_tokio => serve::run_tokio(legacy),
         None => serve::run(legacy),
     }
 }

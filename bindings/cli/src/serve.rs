@@ -480,6 +480,63 @@ pub fn run(legacy_only: bool) -> i32 {
     }
 }
 
+/// `mcpwire serve --tokio`: the same server on stdio, driven by `mcpwire-tokio`'s
+/// [`Driver`](mcpwire_tokio::stdio::Driver) on a current-thread runtime, with stdin and stdout
+/// waited on by tokio's reactor (`mcpwire_tokio::stdio::stdin`/`stdout`). What an application
+/// that already runs tokio would do; the plain `serve` needs no runtime at all.
+pub fn run_tokio(legacy_only: bool) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcpwire serve: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    runtime.block_on(async {
+        let (stdin, stdout) = (
+            mcpwire_tokio::stdio::stdin(),
+            mcpwire_tokio::stdio::stdout(),
+        );
+        let Ok(mut io) = mcpwire_tokio::stdio::Driver::new(demo_config(legacy_only), stdin, stdout)
+        else {
+            return 1;
+        };
+        let mut server = Server::default();
+        loop {
+            let now = io.now();
+            server.fire_timers(io.connection(), now);
+            // Wake for our own timers (the countdown) as well as the engine's; next_event is
+            // cancellation-safe, so losing the race to the timer loses nothing.
+            let timer = server
+                .next_timer()
+                .map(|at| Duration::from_nanos(at.as_nanos().saturating_sub(io.now().as_nanos())));
+            let sleep = async move {
+                match timer {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = io.next_event() => match ev {
+                    Ok(Some(ev)) => {
+                        let now = io.now();
+                        server.on_event(io.connection(), now, ev);
+                    }
+                    Ok(None) => return 0,
+                    Err(e) => {
+                        eprintln!("mcpwire serve: {e}");
+                        return 1;
+                    }
+                },
+                () = sleep => {}
+            }
+        }
+    })
+}
+
 /// The demo server's logic over Streamable HTTP: one [`Server`] state per connection of the
 /// HTTP server (a session, or a stateless request).
 #[derive(Default)]

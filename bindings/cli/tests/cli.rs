@@ -199,6 +199,24 @@ fn serve_under_the_python_and_typescript_sdk_clients() {
     assert!(ok, "{out}");
 }
 
+/// `serve --tokio`, the same server on mcpwire-tokio's stdio driver: the SDK clients (Python
+/// over pipes, TypeScript over Node's socket pairs) complete sessions in both eras.
+#[test]
+fn serve_on_tokio_under_the_python_and_typescript_sdk_clients() {
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "auto", "--expect-version", "2026-07-28"]),
+        &[BIN, "serve", "--tokio"],
+    );
+    assert!(ok, "{out}");
+    let (ok, out, _) = run_client(
+        python_client(&["--mode", "legacy", "--expect-version", "2025-11-25"]),
+        &[BIN, "serve", "--tokio", "--legacy"],
+    );
+    assert!(ok, "{out}");
+    let (ok, out, _) = run_client(ts_client(&[]), &[BIN, "serve", "--tokio"]);
+    assert!(ok, "{out}");
+}
+
 #[test]
 fn tap_relays_every_byte_unchanged_and_logs_violations() {
     let dir = std::env::temp_dir().join(format!("mcpwire-tap-{}", std::process::id()));
@@ -312,6 +330,7 @@ fn help_and_bad_usage() {
         &["probe"],
         &["tap", "--", "cat"],
         &["probe", "--timeout", "x", "--", "true"],
+        &["serve", "--tokio", "--http", "127.0.0.1:0"],
     ] {
         assert_eq!(mcpwire(bad).0, 2, "{bad:?}");
     }
