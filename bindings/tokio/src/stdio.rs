@@ -13,7 +13,7 @@
 //! use mcpwire_tokio::stdio::Driver;
 //!
 //! let config = Config::server("demo", "1.0").with_capabilities(r#"{"tools":{}}"#).unwrap();
-//! let mut driver = Driver::new(config, mcpwire_tokio::stdio::stdin(), mcpwire_tokio::stdio::stdout()).unwrap();
+//! let mut driver = Driver::new(config, tokio::io::stdin(), tokio::io::stdout()).unwrap();
 //! while let Some(event) = driver.next_event().await? {
 //!     if let OwnedEvent::Request { id, .. } = event {
 //!         let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
@@ -34,151 +34,27 @@
 //! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
 //!   shutdown signal, say) loses nothing: bytes are consumed from the engine only once
 //!   written, and input only once read.
+//! - **One flush per wait, not per answer.** Answers are written as they are given, and the
+//!   writer is flushed only before the driver waits for input or a deadline (and before it
+//!   reports the end). `tokio::io::stdout`'s flush waits for a thread of the blocking pool, so
+//!   a flush per answer held every answer up by a round trip to that thread. A writer that
+//!   buffers (`BufWriter`) thus keeps answers until the driver next waits: call
+//!   [`next_event`](Driver::next_event) again before slow work, or do it on another task.
 //! - **No copies beyond the kernel's.** The engine lends its output buffer to `write`, and
 //!   reads land in one reused buffer; `bytes::Bytes` would add nothing here (it pays off when
 //!   a buffer is shared between tasks, which this loop never does).
 
 use std::io;
-use std::pin::Pin;
 use std::process::Stdio;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use mcpwire::conn::{Config, ConfigError, State};
 use mcpwire::{Connection, OwnedEvent, Timestamp};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How much input the engine gets between drains (see the module docs).
 const FEED: usize = 4096;
-
-/// This process's standard input, for a [`Driver`] of a server on stdio: what [`stdin`]
-/// returns.
-///
-/// On Linux it waits for input with tokio's reactor and reads on the task's own thread, where
-/// `tokio::io::stdin` hands every read to the blocking thread pool and back (two thread
-/// wake-ups per read). The parent's descriptor is left as it was: a pipe, FIFO or terminal is
-/// opened again through `/proc/self/fd/0`, which makes an open file description of our own to
-/// set non-blocking, and a socket is read with per-call `MSG_DONTWAIT`. Anything else (a
-/// regular file, `/dev/null`), other systems, and calls outside a tokio runtime use
-/// `tokio::io::stdin`.
-#[derive(Debug)]
-pub struct Stdin(Input);
-
-#[derive(Debug)]
-enum Input {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    Polled(crate::fdio::PolledFd),
-    Pool(tokio::io::Stdin),
-}
-
-/// This process's standard output, for a [`Driver`] of a server on stdio: what [`stdout`]
-/// returns. Written like [`Stdin`] is read: through the reactor where it can be (a pipe or
-/// terminal opened again through `/proc/self/fd/1`, a socket with per-call `MSG_DONTWAIT`),
-/// else `tokio::io::stdout`. Every write reaches the descriptor at once; flushing has nothing
-/// left to do.
-#[derive(Debug)]
-pub struct Stdout(Output);
-
-#[derive(Debug)]
-enum Output {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    Polled(crate::fdio::PolledFd),
-    Pool(tokio::io::Stdout),
-}
-
-/// Standard input for [`Driver::new`]: use it instead of `tokio::io::stdin()` when serving
-/// on stdio (see [`Stdin`] for what it does differently). Call it inside the runtime, once:
-/// each call opens a descriptor of its own.
-///
-/// # Panics
-/// Inside a tokio runtime built without IO (`Builder::enable_io`), like tokio's socket
-/// types. `#[tokio::main]` enables it.
-pub fn stdin() -> Stdin {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use std::os::fd::AsFd;
-        if let Some(fd) = crate::fdio::PolledFd::new(io::stdin().as_fd(), false) {
-            return Stdin(Input::Polled(fd));
-        }
-    }
-    Stdin(Input::Pool(tokio::io::stdin()))
-}
-
-/// Standard output for [`Driver::new`]: use it instead of `tokio::io::stdout()` when serving
-/// on stdio (see [`Stdout`]). Call it inside the runtime, once.
-///
-/// # Panics
-/// Inside a tokio runtime built without IO, as [`stdin`].
-pub fn stdout() -> Stdout {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use std::os::fd::AsFd;
-        if let Some(fd) = crate::fdio::PolledFd::new(io::stdout().as_fd(), true) {
-            return Stdout(Output::Polled(fd));
-        }
-    }
-    Stdout(Output::Pool(tokio::io::stdout()))
-}
-
-impl Stdin {
-    /// Whether reads wait on the reactor (`true`) or go through tokio's blocking pool.
-    /// For diagnostics and tests; both behave the same apart from speed.
-    pub fn is_polled(&self) -> bool {
-        !matches!(self.0, Input::Pool(_))
-    }
-}
-
-impl Stdout {
-    /// Whether writes wait on the reactor (`true`) or go through tokio's blocking pool.
-    pub fn is_polled(&self) -> bool {
-        !matches!(self.0, Output::Pool(_))
-    }
-}
-
-impl AsyncRead for Stdin {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            Input::Polled(fd) => fd.poll_read(cx, buf),
-            Input::Pool(stdin) => Pin::new(stdin).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stdout {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bytes: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match &mut self.get_mut().0 {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            Output::Polled(fd) => fd.poll_write(cx, bytes),
-            Output::Pool(stdout) => Pin::new(stdout).poll_write(cx, bytes),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            Output::Polled(_) => Poll::Ready(Ok(())),
-            Output::Pool(stdout) => Pin::new(stdout).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            Output::Polled(_) => Poll::Ready(Ok(())),
-            Output::Pool(stdout) => Pin::new(stdout).poll_shutdown(cx),
-        }
-    }
-}
 
 /// A [`Connection`] over a reader and a writer. See the [module docs](self).
 pub struct Driver<R, W> {
@@ -191,6 +67,8 @@ pub struct Driver<R, W> {
     filled: usize,
     fed: usize,
     eof: bool,
+    /// Bytes were written since the writer was last flushed.
+    unflushed: bool,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
@@ -207,6 +85,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             filled: 0,
             fed: 0,
             eof: false,
+            unflushed: false,
         })
     }
 
@@ -229,19 +108,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         self.conn.close(now, grace);
     }
 
-    /// Writes everything the engine has to send.
-    async fn flush(&mut self) -> io::Result<()> {
-        let mut wrote = false;
+    /// Writes everything the engine has to send. The writer is flushed only before the
+    /// driver waits (see [`flush_before_waiting`](Self::flush_before_waiting)): a writer
+    /// that buffers, such as `tokio::io::stdout`, whose flush waits for a thread of the
+    /// blocking pool, would otherwise pay that wait for every answer.
+    async fn write_out(&mut self) -> io::Result<()> {
         while let Some(t) = self.conn.poll_transmit() {
             let n = self.writer.write(t.bytes).await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             self.conn.consume_transmit(n);
-            wrote = true;
+            self.unflushed = true;
         }
-        if wrote {
+        Ok(())
+    }
+
+    /// Flushes what [`write_out`](Self::write_out) wrote since the last flush: before the
+    /// driver waits for input or a deadline, and before it reports the end.
+    async fn flush_before_waiting(&mut self) -> io::Result<()> {
+        if self.unflushed {
             self.writer.flush().await?;
+            self.unflushed = false;
         }
         Ok(())
     }
@@ -251,11 +139,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
         loop {
             // Output first: commands issued since the last call, then what input produced.
-            self.flush().await?;
+            self.write_out().await?;
             if let Some(event) = self.conn.poll_event() {
                 return Ok(Some(event.to_owned_event()));
             }
             if self.conn.state() == State::Closed {
+                self.flush_before_waiting().await?;
                 return Ok(None);
             }
             // The rest of the last read, a piece at a time.
@@ -275,6 +164,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                     None => std::future::pending().await,
                 }
             };
+            self.flush_before_waiting().await?;
             if self.eof {
                 sleep.await;
                 let now = self.now();
