@@ -481,9 +481,9 @@ pub fn run(legacy_only: bool) -> i32 {
 }
 
 /// `mcpwire serve --tokio`: the same server on stdio, driven by `mcpwire-tokio`'s
-/// [`Driver`](mcpwire_tokio::stdio::Driver) on a current-thread runtime, over
-/// `tokio::io::stdin` and `stdout`. What an application that already runs tokio would do; the
-/// plain `serve` needs no runtime at all.
+/// [`Driver`](mcpwire_tokio::stdio::Driver) on a current-thread runtime, with stdin and stdout
+/// waited on by tokio's reactor (`mcpwire_tokio::stdio::stdin`/`stdout`). What an application
+/// that already runs tokio would do; the plain `serve` needs no runtime at all.
 pub fn run_tokio(legacy_only: bool) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -496,7 +496,10 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
         }
     };
     runtime.block_on(async {
-        let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+        let (stdin, stdout) = (
+            mcpwire_tokio::stdio::stdin(),
+            mcpwire_tokio::stdio::stdout(),
+        );
         let Ok(mut io) = mcpwire_tokio::stdio::Driver::new(demo_config(legacy_only), stdin, stdout)
         else {
             return 1;

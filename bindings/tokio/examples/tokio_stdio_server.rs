@@ -6,7 +6,7 @@
 
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::{Config, OwnedEvent};
-use mcpwire_tokio::stdio::Driver;
+use mcpwire_tokio::stdio::{self, Driver};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -29,7 +29,9 @@ async fn main() -> std::io::Result<()> {
     let config = Config::server("mcpwire-tokio-example", "1.0")
         .with_capabilities(r#"{"tools":{},"resources":{},"prompts":{}}"#)
         .expect("capabilities");
-    let mut io = Driver::new(config, tokio::io::stdin(), tokio::io::stdout()).expect("config");
+    // stdio::stdin/stdout wait on the reactor (tokio::io's hand every read and write to a
+    // thread pool); both leave the parent's descriptors as they were.
+    let mut io = Driver::new(config, stdio::stdin(), stdio::stdout()).expect("config");
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut stopping = false;

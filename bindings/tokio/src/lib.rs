@@ -23,5 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod fdio;
 pub mod http;
 pub mod stdio;

@@ -13,7 +13,8 @@
 //! use mcpwire_tokio::stdio::Driver;
 //!
 //! let config = Config::server("demo", "1.0").with_capabilities(r#"{"tools":{}}"#).unwrap();
-//! let mut driver = Driver::new(config, tokio::io::stdin(), tokio::io::stdout()).unwrap();
+//! let (stdin, stdout) = (mcpwire_tokio::stdio::stdin(), mcpwire_tokio::stdio::stdout());
+//! let mut driver = Driver::new(config, stdin, stdout).unwrap();
 //! while let Some(event) = driver.next_event().await? {
 //!     if let OwnedEvent::Request { id, .. } = event {
 //!         let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
@@ -45,16 +46,146 @@
 //!   a buffer is shared between tasks, which this loop never does).
 
 use std::io;
+use std::pin::Pin;
 use std::process::Stdio;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use mcpwire::conn::{Config, ConfigError, State};
 use mcpwire::{Connection, OwnedEvent, Timestamp};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How much input the engine gets between drains (see the module docs).
 const FEED: usize = 4096;
+
+/// This process's standard input, for a [`Driver`] of a server on stdio: what [`stdin`]
+/// returns.
+///
+/// On Linux it waits for input with tokio's reactor and reads on the task's own thread, where
+/// `tokio::io::stdin` hands every read to the blocking thread pool and back (two thread
+/// wake-ups per read). The parent's descriptor is left as it was: a pipe, FIFO or terminal is
+/// opened again through `/proc/self/fd/0`, which makes an open file description of our own to
+/// set non-blocking, and a socket is read with per-call `MSG_DONTWAIT`. Anything else (a
+/// regular file, `/dev/null`), other systems, and calls outside a tokio runtime use
+/// `tokio::io::stdin`.
+#[derive(Debug)]
+pub struct Stdin(Input);
+
+#[derive(Debug)]
+enum Input {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Polled(crate::fdio::PolledFd),
+    Pool(tokio::io::Stdin),
+}
+
+/// This process's standard output, for a [`Driver`] of a server on stdio: what [`stdout`]
+/// returns. Written like [`Stdin`] is read: through the reactor where it can be (a pipe or
+/// terminal opened again through `/proc/self/fd/1`, a socket with per-call `MSG_DONTWAIT`),
+/// else `tokio::io::stdout`. Every write reaches the descriptor at once; flushing has nothing
+/// left to do.
+#[derive(Debug)]
+pub struct Stdout(Output);
+
+#[derive(Debug)]
+enum Output {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    Polled(crate::fdio::PolledFd),
+    Pool(tokio::io::Stdout),
+}
+
+/// Standard input for [`Driver::new`]: use it instead of `tokio::io::stdin()` when serving
+/// on stdio (see [`Stdin`] for what it does differently). Call it inside the runtime, once:
+/// each call opens a descriptor of its own.
+///
+/// # Panics
+/// Inside a tokio runtime built without IO (`Builder::enable_io`), like tokio's socket
+/// types. `#[tokio::main]` enables it.
+pub fn stdin() -> Stdin {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsFd;
+        if let Some(fd) = crate::fdio::PolledFd::new(io::stdin().as_fd(), false) {
+            return Stdin(Input::Polled(fd));
+        }
+    }
+    Stdin(Input::Pool(tokio::io::stdin()))
+}
+
+/// Standard output for [`Driver::new`]: use it instead of `tokio::io::stdout()` when serving
+/// on stdio (see [`Stdout`]). Call it inside the runtime, once.
+///
+/// # Panics
+/// Inside a tokio runtime built without IO, as [`stdin`].
+pub fn stdout() -> Stdout {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsFd;
+        if let Some(fd) = crate::fdio::PolledFd::new(io::stdout().as_fd(), true) {
+            return Stdout(Output::Polled(fd));
+        }
+    }
+    Stdout(Output::Pool(tokio::io::stdout()))
+}
+
+impl Stdin {
+    /// Whether reads wait on the reactor (`true`) or go through tokio's blocking pool.
+    /// For diagnostics and tests; both behave the same apart from speed.
+    pub fn is_polled(&self) -> bool {
+        !matches!(self.0, Input::Pool(_))
+    }
+}
+
+impl Stdout {
+    /// Whether writes wait on the reactor (`true`) or go through tokio's blocking pool.
+    pub fn is_polled(&self) -> bool {
+        !matches!(self.0, Output::Pool(_))
+    }
+}
+
+impl AsyncRead for Stdin {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Input::Polled(fd) => fd.poll_read(cx, buf),
+            Input::Pool(stdin) => Pin::new(stdin).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stdout {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Output::Polled(fd) => fd.poll_write(cx, bytes),
+            Output::Pool(stdout) => Pin::new(stdout).poll_write(cx, bytes),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Output::Polled(_) => Poll::Ready(Ok(())),
+            Output::Pool(stdout) => Pin::new(stdout).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Output::Polled(_) => Poll::Ready(Ok(())),
+            Output::Pool(stdout) => Pin::new(stdout).poll_shutdown(cx),
+        }
+    }
+}
 
 /// A [`Connection`] over a reader and a writer. See the [module docs](self).
 pub struct Driver<R, W> {

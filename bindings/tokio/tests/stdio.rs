@@ -167,30 +167,49 @@ async fn a_slow_reader_gets_every_answer_and_cancelled_calls_lose_nothing() {
 }
 
 /// The example server's stdin and stdout are pipes, or socket pairs as Node gives its
-/// children: it answers 2,000 pipelined requests, then ends at end of input with nothing more
-/// written.
-#[cfg(unix)]
+/// children: it answers 2,000 pipelined requests and ends at end of input, its stdio waits on
+/// the reactor (it holds a second descriptor of the same pipe or socket: the reopened or
+/// duplicated one), and the descriptions it shares with us are still blocking afterwards.
+#[cfg(target_os = "linux")]
 #[test]
-fn the_example_serves_over_pipes_and_socket_pairs() {
+fn the_example_serves_pipes_and_sockets_on_the_reactor_and_leaves_shared_descriptors_blocking() {
     use std::io::{BufRead, BufReader, Read, Write};
-    use std::os::fd::OwnedFd;
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::os::unix::net::UnixStream;
     use std::process::Stdio;
 
+    fn nonblocking(fd: BorrowedFd<'_>) -> bool {
+        // SAFETY: F_GETFL only reads the flags of an open descriptor.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        assert!(flags >= 0);
+        flags & libc::O_NONBLOCK != 0
+    }
+    /// How many of `pid`'s descriptors point where its descriptor `n` does.
+    fn links_to_fd(pid: u32, n: u32) -> usize {
+        let target = std::fs::read_link(format!("/proc/{pid}/fd/{n}")).unwrap();
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|t| *t == target)
+            .count()
+    }
+
     for socket in [false, true] {
-        // (what the child gets, our end)
-        let (child_in, mut to_child): (OwnedFd, Box<dyn Write + Send>);
-        let (child_out, from_child): (OwnedFd, Box<dyn Read + Send>);
+        // (what the child gets, a copy we keep to look at its flags, our end)
+        let (child_in, kept_in, mut to_child): (OwnedFd, OwnedFd, Box<dyn Write + Send>);
+        let (child_out, kept_out, from_child): (OwnedFd, OwnedFd, Box<dyn Read + Send>);
         if socket {
             let (a, b) = UnixStream::pair().unwrap();
-            (child_in, to_child) = (a.into(), Box::new(b));
+            (child_in, kept_in, to_child) = (a.try_clone().unwrap().into(), a.into(), Box::new(b));
             let (a, b) = UnixStream::pair().unwrap();
-            (child_out, from_child) = (a.into(), Box::new(b));
+            (child_out, kept_out, from_child) =
+                (a.try_clone().unwrap().into(), a.into(), Box::new(b));
         } else {
             let (r, w) = std::io::pipe().unwrap();
-            (child_in, to_child) = (r.into(), Box::new(w));
+            (child_in, kept_in, to_child) = (r.try_clone().unwrap().into(), r.into(), Box::new(w));
             let (r, w) = std::io::pipe().unwrap();
-            (child_out, from_child) = (w.into(), Box::new(r));
+            (child_out, kept_out, from_child) =
+                (w.try_clone().unwrap().into(), w.into(), Box::new(r));
         }
         let mut command = Command::new(server());
         command
@@ -198,7 +217,7 @@ fn the_example_serves_over_pipes_and_socket_pairs() {
             .stdout(Stdio::from(child_out))
             .stderr(Stdio::inherit());
         let mut child = command.spawn().unwrap();
-        drop(command); // our copies of the child's ends: its output ends when it exits
+        drop(command); // its copies of the child's ends
         let what = if socket { "socket" } else { "pipe" };
         let n = 2000;
         let writer = std::thread::spawn(move || {
@@ -213,8 +232,25 @@ fn the_example_serves_over_pipes_and_socket_pairs() {
                 "{what}: {line}"
             );
         }
+        assert!(
+            links_to_fd(child.id(), 0) >= 2,
+            "{what}: stdin is not on the reactor"
+        );
+        assert!(
+            links_to_fd(child.id(), 1) >= 2,
+            "{what}: stdout is not on the reactor"
+        );
         drop(writer.join().unwrap()); // end of input: the server exits
         assert!(child.wait().unwrap().success(), "{what}");
+        assert!(
+            !nonblocking(kept_in.as_fd()),
+            "{what}: stdin's description was changed"
+        );
+        assert!(
+            !nonblocking(kept_out.as_fd()),
+            "{what}: stdout's description was changed"
+        );
+        drop((kept_in, kept_out)); // the last copies of the child's ends: now our read ends
         assert!(lines.next().is_none(), "{what}: output after the answers");
     }
 }
