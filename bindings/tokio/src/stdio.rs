@@ -82,8 +82,8 @@ enum Input {
 /// This process's standard output, for a [`Driver`] of a server on stdio: what [`stdout`]
 /// returns. Written like [`Stdin`] is read: through the reactor where it can be (a pipe or
 /// terminal opened again through `/proc/self/fd/1`, a socket with per-call `MSG_DONTWAIT`),
-/// else `tokio::io::stdout`. Every write reaches the descriptor at once; flushing has nothing
-/// left to do.
+/// else `tokio::io::stdout`. On the reactor every write reaches the descriptor at once, so
+/// flushing has nothing to do.
 #[derive(Debug)]
 pub struct Stdout(Output);
 

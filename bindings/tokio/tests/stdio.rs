@@ -347,3 +347,11 @@ async fn the_writer_is_flushed_before_waiting_and_not_once_per_answer() {
     peer_write.shutdown().await.unwrap(); // end of input: the driver ends
     server.await.unwrap();
 }
+
+/// Outside a tokio runtime nothing can be registered with a reactor: `stdin()` and `stdout()`
+/// fall back to tokio's own types (which need a runtime only when they are used).
+#[test]
+fn outside_a_runtime_stdio_falls_back_to_the_blocking_pool() {
+    assert!(!mcpwire_tokio::stdio::stdin().is_polled());
+    assert!(!mcpwire_tokio::stdio::stdout().is_polled());
+}
