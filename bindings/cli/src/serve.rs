@@ -480,20 +480,22 @@ pub fn run(legacy_only: bool) -> i32 {
     }
 }
 
+/// A runtime from `builder` with IO and timers, or `None` after saying on stderr why not.
+fn runtime(builder: &mut tokio::runtime::Builder) -> Option<tokio::runtime::Runtime> {
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("mcpwire serve: cannot start the runtime: {e}"))
+        .ok()
+}
+
 /// `mcpwire serve --tokio`: the same server on stdio, driven by `mcpwire-tokio`'s
 /// [`Driver`](mcpwire_tokio::stdio::Driver) on a current-thread runtime, with stdin and stdout
 /// waited on by tokio's reactor (`mcpwire_tokio::stdio::stdin`/`stdout`). What an application
 /// that already runs tokio would do; the plain `serve` needs no runtime at all.
 pub fn run_tokio(legacy_only: bool) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("mcpwire serve: cannot start the runtime: {e}");
-            return 1;
-        }
+    let Some(runtime) = runtime(&mut tokio::runtime::Builder::new_current_thread()) else {
+        return 1;
     };
     runtime.block_on(async {
         let (stdin, stdout) = (
@@ -622,15 +624,8 @@ async fn report_store_failures(health: [StoreHealth; 2]) {
 /// streams finish.
 pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i32 {
     // One worker per core, or TOKIO_WORKER_THREADS (tokio reads it).
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("mcpwire serve: cannot start the runtime: {e}");
-            return 1;
-        }
+    let Some(runtime) = runtime(&mut tokio::runtime::Builder::new_multi_thread()) else {
+        return 1;
     };
     runtime.block_on(async {
         let listener = match tokio::net::TcpListener::bind(addr).await {
