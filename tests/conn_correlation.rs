@@ -352,6 +352,29 @@ fn progress_is_tracked_per_request_and_dropped_after_completion() {
                 },
             ]
         );
+        // The four members are read in one pass, in any order; a duplicated token or progress
+        // is not used (the notification is dropped).
+        let t = r.0;
+        for params in [
+            format!(r#"{{"progressToken":{t},"progressToken":{t},"progress":2.2}}"#),
+            format!(r#"{{"progressToken":{t},"progress":2.3,"progress":2.4}}"#),
+            format!(r#"{{"message":"m","total":3,"progress":2.5,"progressToken":{t}}}"#),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{params}}}"#
+            );
+            p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+        }
+        assert_eq!(
+            drain(&mut p.client),
+            vec![Ev::Progress {
+                request: r,
+                progress: 2.5,
+                total: Some(3.0),
+                message: Some("m".to_owned())
+            }]
+        );
+        assert_eq!(p.client.stats().dropped_progress, 2);
         p.server.respond(id.as_id(), raw("{}")).unwrap();
         assert_eq!(
             p.server.progress(id.as_id(), 3.0, None, None),
@@ -373,7 +396,7 @@ fn progress_is_tracked_per_request_and_dropped_after_completion() {
         p.client.handle_input(p.now, line.as_bytes());
         p.client.handle_input(p.now, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"nope\",\"progress\":1}}\n");
         assert!(drain(&mut p.client).is_empty());
-        assert_eq!(p.client.stats().dropped_progress, 2);
+        assert_eq!(p.client.stats().dropped_progress, 4);
     }
 }
 

@@ -895,6 +895,48 @@ fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
             .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap())),
         Err(Error::NotEligible)
     );
+    // The params are read in one pass for `_meta` and `task`: a `task` after a progress token
+    // and a long `arguments` still asks for a task; a duplicated `task` counts as absent.
+    let args = format!(r#"{{"text":"{}"}}"#, "x".repeat(300));
+    for (n, params, eligible) in [
+        (
+            901,
+            format!(
+                r#"{{"_meta":{{"progressToken":7}},"name":"slow","arguments":{args},"task":{{}}}}"#
+            ),
+            true,
+        ),
+        (
+            902,
+            format!(r#"{{"name":"slow","task":{{}},"arguments":{args},"task":{{}}}}"#),
+            false,
+        ),
+    ] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{params}}}"#);
+        p.server.handle_input(p.now, format!("{line}\n").as_bytes());
+        let ev = p.server.poll_event();
+        assert!(
+            matches!(ev, Some(mcpwire::conn::Event::Request { .. })),
+            "{ev:?}"
+        );
+        let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+        let got = p.server.respond_task(
+            mcpwire::jsonrpc::Id::Int(n),
+            raw(&tasks.create_result(&task).unwrap()),
+        );
+        assert_eq!(got.is_ok(), eligible, "{params}: {got:?}");
+        if !eligible {
+            p.server
+                .respond(mcpwire::jsonrpc::Id::Int(n), raw(r#"{"content":[]}"#))
+                .unwrap();
+        }
+    }
+    // The answers to these injected requests are not for the client.
+    while let Some(t) = p.server.poll_transmit() {
+        let n = t.bytes.len();
+        p.server.consume_transmit(n);
+    }
     // Nor may a server ask a client for a task the client did not declare (sampling here).
     assert_eq!(
         p.server.request(

@@ -223,8 +223,11 @@ impl Core {
             self.stats.dropped_progress += 1;
             return;
         };
-        let token = params.get_unique("progressToken").ok().flatten();
-        let progress = params.get_unique("progress").ok().flatten();
+        // One pass over the params for the four members (a duplicated one counts as absent).
+        let found = params.get_each(["progressToken", "progress", "total", "message"]);
+        let member = |i| found.get(i).ok().flatten();
+        let token = member(0);
+        let progress = member(1);
         let (Some(Id::Int(n)), Some(progress)) = (
             token.and_then(|t| t.as_id()),
             progress.and_then(|p| p.as_f64()),
@@ -232,16 +235,8 @@ impl Core {
             self.stats.dropped_progress += 1;
             return;
         };
-        let total = params
-            .get_unique("total")
-            .ok()
-            .flatten()
-            .and_then(|t| t.as_f64());
-        let message = params
-            .get_unique("message")
-            .ok()
-            .flatten()
-            .and_then(|m| m.as_str());
+        let total = member(2).and_then(|t| t.as_f64());
+        let message = member(3).and_then(|m| m.as_str());
         let policy = self.config.policy.progress;
         let max_total = self.config.max_total_timeout;
         let Some(p) = self.corr.pending.get_mut(&n).filter(|p| p.wants_progress) else {

@@ -49,8 +49,8 @@ use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext};
 use super::time::Timestamp;
 use super::{Core, Role, ViolationKind};
 use crate::jsonrpc::{
-    self, DecodeError, Decoded, Decoder, DecoderConfig, ErrorKind, Message, OwnedId, RawJson,
-    Reason,
+    self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Message,
+    OwnedId, RawJson, Reason,
 };
 use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
 
@@ -435,9 +435,12 @@ impl Core {
             );
         }
         // A stateless request's token was read with the rest of its `_meta`.
-        let (modern, token) = match modern {
-            Some((ctx, token)) => (Some(ctx), token),
-            None => (None, progress_token(r.params)),
+        let (modern, token, asks_for_task) = match modern {
+            Some((ctx, token)) => (Some(ctx), token, false),
+            None => {
+                let (token, task) = session_params(r.params);
+                (None, token, task)
+            }
         };
         let progress_token = match token {
             Ok(t) => t,
@@ -470,8 +473,7 @@ impl Core {
                             r.method.raw(),
                             "tools/call" | "sampling/createMessage" | "elicitation/create"
                         ) && self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
-                            && r.params
-                                .is_some_and(|p| p.get_unique("task").ok().flatten().is_some())
+                            && asks_for_task
                             && mcp::sub_capabilities(r.method.raw(), r.params)
                                 .check(self.config.capabilities.flags(), true)
                                 .is_ok()
@@ -697,12 +699,21 @@ fn answers_decode_error(e: &DecodeError<'_>) -> bool {
 /// (duplicated keys, or a token that is neither a string nor an integer).
 pub(super) type ProgressToken = Result<Option<OwnedId>, ()>;
 
-/// Reads the [`ProgressToken`] of a request's params.
-fn progress_token(params: Option<RawJson<'_>>) -> Result<Option<OwnedId>, ()> {
+/// Reads a session request's params in one pass (a `tools/call`'s arguments would otherwise be
+/// walked once per member asked for): its [`ProgressToken`], and whether it has a `task`
+/// member (2025-11-25 task augmentation; a duplicated one counts as absent).
+fn session_params(params: Option<RawJson<'_>>) -> (ProgressToken, bool) {
     let Some(params) = params else {
-        return Ok(None);
+        return (Ok(None), false);
     };
-    let Some(meta) = params.get_unique("_meta").map_err(|_| ())? else {
+    let found = params.get_each(["_meta", "task"]);
+    let asks_for_task = found.get(1).ok().flatten().is_some();
+    (progress_token(found.get(0)), asks_for_task)
+}
+
+/// The [`ProgressToken`] in a request's `_meta` member, as `get_unique("_meta")` gave it.
+fn progress_token(meta: Result<Option<RawJson<'_>>, DuplicateMember>) -> ProgressToken {
+    let Some(meta) = meta.map_err(|_| ())? else {
         return Ok(None);
     };
     if !meta.is_object() {
