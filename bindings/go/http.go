@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log"
 	"math"
 	"net/http"
 	"runtime"
@@ -26,7 +28,9 @@ type ConnKey uint64
 // connection; answer requests through c (Respond, RespondError, Progress, Log, ...), now or
 // later through HTTPServer.With. It runs with the server locked: do not block in it (start a
 // goroutine for slow work), do not call the server's methods from it, and do not keep c
-// after it returns (a kept one returns ErrFreed).
+// after it returns (a kept one returns ErrFreed). A panic in it is recovered as net/http
+// recovers a handler's: logged with its stack (HTTPOptions.ErrorLog), the request answered
+// with an internal error if it was not answered yet, and the server serves on.
 type HTTPApp interface {
 	HandleMCP(c *Conn, key ConnKey, ev Event)
 }
@@ -56,6 +60,9 @@ type HTTPOptions struct {
 	// Tools declares the server's tools (a tools/list result or its tools array), so that
 	// 2026-07-28 tools/call requests are checked against their x-mcp-header annotations.
 	Tools json.RawMessage
+	// ErrorLog receives a panic of the app, with its stack; nil: the log package's standard
+	// logger, as net/http does for a handler's panic.
+	ErrorLog *log.Logger
 }
 
 // HTTPServer serves MCP over Streamable HTTP as an http.Handler: handshake-era sessions
@@ -70,6 +77,7 @@ type HTTPServer struct {
 	lastNs    uint64
 	app       HTTPApp
 	maxBody   int
+	errorLog  *log.Logger // HTTPOptions.ErrorLog
 	record    []C.mcpwgo_record
 	arena     []byte
 	lentConns []*Conn       // views lent since the last change; cut off at the next
@@ -119,16 +127,17 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		maxBody = 4 << 20
 	}
 	s := &HTTPServer{
-		ptr:     made.server,
-		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
-		origin:  time.Now(),
-		app:     app,
-		maxBody: maxBody,
-		record:  make([]C.mcpwgo_record, 1),
-		arena:   make([]byte, 4096),
-		changed: make(chan struct{}),
-		rearm:   make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		ptr:      made.server,
+		pending:  (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
+		origin:   time.Now(),
+		app:      app,
+		maxBody:  maxBody,
+		errorLog: opts.ErrorLog,
+		record:   make([]C.mcpwgo_record, 1),
+		arena:    make([]byte, 4096),
+		changed:  make(chan struct{}),
+		rearm:    make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 	go s.timers()
 	return s, nil
@@ -203,8 +212,43 @@ func (s *HTTPServer) dispatchLocked() {
 			continue
 		}
 		t := recordText{arena: s.arena[:int(p.used)]}
-		s.app.HandleMCP(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
+		s.handleEvent(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
 	}
+}
+
+// handleEvent hands ev to the app (s.mu held). A panic in the app stops here, as net/http
+// stops a handler's: it goes to the error log with its stack, a request the app left
+// unanswered gets an internal error, and the server goes on (the lock is not left held, and
+// the other sessions and requests are served).
+func (s *HTTPServer) handleEvent(c *Conn, key ConnKey, ev Event) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v != http.ErrAbortHandler { // net/http's way to end a handler without a log
+			stack := make([]byte, 64<<10)
+			stack = stack[:runtime.Stack(stack, false)]
+			logf := log.Printf
+			if s.errorLog != nil {
+				logf = s.errorLog.Printf
+			}
+			logf("mcpwire: panic in the HTTP app on %s: %v\n%s", eventName(ev), v, stack)
+		}
+		if req, ok := ev.(*RequestEvent); ok {
+			// ErrUnknownRequest when the app answered before it panicked.
+			_ = c.RespondError(req.ID, CodeInternalError, "Internal error", nil)
+		}
+	}()
+	s.app.HandleMCP(c, key, ev)
+}
+
+// eventName names ev for the error log: its Go type, and a request's method.
+func eventName(ev Event) string {
+	if req, ok := ev.(*RequestEvent); ok {
+		return "request " + req.Method
+	}
+	return fmt.Sprintf("%T", ev)
 }
 
 // lent wraps a connection view the engine lent: a Conn of its own for each lending, so one
@@ -218,7 +262,8 @@ func (s *HTTPServer) lent(ptr *C.mcpw_conn) *Conn {
 // With lends the view of connection key to f, with the server locked: answer a request
 // later, report progress, log, or send a request of your own on that session. It returns
 // ErrUnknownConnection when the session ended or the stateless request is over, else what f
-// returns. Do not keep c after f returns (a kept one returns ErrFreed).
+// returns. Do not keep c after f returns (a kept one returns ErrFreed). A panic in f goes on
+// to the caller, with the server unlocked and c cut off.
 func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,9 +274,9 @@ func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	if err := check("http conn", got.rc); err != nil {
 		return err
 	}
+	defer s.notifyLocked() // also when f panics: its view is cut off before the lock goes
 	err := f(s.lent(got.conn))
 	s.dispatchLocked()
-	s.notifyLocked()
 	return err
 }
 
