@@ -48,6 +48,11 @@ use tokio::task::JoinSet;
 /// with the engine's lock held, so keep them short and never block in them: anything slow
 /// (a database, another service) should run elsewhere and come back through a later call (for
 /// example a deadline from [`poll_timeout`](Self::poll_timeout)).
+///
+/// A panic in [`drive`](Self::drive) or [`handle_timeout`](Self::handle_timeout) stops in the
+/// host: the panic hook reports it, the HTTP request being served gets a 500 and the engine
+/// drops that request's stream (as when a client goes away), and the host serves on, timers
+/// included. Events the panicking call had already taken from the engine are lost with it.
 pub trait Application: Send + 'static {
     /// Answers every event [`HttpServer::poll_event`] has and then calls
     /// [`HttpServer::pump`]. Called after every request, after a stream closes and after the
@@ -130,6 +135,23 @@ const GRACE_OVER: u8 = 2;
 struct State<A> {
     server: HttpServer,
     app: A,
+}
+
+impl<A: Application> State<A> {
+    /// Runs application code on the engine (`drive`, or the timers' `handle_timeout` then
+    /// `drive`). A panic in it stops here: the panic hook has reported it, the engine is as
+    /// the application left it, and the host goes on, so one bad request cannot end the
+    /// timers task or take a stream's cleanup with it. Returns whether the code returned.
+    fn run_app(&mut self, now: Timestamp, timers: bool) -> bool {
+        let State { server, app } = self;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if timers {
+                app.handle_timeout(now, server);
+            }
+            app.drive(now, server);
+        }))
+        .is_ok()
+    }
 }
 
 struct Shared<A> {
@@ -445,20 +467,19 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
         let (deadline, fired) = {
             let mut st = shared.lock();
             let now = shared.now();
-            let State { server, app } = &mut *st;
-            let next = |server: &HttpServer, app: &A| {
-                [server.poll_timeout(), app.poll_timeout()]
+            let next = |st: &State<A>| {
+                [st.server.poll_timeout(), st.app.poll_timeout()]
                     .into_iter()
                     .flatten()
                     .min()
             };
-            let mut deadline = next(server, app);
+            let mut deadline = next(&st);
             let fired = deadline.is_some_and(|d| d <= now);
             if fired {
-                server.handle_timeout(now);
-                app.handle_timeout(now, server);
-                app.drive(now, server);
-                deadline = next(server, app);
+                st.server.handle_timeout(now);
+                // A panic leaves the deadline due: the 1 ms pause below keeps it from spinning.
+                st.run_app(now, true);
+                deadline = next(&st);
             }
             // While it loops again at once, every change wakes it.
             let armed = match deadline {
@@ -562,14 +583,24 @@ where
     let response = {
         let mut st = shared.lock();
         let now = shared.now();
-        let State { server, app } = &mut *st;
         let request = HttpRequest {
             method: parts.method.as_str(),
             headers: &headers,
             body: &body,
         };
-        let r = server.handle_request(now, &request, &mut random_fill);
-        app.drive(now, server);
+        let r = st.server.handle_request(now, &request, &mut random_fill);
+        if !st.run_app(now, false) {
+            // The application panicked with this request's events in hand. The engine drops
+            // the request's stream as if its client had gone (a session's answers stay
+            // resumable), which ends a stateless request; the client gets a 500.
+            if let Body::Stream(id) = r.body {
+                st.server.stream_closed(now, id);
+            }
+            drop(st);
+            shared.changed.notify_waiters();
+            return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
+        }
+        let State { server, app } = &mut *st;
         let response = server.settle(r);
         // Streams may have bytes now; the timer task must look again only when a deadline
         // came before the one it sleeps until.
@@ -687,9 +718,8 @@ impl<A: Application> HttpBody for SseBody<A> {
                         let phase = this.shared.phase();
                         if phase == GRACE_OVER || (phase == DRAINING && this.is_get) {
                             let now = this.shared.now();
-                            let State { server, app } = &mut *st;
-                            server.stream_closed(now, this.id);
-                            app.drive(now, server);
+                            st.server.stream_closed(now, this.id);
+                            st.run_app(now, false);
                             this.done = true;
                             ended_by_host = true;
                         }
@@ -727,9 +757,9 @@ impl<A: Application> Drop for SseBody<A> {
         {
             let mut st = self.shared.lock();
             let now = self.shared.now();
-            let State { server, app } = &mut *st;
-            server.stream_closed(now, self.id);
-            app.drive(now, server);
+            st.server.stream_closed(now, self.id);
+            // Not a panic out of a drop, which would abort the process during an unwind.
+            st.run_app(now, false);
         }
         self.shared.changed.notify_waiters();
     }
