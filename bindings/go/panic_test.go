@@ -9,9 +9,28 @@ import (
 	"log"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// lockedBuffer is a log destination the test may read while the server may write to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // An HTTPApp that panics on tools/call "boom" and answers every other call.
 type panickyApp struct{}
@@ -36,7 +55,7 @@ func (panickyApp) HandleMCP(c *Conn, _ ConnKey, ev Event) {
 // request that hit it gets a JSON-RPC internal error, the panic and its stack go to the
 // log, and the next requests are served (the engine's lock is not left held).
 func TestHTTPAppPanicAnswersInternalErrorAndServesOn(t *testing.T) {
-	var logged bytes.Buffer
+	var logged lockedBuffer
 	cfg := &Config{Role: Server, Name: "panicky", Version: "1.0",
 		Capabilities: json.RawMessage(`{"tools":{}}`)}
 	srv, err := NewHTTPServer(cfg, &HTTPOptions{ErrorLog: log.New(&logged, "", 0)}, panickyApp{})
