@@ -322,8 +322,9 @@ fn walk_avx2(buf: &[u8], start: usize, depth_left: usize) -> Option<usize> {
     // The first position where stage 1 found a fault inside a string; it matters only if it
     // lies before the value's end.
     let mut first_bad = usize::MAX;
-    // `{}` and `[]` (empty results, empty lists) need no block.
-    if let Some(&[open, close]) = buf.get(start..start + 2)
+    // `{}` and `[]` (empty results, empty lists) need no block, once they may be opened.
+    if limit > 0
+        && let Some(&[open, close]) = buf.get(start..start + 2)
         && close == open + 2
     {
         return Some(start + 2);
@@ -501,9 +502,10 @@ mod tests {
     #[test]
     fn depth_limits_match() {
         for depth in 0..6 {
-            let text = "[[[[[1]]]]]";
-            let (two, one) = both(text.as_bytes(), depth);
-            assert_eq!(two, one, "depth {depth}");
+            for text in ["[[[[[1]]]]]", "[[[[[]]]]]", "[[{}]]", "{}", "[]"] {
+                let (two, one) = both(text.as_bytes(), depth);
+                assert_eq!(two, one, "{text} at depth {depth}");
+            }
         }
         let deep = "[".repeat(2000) + &"]".repeat(2000);
         let (two, one) = both(deep.as_bytes(), 4096);
