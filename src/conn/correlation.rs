@@ -36,7 +36,7 @@ use super::stateless::Classified;
 use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers};
 use super::time::Timestamp;
 use super::{CloseReason, Core, ProgressPolicy, RequestId, ViolationKind};
-use crate::jsonrpc::{self, Id, RawJson};
+use crate::jsonrpc::{self, Id, ParamsIndex, RawJson};
 
 /// Our requests in flight, the ids we hand out, and the deadlines.
 pub(super) struct Correlation {
@@ -218,13 +218,20 @@ impl Core {
         }
     }
 
-    pub(super) fn on_progress(&mut self, now: Timestamp, frame: &str, params: Option<RawJson<'_>>) {
+    pub(super) fn on_progress(
+        &mut self,
+        now: Timestamp,
+        frame: &str,
+        params: Option<RawJson<'_>>,
+        index: &ParamsIndex,
+    ) {
         let Some(params) = params else {
             self.stats.dropped_progress += 1;
             return;
         };
-        // One pass over the params for the four members (a duplicated one counts as absent).
-        let found = params.get_each(["progressToken", "progress", "total", "message"]);
+        // The four members from the decoder's index of the params, or one pass over them (a
+        // duplicated one counts as absent).
+        let found = index.get_each(params, ["progressToken", "progress", "total", "message"]);
         let member = |i| found.get(i).ok().flatten();
         let token = member(0);
         let progress = member(1);

@@ -50,7 +50,7 @@ use super::time::Timestamp;
 use super::{Core, Role, ViolationKind};
 use crate::jsonrpc::{
     self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Message,
-    OwnedId, RawJson, Reason,
+    OwnedId, ParamsIndex, RawJson, Reason,
 };
 use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
 
@@ -124,29 +124,53 @@ impl<'a> Refusal<'a> {
     }
 }
 
+/// What was read of a single message before the connection handles it, so that it is not
+/// read again.
+pub(super) struct ReadAhead<'a> {
+    /// The decoder's record of the params' members.
+    pub(super) params: &'a ParamsIndex,
+    /// A stateless request's `_meta`, read by the HTTP host to check the headers (see
+    /// [`Connection::handle_decoded_with_meta`](super::Connection::handle_decoded_with_meta)).
+    pub(super) meta: Option<MetaView<'a>>,
+}
+
+impl ReadAhead<'_> {
+    /// Nothing read ahead (a batch member): what is needed is read from the message.
+    pub(super) const NOTHING: ReadAhead<'static> = ReadAhead {
+        params: &ParamsIndex::EMPTY,
+        meta: None,
+    };
+}
+
 impl Core {
     pub(super) fn on_frame(&mut self, now: Timestamp, stream: StreamId, frame: &[u8]) {
-        let decoded = self.dispatch.decoder.decode_text(frame);
+        let mut index = ParamsIndex::EMPTY;
+        let decoded = self.dispatch.decoder.decode_text(frame, &mut index);
         match decoded {
             Err(e) => self.on_decode_error(frame, stream, None, &e),
-            Ok((frame, decoded)) => self.on_decoded(now, stream, frame, decoded, None),
+            Ok((frame, decoded)) => {
+                let ahead = ReadAhead {
+                    params: &index,
+                    meta: None,
+                };
+                self.on_decoded(now, stream, frame, decoded, ahead)
+            }
         }
     }
 
-    /// A frame already decoded (by the HTTP layer, which had to read it to route it): `frame`
-    /// is the text `decoded` was decoded from, and its views point into it.
-    /// `meta`: a single request's `_meta`, already read by the host (see
-    /// [`Connection::handle_decoded_with_meta`](super::Connection::handle_decoded_with_meta)).
+    /// A decoded frame: `frame` is the text `decoded` was decoded from, and its views point
+    /// into it; `ahead` what was read of a single message before (by the decoder, and by an
+    /// HTTP host, which had to read the frame to route it).
     pub(super) fn on_decoded(
         &mut self,
         now: Timestamp,
         stream: StreamId,
         frame: &str,
         decoded: Decoded<'_>,
-        meta: Option<MetaView<'_>>,
+        ahead: ReadAhead<'_>,
     ) {
         match decoded {
-            Decoded::Single(m) => self.on_message(now, stream, frame, m, None, meta),
+            Decoded::Single(m) => self.on_message(now, stream, frame, m, None, ahead),
             Decoded::Batch(members) => self.on_batch(now, stream, frame, members),
         }
     }
@@ -189,7 +213,7 @@ impl Core {
         let b = self.dispatch.open_batch(stream, outstanding);
         for member in members {
             match member {
-                Ok(m) => self.on_message(now, stream, frame, m, Some(b), None),
+                Ok(m) => self.on_message(now, stream, frame, m, Some(b), ReadAhead::NOTHING),
                 Err(e) => self.on_decode_error(frame.as_bytes(), stream, Some(b), &e),
             }
         }
@@ -274,14 +298,14 @@ impl Core {
         frame: &str,
         message: Message<'_>,
         batch: Option<u32>,
-        meta: Option<MetaView<'_>>,
+        ahead: ReadAhead<'_>,
     ) {
         if self.lifecycle.is_closed() {
             return;
         }
         match message {
-            Message::Request(r) => self.on_request(now, stream, frame, r, batch, meta),
-            Message::Notification(n) => self.on_notification(now, frame, n),
+            Message::Request(r) => self.on_request(now, stream, frame, r, batch, ahead),
+            Message::Notification(n) => self.on_notification(now, frame, n, ahead.params),
             Message::Response(r) => self.on_response(now, frame, r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
                 Some(id) => self.on_response(now, frame, id, Err(e.error)),
@@ -318,7 +342,7 @@ impl Core {
         frame: &str,
         r: jsonrpc::Request<'_>,
         batch: Option<u32>,
-        meta: Option<MetaView<'_>>,
+        ahead: ReadAhead<'_>,
     ) {
         let method = r.method.to_str();
         let method: &str = &method;
@@ -335,7 +359,8 @@ impl Core {
                 ),
             );
         }
-        if self.role == Role::Server && self.route_stateless(stream, frame, &r, batch, method, meta)
+        if self.role == Role::Server
+            && self.route_stateless(stream, frame, &r, batch, method, ahead.meta)
         {
             return;
         }
@@ -406,11 +431,12 @@ impl Core {
         {
             self.elicitations.insert(&id);
         }
-        self.accept_request(stream, frame, &r, batch, None, false, None);
+        self.accept_request(stream, frame, &r, batch, None, false, None, ahead.params);
     }
 
     /// Records a request the application will answer and hands it over as an event (or, for a
-    /// listen stream, keeps it open for notifications).
+    /// listen stream, keeps it open for notifications). `index`: what the decoder recorded of
+    /// its params, for a session request's `_meta` and `task`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn accept_request(
         &mut self,
@@ -421,6 +447,7 @@ impl Core {
         modern: Option<(ModernContext, ProgressToken)>,
         input_eligible: bool,
         listen: Option<ListenFilter>,
+        index: &ParamsIndex,
     ) {
         if self.dispatch.inbound.len() >= self.config.limits.max_inbound_in_flight {
             return self.reject(
@@ -438,7 +465,7 @@ impl Core {
         let (modern, token, asks_for_task) = match modern {
             Some((ctx, token)) => (Some(ctx), token, false),
             None => {
-                let (token, task) = session_params(r.params);
+                let (token, task) = session_params(index, r.params);
                 (None, token, task)
             }
         };
@@ -526,6 +553,7 @@ impl Core {
         now: Timestamp,
         frame: &str,
         n: jsonrpc::Notification<'_>,
+        index: &ParamsIndex,
     ) {
         let method = n.method.to_str();
         let method: &str = &method;
@@ -546,7 +574,7 @@ impl Core {
                 self.on_initialized(frame, n.method)
             }
             "notifications/cancelled" => self.on_peer_cancel(frame, n.params),
-            "notifications/progress" => self.on_progress(now, frame, n.params),
+            "notifications/progress" => self.on_progress(now, frame, n.params, index),
             "notifications/elicitation/complete"
                 if self.role == Role::Client
                     && self.effective_version() == ProtocolVersion::V2025_11_25 =>
@@ -699,14 +727,14 @@ fn answers_decode_error(e: &DecodeError<'_>) -> bool {
 /// (duplicated keys, or a token that is neither a string nor an integer).
 pub(super) type ProgressToken = Result<Option<OwnedId>, ()>;
 
-/// Reads a session request's params in one pass (a `tools/call`'s arguments would otherwise be
-/// walked once per member asked for): its [`ProgressToken`], and whether it has a `task`
-/// member (2025-11-25 task augmentation; a duplicated one counts as absent).
-fn session_params(params: Option<RawJson<'_>>) -> (ProgressToken, bool) {
+/// Reads a session request's params (from the decoder's index of them when it has one, else in
+/// one pass): its [`ProgressToken`], and whether it has a `task` member (2025-11-25 task
+/// augmentation; a duplicated one counts as absent).
+fn session_params(index: &ParamsIndex, params: Option<RawJson<'_>>) -> (ProgressToken, bool) {
     let Some(params) = params else {
         return (Ok(None), false);
     };
-    let found = params.get_each(["_meta", "task"]);
+    let found = index.get_each(params, ["_meta", "task"]);
     let asks_for_task = found.get(1).ok().flatten().is_some();
     (progress_token(found.get(0)), asks_for_task)
 }

@@ -51,10 +51,10 @@ pub(crate) use stateless::MetaView;
 pub use time::Timestamp;
 
 use crate::frame::line::{FrameError, LineDecoder};
-use crate::jsonrpc::{Decoded, Id, JsonStr, OwnedId, RawJson};
+use crate::jsonrpc::{Decoded, Id, JsonStr, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Capabilities, Caps, Era, LogLevel, ProtocolVersion};
 use correlation::Correlation;
-use dispatch::Dispatch;
+use dispatch::{Dispatch, ReadAhead};
 use event::{EventQueue, Stored};
 use lifecycle::Lifecycle;
 use outbound::{Answer, Outbound};
@@ -402,17 +402,23 @@ impl Connection {
     }
 
     /// [`handle_frame`](Self::handle_frame) for a message the HTTP layer has decoded already
-    /// (to route it), so a body is decoded once. `frame` must be the text `decoded` came from.
+    /// (to route it), so a body is decoded once. `frame` must be the text `decoded` came from,
+    /// and `index` what the HTTP layer's decoder recorded of its params.
     pub(crate) fn handle_decoded(
         &mut self,
         now: Timestamp,
         stream: StreamId,
         frame: &str,
         decoded: Decoded<'_>,
+        index: &ParamsIndex,
     ) {
         self.core.events.retire_current();
         if !self.core.lifecycle.is_closed() {
-            self.core.on_decoded(now, stream, frame, decoded, None);
+            let ahead = ReadAhead {
+                params: index,
+                meta: None,
+            };
+            self.core.on_decoded(now, stream, frame, decoded, ahead);
         }
     }
 
@@ -425,12 +431,16 @@ impl Connection {
         stream: StreamId,
         frame: &str,
         decoded: Decoded<'_>,
+        index: &ParamsIndex,
         meta: MetaView<'_>,
     ) {
         self.core.events.retire_current();
         if !self.core.lifecycle.is_closed() {
-            self.core
-                .on_decoded(now, stream, frame, decoded, Some(meta));
+            let ahead = ReadAhead {
+                params: index,
+                meta: Some(meta),
+            };
+            self.core.on_decoded(now, stream, frame, decoded, ahead);
         }
     }
 

@@ -47,7 +47,9 @@ use super::{
     CacheScope, CloseReason, Config, Core, Error, RequestId, Role, StreamId, Timestamp,
     ViolationKind,
 };
-use crate::jsonrpc::{self, DuplicateMember, Found, Id, OwnedId, RawJson, write_json_string};
+use crate::jsonrpc::{
+    self, DuplicateMember, Found, Id, OwnedId, ParamsIndex, RawJson, write_json_string,
+};
 use crate::mcp::{
     self, Capabilities, Caps, Era, LogLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, ProtocolVersion,
@@ -491,7 +493,8 @@ impl Core {
             _ => {
                 let eligible = matches!(method, "tools/call" | "prompts/get" | "resources/read");
                 let modern = Some((ctx, token));
-                self.accept_request(stream, frame, r, batch, modern, eligible, None);
+                let index = &ParamsIndex::EMPTY; // the token was read with `_meta`
+                self.accept_request(stream, frame, r, batch, modern, eligible, None, index);
             }
         }
     }
@@ -637,7 +640,9 @@ impl Core {
             RequestMeta::Valid(ctx, token) => Some((ctx, token)),
             _ => None,
         };
-        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted));
+        // Without a valid `_meta` (so no context) the params are walked for the token.
+        let index = &ParamsIndex::EMPTY;
+        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted), index);
     }
 
     /// Server, stateless era: the ids of the `subscriptions/listen` requests in flight.

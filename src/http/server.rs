@@ -35,7 +35,7 @@ use crate::Timestamp;
 use crate::conn::tables::FastMap;
 use crate::conn::{Config, Connection, Event, MetaView, StreamId};
 use crate::frame::sse;
-use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, RawJson};
+use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
 
 /// An HTTP stream the host holds open (one SSE response body).
@@ -355,6 +355,8 @@ pub struct HttpServer {
     next_key: u64,
     next_stream: u64,
     decoder: Decoder,
+    /// What the decoder recorded of the params of the body being handled.
+    params: ParamsIndex,
     /// The connections whose events `poll_event` is handing out.
     polling: Vec<u64>,
     /// Connections that may have output: `pump` visits these, not every connection, so a
@@ -406,6 +408,7 @@ impl HttpServer {
         let next_stream = config.first_stream_id.max(1);
         HttpServer {
             decoder: Decoder::new(config.server.decoder),
+            params: ParamsIndex::EMPTY,
             stateless_caps: None,
             era_configs: [Era::Legacy, Era::Modern].map(|era| {
                 let mut c = config.server.clone();
@@ -641,7 +644,7 @@ impl HttpServer {
             }
         }
         // The body is decoded here, once; the connection gets the decoded message.
-        let (text, decoded) = match self.decoder.decode_text(req.body) {
+        let (text, decoded) = match self.decoder.decode_text(req.body, &mut self.params) {
             Ok(parsed) => parsed,
             Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
         };
@@ -820,10 +823,12 @@ impl HttpServer {
     fn restore(&mut self, now: Timestamp, sid: &str, initialize: &str) -> Option<u64> {
         let key = self.new_conn(now, Some(sid.to_owned()), false)?;
         let c = self.conns.get_mut(&key)?;
-        if let Ok((text, decoded)) = self.decoder.decode_text(initialize.as_bytes())
+        let mut index = ParamsIndex::EMPTY;
+        if let Ok((text, decoded)) = self.decoder.decode_text(initialize.as_bytes(), &mut index)
             && matches!(&decoded, Decoded::Single(Message::Request(r)) if r.method.to_str() == "initialize")
         {
-            c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
+            c.conn
+                .handle_decoded(now, StreamId::MAIN, text, decoded, &index);
         }
         while c.conn.poll_frame().is_some() {
             c.conn.consume_frame();
@@ -833,8 +838,9 @@ impl HttpServer {
             return None;
         }
         const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        if let Ok((text, decoded)) = self.decoder.decode_text(INITIALIZED.as_bytes()) {
-            c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
+        if let Ok((text, decoded)) = self.decoder.decode_text(INITIALIZED.as_bytes(), &mut index) {
+            c.conn
+                .handle_decoded(now, StreamId::MAIN, text, decoded, &index);
         }
         self.sessions.insert(sid.to_owned(), key);
         self.mark(key);
@@ -909,7 +915,8 @@ impl HttpServer {
         if awaiting.is_empty() {
             // Notifications and responses: accepted, nothing to stream.
             if let Some(c) = self.conns.get_mut(&key) {
-                c.conn.handle_decoded(now, StreamId::MAIN, text, decoded);
+                c.conn
+                    .handle_decoded(now, StreamId::MAIN, text, decoded, &self.params);
             }
             self.mark(key);
             self.pump();
@@ -925,10 +932,13 @@ impl HttpServer {
         if let Some(c) = self.conns.get_mut(&key) {
             let stream = StreamId(stream.0);
             match meta {
-                Some(meta) => c
+                Some(meta) => {
+                    c.conn
+                        .handle_decoded_with_meta(now, stream, text, decoded, &self.params, meta)
+                }
+                None => c
                     .conn
-                    .handle_decoded_with_meta(now, stream, text, decoded, meta),
-                None => c.conn.handle_decoded(now, stream, text, decoded),
+                    .handle_decoded(now, stream, text, decoded, &self.params),
             }
         }
         self.mark(key);
@@ -999,11 +1009,13 @@ impl HttpServer {
             "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
             _ => None,
         };
-        // One pass over params for what the header checks read.
+        // What the header checks read, from the decoder's index of the params (else one pass).
         const META: usize = 0;
         const NAME: usize = 1;
         const ARGUMENTS: usize = 2;
-        let found = params.map(|p| p.get_each(["_meta", name_key.unwrap_or("name"), "arguments"]));
+        let index = &self.params;
+        let found =
+            params.map(|p| index.get_each(p, ["_meta", name_key.unwrap_or("name"), "arguments"]));
         let member = |i| found.and_then(|f| f.get(i).ok().flatten());
         // `_meta` read once, here, for the version check and for the connection, which then
         // does not look it up again.

@@ -13,8 +13,8 @@
 
 use super::scan::{self, Fault, fault, skip_ws};
 use super::{
-    DecodeError, Decoded, ErrorObject, ErrorResponse, Id, JsonStr, Message, Notification, RawJson,
-    Reason, Request, Response,
+    DecodeError, Decoded, ErrorObject, ErrorResponse, Found, Id, JsonStr, Message, Notification,
+    RawJson, Reason, Request, Response,
 };
 
 /// Which validator a [`Decoder`] uses. Both give the same views and the same rejections.
@@ -103,35 +103,219 @@ impl Decoder {
     /// On success the views borrow from `frame`. On failure the error says whether to answer
     /// -32700 or -32600, why, and with which id.
     pub fn decode<'f>(&mut self, frame: &'f [u8]) -> Result<Decoded<'f>, DecodeError<'f>> {
+        self.decode_into(frame, None)
+    }
+
+    /// [`decode`](Self::decode), recording in `index` (when given) the members of a single
+    /// message's params; a frame that fails, or a batch, leaves it describing nothing.
+    fn decode_into<'f>(
+        &mut self,
+        frame: &'f [u8],
+        mut index: Option<&mut ParamsIndex>,
+    ) -> Result<Decoded<'f>, DecodeError<'f>> {
+        if let Some(index) = &mut index {
+            index.len = 0;
+        }
+        let decoded = self.decode_with(frame, index.as_deref_mut());
+        if decoded.is_err()
+            && let Some(index) = index
+        {
+            index.len = 0; // params of a frame that failed describe nothing
+        }
+        decoded
+    }
+
+    fn decode_with<'f>(
+        &mut self,
+        frame: &'f [u8],
+        index: Option<&mut ParamsIndex>,
+    ) -> Result<Decoded<'f>, DecodeError<'f>> {
         match self.config.backend {
             Backend::Native => {
                 super::utf8::validate(frame).map_err(DecodeError::parse)?;
-                walk(&mut NativeSyntax { buf: frame }, self.config.max_depth)
+                walk(
+                    &mut NativeSyntax { buf: frame },
+                    self.config.max_depth,
+                    index,
+                )
             }
             #[cfg(feature = "simd")]
             Backend::Simd => {
-                let index = self
+                let structural = self
                     .simd
                     .validate(frame, self.config.max_depth)
                     .map_err(DecodeError::parse)?;
                 walk(
-                    &mut super::simd::IndexedSyntax::new(frame, index),
+                    &mut super::simd::IndexedSyntax::new(frame, structural),
                     self.config.max_depth,
+                    index,
                 )
             }
         }
     }
 }
 
+/// How many params members a [`ParamsIndex`] keeps. Requests and notifications the engine
+/// reads have at most five (`name`, `arguments`, `_meta`, `task`, and a progress
+/// notification's four); params with more members are looked up by a walk.
+const PARAMS_INDEX_MEMBERS: usize = 8;
+
+/// Where one member of a params object lies, as offsets into the params text.
+#[derive(Clone, Copy, Debug, Default)]
+struct MemberSpan {
+    /// The key's body, between its quotes.
+    key: (u32, u32),
+    key_escaped: bool,
+    /// The value.
+    value: (u32, u32),
+}
+
+/// The top-level members of one params object, recorded by the envelope walk, which reads
+/// each of them anyway. [`get_each`](Self::get_each) answers as [`RawJson::get_each`] does on
+/// the same params, without walking them again: the connection reads `_meta` and `task` of
+/// every request and the members of every progress notification this way.
+///
+/// It describes one params text only, named by its address and length. Asked about any
+/// other (a batch member's, a frame decoded since), or when the params had more members
+/// than it keeps, it walks the params as `RawJson::get_each` does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParamsIndex {
+    /// The params text's address and length; `len == 0` when nothing is recorded (no
+    /// params object is empty text).
+    at: usize,
+    len: usize,
+    count: usize,
+    members: [MemberSpan; PARAMS_INDEX_MEMBERS],
+}
+
+impl ParamsIndex {
+    /// Nothing recorded.
+    pub(crate) const EMPTY: ParamsIndex = ParamsIndex {
+        at: 0,
+        len: 0,
+        count: 0,
+        members: [MemberSpan {
+            key: (0, 0),
+            key_escaped: false,
+            value: (0, 0),
+        }; PARAMS_INDEX_MEMBERS],
+    };
+
+    /// Whether this index describes exactly `params`.
+    fn describes(&self, params: &str) -> bool {
+        self.len != 0 && self.at == params.as_ptr() as usize && self.len == params.len()
+    }
+
+    /// [`RawJson::get_each`] on `params`, from the recorded members when they are those of
+    /// `params`: the same values, and the same duplicates.
+    pub(crate) fn get_each<'a, const N: usize>(
+        &self,
+        params: RawJson<'a>,
+        keys: [&str; N],
+    ) -> Found<'a, N> {
+        let text = params.get();
+        if !self.describes(text) {
+            return params.get_each(keys);
+        }
+        let mut values = [None; N];
+        let mut duplicated = 0u64;
+        for m in &self.members[..self.count] {
+            let key = JsonStr::validated(&text[m.key.0 as usize..m.key.1 as usize], m.key_escaped);
+            if let Some(i) = keys.iter().position(|k| key.eq_str(k)) {
+                let slot = &mut values[i];
+                if slot.is_some() && i < 64 {
+                    duplicated |= 1 << i;
+                }
+                *slot = Some(RawJson::validated(
+                    &text[m.value.0 as usize..m.value.1 as usize],
+                ));
+            }
+        }
+        let found = Found { values, duplicated };
+        if cfg!(debug_assertions) {
+            // Under the tests and the fuzz targets, every lookup is checked against a walk.
+            let walked = params.get_each(keys);
+            assert!(
+                walked.values == found.values && walked.duplicated == found.duplicated,
+                "the params index disagrees with a walk of {text}"
+            );
+        }
+        found
+    }
+}
+
+/// Walks a params object member by member, as [`Syntax::value`] would walk it whole, and
+/// records each member's key and value in `index` (up to its capacity; more members leave
+/// it empty). Returns the position after the object, or a fault (whose reason and place the
+/// caller takes from `Syntax::value`, the reference).
+fn params_members<'f, S: Syntax<'f>>(
+    s: &mut S,
+    open: usize,
+    depth_left: usize,
+    index: &mut ParamsIndex,
+) -> Result<usize, Fault> {
+    let buf = s.buf();
+    index.len = 0;
+    if depth_left == 0 {
+        return Err(fault(Reason::TooDeep, open));
+    }
+    let mut count = 0;
+    let mut pos = skip_ws(buf, open + 1);
+    if buf.get(pos) == Some(&b'}') {
+        pos += 1;
+    } else {
+        loop {
+            if buf.get(pos) != Some(&b'"') {
+                return Err(fault(Reason::UnexpectedEnd, pos));
+            }
+            let (key_end, key_escaped) = s.string(pos)?;
+            let vstart = skip_ws(buf, expect(buf, skip_ws(buf, key_end), b':')?);
+            if vstart >= buf.len() {
+                return Err(fault(Reason::UnexpectedEnd, vstart));
+            }
+            let vend = s.value(vstart, depth_left - 1)?;
+            if let Some(m) = index.members.get_mut(count) {
+                // Offsets into the params text; they fit in u32 when the params do (checked
+                // below before the index is used).
+                let at = |p: usize| (p - open) as u32;
+                *m = MemberSpan {
+                    key: (at(pos + 1), at(key_end - 1)),
+                    key_escaped,
+                    value: (at(vstart), at(vend)),
+                };
+            }
+            count += 1;
+            pos = skip_ws(buf, vend);
+            match buf.get(pos) {
+                Some(b',') => pos = skip_ws(buf, pos + 1),
+                Some(b'}') => {
+                    pos += 1;
+                    break;
+                }
+                _ => return Err(fault(Reason::UnexpectedEnd, pos)),
+            }
+        }
+    }
+    let len = pos - open;
+    if count <= PARAMS_INDEX_MEMBERS && u32::try_from(len).is_ok() {
+        index.at = buf[open..].as_ptr() as usize;
+        index.len = len;
+        index.count = count;
+    }
+    Ok(pos)
+}
+
 impl Decoder {
     /// [`decode`](Self::decode), also handing back the frame as text: a frame that decodes
     /// has passed the backend's whole-frame UTF-8 check, so callers that keep it (the event
     /// queue) need not check it again.
+    /// `index` gets the members of a single message's params (see [`ParamsIndex`]).
     pub(crate) fn decode_text<'f>(
         &mut self,
         frame: &'f [u8],
+        index: &mut ParamsIndex,
     ) -> Result<(&'f str, Decoded<'f>), DecodeError<'f>> {
-        let decoded = self.decode(frame)?;
+        let decoded = self.decode_into(frame, Some(index))?;
         // SAFETY: both backends validate the whole frame's UTF-8 before the walk (native:
         // `utf8::validate`; simd: simd-json's own check), and `decode` returns `Ok` only after
         // that check passed.
@@ -603,6 +787,7 @@ fn object<'f, S: Syntax<'f>>(
     s: &mut S,
     open: usize,
     depth_left: usize,
+    mut index: Option<&mut ParamsIndex>,
 ) -> Result<(usize, Result<Message<'f>, DecodeError<'f>>), Fault> {
     let buf = s.buf();
     if depth_left == 0 {
@@ -755,7 +940,24 @@ fn object<'f, S: Syntax<'f>>(
                     }
                 }
                 Some(Member::Params) => {
-                    let end = s.value(vstart, inner_depth)?;
+                    let end = match &mut index {
+                        Some(index) if first == b'{' => {
+                            let walked = params_members(s, vstart, inner_depth, index);
+                            if cfg!(debug_assertions)
+                                && let Ok(end) = walked
+                            {
+                                // The member walk accepts only what the whole walk accepts,
+                                // and ends where it ends.
+                                assert_eq!(s.value(vstart, inner_depth).ok(), Some(end));
+                            }
+                            match walked {
+                                Ok(end) => end,
+                                // The reference walk names the fault.
+                                Err(_) => s.value(vstart, inner_depth)?,
+                            }
+                        }
+                        _ => s.value(vstart, inner_depth)?,
+                    };
                     if first == b'{' {
                         params = Some(RawJson::validated(text(buf, vstart, end)));
                     } else {
@@ -1008,12 +1210,16 @@ fn error_object<'f, S: Syntax<'f>>(
 }
 
 /// Decodes a whole frame.
-fn walk<'f, S: Syntax<'f>>(s: &mut S, max_depth: usize) -> Result<Decoded<'f>, DecodeError<'f>> {
+fn walk<'f, S: Syntax<'f>>(
+    s: &mut S,
+    max_depth: usize,
+    index: Option<&mut ParamsIndex>,
+) -> Result<Decoded<'f>, DecodeError<'f>> {
     let buf = s.buf();
     let start = skip_ws(buf, 0);
     let (end, decoded) = match buf.get(start) {
         Some(b'{') => {
-            let (end, msg) = object(s, start, max_depth).map_err(DecodeError::parse)?;
+            let (end, msg) = object(s, start, max_depth, index).map_err(DecodeError::parse)?;
             (end, msg.map(Decoded::Single))
         }
         Some(b'[') => batch(s, start, max_depth).map_err(DecodeError::parse)?,
@@ -1060,7 +1266,7 @@ fn batch<'f, S: Syntax<'f>>(
             return Err(fault(Reason::UnexpectedEnd, pos));
         };
         if first == b'{' {
-            let (end, msg) = object(s, pos, depth_left)?;
+            let (end, msg) = object(s, pos, depth_left, None)?;
             members.push(msg);
             pos = end;
         } else {
@@ -1173,5 +1379,166 @@ mod tests {
         }
         assert_eq!(digits_value(word(b"99999999"), 8), 99_999_999);
         assert_eq!(digits_value(word(b"0}      "), 1), 0);
+    }
+
+    use super::{Decoder, DecoderConfig, ParamsIndex};
+    use crate::jsonrpc::{Decoded, Message};
+
+    const KEYS: [&str; 6] = ["_meta", "task", "progressToken", "a", "b\u{e9}", "missing"];
+
+    /// What the index answers for each key, as text (`Err` for a duplicate).
+    fn lookups(index: &ParamsIndex, params: super::RawJson<'_>) -> Vec<Result<Option<String>, ()>> {
+        let found = index.get_each(params, KEYS);
+        (0..KEYS.len())
+            .map(|i| {
+                found
+                    .get(i)
+                    .map(|v| v.map(|v| v.get().to_owned()))
+                    .map_err(|_| ())
+            })
+            .collect()
+    }
+
+    fn walked(params: super::RawJson<'_>) -> Vec<Result<Option<String>, ()>> {
+        lookups(&ParamsIndex::EMPTY, params)
+    }
+
+    fn request_params<'f>(decoded: &Decoded<'f>) -> super::RawJson<'f> {
+        match decoded {
+            Decoded::Single(Message::Request(r)) => r.params.expect("params"),
+            Decoded::Single(Message::Notification(n)) => n.params.expect("params"),
+            other => panic!("not a request: {other:?}"),
+        }
+    }
+
+    /// The decoder's index of a message's params answers every lookup as a walk of the same
+    /// params does: escaped keys, duplicates, whitespace, nested objects with the same keys,
+    /// more members than the index keeps, and empty params. Both backends.
+    #[test]
+    fn params_index_answers_as_a_walk_does() {
+        let params = [
+            r#"{"_meta":{"progressToken":7},"name":"echo","arguments":{"a":1,"_meta":2}}"#,
+            r#"{ "a" : [1,{"a":2}] , "task" : {"ttl":1} , "_meta" : null }"#,
+            r#"{"a":1,"a":2,"task":{}}"#,
+            r#"{"\u0061":"escaped key","b\u00e9":true,"task":1,"ta\u0073k":2}"#,
+            r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"8":8,"a":"ninth"}"#,
+            r#"{"1":1,"2":2,"3":3,"4":4,"5":5,"6":6,"7":7,"a":"eighth"}"#,
+            r#"{}"#,
+            "{\n\t\"progressToken\" :\"p\" ,\r\n \"missing\"\n:\n[ ]\n}",
+            r#"{"a":"x\"}","_meta":{"a":{"b":[{}]}}}"#,
+        ];
+        for &backend in super::Backend::ALL {
+            let config = DecoderConfig {
+                backend,
+                ..DecoderConfig::default()
+            };
+            let mut d = Decoder::new(config);
+            for p in params {
+                for frame in [
+                    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{p}}}"#),
+                    format!(r#"{{"params":{p},"method":"m","jsonrpc":"2.0"}}"#),
+                    format!(r#"  {{ "jsonrpc" : "2.0" , "method" : "m" , "params" :  {p}  }} "#),
+                ] {
+                    let mut index = ParamsIndex::EMPTY;
+                    let (_, decoded) = d.decode_text(frame.as_bytes(), &mut index).expect(&frame);
+                    let params = request_params(&decoded);
+                    let index = &index;
+                    let overflow = p.contains("ninth");
+                    assert_eq!(index.describes(params.get()), !overflow, "{frame}");
+                    assert_eq!(lookups(index, params), walked(params), "{frame}");
+                }
+            }
+        }
+    }
+
+    /// The index answers only for the params it was made from: another frame's params at
+    /// another address, a batch member's, or the params of a frame decoded before this one
+    /// are walked.
+    #[test]
+    fn params_index_describes_only_its_own_params() {
+        let mut d = Decoder::default();
+        let a = br#"{"jsonrpc":"2.0","method":"m","params":{"a":1}}"#.to_vec();
+        let b = br#"{"jsonrpc":"2.0","method":"m","params":{"a":2}}"#.to_vec();
+        let mut index_a = ParamsIndex::EMPTY;
+        let (_, decoded_a) = d.decode_text(&a, &mut index_a).unwrap();
+        let pa = request_params(&decoded_a);
+        assert!(index_a.describes(pa.get()));
+        let mut index = ParamsIndex::EMPTY;
+        let (_, decoded_b) = d.decode_text(&b, &mut index).unwrap();
+        let pb = request_params(&decoded_b);
+        assert!(!index_a.describes(pb.get()), "same length, other address");
+        assert_eq!(lookups(&index_a, pb), walked(pb));
+        assert_eq!(walked(pb)[3], Ok(Some("2".to_owned())));
+
+        // A batch leaves nothing recorded, and its members' params are walked.
+        let batch = br#"[{"jsonrpc":"2.0","method":"m","params":{"a":3,"a":4}}]"#;
+        let Ok((_, Decoded::Batch(members))) = d.decode_text(batch, &mut index) else {
+            panic!("not a batch")
+        };
+        let Ok(Message::Notification(n)) = &members[0] else {
+            panic!("not a notification")
+        };
+        let p = n.params.unwrap();
+        assert_eq!(index.len, 0);
+        assert_eq!(lookups(&index, p)[3], Err(()), "a duplicated key");
+
+        // A frame that fails leaves nothing recorded either, even when its params were read
+        // before the fault.
+        for bad in [
+            &br#"{"jsonrpc":"2.0","method":"m","params":{"a":1},}"#[..],
+            br#"{"jsonrpc":"2.0","method":"m","params":{"a":1,}}"#,
+            br#"{"params":{"a":1},"method":"m"}"#,
+        ] {
+            d.decode_text(&a, &mut index).unwrap();
+            assert_ne!(index.len, 0);
+            assert!(d.decode_text(bad, &mut index).is_err());
+            assert_eq!(index.len, 0);
+        }
+    }
+
+    /// Params the member walk must reject are rejected with the reason and place the whole
+    /// walk gives (the reference), and nothing is recorded for them.
+    #[test]
+    fn params_faults_are_named_by_the_reference_walk() {
+        let bad = [
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":}"#,
+            r#"{1:1}"#,
+            r#"{"a":1"b":2}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":1"#,
+            r#"{"a"#,
+            r#"{"#,
+        ];
+        let mut d = Decoder::default();
+        let mut index = ParamsIndex::EMPTY;
+        for p in bad {
+            let frame = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{p}}}"#);
+            let err = d
+                .decode_text(frame.as_bytes(), &mut index)
+                .expect_err(&frame);
+            // The walk without an index takes the reference walk over the params.
+            let reference = super::walk(
+                &mut super::NativeSyntax {
+                    buf: frame.as_bytes(),
+                },
+                DecoderConfig::default().max_depth,
+                None,
+            )
+            .expect_err(&frame);
+            assert_eq!(err.reason(), reference.reason(), "{frame}");
+            assert_eq!(err.offset(), reference.offset(), "{frame}");
+            assert_eq!(index.len, 0);
+        }
+        // Too deep: the params object itself is the container past the limit.
+        let mut shallow = Decoder::new(DecoderConfig {
+            max_depth: 1,
+            ..DecoderConfig::default()
+        });
+        let err = shallow
+            .decode_text(br#"{"jsonrpc":"2.0","method":"m","params":{}}"#, &mut index)
+            .unwrap_err();
+        assert_eq!(err.reason(), crate::jsonrpc::Reason::TooDeep);
     }
 }

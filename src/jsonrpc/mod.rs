@@ -21,6 +21,7 @@ pub(crate) mod utf8;
 use std::borrow::Cow;
 use std::fmt;
 
+pub(crate) use decode::ParamsIndex;
 pub use decode::{Backend, Decoder, DecoderConfig};
 pub(crate) use encode::has_line_break;
 pub use encode::{
