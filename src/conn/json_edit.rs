@@ -173,9 +173,10 @@ pub(crate) fn set_meta(
 }
 
 /// Writes `obj` with `_meta` first (the members `meta_add`, then those of `obj`'s own
-/// `_meta`, given as `meta`), then the members `add`, then `obj`'s other members: what
-/// [`set_members`] followed by [`set_meta`] write, in one pass over `obj`. The caller has
-/// checked that none of the added keys is present.
+/// `_meta`, given as `meta`: `None` when `obj` has none), then the members `add`, then
+/// `obj`'s other members: what [`set_members`] followed by [`set_meta`] write, in one pass
+/// over `obj`. The caller has checked that none of the added keys is present. Without a
+/// `_meta` to leave out, `obj`'s members are copied as one run of text, spacing included.
 pub(crate) fn set_members_and_meta(
     out: &mut Vec<u8>,
     obj: RawJson<'_>,
@@ -198,8 +199,28 @@ pub(crate) fn set_members_and_meta(
     out.push(b'}');
     let mut first = false;
     write_added(out, add, &mut first);
-    copy_members(out, obj, |k| k.eq_str("_meta"), &mut first);
+    match meta {
+        Some(_) => copy_members(out, obj, |k| k.eq_str("_meta"), &mut first),
+        None => {
+            let members = object_body(obj);
+            if !members.is_empty() {
+                out.push(b',');
+                out.extend_from_slice(members.as_bytes());
+            }
+        }
+    }
     out.push(b'}');
+}
+
+/// The text between an object's braces, without the whitespace at either end: its members
+/// as they were written.
+fn object_body(obj: RawJson<'_>) -> &str {
+    let ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let text = obj.get().trim_matches(ws);
+    debug_assert!(text.starts_with('{') && text.ends_with('}'));
+    text.get(1..text.len().saturating_sub(1))
+        .unwrap_or("")
+        .trim_matches(ws)
 }
 
 #[cfg(test)]
@@ -281,6 +302,11 @@ mod tests {
         assert!(edit(|o| set_meta(o, Some(dup), &[("k", b"1")])).is_err());
     }
 
+    /// `text` without the whitespace outside strings (the test texts have none inside).
+    fn spaceless(text: &str) -> String {
+        text.chars().filter(|c| !c.is_ascii_whitespace()).collect()
+    }
+
     #[test]
     fn the_one_pass_edit_writes_what_the_two_edits_wrote() {
         let add: &[(&str, &[u8])] = &[("resultType", b"\"complete\""), ("ttlMs", b"5")];
@@ -291,6 +317,8 @@ mod tests {
             r#"{ "_meta" : { "a" : 1 } , "b\u0063" : [1, {"_meta":2}] }"#,
             r#"{"x":"_meta","_meta":{}}"#,
             r#"{"isError":false,"_meta":{"k":{"n":[1,2]}},"z":null}"#,
+            " { \"content\" : [ 1 ] ,\n\t\"isError\":true } ",
+            "{ }",
         ] {
             let obj = RawJson::new(text).unwrap();
             let mut first = Vec::new();
@@ -304,7 +332,13 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-            assert_eq!(one.as_bytes(), &two[..], "{text}");
+            // The same members, in the same order, with the same values; the spacing between
+            // members may differ (kept as written when there is no `_meta` to leave out).
+            let two = std::str::from_utf8(&two).unwrap();
+            assert_eq!(spaceless(&one), spaceless(two), "{text}");
+            if meta.is_some() || !text.contains(' ') {
+                assert_eq!(one, two, "{text}");
+            }
         }
     }
 }

@@ -761,7 +761,8 @@ impl Core {
         // One pass over the result for the members looked at below.
         let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
         let has = |i: usize| found.get(i).map(|v| v.is_some());
-        let ttl = json_edit::IntText::new(self.config.discover_ttl.as_millis());
+        // Formatted only for the results that carry it.
+        let ttl = cacheable.then(|| json_edit::IntText::new(self.config.discover_ttl.as_millis()));
         let scope: &[u8] = match self.config.discover_cache_scope {
             CacheScope::Public => b"\"public\"",
             CacheScope::Private => b"\"private\"",
@@ -781,7 +782,9 @@ impl Core {
             }
             Some(_) => {}
         }
-        if cacheable && !has(1).map_err(|_| EditError::Exists)? {
+        if let Some(ttl) = &ttl
+            && !has(1).map_err(|_| EditError::Exists)?
+        {
             push(("ttlMs", ttl.as_bytes()));
         }
         if cacheable && !has(2).map_err(|_| EditError::Exists)? {

@@ -116,12 +116,20 @@ impl<'a> JsonStr<'a> {
     }
 
     /// Whether the decoded text equals `s`, without allocating.
+    #[inline]
     pub fn eq_str(&self, s: &str) -> bool {
         if self.escaped {
-            self.chars().eq(s.chars())
+            self.eq_str_escaped(s)
         } else {
             self.raw == s
         }
+    }
+
+    /// [`eq_str`](Self::eq_str) for text with escapes, kept out of line: keys are rarely
+    /// escaped, and the plain compare is inlined where keys are matched.
+    #[inline(never)]
+    fn eq_str_escaped(&self, s: &str) -> bool {
+        self.chars().eq(s.chars())
     }
 }
 
