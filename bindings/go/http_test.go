@@ -460,3 +460,47 @@ func TestHTTPNotificationEventsArriveWithoutAnotherRequest(t *testing.T) {
 	}
 	waitFor(t, "the cancellation", func() bool { _, c := app.snapshot(); return c == 1 })
 }
+
+// A handler that panics takes Serve down with it (a panic is the app's bug, and goes on to
+// Serve's caller), but the answers it gave before that still reach the peer.
+func TestServeWritesGivenAnswersBeforeAHandlerPanicGoesOn(t *testing.T) {
+	conn := toolsServer(t)
+	in := pipelined(3) // ids 1, 2, 3 in one read: their events come in one batch
+	var out bytes.Buffer
+	panicked := func() (v any) {
+		defer func() { v = recover() }()
+		_ = Serve(context.Background(), conn, in, &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			req, ok := ev.(*RequestEvent)
+			if !ok {
+				return
+			}
+			if req.ID.String() == "3" {
+				panic("a bug in the tool")
+			}
+			if err := c.Respond(req.ID, json.RawMessage(`{"tools":[]}`)); err != nil {
+				t.Errorf("respond: %v", err)
+			}
+		}))
+		return nil
+	}()
+	if panicked != "a bug in the tool" {
+		t.Fatalf("the panic did not reach the caller: %v", panicked)
+	}
+	if out.Len() == 0 {
+		t.Fatal("nothing was written: the answers given before the panic were lost")
+	}
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	var ids []string
+	for _, l := range lines {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("a torn line %q: %v", l, err)
+		}
+		ids = append(ids, string(m.ID))
+	}
+	if strings.Join(ids, ",") != "0,1,2" {
+		t.Fatalf("answers written before the panic went on: ids %v", ids)
+	}
+}

@@ -36,6 +36,10 @@ const feedPiece = 4096
 // never reads is cut off by the engine's output limit (a ClosedEvent with
 // ClosePeerNotReading). One read of r may be outstanding when Serve returns; its goroutine
 // ends when that Read does.
+//
+// A panic in h goes on to Serve's caller, as any panic does, but the answers h gave before
+// it (to this request and to earlier ones) are written to w first, so the peer is not left
+// without answers the server already gave.
 func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler) error {
 	type chunk struct {
 		data []byte
@@ -78,7 +82,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			if _, isClosed := ev.(*ClosedEvent); isClosed {
 				closed = true
 			}
-			h.HandleEvent(conn, time.Now(), ev)
+			handleServed(conn, w, h, ev)
 		}
 		if err := conn.Err(); err != nil {
 			return err
@@ -155,4 +159,17 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		}
 	}
+}
+
+// handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the
+// connection already holds is written to w on the way out; the panic itself goes on.
+func handleServed(conn *Conn, w io.Writer, h Handler, ev Event) {
+	returned := false
+	defer func() {
+		if !returned {
+			_, _ = conn.WriteTo(w) // best effort: the panic, not a write error, is the news
+		}
+	}()
+	h.HandleEvent(conn, time.Now(), ev)
+	returned = true
 }
