@@ -14,6 +14,7 @@ import (
 	"log"
 	"math"
 	"net/http"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -50,6 +51,13 @@ type HTTPOptions struct {
 	MaxSessions int
 	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB.
 	MaxBody int
+	// BodyTimeout bounds how long a client may take to send a request's body once its
+	// headers are in (408 beyond), so a client that trickles its body cannot hold the
+	// request open; 0: 30 s. It is set with http.ResponseController for the body only, so
+	// the SSE streams that follow are not cut by it, as they would be by
+	// http.Server.ReadTimeout: leave that unset, and set ReadHeaderTimeout and IdleTimeout
+	// on your http.Server instead.
+	BodyTimeout time.Duration
 	// EventsPerSession bounds the events kept for Last-Event-ID resumption; 0: 256.
 	EventsPerSession int
 	// Retry is the reconnection delay sent to 2025-11-25 clients; 0: 1 s.
@@ -77,7 +85,8 @@ type HTTPServer struct {
 	lastNs    uint64
 	app       HTTPApp
 	maxBody   int
-	errorLog  *log.Logger // HTTPOptions.ErrorLog
+	bodyTime  time.Duration // HTTPOptions.BodyTimeout
+	errorLog  *log.Logger   // HTTPOptions.ErrorLog
 	record    []C.mcpwgo_record
 	arena     []byte
 	lentConns []*Conn       // views lent since the last change; cut off at the next
@@ -126,7 +135,12 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if maxBody <= 0 {
 		maxBody = 4 << 20
 	}
+	bodyTime := opts.BodyTimeout
+	if bodyTime <= 0 {
+		bodyTime = 30 * time.Second
+	}
 	s := &HTTPServer{
+		bodyTime: bodyTime,
 		ptr:      made.server,
 		pending:  (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
 		origin:   time.Now(),
@@ -433,13 +447,20 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	bufs.body.Reset()
+	// The body must arrive within bodyTime. net/http lifts the deadline itself once the body
+	// is read (its watch for a closed connection starts then), so SSE streams are not cut.
+	if r.Body != nil && r.Body != http.NoBody {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
+	}
 	if _, err := bufs.body.ReadFrom(http.MaxBytesReader(w, r.Body, int64(s.maxBody))); err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			http.Error(w, "body not received in time", http.StatusRequestTimeout)
 		}
-		return // the client went away mid-body
+		return // else the client went away mid-body
 	}
 	body := bufs.body.Bytes()
 	// Every header as name,value pairs in one byte string (Host is not in r.Header).

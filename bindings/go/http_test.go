@@ -1,11 +1,13 @@
 package mcpwire
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,10 +63,15 @@ func (a *testApp) snapshot() (held []heldCall, cancelled int) {
 
 func newTestServer(t *testing.T, versions []string) (*HTTPServer, *testApp, *httptest.Server) {
 	t.Helper()
+	return newTestServerWith(t, versions, nil)
+}
+
+func newTestServerWith(t *testing.T, versions []string, opts *HTTPOptions) (*HTTPServer, *testApp, *httptest.Server) {
+	t.Helper()
 	app := &testApp{}
 	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0", Versions: versions,
 		Capabilities: json.RawMessage(`{"tools":{}}`)}
-	srv, err := NewHTTPServer(cfg, nil, app)
+	srv, err := NewHTTPServer(cfg, opts, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,5 +509,63 @@ func TestServeWritesGivenAnswersBeforeAHandlerPanicGoesOn(t *testing.T) {
 	}
 	if strings.Join(ids, ",") != "0,1,2" {
 		t.Fatalf("answers written before the panic went on: ids %v", ids)
+	}
+}
+
+// A client that sends its headers and then trickles its body gets 408 once BodyTimeout has
+// passed, instead of holding the request (and its buffer) open for as long as it likes.
+func TestHTTPSlowBodyGets408(t *testing.T) {
+	_, app, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 150 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("408 after %v, before the body timeout", waited)
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if app.requests != 0 {
+		t.Fatalf("the app saw %d requests", app.requests)
+	}
+}
+
+// The body's deadline ends with the body: an SSE answer that comes long after it still
+// reaches the client (net/http's ReadTimeout would cut the stream there).
+func TestHTTPStreamOutlivesTheBodyTimeout(t *testing.T) {
+	srv, app, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 100 * time.Millisecond})
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	time.Sleep(400 * time.Millisecond)
+	held, _ := app.snapshot()
+	err := srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"much later"}]}`))
+	})
+	if err != nil {
+		t.Fatalf("the stream did not outlive the body timeout: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"much later"`)) {
+		t.Fatalf("stream: %s", body)
 	}
 }

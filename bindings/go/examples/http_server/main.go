@@ -68,7 +68,10 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections are closed after a minute (net/http keeps them for good
+	// otherwise). No ReadTimeout: it would cut SSE streams; HTTPOptions.BodyTimeout (30 s)
+	// bounds the time a body takes to arrive instead.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
