@@ -186,6 +186,12 @@ func (s *HTTPServer) ns() C.uint64_t {
 // notifyLocked ends the views lent so far (a kept one then returns ErrFreed instead of
 // reaching freed or other memory) and wakes every stream waiting for bytes (s.mu held).
 func (s *HTTPServer) notifyLocked() {
+	s.wakeLocked()
+	s.rearmLocked()
+}
+
+// wakeLocked is notifyLocked without the timers' check.
+func (s *HTTPServer) wakeLocked() {
 	for _, c := range s.lentConns {
 		c.ptr = nil
 	}
@@ -194,7 +200,6 @@ func (s *HTTPServer) notifyLocked() {
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
-	s.rearmLocked()
 }
 
 // rearmLocked wakes the timers goroutine when the engine's next deadline now comes before
@@ -203,7 +208,11 @@ func (s *HTTPServer) rearmLocked() {
 	if s.ptr == nil {
 		return
 	}
-	d := C.mcpwgo_http_poll_timeout(s.ptr)
+	s.rearmTo(C.mcpwgo_http_poll_timeout(s.ptr))
+}
+
+// rearmTo is rearmLocked with the engine's next deadline d already read.
+func (s *HTTPServer) rearmTo(d C.mcpwgo_deadline) {
 	if d.rc == C.MCPW_OK && d.has != 0 && uint64(d.at_ns) < s.armed {
 		s.armed = uint64(d.at_ns)
 		select {
@@ -215,20 +224,28 @@ func (s *HTTPServer) rearmLocked() {
 
 // dispatchLocked hands every pending event to the app (s.mu held).
 func (s *HTTPServer) dispatchLocked() {
-	for s.ptr != nil {
-		p := C.mcpwgo_http_poll_event(s.ptr, s.pending, &s.record[0],
-			(*C.uint8_t)(unsafe.Pointer(&s.arena[0])), C.size_t(len(s.arena)))
-		if p.rc != C.MCPW_OK || p.empty != 0 {
-			return
-		}
-		if p.need > 0 {
-			s.arena = make([]byte, int(p.need))
-			continue
-		}
-		t := recordText{arena: s.arena[:int(p.used)]}
-		s.handleEvent(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
+	for s.ptr != nil && s.take(C.mcpwgo_http_poll_event(s.ptr, s.pending, &s.record[0], s.arenaPtr(), s.arenaCap())) {
 	}
 }
+
+// take hands the event p polled to the app, and reports whether there was one: false when p
+// is empty or failed. When the arena was too small it grows it and reports true (the event
+// waits in s.pending for the next poll).
+func (s *HTTPServer) take(p C.mcpwgo_http_polled) bool {
+	if p.rc != C.MCPW_OK || p.empty != 0 {
+		return false
+	}
+	if p.need > 0 {
+		s.arena = make([]byte, int(p.need))
+		return true
+	}
+	t := recordText{arena: s.arena[:int(p.used)]}
+	s.handleEvent(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
+	return true
+}
+
+func (s *HTTPServer) arenaPtr() *C.uint8_t { return (*C.uint8_t)(unsafe.Pointer(&s.arena[0])) }
+func (s *HTTPServer) arenaCap() C.size_t   { return C.size_t(len(s.arena)) }
 
 // handleEvent hands ev to the app (s.mu held). A panic in the app stops here, as net/http
 // stops a handler's: it goes to the error log with its stack, a request the app left
@@ -488,11 +505,14 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method := r.Method
-	got := C.mcpwgo_http_handle(s.ptr, s.ns(), cString(method), C.size_t(len(method)),
-		cBytes(joined), &lens[0], C.size_t(count), (*C.uint8_t)(bytesPtr(body)), C.size_t(len(body)))
+	// The request, and its first event when the answer is a stream: one cgo call.
+	first := C.mcpwgo_http_handle_first(s.ptr, s.ns(), cString(method), C.size_t(len(method)),
+		cBytes(joined), &lens[0], C.size_t(count), (*C.uint8_t)(bytesPtr(body)), C.size_t(len(body)),
+		s.pending, &s.record[0], s.arenaPtr(), s.arenaCap())
 	runtime.KeepAlive(joined)
 	runtime.KeepAlive(lens)
 	runtime.KeepAlive(body)
+	got := first.answer
 	if got.rc != C.MCPW_OK {
 		s.mu.Unlock()
 		http.Error(w, check("handle request", got.rc).Error(), http.StatusInternalServerError)
@@ -500,18 +520,33 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var a answer
 	if got.response.has_stream {
-		// Answer what the app answers at once, then see whether the whole answer is there.
+		// Answer what the app answers at once, then see whether the whole answer is there:
+		// the last poll, the settling and the timers' deadline take one cgo call.
 		stream := got.response.stream
-		s.dispatchLocked()
-		got = C.mcpwgo_http_settle(s.ptr, stream)
-		a = copyAnswer(&got.response, bufs)
+		s.take(first.polled)
+		for {
+			next := C.mcpwgo_http_next_or_settle(s.ptr, stream, s.pending, &s.record[0], s.arenaPtr(), s.arenaCap())
+			if next.settled == 0 {
+				s.take(next.polled)
+				continue
+			}
+			s.wakeLocked()
+			s.rearmTo(next.deadline)
+			if next.answer.rc != C.MCPW_OK {
+				s.mu.Unlock()
+				http.Error(w, check("settle", next.answer.rc).Error(), http.StatusInternalServerError)
+				return
+			}
+			a = copyAnswer(&next.answer.response, bufs)
+			break
+		}
 	} else {
 		// Answered without a stream (a notification's 202, a refusal): the events it caused,
 		// such as a cancellation, go to the app now rather than with the next request.
 		a = copyAnswer(&got.response, bufs)
 		s.dispatchLocked()
+		s.notifyLocked()
 	}
-	s.notifyLocked()
 	s.mu.Unlock()
 
 	for _, h := range a.headers {

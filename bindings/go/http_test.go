@@ -569,3 +569,28 @@ func TestHTTPStreamOutlivesTheBodyTimeout(t *testing.T) {
 		t.Fatalf("stream: %s", body)
 	}
 }
+
+// A request with more headers than the shim and the C ABI keep on the stack (32 and 16) is
+// served like any other.
+func TestHTTPManyHeaders(t *testing.T) {
+	_, _, ts := newTestServer(t, nil)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
+	req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	for i := range 40 {
+		req.Header.Set("X-Extra-"+itoa(i), strings.Repeat("v", i))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Contains(got, []byte(`"echoed"`)) || !bytes.Contains(got, []byte(`"id":7`)) {
+		t.Fatalf("%d: %s", resp.StatusCode, got)
+	}
+}

@@ -322,14 +322,21 @@ void mcpwgo_random(void *user, uint8_t *buf, size_t len) {
     }
 }
 
+/* How many headers split_headers puts in the caller's stack array; more are allocated. */
+#define STACK_HEADERS 32
+
 /* The headers Go passes as one byte string of name,value pairs cut by `lens` (2 * count
-   entries), as views for the C ABI (NULL for none; free it). */
-static mcpw_http_header *split_headers(const char *joined, const size_t *lens, size_t count) {
-    mcpw_http_header *hs;
+   entries), as views for the C ABI: in `stack` (STACK_HEADERS entries) when they fit, else in
+   memory to free (NULL for none). */
+static mcpw_http_header *split_headers(const char *joined, const size_t *lens, size_t count,
+                                       mcpw_http_header *stack) {
+    mcpw_http_header *hs = stack;
     size_t i, at = 0;
     if (count == 0) return NULL;
-    hs = calloc(count, sizeof *hs);
-    if (hs == NULL) abort();
+    if (count > STACK_HEADERS) {
+        hs = calloc(count, sizeof *hs);
+        if (hs == NULL) abort();
+    }
     for (i = 0; i < count; i++) {
         hs[i].name.ptr = joined + at;
         hs[i].name.len = lens[2 * i];
@@ -400,11 +407,12 @@ mcpwgo_http_answer mcpwgo_http_handle(mcpw_http_server *server, uint64_t now_ns,
                                       const char *headers, const size_t *lens, size_t count,
                                       const uint8_t *body, size_t body_len) {
     mcpwgo_http_answer out;
-    mcpw_http_header *hs = split_headers(headers, lens, count);
+    mcpw_http_header stack[STACK_HEADERS];
+    mcpw_http_header *hs = split_headers(headers, lens, count, stack);
     memset(&out, 0, sizeof out);
     out.rc = mcpw_http_server_handle_request(server, now_ns, method, method_len, NULL, 0, hs,
                                              count, body, body_len, &out.response);
-    free(hs);
+    if (hs != stack) free(hs);
     return out;
 }
 
@@ -430,6 +438,36 @@ mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_
         p->has = 1;
     }
     return record_pending(p, record, arena, arena_cap);
+}
+
+mcpwgo_http_handled mcpwgo_http_handle_first(mcpw_http_server *server, uint64_t now_ns,
+                                             const char *method, size_t method_len,
+                                             const char *headers, const size_t *lens,
+                                             size_t count, const uint8_t *body,
+                                             size_t body_len, mcpwgo_http_pending *p,
+                                             mcpwgo_record *record, uint8_t *arena,
+                                             size_t arena_cap) {
+    mcpwgo_http_handled out;
+    memset(&out, 0, sizeof out);
+    out.answer = mcpwgo_http_handle(server, now_ns, method, method_len, headers, lens, count,
+                                    body, body_len);
+    out.polled.empty = 1;
+    if (out.answer.rc == MCPW_OK && out.answer.response.has_stream)
+        out.polled = mcpwgo_http_poll_event(server, p, record, arena, arena_cap);
+    return out;
+}
+
+mcpwgo_http_next mcpwgo_http_next_or_settle(mcpw_http_server *server, uint64_t stream,
+                                            mcpwgo_http_pending *p, mcpwgo_record *record,
+                                            uint8_t *arena, size_t arena_cap) {
+    mcpwgo_http_next out;
+    memset(&out, 0, sizeof out);
+    out.polled = mcpwgo_http_poll_event(server, p, record, arena, arena_cap);
+    if (out.polled.rc == MCPW_OK && !out.polled.empty) return out;
+    out.settled = 1;
+    out.answer = mcpwgo_http_settle(server, stream);
+    out.deadline = mcpwgo_http_poll_timeout(server);
+    return out;
 }
 
 mcpwgo_http_stream mcpwgo_http_poll_stream(mcpw_http_server *server, uint64_t stream) {
@@ -518,10 +556,11 @@ mcpwgo_http_action mcpwgo_http_client_poll_action(mcpw_http_client *client) {
 mcpw_result mcpwgo_http_client_response(mcpw_http_client *client, uint64_t now_ns,
                                         uint64_t exchange, uint16_t status,
                                         const char *headers, const size_t *lens, size_t count) {
-    mcpw_http_header *hs = split_headers(headers, lens, count);
+    mcpw_http_header stack[STACK_HEADERS];
+    mcpw_http_header *hs = split_headers(headers, lens, count, stack);
     mcpw_result rc;
     rc = mcpw_http_client_handle_response(client, now_ns, exchange, status, hs, count);
-    free(hs);
+    if (hs != stack) free(hs);
     return rc;
 }
 

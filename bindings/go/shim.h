@@ -254,6 +254,36 @@ mcpwgo_http_polled mcpwgo_http_poll_event(mcpw_http_server *server, mcpwgo_http_
                                           mcpwgo_record *record, uint8_t *arena,
                                           size_t arena_cap);
 
+/* mcpwgo_http_handle, then, when the answer is a stream, its first event polled as
+   mcpwgo_http_poll_event polls it (`polled.empty` when there is none, or no stream): one
+   call where a request took two. */
+typedef struct mcpwgo_http_handled {
+    mcpwgo_http_answer answer;
+    mcpwgo_http_polled polled;
+} mcpwgo_http_handled;
+
+mcpwgo_http_handled mcpwgo_http_handle_first(mcpw_http_server *server, uint64_t now_ns,
+                                             const char *method, size_t method_len,
+                                             const char *headers, const size_t *lens,
+                                             size_t count, const uint8_t *body,
+                                             size_t body_len, mcpwgo_http_pending *p,
+                                             mcpwgo_record *record, uint8_t *arena,
+                                             size_t arena_cap);
+
+/* The next event, as mcpwgo_http_poll_event polls it; when there is none (or polling
+   failed), `settled`: `stream` settled as mcpwgo_http_settle does, and the server's next
+   deadline as mcpwgo_http_poll_timeout reads it. One call where a request took three. */
+typedef struct mcpwgo_http_next {
+    mcpwgo_http_polled polled;
+    int settled;
+    mcpwgo_http_answer answer;
+    mcpwgo_deadline deadline;
+} mcpwgo_http_next;
+
+mcpwgo_http_next mcpwgo_http_next_or_settle(mcpw_http_server *server, uint64_t stream,
+                                            mcpwgo_http_pending *p, mcpwgo_record *record,
+                                            uint8_t *arena, size_t arena_cap);
+
 typedef struct mcpwgo_http_stream {
     mcpw_result rc;
     const uint8_t *bytes;

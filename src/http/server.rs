@@ -28,6 +28,8 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use super::headers::{self, AnnotationError, ToolHeaders};
 use super::store::{EventStore, MemoryEventStore, SessionStore};
 
@@ -252,8 +254,9 @@ struct Stream {
     /// The standalone GET stream of a session (never ends by itself).
     standalone: bool,
     /// Frames (not SSE-encoded) written so far, with their event numbers, kept while the
-    /// answer may still be immediate (until the host first drains the stream).
-    frames: Vec<(u64, Vec<u8>)>,
+    /// answer may still be immediate (until the host first drains the stream). Most streams
+    /// carry one: its entry needs no allocation of its own.
+    frames: SmallVec<[(u64, Vec<u8>); 1]>,
     /// Without a session, recorded frames are written as SSE events only when the host
     /// drains the stream (`render`): an answer settled into a JSON body never is. These many
     /// of `frames` are in `buf` already, and `unrendered` bytes are not.
@@ -502,7 +505,7 @@ impl HttpServer {
                 awaiting: Awaiting::default(),
                 done: false,
                 standalone,
-                frames: Vec::new(),
+                frames: SmallVec::new(),
                 rendered: 0,
                 unrendered: 0,
                 record: true,
@@ -1182,7 +1185,7 @@ impl HttpServer {
                             awaiting: Awaiting::default(),
                             done: !resumes_standalone,
                             standalone: resumes_standalone,
-                            frames: Vec::new(),
+                            frames: SmallVec::new(),
                             rendered: 0,
                             unrendered: 0,
                             record: false,
@@ -1598,7 +1601,7 @@ impl HttpServer {
                     Stream {
                         buf: Vec::new(),
                         read: 0,
-                        frames: Vec::new(),
+                        frames: SmallVec::new(),
                         rendered: 0,
                         unrendered: 0,
                         record: false,
@@ -1959,7 +1962,7 @@ impl Stream {
     fn stop_recording(&mut self) {
         debug_assert_eq!(self.unrendered, 0, "recorded frames dropped unwritten");
         self.record = false;
-        self.frames = Vec::new();
+        self.frames = SmallVec::new();
         self.rendered = 0;
         self.unrendered = 0;
     }

@@ -3,6 +3,7 @@
 //! lend views of their MCP connections (`mcpw_conn*`) for the ordinary `mcpw_conn_*` commands
 //! and getters, so an application answers a session exactly as it answers stdio.
 
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -44,6 +45,20 @@ pub struct mcpw_http_header {
 /// A header's name and value, borrowed from the host where they are UTF-8.
 type HeaderText<'a> = (Cow<'a, str>, Cow<'a, str>);
 
+/// How many headers a request's tables hold on the stack; more take one allocation each.
+const STACK_HEADERS: usize = 16;
+
+/// The headers as text, on the stack for a usual request.
+type HeaderTexts<'a> = SmallVec<[HeaderText<'a>; STACK_HEADERS]>;
+
+/// The headers as the engine takes them.
+fn header_pairs<'a>(headers: &'a HeaderTexts<'_>) -> SmallVec<[(&'a str, &'a str); STACK_HEADERS]> {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_ref(), v.as_ref()))
+        .collect()
+}
+
 /// Reads the host's header array as text, borrowed where it is UTF-8 (a value that is not is
 /// read lossily, into a copy: no MCP header may hold such bytes, and the engine then refuses
 /// it as a mismatch). Borrowing spares two allocations per header of every request.
@@ -54,10 +69,10 @@ type HeaderText<'a> = (Cow<'a, str>, Cow<'a, str>);
 unsafe fn headers_in<'a>(
     headers: *const mcpw_http_header,
     len: usize,
-) -> Result<Vec<HeaderText<'a>>, mcpw_result> {
+) -> Result<HeaderTexts<'a>, mcpw_result> {
     // Safety: (caller) `len` readable headers, or NULL with 0.
     let headers = unsafe { array_in(headers, len) }?;
-    let mut out = Vec::with_capacity(headers.len());
+    let mut out = HeaderTexts::with_capacity(headers.len());
     for h in headers {
         // Safety: (caller) each view is readable for its length (or NULL with length 0).
         let name = unsafe { bytes_in(chars_as_bytes(h.name.ptr), h.name.len) }?;
@@ -606,10 +621,7 @@ pub unsafe extern "C" fn mcpw_http_server_handle_request(
                 body: Body::Empty,
             }
         } else {
-            let pairs: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(n, v)| (n.as_ref(), v.as_ref()))
-                .collect();
+            let pairs = header_pairs(&headers);
             let request = HttpRequest {
                 method,
                 headers: &pairs,
@@ -1183,10 +1195,7 @@ pub unsafe extern "C" fn mcpw_http_client_handle_response(
     let run = |h: &mut mcpw_http_client| {
         // Safety: (caller) readable headers.
         let headers = unsafe { headers_in(headers, headers_len) }?;
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(n, v)| (n.as_ref(), v.as_ref()))
-            .collect();
+        let pairs = header_pairs(&headers);
         h.client
             .handle_response(at(now_ns), ExchangeId(exchange), status, &pairs);
         Ok(())

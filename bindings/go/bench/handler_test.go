@@ -27,6 +27,13 @@ func floorHandler(w http.ResponseWriter, r *http.Request) {
 		EchoText + `"}]}}`))
 }
 
+// recorder is an httptest.ResponseRecorder that takes read deadlines, as net/http's own
+// ResponseWriter does (mcpwire.HTTPServer sets one for the body; on a bare recorder the
+// attempt would cost an error value that no real server pays).
+type recorder struct{ *httptest.ResponseRecorder }
+
+func (recorder) SetReadDeadline(time.Time) error { return nil }
+
 func benchHandler(b *testing.B, h http.Handler) {
 	body := ModernCallBody(1)
 	serve := func() *httptest.ResponseRecorder {
@@ -37,7 +44,7 @@ func benchHandler(b *testing.B, h http.Handler) {
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", "echo")
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		h.ServeHTTP(recorder{rec}, req)
 		return rec
 	}
 	rec := serve()
