@@ -283,8 +283,13 @@ func eventName(ev Event) string {
 }
 
 // lent wraps a connection view the engine lent: a Conn of its own for each lending, so one
-// kept by mistake refuses calls (ErrFreed) instead of reaching another session.
+// kept by mistake refuses calls (ErrFreed) instead of reaching another session. The engine
+// keeps one view per connection, so the same view lent again before the cut (a stateless
+// request's ReadyEvent, then its RequestEvent) gets the same Conn: both die together.
 func (s *HTTPServer) lent(ptr *C.mcpw_conn) *Conn {
+	if n := len(s.lentConns); n > 0 && s.lentConns[n-1].ptr == ptr {
+		return s.lentConns[n-1]
+	}
 	c := &Conn{ptr: ptr, view: true, origin: s.origin}
 	s.lentConns = append(s.lentConns, c)
 	return c
