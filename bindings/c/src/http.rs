@@ -3,7 +3,6 @@
 //! lend views of their MCP connections (`mcpw_conn*`) for the ordinary `mcpw_conn_*` commands
 //! and getters, so an application answers a session exactly as it answers stdio.
 
-use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -11,6 +10,8 @@ use std::ffi::{c_char, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::time::Duration;
+
+use smallvec::SmallVec;
 
 use super::boundary::{
     Handle, Out, array_in, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, optional,
