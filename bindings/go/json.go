@@ -12,6 +12,8 @@ import "C"
 import (
 	"encoding/json"
 	"runtime"
+	"strconv"
+	"unsafe"
 )
 
 // Members returns the raw JSON text of several members of the JSON object obj, in the order
@@ -73,4 +75,108 @@ func Member(obj json.RawMessage, key string) (json.RawMessage, error) {
 		return nil, ErrInvalidJSON // never: the engine's view lies inside obj
 	}
 	return obj[off : off+n : off+n], nil
+}
+
+// String reads raw, one JSON value such as Member and Members return, as a JSON string:
+// its text, and ok false when raw is anything else (a number, an object, null, malformed
+// text). Use it for the string members of params, a tool's name, say, instead of
+// json.Unmarshal into a string, which goes through reflection. It answers exactly as
+// json.Unmarshal does (escapes decoded; invalid UTF-8 replaced by U+FFFD); a string without
+// escapes is read in one pass and costs one allocation, the copy.
+func String(raw json.RawMessage) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		inner := raw[1 : len(raw)-1]
+		plain := true
+		for _, b := range inner {
+			if b == '"' || b == '\\' || b < 0x20 || b >= 0x80 {
+				plain = false // escapes, and UTF-8 to check: encoding/json's way below
+				break
+			}
+		}
+		if plain {
+			return string(inner), true
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil || !isJSONString(raw) {
+		return "", false
+	}
+	return s, true
+}
+
+// isJSONString reports whether raw, once json.Unmarshal took it as a string, was one (and not
+// null, which Unmarshal accepts into a string and leaves it unchanged).
+func isJSONString(raw json.RawMessage) bool {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return b == '"'
+	}
+	return false
+}
+
+// Float reads raw, one JSON value such as Member and Members return, as a JSON number: its
+// value as a float64, and ok false when raw is anything else or does not fit a float64.
+// Use it for the number members of params (a tool's numeric arguments) instead of
+// json.Unmarshal into a float64, which goes through reflection; it answers exactly as that
+// does, and allocates nothing.
+func Float(raw json.RawMessage) (float64, bool) {
+	text := trimJSONSpace(raw)
+	if !isJSONNumber(text) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(text), len(text)), 64)
+	return f, err == nil
+}
+
+// trimJSONSpace cuts JSON whitespace from both ends of b.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// isJSONNumber reports whether b is exactly a JSON number (RFC 8259 section 6): an optional
+// minus, an integer part without leading zeros, an optional fraction, an optional exponent.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }

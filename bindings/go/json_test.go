@@ -169,3 +169,87 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// String and Float answer as encoding/json does for a string or a number, and refuse
+// anything else (null included, which json.Unmarshal would accept by leaving its target
+// unchanged).
+func checkStringFloat(t *testing.T, raw []byte) {
+	t.Helper()
+	var want any
+	wantErr := json.Unmarshal(raw, &want)
+	s, ok := String(raw)
+	ws, isString := want.(string)
+	if wantErr != nil {
+		isString = false
+	}
+	if ok != isString || s != ws {
+		t.Fatalf("String(%q) = %q, %v; encoding/json: %q, %v (%v)", raw, s, ok, ws, isString, wantErr)
+	}
+	f, ok := Float(raw)
+	wf, isNumber := want.(float64)
+	if wantErr != nil {
+		isNumber = false
+	}
+	if ok != isNumber || (ok && f != wf && !(f != f && wf != wf)) {
+		t.Fatalf("Float(%q) = %v, %v; encoding/json: %v, %v (%v)", raw, f, ok, wf, isNumber, wantErr)
+	}
+}
+
+func TestStringAndFloat(t *testing.T) {
+	for _, raw := range []string{
+		`"echo"`, `""`, ` "a" `, `"a\"b"`, `"\u0065cho"`, `"\ud83d\ude00"`, `"é"`, "\"\xff\"",
+		"\"a\tb\"", `"a"b"`, `"`, `null`, `true`, `{"a":1}`, `["a"]`, `"\x"`, `"\u12"`,
+		`0`, `-0`, `1.5`, `-1.5e3`, `1E+2`, `2e-3`, ` 7 `, `01`, `+1`, `.5`, `1.`, `1e`, `-`,
+		`0x10`, `Infinity`, `NaN`, `1e400`, `-1e400`, `1e-400`, `1_000`, `12345678901234567890`,
+		`"5"`, `5 5`,
+	} {
+		checkStringFloat(t, []byte(raw))
+	}
+}
+
+func FuzzStringAndFloat(f *testing.F) {
+	for _, seed := range []string{`"echo"`, `"\u0065"`, `1.5e3`, `-0`, `null`, "\"\xff\"", `01`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(checkStringFloat)
+}
+
+// String and Float against json.Unmarshal into a string and a float64, on a tool name and a
+// number argument.
+func BenchmarkStringAndFloat(b *testing.B) {
+	name, num := json.RawMessage(`"echo"`), json.RawMessage(`-12.5e3`)
+	b.Run("String", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if s, ok := String(name); !ok || s != "echo" {
+				b.Fatal(s)
+			}
+		}
+	})
+	b.Run("Unmarshal-string", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s string
+			if json.Unmarshal(name, &s) != nil || s != "echo" {
+				b.Fatal(s)
+			}
+		}
+	})
+	b.Run("Float", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if f, ok := Float(num); !ok || f != -12500 {
+				b.Fatal(f)
+			}
+		}
+	})
+	b.Run("Unmarshal-float", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var f float64
+			if json.Unmarshal(num, &f) != nil || f != -12500 {
+				b.Fatal(f)
+			}
+		}
+	})
+}

@@ -54,10 +54,14 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		return c.Respond(req.ID, json.RawMessage(Tools))
 	case "tools/call":
 		// Only the members needed are read (mcpwire.Members, one pass), not the whole params,
-		// whose 2026-07-28 _meta encoding/json would walk too.
-		var name string
+		// whose 2026-07-28 _meta encoding/json would walk too; mcpwire.String and Float read
+		// a string or a number as encoding/json would, without its reflection.
 		m, err := mcpwire.Members(req.Params, "name", "arguments")
-		if err != nil || json.Unmarshal(m[0], &name) != nil {
+		if err != nil {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
+		}
+		name, ok := mcpwire.String(m[0])
+		if !ok {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
 		// An absent or non-object "arguments" has no members: every argument is missing.
@@ -76,8 +80,12 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			return c.Respond(req.ID, toolText(string(text), false))
 		case "add":
 			var a, b float64
-			ab, err := mcpwire.Members(args, "a", "b")
-			if err != nil || json.Unmarshal(ab[0], &a) != nil || json.Unmarshal(ab[1], &b) != nil {
+			okA, okB := false, false
+			if ab, err := mcpwire.Members(args, "a", "b"); err == nil {
+				a, okA = mcpwire.Float(ab[0])
+				b, okB = mcpwire.Float(ab[1])
+			}
+			if !okA || !okB {
 				return c.Respond(req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
 			}
 			// Whole sums print without a fraction: add(2, 3) is "5".
