@@ -81,8 +81,9 @@ func Member(obj json.RawMessage, key string) (json.RawMessage, error) {
 // its text, and ok false when raw is anything else (a number, an object, null, malformed
 // text). Use it for the string members of params, a tool's name, say, instead of
 // json.Unmarshal into a string, which goes through reflection. It answers exactly as
-// json.Unmarshal does (escapes decoded; invalid UTF-8 replaced by U+FFFD); a string without
-// escapes is read in one pass and costs one allocation, the copy.
+// json.Unmarshal does (escapes decoded; invalid UTF-8 replaced by U+FFFD). A string of plain
+// ASCII without escapes, the usual name, is read in one pass and costs one allocation, the
+// copy; any other is handed to encoding/json.
 func String(raw json.RawMessage) (string, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		inner := raw[1 : len(raw)-1]
