@@ -253,3 +253,23 @@ func BenchmarkStringAndFloat(b *testing.B) {
 		}
 	})
 }
+
+// Members on a tool call's params, the 2025-11-25 shape and the 2026-07-28 shape with its
+// _meta, reading "name" and "arguments" as a tool handler does.
+func BenchmarkMembers(b *testing.B) {
+	for _, c := range []struct{ name, params string }{
+		{"handshake-era", `{"name":"echo","arguments":{"text":"hello, world"}}`},
+		{"stateless", `{"name":"echo","arguments":{"text":"hello, world"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
+	} {
+		params := json.RawMessage(c.params)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := Members(params, "name", "arguments")
+				if err != nil || string(m[0]) != `"echo"` || len(m[1]) != 23 {
+					b.Fatal(m, err)
+				}
+			}
+		})
+	}
+}

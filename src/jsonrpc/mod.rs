@@ -328,6 +328,67 @@ impl<'a> RawJson<'a> {
     }
 }
 
+impl<'a> RawJson<'a> {
+    /// Validates `text` as one JSON object and reads the values of `keys` in the same walk,
+    /// as [`new`](Self::new) then [`get_each_into`](Self::get_each_into) would, with the same
+    /// rules, results and duplicate mask. Use it when the text is not yet validated and only a
+    /// few top-level members are wanted (a C or Go host reading a tool call's `name` and
+    /// `arguments`): the object is read once instead of twice. Returns `None` when `text` is
+    /// not a valid JSON object; [`new`](Self::new) then says why.
+    pub fn object_each_into(
+        text: &'a str,
+        keys: &[&str],
+        values: &mut [Option<RawJson<'a>>],
+    ) -> Option<u64> {
+        let b = text.as_bytes();
+        let depth_left = DecoderConfig::DEFAULT_MAX_DEPTH - 1;
+        let mut pos = scan::skip_ws(b, 0);
+        if b.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos = scan::skip_ws(b, pos + 1);
+        let mut duplicated = 0;
+        if b.get(pos) == Some(&b'}') {
+            pos += 1;
+        } else {
+            loop {
+                if b.get(pos) != Some(&b'"') {
+                    return None;
+                }
+                let (key_end, escaped) = scan::string(b, pos + 1).ok()?;
+                let colon = scan::skip_ws(b, key_end);
+                if b.get(colon) != Some(&b':') {
+                    return None;
+                }
+                let vstart = scan::skip_ws(b, colon + 1);
+                let vend = index::value(b, vstart, depth_left).ok()?;
+                let key = JsonStr::validated(text.get(pos + 1..key_end - 1)?, escaped);
+                if let Some(i) = keys.iter().position(|k| key.eq_str(k))
+                    && let Some(slot) = values.get_mut(i)
+                {
+                    if slot.is_some() && i < 64 {
+                        duplicated |= 1 << i;
+                    }
+                    *slot = Some(RawJson(text.get(vstart..vend)?));
+                }
+                pos = scan::skip_ws(b, vend);
+                match b.get(pos) {
+                    Some(b',') => pos = scan::skip_ws(b, pos + 1),
+                    Some(b'}') => {
+                        pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        if scan::skip_ws(b, pos) != b.len() {
+            return None;
+        }
+        Some(duplicated)
+    }
+}
+
 /// What [`RawJson::get_each`] found: the value of each key asked for, in the order asked.
 #[derive(Clone, Copy, Debug)]
 pub struct Found<'a, const N: usize> {
@@ -793,6 +854,70 @@ impl std::error::Error for DecodeError<'_> {}
 #[cfg(test)]
 mod tests {
     use super::RawJson;
+
+    /// The one-walk lookup agrees with validation then lookup, on objects and on near misses
+    /// (bad keys and separators, trailing text, other types, the depth limit).
+    #[test]
+    fn object_each_into_agrees_with_new_then_get_each_into() {
+        let deep = |n: usize| format!(r#"{{"a":{}1{}}}"#, "[".repeat(n), "]".repeat(n));
+        let mut cases: Vec<String> = [
+            r#"{"name":"echo","arguments":{"text":"hi"}}"#,
+            r#" { "a" : 1 , "b" : [2] } "#,
+            r#"{"b":1,"a":[2],"b":3,"c\u0061":4}"#,
+            r#"{"\u0061":1,"a":2}"#,
+            r#"{}"#,
+            "{\n}",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{a:1}"#,
+            r#"{"a":01}"#,
+            r#"{"a":"\x"}"#,
+            r#"{"a":1}x"#,
+            r#"{"a":1}}"#,
+            r#"{"a":1"#,
+            r#"{"a":"#,
+            r#"{"#,
+            r#"[1]"#,
+            r#""a""#,
+            "1",
+            "",
+            " ",
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":\"tab\there\"}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for n in [120, 126, 127, 128, 200] {
+            cases.push(deep(n));
+        }
+        let keys = ["a", "b", "ca", "name", "arguments"];
+        for text in &cases {
+            let mut fused = [None; 5];
+            let got = RawJson::object_each_into(text, &keys, &mut fused);
+            let want = RawJson::new(text)
+                .ok()
+                .filter(RawJson::is_object)
+                .map(|raw| {
+                    let mut values = [None; 5];
+                    (raw.get_each_into(&keys, &mut values), values)
+                });
+            match (got, want) {
+                (None, None) => {}
+                (Some(mask), Some((want_mask, values))) => {
+                    assert_eq!(mask, want_mask, "{text:?}");
+                    let view =
+                        |v: [Option<RawJson<'_>>; 5]| v.map(|v| v.map(|r| r.get().to_owned()));
+                    assert_eq!(view(fused), view(values), "{text:?}");
+                }
+                (got, want) => panic!("{text:?}: {got:?} against {want:?}"),
+            }
+        }
+        // The limit is 128 levels: the object and 127 arrays pass, one more array does not.
+        assert!(RawJson::object_each_into(&deep(127), &keys, &mut [None; 5]).is_some());
+        assert!(RawJson::object_each_into(&deep(128), &keys, &mut [None; 5]).is_none());
+    }
 
     #[test]
     fn get_each_into_agrees_with_get_each_and_marks_duplicates() {

@@ -245,6 +245,33 @@ pub fn decode(data: &[u8]) {
     for (backend, got) in &results[1..] {
         assert_eq!(got, expected, "{backend:?} disagrees with {first:?}");
     }
+    if let Ok(text) = std::str::from_utf8(data) {
+        object_each_agrees(text);
+    }
+}
+
+/// `RawJson::object_each_into` (validation and lookup in one walk) accepts exactly the JSON
+/// objects that `RawJson::new` accepts, and finds what `get_each_into` finds in them.
+pub fn object_each_agrees(text: &str) {
+    const KEYS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "a"];
+    let mut fused = [None; 6];
+    let got = RawJson::object_each_into(text, &KEYS, &mut fused);
+    let want = RawJson::new(text)
+        .ok()
+        .filter(RawJson::is_object)
+        .map(|raw| {
+            let mut values = [None; 6];
+            (raw.get_each_into(&KEYS, &mut values), values)
+        });
+    let view = |v: [Option<RawJson<'_>>; 6]| v.map(|v| v.map(|r| r.get().to_owned()));
+    match (got, want) {
+        (None, None) => {}
+        (Some(mask), Some((want_mask, values))) => {
+            assert_eq!(mask, want_mask, "duplicate mask of {text:?}");
+            assert_eq!(view(fused), view(values), "values of {text:?}");
+        }
+        (got, want) => panic!("{text:?}: one walk says {got:?}, two walks {want:?}"),
+    }
 }
 
 // ---- Connections: shared pieces --------------------------------------------------------------

@@ -3,7 +3,11 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{Out, array_in, bytes_in, call, chars_as_bytes, json, required_mut, text_in};
+use mcpwire::jsonrpc::RawJson;
+
+use super::boundary::{
+    Out, array_in, bytes_in, call, chars_as_bytes, json, required_mut, text_in, utf8,
+};
 use super::event::mcpw_str;
 use super::result::mcpw_result::{self, *};
 
@@ -28,14 +32,30 @@ pub unsafe extern "C" fn mcpw_json_get(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_value) }?;
         // Safety: (caller) readable for its length, or NULL with length 0.
-        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        let bytes = unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?;
+        let text = utf8(bytes)?;
         // Safety: (caller) readable for its length, or NULL with length 0.
-        let key = unsafe { text_in(key, key_len) }?;
-        if !raw.is_object() {
-            return Err(MCPW_ERR_JSON_WRONG_TYPE);
+        let key = match unsafe { text_in(key, key_len) } {
+            Ok(key) => key,
+            Err(e) => {
+                json(bytes)?; // a fault of the text is reported before one of the key
+                return Err(e);
+            }
+        };
+        // One walk validates the object and finds the key, as in mcpw_json_get_each.
+        let mut found = [None];
+        match RawJson::object_each_into(text, &[key], &mut found) {
+            Some(0) => {}
+            Some(_) => return Err(MCPW_ERR_DUPLICATE_KEY),
+            None => {
+                let raw = json(bytes)?;
+                if !raw.is_object() {
+                    return Err(MCPW_ERR_JSON_WRONG_TYPE);
+                }
+                found[0] = raw.get_unique(key).map_err(|_| MCPW_ERR_DUPLICATE_KEY)?;
+            }
         }
-        let value = raw.get_unique(key).map_err(|_| MCPW_ERR_DUPLICATE_KEY)?;
-        out.write(mcpw_str::of_opt(value.map(|v| v.get())));
+        out.write(mcpw_str::of_opt(found[0].map(|v| v.get())));
         Ok(())
     })
 }
@@ -68,38 +88,70 @@ pub unsafe extern "C" fn mcpw_json_get_each(
         }
         // Safety: (caller) `keys_len` readable views, or NULL with 0.
         let views = unsafe { array_in(keys, keys_len) }?;
-        let mut wanted: [&str; 64] = [""; 64];
-        for (slot, k) in wanted.iter_mut().zip(views) {
-            // Safety: (caller) each key is readable for its length (or NULL with length 0).
-            *slot = unsafe { text_in(k.ptr, k.len) }?;
-        }
-        let wanted = &wanted[..keys_len];
-        // Safety: (caller) readable for its length, or NULL with length 0.
-        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
-        if !raw.is_object() {
-            return Err(MCPW_ERR_JSON_WRONG_TYPE);
-        }
-        let mut found = [None; 64];
-        if raw.get_each_into(wanted, &mut found[..keys_len]) != 0 {
-            return Err(MCPW_ERR_DUPLICATE_KEY);
-        }
-        // A key asked for twice gets the same view at each place (get_each_into fills the
-        // first).
-        for i in 1..keys_len {
-            if let Some(first) = wanted[..i].iter().position(|k| *k == wanted[i]) {
-                found[i] = found[first];
+        // Safety: (caller) readable for its length (or NULL with length 0), and `out_values`
+        // holds `keys_len` writable views.
+        unsafe {
+            if keys_len <= 8 {
+                get_each::<8>(json_text, json_len, views, out)
+            } else {
+                get_each::<64>(json_text, json_len, views, out)
             }
         }
-        for (i, value) in found[..keys_len].iter().enumerate() {
-            // Safety: (caller) `out_values` holds `keys_len` writable views; `i < keys_len`.
-            unsafe {
-                out.as_ptr()
-                    .add(i)
-                    .write(mcpw_str::of_opt(value.map(|v| v.get())))
-            };
-        }
-        Ok(())
     })
+}
+
+/// `mcpw_json_get_each`'s work with tables for `N` keys: the usual few keys take small ones,
+/// since setting up tables for 64 cost more than the lookup itself.
+///
+/// # Safety
+/// As `mcpw_json_get_each`'s, with `views.len() <= N`.
+unsafe fn get_each<const N: usize>(
+    json_text: *const c_char,
+    json_len: usize,
+    views: &[mcpw_str],
+    out: std::ptr::NonNull<mcpw_str>,
+) -> Result<(), mcpw_result> {
+    let n = views.len();
+    let mut wanted: [&str; N] = [""; N];
+    for (slot, k) in wanted.iter_mut().zip(views) {
+        // Safety: (caller) each key is readable for its length (or NULL with length 0).
+        *slot = unsafe { text_in(k.ptr, k.len) }?;
+    }
+    let wanted = &wanted[..n];
+    // Safety: (caller) readable for its length, or NULL with length 0.
+    let bytes = unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?;
+    let mut found = [None; N];
+    // One walk validates the object and finds the keys; when it fails, the two-step path says
+    // why (not UTF-8, not JSON, or not an object).
+    let duplicated = match RawJson::object_each_into(utf8(bytes)?, wanted, &mut found[..n]) {
+        Some(mask) => mask,
+        None => {
+            let raw = json(bytes)?;
+            if !raw.is_object() {
+                return Err(MCPW_ERR_JSON_WRONG_TYPE);
+            }
+            found = [None; N];
+            raw.get_each_into(wanted, &mut found[..n])
+        }
+    };
+    if duplicated != 0 {
+        return Err(MCPW_ERR_DUPLICATE_KEY);
+    }
+    // A key asked for twice gets the same view at each place (get_each_into fills the first).
+    for i in 1..n {
+        if let Some(first) = wanted[..i].iter().position(|k| *k == wanted[i]) {
+            found[i] = found[first];
+        }
+    }
+    for (i, value) in found[..n].iter().enumerate() {
+        // Safety: (caller) `out` holds `n` writable views; `i < n`.
+        unsafe {
+            out.as_ptr()
+                .add(i)
+                .write(mcpw_str::of_opt(value.map(|v| v.get())))
+        };
+    }
+    Ok(())
 }
 
 /// Looks up element `index` (from 0) of the JSON array `json`. On success `*out_value` views
