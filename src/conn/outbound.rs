@@ -210,7 +210,9 @@ impl Core {
                 "tools/call" | "sampling/createMessage" | "elicitation/create"
             )
             && params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some());
-        match mcp::sub_capabilities(method, params).check(peer, tasks_apply) {
+        // Task flags count only where tasks apply, so elsewhere the params need no second look.
+        match mcp::sub_capabilities_with(method, params, || task_augmented).check(peer, tasks_apply)
+        {
             Ok(()) => {}
             Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
             Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),

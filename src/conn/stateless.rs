@@ -900,7 +900,9 @@ impl Core {
                     return Err(Error::NotNegotiated(cap));
                 }
                 let params = request.get_unique("params").ok().flatten();
-                match mcp::sub_capabilities(&method, params).check(ctx.client_caps, false) {
+                match mcp::sub_capabilities_with(&method, params, || false)
+                    .check(ctx.client_caps, false)
+                {
                     Ok(()) => {}
                     Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
                     Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),

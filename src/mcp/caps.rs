@@ -392,6 +392,19 @@ pub enum SubCapability {
 /// [`Error::NotNegotiated`](crate::conn::Error::NotNegotiated)) and what it receives against
 /// ours (the JSON-RPC error the spec names). Use it to check a request of your own making.
 pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapability {
+    sub_capabilities_with(method, params, || {
+        params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some())
+    })
+}
+
+/// [`sub_capabilities`] with the caller's answer to "do the params have a `task` member" (a
+/// duplicated one counts as absent), asked only for the methods a task may augment: callers
+/// that already know it, or for which tasks do not apply, save a walk over the params.
+pub(crate) fn sub_capabilities_with(
+    method: &str,
+    params: Option<RawJson<'_>>,
+    has_task: impl FnOnce() -> bool,
+) -> SubCapability {
     let member = |key: &str| params.and_then(|p| p.get_unique(key).ok().flatten());
     let mut needs = Caps::EMPTY;
     match method {
@@ -423,7 +436,7 @@ pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapabil
         // Nothing else reads params here: the common case costs no scan.
         _ => return SubCapability::Needs(needs),
     };
-    if member("task").is_some() {
+    if has_task() {
         needs |= task_flag;
     }
     SubCapability::Needs(needs)
