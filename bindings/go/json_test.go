@@ -1,6 +1,7 @@
 package mcpwire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -254,22 +255,107 @@ func BenchmarkStringAndFloat(b *testing.B) {
 	})
 }
 
-// Members on a tool call's params, the 2025-11-25 shape and the 2026-07-28 shape with its
-// _meta, reading "name" and "arguments" as a tool handler does.
+// Members and MembersUnchecked on a tool call's params, the 2025-11-25 shape and the
+// 2026-07-28 shape with its _meta, reading "name" and "arguments" as a tool handler does.
 func BenchmarkMembers(b *testing.B) {
 	for _, c := range []struct{ name, params string }{
 		{"handshake-era", `{"name":"echo","arguments":{"text":"hello, world"}}`},
 		{"stateless", `{"name":"echo","arguments":{"text":"hello, world"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
 	} {
 		params := json.RawMessage(c.params)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				m, err := Members(params, "name", "arguments")
-				if err != nil || string(m[0]) != `"echo"` || len(m[1]) != 23 {
-					b.Fatal(m, err)
+		for _, unchecked := range []bool{false, true} {
+			name := "Members/" + c.name
+			if unchecked {
+				name = "Unchecked/" + c.name
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var m []json.RawMessage
+					var err error
+					if unchecked {
+						m, err = MembersUnchecked(params, "name", "arguments")
+					} else {
+						m, err = Members(params, "name", "arguments")
+					}
+					if err != nil || string(m[0]) != `"echo"` || len(m[1]) != 23 {
+						b.Fatal(m, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// MembersUnchecked against Members, on any text: where Members accepts the object, or finds
+// it valid but not an object or with a duplicated key, MembersUnchecked must answer the same;
+// elsewhere it only must not panic.
+func checkUnchecked(t *testing.T, obj []byte, key string) (valid bool) {
+	keys := []string{"name", "arguments", key, "name"}
+	want, wantErr := Members(obj, keys...)
+	got, gotErr := MembersUnchecked(obj, keys...)
+	switch {
+	case wantErr == nil:
+		if gotErr != nil {
+			t.Fatalf("%q: Members found %q, MembersUnchecked failed: %v", obj, want, gotErr)
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+				t.Fatalf("%q, key %q: Members %q, MembersUnchecked %q", obj, keys[i], want[i], got[i])
+			}
+		}
+		return true
+	case errors.Is(wantErr, ErrJSONWrongType), errors.Is(wantErr, ErrDuplicateKey):
+		if !errors.Is(gotErr, wantErr) {
+			t.Fatalf("%q: Members says %v, MembersUnchecked %v", obj, wantErr, gotErr)
+		}
+	}
+	return false
+}
+
+func TestMembersUnchecked(t *testing.T) {
+	for _, obj := range []string{
+		`{"name":"echo","arguments":{"text":"hello, world"}}`,
+		` { "name" : "a\"b" , "arguments" : [1, {"x": "]}"}] , "k": null } `,
+		`{"na\u006de":1,"arguments":"\\"}`,
+		`{"name":1,"name":2}`,
+		`{"k":1,"k":2,"name":3}`,
+		`{"k":"\\\\","name":-1.5e3}`,
+		`{}`, `[]`, `"name"`, `12`, `null`, ``, ` `, `{`, `{"name"`, `{"name":}`, `{"name":1,}`,
+		`{"name":1}x`, `{"name":"\ud800"}`, `{"\ud800":1}`, "{\"name\":\"\xff\"}",
+		`{"name":{"a":[{"b":"}"}]},"arguments":true}`,
+	} {
+		checkUnchecked(t, []byte(obj), "k")
+	}
+	// Escapes and quotes at every offset around the eight-byte steps.
+	valid := 0
+	for n := 0; n < 20; n++ {
+		pad := strings.Repeat("x", n)
+		for _, esc := range []string{`\"`, `\\`, `\\\"`, `\u0022`, `"`} {
+			for _, obj := range []string{
+				`{"k":"` + pad + esc + pad + `","name":"` + pad + esc + `"}`,
+				`{"` + pad + esc + `":1,"name":["` + pad + esc + `"]}`,
+			} {
+				if checkUnchecked(t, []byte(obj), pad+`"`) {
+					valid++
 				}
 			}
-		})
+		}
 	}
+	if valid != 20*4*2 { // all but the bare quote are valid JSON
+		t.Fatalf("%d valid objects", valid)
+	}
+	// Keys past the 64 limit, as Members.
+	if _, err := MembersUnchecked(json.RawMessage(`{}`), make([]string, 65)...); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("65 keys: %v", err)
+	}
+}
+
+func FuzzMembersUnchecked(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"echo","arguments":{"text":"hi"}}`, `{"k":"\\\"","k":1}`, `{"n\u0061me":[]}`, `[1]`,
+	} {
+		f.Add([]byte(seed), "k")
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, key string) { checkUnchecked(t, obj, key) })
 }

@@ -53,10 +53,11 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	case "tools/list":
 		return c.Respond(req.ID, json.RawMessage(Tools))
 	case "tools/call":
-		// Only the members needed are read (mcpwire.Members, one pass), not the whole params,
-		// whose 2026-07-28 _meta encoding/json would walk too; mcpwire.String and Float read
-		// a string or a number as encoding/json would, without its reflection.
-		m, err := mcpwire.Members(req.Params, "name", "arguments")
+		// Only the members needed are read, not the whole params, whose 2026-07-28 _meta
+		// encoding/json would walk too. The engine validated the params, so
+		// MembersUnchecked reads them without checking them again; mcpwire.String and Float
+		// read a string or a number as encoding/json would, without its reflection.
+		m, err := mcpwire.MembersUnchecked(req.Params, "name", "arguments")
 		if err != nil {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
@@ -67,8 +68,10 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		// An absent or non-object "arguments" has no members: every argument is missing.
 		args := m[1]
 		arg := func(key string) json.RawMessage {
-			v, _ := mcpwire.Member(args, key)
-			return v
+			if v, err := mcpwire.MembersUnchecked(args, key); err == nil {
+				return v[0]
+			}
+			return nil
 		}
 		switch name {
 		case "echo":
@@ -81,7 +84,7 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		case "add":
 			var a, b float64
 			okA, okB := false, false
-			if ab, err := mcpwire.Members(args, "a", "b"); err == nil {
+			if ab, err := mcpwire.MembersUnchecked(args, "a", "b"); err == nil {
 				a, okA = mcpwire.Float(ab[0])
 				b, okB = mcpwire.Float(ab[1])
 			}

@@ -1,0 +1,186 @@
+package mcpwire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math/bits"
+)
+
+// MembersUnchecked is Members for text already known to be valid JSON: an event's Params,
+// Result or Data, which the engine validated before handing them over, or a member read from
+// one of those. Use it in tool handlers on the request's params and arguments: it reads obj
+// in Go, with no call into the engine and no second validation: about 80 ns against
+// Members' 140 on a usual tool call's params (BenchmarkMembers). On valid JSON it answers as Members does: the same views,
+// ErrJSONWrongType when obj is not an object, ErrDuplicateKey when a key asked for appears
+// twice, keys compared after decoding escapes, at most 64 keys (more is ErrInvalidArgument).
+// On other text it never panics, but what it returns is unspecified: use Members for text
+// from anywhere else.
+func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, error) {
+	if len(keys) > 64 {
+		return nil, ErrInvalidArgument
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) {
+		return nil, ErrInvalidJSON
+	}
+	if obj[i] != '{' {
+		return nil, ErrJSONWrongType
+	}
+	out := make([]json.RawMessage, len(keys))
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return out, trailing(obj, i+1)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, ErrInvalidJSON
+		}
+		open := i
+		end, escaped := stringEnd(obj, open+1)
+		if end < 0 {
+			return nil, ErrInvalidJSON
+		}
+		i = skipSpace(obj, end+1)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, ErrInvalidJSON
+		}
+		start := skipSpace(obj, i+1)
+		stop := valueEnd(obj, start)
+		if stop <= start {
+			return nil, ErrInvalidJSON
+		}
+		key := obj[open+1 : end]
+		decoded, haveDecoded := "", false
+		for k, want := range keys {
+			var match bool
+			if escaped {
+				if !haveDecoded {
+					decoded, _ = String(obj[open : end+1])
+					haveDecoded = true
+				}
+				match = decoded == want
+			} else {
+				match = string(key) == want
+			}
+			if match {
+				if out[k] != nil {
+					return nil, ErrDuplicateKey
+				}
+				out[k] = obj[start:stop:stop]
+			}
+		}
+		i = skipSpace(obj, stop)
+		switch {
+		case i < len(obj) && obj[i] == ',':
+			i = skipSpace(obj, i+1)
+		case i < len(obj) && obj[i] == '}':
+			return out, trailing(obj, i+1)
+		default:
+			return nil, ErrInvalidJSON
+		}
+	}
+}
+
+// trailing is nil when only whitespace follows position i of b.
+func trailing(b []byte, i int) error {
+	if skipSpace(b, i) != len(b) {
+		return ErrInvalidJSON
+	}
+	return nil
+}
+
+// skipSpace returns the first position from i that is not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the position of the quote that closes the string whose text starts at
+// from, and whether the string holds escapes; -1 when it does not close. It reads eight bytes
+// at a time, looking for the first quote or backslash among them.
+func stringEnd(b []byte, from int) (int, bool) {
+	escaped := false
+	j := from
+	for j < len(b) {
+		if len(b)-j >= 8 {
+			x := binary.LittleEndian.Uint64(b[j:])
+			m := zeroBytes(x^quotes) | zeroBytes(x^backslashes)
+			if m == 0 {
+				j += 8
+				continue
+			}
+			j += bits.TrailingZeros64(m) / 8
+		}
+		switch b[j] {
+		case '"':
+			return j, escaped
+		case '\\':
+			escaped = true
+			j += 2 // the backslash and the byte it escapes
+		default:
+			j++
+		}
+	}
+	return -1, false
+}
+
+const (
+	quotes      = 0x2222222222222222 // '"' in every byte
+	backslashes = 0x5c5c5c5c5c5c5c5c // '\\' in every byte
+	lows        = 0x0101010101010101
+	highs       = 0x8080808080808080
+)
+
+// zeroBytes sets the high bit of the lowest zero byte of x, and possibly of bytes above it,
+// but of no byte below it: its lowest set bit marks the first zero byte.
+func zeroBytes(x uint64) uint64 {
+	return (x - lows) &^ x & highs
+}
+
+// valueEnd returns the position just after the JSON value that starts at i, reading valid
+// text without checking it; at most len(b), and -1 for a string or container that does not
+// close.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i+1)
+		if end < 0 {
+			return -1
+		}
+		return end + 1
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := stringEnd(b, j+1)
+				if end < 0 {
+					return -1
+				}
+				j = end
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ':', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
