@@ -127,7 +127,7 @@ type toolResult struct {
 
 // MCPWireAnswer answers one request event on c the way an application on mcpwire does:
 // the engine hands over the raw params, the application reads "name" and "arguments" with
-// mcpwire.Members (one pass over the params) and decodes each with encoding/json (as go-sdk's and mcp-go's handlers
+// mcpwire.MembersUnchecked (one pass in Go over the params the engine validated) and decodes each with encoding/json (as go-sdk's and mcp-go's handlers
 // decode the arguments their SDK split out), runs the tool and encodes the result. tools/list gets MCPWireTools; other methods get
 // "method not found".
 func MCPWireAnswer(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
@@ -135,7 +135,7 @@ func MCPWireAnswer(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
 	case "tools/call":
 		var name string
 		var args echoArguments
-		m, err := mcpwire.Members(req.Params, "name", "arguments")
+		m, err := mcpwire.MembersUnchecked(req.Params, "name", "arguments")
 		if err != nil || json.Unmarshal(m[0], &name) != nil {
 			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "invalid params", nil)
 		}
