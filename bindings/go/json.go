@@ -108,14 +108,8 @@ func String(raw json.RawMessage) (string, bool) {
 // isJSONString reports whether raw, once json.Unmarshal took it as a string, was one (and not
 // null, which Unmarshal accepts into a string and leaves it unchanged).
 func isJSONString(raw json.RawMessage) bool {
-	for _, b := range raw {
-		switch b {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return b == '"'
-	}
-	return false
+	i := skipSpace(raw, 0)
+	return i < len(raw) && raw[i] == '"'
 }
 
 // Float reads raw, one JSON value such as Member and Members return, as a JSON number: its
@@ -134,10 +128,7 @@ func Float(raw json.RawMessage) (float64, bool) {
 
 // trimJSONSpace cuts JSON whitespace from both ends of b.
 func trimJSONSpace(b []byte) []byte {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
+	b = b[skipSpace(b, 0):]
 	for len(b) > 0 && isSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}

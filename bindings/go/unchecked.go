@@ -91,11 +91,14 @@ func trailing(b []byte, i int) error {
 
 // skipSpace returns the first position from i that is not JSON whitespace.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringEnd returns the position of the quote that closes the string whose text starts at
 // from, and whether the string holds escapes; -1 when it does not close. It reads eight bytes
