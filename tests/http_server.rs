@@ -1161,6 +1161,58 @@ fn idle_sessions_expire_through_the_timer_and_then_get_404() {
     assert_eq!(r.status, 200);
 }
 
+/// `handle_timeout` called on every turn of a loop, as a host may: sessions opened a
+/// millisecond apart end exactly at their own expiry, one a millisecond, never early, and a
+/// session its client used meanwhile lives on to its later expiry.
+#[test]
+fn handle_timeout_on_every_turn_ends_each_session_exactly_when_due() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut s = HttpServer::new(config);
+    let ms = Timestamp::from_millis;
+    let sids: Vec<String> = (0..100).map(|i| open_session_at(&mut s, ms(i))).collect();
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    let r = send_at(
+        &mut s,
+        ms(30_000),
+        "POST",
+        &[("Mcp-Session-Id", &sids[50])],
+        ping,
+    );
+    assert_eq!(r.status, 200);
+    let mut t = 0;
+    while t <= 60_200 {
+        s.handle_timeout(ms(t));
+        // Sessions 0..=t-60000 have expired, except session 50.
+        let gone = (t + 1).saturating_sub(60_000).min(100);
+        let gone = gone - u64::from(gone > 50);
+        assert_eq!(s.sessions(), 100 - gone as usize, "at {t} ms");
+        t += if t < 59_000 { 997 } else { 1 };
+    }
+    assert_eq!(s.poll_timeout(), Some(ms(90_000)));
+    s.handle_timeout(ms(89_999));
+    assert_eq!(s.sessions(), 1);
+    let r = send_at(
+        &mut s,
+        ms(89_999),
+        "POST",
+        &[("Mcp-Session-Id", &sids[50])],
+        ping,
+    );
+    assert_eq!(r.status, 200, "session 50 is still there");
+    let r = send_at(
+        &mut s,
+        ms(89_999),
+        "POST",
+        &[("Mcp-Session-Id", &sids[49])],
+        ping,
+    );
+    assert_eq!(r.status, 404, "session 49 expired at 60,049 ms");
+    s.handle_timeout(ms(149_999));
+    assert_eq!(s.sessions(), 0);
+    assert_eq!(s.poll_timeout(), None);
+}
+
 #[test]
 fn a_session_whose_client_holds_a_stream_never_expires_and_is_never_evicted() {
     let mut config = HttpServerConfig::new(server_config());

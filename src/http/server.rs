@@ -1757,37 +1757,44 @@ impl HttpServer {
         }
     }
 
-    /// Fires the timers of every connection. Call it at
-    /// [`poll_timeout`](Self::poll_timeout).
+    /// Fires the timers that are due: connections' timeouts, idle sessions' expiry, and the
+    /// shared store's refreshes. Call it at [`poll_timeout`](Self::poll_timeout); calling it
+    /// earlier, or on every turn of an event loop, is harmless and cheap: only connections
+    /// whose deadline has come are visited, so idle sessions cost nothing here.
     pub fn handle_timeout(&mut self, now: Timestamp) {
-        for c in self.conns.values_mut() {
-            c.conn.handle_timeout(now);
+        let due = self.take_due(now);
+        for &key in &due {
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.conn.handle_timeout(now);
+            }
+            // Queues its next deadline, and has `pump` and `poll_event` look at it.
+            self.mark(key);
         }
-        self.mark_all();
         self.pump();
-        let busy = self.busy_conns();
-        let expired: Vec<u64> = self
-            .sessions
-            .values()
+        // A session's client holds a stream exactly while `attached > 0` (checked against
+        // the streams in debug builds by `poll_timeout`).
+        let expired: Vec<u64> = due
+            .iter()
             .copied()
-            .filter(|&k| {
+            .filter(|k| {
                 self.conns
-                    .get(&k)
-                    .and_then(|c| self.expiry(c, busy.contains(&k)))
+                    .get(k)
+                    .and_then(|c| self.expiry(c, c.attached > 0))
                     .is_some_and(|at| at <= now)
             })
             .collect();
         for key in expired {
             self.end_session(key);
         }
-        let refresh: Vec<u64> = self
-            .conns
+        let refresh: Vec<u64> = due
             .iter()
-            .filter(|(k, c)| {
-                self.refresh_due(c, busy.contains(k))
+            .copied()
+            .filter(|k| {
+                self.conns
+                    .get(k)
+                    .and_then(|c| self.refresh_due(c, c.attached > 0))
                     .is_some_and(|at| at <= now)
             })
-            .map(|(k, _)| *k)
             .collect();
         for key in refresh {
             let alive = match (self.shared.as_mut(), self.conns.get_mut(&key)) {
@@ -1805,6 +1812,32 @@ impl HttpServer {
         self.give_back_capacity();
     }
 
+    /// Takes the connections whose deadline is at or before `now` off the deadline heap, in
+    /// deadline order. Each is queued again by [`mark`](Self::mark).
+    fn take_due(&mut self, now: Timestamp) -> Vec<u64> {
+        let mut due = Vec::new();
+        // `earliest_deadline` settles `recheck` and the heap's top first.
+        while self.earliest_deadline().is_some_and(|at| at <= now) {
+            let d = self.deadlines.get_mut();
+            let Some(Reverse((_, key))) = d.heap.pop() else {
+                break;
+            };
+            d.queued.remove(&key);
+            due.push(key);
+        }
+        #[cfg(debug_assertions)]
+        for (k, c) in &self.conns {
+            debug_assert!(
+                due.contains(k)
+                    || self
+                        .deadline_with(c, c.attached > 0)
+                        .is_none_or(|at| at > now),
+                "connection {k} is due but was not taken off the deadline heap"
+            );
+        }
+        due
+    }
+
     /// After a wave of sessions has gone, the tables give their room back (a connection is a
     /// few KiB), so an idle server returns to its baseline.
     fn give_back_capacity(&mut self) {
@@ -1818,6 +1851,11 @@ impl HttpServer {
         shrink(&mut self.conns);
         shrink(&mut self.sessions);
         shrink(&mut self.streams);
+        let d = self.deadlines.get_mut();
+        shrink(&mut d.queued);
+        if d.heap.capacity() > 4 * d.heap.len() + 64 {
+            d.heap.shrink_to(2 * d.heap.len());
+        }
         // Keys of connections that are gone wait in these lists until the host next polls
         // events; a host that rarely does must not keep them.
         let conns = &self.conns;
@@ -1869,7 +1907,10 @@ impl HttpServer {
             }
             d.offer(key, deadline(key));
         }
-        d.recheck = recheck; // empty, with its capacity
+        // Empty, with its capacity, unless a wave of connections that has gone left it large.
+        if recheck.capacity() <= 4 * self.conns.len() + 64 {
+            d.recheck = recheck;
+        }
 
         // Entries of connections that are gone go in bulk, once they are half of them.
         if d.queued.len() > 2 * self.conns.len() + 64 {
