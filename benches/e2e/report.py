@@ -5,7 +5,8 @@
 
 The table gives, per transport and server: req/s, p50 and p99 latency, CPU ms per 1,000
 requests, RSS when idle and per idle HTTP session, and the ratios the targets are stated in
-(each mcpwire host against the fastest peer, and against its HTTP stack's floor). The chart
+(each mcpwire host against the fastest peer, and against its HTTP stack's floor). A second
+table gives each HTTP server's req/s with its idle sessions still open. The chart
 draws req/s as bars and writes the p99 beside each, one panel per transport.
 """
 
@@ -26,6 +27,9 @@ def load(path):
         r["p50"] = int(r["p50_us"]) / 1000
         r["p99"] = int(r["p99_us"]) / 1000
         r["cpu_per_k"] = int(r["cpu_ms"]) * 1000 / n if n else 0.0
+        # The same load with sessions open and idle (HTTP, first round, highest level).
+        on, od = r.get("sessions_requests") or "", r.get("sessions_duration_us") or ""
+        r["open_rps"] = int(on) / (int(od) / 1e6) if on and od and int(od) else None
         r["kind"] = ("floor" if r["server"].startswith("floor")
                      else "ours" if r["server"].startswith(MCPWIRE) else "peer")
     return medians(rows)
@@ -44,6 +48,9 @@ def medians(rows):
         m = dict(by_rps[(len(by_rps) - 1) // 2])
         m["lo"], m["hi"], m["rounds"] = by_rps[0]["rps"], by_rps[-1]["rps"], len(group)
         m["session_rss_b"] = next((r["session_rss_b"] for r in group if r["session_rss_b"]), "")
+        # Measured once: kept with the round's own req/s, to compare like with like.
+        m["open"] = next(((r.get("sessions_open"), r["open_rps"], r["rps"]) for r in group
+                          if r["open_rps"] is not None), None)
         out.append(m)
     return out
 
@@ -103,7 +110,25 @@ def table(rows, how):
                     f"p99 {r['p99']:.3f} ms against the lowest peer p99 {lowest_p99:.3f} ms "
                     f"({'lower' if r['p99'] < lowest_p99 else 'NOT lower'})")
     out += ["", "Per mcpwire host:", ""] + notes
+    out += sessions_open(rows)
     return "\n".join(out) + "\n"
+
+
+def sessions_open(rows):
+    """The HTTP servers' req/s with idle sessions open, against the same round without them."""
+    measured = [r for r in rows if r["open"] is not None]
+    if not measured:
+        return []
+    n, level = measured[0]["open"][0], measured[0]["connections"]
+    out = ["", f"With {int(n):,} idle sessions open (HTTP, {level} connections, first round; "
+           "the same load, after the sessions were opened for the memory figure):", "",
+           "| server | on | req/s | req/s with the sessions open | change |",
+           "|---|---|---:|---:|---:|"]
+    for r in measured:
+        _, with_open, without = r["open"]
+        change = f"{100 * (with_open / without - 1):+.0f}%" if without else ""
+        out.append(f"| {r['server']} | {r['stack']} | {without:,.0f} | {with_open:,.0f} | {change} |")
+    return out
 
 
 def spread(r):
