@@ -2,9 +2,9 @@
 // built on Go's standard library only, not on mcpwire, so every server meets the same client.
 //
 //	loadgen stdio [-c 32] [-d 5s] [-warmup 1s] -- CMD ARGS...
-//	    Starts CMD, opens a 2025-11-25 session on its stdin/stdout, then keeps -c tools/call
-//	    requests in flight for -d (after -warmup), alternating `echo {text}` and `add {a, b}`,
-//	    and checks every answer. Prints one line:
+//	    Starts CMD, opens a 2025-11-25 session on its stdin/stdout, then keeps -c (at most
+//	    256) tools/call requests in flight for -d (after -warmup), alternating `echo {text}`
+//	    and `add {a, b}`, and checks every answer (see stdio.go). Prints one line:
 //	    RESULT requests= duration_us= p50_us= p99_us= bad= cpu_ms= rss_kb= idle_rss_kb=
 //	    where cpu_ms is the server's user + system time during the measured window and the
 //	    RSS figures are the server's VmRSS after the handshake and after the load.
@@ -32,8 +32,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"sort"
+
 	"strconv"
 	"strings"
 	"sync"
@@ -126,229 +125,17 @@ func numericID(line []byte) (int64, bool) {
 // answerOK says whether a response line is a result (not an error, not isError) that
 // carries want.
 func answerOK(line []byte, want string) bool {
-	return bytes.Contains(line, []byte(`"result"`)) && !bytes.Contains(line, []byte(`"isError":true`)) &&
-		bytes.Contains(line, []byte(want))
+	return answerCarries(line, []byte(want))
 }
 
-// ---- stdio ---------------------------------------------------------------------------
+var (
+	resultKey = []byte(`"result"`)
+	isError   = []byte(`"isError":true`)
+)
 
-func runStdio(args []string) error {
-	fs := flag.NewFlagSet("stdio", flag.ExitOnError)
-	inflight := fs.Int("c", 32, "requests kept in flight")
-	dur := fs.Duration("d", 5*time.Second, "measured load time")
-	warmup := fs.Duration("warmup", time.Second, "load time before measuring")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cmdline := fs.Args()
-	if len(cmdline) == 0 || *inflight < 1 {
-		usage()
-	}
-	cmd := exec.Command(cmdline[0], cmdline[1:]...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	defer func() {
-		// Close stdin, give the server 2 s to leave by itself, then kill it.
-		_ = stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	r := bufio.NewReaderSize(stdout, 1<<16)
-	w := bufio.NewWriterSize(stdin, 1<<16)
-	lines := make(chan []byte, 1024)
-	go func() {
-		defer close(lines)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				lines <- line
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() { exited <- cmd.Wait() }()
-
-	// The handshake.
-	if _, err := w.Write(requestLine(0, "initialize", initializeParams)); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := awaitAnswer(lines, 0, `"protocolVersion"`, 30*time.Second); err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	if _, err := w.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"); err != nil {
-		return err
-	}
-	// One call of each tool, checked, before any load.
-	for n := int64(1); n <= 2; n++ {
-		name, params, want := call(n)
-		if _, err := w.Write(requestLine(n, "tools/call", params)); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		if err := awaitAnswer(lines, n, want, 10*time.Second); err != nil {
-			return fmt.Errorf("tools/call %s: %w", name, err)
-		}
-	}
-	idleRSS := rssKB(pid)
-
-	// The load: a writer keeps `inflight` requests outstanding; the reader matches answers to
-	// their send times by id (ids start at 3 and grow by one, so a ring indexed by id works).
-	ring := uint64(*inflight) * 4
-	sent := make([]int64, ring)
-	var sentMu sync.Mutex
-	tokens := make(chan struct{}, *inflight)
-	for range *inflight {
-		tokens <- struct{}{}
-	}
-	stop := make(chan struct{})
-	writeErr := make(chan error, 1)
-	var nextID atomic.Int64
-	nextID.Store(3)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				writeErr <- w.Flush()
-				return
-			case <-tokens:
-			}
-			id := nextID.Add(1) - 1
-			_, params, _ := call(id)
-			sentMu.Lock()
-			sent[uint64(id)%ring] = time.Now().UnixNano()
-			sentMu.Unlock()
-			if _, err := w.Write(requestLine(id, "tools/call", params)); err != nil {
-				writeErr <- err
-				return
-			}
-			// Flush only when no more tokens wait, so requests leave in batches as a real
-			// pipelining client's would.
-			if len(tokens) == 0 {
-				if err := w.Flush(); err != nil {
-					writeErr <- err
-					return
-				}
-			}
-		}
-	}()
-
-	start := time.Now()
-	measureFrom := start.Add(*warmup)
-	end := measureFrom.Add(*dur)
-	var latencies []int64
-	var bad, measured int64
-	var cpuStart int64 = -1
-	timer := time.NewTimer(time.Until(end))
-	defer timer.Stop()
-loop:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return errors.New("the server closed its output under load")
-			}
-			id, ok := idOf(line)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			sentMu.Lock()
-			at := sent[uint64(id)%ring]
-			sentMu.Unlock()
-			_, _, want := call(id)
-			if now.After(measureFrom) {
-				if cpuStart < 0 {
-					cpuStart = cpuMS(pid)
-					measureFrom = now
-				}
-				measured++
-				latencies = append(latencies, now.UnixNano()-at)
-				if !answerOK(line, want) {
-					bad++
-					if bad <= 3 {
-						fmt.Fprintf(os.Stderr, "loadgen: wrong answer: %s", line)
-					}
-				}
-			}
-			tokens <- struct{}{}
-		case <-timer.C:
-			break loop
-		case err := <-writeErr:
-			return fmt.Errorf("writing to the server: %w", err)
-		}
-	}
-	elapsed := time.Since(measureFrom)
-	cpu := cpuMS(pid) - cpuStart
-	rss := rssKB(pid)
-	close(stop)
-	// Let the writer notice; answers still in flight are not counted.
-	go func() {
-		for range lines {
-		}
-	}()
-	if measured == 0 {
-		return errors.New("no answer in the measured window")
-	}
-	p50, p99 := percentiles(latencies)
-	fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d\n",
-		measured, elapsed.Microseconds(), p50/1000, p99/1000, bad, cpu, rss, idleRSS)
-	return nil
-}
-
-// awaitAnswer reads lines until the answer to id arrives, and checks it carries want.
-func awaitAnswer(lines <-chan []byte, id int64, want string, timeout time.Duration) error {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return errors.New("the server closed its output")
-			}
-			got, ok := idOf(line)
-			if !ok || got != id {
-				continue
-			}
-			if !bytes.Contains(line, []byte(`"result"`)) || !bytes.Contains(line, []byte(want)) ||
-				bytes.Contains(line, []byte(`"isError":true`)) {
-				return fmt.Errorf("unexpected answer: %s", bytes.TrimSpace(line))
-			}
-			return nil
-		case <-deadline:
-			return fmt.Errorf("no answer to id %d within %v", id, timeout)
-		}
-	}
-}
-
-func percentiles(ns []int64) (p50, p99 int64) {
-	sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
-	at := func(q float64) int64 {
-		i := int(q * float64(len(ns)-1))
-		return ns[i]
-	}
-	return at(0.50), at(0.99)
+// answerCarries is answerOK without a conversion, for the load's hot path.
+func answerCarries(line, want []byte) bool {
+	return bytes.Contains(line, resultKey) && !bytes.Contains(line, isError) && bytes.Contains(line, want)
 }
 
 // cpuMS is the process's user + system time so far, in milliseconds, from /proc/PID/stat
