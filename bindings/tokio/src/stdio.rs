@@ -35,12 +35,15 @@
 //! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
 //!   shutdown signal, say) loses nothing: bytes are consumed from the engine only once
 //!   written, and input only once read.
-//! - **One flush per wait, not per answer.** Answers are written as they are given, and the
-//!   writer is flushed only before the driver waits for input or a deadline (and before it
-//!   reports the end). `tokio::io::stdout`'s flush waits for a thread of the blocking pool, so
-//!   a flush per answer held every answer up by a round trip to that thread. A writer that
-//!   buffers (`BufWriter`) thus keeps answers until the driver next waits: call
-//!   [`next_event`](Driver::next_event) again before slow work, or do it on another task.
+//! - **Answers leave in batches.** The answers to one read's requests are written together:
+//!   as soon as 4 KiB of them are waiting, and before the driver waits for input or a
+//!   deadline (and before it reports the end), when the writer is also flushed. A peer that
+//!   pipelines requests gets them in a few writes instead of one per answer (about 0.7 µs of
+//!   CPU per request against 1.2 with 128 in flight, in `mcpwire serve --tokio`). So an answer
+//!   can wait for the other requests of its read to be handled: do slow work on another task,
+//!   or call [`write_pending`](Driver::write_pending) before doing it inline.
+//!   `tokio::io::stdout`'s flush waits for a thread of the blocking pool, which is why the
+//!   writer is flushed only before a wait.
 //! - **No copies beyond the kernel's.** The engine lends its output buffer to `write`, and
 //!   reads land in one reused buffer; `bytes::Bytes` would add nothing here (it pays off when
 //!   a buffer is shared between tasks, which this loop never does).
@@ -58,6 +61,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How much input the engine gets between drains (see the module docs).
 const FEED: usize = 4096;
+
+/// Output is written once this much of it waits, or before the driver waits (see the module
+/// docs). Against `loadgen stdio` at 32 in flight, 1 KiB and 2 KiB wrote more often for no
+/// more throughput; one write per answer cost 1.4 µs of CPU per request against 0.85.
+const WRITE_AT: usize = 4096;
 
 /// This process's standard input, for a [`Driver`] of a server on stdio: what [`stdin`]
 /// returns.
@@ -221,7 +229,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     }
 
     /// The connection, for commands (`request`, `respond`, `notify`, ...). Their output is
-    /// written by the next [`next_event`](Self::next_event).
+    /// written by [`next_event`](Self::next_event) with the rest of its batch, or at once by
+    /// [`write_pending`](Self::write_pending).
     pub fn connection(&mut self) -> &mut Connection {
         &mut self.conn
     }
@@ -255,6 +264,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         Ok(())
     }
 
+    /// Writes and flushes every answer and message given so far, now rather than with the
+    /// rest of the batch (see the module docs): call it before slow work done between two
+    /// [`next_event`](Self::next_event) calls, so that the answers already given are not held
+    /// up by it.
+    pub async fn write_pending(&mut self) -> io::Result<()> {
+        self.write_out().await?;
+        self.flush_before_waiting().await
+    }
+
     /// Flushes what [`write_out`](Self::write_out) wrote since the last flush: before the
     /// driver waits for input or a deadline, and before it reports the end.
     async fn flush_before_waiting(&mut self) -> io::Result<()> {
@@ -269,12 +287,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// IO errors of the stream are returned as they are.
     pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
         loop {
-            // Output first: commands issued since the last call, then what input produced.
-            self.write_out().await?;
+            // Output first, once there is enough of it: commands issued since the last call,
+            // then what input produced.
+            if self
+                .conn
+                .poll_transmit()
+                .is_some_and(|t| t.bytes.len() >= WRITE_AT)
+            {
+                self.write_out().await?;
+            }
             if let Some(event) = self.conn.poll_event() {
                 return Ok(Some(event.to_owned_event()));
             }
             if self.conn.state() == State::Closed {
+                self.write_out().await?;
                 self.flush_before_waiting().await?;
                 return Ok(None);
             }
@@ -295,6 +321,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                     None => std::future::pending().await,
                 }
             };
+            self.write_out().await?;
             self.flush_before_waiting().await?;
             if self.eof {
                 sleep.await;
