@@ -9,7 +9,8 @@ import (
 // Handler handles the events of a connection driven by Serve. HandleEvent runs on Serve's
 // goroutine, so it may call any command on c; it must not block for long (start a goroutine
 // for slow work and answer through a channel your own loop reads, or use an HTTPServer,
-// whose With answers from any goroutine).
+// whose With answers from any goroutine). now is the time Serve read when it began handing
+// out the current round of events (one clock read per round, not per event).
 type Handler interface {
 	HandleEvent(c *Conn, now time.Time, ev Event)
 }
@@ -78,11 +79,15 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	for {
 		// 1. Events (the handler may issue commands), 2. all output.
 		closed := false
+		var now time.Time
 		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
 			if _, isClosed := ev.(*ClosedEvent); isClosed {
 				closed = true
 			}
-			handleServed(conn, w, h, ev)
+			if now.IsZero() {
+				now = time.Now()
+			}
+			handleServed(conn, w, h, ev, now)
 		}
 		if err := conn.Err(); err != nil {
 			return err
@@ -163,13 +168,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the
 // connection already holds is written to w on the way out; the panic itself goes on.
-func handleServed(conn *Conn, w io.Writer, h Handler, ev Event) {
+func handleServed(conn *Conn, w io.Writer, h Handler, ev Event, now time.Time) {
 	returned := false
 	defer func() {
 		if !returned {
 			_, _ = conn.WriteTo(w) // best effort: the panic, not a write error, is the news
 		}
 	}()
-	h.HandleEvent(conn, time.Now(), ev)
+	h.HandleEvent(conn, now, ev)
 	returned = true
 }
