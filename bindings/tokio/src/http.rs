@@ -559,12 +559,16 @@ where
     }
     let (parts, body) = req.into_parts();
     let is_get = parts.method == hyper::Method::GET;
-    let body = match tokio::time::timeout(
-        config.body_read_timeout,
-        Limited::new(body, config.max_body).collect(),
-    )
-    .await
-    {
+    // Most bodies are in by the time hyper calls us: a first poll takes them without the
+    // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
+    let collect = Limited::new(body, config.max_body).collect();
+    tokio::pin!(collect);
+    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
+    let collected = match first {
+        Poll::Ready(done) => Ok(done),
+        Poll::Pending => tokio::time::timeout(config.body_read_timeout, collect).await,
+    };
+    let body = match collected {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
             return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
