@@ -496,6 +496,50 @@ fn probe_url_against_serve_http_in_both_eras_with_a_call() {
     assert_eq!(report["call"]["content"][0]["text"], "42", "{report}");
 }
 
+/// The demo's own timers over HTTP: `countdown` answers only after its steps have fired
+/// (100 ms apart) through the host's timer, in a session and in stateless requests, with
+/// several countdowns of different lengths running at once on one server.
+#[test]
+fn serve_http_fires_countdown_timers_in_both_eras_side_by_side() {
+    let (_server, url) = serve_http(&[]);
+    let runs: Vec<_> = [
+        (None, 2),
+        (Some("2025-11-25"), 4),
+        (None, 6),
+        (Some("2025-11-25"), 1),
+    ]
+    .into_iter()
+    .map(|(protocol, steps)| {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let params = format!(r#"{{"steps":{steps}}}"#);
+            let mut args = vec!["probe", "--json", "--url", &url];
+            if let Some(p) = protocol {
+                args.extend(["--protocol", p]);
+            }
+            args.extend(["--call", "countdown", &params]);
+            let started = std::time::Instant::now();
+            let (code, out, err) = mcpwire(&args);
+            (protocol, steps, code, out, err, started.elapsed())
+        })
+    })
+    .collect();
+    for run in runs {
+        let (protocol, steps, code, out, err, took) = run.join().unwrap();
+        assert_eq!(code, 0, "{protocol:?} {steps}: {out}{err}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            report["call"]["content"][0]["text"],
+            format!("countdown of {steps} finished"),
+            "{protocol:?}: {report}"
+        );
+        assert!(
+            took >= std::time::Duration::from_millis(100 * steps),
+            "{protocol:?} {steps}: answered after {took:?}, before its steps"
+        );
+    }
+}
+
 #[test]
 fn serve_http_under_the_python_sdk_http_client_in_both_eras() {
     let (_server, url) = serve_http(&[]);
