@@ -9,7 +9,8 @@
 //! - every request gets a response with a real status, and a JSON body that parses; a stream
 //!   response names a stream the host can poll;
 //! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`;
-//! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired).
+//! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired);
+//!   called before any deadline (as a host calling it on every turn does), it ends no session.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -395,6 +396,20 @@ impl Harness {
             assert!(
                 self.server.poll_timeout().is_none_or(|t| t > self.now),
                 "a deadline at or before now survived handle_timeout"
+            );
+        } else {
+            // Hosts may call it on every turn of their loop: early, it ends no session and
+            // leaves nothing due.
+            let sessions = self.server.sessions();
+            self.server.handle_timeout(self.now);
+            assert_eq!(
+                self.server.sessions(),
+                sessions,
+                "an early handle_timeout ended a session"
+            );
+            assert!(
+                self.server.poll_timeout().is_none_or(|t| t > self.now),
+                "an early handle_timeout left a deadline due"
             );
         }
         self.collect_events();
