@@ -46,24 +46,7 @@ fn server() -> Connection {
     cfg.limits.max_inbound_in_flight = 1 << 20;
     cfg.limits.max_queued_events = 1 << 20;
     cfg.limits.max_buffered_output = 1 << 30;
-    let now = Timestamp::ZERO;
-    let mut s = Connection::new(cfg, now).expect("server");
-    s.handle_input(
-        now,
-        concat!(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
-            "\n",
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            "\n"
-        )
-        .as_bytes(),
-    );
-    while s.poll_event().is_some() {}
-    while let Some(t) = s.poll_transmit() {
-        let n = t.bytes.len();
-        s.consume_transmit(n);
-    }
-    s
+    conn_setup::server_past_handshake(cfg)
 }
 
 #[inline(never)]

@@ -13,7 +13,10 @@
 
 use std::time::Instant;
 
-use mcpwire::conn::{Config, Connection, Event, Timestamp};
+#[path = "../benches/common/conn.rs"]
+mod conn_setup;
+
+use mcpwire::conn::{Connection, Event, Timestamp};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 
 fn main() {
@@ -38,27 +41,7 @@ fn main() {
 
 /// A server past its handshake, with the default limits (as `mcpwire serve` has).
 fn server() -> Connection {
-    let cfg = Config::server("profile", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .expect("capabilities");
-    let now = Timestamp::ZERO;
-    let mut s = Connection::new(cfg, now).expect("server");
-    s.handle_input(
-        now,
-        concat!(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"loadgen","version":"1"}}}"#,
-            "\n",
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            "\n"
-        )
-        .as_bytes(),
-    );
-    while s.poll_event().is_some() {}
-    while let Some(t) = s.poll_transmit() {
-        let n = t.bytes.len();
-        s.consume_transmit(n);
-    }
-    s
+    conn_setup::server_past_handshake(conn_setup::server_config())
 }
 
 /// The load generator's request number `id`.

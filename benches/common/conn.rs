@@ -23,6 +23,29 @@ pub fn client_config() -> Config {
     c
 }
 
+/// A server from `config` past a 2025-11-25 handshake with a raw client, every event and byte
+/// of output drained.
+pub fn server_past_handshake(config: Config) -> Connection {
+    let now = Timestamp::ZERO;
+    let mut s = Connection::new(config, now).expect("server");
+    s.handle_input(
+        now,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    while s.poll_event().is_some() {}
+    while let Some(t) = s.poll_transmit() {
+        let n = t.bytes.len();
+        s.consume_transmit(n);
+    }
+    s
+}
+
 /// Moves everything `from` wants to write into `to`, through `buf`; returns the bytes moved.
 pub fn pipe(
     from: &mut Connection,
