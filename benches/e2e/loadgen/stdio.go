@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -72,18 +73,9 @@ func (h *histogram) quantile(q float64) int64 {
 			return int64(b+1) * bucketNS
 		}
 	}
-	over := append([]int64(nil), h.over...)
-	sortInt64(over)
+	over := slices.Clone(h.over)
+	slices.Sort(over)
 	return over[rank-seen-1]
-}
-
-func sortInt64(s []int64) {
-	// Insertion sort: `over` holds the rare latencies above 105 ms.
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // pipeReader reads lines from a blocking descriptor into one growing buffer.
