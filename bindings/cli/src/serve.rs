@@ -578,7 +578,10 @@ impl Application for HttpDemo {
             if let Some(conn) = server.connection(key) {
                 let state = self.servers.entry(key).or_default();
                 state.on_event(conn, now, ev);
-                self.next_timer = earliest(self.next_timer, state.next_timer());
+                self.next_timer = [self.next_timer, state.next_timer()]
+                    .into_iter()
+                    .flatten()
+                    .min();
             }
             if closed {
                 self.servers.remove(&key);
@@ -618,14 +621,6 @@ impl Application for HttpDemo {
             self.next_timer = self.servers.values().filter_map(Server::next_timer).min();
         }
         server.pump();
-    }
-}
-
-/// The earlier of two optional times.
-fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
