@@ -263,23 +263,23 @@ func BenchmarkMembers(b *testing.B) {
 		{"stateless", `{"name":"echo","arguments":{"text":"hello, world"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
 	} {
 		params := json.RawMessage(c.params)
-		for _, unchecked := range []bool{false, true} {
-			name := "Members/" + c.name
-			if unchecked {
-				name = "Unchecked/" + c.name
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, how := range []string{"Members", "Unchecked", "AppendUnchecked"} {
+			b.Run(how+"/"+c.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
+					var buf [2]json.RawMessage
 					var m []json.RawMessage
 					var err error
-					if unchecked {
-						m, err = MembersUnchecked(params, "name", "arguments")
-					} else {
+					switch how {
+					case "Members":
 						m, err = Members(params, "name", "arguments")
+					case "Unchecked":
+						m, err = MembersUnchecked(params, "name", "arguments")
+					default:
+						m, err = AppendMembersUnchecked(buf[:0], params, "name", "arguments")
 					}
 					if err != nil || string(m[0]) != `"echo"` || len(m[1]) != 23 {
-						b.Fatal(m, err)
+						b.Fatal(err)
 					}
 				}
 			})
@@ -313,6 +313,56 @@ func checkUnchecked(t *testing.T, obj []byte, key string) (valid bool) {
 	return false
 }
 
+// checkAppend holds AppendMembersUnchecked to MembersUnchecked's answers, appended after what
+// dst already holds, into spare capacity that holds stale views (which must not be taken for
+// keys already seen); on an error dst comes back as it was given.
+func checkAppend(t *testing.T, obj []byte, key string) {
+	keys := []string{"name", "arguments", key, "name"}
+	want, wantErr := MembersUnchecked(obj, keys...)
+	stale := json.RawMessage(`"stale"`)
+	buf := []json.RawMessage{json.RawMessage(`1`), stale, stale, stale, stale, stale}
+	got, gotErr := AppendMembersUnchecked(buf[:1], obj, keys...)
+	if !errors.Is(gotErr, wantErr) || (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("%q: MembersUnchecked says %v, AppendMembersUnchecked %v", obj, wantErr, gotErr)
+	}
+	if len(got) == 0 || string(got[0]) != `1` || &got[0] != &buf[0] {
+		t.Fatalf("%q: what dst held was lost: %q", obj, got)
+	}
+	if gotErr != nil {
+		if len(got) != 1 {
+			t.Fatalf("%q: an error, yet dst grew to %q", obj, got)
+		}
+		return
+	}
+	if len(got) != 1+len(keys) {
+		t.Fatalf("%q: %d views for %d keys", obj, len(got)-1, len(keys))
+	}
+	for i := range want {
+		if !bytes.Equal(got[1+i], want[i]) || (got[1+i] == nil) != (want[i] == nil) {
+			t.Fatalf("%q, key %q: MembersUnchecked %q, AppendMembersUnchecked %q", obj, keys[i], want[i], got[1+i])
+		}
+	}
+}
+
+// A handler's lookup into an array on its stack allocates nothing.
+func TestAppendMembersUncheckedAllocates(t *testing.T) {
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello, world"}}`)
+	bad := false
+	n := testing.AllocsPerRun(100, func() {
+		var buf [2]json.RawMessage
+		m, err := AppendMembersUnchecked(buf[:0], params, "name", "arguments")
+		bad = bad || err != nil || len(m) != 2 || string(m[0]) != `"echo"` || len(m[1]) != 23
+	})
+	if bad || (n != 0 && !raceEnabled) {
+		t.Fatalf("wrong views (%v), or %v allocations", bad, n)
+	}
+	// Without room it grows dst as append does.
+	m, err := AppendMembersUnchecked(nil, params, "arguments")
+	if err != nil || len(m) != 1 || string(m[0]) != `{"text":"hello, world"}` {
+		t.Fatalf("%q, %v", m, err)
+	}
+}
+
 func TestMembersUnchecked(t *testing.T) {
 	for _, obj := range []string{
 		`{"name":"echo","arguments":{"text":"hello, world"}}`,
@@ -326,6 +376,7 @@ func TestMembersUnchecked(t *testing.T) {
 		`{"name":{"a":[{"b":"}"}]},"arguments":true}`,
 	} {
 		checkUnchecked(t, []byte(obj), "k")
+		checkAppend(t, []byte(obj), "k")
 	}
 	// Escapes and quotes at every offset around the eight-byte steps.
 	valid := 0
@@ -339,6 +390,7 @@ func TestMembersUnchecked(t *testing.T) {
 				if checkUnchecked(t, []byte(obj), pad+`"`) {
 					valid++
 				}
+				checkAppend(t, []byte(obj), pad+`"`)
 			}
 		}
 	}
@@ -357,5 +409,8 @@ func FuzzMembersUnchecked(f *testing.F) {
 	} {
 		f.Add([]byte(seed), "k")
 	}
-	f.Fuzz(func(t *testing.T, obj []byte, key string) { checkUnchecked(t, obj, key) })
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		checkUnchecked(t, obj, key)
+		checkAppend(t, obj, key)
+	})
 }

@@ -9,45 +9,62 @@ import (
 // MembersUnchecked is Members for text already known to be valid JSON: an event's Params,
 // Result or Data, which the engine validated before handing them over, or a member read from
 // one of those. Use it in tool handlers on the request's params and arguments: it reads obj
-// in Go, with no call into the engine and no second validation: about 80 ns against
-// Members' 140 on a usual tool call's params (BenchmarkMembers). On valid JSON it answers as Members does: the same views,
+// in Go, with no call into the engine and no second validation: about 70 ns against
+// Members' 115 on a usual tool call's params (BenchmarkMembers). On valid JSON it answers as Members does: the same views,
 // ErrJSONWrongType when obj is not an object, ErrDuplicateKey when a key asked for appears
 // twice, keys compared after decoding escapes, at most 64 keys (more is ErrInvalidArgument).
 // On other text it never panics, but what it returns is unspecified: use Members for text
-// from anywhere else.
+// from anywhere else. AppendMembersUnchecked does the same without allocating.
 func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, error) {
+	out, err := AppendMembersUnchecked(nil, obj, keys...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendMembersUnchecked is MembersUnchecked appending the views to dst, one per key, and
+// returning the extended slice; on an error it returns dst as it came. Use it where a
+// handler runs for every request: with room in dst, a small array on the caller's stack,
+// it allocates nothing, where MembersUnchecked allocates its result.
+//
+//	var buf [2]json.RawMessage
+//	m, err := mcpwire.AppendMembersUnchecked(buf[:0], req.Params, "name", "arguments")
+func AppendMembersUnchecked(dst []json.RawMessage, obj json.RawMessage, keys ...string) ([]json.RawMessage, error) {
 	if len(keys) > 64 {
-		return nil, ErrInvalidArgument
+		return dst, ErrInvalidArgument
 	}
 	i := skipSpace(obj, 0)
 	if i >= len(obj) {
-		return nil, ErrInvalidJSON
+		return dst, ErrInvalidJSON
 	}
 	if obj[i] != '{' {
-		return nil, ErrJSONWrongType
+		return dst, ErrJSONWrongType
 	}
-	out := make([]json.RawMessage, len(keys))
+	given := len(dst)
+	dst = append(dst, make([]json.RawMessage, len(keys))...)
+	out := dst[given:]
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return out, trailing(obj, i+1)
+		return finish(dst, given, trailing(obj, i+1))
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return nil, ErrInvalidJSON
+			return dst[:given], ErrInvalidJSON
 		}
 		open := i
 		end, escaped := stringEnd(obj, open+1)
 		if end < 0 {
-			return nil, ErrInvalidJSON
+			return dst[:given], ErrInvalidJSON
 		}
 		i = skipSpace(obj, end+1)
 		if i >= len(obj) || obj[i] != ':' {
-			return nil, ErrInvalidJSON
+			return dst[:given], ErrInvalidJSON
 		}
 		start := skipSpace(obj, i+1)
 		stop := valueEnd(obj, start)
 		if stop <= start {
-			return nil, ErrInvalidJSON
+			return dst[:given], ErrInvalidJSON
 		}
 		key := obj[open+1 : end]
 		decoded, haveDecoded := "", false
@@ -64,7 +81,7 @@ func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, e
 			}
 			if match {
 				if out[k] != nil {
-					return nil, ErrDuplicateKey
+					return dst[:given], ErrDuplicateKey
 				}
 				out[k] = obj[start:stop:stop]
 			}
@@ -74,11 +91,19 @@ func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, e
 		case i < len(obj) && obj[i] == ',':
 			i = skipSpace(obj, i+1)
 		case i < len(obj) && obj[i] == '}':
-			return out, trailing(obj, i+1)
+			return finish(dst, given, trailing(obj, i+1))
 		default:
-			return nil, ErrInvalidJSON
+			return dst[:given], ErrInvalidJSON
 		}
 	}
+}
+
+// finish returns dst when err is nil, else dst cut back to its given length.
+func finish(dst []json.RawMessage, given int, err error) ([]json.RawMessage, error) {
+	if err != nil {
+		return dst[:given], err
+	}
+	return dst, nil
 }
 
 // trailing is nil when only whitespace follows position i of b.
