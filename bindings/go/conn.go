@@ -516,6 +516,15 @@ func (c *Conn) decode(count, used int) {
 // decodeRecords appends the events of records (their text in arena) to dst.
 func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event {
 	t := recordText{arena: arena}
+	requests := 0
+	for i := range records {
+		if records[i].kind == C.MCPW_EVENT_REQUEST {
+			requests++
+		}
+	}
+	if requests > 1 {
+		t.requests = make([]RequestEvent, 0, requests)
+	}
 	for i := range records {
 		dst = append(dst, t.event(&records[i]))
 	}
@@ -526,9 +535,25 @@ func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event
 // the text that events keep is copied out: all of it in one allocation, made on first need.
 // Protocol versions and common method names are interned instead, so an event such as a
 // stateless request's ReadyEvent allocates no text at all.
+//
+// A batch's request events share one allocation too (requests, when the batch has several):
+// one allocation per batch instead of one per request. An application that keeps one of
+// them keeps the batch's (at most 256) alive with it, a few KiB.
 type recordText struct {
-	arena []byte
-	text  []byte // the copy of arena, nil until a view needs it
+	arena    []byte
+	text     []byte         // the copy of arena, nil until a view needs it
+	requests []RequestEvent // room for the batch's request events, or nil
+}
+
+// request returns a new, zero request event, from the batch's shared allocation while it has
+// room.
+func (t *recordText) request() *RequestEvent {
+	n := len(t.requests)
+	if n == cap(t.requests) {
+		return new(RequestEvent)
+	}
+	t.requests = t.requests[:n+1]
+	return &t.requests[n]
 }
 
 func (t *recordText) copied() []byte {
@@ -613,7 +638,9 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 	case C.MCPW_EVENT_CLOSED:
 		return &ClosedEvent{Reason: CloseReason(r.close_reason), Code: int64(r.code), Version: t.str(r, C.MCPWGO_VERSION)}
 	case C.MCPW_EVENT_REQUEST:
-		return &RequestEvent{ID: t.id(r), Method: t.str(r, C.MCPWGO_METHOD), Params: t.raw(r, C.MCPWGO_PARAMS)}
+		ev := t.request()
+		*ev = RequestEvent{ID: t.id(r), Method: t.str(r, C.MCPWGO_METHOD), Params: t.raw(r, C.MCPWGO_PARAMS)}
+		return ev
 	case C.MCPW_EVENT_NOTIFICATION:
 		return &NotificationEvent{Method: t.str(r, C.MCPWGO_METHOD), Params: t.raw(r, C.MCPWGO_PARAMS)}
 	case C.MCPW_EVENT_PEER_CANCELLED:

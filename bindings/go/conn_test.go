@@ -871,8 +871,10 @@ func TestBatching(t *testing.T) {
 	}
 	mustOK(t, s.Feed(epoch, in.Bytes()))
 	got := 0
+	var all []*RequestEvent
 	for ev, ok := s.NextEvent(); ok; ev, ok = s.NextEvent() {
 		r := ev.(*RequestEvent)
+		all = append(all, r)
 		if r.ID != IntID(int64(got)) {
 			t.Fatalf("event %d has id %v", got, r.ID)
 		}
@@ -899,6 +901,12 @@ func TestBatching(t *testing.T) {
 	runtime.GC()
 	if r := kept[0].(*RequestEvent); r.Method != "tools/list" || r.ID != StringID("keep") {
 		t.Fatalf("%+v", r)
+	}
+	// The request events of a batch share an allocation: each is still its own, unchanged.
+	for i, r := range all {
+		if r.ID != IntID(int64(i)) || r.Method != "tools/call" || !bytes.Contains(r.Params, []byte(fmt.Sprintf(`"n%d"`, i))) {
+			t.Fatalf("kept event %d is now %v %s %.40s", i, r.ID, r.Method, r.Params)
+		}
 	}
 }
 
