@@ -208,6 +208,8 @@ pub struct Driver<R, W> {
     eof: bool,
     /// Bytes were written since the writer was last flushed.
     unflushed: bool,
+    /// The time the driver last read (see [`event_time`](Self::event_time)).
+    read_at: Timestamp,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
@@ -225,6 +227,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             fed: 0,
             eof: false,
             unflushed: false,
+            read_at: Timestamp::ZERO,
         })
     }
 
@@ -239,6 +242,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// `now`.
     pub fn now(&self) -> Timestamp {
         Timestamp::ZERO.after(self.start.elapsed())
+    }
+
+    /// The time the driver read from its clock last: when it fed the input, or handled the
+    /// deadline, whose events [`next_event`](Self::next_event) is handing out. Use it as
+    /// `now` for the commands that answer those events: it costs no clock read, where
+    /// [`now`](Self::now) reads the clock on every call (a stdio server spent about 7% of its
+    /// time there at one call per event). It is older than `now()` by the time spent since
+    /// that read, which is the time spent on the batch so far unless the application did slow
+    /// work between two `next_event` calls; use `now()` after such work.
+    pub fn event_time(&self) -> Timestamp {
+        self.read_at
+    }
+
+    /// Reads the clock and remembers the time for [`event_time`](Self::event_time).
+    fn read_clock(&mut self) -> Timestamp {
+        self.read_at = self.now();
+        self.read_at
     }
 
     /// Begins a graceful close: our requests in flight get `grace` to be answered, then the
@@ -307,13 +327,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             // The rest of the last read, a piece at a time.
             if self.fed < self.filled {
                 let end = (self.fed + FEED).min(self.filled);
-                let now = self.now();
+                let now = self.read_clock();
                 self.conn.handle_input(now, &self.buf[self.fed..end]);
                 self.fed = end;
                 continue;
             }
             let wait = self.conn.poll_timeout().map(|at| {
-                Duration::from_nanos(at.as_nanos().saturating_sub(self.now().as_nanos()))
+                Duration::from_nanos(at.as_nanos().saturating_sub(self.read_clock().as_nanos()))
             });
             let sleep = async move {
                 match wait {
@@ -325,14 +345,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             self.flush_before_waiting().await?;
             if self.eof {
                 sleep.await;
-                let now = self.now();
+                let now = self.read_clock();
                 self.conn.handle_timeout(now);
                 continue;
             }
             tokio::select! {
                 read = self.reader.read(&mut self.buf) => {
                     let n = read?;
-                    let now = self.now();
+                    let now = self.read_clock();
                     if n == 0 {
                         self.eof = true;
                         self.conn.handle_eof(now);
@@ -342,7 +362,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                     }
                 }
                 () = sleep => {
-                    let now = self.now();
+                    let now = self.read_clock();
                     self.conn.handle_timeout(now);
                 }
             }

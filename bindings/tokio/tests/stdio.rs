@@ -412,3 +412,59 @@ fn outside_a_runtime_stdio_falls_back_to_the_blocking_pool() {
     assert!(!mcpwire_tokio::stdio::stdin().is_polled());
     assert!(!mcpwire_tokio::stdio::stdout().is_polled());
 }
+
+/// `event_time` is the time the driver read when it fed the input whose events it hands out:
+/// one clock read per batch, so the events of one read share it, however long the
+/// application takes between them; the next read gets a later one.
+#[tokio::test]
+async fn event_time_is_read_once_per_batch() {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(ours);
+    let (_peer_read, mut peer_write) = tokio::io::split(theirs);
+    peer_write.write_all(&requests(3)).await.unwrap();
+    let mut io = Driver::new(server_config(), reader, writer).unwrap();
+    assert_eq!(
+        io.event_time(),
+        mcpwire::Timestamp::ZERO,
+        "nothing read yet"
+    );
+    let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
+    let mut times = Vec::new();
+    while times.len() < 3 {
+        let event = io
+            .next_event()
+            .await
+            .unwrap()
+            .expect("the connection ended early");
+        if let OwnedEvent::Request { id, .. } = event {
+            assert!(io.event_time() <= io.now());
+            times.push(io.event_time());
+            io.connection().respond(id.as_id(), tools).unwrap();
+            std::thread::sleep(Duration::from_millis(5)); // slow work between two events
+        }
+    }
+    assert!(times[0] > mcpwire::Timestamp::ZERO);
+    assert!(times.iter().all(|&t| t == times[0]), "{times:?}");
+    assert!(io.now().as_nanos() - times[0].as_nanos() >= 15_000_000);
+    // The next batch, read after that work, carries the time of its own read.
+    peer_write
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}\n")
+        .await
+        .unwrap();
+    let before = io.now();
+    loop {
+        let event = io
+            .next_event()
+            .await
+            .unwrap()
+            .expect("the connection ended early");
+        if let OwnedEvent::Request { .. } = event {
+            break;
+        }
+    }
+    assert!(
+        io.event_time() >= before,
+        "{:?} < {before:?}",
+        io.event_time()
+    );
+}
