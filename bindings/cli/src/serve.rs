@@ -69,21 +69,37 @@ fn tools() -> Value {
 
 /// `echo` and `add` answered from the request's raw JSON, without building a `Value`: what
 /// the zero-copy API is for. `None` sends the call the general way (other tools, arguments
-/// of the wrong type, which get the general way's answers).
+/// of the wrong type, which get the general way's answers). `params` is a view of an event
+/// the engine has validated; [`quick_tool_text`] takes text that was copied out of one.
 fn quick_tool(params: RawJson<'_>) -> Option<String> {
-    let name = params.get_unique("name").ok()??.as_str()?;
-    let arguments = params.get_unique("arguments").ok()??;
-    let arg = |key: &str| arguments.get_unique(key).ok().flatten();
+    let found = params.get_each(["name", "arguments"]);
+    quick_answer(found.get(0).ok()??, found.get(1).ok()??)
+}
+
+/// [`quick_tool`] for params held as text (an owned event's): validated again, in the same
+/// single walk that finds `name` and `arguments`.
+fn quick_tool_text(params: &str) -> Option<String> {
+    let mut found = [None; 2];
+    if RawJson::object_each_into(params, &["name", "arguments"], &mut found)? != 0 {
+        return None; // a duplicated member: the general way refuses it
+    }
+    quick_answer(found[0]?, found[1]?)
+}
+
+fn quick_answer(name: RawJson<'_>, arguments: RawJson<'_>) -> Option<String> {
+    let name = name.as_str()?;
     if name.eq_str("echo") {
         // The JSON string as it arrived, escapes and all: the same text.
-        let text = arg("text")?;
+        let text = arguments.get_each(["text"]).get(0).ok()??;
         text.as_str()?;
         Some(format!(
             r#"{{"content":[{{"type":"text","text":{}}}],"isError":false}}"#,
             text.get()
         ))
     } else if name.eq_str("add") {
-        let sum = arg("a")?.as_i64()?.saturating_add(arg("b")?.as_i64()?);
+        let found = arguments.get_each(["a", "b"]);
+        let (a, b) = (found.get(0).ok()??, found.get(1).ok()??);
+        let sum = a.as_i64()?.saturating_add(b.as_i64()?);
         Some(format!(
             r#"{{"content":[{{"type":"text","text":"{sum}"}}],"isError":false}}"#
         ))
@@ -158,10 +174,7 @@ impl Server {
         params: Option<String>,
     ) {
         if method == "tools/call"
-            && let Some(result) = params
-                .as_deref()
-                .and_then(|p| RawJson::new(p).ok())
-                .and_then(quick_tool)
+            && let Some(result) = params.as_deref().and_then(quick_tool_text)
             && let Ok(raw) = RawJson::new(&result)
         {
             let _ = conn.respond(id.as_id(), raw);
@@ -509,14 +522,16 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
             return 1;
         };
         let mut server = Server::default();
+        // One clock read per batch of events (the driver's event_time), not one per event;
+        // a fresh one after waking for our own timer.
+        let mut now = io.now();
         loop {
-            let now = io.now();
             server.fire_timers(io.connection(), now);
             // Wake for our own timers (the countdown) as well as the engine's; next_event is
             // cancellation-safe, so losing the race to the timer loses nothing.
             let timer = server
                 .next_timer()
-                .map(|at| Duration::from_nanos(at.as_nanos().saturating_sub(io.now().as_nanos())));
+                .map(|at| Duration::from_nanos(at.as_nanos().saturating_sub(now.as_nanos())));
             let sleep = async move {
                 match timer {
                     Some(wait) => tokio::time::sleep(wait).await,
@@ -526,7 +541,7 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
             tokio::select! {
                 ev = io.next_event() => match ev {
                     Ok(Some(ev)) => {
-                        let now = io.now();
+                        now = io.event_time();
                         server.on_event(io.connection(), now, ev);
                     }
                     Ok(None) => return 0,
@@ -535,7 +550,7 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
                         return 1;
                     }
                 },
-                () = sleep => {}
+                () = sleep => now = io.now(),
             }
         }
     })
