@@ -480,16 +480,16 @@ pub fn run(legacy_only: bool) -> i32 {
     // already given is written before the loop reports the end of input.
     let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
     let mut io = Io::stdio(clock);
+    // One clock read per batch of events (the loop's event_time), not one per event.
+    let mut now = io.now();
     loop {
-        let now = io.now();
         server.fire_timers(&mut conn, now);
         // Wake for our own timers (the countdown) as well as the engine's.
-        match io.next_event(&mut conn, server.next_timer()) {
+        let next = io.next_event(&mut conn, server.next_timer());
+        now = io.event_time();
+        match next {
             Ok(Ev::Closed { .. }) | Err(Stop::Eof) => return 0,
-            Ok(ev) => {
-                let now = io.now();
-                server.on_event(&mut conn, now, ev);
-            }
+            Ok(ev) => server.on_event(&mut conn, now, ev),
             Err(Stop::Deadline) => {}
         }
     }
