@@ -119,11 +119,40 @@ func isJSONString(raw json.RawMessage) bool {
 // does, and allocates nothing.
 func Float(raw json.RawMessage) (float64, bool) {
 	text := trimJSONSpace(raw)
+	if f, ok := shortInteger(text); ok {
+		return f, true
+	}
 	if !isJSONNumber(text) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(text), len(text)), 64)
 	return f, err == nil
+}
+
+// shortInteger reads b when it is a JSON integer of at most 15 digits (the usual numeric
+// argument), which a float64 holds exactly, without strconv: the value ParseFloat would
+// give, -0 included. ok is false for anything else, which Float reads the general way.
+func shortInteger(b []byte) (float64, bool) {
+	digits := b
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		digits = b[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	f := float64(n)
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 // trimJSONSpace cuts JSON whitespace from both ends of b.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -191,7 +192,7 @@ func checkStringFloat(t *testing.T, raw []byte) {
 	if wantErr != nil {
 		isNumber = false
 	}
-	if ok != isNumber || (ok && f != wf && !(f != f && wf != wf)) {
+	if ok != isNumber || (ok && f != wf && !(f != f && wf != wf)) || (ok && math.Signbit(f) != math.Signbit(wf)) {
 		t.Fatalf("Float(%q) = %v, %v; encoding/json: %v, %v (%v)", raw, f, ok, wf, isNumber, wantErr)
 	}
 }
@@ -202,7 +203,8 @@ func TestStringAndFloat(t *testing.T) {
 		"\"a\tb\"", `"a"b"`, `"`, `null`, `true`, `{"a":1}`, `["a"]`, `"\x"`, `"\u12"`,
 		`0`, `-0`, `1.5`, `-1.5e3`, `1E+2`, `2e-3`, ` 7 `, `01`, `+1`, `.5`, `1.`, `1e`, `-`,
 		`0x10`, `Infinity`, `NaN`, `1e400`, `-1e400`, `1e-400`, `1_000`, `12345678901234567890`,
-		`"5"`, `5 5`,
+		`"5"`, `5 5`, `5`, `-5`, `123456789012345`, `-123456789012345`, `999999999999999`,
+		`1234567890123456`, `9007199254740993`, `-00`, `0 `, `- 1`, `1-`, `12a`,
 	} {
 		checkStringFloat(t, []byte(raw))
 	}
@@ -218,7 +220,7 @@ func FuzzStringAndFloat(f *testing.F) {
 // String and Float against json.Unmarshal into a string and a float64, on a tool name and a
 // number argument.
 func BenchmarkStringAndFloat(b *testing.B) {
-	name, num := json.RawMessage(`"echo"`), json.RawMessage(`-12.5e3`)
+	name, num, integer := json.RawMessage(`"echo"`), json.RawMessage(`-12.5e3`), json.RawMessage(`42`)
 	b.Run("String", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -240,6 +242,14 @@ func BenchmarkStringAndFloat(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if f, ok := Float(num); !ok || f != -12500 {
+				b.Fatal(f)
+			}
+		}
+	})
+	b.Run("Float-integer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if f, ok := Float(integer); !ok || f != 42 {
 				b.Fatal(f)
 			}
 		}
