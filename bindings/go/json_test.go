@@ -407,6 +407,10 @@ func TestMembersUnchecked(t *testing.T) {
 	if valid != 20*4*2 { // all but the bare quote are valid JSON
 		t.Fatalf("%d valid objects", valid)
 	}
+	// No keys: an empty slice, not nil, as Members.
+	if m, err := MembersUnchecked(json.RawMessage(`{"a":1}`)); err != nil || m == nil || len(m) != 0 {
+		t.Fatalf("no keys: %q, %v", m, err)
+	}
 	// Keys past the 64 limit, as Members.
 	if _, err := MembersUnchecked(json.RawMessage(`{}`), make([]string, 65)...); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("65 keys: %v", err)

@@ -10,13 +10,14 @@ import (
 // Result or Data, which the engine validated before handing them over, or a member read from
 // one of those. Use it in tool handlers on the request's params and arguments: it reads obj
 // in Go, with no call into the engine and no second validation: about 70 ns against
-// Members' 115 on a usual tool call's params (BenchmarkMembers). On valid JSON it answers as Members does: the same views,
-// ErrJSONWrongType when obj is not an object, ErrDuplicateKey when a key asked for appears
-// twice, keys compared after decoding escapes, at most 64 keys (more is ErrInvalidArgument).
+// Members' 115 on a usual tool call's params (BenchmarkMembers). On valid JSON it answers as
+// Members does: the same views, ErrJSONWrongType when obj is not an object, ErrDuplicateKey
+// when a key asked for appears twice, keys compared after decoding escapes, at most 64 keys
+// (more is ErrInvalidArgument).
 // On other text it never panics, but what it returns is unspecified: use Members for text
 // from anywhere else. AppendMembersUnchecked does the same without allocating.
 func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, error) {
-	out, err := AppendMembersUnchecked(nil, obj, keys...)
+	out, err := AppendMembersUnchecked(make([]json.RawMessage, 0, len(keys)), obj, keys...)
 	if err != nil {
 		return nil, err
 	}
