@@ -538,7 +538,8 @@ func decodeRecords(records []C.mcpwgo_record, arena []byte, dst []Event) []Event
 //
 // A batch's request events share one allocation too (requests, when the batch has several):
 // one allocation per batch instead of one per request. An application that keeps one of
-// them keeps the batch's (at most 256) alive with it, a few KiB.
+// them keeps the batch's (at most 256, 72 bytes each) alive with it, as it already keeps
+// the batch's text.
 type recordText struct {
 	arena    []byte
 	text     []byte         // the copy of arena, nil until a view needs it
