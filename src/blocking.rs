@@ -308,7 +308,8 @@ impl<W: Write> Io<W> {
     /// one write; a handler about to do long work can [`flush`](Io::flush) first, so the
     /// answers it already gave do not wait for it. Returns
     /// [`Stop::Deadline`] when `until` has come, and [`Stop::Eof`] once the input has ended
-    /// and everything is written.
+    /// and everything is written. Everything is written before `Closed` is handed out too, so
+    /// a loop may stop at either.
     pub fn next_event(
         &mut self,
         conn: &mut Connection,
@@ -319,7 +320,13 @@ impl<W: Write> Io<W> {
             // of requests leave in one write instead of one each. Nothing waits or reads
             // before the output is written.
             if let Some(event) = conn.poll_event() {
-                return Ok(event.to_owned_event());
+                let event = event.to_owned_event();
+                if matches!(event, OwnedEvent::Closed { .. }) {
+                    // The caller usually stops at the end: what the connection still has to
+                    // say (an answer given just before a close) leaves first.
+                    self.flush(conn);
+                }
+                return Ok(event);
             }
             if self.flush(conn) {
                 continue;
@@ -549,6 +556,51 @@ mod tests {
         let answers = text.lines().filter(|l| l.contains("\"result\":{}")).count();
         assert_eq!(answers, 3000);
         assert_eq!(text.lines().count(), 3001);
+    }
+
+    /// An application that answers and then closes at once gets `Closed` from the next call,
+    /// and usually stops there: the answer has been written by then.
+    #[test]
+    fn the_answer_before_a_close_is_written_before_closed_is_handed_out() {
+        let (_, clock) = manual_clock();
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer
+            .write_all(
+                format!("{INIT}{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}}\n")
+                    .as_bytes(),
+            )
+            .unwrap();
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut io = Io::new(reader, SharedOut(Arc::clone(&out)), clock);
+        let mut conn = server();
+        loop {
+            match io.next_event(&mut conn, None) {
+                Ok(OwnedEvent::Request { id, .. }) => {
+                    conn.respond(id.as_id(), crate::jsonrpc::RawJson::new("{}").unwrap())
+                        .unwrap();
+                    conn.close(Timestamp::ZERO, Duration::ZERO);
+                }
+                Ok(OwnedEvent::Closed { .. }) => break,
+                Ok(_) => {}
+                Err(e) => panic!("{e:?} before Closed"),
+            }
+        }
+        let written = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert!(written.contains(r#""id":7,"result":{}"#), "{written}");
+        drop(writer);
+    }
+
+    /// A writer whose bytes the test can still read after the `Io` keeps it.
+    struct SharedOut(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for SharedOut {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 
     /// `event_time` is the time read for the input whose events are handed out: the events
