@@ -65,6 +65,9 @@
  *   MCPW_ERR_POISONED; free it). NULL
  *   arguments are reported as MCPW_ERR_NULL_ARGUMENT, never dereferenced.
  *
+ * - Decoding alone. mcpw_decode applies the engine's JSON-RPC rules to one frame without a
+ *   connection (for a proxy or a router); its views point into the caller's frame.
+ *
  * - Time. Every now_ns is the caller's monotonic clock in nanoseconds (any origin, never going
  *   backwards); deadlines come back on the same clock.
  */
@@ -481,6 +484,133 @@ typedef enum mcpw_result {
 } mcpw_result;
 
 /**
+ * Exactly what was wrong with a frame (`MCPW_VIOLATION_PARSE`: 1-99,
+ * `MCPW_VIOLATION_INVALID_MESSAGE`: 100-199).
+ */
+typedef enum mcpw_decode_reason {
+    /**
+     * Not a decoding violation.
+     */
+    MCPW_DECODE_NONE = 0,
+    /**
+     * Bytes that are not UTF-8 (or encode a surrogate, or an overlong form).
+     */
+    MCPW_DECODE_INVALID_UTF8 = 1,
+    /**
+     * The frame ended in the middle of a value.
+     */
+    MCPW_DECODE_UNEXPECTED_END = 2,
+    /**
+     * A byte the JSON grammar does not allow where it stands.
+     */
+    MCPW_DECODE_UNEXPECTED_BYTE = 3,
+    /**
+     * A raw control character inside a string.
+     */
+    MCPW_DECODE_CONTROL_CHARACTER = 4,
+    /**
+     * A malformed escape sequence.
+     */
+    MCPW_DECODE_INVALID_ESCAPE = 5,
+    /**
+     * A `\u` escape of an unpaired UTF-16 surrogate.
+     */
+    MCPW_DECODE_LONE_SURROGATE = 6,
+    /**
+     * A malformed number.
+     */
+    MCPW_DECODE_INVALID_NUMBER = 7,
+    /**
+     * More than one value, or other bytes after the value.
+     */
+    MCPW_DECODE_TRAILING_CHARACTERS = 8,
+    /**
+     * Nesting deeper than the decoder's limit.
+     */
+    MCPW_DECODE_TOO_DEEP = 9,
+    /**
+     * The frame (or a batch member) is not a JSON object.
+     */
+    MCPW_DECODE_NOT_AN_OBJECT = 100,
+    /**
+     * An empty batch `[]`.
+     */
+    MCPW_DECODE_EMPTY_BATCH = 101,
+    /**
+     * A member the engine reads appears twice.
+     */
+    MCPW_DECODE_DUPLICATE_KEY = 102,
+    /**
+     * A member name differing from a JSON-RPC member only in letter case.
+     */
+    MCPW_DECODE_CASE_VARIANT_KEY = 103,
+    /**
+     * No `jsonrpc` member.
+     */
+    MCPW_DECODE_MISSING_VERSION = 104,
+    /**
+     * `jsonrpc` is not exactly `"2.0"`.
+     */
+    MCPW_DECODE_WRONG_VERSION = 105,
+    /**
+     * An id that is neither an integer nor a string.
+     */
+    MCPW_DECODE_INVALID_ID = 106,
+    /**
+     * A numeric id with a fraction or exponent.
+     */
+    MCPW_DECODE_FRACTIONAL_ID = 107,
+    /**
+     * An integer id outside the 64-bit range.
+     */
+    MCPW_DECODE_ID_OUT_OF_RANGE = 108,
+    /**
+     * A `null` id on anything but an error response.
+     */
+    MCPW_DECODE_NULL_ID = 109,
+    /**
+     * A response without an id.
+     */
+    MCPW_DECODE_MISSING_ID = 110,
+    /**
+     * `method` is not a string.
+     */
+    MCPW_DECODE_METHOD_NOT_STRING = 111,
+    /**
+     * `params` is present but not an object.
+     */
+    MCPW_DECODE_PARAMS_NOT_OBJECT = 112,
+    /**
+     * Both `result` and `error`.
+     */
+    MCPW_DECODE_RESULT_AND_ERROR = 113,
+    /**
+     * A mixture of request and response members.
+     */
+    MCPW_DECODE_AMBIGUOUS_KIND = 114,
+    /**
+     * None of `method`, `result` or `error`.
+     */
+    MCPW_DECODE_NOT_A_MESSAGE = 115,
+    /**
+     * `error` is not an object.
+     */
+    MCPW_DECODE_ERROR_NOT_OBJECT = 116,
+    /**
+     * `error.code` is missing or not an integer.
+     */
+    MCPW_DECODE_ERROR_CODE_NOT_INTEGER = 117,
+    /**
+     * `error.message` is missing or not a string.
+     */
+    MCPW_DECODE_ERROR_MESSAGE_NOT_STRING = 118,
+    /**
+     * A reason this version of the C ABI has no code for yet.
+     */
+    MCPW_DECODE_OTHER = 999,
+} mcpw_decode_reason;
+
+/**
  * What an `mcpw_event` reports. Numbers are grouped (lifecycle 1-19, from the peer 20-39,
  * our requests 40-59, the peer's mistakes 60-79) with room for kinds added later; treat a
  * kind you do not know as informational and carry on.
@@ -726,133 +856,6 @@ typedef enum mcpw_violation {
      */
     MCPW_VIOLATION_OTHER = 999,
 } mcpw_violation;
-
-/**
- * Exactly what was wrong with a frame (`MCPW_VIOLATION_PARSE`: 1-99,
- * `MCPW_VIOLATION_INVALID_MESSAGE`: 100-199).
- */
-typedef enum mcpw_decode_reason {
-    /**
-     * Not a decoding violation.
-     */
-    MCPW_DECODE_NONE = 0,
-    /**
-     * Bytes that are not UTF-8 (or encode a surrogate, or an overlong form).
-     */
-    MCPW_DECODE_INVALID_UTF8 = 1,
-    /**
-     * The frame ended in the middle of a value.
-     */
-    MCPW_DECODE_UNEXPECTED_END = 2,
-    /**
-     * A byte the JSON grammar does not allow where it stands.
-     */
-    MCPW_DECODE_UNEXPECTED_BYTE = 3,
-    /**
-     * A raw control character inside a string.
-     */
-    MCPW_DECODE_CONTROL_CHARACTER = 4,
-    /**
-     * A malformed escape sequence.
-     */
-    MCPW_DECODE_INVALID_ESCAPE = 5,
-    /**
-     * A `\u` escape of an unpaired UTF-16 surrogate.
-     */
-    MCPW_DECODE_LONE_SURROGATE = 6,
-    /**
-     * A malformed number.
-     */
-    MCPW_DECODE_INVALID_NUMBER = 7,
-    /**
-     * More than one value, or other bytes after the value.
-     */
-    MCPW_DECODE_TRAILING_CHARACTERS = 8,
-    /**
-     * Nesting deeper than the decoder's limit.
-     */
-    MCPW_DECODE_TOO_DEEP = 9,
-    /**
-     * The frame (or a batch member) is not a JSON object.
-     */
-    MCPW_DECODE_NOT_AN_OBJECT = 100,
-    /**
-     * An empty batch `[]`.
-     */
-    MCPW_DECODE_EMPTY_BATCH = 101,
-    /**
-     * A member the engine reads appears twice.
-     */
-    MCPW_DECODE_DUPLICATE_KEY = 102,
-    /**
-     * A member name differing from a JSON-RPC member only in letter case.
-     */
-    MCPW_DECODE_CASE_VARIANT_KEY = 103,
-    /**
-     * No `jsonrpc` member.
-     */
-    MCPW_DECODE_MISSING_VERSION = 104,
-    /**
-     * `jsonrpc` is not exactly `"2.0"`.
-     */
-    MCPW_DECODE_WRONG_VERSION = 105,
-    /**
-     * An id that is neither an integer nor a string.
-     */
-    MCPW_DECODE_INVALID_ID = 106,
-    /**
-     * A numeric id with a fraction or exponent.
-     */
-    MCPW_DECODE_FRACTIONAL_ID = 107,
-    /**
-     * An integer id outside the 64-bit range.
-     */
-    MCPW_DECODE_ID_OUT_OF_RANGE = 108,
-    /**
-     * A `null` id on anything but an error response.
-     */
-    MCPW_DECODE_NULL_ID = 109,
-    /**
-     * A response without an id.
-     */
-    MCPW_DECODE_MISSING_ID = 110,
-    /**
-     * `method` is not a string.
-     */
-    MCPW_DECODE_METHOD_NOT_STRING = 111,
-    /**
-     * `params` is present but not an object.
-     */
-    MCPW_DECODE_PARAMS_NOT_OBJECT = 112,
-    /**
-     * Both `result` and `error`.
-     */
-    MCPW_DECODE_RESULT_AND_ERROR = 113,
-    /**
-     * A mixture of request and response members.
-     */
-    MCPW_DECODE_AMBIGUOUS_KIND = 114,
-    /**
-     * None of `method`, `result` or `error`.
-     */
-    MCPW_DECODE_NOT_A_MESSAGE = 115,
-    /**
-     * `error` is not an object.
-     */
-    MCPW_DECODE_ERROR_NOT_OBJECT = 116,
-    /**
-     * `error.code` is missing or not an integer.
-     */
-    MCPW_DECODE_ERROR_CODE_NOT_INTEGER = 117,
-    /**
-     * `error.message` is missing or not a string.
-     */
-    MCPW_DECODE_ERROR_MESSAGE_NOT_STRING = 118,
-    /**
-     * A reason this version of the C ABI has no code for yet.
-     */
-    MCPW_DECODE_OTHER = 999,
-} mcpw_decode_reason;
 
 /**
  * Where a connection's lifecycle stands (`mcpw_conn_state`).
@@ -1107,6 +1110,41 @@ typedef enum mcpw_log_level {
 } mcpw_log_level;
 
 /**
+ * What an `mcpw_message` holds.
+ */
+typedef enum mcpw_message_kind {
+    /**
+     * A request. Fields: `id`, `method`, `params` (or absent).
+     */
+    MCPW_MESSAGE_REQUEST = 1,
+    /**
+     * A notification. Fields: `method`, `params` (or absent).
+     */
+    MCPW_MESSAGE_NOTIFICATION = 2,
+    /**
+     * A success response. Fields: `id`, `result`.
+     */
+    MCPW_MESSAGE_RESPONSE = 3,
+    /**
+     * An error response. Fields: `id` (`MCPW_ID_NONE` when the peer sent `null`), `code`,
+     * `message`, `data` (or absent).
+     */
+    MCPW_MESSAGE_ERROR = 4,
+    /**
+     * Not JSON (JSON-RPC's parse error): the whole frame is refused. Fields: `code`
+     * (-32700, the code to answer with), `reason`, `offset`.
+     */
+    MCPW_MESSAGE_PARSE_ERROR = 5,
+    /**
+     * JSON, but not a valid JSON-RPC message (JSON-RPC's invalid request), a whole frame or
+     * one member of a batch. Fields: `code` (-32600, the code to answer with), `reason`,
+     * `offset`, and `id` when the message's id could be read (answer with it; else with
+     * `null`).
+     */
+    MCPW_MESSAGE_INVALID = 6,
+} mcpw_message_kind;
+
+/**
  * A connection's settings: role, protocol versions, identity, capabilities, timeouts,
  * bounds and policies. Create it with `mcpw_config_new`, adjust it with the setters, pass it
  * to `mcpw_conn_new` (which copies it; one config can make many connections), and free it
@@ -1167,6 +1205,90 @@ typedef struct mcpw_str {
 } mcpw_str;
 
 /**
+ * A JSON-RPC request id of the peer's: an integer or a string, which are never equal to each
+ * other (`7` is not `"7"`).
+ *
+ * A string id is given in its wire form: the exact bytes between the quotes, escapes and
+ * all. Pass it back unchanged to answer the request; an id you build yourself must be valid
+ * JSON string text (no raw `"`, `\` only as an escape, no control characters).
+ */
+typedef struct mcpw_id {
+    /**
+     * One of `mcpw_id_kind` (kept as a plain integer because C writes it).
+     */
+    uint32_t kind;
+    /**
+     * The id when `kind` is `MCPW_ID_INT`.
+     */
+    int64_t integer;
+    /**
+     * The id when `kind` is `MCPW_ID_STRING`.
+     */
+    struct mcpw_str string;
+} mcpw_id;
+
+/**
+ * One JSON-RPC message decoded by `mcpw_decode`, or why it was refused.
+ *
+ * `kind` says which fields mean something; the others are zero, absent or `MCPW_ID_NONE`.
+ * Every view points into the frame given to `mcpw_decode` and lives as long as that frame
+ * does. `method` and `message` are the wire text between the quotes: when the matching
+ * `*_escaped` flag is set it still holds JSON escapes (`\"`, `\u00e9`), which a host that
+ * compares method names should treat as no match or decode first.
+ */
+typedef struct mcpw_message {
+    /**
+     * One of `mcpw_message_kind` (a plain integer, so that a kind added later is not
+     * undefined behaviour in C).
+     */
+    uint32_t kind;
+    /**
+     * The id of a request or response, or the readable id of an invalid message.
+     */
+    struct mcpw_id id;
+    /**
+     * The method of a request or notification, wire text.
+     */
+    struct mcpw_str method;
+    /**
+     * Whether `method` holds escapes.
+     */
+    bool method_escaped;
+    /**
+     * The params object, raw JSON text, or absent.
+     */
+    struct mcpw_str params;
+    /**
+     * The result, raw JSON text.
+     */
+    struct mcpw_str result;
+    /**
+     * The error code of an error response; -32700 or -32600 for a refused message.
+     */
+    int64_t code;
+    /**
+     * The error message of an error response, wire text.
+     */
+    struct mcpw_str message;
+    /**
+     * Whether `message` holds escapes.
+     */
+    bool message_escaped;
+    /**
+     * The error data, raw JSON text, or absent.
+     */
+    struct mcpw_str data;
+    /**
+     * Why a message was refused (`MCPW_DECODE_NONE` otherwise).
+     */
+    enum mcpw_decode_reason reason;
+    /**
+     * Where in the frame the refusal was found, in bytes.
+     */
+    size_t offset;
+} mcpw_message;
+
+/**
  * Resource bounds, for `mcpw_config_get_limits` / `mcpw_config_set_limits`. Every field must
  * be at least 1. Read the defaults with `mcpw_config_get_limits`, change what you need, and
  * set them back.
@@ -1200,29 +1322,6 @@ typedef struct mcpw_limits {
      */
     size_t max_queued_events;
 } mcpw_limits;
-
-/**
- * A JSON-RPC request id of the peer's: an integer or a string, which are never equal to each
- * other (`7` is not `"7"`).
- *
- * A string id is given in its wire form: the exact bytes between the quotes, escapes and
- * all. Pass it back unchanged to answer the request; an id you build yourself must be valid
- * JSON string text (no raw `"`, `\` only as an escape, no control characters).
- */
-typedef struct mcpw_id {
-    /**
-     * One of `mcpw_id_kind` (kept as a plain integer because C writes it).
-     */
-    uint32_t kind;
-    /**
-     * The id when `kind` is `MCPW_ID_INT`.
-     */
-    int64_t integer;
-    /**
-     * The id when `kind` is `MCPW_ID_STRING`.
-     */
-    struct mcpw_str string;
-} mcpw_id;
 
 /**
  * One thing that happened, filled in by `mcpw_conn_poll_event`.
@@ -1737,6 +1836,38 @@ extern "C" {
  * library linked.
  */
 const char *mcpw_version(void);
+
+/**
+ * Decodes one frame (a line of stdio without its newline, or an HTTP body) with the same
+ * rules a connection applies, without a connection: use it to route or inspect messages
+ * (a proxy that picks a backend by method, a log that records ids) where `mcpw_conn_*` would
+ * also run the protocol.
+ *
+ * Writes the frame's messages to `out_messages[0 .. min(count, capacity)]` and their number
+ * to `*out_count`: 1 for a single message, the number of members for a batch (then
+ * `*out_is_batch` is true). When the count is larger than `capacity`, only the first
+ * `capacity` were written: call again with room for all (a batch is rare; most hosts pass
+ * room for one, or a few).
+ * A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR` or
+ * `MCPW_MESSAGE_INVALID`; a batch member that is invalid is one of kind
+ * `MCPW_MESSAGE_INVALID` among the others. Either way the call returns `MCPW_OK`: a refusal
+ * is an answer, not a failure of the call. Views point into `frame`.
+ *
+ * Fails with `MCPW_ERR_NULL_ARGUMENT`, writing nothing, when `out_count` or `out_is_batch`
+ * is NULL, or `out_messages` is NULL with a non-zero `capacity`, or `frame` is NULL with a
+ * non-zero `len`.
+ *
+ * # Safety
+ * `frame` points to `len` readable bytes (or is NULL with `len` 0) that stay unchanged while
+ * the views are used; `out_messages` points to `capacity` writable `mcpw_message` (or is
+ * NULL with `capacity` 0); `out_count` and `out_is_batch` are writable.
+ */
+enum mcpw_result mcpw_decode(const uint8_t *frame,
+                             size_t len,
+                             struct mcpw_message *out_messages,
+                             size_t capacity,
+                             size_t *out_count,
+                             bool *out_is_batch);
 
 /**
  * Creates a config for a client or a server named `name`, version `version` (the

@@ -2711,6 +2711,46 @@ static void test_http_the_get_stream(void) {
     world_free(&w);
 }
 
+static void test_decode_without_a_connection(void) {
+    const char *req = "{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}";
+    const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}},{\"jsonrpc\":\"1.0\",\"id\":2,\"method\":\"x\"}]";
+    mcpw_message m[2];
+    size_t count = 99;
+    bool is_batch = true;
+
+    OK(mcpw_decode((const uint8_t *)req, strlen(req), m, 2, &count, &is_batch));
+    CHECK(count == 1 && !is_batch);
+    CHECK(m[0].kind == MCPW_MESSAGE_REQUEST);
+    CHECK(m[0].id.kind == MCPW_ID_STRING && str_eq(m[0].id.string, "r-1"));
+    CHECK(str_eq(m[0].method, "tools/call") && !m[0].method_escaped);
+    CHECK(str_eq(m[0].params, "{\"name\":\"echo\"}"));
+    CHECK(m[0].params.ptr > req && m[0].params.ptr < req + strlen(req)); /* a view, not a copy */
+    CHECK(m[0].result.ptr == NULL && m[0].reason == MCPW_DECODE_NONE);
+
+    /* A batch with an invalid member, first with too little room: the count says how much. */
+    OK(mcpw_decode((const uint8_t *)batch, strlen(batch), m, 1, &count, &is_batch));
+    CHECK(count == 2 && is_batch);
+    CHECK(m[0].kind == MCPW_MESSAGE_RESPONSE && m[0].id.integer == 1 && str_eq(m[0].result, "{}"));
+    OK(mcpw_decode((const uint8_t *)batch, strlen(batch), m, 2, &count, &is_batch));
+    CHECK(count == 2 && is_batch);
+    CHECK(m[1].kind == MCPW_MESSAGE_INVALID && m[1].code == -32600);
+    CHECK(m[1].reason == MCPW_DECODE_WRONG_VERSION && m[1].id.kind == MCPW_ID_INT && m[1].id.integer == 2);
+
+    /* Not JSON: one parse error, with its offset. A refusal is an answer, not a failed call. */
+    OK(mcpw_decode((const uint8_t *)"{\"a\":", 5, m, 2, &count, &is_batch));
+    CHECK(count == 1 && !is_batch && m[0].kind == MCPW_MESSAGE_PARSE_ERROR);
+    CHECK(m[0].code == -32700 && m[0].reason == MCPW_DECODE_UNEXPECTED_END && m[0].offset == 5);
+
+    count = 99;
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_decode((const uint8_t *)req, strlen(req), m, 2, NULL, &is_batch));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_decode((const uint8_t *)req, strlen(req), m, 2, &count, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_decode((const uint8_t *)req, strlen(req), NULL, 2, &count, &is_batch));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_decode(NULL, 3, m, 2, &count, &is_batch));
+    CHECK(count == 99);
+    OK(mcpw_decode((const uint8_t *)req, strlen(req), NULL, 0, &count, &is_batch)); /* the count only */
+    CHECK(count == 1 && !is_batch);
+}
+
 static void test_json_helpers(void) {
     const char *obj = "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi \\\"there\\\"\"},\"n\":[1,{\"a\":2}]}";
     mcpw_str v = {"unchanged", 9};
@@ -3776,6 +3816,7 @@ int main(void) {
     run("logging_in_the_handshake_era", test_logging_in_the_handshake_era);
     run("the_stateless_era", test_the_stateless_era);
     run("json_helpers", test_json_helpers);
+    run("decode_without_a_connection", test_decode_without_a_connection);
     run("http_refuses_null_and_invalid_arguments", test_http_refuses_null_and_invalid_arguments);
     run("http_a_session_in_the_handshake_era", test_http_a_session_in_the_handshake_era);
     run("http_an_answer_given_later_on_the_open_stream",

@@ -700,7 +700,7 @@ fn violation(kind: ViolationKind) -> (mcpw_violation, mcpw_decode_reason) {
     }
 }
 
-fn decode_reason(reason: Reason) -> mcpw_decode_reason {
+pub(crate) fn decode_reason(reason: Reason) -> mcpw_decode_reason {
     use mcpw_decode_reason::*;
     #[allow(unreachable_patterns)]
     match reason {

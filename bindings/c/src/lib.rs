@@ -26,6 +26,7 @@
 #![deny(clippy::missing_safety_doc)]
 
 mod boundary;
+mod codec;
 mod config;
 mod conn;
 mod event;
@@ -36,6 +37,7 @@ mod tasks;
 
 use std::ffi::c_char;
 
+pub use codec::{mcpw_decode, mcpw_message, mcpw_message_kind};
 pub use config::{
     MCPW_POLICY_ANSWER_PINGS, MCPW_POLICY_DEFAULT, MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS,
     MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS, MCPW_POLICY_STRICT_LIFECYCLE, mcpw_cache_scope,
