@@ -705,3 +705,53 @@ mcpw_result mcpwgo_json_members(const char *json, size_t json_len, const char *k
     }
     return MCPW_OK;
 }
+
+/* A view as an offset into frame, or len -1 when absent. An empty view's pointer is the
+ * library's static empty string, not inside the frame: it becomes offset 0. */
+static void frame_view(const uint8_t *frame, mcpw_str v, uint64_t *off, int64_t *len) {
+    if (v.ptr == NULL || v.len == 0) {
+        *off = 0;
+        *len = v.ptr == NULL ? -1 : 0;
+        return;
+    }
+    *off = (uint64_t)((const uint8_t *)v.ptr - frame);
+    *len = (int64_t)v.len;
+}
+
+mcpwgo_decoded mcpwgo_decode(const uint8_t *frame, size_t len, mcpwgo_message *out, size_t cap) {
+    enum { ON_STACK = 8 };
+    mcpw_message stack[ON_STACK];
+    mcpw_message *m = stack;
+    mcpwgo_decoded d = {MCPW_OK, 0, 0};
+    bool batch = false;
+    size_t i, n;
+    if (cap > ON_STACK) {
+        m = malloc(cap * sizeof *m);
+        if (m == NULL) {
+            d.rc = MCPW_ERR_INVALID_ARGUMENT; /* no memory for that many members */
+            return d;
+        }
+    }
+    d.rc = mcpw_decode(frame, len, m, cap, &d.count, &batch);
+    d.batch = batch;
+    n = d.rc == MCPW_OK ? (d.count < cap ? d.count : cap) : 0;
+    for (i = 0; i < n; i++) {
+        const mcpw_message *src = &m[i];
+        mcpwgo_message *dst = &out[i];
+        dst->kind = src->kind;
+        dst->id_kind = src->id.kind;
+        dst->id_int = src->id.integer;
+        dst->code = src->code;
+        dst->offset = src->offset;
+        dst->reason = (uint32_t)src->reason;
+        dst->escaped = (src->method_escaped ? 1u : 0u) | (src->message_escaped ? 2u : 0u);
+        frame_view(frame, src->id.string, &dst->off[0], &dst->len[0]);
+        frame_view(frame, src->method, &dst->off[1], &dst->len[1]);
+        frame_view(frame, src->params, &dst->off[2], &dst->len[2]);
+        frame_view(frame, src->result, &dst->off[3], &dst->len[3]);
+        frame_view(frame, src->message, &dst->off[4], &dst->len[4]);
+        frame_view(frame, src->data, &dst->off[5], &dst->len[5]);
+    }
+    if (m != stack) free(m);
+    return d;
+}

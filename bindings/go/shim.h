@@ -440,4 +440,28 @@ mcpwgo_deadline mcpwgo_tasks_poll_timeout(const mcpw_tasks *tasks);
 /* A non-NULL pointer for text that is present but empty. */
 extern const char mcpwgo_empty[1];
 
+/* One message of mcpw_decode with its views as offsets into the frame (len -1: absent), in
+ * the order id string, method, params, result, message, data. */
+enum { MCPWGO_MSG_VIEWS = 6 };
+
+typedef struct mcpwgo_message {
+    uint32_t kind;
+    uint32_t id_kind;
+    int64_t id_int;
+    int64_t code;
+    uint64_t offset;
+    uint32_t reason;
+    uint32_t escaped; /* 1: the method holds escapes; 2: the message does */
+    uint64_t off[MCPWGO_MSG_VIEWS];
+    int64_t len[MCPWGO_MSG_VIEWS];
+} mcpwgo_message;
+
+typedef struct mcpwgo_decoded {
+    mcpw_result rc;
+    size_t count; /* the frame's messages (written: at most the capacity) */
+    int batch;
+} mcpwgo_decoded;
+
+mcpwgo_decoded mcpwgo_decode(const uint8_t *frame, size_t len, mcpwgo_message *out, size_t cap);
+
 #endif

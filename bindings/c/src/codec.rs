@@ -34,8 +34,8 @@ pub enum mcpw_message_kind {
 /// One JSON-RPC message decoded by `mcpw_decode`, or why it was refused.
 ///
 /// `kind` says which fields mean something; the others are zero, absent or `MCPW_ID_NONE`.
-/// Every view points into the frame given to `mcpw_decode` and lives as long as that frame
-/// does. `method` and `message` are the wire text between the quotes: when the matching
+/// Every non-empty view points into the frame given to `mcpw_decode` and lives as long as that
+/// frame does (an empty one, such as the method `""`, points to a static empty string). `method` and `message` are the wire text between the quotes: when the matching
 /// `*_escaped` flag is set it still holds JSON escapes (`\"`, `\u00e9`), which a host that
 /// compares method names should treat as no match or decode first.
 #[repr(C)]
@@ -285,6 +285,9 @@ mod tests {
         assert!(e.message_escaped);
         assert_eq!(text(e.data).as_deref(), Some(r#"{"k":1}"#));
         assert_eq!(e.reason, mcpw_decode_reason::MCPW_DECODE_NONE);
+
+        let empty = one(r#"{"jsonrpc":"2.0","method":""}"#);
+        assert!(!empty.method.ptr.is_null() && empty.method.len == 0); // present, and empty
 
         let esc = one(r#"{"jsonrpc":"2.0","method":"p\u0069ng"}"#);
         assert_eq!(text(esc.method).as_deref(), Some(r#"p\u0069ng"#));
