@@ -243,3 +243,67 @@ func BenchmarkDecodeSmallVsC(b *testing.B) {
 	b.ReportMetric(msgs/cTime.Seconds(), "c-msgs/s")
 	b.ReportMetric(cTime.Seconds()/goTime.Seconds(), "go/c")
 }
+
+// decodeLines runs Decode on every line of data, reusing one slice of messages as a router
+// would; it returns how many messages it decoded.
+func decodeLines(data []byte, dst []Message) (int, error) {
+	n := 0
+	for len(data) > 0 {
+		end := bytes.IndexByte(data, '\n')
+		if end < 0 {
+			end = len(data)
+		}
+		msgs, _, err := Decode(dst[:0], data[:end])
+		if err != nil {
+			return n, err
+		}
+		n += len(msgs)
+		data = data[min(end+1, len(data)):]
+	}
+	return n, nil
+}
+
+// benchCodec decodes every line of the corpus with Decode, the codec alone (no connection).
+func benchCodec(b *testing.B, c corpus) {
+	b.SetBytes(int64(len(c.bytes)))
+	b.ReportAllocs()
+	dst := make([]Message, 0, 4)
+	start := time.Now()
+	for b.Loop() {
+		if n, err := decodeLines(c.bytes, dst); err != nil || n != c.messages {
+			b.Fatalf("%d messages of %d: %v", n, c.messages, err)
+		}
+	}
+	b.ReportMetric(float64(c.messages)*float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func BenchmarkCodecSmall(b *testing.B) { benchCodec(b, small(b)) }
+func BenchmarkCodecMixed(b *testing.B) { benchCodec(b, mixed(b)) }
+
+// benchCodecVsC alternates, pass by pass, Decode over the corpus and the same loop in C over
+// mcpw_decode (internal/cbench), so both see the same machine; it reports each side's msgs/s
+// and their ratio (go/c: 1.0 means the binding costs nothing over the library's codec).
+func benchCodecVsC(b *testing.B, c corpus) {
+	b.SetBytes(int64(len(c.bytes)))
+	dst := make([]Message, 0, 4)
+	var goTime, cTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if n, err := decodeLines(c.bytes, dst); err != nil || n != c.messages {
+			b.Fatalf("go: %d messages of %d: %v", n, c.messages, err)
+		}
+		goTime += time.Since(start)
+		start = time.Now()
+		if n, err := cbench.DecodeLines(c.bytes); err != nil || n != c.messages {
+			b.Fatalf("c: %d messages of %d: %v", n, c.messages, err)
+		}
+		cTime += time.Since(start)
+	}
+	total := float64(c.messages) * float64(b.N)
+	b.ReportMetric(total/goTime.Seconds(), "go-msgs/s")
+	b.ReportMetric(total/cTime.Seconds(), "c-msgs/s")
+	b.ReportMetric(cTime.Seconds()/goTime.Seconds(), "go/c")
+}
+
+func BenchmarkCodecSmallVsC(b *testing.B) { benchCodecVsC(b, small(b)) }
+func BenchmarkCodecMixedVsC(b *testing.B) { benchCodecVsC(b, mixed(b)) }

@@ -1,6 +1,7 @@
-// Package cbench is the benchmark baseline of the Go binding: the same decode loop written in
-// C directly against the C ABI (feed a chunk, poll every event, transmit and consume), so a
-// Go benchmark can report the binding's cost beside the engine's own in the same run.
+// Package cbench is the benchmark baseline of the Go binding: the same loops written in C
+// directly against the C ABI (feed a chunk, poll every event, transmit and consume; decode
+// every line with mcpw_decode), so a Go benchmark can report the binding's cost beside the
+// engine's own in the same run.
 package cbench
 
 /*
@@ -34,6 +35,25 @@ static long long run(mcpw_conn *conn, const uint8_t *bytes, size_t len, size_t c
     }
     return events;
 }
+
+// Decodes every newline-delimited frame of bytes with mcpw_decode (room for one message, as a
+// router would pass); returns the number of frames, or -1 on any failure.
+static long long decode_lines(const uint8_t *bytes, size_t len) {
+    long long frames = 0;
+    const uint8_t *p = bytes, *end = bytes + len;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        mcpw_message m;
+        size_t count;
+        bool batch;
+        if (mcpw_decode(p, n, &m, 1, &count, &batch) != MCPW_OK) return -1;
+        if (m.kind == 0) return -1;
+        frames++;
+        p += n + 1;
+    }
+    return frames;
+}
 */
 import "C"
 
@@ -52,6 +72,19 @@ func Run(conn unsafe.Pointer, data []byte, chunk int) (int, error) {
 	n := C.run((*C.mcpw_conn)(conn), (*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(len(data)), C.size_t(chunk))
 	if n < 0 {
 		return 0, errors.New("cbench: a C ABI call failed")
+	}
+	return int(n), nil
+}
+
+// DecodeLines decodes every newline-delimited frame of data with mcpw_decode, in C, and
+// returns how many it decoded.
+func DecodeLines(data []byte) (int, error) {
+	if len(data) == 0 {
+		return 0, nil
+	}
+	n := C.decode_lines((*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(len(data)))
+	if n < 0 {
+		return 0, errors.New("cbench: mcpw_decode failed")
 	}
 	return int(n), nil
 }
