@@ -196,6 +196,31 @@ func checkDecoded(t *testing.T, frame []byte) {
 			t.Fatalf("accepted as JSON, but encoding/json refuses it: %q", frame)
 		}
 	}
+	// A single message's texts are what encoding/json reads from the same members.
+	if m := msgs[0]; !batch && m.Kind >= MessageRequest && m.Kind <= MessageError {
+		var env struct {
+			Method *string
+			Error  *struct{ Message string }
+		}
+		var exact map[string]json.RawMessage
+		if json.Unmarshal(frame, &exact) != nil {
+			t.Fatalf("accepted, but encoding/json cannot read it: %q", frame)
+		}
+		if raw, ok := exact["method"]; ok {
+			_ = json.Unmarshal(raw, &env.Method)
+			if env.Method == nil || *env.Method != m.Method {
+				t.Fatalf("method %q, encoding/json reads %q", m.Method, raw)
+			}
+		}
+		if raw, ok := exact["error"]; ok && m.Kind == MessageError {
+			var errObj map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &errObj)
+			var text string
+			if json.Unmarshal(errObj["message"], &text) != nil || text != m.ErrorMessage {
+				t.Fatalf("error message %q, encoding/json reads %q", m.ErrorMessage, errObj["message"])
+			}
+		}
+	}
 }
 
 func TestDecodeOnTheCorpora(t *testing.T) {
@@ -221,10 +246,36 @@ func FuzzDecode(f *testing.F) {
 		`{"jsonrpc":"2.0","error":{"code":1,"message":"m\n","data":[]}}`,
 		`{"jsonrpc":"2.0","id":1.5,"method":"x"}`,
 		"{\"a\":\"\xc3\x28\"}",
+		`{"jsonrpc":"2.0","method":"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude80\u0000z"}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"caf\u00E9 \"x\" \ud83d\ude80"}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		checkDecoded(t, frame)
 	})
+}
+
+// unescape decodes every escape itself (no fallback to encoding/json on validated text) and
+// reads what encoding/json reads.
+func TestUnescapeAgreesWithEncodingJSON(t *testing.T) {
+	for _, wire := range []string{
+		``, `plain`, `a\"b`, `\\\/\b\f\n\r\t`, `\u00e9\u00E9`, `\u0000`, `\ud83d\ude80 rocket`,
+		`\uD83D\uDE80`, `日本語 \u65e5`, `end\\`,
+	} {
+		got, ok := unescape([]byte(wire))
+		var want string
+		if err := json.Unmarshal([]byte(`"`+wire+`"`), &want); err != nil {
+			t.Fatalf("%q: %v", wire, err)
+		}
+		if !ok || got != want {
+			t.Fatalf("unescape(%q) = %q, %v; encoding/json: %q", wire, got, ok, want)
+		}
+	}
+	// What the engine would have refused is handed back, not guessed at.
+	for _, wire := range []string{`\`, `\x`, `\u12`, `\ud83d`, `\ud83dx`, `\ud83d\u0041`} {
+		if got, ok := unescape([]byte(wire)); ok {
+			t.Fatalf("unescape(%q) = %q, true", wire, got)
+		}
+	}
 }
