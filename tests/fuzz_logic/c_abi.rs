@@ -28,10 +28,10 @@ use mcpwire_ffi::{
     mcpw_conn_poll_event, mcpw_conn_poll_timeout, mcpw_conn_progress, mcpw_conn_protocol_version,
     mcpw_conn_request, mcpw_conn_request_context, mcpw_conn_request_related, mcpw_conn_respond,
     mcpw_conn_respond_error, mcpw_conn_respond_input_required, mcpw_conn_retry, mcpw_conn_role,
-    mcpw_conn_state, mcpw_conn_stats, mcpw_conn_transmit, mcpw_decode_reason, mcpw_era, mcpw_event,
-    mcpw_event_kind, mcpw_id, mcpw_id_kind, mcpw_json_at, mcpw_json_get, mcpw_limits,
-    mcpw_request_context, mcpw_request_options, mcpw_result_message, mcpw_role, mcpw_state,
-    mcpw_stats, mcpw_str, mcpw_version, mcpw_violation,
+    mcpw_conn_state, mcpw_conn_stats, mcpw_conn_transmit, mcpw_decode, mcpw_decode_reason,
+    mcpw_era, mcpw_event, mcpw_event_kind, mcpw_id, mcpw_id_kind, mcpw_json_at, mcpw_json_get,
+    mcpw_limits, mcpw_message, mcpw_message_kind, mcpw_request_context, mcpw_request_options,
+    mcpw_result_message, mcpw_role, mcpw_state, mcpw_stats, mcpw_str, mcpw_version, mcpw_violation,
 };
 
 use super::{Blob, Frame, OpWriter, Rng, frame_text};
@@ -689,7 +689,8 @@ pub enum AbiOp {
         /// NULL `out_context`.
         null_out: bool,
     },
-    /// `mcpw_json_get` and `mcpw_json_at`.
+    /// `mcpw_json_get` and `mcpw_json_at`; and `mcpw_decode` on the text, on a request whose
+    /// params it is, and on a batch of both (room for `index % 4` messages).
     Json {
         /// From [`JSONS`].
         text: Text,
@@ -2310,7 +2311,10 @@ impl Harness {
                     assert!(context.untouched());
                 }
             }
-            AbiOp::Json { text, key, index } => self.json(text, key, *index),
+            AbiOp::Json { text, key, index } => {
+                self.json(text, key, *index);
+                decode_frames(text, *index);
+            }
             AbiOp::Message { code } => {
                 // Safety: any number is accepted.
                 let message = unsafe { CStr::from_ptr(mcpw_result_message(*code)) };
@@ -3373,4 +3377,145 @@ fn run(data: &[u8], tally: bool) -> Option<BTreeMap<String, usize>> {
     }
     h.finish();
     h.tally
+}
+
+/// `mcpw_decode` on `text` as a frame (NULL pointers included), on a request that carries it
+/// as params, and on a batch of that request and the text, with room for `index % 4`
+/// messages. Each call must agree with the Rust decoder: the count, the batch flag, each
+/// written message's kind, views (inside the frame) and refusal, and nothing written past
+/// the room given.
+fn decode_frames(text: &Text, index: u8) {
+    let text = Arg::of(text, JSONS);
+    let capacity = usize::from(index % 4);
+    let request = [
+        format!(r#"{{"jsonrpc":"2.0","id":{index},"method":"m","params":"#).as_bytes(),
+        &text.bytes,
+        b"}",
+    ]
+    .concat();
+    let batch = [b"[".as_slice(), &request, b",", &text.bytes, b"]"].concat();
+    decode_one(&text, capacity);
+    decode_one(&Arg::bytes(&request), capacity);
+    decode_one(&Arg::bytes(&batch), capacity);
+}
+
+fn decode_one(frame: &Arg, capacity: usize) {
+    const UNTOUCHED: u32 = 0xDEAD;
+    // Safety: every field of `mcpw_message` is valid all zeroes (NULL views, 0 kinds and
+    // codes, `MCPW_DECODE_NONE`, false).
+    let mut blank: mcpw_message = unsafe { std::mem::zeroed() };
+    blank.kind = UNTOUCHED;
+    let mut out = vec![blank; 4];
+    let (mut count, mut is_batch) = (usize::MAX, false);
+    let messages = if capacity == 0 {
+        ptr::null_mut()
+    } else {
+        out.as_mut_ptr()
+    };
+    // Safety: `frame` is readable for its length (or NULL, which is refused); `out` holds 4
+    // messages, at least `capacity`; the counts are writable.
+    let got = unsafe {
+        mcpw_decode(
+            frame.ptr().cast::<u8>(),
+            frame.len(),
+            messages,
+            capacity,
+            &mut count,
+            &mut is_batch,
+        )
+    };
+    if frame.null.is_some_and(|n| n > 0) {
+        assert_eq!(got, MCPW_ERR_NULL_ARGUMENT, "mcpw_decode took a NULL frame");
+        assert_eq!(count, usize::MAX, "mcpw_decode wrote a count on a refusal");
+        assert!(out.iter().all(|m| m.kind == UNTOUCHED));
+        return;
+    }
+    assert_eq!(got, MCPW_OK, "mcpw_decode failed");
+    let bytes = &frame.bytes;
+    let inside = |v: &mcpw_str| {
+        // Safety: the view was made by the library from `bytes`, which are alive.
+        if let Some(b) = unsafe { view(v) }
+            && !b.is_empty()
+        {
+            let (start, at) = (bytes.as_ptr() as usize, b.as_ptr() as usize);
+            assert!(
+                at >= start && at + b.len() <= start + bytes.len(),
+                "a view outside the frame"
+            );
+        }
+        // Safety: as above.
+        unsafe { view(v) }.map(|b| std::str::from_utf8(b).expect("a UTF-8 view").to_owned())
+    };
+    let check =
+        |m: &mcpw_message,
+         want: &Result<mcpwire::jsonrpc::Message<'_>, mcpwire::jsonrpc::DecodeError<'_>>| {
+            use mcpw_message_kind::*;
+            use mcpwire::jsonrpc::Message;
+            let (method, params, result, message, data) = (
+                inside(&m.method),
+                inside(&m.params),
+                inside(&m.result),
+                inside(&m.message),
+                inside(&m.data),
+            );
+            let id = inside(&m.id.string);
+            match want {
+                Ok(Message::Request(r)) => {
+                    assert_eq!(m.kind, MCPW_MESSAGE_REQUEST as u32);
+                    assert_eq!(method.as_deref(), Some(r.method.raw()));
+                    assert_eq!(params.as_deref(), r.params.map(|p| p.get()));
+                    assert_eq!(
+                        m.id.kind == mcpw_id_kind::MCPW_ID_STRING as u32,
+                        id.is_some()
+                    );
+                }
+                Ok(Message::Notification(n)) => {
+                    assert_eq!(m.kind, MCPW_MESSAGE_NOTIFICATION as u32);
+                    assert_eq!(method.as_deref(), Some(n.method.raw()));
+                    assert_eq!(params.as_deref(), n.params.map(|p| p.get()));
+                }
+                Ok(Message::Response(r)) => {
+                    assert_eq!(m.kind, MCPW_MESSAGE_RESPONSE as u32);
+                    assert_eq!(result.as_deref(), Some(r.result.get()));
+                }
+                Ok(Message::Error(e)) => {
+                    assert_eq!(m.kind, MCPW_MESSAGE_ERROR as u32);
+                    assert_eq!(m.code, e.error.code);
+                    assert_eq!(message.as_deref(), Some(e.error.message.raw()));
+                    assert_eq!(data.as_deref(), e.error.data.map(|d| d.get()));
+                }
+                Err(e) => {
+                    let kind = if e.code() == -32700 {
+                        MCPW_MESSAGE_PARSE_ERROR
+                    } else {
+                        MCPW_MESSAGE_INVALID
+                    };
+                    assert_eq!(m.kind, kind as u32);
+                    assert_eq!((m.code, m.offset), (e.code(), e.offset()));
+                    assert_ne!(m.reason, mcpw_decode_reason::MCPW_DECODE_NONE);
+                    assert_eq!(
+                        m.id.kind == mcpw_id_kind::MCPW_ID_NONE as u32,
+                        e.id().is_none()
+                    );
+                }
+            }
+        };
+    let wants: Vec<_> = match Decoder::default().decode(bytes) {
+        Ok(Decoded::Single(m)) => vec![Ok(m)],
+        Ok(Decoded::Batch(members)) => members,
+        Err(e) => vec![Err(e)],
+    };
+    let batch = matches!(Decoder::default().decode(bytes), Ok(Decoded::Batch(_)));
+    assert_eq!(
+        (count, is_batch),
+        (wants.len(), batch),
+        "mcpw_decode's count"
+    );
+    for (at, m) in out.iter().enumerate() {
+        if at < capacity.min(count) {
+            check(m, &wants[at]);
+        } else {
+            assert_eq!(m.kind, UNTOUCHED, "mcpw_decode wrote past the room given");
+        }
+    }
 }
