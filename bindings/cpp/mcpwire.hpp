@@ -1205,6 +1205,64 @@ inline std::optional<std::string_view> json_at(std::string_view json, std::size_
     return detail::optional_view(out);
 }
 
+// ---- Decoding without a connection ----------------------------------------------------------
+
+/// One message of a decoded frame (see mcpw_message in mcpwire.h): its views point into the
+/// frame given to decode(). method() and error_message() are wire text; *_escaped() says
+/// whether they still hold JSON escapes.
+class message {
+public:
+    explicit message(const mcpw_message &raw) noexcept : raw_(raw) {}
+
+    mcpw_message_kind kind() const noexcept { return static_cast<mcpw_message_kind>(raw_.kind); }
+    const mcpw_message &raw() const noexcept { return raw_; }
+
+    const mcpw_id &id() const noexcept { return raw_.id; }
+    std::string_view method() const noexcept { return detail::view(raw_.method); }
+    bool method_escaped() const noexcept { return raw_.method_escaped; }
+    std::optional<std::string_view> params() const { return detail::optional_view(raw_.params); }
+    std::string_view result() const noexcept { return detail::view(raw_.result); }
+    /// The error code of an error response, or the code to answer a refusal with.
+    std::int64_t code() const noexcept { return raw_.code; }
+    std::string_view error_message() const noexcept { return detail::view(raw_.message); }
+    bool error_message_escaped() const noexcept { return raw_.message_escaped; }
+    std::optional<std::string_view> data() const { return detail::optional_view(raw_.data); }
+    mcpw_decode_reason reason() const noexcept { return raw_.reason; }
+    std::size_t offset() const noexcept { return raw_.offset; }
+
+private:
+    mcpw_message raw_;
+};
+
+/// What decode() found in one frame.
+struct decoded {
+    std::vector<message> messages;
+    bool batch = false;
+};
+
+/// One frame (a stdio line, an HTTP body) checked by the engine's JSON-RPC rules with no
+/// connection: for a router or a proxy. A refused frame is one message of kind
+/// MCPW_MESSAGE_PARSE_ERROR or MCPW_MESSAGE_INVALID, not an exception. Keep `frame` alive
+/// and unchanged while the messages are used.
+inline decoded decode(std::string_view frame) {
+    const auto *bytes = reinterpret_cast<const std::uint8_t *>(frame.data());
+    mcpw_message one{};
+    std::size_t count = 0;
+    bool batch = false;
+    detail::check(mcpw_decode(bytes, frame.size(), &one, 1, &count, &batch));
+    decoded d;
+    d.batch = batch;
+    if (count <= 1) {
+        d.messages.emplace_back(one);
+        return d;
+    }
+    std::vector<mcpw_message> all(count);
+    detail::check(mcpw_decode(bytes, frame.size(), all.data(), all.size(), &count, &batch));
+    d.messages.reserve(count);
+    for (const auto &m : all) d.messages.emplace_back(m);
+    return d;
+}
+
 /// The version of the linked library (compare with MCPWIRE_VERSION).
 inline std::string_view library_version() { return mcpw_version(); }
 

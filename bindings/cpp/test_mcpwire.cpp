@@ -454,6 +454,27 @@ void test_related_requests_and_frames() {
     CHECK(p.server.transmit().stream == 5);
 }
 
+void test_decode() {
+    std::string frame = R"({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"x":1}})";
+    auto d = mcpw::decode(frame);
+    CHECK(!d.batch && d.messages.size() == 1);
+    const auto &m = d.messages[0];
+    CHECK(m.kind() == MCPW_MESSAGE_REQUEST && m.method() == "tools/call" && !m.method_escaped());
+    CHECK(m.params() == std::optional<std::string_view>(R"({"x":1})"));
+    CHECK(m.params()->data() > frame.data() && m.params()->data() < frame.data() + frame.size());
+    CHECK(m.id().kind == MCPW_ID_STRING && std::string_view(m.id().string.ptr, m.id().string.len) == "a");
+
+    auto b = mcpw::decode(R"([{"jsonrpc":"2.0","id":1,"result":{}},1,{"jsonrpc":"2.0","method":"n"}])");
+    CHECK(b.batch && b.messages.size() == 3);
+    CHECK(b.messages[0].kind() == MCPW_MESSAGE_RESPONSE && b.messages[0].result() == "{}");
+    CHECK(b.messages[1].kind() == MCPW_MESSAGE_INVALID && b.messages[1].code() == -32600);
+    CHECK(b.messages[2].kind() == MCPW_MESSAGE_NOTIFICATION && !b.messages[2].params());
+
+    auto p = mcpw::decode("{");
+    CHECK(p.messages.size() == 1 && p.messages[0].kind() == MCPW_MESSAGE_PARSE_ERROR);
+    CHECK(p.messages[0].reason() == MCPW_DECODE_UNEXPECTED_END && p.messages[0].offset() == 1);
+}
+
 void test_json_helpers() {
     CHECK(mcpw::json_get(R"({"a":[1,2]})", "a") == std::optional<std::string_view>("[1,2]"));
     CHECK(!mcpw::json_get(R"({"a":1})", "b"));
@@ -786,6 +807,7 @@ int main() {
     run("tasks", test_tasks);
     run("url_elicitation_and_legacy_tasks", test_url_elicitation_and_legacy_tasks);
     run("json_helpers", test_json_helpers);
+    run("decode", test_decode);
     run("http_handles_are_move_only_and_report_errors",
         test_http_handles_are_move_only_and_report_errors);
     run("http_a_session_in_memory", test_http_a_session_in_memory);
