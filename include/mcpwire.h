@@ -605,6 +605,10 @@ typedef enum mcpw_decode_reason {
      */
     MCPW_DECODE_ERROR_MESSAGE_NOT_STRING = 118,
     /**
+     * A batch with more members than the decoder takes (1024 by default).
+     */
+    MCPW_DECODE_BATCH_TOO_LARGE = 119,
+    /**
      * A reason this version of the C ABI has no code for yet.
      */
     MCPW_DECODE_OTHER = 999,
@@ -1231,8 +1235,8 @@ typedef struct mcpw_id {
  * One JSON-RPC message decoded by `mcpw_decode`, or why it was refused.
  *
  * `kind` says which fields mean something; the others are zero, absent or `MCPW_ID_NONE`.
- * Every view points into the frame given to `mcpw_decode` and lives as long as that frame
- * does. `method` and `message` are the wire text between the quotes: when the matching
+ * Every non-empty view points into the frame given to `mcpw_decode` and lives as long as that
+ * frame does (an empty one, such as the method `""`, points to a static empty string). `method` and `message` are the wire text between the quotes: when the matching
  * `*_escaped` flag is set it still holds JSON escapes (`\"`, `\u00e9`), which a host that
  * compares method names should treat as no match or decode first.
  */

@@ -974,6 +974,7 @@ fn nesting_limit_is_exact_and_configurable() {
             let mut d = Decoder::new(DecoderConfig {
                 max_depth: limit,
                 backend,
+                ..DecoderConfig::default()
             });
             let ok = nested(limit);
             assert!(
@@ -999,6 +1000,56 @@ fn nesting_limit_is_exact_and_configurable() {
 }
 
 // ---- Batches --------------------------------------------------------------------------------
+
+/// A batch may hold `max_batch` members; one more and it is refused whole as an invalid
+/// request (at its `[`), once its JSON has been checked to the end: a parse fault after the
+/// limit is still a parse error.
+#[test]
+fn batches_past_the_limit_are_refused_whole() {
+    let member = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let batch = |n: usize| format!(" [{}]", vec![member; n].join(","));
+    for &backend in Backend::ALL {
+        let mut d = Decoder::new(DecoderConfig {
+            backend,
+            max_batch: 3,
+            ..DecoderConfig::default()
+        });
+        let ok = batch(3);
+        assert!(matches!(d.decode(ok.as_bytes()), Ok(Decoded::Batch(m)) if m.len() == 3));
+        let long = batch(4);
+        let e = d.decode(long.as_bytes()).expect_err("4 members");
+        assert_eq!(
+            (e.kind(), e.reason(), e.offset(), e.id()),
+            (ErrorKind::InvalidRequest, Reason::BatchTooLarge, 1, None)
+        );
+        assert_eq!(e.code(), -32600);
+        let broken = format!("{},{{\"a\":}}]", &long[..long.len() - 1]);
+        let e = d.decode(broken.as_bytes()).expect_err("broken");
+        assert_eq!(e.kind(), ErrorKind::Parse, "{broken}");
+        // Nested arrays past the limit are only walked; their depth still counts.
+        let deep = format!(" [{},{}]", [member; 3].join(","), "[".repeat(200));
+        assert_eq!(
+            d.decode(deep.as_bytes()).expect_err("deep").reason(),
+            Reason::TooDeep
+        );
+    }
+    let mut d = Decoder::default();
+    assert_eq!(d.config().max_batch, DecoderConfig::DEFAULT_MAX_BATCH);
+    let at_limit = batch(DecoderConfig::DEFAULT_MAX_BATCH as usize);
+    assert!(d.decode(at_limit.as_bytes()).is_ok());
+    let past = batch(DecoderConfig::DEFAULT_MAX_BATCH as usize + 1);
+    assert_eq!(
+        d.decode(past.as_bytes()).expect_err("past").reason(),
+        Reason::BatchTooLarge
+    );
+    // 0 means 1.
+    let mut one = Decoder::new(DecoderConfig {
+        max_batch: 0,
+        ..DecoderConfig::default()
+    });
+    assert!(one.decode(batch(1).as_bytes()).is_ok());
+    assert!(one.decode(batch(2).as_bytes()).is_err());
+}
 
 #[test]
 fn batches_are_kept_as_lists_with_per_member_outcomes() {

@@ -661,6 +661,34 @@ fn batches_in_2025_03_26_are_answered_with_a_batch() {
 }
 
 #[test]
+fn a_batch_past_the_decoders_limit_is_refused_whole_with_one_error() {
+    let mut s = handshake_raw_server("2025-03-26");
+    let ping = r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#;
+    let batch = |n: usize| format!("[{}]\n", vec![ping; n].join(","));
+    // At the limit (1024 by default) the batch is taken, member by member.
+    s.handle_input(Timestamp::ZERO, batch(1024).as_bytes());
+    let events = drain(&mut s);
+    assert_eq!(events.len(), 1024, "every notification is an event");
+    assert!(s.poll_transmit().is_none(), "notifications get no answer");
+    // One more member, and none of it reaches the application: one invalid-request error.
+    s.handle_input(Timestamp::ZERO, batch(1025).as_bytes());
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["error"]["code"], -32600, "{out}");
+    assert!(v["id"].is_null());
+    let events = drain(&mut s);
+    assert!(
+        !events.iter().any(|e| matches!(e, Ev::Notification { .. })),
+        "{events:?}"
+    );
+    assert_eq!(
+        s.state(),
+        mcpwire::conn::State::Operating,
+        "the connection goes on"
+    );
+}
+
+#[test]
 fn a_batch_of_only_notifications_gets_no_answer_and_cancelled_members_are_left_out() {
     let mut s = handshake_raw_server("2025-03-26");
     let t = Timestamp::ZERO;

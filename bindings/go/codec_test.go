@@ -104,6 +104,20 @@ func TestDecodeBatches(t *testing.T) {
 	}
 }
 
+// A batch past the engine's limit (1024 members) is one refusal, not a message per member.
+func TestDecodeRefusesABatchPastTheLimit(t *testing.T) {
+	member := `{"jsonrpc":"2.0","method":"n"}`
+	at := "[" + strings.TrimSuffix(strings.Repeat(member+",", 1024), ",") + "]"
+	if msgs, batch, err := Decode(nil, []byte(at)); err != nil || !batch || len(msgs) != 1024 {
+		t.Fatalf("1024 members: %d messages, batch %v, %v", len(msgs), batch, err)
+	}
+	past := "[" + member + "," + at[1:]
+	m := decodeOne(t, past)
+	if m.Kind != MessageInvalid || m.Reason != DecodeBatchTooLarge || m.Code != -32600 || m.Offset != 0 {
+		t.Fatalf("1025 members: %+v", m)
+	}
+}
+
 // Views alias the frame with their capacity cut, so appending to one does not write into it.
 func TestDecodeViewsAreCappedSlicesOfTheFrame(t *testing.T) {
 	frame := []byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1},"x":0}`)

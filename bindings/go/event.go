@@ -305,6 +305,7 @@ const (
 	DecodeErrorNotObject        DecodeReason = 116
 	DecodeErrorCodeNotInteger   DecodeReason = 117
 	DecodeErrorMessageNotString DecodeReason = 118
+	DecodeBatchTooLarge         DecodeReason = 119
 	DecodeOther                 DecodeReason = 999
 )
 

@@ -46,11 +46,20 @@ pub struct DecoderConfig {
     pub max_depth: usize,
     /// The validator to use. Default [`Backend::Native`].
     pub backend: Backend,
+    /// The most members a batch may have; a longer batch is refused whole as an invalid
+    /// request ([`Reason::BatchTooLarge`]), after its JSON is checked. Default
+    /// [`DecoderConfig::DEFAULT_MAX_BATCH`]; 0 is treated as 1. Each member kept costs about
+    /// 72 bytes, so without a cap a 16 MiB frame of `[1,1,…]` would take over 500 MiB. (A
+    /// `u32`, so that the setting adds nothing to the size of an idle connection.)
+    pub max_batch: u32,
 }
 
 impl DecoderConfig {
     /// The default nesting limit: 128, the same as serde_json's.
     pub const DEFAULT_MAX_DEPTH: usize = 128;
+    /// The default batch limit: 1024 members, four times the peer's requests a connection
+    /// holds unanswered by default.
+    pub const DEFAULT_MAX_BATCH: u32 = 1024;
 }
 
 impl Default for DecoderConfig {
@@ -58,6 +67,7 @@ impl Default for DecoderConfig {
         DecoderConfig {
             max_depth: Self::DEFAULT_MAX_DEPTH,
             backend: Backend::Native,
+            max_batch: Self::DEFAULT_MAX_BATCH,
         }
     }
 }
@@ -86,6 +96,7 @@ impl Decoder {
         Decoder {
             config: DecoderConfig {
                 max_depth: config.max_depth.clamp(1, scan::MAX_DEPTH_LIMIT),
+                max_batch: config.max_batch.max(1),
                 ..config
             },
             #[cfg(feature = "simd")]
@@ -136,6 +147,7 @@ impl Decoder {
                 walk(
                     &mut NativeSyntax { buf: frame },
                     self.config.max_depth,
+                    self.config.max_batch as usize,
                     index,
                 )
             }
@@ -148,6 +160,7 @@ impl Decoder {
                 walk(
                     &mut super::simd::IndexedSyntax::new(frame, structural),
                     self.config.max_depth,
+                    self.config.max_batch as usize,
                     index,
                 )
             }
@@ -1213,6 +1226,7 @@ fn error_object<'f, S: Syntax<'f>>(
 fn walk<'f, S: Syntax<'f>>(
     s: &mut S,
     max_depth: usize,
+    max_batch: usize,
     index: Option<&mut ParamsIndex>,
 ) -> Result<Decoded<'f>, DecodeError<'f>> {
     let buf = s.buf();
@@ -1222,7 +1236,7 @@ fn walk<'f, S: Syntax<'f>>(
             let (end, msg) = object(s, start, max_depth, index).map_err(DecodeError::parse)?;
             (end, msg.map(Decoded::Single))
         }
-        Some(b'[') => batch(s, start, max_depth).map_err(DecodeError::parse)?,
+        Some(b'[') => batch(s, start, max_depth, max_batch).map_err(DecodeError::parse)?,
         Some(_) => {
             let end = s.value(start, max_depth).map_err(DecodeError::parse)?;
             (
@@ -1243,10 +1257,13 @@ fn walk<'f, S: Syntax<'f>>(
 
 type BatchOutcome<'f> = (usize, Result<Decoded<'f>, DecodeError<'f>>);
 
+/// Walks a batch. Past `max_batch` members the rest is still walked (a parse fault anywhere
+/// in the frame wins) but nothing more is kept, and the batch is refused whole.
 fn batch<'f, S: Syntax<'f>>(
     s: &mut S,
     open: usize,
     max_depth: usize,
+    max_batch: usize,
 ) -> Result<BatchOutcome<'f>, Fault> {
     let buf = s.buf();
     if max_depth == 0 {
@@ -1261,11 +1278,18 @@ fn batch<'f, S: Syntax<'f>>(
         ));
     }
     let mut members = Vec::new();
+    let mut too_large = false;
     loop {
         let Some(&first) = buf.get(pos) else {
             return Err(fault(Reason::UnexpectedEnd, pos));
         };
-        if first == b'{' {
+        if too_large {
+            pos = s.value(pos, depth_left)?;
+        } else if members.len() == max_batch {
+            too_large = true;
+            members = Vec::new(); // what was kept is not needed any more
+            pos = s.value(pos, depth_left)?;
+        } else if first == b'{' {
             let (end, msg) = object(s, pos, depth_left, None)?;
             members.push(msg);
             pos = end;
@@ -1277,6 +1301,10 @@ fn batch<'f, S: Syntax<'f>>(
         pos = skip_ws(buf, pos);
         match buf.get(pos) {
             Some(b',') => pos = skip_ws(buf, pos + 1),
+            Some(b']') if too_large => {
+                let refused = DecodeError::invalid(Reason::BatchTooLarge, open, None);
+                return Ok((pos + 1, Err(refused)));
+            }
             Some(b']') => return Ok((pos + 1, Ok(Decoded::Batch(members)))),
             Some(_) => return Err(scan::unexpected(buf, pos)),
             None => return Err(fault(Reason::UnexpectedEnd, pos)),
@@ -1524,6 +1552,7 @@ mod tests {
                     buf: frame.as_bytes(),
                 },
                 DecoderConfig::default().max_depth,
+                DecoderConfig::default().max_batch as usize,
                 None,
             )
             .expect_err(&frame);

@@ -708,6 +708,9 @@ pub enum Reason {
     NotAnObject,
     /// An empty batch `[]`.
     EmptyBatch,
+    /// A batch with more members than the decoder's limit
+    /// ([`DecoderConfig::max_batch`](super::jsonrpc::DecoderConfig::max_batch)).
+    BatchTooLarge,
     /// A member the engine reads appears twice.
     DuplicateKey,
     /// A member whose name differs from a JSON-RPC member only in letter case.
@@ -818,6 +821,7 @@ impl<'a> DecodeError<'a> {
             Reason::TooDeep => "nesting too deep",
             Reason::NotAnObject => "message is not a JSON object",
             Reason::EmptyBatch => "empty batch",
+            Reason::BatchTooLarge => "batch too large",
             Reason::DuplicateKey => "duplicate member",
             Reason::CaseVariantKey => "member name differs from a JSON-RPC member only in case",
             Reason::MissingVersion => "missing \"jsonrpc\" member",

@@ -327,6 +327,8 @@ pub enum mcpw_decode_reason {
     MCPW_DECODE_ERROR_CODE_NOT_INTEGER = 117,
     /// `error.message` is missing or not a string.
     MCPW_DECODE_ERROR_MESSAGE_NOT_STRING = 118,
+    /// A batch with more members than the decoder takes (1024 by default).
+    MCPW_DECODE_BATCH_TOO_LARGE = 119,
     /// A reason this version of the C ABI has no code for yet.
     MCPW_DECODE_OTHER = 999,
 }
@@ -732,6 +734,7 @@ pub(crate) fn decode_reason(reason: Reason) -> mcpw_decode_reason {
         Reason::ErrorNotObject => MCPW_DECODE_ERROR_NOT_OBJECT,
         Reason::ErrorCodeNotInteger => MCPW_DECODE_ERROR_CODE_NOT_INTEGER,
         Reason::ErrorMessageNotString => MCPW_DECODE_ERROR_MESSAGE_NOT_STRING,
+        Reason::BatchTooLarge => MCPW_DECODE_BATCH_TOO_LARGE,
         _ => MCPW_DECODE_OTHER,
     }
 }
