@@ -658,6 +658,69 @@ fn memory_taken_by_a_large_frame_is_given_back_when_idle() {
     assert!(kept <= 4 * KIB, "kept {kept} bytes");
 }
 
+/// In 2025-03-26, each member of a batch keeps a copy of its own text for its events, not of
+/// the whole frame: a batch of n members cannot make the connection hold n copies of itself
+/// (300 members of 8 KiB each took 300 copies of the 2.5 MB frame before, about 750 MB). The
+/// events still carry their own member's id, method and params, and invalid members get
+/// their errors.
+#[test]
+fn a_batch_costs_about_its_size_not_its_size_per_member() {
+    let p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    let mut server = p.server;
+    let pad = |i: usize| format!("{i:04}").repeat(2048);
+    let members: Vec<String> = (0..300)
+        .map(|i| match i % 3 {
+            0 => format!(
+                r#"{{"jsonrpc":"2.0","id":"r{i}","method":"tools/call","params":{{"name":"t","pad":"{}"}}}}"#,
+                pad(i)
+            ),
+            1 => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{{"pad":"{}"}}}}"#,
+                pad(i)
+            ),
+            _ => format!(r#""{}""#, pad(i)), // not an object: an invalid member
+        })
+        .collect();
+    let frame = format!("[{}]\n", members.join(","));
+    let meter = Meter::start();
+    server.handle_input(now(), frame.as_bytes());
+    let peak = meter.peak();
+    eprintln!(
+        "a {}-byte batch of 300 members: {peak} bytes at the peak",
+        frame.len()
+    );
+    assert!(
+        peak < 3 * frame.len() as isize,
+        "{peak} bytes at the peak for a {}-byte frame",
+        frame.len()
+    );
+    let events = drain(&mut server);
+    let mut seen = [0; 3];
+    for e in &events {
+        match e {
+            Ev::Request { id, method, params } => {
+                let i: usize = id.to_string().trim_matches('"')[1..].parse().unwrap();
+                assert_eq!(method, "tools/call");
+                let want = format!(r#"{{"name":"t","pad":"{}"}}"#, pad(i));
+                assert!(params.as_deref() == Some(want.as_str()), "member {i}");
+                seen[0] += 1;
+            }
+            Ev::Notification { params, .. } => {
+                let params = params.as_deref().unwrap();
+                assert!(params.starts_with(r#"{"pad":""#), "{params:.40}");
+                seen[1] += 1;
+            }
+            Ev::Violation { .. } => seen[2] += 1,
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    assert_eq!(seen, [100, 100, 100]);
+}
+
 // ---- Deep nesting --------------------------------------------------------------------------
 
 fn deep(prefix: &str, open: &str, n: usize) -> Vec<u8> {

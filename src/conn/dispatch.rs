@@ -49,7 +49,7 @@ use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext};
 use super::time::Timestamp;
 use super::{Core, Role, ViolationKind};
 use crate::jsonrpc::{
-    self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Message,
+    self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Id, Message,
     OwnedId, ParamsIndex, RawJson, Reason,
 };
 use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
@@ -211,10 +211,22 @@ impl Core {
             })
             .count();
         let b = self.dispatch.open_batch(stream, outstanding);
+        // Each member's events keep a copy of the member's own text, not of the whole frame:
+        // a copy of the frame per member would let a batch of n members take n times its size.
         for member in members {
             match member {
-                Ok(m) => self.on_message(now, stream, frame, m, Some(b), ReadAhead::NOTHING),
-                Err(e) => self.on_decode_error(frame.as_bytes(), stream, Some(b), &e),
+                Ok(m) => {
+                    let text = member_text(frame, &m);
+                    self.on_message(now, stream, text, m, Some(b), ReadAhead::NOTHING)
+                }
+                Err(e) => {
+                    let id = match e.id() {
+                        Some(Id::Str(s)) => Some(s.raw()),
+                        _ => None,
+                    };
+                    let text = covering(frame, id.into_iter());
+                    self.on_decode_error(text.as_bytes(), stream, Some(b), &e)
+                }
             }
         }
         // Release the guard that kept the batch open while members were processed.
@@ -750,5 +762,65 @@ fn progress_token(meta: Result<Option<RawJson<'_>>, DuplicateMember>) -> Progres
     match meta.get_unique("progressToken").map_err(|_| ())? {
         None => Ok(None),
         Some(t) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
+    }
+}
+
+/// The part of a batch's `frame` that holds every view of member `m`: what its events copy.
+fn member_text<'f, 'm>(frame: &'f str, m: &Message<'m>) -> &'f str {
+    fn id<'m>(id: &Id<'m>) -> Option<&'m str> {
+        match id {
+            Id::Str(s) => Some(s.raw()),
+            Id::Int(_) => None,
+        }
+    }
+    match m {
+        Message::Request(r) => covering(
+            frame,
+            [id(&r.id), Some(r.method.raw()), r.params.map(|p| p.get())]
+                .into_iter()
+                .flatten(),
+        ),
+        Message::Notification(n) => covering(
+            frame,
+            [Some(n.method.raw()), n.params.map(|p| p.get())]
+                .into_iter()
+                .flatten(),
+        ),
+        Message::Response(r) => covering(
+            frame,
+            [id(&r.id), Some(r.result.get())].into_iter().flatten(),
+        ),
+        Message::Error(e) => covering(
+            frame,
+            [
+                e.id.as_ref().and_then(id),
+                Some(e.error.message.raw()),
+                e.error.data.map(|d| d.get()),
+            ]
+            .into_iter()
+            .flatten(),
+        ),
+    }
+}
+
+/// The shortest part of `frame` that holds every one of `views` (each a slice of `frame`);
+/// empty when there are none. A view from elsewhere (never, from the decoder) gives the whole
+/// frame, the copy that is always right.
+fn covering<'f, 'v>(frame: &'f str, views: impl Iterator<Item = &'v str>) -> &'f str {
+    let base = frame.as_ptr() as usize;
+    let mut span: Option<(usize, usize)> = None;
+    for v in views {
+        let start = (v.as_ptr() as usize).wrapping_sub(base);
+        let end = start.wrapping_add(v.len());
+        if start > frame.len() || end > frame.len() || end < start {
+            debug_assert!(false, "a member's view outside its batch");
+            return frame;
+        }
+        span = Some(span.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
+    }
+    match span {
+        // Both ends are ends of views, so character boundaries; `get` checks it anyway.
+        Some((start, end)) => frame.get(start..end).unwrap_or(frame),
+        None => &frame[..0],
     }
 }
