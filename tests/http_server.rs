@@ -466,6 +466,57 @@ fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
     assert!(finished);
 }
 
+/// The default store keeps at most 4 MiB of a session's events: resuming after six 1 MiB
+/// progress messages replays only the latest that fit, and the answer, which is newest.
+#[test]
+fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
+    );
+    s.connection(key)
+        .unwrap()
+        .progress(id.as_id(), 1.0, None, None)
+        .unwrap();
+    let mut reader = StreamReader::new();
+    let (first, _) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(first.len(), 1);
+    s.stream_closed(T0, stream);
+    let big = "m".repeat(1024 * 1024);
+    for n in 2..8 {
+        s.connection(key)
+            .unwrap()
+            .progress(id.as_id(), f64::from(n), None, Some(&big))
+            .unwrap();
+    }
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    let last = reader.last_event_id().unwrap().to_owned();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    let progress: Vec<_> = rest
+        .iter()
+        .filter_map(|m| m["params"]["progress"].as_i64())
+        .collect();
+    assert_eq!(progress, [5, 6, 7], "the latest that fit in 4 MiB with the answer");
+    assert_eq!(rest.last().unwrap()["id"], 5);
+    assert!(finished);
+}
+
 #[test]
 fn batches_travel_in_2025_03_26_sessions() {
     let mut s = server();

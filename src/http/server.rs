@@ -162,6 +162,9 @@ pub struct HttpServerConfig {
     /// Events each session keeps for resumption with `Last-Event-ID` in the default store,
     /// and messages waiting for a session's GET stream. Default 256.
     pub event_store: usize,
+    /// Bytes of events each session keeps in the default store: the oldest go past it (the
+    /// newest always stays). Default [`MemoryEventStore::DEFAULT_BYTES_PER_SESSION`], 4 MiB.
+    pub event_store_bytes: usize,
     /// Where resumable events live. `None` (the default) uses a [`MemoryEventStore`] of
     /// [`event_store`](Self::event_store) events per session; several server processes
     /// share one by supplying their own [`EventStore`].
@@ -231,6 +234,7 @@ impl HttpServerConfig {
             max_body: 4 * 1024 * 1024,
             tool_headers: ToolHeaders::new(),
             event_store: 256,
+            event_store_bytes: MemoryEventStore::DEFAULT_BYTES_PER_SESSION,
             events: None,
             sessions: None,
             first_stream_id: 1,
@@ -403,10 +407,12 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
 impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {
-        let events = config
-            .events
-            .take()
-            .unwrap_or_else(|| Box::new(MemoryEventStore::new(config.event_store)));
+        let events = config.events.take().unwrap_or_else(|| {
+            Box::new(MemoryEventStore::with_bytes(
+                config.event_store,
+                config.event_store_bytes,
+            ))
+        });
         let shared = config.sessions.take();
         let next_stream = config.first_stream_id.max(1);
         HttpServer {

@@ -88,26 +88,54 @@ pub trait SessionStore: Send {
     fn forget(&mut self, session: &str);
 }
 
-/// The default [`EventStore`]: the last `per_session` events of each session, in this
-/// process's memory. Use it for a single server process.
+/// The default [`EventStore`]: the last `per_session` events of each session, and at most
+/// `bytes_per_session` bytes of them, in this process's memory. Use it for a single server
+/// process.
 #[derive(Debug)]
 pub struct MemoryEventStore {
     per_session: usize,
-    sessions: HashMap<String, VecDeque<(u64, HttpStreamId, Vec<u8>)>>,
+    bytes_per_session: usize,
+    sessions: HashMap<String, Kept>,
+}
+
+/// One session's events, oldest first, and their total size.
+#[derive(Debug, Default)]
+struct Kept {
+    bytes: usize,
+    events: VecDeque<(u64, HttpStreamId, Vec<u8>)>,
 }
 
 impl MemoryEventStore {
-    /// Keeps at most `per_session` events per session (the oldest go first).
+    /// The default byte bound per session, 4 MiB (the default body limit).
+    pub const DEFAULT_BYTES_PER_SESSION: usize = 4 * 1024 * 1024;
+
+    /// Keeps at most `per_session` events per session (the oldest go first), and at most
+    /// [`DEFAULT_BYTES_PER_SESSION`](Self::DEFAULT_BYTES_PER_SESSION) bytes of them.
     pub fn new(per_session: usize) -> Self {
+        Self::with_bytes(per_session, Self::DEFAULT_BYTES_PER_SESSION)
+    }
+
+    /// Keeps at most `per_session` events and `bytes_per_session` bytes of them per session;
+    /// the oldest go first. The newest event is always kept, so a session holds at most the
+    /// larger of `bytes_per_session` and its largest event. Use it where the application's
+    /// answers may be large (file contents): a count alone would let a session keep that many
+    /// of them.
+    pub fn with_bytes(per_session: usize, bytes_per_session: usize) -> Self {
         MemoryEventStore {
             per_session,
+            bytes_per_session,
             sessions: HashMap::new(),
         }
     }
 
     /// How many events are stored, over all sessions.
     pub fn len(&self) -> usize {
-        self.sessions.values().map(VecDeque::len).sum()
+        self.sessions.values().map(|k| k.events.len()).sum()
+    }
+
+    /// How many bytes of events are stored, over all sessions.
+    pub fn bytes(&self) -> usize {
+        self.sessions.values().map(|k| k.bytes).sum()
     }
 
     /// Whether nothing is stored.
@@ -121,14 +149,19 @@ impl EventStore for MemoryEventStore {
         if self.per_session == 0 {
             return;
         }
-        let events = match self.sessions.get_mut(session) {
-            Some(events) => events,
+        let kept = match self.sessions.get_mut(session) {
+            Some(kept) => kept,
             None => self.sessions.entry(session.to_owned()).or_default(),
         };
-        if events.len() >= self.per_session {
-            events.pop_front();
+        kept.events.push_back((event, stream, bytes.to_vec()));
+        kept.bytes += bytes.len();
+        while kept.events.len() > self.per_session
+            || (kept.bytes > self.bytes_per_session && kept.events.len() > 1)
+        {
+            if let Some((_, _, old)) = kept.events.pop_front() {
+                kept.bytes -= old.len();
+            }
         }
-        events.push_back((event, stream, bytes.to_vec()));
     }
 
     fn replay(
@@ -138,7 +171,8 @@ impl EventStore for MemoryEventStore {
         after: u64,
         out: &mut dyn FnMut(&[u8]),
     ) {
-        for (event, s, bytes) in self.sessions.get(session).into_iter().flatten() {
+        let events = self.sessions.get(session).map(|k| &k.events);
+        for (event, s, bytes) in events.into_iter().flatten() {
             if *s == stream && *event > after {
                 out(bytes);
             }
@@ -187,5 +221,30 @@ mod tests {
         assert!(replay(&mut store, a, 0).is_empty());
         store.forget("t");
         assert!(store.is_empty());
+    }
+
+    /// Past the byte bound the oldest go too, but the newest event always stays.
+    #[test]
+    fn a_session_keeps_at_most_its_bytes_and_always_the_newest_event() {
+        let mut store = MemoryEventStore::with_bytes(100, 10);
+        let a = HttpStreamId(1);
+        let all = |store: &mut MemoryEventStore| {
+            let mut seen = Vec::new();
+            store.replay("s", a, 0, &mut |e| seen.push(e.to_vec()));
+            seen
+        };
+        store.append("s", a, 1, b"1234");
+        store.append("s", a, 2, b"5678");
+        assert_eq!((store.len(), store.bytes()), (2, 8));
+        store.append("s", a, 3, b"9abc");
+        assert_eq!(all(&mut store), vec![b"5678".to_vec(), b"9abc".to_vec()]);
+        assert_eq!(store.bytes(), 8);
+        store.append("s", a, 4, b"a long event of 24 bytes");
+        assert_eq!(all(&mut store), vec![b"a long event of 24 bytes".to_vec()]);
+        assert_eq!((store.len(), store.bytes()), (1, 24));
+        store.append("t", a, 1, b"12345678");
+        assert_eq!(store.bytes(), 32, "each session has its own bound");
+        store.forget("s");
+        assert_eq!(store.bytes(), 8);
     }
 }
