@@ -512,7 +512,11 @@ fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
         .iter()
         .filter_map(|m| m["params"]["progress"].as_i64())
         .collect();
-    assert_eq!(progress, [5, 6, 7], "the latest that fit in 4 MiB with the answer");
+    assert_eq!(
+        progress,
+        [5, 6, 7],
+        "the latest that fit in 4 MiB with the answer"
+    );
     assert_eq!(rest.last().unwrap()["id"], 5);
     assert!(finished);
 }
