@@ -64,7 +64,8 @@ func (k MessageKind) String() string {
 //
 // Params, Result and Data are views into the frame given to Decode (their capacity ends
 // where they end, so appending to one copies): they stay valid while the frame is unchanged.
-// Method, ErrorMessage and a string ID are strings of their own, with escapes decoded.
+// Method and ErrorMessage are strings of their own, with escapes decoded; a string ID keeps
+// its wire form, as everywhere in this package (ID.Text decodes it).
 type Message struct {
 	Kind         MessageKind
 	ID           ID
