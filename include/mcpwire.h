@@ -1851,11 +1851,12 @@ const char *mcpw_version(void);
  * to `*out_count`: 1 for a single message, the number of members for a batch (then
  * `*out_is_batch` is true). When the count is larger than `capacity`, only the first
  * `capacity` were written: call again with room for all (a batch is rare; most hosts pass
- * room for one, or a few).
+ * room for one, or a few). A batch has at most 1024 members: a longer one is refused whole
+ * (`MCPW_DECODE_BATCH_TOO_LARGE`).
  * A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR` or
  * `MCPW_MESSAGE_INVALID`; a batch member that is invalid is one of kind
  * `MCPW_MESSAGE_INVALID` among the others. Either way the call returns `MCPW_OK`: a refusal
- * is an answer, not a failure of the call. Views point into `frame`.
+ * is an answer, not a failure of the call. Non-empty views point into `frame`.
  *
  * Fails with `MCPW_ERR_NULL_ARGUMENT`, writing nothing, when `out_count` or `out_is_batch`
  * is NULL, or `out_messages` is NULL with a non-zero `capacity`, or `frame` is NULL with a
