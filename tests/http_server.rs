@@ -422,8 +422,11 @@ fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
     assert!(!finished, "the standalone stream stays open");
 }
 
-#[test]
-fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
+/// A session's `tools/call` whose stream carries one progress notification, read by the
+/// client; then the stream drops, and meanwhile a progress notification goes out with each of
+/// `messages` (numbered from 2) and the answer. The client resumes with `Last-Event-ID`:
+/// what the resumed stream carries, and whether it finished.
+fn resumed_after_a_drop(messages: &[Option<&str>]) -> (Vec<serde_json::Value>, bool) {
     let mut s = server();
     let sid = open_session(&mut s);
     let (stream, key, id) = post_request(
@@ -440,56 +443,10 @@ fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
     assert_eq!(first.len(), 1);
     // The connection drops; more happens meanwhile.
     s.stream_closed(T0, stream);
-    s.connection(key)
-        .unwrap()
-        .progress(id.as_id(), 2.0, None, None)
-        .unwrap();
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new("{}").unwrap())
-        .unwrap();
-    s.pump();
-    let last = reader.last_event_id().unwrap().to_owned();
-    let r = send(
-        &mut s,
-        "GET",
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
-    );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
-    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
-    assert_eq!(rest.len(), 2, "{rest:?}");
-    assert_eq!(rest[0]["params"]["progress"], 2);
-    assert_eq!(rest[1]["id"], 5);
-    assert!(finished);
-}
-
-/// The default store keeps at most 4 MiB of a session's events: resuming after six 1 MiB
-/// progress messages replays only the latest that fit, and the answer, which is newest.
-#[test]
-fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
-    let mut s = server();
-    let sid = open_session(&mut s);
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
-    );
-    s.connection(key)
-        .unwrap()
-        .progress(id.as_id(), 1.0, None, None)
-        .unwrap();
-    let mut reader = StreamReader::new();
-    let (first, _) = read_stream(&mut s, stream, &mut reader);
-    assert_eq!(first.len(), 1);
-    s.stream_closed(T0, stream);
-    let big = "m".repeat(1024 * 1024);
-    for n in 2..8 {
+    for (n, message) in (2..).zip(messages) {
         s.connection(key)
             .unwrap()
-            .progress(id.as_id(), f64::from(n), None, Some(&big))
+            .progress(id.as_id(), f64::from(n), None, *message)
             .unwrap();
     }
     s.connection(key)
@@ -507,7 +464,24 @@ fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
     let Body::Stream(resumed) = r.body else {
         panic!("{r:?}")
     };
-    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    read_stream(&mut s, resumed, &mut reader)
+}
+
+#[test]
+fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
+    let (rest, finished) = resumed_after_a_drop(&[None]);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["params"]["progress"], 2);
+    assert_eq!(rest[1]["id"], 5);
+    assert!(finished);
+}
+
+/// The default store keeps at most 4 MiB of a session's events: resuming after six 1 MiB
+/// progress messages replays only the latest that fit, and the answer, which is newest.
+#[test]
+fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
+    let big = "m".repeat(1024 * 1024);
+    let (rest, finished) = resumed_after_a_drop(&[Some(big.as_str()); 6]);
     let progress: Vec<_> = rest
         .iter()
         .filter_map(|m| m["params"]["progress"].as_i64())

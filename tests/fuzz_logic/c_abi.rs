@@ -3506,12 +3506,11 @@ fn decode_one(frame: &Arg, capacity: usize) {
                 }
             }
         };
-    let wants: Vec<_> = match Decoder::default().decode(bytes) {
-        Ok(Decoded::Single(m)) => vec![Ok(m)],
-        Ok(Decoded::Batch(members)) => members,
-        Err(e) => vec![Err(e)],
+    let (wants, batch): (Vec<_>, bool) = match Decoder::default().decode(bytes) {
+        Ok(Decoded::Single(m)) => (vec![Ok(m)], false),
+        Ok(Decoded::Batch(members)) => (members, true),
+        Err(e) => (vec![Err(e)], false),
     };
-    let batch = matches!(Decoder::default().decode(bytes), Ok(Decoded::Batch(_)));
     assert_eq!(
         (count, is_batch),
         (wants.len(), batch),
