@@ -496,6 +496,51 @@ fn the_default_event_store_keeps_a_sessions_latest_four_mib() {
 }
 
 #[test]
+fn messages_waiting_for_a_get_stream_keep_the_latest_four_mib() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let key = s.connections()[0];
+    // Six messages of 1 MiB each while no GET stream is open, then a small one.
+    let big = "m".repeat(1024 * 1024);
+    for n in 1..=6 {
+        let params = format!(r#"{{"level":"info","data":"{big}","n":{n}}}"#);
+        s.connection(key)
+            .unwrap()
+            .notify(
+                "notifications/message",
+                Some(RawJson::new(&params).unwrap()),
+            )
+            .unwrap();
+        s.pump();
+    }
+    s.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.pump();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+        "",
+    );
+    let Body::Stream(get) = r.body else {
+        panic!("{r:?}")
+    };
+    let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
+    let numbers: Vec<_> = msgs
+        .iter()
+        .filter_map(|m| m["params"]["n"].as_i64())
+        .collect();
+    assert_eq!(numbers, [4, 5, 6], "the latest that fit in 4 MiB");
+    assert_eq!(
+        msgs.last().unwrap()["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(!finished);
+}
+
+#[test]
 fn batches_travel_in_2025_03_26_sessions() {
     let mut s = server();
     let init = INIT.replace("2025-11-25", "2025-03-26");

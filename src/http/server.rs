@@ -160,10 +160,11 @@ pub struct HttpServerConfig {
     /// [`HttpServerConfig::declare_tools`].
     pub tool_headers: ToolHeaders,
     /// Events each session keeps for resumption with `Last-Event-ID` in the default store,
-    /// and messages waiting for a session's GET stream. Default 256.
+    /// and messages waiting for a session's GET stream while none is open. Default 256.
     pub event_store: usize,
-    /// Bytes of events each session keeps in the default store: the oldest go past it (the
-    /// newest always stays). Default [`MemoryEventStore::DEFAULT_BYTES_PER_SESSION`], 4 MiB.
+    /// Bytes of events each session keeps in the default store, and bytes of messages waiting
+    /// for its GET stream: the oldest go past it (the newest always stays). Default
+    /// [`MemoryEventStore::DEFAULT_BYTES_PER_SESSION`], 4 MiB.
     pub event_store_bytes: usize,
     /// Where resumable events live. `None` (the default) uses a [`MemoryEventStore`] of
     /// [`event_store`](Self::event_store) events per session; several server processes
@@ -294,8 +295,11 @@ struct Conn {
     standalone: Option<HttpStreamId>,
     /// The last GET stream whose client went away, which a `Last-Event-ID` GET may resume.
     closed_standalone: Option<HttpStreamId>,
-    /// Unrelated messages while no GET stream is open (bounded).
+    /// Unrelated messages while no GET stream is open, bounded by count and by bytes
+    /// ([`HttpServerConfig::event_store`] and [`HttpServerConfig::event_store_bytes`]).
     backlog: VecDeque<Vec<u8>>,
+    /// The bytes of `backlog`'s messages.
+    backlog_bytes: usize,
     /// (event id, stream, SSE bytes) for resumption.
     next_event: u64,
     /// When the session's client last did something (a request, or letting go of a stream).
@@ -709,6 +713,7 @@ impl HttpServer {
             standalone: None,
             closed_standalone: None,
             backlog: VecDeque::new(),
+            backlog_bytes: 0,
             next_event: 1,
             last_active: now,
             shared_touched: now,
@@ -1217,6 +1222,7 @@ impl HttpServer {
                         {
                             s.done = true;
                         }
+                        c.backlog_bytes = 0;
                         c.backlog.drain(..).collect()
                     }
                     None => Vec::new(),
@@ -1243,7 +1249,10 @@ impl HttpServer {
         let backlog: Vec<Vec<u8>> = self
             .conns
             .get_mut(&key)
-            .map(|c| c.backlog.drain(..).collect())
+            .map(|c| {
+                c.backlog_bytes = 0;
+                c.backlog.drain(..).collect()
+            })
             .unwrap_or_default();
         for frame in backlog {
             self.route(key, stream, &frame);
@@ -1438,6 +1447,7 @@ impl HttpServer {
                     session,
                     standalone,
                     backlog,
+                    backlog_bytes,
                     next_event,
                     in_dirty,
                     ..
@@ -1475,9 +1485,17 @@ impl HttpServer {
                         frame.bytes,
                     ),
                     None => {
-                        if backlog.len() >= self.config.event_store {
-                            backlog.pop_front();
+                        // The oldest go first; the newest always stays.
+                        let len = frame.bytes.len();
+                        while !backlog.is_empty()
+                            && (backlog.len() >= self.config.event_store
+                                || *backlog_bytes + len > self.config.event_store_bytes)
+                        {
+                            if let Some(old) = backlog.pop_front() {
+                                *backlog_bytes -= old.len();
+                            }
                         }
+                        *backlog_bytes += len;
                         backlog.push_back(frame.bytes.to_vec());
                     }
                 }
