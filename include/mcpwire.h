@@ -1608,6 +1608,12 @@ typedef struct mcpw_http_server_options {
      * memory.
      */
     const struct mcpw_event_store *events;
+    /**
+     * Bytes of events each session keeps for resumption in the built-in store, and bytes of
+     * messages waiting for a session's GET stream while none is open: the oldest go (the
+     * newest always stays). Lower it to bound memory per session. 0: 4 MiB.
+     */
+    size_t event_store_bytes;
 } mcpw_http_server_options;
 
 /**

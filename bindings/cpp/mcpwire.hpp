@@ -883,6 +883,9 @@ struct http_server_options {
     std::size_t max_sessions = 0;                      // 0: 1024
     std::size_t max_body = 0;                          // 0: 4 MiB; 413 beyond
     std::size_t events_kept = 0;    // per session in the built-in store; 0: 256
+    /// Bytes of events per session in the built-in store, and of messages waiting for a
+    /// session's GET stream (the oldest go); 0: 4 MiB.
+    std::size_t events_bytes = 0;
     std::chrono::milliseconds retry{0}; // the SSE `retry` sent to 2025-11-25 clients; 0: 1 s
     /// The server's tools (a tools/list result or its `tools` array), so 2026-07-28 tools/call
     /// requests are checked against their x-mcp-header annotations.
@@ -951,6 +954,7 @@ public:
         o.max_sessions = options.max_sessions;
         o.max_body = options.max_body;
         o.event_store = options.events_kept;
+        o.event_store_bytes = options.events_bytes;
         o.retry_ms = static_cast<std::uint64_t>(options.retry.count());
         if (options.tools) o.tools = mcpw_str{options.tools->data(), options.tools->size()};
         if (options.events != nullptr) {

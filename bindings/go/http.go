@@ -42,7 +42,8 @@ type HTTPAppFunc func(c *Conn, key ConnKey, ev Event)
 // HandleMCP calls f.
 func (f HTTPAppFunc) HandleMCP(c *Conn, key ConnKey, ev Event) { f(c, key, ev) }
 
-// HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults.
+// HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults, and so does
+// a zero (or negative) field.
 type HTTPOptions struct {
 	// SessionIdleTimeout expires a session without requests or open streams; 0: 10 minutes.
 	SessionIdleTimeout time.Duration
@@ -58,8 +59,12 @@ type HTTPOptions struct {
 	// http.Server.ReadTimeout: leave that unset, and set ReadHeaderTimeout and IdleTimeout
 	// on your http.Server instead.
 	BodyTimeout time.Duration
-	// EventsPerSession bounds the events kept for Last-Event-ID resumption; 0: 256.
+	// EventsPerSession bounds the events kept for Last-Event-ID resumption, and the
+	// messages waiting for a session's GET stream while none is open; 0: 256.
 	EventsPerSession int
+	// EventBytesPerSession bounds the bytes of those events, and of those waiting messages:
+	// the oldest go, the newest always stays. Lower it to bound memory per session; 0: 4 MiB.
+	EventBytesPerSession int
 	// Retry is the reconnection delay sent to 2025-11-25 clients; 0: 1 s.
 	Retry time.Duration
 	// AllowedHosts are host names (with or without a port) accepted in Host and Origin
@@ -122,9 +127,12 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		lens = append(lens, C.size_t(len(h)))
 	}
 	lens = append(lens, 0) // never empty: its address is passed
-	made := C.mcpwgo_http_server_new(config, C.uint64_t(opts.SessionIdleTimeout/time.Millisecond),
-		C.size_t(opts.MaxSessions), C.size_t(opts.MaxBody), C.size_t(opts.EventsPerSession),
-		C.uint64_t(opts.Retry/time.Millisecond), cBytes(hosts), &lens[0],
+	// A negative number or duration means the default, as zero does.
+	size := func(n int) C.size_t { return C.size_t(max(n, 0)) }
+	ms := func(d time.Duration) C.uint64_t { return C.uint64_t(max(d, 0) / time.Millisecond) }
+	made := C.mcpwgo_http_server_new(config, ms(opts.SessionIdleTimeout),
+		size(opts.MaxSessions), size(opts.MaxBody), size(opts.EventsPerSession),
+		size(opts.EventBytesPerSession), ms(opts.Retry), cBytes(hosts), &lens[0],
 		C.size_t(len(opts.AllowedHosts)), cBytes(opts.Tools), C.size_t(len(opts.Tools)))
 	runtime.KeepAlive(hosts)
 	runtime.KeepAlive(lens)

@@ -594,3 +594,76 @@ func TestHTTPManyHeaders(t *testing.T) {
 		t.Fatalf("%d: %s", resp.StatusCode, got)
 	}
 }
+
+// Messages sent to a session while no GET stream is open wait for one, bounded by
+// EventBytesPerSession: the oldest go, and the GET stream carries the latest.
+func TestHTTPMessagesWaitingForAGetStreamAreBoundedInBytes(t *testing.T) {
+	app := &testApp{}
+	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0", Versions: []string{"2025-11-25"},
+		Capabilities: json.RawMessage(`{"tools":{"listChanged":true},"logging":{}}`)}
+	srv, err := NewHTTPServer(cfg, &HTTPOptions{EventBytesPerSession: 3000}, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	init := sessionPost(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
+		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	_, _ = io.ReadAll(init.Body)
+	init.Body.Close()
+	sid := init.Header.Get("Mcp-Session-Id")
+	r := sessionPost(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.Body.Close()
+	call := sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	defer call.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	held, _ := app.snapshot()
+	// Five messages of about 1 KB each, then a small one: 3,000 bytes hold the last three.
+	err = srv.With(held[0].key, func(c *Conn) error {
+		for n := 1; n <= 5; n++ {
+			params := `{"level":"info","data":{"n":` + itoa(n) + `,"pad":"` + strings.Repeat("p", 1000) + `"}}`
+			if err := c.Notify("notifications/message", json.RawMessage(params)); err != nil {
+				return err
+			}
+		}
+		return c.Notify("notifications/tools/list_changed", nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	get, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	var got []string
+	lines := bufio.NewScanner(get.Body)
+	for lines.Scan() {
+		data, ok := strings.CutPrefix(lines.Text(), "data:")
+		if !ok || strings.TrimSpace(data) == "" {
+			continue
+		}
+		var m struct {
+			Method string
+			Params struct{ Data struct{ N int } }
+		}
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		if m.Method == "notifications/tools/list_changed" {
+			break
+		}
+		got = append(got, itoa(m.Params.Data.N))
+	}
+	if strings.Join(got, ",") != "4,5" {
+		t.Fatalf("the GET stream carried messages %v, want the latest that fit: 4,5", got)
+	}
+}

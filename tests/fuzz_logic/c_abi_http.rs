@@ -410,6 +410,7 @@ impl Harness {
             max_sessions: if setup.small { 2 } else { 0 },
             max_body: if setup.small { 1024 } else { 0 },
             event_store: if setup.small { 4 } else { 0 },
+            event_store_bytes: if setup.small { 2048 } else { 0 },
             retry_ms: 0,
             tools: s(r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}"#),
             events: if setup.host_store {

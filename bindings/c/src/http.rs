@@ -267,6 +267,10 @@ pub struct mcpw_http_server_options {
     /// A store of the host's own for resumable events (copied). NULL: in this process's
     /// memory.
     pub events: *const mcpw_event_store,
+    /// Bytes of events each session keeps for resumption in the built-in store, and bytes of
+    /// messages waiting for a session's GET stream while none is open: the oldest go (the
+    /// newest always stays). Lower it to bound memory per session. 0: 4 MiB.
+    pub event_store_bytes: usize,
 }
 
 /// The answer to one HTTP request, lent by `mcpw_http_server_handle_request` and
@@ -489,6 +493,9 @@ unsafe fn server_config(
     }
     if o.event_store > 0 {
         c.event_store = o.event_store;
+    }
+    if o.event_store_bytes > 0 {
+        c.event_store_bytes = o.event_store_bytes;
     }
     if o.retry_ms > 0 {
         c.retry_ms = o.retry_ms;
@@ -1405,4 +1412,52 @@ pub unsafe extern "C" fn mcpw_http_client_end_session(
     };
     // Safety: (caller) NULL or a live client handle.
     unsafe { with_mut(client, run) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{mcpw_config_free, mcpw_config_new};
+    use mcpwire::http::MemoryEventStore;
+    use std::ptr;
+
+    /// The engine configuration that `options` give.
+    fn configured(options: &mcpw_http_server_options) -> HttpServerConfig {
+        let mut config = ptr::null_mut();
+        // Safety: the names are readable for their lengths; the out-pointer is writable; the
+        // config is live until freed, once, after its last use; `options` holds no pointers.
+        unsafe {
+            assert_eq!(
+                mcpw_config_new(
+                    crate::config::mcpw_role::MCPW_ROLE_SERVER as u32,
+                    c"t".as_ptr(),
+                    1,
+                    c"1".as_ptr(),
+                    1,
+                    &mut config
+                ),
+                mcpw_result::MCPW_OK
+            );
+            let made = server_config(&*config, options);
+            mcpw_config_free(config);
+            made.expect("valid options").0
+        }
+    }
+
+    /// Zero keeps each bound's default; a number replaces it.
+    #[test]
+    fn the_event_store_bounds_reach_the_engine() {
+        // Safety: every field of the options is a number, a nullable pointer or an
+        // `Option` of a function pointer, for which all zero bits are valid (NULL, `None`).
+        let mut options: mcpw_http_server_options = unsafe { std::mem::zeroed() };
+        let c = configured(&options);
+        assert_eq!(
+            (c.event_store, c.event_store_bytes),
+            (256, MemoryEventStore::DEFAULT_BYTES_PER_SESSION)
+        );
+        options.event_store = 16;
+        options.event_store_bytes = 64 * 1024;
+        let c = configured(&options);
+        assert_eq!((c.event_store, c.event_store_bytes), (16, 64 * 1024));
+    }
 }
