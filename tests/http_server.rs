@@ -97,6 +97,15 @@ fn json_body(r: &HttpResponse) -> Value {
     }
 }
 
+/// Sends a GET with `headers` (an SSE stream is expected) and returns its stream.
+fn get_stream(s: &mut HttpServer, headers: &[(&str, &str)]) -> HttpStreamId {
+    let r = send(s, "GET", headers, "");
+    let Body::Stream(stream) = r.body else {
+        panic!("not a stream: {r:?}")
+    };
+    stream
+}
+
 /// Drains a stream; returns the messages and whether it finished.
 fn read_stream(
     s: &mut HttpServer,
@@ -405,15 +414,10 @@ fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
         .notify("notifications/tools/list_changed", None)
         .unwrap();
     s.pump();
-    let r = send(
+    let get = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
-        "",
     );
-    let Body::Stream(get) = r.body else {
-        panic!("{r:?}")
-    };
     let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
     assert_eq!(
         msgs,
@@ -455,15 +459,10 @@ fn resumed_after_a_drop(messages: &[Option<&str>]) -> (Vec<serde_json::Value>, b
         .unwrap();
     s.pump();
     let last = reader.last_event_id().unwrap().to_owned();
-    let r = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
     );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
     read_stream(&mut s, resumed, &mut reader)
 }
 
@@ -518,15 +517,10 @@ fn messages_waiting_for_a_get_stream_keep_the_latest_four_mib() {
         .notify("notifications/tools/list_changed", None)
         .unwrap();
     s.pump();
-    let r = send(
+    let get = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
-        "",
     );
-    let Body::Stream(get) = r.body else {
-        panic!("{r:?}")
-    };
     let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
     let numbers: Vec<_> = msgs
         .iter()
@@ -946,15 +940,10 @@ fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
     );
     reader.reconnected();
     let last = reader.last_event_id().unwrap().to_owned();
-    let r = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
     );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
     let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
     got.extend(rest);
     assert!(finished);
@@ -1518,15 +1507,10 @@ fn the_application_closes_a_request_stream_for_polling_and_the_client_resumes_wi
         .unwrap();
     s.pump();
     // The client comes back after `retry` with the last id it saw: nothing is lost.
-    let r = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
     );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
     let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
     assert_eq!(rest.len(), 2, "{rest:?}");
     assert_eq!(rest[0]["method"], "notifications/progress");
@@ -1688,15 +1672,10 @@ fn resumption_goes_through_the_event_store_the_host_supplies() {
             .any(|op| op.starts_with("append"))
     );
     let last = reader.last_event_id().unwrap().to_owned();
-    let r = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
     );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
     let (rest, _) = read_stream(&mut s, resumed, &mut reader);
     assert_eq!(rest[0]["id"], 5, "replayed from the supplied store");
     assert!(
@@ -2034,15 +2013,10 @@ fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates
     a.pump();
     // The client reconnects through the load balancer, which picks B.
     let last = reader.last_event_id().unwrap().to_owned();
-    let r = send(
+    let resumed = get_stream(
         &mut b,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
     );
-    let Body::Stream(resumed) = r.body else {
-        panic!("{r:?}")
-    };
     let (rest, finished) = read_stream(&mut b, resumed, &mut reader);
     assert_eq!(rest.len(), 2, "what the client missed, once: {rest:?}");
     assert_eq!(rest[0]["params"]["data"], "two");

@@ -68,9 +68,14 @@ func newTestServer(t *testing.T, versions []string) (*HTTPServer, *testApp, *htt
 
 func newTestServerWith(t *testing.T, versions []string, opts *HTTPOptions) (*HTTPServer, *testApp, *httptest.Server) {
 	t.Helper()
+	return newTestServerCaps(t, versions, `{"tools":{}}`, opts)
+}
+
+func newTestServerCaps(t *testing.T, versions []string, caps string, opts *HTTPOptions) (*HTTPServer, *testApp, *httptest.Server) {
+	t.Helper()
 	app := &testApp{}
 	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0", Versions: versions,
-		Capabilities: json.RawMessage(`{"tools":{}}`)}
+		Capabilities: json.RawMessage(caps)}
 	srv, err := NewHTTPServer(cfg, opts, app)
 	if err != nil {
 		t.Fatal(err)
@@ -441,11 +446,12 @@ func sessionPost(t *testing.T, url, sid, body string) *http.Response {
 	return resp
 }
 
-// A notification answered 202 reaches the app at once, not with the next request: here a
-// cancellation of a call the app holds.
-func TestHTTPNotificationEventsArriveWithoutAnotherRequest(t *testing.T) {
-	_, app, ts := newTestServer(t, []string{"2025-11-25"})
-	init := sessionPost(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
+// heldCallInASession opens a 2025-11-25 session on the test server at url and sends it a
+// tools/call of "slow", which app holds unanswered (its stream stays open until the test
+// ends); it returns the session id.
+func heldCallInASession(t *testing.T, url string, app *testApp) string {
+	t.Helper()
+	init := sessionPost(t, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
 		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	_, _ = io.ReadAll(init.Body)
 	init.Body.Close()
@@ -453,13 +459,21 @@ func TestHTTPNotificationEventsArriveWithoutAnotherRequest(t *testing.T) {
 	if sid == "" {
 		t.Fatalf("no session id (status %d)", init.StatusCode)
 	}
-	r := sessionPost(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r := sessionPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	r.Body.Close()
-	call := sessionPost(t, ts.URL, sid,
+	call := sessionPost(t, url, sid,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-	defer call.Body.Close()
+	t.Cleanup(func() { call.Body.Close() })
 	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
-	r = sessionPost(t, ts.URL, sid,
+	return sid
+}
+
+// A notification answered 202 reaches the app at once, not with the next request: here a
+// cancellation of a call the app holds.
+func TestHTTPNotificationEventsArriveWithoutAnotherRequest(t *testing.T) {
+	_, app, ts := newTestServer(t, []string{"2025-11-25"})
+	sid := heldCallInASession(t, ts.URL, app)
+	r := sessionPost(t, ts.URL, sid,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
 	r.Body.Close()
 	if r.StatusCode != http.StatusAccepted {
@@ -598,32 +612,12 @@ func TestHTTPManyHeaders(t *testing.T) {
 // Messages sent to a session while no GET stream is open wait for one, bounded by
 // EventBytesPerSession: the oldest go, and the GET stream carries the latest.
 func TestHTTPMessagesWaitingForAGetStreamAreBoundedInBytes(t *testing.T) {
-	app := &testApp{}
-	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0", Versions: []string{"2025-11-25"},
-		Capabilities: json.RawMessage(`{"tools":{"listChanged":true},"logging":{}}`)}
-	srv, err := NewHTTPServer(cfg, &HTTPOptions{EventBytesPerSession: 3000}, app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
-	init := sessionPost(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
-		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	_, _ = io.ReadAll(init.Body)
-	init.Body.Close()
-	sid := init.Header.Get("Mcp-Session-Id")
-	r := sessionPost(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	r.Body.Close()
-	call := sessionPost(t, ts.URL, sid,
-		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-	defer call.Body.Close()
-	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	srv, app, ts := newTestServerCaps(t, []string{"2025-11-25"},
+		`{"tools":{"listChanged":true},"logging":{}}`, &HTTPOptions{EventBytesPerSession: 3000})
+	sid := heldCallInASession(t, ts.URL, app)
 	held, _ := app.snapshot()
 	// Five messages of about 1 KB each, then a small one: 3,000 bytes hold the last three.
-	err = srv.With(held[0].key, func(c *Conn) error {
+	err := srv.With(held[0].key, func(c *Conn) error {
 		for n := 1; n <= 5; n++ {
 			params := `{"level":"info","data":{"n":` + itoa(n) + `,"pad":"` + strings.Repeat("p", 1000) + `"}}`
 			if err := c.Notify("notifications/message", json.RawMessage(params)); err != nil {
