@@ -2194,7 +2194,12 @@ fn answered_by(frame: &str) -> (Option<OwnedId>, bool, Option<i64>) {
     (id, false, code)
 }
 
-/// The first MCP header (or `Mcp-Param-*` header) that appears more than once.
+/// The first MCP header (or `Mcp-Param-*` header) that appears more than once: the earliest
+/// one with the same name as one before it.
+///
+/// A client may send many `Mcp-Param-*` headers (Go's `net/http` takes a megabyte of them, some
+/// 50,000), so this is not a comparison of every pair: the few headers of a usual request are
+/// compared pairwise, and more are sorted by name.
 fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
     let mcp_header = |name: &str| {
         [
@@ -2210,13 +2215,36 @@ fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
                 .get(..10)
                 .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"))
     };
-    headers.iter().enumerate().find_map(|(i, (name, _))| {
-        (mcp_header(name)
-            && headers[..i]
+    // (position, name) of the MCP headers, in order.
+    let mut mcp: SmallVec<[(usize, &'a str); 8]> = SmallVec::new();
+    mcp.extend(
+        headers
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| mcp_header(name))
+            .map(|(i, (name, _))| (i, *name)),
+    );
+    if mcp.len() <= 16 {
+        return mcp.iter().enumerate().find_map(|(k, (_, name))| {
+            mcp[..k]
                 .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name)))
-        .then_some(*name)
-    })
+                .any(|(_, n)| n.eq_ignore_ascii_case(name))
+                .then_some(*name)
+        });
+    }
+    // Sorted by name regardless of case, then by position: in each run of one name, every
+    // entry after the first is a duplicate, and the earliest of those is the answer.
+    let folded = |s: &'a str| s.bytes().map(|c| c.to_ascii_lowercase());
+    mcp.sort_unstable_by(|a, b| {
+        (a.1.len().cmp(&b.1.len()))
+            .then_with(|| folded(a.1).cmp(folded(b.1)))
+            .then(a.0.cmp(&b.0))
+    });
+    mcp.windows(2)
+        .filter(|w| w[0].1.eq_ignore_ascii_case(w[1].1))
+        .map(|w| w[1])
+        .min_by_key(|(i, _)| *i)
+        .map(|(_, name)| name)
 }
 
 /// The media types of a `Content-Type` or `Accept` value, parameters dropped.
@@ -2312,6 +2340,74 @@ fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pairwise definition, for comparison: the first MCP header with an earlier one of
+    /// the same name.
+    fn duplicated_by_pairs<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
+        let mcp = |n: &str| {
+            let names = [
+                "mcp-session-id",
+                "mcp-protocol-version",
+                "mcp-method",
+                "mcp-name",
+            ];
+            (names.iter().chain(&["last-event-id"])).any(|h| h.eq_ignore_ascii_case(n))
+                || n.to_ascii_lowercase().starts_with("mcp-param-")
+        };
+        headers.iter().enumerate().find_map(|(i, (name, _))| {
+            (mcp(name)
+                && headers[..i]
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case(name)))
+            .then_some(*name)
+        })
+    }
+
+    #[test]
+    fn a_duplicated_header_is_the_earliest_repeat_however_many_there_are() {
+        let pool = [
+            "Mcp-Param-A",
+            "mcp-param-a",
+            "Mcp-Param-B",
+            "MCP-PARAM-B",
+            "Mcp-Param-Cc",
+            "Mcp-Session-Id",
+            "mcp-session-id",
+            "Mcp-Name",
+            "Last-Event-ID",
+            "Accept",
+            "accept",
+            "X-Other",
+        ];
+        let distinct: Vec<String> = (0..40).map(|i| format!("Mcp-Param-P{i}")).collect();
+        // A small generator of header lists: 0 to 60 headers, mostly distinct parameters,
+        // with a few names drawn from `pool`, so lists above and below the pairwise cut-off
+        // (16 MCP headers) and with none, one or several repeats all occur.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        for _ in 0..5_000 {
+            let len = next(61);
+            let headers: Vec<(&str, &str)> = (0..len)
+                .map(|_| {
+                    if next(8) == 0 {
+                        (pool[next(pool.len())], "v")
+                    } else {
+                        (distinct[next(distinct.len())].as_str(), "v")
+                    }
+                })
+                .collect();
+            assert_eq!(
+                duplicated_mcp_header(&headers),
+                duplicated_by_pairs(&headers),
+                "{headers:?}"
+            );
+        }
+    }
 
     #[test]
     fn media_types_are_cut_at_commas_and_stripped_of_parameters() {
