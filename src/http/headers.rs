@@ -275,15 +275,41 @@ const SUBSCHEMA_KEYWORDS: &[&str] = &[
 pub fn param_headers(input_schema: RawJson<'_>) -> Result<Vec<ParamHeader>, AnnotationError> {
     let mut found = Vec::new();
     walk(input_schema, &mut Vec::new(), true, &mut found)?;
-    for (i, a) in found.iter().enumerate() {
-        if found[..i]
-            .iter()
-            .any(|b| b.name.eq_ignore_ascii_case(&a.name))
-        {
-            return Err(AnnotationError::DuplicateName);
-        }
+    let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
+    if first_repeat(&names).is_some() {
+        return Err(AnnotationError::DuplicateName);
     }
     Ok(found)
+}
+
+/// The position of the first name in `names` equal (ASCII case aside) to one before it.
+///
+/// The peer decides how many names there are (a client's `Mcp-Param-*` headers, a server's
+/// `x-mcp-header` annotations in `tools/list`), so this does not compare every pair past a
+/// few: more than 16 names are sorted, which keeps a hostile list of 100,000 to milliseconds
+/// where every pair took minutes.
+pub(crate) fn first_repeat(names: &[&str]) -> Option<usize> {
+    if names.len() <= 16 {
+        return (1..names.len()).find(|&i| {
+            names[..i]
+                .iter()
+                .any(|earlier| earlier.eq_ignore_ascii_case(names[i]))
+        });
+    }
+    // Positions sorted by name regardless of case, then by position: in a run of one name,
+    // every entry after the first repeats it, and the earliest of those is the answer.
+    let folded = |i: usize| names[i].bytes().map(|c| c.to_ascii_lowercase());
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        (names[a].len().cmp(&names[b].len()))
+            .then_with(|| folded(a).cmp(folded(b)))
+            .then(a.cmp(&b))
+    });
+    order
+        .windows(2)
+        .filter(|w| names[w[0]].eq_ignore_ascii_case(names[w[1]]))
+        .map(|w| w[1])
+        .min()
 }
 
 /// Walks one schema. `path` is the chain of `properties` keys to it; `reachable` whether that
@@ -505,6 +531,38 @@ mod tests {
 
     fn schema(text: &str) -> Result<Vec<ParamHeader>, AnnotationError> {
         param_headers(RawJson::new(text).unwrap())
+    }
+
+    /// A `tools/list` from the server may carry a tool with any number of annotations: a
+    /// repeat is found among thousands (by sorting; every pair of 80,000 took 5.4 s).
+    #[test]
+    fn a_repeated_annotation_is_found_among_thousands() {
+        let schema = |names: &[String]| {
+            let properties: Vec<String> = (names.iter().enumerate())
+                .map(|(i, n)| format!(r#""p{i}":{{"type":"string","x-mcp-header":"{n}"}}"#))
+                .collect();
+            format!(
+                r#"{{"type":"object","properties":{{{}}}}}"#,
+                properties.join(",")
+            )
+        };
+        let mut names: Vec<String> = (0..5_000).map(|i| format!("H{i}")).collect();
+        let text = schema(&names);
+        assert_eq!(
+            param_headers(RawJson::new(&text).unwrap()).unwrap().len(),
+            5_000
+        );
+        names.push("h4321".into());
+        let text = schema(&names);
+        assert_eq!(
+            param_headers(RawJson::new(&text).unwrap()).unwrap_err(),
+            AnnotationError::DuplicateName
+        );
+        assert_eq!(first_repeat(&["a", "B", "c", "b", "A"]), Some(3));
+        let many: Vec<String> = (0..40).map(|i| format!("n{}", i % 30)).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(first_repeat(&many), Some(30));
+        assert_eq!(first_repeat(&many[..30]), None);
     }
 
     #[test]

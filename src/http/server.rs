@@ -2195,11 +2195,8 @@ fn answered_by(frame: &str) -> (Option<OwnedId>, bool, Option<i64>) {
 }
 
 /// The first MCP header (or `Mcp-Param-*` header) that appears more than once: the earliest
-/// one with the same name as one before it.
-///
-/// A client may send many `Mcp-Param-*` headers (Go's `net/http` takes a megabyte of them, some
-/// 50,000), so this is not a comparison of every pair: the few headers of a usual request are
-/// compared pairwise, and more are sorted by name.
+/// one with the same name as one before it. A client may send many `Mcp-Param-*` headers (Go's
+/// `net/http` takes a megabyte of them, some 50,000): see [`headers::first_repeat`].
 fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
     let mcp_header = |name: &str| {
         [
@@ -2215,36 +2212,12 @@ fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
                 .get(..10)
                 .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"))
     };
-    // (position, name) of the MCP headers, in order.
-    let mut mcp: SmallVec<[(usize, &'a str); 8]> = SmallVec::new();
-    mcp.extend(
-        headers
-            .iter()
-            .enumerate()
-            .filter(|(_, (name, _))| mcp_header(name))
-            .map(|(i, (name, _))| (i, *name)),
-    );
-    if mcp.len() <= 16 {
-        return mcp.iter().enumerate().find_map(|(k, (_, name))| {
-            mcp[..k]
-                .iter()
-                .any(|(_, n)| n.eq_ignore_ascii_case(name))
-                .then_some(*name)
-        });
-    }
-    // Sorted by name regardless of case, then by position: in each run of one name, every
-    // entry after the first is a duplicate, and the earliest of those is the answer.
-    let folded = |s: &'a str| s.bytes().map(|c| c.to_ascii_lowercase());
-    mcp.sort_unstable_by(|a, b| {
-        (a.1.len().cmp(&b.1.len()))
-            .then_with(|| folded(a.1).cmp(folded(b.1)))
-            .then(a.0.cmp(&b.0))
-    });
-    mcp.windows(2)
-        .filter(|w| w[0].1.eq_ignore_ascii_case(w[1].1))
-        .map(|w| w[1])
-        .min_by_key(|(i, _)| *i)
-        .map(|(_, name)| name)
+    let mcp: SmallVec<[&'a str; 8]> = headers
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| mcp_header(name))
+        .collect();
+    headers::first_repeat(&mcp).map(|i| mcp[i])
 }
 
 /// The media types of a `Content-Type` or `Accept` value, parameters dropped.
