@@ -554,7 +554,8 @@ impl HttpServer {
         req: &HttpRequest<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
-        if !(self.config.check_origin)(req.header("Host"), req.header("Origin")) {
+        let known = Known::of(req.headers);
+        if !(self.config.check_origin)(known.host, known.origin) {
             return HttpResponse::rpc_error(
                 403,
                 None,
@@ -572,7 +573,11 @@ impl HttpServer {
         }
         // A header the engine reads may appear once: with two, an intermediary and the server
         // could each act on a different one.
-        if let Some(name) = duplicated_mcp_header(req.headers) {
+        if let Some(name) = known
+            .may_repeat
+            .then(|| duplicated_mcp_header(req.headers))
+            .flatten()
+        {
             let code = if name.eq_ignore_ascii_case(crate::http::SESSION_HEADER)
                 || name.eq_ignore_ascii_case(crate::http::LAST_EVENT_ID_HEADER)
             {
@@ -591,7 +596,7 @@ impl HttpServer {
         // an event stream.
         match req.method {
             "POST" => {
-                if !req.header("Content-Type").is_some_and(|t| {
+                if !known.content_type.is_some_and(|t| {
                     media_types(t).any(|m| m.eq_ignore_ascii_case("application/json"))
                 }) {
                     return HttpResponse::rpc_error(
@@ -601,7 +606,7 @@ impl HttpServer {
                         "Unsupported Media Type: Content-Type must be application/json",
                     );
                 }
-                if !accepts(req, &["application/json", "text/event-stream"]) {
+                if !accepts(req, &known, &["application/json", "text/event-stream"]) {
                     return HttpResponse::rpc_error(
                         406,
                         None,
@@ -610,7 +615,7 @@ impl HttpServer {
                     );
                 }
             }
-            "GET" if !accepts(req, &["text/event-stream"]) => {
+            "GET" if !accepts(req, &known, &["text/event-stream"]) => {
                 return HttpResponse::rpc_error(
                     406,
                     None,
@@ -620,8 +625,8 @@ impl HttpServer {
             }
             _ => {}
         }
-        let session = req.header(crate::http::SESSION_HEADER);
-        let version_header = req.header(crate::http::VERSION_HEADER);
+        let session = known.session;
+        let version_header = known.version;
         let modern_header = version_header
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| v.era() == Era::Modern);
@@ -640,7 +645,7 @@ impl HttpServer {
         match req.method {
             "POST" => {}
             "GET" if session.is_some() && serves_legacy => {
-                return self.get(now, req, session.unwrap_or(""));
+                return self.get(now, &known, session.unwrap_or(""));
             }
             "DELETE" if session.is_some() && serves_legacy => {
                 return self.delete(now, session.unwrap_or(""));
@@ -664,7 +669,7 @@ impl HttpServer {
         if let Some(sid) = session
             && !modern_header
         {
-            return self.post_session(now, req, sid, text, decoded);
+            return self.post_session(now, &known, sid, text, decoded);
         }
         // No session: `initialize`, or a stateless request.
         let (is_initialize, request_params) = match &decoded {
@@ -684,7 +689,7 @@ impl HttpServer {
                 .is_some()
         };
         if serves_modern && (modern_header || !serves_legacy || modern_body()) {
-            return self.stateless(now, req, text, decoded);
+            return self.stateless(now, req, &known, text, decoded);
         }
         if serves_legacy && session.is_none() {
             return HttpResponse::rpc_error(
@@ -864,7 +869,7 @@ impl HttpServer {
     fn post_session(
         &mut self,
         now: Timestamp,
-        req: &HttpRequest<'_>,
+        known: &Known<'_>,
         sid: &str,
         text: &str,
         decoded: Decoded<'_>,
@@ -877,7 +882,7 @@ impl HttpServer {
         // "Invalid or unsupported" gets 400: any handshake-era version we serve is neither,
         // even when it is not the negotiated one (the official suite sends 2025-03-26 on a
         // 2025-11-25 session, and SDK servers accept it).
-        if let Some(header) = req.header(crate::http::VERSION_HEADER)
+        if let Some(header) = known.version
             && !ProtocolVersion::parse(header)
                 .is_some_and(|v| v.era() == Era::Legacy && self.config.server.versions.contains(&v))
         {
@@ -989,6 +994,7 @@ impl HttpServer {
         &mut self,
         now: Timestamp,
         req: &HttpRequest<'_>,
+        known: &Known<'_>,
         text: &str,
         decoded: Decoded<'_>,
     ) -> HttpResponse {
@@ -1040,7 +1046,7 @@ impl HttpServer {
                 .map(|f| f.get(META)),
         );
         let body_version = meta.version().and_then(|v| v.as_str()).map(|v| v.to_str());
-        let header_version = req.header(crate::http::VERSION_HEADER);
+        let header_version = known.version;
         if id.is_some() {
             match (header_version, body_version.as_deref()) {
                 (Some(h), Some(b)) if h != b => {
@@ -1055,7 +1061,7 @@ impl HttpServer {
                 }
                 _ => {}
             }
-            match req.header(crate::http::METHOD_HEADER) {
+            match known.method {
                 Some(m) if m == method => {}
                 Some(_) => {
                     let mut r = mismatch("Mcp-Method does not match the body");
@@ -1070,10 +1076,7 @@ impl HttpServer {
             }
             if name_key.is_some() {
                 let body_name = member(NAME).and_then(|v| v.as_str()).map(|v| v.to_str());
-                let header = match req
-                    .header(crate::http::NAME_HEADER)
-                    .map(headers::decode_value_borrowed)
-                {
+                let header = match known.name.map(headers::decode_value_borrowed) {
                     Some(Ok(v)) => Some(v),
                     Some(Err(e)) => {
                         let mut r = mismatch(&format!("Mcp-Name: {e}"));
@@ -1133,7 +1136,7 @@ impl HttpServer {
         None
     }
 
-    fn get(&mut self, now: Timestamp, req: &HttpRequest<'_>, sid: &str) -> HttpResponse {
+    fn get(&mut self, now: Timestamp, known: &Known<'_>, sid: &str) -> HttpResponse {
         let key = match self.find_session(now, sid) {
             Ok(key) => key,
             Err(refused) => return refused,
@@ -1143,7 +1146,7 @@ impl HttpServer {
             ("Content-Type", "text/event-stream".into()),
             ("Cache-Control", "no-cache".into()),
         ];
-        if let Some(last) = req.header(crate::http::LAST_EVENT_ID_HEADER) {
+        if let Some(last) = known.last_event_id {
             // Resume: "<stream>-<event>"; replay that stream's later events only.
             let parsed = last
                 .split_once('-')
@@ -2194,6 +2197,63 @@ fn answered_by(frame: &str) -> (Option<OwnedId>, bool, Option<i64>) {
     (id, false, code)
 }
 
+/// The headers the server reads, found in one pass over a request's headers (each lookup by
+/// [`HttpRequest::header`] is a pass of its own, and a request took about ten). Each is the
+/// first of its name, as [`HttpRequest::header`] gives it.
+#[derive(Default)]
+struct Known<'a> {
+    host: Option<&'a str>,
+    origin: Option<&'a str>,
+    content_type: Option<&'a str>,
+    accept: Option<&'a str>,
+    /// `Accept` appears more than once: [`accepts`] reads them all.
+    accepts_more: bool,
+    session: Option<&'a str>,
+    version: Option<&'a str>,
+    method: Option<&'a str>,
+    name: Option<&'a str>,
+    last_event_id: Option<&'a str>,
+    /// Some MCP header appears twice, or there are two `Mcp-Param-*` headers (which may
+    /// share a name): [`duplicated_mcp_header`] has to look.
+    may_repeat: bool,
+}
+
+impl<'a> Known<'a> {
+    fn of(headers: &[(&str, &'a str)]) -> Self {
+        let mut k = Known::default();
+        let mut params = 0usize;
+        for &(name, value) in headers {
+            let is = |known: &str| name.eq_ignore_ascii_case(known);
+            // The length picks the one name to compare with.
+            let (slot, mcp) = match name.len() {
+                4 if is("Host") => (&mut k.host, false),
+                6 if is("Origin") => (&mut k.origin, false),
+                6 if is("Accept") => {
+                    k.accepts_more |= k.accept.is_some();
+                    (&mut k.accept, false)
+                }
+                8 if is(crate::http::NAME_HEADER) => (&mut k.name, true),
+                10 if is(crate::http::METHOD_HEADER) => (&mut k.method, true),
+                12 if is("Content-Type") => (&mut k.content_type, false),
+                13 if is(crate::http::LAST_EVENT_ID_HEADER) => (&mut k.last_event_id, true),
+                14 if is(crate::http::SESSION_HEADER) => (&mut k.session, true),
+                20 if is(crate::http::VERSION_HEADER) => (&mut k.version, true),
+                n if n >= 10 && name.as_bytes()[..10].eq_ignore_ascii_case(b"Mcp-Param-") => {
+                    params += 1;
+                    continue;
+                }
+                _ => continue,
+            };
+            match slot {
+                Some(_) => k.may_repeat |= mcp,
+                None => *slot = Some(value),
+            }
+        }
+        k.may_repeat |= params > 1;
+        k
+    }
+}
+
 /// The first MCP header (or `Mcp-Param-*` header) that appears more than once: the earliest
 /// one with the same name as one before it. A client may send many `Mcp-Param-*` headers (Go's
 /// `net/http` takes a megabyte of them, some 50,000): see [`headers::first_repeat`].
@@ -2243,13 +2303,19 @@ fn media_types(value: &str) -> impl Iterator<Item = &str> {
 
 /// Whether the request's `Accept` lists every type of `wanted` (at most 32), or wildcards
 /// covering them, read in one pass.
-fn accepts(req: &HttpRequest<'_>, wanted: &[&str]) -> bool {
+fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
     let mut missing: u32 = (1u32 << wanted.len().min(31)) - 1;
-    let accept = req
-        .headers
+    // One `Accept` (the usual case) was found by `Known`; several are all read.
+    let one = [("Accept", known.accept.unwrap_or_default())];
+    let accept: &[(&str, &str)] = match known.accept {
+        _ if known.accepts_more => req.headers,
+        Some(_) => &one,
+        None => &[],
+    };
+    for (_, value) in accept
         .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"));
-    for (_, value) in accept {
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"))
+    {
         // What the SDKs' clients send, and this crate's: no list to parse.
         if *value == "application/json, text/event-stream" {
             for (i, w) in wanted.iter().enumerate().take(31) {
@@ -2314,6 +2380,10 @@ fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
 mod tests {
     use super::*;
 
+    fn accepts_of(req: &HttpRequest<'_>, wanted: &[&str]) -> bool {
+        accepts(req, &Known::of(req.headers), wanted)
+    }
+
     /// The pairwise definition, for comparison: the first MCP header with an earlier one of
     /// the same name.
     fn duplicated_by_pairs<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
@@ -2351,6 +2421,13 @@ mod tests {
             "Accept",
             "accept",
             "X-Other",
+            "Mcp-Param-",
+            "Mcp-Param\u{e9}x",
+            "MCP-Protocol-Version",
+            "mcp-method",
+            "Host",
+            "Origin",
+            "content-type",
         ];
         let distinct: Vec<String> = (0..40).map(|i| format!("Mcp-Param-P{i}")).collect();
         // A small generator of header lists: 0 to 60 headers, mostly distinct parameters,
@@ -2374,11 +2451,27 @@ mod tests {
                     }
                 })
                 .collect();
+            let repeat = duplicated_by_pairs(&headers);
+            assert_eq!(duplicated_mcp_header(&headers), repeat, "{headers:?}");
+            // The one-pass reading agrees with a lookup per name, and never misses a repeat.
+            let k = Known::of(&headers);
+            let req = HttpRequest {
+                method: "POST",
+                headers: &headers,
+                body: b"",
+            };
+            assert!(k.may_repeat || repeat.is_none(), "{headers:?}");
+            assert_eq!(k.session, req.header("mcp-session-id"));
+            assert_eq!(k.name, req.header("MCP-NAME"));
+            assert_eq!(k.last_event_id, req.header("last-event-id"));
+            assert_eq!(k.accept, req.header("Accept"));
+            assert_eq!(k.version, req.header("mcp-protocol-version"));
+            assert_eq!(k.method, req.header("Mcp-Method"));
             assert_eq!(
-                duplicated_mcp_header(&headers),
-                duplicated_by_pairs(&headers),
-                "{headers:?}"
+                (k.host, k.origin),
+                (req.header("host"), req.header("origin"))
             );
+            assert_eq!(k.content_type, req.header("Content-Type"));
         }
     }
 
@@ -2459,25 +2552,25 @@ mod tests {
             headers: &headers,
             body: b"",
         };
-        assert!(accepts(&req, &["application/json"]));
-        assert!(accepts(&req, &["text/event-stream"]));
-        assert!(accepts(&req, &["application/json", "text/event-stream"]));
-        assert!(!accepts(&req, &["image/png"]));
-        assert!(!accepts(&req, &["application/json", "image/png"]));
+        assert!(accepts_of(&req, &["application/json"]));
+        assert!(accepts_of(&req, &["text/event-stream"]));
+        assert!(accepts_of(&req, &["application/json", "text/event-stream"]));
+        assert!(!accepts_of(&req, &["image/png"]));
+        assert!(!accepts_of(&req, &["application/json", "image/png"]));
         let any = [("Accept", "image/png, */*;q=0.1")];
         let req = HttpRequest {
             method: "GET",
             headers: &any,
             body: b"",
         };
-        assert!(accepts(&req, &["application/json", "text/event-stream"]));
+        assert!(accepts_of(&req, &["application/json", "text/event-stream"]));
         let none: [(&str, &str); 0] = [];
         let req = HttpRequest {
             method: "GET",
             headers: &none,
             body: b"",
         };
-        assert!(!accepts(&req, &["text/event-stream"]));
+        assert!(!accepts_of(&req, &["text/event-stream"]));
         // The usual value, read without parsing, says no more than the parse would.
         let usual = [("Accept", "application/json, text/event-stream")];
         let req = HttpRequest {
@@ -2485,8 +2578,8 @@ mod tests {
             headers: &usual,
             body: b"",
         };
-        assert!(accepts(&req, &["application/json", "text/event-stream"]));
-        assert!(accepts(&req, &["text/event-stream"]));
-        assert!(!accepts(&req, &["application/json", "image/png"]));
+        assert!(accepts_of(&req, &["application/json", "text/event-stream"]));
+        assert!(accepts_of(&req, &["text/event-stream"]));
+        assert!(!accepts_of(&req, &["application/json", "image/png"]));
     }
 }
