@@ -218,7 +218,19 @@ pub enum AnnotationError {
     NotPrimitive,
     /// The annotation is not reached from the root through `properties` alone.
     NotStaticallyReachable,
+    /// More annotations than are kept: over [`MAX_ANNOTATIONS`] in the tool, or over
+    /// [`MAX_ANNOTATION_BYTES`] of header names and property paths in the tool, or past what
+    /// a [`ToolHeaders`] keeps in all ([`ToolHeaders::MAX_BYTES`]). The specification lets
+    /// each side set such limits; a tool beyond them is refused like an invalid one.
+    TooLarge,
 }
+
+/// The most `x-mcp-header` annotations kept for one tool; a tool with more is refused
+/// ([`AnnotationError::TooLarge`]).
+pub const MAX_ANNOTATIONS: usize = 64;
+
+/// The most bytes of header names and property paths kept for one tool's annotations.
+pub const MAX_ANNOTATION_BYTES: usize = 16 * 1024;
 
 impl std::fmt::Display for AnnotationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -230,6 +242,9 @@ impl std::fmt::Display for AnnotationError {
             }
             AnnotationError::NotStaticallyReachable => {
                 "x-mcp-header is only allowed where a chain of properties keys reaches it"
+            }
+            AnnotationError::TooLarge => {
+                "more x-mcp-header annotations (or longer property paths) than are kept"
             }
         })
     }
@@ -273,13 +288,27 @@ const SUBSCHEMA_KEYWORDS: &[&str] = &[
 /// (or [`ToolHeaders::declare`]) on every tool a server lists; a client excludes a tool this
 /// refuses from what `tools/list` gave it.
 pub fn param_headers(input_schema: RawJson<'_>) -> Result<Vec<ParamHeader>, AnnotationError> {
-    let mut found = Vec::new();
+    let mut found = Found::default();
     walk(input_schema, &mut Vec::new(), true, &mut found)?;
-    let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
+    let names: Vec<&str> = found.list.iter().map(|a| a.name.as_str()).collect();
     if first_repeat(&names).is_some() {
         return Err(AnnotationError::DuplicateName);
     }
-    Ok(found)
+    Ok(found.list)
+}
+
+/// The annotations a walk has found, and what they weigh.
+#[derive(Default)]
+struct Found {
+    list: Vec<ParamHeader>,
+    bytes: usize,
+}
+
+/// What one annotation weighs against [`MAX_ANNOTATION_BYTES`] and [`ToolHeaders::MAX_BYTES`]:
+/// its texts, and a word or so of bookkeeping for each.
+fn weight(name: &str, path: &[String]) -> usize {
+    const OVERHEAD: usize = 32;
+    name.len() + OVERHEAD + path.iter().map(|p| p.len() + OVERHEAD).sum::<usize>()
 }
 
 /// The position of the first name in `names` equal (ASCII case aside) to one before it.
@@ -318,7 +347,7 @@ fn walk(
     schema: RawJson<'_>,
     path: &mut Vec<String>,
     reachable: bool,
-    found: &mut Vec<ParamHeader>,
+    found: &mut Found,
 ) -> Result<(), AnnotationError> {
     if !schema.is_object() {
         // Lists of subschemas (allOf, prefixItems, …): their members are unreachable.
@@ -327,11 +356,17 @@ fn walk(
         }
         return Ok(());
     }
+    let mut annotated = false;
     for (key, value) in schema.members() {
         let key = key.to_str();
         if key == "x-mcp-header" {
             if !reachable || path.is_empty() {
                 return Err(AnnotationError::NotStaticallyReachable);
+            }
+            // Two on one property: two names for one value (and the `type` lookup below
+            // would be repeated for each, over the whole object).
+            if std::mem::replace(&mut annotated, true) {
+                return Err(AnnotationError::DuplicateName);
             }
             let name = value
                 .as_str()
@@ -347,7 +382,12 @@ fn walk(
             if !primitive {
                 return Err(AnnotationError::NotPrimitive);
             }
-            found.push(ParamHeader {
+            // Checked before the path is copied: each annotation keeps its own.
+            found.bytes += weight(&name, path);
+            if found.list.len() >= MAX_ANNOTATIONS || found.bytes > MAX_ANNOTATION_BYTES {
+                return Err(AnnotationError::TooLarge);
+            }
+            found.list.push(ParamHeader {
                 name,
                 path: path.clone(),
             });
@@ -381,9 +421,16 @@ fn walk(
 #[derive(Clone, Debug, Default)]
 pub struct ToolHeaders {
     tools: HashMap<String, Vec<ParamHeader>>,
+    /// What the kept annotations weigh ([`weight`]), their tools' names included.
+    bytes: usize,
 }
 
 impl ToolHeaders {
+    /// The most bytes of tool names, header names and property paths kept in all: a client
+    /// reading page after page of a server's `tools/list` keeps at most this much, and a tool
+    /// past it is refused ([`AnnotationError::TooLarge`]).
+    pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+
     /// No annotations.
     pub fn new() -> Self {
         ToolHeaders::default()
@@ -395,7 +442,23 @@ impl ToolHeaders {
     /// call it; fix its schema.
     pub fn declare(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
         self.tools.clear();
+        self.bytes = 0;
         self.add(tools)
+    }
+
+    /// Forgets one tool's annotations.
+    fn remove(&mut self, name: &str) {
+        if let Some(old) = self.tools.remove(name) {
+            self.bytes -= Self::tool_weight(name, &old);
+        }
+    }
+
+    fn tool_weight(name: &str, headers: &[ParamHeader]) -> usize {
+        name.len()
+            + headers
+                .iter()
+                .map(|h| weight(&h.name, &h.path))
+                .sum::<usize>()
     }
 
     /// As [`declare`](Self::declare), but keeps what was declared before: for a client
@@ -420,17 +483,20 @@ impl ToolHeaders {
             let Some(schema) = tool.get_unique("inputSchema").ok().flatten() else {
                 continue;
             };
+            // A new definition replaces the old one, whatever it is.
+            self.remove(&name);
             match param_headers(schema) {
-                Ok(headers) if headers.is_empty() => {
-                    self.tools.remove(&name);
-                }
+                Ok(headers) if headers.is_empty() => {}
                 Ok(headers) => {
-                    self.tools.insert(name, headers);
+                    let weight = Self::tool_weight(&name, &headers);
+                    if self.bytes + weight > Self::MAX_BYTES {
+                        refused.push((name, AnnotationError::TooLarge));
+                    } else {
+                        self.bytes += weight;
+                        self.tools.insert(name, headers);
+                    }
                 }
-                Err(e) => {
-                    self.tools.remove(&name);
-                    refused.push((name, e));
-                }
+                Err(e) => refused.push((name, e)),
             }
         }
         refused
@@ -533,36 +599,113 @@ mod tests {
         param_headers(RawJson::new(text).unwrap())
     }
 
-    /// A `tools/list` from the server may carry a tool with any number of annotations: a
-    /// repeat is found among thousands (by sorting; every pair of 80,000 took 5.4 s).
+    /// A schema with `n` annotated properties, the i-th named `prefix{i}` with header `names[i]`.
+    fn annotated(names: &[String], prefix: &str) -> String {
+        let properties: Vec<String> = (names.iter().enumerate())
+            .map(|(i, n)| format!(r#""{prefix}{i}":{{"type":"string","x-mcp-header":"{n}"}}"#))
+            .collect();
+        format!(
+            r#"{{"type":"object","properties":{{{}}}}}"#,
+            properties.join(",")
+        )
+    }
+
+    /// A `tools/list` comes from the server, which may send a tool with any number of
+    /// annotations: at most 64 are kept (a tool with more is refused), so each copy of a
+    /// property path is one of few (80,000 annotations took 5.4 s to check pairwise, and
+    /// their paths could hold gigabytes).
     #[test]
-    fn a_repeated_annotation_is_found_among_thousands() {
-        let schema = |names: &[String]| {
-            let properties: Vec<String> = (names.iter().enumerate())
-                .map(|(i, n)| format!(r#""p{i}":{{"type":"string","x-mcp-header":"{n}"}}"#))
-                .collect();
-            format!(
-                r#"{{"type":"object","properties":{{{}}}}}"#,
-                properties.join(",")
-            )
-        };
-        let mut names: Vec<String> = (0..5_000).map(|i| format!("H{i}")).collect();
-        let text = schema(&names);
+    fn a_tool_with_too_many_annotations_is_refused() {
+        let headers = |n: usize| -> Vec<String> { (0..n).map(|i| format!("H{i}")).collect() };
+        let text = annotated(&headers(MAX_ANNOTATIONS), "p");
+        let kept = param_headers(RawJson::new(&text).unwrap()).unwrap();
+        assert_eq!(kept.len(), MAX_ANNOTATIONS);
+        let text = annotated(&headers(MAX_ANNOTATIONS + 1), "p");
         assert_eq!(
-            param_headers(RawJson::new(&text).unwrap()).unwrap().len(),
-            5_000
+            param_headers(RawJson::new(&text).unwrap()).unwrap_err(),
+            AnnotationError::TooLarge
         );
-        names.push("h4321".into());
-        let text = schema(&names);
+        // A few annotations under a very long property name: the paths' bytes count too.
+        let text = annotated(&headers(3), &"p".repeat(MAX_ANNOTATION_BYTES / 2));
+        assert_eq!(
+            param_headers(RawJson::new(&text).unwrap()).unwrap_err(),
+            AnnotationError::TooLarge
+        );
+        // Within the limit, a repeat is still found, ignoring case.
+        let mut names = headers(40);
+        names.push("h17".into());
+        let text = annotated(&names, "p");
         assert_eq!(
             param_headers(RawJson::new(&text).unwrap()).unwrap_err(),
             AnnotationError::DuplicateName
         );
+    }
+
+    /// Two `x-mcp-header` members on one property are refused at the second: each used to
+    /// look up the property's `type` across the whole object again (16,000 of them: 2.7 s).
+    #[test]
+    fn a_property_annotated_twice_is_refused_at_once() {
+        let twice = format!(
+            r#"{{"type":"object","properties":{{"p":{{"type":"string"{}}}}}}}"#,
+            r#","x-mcp-header":"H""#.repeat(16_000)
+        );
+        assert_eq!(
+            param_headers(RawJson::new(&twice).unwrap()).unwrap_err(),
+            AnnotationError::DuplicateName
+        );
+    }
+
+    /// A client reading page after page keeps at most `ToolHeaders::MAX_BYTES`; a definition
+    /// read again replaces the old one without counting twice.
+    #[test]
+    fn tool_headers_keep_a_bounded_amount() {
+        let long: Vec<String> = (0..60).map(|i| format!("H{i}")).collect();
+        let schema = annotated(&long, &"q".repeat(200));
+        let page = |first: usize, n: usize| {
+            let tools: Vec<String> = (first..first + n)
+                .map(|t| format!(r#"{{"name":"t{t}","inputSchema":{schema}}}"#))
+                .collect();
+            format!(r#"{{"tools":[{}]}}"#, tools.join(","))
+        };
+        let mut kept = ToolHeaders::new();
+        let one = page(0, 1);
+        assert!(kept.add(RawJson::new(&one).unwrap()).is_empty());
+        let per_tool = kept.bytes;
+        assert!(
+            per_tool > 10_000 && per_tool <= MAX_ANNOTATION_BYTES + 8,
+            "{per_tool}"
+        );
+        // The same page again: replaced, not added.
+        assert!(kept.add(RawJson::new(&one).unwrap()).is_empty());
+        assert_eq!(kept.bytes, per_tool);
+        // Tools t0 … t{offered - 1}, 50 a page: the first `fit` are kept, the rest refused.
+        let (fit, offered) = (
+            ToolHeaders::MAX_BYTES / per_tool,
+            ToolHeaders::MAX_BYTES / per_tool + 70,
+        );
+        let mut refused = Vec::new();
+        for first in (0..offered).step_by(50) {
+            let n = 50.min(offered - first);
+            refused.extend(kept.add(RawJson::new(&page(first, n)).unwrap()));
+        }
+        assert_eq!(kept.tools.len(), fit);
+        assert!(kept.bytes <= ToolHeaders::MAX_BYTES);
+        assert_eq!(refused.len(), offered - fit);
+        assert!(refused.iter().all(|(_, e)| *e == AnnotationError::TooLarge));
+        assert_eq!(kept.for_tool("t0").len(), 60);
+        assert!(kept.for_tool(&format!("t{}", fit + 10)).is_empty());
+        // Declaring starts afresh.
+        assert!(kept.declare(RawJson::new(&one).unwrap()).is_empty());
+        assert_eq!(kept.bytes, per_tool);
+    }
+
+    #[test]
+    fn the_first_repeat_is_found_among_thousands() {
         assert_eq!(first_repeat(&["a", "B", "c", "b", "A"]), Some(3));
-        let many: Vec<String> = (0..40).map(|i| format!("n{}", i % 30)).collect();
+        let many: Vec<String> = (0..5_000).map(|i| format!("n{}", i % 4_321)).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        assert_eq!(first_repeat(&many), Some(30));
-        assert_eq!(first_repeat(&many[..30]), None);
+        assert_eq!(first_repeat(&many), Some(4_321));
+        assert_eq!(first_repeat(&many[..4_321]), None);
     }
 
     #[test]
