@@ -2910,7 +2910,7 @@ enum mcpw_result mcpw_json_get_each(const char *json_text,
  * Looks up element `index` (from 0) of the JSON array `json`. On success `*out_value` views
  * the element's raw JSON text inside `json` (so it lives as long as `json` does), or is
  * absent (NULL) past the end. A value that is not an array is `MCPW_ERR_JSON_WRONG_TYPE`. The
- * whole text is validated on every call.
+ * whole text is validated on every call: to walk an array, use `mcpw_json_items`.
  *
  * # Safety
  * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_value`
@@ -2920,6 +2920,29 @@ enum mcpw_result mcpw_json_at(const char *json_text,
                               size_t json_len,
                               size_t index,
                               struct mcpw_str *out_value);
+
+/**
+ * Reads every element of the JSON array `json` in one pass: use it to walk an array (a
+ * `tools/list` result's `tools`, a result's `content`), where calling `mcpw_json_at` for
+ * each index would validate and walk the whole text again each time (1,000 elements then
+ * cost 500 times one pass; 16,000, 8,000 times).
+ *
+ * Writes views of the first `min(count, capacity)` elements to `out_items` (each the
+ * element's raw JSON text inside `json`, living as long as `json` does) and the number of
+ * elements to `*out_count`. When the count is larger than `capacity`, call again with room
+ * for all (a call with capacity 0 asks for the count). A value that is not an array is
+ * `MCPW_ERR_JSON_WRONG_TYPE`; nothing is written unless the call succeeds.
+ *
+ * # Safety
+ * `json_text` points to `json_len` readable bytes (or is NULL with length 0);
+ * `out_items` points to `capacity` writable views (or is NULL with `capacity` 0);
+ * `out_count` is NULL or writable.
+ */
+enum mcpw_result mcpw_json_items(const char *json_text,
+                                 size_t json_len,
+                                 struct mcpw_str *out_items,
+                                 size_t capacity,
+                                 size_t *out_count);
 
 /**
  * Describes a result code in English.

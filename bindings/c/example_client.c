@@ -114,6 +114,31 @@ static mcpw_str member(mcpw_str json, const char *key) {
     return value;
 }
 
+/* Every element of the JSON array `json`, read in one pass (mcpw_json_at would read the whole
+   text again for each index); *count is 0 when it is absent or no array. Free the result. */
+static mcpw_str *elements(mcpw_str json, size_t *count) {
+    mcpw_str *all;
+    *count = 0;
+    if (json.ptr == NULL || mcpw_json_items(json.ptr, json.len, NULL, 0, count) != MCPW_OK ||
+        *count == 0) {
+        *count = 0;
+        return NULL;
+    }
+    all = calloc(*count, sizeof *all);
+    if (all == NULL) fail("out of memory");
+    if (mcpw_json_items(json.ptr, json.len, all, *count, count) != MCPW_OK) *count = 0;
+    return all;
+}
+
+/* How many elements the JSON array `json` has (0 when absent or no array). */
+static size_t count_of(mcpw_str json) {
+    size_t count = 0;
+    if (json.ptr == NULL || mcpw_json_items(json.ptr, json.len, NULL, 0, &count) != MCPW_OK) {
+        return 0;
+    }
+    return count;
+}
+
 static mcpw_str element(mcpw_str json, size_t index) {
     mcpw_str value = {NULL, 0};
     if (json.ptr == NULL || mcpw_json_at(json.ptr, json.len, index, &value) != MCPW_OK) {
@@ -207,11 +232,11 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
     size_t i;
     switch (s->phase) {
     case WAIT_TOOLS: {
-        mcpw_str tools = member(result, "tools"), tool;
-        int has_echo = 0;
         size_t count = 0;
-        for (count = 0; (tool = element(tools, count)).ptr != NULL; count++) {
-            mcpw_str name = member(tool, "name");
+        mcpw_str *tools = elements(member(result, "tools"), &count);
+        int has_echo = 0;
+        for (i = 0; i < count; i++) {
+            mcpw_str name = member(tools[i], "name");
             if (view_is(name, "\"echo\"")) has_echo = 1;
             if (s->opts.progress_tool != NULL) {
                 buffer quoted = {NULL, 0, 0};
@@ -222,6 +247,7 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
                 free(quoted.ptr);
             }
         }
+        free(tools);
         if (!has_echo) fail("no tool named echo among %zu tools", count);
         printf("tools: %zu tools listed\n", count);
         step = "echo";
@@ -279,9 +305,7 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
         break;
     }
     case WAIT_READ: {
-        mcpw_str contents = member(result, "contents");
-        for (i = 0; element(contents, i).ptr != NULL; i++) {
-        }
+        i = count_of(member(result, "contents"));
         if (i == 0) fail("resources/read returned no contents");
         printf("resources: read %zu content item(s)\n", i);
         step = "prompts";
@@ -290,21 +314,24 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
         break;
     }
     case WAIT_PROMPTS: {
-        mcpw_str prompt = element(member(result, "prompts"), 0), arg;
-        mcpw_str name = member(prompt, "name"), arguments = member(prompt, "arguments");
+        mcpw_str prompt = element(member(result, "prompts"), 0), *arguments;
+        mcpw_str name = member(prompt, "name");
+        size_t count;
         int first = 1;
         if (name.ptr == NULL) fail("prompts/list returned no prompts");
         puts_(&params, "{\"name\":");
         put_view(&params, name);
         puts_(&params, ",\"arguments\":{");
         /* Fill every required argument with "x", as the SDK test clients do. */
-        for (i = 0; (arg = element(arguments, i)).ptr != NULL; i++) {
-            if (!view_is(member(arg, "required"), "true")) continue;
+        arguments = elements(member(prompt, "arguments"), &count);
+        for (i = 0; i < count; i++) {
+            if (!view_is(member(arguments[i], "required"), "true")) continue;
             if (!first) puts_(&params, ",");
-            put_view(&params, member(arg, "name"));
+            put_view(&params, member(arguments[i], "name"));
             puts_(&params, ":\"x\"");
             first = 0;
         }
+        free(arguments);
         puts_(&params, "}}");
         printf("prompts: getting %.*s\n", (int)name.len, name.ptr);
         send_request(s, now, "prompts/get", view(&params), 0);
@@ -312,10 +339,8 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
         break;
     }
     case WAIT_PROMPT: {
-        mcpw_str messages = member(result, "messages");
         mcpw_era era = MCPW_ERA_UNDECIDED;
-        for (i = 0; element(messages, i).ptr != NULL; i++) {
-        }
+        i = count_of(member(result, "messages"));
         if (i == 0) fail("prompts/get returned no messages");
         printf("prompts: %zu message(s)\n", i);
         check(mcpw_conn_era(s->conn, &era), "era");

@@ -154,6 +154,17 @@ static mcpw_str member(mcpw_str json, const char *key) {
     return value;
 }
 
+/* How many elements the JSON array `json` has (0 when absent or no array), and views of up
+   to `room` of them in `items`, read in one pass (mcpw_json_at would read the whole text again
+   for each index). */
+static size_t elements(mcpw_str json, mcpw_str *items, size_t room) {
+    size_t count = 0;
+    if (json.ptr == NULL || mcpw_json_items(json.ptr, json.len, items, room, &count) != MCPW_OK) {
+        return 0;
+    }
+    return count;
+}
+
 /* Element `index` of the JSON array `json` as raw JSON text, or an absent view. */
 static mcpw_str element(mcpw_str json, size_t index) {
     mcpw_str value = NO_VIEW;
@@ -655,19 +666,26 @@ static void on_result(app *a, mcpw_str result) {
     switch (a->phase) {
     case WAIT_TOOLS: {
         /* The first page only: a server with many tools may page them (nextCursor). */
-        mcpw_str tools = member(result, "tools"), tool;
+        mcpw_str tools = member(result, "tools"), *tool;
         buffer progress_name = {NULL, 0, 0, 0};
         int has_echo = 0, has_progress = 0;
-        size_t count;
+        size_t count = elements(tools, NULL, 0), i;
+        tool = calloc(count > 0 ? count : 1, sizeof *tool);
+        if (tool == NULL) {
+            fail(a, "out of memory");
+            break;
+        }
+        count = elements(tools, tool, count);
         if (a->opts.progress_tool != NULL) put_json_string(&progress_name, a->opts.progress_tool);
-        for (count = 0; (tool = element(tools, count)).ptr != NULL; count++) {
-            mcpw_str name = member(tool, "name");
+        for (i = 0; i < count; i++) {
+            mcpw_str name = member(tool[i], "name");
             if (view_equals(name, S("\"echo\""))) has_echo = 1;
             if (progress_name.ptr != NULL &&
                 view_equals(name, progress_name.ptr, progress_name.len)) {
                 has_progress = 1;
             }
         }
+        free(tool);
         buffer_free(&progress_name);
         if (!has_echo) {
             fail(a, "no tool named echo among the %zu tools listed", count);

@@ -2774,6 +2774,29 @@ static void test_json_helpers(void) {
     OK(mcpw_json_at(S("[]"), 0, &v));
     CHECK(v.ptr == NULL);
 
+    /* A whole array in one pass: the count, and as many views as there is room for. */
+    {
+        const char *arr = " [ 1 , \"a\\\"]\" , {\"k\":[2,3]}, [] ] ";
+        mcpw_str items[3] = {{"x", 1}, {"x", 1}, {"x", 1}};
+        size_t count = 99;
+        OK(mcpw_json_items(arr, strlen(arr), NULL, 0, &count));
+        CHECK(count == 4);
+        OK(mcpw_json_items(arr, strlen(arr), items, 3, &count));
+        CHECK(count == 4);
+        CHECK(str_eq(items[0], "1"));
+        CHECK(str_eq(items[1], "\"a\\\"]\""));
+        CHECK(str_eq(items[2], "{\"k\":[2,3]}"));
+        CHECK(items[2].ptr > arr && items[2].ptr < arr + strlen(arr));
+        OK(mcpw_json_items(S("[]"), items, 3, &count));
+        CHECK(count == 0);
+        count = 7;
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_items(S("{}"), items, 3, &count));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_items(S("[1,"), items, 3, &count));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_items(S("[1]"), NULL, 1, &count));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_items(S("[1]"), items, 3, NULL));
+        CHECK(count == 7); /* nothing written when a call fails */
+    }
+
     v.ptr = "unchanged";
     RC(MCPW_ERR_DUPLICATE_KEY, mcpw_json_get(S("{\"a\":1,\"a\":2}"), S("a"), &v));
     RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_get(S("[1]"), S("a"), &v));

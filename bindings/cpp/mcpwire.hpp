@@ -1209,6 +1209,25 @@ inline std::optional<std::string_view> json_at(std::string_view json, std::size_
     return detail::optional_view(out);
 }
 
+/// Every element of the JSON array `json`, as views into `json`, read in one pass: use it to
+/// walk an array (json_at reads the whole text again for each index).
+inline std::vector<std::string_view> json_items(std::string_view json) {
+    std::array<mcpw_str, 16> room;
+    std::size_t count = 0;
+    detail::check(mcpw_json_items(json.data(), json.size(), room.data(), room.size(), &count));
+    std::vector<mcpw_str> all;
+    const mcpw_str *items = room.data();
+    if (count > room.size()) {
+        all.resize(count);
+        detail::check(mcpw_json_items(json.data(), json.size(), all.data(), all.size(), &count));
+        items = all.data();
+    }
+    std::vector<std::string_view> views;
+    views.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) views.emplace_back(items[i].ptr, items[i].len);
+    return views;
+}
+
 // ---- Decoding without a connection ----------------------------------------------------------
 
 /// One message of a decoded frame (see mcpw_message in mcpwire.h): its views point into the

@@ -479,6 +479,17 @@ void test_json_helpers() {
     CHECK(mcpw::json_get(R"({"a":[1,2]})", "a") == std::optional<std::string_view>("[1,2]"));
     CHECK(!mcpw::json_get(R"({"a":1})", "b"));
     CHECK(mcpw::json_at("[1,2]", 1) == std::optional<std::string_view>("2"));
+    CHECK(mcpw::json_items("[1, {\"a\":[2]} ,\"x\"]") ==
+          (std::vector<std::string_view>{"1", "{\"a\":[2]}", "\"x\""}));
+    CHECK(mcpw::json_items("[]").empty());
+    {
+        std::string many = "[";
+        for (int i = 0; i < 40; ++i) many += (i ? "," : "") + std::to_string(i);
+        many += "]";
+        auto items = mcpw::json_items(many); // more than the first call's room
+        CHECK(items.size() == 40 && items[0] == "0" && items[39] == "39");
+    }
+    CHECK(code_of([] { mcpw::json_items("{}"); }) == MCPW_ERR_JSON_WRONG_TYPE);
     CHECK(!mcpw::json_at("[1,2]", 2));
     CHECK(code_of([] { mcpw::json_at("{}", 0); }) == MCPW_ERR_JSON_WRONG_TYPE);
     CHECK(code_of([] { mcpw::json_get("[", "a"); }) == MCPW_ERR_INVALID_JSON);

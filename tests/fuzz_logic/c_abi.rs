@@ -3202,11 +3202,66 @@ impl Harness {
         let got = unsafe { mcpw_json_at(text.ptr(), text.len(), index, p) };
         assert_ne!(got, MCPW_ERR_PANIC, "mcpw_json_at panicked");
         verdict("mcpw_json_at", Gate::Live, got, &expect, false);
-        if got == MCPW_OK {
+        let at = (got == MCPW_OK).then(|| {
             // Safety: the call succeeded.
-            within(unsafe { out.get() });
-        } else {
+            let v = unsafe { out.get() };
+            within(v);
+            // Safety: a view into `text`'s bytes, which are alive.
+            unsafe { view(v) }.map(<[u8]>::to_vec)
+        });
+        if got != MCPW_OK {
             assert!(out.untouched());
+        }
+        // The whole array in one call agrees with `mcpw_json_at`, element by element.
+        const ROOM: usize = 4;
+        let mut items = [mcpw_str {
+            ptr: ptr::null(),
+            len: 0,
+        }; ROOM];
+        let mut count = usize::MAX;
+        // Safety: the text is valid for its length; `items` holds ROOM writable views and
+        // `count` is writable.
+        let got = unsafe {
+            mcpwire_ffi::mcpw_json_items(
+                text.ptr(),
+                text.len(),
+                items.as_mut_ptr(),
+                ROOM,
+                &mut count,
+            )
+        };
+        assert_ne!(got, MCPW_ERR_PANIC, "mcpw_json_items panicked");
+        verdict("mcpw_json_items", Gate::Live, got, &expect, false);
+        if got != MCPW_OK {
+            assert_eq!(
+                count,
+                usize::MAX,
+                "mcpw_json_items wrote a count and failed"
+            );
+            return;
+        }
+        for (i, item) in items.iter().enumerate().take(count.min(ROOM)) {
+            within(item);
+            let mut one = mcpw_str {
+                ptr: ptr::null(),
+                len: 0,
+            };
+            // Safety: as above; `one` is writable.
+            let got = unsafe { mcpw_json_at(text.ptr(), text.len(), i, &mut one) };
+            assert_eq!(got, MCPW_OK);
+            // Safety: views into `text`'s bytes, which are alive.
+            let (one, item) = unsafe { (view(&one), view(item)) };
+            assert_eq!(
+                one, item,
+                "mcpw_json_items and mcpw_json_at disagree at {i}"
+            );
+        }
+        if let Some(at) = at {
+            assert_eq!(
+                at.is_some(),
+                index < count,
+                "mcpw_json_at and the count disagree"
+            );
         }
     }
 

@@ -157,7 +157,7 @@ unsafe fn get_each<const N: usize>(
 /// Looks up element `index` (from 0) of the JSON array `json`. On success `*out_value` views
 /// the element's raw JSON text inside `json` (so it lives as long as `json` does), or is
 /// absent (NULL) past the end. A value that is not an array is `MCPW_ERR_JSON_WRONG_TYPE`. The
-/// whole text is validated on every call.
+/// whole text is validated on every call: to walk an array, use `mcpw_json_items`.
 ///
 /// # Safety
 /// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_value`
@@ -176,6 +176,54 @@ pub unsafe extern "C" fn mcpw_json_at(
         let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
         let element = element(raw.get(), index).map_err(|()| MCPW_ERR_JSON_WRONG_TYPE)?;
         out.write(mcpw_str::of_opt(element));
+        Ok(())
+    })
+}
+
+/// Reads every element of the JSON array `json` in one pass: use it to walk an array (a
+/// `tools/list` result's `tools`, a result's `content`), where calling `mcpw_json_at` for
+/// each index would validate and walk the whole text again each time (1,000 elements then
+/// cost 500 times one pass; 16,000, 8,000 times).
+///
+/// Writes views of the first `min(count, capacity)` elements to `out_items` (each the
+/// element's raw JSON text inside `json`, living as long as `json` does) and the number of
+/// elements to `*out_count`. When the count is larger than `capacity`, call again with room
+/// for all (a call with capacity 0 asks for the count). A value that is not an array is
+/// `MCPW_ERR_JSON_WRONG_TYPE`; nothing is written unless the call succeeds.
+///
+/// # Safety
+/// `json_text` points to `json_len` readable bytes (or is NULL with length 0);
+/// `out_items` points to `capacity` writable views (or is NULL with `capacity` 0);
+/// `out_count` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_items(
+    json_text: *const c_char,
+    json_len: usize,
+    out_items: *mut mcpw_str,
+    capacity: usize,
+    out_count: *mut usize,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let count = unsafe { Out::new(out_count) }?;
+        if out_items.is_null() && capacity != 0 {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        }
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        if !raw.get().trim_start().starts_with('[') {
+            return Err(MCPW_ERR_JSON_WRONG_TYPE);
+        }
+        let mut n = 0;
+        for item in raw.items() {
+            if n < capacity {
+                // Safety: `n < capacity`, and (caller) `out_items` holds `capacity` writable
+                // views; `write` neither reads nor drops what was there.
+                unsafe { out_items.add(n).write(mcpw_str::of_opt(Some(item.get()))) };
+            }
+            n += 1;
+        }
+        count.write(n);
         Ok(())
     })
 }
