@@ -534,6 +534,66 @@ fn messages_waiting_for_a_get_stream_keep_the_latest_four_mib() {
     assert!(!finished);
 }
 
+/// What `poll_woken` gives until it is empty.
+fn woken(s: &mut HttpServer) -> Vec<HttpStreamId> {
+    let mut all: Vec<HttpStreamId> = std::iter::from_fn(|| s.poll_woken()).collect();
+    all.sort();
+    all
+}
+
+/// A host that parks one task per open stream wakes only the streams `poll_woken` names:
+/// another session's answer, notification or end leaves the rest of the streams asleep.
+#[test]
+fn only_the_streams_whose_output_changed_are_woken() {
+    let mut s = server();
+    let (a, b) = (open_session(&mut s), open_session(&mut s));
+    let listen = |s: &mut HttpServer, sid: &str| {
+        let get = get_stream(
+            s,
+            &[("Mcp-Session-Id", sid), ("Accept", "text/event-stream")],
+        );
+        read_stream(s, get, &mut StreamReader::new());
+        get
+    };
+    let (get_a, get_b) = (listen(&mut s, &a), listen(&mut s, &b));
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#;
+    let (post_a, key_a, id) = post_request(&mut s, &a, call);
+    read_stream(&mut s, post_a, &mut StreamReader::new());
+    woken(&mut s);
+    // A's notification: A's GET stream only.
+    s.connection(key_a)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.pump();
+    assert_eq!(woken(&mut s), [get_a]);
+    // A's answer: the POST stream that carries it only.
+    read_stream(&mut s, get_a, &mut StreamReader::new());
+    s.connection(key_a)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    assert_eq!(woken(&mut s), [post_a]);
+    let (msgs, finished) = read_stream(&mut s, post_a, &mut StreamReader::new());
+    assert_eq!((msgs.len(), finished), (1, true));
+    // Requests on B wake nothing of A's.
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    assert_eq!(
+        send(&mut s, "POST", &[("Mcp-Session-Id", &b)], ping).status,
+        200
+    );
+    assert!(!woken(&mut s).contains(&get_a));
+    // B's DELETE finishes B's GET stream: woken, and it ends.
+    send(&mut s, "DELETE", &[("Mcp-Session-Id", &b)], "");
+    assert_eq!(woken(&mut s), [get_b]);
+    assert!(read_stream(&mut s, get_b, &mut StreamReader::new()).1);
+    // Nothing is left to take, and A's GET stream still waits.
+    assert!(woken(&mut s).is_empty());
+    let out = s.poll_stream(get_a).unwrap();
+    assert!(out.bytes.is_empty() && !out.finished);
+}
+
 #[test]
 fn batches_travel_in_2025_03_26_sessions() {
     let mut s = server();

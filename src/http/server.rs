@@ -284,6 +284,8 @@ struct Stream {
     /// The error code of the last frame written, when it was a single error answer (the
     /// status of a stateless answer settled into a JSON body).
     error_code: Option<i64>,
+    /// In [`HttpServer::woken`], not yet taken by the host.
+    woken: bool,
 }
 
 /// A connection with what the HTTP layer knows about it.
@@ -363,6 +365,9 @@ pub struct HttpServer {
     conns: FastMap<u64, Box<Conn>>,
     sessions: HashMap<String, u64>,
     streams: FastMap<HttpStreamId, Stream>,
+    /// Streams whose output may have changed since the host last took them
+    /// ([`poll_woken`](Self::poll_woken)); each at most once while its `woken` is set.
+    woken: Vec<HttpStreamId>,
     next_key: u64,
     next_stream: u64,
     decoder: Decoder,
@@ -436,6 +441,7 @@ impl HttpServer {
             conns: FastMap::default(),
             sessions: HashMap::new(),
             streams: FastMap::default(),
+            woken: Vec::new(),
             next_key: 1,
             next_stream,
             polling: Vec::new(),
@@ -523,6 +529,7 @@ impl HttpServer {
                 detached: false,
                 closing_for_polling: false,
                 error_code: None,
+                woken: false,
             },
         );
         self.attach(conn, true);
@@ -544,6 +551,7 @@ impl HttpServer {
         if let Some(s) = self.streams.get_mut(&stream) {
             s.buf.extend_from_slice(&bytes);
         }
+        wake(&mut self.streams, &mut self.woken, stream);
     }
 
     /// Handles one HTTP request. `random` fills buffers from the host's secure random source
@@ -1207,6 +1215,7 @@ impl HttpServer {
                             detached: false,
                             closing_for_polling: false,
                             error_code: None,
+                            woken: false,
                         },
                     );
                     true
@@ -1215,6 +1224,8 @@ impl HttpServer {
             if taken {
                 self.attach(key, true);
             }
+            // Its bytes start again: a host task that held it looks again.
+            wake(&mut self.streams, &mut self.woken, old);
             if resumes_standalone {
                 let backlog: Vec<Vec<u8>> = match self.conns.get_mut(&key) {
                     Some(c) => {
@@ -1224,6 +1235,7 @@ impl HttpServer {
                             && let Some(s) = self.streams.get_mut(&previous)
                         {
                             s.done = true;
+                            wake(&mut self.streams, &mut self.woken, previous);
                         }
                         c.backlog_bytes = 0;
                         c.backlog.drain(..).collect()
@@ -1246,6 +1258,7 @@ impl HttpServer {
             && let Some(s) = self.streams.get_mut(&previous)
         {
             s.done = true;
+            wake(&mut self.streams, &mut self.woken, previous);
         }
         self.priming(key, stream);
         // Messages that waited for a GET stream.
@@ -1296,10 +1309,15 @@ impl HttpServer {
             }
         }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
-        for s in self.streams.values_mut() {
-            if s.conn.0 == key {
+        let ended: Vec<HttpStreamId> = (self.streams.iter_mut())
+            .filter(|(_, s)| s.conn.0 == key)
+            .map(|(&id, s)| {
                 s.done = true;
-            }
+                id
+            })
+            .collect();
+        for id in ended {
+            wake(&mut self.streams, &mut self.woken, id);
         }
     }
 
@@ -1404,14 +1422,8 @@ impl HttpServer {
         s.closing_for_polling = true;
         // Its answer can no longer be a plain JSON body.
         s.stop_recording();
-        let stream = self
-            .streams
-            .iter()
-            .find(|(_, s)| s.conn == key && s.closing_for_polling && s.awaiting.contains(&id))
-            .map(|(k, _)| *k);
-        if let Some(stream) = stream {
-            self.store_unstored(stream);
-        }
+        self.store_unstored(stream_id);
+        wake(&mut self.streams, &mut self.woken, stream_id);
         true
     }
 
@@ -1480,13 +1492,16 @@ impl HttpServer {
                     break;
                 }
                 match target {
-                    Some(stream) => route_frame(
-                        &mut self.streams,
-                        &mut *self.events,
-                        (session.as_deref(), next_event),
-                        stream,
-                        frame.bytes,
-                    ),
+                    Some(stream) => {
+                        route_frame(
+                            &mut self.streams,
+                            &mut *self.events,
+                            (session.as_deref(), next_event),
+                            stream,
+                            frame.bytes,
+                        );
+                        wake(&mut self.streams, &mut self.woken, stream);
+                    }
                     None => {
                         // The oldest go first; the newest always stays.
                         let len = frame.bytes.len();
@@ -1511,6 +1526,28 @@ impl HttpServer {
         self.dirty.extend(blocked);
     }
 
+    /// The next stream whose output may have changed since the host last took it here: it got
+    /// bytes, finished, was closed for polling, or ended with its session. A host that parks
+    /// one task (or goroutine) per open SSE stream wakes just that stream's task, which then
+    /// polls it ([`poll_stream`](Self::poll_stream)); waking every stream after every request
+    /// costs each request as many wake-ups and lock turns as there are open streams (a
+    /// thousand clients listening on their GET streams made each request 18 times dearer).
+    /// Drain it after every call into the server, the streams' own polls included (draining
+    /// one stream can move another connection's output along). A stream appears once until
+    /// taken; one that ended at the host's own call (`stream_closed`, `settle`, the last
+    /// `consume_stream`) does not appear. A host that never calls it loses nothing: the
+    /// list keeps at most one entry per stream.
+    pub fn poll_woken(&mut self) -> Option<HttpStreamId> {
+        while let Some(id) = self.woken.pop() {
+            if let Some(s) = self.streams.get_mut(&id)
+                && std::mem::take(&mut s.woken)
+            {
+                return Some(id);
+            }
+        }
+        None
+    }
+
     /// [`route_frame`] for a frame that is not in a connection's output (a backlog entry).
     fn route(&mut self, key: u64, stream: HttpStreamId, frame: &[u8]) {
         let Some(c) = self.conns.get_mut(&key) else {
@@ -1523,6 +1560,7 @@ impl HttpServer {
             stream,
             frame,
         );
+        wake(&mut self.streams, &mut self.woken, stream);
     }
 
     /// The bytes waiting on an SSE stream, and whether it ends after them: end the response
@@ -1636,6 +1674,7 @@ impl HttpServer {
                         detached: true,
                         closing_for_polling: false,
                         error_code: None,
+                        woken: false,
                         ..s
                     },
                 );
@@ -1991,6 +2030,26 @@ fn frame_text(frame: &[u8]) -> std::borrow::Cow<'_, str> {
         // SAFETY: `validate` just accepted `frame` as UTF-8.
         Ok(()) => std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(frame) }),
         Err(_) => String::from_utf8_lossy(frame),
+    }
+}
+
+/// Notes that stream `id`'s output may have changed, for [`HttpServer::poll_woken`]: once
+/// until the host takes it. Entries of streams that ended meanwhile are dropped when they
+/// outnumber the streams, so a host that never takes them keeps a bounded list.
+fn wake(
+    streams: &mut FastMap<HttpStreamId, Stream>,
+    woken: &mut Vec<HttpStreamId>,
+    id: HttpStreamId,
+) {
+    let Some(s) = streams.get_mut(&id) else {
+        return;
+    };
+    if std::mem::replace(&mut s.woken, true) {
+        return;
+    }
+    woken.push(id);
+    if woken.len() > 2 * streams.len() + 64 {
+        woken.retain(|id| streams.get(id).is_some_and(|s| s.woken));
     }
 }
 

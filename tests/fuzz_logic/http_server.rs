@@ -10,8 +10,12 @@
 //!   response names a stream the host can poll;
 //! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`;
 //! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired);
-//!   called before any deadline (as a host calling it on every turn does), it ends no session.
+//!   called before any deadline (as a host calling it on every turn does), it ends no session;
+//! - a held stream whose output changed (bytes, finished, ended) without the host draining or
+//!   dropping it was reported by `poll_woken`: a host that wakes only those never leaves a
+//!   stream waiting.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -154,6 +158,9 @@ struct Harness {
     event_ids: Vec<String>,
     pending: Vec<(ConnKey, OwnedEvent)>,
     seed: u64,
+    /// What each held stream showed at the last check: its waiting bytes and whether it
+    /// finished, or `None` once the host can no longer poll it.
+    seen: HashMap<HttpStreamId, Option<(usize, bool)>>,
 }
 
 impl Harness {
@@ -193,6 +200,7 @@ impl Harness {
             event_ids: Vec::new(),
             pending: Vec::new(),
             seed: 1,
+            seen: HashMap::new(),
         }
     }
 
@@ -317,14 +325,15 @@ impl Harness {
         }
     }
 
-    fn drain(&mut self, pick: u8, max: u16) {
+    /// Drains up to `max` bytes of a held stream; returns it.
+    fn drain(&mut self, pick: u8, max: u16) -> Option<HttpStreamId> {
         if self.streams.is_empty() {
-            return;
+            return None;
         }
         let id = self.streams[usize::from(pick) % self.streams.len()];
         let Some(out) = self.server.poll_stream(id) else {
             self.streams.retain(|s| *s != id);
-            return;
+            return Some(id);
         };
         let n = out.bytes.len().min(usize::from(max));
         let text = String::from_utf8_lossy(&out.bytes[..n]).into_owned();
@@ -336,6 +345,7 @@ impl Harness {
             }
         }
         self.server.consume_stream(id, n);
+        Some(id)
     }
 
     fn answer(&mut self, how: u8) {
@@ -415,6 +425,35 @@ impl Harness {
         self.collect_events();
     }
 
+    /// Every held stream whose output changed since the last check, other than `own` (which
+    /// the host itself drained or dropped in this step), is among the streams `poll_woken`
+    /// gives. Pumps first, as a host does after answering events.
+    fn check_woken(&mut self, own: Option<HttpStreamId>) {
+        self.server.pump();
+        let mut woken = HashSet::new();
+        while let Some(id) = self.server.poll_woken() {
+            woken.insert(id);
+        }
+        for &id in &self.streams {
+            let now = self
+                .server
+                .poll_stream(id)
+                .map(|out| (out.bytes.len(), out.finished));
+            let before = self.seen.insert(id, now);
+            if Some(id) != own
+                && let Some(before) = before
+            {
+                assert!(
+                    before == now || woken.contains(&id),
+                    "stream {id:?} went from {before:?} to {now:?} and was not woken"
+                );
+            }
+        }
+        // What these polls themselves marked (a recorded stream rendered) is the host's own.
+        while self.server.poll_woken().is_some() {}
+        self.seen.retain(|id, _| self.streams.contains(id));
+    }
+
     fn check(&self) {
         assert!(
             self.server.sessions() <= self.max_sessions,
@@ -439,9 +478,10 @@ pub fn http_server(data: &[u8]) {
         let Ok(op) = HttpOp::arbitrary(&mut u) else {
             break;
         };
+        let mut own = None;
         match &op {
             HttpOp::Request(spec) => h.request(spec),
-            HttpOp::Drain { stream, max } => h.drain(*stream, *max),
+            HttpOp::Drain { stream, max } => own = h.drain(*stream, *max),
             HttpOp::Drop { stream } => {
                 if !h.streams.is_empty() {
                     let id = h.streams[usize::from(*stream) % h.streams.len()];
@@ -456,6 +496,7 @@ pub fn http_server(data: &[u8]) {
             }
         }
         h.collect_events();
+        h.check_woken(own);
         h.check();
     }
 }
