@@ -18,13 +18,14 @@
 //! - SSE responses are streaming bodies; when hyper drops one before its end (the client went
 //!   away) the engine hears [`HttpServer::stream_closed`].
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -38,7 +39,6 @@ use hyper_util::server::graceful::GracefulShutdown;
 use mcpwire::Timestamp;
 use mcpwire::http::{Body, HttpRequest, HttpServer, HttpStreamId};
 use tokio::net::TcpListener;
-use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -135,15 +135,29 @@ const GRACE_OVER: u8 = 2;
 struct State<A> {
     server: HttpServer,
     app: A,
+    /// The SSE bodies waiting for their stream to change, by stream: each is woken when the
+    /// engine names its stream ([`HttpServer::poll_woken`]), so a request wakes the streams
+    /// it gave bytes to, not every open one.
+    parked: HashMap<HttpStreamId, Waker>,
 }
 
 impl<A: Application> State<A> {
+    /// Moves what the application answered onto its streams, and takes the wakers of the
+    /// streams that changed: wake them once the lock is released. Called before every
+    /// release of the lock that may have changed a stream.
+    fn woken(&mut self) -> Vec<Waker> {
+        self.server.pump();
+        std::iter::from_fn(|| self.server.poll_woken())
+            .filter_map(|id| self.parked.remove(&id))
+            .collect()
+    }
+
     /// Runs application code on the engine (`drive`, or the timers' `handle_timeout` then
     /// `drive`). A panic in it stops here: the panic hook has reported it, the engine is as
     /// the application left it, and the host goes on, so one bad request cannot end the
     /// timers task or take a stream's cleanup with it. Returns whether the code returned.
     fn run_app(&mut self, now: Timestamp, timers: bool) -> bool {
-        let State { server, app } = self;
+        let State { server, app, .. } = self;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if timers {
                 app.handle_timeout(now, server);
@@ -156,15 +170,12 @@ impl<A: Application> State<A> {
 
 struct Shared<A> {
     state: Mutex<State<A>>,
-    /// Woken (`notify_waiters`) after every change that may give a stream bytes or move a
-    /// deadline earlier than the timer task sleeps until.
+    /// Woken (`notify_waiters`) for the timer task: after every change that may move a
+    /// deadline earlier than it sleeps until, and when the phase changes.
     changed: Arc<Notify>,
     /// The deadline (in [`Timestamp`] nanoseconds) the timer task sleeps until: `u64::MAX`
     /// for none, 0 while it is not asleep. Written and read under the lock.
     armed: AtomicU64,
-    /// SSE bodies alive: while there is none, a request that moves no deadline earlier wakes
-    /// nobody (a wake-up per request costs more than the request).
-    live_streams: AtomicUsize,
     start: Instant,
     phase: AtomicU8,
     config: HostConfig,
@@ -185,8 +196,12 @@ impl<A: Application> Shared<A> {
         self.phase.load(Ordering::Acquire)
     }
 
+    /// Moves the host to `phase`: every waiting stream looks again (GET streams end while
+    /// draining, all streams once the grace period is over).
     fn set_phase(&self, phase: u8) {
         self.phase.store(phase, Ordering::Release);
+        let parked = std::mem::take(&mut self.lock().parked);
+        parked.into_values().for_each(Waker::wake);
         self.changed.notify_waiters();
     }
 
@@ -282,10 +297,13 @@ impl<A: Application> McpService<A> {
         config: HostConfig,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { server, app }),
+            state: Mutex::new(State {
+                server,
+                app,
+                parked: HashMap::new(),
+            }),
             changed: Arc::new(Notify::new()),
             armed: AtomicU64::new(0),
-            live_streams: AtomicUsize::new(0),
             start: Instant::now(),
             phase: AtomicU8::new(RUNNING),
             config,
@@ -464,6 +482,7 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
         let changed = shared.changed.clone().notified_owned();
         tokio::pin!(changed);
         changed.as_mut().enable();
+        let mut woken = Vec::new();
         let (deadline, fired) = {
             let mut st = shared.lock();
             let now = shared.now();
@@ -479,6 +498,7 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
                 st.server.handle_timeout(now);
                 // A panic leaves the deadline due: the 1 ms pause below keeps it from spinning.
                 st.run_app(now, true);
+                woken = st.woken();
                 deadline = next(&st);
             }
             // While it loops again at once, every change wakes it.
@@ -490,9 +510,8 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
             shared.armed.store(armed, Ordering::Relaxed);
             (deadline, fired)
         };
+        woken.into_iter().for_each(Waker::wake);
         if fired {
-            // Wakes the streams (and our own `changed`: the next round looks again).
-            shared.changed.notify_waiters();
             if fired_last {
                 // A deadline that stays due after firing: do not spin on it.
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -600,24 +619,28 @@ where
             if let Body::Stream(id) = r.body {
                 st.server.stream_closed(now, id);
             }
+            let woken = st.woken();
             drop(st);
+            woken.into_iter().for_each(Waker::wake);
             shared.changed.notify_waiters();
             return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
         }
-        let State { server, app } = &mut *st;
-        let response = server.settle(r);
-        // Streams may have bytes now; the timer task must look again only when a deadline
-        // came before the one it sleeps until.
-        let wake = shared.live_streams.load(Ordering::Relaxed) > 0
-            || [server.poll_timeout(), app.poll_timeout()]
-                .into_iter()
-                .flatten()
-                .min()
-                .is_some_and(|d| d.as_nanos() < shared.armed.load(Ordering::Relaxed));
-        (response, wake)
+        let response = st.server.settle(r);
+        // The streams this request gave bytes to (other sessions' GET streams, say) wake;
+        // the timer task must look again only when a deadline came before the one it
+        // sleeps until.
+        let woken = st.woken();
+        let State { server, app, .. } = &mut *st;
+        let timer = [server.poll_timeout(), app.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+            .is_some_and(|d| d.as_nanos() < shared.armed.load(Ordering::Relaxed));
+        (response, woken, timer)
     };
-    let (response, wake) = response;
-    if wake {
+    let (response, woken, timer) = response;
+    woken.into_iter().for_each(Waker::wake);
+    if timer {
         shared.changed.notify_waiters();
     }
 
@@ -660,20 +683,53 @@ struct SseBody<A: Application> {
     is_get: bool,
     /// Ended: nothing more to send, and the engine needs no `stream_closed`.
     done: bool,
-    /// Armed while waiting for a change.
-    changed: Option<Pin<Box<OwnedNotified>>>,
 }
 
 impl<A: Application> SseBody<A> {
-    /// Counted in [`Shared::live_streams`] until dropped.
     fn new(shared: &Arc<Shared<A>>, id: HttpStreamId, is_get: bool) -> Self {
-        shared.live_streams.fetch_add(1, Ordering::Relaxed);
         SseBody {
             shared: shared.clone(),
             id,
             is_get,
             done: false,
-            changed: None,
+        }
+    }
+
+    /// One look at the stream, under the lock: its next bytes, its end, or (with nothing
+    /// yet) the task parked until the engine names the stream.
+    fn look(&mut self, st: &mut State<A>, cx: &Context<'_>) -> Poll<Option<Bytes>> {
+        match st.server.poll_stream(self.id) {
+            None => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Some(out) if !out.bytes.is_empty() => {
+                let bytes = Bytes::copy_from_slice(out.bytes);
+                let finished = out.finished;
+                st.server.consume_stream(self.id, bytes.len());
+                // All bytes taken: a finished stream is now forgotten by the engine.
+                self.done = finished;
+                Poll::Ready(Some(bytes))
+            }
+            Some(out) if out.finished => {
+                st.server.consume_stream(self.id, 0);
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Some(_) => {
+                let phase = self.shared.phase();
+                if phase == GRACE_OVER || (phase == DRAINING && self.is_get) {
+                    let now = self.shared.now();
+                    st.server.stream_closed(now, self.id);
+                    st.run_app(now, false);
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                // Parked under the lock that every change to the stream takes: a change
+                // after this look finds the waker.
+                st.parked.insert(self.id, cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 }
@@ -687,59 +743,21 @@ impl<A: Application> HttpBody for SseBody<A> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
-        loop {
-            if this.done {
-                return Poll::Ready(None);
-            }
-            if this.changed.is_none() {
-                // Armed before looking, so that a change after the look wakes us.
-                let mut n = Box::pin(this.shared.changed.clone().notified_owned());
-                n.as_mut().enable();
-                this.changed = Some(n);
-            }
-            let mut ended_by_host = false;
-            {
-                let mut st = this.shared.lock();
-                match st.server.poll_stream(this.id) {
-                    None => {
-                        this.done = true;
-                        return Poll::Ready(None);
-                    }
-                    Some(out) if !out.bytes.is_empty() => {
-                        let bytes = Bytes::copy_from_slice(out.bytes);
-                        let finished = out.finished;
-                        st.server.consume_stream(this.id, bytes.len());
-                        // All bytes taken: a finished stream is now forgotten by the engine.
-                        this.done = finished;
-                        return Poll::Ready(Some(Ok(Frame::data(bytes))));
-                    }
-                    Some(out) if out.finished => {
-                        st.server.consume_stream(this.id, 0);
-                        this.done = true;
-                        return Poll::Ready(None);
-                    }
-                    Some(_) => {
-                        let phase = this.shared.phase();
-                        if phase == GRACE_OVER || (phase == DRAINING && this.is_get) {
-                            let now = this.shared.now();
-                            st.server.stream_closed(now, this.id);
-                            st.run_app(now, false);
-                            this.done = true;
-                            ended_by_host = true;
-                        }
-                    }
-                }
-            }
-            if ended_by_host {
-                this.shared.changed.notify_waiters();
-                return Poll::Ready(None);
-            }
-            let changed = this.changed.as_mut().expect("armed above");
-            match changed.as_mut().poll(cx) {
-                Poll::Ready(()) => this.changed = None,
-                Poll::Pending => return Poll::Pending,
-            }
+        if this.done {
+            return Poll::Ready(None);
         }
+        let shared = this.shared.clone();
+        let (polled, woken) = {
+            let mut st = shared.lock();
+            let polled = this.look(&mut st, cx);
+            if this.done {
+                st.parked.remove(&this.id);
+            }
+            // Draining this stream (or ending it) can move other streams along.
+            (polled, st.woken())
+        };
+        woken.into_iter().for_each(Waker::wake);
+        polled.map(|bytes| bytes.map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -754,17 +772,19 @@ impl<A: Application> HttpBody for SseBody<A> {
 impl<A: Application> Drop for SseBody<A> {
     /// hyper drops a body it did not finish when the client went away.
     fn drop(&mut self) {
-        self.shared.live_streams.fetch_sub(1, Ordering::Relaxed);
-        if self.done {
-            return;
-        }
-        {
+        let woken = {
             let mut st = self.shared.lock();
+            st.parked.remove(&self.id);
+            if self.done {
+                return;
+            }
             let now = self.shared.now();
             st.server.stream_closed(now, self.id);
             // Not a panic out of a drop, which would abort the process during an unwind.
             st.run_app(now, false);
-        }
+            st.woken()
+        };
+        woken.into_iter().for_each(Waker::wake);
         self.shared.changed.notify_waiters();
     }
 }
