@@ -2592,6 +2592,25 @@ enum mcpw_result mcpw_http_server_poll_stream(struct mcpw_http_server *server,
                                               bool *out_open);
 
 /**
+ * The next stream whose output may have changed since it was last named here: it got bytes,
+ * finished, was closed for polling, or ended with its session. `*out_has` is false when
+ * there is none. Use it in a host that suspends one response per SSE stream (a suspended
+ * libmicrohttpd connection, a goroutine, a coroutine): after each call into the server (and
+ * after answering on lent views), resume just the streams this names, which then ask
+ * `mcpw_http_server_poll_stream`, instead of resuming every open stream after every request
+ * (with a thousand clients listening on their GET streams, that made each request 18 times
+ * dearer). Drain it to the end each time, also after a stream's own poll: a stream is named
+ * once until taken, so one left untaken is not named again. Answers given on lent views are
+ * moved to their streams first. A host that never calls it loses nothing.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_poll_woken(struct mcpw_http_server *server,
+                                             bool *out_has,
+                                             uint64_t *out_stream);
+
+/**
  * Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
  * written. More than was lent is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
  *

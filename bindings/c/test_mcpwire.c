@@ -1947,6 +1947,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_stream_closed(NULL, 0, 1));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_handle_timeout(NULL, 0));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_timeout(NULL, &flag, &deadline));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_woken(NULL, &flag, &deadline));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_event(NULL, &ev, &key, &view));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_conn(NULL, 1, &view));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_session_id(NULL, 1, &s));
@@ -1981,6 +1982,8 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
        mcpw_http_server_poll_stream(server, 1, &bytes, &len, &finished, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_timeout(server, NULL, &deadline));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_timeout(server, &flag, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_woken(server, NULL, &deadline));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_woken(server, &flag, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_event(server, NULL, &key, &view));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_event(server, &ev, NULL, &view));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_poll_event(server, &ev, &key, NULL));
@@ -2149,6 +2152,8 @@ static void test_http_an_answer_given_later_on_the_open_stream(void) {
     size_t sessions = 0, streams = 0, ours = 9, peers = 9;
     int64_t rid;
     const logged_event *l;
+    bool has = false;
+    uint64_t named = 0;
 
     world_start(&w, make_http_server(&o), MCPW_CLIENT_ERA_LEGACY, NULL);
     w.hold_slow = 1;
@@ -2158,11 +2163,19 @@ static void test_http_an_answer_given_later_on_the_open_stream(void) {
     CHECK(logged(&w, MCPW_EVENT_RESPONSE, rid) == NULL);
     OK(mcpw_http_server_counts(w.server, &sessions, &streams));
     CHECK(sessions == 1 && streams == 1);
+    do { /* what the conversation so far named */
+        OK(mcpw_http_server_poll_woken(w.server, &has, &named));
+    } while (has);
 
     OK(mcpw_http_server_conn(w.server, w.held_key, &view));
     OK(mcpw_conn_in_flight(view, &ours, &peers));
     CHECK(ours == 0 && peers == 1);
     OK(mcpw_conn_progress(view, &w.held_id, 0.5, 0, false, S("working")));
+    /* The progress is for the held request's stream: that stream is named, once. */
+    OK(mcpw_http_server_poll_woken(w.server, &has, &named));
+    CHECK(has && named == w.open[0].stream);
+    OK(mcpw_http_server_poll_woken(w.server, &has, &named));
+    CHECK(!has && named == 0);
     converse(&w);
     l = logged(&w, MCPW_EVENT_PROGRESS, rid);
     CHECK(l != NULL && l->progress == 0.5 && !l->has_total);

@@ -39,8 +39,8 @@ use mcpwire_ffi::{
     mcpw_http_server_end_listen_streams, mcpw_http_server_free, mcpw_http_server_handle_request,
     mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
     mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
-    mcpw_http_server_session_id, mcpw_http_server_settle, mcpw_http_server_stream_closed, mcpw_id,
-    mcpw_replay_sink, mcpw_role, mcpw_state, mcpw_str,
+    mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
+    mcpw_http_server_stream_closed, mcpw_id, mcpw_replay_sink, mcpw_role, mcpw_state, mcpw_str,
 };
 
 use super::{Blob, Rng};
@@ -685,6 +685,23 @@ impl Harness {
     }
 
     fn stream(&mut self, which: u8, how: u8) {
+        // The streams named since the last look: each is a stream id, and the list ends.
+        for taken in 0.. {
+            let (mut has, mut named) = (true, u64::MAX);
+            // Safety: the server is live; outputs writable.
+            ok(
+                unsafe { mcpw_http_server_poll_woken(self.server, &mut has, &mut named) },
+                "poll_woken",
+            );
+            if !has {
+                assert_eq!(
+                    named, 0,
+                    "poll_woken named a stream and said there was none"
+                );
+                break;
+            }
+            assert!(named != 0 && taken < 100_000, "poll_woken does not end");
+        }
         if self.held.is_empty() {
             return;
         }

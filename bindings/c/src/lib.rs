@@ -83,8 +83,8 @@ pub use http::{
     mcpw_http_server_end_listen_streams, mcpw_http_server_free, mcpw_http_server_handle_request,
     mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
     mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
-    mcpw_http_server_session_id, mcpw_http_server_settle, mcpw_http_server_stream_closed,
-    mcpw_replay_sink,
+    mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
+    mcpw_http_server_stream_closed, mcpw_replay_sink,
 };
 pub use json::{mcpw_json_at, mcpw_json_get, mcpw_json_get_each, mcpw_json_items};
 pub use result::{mcpw_result, mcpw_result_message};
