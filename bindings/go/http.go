@@ -94,9 +94,11 @@ type HTTPServer struct {
 	errorLog  *log.Logger   // HTTPOptions.ErrorLog
 	record    []C.mcpwgo_record
 	arena     []byte
-	lentConns []*Conn       // views lent since the last change; cut off at the next
-	changed   chan struct{} // closed and replaced whenever streams may have new bytes
-	waiters   int           // stream goroutines waiting on changed (none: nothing to wake)
+	lentConns []*Conn // views lent since the last change; cut off at the next
+	// The SSE responses waiting for their stream to change, by stream: a channel each,
+	// closed when the engine names the stream (mcpw_http_server_poll_woken), so a request
+	// wakes the streams it gave bytes to, not every open one.
+	parked map[uint64]chan struct{}
 	// The deadline (engine nanoseconds) the timers goroutine sleeps until (MaxUint64: none),
 	// and how to wake it: only a change that brings a deadline before it does, so requests
 	// do not wake it one by one.
@@ -157,7 +159,7 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		errorLog: opts.ErrorLog,
 		record:   make([]C.mcpwgo_record, 1),
 		arena:    make([]byte, 4096),
-		changed:  make(chan struct{}),
+		parked:   make(map[uint64]chan struct{}),
 		rearm:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -192,7 +194,8 @@ func (s *HTTPServer) ns() C.uint64_t {
 }
 
 // notifyLocked ends the views lent so far (a kept one then returns ErrFreed instead of
-// reaching freed or other memory) and wakes every stream waiting for bytes (s.mu held).
+// reaching freed or other memory), wakes the waiting streams that changed, and the timers
+// goroutine when a deadline came earlier (s.mu held).
 func (s *HTTPServer) notifyLocked() {
 	s.wakeLocked()
 	s.rearmLocked()
@@ -204,9 +207,34 @@ func (s *HTTPServer) wakeLocked() {
 		c.ptr = nil
 	}
 	s.lentConns = s.lentConns[:0]
-	if s.waiters > 0 {
-		close(s.changed)
-		s.changed = make(chan struct{})
+	if len(s.parked) > 0 {
+		s.wakeStreamsLocked()
+	}
+}
+
+// wakeStreamsLocked closes the channels of the waiting streams the engine names as changed
+// (all of them once the engine is freed), and drains the engine's list. With no stream
+// waiting the list may be left alone: a stream drains it before it waits (s.mu held).
+func (s *HTTPServer) wakeStreamsLocked() {
+	if s.ptr == nil {
+		for id, ch := range s.parked {
+			close(ch)
+			delete(s.parked, id)
+		}
+		return
+	}
+	var ids [32]C.uint64_t
+	for {
+		n := int(C.mcpwgo_http_take_woken(s.ptr, &ids[0], C.size_t(len(ids))))
+		for _, id := range ids[:n] {
+			if ch, ok := s.parked[uint64(id)]; ok {
+				close(ch)
+				delete(s.parked, uint64(id))
+			}
+		}
+		if n < len(ids) {
+			return
+		}
 	}
 }
 
@@ -588,6 +616,9 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		}
 		p := C.mcpwgo_http_poll_stream(s.ptr, C.uint64_t(id))
 		if p.rc != C.MCPW_OK || p.open == 0 {
+			if len(s.parked) > 0 {
+				s.wakeStreamsLocked()
+			}
 			s.mu.Unlock()
 			return
 		}
@@ -597,11 +628,17 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), p.len)
 		}
 		finished := p.finished != 0
-		wait := n == 0 && !finished
-		if wait {
-			s.waiters++ // counted under the lock, so notifyLocked knows to wake it
+		var changed chan struct{}
+		switch {
+		case n == 0 && !finished:
+			// Drained first: a stream named while nobody waited is not named again until
+			// it is taken. Then parked, under the lock every change takes.
+			s.wakeStreamsLocked()
+			changed = make(chan struct{})
+			s.parked[id] = changed
+		case len(s.parked) > 0:
+			s.wakeStreamsLocked() // draining this stream can move others along
 		}
-		changed := s.changed
 		s.mu.Unlock()
 
 		if n > 0 {
@@ -619,12 +656,11 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		}
 		select {
 		case <-changed:
-			s.mu.Lock()
-			s.waiters--
-			s.mu.Unlock()
 		case <-r.Context().Done():
 			s.mu.Lock()
-			s.waiters--
+			if s.parked[id] == changed {
+				delete(s.parked, id)
+			}
 			s.mu.Unlock()
 			s.gone(id)
 			return

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -446,10 +447,8 @@ func sessionPost(t *testing.T, url, sid, body string) *http.Response {
 	return resp
 }
 
-// heldCallInASession opens a 2025-11-25 session on the test server at url and sends it a
-// tools/call of "slow", which app holds unanswered (its stream stays open until the test
-// ends); it returns the session id.
-func heldCallInASession(t *testing.T, url string, app *testApp) string {
+// openTestSession opens a 2025-11-25 session on the test server at url; it returns its id.
+func openTestSession(t *testing.T, url string) string {
 	t.Helper()
 	init := sessionPost(t, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
 		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -461,6 +460,29 @@ func heldCallInASession(t *testing.T, url string, app *testApp) string {
 	}
 	r := sessionPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	r.Body.Close()
+	return sid
+}
+
+// openGetStream opens session sid's GET stream; the caller closes the body.
+func openGetStream(t *testing.T, url, sid string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	get, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return get
+}
+
+// heldCallInASession opens a 2025-11-25 session on the test server at url and sends it a
+// tools/call of "slow", which app holds unanswered (its stream stays open until the test
+// ends); it returns the session id.
+func heldCallInASession(t *testing.T, url string, app *testApp) string {
+	t.Helper()
+	sid := openTestSession(t, url)
 	call := sessionPost(t, url, sid,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	t.Cleanup(func() { call.Body.Close() })
@@ -629,14 +651,7 @@ func TestHTTPMessagesWaitingForAGetStreamAreBoundedInBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", ts.URL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	get, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := openGetStream(t, ts.URL, sid)
 	defer get.Body.Close()
 	var got []string
 	lines := bufio.NewScanner(get.Body)
@@ -660,4 +675,67 @@ func TestHTTPMessagesWaitingForAGetStreamAreBoundedInBytes(t *testing.T) {
 	if strings.Join(got, ",") != "4,5" {
 		t.Fatalf("the GET stream carried messages %v, want the latest that fit: 4,5", got)
 	}
+}
+
+// Each open GET stream waits on a channel of its own: a request in one session, or a message
+// to it, wakes that session's streams only (waking every stream made each request as dear as
+// the number of streams open).
+func TestHTTPARequestWakesOnlyTheStreamsItChanged(t *testing.T) {
+	srv, app, ts := newTestServerCaps(t, []string{"2025-11-25"}, `{"tools":{"listChanged":true}}`, nil)
+	const n = 20
+	sids := []string{heldCallInASession(t, ts.URL, app)}
+	for len(sids) < n {
+		sids = append(sids, openTestSession(t, ts.URL))
+	}
+	gets := make([]*bufio.Reader, n)
+	for i, sid := range sids {
+		get := openGetStream(t, ts.URL, sid)
+		t.Cleanup(func() { get.Body.Close() })
+		gets[i] = bufio.NewReader(get.Body)
+	}
+	parked := func() map[uint64]chan struct{} {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return maps.Clone(srv.parked)
+	}
+	// The GET streams, and the stream of the call the app holds in the first session.
+	waitFor(t, "every stream waiting", func() bool { return len(parked()) == n+1 })
+	before := parked()
+	// A request in the first session changes no GET stream: none wakes.
+	r := sessionPost(t, ts.URL, sids[0], `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	_, _ = io.ReadAll(r.Body)
+	r.Body.Close()
+	if after := parked(); !maps.Equal(before, after) {
+		t.Fatalf("a ping woke streams: %d of %d still wait as before", countSame(before, after), n+1)
+	}
+	// A message to the first session wakes its GET stream, which carries it; only that one.
+	held, _ := app.snapshot()
+	if err := srv.With(held[0].key, func(c *Conn) error {
+		return c.Notify("notifications/tools/list_changed", nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		line, err := gets[0].ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "notifications/tools/list_changed") {
+			break
+		}
+	}
+	if same := countSame(before, parked()); same != n {
+		t.Fatalf("%d streams still wait as before, want all but the one that carried the message (%d)", same, n)
+	}
+}
+
+// countSame counts the streams waiting on the same channel in both maps.
+func countSame(a, b map[uint64]chan struct{}) int {
+	same := 0
+	for id, ch := range a {
+		if b[id] == ch {
+			same++
+		}
+	}
+	return same
 }

@@ -489,6 +489,17 @@ mcpwgo_http_conn mcpwgo_http_server_conn(mcpw_http_server *server, uint64_t key)
     return out;
 }
 
+size_t mcpwgo_http_take_woken(mcpw_http_server *server, uint64_t *ids, size_t cap) {
+    size_t n = 0;
+    while (n < cap) {
+        bool has = false;
+        uint64_t stream = 0;
+        if (mcpw_http_server_poll_woken(server, &has, &stream) != MCPW_OK || !has) break;
+        ids[n++] = stream;
+    }
+    return n;
+}
+
 mcpwgo_deadline mcpwgo_http_poll_timeout(const mcpw_http_server *server) {
     mcpwgo_deadline out = {MCPW_OK, 0, 0};
     bool has = false;

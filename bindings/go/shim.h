@@ -302,6 +302,10 @@ typedef struct mcpwgo_http_conn {
 
 mcpwgo_http_conn mcpwgo_http_server_conn(mcpw_http_server *server, uint64_t key);
 
+/* Up to `cap` of the streams the engine names as changed (mcpw_http_server_poll_woken), in
+   one call; fewer than `cap` means the list is drained. */
+size_t mcpwgo_http_take_woken(mcpw_http_server *server, uint64_t *ids, size_t cap);
+
 mcpwgo_deadline mcpwgo_http_poll_timeout(const mcpw_http_server *server);
 
 typedef struct mcpwgo_http_closed {
