@@ -3,7 +3,10 @@ package mcpwire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
@@ -307,3 +310,44 @@ func benchCodecVsC(b *testing.B, c corpus) {
 
 func BenchmarkCodecSmallVsC(b *testing.B) { benchCodecVsC(b, small(b)) }
 func BenchmarkCodecMixedVsC(b *testing.B) { benchCodecVsC(b, mixed(b)) }
+
+// BenchmarkHTTPPingBesideIdleStreams: a ping in one session over HTTP (httptest), with 0 or
+// 1,000 other sessions holding their GET stream open. Each waiting stream parks on its own
+// channel and only the streams a request changes wake, so the idle streams should cost a
+// ping little (when every request woke every stream, 1,000 made a ping 13 times dearer).
+func BenchmarkHTTPPingBesideIdleStreams(b *testing.B) {
+	for _, idle := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("idle=%d", idle), func(b *testing.B) {
+			cfg := &Config{Role: Server, Name: "bench", Version: "1", Versions: []string{"2025-11-25"},
+				Capabilities: json.RawMessage(`{"tools":{}}`)}
+			srv, err := NewHTTPServer(cfg, &HTTPOptions{MaxSessions: idle + 16}, HTTPAppFunc(
+				func(c *Conn, _ ConnKey, ev Event) {
+					if r, ok := ev.(*RequestEvent); ok {
+						_ = c.Respond(r.ID, json.RawMessage(`{}`))
+					}
+				}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts := httptest.NewServer(srv)
+			b.Cleanup(func() {
+				ts.Close()
+				srv.Close()
+			})
+			for range idle {
+				get := openGetStream(b, ts.URL, openTestSession(b, ts.URL))
+				b.Cleanup(func() { get.Body.Close() })
+			}
+			sid := openTestSession(b, ts.URL)
+			ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+			b.ResetTimer()
+			for b.Loop() {
+				r := sessionPost(b, ts.URL, sid, ping)
+				if _, err := io.Copy(io.Discard, r.Body); err != nil || r.StatusCode != http.StatusOK {
+					b.Fatalf("ping: %d %v", r.StatusCode, err)
+				}
+				r.Body.Close()
+			}
+		})
+	}
+}

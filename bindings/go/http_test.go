@@ -431,7 +431,7 @@ func TestHTTPKeptViewIsRefused(t *testing.T) {
 }
 
 // sessionPost sends one handshake-era message (in session sid, when not empty).
-func sessionPost(t *testing.T, url, sid, body string) *http.Response {
+func sessionPost(t testing.TB, url, sid, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -448,7 +448,7 @@ func sessionPost(t *testing.T, url, sid, body string) *http.Response {
 }
 
 // openTestSession opens a 2025-11-25 session on the test server at url; it returns its id.
-func openTestSession(t *testing.T, url string) string {
+func openTestSession(t testing.TB, url string) string {
 	t.Helper()
 	init := sessionPost(t, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
 		`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -464,7 +464,7 @@ func openTestSession(t *testing.T, url string) string {
 }
 
 // openGetStream opens session sid's GET stream; the caller closes the body.
-func openGetStream(t *testing.T, url, sid string) *http.Response {
+func openGetStream(t testing.TB, url, sid string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Accept", "text/event-stream")
