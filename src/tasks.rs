@@ -49,6 +49,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Timestamp;
@@ -261,7 +262,10 @@ pub struct Tasks {
     order: VecDeque<(Timestamp, String)>,
     events: VecDeque<TaskEvent>,
     /// Answers for 2025-11-25 `tasks/result` requests whose task ended.
-    ready: VecDeque<ReadyResult>,
+    /// Answers for [`poll_result`](Tasks::poll_result): the waiters of one task share one
+    /// answer, copied as each is taken, so a peer's 256 waiting `tasks/result` requests on a
+    /// 1 MiB result hold one copy, not 256.
+    ready: VecDeque<(u64, OwnedId, Arc<LegacyAnswer>)>,
     /// The wall clock at `base` (Unix milliseconds), for `createdAt` and `lastUpdatedAt`.
     base: Timestamp,
     base_unix_ms: u64,
@@ -652,13 +656,9 @@ impl Tasks {
             return;
         };
         let waiters = std::mem::take(&mut t.waiters);
-        let answer = legacy_result(task, t);
+        let answer = Arc::new(legacy_result(task, t));
         for id in waiters {
-            self.ready.push_back(ReadyResult {
-                owner,
-                id,
-                answer: answer.clone(),
-            });
+            self.ready.push_back((owner, id, Arc::clone(&answer)));
         }
     }
 
@@ -666,7 +666,10 @@ impl Tasks {
     /// now, oldest first. Poll it after the calls that end tasks and after
     /// [`handle_timeout`](Self::handle_timeout).
     pub fn poll_result(&mut self) -> Option<ReadyResult> {
-        self.ready.pop_front()
+        let (owner, id, answer) = self.ready.pop_front()?;
+        // The last waiter takes the answer itself; the others a copy each.
+        let answer = Arc::try_unwrap(answer).unwrap_or_else(|shared| (*shared).clone());
+        Some(ReadyResult { owner, id, answer })
     }
 
     fn finish(t: &mut Task, now: Timestamp, status: TaskStatus) {
@@ -706,16 +709,13 @@ impl Tasks {
                 && !t.status.is_terminal()
             {
                 if let Some(owner) = t.legacy {
+                    let expired = Arc::new(LegacyAnswer::Error {
+                        code: jsonrpc::INVALID_PARAMS,
+                        message: "Task has expired".to_owned(),
+                        data: None,
+                    });
                     for waiter in t.waiters {
-                        self.ready.push_back(ReadyResult {
-                            owner,
-                            id: waiter,
-                            answer: LegacyAnswer::Error {
-                                code: jsonrpc::INVALID_PARAMS,
-                                message: "Task has expired".to_owned(),
-                                data: None,
-                            },
-                        });
+                        self.ready.push_back((owner, waiter, Arc::clone(&expired)));
                     }
                 }
                 self.events.push_back(TaskEvent::Expired { task: id });

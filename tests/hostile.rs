@@ -1597,3 +1597,47 @@ fn an_idle_http_session_costs_the_engine_under_two_kib() {
     eprintln!("live heap per idle HTTP session: {per_session} B");
     assert!(per_session < 2 * KIB, "{per_session} B per idle session");
 }
+
+/// 2025-11-25 tasks: a peer's `tasks/result` requests waiting on one task share its answer
+/// until each is taken. 256 of them on a 1 MiB result held 256 copies (256 MiB) before; now
+/// one, and taking them one by one costs one copy at a time.
+#[test]
+fn waiting_task_results_share_one_answer() {
+    use mcpwire::jsonrpc::Id;
+    use mcpwire::tasks::{LegacyAnswer, TaskConfig, Tasks};
+    let mut tasks = Tasks::new(TaskConfig::default(), Timestamp::ZERO, 0);
+    let mut random = |buf: &mut [u8]| buf.fill(7);
+    let task = tasks
+        .create_legacy(Timestamp::ZERO, &mut random, 1)
+        .unwrap();
+    let params = format!(r#"{{"taskId":"{task}"}}"#);
+    for n in 0..256 {
+        let waits = tasks.answer_legacy(
+            Timestamp::ZERO,
+            1,
+            Id::Int(n),
+            "tasks/result",
+            Some(raw(&params)),
+        );
+        assert!(matches!(waits, Some(LegacyAnswer::Wait)));
+    }
+    let result = format!(
+        r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+        "r".repeat((MIB - KIB) as usize)
+    );
+    let meter = Meter::start();
+    tasks
+        .complete(Timestamp::ZERO, &task, raw(&result))
+        .unwrap();
+    assert!(meter.live() < 3 * MIB, "{} bytes waiting", meter.live());
+    let mut answered = 0;
+    while let Some(ready) = tasks.poll_result() {
+        let LegacyAnswer::Result(text) = &ready.answer else {
+            panic!("{:?}", ready.answer)
+        };
+        assert!(text.len() > (MIB - KIB) as usize);
+        answered += 1;
+    }
+    assert_eq!(answered, 256);
+    assert!(meter.peak() < 5 * MIB, "{} bytes at the peak", meter.peak());
+}
