@@ -1386,11 +1386,12 @@ impl HttpServer {
 
     /// The least recently active idle session, to evict at the cap.
     fn least_recently_used_idle(&self) -> Option<u64> {
-        let busy = self.busy_conns();
+        // A session's client holds a stream exactly while `attached > 0` (checked against the
+        // streams in debug builds by `poll_timeout`): no pass over every stream.
         self.sessions
             .values()
             .copied()
-            .filter(|k| !busy.contains(k))
+            .filter(|k| self.conns.get(k).is_none_or(|c| c.attached == 0))
             .min_by_key(|k| self.conns.get(k).map(|c| (c.last_active, *k)))
     }
 
