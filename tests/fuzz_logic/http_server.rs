@@ -451,6 +451,14 @@ impl Harness {
         }
         // What these polls themselves marked (a recorded stream rendered) is the host's own.
         while self.server.poll_woken().is_some() {}
+        // A stream the host can no longer poll ends its response: the host lets go of it (its
+        // id may come back later for another response: a `Last-Event-ID` GET may name an id
+        // the server had not handed out yet).
+        let ended: Vec<HttpStreamId> = (self.seen.iter())
+            .filter(|(_, now)| now.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        self.streams.retain(|id| !ended.contains(id));
         self.seen.retain(|id, _| self.streams.contains(id));
     }
 
