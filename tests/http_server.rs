@@ -97,6 +97,17 @@ fn json_body(r: &HttpResponse) -> Value {
     }
 }
 
+/// Opens session `sid`'s GET stream and reads what waits on it: the stream, its messages,
+/// and whether it finished.
+fn listen(s: &mut HttpServer, sid: &str) -> (HttpStreamId, Vec<Value>, bool) {
+    let get = get_stream(
+        s,
+        &[("Mcp-Session-Id", sid), ("Accept", "text/event-stream")],
+    );
+    let (msgs, finished) = read_stream(s, get, &mut StreamReader::new());
+    (get, msgs, finished)
+}
+
 /// Sends a GET with `headers` (an SSE stream is expected) and returns its stream.
 fn get_stream(s: &mut HttpServer, headers: &[(&str, &str)]) -> HttpStreamId {
     let r = send(s, "GET", headers, "");
@@ -414,11 +425,7 @@ fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
         .notify("notifications/tools/list_changed", None)
         .unwrap();
     s.pump();
-    let get = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
-    );
-    let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
+    let (_, msgs, finished) = listen(&mut s, &sid);
     assert_eq!(
         msgs,
         vec![json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})]
@@ -517,11 +524,7 @@ fn messages_waiting_for_a_get_stream_keep_the_latest_four_mib() {
         .notify("notifications/tools/list_changed", None)
         .unwrap();
     s.pump();
-    let get = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
-    );
-    let (msgs, finished) = read_stream(&mut s, get, &mut StreamReader::new());
+    let (_, msgs, finished) = listen(&mut s, &sid);
     let numbers: Vec<_> = msgs
         .iter()
         .filter_map(|m| m["params"]["n"].as_i64())
@@ -547,15 +550,7 @@ fn woken(s: &mut HttpServer) -> Vec<HttpStreamId> {
 fn only_the_streams_whose_output_changed_are_woken() {
     let mut s = server();
     let (a, b) = (open_session(&mut s), open_session(&mut s));
-    let listen = |s: &mut HttpServer, sid: &str| {
-        let get = get_stream(
-            s,
-            &[("Mcp-Session-Id", sid), ("Accept", "text/event-stream")],
-        );
-        read_stream(s, get, &mut StreamReader::new());
-        get
-    };
-    let (get_a, get_b) = (listen(&mut s, &a), listen(&mut s, &b));
+    let (get_a, get_b) = (listen(&mut s, &a).0, listen(&mut s, &b).0);
     let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#;
     let (post_a, key_a, id) = post_request(&mut s, &a, call);
     read_stream(&mut s, post_a, &mut StreamReader::new());

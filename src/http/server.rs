@@ -1361,6 +1361,7 @@ impl HttpServer {
 
     /// The connections whose client holds a stream open (such a session is never idle),
     /// gathered in one pass over the streams.
+    #[cfg(debug_assertions)]
     fn busy_conns(&self) -> HashSet<u64> {
         self.streams
             .values()
@@ -2366,18 +2367,17 @@ fn media_types(value: &str) -> impl Iterator<Item = &str> {
 fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
     let mut missing: u32 = (1u32 << wanted.len().min(31)) - 1;
     // One `Accept` (the usual case) was found by `Known`; several are all read.
-    let one = [("Accept", known.accept.unwrap_or_default())];
-    let accept: &[(&str, &str)] = match known.accept {
-        _ if known.accepts_more => req.headers,
-        Some(_) => &one,
-        None => &[],
-    };
-    for (_, value) in accept
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"))
-    {
+    let several = if known.accepts_more { req.headers } else { &[] };
+    let values = (known.accept.filter(|_| !known.accepts_more))
+        .into_iter()
+        .chain(
+            (several.iter())
+                .filter(|(n, _)| n.eq_ignore_ascii_case("Accept"))
+                .map(|(_, v)| *v),
+        );
+    for value in values {
         // What the SDKs' clients send, and this crate's: no list to parse.
-        if *value == "application/json, text/event-stream" {
+        if value == "application/json, text/event-stream" {
             for (i, w) in wanted.iter().enumerate().take(31) {
                 if w.eq_ignore_ascii_case("application/json")
                     || w.eq_ignore_ascii_case("text/event-stream")
