@@ -1050,6 +1050,63 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
 }
 
 #[test]
+fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response() {
+    // The client's connection broke, but the server has not noticed yet: its response is still
+    // held when the client's `Last-Event-ID` GET arrives. The GET takes the stream over, and
+    // the stale response must end without taking any of what follows, else the answer goes
+    // to a dead socket and the resumed client waits for it forever.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let mut reader = StreamReader::new();
+    let (none, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(none.is_empty() && !finished);
+    while s.poll_woken().is_some() {}
+    let last = reader.last_event_id().unwrap().to_owned();
+    let Body::Stream(resumed) = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    )
+    .body
+    else {
+        panic!()
+    };
+    assert_ne!(resumed, stream, "the new response needs its own handle");
+    // The host learns that the old response has something to do: end.
+    let mut woken = Vec::new();
+    while let Some(w) = s.poll_woken() {
+        woken.push(w);
+    }
+    assert!(woken.contains(&stream), "{woken:?}");
+    assert!(s.poll_stream(stream).is_none(), "the stale response ends");
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
+        .unwrap();
+    // The stale response's host notices its client is gone only now: nothing changes.
+    assert!(s.poll_stream(stream).is_none());
+    s.consume_stream(stream, 1 << 20);
+    s.stream_closed(T0, stream);
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+    assert_eq!(s.open_streams(), 0);
+    // Event ids still name the stream the client knows.
+    let again = reader.last_event_id().unwrap();
+    assert_eq!(
+        again.split_once('-').unwrap().0,
+        last.split_once('-').unwrap().0
+    );
+}
+
+#[test]
 fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
     let mut s = server();
     let body = format!(

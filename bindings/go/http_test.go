@@ -739,3 +739,64 @@ func countSame(a, b map[uint64]chan struct{}) int {
 	}
 	return same
 }
+
+// A client whose connection broke resumes with Last-Event-ID before the server noticed the
+// break: the first response ends, and the answer goes to the resumption.
+func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
+	srv, app, ts := newTestServer(t, []string{"2025-11-25"})
+	sid := openTestSession(t, ts.URL)
+	call := sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	defer call.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	// The priming event's id.
+	first := bufio.NewReader(call.Body)
+	line, err := first.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "id:") {
+		t.Fatalf("priming event: %q %v", line, err)
+	}
+	last := strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", last)
+	resumed, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Body.Close()
+	if resumed.StatusCode != 200 {
+		t.Fatalf("resumption: status %d", resumed.StatusCode)
+	}
+	// The first response ends without the answer.
+	ended := make(chan error, 1)
+	var stale []byte
+	go func() {
+		var err error
+		stale, err = io.ReadAll(first)
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the first response was cut: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first response is still open")
+	}
+	held, _ := app.snapshot()
+	err = srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resumed.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"later"`)) || bytes.Contains(stale, []byte(`"later"`)) {
+		t.Fatalf("resumed: %s\nfirst: %s", body, stale)
+	}
+}

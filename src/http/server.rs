@@ -40,7 +40,11 @@ use crate::frame::sse;
 use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
 
-/// An HTTP stream the host holds open (one SSE response body).
+/// An HTTP stream the host holds open (one SSE response body). Hosts get it from
+/// [`Body::Stream`] and hand it back to [`HttpServer::poll_stream`] and its siblings. It names
+/// one response: when a `Last-Event-ID` GET takes over a stream whose first response is still
+/// held (the client saw its connection break before the host did), the new response gets a
+/// new id and the old one finds nothing more to poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HttpStreamId(pub u64);
 
@@ -286,6 +290,10 @@ struct Stream {
     error_code: Option<i64>,
     /// In [`HttpServer::woken`], not yet taken by the host.
     woken: bool,
+    /// The id the host's response polls it by: the stream's own id, or a fresh one (in
+    /// [`HttpServer::aliases`]) once a `Last-Event-ID` GET took it over from a response still
+    /// held. Event ids always carry the stream's own id, which is what clients resume.
+    handle: HttpStreamId,
 }
 
 /// A connection with what the HTTP layer knows about it.
@@ -368,6 +376,15 @@ pub struct HttpServer {
     /// Streams whose output may have changed since the host last took them
     /// ([`poll_woken`](Self::poll_woken)); each at most once while its `woken` is set.
     woken: Vec<HttpStreamId>,
+    /// The responses that `Last-Event-ID` GETs took streams over from: [`poll_woken`]
+    /// names them once so that their hosts end them (at most [`SUPERSEDED_KEPT`]).
+    ///
+    /// [`poll_woken`]: Self::poll_woken
+    superseded: Vec<HttpStreamId>,
+    /// The response ids that differ from their stream's own id (see [`Stream::handle`]),
+    /// mapped to the stream. Entries whose stream ended or moved on are dropped once they
+    /// outnumber the streams.
+    aliases: FastMap<HttpStreamId, HttpStreamId>,
     next_key: u64,
     next_stream: u64,
     decoder: Decoder,
@@ -393,6 +410,10 @@ pub struct HttpServer {
     /// `poll_timeout` takes `&self` and tidies the heap as it reads it.
     deadlines: RefCell<Deadlines>,
 }
+
+/// How many superseded responses [`HttpServer::poll_woken`] keeps to name, for a host that
+/// never takes them (it finds them ended at its next poll of each).
+const SUPERSEDED_KEPT: usize = 1024;
 
 fn status_for_code(code: i64) -> u16 {
     match code {
@@ -442,6 +463,8 @@ impl HttpServer {
             sessions: HashMap::new(),
             streams: FastMap::default(),
             woken: Vec::new(),
+            superseded: Vec::new(),
+            aliases: FastMap::default(),
             next_key: 1,
             next_stream,
             polling: Vec::new(),
@@ -504,14 +527,34 @@ impl HttpServer {
         keys.into_iter().map(ConnKey).collect()
     }
 
-    fn new_stream(&mut self, conn: u64, standalone: bool) -> HttpStreamId {
+    /// A stream id in use by no stream and no response.
+    fn fresh_id(&mut self) -> HttpStreamId {
         // A `Last-Event-ID` GET may have resumed a stream under an id this server has not
         // handed out yet (the client chose it): skip it, never replace a stream in use.
-        while self.streams.contains_key(&HttpStreamId(self.next_stream)) {
+        while self.streams.contains_key(&HttpStreamId(self.next_stream))
+            || self.aliases.contains_key(&HttpStreamId(self.next_stream))
+        {
             self.next_stream += 1;
         }
         let id = HttpStreamId(self.next_stream);
         self.next_stream += 1;
+        id
+    }
+
+    /// The stream that response `handle` polls, if it is still that stream's response.
+    fn resolve(&self, handle: HttpStreamId) -> Option<HttpStreamId> {
+        let id = match self.streams.get(&handle) {
+            Some(_) => handle,
+            None => *self.aliases.get(&handle)?,
+        };
+        self.streams
+            .get(&id)
+            .filter(|s| s.handle == handle)
+            .map(|_| id)
+    }
+
+    fn new_stream(&mut self, conn: u64, standalone: bool) -> HttpStreamId {
+        let id = self.fresh_id();
         self.streams.insert(
             id,
             Stream {
@@ -530,6 +573,7 @@ impl HttpServer {
                 closing_for_polling: false,
                 error_code: None,
                 woken: false,
+                handle: id,
             },
         );
         self.attach(conn, true);
@@ -1168,6 +1212,15 @@ impl HttpServer {
                 );
             };
             let old = HttpStreamId(stream_no);
+            if self.aliases.contains_key(&old) {
+                // A response's id, never a stream's: no event carries it.
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "unknown Last-Event-ID",
+                );
+            }
             let mut replay = Vec::new();
             self.events.replay(sid, old, event_no, &mut |event| {
                 replay.extend_from_slice(event)
@@ -1216,6 +1269,7 @@ impl HttpServer {
                             closing_for_polling: false,
                             error_code: None,
                             woken: false,
+                            handle: old,
                         },
                     );
                     true
@@ -1223,6 +1277,12 @@ impl HttpServer {
             };
             if taken {
                 self.attach(key, true);
+            } else {
+                // Its first response is still held: the client saw that connection break
+                // before the host did. The new response gets an id of its own, and the old
+                // one ends (its host learns of it from `poll_woken`) instead of taking what
+                // follows to a dead socket or, once its host notices, ending the new one.
+                self.supersede(old);
             }
             // Its bytes start again: a host task that held it looks again.
             wake(&mut self.streams, &mut self.woken, old);
@@ -1246,10 +1306,11 @@ impl HttpServer {
                     self.route(key, old, &frame);
                 }
             }
+            let handle = self.streams.get(&old).map_or(old, |s| s.handle);
             return HttpResponse {
                 status: 200,
                 headers: sse_headers,
-                body: Body::Stream(old),
+                body: Body::Stream(handle),
             };
         }
         let stream = self.new_stream(key, true);
@@ -1277,6 +1338,28 @@ impl HttpServer {
             status: 200,
             headers: sse_headers,
             body: Body::Stream(stream),
+        }
+    }
+
+    /// Gives stream `id` a new response id; the response that held it finds nothing more to
+    /// poll, and is named once by `poll_woken`.
+    fn supersede(&mut self, id: HttpStreamId) {
+        let fresh = self.fresh_id();
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let stale = std::mem::replace(&mut s.handle, fresh);
+        if stale != id {
+            self.aliases.remove(&stale);
+        }
+        if self.superseded.len() < SUPERSEDED_KEPT {
+            self.superseded.push(stale);
+        }
+        self.aliases.insert(fresh, id);
+        if self.aliases.len() > self.streams.len() + 64 {
+            let streams = &self.streams;
+            self.aliases
+                .retain(|handle, id| streams.get(id).is_some_and(|s| s.handle == *handle));
         }
     }
 
@@ -1529,7 +1612,8 @@ impl HttpServer {
     }
 
     /// The next stream whose output may have changed since the host last took it here: it got
-    /// bytes, finished, was closed for polling, or ended with its session. A host that parks
+    /// bytes, finished, was closed for polling, ended with its session, or was taken over by a
+    /// `Last-Event-ID` GET (the response that held it ends). A host that parks
     /// one task (or goroutine) per open SSE stream wakes just that stream's task, which then
     /// polls it ([`poll_stream`](Self::poll_stream)); waking every stream after every request
     /// costs each request as many wake-ups and lock turns as there are open streams (a
@@ -1540,11 +1624,14 @@ impl HttpServer {
     /// `consume_stream`) does not appear. A host that never calls it loses nothing: the
     /// list keeps at most one entry per stream.
     pub fn poll_woken(&mut self) -> Option<HttpStreamId> {
+        if let Some(stale) = self.superseded.pop() {
+            return Some(stale);
+        }
         while let Some(id) = self.woken.pop() {
             if let Some(s) = self.streams.get_mut(&id)
                 && std::mem::take(&mut s.woken)
             {
-                return Some(id);
+                return Some(s.handle);
             }
         }
         None
@@ -1567,9 +1654,10 @@ impl HttpServer {
 
     /// The bytes waiting on an SSE stream, and whether it ends after them: end the response
     /// once they are written. `None` for a stream the host no longer holds (it ended, its
-    /// client went away, or it was closed for polling).
+    /// client went away, it was closed for polling, or a `Last-Event-ID` GET took it over).
     pub fn poll_stream(&mut self, stream: HttpStreamId) -> Option<StreamOutput<'_>> {
         self.pump();
+        let stream = self.resolve(stream)?;
         // A detached stream belongs to no response any more (its client went away, or it was
         // closed for polling): the host has nothing to write.
         let s = self.streams.get_mut(&stream).filter(|s| !s.detached)?;
@@ -1589,6 +1677,9 @@ impl HttpServer {
     /// Reports that `n` bytes of [`poll_stream`](Self::poll_stream) were written. A finished
     /// stream with nothing left is forgotten (and, for a stateless request, its connection).
     pub fn consume_stream(&mut self, stream: HttpStreamId, n: usize) {
+        let Some(stream) = self.resolve(stream) else {
+            return;
+        };
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
@@ -1619,6 +1710,10 @@ impl HttpServer {
     /// The client went away from a stream. In the stateless era that cancels the request;
     /// in a session the stream's events stay in the store for resumption.
     pub fn stream_closed(&mut self, now: Timestamp, stream: HttpStreamId) {
+        // A response that a `Last-Event-ID` GET superseded no longer has a stream.
+        let Some(stream) = self.resolve(stream) else {
+            return;
+        };
         // What it carried must be resumable from the store.
         self.store_unstored(stream);
         let Some(s) = self.streams.remove(&stream) else {
@@ -1689,10 +1784,13 @@ impl HttpServer {
     /// answer) becomes a plain JSON body, with the HTTP status a 2026-07-28 error maps to (an
     /// application's -32021 gets 400, for example). Any other response is returned unchanged.
     pub fn settle(&mut self, response: HttpResponse) -> HttpResponse {
-        let Body::Stream(id) = response.body else {
+        let Body::Stream(handle) = response.body else {
             return response;
         };
         self.pump();
+        let Some(id) = self.resolve(handle) else {
+            return response;
+        };
         match self.streams.get(&id) {
             Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {}
             _ => return response,

@@ -7,7 +7,8 @@
 //!
 //! - nothing panics;
 //! - every request gets a response with a real status, and a JSON body that parses; a stream
-//!   response names a stream the host can poll;
+//!   response names a stream the host can poll, and never one another response still holds
+//!   (a `Last-Event-ID` GET taking over a held stream gets an id of its own);
 //! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`;
 //! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired);
 //!   called before any deadline (as a host calling it on every turn does), it ends no session;
@@ -309,6 +310,12 @@ impl Harness {
                 assert!(
                     self.server.poll_stream(id).is_some(),
                     "a stream response names a stream the host cannot poll"
+                );
+                // A `Last-Event-ID` GET that takes over a stream still held gets an id of
+                // its own: two responses never poll one id.
+                assert!(
+                    !self.streams.contains(&id),
+                    "stream {id:?} handed to a second response"
                 );
                 self.streams.push(id);
             }

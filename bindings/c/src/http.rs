@@ -687,8 +687,9 @@ pub unsafe extern "C" fn mcpw_http_server_settle(
 /// Lends the bytes waiting on SSE `stream`: write them to the response body, report how many
 /// were written with `mcpw_http_server_consume_stream`, and end the response once
 /// `*out_finished` is set and nothing is left. `*out_open` is false (and nothing is lent)
-/// for a stream the host no longer holds: it ended, its client went away, or it was closed
-/// for polling. With no bytes yet, wait (suspend the response) until the next input, command
+/// for a stream the host no longer holds: it ended, its client went away, it was closed for
+/// polling, or a `Last-Event-ID` GET took it over (that response got a new stream id). With
+/// no bytes yet, wait (suspend the response) until the next input, command
 /// or timer, then ask again. The bytes stay valid until the next non-`const` call on the
 /// server.
 ///
@@ -728,7 +729,8 @@ pub unsafe extern "C" fn mcpw_http_server_poll_stream(
 }
 
 /// The next stream whose output may have changed since it was last named here: it got bytes,
-/// finished, was closed for polling, or ended with its session. `*out_has` is false when
+/// finished, was closed for polling, ended with its session, or was taken over by a
+/// `Last-Event-ID` GET (its old response ends). `*out_has` is false when
 /// there is none. Use it in a host that suspends one response per SSE stream (a suspended
 /// libmicrohttpd connection, a goroutine, a coroutine): after each call into the server (and
 /// after answering on lent views), resume just the streams this names, which then ask

@@ -224,3 +224,87 @@ async fn at_the_end_of_the_grace_period_open_streams_end_normally() {
         .expect("task")
         .expect("serve");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumption_while_the_first_response_is_still_held_ends_that_response() {
+    // The client saw its connection break before the server did: its `Last-Event-ID` GET
+    // arrives while the host still holds the first response. The answer must reach the GET,
+    // and the first response end, not the other way round.
+    let server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+    let mut call = Client::new(&server).await;
+    call.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", &session),
+        ],
+        PROGRESS_CALL.as_bytes(),
+    )
+    .await;
+    let (status, _) = call.head().await.expect("the call's head");
+    assert_eq!(status, 200);
+    let priming = String::from_utf8(call.chunk().await.expect("the priming event")).unwrap();
+    let last = priming
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .expect("an event id")
+        .trim()
+        .to_owned();
+    let mut resumed = Client::new(&server).await;
+    resumed
+        .send(
+            "GET",
+            &[
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Last-Event-ID", &last),
+            ],
+            b"",
+        )
+        .await;
+    let (status, _) = resumed.head().await.expect("the resumption's head");
+    assert_eq!(status, 200);
+    // The first response ends at once, without the answer.
+    let mut stale = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            match call.chunk().await {
+                Some(c) if c.is_empty() => return true,
+                Some(c) => stale.extend_from_slice(&c),
+                None => return false,
+            }
+        }
+    })
+    .await
+    .expect("the first response still open");
+    assert!(ended, "the first response was cut instead of ended");
+    assert!(
+        !String::from_utf8_lossy(&stale).contains("Progress test completed"),
+        "the answer went to the first response: {}",
+        String::from_utf8_lossy(&stale)
+    );
+    // The resumed stream carries the answer, then ends.
+    let mut text = Vec::new();
+    loop {
+        match resumed.chunk().await {
+            Some(c) if c.is_empty() => break,
+            Some(c) => text.extend_from_slice(&c),
+            None => panic!("the resumed stream was cut"),
+        }
+    }
+    assert!(String::from_utf8_lossy(&text).contains("Progress test completed"));
+    // Nothing is left behind (a request makes the fixture read the count again).
+    let r = c
+        .post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    wait_streams(&server, 0).await;
+}
