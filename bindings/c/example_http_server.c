@@ -565,7 +565,8 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     if (!open) {
-        /* Finished and drained earlier, or closed for polling: the response ends here. */
+        /* Finished and drained earlier, closed for polling, or taken over by the client's
+           Last-Event-ID GET (which got a stream id of its own): the response ends here. */
         r->ended = 1;
         return MHD_CONTENT_READER_END_OF_STREAM;
     }
