@@ -2480,16 +2480,19 @@ fn a_stream_resumed_under_an_id_not_yet_handed_out_is_never_given_to_another_req
     let Body::Stream(resumed) = r.body else {
         panic!("a resumed stream")
     };
-    assert_eq!(resumed.0, first.0 + 1);
+    // The response has an id of its own; the stream keeps the number the client named.
+    assert_ne!(resumed, first);
+    let named = HttpStreamId(first.0 + 1);
     let r = send_at(&mut s, T0, "POST", &[("Mcp-Session-Id", &sid)], &call(2));
     let Body::Stream(second) = r.body else {
         panic!("a stream for the second call")
     };
-    assert_ne!(
-        second, resumed,
-        "a held stream was handed to another request"
-    );
-    assert_ne!(second, first);
+    for held in [resumed, named, first] {
+        assert_ne!(
+            second, held,
+            "a stream in use was handed to another request"
+        );
+    }
     // The idle clock is stopped while the client holds its streams.
     assert_eq!(s.poll_timeout(), None);
 }

@@ -1277,13 +1277,13 @@ impl HttpServer {
             };
             if taken {
                 self.attach(key, true);
-            } else {
-                // Its first response is still held: the client saw that connection break
-                // before the host did. The new response gets an id of its own, and the old
-                // one ends (its host learns of it from `poll_woken`) instead of taking what
-                // follows to a dead socket or, once its host notices, ending the new one.
-                self.supersede(old);
             }
+            // The new response gets an id of its own. When the first one is still held (the
+            // client saw that connection break before the host did), it ends (its host learns
+            // of it from `poll_woken`) instead of taking what follows to a dead socket or,
+            // once its host notices, ending the new one. A response that ended earlier never
+            // polls this stream again either, even if it is recreated under the same number.
+            self.supersede(old, !taken);
             // Its bytes start again: a host task that held it looks again.
             wake(&mut self.streams, &mut self.woken, old);
             if resumes_standalone {
@@ -1307,6 +1307,7 @@ impl HttpServer {
                 }
             }
             let handle = self.streams.get(&old).map_or(old, |s| s.handle);
+            debug_assert_ne!(handle, old, "a resumption's response has an id of its own");
             return HttpResponse {
                 status: 200,
                 headers: sse_headers,
@@ -1341,9 +1342,9 @@ impl HttpServer {
         }
     }
 
-    /// Gives stream `id` a new response id; the response that held it finds nothing more to
-    /// poll, and is named once by `poll_woken`.
-    fn supersede(&mut self, id: HttpStreamId) {
+    /// Gives stream `id` a new response id: the response that held it finds nothing more to
+    /// poll, and when it is still `held` it is named once by `poll_woken`.
+    fn supersede(&mut self, id: HttpStreamId, held: bool) {
         let fresh = self.fresh_id();
         let Some(s) = self.streams.get_mut(&id) else {
             return;
@@ -1352,7 +1353,7 @@ impl HttpServer {
         if stale != id {
             self.aliases.remove(&stale);
         }
-        if self.superseded.len() < SUPERSEDED_KEPT {
+        if held && self.superseded.len() < SUPERSEDED_KEPT {
             self.superseded.push(stale);
         }
         self.aliases.insert(fresh, id);
