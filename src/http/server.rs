@@ -543,10 +543,11 @@ impl HttpServer {
 
     /// The stream that response `handle` polls, if it is still that stream's response.
     fn resolve(&self, handle: HttpStreamId) -> Option<HttpStreamId> {
-        let id = match self.streams.get(&handle) {
-            Some(_) => handle,
-            None => *self.aliases.get(&handle)?,
-        };
+        if let Some(s) = self.streams.get(&handle) {
+            // Its own id: unless a resumption gave the stream another response since.
+            return (s.handle == handle).then_some(handle);
+        }
+        let id = *self.aliases.get(&handle)?;
         self.streams
             .get(&id)
             .filter(|s| s.handle == handle)
