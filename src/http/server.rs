@@ -11,8 +11,9 @@
 //!    handshake-era version we serve (400 otherwise; absent means 2025-03-26). Notifications and responses
 //!    get 202; requests get an SSE stream (or a JSON body when the answer was immediate) that
 //!    ends after the response. GET opens the session's stream for unrelated server messages;
-//!    GET with `Last-Event-ID` replays that stream's later events from a bounded store; DELETE
-//!    ends the session. New streams start with a priming event (an id, empty data) and
+//!    GET with `Last-Event-ID` replays that stream's later events from a bounded store and
+//!    carries the stream on, under a response id of its own: a response still holding the
+//!    stream (its client gone unnoticed) ends, and gets nothing more; DELETE ends the session. New streams start with a priming event (an id, empty data) and
 //!    `retry` in 2025-11-25.
 //! 3. Stateless era (2026-07-28): POST only (GET and DELETE get 405), no sessions. The
 //!    `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `resources/read`,
