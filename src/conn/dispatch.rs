@@ -45,7 +45,7 @@ use super::lifecycle::Admit;
 use super::outbound::Answer;
 use super::output::StreamId;
 use super::stateless::MetaView;
-use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext};
+use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, PeerKeys, PeerMap};
 use super::time::Timestamp;
 use super::{Core, Role, ViolationKind};
 use crate::jsonrpc::{
@@ -58,9 +58,9 @@ use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
 pub(super) struct Dispatch {
     pub(super) decoder: Decoder,
     /// The peer's requests we have not answered yet.
-    pub(super) inbound: FastMap<OwnedId, Inbound>,
+    pub(super) inbound: PeerMap<OwnedId, Inbound>,
     /// The peer's requests it cancelled: our answers to them are suppressed.
-    pub(super) peer_cancelled: BoundedSet<OwnedId>,
+    pub(super) peer_cancelled: BoundedSet<OwnedId, PeerKeys>,
     /// Batches (2025-03-26) whose answers are still being collected.
     pub(super) batches: FastMap<u32, BatchCollector>,
     next_batch: u32,
@@ -70,7 +70,7 @@ impl Dispatch {
     pub(super) fn new(decoder: DecoderConfig, remembered: usize) -> Dispatch {
         Dispatch {
             decoder: Decoder::new(decoder),
-            inbound: FastMap::default(),
+            inbound: PeerMap::default(),
             peer_cancelled: BoundedSet::new(remembered),
             batches: FastMap::default(),
             next_batch: 0,
