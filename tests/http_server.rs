@@ -1026,16 +1026,10 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     assert!(none.is_empty() && !finished);
     s.stream_closed(T0, stream);
     let last = reader.last_event_id().unwrap().to_owned();
-    let Body::Stream(resumed) = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
-    )
-    .body
-    else {
-        panic!()
-    };
+    );
     let (none, finished) = read_stream(&mut s, resumed, &mut reader);
     assert!(none.is_empty() && !finished, "still waiting for the answer");
     s.connection(key)
@@ -1067,16 +1061,10 @@ fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response(
     assert!(none.is_empty() && !finished);
     while s.poll_woken().is_some() {}
     let last = reader.last_event_id().unwrap().to_owned();
-    let Body::Stream(resumed) = send(
+    let resumed = get_stream(
         &mut s,
-        "GET",
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
-    )
-    .body
-    else {
-        panic!()
-    };
+    );
     assert_ne!(resumed, stream, "the new response needs its own handle");
     // The host learns that the old response has something to do: end.
     let mut woken = Vec::new();

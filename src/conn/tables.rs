@@ -13,6 +13,35 @@ use super::time::Timestamp;
 use crate::jsonrpc::OwnedId;
 use crate::mcp::{Caps, LogLevel, ProtocolVersion};
 
+/// The `Hasher` methods other than `finish` and `write_u64`: bytes go in eight at a time, and
+/// every integer as one `u64`.
+macro_rules! word_writes {
+    () => {
+        fn write(&mut self, bytes: &[u8]) {
+            for chunk in bytes.chunks(8) {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                self.write_u64(u64::from_le_bytes(word));
+            }
+        }
+        fn write_u32(&mut self, n: u32) {
+            self.write_u64(n as u64);
+        }
+        fn write_u8(&mut self, n: u8) {
+            self.write_u64(n as u64);
+        }
+        fn write_i64(&mut self, n: i64) {
+            self.write_u64(n as u64);
+        }
+        fn write_isize(&mut self, n: isize) {
+            self.write_u64(n as u64);
+        }
+        fn write_usize(&mut self, n: usize) {
+            self.write_u64(n as u64);
+        }
+    };
+}
+
 /// A small, fast hasher for keys this side chooses: our request ids, counters (multiply and
 /// rotate). Sequential keys land in neighbouring buckets, which keeps lookups in cache. A key's
 /// low bits decide the hash's low bits, and so its bucket: for keys the peer chooses, use
@@ -24,31 +53,10 @@ impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(n as u64);
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-    fn write_isize(&mut self, n: isize) {
-        self.write_u64(n as u64);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
+    word_writes!();
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
@@ -85,32 +93,11 @@ impl Hasher for FoldHasher {
         let x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
         x ^ (x >> 32)
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
     fn write_u64(&mut self, n: u64) {
         let product = u128::from(self.0 ^ n) * 0x9e37_79b9_7f4a_7c15_u128;
         self.0 = (product as u64) ^ ((product >> 64) as u64);
     }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(n as u64);
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-    fn write_isize(&mut self, n: isize) {
-        self.write_u64(n as u64);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
+    word_writes!();
 }
 
 /// A map keyed by what the peer chooses (see [`PeerKeys`]).

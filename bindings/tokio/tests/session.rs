@@ -38,6 +38,26 @@ async fn open_get_stream(server: &Server, session: &str) -> Client {
     c
 }
 
+/// Sends the progress tool's call (its answer is ~100 ms away) on a new connection of session
+/// `session`, and reads the head of its SSE response.
+async fn start_progress_call(server: &Server, session: &str) -> Client {
+    let mut call = Client::new(server).await;
+    call.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", session),
+        ],
+        PROGRESS_CALL.as_bytes(),
+    )
+    .await;
+    let (status, _) = call.head().await.expect("the call's head");
+    assert_eq!(status, 200);
+    call
+}
+
 /// Waits until the engine holds `n` SSE streams.
 async fn wait_streams(server: &Server, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -126,21 +146,8 @@ async fn graceful_shutdown_ends_get_streams_and_lets_answers_finish() {
     let mut c = Client::new(&server).await;
     let session = open_session(&mut c, "{}").await;
     let mut get = open_get_stream(&server, &session).await;
-    // A tool call in flight (its answer is ~100 ms away).
-    let mut call = Client::new(&server).await;
-    call.send(
-        "POST",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", "2025-11-25"),
-            ("Mcp-Session-Id", &session),
-        ],
-        PROGRESS_CALL.as_bytes(),
-    )
-    .await;
-    let (status, _) = call.head().await.expect("the call's head");
-    assert_eq!(status, 200);
+    // A tool call in flight.
+    let mut call = start_progress_call(&server, &session).await;
 
     let began = Instant::now();
     let serve = server.shutdown();
@@ -233,20 +240,7 @@ async fn a_resumption_while_the_first_response_is_still_held_ends_that_response(
     let server = start(test_config()).await;
     let mut c = Client::new(&server).await;
     let session = open_session(&mut c, "{}").await;
-    let mut call = Client::new(&server).await;
-    call.send(
-        "POST",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", "2025-11-25"),
-            ("Mcp-Session-Id", &session),
-        ],
-        PROGRESS_CALL.as_bytes(),
-    )
-    .await;
-    let (status, _) = call.head().await.expect("the call's head");
-    assert_eq!(status, 200);
+    let mut call = start_progress_call(&server, &session).await;
     let priming = String::from_utf8(call.chunk().await.expect("the priming event")).unwrap();
     let last = priming
         .lines()
