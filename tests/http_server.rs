@@ -1095,6 +1095,39 @@ fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response(
 }
 
 #[test]
+fn resumptions_over_and_over_keep_a_bounded_list_of_responses_to_end() {
+    // A client that resumes its stream again and again while the host never looks at
+    // `poll_woken`: each resumption leaves a response for the host to end, and the list of
+    // them stays bounded; each stale response still finds nothing to poll.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, _, _) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, stream, &mut reader);
+    let last = reader.last_event_id().unwrap().to_owned();
+    let mut held = vec![stream];
+    for _ in 0..3_000 {
+        held.push(get_stream(
+            &mut s,
+            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        ));
+    }
+    let current = held.pop().unwrap();
+    assert!(s.poll_stream(current).is_some());
+    assert!(held.iter().all(|&h| s.poll_stream(h).is_none()));
+    let mut named = 0;
+    while s.poll_woken().is_some() {
+        named += 1;
+    }
+    assert!((1_000..=1_100).contains(&named), "{named} named");
+    assert_eq!(s.open_streams(), 1);
+}
+
+#[test]
 fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
     let mut s = server();
     let body = format!(
