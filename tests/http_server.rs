@@ -1095,6 +1095,37 @@ fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response(
 }
 
 #[test]
+fn a_stream_resumed_before_the_host_first_polled_it_replays_its_answer() {
+    // Until the host first drains a stream, its events are held back (the answer may still
+    // become a plain JSON body). A resumption that comes first must find them in the store.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
+        .unwrap();
+    s.pump();
+    // Stream ids are sequential: a client can name this one before it saw any event of it.
+    let last = format!("{}-0", stream.0);
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+    assert!(s.poll_stream(stream).is_none());
+    assert_eq!(s.open_streams(), 0);
+}
+
+#[test]
 fn resumptions_over_and_over_keep_a_bounded_list_of_responses_to_end() {
     // A client that resumes its stream again and again while the host never looks at
     // `poll_woken`: each resumption leaves a response for the host to end, and the list of

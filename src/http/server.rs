@@ -1223,6 +1223,11 @@ impl HttpServer {
                     "unknown Last-Event-ID",
                 );
             }
+            if self.streams.get(&old).is_some_and(|s| s.conn.0 == key) {
+                // Events held back while the answer could still become a JSON body (the
+                // host has not drained the stream yet) go to the store first, to be replayed.
+                self.store_unstored(old);
+            }
             let mut replay = Vec::new();
             self.events.replay(sid, old, event_no, &mut |event| {
                 replay.extend_from_slice(event)
