@@ -1126,6 +1126,53 @@ fn a_stream_resumed_before_the_host_first_polled_it_replays_its_answer() {
 }
 
 #[test]
+fn a_stream_that_finishes_empty_is_forgotten_once_polled() {
+    // A host ends a response when the poll says it finished and nothing is left; it need not
+    // report zero bytes written. Nothing may stay behind: not the stream, and not the hold it
+    // keeps on its session (a held stream keeps a session from expiring).
+    let mut config = HttpServerConfig::new(server_config());
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let listen = [("Mcp-Session-Id", sid.as_str())];
+    // A second GET stream replaces the first, which finishes with nothing left.
+    let first = get_stream(&mut s, &listen);
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, first, &mut reader);
+    let second = get_stream(&mut s, &listen);
+    let out = s
+        .poll_stream(first)
+        .expect("the first still answers its poll");
+    assert!(out.bytes.is_empty() && out.finished);
+    // A `Last-Event-ID` naming a stream the server never had: a finished, empty stream.
+    let never = format!("{}-0", second.0 + 1_000);
+    let empty = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &never)],
+    );
+    let out = s.poll_stream(empty).expect("it answers its poll");
+    assert!(out.bytes.is_empty() && out.finished);
+    assert_eq!(s.open_streams(), 1, "only the second GET stream is held");
+    assert!(s.poll_stream(first).is_none() && s.poll_stream(empty).is_none());
+    // The second one's client leaves: the session's idle clock runs, and it expires.
+    s.stream_closed(T0, second);
+    assert_eq!(s.poll_timeout(), Some(Timestamp::from_millis(60_000)));
+    s.handle_timeout(Timestamp::from_millis(60_000));
+    assert_eq!(s.sessions(), 0);
+    // A session deleted while its GET stream is held: the stream finishes empty.
+    let sid = open_session(&mut s);
+    let get = get_stream(&mut s, &[("Mcp-Session-Id", &sid)]);
+    read_stream(&mut s, get, &mut StreamReader::new());
+    assert_eq!(
+        send(&mut s, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        200
+    );
+    let out = s.poll_stream(get).expect("it answers its poll");
+    assert!(out.bytes.is_empty() && out.finished);
+    assert_eq!(s.open_streams(), 0);
+}
+
+#[test]
 fn resumptions_over_and_over_keep_a_bounded_list_of_responses_to_end() {
     // A client that resumes its stream again and again while the host never looks at
     // `poll_woken`: each resumption leaves a response for the host to end, and the list of

@@ -800,3 +800,65 @@ func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
 		t.Fatalf("resumed: %s\nfirst: %s", body, stale)
 	}
 }
+
+// listenGet opens session sid's GET stream, resuming after last when it is not empty.
+func listenGet(t *testing.T, url, sid, last string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// Streams that finish with nothing more to send leave nothing behind: not the stream, and
+// not the hold it keeps on its session, which would then never expire.
+func TestHTTPStreamsThatFinishEmptyLeaveNothingBehind(t *testing.T) {
+	srv, _, ts := newTestServerWith(t, []string{"2025-11-25"},
+		&HTTPOptions{SessionIdleTimeout: 300 * time.Millisecond})
+	sid := openTestSession(t, ts.URL)
+	// Resumptions naming streams the server never had: each one finishes at once.
+	for i := range 20 {
+		r := listenGet(t, ts.URL, sid, itoa(1000+i)+"-0")
+		_, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	waitFor(t, "no stream held", func() bool { _, n := srv.Sessions(); return n == 0 })
+	// A second GET stream replaces the first, which finishes empty; then its client leaves.
+	first := listenGet(t, ts.URL, sid, "")
+	firstBody := bufio.NewReader(first.Body)
+	if _, err := firstBody.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	second := listenGet(t, ts.URL, sid, "")
+	if _, err := io.ReadAll(firstBody); err != nil {
+		t.Fatalf("the replaced stream was cut: %v", err)
+	}
+	first.Body.Close()
+	second.Body.Close()
+	// With no stream held the session goes idle, and expires.
+	waitFor(t, "the session to expire", func() bool { n, _ := srv.Sessions(); return n == 0 })
+	// A session deleted while its GET stream is held.
+	sid = openTestSession(t, ts.URL)
+	get := listenGet(t, ts.URL, sid, "")
+	req, _ := http.NewRequest("DELETE", ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if _, err := io.ReadAll(get.Body); err != nil {
+		t.Fatalf("the deleted session's stream was cut: %v", err)
+	}
+	get.Body.Close()
+	waitFor(t, "no stream held", func() bool { _, n := srv.Sessions(); return n == 0 })
+}

@@ -1661,7 +1661,9 @@ impl HttpServer {
     }
 
     /// The bytes waiting on an SSE stream, and whether it ends after them: end the response
-    /// once they are written. `None` for a stream the host no longer holds (it ended, its
+    /// once they are written. A poll that finds it finished with nothing left lets it go
+    /// there and then (as the last [`consume_stream`](Self::consume_stream) would): the host
+    /// ends the response and need not report zero bytes written. `None` for a stream the host no longer holds (it ended, its
     /// client went away, it was closed for polling, or a `Last-Event-ID` GET took it over).
     pub fn poll_stream(&mut self, stream: HttpStreamId) -> Option<StreamOutput<'_>> {
         self.pump();
@@ -1670,10 +1672,24 @@ impl HttpServer {
         // closed for polling): the host has nothing to write.
         let s = self.streams.get_mut(&stream).filter(|s| !s.detached)?;
         // The host is draining it: the answer can no longer become a plain JSON body.
-        if s.record {
+        let recorded = s.record;
+        if recorded {
             s.render(stream);
             s.stop_recording();
+        }
+        let drained = s.read == s.buf.len() && (s.done || s.closing_for_polling);
+        if recorded {
             self.store_unstored(stream);
+        }
+        if drained {
+            // Finished with nothing left: the host ends the response now, and need not report
+            // zero bytes written, so the stream is let go here as by the last `consume_stream`
+            // (it would otherwise hold its session open for good).
+            self.drained(stream);
+            return Some(StreamOutput {
+                bytes: &[],
+                finished: true,
+            });
         }
         let s = self.streams.get(&stream)?;
         Some(StreamOutput {
@@ -1693,24 +1709,33 @@ impl HttpServer {
         };
         s.read = (s.read + n).min(s.buf.len());
         if s.read == s.buf.len() {
-            // A long-lived (standalone) stream does not keep a large message's capacity.
-            crate::frame::empty(&mut s.buf);
-            s.read = 0;
-            let (key, held) = (s.conn.0, !s.detached);
-            if s.done {
-                self.streams.remove(&stream);
-                if held {
-                    self.attach(key, false);
-                }
-                self.forget_stateless(key);
-            } else if s.closing_for_polling {
-                // Closed for polling: what comes next waits in the store for the client's
-                // `Last-Event-ID` GET.
-                s.closing_for_polling = false;
-                s.detached = true;
-                if held {
-                    self.attach(key, false);
-                }
+            self.drained(stream);
+        }
+    }
+
+    /// Everything stream `stream` had was written: a finished one is forgotten (with a
+    /// stateless request's connection), one closed for polling lives on detached.
+    fn drained(&mut self, stream: HttpStreamId) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        // A long-lived (standalone) stream does not keep a large message's capacity.
+        crate::frame::empty(&mut s.buf);
+        s.read = 0;
+        let (key, held) = (s.conn.0, !s.detached);
+        if s.done {
+            self.streams.remove(&stream);
+            if held {
+                self.attach(key, false);
+            }
+            self.forget_stateless(key);
+        } else if s.closing_for_polling {
+            // Closed for polling: what comes next waits in the store for the client's
+            // `Last-Event-ID` GET.
+            s.closing_for_polling = false;
+            s.detached = true;
+            if held {
+                self.attach(key, false);
             }
         }
     }

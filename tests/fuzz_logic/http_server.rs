@@ -458,11 +458,11 @@ impl Harness {
         }
         // What these polls themselves marked (a recorded stream rendered) is the host's own.
         while self.server.poll_woken().is_some() {}
-        // A stream the host can no longer poll ends its response: the host lets go of it (its
-        // id may come back later for another response: a `Last-Event-ID` GET may name an id
-        // the server had not handed out yet).
+        // A stream the host can no longer poll, or that finished with nothing left, ends its
+        // response: the host lets go of it (its id may come back later for another response:
+        // a `Last-Event-ID` GET may name an id the server had not handed out yet).
         let ended: Vec<HttpStreamId> = (self.seen.iter())
-            .filter(|(_, now)| now.is_none())
+            .filter(|(_, now)| matches!(now, None | Some((0, true))))
             .map(|(id, _)| *id)
             .collect();
         self.streams.retain(|id| !ended.contains(id));

@@ -686,7 +686,9 @@ pub unsafe extern "C" fn mcpw_http_server_settle(
 
 /// Lends the bytes waiting on SSE `stream`: write them to the response body, report how many
 /// were written with `mcpw_http_server_consume_stream`, and end the response once
-/// `*out_finished` is set and nothing is left. `*out_open` is false (and nothing is lent)
+/// `*out_finished` is set and nothing is left. A poll that finds a stream finished with
+/// nothing left (`*out_len` 0) lets it go at once: end the response; there is nothing to
+/// consume, and later calls for `stream` find it gone. `*out_open` is false (and nothing is lent)
 /// for a stream the host no longer holds: it ended, its client went away, it was closed for
 /// polling, or a `Last-Event-ID` GET took it over (that response got a new stream id). With
 /// no bytes yet, wait (suspend the response) until the next input, command
