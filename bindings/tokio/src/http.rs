@@ -104,7 +104,8 @@ pub struct HostConfig {
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. GET streams (a session's stream for unrelated
     /// messages) end as soon as what they hold is written; the client resumes them elsewhere
-    /// with `Last-Event-ID`. When the grace period is over, every stream still open ends (a
+    /// with `Last-Event-ID`. 2026-07-28 `subscriptions/listen` streams get their result and
+    /// end likewise. When the grace period is over, every stream still open ends (a
     /// normal end of the chunked body, not a reset), and [`serve`] returns at most one second
     /// later, dropping connections that still have not finished. Default 10 s.
     pub shutdown_grace: Duration,
@@ -127,7 +128,7 @@ impl Default for HostConfig {
 
 /// Where the host is in its life.
 const RUNNING: u8 = 0;
-/// The shutdown future completed: no new connections, GET streams end.
+/// The shutdown future completed: no new connections, GET and listen streams end.
 const DRAINING: u8 = 1;
 /// The grace period is over: every stream ends.
 const GRACE_OVER: u8 = 2;
@@ -197,10 +198,17 @@ impl<A: Application> Shared<A> {
     }
 
     /// Moves the host to `phase`: every waiting stream looks again (GET streams end while
-    /// draining, all streams once the grace period is over).
+    /// draining, and 2026-07-28 `subscriptions/listen` streams end with their result; all
+    /// streams once the grace period is over).
     fn set_phase(&self, phase: u8) {
         self.phase.store(phase, Ordering::Release);
-        let parked = std::mem::take(&mut self.lock().parked);
+        let parked = {
+            let mut st = self.lock();
+            if phase == DRAINING {
+                st.server.end_listen_streams();
+            }
+            std::mem::take(&mut st.parked)
+        };
         parked.into_values().for_each(Waker::wake);
         self.changed.notify_waiters();
     }
@@ -312,8 +320,8 @@ impl<A: Application> McpService<A> {
         (McpService { shared }, timers)
     }
 
-    /// Begins a graceful shutdown: standalone GET streams end at once, and answers in flight
-    /// go on. [`end_streams`](Self::end_streams) then ends every stream.
+    /// Begins a graceful shutdown: standalone GET streams end at once, `subscriptions/listen`
+    /// streams end with their result, and answers in flight go on. [`end_streams`](Self::end_streams) then ends every stream.
     pub fn begin_shutdown(&self) {
         self.shared.set_phase(DRAINING);
     }

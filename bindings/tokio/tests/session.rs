@@ -302,3 +302,49 @@ async fn a_resumption_while_the_first_response_is_still_held_ends_that_response(
     assert_eq!(r.status, 200);
     wait_streams(&server, 0).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_ends_listen_streams_with_their_result() {
+    // 2026-07-28: a `subscriptions/listen` stream is the stateless era's GET stream. A
+    // shutdown ends it at once, with the listen request's result, instead of cutting it at
+    // the end of the grace period.
+    let mut server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    c.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+        br#"{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    )
+    .await;
+    let (status, _) = c.head().await.expect("the listen head");
+    assert_eq!(status, 200);
+    let mut text = c.chunk().await.expect("the acknowledgement");
+    assert!(String::from_utf8_lossy(&text).contains("acknowledged"));
+    wait_streams(&server, 1).await;
+
+    let began = Instant::now();
+    let serve = server.shutdown();
+    loop {
+        match c.chunk().await {
+            Some(chunk) if chunk.is_empty() => break,
+            Some(chunk) => text.extend_from_slice(&chunk),
+            None => panic!("the listen stream was cut"),
+        }
+    }
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains(r#""id":"L""#) && text.contains("result"),
+        "{text}"
+    );
+    assert!(began.elapsed() < test_config().shutdown_grace / 2);
+    tokio::time::timeout(Duration::from_secs(3), serve)
+        .await
+        .expect("serve returned")
+        .expect("task")
+        .expect("serve");
+}
