@@ -33,7 +33,9 @@
  *     engine keeps its answers (bounded by its output limit) instead of this process
  *     buffering without end.
  *   - A client that goes away before its stream finished is reported with
- *     mcpw_http_server_stream_closed (2026-07-28: that cancels its request).
+ *     mcpw_http_server_stream_closed (2026-07-28: that cancels its request). An idle stream
+ *     writes nothing that could fail, so at each heartbeat the socket of every suspended
+ *     stream is peeked at for the end of its input.
  *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
  *     two seconds to finish, then exit 0.
  *
@@ -76,8 +78,9 @@
 #define MAX_HEADERS 128
 #define MAX_ALLOWED_HOSTS 16
 #define SHUTDOWN_GRACE_NS (2000ull * 1000 * 1000)
-/* Suspended streams are resumed at least this often, so a client that went away is noticed
-   (libmicrohttpd does not watch a suspended connection). */
+/* Suspended streams are looked at this often: each is asked for bytes, and its socket is
+   checked for a client that went away (libmicrohttpd does not watch a suspended connection,
+   and an idle stream writes nothing that could fail). */
 #define HEARTBEAT_NS (1000ull * 1000 * 1000)
 
 static uint64_t now_ns(void) {
@@ -509,6 +512,7 @@ typedef struct request {
     uint64_t stream;
     int ended;     /* the stream finished normally */
     int suspended; /* the reader suspended the connection, waiting for bytes */
+    int gone;      /* its client closed or reset the connection while it was suspended */
     int refs;      /* the request itself, and the response reader while it exists */
     struct request *prev, *next;
 } request;
@@ -559,6 +563,8 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
     bool finished, open;
     mcpw_result rc;
     (void)pos;
+    /* libmicrohttpd closes the connection, and on_completed tells the engine. */
+    if (r->gone) return MHD_CONTENT_READER_END_WITH_ERROR;
     rc = mcpw_http_server_poll_stream(server, r->stream, &bytes, &len, &finished, &open);
     if (rc != MCPW_OK) {
         warn("poll_stream", rc);
@@ -590,13 +596,28 @@ static void release_stream(void *cls) {
     release(cls);
 }
 
+/* Whether the client of a suspended stream went away. A peek at its socket that finds the end
+   of the input (the client closed it) or an error (it was reset) says so; bytes waiting (a
+   pipelined request) or none yet say it is still there. */
+static int client_gone(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char byte;
+    ssize_t n;
+    if (info == NULL) return 0;
+    n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return 1;
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
 static int compare_ids(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Resumes the suspended streams the engine names as changed since the last turn
-   (mcpw_http_server_poll_woken), or all of them for the heartbeat. Asking each suspended
+   (mcpw_http_server_poll_woken), or all of them for the heartbeat, which also marks those
+   whose client went away (their reader then ends them). Asking each suspended
    stream instead would cost every turn a poll per open stream: with many clients listening on
    their GET streams, most of each request's cost. Returns how many were resumed. */
 static int resume_streams(int all) {
@@ -631,6 +652,7 @@ static int resume_streams(int all) {
         if (!all && bsearch(&r->stream, named, count, sizeof *named, compare_ids) == NULL) {
             continue;
         }
+        if (all && client_gone(r->connection)) r->gone = 1;
         r->suspended = 0;
         MHD_resume_connection(r->connection);
         resumed++;

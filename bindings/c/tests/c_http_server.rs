@@ -337,6 +337,74 @@ fn clients_that_vanish_mid_stream_never_stop_the_server() {
     assert_clean_exit(server);
 }
 
+/// The server process's open sockets.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the server's descriptors")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+#[test]
+fn clients_that_leave_idle_streams_are_noticed() {
+    // An idle SSE stream writes nothing, and libmicrohttpd does not watch a suspended
+    // connection: without a look at the socket, a client that left a GET stream (or a
+    // 2026-07-28 listen stream) would hold its connection, stream and session for good, and
+    // a thousand of them would use up the server's connections.
+    let server = Server::asan(&[]);
+    let (port, pid) = (server.port, server.child.id());
+    let before = sockets(pid);
+    for i in 0..30 {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let request = if i % 2 == 0 {
+            let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+            let answer = post(port, "", init);
+            let sid = answer
+                .lines()
+                .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+                .unwrap_or_else(|| panic!("no session: {answer}"))
+                .trim()
+                .to_owned();
+            format!(
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+            )
+        } else {
+            let body = r#"{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{MODERN}Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        s.write_all(request.as_bytes()).unwrap();
+        // The stream's first event (priming, or the listen acknowledgement), then leave.
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("\n\n") || !seen.starts_with(b"HTTP") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert!(
+            seen.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&seen)
+        );
+    }
+    // Every stream's connection is closed once its departure is seen (at a heartbeat).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sockets(pid) > before {
+        assert!(
+            Instant::now() < deadline,
+            "{} sockets open, {before} before the streams",
+            sockets(pid)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_clean_exit(server);
+}
+
 #[test]
 fn sigterm_lets_an_answer_in_flight_finish() {
     let server = Server::asan(&[]);
