@@ -671,7 +671,7 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
                                       size_t key_size, const char *value, size_t value_size) {
     header_list *h = cls;
     (void)kind;
-    if (h->len == MAX_HEADERS) return MHD_NO; /* more are ignored */
+    if (h->len == MAX_HEADERS) return MHD_NO; /* (more are refused before this runs) */
     h->items[h->len].name.ptr = key;
     h->items[h->len].name.len = key_size;
     h->items[h->len].value.ptr = value != NULL ? value : "";
@@ -728,6 +728,17 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
 
     /* The whole request is in. */
     now = now_ns();
+    if (MHD_get_connection_values_n(connection, MHD_HEADER_KIND, NULL, NULL) > MAX_HEADERS) {
+        /* Rather than judge the request on some of its headers (a repeated MCP header
+           past the cut would go unseen), refuse it whole. */
+        static const char too_many[] = "too many header fields\n";
+        response = MHD_create_response_from_buffer(sizeof too_many - 1, (void *)too_many,
+                                                   MHD_RESPMEM_PERSISTENT);
+        if (response == NULL) return MHD_NO;
+        queued = MHD_queue_response(connection, 431, response);
+        MHD_destroy_response(response);
+        return queued;
+    }
     headers.len = 0;
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, collect_header, &headers);
     rc = mcpw_http_server_handle_request(server, now, method, strlen(method), url, strlen(url),

@@ -295,6 +295,13 @@ fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     let big = format!(r#"{{"pad":"{}"}}"#, "x".repeat(5 * 1024 * 1024));
     let out = post(port, &list_headers, &big);
     assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+    // More header fields than the example reads (128): refused whole, so that a repeated MCP
+    // header past the cut cannot go unseen.
+    let mut many: String = (0..200).map(|i| format!("X-Filler-{i}: {i}\r\n")).collect();
+    many.push_str(&list_headers);
+    many.push_str("Mcp-Method: tools/list\r\n");
+    let out = post(port, &many, list);
+    assert!(out.starts_with("HTTP/1.1 431"), "{out}");
     // Garbage that is not HTTP at all.
     let _ = raw(port, b"\x00\x01\x02 nonsense\r\n\r\n");
     // The server still answers.
