@@ -1,12 +1,13 @@
 //! The sans-IO HTTP client (`mcpwire::http::HttpClient`) against the sans-IO HTTP server, in
 //! memory with simulated time: both eras, tool header annotations, expired sessions,
-//! resumption after a closed stream, and failed exchanges.
+//! resumption after a closed stream, and failed exchanges; and against scripted servers that
+//! poll, expire sessions or ask for long retries.
 
 mod common;
 
 use std::time::Duration;
 
-use common::pair::{Ev, client_config, legacy, server_config};
+use common::pair::{Ev, client_config, legacy, modern, server_config};
 use mcpwire::Timestamp;
 use mcpwire::conn::{CloseReason, Config, TransportFailure};
 use mcpwire::http::{
@@ -537,4 +538,295 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
     }
     assert_eq!(aborted, vec![get], "the old GET stream is aborted");
     assert!(restarted, "a new session starts");
+}
+
+// ---- Against scripted servers ----------------------------------------------------------------
+
+/// A client driven by hand: the test plays the server, answering each action as it likes.
+struct Scripted {
+    client: HttpClient,
+    now: Timestamp,
+    events: Vec<Ev>,
+}
+
+/// One request the client asked the host to make.
+struct Sent {
+    exchange: ExchangeId,
+    method: &'static str,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Sent {
+    fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Scripted {
+    fn new(config: Config, policy: ReconnectPolicy) -> Scripted {
+        Scripted {
+            client: HttpClient::new(config, Timestamp::ZERO, policy, false).unwrap(),
+            now: Timestamp::ZERO,
+            events: Vec::new(),
+        }
+    }
+
+    /// The requests the client wants made now (aborts are dropped).
+    fn sent(&mut self) -> Vec<Sent> {
+        let mut out = Vec::new();
+        while let Some(action) = self.client.poll_action() {
+            if let ClientAction::Send {
+                exchange,
+                method,
+                headers,
+                body,
+            } = action
+            {
+                out.push(Sent {
+                    exchange,
+                    method,
+                    headers: headers.to_vec(),
+                    body: serde_json::from_slice(body).unwrap_or(Value::Null),
+                });
+            }
+        }
+        out
+    }
+
+    fn events(&mut self) {
+        while let Some(e) = self.client.poll_event() {
+            self.events.push(e.to_owned_event());
+        }
+    }
+
+    /// Answers `s` with a complete response.
+    fn answer(&mut self, s: &Sent, status: u16, headers: &[(&str, &str)], body: &str) {
+        self.client
+            .handle_response(self.now, s.exchange, status, headers);
+        self.client
+            .handle_body(self.now, s.exchange, body.as_bytes());
+        self.client.handle_end(self.now, s.exchange, 0);
+        self.events();
+    }
+
+    /// Answers `s` with an SSE stream holding `body`, which then ends.
+    fn stream(&mut self, s: &Sent, headers: &[(&str, &str)], body: &str) {
+        let mut all = vec![("Content-Type", "text/event-stream")];
+        all.extend_from_slice(headers);
+        self.answer(s, 200, &all, body);
+    }
+
+    /// The handshake of a 2025-11-25 session (`sid`, when given).
+    fn handshake(&mut self, sid: Option<&str>) {
+        let init = self.sent().remove(0);
+        assert_eq!(init.body["method"], "initialize");
+        let answer = json!({"jsonrpc":"2.0","id":init.body["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+            "serverInfo":{"name":"scripted","version":"1"}}})
+        .to_string();
+        let headers: Vec<(&str, &str)> = sid.map(|s| ("Mcp-Session-Id", s)).into_iter().collect();
+        self.answer(&init, 200, &headers, &answer);
+        for s in self.sent() {
+            assert_eq!(s.body["method"], "notifications/initialized");
+            self.answer(&s, 202, &[], "");
+        }
+        assert!(
+            self.events.iter().any(|e| matches!(e, Ev::Ready { .. })),
+            "{:?}",
+            self.events
+        );
+    }
+
+    fn request(&mut self, method: &str) -> mcpwire::conn::RequestId {
+        self.client
+            .connection()
+            .request(self.now, method, None)
+            .unwrap()
+    }
+
+    /// Moves time on by `d` and fires what is due.
+    fn wait(&mut self, d: Duration) {
+        self.now = self.now.after(d);
+        self.client.handle_timeout(self.now);
+        self.events();
+    }
+
+    /// The event that ends request `id`, if any came.
+    fn outcome(&self, id: mcpwire::conn::RequestId) -> Option<&Ev> {
+        self.events.iter().find(|e| match e {
+            Ev::Response { request, .. }
+            | Ev::Error { request, .. }
+            | Ev::Failed { request, .. }
+            | Ev::TimedOut { request } => *request == id,
+            _ => false,
+        })
+    }
+}
+
+fn tools_answer(id: &Value) -> String {
+    json!({"jsonrpc":"2.0","id":id,"result":{"tools":[]}}).to_string()
+}
+
+#[test]
+fn a_request_made_while_the_session_restarts_is_not_lost() {
+    // The application answers the 404's failure by asking again, on the connection whose
+    // session just ended: that request must end somehow, not vanish with the old connection.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let first = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.client.handle_response(c.now, post.exchange, 404, &[]);
+    c.client.handle_end(c.now, post.exchange, 0);
+    let mut again = None;
+    while let Some(e) = c.client.poll_event() {
+        let e = e.to_owned_event();
+        if matches!(&e, Ev::Failed { request, .. } if *request == first) {
+            again = Some(
+                c.client
+                    .connection()
+                    .request(c.now, "tools/list", None)
+                    .unwrap(),
+            );
+        }
+        c.events.push(e);
+    }
+    let again = again.expect("the first request failed");
+    // The new session, served fully; its own requests answered.
+    c.handshake(Some("s2"));
+    for s in c.sent() {
+        let answer = tools_answer(&s.body["id"]);
+        c.answer(&s, 200, &[], &answer);
+    }
+    c.wait(Duration::from_secs(600));
+    assert!(c.outcome(again).is_some(), "{:?}", c.events);
+}
+
+#[test]
+fn a_server_that_polls_again_and_again_still_gets_its_answer_through() {
+    // SEP-1699: the server closes the stream after each event and the client comes back with
+    // `Last-Event-ID`. Every resumption that brings a new event is progress: the attempts
+    // count again from one, so a long poll does not run out of them.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let mut s = c.sent().remove(0);
+    for n in 0..12 {
+        c.stream(&s, &[], &format!("id: e{n}\nretry: 100\ndata:\n\n"));
+        c.wait(Duration::from_secs(2));
+        assert!(c.outcome(id).is_none(), "after {n} polls: {:?}", c.events);
+        s = c.sent().remove(0);
+        assert_eq!(s.method, "GET");
+        assert_eq!(s.header("Last-Event-ID"), Some(format!("e{n}").as_str()));
+    }
+    let answer = tools_answer(&json!(id.0));
+    c.stream(&s, &[], &format!("id: e12\ndata: {answer}\n\n"));
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Response { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+#[test]
+fn a_server_without_sessions_that_closes_for_polling_is_resumed() {
+    // 2025-11-25 without session management: event ids are unique across the client's
+    // streams, and a stream closed before its answer is resumed all the same.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(None);
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], "id: ev-1\nretry: 100\ndata:\n\n");
+    assert!(c.outcome(id).is_none(), "{:?}", c.events);
+    c.wait(Duration::from_secs(1));
+    let get = c.sent().remove(0);
+    assert_eq!(get.method, "GET");
+    assert_eq!(get.header("Last-Event-ID"), Some("ev-1"));
+    assert_eq!(get.header("Mcp-Session-Id"), None);
+    let answer = tools_answer(&json!(id.0));
+    c.stream(&get, &[], &format!("id: ev-2\ndata: {answer}\n\n"));
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Response { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+#[test]
+fn a_stream_whose_requests_ended_is_not_resumed() {
+    // The server asks for a long `retry`; the request times out meanwhile. Nothing is kept
+    // for it, and no GET goes out when the retry time comes.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], "id: r1\nretry: 600000\ndata:\n\n");
+    c.wait(Duration::from_secs(120));
+    assert!(
+        matches!(c.outcome(id), Some(Ev::TimedOut { .. })),
+        "{:?}",
+        c.events
+    );
+    // (The timeout's `notifications/cancelled` goes out as a POST.)
+    for s in c.sent() {
+        assert_eq!(s.body["method"], "notifications/cancelled");
+        c.answer(&s, 202, &[], "");
+    }
+    c.wait(Duration::from_secs(3600));
+    let sent = c.sent();
+    assert!(
+        sent.is_empty(),
+        "{:?}",
+        sent.iter().map(|s| s.method).collect::<Vec<_>>()
+    );
+    assert_eq!(c.client.poll_timeout(), None);
+}
+
+#[test]
+fn the_session_id_comes_from_the_initialize_answer_only() {
+    // A session id on any other answer is not adopted: not on a 2026-07-28 request (that era
+    // has no sessions), and not on the late answer of the old session after a 404.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let (a, b) = (c.request("tools/list"), c.request("tools/list"));
+    let mut posts = c.sent();
+    let (pa, pb) = (posts.remove(0), posts.remove(0));
+    // A's 404 ends the session; B's head, from the old session, is reported afterwards.
+    c.client.handle_response(c.now, pa.exchange, 404, &[]);
+    c.client
+        .handle_response(c.now, pb.exchange, 200, &[("Mcp-Session-Id", "s1")]);
+    c.client.handle_end(c.now, pa.exchange, 0);
+    c.client.handle_end(c.now, pb.exchange, 0);
+    c.events();
+    assert!(c.outcome(a).is_some() && c.outcome(b).is_some());
+    let init = c.sent().remove(0);
+    assert_eq!(init.body["method"], "initialize");
+    assert_eq!(init.header("Mcp-Session-Id"), None, "{:?}", init.headers);
+
+    let mut c = Scripted::new(modern(client_config()), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    let answer = json!({"jsonrpc":"2.0","id":discover.body["id"],"result":{
+        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string();
+    c.answer(&discover, 200, &[("Mcp-Session-Id", "junk")], &answer);
+    c.request("tools/list");
+    let next = c.sent().remove(0);
+    assert_eq!(next.header("Mcp-Session-Id"), None, "{:?}", next.headers);
+    assert_eq!(c.client.session_id(), None);
+}
+
+#[test]
+fn reconnect_delays_saturate_instead_of_overflowing() {
+    let policy = ReconnectPolicy {
+        max_delay: Duration::MAX,
+        max_attempts: 20,
+        ..ReconnectPolicy::default()
+    };
+    let retry = Some(Duration::from_millis(u64::MAX));
+    for attempt in 1..=20 {
+        assert!(policy.delay(attempt, retry, u32::MAX) >= Duration::from_millis(u64::MAX));
+    }
 }

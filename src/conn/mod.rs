@@ -367,6 +367,17 @@ impl Connection {
         self.core.corr.pending.len()
     }
 
+    /// Whether our request `n` still awaits an answer (the HTTP client drops what it keeps
+    /// for a stream once none of its requests does).
+    pub(crate) fn awaits_answer(&self, n: i64) -> bool {
+        self.core.corr.pending.get(&n).is_some()
+    }
+
+    /// The ids of our requests that await an answer.
+    pub(crate) fn our_requests(&self) -> Vec<i64> {
+        self.core.corr.pending.iter().map(|(n, _)| *n).collect()
+    }
+
     /// How many of the peer's requests await our answer.
     pub fn peer_requests_in_flight(&self) -> usize {
         self.core.dispatch.inbound.len()

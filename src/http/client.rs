@@ -96,12 +96,19 @@ pub fn classify(
 pub struct StreamReader {
     sse: SseDecoder,
     retry: Option<Duration>,
+    /// Events dispatched so far (messages or not), for telling a stream that moved on.
+    events: u64,
 }
 
 impl StreamReader {
     /// A reader for a new stream.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many events (priming ones included) the reader has dispatched.
+    pub(crate) fn events_seen(&self) -> u64 {
+        self.events
     }
 
     /// Feeds body bytes; calls `on_message` with each JSON-RPC message's text (priming events
@@ -111,6 +118,7 @@ impl StreamReader {
         while let Some(item) = self.sse.next_item() {
             match item {
                 SseItem::Event(e) => {
+                    self.events += 1;
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
                         on_message(e.data.as_bytes());

@@ -55,7 +55,7 @@ impl ReconnectPolicy {
         let base = server_retry.unwrap_or(self.initial_delay);
         let doubled = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = doubled.min(self.max_delay.max(base));
-        capped + (capped / 4).mul_f64(f64::from(jitter) / f64::from(u32::MAX))
+        capped.saturating_add((capped / 4).mul_f64(f64::from(jitter) / f64::from(u32::MAX)))
     }
 }
 
@@ -167,6 +167,9 @@ pub struct HttpClient {
     get_pending: Option<ExchangeId>,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
+    /// The exchange carrying `initialize`: the session id is taken from its answer only (not
+    /// from a 2026-07-28 answer, nor from a late answer of a session that ended).
+    initialize: Option<ExchangeId>,
     now: Timestamp,
 }
 
@@ -197,6 +200,7 @@ impl HttpClient {
             want_get: open_get_stream,
             get_pending: None,
             restart: false,
+            initialize: None,
             now,
         })
     }
@@ -240,6 +244,19 @@ impl HttpClient {
     /// events (its failed requests) come first; then a new connection starts a new session.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         if self.restart && self.conn.pending_events() == 0 {
+            // Requests the application made on the old connection after its session ended
+            // (while it handled the failures) were never sent, and cannot be on the new one:
+            // they fail too, before it starts, rather than vanish with the old connection.
+            for n in self.conn.our_requests() {
+                self.conn.handle_failed_exchange(
+                    self.now,
+                    Id::Int(n),
+                    TransportFailure::Status(404),
+                );
+            }
+            if self.conn.pending_events() > 0 {
+                return self.conn.poll_event();
+            }
             self.restart = false;
             if let Ok(conn) = Connection::new(self.conn.config().clone(), self.now) {
                 self.conn = conn;
@@ -263,6 +280,7 @@ impl HttpClient {
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
         self.conn.handle_timeout(now);
+        self.forget_ended();
         let (due, later): (Vec<_>, Vec<_>) =
             self.resumes.iter().copied().partition(|(at, _)| *at <= now);
         self.resumes = later;
@@ -306,6 +324,7 @@ impl HttpClient {
         };
         if let Some(sid) = header(super::SESSION_HEADER)
             && self.session.is_none()
+            && self.initialize == Some(exchange)
             && !sid.is_empty()
         {
             self.session = Some(sid.to_owned());
@@ -350,7 +369,13 @@ impl HttpClient {
             }
             Reading::Sse => {
                 let mut messages = Vec::new();
+                let seen = ex.reader.events_seen();
                 ex.reader.feed(bytes, |m| messages.push(m.to_vec()));
+                if ex.reader.events_seen() != seen {
+                    // The stream moved on (a polling server's new event counts): its next
+                    // break is a first one again, not one more failed attempt.
+                    ex.attempts = 0;
+                }
                 for m in messages {
                     self.deliver(now, exchange, &m);
                 }
@@ -447,12 +472,14 @@ impl HttpClient {
     fn post(&mut self, frame: &[u8]) {
         let decoded = self.decoder.decode(frame);
         let mut awaiting = BTreeSet::new();
+        let mut initialize = false;
         let mut modern_version = None;
         let mut cancelled = None;
         let mut param_headers = Vec::new();
         if let Ok(Decoded::Single(m)) = &decoded {
             match m {
                 Message::Request(r) => {
+                    initialize = r.method.eq_str("initialize");
                     if let Id::Int(n) = r.id {
                         awaiting.insert(n);
                         if r.method.eq_str("tools/list") {
@@ -499,7 +526,7 @@ impl HttpClient {
         };
         let mut headers = owned(request_headers(frame, version, session.as_deref()));
         headers.extend(param_headers);
-        self.new_exchange(Exchange {
+        let exchange = self.new_exchange(Exchange {
             method: "POST",
             headers,
             body: frame.to_vec(),
@@ -511,6 +538,9 @@ impl HttpClient {
             reader: StreamReader::new(),
             attempts: 0,
         });
+        if initialize {
+            self.initialize = Some(exchange);
+        }
     }
 
     /// `Mcp-Param-*` headers for a `tools/call`, from the tool's annotations.
@@ -685,7 +715,10 @@ impl HttpClient {
             return;
         };
         let open = !ex.awaiting.is_empty() || ex.standalone;
-        let resumable = ex.reader.last_event_id().is_some() && self.session.is_some();
+        // 2026-07-28 streams are not resumed (a broken stream loses its request); handshake-era
+        // ones are, with or without a session (event ids are unique per session, or per
+        // client without one).
+        let resumable = ex.reader.last_event_id().is_some() && self.conn.era() != Some(Era::Modern);
         if open && resumable && ex.attempts < self.policy.max_attempts {
             ex.attempts += 1;
             let delay = self.policy.delay(ex.attempts, ex.reader.retry(), jitter);
@@ -700,6 +733,24 @@ impl HttpClient {
             return;
         }
         self.finish(now, exchange, failure);
+    }
+
+    /// Drops the resumptions whose requests all ended meanwhile (timed out, or cancelled): a
+    /// server's long `retry` must not keep their exchanges (and their bodies) for nothing.
+    fn forget_ended(&mut self) {
+        let conn = &self.conn;
+        let exchanges = &mut self.exchanges;
+        self.resumes.retain(|(_, e)| {
+            let Some(ex) = exchanges.get_mut(e) else {
+                return false;
+            };
+            ex.awaiting.retain(|n| conn.awaits_answer(*n));
+            if ex.standalone || !ex.awaiting.is_empty() {
+                return true;
+            }
+            exchanges.remove(e);
+            false
+        });
     }
 
     /// Ends an exchange: requests it still owed an answer fail.
