@@ -10,6 +10,7 @@ import "C"
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"runtime"
 	"time"
 	"unsafe"
@@ -208,7 +209,15 @@ func (c *Conn) NextDeadline() (time.Time, bool) {
 	if d.rc != C.MCPW_OK || d.has == 0 {
 		return time.Time{}, false
 	}
-	return c.origin.Add(time.Duration(d.at_ns)), true
+	return deadlineAt(c.origin, uint64(d.at_ns)), true
+}
+
+// deadlineAt turns an engine deadline (nanoseconds after origin) into a time. A deadline past
+// the largest Duration (the engine saturates one that a server's enormous `retry` put out of
+// reach) stays that far away instead of wrapping into the past, where a timer armed from it
+// would fire at once, for ever.
+func deadlineAt(origin time.Time, ns uint64) time.Time {
+	return origin.Add(time.Duration(min(ns, math.MaxInt64)))
 }
 
 // ---- Commands ---------------------------------------------------------------------------

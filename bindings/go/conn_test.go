@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -1049,5 +1050,19 @@ func TestInvalidInitializeResult(t *testing.T) {
 	}
 	if Server.String() != "server" || CloseReason(55).String() != "close-reason(55)" || StateClosing.String() != "closing" {
 		t.Fatal("names")
+	}
+}
+
+// A deadline the engine saturated (a server's enormous retry) stays in the far future: as a
+// Duration it would wrap negative, and a timer armed from it would fire at once, for ever.
+func TestDeadlinesPastTheLargestDurationStayInTheFuture(t *testing.T) {
+	origin := time.Now()
+	for _, ns := range []uint64{1 << 63, 1<<63 + 5, math.MaxUint64} {
+		if at := deadlineAt(origin, ns); !at.After(origin.Add(100 * 365 * 24 * time.Hour)) {
+			t.Errorf("deadline %d ns after origin became %v", ns, at.Sub(origin))
+		}
+	}
+	if at := deadlineAt(origin, 1500); at.Sub(origin) != 1500*time.Nanosecond {
+		t.Errorf("an ordinary deadline moved: %v", at.Sub(origin))
 	}
 }

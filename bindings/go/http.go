@@ -408,7 +408,7 @@ func (s *HTTPServer) timers() {
 		wait := time.Hour
 		s.armed = math.MaxUint64
 		if d.rc == C.MCPW_OK && d.has != 0 {
-			wait = time.Until(s.origin.Add(time.Duration(d.at_ns)))
+			wait = time.Until(deadlineAt(s.origin, uint64(d.at_ns)))
 			s.armed = uint64(d.at_ns)
 		}
 		s.mu.Unlock()

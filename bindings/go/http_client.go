@@ -214,7 +214,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		var timeout <-chan time.Time
 		timer.Stop()
 		if d := C.mcpwgo_http_client_deadline(c.ptr); d.rc == C.MCPW_OK && d.has != 0 {
-			timer.Reset(time.Until(c.origin.Add(time.Duration(d.at_ns))))
+			timer.Reset(time.Until(deadlineAt(c.origin, uint64(d.at_ns))))
 			timeout = timer.C
 		}
 		select {

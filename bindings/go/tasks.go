@@ -509,7 +509,7 @@ func (t *Tasks) PollTimeout() (time.Time, bool) {
 	if d.rc != C.MCPW_OK || d.has == 0 {
 		return time.Time{}, false
 	}
-	return t.origin.Add(time.Duration(d.at_ns)), true
+	return deadlineAt(t.origin, uint64(d.at_ns)), true
 }
 
 // HandleTimeout deletes every task whose TTL ran out by now; one that was not terminal yet
