@@ -830,3 +830,98 @@ fn reconnect_delays_saturate_instead_of_overflowing() {
         assert!(policy.delay(attempt, retry, u32::MAX) >= Duration::from_millis(u64::MAX));
     }
 }
+
+#[test]
+fn a_server_that_replays_the_event_it_was_named_is_not_believed_twice() {
+    // Resumed with `Last-Event-ID: 1`, a server starts again at event 1 rather than after it:
+    // its request (already handed to the application, and answered) is not handed out again.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    let roots = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"roots/list\"}\n\n";
+    c.client.handle_response(
+        c.now,
+        post.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    c.client.handle_body(c.now, post.exchange, roots.as_bytes());
+    c.events();
+    // The application answers it; then the stream breaks.
+    let srv = (c.events.iter())
+        .find_map(|e| match e {
+            Ev::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .expect("the server's request");
+    (c.client.connection())
+        .respond(srv.as_id(), RawJson::new(r#"{"roots":[]}"#).unwrap())
+        .unwrap();
+    for s in c.sent() {
+        c.answer(&s, 202, &[], "");
+    }
+    c.client.handle_error(c.now, post.exchange, 0);
+    c.events();
+    c.wait(Duration::from_secs(2));
+    let get = c.sent().into_iter().find(|s| s.method == "GET").unwrap();
+    assert_eq!(get.header("Last-Event-ID"), Some("1"));
+    let answer = tools_answer(&json!(id.0));
+    c.stream(&get, &[], &format!("{roots}id: 2\ndata: {answer}\n\n"));
+    let asked = (c.events.iter())
+        .filter(|e| matches!(e, Ev::Request { method, .. } if method == "roots/list"))
+        .count();
+    assert_eq!(asked, 1, "{:?}", c.events);
+    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
+}
+
+#[test]
+fn a_server_that_refuses_every_get_with_404_does_not_make_sessions_for_ever() {
+    let mut c = Scripted {
+        client: HttpClient::new(
+            legacy(client_config()),
+            Timestamp::ZERO,
+            ReconnectPolicy::default(),
+            true,
+        )
+        .unwrap(),
+        now: Timestamp::ZERO,
+        events: Vec::new(),
+    };
+    let mut initializes = 0;
+    for round in 0..50 {
+        for s in c.sent() {
+            match (s.method, s.body["method"].as_str()) {
+                ("GET", _) => c.answer(&s, 404, &[], ""),
+                (_, Some("initialize")) => {
+                    initializes += 1;
+                    let answer = json!({"jsonrpc":"2.0","id":s.body["id"],"result":{
+                        "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                        "serverInfo":{"name":"scripted","version":"1"}}})
+                    .to_string();
+                    let sid = format!("s{round}");
+                    c.answer(&s, 200, &[("Mcp-Session-Id", &sid)], &answer);
+                }
+                (_, Some("tools/list")) => {
+                    let answer = tools_answer(&s.body["id"]);
+                    c.answer(&s, 200, &[], &answer);
+                }
+                _ => c.answer(&s, 202, &[], ""),
+            }
+        }
+        c.events();
+    }
+    assert!(initializes <= 2, "{initializes} sessions");
+    let again = c.request("tools/list");
+    for _ in 0..3 {
+        for s in c.sent() {
+            let answer = tools_answer(&s.body["id"]);
+            c.answer(&s, 200, &[], &answer);
+        }
+    }
+    assert!(
+        matches!(c.outcome(again), Some(Ev::Response { .. })),
+        "{:?}",
+        c.events
+    );
+}

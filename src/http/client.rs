@@ -98,6 +98,10 @@ pub struct StreamReader {
     retry: Option<Duration>,
     /// Events dispatched so far (messages or not), for telling a stream that moved on.
     events: u64,
+    /// The id sent as `Last-Event-ID` on the reconnection now being read, until its first
+    /// event: a server that replays that very event (which the client already had) is not
+    /// believed twice.
+    resumed_from: Option<String>,
 }
 
 impl StreamReader {
@@ -119,6 +123,10 @@ impl StreamReader {
             match item {
                 SseItem::Event(e) => {
                     self.events += 1;
+                    let resumed_from = self.resumed_from.take();
+                    if resumed_from.is_some() && e.id == resumed_from {
+                        continue; // already delivered before the reconnection
+                    }
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
                         on_message(e.data.as_bytes());
@@ -140,10 +148,12 @@ impl StreamReader {
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut
     /// off mid-way is discarded (the server replays it whole), while the last event id and
-    /// `retry` are kept.
+    /// `retry` are kept. If the new connection's first event is the one named in
+    /// `Last-Event-ID` (a server that replays from it, not after it), it is skipped.
     pub fn reconnected(&mut self) {
         let mut fresh = SseDecoder::default();
         fresh.set_last_event_id(self.sse.last_event_id());
+        self.resumed_from = self.sse.last_event_id().map(str::to_owned);
         self.sse = fresh;
     }
 

@@ -167,6 +167,11 @@ pub struct HttpClient {
     get_pending: Option<ExchangeId>,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
+    /// A request of this session was answered with success (see `skip_get`).
+    session_answered: bool,
+    /// The next session opens no GET stream: this one's was refused before anything else
+    /// succeeded.
+    skip_get: bool,
     /// The exchange carrying `initialize`: the session id is taken from its answer only (not
     /// from a 2026-07-28 answer, nor from a late answer of a session that ended).
     initialize: Option<ExchangeId>,
@@ -200,6 +205,8 @@ impl HttpClient {
             want_get: open_get_stream,
             get_pending: None,
             restart: false,
+            session_answered: false,
+            skip_get: false,
             initialize: None,
             now,
         })
@@ -260,7 +267,8 @@ impl HttpClient {
             self.restart = false;
             if let Ok(conn) = Connection::new(self.conn.config().clone(), self.now) {
                 self.conn = conn;
-                self.open_get = self.want_get;
+                self.open_get = self.want_get && !std::mem::take(&mut self.skip_get);
+                self.session_answered = false;
             }
         }
         self.conn.poll_event()
@@ -350,8 +358,16 @@ impl HttpClient {
             _ => Reading::Other(Vec::new()),
         };
         if status == 404 && ex.with_session {
-            // The session is gone: its requests fail, and the next connection starts over.
+            // The session is gone: its requests fail, and the next connection starts over. A
+            // GET stream refused this way before the session answered anything else is not
+            // asked for in the next session: a server that answers every GET with 404 would
+            // otherwise start a new session for ever, and hold every request behind its GET.
+            if ex.standalone && !self.session_answered {
+                self.skip_get = true;
+            }
             self.expire_session(now, exchange);
+        } else if ex.with_session && (200..300).contains(&status) && !ex.awaiting.is_empty() {
+            self.session_answered = true;
         }
     }
 
