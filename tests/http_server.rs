@@ -197,6 +197,36 @@ fn post_request(
     (stream, *key, id.clone())
 }
 
+/// A `tools/call` (id 9) on session `sid`, left unanswered, its stream read up to its priming
+/// event.
+fn call_and_prime(
+    s: &mut HttpServer,
+    sid: &str,
+) -> (
+    HttpStreamId,
+    ConnKey,
+    mcpwire::jsonrpc::OwnedId,
+    StreamReader,
+) {
+    let (stream, key, id) = post_request(
+        s,
+        sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    let mut reader = StreamReader::new();
+    let (none, finished) = read_stream(s, stream, &mut reader);
+    assert!(none.is_empty() && !finished);
+    (stream, key, id, reader)
+}
+
+/// The application answers call `id` of connection `key`.
+fn answer_call(s: &mut HttpServer, key: ConnKey, id: &mcpwire::jsonrpc::OwnedId) {
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
+        .unwrap();
+}
+
 #[test]
 fn foreign_host_or_origin_gets_403() {
     let mut s = server();
@@ -1016,14 +1046,7 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     // by GET, and the answer comes afterwards on the resumed stream.
     let mut s = server();
     let sid = open_session(&mut s);
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
-    let mut reader = StreamReader::new();
-    let (none, finished) = read_stream(&mut s, stream, &mut reader);
-    assert!(none.is_empty() && !finished);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     s.stream_closed(T0, stream);
     let last = reader.last_event_id().unwrap().to_owned();
     let resumed = get_stream(
@@ -1032,10 +1055,7 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     );
     let (none, finished) = read_stream(&mut s, resumed, &mut reader);
     assert!(none.is_empty() && !finished, "still waiting for the answer");
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["id"], 9);
@@ -1051,14 +1071,7 @@ fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response(
     // to a dead socket and the resumed client waits for it forever.
     let mut s = server();
     let sid = open_session(&mut s);
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
-    let mut reader = StreamReader::new();
-    let (none, finished) = read_stream(&mut s, stream, &mut reader);
-    assert!(none.is_empty() && !finished);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     while s.poll_woken().is_some() {}
     let last = reader.last_event_id().unwrap().to_owned();
     let resumed = get_stream(
@@ -1073,10 +1086,7 @@ fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response(
     }
     assert!(woken.contains(&stream), "{woken:?}");
     assert!(s.poll_stream(stream).is_none(), "the stale response ends");
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     // The stale response's host notices its client is gone only now: nothing changes.
     assert!(s.poll_stream(stream).is_none());
     s.consume_stream(stream, 1 << 20);
@@ -1105,10 +1115,7 @@ fn a_stream_resumed_before_the_host_first_polled_it_replays_its_answer() {
         &sid,
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
     );
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new("{\"content\":[]}").unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     s.pump();
     // Stream ids are sequential: a client can name this one before it saw any event of it.
     let last = format!("{}-0", stream.0);
@@ -1179,13 +1186,7 @@ fn resumptions_over_and_over_keep_a_bounded_list_of_responses_to_end() {
     // them stays bounded; each stale response still finds nothing to poll.
     let mut s = server();
     let sid = open_session(&mut s);
-    let (stream, _, _) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
-    let mut reader = StreamReader::new();
-    read_stream(&mut s, stream, &mut reader);
+    let (stream, _, _, reader) = call_and_prime(&mut s, &sid);
     let last = reader.last_event_id().unwrap().to_owned();
     let mut held = vec![stream];
     for _ in 0..3_000 {
