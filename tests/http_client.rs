@@ -623,10 +623,7 @@ impl Scripted {
     fn handshake(&mut self, sid: Option<&str>) {
         let init = self.sent().remove(0);
         assert_eq!(init.body["method"], "initialize");
-        let answer = json!({"jsonrpc":"2.0","id":init.body["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-            "serverInfo":{"name":"scripted","version":"1"}}})
-        .to_string();
+        let answer = initialize_answer(&init.body["id"]);
         let headers: Vec<(&str, &str)> = sid.map(|s| ("Mcp-Session-Id", s)).into_iter().collect();
         self.answer(&init, 200, &headers, &answer);
         for s in self.sent() {
@@ -664,6 +661,13 @@ impl Scripted {
             _ => false,
         })
     }
+}
+
+fn initialize_answer(id: &Value) -> String {
+    json!({"jsonrpc":"2.0","id":id,"result":{
+        "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string()
 }
 
 fn tools_answer(id: &Value) -> String {
@@ -895,10 +899,7 @@ fn a_server_that_refuses_every_get_with_404_does_not_make_sessions_for_ever() {
                 ("GET", _) => c.answer(&s, 404, &[], ""),
                 (_, Some("initialize")) => {
                     initializes += 1;
-                    let answer = json!({"jsonrpc":"2.0","id":s.body["id"],"result":{
-                        "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                        "serverInfo":{"name":"scripted","version":"1"}}})
-                    .to_string();
+                    let answer = initialize_answer(&s.body["id"]);
                     let sid = format!("s{round}");
                     c.answer(&s, 200, &[("Mcp-Session-Id", &sid)], &answer);
                 }
