@@ -734,7 +734,8 @@ impl HttpClient {
         // 2026-07-28 streams are not resumed (a broken stream loses its request); handshake-era
         // ones are, with or without a session (event ids are unique per session, or per
         // client without one).
-        let resumable = ex.reader.last_event_id().is_some() && self.conn.era() != Some(Era::Modern);
+        let handshake_era = self.session.is_some() || self.conn.era() == Some(Era::Legacy);
+        let resumable = ex.reader.last_event_id().is_some() && handshake_era;
         if open && resumable && ex.attempts < self.policy.max_attempts {
             ex.attempts += 1;
             let delay = self.policy.delay(ex.attempts, ex.reader.retry(), jitter);
