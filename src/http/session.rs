@@ -248,7 +248,9 @@ impl HttpClient {
     }
 
     /// The next event of the connection. After a session expired, the old connection's
-    /// events (its failed requests) come first; then a new connection starts a new session.
+    /// events (its failed requests) come first, and requests made on it meanwhile fail too
+    /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
+    /// starts a new session.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         if self.restart && self.conn.pending_events() == 0 {
             // Requests the application made on the old connection after its session ended
