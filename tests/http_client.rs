@@ -547,6 +547,8 @@ struct Scripted {
     client: HttpClient,
     now: Timestamp,
     events: Vec<Ev>,
+    /// GET streams the handshake left unanswered.
+    gets: Vec<Sent>,
 }
 
 /// One request the client asked the host to make.
@@ -567,10 +569,16 @@ impl Sent {
 
 impl Scripted {
     fn new(config: Config, policy: ReconnectPolicy) -> Scripted {
+        Scripted::with_get(config, policy, false)
+    }
+
+    /// `open_get_stream` as given.
+    fn with_get(config: Config, policy: ReconnectPolicy, open_get_stream: bool) -> Scripted {
         Scripted {
-            client: HttpClient::new(config, Timestamp::ZERO, policy, false).unwrap(),
+            client: HttpClient::new(config, Timestamp::ZERO, policy, open_get_stream).unwrap(),
             now: Timestamp::ZERO,
             events: Vec::new(),
+            gets: Vec::new(),
         }
     }
 
@@ -627,6 +635,10 @@ impl Scripted {
         let headers: Vec<(&str, &str)> = sid.map(|s| ("Mcp-Session-Id", s)).into_iter().collect();
         self.answer(&init, 200, &headers, &answer);
         for s in self.sent() {
+            if s.method == "GET" {
+                self.gets.push(s);
+                continue;
+            }
             assert_eq!(s.body["method"], "notifications/initialized");
             self.answer(&s, 202, &[], "");
         }
@@ -881,17 +893,7 @@ fn a_server_that_replays_the_event_it_was_named_is_not_believed_twice() {
 
 #[test]
 fn a_server_that_refuses_every_get_with_404_does_not_make_sessions_for_ever() {
-    let mut c = Scripted {
-        client: HttpClient::new(
-            legacy(client_config()),
-            Timestamp::ZERO,
-            ReconnectPolicy::default(),
-            true,
-        )
-        .unwrap(),
-        now: Timestamp::ZERO,
-        events: Vec::new(),
-    };
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
     let mut initializes = 0;
     for round in 0..50 {
         for s in c.sent() {
@@ -925,4 +927,25 @@ fn a_server_that_refuses_every_get_with_404_does_not_make_sessions_for_ever() {
         "{:?}",
         c.events
     );
+}
+
+#[test]
+fn requests_wait_for_the_get_streams_head_at_most_a_second() {
+    // Requests wait for the session's GET stream to get its response head, so that the
+    // server has somewhere to send what belongs to no request. A server that holds the head
+    // back until it has a message must not hold them until they time out.
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    assert_eq!(c.gets.len(), 1, "the GET stream first");
+    let id = c.request("tools/list");
+    assert!(c.sent().is_empty(), "the request waits for the GET's head");
+    c.wait(Duration::from_millis(500));
+    assert!(c.sent().is_empty(), "it still waits half a second later");
+    let due = c.client.poll_timeout().expect("a deadline for the wait");
+    c.wait(Duration::from_nanos(due.as_nanos() - c.now.as_nanos()));
+    let post = c.sent().remove(0);
+    assert_eq!(post.body["method"], "tools/list");
+    let answer = tools_answer(&post.body["id"]);
+    c.answer(&post, 200, &[], &answer);
+    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
 }

@@ -112,6 +112,10 @@ struct Exchange {
     attempts: u32,
 }
 
+/// How long requests wait for the session's GET stream to get its response head before they
+/// go out anyway.
+const GET_HEAD_WAIT: Duration = Duration::from_secs(1);
+
 /// The largest JSON body a client collects; a larger one fails its exchange.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
@@ -165,6 +169,9 @@ pub struct HttpClient {
     /// server that answers "the next GET" with pending messages cannot take a request's own
     /// answer off its stream.
     get_pending: Option<ExchangeId>,
+    /// Until when requests wait for the GET stream's response head: a server that holds it
+    /// back until it has a message would otherwise hold them until they time out.
+    get_pending_until: Timestamp,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
     /// A request of this session was answered with success (see `skip_get`).
@@ -204,6 +211,7 @@ impl HttpClient {
             open_get: open_get_stream,
             want_get: open_get_stream,
             get_pending: None,
+            get_pending_until: now,
             restart: false,
             session_answered: false,
             skip_get: false,
@@ -277,9 +285,13 @@ impl HttpClient {
     }
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work: the connection's
-    /// timers and the resumptions waiting.
+    /// timers, the resumptions waiting, and the end of the requests' wait for the GET
+    /// stream's response head.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let resume = self.resumes.iter().map(|(at, _)| *at).min();
+        let get_wait = self.get_pending.map(|_| self.get_pending_until);
+        let resume = (self.resumes.iter().map(|(at, _)| *at))
+            .chain(get_wait)
+            .min();
         match (self.conn.poll_timeout(), resume) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -461,6 +473,9 @@ impl HttpClient {
 
     /// Turns the connection's output into POST exchanges.
     fn take_output(&mut self) {
+        if self.get_pending.is_some() && self.now >= self.get_pending_until {
+            self.get_pending = None; // waited long enough: requests go out beside it
+        }
         while self.get_pending.is_none()
             && let Some(frame) = self.conn.poll_frame()
         {
@@ -475,6 +490,7 @@ impl HttpClient {
                 // The handshake just finished (`initialized` is out): the GET stream first.
                 self.open_get = false;
                 self.get_pending = Some(self.get_stream());
+                self.get_pending_until = self.now.after(GET_HEAD_WAIT);
             }
         }
     }
