@@ -349,6 +349,9 @@ func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	defer s.notifyLocked() // also when f panics: its view is cut off before the lock goes
 	err := f(s.lent(got.conn))
 	s.dispatchLocked()
+	// What f sent goes onto its streams now (or waits for the session's GET stream, within
+	// the backlog's bounds), not whenever the next call into the server moves it.
+	s.wakeStreamsLocked()
 	return err
 }
 
