@@ -937,7 +937,9 @@ typedef enum mcpw_http_action_kind {
      */
     MCPW_HTTP_ACTION_SEND = 1,
     /**
-     * Stop reading the response of `exchange` and close it; report nothing more for it.
+     * Stop reading the response of `exchange` and close it; report nothing more for it. It
+     * comes for a cancelled 2026-07-28 request, for the exchanges of an expired session, and
+     * for a stream the server keeps open two seconds after every request it carried ended.
      */
     MCPW_HTTP_ACTION_ABORT = 2,
 } mcpw_http_action_kind;

@@ -549,6 +549,8 @@ struct Scripted {
     events: Vec<Ev>,
     /// GET streams the handshake left unanswered.
     gets: Vec<Sent>,
+    /// Exchanges the client asked the host to abort.
+    aborted: Vec<ExchangeId>,
 }
 
 /// One request the client asked the host to make.
@@ -579,26 +581,27 @@ impl Scripted {
             now: Timestamp::ZERO,
             events: Vec::new(),
             gets: Vec::new(),
+            aborted: Vec::new(),
         }
     }
 
-    /// The requests the client wants made now (aborts are dropped).
+    /// The requests the client wants made now (aborts go to `aborted`).
     fn sent(&mut self) -> Vec<Sent> {
         let mut out = Vec::new();
         while let Some(action) = self.client.poll_action() {
-            if let ClientAction::Send {
-                exchange,
-                method,
-                headers,
-                body,
-            } = action
-            {
-                out.push(Sent {
+            match action {
+                ClientAction::Send {
+                    exchange,
+                    method,
+                    headers,
+                    body,
+                } => out.push(Sent {
                     exchange,
                     method,
                     headers: headers.to_vec(),
                     body: serde_json::from_slice(body).unwrap_or(Value::Null),
-                });
+                }),
+                ClientAction::Abort { exchange } => self.aborted.push(exchange),
             }
         }
         out
@@ -948,4 +951,115 @@ fn requests_wait_for_the_get_streams_head_at_most_a_second() {
     let answer = tools_answer(&post.body["id"]);
     c.answer(&post, 200, &[], &answer);
     assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
+}
+
+#[test]
+fn a_stream_the_server_keeps_open_after_its_answer_is_let_go() {
+    // A server that never ends its SSE responses would otherwise hold one open connection per
+    // request for ever. The client waits `LINGER` for the server to end it, then aborts it;
+    // a stream that ends right after its answer is never aborted (its connection is reused).
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let (kept, ended) = (c.request("tools/list"), c.request("tools/list"));
+    let posts = c.sent();
+    assert_eq!(posts.len(), 2);
+    let sse = [("Content-Type", "text/event-stream")];
+    for p in &posts {
+        c.client.handle_response(c.now, p.exchange, 200, &sse);
+        let event = format!(
+            "id: e{}\ndata: {}\n\n",
+            p.exchange.0,
+            tools_answer(&p.body["id"])
+        );
+        c.client.handle_body(c.now, p.exchange, event.as_bytes());
+    }
+    c.client.handle_end(c.now, posts[1].exchange, 0); // the second one ends as it should
+    c.events();
+    assert!(matches!(c.outcome(kept), Some(Ev::Response { .. })));
+    assert!(matches!(c.outcome(ended), Some(Ev::Response { .. })));
+    assert!(c.sent().is_empty());
+    assert!(
+        c.aborted.is_empty(),
+        "not at once: the server may be about to end it"
+    );
+    let due = c
+        .client
+        .poll_timeout()
+        .expect("a deadline to let the stream go");
+    assert_eq!(due, c.now.after(mcpwire::http::LINGER));
+    c.wait(mcpwire::http::LINGER - Duration::from_millis(1));
+    assert!(c.sent().is_empty() && c.aborted.is_empty());
+    c.wait(Duration::from_millis(1));
+    assert!(c.sent().is_empty());
+    assert_eq!(
+        c.aborted,
+        vec![posts[0].exchange],
+        "only the stream left open"
+    );
+    // The host's late report of the aborted stream is ignored.
+    c.client.handle_end(c.now, posts[0].exchange, 0);
+    c.events();
+    assert!(c.sent().is_empty());
+    let next = c.client.poll_timeout();
+    assert!(
+        next.is_none_or(|t| t > c.now.after(mcpwire::http::LINGER)),
+        "{next:?}"
+    );
+}
+
+#[test]
+fn a_stream_whose_request_timed_out_is_let_go() {
+    // The request times out on a stream that brings nothing: the stream is closed too, rather
+    // than left open for as long as the server likes.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.client.handle_response(
+        c.now,
+        post.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    c.wait(Duration::from_secs(120));
+    assert!(
+        matches!(c.outcome(id), Some(Ev::TimedOut { .. })),
+        "{:?}",
+        c.events
+    );
+    for s in c.sent() {
+        assert_eq!(s.body["method"], "notifications/cancelled");
+        c.answer(&s, 202, &[], "");
+    }
+    assert!(c.aborted.is_empty());
+    c.wait(mcpwire::http::LINGER);
+    assert!(c.sent().is_empty());
+    assert_eq!(c.aborted, vec![post.exchange]);
+}
+
+#[test]
+fn many_streams_left_open_do_not_pile_up() {
+    // 2,000 requests, each answered on a stream the server never ends: at most the requests
+    // of the last `LINGER` keep theirs.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let sse = [("Content-Type", "text/event-stream")];
+    let mut open = std::collections::HashSet::new();
+    let mut most = 0;
+    for _ in 0..2_000 {
+        c.request("tools/list");
+        for p in c.sent() {
+            c.client.handle_response(c.now, p.exchange, 200, &sse);
+            let event = format!("data: {}\n\n", tools_answer(&p.body["id"]));
+            c.client.handle_body(c.now, p.exchange, event.as_bytes());
+            open.insert(p.exchange);
+        }
+        c.wait(Duration::from_millis(10));
+        c.sent();
+        for a in c.aborted.drain(..) {
+            assert!(open.remove(&a), "aborted once, and only what was open");
+        }
+        most = most.max(open.len());
+    }
+    assert!((150..=210).contains(&most), "{most} streams open at most");
 }

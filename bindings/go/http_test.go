@@ -862,3 +862,72 @@ func TestHTTPStreamsThatFinishEmptyLeaveNothingBehind(t *testing.T) {
 	get.Body.Close()
 	waitFor(t, "no stream held", func() bool { _, n := srv.Sessions(); return n == 0 })
 }
+
+// A server that keeps every SSE response open after its answer: the client closes the stream
+// itself a little later (the engine's LINGER, 2 s), instead of holding one connection per
+// request for as long as the server likes.
+func TestHTTPClientLetsGoOfAStreamTheServerKeepsOpen(t *testing.T) {
+	gone := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if m.Method == "initialize" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"keeps-open","version":"1"}}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"tools\":[]}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // never ends the stream itself
+		gone <- time.Now()
+	}))
+	defer srv.Close()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var answered time.Time
+	done := make(chan error, 1)
+	go func() {
+		done <- client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev.(type) {
+			case *ReadyEvent:
+				if _, err := c.Request(now, "tools/list", nil, nil); err != nil {
+					t.Error(err)
+				}
+			case *ResponseEvent:
+				answered = now
+			case *ErrorEvent, *FailedEvent, *TimedOutEvent:
+				t.Errorf("the request failed: %#v", ev)
+			}
+		}))
+	}()
+	select {
+	case at := <-gone:
+		cancel()
+		<-done
+		if answered.IsZero() {
+			t.Fatal("the stream was closed before its answer was handed out")
+		}
+		if d := at.Sub(answered); d < time.Second || d > 5*time.Second {
+			t.Fatalf("the stream was let go %v after its answer (want about 2 s)", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client never closed the stream the server kept open")
+	}
+}

@@ -74,8 +74,13 @@ pub enum ClientAction<'a> {
         /// The body (empty for a GET).
         body: &'a [u8],
     },
-    /// Stop reading this exchange's response and close it (2026-07-28: that cancels its
-    /// request). Report nothing more for it.
+    /// Stop reading this exchange's response and close it. Report nothing more for it.
+    ///
+    /// Comes for a 2026-07-28 request the application cancelled (closing its stream is how
+    /// that era cancels), for the exchanges of a session that expired, and for a stream the
+    /// server keeps open after every request it carried has ended (answered, timed out or
+    /// cancelled): such a stream is let go [`LINGER`] after that, so that a server that never
+    /// ends its streams cannot pile up open connections.
     Abort {
         /// Which exchange.
         exchange: ExchangeId,
@@ -110,11 +115,47 @@ struct Exchange {
     reading: Reading,
     reader: StreamReader,
     attempts: u32,
+    /// It was sent for requests of ours (so it ends once they all have).
+    asked: bool,
+    /// Those requests all ended: the exchange is let go at this time if the server has not
+    /// ended it by then.
+    linger: Option<Timestamp>,
+}
+
+impl Exchange {
+    /// An exchange to send, for the requests in `awaiting` (none for a notification, an
+    /// answer, a GET or a DELETE).
+    fn new(
+        method: &'static str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        awaiting: BTreeSet<i64>,
+    ) -> Exchange {
+        Exchange {
+            method,
+            headers,
+            body,
+            asked: !awaiting.is_empty(),
+            awaiting,
+            standalone: false,
+            with_session: false,
+            status: 0,
+            reading: Reading::Waiting,
+            reader: StreamReader::new(),
+            attempts: 0,
+            linger: None,
+        }
+    }
 }
 
 /// How long requests wait for the session's GET stream to get its response head before they
 /// go out anyway.
 const GET_HEAD_WAIT: Duration = Duration::from_secs(1);
+
+/// How long a response whose requests have all ended may stay open before the client closes
+/// it. A server ends a stream right after its answer, so the wait is rarely seen; closing at
+/// once would instead cost the HTTP connection's reuse, since its body was not read to the end.
+pub const LINGER: Duration = Duration::from_secs(2);
 
 /// The largest JSON body a client collects; a larger one fails its exchange.
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -161,6 +202,12 @@ pub struct HttpClient {
     queue: VecDeque<(ExchangeId, bool)>,
     /// Resumptions waiting for their time.
     resumes: Vec<(Timestamp, ExchangeId)>,
+    /// Exchanges whose requests have all ended, let go at their time unless the server ends
+    /// them first ([`LINGER`]).
+    lingering: Vec<(Timestamp, ExchangeId)>,
+    /// Requests may have ended (an answer came, a timer fired, a request was cancelled) since
+    /// the exchanges were last checked for ones with nothing left to bring.
+    sweep: bool,
     decoder: Decoder,
     /// Open a standalone GET stream once the session is ready (`want_get`: for every session).
     open_get: bool,
@@ -207,6 +254,8 @@ impl HttpClient {
             next_exchange: 1,
             queue: VecDeque::new(),
             resumes: Vec::new(),
+            lingering: Vec::new(),
+            sweep: false,
             decoder,
             open_get: open_get_stream,
             want_get: open_get_stream,
@@ -241,18 +290,8 @@ impl HttpClient {
         if let Some(v) = self.conn.protocol_version() {
             headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
         }
-        Some(self.new_exchange(Exchange {
-            method: "DELETE",
-            headers,
-            body: Vec::new(),
-            awaiting: BTreeSet::new(),
-            standalone: false,
-            with_session: false,
-            status: 0,
-            reading: Reading::Waiting,
-            reader: StreamReader::new(),
-            attempts: 0,
-        }))
+        let delete = Exchange::new("DELETE", headers, Vec::new(), BTreeSet::new());
+        Some(self.new_exchange(delete))
     }
 
     /// The next event of the connection. After a session expired, the old connection's
@@ -285,11 +324,12 @@ impl HttpClient {
     }
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work: the connection's
-    /// timers, the resumptions waiting, and the end of the requests' wait for the GET
-    /// stream's response head.
+    /// timers, the resumptions waiting, the end of the requests' wait for the GET stream's
+    /// response head, and the streams to let go ([`LINGER`]).
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let get_wait = self.get_pending.map(|_| self.get_pending_until);
         let resume = (self.resumes.iter().map(|(at, _)| *at))
+            .chain(self.lingering.iter().map(|(at, _)| *at))
             .chain(get_wait)
             .min();
         match (self.conn.poll_timeout(), resume) {
@@ -298,10 +338,12 @@ impl HttpClient {
         }
     }
 
-    /// Fires what is due: the connection's timers, and resumptions whose time has come.
+    /// Fires what is due: the connection's timers, resumptions whose time has come, and
+    /// streams to let go.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
         self.conn.handle_timeout(now);
+        self.sweep = true;
         self.forget_ended();
         let (due, later): (Vec<_>, Vec<_>) =
             self.resumes.iter().copied().partition(|(at, _)| *at <= now);
@@ -309,13 +351,33 @@ impl HttpClient {
         for (_, exchange) in due {
             self.queue.push_back((exchange, false));
         }
+        let (due, later): (Vec<_>, Vec<_>) =
+            (self.lingering.iter().copied()).partition(|(at, _)| *at <= now);
+        self.lingering = later;
+        for (_, exchange) in due {
+            // Still open (the server has not ended it): close it. A resumed exchange (its
+            // requests still open) has no `linger` and is left alone.
+            if self
+                .exchanges
+                .get(&exchange)
+                .is_some_and(|e| e.linger.is_some())
+            {
+                self.queue.push_back((exchange, true));
+            }
+        }
     }
 
     /// The next thing for the host to do, if any: an HTTP request to make, or a response to
     /// abandon. Call it after every input and command, until `None`.
     pub fn poll_action(&mut self) -> Option<ClientAction<'_>> {
         self.take_output();
-        let (exchange, abort) = self.queue.pop_front()?;
+        self.find_done();
+        let (exchange, abort) = loop {
+            let (exchange, abort) = self.queue.pop_front()?;
+            if abort || self.exchanges.contains_key(&exchange) {
+                break (exchange, abort); // (one that ended before it went out is skipped)
+            }
+        };
         if abort {
             self.exchanges.remove(&exchange);
             return Some(ClientAction::Abort { exchange });
@@ -531,6 +593,7 @@ impl HttpClient {
                     }
                 }
                 Message::Notification(n) if n.method.eq_str("notifications/cancelled") => {
+                    self.sweep = true;
                     cancelled = n
                         .params
                         .and_then(|p| p.get_unique("requestId").ok().flatten())
@@ -560,18 +623,9 @@ impl HttpClient {
         };
         let mut headers = owned(request_headers(frame, version, session.as_deref()));
         headers.extend(param_headers);
-        let exchange = self.new_exchange(Exchange {
-            method: "POST",
-            headers,
-            body: frame.to_vec(),
-            awaiting,
-            standalone: false,
-            with_session: session.is_some(),
-            status: 0,
-            reading: Reading::Waiting,
-            reader: StreamReader::new(),
-            attempts: 0,
-        });
+        let mut ex = Exchange::new("POST", headers, frame.to_vec(), awaiting);
+        ex.with_session = session.is_some();
+        let exchange = self.new_exchange(ex);
         if initialize {
             self.initialize = Some(exchange);
         }
@@ -613,18 +667,10 @@ impl HttpClient {
         if let Some(v) = self.conn.protocol_version() {
             headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
         }
-        self.new_exchange(Exchange {
-            method: "GET",
-            headers,
-            body: Vec::new(),
-            awaiting: BTreeSet::new(),
-            standalone: true,
-            with_session: true,
-            status: 0,
-            reading: Reading::Waiting,
-            reader: StreamReader::new(),
-            attempts: 0,
-        })
+        let mut ex = Exchange::new("GET", headers, Vec::new(), BTreeSet::new());
+        ex.standalone = true;
+        ex.with_session = true;
+        self.new_exchange(ex)
     }
 
     fn deliver_body(&mut self, now: Timestamp, exchange: ExchangeId, body: &[u8]) {
@@ -684,6 +730,7 @@ impl HttpClient {
             for ex in self.exchanges.values_mut() {
                 ex.awaiting.remove(&n);
             }
+            self.sweep = true;
         }
         let message = filtered.as_deref().unwrap_or(message);
         self.conn.handle_frame(now, StreamId(exchange.0), message);
@@ -786,6 +833,29 @@ impl HttpClient {
             exchanges.remove(e);
             false
         });
+    }
+
+    /// Marks the exchanges that were sent for requests of ours which have all ended (answered
+    /// on this stream or another, timed out, cancelled): each is let go [`LINGER`] later if
+    /// the server has not ended it by then.
+    fn find_done(&mut self) {
+        if !std::mem::take(&mut self.sweep) {
+            return;
+        }
+        // (Resumptions still waiting keep only open requests, or are dropped here.)
+        self.forget_ended();
+        let until = self.now.after(LINGER);
+        let conn = &self.conn;
+        for (&id, ex) in self.exchanges.iter_mut() {
+            if !ex.asked || ex.standalone || ex.linger.is_some() {
+                continue;
+            }
+            ex.awaiting.retain(|n| conn.awaits_answer(*n));
+            if ex.awaiting.is_empty() {
+                ex.linger = Some(until);
+                self.lingering.push((until, id));
+            }
+        }
     }
 
     /// Ends an exchange: requests it still owed an answer fail.
