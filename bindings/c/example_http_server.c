@@ -1,6 +1,6 @@
 /*
  * An MCP server over Streamable HTTP in plain C: mcpwire for the protocol, libmicrohttpd for
- * HTTP, one thread, one select() loop that the host owns.
+ * HTTP, one thread, one event loop that the host owns.
  *
  * It speaks both protocol eras on one endpoint, http://127.0.0.1:PORT/mcp: handshake-era
  * sessions (2024-11-05 ... 2025-11-25, with Mcp-Session-Id, SSE streams, resumption with
@@ -20,7 +20,10 @@
  *   - libmicrohttpd runs in "external select" mode: each turn of the loop asks it for its file
  *     descriptors and timeout (MHD_get_fdset2, MHD_get_timeout), waits in select() for at
  *     most the earliest of its timeout, the engine's deadline (mcpw_http_server_poll_timeout)
- *     and our own tool timers, then lets it run (MHD_run_from_select).
+ *     and our own tool timers, then lets it run (MHD_run_from_select). Where libmicrohttpd
+ *     has epoll (Linux), it watches its sockets itself and hands the loop one descriptor, so
+ *     clients are bounded by the process's descriptor limit (raised to its hard limit, at
+ *     most MAX_CONNECTIONS) instead of select()'s FD_SETSIZE (about 1,000).
  *   - Each complete HTTP request goes to mcpw_http_server_handle_request, which says what to
  *     answer. A request that produced MCP events (a JSON-RPC request) is answered at once
  *     where possible; mcpw_http_server_settle then turns an already complete answer into a
@@ -64,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -610,6 +614,42 @@ static int client_gone(struct MHD_Connection *connection) {
     return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
+/* The most clients served at once with epoll. Each costs a descriptor and libmicrohttpd's
+   per-connection memory pool (32 KiB by default), so the bound keeps the worst case near
+   320 MiB; raise it with the descriptor limit for more. */
+#define MAX_CONNECTIONS 10000u
+
+static int have_epoll(void) { return MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES; }
+
+static unsigned daemon_flags(void) {
+    unsigned flags = MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    /* With epoll, MHD_get_fdset2 gives the loop only libmicrohttpd's epoll descriptor. */
+    if (have_epoll()) flags |= MHD_USE_EPOLL;
+    return flags;
+}
+
+/* How many clients libmicrohttpd accepts at once: select() handles FD_SETSIZE descriptors;
+   with epoll the process's descriptor limit counts, raised to the hard limit first (as Go and
+   most servers do). Room is kept for the listener, stdio and the tools' own files. */
+static unsigned connection_limit(void) {
+    struct rlimit limit;
+    rlim_t usable;
+    if (!have_epoll()) return (unsigned)(FD_SETSIZE - 16);
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return (unsigned)(FD_SETSIZE - 16);
+    if (limit.rlim_cur < limit.rlim_max) {
+        rlim_t want = limit.rlim_max == RLIM_INFINITY ? MAX_CONNECTIONS + 64 : limit.rlim_max;
+        if (want > MAX_CONNECTIONS + 64) want = MAX_CONNECTIONS + 64;
+        if (want > limit.rlim_cur) {
+            struct rlimit raised = {want, limit.rlim_max};
+            if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit.rlim_cur = want;
+        }
+    }
+    usable = limit.rlim_cur == RLIM_INFINITY ? MAX_CONNECTIONS + 64 : limit.rlim_cur;
+    if (usable < 128) return 64;
+    usable -= 64;
+    return usable > MAX_CONNECTIONS ? MAX_CONNECTIONS : (unsigned)usable;
+}
+
 static int compare_ids(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -875,11 +915,10 @@ int main(int argc, char **argv) {
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     daemon = MHD_start_daemon(
-        MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, (uint16_t)port, NULL, NULL, on_http, NULL,
+        daemon_flags(), (uint16_t)port, NULL, NULL, on_http, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        /* select() handles FD_SETSIZE descriptors; keep room for the listener and stdio. */
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(FD_SETSIZE - 16),
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
         /* Idle keep-alive connections and slow senders are dropped after 30 s (suspended SSE
            streams do not time out). */
         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);

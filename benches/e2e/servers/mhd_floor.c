@@ -90,7 +90,12 @@ int main(int argc, char **argv) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    daemon = MHD_start_daemon(MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, (uint16_t)port, NULL,
+    /* As the C host: epoll where libmicrohttpd has it (one descriptor in the select() set). */
+    daemon = MHD_start_daemon(MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
+                                  (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES
+                                       ? MHD_USE_EPOLL
+                                       : 0),
+                              (uint16_t)port, NULL,
                               NULL, on_http, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)(FD_SETSIZE - 16),
                               MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);

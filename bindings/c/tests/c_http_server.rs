@@ -412,6 +412,65 @@ fn clients_that_leave_idle_streams_are_noticed() {
     assert_clean_exit(server);
 }
 
+/// Raises this process's descriptor limit to its hard limit (at least `want`, else panics).
+fn raise_descriptor_limit(want: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        }
+    }
+    assert!(
+        limit.rlim_cur >= want,
+        "this test needs {want} descriptors; the hard limit is {}",
+        limit.rlim_max
+    );
+}
+
+#[test]
+fn more_clients_than_select_can_watch_are_served() {
+    // select() watches at most FD_SETSIZE (1,024) descriptors; with epoll the example serves
+    // as many clients as its descriptor limit allows. 1,100 clients hold 2026-07-28 listen
+    // streams open, and one more still gets its answer; then they all leave.
+    raise_descriptor_limit(1_300);
+    let server = Server::asan(&[]);
+    let port = server.port;
+    let body = r#"{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{MODERN}Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut held = Vec::new();
+    for i in 0..1_100 {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("\n\n") {
+            let n = s
+                .read(&mut buf)
+                .unwrap_or_else(|e| panic!("listen stream {i}: {e}"));
+            assert!(n > 0, "listen stream {i} closed early");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert!(seen.starts_with(b"HTTP/1.1 200"), "stream {i}");
+        held.push(s);
+    }
+    let (headers, body) = modern_call(7, "echo");
+    let out = post(port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains(r#""text":"hi""#), "{out}");
+    drop(held);
+    assert_clean_exit(server);
+}
+
 #[test]
 fn sigterm_lets_an_answer_in_flight_finish() {
     let server = Server::asan(&[]);
