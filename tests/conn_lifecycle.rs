@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::pair::{Ev, Pair, client_config, drain, legacy, server_config, take_output};
+use common::pair::{Ev, Pair, client_config, drain, legacy, own, server_config, take_output};
 use mcpwire::Timestamp;
 use mcpwire::conn::{CloseReason, Config, Connection, Error, State, ViolationKind};
 use mcpwire::jsonrpc::{Id, OwnedId, RawJson};
@@ -507,6 +507,51 @@ fn eof_processes_a_last_unterminated_line() {
             reason: CloseReason::Eof
         }]
     );
+}
+
+#[test]
+fn a_request_on_a_last_unterminated_line_can_be_answered() {
+    // `printf '%s' '{...}' | server`: the line is processed at end of input, and its request
+    // is answered like any other; the connection closes once its events are out.
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    take_output(&mut p.server);
+    p.server.handle_input(
+        p.now,
+        br#"{"jsonrpc":"2.0","id":"last","method":"tools/list"}"#,
+    );
+    assert!(drain(&mut p.server).is_empty());
+    p.server.handle_eof(p.now);
+    let id = match p.server.poll_event().map(own) {
+        Some(Ev::Request { id, method, .. }) => {
+            assert_eq!(method, "tools/list");
+            assert_eq!(id.to_string(), r#""last""#);
+            id
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(p.server.respond(id.as_id(), raw(r#"{"tools":[]}"#)), Ok(()));
+    // The end of input is due now, and closes at the next timer call.
+    assert!(drain(&mut p.server).is_empty());
+    assert_eq!(p.server.poll_timeout(), Some(Timestamp::ZERO));
+    p.server.handle_timeout(p.now);
+    assert_eq!(
+        drain(&mut p.server),
+        vec![Ev::Closed {
+            reason: CloseReason::Eof
+        }]
+    );
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    assert_eq!(
+        out,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"result\":{\"tools\":[]}}\n"
+    );
+    // A second end of input changes nothing.
+    p.server.handle_eof(p.now);
+    assert!(drain(&mut p.server).is_empty());
 }
 
 #[test]

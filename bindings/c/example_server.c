@@ -222,14 +222,16 @@ static void member_pair(mcpw_str json, const char *k1, const char *k2, mcpw_str 
     }
 }
 
+/* MCPW_ERR_CLOSED: the connection closed (the client's input ended) before this answer; there
+   is no one left to answer, which is not an error of this server. */
 static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
     mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
-    if (rc != MCPW_OK) die("respond", rc);
+    if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) die("respond", rc);
 }
 
 static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
     mcpw_result rc = mcpw_conn_respond_error(conn, id, code, message, strlen(message), NULL, 0);
-    if (rc != MCPW_OK) die("respond_error", rc);
+    if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) die("respond_error", rc);
 }
 
 /* echo: the text comes back exactly, copied as the raw JSON string it arrived as. */

@@ -1052,6 +1052,15 @@ static void test_eof(void) {
     OK(mcpw_conn_handle_eof(p.server, p.now));
     ev = next(p.server);
     CHECK(ev.kind == MCPW_EVENT_NOTIFICATION && str_eq(ev.method, "x/last"));
+    /* Its events come out first (a request on it could be answered); the end of input is
+       then due at once, and closes at the next timer call. */
+    {
+        bool has = false;
+        uint64_t at = 1;
+        OK(mcpw_conn_poll_timeout(p.server, &has, &at));
+        CHECK(has && at == 0);
+    }
+    OK(mcpw_conn_handle_timeout(p.server, p.now));
     ev = next(p.server);
     CHECK(ev.kind == MCPW_EVENT_CLOSED && ev.close_reason == MCPW_CLOSE_EOF);
     RC(MCPW_ERR_CLOSED, mcpw_conn_respond(p.server, &id, S("{}")));

@@ -433,7 +433,17 @@ func TestFeedEOF(t *testing.T) {
 	}
 	mustOK(t, s.FeedEOF(p.now))
 	evs = s.AppendEvents(nil)
-	if len(evs) != 2 || evs[0].(*NotificationEvent).Method != "notifications/roots/list_changed" {
+	if len(evs) != 1 || evs[0].(*NotificationEvent).Method != "notifications/roots/list_changed" {
+		t.Fatalf("%s", dump(evs))
+	}
+	// Its events come out first (a request on it could be answered); the end is then due at
+	// once, and closes at the next HandleTimeout.
+	if at, ok := s.NextDeadline(); !ok || at.After(p.now) {
+		t.Fatalf("deadline %v %v", at, ok)
+	}
+	mustOK(t, s.HandleTimeout(p.now))
+	evs = s.AppendEvents(nil)
+	if len(evs) != 1 || evs[0].(*ClosedEvent).Reason != CloseEOF {
 		t.Fatalf("%s", dump(evs))
 	}
 }
@@ -933,6 +943,8 @@ func TestWholeVsByteByByte(t *testing.T) {
 			out, _ = s.AppendOutput(out)
 		}
 		mustOK(t, s.FeedEOF(epoch))
+		events = s.AppendEvents(events)
+		mustOK(t, s.HandleTimeout(epoch)) // the end of input, after the last line's events
 		events = s.AppendEvents(events)
 		out, _ = s.AppendOutput(out)
 		return dump(events), string(out)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -320,6 +321,68 @@ func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
 		if !json.Valid(l) {
 			t.Fatalf("a torn line: %q", l)
 		}
+	}
+}
+
+// failingReader hands out its data, then fails with err in the same Read.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	if len(r.data) == 0 {
+		return n, r.err
+	}
+	return n, nil
+}
+
+// Every answer is written however the input ends: a Read that returns the last data together
+// with io.EOF (as io.Reader allows), a last request without a newline, and a read error after
+// data (Serve then returns that error, after the answers).
+func TestServeAnswersWhatCameWithTheEndOfInput(t *testing.T) {
+	broken := errors.New("the pipe broke")
+	for _, tc := range []struct {
+		name    string
+		n       int
+		reader  func(in []byte) io.Reader
+		trimEOL bool
+		want    error
+	}{
+		{"data with EOF, 3 requests", 3, func(in []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(in)) }, false, nil},
+		{"data with EOF, 1000 requests", 1000, func(in []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(in)) }, false, nil},
+		{"no newline at the end", 5, func(in []byte) io.Reader { return bytes.NewReader(in) }, true, nil},
+		{"no newline, with EOF", 5, func(in []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(in)) }, true, nil},
+		{"a read error after data", 1000, func(in []byte) io.Reader { return &failingReader{in, broken} }, false, broken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := toolsServer(t)
+			in := pipelined(tc.n).Bytes()
+			if tc.trimEOL {
+				in = bytes.TrimSuffix(in, []byte("\n"))
+			}
+			var out bytes.Buffer
+			var failed int
+			err := Serve(context.Background(), conn, tc.reader(in), &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+				if req, ok := ev.(*RequestEvent); ok {
+					if c.Respond(req.ID, json.RawMessage(`{"tools":[]}`)) != nil {
+						failed++
+					}
+				}
+			}))
+			if err != tc.want {
+				t.Fatalf("Serve returned %v, want %v", err, tc.want)
+			}
+			if failed > 0 {
+				t.Fatalf("%d answers were refused", failed)
+			}
+			lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+			if len(lines) != tc.n+1 {
+				t.Fatalf("%d answers to %d requests", len(lines)-1, tc.n)
+			}
+		})
 	}
 }
 

@@ -74,7 +74,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var pending []byte // read but not yet fed
-	inputOpen, asked, shutdown := true, false, false
+	var readErr error  // how the input ended (io.EOF, or a read error), once it has
+	inputOpen, asked, shutdown, eofFed := true, false, false, false
 	done := ctx.Done()
 	for {
 		// 1. Events (the handler may issue commands), 2. all output.
@@ -99,6 +100,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			if shutdown {
 				return ctx.Err()
 			}
+			if readErr != nil && readErr != io.EOF {
+				return readErr
+			}
 			return nil
 		}
 		// 3. The rest of the last read, a piece at a time, before reading more.
@@ -108,6 +112,15 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return err
 			}
 			pending = pending[n:]
+			continue
+		}
+		// The input ended, and everything read before its end is in and handed out: now
+		// the end itself (a last line without a newline is processed then, and answered).
+		if readErr != nil && !eofFed {
+			eofFed = true
+			if err := conn.FeedEOF(time.Now()); err != nil {
+				return err
+			}
 			continue
 		}
 
@@ -135,22 +148,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		select {
 		case c := <-input:
 			asked = false
+			// Data that came with the end (io.Reader allows both at once) is fed like any
+			// other read, a piece at a time with the answers handed out in between; the
+			// end is fed after it (above).
 			pending = c.data
 			if c.err != nil {
 				inputOpen = false
-				if len(pending) > 0 {
-					if err := conn.Feed(time.Now(), pending); err != nil {
-						return err
-					}
-					pending = nil
-				}
-				if c.err != io.EOF {
-					_ = conn.FeedEOF(time.Now())
-					return c.err
-				}
-				if err := conn.FeedEOF(time.Now()); err != nil {
-					return err
-				}
+				readErr = c.err
 			}
 		case <-timeout:
 			if err := conn.HandleTimeout(time.Now()); err != nil {

@@ -205,6 +205,10 @@ struct Counters {
 pub struct Connection {
     framer: LineDecoder,
     core: Core,
+    /// Input ended with an unterminated last line, whose events are still to be handed out
+    /// and answered: the connection closes at the next `handle_timeout` after they are out
+    /// (see [`handle_eof`](Self::handle_eof)).
+    eof_after_events: bool,
     /// Where typed payloads are serialized before they join the output (feature `serde`);
     /// reused, so a steady stream of typed commands allocates nothing here.
     #[cfg(feature = "serde")]
@@ -276,6 +280,7 @@ impl Connection {
         Connection {
             framer,
             core,
+            eof_after_events: false,
             #[cfg(feature = "serde")]
             scratch: Vec::new(),
         }
@@ -471,15 +476,28 @@ impl Connection {
         }
     }
 
-    /// The transport reached end of input: a last unterminated line is processed, requests in
-    /// flight are abandoned, and the connection closes.
+    /// The transport reached end of input: requests in flight are abandoned, and the
+    /// connection closes.
+    ///
+    /// A last unterminated line is processed first, as if it had ended with a newline, and
+    /// its request can be answered like any other: its events come out as usual, then
+    /// [`poll_timeout`](Self::poll_timeout) says "now", and the
+    /// [`handle_timeout`](Self::handle_timeout) after every event was handed out closes the
+    /// connection. (A host that stops at end of input after writing its output needs no
+    /// more.)
     pub fn handle_eof(&mut self, now: Timestamp) {
         self.core.events.retire_current();
         if let Some(frame) = self.framer.finish()
             && !self.core.lifecycle.is_closed()
+            && !self.eof_after_events
         {
             self.core.on_frame(now, StreamId::MAIN, frame);
+            if self.core.events.pending() > 0 {
+                self.eof_after_events = true;
+                return;
+            }
         }
+        self.eof_after_events = false;
         self.core.finish(CloseReason::Eof);
     }
 
@@ -487,6 +505,13 @@ impl Connection {
     /// Calling it early does nothing.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.core.events.retire_current();
+        if self.eof_after_events && self.core.events.pending() == 0 {
+            // The last line's events are out (and answered, if the handler answered them at
+            // once): the end of input closes the connection now.
+            self.eof_after_events = false;
+            self.core.finish(CloseReason::Eof);
+            return;
+        }
         self.core.on_timeout(now);
     }
 
@@ -803,6 +828,9 @@ impl Connection {
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         if self.core.lifecycle.is_closed() {
             return None;
+        }
+        if self.eof_after_events {
+            return Some(Timestamp::ZERO); // the end of input, once its events are out
         }
         self.core.corr.timers.earliest()
     }

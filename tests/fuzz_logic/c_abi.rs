@@ -2053,6 +2053,11 @@ impl Harness {
                     mcpw_conn_handle_eof(h, now)
                 });
                 self.drain(i);
+                if self.conn(i).is_some_and(|c| !c.poisoned && !c.closed) {
+                    // A last unterminated line had events: they came out first, and the end
+                    // of input is due at once, at the next timer call.
+                    self.timeout(i, false);
+                }
                 if let Some(c) = self.conn(i)
                     && !c.poisoned
                 {

@@ -515,6 +515,13 @@ pub fn conn_bytes(role: Role, data: &[u8]) -> Vec<String> {
     }
     conn.handle_eof(now);
     pump(&mut conn, &mut watch, &mut rng, &limits);
+    if !watch.closed {
+        // A last unterminated line had events: they were handed out (and answered) first,
+        // and the end of input is due at once.
+        assert_eq!(conn.poll_timeout(), Some(Timestamp::ZERO));
+        conn.handle_timeout(now);
+        pump(&mut conn, &mut watch, &mut rng, &limits);
+    }
     assert!(watch.closed, "EOF must close the connection");
     assert_eq!(
         watch.log.iter().filter(|e| e.starts_with("Closed")).count(),
@@ -586,6 +593,10 @@ fn run_chunked(config: &Config, chunks: &[&[u8]]) -> Transcript {
     drain_all(&mut conn, &mut t, &mut requests);
     conn.handle_eof(now);
     drain_all(&mut conn, &mut t, &mut requests);
+    if conn.state() != State::Closed {
+        conn.handle_timeout(now); // the end of input, after a last line's events
+        drain_all(&mut conn, &mut t, &mut requests);
+    }
     t
 }
 

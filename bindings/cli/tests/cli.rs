@@ -672,3 +672,44 @@ for line in sys.stdin:
         "{err}"
     );
 }
+
+/// `printf '%s' ... | mcpwire serve`: a last request without a newline is answered, on both
+/// stdio hosts (the blocking loop and tokio), and the server exits 0.
+#[test]
+fn serve_answers_a_last_request_that_has_no_newline() {
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    for extra in [&[][..], &["--tokio"][..]] {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":["#)),
+            "{extra:?}: {text}"
+        );
+    }
+}
