@@ -391,6 +391,24 @@ static void on_event(session *s, const mcpw_event *ev, uint64_t now) {
     case MCPW_EVENT_TIMED_OUT:
         fail("request %lld timed out", (long long)ev->request);
         break;
+    /* Every other end of a request: this session cannot go on without the result. */
+    case MCPW_EVENT_ABANDONED:
+        fail("request %lld abandoned: the connection ended first", (long long)ev->request);
+        break;
+    case MCPW_EVENT_INVALID_RESPONSE:
+        fail("request %lld: the server's answer is not a valid result", (long long)ev->request);
+        break;
+    case MCPW_EVENT_FAILED:
+        fail("request %lld failed: %.*s", (long long)ev->request, (int)ev->message.len,
+             ev->message.ptr ? ev->message.ptr : "");
+        break;
+    case MCPW_EVENT_INPUT_REQUIRED:
+    case MCPW_EVENT_TASK_CREATED:
+    case MCPW_EVENT_URL_ELICITATION_REQUIRED:
+        fail("request %lld: the server answered with event %d, which this client does not "
+             "handle",
+             (long long)ev->request, (int)ev->kind);
+        break;
     case MCPW_EVENT_REQUEST: /* we declared no capabilities: nothing to offer the server */
         check(mcpw_conn_respond_error(s->conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
                                       S("not supported by this client"), NULL, 0),
@@ -414,6 +432,8 @@ int main(int argc, char **argv) {
     int i, server_at = -1, input_open = 1;
     uint8_t buf[64 * 1024];
 
+    /* Line by line, also into a pipe: what was printed survives however the process ends. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     memset(&s, 0, sizeof s);
     s.opts.era = MCPW_CLIENT_ERA_AUTO;
     s.opts.echo_arg = "text";
@@ -537,8 +557,16 @@ int main(int argc, char **argv) {
             nanosleep(&pause, NULL);
         }
         if (waited == 500) {
+            /* Then SIGTERM, and SIGKILL if that does not end it either (as the spec says). */
             kill(child, SIGTERM);
-            waitpid(child, &status, 0);
+            for (waited = 0; waited < 200 && waitpid(child, &status, WNOHANG) == 0; waited++) {
+                struct timespec pause = {0, 10 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+            }
+            if (waited == 200) {
+                kill(child, SIGKILL);
+                waitpid(child, &status, 0);
+            }
             printf("shutdown: the server did not exit within 5 s of its stdin closing\n");
         } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             child = -1;

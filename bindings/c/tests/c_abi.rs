@@ -192,6 +192,105 @@ fn c_client_and_c_server_complete_a_session_under_valgrind() {
     assert!(all.trim_end().ends_with("C_CLIENT_OK 2026-07-28"), "{all}");
 }
 
+/// Runs `cmd` (stdout and stderr piped) for at most `limit`; kills it and panics after that.
+#[allow(clippy::disallowed_methods)] // a deadline for a real process: the real clock
+fn output_within(mut cmd: Command, limit: std::time::Duration) -> std::process::Output {
+    use std::io::Read;
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).map(|_| out)
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    std::process::Output {
+        status,
+        stdout: reader.join().unwrap().unwrap_or_default(),
+        stderr,
+    }
+}
+
+#[test]
+fn c_client_ends_a_server_that_ignores_its_stdin_closing_and_sigterm() {
+    // The spec's stdio shutdown: close the server's input, wait, SIGTERM, wait, SIGKILL. A
+    // server that ignores the first two must not hold the client for ever.
+    let mut cmd = Command::new(c_client_plain());
+    cmd.args([
+        "--",
+        "sh",
+        "-c",
+        r#"trap "" TERM; "$0"; while :; do sleep 1; done"#,
+    ])
+    .arg(c_server_plain());
+    let out = output_within(cmd, std::time::Duration::from_secs(30));
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("did not exit within 5 s"), "{all}");
+    assert!(all.trim_end().ends_with("C_CLIENT_OK 2026-07-28"), "{all}");
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn c_client_fails_at_once_on_an_answer_it_cannot_read() {
+    // A server that answers tools/list with a line over the frame limit (16 MiB): the engine
+    // ends the request as an invalid response, and the client says so at once instead of
+    // waiting for its request timeout.
+    let script = r#"
+import json, sys
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "big", "version": "1"}}
+        out.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}).encode() + b"\n")
+    elif m["method"] == "tools/list":
+        out.write(b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[],"pad":"' % m["id"])
+        out.write(b"a" * (17 << 20) + b'"}}\n')
+    else:
+        out.write(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+                              "error": {"code": -32601, "message": "no"}}).encode() + b"\n")
+    out.flush()
+"#;
+    let start = std::time::Instant::now();
+    let mut cmd = Command::new(c_client_asan());
+    cmd.args(["--", "python3", "-c", script]);
+    let out = output_within(cmd, std::time::Duration::from_secs(60));
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("C_CLIENT_FAIL") && all.contains("not a valid result"),
+        "{all}"
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?}: {all}",
+        start.elapsed()
+    );
+}
+
 #[test]
 fn c_client_completes_a_session_with_server_everything() {
     let everything = everything_command();
