@@ -36,7 +36,9 @@ const feedPiece = 4096
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
 // never reads is cut off by the engine's output limit (a ClosedEvent with
 // ClosePeerNotReading). One read of r may be outstanding when Serve returns; its goroutine
-// ends when that Read does.
+// ends when that Read does. A Write blocked on such a peer cannot be interrupted, not even
+// by ctx: a program that must end on a signal bounds its own wait (examples/stdio_server
+// exits a little after the grace).
 //
 // A panic in h goes on to Serve's caller, as any panic does, but the answers h gave before
 // it (to this request and to earlier ones) are written to w first, so the peer is not left

@@ -41,6 +41,17 @@ func main() {
 	defer conn.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// On a signal Serve closes gracefully, with two seconds' grace. But a Write to a client
+	// that stopped reading cannot be interrupted, so the wait is bounded here: a little after
+	// the grace the process exits anyway. A second signal kills at once (stop gives the
+	// signals back to their default).
+	context.AfterFunc(ctx, func() {
+		stop()
+		time.AfterFunc(3*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "stdio_server: the client is not reading; exiting without the graceful close")
+			os.Exit(1)
+		})
+	})
 	err = mcpwire.Serve(ctx, conn, os.Stdin, os.Stdout, mcpwire.HandlerFunc(
 		func(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			if req, ok := ev.(*mcpwire.RequestEvent); ok {

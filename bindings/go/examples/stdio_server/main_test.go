@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,4 +124,49 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 		t.Fatalf("%d of %d steps; failures %q", next, len(steps), failed)
 	}
 	cmd.Wait()
+}
+
+// A client that sends thousands of requests and never reads the answers, then SIGTERM: the
+// server cannot close gracefully (its Write is blocked), and must still exit soon, not wait
+// for SIGKILL.
+func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe() // never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := 1; i < 20000; i++ {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
+	}
+	go func() { _, _ = stdin.Write(in.Bytes()) }() // stalls once the server stops reading
+	time.Sleep(time.Second)                        // the server's output is full by now
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+		if !bytes.Contains(stderr.Bytes(), []byte("not reading")) {
+			t.Fatalf("exited without saying why: %q", stderr.String())
+		}
+	case <-time.After(8 * time.Second):
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		t.Fatalf("still running 8 s after SIGTERM; state %s", b)
+	}
 }
