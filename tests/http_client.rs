@@ -666,6 +666,21 @@ impl Scripted {
         self.events();
     }
 
+    /// Waits until request `id` times out, and accepts the `notifications/cancelled` POST
+    /// that the timeout sends.
+    fn time_out(&mut self, id: mcpwire::conn::RequestId) {
+        self.wait(Duration::from_secs(120));
+        assert!(
+            matches!(self.outcome(id), Some(Ev::TimedOut { .. })),
+            "{:?}",
+            self.events
+        );
+        for s in self.sent() {
+            assert_eq!(s.body["method"], "notifications/cancelled");
+            self.answer(&s, 202, &[], "");
+        }
+    }
+
     /// The event that ends request `id`, if any came.
     fn outcome(&self, id: mcpwire::conn::RequestId) -> Option<&Ev> {
         self.events.iter().find(|e| match e {
@@ -782,17 +797,7 @@ fn a_stream_whose_requests_ended_is_not_resumed() {
     let id = c.request("tools/list");
     let s = c.sent().remove(0);
     c.stream(&s, &[], "id: r1\nretry: 600000\ndata:\n\n");
-    c.wait(Duration::from_secs(120));
-    assert!(
-        matches!(c.outcome(id), Some(Ev::TimedOut { .. })),
-        "{:?}",
-        c.events
-    );
-    // (The timeout's `notifications/cancelled` goes out as a POST.)
-    for s in c.sent() {
-        assert_eq!(s.body["method"], "notifications/cancelled");
-        c.answer(&s, 202, &[], "");
-    }
+    c.time_out(id);
     c.wait(Duration::from_secs(3600));
     let sent = c.sent();
     assert!(
@@ -1021,16 +1026,7 @@ fn a_stream_whose_request_timed_out_is_let_go() {
         200,
         &[("Content-Type", "text/event-stream")],
     );
-    c.wait(Duration::from_secs(120));
-    assert!(
-        matches!(c.outcome(id), Some(Ev::TimedOut { .. })),
-        "{:?}",
-        c.events
-    );
-    for s in c.sent() {
-        assert_eq!(s.body["method"], "notifications/cancelled");
-        c.answer(&s, 202, &[], "");
-    }
+    c.time_out(id);
     assert!(c.aborted.is_empty());
     c.wait(mcpwire::http::LINGER);
     assert!(c.sent().is_empty());
