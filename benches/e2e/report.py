@@ -6,7 +6,8 @@
 The table gives, per transport and server: req/s, p50 and p99 latency, CPU ms per 1,000
 requests, RSS when idle and per idle HTTP session, and the ratios the targets are stated in
 (each mcpwire host against the fastest peer, and against its HTTP stack's floor). A second
-table gives each HTTP server's req/s with its idle sessions still open. The chart
+table gives each HTTP server's req/s with its idle sessions still open, and a third each
+mcpwire HTTP host's with listen streams open (streams.tsv, beside RESULTS.tsv). The chart
 draws req/s as bars and writes the p99 beside each, one panel per transport.
 """
 
@@ -131,6 +132,36 @@ def sessions_open(rows):
     return out
 
 
+def streams_open(results):
+    """mcpwire's HTTP hosts with listen streams held open, against their own first round
+    at the same level without them."""
+    path = os.path.join(os.path.dirname(results), "streams.tsv")
+    if not os.path.exists(path):
+        return ""
+    with open(path, newline="") as f:
+        measured = list(csv.DictReader(f, delimiter="\t"))
+    if not measured:
+        return ""
+    with open(results, newline="") as f:
+        first = {(r["server"], r["connections"]): r for r in csv.DictReader(f, delimiter="\t")
+                 if r["round"] == "1" and r["transport"] == "http"}
+    rps = lambda r: int(r["requests"]) / (int(r["duration_us"]) / 1e6)
+    n, level = measured[0]["streams"], measured[0]["connections"]
+    out = ["", f"With {int(n):,} 2026-07-28 listen streams open, each its own connection (HTTP, "
+           f"{level} connections of load, first round; every stream still open afterwards):", "",
+           "| server | on | req/s | req/s with the streams open | change | p99 ms | p99 ms with the streams |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for r in measured:
+        base = first.get((r["server"], r["connections"]))
+        without = rps(base) if base else 0.0
+        with_open = rps(r)
+        change = f"{100 * (with_open / without - 1):+.0f}%" if without else ""
+        p99 = f"{int(base['p99_us']) / 1000:.3f}" if base else ""
+        out.append(f"| {r['server']} | {r['stack']} | {without:,.0f} | {with_open:,.0f} | {change} "
+                   f"| {p99} | {int(r['p99_us']) / 1000:.3f} |")
+    return "\n".join(out) + "\n"
+
+
 def spread(r):
     """The range of req/s over the rounds, in thousands ("" for a single round)."""
     if r["rounds"] < 2:
@@ -188,7 +219,7 @@ def main():
     rows = load(results)
     if not rows:
         sys.exit("report: no results")
-    text = table(rows, how)
+    text = table(rows, how) + streams_open(results)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text)
     with open(os.path.join(out, "chart.svg"), "w") as f:

@@ -18,6 +18,11 @@
 //	    mode it prints the session id, for wrk to carry.
 //	loadgen sessions -url URL -n N
 //	    Opens N 2025-11-25 sessions (initialize + initialized each) and leaves them idle.
+//	loadgen listen -url URL -n N
+//	    Opens N 2026-07-28 `subscriptions/listen` streams, each its own connection, waits for
+//	    each stream's first event, prints "READY N", and holds them open (reading whatever
+//	    comes) until SIGTERM or SIGINT. Then it prints "OPEN M" (how many were still open)
+//	    and exits.
 //
 // Answers over HTTP may be application/json or text/event-stream; both are read.
 package main
@@ -32,6 +37,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"strconv"
 	"strings"
@@ -54,6 +61,8 @@ func main() {
 		err = runProbe(os.Args[2:])
 	case "sessions":
 		err = runSessions(os.Args[2:])
+	case "listen":
+		err = runListen(os.Args[2:])
 	default:
 		usage()
 	}
@@ -65,7 +74,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: loadgen stdio [-c N] [-d DUR] [-warmup DUR] -- CMD ARGS... | floor |"+
-		" probe -url URL -mode stateless|session | sessions -url URL -n N")
+		" probe -url URL -mode stateless|session | sessions -url URL -n N | listen -url URL -n N")
 	os.Exit(2)
 }
 
@@ -369,6 +378,106 @@ func runSessions(args []string) error {
 	wg.Wait()
 	if f := failed.Load(); f > 0 {
 		return fmt.Errorf("%d of %d sessions failed to open; first: %v", f, *n, first.Load())
+	}
+	return nil
+}
+
+// streamClient has no overall timeout: a listen stream lasts as long as the holder wants.
+var streamClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
+
+const listenBody = `{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen",` +
+	`"params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+
+// openListen opens one listen stream and returns its body once the first event came.
+func openListen(url string) (io.ReadCloser, *bufio.Reader, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("status %d, %s: %q", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	r := bufio.NewReader(resp.Body)
+	seen := false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			resp.Body.Close()
+			return nil, nil, fmt.Errorf("the stream ended before its first event: %w", err)
+		}
+		if strings.TrimSpace(line) == "" {
+			if seen {
+				return resp.Body, r, nil
+			}
+			continue
+		}
+		seen = true
+	}
+}
+
+func runListen(args []string) error {
+	fs := flag.NewFlagSet("listen", flag.ExitOnError)
+	url := fs.String("url", "", "the server's MCP endpoint")
+	n := fs.Int("n", 1000, "listen streams to open")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	var open atomic.Int64
+	var mu sync.Mutex
+	var bodies []io.ReadCloser
+	// Eight at a time, as a crowd of clients would arrive.
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var first atomic.Value
+	work := make(chan struct{})
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				body, r, err := openListen(*url)
+				if err != nil {
+					if failed.Add(1) == 1 {
+						first.Store(err)
+					}
+					continue
+				}
+				mu.Lock()
+				bodies = append(bodies, body)
+				mu.Unlock()
+				open.Add(1)
+				go func() { // whatever the server sends later is read; the end is counted
+					_, _ = io.Copy(io.Discard, r)
+					open.Add(-1)
+				}()
+			}
+		}()
+	}
+	for range *n {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return fmt.Errorf("%d of %d listen streams failed to open; first: %v", f, *n, first.Load())
+	}
+	fmt.Printf("READY %d\n", open.Load())
+	<-stop
+	fmt.Printf("OPEN %d\n", open.Load())
+	for _, b := range bodies {
+		b.Close()
 	}
 	return nil
 }
