@@ -111,6 +111,7 @@ fn listen(s: &mut HttpServer, sid: &str) -> (HttpStreamId, Vec<Value>, bool) {
 /// Sends a GET with `headers` (an SSE stream is expected) and returns its stream.
 fn get_stream(s: &mut HttpServer, headers: &[(&str, &str)]) -> HttpStreamId {
     let r = send(s, "GET", headers, "");
+    assert_eq!(header(&r, "X-Accel-Buffering"), Some("no"), "{r:?}");
     let Body::Stream(stream) = r.body else {
         panic!("not a stream: {r:?}")
     };
@@ -371,6 +372,11 @@ fn notifications_and_responses_get_202_and_requests_a_stream_on_the_post() {
     );
     assert_eq!(r.status, 200);
     assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
+    // "servers SHOULD include the X-Accel-Buffering: no header" (2026-07-28), so that a
+    // reverse proxy does not hold the stream's events back: on a response that stays a
+    // stream once settled (a GET stream has it at once).
+    let r = s.settle(r);
+    assert_eq!(header(&r, "X-Accel-Buffering"), Some("no"));
     let Body::Stream(stream) = r.body else {
         panic!()
     };
@@ -1235,6 +1241,12 @@ fn an_answer_that_is_complete_before_the_headers_settles_into_json() {
     let r = s.settle(r);
     assert_eq!(r.status, 400);
     assert_eq!(header(&r, "Content-Type"), Some("application/json"));
+    assert_eq!(
+        header(&r, "X-Accel-Buffering"),
+        None,
+        "a JSON body has no SSE headers"
+    );
+    assert_eq!(header(&r, "Cache-Control"), None);
     assert_eq!(json_body(&r)["error"]["code"], -32021);
     assert!(s.connections().is_empty());
     assert_eq!(s.open_streams(), 0);

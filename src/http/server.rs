@@ -416,6 +416,23 @@ pub struct HttpServer {
 /// never takes them (it finds them ended at its next poll of each).
 const SUPERSEDED_KEPT: usize = 1024;
 
+/// The head of an SSE response to a POST, before [`HttpServer::settle`] decides whether it
+/// stays a stream (then it gets [`no_proxy_buffering`]) or becomes a JSON body.
+fn sse_headers() -> Vec<(&'static str, String)> {
+    vec![
+        ("Content-Type", "text/event-stream".into()),
+        ("Cache-Control", "no-cache".into()),
+    ]
+}
+
+/// `X-Accel-Buffering: no` asks reverse proxies such as nginx not to hold a stream's events
+/// back ("When initiating an SSE stream, servers SHOULD include the `X-Accel-Buffering: no`
+/// header", 2026-07-28; harmless in the handshake era). GET streams get it at once; a POST's
+/// stream when [`HttpServer::settle`] leaves it a stream.
+fn no_proxy_buffering() -> (&'static str, String) {
+    ("X-Accel-Buffering", "no".into())
+}
+
 fn status_for_code(code: i64) -> u16 {
     match code {
         jsonrpc::METHOD_NOT_FOUND => 404,
@@ -1036,10 +1053,7 @@ impl HttpServer {
         self.priming(key, stream);
         HttpResponse {
             status: 200,
-            headers: vec![
-                ("Content-Type", "text/event-stream".into()),
-                ("Cache-Control", "no-cache".into()),
-            ],
+            headers: sse_headers(),
             body: Body::Stream(stream),
         }
     }
@@ -1196,10 +1210,8 @@ impl HttpServer {
             Err(refused) => return refused,
         };
         self.touch(key, now);
-        let sse_headers = vec![
-            ("Content-Type", "text/event-stream".into()),
-            ("Cache-Control", "no-cache".into()),
-        ];
+        let mut sse_headers = sse_headers();
+        sse_headers.push(no_proxy_buffering());
         if let Some(last) = known.last_event_id {
             // Resume: "<stream>-<event>"; replay that stream's later events only.
             let parsed = last
@@ -1826,7 +1838,12 @@ impl HttpServer {
         };
         match self.streams.get(&id) {
             Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {}
-            _ => return response,
+            _ => {
+                // It stays a stream: ask proxies not to buffer it (see `sse_headers`).
+                let mut response = response;
+                response.headers.push(no_proxy_buffering());
+                return response;
+            }
         }
         let Some(mut s) = self.streams.remove(&id) else {
             return response;
