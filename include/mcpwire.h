@@ -1616,6 +1616,13 @@ typedef struct mcpw_http_server_options {
      * newest always stays). Lower it to bound memory per session. 0: 4 MiB.
      */
     size_t event_store_bytes;
+    /**
+     * How often every open SSE stream with nothing waiting gets an SSE comment line, so that
+     * proxies and idle timeouts do not cut a quiet stream: the stream is woken
+     * (`mcpw_http_server_poll_woken`) with the comment to write. 0: 15 s; `UINT64_MAX`:
+     * never.
+     */
+    uint64_t keepalive_ms;
 } mcpw_http_server_options;
 
 /**

@@ -1529,6 +1529,7 @@ fn handle_timeout_on_every_turn_ends_each_session_exactly_when_due() {
 #[test]
 fn a_session_whose_client_holds_a_stream_never_expires_and_is_never_evicted() {
     let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None; // exact deadlines: the sessions' own only
     config.session_idle_timeout = std::time::Duration::from_secs(1);
     config.max_sessions = 1;
     let mut s = HttpServer::new(config);
@@ -2164,6 +2165,7 @@ fn replica(stores: &Replicated, n: u64) -> HttpServer {
     config.events = Some(Box::new(stores.clone()));
     config.sessions = Some(Box::new(stores.clone()));
     config.first_stream_id = n << 48;
+    config.keepalive = None; // the tests here check the sessions' own deadlines
     HttpServer::new(config)
 }
 
@@ -2528,6 +2530,7 @@ fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_see
 #[test]
 fn the_earliest_deadline_stays_right_among_many_sessions() {
     let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None; // exact deadlines: the sessions' own only
     config.session_idle_timeout = std::time::Duration::from_secs(60);
     let mut s = HttpServer::new(config);
     let at = Timestamp::from_millis;
@@ -2573,6 +2576,7 @@ fn a_stream_resumed_under_an_id_not_yet_handed_out_is_never_given_to_another_req
     // it resumed was later replaced by a new request's stream of the same id, whose answers
     // then went to the client holding the resumed one.
     let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None; // exact deadlines: the sessions' own only
     config.session_idle_timeout = std::time::Duration::from_secs(60);
     let mut s = HttpServer::new(config);
     let sid = open_session_at(&mut s, T0);
@@ -2607,4 +2611,82 @@ fn a_stream_resumed_under_an_id_not_yet_handed_out_is_never_given_to_another_req
     }
     // The idle clock is stopped while the client holds its streams.
     assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn quiet_streams_get_a_keepalive_comment_every_period() {
+    // "servers are encouraged to periodically emit an SSE comment line ... as a keep-alive"
+    // (2026-07-28), so that proxies and idle timeouts do not cut a quiet stream.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (get, _, finished) = listen(&mut s, &sid);
+    assert!(!finished);
+    // A POST whose answer the host has not started to drain: it may still become a JSON
+    // body, so it never gets a comment.
+    let h = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow"}}"#,
+    );
+    let Body::Stream(held) = r.body else {
+        panic!("{r:?}")
+    };
+    let evs = events(&mut s);
+    let key = evs[0].0;
+    let period = std::time::Duration::from_secs(15);
+    while s.poll_woken().is_some() {} // what the requests woke
+    assert_eq!(s.poll_timeout(), Some(T0.after(period)));
+    s.handle_timeout(T0.after(period - std::time::Duration::from_millis(1)));
+    assert_eq!(s.poll_woken(), None, "not before its time");
+    s.handle_timeout(T0.after(period));
+    let woken: Vec<HttpStreamId> = std::iter::from_fn(|| s.poll_woken()).collect();
+    assert_eq!(woken, vec![get]);
+    let o = s.poll_stream(get).unwrap();
+    assert_eq!((o.bytes, o.finished), (&b":\n\n"[..], false));
+    s.consume_stream(get, 3);
+    // The next one a period later. A stream with bytes waiting gets none: the client is
+    // not keeping up, and the bytes keep the connection busy anyway.
+    let next = T0.after(period * 2);
+    assert_eq!(s.poll_timeout(), Some(next));
+    s.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.handle_timeout(next);
+    let o = s.poll_stream(get).unwrap();
+    let text = String::from_utf8(o.bytes.to_vec()).unwrap();
+    assert!(
+        text.contains("list_changed") && !text.contains(":\n\n"),
+        "{text:?}"
+    );
+    // The held POST stream got nothing but its own events.
+    let o = s.poll_stream(held).unwrap();
+    let text = String::from_utf8(o.bytes.to_vec()).unwrap();
+    assert!(
+        !text.starts_with(':') && !text.contains("\n:\n"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn keepalive_comments_can_be_turned_off() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let (get, _, _) = listen(&mut s, &sid);
+    assert_eq!(
+        s.poll_timeout(),
+        None,
+        "a held stream stops the idle clock; nothing else"
+    );
+    while s.poll_woken().is_some() {} // what the requests woke
+    s.handle_timeout(T0.after(std::time::Duration::from_secs(3600)));
+    assert_eq!(s.poll_woken(), None);
+    assert_eq!(s.poll_stream(get).map(|o| o.bytes.len()), Some(0));
 }

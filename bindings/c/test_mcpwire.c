@@ -2713,6 +2713,7 @@ static void test_http_the_get_stream(void) {
     co.max_delay_ms = 1000;
     co.max_attempts = 2;
     o.session_idle_timeout_ms = 1000;
+    o.keepalive_ms = UINT64_MAX; /* the session's own deadlines only */
     world_start(&w, make_http_server(&o), MCPW_CLIENT_ERA_LEGACY, &co);
     CHECK(w.seen_count == 3 && strcmp(w.seen[2].method, "GET") == 0 && w.seen[2].status == 200);
     CHECK(w.open_count == 1);

@@ -887,6 +887,9 @@ struct http_server_options {
     /// session's GET stream (the oldest go); 0: 4 MiB.
     std::size_t events_bytes = 0;
     std::chrono::milliseconds retry{0}; // the SSE `retry` sent to 2025-11-25 clients; 0: 1 s
+    /// How often a quiet SSE stream gets a keep-alive comment (it is woken with it to write);
+    /// 0: 15 s; std::chrono::milliseconds::max(): never.
+    std::chrono::milliseconds keepalive{0};
     /// The server's tools (a tools/list result or its `tools` array), so 2026-07-28 tools/call
     /// requests are checked against their x-mcp-header annotations.
     std::optional<std::string> tools;
@@ -956,6 +959,9 @@ public:
         o.event_store = options.events_kept;
         o.event_store_bytes = options.events_bytes;
         o.retry_ms = static_cast<std::uint64_t>(options.retry.count());
+        o.keepalive_ms = options.keepalive == std::chrono::milliseconds::max()
+                             ? UINT64_MAX
+                             : static_cast<std::uint64_t>(options.keepalive.count());
         if (options.tools) o.tools = mcpw_str{options.tools->data(), options.tools->size()};
         if (options.events != nullptr) {
             store.user = hooks_.get();

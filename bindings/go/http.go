@@ -67,6 +67,10 @@ type HTTPOptions struct {
 	EventBytesPerSession int
 	// Retry is the reconnection delay sent to 2025-11-25 clients; 0: 1 s.
 	Retry time.Duration
+	// KeepAlive is how often an SSE stream with nothing to send gets a comment line, so
+	// that proxies and idle timeouts do not cut a quiet stream (a GET or listen stream);
+	// 0: 15 s; negative: never.
+	KeepAlive time.Duration
 	// AllowedHosts are host names (with or without a port) accepted in Host and Origin
 	// besides loopback; any other gets 403 (DNS rebinding protection).
 	AllowedHosts []string
@@ -132,9 +136,15 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	// A negative number or duration means the default, as zero does.
 	size := func(n int) C.size_t { return C.size_t(max(n, 0)) }
 	ms := func(d time.Duration) C.uint64_t { return C.uint64_t(max(d, 0) / time.Millisecond) }
+	keepalive := ms(opts.KeepAlive)
+	if opts.KeepAlive < 0 {
+		keepalive = C.uint64_t(math.MaxUint64)
+	} else if opts.KeepAlive > 0 && keepalive == 0 {
+		keepalive = 1 // under a millisecond: as often as the engine goes
+	}
 	made := C.mcpwgo_http_server_new(config, ms(opts.SessionIdleTimeout),
 		size(opts.MaxSessions), size(opts.MaxBody), size(opts.EventsPerSession),
-		size(opts.EventBytesPerSession), ms(opts.Retry), cBytes(hosts), &lens[0],
+		size(opts.EventBytesPerSession), ms(opts.Retry), keepalive, cBytes(hosts), &lens[0],
 		C.size_t(len(opts.AllowedHosts)), cBytes(opts.Tools), C.size_t(len(opts.Tools)))
 	runtime.KeepAlive(hosts)
 	runtime.KeepAlive(lens)

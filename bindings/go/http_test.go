@@ -994,3 +994,40 @@ func TestHTTPClientLetsGoOfAStreamTheServerKeepsOpen(t *testing.T) {
 		t.Fatal("the client never closed the stream the server kept open")
 	}
 }
+
+// A quiet GET stream gets a keep-alive comment every KeepAlive, so that proxies and idle
+// timeouts leave it open; with a negative KeepAlive it gets none.
+func TestHTTPQuietStreamsGetKeepAliveComments(t *testing.T) {
+	read := func(keepalive time.Duration, wait time.Duration) string {
+		_, _, ts := newTestServerWith(t, []string{"2025-11-25"}, &HTTPOptions{KeepAlive: keepalive})
+		sid := openTestSession(t, ts.URL)
+		get := openGetStream(t, ts.URL, sid)
+		defer get.Body.Close()
+		var got bytes.Buffer
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			buf := make([]byte, 256)
+			for {
+				n, err := get.Body.Read(buf)
+				got.Write(buf[:n])
+				if err != nil || bytes.Count(got.Bytes(), []byte(":\n\n")) >= 2 {
+					return
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(wait):
+		}
+		get.Body.Close()
+		<-done
+		return got.String()
+	}
+	if got := read(50*time.Millisecond, 5*time.Second); strings.Count(got, ":\n\n") < 2 {
+		t.Fatalf("no keep-alive comments within 5 s: %q", got)
+	}
+	if got := read(-1, 500*time.Millisecond); strings.Contains(got, ":\n\n") {
+		t.Fatalf("a comment with keep-alives off: %q", got)
+	}
+}

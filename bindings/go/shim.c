@@ -369,9 +369,9 @@ static mcpwgo_http_polled record_pending(mcpwgo_http_pending *p, mcpwgo_record *
 mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_ms,
                                        size_t max_sessions, size_t max_body,
                                        size_t event_store, size_t event_store_bytes,
-                                       uint64_t retry_ms, const char *hosts,
-                                       const size_t *host_lens, size_t host_count,
-                                       const char *tools, size_t tools_len) {
+                                       uint64_t retry_ms, uint64_t keepalive_ms,
+                                       const char *hosts, const size_t *host_lens,
+                                       size_t host_count, const char *tools, size_t tools_len) {
     mcpwgo_http_new out = {MCPW_OK, NULL};
     mcpw_http_server_options o;
     mcpw_str *allowed = NULL;
@@ -384,6 +384,7 @@ mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_
     o.event_store = event_store;
     o.event_store_bytes = event_store_bytes;
     o.retry_ms = retry_ms;
+    o.keepalive_ms = keepalive_ms;
     if (tools_len > 0) {
         o.tools.ptr = tools;
         o.tools.len = tools_len;

@@ -214,9 +214,9 @@ typedef struct mcpwgo_http_new {
 mcpwgo_http_new mcpwgo_http_server_new(const mcpw_config *config, uint64_t idle_ms,
                                        size_t max_sessions, size_t max_body,
                                        size_t event_store, size_t event_store_bytes,
-                                       uint64_t retry_ms, const char *hosts,
-                                       const size_t *host_lens, size_t host_count,
-                                       const char *tools, size_t tools_len);
+                                       uint64_t retry_ms, uint64_t keepalive_ms,
+                                       const char *hosts, const size_t *host_lens,
+                                       size_t host_count, const char *tools, size_t tools_len);
 
 /* One request; headers as one byte string of name,value pairs cut by `lens` (2 * count
    entries). The response's views are the server's until its next non-const call. */

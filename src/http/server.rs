@@ -192,6 +192,11 @@ pub struct HttpServerConfig {
     pub shared_touch_interval: Duration,
     /// The `retry` (ms) sent in priming events. Default 1000.
     pub retry_ms: u64,
+    /// How often every open SSE stream with nothing waiting gets a comment line (`:`), so
+    /// that proxies and clients with idle timeouts do not close a quiet stream (2026-07-28:
+    /// "servers are encouraged to periodically emit an SSE comment line ... as a
+    /// keep-alive"; clients ignore comments in every era). Default 15 s; `None`: never.
+    pub keepalive: Option<Duration>,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
     /// default accepts only loopback names: `localhost`, `127.0.0.1` and `[::1]`, any port.
     pub check_origin: OriginCheck,
@@ -246,6 +251,7 @@ impl HttpServerConfig {
             first_stream_id: 1,
             shared_touch_interval: Duration::ZERO,
             retry_ms: 1000,
+            keepalive: Some(Duration::from_secs(15)),
             check_origin: Box::new(loopback_only),
         }
     }
@@ -410,7 +416,13 @@ pub struct HttpServer {
     /// The connections' deadlines (see [`Deadlines`]); behind a `RefCell` because
     /// `poll_timeout` takes `&self` and tidies the heap as it reads it.
     deadlines: RefCell<Deadlines>,
+    /// When the streams next get a keep-alive comment ([`HttpServerConfig::keepalive`]):
+    /// armed by a request, then every period while streams are open.
+    next_keepalive: Option<Timestamp>,
 }
+
+/// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
+const KEEPALIVE_COMMENT: &[u8] = b":\n\n";
 
 /// How many superseded responses [`HttpServer::poll_woken`] keeps to name, for a host that
 /// never takes them (it finds them ended at its next poll of each).
@@ -474,6 +486,7 @@ impl HttpServer {
             }),
             spare: None,
             deadlines: RefCell::new(Deadlines::default()),
+            next_keepalive: None,
             events,
             shared,
             config,
@@ -625,6 +638,11 @@ impl HttpServer {
         req: &HttpRequest<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
+        if self.next_keepalive.is_none()
+            && let Some(every) = self.config.keepalive
+        {
+            self.next_keepalive = Some(now.after(every));
+        }
         let known = Known::of(req.headers);
         if !(self.config.check_origin)(known.host, known.origin) {
             return HttpResponse::rpc_error(
@@ -2025,7 +2043,36 @@ impl HttpServer {
                 self.end_session(key);
             }
         }
+        if self.next_keepalive.is_some_and(|at| at <= now) {
+            self.keep_alive();
+            self.next_keepalive = match self.config.keepalive {
+                Some(every) if !self.streams.is_empty() => Some(now.after(every)),
+                _ => None, // armed again by the next request
+            };
+        }
         self.give_back_capacity();
+    }
+
+    /// Writes a comment line on every stream the host drains that has nothing waiting, and
+    /// wakes it. Streams still held back (their answer may yet become a JSON body), finished
+    /// or detached ones, and those whose client is not keeping up get none.
+    fn keep_alive(&mut self) {
+        let quiet: Vec<HttpStreamId> = (self.streams.iter())
+            .filter(|(_, s)| {
+                !s.record
+                    && !s.done
+                    && !s.detached
+                    && !s.closing_for_polling
+                    && s.read == s.buf.len()
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in quiet {
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.buf.extend_from_slice(KEEPALIVE_COMMENT);
+            }
+            wake(&mut self.streams, &mut self.woken, id);
+        }
     }
 
     /// Takes the connections whose deadline is at or before `now` off the deadline heap, in
@@ -2087,7 +2134,8 @@ impl HttpServer {
         }
     }
 
-    /// The earliest deadline of any connection.
+    /// The earliest deadline of any connection, or of the streams' next keep-alive comment:
+    /// call [`handle_timeout`](Self::handle_timeout) then.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let earliest = self.earliest_deadline();
         #[cfg(debug_assertions)]
@@ -2105,7 +2153,11 @@ impl HttpServer {
                 debug_assert_eq!(c.attached > 0, busy.contains(&k), "attached count of {k}");
             }
         }
-        earliest
+        let keepalive = self.next_keepalive.filter(|_| !self.streams.is_empty());
+        match (earliest, keepalive) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The earliest deadline of any connection, from [`Deadlines`].

@@ -412,6 +412,7 @@ impl Harness {
             event_store: if setup.small { 4 } else { 0 },
             event_store_bytes: if setup.small { 2048 } else { 0 },
             retry_ms: 0,
+            keepalive_ms: if setup.small { 1000 } else { 0 },
             tools: s(r#"{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}"#),
             events: if setup.host_store {
                 &hooks

@@ -271,6 +271,11 @@ pub struct mcpw_http_server_options {
     /// messages waiting for a session's GET stream while none is open: the oldest go (the
     /// newest always stays). Lower it to bound memory per session. 0: 4 MiB.
     pub event_store_bytes: usize,
+    /// How often every open SSE stream with nothing waiting gets an SSE comment line, so that
+    /// proxies and idle timeouts do not cut a quiet stream: the stream is woken
+    /// (`mcpw_http_server_poll_woken`) with the comment to write. 0: 15 s; `UINT64_MAX`:
+    /// never.
+    pub keepalive_ms: u64,
 }
 
 /// The answer to one HTTP request, lent by `mcpw_http_server_handle_request` and
@@ -499,6 +504,11 @@ unsafe fn server_config(
     }
     if o.retry_ms > 0 {
         c.retry_ms = o.retry_ms;
+    }
+    match o.keepalive_ms {
+        0 => {}
+        u64::MAX => c.keepalive = None,
+        ms => c.keepalive = Some(std::time::Duration::from_millis(ms)),
     }
     // Safety: (caller) readable for its length, or NULL with length 0.
     if let Some(tools) = unsafe { optional_bytes_in(o.tools.ptr, o.tools.len) }? {

@@ -9,7 +9,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{Client, HostConfig, Server, open_session, start, test_config};
+use common::{Client, HostConfig, Server, open_session, start, start_with, test_config};
 
 const PROGRESS_CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p1"}}}"#;
 
@@ -347,4 +347,26 @@ async fn graceful_shutdown_ends_listen_streams_with_their_result() {
         .expect("serve returned")
         .expect("task")
         .expect("serve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_get_stream_gets_keepalive_comments() {
+    // The engine's keep-alive comment reaches the client through the host: the stream is
+    // woken at the engine's deadline and the comment written.
+    let mut http = common::fixture::http_config();
+    http.keepalive = Some(Duration::from_millis(50));
+    let server = start_with(test_config(), http).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+    let mut get = open_get_stream(&server, &session).await;
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !String::from_utf8_lossy(&seen).contains(":\n\n:\n\n") {
+        assert!(Instant::now() < deadline, "no comments: {seen:?}");
+        let chunk = tokio::time::timeout(Duration::from_secs(5), get.chunk())
+            .await
+            .expect("a chunk in time")
+            .expect("the stream is open");
+        seen.extend_from_slice(&chunk);
+    }
 }

@@ -64,6 +64,11 @@ pub fn test_config() -> HostConfig {
 }
 
 pub async fn start(config: HostConfig) -> Server {
+    start_with(config, fixture::http_config()).await
+}
+
+/// [`start`] with the engine's HTTP configuration given.
+pub async fn start_with(config: HostConfig, http: mcpwire::http::HttpServerConfig) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let open_streams = Arc::new(AtomicUsize::new(0));
@@ -74,7 +79,7 @@ pub async fn start(config: HostConfig) -> Server {
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(serve(
         listener,
-        HttpServer::new(fixture::http_config()),
+        HttpServer::new(http),
         app,
         config,
         async move {
