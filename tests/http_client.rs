@@ -1059,3 +1059,33 @@ fn many_streams_left_open_do_not_pile_up() {
     }
     assert!((150..=210).contains(&most), "{most} streams open at most");
 }
+
+#[test]
+fn a_server_that_asks_for_no_wait_does_not_get_a_reconnect_storm() {
+    // `retry: 0`, and every resumption ends at once after one new event: the policy's delay
+    // is the floor, so the client comes back twice a second, not as fast as it can.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.stream(&post, &[], "id: e0\nretry: 0\ndata:\n\n");
+    let start = c.now;
+    let mut gets = 0;
+    for n in 1..=1000 {
+        let Some(due) = c.client.poll_timeout() else {
+            break;
+        };
+        if due.as_nanos() - start.as_nanos() > 10_000_000_000 {
+            break;
+        }
+        c.wait(Duration::from_nanos(
+            due.as_nanos().saturating_sub(c.now.as_nanos()),
+        ));
+        for s in c.sent() {
+            assert_eq!(s.method, "GET");
+            gets += 1;
+            c.stream(&s, &[], &format!("id: e{n}\ndata:\n\n"));
+        }
+    }
+    assert!((10..=21).contains(&gets), "{gets} resumptions in 10 s");
+}

@@ -19,7 +19,9 @@ pub use server::{
     Body, ConnKey, HttpRequest, HttpResponse, HttpServer, HttpServerConfig, HttpStreamId,
     OriginCheck, StreamOutput, loopback_only,
 };
-pub use session::{ClientAction, ExchangeId, HttpClient, LINGER, ReconnectPolicy};
+pub use session::{
+    ClientAction, ExchangeId, HttpClient, LINGER, MIN_RECONNECT_DELAY, ReconnectPolicy,
+};
 pub use store::{EventStore, MemoryEventStore, SessionStore};
 
 /// The header carrying the session id (handshake era).

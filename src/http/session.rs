@@ -47,17 +47,25 @@ impl Default for ReconnectPolicy {
 
 impl ReconnectPolicy {
     /// The delay before attempt `attempt` (1 for the first): the server's `retry` if it sent
-    /// one (never less: clients must respect it), else `initial_delay`, doubled for each
-    /// attempt after the first, capped at `max_delay`, then lengthened by up to a quarter by
-    /// `jitter` (any value; uniform random from the host is best) so that clients dropped
-    /// together do not return together.
+    /// one (never less: clients must respect it), but never less than `initial_delay` (nor
+    /// [`MIN_RECONNECT_DELAY`]), doubled for each attempt after the first, capped at
+    /// `max_delay`, then lengthened by up to a quarter by `jitter` (any value; uniform random
+    /// from the host is best) so that clients dropped together do not return together. A
+    /// server's `retry: 0` on streams it ends at once would otherwise have the client
+    /// reconnect as fast as it can, for as long as each connection brings a new event.
     pub fn delay(&self, attempt: u32, server_retry: Option<Duration>, jitter: u32) -> Duration {
-        let base = server_retry.unwrap_or(self.initial_delay);
+        let base = (server_retry.unwrap_or(Duration::ZERO))
+            .max(self.initial_delay)
+            .max(MIN_RECONNECT_DELAY);
         let doubled = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = doubled.min(self.max_delay.max(base));
         capped.saturating_add((capped / 4).mul_f64(f64::from(jitter) / f64::from(u32::MAX)))
     }
 }
+
+/// The shortest wait before a stream is resumed, whatever the server's `retry` and the
+/// policy say.
+pub const MIN_RECONNECT_DELAY: Duration = Duration::from_millis(100);
 
 /// What the host must do next for an [`HttpClient`], from
 /// [`poll_action`](HttpClient::poll_action).
