@@ -21,7 +21,9 @@ import (
 // HTTPClientOptions adjusts an HTTPClient; nil or the zero value means the defaults.
 type HTTPClientOptions struct {
 	// Client makes the HTTP requests; nil: a client with no overall timeout (SSE streams
-	// last as long as their requests). Its Transport decides TLS, proxies and pooling.
+	// last as long as their requests). Its Transport decides TLS, proxies and pooling. A
+	// redirect fails its request unless the Client's CheckRedirect says otherwise (the
+	// session id and the message would follow it to wherever it points).
 	Client *http.Client
 	// InitialDelay and MaxDelay bound the backoff before resuming a broken SSE stream with
 	// Last-Event-ID (the server's retry is a floor); 0: 500 ms and 30 s.
@@ -64,9 +66,18 @@ func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClien
 	if err := check("new http client", made.rc); err != nil {
 		return nil, err
 	}
-	hc := opts.Client
-	if hc == nil {
+	// Redirects are not followed unless the given Client says how: following one would
+	// carry the session id and the message to wherever the server points (another host,
+	// say), and a 404 there would end the session. A redirect fails its request instead.
+	var hc *http.Client
+	if opts.Client != nil {
+		copied := *opts.Client
+		hc = &copied
+	} else {
 		hc = &http.Client{}
+	}
+	if hc.CheckRedirect == nil {
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
 	now := time.Now()
 	c := &HTTPClient{

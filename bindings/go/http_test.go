@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -1029,5 +1031,65 @@ func TestHTTPQuietStreamsGetKeepAliveComments(t *testing.T) {
 	}
 	if got := read(-1, 500*time.Millisecond); strings.Contains(got, ":\n\n") {
 		t.Fatalf("a comment with keep-alives off: %q", got)
+	}
+}
+
+// A server that redirects a request elsewhere: the client does not follow (the session id
+// and the message would go to the other host), and the request fails with the status.
+func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if m.Method != "initialize" {
+			http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"redirects","version":"1"}}}`)
+	}))
+	defer srv.Close()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var failure string
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/list", nil, nil); err != nil {
+				t.Error(err)
+			}
+		case *FailedEvent:
+			failure = fmt.Sprintf("%d %s", ev.Status, ev.Reason)
+			c.Shutdown(now, 0)
+		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
+			t.Errorf("unexpected %#v", ev)
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("no end in time: %v", err)
+	}
+	if !strings.HasPrefix(failure, "307") {
+		t.Fatalf("the request's failure: %q", failure)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("%d requests followed the redirect", n)
 	}
 }
