@@ -118,6 +118,10 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             )),
             _ => None,
         },
+        Ev::Failed { reason, .. } => Some(fail(
+            EXIT_PROTOCOL,
+            format!("{waiting_for} could not get through: {reason}"),
+        )),
         Ev::Closed { reason } => Some(match reason {
             CloseReason::Eof => {
                 let status = session
@@ -353,6 +357,12 @@ pub fn call(
             Ev::Abandoned { request: r } if r == id => Some(Outcome::Ended(Ev::Closed {
                 reason: CloseReason::Eof,
             })),
+            // Over HTTP: an error status without an answer, a failed connection, a stream
+            // that ended early. The engine says so at once; waiting out the timeout would
+            // only hide why.
+            Ev::Failed { request: r, reason } if r == id => {
+                Some(Outcome::Ended(Ev::Failed { request: r, reason }))
+            }
             ev if is_fatal(&ev) => Some(Outcome::Ended(ev)),
             _ => None,
         }

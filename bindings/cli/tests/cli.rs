@@ -713,3 +713,69 @@ fn serve_answers_a_last_request_that_has_no_newline() {
         );
     }
 }
+
+/// A server that fails `tools/list` with a bare HTTP 500: the probe says so at once (the
+/// engine's `Failed`), instead of waiting out its timeout and calling it one.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn probe_url_reports_an_http_failure_at_once() {
+    let port = free_port();
+    let script = r#"
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        m = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if m.get("method") == "initialize":
+            body = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+                "protocolVersion": m["params"]["protocolVersion"],
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "h", "version": "1"}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Mcp-Session-Id", "s1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif "id" not in m:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+    def do_GET(self):
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+    let _server = Reaped(
+        Command::new("python3")
+            .args(["-c", script, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let started = std::time::Instant::now();
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--timeout",
+        "20",
+        "--url",
+        &url,
+    ]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(err.contains("HTTP status 500"), "{out}{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}
