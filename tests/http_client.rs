@@ -1089,3 +1089,56 @@ fn a_server_that_asks_for_no_wait_does_not_get_a_reconnect_storm() {
     }
     assert!((10..=21).contains(&gets), "{gets} resumptions in 10 s");
 }
+
+#[test]
+fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them() {
+    // The server pings on the session's GET stream every 10 ms and never answers the POSTs
+    // that carry the replies: each is closed `UNAWAITED_HEAD_LIMIT` after it went out, so
+    // at most that many seconds' worth are open at once (before: every one, for good).
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    let get = c.gets.remove(0);
+    c.client.handle_response(
+        c.now,
+        get.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    let mut open = std::collections::HashSet::new();
+    let mut most = 0;
+    for n in 0..2_000 {
+        let ping = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n\n");
+        c.client.handle_body(c.now, get.exchange, ping.as_bytes());
+        c.events();
+        for s in c.sent() {
+            assert_eq!(s.body["id"], n, "the reply to ping {n}");
+            open.insert(s.exchange);
+        }
+        c.wait(Duration::from_millis(10));
+        c.sent();
+        for a in c.aborted.drain(..) {
+            assert!(open.remove(&a), "aborted once, and only what was open");
+        }
+        most = most.max(open.len());
+    }
+    let limit = mcpwire::http::UNAWAITED_HEAD_LIMIT.as_millis() as usize / 10;
+    assert!(
+        (limit - 5..=limit + 5).contains(&most),
+        "{most} replies open at most"
+    );
+    // A reply whose 202 came but whose body never ends is closed `LINGER` later.
+    c.client.handle_body(
+        c.now,
+        get.exchange,
+        b"data: {\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n\n",
+    );
+    c.events();
+    let reply = c.sent().remove(0);
+    c.client.handle_response(c.now, reply.exchange, 202, &[]);
+    c.wait(mcpwire::http::LINGER - Duration::from_millis(1));
+    c.sent();
+    assert!(!c.aborted.contains(&reply.exchange));
+    c.wait(Duration::from_millis(1));
+    c.sent();
+    assert!(c.aborted.contains(&reply.exchange));
+}

@@ -21,6 +21,7 @@ pub use server::{
 };
 pub use session::{
     ClientAction, ExchangeId, HttpClient, LINGER, MIN_RECONNECT_DELAY, ReconnectPolicy,
+    UNAWAITED_HEAD_LIMIT,
 };
 pub use store::{EventStore, MemoryEventStore, SessionStore};
 

@@ -165,6 +165,11 @@ const GET_HEAD_WAIT: Duration = Duration::from_secs(1);
 /// once would instead cost the HTTP connection's reuse, since its body was not read to the end.
 pub const LINGER: Duration = Duration::from_secs(2);
 
+/// How long an exchange with nothing to wait for (a notification, an answer to the server, a
+/// DELETE) may go without its response head before the client closes it; once the head
+/// came, the body gets [`LINGER`] to end. A server answers these at once (202).
+pub const UNAWAITED_HEAD_LIMIT: Duration = Duration::from_secs(10);
+
 /// The largest JSON body a client collects; a larger one fails its exchange.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
@@ -210,9 +215,11 @@ pub struct HttpClient {
     queue: VecDeque<(ExchangeId, bool)>,
     /// Resumptions waiting for their time.
     resumes: Vec<(Timestamp, ExchangeId)>,
-    /// Exchanges whose requests have all ended, let go at their time unless the server ends
-    /// them first ([`LINGER`]).
-    lingering: Vec<(Timestamp, ExchangeId)>,
+    /// Exchanges to let go at their time unless the server ends them first: those whose
+    /// requests have all ended ([`LINGER`]), and those that carry nothing to wait for
+    /// ([`UNAWAITED_HEAD_LIMIT`], then [`LINGER`] after their head). Each exchange has at
+    /// most one entry, the time in its `linger`.
+    lingering: BTreeSet<(Timestamp, ExchangeId)>,
     /// Requests may have ended (an answer came, a timer fired, a request was cancelled) since
     /// the exchanges were last checked for ones with nothing left to bring.
     sweep: bool,
@@ -262,7 +269,7 @@ impl HttpClient {
             next_exchange: 1,
             queue: VecDeque::new(),
             resumes: Vec::new(),
-            lingering: Vec::new(),
+            lingering: BTreeSet::new(),
             sweep: false,
             decoder,
             open_get: open_get_stream,
@@ -337,7 +344,7 @@ impl HttpClient {
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let get_wait = self.get_pending.map(|_| self.get_pending_until);
         let resume = (self.resumes.iter().map(|(at, _)| *at))
-            .chain(self.lingering.iter().map(|(at, _)| *at))
+            .chain(self.lingering.first().map(|(at, _)| *at))
             .chain(get_wait)
             .min();
         match (self.conn.poll_timeout(), resume) {
@@ -359,17 +366,13 @@ impl HttpClient {
         for (_, exchange) in due {
             self.queue.push_back((exchange, false));
         }
-        let (due, later): (Vec<_>, Vec<_>) =
-            (self.lingering.iter().copied()).partition(|(at, _)| *at <= now);
-        self.lingering = later;
-        for (_, exchange) in due {
-            // Still open (the server has not ended it): close it. A resumed exchange (its
-            // requests still open) has no `linger` and is left alone.
-            if self
-                .exchanges
-                .get(&exchange)
-                .is_some_and(|e| e.linger.is_some())
-            {
+        while let Some(&(at, exchange)) = self.lingering.first()
+            && at <= now
+        {
+            // Still open (the server has not ended it): close it.
+            self.lingering.pop_first();
+            if let Some(ex) = self.exchanges.get_mut(&exchange) {
+                ex.linger = None;
                 self.queue.push_back((exchange, true));
             }
         }
@@ -387,8 +390,17 @@ impl HttpClient {
             }
         };
         if abort {
-            self.exchanges.remove(&exchange);
+            self.drop_exchange(exchange);
             return Some(ClientAction::Abort { exchange });
+        }
+        if let Some(ex) = self.exchanges.get_mut(&exchange)
+            && !ex.asked
+            && !ex.standalone
+        {
+            // Nothing to wait for (a notification, an answer, a DELETE): a server that never
+            // answers it, or never ends its answer, must not keep it open for good.
+            let at = self.now.after(UNAWAITED_HEAD_LIMIT);
+            linger_until(&mut self.lingering, exchange, ex, at);
         }
         let ex = self.exchanges.get(&exchange)?;
         Some(ClientAction::Send {
@@ -441,6 +453,10 @@ impl HttpClient {
             200 => Reading::Json(Vec::new()),
             _ => Reading::Other(Vec::new()),
         };
+        if !ex.asked && !ex.standalone {
+            // Its head came: the body (202's is empty) gets a little while to end.
+            linger_until(&mut self.lingering, exchange, ex, now.after(LINGER));
+        }
         if status == 404 && ex.with_session {
             // The session is gone: its requests fail, and the next connection starts over. A
             // GET stream refused this way before the session answered anything else is not
@@ -838,6 +854,7 @@ impl HttpClient {
             if ex.standalone || !ex.awaiting.is_empty() {
                 return true;
             }
+            // (A resumption is never lingering: it has requests to wait for.)
             exchanges.remove(e);
             false
         });
@@ -860,15 +877,23 @@ impl HttpClient {
             }
             ex.awaiting.retain(|n| conn.awaits_answer(*n));
             if ex.awaiting.is_empty() {
-                ex.linger = Some(until);
-                self.lingering.push((until, id));
+                linger_until(&mut self.lingering, id, ex, until);
             }
         }
     }
 
+    /// Forgets an exchange, with its entry in `lingering`.
+    fn drop_exchange(&mut self, exchange: ExchangeId) -> Option<Exchange> {
+        let ex = self.exchanges.remove(&exchange)?;
+        if let Some(at) = ex.linger {
+            self.lingering.remove(&(at, exchange));
+        }
+        Some(ex)
+    }
+
     /// Ends an exchange: requests it still owed an answer fail.
     fn finish(&mut self, now: Timestamp, exchange: ExchangeId, failure: TransportFailure) {
-        let Some(ex) = self.exchanges.remove(&exchange) else {
+        let Some(ex) = self.drop_exchange(exchange) else {
             return;
         };
         for n in ex.awaiting {
@@ -901,6 +926,19 @@ impl HttpClient {
         self.get_pending = None;
         self.restart = true;
     }
+}
+
+/// Sets when `ex` is let go, replacing the time it had.
+fn linger_until(
+    lingering: &mut BTreeSet<(Timestamp, ExchangeId)>,
+    id: ExchangeId,
+    ex: &mut Exchange,
+    at: Timestamp,
+) {
+    if let Some(old) = ex.linger.replace(at) {
+        lingering.remove(&(old, id));
+    }
+    lingering.insert((at, id));
 }
 
 fn owned(headers: Vec<(&'static str, String)>) -> Vec<(String, String)> {
