@@ -47,15 +47,15 @@ impl Default for ReconnectPolicy {
 
 impl ReconnectPolicy {
     /// The delay before attempt `attempt` (1 for the first): the server's `retry` if it sent
-    /// one (never less: clients must respect it), but never less than `initial_delay` (nor
-    /// [`MIN_RECONNECT_DELAY`]), doubled for each attempt after the first, capped at
+    /// one (never less: clients must respect it), else `initial_delay`, but never less than
+    /// [`MIN_RECONNECT_DELAY`]; doubled for each attempt after the first, capped at
     /// `max_delay`, then lengthened by up to a quarter by `jitter` (any value; uniform random
     /// from the host is best) so that clients dropped together do not return together. A
     /// server's `retry: 0` on streams it ends at once would otherwise have the client
     /// reconnect as fast as it can, for as long as each connection brings a new event.
     pub fn delay(&self, attempt: u32, server_retry: Option<Duration>, jitter: u32) -> Duration {
-        let base = (server_retry.unwrap_or(Duration::ZERO))
-            .max(self.initial_delay)
+        let base = server_retry
+            .unwrap_or(self.initial_delay)
             .max(MIN_RECONNECT_DELAY);
         let doubled = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = doubled.min(self.max_delay.max(base));
@@ -227,10 +227,13 @@ pub struct HttpClient {
     /// Open a standalone GET stream once the session is ready (`want_get`: for every session).
     open_get: bool,
     want_get: bool,
-    /// The GET stream was asked for and has no answer yet: requests wait for it, so that a
+    /// Requests wait for this exchange's response head: the session's GET stream, so that a
     /// server that answers "the next GET" with pending messages cannot take a request's own
-    /// answer off its stream.
+    /// answer off its stream; or, without one, the `initialized` notification, so that no
+    /// request overtakes it.
     get_pending: Option<ExchangeId>,
+    /// The handshake's `initialized` notification has gone out (this connection).
+    initialized_out: bool,
     /// Until when requests wait for the GET stream's response head: a server that holds it
     /// back until it has a message would otherwise hold them until they time out.
     get_pending_until: Timestamp,
@@ -275,6 +278,7 @@ impl HttpClient {
             open_get: open_get_stream,
             want_get: open_get_stream,
             get_pending: None,
+            initialized_out: false,
             get_pending_until: now,
             restart: false,
             session_answered: false,
@@ -333,6 +337,7 @@ impl HttpClient {
                 self.conn = conn;
                 self.open_get = self.want_get && !std::mem::take(&mut self.skip_get);
                 self.session_answered = false;
+                self.initialized_out = false;
             }
         }
         self.conn.poll_event()
@@ -429,6 +434,7 @@ impl HttpClient {
         if let Some(sid) = header(super::SESSION_HEADER)
             && self.session.is_none()
             && self.initialize == Some(exchange)
+            && (200..300).contains(&status)
             && !sid.is_empty()
         {
             self.session = Some(sid.to_owned());
@@ -567,15 +573,22 @@ impl HttpClient {
         {
             let bytes = frame.bytes.to_vec();
             self.conn.consume_frame();
-            self.post(&bytes);
-            if self.open_get
-                && self.session.is_some()
+            let posted = self.post(&bytes);
+            if !self.initialized_out
                 && self.conn.era() == Some(Era::Legacy)
                 && self.conn.state() == crate::conn::State::Operating
             {
-                // The handshake just finished (`initialized` is out): the GET stream first.
-                self.open_get = false;
-                self.get_pending = Some(self.get_stream());
+                // The handshake just finished: this was `initialized`.
+                self.initialized_out = true;
+                if self.open_get && self.session.is_some() {
+                    // The GET stream first.
+                    self.open_get = false;
+                    self.get_pending = Some(self.get_stream());
+                } else {
+                    // Requests wait for its head: every POST travels on its own, and a strict
+                    // server refuses a request that overtakes `initialized` on the way.
+                    self.get_pending = posted;
+                }
                 self.get_pending_until = self.now.after(GET_HEAD_WAIT);
             }
         }
@@ -589,7 +602,9 @@ impl HttpClient {
         id
     }
 
-    fn post(&mut self, frame: &[u8]) {
+    /// Makes the POST exchange that carries `frame`; `None` when it goes out as none (a
+    /// 2026-07-28 notification).
+    fn post(&mut self, frame: &[u8]) -> Option<ExchangeId> {
         let decoded = self.decoder.decode(frame);
         let mut awaiting = BTreeSet::new();
         let mut initialize = false;
@@ -636,7 +651,7 @@ impl HttpClient {
                 {
                     self.queue.push_back((id, true));
                 }
-                return;
+                return None;
             }
         }
         let version = modern_version.or(self.conn.protocol_version());
@@ -653,6 +668,7 @@ impl HttpClient {
         if initialize {
             self.initialize = Some(exchange);
         }
+        Some(exchange)
     }
 
     /// `Mcp-Param-*` headers for a `tools/call`, from the tool's annotations.
