@@ -47,6 +47,9 @@ struct Server {
     child: Child,
     url: String,
     port: u16,
+    /// Reads the server's stderr as it comes: a pipe nobody drains would block the server
+    /// once full (libmicrohttpd logs a line for every client that leaves mid-response).
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Server {
@@ -75,7 +78,18 @@ impl Server {
             .trim_end_matches("/mcp")
             .parse()
             .expect("a port in the URL");
-        Server { child, url, port }
+        let mut stderr = child.stderr.take().expect("stderr");
+        let stderr = Some(std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stderr.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        }));
+        Server {
+            child,
+            url,
+            port,
+            stderr,
+        }
     }
 
     fn asan(args: &[&str]) -> Server {
@@ -98,10 +112,9 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
+        let err = (self.stderr.take())
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default();
         (status, err)
     }
 }
