@@ -205,10 +205,6 @@ struct Counters {
 pub struct Connection {
     framer: LineDecoder,
     core: Core,
-    /// Input ended with an unterminated last line, whose events are still to be handed out
-    /// and answered: the connection closes at the next `handle_timeout` after they are out
-    /// (see [`handle_eof`](Self::handle_eof)).
-    eof_after_events: bool,
     /// Where typed payloads are serialized before they join the output (feature `serde`);
     /// reused, so a steady stream of typed commands allocates nothing here.
     #[cfg(feature = "serde")]
@@ -280,7 +276,6 @@ impl Connection {
         Connection {
             framer,
             core,
-            eof_after_events: false,
             #[cfg(feature = "serde")]
             scratch: Vec::new(),
         }
@@ -476,6 +471,13 @@ impl Connection {
         }
     }
 
+    /// Input ended with an unterminated last line whose events were still to be handed out
+    /// and answered: the connection closes at the next `handle_timeout` after they are out
+    /// (see [`handle_eof`](Self::handle_eof)).
+    fn eof_after_events(&self) -> bool {
+        self.framer.ended() && !self.core.lifecycle.is_closed()
+    }
+
     /// The transport reached end of input: requests in flight are abandoned, and the
     /// connection closes.
     ///
@@ -487,17 +489,16 @@ impl Connection {
     /// more.)
     pub fn handle_eof(&mut self, now: Timestamp) {
         self.core.events.retire_current();
+        let again = self.framer.ended();
         if let Some(frame) = self.framer.finish()
             && !self.core.lifecycle.is_closed()
-            && !self.eof_after_events
+            && !again
         {
             self.core.on_frame(now, StreamId::MAIN, frame);
             if self.core.events.pending() > 0 {
-                self.eof_after_events = true;
-                return;
+                return; // closed by `handle_timeout` once they are out (`eof_after_events`)
             }
         }
-        self.eof_after_events = false;
         self.core.finish(CloseReason::Eof);
     }
 
@@ -505,10 +506,9 @@ impl Connection {
     /// Calling it early does nothing.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.core.events.retire_current();
-        if self.eof_after_events && self.core.events.pending() == 0 {
+        if self.eof_after_events() && self.core.events.pending() == 0 {
             // The last line's events are out (and answered, if the handler answered them at
             // once): the end of input closes the connection now.
-            self.eof_after_events = false;
             self.core.finish(CloseReason::Eof);
             return;
         }
@@ -829,7 +829,7 @@ impl Connection {
         if self.core.lifecycle.is_closed() {
             return None;
         }
-        if self.eof_after_events {
+        if self.eof_after_events() {
             return Some(Timestamp::ZERO); // the end of input, once its events are out
         }
         self.core.corr.timers.earliest()

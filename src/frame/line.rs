@@ -159,6 +159,8 @@ pub struct LineDecoder {
     tail_handed_out: bool,
     /// Inside an over-long frame that has been reported: skip to the next newline.
     discarding: bool,
+    /// [`finish`](Self::finish) was called: the input has ended.
+    ended: bool,
     max_frame: usize,
     /// The first bytes of the frame last reported as too long.
     head: Vec<u8>,
@@ -181,6 +183,7 @@ impl LineDecoder {
         LineDecoder {
             tail: Vec::new(),
             tail_handed_out: false,
+            ended: false,
             discarding: false,
             max_frame: max_frame.max(1),
             head: Vec::new(),
@@ -310,6 +313,7 @@ impl LineDecoder {
     /// holds anything but whitespace, as a final frame; the decoder is then empty. Peers should
     /// end every message with a newline, but some omit the last one before exiting.
     pub fn finish(&mut self) -> Option<&[u8]> {
+        self.ended = true;
         if self.tail_handed_out {
             super::empty(&mut self.tail);
             self.tail_handed_out = false;
@@ -321,6 +325,13 @@ impl LineDecoder {
         }
         self.tail_handed_out = true;
         Some(strip_cr(&self.tail))
+    }
+}
+
+impl LineDecoder {
+    /// Whether [`finish`](Self::finish) was called (the input has ended).
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
     }
 }
 
