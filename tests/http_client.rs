@@ -1178,3 +1178,38 @@ fn a_session_id_on_a_refused_initialize_is_not_taken() {
     c.answer(&init, 400, &[("Mcp-Session-Id", "planted")], &refusal);
     assert_eq!(c.client.session_id(), None);
 }
+
+#[test]
+fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
+    // A proxy's HTML page with status 200: the request fails naming the status, not "the
+    // stream ended without the answer". A JSON-RPC answer in a body labelled otherwise is
+    // still taken.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let (html, labelled) = (c.request("tools/list"), c.request("tools/list"));
+    let posts = c.sent();
+    c.answer(
+        &posts[0],
+        200,
+        &[("Content-Type", "text/html; charset=utf-8")],
+        "<html><body>Sign in</body></html>",
+    );
+    let answer = tools_answer(&posts[1].body["id"]);
+    c.answer(&posts[1], 200, &[("Content-Type", "text/plain")], &answer);
+    assert!(
+        matches!(
+            c.outcome(html),
+            Some(Ev::Failed {
+                reason: TransportFailure::Status(200),
+                ..
+            })
+        ),
+        "{:?}",
+        c.events
+    );
+    assert!(
+        matches!(c.outcome(labelled), Some(Ev::Response { .. })),
+        "{:?}",
+        c.events
+    );
+}

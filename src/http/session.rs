@@ -439,10 +439,15 @@ impl HttpClient {
         {
             self.session = Some(sid.to_owned());
         }
-        let sse = header("Content-Type").is_some_and(|t| {
-            t.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+        let media = header("Content-Type").map(|t| t.split(';').next().unwrap_or("").trim());
+        let sse = media.is_some_and(|m| m.eq_ignore_ascii_case("text/event-stream"));
+        // A JSON body, or none said: anything else (an HTML page from a proxy, say) is read
+        // as an error's body, so the request fails with the status instead of "the stream
+        // ended without the answer".
+        let json = media.is_none_or(|m| {
+            m.eq_ignore_ascii_case("application/json")
+                || m.rsplit_once('+')
+                    .is_some_and(|(_, s)| s.eq_ignore_ascii_case("json"))
         });
         if self.get_pending == Some(exchange) {
             self.get_pending = None;
@@ -456,7 +461,7 @@ impl HttpClient {
                 ex.reader.reconnected();
                 Reading::Sse
             }
-            200 => Reading::Json(Vec::new()),
+            200 if json => Reading::Json(Vec::new()),
             _ => Reading::Other(Vec::new()),
         };
         if !ex.asked && !ex.standalone {
