@@ -681,6 +681,15 @@ impl Scripted {
         }
     }
 
+    /// Request `id` got its answer (a result).
+    fn assert_answered(&self, id: mcpwire::conn::RequestId) {
+        assert!(
+            matches!(self.outcome(id), Some(Ev::Response { .. })),
+            "{:?}",
+            self.events
+        );
+    }
+
     /// The event that ends request `id`, if any came.
     fn outcome(&self, id: mcpwire::conn::RequestId) -> Option<&Ev> {
         self.events.iter().find(|e| match e {
@@ -757,11 +766,7 @@ fn a_server_that_polls_again_and_again_still_gets_its_answer_through() {
     }
     let answer = tools_answer(&json!(id.0));
     c.stream(&s, &[], &format!("id: e12\ndata: {answer}\n\n"));
-    assert!(
-        matches!(c.outcome(id), Some(Ev::Response { .. })),
-        "{:?}",
-        c.events
-    );
+    c.assert_answered(id);
 }
 
 #[test]
@@ -781,11 +786,7 @@ fn a_server_without_sessions_that_closes_for_polling_is_resumed() {
     assert_eq!(get.header("Mcp-Session-Id"), None);
     let answer = tools_answer(&json!(id.0));
     c.stream(&get, &[], &format!("id: ev-2\ndata: {answer}\n\n"));
-    assert!(
-        matches!(c.outcome(id), Some(Ev::Response { .. })),
-        "{:?}",
-        c.events
-    );
+    c.assert_answered(id);
 }
 
 #[test]
@@ -896,7 +897,7 @@ fn a_server_that_replays_the_event_it_was_named_is_not_believed_twice() {
         .filter(|e| matches!(e, Ev::Request { method, .. } if method == "roots/list"))
         .count();
     assert_eq!(asked, 1, "{:?}", c.events);
-    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
+    c.assert_answered(id);
 }
 
 #[test]
@@ -930,11 +931,7 @@ fn a_server_that_refuses_every_get_with_404_does_not_make_sessions_for_ever() {
             c.answer(&s, 200, &[], &answer);
         }
     }
-    assert!(
-        matches!(c.outcome(again), Some(Ev::Response { .. })),
-        "{:?}",
-        c.events
-    );
+    c.assert_answered(again);
 }
 
 #[test]
@@ -955,7 +952,7 @@ fn requests_wait_for_the_get_streams_head_at_most_a_second() {
     assert_eq!(post.body["method"], "tools/list");
     let answer = tools_answer(&post.body["id"]);
     c.answer(&post, 200, &[], &answer);
-    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
+    c.assert_answered(id);
 }
 
 #[test]
@@ -980,8 +977,8 @@ fn a_stream_the_server_keeps_open_after_its_answer_is_let_go() {
     }
     c.client.handle_end(c.now, posts[1].exchange, 0); // the second one ends as it should
     c.events();
-    assert!(matches!(c.outcome(kept), Some(Ev::Response { .. })));
-    assert!(matches!(c.outcome(ended), Some(Ev::Response { .. })));
+    c.assert_answered(kept);
+    c.assert_answered(ended);
     assert!(c.sent().is_empty());
     assert!(
         c.aborted.is_empty(),
@@ -1163,7 +1160,7 @@ fn no_request_overtakes_initialized() {
     assert_eq!(next[0].body["method"], "tools/list");
     let answer = tools_answer(&next[0].body["id"]);
     c.answer(&next[0], 200, &[], &answer);
-    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
+    c.assert_answered(id);
 }
 
 #[test]
@@ -1207,9 +1204,5 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
         "{:?}",
         c.events
     );
-    assert!(
-        matches!(c.outcome(labelled), Some(Ev::Response { .. })),
-        "{:?}",
-        c.events
-    );
+    c.assert_answered(labelled);
 }

@@ -928,42 +928,58 @@ func TestHTTPStreamsThatFinishEmptyLeaveNothingBehind(t *testing.T) {
 	waitFor(t, "no stream held", func() bool { _, n := srv.Sessions(); return n == 0 })
 }
 
+// scriptedLegacyServer is a hand-written 2025-11-25 server: it accepts notifications and
+// answers (202), answers initialize with session "s1", and hands every other request, with
+// its id, to request.
+func scriptedLegacyServer(request func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		if json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if m.Method != "initialize" {
+			request(w, r, m.ID)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+	}))
+}
+
+// legacyHTTPClient is a handshake-era HTTPClient of url, closed when the test ends.
+func legacyHTTPClient(t *testing.T, url string) *HTTPClient {
+	t.Helper()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
 // A server that keeps every SSE response open after its answer: the client closes the stream
 // itself a little later (the engine's LINGER, 2 s), instead of holding one connection per
 // request for as long as the server likes.
 func TestHTTPClientLetsGoOfAStreamTheServerKeepsOpen(t *testing.T) {
 	gone := make(chan time.Time, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || m.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		if m.Method == "initialize" {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "s1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"keeps-open","version":"1"}}}`)
-			return
-		}
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"tools\":[]}}\n\n")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+string(id)+",\"result\":{\"tools\":[]}}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // never ends the stream itself
 		gone <- time.Now()
-	}))
+	})
 	defer srv.Close()
-	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := legacyHTTPClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var answered time.Time
@@ -1043,33 +1059,15 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 	}))
 	defer other.Close()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		if m.Method != "initialize" {
-			http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Mcp-Session-Id", "s1")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"redirects","version":"1"}}}`)
-	}))
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, _ json.RawMessage) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	})
 	defer srv.Close()
-	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := legacyHTTPClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var failure string
-	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 		switch ev := ev.(type) {
 		case *ReadyEvent:
 			if _, err := c.Request(now, "tools/list", nil, nil); err != nil {

@@ -309,6 +309,11 @@ impl LineDecoder {
         }
     }
 
+    /// Whether [`finish`](Self::finish) was called (the input has ended).
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+
     /// Ends the stream (the transport reached EOF). Returns the unterminated last line, if it
     /// holds anything but whitespace, as a final frame; the decoder is then empty. Peers should
     /// end every message with a newline, but some omit the last one before exiting.
@@ -325,13 +330,6 @@ impl LineDecoder {
         }
         self.tail_handed_out = true;
         Some(strip_cr(&self.tail))
-    }
-}
-
-impl LineDecoder {
-    /// Whether [`finish`](Self::finish) was called (the input has ended).
-    pub(crate) fn ended(&self) -> bool {
-        self.ended
     }
 }
 
