@@ -1489,7 +1489,8 @@ typedef struct mcpw_stats {
      */
     uint64_t ignored_cancellations;
     /**
-     * Answers given to requests the peer had cancelled (not sent).
+     * Answers not sent: to requests the peer had cancelled, and (HTTP client) answers a
+     * server asking faster than it takes them left waiting past 1,024.
      */
     uint64_t suppressed_responses;
     /**

@@ -1087,11 +1087,8 @@ fn a_server_that_asks_for_no_wait_does_not_get_a_reconnect_storm() {
     assert!((50..=101).contains(&gets), "{gets} resumptions in 10 s");
 }
 
-#[test]
-fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them() {
-    // The server pings on the session's GET stream every 10 ms and never answers the POSTs
-    // that carry the replies: each is closed `UNAWAITED_HEAD_LIMIT` after it went out, so
-    // at most that many seconds' worth are open at once (before: every one, for good).
+/// A client with its session's GET stream open (200, SSE), and that stream's exchange.
+fn with_open_get_stream() -> (Scripted, ExchangeId) {
     let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
@@ -1101,35 +1098,24 @@ fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them(
         200,
         &[("Content-Type", "text/event-stream")],
     );
-    let mut open = std::collections::HashSet::new();
-    let mut most = 0;
-    for n in 0..2_000 {
-        let ping = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n\n");
-        c.client.handle_body(c.now, get.exchange, ping.as_bytes());
-        c.events();
-        for s in c.sent() {
-            assert_eq!(s.body["id"], n, "the reply to ping {n}");
-            open.insert(s.exchange);
-        }
-        c.wait(Duration::from_millis(10));
-        c.sent();
-        for a in c.aborted.drain(..) {
-            assert!(open.remove(&a), "aborted once, and only what was open");
-        }
-        most = most.max(open.len());
-    }
-    let limit = mcpwire::http::UNAWAITED_HEAD_LIMIT.as_millis() as usize / 10;
-    assert!(
-        (limit - 5..=limit + 5).contains(&most),
-        "{most} replies open at most"
-    );
-    // A reply whose 202 came but whose body never ends is closed `LINGER` later.
-    c.client.handle_body(
-        c.now,
-        get.exchange,
-        b"data: {\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n\n",
-    );
+    (c, get.exchange)
+}
+
+/// The server sends `ping` with id `id` on stream `get`.
+fn ping(c: &mut Scripted, get: ExchangeId, id: &str) {
+    let ping = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n\n");
+    c.client.handle_body(c.now, get, ping.as_bytes());
     c.events();
+}
+
+#[test]
+fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them() {
+    // The server pings on the session's GET stream every 10 ms and never answers the POSTs
+    // that carry the replies: each is closed `UNAWAITED_HEAD_LIMIT` after it went out, and
+    // the next reply takes its place (before: every one stayed open, for good).
+    let (mut c, get) = with_open_get_stream();
+    // A reply whose 202 came but whose body never ends is closed `LINGER` later.
+    ping(&mut c, get, "\"first\"");
     let reply = c.sent().remove(0);
     c.client.handle_response(c.now, reply.exchange, 202, &[]);
     c.wait(mcpwire::http::LINGER - Duration::from_millis(1));
@@ -1137,7 +1123,74 @@ fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them(
     assert!(!c.aborted.contains(&reply.exchange));
     c.wait(Duration::from_millis(1));
     c.sent();
-    assert!(c.aborted.contains(&reply.exchange));
+    assert_eq!(c.aborted, [reply.exchange]);
+    c.aborted.clear();
+
+    let mut open = std::collections::HashMap::new();
+    let mut most = 0;
+    let mut replies = 0;
+    for n in 0..2_000 {
+        ping(&mut c, get, &n.to_string());
+        for round in 0..2 {
+            if round == 1 {
+                c.wait(Duration::from_millis(10));
+            }
+            for s in c.sent() {
+                assert_eq!(s.body["id"], replies, "the replies go out in order");
+                replies += 1;
+                open.insert(s.exchange, c.now);
+            }
+            for a in c.aborted.drain(..) {
+                let since = open
+                    .remove(&a)
+                    .expect("aborted once, and only what was open");
+                assert!(c.now.since(since) >= mcpwire::http::UNAWAITED_HEAD_LIMIT);
+            }
+        }
+        most = most.max(open.len());
+    }
+    // 64 at once from the first ping on, each closed 10 s after it went out and followed by
+    // the next: 64 more at 10 s, and the first of the third 64 at 20 s.
+    let running = mcpwire::http::MAX_RUNNING_REPLIES;
+    assert_eq!(most, running);
+    assert_eq!(replies, 2 * running as u64 + 1);
+    let suppressed = c.client.connection().stats().suppressed_responses;
+
+    // Our own messages do not wait behind the replies: a request, and its cancel.
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["method"], "tools/list");
+    c.client
+        .connection()
+        .cancel(c.now, id, Some("changed my mind"))
+        .unwrap();
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["method"], "notifications/cancelled");
+
+    // A server that takes its answers again gets every waiting one, in order.
+    let mut next = replies;
+    for exchange in open.into_keys() {
+        c.client.handle_response(c.now, exchange, 202, &[]);
+        c.client.handle_end(c.now, exchange, 0);
+    }
+    loop {
+        let sent = c.sent();
+        if sent.is_empty() {
+            break;
+        }
+        for s in sent {
+            assert_eq!(s.body["id"], next);
+            next += 1;
+            c.answer(&s, 202, &[], "");
+        }
+    }
+    // The rest: 1,024 waited their turn (1,023 at the end, since the last reply to go out
+    // left after the last ping came), and the newer ones were not sent, and counted.
+    let waited = next - replies;
+    assert_eq!(waited, mcpwire::http::MAX_WAITING_REPLIES as u64 - 1);
+    assert_eq!(suppressed, 2_000 - replies - waited);
 }
 
 #[test]

@@ -779,7 +779,9 @@ type Stats struct {
 	DroppedProgress       uint64 // progress for unknown or finished requests
 	NonIncreasingProgress uint64 // progress whose value did not increase
 	IgnoredCancellations  uint64 // cancellations for requests not in flight
-	SuppressedResponses   uint64 // answers to requests the peer had cancelled (not sent)
+	// SuppressedResponses counts answers not sent: to requests the peer had cancelled, and
+	// (HTTPClient) answers past 1,024 waiting while a server asks faster than it takes them.
+	SuppressedResponses uint64
 	DroppedEvents         uint64 // peer notifications dropped because the queue was full
 	// IgnoredElicitationCompletions counts notifications/elicitation/complete for unknown or
 	// already-completed elicitation ids.

@@ -179,7 +179,9 @@ pub struct Stats {
     pub non_increasing_progress: u64,
     /// Cancellations for requests not in flight.
     pub ignored_cancellations: u64,
-    /// Answers the application gave to requests the peer had cancelled (not sent).
+    /// Answers not sent: to requests the peer had cancelled, and (HTTP client) answers past
+    /// [`MAX_WAITING_REPLIES`](crate::http::MAX_WAITING_REPLIES) that a server asking faster
+    /// than it takes them left waiting.
     pub suppressed_responses: u64,
     /// Peer notifications dropped because the event queue was full.
     pub dropped_events: u64,
@@ -469,6 +471,11 @@ impl Connection {
         if let Id::Int(n) = id {
             self.core.on_failed_exchange(now, n, reason);
         }
+    }
+
+    /// Counts an answer the transport did not send (`Stats::suppressed_responses`).
+    pub(crate) fn count_suppressed_response(&mut self) {
+        self.core.stats.suppressed_responses += 1;
     }
 
     /// Input ended with an unterminated last line whose events were still to be handed out

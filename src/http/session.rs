@@ -128,6 +128,10 @@ struct Exchange {
     /// Those requests all ended: the exchange is let go at this time if the server has not
     /// ended it by then.
     linger: Option<Timestamp>,
+    /// It carries our answer to a server's request (see [`MAX_RUNNING_REPLIES`]).
+    reply: bool,
+    /// It is a reply the host was asked to send, counted in `running_replies`.
+    running: bool,
 }
 
 impl Exchange {
@@ -152,6 +156,8 @@ impl Exchange {
             reader: StreamReader::new(),
             attempts: 0,
             linger: None,
+            reply: false,
+            running: false,
         }
     }
 }
@@ -169,6 +175,16 @@ pub const LINGER: Duration = Duration::from_secs(2);
 /// DELETE) may go without its response head before the client closes it; once the head
 /// came, the body gets [`LINGER`] to end. A server answers these at once (202).
 pub const UNAWAITED_HEAD_LIMIT: Duration = Duration::from_secs(10);
+
+/// How many POSTs carrying our answers to the server's requests may run at once; more wait
+/// until one ends. A server that sends requests (pings, say) faster than it accepts the
+/// answers would otherwise have the client open a connection for each.
+pub const MAX_RUNNING_REPLIES: usize = 64;
+
+/// How many answers to the server's requests may wait for a place among the
+/// [`MAX_RUNNING_REPLIES`]; past it the newest is not sent, and counted in
+/// [`Stats::suppressed_responses`](crate::conn::Stats::suppressed_responses).
+pub const MAX_WAITING_REPLIES: usize = 1024;
 
 /// The largest JSON body a client collects; a larger one fails its exchange.
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -200,6 +216,10 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 ///    attempts.
 /// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
 ///    stream ([`ClientAction::Abort`]).
+/// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
+///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
+///    notifications never wait behind them. An exchange with nothing to wait for is let go
+///    [`UNAWAITED_HEAD_LIMIT`] after it went out without a response head.
 #[derive(Debug)]
 pub struct HttpClient {
     conn: Connection,
@@ -215,6 +235,12 @@ pub struct HttpClient {
     queue: VecDeque<(ExchangeId, bool)>,
     /// Resumptions waiting for their time.
     resumes: Vec<(Timestamp, ExchangeId)>,
+    /// Replies sent and not yet ended, at most [`MAX_RUNNING_REPLIES`].
+    running_replies: usize,
+    /// Replies made and not yet sent (in `queue` or `held`), at most [`MAX_WAITING_REPLIES`].
+    waiting_replies: usize,
+    /// Replies that found [`MAX_RUNNING_REPLIES`] running, oldest first.
+    held: VecDeque<ExchangeId>,
     /// Exchanges to let go at their time unless the server ends them first: those whose
     /// requests have all ended ([`LINGER`]), and those that carry nothing to wait for
     /// ([`UNAWAITED_HEAD_LIMIT`], then [`LINGER`] after their head). Each exchange has at
@@ -272,6 +298,9 @@ impl HttpClient {
             next_exchange: 1,
             queue: VecDeque::new(),
             resumes: Vec::new(),
+            running_replies: 0,
+            waiting_replies: 0,
+            held: VecDeque::new(),
             lingering: BTreeSet::new(),
             sweep: false,
             decoder,
@@ -390,9 +419,23 @@ impl HttpClient {
         self.find_done();
         let (exchange, abort) = loop {
             let (exchange, abort) = self.queue.pop_front()?;
-            if abort || self.exchanges.contains_key(&exchange) {
-                break (exchange, abort); // (one that ended before it went out is skipped)
+            if abort {
+                break (exchange, abort);
             }
+            // (One that ended before it went out is skipped.)
+            let Some(ex) = self.exchanges.get_mut(&exchange) else {
+                continue;
+            };
+            if ex.reply && !ex.running {
+                if self.running_replies >= MAX_RUNNING_REPLIES {
+                    self.held.push_back(exchange); // its turn comes when a reply ends
+                    continue;
+                }
+                ex.running = true;
+                self.running_replies += 1;
+                self.waiting_replies -= 1;
+            }
+            break (exchange, abort);
         };
         if abort {
             self.drop_exchange(exchange);
@@ -616,6 +659,15 @@ impl HttpClient {
         let mut modern_version = None;
         let mut cancelled = None;
         let mut param_headers = Vec::new();
+        let reply = matches!(
+            decoded,
+            Ok(Decoded::Single(Message::Response(_) | Message::Error(_)))
+        );
+        if reply && self.waiting_replies >= MAX_WAITING_REPLIES {
+            // The server asks faster than it takes our answers: this one is not sent.
+            self.conn.count_suppressed_response();
+            return None;
+        }
         if let Ok(Decoded::Single(m)) = &decoded {
             match m {
                 Message::Request(r) => {
@@ -669,6 +721,8 @@ impl HttpClient {
         headers.extend(param_headers);
         let mut ex = Exchange::new("POST", headers, frame.to_vec(), awaiting);
         ex.with_session = session.is_some();
+        ex.reply = reply;
+        self.waiting_replies += usize::from(reply);
         let exchange = self.new_exchange(ex);
         if initialize {
             self.initialize = Some(exchange);
@@ -909,6 +963,18 @@ impl HttpClient {
         if let Some(at) = ex.linger {
             self.lingering.remove(&(at, exchange));
         }
+        if ex.running {
+            self.running_replies -= 1;
+            // The oldest reply waiting goes next.
+            while let Some(next) = self.held.pop_front() {
+                if self.exchanges.contains_key(&next) {
+                    self.queue.push_back((next, false));
+                    break;
+                }
+            }
+        } else if ex.reply {
+            self.waiting_replies -= 1;
+        }
         Some(ex)
     }
 
@@ -942,6 +1008,7 @@ impl HttpClient {
         }
         self.queue.clear();
         self.queue.extend(running.into_iter().map(|e| (e, true)));
+        self.held.clear();
         self.resumes.clear();
         self.tools_list.clear();
         self.get_pending = None;

@@ -243,7 +243,8 @@ pub struct mcpw_stats {
     pub non_increasing_progress: u64,
     /// Cancellations for requests not in flight.
     pub ignored_cancellations: u64,
-    /// Answers given to requests the peer had cancelled (not sent).
+    /// Answers not sent: to requests the peer had cancelled, and (HTTP client) answers a
+    /// server asking faster than it takes them left waiting past 1,024.
     pub suppressed_responses: u64,
     /// Peer notifications dropped because the event queue was full.
     pub dropped_events: u64,
