@@ -782,7 +782,7 @@ type Stats struct {
 	// SuppressedResponses counts answers not sent: to requests the peer had cancelled, and
 	// (HTTPClient) answers past 1,024 waiting while a server asks faster than it takes them.
 	SuppressedResponses uint64
-	DroppedEvents         uint64 // peer notifications dropped because the queue was full
+	DroppedEvents       uint64 // peer notifications dropped because the queue was full
 	// IgnoredElicitationCompletions counts notifications/elicitation/complete for unknown or
 	// already-completed elicitation ids.
 	IgnoredElicitationCompletions uint64

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1010,6 +1011,94 @@ func TestHTTPClientLetsGoOfAStreamTheServerKeepsOpen(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the client never closed the stream the server kept open")
+	}
+}
+
+// A server that pings on the GET stream faster than it takes the answers: at most 64 of the
+// client's answer POSTs run at once (before: one connection per ping), the others wait their
+// turn, and once the server takes them again every answer arrives, once.
+func TestHTTPClientAnswersAServerThatDoesNotTakeThemAFewAtATime(t *testing.T) {
+	const pings = 300
+	var running, most, got atomic.Int32
+	release := make(chan struct{})
+	var order []int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			for n := range pings {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n\n", n)
+			}
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.NewDecoder(r.Body).Decode(&m) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.Result != nil: // an answer to a ping: held until the test lets them through
+			now := running.Add(1)
+			for {
+				old := most.Load()
+				if now <= old || most.CompareAndSwap(old, now) {
+					break
+				}
+			}
+			<-release
+			var n int
+			_ = json.Unmarshal(m.ID, &n)
+			mu.Lock()
+			order = append(order, n)
+			mu.Unlock()
+			running.Add(-1)
+			got.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy},
+		srv.URL, &HTTPClientOptions{OpenGetStream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- client.Run(ctx, HandlerFunc(func(*Conn, time.Time, Event) {})) }()
+	waitFor(t, "64 answers running", func() bool { return running.Load() == 64 })
+	time.Sleep(200 * time.Millisecond) // room for a 65th, if the client sent one
+	if n := most.Load(); n != 64 {
+		t.Fatalf("%d answers ran at once, want 64", n)
+	}
+	close(release)
+	waitFor(t, "every answer", func() bool { return got.Load() == pings })
+	cancel()
+	<-done
+	if n := most.Load(); n != 64 {
+		t.Fatalf("%d answers ran at once, want 64", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(order)
+	for i, n := range order {
+		if n != i {
+			t.Fatalf("answers lost or repeated: %v", order)
+		}
 	}
 }
 
