@@ -42,8 +42,9 @@
  *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
  *     two seconds to finish, then exit 0.
  *
- * Usage: example_http_server [--port N] [--legacy] [--allow-host NAME]...
- *   --port 0 (the default) picks a free port. The first line on stdout is
+ * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--allow-host NAME]...
+ *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
+ *   stream gets a keep-alive comment (default 15000; 0 means never). The first line on stdout is
  *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
  *   loopback (DNS rebinding protection refuses every other one with 403).
  *
@@ -850,6 +851,7 @@ int main(int argc, char **argv) {
     struct sockaddr_in addr;
     struct sigaction sa;
     unsigned port = 0;
+    uint64_t keepalive_ms = 0; /* the engine's default, 15 s */
     int legacy = 0, i, stopping = 0;
     uint64_t stop_deadline = 0, last_heartbeat;
     mcpw_result rc;
@@ -865,6 +867,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             port = (unsigned)p;
+        } else if (strcmp(argv[i], "--keepalive-ms") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long long ms = strtoull(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0') {
+                fprintf(stderr, "example_http_server: bad keep-alive period %s\n", argv[i]);
+                return 2;
+            }
+            keepalive_ms = ms == 0 ? UINT64_MAX : (uint64_t)ms; /* 0 on the command line: never */
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -872,7 +882,8 @@ int main(int argc, char **argv) {
             allowed_len++;
         } else {
             fprintf(stderr,
-                    "usage: example_http_server [--port N] [--legacy] [--allow-host NAME]...\n");
+                    "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
+                    "[--allow-host NAME]...\n");
             return 2;
         }
     }
@@ -903,6 +914,7 @@ int main(int argc, char **argv) {
     options.allowed_hosts = allowed_len > 0 ? allowed : NULL;
     options.allowed_hosts_len = allowed_len;
     options.max_body = MAX_BODY;
+    options.keepalive_ms = keepalive_ms;
     options.tools.ptr = TOOLS;
     options.tools.len = sizeof TOOLS - 1;
     rc = mcpw_http_server_new(config, &options, &server);

@@ -425,6 +425,74 @@ fn clients_that_leave_idle_streams_are_noticed() {
     assert_clean_exit(server);
 }
 
+/// Opens a 2025-11-25 session and its GET stream on the server at `port`; returns the
+/// stream's socket and what was read of it once the head came.
+fn open_get_stream(port: u16) -> (TcpStream, Vec<u8>) {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let answer = post(port, "", init);
+    let sid = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+        .unwrap_or_else(|| panic!("no session: {answer}"))
+        .trim()
+        .to_owned();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        let n = s.read(&mut buf).expect("read the head");
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        seen.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&seen)
+    );
+    (s, seen)
+}
+
+#[test]
+fn quiet_streams_get_keep_alive_comments() {
+    // The engine wakes every quiet stream with a comment line; the example must write it out
+    // of a suspended connection (proxies cut streams idle for about a minute). With
+    // `--keepalive-ms 0` it writes none.
+    let count = |args: &[&str], wait: Duration| {
+        let server = Server::asan(args);
+        let (mut s, mut seen) = open_get_stream(server.port);
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let deadline = Instant::now() + wait;
+        let mut buf = [0u8; 4096];
+        let comments = |seen: &[u8]| String::from_utf8_lossy(seen).matches(":\n\n").count();
+        while Instant::now() < deadline && comments(&seen) < 3 {
+            match s.read(&mut buf) {
+                Ok(0) => panic!("the stream ended: {}", String::from_utf8_lossy(&seen)),
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        drop(s);
+        assert_clean_exit(server);
+        comments(&seen)
+    };
+    let n = count(&["--keepalive-ms", "100"], Duration::from_secs(10));
+    assert!(
+        n >= 3,
+        "{n} keep-alive comments within 10 s at one per 100 ms"
+    );
+    let n = count(&["--keepalive-ms", "0"], Duration::from_secs(1));
+    assert_eq!(n, 0, "keep-alive comments with keep-alives off");
+}
+
 /// Raises this process's descriptor limit to its hard limit (at least `want`, else panics).
 fn raise_descriptor_limit(want: u64) {
     let mut limit = libc::rlimit {
