@@ -2740,8 +2740,10 @@ enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_serv
                                                            bool *out_closed);
 
 /**
- * 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown): each gets
- * its result and finishes once drained. `*out_count` says how many were ended.
+ * Ends every stream that only waits for server messages, gracefully (at shutdown): each
+ * 2026-07-28 `subscriptions/listen` stream gets its result, and each handshake-era
+ * session's GET stream is finished; both end once drained (they are woken). `*out_count`
+ * says how many were ended.
  *
  * # Safety
  * `server` is NULL or a live server handle; `out_count` is NULL or writable.

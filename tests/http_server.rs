@@ -1860,6 +1860,29 @@ fn the_application_ends_listen_streams_with_their_result() {
     assert_eq!(s.connections().len(), 0, "the stateless connection is gone");
 }
 
+#[test]
+fn ending_listen_streams_finishes_the_sessions_get_streams_too() {
+    // At shutdown a handshake-era GET stream, which never ends by itself, must end as a
+    // listen stream does: a host that waits for its open streams (net/http's Shutdown)
+    // would otherwise wait for ever. A stream carrying an answer is left to finish.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (get, _, finished) = listen(&mut s, &sid);
+    assert!(!finished, "a GET stream stays open");
+    let call_body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}"#;
+    let (call, _, _) = post_request(&mut s, &sid, call_body);
+    assert_eq!(s.end_listen_streams(), 1);
+    assert!(
+        woken(&mut s).contains(&get),
+        "the host is told to look at it"
+    );
+    let (_, finished) = read_stream(&mut s, get, &mut StreamReader::new());
+    assert!(finished, "the GET stream finishes once drained");
+    let (_, finished) = read_stream(&mut s, call, &mut StreamReader::new());
+    assert!(!finished, "the call's stream waits for its answer");
+    assert_eq!(s.end_listen_streams(), 0, "nothing left to end");
+}
+
 /// A store the test can look into, shared with the server.
 #[derive(Clone)]
 struct SharedStore(

@@ -1550,9 +1550,10 @@ impl HttpServer {
         true
     }
 
-    /// 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown, say):
-    /// each listen request gets its result, which finishes its SSE stream once drained.
-    /// Returns how many were ended.
+    /// Ends every stream that only waits for server messages, gracefully (at shutdown, say):
+    /// each 2026-07-28 `subscriptions/listen` request gets its result, and each handshake-era
+    /// session's GET stream is finished; both end once drained. Streams carrying answers are
+    /// left to finish. Returns how many were ended.
     pub fn end_listen_streams(&mut self) -> usize {
         self.mark_all();
         let mut ended = 0;
@@ -1561,6 +1562,16 @@ impl HttpServer {
                 if c.conn.end_listen(id.as_id()).is_ok() {
                     ended += 1;
                 }
+            }
+            // A GET stream never ends by itself; its client resumes it (`Last-Event-ID`) if
+            // it wants more, which a server that shuts down no longer takes.
+            if let Some(stream) = c.standalone
+                && let Some(s) = self.streams.get_mut(&stream)
+                && !s.done
+            {
+                s.done = true;
+                wake(&mut self.streams, &mut self.woken, stream);
+                ended += 1;
             }
         }
         self.pump();

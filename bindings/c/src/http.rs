@@ -1010,8 +1010,10 @@ pub unsafe extern "C" fn mcpw_http_server_close_stream_for_polling(
     unsafe { with_mut(server, run) }
 }
 
-/// 2026-07-28: ends every `subscriptions/listen` stream gracefully (at shutdown): each gets
-/// its result and finishes once drained. `*out_count` says how many were ended.
+/// Ends every stream that only waits for server messages, gracefully (at shutdown): each
+/// 2026-07-28 `subscriptions/listen` stream gets its result, and each handshake-era
+/// session's GET stream is finished; both end once drained (they are woken). `*out_count`
+/// says how many were ended.
 ///
 /// # Safety
 /// `server` is NULL or a live server handle; `out_count` is NULL or writable.
