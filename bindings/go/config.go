@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -138,6 +139,9 @@ func millisCeil(d time.Duration) uint64 {
 
 // build makes a C config handle from cfg; the caller frees it.
 func (cfg *Config) build() (*C.mcpw_config, error) {
+	if cfg == nil {
+		return nil, errors.New("mcpwire: no Config (nil)")
+	}
 	made := C.mcpwgo_config_new(C.uint32_t(cfg.Role), cString(cfg.Name), C.size_t(len(cfg.Name)),
 		cString(cfg.Version), C.size_t(len(cfg.Version)))
 	if err := check("config", made.rc); err != nil {

@@ -146,6 +146,9 @@ var (
 // handle, and by a Conn an HTTPServer or HTTPClient lent once it is no longer valid.
 var ErrFreed = errors.New("mcpwire: connection handle already closed")
 
+// errNilHandler reports a nil Handler or HTTPApp.
+var errNilHandler = errors.New("mcpwire: no handler (nil)")
+
 // check turns a C result into nil or a *ResultError for op.
 func check[T ~uint32 | ~int32](op string, rc T) error {
 	if rc == 0 {

@@ -183,7 +183,8 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 func (s *HTTPServer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.done == nil { // (a zero HTTPServer has nothing to free)
+		s.closed = true
 		return nil
 	}
 	s.closed = true
@@ -296,13 +297,16 @@ func (s *HTTPServer) arenaCap() C.size_t   { return C.size_t(len(s.arena)) }
 // handleEvent hands ev to the app (s.mu held). A panic in the app stops here, as net/http
 // stops a handler's: it goes to the error log with its stack, a request the app left
 // unanswered gets an internal error, and the server goes on (the lock is not left held, and
-// the other sessions and requests are served).
+// the other sessions and requests are served). A runtime.Goexit in the app (t.FailNow in a
+// test, say) ends the goroutine as it would in net/http, after the same answer; the callers
+// release the lock on their way out.
 func (s *HTTPServer) handleEvent(c *Conn, key ConnKey, ev Event) {
+	returned := false
 	defer func() {
-		v := recover()
-		if v == nil {
+		if returned {
 			return
 		}
+		v := recover()                 // nil under runtime.Goexit
 		if v != http.ErrAbortHandler { // net/http's way to end a handler without a log
 			stack := make([]byte, 64<<10)
 			stack = stack[:runtime.Stack(stack, false)]
@@ -310,14 +314,19 @@ func (s *HTTPServer) handleEvent(c *Conn, key ConnKey, ev Event) {
 			if s.errorLog != nil {
 				logf = s.errorLog.Printf
 			}
-			logf("mcpwire: panic in the HTTP app on %s: %v\n%s", eventName(ev), v, stack)
+			what := fmt.Sprintf("panic: %v", v)
+			if v == nil {
+				what = "runtime.Goexit"
+			}
+			logf("mcpwire: %s in the HTTP app on %s\n%s", what, eventName(ev), stack)
 		}
 		if req, ok := ev.(*RequestEvent); ok {
-			// ErrUnknownRequest when the app answered before it panicked.
+			// ErrUnknownRequest when the app answered before it stopped.
 			_ = c.RespondError(req.ID, CodeInternalError, "Internal error", nil)
 		}
 	}()
 	s.app.HandleMCP(c, key, ev)
+	returned = true
 }
 
 // eventName names ev for the error log: its Go type, and a request's method.
@@ -381,8 +390,9 @@ func (s *HTTPServer) CloseStreamForPolling(key ConnKey, id ID) (bool, error) {
 	return out.closed != 0, check("close stream for polling", out.rc)
 }
 
-// EndListenStreams (2026-07-28) ends every subscriptions/listen stream gracefully (before a
-// shutdown) and reports how many there were.
+// EndListenStreams ends every stream that only waits for server messages, gracefully (before
+// http.Server.Shutdown, which waits for them): 2026-07-28 subscriptions/listen streams get
+// their result, handshake-era sessions' GET streams finish. It reports how many there were.
 func (s *HTTPServer) EndListenStreams() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,15 +442,29 @@ func (s *HTTPServer) timers() {
 		case <-s.rearm: // a change brought a deadline before this one
 			timer.Stop() // (Go 1.23+ timers: nothing stale is left to drain)
 		case <-timer.C:
-			s.mu.Lock()
-			if s.ptr != nil {
-				C.mcpw_http_server_handle_timeout(s.ptr, s.ns())
-				s.dispatchLocked()
-				s.notifyLocked()
-			}
-			s.mu.Unlock()
+			s.fireTimers()
 		}
 	}
+}
+
+// fireTimers runs the engine's due deadlines and hands their events out. When the app calls
+// runtime.Goexit in one of them, the lock is released and another goroutine takes over the
+// timers as this one ends (a Goexit cannot be stopped, only outlived).
+func (s *HTTPServer) fireTimers() {
+	finished := false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		if !finished {
+			go s.timers()
+		}
+	}()
+	if s.ptr != nil {
+		C.mcpw_http_server_handle_timeout(s.ptr, s.ns())
+		s.dispatchLocked()
+		s.notifyLocked()
+	}
+	finished = true
 }
 
 // answer is a response copied out of the engine into a request's pooled buffers.
@@ -510,6 +534,13 @@ var requestPool = sync.Pool{New: func() any { return new(requestBuffers) }}
 
 // ServeHTTP answers one HTTP request to the MCP endpoint.
 func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.done == nil { // a zero HTTPServer, not made by NewHTTPServer
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Body == nil { // (a request built by hand; a server's always has one)
+		r.Body = http.NoBody
+	}
 	bufs := requestPool.Get().(*requestBuffers)
 	defer func() {
 		if bufs.body.Cap() <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
@@ -552,13 +583,33 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	bufs.joined, bufs.lens = joined, lens
 
-	s.mu.Lock()
-	if s.ptr == nil {
-		s.mu.Unlock()
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
+	a, ok := s.respond(w, r.Method, joined, lens, count, body, bufs)
+	if !ok {
 		return
 	}
-	method := r.Method
+
+	for _, h := range a.headers {
+		w.Header().Add(h[0], h[1])
+	}
+	w.WriteHeader(a.status)
+	if a.hasBody {
+		_, _ = w.Write(a.body)
+		return
+	}
+	s.stream(w, r, a.stream)
+}
+
+// respond runs one HTTP request through the engine and copies out what to answer; false when
+// it answered w itself (an error). s.mu is held for the call and released on every way out,
+// a runtime.Goexit in the app included.
+func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte, lens []C.size_t,
+	count int, body []byte, bufs *requestBuffers) (a answer, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return a, false
+	}
 	// The request, and its first event when the answer is a stream: one cgo call.
 	first := C.mcpwgo_http_handle_first(s.ptr, s.ns(), cString(method), C.size_t(len(method)),
 		cBytes(joined), &lens[0], C.size_t(count), (*C.uint8_t)(bytesPtr(body)), C.size_t(len(body)),
@@ -568,11 +619,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	runtime.KeepAlive(body)
 	got := first.answer
 	if got.rc != C.MCPW_OK {
-		s.mu.Unlock()
 		http.Error(w, check("handle request", got.rc).Error(), http.StatusInternalServerError)
-		return
+		return a, false
 	}
-	var a answer
 	if got.response.has_stream {
 		// Answer what the app answers at once, then see whether the whole answer is there:
 		// the last poll, the settling and the timers' deadline take one cgo call.
@@ -587,9 +636,8 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.wakeLocked()
 			s.rearmTo(next.deadline)
 			if next.answer.rc != C.MCPW_OK {
-				s.mu.Unlock()
 				http.Error(w, check("settle", next.answer.rc).Error(), http.StatusInternalServerError)
-				return
+				return a, false
 			}
 			a = copyAnswer(&next.answer.response, bufs)
 			break
@@ -601,17 +649,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.dispatchLocked()
 		s.notifyLocked()
 	}
-	s.mu.Unlock()
-
-	for _, h := range a.headers {
-		w.Header().Add(h[0], h[1])
-	}
-	w.WriteHeader(a.status)
-	if a.hasBody {
-		_, _ = w.Write(a.body)
-		return
-	}
-	s.stream(w, r, a.stream)
+	return a, true
 }
 
 // stream drains SSE stream id into w until it finishes or the client goes away.

@@ -10,10 +10,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -48,13 +51,30 @@ type HTTPClient struct {
 	lastNs  uint64
 	record  []C.mcpwgo_record
 	arena   []byte
+	// view is the one Conn lent for the client's connection (the C view is one handle too),
+	// cut off when the client is freed, so that a kept one returns ErrFreed.
+	view *Conn
+	// closedSeen: Run handed out the ClosedEvent; the connection has nothing more to do.
+	closedSeen bool
+
+	// mu guards the fields below, which let Close end a Run in progress (from its handler
+	// or from another goroutine) without freeing the client under it.
+	mu         sync.Mutex
+	running    bool
+	closeAsked bool
+	closing    chan struct{}
 }
 
 // NewHTTPClient creates a client for the MCP endpoint url (cfg's Role must be Client; its
 // ClientEra decides between the 2026-07-28 probe and initialize). Close it when done.
-func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClient, error) {
+func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTPClient, error) {
 	if opts == nil {
 		opts = &HTTPClientOptions{}
+	}
+	if u, err := url.Parse(endpoint); err != nil {
+		return nil, fmt.Errorf("mcpwire: the endpoint URL: %w", err)
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcpwire: the endpoint URL %q is not an absolute http or https URL", endpoint)
 	}
 	config, err := cfg.build()
 	if err != nil {
@@ -83,7 +103,7 @@ func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClien
 	c := &HTTPClient{
 		ptr:     made.client,
 		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
-		url:     url,
+		url:     endpoint,
 		http:    hc,
 		origin:  now,
 		record:  make([]C.mcpwgo_record, 1),
@@ -93,16 +113,42 @@ func NewHTTPClient(cfg *Config, url string, opts *HTTPClientOptions) (*HTTPClien
 	return c, nil
 }
 
-// Close frees the client. Calling it again does nothing.
+// Close frees the client. While Run runs (Close from its handler, or from another
+// goroutine), Run returns ErrFreed and frees the client on its way out. Calling it again
+// does nothing.
 func (c *HTTPClient) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ptr == nil {
 		return nil
 	}
+	if c.running {
+		// Run frees the client on its way out (it may be this goroutine's caller).
+		if !c.closeAsked {
+			c.closeAsked = true
+			close(c.closing)
+		}
+		return nil
+	}
+	c.freeLocked()
+	return nil
+}
+
+func (c *HTTPClient) freeLocked() {
 	C.mcpw_http_client_free(c.ptr)
 	C.free(unsafe.Pointer(c.pending))
 	c.ptr, c.pending = nil, nil
+	if c.view != nil {
+		c.view.ptr = nil // a kept view returns ErrFreed
+	}
 	runtime.SetFinalizer(c, nil)
-	return nil
+}
+
+// closeRequested reports whether Close was called while Run runs.
+func (c *HTTPClient) closeRequested() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeAsked
 }
 
 func boolInt(b bool) C.int {
@@ -127,7 +173,11 @@ func (c *HTTPClient) Conn() *Conn {
 		return &Conn{view: true}
 	}
 	got := C.mcpwgo_http_client_view(c.ptr)
-	return &Conn{ptr: got.conn, view: true, origin: c.origin}
+	if c.view == nil {
+		c.view = &Conn{view: true, origin: c.origin}
+	}
+	c.view.ptr = got.conn
+	return c.view
 }
 
 // SessionID is the handshake-era session id, once the server gave one.
@@ -153,13 +203,37 @@ type exchangeResult struct {
 	err     error
 }
 
-// Run drives the client until its connection closes (after a ClosedEvent; nil) or ctx is
-// cancelled (a graceful Shutdown, then ctx.Err()). h sees every event and may issue commands
-// on the *Conn it is given (valid during the call). A handshake-era session is not ended by
-// Run: call EndSession before the last Shutdown for that.
+// Run drives the client until its connection closes (after a ClosedEvent; nil), ctx is
+// cancelled (a graceful Shutdown, then ctx.Err()) or the client is closed (Close, from h or
+// another goroutine: ErrFreed, and the client is freed as Run returns). h sees every event
+// and may issue commands on the *Conn it is given (valid during the call). A handshake-era
+// session is not ended by Run: call EndSession before the last Shutdown for that. Run on a
+// connection that already closed returns ErrClosed; one Run at a time.
 func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
+	if h == nil {
+		return errNilHandler
+	}
+	c.mu.Lock()
 	if c.ptr == nil {
+		c.mu.Unlock()
 		return ErrFreed
+	}
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("mcpwire: HTTPClient.Run is already running")
+	}
+	c.running, c.closing = true, make(chan struct{})
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.running = false
+		if c.closeAsked {
+			c.freeLocked()
+		}
+	}()
+	if c.closedSeen {
+		return ErrClosed
 	}
 	results := make(chan exchangeResult)
 	running := map[uint64]context.CancelFunc{}
@@ -184,11 +258,15 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				break
 			}
 			if _, isClosed := ev.(*ClosedEvent); isClosed {
-				closed = true
+				closed, c.closedSeen = true, true
 			}
 			h.HandleEvent(c.Conn(), time.Now(), ev)
+			if c.closeRequested() {
+				return ErrFreed
+			}
 		}
 		// Actions: start and abort HTTP exchanges.
+		failed := false
 		for {
 			got := C.mcpwgo_http_client_poll_action(c.ptr)
 			if err := check("poll action", got.rc); err != nil {
@@ -208,7 +286,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			}
 			req, err := c.request(ctx, &a)
 			if err != nil {
+				// The exchange fails at once; its events are handed out next.
 				C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
+				failed = true
 				continue
 			}
 			ectx, cancel := context.WithCancel(context.Background())
@@ -221,6 +301,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				return ctx.Err()
 			}
 			return nil
+		}
+		if failed {
+			continue
 		}
 		var timeout <-chan time.Time
 		timer.Stop()
@@ -239,10 +322,16 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			}
 		case <-timeout:
 			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
+		case <-c.closing:
+			return ErrFreed
 		case <-done:
 			done = nil
 			shutdown = true
-			if err := c.Conn().Shutdown(time.Now(), 2*time.Second); err != nil && !errors.Is(err, ErrClosed) {
+			if err := c.Conn().Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
+				// Closed already, and its events were handed out above: nothing will come.
+				c.settle(running, results)
+				return ctx.Err()
+			} else if err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package mcpwire
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -30,7 +31,8 @@ const feedPiece = 4096
 // closes: r ends (every answer already given is written before Serve returns), the peer's
 // side closes it, or ctx is cancelled (a graceful Shutdown with two seconds' grace, then
 // ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
-// write or engine error.
+// write or engine error. On a connection that closed before (its ClosedEvent handed out),
+// it returns ErrClosed at once.
 //
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
@@ -44,6 +46,37 @@ const feedPiece = 4096
 // it (to this request and to earlier ones) are written to w first, so the peer is not left
 // without answers the server already gave.
 func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler) error {
+	if conn == nil {
+		return ErrFreed
+	}
+	if h == nil {
+		return errNilHandler
+	}
+	if conn.State() == StateClosed {
+		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
+		// handed out yet) and write what is waiting.
+		var now time.Time
+		handed := false
+		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+			if _, isClosed := ev.(*ClosedEvent); isClosed {
+				handed = true
+			}
+			if now.IsZero() {
+				now = time.Now()
+			}
+			handleServed(conn, w, h, ev, now)
+		}
+		if _, err := conn.WriteTo(w); err != nil && !errors.Is(err, ErrFreed) {
+			return err
+		}
+		if handed {
+			return nil
+		}
+		if conn.ptr == nil {
+			return ErrFreed
+		}
+		return ErrClosed
+	}
 	type chunk struct {
 		data []byte
 		err  error
@@ -145,7 +178,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			input = reads
 		}
 		if input == nil && timeout == nil && done == nil {
-			return io.ErrUnexpectedEOF // cannot happen: after FeedEOF the connection closes
+			return ErrClosed // cannot happen: after FeedEOF the connection closes
 		}
 		select {
 		case c := <-input:

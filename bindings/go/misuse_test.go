@@ -1,0 +1,243 @@
+package mcpwire
+
+// Call sequences a host may get wrong, through the public API: each gets a clear error or
+// goes on, never a crash, a read of freed memory or a hang.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runUntilReturned runs client until h's work is done; it fails the test when Run does not return
+// within 10 s.
+func runUntilReturned(t *testing.T, client *HTTPClient, ctx context.Context, h HandlerFunc) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- client.Run(ctx, h) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+		return nil
+	}
+}
+
+// Close from the handler ends Run, which frees the client on its way out; the view the
+// handler was given, kept, then returns ErrFreed (before: a crash in C, or a read of freed
+// memory).
+func TestHTTPClientClosedFromItsHandler(t *testing.T) {
+	_, _, ts := newTestServer(t, []string{"2025-11-25"})
+	client := legacyHTTPClient(t, ts.URL)
+	var kept *Conn
+	err := runUntilReturned(t, client, context.Background(), func(c *Conn, _ time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			kept = c
+			if err := client.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if !errors.Is(err, ErrFreed) {
+		t.Fatalf("Run returned %v, want ErrFreed", err)
+	}
+	if kept == nil {
+		t.Fatal("the session never became ready")
+	}
+	if _, err := kept.Request(time.Now(), "tools/list", nil, nil); !errors.Is(err, ErrFreed) {
+		t.Fatalf("a kept view after Close: %v, want ErrFreed", err)
+	}
+	if err := client.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	if err := client.Run(context.Background(), HandlerFunc(func(*Conn, time.Time, Event) {})); !errors.Is(err, ErrFreed) {
+		t.Fatalf("Run after Close: %v, want ErrFreed", err)
+	}
+}
+
+// Close from another goroutine while Run waits (cancel, then Close without waiting for Run):
+// Run returns ErrFreed at once instead of using the freed client.
+func TestHTTPClientClosedWhileRunWaits(t *testing.T) {
+	_, _, ts := newTestServer(t, []string{"2025-11-25"})
+	client := legacyHTTPClient(t, ts.URL)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- client.Run(context.Background(), HandlerFunc(func(_ *Conn, _ time.Time, ev Event) {
+			if _, ok := ev.(*ReadyEvent); ok {
+				close(ready)
+			}
+		}))
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session never became ready")
+	}
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFreed) {
+			t.Fatalf("Run returned %v, want ErrFreed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+	if id := client.SessionID(); id != "" {
+		t.Fatalf("a freed client still reports session %q", id)
+	}
+}
+
+// A URL that cannot be a request's is refused at once, not at the first request (where Run
+// used to wait for ever).
+func TestNewHTTPClientRefusesAnUnusableURL(t *testing.T) {
+	cfg := &Config{Role: Client, Name: "t", Version: "1"}
+	for _, url := range []string{"http://127.0.0.1:80%zz/mcp", "127.0.0.1:8080/mcp", "ftp://host/mcp", "http:///mcp", ""} {
+		if c, err := NewHTTPClient(cfg, url, nil); err == nil {
+			c.Close()
+			t.Errorf("%q was taken", url)
+		}
+	}
+	if _, err := NewHTTPClient(nil, "http://127.0.0.1/mcp", nil); err == nil {
+		t.Error("a nil Config was taken")
+	}
+}
+
+// Run and Serve on a connection whose end was already handed out return ErrClosed at once
+// (before: Run waited for ever, even past its ctx; Serve until its ctx ended).
+func TestRunAndServeAgainAfterTheEnd(t *testing.T) {
+	_, _, ts := newTestServer(t, []string{"2025-11-25"})
+	client := legacyHTTPClient(t, ts.URL)
+	err := runUntilReturned(t, client, context.Background(), func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			_ = c.Shutdown(now, time.Second)
+		}
+	})
+	if err != nil {
+		t.Fatalf("the first Run: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := runUntilReturned(t, client, ctx, func(*Conn, time.Time, Event) {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Run again: %v, want ErrClosed", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Run again took %v", d)
+	}
+
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out bytes.Buffer
+	nop := HandlerFunc(func(*Conn, time.Time, Event) {})
+	if err := Serve(ctx, conn, strings.NewReader(""), &out, nop); err != nil {
+		t.Fatalf("the first Serve: %v", err)
+	}
+	start = time.Now()
+	if err := Serve(ctx, conn, strings.NewReader(""), &out, nop); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Serve again: %v, want ErrClosed", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Serve again took %v", d)
+	}
+	if err := Serve(ctx, conn, strings.NewReader(""), &out, nil); err == nil {
+		t.Fatal("Serve with a nil Handler")
+	}
+}
+
+// An app that calls runtime.Goexit (t.FailNow in a test helper, say) ends its own goroutine
+// only: the server's lock is released and later requests are served (before: every later
+// request and Sessions() waited for ever).
+func TestHTTPAppGoexitLeavesTheServerServing(t *testing.T) {
+	first := true
+	srv, err := NewHTTPServer(&Config{Role: Server, Name: "s", Version: "1", Capabilities: json.RawMessage(`{"tools":{}}`)},
+		&HTTPOptions{ErrorLog: log.New(io.Discard, "", 0)}, HTTPAppFunc(func(c *Conn, _ ConnKey, ev Event) {
+			if req, ok := ev.(*RequestEvent); ok {
+				if first {
+					first = false
+					runtime.Goexit()
+				}
+				_ = c.Respond(req.ID, json.RawMessage(`{}`))
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	call := func() (int, error) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
+		req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "echo")
+		w := httptest.NewRecorder()
+		finished := make(chan struct{})
+		go func() { defer close(finished); srv.ServeHTTP(w, req) }()
+		select {
+		case <-finished:
+			return w.Code, nil
+		case <-time.After(5 * time.Second):
+			return 0, errors.New("the request hung")
+		}
+	}
+	if _, err := call(); err != nil {
+		t.Fatalf("the request whose app called Goexit: %v", err)
+	}
+	code, err := call()
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("the next request: %d %v", code, err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Sessions(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Sessions() hung")
+	}
+}
+
+// The documented graceful end, EndListenStreams then http.Server.Shutdown, finishes with a
+// handshake-era GET stream open (before: Shutdown waited for ever).
+func TestEndListenStreamsLetsShutdownFinishWithAGetStreamOpen(t *testing.T) {
+	srv, _, ts := newTestServer(t, []string{"2025-11-25"})
+	ts.Close() // (only its handler is used, behind a server the test can Shutdown)
+	hs := &http.Server{Handler: srv}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	sid := openTestSession(t, url)
+	get := openGetStream(t, url, sid)
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", get.StatusCode)
+	}
+	if n, err := srv.EndListenStreams(); err != nil || n != 1 {
+		t.Fatalf("EndListenStreams: %d %v, want 1", n, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
