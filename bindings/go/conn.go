@@ -90,7 +90,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 // (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
 // method returns ErrFreed afterwards. It always returns nil.
 func (c *Conn) Close() error {
-	if c.ptr == nil || c.view {
+	if c == nil || c.ptr == nil || c.view {
 		return nil
 	}
 	C.mcpw_conn_free(c.ptr)

@@ -159,6 +159,10 @@ func TestRunAndServeAgainAfterTheEnd(t *testing.T) {
 	if err := Serve(ctx, conn, strings.NewReader(""), &out, nil); err == nil {
 		t.Fatal("Serve with a nil Handler")
 	}
+	var none *Conn
+	if err := none.Close(); err != nil {
+		t.Fatalf("Close of a nil *Conn: %v", err)
+	}
 }
 
 // An app that calls runtime.Goexit (t.FailNow in a test helper, say) ends its own goroutine
