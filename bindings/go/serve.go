@@ -55,17 +55,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
-		var now time.Time
-		handed := false
-		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
-			if _, isClosed := ev.(*ClosedEvent); isClosed {
-				handed = true
-			}
-			if now.IsZero() {
-				now = time.Now()
-			}
-			handleServed(conn, w, h, ev, now)
-		}
+		handed := handOut(conn, w, h)
 		if _, err := conn.WriteTo(w); err != nil && !errors.Is(err, ErrFreed) {
 			return err
 		}
@@ -114,17 +104,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	done := ctx.Done()
 	for {
 		// 1. Events (the handler may issue commands), 2. all output.
-		closed := false
-		var now time.Time
-		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
-			if _, isClosed := ev.(*ClosedEvent); isClosed {
-				closed = true
-			}
-			if now.IsZero() {
-				now = time.Now()
-			}
-			handleServed(conn, w, h, ev, now)
-		}
+		closed := handOut(conn, w, h)
 		if err := conn.Err(); err != nil {
 			return err
 		}
@@ -203,6 +183,22 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		}
 	}
+}
+
+// handOut hands every event conn holds to h, all with the time of the first; it reports
+// whether the ClosedEvent was among them.
+func handOut(conn *Conn, w io.Writer, h Handler) (closed bool) {
+	var now time.Time
+	for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+		if _, isClosed := ev.(*ClosedEvent); isClosed {
+			closed = true
+		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		handleServed(conn, w, h, ev, now)
+	}
+	return closed
 }
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the

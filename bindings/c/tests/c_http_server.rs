@@ -379,14 +379,7 @@ fn clients_that_leave_idle_streams_are_noticed() {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let request = if i % 2 == 0 {
-            let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-            let answer = post(port, "", init);
-            let sid = answer
-                .lines()
-                .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
-                .unwrap_or_else(|| panic!("no session: {answer}"))
-                .trim()
-                .to_owned();
+            let sid = open_session(port);
             format!(
                 "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
             )
@@ -425,17 +418,22 @@ fn clients_that_leave_idle_streams_are_noticed() {
     assert_clean_exit(server);
 }
 
-/// Opens a 2025-11-25 session and its GET stream on the server at `port`; returns the
-/// stream's socket and what was read of it once the head came.
-fn open_get_stream(port: u16) -> (TcpStream, Vec<u8>) {
+/// Opens a 2025-11-25 session on the server at `port`; returns its id.
+fn open_session(port: u16) -> String {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let answer = post(port, "", init);
-    let sid = answer
+    answer
         .lines()
         .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
         .unwrap_or_else(|| panic!("no session: {answer}"))
         .trim()
-        .to_owned();
+        .to_owned()
+}
+
+/// Opens a 2025-11-25 session and its GET stream on the server at `port`; returns the
+/// stream's socket and what was read of it once the head came.
+fn open_get_stream(port: u16) -> (TcpStream, Vec<u8>) {
+    let sid = open_session(port);
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
