@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -55,12 +56,19 @@ type Conn struct {
 	lastNs  uint64
 	err     error // sticky: set when polling events failed
 
-	view    bool    // lent by an HTTPServer for one callback: not ours to free
+	view bool // lent by an HTTPServer for one callback: not ours to free
+	// cut: a lent view's lending ended (set by its lender, possibly while another goroutine
+	// holds the view by mistake: atomic, so that it then reads ErrFreed without a race).
+	cut     atomic.Bool
 	queue   []Event // events copied out of the engine, not yet returned
 	head    int
 	records []C.mcpwgo_record
 	arena   []byte
 }
+
+// freed reports whether calls must be refused with ErrFreed: the handle was freed, or the
+// view's lending ended.
+func (c *Conn) freed() bool { return c.ptr == nil || c.cut.Load() }
 
 // NewConn creates a connection from cfg at time now; every later time passed to the Conn
 // is measured from now on the same clock (time.Now() readings, or simulated times). A
@@ -90,7 +98,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 // (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
 // method returns ErrFreed afterwards. It always returns nil.
 func (c *Conn) Close() error {
-	if c == nil || c.ptr == nil || c.view {
+	if c == nil || c.freed() || c.view {
 		return nil
 	}
 	C.mcpw_conn_free(c.ptr)
@@ -146,7 +154,7 @@ type RequestContext struct {
 // handshake-era request (the session's capabilities are PeerCapabilities) or an unknown id.
 // Use it to refuse work that needs a capability the request did not declare.
 func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
-	if c.ptr == nil {
+	if c.freed() {
 		return RequestContext{}, false
 	}
 	got := C.mcpwgo_request_context(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)))
@@ -167,7 +175,7 @@ func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
 // Feed hands the engine bytes read from the transport, in any chunking, with the time they
 // arrived. The engine consumes all of them and keeps no pointer into data.
 func (c *Conn) Feed(now time.Time, data []byte) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_handle_input(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
@@ -178,7 +186,7 @@ func (c *Conn) Feed(now time.Time, data []byte) error {
 // FeedEOF tells the engine the transport reached end of input: a last unterminated line is
 // processed, our requests in flight are abandoned and the connection closes.
 func (c *Conn) FeedEOF(now time.Time) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_handle_eof(c.ptr, c.ns(now))
@@ -189,7 +197,7 @@ func (c *Conn) FeedEOF(now time.Time) error {
 // HandleTimeout fires every timer due at now (request timeouts, the end of a graceful
 // close). Calling it early does nothing.
 func (c *Conn) HandleTimeout(now time.Time) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_handle_timeout(c.ptr, c.ns(now))
@@ -201,7 +209,7 @@ func (c *Conn) HandleTimeout(now time.Time) error {
 // is armed. It changes after inputs and commands: re-arm the timer from it every time round
 // the loop.
 func (c *Conn) NextDeadline() (time.Time, bool) {
-	if c.ptr == nil {
+	if c.freed() {
 		return time.Time{}, false
 	}
 	d := C.mcpwgo_poll_timeout(c.ptr)
@@ -249,7 +257,7 @@ type RequestOptions struct {
 // arrives as a ResponseEvent, ErrorEvent, TimedOutEvent or AbandonedEvent carrying the
 // returned id.
 func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
-	if c.ptr == nil {
+	if c.freed() {
 		return 0, ErrFreed
 	}
 	var o RequestOptions
@@ -272,7 +280,7 @@ func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opt
 
 // Notify sends a notification: method with params (a JSON object, or nil for none).
 func (c *Conn) Notify(method string, params json.RawMessage) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_notify(c.ptr, cString(method), C.size_t(len(method)), cBytes(params), C.size_t(len(params)))
@@ -283,7 +291,7 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 // Respond answers the peer's request id with result (any JSON value; MCP results are
 // objects). Answering a request the peer has cancelled succeeds and sends nothing.
 func (c *Conn) Respond(id ID, result json.RawMessage) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpwgo_respond(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
@@ -296,7 +304,7 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 // (any JSON value, or nil for none). Codes the negotiated version does not define are
 // refused with ErrCodeNotInVersion.
 func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMessage) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	msg := cString(message)
@@ -324,7 +332,7 @@ type ProgressUpdate struct {
 // Progress reports progress on the peer's request id, which must have carried a progress
 // token (else ErrNoProgressToken).
 func (c *Conn) Progress(id ID, p ProgressUpdate) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	hasTotal := 0
@@ -341,7 +349,7 @@ func (c *Conn) Progress(id ID, p ProgressUpdate) error {
 // Cancel cancels our request: the peer is told (with reason, when not empty) and the request
 // ends here, with no event; an answer arriving later is dropped.
 func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_cancel(c.ptr, c.ns(now), C.int64_t(request), cString(reason), C.size_t(len(reason)))
@@ -354,7 +362,7 @@ func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 // CloseLocal). Shutting down a closed connection does nothing. It does not free the handle:
 // call Close for that.
 func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpw_conn_close(c.ptr, c.ns(now), C.uint64_t(millisCeil(grace)))
@@ -366,7 +374,7 @@ func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
 // the client for sampling or elicitation while it works on parent): in 2026-07-28 the
 // request travels with parent's answer stream; in the handshake era it is a plain request.
 func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
-	if c.ptr == nil {
+	if c.freed() {
 		return 0, ErrFreed
 	}
 	var o RequestOptions
@@ -393,7 +401,7 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 // only if the request asked for this level or a more verbose one; in the handshake era,
 // whenever we declared logging. It reports whether the message was sent.
 func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (bool, error) {
-	if c.ptr == nil {
+	if c.freed() {
 		return false, ErrFreed
 	}
 	r := C.mcpwgo_log(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)),
@@ -409,7 +417,7 @@ func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (
 // resources/read id with "input required": inputRequests (a JSON object, or nil for none)
 // and/or requestState (empty for none).
 func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, requestState string) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpwgo_respond_input_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
@@ -427,7 +435,7 @@ func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, reques
 // ErrNotNegotiated when the client did not declare elicitation.url, ErrInvalidParams for
 // elicitations that are not such an array; nothing is sent then.
 func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage) error {
-	if c.ptr == nil {
+	if c.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpwgo_respond_url_elicitation_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
@@ -440,7 +448,7 @@ func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage
 // original params, inputResponses (a JSON object) and the server's request state. The retry
 // is a new request with its own id.
 func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMessage) (RequestID, error) {
-	if c.ptr == nil {
+	if c.freed() {
 		return 0, ErrFreed
 	}
 	r := C.mcpwgo_retry(c.ptr, c.ns(now), C.int64_t(request), cBytes(inputResponses), C.size_t(len(inputResponses)))
@@ -490,7 +498,7 @@ func (c *Conn) Err() error { return c.err }
 // refill copies the next batch of events out of the engine into the queue.
 func (c *Conn) refill() bool {
 	c.queue, c.head = c.queue[:0], 0
-	if c.ptr == nil || c.err != nil || c.view {
+	if c.freed() || c.err != nil || c.view {
 		return false // a view's events come from its HTTPServer
 	}
 	for {
@@ -698,7 +706,7 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for {
-		if c.ptr == nil {
+		if c.freed() {
 			return total, ErrFreed
 		}
 		lent := C.mcpwgo_transmit(c.ptr)
@@ -734,7 +742,7 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 // AppendOutput appends all pending output to dst, marks it written, and returns dst.
 func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
 	for {
-		if c.ptr == nil {
+		if c.freed() {
 			return dst, ErrFreed
 		}
 		lent := C.mcpwgo_transmit(c.ptr)
@@ -754,7 +762,7 @@ func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
 
 // PendingOutput reports how many bytes the engine lends next (0: nothing to write).
 func (c *Conn) PendingOutput() int {
-	if c.ptr == nil {
+	if c.freed() {
 		return 0
 	}
 	lent := C.mcpwgo_transmit(c.ptr)
@@ -802,7 +810,7 @@ type Status struct {
 // Status reads the connection's state, role, requests in flight and drop counters in one
 // call.
 func (c *Conn) Status() (Status, error) {
-	if c.ptr == nil {
+	if c.freed() {
 		return Status{State: StateClosed}, ErrFreed
 	}
 	s := C.mcpwgo_conn_status(c.ptr)
@@ -838,7 +846,7 @@ func (c *Conn) State() State {
 
 // Era is the protocol era in force (EraUndecided while a client probes).
 func (c *Conn) Era() Era {
-	if c.ptr == nil {
+	if c.freed() {
 		return EraOther
 	}
 	r := C.mcpwgo_conn_era(c.ptr)
@@ -851,7 +859,7 @@ func (c *Conn) Era() Era {
 
 // ProtocolVersion is the negotiated protocol version, or "" before negotiation.
 func (c *Conn) ProtocolVersion() string {
-	if c.ptr == nil {
+	if c.freed() {
 		return ""
 	}
 	v := C.mcpwgo_protocol_version(c.ptr)
@@ -861,7 +869,7 @@ func (c *Conn) ProtocolVersion() string {
 
 // PeerInfo is the peer's clientInfo / serverInfo object, or nil before the handshake.
 func (c *Conn) PeerInfo() json.RawMessage {
-	if c.ptr == nil {
+	if c.freed() {
 		return nil
 	}
 	v := C.mcpwgo_peer_info(c.ptr)
@@ -872,7 +880,7 @@ func (c *Conn) PeerInfo() json.RawMessage {
 // PeerCapabilities is the peer's capabilities object as it declared it, or nil before the
 // handshake.
 func (c *Conn) PeerCapabilities() json.RawMessage {
-	if c.ptr == nil {
+	if c.freed() {
 		return nil
 	}
 	v := C.mcpwgo_peer_capabilities(c.ptr)
@@ -882,7 +890,7 @@ func (c *Conn) PeerCapabilities() json.RawMessage {
 
 // PeerInstructions (client) is the server's instructions, and false when it sent none.
 func (c *Conn) PeerInstructions() (string, bool) {
-	if c.ptr == nil {
+	if c.freed() {
 		return "", false
 	}
 	v := C.mcpwgo_peer_instructions(c.ptr)

@@ -215,7 +215,7 @@ func (s *HTTPServer) notifyLocked() {
 // wakeLocked is notifyLocked without the timers' check.
 func (s *HTTPServer) wakeLocked() {
 	for _, c := range s.lentConns {
-		c.ptr = nil
+		c.cut.Store(true)
 	}
 	s.lentConns = s.lentConns[:0]
 	if len(s.parked) > 0 {

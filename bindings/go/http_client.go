@@ -139,7 +139,7 @@ func (c *HTTPClient) freeLocked() {
 	C.free(unsafe.Pointer(c.pending))
 	c.ptr, c.pending = nil, nil
 	if c.view != nil {
-		c.view.ptr = nil // a kept view returns ErrFreed
+		c.view.cut.Store(true) // a kept view returns ErrFreed
 	}
 	runtime.SetFinalizer(c, nil)
 }

@@ -165,6 +165,18 @@ func TestRunAndServeAgainAfterTheEnd(t *testing.T) {
 	}
 }
 
+// modernEchoCall is a stateless 2026-07-28 tools/call of "echo", for ServeHTTP.
+func modernEchoCall() *http.Request {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
+	req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	return req
+}
+
 // An app that calls runtime.Goexit (t.FailNow in a test helper, say) ends its own goroutine
 // only: the server's lock is released and later requests are served (before: every later
 // request and Sessions() waited for ever).
@@ -185,13 +197,7 @@ func TestHTTPAppGoexitLeavesTheServerServing(t *testing.T) {
 	}
 	defer srv.Close()
 	call := func() (int, error) {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
-		req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "echo")
+		req := modernEchoCall()
 		w := httptest.NewRecorder()
 		finished := make(chan struct{})
 		go func() { defer close(finished); srv.ServeHTTP(w, req) }()
@@ -243,5 +249,39 @@ func TestEndListenStreamsLetsShutdownFinishWithAGetStreamOpen(t *testing.T) {
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// A view kept past its callback and used from another goroutine returns ErrFreed, without a
+// data race (before: the lender cleared the view's handle while the goroutine read it, which
+// `go test -race` reports).
+func TestAKeptServerViewUsedFromAnotherGoroutineReturnsErrFreed(t *testing.T) {
+	kept := make(chan error, 20)
+	srv, err := NewHTTPServer(&Config{Role: Server, Name: "s", Version: "1", Capabilities: json.RawMessage(`{"tools":{}}`)},
+		nil, HTTPAppFunc(func(c *Conn, _ ConnKey, ev Event) {
+			if req, ok := ev.(*RequestEvent); ok {
+				_ = c.Respond(req.ID, json.RawMessage(`{"content":[]}`))
+				go func() {
+					time.Sleep(10 * time.Millisecond) // well after the callback returned
+					kept <- c.Notify("notifications/message", nil)
+				}()
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for range cap(kept) {
+		req := modernEchoCall()
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	for range cap(kept) {
+		if err := <-kept; !errors.Is(err, ErrFreed) {
+			t.Fatalf("a kept view: %v, want ErrFreed", err)
+		}
 	}
 }

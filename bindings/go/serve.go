@@ -62,7 +62,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		if handed {
 			return nil
 		}
-		if conn.ptr == nil {
+		if conn.freed() {
 			return ErrFreed
 		}
 		return ErrClosed

@@ -232,7 +232,7 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.ptr == nil {
+	if t.ptr == nil || conn.freed() {
 		return ErrFreed
 	}
 	rc := C.mcpwgo_tasks_respond(conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
@@ -254,7 +254,7 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.ptr == nil {
+	if t.ptr == nil || conn.freed() {
 		return false, ErrFreed
 	}
 	r := C.mcpwgo_tasks_serve(t.ptr, t.ns(now), conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
@@ -283,7 +283,7 @@ func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, meth
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.ptr == nil {
+	if t.ptr == nil || conn.freed() {
 		return false, ErrFreed
 	}
 	r := C.mcpwgo_tasks_serve_legacy(t.ptr, t.ns(now), C.uint64_t(owner), conn.ptr, C.uint32_t(id.kind),
