@@ -367,6 +367,9 @@ func (c *HTTPClient) EndSession() bool {
 	}
 	var queued C.bool
 	C.mcpw_http_client_end_session(c.ptr, &queued)
+	if c.view != nil {
+		c.Conn() // lent again: the handler's view stays usable after EndSession
+	}
 	return bool(queued)
 }
 

@@ -285,3 +285,23 @@ func TestAKeptServerViewUsedFromAnotherGoroutineReturnsErrFreed(t *testing.T) {
 		}
 	}
 }
+
+// EndSession from Run's handler leaves the handler's view usable (before: ErrStaleView, and
+// a Shutdown through it did nothing, so Run went on until its ctx ended).
+func TestEndSessionInTheHandlerKeepsItsView(t *testing.T) {
+	srv, _, ts := newTestServer(t, []string{"2025-11-25"})
+	client := legacyHTTPClient(t, ts.URL)
+	var shutdownErr error
+	err := runUntilReturned(t, client, context.Background(), func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			if !client.EndSession() {
+				t.Error("no session to end")
+			}
+			shutdownErr = c.Shutdown(now, time.Second)
+		}
+	})
+	if err != nil || shutdownErr != nil {
+		t.Fatalf("Run: %v; Shutdown after EndSession: %v", err, shutdownErr)
+	}
+	waitFor(t, "the session deleted", func() bool { n, _ := srv.Sessions(); return n == 0 })
+}
