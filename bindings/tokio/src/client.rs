@@ -171,19 +171,23 @@ impl Client {
     }
 
     /// Ends a handshake-era session politely: its `DELETE` goes out and is waited for, up to
-    /// `limit`. Without a session it returns at once. Dropping the client afterwards closes
-    /// every exchange still open.
+    /// `limit`. Without a session it returns at once. What the other exchanges report
+    /// meanwhile is taken in as usual: answers that arrive are handed out by
+    /// [`next_event`](Self::next_event). Dropping the client afterwards closes every exchange
+    /// still open.
     pub async fn end_session(&mut self, limit: std::time::Duration) {
         let Some(delete) = self.http.end_session() else {
             return;
         };
         self.send_due();
         let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(Report::End(e) | Report::Failed(e))) if e == delete => break,
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
+        while let Ok(Some(report)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            let done = matches!(report, Report::End(e) | Report::Failed(e) if e == delete);
+            let now = self.now();
+            self.apply(now, report);
+            self.send_due();
+            if done {
+                break;
             }
         }
     }

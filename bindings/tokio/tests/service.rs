@@ -144,3 +144,47 @@ async fn as_a_tower_service_it_takes_any_body_type() {
     assert!(text.contains(r#""protocolVersion":"2025-11-25""#), "{text}");
     timers.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_arrives_while_the_session_ends_is_still_handed_out() {
+    // `end_session` waits for its DELETE; what other exchanges report meanwhile (here the
+    // answer to a call the application has not polled for yet) must be taken in, not thrown
+    // away: the request would otherwise end as a timeout a minute later.
+    let (url, _service, _task) = host().await;
+    let mut config = Config::client("service-test", "1.0");
+    config.client_era = ClientEra::Legacy;
+    let mut client = Client::new(&url, config, ReconnectPolicy::default()).unwrap();
+    let call = loop {
+        match tokio::time::timeout(Duration::from_secs(10), client.next_event()).await {
+            Ok(Some(OwnedEvent::Ready { .. })) => {
+                let now = client.now();
+                let params = mcpwire::jsonrpc::RawJson::new(
+                    r#"{"name":"test_tool_with_progress","arguments":{}}"#,
+                )
+                .unwrap();
+                break client
+                    .connection()
+                    .request(now, "tools/call", Some(params))
+                    .unwrap();
+            }
+            Ok(Some(_)) => {}
+            other => panic!("no session: {other:?}"),
+        }
+    };
+    // The call goes out; then the application looks away while the answer arrives.
+    let _ = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    client.end_session(Duration::from_secs(2)).await;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), client.next_event()).await {
+            Ok(Some(OwnedEvent::Response {
+                request, result, ..
+            })) if request == call => {
+                assert!(result.contains("Progress test completed"), "{result}");
+                break;
+            }
+            Ok(Some(OwnedEvent::Progress { .. })) => {}
+            other => panic!("the call's answer was lost: {other:?}"),
+        }
+    }
+}
