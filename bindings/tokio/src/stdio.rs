@@ -396,14 +396,23 @@ pub fn spawn(
 
 /// Ends a session with a child server gracefully: closes the connection (with `grace` for
 /// our requests in flight), writes what is left, closes the child's stdin (an MCP server exits
-/// at end of input), and waits up to `grace` again for it to exit before killing it.
+/// at end of input), and waits up to `grace` again for it to exit before killing it. A child
+/// that stops reading its stdin cannot hold this up: what is left to write is given up a
+/// second after `grace`.
 pub async fn stop(
     mut driver: Driver<ChildStdout, ChildStdin>,
     mut child: Child,
     grace: Duration,
 ) -> io::Result<std::process::ExitStatus> {
     driver.close(grace);
-    while driver.next_event().await?.is_some() {}
+    let drain = async {
+        while driver.next_event().await?.is_some() {}
+        Ok::<(), io::Error>(())
+    };
+    // (Timing out only gives up the write a child does not read; `next_event` is cancel-safe.)
+    if let Ok(drained) = tokio::time::timeout(grace + Duration::from_secs(1), drain).await {
+        drained?;
+    }
     let (_, stdout, stdin) = driver.into_parts();
     drop(stdin);
     drop(stdout);

@@ -468,3 +468,62 @@ async fn event_time_is_read_once_per_batch() {
         io.event_time()
     );
 }
+
+#[tokio::test]
+async fn stop_ends_a_child_that_no_longer_reads() {
+    // A server that answers the handshake, then never reads again: what is left to write
+    // (more than a pipe holds) must not hold `stop` up for ever; the child is killed once
+    // the grace periods are over.
+    let script = r#"
+import sys, json, time
+req = json.loads(sys.stdin.readline())
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "stuck", "version": "1"}}}) + "\n")
+sys.stdout.flush()
+sys.stdin.readline()
+time.sleep(1000)
+"#;
+    let mut config = Config::client("stop-test", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let mut command = tokio::process::Command::new("python3");
+    command.arg("-c").arg(script);
+    let (mut driver, child) = mcpwire_tokio::stdio::spawn(&mut command, config).unwrap();
+    let pid = child.id().expect("a pid");
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), driver.next_event()).await {
+            Ok(Ok(Some(OwnedEvent::Ready { .. }))) => break,
+            Ok(Ok(Some(_))) => {}
+            other => panic!("no handshake: {other:?}"),
+        }
+    }
+    let big = format!(
+        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
+        "x".repeat(256 * 1024)
+    );
+    let now = driver.now();
+    driver
+        .connection()
+        .request(now, "tools/call", Some(RawJson::new(&big).unwrap()))
+        .unwrap();
+    let grace = Duration::from_millis(300);
+    let started = tokio::time::Instant::now();
+    let stopped = tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, grace),
+    )
+    .await
+    .expect("stop returned");
+    assert!(stopped.is_ok(), "{stopped:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}/status")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .is_ok_and(|s| s.contains("State:\tZ")),
+        "the child still runs"
+    );
+}
