@@ -53,6 +53,7 @@ use tokio::task::JoinSet;
 /// host: the panic hook reports it, the HTTP request being served gets a 500 and the engine
 /// drops that request's stream (as when a client goes away), and the host serves on, timers
 /// included. Events the panicking call had already taken from the engine are lost with it.
+/// A panic in [`poll_timeout`](Self::poll_timeout) counts as "no deadline" that time.
 pub trait Application: Send + 'static {
     /// Answers every event [`HttpServer::poll_event`] has and then calls
     /// [`HttpServer::pump`]. Called after every request, after a stream closes and after the
@@ -167,6 +168,14 @@ impl<A: Application> State<A> {
         }))
         .is_ok()
     }
+}
+
+/// The application's next deadline. A panic in its `poll_timeout` counts as none (the panic
+/// hook has reported it), so that it cannot take a request or the timers task down with it.
+fn app_timeout<A: Application>(app: &A) -> Option<Timestamp> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.poll_timeout()))
+        .ok()
+        .flatten()
 }
 
 struct Shared<A> {
@@ -495,7 +504,7 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
             let mut st = shared.lock();
             let now = shared.now();
             let next = |st: &State<A>| {
-                [st.server.poll_timeout(), st.app.poll_timeout()]
+                [st.server.poll_timeout(), app_timeout(&st.app)]
                     .into_iter()
                     .flatten()
                     .min()
@@ -639,7 +648,7 @@ where
         // sleeps until.
         let woken = st.woken();
         let State { server, app, .. } = &mut *st;
-        let timer = [server.poll_timeout(), app.poll_timeout()]
+        let timer = [server.poll_timeout(), app_timeout(app)]
             .into_iter()
             .flatten()
             .min()

@@ -1,9 +1,11 @@
 //! A panic in the application's code is the application's bug, but it must not take the host
 //! with it: the request it hit gets a 500, the engine forgets that request, the other
-//! requests are served, and the timers keep running. (The panic hook prints each panic.)
+//! requests are served, and the timers keep running; a panic in its `poll_timeout` costs
+//! nothing but that deadline. (The panic hook prints each panic.)
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,12 +24,13 @@ struct Seen {
 
 /// Answers tools/call at once, except "boom", on which `drive` panics, and "hold", which it
 /// answers when its timer fires 20 ms later. The first time the timer fires it panics right
-/// after answering.
+/// after answering. After a "tick", the next look at its deadline panics.
 struct Panicky {
     seen: Arc<Mutex<Seen>>,
     held: Vec<(ConnKey, OwnedId)>,
     timer: Option<Timestamp>,
     timer_panicked: bool,
+    deadline_bomb: AtomicBool,
 }
 
 impl Application for Panicky {
@@ -41,6 +44,9 @@ impl Application for Panicky {
         }
         for (key, id, params) in calls {
             assert!(!params.contains(r#""boom""#), "the app's bug");
+            if params.contains(r#""tick""#) {
+                self.deadline_bomb.store(true, Ordering::SeqCst);
+            }
             if params.contains(r#""hold""#) {
                 self.held.push((key, id));
                 self.timer = Some(now.after(Duration::from_millis(20)));
@@ -54,6 +60,10 @@ impl Application for Panicky {
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
+        assert!(
+            !self.deadline_bomb.swap(false, Ordering::SeqCst),
+            "the app's deadline bug"
+        );
         self.timer
     }
 
@@ -112,6 +122,7 @@ async fn a_panicking_application_costs_one_request_not_the_host() {
         held: Vec::new(),
         timer: None,
         timer_panicked: false,
+        deadline_bomb: AtomicBool::new(false),
     };
     tokio::spawn(serve(
         listener,
@@ -121,7 +132,7 @@ async fn a_panicking_application_costs_one_request_not_the_host() {
         std::future::pending::<()>(),
     ));
 
-    for tool in ["boom", "fine", "boom", "boom", "fine"] {
+    for tool in ["boom", "fine", "boom", "boom", "fine", "tick", "fine"] {
         let raw = call(addr, tool).await;
         if tool == "boom" {
             assert!(raw.starts_with("HTTP/1.1 500 "), "{raw}");
