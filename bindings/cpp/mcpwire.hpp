@@ -489,8 +489,10 @@ private:
 /// A connection the caller does not own: what mcpw::http_server and mcpw::http_client lend
 /// (their `conn()`, and each server event's), or any connection's `view()`. Every command and
 /// getter of mcpw::connection, with the C ABI's rules for views: use it before the next
-/// non-const call on its lender and ask again after that (a stale view throws
-/// MCPW_ERR_STALE_VIEW); the transport calls (handle_input, transmit, consume, ...) throw
+/// non-const call on its lender and ask again after that. A stale view of a connection that
+/// still lives throws MCPW_ERR_STALE_VIEW, but a view of an ended session or finished request
+/// may be freed by then: keeping a view past its lender's next call is undefined behaviour,
+/// so keep the key (the session's mcpw_conn_key) and ask the lender again. The transport calls (handle_input, transmit, consume, ...) throw
 /// MCPW_ERR_NOT_OWNER, because the lender moves the bytes. Copying it is free; it never frees
 /// anything.
 class connection_view : public detail::connection_ops<connection_view> {
@@ -593,6 +595,7 @@ public:
     std::string_view create(std::uint64_t now_ns,
                             const std::function<void(std::uint8_t *, std::size_t)> &random) {
         mcpw_str id;
+        if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
         detail::check(mcpw_tasks_create(get(), now_ns, &fill, user, &id));
         return detail::view(id);
@@ -603,6 +606,7 @@ public:
                                    const std::function<void(std::uint8_t *, std::size_t)> &random,
                                    std::uint64_t owner) {
         mcpw_str id;
+        if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
         detail::check(mcpw_tasks_create_legacy(get(), now_ns, &fill, user, owner, &id));
         return detail::view(id);

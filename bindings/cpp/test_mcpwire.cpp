@@ -292,6 +292,11 @@ void test_tasks() {
         for (std::size_t i = 0; i < len; i++) buf[i] = ++counter;
     };
 
+    // An empty random source is refused (it used to end in std::terminate).
+    const std::function<void(std::uint8_t *, std::size_t)> none;
+    CHECK(code_of([&] { table.create(ms, none); }) == MCPW_ERR_NULL_ARGUMENT);
+    CHECK(code_of([&] { table.create_legacy(ms, none, 1); }) == MCPW_ERR_NULL_ARGUMENT);
+
     auto call = modern_request(server, ms, 1, "tools/call", R"("name":"deploy")");
     CHECK(call && call->kind() == MCPW_EVENT_REQUEST);
     const std::string task(table.create(ms, random));
