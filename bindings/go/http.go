@@ -626,6 +626,15 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 		// Answer what the app answers at once, then see whether the whole answer is there:
 		// the last poll, the settling and the timers' deadline take one cgo call.
 		stream := got.response.stream
+		returned := false
+		defer func() {
+			if !returned && s.ptr != nil {
+				// runtime.Goexit in the app: nobody will write this stream; the engine
+				// forgets it as it would a departed client's.
+				C.mcpw_http_server_stream_closed(s.ptr, s.ns(), stream)
+				s.notifyLocked()
+			}
+		}()
 		s.take(first.polled)
 		for {
 			next := C.mcpwgo_http_next_or_settle(s.ptr, stream, s.pending, &s.record[0], s.arenaPtr(), s.arenaCap())
@@ -633,6 +642,7 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 				s.take(next.polled)
 				continue
 			}
+			returned = true // (no more app code on this request)
 			s.wakeLocked()
 			s.rearmTo(next.deadline)
 			if next.answer.rc != C.MCPW_OK {

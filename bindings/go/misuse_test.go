@@ -216,11 +216,15 @@ func TestHTTPAppGoexitLeavesTheServerServing(t *testing.T) {
 		t.Fatalf("the next request: %d %v", code, err)
 	}
 	done := make(chan struct{})
-	go func() { srv.Sessions(); close(done) }()
+	var streams int
+	go func() { _, streams = srv.Sessions(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Sessions() hung")
+	}
+	if streams != 0 {
+		t.Fatalf("%d streams held: the one whose app called Goexit was never let go", streams)
 	}
 }
 
