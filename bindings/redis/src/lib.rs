@@ -91,14 +91,15 @@
 //! # Failures
 //!
 //! The store traits cannot return errors, so each store handles them itself. Each store owns
-//! one synchronous connection, and every call blocks for one round trip (two for
-//! [`EventStore::forget`]); connecting, reading and writing each give up after
-//! [`RedisOptions::timeout`] (2 s by default). When a call fails (Redis down or slow, the
-//! connection broken, an error reply), the store drops the connection, connects again once
-//! and retries the call once on the new connection. A call that starts without a connection
-//! (the previous one failed) connects first and does not retry, so during an outage a call
-//! costs at most one connection attempt. A call that still fails is counted in the store's
-//! [`StoreHealth`] (see [`RedisEventStore::health`]) with its error message, and then:
+//! one connection, driven by a thread of its own, and every call blocks its caller for one
+//! round trip (two for [`EventStore::forget`]), and at most [`RedisOptions::timeout`] (2 s by
+//! default) whatever Redis does: stop answering, answer a byte at a time, or hang after
+//! accepting a connection. A call that finds an earlier one still waiting for Redis waits for
+//! it within the same limit. When a call fails (Redis down or slow, the connection broken, an
+//! error reply), the store drops the connection, connects again once and retries the call
+//! once on the new connection, within the same limit. A call the caller gave up on may still
+//! take effect later. A call that fails is counted in the store's [`StoreHealth`] (see
+//! [`RedisEventStore::health`]) with its error message, and then:
 //!
 //! - [`append`](EventStore::append) drops the event. The client connected to this replica
 //!   still gets it live; only a resumption (on any replica) misses it.
@@ -117,7 +118,9 @@
 //!   replica may still serve it.
 //!
 //! The next call reconnects, so a store recovers by itself once Redis is back. Nothing here
-//! panics on a Redis failure.
+//! panics on a Redis failure. Redis itself is trusted: a server that claims a reply of
+//! gigabytes gets its bytes read by the store's thread (the caller has long gone on), so run
+//! it on a private network.
 //!
 //! # Limits
 //!
@@ -129,9 +132,9 @@
 #![warn(missing_docs)]
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
 use redis::{Client, Connection, RedisResult};
@@ -152,9 +155,15 @@ pub struct RedisOptions {
     /// How many of the newest events each stream keeps for resumption. Default 256. Zero
     /// stores no events (resumption then replays nothing).
     pub events_per_stream: usize,
-    /// How long connecting, and each read and write on the connection, may take before the
-    /// call fails. Default 2 seconds; zero is refused.
+    /// How long a call may take, all its round trips and a reconnect included, before it
+    /// fails (the store gives up waiting; see the crate's "Failures"). Default 2 seconds;
+    /// zero is refused.
     pub timeout: Duration,
+    /// The largest `initialize` request a session's record keeps, in bytes. A session whose
+    /// `initialize` is larger is not shared (as if Redis had failed: it ends at its next
+    /// request), so that one client cannot store megabytes per session for the whole TTL.
+    /// Default 64 KiB; clients send a few hundred bytes.
+    pub max_record: usize,
 }
 
 impl Default for RedisOptions {
@@ -164,6 +173,7 @@ impl Default for RedisOptions {
             ttl: Duration::from_secs(600),
             events_per_stream: 256,
             timeout: Duration::from_secs(2),
+            max_record: 64 * 1024,
         }
     }
 }
@@ -243,20 +253,84 @@ impl StoreHealth {
             .clone()
     }
 
-    fn record(&self, what: &str, error: &redis::RedisError) {
+    fn record_message(&self, what: &str, message: &str) {
         *self
             .inner
             .last_error
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(format!("{what}: {error}"));
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(format!("{what}: {message}"));
         self.inner.errors.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// One synchronous connection, re-established on failure.
-struct Link {
+/// The connection, owned by the link's thread, re-established on failure.
+struct Wire {
     client: Client,
     conn: Option<Connection>,
+    timeout: Duration,
+}
+
+impl Wire {
+    fn connect(&self) -> RedisResult<Connection> {
+        let conn = self.client.get_connection_with_timeout(self.timeout)?;
+        conn.set_read_timeout(Some(self.timeout))?;
+        conn.set_write_timeout(Some(self.timeout))?;
+        Ok(conn)
+    }
+
+    /// Runs `call`; on failure reconnects once and runs it once more (at most one connection
+    /// attempt per call).
+    fn run<T>(
+        &mut self,
+        call: &mut impl FnMut(&mut Connection) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        if let Some(conn) = self.conn.as_mut() {
+            match call(conn) {
+                Ok(value) => return Ok(value),
+                // After an error (a timeout in particular) the connection may be out of step
+                // with its replies: never reuse it.
+                Err(_) => self.conn = None,
+            }
+        }
+        let mut conn = self.connect()?;
+        let value = call(&mut conn)?;
+        self.conn = Some(conn);
+        Ok(value)
+    }
+}
+
+/// A call for the link's thread: runs on its connection and sends its outcome back.
+type Job = Box<dyn FnOnce(&mut Wire) + Send>;
+
+/// Whether the link's thread is running a call, possibly one its caller gave up on.
+#[derive(Default)]
+struct Busy {
+    running: Mutex<bool>,
+    done: Condvar,
+}
+
+impl Busy {
+    fn lock(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn finish(&self) {
+        *self.lock() = false;
+        self.done.notify_all();
+    }
+}
+
+/// One connection to Redis, driven by a thread of its own, so that every call returns within
+/// the timeout whatever Redis does: a Redis that stops answering, answers one byte at a time,
+/// or takes a reply apart costs the caller the timeout at most. The redis client's socket
+/// timeouts bound each read, not a whole call (a transaction reads seven replies).
+struct Link {
+    jobs: mpsc::Sender<Job>,
+    busy: Arc<Busy>,
+    /// The thread holds a connection (for `Debug`).
+    connected: Arc<AtomicBool>,
     timeout: Duration,
     health: StoreHealth,
 }
@@ -268,50 +342,87 @@ impl Link {
         }
         let client =
             Client::open(url).map_err(|e| StoreError::redis("invalid Redis address", e))?;
-        let mut link = Link {
+        let mut wire = Wire {
             client,
             conn: None,
             timeout,
-            health: StoreHealth::default(),
         };
-        let conn = link
+        let conn = wire
             .connect()
             .map_err(|e| StoreError::redis("cannot connect to Redis", e))?;
-        link.conn = Some(conn);
-        Ok(link)
+        wire.conn = Some(conn);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let connected = Arc::new(AtomicBool::new(true));
+        let seen = connected.clone();
+        std::thread::Builder::new()
+            .name("mcpwire-redis".to_owned())
+            .spawn(move || {
+                // Ends when the store is dropped (and the call it runs, if any, has ended).
+                while let Ok(job) = queue.recv() {
+                    job(&mut wire);
+                    seen.store(wire.conn.is_some(), Ordering::Relaxed);
+                }
+            })
+            .map_err(|_| StoreError::invalid("cannot start the Redis connection's thread"))?;
+        Ok(Link {
+            jobs,
+            busy: Arc::new(Busy::default()),
+            connected,
+            timeout,
+            health: StoreHealth::default(),
+        })
     }
 
-    fn connect(&self) -> RedisResult<Connection> {
-        let conn = self.client.get_connection_with_timeout(self.timeout)?;
-        conn.set_read_timeout(Some(self.timeout))?;
-        conn.set_write_timeout(Some(self.timeout))?;
-        Ok(conn)
-    }
-
-    /// Runs `call`; on failure reconnects once and runs it once more (at most one connection
-    /// attempt per call). `None` once that failed too, recorded under `what`.
-    fn run<T>(
+    /// Runs `call` on the connection (reconnecting and retrying once on failure) and waits
+    /// for it at most the timeout, counting the wait for an earlier call that is still
+    /// running. `None` when it failed or did not end in time, recorded under `what`; a call
+    /// given up on may still take effect later.
+    // The store does the IO, so it reads the clock for its own deadline.
+    #[allow(clippy::disallowed_methods)]
+    fn run<T: Send + 'static>(
         &mut self,
         what: &str,
-        mut call: impl FnMut(&mut Connection) -> RedisResult<T>,
+        mut call: impl FnMut(&mut Connection) -> RedisResult<T> + Send + 'static,
     ) -> Option<T> {
-        if let Some(conn) = self.conn.as_mut() {
-            match call(conn) {
-                Ok(value) => return Some(value),
-                // After an error (a timeout in particular) the connection may be out of step
-                // with its replies: never reuse it.
-                Err(_) => self.conn = None,
+        let deadline = Instant::now() + self.timeout;
+        {
+            let running = self.busy.lock();
+            let (mut running, _) = self
+                .busy
+                .done
+                .wait_timeout_while(running, self.timeout, |running| *running)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if *running {
+                drop(running);
+                self.health
+                    .record_message(what, "Redis has not answered an earlier call in time");
+                return None;
             }
+            *running = true;
         }
-        let result = self.connect().and_then(|mut conn| {
-            let value = call(&mut conn)?;
-            self.conn = Some(conn);
-            Ok(value)
+        let (reply, outcome) = mpsc::sync_channel(1);
+        let busy = self.busy.clone();
+        let job: Job = Box::new(move |wire: &mut Wire| {
+            let result = wire.run(&mut call).map_err(|e| e.to_string());
+            busy.finish();
+            let _ = reply.send(result); // (nobody waits for a call given up on)
         });
-        match result {
-            Ok(value) => Some(value),
-            Err(e) => {
-                self.health.record(what, &e);
+        if self.jobs.send(job).is_err() {
+            self.busy.finish();
+            self.health
+                .record_message(what, "the Redis connection's thread has ended");
+            return None;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match outcome.recv_timeout(left) {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(message)) => {
+                self.health.record_message(what, &message);
+                None
+            }
+            Err(_) => {
+                self.health
+                    .record_message(what, "no answer from Redis within the timeout");
                 None
             }
         }
@@ -390,7 +501,7 @@ impl fmt::Debug for RedisEventStore {
             .field("prefix", &self.keys.prefix)
             .field("ttl_ms", &self.ttl_ms)
             .field("events_per_stream", &self.per_stream)
-            .field("connected", &self.link.conn.is_some())
+            .field("connected", &self.link.connected.load(Ordering::Relaxed))
             .field("health", &self.link.health)
             .finish()
     }
@@ -433,7 +544,7 @@ impl EventStore for RedisEventStore {
             .arg(self.ttl_ms)
             .ignore();
         // A retry after a lost reply adds the same member again: no duplicate.
-        self.link.run("append", |conn| pipe.exec(conn));
+        self.link.run("append", move |conn| pipe.exec(conn));
     }
 
     fn replay(
@@ -455,7 +566,7 @@ impl EventStore for RedisEventStore {
         // Everything is read before `out` sees any of it, so a retry never repeats an event.
         let Some(members) = self
             .link
-            .run("replay", |conn| cmd.query::<Vec<Vec<u8>>>(conn))
+            .run("replay", move |conn| cmd.query::<Vec<Vec<u8>>>(conn))
         else {
             return;
         };
@@ -471,13 +582,14 @@ impl EventStore for RedisEventStore {
 
     fn forget(&mut self, session: &str) {
         let index = self.keys.index(session);
-        let keys = &self.keys;
-        self.link.run("forget events", |conn| {
+        let keys = self.keys.clone();
+        let session = session.to_owned();
+        self.link.run("forget events", move |conn| {
             let streams: Vec<String> = redis::cmd("SMEMBERS").arg(&index).query(conn)?;
             let mut del = redis::cmd("DEL");
             del.arg(&index);
             for stream in &streams {
-                del.arg(keys.stream(session, stream));
+                del.arg(keys.stream(&session, stream));
             }
             del.exec(conn)
         });
@@ -493,13 +605,14 @@ pub struct RedisSessionStore {
     link: Link,
     keys: Keys,
     ttl_ms: i64,
+    max_record: usize,
 }
 
 impl RedisSessionStore {
     /// Connects to the Redis at `url` (`redis://[user:password@]host[:port][/db]`, or
     /// `redis+unix:///path`). Call it once per server process at startup; fails if the URL
     /// or the options are invalid or if Redis does not answer within `options.timeout`.
-    /// Only `prefix`, `ttl` and `timeout` of `options` apply.
+    /// Only `prefix`, `ttl`, `timeout` and `max_record` of `options` apply.
     pub fn connect(url: &str, options: RedisOptions) -> Result<Self, StoreError> {
         let ttl_ms = ttl_millis(options.ttl)?;
         Ok(RedisSessionStore {
@@ -508,6 +621,7 @@ impl RedisSessionStore {
                 prefix: options.prefix,
             },
             ttl_ms,
+            max_record: options.max_record,
         })
     }
 
@@ -525,7 +639,7 @@ impl fmt::Debug for RedisSessionStore {
         f.debug_struct("RedisSessionStore")
             .field("prefix", &self.keys.prefix)
             .field("ttl_ms", &self.ttl_ms)
-            .field("connected", &self.link.conn.is_some())
+            .field("connected", &self.link.connected.load(Ordering::Relaxed))
             .field("health", &self.link.health)
             .finish()
     }
@@ -533,12 +647,23 @@ impl fmt::Debug for RedisSessionStore {
 
 impl SessionStore for RedisSessionStore {
     fn create(&mut self, session: &str, initialize: &str) {
+        if initialize.len() > self.max_record {
+            self.link.health.record_message(
+                "create session",
+                &format!(
+                    "the initialize request ({} bytes) is over max_record ({}): not shared",
+                    initialize.len(),
+                    self.max_record
+                ),
+            );
+            return;
+        }
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.keys.session(session))
             .arg(initialize)
             .arg("PX")
             .arg(self.ttl_ms);
-        self.link.run("create session", |conn| cmd.exec(conn));
+        self.link.run("create session", move |conn| cmd.exec(conn));
     }
 
     fn load(&mut self, session: &str) -> Option<String> {
@@ -551,7 +676,9 @@ impl SessionStore for RedisSessionStore {
             .arg(self.ttl_ms)
             .ignore();
         self.link
-            .run("load session", |conn| pipe.query::<(Option<String>,)>(conn))
+            .run("load session", move |conn| {
+                pipe.query::<(Option<String>,)>(conn)
+            })
             .and_then(|(initialize,)| initialize)
     }
 
@@ -560,13 +687,13 @@ impl SessionStore for RedisSessionStore {
         cmd.arg(self.keys.session(session)).arg(self.ttl_ms);
         // Fails open: a Redis blip must not end the sessions this replica serves.
         self.link
-            .run("touch session", |conn| cmd.query::<i64>(conn))
+            .run("touch session", move |conn| cmd.query::<i64>(conn))
             .is_none_or(|refreshed| refreshed == 1)
     }
 
     fn forget(&mut self, session: &str) {
         let mut cmd = redis::cmd("DEL");
         cmd.arg(self.keys.session(session));
-        self.link.run("forget session", |conn| cmd.exec(conn));
+        self.link.run("forget session", move |conn| cmd.exec(conn));
     }
 }

@@ -71,6 +71,17 @@ impl RedisServer {
         }
     }
 
+    /// Sends it `signal` (`STOP` freezes it: connections stay open, nothing is answered;
+    /// `CONT` thaws it).
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
@@ -690,4 +701,79 @@ mod replicas {
         );
         assert!(redis.keys().is_empty(), "{:?}", redis.keys());
     }
+}
+
+#[test]
+fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
+    // A Redis that keeps its connections open and answers nothing (stopped, or a network
+    // that drops packets): the client's socket timeouts bound each reply, and an append
+    // reads seven; a reconnect waits on the handshake's replies too. Each call must still
+    // return within the timeout, or the server's loop stalls for many times it.
+    let redis = RedisServer::start();
+    let timeout = Duration::from_millis(200);
+    let short = RedisOptions {
+        timeout,
+        ..options()
+    };
+    let mut events = events(&redis, short.clone());
+    let mut sessions = sessions(&redis, short);
+    sessions.create("s", "init");
+    events.append("s", HttpStreamId(1), 1, b"one");
+    redis.signal("STOP");
+    for round in 0..4 {
+        let started = Instant::now();
+        events.append("s", HttpStreamId(1), 2, b"two");
+        let appended = started.elapsed();
+        assert!(sessions.touch("s"), "touch fails open");
+        assert_eq!(sessions.load("s"), None);
+        let took = started.elapsed();
+        assert!(
+            appended < timeout + Duration::from_millis(100)
+                && took < 3 * timeout + Duration::from_millis(200),
+            "round {round}: the append took {appended:?}, the three calls {took:?}"
+        );
+    }
+    redis.signal("CONT");
+    // The stores find their way back by themselves.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sessions.load("s").as_deref() != Some("init") {
+        assert!(
+            Instant::now() < deadline,
+            "the session store did not recover"
+        );
+        sleep(Duration::from_millis(50));
+    }
+    while replay(&mut events, "s", 1, 0).is_empty() {
+        assert!(Instant::now() < deadline, "the event store did not recover");
+        sleep(Duration::from_millis(50));
+    }
+    assert_eq!(replay(&mut events, "s", 1, 0)[0], b"one".to_vec());
+}
+
+#[test]
+fn an_initialize_over_max_record_is_not_shared() {
+    // A session record keeps its `initialize` for the whole TTL: a client that pads it to
+    // megabytes must not get that much of Redis per session.
+    let redis = RedisServer::start();
+    let mut sessions = sessions(
+        &redis,
+        RedisOptions {
+            max_record: 1024,
+            ..options()
+        },
+    );
+    let health = sessions.health();
+    sessions.create("small", &"x".repeat(1024));
+    sessions.create("big", &"x".repeat(1025));
+    assert_eq!(sessions.load("small").map(|s| s.len()), Some(1024));
+    assert_eq!(sessions.load("big"), None);
+    assert_eq!(redis.keys(), ["mcpw:s:small"]);
+    assert_eq!(health.errors(), 1);
+    assert!(
+        health
+            .last_error()
+            .is_some_and(|e| e.contains("max_record")),
+        "{:?}",
+        health.last_error()
+    );
 }
