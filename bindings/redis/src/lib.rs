@@ -58,10 +58,10 @@
 //!   [`forget`](EventStore::forget) finds all its streams. It expires `ttl` after the
 //!   session's last append (so never before any of its streams).
 //!
-//! An append is one `MULTI`/`EXEC` transaction (one round trip): `ZADD`, `ZREMRANGEBYRANK`
-//! (the bound), `PEXPIRE` of the stream, `SADD` and `PEXPIRE` of the index. A replay is one
-//! `ZRANGEBYLEX` from just past the given event number. `load` is `GET` and `PEXPIRE` in one
-//! pipeline, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
+//! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD`,
+//! `ZREMRANGEBYRANK` (the bound), `PEXPIRE` of the stream, `SADD` and `PEXPIRE` of the index.
+//! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
+//! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
 //! (`SMEMBERS`, then one `DEL`).
 //!
@@ -70,7 +70,7 @@
 //! - **Order and exactness.** A replay hands out the stream's events numbered above `after`
 //!   in increasing number, each once, byte for byte, and only that stream's.
 //! - **Durability before delivery.** An append returns once Redis has acknowledged the
-//!   transaction. What survives a crash of Redis itself is Redis's business: its persistence
+//!   script. What survives a crash of Redis itself is Redis's business: its persistence
 //!   settings (`appendonly`, `save`), and with replication, whether a failover to a replica
 //!   may lose the last acknowledged writes.
 //! - **Bounds.** Each stream keeps its newest [`RedisOptions::events_per_stream`] events (256
@@ -91,15 +91,16 @@
 //! # Failures
 //!
 //! The store traits cannot return errors, so each store handles them itself. Each store owns
-//! one connection, driven by a thread of its own, and every call blocks its caller for one
-//! round trip (two for [`EventStore::forget`]), and at most [`RedisOptions::timeout`] (2 s by
-//! default) whatever Redis does: stop answering, answer a byte at a time, or hang after
-//! accepting a connection. A call that finds an earlier one still waiting for Redis waits for
-//! it within the same limit. When a call fails (Redis down or slow, the connection broken, an
-//! error reply), the store drops the connection, connects again once and retries the call
-//! once on the new connection, within the same limit. A call the caller gave up on may still
-//! take effect later. A call that fails is counted in the store's [`StoreHealth`] (see
-//! [`RedisEventStore::health`]) with its error message, and then:
+//! one synchronous connection, and every call is one command with one reply (two for
+//! [`EventStore::forget`]; an append is one script), so a Redis that stops answering costs a
+//! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
+//! each write may take. When a call fails otherwise (the connection broken, an error reply),
+//! the store drops the connection, connects again once and retries the call once on the new
+//! connection; after a timeout it does not retry, since Redis is slow, not gone. A call that
+//! starts without a connection (the previous one failed) connects first and does not retry,
+//! so during an outage a call costs at most one connection attempt and one timeout. A call
+//! that still fails is counted in the store's [`StoreHealth`] (see [`RedisEventStore::health`])
+//! with its error message, and then:
 //!
 //! - [`append`](EventStore::append) drops the event. The client connected to this replica
 //!   still gets it live; only a resumption (on any replica) misses it.
@@ -118,26 +119,26 @@
 //!   replica may still serve it.
 //!
 //! The next call reconnects, so a store recovers by itself once Redis is back. Nothing here
-//! panics on a Redis failure. Redis itself is trusted: a server that claims a reply of
-//! gigabytes gets its bytes read by the store's thread (the caller has long gone on), so run
-//! it on a private network.
+//! panics on a Redis failure. Redis itself is trusted: the timeout bounds each read, so a
+//! server that sends a reply a byte at a time, or claims a reply of gigabytes, holds the call
+//! as long as it keeps sending. Run it on a private network.
 //!
 //! # Limits
 //!
-//! One Redis server (or a Sentinel-managed primary behind a stable address), not Redis Cluster
-//! (the transactions span several keys). `redis://` and `redis+unix://` URLs; TLS
+//! One Redis server, 6.2 or later (or a Sentinel-managed primary behind a stable address), not
+//! Redis Cluster (an append's script spans two keys). `redis://` and `redis+unix://` URLs; TLS
 //! (`rediss://`) is not compiled in.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
-use redis::{Client, Connection, RedisResult};
+use redis::{Client, Connection, IntoConnectionInfo, RedisResult};
 
 /// Settings shared by [`RedisEventStore`] and [`RedisSessionStore`]; give both stores of a
 /// deployment, on every replica, the same values. Start from [`RedisOptions::default`] and
@@ -155,9 +156,9 @@ pub struct RedisOptions {
     /// How many of the newest events each stream keeps for resumption. Default 256. Zero
     /// stores no events (resumption then replays nothing).
     pub events_per_stream: usize,
-    /// How long a call may take, all its round trips and a reconnect included, before it
-    /// fails (the store gives up waiting; see the crate's "Failures"). Default 2 seconds;
-    /// zero is refused.
+    /// How long connecting, and each read and write on the connection, may take before the
+    /// call fails; since every call reads one reply, a Redis that stops answering costs a call
+    /// about this long. Default 2 seconds; zero is refused.
     pub timeout: Duration,
     /// The largest `initialize` request a session's record keeps, in bytes. A session whose
     /// `initialize` is larger is not shared (as if Redis had failed: it ends at its next
@@ -253,84 +254,20 @@ impl StoreHealth {
             .clone()
     }
 
-    fn record_message(&self, what: &str, message: &str) {
+    fn record(&self, what: &str, error: &dyn fmt::Display) {
         *self
             .inner
             .last_error
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(format!("{what}: {message}"));
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(format!("{what}: {error}"));
         self.inner.errors.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// The connection, owned by the link's thread, re-established on failure.
-struct Wire {
+/// One synchronous connection, re-established on failure.
+struct Link {
     client: Client,
     conn: Option<Connection>,
-    timeout: Duration,
-}
-
-impl Wire {
-    fn connect(&self) -> RedisResult<Connection> {
-        let conn = self.client.get_connection_with_timeout(self.timeout)?;
-        conn.set_read_timeout(Some(self.timeout))?;
-        conn.set_write_timeout(Some(self.timeout))?;
-        Ok(conn)
-    }
-
-    /// Runs `call`; on failure reconnects once and runs it once more (at most one connection
-    /// attempt per call).
-    fn run<T>(
-        &mut self,
-        call: &mut impl FnMut(&mut Connection) -> RedisResult<T>,
-    ) -> RedisResult<T> {
-        if let Some(conn) = self.conn.as_mut() {
-            match call(conn) {
-                Ok(value) => return Ok(value),
-                // After an error (a timeout in particular) the connection may be out of step
-                // with its replies: never reuse it.
-                Err(_) => self.conn = None,
-            }
-        }
-        let mut conn = self.connect()?;
-        let value = call(&mut conn)?;
-        self.conn = Some(conn);
-        Ok(value)
-    }
-}
-
-/// A call for the link's thread: runs on its connection and sends its outcome back.
-type Job = Box<dyn FnOnce(&mut Wire) + Send>;
-
-/// Whether the link's thread is running a call, possibly one its caller gave up on.
-#[derive(Default)]
-struct Busy {
-    running: Mutex<bool>,
-    done: Condvar,
-}
-
-impl Busy {
-    fn lock(&self) -> std::sync::MutexGuard<'_, bool> {
-        self.running
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn finish(&self) {
-        *self.lock() = false;
-        self.done.notify_all();
-    }
-}
-
-/// One connection to Redis, driven by a thread of its own, so that every call returns within
-/// the timeout whatever Redis does: a Redis that stops answering, answers one byte at a time,
-/// or takes a reply apart costs the caller the timeout at most. The redis client's socket
-/// timeouts bound each read, not a whole call (a transaction reads seven replies).
-struct Link {
-    jobs: mpsc::Sender<Job>,
-    busy: Arc<Busy>,
-    /// The thread holds a connection (for `Debug`).
-    connected: Arc<AtomicBool>,
     timeout: Duration,
     health: StoreHealth,
 }
@@ -340,94 +277,83 @@ impl Link {
         if timeout.is_zero() {
             return Err(StoreError::invalid("the Redis timeout must not be zero"));
         }
-        let client =
-            Client::open(url).map_err(|e| StoreError::redis("invalid Redis address", e))?;
-        let mut wire = Wire {
+        // No `CLIENT SETINFO` after connecting: a reconnect to a Redis that accepts and then
+        // answers nothing would wait on its replies before the call's own.
+        let info = url
+            .into_connection_info()
+            .map_err(|e| StoreError::redis("invalid Redis address", e))?;
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = Client::open(info.set_redis_settings(settings))
+            .map_err(|e| StoreError::redis("invalid Redis address", e))?;
+        let mut link = Link {
             client,
             conn: None,
             timeout,
+            health: StoreHealth::default(),
         };
-        let conn = wire
+        let conn = link
             .connect()
             .map_err(|e| StoreError::redis("cannot connect to Redis", e))?;
-        wire.conn = Some(conn);
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let connected = Arc::new(AtomicBool::new(true));
-        let seen = connected.clone();
-        std::thread::Builder::new()
-            .name("mcpwire-redis".to_owned())
-            .spawn(move || {
-                // Ends when the store is dropped (and the call it runs, if any, has ended).
-                while let Ok(job) = queue.recv() {
-                    job(&mut wire);
-                    seen.store(wire.conn.is_some(), Ordering::Relaxed);
-                }
-            })
-            .map_err(|_| StoreError::invalid("cannot start the Redis connection's thread"))?;
-        Ok(Link {
-            jobs,
-            busy: Arc::new(Busy::default()),
-            connected,
-            timeout,
-            health: StoreHealth::default(),
-        })
+        link.conn = Some(conn);
+        Ok(link)
     }
 
-    /// Runs `call` on the connection (reconnecting and retrying once on failure) and waits
-    /// for it at most the timeout, counting the wait for an earlier call that is still
-    /// running. `None` when it failed or did not end in time, recorded under `what`; a call
-    /// given up on may still take effect later.
-    // The store does the IO, so it reads the clock for its own deadline.
-    #[allow(clippy::disallowed_methods)]
-    fn run<T: Send + 'static>(
+    fn connect(&self) -> RedisResult<Connection> {
+        let conn = self.client.get_connection_with_timeout(self.timeout)?;
+        conn.set_read_timeout(Some(self.timeout))?;
+        conn.set_write_timeout(Some(self.timeout))?;
+        Ok(conn)
+    }
+
+    /// Runs `call` (one command with one reply, so that a Redis that stops answering costs
+    /// one timeout); on a failure other than a timeout (a connection Redis closed, say)
+    /// reconnects once and runs it once more (at most one connection attempt per call).
+    /// `None` once that failed too, recorded under `what`.
+    fn run<T>(
         &mut self,
         what: &str,
-        mut call: impl FnMut(&mut Connection) -> RedisResult<T> + Send + 'static,
+        mut call: impl FnMut(&mut Connection) -> RedisResult<T>,
     ) -> Option<T> {
-        let deadline = Instant::now() + self.timeout;
-        {
-            let running = self.busy.lock();
-            let (mut running, _) = self
-                .busy
-                .done
-                .wait_timeout_while(running, self.timeout, |running| *running)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if *running {
-                drop(running);
-                self.health
-                    .record_message(what, "Redis has not answered an earlier call in time");
-                return None;
+        if let Some(conn) = self.conn.as_mut() {
+            match call(conn) {
+                Ok(value) => return Some(value),
+                // After an error (a timeout in particular) the connection may be out of step
+                // with its replies: never reuse it. After a timeout, Redis is slow: trying
+                // again at once would only double the wait.
+                Err(e) => {
+                    self.conn = None;
+                    if e.is_timeout() {
+                        self.health.record(what, &e);
+                        return None;
+                    }
+                }
             }
-            *running = true;
         }
-        let (reply, outcome) = mpsc::sync_channel(1);
-        let busy = self.busy.clone();
-        let job: Job = Box::new(move |wire: &mut Wire| {
-            let result = wire.run(&mut call).map_err(|e| e.to_string());
-            busy.finish();
-            let _ = reply.send(result); // (nobody waits for a call given up on)
+        let result = self.connect().and_then(|mut conn| {
+            let value = call(&mut conn)?;
+            self.conn = Some(conn);
+            Ok(value)
         });
-        if self.jobs.send(job).is_err() {
-            self.busy.finish();
-            self.health
-                .record_message(what, "the Redis connection's thread has ended");
-            return None;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        match outcome.recv_timeout(left) {
-            Ok(Ok(value)) => Some(value),
-            Ok(Err(message)) => {
-                self.health.record_message(what, &message);
-                None
-            }
-            Err(_) => {
-                self.health
-                    .record_message(what, "no answer from Redis within the timeout");
+        match result {
+            Ok(value) => Some(value),
+            Err(e) => {
+                self.health.record(what, &e);
                 None
             }
         }
     }
 }
+
+/// An append, as one script so that it is atomic and costs one reply: a Redis that stops
+/// answering then costs the call one timeout, not one per command (KEYS: the stream's events,
+/// the session's index of streams; ARGV: the member, the rank to trim to, the TTL in
+/// milliseconds, the stream id).
+const APPEND: &str = "redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, ARGV[2]) \
+redis.call('PEXPIRE', KEYS[1], ARGV[3]) \
+redis.call('SADD', KEYS[2], ARGV[4]) \
+redis.call('PEXPIRE', KEYS[2], ARGV[3]) \
+return 1";
 
 /// Key names under the prefix.
 #[derive(Clone, Debug)]
@@ -501,7 +427,7 @@ impl fmt::Debug for RedisEventStore {
             .field("prefix", &self.keys.prefix)
             .field("ttl_ms", &self.ttl_ms)
             .field("events_per_stream", &self.per_stream)
-            .field("connected", &self.link.connected.load(Ordering::Relaxed))
+            .field("connected", &self.link.conn.is_some())
             .field("health", &self.link.health)
             .finish()
     }
@@ -519,32 +445,17 @@ impl EventStore for RedisEventStore {
         member.extend_from_slice(bytes);
         // Keep ranks 0 ..= -(N + 1) out: the newest N stay.
         let keep = i64::try_from(self.per_stream).unwrap_or(i64::MAX);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("ZADD")
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(APPEND)
+            .arg(2)
             .arg(&key)
-            .arg(0)
+            .arg(&index)
             .arg(&member)
-            .ignore()
-            .cmd("ZREMRANGEBYRANK")
-            .arg(&key)
-            .arg(0)
             .arg(-1 - keep)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&key)
             .arg(self.ttl_ms)
-            .ignore()
-            .cmd("SADD")
-            .arg(&index)
-            .arg(stream.0)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&index)
-            .arg(self.ttl_ms)
-            .ignore();
+            .arg(stream.0);
         // A retry after a lost reply adds the same member again: no duplicate.
-        self.link.run("append", move |conn| pipe.exec(conn));
+        self.link.run("append", move |conn| cmd.exec(conn));
     }
 
     fn replay(
@@ -639,7 +550,7 @@ impl fmt::Debug for RedisSessionStore {
         f.debug_struct("RedisSessionStore")
             .field("prefix", &self.keys.prefix)
             .field("ttl_ms", &self.ttl_ms)
-            .field("connected", &self.link.connected.load(Ordering::Relaxed))
+            .field("connected", &self.link.conn.is_some())
             .field("health", &self.link.health)
             .finish()
     }
@@ -648,9 +559,9 @@ impl fmt::Debug for RedisSessionStore {
 impl SessionStore for RedisSessionStore {
     fn create(&mut self, session: &str, initialize: &str) {
         if initialize.len() > self.max_record {
-            self.link.health.record_message(
+            self.link.health.record(
                 "create session",
-                &format!(
+                &format_args!(
                     "the initialize request ({} bytes) is over max_record ({}): not shared",
                     initialize.len(),
                     self.max_record
@@ -667,19 +578,15 @@ impl SessionStore for RedisSessionStore {
     }
 
     fn load(&mut self, session: &str) -> Option<String> {
-        let key = self.keys.session(session);
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET")
-            .arg(&key)
-            .cmd("PEXPIRE")
-            .arg(&key)
-            .arg(self.ttl_ms)
-            .ignore();
+        let mut cmd = redis::cmd("GETEX");
+        cmd.arg(self.keys.session(session))
+            .arg("PX")
+            .arg(self.ttl_ms);
         self.link
             .run("load session", move |conn| {
-                pipe.query::<(Option<String>,)>(conn)
+                cmd.query::<Option<String>>(conn)
             })
-            .and_then(|(initialize,)| initialize)
+            .flatten()
     }
 
     fn touch(&mut self, session: &str) -> bool {
