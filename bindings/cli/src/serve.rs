@@ -19,7 +19,10 @@ use mcpwire::conn::{Config, Connection, Event, RequestId};
 use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
-use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore, StoreError, StoreHealth};
+use mcpwire_redis::{
+    CLAIM_TTL, RedisEventStore, RedisOptions, RedisSessionStore, ReplicaClaim, StoreError,
+    StoreHealth,
+};
 use mcpwire_tokio::http::{Application, HostConfig, serve};
 
 const README: &str = "mcpwire demo server: a sans-IO MCP engine driven by a std loop.";
@@ -648,13 +651,30 @@ pub struct ScaleOut {
 }
 
 impl ScaleOut {
-    /// Puts the shared stores into `config`, and gives this replica its own stream ids.
-    fn configure(&self, config: &mut HttpServerConfig) -> Result<[StoreHealth; 2], StoreError> {
+    /// Claims this replica's number, puts the shared stores into `config`, and gives this
+    /// replica its own stream ids. A number another running replica holds is refused.
+    fn configure(
+        &self,
+        config: &mut HttpServerConfig,
+    ) -> Result<([StoreHealth; 2], ReplicaClaim), StoreError> {
         let options = RedisOptions {
             ttl: config.session_idle_timeout,
             events_per_stream: config.event_store,
             ..RedisOptions::default()
         };
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let token = format!("{}:{}:{since_epoch}", host.trim(), std::process::id());
+        let claim = ReplicaClaim::acquire(
+            &self.url,
+            &options,
+            u64::from(self.replica),
+            &token,
+            CLAIM_TTL + Duration::from_secs(1),
+        )?;
         let events = RedisEventStore::connect(&self.url, options.clone())?;
         let sessions = RedisSessionStore::connect(&self.url, options)?;
         let health = [events.health(), sessions.health()];
@@ -662,7 +682,30 @@ impl ScaleOut {
         config.sessions = Some(Box::new(sessions));
         config.first_stream_id = (u64::from(self.replica) << 48) | 1;
         config.shared_touch_interval = self.touch_interval;
-        Ok(health)
+        Ok((health, claim))
+    }
+}
+
+/// Renews the replica's claim on its number every few seconds, and says so on stderr when it
+/// was lost (another server took the number, or Redis could not be reached).
+async fn renew_claim(claim: std::sync::Arc<std::sync::Mutex<ReplicaClaim>>) {
+    loop {
+        tokio::time::sleep(CLAIM_TTL / 3).await;
+        let claim = claim.clone();
+        let held = tokio::task::spawn_blocking(move || {
+            claim
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .renew()
+        })
+        .await
+        .unwrap_or(false);
+        if !held {
+            eprintln!(
+                "mcpwire serve: this replica's number could not be renewed in Redis (another \
+                 server may hold it: resumable events of the two may mix)"
+            );
+        }
     }
 }
 
@@ -714,9 +757,13 @@ pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i
             let _ = config.declare_tools(raw);
         }
         let mut health = None;
+        let mut claim = None;
         if let Some(scale_out) = &scale_out {
             match scale_out.configure(&mut config) {
-                Ok(h) => health = Some(h),
+                Ok((h, c)) => {
+                    health = Some(h);
+                    claim = Some(std::sync::Arc::new(std::sync::Mutex::new(c)));
+                }
                 Err(e) => {
                     eprintln!("mcpwire serve: Redis at {}: {e}", scale_out.url);
                     return 1;
@@ -726,6 +773,8 @@ pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i
         if let Some(health) = health {
             tokio::spawn(report_store_failures(health));
         }
+        // The claim is released when the last handle goes, as the server stops.
+        let renewing = claim.clone().map(|c| tokio::spawn(renew_claim(c)));
         println!("http://{local}{}", host.path);
         let _ = std::io::Write::flush(&mut std::io::stdout());
         if !local.ip().is_loopback() {
@@ -746,15 +795,20 @@ pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i
                 } => {}
             }
         };
-        match serve(
+        let served = serve(
             listener,
             HttpServer::new(config),
             HttpDemo::default(),
             host,
             shutdown,
         )
-        .await
-        {
+        .await;
+        if let Some(task) = renewing {
+            task.abort();
+            let _ = task.await;
+        }
+        drop(claim); // the number is free again at once
+        match served {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("mcpwire serve: {e}");

@@ -390,3 +390,42 @@ fn three_replicas_share_sessions_and_streams_through_redis() {
     assert_eq!(r.status, 200);
     assert_eq!(post(&a, &sid, &list).status, 404);
 }
+
+#[test]
+#[allow(clippy::disallowed_methods)] // (the test reads the clock for how long startup took)
+fn a_replica_number_in_use_is_refused_and_freed_when_its_server_stops() {
+    // Two replicas given the same number would write the same stream keys, and a resumption
+    // on one would replay the other's events: the second is refused (after waiting out a
+    // claim a stopped server could have left), and a stopped server frees its number at once.
+    let (_redis, port) = redis();
+    let (first, _) = replica(5, port);
+    let started = std::time::Instant::now();
+    let second = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["--redis", &format!("redis://127.0.0.1:{port}/")])
+        .args(["--replica", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("held by another"), "{err}");
+    assert!(started.elapsed() >= mcpwire_redis::CLAIM_TTL);
+    // SIGTERM: the first stops gracefully and releases the number.
+    let pid = first.0.id();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut first = first;
+    let _ = first.0.wait();
+    let started = std::time::Instant::now();
+    let (_third, _) = replica(5, port);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the freed number took {:?}",
+        started.elapsed()
+    );
+}

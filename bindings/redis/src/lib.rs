@@ -375,6 +375,124 @@ impl Keys {
     }
 }
 
+/// A replica's hold on its number in a deployment, and so on its range of stream ids
+/// ([`HttpServerConfig::first_stream_id`](mcpwire::http::HttpServerConfig::first_stream_id)):
+/// two replicas given the same number would write the same stream keys, and a resumption on
+/// one would replay the other's events. Take it at startup with [`ReplicaClaim::acquire`]
+/// before serving, [`renew`](Self::renew) it more often than [`CLAIM_TTL`], and drop it at
+/// the end (that releases the number at once).
+pub struct ReplicaClaim {
+    link: Link,
+    key: String,
+    token: String,
+}
+
+/// How long a claim lives without a renewal: a replica that stopped without releasing its
+/// number (killed, crashed) leaves it taken this long.
+pub const CLAIM_TTL: Duration = Duration::from_secs(15);
+
+/// Releases a claim if it is still ours (KEYS: the claim; ARGV: our token).
+const RELEASE: &str =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/// Renews a claim if it is still ours, or takes it again if it expired meanwhile (KEYS: the
+/// claim; ARGV: our token, the TTL in milliseconds). 1 when it is ours.
+const RENEW: &str = "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \
+if v == false then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
+return 0";
+
+impl ReplicaClaim {
+    /// Claims replica number `replica` under `options.prefix` for this process, `token`
+    /// naming it (unique: host name, process id and start time, say). Waits up to `wait`
+    /// for a claim left by a replica that stopped without releasing it (it expires within
+    /// [`CLAIM_TTL`], so a restarted replica passes `CLAIM_TTL` plus a second); fails if the
+    /// number is still held then, or if Redis cannot be reached.
+    // Startup waits on the wall clock.
+    #[allow(clippy::disallowed_methods)]
+    pub fn acquire(
+        url: &str,
+        options: &RedisOptions,
+        replica: u64,
+        token: &str,
+        wait: Duration,
+    ) -> Result<Self, StoreError> {
+        let mut claim = ReplicaClaim {
+            link: Link::open(url, options.timeout)?,
+            key: format!("{}:replica:{replica}", options.prefix),
+            token: token.to_owned(),
+        };
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(&claim.key)
+                .arg(&claim.token)
+                .arg("NX")
+                .arg("PX")
+                .arg(claim_ttl_ms());
+            match claim
+                .link
+                .run("claim replica", |conn| cmd.query::<Option<String>>(conn))
+            {
+                Some(Some(_)) => return Ok(claim),
+                Some(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Some(None) => {
+                    return Err(StoreError::invalid(&format!(
+                        "replica number {replica} is held by another running server (keys \
+                         under {:?}): give each replica its own number",
+                        options.prefix
+                    )));
+                }
+                None => {
+                    return Err(StoreError::invalid(&format!(
+                        "cannot claim replica number {replica}: {}",
+                        claim.link.health.last_error().unwrap_or_default()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Renews the claim for another [`CLAIM_TTL`] (or takes the number again if the claim
+    /// expired meanwhile). `false` when another process holds the number now, or Redis could
+    /// not be reached: report it, since this replica's resumable events may then mix with
+    /// another's.
+    pub fn renew(&mut self) -> bool {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RENEW)
+            .arg(1)
+            .arg(&self.key)
+            .arg(&self.token)
+            .arg(claim_ttl_ms());
+        self.link
+            .run("renew replica claim", |conn| cmd.query::<i64>(conn))
+            == Some(1)
+    }
+}
+
+impl Drop for ReplicaClaim {
+    fn drop(&mut self) {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE).arg(1).arg(&self.key).arg(&self.token);
+        self.link
+            .run("release replica claim", |conn| cmd.query::<i64>(conn));
+    }
+}
+
+impl fmt::Debug for ReplicaClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplicaClaim")
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+fn claim_ttl_ms() -> i64 {
+    i64::try_from(CLAIM_TTL.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// The TTL in whole milliseconds (rounded up, at least 1, at most what Redis accepts).
 fn ttl_millis(ttl: Duration) -> Result<i64, StoreError> {
     if ttl.is_zero() {

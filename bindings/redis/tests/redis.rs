@@ -777,3 +777,53 @@ fn an_initialize_over_max_record_is_not_shared() {
         health.last_error()
     );
 }
+
+#[test]
+fn a_replica_number_is_held_by_one_server_at_a_time() {
+    use mcpwire_redis::{CLAIM_TTL, ReplicaClaim};
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let claim =
+        |token: &str, wait: Duration| ReplicaClaim::acquire(&url, &options(), 3, token, wait);
+    let mut first = claim("first", Duration::ZERO).expect("a free number");
+    let value: String = redis::cmd("GET")
+        .arg("mcpw:replica:3")
+        .query(&mut redis.inspect())
+        .unwrap();
+    assert_eq!(value, "first");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("mcpw:replica:3")
+        .query(&mut redis.inspect())
+        .unwrap();
+    assert!(ttl > 0 && ttl <= CLAIM_TTL.as_millis() as i64, "{ttl}");
+    // A second server given the same number is refused, after its wait.
+    let started = Instant::now();
+    let refused = claim("second", Duration::from_millis(300)).unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(refused.to_string().contains("held by another"), "{refused}");
+    // Other numbers are free.
+    ReplicaClaim::acquire(&url, &options(), 4, "other", Duration::ZERO).expect("number 4");
+    assert!(first.renew());
+    // A claim that expired meanwhile is taken again; one taken by another is lost.
+    redis::cmd("DEL")
+        .arg("mcpw:replica:3")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    assert!(first.renew());
+    redis::cmd("SET")
+        .arg("mcpw:replica:3")
+        .arg("intruder")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    assert!(!first.renew());
+    // Dropping a claim releases only its own.
+    drop(first);
+    assert_eq!(redis.keys(), ["mcpw:replica:3"]);
+    redis::cmd("DEL")
+        .arg("mcpw:replica:3")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    let second = claim("second", Duration::ZERO).expect("free again");
+    drop(second);
+    assert!(redis.keys().is_empty(), "released: {:?}", redis.keys());
+}
