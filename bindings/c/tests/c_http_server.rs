@@ -392,18 +392,7 @@ fn clients_that_leave_idle_streams_are_noticed() {
         };
         s.write_all(request.as_bytes()).unwrap();
         // The stream's first event (priming, or the listen acknowledgement), then leave.
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains("\n\n") || !seen.starts_with(b"HTTP") {
-            let n = s.read(&mut buf).expect("read");
-            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
-            seen.extend_from_slice(&buf[..n]);
-        }
-        assert!(
-            seen.starts_with(b"HTTP/1.1 200"),
-            "{}",
-            String::from_utf8_lossy(&seen)
-        );
+        read_ok_until(&mut s, "\n\n");
     }
     // Every stream's connection is closed once its departure is seen (at a heartbeat).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -441,10 +430,16 @@ fn open_get_stream(port: u16) -> (TcpStream, Vec<u8>) {
         "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
     )
     .unwrap();
+    let seen = read_ok_until(&mut s, "\r\n\r\n");
+    (s, seen)
+}
+
+/// Reads from `s` until what came holds `marker`; asserts that it is a 200 response.
+fn read_ok_until(s: &mut TcpStream, marker: &str) -> Vec<u8> {
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
-        let n = s.read(&mut buf).expect("read the head");
+    while !String::from_utf8_lossy(&seen).contains(marker) {
+        let n = s.read(&mut buf).expect("read");
         assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
         seen.extend_from_slice(&buf[..n]);
     }
@@ -453,7 +448,7 @@ fn open_get_stream(port: u16) -> (TcpStream, Vec<u8>) {
         "{}",
         String::from_utf8_lossy(&seen)
     );
-    (s, seen)
+    seen
 }
 
 #[test]
