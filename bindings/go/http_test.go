@@ -198,8 +198,8 @@ func TestHTTPConcurrentClients(t *testing.T) {
 
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
-func modernPost(t *testing.T, ctx context.Context, url, tool string, id int) *http.Response {
-	t.Helper()
+// modernCall is a stateless 2026-07-28 tools/call of tool to url, with its headers.
+func modernCall(ctx context.Context, url, tool string, id int) *http.Request {
 	body := `{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + modernMeta + `}}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -207,7 +207,12 @@ func modernPost(t *testing.T, ctx context.Context, url, tool string, id int) *ht
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+func modernPost(t *testing.T, ctx context.Context, url, tool string, id int) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(modernCall(ctx, url, tool, id))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,18 +165,6 @@ func TestRunAndServeAgainAfterTheEnd(t *testing.T) {
 	}
 }
 
-// modernEchoCall is a stateless 2026-07-28 tools/call of "echo", for ServeHTTP.
-func modernEchoCall() *http.Request {
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
-	req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "echo")
-	return req
-}
-
 // An app that calls runtime.Goexit (t.FailNow in a test helper, say) ends its own goroutine
 // only: the server's lock is released and later requests are served (before: every later
 // request and Sessions() waited for ever).
@@ -197,7 +185,7 @@ func TestHTTPAppGoexitLeavesTheServerServing(t *testing.T) {
 	}
 	defer srv.Close()
 	call := func() (int, error) {
-		req := modernEchoCall()
+		req := modernCall(context.Background(), "http://127.0.0.1/mcp", "echo", 1)
 		w := httptest.NewRecorder()
 		finished := make(chan struct{})
 		go func() { defer close(finished); srv.ServeHTTP(w, req) }()
@@ -276,7 +264,7 @@ func TestAKeptServerViewUsedFromAnotherGoroutineReturnsErrFreed(t *testing.T) {
 	}
 	defer srv.Close()
 	for range cap(kept) {
-		req := modernEchoCall()
+		req := modernCall(context.Background(), "http://127.0.0.1/mcp", "echo", 1)
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, req)
 		if w.Code != http.StatusOK {
