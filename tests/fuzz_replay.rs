@@ -125,6 +125,11 @@ fn replay_corpus_http_server() {
     replay_corpus("http_server");
 }
 
+#[test]
+fn replay_corpus_http_client() {
+    replay_corpus("http_client");
+}
+
 /// Every input that once crashed a target, kept under `fuzz/regressions/<target>/`.
 #[test]
 fn replay_regressions() {
@@ -505,6 +510,21 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
             (state >> 24) as u8
         }));
         add("c_abi", format!("http-random-{i}"), bytes);
+    }
+    // http_client: small choices too, for each era and with or without a GET stream.
+    for (i, len) in [64usize, 256, 1024, 2048, 4000, 4000]
+        .into_iter()
+        .enumerate()
+    {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        add("http_client", format!("random-{i}"), bytes);
     }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);

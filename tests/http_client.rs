@@ -948,6 +948,10 @@ fn requests_wait_for_the_get_streams_head_at_most_a_second() {
     assert!(c.sent().is_empty(), "it still waits half a second later");
     let due = c.client.poll_timeout().expect("a deadline for the wait");
     c.wait(Duration::from_nanos(due.as_nanos() - c.now.as_nanos()));
+    // The wait is over once the timers fired, before the host asks for its actions: a host
+    // that arms its timer first must not find the deadline still due (it would spin).
+    let next = c.client.poll_timeout();
+    assert!(next.is_none_or(|t| t > c.now), "{next:?} at {:?}", c.now);
     let post = c.sent().remove(0);
     assert_eq!(post.body["method"], "tools/list");
     let answer = tools_answer(&post.body["id"]);
@@ -1227,6 +1231,59 @@ fn a_session_id_on_a_refused_initialize_is_not_taken() {
     .to_string();
     c.answer(&init, 400, &[("Mcp-Session-Id", "planted")], &refusal);
     assert_eq!(c.client.session_id(), None);
+}
+
+#[test]
+fn a_session_id_that_is_not_visible_ascii_is_not_taken() {
+    // The spec allows only 0x21 to 0x7E in a session id. One with a control character would
+    // go out in every later request: refused by the host's HTTP library (Go's net/http,
+    // hyper), or sent as is (libcurl). The client ignores it, as if the server gave none.
+    for bad in ["s\u{1}1", "s 1", "s\u{7f}", "caf\u{e9}", "s\t1"] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some(bad));
+        assert_eq!(c.client.session_id(), None, "{bad:?}");
+        c.request("tools/list");
+        let next = c.sent().remove(0);
+        assert_eq!(next.header("Mcp-Session-Id"), None, "{bad:?}");
+    }
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s-1.~!"));
+    assert_eq!(c.client.session_id(), Some("s-1.~!"));
+}
+
+#[test]
+fn an_event_id_no_header_can_carry_does_not_resume_a_stream() {
+    // SSE allows control characters in an event id; a Last-Event-ID header cannot carry them.
+    // A stream whose last id is such cannot be resumed: its request fails when it breaks,
+    // and nothing goes out with the byte in a header.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], "id: ev\u{1}1\ndata:\n\n");
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    c.wait(Duration::from_secs(5));
+    for s in c.sent() {
+        assert!(
+            s.headers.iter().all(|(_, v)| !v.contains('\u{1}')),
+            "{:?}",
+            s.headers
+        );
+    }
+    // An id with characters above ASCII is an obs-text header value: still resumed.
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], "id: \u{e9}v\ndata:\n\n");
+    c.wait(Duration::from_secs(1));
+    let get = c.sent().remove(0);
+    assert_eq!(get.header("Last-Event-ID"), Some("\u{e9}v"));
+    let answer = tools_answer(&json!(id.0));
+    c.stream(&get, &[], &format!("id: 2\ndata: {answer}\n\n"));
+    c.assert_answered(id);
 }
 
 #[test]

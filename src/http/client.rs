@@ -141,9 +141,11 @@ impl StreamReader {
     /// The id to send as `Last-Event-ID` when reconnecting: that of the last event dispatched
     /// whole (an event cut off by a dropped connection does not count, since its id line may
     /// have arrived without the rest), even one without data; `None` before any id and after
-    /// an empty `id` field.
+    /// an empty `id` field. An id no HTTP header can carry (SSE allows control characters in
+    /// it) counts as none: the stream cannot be resumed from it.
     pub fn last_event_id(&self) -> Option<&str> {
-        self.sse.last_event_id()
+        (self.sse.last_event_id())
+            .filter(|id| !id.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f))
     }
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut

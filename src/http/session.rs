@@ -392,6 +392,11 @@ impl HttpClient {
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
         self.conn.handle_timeout(now);
+        if self.get_pending.is_some() && now >= self.get_pending_until {
+            // Waited long enough for the GET's head (as `take_output` would find): no deadline
+            // is left in the past for a host that arms its timer before it polls actions.
+            self.get_pending = None;
+        }
         self.sweep = true;
         self.forget_ended();
         let (due, later): (Vec<_>, Vec<_>) =
@@ -478,7 +483,7 @@ impl HttpClient {
             && self.session.is_none()
             && self.initialize == Some(exchange)
             && (200..300).contains(&status)
-            && !sid.is_empty()
+            && valid_session_id(sid)
         {
             self.session = Some(sid.to_owned());
         }
@@ -1014,6 +1019,13 @@ impl HttpClient {
         self.get_pending = None;
         self.restart = true;
     }
+}
+
+/// A session id the client may adopt: not empty, and only visible ASCII (0x21 to 0x7E), as the
+/// spec requires of servers. Any other is ignored as if none had come: echoed in every later
+/// request, a control character would be refused by the host's HTTP library, or worse, sent.
+fn valid_session_id(sid: &str) -> bool {
+    !sid.is_empty() && sid.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 /// Sets when `ex` is let go, replacing the time it had.

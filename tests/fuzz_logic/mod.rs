@@ -26,10 +26,12 @@ use mcpwire::mcp::{LogLevel, ProtocolVersion};
 
 pub mod c_abi;
 pub mod c_abi_http;
+pub mod http_client;
 pub mod http_server;
 pub mod sse_framer;
 
 pub use c_abi::c_abi;
+pub use http_client::http_client;
 pub use http_server::http_server;
 pub use sse_framer::sse_framer;
 
@@ -47,6 +49,7 @@ pub const TARGETS: &[(&str, TargetFn)] = &[
     ("sse_framer", sse_framer),
     ("c_abi", c_abi),
     ("http_server", http_server),
+    ("http_client", http_client),
 ];
 
 /// Header bytes in front of the stream, per target (the seed generator writes them).

@@ -77,7 +77,14 @@ fn replica(n: u16, redis_port: u16) -> (Reaped, String) {
         .trim()
         .strip_prefix("http://")
         .and_then(|rest| rest.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("replica {n} printed {line:?}"))
+        .unwrap_or_else(|| {
+            // (Its stderr, inherited, says why; and whether it exited.)
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            panic!(
+                "replica {n} on Redis port {redis_port} printed {line:?}; exit: {:?}",
+                child.try_wait()
+            )
+        })
         .to_owned();
     (Reaped(child), addr)
 }

@@ -1,0 +1,549 @@
+//! The `http_client` target: `mcpwire::http::HttpClient` against a server the input invents.
+//! The harness is the host: it makes the HTTP requests the client asks for and hands back
+//! whatever the input says the server answered (any status; JSON, SSE, HTML or no
+//! `Content-Type`; session ids, SSE ids and `retry` fields of every kind; answers to our
+//! requests, to other ids or twice; the server's own requests and notifications; bodies cut
+//! anywhere), transport errors, aborts honoured late, and the passing of time. The
+//! application makes requests, notifications and cancellations, answers the server's
+//! requests and ends the session.
+//!
+//! Invariants:
+//!
+//! - nothing panics;
+//! - every request the application made ends exactly once (an answer, an error, a failure, a
+//!   time-out or its cancellation), and none vanishes: at the end, with every exchange failed
+//!   and time run past every deadline, none is left;
+//! - no header the client asks the host to send carries a control character (a server's
+//!   session id or SSE event id must not smuggle a line break, or a byte HTTP libraries
+//!   refuse, into the client's next requests);
+//! - the session id is adopted only from a 2xx answer to the exchange that carried
+//!   `initialize`, and only as the server sent it;
+//! - at most `MAX_RUNNING_REPLIES` answers to the server's requests are out at once;
+//! - after `handle_timeout(now)` no deadline at or before `now` is left.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use arbitrary::{Arbitrary, Unstructured};
+use mcpwire::Timestamp;
+use mcpwire::conn::{ClientEra, Config, Event, RequestId, RequestOptions};
+use mcpwire::http::{ClientAction, ExchangeId, HttpClient, MAX_RUNNING_REPLIES, ReconnectPolicy};
+use mcpwire::jsonrpc::{OwnedId, RawJson};
+use mcpwire::mcp::ProtocolVersion;
+
+/// The client's setup, from the input's first bytes.
+#[derive(Arbitrary, Debug)]
+pub struct ClientSetup {
+    era: u8,
+    open_get: bool,
+    timeout_secs: u8,
+}
+
+/// One step.
+#[derive(Arbitrary, Debug)]
+pub enum ClientOp {
+    /// The application sends a request.
+    Request { method: u8, progress: bool },
+    /// The application sends a notification.
+    Notify,
+    /// The application cancels one of its requests.
+    Cancel { which: u8 },
+    /// The application answers one of the server's requests.
+    Answer { which: u8, error: bool },
+    /// The server's response head for an exchange.
+    Head(HeadSpec),
+    /// Body bytes for an exchange that has its head.
+    Body(BodySpec),
+    /// The server ends an exchange's response.
+    End { which: u8, jitter: u32 },
+    /// The exchange failed (connection refused, reset).
+    Fail { which: u8, jitter: u32 },
+    /// Time passes; the host fires the timers if due.
+    Advance { millis: u16 },
+    /// The application ends the session.
+    EndSession,
+}
+
+/// A response head.
+#[derive(Arbitrary, Debug)]
+pub struct HeadSpec {
+    which: u8,
+    status: u8,
+    media: u8,
+    session: Option<u8>,
+}
+
+/// Body bytes.
+#[derive(Arbitrary, Debug)]
+pub struct BodySpec {
+    which: u8,
+    /// What the message is.
+    what: u8,
+    /// Which id it names: one the exchange carried, or another.
+    id: u8,
+    /// How it is framed: bare JSON, an SSE event (with an id, a retry, a type), or raw bytes.
+    frame: u8,
+    event_id: u8,
+    /// Where the bytes are cut: a prefix only, or all.
+    cut: u8,
+    raw: Vec<u8>,
+}
+
+const STATUSES: [u16; 12] = [200, 200, 200, 202, 400, 401, 404, 405, 500, 503, 302, 204];
+const MEDIA: [Option<&str>; 7] = [
+    Some("application/json"),
+    Some("text/event-stream"),
+    Some("text/event-stream; charset=utf-8"),
+    None,
+    Some("text/html"),
+    Some("application/problem+json"),
+    Some("TEXT/EVENT-STREAM"),
+];
+const SESSIONS: [&str; 8] = [
+    "s-1",
+    "s-2",
+    "",
+    "  padded  ",
+    "bad\u{1}id",
+    "tab\tinside",
+    "del\u{7f}",
+    "caf\u{e9}",
+];
+const EVENT_IDS: [&str; 8] = [
+    "1",
+    "2",
+    "",
+    "stream-7",
+    "x\u{1}y",
+    "nul\u{0}id",
+    "\u{7f}",
+    "\u{e9}t\u{e9}",
+];
+const METHODS: [&str; 6] = [
+    "tools/call",
+    "tools/list",
+    "ping",
+    "resources/read",
+    "prompts/get",
+    "x/unknown",
+];
+
+/// What the host knows of an exchange the client asked it to make.
+struct Sent {
+    exchange: ExchangeId,
+    /// The ids of the requests in its body (ours to the server).
+    ids: Vec<i64>,
+    /// Its body holds `initialize`.
+    initialize: bool,
+    /// Its body is an answer to a server request.
+    reply: bool,
+    /// The head was handed over.
+    head: bool,
+}
+
+struct Host {
+    client: HttpClient,
+    now: Timestamp,
+    rng: super::Rng,
+    sent: Vec<Sent>,
+    /// Our requests not ended yet, by id.
+    open: HashMap<i64, &'static str>,
+    /// Server requests not answered yet.
+    peer: Vec<OwnedId>,
+    /// The session id the client had after the last step.
+    session: Option<String>,
+    /// Every session id a 2xx head of an `initialize` exchange carried (trimmed).
+    offered: Vec<String>,
+    next_server_id: i64,
+    /// The exchanges that carried `initialize`.
+    initialize: Vec<ExchangeId>,
+}
+
+/// The `http_client` target.
+pub fn http_client(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(setup) = ClientSetup::arbitrary(&mut u) else {
+        return;
+    };
+    let mut config = Config::client("fuzz", "1")
+        .with_capabilities(r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#)
+        .expect("valid capabilities");
+    match setup.era % 3 {
+        0 => {
+            config.client_era = ClientEra::Legacy;
+            config.versions = ProtocolVersion::LEGACY.to_vec();
+        }
+        1 => {
+            config.client_era = ClientEra::Modern;
+            config.versions = vec![ProtocolVersion::V2026_07_28];
+        }
+        _ => {}
+    }
+    config.request_timeout = Duration::from_secs(u64::from(setup.timeout_secs % 30) + 1);
+    let Ok(client) = HttpClient::new(
+        config,
+        Timestamp::ZERO,
+        ReconnectPolicy::default(),
+        setup.open_get,
+    ) else {
+        return;
+    };
+    let mut host = Host {
+        client,
+        now: Timestamp::ZERO,
+        rng: super::Rng::new(u64::from(setup.timeout_secs)),
+        sent: Vec::new(),
+        open: HashMap::new(),
+        peer: Vec::new(),
+        session: None,
+        offered: Vec::new(),
+        next_server_id: 1,
+        initialize: Vec::new(),
+    };
+    host.settle();
+    for _ in 0..400 {
+        let Ok(op) = ClientOp::arbitrary(&mut u) else {
+            break;
+        };
+        host.step(op);
+        host.settle();
+    }
+    host.finish();
+}
+
+impl Host {
+    fn step(&mut self, op: ClientOp) {
+        match op {
+            ClientOp::Request { method, progress } => {
+                let method = METHODS[usize::from(method) % METHODS.len()];
+                let params = match method {
+                    "tools/call" => Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#),
+                    "resources/read" => Some(r#"{"uri":"mem://a"}"#),
+                    "prompts/get" => Some(r#"{"name":"greet"}"#),
+                    _ => None,
+                };
+                let params = params.map(|p| RawJson::new(p).expect("valid params"));
+                let options = RequestOptions {
+                    progress,
+                    ..RequestOptions::default()
+                };
+                let now = self.now;
+                if let Ok(RequestId(id)) =
+                    (self.client.connection()).request_with(now, method, params, options)
+                {
+                    let before = self.open.insert(id, method);
+                    assert!(
+                        before.is_none(),
+                        "request {id} was handed out again while {before:?} with that id had not ended"
+                    );
+                }
+            }
+            ClientOp::Notify => {
+                let _ = (self.client.connection()).notify("notifications/roots/list_changed", None);
+            }
+            ClientOp::Cancel { which } => {
+                let mut ids: Vec<i64> = self.open.keys().copied().collect();
+                ids.sort_unstable();
+                if ids.is_empty() {
+                    return;
+                }
+                let id = ids[usize::from(which) % ids.len()];
+                let now = self.now;
+                if (self.client.connection())
+                    .cancel(now, RequestId(id), Some("fuzz"))
+                    .is_ok()
+                {
+                    self.open.remove(&id);
+                }
+            }
+            ClientOp::Answer { which, error } => {
+                if self.peer.is_empty() {
+                    return;
+                }
+                let id = self.peer.remove(usize::from(which) % self.peer.len());
+                let conn = self.client.connection();
+                let _ = if error {
+                    conn.respond_error(id.as_id(), -32601, "no", None)
+                } else {
+                    conn.respond(id.as_id(), RawJson::new("{}").expect("valid"))
+                };
+            }
+            ClientOp::Head(h) => self.head(h),
+            ClientOp::Body(b) => self.body(b),
+            ClientOp::End { which, jitter } => {
+                if let Some(i) = self.pick(which, true) {
+                    let s = self.sent.remove(i);
+                    self.client.handle_end(self.now, s.exchange, jitter);
+                }
+            }
+            ClientOp::Fail { which, jitter } => {
+                if let Some(i) = self.pick(which, false) {
+                    let s = self.sent.remove(i);
+                    self.client.handle_error(self.now, s.exchange, jitter);
+                }
+            }
+            ClientOp::Advance { millis } => {
+                let step = if millis > 60_000 {
+                    Duration::from_secs(u64::from(millis))
+                } else {
+                    Duration::from_millis(u64::from(millis))
+                };
+                self.now = self.now.after(step);
+                if self.client.poll_timeout().is_some_and(|at| at <= self.now) {
+                    self.fire();
+                }
+            }
+            ClientOp::EndSession => {
+                let _ = self.client.end_session();
+            }
+        }
+    }
+
+    /// An exchange in flight: any (`with_head` false) or one that has its head.
+    fn pick(&self, which: u8, with_head: bool) -> Option<usize> {
+        let candidates: Vec<usize> = (0..self.sent.len())
+            .filter(|&i| !with_head || self.sent[i].head)
+            .collect();
+        (!candidates.is_empty()).then(|| candidates[usize::from(which) % candidates.len()])
+    }
+
+    fn head(&mut self, h: HeadSpec) {
+        let Some(i) = self.pick(h.which, false) else {
+            return;
+        };
+        if self.sent[i].head {
+            return;
+        }
+        self.sent[i].head = true;
+        let status = STATUSES[usize::from(h.status) % STATUSES.len()];
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(media) = MEDIA[usize::from(h.media) % MEDIA.len()] {
+            headers.push(("Content-Type", media));
+        }
+        if let Some(s) = h.session {
+            let sid = SESSIONS[usize::from(s) % SESSIONS.len()];
+            headers.push(("mcp-session-id", sid));
+            if self.sent[i].initialize && (200..300).contains(&status) {
+                self.offered.push(sid.trim().to_owned());
+            }
+        }
+        let exchange = self.sent[i].exchange;
+        self.client
+            .handle_response(self.now, exchange, status, &headers);
+    }
+
+    fn body(&mut self, b: BodySpec) {
+        let Some(i) = self.pick(b.which, true) else {
+            return;
+        };
+        let s = &self.sent[i];
+        let id = if !s.ids.is_empty() && !b.id.is_multiple_of(4) {
+            s.ids[usize::from(b.id) % s.ids.len()]
+        } else {
+            let mut all: Vec<i64> = self.open.keys().copied().collect();
+            all.sort_unstable();
+            match all.get(usize::from(b.id) % all.len().max(1)) {
+                Some(&id) if !b.id.is_multiple_of(8) => id,
+                _ => i64::from(b.id),
+            }
+        };
+        let server_id = self.next_server_id;
+        let message = match b.what % 12 {
+            0 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#),
+            1 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}},"resources":{{}},"prompts":{{}}}},"serverInfo":{{"name":"f","version":"1"}}}}}}"#
+            ),
+            2 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"f","version":"1"}}}}}}"#
+            ),
+            3 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"no"}}}}"#
+            ),
+            4 => {
+                self.next_server_id += 1;
+                format!(r#"{{"jsonrpc":"2.0","id":"srv-{server_id}","method":"ping"}}"#)
+            }
+            5 => {
+                self.next_server_id += 1;
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{server_id},"method":"sampling/createMessage","params":{{"messages":[],"maxTokens":1}}}}"#
+                )
+            }
+            6 => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":1}}}}"#
+            ),
+            7 => r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#.to_owned(),
+            8 => format!(
+                r#"[{{"jsonrpc":"2.0","id":{id},"result":{{}}}},{{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}]"#
+            ),
+            9 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"complete","content":[]}}}}"#
+            ),
+            10 => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{server_id}}}}}"#
+            ),
+            _ => String::from_utf8_lossy(&b.raw).into_owned(),
+        };
+        let event_id = EVENT_IDS[usize::from(b.event_id) % EVENT_IDS.len()];
+        let bytes: Vec<u8> = match b.frame % 6 {
+            0 => message.into_bytes(),
+            1 => format!("data: {message}\n\n").into_bytes(),
+            2 => format!("id: {event_id}\ndata: {message}\n\n").into_bytes(),
+            3 => format!("id: {event_id}\nretry: {}\n\n", b.cut).into_bytes(),
+            4 => format!("event: other\nid: {event_id}\ndata: {message}\r\n\r\n").into_bytes(),
+            _ => b.raw,
+        };
+        let keep = match b.cut % 4 {
+            0 => bytes.len() / 2,
+            _ => bytes.len(),
+        };
+        let exchange = self.sent[i].exchange;
+        self.client.handle_body(self.now, exchange, &bytes[..keep]);
+    }
+
+    /// Fires the client's timers at `now`, and checks that nothing due is left.
+    fn fire(&mut self) {
+        self.client.handle_timeout(self.now);
+        if let Some(at) = self.client.poll_timeout() {
+            assert!(
+                at > self.now,
+                "after handle_timeout({:?}) a deadline at {at:?} is still due",
+                self.now
+            );
+        }
+    }
+
+    /// Takes every action and event the client has, checking them.
+    fn settle(&mut self) {
+        for _ in 0..10_000 {
+            let mut moved = false;
+            while let Some(action) = self.client.poll_action() {
+                moved = true;
+                match action {
+                    ClientAction::Send {
+                        exchange,
+                        method: _,
+                        headers,
+                        body,
+                    } => {
+                        for (name, value) in headers {
+                            assert!(
+                                !name.bytes().chain(value.bytes()).any(control),
+                                "a header with a control character: {name:?}: {value:?}"
+                            );
+                        }
+                        let text = String::from_utf8_lossy(body);
+                        let ids = request_ids(body);
+                        let reply = text.contains(r#""result""#) || text.contains(r#""error""#);
+                        // A resumed exchange (a GET after its POST's stream broke) keeps
+                        // carrying what its POST carried: the initialize answer may come on it.
+                        if text.contains(r#""method":"initialize""#) {
+                            self.initialize.push(exchange);
+                        }
+                        self.sent.push(Sent {
+                            exchange,
+                            initialize: self.initialize.contains(&exchange),
+                            ids,
+                            reply: reply && !text.contains(r#""method""#),
+                            head: false,
+                        });
+                    }
+                    ClientAction::Abort { exchange } => {
+                        self.sent.retain(|s| s.exchange != exchange);
+                    }
+                }
+                let replies = self.sent.iter().filter(|s| s.reply).count();
+                assert!(
+                    replies <= MAX_RUNNING_REPLIES,
+                    "{replies} answers to server requests out at once"
+                );
+            }
+            while let Some(event) = self.client.poll_event() {
+                moved = true;
+                let ended = match event {
+                    Event::Response { request, .. }
+                    | Event::Error { request, .. }
+                    | Event::InputRequired { request, .. }
+                    | Event::TaskCreated { request, .. }
+                    | Event::UrlElicitationRequired { request, .. }
+                    | Event::InvalidResponse { request }
+                    | Event::TimedOut { request }
+                    | Event::Abandoned { request }
+                    | Event::Failed { request, .. } => Some(request.0),
+                    Event::Request { id, .. } => {
+                        self.peer.push(OwnedId::from(id));
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(id) = ended {
+                    assert!(
+                        self.open.remove(&id).is_some(),
+                        "request {id} ended, but it was not in flight (twice, or never made)"
+                    );
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        let session = self.client.session_id().map(str::to_owned);
+        if session != self.session {
+            if let Some(sid) = &session {
+                assert!(
+                    self.offered.iter().any(|o| o == sid),
+                    "session id {sid:?} adopted, but no 2xx answer to initialize offered it"
+                );
+            }
+            self.session = session;
+        }
+    }
+
+    /// Fails every exchange in flight and runs time past every deadline: every request made
+    /// must have ended.
+    fn finish(&mut self) {
+        for _ in 0..64 {
+            while let Some(s) = self.sent.pop() {
+                self.client.handle_error(self.now, s.exchange, 0);
+            }
+            self.settle();
+            if self.open.is_empty() {
+                return;
+            }
+            let next = self
+                .client
+                .poll_timeout()
+                .unwrap_or(self.now)
+                .max(self.now.after(Duration::from_secs(1)));
+            self.now = next;
+            self.fire();
+            self.settle();
+        }
+        assert!(
+            self.open.is_empty(),
+            "requests never ended: {:?}",
+            self.open
+        );
+    }
+}
+
+/// A byte HTTP header values may not hold: the controls but tab, and DEL.
+fn control(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
+
+/// The integer ids of the requests in a JSON-RPC body (ours are integers).
+fn request_ids(body: &[u8]) -> Vec<i64> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
+    let messages = match value {
+        serde_json::Value::Array(all) => all,
+        one => vec![one],
+    };
+    messages
+        .iter()
+        .filter(|m| m.get("method").is_some())
+        .filter_map(|m| m.get("id").and_then(serde_json::Value::as_i64))
+        .collect()
+}
