@@ -62,6 +62,11 @@ pub enum ClientOp {
     Advance { millis: u16 },
     /// The application ends the session.
     EndSession,
+    /// The server answers every request an exchange carries, properly, and ends it.
+    Complete { which: u8, sse: bool },
+    /// The host reports out of turn: on an exchange already ended, aborted or never made, a
+    /// second head, or a body before the head. The client must take it calmly.
+    Stray { which: u8, kind: u8 },
 }
 
 /// A response head.
@@ -131,8 +136,8 @@ const METHODS: [&str; 6] = [
 /// What the host knows of an exchange the client asked it to make.
 struct Sent {
     exchange: ExchangeId,
-    /// The ids of the requests in its body (ours to the server).
-    ids: Vec<i64>,
+    /// The ids of the requests in its body (ours to the server), with their methods.
+    ids: Vec<(i64, String)>,
     /// Its body holds `initialize`.
     initialize: bool,
     /// Its body is an answer to a server request.
@@ -157,6 +162,8 @@ struct Host {
     next_server_id: i64,
     /// The exchanges that carried `initialize`.
     initialize: Vec<ExchangeId>,
+    /// Exchanges ended or aborted (the last 64), for stray reports.
+    gone: Vec<ExchangeId>,
 }
 
 /// The `http_client` target.
@@ -199,6 +206,7 @@ pub fn http_client(data: &[u8]) {
         offered: Vec::new(),
         next_server_id: 1,
         initialize: Vec::new(),
+        gone: Vec::new(),
     };
     host.settle();
     for _ in 0..400 {
@@ -274,12 +282,14 @@ impl Host {
                 if let Some(i) = self.pick(which, true) {
                     let s = self.sent.remove(i);
                     self.client.handle_end(self.now, s.exchange, jitter);
+                    self.gone.push(s.exchange);
                 }
             }
             ClientOp::Fail { which, jitter } => {
                 if let Some(i) = self.pick(which, false) {
                     let s = self.sent.remove(i);
                     self.client.handle_error(self.now, s.exchange, jitter);
+                    self.gone.push(s.exchange);
                 }
             }
             ClientOp::Advance { millis } => {
@@ -296,6 +306,8 @@ impl Host {
             ClientOp::EndSession => {
                 let _ = self.client.end_session();
             }
+            ClientOp::Stray { which, kind } => self.stray(which, kind),
+            ClientOp::Complete { which, sse } => self.complete(which, sse),
         }
     }
 
@@ -338,7 +350,7 @@ impl Host {
         };
         let s = &self.sent[i];
         let id = if !s.ids.is_empty() && !b.id.is_multiple_of(4) {
-            s.ids[usize::from(b.id) % s.ids.len()]
+            s.ids[usize::from(b.id) % s.ids.len()].0
         } else {
             let mut all: Vec<i64> = self.open.keys().copied().collect();
             all.sort_unstable();
@@ -401,6 +413,107 @@ impl Host {
         self.client.handle_body(self.now, exchange, &bytes[..keep]);
     }
 
+    /// Answers every request exchange `which` carries with a result fit for its method, in
+    /// one 200 response that then ends: afterwards none of them may still be waiting (an
+    /// answer that arrives must end its request, one way or another).
+    fn complete(&mut self, which: u8, sse: bool) {
+        let Some(i) = self.pick(which, false) else {
+            return;
+        };
+        if self.sent[i].head || self.sent[i].ids.is_empty() {
+            return;
+        }
+        let s = self.sent.remove(i);
+        self.gone.push(s.exchange);
+        let mut body = String::new();
+        for (id, method) in &s.ids {
+            let result = match method.as_str() {
+                "initialize" => {
+                    r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"f","version":"1"}}"#
+                }
+                "server/discover" => {
+                    r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"f","version":"1"}}"#
+                }
+                "tools/list" => r#"{"tools":[]}"#,
+                "resources/read" => r#"{"contents":[]}"#,
+                "prompts/get" => r#"{"messages":[]}"#,
+                _ => r#"{"content":[]}"#,
+            };
+            let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+            if sse {
+                body.push_str(&format!("data: {message}\n\n"));
+            } else {
+                body = message; // (one request per POST: the last one)
+            }
+        }
+        let media = if sse {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let headers = [("Content-Type", media)];
+        self.client
+            .handle_response(self.now, s.exchange, 200, &headers);
+        self.client
+            .handle_body(self.now, s.exchange, body.as_bytes());
+        self.client.handle_end(self.now, s.exchange, 0);
+        self.settle();
+        for (id, method) in &s.ids {
+            assert!(
+                !self.open.contains_key(id),
+                "request {id} ({method}) got its answer and is still waiting"
+            );
+        }
+    }
+
+    /// A report out of turn. An exchange the client handed out again (a resumption) is in
+    /// flight once more, so it is not stray: those are skipped.
+    fn stray(&mut self, which: u8, kind: u8) {
+        if self.gone.len() > 64 {
+            self.gone.drain(..32);
+        }
+        let in_flight = |e: ExchangeId, sent: &[Sent]| sent.iter().any(|s| s.exchange == e);
+        let exchange = match kind % 6 {
+            // One never made.
+            0 => ExchangeId(u64::from(which) << 32 | 0xffff),
+            // One ended or aborted.
+            1..=3 if !self.gone.is_empty() => self.gone[usize::from(which) % self.gone.len()],
+            // One in flight: a second head, or a body before its head.
+            _ => match self.pick(which, false) {
+                Some(i) => {
+                    let s = &self.sent[i];
+                    if kind.is_multiple_of(2) && !s.head {
+                        // A body before the head.
+                        let e = s.exchange;
+                        self.client.handle_body(self.now, e, b"data: {}\n\n");
+                        return;
+                    }
+                    if !s.head {
+                        return;
+                    }
+                    let e = s.exchange;
+                    let headers = [("Content-Type", "text/event-stream")];
+                    self.client.handle_response(self.now, e, 200, &headers);
+                    return;
+                }
+                None => return,
+            },
+        };
+        if in_flight(exchange, &self.sent) {
+            return;
+        }
+        match which % 4 {
+            0 => self.client.handle_response(self.now, exchange, 200, &[]),
+            1 => self.client.handle_body(
+                self.now,
+                exchange,
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            ),
+            2 => self.client.handle_end(self.now, exchange, 0),
+            _ => self.client.handle_error(self.now, exchange, 0),
+        }
+    }
+
     /// Fires the client's timers at `now`, and checks that nothing due is left.
     fn fire(&mut self) {
         self.client.handle_timeout(self.now);
@@ -450,6 +563,7 @@ impl Host {
                     }
                     ClientAction::Abort { exchange } => {
                         self.sent.retain(|s| s.exchange != exchange);
+                        self.gone.push(exchange);
                     }
                 }
                 let replies = self.sent.iter().filter(|s| s.reply).count();
@@ -532,8 +646,8 @@ fn control(b: u8) -> bool {
     (b < 0x20 && b != b'\t') || b == 0x7f
 }
 
-/// The integer ids of the requests in a JSON-RPC body (ours are integers).
-fn request_ids(body: &[u8]) -> Vec<i64> {
+/// The integer ids of the requests in a JSON-RPC body (ours are integers), with their methods.
+fn request_ids(body: &[u8]) -> Vec<(i64, String)> {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
         return Vec::new();
     };
@@ -543,7 +657,9 @@ fn request_ids(body: &[u8]) -> Vec<i64> {
     };
     messages
         .iter()
-        .filter(|m| m.get("method").is_some())
-        .filter_map(|m| m.get("id").and_then(serde_json::Value::as_i64))
+        .filter_map(|m| {
+            let method = m.get("method")?.as_str()?.to_owned();
+            Some((m.get("id")?.as_i64()?, method))
+        })
         .collect()
 }
