@@ -1252,6 +1252,33 @@ fn a_session_id_that_is_not_visible_ascii_is_not_taken() {
 }
 
 #[test]
+fn a_method_name_with_a_line_break_never_reaches_a_header() {
+    // 2026-07-28 copies the method into Mcp-Method, which has no encoded form. An
+    // application's method with a line break must not become a header line of its own (the C
+    // example's libcurl would send it as is): the request goes without Mcp-Method.
+    let mut c = Scripted::new(modern(client_config()), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    let answer = json!({"jsonrpc":"2.0","id":discover.body["id"],"result":{
+        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string();
+    c.answer(&discover, 200, &[], &answer);
+    c.request("x/line\r\nX-Injected: 1");
+    let post = c.sent().remove(0);
+    assert_eq!(post.body["method"], "x/line\r\nX-Injected: 1");
+    assert_eq!(post.header("Mcp-Method"), None, "{:?}", post.headers);
+    for (name, value) in &post.headers {
+        assert!(
+            !value.bytes().any(|b| b < 0x20 && b != b'\t'),
+            "{name}: {value:?}"
+        );
+    }
+    c.request("x/caf\u{e9}");
+    let post = c.sent().remove(0);
+    assert_eq!(post.header("Mcp-Method"), Some("x/caf\u{e9}"));
+}
+
+#[test]
 fn an_event_id_no_header_can_carry_does_not_resume_a_stream() {
     // SSE allows control characters in an event id; a Last-Event-ID header cannot carry them.
     // A stream whose last id is such cannot be resumed: its request fails when it breaks,

@@ -16,7 +16,8 @@ use crate::mcp::{Era, ProtocolVersion};
 /// Always `Content-Type` and `Accept` (both JSON and SSE); `MCP-Protocol-Version` once a
 /// version is known; `Mcp-Session-Id` in a session; and in 2026-07-28 `Mcp-Method`, plus
 /// `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (as `=?base64?…?=` when
-/// the value is not header-safe).
+/// the value is not header-safe). No value ever holds a control character: a method name
+/// with one gets no `Mcp-Method` (the server then refuses the request).
 pub fn request_headers(
     message: &[u8],
     version: Option<ProtocolVersion>,
@@ -50,7 +51,11 @@ pub fn request_headers(
         {
             h.push(("Mcp-Name", super::headers::encode_value(&value.to_str())));
         }
-        h.push(("Mcp-Method", method));
+        // A method with a control character has no header form (the spec gives `Mcp-Method`
+        // no encoding): it goes without the header, and the server refuses the request.
+        if !method.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            h.push(("Mcp-Method", method));
+        }
     }
     h
 }

@@ -124,13 +124,16 @@ const EVENT_IDS: [&str; 8] = [
     "\u{7f}",
     "\u{e9}t\u{e9}",
 ];
-const METHODS: [&str; 6] = [
+const METHODS: [&str; 8] = [
     "tools/call",
     "tools/list",
     "ping",
     "resources/read",
     "prompts/get",
     "x/unknown",
+    // The application's own method names reach the Mcp-Method header.
+    "x/line\r\nX-Injected: 1",
+    "x/caf\u{e9}",
 ];
 
 /// What the host knows of an exchange the client asked it to make.
