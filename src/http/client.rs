@@ -53,7 +53,7 @@ pub fn request_headers(
         }
         // A method with a control character has no header form (the spec gives `Mcp-Method`
         // no encoding): it goes without the header, and the server refuses the request.
-        if !method.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        if !super::headers::has_control(&method) {
             h.push(("Mcp-Method", method));
         }
     }
@@ -149,8 +149,7 @@ impl StreamReader {
     /// an empty `id` field. An id no HTTP header can carry (SSE allows control characters in
     /// it) counts as none: the stream cannot be resumed from it.
     pub fn last_event_id(&self) -> Option<&str> {
-        (self.sse.last_event_id())
-            .filter(|id| !id.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f))
+        (self.sse.last_event_id()).filter(|id| !super::headers::has_control(id))
     }
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut

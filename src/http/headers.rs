@@ -59,6 +59,12 @@ fn plain_safe(v: &str) -> bool {
     visible && !v.starts_with(' ') && !v.ends_with(' ') && !looks_encoded
 }
 
+/// Whether `v` holds a byte no HTTP header value may: a control character other than tab, or
+/// DEL (RFC 9110 §5.5). Such a value is never put in a header the client asks for.
+pub(crate) fn has_control(v: &str) -> bool {
+    v.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f)
+}
+
 /// A value as a header carries it: as is when header-safe, else `=?base64?…?=`. Use it for
 /// `Mcp-Name` and `Mcp-Param-{Name}`. A plain value that looks like the encoded form is
 /// encoded too, so the receiver never mistakes it for one.
