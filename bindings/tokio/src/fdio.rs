@@ -8,6 +8,8 @@
 //!
 //! - **Pipes, FIFOs and terminals** are opened again through `/proc/self/fd/N`. That makes a
 //!   new open file description of the same pipe or device, whose `O_NONBLOCK` is ours alone.
+//!   When that fails (another user's pipe, no `/proc` in a sandbox) and the shared description
+//!   is non-blocking already, the duplicate is polled as it is, since nothing needs changing.
 //! - **Sockets** (Node, and so the TypeScript SDK, hands its children socket pairs) cannot be
 //!   opened that way. They are used through a duplicate of the descriptor with `recv` and
 //!   `send` and `MSG_DONTWAIT`, which makes each call non-blocking and leaves the flags alone.
@@ -40,20 +42,37 @@ impl PolledFd {
     /// # Panics
     /// Inside a runtime built without IO (`enable_io`), like every tokio socket type.
     pub(crate) fn new(fd: BorrowedFd<'_>, write: bool) -> Option<PolledFd> {
+        Self::with_reopen(fd, write, || {
+            let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            (OpenOptions::new().read(!write).write(write))
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(path)
+                .ok()
+        })
+    }
+
+    /// [`new`](Self::new), with the reopening of a pipe or terminal done by `reopen`.
+    ///
+    /// When it fails (another user's pipe, no `/proc` in a sandbox) and the shared description
+    /// is already non-blocking, as some parents leave it, the duplicate is polled as it is:
+    /// nothing needs changing. tokio's own types would hand the `WouldBlock` of an empty
+    /// non-blocking pipe up as an error, ending the server at its first read.
+    fn with_reopen(
+        fd: BorrowedFd<'_>,
+        write: bool,
+        reopen: impl FnOnce() -> Option<File>,
+    ) -> Option<PolledFd> {
         tokio::runtime::Handle::try_current().ok()?;
         let dup = File::from(fd.try_clone_to_owned().ok()?);
         let kind = dup.metadata().ok()?.file_type();
         let (file, socket) = if kind.is_socket() {
             (dup, true)
         } else if kind.is_fifo() || kind.is_char_device() {
-            let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-            let file = OpenOptions::new()
-                .read(!write)
-                .write(write)
-                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-                .open(path)
-                .ok()?;
-            (file, false)
+            match reopen() {
+                Some(file) => (file, false),
+                None if nonblocking(dup.as_fd()) => (dup, false),
+                None => return None,
+            }
         } else {
             return None;
         };
@@ -143,6 +162,13 @@ impl PolledFd {
     }
 }
 
+/// Whether `fd`'s open file description is non-blocking (false when that cannot be read).
+fn nonblocking(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: F_GETFL only reads the flags of an open descriptor.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK != 0
+}
+
 /// `call` again while it is interrupted by a signal.
 fn retry_interrupted(mut call: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
     loop {
@@ -191,11 +217,38 @@ mod tests {
         }
     }
 
-    fn nonblocking(fd: BorrowedFd<'_>) -> bool {
-        // SAFETY: F_GETFL only reads the flags of an open descriptor.
-        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-        assert!(flags >= 0, "F_GETFL: {}", io::Error::last_os_error());
-        flags & libc::O_NONBLOCK != 0
+    /// Sets `O_NONBLOCK` on `fd`'s description, as some parents leave their children's pipes.
+    fn set_nonblocking(fd: BorrowedFd<'_>) {
+        // SAFETY: F_GETFL and F_SETFL on an open descriptor.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            assert!(flags >= 0);
+            assert_eq!(
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK),
+                0
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_non_blocking_pipe_that_cannot_be_reopened_is_polled_as_it_is() {
+        // The parent left the pipe non-blocking, and /proc cannot reopen it (another user's
+        // pipe, a sandbox without /proc). Reads must wait for the data, not fail.
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        set_nonblocking(reader.as_fd());
+        let polled = PolledFd::with_reopen(reader.as_fd(), false, || None)
+            .expect("an already non-blocking pipe is polled without reopening it");
+        let feeder = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            writer.write_all(b"late\n").unwrap();
+        });
+        let mut got = Vec::new();
+        Io(polled).read_to_end(&mut got).await.unwrap();
+        feeder.join().unwrap();
+        assert_eq!(got, b"late\n");
+        // A blocking one that cannot be reopened is left to tokio's own types.
+        let (reader, _writer) = std::io::pipe().unwrap();
+        assert!(PolledFd::with_reopen(reader.as_fd(), false, || None).is_none());
     }
 
     /// 1 MiB of numbered lines, so that order and completeness can be checked.
