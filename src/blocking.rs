@@ -17,8 +17,9 @@
 //!   of [`READ_AHEAD`] chunks of at most [`CHUNK`] bytes. Either way one more chunk is being
 //!   fed to the engine [`FEED`] bytes at a time; that is all the input held outside the
 //!   engine.
-//! - **Backpressure.** Writes block. While the peer does not read, the loop waits in its
-//!   write and takes no input (a reader thread stops once its chunks wait), so a peer that
+//! - **Backpressure.** Writes block, also on an output its parent left non-blocking (the
+//!   loop then waits for it with `poll(2)`, or retries). While the peer does not read, the
+//!   loop waits in its write and takes no input (a reader thread stops once its chunks wait), so a peer that
 //!   writes without reading is slowed to the pace it reads at. Memory stays within the
 //!   engine's bounds plus the read-ahead.
 //! - **Nothing accepted is lost.** At end of input every answer already produced is written
@@ -108,7 +109,9 @@ impl Io<std::io::Stdout> {
     pub fn stdio(clock: impl FnMut() -> Timestamp + Send + 'static) -> Io<std::io::Stdout> {
         #[cfg(unix)]
         if let Ok(input) = Input::fd(std::io::stdin()) {
-            return Io::with_input(input, std::io::stdout(), clock);
+            let mut io = Io::with_input(input, std::io::stdout(), clock);
+            io.output_fd = Some(std::os::fd::AsRawFd::as_raw_fd(&std::io::stdout()));
+            return io;
         }
         Io::new(std::io::stdin(), std::io::stdout(), clock)
     }
@@ -158,6 +161,10 @@ pub struct Io<W: Write> {
     output_error: Option<std::io::Error>,
     /// The time the loop last read (see [`event_time`](Io::event_time)).
     read_at: Timestamp,
+    /// The output's descriptor, when known (stdout), to wait on when it is full (see
+    /// [`write_waiting`]).
+    #[cfg(unix)]
+    output_fd: Option<std::os::fd::RawFd>,
 }
 
 impl<W: Write> std::fmt::Debug for Io<W> {
@@ -221,6 +228,8 @@ impl<W: Write> Io<W> {
             eof: false,
             output_error: None,
             read_at: Timestamp::ZERO,
+            #[cfg(unix)]
+            output_fd: None,
         }
     }
 
@@ -274,6 +283,7 @@ impl<W: Write> Io<W> {
     /// [`output_error`](Io::output_error)); the bytes are then consumed and discarded, so the
     /// engine never stalls on a peer that is gone.
     pub fn flush(&mut self, conn: &mut Connection) -> bool {
+        let wait = self.writable();
         let mut any = false;
         while let Some(t) = conn.poll_transmit() {
             any = true;
@@ -282,7 +292,7 @@ impl<W: Write> Io<W> {
                 tap(Direction::Sent, t.bytes);
             }
             if let Some(out) = self.output.as_mut()
-                && let Err(e) = out.write_all(t.bytes)
+                && let Err(e) = write_waiting(out, t.bytes, &wait)
             {
                 self.output_error = Some(e);
                 self.output = None;
@@ -291,12 +301,34 @@ impl<W: Write> Io<W> {
         }
         if any
             && let Some(out) = self.output.as_mut()
-            && let Err(e) = out.flush()
+            && let Err(e) = flush_waiting(out, &wait)
         {
             self.output_error = Some(e);
             self.output = None;
         }
         any
+    }
+
+    /// How to wait until the output takes bytes again (see [`write_waiting`]).
+    fn writable(&self) -> impl Fn() + use<W> {
+        #[cfg(unix)]
+        let fd = self.output_fd;
+        move || {
+            #[cfg(unix)]
+            if let Some(fd) = fd {
+                let mut fds = [libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                }];
+                // SAFETY: `fds` is one valid, writable pollfd for the duration of the call;
+                // the descriptor is this process's stdout, open for its lifetime. A wait
+                // that fails or is interrupted just leads to another write attempt.
+                unsafe { libc::poll(fds.as_mut_ptr(), 1, -1) };
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// The loop, one event at a time: hands out the next event; when none is left, writes the
@@ -445,6 +477,36 @@ impl<W: Write> Io<W> {
     }
 }
 
+/// Writes all of `bytes` to `out`, waiting with `wait` while it is full: an output whose
+/// parent left its descriptor non-blocking answers `WouldBlock` where a blocking one would
+/// wait, and dropping the rest then would lose answers already given. `write` is retried with
+/// what is left, since a failed `write` takes nothing (`write_all` would lose track).
+fn write_waiting(out: &mut impl Write, mut bytes: &[u8], wait: &impl Fn()) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `out.flush()`, waiting with `wait` while the output is full (see [`write_waiting`]).
+fn flush_waiting(out: &mut impl Write, wait: &impl Fn()) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    loop {
+        match out.flush() {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait(),
+            other => return other,
+        }
+    }
+}
+
 /// Reads `source` on a thread into a channel of [`READ_AHEAD`] chunks; the channel closes when
 /// the input ends or fails.
 fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
@@ -530,6 +592,42 @@ mod tests {
         answer_all(io);
         feeder.join().unwrap().unwrap();
         check_answers(out);
+    }
+
+    /// The output is a pipe its parent left non-blocking, and its reader starts late: writes
+    /// meet a full pipe (`WouldBlock`). Every answer must still come out whole, by waiting on
+    /// the descriptor (as `stdio` does for stdout) or, for a writer without one, by retrying.
+    #[cfg(unix)]
+    #[test]
+    fn a_non_blocking_output_that_fills_up_loses_no_answer() {
+        use std::os::fd::AsRawFd;
+        for with_fd in [true, false] {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let feeder = std::thread::spawn(move || writer.write_all(many_requests().as_bytes()));
+            let (mut out_reader, out_writer) = std::io::pipe().unwrap();
+            // SAFETY: F_GETFL and F_SETFL on an open descriptor.
+            unsafe {
+                let fd = out_writer.as_raw_fd();
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                assert_eq!(libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK), 0);
+            }
+            let drain = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                let mut got = Vec::new();
+                out_reader.read_to_end(&mut got).unwrap();
+                got
+            });
+            let (_, clock) = manual_clock();
+            let fd = out_writer.as_raw_fd();
+            let mut io = Io::from_fd(&reader, out_writer, clock).unwrap();
+            if with_fd {
+                io.output_fd = Some(fd);
+            }
+            drop(reader);
+            answer_all(io); // (drops the writer, so the drain ends)
+            feeder.join().unwrap().unwrap();
+            check_answers(drain.join().unwrap());
+        }
     }
 
     /// Answers every request with `{}` until EOF.

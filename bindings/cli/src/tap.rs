@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -208,8 +208,15 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
                 Ok(n) => n,
+                // A stdin its parent left non-blocking: wait for it, it has not ended.
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    wait_for(0, Ready::Read);
+                    continue;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => break,
             };
             // Observe first: the answer may come back before this thread runs again, and the
             // request must already be on record to time it.
@@ -237,7 +244,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
                 Ok(n) => n,
             };
             down.observe(&buf[..n]);
-            if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
+            if write_waiting(&mut stdout, &buf[..n]).is_err() {
                 break;
             }
         }
@@ -255,4 +262,58 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     // The host may keep its stdin open; the session is over once the server has gone.
     drop(upstream);
     code
+}
+
+/// Which way a descriptor must be ready.
+#[derive(Clone, Copy)]
+enum Ready {
+    Read,
+    Write,
+}
+
+/// Waits until descriptor `fd` (0 or 1) is ready, for a stdin or stdout its parent left
+/// non-blocking, whose calls answer `WouldBlock` where a blocking one would wait.
+fn wait_for(fd: i32, ready: Ready) {
+    #[cfg(unix)]
+    {
+        let events = match ready {
+            Ready::Read => libc::POLLIN,
+            Ready::Write => libc::POLLOUT,
+        };
+        let mut fds = [libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        }];
+        // SAFETY: `fds` is one valid, writable pollfd for the duration of the call; stdin and
+        // stdout stay open for the process's lifetime. A failed or interrupted wait only
+        // leads to another attempt.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, -1) };
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (fd, ready);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Writes all of `bytes` to stdout and flushes, waiting while a non-blocking stdout is full.
+/// `write` is retried with what is left: a failed `write` takes nothing.
+fn write_waiting(out: &mut impl Write, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_for(1, Ready::Write),
+            Err(e) => return Err(e),
+        }
+    }
+    loop {
+        match out.flush() {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_for(1, Ready::Write),
+            other => return other,
+        }
+    }
 }

@@ -779,3 +779,80 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         started.elapsed()
     );
 }
+
+/// Some parents (Node's libuv, say) leave the pipes they hand a child non-blocking: reads of
+/// an empty stdin and writes to a full stdout then answer `WouldBlock` instead of waiting.
+/// The server (and `tap` in front of it) must wait, not take it for the end: every request
+/// gets its answer when the client writes late and reads late.
+#[cfg(unix)]
+#[test]
+fn serve_and_tap_under_a_parent_that_left_the_pipes_non_blocking() {
+    use std::io::Read;
+    use std::os::fd::{AsFd, AsRawFd};
+    fn set_nonblocking(fd: std::os::fd::BorrowedFd<'_>) {
+        // SAFETY: F_GETFL and F_SETFL on an open descriptor.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            assert!(flags >= 0);
+            assert_eq!(
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK),
+                0
+            );
+        }
+    }
+    let mut input = String::from(concat!(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+    ));
+    for i in 1..=3000 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n"
+        ));
+    }
+    let log =
+        std::env::temp_dir().join(format!("mcpwire-tap-nonblock-{}.jsonl", std::process::id()));
+    let log = log.to_str().unwrap().to_owned();
+    let runs: [&[&str]; 3] = [
+        &["serve"],
+        &["serve", "--tokio"],
+        &["tap", "--log", &log, "--", BIN, "serve"],
+    ];
+    for args in runs {
+        let (child_in, mut to_child) = std::io::pipe().unwrap();
+        let (mut from_child, child_out) = std::io::pipe().unwrap();
+        set_nonblocking(child_in.as_fd());
+        set_nonblocking(child_out.as_fd());
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::from(child_in))
+            .stdout(Stdio::from(child_out))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The requests come after the server has started and found its stdin empty; the
+        // answers are read only once they have filled the pipe.
+        let text = input.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            to_child.write_all(text.as_bytes()).unwrap();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let mut out = String::new();
+        from_child.read_to_string(&mut out).unwrap();
+        writer.join().unwrap();
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let answers = out.lines().filter(|l| l.contains(r#""result""#)).count();
+        assert_eq!(answers, 3001, "{args:?}: {err}");
+        assert!(status.success(), "{args:?}: {status:?} {err}");
+    }
+    let _ = std::fs::remove_file(&log);
+}
