@@ -19,9 +19,9 @@
 //!   engine.
 //! - **Backpressure.** Writes block, also on an output its parent left non-blocking (the
 //!   loop then waits for it with `poll(2)`, or retries). While the peer does not read, the
-//!   loop waits in its write and takes no input (a reader thread stops once its chunks wait), so a peer that
-//!   writes without reading is slowed to the pace it reads at. Memory stays within the
-//!   engine's bounds plus the read-ahead.
+//!   loop waits in its write and takes no input (a reader thread stops once its chunks
+//!   wait), so a peer that writes without reading is slowed to the pace it reads at. Memory
+//!   stays within the engine's bounds plus the read-ahead.
 //! - **Nothing accepted is lost.** At end of input every answer already produced is written
 //!   before [`Io::next_event`] reports [`Stop::Eof`].
 //!
