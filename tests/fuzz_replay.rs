@@ -485,30 +485,28 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     // http_server: every field of its input is a small choice, so plain pseudo-random bytes
     // already make varied request sequences; the fuzzer takes it from there.
     let mut state = 0x6874_7470_u64;
-    for (i, len) in [96usize, 256, 512, 1024, 2048, 4000]
-        .into_iter()
-        .enumerate()
-    {
-        let bytes: Vec<u8> = (0..len)
+    // xorshift64: the same bytes on every machine, so the seeds stay current.
+    let mut random = |len: usize| -> Vec<u8> {
+        (0..len)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
                 (state >> 24) as u8
             })
-            .collect();
-        add("http_server", format!("random-{i}"), bytes);
+            .collect()
+    };
+    for (i, len) in [96usize, 256, 512, 1024, 2048, 4000]
+        .into_iter()
+        .enumerate()
+    {
+        add("http_server", format!("random-{i}"), random(len));
     }
     // c_abi's HTTP harness: the marker byte, then pseudo-random bytes (every field of its
     // input is a small choice, as for http_server).
     for (i, len) in [128usize, 512, 2048, 4000].into_iter().enumerate() {
         let mut bytes = vec![fuzz_logic::c_abi_http::HTTP_MARKER];
-        bytes.extend((0..len).map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        }));
+        bytes.extend(random(len));
         add("c_abi", format!("http-random-{i}"), bytes);
     }
     // http_client: small choices too, for each era and with or without a GET stream.
@@ -516,15 +514,7 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
         .into_iter()
         .enumerate()
     {
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect();
-        add("http_client", format!("random-{i}"), bytes);
+        add("http_client", format!("random-{i}"), random(len));
     }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);
