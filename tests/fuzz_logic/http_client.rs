@@ -136,6 +136,19 @@ const METHODS: [&str; 8] = [
     "x/caf\u{e9}",
 ];
 
+/// Tool names and argument texts, as JSON string contents: plain, and with what a header
+/// cannot carry as is.
+const TEXTS: [&str; 8] = [
+    "echo",
+    "hi",
+    "line\\nbreak",
+    "bell\\u0007",
+    " padded ",
+    "=?base64?aGk=?=",
+    "caf\u{e9}",
+    "cr\\r\\nX-Injected: 1",
+];
+
 /// What the host knows of an exchange the client asked it to make.
 struct Sent {
     exchange: ExchangeId,
@@ -226,14 +239,21 @@ impl Host {
     fn step(&mut self, op: ClientOp) {
         match op {
             ClientOp::Request { method, progress } => {
+                let text = TEXTS[usize::from(method / 16) % TEXTS.len()];
                 let method = METHODS[usize::from(method) % METHODS.len()];
+                // Names and arguments reach Mcp-Name and the Mcp-Param-* headers of the
+                // tools a tools/list answer annotated.
                 let params = match method {
-                    "tools/call" => Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#),
-                    "resources/read" => Some(r#"{"uri":"mem://a"}"#),
-                    "prompts/get" => Some(r#"{"name":"greet"}"#),
+                    "tools/call" => Some(format!(
+                        r#"{{"name":"{text}","arguments":{{"text":"{text}","n":7}}}}"#
+                    )),
+                    "resources/read" => Some(format!(r#"{{"uri":"{text}"}}"#)),
+                    "prompts/get" => Some(format!(r#"{{"name":"{text}"}}"#)),
                     _ => None,
                 };
-                let params = params.map(|p| RawJson::new(p).expect("valid params"));
+                let params = params
+                    .as_deref()
+                    .map(|p| RawJson::new(p).expect("valid params"));
                 let options = RequestOptions {
                     progress,
                     ..RequestOptions::default()
@@ -437,7 +457,9 @@ impl Host {
                 "server/discover" => {
                     r#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"f","version":"1"}}"#
                 }
-                "tools/list" => r#"{"tools":[]}"#,
+                "tools/list" => {
+                    r#"{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string","x-mcp-header":"Text"},"n":{"type":"number","x-mcp-header":"N"}}}}]}"#
+                }
                 "resources/read" => r#"{"contents":[]}"#,
                 "prompts/get" => r#"{"messages":[]}"#,
                 _ => r#"{"content":[]}"#,
