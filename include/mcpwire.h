@@ -2884,7 +2884,8 @@ enum mcpw_result mcpw_http_client_handle_timeout(struct mcpw_http_client *client
 
 /**
  * Reads the handshake-era session id into `*out_session` (NULL with length 0 before the
- * server gave one, and in 2026-07-28). Valid until the next non-`const` call on the client.
+ * server gave one, and in 2026-07-28; an id that is not all visible ASCII is never taken).
+ * Valid until the next non-`const` call on the client.
  *
  * # Safety
  * `client` is NULL or a live client handle; `out_session` is NULL or writable.

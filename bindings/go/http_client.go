@@ -180,7 +180,8 @@ func (c *HTTPClient) Conn() *Conn {
 	return c.view
 }
 
-// SessionID is the handshake-era session id, once the server gave one.
+// SessionID is the handshake-era session id, once the server gave one (an id that is not all
+// visible ASCII is never taken).
 func (c *HTTPClient) SessionID() string {
 	if c.ptr == nil {
 		return ""

@@ -323,7 +323,9 @@ impl HttpClient {
         &mut self.conn
     }
 
-    /// The handshake-era session id, once the server gave one.
+    /// The handshake-era session id, once the server gave one with its answer to
+    /// `initialize`. An id that is not all visible ASCII (0x21 to 0x7E), as the spec requires,
+    /// is not taken: the session goes on without one.
     pub fn session_id(&self) -> Option<&str> {
         self.session.as_deref()
     }
