@@ -3,16 +3,19 @@
 //! whatever the input says the server answered (any status; JSON, SSE, HTML or no
 //! `Content-Type`; session ids, SSE ids and `retry` fields of every kind; answers to our
 //! requests, to other ids or twice; the server's own requests and notifications; bodies cut
-//! anywhere), transport errors, aborts honoured late, and the passing of time. The
-//! application makes requests, notifications and cancellations, answers the server's
-//! requests and ends the session.
+//! anywhere), transport errors, reports out of turn (on exchanges ended, aborted or never
+//! made, a second head, a body before the head), and the passing of time. The application
+//! makes requests (with names and arguments that reach the `Mcp-Name` and `Mcp-Param-*`
+//! headers), notifications and cancellations, answers the server's requests and ends the
+//! session.
 //!
 //! Invariants:
 //!
 //! - nothing panics;
 //! - every request the application made ends exactly once (an answer, an error, a failure, a
 //!   time-out or its cancellation), and none vanishes: at the end, with every exchange failed
-//!   and time run past every deadline, none is left;
+//!   and time run past every deadline, none is left; one whose answer came whole (a 200
+//!   response that then ended) is no longer waiting;
 //! - no header the client asks the host to send carries a control character (a server's
 //!   session id or SSE event id must not smuggle a line break, or a byte HTTP libraries
 //!   refuse, into the client's next requests);
