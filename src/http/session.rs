@@ -394,11 +394,9 @@ impl HttpClient {
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
         self.conn.handle_timeout(now);
-        if self.get_pending.is_some() && now >= self.get_pending_until {
-            // Waited long enough for the GET's head (as `take_output` would find): no deadline
-            // is left in the past for a host that arms its timer before it polls actions.
-            self.get_pending = None;
-        }
+        // Here too, not only in `take_output`: no deadline is left in the past for a host that
+        // arms its timer before it polls actions.
+        self.end_get_wait();
         self.sweep = true;
         self.forget_ended();
         let (due, later): (Vec<_>, Vec<_>) =
@@ -620,9 +618,7 @@ impl HttpClient {
 
     /// Turns the connection's output into POST exchanges.
     fn take_output(&mut self) {
-        if self.get_pending.is_some() && self.now >= self.get_pending_until {
-            self.get_pending = None; // waited long enough: requests go out beside it
-        }
+        self.end_get_wait();
         while self.get_pending.is_none()
             && let Some(frame) = self.conn.poll_frame()
         {
@@ -646,6 +642,14 @@ impl HttpClient {
                 }
                 self.get_pending_until = self.now.after(GET_HEAD_WAIT);
             }
+        }
+    }
+
+    /// Requests stop waiting for the GET stream's head once they waited long enough: they go
+    /// out beside it.
+    fn end_get_wait(&mut self) {
+        if self.get_pending.is_some() && self.now >= self.get_pending_until {
+            self.get_pending = None;
         }
     }
 
