@@ -562,8 +562,9 @@ func TestViolations(t *testing.T) {
 			t.Errorf("output lacks %s:\n%s", want, out)
 		}
 	}
-	if Violation(77).String() != "violation(77)" || DecodeWrongVersion.String() != "decode-reason(105)" {
-		t.Fatalf("names")
+	if Violation(77).String() != "violation(77)" || DecodeWrongVersion.String() != "wrong-version" ||
+		DecodeReason(42).String() != "decode-reason(42)" {
+		t.Fatalf("names: %s, %s, %s", Violation(77), DecodeWrongVersion, DecodeReason(42))
 	}
 }
 

@@ -309,7 +309,27 @@ const (
 	DecodeOther                 DecodeReason = 999
 )
 
-func (d DecodeReason) String() string { return "decode-reason(" + strconv.Itoa(int(d)) + ")" }
+var decodeReasonNames = map[DecodeReason]string{
+	DecodeNone: "none", DecodeInvalidUTF8: "invalid-utf8", DecodeUnexpectedEnd: "unexpected-end",
+	DecodeUnexpectedByte: "unexpected-byte", DecodeControlCharacter: "control-character",
+	DecodeInvalidEscape: "invalid-escape", DecodeLoneSurrogate: "lone-surrogate",
+	DecodeInvalidNumber: "invalid-number", DecodeTrailingCharacters: "trailing-characters",
+	DecodeTooDeep: "too-deep", DecodeNotAnObject: "not-an-object", DecodeEmptyBatch: "empty-batch",
+	DecodeDuplicateKey: "duplicate-key", DecodeCaseVariantKey: "case-variant-key",
+	DecodeMissingVersion: "missing-version", DecodeWrongVersion: "wrong-version",
+	DecodeInvalidID: "invalid-id", DecodeFractionalID: "fractional-id",
+	DecodeIDOutOfRange: "id-out-of-range", DecodeNullID: "null-id", DecodeMissingID: "missing-id",
+	DecodeMethodNotString: "method-not-string", DecodeParamsNotObject: "params-not-object",
+	DecodeResultAndError: "result-and-error", DecodeAmbiguousKind: "ambiguous-kind",
+	DecodeNotAMessage: "not-a-message", DecodeErrorNotObject: "error-not-object",
+	DecodeErrorCodeNotInteger:   "error-code-not-integer",
+	DecodeErrorMessageNotString: "error-message-not-string", DecodeBatchTooLarge: "batch-too-large",
+	DecodeOther: "other",
+}
+
+// String names the reason ("wrong-version"), or gives its number for one this binding does
+// not know ("decode-reason(42)").
+func (d DecodeReason) String() string { return enumName(decodeReasonNames, d, "decode-reason") }
 
 // State is where a connection's lifecycle stands (Conn.State).
 type State int
