@@ -30,6 +30,9 @@ enum App {
     Answer,
     /// Closes a `tools/call` stream for polling and answers on the next tick.
     Poll,
+    /// 2026-07-28: answers a `tools/call` "input required" (with a `requestState` that needs
+    /// escaping) unless it carries a `requestState`; then echoes that and `inputResponses`.
+    AskFirst,
 }
 
 struct World {
@@ -93,6 +96,21 @@ impl World {
                     }
                     json!({"content":[{"type":"text","text":"at once"}]}).to_string()
                 }
+                "tools/call" if self.app == App::AskFirst && params.get("requestState").is_none() => {
+                    let asks = r#"{"who":{"method":"elicitation/create","params":{"mode":"form","message":"Who?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}}"#;
+                    if let Some(conn) = self.server.connection(key) {
+                        conn.respond_input_required(
+                            id.as_id(),
+                            Some(RawJson::new(asks).unwrap()),
+                            Some("step 1: \"quoted\"\nline é"),
+                        )
+                        .unwrap();
+                    }
+                    continue;
+                }
+                "tools/call" if self.app == App::AskFirst => json!({"content":[{"type":"text",
+                    "text":format!("state {} responses {}", params["requestState"], params["inputResponses"])}]})
+                .to_string(),
                 "tools/call" => json!({"content":[{"type":"text",
                     "text":format!("called {} with {}", params["name"], params["arguments"])}]})
                 .to_string(),
@@ -298,6 +316,70 @@ fn a_session_in_the_handshake_era() {
             "{method} {headers:?}"
         );
     }
+}
+
+#[test]
+fn input_required_then_a_retry_over_http_echoes_the_state_and_gets_the_answer() {
+    let mut w = World::new(client_config(), http_server_config(), App::AskFirst);
+    assert_eq!(w.ready(), ProtocolVersion::V2026_07_28);
+    let _ = w.call("tools/list", json!({}));
+    let args = json!({"name":"sql","arguments":{"region":"eu","query":"select"}});
+    let text = args.to_string();
+    let first = (w.client.connection())
+        .request(w.now, "tools/call", Some(RawJson::new(&text).unwrap()))
+        .unwrap();
+    w.events.clear();
+    w.run(Duration::from_secs(1));
+    let (asks, state) = w
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Ev::InputRequired {
+                request,
+                input_requests,
+                request_state,
+            } if *request == first => Some((input_requests.clone(), request_state.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no input required: {:?}", w.events));
+    let asks: Value = serde_json::from_str(&asks.expect("inputRequests")).unwrap();
+    assert_eq!(asks["who"]["method"], "elicitation/create");
+    assert_eq!(state.as_deref(), Some("step 1: \"quoted\"\nline é"));
+    let retry = (w.client.connection())
+        .retry(
+            w.now,
+            first,
+            Some(RawJson::new(r#"{"who":{"action":"accept","content":{"name":"Ada"}}}"#).unwrap()),
+        )
+        .unwrap();
+    assert_ne!(retry, first);
+    w.events.clear();
+    w.run(Duration::from_secs(1));
+    let answer = w
+        .events
+        .iter()
+        .find(|e| matches!(e, Ev::Response { request, .. } if *request == retry))
+        .unwrap_or_else(|| panic!("no answer to the retry: {:?}", w.events));
+    let text = result(answer)["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        text,
+        r#"state "step 1: \"quoted\"\nline é" responses {"who":{"action":"accept","content":{"name":"Ada"}}}"#
+    );
+    // The retry is a request of its own, with the headers of the original.
+    let (method, headers) = w.seen.last().unwrap();
+    assert_eq!(method, "POST");
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(get("Mcp-Method"), Some("tools/call"));
+    assert_eq!(get("Mcp-Name"), Some("sql"));
+    assert_eq!(get("Mcp-Param-Region"), Some("eu"));
 }
 
 #[test]
