@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"math"
 	"net/http"
@@ -554,7 +555,20 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
 	}
-	if _, err := bufs.body.ReadFrom(http.MaxBytesReader(w, r.Body, int64(s.maxBody))); err != nil {
+	// A declared length over the limit is refused before any of it is read (and net/http
+	// closes the connection rather than read the rest). A declared length within the limit
+	// is enforced by net/http's body reader itself, so only a body of unknown length
+	// (chunked) needs the MaxBytesReader.
+	if r.ContentLength > int64(s.maxBody) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	body := io.Reader(r.Body)
+	if r.ContentLength < 0 {
+		body = http.MaxBytesReader(w, r.Body, int64(s.maxBody))
+	}
+	if _, err := bufs.body.ReadFrom(body); err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
@@ -564,7 +578,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return // else the client went away mid-body
 	}
-	body := bufs.body.Bytes()
+	read := bufs.body.Bytes()
 	// Every header as name,value pairs in one byte string (Host is not in r.Header).
 	joined := bufs.joined[:0]
 	lens := bufs.lens[:0]
@@ -583,20 +597,33 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	bufs.joined, bufs.lens = joined, lens
 
-	a, ok := s.respond(w, r.Method, joined, lens, count, body, bufs)
+	a, ok := s.respond(w, r.Method, joined, lens, count, read, bufs)
 	if !ok {
 		return
 	}
 
-	for _, h := range a.headers {
-		w.Header().Add(h[0], h[1])
-	}
+	setHeaders(w.Header(), a.headers)
 	w.WriteHeader(a.status)
 	if a.hasBody {
 		_, _ = w.Write(a.body)
 		return
 	}
 	s.stream(w, r, a.stream)
+}
+
+// setHeaders adds the answer's headers to h as Header.Add would, with their values in one
+// allocation instead of one per header.
+func setHeaders(h http.Header, headers [][2]string) {
+	values := make([]string, len(headers))
+	for i, kv := range headers {
+		name := http.CanonicalHeaderKey(kv[0])
+		values[i] = kv[1]
+		if old, ok := h[name]; ok {
+			h[name] = append(old, kv[1])
+		} else {
+			h[name] = values[i : i+1 : i+1]
+		}
+	}
 }
 
 // respond runs one HTTP request through the engine and copies out what to answer; false when

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -653,6 +654,64 @@ func TestHTTPSlowBodyGets408(t *testing.T) {
 	}
 }
 
+// A body declared larger than MaxBody is refused with 413 at once, before any of it is read
+// (no wait for the body timeout), and the connection is closed; one of unknown length
+// (chunked) that grows past MaxBody gets 413 too.
+func TestHTTPOversizedBodiesGet413(t *testing.T) {
+	_, app, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 5 * time.Second, MaxBody: 1000})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 100000000\r\n\r\n{\"jsonrpc\":")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a declared 100 MB body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("status %d, close %v: want 413 and a closed connection", resp.StatusCode, resp.Close)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("413 after %v: the server waited for the body", waited)
+	}
+
+	// Chunked: the length is known only once the limit is passed.
+	pr, pw := io.Pipe()
+	go func() {
+		for i := 0; i < 20; i++ {
+			if _, err := pw.Write([]byte(strings.Repeat("x", 100))); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", ts.URL, pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.ContentLength = -1 // unknown: sent chunked
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked: status %d, want 413", resp.StatusCode)
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if app.requests != 0 {
+		t.Fatalf("the app saw %d requests", app.requests)
+	}
+}
+
 // The body's deadline ends with the body: an SSE answer that comes long after it still
 // reaches the client (net/http's ReadTimeout would cut the stream there).
 func TestHTTPStreamOutlivesTheBodyTimeout(t *testing.T) {
@@ -1183,5 +1242,26 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("%d requests followed the redirect", n)
+	}
+}
+
+// setHeaders adds as Header.Add does: canonical names, repeated names keep every value in
+// order, and a header already set (by a middleware, say) keeps its values first.
+func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {
+	got := http.Header{"Vary": {"Origin"}}
+	want := http.Header{"Vary": {"Origin"}}
+	headers := [][2]string{{"Content-Type", "text/event-stream"}, {"mcp-session-id", "s1"},
+		{"Vary", "Accept"}, {"cache-control", "no-cache"}, {"Content-Type", "second"}}
+	setHeaders(got, headers)
+	for _, h := range headers {
+		want.Add(h[0], h[1])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// Appending to one header must not reach the next one's value.
+	got["Mcp-Session-Id"] = append(got["Mcp-Session-Id"], "extra")
+	if got.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("an append overwrote another header: %v", got)
 	}
 }
