@@ -736,6 +736,32 @@ static void add_header(struct MHD_Response *response, mcpw_http_header h) {
     free(value);
 }
 
+/* The first call, before the body: a Content-Length over MAX_BODY gets 413 now, and the
+   connection is closed, rather than this process reading (and dropping) the whole body or
+   waiting for one that never comes. A body of unknown length is cut in append_body. */
+static enum MHD_Result refuse_declared_oversize(struct MHD_Connection *connection) {
+    static const char too_large[] = "body too large\n";
+    const char *declared =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    struct MHD_Response *response;
+    enum MHD_Result queued;
+    unsigned long long length;
+    char *end;
+    if (declared == NULL) return MHD_YES;
+    errno = 0;
+    length = strtoull(declared, &end, 10);
+    /* A malformed length is libmicrohttpd's to refuse; an overflowing one is over the limit. */
+    if (end == declared || *end != '\0' || *declared == '-') return MHD_YES;
+    if (errno != ERANGE && length <= MAX_BODY) return MHD_YES;
+    response = MHD_create_response_from_buffer(sizeof too_large - 1, (void *)too_large,
+                                               MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) return MHD_NO;
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    queued = MHD_queue_response(connection, 413, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **req_cls) {
@@ -759,7 +785,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         if (live != NULL) live->prev = r;
         live = r;
         *req_cls = r;
-        return MHD_YES;
+        return refuse_declared_oversize(connection);
     }
     if (*upload_data_size > 0) { /* a piece of the body */
         append_body(r, upload_data, *upload_data_size);

@@ -304,10 +304,38 @@ fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     // Not JSON.
     let out = post(port, &list_headers, "{not json");
     assert!(out.starts_with("HTTP/1.1 400"), "{out}");
-    // A body over the limit (4 MiB) is refused without the server keeping it.
+    // A body of unknown length (chunked) over the limit (4 MiB) is refused without the server
+    // keeping it.
     let big = format!(r#"{{"pad":"{}"}}"#, "x".repeat(5 * 1024 * 1024));
-    let out = post(port, &list_headers, &big);
+    let mut chunked = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{list_headers}Transfer-Encoding: chunked\r\n\r\n"
+    );
+    for piece in big.as_bytes().chunks(64 * 1024) {
+        chunked.push_str(&format!(
+            "{:x}\r\n{}\r\n",
+            piece.len(),
+            std::str::from_utf8(piece).unwrap()
+        ));
+    }
+    chunked.push_str("0\r\n\r\n");
+    let out = raw(port, chunked.as_bytes());
     assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+    // A body declared over the limit is refused before it is read: no wait for a body that
+    // never comes (raw() would give up after 10 s with nothing).
+    let started = std::time::Instant::now();
+    let out = raw(
+        port,
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{list_headers}Content-Length: 100000000\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "413 after {:?}",
+        started.elapsed()
+    );
     // More header fields than the example reads (128): refused whole, so that a repeated MCP
     // header past the cut cannot go unseen.
     let mut many: String = (0..200).map(|i| format!("X-Filler-{i}: {i}\r\n")).collect();
