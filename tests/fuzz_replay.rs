@@ -17,12 +17,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::pair::Pair;
-use fuzz_logic::c_abi;
 use fuzz_logic::sse_framer::{SSE_CAP_UNIT, SSE_HEADER};
 use fuzz_logic::{
     CHUNKING_HEADER, CONN_HEADER, Frame, LINE_FRAMER_HEADER, Method, Notice, Op, Reply, Setup,
     Side, TARGETS, Target, Versions, encode_ops, parse_ops,
 };
+use fuzz_logic::{c_abi, http_client};
 use mcpwire::conn::{Event, RequestOptions, Role};
 use mcpwire::frame::sse;
 use mcpwire::jsonrpc::{OwnedId, RawJson};
@@ -128,6 +128,76 @@ fn replay_corpus_http_server() {
 #[test]
 fn replay_corpus_http_client() {
     replay_corpus("http_client");
+}
+
+/// The `http_client` steps that came after its corpus (the 0xFF bodies and the retry inside
+/// `Answer`) reach what they are for: a 2026-07-28 `tools/call` answered "input required" in
+/// each shape, retried, and the retry's `requestState` checked when it goes out. The scripts
+/// go through `encode` and the target's own decoding, as the seeds built from them do.
+#[test]
+fn http_client_steps_reach_input_required_and_its_retry() {
+    for (name, setup, ops) in http_client_scripts() {
+        let stats = http_client::decode_and_run(&http_client::encode(&setup, &ops));
+        assert_eq!(stats.retries, 1, "{name}: {stats:?}");
+        assert_eq!(stats.checked_retries, 1, "{name}: {stats:?}");
+    }
+}
+
+/// Scripted `http_client` sessions: a 2026-07-28 client whose `tools/call` is answered
+/// "input required" (with each `requestState`, and without one), then retried and answered.
+fn http_client_scripts() -> Vec<(String, http_client::ClientSetup, Vec<http_client::ClientOp>)> {
+    use http_client::{BodySpec, ClientOp, ClientSetup, HeadSpec};
+    // pick % 6 chooses the shape (0: with a state, 1: without), pick / 8 the state (5).
+    [0u8, 48, 96, 144, 192, 1]
+        .into_iter()
+        .map(|pick| {
+            let setup = ClientSetup {
+                era: 1,
+                open_get: false,
+                timeout_secs: 20,
+            };
+            let ops = vec![
+                // server/discover answered, then a tools/call answered "input required".
+                ClientOp::Complete {
+                    which: 0,
+                    sse: false,
+                },
+                ClientOp::Request {
+                    method: 0,
+                    progress: false,
+                },
+                ClientOp::Head(HeadSpec {
+                    which: 0,
+                    status: 0,
+                    media: 0,
+                    session: None,
+                }),
+                ClientOp::Body(BodySpec {
+                    which: 0,
+                    what: 11,
+                    id: 1,
+                    frame: 0,
+                    event_id: 0,
+                    cut: 1,
+                    raw: vec![0xff, pick],
+                }),
+                ClientOp::End {
+                    which: 0,
+                    jitter: 0,
+                },
+                // Nothing from the server to answer: the application retries instead.
+                ClientOp::Answer {
+                    which: 0,
+                    error: pick % 2 == 1,
+                },
+                ClientOp::Complete {
+                    which: 0,
+                    sse: true,
+                },
+            ];
+            (format!("input-required-{pick}"), setup, ops)
+        })
+        .collect()
 }
 
 /// Every input that once crashed a target, kept under `fuzz/regressions/<target>/`.
@@ -515,6 +585,9 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
         .enumerate()
     {
         add("http_client", format!("random-{i}"), random(len));
+    }
+    for (name, setup, ops) in http_client_scripts() {
+        add("http_client", name, http_client::encode(&setup, &ops));
     }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);

@@ -37,9 +37,9 @@ use mcpwire::mcp::ProtocolVersion;
 /// The client's setup, from the input's first bytes.
 #[derive(Arbitrary, Debug)]
 pub struct ClientSetup {
-    era: u8,
-    open_get: bool,
-    timeout_secs: u8,
+    pub era: u8,
+    pub open_get: bool,
+    pub timeout_secs: u8,
 }
 
 /// One step.
@@ -51,7 +51,10 @@ pub enum ClientOp {
     Notify,
     /// The application cancels one of its requests.
     Cancel { which: u8 },
-    /// The application answers one of the server's requests.
+    /// The application answers one of the server's requests. With none to answer, it
+    /// retries a request that came back "input required" (2026-07-28), with `inputResponses`
+    /// when `error` is false. (The retry came later; it lives in this step so that the
+    /// corpus and the regression inputs decode as they did.)
     Answer { which: u8, error: bool },
     /// The server's response head for an exchange.
     Head(HeadSpec),
@@ -75,26 +78,26 @@ pub enum ClientOp {
 /// A response head.
 #[derive(Arbitrary, Debug)]
 pub struct HeadSpec {
-    which: u8,
-    status: u8,
-    media: u8,
-    session: Option<u8>,
+    pub which: u8,
+    pub status: u8,
+    pub media: u8,
+    pub session: Option<u8>,
 }
 
 /// Body bytes.
 #[derive(Arbitrary, Debug)]
 pub struct BodySpec {
-    which: u8,
+    pub which: u8,
     /// What the message is.
-    what: u8,
+    pub what: u8,
     /// Which id it names: one the exchange carried, or another.
-    id: u8,
+    pub id: u8,
     /// How it is framed: bare JSON, an SSE event (with an id, a retry, a type), or raw bytes.
-    frame: u8,
-    event_id: u8,
+    pub frame: u8,
+    pub event_id: u8,
     /// Where the bytes are cut: a prefix only, or all.
-    cut: u8,
-    raw: Vec<u8>,
+    pub cut: u8,
+    pub raw: Vec<u8>,
 }
 
 const STATUSES: [u16; 12] = [200, 200, 200, 202, 400, 401, 404, 405, 500, 503, 302, 204];
@@ -152,6 +155,16 @@ const TEXTS: [&str; 8] = [
     "cr\\r\\nX-Injected: 1",
 ];
 
+/// The `requestState` values of "input required" answers, as JSON string contents: plain,
+/// escaped, and long.
+const STATES: [&str; 5] = [
+    "s1",
+    "",
+    "line\\nbreak \\\"quoted\\\" \\u0000",
+    "caf\u{e9} \\ud83d\\ude00",
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+];
+
 /// What the host knows of an exchange the client asked it to make.
 struct Sent {
     exchange: ExchangeId,
@@ -172,6 +185,14 @@ struct Host {
     sent: Vec<Sent>,
     /// Our requests not ended yet, by id.
     open: HashMap<i64, &'static str>,
+    /// Requests that ended "input required", with the `requestState` the server gave
+    /// (decoded), for a retry.
+    retryable: Vec<(i64, Option<String>)>,
+    /// Retries not yet sent, by their new id: the `requestState` their params must echo.
+    retried: HashMap<i64, Option<String>>,
+    /// Retries made, and how many of their sends had their `requestState` checked.
+    retries: usize,
+    checked_retries: usize,
     /// Server requests not answered yet.
     peer: Vec<OwnedId>,
     /// The session id the client had after the last step.
@@ -187,10 +208,84 @@ struct Host {
 
 /// The `http_client` target.
 pub fn http_client(data: &[u8]) {
+    let _ = decode_and_run(data);
+}
+
+/// The target's work: decodes the setup and up to 400 steps from `data`, and runs them.
+pub fn decode_and_run(data: &[u8]) -> RunStats {
     let mut u = Unstructured::new(data);
     let Ok(setup) = ClientSetup::arbitrary(&mut u) else {
-        return;
+        return RunStats::default();
     };
+    let ops = std::iter::from_fn(|| ClientOp::arbitrary(&mut u).ok()).take(400);
+    run(&setup, ops)
+}
+
+/// The bytes that decode to `setup` and `ops` (the inverse of [`decode_and_run`]'s decoding,
+/// as `arbitrary` 1.x reads them: integers little-endian, a bool as a byte's low bit, an
+/// enum's variant from a `u32`, each element of a `Vec` after a byte saying there is one).
+/// The seed corpus uses it for scripted sessions that random bytes rarely reach.
+pub fn encode(setup: &ClientSetup, ops: &[ClientOp]) -> Vec<u8> {
+    const VARIANTS: u64 = 12;
+    let mut out = vec![setup.era, u8::from(setup.open_get), setup.timeout_secs];
+    for op in ops {
+        let (variant, fields): (u64, Vec<u8>) = match op {
+            ClientOp::Request { method, progress } => (0, vec![*method, u8::from(*progress)]),
+            ClientOp::Notify => (1, vec![]),
+            ClientOp::Cancel { which } => (2, vec![*which]),
+            ClientOp::Answer { which, error } => (3, vec![*which, u8::from(*error)]),
+            ClientOp::Head(h) => {
+                let mut f = vec![h.which, h.status, h.media];
+                match h.session {
+                    Some(s) => f.extend([1, s]),
+                    None => f.push(0),
+                }
+                (4, f)
+            }
+            ClientOp::Body(b) => {
+                let mut f = vec![b.which, b.what, b.id, b.frame, b.event_id, b.cut];
+                for &byte in &b.raw {
+                    f.extend([1, byte]);
+                }
+                f.push(0);
+                (5, f)
+            }
+            ClientOp::End { which, jitter } | ClientOp::Fail { which, jitter } => {
+                let variant = if matches!(op, ClientOp::End { .. }) {
+                    6
+                } else {
+                    7
+                };
+                let mut f = vec![*which];
+                f.extend(jitter.to_le_bytes());
+                (variant, f)
+            }
+            ClientOp::Advance { millis } => (8, millis.to_le_bytes().to_vec()),
+            ClientOp::EndSession => (9, vec![]),
+            ClientOp::Complete { which, sse } => (10, vec![*which, u8::from(*sse)]),
+            ClientOp::Stray { which, kind } => (11, vec![*which, *kind]),
+        };
+        // The smallest u32 whose (x * VARIANTS) >> 32 is `variant`.
+        let tag = ((variant << 32).div_ceil(VARIANTS)) as u32;
+        out.extend(tag.to_le_bytes());
+        out.extend(fields);
+    }
+    out
+}
+
+/// What a run did that the invariants alone do not show, for the tests that script one.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    /// "Input required" retries the application made.
+    pub retries: usize,
+    /// Retries whose request, once sent, had its `requestState` checked.
+    pub checked_retries: usize,
+}
+
+/// Runs `ops` against a client set up by `setup`, checking the invariants throughout. The
+/// fuzz target decodes both from its input; `tests/fuzz_replay.rs` scripts them to show that
+/// the steps reach what they claim to.
+pub fn run(setup: &ClientSetup, ops: impl IntoIterator<Item = ClientOp>) -> RunStats {
     let mut config = Config::client("fuzz", "1")
         .with_capabilities(r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#)
         .expect("valid capabilities");
@@ -212,7 +307,7 @@ pub fn http_client(data: &[u8]) {
         ReconnectPolicy::default(),
         setup.open_get,
     ) else {
-        return;
+        return RunStats::default();
     };
     let mut host = Host {
         client,
@@ -220,6 +315,10 @@ pub fn http_client(data: &[u8]) {
         rng: super::Rng::new(u64::from(setup.timeout_secs)),
         sent: Vec::new(),
         open: HashMap::new(),
+        retryable: Vec::new(),
+        retried: HashMap::new(),
+        retries: 0,
+        checked_retries: 0,
         peer: Vec::new(),
         session: None,
         offered: Vec::new(),
@@ -228,14 +327,15 @@ pub fn http_client(data: &[u8]) {
         gone: Vec::new(),
     };
     host.settle();
-    for _ in 0..400 {
-        let Ok(op) = ClientOp::arbitrary(&mut u) else {
-            break;
-        };
+    for op in ops {
         host.step(op);
         host.settle();
     }
     host.finish();
+    RunStats {
+        retries: host.retries,
+        checked_retries: host.checked_retries,
+    }
 }
 
 impl Host {
@@ -292,6 +392,7 @@ impl Host {
             }
             ClientOp::Answer { which, error } => {
                 if self.peer.is_empty() {
+                    self.retry(which, !error);
                     return;
                 }
                 let id = self.peer.remove(usize::from(which) % self.peer.len());
@@ -334,6 +435,29 @@ impl Host {
             }
             ClientOp::Stray { which, kind } => self.stray(which, kind),
             ClientOp::Complete { which, sse } => self.complete(which, sse),
+        }
+    }
+
+    /// Retries a request that came back "input required"; its new id must end like any.
+    fn retry(&mut self, which: u8, responses: bool) {
+        if self.retryable.is_empty() {
+            return;
+        }
+        let (id, state) = self
+            .retryable
+            .remove(usize::from(which) % self.retryable.len());
+        let responses = responses
+            .then(|| RawJson::new(r#"{"a":{"action":"accept","content":{}}}"#).expect("valid"));
+        let now = self.now;
+        if let Ok(RequestId(new)) = (self.client.connection()).retry(now, RequestId(id), responses)
+        {
+            let before = self.open.insert(new, "retry");
+            assert!(
+                before.is_none(),
+                "retry {new} was handed an id still in flight"
+            );
+            self.retried.insert(new, state);
+            self.retries += 1;
         }
     }
 
@@ -420,6 +544,9 @@ impl Host {
             10 => format!(
                 r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{server_id}}}}}"#
             ),
+            11 if b.raw.first() == Some(&0xff) => {
+                self.later_shape(b.raw.get(1).copied().unwrap_or(0), id)
+            }
             _ => String::from_utf8_lossy(&b.raw).into_owned(),
         };
         let event_id = EVENT_IDS[usize::from(b.event_id) % EVENT_IDS.len()];
@@ -437,6 +564,37 @@ impl Host {
         };
         let exchange = self.sent[i].exchange;
         self.client.handle_body(self.now, exchange, &bytes[..keep]);
+    }
+
+    /// The messages added after the corpus was grown, picked by a raw body's second byte
+    /// when its first is 0xFF (bytes no text holds, so older inputs decode as they did):
+    /// "input required" answers (with a `requestState` to echo, or with none), a task the
+    /// client never asked for, an unknown kind of result, a 2025-11-25 URL elicitation
+    /// required, and the server's own URL elicitation.
+    fn later_shape(&mut self, pick: u8, id: i64) -> String {
+        let state = STATES[usize::from(pick / 8) % STATES.len()];
+        let server_id = self.next_server_id;
+        match pick % 6 {
+            0 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{"a":{{"method":"elicitation/create","params":{{"mode":"form","message":"m","requestedSchema":{{"type":"object","properties":{{}}}}}}}}}},"requestState":"{state}"}}}}"#
+            ),
+            1 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{}}}}}}"#
+            ),
+            2 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"task","taskId":"t-1","status":"working"}}}}"#
+            ),
+            3 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"later"}}}}"#),
+            4 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32042,"message":"go","data":{{"elicitations":[{{"mode":"url","elicitationId":"e-1","url":"https://example.com/x","message":"m"}}]}}}}}}"#
+            ),
+            _ => {
+                self.next_server_id += 1;
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{server_id},"method":"elicitation/create","params":{{"mode":"url","elicitationId":"e-{server_id}","url":"https://example.com/{state}","message":"m"}}}}"#
+                )
+            }
+        }
     }
 
     /// Answers every request exchange `which` carries with a result fit for its method, in
@@ -575,6 +733,7 @@ impl Host {
                         }
                         let text = String::from_utf8_lossy(body);
                         let ids = request_ids(body);
+                        self.checked_retries += check_retries(&mut self.retried, body);
                         let reply = text.contains(r#""result""#) || text.contains(r#""error""#);
                         // A resumed exchange (a GET after its POST's stream broke) keeps
                         // carrying what its POST carried: the initialize answer may come on it.
@@ -602,6 +761,18 @@ impl Host {
             }
             while let Some(event) = self.client.poll_event() {
                 moved = true;
+                if let Event::InputRequired {
+                    request,
+                    request_state,
+                    ..
+                } = &event
+                {
+                    let state = request_state.map(|s| s.to_str().into_owned());
+                    self.retryable.push((request.0, state));
+                    if self.retryable.len() > 16 {
+                        self.retryable.remove(0);
+                    }
+                }
                 let ended = match event {
                     Event::Response { request, .. }
                     | Event::Error { request, .. }
@@ -667,6 +838,44 @@ impl Host {
             self.open
         );
     }
+}
+
+/// A retry's params echo the `requestState` its "input required" answer gave, exactly
+/// (and carry none when there was none).
+fn check_retries(retried: &mut HashMap<i64, Option<String>>, body: &[u8]) -> usize {
+    if retried.is_empty() {
+        return 0;
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return 0;
+    };
+    let mut checked = 0;
+    let messages = match value {
+        serde_json::Value::Array(all) => all,
+        one => vec![one],
+    };
+    for m in &messages {
+        let Some(id) = m.get("id").and_then(serde_json::Value::as_i64) else {
+            continue;
+        };
+        if m.get("method").is_none() {
+            continue;
+        }
+        let Some(state) = retried.remove(&id) else {
+            continue;
+        };
+        let sent = m
+            .get("params")
+            .and_then(|p| p.get("requestState"))
+            .map(|s| s.as_str().map(str::to_owned));
+        assert_eq!(
+            sent,
+            state.map(Some),
+            "retry {id} did not echo the requestState it was given"
+        );
+        checked += 1;
+    }
+    checked
 }
 
 /// A byte HTTP header values may not hold: the controls but tab, and DEL.
