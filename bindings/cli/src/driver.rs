@@ -18,6 +18,9 @@ pub use mcpwire::blocking::Direction as Dir;
 /// A transcript callback: sees every chunk that crosses the pipes.
 pub type Transcript = Box<dyn FnMut(Dir, &[u8]) + Send>;
 
+/// How much of the server's latest output is kept for error messages.
+const RECENT_INPUT: usize = 4096;
+
 /// Why the loop stopped without the awaited outcome.
 #[derive(Debug)]
 pub enum Stop {
@@ -34,7 +37,7 @@ pub struct Session {
     start: Instant,
     /// Sees every chunk that crosses (stdio), when set.
     transcript: Arc<Mutex<Option<Transcript>>>,
-    /// The most recent input (stdio), for naming what a misbehaving server wrote.
+    /// The last few KiB of input (stdio), for naming what a misbehaving server wrote.
     last_input: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -83,8 +86,12 @@ impl Session {
             if dir == Dir::Received
                 && let Ok(mut last) = last.lock()
             {
-                last.clear();
-                last.extend_from_slice(bytes);
+                // A line may come in several writes: keep the end of the input, not the
+                // last chunk alone.
+                let keep = RECENT_INPUT.saturating_sub(bytes.len());
+                let drop = last.len().saturating_sub(keep);
+                last.drain(..drop);
+                last.extend_from_slice(&bytes[bytes.len().saturating_sub(RECENT_INPUT)..]);
             }
             if let Ok(mut t) = t.lock()
                 && let Some(t) = t.as_mut()
@@ -140,7 +147,7 @@ impl Session {
         }
     }
 
-    /// The most recent chunk the server wrote (stdio).
+    /// The last bytes the server wrote (stdio; at most `RECENT_INPUT`).
     pub fn last_input(&self) -> Vec<u8> {
         self.last_input
             .lock()

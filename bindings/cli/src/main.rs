@@ -34,18 +34,22 @@ USAGE
 
 PROBE OPTIONS
   --protocol V|auto   the protocol version to speak (default auto: probe, then fall back)
-  --timeout S         seconds to wait for each answer (default 10)
+  --timeout S         seconds to wait for each answer (default 10, at most 86400)
   --json              machine-readable output
   --call NAME JSON    call a tool with these arguments (a JSON object)
-  --url URL           probe the Streamable HTTP server at URL instead of starting a command
+  --url URL           probe the Streamable HTTP server at URL (http:// only; no credentials
+                      are sent) instead of starting a command
 
 EXIT CODES (probe)
-  0 success   2 bad command line   3 the server could not be started
+  0 success   2 bad command line   3 the server could not be started or reached
   4 the server broke the protocol (output that is not JSON-RPC, invalid answers)
   5 the server exited or closed its output before answering
   6 the server did not answer in time   7 the --call failed
   8 the server does not speak the protocol version or era asked for
 ";
+
+/// The longest `--timeout` taken: a day (longer waits are better ended by the user).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 fn usage(message: &str) -> i32 {
     eprintln!("mcpwire: {message}\n\n{HELP}");
@@ -86,8 +90,14 @@ fn probe_command(args: &[String]) -> i32 {
             "--timeout" => {
                 let secs = opts.get(i + 1).and_then(|s| s.parse::<f64>().ok());
                 match secs {
-                    Some(s) if s > 0.0 && s.is_finite() => timeout = Duration::from_secs_f64(s),
-                    _ => return usage("--timeout needs a positive number of seconds"),
+                    Some(s) if s > 0.0 && s <= MAX_TIMEOUT_SECS => {
+                        timeout = Duration::from_secs_f64(s);
+                    }
+                    _ => {
+                        return usage(&format!(
+                            "--timeout needs a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+                        ));
+                    }
                 }
                 i += 2;
             }
@@ -106,6 +116,12 @@ fn probe_command(args: &[String]) -> i32 {
                 let (Some(name), Some(args)) = (opts.get(i + 1), opts.get(i + 2)) else {
                     return usage("--call needs a tool name and a JSON object");
                 };
+                // Checked before the server starts: MCP's arguments are an object.
+                match serde_json::from_str::<serde_json::Value>(args) {
+                    Ok(serde_json::Value::Object(_)) => {}
+                    Ok(_) => return usage("--call's arguments must be a JSON object"),
+                    Err(e) => return usage(&format!("--call's arguments are not JSON: {e}")),
+                }
                 call = Some((name.clone(), args.clone()));
                 i += 3;
             }

@@ -76,10 +76,20 @@ pub fn config(protocol: Option<ProtocolVersion>, timeout: Duration) -> Config {
     config
 }
 
-/// A short, printable excerpt of what the server wrote last.
-fn excerpt(bytes: &[u8]) -> String {
+/// A short, printable excerpt of the line the server got wrong, from the end of its output:
+/// the last line that is not JSON (`not_json`), else the last non-blank one.
+fn excerpt(bytes: &[u8], not_json: bool) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut lines = text.lines().rev().filter(|l| !l.trim().is_empty());
+    let line = if not_json {
+        lines
+            .clone()
+            .find(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+            .or_else(|| lines.next())
+    } else {
+        lines.next()
+    }
+    .unwrap_or("");
     let mut s: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
         s.push('…');
@@ -95,21 +105,21 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 EXIT_PROTOCOL,
                 format!(
                     "the server wrote something that is not JSON on stdout ({reason:?}): {:?}",
-                    excerpt(&session.last_input())
+                    excerpt(&session.last_input(), true)
                 ),
             )),
             ViolationKind::InvalidMessage(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server sent an invalid JSON-RPC message ({reason:?}): {:?}",
-                    excerpt(&session.last_input())
+                    excerpt(&session.last_input(), false)
                 ),
             )),
             ViolationKind::UnknownResponse => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server answered a request that was never sent: {:?}",
-                    excerpt(&session.last_input())
+                    excerpt(&session.last_input(), false)
                 ),
             )),
             ViolationKind::FrameTooLong => Some(fail(
@@ -118,10 +128,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             )),
             _ => None,
         },
-        Ev::Failed { reason, .. } => Some(fail(
-            EXIT_PROTOCOL,
-            format!("{waiting_for} could not get through: {reason}"),
-        )),
+        Ev::Failed { reason, .. } => Some(transport_failure(*reason, waiting_for)),
         Ev::Closed { reason } => Some(match reason {
             CloseReason::Eof => {
                 let status = session
@@ -144,13 +151,20 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                      asked for (-32022); it supports {supported}"
                 ),
             ),
-            CloseReason::InitializeRejected(code)
-                if *code == -32601 && waiting_for == "server/discover" =>
-            {
+            CloseReason::InitializeRejected(code) if waiting_for == "server/discover" => {
+                // An unknown method (-32601), or "not before initialize" (-32600, as
+                // handshake-era servers answer anything before it): no stateless era.
+                let why = if *code == -32601 {
+                    "as an unknown method (-32601)".to_owned()
+                } else {
+                    format!("with JSON-RPC error {code}")
+                };
                 fail(
                     EXIT_VERSION,
-                    "the server does not speak the stateless era (2026-07-28): it refused \
-                 server/discover as an unknown method (-32601)",
+                    format!(
+                        "the server does not speak the stateless era (2026-07-28): it refused \
+                         server/discover {why}"
+                    ),
                 )
             }
             CloseReason::InitializeRejected(code) => fail(
@@ -168,10 +182,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                     ),
                 )
             }
-            CloseReason::TransportFailed(reason) => fail(
-                EXIT_PROTOCOL,
-                format!("{waiting_for} could not get through: {reason}"),
-            ),
+            CloseReason::TransportFailed(reason) => transport_failure(*reason, waiting_for),
             CloseReason::InvalidInitializeResult => fail(
                 EXIT_PROTOCOL,
                 "the server's answer to initialize / server/discover is malformed",
@@ -187,6 +198,61 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
         )),
         _ => None,
     }
+}
+
+/// An HTTP exchange that failed without a JSON-RPC answer.
+fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
+    match reason {
+        TransportFailure::Status(401 | 403) => fail(
+            EXIT_PROTOCOL,
+            format!(
+                "{waiting_for} was refused with {reason}: the server wants credentials, and \
+                 mcpwire probe sends none"
+            ),
+        ),
+        _ => fail(
+            EXIT_PROTOCOL,
+            format!("{waiting_for} could not get through: {reason}"),
+        ),
+    }
+}
+
+/// Checks that the server at `url` (an `http://` URL) accepts a TCP connection within
+/// `timeout`, so that an unreachable one is reported as such, with the system's reason (the
+/// HTTP client only says that the connection failed).
+fn reachable(url: &str, timeout: Duration) -> Result<(), Failure> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Ok(()); // the client refuses it with its own message
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let has_port = match host_port.rfind(']') {
+        Some(end) => host_port[end..].contains(':'),
+        None => host_port.contains(':'),
+    };
+    let target = if has_port {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:80")
+    };
+    let unreachable = |e: std::io::Error| fail(EXIT_SPAWN, format!("cannot reach {target}: {e}"));
+    let addrs: Vec<_> = target.to_socket_addrs().map_err(unreachable)?.collect();
+    let mut last = std::io::Error::other("the name has no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(unreachable(last))
+}
+
+/// Whether an `http://` URL carries credentials (`user:password@`).
+fn has_userinfo(url: &str) -> bool {
+    url.split_once("//")
+        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+        .is_some_and(|authority| authority.contains('@'))
 }
 
 /// Answers what a server asks of the probe (it declares no capabilities, so nothing is owed).
@@ -374,6 +440,9 @@ pub fn call(
     Ok(answer)
 }
 
+/// The most pages of one list followed (a server may page for ever).
+const MAX_PAGES: usize = 100;
+
 /// Lists everything a list method returns, following `nextCursor`.
 fn list_all(
     session: &mut Session,
@@ -405,7 +474,13 @@ fn list_all(
             .get("nextCursor")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        if cursor.is_none() || pages >= 100 {
+        if cursor.is_none() {
+            break;
+        }
+        if pages >= MAX_PAGES {
+            report.warnings.push(format!(
+                "{method}: stopped after {MAX_PAGES} pages; the server offers more"
+            ));
             break;
         }
     }
@@ -553,24 +628,32 @@ pub fn to_json(report: &Report, error: Option<&Failure>) -> Value {
 
 pub fn run(opts: Options) -> i32 {
     let config = config(opts.protocol, opts.timeout);
-    let session = match &opts.url {
-        Some(url) => Session::connect_http(url, config).map_err(|e| {
-            eprintln!("error: cannot use {url}: {e}");
-            EXIT_USAGE
-        }),
-        None => Session::spawn(&opts.command, config, false).map_err(|e| {
-            eprintln!("error: cannot start {:?}: {e}", opts.command.join(" "));
-            EXIT_SPAWN
-        }),
-    };
-    let mut session = match session {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
     let mut report = Report::default();
-    let outcome = connect(&mut session, opts.timeout, &mut report)
-        .and_then(|()| explore(&mut session, &opts, &mut report));
-    let _ = session.shutdown();
+    let session = match &opts.url {
+        Some(url) => Session::connect_http(url, config)
+            .map_err(|e| fail(EXIT_USAGE, format!("cannot use {url}: {e}")))
+            .and_then(|session| {
+                if has_userinfo(url) {
+                    report.warnings.push(
+                        "the credentials in the URL are not sent (mcpwire probe sends none)"
+                            .to_owned(),
+                    );
+                }
+                reachable(url, opts.timeout).map(|()| session)
+            }),
+        None => Session::spawn(&opts.command, config, false).map_err(|e| {
+            fail(
+                EXIT_SPAWN,
+                format!("cannot start {:?}: {e}", opts.command.join(" ")),
+            )
+        }),
+    };
+    let outcome = session.and_then(|mut session| {
+        let outcome = connect(&mut session, opts.timeout, &mut report)
+            .and_then(|()| explore(&mut session, &opts, &mut report));
+        let _ = session.shutdown();
+        outcome
+    });
     match outcome {
         Ok(()) => {
             if opts.json {

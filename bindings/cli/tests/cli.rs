@@ -780,6 +780,140 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     );
 }
 
+/// What a helper's audit of the command found, each fixed: a huge `--timeout` panicked,
+/// `--json` printed nothing when the server could not be started or the URL was unusable,
+/// `--call`'s arguments were checked only after the server had answered (and an array was
+/// sent as `arguments`), an unreachable server was "a protocol violation" with no reason, a
+/// handshake-era server refusing `server/discover` with -32600 was one too, and a 401 did
+/// not say that credentials were wanted.
+#[test]
+fn probe_reports_bad_options_and_unreachable_servers_as_documented() {
+    let (code, _, err) = mcpwire(&["probe", "--timeout", "1e30", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("at most 86400"), "{err}");
+
+    for (args, want) in [
+        (&["probe", "--json", "--", "/nonexistent/server"][..], 3),
+        (
+            &["probe", "--json", "--url", "https://example.com/mcp"][..],
+            2,
+        ),
+        (
+            &["probe", "--json", "--url", "http://127.0.0.1:1/mcp"][..],
+            3,
+        ),
+    ] {
+        let (code, out, err) = mcpwire(args);
+        assert_eq!(code, want, "{args:?}: {out}{err}");
+        let json: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert_eq!(json["error"]["exitCode"], want, "{args:?}: {out}");
+    }
+    let (_, _, err) = mcpwire(&["probe", "--url", "http://127.0.0.1:1/mcp"]);
+    assert!(err.contains("cannot reach 127.0.0.1:1"), "{err}");
+    assert!(err.contains("refused"), "{err}");
+
+    let started = std::time::Instant::now();
+    for args in [r#"[1,2]"#, r#""text""#, "{bad"] {
+        let (code, _, err) = mcpwire(&["probe", "--call", "echo", args, "--", "sleep", "30"]);
+        assert_eq!(code, 2, "{args}: {err}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the server was started before the arguments were checked ({:?})",
+        started.elapsed()
+    );
+
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2026-07-28",
+        "--",
+        BIN,
+        "serve",
+        "--legacy",
+    ]);
+    assert_eq!(code, 8, "{err}");
+    assert!(err.contains("does not speak the stateless era"), "{err}");
+
+    // A bad line written in two pieces is named whole (the excerpt was the last piece: "").
+    let split = "import sys, time\nsys.stdout.write('hello, not MCP'); sys.stdout.flush()\n\
+                 time.sleep(0.1)\nsys.stdout.write('\\n'); sys.stdout.flush()\ntime.sleep(5)";
+    let (code, _, err) = mcpwire(&["probe", "--timeout", "2", "--", "python3", "-c", split]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains(r#": "hello, not MCP""#), "{err}");
+
+    // A list that pages for ever is cut, and the report says so.
+    let pages = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "pages", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        n = int((m.get("params") or {}).get("cursor") or 0)
+        r = {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}}], "nextCursor": str(n + 1)}
+    elif "id" in m:
+        r = {}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        pages,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["tools"].as_array().map(Vec::len), Some(100), "{out}");
+    assert!(
+        json["warnings"]
+            .to_string()
+            .contains("stopped after 100 pages"),
+        "{out}"
+    );
+
+    let port = free_port();
+    let script = r#"
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Bearer resource_metadata="x"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+    let _server = Reaped(
+        Command::new("python3")
+            .args(["-c", script, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    let url = format!("http://user:secret@127.0.0.1:{port}/mcp");
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        err.contains("HTTP status 401") && err.contains("wants credentials"),
+        "{err}"
+    );
+    assert!(out.contains("credentials in the URL are not sent"), "{out}");
+}
+
 /// Some parents (Node's libuv, say) leave the pipes they hand a child non-blocking: reads of
 /// an empty stdin and writes to a full stdout then answer `WouldBlock` instead of waiting.
 /// The server (and `tap` in front of it) must wait, not take it for the end: every request
