@@ -68,6 +68,8 @@ impl Session {
                 Stdio::inherit()
             })
             .spawn()?;
+        // Stopping the command stops the server too (and the command then sees it go).
+        crate::signals::pass_to(child.id());
         let stdout = child
             .stdout
             .take()

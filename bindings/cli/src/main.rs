@@ -9,6 +9,7 @@ mod demo;
 mod driver;
 mod probe;
 mod serve;
+mod signals;
 mod tap;
 
 use std::time::Duration;
@@ -46,6 +47,7 @@ EXIT CODES (probe)
   5 the server exited or closed its output before answering
   6 the server did not answer in time   7 the --call failed
   8 the server does not speak the protocol version or era asked for
+  128+N  stopped by signal N (probe and tap pass SIGINT, SIGTERM and SIGHUP on to the server)
 ";
 
 /// The longest `--timeout` taken: a day (longer waits are better ended by the user).

@@ -654,6 +654,15 @@ pub fn run(opts: Options) -> i32 {
         let _ = session.shutdown();
         outcome
     });
+    // Stopped by a signal (passed on to the server, whose end then ended the probe): say so
+    // rather than blame the server, and end as a shell reports it.
+    let outcome = match (outcome, crate::signals::caught()) {
+        (Err(_), Some(signal)) => Err(fail(
+            128 + signal,
+            format!("stopped by signal {signal} (passed on to the server)"),
+        )),
+        (outcome, _) => outcome,
+    };
     match outcome {
         Ok(()) => {
             if opts.json {

@@ -185,6 +185,8 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             return crate::probe::EXIT_SPAWN;
         }
     };
+    // Stopping tap stops the server: the host's signal goes to it, and tap ends when it does.
+    crate::signals::pass_to(child.id());
     let shared = Arc::new(Mutex::new(Shared {
         start: Instant::now(),
         log,
@@ -250,18 +252,40 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         }
     }
     let status = child.wait();
-    let code = status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1);
+    // A server killed by a signal ends tap as a shell reports it: 128 + the signal.
+    let signal = status.as_ref().ok().and_then(killed_by);
+    let code = match signal {
+        Some(signal) => 128 + signal,
+        None => status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1),
+    };
     if let Ok(mut s) = shared.lock() {
         let pending: Vec<Value> = s
             .in_flight
             .iter()
             .map(|((dir, id), (method, _))| json!({"dir": dir.name(), "id": id.to_string(), "method": method}))
             .collect();
-        s.write(json!({"kind": "exit", "code": code, "unanswered": pending}));
+        let mut entry = json!({"kind": "exit", "code": code, "unanswered": pending});
+        if let Some(signal) = signal {
+            entry["signal"] = json!(signal);
+        }
+        s.write(entry);
     }
     // The host may keep its stdin open; the session is over once the server has gone.
     drop(upstream);
     code
+}
+
+/// The signal that ended a process, if one did.
+fn killed_by(status: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(status)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
 }
 
 /// Which way a descriptor must be ready.

@@ -914,6 +914,118 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     assert!(out.contains("credentials in the URL are not sent"), "{out}");
 }
 
+/// Stopping `tap` or `probe` with SIGTERM or SIGINT stops the server they run: the signal is
+/// passed on, the command ends as a shell reports a signal (128 + N), and no server is left
+/// running on its own (they were, reparented to init). `tap` logs its end either way, and a
+/// server killed by a signal is reported as such (it was exit code 1).
+#[cfg(unix)]
+#[test]
+fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("mcpwire-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wait = |child: &mut std::process::Child| {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < until, "the command did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|s| !s.trim_start().starts_with('Z'))
+        })
+    };
+    for (n, (command, signal, want)) in [
+        ("tap", "TERM", 143),
+        ("probe", "INT", 130),
+        ("probe", "TERM", 143),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pidfile = dir.join(format!("server-{n}.pid"));
+        let log = dir.join(format!("tap-{n}.jsonl"));
+        let server = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+        let mut cmd = Command::new(BIN);
+        if command == "tap" {
+            cmd.args([
+                "tap",
+                "--log",
+                log.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                &server,
+            ]);
+        } else {
+            cmd.args(["probe", "--timeout", "30", "--", "sh", "-c", &server]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                break pid;
+            }
+            assert!(
+                Instant::now() < until,
+                "{command}: the server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = wait(&mut child);
+        assert_eq!(status.code(), Some(want), "{command} {signal}");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !alive(pid),
+            "{command} {signal}: the server {pid} is still running"
+        );
+        if command == "tap" {
+            let last = std::fs::read_to_string(&log).unwrap();
+            let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+            assert_eq!(last["kind"], "exit", "{last}");
+            assert_eq!(last["signal"], 15, "{last}");
+            assert_eq!(last["code"], 143, "{last}");
+        }
+    }
+    // A server that dies from a signal of its own: tap reports it as a shell would.
+    let log = dir.join("tap-kill.jsonl");
+    let (code, _, _) = mcpwire(&[
+        "tap",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "kill -9 $$",
+    ]);
+    assert_eq!(code, 137);
+    let last = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        last.lines().last().unwrap().contains(r#""signal":9"#),
+        "{last}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Some parents (Node's libuv, say) leave the pipes they hand a child non-blocking: reads of
 /// an empty stdin and writes to a full stdout then answer `WouldBlock` instead of waiting.
 /// The server (and `tap` in front of it) must wait, not take it for the end: every request

@@ -1,0 +1,63 @@
+//! Passing SIGINT, SIGTERM and SIGHUP on to the child the command runs (`tap`, `probe`), so
+//! that stopping the command stops its child instead of leaving it running on its own. The
+//! command itself then ends as the child's end leads it to.
+
+#[cfg(unix)]
+mod imp {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// The child to pass signals to (0: none yet).
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// The last signal passed on (0: none).
+    static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    extern "C" fn pass_on(signal: libc::c_int) {
+        // Only lock-free atomics and kill(2), which are async-signal-safe.
+        CAUGHT.store(signal, Ordering::SeqCst);
+        let child = CHILD.load(Ordering::SeqCst);
+        if child > 0 {
+            // SAFETY: kill(2) takes plain integers and is async-signal-safe.
+            unsafe { libc::kill(child, signal) };
+        }
+    }
+
+    pub fn pass_to(child: u32) {
+        let Ok(pid) = i32::try_from(child) else {
+            return;
+        };
+        CHILD.store(pid, Ordering::SeqCst);
+        for signal in SIGNALS {
+            // SAFETY: `action` is a zeroed sigaction with a valid handler and an empty mask,
+            // alive for the call. SA_RESTART keeps the relay's reads and writes going.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    pub fn caught() -> Option<i32> {
+        match CAUGHT.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    pub fn pass_to(_child: u32) {}
+    pub fn caught() -> Option<i32> {
+        None
+    }
+}
+
+/// The last signal passed on to the child, if any.
+pub use imp::caught;
+/// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead.
+pub use imp::pass_to;
