@@ -36,7 +36,10 @@ USAGE
 PROBE OPTIONS
   --protocol V|auto   the protocol version to speak (default auto: probe, then fall back)
   --timeout S         seconds to wait for each answer (default 10, at most 86400)
-  --json              machine-readable output
+  --json              machine-readable output: one JSON object with protocolVersion, era,
+                      serverInfo, instructions, capabilities, tools, resources,
+                      resourceTemplates and prompts (the lists the server declares), ping,
+                      call, latencies, warnings, and error {exitCode, message} on failure
   --call NAME JSON    call a tool with these arguments (a JSON object)
   --url URL           probe the Streamable HTTP server at URL (http:// only; no credentials
                       are sent) instead of starting a command
