@@ -550,11 +550,6 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	bufs.body.Reset()
-	// The body must arrive within bodyTime. net/http lifts the deadline itself once the body
-	// is read (its watch for a closed connection starts then), so SSE streams are not cut.
-	if r.Body != nil && r.Body != http.NoBody {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
-	}
 	// A declared length over the limit is refused before any of it is read (and net/http
 	// closes the connection rather than read the rest). A declared length within the limit
 	// is enforced by net/http's body reader itself, so only a body of unknown length
@@ -563,6 +558,11 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
+	}
+	// The body must arrive within bodyTime. net/http lifts the deadline itself once the body
+	// is read (its watch for a closed connection starts then), so SSE streams are not cut.
+	if r.Body != nil && r.Body != http.NoBody {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
 	}
 	body := io.Reader(r.Body)
 	if r.ContentLength < 0 {
