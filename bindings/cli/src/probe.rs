@@ -210,6 +210,20 @@ fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
                  mcpwire probe sends none"
             ),
         ),
+        TransportFailure::Status(200..=299) => fail(
+            EXIT_PROTOCOL,
+            format!(
+                "{waiting_for} got {reason}: the body was neither application/json nor \
+                 text/event-stream"
+            ),
+        ),
+        TransportFailure::StreamEnded => fail(
+            EXIT_PROTOCOL,
+            format!(
+                "{waiting_for} could not get through: {reason} (a body that holds no JSON-RPC \
+                 answer, or one cut short)"
+            ),
+        ),
         _ => fail(
             EXIT_PROTOCOL,
             format!("{waiting_for} could not get through: {reason}"),

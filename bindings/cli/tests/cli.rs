@@ -889,6 +889,14 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/html":
+            body = b"<html><body>a login page</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Bearer resource_metadata="x"')
         self.send_header("Content-Length", "0")
@@ -912,6 +920,13 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         "{err}"
     );
     assert!(out.contains("credentials in the URL are not sent"), "{out}");
+    let url = format!("http://127.0.0.1:{port}/html");
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        err.contains("HTTP status 200") && err.contains("neither application/json nor"),
+        "{err}"
+    );
 }
 
 /// Stopping `tap` or `probe` with SIGTERM or SIGINT stops the server they run: the signal is
