@@ -1573,7 +1573,8 @@ typedef struct mcpw_http_server_options {
     /**
      * Host names (with or without a port) accepted besides loopback in `Host` and in the
      * authority of `Origin` (DNS rebinding protection); anything else gets 403. NULL with 0:
-     * loopback names only (`localhost`, `127.0.0.1`, `[::1]`). Copied by the call.
+     * loopback names only (`localhost`, `127.0.0.1`, `[::1]`, `::1`); a request without
+     * `Host` or `Origin`, or with `Origin: null`, passes either way. Copied by the call.
      */
     const struct mcpw_str *allowed_hosts;
     /**

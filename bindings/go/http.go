@@ -44,7 +44,7 @@ type HTTPAppFunc func(c *Conn, key ConnKey, ev Event)
 func (f HTTPAppFunc) HandleMCP(c *Conn, key ConnKey, ev Event) { f(c, key, ev) }
 
 // HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults, and so does
-// a zero (or negative) field.
+// a zero (or negative) field, except KeepAlive, where negative means never.
 type HTTPOptions struct {
 	// SessionIdleTimeout expires a session without requests or open streams; 0: 10 minutes.
 	SessionIdleTimeout time.Duration

@@ -198,14 +198,17 @@ pub struct HttpServerConfig {
     /// keep-alive"; clients ignore comments in every era). Default 15 s; `None`: never.
     pub keepalive: Option<Duration>,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
-    /// default accepts only loopback names: `localhost`, `127.0.0.1` and `[::1]`, any port.
+    /// default, [`loopback_only`], accepts loopback names only (`localhost`, `127.0.0.1`,
+    /// `[::1]` and a bare `::1`, any port), a missing `Host` or `Origin`, and `Origin: null`
+    /// (what a browser sends from a `file:` page or a sandboxed frame).
     pub check_origin: OriginCheck,
 }
 
 /// Decides from `Host` and `Origin` whether a request may proceed.
 pub type OriginCheck = Box<dyn Fn(Option<&str>, Option<&str>) -> bool + Send>;
 
-/// The default Host/Origin check: loopback only.
+/// The default Host/Origin check: loopback names only (`localhost`, `127.0.0.1`, `[::1]`,
+/// `::1`, any port); a missing `Host` or `Origin` and `Origin: null` pass too.
 pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
     fn loopback(authority: &str) -> bool {
         let host = authority

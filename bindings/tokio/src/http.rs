@@ -93,8 +93,9 @@ pub struct HostConfig {
     /// connection closed when it passes. Default 30 s.
     pub body_read_timeout: Duration,
     /// The largest request head (request line and headers) in bytes; a larger one gets 431 and
-    /// the connection closed, after at most this many bytes were buffered. At least 8192
-    /// (hyper's smallest read buffer). Default 64 KiB.
+    /// the connection closed. hyper reads into a buffer of at least 8192 bytes whatever this
+    /// is, so up to that much may be buffered before a smaller limit is enforced. Default
+    /// 64 KiB.
     pub max_head_size: usize,
     /// The most header lines in a request; more get 431. Default 100.
     pub max_headers: usize,
@@ -296,8 +297,11 @@ impl<A: Application> Clone for McpService<A> {
 impl<A: Application> McpService<A> {
     /// A service for the engine `server` and the application `app`, and the future that fires
     /// their timers: spawn it on the runtime, and abort it once the service is no longer used.
-    /// Of `config`, the path is not checked here (route to the service yourself); the body
-    /// limits, timeouts and shutdown grace apply.
+    /// Of `config`, only the body settings apply here (`max_body`, `body_read_timeout`), and
+    /// the engine's own (keep-alive, sessions). The path is not checked (route to the service
+    /// yourself); the head limits (`header_read_timeout`, `max_head_size`, `max_headers`),
+    /// `max_connections` and `shutdown_grace` belong to the server that runs the service
+    /// (yours; [`serve`] applies them to its own).
     pub fn new(
         server: HttpServer,
         app: A,
