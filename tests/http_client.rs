@@ -279,6 +279,14 @@ impl World {
     }
 }
 
+/// The value of header `name` (any case) among `headers`.
+fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 fn result(e: &Ev) -> Value {
     match e {
         Ev::Response { result, .. } => serde_json::from_str(result).unwrap(),
@@ -371,12 +379,7 @@ fn input_required_then_a_retry_over_http_echoes_the_state_and_gets_the_answer() 
     // The retry is a request of its own, with the headers of the original.
     let (method, headers) = w.seen.last().unwrap();
     assert_eq!(method, "POST");
-    let get = |n: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |n: &str| header(headers, n);
     assert_eq!(get("Mcp-Method"), Some("tools/call"));
     assert_eq!(get("Mcp-Name"), Some("sql"));
     assert_eq!(get("Mcp-Param-Region"), Some("eu"));
@@ -409,12 +412,7 @@ fn stateless_requests_carry_the_standard_and_the_tools_param_headers() {
         "{r}"
     );
     let (_, headers) = w.seen.last().unwrap();
-    let get = |n: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |n: &str| header(headers, n);
     assert_eq!(get("Mcp-Method"), Some("tools/call"));
     assert_eq!(get("Mcp-Name"), Some("sql"));
     assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));

@@ -458,6 +458,21 @@ fn free_port() -> u16 {
 }
 
 /// Waits until something accepts connections on `port` (a peer starting up).
+/// A Python HTTP server made of `script` (which takes its port as its argument), running on
+/// `port` until dropped.
+fn python_http_server(script: &str, port: u16) -> Reaped {
+    let server = Reaped(
+        Command::new("python3")
+            .args(["-c", script, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    server
+}
+
 fn wait_for_port(port: u16) {
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -751,15 +766,7 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
 HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
-    let _server = Reaped(
-        Command::new("python3")
-            .args(["-c", script, &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port);
+    let _server = python_http_server(script, port);
     let url = format!("http://127.0.0.1:{port}/mcp");
     let started = std::time::Instant::now();
     let (code, out, err) = mcpwire(&[
@@ -903,15 +910,7 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
 HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
-    let _server = Reaped(
-        Command::new("python3")
-            .args(["-c", script, &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port);
+    let _server = python_http_server(script, port);
     let url = format!("http://user:secret@127.0.0.1:{port}/mcp");
     let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
     assert_eq!(code, 4, "{out}{err}");
