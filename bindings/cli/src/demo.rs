@@ -287,6 +287,11 @@ pub fn run() -> i32 {
     println!("Each line is one message on the wire; notes (·) say what just happened.");
     for part in [handshake_era as fn() -> Result<(), String>, stateless_era] {
         if let Err(e) = part() {
+            // Stopped by a signal (passed on to the demo server): end as a shell reports it.
+            if let Some(signal) = crate::signals::caught() {
+                eprintln!("demo stopped by signal {signal}");
+                return 128 + signal;
+            }
             eprintln!("demo failed: {e}");
             return 1;
         }
