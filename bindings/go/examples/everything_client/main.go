@@ -9,7 +9,10 @@
 //	everything_client -url http://127.0.0.1:3001/mcp
 //
 // Any error (an error answer, a refused command, a failed HTTP exchange) ends the session at
-// once with the real reason.
+// once with the real reason. So do -timeout and SIGINT/SIGTERM ("GO_CLIENT_FAIL timeout" and
+// "GO_CLIENT_FAIL interrupted"): the server started over stdio is stopped first (its stdin
+// closed, then killed after 2 s), as on every way out. A server that exits with an error
+// fails the session too.
 package main
 
 import (
@@ -20,7 +23,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
@@ -51,12 +56,20 @@ func main() {
 		Capabilities: json.RawMessage(`{}`),
 		ClientEra:    clientEra,
 	}
-	time.AfterFunc(*timeout, func() {
-		fmt.Printf("GO_CLIENT_FAIL timeout: no result after %v\n", *timeout)
-		os.Exit(1)
-	})
+	if *timeout <= 0 {
+		fmt.Fprintln(os.Stderr, "everything_client: -timeout must be positive")
+		os.Exit(2)
+	}
+	// The session ends at the timeout or on SIGINT/SIGTERM, through the same way out as any
+	// other end: Serve and Run shut the connection down, and the server is stopped.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	s := &session{step: "connect", tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect,
+		timeout: *timeout}
 	if *url != "" {
-		runHTTP(cfg, *url, &session{tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect})
+		runHTTP(ctx, cfg, *url, s)
 		return
 	}
 
@@ -73,32 +86,38 @@ func main() {
 	if err := cmd.Start(); err != nil {
 		fail("spawn", err)
 	}
-	// On any exit path: close the server's stdin, give it ~2 s, then kill it.
-	stopServer := func() {
+	// On every way out: close the server's stdin, give it ~2 s, then kill it. It reports how
+	// the server ended when it exited by itself (nil when it was killed).
+	stopServer := func() *os.ProcessState {
 		stdin.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
+			return cmd.ProcessState
 		case <-time.After(2 * time.Second):
 			cmd.Process.Kill()
 			<-done
+			return nil
 		}
 	}
 	conn, err := mcpwire.NewConn(cfg, time.Now())
 	if err != nil {
+		stopServer()
 		fail("config", err)
 	}
 	defer conn.Close()
 
-	s := &session{tool: *echoTool, arg: *echoArg, text: *echoText, expect: *echoExpect}
-	err = mcpwire.Serve(context.Background(), conn, stdout, stdin, mcpwire.HandlerFunc(s.handle))
-	stopServer()
-	finish(s, err)
+	err = mcpwire.Serve(ctx, conn, stdout, stdin, mcpwire.HandlerFunc(s.handle))
+	if state := stopServer(); state != nil && !state.Success() && s.err == nil && err == nil {
+		s.err = fmt.Errorf("the server exited with %v", state)
+		s.step = "server exit"
+	}
+	finish(ctx, s, err)
 }
 
 // runHTTP runs the session over Streamable HTTP; a handshake-era session ends with DELETE.
-func runHTTP(cfg *mcpwire.Config, url string, s *session) {
+func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 	client, err := mcpwire.NewHTTPClient(cfg, url, nil)
 	if err != nil {
 		fail("config", err)
@@ -109,12 +128,20 @@ func runHTTP(cfg *mcpwire.Config, url string, s *session) {
 			fmt.Println("GO_CLIENT session: ended with DELETE")
 		}
 	}
-	err = client.Run(context.Background(), mcpwire.HandlerFunc(s.handle))
-	finish(s, err)
+	err = client.Run(ctx, mcpwire.HandlerFunc(s.handle))
+	finish(ctx, s, err)
 }
 
 // finish reports the session's outcome.
-func finish(s *session, err error) {
+func finish(ctx context.Context, s *session, err error) {
+	if !s.done && s.err == nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			fail("timeout", fmt.Errorf("no result after %v (during %s)", s.timeout, s.step))
+		case ctx.Err() != nil:
+			fail("interrupted", fmt.Errorf("stopped by a signal (during %s)", s.step))
+		}
+	}
 	if err == nil && s.err == nil && !s.done {
 		err = errors.New("the connection closed before the session finished")
 	}
@@ -132,6 +159,7 @@ type session struct {
 	conn                    *mcpwire.Conn // the connection, as the current event lends it
 	tool, arg, text, expect string
 	endSession              func() // HTTP: end the session before the last shutdown
+	timeout                 time.Duration
 
 	step    string
 	pending mcpwire.RequestID
@@ -181,8 +209,10 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			s.err = errors.New("timed out")
 		}
 	case *mcpwire.ClosedEvent:
-		if !s.done {
-			s.err = fmt.Errorf("connection closed (%v)", ev.Reason)
+		// A local close without an error is the shutdown at the timeout or a signal, which
+		// finish reports as such.
+		if !s.done && s.err == nil && ev.Reason != mcpwire.CloseLocal {
+			s.err = fmt.Errorf("connection closed: %s", closedReason(ev))
 		}
 	}
 }
@@ -261,6 +291,23 @@ func (s *session) onResult(now time.Time, result json.RawMessage) {
 			s.endSession()
 		}
 	}
+}
+
+// closedReason says why the connection closed, with what the event carries.
+func closedReason(ev *mcpwire.ClosedEvent) string {
+	switch ev.Reason {
+	case mcpwire.CloseTransportFailed:
+		if ev.Version != "" {
+			return ev.Version // "HTTP status 500 without an answer", "the connection failed"
+		}
+	case mcpwire.CloseEOF:
+		return "the server closed its output"
+	case mcpwire.CloseInitializeRejected:
+		return fmt.Sprintf("the server refused the handshake (error %d)", ev.Code)
+	case mcpwire.CloseUnsupportedVersion:
+		return fmt.Sprintf("the server chose protocol version %s, which was not offered", ev.Version)
+	}
+	return ev.Reason.String()
 }
 
 func fail(step string, err error) {
