@@ -22,7 +22,7 @@ const (
 	Instructions     = "Try the echo tool."
 )
 
-// Tools is the tools/list result.
+// Tools is the tools/list result of a host that can run later steps (Answer's later).
 const Tools = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
 	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
 	`{"name":"add","description":"Adds two numbers",` +
@@ -36,6 +36,17 @@ const Tools = `{"tools":[{"name":"echo","description":"Returns its text argument
 	`{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
 	`"inputSchema":{"type":"object","properties":{}}}]}`
 
+// ToolsAtOnce is the tools/list result of a host without later steps: the tools that answer
+// at once ("count" and "test_tool_with_progress" report progress over time).
+const ToolsAtOnce = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
+	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
+	`{"name":"add","description":"Adds two numbers",` +
+	`"inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}},` +
+	`{"name":"test_simple_text","description":"Returns a simple text response",` +
+	`"inputSchema":{"type":"object","properties":{}}},` +
+	`{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
+	`"inputSchema":{"type":"object","properties":{}}}]}`
+
 const (
 	resources = `{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}`
 	greeting  = `{"contents":[{"uri":"mem://greeting","mimeType":"text/plain","text":"Hello from mcpwire, in Go"}]}`
@@ -44,13 +55,17 @@ const (
 )
 
 // Later runs f after d, on whatever goroutine the host answers from (Serve's timers, an
-// HTTPServer's With). Nil means the tool "count" is refused.
+// HTTPServer's With). Nil: the tools that need it ("count", "test_tool_with_progress") are
+// not listed, and refused if called.
 type Later func(d time.Duration, f func(c *mcpwire.Conn) error)
 
 // Answer answers one request on c. later schedules the steps of "count".
 func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	switch req.Method {
 	case "tools/list":
+		if later == nil { // only what this host can run
+			return c.Respond(req.ID, json.RawMessage(ToolsAtOnce))
+		}
 		return c.Respond(req.ID, json.RawMessage(Tools))
 	case "tools/call":
 		// Only the members needed are read, not the whole params, whose 2026-07-28 _meta
