@@ -994,6 +994,8 @@ int main(int argc, char **argv) {
     int i, status = EXIT_FAILURE;
     CURLcode cc;
 
+    /* Line by line, also into a pipe: what was printed survives however the process ends. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     memset(&a, 0, sizeof a);
     a.step = "connect";
     a.opts.era = MCPW_CLIENT_ERA_AUTO;

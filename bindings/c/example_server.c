@@ -20,7 +20,9 @@
  *     reads just stalls, holding at most one read of input);
  *   - input is fed to the engine FEED bytes at a time, answering as it goes, so thousands of
  *     requests in one read are all answered (the engine bounds requests in flight);
- *   - at end of input every answer is written, whole, before the process exits.
+ *   - at end of input every answer already given is written, whole, before the process
+ *     exits. Work still running then (a "count" under way) is dropped with the session, as
+ *     the engine abandons requests in flight at end of input: the client has gone.
  *
  * Build: make -C bindings/c (see README.md); run: target/c-bindings/example_server
  */
