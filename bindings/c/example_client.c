@@ -48,6 +48,30 @@ static uint64_t now_ns(void) {
 
 static const char *step = "connect";
 static pid_t child = -1;
+/* A SIGINT, SIGTERM or SIGHUP received (0: none): passed on to the server at once, and the
+   session ends with it at the next turn of the loop. */
+static volatile sig_atomic_t got_signal = 0;
+
+static void on_signal(int sig) {
+    got_signal = sig;
+    if (child > 0) kill(child, sig);
+}
+
+/* Stops the server: SIGTERM, then SIGKILL if it is still there after 2 s, and reaps it. */
+static void stop_child(void) {
+    int status, waited;
+    if (child <= 0) return;
+    kill(child, SIGTERM);
+    for (waited = 0; waited < 200 && waitpid(child, &status, WNOHANG) == 0; waited++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    if (waited == 200) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    child = -1;
+}
 
 static void fail(const char *fmt, ...) {
     va_list args;
@@ -57,8 +81,23 @@ static void fail(const char *fmt, ...) {
     va_end(args);
     printf("\n");
     fflush(stdout);
-    if (child > 0) kill(child, SIGTERM);
+    stop_child();
     exit(EXIT_FAILURE);
+}
+
+/* Why the connection closed, in words. */
+static const char *close_reason_text(uint32_t reason) {
+    switch (reason) {
+    case MCPW_CLOSE_LOCAL: return "closed here";
+    case MCPW_CLOSE_EOF: return "the server closed its output (it exited, or never started)";
+    case MCPW_CLOSE_UNSUPPORTED_VERSION: return "the server chose a protocol version not offered";
+    case MCPW_CLOSE_INITIALIZE_REJECTED: return "the server refused the handshake";
+    case MCPW_CLOSE_INVALID_INITIALIZE_RESULT: return "the server's handshake answer is malformed";
+    case MCPW_CLOSE_INITIALIZE_TIMED_OUT: return "no answer to the handshake in time";
+    case MCPW_CLOSE_PEER_NOT_READING: return "the server stopped reading";
+    case MCPW_CLOSE_TRANSPORT_FAILED: return "the transport failed";
+    default: return "another reason";
+    }
 }
 
 static void check(mcpw_result rc, const char *what) {
@@ -416,7 +455,7 @@ static void on_event(session *s, const mcpw_event *ev, uint64_t now) {
         break;
     case MCPW_EVENT_CLOSED:
         if (s->phase != WAIT_CLOSED || ev->close_reason != MCPW_CLOSE_LOCAL) {
-            fail("connection closed (reason %d)", (int)ev->close_reason);
+            fail("connection closed: %s", close_reason_text((uint32_t)ev->close_reason));
         }
         s->phase = DONE;
         break;
@@ -475,6 +514,17 @@ int main(int argc, char **argv) {
 
     signal(SIGPIPE, SIG_IGN);
     spawn(argv + server_at);
+    {
+        /* Stopping this client stops its server (no SA_RESTART: poll() returns, and the
+           loop ends the session). */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
     start = now_ns();
     check(mcpw_config_new(MCPW_ROLE_CLIENT, S("mcpwire-c-client"), S(MCPWIRE_VERSION), &config),
           "config");
@@ -490,6 +540,7 @@ int main(int argc, char **argv) {
         bool has_deadline;
         uint64_t deadline, now = now_ns();
 
+        if (got_signal) fail("stopped by signal %d", (int)got_signal);
         if (now - start > SESSION_LIMIT_NS) fail("gave up after 60 s");
 
         /* Drain after every mutation: events (which may issue requests), then bytes. */

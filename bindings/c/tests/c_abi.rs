@@ -245,6 +245,74 @@ fn c_client_ends_a_server_that_ignores_its_stdin_closing_and_sigterm() {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // waits on real processes: the real clock
+fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
+    // SIGTERM to the client left its server running on its own (reparented to init), and a
+    // server that never started was "connection closed (reason 2)".
+    use std::io::Read;
+    let pidfile = std::env::temp_dir().join(format!("mcpwire-c-client-{}.pid", std::process::id()));
+    let server = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let mut client = Command::new(c_client_plain())
+        .args(["--", "sh", "-c", &server])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    Command::new("kill")
+        .args(["-TERM", &client.id().to_string()])
+        .status()
+        .unwrap();
+    let mut out = String::new();
+    client
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = client.wait().unwrap();
+    let _ = std::fs::remove_file(&pidfile);
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("C_CLIENT_FAIL connect: stopped by signal 15"),
+        "{out}"
+    );
+    let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'))
+    });
+    assert!(!running, "the server {pid} is still running");
+
+    let out = output_within(
+        {
+            let mut cmd = Command::new(c_client_plain());
+            cmd.args(["--", "true"]);
+            cmd
+        },
+        std::time::Duration::from_secs(30),
+    );
+    let all = text(&out);
+    assert!(
+        all.contains("connection closed: the server closed its output"),
+        "{all}"
+    );
+}
+
+#[test]
 #[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
 fn c_client_fails_at_once_on_an_answer_it_cannot_read() {
     // A server that answers tools/list with a line over the frame limit (16 MiB): the engine
