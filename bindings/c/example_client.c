@@ -609,15 +609,7 @@ int main(int argc, char **argv) {
         }
         if (waited == 500) {
             /* Then SIGTERM, and SIGKILL if that does not end it either (as the spec says). */
-            kill(child, SIGTERM);
-            for (waited = 0; waited < 200 && waitpid(child, &status, WNOHANG) == 0; waited++) {
-                struct timespec pause = {0, 10 * 1000 * 1000};
-                nanosleep(&pause, NULL);
-            }
-            if (waited == 200) {
-                kill(child, SIGKILL);
-                waitpid(child, &status, 0);
-            }
+            stop_child();
             printf("shutdown: the server did not exit within 5 s of its stdin closing\n");
         } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             child = -1;
