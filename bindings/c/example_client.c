@@ -459,8 +459,17 @@ static void on_event(session *s, const mcpw_event *ev, uint64_t now) {
         }
         s->phase = DONE;
         break;
+    case MCPW_EVENT_VIOLATION:
+        /* A server whose output is not JSON-RPC is broken: say so now, not at the timeout. */
+        if (ev->violation == MCPW_VIOLATION_PARSE ||
+            ev->violation == MCPW_VIOLATION_INVALID_MESSAGE) {
+            fail("the server wrote something that is not %s (decode reason %d)",
+                 ev->violation == MCPW_VIOLATION_PARSE ? "JSON" : "a JSON-RPC message",
+                 (int)ev->decode_reason);
+        }
+        break;
     default:
-        break; /* notifications, violations: nothing to do */
+        break; /* notifications: nothing to do */
     }
 }
 

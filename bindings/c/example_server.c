@@ -419,6 +419,10 @@ int main(int argc, char **argv) {
     uint8_t buf[64 * 1024];
     size_t buf_len = 0, buf_fed = 0; /* the last read, and how much the engine has had */
 
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "--legacy") != 0)) {
+        fprintf(stderr, "usage: %s [--legacy]\n", argv[0]);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
     fcntl(STDOUT_FILENO, F_SETFL, stdout_flags | O_NONBLOCK);

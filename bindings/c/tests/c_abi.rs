@@ -310,6 +310,35 @@ fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
         all.contains("connection closed: the server closed its output"),
         "{all}"
     );
+
+    // A server that prints something that is not JSON fails the session at once (it waited
+    // for the 20 s handshake timeout, and did not say why).
+    let out = output_within(
+        {
+            let mut cmd = Command::new(c_client_plain());
+            cmd.args(["--", "sh", "-c", "echo '<html>hello</html>'; exec sleep 30"]);
+            cmd
+        },
+        std::time::Duration::from_secs(10),
+    );
+    let all = text(&out);
+    assert!(
+        all.contains("C_CLIENT_FAIL connect: the server wrote something that is not JSON"),
+        "{all}"
+    );
+}
+
+#[test]
+fn the_stdio_example_refuses_arguments_it_does_not_know() {
+    // `example_server --bogus` served as if nothing was wrong.
+    for args in [&["--bogus"][..], &["--legacy", "extra"]] {
+        let out = Command::new(c_server_plain()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage:"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
