@@ -210,3 +210,28 @@ pub fn assert_typescript_session(server: &[&str]) {
     );
     assert!(out.trim_end().ends_with("TS_CLIENT_OK 2025-11-25"), "{out}");
 }
+
+/// The pid a test's server wrote to `path` (`echo $$ > path; exec …`), waiting for it up to
+/// 10 s.
+pub fn pid_from_file(path: &std::path::Path) -> u32 {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < until, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is still running (a zombie is not: it has ended, unreaped).
+pub fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'))
+    })
+}

@@ -245,7 +245,6 @@ fn c_client_ends_a_server_that_ignores_its_stdin_closing_and_sigterm() {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods)] // waits on real processes: the real clock
 fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
     // SIGTERM to the client left its server running on its own (reparented to init), and a
     // server that never started was "connection closed (reason 2)".
@@ -257,20 +256,7 @@ fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-        {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "the server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let pid = common::stdio::pid_from_file(&pidfile);
     std::thread::sleep(std::time::Duration::from_millis(200));
     Command::new("kill")
         .args(["-TERM", &client.id().to_string()])
@@ -290,22 +276,12 @@ fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
         out.contains("C_CLIENT_FAIL connect: stopped by signal 15"),
         "{out}"
     );
-    let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .is_some_and(|s| !s.trim_start().starts_with('Z'))
-    });
-    assert!(!running, "the server {pid} is still running");
-
-    let out = output_within(
-        {
-            let mut cmd = Command::new(c_client_plain());
-            cmd.args(["--", "true"]);
-            cmd
-        },
-        std::time::Duration::from_secs(30),
+    assert!(
+        !common::stdio::is_running(pid),
+        "the server {pid} is still running"
     );
-    let all = text(&out);
+
+    let all = c_client_output(&["--", "true"], 30);
     assert!(
         all.contains("connection closed: the server closed its output"),
         "{all}"
@@ -313,19 +289,21 @@ fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
 
     // A server that prints something that is not JSON fails the session at once (it waited
     // for the 20 s handshake timeout, and did not say why).
-    let out = output_within(
-        {
-            let mut cmd = Command::new(c_client_plain());
-            cmd.args(["--", "sh", "-c", "echo '<html>hello</html>'; exec sleep 30"]);
-            cmd
-        },
-        std::time::Duration::from_secs(10),
+    let all = c_client_output(
+        &["--", "sh", "-c", "echo '<html>hello</html>'; exec sleep 30"],
+        10,
     );
-    let all = text(&out);
     assert!(
         all.contains("C_CLIENT_FAIL connect: the server wrote something that is not JSON"),
         "{all}"
     );
+}
+
+/// Everything the C stdio client printed with `args`, which must end within `secs`.
+fn c_client_output(args: &[&str], secs: u64) -> String {
+    let mut cmd = Command::new(c_client_plain());
+    cmd.args(args);
+    text(&output_within(cmd, std::time::Duration::from_secs(secs)))
 }
 
 #[test]

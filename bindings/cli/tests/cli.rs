@@ -948,13 +948,6 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    let alive = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit(')')
-                .next()
-                .is_some_and(|s| !s.trim_start().starts_with('Z'))
-        })
-    };
     for (n, (command, signal, want)) in [
         ("tap", "TERM", 143),
         ("probe", "INT", 130),
@@ -986,20 +979,7 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
-        let pid = loop {
-            if let Some(pid) = std::fs::read_to_string(&pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse::<u32>().ok())
-            {
-                break pid;
-            }
-            assert!(
-                Instant::now() < until,
-                "{command}: the server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let pid = common::stdio::pid_from_file(&pidfile);
         std::thread::sleep(Duration::from_millis(200));
         Command::new("kill")
             .args([format!("-{signal}"), child.id().to_string()])
@@ -1009,7 +989,7 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
         assert_eq!(status.code(), Some(want), "{command} {signal}");
         std::thread::sleep(Duration::from_millis(100));
         assert!(
-            !alive(pid),
+            !common::stdio::is_running(pid),
             "{command} {signal}: the server {pid} is still running"
         );
         if command == "tap" {

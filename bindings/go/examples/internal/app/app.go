@@ -22,30 +22,30 @@ const (
 	Instructions     = "Try the echo tool."
 )
 
+// The tools, one entry each.
+const (
+	toolEcho = `{"name":"echo","description":"Returns its text argument exactly",` +
+		`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}`
+	toolAdd = `{"name":"add","description":"Adds two numbers",` +
+		`"inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}}`
+	toolCount = `{"name":"count","description":"Counts to three, reporting progress",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	toolSimpleText = `{"name":"test_simple_text","description":"Returns a simple text response",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	toolWithProgress = `{"name":"test_tool_with_progress","description":"Reports progress, then answers",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	toolMissingCapability = `{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+)
+
 // Tools is the tools/list result of a host that can run later steps (Answer's later).
-const Tools = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
-	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
-	`{"name":"add","description":"Adds two numbers",` +
-	`"inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}},` +
-	`{"name":"count","description":"Counts to three, reporting progress",` +
-	`"inputSchema":{"type":"object","properties":{}}},` +
-	`{"name":"test_simple_text","description":"Returns a simple text response",` +
-	`"inputSchema":{"type":"object","properties":{}}},` +
-	`{"name":"test_tool_with_progress","description":"Reports progress, then answers",` +
-	`"inputSchema":{"type":"object","properties":{}}},` +
-	`{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
-	`"inputSchema":{"type":"object","properties":{}}}]}`
+const Tools = `{"tools":[` + toolEcho + `,` + toolAdd + `,` + toolCount + `,` + toolSimpleText + `,` +
+	toolWithProgress + `,` + toolMissingCapability + `]}`
 
 // ToolsAtOnce is the tools/list result of a host without later steps: the tools that answer
 // at once ("count" and "test_tool_with_progress" report progress over time).
-const ToolsAtOnce = `{"tools":[{"name":"echo","description":"Returns its text argument exactly",` +
-	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
-	`{"name":"add","description":"Adds two numbers",` +
-	`"inputSchema":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}},` +
-	`{"name":"test_simple_text","description":"Returns a simple text response",` +
-	`"inputSchema":{"type":"object","properties":{}}},` +
-	`{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
-	`"inputSchema":{"type":"object","properties":{}}}]}`
+const ToolsAtOnce = `{"tools":[` + toolEcho + `,` + toolAdd + `,` + toolSimpleText + `,` +
+	toolMissingCapability + `]}`
 
 const (
 	resources = `{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}`
