@@ -610,7 +610,9 @@ pub fn print_human(report: &Report) {
     if let Some(c) = &report.call {
         line("call result", &c.to_string());
     }
-    println!("latency");
+    if !report.latencies.is_empty() {
+        println!("latency");
+    }
     for (method, ms) in &report.latencies {
         println!("  {method:<32}{ms} ms");
     }

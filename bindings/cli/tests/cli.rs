@@ -328,12 +328,43 @@ fn help_and_bad_usage() {
     for bad in [
         &["frobnicate"][..],
         &["probe"],
+        &["probe", "--url", "http://127.0.0.1:1/mcp", "--", "true"],
         &["tap", "--", "cat"],
+        &["tap", "--log", "x.jsonl"],
         &["probe", "--timeout", "x", "--", "true"],
         &["serve", "--tokio", "--http", "127.0.0.1:0"],
+        &["serve", "--redis", "redis://127.0.0.1:1/"],
+        &["serve", "--touch-interval", "5", "--http", "127.0.0.1:0"],
+        &["serve", "--replica", "70000"],
     ] {
-        assert_eq!(mcpwire(bad).0, 2, "{bad:?}");
+        let (code, out, err) = mcpwire(bad);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(out.is_empty(), "{bad:?}: {out}");
+        assert!(
+            err.starts_with("error: ") && err.contains("--help"),
+            "{bad:?}: {err}"
+        );
     }
+    // Every command explains itself, as command-line tools do, and the version is printed.
+    for (args, want) in [
+        (&["--help"][..], "tap"),
+        (&["help", "probe"], "--timeout"),
+        (&["probe", "--help"], "EXIT CODES"),
+        (&["serve", "--help"], "--touch-interval"),
+        (&["tap", "-h"], "--log"),
+    ] {
+        let (code, out, err) = mcpwire(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains(want), "{args:?}: {out}");
+    }
+    let (code, out, _) = mcpwire(&["--version"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), concat!("mcpwire ", env!("CARGO_PKG_VERSION")));
+    // `--option=value` is taken as `--option value`; a probe that fails before it learns
+    // anything prints no empty report.
+    let (code, out, err) = mcpwire(&["probe", "--timeout=0.5", "--", "/nonexistent/server"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(out.is_empty(), "{out}");
     // No option names that MCP launchers swallow (the Inspector CLI swallows flags named like its own options).
     for swallowed in ["--transport", "--server", "--config", "--method", " -e "] {
         assert!(!out.contains(swallowed), "{swallowed}");
