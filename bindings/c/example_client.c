@@ -131,8 +131,18 @@ static void put_view(buffer *b, mcpw_str s) { put(b, s.ptr, s.len); }
 static void put_json_string(buffer *b, const char *text) {
     put(b, "\"", 1);
     for (; *text; text++) {
-        if (*text == '"' || *text == '\\') put(b, "\\", 1);
-        put(b, text, 1);
+        unsigned char c = (unsigned char)*text;
+        if (c == '"' || c == '\\') {
+            put(b, "\\", 1);
+            put(b, text, 1);
+        } else if (c < 0x20) {
+            /* A control character is not allowed raw in a JSON string. */
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            put(b, esc, 6);
+        } else {
+            put(b, text, 1);
+        }
     }
     put(b, "\"", 1);
 }
@@ -519,6 +529,17 @@ int main(int argc, char **argv) {
                         "[--progress-tool NAME] [--progress-args JSON] -- SERVER-COMMAND [ARGS...]\n",
                 argv[0]);
         return 2;
+    }
+    {
+        /* --progress-args must be a JSON object, checked before the server starts: the
+           library's lookup validates the whole text. */
+        mcpw_str none = {NULL, 0};
+        mcpw_result rc = mcpw_json_get(s.opts.progress_args, strlen(s.opts.progress_args), "x", 1,
+                                       &none);
+        if (rc != MCPW_OK) {
+            fprintf(stderr, "%s: --progress-args: %s\n", argv[0], mcpw_result_message((int)rc));
+            return 2;
+        }
     }
 
     signal(SIGPIPE, SIG_IGN);

@@ -321,6 +321,75 @@ fn the_stdio_example_refuses_arguments_it_does_not_know() {
 
 #[test]
 #[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn the_stdio_client_escapes_its_arguments_and_checks_progress_args_first() {
+    // `--echo-arg` with a control character went into the request raw, which is not JSON:
+    // the library refused the request and the client failed. A server that echoes the
+    // argument's name back shows it arrived intact.
+    let script = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, r = m["method"], None
+    if method == "initialize":
+        caps = {"tools": {}, "resources": {}, "prompts": {}}
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": caps,
+             "serverInfo": {"name": "keys", "version": "1"}}
+    elif method == "resources/list":
+        r = {"resources": [{"uri": "test://r", "name": "r"}]}
+    elif method == "resources/read":
+        r = {"contents": [{"uri": "test://r", "text": "r"}]}
+    elif method == "prompts/list":
+        r = {"prompts": [{"name": "p"}]}
+    elif method == "prompts/get":
+        r = {"messages": [{"role": "user", "content": {"type": "text", "text": "p"}}]}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        (key, value), = m["params"]["arguments"].items()
+        r = {"content": [{"type": "text", "text": key + "=" + value}]}
+    elif method == "ping":
+        r = {}
+    if r is None:
+        out = {"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}}
+    else:
+        out = {"jsonrpc": "2.0", "id": m["id"], "result": r}
+    print(json.dumps(out), flush=True)
+"#;
+    let all = c_client_output(
+        &[
+            "--echo-arg",
+            "a\u{1}\"b",
+            "--echo-expect",
+            "a\u{1}\"b=hello from C",
+            "--",
+            "python3",
+            "-c",
+            script,
+        ],
+        30,
+    );
+    assert!(all.contains("C_CLIENT_OK"), "{all}");
+    assert!(all.contains(r#"echo: "a\u0001\"b=hello from C""#), "{all}");
+
+    // --progress-args that are not a JSON object are refused before the server starts (the
+    // client used to start it and fail at the progress step, minutes of a slow server later).
+    let started = std::time::Instant::now();
+    for bad in ["{bad", "[1]"] {
+        let out = Command::new(c_client_plain())
+            .args(["--progress-args", bad, "--", "sleep", "30"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--progress-args"), "{bad}: {err}");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
 fn c_client_fails_at_once_on_an_answer_it_cannot_read() {
     // A server that answers tools/list with a line over the frame limit (16 MiB): the engine
     // ends the request as an invalid response, and the client says so at once instead of

@@ -30,6 +30,11 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen (port 0 picks a free one)")
 	legacy := flag.Bool("legacy", false, "serve the handshake era only")
 	flag.Parse()
+	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
+		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q\n", "http_server", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
 
 	cfg := &mcpwire.Config{
 		Role:         mcpwire.Server,

@@ -24,6 +24,11 @@ import (
 func main() {
 	toolsOnly := flag.Bool("tools-only", false, "serve the tools alone")
 	flag.Parse()
+	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
+		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q\n", "stdio_server", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
 	caps := app.Capabilities
 	if *toolsOnly {
 		caps = app.WithoutResources
