@@ -345,7 +345,7 @@ fn protocol_version_header_rules() {
         );
         assert_eq!(r.status, 200, "{other}");
     }
-    for bad in ["1999-01-01", "2099-12-31", "nonsense"] {
+    for bad in ["1999-01-01", "2099-12-31", "nonsense", "2026-07-28"] {
         let r = send(
             &mut s,
             "POST",
@@ -353,7 +353,45 @@ fn protocol_version_header_rules() {
             ping,
         );
         assert_eq!(r.status, 400, "{bad}");
+        // The rule holds for every request of the session: a GET opened a stream and a
+        // DELETE ended the session whatever version they named.
+        let r = send(
+            &mut s,
+            "GET",
+            &[
+                ("Mcp-Session-Id", &sid),
+                ("MCP-Protocol-Version", bad),
+                ("Accept", "text/event-stream"),
+            ],
+            "",
+        );
+        assert_eq!(r.status, 400, "GET {bad}: {r:?}");
+        let r = send(
+            &mut s,
+            "DELETE",
+            &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", bad)],
+            "",
+        );
+        assert_eq!(r.status, 400, "DELETE {bad}: {r:?}");
     }
+    // The session lives on, and takes a GET and a DELETE that name its version.
+    let r = send(
+        &mut s,
+        "GET",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Accept", "text/event-stream"),
+        ],
+        "",
+    );
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    let versioned = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    assert_eq!(send(&mut s, "DELETE", &versioned, "").status, 200);
+    assert_eq!(send(&mut s, "DELETE", &versioned, "").status, 404);
 }
 
 #[test]
@@ -623,6 +661,33 @@ fn only_the_streams_whose_output_changed_are_woken() {
     assert!(woken(&mut s).is_empty());
     let out = s.poll_stream(get_a).unwrap();
     assert!(out.bytes.is_empty() && !out.finished);
+}
+
+/// A batch in a session whose version has none (2025-06-18 and later, and 2024-11-05) is
+/// refused with 400 at once. It opened an SSE stream that waited for answers its requests
+/// would never get, and a batch of notifications got 202 with its error sent elsewhere.
+#[test]
+fn batches_in_sessions_without_them_are_refused_at_once() {
+    for version in ["2025-11-25", "2025-06-18", "2024-11-05"] {
+        let mut s = server();
+        let r = send(&mut s, "POST", &[], &INIT.replace("2025-11-25", version));
+        let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], initialized);
+        for batch in [
+            r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#,
+            r#"[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]"#,
+        ] {
+            let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], batch);
+            assert_eq!(r.status, 400, "{version} {batch}: {r:?}");
+            let v = json_body(&r);
+            assert_eq!(v["error"]["code"], -32600, "{version}: {v}");
+        }
+        // The session goes on.
+        let ping = r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#;
+        let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], ping);
+        assert_eq!(r.status, 200, "{version}: {r:?}");
+    }
 }
 
 #[test]

@@ -740,7 +740,7 @@ impl HttpServer {
                 return self.get(now, &known, session.unwrap_or(""));
             }
             "DELETE" if session.is_some() && serves_legacy => {
-                return self.delete(now, session.unwrap_or(""));
+                return self.delete(now, &known, session.unwrap_or(""));
             }
             _ => {
                 let mut r = HttpResponse::rpc_error(
@@ -971,21 +971,46 @@ impl HttpServer {
             Err(refused) => return refused,
         };
         self.touch(key, now);
-        // "Invalid or unsupported" gets 400: any handshake-era version we serve is neither,
-        // even when it is not the negotiated one (the official suite sends 2025-03-26 on a
-        // 2025-11-25 session, and SDK servers accept it).
-        if let Some(header) = known.version
-            && !ProtocolVersion::parse(header)
-                .is_some_and(|v| v.era() == Era::Legacy && self.config.server.versions.contains(&v))
+        if let Some(refused) = self.refuse_version_header(known) {
+            return refused;
+        }
+        // A batch where the session's version has none (all but 2025-03-26) is refused here,
+        // as a single request would be: passed on, it opened a stream that waited for answers
+        // its members would never get.
+        if matches!(decoded, Decoded::Batch(_))
+            && !self
+                .conns
+                .get(&key)
+                .and_then(|c| c.conn.protocol_version())
+                .is_some_and(ProtocolVersion::has_batches)
         {
             return HttpResponse::rpc_error(
                 400,
                 None,
                 jsonrpc::INVALID_REQUEST,
-                "Bad Request: unsupported or mismatched MCP-Protocol-Version",
+                "batches are not supported in this protocol version",
             );
         }
         self.deliver(now, key, text, decoded, false, None)
+    }
+
+    /// The answer to a session's request (POST, GET or DELETE) whose `MCP-Protocol-Version`
+    /// header names a version this server does not speak in a session, if it does. "Invalid
+    /// or unsupported" gets 400: any handshake-era version we serve is neither, even when it is
+    /// not the negotiated one (the official suite sends 2025-03-26 on a 2025-11-25 session, and
+    /// SDK servers accept it). No header is fine: the session knows its version.
+    fn refuse_version_header(&self, known: &Known<'_>) -> Option<HttpResponse> {
+        let header = known.version?;
+        let served = ProtocolVersion::parse(header)
+            .is_some_and(|v| v.era() == Era::Legacy && self.config.server.versions.contains(&v));
+        (!served).then(|| {
+            HttpResponse::rpc_error(
+                400,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: unsupported or mismatched MCP-Protocol-Version",
+            )
+        })
     }
 
     /// Feeds a POST body to a connection and decides the answer.
@@ -1230,6 +1255,9 @@ impl HttpServer {
             Ok(key) => key,
             Err(refused) => return refused,
         };
+        if let Some(refused) = self.refuse_version_header(known) {
+            return refused;
+        }
         self.touch(key, now);
         let mut sse_headers = sse_headers();
         sse_headers.push(no_proxy_buffering());
@@ -1404,11 +1432,14 @@ impl HttpServer {
         }
     }
 
-    fn delete(&mut self, now: Timestamp, sid: &str) -> HttpResponse {
+    fn delete(&mut self, now: Timestamp, known: &Known<'_>, sid: &str) -> HttpResponse {
         let key = match self.find_session(now, sid) {
             Ok(key) => key,
             Err(refused) => return refused,
         };
+        if let Some(refused) = self.refuse_version_header(known) {
+            return refused;
+        }
         self.end_session(key);
         if let Some(shared) = self.shared.as_mut() {
             // Gone for every replica, with its events.
