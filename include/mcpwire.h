@@ -115,7 +115,8 @@
 #define MCPW_JSONRPC_INTERNAL_ERROR -32603
 
 /**
- * MCP "Resource not found" (2024-11-05 to 2025-11-25).
+ * MCP "Resource not found" (2024-11-05 to 2025-11-25). Answer with it in any version:
+ * `mcpw_conn_respond_error` sends -32602 in its place from 2026-07-28 on.
  */
 #define MCPW_MCP_RESOURCE_NOT_FOUND -32002
 
@@ -2258,8 +2259,10 @@ enum mcpw_result mcpw_conn_respond(struct mcpw_conn *conn,
 /**
  * Answers the peer's request `*id` with a JSON-RPC error: `code`, `message` (UTF-8) and
  * `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
- * not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`. Inputs are read during the
- * call only, and may be views from this handle's current event.
+ * not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
+ * `MCPW_MCP_RESOURCE_NOT_FOUND`, which is sent as the version's "resource not found" code
+ * (-32602 from 2026-07-28 on, which replaced -32002). Inputs are read during the call only,
+ * and may be views from this handle's current event.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

@@ -958,26 +958,33 @@ fn error_codes_follow_the_version() {
         assert_eq!(mcp::error_code_allowed(-32002, v), v != V2026_07_28);
         assert!(mcp::error_code_allowed(-32601, v));
     }
-    // The engine enforces it on answers.
+    // The engine enforces it on answers. "Resource not found" is the exception: 2026-07-28
+    // replaced -32002 with -32602, so the engine writes the version's code for it. (It was
+    // refused, and every example app, which sent -32002 and logged the refusal, left the
+    // request unanswered for good.)
     let mut s = modern_server();
     s.request("1", "resources/read", r#""uri":"nope""#);
-    assert_eq!(
-        s.conn
-            .respond_error(Id::Int(1), -32002, "Resource not found", None),
-        Err(Error::CodeNotInVersion)
-    );
     assert_eq!(
         s.conn.respond_error(Id::Int(1), -32042, "url", None),
         Err(Error::CodeNotInVersion)
     );
     s.conn
+        .respond_error(Id::Int(1), -32002, "Resource not found", None)
+        .unwrap();
+    let out = s.out();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["error"]["code"], -32602, "{out:?}");
+    assert_eq!(out[0]["error"]["message"], "Resource not found", "{out:?}");
+    s.request("2", "resources/read", r#""uri":"nope""#);
+    s.conn
         .respond_error(
-            Id::Int(1),
+            Id::Int(2),
             mcp::resource_not_found_code(V2026_07_28),
             "Resource not found",
             None,
         )
         .unwrap();
+    assert_eq!(s.out()[0]["error"]["code"], -32602);
     for version in ProtocolVersion::LEGACY {
         let mut p = Pair::ready(version, client_config(), server_config());
         p.client

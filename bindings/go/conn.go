@@ -302,7 +302,8 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 
 // RespondError answers the peer's request id with a JSON-RPC error: code, message and data
 // (any JSON value, or nil for none). Codes the negotiated version does not define are
-// refused with ErrCodeNotInVersion.
+// refused with ErrCodeNotInVersion, except CodeResourceNotFound, which is sent as the
+// version's "resource not found" code (-32602 from 2026-07-28 on, which replaced -32002).
 func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMessage) error {
 	if c.freed() {
 		return ErrFreed

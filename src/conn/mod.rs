@@ -658,7 +658,11 @@ impl Connection {
         self.core.end_listen(id)
     }
 
-    /// Answers one of the peer's requests with a JSON-RPC error.
+    /// Answers one of the peer's requests with a JSON-RPC error. A code the negotiated
+    /// version does not define is refused with [`Error::CodeNotInVersion`], except
+    /// [`mcp::RESOURCE_NOT_FOUND`] (-32002), which is written as the version's code for a
+    /// missing resource: -32602 from 2026-07-28 on, which replaced it (see
+    /// [`mcp::resource_not_found_code`]). So one app answers "not found" right in every era.
     pub fn respond_error(
         &mut self,
         id: Id<'_>,
@@ -667,10 +671,14 @@ impl Connection {
         data: Option<RawJson<'_>>,
     ) -> Result<(), Error> {
         self.core.events.retire_current();
-        if let Some(v) = self.core.lifecycle.version
-            && !mcp::error_code_allowed(code, v)
-        {
-            return Err(Error::CodeNotInVersion);
+        let mut code = code;
+        if let Some(v) = self.core.lifecycle.version {
+            if code == mcp::RESOURCE_NOT_FOUND {
+                code = mcp::resource_not_found_code(v);
+            }
+            if !mcp::error_code_allowed(code, v) {
+                return Err(Error::CodeNotInVersion);
+            }
         }
         if code == mcp::URL_ELICITATION_REQUIRED {
             // Only with its well-formed data, to a client that can follow it.

@@ -872,8 +872,10 @@ pub unsafe extern "C" fn mcpw_conn_respond(
 
 /// Answers the peer's request `*id` with a JSON-RPC error: `code`, `message` (UTF-8) and
 /// `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
-/// not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`. Inputs are read during the
-/// call only, and may be views from this handle's current event.
+/// not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
+/// `MCPW_MCP_RESOURCE_NOT_FOUND`, which is sent as the version's "resource not found" code
+/// (-32602 from 2026-07-28 on, which replaced -32002). Inputs are read during the call only,
+/// and may be views from this handle's current event.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

@@ -110,7 +110,8 @@ pub const MCPW_JSONRPC_METHOD_NOT_FOUND: i64 = -32601;
 pub const MCPW_JSONRPC_INVALID_PARAMS: i64 = -32602;
 /// JSON-RPC "Internal error".
 pub const MCPW_JSONRPC_INTERNAL_ERROR: i64 = -32603;
-/// MCP "Resource not found" (2024-11-05 to 2025-11-25).
+/// MCP "Resource not found" (2024-11-05 to 2025-11-25). Answer with it in any version:
+/// `mcpw_conn_respond_error` sends -32602 in its place from 2026-07-28 on.
 pub const MCPW_MCP_RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The library's version (`"0.1.0"`), as a static NUL-terminated string that lives as long as

@@ -73,6 +73,14 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 	if era == mcpwire.ClientEraLegacy {
 		steps = append(steps, struct{ method, params, want string }{"ping", ``, `{}`})
 	}
+	// A resource that does not exist is an error with the era's code: -32602 from
+	// 2026-07-28 (the app answers -32002, which the engine refused there: the request was
+	// never answered).
+	notFound := "error -32002"
+	if wantVersion == "2026-07-28" {
+		notFound = "error -32602"
+	}
+	steps = append(steps, struct{ method, params, want string }{"resources/read", `{"uri":"mem://nope"}`, notFound})
 	next := 0
 	var pending mcpwire.RequestID
 	send := func(now time.Time) {
@@ -114,7 +122,12 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 			next++
 			send(now)
 		case *mcpwire.ErrorEvent:
-			failed = append(failed, steps[next].method+": error "+ev.Message)
+			if ev.Request != pending {
+				return
+			}
+			if got := fmt.Sprintf("error %d", ev.Code); got != steps[next].want {
+				failed = append(failed, steps[next].method+": "+got+" "+ev.Message)
+			}
 			next++
 			send(now)
 		}
