@@ -401,7 +401,9 @@ impl Server {
         let text = body.to_string();
         match RawJson::new(&text)
             .ok()
-            .map(|raw| conn.request(now, method, Some(raw)))
+            // On the stream of the tool call it serves (over HTTP: that call's SSE stream, which
+            // the client reads, not the session's optional GET stream).
+            .map(|raw| conn.request_related(now, id.as_id(), method, Some(raw), Default::default()))
         {
             Some(Ok(request)) => {
                 self.asking.insert(request, id);

@@ -542,6 +542,57 @@ fn probe_url_against_serve_http_in_both_eras_with_a_call() {
     assert_eq!(report["call"]["content"][0]["text"], "42", "{report}");
 }
 
+/// The demo's `ask` tool, in a 2025-11-25 session over HTTP, asks the client on the tool
+/// call's own SSE stream: a client that never opens the optional GET stream gets the
+/// elicitation and then the answer. (It was sent on the GET stream: such a client waited for
+/// good.)
+#[test]
+fn serve_http_asks_the_client_on_the_tool_calls_stream() {
+    let (_server, url) = serve_http(&[]);
+    let script = r#"
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def post(body, sid=None, read=True):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if sid:
+        h["Mcp-Session-Id"] = sid
+        h["MCP-Protocol-Version"] = "2025-11-25"
+    c.request("POST", u.path, json.dumps(body), h)
+    return c.getresponse()
+def messages(r):
+    for line in r:
+        line = line.decode().strip()
+        if line.startswith("data:") and line[5:].strip():
+            yield json.loads(line[5:])
+r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+    "clientInfo": {"name": "t", "version": "1"}}})
+sid = r.getheader("Mcp-Session-Id")
+r.read()
+post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid).read()
+call = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+             "params": {"name": "ask", "arguments": {"question": "colour?"}}}, sid)
+stream = messages(call)
+m = next(stream)
+assert m.get("method") == "elicitation/create", m
+print("asked", m["params"]["message"])
+post({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept", "content": {"answer": "blue"}}}, sid).read()
+m = next(stream)
+assert m.get("id") == 1, m
+print("answer", json.dumps(m["result"]["content"][0]["text"]))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    assert!(text.contains("asked colour?"), "{text}");
+    assert!(text.contains("blue"), "{text}");
+}
+
 /// The demo's own timers over HTTP: `countdown` answers only after its steps have fired
 /// (100 ms apart) through the host's timer, in a session and in stateless requests, with
 /// several countdowns of different lengths running at once on one server.
