@@ -49,6 +49,12 @@ struct Server {
     asking: HashMap<RequestId, OwnedId>,
     /// Countdown tool calls in progress, by the id's text.
     pending_countdowns: HashMap<String, OwnedId>,
+    /// Over HTTP, the subscribers of a resource may be on any connection (another session,
+    /// or a 2026-07-28 listen stream, which is a connection of its own): `touch` calls are
+    /// left here, with their URIs, for the host to notify every connection and answer them.
+    /// On stdio the one connection is notified at once.
+    broadcast: bool,
+    touched: Vec<(OwnedId, String)>,
 }
 
 fn text_result(text: &str) -> Value {
@@ -228,6 +234,10 @@ impl Server {
                         let uri = arg("uri")
                             .and_then(|u| u.as_str().map(str::to_owned))
                             .unwrap_or_default();
+                        if self.broadcast {
+                            self.touched.push((id, uri));
+                            return;
+                        }
                         let p = json!({"uri": uri}).to_string();
                         let notified = if conn.era() == Some(Era::Modern)
                             || self.subscriptions.contains(&uri)
@@ -574,6 +584,44 @@ struct HttpDemo {
     sweep_at: usize,
 }
 
+impl HttpDemo {
+    /// `touch {uri}` over HTTP: `notifications/resources/updated` to every handshake-era
+    /// session subscribed to `uri` and to every 2026-07-28 listen stream (the engine sends it
+    /// only to the listeners that opted in to `uri`), then the answer to call `id` of `from`.
+    fn touch(&mut self, server: &mut HttpServer, from: ConnKey, id: &OwnedId, uri: &str) {
+        let params = json!({"uri": uri}).to_string();
+        let Ok(raw) = RawJson::new(&params) else {
+            return;
+        };
+        let mut notified = false;
+        for key in server.connections() {
+            let Some(conn) = server.connection(key) else {
+                continue;
+            };
+            let wants = match conn.era() {
+                Some(Era::Modern) => !conn.listen_subscriptions().is_empty(),
+                _ => self
+                    .servers
+                    .get(&key)
+                    .is_some_and(|s| s.subscriptions.contains(uri)),
+            };
+            if wants {
+                notified |= conn
+                    .notify("notifications/resources/updated", Some(raw))
+                    .is_ok();
+            }
+        }
+        if let (Some(conn), Some(state)) = (server.connection(from), self.servers.get_mut(&from)) {
+            let text = if notified {
+                "subscribers notified"
+            } else {
+                "no subscribers"
+            };
+            state.answer(conn, id, Ok(text_result(text)));
+        }
+    }
+}
+
 impl Application for HttpDemo {
     fn drive(&mut self, now: Timestamp, server: &mut HttpServer) {
         while let Some((key, ev)) = server.poll_event() {
@@ -595,13 +643,21 @@ impl Application for HttpDemo {
             }
             let ev = ev.to_owned_event();
             let closed = matches!(ev, Ev::Closed { .. });
+            let mut touched = Vec::new();
             if let Some(conn) = server.connection(key) {
-                let state = self.servers.entry(key).or_default();
+                let state = self.servers.entry(key).or_insert_with(|| Server {
+                    broadcast: true,
+                    ..Server::default()
+                });
                 state.on_event(conn, now, ev);
                 self.next_timer = [self.next_timer, state.next_timer()]
                     .into_iter()
                     .flatten()
                     .min();
+                touched = std::mem::take(&mut state.touched);
+            }
+            for (id, uri) in touched {
+                self.touch(server, key, &id, &uri);
             }
             if closed {
                 self.servers.remove(&key);

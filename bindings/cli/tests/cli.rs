@@ -593,6 +593,87 @@ print("answer", json.dumps(m["result"]["content"][0]["text"]))
     assert!(text.contains("blue"), "{text}");
 }
 
+/// The demo's `touch` over HTTP notifies the subscribers wherever they are: a 2026-07-28
+/// listen stream (a request, so a connection, of its own) and another handshake-era session
+/// that subscribed. Only the connection that made the call was notified: nobody, in both cases.
+#[test]
+fn serve_http_touch_reaches_listen_streams_and_other_sessions() {
+    let (_server, url) = serve_http(&[]);
+    let script = r#"
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+def post(body, headers):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers)
+    c.request("POST", u.path, json.dumps(body), h)
+    return c.getresponse()
+def modern(id, method, params, name=None):
+    h = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name:
+        h["Mcp-Name"] = name
+    params = dict(params, _meta=META)
+    return post({"jsonrpc": "2.0", "id": id, "method": method, "params": params}, h)
+def messages(r):
+    for line in r:
+        line = line.decode().strip()
+        if line.startswith("data:") and line[5:].strip():
+            yield json.loads(line[5:])
+def text(r):
+    return json.loads(r.read())["result"]["content"][0]["text"]
+
+listen = messages(modern(1, "subscriptions/listen",
+                         {"notifications": {"resourceSubscriptions": ["demo://readme"]}}))
+print("ack", "subscriptionId" in json.dumps(next(listen)))
+print("touch", text(modern(2, "tools/call", {"name": "touch", "arguments": {"uri": "demo://readme"}}, "touch")))
+m = next(listen)
+print("listener got", m["method"], m["params"]["uri"])
+
+def session():
+    r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}, {})
+    sid = r.getheader("Mcp-Session-Id")
+    r.read()
+    h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h).read()
+    return h
+a, b = session(), session()
+r = post({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "demo://readme"}}, a)
+r.read()
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+c.request("GET", u.path, headers=dict(a, Accept="text/event-stream"))
+stream = messages(c.getresponse())
+r = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+          "params": {"name": "touch", "arguments": {"uri": "demo://readme"}}}, b)
+if r.getheader("Content-Type").startswith("application/json"):
+    answer = json.loads(r.read())
+else:
+    answer = list(messages(r))[-1]
+print("session touch", answer["result"]["content"][0]["text"])
+m = next(stream)
+print("session got", m["method"], m["params"]["uri"])
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    for want in [
+        "ack True",
+        "touch subscribers notified",
+        "listener got notifications/resources/updated demo://readme",
+        "session touch subscribers notified",
+        "session got notifications/resources/updated demo://readme",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+}
+
 /// The demo's own timers over HTTP: `countdown` answers only after its steps have fired
 /// (100 ms apart) through the host's timer, in a session and in stateless requests, with
 /// several countdowns of different lengths running at once on one server.
