@@ -2447,6 +2447,63 @@ static void test_http_closing_a_stateless_stream_cancels_the_request(void) {
     world_free(&w);
 }
 
+/* A stateless request held open whose client leaves: its PEER_CANCELLED comes with a view,
+   and the next poll, which lends another request's view, ends that connection. Its view must
+   be stale then: it pointed at the freed connection (whose memory the next request may
+   reuse), and calls on it read and wrote there. */
+static uint16_t post_stateless(mcpw_http_server *server, uint64_t now, int id,
+                               mcpw_http_response *out) {
+    mcpw_http_header h[6];
+    mcpw_http_response settled;
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"x\",%s}}",
+             id, MODERN_META);
+    h[0] = make_header("Host", "localhost");
+    h[1] = make_header("Content-Type", "application/json");
+    h[2] = make_header("Accept", "application/json, text/event-stream");
+    h[3] = make_header("MCP-Protocol-Version", "2026-07-28");
+    h[4] = make_header("Mcp-Method", "tools/call");
+    h[5] = make_header("Mcp-Name", "x");
+    OK(mcpw_http_server_handle_request(server, now, S("POST"), S("/mcp"), h, 6,
+                                       (const uint8_t *)body, strlen(body), out));
+    if (out->has_stream) OK(mcpw_http_server_settle(server, out->stream, &settled));
+    return out->status;
+}
+
+static void test_http_a_view_of_a_connection_a_poll_ended_is_stale(void) {
+    mcpw_http_server_options o = http_server_options();
+    mcpw_http_server *server = make_http_server(&o);
+    mcpw_http_response first, second;
+    mcpw_event ev;
+    mcpw_conn *view = NULL, *left = NULL;
+    uint64_t key;
+    size_t ours = 0, peers = 0;
+    int checked = 0;
+
+    CHECK(post_stateless(server, 1, 1, &first) == 200 && first.has_stream);
+    do OK(mcpw_http_server_poll_event(server, &ev, &key, &view)); /* READY, REQUEST: held */
+    while (ev.kind != MCPW_EVENT_NONE);
+    OK(mcpw_http_server_stream_closed(server, 2, first.stream)); /* its client went away */
+    CHECK(post_stateless(server, 3, 2, &second) == 200);
+    for (;;) {
+        OK(mcpw_http_server_poll_event(server, &ev, &key, &view));
+        if (ev.kind == MCPW_EVENT_PEER_CANCELLED) {
+            left = view;
+            OK(mcpw_conn_in_flight(left, &ours, &peers)); /* valid while its event is current */
+        } else if (left != NULL && !checked) {
+            /* This poll lent another connection's view, and ended the one that left. */
+            RC(MCPW_ERR_STALE_VIEW, mcpw_conn_in_flight(left, &ours, &peers));
+            RC(MCPW_ERR_STALE_VIEW, mcpw_conn_close(left, 4, 0));
+            checked = 1;
+        }
+        if (ev.kind == MCPW_EVENT_NONE) break;
+    }
+    CHECK(left != NULL && checked);
+    mcpw_http_server_free(server);
+}
+
 /* DNS rebinding protection, the endpoint's path, and the body cap. */
 static void test_http_host_origin_path_and_size_checks(void) {
     mcpw_http_server_options o = http_server_options();
@@ -3872,6 +3929,8 @@ int main(void) {
     run("http_the_stateless_era", test_http_the_stateless_era);
     run("http_closing_a_stateless_stream_cancels_the_request",
         test_http_closing_a_stateless_stream_cancels_the_request);
+    run("http_a_view_of_a_connection_a_poll_ended_is_stale",
+        test_http_a_view_of_a_connection_a_poll_ended_is_stale);
     run("http_host_origin_path_and_size_checks", test_http_host_origin_path_and_size_checks);
     run("http_polling_and_resumption_through_a_host_store",
         test_http_polling_and_resumption_through_a_host_store);

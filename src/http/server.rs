@@ -549,6 +549,13 @@ impl HttpServer {
         }
     }
 
+    /// Whether connection `key` is alive: a session not yet ended, or a stateless request not
+    /// yet over. Unlike [`connection`](Self::connection) it changes nothing, so a host can use
+    /// it to drop what it keeps for connections that have gone.
+    pub fn contains(&self, key: ConnKey) -> bool {
+        self.conns.contains_key(&key.0)
+    }
+
     /// The session id of a connection, if it is a handshake-era session.
     pub fn session_of(&self, key: ConnKey) -> Option<&str> {
         self.conns.get(&key.0)?.session.as_deref()

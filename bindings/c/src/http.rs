@@ -335,20 +335,28 @@ impl Handle for mcpw_http_server {
         &self.poisoned
     }
     fn after_call(&mut self) {
-        if std::mem::take(&mut self.lending) {
-            return;
-        }
-        for key in self.lent.drain(..) {
-            if let Some(view) = self.views.get_mut(&key) {
+        // A lending call keeps the views lent so far valid, except those whose connection it
+        // ended (a stateless request whose last event was taken, say): their connection is
+        // gone, and its memory may already serve another request. Any other call ends them
+        // all.
+        let lending = std::mem::take(&mut self.lending);
+        let (server, views) = (&self.server, &mut self.views);
+        self.lent.retain(|&key| {
+            let keep = lending && server.contains(ConnKey::from_raw(key));
+            if !keep && let Some(view) = views.get_mut(&key) {
                 // Safety: the view is ours (from `Box::leak`), and C is not using it during a
                 // call on the server.
                 unsafe { view.as_mut() }.stale();
             }
+            keep
+        });
+        if lending {
+            return;
         }
         if self.views.len() >= self.collect_at {
-            let server = &mut self.server;
+            let server = &self.server;
             self.views.retain(|&key, view| {
-                let alive = server.connection(ConnKey::from_raw(key)).is_some();
+                let alive = server.contains(ConnKey::from_raw(key));
                 if !alive {
                     // Safety: from `Box::leak`, stale, and dropped only here.
                     drop(unsafe { Box::from_raw(view.as_ptr()) });
