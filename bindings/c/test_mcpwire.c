@@ -408,6 +408,12 @@ static void test_null_handles_and_outputs(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_respond_input_required(conn, NULL, NULL, 0, S("s")));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_retry(conn, 0, 1, NULL, 0, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_retry(conn, 0, 1, NULL, 4, &rid));
+    /* NULL with a non-zero length is a NULL argument whatever the length (above PTRDIFF_MAX it
+       was "invalid argument"); a real pointer with such a length is the invalid argument. */
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_handle_input(conn, 0, NULL, SIZE_MAX));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_get(NULL, SIZE_MAX, S("a"), &view));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_config_set_info(config, NULL, SIZE_MAX));
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_conn_handle_input(conn, 0, (const uint8_t *)"x", SIZE_MAX));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_era(conn, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_request_context(conn, &id, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_request_context(conn, NULL, &context));

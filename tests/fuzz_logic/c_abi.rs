@@ -1115,17 +1115,14 @@ impl Arg {
     }
 
     /// Adds the results the header gives this argument's problems, if it has any: NULL with
-    /// a length (or, when the length is past `isize::MAX`, out of range), text that is not
-    /// UTF-8, JSON that is not one value. `optional` arguments may be absent.
+    /// a length (any length), text that is not UTF-8, JSON that is not one value. `optional`
+    /// arguments may be absent.
     fn problems(&self, want: Want, optional: bool, out: &mut Vec<mcpw_result>) {
         match self.null {
             Some(0) if optional => return,
             Some(0) => {}
-            Some(n) => {
+            Some(_) => {
                 out.push(MCPW_ERR_NULL_ARGUMENT);
-                if n > isize::MAX as usize {
-                    out.push(MCPW_ERR_INVALID_ARGUMENT);
-                }
                 return;
             }
             None => {}
@@ -1211,12 +1208,7 @@ fn id_in(arg: &IdArg, peers: &[PeerId], problems: &mut Vec<mcpw_result>) -> IdIn
         IdArg::Str(text) => {
             let string = Arg::of(text, IDS);
             match string.null {
-                Some(n) if n > 0 => {
-                    problems.push(MCPW_ERR_NULL_ARGUMENT);
-                    if n > isize::MAX as usize {
-                        problems.push(MCPW_ERR_INVALID_ARGUMENT);
-                    }
-                }
+                Some(n) if n > 0 => problems.push(MCPW_ERR_NULL_ARGUMENT),
                 _ => {
                     let valid = std::str::from_utf8(&string.bytes)
                         .ok()
@@ -2415,12 +2407,12 @@ impl Harness {
                 let mut texts: Vec<Arg> = Vec::new();
                 let (list_null, count) = match arg {
                     VersionsArg::None => (true, 0),
+                    // NULL with any non-zero count, huge ones too (the header's rule).
                     VersionsArg::NullWithCount(n) => {
+                        expect.problems.push(MCPW_ERR_NULL_ARGUMENT);
                         if *n == u8::MAX {
-                            expect.problems.push(MCPW_ERR_INVALID_ARGUMENT);
                             (true, usize::MAX)
                         } else {
-                            expect.problems.push(MCPW_ERR_NULL_ARGUMENT);
                             (true, usize::from(*n) + 1)
                         }
                     }

@@ -236,10 +236,11 @@ pub(crate) unsafe fn bytes_in<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8]
     if len == 0 {
         return Ok(&[]);
     }
+    // NULL first: "a NULL pointer with a non-zero length" whatever the length.
+    let p = required(ptr)?;
     if isize::try_from(len).is_err() {
         return Err(MCPW_ERR_INVALID_ARGUMENT);
     }
-    let p = required(ptr)?;
     // Safety: not NULL, `len` fits `isize`, and (caller) `len` bytes are readable for 'a.
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
@@ -252,10 +253,10 @@ pub(crate) unsafe fn array_in<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T
     if len == 0 {
         return Ok(&[]);
     }
+    let p = required(ptr)?;
     if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
         return Err(MCPW_ERR_INVALID_ARGUMENT);
     }
-    let p = required(ptr)?;
     // Safety: not NULL, the size fits `isize`, and (caller) `len` readable `T` for 'a.
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
