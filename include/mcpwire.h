@@ -468,6 +468,12 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
     /**
+     * Tasks: the random source gave ids already in use eight times running, so it is not
+     * random (a failed `getrandom` that left the buffer as it was, a fixed seed). No task
+     * was created; fix the source.
+     */
+    MCPW_ERR_RANDOM_REPEATS = 323,
+    /**
      * The engine refused the command for a reason this version of the C ABI has no code
      * for yet.
      */

@@ -127,6 +127,10 @@ impl Default for TaskConfig {
     }
 }
 
+/// How many ids a random source may give that are already in use before it is taken for
+/// broken (tasks here, session ids in the HTTP server).
+pub(crate) const RANDOM_TRIES: usize = 8;
+
 /// Why a [`Tasks`] call was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskError {
@@ -144,6 +148,10 @@ pub enum TaskError {
     /// The JSON given is not what the call takes (a result and an input request are objects),
     /// or it is over [`TaskConfig::max_payload`].
     InvalidPayload,
+    /// The random source gave ids already in use eight times running: it is not random (a
+    /// failed `getrandom` that left the buffer as it was, a fixed test seed). No task was
+    /// created; fix the source.
+    RandomRepeats,
 }
 
 impl fmt::Display for TaskError {
@@ -155,6 +163,7 @@ impl fmt::Display for TaskError {
             TaskError::KeyReused => "the input request key was used before in this task",
             TaskError::TooManyInputRequests => "too many input requests outstanding",
             TaskError::InvalidPayload => "the JSON is not an object or is too large",
+            TaskError::RandomRepeats => "the random source repeats itself: no fresh task id",
         })
     }
 }
@@ -351,14 +360,16 @@ impl Tasks {
         if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal() {
             return Err(TaskError::Full);
         }
-        let id = loop {
-            let mut bytes = [0u8; 16];
-            random(&mut bytes);
-            let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            if !self.tasks.contains_key(&id) {
-                break id;
-            }
-        };
+        // 128 random bits collide by chance about never; a source that repeats would make
+        // this loop spin for good.
+        let id = (0..RANDOM_TRIES)
+            .map(|_| {
+                let mut bytes = [0u8; 16];
+                random(&mut bytes);
+                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            })
+            .find(|id| !self.tasks.contains_key(id))
+            .ok_or(TaskError::RandomRepeats)?;
         self.tasks.insert(
             id.clone(),
             Task {

@@ -305,6 +305,32 @@ fn sessions_come_from_the_hosts_random_source_and_end_with_delete() {
     );
 }
 
+/// A random source that repeats itself gets the second `initialize` a 500, not a server that
+/// spins for good looking for a fresh session id.
+#[test]
+fn a_random_source_that_repeats_itself_gets_500() {
+    let mut s = server();
+    let mut stuck = |b: &mut [u8]| b.fill(7);
+    let mut send_init = |s: &mut HttpServer| {
+        let headers = [
+            ("Host", "127.0.0.1:3000"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: INIT.as_bytes(),
+        };
+        s.handle_request(T0, &req, &mut stuck)
+    };
+    assert_eq!(send_init(&mut s).status, 200);
+    let r = send_init(&mut s);
+    assert_eq!(r.status, 500, "{r:?}");
+    assert_eq!(json_body(&r)["error"]["code"], -32603);
+    assert_eq!(s.sessions(), 1);
+}
+
 #[test]
 fn protocol_version_header_rules() {
     let mut s = server();

@@ -362,6 +362,18 @@ fn failed_carries_the_json_rpc_error_and_cancel_is_cooperative() {
     assert_eq!(tasks.answer(at(70), "tools/call", None), None);
 }
 
+/// A random source that repeats itself gets an error, not a loop that never ends.
+#[test]
+fn a_random_source_that_repeats_itself_is_refused() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut stuck = |b: &mut [u8]| b.fill(7);
+    tasks.create(T0, &mut stuck).unwrap();
+    assert_eq!(tasks.create(T0, &mut stuck), Err(TaskError::RandomRepeats));
+    assert_eq!(tasks.len(), 1);
+    // A working source goes on.
+    tasks.create(T0, &mut ids()).unwrap();
+}
+
 #[test]
 fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     let config = TaskConfig {

@@ -1378,6 +1378,12 @@ static void test_the_stateless_era(void) {
 static uint64_t random_state = 1;
 static int random_calls;
 
+/* A broken random source: the same bytes every time. */
+static void zero_random(void *user, uint8_t *buf, size_t len) {
+    (void)user;
+    memset(buf, 0, len);
+}
+
 static void test_random(void *user, uint8_t *buf, size_t len) {
     uint64_t *state = (uint64_t *)user;
     size_t i;
@@ -3361,6 +3367,15 @@ static void test_tasks_unknown_tasks_and_bounds(void) {
 
     /* max_tasks: full while no task is terminal; then the oldest terminal one makes room. */
     create_task(tasks, 0, first);
+    {
+        /* A random source that repeats itself is refused (the call spun for good). */
+        mcpw_tasks *stuck = NULL;
+        mcpw_str id = {"unchanged", 9};
+        OK(mcpw_tasks_new(NULL, 0, 0, &stuck));
+        OK(mcpw_tasks_create(stuck, 0, zero_random, NULL, &id));
+        RC(MCPW_ERR_RANDOM_REPEATS, mcpw_tasks_create(stuck, 0, zero_random, NULL, &id));
+        mcpw_tasks_free(stuck);
+    }
     {
         mcpw_str id = {"unchanged", 9};
         RC(MCPW_ERR_TASKS_FULL, mcpw_tasks_create(tasks, 0, test_random, &random_state, &id));

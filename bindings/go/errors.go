@@ -55,6 +55,7 @@ const (
 	CodeTaskKeyReused          ResultCode = 320 // Tasks: the input request key was used before in the task
 	CodeTooManyInputRequests   ResultCode = 321 // Tasks: TaskConfig.MaxInputRequests are outstanding
 	CodeInvalidTaskPayload     ResultCode = 322 // Tasks: the JSON is not an object or is over MaxPayload
+	CodeRandomRepeats          ResultCode = 323 // Tasks: the random source gave ids in use eight times running
 	CodeCommandRefused         ResultCode = 399
 	CodePanic                  ResultCode = 900
 	CodePoisoned               ResultCode = 901
@@ -137,6 +138,7 @@ var (
 	ErrTaskKeyReused          = &ResultError{Code: CodeTaskKeyReused}
 	ErrTooManyInputRequests   = &ResultError{Code: CodeTooManyInputRequests}
 	ErrInvalidTaskPayload     = &ResultError{Code: CodeInvalidTaskPayload}
+	ErrRandomRepeats          = &ResultError{Code: CodeRandomRepeats}
 	ErrCommandRefused         = &ResultError{Code: CodeCommandRefused}
 	ErrPanic                  = &ResultError{Code: CodePanic}
 	ErrPoisoned               = &ResultError{Code: CodePoisoned}

@@ -850,11 +850,17 @@ impl HttpServer {
         if let Err(busy) = self.make_room() {
             return busy;
         }
-        let sid = loop {
-            let candidate = session_id(random);
-            if !self.sessions.contains_key(&candidate) {
-                break candidate;
-            }
+        // A source that repeats itself would make this spin for good (see `RANDOM_TRIES`).
+        let Some(sid) = (0..crate::tasks::RANDOM_TRIES)
+            .map(|_| session_id(random))
+            .find(|sid| !self.sessions.contains_key(sid))
+        else {
+            return HttpResponse::rpc_error(
+                500,
+                None,
+                jsonrpc::INTERNAL_ERROR,
+                "Internal Server Error: the server's random source repeats itself",
+            );
         };
         let Some(key) = self.new_conn(now, Some(sid.clone()), false) else {
             return HttpResponse::empty(500);

@@ -116,6 +116,10 @@ pub enum mcpw_result {
     /// Tasks: the JSON is not what the call takes (a result and an input request are
     /// objects), or it is over `mcpw_task_config.max_payload`.
     MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
+    /// Tasks: the random source gave ids already in use eight times running, so it is not
+    /// random (a failed `getrandom` that left the buffer as it was, a fixed seed). No task
+    /// was created; fix the source.
+    MCPW_ERR_RANDOM_REPEATS = 323,
     /// The engine refused the command for a reason this version of the C ABI has no code
     /// for yet.
     MCPW_ERR_COMMAND_REFUSED = 399,
@@ -131,7 +135,7 @@ use mcpw_result::*;
 
 impl mcpw_result {
     /// Every code, for tests and for `mcpw_result_message`.
-    pub(crate) const ALL: [mcpw_result; 41] = [
+    pub(crate) const ALL: [mcpw_result; 42] = [
         MCPW_OK,
         MCPW_ERR_NULL_ARGUMENT,
         MCPW_ERR_INVALID_UTF8,
@@ -170,6 +174,7 @@ impl mcpw_result {
         MCPW_ERR_TASK_KEY_REUSED,
         MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
         MCPW_ERR_INVALID_TASK_PAYLOAD,
+        MCPW_ERR_RANDOM_REPEATS,
         MCPW_ERR_COMMAND_REFUSED,
         MCPW_ERR_PANIC,
         MCPW_ERR_POISONED,
@@ -218,6 +223,7 @@ impl mcpw_result {
             MCPW_ERR_TASK_KEY_REUSED => c"the input request key was used before in this task",
             MCPW_ERR_TOO_MANY_INPUT_REQUESTS => c"too many input requests outstanding",
             MCPW_ERR_INVALID_TASK_PAYLOAD => c"the JSON is not an object or is too large",
+            MCPW_ERR_RANDOM_REPEATS => c"the random source repeats itself",
             MCPW_ERR_COMMAND_REFUSED => c"the engine refused the command",
             MCPW_ERR_PANIC => c"internal error: mcpwire panicked; the handle is poisoned",
             MCPW_ERR_POISONED => c"the handle is poisoned by an earlier internal error",
@@ -270,6 +276,7 @@ impl From<TaskError> for mcpw_result {
             TaskError::KeyReused => MCPW_ERR_TASK_KEY_REUSED,
             TaskError::TooManyInputRequests => MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
             TaskError::InvalidPayload => MCPW_ERR_INVALID_TASK_PAYLOAD,
+            TaskError::RandomRepeats => MCPW_ERR_RANDOM_REPEATS,
             _ => MCPW_ERR_COMMAND_REFUSED,
         }
     }

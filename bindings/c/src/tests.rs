@@ -142,6 +142,7 @@ fn every_task_error_has_its_own_code() {
         TaskError::KeyReused,
         TaskError::TooManyInputRequests,
         TaskError::InvalidPayload,
+        TaskError::RandomRepeats,
     ];
     let codes: std::collections::HashSet<_> = errors
         .iter()
