@@ -307,7 +307,8 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_INVALID_UTF8 = 101,
     /**
-     * Text that must be one JSON value is not.
+     * Text that must be one JSON value is not, or nests arrays and objects deeper than 128
+     * levels (the decoder's limit, which frames from the peer obey too).
      */
     MCPW_ERR_INVALID_JSON = 102,
     /**
