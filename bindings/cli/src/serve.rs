@@ -199,12 +199,14 @@ impl Server {
             "tools/call" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
                 match name {
-                    "echo" => Ok(text_result(
-                        arg("text")
-                            .and_then(|t| t.as_str().map(str::to_owned))
-                            .as_deref()
-                            .unwrap_or(""),
-                    )),
+                    // Arguments the tool cannot use are a tool error the model can read and
+                    // correct (the fast path above took every well-formed call).
+                    "echo" => match arg("text") {
+                        Some(Value::String(text)) => Ok(text_result(&text)),
+                        _ => Ok(
+                            json!({"content": [{"type": "text", "text": "echo needs a string argument 'text'"}], "isError": true}),
+                        ),
+                    },
                     "add" => match (
                         arg("a").and_then(|v| v.as_i64()),
                         arg("b").and_then(|v| v.as_i64()),
@@ -258,9 +260,9 @@ impl Server {
                             "no subscribers"
                         }))
                     }
-                    other => Ok(
-                        json!({"content": [{"type": "text", "text": format!("unknown tool {other}")}], "isError": true}),
-                    ),
+                    // An unknown tool is a protocol error (-32602), as the spec's tools page
+                    // lists it, not a tool result.
+                    other => Err((-32602, format!("Unknown tool: {other}"))),
                 }
             }
             "resources/list" => Ok(json!({"resources": [
@@ -302,6 +304,10 @@ impl Server {
             "prompts/list" => Ok(json!({"prompts": [
                 {"name": "greet", "description": "Greets someone", "arguments": [{"name": "name", "description": "Who to greet", "required": false}]}
             ]})),
+            "prompts/get" if params.get("name").and_then(Value::as_str) != Some("greet") => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                Err((-32602, format!("Unknown prompt: {name}")))
+            }
             "prompts/get" => {
                 let name = params
                     .get("arguments")
