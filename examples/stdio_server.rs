@@ -48,9 +48,12 @@ fn handle(
                     let text = arguments
                         .and_then(|a| a.get_unique("text").ok().flatten())
                         .and_then(|t| t.as_str())
-                        .map(|t| t.to_str().into_owned())
-                        .unwrap_or_default();
-                    Ok(text_result(&text))
+                        .map(|t| t.to_str().into_owned());
+                    // Arguments the tool cannot use are a tool error the model can read.
+                    Ok(match text {
+                        Some(text) => text_result(&text),
+                        None => r#"{"content":[{"type":"text","text":"echo needs a string argument 'text'"}],"isError":true}"#.into(),
+                    })
                 }
                 "count" => {
                     for step in 1..=3 {
@@ -59,7 +62,8 @@ fn handle(
                     }
                     Ok(text_result("counted to 3"))
                 }
-                _ => Ok(r#"{"content":[{"type":"text","text":"unknown tool"}],"isError":true}"#.into()),
+                // An unknown tool is a protocol error, as the spec's tools page shows.
+                _ => Err((-32602, format!("Unknown tool: {name}"))),
             }
         }
         "resources/list" => Ok(r#"{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}"#.into()),
@@ -69,7 +73,10 @@ fn handle(
             _ => Err((-32002, "Resource not found".into())),
         },
         "prompts/list" => Ok(r#"{"prompts":[{"name":"greet","description":"Say hello"}]}"#.into()),
-        "prompts/get" => Ok(r#"{"messages":[{"role":"user","content":{"type":"text","text":"Say hello to mcpwire."}}]}"#.into()),
+        "prompts/get" => match arg("name").as_deref() {
+            Some("greet") => Ok(r#"{"messages":[{"role":"user","content":{"type":"text","text":"Say hello to mcpwire."}}]}"#.into()),
+            _ => Err((-32602, "Unknown prompt".into())),
+        },
         _ => Err((-32601, "Method not found".into())),
     }
 }

@@ -4,7 +4,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::stdio::{assert_python_session, assert_typescript_session, example_binary};
+use common::stdio::{
+    assert_python_session, assert_typescript_session,
+    assert_unknown_tools_and_prompts_are_invalid_params, example_binary,
+};
 
 fn server() -> String {
     example_binary("stdio_server").display().to_string()
@@ -35,4 +38,9 @@ fn python_sdk_client_in_auto_mode_falls_back_promptly_from_a_legacy_server() {
 #[test]
 fn typescript_sdk_client() {
     assert_typescript_session(&[&server()]);
+}
+
+#[test]
+fn unknown_tools_and_prompts_are_invalid_params() {
+    assert_unknown_tools_and_prompts_are_invalid_params(&[&server()]);
 }

@@ -5,7 +5,7 @@
  * It speaks both protocol eras on one endpoint, http://127.0.0.1:PORT/mcp: handshake-era
  * sessions (2024-11-05 ... 2025-11-25, with Mcp-Session-Id, SSE streams, resumption with
  * Last-Event-ID) and stateless 2026-07-28 requests; --legacy serves the handshake era only.
- * It serves what the stdio example serves, plus two tools of the conformance suite:
+ * It serves what the stdio example serves, plus some tools of the conformance suite:
  *   - tool "echo" {text}: returns the text exactly;
  *   - tool "add" {a, b}: returns the sum of the two numbers as text;
  *   - tool "count": reports progress 1/3, 2/3, 3/3 about 50 ms apart, then answers;
@@ -13,6 +13,9 @@
  *   - tool "test_tool_with_progress": progress 0, 50, 100 of 100, 50 ms apart, then answers;
  *   - tool "test_missing_capability": needs the client's sampling capability; without it the
  *     answer is the spec's MissingRequiredClientCapability error (-32021, HTTP 400);
+ *   - tools "test_error_handling" (an isError result), "test_logging_tool" (logs at info
+ *     where the request asked for logs) and "test_streaming_elicitation" (2026-07-28: asks
+ *     for a name with an "input required" answer, then thanks the retry);
  *   - resource "mem://greeting" (text/plain);
  *   - prompt "greet".
  *
@@ -294,7 +297,14 @@ static const char TOOLS[] =
     "{\"name\":\"test_tool_with_progress\",\"description\":\"Reports progress, then answers\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
     "{\"name\":\"test_missing_capability\",\"description\":\"Needs the client's sampling "
-    "capability\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}";
+    "capability\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_error_handling\",\"description\":\"Always fails with an isError result\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_logging_tool\",\"description\":\"Logs at info while it runs\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+    "{\"name\":\"test_streaming_elicitation\",\"description\":\"Asks the user for input "
+    "(2026-07-28: an input-required answer)\",\"inputSchema\":{\"type\":\"object\","
+    "\"properties\":{}}}]}";
 static const char RESOURCES[] =
     "{\"resources\":[{\"uri\":\"mem://greeting\",\"name\":\"greeting\",\"mimeType\":\"text/plain\"}]}";
 static const char GREETING[] =
@@ -438,6 +448,28 @@ static void call_needs_sampling(mcpw_conn *conn, const mcpw_id *id) {
     }
 }
 
+/* test_streaming_elicitation, 2026-07-28: the question goes back as an "input required"
+   answer (on the request's own stream, never as a request of ours), and the client's retry
+   carries the answer in inputResponses. A session (or a client that cannot elicit) gets a
+   tool error instead. */
+static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_str params) {
+    static const char ask[] =
+        "{\"input\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\","
+        "\"message\":\"Please provide your name\",\"requestedSchema\":{\"type\":\"object\","
+        "\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}}}}";
+    mcpw_result rc;
+    if (member(params, "inputResponses").ptr != NULL) {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"Thank you for "
+                            "your input\"}],\"isError\":false}"));
+        return;
+    }
+    rc = mcpw_conn_respond_input_required(conn, id, S(ask), NULL, 0);
+    if (rc != MCPW_OK) {
+        respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool needs a "
+                            "2026-07-28 client that can elicit\"}],\"isError\":true}"));
+    }
+}
+
 static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, uint64_t now) {
     const mcpw_id *id = &ev->id;
     if (str_is(ev->method, "tools/list")) {
@@ -460,9 +492,22 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
             start_job(key, id, JOB_PROGRESS_100, now);
         } else if (str_is(name, "\"test_missing_capability\"")) {
             call_needs_sampling(conn, id);
+        } else if (str_is(name, "\"test_error_handling\"")) {
+            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool "
+                                "intentionally returns an error for testing\"}],\"isError\":true}"));
+        } else if (str_is(name, "\"test_logging_tool\"")) {
+            /* Sent only where the request asked for logs (2026-07-28: its logLevel); refused,
+               and nothing sent, in a session (this server declares no logging). */
+            bool sent = false;
+            (void)mcpw_conn_log(conn, id, MCPW_LOG_INFO, S("test_logging_tool"),
+                                S("\"test_logging_tool ran\""), &sent);
+            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"Logging tool "
+                                "completed\"}],\"isError\":false}"));
+        } else if (str_is(name, "\"test_streaming_elicitation\"")) {
+            call_streaming_elicitation(conn, id, ev->params);
         } else {
-            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],"
-                                "\"isError\":true}"));
+            /* An unknown tool is a protocol error, as the spec's tools page shows. */
+            respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown tool");
         }
     } else if (str_is(ev->method, "resources/list")) {
         respond(conn, id, RESOURCES, sizeof RESOURCES - 1);

@@ -311,8 +311,8 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
         } else if (str_is(name, "\"count\"")) {
             start_count(id, now); /* answered by run_jobs */
         } else {
-            respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],"
-                                "\"isError\":true}"));
+            /* An unknown tool is a protocol error, as the spec's tools page shows. */
+            respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown tool");
         }
     } else if (str_is(ev->method, "resources/list")) {
         respond(conn, id, RESOURCES, sizeof RESOURCES - 1);

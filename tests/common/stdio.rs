@@ -235,3 +235,56 @@ pub fn is_running(pid: u32) -> bool {
             .is_some_and(|s| !s.trim_start().starts_with('Z'))
     })
 }
+
+/// Runs a 2025-11-25 session on the stdio server `server`: the handshake, then `requests`
+/// (JSON-RPC requests as text, one per line), then the end of input. Returns the answer to
+/// each request with id `n`, as `answer(n)` reads it: the line the server wrote for it.
+pub fn answers_in_a_session(server: &[&str], requests: &[&str]) -> impl Fn(i64) -> String {
+    use std::io::Write;
+    let mut input = String::from(concat!(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","#,
+        r#""capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n"
+    ));
+    for r in requests {
+        input.push_str(r);
+        input.push('\n');
+    }
+    let mut child = Command::new(server[0])
+        .args(&server[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().expect("the server's output");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    move |id| {
+        text.lines()
+            .find(|l| l.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"#)))
+            .unwrap_or_else(|| panic!("no answer to {id}:\n{text}"))
+            .to_owned()
+    }
+}
+
+/// An unknown tool and an unknown prompt get -32602 from the stdio server `server`, as the
+/// spec's tools and prompts pages show (the example servers answered an unknown tool with a
+/// result carrying `isError`, and some any prompt name with their one prompt).
+pub fn assert_unknown_tools_and_prompts_are_invalid_params(server: &[&str]) {
+    let answer = answers_in_a_session(
+        server,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"nope"}}"#,
+        ],
+    );
+    for id in [1, 2] {
+        let line = answer(id);
+        assert!(line.contains(r#""code":-32602"#), "{server:?}: {line}");
+    }
+}

@@ -17,7 +17,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::stdio::{assert_python_session, assert_typescript_session, everything_command};
+use common::stdio::{
+    assert_python_session, assert_typescript_session,
+    assert_unknown_tools_and_prompts_are_invalid_params, everything_command,
+};
 
 mod support;
 
@@ -483,6 +486,13 @@ fn typescript_sdk_client_against_the_c_server() {
 // ---- The stdio example never loses an answer ----------------------------------------------
 
 const C_INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// An unknown tool or prompt gets -32602, as the spec's tools and prompts pages show (an
+/// unknown tool was a result with `isError`).
+#[test]
+fn the_stdio_example_refuses_unknown_tools_and_prompts_with_invalid_params() {
+    assert_unknown_tools_and_prompts_are_invalid_params(&[&c_server()]);
+}
 
 /// The resident memory of a process, from /proc (Linux).
 fn rss_of(pid: u32) -> u64 {

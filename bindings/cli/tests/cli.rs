@@ -10,7 +10,10 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::stdio::{node_modules, python_client, python_site, root, run_client, ts_client};
+use common::stdio::{
+    answers_in_a_session, assert_unknown_tools_and_prompts_are_invalid_params, node_modules,
+    python_client, python_site, root, run_client, ts_client,
+};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
@@ -897,49 +900,22 @@ fn serve_answers_a_last_request_that_has_no_newline() {
 /// got the greeting), and echo's text that is not a string is a tool error (it echoed "").
 #[test]
 fn serve_refuses_unknown_tools_and_prompts_with_invalid_params() {
-    let input = [
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"nope"}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}"#,
-        r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"Ada"}}}"#,
-        "",
-    ]
-    .join("\n");
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let by_id = |id: i64| {
-        answers
-            .iter()
-            .find(|a| a["id"] == id)
-            .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
-    };
-    assert_eq!(by_id(1)["error"]["code"], -32602, "{answers:?}");
-    assert_eq!(by_id(1)["error"]["message"], "Unknown tool: nope");
-    assert_eq!(by_id(2)["error"]["code"], -32602, "{answers:?}");
-    assert_eq!(by_id(3)["result"]["isError"], true, "{answers:?}");
+    assert_unknown_tools_and_prompts_are_invalid_params(&[BIN, "serve"]);
+    let answer = answers_in_a_session(
+        &[BIN, "serve"],
+        &[
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"Ada"}}}"#,
+        ],
+    );
+    let json = |id| serde_json::from_str::<Value>(&answer(id)).unwrap();
+    assert_eq!(json(3)["result"]["isError"], true, "{}", answer(3));
     assert!(
-        by_id(4)["result"]["messages"][0]["content"]["text"]
+        json(4)["result"]["messages"][0]["content"]["text"]
             .as_str()
             .is_some_and(|t| t.contains("Ada")),
-        "{answers:?}"
+        "{}",
+        answer(4)
     );
 }
 

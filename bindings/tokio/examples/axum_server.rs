@@ -24,33 +24,49 @@ impl Application for Mcp {
             let OwnedEvent::Request { id, method, params } = event.to_owned_event() else {
                 continue;
             };
-            let result = answer(&method, params.as_deref());
-            if let Some(conn) = server.connection(key) {
-                let _ = conn.respond_typed(id.as_id(), &result); // refused: the client left
-            }
+            let Some(conn) = server.connection(key) else {
+                continue;
+            };
+            // Refused only when the client left.
+            let _sent = match answer(&method, params.as_deref()) {
+                Ok(result) => conn.respond_typed(id.as_id(), &result).is_ok(),
+                Err((code, message)) => conn.respond_error(id.as_id(), code, message, None).is_ok(),
+            };
         }
         server.pump();
     }
 }
 
-fn answer(method: &str, params: Option<&str>) -> Value {
+/// The result of one request, or the error the spec's pages give for it: `(code, message)`.
+fn answer(method: &str, params: Option<&str>) -> Result<Value, (i64, &'static str)> {
     let params: Value = params
         .and_then(|p| RawJson::new(p).ok()?.parse().ok())
         .unwrap_or_default();
     match method {
-        "tools/list" => json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
+        "tools/list" => Ok(
+            json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
             "properties":{"text":{"type":"string"}},"required":["text"]}}]}),
-        "tools/call" if params["name"] == "echo" => {
-            json!({"content":[{"type":"text","text":params["arguments"]["text"]}]})
+        ),
+        // Arguments the tool cannot use are a tool error the model can read.
+        "tools/call" if params["name"] == "echo" => Ok(match &params["arguments"]["text"] {
+            Value::String(text) => json!({"content":[{"type":"text","text":text}]}),
+            _ => json!({"content":[{"type":"text","text":"echo needs a string argument 'text'"}],
+                "isError":true}),
+        }),
+        "tools/call" => Err((-32602, "Unknown tool")),
+        "resources/list" => Ok(json!({"resources":[{"uri":"mem://greeting","name":"greeting"}]})),
+        "resources/templates/list" => Ok(json!({"resourceTemplates":[]})),
+        "resources/read" if params["uri"] == "mem://greeting" => {
+            Ok(json!({"contents":[{"uri":"mem://greeting","text":"Hello from axum"}]}))
         }
-        "tools/call" => json!({"content":[{"type":"text","text":"unknown tool"}],"isError":true}),
-        "resources/list" => json!({"resources":[{"uri":"mem://greeting","name":"greeting"}]}),
-        "resources/read" => json!({"contents":[{"uri":"mem://greeting","text":"Hello from axum"}]}),
-        "prompts/list" => json!({"prompts":[{"name":"greet"}]}),
-        "prompts/get" => {
-            json!({"messages":[{"role":"user","content":{"type":"text","text":"Hi"}}]})
+        // -32002 is sent as the version's "resource not found" code (-32602 in 2026-07-28).
+        "resources/read" => Err((mcpwire::mcp::RESOURCE_NOT_FOUND, "Resource not found")),
+        "prompts/list" => Ok(json!({"prompts":[{"name":"greet"}]})),
+        "prompts/get" if params["name"] == "greet" => {
+            Ok(json!({"messages":[{"role":"user","content":{"type":"text","text":"Hi"}}]}))
         }
-        _ => json!({}),
+        "prompts/get" => Err((-32602, "Unknown prompt")),
+        _ => Err((-32601, "Method not found")),
     }
 }
 

@@ -48,32 +48,57 @@ async fn main() -> std::io::Result<()> {
             continue;
         };
         let params = params.as_deref().map(RawJson::new).and_then(Result::ok);
+        // Ok(result), or Err((code, message)): the errors the spec's pages give for each case.
+        let member = |name: &str| {
+            params
+                .and_then(|p| p.get_unique(name).ok().flatten())
+                .and_then(|v| v.as_str())
+                .map(|v| v.to_str().into_owned())
+        };
         let result = match method.as_str() {
-            "tools/list" => json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
+            "tools/list" => Ok(
+                json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
                 "properties":{"text":{"type":"string"}},"required":["text"]}}]}),
+            ),
             "tools/call" => match params.and_then(|p| p.parse::<Call<'_>>().ok()) {
                 Some(call) if call.name == "echo" => {
-                    let text = call
-                        .arguments
-                        .get("text")
-                        .and_then(|t| t.as_str())
-                        .unwrap_or("");
-                    json!({"content":[Text { kind: "text", text }],"isError":false})
+                    // Arguments the tool cannot use are a tool error the model can read.
+                    Ok(match call.arguments.get("text").and_then(|t| t.as_str()) {
+                        Some(text) => {
+                            json!({"content":[Text { kind: "text", text }],"isError":false})
+                        }
+                        None => json!({"content":[Text { kind: "text",
+                            text: "echo needs a string argument 'text'" }],"isError":true}),
+                    })
                 }
-                _ => {
-                    json!({"content":[Text { kind: "text", text: "unknown tool" }],"isError":true})
-                }
+                Some(_) => Err((-32602, "Unknown tool")),
+                None => Err((-32602, "Invalid params")),
             },
-            "resources/list" => json!({"resources":[{"uri":"mem://greeting","name":"greeting"}]}),
-            "resources/read" => json!({"contents":[{"uri":"mem://greeting","mimeType":"text/plain",
-                "text":"Hello from mcpwire on tokio"}]}),
-            "prompts/list" => json!({"prompts":[{"name":"greet"}]}),
-            "prompts/get" => {
-                json!({"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}]})
+            "resources/list" => {
+                Ok(json!({"resources":[{"uri":"mem://greeting","name":"greeting"}]}))
             }
-            _ => json!({}),
+            "resources/templates/list" => Ok(json!({"resourceTemplates":[]})),
+            "resources/read" if member("uri").as_deref() == Some("mem://greeting") => Ok(
+                json!({"contents":[{"uri":"mem://greeting","mimeType":"text/plain",
+                    "text":"Hello from mcpwire on tokio"}]}),
+            ),
+            // -32002 is sent as the version's "resource not found" code (-32602 in 2026-07-28).
+            "resources/read" => Err((mcpwire::mcp::RESOURCE_NOT_FOUND, "Resource not found")),
+            "prompts/list" => Ok(json!({"prompts":[{"name":"greet"}]})),
+            "prompts/get" if member("name").as_deref() == Some("greet") => Ok(
+                json!({"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}]}),
+            ),
+            "prompts/get" => Err((-32602, "Unknown prompt")),
+            _ => Err((-32601, "Method not found")),
         };
-        let _ = io.connection().respond_typed(id.as_id(), &result); // refused: the request is gone
+        // Refused only when the request is gone (cancelled, or the session ended).
+        let _sent = match result {
+            Ok(result) => io.connection().respond_typed(id.as_id(), &result).is_ok(),
+            Err((code, message)) => io
+                .connection()
+                .respond_error(id.as_id(), code, message, None)
+                .is_ok(),
+        };
     }
     Ok(())
 }

@@ -80,6 +80,28 @@ fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefull
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.ends_with("ok"), "{reply}");
 
+    // An unknown tool is -32602 (it was a result with isError): a stateless 2026-07-28 call
+    // gets it with HTTP 400.
+    let body = concat!(
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","#,
+        r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+        r#""io.modelcontextprotocol/clientCapabilities":{}}}}"#
+    );
+    let mut call = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        call,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: nope\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    call.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains(r#""code":-32602"#), "{reply}");
+
     let pid = server.id().to_string();
     assert!(
         Command::new("kill")

@@ -13,7 +13,8 @@ use mcpwire::jsonrpc::RawJson;
 use mcpwire::{Config, OwnedEvent};
 use mcpwire_tokio::stdio::Driver;
 use root_common::stdio::{
-    assert_python_session, assert_typescript_session, everything_command, example_binary,
+    assert_python_session, assert_typescript_session,
+    assert_unknown_tools_and_prompts_are_invalid_params, everything_command, example_binary,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -25,6 +26,11 @@ fn server() -> String {
 fn python_sdk_client_completes_sessions_in_both_eras() {
     assert_python_session(&[&server()], "legacy", "2025-11-25");
     assert_python_session(&[&server()], "auto", "2026-07-28");
+}
+
+#[test]
+fn unknown_tools_and_prompts_are_invalid_params() {
+    assert_unknown_tools_and_prompts_are_invalid_params(&[&server()]);
 }
 
 #[test]

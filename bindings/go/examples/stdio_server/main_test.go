@@ -81,6 +81,10 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 		notFound = "error -32602"
 	}
 	steps = append(steps, struct{ method, params, want string }{"resources/read", `{"uri":"mem://nope"}`, notFound})
+	// So is an unknown tool or prompt: -32602 in both eras (an unknown tool was a result).
+	steps = append(steps,
+		struct{ method, params, want string }{"tools/call", `{"name":"nope","arguments":{}}`, "error -32602"},
+		struct{ method, params, want string }{"prompts/get", `{"name":"nope"}`, "error -32602"})
 	next := 0
 	var pending mcpwire.RequestID
 	send := func(now time.Time) {

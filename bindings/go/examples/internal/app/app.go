@@ -3,7 +3,8 @@
 // text), the tool "count" (reports progress three
 // times, 50 ms apart, then answers), the resource "mem://greeting" and the prompt "greet";
 // and for the official conformance suite, the tools "test_simple_text",
-// "test_tool_with_progress" and "test_missing_capability" (needs the client's sampling).
+// "test_tool_with_progress", "test_missing_capability" (needs the client's sampling),
+// "test_error_handling", "test_logging_tool" and "test_streaming_elicitation".
 package app
 
 import (
@@ -36,16 +37,25 @@ const (
 		`"inputSchema":{"type":"object","properties":{}}}`
 	toolMissingCapability = `{"name":"test_missing_capability","description":"Needs the client's sampling capability",` +
 		`"inputSchema":{"type":"object","properties":{}}}`
+	toolErrorHandling = `{"name":"test_error_handling","description":"Always fails with an isError result",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	toolLogging = `{"name":"test_logging_tool","description":"Logs at info while it runs",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	toolStreamingElicitation = `{"name":"test_streaming_elicitation",` +
+		`"description":"Asks the user for input (2026-07-28: an input-required answer)",` +
+		`"inputSchema":{"type":"object","properties":{}}}`
+	// The tools that answer at once, in both lists.
+	toolsAtOnceTail = toolErrorHandling + `,` + toolLogging + `,` + toolStreamingElicitation
 )
 
 // Tools is the tools/list result of a host that can run later steps (Answer's later).
 const Tools = `{"tools":[` + toolEcho + `,` + toolAdd + `,` + toolCount + `,` + toolSimpleText + `,` +
-	toolWithProgress + `,` + toolMissingCapability + `]}`
+	toolWithProgress + `,` + toolMissingCapability + `,` + toolsAtOnceTail + `]}`
 
 // ToolsAtOnce is the tools/list result of a host without later steps: the tools that answer
 // at once ("count" and "test_tool_with_progress" report progress over time).
 const ToolsAtOnce = `{"tools":[` + toolEcho + `,` + toolAdd + `,` + toolSimpleText + `,` +
-	toolMissingCapability + `]}`
+	toolMissingCapability + `,` + toolsAtOnceTail + `]}`
 
 const (
 	resources = `{"resources":[{"uri":"mem://greeting","name":"greeting","mimeType":"text/plain"}]}`
@@ -110,7 +120,7 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			return c.Respond(req.ID, toolText(append(text, '"'), false))
 		case "count", "test_tool_with_progress":
 			if later == nil {
-				return c.Respond(req.ID, toolText(`"this tool is not served here"`, true))
+				break // not listed here (ToolsAtOnce): unknown
 			}
 			if name == "count" {
 				count(req.ID, 1, 3, later)
@@ -126,8 +136,18 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			return c.Respond(req.ID, toolText(`"This is a simple text response for testing."`, false))
 		case "test_missing_capability":
 			return needsSampling(c, req.ID)
+		case "test_error_handling":
+			return c.Respond(req.ID, toolText(`"This tool intentionally returns an error for testing"`, true))
+		case "test_logging_tool":
+			// Sent only where the request asked for logs (2026-07-28: its logLevel); refused,
+			// and nothing sent, in a session (no logging capability is declared).
+			_, _ = c.Log(req.ID, mcpwire.LogInfo, "test_logging_tool", json.RawMessage(`"test_logging_tool ran"`))
+			return c.Respond(req.ID, toolText(`"Logging tool completed"`, false))
+		case "test_streaming_elicitation":
+			return streamingElicitation(c, req)
 		}
-		return c.Respond(req.ID, toolText(`"unknown tool"`, true))
+		// An unknown tool is a protocol error, as the spec's tools page shows, not a result.
+		return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown tool: "+name, nil)
 	case "resources/list":
 		return c.Respond(req.ID, json.RawMessage(resources))
 	case "resources/templates/list":
@@ -212,4 +232,22 @@ func toolText[T ~string | ~[]byte](rawText T, isError bool) json.RawMessage {
 	b = append(append(append(b, head...), rawText...), tail...)
 	b = strconv.AppendBool(b, isError)
 	return append(b, '}')
+}
+
+// streamingElicitation is test_streaming_elicitation, 2026-07-28: the question goes back as an
+// "input required" answer (on the request's own stream, never as a request of ours), and the
+// client's retry carries the answer in inputResponses. A session, or a client that cannot
+// elicit, gets a tool error instead.
+func streamingElicitation(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
+	var found [1]json.RawMessage
+	if m, err := mcpwire.AppendMembersUnchecked(found[:0], req.Params, "inputResponses"); err == nil && m[0] != nil {
+		return c.Respond(req.ID, toolText(`"Thank you for your input"`, false))
+	}
+	const ask = `{"input":{"method":"elicitation/create","params":{"mode":"form",` +
+		`"message":"Please provide your name","requestedSchema":{"type":"object",` +
+		`"properties":{"name":{"type":"string"}},"required":["name"]}}}}`
+	if c.RespondInputRequired(req.ID, json.RawMessage(ask), "") != nil {
+		return c.Respond(req.ID, toolText(`"This tool needs a 2026-07-28 client that can elicit"`, true))
+	}
+	return nil
 }
