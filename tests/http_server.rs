@@ -220,6 +220,39 @@ fn call_and_prime(
     (stream, key, id, reader)
 }
 
+/// A request the client cancels will get no answer: its POST stream ends at once, and a
+/// later answer from the application goes nowhere. (The stream stayed open with keep-alives
+/// until the client went away.) A cancellation of a request in flight on another stream, and
+/// one naming no request, leave the stream alone.
+#[test]
+fn a_cancelled_request_ends_its_stream() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let cancel = |n: i64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{n}}}}}"#
+        )
+    };
+    // Not this stream's request: it stays open.
+    let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], &cancel(77));
+    assert_eq!(r.status, 202);
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(msgs.is_empty() && !finished);
+    // Its own: it ends, with nothing in it.
+    let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], &cancel(9));
+    assert_eq!(r.status, 202);
+    assert!(woken(&mut s).contains(&stream));
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(msgs.is_empty(), "{msgs:?}");
+    assert!(finished);
+    assert_eq!(s.open_streams(), 0);
+    // The application, told of the cancellation, may still answer: nothing is sent.
+    answer_call(&mut s, key, &id);
+    s.pump();
+    assert_eq!(s.open_streams(), 0);
+}
+
 /// The application answers call `id` of connection `key`.
 fn answer_call(s: &mut HttpServer, key: ConnKey, id: &mcpwire::jsonrpc::OwnedId) {
     s.connection(key)

@@ -344,6 +344,12 @@ impl Connection {
         })
     }
 
+    /// Whether the peer's request `id` is in flight here: received and not yet answered or
+    /// cancelled.
+    pub(crate) fn awaits_answer_to(&self, id: Id<'_>) -> bool {
+        self.core.dispatch.inbound.contains_key(&OwnedId::from(id))
+    }
+
     /// Counters of what was dropped quietly.
     pub fn stats(&self) -> Stats {
         let c = self.core.stats;

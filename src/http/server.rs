@@ -1007,6 +1007,45 @@ impl HttpServer {
         self.deliver(now, key, text, decoded, false, None)
     }
 
+    /// The client cancelled requests `ids` of session `key`: a POST stream that waits for
+    /// nothing else ends now, without an answer (none will come: the connection mutes it),
+    /// instead of staying open until the client goes away. A request the connection still
+    /// has in flight (cancelling `initialize`, an unknown id) is not cancelled.
+    fn end_cancelled(&mut self, key: u64, ids: &[OwnedId]) {
+        let Some(c) = self.conns.get(&key) else {
+            return;
+        };
+        let gone: Vec<&OwnedId> = ids
+            .iter()
+            .filter(|id| !c.conn.awaits_answer_to(id.as_id()))
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let mut ended = Vec::new();
+        for (&stream, s) in self.streams.iter_mut() {
+            if s.conn.0 != key || s.standalone || s.done {
+                continue;
+            }
+            let before = !s.awaiting.is_empty();
+            for id in &gone {
+                s.awaiting.remove(id);
+            }
+            if before && s.awaiting.is_empty() {
+                s.done = true;
+                ended.push((stream, s.detached));
+            }
+        }
+        for (stream, detached) in ended {
+            if detached {
+                // Nobody holds it, and no answer will come for a resumption to fetch.
+                self.streams.remove(&stream);
+            } else {
+                wake(&mut self.streams, &mut self.woken, stream);
+            }
+        }
+    }
+
     /// The answer to a session's request (POST, GET or DELETE) whose `MCP-Protocol-Version`
     /// header names a version this server does not speak in a session, if it does. "Invalid
     /// or unsupported" gets 400: any handshake-era version we serve is neither, even when it is
@@ -1063,12 +1102,16 @@ impl HttpServer {
         }
         if awaiting.is_empty() {
             // Notifications and responses: accepted, nothing to stream.
+            let cancelled = (!modern).then(|| cancelled_ids(&decoded));
             if let Some(c) = self.conns.get_mut(&key) {
                 c.conn
                     .handle_decoded(now, StreamId::MAIN, text, decoded, &self.params);
             }
             self.mark(key);
             self.pump();
+            if let Some(ids) = cancelled {
+                self.end_cancelled(key, &ids);
+            }
             if modern {
                 self.conns.remove(&key);
             }
@@ -2411,6 +2454,22 @@ fn route_frame(
             // Nobody holds it: what it carried waits in the store for a resumption.
             streams.remove(&stream);
         }
+    }
+}
+
+/// The request ids a body's `notifications/cancelled` name (a batch may carry several).
+fn cancelled_ids(decoded: &Decoded<'_>) -> Vec<OwnedId> {
+    let one = |m: &Message<'_>| match m {
+        Message::Notification(n) if n.method.eq_str("notifications/cancelled") => n
+            .params
+            .and_then(|p| p.get_unique("requestId").ok().flatten())
+            .and_then(|v| v.as_id())
+            .map(OwnedId::from),
+        _ => None,
+    };
+    match decoded {
+        Decoded::Single(m) => one(m).into_iter().collect(),
+        Decoded::Batch(members) => members.iter().flatten().filter_map(one).collect(),
     }
 }
 
