@@ -112,6 +112,15 @@ fn listen(s: &mut HttpServer, sid: &str) -> (HttpStreamId, Vec<Value>, bool) {
 fn get_stream(s: &mut HttpServer, headers: &[(&str, &str)]) -> HttpStreamId {
     let r = send(s, "GET", headers, "");
     assert_eq!(header(&r, "X-Accel-Buffering"), Some("no"), "{r:?}");
+    // Settled as hosts settle every response, it keeps one such header (it got two).
+    let settled = s.settle(r.clone());
+    let count = |r: &HttpResponse| {
+        r.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("X-Accel-Buffering"))
+            .count()
+    };
+    assert_eq!(count(&settled), 1, "{settled:?}");
     let Body::Stream(stream) = r.body else {
         panic!("not a stream: {r:?}")
     };

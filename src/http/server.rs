@@ -1958,9 +1958,13 @@ impl HttpServer {
         match self.streams.get(&id) {
             Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {}
             _ => {
-                // It stays a stream: ask proxies not to buffer it (see `sse_headers`).
+                // It stays a stream: ask proxies not to buffer it (see `sse_headers`), once
+                // (a GET stream has the header already).
                 let mut response = response;
-                response.headers.push(no_proxy_buffering());
+                let header = no_proxy_buffering();
+                if !response.headers.iter().any(|(name, _)| *name == header.0) {
+                    response.headers.push(header);
+                }
                 return response;
             }
         }
