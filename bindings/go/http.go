@@ -55,10 +55,10 @@ type HTTPOptions struct {
 	MaxBody int
 	// BodyTimeout bounds how long a client may take to send a request's body once its
 	// headers are in (408 beyond), so a client that trickles its body cannot hold the
-	// request open; 0: 30 s. It is set with http.ResponseController for the body only, so
-	// the SSE streams that follow are not cut by it, as they would be by
-	// http.Server.ReadTimeout: leave that unset, and set ReadHeaderTimeout and IdleTimeout
-	// on your http.Server instead.
+	// request open, whatever your http.Server sets; 0: 30 s. Neither it nor
+	// http.Server.ReadTimeout cuts the SSE stream that follows: net/http lifts the read
+	// deadline once the body is read. Set ReadHeaderTimeout and IdleTimeout on your
+	// http.Server too; not WriteTimeout, which would cut streams.
 	BodyTimeout time.Duration
 	// EventsPerSession bounds the events kept for Last-Event-ID resumption, and the
 	// messages waiting for a session's GET stream while none is open; 0: 256.

@@ -231,6 +231,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// http.Server.ReadTimeout bounds a request's head and body, not the SSE stream that
+// follows: net/http lifts the read deadline once the body is read. (The docs said it cut
+// streams, and told users to leave it unset.)
+func TestHTTPReadTimeoutDoesNotCutAStream(t *testing.T) {
+	srv, app, _ := newTestServer(t, nil)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ReadTimeout = 200 * time.Millisecond
+	ts.Start()
+	defer ts.Close()
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	time.Sleep(4 * ts.Config.ReadTimeout)
+	held, _ := app.snapshot()
+	err := srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Contains(body, []byte(`"later"`)) {
+		t.Fatalf("stream: %s, %v", body, err)
+	}
+}
+
 func TestHTTPAnswerLaterOnAnOpenStream(t *testing.T) {
 	srv, app, ts := newTestServer(t, nil)
 	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)

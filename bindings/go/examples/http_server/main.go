@@ -74,8 +74,8 @@ func main() {
 		fatal(err)
 	}
 	// Idle keep-alive connections are closed after a minute (net/http keeps them for good
-	// otherwise). No ReadTimeout: it would cut SSE streams; HTTPOptions.BodyTimeout (30 s)
-	// bounds the time a body takes to arrive instead.
+	// otherwise). HTTPOptions.BodyTimeout (30 s) bounds the time a body takes to arrive. No
+	// WriteTimeout: it would cut SSE streams.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 
