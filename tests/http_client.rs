@@ -827,6 +827,33 @@ fn a_request_made_while_the_session_restarts_is_not_lost() {
     assert!(c.outcome(again).is_some(), "{:?}", c.events);
 }
 
+/// A client in the auto era whose session expires (404) starts the new one with
+/// `initialize`, as the transport requires ("MUST start a new session by sending a new
+/// InitializeRequest without a session ID attached"): it probed with `server/discover`
+/// again, though a session proves a handshake-era server.
+#[test]
+fn an_expired_session_is_followed_by_initialize_in_the_auto_era() {
+    let mut c = Scripted::new(client_config(), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    assert_eq!(discover.body["method"], "server/discover");
+    c.answer(&discover, 404, &[], "");
+    c.handshake(Some("s1"));
+    let first = c.request("tools/list");
+    let post = c.sent().remove(0);
+    assert_eq!(post.header("Mcp-Session-Id"), Some("s1"));
+    c.client.handle_response(c.now, post.exchange, 404, &[]);
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.events();
+    assert!(
+        matches!(c.outcome(first), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    let next = c.sent();
+    assert_eq!(next[0].body["method"], "initialize", "{:?}", next[0].body);
+    assert_eq!(next[0].header("Mcp-Session-Id"), None);
+}
+
 #[test]
 fn a_server_that_polls_again_and_again_still_gets_its_answer_through() {
     // SEP-1699: the server closes the stream after each event and the client comes back with

@@ -364,7 +364,14 @@ impl HttpClient {
                 return self.conn.poll_event();
             }
             self.restart = false;
-            if let Ok(conn) = Connection::new(self.conn.config().clone(), self.now) {
+            // "MUST start a new session by sending a new InitializeRequest": sessions belong to
+            // the handshake era, so the new connection does not probe with `server/discover`
+            // first, as an auto-era one would.
+            let mut config = self.conn.config().clone();
+            if config.latest_legacy().is_some() {
+                config.client_era = crate::conn::ClientEra::Legacy;
+            }
+            if let Ok(conn) = Connection::new(config, self.now) {
                 self.conn = conn;
                 self.open_get = self.want_get && !std::mem::take(&mut self.skip_get);
                 self.session_answered = false;
