@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, Pair, client_config, drain, legacy, own, server_config, take_output};
 use mcpwire::Timestamp;
-use mcpwire::conn::{CloseReason, Config, Connection, Error, State, ViolationKind};
+use mcpwire::conn::{ClientEra, CloseReason, Config, Connection, Error, State, ViolationKind};
 use mcpwire::jsonrpc::{Id, OwnedId, RawJson};
 use mcpwire::mcp::{Caps, ProtocolVersion};
 
@@ -139,6 +139,31 @@ fn client_that_gets_an_unsupported_version_closes_with_a_clear_event() {
     assert_eq!(p.client.request(p.now, "ping", None), Err(Error::Closed));
     // The client never sent `initialized`.
     assert_eq!(p.lines(true).len(), 1);
+}
+
+/// 2026-07-28 has no handshake: an `initialize` answered with it is refused like any version
+/// the client did not offer. (It was taken as negotiated, and the session then sent requests
+/// without the `_meta` that version requires.)
+#[test]
+fn client_refuses_an_initialize_answered_with_the_stateless_version() {
+    // Every version, both eras; `initialize` first (as after an auto-era probe fell back).
+    let mut config = client_config();
+    config.client_era = ClientEra::Legacy;
+    let mut c = Connection::new(config, Timestamp::ZERO).unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&take_output(&mut c)).unwrap();
+    assert_eq!(sent["method"], "initialize");
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"protocolVersion":"2026-07-28","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#,
+        sent["id"]
+    ) + "\n";
+    c.handle_input(Timestamp::ZERO, answer.as_bytes());
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed {
+            reason: CloseReason::UnsupportedVersion("2026-07-28".into())
+        }]
+    );
+    assert_eq!(c.state(), State::Closed);
 }
 
 #[test]

@@ -412,8 +412,10 @@ impl Core {
         let Ok(parsed) = parse_initialize_result(result) else {
             return self.finish(CloseReason::InvalidInitializeResult);
         };
-        let Some(version) =
-            ProtocolVersion::parse(&parsed.version).filter(|v| self.config.versions.contains(v))
+        // A handshake-era version we speak: 2026-07-28 has no handshake, so an `initialize`
+        // cannot end on it (the session would then send requests without their `_meta`).
+        let Some(version) = ProtocolVersion::parse(&parsed.version)
+            .filter(|v| v.era() == Era::Legacy && self.config.versions.contains(v))
         else {
             return self.finish(CloseReason::UnsupportedVersion(parsed.version));
         };
