@@ -817,10 +817,76 @@ fn auto_client_re_probes_once_after_32022_naming_a_shared_version() {
     assert!(out.contains("server/discover"), "{out}");
     c.handle_input(T0, br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}
 "#);
+    // After one re-probe it ends: the server is stateless ("Do not fall back to
+    // `initialize`"), and refuses what it claims to speak.
     let out = String::from_utf8(take_output(&mut c)).unwrap();
-    assert!(
-        out.contains("\"initialize\""),
-        "after one re-probe it falls back: {out}"
+    assert!(!out.contains("\"initialize\""), "{out}");
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed {
+            reason: CloseReason::VersionRefused {
+                supported: r#"["2026-07-28"]"#.into()
+            }
+        }]
+    );
+}
+
+/// The answers to the probe that name the versions a server speaks decide the era by them:
+/// a stateless server sharing no version with us ends the connection (it fell back to
+/// `initialize`, which such a server refuses), a handshake-era version we share leads to
+/// `initialize`, and a result with an unknown `resultType` is invalid (it was accepted).
+#[test]
+fn auto_client_follows_the_versions_the_probe_names() {
+    let answer = |line: &str| {
+        let mut c = Connection::new(client_config(), T0).unwrap();
+        take_output(&mut c);
+        c.handle_input(T0, format!("{line}\n").as_bytes());
+        let out = String::from_utf8(take_output(&mut c)).unwrap();
+        (out.contains("\"initialize\""), drain(&mut c))
+    };
+    let refused = |supported: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32022,"message":"no","data":{{"supported":{supported},"requested":"2026-07-28"}}}}}}"#
+        )
+    };
+    let discovered = |versions: &str, result_type: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"{result_type}","supportedVersions":{versions},"capabilities":{{}}}}}}"#
+        )
+    };
+    assert_eq!(
+        answer(&refused(r#"["2099-01-01"]"#)),
+        (
+            false,
+            vec![Ev::Closed {
+                reason: CloseReason::VersionRefused {
+                    supported: r#"["2099-01-01"]"#.into()
+                }
+            }]
+        )
+    );
+    assert_eq!(answer(&refused(r#"["2025-11-25"]"#)), (true, vec![]));
+    assert_eq!(
+        answer(&discovered(r#"["2099-01-01"]"#, "complete")),
+        (
+            false,
+            vec![Ev::Closed {
+                reason: CloseReason::UnsupportedVersion(r#"["2099-01-01"]"#.into())
+            }]
+        )
+    );
+    assert_eq!(
+        answer(&discovered(r#"["2025-06-18"]"#, "complete")),
+        (true, vec![])
+    );
+    assert_eq!(
+        answer(&discovered(r#"["2026-07-28"]"#, "weird")),
+        (
+            false,
+            vec![Ev::Closed {
+                reason: CloseReason::InvalidInitializeResult
+            }]
+        )
     );
 }
 
@@ -1040,7 +1106,7 @@ fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
         }]
     );
     assert_eq!(c.era(), Some(Era::Modern));
-    // Only once: a second -32022 closes.
+    // Only once: a second -32022 closes, without `initialize`.
     let mut c = Connection::new(client_config(), T0).unwrap();
     take_output(&mut c);
     let refuse = |id: u8| {
@@ -1051,8 +1117,9 @@ fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
     c.handle_input(T0, refuse(1).as_bytes());
     c.handle_input(T0, refuse(2).as_bytes());
     assert!(
-        String::from_utf8(take_output(&mut c))
+        !String::from_utf8(take_output(&mut c))
             .unwrap()
             .contains("\"initialize\"")
     );
+    assert_eq!(c.state(), State::Closed);
 }

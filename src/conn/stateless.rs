@@ -28,8 +28,11 @@
 //!    "Input required" becomes an event; `retry` re-sends with a new id, the input responses,
 //!    and `requestState` exactly as received.
 //! 7. In auto mode the client probes with `server/discover`: a valid result (or a -32022 naming
-//!    a version we share, after one re-probe) means stateless; any other error, a result
-//!    listing no stateless version, or the probe timing out means the handshake era.
+//!    a version we share, after one re-probe) means stateless; any other error, a result or a
+//!    -32022 naming a handshake-era version we speak but no stateless one, or the probe timing
+//!    out means the handshake era. A result or a -32022 naming no version we speak ends the
+//!    connection (the server is stateless: "do not fall back"), and so does a result with an
+//!    unknown `resultType`.
 //! 8. (dual-era server) The first request fixes the era of the connection: `initialize`
 //!    means the handshake era; `server/discover` or a request with the version in `_meta`
 //!    means stateless. A modern-only server answers `initialize` with -32022 and the
@@ -1017,6 +1020,17 @@ impl Core {
     ) {
         let auto = self.config.client_start().is_none();
         match outcome {
+            // "A resultType of any value unrecognized by the client MUST be considered
+            // invalid": a stateless server's broken answer, not a handshake-era one.
+            Ok(result)
+                if result
+                    .get_unique("resultType")
+                    .ok()
+                    .flatten()
+                    .is_some_and(|t| !t.as_str().is_some_and(|t| t.eq_str("complete"))) =>
+            {
+                self.finish(CloseReason::InvalidInitializeResult)
+            }
             Ok(result) => {
                 let shared = result
                     .get_unique("supportedVersions")
@@ -1056,9 +1070,19 @@ impl Core {
                         self.events.push(Stored::Ready(version));
                         self.release_handshake_memory();
                     }
-                    // A discover result listing no stateless version we share is a
-                    // handshake-era advertisement.
-                    (None, Some(_)) if auto => self.fall_back(now),
+                    // A discover result listing no stateless version we share but a
+                    // handshake-era one is an advertisement of that era. Listing neither,
+                    // the server is stateless and shares no version with us: the spec's
+                    // "select a mutually supported version" has nothing to select, and
+                    // falling back to `initialize` would only fail later.
+                    (None, Some(_))
+                        if auto
+                            && self.names_a_legacy_version(
+                                result.get_unique("supportedVersions").ok().flatten(),
+                            ) =>
+                    {
+                        self.fall_back(now)
+                    }
                     (None, Some(_)) => self.finish(CloseReason::UnsupportedVersion(
                         result
                             .get_unique("supportedVersions")
@@ -1081,7 +1105,15 @@ impl Core {
                 if !retried && let Some(version) = self.modern_version_named(&e) {
                     return self.send_discover(now, version, true);
                 }
-                if auto {
+                // -32022 is a stateless server's answer: "Do not fall back to `initialize`",
+                // unless the versions it names include a handshake-era one we speak. Any
+                // other error is a handshake-era server's.
+                let stateless_refusal = e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION
+                    && !self.names_a_legacy_version(
+                        e.data
+                            .and_then(|d| d.get_unique("supported").ok().flatten()),
+                    );
+                if auto && !stateless_refusal {
                     self.fall_back(now)
                 } else {
                     self.finish(refusal(&e))
@@ -1112,6 +1144,17 @@ impl Core {
                     .filter(|v| v.era() == Era::Modern && self.config.versions.contains(v))
                     .max()
             })
+    }
+
+    /// Whether `list` (a JSON array of version strings) names a handshake-era version we
+    /// speak.
+    fn names_a_legacy_version(&self, list: Option<RawJson<'_>>) -> bool {
+        list.is_some_and(|list| {
+            array_items(list.get())
+                .filter_map(|v| v.as_str())
+                .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
+                .any(|v| v.era() == Era::Legacy && self.config.versions.contains(&v))
+        })
     }
 
     /// Client, auto mode: the server is not stateless; use the handshake.
