@@ -208,6 +208,22 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 		if ev.Request == s.pending {
 			s.err = errors.New("timed out")
 		}
+	case *mcpwire.InvalidResponseEvent:
+		if ev.Request == s.pending {
+			s.err = errors.New("the server's answer is not a valid result")
+		}
+	case *mcpwire.AbandonedEvent:
+		if ev.Request == s.pending {
+			s.err = errors.New("the connection ended before the answer")
+		}
+	case *mcpwire.InputRequiredEvent:
+		if ev.Request == s.pending {
+			s.err = errors.New("the server asks for input, which this client does not give")
+		}
+	case *mcpwire.ViolationEvent:
+		// The server broke the protocol (output that is not JSON-RPC, say): the engine has
+		// dealt with it, and this client, a checker, stops at once and says so.
+		s.err = fmt.Errorf("the server broke the protocol: %s (%s)", ev.Violation, ev.DecodeReason)
 	case *mcpwire.ClosedEvent:
 		// A local close without an error is the shutdown at the timeout or a signal, which
 		// finish reports as such.
