@@ -1140,8 +1140,8 @@ typedef enum mcpw_message_kind {
      */
     MCPW_MESSAGE_RESPONSE = 3,
     /**
-     * An error response. Fields: `id` (`MCPW_ID_NONE` when the peer sent `null`), `code`,
-     * `message`, `data` (or absent).
+     * An error response. Fields: `id` (`MCPW_ID_NONE` when the peer sent `null` or none),
+     * `code`, `message`, `data` (or absent).
      */
     MCPW_MESSAGE_ERROR = 4,
     /**

@@ -831,7 +831,7 @@ fn huge_numbers_and_ids() {
         vec![ViolationKind::InvalidMessage(Reason::IdOutOfRange)]
     );
     assert!(
-        out.starts_with(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600"#),
+        out.starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32600"#),
         "{out}"
     );
     let (events, _) = exchange(&mut server, f.as_bytes());
@@ -964,7 +964,7 @@ fn invalid_utf8_and_lone_surrogates() {
     );
     assert_eq!(requests(&events), 0);
     assert!(
-        out.starts_with(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700"#),
+        out.starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32700"#),
         "{out}"
     );
     let (events, _) = exchange(
@@ -1188,7 +1188,7 @@ fn over_long_frames_are_answered_or_end_our_request() {
     assert_eq!(violations(&events), vec![ViolationKind::FrameTooLong]);
     assert_eq!(
         out,
-        "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"the message is over the frame size limit\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"the message is over the frame size limit\"}}\n"
     );
     // The client side: our request's answer is too long.
     let mut p = Pair::ready(

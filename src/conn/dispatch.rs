@@ -6,7 +6,7 @@
 //! Rules enforced here (spec: "Basic" / JSON-RPC messages, "Lifecycle", "Cancellation" and the
 //! per-version schema's method unions; docs/rules.md lists every rule with its test):
 //!
-//! 1. (all) A frame that is not JSON is answered with -32700 and a `null` id; an invalid
+//! 1. (all) A frame that is not JSON is answered with -32700 and no id; an invalid
 //!    message with -32600 (and its id when one could be read), except a frame that looks like
 //!    a response: a response is never answered (`on_decode_error`, `answers_decode_error`).
 //! 2. (2025-03-26 only) Batches only in 2025-03-26: in any other version, or before a version
@@ -234,7 +234,7 @@ impl Core {
     }
 
     /// A frame over the cap (stdio): it is skipped, but not ignored. A request gets an error
-    /// naming its id when the frame's first bytes show it (else `null`), since JSON-RPC wants
+    /// naming its id when the frame's first bytes show it (else without one), since JSON-RPC wants
     /// every request answered; an answer to one of our requests ends that request with
     /// [`Event::InvalidResponse`](super::Event::InvalidResponse) instead of leaving it to time
     /// out.

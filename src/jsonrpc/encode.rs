@@ -121,8 +121,10 @@ pub fn encode_response(out: &mut Vec<u8>, id: Id<'_>, result: RawJson<'_>) {
     out.push(b'}');
 }
 
-/// Appends an error response. `id` is `None` when the request's id could not be read; it is
-/// then written as `null`, as JSON-RPC prescribes.
+/// Appends an error response. `id` is `None` when the request's id could not be read; the
+/// response then has no `id`, as MCP's schemas from 2025-11-25 on write it (`id?: string |
+/// number`; a `null` id, JSON-RPC's form, fails them, and the earlier schemas accept
+/// neither).
 pub fn encode_error(
     out: &mut Vec<u8>,
     id: Option<Id<'_>>,
@@ -131,10 +133,9 @@ pub fn encode_error(
     data: Option<RawJson<'_>>,
 ) {
     out.extend_from_slice(HEAD);
-    out.extend_from_slice(b",\"id\":");
-    match id {
-        Some(id) => write_id(out, id),
-        None => out.extend_from_slice(b"null"),
+    if let Some(id) = id {
+        out.extend_from_slice(b",\"id\":");
+        write_id(out, id);
     }
     out.extend_from_slice(b",\"error\":{\"code\":");
     write_i64(out, code);

@@ -18,8 +18,8 @@ pub enum mcpw_message_kind {
     MCPW_MESSAGE_NOTIFICATION = 2,
     /// A success response. Fields: `id`, `result`.
     MCPW_MESSAGE_RESPONSE = 3,
-    /// An error response. Fields: `id` (`MCPW_ID_NONE` when the peer sent `null`), `code`,
-    /// `message`, `data` (or absent).
+    /// An error response. Fields: `id` (`MCPW_ID_NONE` when the peer sent `null` or none),
+    /// `code`, `message`, `data` (or absent).
     MCPW_MESSAGE_ERROR = 4,
     /// Not JSON (JSON-RPC's parse error): the whole frame is refused. Fields: `code`
     /// (-32700, the code to answer with), `reason`, `offset`.
