@@ -854,6 +854,40 @@ fn an_expired_session_is_followed_by_initialize_in_the_auto_era() {
     assert_eq!(next[0].header("Mcp-Session-Id"), None);
 }
 
+/// No request overtakes `initialized`: with a GET stream opened beside it, requests waited
+/// for the GET's response head only, so a quick 405 to the GET let them go while
+/// `initialized` could still be on its way (a server then saw `tools/list` first).
+#[test]
+fn requests_wait_for_initialized_beside_the_get_stream() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    let init = c.sent().remove(0);
+    assert_eq!(init.body["method"], "initialize");
+    let answer = initialize_answer(&init.body["id"]);
+    c.answer(&init, 200, &[("Mcp-Session-Id", "s1")], &answer);
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    let initialized = sent
+        .iter()
+        .find(|s| s.body["method"] == "notifications/initialized")
+        .expect("initialized");
+    let get = sent
+        .iter()
+        .find(|s| s.method == "GET")
+        .expect("the GET stream");
+    assert_eq!(sent.len(), 2, "tools/list waits: {:?}", sent.len());
+    // The GET is refused at once: tools/list still waits for initialized's head.
+    c.answer(get, 405, &[], "");
+    assert!(
+        c.sent().is_empty(),
+        "tools/list went before initialized's head"
+    );
+    c.answer(initialized, 202, &[], "");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["method"], "tools/list");
+    assert_eq!(sent[0].body["id"], json!(id.0));
+}
+
 #[test]
 fn a_server_that_polls_again_and_again_still_gets_its_answer_through() {
     // SEP-1699: the server closes the stream after each event and the client comes back with

@@ -258,6 +258,9 @@ pub struct HttpClient {
     /// answer off its stream; or, without one, the `initialized` notification, so that no
     /// request overtakes it.
     get_pending: Option<ExchangeId>,
+    /// Requests wait for this exchange's response head too: the `initialized` notification
+    /// (beside the GET stream, it could be overtaken by a request once the GET's head came).
+    initialized_pending: Option<ExchangeId>,
     /// The handshake's `initialized` notification has gone out (this connection).
     initialized_out: bool,
     /// Until when requests wait for the GET stream's response head: a server that holds it
@@ -307,6 +310,7 @@ impl HttpClient {
             open_get: open_get_stream,
             want_get: open_get_stream,
             get_pending: None,
+            initialized_pending: None,
             initialized_out: false,
             get_pending_until: now,
             restart: false,
@@ -385,7 +389,7 @@ impl HttpClient {
     /// timers, the resumptions waiting, the end of the requests' wait for the GET stream's
     /// response head, and the streams to let go ([`LINGER`]).
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        let get_wait = self.get_pending.map(|_| self.get_pending_until);
+        let get_wait = self.waiting_for_heads().then_some(self.get_pending_until);
         let resume = (self.resumes.iter().map(|(at, _)| *at))
             .chain(self.lingering.first().map(|(at, _)| *at))
             .chain(get_wait)
@@ -504,9 +508,7 @@ impl HttpClient {
                 || m.rsplit_once('+')
                     .is_some_and(|(_, s)| s.eq_ignore_ascii_case("json"))
         });
-        if self.get_pending == Some(exchange) {
-            self.get_pending = None;
-        }
+        self.head_came(exchange);
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
@@ -612,9 +614,7 @@ impl HttpClient {
     /// a stream with an event id is resumed, else its requests fail.
     pub fn handle_error(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
         self.now = now;
-        if self.get_pending == Some(exchange) {
-            self.get_pending = None;
-        }
+        self.head_came(exchange);
         if let Some(ex) = self.exchanges.get_mut(&exchange) {
             ex.reading = Reading::Waiting;
         }
@@ -626,7 +626,7 @@ impl HttpClient {
     /// Turns the connection's output into POST exchanges.
     fn take_output(&mut self) {
         self.end_get_wait();
-        while self.get_pending.is_none()
+        while !self.waiting_for_heads()
             && let Some(frame) = self.conn.poll_frame()
         {
             let bytes = frame.bytes.to_vec();
@@ -638,25 +638,40 @@ impl HttpClient {
             {
                 // The handshake just finished: this was `initialized`.
                 self.initialized_out = true;
+                // Requests wait for its head: every POST travels on its own, and a strict
+                // server refuses a request that overtakes `initialized` on the way.
+                self.initialized_pending = posted;
                 if self.open_get && self.session.is_some() {
-                    // The GET stream first.
+                    // And for the GET stream's.
                     self.open_get = false;
                     self.get_pending = Some(self.get_stream());
-                } else {
-                    // Requests wait for its head: every POST travels on its own, and a strict
-                    // server refuses a request that overtakes `initialized` on the way.
-                    self.get_pending = posted;
                 }
                 self.get_pending_until = self.now.after(GET_HEAD_WAIT);
             }
         }
     }
 
+    /// Whether requests wait for a response head (the GET stream's, `initialized`'s).
+    fn waiting_for_heads(&self) -> bool {
+        self.get_pending.is_some() || self.initialized_pending.is_some()
+    }
+
+    /// The response head of `exchange` came (or it failed): requests stop waiting for it.
+    fn head_came(&mut self, exchange: ExchangeId) {
+        if self.get_pending == Some(exchange) {
+            self.get_pending = None;
+        }
+        if self.initialized_pending == Some(exchange) {
+            self.initialized_pending = None;
+        }
+    }
+
     /// Requests stop waiting for the GET stream's head once they waited long enough: they go
     /// out beside it.
     fn end_get_wait(&mut self) {
-        if self.get_pending.is_some() && self.now >= self.get_pending_until {
+        if self.waiting_for_heads() && self.now >= self.get_pending_until {
             self.get_pending = None;
+            self.initialized_pending = None;
         }
     }
 
@@ -1030,6 +1045,7 @@ impl HttpClient {
         self.resumes.clear();
         self.tools_list.clear();
         self.get_pending = None;
+        self.initialized_pending = None;
         self.restart = true;
     }
 }
