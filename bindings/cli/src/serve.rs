@@ -318,6 +318,15 @@ impl Server {
                     json!({"messages": [{"role": "user", "content": {"type": "text", "text": format!("Please greet {name} warmly.")}}]}),
                 )
             }
+            // Only the greeting's `name` argument completes: any other reference or argument
+            // is -32602, as the completion page lists (it got the names all the same).
+            "completion/complete"
+                if params.pointer("/ref/type").and_then(Value::as_str) != Some("ref/prompt")
+                    || params.pointer("/ref/name").and_then(Value::as_str) != Some("greet")
+                    || params.pointer("/argument/name").and_then(Value::as_str) != Some("name") =>
+            {
+                Err((-32602, "Invalid completion reference or argument".into()))
+            }
             "completion/complete" => {
                 let prefix = params
                     .get("argument")

@@ -906,10 +906,21 @@ fn serve_refuses_unknown_tools_and_prompts_with_invalid_params() {
         &[
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"Ada"}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"nope"},"argument":{"name":"name","value":""}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"name","value":"A"}}}"#,
         ],
     );
     let json = |id| serde_json::from_str::<Value>(&answer(id)).unwrap();
     assert_eq!(json(3)["result"]["isError"], true, "{}", answer(3));
+    // Completion of a prompt it does not have is -32602 too (it got the names all the same).
+    assert_eq!(json(5)["error"]["code"], -32602, "{}", answer(5));
+    assert!(
+        json(6)["result"]["completion"]["values"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
+        "{}",
+        answer(6)
+    );
     assert!(
         json(4)["result"]["messages"][0]["content"]["text"]
             .as_str()
