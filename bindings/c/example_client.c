@@ -58,9 +58,25 @@ static void on_signal(int sig) {
 }
 
 /* Stops the server: SIGTERM, then SIGKILL if it is still there after 2 s, and reaps it. */
+static int to_server = -1, from_server = -1;
+
+/* Stops the server as the spec's stdio shutdown says: its stdin closed first, then, if it has
+   not exited within a second, SIGTERM, and SIGKILL two seconds later. */
 static void stop_child(void) {
     int status, waited;
     if (child <= 0) return;
+    if (to_server >= 0) {
+        close(to_server);
+        to_server = -1;
+        for (waited = 0; waited < 100 && waitpid(child, &status, WNOHANG) == 0; waited++) {
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+        if (waited < 100) {
+            child = -1;
+            return;
+        }
+    }
     kill(child, SIGTERM);
     for (waited = 0; waited < 200 && waitpid(child, &status, WNOHANG) == 0; waited++) {
         struct timespec pause = {0, 10 * 1000 * 1000};
@@ -204,7 +220,6 @@ static int view_is(mcpw_str s, const char *text) {
 
 /* ---- The transport: a child process on two pipes ------------------------------------------ */
 
-static int to_server = -1, from_server = -1;
 
 static void spawn(char **argv) {
     int in[2], out[2];
@@ -630,6 +645,7 @@ int main(int argc, char **argv) {
 
     /* The spec's stdio shutdown: close the server's stdin, then wait for it to exit. */
     close(to_server);
+    to_server = -1;
     {
         int status = 0, waited;
         step = "shutdown";

@@ -248,6 +248,31 @@ fn c_client_ends_a_server_that_ignores_its_stdin_closing_and_sigterm() {
 }
 
 #[test]
+fn a_failing_c_client_stops_its_server_by_closing_its_stdin_first() {
+    // The spec's stdio shutdown holds on the way out of a failure too: a server that ends
+    // when its input closes sees that, not SIGTERM (the client sent SIGTERM at once).
+    let marker = std::env::temp_dir().join(format!("mcpwire-c-eof-{}", std::process::id()));
+    let script = format!(
+        r#"
+import signal, sys
+def term(*_):
+    open({m:?}, "w").write("sigterm")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+print("not JSON", flush=True)
+sys.stdin.read()
+open({m:?}, "w").write("eof")
+"#,
+        m = marker.display().to_string()
+    );
+    let all = c_client_output(&["--", "python3", "-c", &script], 20);
+    assert!(all.contains("C_CLIENT_FAIL"), "{all}");
+    let seen = std::fs::read_to_string(&marker).unwrap_or_default();
+    let _ = std::fs::remove_file(&marker);
+    assert_eq!(seen, "eof", "{all}");
+}
+
+#[test]
 fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
     // SIGTERM to the client left its server running on its own (reparented to init), and a
     // server that never started was "connection closed (reason 2)".
