@@ -242,8 +242,15 @@ func TestHTTPReadTimeoutDoesNotCutAStream(t *testing.T) {
 	defer ts.Close()
 	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
 	defer resp.Body.Close()
+	answerHeldLater(t, srv, app, resp, 4*ts.Config.ReadTimeout)
+}
+
+// answerHeldLater answers the one call the app holds with the text "later", after wait, and
+// checks that the call's stream, resp, carries it. It returns the held call.
+func answerHeldLater(t *testing.T, srv *HTTPServer, app *testApp, resp *http.Response, wait time.Duration) heldCall {
+	t.Helper()
 	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
-	time.Sleep(4 * ts.Config.ReadTimeout)
+	time.Sleep(wait)
 	held, _ := app.snapshot()
 	err := srv.With(held[0].key, func(c *Conn) error {
 		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
@@ -255,6 +262,7 @@ func TestHTTPReadTimeoutDoesNotCutAStream(t *testing.T) {
 	if err != nil || !bytes.Contains(body, []byte(`"later"`)) {
 		t.Fatalf("stream: %s, %v", body, err)
 	}
+	return held[0]
 }
 
 func TestHTTPAnswerLaterOnAnOpenStream(t *testing.T) {
@@ -264,23 +272,9 @@ func TestHTTPAnswerLaterOnAnOpenStream(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("content type %q", ct)
 	}
-	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
-	held, _ := app.snapshot()
-	err := srv.With(held[0].key, func(c *Conn) error {
-		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(body, []byte(`"later"`)) {
-		t.Fatalf("stream: %s", body)
-	}
+	held := answerHeldLater(t, srv, app, resp, 0)
 	// The stateless request is over: its key is gone.
-	if err := srv.With(held[0].key, func(*Conn) error { return nil }); !errors.Is(err, ErrUnknownConnection) {
+	if err := srv.With(held.key, func(*Conn) error { return nil }); !errors.Is(err, ErrUnknownConnection) {
 		t.Fatalf("With after the end: %v", err)
 	}
 }

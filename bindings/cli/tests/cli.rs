@@ -552,28 +552,10 @@ fn probe_url_against_serve_http_in_both_eras_with_a_call() {
 #[test]
 fn serve_http_asks_the_client_on_the_tool_calls_stream() {
     let (_server, url) = serve_http(&[]);
-    let script = r#"
-import http.client, json, sys, urllib.parse
-u = urllib.parse.urlparse(sys.argv[1])
-def post(body, sid=None, read=True):
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if sid:
-        h["Mcp-Session-Id"] = sid
-        h["MCP-Protocol-Version"] = "2025-11-25"
-    c.request("POST", u.path, json.dumps(body), h)
-    return c.getresponse()
-def messages(r):
-    for line in r:
-        line = line.decode().strip()
-        if line.startswith("data:") and line[5:].strip():
-            yield json.loads(line[5:])
-r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-    "clientInfo": {"name": "t", "version": "1"}}})
-sid = r.getheader("Mcp-Session-Id")
-r.read()
-post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid).read()
+    let text = python_over_http(
+        &url,
+        r#"
+sid = session({"elicitation": {}})
 call = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
              "params": {"name": "ask", "arguments": {"question": "colour?"}}}, sid)
 stream = messages(call)
@@ -584,16 +566,48 @@ post({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept", "content":
 m = next(stream)
 assert m.get("id") == 1, m
 print("answer", json.dumps(m["result"]["content"][0]["text"]))
-"#;
-    let out = Command::new("python3")
-        .args(["-c", script, &url])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}{err}");
+"#,
+    );
     assert!(text.contains("asked colour?"), "{text}");
     assert!(text.contains("blue"), "{text}");
+}
+
+/// Helpers for the Python clients of these tests: `post(body, headers)`, a session's
+/// `session(capabilities)` (its headers), and the JSON-RPC `messages` of an SSE response.
+const PY_HTTP_PRELUDE: &str = r#"
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def post(body, headers=None):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    c.request("POST", u.path, json.dumps(body), h)
+    return c.getresponse()
+def session(capabilities):
+    r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "1"}}})
+    h = {"Mcp-Session-Id": r.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+    r.read()
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h).read()
+    return h
+def messages(r):
+    for line in r:
+        line = line.decode().strip()
+        if line.startswith("data:") and line[5:].strip():
+            yield json.loads(line[5:])
+"#;
+
+/// Runs `script` after [`PY_HTTP_PRELUDE`] against `url`; it must succeed. Its output.
+fn python_over_http(url: &str, script: &str) -> String {
+    let out = Command::new("python3")
+        .args(["-c", &format!("{PY_HTTP_PRELUDE}{script}"), url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    text
 }
 
 /// The demo's `touch` over HTTP notifies the subscribers wherever they are: a 2026-07-28
@@ -602,28 +616,17 @@ print("answer", json.dumps(m["result"]["content"][0]["text"]))
 #[test]
 fn serve_http_touch_reaches_listen_streams_and_other_sessions() {
     let (_server, url) = serve_http(&[]);
-    let script = r#"
-import http.client, json, sys, urllib.parse
-u = urllib.parse.urlparse(sys.argv[1])
+    let text = python_over_http(
+        &url,
+        r#"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
-def post(body, headers):
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    h.update(headers)
-    c.request("POST", u.path, json.dumps(body), h)
-    return c.getresponse()
 def modern(id, method, params, name=None):
     h = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
     if name:
         h["Mcp-Name"] = name
     params = dict(params, _meta=META)
     return post({"jsonrpc": "2.0", "id": id, "method": method, "params": params}, h)
-def messages(r):
-    for line in r:
-        line = line.decode().strip()
-        if line.startswith("data:") and line[5:].strip():
-            yield json.loads(line[5:])
 def text(r):
     return json.loads(r.read())["result"]["content"][0]["text"]
 
@@ -634,18 +637,8 @@ print("touch", text(modern(2, "tools/call", {"name": "touch", "arguments": {"uri
 m = next(listen)
 print("listener got", m["method"], m["params"]["uri"])
 
-def session():
-    r = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}, {})
-    sid = r.getheader("Mcp-Session-Id")
-    r.read()
-    h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h).read()
-    return h
-a, b = session(), session()
-r = post({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "demo://readme"}}, a)
-r.read()
+a, b = session({}), session({})
+post({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "demo://readme"}}, a).read()
 c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
 c.request("GET", u.path, headers=dict(a, Accept="text/event-stream"))
 stream = messages(c.getresponse())
@@ -658,14 +651,8 @@ else:
 print("session touch", answer["result"]["content"][0]["text"])
 m = next(stream)
 print("session got", m["method"], m["params"]["uri"])
-"#;
-    let out = Command::new("python3")
-        .args(["-c", script, &url])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}{err}");
+"#,
+    );
     for want in [
         "ack True",
         "touch subscribers notified",
