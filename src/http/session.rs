@@ -255,11 +255,10 @@ pub struct HttpClient {
     want_get: bool,
     /// Requests wait for this exchange's response head: the session's GET stream, so that a
     /// server that answers "the next GET" with pending messages cannot take a request's own
-    /// answer off its stream; or, without one, the `initialized` notification, so that no
-    /// request overtakes it.
+    /// answer off its stream.
     get_pending: Option<ExchangeId>,
-    /// Requests wait for this exchange's response head too: the `initialized` notification
-    /// (beside the GET stream, it could be overtaken by a request once the GET's head came).
+    /// And for this one's: the `initialized` notification, so that no request overtakes it
+    /// (beside the GET stream, one could once the GET's head came).
     initialized_pending: Option<ExchangeId>,
     /// The handshake's `initialized` notification has gone out (this connection).
     initialized_out: bool,
