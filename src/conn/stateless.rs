@@ -1036,13 +1036,7 @@ impl Core {
                     .get_unique("supportedVersions")
                     .ok()
                     .flatten()
-                    .map(|list| {
-                        array_items(list.get())
-                            .filter_map(|v| v.as_str())
-                            .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
-                            .filter(|v| v.era() == Era::Modern && self.config.versions.contains(v))
-                            .max()
-                    });
+                    .map(|list| self.versions_we_speak(Some(list), Era::Modern).max());
                 let caps = result
                     .get_unique("capabilities")
                     .ok()
@@ -1137,24 +1131,26 @@ impl Core {
         }
         e.data
             .and_then(|d| d.get_unique("supported").ok().flatten())
-            .and_then(|list| {
-                array_items(list.get())
-                    .filter_map(|v| v.as_str())
-                    .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
-                    .filter(|v| v.era() == Era::Modern && self.config.versions.contains(v))
-                    .max()
-            })
+            .and_then(|list| self.versions_we_speak(Some(list), Era::Modern).max())
     }
 
-    /// Whether `list` (a JSON array of version strings) names a handshake-era version we
-    /// speak.
+    /// The versions of `era` that `list` (a JSON array of version strings, as a discover
+    /// result or a -32022 names them) shares with us.
+    fn versions_we_speak<'a>(
+        &'a self,
+        list: Option<RawJson<'a>>,
+        era: Era,
+    ) -> impl Iterator<Item = ProtocolVersion> + 'a {
+        list.into_iter()
+            .flat_map(|list| array_items(list.get()))
+            .filter_map(|v| v.as_str())
+            .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
+            .filter(move |v| v.era() == era && self.config.versions.contains(v))
+    }
+
+    /// Whether `list` names a handshake-era version we speak.
     fn names_a_legacy_version(&self, list: Option<RawJson<'_>>) -> bool {
-        list.is_some_and(|list| {
-            array_items(list.get())
-                .filter_map(|v| v.as_str())
-                .filter_map(|v| ProtocolVersion::parse(&v.to_str()))
-                .any(|v| v.era() == Era::Legacy && self.config.versions.contains(&v))
-        })
+        self.versions_we_speak(list, Era::Legacy).next().is_some()
     }
 
     /// Client, auto mode: the server is not stateless; use the handshake.
