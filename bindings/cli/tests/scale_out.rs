@@ -30,26 +30,39 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Debian's `redis-server` on a free loopback port, with persistence off.
+/// Debian's `redis-server` on a free loopback port, with persistence off. A port found free
+/// may be taken before the server binds it (another test's listener or connection): the
+/// server's own "ready" line tells, and another port is tried.
 fn redis() -> (Reaped, u16) {
-    let port = free_port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed (.ci/setup-debian installs it)");
-    let child = Reaped(child);
-    // Up to 10 s.
-    for tries in 0.. {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (.ci/setup-debian installs it)");
+        let stdout = child.stdout.take().expect("piped");
+        let child = Reaped(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            for line in lines.by_ref().map_while(Result::ok) {
+                if line.contains("Ready to accept connections") {
+                    let _ = tx.send(true);
+                    lines.for_each(drop); // (drained, so it never blocks on its log)
+                    return;
+                }
+            }
+            let _ = tx.send(false); // it exited: the port was taken
+        });
+        if rx.recv_timeout(Duration::from_secs(10)) == Ok(true) {
+            return (child, port);
         }
-        assert!(tries < 500, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
+        eprintln!("redis-server did not start on port {port}; trying another");
     }
-    (child, port)
+    panic!("redis-server did not start on any of five free ports");
 }
 
 /// Replica `n` of the demo server, sharing the Redis on `redis_port`; returns its address.

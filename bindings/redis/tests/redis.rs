@@ -4,7 +4,8 @@
 // Tests wait for real time to pass (TTLs, startup).
 #![allow(clippy::disallowed_methods)]
 
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -19,24 +20,41 @@ struct RedisServer {
 }
 
 impl RedisServer {
-    /// Starts one on a free port.
+    /// Starts one on a free port. A port found free may be taken before `redis-server` binds
+    /// it (by another test's listener or connection): then another port is tried.
     fn start() -> Self {
-        let port = {
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            listener.local_addr().unwrap().port()
-        };
-        let mut server = RedisServer { port, child: None };
-        server.restart();
-        server
+        for _ in 0..5 {
+            let port = {
+                let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+                listener.local_addr().unwrap().port()
+            };
+            let mut server = RedisServer { port, child: None };
+            match server.try_restart() {
+                Ok(()) => return server,
+                Err(log) => {
+                    eprintln!("redis-server on port {port} did not start, retrying:\n{log}")
+                }
+            }
+        }
+        panic!("redis-server did not start on any of five free ports");
     }
 
     /// Starts it (again) on the same port, and waits until it accepts connections.
     fn restart(&mut self) {
+        if let Err(log) = self.try_restart() {
+            panic!("redis-server on port {} did not start:\n{log}", self.port);
+        }
+    }
+
+    /// Starts it on its port and waits for its own "ready" line: a successful connection alone
+    /// could reach another process that holds the port while this one failed to bind it.
+    /// Err carries its log.
+    fn try_restart(&mut self) -> Result<(), String> {
         self.stop();
-        let child = Command::new("redis-server")
+        let mut child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
@@ -45,24 +63,10 @@ impl RedisServer {
                      install it (e.g. `apt-get install redis-server`) and put it on PATH"
                 )
             });
+        let ready = wait_ready(child.stdout.take().expect("piped"));
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("redis-server on port {} exited: {status}", self.port);
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not accept connections on port {} within 5 s",
-                self.port
-            );
-            sleep(Duration::from_millis(10));
-        }
+        ready
     }
-
     /// Kills it and waits until it is gone.
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -102,6 +106,29 @@ impl RedisServer {
         keys.sort();
         keys
     }
+}
+
+/// Reads a `redis-server`'s log until it is ready (Ok) or exits (Err, with the log), within
+/// 10 s; the rest of the log is drained on a thread, so the server never blocks on it.
+fn wait_ready(stdout: std::process::ChildStdout) -> Result<(), String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        let mut lines = BufReader::new(stdout).lines();
+        for line in lines.by_ref().map_while(Result::ok) {
+            let ready = line.contains("Ready to accept connections");
+            log.push_str(&line);
+            log.push('\n');
+            if ready {
+                let _ = tx.send(Ok(()));
+                lines.for_each(drop);
+                return;
+            }
+        }
+        let _ = tx.send(Err(log));
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| Err("no ready line within 10 s".into()))
 }
 
 impl Drop for RedisServer {
