@@ -433,6 +433,10 @@ fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
     let Ev::Request { id, .. } = &reqs[0] else {
         panic!("{reqs:?}")
     };
+    let Ev::Request { id: unanswered, .. } = &reqs[1] else {
+        panic!("{reqs:?}")
+    };
+    let unanswered = unanswered.clone();
     p.server
         .respond(id.as_id(), raw(r#"{"tools":[]}"#))
         .unwrap();
@@ -458,6 +462,15 @@ fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
     );
     assert_eq!(p.client.state(), State::Closed);
     assert_eq!(p.client.poll_timeout(), None);
+    // The server was told the client stopped waiting (the spec's SHOULD for a request given
+    // up on), so it can stop working on it.
+    assert_eq!(
+        p.take_server_events(),
+        vec![Ev::PeerCancelled {
+            id: unanswered,
+            reason: Some("shutting down".into())
+        }]
+    );
 }
 
 #[test]

@@ -457,6 +457,23 @@ impl Core {
         }
     }
 
+    /// Sends a cancellation for each of our requests in flight that may be cancelled (not
+    /// `initialize` or a discover probe), in the order they were sent. They stay in flight:
+    /// [`finish`](Self::finish) abandons them.
+    pub(super) fn cancel_all_in_flight(&mut self, reason: &str) {
+        let mut ids: Vec<i64> = self
+            .corr
+            .pending
+            .iter()
+            .filter(|(_, p)| p.kind == PendingKind::Normal)
+            .map(|(n, _)| *n)
+            .collect();
+        ids.sort_unstable();
+        for n in ids {
+            self.send_cancelled(n, Some(reason));
+        }
+    }
+
     /// Ends the connection: every request in flight is abandoned, then `Closed` is the last
     /// event.
     pub(super) fn finish(&mut self, reason: CloseReason) {

@@ -770,8 +770,9 @@ impl Connection {
     }
 
     /// Begins a graceful close: no new requests or notifications; our requests in flight get
-    /// until `now + grace` to be answered. Then the connection closes with
-    /// [`CloseReason::Local`].
+    /// until `now + grace` to be answered. Then the peer is sent a cancellation for each one
+    /// still unanswered, and the connection closes with [`CloseReason::Local`]: write out
+    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it.
     pub fn close(&mut self, now: Timestamp, grace: Duration) {
         self.core.events.retire_current();
         self.core.close(now, grace);
