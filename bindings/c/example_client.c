@@ -48,14 +48,15 @@ static uint64_t now_ns(void) {
 
 static const char *step = "connect";
 static pid_t child = -1;
-/* A SIGINT, SIGTERM or SIGHUP received (0: none): passed on to the server at once, and the
-   session ends with it at the next turn of the loop. */
+/* A SIGINT, SIGTERM or SIGHUP received (0: none): the session ends with it at the next turn
+   of the loop, and the server is stopped as on any failure (told what we gave up on, its stdin
+   closed, then signals). */
 static volatile sig_atomic_t got_signal = 0;
 
-static void on_signal(int sig) {
-    got_signal = sig;
-    if (child > 0) kill(child, sig);
-}
+static void on_signal(int sig) { got_signal = sig; }
+
+/* The connection, for the way out of a failure. */
+static mcpw_conn *the_conn = NULL;
 
 /* Stops the server: SIGTERM, then SIGKILL if it is still there after 2 s, and reaps it. */
 static int to_server = -1, from_server = -1;
@@ -89,6 +90,37 @@ static void stop_child(void) {
     child = -1;
 }
 
+/* Before the server is stopped: our requests still in flight are cancelled (the engine queues
+   a notifications/cancelled for each, as the spec asks of a client that stops waiting), and
+   everything the engine holds for the server is written, for up to a second. Return codes
+   are not checked: this runs on the way out of a failure, which may be the engine's own. */
+static void tell_server_before_stopping(void) {
+    uint64_t now, until;
+    if (the_conn == NULL || to_server < 0) return;
+    now = now_ns();
+    until = now + 1000000000ull;
+    (void)mcpw_conn_close(the_conn, now, 0);
+    (void)mcpw_conn_handle_timeout(the_conn, now);
+    for (;;) {
+        const uint8_t *bytes;
+        size_t len;
+        uint64_t stream;
+        ssize_t n;
+        if (mcpw_conn_transmit(the_conn, &bytes, &len, &stream) != MCPW_OK || len == 0) return;
+        n = write(to_server, bytes, len);
+        if (n > 0) {
+            (void)mcpw_conn_consume(the_conn, (size_t)n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && now_ns() < until) {
+            struct pollfd p;
+            p.fd = to_server;
+            p.events = POLLOUT;
+            (void)poll(&p, 1, 100);
+        } else if (!(n < 0 && errno == EINTR)) {
+            return; /* the server is gone, or stopped reading */
+        }
+    }
+}
+
 static void fail(const char *fmt, ...) {
     va_list args;
     printf("C_CLIENT_FAIL %s: ", step);
@@ -97,6 +129,7 @@ static void fail(const char *fmt, ...) {
     va_end(args);
     printf("\n");
     fflush(stdout);
+    tell_server_before_stopping();
     stop_child();
     exit(EXIT_FAILURE);
 }
@@ -577,6 +610,7 @@ int main(int argc, char **argv) {
     check(mcpw_config_set_client_era(config, s.opts.era), "client era");
     check(mcpw_conn_new(config, start, &s.conn), "conn");
     mcpw_config_free(config);
+    the_conn = s.conn;
 
     while (s.phase != DONE) {
         struct pollfd fds[2];
@@ -664,6 +698,7 @@ int main(int argc, char **argv) {
         child = -1;
     }
     close(from_server);
+    the_conn = NULL;
     mcpw_conn_free(s.conn);
     printf("C_CLIENT_OK %s\n", s.version.ptr ? s.version.ptr : "?");
     free(s.version.ptr);

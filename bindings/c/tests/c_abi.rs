@@ -327,6 +327,66 @@ fn c_client_stopped_by_a_signal_stops_its_server_and_says_why() {
     );
 }
 
+#[test]
+fn c_client_stopped_with_a_call_in_flight_tells_the_server_before_closing_its_stdin() {
+    // The spec: a sender that stops waiting for a request SHOULD cancel it. The client sent
+    // the server SIGTERM at once and exited, leaving the call's cancellation unwritten.
+    use std::io::{BufRead, BufReader, Read};
+    let script = r#"
+import json, sys
+for line in sys.stdin:
+    print(line, end="", file=sys.stderr, flush=True)
+    m = json.loads(line)
+    r = {"initialize": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "stall", "version": "1"}},
+         "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}}.get(m.get("method"))
+    if "id" in m and r is not None:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+print("EOF", file=sys.stderr, flush=True)
+"#;
+    let mut client = Command::new(c_client_plain())
+        .args(["--era", "legacy", "--", "python3", "-c", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server's log (its stderr, through the client's): wait for the call.
+    let mut log = BufReader::new(client.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains(r#""method":"tools/call""#) {
+        let mut line = String::new();
+        assert!(log.read_line(&mut line).unwrap() > 0, "{seen}");
+        seen.push_str(&line);
+    }
+    Command::new("kill")
+        .args(["-TERM", &client.id().to_string()])
+        .status()
+        .unwrap();
+    log.read_to_string(&mut seen).unwrap();
+    let mut out = String::new();
+    client
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(client.wait().unwrap().code(), Some(1), "{out}");
+    assert!(out.contains("stopped by signal 15"), "{out}");
+    let call: serde_json::Value = seen
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|m: &serde_json::Value| m["method"] == "tools/call")
+        .unwrap();
+    let cancelled = seen
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no cancellation reached the server:\n{seen}"));
+    assert_eq!(cancelled["params"]["requestId"], call["id"], "{seen}");
+    // ...before its input closed (it read to the end, rather than being killed).
+    assert!(seen.trim_end().ends_with("EOF"), "{seen}");
+}
+
 /// Everything the C stdio client printed with `args`, which must end within `secs`.
 fn c_client_output(args: &[&str], secs: u64) -> String {
     let mut cmd = Command::new(c_client_plain());

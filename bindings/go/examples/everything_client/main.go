@@ -213,9 +213,8 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			s.err = errors.New("the server's answer is not a valid result")
 		}
 	case *mcpwire.AbandonedEvent:
-		if ev.Request == s.pending {
-			s.err = errors.New("the connection ended before the answer")
-		}
+		// The connection is ending with the answer still out: the ClosedEvent that follows
+		// says why (or, for our own shutdown, finish reports the timeout or the signal).
 	case *mcpwire.InputRequiredEvent:
 		if ev.Request == s.pending {
 			s.err = errors.New("the server asks for input, which this client does not give")
