@@ -525,6 +525,9 @@ fn parse_initialize(params: Option<RawJson<'_>>) -> Result<InitializeParams, &'s
         .map_err(dup)?
         .filter(|i| i.is_object())
         .ok_or("clientInfo must be an object")?;
+    if !crate::mcp::is_implementation(info) {
+        return Err("clientInfo needs a string name and version");
+    }
     Ok((
         ProtocolVersion::parse(&version.to_str()),
         caps,

@@ -251,8 +251,15 @@ pub(super) fn read_meta(
         }
         Err(_) => return RequestMeta::Malformed("duplicate clientCapabilities"),
     };
-    if matches!(get(INFO), Ok(Some(i)) if !i.is_object()) || get(INFO).is_err() {
-        return RequestMeta::Malformed("clientInfo must be an object");
+    match get(INFO) {
+        Ok(Some(i)) if !i.is_object() => {
+            return RequestMeta::Malformed("clientInfo must be an object");
+        }
+        Ok(Some(i)) if !crate::mcp::is_implementation(i) => {
+            return RequestMeta::Malformed("clientInfo needs a string name and version");
+        }
+        Ok(_) => {}
+        Err(_) => return RequestMeta::Malformed("duplicate clientInfo"),
     }
     let log_level = match get(LEVEL) {
         Ok(None) => None,

@@ -141,6 +141,18 @@ pub fn error_code_allowed(code: i64, version: ProtocolVersion) -> bool {
     }
 }
 
+/// Whether `info` is an `Implementation` as every schema defines it (`clientInfo`, and
+/// 2026-07-28's `_meta` `io.modelcontextprotocol/clientInfo`): an object whose `name` and
+/// `version` are strings, each once. Other members are not looked at.
+pub(crate) fn is_implementation(info: crate::jsonrpc::RawJson<'_>) -> bool {
+    if !info.is_object() {
+        return false;
+    }
+    let found = info.get_each(["name", "version"]);
+    let string = |i| matches!(found.get(i), Ok(Some(v)) if v.as_str().is_some());
+    string(0) && string(1)
+}
+
 // ---- 2026-07-28 request metadata ------------------------------------------------------------
 
 /// `_meta` key carrying a request's protocol version (2026-07-28, required).
