@@ -386,11 +386,16 @@ impl Server {
             } else if caps.contains(Caps::SAMPLING) {
                 json!({"answer": {"method": "sampling/createMessage", "params": {"messages": [{"role": "user", "content": {"type": "text", "text": question}}], "maxTokens": 100}}})
             } else {
-                return self.answer(
-                    conn,
-                    &id,
-                    Ok(text_result("the client can neither elicit nor sample")),
+                // The spec (2026-07-28): a request that needs a capability the client did
+                // not declare gets -32021, naming it (HTTP 400).
+                let data = r#"{"requiredCapabilities":{"elicitation":{}}}"#;
+                let _ = conn.respond_error(
+                    id.as_id(),
+                    mcpwire::mcp::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "ask needs the client's elicitation (or sampling) capability",
+                    RawJson::new(data).ok(),
                 );
+                return;
             };
             let text = request.to_string();
             let raw = RawJson::new(&text).ok();
@@ -417,10 +422,11 @@ impl Server {
                 json!({"messages": [{"role": "user", "content": {"type": "text", "text": question}}], "maxTokens": 100}),
             )
         } else {
+            // (The handshake era has no code for it: a tool error.)
             return self.answer(
                 conn,
                 &id,
-                Ok(text_result("the client can neither elicit nor sample")),
+                Ok(json!({"content": [{"type": "text", "text": "ask needs the client's elicitation or sampling capability"}], "isError": true})),
             );
         };
         let text = body.to_string();

@@ -917,6 +917,44 @@ fn serve_refuses_unknown_tools_and_prompts_with_invalid_params() {
     );
 }
 
+/// The demo's `ask` needs the client's elicitation or sampling: without either, 2026-07-28's
+/// -32021 naming the capability (it answered a plain text result), and in a session a tool
+/// error.
+#[test]
+fn serve_ask_without_the_capability_is_refused_as_the_spec_says() {
+    let answer = answers_in_a_session(
+        &[BIN, "serve"],
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}"#,
+        ],
+    );
+    let session: Value = serde_json::from_str(&answer(1)).unwrap();
+    assert_eq!(session["result"]["isError"], true, "{session}");
+
+    let (_server, url) = serve_http(&[]);
+    let text = python_over_http(
+        &url,
+        r#"
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+r = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+          "params": {"name": "ask", "arguments": {}, "_meta": meta}},
+         {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask"})
+print("status", r.status)
+print(r.read().decode())
+"#,
+    );
+    assert!(text.contains("status 400"), "{text}");
+    let body: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], -32021, "{body}");
+    assert_eq!(
+        body["error"]["data"]["requiredCapabilities"]["elicitation"],
+        serde_json::json!({}),
+        "{body}"
+    );
+}
+
 /// A server that fails `tools/list` with a bare HTTP 500: the probe says so at once (the
 /// engine's `Failed`), instead of waiting out its timeout and calling it one.
 #[test]
