@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -46,10 +47,23 @@ const (
 // this order: events until NextEvent says false (acting on them may issue commands), then
 // WriteTo, then re-arm the timer from NextDeadline.
 //
-// A Conn must not be used by two goroutines at once. Close releases the C handle; it is
-// idempotent, and a finalizer calls it for a Conn that becomes unreachable without it.
-// Shutdown is the graceful MCP close.
+// A Conn is safe for use by several goroutines: calls on it take turns (a WriteTo holds it
+// while its writer's Write runs). Serve notices a command another goroutine gives while it
+// waits, and writes its output at once. The events are one stream: drain them from one
+// goroutine (Serve's, when Serve runs). A Conn an HTTPServer or HTTPClient lends to its
+// callback is for that callback only. Close releases the C handle; it is idempotent, and a
+// finalizer calls it for a Conn that becomes unreachable without it. Shutdown is the
+// graceful MCP close.
 type Conn struct {
+	// mu orders the calls of several goroutines (the engine handle is not thread-safe);
+	// the fields below it are read and written with it held.
+	mu sync.Mutex
+	// changes counts commands, so that Serve sees one given while it was not looking;
+	// waiting is set while Serve waits, and wake is how a command then tells it.
+	changes uint64
+	waiting bool
+	wake    chan struct{}
+
 	ptr     *C.mcpw_conn
 	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
 	origin  time.Time
@@ -69,6 +83,76 @@ type Conn struct {
 // freed reports whether calls must be refused with ErrFreed: the handle was freed, or the
 // view's lending ended.
 func (c *Conn) freed() bool { return c.ptr == nil || c.cut.Load() }
+
+// lock takes the Conn for one call; false, with the Conn not taken, when calls must be
+// refused with ErrFreed.
+func (c *Conn) lock() bool {
+	c.mu.Lock()
+	if c.freed() {
+		c.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// serveWake gives Serve the channel a command on another goroutine wakes it with (the
+// first call), and takes it back (the second, as Serve returns).
+func (c *Conn) serveWake() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+		return c.wake
+	}
+	c.wake, c.waiting = nil, false
+	return nil
+}
+
+// changeMark is the count of commands so far.
+func (c *Conn) changeMark() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changes
+}
+
+// beginWait marks Serve as waiting, so that the next command wakes it; false, with nothing
+// marked, when a command came since mark (Serve looks again instead of waiting).
+func (c *Conn) beginWait(mark uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changes != mark {
+		return false
+	}
+	c.waiting = true
+	return true
+}
+
+// endWait: Serve stopped waiting (its own commands need not wake it).
+func (c *Conn) endWait() {
+	c.mu.Lock()
+	c.waiting = false
+	c.mu.Unlock()
+}
+
+// unlock ends a call that changed nothing Serve waits on.
+func (c *Conn) unlock() { c.mu.Unlock() }
+
+// unlockChanged ends a command: output, events or deadlines may have changed, so a Serve
+// waiting on another goroutine is woken to look.
+func (c *Conn) unlockChanged() {
+	c.changes++
+	var wake chan struct{}
+	if c.waiting {
+		wake = c.wake
+	}
+	c.mu.Unlock()
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default: // (already woken)
+		}
+	}
+}
 
 // NewConn creates a connection from cfg at time now; every later time passed to the Conn
 // is measured from now on the same clock (time.Now() readings, or simulated times). A
@@ -98,13 +182,17 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 // (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
 // method returns ErrFreed afterwards. It always returns nil.
 func (c *Conn) Close() error {
-	if c == nil || c.freed() || c.view {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed() || c.view {
 		return nil
 	}
 	C.mcpw_conn_free(c.ptr)
 	C.free(unsafe.Pointer(c.drainer))
 	c.ptr, c.drainer = nil, nil
-	c.queue, c.head = nil, 0
 	runtime.SetFinalizer(c, nil)
 	return nil
 }
@@ -154,9 +242,10 @@ type RequestContext struct {
 // handshake-era request (the session's capabilities are PeerCapabilities) or an unknown id.
 // Use it to refuse work that needs a capability the request did not declare.
 func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
-	if c.freed() {
+	if !c.lock() {
 		return RequestContext{}, false
 	}
+	defer c.unlock()
 	got := C.mcpwgo_request_context(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)))
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(id.wire)
@@ -175,9 +264,10 @@ func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
 // Feed hands the engine bytes read from the transport, in any chunking, with the time they
 // arrived. The engine consumes all of them and keeps no pointer into data.
 func (c *Conn) Feed(now time.Time, data []byte) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_handle_input(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
 	runtime.KeepAlive(c)
 	return check("feed", rc)
@@ -186,9 +276,10 @@ func (c *Conn) Feed(now time.Time, data []byte) error {
 // FeedEOF tells the engine the transport reached end of input: a last unterminated line is
 // processed, our requests in flight are abandoned and the connection closes.
 func (c *Conn) FeedEOF(now time.Time) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_handle_eof(c.ptr, c.ns(now))
 	runtime.KeepAlive(c)
 	return check("feed eof", rc)
@@ -197,9 +288,10 @@ func (c *Conn) FeedEOF(now time.Time) error {
 // HandleTimeout fires every timer due at now (request timeouts, the end of a graceful
 // close). Calling it early does nothing.
 func (c *Conn) HandleTimeout(now time.Time) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_handle_timeout(c.ptr, c.ns(now))
 	runtime.KeepAlive(c)
 	return check("handle timeout", rc)
@@ -209,9 +301,10 @@ func (c *Conn) HandleTimeout(now time.Time) error {
 // is armed. It changes after inputs and commands: re-arm the timer from it every time round
 // the loop.
 func (c *Conn) NextDeadline() (time.Time, bool) {
-	if c.freed() {
+	if !c.lock() {
 		return time.Time{}, false
 	}
+	defer c.unlock()
 	d := C.mcpwgo_poll_timeout(c.ptr)
 	runtime.KeepAlive(c)
 	if d.rc != C.MCPW_OK || d.has == 0 {
@@ -257,9 +350,10 @@ type RequestOptions struct {
 // arrives as a ResponseEvent, ErrorEvent, TimedOutEvent or AbandonedEvent carrying the
 // returned id.
 func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
-	if c.freed() {
+	if !c.lock() {
 		return 0, ErrFreed
 	}
+	defer c.unlockChanged()
 	var o RequestOptions
 	if opts != nil {
 		o = *opts
@@ -280,9 +374,10 @@ func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opt
 
 // Notify sends a notification: method with params (a JSON object, or nil for none).
 func (c *Conn) Notify(method string, params json.RawMessage) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_notify(c.ptr, cString(method), C.size_t(len(method)), cBytes(params), C.size_t(len(params)))
 	runtime.KeepAlive(c)
 	return check("notify", rc)
@@ -291,9 +386,10 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 // Respond answers the peer's request id with result (any JSON value; MCP results are
 // objects). Answering a request the peer has cancelled succeeds and sends nothing.
 func (c *Conn) Respond(id ID, result json.RawMessage) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpwgo_respond(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), cBytes(result), C.size_t(len(result)))
 	runtime.KeepAlive(c)
@@ -305,9 +401,10 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 // refused with ErrCodeNotInVersion, except CodeResourceNotFound, which is sent as the
 // version's "resource not found" code (-32602 from 2026-07-28 on, which replaced -32002).
 func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMessage) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	msg := cString(message)
 	if msg == nil {
 		msg = &C.mcpwgo_empty[0]
@@ -333,9 +430,10 @@ type ProgressUpdate struct {
 // Progress reports progress on the peer's request id, which must have carried a progress
 // token (else ErrNoProgressToken).
 func (c *Conn) Progress(id ID, p ProgressUpdate) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	hasTotal := 0
 	if p.HasTotal {
 		hasTotal = 1
@@ -350,9 +448,10 @@ func (c *Conn) Progress(id ID, p ProgressUpdate) error {
 // Cancel cancels our request: the peer is told (with reason, when not empty) and the request
 // ends here, with no event; an answer arriving later is dropped.
 func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_cancel(c.ptr, c.ns(now), C.int64_t(request), cString(reason), C.size_t(len(reason)))
 	runtime.KeepAlive(c)
 	return check("cancel", rc)
@@ -364,9 +463,10 @@ func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 // writes the cancellations before it returns). Shutting down a closed connection does nothing. It does not free the handle:
 // call Close for that.
 func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpw_conn_close(c.ptr, c.ns(now), C.uint64_t(millisCeil(grace)))
 	runtime.KeepAlive(c)
 	return check("shutdown", rc)
@@ -376,9 +476,10 @@ func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
 // the client for sampling or elicitation while it works on parent): in 2026-07-28 the
 // request travels with parent's answer stream; in the handshake era it is a plain request.
 func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params json.RawMessage, opts *RequestOptions) (RequestID, error) {
-	if c.freed() {
+	if !c.lock() {
 		return 0, ErrFreed
 	}
+	defer c.unlockChanged()
 	var o RequestOptions
 	if opts != nil {
 		o = *opts
@@ -403,9 +504,10 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 // only if the request asked for this level or a more verbose one; in the handshake era,
 // whenever we declared logging. It reports whether the message was sent.
 func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (bool, error) {
-	if c.freed() {
+	if !c.lock() {
 		return false, ErrFreed
 	}
+	defer c.unlockChanged()
 	r := C.mcpwgo_log(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)),
 		C.uint32_t(level), cString(logger), C.size_t(len(logger)), cBytes(data), C.size_t(len(data)))
 	runtime.KeepAlive(c)
@@ -419,9 +521,10 @@ func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (
 // resources/read id with "input required": inputRequests (a JSON object, or nil for none)
 // and/or requestState (empty for none).
 func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, requestState string) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpwgo_respond_input_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), cBytes(inputRequests), C.size_t(len(inputRequests)),
 		cString(requestState), C.size_t(len(requestState)))
@@ -437,9 +540,10 @@ func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, reques
 // ErrNotNegotiated when the client did not declare elicitation.url, ErrInvalidParams for
 // elicitations that are not such an array; nothing is sent then.
 func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage) error {
-	if c.freed() {
+	if !c.lock() {
 		return ErrFreed
 	}
+	defer c.unlockChanged()
 	rc := C.mcpwgo_respond_url_elicitation_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
 		cString(id.wire), C.size_t(len(id.wire)), cBytes(elicitations), C.size_t(len(elicitations)))
 	runtime.KeepAlive(c)
@@ -450,9 +554,10 @@ func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage
 // original params, inputResponses (a JSON object) and the server's request state. The retry
 // is a new request with its own id.
 func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMessage) (RequestID, error) {
-	if c.freed() {
+	if !c.lock() {
 		return 0, ErrFreed
 	}
+	defer c.unlockChanged()
 	r := C.mcpwgo_retry(c.ptr, c.ns(now), C.int64_t(request), cBytes(inputResponses), C.size_t(len(inputResponses)))
 	runtime.KeepAlive(c)
 	if err := check("retry", r.rc); err != nil {
@@ -471,7 +576,9 @@ func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMe
 // Events are copied out of the engine in batches, one crossing into C for up to 256 of
 // them, so draining costs little per event.
 func (c *Conn) NextEvent() (Event, bool) {
-	if c.head == len(c.queue) && !c.refill() {
+	// The queue is the draining goroutine's alone (Close leaves it be): only a refill, which
+	// reaches the engine, takes the Conn.
+	if c.head == len(c.queue) && !c.lockedRefill() {
 		return nil, false
 	}
 	ev := c.queue[c.head]
@@ -483,7 +590,7 @@ func (c *Conn) NextEvent() (Event, bool) {
 // AppendEvents appends every event available now to dst and returns it.
 func (c *Conn) AppendEvents(dst []Event) []Event {
 	for {
-		if c.head == len(c.queue) && !c.refill() {
+		if c.head == len(c.queue) && !c.lockedRefill() {
 			return dst
 		}
 		dst = append(dst, c.queue[c.head:]...)
@@ -495,7 +602,18 @@ func (c *Conn) AppendEvents(dst []Event) []Event {
 }
 
 // Err is the error that stopped NextEvent (a poisoned handle), or nil.
-func (c *Conn) Err() error { return c.err }
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// lockedRefill is refill with the Conn taken.
+func (c *Conn) lockedRefill() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refill()
+}
 
 // refill copies the next batch of events out of the engine into the queue.
 func (c *Conn) refill() bool {
@@ -707,10 +825,11 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // slice it is given: it points into the engine and dies after the Write call.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	var total int64
+	if !c.lock() {
+		return total, ErrFreed
+	}
+	defer c.unlock()
 	for {
-		if c.freed() {
-			return total, ErrFreed
-		}
 		lent := C.mcpwgo_transmit(c.ptr)
 		runtime.KeepAlive(c)
 		if err := check("transmit", lent.rc); err != nil {
@@ -743,10 +862,11 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 
 // AppendOutput appends all pending output to dst, marks it written, and returns dst.
 func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
+	if !c.lock() {
+		return dst, ErrFreed
+	}
+	defer c.unlock()
 	for {
-		if c.freed() {
-			return dst, ErrFreed
-		}
 		lent := C.mcpwgo_transmit(c.ptr)
 		runtime.KeepAlive(c)
 		if err := check("transmit", lent.rc); err != nil {
@@ -764,9 +884,10 @@ func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
 
 // PendingOutput reports how many bytes the engine lends next (0: nothing to write).
 func (c *Conn) PendingOutput() int {
-	if c.freed() {
+	if !c.lock() {
 		return 0
 	}
+	defer c.unlock()
 	lent := C.mcpwgo_transmit(c.ptr)
 	runtime.KeepAlive(c)
 	if lent.rc != C.MCPW_OK {
@@ -812,9 +933,10 @@ type Status struct {
 // Status reads the connection's state, role, requests in flight and drop counters in one
 // call.
 func (c *Conn) Status() (Status, error) {
-	if c.freed() {
+	if !c.lock() {
 		return Status{State: StateClosed}, ErrFreed
 	}
+	defer c.unlock()
 	s := C.mcpwgo_conn_status(c.ptr)
 	runtime.KeepAlive(c)
 	if err := check("status", s.rc); err != nil {
@@ -848,9 +970,10 @@ func (c *Conn) State() State {
 
 // Era is the protocol era in force (EraUndecided while a client probes).
 func (c *Conn) Era() Era {
-	if c.freed() {
+	if !c.lock() {
 		return EraOther
 	}
+	defer c.unlock()
 	r := C.mcpwgo_conn_era(c.ptr)
 	runtime.KeepAlive(c)
 	if r.rc != C.MCPW_OK {
@@ -861,9 +984,10 @@ func (c *Conn) Era() Era {
 
 // ProtocolVersion is the negotiated protocol version, or "" before negotiation.
 func (c *Conn) ProtocolVersion() string {
-	if c.freed() {
+	if !c.lock() {
 		return ""
 	}
+	defer c.unlock()
 	v := C.mcpwgo_protocol_version(c.ptr)
 	runtime.KeepAlive(c)
 	return copyView(v)
@@ -871,9 +995,10 @@ func (c *Conn) ProtocolVersion() string {
 
 // PeerInfo is the peer's clientInfo / serverInfo object, or nil before the handshake.
 func (c *Conn) PeerInfo() json.RawMessage {
-	if c.freed() {
+	if !c.lock() {
 		return nil
 	}
+	defer c.unlock()
 	v := C.mcpwgo_peer_info(c.ptr)
 	defer runtime.KeepAlive(c)
 	return copyRaw(v)
@@ -882,9 +1007,10 @@ func (c *Conn) PeerInfo() json.RawMessage {
 // PeerCapabilities is the peer's capabilities object as it declared it, or nil before the
 // handshake.
 func (c *Conn) PeerCapabilities() json.RawMessage {
-	if c.freed() {
+	if !c.lock() {
 		return nil
 	}
+	defer c.unlock()
 	v := C.mcpwgo_peer_capabilities(c.ptr)
 	defer runtime.KeepAlive(c)
 	return copyRaw(v)
@@ -892,9 +1018,10 @@ func (c *Conn) PeerCapabilities() json.RawMessage {
 
 // PeerInstructions (client) is the server's instructions, and false when it sent none.
 func (c *Conn) PeerInstructions() (string, bool) {
-	if c.freed() {
+	if !c.lock() {
 		return "", false
 	}
+	defer c.unlock()
 	v := C.mcpwgo_peer_instructions(c.ptr)
 	defer runtime.KeepAlive(c)
 	if v.rc != C.MCPW_OK || v.view.ptr == nil {

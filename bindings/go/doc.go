@@ -2,8 +2,10 @@
 // Context Protocol (MCP), over its C ABI.
 //
 // The engine owns no sockets, goroutines, timers or clock. Bytes and the current time go
-// in; events, bytes to write and the next deadline come out. A host runs this loop (see
-// examples/internal/pump for a complete one):
+// in; events, bytes to write and the next deadline come out. Serve runs the loop over a
+// byte stream (stdio, a pipe, a socket), HTTPServer serves Streamable HTTP as an
+// http.Handler, and HTTPClient is a client over it. A host with its own event loop runs
+// this one (serve.go's Serve is a complete one):
 //
 //	conn, err := mcpwire.NewConn(&mcpwire.Config{Role: mcpwire.Server, Name: "demo", Version: "1.0",
 //		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
@@ -37,22 +39,27 @@
 // into C is followed by runtime.KeepAlive on the Conn, so the finalizer (a safety net for a
 // Conn dropped without Close) can never free a handle mid-call.
 //
-// A Conn must not be used by two goroutines at once; it may move between goroutines.
+// A Conn is safe for use by several goroutines: calls take turns, and Serve wakes for a
+// command given on another goroutine (a tool answering later). Its events are one stream,
+// drained by one goroutine. An HTTPServer is safe for concurrent use; a Conn it lends is for
+// its callback only (With lends one later). An HTTPClient and the Conn it lends must not be
+// used by two goroutines at once.
 //
 // # Errors
 //
-// Every failing call returns a *ResultError carrying the C ABI's result code. Compare with
-// errors.Is against the sentinels (ErrClosed, ErrNotInitialized, ...) or take the code with
-// errors.As. Codes 300-399 (ResultCode.IsRefused) are commands the engine refused; the
+// A call the engine refuses returns a *ResultError carrying the C ABI's result code.
+// Compare with errors.Is against the sentinels (ErrClosed, ErrNotInitialized, ...) or take
+// the code with errors.As. A few errors are the binding's own, plain errors: ErrFreed (the
+// handle was closed, or a lent Conn outlived its lending), a nil handler, a second Run, an
+// endpoint that is not an http or https URL. Codes 300-399 (ResultCode.IsRefused) are commands the engine refused; the
 // connection (or the Tasks table) is unchanged. JSON-RPC error codes sent by the peer are event data
 // (ErrorEvent.Code), never Go errors.
 //
 // # Building
 //
-// The package links the installed static library: by default the one installed under
-// ${SRCDIR}/../../target/c-install (this directory is bindings/go in the mcpwire repository)
-// by `make -C bindings/c install PREFIX=$PWD/target/c-install` from the repository root. To
-// link another installation, prepend its directories:
+// The package links the installed C library through pkg-config (#cgo pkg-config: mcpwire):
+// install it with `make -C bindings/c install PREFIX=/usr/local` from the repository root.
+// For another prefix, point pkg-config at it, and the dynamic loader too:
 //
-//	CGO_CFLAGS=-I/prefix/include CGO_LDFLAGS=-L/prefix/lib go test ./...
+//	PKG_CONFIG_PATH=/prefix/lib/pkgconfig CGO_LDFLAGS=-Wl,-rpath,/prefix/lib go test ./...
 package mcpwire

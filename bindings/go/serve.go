@@ -8,9 +8,8 @@ import (
 )
 
 // Handler handles the events of a connection driven by Serve. HandleEvent runs on Serve's
-// goroutine, so it may call any command on c; it must not block for long (start a goroutine
-// for slow work and answer through a channel your own loop reads, or use an HTTPServer,
-// whose With answers from any goroutine). now is the time Serve read when it began handing
+// goroutine and may call any command on c. It must not block for long: start a goroutine
+// for slow work, and answer on c from it (Serve wakes and writes the answer). now is the time Serve read when it began handing
 // out the current round of events (one clock read per round, not per event).
 type Handler interface {
 	HandleEvent(c *Conn, now time.Time, ev Event)
@@ -37,7 +36,9 @@ const feedPiece = 4096
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
 // never reads is cut off by the engine's output limit (a ClosedEvent with
-// ClosePeerNotReading). One read of r may be outstanding when Serve returns; its goroutine
+// ClosePeerNotReading). A command given on another goroutine (an answer, a progress report,
+// a request of ours) is written as soon as it is given, and a request's timeout is armed
+// for it. One read of r may be outstanding when Serve returns; its goroutine
 // ends when that Read does. A Write blocked on such a peer cannot be interrupted, not even
 // by ctx: a program that must end on a signal bounds its own wait (examples/stdio_server
 // exits a little after the grace).
@@ -98,12 +99,19 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// Commands given on other goroutines (a tool answering later, a progress report) wake
+	// the wait below.
+	wake := conn.serveWake()
+	defer conn.serveWake()
 	var pending []byte // read but not yet fed
 	var readErr error  // how the input ended (io.EOF, or a read error), once it has
 	inputOpen, asked, shutdown, eofFed := true, false, false, false
 	done := ctx.Done()
 	for {
-		// 1. Events (the handler may issue commands), 2. all output.
+		// 1. Events (the handler may issue commands), 2. all output. A command given on
+		// another goroutine after mark, which they may have missed, is looked at before
+		// waiting (4).
+		mark := conn.changeMark()
 		closed := handOut(conn, w, h)
 		if err := conn.Err(); err != nil {
 			return err
@@ -139,7 +147,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			continue
 		}
 
-		// 4. Wait for input, the engine's deadline, or cancellation.
+		// 4. Wait for input, the engine's deadline, a command from another goroutine, or
+		// cancellation. A command given since the output was written is looked at first.
+		if !conn.beginWait(mark) {
+			continue
+		}
 		var timeout <-chan time.Time
 		timer.Stop()
 		if deadline, ok := conn.NextDeadline(); ok {
@@ -157,9 +169,6 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 			input = reads
 		}
-		if input == nil && timeout == nil && done == nil {
-			return ErrClosed // cannot happen: after FeedEOF the connection closes
-		}
 		select {
 		case c := <-input:
 			asked = false
@@ -171,6 +180,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				inputOpen = false
 				readErr = c.err
 			}
+		case <-wake:
 		case <-timeout:
 			if err := conn.HandleTimeout(time.Now()); err != nil {
 				return err
@@ -182,6 +192,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return err
 			}
 		}
+		conn.endWait()
 	}
 }
 

@@ -117,8 +117,8 @@ type TaskEvent struct {
 // The same table serves the experimental tasks of 2025-11-25: CreateLegacy, ServeLegacy
 // (tasks/result waits for the task's end), Resume and PollResult.
 //
-// Unlike a Conn, a Tasks is safe for concurrent use (work finishing on other goroutines);
-// the Conn given to Respond and Serve must still be used by one goroutine at a time. Close
+// A Tasks is safe for concurrent use (work finishing on other goroutines), as a Conn is (a
+// Conn an HTTPServer lends is for its callback only, or With's function). Close
 // frees it; a finalizer calls Close for a table that becomes unreachable without it.
 type Tasks struct {
 	mu     sync.Mutex
@@ -232,7 +232,11 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.freed() {
+	if !conn.lock() {
+		return ErrFreed
+	}
+	defer conn.unlockChanged() // (answers went out on conn)
+	if t.ptr == nil {
 		return ErrFreed
 	}
 	rc := C.mcpwgo_tasks_respond(conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
@@ -254,7 +258,11 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.freed() {
+	if !conn.lock() {
+		return false, ErrFreed
+	}
+	defer conn.unlockChanged() // (answers went out on conn)
+	if t.ptr == nil {
 		return false, ErrFreed
 	}
 	r := C.mcpwgo_tasks_serve(t.ptr, t.ns(now), conn.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
@@ -283,7 +291,11 @@ func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, meth
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ptr == nil || conn.freed() {
+	if !conn.lock() {
+		return false, ErrFreed
+	}
+	defer conn.unlockChanged() // (answers went out on conn)
+	if t.ptr == nil {
 		return false, ErrFreed
 	}
 	r := C.mcpwgo_tasks_serve_legacy(t.ptr, t.ns(now), C.uint64_t(owner), conn.ptr, C.uint32_t(id.kind),

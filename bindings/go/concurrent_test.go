@@ -1,0 +1,216 @@
+package mcpwire
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The handshake a client sends first, one line each.
+const (
+	testInitialize  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	testInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+)
+
+// servePipes runs Serve on conn over two pipes and returns the client's ends: what it writes
+// to the server, and a reader of the server's lines. Serve's result arrives on done.
+func servePipes(t *testing.T, conn *Conn, h Handler) (in *io.PipeWriter, lines *bufio.Scanner, done chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done = make(chan error, 1)
+	go func() {
+		err := Serve(context.Background(), conn, inR, outW, h)
+		outW.Close()
+		done <- err
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR) // (let Serve write what it still has)
+		<-done
+	})
+	lines = bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	return inW, lines, done
+}
+
+// nextLine reads the server's next line within d.
+func nextLine(t *testing.T, lines *bufio.Scanner, d time.Duration) map[string]any {
+	t.Helper()
+	got := make(chan map[string]any, 1)
+	go func() {
+		if !lines.Scan() {
+			got <- nil
+			return
+		}
+		var m map[string]any
+		_ = json.Unmarshal(lines.Bytes(), &m)
+		got <- m
+	}()
+	select {
+	case m := <-got:
+		if m == nil {
+			t.Fatal("the server's output ended")
+		}
+		return m
+	case <-time.After(d):
+		t.Fatalf("no line from the server within %v", d)
+		return nil
+	}
+}
+
+// An answer given on another goroutine while Serve waits for input is written at once (it
+// waited for the client's next bytes), and thousands of them, given concurrently, all arrive
+// (concurrent calls corrupted the engine: "range end index out of range", SIGSEGV).
+func TestServeWritesAnswersGivenOnOtherGoroutines(t *testing.T) {
+	conn := toolsServer(t)
+	in, lines, _ := servePipes(t, conn, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if req, ok := ev.(*RequestEvent); ok {
+			go func() {
+				time.Sleep(time.Millisecond)
+				// (A request the engine refused while too many were in flight is answered
+				// already: ErrUnknownRequest.)
+				if err := c.Respond(req.ID, json.RawMessage(`{"tools":[]}`)); err != nil &&
+					!errors.Is(err, ErrUnknownRequest) {
+					t.Error(err)
+				}
+			}()
+		}
+	}))
+	go io.WriteString(in, testInitialize+testInitialized+`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	if m := nextLine(t, lines, 5*time.Second); m["id"] != 0.0 {
+		t.Fatalf("not the initialize result: %v", m)
+	}
+	// Nothing else comes in: the answer must not wait for it.
+	if m := nextLine(t, lines, 5*time.Second); m["id"] != 1.0 {
+		t.Fatalf("not the answer to 1: %v", m)
+	}
+
+	const n = 5000
+	go func() {
+		for i := 2; i < n+2; i++ {
+			io.WriteString(in, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"tools/list"}`+"\n")
+		}
+	}()
+	// Every request is answered once: by its goroutine, or, past the engine's limit on
+	// requests in flight, with its error.
+	seen := make(map[float64]bool)
+	answered := 0
+	for len(seen) < n {
+		m := nextLine(t, lines, 10*time.Second)
+		id, _ := m["id"].(float64)
+		if seen[id] || id < 2 || (m["result"] == nil && m["error"] == nil) {
+			t.Fatalf("after %d answers: %v", len(seen), m)
+		}
+		seen[id] = true
+		if m["result"] != nil {
+			answered++
+		}
+	}
+	if answered < n/10 {
+		t.Fatalf("only %d of %d answered by their goroutines", answered, n)
+	}
+}
+
+// A request sent on another goroutine while Serve waits goes out at once, and its timeout
+// fires: Serve re-arms its timer for the deadline the request added.
+func TestServeSendsAndTimesOutARequestGivenOnAnotherGoroutine(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ready := make(chan struct{})
+	timedOut := make(chan RequestID, 1)
+	in, lines, _ := servePipes(t, conn, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			close(ready)
+		case *TimedOutEvent:
+			timedOut <- ev.Request
+		}
+	}))
+	go io.WriteString(in, testInitialize+testInitialized)
+	nextLine(t, lines, 5*time.Second) // the initialize result
+	<-ready
+	time.Sleep(50 * time.Millisecond) // (Serve is waiting for input now)
+	id, err := conn.Request(time.Now(), "ping", nil, &RequestOptions{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
+		t.Fatalf("not the ping: %v", m)
+	}
+	select {
+	case got := <-timedOut:
+		if got != id {
+			t.Fatalf("timed out %v, want %v", got, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request never timed out")
+	}
+	if m := nextLine(t, lines, 5*time.Second); m["method"] != "notifications/cancelled" {
+		t.Fatalf("not the cancellation: %v", m)
+	}
+}
+
+// Close is safe from several goroutines at once, and while Serve runs on another (a double
+// free, and "malloc(): unaligned tcache chunk" under traffic).
+func TestConnCloseFromSeveralGoroutinesWhileServing(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		conn := toolsServer(t)
+		in, lines, done := servePipes(t, conn, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if req, ok := ev.(*RequestEvent); ok {
+				_ = c.Respond(req.ID, json.RawMessage(`{"tools":[]}`))
+			}
+		}))
+		go io.Copy(io.Discard, struct{ io.Reader }{readerOf(lines)})
+		go func() {
+			io.WriteString(in, testInitialize+testInitialized)
+			for i := 1; ; i++ {
+				if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"tools/list"}`+"\n"); err != nil {
+					return
+				}
+			}
+		}()
+		time.Sleep(2 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := conn.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, ErrFreed) {
+				t.Fatalf("Serve after Close: %v", err)
+			}
+			done <- err // (for the cleanup)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Serve did not return after Close")
+		}
+		in.Close()
+	}
+}
+
+// readerOf turns the scanner's remaining lines back into a stream to drain.
+func readerOf(s *bufio.Scanner) io.Reader {
+	r, w := io.Pipe()
+	go func() {
+		for s.Scan() {
+			w.Write(s.Bytes())
+		}
+		w.Close()
+	}()
+	return r
+}
