@@ -1,6 +1,7 @@
 // Command stdio_server is an MCP server over stdio, in Go on the mcpwire engine: the tool
-// "echo" {text} (returns the text exactly), the resource "mem://greeting" and the prompt
-// "greet" (examples/internal/app). Run it under any MCP client:
+// "echo" {text} (returns the text exactly), the tool "count" (progress over time, answered
+// from a timer's goroutine), the resource "mem://greeting" and the prompt "greet"
+// (examples/internal/app). Run it under any MCP client:
 //
 //	go build -o stdio_server ./examples/stdio_server && some-mcp-client -- ./stdio_server
 //
@@ -57,10 +58,15 @@ func main() {
 			os.Exit(1)
 		})
 	})
+	// A tool's later steps run on a timer's goroutine and answer on conn directly: Serve
+	// wakes for them and writes what they send. (After the end, conn refuses them.)
+	later := func(d time.Duration, f func(c *mcpwire.Conn) error) {
+		time.AfterFunc(d, func() { _ = f(conn) })
+	}
 	err = mcpwire.Serve(ctx, conn, os.Stdin, os.Stdout, mcpwire.HandlerFunc(
 		func(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			if req, ok := ev.(*mcpwire.RequestEvent); ok {
-				if err := app.Answer(c, req, nil); err != nil {
+				if err := app.Answer(c, req, later); err != nil {
 					fmt.Fprintln(os.Stderr, "stdio_server:", err) // the request is gone; go on
 				}
 			}
