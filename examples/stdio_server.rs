@@ -36,6 +36,13 @@ fn handle(
         Some(v.as_str()?.to_str().into_owned())
     };
     match method {
+        // Every list fits on one page: a cursor is one this server never gave (the spec's
+        // pagination page: -32602).
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+            if params.is_some_and(|p| !matches!(p.get_unique("cursor"), Ok(None))) =>
+        {
+            Err((-32602, "Invalid params: unknown cursor".into()))
+        }
         "tools/list" => Ok(r#"{"tools":[
             {"name":"echo","description":"Returns its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},
             {"name":"count","description":"Counts to three, reporting progress","inputSchema":{"type":"object","properties":{}}}]}"#

@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::stdio::{
-    assert_python_session, assert_typescript_session,
+    assert_python_session, assert_typescript_session, assert_unknown_cursors_are_invalid_params,
     assert_unknown_tools_and_prompts_are_invalid_params, example_binary,
 };
 
@@ -43,4 +43,5 @@ fn typescript_sdk_client() {
 #[test]
 fn unknown_tools_and_prompts_are_invalid_params() {
     assert_unknown_tools_and_prompts_are_invalid_params(&[&server()]);
+    assert_unknown_cursors_are_invalid_params(&[&server()]);
 }

@@ -472,7 +472,13 @@ static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_
 
 static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, uint64_t now) {
     const mcpw_id *id = &ev->id;
-    if (str_is(ev->method, "tools/list")) {
+    /* Every list fits on one page: a cursor is one this server never gave (the spec's
+       pagination page: -32602). */
+    if ((str_is(ev->method, "tools/list") || str_is(ev->method, "resources/list") ||
+         str_is(ev->method, "resources/templates/list") || str_is(ev->method, "prompts/list")) &&
+        member(ev->params, "cursor").ptr != NULL) {
+        respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Invalid params: unknown cursor");
+    } else if (str_is(ev->method, "tools/list")) {
         respond(conn, id, TOOLS, sizeof TOOLS - 1);
     } else if (str_is(ev->method, "tools/call")) {
         mcpw_str call[2]; /* name, arguments */

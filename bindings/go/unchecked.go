@@ -15,7 +15,9 @@ import (
 // when a key asked for appears twice, keys compared after decoding escapes, at most 64 keys
 // (more is ErrInvalidArgument).
 // On other text it never panics, but what it returns is unspecified: use Members for text
-// from anywhere else. AppendMembersUnchecked does the same without allocating.
+// from anywhere else. Empty text is ErrInvalidJSON, as for Members: the Params of a request
+// sent without params are nil, so tell "no params" apart first where a method allows it.
+// AppendMembersUnchecked does the same without allocating.
 func MembersUnchecked(obj json.RawMessage, keys ...string) ([]json.RawMessage, error) {
 	out, err := AppendMembersUnchecked(make([]json.RawMessage, 0, len(keys)), obj, keys...)
 	if err != nil {

@@ -288,3 +288,40 @@ pub fn assert_unknown_tools_and_prompts_are_invalid_params(server: &[&str]) {
         assert!(line.contains(r#""code":-32602"#), "{server:?}: {line}");
     }
 }
+
+/// Every list of the stdio server `server` fits on one page, so a `cursor` is one it never
+/// gave: -32602, as the spec's pagination page says of an invalid cursor (the example servers
+/// ignored it and listed the first page again). Without one, each list is answered.
+pub fn assert_unknown_cursors_are_invalid_params(server: &[&str]) {
+    let lists = [
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    ];
+    let mut requests = Vec::new();
+    for (i, method) in lists.iter().enumerate() {
+        requests.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{method}","params":{{"cursor":"bm90LWdpdmVu"}}}}"#,
+            i + 1
+        ));
+        requests.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{method}"}}"#,
+            i + 11
+        ));
+    }
+    let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+    let answer = answers_in_a_session(server, &requests);
+    for (i, method) in lists.iter().enumerate() {
+        let refused = answer(i as i64 + 1);
+        assert!(
+            refused.contains(r#""code":-32602"#),
+            "{server:?} {method} with a cursor: {refused}"
+        );
+        let listed = answer(i as i64 + 11);
+        assert!(
+            listed.contains(r#""result""#),
+            "{server:?} {method}: {listed}"
+        );
+    }
+}

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::stdio::{
-    assert_python_session, assert_typescript_session,
+    assert_python_session, assert_typescript_session, assert_unknown_cursors_are_invalid_params,
     assert_unknown_tools_and_prompts_are_invalid_params, everything_command,
 };
 
@@ -577,6 +577,7 @@ const C_INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"
 #[test]
 fn the_stdio_example_refuses_unknown_tools_and_prompts_with_invalid_params() {
     assert_unknown_tools_and_prompts_are_invalid_params(&[&c_server()]);
+    assert_unknown_cursors_are_invalid_params(&[&c_server()]);
 }
 
 /// The resident memory of a process, from /proc (Linux).

@@ -195,6 +195,13 @@ impl Server {
             .unwrap_or(Value::Null);
         let arg = |k: &str| params.get("arguments").and_then(|a| a.get(k)).cloned();
         let result: Result<Value, (i64, String)> = match method {
+            // Every list fits on one page: a cursor is one this server never gave (the
+            // spec's pagination page: -32602).
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+                if params.get("cursor").is_some() =>
+            {
+                Err((-32602, "Invalid params: unknown cursor".to_owned()))
+            }
             "tools/list" => Ok(tools()),
             "tools/call" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");

@@ -11,8 +11,9 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::stdio::{
-    answers_in_a_session, assert_unknown_tools_and_prompts_are_invalid_params, node_modules,
-    python_client, python_site, root, run_client, ts_client,
+    answers_in_a_session, assert_unknown_cursors_are_invalid_params,
+    assert_unknown_tools_and_prompts_are_invalid_params, node_modules, python_client, python_site,
+    root, run_client, ts_client,
 };
 use serde_json::Value;
 
@@ -888,6 +889,7 @@ fn serve_answers_a_last_request_that_has_no_newline() {
 #[test]
 fn serve_refuses_unknown_tools_and_prompts_with_invalid_params() {
     assert_unknown_tools_and_prompts_are_invalid_params(&[BIN, "serve"]);
+    assert_unknown_cursors_are_invalid_params(&[BIN, "serve"]);
     let answer = answers_in_a_session(
         &[BIN, "serve"],
         &[

@@ -43,6 +43,13 @@ fn answer(method: &str, params: Option<&str>) -> Result<Value, (i64, &'static st
         .and_then(|p| RawJson::new(p).ok()?.parse().ok())
         .unwrap_or_default();
     match method {
+        // Every list fits on one page: a cursor is one this server never gave (the spec's
+        // pagination page: -32602).
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+            if params.get("cursor").is_some() =>
+        {
+            Err((-32602, "Invalid params: unknown cursor"))
+        }
         "tools/list" => Ok(
             json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
             "properties":{"text":{"type":"string"}},"required":["text"]}}]}),

@@ -56,6 +56,13 @@ async fn main() -> std::io::Result<()> {
                 .map(|v| v.to_str().into_owned())
         };
         let result = match method.as_str() {
+            // Every list fits on one page: a cursor is one this server never gave (the
+            // spec's pagination page: -32602).
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+                if params.is_some_and(|p| !matches!(p.get_unique("cursor"), Ok(None))) =>
+            {
+                Err((-32602, "Invalid params: unknown cursor"))
+            }
             "tools/list" => Ok(
                 json!({"tools":[{"name":"echo","inputSchema":{"type":"object",
                 "properties":{"text":{"type":"string"}},"required":["text"]}}]}),

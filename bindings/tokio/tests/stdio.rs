@@ -13,7 +13,7 @@ use mcpwire::jsonrpc::RawJson;
 use mcpwire::{Config, OwnedEvent};
 use mcpwire_tokio::stdio::Driver;
 use root_common::stdio::{
-    assert_python_session, assert_typescript_session,
+    assert_python_session, assert_typescript_session, assert_unknown_cursors_are_invalid_params,
     assert_unknown_tools_and_prompts_are_invalid_params, everything_command, example_binary,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,6 +31,7 @@ fn python_sdk_client_completes_sessions_in_both_eras() {
 #[test]
 fn unknown_tools_and_prompts_are_invalid_params() {
     assert_unknown_tools_and_prompts_are_invalid_params(&[&server()]);
+    assert_unknown_cursors_are_invalid_params(&[&server()]);
 }
 
 #[test]

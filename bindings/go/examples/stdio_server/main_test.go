@@ -86,7 +86,12 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 	// So is an unknown tool or prompt: -32602 in both eras (an unknown tool was a result).
 	steps = append(steps,
 		struct{ method, params, want string }{"tools/call", `{"name":"nope","arguments":{}}`, "error -32602"},
-		struct{ method, params, want string }{"prompts/get", `{"name":"nope"}`, "error -32602"})
+		struct{ method, params, want string }{"prompts/get", `{"name":"nope"}`, "error -32602"},
+		// Every list is one page: a cursor is one it never gave.
+		struct{ method, params, want string }{"tools/list", `{"cursor":"x"}`, "error -32602"},
+		struct{ method, params, want string }{"resources/list", `{"cursor":"x"}`, "error -32602"},
+		struct{ method, params, want string }{"resources/templates/list", `{"cursor":"x"}`, "error -32602"},
+		struct{ method, params, want string }{"prompts/list", `{"cursor":"x"}`, "error -32602"})
 	next := 0
 	var pending mcpwire.RequestID
 	send := func(now time.Time) {

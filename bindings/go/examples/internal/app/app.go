@@ -72,6 +72,15 @@ type Later func(d time.Duration, f func(c *mcpwire.Conn) error)
 // Answer answers one request on c. later schedules the steps of "count".
 func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	switch req.Method {
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		// Every list fits on one page: a cursor is one this server never gave (the spec's
+		// pagination page: -32602).
+		var cursor [1]json.RawMessage
+		if m, err := mcpwire.AppendMembersUnchecked(cursor[:0], req.Params, "cursor"); err == nil && m[0] != nil {
+			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params: unknown cursor", nil)
+		}
+	}
+	switch req.Method {
 	case "tools/list":
 		if later == nil { // only what this host can run
 			return c.Respond(req.ID, json.RawMessage(ToolsAtOnce))
