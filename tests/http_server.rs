@@ -2117,49 +2117,88 @@ fn a_stateless_post_of_a_response_is_refused_and_leaves_nothing_behind() {
     assert_eq!(s.open_streams(), 0);
 }
 
+/// A session's GET stream whose client does not read ends once what waits on it reaches the
+/// bound, as if that client had gone away: the answers to the session's requests, on their
+/// own streams, do not wait behind it (they did: every answer of the session then failed
+/// with `OutputFull`, and an application that let the error go never answered). The client
+/// resumes it with `Last-Event-ID` and gets what came after, up to the event store's bound.
 #[test]
-fn a_stream_whose_client_does_not_read_holds_the_connections_output_back() {
+fn an_unread_get_stream_ends_at_its_bound_and_holds_no_answer_back() {
     let mut config = HttpServerConfig::new(server_config());
     config.server.limits.max_buffered_output = 64 * 1024;
     let mut s = HttpServer::new(config);
     let sid = open_session(&mut s);
-    // The session's GET stream, never read.
-    let r = send(&mut s, "GET", &[("Mcp-Session-Id", &sid)], "");
-    let Body::Stream(get) = r.body else {
-        panic!("{r:?}")
-    };
+    let get = get_stream(&mut s, &[("Mcp-Session-Id", &sid)]);
     let key = s.connections()[0];
-    let mut sent = 0;
-    let full = loop {
-        let conn = s.connection(key).unwrap();
-        match conn.notify("notifications/tools/list_changed", None) {
-            Ok(()) => sent += 1,
-            Err(e) => break e,
-        }
+    let notify = |s: &mut HttpServer| {
+        s.connection(key)
+            .unwrap()
+            .notify("notifications/tools/list_changed", None)
+            .unwrap();
         s.pump();
-        assert!(sent < 100_000, "never refused");
     };
-    assert_eq!(full, mcpwire::conn::Error::OutputFull);
-    // What waits on the stream stays near the bound, and nothing is lost: once the client
-    // reads, every notification comes.
+    // Until the stream is over its bound; then a few more, which wait for the next GET.
+    let mut sent = 0;
+    while s.poll_stream(get).unwrap().bytes.len() < 64 * 1024 {
+        notify(&mut s);
+        sent += 1;
+        assert!(sent < 100_000, "the stream never filled");
+    }
+    for _ in 0..10 {
+        notify(&mut s);
+        sent += 1;
+    }
     let waiting = s.poll_stream(get).unwrap().bytes.len();
     assert!(
         waiting <= 64 * 1024 + 256,
         "{waiting} bytes wait on the stream"
     );
-    let mut reader = StreamReader::new();
-    let mut got = 0;
-    loop {
-        let (msgs, _) = read_stream(&mut s, get, &mut reader);
-        if msgs.is_empty() {
-            break;
+    // A request of the same session is answered on its own stream.
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+    );
+    let evs = events(&mut s);
+    let Some((k, Ev::Request { id, .. })) = evs.into_iter().next() else {
+        panic!("no request event")
+    };
+    s.connection(k)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .expect("the answer is not held back");
+    let settled = s.settle(r);
+    let answer = match &settled.body {
+        Body::Complete(_, b) => serde_json::from_slice::<Value>(b).unwrap(),
+        Body::Stream(st) => {
+            let (msgs, _) = read_stream(&mut s, *st, &mut StreamReader::new());
+            msgs.into_iter().find(|m| m["id"] == 7).expect("the answer")
         }
-        got += msgs
-            .iter()
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(answer["result"]["tools"], serde_json::json!([]), "{answer}");
+    // The ended stream gives what it held, then finishes; a GET resuming from its last event
+    // gets the rest: every notification arrives once.
+    let mut reader = StreamReader::new();
+    let (first, finished) = read_stream(&mut s, get, &mut reader);
+    assert!(finished, "the unread stream ended");
+    let last = reader.last_event_id().unwrap().to_owned();
+    s.stream_closed(T0, get);
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (rest, _) = read_stream(&mut s, resumed, &mut StreamReader::new());
+    let count = |m: &[Value]| {
+        m.iter()
             .filter(|m| m["method"] == "notifications/tools/list_changed")
-            .count();
-    }
-    assert_eq!(got, sent);
+            .count()
+    };
+    assert_eq!(count(&first) + count(&rest), sent);
 }
 
 /// A stateless request's stream keeps its messages as frames until the host drains it (so

@@ -58,7 +58,11 @@ pub struct Limits {
     pub max_inbound_in_flight: usize,
     /// Bytes of output waiting for the transport; past it commands fail with
     /// [`Error::OutputFull`](super::Error::OutputFull), and a peer whose traffic needs replies
-    /// while it does not read ours ends the connection. Default 16 MiB.
+    /// while it does not read ours ends the connection. Default 16 MiB. An
+    /// [`HttpServer`](crate::http::HttpServer) bounds each SSE stream by it too: a stream's
+    /// client that does not read holds its connection's output back (commands then fail with
+    /// `OutputFull`), except a session's GET stream, which ends instead (its client resumes it
+    /// with `Last-Event-ID`), so that the session's answers never wait behind it.
     pub max_buffered_output: usize,
     /// How many cancelled or timed-out ids (ours and the peer's) are remembered, to drop late
     /// responses and suppress answers to cancelled requests. Default 1024.

@@ -1685,6 +1685,7 @@ impl HttpServer {
                     conn,
                     session,
                     standalone,
+                    closed_standalone,
                     backlog,
                     backlog_bytes,
                     next_event,
@@ -1694,21 +1695,39 @@ impl HttpServer {
                 let Some(frame) = conn.poll_frame() else {
                     break;
                 };
-                let target = if frame.stream == StreamId::MAIN {
+                let mut target = if frame.stream == StreamId::MAIN {
                     // Unrelated messages go to the session's GET stream, or wait for one.
                     standalone.filter(|s| self.streams.contains_key(s))
                 } else {
                     Some(HttpStreamId(frame.stream.0))
                 };
+                let cap = self.config.server.limits.max_buffered_output;
+                let over = |streams: &HashMap<HttpStreamId, Stream, _>, stream| {
+                    streams.get(&stream).is_some_and(|s: &Stream| {
+                        !s.detached && s.buf.len() - s.read + s.unrendered >= cap
+                    })
+                };
+                // A GET stream whose client does not read ends (as if that client had gone
+                // away): the answers to the session's requests, on their own streams, must
+                // not wait behind it. What comes next waits for the client's next GET, which
+                // may resume this one from the event store (`Last-Event-ID`).
+                if frame.stream == StreamId::MAIN
+                    && let Some(stream) = target
+                    && over(&self.streams, stream)
+                {
+                    if let Some(s) = self.streams.get_mut(&stream) {
+                        s.done = true;
+                    }
+                    wake(&mut self.streams, &mut self.woken, stream);
+                    *standalone = None;
+                    *closed_standalone = Some(stream);
+                    target = None;
+                }
                 // Backpressure: while a stream's client does not read what waits for it, the
                 // connection's output stays in the connection, whose own bound then applies
                 // (commands get `OutputFull`), instead of piling up here without end.
-                let cap = self.config.server.limits.max_buffered_output;
                 if let Some(stream) = target
-                    && self
-                        .streams
-                        .get(&stream)
-                        .is_some_and(|s| !s.detached && s.buf.len() - s.read + s.unrendered >= cap)
+                    && over(&self.streams, stream)
                 {
                     // Tried again at every pump until the client reads.
                     *in_dirty = true;
