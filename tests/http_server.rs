@@ -2885,3 +2885,30 @@ fn keepalive_comments_can_be_turned_off() {
     assert_eq!(s.poll_woken(), None);
     assert_eq!(s.poll_stream(get).map(|o| o.bytes.len()), Some(0));
 }
+
+/// RFC 9110/9112: a header name is a token and a request has one Host. A server behind a
+/// lenient HTTP stack saw `Content-Length : 5` as some other header (a proxy in front may take
+/// it as the length: request smuggling), and read the first of two Host headers for its
+/// DNS-rebinding check (a proxy may route by the other).
+#[test]
+fn header_names_that_are_not_tokens_and_a_second_host_are_refused() {
+    let mut s = server();
+    let call = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
+    let modern = modern_headers("tools/list", None);
+    for extra in [
+        &[("Content-Length ", "5")][..],
+        &[("", "x")],
+        &[("X Y", "1")],
+        &[("Host", "127.0.0.1:3000"), ("Host", "evil.example")],
+    ] {
+        let mut headers = modern.clone();
+        headers.extend_from_slice(extra);
+        let r = send(&mut s, "POST", &headers, &call);
+        assert_eq!(r.status, 400, "{extra:?}: {r:?}");
+        assert_eq!(json_body(&r)["error"]["code"], -32600, "{extra:?}");
+    }
+    // Names of any token characters pass.
+    let mut headers = modern.clone();
+    headers.push(("X-Odd!#$%&'*+.^_`|~9", "1"));
+    assert_eq!(send(&mut s, "POST", &headers, &call).status, 200);
+}

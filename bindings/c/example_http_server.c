@@ -1008,6 +1008,10 @@ int main(int argc, char **argv) {
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+        /* Strict HTTP/1.1: a request without Host, or with a space in a header's name
+           ("Content-Length : 5", which a proxy in front may read differently: request
+           smuggling), is refused with 400. */
+        MHD_OPTION_STRICT_FOR_CLIENT, 1,
         /* Idle keep-alive connections and slow senders are dropped after 30 s (suspended SSE
            streams do not time out). */
         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);

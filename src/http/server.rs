@@ -654,6 +654,16 @@ impl HttpServer {
             self.next_keepalive = Some(now.after(every));
         }
         let known = Known::of(req.headers);
+        // RFC 9110/9112: a header name is a token, and a request has one Host. (Hosts whose
+        // HTTP stack lets these through would act on headers a proxy reads otherwise.)
+        if known.bad_name || known.host_repeated {
+            let what = if known.bad_name {
+                "Bad Request: invalid header name"
+            } else {
+                "Bad Request: more than one Host header"
+            };
+            return HttpResponse::rpc_error(400, None, jsonrpc::INVALID_REQUEST, what);
+        }
         if !(self.config.check_origin)(known.host, known.origin) {
             return HttpResponse::rpc_error(
                 403,
@@ -2617,6 +2627,19 @@ struct Known<'a> {
     /// Some MCP header appears twice, or there are two `Mcp-Param-*` headers (which may
     /// share a name): [`duplicated_mcp_header`] has to look.
     may_repeat: bool,
+    /// `Host` appears twice: which one the Host check should read is anyone's guess.
+    host_repeated: bool,
+    /// A header's name is not an RFC 9110 token (empty, or with a space, say:
+    /// `Content-Length : 5`, which a proxy in front may read as a length).
+    bad_name: bool,
+}
+
+/// Whether `name` is an RFC 9110 token (`tchar`s), as every header name must be.
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl<'a> Known<'a> {
@@ -2624,10 +2647,14 @@ impl<'a> Known<'a> {
         let mut k = Known::default();
         let mut params = 0usize;
         for &(name, value) in headers {
+            k.bad_name |= !is_token(name);
             let is = |known: &str| name.eq_ignore_ascii_case(known);
             // The length picks the one name to compare with.
             let (slot, mcp) = match name.len() {
-                4 if is("Host") => (&mut k.host, false),
+                4 if is("Host") => {
+                    k.host_repeated |= k.host.is_some();
+                    (&mut k.host, false)
+                }
                 6 if is("Origin") => (&mut k.origin, false),
                 6 if is("Accept") => {
                     k.accepts_more |= k.accept.is_some();

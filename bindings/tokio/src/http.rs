@@ -617,8 +617,18 @@ where
         Ok(Err(_)) => return Ok(refuse(StatusCode::BAD_REQUEST)),
         Err(_) => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
     };
-    let mut headers = Vec::with_capacity(parts.headers.len());
+    // The authority of an absolute-form target (`POST http://host/mcp`) stands for Host,
+    // which is then ignored (RFC 9112, 3.2.2), as is an HTTP/2 request's `:authority`: the
+    // engine's Host check reads the host the request is really for.
+    let authority = parts.uri.authority().map(|a| a.as_str());
+    let mut headers = Vec::with_capacity(parts.headers.len() + 1);
+    if let Some(authority) = authority {
+        headers.push(("Host", authority));
+    }
     for (name, value) in &parts.headers {
+        if authority.is_some() && name == hyper::header::HOST {
+            continue;
+        }
         let Ok(value) = std::str::from_utf8(value.as_bytes()) else {
             return Ok(refuse(StatusCode::BAD_REQUEST));
         };

@@ -122,3 +122,29 @@ async fn a_head_at_the_limit_is_served_and_one_over_gets_431() {
     assert!(closed);
     assert_eq!(statuses(&out), [431]);
 }
+
+/// The Host check reads the host a request is for: an absolute-form target's authority,
+/// which RFC 9112 (3.2.2) says stands for Host (a POST to `http://evil.example/mcp` with
+/// `Host: 127.0.0.1` was served), and one Host only (with two, it read the first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_check_reads_the_target_authority_and_one_host() {
+    let server = start(test_config()).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    for (target, hosts, want) in [
+        ("http://evil.example/mcp", "Host: 127.0.0.1\r\n", 403),
+        ("http://127.0.0.1/mcp", "Host: evil.example\r\n", 200),
+        ("/mcp", "Host: 127.0.0.1\r\nHost: evil.example\r\n", 400),
+        ("/mcp", "Host: 127.0.0.1\r\n", 200),
+    ] {
+        let mut s = server.connect().await;
+        let req = format!(
+            "POST {target} HTTP/1.1\r\n{hosts}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.expect("write");
+        let (out, _) = read_to_close(&mut s, Duration::from_secs(3)).await;
+        assert_eq!(statuses(&out), [want], "{target} {hosts:?}");
+    }
+}
