@@ -575,8 +575,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			http.Error(w, "body not received in time", http.StatusRequestTimeout)
+		default:
+			// A broken chunked body, or one cut short (the client may be gone, and then
+			// nobody reads this): never the empty 200 net/http sends for a handler that
+			// writes nothing.
+			http.Error(w, "malformed or incomplete body", http.StatusBadRequest)
 		}
-		return // else the client went away mid-body
+		return
 	}
 	read := bufs.body.Bytes()
 	// Every header as name,value pairs in one byte string (Host is not in r.Header).

@@ -724,6 +724,35 @@ func TestHTTPOversizedBodiesGet413(t *testing.T) {
 	}
 }
 
+// A body net/http cannot read (a chunk size that is not hex, a chunk longer than it said) is
+// 400, as Rust's and C's hosts answer; it was an empty 200, which net/http sends for a handler
+// that writes nothing.
+func TestHTTPMalformedChunkedBodyGets400(t *testing.T) {
+	_, app, ts := newTestServerWith(t, nil, nil)
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	for _, chunks := range []string{"ZZ\r\n{}\r\n0\r\n\r\n", "1\r\n{}\r\n0\r\n\r\n"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%s", addr, chunks)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%q: status %d, want 400", chunks, resp.StatusCode)
+		}
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if app.requests != 0 {
+		t.Fatalf("the app saw %d requests", app.requests)
+	}
+}
+
 // The body's deadline ends with the body: an SSE answer that comes long after it still
 // reaches the client (net/http's ReadTimeout would cut the stream there).
 func TestHTTPStreamOutlivesTheBodyTimeout(t *testing.T) {
