@@ -910,13 +910,10 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
 
 /* ---- The loop ------------------------------------------------------------------------------ */
 
-static int open_streams_waiting(void) {
-    const request *r;
-    for (r = live; r != NULL; r = r->next) {
-        if (r->has_stream && !r->ended) return 1;
-    }
-    return 0;
-}
+/* Whether a request is still in progress: its body arriving, its answer being made, or
+   libmicrohttpd still sending it (a request leaves `live` when libmicrohttpd reports it
+   complete, last chunk and all). Shutdown waits for none to be left, within its grace. */
+static int requests_in_progress(void) { return live != NULL; }
 
 int main(int argc, char **argv) {
     mcpw_config *config = NULL;
@@ -1043,7 +1040,7 @@ int main(int argc, char **argv) {
             stopping = 1;
             stop_deadline = now + SHUTDOWN_GRACE_NS;
         }
-        if (stopping && (!open_streams_waiting() || now >= stop_deadline)) break;
+        if (stopping && (!requests_in_progress() || now >= stop_deadline)) break;
 
         /* The engine's timers and ours, then whatever they produced. */
         rc = mcpw_http_server_handle_timeout(server, now);

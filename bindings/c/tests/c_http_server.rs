@@ -585,5 +585,75 @@ fn sigterm_lets_an_answer_in_flight_finish() {
     terminate(pid);
     let out = reader.join().expect("the client thread");
     assert!(out.contains("counted to 3"), "{out}");
+    // The SSE answer ends as an HTTP response must: with its last chunk (the server
+    // stopped the daemon while libmicrohttpd still held it: "transfer closed").
+    assert!(out.ends_with("0\r\n\r\n"), "{out:?}");
+    assert_clean_exit(server);
+}
+
+/// An answer of 3 MB read slowly, and a request whose body is still arriving, when SIGTERM
+/// comes: both are answered whole before the server exits (it stopped as soon as the engine
+/// had no stream open, with libmicrohttpd still sending: the answer was cut at 2.8 MB).
+#[test]
+fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
+    let server = Server::asan(&[]);
+    let port = server.port;
+    let pid = server.child.id();
+    let text = "a".repeat(3_000_000);
+    let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let request = |body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    // A small request whose body is not all there yet (given time to be taken in: a
+    // connection still in the listen queue at SIGTERM goes with the listening socket).
+    let small_body = body
+        .replacen(&text, "hi", 1)
+        .replacen(r#""id":1"#, r#""id":2"#, 1);
+    let small_request = request(&small_body);
+    let (head, tail) = small_request.split_at(small_request.len() - 10);
+    let mut small = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    small.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The big answer: sent whole, then read 64 KiB at a time with pauses.
+    let mut big = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    big.write_all(request(&body).as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    terminate(pid);
+    std::thread::sleep(Duration::from_millis(300));
+    small.write_all(tail.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    small
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = small.read_to_end(&mut out);
+    let small_out = String::from_utf8_lossy(&out).into_owned();
+    assert!(small_out.contains(r#""text":"hi""#), "{small_out}");
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match big.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = String::from_utf8_lossy(&out);
+    let (head, body) = out.split_once("\r\n\r\n").expect("a response");
+    let declared: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("a JSON answer with its length")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(body.len(), declared, "the answer was cut");
+    assert!(body.contains(&text));
     assert_clean_exit(server);
 }
