@@ -57,6 +57,18 @@ struct Server {
     touched: Vec<(OwnedId, String)>,
 }
 
+/// How many resources one session may subscribe to.
+const MAX_SUBSCRIPTIONS: usize = 1024;
+
+/// Whether `uri` names one of the demo's resources: `demo://readme`, or an item
+/// `demo://items/{id}` with a short id.
+fn is_our_resource(uri: &str) -> bool {
+    uri == "demo://readme"
+        || uri
+            .strip_prefix("demo://items/")
+            .is_some_and(|id| !id.is_empty() && id.len() <= 128 && !id.contains('/'))
+}
+
 fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": false})
 }
@@ -296,12 +308,28 @@ impl Server {
                     Err((code, format!("Resource not found: {uri}")))
                 }
             }
-            "resources/subscribe" => {
-                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                    self.subscriptions.insert(uri.to_owned());
+            "resources/subscribe" => match params.get("uri").and_then(Value::as_str) {
+                None => Err((-32602, "Invalid params: uri must be a string".to_owned())),
+                // Only this server's resources, and a bounded number of them: a client
+                // cannot make a session hold what it likes (a megabyte per URI, without end).
+                Some(uri) if !is_our_resource(uri) => {
+                    let code = conn
+                        .protocol_version()
+                        .map(mcpwire::mcp::resource_not_found_code)
+                        .unwrap_or(-32002);
+                    Err((code, "Resource not found".to_owned()))
                 }
-                Ok(json!({}))
-            }
+                Some(uri)
+                    if self.subscriptions.len() >= MAX_SUBSCRIPTIONS
+                        && !self.subscriptions.contains(uri) =>
+                {
+                    Err((-32603, format!("at most {MAX_SUBSCRIPTIONS} subscriptions")))
+                }
+                Some(uri) => {
+                    self.subscriptions.insert(uri.to_owned());
+                    Ok(json!({}))
+                }
+            },
             "resources/unsubscribe" => {
                 if let Some(uri) = params.get("uri").and_then(Value::as_str) {
                     self.subscriptions.remove(uri);

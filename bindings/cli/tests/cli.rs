@@ -919,6 +919,40 @@ fn serve_refuses_unknown_tools_and_prompts_with_invalid_params() {
     );
 }
 
+/// `resources/subscribe` takes the demo's own resources only, a bounded number per session:
+/// any URI was kept (a megabyte each, without end), and a missing one was answered `{}`.
+#[test]
+fn serve_subscribes_to_its_own_resources_only_and_boundedly() {
+    let big = format!("demo://{}", "x".repeat(1 << 20));
+    let mut requests = vec![
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{{"uri":"{big}"}}}}"#),
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"demo://readme"}}"#.to_owned(),
+    ];
+    for i in 0..1024 {
+        requests.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"resources/subscribe","params":{{"uri":"demo://items/{i}"}}}}"#,
+            10 + i
+        ));
+    }
+    let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+    let answer = answers_in_a_session(&[BIN, "serve"], &requests);
+    let json = |id| serde_json::from_str::<Value>(&answer(id)).unwrap();
+    assert_eq!(json(1)["error"]["code"], -32002);
+    assert_eq!(json(2)["error"]["code"], -32002);
+    assert_eq!(json(3)["error"]["code"], -32602);
+    assert_eq!(json(4)["result"], serde_json::json!({}));
+    assert_eq!(json(10 + 1022)["result"], serde_json::json!({}));
+    // The readme and 1,023 items make 1,024: the last item is one too many.
+    assert_eq!(
+        json(10 + 1023)["error"]["code"],
+        -32603,
+        "{}",
+        answer(10 + 1023)
+    );
+}
+
 /// The demo's `ask` needs the client's elicitation or sampling: without either, 2026-07-28's
 /// -32021 naming the capability (it answered a plain text result), and in a session a tool
 /// error.
