@@ -214,3 +214,74 @@ func readerOf(s *bufio.Scanner) io.Reader {
 	}()
 	return r
 }
+
+// The HTTPClient's Conn takes requests from other goroutines while Run runs (a host calls a
+// tool when its model asks for one): each goes out at once and its answer reaches the
+// handler. Before, such a call raced Run inside the engine, and what it queued waited until
+// Run woke for some other reason (seconds: the next keep-alive, or the end).
+func TestHTTPClientTakesRequestsFromOtherGoroutinesWhileRunning(t *testing.T) {
+	for _, era := range []ClientEra{ClientEraLegacy, ClientEraAuto} {
+		_, _, ts := newTestServer(t, nil)
+		client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: era}, ts.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan struct{})
+		answers := make(chan RequestID, 64)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+				switch ev := ev.(type) {
+				case *ReadyEvent:
+					close(ready)
+				case *ResponseEvent:
+					answers <- ev.Request
+				case *ErrorEvent, *FailedEvent, *TimedOutEvent:
+					t.Errorf("%T %+v", ev, ev)
+				}
+			}))
+		}()
+		<-ready
+		time.Sleep(50 * time.Millisecond) // (Run is waiting now)
+		const n = 20
+		sent := make(map[RequestID]bool)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range n / 4 {
+					id, err := client.Conn().Request(time.Now(), "tools/list", nil, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					sent[id] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		for got := 0; got < n; got++ {
+			select {
+			case id := <-answers:
+				mu.Lock()
+				if !sent[id] {
+					t.Fatalf("an answer to %v, which was not sent", id)
+				}
+				delete(sent, id)
+				mu.Unlock()
+			case <-time.After(3 * time.Second):
+				t.Fatalf("era %v: %d of %d answers after 3 s", era, got, n)
+			}
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+		client.Close()
+	}
+}

@@ -56,8 +56,11 @@ const (
 // graceful MCP close.
 type Conn struct {
 	// mu orders the calls of several goroutines (the engine handle is not thread-safe);
-	// the fields below it are read and written with it held.
-	mu sync.Mutex
+	// the fields below it are read and written with it held. An HTTPClient's view takes
+	// its client's lock instead (outer), and is lent again under it for every call (relend).
+	mu     sync.Mutex
+	outer  *sync.Mutex
+	relend func() *C.mcpw_conn
 	// changes counts commands, so that Serve sees one given while it was not looking;
 	// waiting is set while Serve waits, and wake is how a command then tells it.
 	changes uint64
@@ -84,12 +87,24 @@ type Conn struct {
 // view's lending ended.
 func (c *Conn) freed() bool { return c.ptr == nil || c.cut.Load() }
 
+// mutex is the lock the Conn's calls take.
+func (c *Conn) mutex() *sync.Mutex {
+	if c.outer != nil {
+		return c.outer
+	}
+	return &c.mu
+}
+
 // lock takes the Conn for one call; false, with the Conn not taken, when calls must be
 // refused with ErrFreed.
 func (c *Conn) lock() bool {
-	c.mu.Lock()
+	m := c.mutex()
+	m.Lock()
+	if c.relend != nil {
+		c.ptr = c.relend()
+	}
 	if c.freed() {
-		c.mu.Unlock()
+		m.Unlock()
 		return false
 	}
 	return true
@@ -98,8 +113,8 @@ func (c *Conn) lock() bool {
 // serveWake gives Serve the channel a command on another goroutine wakes it with (the
 // first call), and takes it back (the second, as Serve returns).
 func (c *Conn) serveWake() chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	if c.wake == nil {
 		c.wake = make(chan struct{}, 1)
 		return c.wake
@@ -110,16 +125,16 @@ func (c *Conn) serveWake() chan struct{} {
 
 // changeMark is the count of commands so far.
 func (c *Conn) changeMark() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	return c.changes
 }
 
 // beginWait marks Serve as waiting, so that the next command wakes it; false, with nothing
 // marked, when a command came since mark (Serve looks again instead of waiting).
 func (c *Conn) beginWait(mark uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	if c.changes != mark {
 		return false
 	}
@@ -129,13 +144,13 @@ func (c *Conn) beginWait(mark uint64) bool {
 
 // endWait: Serve stopped waiting (its own commands need not wake it).
 func (c *Conn) endWait() {
-	c.mu.Lock()
+	c.mutex().Lock()
 	c.waiting = false
-	c.mu.Unlock()
+	c.mutex().Unlock()
 }
 
 // unlock ends a call that changed nothing Serve waits on.
-func (c *Conn) unlock() { c.mu.Unlock() }
+func (c *Conn) unlock() { c.mutex().Unlock() }
 
 // unlockChanged ends a command: output, events or deadlines may have changed, so a Serve
 // waiting on another goroutine is woken to look.
@@ -145,7 +160,7 @@ func (c *Conn) unlockChanged() {
 	if c.waiting {
 		wake = c.wake
 	}
-	c.mu.Unlock()
+	c.mutex().Unlock()
 	if wake != nil {
 		select {
 		case wake <- struct{}{}:
@@ -185,8 +200,8 @@ func (c *Conn) Close() error {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	if c.freed() || c.view {
 		return nil
 	}
@@ -603,15 +618,15 @@ func (c *Conn) AppendEvents(dst []Event) []Event {
 
 // Err is the error that stopped NextEvent (a poisoned handle), or nil.
 func (c *Conn) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	return c.err
 }
 
 // lockedRefill is refill with the Conn taken.
 func (c *Conn) lockedRefill() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	return c.refill()
 }
 

@@ -41,8 +41,13 @@ type HTTPClientOptions struct {
 // HTTPClient is an MCP client over Streamable HTTP: the engine decides which requests to make
 // (the era's headers, session ids, resumption) and net/http makes them. Create it with
 // NewHTTPClient and drive it with Run, which hands every event to a Handler whose *Conn
-// takes the commands (Request, Notify, Respond, Shutdown, ...).
+// takes the commands (Request, Notify, Respond, Shutdown, ...). It is safe for concurrent
+// use: the *Conn from Conn takes commands on any goroutine while Run runs (a request when the
+// user asks for one, say), and Run wakes to send them.
 type HTTPClient struct {
+	// engine orders every call into the engine: Run's, and its Conn's on other goroutines.
+	// The fields from ptr to view are used with it held.
+	engine  sync.Mutex
 	ptr     *C.mcpw_http_client
 	pending *C.mcpwgo_http_pending
 	url     string
@@ -135,6 +140,8 @@ func (c *HTTPClient) Close() error {
 }
 
 func (c *HTTPClient) freeLocked() {
+	c.engine.Lock()
+	defer c.engine.Unlock()
 	C.mcpw_http_client_free(c.ptr)
 	C.free(unsafe.Pointer(c.pending))
 	c.ptr, c.pending = nil, nil
@@ -165,24 +172,35 @@ func (c *HTTPClient) ns(now time.Time) C.uint64_t {
 	return C.uint64_t(c.lastNs)
 }
 
-// Conn lends the client's connection for commands outside Run's handler (before Run, say).
-// It is valid until the next call on the client (then it returns ErrStaleView), and like the
-// client it must not be used from two goroutines at once.
+// Conn is the client's connection, for commands from any goroutine: before Run, from Run's
+// handler, or from elsewhere while Run runs (Run then wakes to send what they queued). It is
+// the same *Conn every time, usable until the client is closed (then ErrFreed).
 func (c *HTTPClient) Conn() *Conn {
-	if c.ptr == nil {
-		return &Conn{view: true}
-	}
-	got := C.mcpwgo_http_client_view(c.ptr)
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	return c.viewLocked()
+}
+
+func (c *HTTPClient) viewLocked() *Conn {
 	if c.view == nil {
-		c.view = &Conn{view: true, origin: c.origin}
+		c.view = &Conn{view: true, origin: c.origin, outer: &c.engine}
+		// Every call lends the engine's view again, under the lock: the view a call on the
+		// client ended is never used.
+		c.view.relend = func() *C.mcpw_conn {
+			if c.ptr == nil {
+				return nil
+			}
+			return C.mcpwgo_http_client_view(c.ptr).conn
+		}
 	}
-	c.view.ptr = got.conn
 	return c.view
 }
 
 // SessionID is the handshake-era session id, once the server gave one (an id that is not all
 // visible ASCII is never taken).
 func (c *HTTPClient) SessionID() string {
+	c.engine.Lock()
+	defer c.engine.Unlock()
 	if c.ptr == nil {
 		return ""
 	}
@@ -207,7 +225,8 @@ type exchangeResult struct {
 // Run drives the client until its connection closes (after a ClosedEvent; nil), ctx is
 // cancelled (a graceful Shutdown, then ctx.Err()) or the client is closed (Close, from h or
 // another goroutine: ErrFreed, and the client is freed as Run returns). h sees every event
-// and may issue commands on the *Conn it is given (valid during the call). A handshake-era
+// and may issue commands on the *Conn it is given (the client's Conn, which other goroutines
+// may use too: Run wakes for their commands). A handshake-era
 // session is not ended by Run: call EndSession before the last Shutdown for that. Run on a
 // connection that already closed returns ErrClosed; one Run at a time.
 func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
@@ -247,11 +266,22 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	defer timer.Stop()
 	done := ctx.Done()
 	shutdown := false
+	// The connection, lent to the handler and to other goroutines: a command given on one
+	// of those wakes the wait below.
+	view := c.Conn()
+	wake := view.serveWake()
+	defer view.serveWake()
 	for {
-		// Events, with the connection lent to the handler.
+		// A command given after mark, which the turn below may have missed, is looked at
+		// before waiting.
+		mark := view.changeMark()
+		// Events, with the connection lent to the handler (the engine is not locked while
+		// it runs: its commands lock it).
 		closed := false
 		for {
+			c.engine.Lock()
 			ev, ok, err := c.nextEvent()
+			c.engine.Unlock()
 			if err != nil {
 				return err
 			}
@@ -261,40 +291,15 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			if _, isClosed := ev.(*ClosedEvent); isClosed {
 				closed, c.closedSeen = true, true
 			}
-			h.HandleEvent(c.Conn(), time.Now(), ev)
+			h.HandleEvent(view, time.Now(), ev)
 			if c.closeRequested() {
 				return ErrFreed
 			}
 		}
 		// Actions: start and abort HTTP exchanges.
-		failed := false
-		for {
-			got := C.mcpwgo_http_client_poll_action(c.ptr)
-			if err := check("poll action", got.rc); err != nil {
-				return err
-			}
-			a := got.action
-			if a.kind == C.MCPW_HTTP_ACTION_NONE {
-				break
-			}
-			id := uint64(a.exchange)
-			if a.kind == C.MCPW_HTTP_ACTION_ABORT {
-				if cancel, ok := running[id]; ok {
-					cancel()
-					delete(running, id)
-				}
-				continue
-			}
-			req, err := c.request(ctx, &a)
-			if err != nil {
-				// The exchange fails at once; its events are handed out next.
-				C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
-				failed = true
-				continue
-			}
-			ectx, cancel := context.WithCancel(context.Background())
-			running[id] = cancel
-			go c.exchange(ectx, id, req.WithContext(ectx), results)
+		failed, err := c.startExchanges(ctx, running, results)
+		if err != nil {
+			return err
 		}
 		if closed {
 			c.settle(running, results)
@@ -306,29 +311,37 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		if failed {
 			continue
 		}
+		if !view.beginWait(mark) {
+			continue
+		}
 		var timeout <-chan time.Time
 		timer.Stop()
-		if d := C.mcpwgo_http_client_deadline(c.ptr); d.rc == C.MCPW_OK && d.has != 0 {
+		c.engine.Lock()
+		d := C.mcpwgo_http_client_deadline(c.ptr)
+		c.engine.Unlock()
+		if d.rc == C.MCPW_OK && d.has != 0 {
 			timer.Reset(time.Until(deadlineAt(c.origin, uint64(d.at_ns))))
 			timeout = timer.C
 		}
 		select {
 		case r := <-results:
-			if _, live := running[r.id]; !live {
-				continue // aborted: report nothing more
-			}
-			c.feed(r)
-			if r.end || r.err != nil {
-				delete(running, r.id)
-			}
+			if _, live := running[r.id]; live {
+				c.feed(r)
+				if r.end || r.err != nil {
+					delete(running, r.id)
+				}
+			} // (else aborted: report nothing more)
+		case <-wake:
 		case <-timeout:
+			c.engine.Lock()
 			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
+			c.engine.Unlock()
 		case <-c.closing:
 			return ErrFreed
 		case <-done:
 			done = nil
 			shutdown = true
-			if err := c.Conn().Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
+			if err := view.Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
 				// Closed already, and its events were handed out above: nothing will come.
 				c.settle(running, results)
 				return ctx.Err()
@@ -336,6 +349,43 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				return err
 			}
 		}
+		view.endWait()
+	}
+}
+
+// startExchanges takes the engine's actions: it starts and aborts HTTP exchanges. failed: an
+// exchange failed at once (its events are to be handed out).
+func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]context.CancelFunc,
+	results chan exchangeResult) (failed bool, err error) {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	for {
+		got := C.mcpwgo_http_client_poll_action(c.ptr)
+		if err := check("poll action", got.rc); err != nil {
+			return failed, err
+		}
+		a := got.action
+		if a.kind == C.MCPW_HTTP_ACTION_NONE {
+			return failed, nil
+		}
+		id := uint64(a.exchange)
+		if a.kind == C.MCPW_HTTP_ACTION_ABORT {
+			if cancel, ok := running[id]; ok {
+				cancel()
+				delete(running, id)
+			}
+			continue
+		}
+		req, err := c.request(ctx, &a)
+		if err != nil {
+			// The exchange fails at once; its events are handed out next.
+			C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
+			failed = true
+			continue
+		}
+		ectx, cancel := context.WithCancel(context.Background())
+		running[id] = cancel
+		go c.exchange(ectx, id, req.WithContext(ectx), results)
 	}
 }
 
@@ -363,14 +413,15 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by
 // Run); false without a session.
 func (c *HTTPClient) EndSession() bool {
+	c.engine.Lock()
 	if c.ptr == nil {
+		c.engine.Unlock()
 		return false
 	}
 	var queued C.bool
 	C.mcpw_http_client_end_session(c.ptr, &queued)
-	if c.view != nil {
-		c.Conn() // lent again: the handler's view stays usable after EndSession
-	}
+	// A command like the Conn's: Run, waiting on another goroutine, wakes to send it.
+	c.viewLocked().unlockChanged()
 	return bool(queued)
 }
 
@@ -452,6 +503,8 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 
 // feed hands one exchange report to the engine.
 func (c *HTTPClient) feed(r exchangeResult) {
+	c.engine.Lock()
+	defer c.engine.Unlock()
 	now := c.ns(time.Now())
 	ex := C.uint64_t(r.id)
 	switch {
