@@ -54,8 +54,9 @@ type Limits struct {
 	// MaxInboundInFlight is how many of the peer's requests may be held unanswered at once;
 	// more get a JSON-RPC error (default 256).
 	MaxInboundInFlight int
-	// MaxBufferedOutput is how many bytes of output may wait for the transport; past it
-	// commands fail with ErrOutputFull (default 16 MiB).
+	// MaxBufferedOutput is how many bytes of output may wait for the transport; once they
+	// are past it, commands fail with ErrOutputFull (default 16 MiB). The command that
+	// crosses it succeeds: one large answer is not refused for its size alone.
 	MaxBufferedOutput int
 	// MaxRememberedIDs is how many cancelled or timed-out ids are remembered (default 1024).
 	MaxRememberedIDs int
@@ -78,9 +79,11 @@ type Config struct {
 	// Info, when set, replaces the whole clientInfo / serverInfo object (to add title,
 	// icons, ...).
 	Info json.RawMessage
-	// Versions are the protocol versions spoken ("2025-06-18"); nil means every
-	// handshake-era version the library knows. A client offers the newest; a server accepts
-	// any and otherwise answers with its newest.
+	// Versions are the protocol versions spoken ("2025-06-18"); nil means every version the
+	// library knows, 2026-07-28 (the stateless era) included. A client offers the newest of
+	// the handshake era in initialize (ClientEra decides whether it probes with
+	// server/discover first); a server accepts any it speaks and otherwise answers with its
+	// newest.
 	Versions []string
 	// Capabilities is our capabilities object ({"tools":{}}); nil declares none.
 	Capabilities json.RawMessage

@@ -171,7 +171,8 @@ func (c *Conn) unlockChanged() {
 
 // NewConn creates a connection from cfg at time now; every later time passed to the Conn
 // is measured from now on the same clock (time.Now() readings, or simulated times). A
-// client queues its initialize request at once: call WriteTo next.
+// client queues its first request at once (server/discover or initialize, as
+// Config.ClientEra says): call WriteTo next.
 func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 	config, err := cfg.build()
 	if err != nil {
@@ -195,7 +196,9 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 
 // Close frees the connection handle and everything it holds. It does not send anything
 // (see Shutdown for the graceful MCP close). Calling it again does nothing; every other
-// method returns ErrFreed afterwards. It always returns nil.
+// method returns ErrFreed afterwards. It always returns nil. On a Conn an HTTPServer or an
+// HTTPClient lends, it does nothing: the connection is its lender's (end a session with the
+// client's EndSession and Close, or let the server's timeouts end it).
 func (c *Conn) Close() error {
 	if c == nil {
 		return nil

@@ -35,7 +35,8 @@ type ClosedEvent struct {
 	// Code is the error code that rejected initialize (CloseInitializeRejected).
 	Code int64
 	// Version is the version the server chose that we do not speak
-	// (CloseUnsupportedVersion).
+	// (CloseUnsupportedVersion); for CloseTransportFailed, what failed, in words ("the
+	// connection failed", "HTTP status 404 without an answer").
 	Version string
 }
 

@@ -131,7 +131,8 @@ type Tasks struct {
 // same instant, on the clock of every later now given to the table (time.Now() readings,
 // or simulated times) and on the wall clock in milliseconds since 1970
 // (now.UnixMilli() for a real clock): the times a task carries (createdAt, lastUpdatedAt)
-// are counted from them. A negative field (or unixMs) is ErrInvalidArgument.
+// are counted from them. A negative MaxTasks, MaxInputRequests, MaxPayload or PollInterval
+// (or unixMs) is ErrInvalidArgument; a negative TTL means no limit, as TaskConfig says.
 func NewTasks(cfg *TaskConfig, now time.Time, unixMs int64) (*Tasks, error) {
 	var c TaskConfig
 	if cfg != nil {

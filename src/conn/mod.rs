@@ -101,7 +101,7 @@ pub enum Error {
     CannotCancelInitialize,
     /// The request carried no progress token, so no progress can be reported for it.
     NoProgressToken,
-    /// Progress must increase with every notification.
+    /// Progress must be finite and increase with every notification.
     NonIncreasingProgress,
     /// In the stateless era this must be tied to a request: log with
     /// [`log`](Connection::log), and list changes go to `subscriptions/listen` streams.
@@ -130,7 +130,7 @@ impl fmt::Display for Error {
             Error::UnknownRequest => f.write_str("no such request in flight"),
             Error::CannotCancelInitialize => f.write_str("initialize cannot be cancelled"),
             Error::NoProgressToken => f.write_str("the request carried no progress token"),
-            Error::NonIncreasingProgress => f.write_str("progress must increase"),
+            Error::NonIncreasingProgress => f.write_str("progress must be finite and increase"),
             Error::RequestScoped => {
                 f.write_str("in the stateless era this must be tied to a request")
             }

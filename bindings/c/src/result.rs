@@ -215,7 +215,7 @@ impl mcpw_result {
             MCPW_ERR_UNKNOWN_REQUEST => c"no such request in flight",
             MCPW_ERR_CANNOT_CANCEL_INITIALIZE => c"initialize cannot be cancelled",
             MCPW_ERR_NO_PROGRESS_TOKEN => c"the request carried no progress token",
-            MCPW_ERR_NON_INCREASING_PROGRESS => c"progress must increase",
+            MCPW_ERR_NON_INCREASING_PROGRESS => c"progress must be finite and increase",
             MCPW_ERR_REQUEST_SCOPED => c"in the stateless era this must be tied to a request",
             MCPW_ERR_NOT_ELIGIBLE => c"input required is not allowed for this request",
             MCPW_ERR_TASKS_FULL => c"the task table is full",
