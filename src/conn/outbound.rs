@@ -178,7 +178,8 @@ impl Core {
                 }
                 Ok(())
             }
-            None if mcp::is_known_method(method) => Err(Error::NotInVersion),
+            // (An empty method names nothing, in any version.)
+            None if method.is_empty() || mcp::is_known_method(method) => Err(Error::NotInVersion),
             None => Ok(()),
         }
     }
