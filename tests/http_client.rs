@@ -1484,3 +1484,31 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
     );
     c.assert_answered(labelled);
 }
+
+/// A JSON answer longer than the connection's largest frame fails its request, as it would
+/// over stdio (the client took up to 64 MiB, whatever `max_frame` said); one within it is
+/// taken.
+#[test]
+fn a_json_answer_over_the_largest_frame_fails_its_request() {
+    let mut config = legacy(client_config());
+    config.limits.max_frame = 4096;
+    let mut c = Scripted::new(config, ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    for (size, taken) in [(1000, true), (5000, false)] {
+        let id = c.request("tools/list");
+        let s = c.sent().remove(0);
+        let body =
+            json!({"jsonrpc":"2.0","id":s.body["id"],"result":{"tools":[],"pad":"x".repeat(size)}});
+        c.answer(
+            &s,
+            200,
+            &[("Content-Type", "application/json")],
+            &body.to_string(),
+        );
+        match c.outcome(id) {
+            Some(Ev::Response { .. }) => assert!(taken, "{size} bytes taken"),
+            Some(Ev::Failed { .. }) => assert!(!taken, "{size} bytes refused"),
+            other => panic!("{size}: {other:?}"),
+        }
+    }
+}

@@ -186,9 +186,6 @@ pub const MAX_RUNNING_REPLIES: usize = 64;
 /// [`Stats::suppressed_responses`](crate::conn::Stats::suppressed_responses).
 pub const MAX_WAITING_REPLIES: usize = 1024;
 
-/// The largest JSON body a client collects; a larger one fails its exchange.
-const MAX_BODY: usize = 64 * 1024 * 1024;
-
 /// An MCP client over Streamable HTTP, both eras, without IO. The loop: after every input
 /// and command, take [`poll_action`](Self::poll_action) until `None` and make those HTTP
 /// requests; report responses with the `handle_*` calls; drain
@@ -541,12 +538,15 @@ impl HttpClient {
     /// Bytes of the response body of `exchange`.
     pub fn handle_body(&mut self, now: Timestamp, exchange: ExchangeId, bytes: &[u8]) {
         self.now = now;
+        // A JSON body is one message: the largest one taken is the connection's largest frame
+        // (as over stdio); a larger one fails its exchange, the rest of it unread.
+        let max_body = self.conn.config().limits.max_frame;
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
         match &mut ex.reading {
             Reading::Json(body) | Reading::Other(body) => {
-                if body.len() + bytes.len() <= MAX_BODY {
+                if body.len() + bytes.len() <= max_body {
                     body.extend_from_slice(bytes);
                 }
             }
