@@ -57,6 +57,17 @@ struct Server {
     touched: Vec<(OwnedId, String)>,
 }
 
+/// Says on stderr why an answer was not sent, unless nobody is left to want it (the
+/// connection closed, or the client cancelled the request): a client that stops reading
+/// fills the output (`OutputFull`), and the answer is lost; the log says so.
+fn report_unsent(sent: Result<(), mcpwire::conn::Error>) {
+    use mcpwire::conn::Error;
+    match sent {
+        Ok(()) | Err(Error::Closed | Error::UnknownRequest) => {}
+        Err(e) => eprintln!("mcpwire serve: an answer was not sent: {e}"),
+    }
+}
+
 /// How many resources one session may subscribe to.
 const MAX_SUBSCRIPTIONS: usize = 1024;
 
@@ -159,7 +170,7 @@ impl Server {
         id: &OwnedId,
         result: Result<Value, (i64, String)>,
     ) {
-        let _ = match result {
+        let sent = match result {
             Ok(v) => {
                 let text = v.to_string();
                 match RawJson::new(&text) {
@@ -169,6 +180,7 @@ impl Server {
             }
             Err((code, message)) => conn.respond_error(id.as_id(), code, &message, None),
         };
+        report_unsent(sent);
     }
 
     fn log(&mut self, conn: &mut Connection, id: &OwnedId, level: LogLevel, data: &str) {
@@ -198,7 +210,7 @@ impl Server {
             && let Some(result) = params.as_deref().and_then(quick_tool_text)
             && let Ok(raw) = RawJson::new(&result)
         {
-            let _ = conn.respond(id.as_id(), raw);
+            report_unsent(conn.respond(id.as_id(), raw));
             return;
         }
         let params: Value = params
@@ -693,7 +705,7 @@ impl Application for HttpDemo {
             {
                 let id = OwnedId::from(id);
                 if let (Some(conn), Ok(raw)) = (server.connection(key), RawJson::new(&result)) {
-                    let _ = conn.respond(id.as_id(), raw);
+                    report_unsent(conn.respond(id.as_id(), raw));
                 }
                 continue;
             }
