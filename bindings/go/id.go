@@ -1,7 +1,9 @@
 package mcpwire
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 )
 
@@ -83,6 +85,32 @@ func (id ID) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(id.String()), nil
+}
+
+// UnmarshalJSON reads an id written by MarshalJSON (or by any JSON-RPC peer): an integer, a
+// string (kept in its wire form, so it is answered byte for byte), or null for no id. Use it
+// to keep the ids of requests to answer later in JSON (a database, a queue). Anything else,
+// a fraction or an integer out of int64's range included, is an error.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	text := string(bytes.TrimSpace(b))
+	switch {
+	case text == "null":
+		*id = ID{}
+		return nil
+	case len(text) >= 2 && text[0] == '"' && text[len(text)-1] == '"':
+		var check string
+		if err := json.Unmarshal([]byte(text), &check); err != nil {
+			return fmt.Errorf("mcpwire: an id: %w", err)
+		}
+		*id = RawStringID(text[1 : len(text)-1])
+		return nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return fmt.Errorf("mcpwire: an id must be an integer, a string or null: %q", text)
+	}
+	*id = IntID(n)
+	return nil
 }
 
 // escapeJSON returns s as JSON string content (no quotes): only what JSON requires is
