@@ -45,9 +45,13 @@
  *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
  *     two seconds to finish, then exit 0.
  *
- * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--allow-host NAME]...
+ * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
+ *                            [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
- *   stream gets a keep-alive comment (default 15000; 0 means never). The first line on stdout is
+ *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
+ *   the time from a request's head to the end of its body (default 30000): a client that
+ *   trickles its body past it is cut off (libmicrohttpd's own timeout restarts at every
+ *   byte). The first line on stdout is
  *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
  *   loopback (DNS rebinding protection refuses every other one with 403).
  *
@@ -562,6 +566,7 @@ static void serve_events(uint64_t now) {
    response. Live requests are kept in a list, to resume their suspended streams. */
 typedef struct request {
     struct MHD_Connection *connection;
+    uint64_t started; /* when its head was in (now_ns) */
     char *body;
     size_t body_len, body_cap;
     int has_stream;
@@ -574,6 +579,9 @@ typedef struct request {
 } request;
 
 static request *live;
+
+/* How long a request's body may take to arrive, from its head (--body-timeout-ms). */
+static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
 
 static void release(request *r) {
     if (--r->refs > 0) return;
@@ -831,6 +839,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         r = checked_malloc(sizeof *r);
         memset(r, 0, sizeof *r);
         r->connection = connection;
+        r->started = now_ns();
         r->refs = 1;
         r->next = live;
         if (live != NULL) live->prev = r;
@@ -839,6 +848,9 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         return refuse_declared_oversize(connection);
     }
     if (*upload_data_size > 0) { /* a piece of the body */
+        if (now_ns() - r->started > body_timeout_ns) {
+            return MHD_NO; /* a body trickled past its time: the connection is closed */
+        }
         append_body(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
@@ -949,6 +961,15 @@ int main(int argc, char **argv) {
                 return 2;
             }
             keepalive_ms = ms == 0 ? UINT64_MAX : (uint64_t)ms; /* 0 on the command line: never */
+        } else if (strcmp(argv[i], "--body-timeout-ms") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long long ms = strtoull(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0' || ms == 0 ||
+                ms > UINT64_MAX / 1000000ull) {
+                fprintf(stderr, "example_http_server: bad body timeout %s\n", argv[i]);
+                return 2;
+            }
+            body_timeout_ns = (uint64_t)ms * 1000000ull;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -957,7 +978,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
-                    "[--allow-host NAME]...\n");
+                    "[--body-timeout-ms N] [--allow-host NAME]...\n");
             return 2;
         }
     }

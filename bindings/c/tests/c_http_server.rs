@@ -657,3 +657,50 @@ fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
     assert!(body.contains(&text));
     assert_clean_exit(server);
 }
+
+/// A body trickled a byte at a time is cut off once `--body-timeout-ms` has passed since its
+/// head (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot
+/// for as long as it liked); a body that comes in time is served.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_body_trickled_past_its_timeout_is_cut_off() {
+    let server = Server::asan(&["--body-timeout-ms", "500"]);
+    let port = server.port;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut cut = false;
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        if s.write_all(b" ").is_err() {
+            cut = true;
+            break;
+        }
+        // A closed connection shows on the read side first.
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 64];
+        let gone = matches!(s.read(&mut buf), Ok(0));
+        s.set_nonblocking(false).unwrap();
+        if gone {
+            cut = true;
+            break;
+        }
+    }
+    assert!(cut, "the trickled body was never cut off");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "cut off after {:?}",
+        started.elapsed()
+    );
+    // A request in time is served.
+    let (headers, body) = modern_call(3, "echo");
+    let out = post(port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert_clean_exit(server);
+}
