@@ -461,6 +461,13 @@ impl Core {
     /// `initialize` or a discover probe), in the order they were sent. They stay in flight:
     /// [`finish`](Self::finish) abandons them.
     pub(super) fn cancel_all_in_flight(&mut self, reason: &str) {
+        for n in self.ordinary_in_flight() {
+            self.send_cancelled(n, Some(reason));
+        }
+    }
+
+    /// Our requests in flight other than `initialize` and discover probes, oldest first.
+    fn ordinary_in_flight(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
             .corr
             .pending
@@ -469,9 +476,7 @@ impl Core {
             .map(|(n, _)| *n)
             .collect();
         ids.sort_unstable();
-        for n in ids {
-            self.send_cancelled(n, Some(reason));
-        }
+        ids
     }
 
     /// Ends the connection: every request in flight is abandoned, then `Closed` is the last
@@ -481,15 +486,7 @@ impl Core {
             return;
         }
         self.lifecycle.closed();
-        let mut ids: Vec<i64> = self
-            .corr
-            .pending
-            .iter()
-            .filter(|(_, p)| p.kind == PendingKind::Normal)
-            .map(|(n, _)| *n)
-            .collect();
-        ids.sort_unstable();
-        for n in ids {
+        for n in self.ordinary_in_flight() {
             self.events.push(Stored::Abandoned(RequestId(n)));
         }
         self.corr.pending.clear();
