@@ -50,8 +50,9 @@ const (
 // A Conn is safe for use by several goroutines: calls on it take turns (a WriteTo holds it
 // while its writer's Write runs). Serve notices a command another goroutine gives while it
 // waits, and writes its output at once. The events are one stream: drain them from one
-// goroutine (Serve's, when Serve runs). A Conn an HTTPServer or HTTPClient lends to its
-// callback is for that callback only. Close releases the C handle; it is idempotent, and a
+// goroutine (Serve's, when Serve runs). A Conn an HTTPServer lends to its app is for that
+// call only (With lends one later); an HTTPClient's Conn serves any goroutine until the
+// client is closed. Close releases the C handle; it is idempotent, and a
 // finalizer calls it for a Conn that becomes unreachable without it. Shutdown is the
 // graceful MCP close.
 type Conn struct {
