@@ -597,12 +597,8 @@ impl HttpClient {
                 if answers_ours {
                     self.deliver_body(now, exchange, &body);
                 }
-                let failure = if status == 202 {
-                    TransportFailure::StreamEnded
-                } else {
-                    TransportFailure::Status(status)
-                };
-                self.finish(now, exchange, failure);
+                // (A 202 to a request, which no answer can follow, is its status too.)
+                self.finish(now, exchange, TransportFailure::Status(status));
             }
             Reading::Sse => self.settle(now, exchange, TransportFailure::StreamEnded, jitter),
             Reading::Waiting => self.settle(now, exchange, TransportFailure::Disconnected, jitter),

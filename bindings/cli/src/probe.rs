@@ -210,6 +210,13 @@ fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
                  mcpwire probe sends none"
             ),
         ),
+        TransportFailure::Status(202) => fail(
+            EXIT_PROTOCOL,
+            format!(
+                "{waiting_for} got HTTP 202 Accepted, which answers only notifications and \
+                 responses: a request's answer comes as application/json or text/event-stream"
+            ),
+        ),
         TransportFailure::Status(200..=299) => fail(
             EXIT_PROTOCOL,
             format!(

@@ -996,7 +996,6 @@ print(r.read().decode())
 #[test]
 #[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
 fn probe_url_reports_an_http_failure_at_once() {
-    let port = free_port();
     let script = r#"
 import json, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -1019,7 +1018,7 @@ class H(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
         else:
-            self.send_response(500)
+            self.send_response(STATUS)
             self.send_header("Content-Length", "0")
             self.end_headers()
     def do_GET(self):
@@ -1028,25 +1027,33 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
 HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
-    let _server = python_http_server(script, port);
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let started = std::time::Instant::now();
-    let (code, out, err) = mcpwire(&[
-        "probe",
-        "--protocol",
-        "2025-11-25",
-        "--timeout",
-        "20",
-        "--url",
-        &url,
-    ]);
-    assert_eq!(code, 4, "{out}{err}");
-    assert!(err.contains("HTTP status 500"), "{out}{err}");
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
+    // A 202 to a request says so (it was "the stream ended without the answer (a body that
+    // holds no JSON-RPC answer, or one cut short)").
+    for (status, says) in [
+        ("500", "HTTP status 500"),
+        ("202", "HTTP 202 Accepted, which answers only notifications"),
+    ] {
+        let port = free_port();
+        let _server = python_http_server(&script.replace("STATUS", status), port);
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let started = std::time::Instant::now();
+        let (code, out, err) = mcpwire(&[
+            "probe",
+            "--protocol",
+            "2025-11-25",
+            "--timeout",
+            "20",
+            "--url",
+            &url,
+        ]);
+        assert_eq!(code, 4, "{out}{err}");
+        assert!(err.contains(says), "{out}{err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
 }
 
 /// What a helper's audit of the command found, each fixed: a huge `--timeout` panicked,
