@@ -76,19 +76,38 @@ pub fn config(protocol: Option<ProtocolVersion>, timeout: Duration) -> Config {
     config
 }
 
-/// A short, printable excerpt of the line the server got wrong, from the end of its output:
-/// the last line that is not JSON (`not_json`), else the last non-blank one.
-fn excerpt(bytes: &[u8], not_json: bool) -> String {
+/// A short, printable excerpt of the line the server got wrong, from the end of its output
+/// (which may hold more lines after it): the last line that is not JSON (`not_json`); else
+/// the last one carrying `id`, when the message had one; else the last one that is no
+/// JSON-RPC message; else the last non-blank one.
+fn excerpt(bytes: &[u8], not_json: bool, id: Option<&mcpwire::jsonrpc::OwnedId>) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let mut lines = text.lines().rev().filter(|l| !l.trim().is_empty());
+    let lines = text.lines().rev().filter(|l| !l.trim().is_empty());
+    let parsed = |l: &str| serde_json::from_str::<Value>(l).ok();
+    let wanted = id.map(|id| match id {
+        mcpwire::jsonrpc::OwnedId::Int(n) => Value::from(*n),
+        mcpwire::jsonrpc::OwnedId::Str(_) => {
+            serde_json::from_str(&id.as_id().to_string()).unwrap_or(Value::Null)
+        }
+    });
+    let rpc_like = |v: &Value| {
+        v["jsonrpc"] == "2.0"
+            && (v["method"].is_string()
+                || (v.get("id").is_some()
+                    && (v.get("result").is_some() != v.get("error").is_some())))
+    };
     let line = if not_json {
+        lines.clone().find(|l| parsed(l).is_none())
+    } else if let Some(wanted) = wanted {
         lines
             .clone()
-            .find(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
-            .or_else(|| lines.next())
+            .find(|l| parsed(l).is_some_and(|v| v.get("id") == Some(&wanted)))
     } else {
-        lines.next()
+        lines
+            .clone()
+            .find(|l| parsed(l).is_some_and(|v| !rpc_like(&v)))
     }
+    .or_else(|| lines.clone().next())
     .unwrap_or("");
     let mut s: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
@@ -100,26 +119,26 @@ fn excerpt(bytes: &[u8], not_json: bool) -> String {
 /// Turns an engine event that ends the session into a failure.
 fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
     match ev {
-        Ev::Violation { kind, .. } => match kind {
+        Ev::Violation { kind, id, .. } => match kind {
             ViolationKind::Parse(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server wrote something that is not JSON on stdout ({reason:?}): {:?}",
-                    excerpt(&session.last_input(), true)
+                    excerpt(&session.last_input(), true, None)
                 ),
             )),
             ViolationKind::InvalidMessage(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server sent an invalid JSON-RPC message ({reason:?}): {:?}",
-                    excerpt(&session.last_input(), false)
+                    excerpt(&session.last_input(), false, id.as_ref())
                 ),
             )),
             ViolationKind::UnknownResponse => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
                     "the server answered a request that was never sent: {:?}",
-                    excerpt(&session.last_input(), false)
+                    excerpt(&session.last_input(), false, id.as_ref())
                 ),
             )),
             ViolationKind::FrameTooLong => Some(fail(

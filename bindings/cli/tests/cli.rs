@@ -129,6 +129,53 @@ fn probe_a_pinned_legacy_version() {
     );
 }
 
+/// probe quotes the line the server got wrong, also when more lines came after it in the same
+/// read (it quoted the last line: a valid notification that followed, say).
+#[test]
+fn probe_quotes_the_offending_line_not_the_last_one() {
+    let server = |bad: &str| {
+        format!(
+            r#"
+import sys, json
+note = json.dumps({{"jsonrpc": "2.0", "method": "notifications/message", "params": {{"level": "info", "data": "fine"}}}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        ok = json.dumps({{"jsonrpc":"2.0","id":m["id"],"result":{{"protocolVersion":m["params"]["protocolVersion"],"capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"x","version":"1"}}}}}})
+        sys.stdout.write(ok + "\n" + {bad:?} + "\n" + note + "\n")
+        sys.stdout.flush()
+"#
+        )
+    };
+    for (bad, says) in [
+        (
+            r#"{"jsonrpc":"2.0","bogus":1}"#,
+            "the server sent an invalid JSON-RPC message",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"nope","result":{}}"#,
+            "the server answered a request that was never sent",
+        ),
+    ] {
+        let script = server(bad);
+        let (code, _, err) = mcpwire(&[
+            "probe",
+            "--protocol",
+            "2025-11-25",
+            "--timeout",
+            "5",
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ]);
+        assert_eq!(code, 4, "{err}");
+        assert!(err.contains(says), "{err}");
+        let quoted = format!("{bad:?}");
+        assert!(err.contains(&quoted), "{err} should quote {quoted}");
+    }
+}
+
 #[test]
 fn bad_servers_get_exact_exit_codes_and_messages() {
     let (code, _, err) = mcpwire(&[
