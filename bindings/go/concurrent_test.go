@@ -285,3 +285,130 @@ func TestHTTPClientTakesRequestsFromOtherGoroutinesWhileRunning(t *testing.T) {
 		client.Close()
 	}
 }
+
+// Close on another goroutine wakes a Serve that waits for input: it returns ErrFreed at
+// once (it waited for the next input, the next deadline or its ctx).
+func TestCloseWakesAWaitingServe(t *testing.T) {
+	conn := toolsServer(t)
+	ready := make(chan struct{})
+	in, lines, done := servePipes(t, conn, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			close(ready)
+		}
+	}))
+	go io.WriteString(in, testInitialize+testInitialized)
+	nextLine(t, lines, 5*time.Second)
+	<-ready
+	time.Sleep(50 * time.Millisecond) // (Serve waits for input now)
+	conn.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFreed) {
+			t.Fatalf("Serve: %v, want ErrFreed", err)
+		}
+		done <- err // (for the cleanup)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after Close")
+	}
+}
+
+// blockingWriter's Write waits until release is closed.
+type blockingWriter struct{ release chan struct{} }
+
+func (w blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	return len(p), nil
+}
+
+// A Write that blocks (a peer that stopped reading) does not hold the Conn: commands from
+// other goroutines, a Tasks table and Close go on (they waited for the writer: one stuck
+// peer froze every Tasks call in the process), and Serve returns once the Write does.
+func TestABlockedWriteHoldsNothingBack(t *testing.T) {
+	conn := toolsServer(t)
+	tasks, err := NewTasks(nil, time.Now(), time.Now().UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tasks.Close()
+	w := blockingWriter{make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), conn, stringsReader(testInitialize), w, HandlerFunc(func(*Conn, time.Time, Event) {}))
+	}()
+	time.Sleep(100 * time.Millisecond) // (Serve is writing the initialize result now)
+	within := func(what string, f func()) {
+		t.Helper()
+		finished := make(chan struct{})
+		go func() { f(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s waited for the blocked Write", what)
+		}
+	}
+	within("a command", func() { _ = conn.Notify("notifications/tools/list_changed", nil) })
+	within("Status", func() { _, _ = conn.Status() })
+	within("Tasks.Create", func() { _, _ = tasks.Create(time.Now()) })
+	within("Close", func() { conn.Close() })
+	close(w.release)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFreed) {
+			t.Fatalf("Serve: %v, want ErrFreed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
+
+// statusWriter calls its Conn from inside Write.
+type statusWriter struct{ c *Conn }
+
+func (w statusWriter) Write(p []byte) (int, error) {
+	w.c.State()
+	return len(p), nil
+}
+
+// A writer may call the Conn it writes for (it waited for itself for ever).
+func TestAWriterMayCallItsConn(t *testing.T) {
+	conn := toolsServer(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), conn, stringsReader(testInitialize), statusWriter{conn}, HandlerFunc(func(*Conn, time.Time, Event) {}))
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve hung: the writer waited for the Conn")
+	}
+}
+
+// Serve on a closed Conn while another goroutine closes it, and an HTTPClient's Conn drained
+// from several goroutines: no data race (-race).
+func TestServeOnAClosedConnAndSharedClientViewsAreRaceFree(t *testing.T) {
+	conn := toolsServer(t)
+	_ = conn.FeedEOF(time.Now())
+	for _, ok := conn.NextEvent(); ok; _, ok = conn.NextEvent() {
+	}
+	go conn.Close()
+	_ = Serve(context.Background(), conn, stringsReader(""), io.Discard, HandlerFunc(func(*Conn, time.Time, Event) {}))
+
+	_, _, ts := newTestServer(t, nil)
+	client := legacyHTTPClient(t, ts.URL)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				client.Conn().NextEvent()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func stringsReader(s string) io.Reader { return &failingReader{data: []byte(s), err: io.EOF} }

@@ -47,8 +47,8 @@ const (
 // this order: events until NextEvent says false (acting on them may issue commands), then
 // WriteTo, then re-arm the timer from NextDeadline.
 //
-// A Conn is safe for use by several goroutines: calls on it take turns (a WriteTo holds it
-// while its writer's Write runs). Serve notices a command another goroutine gives while it
+// A Conn is safe for use by several goroutines: calls on it take turns (WriteTo's writer
+// runs outside them). Serve notices a command another goroutine gives while it
 // waits, and writes its output at once. The events are one stream: drain them from one
 // goroutine (Serve's, when Serve runs). A Conn an HTTPServer lends to its app is for that
 // call only (With lends one later); an HTTPClient's Conn serves any goroutine until the
@@ -78,10 +78,18 @@ type Conn struct {
 	// cut: a lent view's lending ended (set by its lender, possibly while another goroutine
 	// holds the view by mistake: atomic, so that it then reads ErrFreed without a race).
 	cut     atomic.Bool
+	wbuf    []byte  // WriteTo's copy of the next bytes to write
 	queue   []Event // events copied out of the engine, not yet returned
 	head    int
 	records []C.mcpwgo_record
 	arena   []byte
+}
+
+// isFreed is freed with the Conn taken.
+func (c *Conn) isFreed() bool {
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
+	return c.freed()
 }
 
 // freed reports whether calls must be refused with ErrFreed: the handle was freed, or the
@@ -204,11 +212,15 @@ func (c *Conn) Close() error {
 	if c == nil {
 		return nil
 	}
-	c.mutex().Lock()
-	defer c.mutex().Unlock()
-	if c.freed() || c.view {
+	if !c.lock() {
 		return nil
 	}
+	if c.view {
+		c.unlock()
+		return nil
+	}
+	// A Serve waiting on another goroutine wakes, and returns ErrFreed.
+	defer c.unlockChanged()
 	C.mcpw_conn_free(c.ptr)
 	C.free(unsafe.Pointer(c.drainer))
 	c.ptr, c.drainer = nil, nil
@@ -636,10 +648,12 @@ func (c *Conn) lockedRefill() bool {
 
 // refill copies the next batch of events out of the engine into the queue.
 func (c *Conn) refill() bool {
-	c.queue, c.head = c.queue[:0], 0
 	if c.freed() || c.err != nil || c.view {
-		return false // a view's events come from its HTTPServer
+		// (A view's events come from its lender; the queue, empty, is left as it is: an
+		// HTTPClient's view may be called from several goroutines.)
+		return false
 	}
+	c.queue, c.head = c.queue[:0], 0
 	for {
 		d := C.mcpwgo_drain(c.ptr, c.drainer, &c.records[0], C.size_t(len(c.records)),
 			(*C.uint8_t)(unsafe.Pointer(&c.arena[0])), C.size_t(len(c.arena)))
@@ -840,36 +854,48 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // WriteTo writes the pending output to w until none is left, and returns how many bytes w
 // took. A short write consumes exactly what was written and is retried; an error from w is
 // returned after consuming what it did take, so a later WriteTo resumes at the right byte
-// (a non-blocking writer returning EAGAIN just leaves the rest pending). w must not keep the
-// slice it is given: it points into the engine and dies after the Write call.
+// (a non-blocking writer returning EAGAIN just leaves the rest pending). Each Write gets a
+// copy of up to 64 KiB, made with the Conn taken; the Write itself runs without it, so other
+// goroutines' commands and Close do not wait for a slow writer, and w may call the Conn. w
+// must not keep the slice (the next Write reuses it). One writer at a time: two WriteTo
+// calls at once would both write the same bytes.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	var total int64
-	if !c.lock() {
-		return total, ErrFreed
-	}
-	defer c.unlock()
 	for {
+		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
+		// the commands of other goroutines, and Close, do not wait for a slow writer, and
+		// the writer may call the Conn.
+		if !c.lock() {
+			return total, ErrFreed
+		}
 		lent := C.mcpwgo_transmit(c.ptr)
 		runtime.KeepAlive(c)
-		if err := check("transmit", lent.rc); err != nil {
+		if err := check("transmit", lent.rc); err != nil || lent.len == 0 {
+			c.unlock()
 			return total, err
 		}
-		if lent.len == 0 {
-			return total, nil
-		}
-		n, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), int(lent.len)))
-		if n < 0 || n > int(lent.len) {
+		buf := append(c.wbuf[:0], unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), min(int(lent.len), writeChunk))...)
+		c.wbuf = nil // (a second writer, against the rules, gets a buffer of its own)
+		c.unlock()
+		n, err := w.Write(buf)
+		if n < 0 || n > len(buf) {
 			n = 0
 			if err == nil {
 				err = io.ErrShortWrite
 			}
 		}
+		if !c.lock() {
+			return total + int64(n), ErrFreed // closed while writing
+		}
+		c.wbuf = buf
 		if n > 0 {
 			if cerr := c.consume(n); cerr != nil {
+				c.unlock()
 				return total, cerr
 			}
 			total += int64(n)
 		}
+		c.unlock()
 		if err != nil {
 			return total, err
 		}
@@ -878,6 +904,9 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 }
+
+// writeChunk is the most WriteTo hands its writer in one Write.
+const writeChunk = 64 << 10
 
 // AppendOutput appends all pending output to dst, marks it written, and returns dst.
 func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {

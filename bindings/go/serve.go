@@ -63,7 +63,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		if handed {
 			return nil
 		}
-		if conn.freed() {
+		if conn.isFreed() {
 			return ErrFreed
 		}
 		return ErrClosed

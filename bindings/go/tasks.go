@@ -231,12 +231,14 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 	if conn == nil {
 		return &ResultError{Op: "respond task", Code: CodeNullArgument}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	// conn first: a call blocked on conn (its lock held elsewhere) holds no other table
+	// user back.
 	if !conn.lock() {
 		return ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.ptr == nil {
 		return ErrFreed
 	}
@@ -257,12 +259,14 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 	if conn == nil {
 		return false, &ResultError{Op: "serve tasks", Code: CodeNullArgument}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	// conn first: a call blocked on conn (its lock held elsewhere) holds no other table
+	// user back.
 	if !conn.lock() {
 		return false, ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.ptr == nil {
 		return false, ErrFreed
 	}
@@ -290,12 +294,14 @@ func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, meth
 	if conn == nil {
 		return false, &ResultError{Op: "serve legacy tasks", Code: CodeNullArgument}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	// conn first: a call blocked on conn (its lock held elsewhere) holds no other table
+	// user back.
 	if !conn.lock() {
 		return false, ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.ptr == nil {
 		return false, ErrFreed
 	}
