@@ -174,7 +174,8 @@ func (c *HTTPClient) ns(now time.Time) C.uint64_t {
 
 // Conn is the client's connection, for commands from any goroutine: before Run, from Run's
 // handler, or from elsewhere while Run runs (Run then wakes to send what they queued). It is
-// the same *Conn every time, usable until the client is closed (then ErrFreed).
+// the same *Conn every time, usable until the client is closed (then ErrFreed). Requests
+// are refused with ErrNotInitialized until the handshake is done (the ReadyEvent).
 func (c *HTTPClient) Conn() *Conn {
 	c.engine.Lock()
 	defer c.engine.Unlock()
