@@ -77,7 +77,7 @@ pub enum Error {
     /// `notifications/cancelled`, `notifications/progress`): use the handshake,
     /// [`cancel`](Connection::cancel) or [`progress`](Connection::progress).
     EngineOwned,
-    /// The method does not exist in the negotiated protocol version (an empty one in none).
+    /// The method does not exist in the negotiated protocol version.
     NotInVersion,
     /// Our role may not send this method.
     WrongDirection,

@@ -178,8 +178,7 @@ impl Core {
                 }
                 Ok(())
             }
-            // (An empty method names nothing, in any version.)
-            None if method.is_empty() || mcp::is_known_method(method) => Err(Error::NotInVersion),
+            None if mcp::is_known_method(method) => Err(Error::NotInVersion),
             None => Ok(()),
         }
     }
