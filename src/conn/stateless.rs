@@ -1039,11 +1039,9 @@ impl Core {
                 self.finish(CloseReason::InvalidInitializeResult)
             }
             Ok(result) => {
-                let shared = result
-                    .get_unique("supportedVersions")
-                    .ok()
-                    .flatten()
-                    .map(|list| self.versions_we_speak(Some(list), Era::Modern).max());
+                let supported = result.get_unique("supportedVersions").ok().flatten();
+                let shared =
+                    supported.map(|list| self.versions_we_speak(Some(list), Era::Modern).max());
                 let caps = result
                     .get_unique("capabilities")
                     .ok()
@@ -1076,21 +1074,11 @@ impl Core {
                     // the server is stateless and shares no version with us: the spec's
                     // "select a mutually supported version" has nothing to select, and
                     // falling back to `initialize` would only fail later.
-                    (None, Some(_))
-                        if auto
-                            && self.names_a_legacy_version(
-                                result.get_unique("supportedVersions").ok().flatten(),
-                            ) =>
-                    {
+                    (None, Some(_)) if auto && self.names_a_legacy_version(supported) => {
                         self.fall_back(now)
                     }
                     (None, Some(_)) => self.finish(CloseReason::UnsupportedVersion(
-                        result
-                            .get_unique("supportedVersions")
-                            .ok()
-                            .flatten()
-                            .map(|l| l.get().to_owned())
-                            .unwrap_or_default(),
+                        supported.map(|l| l.get().to_owned()).unwrap_or_default(),
                     )),
                     (_, None) => {
                         if auto {
