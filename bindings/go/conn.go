@@ -132,10 +132,12 @@ func (c *Conn) serveWake() chan struct{} {
 	return nil
 }
 
-// changeMark is the count of commands so far.
+// changeMark is the count of commands so far; it also ends the wait beginWait began (Serve
+// looks again: its own commands need not wake it).
 func (c *Conn) changeMark() uint64 {
 	c.mutex().Lock()
 	defer c.mutex().Unlock()
+	c.waiting = false
 	return c.changes
 }
 
@@ -149,13 +151,6 @@ func (c *Conn) beginWait(mark uint64) bool {
 	}
 	c.waiting = true
 	return true
-}
-
-// endWait: Serve stopped waiting (its own commands need not wake it).
-func (c *Conn) endWait() {
-	c.mutex().Lock()
-	c.waiting = false
-	c.mutex().Unlock()
 }
 
 // unlock ends a call that changed nothing Serve waits on.

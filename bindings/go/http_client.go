@@ -350,7 +350,6 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				return err
 			}
 		}
-		view.endWait()
 	}
 }
 

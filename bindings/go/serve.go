@@ -192,7 +192,6 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return err
 			}
 		}
-		conn.endWait()
 	}
 }
 
