@@ -80,6 +80,16 @@ fn is_our_resource(uri: &str) -> bool {
             .is_some_and(|id| !id.is_empty() && id.len() <= 128 && !id.contains('/'))
 }
 
+/// The error for a URI that names none of the demo's resources, with the version's code
+/// (-32002 in the handshake era, -32602 from 2026-07-28).
+fn resource_not_found(conn: &Connection) -> (i64, String) {
+    let code = conn
+        .protocol_version()
+        .map(mcpwire::mcp::resource_not_found_code)
+        .unwrap_or(-32002);
+    (code, "Resource not found".to_owned())
+}
+
 fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": false})
 }
@@ -308,29 +318,21 @@ impl Server {
                     Ok(
                         json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": README}]}),
                     )
-                } else if let Some(item) = uri.strip_prefix("demo://items/") {
+                } else if is_our_resource(uri)
+                    && let Some(item) = uri.strip_prefix("demo://items/")
+                {
                     Ok(
                         json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": json!({"id": item, "label": format!("item {item}")}).to_string()}]}),
                     )
                 } else {
-                    let code = conn
-                        .protocol_version()
-                        .map(mcpwire::mcp::resource_not_found_code)
-                        .unwrap_or(-32002);
-                    Err((code, format!("Resource not found: {uri}")))
+                    Err(resource_not_found(conn))
                 }
             }
             "resources/subscribe" => match params.get("uri").and_then(Value::as_str) {
                 None => Err((-32602, "Invalid params: uri must be a string".to_owned())),
                 // Only this server's resources, and a bounded number of them: a client
                 // cannot make a session hold what it likes (a megabyte per URI, without end).
-                Some(uri) if !is_our_resource(uri) => {
-                    let code = conn
-                        .protocol_version()
-                        .map(mcpwire::mcp::resource_not_found_code)
-                        .unwrap_or(-32002);
-                    Err((code, "Resource not found".to_owned()))
-                }
+                Some(uri) if !is_our_resource(uri) => Err(resource_not_found(conn)),
                 Some(uri)
                     if self.subscriptions.len() >= MAX_SUBSCRIPTIONS
                         && !self.subscriptions.contains(uri) =>
