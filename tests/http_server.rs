@@ -2201,6 +2201,96 @@ fn an_unread_get_stream_ends_at_its_bound_and_holds_no_answer_back() {
     assert_eq!(count(&first) + count(&rest), sent);
 }
 
+/// The same for a request's stream in a 2025-11-25 session: once what waits on it reaches
+/// the bound, it is closed for polling (SEP-1699), and the answers to the session's other
+/// requests go on (they waited behind it). Its client resumes it with `Last-Event-ID` and
+/// gets the rest, then the answer, each message once.
+#[test]
+fn an_unread_request_stream_is_closed_for_polling_and_holds_no_answer_back() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.limits.max_buffered_output = 64 * 1024;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let (slow, key, slow_id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}"#,
+    );
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, slow, &mut reader);
+    let mut sent = 0;
+    let mut progress = |s: &mut HttpServer| {
+        sent += 1;
+        s.connection(key)
+            .unwrap()
+            .progress(slow_id.as_id(), f64::from(sent), None, None)
+            .unwrap();
+        s.pump();
+    };
+    while s.poll_stream(slow).unwrap().bytes.len() < 64 * 1024 {
+        progress(&mut s);
+        assert!(s.poll_stream(slow).is_some(), "the stream ended early");
+    }
+    for _ in 0..10 {
+        progress(&mut s);
+    }
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+    );
+    let evs = events(&mut s);
+    let Some((k, Ev::Request { id, .. })) = evs.into_iter().next() else {
+        panic!("no request event")
+    };
+    s.connection(k)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .unwrap();
+    let settled = s.settle(r);
+    let answer = match &settled.body {
+        Body::Complete(_, b) => serde_json::from_slice::<Value>(b).unwrap(),
+        Body::Stream(st) => {
+            let (msgs, _) = read_stream(&mut s, *st, &mut StreamReader::new());
+            msgs.into_iter()
+                .find(|m| m["id"] == 7)
+                .expect("the answer is not held back")
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(answer["result"]["tools"], serde_json::json!([]), "{answer}");
+    // The slow call's answer comes after its stream was closed.
+    s.connection(key)
+        .unwrap()
+        .respond(slow_id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    let (first, finished) = read_stream(&mut s, slow, &mut reader);
+    assert!(finished, "the unread stream was closed");
+    s.stream_closed(T0, slow);
+    let last = reader.last_event_id().unwrap().to_owned();
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (rest, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert!(finished, "the resumed stream ends with the answer");
+    let all: Vec<&Value> = first.iter().chain(&rest).collect();
+    let progress: Vec<f64> = all
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress.len(), sent as usize, "each notification once");
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "in order");
+    assert_eq!(all.last().unwrap()["id"], 9, "the answer comes last");
+    assert_eq!(s.open_streams(), 0);
+}
+
 /// A stateless request's stream keeps its messages as frames until the host drains it (so
 /// that a lone answer can become a JSON body): they count against the same bound, and once
 /// the host drains the stream they all come, in order, as SSE events with rising ids.

@@ -61,8 +61,9 @@ pub struct Limits {
     /// while it does not read ours ends the connection. Default 16 MiB. An
     /// [`HttpServer`](crate::http::HttpServer) bounds each SSE stream by it too: a stream's
     /// client that does not read holds its connection's output back (commands then fail with
-    /// `OutputFull`), except a session's GET stream, which ends instead (its client resumes it
-    /// with `Last-Event-ID`), so that the session's answers never wait behind it.
+    /// `OutputFull`), except a session's GET stream, which ends instead, and a request's
+    /// stream in a 2025-11-25 session, which is closed for polling (their clients resume them
+    /// with `Last-Event-ID`), so that the session's other answers never wait behind them.
     pub max_buffered_output: usize,
     /// How many cancelled or timed-out ids (ours and the peer's) are remembered, to drop late
     /// responses and suppress answers to cancelled requests. Default 1024.

@@ -1635,18 +1635,26 @@ impl HttpServer {
         }
         let id = OwnedId::from(id);
         let retry_ms = self.config.retry_ms;
-        let Some((&stream_id, s)) = self.streams.iter_mut().find(|(_, s)| {
-            s.conn == key && !s.standalone && !s.detached && !s.done && s.awaiting.contains(&id)
-        }) else {
+        let Some(stream_id) = self
+            .streams
+            .iter()
+            .find(|(_, s)| {
+                s.conn == key && !s.standalone && !s.detached && !s.done && s.awaiting.contains(&id)
+            })
+            .map(|(&stream_id, _)| stream_id)
+        else {
             return false;
         };
-        s.render(stream_id);
-        sse::write_retry(&mut s.buf, retry_ms);
-        s.closing_for_polling = true;
-        // Its answer can no longer be a plain JSON body.
-        s.stop_recording();
-        self.store_unstored(stream_id);
-        wake(&mut self.streams, &mut self.woken, stream_id);
+        let Some(session) = self.conns.get(&key.0).and_then(|c| c.session.as_deref()) else {
+            return false;
+        };
+        close_for_polling(
+            &mut self.streams,
+            &mut *self.events,
+            &mut self.woken,
+            (session, retry_ms),
+            stream_id,
+        );
         true
     }
 
@@ -1714,7 +1722,10 @@ impl HttpServer {
                 let cap = self.config.server.limits.max_buffered_output;
                 let over = |streams: &HashMap<HttpStreamId, Stream, _>, stream| {
                     streams.get(&stream).is_some_and(|s: &Stream| {
-                        !s.detached && s.buf.len() - s.read + s.unrendered >= cap
+                        // One closed for polling takes no more bytes.
+                        !s.detached
+                            && !s.closing_for_polling
+                            && s.buf.len() - s.read + s.unrendered >= cap
                     })
                 };
                 // A GET stream whose client does not read ends (as if that client had gone
@@ -1732,6 +1743,24 @@ impl HttpServer {
                     *standalone = None;
                     *closed_standalone = Some(stream);
                     target = None;
+                }
+                // The same for a request's stream in a session that can resume it (2025-11-25):
+                // it is closed for polling, and its client gets the rest, this frame on, with
+                // `Last-Event-ID`; the session's other streams go on.
+                if frame.stream != StreamId::MAIN
+                    && let Some(stream) = target
+                    && let Some(sid) = session.as_deref()
+                    && conn.protocol_version() == Some(ProtocolVersion::V2025_11_25)
+                    && self.streams.get(&stream).is_some_and(|s| !s.standalone)
+                    && over(&self.streams, stream)
+                {
+                    close_for_polling(
+                        &mut self.streams,
+                        &mut *self.events,
+                        &mut self.woken,
+                        (sid, self.config.retry_ms),
+                        stream,
+                    );
                 }
                 // Backpressure: while a stream's client does not read what waits for it, the
                 // connection's output stays in the connection, whose own bound then applies
@@ -2387,6 +2416,30 @@ fn wake(
     if woken.len() > 2 * streams.len() + 64 {
         woken.retain(|id| streams.get(id).is_some_and(|s| s.woken));
     }
+}
+
+/// Closes a request's stream for polling (SEP-1699): what it holds is written out, then a
+/// `retry` field, and it finishes once drained; later frames go to the event store only,
+/// for the client's `Last-Event-ID` GET. `session` is its session id and the retry delay.
+fn close_for_polling(
+    streams: &mut FastMap<HttpStreamId, Stream>,
+    events: &mut dyn EventStore,
+    woken: &mut Vec<HttpStreamId>,
+    session: (&str, u64),
+    stream: HttpStreamId,
+) {
+    let Some(s) = streams.get_mut(&stream) else {
+        return;
+    };
+    s.render(stream);
+    sse::write_retry(&mut s.buf, session.1);
+    s.closing_for_polling = true;
+    // Its answer can no longer be a plain JSON body.
+    s.stop_recording();
+    for (event, bytes) in std::mem::take(&mut s.unstored) {
+        events.append(session.0, stream, event, &bytes);
+    }
+    wake(streams, woken, stream);
 }
 
 /// Writes `text` to `out` as one SSE event of `stream`, numbered `event_id`: its id is
