@@ -46,12 +46,14 @@
  *     two seconds to finish, then exit 0.
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
- *                            [--allow-host NAME]...
+ *                            [--head-timeout-ms N] [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
  *   trickles its body past it is cut off (libmicrohttpd's own timeout restarts at every
- *   byte). The first line on stdout is
+ *   byte). --head-timeout-ms bounds the wait for a whole request head, on a new connection
+ *   and between the requests of a kept-alive one (default 10000): a later head, however it
+ *   trickles, gets its connection closed. The first line on stdout is
  *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
  *   loopback (DNS rebinding protection refuses every other one with 403).
  *
@@ -583,6 +585,69 @@ static request *live;
 /* How long a request's body may take to arrive, from its head (--body-timeout-ms). */
 static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
 
+/* How long a client may take to send a whole request head, from the moment its connection
+   waits for one: once accepted, and after each response (--head-timeout-ms). So it is also
+   the idle keep-alive timeout. libmicrohttpd's own timeout restarts at every byte, so a head
+   sent a line at a time held its slot for good. */
+static uint64_t head_timeout_ns = 10000ull * 1000 * 1000;
+
+/* One TCP connection, from libmicrohttpd's notice that it started to the one that it closed:
+   whether it waits for a request head, and since when. */
+typedef struct watched {
+    int fd;
+    int in_request; /* its head is in; the request is not complete yet */
+    int cut;        /* shut down for a late head: libmicrohttpd closes it at its next run */
+    uint64_t since; /* when it began waiting for a head */
+    struct watched *prev, *next;
+} watched;
+
+static watched *connections;
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    watched *w = *socket_context;
+    (void)cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w = checked_malloc(sizeof *w);
+        memset(w, 0, sizeof *w);
+        w->fd = info != NULL ? info->connect_fd : -1;
+        w->since = now_ns();
+        w->next = connections;
+        if (connections != NULL) connections->prev = w;
+        connections = w;
+        *socket_context = w;
+        return;
+    }
+    if (w == NULL) return;
+    if (w->prev != NULL) w->prev->next = w->next;
+    else if (connections == w) connections = w->next;
+    if (w->next != NULL) w->next->prev = w->prev;
+    free(w);
+    *socket_context = NULL;
+}
+
+/* The connection's watch, or NULL. */
+static watched *watch_of(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
+/* Shuts down every connection whose request head is late (at the heartbeat): libmicrohttpd
+   then reads the end of its input and closes it. The descriptor stays libmicrohttpd's (shut
+   down, not closed), so it cannot be reused under it. */
+static void cut_late_heads(uint64_t now) {
+    watched *w;
+    for (w = connections; w != NULL; w = w->next) {
+        if (!w->in_request && !w->cut && w->fd >= 0 && now - w->since > head_timeout_ns) {
+            shutdown(w->fd, SHUT_RDWR);
+            w->cut = 1;
+        }
+    }
+}
+
 static void release(request *r) {
     if (--r->refs > 0) return;
     free(r->body);
@@ -836,6 +901,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
     (void)version;
 
     if (r == NULL) { /* the first call: headers are in, the body is not */
+        watched *w = watch_of(connection);
+        if (w != NULL) w->in_request = 1;
         r = checked_malloc(sizeof *r);
         memset(r, 0, sizeof *r);
         r->connection = connection;
@@ -906,9 +973,13 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
     request *r = *req_cls;
+    watched *w = watch_of(connection);
     (void)cls;
-    (void)connection;
     (void)toe;
+    if (w != NULL) { /* it waits for the next request's head now */
+        w->in_request = 0;
+        w->since = now_ns();
+    }
     if (r == NULL) return;
     if (r->has_stream && !r->ended) {
         mcpw_result rc = mcpw_http_server_stream_closed(server, now_ns(), r->stream);
@@ -970,6 +1041,15 @@ int main(int argc, char **argv) {
                 return 2;
             }
             body_timeout_ns = (uint64_t)ms * 1000000ull;
+        } else if (strcmp(argv[i], "--head-timeout-ms") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long long ms = strtoull(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0' || ms == 0 ||
+                ms > UINT64_MAX / 1000000ull) {
+                fprintf(stderr, "example_http_server: bad head timeout %s\n", argv[i]);
+                return 2;
+            }
+            head_timeout_ns = (uint64_t)ms * 1000000ull;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -978,7 +1058,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
-                    "[--body-timeout-ms N] [--allow-host NAME]...\n");
+                    "[--body-timeout-ms N] [--head-timeout-ms N] [--allow-host NAME]...\n");
             return 2;
         }
     }
@@ -1025,13 +1105,14 @@ int main(int argc, char **argv) {
         daemon_flags(), (uint16_t)port, NULL, NULL, on_http, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
         /* Strict HTTP/1.1: a request without Host, or with a space in a header's name
            ("Content-Length : 5", which a proxy in front may read differently: request
            smuggling), is refused with 400. */
         MHD_OPTION_STRICT_FOR_CLIENT, 1,
-        /* Idle keep-alive connections and slow senders are dropped after 30 s (suspended SSE
-           streams do not time out). */
+        /* Silent connections are dropped after 30 s (suspended SSE streams do not time
+           out); a head must be complete within --head-timeout-ms, however it trickles. */
         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     if (daemon == NULL) {
         fprintf(stderr, "example_http_server: cannot listen on port %u\n", port);
@@ -1069,7 +1150,10 @@ int main(int argc, char **argv) {
         run_jobs(now);
         serve_events(now);
         resumed = resume_streams(now - last_heartbeat >= HEARTBEAT_NS);
-        if (now - last_heartbeat >= HEARTBEAT_NS) last_heartbeat = now;
+        if (now - last_heartbeat >= HEARTBEAT_NS) {
+            cut_late_heads(now);
+            last_heartbeat = now;
+        }
 
         /* Sleep until libmicrohttpd, the engine or a job has work. */
         FD_ZERO(&rs);

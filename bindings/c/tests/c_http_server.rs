@@ -658,6 +658,95 @@ fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
     assert_clean_exit(server);
 }
 
+/// A request head trickled a line at a time is cut off once `--head-timeout-ms` has passed
+/// (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot for
+/// good); so is a kept-alive connection that sends no next request. Requests in time are
+/// served, two on one connection included.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_head_trickled_past_its_timeout_is_cut_off() {
+    let server = Server::asan(&["--head-timeout-ms", "1500"]);
+    let port = server.port;
+    let closed = |s: &mut TcpStream| {
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 4096];
+        let gone = matches!(s.read(&mut buf), Ok(0));
+        s.set_nonblocking(false).unwrap();
+        gone
+    };
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes())
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut cut = false;
+    for n in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        if s.write_all(format!("X-Line-{n}: 1\r\n").as_bytes())
+            .is_err()
+            || closed(&mut s)
+        {
+            cut = true;
+            break;
+        }
+    }
+    assert!(cut, "the trickled head was never cut off");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "cut off after {took:?}");
+    assert!(
+        took >= Duration::from_millis(1000),
+        "cut off early: {took:?}"
+    );
+    // Two requests in time on one connection are served; then, silent, it is closed.
+    let (headers, body) = modern_call(3, "echo");
+    let mut kept = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(600));
+        kept.write_all(request.as_bytes()).unwrap();
+        // One whole response (a JSON body of its Content-Length).
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let whole = loop {
+            let n = kept.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "closed mid-response: {}",
+                String::from_utf8_lossy(&out)
+            );
+            out.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&out).into_owned();
+            if let Some((head, rest)) = text.split_once("\r\n\r\n")
+                && let Some(len) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: "))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                && rest.len() >= len
+            {
+                break text;
+            }
+        };
+        assert!(whole.starts_with("HTTP/1.1 200"), "{whole}");
+        assert!(whole.contains(r#""text":"hi""#), "{whole}");
+    }
+    let idle = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(kept.read(&mut buf), Ok(0)),
+        "the idle connection was closed"
+    );
+    let took = idle.elapsed();
+    assert!(
+        took >= Duration::from_millis(1000) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert_clean_exit(server);
+}
+
 /// A body trickled a byte at a time is cut off once `--body-timeout-ms` has passed since its
 /// head (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot
 /// for as long as it liked); a body that comes in time is served.
