@@ -536,6 +536,9 @@ int main(int argc, char **argv) {
     mcpw_config *config = NULL;
     uint64_t start;
     int i, server_at = -1, input_open = 1;
+    /* The server stopped reading (EPIPE): what it wrote before it went is still read, and
+       its output's end then says what happened, whichever the client noticed first. */
+    int output_broken = 0;
     uint8_t buf[64 * 1024];
 
     /* Line by line, also into a pipe: what was printed survives however the process ends. */
@@ -634,12 +637,17 @@ int main(int argc, char **argv) {
             size_t len;
             uint64_t stream;
             ssize_t n;
+            if (output_broken) break;
             check(mcpw_conn_transmit(s.conn, &bytes, &len, &stream), "transmit");
             if (len == 0) break;
             n = write(to_server, bytes, len);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
                 pending_output = 1;
+                break;
+            }
+            if (n < 0 && errno == EPIPE && input_open) {
+                output_broken = 1;
                 break;
             }
             if (n < 0) fail("write: %s", strerror(errno));
