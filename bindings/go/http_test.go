@@ -12,11 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -1304,5 +1306,42 @@ func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {
 	got["Mcp-Session-Id"] = append(got["Mcp-Session-Id"], "extra")
 	if got.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("an append overwrote another header: %v", got)
+	}
+}
+
+// brokenPipe is a writer whose reader has gone, as a pipe to an exited process is.
+type brokenPipe struct{}
+
+func (brokenPipe) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}
+}
+
+// A peer that stops reading (it exited) said why in what it wrote last: Serve reads that to
+// the end and hands it out before it returns the broken pipe. (It returned at once, and a
+// client reported "broken pipe" where the server had answered with a line it could not
+// parse, or closed its output: whichever the client noticed first.)
+func TestServeReadsThePeersLastWordsAfterABrokenPipe(t *testing.T) {
+	conn, err := NewConn(clientConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var got []Event
+	err = Serve(context.Background(), conn, strings.NewReader("not json\n"), brokenPipe{},
+		HandlerFunc(func(c *Conn, now time.Time, ev Event) { got = append(got, ev) }))
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	var parse, closed bool
+	for _, ev := range got {
+		switch ev := ev.(type) {
+		case *ViolationEvent:
+			parse = parse || ev.Violation == ViolationParse
+		case *ClosedEvent:
+			closed = true
+		}
+	}
+	if !parse || !closed {
+		t.Fatalf("the peer's last words were not handed out: %#v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -31,7 +32,10 @@ const feedPiece = 4096
 // side closes it, or ctx is cancelled (a graceful Shutdown with two seconds' grace, then
 // ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
 // write or engine error. On a connection that closed before (its ClosedEvent handed out),
-// it returns ErrClosed at once.
+// it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the process at
+// the other end exited), Serve writes nothing more but reads r to its end first, so that h
+// sees what the peer said last and why the connection closed; then it returns the write
+// error.
 //
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
@@ -105,6 +109,10 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	defer conn.serveWake()
 	var pending []byte // read but not yet fed
 	var readErr error  // how the input ended (io.EOF, or a read error), once it has
+	// The peer stopped reading (a broken pipe): its last words, still in r, say why (an
+	// error, a message it could not parse, its exit), so they are read to the end and
+	// handed out, with nothing more written; the write error is returned then.
+	var broken error
 	inputOpen, asked, shutdown, eofFed := true, false, false, false
 	done := ctx.Done()
 	for {
@@ -116,14 +124,21 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		if err := conn.Err(); err != nil {
 			return err
 		}
-		if _, err := conn.WriteTo(w); err != nil {
-			return err
+		if broken == nil {
+			if _, err := conn.WriteTo(w); err != nil {
+				if !errors.Is(err, syscall.EPIPE) || !inputOpen {
+					return err
+				}
+				broken = err
+			}
 		}
 		if closed {
-			if shutdown {
+			switch {
+			case broken != nil:
+				return broken
+			case shutdown:
 				return ctx.Err()
-			}
-			if readErr != nil && readErr != io.EOF {
+			case readErr != nil && readErr != io.EOF:
 				return readErr
 			}
 			return nil
