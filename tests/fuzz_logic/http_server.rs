@@ -179,6 +179,11 @@ impl Harness {
         config.session_idle_timeout = Duration::from_secs(u64::from(setup.idle_secs % 30) + 1);
         config.event_store = usize::from(setup.event_store % 16);
         config.max_body = usize::from(setup.max_body).max(64);
+        // Half the runs with streams that fill after a few messages: an unread stream's bound
+        // (a GET stream ended, a request's stream closed for polling, backpressure) is reached.
+        if (setup.versions / 3) % 2 == 1 {
+            config.server.limits.max_buffered_output = 1024;
+        }
         let _ = config.declare_tools(
             RawJson::new(
                 r#"[{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]"#,
