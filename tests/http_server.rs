@@ -972,6 +972,74 @@ fn closing_a_stateless_stream_cancels_the_request() {
     );
 }
 
+/// A session the application closes through its view (or whose connection closes for any
+/// other reason) ends as if its client had deleted it: its streams finish, a later request
+/// naming it gets 404, and the connection goes once its `Closed` event is handed out. (It
+/// lingered: every later request got a stream that nothing would ever answer, held open by
+/// keep-alives, and the open stream kept the session from expiring.)
+#[test]
+fn a_session_closed_through_its_view_ends() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (pending, key, _id, mut reader) = call_and_prime(&mut s, &sid);
+    s.connection(key)
+        .unwrap()
+        .close(T0, std::time::Duration::ZERO);
+    s.pump();
+    let (msgs, finished) = read_stream(&mut s, pending, &mut reader);
+    assert!(finished, "the pending call's stream finishes: {msgs:?}");
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 404, "{r:?}");
+    let evs = events(&mut s);
+    assert!(
+        evs.iter()
+            .any(|(k, e)| *k == key && matches!(e, Ev::Closed { .. })),
+        "{evs:?}"
+    );
+    assert!(s.connection(key).is_none());
+    assert_eq!(s.sessions(), 0);
+    s.stream_closed(T0, pending);
+    assert_eq!(s.open_streams(), 0);
+}
+
+/// The same for a stateless request's connection: its stream finishes (without an answer:
+/// the application closed it), and the connection goes.
+#[test]
+fn a_stateless_request_closed_through_its_view_ends() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{{{META},"name":"slow"}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("slow")),
+        &body,
+    );
+    let evs = events(&mut s);
+    let key = evs[0].0;
+    s.connection(key)
+        .unwrap()
+        .close(T0, std::time::Duration::ZERO);
+    let settled = s.settle(r);
+    if let Body::Stream(stream) = settled.body {
+        let (_, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+        assert!(finished, "the request's stream finishes");
+        s.stream_closed(T0, stream);
+    }
+    events(&mut s);
+    assert!(s.connection(key).is_none(), "the connection is gone");
+    assert_eq!(s.open_streams(), 0);
+}
+
 #[test]
 fn each_stateless_request_stands_alone_and_is_forgotten_after_its_answer() {
     let mut s = server();

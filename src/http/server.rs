@@ -36,7 +36,7 @@ use super::store::{EventStore, MemoryEventStore, SessionStore};
 
 use crate::Timestamp;
 use crate::conn::tables::FastMap;
-use crate::conn::{Config, Connection, Event, MetaView, StreamId};
+use crate::conn::{Config, Connection, Event, MetaView, State, StreamId};
 use crate::frame::sse;
 use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
@@ -326,8 +326,8 @@ struct Conn {
     last_active: Timestamp,
     /// When this process last touched the session in the shared [`SessionStore`].
     shared_touched: Timestamp,
-    /// A stateless request whose client went away: removed once its last events (the
-    /// cancellation) are handed out.
+    /// Removed once its last events are handed out: a stateless request whose client went
+    /// away (the cancellation), or a connection that closed (`end_closed`; the `Closed` event).
     orphaned: bool,
     /// In `HttpServer::dirty`: it may have output for `pump`.
     in_dirty: bool,
@@ -1694,6 +1694,7 @@ impl HttpServer {
         // Drained, not dropped: the list keeps its capacity for the next round.
         let mut keys = std::mem::take(&mut self.dirty);
         let mut blocked = Vec::new();
+        let mut closed = Vec::new();
         for key in keys.drain(..) {
             if let Some(c) = self.conns.get_mut(&key) {
                 c.in_dirty = false;
@@ -1801,11 +1802,58 @@ impl HttpServer {
                 }
                 conn.consume_frame();
             }
+            // A connection that closed (the application closed it through its view, or its
+            // peer stopped reading) ends once its output is out, as if its client had deleted
+            // it: nothing would ever answer its session's requests again.
+            if let Some(c) = self.conns.get(&key)
+                && !c.in_dirty
+                && !c.orphaned
+                && c.conn.state() == State::Closed
+            {
+                closed.push(key);
+            }
         }
         if self.dirty.is_empty() {
             self.dirty = keys;
         }
         self.dirty.extend(blocked);
+        for key in closed {
+            self.end_closed(key);
+        }
+    }
+
+    /// Ends connection `key`, which closed: its streams finish once drained, its session is
+    /// gone (for every replica: later requests naming it get 404), and the connection itself
+    /// goes once its last events (the `Closed` one) are handed out.
+    fn end_closed(&mut self, key: u64) {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let session = c.session.clone();
+        if c.conn.pending_events() > 0 {
+            c.orphaned = true;
+            self.mark(key);
+        } else {
+            self.conns.remove(&key);
+        }
+        self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
+        let ended: Vec<HttpStreamId> = (self.streams.iter_mut())
+            .filter(|(_, s)| s.conn.0 == key && !s.done)
+            .map(|(&id, s)| {
+                s.done = true;
+                id
+            })
+            .collect();
+        for id in ended {
+            wake(&mut self.streams, &mut self.woken, id);
+        }
+        if let Some(sid) = session {
+            self.sessions.remove(&sid);
+            self.events.forget(&sid);
+            if let Some(shared) = self.shared.as_mut() {
+                shared.forget(&sid);
+            }
+        }
     }
 
     /// The next stream whose output may have changed since the host last took it here: it got
@@ -1973,7 +2021,9 @@ impl HttpServer {
                 }
             }
             self.conns.remove(&key);
-        } else if let Some(c) = self.conns.get_mut(&key) {
+        } else if let Some(c) = self.conns.get_mut(&key)
+            && !c.orphaned
+        {
             if c.standalone == Some(stream) {
                 c.standalone = None;
                 c.closed_standalone = Some(stream);

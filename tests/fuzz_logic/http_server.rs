@@ -404,6 +404,13 @@ impl Harness {
                     },
                 ));
             }
+            // Half the rest: the application closes the connection (a session then ends).
+            _ if how & 0x80 != 0 => {
+                if let Some(conn) = self.server.connection(key) {
+                    let grace = Duration::from_millis(u64::from(how & 0x7f) * 10);
+                    conn.close(self.now, grace);
+                }
+            }
             _ => {}
         }
         self.server.pump();
