@@ -1911,7 +1911,7 @@ impl HttpServer {
         // The host is draining it: the answer can no longer become a plain JSON body.
         let recorded = s.record;
         if recorded {
-            s.render(stream);
+            s.render();
             s.stop_recording();
         }
         let drained = s.read == s.buf.len() && (s.done || s.closing_for_polling);
@@ -2481,7 +2481,7 @@ fn close_for_polling(
     let Some(s) = streams.get_mut(&stream) else {
         return;
     };
-    s.render(stream);
+    s.render();
     sse::write_retry(&mut s.buf, session.1);
     s.closing_for_polling = true;
     // Its answer can no longer be a plain JSON body.
@@ -2506,19 +2506,27 @@ fn write_stream_event(out: &mut Vec<u8>, stream: HttpStreamId, event_id: u64, te
     sse::write_event(out, Some(id), None, text);
 }
 
+/// Writes `text` to `out` as one SSE event without an id (a stateless request's stream).
+fn write_unnumbered_event(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 8);
+    sse::write_event(out, None, None, text);
+}
+
 impl Stream {
-    /// Writes the recorded frames not yet in `buf` as SSE events (stream `id`), in order: the
-    /// host is about to drain the stream, or its answer can no longer be a JSON body.
-    fn render(&mut self, id: HttpStreamId) {
+    /// Writes the recorded frames not yet in `buf` as SSE events, in order: the host is about
+    /// to drain the stream, or its answer can no longer be a JSON body. Only a stateless
+    /// request's stream has any (a session's frames become events as they are routed), so
+    /// they carry no event id: 2026-07-28 removed them with resumption (SEP-2575).
+    fn render(&mut self) {
         let Some(pending) = self.frames.get(self.rendered..).filter(|p| !p.is_empty()) else {
             return;
         };
         let held = !self.detached && !self.closing_for_polling;
-        for (event_id, frame) in pending {
+        for (_, frame) in pending {
             if !held {
                 break;
             }
-            write_stream_event(&mut self.buf, id, *event_id, &frame_text(frame));
+            write_unnumbered_event(&mut self.buf, &frame_text(frame));
         }
         self.rendered = self.frames.len();
         self.unrendered = 0;
@@ -2562,8 +2570,9 @@ fn route_frame(
         }
     } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s) && !s.record) {
         // Nothing to store without a session: straight into the stream (a recorded one is
-        // written when the host drains it, if it does).
-        write_stream_event(&mut s.buf, stream, event_id, &text);
+        // written when the host drains it, if it does), with no event id: nothing can resume
+        // a 2026-07-28 stream, and a client that saw ids would try.
+        write_unnumbered_event(&mut s.buf, &text);
     }
     let (answered, batch, error_code) = answered_by(&text);
     let Some(s) = streams.get_mut(&stream) else {
