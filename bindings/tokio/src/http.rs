@@ -29,7 +29,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::server::conn::http1;
@@ -99,9 +99,11 @@ pub struct HostConfig {
     pub max_head_size: usize,
     /// The most header lines in a request; more get 431. Default 100.
     pub max_headers: usize,
-    /// The largest request body in bytes. A `Content-Length` above it gets 413 before anything
-    /// is read; a chunked body gets 413 as soon as it grows past it. The connection is closed
-    /// after a 413. Default 4 MiB.
+    /// The largest request body in bytes; a larger one gets 413, and the connection is closed
+    /// after it. The rest of such a body is read and dropped first, up to four times the
+    /// limit (at least 16 MiB), so that a client still sending reads the 413 rather than a
+    /// reset connection; a body declared (`Content-Length`) or grown larger than that is
+    /// refused at once. Default 4 MiB.
     pub max_body: usize,
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. GET streams (a session's stream for unrelated
@@ -564,6 +566,62 @@ fn refuse<A: Application>(status: StatusCode) -> Response<HostBody<A>> {
     r
 }
 
+/// How much of a body over `max_body` is read and dropped before the 413: four times the
+/// limit, at least 16 MiB. A body declared larger is refused before any of it is read.
+fn discard_limit(max_body: usize) -> u64 {
+    (max_body as u64).saturating_mul(4).max(16 << 20)
+}
+
+/// What became of a request body.
+enum BodyRead {
+    /// All of it, within the limit.
+    Complete(Bytes),
+    /// Over the limit: read to its end and dropped, or cut at the discard limit.
+    TooLarge,
+    /// A broken chunked body, or a connection gone mid-body.
+    Broken,
+}
+
+/// Reads a body of at most `max` bytes. Past `max` it keeps reading, and drops what it
+/// reads, until the body ends (`TooLarge`, the client then reads the 413) or `discard`
+/// bytes have come (`TooLarge` at once).
+async fn read_body<B>(body: B, max: usize, discard: u64) -> BodyRead
+where
+    B: HttpBody,
+{
+    use bytes::Buf as _;
+    let body = std::pin::pin!(body);
+    let mut body = body;
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len: u64 = 0;
+    while let Some(frame) = body.as_mut().frame().await {
+        let Ok(frame) = frame else {
+            return BodyRead::Broken;
+        };
+        let Ok(mut data) = frame.into_data() else {
+            continue; // trailers
+        };
+        len += data.remaining() as u64;
+        if len > max as u64 {
+            chunks = Vec::new();
+            if len > discard {
+                return BodyRead::TooLarge;
+            }
+            continue;
+        }
+        let n = data.remaining();
+        chunks.push(data.copy_to_bytes(n));
+    }
+    if len > max as u64 {
+        return BodyRead::TooLarge;
+    }
+    BodyRead::Complete(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => chunks.concat().into(),
+    })
+}
+
 async fn handle<A: Application, B>(
     shared: Arc<Shared<A>>,
     req: Request<B>,
@@ -594,27 +652,29 @@ where
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > config.max_body as u64) {
+    // A body over the limit is still read (and dropped), up to `discard_limit`: a client
+    // that is still sending when the 413 comes and the connection closes gets a reset, and
+    // many (Node's fetch, httpx) then report a broken connection instead of the 413.
+    let discard = discard_limit(config.max_body);
+    if declared.is_some_and(|n| n > discard) {
         return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
     }
     let (parts, body) = req.into_parts();
     let is_get = parts.method == hyper::Method::GET;
     // Most bodies are in by the time hyper calls us: a first poll takes them without the
     // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
-    let collect = Limited::new(body, config.max_body).collect();
-    tokio::pin!(collect);
-    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
-    let collected = match first {
+    let read = read_body(body, config.max_body, discard);
+    tokio::pin!(read);
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    let read = match first {
         Poll::Ready(done) => Ok(done),
-        Poll::Pending => tokio::time::timeout(config.body_read_timeout, collect).await,
+        Poll::Pending => tokio::time::timeout(config.body_read_timeout, read).await,
     };
-    let body = match collected {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
-        }
+    let body = match read {
+        Ok(BodyRead::Complete(body)) => body,
+        Ok(BodyRead::TooLarge) => return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE)),
         // A broken chunked body or a connection gone mid-body.
-        Ok(Err(_)) => return Ok(refuse(StatusCode::BAD_REQUEST)),
+        Ok(BodyRead::Broken) => return Ok(refuse(StatusCode::BAD_REQUEST)),
         Err(_) => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
     };
     // The authority of an absolute-form target (`POST http://host/mcp`) stands for Host,

@@ -105,30 +105,80 @@ async fn two_different_content_lengths_get_400_from_hyper_and_close() {
     assert_eq!(statuses(&exchange(&raw).await), [400]);
 }
 
+/// Reads until the server closes; fails on a reset (the client would not see the answer).
+async fn read_to_clean_close(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => panic!("{e} after {}", String::from_utf8_lossy(&out)),
+            }
+        }
+    })
+    .await
+    .expect("the server closes");
+    out
+}
+
 #[tokio::test]
 async fn a_body_over_the_cap_gets_413() {
     let server = start(test_config()).await;
     let cap = test_config().max_body;
 
-    // Declared too large: refused before any body byte is sent.
+    // Declared larger than what is read to drop (16 MiB here): refused before any body byte.
     let mut c = Client::new(&server).await;
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n\r\n",
-        cap + 1
+        (16 << 20) + 1
     );
     c.stream.write_all(head.as_bytes()).await.expect("write");
     let r = c.response().await.expect("an answer before the body");
     assert_eq!(r.status, 413);
     assert_eq!(r.header("connection"), Some("close"));
 
-    // Chunked, growing past the cap: refused once it does.
+    // Declared over the cap, within that: the body is read and dropped, then 413, so a client
+    // still sending gets every write through and reads the answer. (The 413 came at once and
+    // the connection closed under the client's writes: Node's fetch and httpx reported a
+    // broken connection.)
+    let mut s = server.connect().await;
+    let size = cap * 64;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {size}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).await.expect("write");
+    let piece = vec![b' '; 16 * 1024];
+    for _ in 0..size / piece.len() {
+        s.write_all(&piece)
+            .await
+            .expect("every byte of the body is taken");
+    }
+    let out = read_to_clean_close(&mut s).await;
+    assert_eq!(statuses(&out), [413]);
+
+    // Chunked, growing past the cap: the same, once it ends.
     let mut s = server.connect().await;
     let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
     s.write_all(head.as_bytes()).await.expect("write");
     let chunk = format!("{:x}\r\n{}\r\n", 4096, "a".repeat(4096));
-    for _ in 0..=cap / 4096 {
-        if s.write_all(chunk.as_bytes()).await.is_err() {
+    for _ in 0..=cap / 4096 * 4 {
+        s.write_all(chunk.as_bytes()).await.expect("write");
+    }
+    s.write_all(b"0\r\n\r\n").await.expect("write");
+    let out = read_to_clean_close(&mut s).await;
+    assert_eq!(statuses(&out), [413]);
+
+    // Chunked past the drop limit too: refused once it gets there.
+    let mut s = server.connect().await;
+    s.write_all(head.as_bytes()).await.expect("write");
+    let big = format!("{:x}\r\n{}\r\n", 1 << 20, "a".repeat(1 << 20));
+    for _ in 0..20 {
+        if s.write_all(big.as_bytes()).await.is_err() {
             break;
         }
     }
