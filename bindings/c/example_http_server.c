@@ -89,6 +89,9 @@
 #define S(lit) (lit), (sizeof(lit) - 1)
 #define STEP_NS (50ull * 1000 * 1000)
 #define MAX_BODY (4u * 1024 * 1024)
+/* A body over MAX_BODY is still read, and dropped, up to this size, so that a client still
+   uploading reads the 413 instead of a reset connection; a larger one is refused at once. */
+#define DISCARD_LIMIT (4ull * MAX_BODY)
 #define MAX_HEADERS 128
 #define MAX_ALLOWED_HOSTS 16
 #define SHUTDOWN_GRACE_NS (2000ull * 1000 * 1000)
@@ -571,6 +574,7 @@ typedef struct request {
     uint64_t started; /* when its head was in (now_ns) */
     char *body;
     size_t body_len, body_cap;
+    unsigned long long received; /* body bytes that came, kept or not */
     int has_stream;
     uint64_t stream;
     int ended;     /* the stream finished normally */
@@ -860,9 +864,10 @@ static void add_header(struct MHD_Response *response, mcpw_http_header h) {
     free(value);
 }
 
-/* The first call, before the body: a Content-Length over MAX_BODY gets 413 now, and the
-   connection is closed, rather than this process reading (and dropping) the whole body or
-   waiting for one that never comes. A body of unknown length is cut in append_body. */
+/* The first call, before the body: a Content-Length over DISCARD_LIMIT gets 413 now, and the
+   connection is closed, rather than this process reading (and dropping) all of it. A body
+   within it is read, what is over MAX_BODY dropped in append_body, and the engine answers
+   413 once the body is in (the client, done sending, then reads it). */
 static enum MHD_Result refuse_declared_oversize(struct MHD_Connection *connection) {
     static const char too_large[] = "body too large\n";
     const char *declared =
@@ -876,7 +881,7 @@ static enum MHD_Result refuse_declared_oversize(struct MHD_Connection *connectio
     length = strtoull(declared, &end, 10);
     /* A malformed length is libmicrohttpd's to refuse; an overflowing one is over the limit. */
     if (end == declared || *end != '\0' || *declared == '-') return MHD_YES;
-    if (errno != ERANGE && length <= MAX_BODY) return MHD_YES;
+    if (errno != ERANGE && length <= DISCARD_LIMIT) return MHD_YES;
     response = MHD_create_response_from_buffer(sizeof too_large - 1, (void *)too_large,
                                                MHD_RESPMEM_PERSISTENT);
     if (response == NULL) return MHD_NO;
@@ -918,6 +923,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         if (now_ns() - r->started > body_timeout_ns) {
             return MHD_NO; /* a body trickled past its time: the connection is closed */
         }
+        r->received += *upload_data_size;
+        if (r->received > DISCARD_LIMIT) return MHD_NO; /* far over the limit: closed */
         append_body(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
