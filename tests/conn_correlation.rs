@@ -333,6 +333,13 @@ fn progress_is_tracked_per_request_and_dropped_after_completion() {
             p.server.progress(id.as_id(), 2.0, None, None),
             Err(Error::NonIncreasingProgress)
         );
+        // A total that is not a number is refused, not left out unsaid.
+        for total in [f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                p.server.progress(id.as_id(), 5.0, Some(total), None),
+                Err(Error::NonIncreasingProgress)
+            );
+        }
         p.step();
         let message = (version >= ProtocolVersion::V2025_03_26).then(|| "one".to_owned());
         assert_eq!(

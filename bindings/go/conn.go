@@ -446,7 +446,7 @@ func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMess
 type ProgressUpdate struct {
 	// Progress must be finite and increase with every report.
 	Progress float64
-	// Total is sent when HasTotal.
+	// Total is sent when HasTotal; it must be finite (else ErrNonIncreasingProgress).
 	Total    float64
 	HasTotal bool
 	// Message is sent, where the protocol version has it, when not empty.

@@ -101,7 +101,8 @@ pub enum Error {
     CannotCancelInitialize,
     /// The request carried no progress token, so no progress can be reported for it.
     NoProgressToken,
-    /// Progress must be finite and increase with every notification.
+    /// Progress must be finite and increase with every notification (and a total, when
+    /// given, be finite).
     NonIncreasingProgress,
     /// In the stateless era this must be tied to a request: log with
     /// [`log`](Connection::log), and list changes go to `subscriptions/listen` streams.
@@ -703,7 +704,9 @@ impl Connection {
         )
     }
 
-    /// Reports progress on one of the peer's requests that carried a progress token.
+    /// Reports progress on one of the peer's requests that carried a progress token:
+    /// `progress` finite and above the last one reported, `total` (if any) finite, else
+    /// [`Error::NonIncreasingProgress`].
     pub fn progress(
         &mut self,
         id: Id<'_>,

@@ -376,7 +376,10 @@ impl Core {
         let Some(token) = entry.progress_token.clone() else {
             return Err(Error::NoProgressToken);
         };
-        if !progress.is_finite() || entry.last_progress.is_some_and(|last| progress <= last) {
+        if !progress.is_finite()
+            || total.is_some_and(|t| !t.is_finite())
+            || entry.last_progress.is_some_and(|last| progress <= last)
+        {
             return Err(Error::NonIncreasingProgress);
         }
         if !room {
@@ -391,7 +394,7 @@ impl Core {
         stateless::write_id(&mut params, token.as_id());
         params.extend_from_slice(b",\"progress\":");
         json_edit::write_number(&mut params, progress);
-        if let Some(total) = total.filter(|t| t.is_finite()) {
+        if let Some(total) = total {
             params.extend_from_slice(b",\"total\":");
             json_edit::write_number(&mut params, total);
         }

@@ -959,7 +959,8 @@ pub unsafe extern "C" fn mcpw_conn_respond_url_elicitation_required(
 
 /// Reports progress on the peer's request `*id`, which must have carried a progress token
 /// (else `MCPW_ERR_NO_PROGRESS_TOKEN`): `progress` must be finite and increase with every
-/// call; `total` is sent when `has_total`; `message` (UTF-8, or NULL for none) is sent where
+/// call, and `total`, sent when `has_total`, be finite (else
+/// `MCPW_ERR_NON_INCREASING_PROGRESS`); `message` (UTF-8, or NULL for none) is sent where
 /// the protocol version has it. Inputs are read during the call only.
 ///
 /// # Safety

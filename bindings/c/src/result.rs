@@ -92,7 +92,7 @@ pub enum mcpw_result {
     MCPW_ERR_CANNOT_CANCEL_INITIALIZE = 312,
     /// The request carried no progress token, so no progress can be reported for it.
     MCPW_ERR_NO_PROGRESS_TOKEN = 313,
-    /// Progress must increase with every notification (and be finite).
+    /// Progress must increase with every notification (and be finite, as must a total).
     MCPW_ERR_NON_INCREASING_PROGRESS = 314,
     /// 2026-07-28: this must be tied to one of the peer's requests (log with `mcpw_conn_log`;
     /// list changes go to `subscriptions/listen` streams).
