@@ -7,6 +7,9 @@
  * issue commands), then mcpw_conn_transmit / mcpw_conn_consume until nothing is lent (or the
  * transport would block), then re-arm your timer from mcpw_conn_poll_timeout.
  *
+ * The header is C99 (stdbool.h, stdint.h, // comments) and C++11 or later; the C++ wrapper,
+ * bindings/cpp/mcpwire.hpp, needs C++17.
+ *
  * Conventions
  *
  * - Handles. mcpw_config, mcpw_conn and mcpw_tasks are opaque. The caller owns every

@@ -22,6 +22,12 @@
 #ifndef MCPWIRE_HPP
 #define MCPWIRE_HPP
 
+// One clear error instead of hundreds from the first std::optional (MSVC reports its
+// language version in _MSVC_LANG unless /Zc:__cplusplus is given).
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "mcpwire.hpp needs C++17 or later (-std=c++17)"
+#endif
+
 #include "mcpwire.h"
 
 #include <array>

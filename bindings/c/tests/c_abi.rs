@@ -784,3 +784,71 @@ fn a_client_that_never_reads_leaves_the_server_small() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The headers compile wherever they say they do: `mcpwire.h` as C99 and later and as C++11
+/// and later with every warning an error; `mcpwire.hpp` as C++17 and C++20, and before C++17
+/// it stops with one clear error (it gave about 250, from the first `std::optional`).
+#[test]
+fn the_headers_compile_under_the_standards_they_name() {
+    let dir = out_dir();
+    let c_src = dir.join("header_only.c");
+    std::fs::write(
+        &c_src,
+        "#include \"mcpwire.h\"\nint main(void) { return 0; }\n",
+    )
+    .unwrap();
+    let cxx_src = dir.join("header_only.cpp");
+    std::fs::write(
+        &cxx_src,
+        "#include \"mcpwire.hpp\"\nint main() { return 0; }\n",
+    )
+    .unwrap();
+    let compile = |compiler: &str, std: &str, src: &Path| {
+        let mut cmd = Command::new(compiler);
+        cmd.args([
+            std,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("bindings/cpp"));
+        if compiler != "cc" {
+            cmd.args(["-x", "c++"]);
+        }
+        cmd.arg(src).output().expect("run the compiler")
+    };
+    for std in ["-std=c99", "-std=c11", "-std=c17"] {
+        let out = compile("cc", std, &c_src);
+        assert!(
+            out.status.success(),
+            "mcpwire.h as {std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for std in ["-std=c++11", "-std=c++17", "-std=c++20"] {
+        let out = compile("c++", std, &c_src);
+        assert!(
+            out.status.success(),
+            "mcpwire.h as {std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for std in ["-std=c++17", "-std=c++20"] {
+        let out = compile("c++", std, &cxx_src);
+        assert!(
+            out.status.success(),
+            "mcpwire.hpp as {std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = compile("c++", "-std=c++14", &cxx_src);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let first = err.lines().find(|l| l.contains("error")).unwrap_or("");
+    assert!(first.contains("needs C++17"), "{err}");
+}
