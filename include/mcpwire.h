@@ -1613,14 +1613,14 @@ typedef struct mcpw_http_server_options {
      */
     uint64_t retry_ms;
     /**
-     * The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
-     * 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
-     * annotations. NULL: none declared.
+     * The server's tools (a `tools/list` result or its `tools` array, JSON text; anything
+     * else is `MCPW_ERR_JSON_WRONG_TYPE`), so that 2026-07-28 `tools/call` requests are
+     * checked against their `x-mcp-header` annotations. NULL: none declared.
      */
     struct mcpw_str tools;
     /**
-     * A store of the host's own for resumable events (copied). NULL: in this process's
-     * memory.
+     * A store of the host's own for resumable events (copied; every callback required, else
+     * `MCPW_ERR_NULL_ARGUMENT`). NULL: in this process's memory.
      */
     const struct mcpw_event_store *events;
     /**
@@ -1963,7 +1963,8 @@ enum mcpw_result mcpw_config_set_info(struct mcpw_config *config,
 
 /**
  * Sets our capabilities from a JSON object (`{"tools":{},"resources":{"subscribe":true}}`),
- * read during the call only. The engine answers the peer's requests for anything not
+ * read during the call only. Each capability the specification defines must be an object
+ * (`"tools":true` is `MCPW_ERR_JSON_WRONG_TYPE`). The engine answers the peer's requests for anything not
  * declared with -32601, and refuses to send notifications that need an undeclared one.
  *
  * # Safety

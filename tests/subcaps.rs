@@ -339,3 +339,32 @@ fn url_elicitation_is_gated_by_version_capability_and_shape() {
         Err(Error::NotInVersion)
     );
 }
+
+/// Our own declaration is held to the schema: each capability the specification defines is
+/// an object (`"tools": true` went out as declared, and a peer validating the initialize
+/// result refused it whole). Members of our own are free; a peer's declaration stays lenient.
+#[test]
+fn our_own_capabilities_the_spec_defines_must_be_objects() {
+    use mcpwire::mcp::{Capabilities, CapabilityError};
+    for bad in [
+        r#"{"tools":true}"#,
+        r#"{"tools":{},"resources":5}"#,
+        r#"{"logging":null}"#,
+        r#"{"experimental":[]}"#,
+        r#"{"extensions":"x"}"#,
+    ] {
+        assert_eq!(
+            Config::server("s", "1").with_capabilities(bad).err(),
+            Some(CapabilityError::MemberNotAnObject),
+            "{bad}"
+        );
+    }
+    assert!(
+        Config::server("s", "1")
+            .with_capabilities(r#"{"tools":{},"x-ours":5}"#)
+            .is_ok()
+    );
+    // A peer's `"tools": true` still counts as declared.
+    let peer = Capabilities::parse(r#"{"tools":true}"#).unwrap();
+    assert!(peer.has(Caps::TOOLS));
+}

@@ -272,6 +272,9 @@ static void test_config_setters(void) {
     RC(MCPW_ERR_INVALID_JSON, mcpw_config_set_capabilities(c, S("{tools}")));
     RC(MCPW_ERR_INVALID_JSON, mcpw_config_set_capabilities(c, NULL, 0));
     RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_config_set_capabilities(c, S("true")));
+    /* A capability the spec defines is an object; one of our own may be anything. */
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_config_set_capabilities(c, S("{\"tools\":5}")));
+    OK(mcpw_config_set_capabilities(c, S("{\"tools\":{},\"x-ours\":5}")));
     RC(MCPW_ERR_DUPLICATE_KEY, mcpw_config_set_capabilities(c, S("{\"tools\":{},\"tools\":{}}")));
     RC(MCPW_ERR_INVALID_UTF8, mcpw_config_set_capabilities(c, S("\"\xfe\"")));
 
@@ -1952,6 +1955,21 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     o.tools.ptr = "{\"tools\":";
     o.tools.len = 9;
     RC(MCPW_ERR_INVALID_JSON, mcpw_http_server_new(sc, &o, &server));
+    /* Tools that are not a tools array, or an object holding one. */
+    o.tools.ptr = "5";
+    o.tools.len = 1;
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_http_server_new(sc, &o, &server));
+    o.tools.ptr = "{\"tools\":{}}";
+    o.tools.len = 12;
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_http_server_new(sc, &o, &server));
+    /* An event store without every callback would store or replay nothing. */
+    {
+        mcpw_event_store empty;
+        memset(&empty, 0, sizeof empty);
+        o = http_server_options();
+        o.events = &empty;
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_new(sc, &o, &server));
+    }
     CHECK(server == NULL);
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_new(NULL, 0, NULL, &client));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_new(cc, 0, NULL, NULL));

@@ -210,9 +210,10 @@ impl Config {
         Self::new(Role::Server, name, version)
     }
 
-    /// Sets the capabilities from JSON (`{"tools":{"listChanged":true}}`).
+    /// Sets the capabilities from JSON (`{"tools":{"listChanged":true}}`): an object whose
+    /// members the specification defines are objects too.
     pub fn with_capabilities(mut self, json: &str) -> Result<Self, CapabilityError> {
-        self.capabilities = Capabilities::parse(json)?;
+        self.capabilities = Capabilities::parse_own(json)?;
         Ok(self)
     }
 

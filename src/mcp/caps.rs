@@ -162,6 +162,10 @@ pub enum CapabilityError {
     NotAnObject,
     /// A capability key appears twice.
     DuplicateKey,
+    /// One of our own capabilities the specification defines (`tools`, `resources`, …) is
+    /// not a JSON object (`"tools": true`); a peer validating against the schema would refuse
+    /// the whole declaration.
+    MemberNotAnObject,
 }
 
 impl fmt::Display for CapabilityError {
@@ -170,6 +174,9 @@ impl fmt::Display for CapabilityError {
             CapabilityError::InvalidJson => "capabilities are not valid JSON",
             CapabilityError::NotAnObject => "capabilities must be a JSON object",
             CapabilityError::DuplicateKey => "a capability key appears twice",
+            CapabilityError::MemberNotAnObject => {
+                "a capability the specification defines must be a JSON object"
+            }
         })
     }
 }
@@ -208,6 +215,21 @@ impl fmt::Debug for Capabilities {
     }
 }
 
+/// The capabilities the specification defines, in the order `from_raw` reads them.
+const KNOWN: [&str; 11] = [
+    "tools",
+    "resources",
+    "prompts",
+    "logging",
+    "completions",
+    "roots",
+    "sampling",
+    "elicitation",
+    "tasks",
+    "experimental",
+    "extensions",
+];
+
 /// Whether a capability member counts as declared: any value but `null` and `false`.
 fn declared(v: Option<RawJson<'_>>) -> bool {
     v.is_some_and(|v| !v.is_null() && v.get().trim() != "false")
@@ -219,6 +241,21 @@ impl Capabilities {
     pub fn parse(json: &str) -> Result<Capabilities, CapabilityError> {
         let raw = RawJson::new(json).map_err(|_| CapabilityError::InvalidJson)?;
         Self::from_raw(raw)
+    }
+
+    /// Reads our own declaration: [`parse`](Self::parse), and every capability the
+    /// specification defines must be an object (the schema's type; a peer's declaration is
+    /// read leniently, any value but `null` and `false` counting as declared).
+    pub fn parse_own(json: &str) -> Result<Capabilities, CapabilityError> {
+        let parsed = Self::parse(json)?;
+        let raw = RawJson::new(json).map_err(|_| CapabilityError::InvalidJson)?;
+        let top = raw.get_each(KNOWN);
+        for i in 0..KNOWN.len() {
+            if top.get(i)?.is_some_and(|v| !v.is_object()) {
+                return Err(CapabilityError::MemberNotAnObject);
+            }
+        }
+        Ok(parsed)
     }
 
     /// Reads an already validated capabilities object.
@@ -239,19 +276,7 @@ impl Capabilities {
             }
         };
         // One pass over the object for every top-level key.
-        let top = raw.get_each([
-            "tools",
-            "resources",
-            "prompts",
-            "logging",
-            "completions",
-            "roots",
-            "sampling",
-            "elicitation",
-            "tasks",
-            "experimental",
-            "extensions",
-        ]);
+        let top = raw.get_each(KNOWN);
         let tools = top.get(0)?;
         set(declared(tools), Caps::TOOLS);
         set(sub(tools, "listChanged")?, Caps::TOOLS_LIST_CHANGED);

@@ -123,6 +123,7 @@ fn capability_error(e: CapabilityError) -> mcpw_result {
         CapabilityError::InvalidJson => MCPW_ERR_INVALID_JSON,
         CapabilityError::NotAnObject => MCPW_ERR_JSON_WRONG_TYPE,
         CapabilityError::DuplicateKey => MCPW_ERR_DUPLICATE_KEY,
+        CapabilityError::MemberNotAnObject => MCPW_ERR_JSON_WRONG_TYPE,
     }
 }
 
@@ -241,7 +242,8 @@ pub unsafe extern "C" fn mcpw_config_set_info(
 }
 
 /// Sets our capabilities from a JSON object (`{"tools":{},"resources":{"subscribe":true}}`),
-/// read during the call only. The engine answers the peer's requests for anything not
+/// read during the call only. Each capability the specification defines must be an object
+/// (`"tools":true` is `MCPW_ERR_JSON_WRONG_TYPE`). The engine answers the peer's requests for anything not
 /// declared with -32601, and refuses to send notifications that need an undeclared one.
 ///
 /// # Safety
@@ -256,7 +258,7 @@ pub unsafe extern "C" fn mcpw_config_set_capabilities(
     let body = |c: &mut mcpw_config| {
         // Safety: (caller) readable for its length, or NULL with length 0.
         let text = unsafe { text_in(json_text, json_len) }?;
-        c.config.capabilities = Capabilities::parse(text).map_err(capability_error)?;
+        c.config.capabilities = Capabilities::parse_own(text).map_err(capability_error)?;
         Ok(())
     };
     // Safety: (caller) NULL or a live config handle.

@@ -261,12 +261,12 @@ pub struct mcpw_http_server_options {
     pub event_store: usize,
     /// The `retry` (ms) sent to 2025-11-25 clients before they resume a stream. 0: 1000.
     pub retry_ms: u64,
-    /// The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
-    /// 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
-    /// annotations. NULL: none declared.
+    /// The server's tools (a `tools/list` result or its `tools` array, JSON text; anything
+    /// else is `MCPW_ERR_JSON_WRONG_TYPE`), so that 2026-07-28 `tools/call` requests are
+    /// checked against their `x-mcp-header` annotations. NULL: none declared.
     pub tools: mcpw_str,
-    /// A store of the host's own for resumable events (copied). NULL: in this process's
-    /// memory.
+    /// A store of the host's own for resumable events (copied; every callback required, else
+    /// `MCPW_ERR_NULL_ARGUMENT`). NULL: in this process's memory.
     pub events: *const mcpw_event_store,
     /// Bytes of events each session keeps for resumption in the built-in store, and bytes of
     /// messages waiting for a session's GET stream while none is open: the oldest go (the
@@ -522,11 +522,24 @@ unsafe fn server_config(
     // Safety: (caller) readable for its length, or NULL with length 0.
     if let Some(tools) = unsafe { optional_bytes_in(o.tools.ptr, o.tools.len) }? {
         let tools = super::boundary::json(tools)?;
+        // A tools array, or an object that holds one: anything else declared nothing.
+        let list = if tools.is_object() {
+            tools.get_unique("tools").ok().flatten()
+        } else {
+            Some(tools)
+        };
+        if !list.is_some_and(|l| l.get().trim_start().starts_with('[')) {
+            return Err(MCPW_ERR_JSON_WRONG_TYPE);
+        }
         c.declare_tools(tools);
     }
     if let Some(events) = optional(o.events) {
         // Safety: (caller) readable; the struct is pointers, for which any bits are valid.
         let store = unsafe { events.as_ptr().read() };
+        // A store missing a callback would keep nothing, or replay nothing, without a word.
+        if store.append.is_none() || store.replay.is_none() || store.forget.is_none() {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        }
         c.events = Some(Box::new(HostStore(store)));
     }
     Ok((c, endpoint))
