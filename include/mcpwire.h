@@ -2020,7 +2020,8 @@ enum mcpw_result mcpw_config_set_limits(struct mcpw_config *config,
                                         const struct mcpw_limits *limits);
 
 /**
- * Reads the policy flags (`MCPW_POLICY_*`) into `*out_flags`.
+ * Reads the policy flags (`MCPW_POLICY_*`) into `*out_flags`: to change one flag with
+ * `mcpw_config_set_policy` and keep the others.
  *
  * # Safety
  * `config` is NULL or a live config handle; `out_flags` is NULL or writable.
@@ -2417,7 +2418,8 @@ enum mcpw_result mcpw_conn_close(struct mcpw_conn *conn,
                                  uint64_t grace_ms);
 
 /**
- * Reads where the lifecycle stands into `*out_state`.
+ * Reads where the lifecycle stands into `*out_state`. Use it to decide whether commands
+ * can be given yet (`MCPW_STATE_OPERATING`) or any more (`MCPW_STATE_CLOSED`: free it).
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_state` is NULL or writable.
@@ -2426,7 +2428,8 @@ enum mcpw_result mcpw_conn_state(const struct mcpw_conn *conn,
                                  enum mcpw_state *out_state);
 
 /**
- * Reads the connection's role into `*out_role`.
+ * Reads the connection's role into `*out_role`: for code handed a connection it did not
+ * create (a view from an HTTP handle, a generic event loop) that acts by role.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_role` is NULL or writable.
@@ -2435,7 +2438,8 @@ enum mcpw_result mcpw_conn_role(const struct mcpw_conn *conn,
                                 enum mcpw_role *out_role);
 
 /**
- * Reads the protocol era in force into `*out_era`.
+ * Reads the protocol era in force into `*out_era`: after `MCPW_EVENT_READY`, to know
+ * whether the peer speaks sessions (handshake era) or stateless requests (2026-07-28).
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_era` is NULL or writable.
@@ -2500,7 +2504,8 @@ enum mcpw_result mcpw_conn_peer_instructions(const struct mcpw_conn *conn,
                                              struct mcpw_str *out_text);
 
 /**
- * Reads the counters of what the engine dropped quietly into `*out_stats`.
+ * Reads the counters of what the engine dropped quietly into `*out_stats`: for logs and
+ * metrics, and to find out why an expected message never became an event.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_stats` is NULL or writable.
@@ -2521,7 +2526,8 @@ enum mcpw_result mcpw_conn_ignored_elicitation_completions(const struct mcpw_con
 
 /**
  * Reads how many of our requests await an answer (`*out_ours`) and how many of the peer's
- * await ours (`*out_peers`).
+ * await ours (`*out_peers`): to wait for both to reach 0 before a shutdown, or to throttle
+ * before `MCPW_ERR_TOO_MANY_IN_FLIGHT`.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_ours` and `out_peers` are NULL or
@@ -2732,7 +2738,8 @@ enum mcpw_result mcpw_http_server_session_id(const struct mcpw_http_server *serv
                                              struct mcpw_str *out_session);
 
 /**
- * Reads how many sessions are alive and how many streams are open.
+ * Reads how many sessions are alive and how many streams are open: for metrics, and to
+ * see that a shutdown has let every stream go.
  *
  * # Safety
  * `server` is NULL or a live server handle; each `out_*` is NULL or writable.
@@ -2805,7 +2812,8 @@ enum mcpw_result mcpw_http_client_poll_action(struct mcpw_http_client *client,
                                               struct mcpw_http_action *out_action);
 
 /**
- * Reports the status and headers of the response to `exchange`.
+ * Reports the status and headers of the response to `exchange`, as soon as your HTTP
+ * client has them (before the body): the engine decides from them how to read the body.
  *
  * # Safety
  * `client` is NULL or a live client handle; `headers` points to `headers_len` readable
@@ -2819,8 +2827,9 @@ enum mcpw_result mcpw_http_client_handle_response(struct mcpw_http_client *clien
                                                   size_t headers_len);
 
 /**
- * Reports bytes of the response body of `exchange`, in any chunking (SSE is decoded across
- * chunks, with the last event id kept for resumption).
+ * Reports bytes of the response body of `exchange` as they arrive, in any chunking (SSE is
+ * decoded across chunks, with the last event id kept for resumption); after
+ * `mcpw_http_client_handle_response`, and before `mcpw_http_client_handle_end`.
  *
  * # Safety
  * `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is

@@ -376,7 +376,8 @@ pub unsafe extern "C" fn mcpw_config_set_limits(
     unsafe { with_mut(config, body) }
 }
 
-/// Reads the policy flags (`MCPW_POLICY_*`) into `*out_flags`.
+/// Reads the policy flags (`MCPW_POLICY_*`) into `*out_flags`: to change one flag with
+/// `mcpw_config_set_policy` and keep the others.
 ///
 /// # Safety
 /// `config` is NULL or a live config handle; `out_flags` is NULL or writable.

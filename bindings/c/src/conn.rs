@@ -1177,7 +1177,8 @@ pub unsafe extern "C" fn mcpw_conn_close(
 
 // ---- Getters ------------------------------------------------------------------------------
 
-/// Reads where the lifecycle stands into `*out_state`.
+/// Reads where the lifecycle stands into `*out_state`. Use it to decide whether commands
+/// can be given yet (`MCPW_STATE_OPERATING`) or any more (`MCPW_STATE_CLOSED`: free it).
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_state` is NULL or writable.
@@ -1203,7 +1204,8 @@ pub unsafe extern "C" fn mcpw_conn_state(
     unsafe { with_ref(conn, body) }
 }
 
-/// Reads the connection's role into `*out_role`.
+/// Reads the connection's role into `*out_role`: for code handed a connection it did not
+/// create (a view from an HTTP handle, a generic event loop) that acts by role.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_role` is NULL or writable.
@@ -1222,7 +1224,8 @@ pub unsafe extern "C" fn mcpw_conn_role(
     unsafe { with_ref(conn, body) }
 }
 
-/// Reads the protocol era in force into `*out_era`.
+/// Reads the protocol era in force into `*out_era`: after `MCPW_EVENT_READY`, to know
+/// whether the peer speaks sessions (handshake era) or stateless requests (2026-07-28).
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_era` is NULL or writable.
@@ -1373,7 +1376,8 @@ pub unsafe extern "C" fn mcpw_conn_peer_instructions(
     unsafe { with_ref(conn, body) }
 }
 
-/// Reads the counters of what the engine dropped quietly into `*out_stats`.
+/// Reads the counters of what the engine dropped quietly into `*out_stats`: for logs and
+/// metrics, and to find out why an expected message never became an event.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_stats` is NULL or writable.
@@ -1422,7 +1426,8 @@ pub unsafe extern "C" fn mcpw_conn_ignored_elicitation_completions(
 }
 
 /// Reads how many of our requests await an answer (`*out_ours`) and how many of the peer's
-/// await ours (`*out_peers`).
+/// await ours (`*out_peers`): to wait for both to reach 0 before a shutdown, or to throttle
+/// before `MCPW_ERR_TOO_MANY_IN_FLIGHT`.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_ours` and `out_peers` are NULL or

@@ -978,7 +978,8 @@ pub unsafe extern "C" fn mcpw_http_server_session_id(
     unsafe { with_ref(server, run) }
 }
 
-/// Reads how many sessions are alive and how many streams are open.
+/// Reads how many sessions are alive and how many streams are open: for metrics, and to
+/// see that a shutdown has let every stream go.
 ///
 /// # Safety
 /// `server` is NULL or a live server handle; each `out_*` is NULL or writable.
@@ -1258,7 +1259,8 @@ pub unsafe extern "C" fn mcpw_http_client_poll_action(
     unsafe { with_mut(client, run) }
 }
 
-/// Reports the status and headers of the response to `exchange`.
+/// Reports the status and headers of the response to `exchange`, as soon as your HTTP
+/// client has them (before the body): the engine decides from them how to read the body.
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `headers` points to `headers_len` readable
@@ -1284,8 +1286,9 @@ pub unsafe extern "C" fn mcpw_http_client_handle_response(
     unsafe { with_mut(client, run) }
 }
 
-/// Reports bytes of the response body of `exchange`, in any chunking (SSE is decoded across
-/// chunks, with the last event id kept for resumption).
+/// Reports bytes of the response body of `exchange` as they arrive, in any chunking (SSE is
+/// decoded across chunks, with the last event id kept for resumption); after
+/// `mcpw_http_client_handle_response`, and before `mcpw_http_client_handle_end`.
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is
