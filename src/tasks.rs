@@ -979,8 +979,14 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `unix_ms` (milliseconds since 1970-01-01 UTC) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// The last millisecond of 9999-12-31 UTC: RFC 3339 has four-digit years, so a clock past it
+/// (a host's bogus wall clock) is written as this.
+const LAST_RFC3339_MS: u64 = 253_402_300_799_999;
+
+/// `unix_ms` (milliseconds since 1970-01-01 UTC) as `YYYY-MM-DDTHH:MM:SS.mmmZ`, at most the
+/// end of year 9999.
 fn iso8601_utc(unix_ms: u64) -> String {
+    let unix_ms = unix_ms.min(LAST_RFC3339_MS);
     let ms = unix_ms % 1000;
     let secs = unix_ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
@@ -1013,5 +1019,8 @@ mod tests {
         // The last millisecond of 2023 and the first of 2024.
         assert_eq!(iso8601_utc(1_704_067_199_999), "2023-12-31T23:59:59.999Z");
         assert_eq!(iso8601_utc(1_704_067_200_000), "2024-01-01T00:00:00.000Z");
+        // A clock past year 9999 stays a valid timestamp (it wrote year 584556019).
+        assert_eq!(iso8601_utc(u64::MAX), "9999-12-31T23:59:59.999Z");
+        assert_eq!(iso8601_utc(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
     }
 }
