@@ -171,6 +171,10 @@ pub struct HttpServerConfig {
     /// for its GET stream: the oldest go past it (the newest always stays). Default
     /// [`MemoryEventStore::DEFAULT_BYTES_PER_SESSION`], 4 MiB.
     pub event_store_bytes: usize,
+    /// Bytes of events the default store keeps over all sessions: the oldest of any session
+    /// go past it. Default [`MemoryEventStore::DEFAULT_TOTAL_BYTES`], 256 MiB (the per-session
+    /// bound times the most sessions would be 4 GiB).
+    pub event_store_total_bytes: usize,
     /// Where resumable events live. `None` (the default) uses a [`MemoryEventStore`] of
     /// [`event_store`](Self::event_store) events per session; several server processes
     /// share one by supplying their own [`EventStore`].
@@ -249,6 +253,7 @@ impl HttpServerConfig {
             tool_headers: ToolHeaders::new(),
             event_store: 256,
             event_store_bytes: MemoryEventStore::DEFAULT_BYTES_PER_SESSION,
+            event_store_total_bytes: MemoryEventStore::DEFAULT_TOTAL_BYTES,
             events: None,
             sessions: None,
             first_stream_id: 1,
@@ -471,9 +476,10 @@ impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {
         let events = config.events.take().unwrap_or_else(|| {
-            Box::new(MemoryEventStore::with_bytes(
+            Box::new(MemoryEventStore::with_bounds(
                 config.event_store,
                 config.event_store_bytes,
+                config.event_store_total_bytes,
             ))
         });
         let shared = config.sessions.take();

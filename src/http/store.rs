@@ -89,18 +89,29 @@ pub trait SessionStore: Send {
 }
 
 /// The default [`EventStore`]: the last `per_session` events of each session, and at most
-/// `bytes_per_session` bytes of them, in this process's memory. Use it for a single server
-/// process.
+/// `bytes_per_session` bytes of them, in this process's memory, and at most `total_bytes`
+/// over all sessions (the oldest anywhere go first). Use it for a single server process.
 #[derive(Debug)]
 pub struct MemoryEventStore {
     per_session: usize,
     bytes_per_session: usize,
+    total_bytes: usize,
     sessions: HashMap<String, Kept>,
+    /// The session of each `Kept` (by its `seq`), for the eviction of the oldest event.
+    names: HashMap<u64, String>,
+    next_seq: u64,
+    /// (session `seq`, event number) in the order of their appends: the global age of every
+    /// event, and some entries whose event already went (skipped, and compacted away).
+    order: VecDeque<(u64, u64)>,
+    /// Events and bytes stored, over all sessions.
+    count: usize,
+    bytes: usize,
 }
 
 /// One session's events, oldest first, and their total size.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Kept {
+    seq: u64,
     bytes: usize,
     events: VecDeque<(u64, HttpStreamId, Vec<u8>)>,
 }
@@ -121,26 +132,80 @@ impl MemoryEventStore {
     /// answers may be large (file contents): a count alone would let a session keep that many
     /// of them.
     pub fn with_bytes(per_session: usize, bytes_per_session: usize) -> Self {
+        Self::with_bounds(per_session, bytes_per_session, Self::DEFAULT_TOTAL_BYTES)
+    }
+
+    /// The default bound over all sessions, 256 MiB: without one, a client opening the most
+    /// sessions a server allows, each with a large answer, would pin all of them at once (4
+    /// GiB with the defaults).
+    pub const DEFAULT_TOTAL_BYTES: usize = 256 * 1024 * 1024;
+
+    /// [`with_bytes`](Self::with_bytes), and at most `total_bytes` over all sessions: past it
+    /// the oldest events of any session go first (the newest always stays). Size it to the
+    /// memory the process may spend on resumption.
+    pub fn with_bounds(per_session: usize, bytes_per_session: usize, total_bytes: usize) -> Self {
         MemoryEventStore {
             per_session,
             bytes_per_session,
+            total_bytes,
             sessions: HashMap::new(),
+            names: HashMap::new(),
+            next_seq: 0,
+            order: VecDeque::new(),
+            count: 0,
+            bytes: 0,
         }
     }
 
     /// How many events are stored, over all sessions.
     pub fn len(&self) -> usize {
-        self.sessions.values().map(|k| k.events.len()).sum()
+        self.count
     }
 
     /// How many bytes of events are stored, over all sessions.
     pub fn bytes(&self) -> usize {
-        self.sessions.values().map(|k| k.bytes).sum()
+        self.bytes
+    }
+
+    /// Drops the oldest event of all, unless it is the newest (`newest`: session `seq`,
+    /// event); false when nothing was dropped.
+    fn drop_oldest(&mut self, newest: (u64, u64)) -> bool {
+        while let Some(&(seq, event)) = self.order.front() {
+            if (seq, event) == newest {
+                return false;
+            }
+            self.order.pop_front();
+            let Some(name) = self.names.get(&seq) else {
+                continue; // its session was forgotten
+            };
+            let Some(kept) = self.sessions.get_mut(name.as_str()) else {
+                continue;
+            };
+            if kept.events.front().is_none_or(|e| e.0 != event) {
+                continue; // it went with its session's own bounds
+            }
+            if let Some((_, _, old)) = kept.events.pop_front() {
+                kept.bytes -= old.len();
+                self.bytes -= old.len();
+                self.count -= 1;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Whether an `order` entry names an event still stored.
+    fn live(&self, seq: u64, event: u64) -> bool {
+        self.names
+            .get(&seq)
+            .and_then(|name| self.sessions.get(name.as_str()))
+            .and_then(|kept| kept.events.front())
+            .is_some_and(|front| front.0 <= event)
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.sessions.is_empty()
+        self.count == 0
     }
 }
 
@@ -151,16 +216,40 @@ impl EventStore for MemoryEventStore {
         }
         let kept = match self.sessions.get_mut(session) {
             Some(kept) => kept,
-            None => self.sessions.entry(session.to_owned()).or_default(),
+            None => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.names.insert(seq, session.to_owned());
+                self.sessions.entry(session.to_owned()).or_insert(Kept {
+                    seq,
+                    bytes: 0,
+                    events: VecDeque::new(),
+                })
+            }
         };
+        let seq = kept.seq;
         kept.events.push_back((event, stream, bytes.to_vec()));
         kept.bytes += bytes.len();
+        self.bytes += bytes.len();
+        self.count += 1;
         while kept.events.len() > self.per_session
             || (kept.bytes > self.bytes_per_session && kept.events.len() > 1)
         {
             if let Some((_, _, old)) = kept.events.pop_front() {
                 kept.bytes -= old.len();
+                self.bytes -= old.len();
+                self.count -= 1;
             }
+        }
+        self.order.push_back((seq, event));
+        while self.bytes > self.total_bytes && self.drop_oldest((seq, event)) {}
+        // Entries whose event went by other ways are compacted once they are half the list.
+        if self.order.len() > 2 * self.count + 64 {
+            let order = std::mem::take(&mut self.order);
+            self.order = order
+                .into_iter()
+                .filter(|&(seq, event)| self.live(seq, event))
+                .collect();
         }
     }
 
@@ -180,9 +269,14 @@ impl EventStore for MemoryEventStore {
     }
 
     fn forget(&mut self, session: &str) {
-        self.sessions.remove(session);
+        if let Some(kept) = self.sessions.remove(session) {
+            self.names.remove(&kept.seq);
+            self.bytes -= kept.bytes;
+            self.count -= kept.events.len();
+        }
         if self.sessions.capacity() > 4 * self.sessions.len() + 64 {
             self.sessions.shrink_to(2 * self.sessions.len());
+            self.names.shrink_to(2 * self.names.len());
         }
     }
 }
@@ -221,6 +315,46 @@ mod tests {
         assert!(replay(&mut store, a, 0).is_empty());
         store.forget("t");
         assert!(store.is_empty());
+    }
+
+    /// Past the bound over all sessions the oldest events anywhere go first, whichever
+    /// session holds them; the newest always stays. (Without it, many sessions each within
+    /// their own bound held gigabytes between them.)
+    #[test]
+    fn all_sessions_together_keep_at_most_the_total_bound() {
+        let mut store = MemoryEventStore::with_bounds(100, 100, 20);
+        let a = HttpStreamId(1);
+        let all = |store: &mut MemoryEventStore, s: &str| {
+            let mut seen = Vec::new();
+            store.replay(s, a, 0, &mut |e| seen.push(e.to_vec()));
+            seen
+        };
+        store.append("s", a, 1, b"s1s1s1");
+        store.append("t", a, 1, b"t1t1t1");
+        store.append("s", a, 2, b"s2s2s2");
+        assert_eq!((store.len(), store.bytes()), (3, 18));
+        store.append("t", a, 2, b"t2t2t2");
+        // 24 bytes: the oldest of all (s1) goes.
+        assert_eq!(all(&mut store, "s"), vec![b"s2s2s2".to_vec()]);
+        assert_eq!(all(&mut store, "t").len(), 2);
+        assert_eq!((store.len(), store.bytes()), (3, 18));
+        // One event over the bound by itself stays alone.
+        store.append("u", a, 1, &[b'x'; 30]);
+        assert_eq!((store.len(), store.bytes()), (1, 30));
+        assert!(all(&mut store, "s").is_empty() && all(&mut store, "t").is_empty());
+        store.forget("u");
+        assert!(store.is_empty());
+        assert_eq!(store.bytes(), 0);
+        // Entries of events that went by other ways do not pile up.
+        let mut small = MemoryEventStore::with_bounds(2, 1000, 1000);
+        for n in 0..10_000 {
+            small.append("s", a, n, b"e");
+        }
+        assert!(
+            small.order.len() <= 2 * small.len() + 65,
+            "{}",
+            small.order.len()
+        );
     }
 
     /// Past the byte bound the oldest go too, but the newest event always stays.
