@@ -2185,6 +2185,40 @@ fn a_stateless_post_of_a_response_is_refused_and_leaves_nothing_behind() {
     assert_eq!(s.open_streams(), 0);
 }
 
+/// A `tools/list` on session `sid`, answered at once by the application: the answer reaches
+/// its client (no other stream of the session holds it back).
+fn another_request_is_answered(s: &mut HttpServer, sid: &str) {
+    let r = send(
+        s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+    );
+    let evs = events(s);
+    let Some((k, Ev::Request { id, .. })) = evs.into_iter().next() else {
+        panic!("no request event")
+    };
+    s.connection(k)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .expect("the answer is not held back");
+    let settled = s.settle(r);
+    let answer = match &settled.body {
+        Body::Complete(_, b) => serde_json::from_slice::<Value>(b).unwrap(),
+        Body::Stream(st) => {
+            let (msgs, _) = read_stream(s, *st, &mut StreamReader::new());
+            msgs.into_iter()
+                .find(|m| m["id"] == 7)
+                .expect("the answer is not held back")
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(answer["result"]["tools"], serde_json::json!([]), "{answer}");
+}
+
 /// A session's GET stream whose client does not read ends once what waits on it reaches the
 /// bound, as if that client had gone away: the answers to the session's requests, on their
 /// own streams, do not wait behind it (they did: every answer of the session then failed
@@ -2222,33 +2256,7 @@ fn an_unread_get_stream_ends_at_its_bound_and_holds_no_answer_back() {
         "{waiting} bytes wait on the stream"
     );
     // A request of the same session is answered on its own stream.
-    let r = send(
-        &mut s,
-        "POST",
-        &[
-            ("Mcp-Session-Id", &sid),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ],
-        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
-    );
-    let evs = events(&mut s);
-    let Some((k, Ev::Request { id, .. })) = evs.into_iter().next() else {
-        panic!("no request event")
-    };
-    s.connection(k)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
-        .expect("the answer is not held back");
-    let settled = s.settle(r);
-    let answer = match &settled.body {
-        Body::Complete(_, b) => serde_json::from_slice::<Value>(b).unwrap(),
-        Body::Stream(st) => {
-            let (msgs, _) = read_stream(&mut s, *st, &mut StreamReader::new());
-            msgs.into_iter().find(|m| m["id"] == 7).expect("the answer")
-        }
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(answer["result"]["tools"], serde_json::json!([]), "{answer}");
+    another_request_is_answered(&mut s, &sid);
     // The ended stream gives what it held, then finishes; a GET resuming from its last event
     // gets the rest: every notification arrives once.
     let mut reader = StreamReader::new();
@@ -2302,35 +2310,7 @@ fn an_unread_request_stream_is_closed_for_polling_and_holds_no_answer_back() {
     for _ in 0..10 {
         progress(&mut s);
     }
-    let r = send(
-        &mut s,
-        "POST",
-        &[
-            ("Mcp-Session-Id", &sid),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ],
-        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
-    );
-    let evs = events(&mut s);
-    let Some((k, Ev::Request { id, .. })) = evs.into_iter().next() else {
-        panic!("no request event")
-    };
-    s.connection(k)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
-        .unwrap();
-    let settled = s.settle(r);
-    let answer = match &settled.body {
-        Body::Complete(_, b) => serde_json::from_slice::<Value>(b).unwrap(),
-        Body::Stream(st) => {
-            let (msgs, _) = read_stream(&mut s, *st, &mut StreamReader::new());
-            msgs.into_iter()
-                .find(|m| m["id"] == 7)
-                .expect("the answer is not held back")
-        }
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(answer["result"]["tools"], serde_json::json!([]), "{answer}");
+    another_request_is_answered(&mut s, &sid);
     // The slow call's answer comes after its stream was closed.
     s.connection(key)
         .unwrap()
