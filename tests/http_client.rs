@@ -397,6 +397,26 @@ fn ending_the_session_deletes_it_on_the_server() {
     assert_eq!(w.server.sessions(), 0);
 }
 
+/// A message the connection holds when the session ends (the cancellation a timeout queues,
+/// a notification) goes out in the session, before its DELETE: it went out later, without the
+/// session id, and the server refused it with 400.
+#[test]
+fn what_waits_when_the_session_ends_goes_out_in_the_session() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    c.client
+        .connection()
+        .notify("notifications/roots/list_changed", None)
+        .unwrap();
+    assert!(c.client.end_session().is_some());
+    let sent = c.sent();
+    let methods: Vec<&str> = sent.iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["POST", "DELETE"], "in this order");
+    for s in &sent {
+        assert_eq!(s.header("Mcp-Session-Id"), Some("s1"), "{}", s.method);
+    }
+}
+
 #[test]
 fn stateless_requests_carry_the_standard_and_the_tools_param_headers() {
     let mut w = World::new(client_config(), http_server_config(), App::Answer);
@@ -1483,6 +1503,83 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
         c.events
     );
     c.assert_answered(labelled);
+}
+
+/// A JSON answer over the largest frame that arrives in pieces fails its request at once
+/// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
+/// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was
+/// delivered as the answer.
+#[test]
+fn a_json_answer_over_the_largest_frame_in_pieces_is_never_taken() {
+    let mut config = legacy(client_config());
+    config.limits.max_frame = 4096;
+    let mut c = Scripted::new(config, ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[],"pad":"{}"#,
+        s.body["id"],
+        "a".repeat(4000)
+    );
+    c.client.handle_response(
+        c.now,
+        s.exchange,
+        200,
+        &[("Content-Type", "application/json")],
+    );
+    c.client.handle_body(c.now, s.exchange, head.as_bytes());
+    c.client
+        .handle_body(c.now, s.exchange, "b".repeat(200).as_bytes());
+    c.client.handle_body(c.now, s.exchange, br#""}}"#);
+    c.client.handle_end(c.now, s.exchange, 0);
+    c.events();
+    match c.outcome(id) {
+        Some(Ev::Failed { reason, .. }) => assert_eq!(*reason, TransportFailure::TooLarge),
+        other => panic!("{other:?}"),
+    }
+    c.sent();
+    assert_eq!(c.aborted, vec![s.exchange], "the host stops reading");
+}
+
+/// The same over SSE: an event over the largest frame fails the requests its stream carries at
+/// once (it was dropped without a word, the stream resumed and brought it again, and the
+/// request waited for its timeout), and `max_frame` is the limit there too (SSE took 16 MiB
+/// whatever it said).
+#[test]
+fn an_sse_answer_over_the_largest_frame_fails_its_request_at_once() {
+    let mut config = legacy(client_config());
+    config.limits.max_frame = 4096;
+    let mut c = Scripted::new(config, ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    for (size, taken) in [(3000, true), (6000, false)] {
+        let id = c.request("tools/list");
+        let s = c.sent().remove(0);
+        let answer =
+            json!({"jsonrpc":"2.0","id":s.body["id"],"result":{"tools":[],"pad":"x".repeat(size)}});
+        c.client.handle_response(
+            c.now,
+            s.exchange,
+            200,
+            &[("Content-Type", "text/event-stream")],
+        );
+        c.client.handle_body(
+            c.now,
+            s.exchange,
+            format!("id: 1-{size}\ndata: {answer}\n\n").as_bytes(),
+        );
+        c.events();
+        match c.outcome(id) {
+            Some(Ev::Response { .. }) => assert!(taken, "{size} bytes taken"),
+            Some(Ev::Failed { reason, .. }) => {
+                assert!(!taken, "{size} bytes refused");
+                assert_eq!(*reason, TransportFailure::TooLarge);
+                c.sent();
+                assert!(c.aborted.contains(&s.exchange), "not resumed");
+            }
+            other => panic!("{size}: {other:?}"),
+        }
+    }
 }
 
 /// A JSON answer longer than the connection's largest frame fails its request, as it would

@@ -22,6 +22,9 @@ pub enum TransportFailure {
     Disconnected,
     /// The answer's stream ended without the answer, and resuming it gave up.
     StreamEnded,
+    /// A message of the response (the JSON body, or an SSE event) was larger than the
+    /// connection's largest message ([`Limits::max_frame`](super::Limits::max_frame)).
+    TooLarge,
 }
 
 impl std::fmt::Display for TransportFailure {
@@ -30,6 +33,9 @@ impl std::fmt::Display for TransportFailure {
             TransportFailure::Status(s) => write!(f, "HTTP status {s} without an answer"),
             TransportFailure::Disconnected => f.write_str("the connection failed"),
             TransportFailure::StreamEnded => f.write_str("the stream ended without the answer"),
+            TransportFailure::TooLarge => {
+                f.write_str("a message of the response was over the largest allowed (max_frame)")
+            }
         }
     }
 }

@@ -107,12 +107,34 @@ pub struct StreamReader {
     /// event: a server that replays that very event (which the client already had) is not
     /// believed twice.
     resumed_from: Option<String>,
+    /// Events dropped for being over the cap.
+    too_long: u64,
+    /// The longest message taken (`None`: only the decoder's cap on events).
+    max_message: Option<usize>,
 }
 
 impl StreamReader {
-    /// A reader for a new stream.
+    /// A reader for a new stream, taking events of up to 16 MiB.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader for a new stream whose messages may be `max_message` bytes long (the
+    /// connection's [`max_frame`](crate::conn::Limits::max_frame)): an event holding a
+    /// longer one is dropped and counted ([`too_long`](Self::too_long)).
+    pub fn with_max_message(max_message: usize) -> Self {
+        StreamReader {
+            // The event's fields (`data: `, line ends, its id) come on top of the message.
+            sse: SseDecoder::with_max_event(max_message.saturating_add(4096)),
+            max_message: Some(max_message),
+            ..Self::default()
+        }
+    }
+
+    /// How many events were dropped for being over the cap. A client fails the requests the
+    /// stream carries once one is: resuming would only bring the same event again.
+    pub fn too_long(&self) -> u64 {
+        self.too_long
     }
 
     /// How many events (priming ones included) the reader has dispatched.
@@ -133,12 +155,17 @@ impl StreamReader {
                         continue; // already delivered before the reconnection
                     }
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
-                    if is_message && !e.data.trim().is_empty() && RawJson::new(&e.data).is_ok() {
+                    if self.max_message.is_some_and(|max| e.data.len() > max) {
+                        self.too_long += 1;
+                    } else if is_message
+                        && !e.data.trim().is_empty()
+                        && RawJson::new(&e.data).is_ok()
+                    {
                         on_message(e.data.as_bytes());
                     }
                 }
                 SseItem::Retry(ms) => self.retry = Some(Duration::from_millis(ms)),
-                SseItem::TooLong => {}
+                SseItem::TooLong => self.too_long += 1,
             }
         }
     }
@@ -157,7 +184,7 @@ impl StreamReader {
     /// `retry` are kept. If the new connection's first event is the one named in
     /// `Last-Event-ID` (a server that replays from it, not after it), it is skipped.
     pub fn reconnected(&mut self) {
-        let mut fresh = SseDecoder::default();
+        let mut fresh = SseDecoder::with_max_event(self.sse.max_event());
         fresh.set_last_event_id(self.sse.last_event_id());
         self.resumed_from = self.sse.last_event_id().map(str::to_owned);
         self.sse = fresh;

@@ -335,6 +335,13 @@ impl HttpClient {
     /// Requests still in flight are left to end as they will; close the connection first for
     /// a clean end.
     pub fn end_session(&mut self) -> Option<ExchangeId> {
+        self.session.as_ref()?;
+        // What the connection holds already (a cancellation, say) goes out first, in this
+        // session: made into POSTs later, it would carry no session id (and get 400). Nothing
+        // waits for response heads any more: the session is ending.
+        self.get_pending = None;
+        self.initialized_pending = None;
+        self.take_output();
         let sid = self.session.take()?;
         let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
         if let Some(v) = self.conn.protocol_version() {
@@ -544,23 +551,43 @@ impl HttpClient {
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
+        let status = ex.status;
         match &mut ex.reading {
             Reading::Json(body) | Reading::Other(body) => {
                 if body.len() + bytes.len() <= max_body {
                     body.extend_from_slice(bytes);
+                    return;
                 }
+                // Over the limit: the exchange fails now and the host stops reading it (a
+                // body with a piece left out must never be taken for the answer).
+                let failure = match ex.reading {
+                    Reading::Json(_) => TransportFailure::TooLarge,
+                    _ => TransportFailure::Status(status),
+                };
+                self.finish(now, exchange, failure);
+                self.queue.push_back((exchange, true));
             }
             Reading::Sse => {
                 let mut messages = Vec::new();
                 let seen = ex.reader.events_seen();
+                let too_long = ex.reader.too_long();
                 ex.reader.feed(bytes, |m| messages.push(m.to_vec()));
                 if ex.reader.events_seen() != seen {
                     // The stream moved on (a polling server's new event counts): its next
                     // break is a first one again, not one more failed attempt.
                     ex.attempts = 0;
                 }
+                // (On the session's GET stream, which answers nothing, it is only skipped.)
+                let dropped = ex.reader.too_long() != too_long && !ex.standalone;
                 for m in messages {
                     self.deliver(now, exchange, &m);
+                }
+                if dropped {
+                    // An event over the limit was dropped, maybe an answer: the requests the
+                    // stream carries fail now, and it is not resumed (that would bring the
+                    // same event again).
+                    self.finish(now, exchange, TransportFailure::TooLarge);
+                    self.queue.push_back((exchange, true));
                 }
             }
             Reading::Waiting => {}
@@ -670,7 +697,8 @@ impl HttpClient {
         }
     }
 
-    fn new_exchange(&mut self, ex: Exchange) -> ExchangeId {
+    fn new_exchange(&mut self, mut ex: Exchange) -> ExchangeId {
+        ex.reader = StreamReader::with_max_message(self.conn.config().limits.max_frame);
         let id = ExchangeId(self.next_exchange);
         self.next_exchange += 1;
         self.exchanges.insert(id, ex);
