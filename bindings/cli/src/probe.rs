@@ -222,11 +222,19 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
 /// An HTTP exchange that failed without a JSON-RPC answer.
 fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
     match reason {
-        TransportFailure::Status(401 | 403) => fail(
+        TransportFailure::Status(401) => fail(
             EXIT_PROTOCOL,
             format!(
                 "{waiting_for} was refused with {reason}: the server wants credentials, and \
                  mcpwire probe sends none"
+            ),
+        ),
+        TransportFailure::Status(403) => fail(
+            EXIT_PROTOCOL,
+            format!(
+                "{waiting_for} was refused with {reason}: the server wants credentials (mcpwire \
+                 probe sends none), or does not accept this Host (DNS rebinding protection: \
+                 try the address the server was told to allow)"
             ),
         ),
         TransportFailure::Status(202) => fail(

@@ -1220,6 +1220,11 @@ class H(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if self.path == "/forbidden":
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Bearer resource_metadata="x"')
         self.send_header("Content-Length", "0")
@@ -1235,6 +1240,14 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         "{err}"
     );
     assert!(out.contains("credentials in the URL are not sent"), "{out}");
+    // A 403 may also be a Host the server does not accept (DNS rebinding protection).
+    let url = format!("http://127.0.0.1:{port}/forbidden");
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        err.contains("HTTP status 403") && err.contains("does not accept this Host"),
+        "{err}"
+    );
     let url = format!("http://127.0.0.1:{port}/html");
     let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
     assert_eq!(code, 4, "{out}{err}");
