@@ -397,6 +397,31 @@ fn ending_the_session_deletes_it_on_the_server() {
     assert_eq!(w.server.sessions(), 0);
 }
 
+/// An error whose id the server could not read answers the one request its POST carried,
+/// with the server's own message: on the request's stream it was a violation and the request
+/// later failed with "the stream ended without the answer"; in a 400's body the request failed
+/// with the bare status ("HTTP status 400 without an answer").
+#[test]
+fn an_error_without_an_id_answers_the_posts_one_request() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"internal oops"}}"#;
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], &format!("data: {error}\n\n"));
+    let id2 = c.request("tools/list");
+    let s2 = c.sent().remove(0);
+    c.answer(&s2, 400, &[("Content-Type", "application/json")], error);
+    for id in [id, id2] {
+        match c.outcome(id) {
+            Some(Ev::Error { code, message, .. }) => {
+                assert_eq!((*code, message.as_str()), (-32000, "internal oops"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 /// A message the connection holds when the session ends (the cancellation a timeout queues,
 /// a notification) goes out in the session, before its DELETE: it went out later, without the
 /// session id, and the server refused it with 400.

@@ -612,10 +612,17 @@ impl HttpClient {
                 // An error status may still carry a JSON-RPC answer (400 with -32020, say):
                 // delivered when it answers one of this exchange's requests. Anything else
                 // (an error with a null id, an HTML page) only explains the status.
+                let only = self.only_request(exchange);
                 let answers_ours = match self.decoder.decode(&body) {
-                    Ok(Decoded::Single(Message::Error(e))) => {
-                        matches!(e.id, Some(Id::Int(n)) if self.exchanges.get(&exchange).is_some_and(|x| x.awaiting.contains(&n)))
-                    }
+                    // (One without an id answers the POST's one request: see `deliver`.)
+                    Ok(Decoded::Single(Message::Error(e))) => match e.id {
+                        Some(Id::Int(n)) => self
+                            .exchanges
+                            .get(&exchange)
+                            .is_some_and(|x| x.awaiting.contains(&n)),
+                        None => only.is_some(),
+                        Some(_) => false,
+                    },
                     Ok(Decoded::Single(Message::Response(r))) => {
                         matches!(r.id, Id::Int(n) if self.exchanges.get(&exchange).is_some_and(|x| x.awaiting.contains(&n)))
                     }
@@ -862,6 +869,7 @@ impl HttpClient {
     fn deliver(&mut self, now: Timestamp, exchange: ExchangeId, message: &[u8]) {
         let mut answered = None;
         let mut filtered = None;
+        let only = self.only_request(exchange);
         if let Ok(Decoded::Single(m)) = self.decoder.decode(message) {
             match m {
                 Message::Response(r) => {
@@ -876,6 +884,24 @@ impl HttpClient {
                     if let Some(Id::Int(n)) = e.id {
                         answered = Some(n);
                         self.tools_list.remove(&n);
+                    } else if e.id.is_none()
+                        && let Some(n) = only
+                    {
+                        // An error whose id the server could not read, in answer to a POST
+                        // that carried one request: it is that request's answer, and its
+                        // message says what went wrong (it was a violation, and the request
+                        // failed later without a reason).
+                        let mut out = Vec::new();
+                        jsonrpc::encode_error(
+                            &mut out,
+                            Some(Id::Int(n)),
+                            e.error.code,
+                            &e.error.message.to_str(),
+                            e.error.data,
+                        );
+                        answered = Some(n);
+                        self.tools_list.remove(&n);
+                        filtered = Some(out);
                     }
                 }
                 _ => {}
@@ -889,6 +915,15 @@ impl HttpClient {
         }
         let message = filtered.as_deref().unwrap_or(message);
         self.conn.handle_frame(now, StreamId(exchange.0), message);
+    }
+
+    /// The one request a POST exchange carried and still awaits, if it carried exactly one.
+    fn only_request(&self, exchange: ExchangeId) -> Option<i64> {
+        let ex = self.exchanges.get(&exchange)?;
+        if ex.standalone || ex.awaiting.len() != 1 {
+            return None;
+        }
+        ex.awaiting.first().copied()
     }
 
     /// Reads a `tools/list` result's annotations; returns the message rewritten without the

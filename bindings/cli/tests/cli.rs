@@ -838,10 +838,11 @@ fn probe_url_against_server_everything_over_http() {
         started.elapsed()
     );
     // Stateless only: the server does not speak that era, which is not a broken protocol.
+    // (Its 400 carries a JSON-RPC error without an id, which answers the one request.)
     let (code, _, err) = mcpwire(&["probe", "--protocol", "2026-07-28", "--url", &url]);
     assert_eq!(code, 8, "{err}");
     assert!(
-        err.contains("server/discover") && err.contains("HTTP 400"),
+        err.contains("refused server/discover with JSON-RPC error -32000"),
         "{err}"
     );
 }
