@@ -101,6 +101,11 @@ struct ServeArgs {
     /// Serve Streamable HTTP on ADDR (port 0: any); the URL is printed once bound
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// Also accept requests whose Host (and Origin) name NAME, besides loopback names and, on
+    /// an address beyond loopback, IP addresses; any other name gets 403 (DNS rebinding
+    /// protection). Repeat it for several names
+    #[arg(long, value_name = "NAME", requires = "http")]
+    allow_host: Vec<String>,
     /// Share sessions and resumable streams with other replicas through Redis at URL
     #[arg(long, value_name = "URL", requires_all = ["replica", "http"])]
     redis: Option<String>,
@@ -188,7 +193,7 @@ fn serve_command(args: ServeArgs) -> i32 {
         _ => None, // (clap requires the two together, and --touch-interval with them)
     };
     match args.http {
-        Some(addr) => serve::run_http(&addr, args.legacy, scale_out),
+        Some(addr) => serve::run_http(&addr, args.legacy, scale_out, args.allow_host),
         None if args.tokio => serve::run_tokio(args.legacy),
         None => serve::run(args.legacy),
     }

@@ -858,7 +858,30 @@ async fn report_store_failures(health: [StoreHealth; 2]) {
 /// `mcpwire serve --http ADDR`: the demo server over Streamable HTTP on `addr` (port 0 picks
 /// a free one). Prints the URL it serves once bound; stops on Ctrl-C or SIGTERM, letting open
 /// streams finish.
-pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i32 {
+/// Whether a Host (or an Origin's authority) may reach the server: a loopback name, a name
+/// given with `--allow-host`, or, when bound beyond loopback, an IP address (DNS rebinding
+/// needs a name that resolves to us; a client that dials an address sends the address).
+fn host_allowed(authority: &str, allowed: &[String], ip_literals: bool) -> bool {
+    let host = match authority.rsplit_once(':') {
+        Some((h, port))
+            if !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') =>
+        {
+            h
+        }
+        _ => authority,
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    mcpwire::http::loopback_only(Some(authority), None)
+        || allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+        || (ip_literals && bare.parse::<std::net::IpAddr>().is_ok())
+}
+
+pub fn run_http(
+    addr: &str,
+    legacy_only: bool,
+    scale_out: Option<ScaleOut>,
+    allowed: Vec<String>,
+) -> i32 {
     // One worker per core, or TOKIO_WORKER_THREADS (tokio reads it).
     let Some(runtime) = runtime(&mut tokio::runtime::Builder::new_multi_thread()) else {
         return 1;
@@ -905,10 +928,17 @@ pub fn run_http(addr: &str, legacy_only: bool, scale_out: Option<ScaleOut>) -> i
         let renewing = claim.clone().map(|c| tokio::spawn(renew_claim(c)));
         println!("http://{local}{}", host.path);
         let _ = std::io::Write::flush(&mut std::io::stdout());
-        if !local.ip().is_loopback() {
-            // Bound beyond loopback on purpose: accept any Host and Origin (put a proxy that
-            // checks them in front when exposing this).
-            config.check_origin = Box::new(|_, _| true);
+        let beyond_loopback = !local.ip().is_loopback();
+        if beyond_loopback || !allowed.is_empty() {
+            config.check_origin = Box::new(move |host, origin| {
+                let ok = |authority: &str| host_allowed(authority, &allowed, beyond_loopback);
+                host.is_none_or(ok)
+                    && origin.is_none_or(|o| {
+                        o == "null"
+                            || o.split_once("://")
+                                .is_some_and(|(_, rest)| ok(rest.trim_end_matches('/')))
+                    })
+            });
         }
         let shutdown = async {
             let mut term =

@@ -1426,3 +1426,68 @@ fn serve_and_tap_under_a_parent_that_left_the_pipes_non_blocking() {
     }
     let _ = std::fs::remove_file(&log);
 }
+
+/// `serve --http` beyond loopback still refuses a Host or Origin that names a host it was not
+/// told about (DNS rebinding protection: it accepted any, 200 for `Host: evil.example.com`);
+/// IP addresses and `--allow-host` names pass, on loopback too.
+#[test]
+fn serve_http_checks_host_and_origin_beyond_loopback_too() {
+    let status = |port: u16, host: &str, origin: Option<&str>| -> u16 {
+        use std::io::{Read, Write};
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let origin = origin
+            .map(|o| format!("Origin: {o}\r\n"))
+            .unwrap_or_default();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0)
+    };
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", &format!("0.0.0.0:{port}")])
+        .args(["--allow-host", "mcp.example.com"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let _server = Reaped(child);
+    assert_eq!(status(port, "evil.example.com", None), 403);
+    assert_eq!(
+        status(port, "127.0.0.1", Some("http://evil.example.com")),
+        403
+    );
+    assert_eq!(status(port, &format!("127.0.0.1:{port}"), None), 200);
+    assert_eq!(
+        status(port, "10.1.2.3:8000", Some("http://10.1.2.3:8000")),
+        200
+    );
+    assert_eq!(status(port, "[fe80::1]:8000", None), 200);
+    assert_eq!(
+        status(port, "MCP.example.com", Some("https://mcp.example.com")),
+        200
+    );
+    // On loopback: loopback names, and the allowed ones (a proxy in front, say).
+    let (_server, url) = serve_http(&["--allow-host", "mcp.example.com"]);
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    assert_eq!(status(port, "mcp.example.com", None), 200);
+    assert_eq!(status(port, "localhost", None), 200);
+    assert_eq!(status(port, "10.1.2.3", None), 403);
+    assert_eq!(status(port, "evil.example.com", None), 403);
+}
