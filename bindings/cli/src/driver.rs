@@ -28,6 +28,9 @@ pub enum Stop {
     Deadline,
     /// The server closed its output (exited or crashed).
     Eof,
+    /// This process got SIGINT, SIGTERM or SIGHUP (passed on to the server, which may ignore
+    /// it): the caller stops the server its own way.
+    Signal,
 }
 
 /// A client engine talking to a server: a child process over its stdin/stdout on the
@@ -176,13 +179,23 @@ impl Session {
     ) -> Result<T, Stop> {
         let give_up = Timestamp::from_nanos(self.now().as_nanos() + limit.as_nanos() as u64);
         match &mut self.link {
-            Link::Stdio { conn, io, .. } => {
-                io.run_until(conn, Some(give_up), f)
-                    .map_err(|stop| match stop {
-                        blocking::Stop::Deadline => Stop::Deadline,
-                        blocking::Stop::Eof => Stop::Eof,
-                    })
-            }
+            Link::Stdio { conn, io, .. } => loop {
+                // In slices of 100 ms: a signal passed on to a server that ignores it ends the
+                // wait at once, not at the request's timeout.
+                let slice = Timestamp::from_nanos(io.now().as_nanos() + 100_000_000).min(give_up);
+                match io.run_until(conn, Some(slice), &mut f) {
+                    Ok(out) => return Ok(out),
+                    Err(blocking::Stop::Eof) => return Err(Stop::Eof),
+                    Err(blocking::Stop::Deadline) if slice >= give_up => {
+                        return Err(Stop::Deadline);
+                    }
+                    Err(blocking::Stop::Deadline) => {
+                        if crate::signals::caught().is_some() {
+                            return Err(Stop::Signal);
+                        }
+                    }
+                }
+            },
             Link::Http { runtime, client } => runtime.block_on(async {
                 let deadline = tokio::time::Instant::now() + limit;
                 loop {

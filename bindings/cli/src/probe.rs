@@ -378,6 +378,11 @@ fn verdict(
             EXIT_TIMEOUT,
             format!("no answer to {waiting_for} in time"),
         )),
+        // (Reported as the signal it was, once the server is stopped.)
+        Err(Stop::Signal) => Err(fail(
+            EXIT_EXITED,
+            format!("stopped by a signal during {waiting_for}"),
+        )),
     }
 }
 

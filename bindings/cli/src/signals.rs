@@ -47,6 +47,16 @@ mod imp {
             s => Some(s),
         }
     }
+
+    pub fn kill_unless(child: u32, gone: &std::sync::atomic::AtomicBool) {
+        let Ok(pid) = i32::try_from(child) else {
+            return;
+        };
+        if !gone.load(Ordering::SeqCst) {
+            // SAFETY: kill(2) takes plain integers.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
 }
 
 #[cfg(not(unix))]
@@ -55,6 +65,31 @@ mod imp {
     pub fn caught() -> Option<i32> {
         None
     }
+    pub fn kill_unless(_child: u32, _gone: &std::sync::atomic::AtomicBool) {}
+}
+
+/// Kills `child` (SIGKILL) `grace` after this process caught a signal, unless `gone` says it
+/// was reaped by then: for a child that ignores the signal passed on to it. Runs on a thread
+/// of its own until one or the other happens.
+pub fn kill_if_stubborn(
+    child: u32,
+    gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    grace: std::time::Duration,
+) {
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let mut since = None;
+        while !gone.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if caught().is_some() {
+                let at = *since.get_or_insert_with(std::time::Instant::now);
+                if at.elapsed() >= grace {
+                    imp::kill_unless(child, &gone);
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// The last signal passed on to the child, if any.

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -185,8 +185,11 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             return crate::probe::EXIT_SPAWN;
         }
     };
-    // Stopping tap stops the server: the host's signal goes to it, and tap ends when it does.
+    // Stopping tap stops the server: the host's signal goes to it, and tap ends when it does
+    // (a server that ignores it is killed 4 s later).
     crate::signals::pass_to(child.id());
+    let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::signals::kill_if_stubborn(child.id(), Arc::clone(&reaped), Duration::from_secs(4));
     let shared = Arc::new(Mutex::new(Shared {
         start: Instant::now(),
         log,
@@ -252,6 +255,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         }
     }
     let status = child.wait();
+    reaped.store(true, std::sync::atomic::Ordering::SeqCst);
     // A server killed by a signal ends tap as a shell reports it: 128 + the signal.
     let signal = status.as_ref().ok().and_then(killed_by);
     let code = match signal {

@@ -1330,6 +1330,50 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
             assert_eq!(last["code"], 143, "{last}");
         }
     }
+    // A server that ignores the signal passed on: each command still ends soon after it,
+    // and the server with it (probe waited for its request's timeout, tap for good).
+    for (n, command) in ["probe", "tap"].into_iter().enumerate() {
+        let pidfile = dir.join(format!("stubborn-{n}.pid"));
+        let log = dir.join(format!("stubborn-{n}.jsonl"));
+        let server = format!(
+            "trap '' INT TERM HUP; echo $$ > {}; while :; do sleep 1; done",
+            pidfile.display()
+        );
+        let mut cmd = Command::new(BIN);
+        if command == "tap" {
+            cmd.args(["tap", "--log", log.to_str().unwrap(), "--"]);
+        } else {
+            cmd.args(["probe", "--timeout", "60", "--"]);
+        }
+        let mut child = cmd
+            .args(["sh", "-c", &server])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = common::stdio::pid_from_file(&pidfile);
+        std::thread::sleep(Duration::from_millis(300));
+        let signalled = Instant::now();
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = wait(&mut child);
+        assert!(
+            signalled.elapsed() < Duration::from_secs(8),
+            "{command} ended {:?} after the signal",
+            signalled.elapsed()
+        );
+        if command == "probe" {
+            assert_eq!(status.code(), Some(130), "{command}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !common::stdio::is_running(pid),
+            "{command}: the stubborn server {pid} is still running"
+        );
+    }
     // A server that dies from a signal of its own: tap reports it as a shell would.
     let log = dir.join("tap-kill.jsonl");
     let (code, _, _) = mcpwire(&[
