@@ -33,7 +33,7 @@ EXIT CODES (probe)
 EXAMPLES
   mcpwire demo
   mcpwire probe -- npx -y @modelcontextprotocol/server-everything
-  mcpwire probe --json --call echo '{\"message\":\"hi\"}' --url http://127.0.0.1:8000/mcp
+  mcpwire probe --json --call echo '{\"text\":\"hi\"}' --url http://127.0.0.1:8000/mcp
   mcpwire serve --http 127.0.0.1:8000
   mcpwire tap --log session.jsonl -- python3 my_server.py";
 

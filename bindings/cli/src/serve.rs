@@ -141,7 +141,8 @@ fn quick_answer(name: RawJson<'_>, arguments: RawJson<'_>) -> Option<String> {
     } else if name.eq_str("add") {
         let found = arguments.get_each(["a", "b"]);
         let (a, b) = (found.get(0).ok()??, found.get(1).ok()??);
-        let sum = a.as_i64()?.saturating_add(b.as_i64()?);
+        // (A sum out of range takes the slow path, which says so.)
+        let sum = a.as_i64()?.checked_add(b.as_i64()?)?;
         Some(format!(
             r#"{{"content":[{{"type":"text","text":"{sum}"}}],"isError":false}}"#
         ))
@@ -252,16 +253,30 @@ impl Server {
                         arg("a").and_then(|v| v.as_i64()),
                         arg("b").and_then(|v| v.as_i64()),
                     ) {
-                        (Some(a), Some(b)) => Ok(text_result(&a.saturating_add(b).to_string())),
+                        (Some(a), Some(b)) => Ok(match a.checked_add(b) {
+                            Some(sum) => text_result(&sum.to_string()),
+                            None => {
+                                json!({"content": [{"type": "text", "text": "the sum is out of range (64-bit integers)"}], "isError": true})
+                            }
+                        }),
                         _ => Ok(
                             json!({"content": [{"type": "text", "text": "a and b must be integers"}], "isError": true}),
                         ),
                     },
                     "countdown" => {
-                        let steps = arg("steps")
-                            .and_then(|v| v.as_u64())
-                            .unwrap_or(3)
-                            .clamp(1, 20);
+                        // Absent: 3; anything but an integer from 1 to 20 (the schema's) is
+                        // refused, not guessed at.
+                        let steps = match arg("steps") {
+                            None => 3,
+                            Some(v) => match v.as_u64().filter(|n| (1..=20).contains(n)) {
+                                Some(n) => n,
+                                None => {
+                                    let refusal = json!({"content": [{"type": "text", "text": "steps must be an integer from 1 to 20"}], "isError": true});
+                                    self.answer(conn, &id, Ok(refusal));
+                                    return;
+                                }
+                            },
+                        };
                         self.log(conn, &id, LogLevel::Info, "countdown started");
                         self.timers.push(Timer {
                             at: std::cmp::Reverse(now.after(Duration::from_millis(100))),

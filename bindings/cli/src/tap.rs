@@ -79,22 +79,38 @@ impl Observer {
                     continue;
                 }
             };
-            match self.decoder.decode(frame) {
-                Err(e) => shared.write(json!({
-                    "dir": self.dir.name(), "kind": "invalid", "bytes": frame.len(),
-                    "violation": format!("not a valid JSON-RPC message: {e}"),
-                })),
-                Ok(Decoded::Single(m)) => note(&mut shared, self.dir, &m, false),
-                Ok(Decoded::Batch(members)) => {
-                    for m in members {
-                        match m {
-                            Ok(m) => note(&mut shared, self.dir, &m, true),
-                            Err(e) => shared.write(json!({
-                                "dir": self.dir.name(), "kind": "invalid", "batch": true,
-                                "violation": format!("invalid batch member: {e}"),
-                            })),
-                        }
-                    }
+            log_frame(&mut shared, &mut self.decoder, self.dir, frame);
+        }
+    }
+
+    /// The direction ended: a last message without its newline is logged too (it passed
+    /// through; peers read it as the engine does).
+    fn finish(&mut self) {
+        let Some(frame) = self.lines.finish() else {
+            return;
+        };
+        if let Ok(mut shared) = self.shared.lock() {
+            log_frame(&mut shared, &mut self.decoder, self.dir, frame);
+        }
+    }
+}
+
+/// Logs one frame of direction `dir`.
+fn log_frame(shared: &mut Shared, decoder: &mut Decoder, dir: Dir, frame: &[u8]) {
+    match decoder.decode(frame) {
+        Err(e) => shared.write(json!({
+            "dir": dir.name(), "kind": "invalid", "bytes": frame.len(),
+            "violation": format!("not a valid JSON-RPC message: {e}"),
+        })),
+        Ok(Decoded::Single(m)) => note(shared, dir, &m, false),
+        Ok(Decoded::Batch(members)) => {
+            for m in members {
+                match m {
+                    Ok(m) => note(shared, dir, &m, true),
+                    Err(e) => shared.write(json!({
+                        "dir": dir.name(), "kind": "invalid", "batch": true,
+                        "violation": format!("invalid batch member: {e}"),
+                    })),
                 }
             }
         }
@@ -231,6 +247,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
                 break;
             }
         }
+        up.finish();
         // Closing the server's stdin is how the host ends the session.
         drop(child_in);
         if let Ok(mut s) = up.shared.lock() {
@@ -254,6 +271,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             }
         }
     }
+    down.finish();
     let status = child.wait();
     reaped.store(true, std::sync::atomic::Ordering::SeqCst);
     // A server killed by a signal ends tap as a shell reports it: 128 + the signal.
@@ -263,11 +281,19 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         None => status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1),
     };
     if let Ok(mut s) = shared.lock() {
-        let pending: Vec<Value> = s
+        // Ids as the request entries write them (`3` and `"3"` stay apart), oldest first.
+        let mut pending: Vec<(&f64, Value)> = s
             .in_flight
             .iter()
-            .map(|((dir, id), (method, _))| json!({"dir": dir.name(), "id": id.to_string(), "method": method}))
+            .map(|((dir, id), (method, t))| {
+                (
+                    t,
+                    json!({"dir": dir.name(), "id": id_json(id.as_id()), "method": method}),
+                )
+            })
             .collect();
+        pending.sort_by(|a, b| a.0.total_cmp(b.0));
+        let pending: Vec<Value> = pending.into_iter().map(|(_, v)| v).collect();
         let mut entry = json!({"kind": "exit", "code": code, "unanswered": pending});
         if let Some(signal) = signal {
             entry["signal"] = json!(signal);

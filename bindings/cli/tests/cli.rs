@@ -311,6 +311,51 @@ fn tap_relays_every_byte_unchanged_and_logs_violations() {
             && e["method"] == "ping")
     );
     assert!(entries.iter().all(|e| e["t_ms"].is_number()));
+    // The last line has no newline: it is logged too, both ways (it passed unlogged).
+    for dir in ["client->server", "server->client"] {
+        assert!(
+            entries
+                .iter()
+                .any(|e| e["dir"] == dir && e["kind"] == "response" && e["id"] == 1),
+            "{dir}: {entries:#?}"
+        );
+    }
+    // The exit entry names what was never answered with the ids as the requests had them
+    // (`3` and `"3"` apart; they were both written as strings), oldest first.
+    let log = dir.join("ids.jsonl");
+    let mut child = Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"3\",\"method\":\"a\"}\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"b\"}\n",
+        )
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let exit: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        exit["unanswered"],
+        serde_json::json!([
+            {"dir": "client->server", "id": "3", "method": "a"},
+            {"dir": "client->server", "id": 3, "method": "b"},
+        ]),
+        "{exit}"
+    );
 }
 
 #[test]
@@ -1534,4 +1579,31 @@ fn serve_http_checks_host_and_origin_beyond_loopback_too() {
     assert_eq!(status(port, "localhost", None), 200);
     assert_eq!(status(port, "10.1.2.3", None), 403);
     assert_eq!(status(port, "evil.example.com", None), 403);
+}
+
+/// The demo's tools refuse what they cannot do instead of answering something else: a sum out
+/// of range was the largest integer, and a countdown of `"x"` or 50 steps ran 3 or 20.
+#[test]
+fn the_demo_tools_refuse_arguments_they_cannot_honour() {
+    for (tool, args, text) in [
+        (
+            "add",
+            r#"{"a":9223372036854775807,"b":1}"#,
+            "the sum is out of range",
+        ),
+        ("countdown", r#"{"steps":"x"}"#, "steps must be an integer"),
+        ("countdown", r#"{"steps":50}"#, "steps must be an integer"),
+    ] {
+        let (code, out, err) =
+            mcpwire(&["probe", "--json", "--call", tool, args, "--", BIN, "serve"]);
+        assert_eq!(code, 7, "{tool} {args}: {out}{err}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["call"]["isError"], true, "{report}");
+        assert!(
+            report["call"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(text)),
+            "{report}"
+        );
+    }
 }
