@@ -610,8 +610,9 @@ impl HttpClient {
             }
             Reading::Other(body) => {
                 // An error status may still carry a JSON-RPC answer (400 with -32020, say):
-                // delivered when it answers one of this exchange's requests. Anything else
-                // (an error with a null id, an HTML page) only explains the status.
+                // delivered when it answers one of this exchange's requests, or is an error
+                // without an id and the POST carried one request. Anything else (an HTML
+                // page, say) only explains the status.
                 let only = self.only_request(exchange);
                 let answers_ours = match self.decoder.decode(&body) {
                     // (One without an id answers the POST's one request: see `deliver`.)
