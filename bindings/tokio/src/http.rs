@@ -590,8 +590,7 @@ where
     B: HttpBody,
 {
     use bytes::Buf as _;
-    let body = std::pin::pin!(body);
-    let mut body = body;
+    let mut body = std::pin::pin!(body);
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut len: u64 = 0;
     while let Some(frame) = body.as_mut().frame().await {
