@@ -61,6 +61,9 @@ type HTTPClient struct {
 	view *Conn
 	// closedSeen: Run handed out the ClosedEvent; the connection has nothing more to do.
 	closedSeen bool
+	// deletes are the running exchanges that end a session (Run's goroutine only): after
+	// the close, only they are waited for.
+	deletes map[uint64]bool
 
 	// mu guards the fields below, which let Close end a Run in progress (from its handler
 	// or from another goroutine) without freeing the client under it.
@@ -330,6 +333,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				c.feed(r)
 				if r.end || r.err != nil {
 					delete(running, r.id)
+					delete(c.deletes, r.id)
 				}
 			} // (else aborted: report nothing more)
 		case <-wake:
@@ -385,13 +389,27 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 		}
 		ectx, cancel := context.WithCancel(context.Background())
 		running[id] = cancel
+		if req.Method == http.MethodDelete {
+			if c.deletes == nil {
+				c.deletes = map[uint64]bool{}
+			}
+			c.deletes[id] = true
+		}
 		go c.exchange(ectx, id, req.WithContext(ectx), results)
 	}
 }
 
-// settle lets the exchanges still running after the close (the DELETE that ends a session)
-// finish, for up to two seconds; GET streams, which never finish, are cut then.
+// settle lets the DELETE that ends a session, if one is running after the close, finish
+// for up to two seconds; every other exchange (a GET stream, a request nothing awaits any
+// more) is cut at once.
 func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) {
+	for id, cancel := range running {
+		if !c.deletes[id] {
+			cancel()
+			delete(running, id)
+		}
+	}
+	defer clear(c.deletes)
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	for len(running) > 0 {

@@ -1345,3 +1345,40 @@ func TestServeReadsThePeersLastWordsAfterABrokenPipe(t *testing.T) {
 		t.Fatalf("the peer's last words were not handed out: %#v", got)
 	}
 }
+
+// When the connection closes (here: the stateless probe times out), Run returns at once: it
+// waited up to two seconds for every exchange still running, a hung request included, where
+// only a session's DELETE is worth the wait.
+func TestHTTPClientRunReturnsAtOnceAfterTheClose(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // never answers while the client runs
+	}))
+	defer srv.Close()
+	defer close(release) // (before Close, which waits for the handler)
+	cfg := clientConfig()
+	cfg.Versions = []string{"2026-07-28"}
+	cfg.RequestTimeout = 300 * time.Millisecond
+	client, err := NewHTTPClient(cfg, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var closedAt time.Time
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ClosedEvent); ok {
+			closedAt = time.Now()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closedAt.IsZero() {
+		t.Fatal("no ClosedEvent")
+	}
+	if d := time.Since(closedAt); d > time.Second {
+		t.Fatalf("Run returned %v after the close", d)
+	}
+}
