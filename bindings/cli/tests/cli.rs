@@ -554,8 +554,18 @@ impl Drop for Reaped {
 
 /// `mcpwire serve --http 127.0.0.1:0`, and the URL it printed once bound.
 fn serve_http(extra: &[&str]) -> (Reaped, String) {
+    let (server, url) = serve_http_at("127.0.0.1:0", extra);
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url:?}"
+    );
+    (server, url)
+}
+
+/// `mcpwire serve --http ADDR`, and the URL it printed once bound.
+fn serve_http_at(addr: &str, extra: &[&str]) -> (Reaped, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--http", addr])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -567,12 +577,7 @@ fn serve_http(extra: &[&str]) -> (Reaped, String) {
         &mut line,
     )
     .unwrap();
-    let url = line.trim().to_owned();
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
-        "{url:?}"
-    );
-    (Reaped(child), url)
+    (Reaped(child), line.trim().to_owned())
 }
 
 /// A TCP port free on loopback right now.
@@ -1539,20 +1544,11 @@ fn serve_http_checks_host_and_origin_beyond_loopback_too() {
         out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0)
     };
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--http", &format!("0.0.0.0:{port}")])
-        .args(["--allow-host", "mcp.example.com"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let _server = Reaped(child);
+    let (_server, url) = serve_http_at(
+        &format!("0.0.0.0:{port}"),
+        &["--allow-host", "mcp.example.com"],
+    );
+    assert!(url.ends_with(&format!(":{port}/mcp")), "{url}");
     assert_eq!(status(port, "evil.example.com", None), 403);
     assert_eq!(
         status(port, "127.0.0.1", Some("http://evil.example.com")),
