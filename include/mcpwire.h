@@ -641,8 +641,9 @@ typedef enum mcpw_event_kind {
      */
     MCPW_EVENT_READY = 1,
     /**
-     * Lifecycle: the connection ended. Fields: `close_reason`, plus `code` for
-     * `MCPW_CLOSE_INITIALIZE_REJECTED` and `version` for `MCPW_CLOSE_UNSUPPORTED_VERSION`.
+     * Lifecycle: the connection ended. Fields: `close_reason`, plus `code` and `version` as
+     * each `mcpw_close_reason` says (`MCPW_CLOSE_INITIALIZE_REJECTED`,
+     * `MCPW_CLOSE_UNSUPPORTED_VERSION`, `MCPW_CLOSE_TRANSPORT_FAILED`).
      * Always the last event; every command fails with `MCPW_ERR_CLOSED` afterwards.
      */
     MCPW_EVENT_CLOSED = 2,
@@ -764,7 +765,8 @@ typedef enum mcpw_close_reason {
     /**
      * Client: the server answered `initialize` (or `server/discover`) with an error (its code
      * in `code`). For -32022 (unsupported protocol version), `version` holds the versions the
-     * server named, as a JSON array.
+     * server named, as a JSON array; for any other code, the error's message (up to
+     * 1,024 bytes, UTF-8, possibly empty), which says why: show it to the user.
      */
     MCPW_CLOSE_INITIALIZE_REJECTED = 4,
     /**
@@ -1405,7 +1407,9 @@ typedef struct mcpw_event {
     bool has_total;
     /**
      * A protocol version: the negotiated one (`MCPW_EVENT_READY`) or the one the server
-     * chose and we do not speak (`MCPW_CLOSE_UNSUPPORTED_VERSION`).
+     * chose and we do not speak (`MCPW_CLOSE_UNSUPPORTED_VERSION`). On other
+     * `MCPW_EVENT_CLOSED` reasons, the text that reason names (a refusal's message, a
+     * transport failure in words).
      */
     struct mcpw_str version;
     /**

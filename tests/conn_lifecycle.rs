@@ -390,12 +390,37 @@ fn initialize_that_times_out_or_fails_closes_the_client() {
     take_output(&mut c);
     c.handle_input(
         T0,
-        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"no\"}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"no \\\"roots\\\" \\u00e9\"}}\n",
     );
     assert_eq!(
         drain(&mut c),
         vec![Ev::Closed {
-            reason: CloseReason::InitializeRejected(-32602)
+            reason: CloseReason::InitializeRejected {
+                code: -32602,
+                message: "no \"roots\" \u{e9}".into()
+            }
+        }]
+    );
+
+    // A message past the bound is cut on a character boundary.
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
+    take_output(&mut c);
+    let long = format!("a{}", "\u{e9}".repeat(mcpwire::conn::REFUSAL_MESSAGE_MAX));
+    c.handle_input(
+        T0,
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{{\"code\":-32000,\"message\":\"{long}\"}}}}\n"
+        )
+        .as_bytes(),
+    );
+    let cut = &long[..mcpwire::conn::REFUSAL_MESSAGE_MAX - 1];
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed {
+            reason: CloseReason::InitializeRejected {
+                code: -32000,
+                message: cut.into()
+            }
         }]
     );
 

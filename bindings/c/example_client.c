@@ -513,6 +513,13 @@ static void on_event(session *s, const mcpw_event *ev, uint64_t now) {
         break;
     case MCPW_EVENT_CLOSED:
         if (s->phase != WAIT_CLOSED || ev->close_reason != MCPW_CLOSE_LOCAL) {
+            if (ev->close_reason == MCPW_CLOSE_INITIALIZE_REJECTED) {
+                /* `version` holds the server's message (for -32022, its versions). */
+                fail("connection closed: %s (error %lld: %.*s)",
+                     close_reason_text((uint32_t)ev->close_reason), (long long)ev->code,
+                     (int)(ev->version.len > 200 ? 200 : ev->version.len),
+                     ev->version.ptr ? (const char *)ev->version.ptr : "");
+            }
             fail("connection closed: %s", close_reason_text((uint32_t)ev->close_reason));
         }
         s->phase = DONE;

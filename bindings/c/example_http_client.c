@@ -850,8 +850,10 @@ static void on_event(app *a, const mcpw_event *ev) {
             break;
         }
         if (ev->close_reason == MCPW_CLOSE_INITIALIZE_REJECTED) {
-            fail(a, "the connection closed: %s (error %lld)%s", close_reason_text(ev->close_reason),
-                 (long long)ev->code, why);
+            /* `version` holds the server's message (or, for -32022, the versions it supports). */
+            fail(a, "the connection closed: %s (error %lld: %.*s)%s",
+                 close_reason_text(ev->close_reason), (long long)ev->code,
+                 print_len(ev->version), print_ptr(ev->version), why);
         } else if (ev->close_reason == MCPW_CLOSE_TRANSPORT_FAILED) {
             /* `version` holds the reason, `code` the HTTP status (or 0). */
             fail(a, "the connection closed: %s: %.*s%s", close_reason_text(ev->close_reason),

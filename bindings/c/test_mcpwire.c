@@ -1118,9 +1118,11 @@ static void test_fatal_handshake_failures(void) {
     mcpw_conn_free(client);
 
     ev = client_after_initialize(
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"no\"}}\n", &client);
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"no \\\"roots\\\"\"}}\n",
+        &client);
     CHECK(ev.kind == MCPW_EVENT_CLOSED && ev.close_reason == MCPW_CLOSE_INITIALIZE_REJECTED);
     CHECK(ev.code == -32602);
+    CHECK(str_eq(ev.version, "no \"roots\"")); /* the refusal's message */
     mcpw_conn_free(client);
 
     ev = client_after_initialize("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n", &client);

@@ -596,10 +596,10 @@ func TestInitializeRejected(t *testing.T) {
 	if !bytes.Contains(out, []byte(`"method":"initialize"`)) {
 		t.Fatalf("%s", out)
 	}
-	mustOK(t, c.Feed(epoch, []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`+"\n")))
+	mustOK(t, c.Feed(epoch, []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no \"roots\" \u00e9"}}`+"\n")))
 	evs := c.AppendEvents(nil)
 	cl := evs[len(evs)-1].(*ClosedEvent)
-	if cl.Reason != CloseInitializeRejected || cl.Code != -32602 {
+	if cl.Reason != CloseInitializeRejected || cl.Code != -32602 || cl.Version != `no "roots" é` {
 		t.Fatalf("%s", dump(evs))
 	}
 }

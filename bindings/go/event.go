@@ -36,7 +36,9 @@ type ClosedEvent struct {
 	Code int64
 	// Version is the version the server chose that we do not speak
 	// (CloseUnsupportedVersion); for CloseTransportFailed, what failed, in words ("the
-	// connection failed", "HTTP status 404 without an answer").
+	// connection failed", "HTTP status 404 without an answer"); for CloseInitializeRejected,
+	// the error's message, which says why (up to 1,024 bytes), or, with Code -32022, the
+	// JSON array of the versions the server supports.
 	Version string
 }
 

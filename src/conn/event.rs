@@ -40,6 +40,10 @@ impl std::fmt::Display for TransportFailure {
     }
 }
 
+/// The longest error message [`CloseReason::InitializeRejected`] keeps, in bytes: enough for
+/// any sentence a person reads, and a peer cannot make a closed connection hold megabytes.
+pub const REFUSAL_MESSAGE_MAX: usize = 1024;
+
 /// Why the connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -51,8 +55,15 @@ pub enum CloseReason {
     Eof,
     /// Client: the server chose a protocol version we do not speak (carried here).
     UnsupportedVersion(String),
-    /// Client: the server answered `initialize` with an error (its code).
-    InitializeRejected(i64),
+    /// Client: the server answered `initialize` (or, for a client of the stateless era,
+    /// `server/discover`) with an error: its code and its message, which says why (cut to
+    /// [`REFUSAL_MESSAGE_MAX`] bytes). Show the message to whoever started the client.
+    InitializeRejected {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error's message, unescaped.
+        message: String,
+    },
     /// Client: the initialize result was malformed.
     InvalidInitializeResult,
     /// Client: no answer to `initialize` in time.

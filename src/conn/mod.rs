@@ -43,7 +43,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::{CacheScope, ClientEra, Config, Limits, Policy, ProgressPolicy, Role};
-pub use event::{CloseReason, Event, RequestId, TransportFailure, ViolationKind};
+pub use event::{
+    CloseReason, Event, REFUSAL_MESSAGE_MAX, RequestId, TransportFailure, ViolationKind,
+};
 pub use lifecycle::State;
 pub use output::{Frame, StreamId, Transmit};
 pub use owned::OwnedEvent;

@@ -42,7 +42,7 @@
 //!    (`stamp_result`).
 
 use super::dispatch::{ProgressToken, Refusal};
-use super::event::Stored;
+use super::event::{REFUSAL_MESSAGE_MAX, Stored};
 use super::json_edit::{self, EditError};
 use super::outbound::Answer;
 use super::tables::{FastMap, ListenFilter, ModernContext, PendingKind, RetryBase};
@@ -333,7 +333,18 @@ pub(super) fn refusal(e: &jsonrpc::ErrorObject<'_>) -> CloseReason {
             .map_or_else(|| "[]".to_owned(), |s| s.get().to_owned());
         return CloseReason::VersionRefused { supported };
     }
-    CloseReason::InitializeRejected(e.code)
+    let mut message = e.message.to_str().into_owned();
+    if message.len() > REFUSAL_MESSAGE_MAX {
+        let mut end = REFUSAL_MESSAGE_MAX;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+    }
+    CloseReason::InitializeRejected {
+        code: e.code,
+        message,
+    }
 }
 
 /// The capability an input request needs from the client.

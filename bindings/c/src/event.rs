@@ -120,8 +120,9 @@ pub enum mcpw_event_kind {
     /// Lifecycle: the handshake finished; requests may flow both ways. Fields: `version`.
     /// Fires at most once.
     MCPW_EVENT_READY = 1,
-    /// Lifecycle: the connection ended. Fields: `close_reason`, plus `code` for
-    /// `MCPW_CLOSE_INITIALIZE_REJECTED` and `version` for `MCPW_CLOSE_UNSUPPORTED_VERSION`.
+    /// Lifecycle: the connection ended. Fields: `close_reason`, plus `code` and `version` as
+    /// each `mcpw_close_reason` says (`MCPW_CLOSE_INITIALIZE_REJECTED`,
+    /// `MCPW_CLOSE_UNSUPPORTED_VERSION`, `MCPW_CLOSE_TRANSPORT_FAILED`).
     /// Always the last event; every command fails with `MCPW_ERR_CLOSED` afterwards.
     MCPW_EVENT_CLOSED = 2,
     /// From the peer: a request. Fields: `id`, `method`, `params` (or absent). Answer it with
@@ -201,7 +202,8 @@ pub enum mcpw_close_reason {
     MCPW_CLOSE_UNSUPPORTED_VERSION = 3,
     /// Client: the server answered `initialize` (or `server/discover`) with an error (its code
     /// in `code`). For -32022 (unsupported protocol version), `version` holds the versions the
-    /// server named, as a JSON array.
+    /// server named, as a JSON array; for any other code, the error's message (up to
+    /// 1,024 bytes, UTF-8, possibly empty), which says why: show it to the user.
     MCPW_CLOSE_INITIALIZE_REJECTED = 4,
     /// Client: the `initialize` result was malformed.
     MCPW_CLOSE_INVALID_INITIALIZE_RESULT = 5,
@@ -373,7 +375,9 @@ pub struct mcpw_event {
     /// Whether `total` is known.
     pub has_total: bool,
     /// A protocol version: the negotiated one (`MCPW_EVENT_READY`) or the one the server
-    /// chose and we do not speak (`MCPW_CLOSE_UNSUPPORTED_VERSION`).
+    /// chose and we do not speak (`MCPW_CLOSE_UNSUPPORTED_VERSION`). On other
+    /// `MCPW_EVENT_CLOSED` reasons, the text that reason names (a refusal's message, a
+    /// transport failure in words).
     pub version: mcpw_str,
     /// Why the connection ended (`MCPW_EVENT_CLOSED`).
     pub close_reason: mcpw_close_reason,
@@ -651,8 +655,8 @@ fn close(reason: &CloseReason) -> (mcpw_close_reason, i64, mcpw_str) {
         CloseReason::Local => (MCPW_CLOSE_LOCAL, 0, mcpw_str::NONE),
         CloseReason::Eof => (MCPW_CLOSE_EOF, 0, mcpw_str::NONE),
         CloseReason::UnsupportedVersion(v) => (MCPW_CLOSE_UNSUPPORTED_VERSION, 0, mcpw_str::of(v)),
-        CloseReason::InitializeRejected(code) => {
-            (MCPW_CLOSE_INITIALIZE_REJECTED, *code, mcpw_str::NONE)
+        CloseReason::InitializeRejected { code, message } => {
+            (MCPW_CLOSE_INITIALIZE_REJECTED, *code, mcpw_str::of(message))
         }
         CloseReason::InvalidInitializeResult => {
             (MCPW_CLOSE_INVALID_INITIALIZE_RESULT, 0, mcpw_str::NONE)

@@ -170,7 +170,9 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                      asked for (-32022); it supports {supported}"
                 ),
             ),
-            CloseReason::InitializeRejected(code) if waiting_for == "server/discover" => {
+            CloseReason::InitializeRejected { code, message }
+                if waiting_for == "server/discover" =>
+            {
                 // An unknown method (-32601), or "not before initialize" (-32600, as
                 // handshake-era servers answer anything before it): no stateless era.
                 let why = if *code == -32601 {
@@ -182,13 +184,17 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                     EXIT_VERSION,
                     format!(
                         "the server does not speak the stateless era (2026-07-28): it refused \
-                         server/discover {why}"
+                         server/discover {why}{}",
+                        said(message)
                     ),
                 )
             }
-            CloseReason::InitializeRejected(code) => fail(
+            CloseReason::InitializeRejected { code, message } => fail(
                 EXIT_PROTOCOL,
-                format!("the server refused {waiting_for} (JSON-RPC error {code})"),
+                format!(
+                    "the server refused {waiting_for} (JSON-RPC error {code}){}",
+                    said(message)
+                ),
             ),
             CloseReason::TransportFailed(TransportFailure::Status(status))
                 if waiting_for == "server/discover" && (400..500).contains(status) =>
@@ -216,6 +222,17 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             format!("the server's answer to {waiting_for} has an unknown resultType"),
         )),
         _ => None,
+    }
+}
+
+/// What a refusal's message adds to the sentence naming it: `: "the message"`, quoted with
+/// control characters escaped (a server's text must not drive the terminal), or nothing when
+/// the server said nothing.
+fn said(message: &str) -> String {
+    if message.trim().is_empty() {
+        String::new()
+    } else {
+        format!(": {message:?}")
     }
 }
 

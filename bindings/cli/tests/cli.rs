@@ -938,6 +938,22 @@ for line in sys.stdin:
         err.contains("refused initialize") && err.contains(r#"["2024-11-05"]"#),
         "{err}"
     );
+    // Any other refusal: its message is shown, quoted, with its control characters escaped.
+    let script = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m:
+        print(json.dumps({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32602,"message":"client lacks the \"roots\" capability\n\u001b[31m"}}), flush=True)
+"#;
+    let (code, _, err) = mcpwire(&["probe", "--", "python3", "-c", script]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains(
+            r#"refused initialize (JSON-RPC error -32602): "client lacks the \"roots\" capability\n\u{1b}[31m""#
+        ),
+        "{err}"
+    );
 }
 
 /// `printf '%s' ... | mcpwire serve`: a last request without a newline is answered, on both

@@ -318,6 +318,9 @@ func closedReason(ev *mcpwire.ClosedEvent) string {
 	case mcpwire.CloseEOF:
 		return "the server closed its output"
 	case mcpwire.CloseInitializeRejected:
+		if ev.Version != "" {
+			return fmt.Sprintf("the server refused the handshake (error %d): %q", ev.Code, ev.Version)
+		}
 		return fmt.Sprintf("the server refused the handshake (error %d)", ev.Code)
 	case mcpwire.CloseUnsupportedVersion:
 		return fmt.Sprintf("the server chose protocol version %s, which was not offered", ev.Version)
