@@ -28,6 +28,8 @@ EXIT CODES (probe)
   5 the server exited or closed its output before answering
   6 the server did not answer in time   7 the --call failed
   8 the server does not speak the protocol version or era asked for
+  9 the server refused (an HTTP error status such as 401, 403 or 500, or a JSON-RPC
+    error to the handshake)
   128+N  stopped by signal N (probe and tap pass SIGINT, SIGTERM and SIGHUP on to the server)
 
 EXAMPLES

@@ -20,6 +20,10 @@ pub const EXIT_CALL_FAILED: i32 = 7;
 /// The server does not speak the protocol version or era asked for (it refused the
 /// handshake's version, or has no stateless era): nothing is broken, the two just do not meet.
 pub const EXIT_VERSION: i32 = 8;
+/// The server refused what the probe asked: an HTTP error status without an answer
+/// (credentials wanted, a Host it does not accept, an internal error), or a JSON-RPC error to
+/// the handshake. The server works; it said no.
+pub const EXIT_REFUSED: i32 = 9;
 
 pub struct Options {
     /// `None` for auto.
@@ -190,7 +194,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 )
             }
             CloseReason::InitializeRejected { code, message } => fail(
-                EXIT_PROTOCOL,
+                EXIT_REFUSED,
                 format!(
                     "the server refused {waiting_for} (JSON-RPC error {code}){}",
                     said(message)
@@ -240,14 +244,14 @@ fn said(message: &str) -> String {
 fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
     match reason {
         TransportFailure::Status(401) => fail(
-            EXIT_PROTOCOL,
+            EXIT_REFUSED,
             format!(
                 "{waiting_for} was refused with {reason}: the server wants credentials, and \
                  mcpwire probe sends none"
             ),
         ),
         TransportFailure::Status(403) => fail(
-            EXIT_PROTOCOL,
+            EXIT_REFUSED,
             format!(
                 "{waiting_for} was refused with {reason}: the server wants credentials (mcpwire \
                  probe sends none), or does not accept this Host (DNS rebinding protection: \
@@ -273,6 +277,16 @@ fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
             format!(
                 "{waiting_for} could not get through: {reason} (a body that holds no JSON-RPC \
                  answer, or one cut short)"
+            ),
+        ),
+        TransportFailure::Status(400..=599) => fail(
+            EXIT_REFUSED,
+            format!("{waiting_for} was refused with {reason}"),
+        ),
+        TransportFailure::Disconnected => fail(
+            EXIT_EXITED,
+            format!(
+                "{waiting_for} could not get through: {reason} (the server closed it, or exited)"
             ),
         ),
         _ => fail(

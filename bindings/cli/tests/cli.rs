@@ -947,7 +947,7 @@ for line in sys.stdin:
         print(json.dumps({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32602,"message":"client lacks the \"roots\" capability\n\u001b[31m"}}), flush=True)
 "#;
     let (code, _, err) = mcpwire(&["probe", "--", "python3", "-c", script]);
-    assert_eq!(code, 4, "{err}");
+    assert_eq!(code, 9, "a refusal: {err}");
     assert!(
         err.contains(
             r#"refused initialize (JSON-RPC error -32602): "client lacks the \"roots\" capability\n\u{1b}[31m""#
@@ -1143,9 +1143,14 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
     // A 202 to a request says so (it was "the stream ended without the answer (a body that
     // holds no JSON-RPC answer, or one cut short)").
-    for (status, says) in [
-        ("500", "HTTP status 500"),
-        ("202", "HTTP 202 Accepted, which answers only notifications"),
+    // An error status is a refusal (9), a 202 a broken protocol (4).
+    for (status, says, want) in [
+        ("500", "HTTP status 500", 9),
+        (
+            "202",
+            "HTTP 202 Accepted, which answers only notifications",
+            4,
+        ),
     ] {
         let port = free_port();
         let _server = python_http_server(&script.replace("STATUS", status), port);
@@ -1160,7 +1165,7 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
             "--url",
             &url,
         ]);
-        assert_eq!(code, 4, "{out}{err}");
+        assert_eq!(code, want, "{out}{err}");
         assert!(err.contains(says), "{out}{err}");
         assert!(
             started.elapsed() < std::time::Duration::from_secs(10),
@@ -1168,6 +1173,33 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
             started.elapsed()
         );
     }
+}
+
+/// A server that takes the connection and closes it without an answer has gone away (5), not
+/// broken the protocol (4, until the twenty-seventh session).
+#[test]
+fn probe_reports_a_connection_closed_without_an_answer_as_the_server_gone() {
+    let script = r#"
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    try:
+        c.recv(65536)
+    except OSError:
+        pass
+    c.close()
+"#;
+    let port = free_port();
+    let _server = python_http_server(script, port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(err.contains("the connection failed"), "{err}");
 }
 
 /// What a helper's audit of the command found, each fixed: a huge `--timeout` panicked,
@@ -1301,7 +1333,7 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     let _server = python_http_server(script, port);
     let url = format!("http://user:secret@127.0.0.1:{port}/mcp");
     let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
-    assert_eq!(code, 4, "{out}{err}");
+    assert_eq!(code, 9, "a refusal: {out}{err}");
     assert!(
         err.contains("HTTP status 401") && err.contains("wants credentials"),
         "{err}"
@@ -1310,7 +1342,7 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     // A 403 may also be a Host the server does not accept (DNS rebinding protection).
     let url = format!("http://127.0.0.1:{port}/forbidden");
     let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
-    assert_eq!(code, 4, "{out}{err}");
+    assert_eq!(code, 9, "a refusal: {out}{err}");
     assert!(
         err.contains("HTTP status 403") && err.contains("does not accept this Host"),
         "{err}"
