@@ -291,9 +291,15 @@ impl Link {
             timeout,
             health: StoreHealth::default(),
         };
-        let conn = link
+        let mut conn = link
             .connect()
             .map_err(|e| StoreError::redis("cannot connect to Redis", e))?;
+        // A connection alone proves little: something else may listen there, or Redis may
+        // want a password the URL lacks (every later call would then fail with NOAUTH while
+        // the server ran on as if alone). One PING says whether Redis serves us.
+        redis::cmd("PING")
+            .query::<String>(&mut conn)
+            .map_err(|e| StoreError::redis("Redis did not answer PING", e))?;
         link.conn = Some(conn);
         Ok(link)
     }

@@ -17,18 +17,29 @@ use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore};
 struct RedisServer {
     port: u16,
     child: Option<Child>,
+    /// Extra command-line options, kept for restarts.
+    extra: &'static [&'static str],
 }
 
 impl RedisServer {
     /// Starts one on a free port. A port found free may be taken before `redis-server` binds
     /// it (by another test's listener or connection): then another port is tried.
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts one with extra command-line options.
+    fn start_with(extra: &'static [&'static str]) -> Self {
         for _ in 0..5 {
             let port = {
                 let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
                 listener.local_addr().unwrap().port()
             };
-            let mut server = RedisServer { port, child: None };
+            let mut server = RedisServer {
+                port,
+                child: None,
+                extra,
+            };
             match server.try_restart() {
                 Ok(()) => return server,
                 Err(log) => {
@@ -54,6 +65,7 @@ impl RedisServer {
         let mut child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(self.extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -524,6 +536,12 @@ fn connect_reports_what_is_wrong() {
         "{err}"
     );
     assert!(std::error::Error::source(&err).is_some());
+    // Something that accepts connections but is not Redis (it never answers): refused
+    // within the timeout, not accepted to fail every later call.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let err = RedisSessionStore::connect(&url, options()).expect_err("nothing answers there");
+    assert!(err.to_string().contains("did not answer PING"), "{err}");
     let err = RedisEventStore::connect("nonsense://", options()).expect_err("a bad URL");
     assert!(
         err.to_string().starts_with("invalid Redis address"),
@@ -545,6 +563,13 @@ fn connect_reports_what_is_wrong() {
         assert!(err.to_string().contains("must not be zero"), "{err}");
         RedisSessionStore::connect(&redis.url(), bad).expect_err("refused");
     }
+    // A Redis that wants a password the URL lacks: NOAUTH at once, not on every later call.
+    let mut locked = RedisServer::start_with(&["--requirepass", "sekrit"]);
+    let err = RedisEventStore::connect(&locked.url(), options()).expect_err("no password");
+    assert!(err.to_string().contains("NOAUTH"), "{err}");
+    let with = format!("redis://:sekrit@127.0.0.1:{}/", locked.port);
+    RedisSessionStore::connect(&with, options()).expect("the password given");
+    locked.stop();
 }
 
 #[test]
