@@ -54,9 +54,13 @@
 //!   so Redis orders the set by event number, members are unique even if two events had the
 //!   same bytes, and every `u64` event number is exact (a score, a double, would be exact
 //!   only up to 2<sup>53</sup>). It expires `ttl` after the stream's last append.
-//! - `{prefix}:i:{session}`: a set of the session's stream numbers, so that
-//!   [`forget`](EventStore::forget) finds all its streams. It expires `ttl` after the
-//!   session's last append (so never before any of its streams).
+//! - `{prefix}:x:{session}`: a sorted set of the session's stream numbers, each scored by
+//!   when its events' key expires (Unix milliseconds, Redis's clock), so that
+//!   [`forget`](EventStore::forget) finds all its streams; every append drops the streams
+//!   whose keys have expired, so it holds only live ones. It expires `ttl` after the
+//!   session's last append (so never before any of its streams). (Until the
+//!   twenty-seventh session it was `{prefix}:i:{session}`, a plain set that kept every stream
+//!   a session ever had.)
 //!
 //! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD`,
 //! `ZREMRANGEBYRANK` (the bound), `PEXPIRE` of the stream, `SADD` and `PEXPIRE` of the index.
@@ -353,11 +357,16 @@ impl Link {
 /// An append, as one script so that it is atomic and costs one reply: a Redis that stops
 /// answering then costs the call one timeout, not one per command (KEYS: the stream's events,
 /// the session's index of streams; ARGV: the member, the rank to trim to, the TTL in
-/// milliseconds, the stream id).
+/// milliseconds, the stream id). The index scores each stream by when its key expires, on
+/// Redis's own clock, and drops the ones already gone, so a long session's index holds only
+/// its live streams.
 const APPEND: &str = "redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, ARGV[2]) \
 redis.call('PEXPIRE', KEYS[1], ARGV[3]) \
-redis.call('SADD', KEYS[2], ARGV[4]) \
+local t = redis.call('TIME') \
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4]) \
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now) \
 redis.call('PEXPIRE', KEYS[2], ARGV[3]) \
 return 1";
 
@@ -377,7 +386,7 @@ impl Keys {
     }
 
     fn index(&self, session: &str) -> String {
-        format!("{}:i:{session}", self.prefix)
+        format!("{}:x:{session}", self.prefix)
     }
 }
 
@@ -620,7 +629,11 @@ impl EventStore for RedisEventStore {
         let keys = self.keys.clone();
         let session = session.to_owned();
         self.link.run("forget events", move |conn| {
-            let streams: Vec<String> = redis::cmd("SMEMBERS").arg(&index).query(conn)?;
+            let streams: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&index)
+                .arg(0)
+                .arg(-1)
+                .query(conn)?;
             let mut del = redis::cmd("DEL");
             del.arg(&index);
             for stream in &streams {
