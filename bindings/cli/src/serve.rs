@@ -795,7 +795,8 @@ pub struct ScaleOut {
 
 impl ScaleOut {
     /// Claims this replica's number, puts the shared stores into `config`, and gives this
-    /// replica its own stream ids. A number another running replica holds is refused.
+    /// process stream ids no other has had. A number another running replica holds is
+    /// refused.
     fn configure(
         &self,
         config: &mut HttpServerConfig,
@@ -818,12 +819,14 @@ impl ScaleOut {
             &token,
             CLAIM_TTL + Duration::from_secs(1),
         )?;
-        let events = RedisEventStore::connect(&self.url, options.clone())?;
+        let mut events = RedisEventStore::connect(&self.url, options.clone())?;
+        // A block of stream ids no process has had: a restarted replica must not reuse the
+        // ids its sessions' stored events carry.
+        config.first_stream_id = events.first_stream_id()?;
         let sessions = RedisSessionStore::connect(&self.url, options)?;
         let health = [events.health(), sessions.health()];
         config.events = Some(Box::new(events));
         config.sessions = Some(Box::new(sessions));
-        config.first_stream_id = (u64::from(self.replica) << 48) | 1;
         config.shared_touch_interval = self.touch_interval;
         Ok((health, claim))
     }

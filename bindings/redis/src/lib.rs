@@ -14,18 +14,20 @@
 //!
 //! # Example
 //!
-//! Every replica connects both stores to the same Redis, and draws its SSE stream ids from
-//! its own range (`first_stream_id`), since stream ids key the shared events:
+//! Every replica connects both stores to the same Redis, and draws its SSE stream ids from a
+//! block no other process has had (`first_stream_id`), since stream ids key the shared
+//! events and a session outlives the process that opened it:
 //!
 //! ```no_run
 //! use mcpwire::http::{HttpServer, HttpServerConfig};
 //! use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore, StoreError};
 //!
-//! /// The HTTP engine of replica number `replica` (0, 1, 2, …) of a deployment.
-//! fn replica(config: mcpwire::Config, replica: u64) -> Result<HttpServer, StoreError> {
+//! /// The HTTP engine of one replica of a deployment.
+//! fn replica(config: mcpwire::Config) -> Result<HttpServer, StoreError> {
 //!     let url = "redis://127.0.0.1:6379/";
 //!     let options = RedisOptions::default();
-//!     let events = RedisEventStore::connect(url, options.clone())?;
+//!     let mut events = RedisEventStore::connect(url, options.clone())?;
+//!     let first_stream_id = events.first_stream_id()?;
 //!     let sessions = RedisSessionStore::connect(url, options.clone())?;
 //!     // Keep these to report the stores' failures (metrics, health checks).
 //!     let (_events_health, _sessions_health) = (events.health(), sessions.health());
@@ -35,7 +37,7 @@
 //!     http.session_idle_timeout = options.ttl;
 //!     http.events = Some(Box::new(events));
 //!     http.sessions = Some(Box::new(sessions));
-//!     http.first_stream_id = (replica << 48).max(1);
+//!     http.first_stream_id = first_stream_id;
 //!     Ok(HttpServer::new(http))
 //! }
 //! ```
@@ -62,12 +64,16 @@
 //!   twenty-seventh session it was `{prefix}:i:{session}`, a plain set that kept every stream
 //!   a session ever had.)
 //!
+//! - `{prefix}:streams`: a counter (no expiry), one step per server process started:
+//!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
+//!
 //! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD`,
-//! `ZREMRANGEBYRANK` (the bound), `PEXPIRE` of the stream, `SADD` and `PEXPIRE` of the index.
+//! `ZREMRANGEBYRANK` (the bound), `PEXPIRE` of the stream, `ZADD`, `ZREMRANGEBYSCORE` (the
+//! expired streams) and `PEXPIRE` of the index.
 //! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
 //! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
-//! (`SMEMBERS`, then one `DEL`).
+//! (`ZRANGE`, then one `DEL`).
 //!
 //! # Guarantees
 //!
@@ -390,12 +396,11 @@ impl Keys {
     }
 }
 
-/// A replica's hold on its number in a deployment, and so on its range of stream ids
-/// ([`HttpServerConfig::first_stream_id`](mcpwire::http::HttpServerConfig::first_stream_id)):
-/// two replicas given the same number would write the same stream keys, and a resumption on
-/// one would replay the other's events. Take it at startup with [`ReplicaClaim::acquire`]
-/// before serving, [`renew`](Self::renew) it more often than [`CLAIM_TTL`], and drop it at
-/// the end (that releases the number at once).
+/// A replica's hold on its number in a deployment, for deployments that name their replicas
+/// (in logs and metrics, say) and want two running servers never to share a name. Stream ids
+/// do not depend on it ([`RedisEventStore::first_stream_id`]). Take it at startup with
+/// [`ReplicaClaim::acquire`] before serving, [`renew`](Self::renew) it more often than
+/// [`CLAIM_TTL`], and drop it at the end (that releases the number at once).
 pub struct ReplicaClaim {
     link: Link,
     key: String,
@@ -551,7 +556,36 @@ impl RedisEventStore {
     pub fn health(&self) -> StoreHealth {
         self.link.health.clone()
     }
+
+    /// The first SSE stream id for this server process: set it as
+    /// [`HttpServerConfig::first_stream_id`](mcpwire::http::HttpServerConfig::first_stream_id)
+    /// once at startup. Stream ids key the shared events, and a session outlives the process
+    /// that opened it: a replica restarted with the ids it had before would add its new
+    /// streams' events to the old ones, and a resumption would replay both. Each call takes
+    /// the next of 2<sup>24</sup> blocks of 2<sup>40</sup> ids from a counter in Redis, so no
+    /// two processes of a deployment share one (the counter wraps after 16 million process
+    /// starts, by when the sessions of the first are long gone). Fails if Redis cannot be
+    /// reached.
+    pub fn first_stream_id(&mut self) -> Result<u64, StoreError> {
+        let mut cmd = redis::cmd("INCR");
+        cmd.arg(format!("{}:streams", self.keys.prefix));
+        let Some(n) = self
+            .link
+            .run("allocate stream ids", |conn| cmd.query::<u64>(conn))
+        else {
+            return Err(StoreError::invalid(&format!(
+                "cannot allocate stream ids: {}",
+                self.link.health.last_error().unwrap_or_default()
+            )));
+        };
+        Ok(((n & STREAM_BLOCKS_MASK) << STREAM_BLOCK_BITS) | 1)
+    }
 }
+
+/// The stream ids of one block ([`RedisEventStore::first_stream_id`]): 2<sup>40</sup>, a
+/// million new streams a second for twelve days.
+const STREAM_BLOCK_BITS: u32 = 40;
+const STREAM_BLOCKS_MASK: u64 = (1 << (64 - STREAM_BLOCK_BITS)) - 1;
 
 impl fmt::Debug for RedisEventStore {
     // Without the client: its address may hold a password.

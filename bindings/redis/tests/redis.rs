@@ -622,15 +622,16 @@ mod replicas {
 
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"moving-client","version":"7"}}}"#;
 
-    /// Replica `n`'s engine on the shared Redis.
-    fn replica(redis: &RedisServer, n: u64) -> HttpServer {
+    /// A replica's engine on the shared Redis, as a server process starts it.
+    fn replica(redis: &RedisServer) -> HttpServer {
         let server = mcpwire::Config::server("redis-test", "1")
             .with_capabilities(r#"{"tools":{},"logging":{}}"#)
             .unwrap();
         let mut config = HttpServerConfig::new(server);
-        config.events = Some(Box::new(events(redis, options())));
+        let mut events = events(redis, options());
+        config.first_stream_id = events.first_stream_id().expect("a block of stream ids");
+        config.events = Some(Box::new(events));
         config.sessions = Some(Box::new(sessions(redis, options())));
-        config.first_stream_id = n << 48;
         HttpServer::new(config)
     }
 
@@ -646,7 +647,9 @@ mod replicas {
             headers: &headers,
             body: body.as_bytes(),
         };
-        let mut counter = 0u8;
+        // Each call its own bytes: every session gets its own id.
+        static SEED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        let mut counter = SEED.fetch_add(37, std::sync::atomic::Ordering::Relaxed);
         s.handle_request(Timestamp::ZERO, &req, &mut |buf: &mut [u8]| {
             for b in buf {
                 counter = counter.wrapping_add(1);
@@ -696,10 +699,61 @@ mod replicas {
         (out, finished)
     }
 
+    /// A replica restarted (its process replaced) serves the sessions Redis still holds with
+    /// stream ids no earlier process had: the restarted replica reused its ids, so a new
+    /// request's events went into an old stream's key and one resumption replayed two
+    /// requests' messages (found by a helper's audit).
+    #[test]
+    fn a_restarted_replica_never_mixes_its_streams_with_the_old_ones() {
+        let redis = RedisServer::start();
+        let mut a = replica(&redis);
+        let r = send(&mut a, "POST", &[], INIT);
+        let sid = header(&r, "Mcp-Session-Id").to_owned();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        send(&mut a, "POST", &[("Mcp-Session-Id", &sid)], initialized);
+        let mut old_streams = Vec::new();
+        for life in ["OLD", "NEW"] {
+            if life == "NEW" {
+                a = replica(&redis); // the process restarts
+            }
+            let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#;
+            let (stream, key, id) = post(&mut a, &sid, call);
+            let text = format!(r#"{{"content":[{{"type":"text","text":"{life}"}}]}}"#);
+            a.connection(key)
+                .unwrap()
+                .respond(id.as_id(), RawJson::new(&text).unwrap())
+                .unwrap();
+            a.pump();
+            let (msgs, finished) = read(&mut a, stream, &mut StreamReader::new());
+            assert!(finished && msgs.len() == 1, "{msgs:?}");
+            assert!(!old_streams.contains(&stream), "{stream:?} again");
+            old_streams.push(stream);
+        }
+        // Each stream resumes (on another replica) with its own answer only.
+        let mut b = replica(&redis);
+        for (stream, life) in old_streams.iter().zip(["OLD", "NEW"]) {
+            let from = format!("{}-0", stream.0);
+            let r = send(
+                &mut b,
+                "GET",
+                &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &from)],
+                "",
+            );
+            let Body::Stream(resumed) = r.body else {
+                panic!("{r:?}")
+            };
+            let (msgs, _) = read(&mut b, resumed, &mut StreamReader::new());
+            assert!(
+                msgs.len() == 1 && msgs[0].contains(life),
+                "{life}: {msgs:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_session_moves_between_replicas_and_its_stream_resumes_on_the_other() {
         let redis = RedisServer::start();
-        let (mut a, mut b) = (replica(&redis, 1), replica(&redis, 2));
+        let (mut a, mut b) = (replica(&redis), replica(&redis));
         let r = send(&mut a, "POST", &[], INIT);
         assert_eq!(r.status, 200, "{r:?}");
         let sid = header(&r, "Mcp-Session-Id").to_owned();
@@ -713,7 +767,10 @@ mod replicas {
         assert_eq!(b.sessions(), 0);
         let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#;
         let (stream, key, id) = post(&mut b, &sid, call);
-        assert!(stream.0 >= 2 << 48, "B's stream ids come from B's range");
+        assert!(
+            stream.0 >= 2 << 40,
+            "B's stream ids come from the second block"
+        );
         assert_eq!(b.sessions(), 1);
         let conn = b.connection(key).unwrap();
         assert!(conn.peer_info().unwrap().get().contains("moving-client"));
@@ -780,7 +837,11 @@ mod replicas {
             send(&mut a, "POST", &[("Mcp-Session-Id", &sid)], ping).status,
             404
         );
-        assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+        assert_eq!(
+            redis.keys(),
+            vec!["mcpw:streams"],
+            "only the id counter stays"
+        );
     }
 }
 
