@@ -185,8 +185,11 @@ pub struct HttpServerConfig {
     /// of them serves any session.
     pub sessions: Option<Box<dyn SessionStore>>,
     /// The first SSE stream id this server hands out (default 1). Stream ids appear in event
-    /// ids and key the shared [`EventStore`], so servers sharing one must draw from disjoint
-    /// ranges: give replica `n` a start of, say, `n << 48`.
+    /// ids and key the shared [`EventStore`], so processes sharing one must draw from disjoint
+    /// ranges, and so must a process that restarts while its sessions live on in the shared
+    /// stores: take a start no process had before from the shared store itself (as
+    /// `mcpwire_redis::RedisEventStore::first_stream_id` does), not a fixed number per
+    /// replica.
     pub first_stream_id: u64,
     /// With a shared [`SessionStore`]: the longest a replica goes without touching a session
     /// it serves (default zero: every request touches it). Each touch is a round trip to the
