@@ -2618,6 +2618,98 @@ fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates
     assert!(none.is_empty() && finished);
 }
 
+/// A client that resumes on another replica before the request's next message is stored
+/// keeps its place: the replica has nothing to replay, so it sends the client's own event id
+/// back (an event without data) and a `retry`, and the client comes back later (SEP-1699
+/// polling) and gets the rest. The stream ended with no bytes at all: the TypeScript SDK took
+/// that for a finished stream, forgot its cursor and never got the answer (found by a
+/// helper's audit with two replicas and the real SDK).
+#[test]
+fn a_resumption_on_another_replica_before_anything_new_keeps_the_clients_place() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let (stream, key, id) = post_request(
+        &mut a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    log_on(&mut a, key, &id, "\"one\"");
+    let mut reader = StreamReader::new();
+    let (seen, _) = read_stream(&mut a, stream, &mut reader);
+    assert_eq!(seen.len(), 1);
+    a.stream_closed(T0, stream);
+    let last = reader.last_event_id().unwrap().to_owned();
+    // Nothing new yet: B replays nothing, but keeps the cursor and says when to retry.
+    let mut on_b = StreamReader::new();
+    let resumed = get_stream(
+        &mut b,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (none, finished) = read_stream(&mut b, resumed, &mut on_b);
+    assert!(none.is_empty() && finished, "{none:?}");
+    assert_eq!(
+        on_b.last_event_id(),
+        Some(last.as_str()),
+        "the client's place"
+    );
+    assert!(on_b.retry().is_some(), "and when to come back");
+    // A goes on; the client comes back to B and gets the rest.
+    log_on(&mut a, key, &id, "\"two\"");
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    a.pump();
+    let again = get_stream(
+        &mut b,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (rest, finished) = read_stream(&mut b, again, &mut on_b);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["params"]["data"], "two");
+    assert_eq!(rest[1]["id"], 4);
+    assert!(finished);
+}
+
+/// A DELETE on a replica at its session cap, every session of its own busy, still ends a
+/// session another replica opened: it was taken over first, which needed room (503, and the
+/// session lived on everywhere).
+#[test]
+fn a_delete_on_a_full_replica_ends_another_replicas_session() {
+    let stores = Replicated::default();
+    let mut a = replica(&stores, 1);
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(stores.clone()));
+    config.sessions = Some(Box::new(stores.clone()));
+    config.first_stream_id = 2 << 48;
+    config.max_sessions = 1;
+    let mut b = HttpServer::new(config);
+    let on_a = open_session(&mut a);
+    let on_b = open_session(&mut b);
+    let _held = get_stream(&mut b, &[("Mcp-Session-Id", &on_b)]);
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    assert_eq!(
+        send(&mut b, "POST", &[("Mcp-Session-Id", &on_a)], ping).status,
+        503,
+        "B is full: it cannot serve A's session"
+    );
+    assert_eq!(
+        send(&mut b, "DELETE", &[("Mcp-Session-Id", &on_a)], "").status,
+        200
+    );
+    assert_eq!(
+        send(&mut a, "POST", &[("Mcp-Session-Id", &on_a)], ping).status,
+        404,
+        "gone everywhere"
+    );
+    assert_eq!(
+        send(&mut b, "DELETE", &[("Mcp-Session-Id", &on_a)], "").status,
+        404
+    );
+    assert_eq!(b.sessions(), 1, "B's own session stays");
+}
+
 #[test]
 fn a_delete_on_one_replica_ends_the_session_on_every_replica() {
     let stores = Replicated::default();

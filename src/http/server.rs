@@ -1394,11 +1394,28 @@ impl HttpServer {
                     );
                 }
                 None => {
+                    let mut buf = replay;
+                    let ours =
+                        (self.config.first_stream_id.max(1)..self.next_stream).contains(&old.0);
+                    if !resumes_standalone && self.shared.is_some() && !ours {
+                        // Another process holds this request's stream, or held it: what it
+                        // stores later reaches the client only through another resumption.
+                        // Keep the client's place and say when to come back (SEP-1699
+                        // polling). A stream that ended with nothing at all looked finished
+                        // to the TypeScript SDK, which then dropped its cursor, opened a
+                        // plain GET and never got the answer. (One of this process's own
+                        // that it no longer holds has finished: nothing more will come.)
+                        let version = self.conns.get(&key).and_then(|c| c.conn.protocol_version());
+                        if buf.is_empty() && version == Some(ProtocolVersion::V2025_11_25) {
+                            write_stream_event(&mut buf, old, event_no, "");
+                        }
+                        sse::write_retry(&mut buf, self.config.retry_ms);
+                    }
                     self.streams.insert(
                         old,
                         Stream {
                             conn: ConnKey(key),
-                            buf: replay,
+                            buf,
                             read: 0,
                             awaiting: Awaiting::default(),
                             done: !resumes_standalone,
@@ -1508,6 +1525,29 @@ impl HttpServer {
     }
 
     fn delete(&mut self, now: Timestamp, known: &Known<'_>, sid: &str) -> HttpResponse {
+        // A session another replica opened is ended in the shared stores alone: taking it over
+        // first needed room for it here, and at the session cap the DELETE got a 503 while
+        // the session lived on everywhere.
+        if !self.sessions.contains_key(sid)
+            && let Some(shared) = self.shared.as_mut()
+        {
+            if shared.load(sid).is_none() {
+                return HttpResponse::rpc_error(
+                    404,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Session not found",
+                );
+            }
+            if let Some(refused) = self.refuse_version_header(known) {
+                return refused;
+            }
+            if let Some(shared) = self.shared.as_mut() {
+                shared.forget(sid);
+            }
+            self.events.forget(sid);
+            return HttpResponse::empty(200);
+        }
         let key = match self.find_session(now, sid) {
             Ok(key) => key,
             Err(refused) => return refused,
