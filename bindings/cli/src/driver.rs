@@ -216,6 +216,14 @@ impl Session {
 
     /// The exit status, if the server exits within a moment (it has closed its output, so it
     /// is usually on its way out). Always `None` over HTTP.
+    /// The stdio server's exit status if it has exited already (no wait).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let Link::Stdio { child, .. } = &mut self.link else {
+            return None;
+        };
+        child.try_wait().ok().flatten()
+    }
+
     pub fn try_status(&mut self) -> Option<ExitStatus> {
         let Link::Stdio { child, .. } = &mut self.link else {
             return None;

@@ -169,7 +169,7 @@ fn probe_command(args: ProbeArgs) -> i32 {
                 cli.build();
                 let probe = cli.find_subcommand_mut("probe").expect("a command");
                 let message = format!("--call's arguments {bad}");
-                probe.error(ErrorKind::ValueValidation, message).exit();
+                usage_error(probe.error(ErrorKind::ValueValidation, message), args.json);
             }
             Some((name, arguments))
         }
@@ -201,8 +201,35 @@ fn serve_command(args: ServeArgs) -> i32 {
     }
 }
 
+/// Exits for a bad command line (2), as clap does: its message on stderr, and, for
+/// `probe --json`, the same message in the report's `error` on stdout, so a script reading
+/// the JSON learns why there is no report.
+fn usage_error(e: clap::Error, json: bool) -> ! {
+    if json && e.use_stderr() {
+        let rendered = e.render().to_string();
+        let first = rendered.lines().next().unwrap_or("bad command line");
+        let failure = probe::Failure {
+            code: probe::EXIT_USAGE,
+            message: first.strip_prefix("error: ").unwrap_or(first).to_owned(),
+        };
+        let report = probe::to_json(&probe::Report::default(), Some(&failure));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    }
+    e.exit()
+}
+
+/// Whether the command line asks for `probe --json` (before any `--`).
+fn wants_json() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    args.iter().any(|a| a == "probe") && args.iter().any(|a| a == "--json")
+}
+
 fn main() {
-    let code = match Cli::parse().command {
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e, wants_json()));
+    let code = match cli.command {
         Some(Command::Demo) => demo::run(),
         Some(Command::Probe(args)) => probe_command(args),
         Some(Command::Serve(args)) => serve_command(args),

@@ -217,7 +217,9 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                 "the server's answer to initialize / server/discover is malformed",
             ),
             CloseReason::InitializeTimedOut => {
-                fail(EXIT_TIMEOUT, format!("no answer to {waiting_for} in time"))
+                gone_quietly(session, waiting_for).unwrap_or_else(|| {
+                    fail(EXIT_TIMEOUT, format!("no answer to {waiting_for} in time"))
+                })
             }
             other => fail(EXIT_PROTOCOL, format!("the connection ended: {other:?}")),
         }),
@@ -382,13 +384,16 @@ fn verdict(
     match outcome {
         Ok(Outcome::Result(v)) => Ok(Ok(v)),
         Ok(Outcome::RpcError(code, message)) => Ok(Err((code, message))),
-        Ok(Outcome::Ended(Ev::TimedOut { .. })) => Err(fail(
-            EXIT_TIMEOUT,
-            format!(
-                "no answer to {waiting_for} within {} s",
-                timeout.as_secs_f64()
-            ),
-        )),
+        Ok(Outcome::Ended(Ev::TimedOut { .. })) => Err(gone_quietly(session, waiting_for)
+            .unwrap_or_else(|| {
+                fail(
+                    EXIT_TIMEOUT,
+                    format!(
+                        "no answer to {waiting_for} within {} s",
+                        timeout.as_secs_f64()
+                    ),
+                )
+            })),
         Ok(Outcome::Ended(ev)) => Err(fatal(session, &ev, waiting_for).unwrap_or_else(|| {
             fail(
                 EXIT_PROTOCOL,
@@ -405,16 +410,27 @@ fn verdict(
                 format!("the server closed its output before answering {waiting_for}{status}"),
             ))
         }
-        Err(Stop::Deadline) => Err(fail(
-            EXIT_TIMEOUT,
-            format!("no answer to {waiting_for} in time"),
-        )),
+        Err(Stop::Deadline) => Err(gone_quietly(session, waiting_for)
+            .unwrap_or_else(|| fail(EXIT_TIMEOUT, format!("no answer to {waiting_for} in time")))),
         // (Reported as the signal it was, once the server is stopped.)
         Err(Stop::Signal) => Err(fail(
             EXIT_EXITED,
             format!("stopped by a signal during {waiting_for}"),
         )),
     }
+}
+
+/// At a timeout: a stdio server that exited without its output closing (a process it
+/// started still holds it open) has gone, not run slow.
+fn gone_quietly(session: &mut Session, waiting_for: &str) -> Option<Failure> {
+    let status = session.exited()?;
+    Some(fail(
+        EXIT_EXITED,
+        format!(
+            "the server exited ({status}) before answering {waiting_for}; a process it started \
+             still holds its output open"
+        ),
+    ))
 }
 
 /// Waits for the handshake (or discovery).

@@ -176,6 +176,26 @@ for line in sys.stdin:
     }
 }
 
+/// A server that exits while a process it started keeps its stdout open: no end of output
+/// comes, yet the server is gone (5), not slow (6, until the twenty-seventh session).
+#[test]
+fn probe_reports_a_server_that_exited_behind_a_lingering_child() {
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--timeout",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "sleep 3 & exit 3",
+    ]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("exited (exit status: 3)") && err.contains("still holds its output open"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_servers_get_exact_exit_codes_and_messages() {
     let (code, _, err) = mcpwire(&[
@@ -1224,6 +1244,16 @@ fn probe_reports_bad_options_and_unreachable_servers_as_documented() {
         (
             &["probe", "--json", "--url", "http://127.0.0.1:1/mcp"][..],
             3,
+        ),
+        // Usage errors too (clap's and --call's): the report says why there is none.
+        (
+            &["probe", "--json", "--timeout", "abc", "--", "true"][..],
+            2,
+        ),
+        (&["probe", "--json", "--bogus", "--", "true"][..], 2),
+        (
+            &["probe", "--json", "--call", "echo", "[1]", "--", "true"][..],
+            2,
         ),
     ] {
         let (code, out, err) = mcpwire(args);
