@@ -2925,6 +2925,20 @@ enum mcpw_result mcpw_http_client_session_id(const struct mcpw_http_client *clie
                                              struct mcpw_str *out_session);
 
 /**
+ * Reads the start of the last error response whose body held no JSON-RPC answer (an HTML
+ * page from a proxy, a framework's text) into `*out_text`: up to 512 bytes of UTF-8
+ * (invalid bytes replaced), trimmed; NULL with length 0 when none came. A request such a
+ * response failed reports only its HTTP status (`MCPW_EVENT_FAILED`); show this next to it
+ * when telling a person why, escaping control characters (it is the server's text). Valid
+ * until the next non-`const` call on the client.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_text` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_failure_text(const struct mcpw_http_client *client,
+                                               struct mcpw_str *out_text);
+
+/**
  * Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
  * so the server frees it at once. `*out_queued` is false without a session. Close the
  * connection first (`mcpw_conn_close`) for a clean end.

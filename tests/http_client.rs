@@ -1528,6 +1528,30 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
         c.events
     );
     c.assert_answered(labelled);
+    // The page's text is kept for whoever explains the failure (a status alone says little).
+    assert_eq!(
+        c.client.failure_text(),
+        Some("<html><body>Sign in</body></html>")
+    );
+    // A proxy's long error page: its start, lossy at the cut.
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    let page = format!("\n  Bad gateway: {}", "\u{e9}".repeat(400));
+    c.answer(&s, 502, &[("Content-Type", "text/plain")], &page);
+    assert!(matches!(
+        c.outcome(id),
+        Some(Ev::Failed {
+            reason: TransportFailure::Status(502),
+            ..
+        })
+    ));
+    let text = c.client.failure_text().unwrap();
+    assert!(text.starts_with("Bad gateway: \u{e9}"), "{text}");
+    assert!(
+        text.len() <= mcpwire::http::FAILURE_TEXT_MAX + 3,
+        "{}",
+        text.len()
+    );
 }
 
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once

@@ -1930,7 +1930,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     const uint8_t *bytes = NULL;
     size_t len = 0, n1 = 9, n2 = 9;
     bool flag = true, finished = true, open = true;
-    uint64_t key = 9, deadline = 9;
+    uint64_t key = 9, deadline = 9, exchange = 0;
 
     /* Freeing NULL does nothing. */
     mcpw_http_server_free(NULL);
@@ -2101,8 +2101,24 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     CHECK(str_eq(find_header(a.headers, a.headers_len, "Content-Type"), "application/json"));
     CHECK(find_header(a.headers, a.headers_len, "Accept").ptr != NULL);
     CHECK(find_header(a.headers, a.headers_len, "Mcp-Session-Id").ptr == NULL);
+    exchange = a.exchange;
     OK(mcpw_http_client_poll_action(client, &a));
     CHECK(a.kind == MCPW_HTTP_ACTION_NONE);
+    /* A proxy's error page instead of an answer: the handshake fails with the status, and
+     * the page's text is kept for the message. */
+    {
+        mcpw_http_header html = {{"Content-Type", 12}, {"text/html", 9}};
+        const char *page = "\n<h1>502 Bad Gateway</h1>\n";
+        OK(mcpw_http_client_failure_text(client, &s));
+        CHECK(s.ptr == NULL && s.len == 0);
+        OK(mcpw_http_client_handle_response(client, 1, exchange, 502, &html, 1));
+        OK(mcpw_http_client_handle_body(client, 1, exchange, (const uint8_t *)page, strlen(page)));
+        OK(mcpw_http_client_handle_end(client, 1, exchange, 0));
+        OK(mcpw_http_client_failure_text(client, &s));
+        CHECK(str_eq(s, "<h1>502 Bad Gateway</h1>"));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_failure_text(NULL, &s));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_failure_text(client, NULL));
+    }
     mcpw_http_client_free(client);
     mcpw_http_server_free(server);
     mcpw_config_free(sc);

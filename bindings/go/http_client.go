@@ -215,6 +215,24 @@ func (c *HTTPClient) SessionID() string {
 	return C.GoStringN(s.ptr, C.int(s.len))
 }
 
+// FailureText is the start of the last error response whose body held no JSON-RPC answer
+// (an HTML page from a proxy, a framework's text): up to 512 bytes, trimmed; "" when none
+// came. A request such a response failed reports only its HTTP status (FailedEvent,
+// ClosedEvent with CloseTransportFailed); show this next to it when telling a person why,
+// quoted (it is the server's text).
+func (c *HTTPClient) FailureText() string {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	if c.ptr == nil {
+		return ""
+	}
+	var s C.mcpw_str
+	if C.mcpw_http_client_failure_text(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
+		return ""
+	}
+	return C.GoStringN(s.ptr, C.int(s.len))
+}
+
 // exchangeResult is what an HTTP exchange's goroutine reports back to Run.
 type exchangeResult struct {
 	id      uint64

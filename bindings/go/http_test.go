@@ -1288,6 +1288,45 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	}
 }
 
+// An error page instead of an answer: the request fails with the status, and the page's text
+// is kept for the message (FailureText), readable from the handler.
+func TestHTTPClientKeepsTheTextOfAnErrorPage(t *testing.T) {
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, _ json.RawMessage) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "\n<h1>502 Bad Gateway</h1>\n")
+	})
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got := client.FailureText(); got != "" {
+		t.Fatalf("before any failure: %q", got)
+	}
+	var status int
+	var text string
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/list", nil, nil); err != nil {
+				t.Error(err)
+			}
+		case *FailedEvent:
+			status, text = ev.Status, client.FailureText()
+			c.Shutdown(now, 0)
+		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
+			t.Errorf("unexpected %#v", ev)
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("no end in time: %v", err)
+	}
+	if status != http.StatusBadGateway || text != "<h1>502 Bad Gateway</h1>" {
+		t.Fatalf("status %d, text %q", status, text)
+	}
+}
+
 // setHeaders adds as Header.Add does: canonical names, repeated names keep every value in
 // order, and a header already set (by a middleware, say) keeps its values first.
 func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {

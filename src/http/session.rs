@@ -272,7 +272,21 @@ pub struct HttpClient {
     /// The exchange carrying `initialize`: the session id is taken from its answer only (not
     /// from a 2026-07-28 answer, nor from a late answer of a session that ended).
     initialize: Option<ExchangeId>,
+    /// The start of the last error body that held no JSON-RPC answer ([`failure_text`]).
+    ///
+    /// [`failure_text`]: Self::failure_text
+    failure_text: Option<String>,
     now: Timestamp,
+}
+
+/// The most of an error response's body [`HttpClient::failure_text`] keeps, in bytes.
+pub const FAILURE_TEXT_MAX: usize = 512;
+
+/// The start of an error body, for [`HttpClient::failure_text`]; `None` when blank.
+fn failure_text_of(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(&body[..body.len().min(FAILURE_TEXT_MAX)]);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 impl HttpClient {
@@ -313,8 +327,27 @@ impl HttpClient {
             session_answered: false,
             skip_get: false,
             initialize: None,
+            failure_text: None,
             now,
         })
+    }
+
+    /// The start of the last error response whose body held no JSON-RPC answer (an HTML page
+    /// from a proxy, a framework's plain text), up to [`FAILURE_TEXT_MAX`] bytes as lossy
+    /// UTF-8, trimmed. A request it failed gets only [`TransportFailure::Status`]: show this
+    /// next to the status when you tell a person why. Escape its control characters before
+    /// printing it to a terminal; it is the server's text.
+    pub fn failure_text(&self) -> Option<&str> {
+        self.failure_text.as_deref()
+    }
+
+    /// Keeps the start of `body`, an error body without an answer, for [`failure_text`].
+    ///
+    /// [`failure_text`]: Self::failure_text
+    fn keep_failure_text(&mut self, body: &[u8]) {
+        if let Some(text) = failure_text_of(body) {
+            self.failure_text = Some(text);
+        }
     }
 
     /// The MCP connection, for commands (`request`, `respond`, …). Its output is sent by
@@ -560,8 +593,15 @@ impl HttpClient {
                 }
                 // Over the limit: the exchange fails now and the host stops reading it (a
                 // body with a piece left out must never be taken for the answer).
-                let failure = match ex.reading {
+                let failure = match &ex.reading {
                     Reading::Json(_) => TransportFailure::TooLarge,
+                    Reading::Other(body) => {
+                        let text = failure_text_of(if body.is_empty() { bytes } else { body });
+                        if text.is_some() {
+                            self.failure_text = text;
+                        }
+                        TransportFailure::Status(status)
+                    }
                     _ => TransportFailure::Status(status),
                 };
                 self.finish(now, exchange, failure);
@@ -631,6 +671,8 @@ impl HttpClient {
                 };
                 if answers_ours {
                     self.deliver_body(now, exchange, &body);
+                } else {
+                    self.keep_failure_text(&body);
                 }
                 // (A 202 to a request, which no answer can follow, is its status too.)
                 self.finish(now, exchange, TransportFailure::Status(status));

@@ -1469,6 +1469,30 @@ pub unsafe extern "C" fn mcpw_http_client_session_id(
     unsafe { with_ref(client, run) }
 }
 
+/// Reads the start of the last error response whose body held no JSON-RPC answer (an HTML
+/// page from a proxy, a framework's text) into `*out_text`: up to 512 bytes of UTF-8
+/// (invalid bytes replaced), trimmed; NULL with length 0 when none came. A request such a
+/// response failed reports only its HTTP status (`MCPW_EVENT_FAILED`); show this next to it
+/// when telling a person why, escaping control characters (it is the server's text). Valid
+/// until the next non-`const` call on the client.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_text` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_failure_text(
+    client: *const mcpw_http_client,
+    out_text: *mut mcpw_str,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_text) }?;
+        out.write(mcpw_str::of_opt(h.client.failure_text()));
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_ref(client, run) }
+}
+
 /// Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
 /// so the server frees it at once. `*out_queued` is false without a session. Close the
 /// connection first (`mcpw_conn_close`) for a clean end.

@@ -145,6 +145,15 @@ impl Session {
         }
     }
 
+    /// Over HTTP, the start of the last error body that held no JSON-RPC answer (an HTML
+    /// page, a proxy's text), to show with its status.
+    pub fn failure_text(&self) -> Option<String> {
+        match &self.link {
+            Link::Stdio { .. } => None,
+            Link::Http { client, .. } => client.http().failure_text().map(str::to_owned),
+        }
+    }
+
     /// Shows every chunk that crosses from now on to `transcript` (stdio).
     pub fn set_transcript(&mut self, transcript: Transcript) {
         if let Ok(mut t) = self.transcript.lock() {

@@ -151,7 +151,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             )),
             _ => None,
         },
-        Ev::Failed { reason, .. } => Some(transport_failure(*reason, waiting_for)),
+        Ev::Failed { reason, .. } => Some(transport_failure(session, *reason, waiting_for)),
         Ev::Closed { reason } => Some(match reason {
             CloseReason::Eof => {
                 let status = session
@@ -211,7 +211,9 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                     ),
                 )
             }
-            CloseReason::TransportFailed(reason) => transport_failure(*reason, waiting_for),
+            CloseReason::TransportFailed(reason) => {
+                transport_failure(session, *reason, waiting_for)
+            }
             CloseReason::InvalidInitializeResult => fail(
                 EXIT_PROTOCOL,
                 "the server's answer to initialize / server/discover is malformed",
@@ -242,8 +244,26 @@ fn said(message: &str) -> String {
     }
 }
 
-/// An HTTP exchange that failed without a JSON-RPC answer.
-fn transport_failure(reason: TransportFailure, waiting_for: &str) -> Failure {
+/// An HTTP exchange that failed without a JSON-RPC answer; with an error status, the start
+/// of the body that came with it (an HTML page says more than its status).
+fn transport_failure(session: &Session, reason: TransportFailure, waiting_for: &str) -> Failure {
+    let mut failure = transport_failure_alone(reason, waiting_for);
+    if let TransportFailure::Status(_) = reason
+        && let Some(text) = session.failure_text()
+    {
+        let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut short: String = text.chars().take(160).collect();
+        if text.chars().count() > 160 {
+            short.push('…');
+        }
+        failure
+            .message
+            .push_str(&format!("; the body said {short:?}"));
+    }
+    failure
+}
+
+fn transport_failure_alone(reason: TransportFailure, waiting_for: &str) -> Failure {
     match reason {
         TransportFailure::Status(401) => fail(
             EXIT_REFUSED,

@@ -1349,6 +1349,14 @@ class H(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if self.path == "/down":
+            body = b"<html>\n<head><title>502 Bad Gateway</title></head>\n</html>\n"
+            self.send_response(502)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path == "/forbidden":
             self.send_response(403)
             self.send_header("Content-Length", "0")
@@ -1382,6 +1390,16 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     assert_eq!(code, 4, "{out}{err}");
     assert!(
         err.contains("HTTP status 200") && err.contains("neither application/json nor"),
+        "{err}"
+    );
+    // An error page's text is shown with its status, on one line.
+    let url = format!("http://127.0.0.1:{port}/down");
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
+    assert_eq!(code, 9, "{out}{err}");
+    assert!(
+        err.contains(
+            r#"HTTP status 502 without an answer; the body said "<html> <head><title>502 Bad Gateway</title></head> </html>""#
+        ),
         "{err}"
     );
 }

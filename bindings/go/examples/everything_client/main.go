@@ -123,6 +123,7 @@ func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 		fail("config", err)
 	}
 	defer client.Close()
+	s.failureText = client.FailureText
 	s.endSession = func() {
 		if client.EndSession() {
 			fmt.Println("GO_CLIENT session: ended with DELETE")
@@ -158,7 +159,8 @@ func finish(ctx context.Context, s *session, err error) {
 type session struct {
 	conn                    *mcpwire.Conn // the connection, as the current event lends it
 	tool, arg, text, expect string
-	endSession              func() // HTTP: end the session before the last shutdown
+	endSession              func()        // HTTP: end the session before the last shutdown
+	failureText             func() string // HTTP: the body of the last error page
 	timeout                 time.Duration
 
 	step    string
@@ -202,7 +204,7 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 		}
 	case *mcpwire.FailedEvent:
 		if ev.Request == s.pending {
-			s.err = fmt.Errorf("HTTP exchange failed: %s", ev.Reason)
+			s.err = fmt.Errorf("HTTP exchange failed: %s%s", ev.Reason, s.said())
 		}
 	case *mcpwire.TimedOutEvent:
 		if ev.Request == s.pending {
@@ -228,6 +230,9 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 		// finish reports as such.
 		if !s.done && s.err == nil && ev.Reason != mcpwire.CloseLocal {
 			s.err = fmt.Errorf("connection closed: %s", closedReason(ev))
+			if ev.Reason == mcpwire.CloseTransportFailed {
+				s.err = fmt.Errorf("%w%s", s.err, s.said())
+			}
 		}
 	}
 }
@@ -306,6 +311,22 @@ func (s *session) onResult(now time.Time, result json.RawMessage) {
 			s.endSession()
 		}
 	}
+}
+
+// said is what an HTTP error page said, quoted, for a failure's message ("" over stdio, or
+// when it said nothing).
+func (s *session) said() string {
+	if s.failureText == nil {
+		return ""
+	}
+	text := strings.Join(strings.Fields(s.failureText()), " ")
+	if text == "" {
+		return ""
+	}
+	if r := []rune(text); len(r) > 160 {
+		text = string(r[:160]) + "…"
+	}
+	return fmt.Sprintf("; the body said %q", text)
 }
 
 // closedReason says why the connection closed, with what the event carries.
