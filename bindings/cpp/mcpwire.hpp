@@ -1180,6 +1180,13 @@ public:
         detail::check(mcpw_http_client_session_id(get(), &s));
         return detail::optional_view(s);
     }
+    /// The start of the last error page that held no JSON-RPC answer (a proxy's HTML, say),
+    /// to show next to a failure's HTTP status; nullopt when none came.
+    std::optional<std::string_view> failure_text() const {
+        mcpw_str s;
+        detail::check(mcpw_http_client_failure_text(get(), &s));
+        return detail::optional_view(s);
+    }
     /// Queues a DELETE of the session; false without one.
     bool end_session() {
         bool queued = false;

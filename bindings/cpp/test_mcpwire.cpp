@@ -691,6 +691,13 @@ void test_http_handles_are_move_only_and_report_errors() {
     CHECK(first->headers().find("content-type") ==
           std::optional<std::string_view>("application/json"));
     CHECK(first->body().find("\"method\"") != std::string_view::npos);
+    // An error page instead of the answer: its text is kept for the failure's message.
+    CHECK(!d.failure_text());
+    std::vector<mcpw_http_header> html{{{"Content-Type", 12}, {"text/html", 9}}};
+    d.handle_response(1, first->exchange(), 502, html);
+    d.handle_body(1, first->exchange(), " <h1>down</h1>\n");
+    d.handle_end(1, first->exchange());
+    CHECK(d.failure_text() == std::optional<std::string_view>("<h1>down</h1>"));
 }
 
 void test_http_a_session_in_memory() {
