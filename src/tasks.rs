@@ -932,27 +932,7 @@ impl Tasks {
 fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
     match (t.status, &t.outcome, &t.error) {
         (TaskStatus::Completed, Some(result), _) => {
-            let mut meta = Vec::new();
-            meta.extend_from_slice(
-                b"\"_meta\":{\"io.modelcontextprotocol/related-task\":{\"taskId\":",
-            );
-            write_json_string(&mut meta, task);
-            meta.extend_from_slice(b"}}");
-            let raw = RawJson::validated(result);
-            let text = match raw.get_unique("_meta") {
-                // The application's own `_meta` is kept as it is.
-                Ok(Some(_)) | Err(_) => result.clone(),
-                Ok(None) => {
-                    let body = result.trim_start().strip_prefix('{').unwrap_or("}");
-                    let sep = if body.trim_start().starts_with('}') {
-                        ""
-                    } else {
-                        ","
-                    };
-                    format!("{{{}{sep}{body}", String::from_utf8_lossy(&meta))
-                }
-            };
-            LegacyAnswer::Result(text)
+            LegacyAnswer::Result(with_related_task(result, task))
         }
         (TaskStatus::Failed, _, Some((code, message, data))) => LegacyAnswer::Error {
             code: *code,
@@ -965,6 +945,43 @@ fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
             data: None,
         },
     }
+}
+
+/// The `_meta` key that relates a 2025-11-25 message to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// `result` (an object) with the related-task `_meta` of `task` first in its `_meta`, merged
+/// with the result's own `_meta` members (a related-task member of its own is replaced: it
+/// is this task's result; a `_meta` that is not an object is dropped). The other members
+/// pass through byte for byte.
+fn with_related_task(result: &str, task: &str) -> String {
+    let raw = RawJson::validated(result);
+    let mut out = Vec::with_capacity(result.len() + 96);
+    out.extend_from_slice(b"{\"_meta\":{\"");
+    out.extend_from_slice(RELATED_TASK.as_bytes());
+    out.extend_from_slice(b"\":{\"taskId\":");
+    write_json_string(&mut out, task);
+    out.push(b'}');
+    let member = |out: &mut Vec<u8>, key: jsonrpc::JsonStr<'_>, value: RawJson<'_>| {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(key.raw().as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(value.get().as_bytes());
+    };
+    for (_, meta) in raw
+        .members()
+        .filter(|(k, v)| k.eq_str("_meta") && v.is_object())
+    {
+        for (k, v) in meta.members().filter(|(k, _)| !k.eq_str(RELATED_TASK)) {
+            member(&mut out, k, v);
+        }
+    }
+    out.push(b'}');
+    for (k, v) in raw.members().filter(|(k, _)| !k.eq_str("_meta")) {
+        member(&mut out, k, v);
+    }
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_else(|_| result.to_owned())
 }
 
 /// The `taskId` a tasks request names (a string), if it names one.

@@ -802,6 +802,55 @@ fn task_augmented_requests_of_2025_11_25_from_creation_to_tasks_result() {
     );
 }
 
+/// The answer of a 2025-11-25 `tasks/result` (or other tasks method) from `owner`, at once.
+fn legacy_answer(tasks: &mut Tasks, owner: u64, method: &str, task: &str) -> Value {
+    match tasks.answer_legacy(
+        T0,
+        owner,
+        mcpwire::jsonrpc::Id::Int(1),
+        method,
+        Some(raw(&json!({ "taskId": task }).to_string())),
+    ) {
+        Some(mcpwire::tasks::LegacyAnswer::Result(r)) => serde_json::from_str(&r).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_2025_11_25_tasks_result_merges_the_related_task_into_the_results_own_meta() {
+    // "The tasks/result operation MUST include this metadata in its response", also when the
+    // result has a `_meta` of its own, whose members stay.
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut random = ids();
+    let task = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    tasks
+        .complete(
+            T0,
+            &task,
+            raw(r#"{"content":[],"_meta":{"app/x":1,"io.modelcontextprotocol/related-task":{"taskId":"other"}},"structuredContent":{"a":"\u0041"}}"#),
+        )
+        .unwrap();
+    let result = legacy_answer(&mut tasks, 1, "tasks/result", &task);
+    assert_eq!(
+        result,
+        json!({
+            "_meta": {
+                "io.modelcontextprotocol/related-task": { "taskId": task },
+                "app/x": 1
+            },
+            "content": [],
+            "structuredContent": { "a": "A" }
+        })
+    );
+    // An empty result gets the `_meta` alone.
+    let empty = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    tasks.complete(T0, &empty, raw(" { } ")).unwrap();
+    assert_eq!(
+        legacy_answer(&mut tasks, 1, "tasks/result", &empty),
+        json!({ "_meta": { "io.modelcontextprotocol/related-task": { "taskId": empty } } })
+    );
+}
+
 #[test]
 fn cancelling_a_2025_11_25_task_ends_it_before_the_answer_and_failures_come_back_as_errors() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
