@@ -601,6 +601,55 @@ fn a_client_that_declared_the_extension_gets_the_handle_as_its_event_and_polls()
 }
 
 #[test]
+fn dual_era_peers_do_not_advertise_the_legacy_tasks_capability_in_2026_07_28() {
+    // Both sides declare 2025-11-25's `tasks` and the extension, and speak both eras: in
+    // 2026-07-28 the legacy capability is not part of the schema, and SEP-2663 forbids
+    // advertising it "under any protocol version that includes this extension".
+    let legacy_tasks = r#""tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}"#;
+    let ext = r#""extensions":{"io.modelcontextprotocol/tasks":{}}"#;
+    let client = Config::client("c", "1")
+        .with_capabilities(&format!(r#"{{"sampling":{{}},{legacy_tasks},{ext}}}"#))
+        .unwrap();
+    let server = Config::server("s", "1")
+        .with_capabilities(&format!(r#"{{"tools":{{}},{legacy_tasks},{ext}}}"#))
+        .unwrap();
+    let mut p = common::pair::Pair::new(client, server);
+    p.step();
+    p.client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"slow"}"#)))
+        .unwrap();
+    p.step();
+    let lines = |from_client| -> Vec<Value> {
+        p.lines(from_client)
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let sent = lines(true);
+    assert_eq!(sent.len(), 2, "server/discover, tools/call: {sent:?}");
+    assert_eq!(sent[0]["method"], "server/discover");
+    for request in &sent {
+        let caps = &request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        assert_eq!(
+            *caps,
+            json!({ "sampling": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } }),
+            "{request}"
+        );
+    }
+    let discovered = &lines(false)[0]["result"];
+    assert_eq!(
+        discovered["capabilities"],
+        json!({ "tools": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } })
+    );
+    // The server still sees the extension and the call.
+    let evs = p.take_server_events();
+    assert!(
+        matches!(&evs[..], [Ev::Ready { .. }, Ev::Request { method, .. }] if method == "tools/call"),
+        "{evs:?}"
+    );
+}
+
+#[test]
 fn a_task_handle_the_client_could_not_expect_is_an_invalid_response() {
     // The client did not declare the extension: a handle is invalid, whatever the server does.
     let mut p = modern_pair(false);

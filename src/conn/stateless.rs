@@ -289,6 +289,30 @@ pub(super) fn read_meta(
     }
 }
 
+/// Our capabilities as the 2026-07-28 era writes them (`server/discover`, a request's
+/// `clientCapabilities`): without the legacy `tasks` member, 2025-11-25's experimental tasks,
+/// which that era's schema does not have and SEP-2663 forbids advertising "under any protocol
+/// version that includes this extension" (a dual-era peer declares
+/// `io.modelcontextprotocol/tasks` under `extensions` there). Borrowed when there is none.
+fn modern_capabilities(caps: RawJson<'_>) -> std::borrow::Cow<'_, str> {
+    if !caps.members().any(|(k, _)| k.eq_str("tasks")) {
+        return std::borrow::Cow::Borrowed(caps.get());
+    }
+    let mut out = Vec::with_capacity(caps.get().len());
+    out.push(b'{');
+    for (k, v) in caps.members().filter(|(k, _)| !k.eq_str("tasks")) {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(k.raw().as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| "{}".to_owned()))
+}
+
 /// The stateless-era versions we serve, newest first, as a JSON array (for `server/discover`
 /// and for a -32022's `supported`).
 fn write_modern_versions(out: &mut Vec<u8>, config: &Config) {
@@ -526,7 +550,7 @@ impl Core {
         out.extend_from_slice(b"{\"resultType\":\"complete\",\"supportedVersions\":");
         write_modern_versions(&mut out, &self.config);
         out.extend_from_slice(b",\"capabilities\":");
-        out.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        out.extend_from_slice(modern_capabilities(self.config.capabilities.raw()).as_bytes());
         if let Some(instructions) = &self.config.instructions {
             out.extend_from_slice(b",\"instructions\":");
             write_json_string(&mut out, instructions);
@@ -994,7 +1018,7 @@ impl Core {
         out.push(b',');
         write_json_string(out, META_CLIENT_CAPABILITIES);
         out.push(b':');
-        out.extend_from_slice(self.config.capabilities.raw().get().as_bytes());
+        out.extend_from_slice(modern_capabilities(self.config.capabilities.raw()).as_bytes());
         out.push(b',');
         write_json_string(out, META_CLIENT_INFO);
         out.push(b':');
@@ -1013,11 +1037,11 @@ impl Core {
             .lifecycle
             .version
             .unwrap_or(ProtocolVersion::V2026_07_28);
-        let caps = self.config.capabilities.raw();
+        let caps = modern_capabilities(self.config.capabilities.raw());
         let token = progress_token.map(json_edit::IntText::new);
         let add: [(&str, &[u8]); 4] = [
             (META_PROTOCOL_VERSION, version_json(version)),
-            (META_CLIENT_CAPABILITIES, caps.get().as_bytes()),
+            (META_CLIENT_CAPABILITIES, caps.as_bytes()),
             (META_CLIENT_INFO, self.config.info.as_bytes()),
             (
                 "progressToken",
