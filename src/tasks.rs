@@ -895,9 +895,8 @@ impl Tasks {
                     )));
                 }
                 t.outcome = None;
-                if t.message.is_none() {
-                    t.message = Some("The task was cancelled by request.".to_owned());
-                }
+                // A progress message left from the work would describe a task still running.
+                t.message = Some("The task was cancelled by request.".to_owned());
                 Self::finish(t, now, TaskStatus::Cancelled);
                 self.events
                     .push_back(TaskEvent::CancelRequested { task: task.clone() });

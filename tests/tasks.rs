@@ -988,6 +988,25 @@ fn cancelling_a_2025_11_25_task_ends_it_before_the_answer_and_failures_come_back
 }
 
 #[test]
+fn a_2025_11_25_task_cancelled_by_request_drops_its_progress_message() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create_legacy(T0, &mut ids(), 1).unwrap();
+    tasks
+        .set_message(T0, &task, Some("Gathering sources..."))
+        .unwrap();
+    let cancelled = legacy_answer(&mut tasks, 1, "tasks/cancel", &task);
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(
+        cancelled["statusMessage"],
+        "The task was cancelled by request."
+    );
+    assert_eq!(
+        legacy_answer(&mut tasks, 1, "tasks/get", &task)["statusMessage"],
+        "The task was cancelled by request."
+    );
+}
+
+#[test]
 fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let mut p = legacy_pair();
