@@ -79,11 +79,17 @@ pub trait Application: Send + 'static {
 pub struct HostConfig {
     /// The path the MCP endpoint is served on; any other path gets 404. Default `/mcp`.
     pub path: String,
-    /// TCP connections served at once. Beyond it the host stops calling `accept`, so further
-    /// connections wait in the kernel's accept queue (the listener's backlog; tokio's
-    /// `TcpListener::bind` asks for 1024) until a served one closes, and the kernel refuses
-    /// or drops them once that queue is full. Default 1024.
+    /// TCP connections served at once. A connection beyond it gets `503 Service Unavailable`
+    /// with `Retry-After: 1` at once and is closed (it waited unanswered in the kernel's
+    /// accept queue until 2026-12: a thousand clients holding GET streams open locked every
+    /// other client out, stateless requests included). Default 1024.
     pub max_connections: usize,
+    /// How long a response may make no progress: when the client stops reading and nothing
+    /// more of an answer or an SSE stream can be written for this long, the connection is
+    /// closed and what it held is freed (a stream's client resumes with `Last-Event-ID`). It
+    /// is counted from the moment a write could not proceed, not over the whole response, so
+    /// a long SSE stream is never cut while its client reads. Default 30 s.
+    pub send_timeout: Duration,
     /// How long a client may take to send a complete request head, counted from the moment
     /// the connection waits for one: right after it is accepted, and after each response on a
     /// kept-alive connection. So it is also the idle keep-alive timeout. The connection is
@@ -120,6 +126,7 @@ impl Default for HostConfig {
         HostConfig {
             path: "/mcp".to_owned(),
             max_connections: 1024,
+            send_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_head_size: 64 * 1024,
@@ -433,15 +440,14 @@ pub async fn serve<A: Application>(
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    // Connections being turned away (503), at most this many at once; beyond, they are
+    // closed without a word.
+    let shedding = Arc::new(Semaphore::new(SHED_AT_ONCE));
     let mut pause = Duration::ZERO;
     tokio::pin!(shutdown);
     loop {
         // Finished connections' results.
         while conns.try_join_next().is_some() {}
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-        };
         let stream = tokio::select! {
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
@@ -461,7 +467,17 @@ pub async fn serve<A: Application>(
                 }
             },
         };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            if let Ok(shed) = shedding.clone().try_acquire_owned() {
+                conns.spawn(async move {
+                    turn_away(stream).await;
+                    drop(shed);
+                });
+            }
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let stream = SendGuard::new(stream, shared.config.send_timeout);
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service.clone()));
         conns.spawn(async move {
             let _ = conn.await;
@@ -483,6 +499,120 @@ pub async fn serve<A: Application>(
     timers.abort();
     let _ = timers.await;
     Ok(())
+}
+
+/// Connections past [`HostConfig::max_connections`] answered 503 at the same time.
+const SHED_AT_ONCE: usize = 64;
+
+/// Answers a connection past [`HostConfig::max_connections`] with a 503 and closes it. Its
+/// request is read (and dropped) for a moment first, so that closing does not reset the
+/// connection under a client still sending, which would lose the answer.
+async fn turn_away(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+        Content-Type: text/plain\r\nContent-Length: 21\r\nConnection: close\r\n\r\n\
+        too many connections\n";
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(BUSY).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        io::Result::Ok(())
+    })
+    .await;
+}
+
+/// A connection whose writes fail once none could proceed for `limit`
+/// ([`HostConfig::send_timeout`]): hyper then closes it, and the responses it carried end as
+/// if their client had gone. Reads pass through untouched.
+struct SendGuard {
+    inner: tokio::net::TcpStream,
+    limit: Duration,
+    /// Armed when a write could not proceed; disarmed by any progress.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl SendGuard {
+    fn new(inner: tokio::net::TcpStream, limit: Duration) -> Self {
+        SendGuard {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// After a write that could not proceed: `Ready(Err)` once the stall passed the limit,
+    /// else `Pending` (the timer wakes the task at the limit).
+    fn stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let limit = self.limit;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client read nothing for the send timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Passes on a write's result, timing a write that could not proceed.
+    fn progressed(
+        &mut self,
+        r: Poll<io::Result<usize>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Pending => self.stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for SendGuard {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for SendGuard {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(r, cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(r, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// An `accept` error that concerns one connection only: accept the next one at once.
