@@ -133,11 +133,17 @@ func (cfg *Config) policyFlags() uint32 {
 	return flags
 }
 
+// millisCeil is d in whole milliseconds, rounded up (0 for d <= 0). It divides before
+// rounding, so a d near the largest Duration cannot wrap.
 func millisCeil(d time.Duration) uint64 {
 	if d <= 0 {
 		return 0
 	}
-	return uint64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := uint64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 // build makes a C config handle from cfg; the caller frees it.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -472,6 +473,25 @@ func TestTasksConcurrentWork(t *testing.T) {
 	for _, id := range ids {
 		if s, err := tasks.Status(id); err != nil || s != TaskCompleted {
 			t.Fatalf("status %v %v", s, err)
+		}
+	}
+}
+
+// TestTaskConfigTTLNearTheLargestDuration: rounding a TTL up to milliseconds saturates
+// instead of wrapping (the largest Duration is 9223372036854.775807 ms, written as
+// 9223372036855).
+func TestTaskConfigTTLNearTheLargestDuration(t *testing.T) {
+	start := time.Unix(0, 0)
+	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - 775_806} {
+		tasks := newTasks(t, &TaskConfig{TTL: ttl}, start)
+		task, err := tasks.Create(start)
+		mustOK(t, err)
+		_, params, err := tasks.StatusNotification(task)
+		mustOK(t, err)
+		var got struct{ TTLMs json.Number }
+		mustOK(t, json.Unmarshal(params, &got))
+		if got.TTLMs != "9223372036855" {
+			t.Fatalf("TTL %d ns: ttlMs %s", ttl, got.TTLMs)
 		}
 	}
 }
