@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -60,6 +61,13 @@ type HTTPOptions struct {
 	// deadline once the body is read. Set ReadHeaderTimeout and IdleTimeout on your
 	// http.Server too; not WriteTimeout, which would cut streams.
 	BodyTimeout time.Duration
+	// SendTimeout bounds how long a write of an answer or of an SSE stream may make no
+	// progress (the client stopped reading): past it the connection is closed, and what it
+	// held is freed (a stream's client resumes with Last-Event-ID). Each write gets the
+	// whole timeout, so a long stream whose client reads is never cut. It applies to
+	// streams and to answers over 64 KiB (a smaller one fits in the socket's buffers);
+	// 0: 30 s.
+	SendTimeout time.Duration
 	// EventsPerSession bounds the events kept for Last-Event-ID resumption, and the
 	// messages waiting for a session's GET stream while none is open; 0: 256.
 	EventsPerSession int
@@ -96,6 +104,7 @@ type HTTPServer struct {
 	app       HTTPApp
 	maxBody   int
 	bodyTime  time.Duration // HTTPOptions.BodyTimeout
+	sendTime  time.Duration // HTTPOptions.SendTimeout
 	errorLog  *log.Logger   // HTTPOptions.ErrorLog
 	record    []C.mcpwgo_record
 	arena     []byte
@@ -160,8 +169,13 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if bodyTime <= 0 {
 		bodyTime = 30 * time.Second
 	}
+	sendTime := opts.SendTimeout
+	if sendTime <= 0 {
+		sendTime = 30 * time.Second
+	}
 	s := &HTTPServer{
 		bodyTime: bodyTime,
+		sendTime: sendTime,
 		ptr:      made.server,
 		pending:  (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
 		origin:   time.Now(),
@@ -521,6 +535,25 @@ func headerText(s C.mcpw_str) string {
 	return string(b)
 }
 
+// discardLimit is the most of a body over MaxBody read and dropped before the 413: four
+// times MaxBody, at least 16 MiB (as the tokio host and the C example do).
+func (s *HTTPServer) discardLimit() int {
+	return max(4*s.maxBody, 16<<20)
+}
+
+// expectsContinue reports a request whose client waits for 100 Continue before its body.
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get("Expect")), "100-continue")
+}
+
+// bigAnswer is the size above which an answer's write gets the send timeout: a smaller one
+// fits in the socket's buffers and costs no deadline.
+const bigAnswer = 64 << 10
+
+// streamChunk is the most a stream takes from the engine per write: the rest stays in the
+// engine, under its bounds, instead of in a second copy here behind a write that blocks.
+const streamChunk = 256 << 10
+
 // requestBuffers hold what ServeHTTP lends the engine for one call; pooled, so a steady load
 // reads bodies and joins headers without allocating.
 type requestBuffers struct {
@@ -555,7 +588,15 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// is enforced by net/http's body reader itself, so only a body of unknown length
 	// (chunked) needs the MaxBytesReader.
 	if r.ContentLength > int64(s.maxBody) {
+		// The rest is read and dropped first (up to discardLimit, within the body timeout),
+		// so that a client still sending reads the 413 rather than a reset connection (Node's
+		// fetch and httpx reported a broken pipe). A client that waits for 100 Continue has
+		// sent nothing, and one declaring more than discardLimit is refused at once.
 		w.Header().Set("Connection", "close")
+		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
+			_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength)
+		}
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
@@ -572,6 +613,8 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
+			// As above: the rest (up to discardLimit) is read and dropped before the 413.
+			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			http.Error(w, "body not received in time", http.StatusRequestTimeout)
@@ -608,6 +651,14 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	setHeaders(w.Header(), a.headers)
+	if a.hasBody && len(a.body) > bigAnswer {
+		// A client that stops reading must not hold the answer (and this goroutine) for
+		// good. The deadline is lifted afterwards: net/http keeps it for the connection's
+		// next response otherwise.
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	}
 	w.WriteHeader(a.status)
 	if a.hasBody {
 		_, _ = w.Write(a.body)
@@ -696,10 +747,12 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 
 // stream drains SSE stream id into w until it finishes or the client goes away.
 func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush() // the head goes out at once
-	}
+	// Every write gets the send timeout; lifted at the end, since net/http would keep it for
+	// the connection's next response.
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
+	_ = rc.Flush() // the head goes out at once
 	var buf []byte
 	for {
 		s.mu.Lock()
@@ -716,11 +769,14 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			return
 		}
 		n := int(p.len)
+		finished := p.finished != 0
+		if n > streamChunk {
+			n, finished = streamChunk, false
+		}
 		if n > 0 {
 			buf = append(buf[:0], unsafe.Slice((*byte)(unsafe.Pointer(p.bytes)), n)...)
-			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), p.len)
+			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))
 		}
-		finished := p.finished != 0
 		var changed chan struct{}
 		switch {
 		case n == 0 && !finished:
@@ -735,12 +791,16 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		s.mu.Unlock()
 
 		if n > 0 {
+			// Each write gets the send timeout: a client that stops reading is cut (net/http
+			// closes the connection after a failed write) instead of holding the stream.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
 			if _, err := w.Write(buf); err != nil {
 				s.gone(id)
 				return
 			}
-			if flusher != nil {
-				flusher.Flush()
+			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				s.gone(id)
+				return
 			}
 			continue // more may be waiting, or the end
 		}

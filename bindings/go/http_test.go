@@ -56,6 +56,11 @@ func (a *testApp) HandleMCP(c *Conn, key ConnKey, ev Event) {
 				a.held = append(a.held, heldCall{key, ev.ID})
 				return
 			}
+			if call.Name == "big" { // 8 MiB of text
+				c.Respond(ev.ID, json.RawMessage(`{"content":[{"type":"text","text":"`+
+					strings.Repeat("a", 8<<20)+`"}]}`))
+				return
+			}
 			c.Respond(ev.ID, json.RawMessage(`{"content":[{"type":"text","text":"echoed"}]}`))
 		default:
 			c.Respond(ev.ID, json.RawMessage(`{}`))
@@ -723,6 +728,64 @@ func TestHTTPOversizedBodiesGet413(t *testing.T) {
 	defer app.mu.Unlock()
 	if app.requests != 0 {
 		t.Fatalf("the app saw %d requests", app.requests)
+	}
+}
+
+// A body over MaxBody whose client is still sending it is read and dropped before the 413,
+// so the client reads the answer; it was answered at once and the connection closed under the
+// upload (Node's fetch and httpx saw a broken pipe).
+func TestHTTPOverLimitBodyIsReadBeforeThe413(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 5 * time.Second, MaxBody: 1000})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping","pad":"` + strings.Repeat("x", 12<<20) + `"}`
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if err != nil {
+		t.Fatalf("the upload was cut: %v", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// A client that stops reading a large answer: once a write makes no progress for
+// SendTimeout the connection is closed, and the answer is no longer held (it was held, with
+// the handler's goroutine and buffers, as long as the client kept the connection open).
+func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond})
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := modernCall(context.Background(), ts.URL, "big", 1)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // reads nothing for longer than SendTimeout
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection was never closed (%d bytes read)", n)
+	}
+	if n >= 8<<20 {
+		t.Fatalf("the whole answer came (%d bytes)", n)
 	}
 }
 

@@ -15,10 +15,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen (port 0 picks a free one)")
 	legacy := flag.Bool("legacy", false, "serve the handshake era only")
+	maxConns := flag.Int("max-connections", 1024, "connections served at once (more get 503)")
 	flag.Parse()
 	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
 		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q\n", "http_server", flag.Arg(0))
@@ -73,10 +76,13 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	ln = capConnections(ln, *maxConns)
 	// Idle keep-alive connections are closed after a minute (net/http keeps them for good
-	// otherwise). HTTPOptions.BodyTimeout (30 s) bounds the time a body takes to arrive. No
-	// WriteTimeout: it would cut SSE streams.
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	// otherwise). HTTPOptions.BodyTimeout (30 s) bounds the time a body takes to arrive, and
+	// HTTPOptions.SendTimeout (30 s) a write to a client that stopped reading. No
+	// WriteTimeout: it would cut SSE streams. Heads up to 64 KiB (net/http allows 1 MiB).
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,6 +100,67 @@ func main() {
 		fatal(err)
 	}
 	<-drained // Serve returns at once on Shutdown; the answers in flight finish first
+}
+
+// capConnections serves at most max connections of ln at once: net/http has no such bound,
+// and each connection holds a goroutine and buffers. One past it gets 503 at once and is
+// closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
+func capConnections(ln net.Listener, max int) net.Listener {
+	return &capped{Listener: ln, slots: make(chan struct{}, max), shedding: make(chan struct{}, 64)}
+}
+
+type capped struct {
+	net.Listener
+	slots, shedding chan struct{}
+}
+
+func (l *capped) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+		}
+		select {
+		case l.shedding <- struct{}{}:
+			go func() {
+				defer func() { <-l.shedding }()
+				turnAway(c)
+			}()
+		default:
+			c.Close()
+		}
+	}
+}
+
+// turnAway answers 503 and closes c, reading (and dropping) its request for a moment first so
+// that closing does not reset the connection under a client still sending.
+func turnAway(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"+
+		"Content-Type: text/plain\r\nContent-Length: 21\r\nConnection: close\r\n\r\n"+
+		"too many connections\n")
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, c)
+}
+
+// slotConn gives its slot back when closed (once).
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	c.once.Do(c.free)
+	return c.Conn.Close()
 }
 
 func fatal(err error) {
