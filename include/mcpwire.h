@@ -1767,12 +1767,13 @@ typedef struct mcpw_task_config {
     size_t max_tasks;
     /**
      * How long a task lives from its creation, in milliseconds (the `ttlMs` clients see);
-     * 0 for no limit (then only `max_tasks` bounds the table). Default one hour.
+     * 0 for no limit (then only `max_tasks` bounds the table). Default one hour. Above
+     * 2^53 - 1 (the largest integer JSON readers keep exact) it is taken as 2^53 - 1.
      */
     uint64_t ttl_ms;
     /**
      * The polling interval suggested to clients (`pollIntervalMs`), in milliseconds. At
-     * least 1; default 1000.
+     * least 1; default 1000. Above 2^53 - 1 it is taken as 2^53 - 1.
      */
     uint64_t poll_interval_ms;
     /**
@@ -3280,7 +3281,10 @@ enum mcpw_result mcpw_tasks_complete(struct mcpw_tasks *tasks,
  * `data` (any JSON value as text, or NULL for none). For a protocol-level fault; a tool that
  * ran and reported an error completes with `isError: true` instead. The message also becomes
  * the task's `statusMessage` when it has none. An error over `max_payload` is
- * `MCPW_ERR_INVALID_TASK_PAYLOAD`.
+ * `MCPW_ERR_INVALID_TASK_PAYLOAD`, and so is a code the task's protocol version does not
+ * define (2025-11-25 for a legacy task, 2026-07-28 otherwise; the rules of
+ * `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602). Any other integer goes
+ * out as given.
  *
  * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
  * (nothing changes). Inputs are read during the call only, and may be views the table lent.

@@ -55,9 +55,16 @@ use std::time::Duration;
 use crate::Timestamp;
 use crate::conn::{Connection, Error};
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
+use crate::mcp::{self, ProtocolVersion};
 
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The largest number of milliseconds a task writes (`ttlMs`, `pollIntervalMs` and their
+/// 2025-11-25 names): 2^53 − 1, the largest integer every JSON reader keeps exact (JavaScript's
+/// `Number.MAX_SAFE_INTEGER`, about 285 000 years). A longer [`TaskConfig::ttl`] or
+/// [`TaskConfig::poll_interval`] is taken as this; it is the same as none in practice.
+pub const MAX_WIRE_MILLIS: u64 = (1 << 53) - 1;
 
 /// Where a task is. The last three are terminal: a task in them never changes again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -104,9 +111,11 @@ pub struct TaskConfig {
     /// task, or with an error). Default 1024.
     pub max_tasks: usize,
     /// How long a task lives from its creation (`ttlMs`); `None` for no limit (then only the
-    /// cap bounds the table). Default one hour.
+    /// cap bounds the table). Default one hour; at most [`MAX_WIRE_MILLIS`] milliseconds
+    /// (longer is taken as that).
     pub ttl: Option<Duration>,
-    /// The polling interval suggested to clients (`pollIntervalMs`). Default one second.
+    /// The polling interval suggested to clients (`pollIntervalMs`). Default one second; at
+    /// most [`MAX_WIRE_MILLIS`] milliseconds (longer is taken as that).
     pub poll_interval: Duration,
     /// Input requests a task may have outstanding at once. Default 16.
     pub max_input_requests: usize,
@@ -146,7 +155,9 @@ pub enum TaskError {
     /// The task has [`TaskConfig::max_input_requests`] outstanding already.
     TooManyInputRequests,
     /// The JSON given is not what the call takes (a result and an input request are objects),
-    /// or it is over [`TaskConfig::max_payload`].
+    /// or it is over [`TaskConfig::max_payload`], or [`Tasks::fail`]'s error code is one the
+    /// task's protocol version does not define (as
+    /// [`Connection::respond_error`](crate::Connection::respond_error) refuses it).
     InvalidPayload,
     /// The random source gave ids already in use eight times running: it is not random (a
     /// failed `getrandom` that left the buffer as it was, a fixed test seed). No task was
@@ -295,6 +306,12 @@ impl Tasks {
     /// (`createdAt`, `lastUpdatedAt`) are counted from them, so they never jump with the
     /// system clock.
     pub fn new(config: TaskConfig, now: Timestamp, unix_ms: u64) -> Self {
+        let most = Duration::from_millis(MAX_WIRE_MILLIS);
+        let config = TaskConfig {
+            ttl: config.ttl.map(|ttl| ttl.min(most)),
+            poll_interval: config.poll_interval.min(most),
+            ..config
+        };
         Tasks {
             config,
             tasks: HashMap::new(),
@@ -615,6 +632,12 @@ impl Tasks {
 
     /// Fails the task with a JSON-RPC error (a protocol-level fault; a tool that ran and
     /// reported an error [`complete`](Self::complete)s with `isError: true` instead).
+    ///
+    /// The code follows [`Connection::respond_error`](crate::Connection::respond_error)'s
+    /// rules for the task's version (2025-11-25 for a [`create_legacy`](Self::create_legacy)
+    /// task, 2026-07-28 otherwise): [`mcp::RESOURCE_NOT_FOUND`] is written as that version's
+    /// code, and a code it does not define is refused with [`TaskError::InvalidPayload`].
+    /// Any other integer goes out as given: JSON-RPC asks only that a code be an integer.
     pub fn fail(
         &mut self,
         now: Timestamp,
@@ -625,6 +648,19 @@ impl Tasks {
     ) -> Result<(), TaskError> {
         let max_payload = self.config.max_payload;
         let t = self.live(task)?;
+        let version = if t.legacy.is_some() {
+            ProtocolVersion::V2025_11_25
+        } else {
+            ProtocolVersion::V2026_07_28
+        };
+        let code = if code == mcp::RESOURCE_NOT_FOUND {
+            mcp::resource_not_found_code(version)
+        } else {
+            code
+        };
+        if !mcp::error_code_allowed(code, version) {
+            return Err(TaskError::InvalidPayload);
+        }
         let mut error = Vec::new();
         error.extend_from_slice(b"{\"code\":");
         error.extend_from_slice(code.to_string().as_bytes());

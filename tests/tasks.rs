@@ -443,6 +443,65 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
 }
 
 #[test]
+fn numbers_a_task_writes_stay_in_the_range_json_readers_keep_exact() {
+    // A TTL or polling interval of u64::MAX milliseconds (a C caller's UINT64_MAX) goes out
+    // as 2^53 - 1, which JavaScript still reads exactly.
+    let most = mcpwire::tasks::MAX_WIRE_MILLIS;
+    assert_eq!(most, 9_007_199_254_740_991);
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            ttl: Some(Duration::from_millis(u64::MAX)),
+            poll_interval: Duration::MAX,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let mut random = ids();
+    let task = tasks.create(T0, &mut random).unwrap();
+    let handle: Value = serde_json::from_str(&tasks.create_result(&task).unwrap()).unwrap();
+    assert_eq!(handle["ttlMs"], most);
+    assert_eq!(handle["pollIntervalMs"], most);
+    let legacy = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    let handle: Value = serde_json::from_str(&tasks.create_result(&legacy).unwrap()).unwrap();
+    assert_eq!(handle["task"]["ttl"], most);
+    assert_eq!(handle["task"]["pollInterval"], most);
+    assert_eq!(
+        tasks.poll_timeout(),
+        Some(T0.after(Duration::from_millis(most)))
+    );
+
+    // Error codes follow respond_error's rules for the task's version: -32002 is written as
+    // 2026-07-28's -32602; a code the version does not define is refused (a 2025-11-25
+    // tasks/result would otherwise fail to write it and leave its waiter unanswered).
+    tasks.fail(T0, &task, -32002, "no such file", None).unwrap();
+    assert_eq!(get(&mut tasks, T0, &task)["error"]["code"], -32602);
+    assert_eq!(
+        tasks.fail(
+            T0,
+            &legacy,
+            mcpwire::mcp::UNSUPPORTED_PROTOCOL_VERSION,
+            "m",
+            None
+        ),
+        Err(TaskError::InvalidPayload)
+    );
+    assert_eq!(tasks.status(&legacy), Some(TaskStatus::Working));
+    // Any other integer goes out as given: JSON-RPC asks only for an integer.
+    tasks.fail(T0, &legacy, i64::MIN, "m", None).unwrap();
+    match tasks.answer_legacy(
+        T0,
+        1,
+        mcpwire::jsonrpc::Id::Int(1),
+        "tasks/result",
+        Some(raw(&json!({ "taskId": legacy }).to_string())),
+    ) {
+        Some(mcpwire::tasks::LegacyAnswer::Error { code, .. }) => assert_eq!(code, i64::MIN),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn input_requests_are_bounded_and_must_be_objects() {
     let config = TaskConfig {
         max_input_requests: 1,

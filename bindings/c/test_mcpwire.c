@@ -3434,6 +3434,24 @@ static void test_tasks_unknown_tasks_and_bounds(void) {
     RC(MCPW_ERR_INVALID_TASK_PAYLOAD,
        mcpw_tasks_fail(tasks, 0, second, strlen(second), -32603, big, strlen(big), NULL, 0));
     CHECK(status_of(tasks, second) == MCPW_TASK_STATUS_INPUT_REQUIRED);
+    /* A code the task's version does not define is refused, as mcpw_conn_respond_error does. */
+    RC(MCPW_ERR_INVALID_TASK_PAYLOAD,
+       mcpw_tasks_fail(tasks, 0, second, strlen(second), -32042, S("m"), NULL, 0));
+    CHECK(status_of(tasks, second) == MCPW_TASK_STATUS_INPUT_REQUIRED);
+    mcpw_tasks_free(tasks);
+
+    /* Times beyond 2^53 - 1 ms go out as 2^53 - 1, which JSON readers still keep exact. */
+    config = mcpw_task_config_default();
+    config.ttl_ms = UINT64_MAX;
+    config.poll_interval_ms = UINT64_MAX;
+    OK(mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    create_task(tasks, 0, first);
+    {
+        mcpw_str method, params;
+        OK(mcpw_tasks_status_notification(tasks, first, strlen(first), &method, &params));
+        CHECK(contains((const uint8_t *)params.ptr, params.len, "\"ttlMs\":9007199254740991,"));
+        CHECK(contains((const uint8_t *)params.ptr, params.len, "\"pollIntervalMs\":9007199254740991"));
+    }
 
     mcpw_tasks_free(tasks);
     mcpw_conn_free(server);

@@ -46,10 +46,11 @@ pub struct mcpw_task_config {
     /// default 1024.
     pub max_tasks: usize,
     /// How long a task lives from its creation, in milliseconds (the `ttlMs` clients see);
-    /// 0 for no limit (then only `max_tasks` bounds the table). Default one hour.
+    /// 0 for no limit (then only `max_tasks` bounds the table). Default one hour. Above
+    /// 2^53 - 1 (the largest integer JSON readers keep exact) it is taken as 2^53 - 1.
     pub ttl_ms: u64,
     /// The polling interval suggested to clients (`pollIntervalMs`), in milliseconds. At
-    /// least 1; default 1000.
+    /// least 1; default 1000. Above 2^53 - 1 it is taken as 2^53 - 1.
     pub poll_interval_ms: u64,
     /// Input requests a task may have outstanding at once (`mcpw_tasks_ask`). At least 1;
     /// default 16.
@@ -739,7 +740,10 @@ pub unsafe extern "C" fn mcpw_tasks_complete(
 /// `data` (any JSON value as text, or NULL for none). For a protocol-level fault; a tool that
 /// ran and reported an error completes with `isError: true` instead. The message also becomes
 /// the task's `statusMessage` when it has none. An error over `max_payload` is
-/// `MCPW_ERR_INVALID_TASK_PAYLOAD`.
+/// `MCPW_ERR_INVALID_TASK_PAYLOAD`, and so is a code the task's protocol version does not
+/// define (2025-11-25 for a legacy task, 2026-07-28 otherwise; the rules of
+/// `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602). Any other integer goes
+/// out as given.
 ///
 /// An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
 /// (nothing changes). Inputs are read during the call only, and may be views the table lent.
