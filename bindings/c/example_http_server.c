@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -864,6 +865,62 @@ static void add_header(struct MHD_Response *response, mcpw_http_header h) {
     free(value);
 }
 
+/* Counts a request's Content-Length fields and notes whether their values differ. */
+typedef struct {
+    unsigned count;
+    const char *first;
+    int differ;
+} lengths;
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+    lengths *l = cls;
+    (void)kind;
+    if (key == NULL || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    if (l->count++ == 0) {
+        l->first = value;
+    } else if (value == NULL || l->first == NULL || strcmp(value, l->first) != 0) {
+        l->differ = 1;
+    }
+    return MHD_YES;
+}
+
+/* The first call, before the body: framing two parsers could read two ways (a proxy in front
+   and this server, say) is refused and the connection closed, so that nothing after it on the
+   connection is ever read as a request (RFC 9112 §6.1, §6.3). Content-Length fields that
+   differ get 400, as does Content-Length beside Transfer-Encoding; a transfer coding other
+   than chunked gets 501 (libmicrohttpd 0.9.75 read the first of two lengths, and left
+   "gzip, chunked" unanswered). Returns 1 with *queued set when it answered. */
+static int refuse_bad_framing(struct MHD_Connection *connection, enum MHD_Result *queued) {
+    static const char bad[] = "ambiguous request framing\n";
+    static const char coding[] = "transfer coding not supported\n";
+    lengths l = {0, NULL, 0};
+    const char *te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    struct MHD_Response *response;
+    unsigned status = 0;
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, count_length, &l);
+    if (l.differ || (te != NULL && l.count > 0)) {
+        status = 400;
+    } else if (te != NULL && strcasecmp(te, "chunked") != 0) {
+        status = 501;
+    }
+    if (status == 0) return 0;
+    response = status == 400
+                   ? MHD_create_response_from_buffer(sizeof bad - 1, (void *)bad,
+                                                     MHD_RESPMEM_PERSISTENT)
+                   : MHD_create_response_from_buffer(sizeof coding - 1, (void *)coding,
+                                                     MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) {
+        *queued = MHD_NO;
+        return 1;
+    }
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    *queued = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return 1;
+}
+
 /* The first call, before the body: a Content-Length over DISCARD_LIMIT gets 413 now, and the
    connection is closed, rather than this process reading (and dropping) all of it. A body
    within it is read, what is over MAX_BODY dropped in append_body, and the engine answers
@@ -917,6 +974,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         if (live != NULL) live->prev = r;
         live = r;
         *req_cls = r;
+        if (refuse_bad_framing(connection, &queued)) return queued;
         return refuse_declared_oversize(connection);
     }
     if (*upload_data_size > 0) { /* a piece of the body */

@@ -375,6 +375,56 @@ fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     assert_clean_exit(server);
 }
 
+/// Framing two parsers could read two ways is refused, and the connection closed, so that
+/// nothing after it is read as another request (RFC 9112 §6.1, §6.3): libmicrohttpd read the
+/// first of two differing lengths and served the rest of the body as a second request, kept
+/// the connection after Content-Length beside Transfer-Encoding, and left "gzip, chunked"
+/// unanswered (found by a helper's audit).
+#[test]
+fn ambiguous_request_framing_is_refused_and_the_connection_closed() {
+    let server = Server::asan(&[]);
+    let port = server.port;
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let smuggled = format!("GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let body = format!("{list}{smuggled}");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{MODERN}Mcp-Method: tools/list\r\n"
+    );
+    let statuses = |out: &str| -> Vec<String> {
+        out.split("\r\n")
+            .filter(|l| l.starts_with("HTTP/1.1 "))
+            .map(|l| l[9..12].to_owned())
+            .collect()
+    };
+    for lengths in [[list.len(), body.len()], [body.len(), list.len()]] {
+        let request = format!(
+            "{head}Content-Length: {}\r\nContent-Length: {}\r\n\r\n{body}",
+            lengths[0], lengths[1]
+        );
+        let out = raw(port, request.as_bytes());
+        assert_eq!(statuses(&out), ["400"], "{out}");
+    }
+    let chunked = format!("{:x}\r\n{list}\r\n0\r\n\r\n{smuggled}", list.len());
+    let request = format!(
+        "{head}Content-Length: {}\r\nTransfer-Encoding: chunked\r\n\r\n{chunked}",
+        chunked.len()
+    );
+    let out = raw(port, request.as_bytes());
+    assert_eq!(statuses(&out), ["400"], "{out}");
+    let request = format!("{head}Transfer-Encoding: gzip, chunked\r\n\r\n{chunked}");
+    let out = raw(port, request.as_bytes());
+    assert_eq!(statuses(&out), ["501"], "{out}");
+    // Sound framing is served as before.
+    let request = format!(
+        "{head}Connection: close\r\nContent-Length: {}\r\n\r\n{list}",
+        list.len()
+    );
+    let out = raw(port, request.as_bytes());
+    assert_eq!(statuses(&out), ["200"], "{out}");
+    assert_clean_exit(server);
+}
+
 #[test]
 fn clients_that_vanish_mid_stream_never_stop_the_server() {
     let server = Server::asan(&[]);
