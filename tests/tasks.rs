@@ -1066,6 +1066,103 @@ fn a_2025_11_25_task_cancelled_by_request_drops_its_progress_message() {
 }
 
 #[test]
+fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
+    // "For task-augmented requests, the progressToken provided in the original request MUST
+    // continue to be used for progress notifications throughout the task's lifetime, even
+    // after the CreateTaskResult has been returned."
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let options = mcpwire::conn::RequestOptions {
+        progress: true,
+        ..Default::default()
+    };
+    let call = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
+            options,
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    p.server
+        .progress(call_id.as_id(), 1.0, None, Some("starting"))
+        .unwrap();
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    p.server
+        .respond_task(call_id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    // After the handle: the server can still report, and the client still gets it.
+    p.server
+        .progress(call_id.as_id(), 50.0, Some(100.0), Some("half"))
+        .unwrap();
+    assert_eq!(
+        p.server.progress(call_id.as_id(), 50.0, None, None),
+        Err(Error::NonIncreasingProgress),
+        "still increasing across the handle"
+    );
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        matches!(&evs[0], Ev::Progress { request, progress, .. } if *request == call && *progress == 1.0),
+        "{evs:?}"
+    );
+    assert!(
+        matches!(&evs[1], Ev::TaskCreated { request, .. } if *request == call),
+        "{evs:?}"
+    );
+    assert!(
+        matches!(&evs[2], Ev::Progress { request, progress, total: Some(t), .. } if *request == call && *progress == 50.0 && *t == 100.0),
+        "{evs:?}"
+    );
+    // tasks/get does not end it; the answer to tasks/result does (the task is terminal).
+    legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/get",
+        json!({ "taskId": task }),
+    );
+    p.server
+        .progress(call_id.as_id(), 60.0, None, None)
+        .unwrap();
+    tasks
+        .complete(p.now, &task, raw(r#"{"content":[]}"#))
+        .unwrap();
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert!(
+        matches!(&evs[..], [Ev::Progress { progress, .. }, Ev::Response { .. }] if *progress == 60.0),
+        "{evs:?}"
+    );
+    assert_eq!(
+        p.server.progress(call_id.as_id(), 70.0, None, None),
+        Err(Error::UnknownRequest)
+    );
+    // The client forgot the token too: a late notification is dropped and counted.
+    let dropped = p.client.stats().dropped_progress;
+    let token = match call_id {
+        mcpwire::jsonrpc::OwnedId::Int(n) => n,
+        _ => panic!(),
+    };
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":80}}}}"#
+    );
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    assert_eq!(drain(&mut p.client), vec![]);
+    assert_eq!(p.client.stats().dropped_progress, dropped + 1);
+}
+
+#[test]
 fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let mut p = legacy_pair();

@@ -28,6 +28,12 @@
 //!    entries are checked when they fire and compacted away (`Correlation::compact_timers`).
 //! 7. (2026-07-28) A result is classified by `resultType` before it becomes an event
 //!    (`on_response`, with stateless.rs `classify_result`).
+//! 8. (2025-11-25) A task-augmented request's progress token outlives the task handle ("MUST
+//!    continue to be used for progress notifications throughout the task's lifetime"): on
+//!    both sides it stays with the task ([`TaskTokens`]) until the answer to a `tasks/result`
+//!    or `tasks/cancel` for the task crosses (either means the task is terminal), at most
+//!    `Limits::max_inbound_in_flight` tasks (the oldest goes first) (`on_response`,
+//!    `on_progress`; outbound.rs `progress`).
 
 use std::time::Duration;
 
@@ -35,8 +41,69 @@ use super::event::{Stored, TransportFailure};
 use super::stateless::Classified;
 use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers};
 use super::time::Timestamp;
-use super::{CloseReason, Core, ProgressPolicy, RequestId, ViolationKind};
-use crate::jsonrpc::{self, Id, ParamsIndex, RawJson};
+use super::{CloseReason, Core, ProgressPolicy, RequestId, StreamId, ViolationKind};
+use crate::jsonrpc::{self, Id, OwnedId, ParamsIndex, RawJson};
+
+/// 2025-11-25: a task whose request's progress token is still in use after the task handle.
+pub(super) struct TaskToken {
+    /// The task's id.
+    pub(super) task: Box<str>,
+    /// The request that created the task: the peer's (server), ours (client).
+    pub(super) request: OwnedId,
+    /// Its progress token (the client's tokens are its request ids).
+    pub(super) token: OwnedId,
+    pub(super) last_progress: Option<f64>,
+    /// Where the progress goes (server).
+    pub(super) stream: StreamId,
+    /// The `tasks/result` and `tasks/cancel` requests about the task in flight: the answer to
+    /// either means the task is terminal.
+    pub(super) ends: Vec<OwnedId>,
+}
+
+/// The tasks whose progress tokens stay in use (rule 8), oldest first.
+#[derive(Default)]
+pub(super) struct TaskTokens {
+    entries: std::collections::VecDeque<TaskToken>,
+}
+
+impl TaskTokens {
+    /// Keeps `entry`, dropping the oldest beyond `cap`.
+    pub(super) fn add(&mut self, entry: TaskToken, cap: usize) {
+        while self.entries.len() >= cap.max(1) {
+            self.entries.pop_front();
+        }
+        self.entries.push_back(entry);
+    }
+
+    /// The task created by `request`.
+    pub(super) fn by_request(&mut self, request: &OwnedId) -> Option<&mut TaskToken> {
+        self.entries.iter_mut().find(|e| e.request == *request)
+    }
+
+    /// Notes request `id` (`method` with `params`) if it is a `tasks/result` or `tasks/cancel`
+    /// about a task we keep: its answer ends the task's token.
+    pub(super) fn watch(&mut self, method: &str, params: Option<RawJson<'_>>, id: OwnedId) {
+        if self.entries.is_empty() || !matches!(method, "tasks/result" | "tasks/cancel") {
+            return;
+        }
+        let task = params
+            .and_then(|p| p.get_unique("taskId").ok().flatten())
+            .and_then(|t| t.as_str());
+        if let Some(task) = task
+            && let Some(e) = self.entries.iter_mut().find(|e| task.eq_str(&e.task))
+            && e.ends.len() < 16
+        {
+            e.ends.push(id);
+        }
+    }
+
+    /// The answer to request `id` crossed: a task it was about is terminal.
+    pub(super) fn answered(&mut self, id: &OwnedId) {
+        if !self.entries.is_empty() {
+            self.entries.retain(|e| !e.ends.contains(id));
+        }
+    }
+}
 
 /// Our requests in flight, the ids we hand out, and the deadlines.
 pub(super) struct Correlation {
@@ -118,16 +185,30 @@ impl Core {
             PendingKind::Normal => {}
         }
         let request = RequestId(n);
+        self.task_tokens.answered(&OwnedId::Int(n));
         // 2025-11-25: a task-augmented request of ours answered with a task handle.
         if pending.task_augmented
             && let Ok(result) = outcome
-            && result
+            && let Some(task) = result
                 .get_unique("task")
                 .ok()
                 .flatten()
                 .and_then(|t| t.get_unique("taskId").ok().flatten())
-                .is_some_and(|id| id.as_str().is_some())
+                .and_then(|id| id.as_str())
         {
+            if pending.wants_progress {
+                // Its progress keeps coming under the same token (rule 8).
+                let entry = TaskToken {
+                    task: task.to_str().into(),
+                    request: OwnedId::Int(n),
+                    token: OwnedId::Int(n),
+                    last_progress: pending.last_progress,
+                    stream: StreamId::MAIN,
+                    ends: Vec::new(),
+                };
+                let cap = self.config.limits.max_inbound_in_flight;
+                self.task_tokens.add(entry, cap);
+            }
             let cap = self.events.capture(frame);
             let stored = Stored::TaskCreated {
                 request,
@@ -247,8 +328,26 @@ impl Core {
         let policy = self.config.policy.progress;
         let max_total = self.config.max_total_timeout;
         let Some(p) = self.corr.pending.get_mut(&n).filter(|p| p.wants_progress) else {
-            self.stats.dropped_progress += 1;
-            return;
+            // Or a task's, after its handle (rule 8).
+            let Some(t) = self.task_tokens.by_request(&OwnedId::Int(n)) else {
+                self.stats.dropped_progress += 1;
+                return;
+            };
+            if t.last_progress.is_some_and(|last| progress <= last)
+                && policy == ProgressPolicy::DropNonIncreasing
+            {
+                self.stats.non_increasing_progress += 1;
+                return;
+            }
+            t.last_progress = Some(progress);
+            let cap = self.events.capture(frame);
+            let stored = Stored::Progress {
+                request: RequestId(n),
+                progress,
+                total,
+                message: message.map(|m| cap.str(m)),
+            };
+            return cap.push(stored);
         };
         if p.last_progress.is_some_and(|last| progress <= last)
             && policy == ProgressPolicy::DropNonIncreasing

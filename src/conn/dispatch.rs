@@ -497,6 +497,11 @@ impl Core {
             }
         };
         let is_listen = listen.is_some();
+        if modern.is_none() {
+            // A tasks/result or tasks/cancel whose answer will end a task's progress token.
+            self.task_tokens
+                .watch(r.method.raw(), r.params, OwnedId::from(r.id));
+        }
         self.dispatch.inbound.insert(
             OwnedId::from(r.id),
             Inbound {

@@ -887,6 +887,8 @@ struct Core {
     stats: Counters,
     /// Client: URL-mode elicitations awaiting their completion notification.
     elicitations: elicit::KnownElicitations,
+    /// 2025-11-25: tasks whose requests' progress tokens are still in use.
+    task_tokens: correlation::TaskTokens,
 }
 
 impl Core {
@@ -902,6 +904,7 @@ impl Core {
             events: EventQueue::new(limits.max_queued_events),
             stats: Counters::default(),
             elicitations: elicit::KnownElicitations::default(),
+            task_tokens: correlation::TaskTokens::default(),
             config,
         }
     }

@@ -281,6 +281,9 @@ impl Core {
         if task_augmented && let Some(p) = self.corr.pending.get_mut(&id) {
             p.task_augmented = true;
         }
+        if tasks_apply {
+            self.task_tokens.watch(method, params, OwnedId::Int(id));
+        }
         Ok(RequestId(id))
     }
 
@@ -353,6 +356,8 @@ impl Core {
                 Err(Error::InvalidParams)
             };
         }
+        // A 2025-11-25 tasks/result or tasks/cancel answered: its task is terminal.
+        self.task_tokens.answered(&key);
         self.dispatch.inbound.remove(&key);
         self.emit_answer(batch, stream, Some(id), answer, false);
         Ok(())
@@ -370,23 +375,32 @@ impl Core {
         }
         let key = OwnedId::from(id);
         let room = self.output_has_room();
-        let Some(entry) = self.dispatch.inbound.get_mut(&key) else {
-            return Err(Error::UnknownRequest);
+        // A request in flight, or one answered with a 2025-11-25 task handle whose token
+        // stays with the task (correlation.rs rule 8).
+        let (token, last_progress, stream) = match self.dispatch.inbound.get_mut(&key) {
+            Some(entry) => (
+                entry.progress_token.clone(),
+                &mut entry.last_progress,
+                entry.stream,
+            ),
+            None => match self.task_tokens.by_request(&key) {
+                Some(t) => (Some(t.token.clone()), &mut t.last_progress, t.stream),
+                None => return Err(Error::UnknownRequest),
+            },
         };
-        let Some(token) = entry.progress_token.clone() else {
+        let Some(token) = token else {
             return Err(Error::NoProgressToken);
         };
         if !progress.is_finite()
             || total.is_some_and(|t| !t.is_finite())
-            || entry.last_progress.is_some_and(|last| progress <= last)
+            || last_progress.is_some_and(|last| progress <= last)
         {
             return Err(Error::NonIncreasingProgress);
         }
         if !room {
             return Err(Error::OutputFull);
         }
-        entry.last_progress = Some(progress);
-        let stream = entry.stream;
+        *last_progress = Some(progress);
         let with_message = self.effective_version() >= ProtocolVersion::V2025_03_26;
         let mut params = std::mem::take(&mut self.out.scratch);
         params.clear();

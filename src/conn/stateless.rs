@@ -41,6 +41,7 @@
 //!    `resources/templates/list`, `resources/read`) carry `ttlMs` and `cacheScope`
 //!    (`stamp_result`).
 
+use super::correlation::TaskToken;
 use super::dispatch::{ProgressToken, Refusal};
 use super::event::{REFUSAL_MESSAGE_MAX, Stored};
 use super::json_edit::{self, EditError};
@@ -873,16 +874,30 @@ impl Core {
             if !entry.task_eligible {
                 return Err(Error::NotEligible);
             }
-            let is_task = task
+            let task_id = task
                 .get_unique("task")
                 .ok()
                 .flatten()
                 .and_then(|t| t.get_unique("taskId").ok().flatten())
-                .is_some_and(|t| t.as_str().is_some());
-            if !is_task {
+                .and_then(|t| t.as_str());
+            let Some(task_id) = task_id else {
                 return Err(Error::InvalidParams);
+            };
+            // The request's progress token stays with the task (correlation.rs rule 8).
+            let kept = entry.progress_token.clone().map(|token| TaskToken {
+                task: task_id.to_str().into(),
+                request: OwnedId::from(id),
+                token,
+                last_progress: entry.last_progress,
+                stream: entry.stream,
+                ends: Vec::new(),
+            });
+            self.respond(id, Answer::Result(task))?;
+            if let Some(kept) = kept {
+                let cap = self.config.limits.max_inbound_in_flight;
+                self.task_tokens.add(kept, cap);
             }
-            return self.respond(id, Answer::Result(task));
+            return Ok(());
         };
         if !entry.task_eligible {
             return Err(Error::NotEligible);
