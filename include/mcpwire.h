@@ -973,11 +973,12 @@ typedef enum mcpw_task_status {
     MCPW_TASK_STATUS_INPUT_REQUIRED = 2,
     /**
      * `completed`: the work finished with a result (a tool result with `isError: true`
-     * included). Terminal.
+     * included, but for a 2025-11-25 task). Terminal.
      */
     MCPW_TASK_STATUS_COMPLETED = 3,
     /**
-     * `failed`: the work failed with a JSON-RPC error. Terminal.
+     * `failed`: the work failed with a JSON-RPC error, or (a 2025-11-25 task) completed with
+     * a tool result that has `isError: true`, which its `tasks/result` returns. Terminal.
      */
     MCPW_TASK_STATUS_FAILED = 4,
     /**

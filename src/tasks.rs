@@ -73,9 +73,11 @@ pub enum TaskStatus {
     Working,
     /// The work waits for the client's answers to the task's input requests.
     InputRequired,
-    /// The work finished with a result (a tool result with `isError: true` included).
+    /// The work finished with a result (a tool result with `isError: true` included, but for
+    /// a 2025-11-25 task).
     Completed,
-    /// The work failed with a JSON-RPC error.
+    /// The work failed with a JSON-RPC error, or (a 2025-11-25 task) with a tool result that
+    /// has `isError: true`.
     Failed,
     /// The work was cancelled.
     Cancelled,
@@ -613,6 +615,11 @@ impl Tasks {
 
     /// Finishes the task with `result` (what the request would have returned: a
     /// `CallToolResult`, `isError: true` included). Outstanding input requests are dropped.
+    ///
+    /// The task is `completed`, except a 2025-11-25 task ([`create_legacy`](Self::create_legacy))
+    /// whose result has `isError: true`: that version counts it as `failed` ("this includes
+    /// cases where the tool call result has `isError` set to true"), while its `tasks/result`
+    /// still returns the result itself. (SEP-2663 keeps such a task `completed`.)
     pub fn complete(
         &mut self,
         now: Timestamp,
@@ -624,8 +631,19 @@ impl Tasks {
         if !result.is_object() || result.get().len() > max_payload {
             return Err(TaskError::InvalidPayload);
         }
+        let tool_error = t.legacy.is_some()
+            && result
+                .get_unique("isError")
+                .ok()
+                .flatten()
+                .is_some_and(|e| e.get().trim() == "true");
         t.outcome = Some(result.get().to_owned());
-        Self::finish(t, now, TaskStatus::Completed);
+        let status = if tool_error {
+            TaskStatus::Failed
+        } else {
+            TaskStatus::Completed
+        };
+        Self::finish(t, now, status);
         self.release(task);
         Ok(())
     }
@@ -966,14 +984,15 @@ impl Tasks {
 /// request would have returned", with the related-task `_meta`.
 fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
     match (t.status, &t.outcome, &t.error) {
-        (TaskStatus::Completed, Some(result), _) => {
-            LegacyAnswer::Result(with_related_task(result, task))
-        }
         (TaskStatus::Failed, _, Some((code, message, data))) => LegacyAnswer::Error {
             code: *code,
             message: message.clone(),
             data: data.clone(),
         },
+        // Completed, or failed with a tool result that has `isError: true`.
+        (TaskStatus::Completed | TaskStatus::Failed, Some(result), None) => {
+            LegacyAnswer::Result(with_related_task(result, task))
+        }
         _ => LegacyAnswer::Error {
             code: jsonrpc::INTERNAL_ERROR,
             message: "The task was cancelled".to_owned(),

@@ -1163,6 +1163,36 @@ fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
 }
 
 #[test]
+fn a_2025_11_25_tool_result_with_is_error_fails_the_task_and_is_its_result() {
+    // 2025-11-25: "failed: ... this includes cases where the tool call result has isError set
+    // to true", and tasks/result "MUST return exactly what the underlying request would have
+    // returned".
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut random = ids();
+    let legacy = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    let result = r#"{"content":[{"type":"text","text":"no such city"}],"isError":true}"#;
+    tasks.complete(T0, &legacy, raw(result)).unwrap();
+    assert_eq!(tasks.status(&legacy), Some(TaskStatus::Failed));
+    assert_eq!(
+        legacy_answer(&mut tasks, 1, "tasks/get", &legacy)["status"],
+        "failed"
+    );
+    let answer = legacy_answer(&mut tasks, 1, "tasks/result", &legacy);
+    assert_eq!(answer["isError"], true);
+    assert_eq!(answer["content"][0]["text"], "no such city");
+    // `isError: false` completes; and SEP-2663 keeps a tool error `completed`.
+    let fine = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    tasks
+        .complete(T0, &fine, raw(r#"{"content":[],"isError":false}"#))
+        .unwrap();
+    assert_eq!(tasks.status(&fine), Some(TaskStatus::Completed));
+    let modern = tasks.create(T0, &mut random).unwrap();
+    tasks.complete(T0, &modern, raw(result)).unwrap();
+    assert_eq!(tasks.status(&modern), Some(TaskStatus::Completed));
+    assert_eq!(get(&mut tasks, T0, &modern)["result"]["isError"], true);
+}
+
+#[test]
 fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let mut p = legacy_pair();

@@ -41,7 +41,7 @@ const (
 	TaskWorking       TaskStatus = C.MCPW_TASK_STATUS_WORKING        // the work is going on
 	TaskInputRequired TaskStatus = C.MCPW_TASK_STATUS_INPUT_REQUIRED // it waits for the client's answers (Ask)
 	TaskCompleted     TaskStatus = C.MCPW_TASK_STATUS_COMPLETED      // it finished with a result (Complete)
-	TaskFailed        TaskStatus = C.MCPW_TASK_STATUS_FAILED         // it failed with a JSON-RPC error (Fail)
+	TaskFailed        TaskStatus = C.MCPW_TASK_STATUS_FAILED         // it failed with a JSON-RPC error (Fail), or a legacy task completed with isError true
 	TaskCancelled     TaskStatus = C.MCPW_TASK_STATUS_CANCELLED      // it was cancelled (Cancel)
 	TaskStatusOther   TaskStatus = C.MCPW_TASK_STATUS_OTHER          // a status this version has no name for
 )
