@@ -9,12 +9,18 @@
 //! - every request gets a response with a real status, and a JSON body that parses; a stream
 //!   response names a stream the host can poll, and never one another response still holds
 //!   (a `Last-Event-ID` GET taking over a held stream gets an id of its own);
-//! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`;
+//! - sessions stay within `max_sessions`, stored events within `max_sessions × event_store`
+//!   (with a shared session store, where sessions outlive this server's copies, only the first);
 //! - after `handle_timeout(now)` no deadline at or before `now` is left (everything due fired);
 //!   called before any deadline (as a host calling it on every turn does), it ends no session;
 //! - a held stream whose output changed (bytes, finished, ended) without the host draining or
 //!   dropping it was reported by `poll_woken`: a host that wakes only those never leaves a
 //!   stream waiting.
+//!
+//! In a third of the runs the server shares a [`SessionStore`] and its event store with another
+//! replica, which the harness plays (`Foreign`): it opens sessions this server has never seen,
+//! ends them, and stores events of streams this server never held, so that requests take
+//! sessions over, resume other replicas' streams and delete other replicas' sessions.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -25,7 +31,7 @@ use mcpwire::Timestamp;
 use mcpwire::conn::{Config, OwnedEvent};
 use mcpwire::http::{
     Body, ConnKey, EventStore, HttpRequest, HttpServer, HttpServerConfig, HttpStreamId,
-    MemoryEventStore,
+    MemoryEventStore, SessionStore,
 };
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::mcp::ProtocolVersion;
@@ -55,6 +61,8 @@ pub enum HttpOp {
     Answer { how: u8 },
     /// The application ends every listen stream.
     EndListens,
+    /// Another replica acts on the shared stores (when they are shared).
+    Foreign { what: u8, pick: u8 },
 }
 
 /// An HTTP request, from small choices.
@@ -126,6 +134,31 @@ fn template(which: u8, id: u8) -> String {
     }
 }
 
+/// A session store shared with another replica, which the harness plays.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<HashMap<String, String>>>);
+
+impl SessionStore for Shared {
+    fn create(&mut self, session: &str, initialize: &str) {
+        let mut m = self.0.lock().unwrap();
+        if m.len() < 64 {
+            m.insert(session.to_owned(), initialize.to_owned());
+        }
+    }
+    fn load(&mut self, session: &str) -> Option<String> {
+        self.0.lock().unwrap().get(session).cloned()
+    }
+    fn touch(&mut self, session: &str) -> bool {
+        self.0.lock().unwrap().contains_key(session)
+    }
+    fn forget(&mut self, session: &str) {
+        self.0.lock().unwrap().remove(session);
+    }
+}
+
+/// The first stream id of the other replica's range.
+const FOREIGN_STREAMS: u64 = 1 << 40;
+
 /// A store that counts what it holds, shared with the harness.
 #[derive(Clone)]
 struct Counted(Arc<Mutex<MemoryEventStore>>);
@@ -151,6 +184,10 @@ impl EventStore for Counted {
 struct Harness {
     server: HttpServer,
     store: Counted,
+    /// The session store shared with the other replica, when there is one.
+    shared: Option<Shared>,
+    /// Sessions and events the other replica made.
+    foreign: u64,
     max_sessions: usize,
     max_events: usize,
     now: Timestamp,
@@ -194,10 +231,16 @@ impl Harness {
             config.event_store,
         ))));
         config.events = Some(Box::new(store.clone()));
+        let shared = (setup.idle_secs % 3 == 2).then(Shared::default);
+        if let Some(shared) = &shared {
+            config.sessions = Some(Box::new(shared.clone()));
+        }
         let (max_sessions, max_events) = (config.max_sessions, config.event_store);
         Harness {
             server: HttpServer::new(config),
             store,
+            shared,
+            foreign: 0,
             max_sessions,
             max_events: max_sessions * max_events,
             now: Timestamp::ZERO,
@@ -481,11 +524,52 @@ impl Harness {
         self.seen.retain(|id, _| self.streams.contains(id));
     }
 
+    /// The other replica opens a session, ends one, or stores an event of a stream of its own
+    /// (whose id then goes to `event_ids`, for a `Last-Event-ID` to name).
+    fn foreign(&mut self, what: u8, pick: u8) {
+        let Some(shared) = self.shared.as_mut() else {
+            return;
+        };
+        self.foreign += 1;
+        match what % 3 {
+            0 => {
+                let sid = format!("f{:x}", self.foreign);
+                let version = if what & 0x80 != 0 { 0 } else { 10 };
+                shared.create(&sid, &template(version, 1));
+                if self.sessions.len() < 64 {
+                    self.sessions.push(sid);
+                }
+            }
+            1 if !self.sessions.is_empty() => {
+                let sid = &self.sessions[usize::from(pick) % self.sessions.len()];
+                shared.forget(sid);
+                self.store.forget(sid);
+            }
+            _ if !self.sessions.is_empty() => {
+                let sid = self.sessions[usize::from(pick) % self.sessions.len()].clone();
+                let stream = HttpStreamId(FOREIGN_STREAMS + u64::from(pick % 4));
+                let event = self.foreign;
+                let bytes = format!(
+                    "id: {}-{event}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{event}}}}}\n\n",
+                    stream.0
+                );
+                self.store.append(&sid, stream, event, bytes.as_bytes());
+                if self.event_ids.len() < 64 {
+                    self.event_ids.push(format!("{}-{}", stream.0, event - 1));
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn check(&self) {
         assert!(
             self.server.sessions() <= self.max_sessions,
             "sessions over the cap"
         );
+        if self.shared.is_some() {
+            return; // (events outlive this server's copies of their sessions)
+        }
         let stored = self.store.0.lock().expect("store").len();
         assert!(
             stored <= self.max_events,
@@ -521,6 +605,7 @@ pub fn http_server(data: &[u8]) {
             HttpOp::EndListens => {
                 h.server.end_listen_streams();
             }
+            HttpOp::Foreign { what, pick } => h.foreign(*what, *pick),
         }
         h.collect_events();
         h.check_woken(own);
