@@ -444,8 +444,8 @@ typedef enum mcpw_result {
     MCPW_ERR_NOT_ELIGIBLE = 316,
     /**
      * Tasks (`mcpw_tasks`): the table holds `mcpw_task_config.max_tasks` tasks and none is
-     * terminal, so no task was created. Answer the request without a task (or with an
-     * error).
+     * terminal, or the owner holds `max_tasks_per_owner` and none of its tasks is terminal,
+     * so no task was created. Answer the request without a task (or with an error).
      */
     MCPW_ERR_TASKS_FULL = 317,
     /**
@@ -1787,6 +1787,15 @@ typedef struct mcpw_task_config {
      * 1; default 1 MiB.
      */
     size_t max_payload;
+    /**
+     * Tasks one requestor (the `owner` of `mcpw_tasks_create_legacy`) may hold at once,
+     * terminal ones included, so that one session cannot take every slot of `max_tasks`.
+     * At the cap, creating a task for that owner drops its oldest terminal task; with none
+     * terminal, the call fails with `MCPW_ERR_TASKS_FULL` for that owner only. 2026-07-28
+     * tasks (`mcpw_tasks_create`) have no owner: only `max_tasks` bounds them. At least 1;
+     * default 256.
+     */
+    size_t max_tasks_per_owner;
 } mcpw_task_config;
 
 /**
@@ -3037,8 +3046,9 @@ enum mcpw_result mcpw_json_items(const char *json_text,
 const char *mcpw_result_message(int code);
 
 /**
- * The default task configuration (1024 tasks, a TTL of one hour, polling every second, 16
- * input requests per task, payloads up to 1 MiB), to change before `mcpw_tasks_new`.
+ * The default task configuration (1024 tasks, 256 of them per owner, a TTL of one hour,
+ * polling every second, 16 input requests per task, payloads up to 1 MiB), to change before
+ * `mcpw_tasks_new`.
  */
 struct mcpw_task_config mcpw_task_config_default(void);
 
@@ -3104,7 +3114,9 @@ enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
  * a number of your choosing for the session or connection that asked:
  * `mcpw_tasks_serve_legacy` shows a requestor its own tasks only. Its wire shapes are that
  * version's (`{"task":{…}}`, `ttl`, `pollInterval`). Answer the request with
- * `mcpw_conn_respond_task`. Errors and the lent id as for `mcpw_tasks_create`.
+ * `mcpw_conn_respond_task`. An owner holding `max_tasks_per_owner` tasks has its oldest
+ * terminal one dropped to make room, or, with none terminal, gets `MCPW_ERR_TASKS_FULL`
+ * (others still get tasks). Errors and the lent id as for `mcpw_tasks_create`.
  *
  * # Safety
  * As for `mcpw_tasks_create`.

@@ -112,6 +112,15 @@ pub struct TaskConfig {
     /// terminal, [`Tasks::create`] fails with [`TaskError::Full`] (answer the request without a
     /// task, or with an error). Default 1024.
     pub max_tasks: usize,
+    /// Tasks one requestor may hold at once (terminal ones included, until they expire or are
+    /// dropped), so that one session cannot take every slot of [`max_tasks`](Self::max_tasks)
+    /// from the others. At the cap, creating a task for that requestor drops its oldest
+    /// terminal task; with none terminal, [`Tasks::create_legacy`] fails with
+    /// [`TaskError::Full`] for that requestor only. It bounds the tasks that have an owner
+    /// (2025-11-25's, [`Tasks::create_legacy`]); a 2026-07-28 task ([`Tasks::create`]) has none
+    /// the table knows (that version has no sessions), so only `max_tasks` bounds those.
+    /// Default 256 (a quarter of the default `max_tasks`).
+    pub max_tasks_per_owner: usize,
     /// How long a task lives from its creation (`ttlMs`); `None` for no limit (then only the
     /// cap bounds the table). Default one hour; at most [`MAX_WIRE_MILLIS`] milliseconds
     /// (longer is taken as that).
@@ -130,6 +139,7 @@ impl Default for TaskConfig {
     fn default() -> Self {
         TaskConfig {
             max_tasks: 1024,
+            max_tasks_per_owner: 256,
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_secs(1),
             max_input_requests: 16,
@@ -145,7 +155,8 @@ pub(crate) const RANDOM_TRIES: usize = 8;
 /// Why a [`Tasks`] call was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskError {
-    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal.
+    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal, or the requestor
+    /// holds [`TaskConfig::max_tasks_per_owner`] tasks and none of them is terminal.
     Full,
     /// No such task (never created, expired or dropped).
     UnknownTask,
@@ -360,7 +371,10 @@ impl Tasks {
     /// [`create`](Self::create) for a 2025-11-25 task-augmented request (the experimental
     /// tasks of that version): the task belongs to `owner` (the session or connection that
     /// asked; [`serve_legacy`](Self::serve_legacy) shows a requestor its own tasks only), and
-    /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`).
+    /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`). An owner
+    /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one dropped
+    /// to make room, or, with none terminal, gets [`TaskError::Full`] while others still get
+    /// tasks.
     pub fn create_legacy(
         &mut self,
         now: Timestamp,
@@ -376,7 +390,15 @@ impl Tasks {
         random: &mut dyn FnMut(&mut [u8]),
         legacy: Option<u64>,
     ) -> Result<String, TaskError> {
-        if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal() {
+        // The requestor's own cap first, so that a full requestor takes none of the others'
+        // terminal tasks; then the table's.
+        if let Some(owner) = legacy {
+            let held = self.tasks.values().filter(|t| t.legacy == legacy).count();
+            if held >= self.config.max_tasks_per_owner && !self.evict_terminal(Some(owner)) {
+                return Err(TaskError::Full);
+            }
+        }
+        if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal(None) {
             return Err(TaskError::Full);
         }
         // 128 random bits collide by chance about never; a source that repeats would make
@@ -409,13 +431,13 @@ impl Tasks {
         Ok(id)
     }
 
-    /// Drops the oldest terminal task; whether there was one.
-    fn evict_terminal(&mut self) -> bool {
-        let Some(at) = self
-            .order
-            .iter()
-            .position(|(_, id)| self.tasks.get(id).is_some_and(|t| t.status.is_terminal()))
-        else {
+    /// Drops the oldest terminal task (of `owner`'s, when given); whether there was one.
+    fn evict_terminal(&mut self, owner: Option<u64>) -> bool {
+        let Some(at) = self.order.iter().position(|(_, id)| {
+            self.tasks
+                .get(id)
+                .is_some_and(|t| t.status.is_terminal() && (owner.is_none() || t.legacy == owner))
+        }) else {
             return false;
         };
         if let Some((_, id)) = self.order.remove(at) {

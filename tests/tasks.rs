@@ -442,6 +442,81 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     assert_eq!(forever.poll_timeout(), None);
 }
 
+/// One requestor cannot take every slot of the table ("Enforce limits on concurrent tasks per
+/// requestor"): at its own cap (256 by default) its oldest terminal task makes room, or it
+/// gets `Full`, while the others still get tasks.
+#[test]
+fn one_requestor_cannot_take_every_task_slot() {
+    let (a, b) = (1, 2);
+    let config = TaskConfig {
+        max_tasks: 400,
+        ..TaskConfig::default()
+    };
+    let mut tasks = Tasks::new(config, T0, WALL);
+    let mut random = ids_wide();
+    // B's terminal task is the oldest in the table; A's cap must not take it.
+    let b_done = tasks.create_legacy(T0, &mut random, b).unwrap();
+    tasks.complete(T0, &b_done, raw("{}")).unwrap();
+    let mine: Vec<String> = (0..256)
+        .map(|i| tasks.create_legacy(at(1 + i), &mut random, a).unwrap())
+        .collect();
+    assert_eq!(
+        tasks.create_legacy(at(300), &mut random, a),
+        Err(TaskError::Full),
+        "A holds 256 tasks, none terminal"
+    );
+    assert_eq!(tasks.len(), 257);
+    assert_eq!(tasks.status(&b_done), Some(TaskStatus::Completed));
+    // Others still get tasks: another session, and 2026-07-28 tasks (no owner).
+    let b_live = tasks.create_legacy(at(300), &mut random, b).unwrap();
+    tasks.create(at(300), &mut random).unwrap();
+    // A's oldest terminal task makes room for A, and only A's.
+    tasks.complete(at(301), &mine[20], raw("{}")).unwrap();
+    tasks.cancel(at(301), &mine[10]).unwrap();
+    tasks.create_legacy(at(302), &mut random, a).unwrap();
+    assert_eq!(
+        tasks.status(&mine[10]),
+        None,
+        "A's oldest terminal task went"
+    );
+    assert_eq!(tasks.status(&mine[20]), Some(TaskStatus::Completed));
+    assert_eq!(tasks.status(&b_done), Some(TaskStatus::Completed));
+    assert_eq!(tasks.status(&b_live), Some(TaskStatus::Working));
+    tasks.create_legacy(at(303), &mut random, a).unwrap();
+    assert_eq!(tasks.status(&mine[20]), None);
+    assert_eq!(
+        tasks.create_legacy(at(304), &mut random, a),
+        Err(TaskError::Full)
+    );
+    assert_eq!(tasks.len(), 259);
+
+    // The cap is the table's to set.
+    let mut small = Tasks::new(
+        TaskConfig {
+            max_tasks_per_owner: 1,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    small.create_legacy(T0, &mut random, a).unwrap();
+    assert_eq!(
+        small.create_legacy(T0, &mut random, a),
+        Err(TaskError::Full)
+    );
+    small.create_legacy(T0, &mut random, b).unwrap();
+}
+
+/// Ids from a counter wider than [`ids`]'s byte, for tables of hundreds of tasks.
+fn ids_wide() -> impl FnMut(&mut [u8]) {
+    let mut n = 0u64;
+    move |buf: &mut [u8]| {
+        n += 1;
+        buf.fill(0);
+        buf[..8].copy_from_slice(&n.to_be_bytes());
+    }
+}
+
 #[test]
 fn numbers_a_task_writes_stay_in_the_range_json_readers_keep_exact() {
     // A TTL or polling interval of u64::MAX milliseconds (a C caller's UINT64_MAX) goes out

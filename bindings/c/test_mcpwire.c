@@ -3089,6 +3089,7 @@ static void test_tasks_the_whole_flow(void) {
 
     CHECK(config.max_tasks == 1024 && config.ttl_ms == 3600000 && config.poll_interval_ms == 1000);
     CHECK(config.max_input_requests == 16 && config.max_payload == 1024 * 1024);
+    CHECK(config.max_tasks_per_owner == 256);
     OK(mcpw_tasks_new(&config, now, WALL_MS, &tasks));
     CHECK(tasks != NULL);
 
@@ -3474,6 +3475,9 @@ static void test_tasks_refuse_null_and_invalid_arguments(void) {
     mcpw_tasks_free(NULL);
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tasks_new(NULL, 0, WALL_MS, NULL));
     config.max_tasks = 0;
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
+    config = mcpw_task_config_default();
+    config.max_tasks_per_owner = 0;
     RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_tasks_new(&config, 0, WALL_MS, &tasks));
     config = mcpw_task_config_default();
     config.poll_interval_ms = 0;
@@ -3923,6 +3927,27 @@ static void test_tasks_legacy_flow(void) {
     CHECK(status_of(tasks, other) == MCPW_TASK_STATUS_CANCELLED);
     OK(mcpw_tasks_poll_event(tasks, &te));
     CHECK(te.kind == MCPW_TASK_EVENT_CANCEL_REQUESTED && str_eq(te.task, other));
+
+    /* max_tasks_per_owner: a full owner gets MCPW_ERR_TASKS_FULL, others still get tasks,
+       and the owner's oldest terminal task makes room for it. */
+    {
+        mcpw_tasks *owned = NULL;
+        mcpw_task_config config = mcpw_task_config_default();
+        mcpw_str id = {"unchanged", 9};
+        char mine[64];
+        config.max_tasks_per_owner = 1;
+        OK(mcpw_tasks_new(&config, 0, WALL_MS, &owned));
+        OK(mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 1, &created));
+        keep_task_id(created, mine);
+        RC(MCPW_ERR_TASKS_FULL,
+           mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 1, &id));
+        CHECK(str_eq(id, "unchanged"));
+        OK(mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 2, &created));
+        OK(mcpw_tasks_complete(owned, 0, mine, strlen(mine), S("{}")));
+        OK(mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 1, &created));
+        CHECK(status_of(owned, mine) == MCPW_TASK_STATUS_OTHER);
+        mcpw_tasks_free(owned);
+    }
 
     /* NULL handles and outputs. */
     RC(MCPW_ERR_NULL_ARGUMENT,

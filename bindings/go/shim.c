@@ -596,7 +596,8 @@ mcpwgo_deadline mcpwgo_http_client_deadline(const mcpw_http_client *client) {
 
 mcpwgo_tasks_made mcpwgo_tasks_new(uint64_t now_ns, uint64_t unix_ms, size_t max_tasks,
                                    int has_ttl, uint64_t ttl_ms, uint64_t poll_interval_ms,
-                                   size_t max_input_requests, size_t max_payload) {
+                                   size_t max_input_requests, size_t max_payload,
+                                   size_t max_tasks_per_owner) {
     mcpwgo_tasks_made out = {MCPW_OK, NULL};
     mcpw_task_config config = mcpw_task_config_default();
     if (max_tasks > 0) config.max_tasks = max_tasks;
@@ -604,6 +605,7 @@ mcpwgo_tasks_made mcpwgo_tasks_new(uint64_t now_ns, uint64_t unix_ms, size_t max
     if (poll_interval_ms > 0) config.poll_interval_ms = poll_interval_ms;
     if (max_input_requests > 0) config.max_input_requests = max_input_requests;
     if (max_payload > 0) config.max_payload = max_payload;
+    if (max_tasks_per_owner > 0) config.max_tasks_per_owner = max_tasks_per_owner;
     out.rc = mcpw_tasks_new(&config, now_ns, unix_ms, &out.tasks);
     return out;
 }

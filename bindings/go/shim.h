@@ -386,7 +386,8 @@ typedef struct mcpwgo_tasks_made {
    replaces ttl_ms too (0: no limit). */
 mcpwgo_tasks_made mcpwgo_tasks_new(uint64_t now_ns, uint64_t unix_ms, size_t max_tasks,
                                    int has_ttl, uint64_t ttl_ms, uint64_t poll_interval_ms,
-                                   size_t max_input_requests, size_t max_payload);
+                                   size_t max_input_requests, size_t max_payload,
+                                   size_t max_tasks_per_owner);
 
 /* A new task with an id from getrandom(2) (mcpwgo_random); the id is the table's view. */
 mcpwgo_view mcpwgo_tasks_create(mcpw_tasks *tasks, uint64_t now_ns);

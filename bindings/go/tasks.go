@@ -18,6 +18,12 @@ type TaskConfig struct {
 	// MaxTasks is how many tasks the table keeps at once; at the cap, Create drops the oldest
 	// terminal task, or fails with ErrTasksFull when none is terminal. 0: 1024.
 	MaxTasks int
+	// MaxTasksPerOwner is how many tasks one requestor (CreateLegacy's owner) may hold at
+	// once, terminal ones included, so that one session cannot take every slot of MaxTasks;
+	// at the cap, CreateLegacy drops that owner's oldest terminal task, or fails with
+	// ErrTasksFull for that owner only when none is terminal. Create's tasks (2026-07-28)
+	// have no owner: only MaxTasks bounds them. 0: 256.
+	MaxTasksPerOwner int
 	// TTL is how long a task lives from its creation (the ttlMs clients see), rounded up to
 	// milliseconds. 0: one hour; negative: no limit (then only MaxTasks bounds the table).
 	TTL time.Duration
@@ -131,14 +137,16 @@ type Tasks struct {
 // same instant, on the clock of every later now given to the table (time.Now() readings,
 // or simulated times) and on the wall clock in milliseconds since 1970
 // (now.UnixMilli() for a real clock): the times a task carries (createdAt, lastUpdatedAt)
-// are counted from them. A negative MaxTasks, MaxInputRequests, MaxPayload or PollInterval
-// (or unixMs) is ErrInvalidArgument; a negative TTL means no limit, as TaskConfig says.
+// are counted from them. A negative MaxTasks, MaxTasksPerOwner, MaxInputRequests,
+// MaxPayload or PollInterval (or unixMs) is ErrInvalidArgument; a negative TTL means no
+// limit, as TaskConfig says.
 func NewTasks(cfg *TaskConfig, now time.Time, unixMs int64) (*Tasks, error) {
 	var c TaskConfig
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.MaxTasks < 0 || c.MaxInputRequests < 0 || c.MaxPayload < 0 || c.PollInterval < 0 || unixMs < 0 {
+	if c.MaxTasks < 0 || c.MaxTasksPerOwner < 0 || c.MaxInputRequests < 0 || c.MaxPayload < 0 ||
+		c.PollInterval < 0 || unixMs < 0 {
 		return nil, &ResultError{Op: "new tasks", Code: CodeInvalidArgument}
 	}
 	hasTTL, ttl := 0, uint64(0)
@@ -147,7 +155,7 @@ func NewTasks(cfg *TaskConfig, now time.Time, unixMs int64) (*Tasks, error) {
 	}
 	made := C.mcpwgo_tasks_new(0, C.uint64_t(unixMs), C.size_t(c.MaxTasks), C.int(hasTTL),
 		C.uint64_t(ttl), C.uint64_t(millisCeil(c.PollInterval)), C.size_t(c.MaxInputRequests),
-		C.size_t(c.MaxPayload))
+		C.size_t(c.MaxPayload), C.size_t(c.MaxTasksPerOwner))
 	if err := check("new tasks", made.rc); err != nil {
 		return nil, err
 	}
@@ -203,7 +211,9 @@ func (t *Tasks) Create(now time.Time) (string, error) {
 // server declared tasks.requests.tools.call). The task belongs to owner, a number of your
 // choosing for the session or connection that asked: ServeLegacy shows a requestor its own
 // tasks only. Its wire shapes are that version's ({"task":{...}}, ttl, pollInterval). Answer
-// the request with Respond.
+// the request with Respond. An owner holding MaxTasksPerOwner tasks has its oldest terminal
+// one dropped to make room, or, with none terminal, gets ErrTasksFull (others still get
+// tasks).
 func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -431,6 +431,31 @@ func TestTasksBoundsAndClose(t *testing.T) {
 	}
 }
 
+// TestTasksPerOwnerCap: one owner at MaxTasksPerOwner gets ErrTasksFull while another still
+// gets tasks, and its own oldest terminal task makes room for it.
+func TestTasksPerOwnerCap(t *testing.T) {
+	start := time.Unix(0, 0)
+	tasks := newTasks(t, &TaskConfig{MaxTasksPerOwner: 2}, start)
+	first, err := tasks.CreateLegacy(start, 1)
+	mustOK(t, err)
+	_, err = tasks.CreateLegacy(start, 1)
+	mustOK(t, err)
+	if _, err := tasks.CreateLegacy(start, 1); !errors.Is(err, ErrTasksFull) {
+		t.Fatalf("owner 1 full: %v", err)
+	}
+	_, err = tasks.CreateLegacy(start, 2)
+	mustOK(t, err)
+	mustOK(t, tasks.Complete(start, first, json.RawMessage(`{}`)))
+	_, err = tasks.CreateLegacy(start, 1)
+	mustOK(t, err)
+	if _, err := tasks.Status(first); !errors.Is(err, ErrUnknownTask) {
+		t.Fatalf("owner 1's terminal task evicted: %v", err)
+	}
+	if _, err := NewTasks(&TaskConfig{MaxTasksPerOwner: -1}, start, 0); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative: %v", err)
+	}
+}
+
 // TestTasksConcurrentWork finishes tasks from many goroutines while another serves the
 // client's polls (meaningful under -race).
 func TestTasksConcurrentWork(t *testing.T) {

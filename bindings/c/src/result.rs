@@ -101,8 +101,8 @@ pub enum mcpw_result {
     /// `resources/read`, and each input request needs a capability the request declared.
     MCPW_ERR_NOT_ELIGIBLE = 316,
     /// Tasks (`mcpw_tasks`): the table holds `mcpw_task_config.max_tasks` tasks and none is
-    /// terminal, so no task was created. Answer the request without a task (or with an
-    /// error).
+    /// terminal, or the owner holds `max_tasks_per_owner` and none of its tasks is terminal,
+    /// so no task was created. Answer the request without a task (or with an error).
     MCPW_ERR_TASKS_FULL = 317,
     /// Tasks: no such task (never created, expired at its TTL, or dropped to make room).
     MCPW_ERR_UNKNOWN_TASK = 318,

@@ -58,6 +58,13 @@ pub struct mcpw_task_config {
     /// The largest result, error or input request a task keeps, in bytes of JSON. At least
     /// 1; default 1 MiB.
     pub max_payload: usize,
+    /// Tasks one requestor (the `owner` of `mcpw_tasks_create_legacy`) may hold at once,
+    /// terminal ones included, so that one session cannot take every slot of `max_tasks`.
+    /// At the cap, creating a task for that owner drops its oldest terminal task; with none
+    /// terminal, the call fails with `MCPW_ERR_TASKS_FULL` for that owner only. 2026-07-28
+    /// tasks (`mcpw_tasks_create`) have no owner: only `max_tasks` bounds them. At least 1;
+    /// default 256.
+    pub max_tasks_per_owner: usize,
 }
 
 impl From<&TaskConfig> for mcpw_task_config {
@@ -68,17 +75,25 @@ impl From<&TaskConfig> for mcpw_task_config {
             poll_interval_ms: millis(c.poll_interval),
             max_input_requests: c.max_input_requests,
             max_payload: c.max_payload,
+            max_tasks_per_owner: c.max_tasks_per_owner,
         }
     }
 }
 
 /// The engine's configuration for the caller's: every bound at least 1.
 fn config_in(c: &mcpw_task_config) -> Result<TaskConfig, mcpw_result> {
-    if [c.max_tasks, c.max_input_requests, c.max_payload].contains(&0) || c.poll_interval_ms == 0 {
+    let bounds = [
+        c.max_tasks,
+        c.max_tasks_per_owner,
+        c.max_input_requests,
+        c.max_payload,
+    ];
+    if bounds.contains(&0) || c.poll_interval_ms == 0 {
         return Err(MCPW_ERR_INVALID_ARGUMENT);
     }
     Ok(TaskConfig {
         max_tasks: c.max_tasks,
+        max_tasks_per_owner: c.max_tasks_per_owner,
         ttl: (c.ttl_ms > 0).then(|| Duration::from_millis(c.ttl_ms)),
         poll_interval: Duration::from_millis(c.poll_interval_ms),
         max_input_requests: c.max_input_requests,
@@ -86,8 +101,9 @@ fn config_in(c: &mcpw_task_config) -> Result<TaskConfig, mcpw_result> {
     })
 }
 
-/// The default task configuration (1024 tasks, a TTL of one hour, polling every second, 16
-/// input requests per task, payloads up to 1 MiB), to change before `mcpw_tasks_new`.
+/// The default task configuration (1024 tasks, 256 of them per owner, a TTL of one hour,
+/// polling every second, 16 input requests per task, payloads up to 1 MiB), to change before
+/// `mcpw_tasks_new`.
 #[unsafe(no_mangle)]
 pub extern "C" fn mcpw_task_config_default() -> mcpw_task_config {
     const NONE: mcpw_task_config = mcpw_task_config {
@@ -96,6 +112,7 @@ pub extern "C" fn mcpw_task_config_default() -> mcpw_task_config {
         poll_interval_ms: 0,
         max_input_requests: 0,
         max_payload: 0,
+        max_tasks_per_owner: 0,
     };
     catch(|| NONE, || mcpw_task_config::from(&TaskConfig::default()))
 }
@@ -434,7 +451,9 @@ pub unsafe extern "C" fn mcpw_tasks_create(
 /// a number of your choosing for the session or connection that asked:
 /// `mcpw_tasks_serve_legacy` shows a requestor its own tasks only. Its wire shapes are that
 /// version's (`{"task":{…}}`, `ttl`, `pollInterval`). Answer the request with
-/// `mcpw_conn_respond_task`. Errors and the lent id as for `mcpw_tasks_create`.
+/// `mcpw_conn_respond_task`. An owner holding `max_tasks_per_owner` tasks has its oldest
+/// terminal one dropped to make room, or, with none terminal, gets `MCPW_ERR_TASKS_FULL`
+/// (others still get tasks). Errors and the lent id as for `mcpw_tasks_create`.
 ///
 /// # Safety
 /// As for `mcpw_tasks_create`.
@@ -1084,6 +1103,10 @@ mod tests {
         assert_eq!(config_in(&unlimited).map(|c| c.ttl), Ok(None));
         for zero in [
             mcpw_task_config { max_tasks: 0, ..c },
+            mcpw_task_config {
+                max_tasks_per_owner: 0,
+                ..c
+            },
             mcpw_task_config {
                 poll_interval_ms: 0,
                 ..c
