@@ -1068,6 +1068,53 @@ fn task_id(params: Option<RawJson<'_>>) -> Option<String> {
         .map(|t| t.to_str().into_owned())
 }
 
+/// The `taskId` of a task handle we received, if the handle is a well-formed `Task`: a string
+/// `taskId`, a known `status`, string `createdAt` and `lastUpdatedAt`, a numeric or null TTL
+/// (`ttlMs` in 2026-07-28, `ttl` with `legacy`, the `{"task":{…}}` of 2025-11-25), and where
+/// present and not null a numeric poll interval and a string `statusMessage`; no member twice.
+/// `task` is the flat `CreateTaskResult` of 2026-07-28 or the object under `task` of
+/// 2025-11-25. Anything else is an invalid response for the requestor.
+pub(crate) fn handle_task_id(task: RawJson<'_>, legacy: bool) -> Option<jsonrpc::JsonStr<'_>> {
+    let [ttl, poll] = if legacy {
+        ["ttl", "pollInterval"]
+    } else {
+        ["ttlMs", "pollIntervalMs"]
+    };
+    let keys = [
+        "taskId",
+        "status",
+        "createdAt",
+        "lastUpdatedAt",
+        ttl,
+        poll,
+        "statusMessage",
+    ];
+    let found = task.get_each(keys);
+    let mut v = [None; 7];
+    for (i, slot) in v.iter_mut().enumerate() {
+        *slot = found.get(i).ok()?;
+    }
+    let [id, status, created, updated, ttl, poll, message] = v;
+    let number = |n: RawJson<'_>| n.as_f64().is_some();
+    let known = [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+    let valid = task.is_object()
+        && status
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| known.iter().any(|k| s.eq_str(k.as_str())))
+        && created.and_then(|c| c.as_str()).is_some()
+        && updated.and_then(|u| u.as_str()).is_some()
+        && ttl.is_some_and(|t| t.is_null() || number(t))
+        && poll.is_none_or(|p| p.is_null() || number(p))
+        && message.is_none_or(|m| m.is_null() || m.as_str().is_some());
+    id.and_then(|id| id.as_str()).filter(|_| valid)
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -810,6 +810,74 @@ fn a_task_handle_the_client_could_not_expect_is_an_invalid_response() {
     );
 }
 
+/// The client sends `method` with `params`; the server's answer is `result`, written by hand.
+/// Returns the client's events.
+fn answered_by_hand(
+    p: &mut common::pair::Pair,
+    method: &str,
+    params: &str,
+    result: &str,
+) -> Vec<Ev> {
+    p.client.request(p.now, method, Some(raw(params))).unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    let mcpwire::jsonrpc::OwnedId::Int(id) = id else {
+        panic!()
+    };
+    let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    drain(&mut p.client)
+}
+
+/// A task handle must be a well-formed `CreateTaskResult` (`Result & Task`): a string
+/// `taskId`, a known `status`, `createdAt`, `lastUpdatedAt` and `ttlMs` (a number or null),
+/// with the optional members of their types. Anything less is an invalid response, not a
+/// `TaskCreated` the application would have to second-guess.
+#[test]
+fn a_malformed_task_handle_is_an_invalid_response() {
+    let mut p = modern_pair(true);
+    let times = r#""createdAt":"2026-11-24T12:00:00Z","lastUpdatedAt":"2026-11-24T12:00:00Z""#;
+    let task = |members: &str| format!(r#"{{"resultType":"task",{members}}}"#);
+    let good = format!(r#""taskId":"abc","status":"working",{times},"ttlMs":60000"#);
+    for bad in [
+        r#""taskId":"abc""#.to_owned(),
+        format!(r#""taskId":5,"status":"working",{times},"ttlMs":60000"#),
+        format!(r#""status":"working",{times},"ttlMs":60000"#),
+        format!(r#""taskId":"abc",{times},"ttlMs":60000"#),
+        format!(r#""taskId":"abc","status":"bogus",{times},"ttlMs":60000"#),
+        format!(r#""taskId":"abc","status":"working",{times},"ttlMs":"x""#),
+        format!(r#""taskId":"abc","status":"working",{times}"#),
+        r#""taskId":"abc","status":"working","createdAt":"2026-11-24T12:00:00Z","ttlMs":1"#
+            .to_owned(),
+        r#""taskId":"abc","status":"working","createdAt":7,"lastUpdatedAt":"x","ttlMs":1"#
+            .to_owned(),
+        format!(r#"{good},"pollIntervalMs":"soon""#),
+        format!(r#"{good},"statusMessage":{{}}"#),
+        format!(r#"{good},"status":"working""#),
+        format!(r#""ttl":60000,"taskId":"abc","status":"working",{times}"#),
+    ] {
+        let evs = answered_by_hand(&mut p, "tools/call", r#"{"name":"slow"}"#, &task(&bad));
+        assert!(
+            matches!(&evs[..], [Ev::InvalidResponse { .. }]),
+            "{bad}: {evs:?}"
+        );
+    }
+    // Well-formed handles still pass: the least one, an unlimited TTL, every member.
+    for fine in [
+        good.clone(),
+        format!(r#""taskId":"abc","status":"input_required",{times},"ttlMs":null"#),
+        format!(r#"{good},"pollIntervalMs":5000,"statusMessage":"on it","_meta":{{"app/x":1}}"#),
+    ] {
+        let evs = answered_by_hand(&mut p, "tools/call", r#"{"name":"slow"}"#, &task(&fine));
+        assert!(
+            matches!(&evs[..], [Ev::TaskCreated { .. }]),
+            "{fine}: {evs:?}"
+        );
+    }
+}
+
 // ---- 2025-11-25: the experimental tasks of that version ----------------------------------
 
 const D: mcpwire::mcp::ProtocolVersion = mcpwire::mcp::ProtocolVersion::V2025_11_25;
@@ -1336,6 +1404,49 @@ fn a_2025_11_25_task_handle_needs_a_request_that_asked_for_one() {
         ),
         Err(Error::NotNegotiated(Caps::TASKS_SAMPLING))
     );
+}
+
+/// 2025-11-25: an answer with a `task` member to a task-augmented request is a
+/// `CreateTaskResult`, and a malformed one (the schema's `Task` needs a string `taskId`, a
+/// known `status`, `createdAt`, `lastUpdatedAt` and `ttl`, a number or null) is an invalid
+/// response, as in 2026-07-28. An answer without `task` is the request's own result.
+#[test]
+fn a_malformed_2025_11_25_task_handle_is_an_invalid_response() {
+    let mut p = legacy_pair();
+    let call = r#"{"name":"slow","task":{}}"#;
+    let times = r#""createdAt":"2025-11-25T10:30:00Z","lastUpdatedAt":"2025-11-25T10:30:00Z""#;
+    let good = format!(r#""taskId":"abc","status":"working",{times},"ttl":60000"#);
+    for bad in [
+        format!(r#"{{"task":{{"taskId":5,"status":"working",{times},"ttl":60000}}}}"#),
+        r#"{"task":{"taskId":"abc"}}"#.to_owned(),
+        format!(r#"{{"task":{{"taskId":"abc","status":"bogus",{times},"ttl":60000}}}}"#),
+        format!(r#"{{"task":{{"taskId":"abc","status":"working",{times},"ttl":"x"}}}}"#),
+        format!(r#"{{"task":{{"taskId":"abc","status":"working",{times},"ttlMs":60000}}}}"#),
+        format!(r#"{{"task":{{{good},"pollInterval":"soon"}}}}"#),
+        r#"{"task":"abc"}"#.to_owned(),
+        format!(r#"{{"task":{{{good}}},"task":{{{good}}}}}"#),
+    ] {
+        let evs = answered_by_hand(&mut p, "tools/call", call, &bad);
+        assert!(
+            matches!(&evs[..], [Ev::InvalidResponse { .. }]),
+            "{bad}: {evs:?}"
+        );
+    }
+    for fine in [
+        format!(r#"{{"task":{{{good}}}}}"#),
+        format!(
+            r#"{{"task":{{"taskId":"abc","status":"completed",{times},"ttl":null,"pollInterval":500,"statusMessage":"done"}},"_meta":{{"app/x":1}}}}"#
+        ),
+    ] {
+        let evs = answered_by_hand(&mut p, "tools/call", call, &fine);
+        assert!(
+            matches!(&evs[..], [Ev::TaskCreated { .. }]),
+            "{fine}: {evs:?}"
+        );
+    }
+    // The receiver ran the request without a task.
+    let evs = answered_by_hand(&mut p, "tools/call", call, r#"{"content":[]}"#);
+    assert!(matches!(&evs[..], [Ev::Response { .. }]), "{evs:?}");
 }
 
 #[test]

@@ -186,15 +186,23 @@ impl Core {
         }
         let request = RequestId(n);
         self.task_tokens.answered(&OwnedId::Int(n));
-        // 2025-11-25: a task-augmented request of ours answered with a task handle.
-        if pending.task_augmented
-            && let Ok(result) = outcome
-            && let Some(task) = result
-                .get_unique("task")
-                .ok()
-                .flatten()
-                .and_then(|t| t.get_unique("taskId").ok().flatten())
-                .and_then(|id| id.as_str())
+        // 2025-11-25: a task-augmented request of ours answered with a task handle
+        // (`CreateTaskResult`, `{"task":{…}}`); a malformed one is invalid. A result without
+        // `task` is the request's own (the receiver ran it without a task).
+        let handle = match outcome {
+            Ok(result) if pending.task_augmented => match result.get_unique("task") {
+                Ok(None) => None,
+                Ok(Some(task)) => Some(crate::tasks::handle_task_id(task, true)),
+                Err(_) => Some(None),
+            },
+            _ => None,
+        };
+        if let Some(None) = handle {
+            self.events.push(Stored::InvalidResponse(request));
+            return self.maybe_finish_close();
+        }
+        if let Ok(result) = outcome
+            && let Some(Some(task)) = handle
         {
             if pending.wants_progress {
                 // Its progress keeps coming under the same token (rule 8).

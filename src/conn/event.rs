@@ -223,7 +223,9 @@ pub enum Event<'a> {
     TaskCreated {
         /// Which request.
         request: RequestId,
-        /// The `CreateTaskResult`: `taskId`, `status`, `createdAt`, `ttlMs`, ….
+        /// The `CreateTaskResult`: `taskId`, `status`, `createdAt`, `ttlMs`, … (the engine
+        /// checked that the `Task` members are there and of their types; a malformed handle is
+        /// [`Event::InvalidResponse`]).
         task: RawJson<'a>,
     },
     /// 2025-11-25: the server answered one of our requests with `-32042`: it needs the user to
@@ -247,7 +249,7 @@ pub enum Event<'a> {
     },
     /// The peer answered one of our requests with something invalid (a 2026-07-28 result with
     /// an unknown `resultType`, an "input required" result that is malformed or not allowed for
-    /// the method). Ends the request.
+    /// the method, a task handle that is malformed or was not ours to get). Ends the request.
     InvalidResponse {
         /// Which request.
         request: RequestId,

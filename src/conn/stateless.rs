@@ -1226,15 +1226,12 @@ impl Core {
         if is("task") {
             // Only where we could get one ("A client that receives CreateTaskResult in
             // response to an unsupported request type MUST interpret this as an invalid
-            // response"), and only a well-formed one.
+            // response"), and only a well-formed one (the `Task` members of
+            // `CreateTaskResult = Result & Task`).
             let eligible = retry.as_ref().is_some_and(|b| b.method == "tools/call")
                 && self.config.capabilities.has(Caps::TASKS_EXTENSION);
-            let has_id = result
-                .get_unique("taskId")
-                .ok()
-                .flatten()
-                .is_some_and(|t| t.as_str().is_some());
-            return if eligible && has_id {
+            let well_formed = crate::tasks::handle_task_id(result, false).is_some();
+            return if eligible && well_formed {
                 Classified::Task
             } else {
                 Classified::Invalid
