@@ -105,6 +105,16 @@ impl TaskTokens {
     }
 }
 
+/// Whether `progress` moves on from `last`, or `policy` takes it anyway; it is noted as the
+/// last when taken.
+fn advances(last: &mut Option<f64>, progress: f64, policy: ProgressPolicy) -> bool {
+    if last.is_some_and(|l| progress <= l) && policy == ProgressPolicy::DropNonIncreasing {
+        return false;
+    }
+    *last = Some(progress);
+    true
+}
+
 /// Our requests in flight, the ids we hand out, and the deadlines.
 pub(super) struct Correlation {
     pub(super) pending: SeqMap<Pending>,
@@ -335,38 +345,29 @@ impl Core {
         let message = member(3).and_then(|m| m.as_str());
         let policy = self.config.policy.progress;
         let max_total = self.config.max_total_timeout;
-        let Some(p) = self.corr.pending.get_mut(&n).filter(|p| p.wants_progress) else {
-            // Or a task's, after its handle (rule 8).
-            let Some(t) = self.task_tokens.by_request(&OwnedId::Int(n)) else {
+        // Our request's progress, or a task's after its handle (rule 8).
+        let advanced = match self.corr.pending.get_mut(&n).filter(|p| p.wants_progress) {
+            Some(p) => {
+                let advanced = advances(&mut p.last_progress, progress, policy);
+                if advanced && p.reset_on_progress {
+                    let cap = p.started.after(max_total);
+                    p.deadline = now.after(p.timeout).min(cap);
+                }
+                Some(advanced)
+            }
+            None => (self.task_tokens.by_request(&OwnedId::Int(n)))
+                .map(|t| advances(&mut t.last_progress, progress, policy)),
+        };
+        match advanced {
+            None => {
                 self.stats.dropped_progress += 1;
                 return;
-            };
-            if t.last_progress.is_some_and(|last| progress <= last)
-                && policy == ProgressPolicy::DropNonIncreasing
-            {
+            }
+            Some(false) => {
                 self.stats.non_increasing_progress += 1;
                 return;
             }
-            t.last_progress = Some(progress);
-            let cap = self.events.capture(frame);
-            let stored = Stored::Progress {
-                request: RequestId(n),
-                progress,
-                total,
-                message: message.map(|m| cap.str(m)),
-            };
-            return cap.push(stored);
-        };
-        if p.last_progress.is_some_and(|last| progress <= last)
-            && policy == ProgressPolicy::DropNonIncreasing
-        {
-            self.stats.non_increasing_progress += 1;
-            return;
-        }
-        p.last_progress = Some(progress);
-        if p.reset_on_progress {
-            let cap = p.started.after(max_total);
-            p.deadline = now.after(p.timeout).min(cap);
+            Some(true) => {}
         }
         let cap = self.events.capture(frame);
         let stored = Stored::Progress {
