@@ -1323,9 +1323,24 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	})
 	defer srv.Close()
 	client := legacyHTTPClient(t, srv.URL)
+	var failure string
+	runFailingToolsList(t, client, func(ev *FailedEvent) {
+		failure = fmt.Sprintf("%d %s", ev.Status, ev.Reason)
+	})
+	if !strings.HasPrefix(failure, "307") {
+		t.Fatalf("the request's failure: %q", failure)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("%d requests followed the redirect", n)
+	}
+}
+
+// runFailingToolsList runs client until its tools/list fails: failed sees the FailedEvent,
+// and any answer fails the test.
+func runFailingToolsList(t *testing.T, client *HTTPClient, failed func(*FailedEvent)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var failure string
 	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 		switch ev := ev.(type) {
 		case *ReadyEvent:
@@ -1333,7 +1348,7 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 				t.Error(err)
 			}
 		case *FailedEvent:
-			failure = fmt.Sprintf("%d %s", ev.Status, ev.Reason)
+			failed(ev)
 			c.Shutdown(now, 0)
 		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
 			t.Errorf("unexpected %#v", ev)
@@ -1342,12 +1357,6 @@ func TestHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	}))
 	if err != nil && ctx.Err() != nil {
 		t.Fatalf("no end in time: %v", err)
-	}
-	if !strings.HasPrefix(failure, "307") {
-		t.Fatalf("the request's failure: %q", failure)
-	}
-	if n := elsewhere.Load(); n != 0 {
-		t.Fatalf("%d requests followed the redirect", n)
 	}
 }
 
@@ -1361,30 +1370,14 @@ func TestHTTPClientKeepsTheTextOfAnErrorPage(t *testing.T) {
 	})
 	defer srv.Close()
 	client := legacyHTTPClient(t, srv.URL)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if got := client.FailureText(); got != "" {
 		t.Fatalf("before any failure: %q", got)
 	}
 	var status int
 	var text string
-	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-		switch ev := ev.(type) {
-		case *ReadyEvent:
-			if _, err := c.Request(now, "tools/list", nil, nil); err != nil {
-				t.Error(err)
-			}
-		case *FailedEvent:
-			status, text = ev.Status, client.FailureText()
-			c.Shutdown(now, 0)
-		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
-			t.Errorf("unexpected %#v", ev)
-			c.Shutdown(now, 0)
-		}
-	}))
-	if err != nil && ctx.Err() != nil {
-		t.Fatalf("no end in time: %v", err)
-	}
+	runFailingToolsList(t, client, func(ev *FailedEvent) {
+		status, text = ev.Status, client.FailureText() // (the handler may call the client)
+	})
 	if status != http.StatusBadGateway || text != "<h1>502 Bad Gateway</h1>" {
 		t.Fatalf("status %d, text %q", status, text)
 	}
