@@ -80,9 +80,9 @@ pub struct HostConfig {
     /// The path the MCP endpoint is served on; any other path gets 404. Default `/mcp`.
     pub path: String,
     /// TCP connections served at once. A connection beyond it gets `503 Service Unavailable`
-    /// with `Retry-After: 1` at once and is closed (it waited unanswered in the kernel's
-    /// accept queue until 2026-12: a thousand clients holding GET streams open locked every
-    /// other client out, stateless requests included). Default 1024.
+    /// with `Retry-After: 1` at once and is closed, rather than wait unanswered in the
+    /// kernel's accept queue (where clients holding GET streams open would lock every other
+    /// client out, stateless requests included). Default 1024.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
