@@ -97,8 +97,6 @@ pub(crate) struct Lifecycle {
     pub(super) peer_caps: Option<Capabilities>,
     pub(super) peer_info: Option<String>,
     pub(super) peer_instructions: Option<String>,
-    /// Why the connection closed, once it has.
-    pub(super) closed_reason: Option<CloseReason>,
 }
 
 impl Lifecycle {
@@ -116,7 +114,6 @@ impl Lifecycle {
             peer_caps: None,
             peer_info: None,
             peer_instructions: None,
-            closed_reason: None,
         }
     }
 
@@ -493,8 +490,7 @@ impl Core {
         self.stateless.clear_in_flight();
         self.dispatch.inbound.clear();
         self.dispatch.batches.clear();
-        self.events.push(Stored::Closed(reason.clone()));
-        self.lifecycle.closed_reason = Some(reason);
+        self.events.push(Stored::Closed(reason));
     }
 }
 
