@@ -221,9 +221,12 @@ fn usage_error(e: clap::Error, json: bool) -> ! {
     e.exit()
 }
 
-/// Whether the command line asks for `probe --json` (before any `--`).
+/// Whether the command line asks for `probe --json` (before any `--`). Read as OS strings: an
+/// argument that is not UTF-8 is clap's error to report, not a panic here.
 fn wants_json() -> bool {
-    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    let args: Vec<std::ffi::OsString> = (std::env::args_os().skip(1))
+        .take_while(|a| a != "--")
+        .collect();
     args.iter().any(|a| a == "probe") && args.iter().any(|a| a == "--json")
 }
 

@@ -176,6 +176,24 @@ for line in sys.stdin:
     }
 }
 
+/// An argument that is not UTF-8 is a usage error (2), reported in `--json` too; the check for
+/// `--json` panicked on it.
+#[test]
+fn probe_reports_an_argument_that_is_not_utf8_as_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let out = Command::new(BIN)
+        .args(["probe", "--json"])
+        .arg(std::ffi::OsStr::from_bytes(b"\xff"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["error"]["exitCode"], 2);
+}
+
 /// A server that exits while a process it started keeps its stdout open: no end of output
 /// comes, yet the server is gone (5), not slow (6, until the twenty-seventh session).
 #[test]
