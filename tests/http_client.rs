@@ -1552,6 +1552,18 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
         "{}",
         text.len()
     );
+    // The next failure's text, or none: never an earlier one's.
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.answer(&s, 500, &[], "");
+    assert!(matches!(
+        c.outcome(id),
+        Some(Ev::Failed {
+            reason: TransportFailure::Status(500),
+            ..
+        })
+    ));
+    assert_eq!(c.client.failure_text(), None);
 }
 
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once

@@ -332,22 +332,14 @@ impl HttpClient {
         })
     }
 
-    /// The start of the last error response whose body held no JSON-RPC answer (an HTML page
-    /// from a proxy, a framework's plain text), up to [`FAILURE_TEXT_MAX`] bytes as lossy
-    /// UTF-8, trimmed. A request it failed gets only [`TransportFailure::Status`]: show this
-    /// next to the status when you tell a person why. Escape its control characters before
+    /// The start of the body of the last response that failed requests without a JSON-RPC
+    /// answer (an HTML page from a proxy, a framework's plain text), up to
+    /// [`FAILURE_TEXT_MAX`] bytes as lossy UTF-8, trimmed; `None` when that body was empty. A
+    /// request it failed gets only [`TransportFailure::Status`]: show this next to the status
+    /// when you tell a person why. Escape its control characters before
     /// printing it to a terminal; it is the server's text.
     pub fn failure_text(&self) -> Option<&str> {
         self.failure_text.as_deref()
-    }
-
-    /// Keeps the start of `body`, an error body without an answer, for [`failure_text`].
-    ///
-    /// [`failure_text`]: Self::failure_text
-    fn keep_failure_text(&mut self, body: &[u8]) {
-        if let Some(text) = failure_text_of(body) {
-            self.failure_text = Some(text);
-        }
     }
 
     /// The MCP connection, for commands (`request`, `respond`, …). Its output is sent by
@@ -596,10 +588,8 @@ impl HttpClient {
                 let failure = match &ex.reading {
                     Reading::Json(_) => TransportFailure::TooLarge,
                     Reading::Other(body) => {
-                        let text = failure_text_of(if body.is_empty() { bytes } else { body });
-                        if text.is_some() {
-                            self.failure_text = text;
-                        }
+                        self.failure_text =
+                            failure_text_of(if body.is_empty() { bytes } else { body });
                         TransportFailure::Status(status)
                     }
                     _ => TransportFailure::Status(status),
@@ -669,10 +659,13 @@ impl HttpClient {
                     }
                     _ => false,
                 };
+                let awaited =
+                    (self.exchanges.get(&exchange)).is_some_and(|x| !x.awaiting.is_empty());
                 if answers_ours {
                     self.deliver_body(now, exchange, &body);
-                } else {
-                    self.keep_failure_text(&body);
+                } else if awaited {
+                    // The text of this failure, or none: never an earlier one's.
+                    self.failure_text = failure_text_of(&body);
                 }
                 // (A 202 to a request, which no answer can follow, is its status too.)
                 self.finish(now, exchange, TransportFailure::Status(status));
