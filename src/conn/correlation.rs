@@ -88,8 +88,9 @@ impl TaskTokens {
     }
 
     /// Notes request `id` (`method` with `params`) if it is a `tasks/result` or `tasks/cancel`
-    /// about a task we keep: its answer ends the task's token.
-    pub(super) fn watch(&mut self, method: &str, params: Option<RawJson<'_>>, id: OwnedId) {
+    /// about a task we keep: its answer ends the task's token. Costs a request nothing more
+    /// (no owned id) while no task is kept.
+    pub(super) fn watch(&mut self, method: &str, params: Option<RawJson<'_>>, id: Id<'_>) {
         let Some(entries) = self.entries.as_mut() else {
             return;
         };
@@ -103,7 +104,7 @@ impl TaskTokens {
             && let Some(e) = entries.iter_mut().find(|e| task.eq_str(&e.task))
             && e.ends.len() < 16
         {
-            e.ends.push(id);
+            e.ends.push(OwnedId::from(id));
         }
     }
 

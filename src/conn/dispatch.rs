@@ -499,8 +499,7 @@ impl Core {
         let is_listen = listen.is_some();
         if modern.is_none() {
             // A tasks/result or tasks/cancel whose answer will end a task's progress token.
-            self.task_tokens
-                .watch(r.method.raw(), r.params, OwnedId::from(r.id));
+            self.task_tokens.watch(r.method.raw(), r.params, r.id);
         }
         self.dispatch.inbound.insert(
             OwnedId::from(r.id),

@@ -282,7 +282,7 @@ impl Core {
             p.task_augmented = true;
         }
         if tasks_apply {
-            self.task_tokens.watch(method, params, OwnedId::Int(id));
+            self.task_tokens.watch(method, params, Id::Int(id));
         }
         Ok(RequestId(id))
     }
