@@ -203,13 +203,20 @@ func (c *HTTPClient) viewLocked() *Conn {
 // SessionID is the handshake-era session id, once the server gave one (an id that is not all
 // visible ASCII is never taken).
 func (c *HTTPClient) SessionID() string {
+	return c.text(func(p *C.mcpw_http_client, s *C.mcpw_str) C.mcpw_result {
+		return C.mcpw_result(C.mcpw_http_client_session_id(p, s))
+	})
+}
+
+// text copies out a string the engine lends through get ("" when it has none).
+func (c *HTTPClient) text(get func(*C.mcpw_http_client, *C.mcpw_str) C.mcpw_result) string {
 	c.engine.Lock()
 	defer c.engine.Unlock()
 	if c.ptr == nil {
 		return ""
 	}
 	var s C.mcpw_str
-	if C.mcpw_http_client_session_id(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
+	if get(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
 		return ""
 	}
 	return C.GoStringN(s.ptr, C.int(s.len))
@@ -221,16 +228,9 @@ func (c *HTTPClient) SessionID() string {
 // ClosedEvent with CloseTransportFailed); show this next to it when telling a person why,
 // quoted (it is the server's text).
 func (c *HTTPClient) FailureText() string {
-	c.engine.Lock()
-	defer c.engine.Unlock()
-	if c.ptr == nil {
-		return ""
-	}
-	var s C.mcpw_str
-	if C.mcpw_http_client_failure_text(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
-		return ""
-	}
-	return C.GoStringN(s.ptr, C.int(s.len))
+	return c.text(func(p *C.mcpw_http_client, s *C.mcpw_str) C.mcpw_result {
+		return C.mcpw_result(C.mcpw_http_client_failure_text(p, s))
+	})
 }
 
 // exchangeResult is what an HTTP exchange's goroutine reports back to Run.
