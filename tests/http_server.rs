@@ -2618,6 +2618,27 @@ fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates
     assert!(none.is_empty() && finished);
 }
 
+/// On replica `a`: a session, a tools/call (id 4) whose stream carries one log message
+/// (`text`) that its client reads before its connection drops. The session, where the call
+/// reached the app, and the client's reader (its last event id).
+fn a_call_seen_once_then_dropped(
+    a: &mut HttpServer,
+    text: &str,
+) -> (String, ConnKey, mcpwire::jsonrpc::OwnedId, StreamReader) {
+    let sid = open_session(a);
+    let (stream, key, id) = post_request(
+        a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    log_on(a, key, &id, text);
+    let mut reader = StreamReader::new();
+    let (seen, _) = read_stream(a, stream, &mut reader);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    a.stream_closed(T0, stream);
+    (sid, key, id, reader)
+}
+
 /// A client that resumes on another replica before the request's next message is stored
 /// keeps its place: the replica has nothing to replay, so it sends the client's own event id
 /// back (an event without data) and a `retry`, and the client comes back later (SEP-1699
@@ -2628,17 +2649,7 @@ fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates
 fn a_resumption_on_another_replica_before_anything_new_keeps_the_clients_place() {
     let stores = Replicated::default();
     let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
-    let sid = open_session(&mut a);
-    let (stream, key, id) = post_request(
-        &mut a,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
-    );
-    log_on(&mut a, key, &id, "\"one\"");
-    let mut reader = StreamReader::new();
-    let (seen, _) = read_stream(&mut a, stream, &mut reader);
-    assert_eq!(seen.len(), 1);
-    a.stream_closed(T0, stream);
+    let (sid, key, id, reader) = a_call_seen_once_then_dropped(&mut a, "\"one\"");
     let last = reader.last_event_id().unwrap().to_owned();
     // Nothing new yet: B replays nothing, but keeps the cursor and says when to retry.
     let mut on_b = StreamReader::new();
@@ -2747,16 +2758,7 @@ fn a_delete_on_one_replica_ends_the_session_on_every_replica() {
 fn a_replica_letting_an_idle_copy_expire_leaves_the_shared_session_alone() {
     let stores = Replicated::default();
     let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
-    let sid = open_session(&mut a);
-    let (stream, key, id) = post_request(
-        &mut a,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
-    );
-    log_on(&mut a, key, &id, "\"working\"");
-    let mut reader = StreamReader::new();
-    let _ = read_stream(&mut a, stream, &mut reader);
-    a.stream_closed(T0, stream);
+    let (sid, _, _, reader) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
     let later = T0.after(std::time::Duration::from_secs(3600));
     a.handle_timeout(later);
     assert_eq!(a.sessions(), 0, "A's idle copy expired");
