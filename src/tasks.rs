@@ -53,7 +53,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Timestamp;
-use crate::conn::{Connection, Error};
+use crate::conn::{Connection, Error, json_edit};
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{self, ProtocolVersion};
 
@@ -1031,33 +1031,21 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// is this task's result; a `_meta` that is not an object is dropped). The other members
 /// pass through byte for byte.
 fn with_related_task(result: &str, task: &str) -> String {
-    let raw = RawJson::validated(result);
-    let mut out = Vec::with_capacity(result.len() + 96);
-    out.extend_from_slice(b"{\"_meta\":{\"");
-    out.extend_from_slice(RELATED_TASK.as_bytes());
-    out.extend_from_slice(b"\":{\"taskId\":");
-    write_json_string(&mut out, task);
-    out.push(b'}');
-    let member = |out: &mut Vec<u8>, key: jsonrpc::JsonStr<'_>, value: RawJson<'_>| {
-        out.extend_from_slice(b",\"");
-        out.extend_from_slice(key.raw().as_bytes());
-        out.extend_from_slice(b"\":");
-        out.extend_from_slice(value.get().as_bytes());
-    };
-    for (_, meta) in raw
-        .members()
-        .filter(|(k, v)| k.eq_str("_meta") && v.is_object())
-    {
-        for (k, v) in meta.members().filter(|(k, _)| !k.eq_str(RELATED_TASK)) {
-            member(&mut out, k, v);
-        }
+    let mut related = Vec::with_capacity(task.len() + 16);
+    related.extend_from_slice(b"{\"taskId\":");
+    write_json_string(&mut related, task);
+    related.push(b'}');
+    // `{"_meta":{"<key>":<related>,` before the result's members: one allocation.
+    let mut out = Vec::with_capacity(result.len() + RELATED_TASK.len() + related.len() + 16);
+    let edited = json_edit::replace_meta(
+        &mut out,
+        RawJson::validated(result),
+        &[(RELATED_TASK, &related)],
+    );
+    match edited.map(|()| String::from_utf8(out)) {
+        Ok(Ok(text)) => text,
+        _ => result.to_owned(),
     }
-    out.push(b'}');
-    for (k, v) in raw.members().filter(|(k, _)| !k.eq_str("_meta")) {
-        member(&mut out, k, v);
-    }
-    out.push(b'}');
-    String::from_utf8(out).unwrap_or_else(|_| result.to_owned())
 }
 
 /// The `taskId` a tasks request names (a string), if it names one.

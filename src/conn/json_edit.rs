@@ -140,28 +140,45 @@ pub(crate) fn set_meta(
     obj: Option<RawJson<'_>>,
     add: &[(&str, &[u8])],
 ) -> Result<(), EditError> {
+    edit_meta(out, obj, add, false)
+}
+
+/// [`set_meta`] where the keys `add` replace members of those names in `_meta`, and a `_meta`
+/// that is not an object is replaced by one.
+pub(crate) fn replace_meta(
+    out: &mut Vec<u8>,
+    obj: RawJson<'_>,
+    add: &[(&str, &[u8])],
+) -> Result<(), EditError> {
+    edit_meta(out, Some(obj), add, true)
+}
+
+fn edit_meta(
+    out: &mut Vec<u8>,
+    obj: Option<RawJson<'_>>,
+    add: &[(&str, &[u8])],
+    replace: bool,
+) -> Result<(), EditError> {
     let meta = match obj {
         Some(o) if !o.is_object() => return Err(EditError::NotAnObject),
         Some(o) => o.get_unique("_meta").map_err(|_| EditError::Exists)?,
         None => None,
     };
-    if let Some(meta) = meta {
-        if !meta.is_object() {
-            return Err(EditError::NotAnObject);
-        }
-        if meta
-            .members()
-            .any(|(k, _)| add.iter().any(|(a, _)| k.eq_str(a)))
-        {
+    let added = |k: JsonStr<'_>| add.iter().any(|(a, _)| k.eq_str(a));
+    let meta = match meta {
+        Some(m) if !m.is_object() && replace => None,
+        Some(m) if !m.is_object() => return Err(EditError::NotAnObject),
+        Some(m) if !replace && m.members().any(|(k, _)| added(k)) => {
             return Err(EditError::Exists);
         }
-    }
+        m => m,
+    };
     out.push(b'{');
     out.extend_from_slice(b"\"_meta\":{");
     let mut first = true;
     write_added(out, add, &mut first);
     if let Some(meta) = meta {
-        copy_members(out, meta, |_| false, &mut first);
+        copy_members(out, meta, added, &mut first);
     }
     out.push(b'}');
     let mut first = false;

@@ -32,7 +32,7 @@ mod stateless; //   `Stateless`: the 2026-07-28 era (per-request `_meta`, discov
 mod config;
 mod elicit; //      URL-mode elicitation ids awaiting completion (2025-11-25)
 mod event;
-mod json_edit;
+pub(crate) mod json_edit;
 mod output;
 mod owned;
 pub(crate) mod tables;
