@@ -804,6 +804,7 @@ impl ScaleOut {
         let options = RedisOptions {
             ttl: config.session_idle_timeout,
             events_per_stream: config.event_store,
+            bytes_per_stream: config.event_store_bytes,
             ..RedisOptions::default()
         };
         let since_epoch = std::time::SystemTime::now()

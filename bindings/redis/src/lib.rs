@@ -56,6 +56,8 @@
 //!   so Redis orders the set by event number, members are unique even if two events had the
 //!   same bytes, and every `u64` event number is exact (a score, a double, would be exact
 //!   only up to 2<sup>53</sup>). It expires `ttl` after the stream's last append.
+//! - `{prefix}:n:{session}:{stream}`: a counter, the bytes of the stream's stored members,
+//!   for the byte bound; it expires with the stream's events.
 //! - `{prefix}:x:{session}`: a sorted set of the session's stream numbers, each scored by
 //!   when its events' key expires (Unix milliseconds, Redis's clock), so that
 //!   [`forget`](EventStore::forget) finds all its streams; every append drops the streams
@@ -67,9 +69,10 @@
 //! - `{prefix}:streams`: a counter (no expiry), one step per server process started:
 //!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
 //!
-//! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD`,
-//! `ZREMRANGEBYRANK` (the bound), `PEXPIRE` of the stream, `ZADD`, `ZREMRANGEBYSCORE` (the
-//! expired streams) and `PEXPIRE` of the index.
+//! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD` and
+//! `INCRBY` of the byte count, `ZPOPMIN` of the oldest events while a bound is passed,
+//! `PEXPIRE` of the stream and its count, `ZADD`, `ZREMRANGEBYSCORE` (the expired streams)
+//! and `PEXPIRE` of the index.
 //! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
 //! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
@@ -84,9 +87,12 @@
 //!   settings (`appendonly`, `save`), and with replication, whether a failover to a replica
 //!   may lose the last acknowledged writes.
 //! - **Bounds.** Each stream keeps its newest [`RedisOptions::events_per_stream`] events (256
-//!   by default); a resumption from before them replays only what is left. A stream's events
-//!   go `ttl` after its last event. The number of streams of a session is not bounded here:
-//!   each one costs at most `events_per_stream` events for at most `ttl`.
+//!   by default) and at most [`RedisOptions::bytes_per_stream`] bytes of them (4 MiB by
+//!   default; the newest event always stays, so a stream holds at most the larger of that
+//!   and its largest event); a resumption from before them replays only what is left, and
+//!   reads no more than that into memory. A stream's events go `ttl` after its last event.
+//!   The number of streams of a session is not bounded here: each one costs at most those
+//!   bounds for at most `ttl`.
 //! - **Cleanup.** After [`EventStore::forget`] the session's events are gone; after
 //!   [`SessionStore::forget`] its record is. The server calls both when a client deletes a
 //!   session. Sessions that just go idle are dropped by Redis after `ttl` without a touch,
@@ -166,6 +172,13 @@ pub struct RedisOptions {
     /// How many of the newest events each stream keeps for resumption. Default 256. Zero
     /// stores no events (resumption then replays nothing).
     pub events_per_stream: usize,
+    /// How many bytes of events each stream keeps at most: past it the oldest go first, but
+    /// the newest event always stays. It bounds what one resumption reads from Redis into
+    /// the server's memory, however large the application's answers. Default 4 MiB, the
+    /// memory store's bound per session ([`HttpServerConfig::event_store_bytes`]).
+    ///
+    /// [`HttpServerConfig::event_store_bytes`]: mcpwire::http::HttpServerConfig::event_store_bytes
+    pub bytes_per_stream: usize,
     /// How long connecting, and each read and write on the connection, may take before the
     /// call fails; since every call reads one reply, a Redis that stops answering costs a call
     /// about this long. Default 2 seconds; zero is refused.
@@ -183,6 +196,7 @@ impl Default for RedisOptions {
             prefix: "mcpw".to_owned(),
             ttl: Duration::from_secs(600),
             events_per_stream: 256,
+            bytes_per_stream: mcpwire::http::MemoryEventStore::DEFAULT_BYTES_PER_SESSION,
             timeout: Duration::from_secs(2),
             max_record: 64 * 1024,
         }
@@ -362,12 +376,23 @@ impl Link {
 
 /// An append, as one script so that it is atomic and costs one reply: a Redis that stops
 /// answering then costs the call one timeout, not one per command (KEYS: the stream's events,
-/// the session's index of streams; ARGV: the member, the rank to trim to, the TTL in
-/// milliseconds, the stream id). The index scores each stream by when its key expires, on
-/// Redis's own clock, and drops the ones already gone, so a long session's index holds only
-/// its live streams.
-const APPEND: &str = "redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, ARGV[2]) \
+/// the session's index of streams, the stream's byte count; ARGV: the member, the most
+/// events to keep, the TTL in milliseconds, the stream id, the most bytes to keep). The
+/// count grows only when the member is new (a retried append adds nothing), and the oldest
+/// members go while either bound is passed, the newest always staying (all scores are 0,
+/// so `ZPOPMIN` takes the lowest event number). The index scores each stream by when its key
+/// expires, on Redis's own clock, and drops the ones already gone, so a long session's index
+/// holds only its live streams.
+const APPEND: &str = "local bytes = tonumber(redis.call('GET', KEYS[3]) or '0') \
+if redis.call('ZADD', KEYS[1], 0, ARGV[1]) == 1 then \
+bytes = bytes + string.len(ARGV[1]) end \
+local n = redis.call('ZCARD', KEYS[1]) \
+while n > 1 and (n > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5])) do \
+local gone = redis.call('ZPOPMIN', KEYS[1]) \
+bytes = bytes - string.len(gone[1]) \
+n = n - 1 end \
+if bytes < 0 then bytes = 0 end \
+redis.call('SET', KEYS[3], bytes, 'PX', ARGV[3]) \
 redis.call('PEXPIRE', KEYS[1], ARGV[3]) \
 local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
@@ -389,6 +414,10 @@ impl Keys {
 
     fn stream(&self, session: &str, stream: impl fmt::Display) -> String {
         format!("{}:e:{session}:{stream}", self.prefix)
+    }
+
+    fn stream_bytes(&self, session: &str, stream: impl fmt::Display) -> String {
+        format!("{}:n:{session}:{stream}", self.prefix)
     }
 
     fn index(&self, session: &str) -> String {
@@ -532,6 +561,7 @@ pub struct RedisEventStore {
     keys: Keys,
     ttl_ms: i64,
     per_stream: usize,
+    bytes_per_stream: usize,
 }
 
 impl RedisEventStore {
@@ -547,6 +577,7 @@ impl RedisEventStore {
             },
             ttl_ms,
             per_stream: options.events_per_stream,
+            bytes_per_stream: options.bytes_per_stream,
         })
     }
 
@@ -594,6 +625,7 @@ impl fmt::Debug for RedisEventStore {
             .field("prefix", &self.keys.prefix)
             .field("ttl_ms", &self.ttl_ms)
             .field("events_per_stream", &self.per_stream)
+            .field("bytes_per_stream", &self.bytes_per_stream)
             .field("connected", &self.link.conn.is_some())
             .field("health", &self.link.health)
             .finish()
@@ -607,20 +639,24 @@ impl EventStore for RedisEventStore {
         }
         let key = self.keys.stream(session, stream.0);
         let index = self.keys.index(session);
+        let counted = self.keys.stream_bytes(session, stream.0);
         let mut member = Vec::with_capacity(8 + bytes.len());
         member.extend_from_slice(&event.to_be_bytes());
         member.extend_from_slice(bytes);
-        // Keep ranks 0 ..= -(N + 1) out: the newest N stay.
+        // (Lua numbers are doubles: exact far beyond any real bound.)
         let keep = i64::try_from(self.per_stream).unwrap_or(i64::MAX);
+        let keep_bytes = i64::try_from(self.bytes_per_stream).unwrap_or(i64::MAX);
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(APPEND)
-            .arg(2)
+            .arg(3)
             .arg(&key)
             .arg(&index)
+            .arg(&counted)
             .arg(&member)
-            .arg(-1 - keep)
+            .arg(keep)
             .arg(self.ttl_ms)
-            .arg(stream.0);
+            .arg(stream.0)
+            .arg(keep_bytes);
         // A retry after a lost reply adds the same member again: no duplicate.
         self.link.run("append", move |conn| cmd.exec(conn));
     }
@@ -672,6 +708,7 @@ impl EventStore for RedisEventStore {
             del.arg(&index);
             for stream in &streams {
                 del.arg(keys.stream(&session, stream));
+                del.arg(keys.stream_bytes(&session, stream));
             }
             del.exec(conn)
         });

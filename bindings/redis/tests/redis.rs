@@ -282,6 +282,70 @@ fn each_stream_keeps_its_newest_events() {
 }
 
 #[test]
+fn each_stream_keeps_at_most_its_bytes_and_always_its_newest_event() {
+    let redis = RedisServer::start();
+    // A member is the 8-byte event number and the event: 108 bytes for 100 bytes of event,
+    // so three fit in 350 and a fourth does not.
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_stream: 350,
+            ..options()
+        },
+    );
+    let sized = |n: u64, len: usize| {
+        let mut e = format!("id: {n}\n").into_bytes();
+        e.resize(len, b'x');
+        e
+    };
+    let stored = |redis: &RedisServer, stream: u64| -> i64 {
+        redis::cmd("GET")
+            .arg(format!("mcpw:n:s:{stream}"))
+            .query(&mut redis.inspect())
+            .expect("the byte count")
+    };
+    for n in 1..=5 {
+        store.append("s", HttpStreamId(1), n, &sized(n, 100));
+    }
+    assert_eq!(
+        replay(&mut store, "s", 1, 0),
+        vec![sized(3, 100), sized(4, 100), sized(5, 100)]
+    );
+    assert_eq!(stored(&redis, 1), 324);
+    // A retried append (the same event again) counts nothing twice.
+    store.append("s", HttpStreamId(1), 5, &sized(5, 100));
+    assert_eq!(stored(&redis, 1), 324);
+    // An event over the bound by itself pushes out the rest and stays, alone.
+    store.append("s", HttpStreamId(1), 6, &sized(6, 1000));
+    assert_eq!(replay(&mut store, "s", 1, 0), vec![sized(6, 1000)]);
+    assert_eq!(stored(&redis, 1), 1008);
+    // Until the next one.
+    store.append("s", HttpStreamId(1), 7, &sized(7, 100));
+    assert_eq!(replay(&mut store, "s", 1, 0), vec![sized(7, 100)]);
+    assert_eq!(stored(&redis, 1), 108);
+    // Another stream has a bound of its own, and the count bound still holds beside it.
+    let mut both = events(
+        &redis,
+        RedisOptions {
+            events_per_stream: 2,
+            bytes_per_stream: 350,
+            prefix: "both".into(),
+            ..options()
+        },
+    );
+    for n in 1..=3 {
+        both.append("s", HttpStreamId(2), n, &sized(n, 10));
+    }
+    assert_eq!(
+        replay(&mut both, "s", 2, 0),
+        vec![sized(2, 10), sized(3, 10)]
+    );
+    // The count goes with the stream's events.
+    store.forget("s");
+    assert!(redis.keys().iter().all(|k| !k.starts_with("mcpw:")));
+}
+
+#[test]
 fn two_replicas_see_each_others_writes() {
     let redis = RedisServer::start();
     let (mut events_a, mut events_b) = (events(&redis, options()), events(&redis, options()));
@@ -364,6 +428,10 @@ fn the_two_forgets_delete_only_their_own_keys() {
             "mcpw:e:s:2",
             "mcpw:e:s:3",
             "mcpw:e:t:1",
+            "mcpw:n:s:1",
+            "mcpw:n:s:2",
+            "mcpw:n:s:3",
+            "mcpw:n:t:1",
             "mcpw:s:s",
             "mcpw:s:t",
             "mcpw:x:s",
@@ -382,7 +450,7 @@ fn the_two_forgets_delete_only_their_own_keys() {
     sessions.forget("s");
     assert_eq!(
         redis.keys(),
-        vec!["mcpw:e:t:1", "mcpw:s:t", "mcpw:x:t"],
+        vec!["mcpw:e:t:1", "mcpw:n:t:1", "mcpw:s:t", "mcpw:x:t"],
         "and the session store leaves events alone"
     );
 }
@@ -607,6 +675,7 @@ fn the_defaults_match_the_server() {
     let config = mcpwire::http::HttpServerConfig::new(mcpwire::Config::server("t", "1"));
     assert_eq!(options.ttl, config.session_idle_timeout);
     assert_eq!(options.events_per_stream, config.event_store);
+    assert_eq!(options.bytes_per_stream, config.event_store_bytes);
     assert_eq!(options.prefix, "mcpw");
     assert_eq!(options.timeout, Duration::from_secs(2));
 }
