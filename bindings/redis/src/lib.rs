@@ -110,9 +110,12 @@
 //! one synchronous connection, and every call is one command with one reply (two for
 //! [`EventStore::forget`]; an append is one script), so a Redis that stops answering costs a
 //! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
-//! each write may take. When a call fails otherwise (the connection broken, an error reply),
-//! the store drops the connection, connects again once and retries the call once on the new
-//! connection; after a timeout it does not retry, since Redis is slow, not gone. A call that
+//! each write may take. When the connection fails otherwise (broken, say), the store drops
+//! it, connects again once and retries the call once on the new connection; after a timeout
+//! it does not retry, since Redis is slow, not gone. An error reply (`OOM` past
+//! `maxmemory`, say) fails the call and keeps the connection, since another would get the
+//! same answer, except `READONLY`, `MASTERDOWN` and `LOADING`, which reconnect and retry: a
+//! new connection may reach the new primary after a failover. A call that
 //! starts without a connection (the previous one failed) connects first and does not retry,
 //! so during an outage a call costs at most one connection attempt and one timeout. A call
 //! that still fails is counted in the store's [`StoreHealth`] (see [`RedisEventStore::health`])
@@ -336,9 +339,9 @@ impl Link {
     }
 
     /// Runs `call` (one command with one reply, so that a Redis that stops answering costs
-    /// one timeout); on a failure other than a timeout (a connection Redis closed, say)
-    /// reconnects once and runs it once more (at most one connection attempt per call).
-    /// `None` once that failed too, recorded under `what`.
+    /// one timeout); on a failure of the connection (one Redis closed, say) reconnects once
+    /// and runs it once more (at most one connection attempt per call). `None` once that
+    /// failed too, or after a timeout or an error reply, recorded under `what`.
     fn run<T>(
         &mut self,
         what: &str,
@@ -347,9 +350,18 @@ impl Link {
         if let Some(conn) = self.conn.as_mut() {
             match call(conn) {
                 Ok(value) => return Some(value),
-                // After an error (a timeout in particular) the connection may be out of step
-                // with its replies: never reuse it. After a timeout, Redis is slow: trying
-                // again at once would only double the wait.
+                // An error reply (OOM past `maxmemory`, say) was read whole: the connection
+                // is in step and a retry would get the same answer, so neither a new
+                // connection nor a second try. Except from a Redis that no longer serves
+                // writes (a replica after a failover, one still loading): a new connection
+                // may reach the new primary.
+                Err(e) if answered_in_step(&e) => {
+                    self.health.record(what, &e);
+                    return None;
+                }
+                // After another error (a timeout in particular) the connection may be out of
+                // step with its replies: never reuse it. After a timeout, Redis is slow:
+                // trying again at once would only double the wait.
                 Err(e) => {
                     self.conn = None;
                     if e.is_timeout() {
@@ -371,6 +383,21 @@ impl Link {
                 None
             }
         }
+    }
+}
+
+/// Whether `e` is an error reply that leaves the connection usable and that another
+/// connection would get as well: every error reply but those of a Redis that cannot take
+/// writes now (`READONLY`, `MASTERDOWN`, `LOADING`).
+fn answered_in_step(e: &redis::RedisError) -> bool {
+    match e.kind() {
+        redis::ErrorKind::Server(
+            redis::ServerErrorKind::ReadOnly
+            | redis::ServerErrorKind::MasterDown
+            | redis::ServerErrorKind::BusyLoading,
+        ) => false,
+        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => true,
+        _ => false,
     }
 }
 

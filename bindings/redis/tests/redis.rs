@@ -589,6 +589,55 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
 }
 
 #[test]
+fn an_error_reply_is_counted_and_keeps_the_connection() {
+    let redis = RedisServer::start();
+    let mut store = events(&redis, options());
+    let health = store.health();
+    let mut admin = redis.inspect();
+    let connections = |admin: &mut redis::Connection| -> String {
+        let info: String = redis::cmd("INFO").arg("stats").query(admin).expect("INFO");
+        info.lines()
+            .find(|l| l.starts_with("total_connections_received:"))
+            .expect("the connection count")
+            .to_owned()
+    };
+    let before = connections(&mut admin);
+    // Past maxmemory, every write gets an OOM error reply.
+    for (name, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .exec(&mut admin)
+            .expect("CONFIG SET");
+    }
+    store.append("s", HttpStreamId(1), 1, b"refused");
+    store.append("s", HttpStreamId(1), 2, b"refused");
+    assert_eq!(health.errors(), 2, "each call failed once");
+    let last = health.last_error().expect("the error");
+    assert!(
+        last.starts_with("append: ") && last.contains("OOM"),
+        "{last}"
+    );
+    assert_eq!(
+        connections(&mut admin),
+        before,
+        "neither a reconnect nor a retry for an error reply"
+    );
+    // Once Redis takes writes again, the same connection serves.
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .exec(&mut admin)
+        .expect("CONFIG SET");
+    store.append("s", HttpStreamId(1), 3, b"kept");
+    assert_eq!(replay(&mut store, "s", 1, 0), vec![b"kept".to_vec()]);
+    assert_eq!(health.errors(), 2);
+    assert_eq!(connections(&mut admin), before);
+}
+
+#[test]
 fn a_redis_that_stops_answering_costs_bounded_time() {
     let redis = RedisServer::start();
     let mut sessions = sessions(
