@@ -23,7 +23,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -35,7 +35,6 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, Header
 use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use mcpwire::Timestamp;
 use mcpwire::http::{Body, HttpRequest, HttpServer, HttpStreamId};
 use tokio::net::TcpListener;
@@ -79,10 +78,13 @@ pub trait Application: Send + 'static {
 pub struct HostConfig {
     /// The path the MCP endpoint is served on; any other path gets 404. Default `/mcp`.
     pub path: String,
-    /// TCP connections served at once. A connection beyond it gets `503 Service Unavailable`
-    /// with `Retry-After: 1` at once and is closed, rather than wait unanswered in the
-    /// kernel's accept queue (where clients holding GET streams open would lock every other
-    /// client out, stateless requests included). Default 1024.
+    /// TCP connections served at once. At the cap, a new connection takes the place of the
+    /// one that has been idle longest, which is closed: one between two requests (closed as
+    /// a keep-alive connection is, after what it was sending), or one that has not sent a
+    /// whole request head yet. So sockets left open and silent cannot lock other clients
+    /// out. Only when every connection is serving a request (GET streams held open, say)
+    /// does a new one get `503 Service Unavailable` with `Retry-After: 1`, at once, rather
+    /// than wait unanswered in the kernel's accept queue. Default 1024.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -437,9 +439,13 @@ pub async fn serve<A: Application>(
         .max_headers(shared.config.max_headers)
         .keep_alive(true);
     let timers = tokio::spawn(timers);
-    let graceful = GracefulShutdown::new();
+    // Every connection's task watches this: true begins the graceful shutdown.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut conns = JoinSet::new();
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    // The connections being served, for the choice of one to close at the cap.
+    let mut tracked: Vec<Arc<Tracked>> = Vec::new();
+    let epoch = Instant::now();
     // Connections being turned away (503), at most this many at once; beyond, they are
     // closed without a word.
     let shedding = Arc::new(Semaphore::new(SHED_AT_ONCE));
@@ -467,7 +473,18 @@ pub async fn serve<A: Application>(
                 }
             },
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            // At the cap: the connection idle longest makes room, if there is one.
+            Err(_) if make_room(&mut tracked) => {
+                tokio::time::timeout(MAKE_ROOM_WAIT, permits.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        let Some(permit) = permit else {
             if let Ok(shed) = shedding.clone().try_acquire_owned() {
                 conns.spawn(async move {
                     turn_away(stream).await;
@@ -478,21 +495,54 @@ pub async fn serve<A: Application>(
         };
         let _ = stream.set_nodelay(true);
         let stream = SendGuard::new(stream, shared.config.send_timeout);
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service.clone()));
+        let conn_state = Arc::new(Tracked::new(epoch));
+        tracked.push(conn_state.clone());
+        if tracked.len() > 2 * shared.config.max_connections.max(1) {
+            // Forget the ended ones now and then, below the cap too (at most the cap live).
+            tracked.retain(|t| Arc::strong_count(t) > 1);
+        }
+        let service = Tracking {
+            inner: service.clone(),
+            conn: conn_state.clone(),
+        };
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let mut stop = stop.clone();
         conns.spawn(async move {
-            let _ = conn.await;
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = async { drop(stop.wait_for(|stopping| *stopping).await) } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+                _ = conn_state.evict.notified() => {
+                    // A connection that never had a request is simply dropped (hyper would
+                    // wait for its first head); one between requests closes as keep-alive
+                    // connections do, after it has written everything; one a request
+                    // reached meanwhile finishes it first.
+                    if conn_state.served.load(Ordering::Acquire) {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
+                }
+            }
+            drop(conn_state);
             drop(permit);
         });
     }
     // Stop accepting: connections still in the kernel's queue are refused.
     drop(listener);
     shared.set_phase(DRAINING);
-    let all_closed = graceful.shutdown();
-    tokio::pin!(all_closed);
+    let _ = stopping.send(true);
     let grace = shared.config.shutdown_grace;
-    if tokio::time::timeout(grace, &mut all_closed).await.is_err() {
+    let drained =
+        tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
         shared.set_phase(GRACE_OVER);
-        let _ = tokio::time::timeout(Duration::from_secs(1), &mut all_closed).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            while conns.join_next().await.is_some() {}
+        })
+        .await;
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}
@@ -503,6 +553,142 @@ pub async fn serve<A: Application>(
 
 /// Connections past [`HostConfig::max_connections`] answered 503 at the same time.
 const SHED_AT_ONCE: usize = 64;
+
+/// How long a new connection at the cap waits for the idle one it displaces to close (a
+/// few microseconds when the runtime is not overloaded); past it, 503.
+const MAKE_ROOM_WAIT: Duration = Duration::from_millis(250);
+
+/// One connection of [`serve`], as the accept loop sees it.
+struct Tracked {
+    /// Requests between the service's call and the end of their response's body.
+    active: AtomicUsize,
+    /// Whether a request ever reached the service.
+    served: AtomicBool,
+    /// When it last became idle (accepted, or its last response ended), in milliseconds
+    /// since `epoch`.
+    idle_since: AtomicU64,
+    /// Chosen to make room: never chosen twice.
+    evicting: AtomicBool,
+    evict: Notify,
+    epoch: Instant,
+}
+
+impl Tracked {
+    fn new(epoch: Instant) -> Self {
+        Tracked {
+            active: AtomicUsize::new(0),
+            served: AtomicBool::new(false),
+            idle_since: AtomicU64::new(millis_since(epoch)),
+            evicting: AtomicBool::new(false),
+            evict: Notify::new(),
+            epoch,
+        }
+    }
+}
+
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Asks the connection idle longest to close, forgetting the connections that ended; false
+/// when every connection is serving a request (or already closing).
+fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
+    // A connection's task holds the other reference while it runs.
+    tracked.retain(|t| Arc::strong_count(t) > 1);
+    let idle = tracked
+        .iter()
+        .filter(|t| t.active.load(Ordering::Acquire) == 0 && !t.evicting.load(Ordering::Relaxed))
+        .min_by_key(|t| t.idle_since.load(Ordering::Relaxed));
+    let Some(chosen) = idle else {
+        return false;
+    };
+    chosen.evicting.store(true, Ordering::Relaxed);
+    chosen.evict.notify_one();
+    true
+}
+
+/// The service of one connection of [`serve`]: [`McpService`], counting the connection's
+/// requests until their responses end.
+struct Tracking<A: Application> {
+    inner: McpService<A>,
+    conn: Arc<Tracked>,
+}
+
+/// Holds its connection's count of requests up until dropped with the response's body.
+struct Active(Arc<Tracked>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0
+            .idle_since
+            .store(millis_since(self.0.epoch), Ordering::Relaxed);
+        self.0.active.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A response body of [`Tracking`]: the engine's, and the hold on the connection's count.
+struct TrackedBody<A: Application> {
+    body: McpBody<A>,
+    _active: Active,
+}
+
+impl<A: Application> HttpBody for TrackedBody<A> {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl<A: Application> hyper::service::Service<Request<hyper::body::Incoming>> for Tracking<A> {
+    type Response = Response<TrackedBody<A>>;
+    type Error = Infallible;
+    type Future = TrackedAnswer<A>;
+
+    fn call(&self, req: Request<hyper::body::Incoming>) -> Self::Future {
+        self.conn.active.fetch_add(1, Ordering::AcqRel);
+        self.conn.served.store(true, Ordering::Release);
+        TrackedAnswer {
+            answer: hyper::service::Service::call(&self.inner, req),
+            active: Some(Active(self.conn.clone())),
+        }
+    }
+}
+
+/// The answer of [`Tracking`]: [`McpService`]'s, its body then holding the count (no second
+/// boxed future per request).
+struct TrackedAnswer<A: Application> {
+    answer: <McpService<A> as hyper::service::Service<Request<hyper::body::Incoming>>>::Future,
+    active: Option<Active>,
+}
+
+impl<A: Application> Future for TrackedAnswer<A> {
+    type Output = Result<Response<TrackedBody<A>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Poll::Ready(Ok(response)) = this.answer.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        let active = this.active.take().expect("polled after its answer");
+        Poll::Ready(Ok(response.map(|body| TrackedBody {
+            body,
+            _active: active,
+        })))
+    }
+}
 
 /// Answers a connection past [`HostConfig::max_connections`] with a 503 and closes it. Its
 /// request is read (and dropped) for a moment first, so that closing does not reset the

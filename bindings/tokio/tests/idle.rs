@@ -1,5 +1,6 @@
 //! Idle and slow connections: 2,000 of them cost tasks, not threads, and are closed by the
-//! header-read timeout; the connection cap makes further connections wait in the accept queue.
+//! header-read timeout; at the connection cap a new connection displaces the one idle longest,
+//! and gets 503 when every connection is in a request.
 
 // The test measures how long the server takes to close connections, on the real clock.
 #![allow(clippy::disallowed_methods)]
@@ -81,19 +82,26 @@ async fn a_kept_alive_connection_is_closed_after_the_idle_timeout() {
     );
 }
 
-/// A connection over the cap is answered 503 at once and closed, and served again once a
-/// slot is free. It waited unanswered in the accept queue: a thousand clients holding GET
-/// streams open locked every other client out (found by a helper's audit).
+/// A connection over the cap, when every connection is in a request, is answered 503 at
+/// once and closed, and served again once a slot is free. It waited unanswered in the accept
+/// queue: a thousand clients holding GET streams open locked every other client out (found
+/// by a helper's audit).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_over_the_cap_get_503_at_once() {
+async fn connections_over_the_cap_get_503_at_once_when_all_are_busy() {
     let config = HostConfig {
         max_connections: 2,
         header_read_timeout: Duration::from_secs(5),
+        body_read_timeout: Duration::from_secs(5),
         ..test_config()
     };
     let server = start(config).await;
-    let first = server.connect().await;
-    let _second = server.connect().await;
+    // Two requests whose bodies are still to come: both connections are busy.
+    let busy = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n";
+    let mut first = server.connect().await;
+    first.write_all(busy).await.expect("write");
+    let mut second = server.connect().await;
+    second.write_all(busy).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let mut third = server.connect().await;
     third
         .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -118,4 +126,84 @@ async fn connections_over_the_cap_get_503_at_once() {
         .expect("served once a slot is free")
         .expect("read");
     assert_eq!(statuses(&b[..n]), [404]);
+    // The busy one was never disturbed: its body completes its request.
+    second.write_all(b"{\"a\":1}   ").await.expect("write");
+    let mut b = [0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(2), second.read(&mut b))
+        .await
+        .expect("answered")
+        .expect("read");
+    assert_eq!(
+        statuses(&b[..n]).len(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&b[..n])
+    );
+}
+
+/// At the cap, a new connection takes the place of the one idle longest, never one in a
+/// request: silent sockets left open (or slowloris heads) cannot lock clients out. Before,
+/// a cap's worth of them got every later client 503 until the header timeout closed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_the_connection_idle_longest_makes_room() {
+    let config = HostConfig {
+        max_connections: 3,
+        header_read_timeout: Duration::from_secs(30),
+        body_read_timeout: Duration::from_secs(30),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let read_status = |mut s: tokio::net::TcpStream| async move {
+        let mut b = [0u8; 256];
+        let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut b))
+            .await
+            .expect("answered in time")
+            .expect("read");
+        (statuses(&b[..n]), s)
+    };
+    // Silent since it was accepted.
+    let mut silent = server.connect().await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Served once, then idle on keep-alive.
+    let mut kept = server.connect().await;
+    kept.write_all(get).await.expect("write");
+    let (status, mut kept) = read_status(kept).await;
+    assert_eq!(status, [404]);
+    // In a request (its body is still to come).
+    let mut busy = server.connect().await;
+    busy.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // A fourth is served in the place of the silent one, closed without a word.
+    let mut fourth = server.connect().await;
+    fourth.write_all(get).await.expect("write");
+    let (status, fourth) = read_status(fourth).await;
+    assert_eq!(status, [404], "served, not turned away");
+    let (out, closed) = read_to_close(&mut silent, Duration::from_secs(2)).await;
+    assert!(
+        closed && out.is_empty(),
+        "the silent one is closed: {out:?}"
+    );
+
+    // A fifth takes the place of the one idle longest now: the kept-alive one, whose first
+    // answer it had in full.
+    let mut fifth = server.connect().await;
+    fifth.write_all(get).await.expect("write");
+    let (status, _fifth) = read_status(fifth).await;
+    assert_eq!(status, [404]);
+    let (out, closed) = read_to_close(&mut kept, Duration::from_secs(2)).await;
+    assert!(
+        closed && out.is_empty(),
+        "the kept-alive one is closed: {out:?}"
+    );
+
+    // The busy one was never chosen: its request completes.
+    drop(fourth);
+    busy.write_all(b"{\"a\":1}   ").await.expect("write");
+    let (status, _busy) = read_status(busy).await;
+    assert_eq!(status.len(), 1);
+    assert_ne!(status, [503]);
 }
