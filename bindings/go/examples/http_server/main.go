@@ -31,7 +31,8 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen (port 0 picks a free one)")
 	legacy := flag.Bool("legacy", false, "serve the handshake era only")
-	maxConns := flag.Int("max-connections", 1024, "connections served at once (more get 503)")
+	maxConns := flag.Int("max-connections", 1024,
+		"connections served at once (at the cap a new one displaces the one idle longest; 503 when all are in a request)")
 	flag.Parse()
 	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
 		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q\n", "http_server", flag.Arg(0))
@@ -76,13 +77,13 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	ln = capConnections(ln, *maxConns)
+	capped := capConnections(ln, *maxConns)
 	// Idle keep-alive connections are closed after a minute (net/http keeps them for good
 	// otherwise). HTTPOptions.BodyTimeout (30 s) bounds the time a body takes to arrive, and
 	// HTTPOptions.SendTimeout (30 s) a write to a client that stopped reading. No
 	// WriteTimeout: it would cut SSE streams. Heads up to 64 KiB (net/http allows 1 MiB).
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10}
+		MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,23 +97,35 @@ func main() {
 		defer cancel()
 		_ = hs.Shutdown(shutdown) // waits for open answers (SSE streams included)
 	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fatal(err)
 	}
 	<-drained // Serve returns at once on Shutdown; the answers in flight finish first
 }
 
 // capConnections serves at most max connections of ln at once: net/http has no such bound,
-// and each connection holds a goroutine and buffers. One past it gets 503 at once and is
-// closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
-func capConnections(ln net.Listener, max int) net.Listener {
-	return &capped{Listener: ln, slots: make(chan struct{}, max), shedding: make(chan struct{}, 64)}
+// and each connection holds a goroutine and buffers. At the cap, a new connection takes the
+// place of the one idle longest, which is closed: one between two requests, or one that has
+// not sent a request yet (so sockets left open and silent cannot lock other clients out).
+// Which ones are idle, the server says through the listener's ConnState: set it as the
+// http.Server's. Only when every connection is in a request does a new one get 503 at once
+// and is closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
+func capConnections(ln net.Listener, max int) *capped {
+	return &capped{Listener: ln, slots: make(chan struct{}, max), shedding: make(chan struct{}, 64),
+		conns: make(map[*slotConn]struct{})}
 }
 
 type capped struct {
 	net.Listener
 	slots, shedding chan struct{}
+
+	mu    sync.Mutex
+	conns map[*slotConn]struct{} // the connections holding a slot
 }
+
+// makeRoomWait is how long a new connection at the cap waits for the slot of the idle one it
+// displaces.
+const makeRoomWait = 250 * time.Millisecond
 
 func (l *capped) Accept() (net.Conn, error) {
 	for {
@@ -120,10 +133,18 @@ func (l *capped) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
-		default:
+		if l.take(0) || (l.makeRoom() && l.take(makeRoomWait)) {
+			sc := &slotConn{Conn: c, state: http.StateNew, since: time.Now()}
+			sc.free = func() {
+				l.mu.Lock()
+				delete(l.conns, sc)
+				l.mu.Unlock()
+				<-l.slots
+			}
+			l.mu.Lock()
+			l.conns[sc] = struct{}{}
+			l.mu.Unlock()
+			return sc, nil
 		}
 		select {
 		case l.shedding <- struct{}{}:
@@ -135,6 +156,62 @@ func (l *capped) Accept() (net.Conn, error) {
 			c.Close()
 		}
 	}
+}
+
+// take takes a slot, waiting up to wait for one.
+func (l *capped) take(wait time.Duration) bool {
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// makeRoom closes the connection idle longest; false when every one is in a request.
+func (l *capped) makeRoom() bool {
+	l.mu.Lock()
+	var oldest *slotConn
+	for c := range l.conns {
+		if (c.state == http.StateNew || c.state == http.StateIdle) && !c.evicted &&
+			(oldest == nil || c.since.Before(oldest.since)) {
+			oldest = c
+		}
+	}
+	if oldest != nil {
+		oldest.evicted = true
+	}
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	_ = oldest.Close() // frees its slot
+	return true
+}
+
+// ConnState is the http.Server's ConnState for the server on l: it tells l which of its
+// connections are idle.
+func (l *capped) ConnState(c net.Conn, s http.ConnState) {
+	sc, ok := c.(*slotConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	sc.state = s
+	if s == http.StateIdle {
+		sc.since = time.Now()
+	}
+	l.mu.Unlock()
 }
 
 // turnAway answers 503 and closes c, reading (and dropping) its request for a moment first so
@@ -151,11 +228,16 @@ func turnAway(c net.Conn) {
 	_, _ = io.Copy(io.Discard, c)
 }
 
-// slotConn gives its slot back when closed (once).
+// slotConn gives its slot back when closed (once). state, since and evicted belong to the
+// listener's lock.
 type slotConn struct {
 	net.Conn
 	once sync.Once
 	free func()
+
+	state   http.ConnState
+	since   time.Time // accepted, or last idle
+	evicted bool
 }
 
 func (c *slotConn) Close() error {

@@ -2,15 +2,16 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 )
 
-// A connection past the cap gets 503 at once and is closed; once a served connection closes,
-// the next one is served. (net/http bounds nothing: a helper's audit held 3,000 idle
-// connections open on this example.)
+// A connection past the cap, when every connection is in a request, gets 503 at once and is
+// closed; once a served connection closes, the next one is served. (net/http bounds nothing:
+// a helper's audit held 3,000 idle connections open on this example.)
 func TestConnectionsPastTheCapGet503(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,6 +36,7 @@ func TestConnectionsPastTheCapGet503(t *testing.T) {
 	}
 	defer first.Close()
 	served := <-accepted
+	ln.ConnState(served, http.StateActive) // as net/http says once a request arrives
 
 	second, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -68,7 +70,8 @@ func TestConnectionsPastTheCapGet503(t *testing.T) {
 	}
 	defer third.Close()
 	select {
-	case <-accepted:
+	case c := <-accepted:
+		ln.ConnState(c, http.StateActive)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the freed slot was not given to the next connection")
 	}
@@ -84,4 +87,90 @@ func TestConnectionsPastTheCapGet503(t *testing.T) {
 	if resp, err := http.ReadResponse(bufio.NewReader(fourth), nil); err != nil || resp.StatusCode != 503 {
 		t.Fatalf("one slot, two connections: %v %v", resp, err)
 	}
+}
+
+// At the cap, a new connection takes the place of the one idle longest (silent since it was
+// accepted, or between two requests), never one in a request: sockets left open cannot lock
+// clients out. Before, a cap's worth of them got every later client 503.
+func TestTheConnectionIdleLongestMakesRoom(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 3)
+	release := make(chan struct{})
+	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	defer close(release)
+	addr := inner.Addr().String()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c
+	}
+	get := func(c net.Conn, path string) int {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	closed := func(c net.Conn) bool {
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+
+	silent := dial()
+	defer silent.Close()
+	time.Sleep(20 * time.Millisecond)
+	kept := dial()
+	defer kept.Close()
+	if code := get(kept, "/"); code != 200 {
+		t.Fatalf("kept: %d", code)
+	}
+	busy := dial()
+	defer busy.Close()
+	if _, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	fourth := dial()
+	defer fourth.Close()
+	if code := get(fourth, "/"); code != 200 {
+		t.Fatalf("at the cap: %d, want the silent connection to make room", code)
+	}
+	if !closed(silent) {
+		t.Fatal("the silent connection is still open")
+	}
+	fifth := dial()
+	defer fifth.Close()
+	if code := get(fifth, "/"); code != 200 {
+		t.Fatalf("at the cap again: %d", code)
+	}
+	if !closed(kept) {
+		t.Fatal("the kept-alive connection idle longest is still open")
+	}
+	// The busy one was never chosen: its answer comes once the handler is released.
+	release <- struct{}{}
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the busy connection: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }
