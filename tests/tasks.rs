@@ -1711,3 +1711,85 @@ fn a_2025_11_25_task_status_notification_is_the_flat_task() {
         "no related-task metadata here"
     );
 }
+
+#[test]
+fn a_2025_11_25_task_augmented_request_before_its_handle_is_never_cancelled_by_notification() {
+    // "For task-augmented requests, the `tasks/cancel` request MUST be used instead of the
+    // `notifications/cancelled` notification." Before the handle there is no task id, so a
+    // timeout, a cancel and a close end such a request here without a word to the server;
+    // plain requests are still cancelled by notification beside them.
+    let mut p = legacy_pair();
+    let short = mcpwire::conn::RequestOptions {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let task_call = raw(r#"{"name":"slow","task":{"ttl":60000}}"#);
+    let plain_call = raw(r#"{"name":"slow"}"#);
+    let timed_task = p
+        .client
+        .request_with(p.now, "tools/call", Some(task_call), short)
+        .unwrap();
+    let timed_plain = p
+        .client
+        .request_with(p.now, "tools/call", Some(plain_call), short)
+        .unwrap();
+    p.step();
+    assert_eq!(p.take_server_events().len(), 2);
+    p.advance(Duration::from_secs(2));
+    let evs = p.take_client_events();
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, Ev::TimedOut { request } if *request == timed_task)),
+        "{evs:?}"
+    );
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, Ev::TimedOut { request } if *request == timed_plain)),
+        "{evs:?}"
+    );
+    let cancelled = |p: &common::pair::Pair| -> Vec<Value> {
+        p.lines(true)
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|m| m["method"] == "notifications/cancelled")
+            .map(|m| m["params"]["requestId"].clone())
+            .collect()
+    };
+    let plain_id = |r: mcpwire::conn::RequestId| json!(r.0);
+    assert_eq!(cancelled(&p), vec![plain_id(timed_plain)], "the timeouts");
+
+    // An explicit cancel.
+    let task = p
+        .client
+        .request(p.now, "tools/call", Some(task_call))
+        .unwrap();
+    let plain = p
+        .client
+        .request(p.now, "tools/call", Some(plain_call))
+        .unwrap();
+    p.step();
+    p.client.cancel(p.now, task, Some("no")).unwrap();
+    p.client.cancel(p.now, plain, Some("no")).unwrap();
+    p.step();
+    assert_eq!(
+        cancelled(&p),
+        vec![plain_id(timed_plain), plain_id(plain)],
+        "the cancels"
+    );
+
+    // A close whose grace runs out.
+    let _task = p
+        .client
+        .request(p.now, "tools/call", Some(task_call))
+        .unwrap();
+    let plain = p
+        .client
+        .request(p.now, "tools/call", Some(plain_call))
+        .unwrap();
+    p.step();
+    p.client.close(p.now, Duration::from_secs(1));
+    p.advance(Duration::from_secs(2));
+    let seen = cancelled(&p);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[2], plain_id(plain), "the close");
+}

@@ -323,7 +323,11 @@ impl Core {
                 if !matches!(reason, TransportFailure::Status(_))
                     && self.lifecycle.era == Some(crate::mcp::Era::Legacy)
                 {
-                    self.send_cancelled(n, Some("the transport lost the answer"));
+                    self.send_cancelled_unless_task(
+                        n,
+                        pending.task_augmented,
+                        Some("the transport lost the answer"),
+                    );
                 }
                 self.maybe_finish_close();
             }
@@ -406,6 +410,7 @@ impl Core {
                         continue;
                     }
                     let kind = p.kind;
+                    let task_augmented = p.task_augmented;
                     if self.corr.pending.remove(&n).is_some() {
                         let retry = self.stateless.take_retry(n);
                         self.stateless.recycle_retry(retry);
@@ -430,7 +435,7 @@ impl Core {
                     }
                     self.corr.our_finished.insert(n);
                     self.events.push(Stored::TimedOut(RequestId(n)));
-                    self.send_cancelled(n, Some("timed out"));
+                    self.send_cancelled_unless_task(n, task_augmented, Some("timed out"));
                     self.maybe_finish_close();
                 }
                 TimerKey::CloseGrace => {

@@ -459,7 +459,8 @@ impl Core {
     /// [`finish`](Self::finish) abandons them.
     pub(super) fn cancel_all_in_flight(&mut self, reason: &str) {
         for n in self.ordinary_in_flight() {
-            self.send_cancelled(n, Some(reason));
+            let task_augmented = self.corr.pending.get(&n).is_some_and(|p| p.task_augmented);
+            self.send_cancelled_unless_task(n, task_augmented, Some(reason));
         }
     }
 

@@ -763,7 +763,11 @@ impl Connection {
     }
 
     /// Cancels one of our requests: the peer is notified and the request ends here, with no
-    /// event; an answer that arrives later is dropped.
+    /// event; an answer that arrives later is dropped. A 2025-11-25 task-augmented request
+    /// whose task handle has not come yet ends here too, but the peer is not told: the
+    /// specification requires `tasks/cancel` for tasks, and there is no task id yet (the same
+    /// holds when such a request times out). Once the handle has come, cancel the task with
+    /// `tasks/cancel`.
     pub fn cancel(
         &mut self,
         now: Timestamp,

@@ -430,6 +430,22 @@ impl Core {
         Ok(())
     }
 
+    /// Tells the peer that nobody awaits our request `id` any more, with
+    /// `notifications/cancelled`; except a 2025-11-25 task-augmented request whose task handle
+    /// has not come: for those "the `tasks/cancel` request MUST be used instead", and there is
+    /// no task id to name yet. Its handle, if it comes, is dropped as late, and the task ends
+    /// by its TTL.
+    pub(super) fn send_cancelled_unless_task(
+        &mut self,
+        id: i64,
+        task_augmented: bool,
+        reason: Option<&str>,
+    ) {
+        if !task_augmented {
+            self.send_cancelled(id, reason);
+        }
+    }
+
     pub(super) fn send_cancelled(&mut self, id: i64, reason: Option<&str>) {
         let mut params = std::mem::take(&mut self.out.scratch);
         params.clear();
@@ -464,6 +480,7 @@ impl Core {
         if p.kind != PendingKind::Normal {
             return Err(Error::CannotCancelInitialize);
         }
+        let task_augmented = p.task_augmented;
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
@@ -472,7 +489,7 @@ impl Core {
             self.stateless.recycle_retry(retry);
         }
         self.corr.our_finished.insert(request.0);
-        self.send_cancelled(request.0, reason);
+        self.send_cancelled_unless_task(request.0, task_augmented, reason);
         self.maybe_finish_close();
         Ok(())
     }
