@@ -350,7 +350,13 @@ impl<W: Write> Io<W> {
         loop {
             // Events first; output is written once none is left, so the answers to a batch
             // of requests leave in one write instead of one each. Nothing waits or reads
-            // before the output is written.
+            // before the output is written. Except past the high-water mark: then the output
+            // is written before the next event, so that the answers it may give always have
+            // room (a large answer among pipelined requests would otherwise leave the next
+            // ones `OutputFull` with the client reading all along).
+            if conn.pending_events() > 0 && pending_output(conn) >= high_water(conn) {
+                self.flush(conn);
+            }
             if let Some(event) = conn.poll_event() {
                 let event = event.to_owned_event();
                 if matches!(event, OwnedEvent::Closed { .. }) {
@@ -481,6 +487,18 @@ impl<W: Write> Io<W> {
 /// parent left its descriptor non-blocking answers `WouldBlock` where a blocking one would
 /// wait, and dropping the rest then would lose answers already given. `write` is retried with
 /// what is left, since a failed `write` takes nothing (`write_all` would lose track).
+/// The bytes the engine has for the output.
+fn pending_output(conn: &Connection) -> usize {
+    conn.poll_transmit().map_or(0, |t| t.bytes.len())
+}
+
+/// How much output [`Io::next_event`] lets build up before it writes ahead of the next
+/// event: 1 MiB (large writes), or half the connection's output bound if that is smaller, so
+/// an event's answers always find room.
+fn high_water(conn: &Connection) -> usize {
+    (conn.config().limits.max_buffered_output / 2).min(1 << 20)
+}
+
 fn write_waiting(out: &mut impl Write, mut bytes: &[u8], wait: &impl Fn()) -> std::io::Result<()> {
     use std::io::ErrorKind;
     while !bytes.is_empty() {
@@ -628,6 +646,52 @@ mod tests {
             feeder.join().unwrap().unwrap();
             check_answers(drain.join().unwrap());
         }
+    }
+
+    /// Requests read together whose answers add up to more than the output bound all get
+    /// them: the output is written ahead of the next event once it passes the high-water
+    /// mark. Before, every event of one read was handed out first, and the answers after the
+    /// bound's worth failed `OutputFull` with the client reading all along (found by an
+    /// audit of the stdio hosts).
+    #[test]
+    fn answers_adding_up_past_the_output_bound_all_get_out() {
+        let mut input = INIT.to_owned();
+        for i in 0..40 {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/list\"}}\n",
+                i + 2
+            ));
+        }
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(std::io::Cursor::new(input.into_bytes()), &mut out, clock);
+        let mut config = Config::server("s", "1")
+            .with_capabilities(r#"{"tools":{}}"#)
+            .unwrap();
+        config.limits.max_buffered_output = 1 << 20;
+        let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+        // Each answer is 100 KiB: forty of them are four times the bound.
+        let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(100 * 1024));
+        let mut failed = 0;
+        loop {
+            match io.next_event(&mut conn, None) {
+                Ok(OwnedEvent::Request { id, .. }) => {
+                    if conn
+                        .respond(id.as_id(), crate::jsonrpc::RawJson::new(&big).unwrap())
+                        .is_err()
+                    {
+                        failed += 1;
+                    }
+                }
+                Ok(_) => {}
+                Err(Stop::Eof) => break,
+                Err(Stop::Deadline) => panic!("no deadline was set"),
+            }
+        }
+        drop(io);
+        assert_eq!(failed, 0, "answers refused for a full output");
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().filter(|l| l.contains("xxxx")).count(), 40);
     }
 
     /// Answers every request with `{}` until EOF.
