@@ -67,6 +67,12 @@ type Conn struct {
 	changes uint64
 	waiting bool
 	wake    chan struct{}
+	// given over-estimates the output added by commands since WriteTo last emptied it: each
+	// command counts commandOutput bytes and its payload. Serve writes ahead of the next
+	// event once it passes highWater (and the engine confirms), so that every event's
+	// answers find room. Atomic: Serve reads it without the lock.
+	given     atomic.Int64
+	highWater int64
 
 	ptr     *C.mcpw_conn
 	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
@@ -160,6 +166,7 @@ func (c *Conn) unlock() { c.mutex().Unlock() }
 // waiting on another goroutine is woken to look.
 func (c *Conn) unlockChanged() {
 	c.changes++
+	c.given.Add(commandOutput)
 	var wake chan struct{}
 	if c.waiting {
 		wake = c.wake
@@ -172,6 +179,23 @@ func (c *Conn) unlockChanged() {
 		}
 	}
 }
+
+// commandOutput is what one command is assumed to add to the output besides its payload (an
+// envelope, an id, a method): more than most do, so given over-estimates.
+const commandOutput = 512
+
+// outputHighWater is the output Serve lets build up before it writes ahead of the next event:
+// 1 MiB, or half of cfg's output bound if that is smaller.
+func outputHighWater(cfg *Config) int64 {
+	bound := int64(16 << 20) // the engine's default
+	if cfg != nil && cfg.Limits.MaxBufferedOutput > 0 {
+		bound = int64(cfg.Limits.MaxBufferedOutput)
+	}
+	return min(1<<20, bound/2)
+}
+
+// gave counts n bytes of a command's payload into given.
+func (c *Conn) gave(n int) { c.given.Add(int64(n)) }
 
 // NewConn creates a connection from cfg at time now; every later time passed to the Conn
 // is measured from now on the same clock (time.Now() readings, or simulated times). A
@@ -188,11 +212,12 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{
-		ptr:     made.conn,
-		drainer: (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
-		origin:  now,
-		records: make([]C.mcpwgo_record, batchEvents),
-		arena:   make([]byte, batchArena),
+		ptr:       made.conn,
+		drainer:   (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
+		origin:    now,
+		records:   make([]C.mcpwgo_record, batchEvents),
+		arena:     make([]byte, batchArena),
+		highWater: outputHighWater(cfg),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil
@@ -388,6 +413,7 @@ func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opt
 	if o.Progress {
 		progress = 1
 	}
+	c.gave(len(params))
 	r := C.mcpwgo_request(c.ptr, c.ns(now), cString(method), C.size_t(len(method)),
 		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
 		C.uint32_t(progress), C.uint32_t(o.ResetOnProgress))
@@ -404,6 +430,7 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 		return ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(params))
 	rc := C.mcpw_conn_notify(c.ptr, cString(method), C.size_t(len(method)), cBytes(params), C.size_t(len(params)))
 	runtime.KeepAlive(c)
 	return check("notify", rc)
@@ -416,6 +443,7 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 		return ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(result))
 	rc := C.mcpwgo_respond(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), cBytes(result), C.size_t(len(result)))
 	runtime.KeepAlive(c)
@@ -431,6 +459,7 @@ func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMess
 		return ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(message) + len(data))
 	msg := cString(message)
 	if msg == nil {
 		msg = &C.mcpwgo_empty[0]
@@ -464,6 +493,7 @@ func (c *Conn) Progress(id ID, p ProgressUpdate) error {
 	if p.HasTotal {
 		hasTotal = 1
 	}
+	c.gave(len(p.Message))
 	rc := C.mcpwgo_progress(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), C.double(p.Progress), C.double(p.Total), C.int(hasTotal),
 		cString(p.Message), C.size_t(len(p.Message)))
@@ -516,6 +546,7 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 	if o.Progress {
 		progress = 1
 	}
+	c.gave(len(params))
 	r := C.mcpwgo_request_related(c.ptr, c.ns(now), C.uint32_t(parent.kind), C.int64_t(parent.num),
 		cString(parent.wire), C.size_t(len(parent.wire)), cString(method), C.size_t(len(method)),
 		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
@@ -536,6 +567,7 @@ func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (
 		return false, ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(logger) + len(data))
 	r := C.mcpwgo_log(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire), C.size_t(len(id.wire)),
 		C.uint32_t(level), cString(logger), C.size_t(len(logger)), cBytes(data), C.size_t(len(data)))
 	runtime.KeepAlive(c)
@@ -553,6 +585,7 @@ func (c *Conn) RespondInputRequired(id ID, inputRequests json.RawMessage, reques
 		return ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(inputRequests) + len(requestState))
 	rc := C.mcpwgo_respond_input_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), cBytes(inputRequests), C.size_t(len(inputRequests)),
 		cString(requestState), C.size_t(len(requestState)))
@@ -572,6 +605,7 @@ func (c *Conn) RespondURLElicitationRequired(id ID, elicitations json.RawMessage
 		return ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(elicitations))
 	rc := C.mcpwgo_respond_url_elicitation_required(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num),
 		cString(id.wire), C.size_t(len(id.wire)), cBytes(elicitations), C.size_t(len(elicitations)))
 	runtime.KeepAlive(c)
@@ -586,6 +620,7 @@ func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMe
 		return 0, ErrFreed
 	}
 	defer c.unlockChanged()
+	c.gave(len(inputResponses))
 	r := C.mcpwgo_retry(c.ptr, c.ns(now), C.int64_t(request), cBytes(inputResponses), C.size_t(len(inputResponses)))
 	runtime.KeepAlive(c)
 	if err := check("retry", r.rc); err != nil {
@@ -868,6 +903,9 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 		lent := C.mcpwgo_transmit(c.ptr)
 		runtime.KeepAlive(c)
 		if err := check("transmit", lent.rc); err != nil || lent.len == 0 {
+			if err == nil {
+				c.given.Store(0) // all written: nothing is estimated any more
+			}
 			c.unlock()
 			return total, err
 		}

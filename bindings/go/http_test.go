@@ -360,6 +360,44 @@ func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
 	}
 }
 
+// Answers to requests read together that add up to more than the output bound all get out:
+// Serve writes ahead of the next event once the output passes its high-water mark. Before,
+// it handed out every event of a read first, and the answers past the bound failed
+// ErrOutputFull with the peer reading all along (found by an audit of the stdio hosts).
+func TestServeAnswersAddingUpPastTheOutputBoundAllGetOut(t *testing.T) {
+	for _, bound := range []int{0, 1 << 20} { // the default 16 MiB, and a small one
+		conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+			Capabilities: json.RawMessage(`{"tools":{}}`), Limits: Limits{MaxBufferedOutput: bound}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		size := 100 << 10
+		if bound == 0 {
+			size = 4 << 20 // forty are ten times the default bound
+		}
+		big := json.RawMessage(`{"text":"` + strings.Repeat("x", size) + `"}`)
+		failed := 0
+		var out bytes.Buffer
+		err = Serve(context.Background(), conn, pipelined(40), &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if req, ok := ev.(*RequestEvent); ok {
+				if c.Respond(req.ID, big) != nil {
+					failed++
+				}
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed != 0 {
+			t.Fatalf("bound %d: %d answers refused for a full output", bound, failed)
+		}
+		if got := bytes.Count(out.Bytes(), []byte("\n")); got != 41 {
+			t.Fatalf("bound %d: %d lines, want the initialize result and 40 answers", bound, got)
+		}
+	}
+}
+
 // failingReader hands out its data, then fails with err in the same Read.
 type failingReader struct {
 	data []byte

@@ -35,7 +35,12 @@ const feedPiece = 4096
 // it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the process at
 // the other end exited), Serve writes nothing more but reads r to its end first, so that h
 // sees what the peer said last and why the connection closed; then it returns the write
-// error.
+// error. (With w = os.Stdout, that needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as
+// examples/stdio_server does: by default Go ends a program that writes to a broken stdout.)
+//
+// Answers never find the output full for want of writing: once the output passes a
+// high-water mark (1 MiB, or half of Limits.MaxBufferedOutput if smaller), it is written
+// before the next event is handed out.
 //
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
@@ -60,7 +65,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
-		handed := handOut(conn, w, h)
+		handed, _ := handOut(conn, w, h, false)
 		if _, err := conn.WriteTo(w); err != nil && !errors.Is(err, ErrFreed) {
 			return err
 		}
@@ -120,16 +125,19 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		// another goroutine after mark, which they may have missed, is looked at before
 		// waiting (4).
 		mark := conn.changeMark()
-		closed := handOut(conn, w, h)
+		closed, werr := handOut(conn, w, h, broken == nil)
 		if err := conn.Err(); err != nil {
 			return err
 		}
 		if broken == nil {
-			if _, err := conn.WriteTo(w); err != nil {
-				if !errors.Is(err, syscall.EPIPE) || !inputOpen {
-					return err
+			if werr == nil {
+				_, werr = conn.WriteTo(w)
+			}
+			if werr != nil {
+				if !errors.Is(werr, syscall.EPIPE) || !inputOpen {
+					return werr
 				}
-				broken = err
+				broken = werr
 			}
 		}
 		if closed {
@@ -211,8 +219,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 }
 
 // handOut hands every event conn holds to h, all with the time of the first; it reports
-// whether the ClosedEvent was among them.
-func handOut(conn *Conn, w io.Writer, h Handler) (closed bool) {
+// whether the ClosedEvent was among them. With writeAhead, output past the Conn's high-water
+// mark is written to w before the next event, so that the answers an event gets always find
+// room (a large answer among pipelined requests would otherwise leave the next ones
+// ErrOutputFull with the peer reading all along); a write error stops that and is returned.
+func handOut(conn *Conn, w io.Writer, h Handler, writeAhead bool) (closed bool, werr error) {
 	var now time.Time
 	for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
 		if _, isClosed := ev.(*ClosedEvent); isClosed {
@@ -221,9 +232,17 @@ func handOut(conn *Conn, w io.Writer, h Handler) (closed bool) {
 		if now.IsZero() {
 			now = time.Now()
 		}
+		if writeAhead && werr == nil && conn.given.Load() >= conn.highWater {
+			// The estimate says maybe; the engine says how much there is.
+			if pending := int64(conn.PendingOutput()); pending >= conn.highWater {
+				_, werr = conn.WriteTo(w)
+			} else {
+				conn.given.Store(pending)
+			}
+		}
 		handleServed(conn, w, h, ev, now)
 	}
-	return closed
+	return closed, werr
 }
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the

@@ -228,6 +228,10 @@ func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
 	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
 }
 
+// taskAnswerGuess is what a tasks call counts toward its Conn's output estimate (see
+// Conn.given): a stored result may be large, so enough that Serve soon asks the engine.
+const taskAnswerGuess = 64 << 10
+
 // Respond answers the peer's request id on conn with the handle of task (its
 // CreateTaskResult: in 2026-07-28, for a tools/call, resultType "task" with the task's id,
 // status and times; in 2025-11-25, for a task-augmented request and a CreateLegacy task,
@@ -247,6 +251,7 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 		return ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	conn.gave(taskAnswerGuess)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ptr == nil {
@@ -275,6 +280,7 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 		return false, ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	conn.gave(taskAnswerGuess)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ptr == nil {
@@ -310,6 +316,7 @@ func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, meth
 		return false, ErrFreed
 	}
 	defer conn.unlockChanged() // (answers went out on conn)
+	conn.gave(taskAnswerGuess)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ptr == nil {

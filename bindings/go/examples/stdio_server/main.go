@@ -45,6 +45,10 @@ func main() {
 		fatal(err)
 	}
 	defer conn.Close()
+	// A write to a client that closed its end fails with EPIPE (Serve then reads the rest
+	// of the input and returns) instead of killing the process: Go ends a program that
+	// writes to a broken stdout with SIGPIPE unless the signal is ignored or caught.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// On a signal Serve closes gracefully, with two seconds' grace. But a Write to a client

@@ -196,3 +196,94 @@ func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
 		t.Fatalf("still running 8 s after SIGTERM; state %s", b)
 	}
 }
+
+// A client that stops reading for a while, with count calls running (progress every 50 ms)
+// and an answer near the output bound waiting: every count call is still answered once it
+// reads again. The count tool dropped a call whose progress found the output full, and the
+// client waited for good (found by an audit of the stdio hosts).
+func TestASlowReaderLosesNoCountAnswer(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	const calls = 100
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := 0; i < calls; i++ {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"progressToken":%d},"name":"count","arguments":{}}}`+"\n", i, i)
+	}
+	// An echo whose answer alone nearly fills the 16 MiB output bound.
+	in.WriteString(`{"jsonrpc":"2.0","id":"echo","method":"tools/call","params":{"name":"echo","arguments":{"text":"`)
+	in.Write(bytes.Repeat([]byte("y"), 16<<20-40000))
+	in.WriteString(`"}}}` + "\n")
+	go func() { _, _ = stdin.Write(in.Bytes()) }()
+	time.Sleep(2 * time.Second) // not reading: the count steps meet a full output
+	answered := map[string]bool{}
+	dec := json.NewDecoder(stdout)
+	deadline := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for len(answered) < calls+2 {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("%d of %d answers, then %v", len(answered), calls+2, err)
+		}
+		if m.ID != nil && (m.Result != nil || m.Error != nil) {
+			if m.Error != nil {
+				t.Fatalf("an error answer to %s: %s", m.ID, m.Error)
+			}
+			answered[string(m.ID)] = true
+		}
+	}
+	stdin.Close()
+	_ = cmd.Wait()
+}
+
+// A client that closes its end of the server's stdout: the server's write fails with EPIPE
+// and it ends on its own, rather than being killed by SIGPIPE on its first answer (Go's
+// default for a broken stdout).
+func TestAClosedStdoutEndsTheServerWithoutSIGPIPE(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	stdout.Close()
+	_, _ = stdin.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
+	time.Sleep(200 * time.Millisecond)
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running after its input ended")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("killed by %v", ws.Signal())
+	}
+}

@@ -186,11 +186,16 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 
 // count reports progress `at` of `total` every 50 ms, in steps of total/3 (count) or 50
 // (test_tool_with_progress), then answers; a request cancelled meanwhile (or whose client
-// went away) ends it quietly.
+// went away) ends it quietly. While the client is behind in reading (the output is full),
+// the same step is tried again 50 ms later: nothing is dropped.
 func count(id mcpwire.ID, at, total float64, later Later) {
 	later(50*time.Millisecond, func(c *mcpwire.Conn) error {
 		err := c.Progress(id, mcpwire.ProgressUpdate{Progress: at, Total: total, HasTotal: true})
-		if err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken) {
+		switch {
+		case errors.Is(err, mcpwire.ErrOutputFull):
+			count(id, at, total, later)
+			return nil
+		case err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken):
 			return nil // gone
 		}
 		if at < total {
@@ -201,11 +206,23 @@ func count(id mcpwire.ID, at, total float64, later Later) {
 			count(id, at+step, total, later)
 			return nil
 		}
-		if total == 3 {
-			return c.Respond(id, toolText(`"counted to 3"`, false))
-		}
-		return c.Respond(id, toolText(`"Progress test completed"`, false))
+		answer(id, total, later, c)
+		return nil
 	})
+}
+
+// answer gives count's final answer, again 50 ms later while the output is full.
+func answer(id mcpwire.ID, total float64, later Later, c *mcpwire.Conn) {
+	text := `"Progress test completed"`
+	if total == 3 {
+		text = `"counted to 3"`
+	}
+	if errors.Is(c.Respond(id, toolText(text, false)), mcpwire.ErrOutputFull) {
+		later(50*time.Millisecond, func(c *mcpwire.Conn) error {
+			answer(id, total, later, c)
+			return nil
+		})
+	}
 }
 
 // needsSampling answers a request that needs the client's sampling capability: per request
