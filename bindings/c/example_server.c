@@ -145,7 +145,14 @@ static void run_jobs(mcpw_conn *conn, uint64_t now) {
            MCPW_ERR_NO_PROGRESS_TOKEN, which is fine: we just count silently. */
         mcpw_result rc = mcpw_conn_progress(conn, &j->request.id, (double)j->step, COUNT_STEPS,
                                             true, S("counting"));
-        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN && rc != MCPW_ERR_OUTPUT_FULL) {
+        if (rc == MCPW_ERR_OUTPUT_FULL) {
+            /* The client is behind in reading: the same step again later, nothing dropped. */
+            j->step--;
+            j->due_ns = now + COUNT_INTERVAL_NS;
+            at = &j->next;
+            continue;
+        }
+        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) {
             /* Cancelled meanwhile, or the connection closed: drop the job. */
             *at = j->next;
             job_free(j);
@@ -159,6 +166,12 @@ static void run_jobs(mcpw_conn *conn, uint64_t now) {
         rc = mcpw_conn_respond(conn, &j->request.id,
                                S("{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],"
                                  "\"isError\":false}"));
+        if (rc == MCPW_ERR_OUTPUT_FULL) { /* the answer, again later */
+            j->step--;
+            j->due_ns = now + COUNT_INTERVAL_NS;
+            at = &j->next;
+            continue;
+        }
         if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED && rc != MCPW_ERR_UNKNOWN_REQUEST) {
             die("respond", rc);
         }
@@ -343,11 +356,27 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     }
 }
 
-/* Drains every event; returns 0 once the connection has closed. */
+/* Output the loop lets build up before it writes ahead of the next event, so that every
+   event's answers find room in the engine's output (16 MiB by default). */
+#define HIGH_WATER (1u << 20)
+
+/* The bytes the engine has for stdout. */
+static size_t pending_bytes(mcpw_conn *conn) {
+    const uint8_t *bytes;
+    size_t len = 0;
+    uint64_t stream;
+    if (mcpw_conn_transmit(conn, &bytes, &len, &stream) != MCPW_OK) return 0;
+    return len;
+}
+
+/* Drains the events; returns 0 once the connection has closed, 2 when it stopped with events
+   left because the output passed HIGH_WATER (write it, then call again), 1 otherwise. */
 static int drain_events(mcpw_conn *conn, uint64_t now) {
     for (;;) {
         mcpw_event ev;
-        mcpw_result rc = mcpw_conn_poll_event(conn, &ev);
+        mcpw_result rc;
+        if (pending_bytes(conn) >= HIGH_WATER) return 2;
+        rc = mcpw_conn_poll_event(conn, &ev);
         if (rc != MCPW_OK) die("poll_event", rc);
         switch (ev.kind) {
         case MCPW_EVENT_NONE:
@@ -452,16 +481,20 @@ int main(int argc, char **argv) {
     while (running) {
         struct pollfd fds[2];
         nfds_t nfds = 0;
-        int pending_output, timeout_ms = -1;
+        int drained, pending_output, timeout_ms = -1;
         bool has_deadline;
         uint64_t deadline, wake, now = now_ns();
 
         /* Drain after every mutation: events (which may answer), then bytes. */
-        running = drain_events(conn, now);
+        drained = drain_events(conn, now);
+        running = drained != 0;
         pending_output = flush_output(conn, &stdout_open);
         if (!running && (!pending_output || !stdout_open)) break;
+        /* Events wait behind the output: once it is written they come first (until then
+           the wait below is for stdout, not for input). */
+        if (drained == 2 && (!pending_output || !stdout_open)) continue;
         /* The rest of the last read, a piece at a time, before anything else is read. */
-        if (running && !pending_output && buf_fed < buf_len) {
+        if (running && drained != 2 && !pending_output && buf_fed < buf_len) {
             size_t piece = buf_len - buf_fed < FEED ? buf_len - buf_fed : FEED;
             rc = mcpw_conn_handle_input(conn, now, buf + buf_fed, piece);
             if (rc != MCPW_OK) die("handle_input", rc);

@@ -747,6 +747,59 @@ fn a_slow_reader_gets_all_200000_answers() {
     );
 }
 
+/// Answers that add up past the engine's output bound (16 MiB) all get out, to a client that
+/// reads: requests read together after one large answer, and `count` calls whose steps meet
+/// a full output while the client is slow. The example handed out every event of a read
+/// before writing, then died on `OUTPUT_FULL` ("respond: output buffer full") and lost even
+/// the answers it had given; its count jobs died the same way (found by an audit).
+#[test]
+fn answers_adding_up_past_the_output_bound_all_get_out() {
+    let big = "y".repeat(16 * 1024 * 1024 - 4_000);
+    let mut input = C_INIT.to_owned();
+    input.push_str(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"echo\",\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{big}\"}}}}}}\n"
+    ));
+    for i in 1..=60 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n"
+        ));
+    }
+    for i in 100..200 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"_meta\":{{\"progressToken\":{i}}},\"name\":\"count\",\"arguments\":{{}}}}}}\n"
+        ));
+    }
+    input.push_str(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"echo2\",\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{big}\"}}}}}}\n"
+    ));
+    let mut child = spawn_stdio_example(c_server_plain());
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes()).unwrap();
+        // Kept open while the counts run (they answer from a timer), then closed.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    });
+    // A slow start: the counts' steps meet a full output meanwhile.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let answered = |id: &str| {
+        text.lines()
+            .any(|l| l.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\"")))
+    };
+    let missing: Vec<String> = ["\"echo\"".to_owned(), "\"echo2\"".to_owned()]
+        .into_iter()
+        .chain((1..=60).map(|i| i.to_string()))
+        .chain((100..200).map(|i| i.to_string()))
+        .filter(|id| !answered(id))
+        .collect();
+    assert!(missing.is_empty(), "unanswered: {missing:?}; {stderr}");
+}
+
 /// A client that writes and never reads: the server stops reading too (its memory stays
 /// small) instead of buffering answers without end.
 #[test]
