@@ -2,6 +2,11 @@
 //! in place of the server. Bytes pass through unchanged in both directions; an observer per
 //! direction decodes a copy and writes an annotated JSONL log: direction, timestamps,
 //! per-request latency, and protocol violations.
+//!
+//! Each log entry is one line, written whole with a single write, so a reader tailing the log
+//! never sees half an entry. The first entry is `start`; then come the messages (`request`,
+//! `notification`, `response`, `error`, `invalid`) and `eof` when the host closes tap's stdin;
+//! the last entry is always `exit`, and nothing is logged after it.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,6 +39,10 @@ impl Dir {
 struct Shared {
     start: Instant,
     log: File,
+    /// One entry serialized, before its single write.
+    line: Vec<u8>,
+    /// Set once the `exit` entry is written: nothing may follow it.
+    closed: bool,
     /// (direction the request went, id) → (method, sent at in ms).
     in_flight: HashMap<(Dir, OwnedId), (String, f64)>,
 }
@@ -43,10 +52,28 @@ impl Shared {
         (self.start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
     }
 
+    /// Logs `entry` as one line with one write, unless the log is closed.
     fn write(&mut self, mut entry: Value) {
+        if self.closed {
+            return;
+        }
         entry["t_ms"] = json!(self.ms());
-        let _ = writeln!(self.log, "{entry}");
+        self.line.clear();
+        if serde_json::to_writer(&mut self.line, &entry).is_ok() {
+            self.line.push(b'\n');
+            let _ = self.log.write_all(&self.line);
+        }
+        // An entry quoting a huge message should not keep its buffer for the whole session.
+        if self.line.capacity() > 1 << 20 {
+            self.line = Vec::new();
+        }
+    }
+
+    /// Logs the last entry and closes the log: later writes (another thread's) are dropped.
+    fn write_last(&mut self, entry: Value) {
+        self.write(entry);
         let _ = self.log.flush();
+        self.closed = true;
     }
 }
 
@@ -91,6 +118,13 @@ impl Observer {
         };
         if let Ok(mut shared) = self.shared.lock() {
             log_frame(&mut shared, &mut self.decoder, self.dir, frame);
+        }
+    }
+
+    /// Logs `entry` (not a message: the direction's end).
+    fn log(&self, entry: Value) {
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.write(entry);
         }
     }
 }
@@ -176,6 +210,8 @@ fn answer(shared: &mut Shared, request_dir: Dir, id: Id<'_>, entry: &mut Value) 
     }
 }
 
+/// Runs `command` as the server behind tap, logging to `log_path`, until the server ends;
+/// gives the exit code tap ends with (the server's, or 128 + the signal that killed it).
 pub fn run(log_path: &str, command: &[String]) -> i32 {
     let log = match File::create(log_path) {
         Ok(f) => f,
@@ -209,6 +245,8 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let shared = Arc::new(Mutex::new(Shared {
         start: Instant::now(),
         log,
+        line: Vec::new(),
+        closed: false,
         in_flight: HashMap::new(),
     }));
     if let Ok(mut s) = shared.lock() {
@@ -248,11 +286,10 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             }
         }
         up.finish();
-        // Closing the server's stdin is how the host ends the session.
+        up.log(json!({"dir": Dir::ClientToServer.name(), "kind": "eof"}));
+        // Closing the server's stdin is how the host ends the session. It comes after the
+        // entry above, so that the exit entry, which the server's end leads to, follows it.
         drop(child_in);
-        if let Ok(mut s) = up.shared.lock() {
-            s.write(json!({"dir": Dir::ClientToServer.name(), "kind": "eof"}));
-        }
     });
 
     // Server → host, here.
@@ -280,6 +317,9 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         Some(signal) => 128 + signal,
         None => status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1),
     };
+    // The last entry, complete: written under the lock, which no other entry holds now, and
+    // closing the log, so that the other thread's later entries (the host may still write)
+    // are dropped rather than following it or being cut off by the process's exit.
     if let Ok(mut s) = shared.lock() {
         // Ids as the request entries write them (`3` and `"3"` stay apart), oldest first.
         let mut pending: Vec<(&f64, Value)> = s
@@ -298,7 +338,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         if let Some(signal) = signal {
             entry["signal"] = json!(signal);
         }
-        s.write(entry);
+        s.write_last(entry);
     }
     // The host may keep its stdin open; the session is over once the server has gone.
     drop(upstream);

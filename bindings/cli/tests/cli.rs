@@ -437,6 +437,69 @@ fn tap_between_a_real_client_and_server_records_latency() {
     );
 }
 
+/// The entries of a tap log, checking that it is whole: every line a JSON object, the last one
+/// ended by its newline, the `exit` entry last and only once.
+fn tap_log(path: &std::path::Path) -> Vec<Value> {
+    let raw = std::fs::read_to_string(path).unwrap();
+    assert!(raw.ends_with('\n'), "the last entry is cut: {raw:?}");
+    let entries: Vec<Value> = raw
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?} in {raw}")))
+        .collect();
+    let exits = entries.iter().filter(|e| e["kind"] == "exit").count();
+    assert_eq!(exits, 1, "{raw}");
+    assert_eq!(entries.last().unwrap()["kind"], "exit", "{raw}");
+    entries
+}
+
+/// Each log entry is written whole, and the `exit` entry is the last: it was written while
+/// the other thread still wrote the client's `eof` (forty-odd writes an entry), so the process
+/// could end in the middle of that entry, leaving a line cut off after `exit`.
+#[test]
+fn tap_writes_each_log_entry_whole_and_exit_last() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-whole-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log.jsonl");
+    // A server that ends at once while the client ends its input at once: a race each time.
+    for _ in 0..40 {
+        let mut child = Command::new(BIN)
+            .args(["tap", "--log", log.to_str().unwrap(), "--", "true"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        tap_log(&log);
+    }
+    // A server that ends because the client did: the client's `eof` comes before `exit`.
+    let input: String = (0..200)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"))
+        .collect();
+    for _ in 0..10 {
+        let mut child = Command::new(BIN)
+            .args(["tap", "--log", log.to_str().unwrap(), "--"])
+            .args(["sh", "-c", "cat >/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        let entries = tap_log(&log);
+        let kinds: Vec<&Value> = entries.iter().map(|e| &e["kind"]).collect();
+        assert_eq!(kinds[kinds.len() - 2], "eof", "{kinds:?}");
+        let unanswered = entries.last().unwrap()["unanswered"].as_array().unwrap();
+        assert_eq!(unanswered.len(), 200);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_demo_runs_both_eras() {
     let (code, out, err) = mcpwire(&["demo"]);
