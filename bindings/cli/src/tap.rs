@@ -7,8 +7,17 @@
 //! never sees half an entry. The first entry is `start`; then come the messages (`request`,
 //! `notification`, `response`, `error`, `invalid`) and `eof` when the host closes tap's stdin;
 //! the last entry is always `exit`, and nothing is logged after it.
+//!
+//! Memory stays bounded however long the session: tap remembers at most 65,536 requests in
+//! flight per direction (past that, the oldest is forgotten and counted), a request named by a
+//! `notifications/cancelled` is forgotten at once (the cancel entry names it under `cancels`),
+//! and the latest 4,096 requests forgotten either way are still recognised, so that a late
+//! answer to one is matched rather than called a violation (one to a cancelled request says
+//! `"cancelled": true`). The `exit` entry lists at most 1,000 unanswered requests, oldest
+//! first; `unanswered_count` counts all of them, including any forgotten past the bound,
+//! which `forgotten` counts on its own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::process::{Command, Stdio};
@@ -18,7 +27,18 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use mcpwire::frame::line::LineDecoder;
-use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, OwnedId};
+use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, OwnedId, RawJson};
+
+/// The most requests one direction may have in flight on record; past it, the oldest is
+/// forgotten (and counted in the `exit` entry's `forgotten`).
+const MAX_IN_FLIGHT: usize = 65_536;
+
+/// How many requests taken off the record without an answer (cancelled, or forgotten past
+/// [`MAX_IN_FLIGHT`]) each direction still recognises, the latest ones, to match a late answer.
+const MAX_GONE: usize = 4_096;
+
+/// The most unanswered requests the `exit` entry lists; `unanswered_count` counts them all.
+const MAX_LISTED: usize = 1_000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Dir {
@@ -33,6 +53,101 @@ impl Dir {
             Dir::ServerToClient => "server->client",
         }
     }
+
+    /// The direction answers to this direction's requests travel.
+    fn other(self) -> Dir {
+        match self {
+            Dir::ClientToServer => Dir::ServerToClient,
+            Dir::ServerToClient => Dir::ClientToServer,
+        }
+    }
+}
+
+/// A request on record: its method and when it passed, in ms since the start.
+struct Sent {
+    method: String,
+    t: f64,
+}
+
+/// Records keyed by request id, in the order they were put in, holding at most `cap`: putting
+/// one more in takes the oldest out.
+struct Table<V> {
+    cap: usize,
+    /// id → (position in `order`, record).
+    entries: HashMap<OwnedId, (u64, V)>,
+    /// Position → id, oldest first.
+    order: BTreeMap<u64, OwnedId>,
+    next: u64,
+}
+
+impl<V> Table<V> {
+    fn new(cap: usize) -> Self {
+        Table {
+            cap,
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn contains(&self, id: &OwnedId) -> bool {
+        self.entries.contains_key(id)
+    }
+
+    fn remove(&mut self, id: &OwnedId) -> Option<V> {
+        let (position, record) = self.entries.remove(id)?;
+        self.order.remove(&position);
+        Some(record)
+    }
+
+    /// Puts `record` in as the newest (in place of one with the same id); gives back the
+    /// oldest record if the table was full.
+    fn insert(&mut self, id: OwnedId, record: V) -> Option<(OwnedId, V)> {
+        self.remove(&id);
+        let displaced = if self.entries.len() >= self.cap {
+            self.order
+                .pop_first()
+                .and_then(|(_, old)| self.entries.remove(&old).map(|(_, r)| (old, r)))
+        } else {
+            None
+        };
+        let position = self.next;
+        self.next += 1;
+        self.order.insert(position, id.clone());
+        self.entries.insert(id, (position, record));
+        displaced
+    }
+
+    /// The records, oldest first.
+    fn oldest_first(&self) -> impl Iterator<Item = (&OwnedId, &V)> {
+        self.order
+            .values()
+            .filter_map(|id| self.entries.get(id).map(|(_, record)| (id, record)))
+    }
+}
+
+/// What tap knows of the requests one direction sent.
+struct Side {
+    /// Requests not yet answered, at most [`MAX_IN_FLIGHT`].
+    in_flight: Table<Sent>,
+    /// The latest requests taken off `in_flight` unanswered, with whether a cancel did it.
+    gone: Table<(Sent, bool)>,
+    /// Requests forgotten past [`MAX_IN_FLIGHT`] whose answer has not been seen.
+    forgotten: u64,
+}
+
+impl Side {
+    fn new() -> Self {
+        Side {
+            in_flight: Table::new(MAX_IN_FLIGHT),
+            gone: Table::new(MAX_GONE),
+            forgotten: 0,
+        }
+    }
 }
 
 /// What both observers share: requests in flight (to time them) and the log.
@@ -43,13 +158,17 @@ struct Shared {
     line: Vec<u8>,
     /// Set once the `exit` entry is written: nothing may follow it.
     closed: bool,
-    /// (direction the request went, id) → (method, sent at in ms).
-    in_flight: HashMap<(Dir, OwnedId), (String, f64)>,
+    /// The requests each direction sent, indexed by `Dir as usize`.
+    sides: [Side; 2],
 }
 
 impl Shared {
     fn ms(&self) -> f64 {
         (self.start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
+    }
+
+    fn side(&mut self, dir: Dir) -> &mut Side {
+        &mut self.sides[dir as usize]
     }
 
     /// Logs `entry` as one line with one write, unless the log is closed.
@@ -151,11 +270,8 @@ fn log_frame(shared: &mut Shared, decoder: &mut Decoder, dir: Dir, frame: &[u8])
     }
 }
 
+/// Logs one message that went `dir`, keeping the record of requests in flight up to date.
 fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
-    let other = match dir {
-        Dir::ClientToServer => Dir::ServerToClient,
-        Dir::ServerToClient => Dir::ClientToServer,
-    };
     let mut entry = json!({"dir": dir.name()});
     if batch {
         entry["batch"] = json!(true);
@@ -166,22 +282,31 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
             entry["kind"] = json!("request");
             entry["id"] = id_json(r.id);
             entry["method"] = json!(method);
-            let key = (dir, OwnedId::from(r.id));
-            if shared.in_flight.contains_key(&key) {
+            let id = OwnedId::from(r.id);
+            let t = shared.ms();
+            let side = shared.side(dir);
+            if side.in_flight.contains(&id) {
                 entry["violation"] =
                     json!("request id reused while the first request is in flight");
             }
-            let t = shared.ms();
-            shared.in_flight.insert(key, (method, t));
+            // An answer under this id is this request's now, not a forgotten one's.
+            side.gone.remove(&id);
+            if let Some((old, sent)) = side.in_flight.insert(id, Sent { method, t }) {
+                side.forgotten += 1;
+                side.gone.insert(old, (sent, false));
+            }
         }
         Message::Notification(n) => {
             entry["kind"] = json!("notification");
             entry["method"] = json!(n.method.to_str());
+            if n.method.eq_str("notifications/cancelled") {
+                cancel(shared, dir, n.params, &mut entry);
+            }
         }
         Message::Response(r) => {
             entry["kind"] = json!("response");
             entry["id"] = id_json(r.id);
-            answer(shared, other, r.id, &mut entry);
+            answer(shared, dir.other(), r.id, &mut entry);
         }
         Message::Error(e) => {
             entry["kind"] = json!("error");
@@ -190,7 +315,7 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
             match e.id {
                 Some(id) => {
                     entry["id"] = id_json(id);
-                    answer(shared, other, id, &mut entry);
+                    answer(shared, dir.other(), id, &mut entry);
                 }
                 None => entry["id"] = Value::Null,
             }
@@ -199,15 +324,83 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
     shared.write(entry);
 }
 
+/// A `notifications/cancelled` that went `dir` ends the request it names, which `dir` sent:
+/// the request comes off the record of those in flight (it gets no answer, as a rule), and
+/// the cancel's `entry` names it. A cancel for a request not in flight changes nothing.
+fn cancel(shared: &mut Shared, dir: Dir, params: Option<RawJson<'_>>, entry: &mut Value) {
+    let Some(id) = params
+        .and_then(|p| p.get_unique("requestId").ok().flatten())
+        .and_then(|v| v.as_id())
+    else {
+        return;
+    };
+    let id = OwnedId::from(id);
+    let side = shared.side(dir);
+    if let Some(sent) = side.in_flight.remove(&id) {
+        entry["cancels"] = json!({"id": id_json(id.as_id()), "method": sent.method});
+        side.gone.insert(id, (sent, true));
+    }
+}
+
 /// Matches an answer with its request (sent the other way) and records the latency.
 fn answer(shared: &mut Shared, request_dir: Dir, id: Id<'_>, entry: &mut Value) {
-    match shared.in_flight.remove(&(request_dir, OwnedId::from(id))) {
-        Some((method, sent)) => {
-            entry["method"] = json!(method);
-            entry["latency_ms"] = json!(((shared.ms() - sent) * 1000.0).round() / 1000.0);
-        }
-        None => entry["violation"] = json!("answer to a request that is not in flight"),
+    let now = shared.ms();
+    let id = OwnedId::from(id);
+    let side = shared.side(request_dir);
+    let (sent, cancelled) = match side.in_flight.remove(&id) {
+        Some(sent) => (sent, false),
+        None => match side.gone.remove(&id) {
+            Some((sent, cancelled)) => {
+                if !cancelled {
+                    side.forgotten = side.forgotten.saturating_sub(1);
+                }
+                (sent, cancelled)
+            }
+            None => {
+                entry["violation"] = json!("answer to a request that is not in flight");
+                return;
+            }
+        },
+    };
+    entry["method"] = json!(sent.method);
+    entry["latency_ms"] = json!(((now - sent.t) * 1000.0).round() / 1000.0);
+    if cancelled {
+        entry["cancelled"] = json!(true);
     }
+}
+
+/// The `exit` entry: the server's exit `code` (and `signal`), and the requests still
+/// unanswered, the oldest [`MAX_LISTED`] listed with their ids as the requests wrote them
+/// (`3` and `"3"` stay apart).
+fn exit_entry(shared: &Shared, code: i32, signal: Option<i32>) -> Value {
+    let mut listed: Vec<(f64, Value)> = Vec::new();
+    let mut count = 0u64;
+    let mut forgotten = 0u64;
+    for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+        let side = &shared.sides[dir as usize];
+        count += side.in_flight.len() as u64 + side.forgotten;
+        forgotten += side.forgotten;
+        listed.extend(side.in_flight.oldest_first().take(MAX_LISTED).map(|(id, sent)| {
+            (
+                sent.t,
+                json!({"dir": dir.name(), "id": id_json(id.as_id()), "method": sent.method}),
+            )
+        }));
+    }
+    // Each direction's are in order already; a stable sort interleaves them by time.
+    listed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    listed.truncate(MAX_LISTED);
+    let listed: Vec<Value> = listed.into_iter().map(|(_, v)| v).collect();
+    let mut entry = json!({
+        "kind": "exit", "code": code, "unanswered": listed, "unanswered_count": count,
+    });
+    if forgotten > 0 {
+        entry["forgotten"] = json!(forgotten);
+    }
+    if let Some(signal) = signal {
+        entry["signal"] = json!(signal);
+    }
+    entry
 }
 
 /// Runs `command` as the server behind tap, logging to `log_path`, until the server ends;
@@ -247,7 +440,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         log,
         line: Vec::new(),
         closed: false,
-        in_flight: HashMap::new(),
+        sides: [Side::new(), Side::new()],
     }));
     if let Ok(mut s) = shared.lock() {
         s.write(json!({"kind": "start", "command": command}));
@@ -321,23 +514,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     // closing the log, so that the other thread's later entries (the host may still write)
     // are dropped rather than following it or being cut off by the process's exit.
     if let Ok(mut s) = shared.lock() {
-        // Ids as the request entries write them (`3` and `"3"` stay apart), oldest first.
-        let mut pending: Vec<(&f64, Value)> = s
-            .in_flight
-            .iter()
-            .map(|((dir, id), (method, t))| {
-                (
-                    t,
-                    json!({"dir": dir.name(), "id": id_json(id.as_id()), "method": method}),
-                )
-            })
-            .collect();
-        pending.sort_by(|a, b| a.0.total_cmp(b.0));
-        let pending: Vec<Value> = pending.into_iter().map(|(_, v)| v).collect();
-        let mut entry = json!({"kind": "exit", "code": code, "unanswered": pending});
-        if let Some(signal) = signal {
-            entry["signal"] = json!(signal);
-        }
+        let entry = exit_entry(&s, code, signal);
         s.write_last(entry);
     }
     // The host may keep its stdin open; the session is over once the server has gone.

@@ -500,6 +500,99 @@ fn tap_writes_each_log_entry_whole_and_exit_last() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A cancelled request is no longer in flight, and tap's record of requests in flight is
+/// bounded: it remembered every request until its answer, so a client that cancels all it
+/// sends (or a server that never answers) grew tap without limit, and the exit entry with it.
+#[test]
+fn tap_forgets_cancelled_requests_and_bounds_what_it_remembers() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-cancel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |log: &std::path::Path, server: &str, input: &[u8]| {
+        let mut child = Command::new(BIN)
+            .args([
+                "tap",
+                "--log",
+                log.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                server,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        assert!(child.wait().unwrap().success());
+        tap_log(log)
+    };
+    // The server answers the cancelled request anyway, late (the cancel raced the answer):
+    // that is matched, not a violation. A cancel for no request in flight changes nothing.
+    let log = dir.join("cancel.jsonl");
+    let entries = run(
+        &log,
+        r#"head -n 2 >/dev/null; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":"2","method":"ping"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#,
+            "\n",
+        )
+        .as_bytes(),
+    );
+    let cancels: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancels.len(), 2, "{entries:#?}");
+    assert_eq!(
+        cancels[0]["cancels"],
+        serde_json::json!({"id": 1, "method": "tools/call"}),
+        "{entries:#?}"
+    );
+    assert!(cancels[1].get("cancels").is_none(), "{entries:#?}");
+    let late = entries.iter().find(|e| e["kind"] == "response").unwrap();
+    assert!(late.get("violation").is_none(), "{late}");
+    assert_eq!(late["cancelled"], true, "{late}");
+    assert_eq!(late["method"], "tools/call", "{late}");
+    let exit = entries.last().unwrap();
+    assert_eq!(
+        exit["unanswered"],
+        serde_json::json!([{"dir": "client->server", "id": "2", "method": "ping"}]),
+        "{exit}"
+    );
+    assert_eq!(exit["unanswered_count"], 1, "{exit}");
+    // Many cancelled requests: none is left over at the end.
+    let mut input = String::new();
+    for i in 0..20_000 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{i}}}}}\n"
+        ));
+    }
+    let exit = run(&log, "cat >/dev/null", input.as_bytes()).pop().unwrap();
+    assert_eq!(exit["unanswered"], serde_json::json!([]), "{exit}");
+    assert_eq!(exit["unanswered_count"], 0, "{exit}");
+    // More requests than the bound, none answered: the oldest are forgotten and counted, and
+    // the exit entry lists the oldest 1,000 of those remembered.
+    let n = 65_536 + 2_000;
+    let input: String = (0..n)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"))
+        .collect();
+    let exit = run(&log, "cat >/dev/null", input.as_bytes()).pop().unwrap();
+    let listed = exit["unanswered"].as_array().unwrap();
+    assert_eq!(listed.len(), 1_000);
+    assert_eq!(listed[0]["id"], 2_000);
+    assert_eq!(listed[999]["id"], 2_999);
+    assert_eq!(exit["unanswered_count"], n);
+    assert_eq!(exit["forgotten"], 2_000);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_demo_runs_both_eras() {
     let (code, out, err) = mcpwire(&["demo"]);
