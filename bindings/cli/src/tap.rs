@@ -5,7 +5,9 @@
 //!
 //! Each log entry is one line, written whole with a single write, so a reader tailing the log
 //! never sees half an entry. The first entry is `start`; then come the messages (`request`,
-//! `notification`, `response`, `error`, `invalid`) and `eof` when the host closes tap's stdin;
+//! `notification`, `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or
+//! `closed` when the server stops reading its own (tap then closes its stdin too, so that the
+//! host's writes fail as they would without tap, and keeps passing on what the server writes);
 //! the last entry is always `exit`, and nothing is logged after it.
 //!
 //! Memory stays bounded however long the session: tap remembers at most 65,536 requests in
@@ -403,6 +405,26 @@ fn exit_entry(shared: &Shared, code: i32, signal: Option<i32>) -> Value {
     entry
 }
 
+/// Closes this process's stdin (fd 0, which now reads as empty): the host's writes to it fail
+/// (EPIPE), as they would if it ran the server without tap and the server closed its stdin.
+/// The descriptor stays taken (by /dev/null), so nothing opened later can land on fd 0.
+fn close_own_stdin() {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        match File::open("/dev/null") {
+            // SAFETY: dup2(2) on two open descriptors; it closes the pipe fd 0 held atomically.
+            Ok(null) => unsafe {
+                libc::dup2(null.as_raw_fd(), 0);
+            },
+            // SAFETY: close(2) on fd 0, which no Rust object here owns.
+            Err(_) => unsafe {
+                libc::close(0);
+            },
+        }
+    }
+}
+
 /// Runs `command` as the server behind tap, logging to `log_path`, until the server ends;
 /// gives the exit code tap ends with (the server's, or 128 + the signal that killed it).
 pub fn run(log_path: &str, command: &[String]) -> i32 {
@@ -458,6 +480,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let upstream = std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
         let mut buf = vec![0u8; 64 * 1024];
+        let mut refused = None;
         loop {
             let n = match stdin.read(&mut buf) {
                 Ok(0) => break,
@@ -474,12 +497,26 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             // request must already be on record to time it.
             up.observe(&buf[..n]);
             let Some(pipe) = child_in.as_mut() else { break };
-            if pipe.write_all(&buf[..n]).is_err() || pipe.flush().is_err() {
+            if let Err(e) = pipe.write_all(&buf[..n]).and_then(|()| pipe.flush()) {
+                refused = Some(e);
                 break;
             }
         }
+        drop(stdin);
         up.finish();
-        up.log(json!({"dir": Dir::ClientToServer.name(), "kind": "eof"}));
+        match refused {
+            None => up.log(json!({"dir": Dir::ClientToServer.name(), "kind": "eof"})),
+            // The server stopped reading (EPIPE, as a rule): the host must learn it as it would
+            // without tap, from its own writes failing, not by blocking once the pipe is full.
+            // Logged first: the server's end, and the exit entry, may follow at once.
+            Some(e) => {
+                up.log(json!({
+                    "dir": Dir::ClientToServer.name(), "kind": "closed",
+                    "error": e.to_string(),
+                }));
+                close_own_stdin();
+            }
+        }
         // Closing the server's stdin is how the host ends the session. It comes after the
         // entry above, so that the exit entry, which the server's end leads to, follows it.
         drop(child_in);

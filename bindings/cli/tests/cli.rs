@@ -593,6 +593,74 @@ fn tap_forgets_cancelled_requests_and_bounds_what_it_remembers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A server that closes its stdin (stops reading): the client's writes to tap fail with a
+/// broken pipe, as they would to the server itself, instead of blocking for as long as the
+/// server lives once the pipe is full. What the server writes still reaches the client.
+#[cfg(unix)]
+#[test]
+fn tap_closes_its_stdin_once_the_server_stops_reading() {
+    use std::io::Read;
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-epipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log.jsonl");
+    let go_on = dir.join("go-on");
+    let _ = std::fs::remove_file(&go_on);
+    // The server waits, its stdin closed, until the test has seen its writes fail.
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    let server = format!(
+        "exec 0<&-; while [ ! -e '{}' ]; do sleep 0.05; done; echo '{answer}'",
+        go_on.display()
+    );
+    let mut child = Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &server,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_tap = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Far more than the pipes between here and the server hold.
+        let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n".repeat(100_000);
+        let _ = tx.send(to_tap.write_all(&request));
+    });
+    // Not a speed limit: a bound on waiting for what, unfixed, happens only when the server
+    // ends (and the server ends only once the test lets it).
+    let written = rx.recv_timeout(std::time::Duration::from_secs(60));
+    std::fs::write(&go_on, b"").unwrap();
+    let err = match written {
+        Ok(Err(e)) => e,
+        other => panic!("the client's writes did not fail while the server ran: {other:?}"),
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe, "{err}");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(out, format!("{answer}\n"));
+    assert!(child.wait().unwrap().success());
+    let entries = tap_log(&log);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "closed" && e["dir"] == "client->server"),
+        "{entries:#?}"
+    );
+    assert!(entries.iter().all(|e| e["kind"] != "eof"), "{entries:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_demo_runs_both_eras() {
     let (code, out, err) = mcpwire(&["demo"]);
