@@ -272,6 +272,10 @@ fn log_frame(shared: &mut Shared, decoder: &mut Decoder, dir: Dir, frame: &[u8])
     }
 }
 
+/// The most of a request's method name remembered while it is in flight (the log entry of
+/// the request itself has it whole): a method name may be as long as a frame.
+const METHOD_KEPT: usize = 256;
+
 /// Logs one message that went `dir`, keeping the record of requests in flight up to date.
 fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
     let mut entry = json!({"dir": dir.name()});
@@ -280,10 +284,16 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
     }
     match m {
         Message::Request(r) => {
-            let method = r.method.to_str().into_owned();
+            let full = r.method.to_str();
             entry["kind"] = json!("request");
             entry["id"] = id_json(r.id);
-            entry["method"] = json!(method);
+            entry["method"] = json!(full);
+            // What is remembered until the answer: at most METHOD_KEPT bytes of the name.
+            let mut cut = full.len().min(METHOD_KEPT);
+            while !full.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let method = full[..cut].to_owned();
             let id = OwnedId::from(r.id);
             let t = shared.ms();
             let side = shared.side(dir);

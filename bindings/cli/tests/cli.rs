@@ -452,6 +452,44 @@ fn tap_log(path: &std::path::Path) -> Vec<Value> {
     entries
 }
 
+/// A request's method name is logged whole, but only its first 256 bytes are remembered
+/// until the answer (whose entry names the method): a method name may be as long as a
+/// frame, and 65,536 requests in flight are remembered.
+#[test]
+fn tap_remembers_at_most_256_bytes_of_a_method_name() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-method-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log.jsonl");
+    // Multi-byte characters, so that the cut must fall on a character boundary.
+    let method = "é".repeat(50_000);
+    let mut child = Command::new(BIN)
+        .args(["tap", "--log", log.to_str().unwrap(), "--"])
+        .args([
+            "sh",
+            "-c",
+            r#"head -n 1 >/dev/null; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let request = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\"}}\n");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let entries = tap_log(&log);
+    let sent = entries.iter().find(|e| e["kind"] == "request").unwrap();
+    assert_eq!(sent["method"].as_str().unwrap(), method, "logged whole");
+    let answer = entries.iter().find(|e| e["kind"] == "response").unwrap();
+    let kept = answer["method"].as_str().unwrap();
+    assert_eq!(kept, "é".repeat(128), "{} bytes kept", kept.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Each log entry is written whole, and the `exit` entry is the last: it was written while
 /// the other thread still wrote the client's `eof` (forty-odd writes an entry), so the process
 /// could end in the middle of that entry, leaving a line cut off after `exit`.
