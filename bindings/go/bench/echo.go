@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 
 	mcpgomcp "github.com/mark3labs/mcp-go/mcp"
@@ -160,6 +162,42 @@ func MCPWireAnswer(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
 		return c.Respond(req.ID, MCPWireTools)
 	}
 	return c.RespondError(req.ID, mcpwire.CodeMethodNotFound, "method not found", nil)
+}
+
+// FloorApp is the floor plus the echo application's own work and nothing of MCP: it reads
+// the body, takes params.name and params.arguments with mcpwire.MembersUnchecked, decodes
+// them and encodes the result with encoding/json as MCPWireAnswer does, and writes the
+// answer under id 1 (no id, version or header checks, no engine). Between the floor and
+// mcpwire.HTTPServer, it shows how much of the gap is the application's JSON and how much
+// the engine and its glue (benches/README.md).
+func FloorApp(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	var name string
+	var args echoArguments
+	p, err := mcpwire.MembersUnchecked(body, "params")
+	if err == nil && p[0] != nil {
+		var m []json.RawMessage
+		if m, err = mcpwire.MembersUnchecked(p[0], "name", "arguments"); err == nil {
+			err = errors.Join(json.Unmarshal(m[0], &name), json.Unmarshal(m[1], &args))
+		}
+	}
+	if err != nil || name != "echo" || args.Text == nil {
+		http.Error(w, "not an echo call", http.StatusBadRequest)
+		return
+	}
+	out, err := json.Marshal(&toolResult{Content: []textContent{{Type: "text", Text: *args.Text}}})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	answer := make([]byte, 0, len(out)+40)
+	answer = append(append(append(answer, `{"jsonrpc":"2.0","id":1,"result":`...), out...), '}')
+	_, _ = w.Write(answer)
 }
 
 // MCPWireHTTPApp is the echo application behind a mcpwire.HTTPServer.

@@ -72,10 +72,12 @@ func benchHandler(b *testing.B, h http.Handler) {
 	b.ReportMetric(float64(b.N)/cpu.Seconds(), "msg/cpu-s")
 }
 
-// BenchmarkHandler: the floor, then mcpwire.HTTPServer, mcp-go's StreamableHTTPServer and
-// go-sdk's StreamableHTTPHandler, each stateless with JSON answers.
+// BenchmarkHandler: the floor, the floor with the application's JSON work (FloorApp), then
+// mcpwire.HTTPServer, mcp-go's StreamableHTTPServer and go-sdk's StreamableHTTPHandler, each
+// stateless with JSON answers.
 func BenchmarkHandler(b *testing.B) {
 	b.Run("floor", func(b *testing.B) { benchHandler(b, http.HandlerFunc(floorHandler)) })
+	b.Run("floorapp", func(b *testing.B) { benchHandler(b, http.HandlerFunc(FloorApp)) })
 	b.Run("mcpwire", func(b *testing.B) {
 		h, err := mcpwire.NewHTTPServer(MCPWireConfig(), &mcpwire.HTTPOptions{Tools: MCPWireTools},
 			MCPWireHTTPApp())

@@ -1,13 +1,14 @@
 // Command httpserver serves the echo tool over Streamable HTTP at /mcp with one of four
 // implementations, for whole-server load runs (.ci/go-bench):
 //
-//	httpserver -impl floor|gosdk|mcpgo|mcpwire [-addr 127.0.0.1:0] [-sessions]
+//	httpserver -impl floor|floorapp|gosdk|mcpgo|mcpwire [-addr 127.0.0.1:0] [-sessions]
 //
 // It prints "listening on http://ADDR/mcp" once it accepts connections, and stops on SIGINT
 // or SIGTERM.
 //
 //   - floor: a bare net/http handler that reads the body and answers every POST with a fixed
 //     JSON-RPC result, no MCP at all: the ceiling net/http and the load generator allow.
+//   - floorapp: the floor plus the echo application's own JSON work, no MCP (bench.FloorApp).
 //   - gosdk: go-sdk's StreamableHTTPHandler, stateless with JSON responses (with -sessions:
 //     sessions, still JSON responses).
 //   - mcpgo: mcp-go's StreamableHTTPServer, stateless (with -sessions: stateful).
@@ -54,6 +55,8 @@ func handler(impl string, sessions bool) (http.Handler, func(), error) {
 	switch impl {
 	case "floor":
 		return http.HandlerFunc(floor), func() {}, nil
+	case "floorapp":
+		return http.HandlerFunc(bench.FloorApp), func() {}, nil
 	case "gosdk":
 		server := bench.NewGoSDKServer()
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
@@ -74,11 +77,11 @@ func handler(impl string, sessions bool) (http.Handler, func(), error) {
 		}
 		return h, func() { _ = h.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("unknown -impl %q (floor, gosdk, mcpgo, mcpwire)", impl)
+	return nil, nil, fmt.Errorf("unknown -impl %q (floor, floorapp, gosdk, mcpgo, mcpwire)", impl)
 }
 
 func main() {
-	impl := flag.String("impl", "", "floor, gosdk, mcpgo or mcpwire")
+	impl := flag.String("impl", "", "floor, floorapp, gosdk, mcpgo or mcpwire")
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	sessions := flag.Bool("sessions", false, "gosdk, mcpgo: keep handshake-era sessions instead of serving statelessly")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
