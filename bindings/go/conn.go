@@ -73,6 +73,7 @@ type Conn struct {
 	// answers find room. Atomic: Serve reads it without the lock.
 	given     atomic.Int64
 	highWater int64
+	giving    int64 // this command's payload, added to given as the lock is let go
 
 	ptr     *C.mcpw_conn
 	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
@@ -166,7 +167,8 @@ func (c *Conn) unlock() { c.mutex().Unlock() }
 // waiting on another goroutine is woken to look.
 func (c *Conn) unlockChanged() {
 	c.changes++
-	c.given.Add(commandOutput)
+	c.given.Add(commandOutput + c.giving) // (one atomic operation per command)
+	c.giving = 0
 	var wake chan struct{}
 	if c.waiting {
 		wake = c.wake
@@ -194,8 +196,8 @@ func outputHighWater(cfg *Config) int64 {
 	return min(1<<20, bound/2)
 }
 
-// gave counts n bytes of a command's payload into given.
-func (c *Conn) gave(n int) { c.given.Add(int64(n)) }
+// gave counts n bytes of a command's payload into given (with the Conn taken).
+func (c *Conn) gave(n int) { c.giving += int64(n) }
 
 // NewConn creates a connection from cfg at time now; every later time passed to the Conn
 // is measured from now on the same clock (time.Now() readings, or simulated times). A
