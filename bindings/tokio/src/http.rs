@@ -254,7 +254,11 @@ type HostBody<A> = Either<Full<Bytes>, SseBody<A>>;
 
 /// The body of [`McpService`]'s responses: a complete body, or an SSE stream the engine feeds
 /// (it ends when the stream finishes; dropping it unfinished tells the engine the client left).
-pub struct McpBody<A: Application>(HostBody<A>);
+pub struct McpBody<A: Application> {
+    body: HostBody<A>,
+    /// [`serve`]'s count of the connection's requests, held until the body goes.
+    _active: Option<Active>,
+}
 
 impl<A: Application> HttpBody for McpBody<A> {
     type Data = Bytes;
@@ -264,15 +268,15 @@ impl<A: Application> HttpBody for McpBody<A> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Pin::new(&mut self.get_mut().0).poll_frame(cx)
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
+        self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.0.size_hint()
+        self.body.size_hint()
     }
 }
 
@@ -375,7 +379,14 @@ impl<A: Application, B: RequestBody> hyper::service::Service<Request<B>> for Mcp
 
     fn call(&self, req: Request<B>) -> Self::Future {
         let shared = self.shared.clone();
-        Box::pin(async move { handle(shared, req).await.map(|r| r.map(McpBody)) })
+        Box::pin(async move {
+            handle(shared, req).await.map(|r| {
+                r.map(|body| McpBody {
+                    body,
+                    _active: None,
+                })
+            })
+        })
     }
 }
 
@@ -614,7 +625,8 @@ struct Tracking<A: Application> {
     conn: Arc<Tracked>,
 }
 
-/// Holds its connection's count of requests up until dropped with the response's body.
+/// Holds its connection's count of requests up until dropped with the response's body
+/// ([`McpBody`] of a connection [`serve`] runs).
 struct Active(Arc<Tracked>);
 
 impl Drop for Active {
@@ -626,34 +638,8 @@ impl Drop for Active {
     }
 }
 
-/// A response body of [`Tracking`]: the engine's, and the hold on the connection's count.
-struct TrackedBody<A: Application> {
-    body: McpBody<A>,
-    _active: Active,
-}
-
-impl<A: Application> HttpBody for TrackedBody<A> {
-    type Data = Bytes;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
 impl<A: Application> hyper::service::Service<Request<hyper::body::Incoming>> for Tracking<A> {
-    type Response = Response<TrackedBody<A>>;
+    type Response = Response<McpBody<A>>;
     type Error = Infallible;
     type Future = TrackedAnswer<A>;
 
@@ -667,24 +653,24 @@ impl<A: Application> hyper::service::Service<Request<hyper::body::Incoming>> for
     }
 }
 
-/// The answer of [`Tracking`]: [`McpService`]'s, its body then holding the count (no second
-/// boxed future per request).
+/// The answer of [`Tracking`]: [`McpService`]'s, its body then holding the count until it is
+/// dropped (no second boxed future per request).
 struct TrackedAnswer<A: Application> {
     answer: <McpService<A> as hyper::service::Service<Request<hyper::body::Incoming>>>::Future,
     active: Option<Active>,
 }
 
 impl<A: Application> Future for TrackedAnswer<A> {
-    type Output = Result<Response<TrackedBody<A>>, Infallible>;
+    type Output = Result<Response<McpBody<A>>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let Poll::Ready(Ok(response)) = this.answer.as_mut().poll(cx) else {
             return Poll::Pending;
         };
-        let active = this.active.take().expect("polled after its answer");
-        Poll::Ready(Ok(response.map(|body| TrackedBody {
-            body,
+        let active = this.active.take();
+        Poll::Ready(Ok(response.map(|body| McpBody {
+            body: body.body,
             _active: active,
         })))
     }
