@@ -96,6 +96,11 @@ pub fn classify(
     }
 }
 
+/// The longest SSE event id a client resumes from, in bytes (see
+/// [`StreamReader::last_event_id`]): servers' ids are numbers, UUIDs or short tokens, and a
+/// request head of many kilobytes is refused by most servers anyway.
+pub const MAX_EVENT_ID: usize = 1024;
+
 /// Reads an SSE response body: messages out, resumption state kept.
 #[derive(Debug, Default)]
 pub struct StreamReader {
@@ -173,10 +178,13 @@ impl StreamReader {
     /// The id to send as `Last-Event-ID` when reconnecting: that of the last event dispatched
     /// whole (an event cut off by a dropped connection does not count, since its id line may
     /// have arrived without the rest), even one without data; `None` before any id and after
-    /// an empty `id` field. An id no HTTP header can carry (SSE allows control characters in
-    /// it) counts as none: the stream cannot be resumed from it.
+    /// an empty `id` field. An id no HTTP header can carry counts as none, and the stream
+    /// cannot be resumed from it: one with control characters (SSE allows them), or one
+    /// longer than [`MAX_EVENT_ID`] bytes (SSE allows any length; a server sending megabytes
+    /// had the client send them back in a header, a copy at each step on the way).
     pub fn last_event_id(&self) -> Option<&str> {
-        (self.sse.last_event_id()).filter(|id| !super::headers::has_control(id))
+        (self.sse.last_event_id())
+            .filter(|id| id.len() <= MAX_EVENT_ID && !super::headers::has_control(id))
     }
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut
@@ -185,8 +193,8 @@ impl StreamReader {
     /// `Last-Event-ID` (a server that replays from it, not after it), it is skipped.
     pub fn reconnected(&mut self) {
         let mut fresh = SseDecoder::with_max_event(self.sse.max_event());
-        fresh.set_last_event_id(self.sse.last_event_id());
-        self.resumed_from = self.sse.last_event_id().map(str::to_owned);
+        fresh.set_last_event_id(self.last_event_id());
+        self.resumed_from = self.last_event_id().map(str::to_owned);
         self.sse = fresh;
     }
 
@@ -255,5 +263,28 @@ mod tests {
         assert_eq!(reader.last_event_id(), Some("9"));
         reader.feed(b": primed\n\n", |_| {});
         assert_eq!(reader.last_event_id(), Some("9"));
+    }
+
+    /// An id longer than `MAX_EVENT_ID` is no id to resume from: a hostile server's 15 MiB
+    /// id came back as a 15 MiB `Last-Event-ID` header (found by an audit of the clients).
+    #[test]
+    fn an_id_too_long_for_a_header_is_not_resumed_from() {
+        let mut reader = StreamReader::new();
+        let event =
+            |id: &str| format!("id: {id}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"m\"}}\n\n");
+        let longest = "7".repeat(MAX_EVENT_ID);
+        reader.feed(event(&longest).as_bytes(), |_| {});
+        assert_eq!(reader.last_event_id(), Some(longest.as_str()));
+        let over = "7".repeat(MAX_EVENT_ID + 1);
+        reader.feed(event(&over).as_bytes(), |_| {});
+        assert_eq!(reader.last_event_id(), None);
+        assert!(
+            reader
+                .resume_headers(None, None)
+                .iter()
+                .all(|(name, _)| *name != "Last-Event-ID")
+        );
+        reader.reconnected();
+        assert_eq!(reader.last_event_id(), None, "nor after a reconnection");
     }
 }
