@@ -120,6 +120,17 @@ fn excerpt(bytes: &[u8], not_json: bool, id: Option<&mcpwire::jsonrpc::OwnedId>)
     s
 }
 
+/// `: "…"` with [`excerpt`]'s line; when there is none (over HTTP the driver keeps no copy
+/// of what the server wrote), the message's id if it had one, else nothing.
+fn quoted(bytes: &[u8], not_json: bool, id: Option<&mcpwire::jsonrpc::OwnedId>) -> String {
+    let line = excerpt(bytes, not_json, id);
+    match id {
+        _ if !line.is_empty() => format!(": {line:?}"),
+        Some(id) => format!(" (id {})", id.as_id()),
+        None => String::new(),
+    }
+}
+
 /// Turns an engine event that ends the session into a failure.
 fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
     match ev {
@@ -127,22 +138,22 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
             ViolationKind::Parse(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
-                    "the server wrote something that is not JSON on stdout ({reason:?}): {:?}",
-                    excerpt(&session.last_input(), true, None)
+                    "the server wrote something that is not JSON on stdout ({reason:?}){}",
+                    quoted(&session.last_input(), true, None)
                 ),
             )),
             ViolationKind::InvalidMessage(reason) => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
-                    "the server sent an invalid JSON-RPC message ({reason:?}): {:?}",
-                    excerpt(&session.last_input(), false, id.as_ref())
+                    "the server sent an invalid JSON-RPC message ({reason:?}){}",
+                    quoted(&session.last_input(), false, id.as_ref())
                 ),
             )),
             ViolationKind::UnknownResponse => Some(fail(
                 EXIT_PROTOCOL,
                 format!(
-                    "the server answered a request that was never sent: {:?}",
-                    excerpt(&session.last_input(), false, id.as_ref())
+                    "the server answered a request that was never sent{}",
+                    quoted(&session.last_input(), false, id.as_ref())
                 ),
             )),
             ViolationKind::FrameTooLong => Some(fail(
@@ -387,6 +398,8 @@ fn is_fatal(ev: &Ev) -> bool {
 enum Outcome {
     Result(Value),
     RpcError(i64, String),
+    /// 2026-07-28: the server needs the client's input first (`input_required`).
+    NeedsInput,
     Ended(Ev),
 }
 
@@ -404,6 +417,13 @@ fn verdict(
     match outcome {
         Ok(Outcome::Result(v)) => Ok(Ok(v)),
         Ok(Outcome::RpcError(code, message)) => Ok(Err((code, message))),
+        Ok(Outcome::NeedsInput) => Err(fail(
+            EXIT_CALL_FAILED,
+            format!(
+                "the server needs input from the client to answer {waiting_for} \
+                 (input_required: elicitation, sampling or roots), which probe does not give"
+            ),
+        )),
         Ok(Outcome::Ended(Ev::TimedOut { .. })) => Err(gone_quietly(session, waiting_for)
             .unwrap_or_else(|| {
                 fail(
@@ -537,6 +557,8 @@ pub fn call(
                 message,
                 ..
             } if request == id => Some(Outcome::RpcError(code, message)),
+            // Nothing more comes for it: waiting out the timeout would report a timeout.
+            Ev::InputRequired { request: r, .. } if r == id => Some(Outcome::NeedsInput),
             Ev::TimedOut { request: r } if r == id => {
                 Some(Outcome::Ended(Ev::TimedOut { request: r }))
             }

@@ -943,6 +943,88 @@ fn probe_url_against_serve_http_in_both_eras_with_a_call() {
     assert_eq!(report["call"]["content"][0]["text"], "42", "{report}");
 }
 
+/// A 2026-07-28 server (a few lines of Python) whose `tools/call` needs the client's input
+/// (`input_required`): probe fails at once with exit 7 and says so. It ignored the event and
+/// reported "no answer to tools/call in time" after the whole timeout (found by an audit).
+#[test]
+fn probe_says_at_once_that_a_call_needs_input_it_does_not_give() {
+    const SERVER: &str = r#"
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        m = msg.get("method")
+        if m == "server/discover":
+            r = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "asks", "version": "1"}}}
+        elif m == "tools/list":
+            r = {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]}
+        elif m == "tools/call":
+            r = {"resultType": "input_required", "requestState": "s",
+                 "inputRequests": {"a": {"method": "roots/list", "params": {}}}}
+        else:
+            r = {}
+        r.setdefault("resultType", "complete")
+        rid = 999 if m == "tools/list" and sys.argv[1:] == ["wrong-id"] else msg.get("id")
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": r}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let start = |mode: &str| {
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER, mode])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut port,
+        )
+        .unwrap();
+        (
+            Reaped(child),
+            format!("http://127.0.0.1:{}/mcp", port.trim()),
+        )
+    };
+    let (_server, url) = start("asks");
+    let started = std::time::Instant::now();
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--url",
+        &url,
+        "--timeout",
+        "20",
+        "--call",
+        "ask",
+        "{}",
+    ]);
+    assert_eq!(code, 7, "{out}{err}");
+    assert!(err.contains("input_required"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "waited {:?} for an answer that was not coming",
+        started.elapsed()
+    );
+    // An answer to a request never sent names its id over HTTP, where no copy of the
+    // server's output is kept (the message ended in an empty quote: `never sent: ""`).
+    let (_server, url) = start("wrong-id");
+    let (code, out, err) = mcpwire(&["probe", "--url", &url]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        err.contains("the server answered a request that was never sent (id 999)"),
+        "{err}"
+    );
+}
+
 /// The demo's `ask` tool, in a 2025-11-25 session over HTTP, asks the client on the tool
 /// call's own SSE stream: a client that never opens the optional GET stream gets the
 /// elicitation and then the answer. (It was sent on the GET stream: such a client waited for
