@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -152,27 +153,39 @@ func runSession(t *testing.T, era mcpwire.ClientEra, wantVersion string) {
 	cmd.Wait()
 }
 
-// A client that sends thousands of requests and never reads the answers, then SIGTERM: the
-// server cannot close gracefully (its Write is blocked), and must still exit soon, not wait
-// for SIGKILL.
-func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
+// serverProcess is the server as a child process (this test binary, run as main()), with
+// pipes to its stdin and from its stdout, and stderr going to stderr (nil: the parent's).
+// It is started, and killed when the test ends.
+func serverProcess(t *testing.T, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serverEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe() // never read
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdout.Close()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
+	if stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, stdin, stdout
+}
+
+// A client that sends thousands of requests and never reads the answers, then SIGTERM: the
+// server cannot close gracefully (its Write is blocked), and must still exit soon, not wait
+// for SIGKILL.
+func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
+	var stderr bytes.Buffer
+	cmd, stdin, stdout := serverProcess(t, &stderr) // stdout never read
+	defer stdout.Close()
 	var in bytes.Buffer
 	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
 	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
@@ -202,21 +215,7 @@ func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
 // reads again. The count tool dropped a call whose progress found the output full, and the
 // client waited for good (found by an audit of the stdio hosts).
 func TestASlowReaderLosesNoCountAnswer(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd, stdin, stdout := serverProcess(t, nil)
 	const calls = 100
 	var in bytes.Buffer
 	in.WriteString(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
@@ -258,20 +257,7 @@ func TestASlowReaderLosesNoCountAnswer(t *testing.T) {
 // and it ends on its own, rather than being killed by SIGPIPE on its first answer (Go's
 // default for a broken stdout).
 func TestAClosedStdoutEndsTheServerWithoutSIGPIPE(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd, stdin, stdout := serverProcess(t, io.Discard)
 	stdout.Close()
 	_, _ = stdin.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
 	time.Sleep(200 * time.Millisecond)
