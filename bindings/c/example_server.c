@@ -140,34 +140,38 @@ static void run_jobs(mcpw_conn *conn, uint64_t now) {
             at = &j->next;
             continue;
         }
-        j->step++;
-        /* Progress only reaches a client that asked for it; without a token the engine says
-           MCPW_ERR_NO_PROGRESS_TOKEN, which is fine: we just count silently. */
-        mcpw_result rc = mcpw_conn_progress(conn, &j->request.id, (double)j->step, COUNT_STEPS,
-                                            true, S("counting"));
-        if (rc == MCPW_ERR_OUTPUT_FULL) {
-            /* The client is behind in reading: the same step again later, nothing dropped. */
-            j->step--;
-            j->due_ns = now + COUNT_INTERVAL_NS;
-            at = &j->next;
-            continue;
-        }
-        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) {
-            /* Cancelled meanwhile, or the connection closed: drop the job. */
-            *at = j->next;
-            job_free(j);
-            continue;
-        }
+        mcpw_result rc;
         if (j->step < COUNT_STEPS) {
-            j->due_ns = now + COUNT_INTERVAL_NS;
-            at = &j->next;
-            continue;
+            j->step++;
+            /* Progress only reaches a client that asked for it; without a token the engine
+               says MCPW_ERR_NO_PROGRESS_TOKEN, which is fine: we just count silently. */
+            rc = mcpw_conn_progress(conn, &j->request.id, (double)j->step, COUNT_STEPS, true,
+                                    S("counting"));
+            if (rc == MCPW_ERR_OUTPUT_FULL) {
+                /* The client is behind in reading: this step again later, nothing dropped. */
+                j->step--;
+                j->due_ns = now + COUNT_INTERVAL_NS;
+                at = &j->next;
+                continue;
+            }
+            if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) {
+                /* Cancelled meanwhile, or the connection closed: drop the job. */
+                *at = j->next;
+                job_free(j);
+                continue;
+            }
+            if (j->step < COUNT_STEPS) {
+                j->due_ns = now + COUNT_INTERVAL_NS;
+                at = &j->next;
+                continue;
+            }
         }
+        /* Every step reported: the answer. After a full output only the answer is tried
+           again (a step reported twice would not increase, and the engine refuses that). */
         rc = mcpw_conn_respond(conn, &j->request.id,
                                S("{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],"
                                  "\"isError\":false}"));
-        if (rc == MCPW_ERR_OUTPUT_FULL) { /* the answer, again later */
-            j->step--;
+        if (rc == MCPW_ERR_OUTPUT_FULL) {
             j->due_ns = now + COUNT_INTERVAL_NS;
             at = &j->next;
             continue;
