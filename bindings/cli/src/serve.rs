@@ -805,6 +805,7 @@ impl ScaleOut {
             ttl: config.session_idle_timeout,
             events_per_stream: config.event_store,
             bytes_per_stream: config.event_store_bytes,
+            bytes_per_session: config.event_store_bytes,
             ..RedisOptions::default()
         };
         let since_epoch = std::time::SystemTime::now()

@@ -56,8 +56,11 @@
 //!   so Redis orders the set by event number, members are unique even if two events had the
 //!   same bytes, and every `u64` event number is exact (a score, a double, would be exact
 //!   only up to 2<sup>53</sup>). It expires `ttl` after the stream's last append.
-//! - `{prefix}:n:{session}:{stream}`: a counter, the bytes of the stream's stored members,
-//!   for the byte bound; it expires with the stream's events.
+//! - `{prefix}:b:{session}`: a hash, the bytes of each live stream's stored members (field:
+//!   the stream number) and of the whole session's (field `t`), for the byte bounds. It
+//!   expires `ttl` after the session's last append, with the index. (Until the twenty-ninth
+//!   session each stream had a counter of its own, `{prefix}:n:{session}:{stream}`, and the
+//!   session had no bound.)
 //! - `{prefix}:x:{session}`: a sorted set of the session's stream numbers, each scored by
 //!   when its events' key expires (Unix milliseconds, Redis's clock), so that
 //!   [`forget`](EventStore::forget) finds all its streams; every append drops the streams
@@ -69,10 +72,11 @@
 //! - `{prefix}:streams`: a counter (no expiry), one step per server process started:
 //!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
 //!
-//! An append is one script (`EVAL`, atomic, one round trip and one reply): `ZADD` and
-//! `INCRBY` of the byte count, `ZPOPMIN` of the oldest events while a bound is passed,
-//! `PEXPIRE` of the stream and its count, `ZADD`, `ZREMRANGEBYSCORE` (the expired streams)
-//! and `PEXPIRE` of the index.
+//! An append is one script (`EVAL`, atomic, one round trip and one reply): the expired
+//! streams leave the index and the counts (`ZRANGEBYSCORE`, `HDEL`, `ZREMRANGEBYSCORE`),
+//! then `ZADD` of the event, `ZPOPMIN` of the oldest events while a bound is passed (the
+//! stream's own, then the session's, from the stream appended to longest ago), `ZADD` to the
+//! index, `HSET` of the counts and `PEXPIRE` of the three keys.
 //! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
 //! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
@@ -90,9 +94,12 @@
 //!   by default) and at most [`RedisOptions::bytes_per_stream`] bytes of them (4 MiB by
 //!   default; the newest event always stays, so a stream holds at most the larger of that
 //!   and its largest event); a resumption from before them replays only what is left, and
-//!   reads no more than that into memory. A stream's events go `ttl` after its last event.
-//!   The number of streams of a session is not bounded here: each one costs at most those
-//!   bounds for at most `ttl`.
+//!   reads no more than that into memory. A session keeps at most
+//!   [`RedisOptions::bytes_per_session`] bytes over all its streams (4 MiB by default): past
+//!   it, the stream appended to longest ago loses its oldest events first, so however many
+//!   streams a client opens, its session pins a bounded amount of Redis memory (the newest
+//!   event of the stream being appended to always stays). A stream's events go `ttl` after
+//!   its last event.
 //! - **Cleanup.** After [`EventStore::forget`] the session's events are gone; after
 //!   [`SessionStore::forget`] its record is. The server calls both when a client deletes a
 //!   session. Sessions that just go idle are dropped by Redis after `ttl` without a touch,
@@ -182,6 +189,16 @@ pub struct RedisOptions {
     ///
     /// [`HttpServerConfig::event_store_bytes`]: mcpwire::http::HttpServerConfig::event_store_bytes
     pub bytes_per_stream: usize,
+    /// How many bytes of events a session keeps at most, over all its streams: past it the
+    /// stream appended to longest ago loses its oldest events first (and, once it has none,
+    /// is forgotten), and the stream being appended to keeps at least its newest event. With
+    /// it, the Redis memory one client can pin is bounded per session, however many streams
+    /// it opens. Default 4 MiB, the memory store's bound per session
+    /// ([`HttpServerConfig::event_store_bytes`]), to which `mcpwire serve` sets both byte
+    /// bounds.
+    ///
+    /// [`HttpServerConfig::event_store_bytes`]: mcpwire::http::HttpServerConfig::event_store_bytes
+    pub bytes_per_session: usize,
     /// How long connecting, and each read and write on the connection, may take before the
     /// call fails; since every call reads one reply, a Redis that stops answering costs a call
     /// about this long. Default 2 seconds; zero is refused.
@@ -200,6 +217,7 @@ impl Default for RedisOptions {
             ttl: Duration::from_secs(600),
             events_per_stream: 256,
             bytes_per_stream: mcpwire::http::MemoryEventStore::DEFAULT_BYTES_PER_SESSION,
+            bytes_per_session: mcpwire::http::MemoryEventStore::DEFAULT_BYTES_PER_SESSION,
             timeout: Duration::from_secs(2),
             max_record: 64 * 1024,
         }
@@ -402,30 +420,81 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 }
 
 /// An append, as one script so that it is atomic and costs one reply: a Redis that stops
-/// answering then costs the call one timeout, not one per command (KEYS: the stream's events,
-/// the session's index of streams, the stream's byte count; ARGV: the member, the most
-/// events to keep, the TTL in milliseconds, the stream id, the most bytes to keep). The
-/// count grows only when the member is new (a retried append adds nothing), and the oldest
-/// members go while either bound is passed, the newest always staying (all scores are 0,
-/// so `ZPOPMIN` takes the lowest event number). The index scores each stream by when its key
-/// expires, on Redis's own clock, and drops the ones already gone, so a long session's index
-/// holds only its live streams.
-const APPEND: &str = "local bytes = tonumber(redis.call('GET', KEYS[3]) or '0') \
-if redis.call('ZADD', KEYS[1], 0, ARGV[1]) == 1 then \
-bytes = bytes + string.len(ARGV[1]) end \
-local n = redis.call('ZCARD', KEYS[1]) \
-while n > 1 and (n > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5])) do \
-local gone = redis.call('ZPOPMIN', KEYS[1]) \
-bytes = bytes - string.len(gone[1]) \
-n = n - 1 end \
-if bytes < 0 then bytes = 0 end \
-redis.call('SET', KEYS[3], bytes, 'PX', ARGV[3]) \
-redis.call('PEXPIRE', KEYS[1], ARGV[3]) \
+/// answering then costs the call one timeout, not one per command.
+///
+/// The event's `ZADD` comes first: past `maxmemory` it is refused and nothing is written
+/// (Redis checks a script's memory at its first write, and lets the rest through).
+///
+/// KEYS: the stream's events, the session's index of streams, the session's byte counts.
+/// ARGV: the member, the most events a stream keeps, the TTL in milliseconds, the stream id,
+/// the most bytes a stream keeps, the most bytes a session keeps, the start of the session's
+/// stream keys (the stream id completes one).
+///
+/// - The counts grow only when the member is new (a retried append adds nothing); a stream
+///   whose key had expired (the event is its only member) starts its count again.
+/// - The stream's oldest members go while one of its bounds is passed, the newest always
+///   staying (all scores are 0, so `ZPOPMIN` takes the lowest event number).
+/// - The index scores each stream by when its key expires, on Redis's own clock, so its
+///   lowest is the stream appended to longest ago. The streams already expired leave it, and
+///   their bytes leave the session's total (`t` in the hash of counts).
+/// - While the session is past its byte bound, the stream appended to longest ago loses its
+///   oldest events, and leaves the index once it has none; the stream appended to now comes
+///   last, and keeps its newest event.
+///
+/// The other streams' keys are made here from ARGV[7], not passed in KEYS: one Redis server
+/// only (the crate's limits say so).
+const APPEND: &str = "local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
 local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4]) \
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now) \
-redis.call('PEXPIRE', KEYS[2], ARGV[3]) \
+local ttl = tonumber(ARGV[3]) \
+local total = tonumber(redis.call('HGET', KEYS[3], 't') or '0') \
+for _, s in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)) do \
+if s ~= ARGV[4] then \
+total = total - tonumber(redis.call('HGET', KEYS[3], s) or '0') \
+redis.call('HDEL', KEYS[3], s) \
+redis.call('ZREM', KEYS[2], s) end end \
+local bytes = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') \
+local n = redis.call('ZCARD', KEYS[1]) \
+if added == 1 then \
+if n == 1 then \
+total = total - bytes \
+bytes = 0 end \
+bytes = bytes + string.len(ARGV[1]) \
+total = total + string.len(ARGV[1]) end \
+while n > 1 and (n > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5])) do \
+local len = string.len(redis.call('ZPOPMIN', KEYS[1])[1]) \
+bytes = bytes - len \
+total = total - len \
+n = n - 1 end \
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[4]) \
+local bound = tonumber(ARGV[6]) \
+while total > bound do \
+local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
+if oldest == ARGV[4] then \
+while n > 1 and total > bound do \
+local len = string.len(redis.call('ZPOPMIN', KEYS[1])[1]) \
+bytes = bytes - len \
+total = total - len \
+n = n - 1 end \
+break end \
+local key = ARGV[7] .. oldest \
+local left = tonumber(redis.call('HGET', KEYS[3], oldest) or '0') \
+while total > bound do \
+local gone = redis.call('ZPOPMIN', key) \
+if #gone == 0 then break end \
+left = left - string.len(gone[1]) \
+total = total - string.len(gone[1]) end \
+if redis.call('EXISTS', key) == 0 then \
+total = total - math.max(left, 0) \
+redis.call('HDEL', KEYS[3], oldest) \
+redis.call('ZREM', KEYS[2], oldest) \
+else redis.call('HSET', KEYS[3], oldest, left) end end \
+if bytes < 0 then bytes = 0 end \
+if total < bytes then total = bytes end \
+redis.call('HSET', KEYS[3], ARGV[4], bytes, 't', total) \
+redis.call('PEXPIRE', KEYS[1], ttl) \
+redis.call('PEXPIRE', KEYS[2], ttl) \
+redis.call('PEXPIRE', KEYS[3], ttl) \
 return 1";
 
 /// Key names under the prefix.
@@ -443,8 +512,13 @@ impl Keys {
         format!("{}:e:{session}:{stream}", self.prefix)
     }
 
-    fn stream_bytes(&self, session: &str, stream: impl fmt::Display) -> String {
-        format!("{}:n:{session}:{stream}", self.prefix)
+    /// What [`stream`](Self::stream) puts before the stream number.
+    fn streams(&self, session: &str) -> String {
+        format!("{}:e:{session}:", self.prefix)
+    }
+
+    fn counts(&self, session: &str) -> String {
+        format!("{}:b:{session}", self.prefix)
     }
 
     fn index(&self, session: &str) -> String {
@@ -589,6 +663,7 @@ pub struct RedisEventStore {
     ttl_ms: i64,
     per_stream: usize,
     bytes_per_stream: usize,
+    bytes_per_session: usize,
 }
 
 impl RedisEventStore {
@@ -605,6 +680,7 @@ impl RedisEventStore {
             ttl_ms,
             per_stream: options.events_per_stream,
             bytes_per_stream: options.bytes_per_stream,
+            bytes_per_session: options.bytes_per_session,
         })
     }
 
@@ -653,6 +729,7 @@ impl fmt::Debug for RedisEventStore {
             .field("ttl_ms", &self.ttl_ms)
             .field("events_per_stream", &self.per_stream)
             .field("bytes_per_stream", &self.bytes_per_stream)
+            .field("bytes_per_session", &self.bytes_per_session)
             .field("connected", &self.link.conn.is_some())
             .field("health", &self.link.health)
             .finish()
@@ -666,24 +743,27 @@ impl EventStore for RedisEventStore {
         }
         let key = self.keys.stream(session, stream.0);
         let index = self.keys.index(session);
-        let counted = self.keys.stream_bytes(session, stream.0);
+        let counts = self.keys.counts(session);
         let mut member = Vec::with_capacity(8 + bytes.len());
         member.extend_from_slice(&event.to_be_bytes());
         member.extend_from_slice(bytes);
         // (Lua numbers are doubles: exact far beyond any real bound.)
         let keep = i64::try_from(self.per_stream).unwrap_or(i64::MAX);
         let keep_bytes = i64::try_from(self.bytes_per_stream).unwrap_or(i64::MAX);
+        let session_bytes = i64::try_from(self.bytes_per_session).unwrap_or(i64::MAX);
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(APPEND)
             .arg(3)
             .arg(&key)
             .arg(&index)
-            .arg(&counted)
+            .arg(&counts)
             .arg(&member)
             .arg(keep)
             .arg(self.ttl_ms)
             .arg(stream.0)
-            .arg(keep_bytes);
+            .arg(keep_bytes)
+            .arg(session_bytes)
+            .arg(self.keys.streams(session));
         // A retry after a lost reply adds the same member again: no duplicate.
         self.link.run("append", move |conn| cmd.exec(conn));
     }
@@ -732,10 +812,9 @@ impl EventStore for RedisEventStore {
                 .arg(-1)
                 .query(conn)?;
             let mut del = redis::cmd("DEL");
-            del.arg(&index);
+            del.arg(&index).arg(keys.counts(&session));
             for stream in &streams {
                 del.arg(keys.stream(&session, stream));
-                del.arg(keys.stream_bytes(&session, stream));
             }
             del.exec(conn)
         });

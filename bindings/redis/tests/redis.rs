@@ -173,6 +173,29 @@ fn replay(store: &mut dyn EventStore, session: &str, stream: u64, after: u64) ->
     seen
 }
 
+/// The bytes a stream's members count in its session's hash of counts (`stream` 0: the
+/// session's total); 0 when not counted.
+fn counted(redis: &RedisServer, prefix: &str, session: &str, stream: u64) -> i64 {
+    let field = if stream == 0 {
+        "t".to_owned()
+    } else {
+        stream.to_string()
+    };
+    let got: Option<i64> = redis::cmd("HGET")
+        .arg(format!("{prefix}:b:{session}"))
+        .arg(field)
+        .query(&mut redis.inspect())
+        .expect("the byte count");
+    got.unwrap_or(0)
+}
+
+/// An event of `len` bytes, numbered `n`.
+fn sized(n: u64, len: usize) -> Vec<u8> {
+    let mut e = format!("id: {n}\n").into_bytes();
+    e.resize(len, b'x');
+    e
+}
+
 fn event(stream: u64, n: u64) -> Vec<u8> {
     format!("id: {stream}-{n}\ndata: {{\"n\":{n}}}\n\n").into_bytes()
 }
@@ -293,17 +316,7 @@ fn each_stream_keeps_at_most_its_bytes_and_always_its_newest_event() {
             ..options()
         },
     );
-    let sized = |n: u64, len: usize| {
-        let mut e = format!("id: {n}\n").into_bytes();
-        e.resize(len, b'x');
-        e
-    };
-    let stored = |redis: &RedisServer, stream: u64| -> i64 {
-        redis::cmd("GET")
-            .arg(format!("mcpw:n:s:{stream}"))
-            .query(&mut redis.inspect())
-            .expect("the byte count")
-    };
+    let stored = |redis: &RedisServer, stream: u64| counted(redis, "mcpw", "s", stream);
     for n in 1..=5 {
         store.append("s", HttpStreamId(1), n, &sized(n, 100));
     }
@@ -342,6 +355,116 @@ fn each_stream_keeps_at_most_its_bytes_and_always_its_newest_event() {
     );
     // The count goes with the stream's events.
     store.forget("s");
+    assert!(redis.keys().iter().all(|k| !k.starts_with("mcpw:")));
+}
+
+/// A session's streams share one byte bound: a client opening stream after stream pinned
+/// `bytes_per_stream` per stream for the whole TTL, without limit.
+#[test]
+fn a_session_keeps_at_most_its_bytes_over_all_its_streams() {
+    let redis = RedisServer::start();
+    // Members are 108 bytes (8 for the number, 100 of event): nine fit in 1,000, not ten.
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    let mut next = 0;
+    let mut append = |store: &mut RedisEventStore, stream: u64, len: usize| {
+        next += 1;
+        store.append("s", HttpStreamId(stream), next, &sized(next, len));
+        // The index orders streams by their last append, to the millisecond.
+        sleep(Duration::from_millis(3));
+        next
+    };
+    let numbers = |store: &mut RedisEventStore, stream: u64| -> Vec<u64> {
+        replay(store, "s", stream, 0)
+            .iter()
+            .map(|e| {
+                let line = std::str::from_utf8(&e[4..])
+                    .unwrap()
+                    .split('\n')
+                    .next()
+                    .unwrap();
+                line.parse().unwrap()
+            })
+            .collect()
+    };
+    // What the counts say agrees with what the streams hold.
+    let consistent = |redis: &RedisServer| {
+        let mut inspect = redis.inspect();
+        let streams: Vec<u64> = redis::cmd("ZRANGE")
+            .arg("mcpw:x:s")
+            .arg(0)
+            .arg(-1)
+            .query(&mut inspect)
+            .unwrap();
+        let mut sum = 0;
+        for stream in streams {
+            let members: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+                .arg(format!("mcpw:e:s:{stream}"))
+                .arg(0)
+                .arg(-1)
+                .query(&mut inspect)
+                .unwrap();
+            let bytes: i64 = members.iter().map(|m| m.len() as i64).sum();
+            assert_eq!(
+                counted(redis, "mcpw", "s", stream),
+                bytes,
+                "stream {stream}"
+            );
+            sum += bytes;
+        }
+        assert_eq!(counted(redis, "mcpw", "s", 0), sum, "the session's total");
+        sum
+    };
+    for stream in [1, 1, 1, 1, 2, 2, 2, 2, 3] {
+        append(&mut store, stream, 100);
+    }
+    assert_eq!(consistent(&redis), 972);
+    // The tenth goes past the bound: the oldest event of the stream appended to longest ago
+    // goes, not one of the stream being appended to.
+    append(&mut store, 3, 100);
+    assert_eq!(numbers(&mut store, 1), [2, 3, 4]);
+    assert_eq!(numbers(&mut store, 3), [9, 10]);
+    assert_eq!(consistent(&redis), 972);
+    // A retried append counts nothing twice.
+    store.append("s", HttpStreamId(3), 10, &sized(10, 100));
+    assert_eq!(consistent(&redis), 972);
+    // Once stream 1 has no events left, it leaves the index and the counts.
+    for _ in 0..3 {
+        append(&mut store, 4, 100);
+    }
+    assert!(numbers(&mut store, 1).is_empty());
+    assert!(!redis.keys().contains(&"mcpw:e:s:1".to_owned()));
+    assert_eq!(counted(&redis, "mcpw", "s", 1), 0);
+    assert_eq!(consistent(&redis), 972);
+    // The order is by last append, not by opening: stream 2 was opened before stream 3 but
+    // is appended to now, so stream 3 loses its oldest.
+    append(&mut store, 2, 100);
+    assert_eq!(numbers(&mut store, 3), [10]);
+    assert_eq!(numbers(&mut store, 2), [5, 6, 7, 8, 14]);
+    assert_eq!(consistent(&redis), 972);
+    // One event over the bound by itself pushes out every other and stays, alone...
+    let big = append(&mut store, 5, 2000);
+    assert_eq!(numbers(&mut store, 5), [big]);
+    for stream in 1..=4 {
+        assert!(numbers(&mut store, stream).is_empty(), "stream {stream}");
+    }
+    assert_eq!(consistent(&redis), 2008);
+    // ...until the session's next event, on any stream.
+    let small = append(&mut store, 6, 100);
+    assert!(numbers(&mut store, 5).is_empty());
+    assert_eq!(numbers(&mut store, 6), [small]);
+    assert_eq!(consistent(&redis), 108);
+    // Another session is counted apart.
+    store.append("other", HttpStreamId(1), 1, &sized(1, 500));
+    assert_eq!(counted(&redis, "mcpw", "other", 0), 508);
+    assert_eq!(consistent(&redis), 108);
+    store.forget("s");
+    store.forget("other");
     assert!(redis.keys().iter().all(|k| !k.starts_with("mcpw:")));
 }
 
@@ -424,14 +547,12 @@ fn the_two_forgets_delete_only_their_own_keys() {
     assert_eq!(
         redis.keys(),
         vec![
+            "mcpw:b:s",
+            "mcpw:b:t",
             "mcpw:e:s:1",
             "mcpw:e:s:2",
             "mcpw:e:s:3",
             "mcpw:e:t:1",
-            "mcpw:n:s:1",
-            "mcpw:n:s:2",
-            "mcpw:n:s:3",
-            "mcpw:n:t:1",
             "mcpw:s:s",
             "mcpw:s:t",
             "mcpw:x:s",
@@ -450,7 +571,7 @@ fn the_two_forgets_delete_only_their_own_keys() {
     sessions.forget("s");
     assert_eq!(
         redis.keys(),
-        vec!["mcpw:e:t:1", "mcpw:n:t:1", "mcpw:s:t", "mcpw:x:t"],
+        vec!["mcpw:b:t", "mcpw:e:t:1", "mcpw:s:t", "mcpw:x:t"],
         "and the session store leaves events alone"
     );
 }
@@ -508,6 +629,8 @@ fn a_sessions_index_forgets_expired_streams() {
     events.append("long", HttpStreamId(51), 1, b"e");
     assert_eq!(count(&redis), 1);
     assert_eq!(replay(&mut events, "long", 51, 0), vec![b"e".to_vec()]);
+    // Their bytes left the session's total with them.
+    assert_eq!(counted(&redis, "mcpw", "long", 0), 9);
     events.forget("long");
     assert!(redis.keys().is_empty());
 }
@@ -725,6 +848,7 @@ fn the_defaults_match_the_server() {
     assert_eq!(options.ttl, config.session_idle_timeout);
     assert_eq!(options.events_per_stream, config.event_store);
     assert_eq!(options.bytes_per_stream, config.event_store_bytes);
+    assert_eq!(options.bytes_per_session, config.event_store_bytes);
     assert_eq!(options.prefix, "mcpw");
     assert_eq!(options.timeout, Duration::from_secs(2));
 }
