@@ -46,14 +46,17 @@
  *     two seconds to finish, then exit 0.
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
- *                            [--head-timeout-ms N] [--allow-host NAME]...
+ *                            [--head-timeout-ms N] [--max-connections N] [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
  *   trickles its body past it is cut off (libmicrohttpd's own timeout restarts at every
  *   byte). --head-timeout-ms bounds the wait for a whole request head, on a new connection
  *   and between the requests of a kept-alive one (default 10000): a later head, however it
- *   trickles, gets its connection closed. The first line on stdout is
+ *   trickles, gets its connection closed. --max-connections caps the clients served at once
+ *   (default: as many as the descriptor limit allows, at most MAX_CONNECTIONS); at the cap a
+ *   new client displaces the connection that has waited longest for a request head, and
+ *   waits its turn only when every connection is in a request. The first line on stdout is
  *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
  *   loopback (DNS rebinding protection refuses every other one with 403).
  *
@@ -608,6 +611,44 @@ typedef struct watched {
 
 static watched *connections;
 
+/* Connections open (libmicrohttpd's notices), and how many of them are cut but not closed
+   yet: libmicrohttpd accepts a new client only once one of those has gone. */
+static unsigned open_connections, cut_connections;
+
+/* The most clients at once (--max-connections; at most connection_limit()). */
+static unsigned max_connections;
+
+/* Shuts a connection down; libmicrohttpd reads the end of its input and closes it at its
+   next run. The descriptor stays libmicrohttpd's (shut down, not closed), so it cannot be
+   reused under it. */
+static void cut(watched *w) {
+    shutdown(w->fd, SHUT_RDWR);
+    w->cut = 1;
+    cut_connections++;
+}
+
+/* The connection that has waited longest for a request head (since it was accepted, or
+   since its last response) and is not cut yet, or NULL when every one is in a request. */
+static watched *idlest(void) {
+    watched *w, *best = NULL;
+    for (w = connections; w != NULL; w = w->next) {
+        if (!w->in_request && !w->cut && w->fd >= 0 && (best == NULL || w->since < best->since)) {
+            best = w;
+        }
+    }
+    return best;
+}
+
+/* At the cap, libmicrohttpd stops accepting and new clients wait in the kernel's queue:
+   behind a cap's worth of silent connections, until --head-timeout-ms. So while the cap is
+   reached and some connection waits idle for a head, the loop watches the listening socket
+   too; a client knocking there displaces the connection idle longest (as a kept-alive
+   connection may be closed between requests). When every connection is in a request, new
+   clients wait their turn. */
+static bool may_displace(void) {
+    return open_connections - cut_connections >= max_connections && idlest() != NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
     watched *w = *socket_context;
@@ -623,9 +664,12 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         if (connections != NULL) connections->prev = w;
         connections = w;
         *socket_context = w;
+        open_connections++;
         return;
     }
     if (w == NULL) return;
+    open_connections--;
+    if (w->cut) cut_connections--;
     if (w->prev != NULL) w->prev->next = w->next;
     else if (connections == w) connections = w->next;
     if (w->next != NULL) w->next->prev = w->prev;
@@ -640,15 +684,12 @@ static watched *watch_of(struct MHD_Connection *connection) {
     return info != NULL ? info->socket_context : NULL;
 }
 
-/* Shuts down every connection whose request head is late (at the heartbeat): libmicrohttpd
-   then reads the end of its input and closes it. The descriptor stays libmicrohttpd's (shut
-   down, not closed), so it cannot be reused under it. */
+/* Cuts every connection whose request head is late (at the heartbeat). */
 static void cut_late_heads(uint64_t now) {
     watched *w;
     for (w = connections; w != NULL; w = w->next) {
         if (!w->in_request && !w->cut && w->fd >= 0 && now - w->since > head_timeout_ns) {
-            shutdown(w->fd, SHUT_RDWR);
-            w->cut = 1;
+            cut(w);
         }
     }
 }
@@ -1070,6 +1111,8 @@ int main(int argc, char **argv) {
     size_t allowed_len = 0;
     struct MHD_Daemon *daemon;
     const union MHD_DaemonInfo *info;
+    MHD_socket listener;
+    int quick_turns;
     struct sockaddr_in addr;
     struct sigaction sa;
     unsigned port = 0;
@@ -1115,6 +1158,15 @@ int main(int argc, char **argv) {
                 return 2;
             }
             head_timeout_ns = (uint64_t)ms * 1000000ull;
+        } else if (strcmp(argv[i], "--max-connections") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long n = strtoul(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0' || n == 0 ||
+                n > MAX_CONNECTIONS) {
+                fprintf(stderr, "example_http_server: bad connection cap %s\n", argv[i]);
+                return 2;
+            }
+            max_connections = (unsigned)n;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -1123,7 +1175,8 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
-                    "[--body-timeout-ms N] [--head-timeout-ms N] [--allow-host NAME]...\n");
+                    "[--body-timeout-ms N] [--head-timeout-ms N] [--max-connections N] "
+                    "[--allow-host NAME]...\n");
             return 2;
         }
     }
@@ -1161,6 +1214,11 @@ int main(int argc, char **argv) {
     mcpw_config_free(config);
     if (rc != MCPW_OK) die("http server", rc);
 
+    {
+        unsigned usable = connection_limit();
+        if (max_connections == 0 || max_connections > usable) max_connections = usable;
+    }
+
     /* Loopback only: a local MCP server must not listen on every interface. */
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -1171,7 +1229,7 @@ int main(int argc, char **argv) {
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+        MHD_OPTION_CONNECTION_LIMIT, max_connections,
         /* Strict HTTP/1.1: a request without Host, or with a space in a header's name
            ("Content-Length : 5", which a proxy in front may read differently: request
            smuggling), is refused with 400. */
@@ -1184,11 +1242,17 @@ int main(int argc, char **argv) {
         mcpw_http_server_free(server);
         return EXIT_FAILURE;
     }
+    info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    listener = info != NULL ? info->listen_fd : MHD_INVALID_SOCKET;
     info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     printf("listening on http://127.0.0.1:%u/mcp\n", info != NULL ? (unsigned)info->port : port);
     fflush(stdout);
 
     last_heartbeat = now_ns();
+    /* Turns left after a displacement that wait at most 1 ms: libmicrohttpd closes the cut
+       connection in one run and takes its listener back (and the new client) in the next,
+       and until then the listener is in no descriptor set that would wake the loop. */
+    quick_turns = 0;
     for (;;) {
         fd_set rs, ws, es;
         MHD_socket max_fd = 0;
@@ -1196,12 +1260,13 @@ int main(int argc, char **argv) {
         struct timeval tv, *tvp = NULL;
         uint64_t now = now_ns(), wake = UINT64_MAX, deadline;
         bool has_deadline;
-        int resumed;
+        int resumed, knock = 0;
 
         if (stop_requested && !stopping) {
             size_t ended = 0;
-            MHD_socket listener = MHD_quiesce_daemon(daemon); /* accept no more clients */
-            if (listener != MHD_INVALID_SOCKET) close(listener);
+            MHD_socket quiesced = MHD_quiesce_daemon(daemon); /* accept no more clients */
+            if (quiesced != MHD_INVALID_SOCKET) close(quiesced);
+            listener = MHD_INVALID_SOCKET;
             rc = mcpw_http_server_end_listen_streams(server, &ended);
             if (rc != MCPW_OK) warn("end_listen_streams", rc);
             stopping = 1;
@@ -1228,6 +1293,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "example_http_server: MHD_get_fdset2 failed\n");
             break;
         }
+        if (listener != MHD_INVALID_SOCKET && listener < FD_SETSIZE && may_displace()) {
+            FD_SET(listener, &rs);
+            if (listener > max_fd) max_fd = listener;
+            knock = 1;
+        }
         rc = mcpw_http_server_poll_timeout(server, &has_deadline, &deadline);
         if (rc != MCPW_OK) die("poll_timeout", rc);
         if (has_deadline) wake = deadline;
@@ -1235,6 +1305,10 @@ int main(int argc, char **argv) {
         if (last_heartbeat + HEARTBEAT_NS < wake) wake = last_heartbeat + HEARTBEAT_NS;
         if (stopping && stop_deadline < wake) wake = stop_deadline;
         if (resumed > 0) wake = now; /* resumed streams are served by the next run */
+        if (quick_turns > 0) {
+            quick_turns--;
+            if (now + 1000000ull < wake) wake = now + 1000000ull;
+        }
         if (MHD_get_timeout(daemon, &mhd_timeout) == MHD_YES) {
             uint64_t at = now + (uint64_t)mhd_timeout * 1000000ull;
             if (at < wake) wake = at;
@@ -1253,6 +1327,17 @@ int main(int argc, char **argv) {
             FD_ZERO(&rs);
             FD_ZERO(&ws);
             FD_ZERO(&es);
+        }
+        if (knock && FD_ISSET(listener, &rs)) {
+            /* A client waits to connect: the connection idle longest makes room. The
+               listener is ours to watch here, not libmicrohttpd's to accept from (at the cap
+               it would close the new client at once). */
+            watched *w = idlest();
+            FD_CLR(listener, &rs);
+            if (w != NULL) {
+                cut(w);
+                quick_turns = 4;
+            }
         }
         MHD_run_from_select(daemon, &rs, &ws, &es);
     }

@@ -731,6 +731,99 @@ fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
     assert_clean_exit(server);
 }
 
+/// At `--max-connections`, a new client displaces the connection that has waited longest
+/// for a request head; when every connection is in a request, it waits its turn and none is
+/// cut. Before, libmicrohttpd stopped accepting at its cap, so a cap's worth of silent
+/// sockets locked every client out until the head timeout (10 s by default, here 20 s).
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn at_the_cap_a_new_client_displaces_the_connection_idle_longest() {
+    let server = Server::asan(&["--max-connections", "3", "--head-timeout-ms", "20000"]);
+    let port = server.port;
+    // Whether the server closed `s` within `wait`.
+    let closed_within = |s: &mut TcpStream, wait: Duration| {
+        s.set_read_timeout(Some(wait)).unwrap();
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => panic!("bytes came: {}", String::from_utf8_lossy(&buf[..n])),
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    };
+    let mut silent: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let (headers, body) = modern_call(1, "echo");
+    let started = Instant::now();
+    let answer = post(port, &headers, &body);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#""text":"hi""#), "{answer}");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "served after {took:?}");
+    assert!(
+        closed_within(&mut silent[0], Duration::from_secs(2)),
+        "the connection idle longest was not the one displaced"
+    );
+    for s in &mut silent[1..] {
+        assert!(
+            !closed_within(s, Duration::from_millis(200)),
+            "one too many displaced"
+        );
+    }
+
+    // Three connections in a request (their bodies half sent): a new client waits.
+    let half = |s: &mut TcpStream| {
+        s.write_all(
+            format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{}", body.len(), &body[..10])
+                .as_bytes(),
+        )
+        .unwrap();
+    };
+    let mut busy = silent.split_off(1);
+    busy.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
+    for s in &mut busy {
+        half(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut waiting = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    waiting
+        .write_all(
+            format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len())
+                .as_bytes(),
+        )
+        .unwrap();
+    assert!(
+        !closed_within(&mut waiting, Duration::from_secs(1)),
+        "a client was served or refused past the cap while every connection was busy"
+    );
+    for s in &mut busy {
+        assert!(
+            !closed_within(s, Duration::from_millis(100)),
+            "a busy connection was cut"
+        );
+    }
+    // One request completes: its connection, idle now, makes room for the waiting client.
+    busy[0].write_all(&body.as_bytes()[10..]).unwrap();
+    let mut out = Vec::new();
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = waiting.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains(r#""text":"hi""#), "{out}");
+    drop(busy);
+    assert_clean_exit(server);
+}
+
 /// A request head trickled a line at a time is cut off once `--head-timeout-ms` has passed
 /// (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot for
 /// good); so is a kept-alive connection that sends no next request. Requests in time are
