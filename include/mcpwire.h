@@ -2408,7 +2408,9 @@ enum mcpw_result mcpw_conn_retry(struct mcpw_conn *conn,
  * Cancels our request `request_id`: the peer is told (with `reason`, UTF-8, or NULL for
  * none) and the request ends here, with no event; an answer arriving later is dropped. A
  * 2025-11-25 task-augmented request whose task handle has not come ends without a word to
- * the peer (tasks are cancelled with `tasks/cancel`, and there is no task id yet).
+ * the peer (tasks are cancelled with `tasks/cancel`, and there is no task id yet); if the
+ * handle still comes, the engine sends `tasks/cancel` for that task itself (where the peer
+ * declared `tasks.cancel`), and its answer is no event.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `reason` points to `reason_len` readable bytes

@@ -1712,6 +1712,100 @@ fn a_2025_11_25_task_status_notification_is_the_flat_task() {
     );
 }
 
+/// A task handle that comes after its request ended (here: timed out) names a task nobody
+/// waits for: the client engine cancels it with `tasks/cancel` where the server declared
+/// `tasks.cancel`, and drops that answer. Before, the handle was dropped as late and the
+/// task ran until its TTL (an hour by default).
+#[test]
+fn a_task_handle_that_comes_after_its_request_ended_gets_tasks_cancel() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let short = mcpwire::conn::RequestOptions {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let task_call = raw(r#"{"name":"slow","task":{"ttl":60000}}"#);
+    // Sends a task-augmented call that times out, then answers it with a task handle; the
+    // server's events after that, and the task.
+    let late_handle = |p: &mut common::pair::Pair, tasks: &mut Tasks, owner: u64| {
+        let call = p
+            .client
+            .request_with(p.now, "tools/call", Some(task_call), short)
+            .unwrap();
+        p.step();
+        let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+            panic!()
+        };
+        p.advance(Duration::from_secs(2));
+        let evs = p.take_client_events();
+        assert!(
+            matches!(&evs[..], [Ev::TimedOut { request }] if *request == call),
+            "{evs:?}"
+        );
+        let task = tasks.create_legacy(p.now, &mut ids(), owner).unwrap();
+        p.server
+            .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+            .unwrap();
+        p.step();
+        (p.take_server_events(), task)
+    };
+
+    let mut p = legacy_pair();
+    let (evs, task) = late_handle(&mut p, &mut tasks, 1);
+    let [Ev::Request { id, method, params }] = &evs[..] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(method, "tasks/cancel");
+    let params: Value = serde_json::from_str(params.as_deref().unwrap()).unwrap();
+    assert_eq!(params, json!({ "taskId": task }));
+    assert_eq!(p.client.requests_in_flight(), 1, "the engine's own request");
+    tasks
+        .serve_legacy(
+            p.now,
+            1,
+            &mut p.server,
+            id.as_id(),
+            method,
+            Some(raw(&params.to_string())),
+        )
+        .unwrap();
+    p.step();
+    assert!(
+        p.take_client_events().is_empty(),
+        "its answer is nobody's event"
+    );
+    assert_eq!(p.client.requests_in_flight(), 0);
+    assert_eq!(
+        legacy_answer(&mut tasks, 1, "tasks/get", &task)["status"],
+        "cancelled"
+    );
+    // The handle itself counted as a late answer.
+    assert_eq!(p.client.stats().late_responses, 1);
+
+    // A tasks/cancel that is never answered ends by its timeout, without an event and
+    // without a notification of its own.
+    let (evs, _) = late_handle(&mut p, &mut tasks, 1);
+    assert!(matches!(&evs[..], [Ev::Request { method, .. }] if method == "tasks/cancel"));
+    p.advance(Duration::from_secs(120));
+    assert!(p.take_client_events().is_empty());
+    assert!(
+        p.take_server_events().is_empty(),
+        "no notifications/cancelled for it"
+    );
+    assert_eq!(p.client.requests_in_flight(), 0);
+
+    // A server that did not declare `tasks.cancel` is not sent one.
+    let server = Config::server("s", "1")
+        .with_capabilities(r#"{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}}"#)
+        .unwrap();
+    let client = Config::client("c", "1")
+        .with_capabilities(r#"{"sampling":{}}"#)
+        .unwrap();
+    let mut p = common::pair::Pair::ready(D, client, server);
+    let (evs, _) = late_handle(&mut p, &mut tasks, 2);
+    assert!(evs.is_empty(), "{evs:?}");
+    assert_eq!(p.client.requests_in_flight(), 0);
+}
+
 #[test]
 fn a_2025_11_25_task_augmented_request_before_its_handle_is_never_cancelled_by_notification() {
     // "For task-augmented requests, the `tasks/cancel` request MUST be used instead of the

@@ -506,7 +506,8 @@ func (c *Conn) Progress(id ID, p ProgressUpdate) error {
 // Cancel cancels our request: the peer is told (with reason, when not empty) and the request
 // ends here, with no event; an answer arriving later is dropped. A 2025-11-25 task-augmented
 // request whose task handle has not come ends without a word to the peer (tasks are cancelled
-// with tasks/cancel, and there is no task id yet).
+// with tasks/cancel, and there is no task id yet); if the handle still comes, the engine
+// sends tasks/cancel for that task itself (where the peer declared tasks.cancel).
 func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 	if !c.lock() {
 		return ErrFreed

@@ -34,6 +34,11 @@
 //!    or `tasks/cancel` for the task crosses (either means the task is terminal), at most
 //!    `Limits::max_inbound_in_flight` tasks (the oldest goes first) (`on_response`,
 //!    `on_progress`; outbound.rs `progress`).
+//! 9. (2025-11-25) A task-augmented request of ours that ends before its task handle comes
+//!    (timeout, cancellation, close) gets no `notifications/cancelled` ("the `tasks/cancel`
+//!    request MUST be used instead", and there is no task id yet). If the handle still comes,
+//!    the engine sends `tasks/cancel` for that task where the peer declared `tasks.cancel`,
+//!    and drops its answer (`cancel_late_task`; outbound.rs `send_cancelled_unless_task`).
 
 use std::time::Duration;
 
@@ -133,6 +138,9 @@ pub(super) struct Correlation {
     pub(super) pending: SeqMap<Pending>,
     /// Our requests that timed out or were cancelled: answers to them are late.
     pub(super) our_finished: BoundedSet<i64>,
+    /// Those of them that were 2025-11-25 task-augmented requests: a task handle that still
+    /// comes for one gets `tasks/cancel` (rule 9).
+    pub(super) abandoned_tasks: BoundedSet<i64>,
     pub(super) timers: Timers,
     /// The id of our next request.
     pub(super) next_id: i64,
@@ -143,6 +151,7 @@ impl Correlation {
         Correlation {
             pending: SeqMap::default(),
             our_finished: BoundedSet::new(remembered),
+            abandoned_tasks: BoundedSet::new(remembered),
             timers: Timers::default(),
             next_id: 1,
         }
@@ -195,6 +204,11 @@ impl Core {
         let Some(pending) = self.corr.pending.remove(&n) else {
             if self.corr.our_finished.contains(&n) {
                 self.stats.late_responses += 1;
+                if self.corr.abandoned_tasks.remove(&n)
+                    && let Ok(result) = outcome
+                {
+                    self.cancel_late_task(now, result);
+                }
             } else {
                 self.violation_in(frame, ViolationKind::UnknownResponse, Some(id), None);
             }
@@ -205,6 +219,7 @@ impl Core {
             PendingKind::Discover { retried } => {
                 return self.on_discover_result(now, retried, outcome);
             }
+            PendingKind::CancelTask => return self.maybe_finish_close(),
             PendingKind::Normal => {}
         }
         let request = RequestId(n);
@@ -316,6 +331,7 @@ impl Core {
                 self.fall_back(now)
             }
             PendingKind::Discover { .. } => self.finish(CloseReason::TransportFailed(reason)),
+            PendingKind::CancelTask => self.maybe_finish_close(),
             PendingKind::Normal => {
                 self.events.push(Stored::Failed(RequestId(n), reason));
                 // A session's server may still be working on it (an HTTP error status means
@@ -431,6 +447,11 @@ impl Core {
                             }
                             continue;
                         }
+                        PendingKind::CancelTask => {
+                            self.corr.our_finished.insert(n);
+                            self.maybe_finish_close();
+                            continue;
+                        }
                         PendingKind::Normal => {}
                     }
                     self.corr.our_finished.insert(n);
@@ -450,6 +471,57 @@ impl Core {
             }
         }
         self.compact_timers();
+    }
+
+    /// 2025-11-25: the answer to a task-augmented request of ours that had already ended
+    /// (timed out, cancelled, given up at close). If it is a task handle, the peer runs a
+    /// task nobody waits for: it gets `tasks/cancel`, the way the specification cancels a
+    /// task, where the peer declared that capability and the output has room (rule 9). The
+    /// answer to that request is dropped.
+    fn cancel_late_task(&mut self, now: Timestamp, result: RawJson<'_>) {
+        let Ok(Some(task)) = result.get_unique("task") else {
+            return;
+        };
+        let Some(task_id) = crate::tasks::handle_task_id(task, true) else {
+            return;
+        };
+        if self.lifecycle.is_closed()
+            || self
+                .check_outgoing(crate::mcp::MethodKind::Request, "tasks/cancel")
+                .is_err()
+            || self.corr.pending.len() >= self.config.limits.max_outbound_in_flight
+            || !self.output_has_room()
+        {
+            return;
+        }
+        let mut params = std::mem::take(&mut self.out.scratch);
+        params.clear();
+        params.extend_from_slice(b"{\"taskId\":\"");
+        params.extend_from_slice(task_id.raw().as_bytes());
+        params.extend_from_slice(b"\"}");
+        let id = self.corr.next_id;
+        if let Ok(text) = std::str::from_utf8(&params) {
+            let out = self.out.output.begin();
+            jsonrpc::encode_request(
+                out,
+                Id::Int(id),
+                "tasks/cancel",
+                Some(RawJson::validated(text)),
+            );
+            self.out.output.end_frame(StreamId::MAIN);
+            self.corr.next_id += 1;
+            let timeout = self.config.request_timeout;
+            self.track(
+                now,
+                id,
+                PendingKind::CancelTask,
+                timeout,
+                None,
+                false,
+                false,
+            );
+        }
+        self.out.scratch = params;
     }
 
     /// Records one of our requests as in flight, with its timer (none for

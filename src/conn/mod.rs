@@ -766,8 +766,10 @@ impl Connection {
     /// event; an answer that arrives later is dropped. A 2025-11-25 task-augmented request
     /// whose task handle has not come yet ends here too, but the peer is not told: the
     /// specification requires `tasks/cancel` for tasks, and there is no task id yet (the same
-    /// holds when such a request times out). Once the handle has come, cancel the task with
-    /// `tasks/cancel`.
+    /// holds when such a request times out). If the handle still comes, the engine sends
+    /// `tasks/cancel` for that task itself, where the peer declared `tasks.cancel`; that
+    /// request counts in [`requests_in_flight`](Self::requests_in_flight) until answered, and
+    /// its answer is no event. Once the handle has come, cancel the task with `tasks/cancel`.
     pub fn cancel(
         &mut self,
         now: Timestamp,

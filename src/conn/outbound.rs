@@ -433,15 +433,17 @@ impl Core {
     /// Tells the peer that nobody awaits our request `id` any more, with
     /// `notifications/cancelled`; except a 2025-11-25 task-augmented request whose task handle
     /// has not come: for those "the `tasks/cancel` request MUST be used instead", and there is
-    /// no task id to name yet. Its handle, if it comes, is dropped as late, and the task ends
-    /// by its TTL.
+    /// no task id to name yet. It is remembered instead: if its handle still comes, the task
+    /// gets `tasks/cancel` (correlation.rs, rule 9).
     pub(super) fn send_cancelled_unless_task(
         &mut self,
         id: i64,
         task_augmented: bool,
         reason: Option<&str>,
     ) {
-        if !task_augmented {
+        if task_augmented {
+            self.corr.abandoned_tasks.insert(id);
+        } else {
             self.send_cancelled(id, reason);
         }
     }

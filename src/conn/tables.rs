@@ -264,6 +264,9 @@ pub(crate) enum PendingKind {
     Initialize,
     /// The engine's `server/discover` probe (`retried` once after a -32022).
     Discover { retried: bool },
+    /// The engine's `tasks/cancel` for a task whose handle came after its request had ended
+    /// (2025-11-25): its answer, or its end, is nobody's event.
+    CancelTask,
 }
 
 /// What a request needs to be retried after an "input required" result (2026-07-28).
@@ -366,6 +369,12 @@ impl<K: Hash + Eq + Clone, S: BuildHasher + Default> BoundedSet<K, S> {
 
     pub(crate) fn contains(&self, key: &K) -> bool {
         self.set.contains(key)
+    }
+
+    /// Forgets `key`; whether it was there. Its place in the age order stays until it would
+    /// have been forgotten anyway (keys are not inserted twice where this is used).
+    pub(crate) fn remove(&mut self, key: &K) -> bool {
+        self.set.remove(key)
     }
 }
 
