@@ -117,7 +117,10 @@
 //! one synchronous connection, and every call is one command with one reply (two for
 //! [`EventStore::forget`]; an append is one script), so a Redis that stops answering costs a
 //! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
-//! each write may take. When the connection fails otherwise (broken, say), the store drops
+//! each write may take. A host name in the URL is looked up at each connection, in a thread of
+//! its own that the call waits for at most that long too (the system's resolver has no
+//! timeout of its own); while a lookup that timed out still runs, connecting fails at once.
+//! When the connection fails otherwise (broken, say), the store drops
 //! it, connects again once and retries the call once on the new connection; after a timeout
 //! it does not retry, since Redis is slow, not gone. An error reply (`OOM` past
 //! `maxmemory`, say) fails the call and keeps the connection, since another would get the
@@ -159,12 +162,14 @@
 #![warn(missing_docs)]
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
-use redis::{Client, Connection, IntoConnectionInfo, RedisResult};
+use redis::{Client, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 
 /// Settings shared by [`RedisEventStore`] and [`RedisSessionStore`]; give both stores of a
 /// deployment, on every replica, the same values. Start from [`RedisOptions::default`] and
@@ -312,9 +317,13 @@ impl StoreHealth {
 /// One synchronous connection, re-established on failure.
 struct Link {
     client: Client,
+    /// Where `client` connects, for connecting to a host name's addresses one by one.
+    info: ConnectionInfo,
     conn: Option<Connection>,
     timeout: Duration,
     health: StoreHealth,
+    /// Whether a lookup of the host name still runs (in its own thread, past its timeout).
+    lookup: Arc<AtomicBool>,
 }
 
 impl Link {
@@ -328,13 +337,16 @@ impl Link {
             .into_connection_info()
             .map_err(|e| StoreError::redis("invalid Redis address", e))?;
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let client = Client::open(info.set_redis_settings(settings))
+        let info = info.set_redis_settings(settings);
+        let client = Client::open(info.clone())
             .map_err(|e| StoreError::redis("invalid Redis address", e))?;
         let mut link = Link {
             client,
+            info,
             conn: None,
             timeout,
             health: StoreHealth::default(),
+            lookup: Arc::new(AtomicBool::new(false)),
         };
         let mut conn = link
             .connect()
@@ -349,8 +361,40 @@ impl Link {
         Ok(link)
     }
 
+    /// A new connection, within the timeout for the lookup of a host name and again for
+    /// each connection attempt.
     fn connect(&self) -> RedisResult<Connection> {
-        let conn = self.client.get_connection_with_timeout(self.timeout)?;
+        let conn = match self.info.addr() {
+            ConnectionAddr::Tcp(host, port) if host.parse::<IpAddr>().is_err() => {
+                let addrs = resolve_bounded(host, *port, self.timeout, &self.lookup)?;
+                let mut failed = None;
+                let mut connected = None;
+                for addr in addrs {
+                    let at = ConnectionAddr::Tcp(addr.ip().to_string(), addr.port());
+                    match Client::open(self.info.clone().set_addr(at))
+                        .and_then(|c| c.get_connection_with_timeout(self.timeout))
+                    {
+                        Ok(conn) => {
+                            connected = Some(conn);
+                            break;
+                        }
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                match (connected, failed) {
+                    (Some(conn), _) => conn,
+                    (None, Some(e)) => return Err(e),
+                    (None, None) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::NotFound,
+                            "the Redis host name has no address",
+                        )
+                        .into());
+                    }
+                }
+            }
+            _ => self.client.get_connection_with_timeout(self.timeout)?,
+        };
         conn.set_read_timeout(Some(self.timeout))?;
         conn.set_write_timeout(Some(self.timeout))?;
         Ok(conn)
@@ -401,6 +445,64 @@ impl Link {
                 None
             }
         }
+    }
+}
+
+/// The addresses of `host`, looked up in a thread of its own that the call waits for at most
+/// `timeout`: the system's resolver takes no timeout, and a DNS server that stops answering
+/// would hold the call (and the server's loop that made it) for the resolver's own retries,
+/// tens of seconds. A lookup that outlives its wait finishes in the background; until it has,
+/// `in_flight` stays set and further calls fail at once instead of starting another thread.
+fn resolve_bounded(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    in_flight: &Arc<AtomicBool>,
+) -> io::Result<Vec<SocketAddr>> {
+    let host = host.to_owned();
+    wait_for_lookup(
+        move || {
+            (host.as_str(), port)
+                .to_socket_addrs()
+                .map(Iterator::collect)
+        },
+        timeout,
+        in_flight,
+    )
+}
+
+/// Runs `lookup` in a thread of its own and waits for it at most `timeout`; fails at once
+/// while an earlier lookup (`in_flight`) still runs.
+fn wait_for_lookup(
+    lookup: impl FnOnce() -> io::Result<Vec<SocketAddr>> + Send + 'static,
+    timeout: Duration,
+    in_flight: &Arc<AtomicBool>,
+) -> io::Result<Vec<SocketAddr>> {
+    if in_flight.swap(true, Ordering::AcqRel) {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "an earlier lookup of the Redis host name still runs",
+        ));
+    }
+    let (tx, rx) = mpsc::channel();
+    let done = Arc::clone(in_flight);
+    let spawned = std::thread::Builder::new()
+        .name("mcpwire-redis-dns".into())
+        .spawn(move || {
+            let found = lookup();
+            done.store(false, Ordering::Release);
+            let _ = tx.send(found);
+        });
+    if let Err(e) = spawned {
+        in_flight.store(false, Ordering::Release);
+        return Err(e);
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(found) => found,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the lookup of the Redis host name timed out",
+        )),
     }
 }
 
@@ -916,5 +1018,69 @@ impl SessionStore for RedisSessionStore {
         let mut cmd = redis::cmd("DEL");
         cmd.arg(self.keys.session(session));
         self.link.run("forget session", move |conn| cmd.exec(conn));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // The lookups run on the real clock.
+    #![allow(clippy::disallowed_methods)]
+
+    use super::*;
+    use std::time::Instant;
+
+    /// A lookup that hangs costs the call its timeout, not the resolver's; while it still
+    /// runs, the next calls fail at once instead of piling up threads; once it ends, lookups
+    /// work again.
+    #[test]
+    fn a_hung_lookup_costs_one_timeout_and_starts_no_second_thread() {
+        let in_flight = Arc::new(AtomicBool::new(false));
+        let hung = || {
+            std::thread::sleep(Duration::from_millis(1500));
+            Ok(vec![SocketAddr::from(([127, 0, 0, 1], 6379))])
+        };
+        let started = Instant::now();
+        let e = wait_for_lookup(hung, Duration::from_millis(100), &in_flight).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(
+            started.elapsed() < Duration::from_millis(1000),
+            "{:?}",
+            started.elapsed()
+        );
+        let started = Instant::now();
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let second = move || {
+            flag.store(true, Ordering::SeqCst);
+            Ok(Vec::new())
+        };
+        let e = wait_for_lookup(second, Duration::from_secs(5), &in_flight).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() < Duration::from_millis(100));
+        assert!(
+            !ran.load(Ordering::SeqCst),
+            "no second lookup while the first runs"
+        );
+        std::thread::sleep(Duration::from_millis(1700));
+        let found = wait_for_lookup(
+            || Ok(vec![SocketAddr::from(([127, 0, 0, 1], 1))]),
+            Duration::from_secs(5),
+            &in_flight,
+        )
+        .unwrap();
+        assert_eq!(found, vec![SocketAddr::from(([127, 0, 0, 1], 1))]);
+    }
+
+    #[test]
+    fn a_host_name_resolves_through_the_bounded_lookup() {
+        let in_flight = Arc::new(AtomicBool::new(false));
+        let found = resolve_bounded("localhost", 6379, Duration::from_secs(5), &in_flight).unwrap();
+        assert!(
+            found
+                .iter()
+                .any(|a| a.ip().is_loopback() && a.port() == 6379),
+            "{found:?}"
+        );
+        assert!(!in_flight.load(Ordering::SeqCst));
     }
 }

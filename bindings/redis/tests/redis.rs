@@ -841,6 +841,27 @@ fn connect_reports_what_is_wrong() {
     locked.stop();
 }
 
+/// A host name is looked up (in a thread of its own, within the timeout) at every connection,
+/// so a reconnect follows the name after a restart or failover.
+#[test]
+fn a_host_name_connects_and_reconnects() {
+    let mut redis = RedisServer::start();
+    let url = format!("redis://localhost:{}/", redis.port);
+    let mut store = RedisEventStore::connect(&url, options()).expect("connect by name");
+    store.append("s", HttpStreamId(1), 1, b"one");
+    assert_eq!(replay(&mut store, "s", 1, 0), vec![b"one".to_vec()]);
+    redis.restart();
+    // The first call finds the old connection broken and connects again, by name.
+    store.append("s", HttpStreamId(1), 2, b"two");
+    assert_eq!(replay(&mut store, "s", 1, 1), vec![b"two".to_vec()]);
+    assert_eq!(
+        store.health().errors(),
+        0,
+        "{:?}",
+        store.health().last_error()
+    );
+}
+
 #[test]
 fn the_defaults_match_the_server() {
     let options = RedisOptions::default();
