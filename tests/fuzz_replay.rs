@@ -880,6 +880,45 @@ fn api_scripts(messages: &[&(String, bool, Vec<u8>)]) -> Vec<(String, Setup, Vec
         Step,
     ];
     scripts.push(("timeouts".to_owned(), setup(Versions::Latest), timeouts));
+    // 2025-11-25 tasks: one call answered with its handle in time, one whose handle comes
+    // after it timed out (the client then sends `tasks/cancel`, which the server answers).
+    let tasks = vec![
+        Request {
+            side: Side::Client,
+            method: Method::ToolsCallTask,
+            progress: false,
+            timeout_ms: None,
+        },
+        Request {
+            side: Side::Client,
+            method: Method::ToolsCallTask,
+            progress: true,
+            timeout_ms: Some(50),
+        },
+        Deliver {
+            to: Side::Server,
+            limit: None,
+        },
+        Respond {
+            side: Side::Server,
+            target: Target::Known(0),
+            reply: Reply::TaskHandle,
+        },
+        Advance { ms: 100 },
+        Respond {
+            side: Side::Server,
+            target: Target::Known(1),
+            reply: Reply::TaskHandle,
+        },
+        Step,
+        Respond {
+            side: Side::Server,
+            target: Target::Known(2),
+            reply: Reply::Result,
+        },
+        Step,
+    ];
+    scripts.push(("late-task".to_owned(), setup(Versions::Latest), tasks));
     for (i, group) in messages.chunks(8).enumerate() {
         let mut ops = Vec::new();
         for (j, (_, _, bytes)) in group.iter().enumerate() {
@@ -1091,6 +1130,15 @@ fn seeds_reach_deep_states() {
             "mistakes: no {code} in {t:#?}"
         );
     }
+    let (client, _) = ended("seed-late-task");
+    assert_eq!(client, ["task created", "timed out"], "{client:?}");
+    let [_, server_received] =
+        fuzz_logic::api_sequence_requests_received(&read("api_sequence", "seed-late-task"));
+    assert_eq!(
+        server_received,
+        ["tools/call", "tools/call", "tasks/cancel"],
+        "the late handle's task is cancelled"
+    );
     let (client, _) = ended("seed-timeouts");
     assert!(
         client.contains(&"timed out") && client.contains(&"abandoned"),

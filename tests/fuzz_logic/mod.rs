@@ -281,6 +281,10 @@ pub fn object_each_agrees(text: &str) {
 
 const CLIENT_CAPS: &str = r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#;
 const SERVER_CAPS: &str = r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{},"logging":{},"completions":{}}"#;
+/// [`SERVER_CAPS`] with 2025-11-25 tasks for `tools/call` (api_sequence's server).
+const SERVER_CAPS_TASKS: &str = r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{},"logging":{},"completions":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#;
+/// A 2025-11-25 task handle, as a server answers a task-augmented request.
+const TASK_HANDLE: &str = r#"{"task":{"taskId":"t-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000,"pollInterval":1000}}"#;
 
 fn versions_for(choice: u8) -> Vec<ProtocolVersion> {
     match choice % 6 {
@@ -370,6 +374,7 @@ impl Watch {
                 Event::TimedOut { request } => self.resolved.push((request, "timed out")),
                 Event::Abandoned { request } => self.resolved.push((request, "abandoned")),
                 Event::InvalidResponse { request } => self.resolved.push((request, "invalid")),
+                Event::TaskCreated { request, .. } => self.resolved.push((request, "task created")),
                 Event::InputRequired { request, .. } => {
                     self.resolved.push((request, "input required"));
                     self.retryable.push(request);
@@ -675,6 +680,8 @@ pub enum Method {
     Elicit,
     Custom,
     Initialize,
+    /// A 2025-11-25 task-augmented `tools/call` (a plain one in other versions).
+    ToolsCallTask,
 }
 
 impl Method {
@@ -711,6 +718,10 @@ impl Method {
             ),
             Method::Custom => ("x/custom", Some(r#"{"k":[1,2,3]}"#)),
             Method::Initialize => ("initialize", Some("{}")),
+            Method::ToolsCallTask => (
+                "tools/call",
+                Some(r#"{"name":"echo","arguments":{"x":1},"task":{"ttl":60000}}"#),
+            ),
         }
     }
 }
@@ -761,6 +772,8 @@ pub enum Reply {
     CodeOfAnotherVersion,
     InputRequired,
     StateOnly,
+    /// A 2025-11-25 task handle (`CreateTaskResult`).
+    TaskHandle,
 }
 
 /// Frames a test peer could send, with an id filled in from a [`Target`].
@@ -926,7 +939,7 @@ impl OpWriter {
             } => {
                 self.variant(0, OPS)
                     .side(*side)
-                    .variant(*method as u32, 13)
+                    .variant(*method as u32, 14)
                     .bool(*progress)
                     .opt_u16(*timeout_ms);
             }
@@ -941,7 +954,7 @@ impl OpWriter {
                 self.variant(2, OPS)
                     .side(*side)
                     .target(*target)
-                    .variant(*reply as u32, 5);
+                    .variant(*reply as u32, 6);
             }
             Op::Progress {
                 side,
@@ -1259,6 +1272,7 @@ impl Harness {
                         Some("opaque\"state"),
                     ),
                     Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
+                    Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
                 };
             }
             Op::Progress {
@@ -1364,7 +1378,7 @@ impl Harness {
 ///
 /// Input: a [`Setup`] and [`Op`]s, as `arbitrary` reads them. Invariants: no panic; every id
 /// `request` (or `retry`) returns ends exactly once, in a `Response`, `Error`, `TimedOut`,
-/// `Abandoned`, `InvalidResponse` or `InputRequired` event or a successful `cancel`, and at
+/// `Abandoned`, `InvalidResponse`, `InputRequired` or `TaskCreated` event or a successful `cancel`, and at
 /// the end, once both sides are closed and time has passed every grace period, none is left
 /// unresolved; no resolution names an id `request` never returned; the in-flight tables stay
 /// within their (small) limits; nothing follows `Closed`; a graceful close ends by its deadline.
@@ -1374,9 +1388,35 @@ pub fn api_sequence(data: &[u8]) {
 
 /// [`api_sequence`], returning how each request ended, per side, as `(request, how)`.
 pub fn api_sequence_summary(data: &[u8]) -> [Vec<(i64, &'static str)>; 2] {
-    let Some((setup, ops)) = parse_ops(data) else {
+    let Some(h) = run_api_sequence(data) else {
         return [Vec::new(), Vec::new()];
     };
+    [&h.client, &h.server].map(|end| {
+        let mut ended: Vec<(i64, &'static str)> =
+            end.ended.iter().map(|(id, how)| (id.0, *how)).collect();
+        ended.sort_unstable();
+        ended
+    })
+}
+
+/// [`api_sequence`], returning the methods of the requests each side received from the
+/// other (client, server), in order.
+pub fn api_sequence_requests_received(data: &[u8]) -> [Vec<String>; 2] {
+    let Some(h) = run_api_sequence(data) else {
+        return [Vec::new(), Vec::new()];
+    };
+    [&h.client, &h.server].map(|end| {
+        end.watch
+            .peer_requests
+            .iter()
+            .map(|r| r.method.clone())
+            .collect()
+    })
+}
+
+/// Runs an `api_sequence` input to its end, checking the invariants; the harness after it.
+fn run_api_sequence(data: &[u8]) -> Option<Harness> {
+    let (setup, ops) = parse_ops(data)?;
     let versions = match setup.versions {
         Versions::Dual => ProtocolVersion::ALL.to_vec(),
         Versions::Latest => vec![ProtocolVersion::V2025_11_25],
@@ -1387,6 +1427,13 @@ pub fn api_sequence_summary(data: &[u8]) -> [Vec<(i64, &'static str)>; 2] {
     let limits = small_limits();
     let make = |role| {
         let mut c = config(role, 0);
+        if role == Role::Server {
+            // 2025-11-25 tasks for tools/call, so that task-augmented calls, their handles and
+            // the engine's `tasks/cancel` for a handle that comes too late all run.
+            c = c
+                .with_capabilities(SERVER_CAPS_TASKS)
+                .expect("valid capabilities");
+        }
         c.versions = versions.clone();
         c.limits = limits;
         c.policy.strict_lifecycle = setup.strict;
@@ -1443,10 +1490,5 @@ pub fn api_sequence_summary(data: &[u8]) -> [Vec<(i64, &'static str)>; 2] {
             end.conn.role()
         );
     }
-    [&h.client, &h.server].map(|end| {
-        let mut ended: Vec<(i64, &'static str)> =
-            end.ended.iter().map(|(id, how)| (id.0, *how)).collect();
-        ended.sort_unstable();
-        ended
-    })
+    Some(h)
 }
