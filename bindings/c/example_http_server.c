@@ -603,13 +603,39 @@ static uint64_t head_timeout_ns = 10000ull * 1000 * 1000;
    whether it waits for a request head, and since when. */
 typedef struct watched {
     int fd;
-    int in_request; /* its head is in; the request is not complete yet */
-    int cut;        /* shut down for a late head: libmicrohttpd closes it at its next run */
+    int cut;        /* shut down: libmicrohttpd closes it at its next run */
+    int waiting;    /* in the waiting list below */
     uint64_t since; /* when it began waiting for a head */
     struct watched *prev, *next;
 } watched;
 
-static watched *connections;
+/* The connections that wait for a request head (accepted, or between two requests) and are
+   not cut, the one waiting longest first: connections in a request are not in it. So the late
+   heads are found from the front, and the connection to displace is the first. */
+static watched *waiting_first, *waiting_last;
+
+static void stop_waiting(watched *w) {
+    if (!w->waiting) return;
+    if (w->prev != NULL) w->prev->next = w->next;
+    else waiting_first = w->next;
+    if (w->next != NULL) w->next->prev = w->prev;
+    else waiting_last = w->prev;
+    w->prev = w->next = NULL;
+    w->waiting = 0;
+}
+
+/* It waits for a head from now on (at the back of the list). */
+static void start_waiting(watched *w) {
+    stop_waiting(w);
+    if (w->cut || w->fd < 0) return;
+    w->since = now_ns();
+    w->prev = waiting_last;
+    w->next = NULL;
+    if (waiting_last != NULL) waiting_last->next = w;
+    else waiting_first = w;
+    waiting_last = w;
+    w->waiting = 1;
+}
 
 /* Connections open (libmicrohttpd's notices), and how many of them are cut but not closed
    yet: libmicrohttpd accepts a new client only once one of those has gone. */
@@ -622,21 +648,10 @@ static unsigned max_connections;
    next run. The descriptor stays libmicrohttpd's (shut down, not closed), so it cannot be
    reused under it. */
 static void cut(watched *w) {
+    stop_waiting(w);
     shutdown(w->fd, SHUT_RDWR);
     w->cut = 1;
     cut_connections++;
-}
-
-/* The connection that has waited longest for a request head (since it was accepted, or
-   since its last response) and is not cut yet, or NULL when every one is in a request. */
-static watched *idlest(void) {
-    watched *w, *best = NULL;
-    for (w = connections; w != NULL; w = w->next) {
-        if (!w->in_request && !w->cut && w->fd >= 0 && (best == NULL || w->since < best->since)) {
-            best = w;
-        }
-    }
-    return best;
 }
 
 /* At the cap, libmicrohttpd stops accepting and new clients wait in the kernel's queue:
@@ -646,7 +661,7 @@ static watched *idlest(void) {
    connection may be closed between requests). When every connection is in a request, new
    clients wait their turn. */
 static bool may_displace(void) {
-    return open_connections - cut_connections >= max_connections && idlest() != NULL;
+    return open_connections - cut_connections >= max_connections && waiting_first != NULL;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -659,10 +674,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         w = checked_malloc(sizeof *w);
         memset(w, 0, sizeof *w);
         w->fd = info != NULL ? info->connect_fd : -1;
-        w->since = now_ns();
-        w->next = connections;
-        if (connections != NULL) connections->prev = w;
-        connections = w;
+        start_waiting(w);
         *socket_context = w;
         open_connections++;
         return;
@@ -670,9 +682,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
     if (w == NULL) return;
     open_connections--;
     if (w->cut) cut_connections--;
-    if (w->prev != NULL) w->prev->next = w->next;
-    else if (connections == w) connections = w->next;
-    if (w->next != NULL) w->next->prev = w->prev;
+    stop_waiting(w);
     free(w);
     *socket_context = NULL;
 }
@@ -684,13 +694,11 @@ static watched *watch_of(struct MHD_Connection *connection) {
     return info != NULL ? info->socket_context : NULL;
 }
 
-/* Cuts every connection whose request head is late (at the heartbeat). */
+/* Cuts every connection whose request head is late (at the heartbeat): they are at the
+   front of the waiting list. */
 static void cut_late_heads(uint64_t now) {
-    watched *w;
-    for (w = connections; w != NULL; w = w->next) {
-        if (!w->in_request && !w->cut && w->fd >= 0 && now - w->since > head_timeout_ns) {
-            cut(w);
-        }
+    while (waiting_first != NULL && now - waiting_first->since > head_timeout_ns) {
+        cut(waiting_first);
     }
 }
 
@@ -1005,7 +1013,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
 
     if (r == NULL) { /* the first call: headers are in, the body is not */
         watched *w = watch_of(connection);
-        if (w != NULL) w->in_request = 1;
+        if (w != NULL) stop_waiting(w); /* in a request now */
         r = checked_malloc(sizeof *r);
         memset(r, 0, sizeof *r);
         r->connection = connection;
@@ -1083,8 +1091,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     (void)cls;
     (void)toe;
     if (w != NULL) { /* it waits for the next request's head now */
-        w->in_request = 0;
-        w->since = now_ns();
+        start_waiting(w);
     }
     if (r == NULL) return;
     if (r->has_stream && !r->ended) {
@@ -1332,10 +1339,9 @@ int main(int argc, char **argv) {
             /* A client waits to connect: the connection idle longest makes room. The
                listener is ours to watch here, not libmicrohttpd's to accept from (at the cap
                it would close the new client at once). */
-            watched *w = idlest();
             FD_CLR(listener, &rs);
-            if (w != NULL) {
-                cut(w);
+            if (waiting_first != NULL) {
+                cut(waiting_first);
                 quick_turns = 4;
             }
         }
