@@ -65,6 +65,14 @@ inline void check(mcpw_result rc) {
     if (rc != MCPW_OK) throw error(rc);
 }
 
+// A duration in whole milliseconds for the C ABI. A negative one is refused
+// (MCPW_ERR_INVALID_ARGUMENT): cast to an unsigned count it would read as about 2^64 ms, which
+// the C checks take for "no limit" (a deadline computed as `deadline - now` goes negative).
+inline std::uint64_t millis(std::chrono::milliseconds d) {
+    if (d.count() < 0) throw error(MCPW_ERR_INVALID_ARGUMENT);
+    return static_cast<std::uint64_t>(d.count());
+}
+
 inline std::string_view view(mcpw_str s) noexcept {
     return s.ptr != nullptr ? std::string_view(s.ptr, s.len) : std::string_view();
 }
@@ -252,17 +260,17 @@ public:
     }
     config &discover_timeout(std::chrono::milliseconds timeout) {
         detail::check(
-            mcpw_config_set_discover_timeout(get(), static_cast<std::uint64_t>(timeout.count())));
+            mcpw_config_set_discover_timeout(get(), detail::millis(timeout)));
         return *this;
     }
     config &discover_cache(std::chrono::milliseconds ttl, mcpw_cache_scope scope) {
-        detail::check(mcpw_config_set_discover_cache(get(), static_cast<std::uint64_t>(ttl.count()),
+        detail::check(mcpw_config_set_discover_cache(get(), detail::millis(ttl),
                                                      static_cast<std::uint32_t>(scope)));
         return *this;
     }
     config &timeouts(std::chrono::milliseconds request, std::chrono::milliseconds max_total) {
-        detail::check(mcpw_config_set_timeouts(get(), static_cast<std::uint64_t>(request.count()),
-                                               static_cast<std::uint64_t>(max_total.count())));
+        detail::check(mcpw_config_set_timeouts(get(), detail::millis(request),
+                                               detail::millis(max_total)));
         return *this;
     }
     mcpw_limits limits() const {
@@ -426,7 +434,7 @@ public:
                                        detail::len_or_zero(reason)));
     }
     void close(std::uint64_t now_ns, std::chrono::milliseconds grace) {
-        detail::check(mcpw_conn_close(get(), now_ns, static_cast<std::uint64_t>(grace.count())));
+        detail::check(mcpw_conn_close(get(), now_ns, detail::millis(grace)));
     }
 
     // -- getters --
@@ -596,7 +604,7 @@ public:
     }
 
     /// Creates a working task with an id drawn from `random` (a cryptographically secure
-    /// source; must not throw), and returns the id: a view valid until the next non-const
+    /// source; must not throw or call back into the table), and returns the id: a view valid until the next non-const
     /// call on the table. MCPW_ERR_TASKS_FULL when no room can be made.
     std::string_view create(std::uint64_t now_ns,
                             const std::function<void(std::uint8_t *, std::size_t)> &random) {
@@ -763,7 +771,9 @@ inline mcpw_http_header header(std::string_view name, std::string_view value) no
 }
 
 /// A run of headers that belong to someone else: what a response or an action lends, or what
-/// you pass in (from a vector or a braced list, alive for the call).
+/// you pass in (a vector that outlives this view). It stores no headers of its own, so it is
+/// never built from a temporary: a braced list goes straight to handle_request or
+/// handle_response, which take one for the length of the call.
 class http_headers {
 public:
     http_headers() noexcept = default;
@@ -771,8 +781,7 @@ public:
         : data_(size > 0 ? data : nullptr), size_(size) {}
     http_headers(const std::vector<mcpw_http_header> &headers) noexcept
         : http_headers(headers.data(), headers.size()) {}
-    http_headers(std::initializer_list<mcpw_http_header> headers) noexcept
-        : http_headers(headers.begin(), headers.size()) {}
+    http_headers(std::vector<mcpw_http_header> &&) = delete;
 
     const mcpw_http_header *begin() const noexcept { return data_; }
     const mcpw_http_header *end() const noexcept { return data_ + size_; }
@@ -864,8 +873,9 @@ private:
 
 /// A resumable-event store of your own (shared by several server processes, say), for
 /// http_server_options::events; the guarantees it owes are mcpw_event_store's. The server
-/// calls it during its own calls only. Its methods must not throw: an exception cannot cross
-/// the C ABI, so one escaping ends the program (std::terminate).
+/// calls it during its own calls only, and its methods must not call back into the server.
+/// They must not throw: an exception cannot cross the C ABI, so one escaping ends the program
+/// (std::terminate).
 class event_store {
 public:
     virtual ~event_store() = default;
@@ -962,16 +972,15 @@ public:
         }
         o.allowed_hosts = hosts.empty() ? nullptr : hosts.data();
         o.allowed_hosts_len = hosts.size();
-        o.session_idle_timeout_ms =
-            static_cast<std::uint64_t>(options.session_idle_timeout.count());
+        o.session_idle_timeout_ms = detail::millis(options.session_idle_timeout);
         o.max_sessions = options.max_sessions;
         o.max_body = options.max_body;
         o.event_store = options.events_kept;
         o.event_store_bytes = options.events_bytes;
-        o.retry_ms = static_cast<std::uint64_t>(options.retry.count());
+        o.retry_ms = detail::millis(options.retry);
         o.keepalive_ms = options.keepalive == std::chrono::milliseconds::max()
                              ? UINT64_MAX
-                             : static_cast<std::uint64_t>(options.keepalive.count());
+                             : detail::millis(options.keepalive);
         if (options.tools) o.tools = mcpw_str{options.tools->data(), options.tools->size()};
         if (options.events != nullptr) {
             store.user = hooks_.get();
@@ -995,6 +1004,14 @@ public:
             detail::len_or_zero(path), headers.data(), headers.size(),
             reinterpret_cast<const std::uint8_t *>(body.data()), body.size(), &r));
         return http_response(r);
+    }
+    /// handle_request with the headers as a braced list.
+    http_response handle_request(std::uint64_t now_ns, std::string_view method,
+                                 std::optional<std::string_view> path,
+                                 std::initializer_list<mcpw_http_header> headers,
+                                 std::string_view body) {
+        return handle_request(now_ns, method, path, http_headers(headers.begin(), headers.size()),
+                              body);
     }
     /// The final form of the stream response just returned for `stream` (a JSON body when
     /// the whole answer is there). Once per stream response, before the next request.
@@ -1118,8 +1135,8 @@ public:
     http_client(const config &cfg, std::uint64_t now_ns,
                 const http_client_options &options = http_client_options()) {
         mcpw_http_client_options o{};
-        o.initial_delay_ms = static_cast<std::uint64_t>(options.initial_delay.count());
-        o.max_delay_ms = static_cast<std::uint64_t>(options.max_delay.count());
+        o.initial_delay_ms = detail::millis(options.initial_delay);
+        o.max_delay_ms = detail::millis(options.max_delay);
         o.max_attempts = options.max_attempts;
         o.open_get_stream = options.open_get_stream;
         mcpw_http_client *raw = nullptr;
@@ -1138,6 +1155,11 @@ public:
                          http_headers headers) {
         detail::check(mcpw_http_client_handle_response(get(), now_ns, exchange, status,
                                                        headers.data(), headers.size()));
+    }
+    /// handle_response with the headers as a braced list.
+    void handle_response(std::uint64_t now_ns, std::uint64_t exchange, std::uint16_t status,
+                         std::initializer_list<mcpw_http_header> headers) {
+        handle_response(now_ns, exchange, status, http_headers(headers.begin(), headers.size()));
     }
     void handle_body(std::uint64_t now_ns, std::uint64_t exchange, std::string_view bytes) {
         detail::check(mcpw_http_client_handle_body(
@@ -1260,7 +1282,9 @@ class message {
 public:
     explicit message(const mcpw_message &raw) noexcept : raw_(raw) {}
 
-    mcpw_message_kind kind() const noexcept { return static_cast<mcpw_message_kind>(raw_.kind); }
+    /// An mcpw_message_kind value; a plain integer, as in the C struct, so that a kind a newer
+    /// library adds is a number to ignore, not an enum value out of range.
+    std::uint32_t kind() const noexcept { return raw_.kind; }
     const mcpw_message &raw() const noexcept { return raw_; }
 
     const mcpw_id &id() const noexcept { return raw_.id; }

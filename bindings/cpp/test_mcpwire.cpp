@@ -119,6 +119,29 @@ void test_errors_carry_their_code() {
     } catch (const mcpw::error &e) {
         CHECK(std::string(e.what()) == mcpw_result_message(MCPW_ERR_INVALID_ARGUMENT));
     }
+    // A negative duration is refused: cast to the C ABI's unsigned milliseconds it read as
+    // about 2^64 ms, "no limit" (a timeout computed as deadline - now goes negative).
+    using std::chrono::milliseconds;
+    mcpw::config client(mcpw::role::client, "x", "1");
+    CHECK(code_of([&] { client.timeouts(milliseconds(-1), milliseconds(1000)); }) ==
+          MCPW_ERR_INVALID_ARGUMENT);
+    CHECK(code_of([&] { client.timeouts(milliseconds(1000), milliseconds(-1)); }) ==
+          MCPW_ERR_INVALID_ARGUMENT);
+    CHECK(code_of([&] { client.discover_timeout(milliseconds(-5)); }) ==
+          MCPW_ERR_INVALID_ARGUMENT);
+    CHECK(code_of([&] { client.discover_cache(milliseconds(-5), MCPW_CACHE_PUBLIC); }) ==
+          MCPW_ERR_INVALID_ARGUMENT);
+    mcpw::connection conn(client, 0);
+    CHECK(code_of([&] { conn.close(0, milliseconds(-1)); }) == MCPW_ERR_INVALID_ARGUMENT);
+    CHECK(conn.state() != MCPW_STATE_CLOSING && conn.state() != MCPW_STATE_CLOSED);
+    mcpw::config server(mcpw::role::server, "s", "1");
+    mcpw::http_server_options options;
+    options.random = [](std::uint8_t *buf, std::size_t len) { std::memset(buf, 7, len); };
+    options.session_idle_timeout = milliseconds(-60000);
+    CHECK(code_of([&] { mcpw::http_server s(server, options); }) == MCPW_ERR_INVALID_ARGUMENT);
+    mcpw::http_client_options retry;
+    retry.max_delay = milliseconds(-1);
+    CHECK(code_of([&] { mcpw::http_client h(client, 0, retry); }) == MCPW_ERR_INVALID_ARGUMENT);
 }
 
 void test_config_round_trips() {
@@ -656,6 +679,15 @@ void test_http_handles_are_move_only_and_report_errors() {
     static_assert(std::is_nothrow_move_constructible<mcpw::http_server>::value, "cheap moves");
     static_assert(std::is_nothrow_move_constructible<mcpw::http_client>::value, "cheap moves");
     static_assert(std::is_trivially_copyable<mcpw::connection_view>::value, "a view is a pointer");
+    // A run of headers is a view: never built from a temporary it would outlive.
+    static_assert(!std::is_constructible<mcpw::http_headers, std::vector<mcpw_http_header>>::value,
+                  "not from a temporary vector");
+    static_assert(
+        !std::is_constructible<mcpw::http_headers, std::initializer_list<mcpw_http_header>>::value,
+        "not from a braced list");
+    static_assert(
+        std::is_constructible<mcpw::http_headers, const std::vector<mcpw_http_header> &>::value,
+        "from a vector that lives on");
 
     mcpw::http_server a = make_http_server();
     mcpw_http_server *raw = a.get();
@@ -693,8 +725,8 @@ void test_http_handles_are_move_only_and_report_errors() {
     CHECK(first->body().find("\"method\"") != std::string_view::npos);
     // An error page instead of the answer: its text is kept for the failure's message.
     CHECK(!d.failure_text());
-    std::vector<mcpw_http_header> html{{{"Content-Type", 12}, {"text/html", 9}}};
-    d.handle_response(1, first->exchange(), 502, html);
+    // The headers as a braced list, alive for the call.
+    d.handle_response(1, first->exchange(), 502, {mcpw::header("Content-Type", "text/html")});
     d.handle_body(1, first->exchange(), " <h1>down</h1>\n");
     d.handle_end(1, first->exchange());
     CHECK(d.failure_text() == std::optional<std::string_view>("<h1>down</h1>"));
