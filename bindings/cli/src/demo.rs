@@ -42,17 +42,17 @@ fn printer() -> Transcript {
             } else {
                 ""
             };
-            println!("{arrow}{label:<34} {body}{more}");
+            crate::out::line(format_args!("{arrow}{label:<34} {body}{more}"));
         }
     })
 }
 
 fn heading(text: &str) {
-    println!("\n── {text} ──");
+    crate::out::line(format_args!("\n── {text} ──"));
 }
 
 fn note(text: &str) {
-    println!("   · {text}");
+    crate::out::line(format_args!("   · {text}"));
 }
 
 /// Sends a request, answers what the server asks meanwhile, and returns the result.
@@ -283,8 +283,12 @@ fn stateless_era() -> Result<(), String> {
 }
 
 pub fn run() -> i32 {
-    println!("mcpwire demo: a client engine drives `mcpwire serve` over OS pipes.");
-    println!("Each line is one message on the wire; notes (·) say what just happened.");
+    crate::out::line(format_args!(
+        "mcpwire demo: a client engine drives `mcpwire serve` over OS pipes."
+    ));
+    crate::out::line(format_args!(
+        "Each line is one message on the wire; notes (·) say what just happened."
+    ));
     for part in [handshake_era as fn() -> Result<(), String>, stateless_era] {
         if let Err(e) = part() {
             // Stopped by a signal (passed on to the demo server): end as a shell reports it.
@@ -296,6 +300,8 @@ pub fn run() -> i32 {
             return 1;
         }
     }
-    println!("\nDone. Next: `mcpwire probe -- <your server command>` inspects any stdio server.");
+    crate::out::line(format_args!(
+        "\nDone. Next: `mcpwire probe -- <your server command>` inspects any stdio server."
+    ));
     0
 }

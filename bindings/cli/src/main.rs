@@ -8,6 +8,7 @@
 
 mod demo;
 mod driver;
+mod out;
 mod probe;
 mod serve;
 mod signals;
@@ -213,10 +214,10 @@ fn usage_error(e: clap::Error, json: bool) -> ! {
             message: first.strip_prefix("error: ").unwrap_or(first).to_owned(),
         };
         let report = probe::to_json(&probe::Report::default(), Some(&failure));
-        println!(
+        out::line(format_args!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        ));
     }
     e.exit()
 }

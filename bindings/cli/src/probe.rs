@@ -689,25 +689,35 @@ pub fn explore(session: &mut Session, opts: &Options, report: &mut Report) -> Re
 }
 
 pub fn print_human(report: &Report) {
-    let line = |k: &str, v: &str| println!("{k:<14}{v}");
+    crate::out::print(&human(report));
+}
+
+/// The report as `print_human` prints it.
+fn human(report: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let t = &mut text;
+    let line = |t: &mut String, k: &str, v: &str| {
+        let _ = writeln!(t, "{k:<14}{v}");
+    };
     if let Some(info) = &report.server_info {
         let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
         let version = info.get("version").and_then(Value::as_str).unwrap_or("?");
-        line("server", &format!("{name} {version}"));
+        line(t, "server", &format!("{name} {version}"));
     }
     if let Some(v) = report.version {
         let era = match v.era() {
             Era::Legacy => "handshake era",
             Era::Modern => "stateless era",
         };
-        line("protocol", &format!("{v} ({era})"));
+        line(t, "protocol", &format!("{v} ({era})"));
     }
     if let Some(i) = &report.instructions {
         let first: String = i.lines().next().unwrap_or("").chars().take(100).collect();
-        line("instructions", &first);
+        line(t, "instructions", &first);
     }
     if let Some(c) = &report.capabilities {
-        line("capabilities", &c.to_string());
+        line(t, "capabilities", &c.to_string());
     }
     for (key, items, pages) in &report.lists {
         let pages = if *pages > 1 {
@@ -715,7 +725,7 @@ pub fn print_human(report: &Report) {
         } else {
             String::new()
         };
-        println!("{key} ({}{pages})", items.len());
+        let _ = writeln!(t, "{key} ({}{pages})", items.len());
         for item in items {
             let name = item
                 .get("name")
@@ -729,24 +739,25 @@ pub fn print_human(report: &Report) {
                 .and_then(Value::as_str)
                 .unwrap_or("");
             let desc: String = desc.lines().next().unwrap_or("").chars().take(70).collect();
-            println!("  {name:<32}{desc}");
+            let _ = writeln!(t, "  {name:<32}{desc}");
         }
     }
     if let Some(p) = report.ping_ms {
-        line("ping", &format!("ok ({p} ms)"));
+        line(t, "ping", &format!("ok ({p} ms)"));
     }
     if let Some(c) = &report.call {
-        line("call result", &c.to_string());
+        line(t, "call result", &c.to_string());
     }
     if !report.latencies.is_empty() {
-        println!("latency");
+        let _ = writeln!(t, "latency");
     }
     for (method, ms) in &report.latencies {
-        println!("  {method:<32}{ms} ms");
+        let _ = writeln!(t, "  {method:<32}{ms} ms");
     }
     for w in &report.warnings {
-        println!("warning: {w}");
+        let _ = writeln!(t, "warning: {w}");
     }
+    text
 }
 
 pub fn to_json(report: &Report, error: Option<&Failure>) -> Value {
@@ -810,10 +821,10 @@ pub fn run(opts: Options) -> i32 {
     match outcome {
         Ok(()) => {
             if opts.json {
-                println!(
+                crate::out::line(format_args!(
                     "{}",
                     serde_json::to_string_pretty(&to_json(&report, None)).unwrap_or_default()
-                );
+                ));
             } else {
                 print_human(&report);
             }
@@ -821,10 +832,10 @@ pub fn run(opts: Options) -> i32 {
         }
         Err(f) => {
             if opts.json {
-                println!(
+                crate::out::line(format_args!(
                     "{}",
                     serde_json::to_string_pretty(&to_json(&report, Some(&f))).unwrap_or_default()
-                );
+                ));
             } else {
                 print_human(&report);
             }

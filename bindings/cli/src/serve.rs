@@ -946,7 +946,7 @@ pub fn run_http(
         }
         // The claim is released when the last handle goes, as the server stops.
         let renewing = claim.clone().map(|c| tokio::spawn(renew_claim(c)));
-        println!("http://{local}{}", host.path);
+        crate::out::line(format_args!("http://{local}{}", host.path));
         let _ = std::io::Write::flush(&mut std::io::stdout());
         let beyond_loopback = !local.ip().is_loopback();
         if beyond_loopback || !allowed.is_empty() {

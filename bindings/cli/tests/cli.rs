@@ -716,6 +716,32 @@ fn the_demo_runs_both_eras() {
     assert!(out.contains("forty-two"), "{out}");
 }
 
+/// A reader that goes away (`mcpwire probe … | head`, `mcpwire demo | head -3`) ends the
+/// command quietly with 141, as SIGPIPE would end it in a shell: `println!` panicked on the
+/// broken pipe and printed a backtrace.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let server = format!("{BIN} serve");
+    for args in [
+        vec!["probe", "--", "sh", "-c", server.as_str()],
+        vec!["probe", "--json", "--", "sh", "-c", server.as_str()],
+        vec!["demo"],
+    ] {
+        let mut child = std::process::Command::new(BIN)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start mcpwire");
+        drop(child.stdout.take()); // the reader is gone before the first line
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn help_and_bad_usage() {
     let (code, out, _) = mcpwire(&["help"]);
