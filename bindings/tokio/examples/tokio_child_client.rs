@@ -1,6 +1,7 @@
 //! An MCP client on tokio that starts a server command and talks to it over its stdio, in
-//! about 50 lines: the handshake (a `server/discover` probe, or `initialize`), `tools/list`,
-//! then a typed `tools/call` of `echo`. Prints `TOKIO_CLIENT_OK <version>` on success.
+//! about 70 lines: the handshake (a `server/discover` probe, or `initialize`), `tools/list`,
+//! then a typed `tools/call` of `echo`. Prints `TOKIO_CLIENT_OK <version>` on success; a
+//! result with `isError` (the tool failed, a wrong argument name, say) is a failure too.
 //!
 //! `cargo run -p mcpwire-tokio --example tokio_child_client -- ECHO_ARG -- SERVER COMMAND...`
 
@@ -34,7 +35,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let timeout = tokio::time::sleep(Duration::from_secs(30));
     tokio::pin!(timeout);
     let mut version = String::new();
-    loop {
+    let (mut listed, mut called) = (None, None);
+    let tool_failed = loop {
         let event = tokio::select! {
             e = io.next_event() => e?.ok_or("the server closed the connection")?,
             () = &mut timeout => return Err("no answer within 30 s".into()),
@@ -44,30 +46,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             OwnedEvent::Ready { version: v } => {
                 version = v.as_str().to_owned();
                 println!("ready: {version}");
-                io.connection().request(now, "tools/list", None)?;
+                listed = Some(io.connection().request(now, "tools/list", None)?);
             }
-            OwnedEvent::Response { result, .. } if result.contains("\"tools\"") => {
+            OwnedEvent::Response { request, .. } if Some(request) == listed => {
                 let call = Call {
                     name: "echo",
                     arguments: serde_json::json!({ arg.as_str(): "hello from tokio" }),
                 };
-                io.connection().request_typed(
+                called = Some(io.connection().request_typed(
                     now,
                     "tools/call",
                     &call,
                     RequestOptions::default(),
-                )?;
+                )?);
             }
-            OwnedEvent::Response { result, .. } => {
+            OwnedEvent::Response { request, result } if Some(request) == called => {
                 println!("echo: {result}");
-                break;
+                let result: serde_json::Value = serde_json::from_str(&result)?;
+                break result["isError"] == true;
             }
             OwnedEvent::Error { message, .. } => return Err(message.into()),
             OwnedEvent::Closed { reason } => return Err(format!("closed: {reason:?}").into()),
             _ => {}
         }
-    }
+    };
     stop(io, child, Duration::from_secs(2)).await?;
+    if tool_failed {
+        return Err("the echo tool reported an error".into());
+    }
     println!("TOKIO_CLIENT_OK {version}");
     Ok(())
 }

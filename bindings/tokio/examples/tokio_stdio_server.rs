@@ -1,4 +1,4 @@
-//! An MCP server over stdio on tokio, in about 50 lines: the tool `echo` {text}, the resource
+//! An MCP server over stdio on tokio, in about 100 lines: the tool `echo` {text}, the resource
 //! `mem://greeting` and the prompt `greet`, in both protocol eras. Params are read into a Rust
 //! type with serde (`RawJson::parse`) and the answer is a typed result (`respond_typed`).
 //!

@@ -78,6 +78,26 @@ fn the_child_client_completes_sessions_with_server_everything_and_the_example_se
     );
 }
 
+/// A tool that fails (here: the argument is misnamed) fails the client: it printed its
+/// success line and exited 0 on an `isError` result.
+#[test]
+fn the_child_client_fails_when_the_tool_reports_an_error() {
+    let out = Command::new(example_binary("tokio_child_client"))
+        .arg("wrong")
+        .arg("--")
+        .arg(server())
+        .output()
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("TOKIO_CLIENT_OK"), "{stdout}");
+    assert!(
+        stderr.contains("the echo tool reported an error"),
+        "{stderr}"
+    );
+}
+
 const INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
 fn requests(n: usize) -> Vec<u8> {
