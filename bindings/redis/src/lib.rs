@@ -164,7 +164,7 @@
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -322,8 +322,8 @@ struct Link {
     conn: Option<Connection>,
     timeout: Duration,
     health: StoreHealth,
-    /// Whether a lookup of the host name still runs (in its own thread, past its timeout).
-    lookup: Arc<AtomicBool>,
+    /// The lookups of the host name (one at a time, in a thread of its own).
+    lookups: Arc<Mutex<Lookups>>,
 }
 
 impl Link {
@@ -346,7 +346,7 @@ impl Link {
             conn: None,
             timeout,
             health: StoreHealth::default(),
-            lookup: Arc::new(AtomicBool::new(false)),
+            lookups: Arc::new(Mutex::new(Lookups::default())),
         };
         let mut conn = link
             .connect()
@@ -366,7 +366,7 @@ impl Link {
     fn connect(&self) -> RedisResult<Connection> {
         let conn = match self.info.addr() {
             ConnectionAddr::Tcp(host, port) if host.parse::<IpAddr>().is_err() => {
-                let addrs = resolve_bounded(host, *port, self.timeout, &self.lookup)?;
+                let addrs = resolve_bounded(host, *port, self.timeout, &self.lookups)?;
                 let mut failed = None;
                 let mut connected = None;
                 for addr in addrs {
@@ -448,16 +448,23 @@ impl Link {
     }
 }
 
+/// The lookups of one store's host name: whether one runs, and the addresses the last one
+/// that succeeded found (kept even when it finished after its call stopped waiting).
+#[derive(Debug, Default)]
+struct Lookups {
+    running: bool,
+    found: Option<Vec<SocketAddr>>,
+}
+
 /// The addresses of `host`, looked up in a thread of its own that the call waits for at most
 /// `timeout`: the system's resolver takes no timeout, and a DNS server that stops answering
 /// would hold the call (and the server's loop that made it) for the resolver's own retries,
-/// tens of seconds. A lookup that outlives its wait finishes in the background; until it has,
-/// `in_flight` stays set and further calls fail at once instead of starting another thread.
+/// tens of seconds. See [`wait_for_lookup`] for what a slow lookup gives.
 fn resolve_bounded(
     host: &str,
     port: u16,
     timeout: Duration,
-    in_flight: &Arc<AtomicBool>,
+    lookups: &Arc<Mutex<Lookups>>,
 ) -> io::Result<Vec<SocketAddr>> {
     let host = host.to_owned();
     wait_for_lookup(
@@ -467,42 +474,62 @@ fn resolve_bounded(
                 .map(Iterator::collect)
         },
         timeout,
-        in_flight,
+        lookups,
     )
 }
 
-/// Runs `lookup` in a thread of its own and waits for it at most `timeout`; fails at once
-/// while an earlier lookup (`in_flight`) still runs.
+/// Runs `lookup` in a thread of its own and waits for it at most `timeout`. A lookup that
+/// outlives its wait finishes in the background and its addresses are kept: the calls that
+/// come meanwhile, and any later one whose own lookup is slow again, use the last addresses
+/// found (so a resolver always slower than `timeout` still leads to a connection, one lookup
+/// behind), and fail at once only when no lookup has ever succeeded. At most one lookup runs
+/// at a time.
 fn wait_for_lookup(
     lookup: impl FnOnce() -> io::Result<Vec<SocketAddr>> + Send + 'static,
     timeout: Duration,
-    in_flight: &Arc<AtomicBool>,
+    lookups: &Arc<Mutex<Lookups>>,
 ) -> io::Result<Vec<SocketAddr>> {
-    if in_flight.swap(true, Ordering::AcqRel) {
-        return Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "an earlier lookup of the Redis host name still runs",
-        ));
+    let last = |lookups: &Arc<Mutex<Lookups>>, why: &str| {
+        let state = lookups.lock().unwrap_or_else(|p| p.into_inner());
+        state
+            .found
+            .clone()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, why.to_owned()))
+    };
+    {
+        let mut state = lookups.lock().unwrap_or_else(|p| p.into_inner());
+        if state.running {
+            drop(state);
+            return last(
+                lookups,
+                "an earlier lookup of the Redis host name still runs",
+            );
+        }
+        state.running = true;
     }
     let (tx, rx) = mpsc::channel();
-    let done = Arc::clone(in_flight);
+    let shared = Arc::clone(lookups);
     let spawned = std::thread::Builder::new()
         .name("mcpwire-redis-dns".into())
         .spawn(move || {
             let found = lookup();
-            done.store(false, Ordering::Release);
+            let mut state = shared.lock().unwrap_or_else(|p| p.into_inner());
+            state.running = false;
+            if let Ok(addrs) = &found
+                && !addrs.is_empty()
+            {
+                state.found = Some(addrs.clone());
+            }
+            drop(state);
             let _ = tx.send(found);
         });
     if let Err(e) = spawned {
-        in_flight.store(false, Ordering::Release);
+        lookups.lock().unwrap_or_else(|p| p.into_inner()).running = false;
         return Err(e);
     }
     match rx.recv_timeout(timeout) {
         Ok(found) => found,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "the lookup of the Redis host name timed out",
-        )),
+        Err(_) => last(lookups, "the lookup of the Redis host name timed out"),
     }
 }
 
@@ -541,7 +568,12 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 ///   their bytes leave the session's total (`t` in the hash of counts).
 /// - While the session is past its byte bound, the stream appended to longest ago loses its
 ///   oldest events, and leaves the index once it has none; the stream appended to now comes
-///   last, and keeps its newest event.
+///   last, and keeps its newest event. Before it loses any, the total is counted again from
+///   the indexed streams' counts (dropping the counts of streams no longer indexed), so a
+///   total that drifted (an older version's append pruned the index without the counts)
+///   mends itself instead of costing live events.
+/// - Every key expires at the time its index score names (`PEXPIREAT`, the same clock
+///   reading), so a stream's key and its index entry expire together.
 ///
 /// The other streams' keys are made here from ARGV[7], not passed in KEYS: one Redis server
 /// only (the crate's limits say so).
@@ -573,6 +605,14 @@ local bound = tonumber(ARGV[6]) \
 while total > bound do \
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
 if oldest == ARGV[4] then \
+local counted = bytes \
+local fields = redis.call('HGETALL', KEYS[3]) \
+for i = 1, #fields, 2 do \
+local f = fields[i] \
+if f ~= 't' and f ~= ARGV[4] then \
+if redis.call('ZSCORE', KEYS[2], f) then counted = counted + tonumber(fields[i + 1]) \
+else redis.call('HDEL', KEYS[3], f) end end end \
+total = counted \
 while n > 1 and total > bound do \
 local len = string.len(redis.call('ZPOPMIN', KEYS[1])[1]) \
 bytes = bytes - len \
@@ -594,9 +634,9 @@ else redis.call('HSET', KEYS[3], oldest, left) end end \
 if bytes < 0 then bytes = 0 end \
 if total < bytes then total = bytes end \
 redis.call('HSET', KEYS[3], ARGV[4], bytes, 't', total) \
-redis.call('PEXPIRE', KEYS[1], ttl) \
-redis.call('PEXPIRE', KEYS[2], ttl) \
-redis.call('PEXPIRE', KEYS[3], ttl) \
+redis.call('PEXPIREAT', KEYS[1], now + ttl) \
+redis.call('PEXPIREAT', KEYS[2], now + ttl) \
+redis.call('PEXPIREAT', KEYS[3], now + ttl) \
 return 1";
 
 /// Key names under the prefix.
@@ -1029,58 +1069,69 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    /// A lookup that hangs costs the call its timeout, not the resolver's; while it still
-    /// runs, the next calls fail at once instead of piling up threads; once it ends, lookups
-    /// work again.
+    /// A lookup that hangs costs the call its timeout, not the resolver's; while it runs, the
+    /// next calls fail at once instead of piling up threads; once it has ended, its addresses
+    /// serve the calls whose own lookups are slow again (a resolver always slower than the
+    /// timeout still leads to a connection).
     #[test]
-    fn a_hung_lookup_costs_one_timeout_and_starts_no_second_thread() {
-        let in_flight = Arc::new(AtomicBool::new(false));
-        let hung = || {
-            std::thread::sleep(Duration::from_millis(1500));
-            Ok(vec![SocketAddr::from(([127, 0, 0, 1], 6379))])
+    fn a_slow_lookup_costs_one_timeout_and_its_late_answer_is_kept() {
+        let lookups = Arc::new(Mutex::new(Lookups::default()));
+        let first = SocketAddr::from(([127, 0, 0, 1], 6379));
+        let slow = move || {
+            std::thread::sleep(Duration::from_millis(600));
+            Ok(vec![first])
         };
         let started = Instant::now();
-        let e = wait_for_lookup(hung, Duration::from_millis(100), &in_flight).unwrap_err();
+        let e = wait_for_lookup(slow, Duration::from_millis(100), &lookups).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert!(
-            started.elapsed() < Duration::from_millis(1000),
+            started.elapsed() < Duration::from_millis(500),
             "{:?}",
             started.elapsed()
         );
+        // While it runs: no second thread, and nothing found yet to fall back on.
         let started = Instant::now();
-        let ran = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&ran);
+        let ran = Arc::new(AtomicU64::new(0));
+        let count = Arc::clone(&ran);
         let second = move || {
-            flag.store(true, Ordering::SeqCst);
+            count.fetch_add(1, Ordering::SeqCst);
             Ok(Vec::new())
         };
-        let e = wait_for_lookup(second, Duration::from_secs(5), &in_flight).unwrap_err();
+        let e = wait_for_lookup(second, Duration::from_secs(5), &lookups).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert!(started.elapsed() < Duration::from_millis(100));
-        assert!(
-            !ran.load(Ordering::SeqCst),
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            0,
             "no second lookup while the first runs"
         );
-        std::thread::sleep(Duration::from_millis(1700));
-        let found = wait_for_lookup(
-            || Ok(vec![SocketAddr::from(([127, 0, 0, 1], 1))]),
-            Duration::from_secs(5),
-            &in_flight,
-        )
-        .unwrap();
-        assert_eq!(found, vec![SocketAddr::from(([127, 0, 0, 1], 1))]);
+        std::thread::sleep(Duration::from_millis(800));
+        // Slow again: the late answer of the first serves.
+        let other = SocketAddr::from(([127, 0, 0, 2], 6379));
+        let slow_again = move || {
+            std::thread::sleep(Duration::from_millis(600));
+            Ok(vec![other])
+        };
+        let found = wait_for_lookup(slow_again, Duration::from_millis(100), &lookups).unwrap();
+        assert_eq!(found, vec![first]);
+        // A fast one answers for itself.
+        std::thread::sleep(Duration::from_millis(800));
+        let fast = move || Ok(vec![other]);
+        let found = wait_for_lookup(fast, Duration::from_secs(5), &lookups).unwrap();
+        assert_eq!(found, vec![other]);
+        assert!(!lookups.lock().unwrap().running);
     }
 
     #[test]
     fn a_host_name_resolves_through_the_bounded_lookup() {
-        let in_flight = Arc::new(AtomicBool::new(false));
-        let found = resolve_bounded("localhost", 6379, Duration::from_secs(5), &in_flight).unwrap();
+        let lookups = Arc::new(Mutex::new(Lookups::default()));
+        let found = resolve_bounded("localhost", 6379, Duration::from_secs(5), &lookups).unwrap();
         assert!(
             found
                 .iter()
                 .any(|a| a.ip().is_loopback() && a.port() == 6379),
             "{found:?}"
         );
-        assert!(!in_flight.load(Ordering::SeqCst));
+        assert!(!lookups.lock().unwrap().running);
     }
 }

@@ -468,6 +468,48 @@ fn a_session_keeps_at_most_its_bytes_over_all_its_streams() {
     assert!(redis.keys().iter().all(|k| !k.starts_with("mcpw:")));
 }
 
+/// A session total that drifted from what the streams hold (here: an index entry dropped
+/// without its count, as an older version's append prunes expired streams) is counted again
+/// before any live event is evicted for it.
+#[test]
+fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    store.append("s", HttpStreamId(1), 1, &sized(1, 500));
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 508);
+    // Stream 1 leaves the index and its key goes, but its count stays.
+    let mut inspect = redis.inspect();
+    redis::cmd("ZREM")
+        .arg("mcpw:x:s")
+        .arg("1")
+        .exec(&mut inspect)
+        .unwrap();
+    redis::cmd("DEL")
+        .arg("mcpw:e:s:1")
+        .exec(&mut inspect)
+        .unwrap();
+    for n in 2..=4 {
+        store.append("s", HttpStreamId(2), n, &sized(n, 200));
+    }
+    // 508 + 624 counted, 624 held: nothing of stream 2 goes, and the count is right again.
+    assert_eq!(
+        replay(&mut store, "s", 2, 0),
+        vec![sized(2, 200), sized(3, 200), sized(4, 200)]
+    );
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 624);
+    assert_eq!(
+        counted(&redis, "mcpw", "s", 1),
+        0,
+        "the stale count is gone"
+    );
+}
+
 #[test]
 fn two_replicas_see_each_others_writes() {
     let redis = RedisServer::start();
