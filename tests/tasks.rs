@@ -1793,6 +1793,25 @@ fn a_task_handle_that_comes_after_its_request_ended_gets_tasks_cancel() {
     );
     assert_eq!(p.client.requests_in_flight(), 0);
 
+    // Where requests have no default timeout, the engine's own still ends (nobody could
+    // cancel it, and a graceful close would wait for it).
+    let server = Config::server("s", "1")
+        .with_capabilities(
+            r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
+        )
+        .unwrap();
+    let mut client = Config::client("c", "1")
+        .with_capabilities(r#"{"sampling":{}}"#)
+        .unwrap();
+    client.request_timeout = Duration::MAX;
+    let mut unbounded = common::pair::Pair::ready(D, client, server);
+    let (evs, _) = late_handle(&mut unbounded, &mut tasks, 3);
+    assert!(matches!(&evs[..], [Ev::Request { method, .. }] if method == "tasks/cancel"));
+    assert_eq!(unbounded.client.requests_in_flight(), 1);
+    unbounded.advance(Duration::from_secs(31));
+    assert_eq!(unbounded.client.requests_in_flight(), 0);
+    assert!(unbounded.take_client_events().is_empty());
+
     // A server that did not declare `tasks.cancel` is not sent one.
     let server = Config::server("s", "1")
         .with_capabilities(r#"{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}}"#)

@@ -38,7 +38,8 @@
 //!    (timeout, cancellation, close) gets no `notifications/cancelled` ("the `tasks/cancel`
 //!    request MUST be used instead", and there is no task id yet). If the handle still comes,
 //!    the engine sends `tasks/cancel` for that task where the peer declared `tasks.cancel`,
-//!    and drops its answer (`cancel_late_task`; outbound.rs `send_cancelled_unless_task`).
+//!    waits at most 30 s (or the request timeout, if shorter) and drops its answer
+//!    (`cancel_late_task`; outbound.rs `send_cancelled_unless_task`).
 
 use std::time::Duration;
 
@@ -48,6 +49,9 @@ use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKe
 use super::time::Timestamp;
 use super::{CloseReason, Core, ProgressPolicy, RequestId, StreamId, ViolationKind};
 use crate::jsonrpc::{self, Id, OwnedId, ParamsIndex, RawJson};
+
+/// The longest the engine waits for the answer to its own `tasks/cancel` (rule 9).
+const CANCEL_TASK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// 2025-11-25: a task whose request's progress token is still in use after the task handle.
 pub(super) struct TaskToken {
@@ -510,7 +514,9 @@ impl Core {
             );
             self.out.output.end_frame(StreamId::MAIN);
             self.corr.next_id += 1;
-            let timeout = self.config.request_timeout;
+            // Bounded even where requests have no default timeout: nobody can cancel this one,
+            // and unanswered it would hold a slot and every graceful close's grace.
+            let timeout = self.config.request_timeout.min(CANCEL_TASK_TIMEOUT);
             self.track(
                 now,
                 id,
