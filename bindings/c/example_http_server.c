@@ -654,6 +654,17 @@ static void cut(watched *w) {
     cut_connections++;
 }
 
+/* The connection to displace: the one waiting longest whose next request has not begun to
+   arrive (a byte waiting on its socket: libmicrohttpd reads it at its next run), or NULL. */
+static watched *to_displace(void) {
+    watched *w;
+    for (w = waiting_first; w != NULL; w = w->next) {
+        char byte;
+        if (recv(w->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return w;
+    }
+    return NULL;
+}
+
 /* At the cap, libmicrohttpd stops accepting and new clients wait in the kernel's queue:
    behind a cap's worth of silent connections, until --head-timeout-ms. So while the cap is
    reached and some connection waits idle for a head, the loop watches the listening socket
@@ -661,7 +672,7 @@ static void cut(watched *w) {
    connection may be closed between requests). When every connection is in a request, new
    clients wait their turn. */
 static bool may_displace(void) {
-    return open_connections - cut_connections >= max_connections && waiting_first != NULL;
+    return open_connections - cut_connections >= max_connections && to_displace() != NULL;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -1339,9 +1350,10 @@ int main(int argc, char **argv) {
             /* A client waits to connect: the connection idle longest makes room. The
                listener is ours to watch here, not libmicrohttpd's to accept from (at the cap
                it would close the new client at once). */
+            watched *w = to_displace();
             FD_CLR(listener, &rs);
-            if (waiting_first != NULL) {
-                cut(waiting_first);
+            if (w != NULL) {
+                cut(w);
                 quick_turns = 4;
             }
         }

@@ -772,8 +772,8 @@ inline mcpw_http_header header(std::string_view name, std::string_view value) no
 
 /// A run of headers that belong to someone else: what a response or an action lends, or what
 /// you pass in (a vector that outlives this view). It stores no headers of its own, so it is
-/// never built from a temporary: a braced list goes straight to handle_request or
-/// handle_response, which take one for the length of the call.
+/// never built from a temporary: a braced list or a temporary vector goes straight to
+/// handle_request or handle_response, which take one for the length of the call.
 class http_headers {
 public:
     http_headers() noexcept = default;
@@ -1013,6 +1013,14 @@ public:
         return handle_request(now_ns, method, path, http_headers(headers.begin(), headers.size()),
                               body);
     }
+    /// handle_request with the headers in a vector (a temporary one too: it lives for the call).
+    http_response handle_request(std::uint64_t now_ns, std::string_view method,
+                                 std::optional<std::string_view> path,
+                                 const std::vector<mcpw_http_header> &headers,
+                                 std::string_view body) {
+        return handle_request(now_ns, method, path, http_headers(headers.data(), headers.size()),
+                              body);
+    }
     /// The final form of the stream response just returned for `stream` (a JSON body when
     /// the whole answer is there). Once per stream response, before the next request.
     http_response settle(std::uint64_t stream) {
@@ -1160,6 +1168,12 @@ public:
     void handle_response(std::uint64_t now_ns, std::uint64_t exchange, std::uint16_t status,
                          std::initializer_list<mcpw_http_header> headers) {
         handle_response(now_ns, exchange, status, http_headers(headers.begin(), headers.size()));
+    }
+    /// handle_response with the headers in a vector (a temporary one too: it lives for the
+    /// call).
+    void handle_response(std::uint64_t now_ns, std::uint64_t exchange, std::uint16_t status,
+                         const std::vector<mcpw_http_header> &headers) {
+        handle_response(now_ns, exchange, status, http_headers(headers.data(), headers.size()));
     }
     void handle_body(std::uint64_t now_ns, std::uint64_t exchange, std::string_view bytes) {
         detail::check(mcpw_http_client_handle_body(

@@ -611,11 +611,16 @@ struct http_world {
                 continue;
             }
             const std::uint64_t exchange = action->exchange();
-            std::vector<mcpw_http_header> headers(action->headers().begin(),
-                                                  action->headers().end());
-            headers.push_back(mcpw::header("Host", "localhost:8080"));
+            // The headers as a temporary vector, which lives for the call.
+            auto with_host = [&] {
+                std::vector<mcpw_http_header> headers(action->headers().begin(),
+                                                      action->headers().end());
+                headers.push_back(mcpw::header("Host", "localhost:8080"));
+                return headers;
+            };
             std::string method(action->method());
-            auto response = server.handle_request(now, method, "/mcp", headers, action->body());
+            auto response =
+                server.handle_request(now, method, "/mcp", with_host(), action->body());
             if (auto stream = response.stream()) {
                 serve();
                 response = server.settle(*stream);

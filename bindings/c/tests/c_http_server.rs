@@ -824,6 +824,69 @@ fn at_the_cap_a_new_client_displaces_the_connection_idle_longest() {
     assert_clean_exit(server);
 }
 
+/// A waiting connection whose next request has begun to arrive is not the one displaced,
+/// even when the request and a new client come in the same turn of the loop (the server is
+/// stopped while both arrive): it was cut, and its request went unanswered.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_connection_whose_next_request_has_begun_is_not_displaced() {
+    let server = Server::asan(&["--max-connections", "2", "--head-timeout-ms", "20000"]);
+    let port = server.port;
+    let pid = server.child.id().to_string();
+    let (headers, body) = modern_call(1, "echo");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // One whole response (a JSON body of its Content-Length), or what came before the end.
+    let response = |s: &mut TcpStream| -> String {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&out).into_owned();
+            if let Some((head, rest)) = text.split_once("\r\n\r\n")
+                && let Some(len) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: "))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                && rest.len() >= len
+            {
+                return text;
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return text,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    // A: one request, then kept alive and waiting (the longest); B: silent, waiting after it.
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    a.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut a).starts_with("HTTP/1.1 200"));
+    let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // While the server is stopped: A's next request, and a new client at the cap.
+    let signal = |sig: &str| {
+        Command::new("kill").args([sig, &pid]).status().unwrap();
+    };
+    signal("-STOP");
+    a.write_all(request.as_bytes()).unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(request.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    signal("-CONT");
+    let second = response(&mut a);
+    assert!(second.starts_with("HTTP/1.1 200"), "A was cut: {second:?}");
+    let third = response(&mut c);
+    assert!(third.starts_with("HTTP/1.1 200"), "{third:?}");
+    b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(matches!(b.read(&mut buf), Ok(0)), "B, silent, makes room");
+    drop((a, b, c));
+    assert_clean_exit(server);
+}
+
 /// A request head trickled a line at a time is cut off once `--head-timeout-ms` has passed
 /// (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot for
 /// good); so is a kept-alive connection that sends no next request. Requests in time are
