@@ -200,6 +200,29 @@ fn modern_call(id: u32, tool: &str) -> (String, String) {
     (headers, body)
 }
 
+/// Reads one whole response (a JSON body of its Content-Length) from `s`, or what came
+/// before the connection ended or its read timeout passed.
+fn one_response(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&out).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n")
+            && let Some(len) = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+            && rest.len() >= len
+        {
+            return text;
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return text,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 fn assert_clean_exit(server: Server) {
     let (status, err) = server.stop();
     assert!(status.success(), "exit {status:?}: {err}");
@@ -838,27 +861,9 @@ fn a_connection_whose_next_request_has_begun_is_not_displaced() {
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
-    // One whole response (a JSON body of its Content-Length), or what came before the end.
-    let response = |s: &mut TcpStream| -> String {
+    let response = |s: &mut TcpStream| {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let text = String::from_utf8_lossy(&out).into_owned();
-            if let Some((head, rest)) = text.split_once("\r\n\r\n")
-                && let Some(len) = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Content-Length: "))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                && rest.len() >= len
-            {
-                return text;
-            }
-            match s.read(&mut buf) {
-                Ok(0) | Err(_) => return text,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
+        one_response(s)
     };
     // A: one request, then kept alive and waiting (the longest); B: silent, waiting after it.
     let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -937,28 +942,7 @@ fn a_head_trickled_past_its_timeout_is_cut_off() {
     for _ in 0..2 {
         std::thread::sleep(Duration::from_millis(600));
         kept.write_all(request.as_bytes()).unwrap();
-        // One whole response (a JSON body of its Content-Length).
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        let whole = loop {
-            let n = kept.read(&mut buf).unwrap();
-            assert!(
-                n > 0,
-                "closed mid-response: {}",
-                String::from_utf8_lossy(&out)
-            );
-            out.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&out).into_owned();
-            if let Some((head, rest)) = text.split_once("\r\n\r\n")
-                && let Some(len) = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Content-Length: "))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                && rest.len() >= len
-            {
-                break text;
-            }
-        };
+        let whole = one_response(&mut kept);
         assert!(whole.starts_with("HTTP/1.1 200"), "{whole}");
         assert!(whole.contains(r#""text":"hi""#), "{whole}");
     }
