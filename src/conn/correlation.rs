@@ -143,8 +143,9 @@ pub(super) struct Correlation {
     /// Our requests that timed out or were cancelled: answers to them are late.
     pub(super) our_finished: BoundedSet<i64>,
     /// Those of them that were 2025-11-25 task-augmented requests: a task handle that still
-    /// comes for one gets `tasks/cancel` (rule 9).
-    pub(super) abandoned_tasks: BoundedSet<i64>,
+    /// comes for one gets `tasks/cancel` (rule 9). Made when the first such request ends
+    /// (rare), so that a connection without one stays small.
+    pub(super) abandoned_tasks: Option<Box<BoundedSet<i64>>>,
     pub(super) timers: Timers,
     /// The id of our next request.
     pub(super) next_id: i64,
@@ -155,7 +156,7 @@ impl Correlation {
         Correlation {
             pending: SeqMap::default(),
             our_finished: BoundedSet::new(remembered),
-            abandoned_tasks: BoundedSet::new(remembered),
+            abandoned_tasks: None,
             timers: Timers::default(),
             next_id: 1,
         }
@@ -208,7 +209,11 @@ impl Core {
         let Some(pending) = self.corr.pending.remove(&n) else {
             if self.corr.our_finished.contains(&n) {
                 self.stats.late_responses += 1;
-                if self.corr.abandoned_tasks.remove(&n)
+                if self
+                    .corr
+                    .abandoned_tasks
+                    .as_mut()
+                    .is_some_and(|set| set.remove(&n))
                     && let Ok(result) = outcome
                 {
                     self.cancel_late_task(now, result);

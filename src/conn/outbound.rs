@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use super::output::{Output, StreamId};
 use super::stateless::{self, retryable_method};
-use super::tables::{PendingKind, RetryBase};
+use super::tables::{BoundedSet, PendingKind, RetryBase};
 use super::time::Timestamp;
 use super::{CloseReason, Core, Error, RequestId, RequestOptions, Role, json_edit};
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
@@ -442,7 +442,11 @@ impl Core {
         reason: Option<&str>,
     ) {
         if task_augmented {
-            self.corr.abandoned_tasks.insert(id);
+            let remembered = self.config.limits.max_remembered_ids;
+            self.corr
+                .abandoned_tasks
+                .get_or_insert_with(|| Box::new(BoundedSet::new(remembered)))
+                .insert(id);
         } else {
             self.send_cancelled(id, reason);
         }
