@@ -179,15 +179,18 @@ fn raw(port: u16, request: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn post(port: u16, headers: &str, body: &str) -> String {
-    raw(
-        port,
-        format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .as_bytes(),
+/// The text of a JSON POST to the endpoint with `headers` (each ending in CRLF) and `body`;
+/// `close` asks for the connection to be closed after the answer.
+fn post_text(port: u16, headers: &str, body: &str, close: bool) -> String {
+    let close = if close { "Connection: close\r\n" } else { "" };
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{close}{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
     )
+}
+
+fn post(port: u16, headers: &str, body: &str) -> String {
+    raw(port, post_text(port, headers, body, true).as_bytes())
 }
 
 const MODERN: &str = "MCP-Protocol-Version: 2026-07-28\r\n";
@@ -455,14 +458,8 @@ fn clients_that_vanish_mid_stream_never_stop_the_server() {
     for id in 0..20 {
         let (headers, body) = modern_call(id, "count");
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.write_all(
-            format!(
-                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
-        )
-        .unwrap();
+        s.write_all(post_text(port, &headers, &body, false).as_bytes())
+            .unwrap();
         // Read the response head and the first progress event, then drop the connection.
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut seen = Vec::new();
@@ -700,12 +697,7 @@ fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
     );
-    let request = |body: &str| {
-        format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-    };
+    let request = |body: &str| post_text(port, &headers, body, true);
     // A small request whose body is not all there yet (given time to be taken in: a
     // connection still in the listen queue at SIGTERM goes with the listening socket).
     let small_body = body
@@ -803,12 +795,10 @@ fn at_the_cap_a_new_client_displaces_the_connection_idle_longest() {
     }
 
     // Three connections in a request (their bodies half sent): a new client waits.
+    let whole = post_text(port, &headers, &body, false);
     let half = |s: &mut TcpStream| {
-        s.write_all(
-            format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{}", body.len(), &body[..10])
-                .as_bytes(),
-        )
-        .unwrap();
+        s.write_all(&whole.as_bytes()[..whole.len() - (body.len() - 10)])
+            .unwrap();
     };
     let mut busy = silent.split_off(1);
     busy.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
@@ -818,10 +808,7 @@ fn at_the_cap_a_new_client_displaces_the_connection_idle_longest() {
     std::thread::sleep(Duration::from_millis(300));
     let mut waiting = TcpStream::connect(("127.0.0.1", port)).unwrap();
     waiting
-        .write_all(
-            format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len())
-                .as_bytes(),
-        )
+        .write_all(post_text(port, &headers, &body, true).as_bytes())
         .unwrap();
     assert!(
         !closed_within(&mut waiting, Duration::from_secs(1)),
@@ -857,10 +844,7 @@ fn a_connection_whose_next_request_has_begun_is_not_displaced() {
     let port = server.port;
     let pid = server.child.id().to_string();
     let (headers, body) = modern_call(1, "echo");
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = post_text(port, &headers, &body, false);
     let response = |s: &mut TcpStream| {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         one_response(s)
@@ -935,10 +919,7 @@ fn a_head_trickled_past_its_timeout_is_cut_off() {
     let mut kept = TcpStream::connect(("127.0.0.1", port)).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = post_text(port, &headers, &body, false);
     for _ in 0..2 {
         std::thread::sleep(Duration::from_millis(600));
         kept.write_all(request.as_bytes()).unwrap();
