@@ -366,10 +366,14 @@ impl Link {
     fn connect(&self) -> RedisResult<Connection> {
         let conn = match self.info.addr() {
             ConnectionAddr::Tcp(host, port) if host.parse::<IpAddr>().is_err() => {
-                let addrs = resolve_bounded(host, *port, self.timeout, &self.lookups)?;
-                let mut failed = None;
+                // Each address in turn; the last failure if none answers.
+                let mut failed = io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the Redis host name has no address",
+                )
+                .into();
                 let mut connected = None;
-                for addr in addrs {
+                for addr in resolve_bounded(host, *port, self.timeout, &self.lookups)? {
                     let at = ConnectionAddr::Tcp(addr.ip().to_string(), addr.port());
                     match Client::open(self.info.clone().set_addr(at))
                         .and_then(|c| c.get_connection_with_timeout(self.timeout))
@@ -378,20 +382,10 @@ impl Link {
                             connected = Some(conn);
                             break;
                         }
-                        Err(e) => failed = Some(e),
+                        Err(e) => failed = e,
                     }
                 }
-                match (connected, failed) {
-                    (Some(conn), _) => conn,
-                    (None, Some(e)) => return Err(e),
-                    (None, None) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::NotFound,
-                            "the Redis host name has no address",
-                        )
-                        .into());
-                    }
-                }
+                connected.ok_or(failed)?
             }
             _ => self.client.get_connection_with_timeout(self.timeout)?,
         };
