@@ -109,6 +109,11 @@ struct ServeArgs {
     /// protection). Repeat it for several names
     #[arg(long, value_name = "NAME", requires = "http")]
     allow_host: Vec<String>,
+    /// TCP connections served at once (default 1024). At the cap a new connection takes the
+    /// place of the one idle longest; when every one is in a request, it gets 503
+    #[arg(long, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: Option<u32>,
     /// Share sessions and resumable streams with other replicas through Redis at URL
     #[arg(long, value_name = "URL", requires_all = ["replica", "http"])]
     redis: Option<String>,
@@ -196,7 +201,13 @@ fn serve_command(args: ServeArgs) -> i32 {
         _ => None, // (clap requires the two together, and --touch-interval with them)
     };
     match args.http {
-        Some(addr) => serve::run_http(&addr, args.legacy, scale_out, args.allow_host),
+        Some(addr) => serve::run_http(
+            &addr,
+            args.legacy,
+            scale_out,
+            args.allow_host,
+            args.max_connections,
+        ),
         None if args.tokio => serve::run_tokio(args.legacy),
         None => serve::run(args.legacy),
     }

@@ -901,6 +901,7 @@ pub fn run_http(
     legacy_only: bool,
     scale_out: Option<ScaleOut>,
     allowed: Vec<String>,
+    max_connections: Option<u32>,
 ) -> i32 {
     // One worker per core, or TOKIO_WORKER_THREADS (tokio reads it).
     let Some(runtime) = runtime(&mut tokio::runtime::Builder::new_multi_thread()) else {
@@ -921,7 +922,10 @@ pub fn run_http(
                 return 1;
             }
         };
-        let host = HostConfig::default();
+        let mut host = HostConfig::default();
+        if let Some(max) = max_connections {
+            host.max_connections = max as usize;
+        }
         let mut config = HttpServerConfig::new(demo_config(legacy_only));
         let tools = tools().to_string();
         if let Ok(raw) = RawJson::new(&tools) {

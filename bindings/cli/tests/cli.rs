@@ -2087,3 +2087,73 @@ fn the_demo_tools_refuse_arguments_they_cannot_honour() {
         );
     }
 }
+
+/// `serve --http --max-connections 2`: at the cap a new client takes the place of the one
+/// silent since it was accepted, not of the kept-alive one idle longer whose next request
+/// arrived while the server was stopped (in the kernel, or read, when the server looks): that
+/// one was closed and its request lost. A bad cap is a usage error.
+#[test]
+fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_request() {
+    use std::io::Read;
+    use std::net::TcpStream;
+    use std::time::Duration;
+    let (server, url) = serve_http(&["--max-connections", "2"]);
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let get = format!("GET /other HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    // One response's status, read through its head and Content-Length body.
+    let status = |s: &mut TcpStream| -> String {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            let text = String::from_utf8_lossy(&got).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    return text.get(9..12).unwrap_or_default().to_owned();
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return format!("closed after {text:?}"),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    a.write_all(get.as_bytes()).unwrap();
+    assert_eq!(status(&mut a), "404");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // While the server is stopped: A's next request, and a new client at the cap.
+    let pid = server.0.id().to_string();
+    let signal = |sig: &str| {
+        Command::new("kill").args([sig, &pid]).status().unwrap();
+    };
+    signal("-STOP");
+    a.write_all(get.as_bytes()).unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(get.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    signal("-CONT");
+    assert_eq!(status(&mut a), "404", "A's second request");
+    assert_eq!(status(&mut c), "404", "the new client");
+    b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(matches!(b.read(&mut buf), Ok(0)), "B, silent, makes room");
+
+    let (code, _, err) = mcpwire(&["serve", "--http", "127.0.0.1:0", "--max-connections", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-connections"), "{err}");
+}

@@ -81,8 +81,9 @@ pub struct HostConfig {
     /// TCP connections served at once. At the cap, a new connection takes the place of the
     /// one that has been idle longest, which is closed: one between two requests (closed as
     /// a keep-alive connection is, after what it was sending), or one that has not sent a
-    /// whole request head yet. So sockets left open and silent cannot lock other clients
-    /// out. Only when every connection is serving a request (GET streams held open, say)
+    /// byte since it was accepted. A connection whose next request has begun to arrive is
+    /// never the one closed. So sockets left open and silent cannot lock other clients
+    /// out (a head trickled byte by byte is cut by `header_read_timeout`). Only when every connection is serving a request (GET streams held open, say)
     /// does a new one get `503 Service Unavailable` with `Retry-After: 1`, at once, rather
     /// than wait unanswered in the kernel's accept queue. Default 1024.
     pub max_connections: usize,
@@ -456,6 +457,9 @@ pub async fn serve<A: Application>(
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     // The connections being served, for the choice of one to close at the cap.
     let mut tracked: Vec<Arc<Tracked>> = Vec::new();
+    // Told by a connection chosen to make room that it will not close (its next request had
+    // begun to arrive): the accept loop chooses another.
+    let declined = Arc::new(Notify::new());
     let epoch = Instant::now();
     // Connections being turned away (503), at most this many at once; beyond, they are
     // closed without a word.
@@ -487,13 +491,7 @@ pub async fn serve<A: Application>(
         let permit = match permits.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             // At the cap: the connection idle longest makes room, if there is one.
-            Err(_) if make_room(&mut tracked) => {
-                tokio::time::timeout(MAKE_ROOM_WAIT, permits.clone().acquire_owned())
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-            }
-            Err(_) => None,
+            Err(_) => displace(&mut tracked, &permits, &declined).await,
         };
         let Some(permit) = permit else {
             if let Ok(shed) = shedding.clone().try_acquire_owned() {
@@ -505,8 +503,9 @@ pub async fn serve<A: Application>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let stream = SendGuard::new(stream, shared.config.send_timeout);
+        let input = Input::of(&stream);
         let conn_state = Arc::new(Tracked::new(epoch));
+        let stream = SendGuard::new(stream, shared.config.send_timeout, conn_state.clone());
         tracked.push(conn_state.clone());
         if tracked.len() > 2 * shared.config.max_connections.max(1) {
             // Forget the ended ones now and then, below the cap too (at most the cap live).
@@ -518,24 +517,31 @@ pub async fn serve<A: Application>(
         };
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let mut stop = stop.clone();
+        let declined = declined.clone();
         conns.spawn(async move {
             tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = async { drop(stop.wait_for(|stopping| *stopping).await) } => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-                _ = conn_state.evict.notified() => {
-                    // A connection that never had a request is simply dropped (hyper would
-                    // wait for its first head); one between requests closes as keep-alive
-                    // connections do, after it has written everything; one a request
-                    // reached meanwhile finishes it first.
-                    if conn_state.served.load(Ordering::Acquire) {
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = async { drop(stop.wait_for(|stopping| *stopping).await) } => {
                         conn.as_mut().graceful_shutdown();
                         let _ = conn.await;
                     }
+                    _ = conn_state.evict.notified() => {
+                        // (`conn` holds the socket `input` asks until the task ends.)
+                        if !agrees_to_close(&conn_state, input, &declined) {
+                            continue;
+                        }
+                        // A connection that never had a request is simply dropped (hyper
+                        // would wait for its first head); one between requests closes as
+                        // keep-alive connections do, after it has written everything.
+                        if conn_state.served.load(Ordering::Acquire) {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
                 }
+                break;
             }
             drop(conn_state);
             drop(permit);
@@ -569,6 +575,49 @@ const SHED_AT_ONCE: usize = 64;
 /// few microseconds when the runtime is not overloaded); past it, 503.
 const MAKE_ROOM_WAIT: Duration = Duration::from_millis(250);
 
+/// How many idle connections a new connection at the cap may ask in turn to make room, when
+/// the ones asked decline (their next request had begun); past it, 503.
+const MAKE_ROOM_TRIES: usize = 4;
+
+/// At the cap: asks the connections idle longest, one at a time, to make room for a new
+/// one, and takes the slot the first to close frees; `None` (503) when every connection is
+/// in a request, or none closed in time.
+async fn displace(
+    tracked: &mut Vec<Arc<Tracked>>,
+    permits: &Arc<Semaphore>,
+    declined: &Notify,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let deadline = tokio::time::Instant::now() + MAKE_ROOM_WAIT;
+    for _ in 0..MAKE_ROOM_TRIES {
+        if let Ok(permit) = permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        if !make_room(tracked) {
+            return None;
+        }
+        tokio::select! {
+            permit = permits.clone().acquire_owned() => return permit.ok(),
+            () = declined.notified() => {}
+            () = tokio::time::sleep_until(deadline) => return None,
+        }
+    }
+    None
+}
+
+/// Whether a connection chosen to make room closes: chosen while idle, its next request may
+/// have arrived since (read, or still in the kernel), and closing then would lose it. Then
+/// it declines (`declined` tells the accept loop, which chooses another) and goes on.
+fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
+    if conn.begun() || input.pending() {
+        // Counted as a read: begun, so not chosen again until its answer ends.
+        conn.reads.fetch_add(1, Ordering::AcqRel);
+        conn.evicting.store(false, Ordering::Relaxed);
+        declined.notify_one();
+        return false;
+    }
+    true
+}
+
 /// One connection of [`serve`], as the accept loop sees it.
 struct Tracked {
     /// Requests between the service's call and the end of their response's body.
@@ -578,6 +627,10 @@ struct Tracked {
     /// When it last became idle (accepted, or its last response ended), in milliseconds
     /// since `epoch`.
     idle_since: AtomicU64,
+    /// Reads that brought bytes (and input seen waiting), all told, and when it last became
+    /// idle: more now than then means its next request has begun to arrive.
+    reads: AtomicU64,
+    reads_when_idle: AtomicU64,
     /// Chosen to make room: never chosen twice.
     evicting: AtomicBool,
     evict: Notify,
@@ -590,10 +643,19 @@ impl Tracked {
             active: AtomicUsize::new(0),
             served: AtomicBool::new(false),
             idle_since: AtomicU64::new(millis_since(epoch)),
+            reads: AtomicU64::new(0),
+            reads_when_idle: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             epoch,
         }
+    }
+}
+
+impl Tracked {
+    /// Whether bytes arrived since it last became idle: a request has begun.
+    fn begun(&self) -> bool {
+        self.reads.load(Ordering::Acquire) != self.reads_when_idle.load(Ordering::Acquire)
     }
 }
 
@@ -608,7 +670,11 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
     tracked.retain(|t| Arc::strong_count(t) > 1);
     let idle = tracked
         .iter()
-        .filter(|t| t.active.load(Ordering::Acquire) == 0 && !t.evicting.load(Ordering::Relaxed))
+        .filter(|t| {
+            t.active.load(Ordering::Acquire) == 0
+                && !t.evicting.load(Ordering::Relaxed)
+                && !t.begun()
+        })
         .min_by_key(|t| t.idle_since.load(Ordering::Relaxed));
     let Some(chosen) = idle else {
         return false;
@@ -634,6 +700,9 @@ impl Drop for Active {
         self.0
             .idle_since
             .store(millis_since(self.0.epoch), Ordering::Relaxed);
+        self.0
+            .reads_when_idle
+            .store(self.0.reads.load(Ordering::Acquire), Ordering::Release);
         self.0.active.fetch_sub(1, Ordering::Release);
     }
 }
@@ -702,14 +771,17 @@ struct SendGuard {
     limit: Duration,
     /// Armed when a write could not proceed; disarmed by any progress.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Counts the reads that bring bytes.
+    conn: Arc<Tracked>,
 }
 
 impl SendGuard {
-    fn new(inner: tokio::net::TcpStream, limit: Duration) -> Self {
+    fn new(inner: tokio::net::TcpStream, limit: Duration, conn: Arc<Tracked>) -> Self {
         SendGuard {
             inner,
             limit,
             stalled: None,
+            conn,
         }
     }
 
@@ -751,7 +823,12 @@ impl tokio::io::AsyncRead for SendGuard {
         cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.conn.reads.fetch_add(1, Ordering::AcqRel);
+        }
+        r
     }
 }
 
@@ -784,6 +861,49 @@ impl tokio::io::AsyncWrite for SendGuard {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A connection's socket, asked whether bytes wait in the kernel unread.
+#[derive(Clone, Copy)]
+struct Input {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fd: std::os::fd::RawFd,
+}
+
+impl Input {
+    fn of(stream: &tokio::net::TcpStream) -> Self {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return Input {
+            fd: std::os::fd::AsRawFd::as_raw_fd(stream),
+        };
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = stream;
+            Input {}
+        }
+    }
+
+    /// Whether bytes wait to be read (false where it cannot be asked). Only while the
+    /// stream it was made of is open.
+    fn pending(self) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let mut byte = 0u8;
+            // SAFETY: one byte of `byte` is valid for writing; the caller keeps the socket
+            // open, and a peek leaves its input as it was.
+            let n = unsafe {
+                libc::recv(
+                    self.fd,
+                    (&raw mut byte).cast(),
+                    1,
+                    libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                )
+            };
+            n > 0
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        false
     }
 }
 
@@ -1178,5 +1298,63 @@ impl<A: Application> Drop for SseBody<A> {
         };
         woken.into_iter().for_each(Waker::wake);
         self.shared.changed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At the cap, the connection idle longest is asked first; when its next request is
+    /// waiting in the kernel unread, it declines and the next one makes room.
+    #[tokio::test]
+    async fn a_connection_with_unread_input_declines_and_the_next_makes_room() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut clients = Vec::new();
+        let mut conns = Vec::new();
+        let epoch = Instant::now();
+        let permits = Arc::new(Semaphore::new(0));
+        let declined = Arc::new(Notify::new());
+        for idle_since in [0, 5] {
+            clients.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+            let (stream, _) = listener.accept().await.unwrap();
+            let tracked = Arc::new(Tracked::new(epoch));
+            tracked.idle_since.store(idle_since, Ordering::Relaxed);
+            let (conn, permits, declined) = (tracked.clone(), permits.clone(), declined.clone());
+            tokio::spawn(async move {
+                let input = Input::of(&stream);
+                loop {
+                    conn.evict.notified().await;
+                    if agrees_to_close(&conn, input, &declined) {
+                        drop(stream);
+                        permits.add_permits(1);
+                        return;
+                    }
+                }
+            });
+            conns.push(tracked);
+        }
+        // The first one's next request: in its kernel buffer, not read.
+        tokio::io::AsyncWriteExt::write_all(&mut clients[0], b"POST /mcp HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!conns[0].begun());
+
+        let mut tracked = conns.clone();
+        let permit = displace(&mut tracked, &permits, &declined).await;
+        assert!(permit.is_some(), "no room made");
+        assert!(
+            !conns[0].evicting.load(Ordering::Relaxed),
+            "the first stays"
+        );
+        assert!(
+            conns[1].evicting.load(Ordering::Relaxed),
+            "the second made room"
+        );
+        let mut byte = [0u8; 1];
+        let n = tokio::io::AsyncReadExt::read(&mut clients[1], &mut byte).await;
+        assert!(matches!(n, Ok(0) | Err(_)), "the second is closed");
     }
 }

@@ -207,3 +207,52 @@ async fn at_the_cap_the_connection_idle_longest_makes_room() {
     assert_eq!(status.len(), 1);
     assert_ne!(status, [503]);
 }
+
+/// A kept-alive connection whose next request has begun to arrive (hyper holds part of its
+/// head) is never the one closed to make room, though it has been idle longest: it was
+/// closed, and its request lost. The one silent since it was accepted makes room instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_connection_whose_next_request_has_begun_is_not_closed() {
+    let config = HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(30),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    // Served once, idle since, then the first half of its next request's head.
+    let mut begun = server.connect().await;
+    begun.write_all(get).await.expect("write");
+    assert_eq!(status_of(&mut begun).await, [404]);
+    begun.write_all(&get[..20]).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Silent since it was accepted, after the first became idle.
+    let mut silent = server.connect().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let mut third = server.connect().await;
+    third.write_all(get).await.expect("write");
+    assert_eq!(
+        status_of(&mut third).await,
+        [404],
+        "served, not turned away"
+    );
+    let (out, closed) = read_to_close(&mut silent, Duration::from_secs(2)).await;
+    assert!(
+        closed && out.is_empty(),
+        "the silent one makes room: {out:?}"
+    );
+    // The begun request completes and is answered.
+    begun.write_all(&get[20..]).await.expect("write");
+    assert_eq!(status_of(&mut begun).await, [404], "its request was lost");
+}
+
+/// The statuses of what one read brings, within 2 s.
+async fn status_of(s: &mut tokio::net::TcpStream) -> Vec<u16> {
+    let mut b = [0u8; 256];
+    let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut b))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    statuses(&b[..n])
+}

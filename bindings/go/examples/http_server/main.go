@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -181,22 +182,52 @@ func (l *capped) take(wait time.Duration) bool {
 // makeRoom closes the connection idle longest; false when every one is in a request.
 func (l *capped) makeRoom() bool {
 	l.mu.Lock()
-	var oldest *slotConn
+	idle := make([]*slotConn, 0, len(l.conns))
 	for c := range l.conns {
-		if (c.state == http.StateNew || c.state == http.StateIdle) && !c.evicted &&
-			(oldest == nil || c.since.Before(oldest.since)) {
-			oldest = c
+		if (c.state == http.StateNew || c.state == http.StateIdle) && !c.evicted {
+			idle = append(idle, c)
 		}
 	}
-	if oldest != nil {
-		oldest.evicted = true
+	slices.SortFunc(idle, func(a, b *slotConn) int { return a.since.Compare(b.since) })
+	var chosen *slotConn
+	for _, c := range idle {
+		// net/http calls a connection active once it has read a byte of a request; one
+		// whose next request waits in the kernel, not read yet, would lose it if closed.
+		if !pendingInput(c.Conn) {
+			chosen = c
+			break
+		}
+	}
+	if chosen != nil {
+		chosen.evicted = true
 	}
 	l.mu.Unlock()
-	if oldest == nil {
+	if chosen == nil {
 		return false
 	}
-	_ = oldest.Close() // frees its slot
+	_ = chosen.Close() // frees its slot
 	return true
+}
+
+// pendingInput reports whether bytes wait unread on c's socket (false when it cannot tell).
+// It peeks through RawConn.Control, which, unlike RawConn.Read, does not wait for the
+// goroutine net/http has blocked in a read on c.
+func pendingInput(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	pending := false
+	_ = raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		pending = err == nil && n > 0
+	})
+	return pending
 }
 
 // ConnState is the http.Server's ConnState for the server on l: it tells l which of its

@@ -174,3 +174,62 @@ func TestTheConnectionIdleLongestMakesRoom(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// At the cap, a connection between two requests whose next request waits unread in the
+// kernel (net/http has not read it yet, so it still calls the connection idle) is passed
+// over, though idle longest: closing it lost that request. The next idle one makes room.
+func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 2)
+	defer ln.Close()
+	addr := inner.Addr().String()
+	var clients, served []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		clients, served = append(clients, c), append(served, s)
+		ln.ConnState(s, http.StateIdle) // the first idle longest
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := io.WriteString(clients[0], "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+
+	third, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	closed := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	if closed(clients[0]) {
+		t.Fatal("the connection whose next request waited was closed")
+	}
+	if !closed(clients[1]) {
+		t.Fatal("the other idle connection did not make room")
+	}
+	// Its request is still there to read.
+	_ = served[0].SetReadDeadline(time.Now().Add(time.Second))
+	req, err := http.ReadRequest(bufio.NewReader(served[0]))
+	if err != nil || req.URL.Path != "/" {
+		t.Fatalf("the waiting request: %v %v", req, err)
+	}
+}
