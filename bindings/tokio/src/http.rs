@@ -592,12 +592,16 @@ async fn displace(
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             return Some(permit);
         }
+        // Listening before asking: a connection declines at once, maybe before this waits.
+        let refusal = declined.notified();
+        tokio::pin!(refusal);
+        refusal.as_mut().enable();
         if !make_room(tracked) {
             return None;
         }
         tokio::select! {
             permit = permits.clone().acquire_owned() => return permit.ok(),
-            () = declined.notified() => {}
+            () = refusal => {}
             () = tokio::time::sleep_until(deadline) => return None,
         }
     }
@@ -612,7 +616,8 @@ fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
         // Counted as a read: begun, so not chosen again until its answer ends.
         conn.reads.fetch_add(1, Ordering::AcqRel);
         conn.evicting.store(false, Ordering::Relaxed);
-        declined.notify_one();
+        // Only to a waiting accept loop: a late refusal must not cut short its next wait.
+        declined.notify_waiters();
         return false;
     }
     true
