@@ -81,11 +81,12 @@ pub struct HostConfig {
     /// TCP connections served at once. At the cap, a new connection takes the place of the
     /// one that has been idle longest, which is closed: one between two requests (closed as
     /// a keep-alive connection is, after what it was sending), or one that has not sent a
-    /// byte since it was accepted. A connection whose next request has begun to arrive is
-    /// never the one closed. So sockets left open and silent cannot lock other clients
-    /// out (a head trickled byte by byte is cut by `header_read_timeout`). Only when every connection is serving a request (GET streams held open, say)
-    /// does a new one get `503 Service Unavailable` with `Retry-After: 1`, at once, rather
-    /// than wait unanswered in the kernel's accept queue. Default 1024.
+    /// byte since it was accepted; never one whose next request began to arrive less than a
+    /// second ago (a head that takes longer is a slow one, and may go). So sockets left
+    /// open, silent or trickling, cannot lock other clients out. Only when every connection
+    /// is serving a request (GET streams held open, say) does a new one get `503 Service
+    /// Unavailable` with `Retry-After: 1`, at once, rather than wait unanswered in the
+    /// kernel's accept queue. Default 1024.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -612,9 +613,17 @@ async fn displace(
 /// have arrived since (read, or still in the kernel), and closing then would lose it. Then
 /// it declines (`declined` tells the accept loop, which chooses another) and goes on.
 fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
-    if conn.begun() || input.pending() {
-        // Counted as a read: begun, so not chosen again until its answer ends.
-        conn.reads.fetch_add(1, Ordering::AcqRel);
+    let now = millis_since(conn.epoch);
+    let arriving = if conn.begun() {
+        conn.begun_recently(now)
+    } else if input.pending() {
+        // Counted as a read: begun, so not chosen again while it arrives.
+        conn.note_input();
+        true
+    } else {
+        false
+    };
+    if arriving {
         conn.evicting.store(false, Ordering::Relaxed);
         // Only to a waiting accept loop: a late refusal must not cut short its next wait.
         declined.notify_waiters();
@@ -622,6 +631,11 @@ fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
     }
     true
 }
+
+/// How long a request head that has begun to arrive protects its connection from being
+/// closed to make room: a client's head comes in one round trip or a few; one that takes
+/// longer is slow (trickled, perhaps on purpose), and its connection may be displaced.
+const HEAD_GRACE_MS: u64 = 1000;
 
 /// One connection of [`serve`], as the accept loop sees it.
 struct Tracked {
@@ -636,6 +650,8 @@ struct Tracked {
     /// idle: more now than then means its next request has begun to arrive.
     reads: AtomicU64,
     reads_when_idle: AtomicU64,
+    /// When the first of those bytes came, in milliseconds since `epoch`.
+    began_at: AtomicU64,
     /// Chosen to make room: never chosen twice.
     evicting: AtomicBool,
     evict: Notify,
@@ -650,17 +666,30 @@ impl Tracked {
             idle_since: AtomicU64::new(millis_since(epoch)),
             reads: AtomicU64::new(0),
             reads_when_idle: AtomicU64::new(0),
+            began_at: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             epoch,
         }
     }
-}
 
-impl Tracked {
     /// Whether bytes arrived since it last became idle: a request has begun.
     fn begun(&self) -> bool {
         self.reads.load(Ordering::Acquire) != self.reads_when_idle.load(Ordering::Acquire)
+    }
+
+    /// Whether a request has begun less than [`HEAD_GRACE_MS`] before `now`.
+    fn begun_recently(&self, now: u64) -> bool {
+        self.begun() && now.saturating_sub(self.began_at.load(Ordering::Relaxed)) < HEAD_GRACE_MS
+    }
+
+    /// Bytes arrived (read, or seen waiting): the first since it became idle begins a request.
+    fn note_input(&self) {
+        if !self.begun() {
+            self.began_at
+                .store(millis_since(self.epoch), Ordering::Relaxed);
+        }
+        self.reads.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -673,12 +702,15 @@ fn millis_since(epoch: Instant) -> u64 {
 fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
     // A connection's task holds the other reference while it runs.
     tracked.retain(|t| Arc::strong_count(t) > 1);
+    let Some(now) = tracked.first().map(|t| millis_since(t.epoch)) else {
+        return false;
+    };
     let idle = tracked
         .iter()
         .filter(|t| {
             t.active.load(Ordering::Acquire) == 0
                 && !t.evicting.load(Ordering::Relaxed)
-                && !t.begun()
+                && !t.begun_recently(now)
         })
         .min_by_key(|t| t.idle_since.load(Ordering::Relaxed));
     let Some(chosen) = idle else {
@@ -776,7 +808,7 @@ struct SendGuard {
     limit: Duration,
     /// Armed when a write could not proceed; disarmed by any progress.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// Counts the reads that bring bytes.
+    /// Told of the reads that bring bytes.
     conn: Arc<Tracked>,
 }
 
@@ -831,7 +863,7 @@ impl tokio::io::AsyncRead for SendGuard {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.conn.reads.fetch_add(1, Ordering::AcqRel);
+            self.conn.note_input();
         }
         r
     }

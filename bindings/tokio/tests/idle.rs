@@ -256,3 +256,44 @@ async fn status_of(s: &mut tokio::net::TcpStream) -> Vec<u16> {
         .expect("read");
     statuses(&b[..n])
 }
+
+/// A head that has been arriving for longer than a client's would (a second) does not
+/// protect its connection: at the cap, a trickling connection idle longest makes room, so a
+/// cap's worth of slowloris heads cannot lock clients out until the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_head_trickling_for_over_a_second_makes_room() {
+    let config = HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(30),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut slow = server.connect().await;
+    slow.write_all(b"GET /other HTTP/1.1\r\n")
+        .await
+        .expect("write");
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        slow.write_all(b"X").await.expect("write");
+    }
+    // Served, and idle since: after the slow one.
+    let mut kept = server.connect().await;
+    kept.write_all(get).await.expect("write");
+    assert_eq!(status_of(&mut kept).await, [404]);
+
+    let mut third = server.connect().await;
+    third.write_all(get).await.expect("write");
+    assert_eq!(
+        status_of(&mut third).await,
+        [404],
+        "served, not turned away"
+    );
+    let (out, closed) = read_to_close(&mut slow, Duration::from_secs(2)).await;
+    assert!(
+        closed && out.is_empty(),
+        "the slow head makes room: {out:?}"
+    );
+    kept.write_all(get).await.expect("write");
+    assert_eq!(status_of(&mut kept).await, [404], "the kept one stays");
+}
