@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -107,7 +108,8 @@ func main() {
 // capConnections serves at most max connections of ln at once: net/http has no such bound,
 // and each connection holds a goroutine and buffers. At the cap, a new connection takes the
 // place of the one idle longest, which is closed: one between two requests, or one that has
-// not sent a request yet (so sockets left open and silent cannot lock other clients out).
+// not sent a request yet (so sockets left open and silent cannot lock other clients out),
+// but not one whose next request began to arrive less than headGrace ago.
 // Which ones are idle, the server says through the listener's ConnState: set it as the
 // http.Server's. Only when every connection is in a request does a new one get 503 at once
 // and is closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
@@ -127,6 +129,11 @@ type capped struct {
 // makeRoomWait is how long a new connection at the cap waits for the slot of the idle one it
 // displaces.
 const makeRoomWait = 250 * time.Millisecond
+
+// headGrace is how long a request head that has begun to arrive protects its connection from
+// being closed to make room: a client's head comes in one round trip or a few; one that takes
+// longer is slow (trickled, perhaps on purpose), and its connection may go.
+const headGrace = time.Second
 
 func (l *capped) Accept() (net.Conn, error) {
 	for {
@@ -181,9 +188,15 @@ func (l *capped) take(wait time.Duration) bool {
 
 // makeRoom closes the connection idle longest; false when every one is in a request.
 func (l *capped) makeRoom() bool {
+	now := time.Now().UnixNano()
 	l.mu.Lock()
 	idle := make([]*slotConn, 0, len(l.conns))
 	for c := range l.conns {
+		// net/http calls a connection active once it has read a whole request head: one
+		// whose head is arriving, read in part, still counts as idle.
+		if a := c.arriving.Load(); a != 0 && now-a < int64(headGrace) {
+			continue
+		}
 		if (c.state == http.StateNew || c.state == http.StateIdle) && !c.evicted {
 			idle = append(idle, c)
 		}
@@ -191,8 +204,7 @@ func (l *capped) makeRoom() bool {
 	slices.SortFunc(idle, func(a, b *slotConn) int { return a.since.Compare(b.since) })
 	var chosen *slotConn
 	for _, c := range idle {
-		// net/http calls a connection active once it has read a byte of a request; one
-		// whose next request waits in the kernel, not read yet, would lose it if closed.
+		// Nor one whose next request waits in the kernel, not read yet.
 		if !pendingInput(c.Conn) {
 			chosen = c
 			break
@@ -241,6 +253,7 @@ func (l *capped) ConnState(c net.Conn, s http.ConnState) {
 	sc.state = s
 	if s == http.StateIdle {
 		sc.since = time.Now()
+		sc.arriving.Store(0) // (the conn's own goroutine: no read of the next request yet)
 	}
 	l.mu.Unlock()
 }
@@ -269,6 +282,18 @@ type slotConn struct {
 	state   http.ConnState
 	since   time.Time // accepted, or last idle
 	evicted bool
+
+	// When the first byte since it became idle was read (UnixNano; 0: none yet).
+	arriving atomic.Int64
+}
+
+// Read notes when a request begins to arrive.
+func (c *slotConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.arriving.Load() == 0 {
+		c.arriving.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (c *slotConn) Close() error {

@@ -233,3 +233,100 @@ func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
 		t.Fatalf("the waiting request: %v %v", req, err)
 	}
 }
+
+// At the cap, a connection whose next request head net/http has read in part (it still
+// calls the connection idle until the head is whole) is passed over for a second: closing it
+// lost that request. A head that has been arriving for longer is a slow one, and its
+// connection makes room (so trickled heads cannot lock clients out).
+func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 2)
+	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	addr := inner.Addr().String()
+	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	write := func(c net.Conn, s string) {
+		t.Helper()
+		if _, err := io.WriteString(c, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func(c net.Conn, br *bufio.Reader) int {
+		t.Helper()
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	closed := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+
+	// Served once, then half of its next head, read by net/http; a silent one after it.
+	begun := dial()
+	begunReader := bufio.NewReader(begun)
+	write(begun, head)
+	if code := answer(begun, begunReader); code != 200 {
+		t.Fatalf("first: %d", code)
+	}
+	write(begun, head[:10])
+	time.Sleep(100 * time.Millisecond)
+	silent := dial()
+	time.Sleep(50 * time.Millisecond)
+	third := dial()
+	thirdReader := bufio.NewReader(third)
+	write(third, head)
+	if code := answer(third, thirdReader); code != 200 {
+		t.Fatalf("at the cap: %d", code)
+	}
+	if !closed(silent) {
+		t.Fatal("the silent connection did not make room")
+	}
+	write(begun, head[10:])
+	if code := answer(begun, begunReader); code != 200 {
+		t.Fatalf("the begun request: %d", code)
+	}
+
+	// Now a head trickled for over a second: its connection (idle longest) makes room.
+	write(third, head)
+	if code := answer(third, thirdReader); code != 200 {
+		t.Fatalf("third again: %d", code)
+	}
+	write(begun, head[:10])
+	for range 6 {
+		time.Sleep(200 * time.Millisecond)
+		write(begun, "X")
+	}
+	fourth := dial()
+	write(fourth, head)
+	if code := answer(fourth, bufio.NewReader(fourth)); code != 200 {
+		t.Fatalf("at the cap again: %d", code)
+	}
+	if !closed(begun) {
+		t.Fatal("the trickling connection is still open")
+	}
+	write(third, head) // the other stays
+	if code := answer(third, thirdReader); code != 200 {
+		t.Fatalf("third, after: %d", code)
+	}
+}
