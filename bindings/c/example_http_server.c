@@ -90,6 +90,11 @@
 
 #include <microhttpd.h>
 
+#ifdef __linux__
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (Linux 4.1 and later) */
+#include <stddef.h>
+#endif
+
 #define S(lit) (lit), (sizeof(lit) - 1)
 #define STEP_NS (50ull * 1000 * 1000)
 #define MAX_BODY (4u * 1024 * 1024)
@@ -606,6 +611,8 @@ typedef struct watched {
     int cut;        /* shut down: libmicrohttpd closes it at its next run */
     int waiting;    /* in the waiting list below */
     uint64_t since; /* when it began waiting for a head */
+    uint64_t consumed; /* bytes of its finished requests, heads and bodies */
+    uint64_t arriving; /* when more than those were first seen received (0: not yet) */
     struct watched *prev, *next;
 } watched;
 
@@ -624,11 +631,33 @@ static void stop_waiting(watched *w) {
     w->waiting = 0;
 }
 
+/* The bytes a TCP connection has received in all, read by libmicrohttpd or still in the
+   kernel; UINT64_MAX where the kernel cannot tell. */
+static uint64_t bytes_received(int fd) {
+#ifdef __linux__
+    struct tcp_info info;
+    socklen_t len = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
+        len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+        return info.tcpi_bytes_received;
+#else
+    (void)fd;
+#endif
+    return UINT64_MAX;
+}
+
+/* How long a request head that has begun to arrive protects its connection from being
+   displaced: a client's head comes in one round trip or a few; one that takes longer is slow
+   (trickled, perhaps on purpose), and its connection may go. */
+#define HEAD_GRACE_NS (1000ull * 1000 * 1000)
+
 /* It waits for a head from now on (at the back of the list). */
 static void start_waiting(watched *w) {
     stop_waiting(w);
     if (w->cut || w->fd < 0) return;
     w->since = now_ns();
+    w->arriving = 0;
     w->prev = waiting_last;
     w->next = NULL;
     if (waiting_last != NULL) waiting_last->next = w;
@@ -655,11 +684,23 @@ static void cut(watched *w) {
 }
 
 /* The connection to displace: the one waiting longest whose next request has not begun to
-   arrive (a byte waiting on its socket: libmicrohttpd reads it at its next run), or NULL. */
+   arrive, or began over HEAD_GRACE_NS ago (a slow head); or NULL. A head has begun when the
+   connection received more bytes than its finished requests took: read in part by
+   libmicrohttpd (which keeps the connection waiting until the head is whole), or still on
+   the socket. (Counted, not measured when the last request ended: libmicrohttpd may tell of
+   that end only once the next request's first bytes wake it.) A chunked body's framing is
+   not counted, so after one the connection may be passed over for HEAD_GRACE_NS. */
 static watched *to_displace(void) {
+    uint64_t now = now_ns();
     watched *w;
     for (w = waiting_first; w != NULL; w = w->next) {
+        uint64_t received = bytes_received(w->fd);
         char byte;
+        if (received != UINT64_MAX && received > w->consumed) {
+            if (w->arriving == 0) w->arriving = now;
+            if (now - w->arriving < HEAD_GRACE_NS) continue;
+            return w;
+        }
         if (recv(w->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return w;
     }
     return NULL;
@@ -1102,6 +1143,14 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     (void)cls;
     (void)toe;
     if (w != NULL) { /* it waits for the next request's head now */
+        const union MHD_ConnectionInfo *head =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        if (head != NULL && r != NULL) {
+            w->consumed += head->header_size + r->received;
+        } else { /* not counted: what came so far, as the best guess */
+            uint64_t received = bytes_received(w->fd);
+            if (received != UINT64_MAX) w->consumed = received;
+        }
         start_waiting(w);
     }
     if (r == NULL) return;

@@ -876,6 +876,67 @@ fn a_connection_whose_next_request_has_begun_is_not_displaced() {
     assert_clean_exit(server);
 }
 
+/// A waiting connection whose next head libmicrohttpd has read in part (the connection
+/// waits until the head is whole, and nothing is left on its socket to peek at) is not the
+/// one displaced for a second: it was cut, and its request lost. A head trickled for longer
+/// is a slow one: its connection makes room, so slow heads cannot lock clients out.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_head_arriving_protects_its_connection_for_a_second() {
+    let server = Server::asan(&["--max-connections", "2", "--head-timeout-ms", "20000"]);
+    let port = server.port;
+    let (headers, body) = modern_call(1, "echo");
+    let request = post_text(port, &headers, &body, false);
+    let (start, rest) = request.as_bytes().split_at(20);
+    let response = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        one_response(s)
+    };
+    let cut = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = [0u8; 64];
+        match s.read(&mut buf) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    };
+    // A: served, then the start of its next head; B: silent, waiting after it.
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    a.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut a).starts_with("HTTP/1.1 200"));
+    a.write_all(start).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
+    assert!(cut(&mut b), "B, silent, makes room");
+    a.write_all(rest).unwrap();
+    let second = response(&mut a);
+    assert!(second.starts_with("HTTP/1.1 200"), "A was cut: {second:?}");
+
+    // C answered again (so A waits longest), then A's next head trickles for 1.4 s.
+    c.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
+    a.write_all(start).unwrap();
+    for _ in 0..7 {
+        std::thread::sleep(Duration::from_millis(200));
+        a.write_all(b"X").unwrap();
+    }
+    let mut d = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    d.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut d).starts_with("HTTP/1.1 200"));
+    assert!(cut(&mut a), "the slow head makes room");
+    c.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut c).starts_with("HTTP/1.1 200"), "C stays");
+    drop((a, b, c, d));
+    assert_clean_exit(server);
+}
+
 /// A request head trickled a line at a time is cut off once `--head-timeout-ms` has passed
 /// (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot for
 /// good); so is a kept-alive connection that sends no next request. Requests in time are
