@@ -584,6 +584,7 @@ typedef struct request {
     char *body;
     size_t body_len, body_cap;
     unsigned long long received; /* body bytes that came, kept or not */
+    int counted; /* its connection's bytes received counted once it was whole */
     int has_stream;
     uint64_t stream;
     int ended;     /* the stream finished normally */
@@ -611,8 +612,8 @@ typedef struct watched {
     int cut;        /* shut down: libmicrohttpd closes it at its next run */
     int waiting;    /* in the waiting list below */
     uint64_t since; /* when it began waiting for a head */
-    uint64_t consumed; /* bytes of its finished requests, heads and bodies */
-    uint64_t arriving; /* when more than those were first seen received (0: not yet) */
+    uint64_t consumed; /* bytes received when its last request was whole */
+    uint64_t arriving; /* when more were first seen received (0: not yet) */
     struct watched *prev, *next;
 } watched;
 
@@ -683,13 +684,14 @@ static void cut(watched *w) {
     cut_connections++;
 }
 
-/* The connection to displace: the one waiting longest whose next request has not begun to
-   arrive, or began over HEAD_GRACE_NS ago (a slow head); or NULL. A head has begun when the
-   connection received more bytes than its finished requests took: read in part by
+/* The connection to displace, NULL when none waits: the one waiting longest whose next
+   request has not begun to arrive, or began over HEAD_GRACE_NS ago (a slow head); when every
+   waiting connection has a request arriving, the one waiting longest all the same, so that
+   heads kept arriving cannot lock new clients out. A head has begun when the connection
+   received more bytes than it had when its last request was whole: read in part by
    libmicrohttpd (which keeps the connection waiting until the head is whole), or still on
-   the socket. (Counted, not measured when the last request ended: libmicrohttpd may tell of
-   that end only once the next request's first bytes wake it.) A chunked body's framing is
-   not counted, so after one the connection may be passed over for HEAD_GRACE_NS. */
+   the socket. (Measured then, not when the request ends: libmicrohttpd may tell of that end
+   only once the next request's first bytes wake it.) */
 static watched *to_displace(void) {
     uint64_t now = now_ns();
     watched *w;
@@ -703,7 +705,7 @@ static watched *to_displace(void) {
         }
         if (recv(w->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return w;
     }
-    return NULL;
+    return waiting_first;
 }
 
 /* At the cap, libmicrohttpd stops accepting and new clients wait in the kernel's queue:
@@ -1089,8 +1091,17 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         return MHD_YES;
     }
 
-    /* The whole request is in. */
+    /* The whole request is in. Until the client sends its next one, the bytes its
+       connection received are the ones its requests took (see to_displace). */
     now = now_ns();
+    {
+        watched *w = watch_of(connection);
+        uint64_t received = w != NULL ? bytes_received(w->fd) : UINT64_MAX;
+        if (received != UINT64_MAX) {
+            w->consumed = received;
+            r->counted = 1;
+        }
+    }
     if (MHD_get_connection_values_n(connection, MHD_HEADER_KIND, NULL, NULL) > MAX_HEADERS) {
         /* Rather than judge the request on some of its headers (a repeated MCP header
            past the cut would go unseen), refuse it whole. */
@@ -1143,11 +1154,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     (void)cls;
     (void)toe;
     if (w != NULL) { /* it waits for the next request's head now */
-        const union MHD_ConnectionInfo *head =
-            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-        if (head != NULL && r != NULL) {
-            w->consumed += head->header_size + r->received;
-        } else { /* not counted: what came so far, as the best guess */
+        if (r == NULL || !r->counted) { /* never whole: what came so far, as the best guess */
             uint64_t received = bytes_received(w->fd);
             if (received != UINT64_MAX) w->consumed = received;
         }

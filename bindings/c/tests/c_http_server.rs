@@ -937,6 +937,75 @@ fn a_head_arriving_protects_its_connection_for_a_second() {
     assert_clean_exit(server);
 }
 
+/// After a chunked request (whose framing its body's length leaves out), a connection whose
+/// next head has begun is still passed over at the cap: its bytes are measured when the
+/// request is whole, not added up. And heads kept arriving cannot lock new clients out: when
+/// every waiting connection has one arriving, the one waiting longest goes all the same.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn at_the_cap_chunked_requests_are_counted_and_arriving_heads_still_make_room() {
+    let server = Server::asan(&["--max-connections", "2", "--head-timeout-ms", "20000"]);
+    let port = server.port;
+    let (headers, body) = modern_call(1, "echo");
+    let request = post_text(port, &headers, &body, false);
+    let chunked = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let start = &request.as_bytes()[..20];
+    let rest = &request.as_bytes()[20..];
+    let response = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        one_response(s)
+    };
+    let cut = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = [0u8; 64];
+        match s.read(&mut buf) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    };
+    // A: a chunked request; B: a plain one. Well past a second later, A's next head begins.
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    a.write_all(chunked.as_bytes()).unwrap();
+    assert!(response(&mut a).starts_with("HTTP/1.1 200"));
+    let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    b.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut b).starts_with("HTTP/1.1 200"));
+    std::thread::sleep(Duration::from_millis(1500));
+    a.write_all(start).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(request.as_bytes()).unwrap();
+    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
+    assert!(cut(&mut b), "B, idle, makes room");
+    a.write_all(rest).unwrap();
+    let second = response(&mut a);
+    assert!(second.starts_with("HTTP/1.1 200"), "A was cut: {second:?}");
+
+    // Both waiting connections with a head arriving (C waits longest): a new client is
+    // served in C's place at once, not once their second of grace has passed.
+    c.write_all(start).unwrap();
+    a.write_all(start).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let knocked = Instant::now();
+    let mut d = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    d.write_all(request.as_bytes()).unwrap();
+    let fourth = response(&mut d);
+    let took = knocked.elapsed();
+    assert!(fourth.starts_with("HTTP/1.1 200"), "D: {fourth:?}");
+    assert!(took < Duration::from_millis(500), "D waited {took:?}");
+    assert!(cut(&mut c), "C, waiting longest, makes room");
+    a.write_all(rest).unwrap();
+    assert!(response(&mut a).starts_with("HTTP/1.1 200"), "A stays");
+    drop((a, b, c, d));
+    assert_clean_exit(server);
+}
+
 /// A request head trickled a line at a time is cut off once `--head-timeout-ms` has passed
 /// (libmicrohttpd's own timeout restarts at every byte, so such a client held its slot for
 /// good); so is a kept-alive connection that sends no next request. Requests in time are

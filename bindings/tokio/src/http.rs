@@ -81,12 +81,13 @@ pub struct HostConfig {
     /// TCP connections served at once. At the cap, a new connection takes the place of the
     /// one that has been idle longest, which is closed: one between two requests (closed as
     /// a keep-alive connection is, after what it was sending), or one that has not sent a
-    /// byte since it was accepted; never one whose next request began to arrive less than a
-    /// second ago (a head that takes longer is a slow one, and may go). So sockets left
-    /// open, silent or trickling, cannot lock other clients out. Only when every connection
-    /// is serving a request (GET streams held open, say) does a new one get `503 Service
-    /// Unavailable` with `Retry-After: 1`, at once, rather than wait unanswered in the
-    /// kernel's accept queue. Default 1024.
+    /// byte since it was accepted. One whose next request began to arrive less than a second
+    /// ago (on Linux, also one whose next request waits unread in the kernel) is passed
+    /// over while another can go: closing it would lose that request. So sockets left open
+    /// cannot lock other clients out. Only when every connection is serving a request (GET
+    /// streams held open, say) does a new one get `503 Service Unavailable` with
+    /// `Retry-After: 1`, at once, rather than wait unanswered in the kernel's accept queue.
+    /// Default 1024.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -589,7 +590,7 @@ async fn displace(
     declined: &Notify,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     let deadline = tokio::time::Instant::now() + MAKE_ROOM_WAIT;
-    for _ in 0..MAKE_ROOM_TRIES {
+    for attempt in 1..=MAKE_ROOM_TRIES {
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             return Some(permit);
         }
@@ -597,7 +598,8 @@ async fn displace(
         let refusal = declined.notified();
         tokio::pin!(refusal);
         refusal.as_mut().enable();
-        if !make_room(tracked) {
+        // The last one asked may not decline.
+        if !make_room(tracked, attempt == MAKE_ROOM_TRIES) {
             return None;
         }
         tokio::select! {
@@ -613,6 +615,9 @@ async fn displace(
 /// have arrived since (read, or still in the kernel), and closing then would lose it. Then
 /// it declines (`declined` tells the accept loop, which chooses another) and goes on.
 fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
+    if conn.forced.load(Ordering::Relaxed) {
+        return true;
+    }
     let now = millis_since(conn.epoch);
     let arriving = if conn.begun() {
         conn.begun_recently(now)
@@ -654,6 +659,8 @@ struct Tracked {
     began_at: AtomicU64,
     /// Chosen to make room: never chosen twice.
     evicting: AtomicBool,
+    /// Chosen to make room with no right to decline.
+    forced: AtomicBool,
     evict: Notify,
     epoch: Instant,
 }
@@ -668,6 +675,7 @@ impl Tracked {
             reads_when_idle: AtomicU64::new(0),
             began_at: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
+            forced: AtomicBool::new(false),
             evict: Notify::new(),
             epoch,
         }
@@ -698,24 +706,33 @@ fn millis_since(epoch: Instant) -> u64 {
 }
 
 /// Asks the connection idle longest to close, forgetting the connections that ended; false
-/// when every connection is serving a request (or already closing).
-fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
+/// when every connection is serving a request (or already closing). One whose next request
+/// is arriving is passed over, and may decline if it turns out to be one, unless `force`;
+/// when every idle connection has a request arriving, the one idle longest is made to close
+/// all the same, so that heads kept arriving cannot lock new clients out.
+fn make_room(tracked: &mut Vec<Arc<Tracked>>, force: bool) -> bool {
     // A connection's task holds the other reference while it runs.
     tracked.retain(|t| Arc::strong_count(t) > 1);
     let Some(now) = tracked.first().map(|t| millis_since(t.epoch)) else {
         return false;
     };
-    let idle = tracked
-        .iter()
-        .filter(|t| {
-            t.active.load(Ordering::Acquire) == 0
-                && !t.evicting.load(Ordering::Relaxed)
-                && !t.begun_recently(now)
+    let idle = || {
+        tracked.iter().filter(|t| {
+            t.active.load(Ordering::Acquire) == 0 && !t.evicting.load(Ordering::Relaxed)
         })
-        .min_by_key(|t| t.idle_since.load(Ordering::Relaxed));
-    let Some(chosen) = idle else {
-        return false;
     };
+    let longest = |t: &&Arc<Tracked>| t.idle_since.load(Ordering::Relaxed);
+    let (chosen, force) = match idle()
+        .filter(|t| !t.begun_recently(now))
+        .min_by_key(longest)
+    {
+        Some(chosen) => (chosen, force),
+        None => match idle().min_by_key(longest) {
+            Some(chosen) => (chosen, true),
+            None => return false,
+        },
+    };
+    chosen.forced.store(force, Ordering::Relaxed);
     chosen.evicting.store(true, Ordering::Relaxed);
     chosen.evict.notify_one();
     true

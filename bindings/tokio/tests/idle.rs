@@ -297,3 +297,43 @@ async fn at_the_cap_a_head_trickling_for_over_a_second_makes_room() {
     kept.write_all(get).await.expect("write");
     assert_eq!(status_of(&mut kept).await, [404], "the kept one stays");
 }
+
+/// Heads kept arriving cannot lock new clients out: when every idle connection at the cap
+/// has a request arriving, the one idle longest is closed all the same (before, every new
+/// client got 503 while the heads were renewed faster than once a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_arriving_heads_everywhere_still_make_room() {
+    let config = HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(30),
+        ..test_config()
+    };
+    let server = start(config).await;
+    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut conns = Vec::new();
+    for _ in 0..2 {
+        let mut c = server.connect().await;
+        c.write_all(get).await.expect("write");
+        assert_eq!(status_of(&mut c).await, [404]);
+        conns.push(c);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for c in &mut conns {
+        c.write_all(&get[..20]).await.expect("write");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = server.connect().await;
+    third.write_all(get).await.expect("write");
+    assert_eq!(
+        status_of(&mut third).await,
+        [404],
+        "served, not turned away"
+    );
+    let (out, closed) = read_to_close(&mut conns[0], Duration::from_secs(2)).await;
+    assert!(
+        closed && out.is_empty(),
+        "the one idle longest went: {out:?}"
+    );
+    conns[1].write_all(&get[20..]).await.expect("write");
+    assert_eq!(status_of(&mut conns[1]).await, [404], "the other stays");
+}

@@ -108,8 +108,8 @@ func main() {
 // capConnections serves at most max connections of ln at once: net/http has no such bound,
 // and each connection holds a goroutine and buffers. At the cap, a new connection takes the
 // place of the one idle longest, which is closed: one between two requests, or one that has
-// not sent a request yet (so sockets left open and silent cannot lock other clients out),
-// but not one whose next request began to arrive less than headGrace ago.
+// not sent a request yet (so sockets left open cannot lock other clients out), preferably not
+// one whose next request is arriving (see makeRoom).
 // Which ones are idle, the server says through the listener's ConnState: set it as the
 // http.Server's. Only when every connection is in a request does a new one get 503 at once
 // and is closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
@@ -186,17 +186,18 @@ func (l *capped) take(wait time.Duration) bool {
 	}
 }
 
-// makeRoom closes the connection idle longest; false when every one is in a request.
+// makeRoom closes the connection idle longest; false when every one is in a request. One
+// whose next request is arriving is passed over while another can go: net/http calls a
+// connection active only once it has read a whole head, so one whose head it has read in part
+// (for less than headGrace), or whose next request waits in the kernel unread, still counts
+// as idle, and closing it would lose that request. When every idle connection has one
+// arriving, the one idle longest goes all the same: heads kept arriving cannot lock new
+// clients out.
 func (l *capped) makeRoom() bool {
 	now := time.Now().UnixNano()
 	l.mu.Lock()
 	idle := make([]*slotConn, 0, len(l.conns))
 	for c := range l.conns {
-		// net/http calls a connection active once it has read a whole request head: one
-		// whose head is arriving, read in part, still counts as idle.
-		if a := c.arriving.Load(); a != 0 && now-a < int64(headGrace) {
-			continue
-		}
 		if (c.state == http.StateNew || c.state == http.StateIdle) && !c.evicted {
 			idle = append(idle, c)
 		}
@@ -204,11 +205,20 @@ func (l *capped) makeRoom() bool {
 	slices.SortFunc(idle, func(a, b *slotConn) int { return a.since.Compare(b.since) })
 	var chosen *slotConn
 	for _, c := range idle {
-		// Nor one whose next request waits in the kernel, not read yet.
+		if a := c.arriving.Load(); a != 0 {
+			if now-a >= int64(headGrace) { // a slow head
+				chosen = c
+				break
+			}
+			continue
+		}
 		if !pendingInput(c.Conn) {
 			chosen = c
 			break
 		}
+	}
+	if chosen == nil && len(idle) > 0 {
+		chosen = idle[0]
 	}
 	if chosen != nil {
 		chosen.evicted = true

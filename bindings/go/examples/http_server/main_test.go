@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -218,7 +220,7 @@ func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
 	closed := func(c net.Conn) bool {
 		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		_, err := c.Read(make([]byte, 1))
-		return err == io.EOF
+		return isClosed(err)
 	}
 	if closed(clients[0]) {
 		t.Fatal("the connection whose next request waited was closed")
@@ -279,7 +281,7 @@ func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
 	closed := func(c net.Conn) bool {
 		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, err := c.Read(make([]byte, 1))
-		return err == io.EOF
+		return isClosed(err)
 	}
 
 	// Served once, then half of its next head, read by net/http; a silent one after it.
@@ -328,5 +330,76 @@ func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
 	write(third, head) // the other stays
 	if code := answer(third, thirdReader); code != 200 {
 		t.Fatalf("third, after: %d", code)
+	}
+}
+
+// isClosed tells a read that found the connection closed (an end, or a reset: a socket closed
+// with input unread resets) from one that timed out.
+func isClosed(err error) bool {
+	return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+}
+
+// Heads kept arriving cannot lock new clients out: when every idle connection at the cap
+// has a request arriving, the one idle longest is closed all the same.
+func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 2)
+	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	var conns []net.Conn
+	var readers []*bufio.Reader
+	for range 2 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("first: %v %v", resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		conns, readers = append(conns, c), append(readers, br)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range conns {
+		if _, err := io.WriteString(c, head[:10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	third, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	_ = third.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(third, head); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(third), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("at the cap: %v %v, want the one idle longest to make room", resp, err)
+	}
+	_ = conns[0].SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := readers[0].ReadByte(); !isClosed(err) {
+		t.Fatalf("the one idle longest: %v, want it closed", err)
+	}
+	if _, err := io.WriteString(conns[1], head[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(readers[1], nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the other: %v %v", resp, err)
 	}
 }
