@@ -226,6 +226,26 @@ fn one_response(s: &mut TcpStream) -> String {
     }
 }
 
+/// One response on `s`, waiting up to 5 s for it.
+fn response_within_5s(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    one_response(s)
+}
+
+/// Whether the server closed `s` (an end, or a reset) within 3 s; false if it is still open
+/// then, or if bytes came.
+fn cut_within_3s(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(n) => n == 0,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
 fn assert_clean_exit(server: Server) {
     let (status, err) = server.stop();
     assert!(status.success(), "exit {status:?}: {err}");
@@ -888,40 +908,25 @@ fn a_head_arriving_protects_its_connection_for_a_second() {
     let (headers, body) = modern_call(1, "echo");
     let request = post_text(port, &headers, &body, false);
     let (start, rest) = request.as_bytes().split_at(20);
-    let response = |s: &mut TcpStream| {
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        one_response(s)
-    };
-    let cut = |s: &mut TcpStream| {
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        let mut buf = [0u8; 64];
-        match s.read(&mut buf) {
-            Ok(n) => n == 0,
-            Err(e) => !matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ),
-        }
-    };
     // A: served, then the start of its next head; B: silent, waiting after it.
     let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
     a.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut a).starts_with("HTTP/1.1 200"));
+    assert!(response_within_5s(&mut a).starts_with("HTTP/1.1 200"));
     a.write_all(start).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
-    assert!(cut(&mut b), "B, silent, makes room");
+    assert!(response_within_5s(&mut c).starts_with("HTTP/1.1 200"));
+    assert!(cut_within_3s(&mut b), "B, silent, makes room");
     a.write_all(rest).unwrap();
-    let second = response(&mut a);
+    let second = response_within_5s(&mut a);
     assert!(second.starts_with("HTTP/1.1 200"), "A was cut: {second:?}");
 
     // C answered again (so A waits longest), then A's next head trickles for 1.4 s.
     c.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
+    assert!(response_within_5s(&mut c).starts_with("HTTP/1.1 200"));
     a.write_all(start).unwrap();
     for _ in 0..7 {
         std::thread::sleep(Duration::from_millis(200));
@@ -929,10 +934,13 @@ fn a_head_arriving_protects_its_connection_for_a_second() {
     }
     let mut d = TcpStream::connect(("127.0.0.1", port)).unwrap();
     d.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut d).starts_with("HTTP/1.1 200"));
-    assert!(cut(&mut a), "the slow head makes room");
+    assert!(response_within_5s(&mut d).starts_with("HTTP/1.1 200"));
+    assert!(cut_within_3s(&mut a), "the slow head makes room");
     c.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut c).starts_with("HTTP/1.1 200"), "C stays");
+    assert!(
+        response_within_5s(&mut c).starts_with("HTTP/1.1 200"),
+        "C stays"
+    );
     drop((a, b, c, d));
     assert_clean_exit(server);
 }
@@ -954,37 +962,22 @@ fn at_the_cap_chunked_requests_are_counted_and_arriving_heads_still_make_room() 
     );
     let start = &request.as_bytes()[..20];
     let rest = &request.as_bytes()[20..];
-    let response = |s: &mut TcpStream| {
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        one_response(s)
-    };
-    let cut = |s: &mut TcpStream| {
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        let mut buf = [0u8; 64];
-        match s.read(&mut buf) {
-            Ok(n) => n == 0,
-            Err(e) => !matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ),
-        }
-    };
     // A: a chunked request; B: a plain one. Well past a second later, A's next head begins.
     let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
     a.write_all(chunked.as_bytes()).unwrap();
-    assert!(response(&mut a).starts_with("HTTP/1.1 200"));
+    assert!(response_within_5s(&mut a).starts_with("HTTP/1.1 200"));
     let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
     b.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut b).starts_with("HTTP/1.1 200"));
+    assert!(response_within_5s(&mut b).starts_with("HTTP/1.1 200"));
     std::thread::sleep(Duration::from_millis(1500));
     a.write_all(start).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.write_all(request.as_bytes()).unwrap();
-    assert!(response(&mut c).starts_with("HTTP/1.1 200"));
-    assert!(cut(&mut b), "B, idle, makes room");
+    assert!(response_within_5s(&mut c).starts_with("HTTP/1.1 200"));
+    assert!(cut_within_3s(&mut b), "B, idle, makes room");
     a.write_all(rest).unwrap();
-    let second = response(&mut a);
+    let second = response_within_5s(&mut a);
     assert!(second.starts_with("HTTP/1.1 200"), "A was cut: {second:?}");
 
     // Both waiting connections with a head arriving (C waits longest): a new client is
@@ -995,13 +988,16 @@ fn at_the_cap_chunked_requests_are_counted_and_arriving_heads_still_make_room() 
     let knocked = Instant::now();
     let mut d = TcpStream::connect(("127.0.0.1", port)).unwrap();
     d.write_all(request.as_bytes()).unwrap();
-    let fourth = response(&mut d);
+    let fourth = response_within_5s(&mut d);
     let took = knocked.elapsed();
     assert!(fourth.starts_with("HTTP/1.1 200"), "D: {fourth:?}");
     assert!(took < Duration::from_millis(500), "D waited {took:?}");
-    assert!(cut(&mut c), "C, waiting longest, makes room");
+    assert!(cut_within_3s(&mut c), "C, waiting longest, makes room");
     a.write_all(rest).unwrap();
-    assert!(response(&mut a).starts_with("HTTP/1.1 200"), "A stays");
+    assert!(
+        response_within_5s(&mut a).starts_with("HTTP/1.1 200"),
+        "A stays"
+    );
     drop((a, b, c, d));
     assert_clean_exit(server);
 }

@@ -9,7 +9,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Client, HostConfig, proc_status, read_to_close, start, statuses, test_config};
+use common::{
+    Client, HostConfig, Server, proc_status, read_to_close, start, statuses, test_config,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,38 +215,90 @@ async fn at_the_cap_the_connection_idle_longest_makes_room() {
 /// closed, and its request lost. The one silent since it was accepted makes room instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_a_connection_whose_next_request_has_begun_is_not_closed() {
-    let config = HostConfig {
-        max_connections: 2,
-        header_read_timeout: Duration::from_secs(30),
-        ..test_config()
-    };
-    let server = start(config).await;
-    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let server = capped_at_two().await;
     // Served once, idle since, then the first half of its next request's head.
-    let mut begun = server.connect().await;
-    begun.write_all(get).await.expect("write");
-    assert_eq!(status_of(&mut begun).await, [404]);
-    begun.write_all(&get[..20]).await.expect("write");
+    let mut begun = served(&server).await;
+    begun.write_all(&GET[..20]).await.expect("write");
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Silent since it was accepted, after the first became idle.
     let mut silent = server.connect().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
 
-    let mut third = server.connect().await;
-    third.write_all(get).await.expect("write");
-    assert_eq!(
-        status_of(&mut third).await,
-        [404],
-        "served, not turned away"
-    );
-    let (out, closed) = read_to_close(&mut silent, Duration::from_secs(2)).await;
-    assert!(
-        closed && out.is_empty(),
-        "the silent one makes room: {out:?}"
-    );
+    let _third = served(&server).await;
+    assert_closed_quietly(&mut silent, "the silent one makes room").await;
     // The begun request completes and is answered.
-    begun.write_all(&get[20..]).await.expect("write");
+    begun.write_all(&GET[20..]).await.expect("write");
     assert_eq!(status_of(&mut begun).await, [404], "its request was lost");
+}
+
+/// A head that has been arriving for longer than a client's would (a second) does not
+/// protect its connection: at the cap, a trickling connection idle longest makes room, so a
+/// cap's worth of slowloris heads cannot lock clients out until the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_head_trickling_for_over_a_second_makes_room() {
+    let server = capped_at_two().await;
+    let mut slow = server.connect().await;
+    slow.write_all(b"GET /other HTTP/1.1\r\nX-Slow: ")
+        .await
+        .expect("write");
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        slow.write_all(b"X").await.expect("write");
+    }
+    // Served, and idle since: after the slow one.
+    let mut kept = served(&server).await;
+
+    let _third = served(&server).await;
+    assert_closed_quietly(&mut slow, "the slow head makes room").await;
+    kept.write_all(GET).await.expect("write");
+    assert_eq!(status_of(&mut kept).await, [404], "the kept one stays");
+}
+
+/// Heads kept arriving cannot lock new clients out: when every idle connection at the cap
+/// has a request arriving, the one idle longest is closed all the same (before, every new
+/// client got 503 while the heads were renewed faster than once a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_arriving_heads_everywhere_still_make_room() {
+    let server = capped_at_two().await;
+    let mut first = served(&server).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut second = served(&server).await;
+    for c in [&mut first, &mut second] {
+        c.write_all(&GET[..20]).await.expect("write");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let _third = served(&server).await;
+    assert_closed_quietly(&mut first, "the one idle longest went").await;
+    second.write_all(&GET[20..]).await.expect("write");
+    assert_eq!(status_of(&mut second).await, [404], "the other stays");
+}
+
+/// A request the server answers 404 (not its endpoint).
+const GET: &[u8] = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+/// A server of at most two connections, with time enough for slow heads.
+async fn capped_at_two() -> Server {
+    start(HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(30),
+        ..test_config()
+    })
+    .await
+}
+
+/// A new connection with one request answered (404), not turned away (503).
+async fn served(server: &Server) -> tokio::net::TcpStream {
+    let mut s = server.connect().await;
+    s.write_all(GET).await.expect("write");
+    assert_eq!(status_of(&mut s).await, [404], "served, not turned away");
+    s
+}
+
+/// Asserts that the server closed `s` within 2 s without a word.
+async fn assert_closed_quietly(s: &mut tokio::net::TcpStream, what: &str) {
+    let (out, closed) = read_to_close(s, Duration::from_secs(2)).await;
+    assert!(closed && out.is_empty(), "{what}: {out:?}");
 }
 
 /// The statuses of what one read brings, within 2 s.
@@ -255,85 +309,4 @@ async fn status_of(s: &mut tokio::net::TcpStream) -> Vec<u16> {
         .expect("answered in time")
         .expect("read");
     statuses(&b[..n])
-}
-
-/// A head that has been arriving for longer than a client's would (a second) does not
-/// protect its connection: at the cap, a trickling connection idle longest makes room, so a
-/// cap's worth of slowloris heads cannot lock clients out until the header timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_the_cap_a_head_trickling_for_over_a_second_makes_room() {
-    let config = HostConfig {
-        max_connections: 2,
-        header_read_timeout: Duration::from_secs(30),
-        ..test_config()
-    };
-    let server = start(config).await;
-    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    let mut slow = server.connect().await;
-    slow.write_all(b"GET /other HTTP/1.1\r\n")
-        .await
-        .expect("write");
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        slow.write_all(b"X").await.expect("write");
-    }
-    // Served, and idle since: after the slow one.
-    let mut kept = server.connect().await;
-    kept.write_all(get).await.expect("write");
-    assert_eq!(status_of(&mut kept).await, [404]);
-
-    let mut third = server.connect().await;
-    third.write_all(get).await.expect("write");
-    assert_eq!(
-        status_of(&mut third).await,
-        [404],
-        "served, not turned away"
-    );
-    let (out, closed) = read_to_close(&mut slow, Duration::from_secs(2)).await;
-    assert!(
-        closed && out.is_empty(),
-        "the slow head makes room: {out:?}"
-    );
-    kept.write_all(get).await.expect("write");
-    assert_eq!(status_of(&mut kept).await, [404], "the kept one stays");
-}
-
-/// Heads kept arriving cannot lock new clients out: when every idle connection at the cap
-/// has a request arriving, the one idle longest is closed all the same (before, every new
-/// client got 503 while the heads were renewed faster than once a second).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_the_cap_arriving_heads_everywhere_still_make_room() {
-    let config = HostConfig {
-        max_connections: 2,
-        header_read_timeout: Duration::from_secs(30),
-        ..test_config()
-    };
-    let server = start(config).await;
-    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    let mut conns = Vec::new();
-    for _ in 0..2 {
-        let mut c = server.connect().await;
-        c.write_all(get).await.expect("write");
-        assert_eq!(status_of(&mut c).await, [404]);
-        conns.push(c);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    for c in &mut conns {
-        c.write_all(&get[..20]).await.expect("write");
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut third = server.connect().await;
-    third.write_all(get).await.expect("write");
-    assert_eq!(
-        status_of(&mut third).await,
-        [404],
-        "served, not turned away"
-    );
-    let (out, closed) = read_to_close(&mut conns[0], Duration::from_secs(2)).await;
-    assert!(
-        closed && out.is_empty(),
-        "the one idle longest went: {out:?}"
-    );
-    conns[1].write_all(&get[20..]).await.expect("write");
-    assert_eq!(status_of(&mut conns[1]).await, [404], "the other stays");
 }

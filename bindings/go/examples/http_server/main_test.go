@@ -241,17 +241,7 @@ func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
 // lost that request. A head that has been arriving for longer is a slow one, and its
 // connection makes room (so trickled heads cannot lock clients out).
 func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := capConnections(inner, 2)
-	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	})}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	addr := inner.Addr().String()
+	addr := serveCapped(t, 2)
 	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -342,21 +332,12 @@ func isClosed(err error) bool {
 // Heads kept arriving cannot lock new clients out: when every idle connection at the cap
 // has a request arriving, the one idle longest is closed all the same.
 func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := capConnections(inner, 2)
-	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	})}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
+	addr := serveCapped(t, 2)
 	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	var conns []net.Conn
 	var readers []*bufio.Reader
 	for range 2 {
-		c, err := net.Dial("tcp", inner.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +361,7 @@ func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	third, err := net.Dial("tcp", inner.Addr().String())
+	third, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,4 +383,21 @@ func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
 	if resp, err := http.ReadResponse(readers[1], nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the other: %v %v", resp, err)
 	}
+}
+
+// serveCapped serves "ok" to every request on a loopback listener capped at limit connections,
+// until the test ends; it returns the address.
+func serveCapped(t *testing.T, limit int) string {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, limit)
+	hs := &http.Server{ConnState: ln.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	return inner.Addr().String()
 }
