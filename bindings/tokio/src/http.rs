@@ -83,11 +83,12 @@ pub struct HostConfig {
     /// a keep-alive connection is, after what it was sending), or one that has not sent a
     /// byte since it was accepted. One whose next request began to arrive less than a second
     /// ago (on Linux, also one whose next request waits unread in the kernel) is passed
-    /// over while another can go: closing it would lose that request. So sockets left open
-    /// cannot lock other clients out. Only when every connection is serving a request (GET
-    /// streams held open, say) does a new one get `503 Service Unavailable` with
-    /// `Retry-After: 1`, at once, rather than wait unanswered in the kernel's accept queue.
-    /// Default 1024.
+    /// over while another can go: closing it would lose that request (not a head that hyper
+    /// read while the previous answer was still going out: HTTP pipelining, which MCP
+    /// clients do not use). So sockets left open cannot lock other clients out. Only when
+    /// every connection is serving a request (GET streams held open, say) does a new one get
+    /// `503 Service Unavailable` with `Retry-After: 1`, at once, rather than wait unanswered
+    /// in the kernel's accept queue. Default 1024.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -590,7 +591,7 @@ async fn displace(
     declined: &Notify,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     let deadline = tokio::time::Instant::now() + MAKE_ROOM_WAIT;
-    for attempt in 1..=MAKE_ROOM_TRIES {
+    for _ in 0..MAKE_ROOM_TRIES {
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             return Some(permit);
         }
@@ -598,8 +599,7 @@ async fn displace(
         let refusal = declined.notified();
         tokio::pin!(refusal);
         refusal.as_mut().enable();
-        // The last one asked may not decline.
-        if !make_room(tracked, attempt == MAKE_ROOM_TRIES) {
+        if !make_room(tracked) {
             return None;
         }
         tokio::select! {
@@ -707,10 +707,10 @@ fn millis_since(epoch: Instant) -> u64 {
 
 /// Asks the connection idle longest to close, forgetting the connections that ended; false
 /// when every connection is serving a request (or already closing). One whose next request
-/// is arriving is passed over, and may decline if it turns out to be one, unless `force`;
-/// when every idle connection has a request arriving, the one idle longest is made to close
-/// all the same, so that heads kept arriving cannot lock new clients out.
-fn make_room(tracked: &mut Vec<Arc<Tracked>>, force: bool) -> bool {
+/// is arriving is passed over, and the one asked may decline if its request turns out to
+/// have arrived; when every idle connection has a request arriving, the one idle longest is
+/// made to close all the same, so that heads kept arriving cannot lock new clients out.
+fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
     // A connection's task holds the other reference while it runs.
     tracked.retain(|t| Arc::strong_count(t) > 1);
     let Some(now) = tracked.first().map(|t| millis_since(t.epoch)) else {
@@ -726,7 +726,7 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>, force: bool) -> bool {
         .filter(|t| !t.begun_recently(now))
         .min_by_key(longest)
     {
-        Some(chosen) => (chosen, force),
+        Some(chosen) => (chosen, false),
         None => match idle().min_by_key(longest) {
             Some(chosen) => (chosen, true),
             None => return false,
