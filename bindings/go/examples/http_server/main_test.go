@@ -242,32 +242,6 @@ func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
 // connection makes room (so trickled heads cannot lock clients out).
 func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
 	addr := serveCapped(t, 2)
-	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	write := func(c net.Conn, s string) {
-		t.Helper()
-		if _, err := io.WriteString(c, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	answer := func(c net.Conn, br *bufio.Reader) int {
-		t.Helper()
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	closed := func(c net.Conn) bool {
 		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, err := c.Read(make([]byte, 1))
@@ -275,50 +249,50 @@ func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
 	}
 
 	// Served once, then half of its next head, read by net/http; a silent one after it.
-	begun := dial()
+	begun := dialFor10s(t, addr)
 	begunReader := bufio.NewReader(begun)
-	write(begun, head)
-	if code := answer(begun, begunReader); code != 200 {
+	mustWrite(t, begun, head)
+	if code := status(t, begunReader); code != 200 {
 		t.Fatalf("first: %d", code)
 	}
-	write(begun, head[:10])
+	mustWrite(t, begun, head[:10])
 	time.Sleep(100 * time.Millisecond)
-	silent := dial()
+	silent := dialFor10s(t, addr)
 	time.Sleep(50 * time.Millisecond)
-	third := dial()
+	third := dialFor10s(t, addr)
 	thirdReader := bufio.NewReader(third)
-	write(third, head)
-	if code := answer(third, thirdReader); code != 200 {
+	mustWrite(t, third, head)
+	if code := status(t, thirdReader); code != 200 {
 		t.Fatalf("at the cap: %d", code)
 	}
 	if !closed(silent) {
 		t.Fatal("the silent connection did not make room")
 	}
-	write(begun, head[10:])
-	if code := answer(begun, begunReader); code != 200 {
+	mustWrite(t, begun, head[10:])
+	if code := status(t, begunReader); code != 200 {
 		t.Fatalf("the begun request: %d", code)
 	}
 
 	// Now a head trickled for over a second: its connection (idle longest) makes room.
-	write(third, head)
-	if code := answer(third, thirdReader); code != 200 {
+	mustWrite(t, third, head)
+	if code := status(t, thirdReader); code != 200 {
 		t.Fatalf("third again: %d", code)
 	}
-	write(begun, head[:10])
+	mustWrite(t, begun, head[:10])
 	for range 6 {
 		time.Sleep(200 * time.Millisecond)
-		write(begun, "X")
+		mustWrite(t, begun, "X")
 	}
-	fourth := dial()
-	write(fourth, head)
-	if code := answer(fourth, bufio.NewReader(fourth)); code != 200 {
+	fourth := dialFor10s(t, addr)
+	mustWrite(t, fourth, head)
+	if code := status(t, bufio.NewReader(fourth)); code != 200 {
 		t.Fatalf("at the cap again: %d", code)
 	}
 	if !closed(begun) {
 		t.Fatal("the trickling connection is still open")
 	}
-	write(third, head) // the other stays
-	if code := answer(third, thirdReader); code != 200 {
+	mustWrite(t, third, head) // the other stays
+	if code := status(t, thirdReader); code != 200 {
 		t.Fatalf("third, after: %d", code)
 	}
 }
@@ -333,55 +307,34 @@ func isClosed(err error) bool {
 // has a request arriving, the one idle longest is closed all the same.
 func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
 	addr := serveCapped(t, 2)
-	const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	var conns []net.Conn
 	var readers []*bufio.Reader
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		c := dialFor10s(t, addr)
 		br := bufio.NewReader(c)
-		if _, err := io.WriteString(c, head); err != nil {
-			t.Fatal(err)
+		mustWrite(t, c, head)
+		if code := status(t, br); code != 200 {
+			t.Fatalf("first: %d", code)
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("first: %v %v", resp, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
 		conns, readers = append(conns, c), append(readers, br)
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, c := range conns {
-		if _, err := io.WriteString(c, head[:10]); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, c, head[:10])
 	}
 	time.Sleep(100 * time.Millisecond)
-	third, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer third.Close()
-	_ = third.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(third, head); err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := http.ReadResponse(bufio.NewReader(third), nil); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("at the cap: %v %v, want the one idle longest to make room", resp, err)
+	third := dialFor10s(t, addr)
+	mustWrite(t, third, head)
+	if code := status(t, bufio.NewReader(third)); code != 200 {
+		t.Fatalf("at the cap: %d, want the one idle longest to make room", code)
 	}
 	_ = conns[0].SetReadDeadline(time.Now().Add(2 * time.Second))
 	if _, err := readers[0].ReadByte(); !isClosed(err) {
 		t.Fatalf("the one idle longest: %v, want it closed", err)
 	}
-	if _, err := io.WriteString(conns[1], head[10:]); err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := http.ReadResponse(readers[1], nil); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("the other: %v %v", resp, err)
+	mustWrite(t, conns[1], head[10:])
+	if code := status(t, readers[1]); code != 200 {
+		t.Fatalf("the other: %d", code)
 	}
 }
 
@@ -400,4 +353,40 @@ func serveCapped(t *testing.T, limit int) string {
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
 	return inner.Addr().String()
+}
+
+// head is a whole request head, for the cap tests.
+const head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+// dialFor10s connects to addr, with 10 s for everything on the connection, closed when the
+// test ends.
+func dialFor10s(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mustWrite writes text to c.
+func mustWrite(t *testing.T, c net.Conn, text string) {
+	t.Helper()
+	if _, err := io.WriteString(c, text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status reads one response from br, drains its body and returns its status.
+func status(t *testing.T, br *bufio.Reader) int {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
