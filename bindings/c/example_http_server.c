@@ -612,7 +612,7 @@ typedef struct watched {
     int cut;        /* shut down: libmicrohttpd closes it at its next run */
     int waiting;    /* in the waiting list below */
     uint64_t since; /* when it began waiting for a head */
-    uint64_t consumed; /* bytes received when its last request was whole */
+    uint64_t consumed; /* bytes received when its last request was whole (or UNCOUNTED) */
     uint64_t arriving; /* when more were first seen received (0: not yet) */
     struct watched *prev, *next;
 } watched;
@@ -647,6 +647,10 @@ static uint64_t bytes_received(int fd) {
 #endif
     return UINT64_MAX;
 }
+
+/* `watched.consumed` when it was not measured (below half the cap, a request is not worth a
+   system call for it): to_displace takes what came by its first look as the count. */
+#define UNCOUNTED UINT64_MAX
 
 /* How long a request head that has begun to arrive protects its connection from being
    displaced: a client's head comes in one round trip or a few; one that takes longer is slow
@@ -698,6 +702,7 @@ static watched *to_displace(void) {
     for (w = waiting_first; w != NULL; w = w->next) {
         uint64_t received = bytes_received(w->fd);
         char byte;
+        if (w->consumed == UNCOUNTED) w->consumed = received;
         if (received != UINT64_MAX && received > w->consumed) {
             if (w->arriving == 0) w->arriving = now;
             if (now - w->arriving < HEAD_GRACE_NS) continue;
@@ -1092,13 +1097,13 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
     }
 
     /* The whole request is in. Until the client sends its next one, the bytes its
-       connection received are the ones its requests took (see to_displace). */
+       connection received are the ones its requests took (see to_displace): counted when
+       the server is at half its cap or more, where making room may come. */
     now = now_ns();
-    {
+    if (2 * (open_connections - cut_connections) >= max_connections) {
         watched *w = watch_of(connection);
-        uint64_t received = w != NULL ? bytes_received(w->fd) : UINT64_MAX;
-        if (received != UINT64_MAX) {
-            w->consumed = received;
+        if (w != NULL) {
+            w->consumed = bytes_received(w->fd);
             r->counted = 1;
         }
     }
@@ -1154,10 +1159,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     (void)cls;
     (void)toe;
     if (w != NULL) { /* it waits for the next request's head now */
-        if (r == NULL || !r->counted) { /* never whole: what came so far, as the best guess */
-            uint64_t received = bytes_received(w->fd);
-            if (received != UINT64_MAX) w->consumed = received;
-        }
+        if (r == NULL || !r->counted) w->consumed = UNCOUNTED;
         start_waiting(w);
     }
     if (r == NULL) return;
