@@ -774,29 +774,41 @@ fn answers_adding_up_past_the_output_bound_all_get_out() {
     ));
     let mut child = spawn_stdio_example(c_server_plain());
     let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // Input stays open until every answer has come (the counts answer from a timer, and the
+    // end of input drops jobs still running), for a minute at most.
+    let (all_in, wait_all_in) = std::sync::mpsc::channel::<()>();
     let writer = std::thread::spawn(move || {
         use std::io::Write;
         stdin.write_all(input.as_bytes()).unwrap();
-        // Kept open while the counts run (they answer from a timer), then closed.
-        std::thread::sleep(std::time::Duration::from_secs(3));
+        let _ = wait_all_in.recv_timeout(std::time::Duration::from_secs(60));
     });
     // A slow start: the counts' steps meet a full output meanwhile.
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let out = child.wait_with_output().unwrap();
+    let mut missing: std::collections::BTreeSet<String> =
+        ["\"echo\"".to_owned(), "\"echo2\"".to_owned()]
+            .into_iter()
+            .chain((1..=60).map(|i| i.to_string()))
+            .chain((100..200).map(|i| i.to_string()))
+            .collect();
+    let mut lines = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    while !missing.is_empty() {
+        line.clear();
+        if std::io::BufRead::read_line(&mut lines, &mut line).unwrap() == 0 {
+            break; // the server ended: what is missing is reported below
+        }
+        let answer = line.strip_prefix("{\"jsonrpc\":\"2.0\",\"id\":");
+        if let Some((id, _)) = answer.and_then(|rest| rest.split_once(",\"result\"")) {
+            missing.remove(id);
+        }
+    }
+    let _ = all_in.send(());
     writer.join().unwrap();
+    std::io::Read::read_to_end(&mut lines, &mut Vec::new()).unwrap();
+    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let text = String::from_utf8(out.stdout).unwrap();
-    let answered = |id: &str| {
-        text.lines()
-            .any(|l| l.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\"")))
-    };
-    let missing: Vec<String> = ["\"echo\"".to_owned(), "\"echo2\"".to_owned()]
-        .into_iter()
-        .chain((1..=60).map(|i| i.to_string()))
-        .chain((100..200).map(|i| i.to_string()))
-        .filter(|id| !answered(id))
-        .collect();
     assert!(missing.is_empty(), "unanswered: {missing:?}; {stderr}");
 }
 
