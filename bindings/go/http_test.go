@@ -1096,7 +1096,7 @@ func listenGet(t *testing.T, url, sid, last string) *http.Response {
 // not the hold it keeps on its session, which would then never expire.
 func TestHTTPStreamsThatFinishEmptyLeaveNothingBehind(t *testing.T) {
 	srv, _, ts := newTestServerWith(t, []string{"2025-11-25"},
-		&HTTPOptions{SessionIdleTimeout: 300 * time.Millisecond})
+		&HTTPOptions{SessionIdleTimeout: 2 * time.Second})
 	sid := openTestSession(t, ts.URL)
 	// Resumptions naming streams the server never had: each one finishes at once.
 	for i := range 20 {

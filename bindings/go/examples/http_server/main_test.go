@@ -145,6 +145,7 @@ func TestTheConnectionIdleLongestMakesRoom(t *testing.T) {
 	if code := get(kept, "/"); code != 200 {
 		t.Fatalf("kept: %d", code)
 	}
+	waitIdle(t, ln, 1) // kept idle before fourth's answer
 	busy := dial()
 	defer busy.Close()
 	if _, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
@@ -241,7 +242,7 @@ func TestAConnectionWithItsNextRequestWaitingIsNotClosed(t *testing.T) {
 // lost that request. A head that has been arriving for longer is a slow one, and its
 // connection makes room (so trickled heads cannot lock clients out).
 func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
-	addr := serveCapped(t, 2)
+	addr, ln := serveCapped(t, 2)
 	closed := func(c net.Conn) bool {
 		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, err := c.Read(make([]byte, 1))
@@ -273,10 +274,8 @@ func TestAHeadArrivingProtectsItsConnectionForASecond(t *testing.T) {
 		t.Fatalf("the begun request: %d", code)
 	}
 
-	// Now a head trickled for two seconds: its connection (idle longest) makes room. net/http
-	// reports a connection idle a moment after its answer has gone out: the pause keeps a slow
-	// report for begun from making third the one idle longest.
-	time.Sleep(100 * time.Millisecond)
+	// Now a head trickled for two seconds: its connection (idle longest) makes room.
+	waitIdle(t, ln, 2) // begun idle before third's next request
 	mustWrite(t, third, head)
 	if code := status(t, thirdReader); code != 200 {
 		t.Fatalf("third again: %d", code)
@@ -309,10 +308,10 @@ func isClosed(err error) bool {
 // Heads kept arriving cannot lock new clients out: when every idle connection at the cap
 // has a request arriving, the one idle longest is closed all the same.
 func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
-	addr := serveCapped(t, 2)
+	addr, ln := serveCapped(t, 2)
 	var conns []net.Conn
 	var readers []*bufio.Reader
-	for range 2 {
+	for i := range 2 {
 		c := dialFor10s(t, addr)
 		br := bufio.NewReader(c)
 		mustWrite(t, c, head)
@@ -320,6 +319,7 @@ func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
 			t.Fatalf("first: %d", code)
 		}
 		conns, readers = append(conns, c), append(readers, br)
+		waitIdle(t, ln, i+1) // conns[0] idle longest
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, c := range conns {
@@ -342,8 +342,8 @@ func TestArrivingHeadsEverywhereStillMakeRoom(t *testing.T) {
 }
 
 // serveCapped serves "ok" to every request on a loopback listener capped at limit connections,
-// until the test ends; it returns the address.
-func serveCapped(t *testing.T, limit int) string {
+// until the test ends; it returns the address and the listener.
+func serveCapped(t *testing.T, limit int) (string, *capped) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -355,7 +355,30 @@ func serveCapped(t *testing.T, limit int) string {
 	})}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
-	return inner.Addr().String()
+	return inner.Addr().String(), ln
+}
+
+// waitIdle waits (5 s at most) until n of ln's connections are idle between requests: net/http
+// reports a connection idle a moment after its answer has gone out, so a client that has read
+// its answer cannot tell yet which connection the listener counts as idle longest.
+func waitIdle(t *testing.T, ln *capped, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		ln.mu.Lock()
+		idle := 0
+		for c := range ln.conns {
+			if c.state == http.StateIdle {
+				idle++
+			}
+		}
+		ln.mu.Unlock()
+		if idle >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle after 5 s, want %d", idle, n)
+		}
+	}
 }
 
 // head is a whole request head, for the cap tests.

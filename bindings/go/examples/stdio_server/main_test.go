@@ -193,7 +193,7 @@ func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
 	}
 	go func() { _, _ = stdin.Write(in.Bytes()) }() // stalls once the server stops reading
-	time.Sleep(time.Second)                        // the server's output is full by now
+	waitFull(t, stdout)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +207,28 @@ func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
 	case <-time.After(8 * time.Second):
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		t.Fatalf("still running 8 s after SIGTERM; state %s", b)
+	}
+}
+
+// waitFull waits until the pipe the server writes its output to is about full (60 of its
+// default 64 KiB unread; 10 s at most), or a second where that cannot be told.
+func waitFull(t *testing.T, stdout io.Reader) {
+	t.Helper()
+	f, ok := stdout.(*os.File)
+	if ok {
+		_, ok = unread(f)
+	}
+	if !ok {
+		time.Sleep(time.Second)
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, _ := unread(f); n >= 60<<10 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server's output pipe is not full after 10 s")
+		}
 	}
 }
 

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// unread cannot tell here: the callers fall back to waiting a fixed time.
+func unread(*os.File) (int, bool) { return 0, false }
