@@ -23,6 +23,7 @@ const (
 	Server Role = 2
 )
 
+// String names the role ("client" or "server", else "role(N)"), for logs and messages.
 func (r Role) String() string {
 	switch r {
 	case Client:

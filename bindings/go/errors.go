@@ -86,6 +86,7 @@ type ResultError struct {
 	Code ResultCode
 }
 
+// Error says which operation failed and why, in the library's words (mcpw_result_message).
 func (e *ResultError) Error() string {
 	if e.Op == "" {
 		return fmt.Sprintf("mcpwire: %s (%d)", e.Code.Message(), int(e.Code))

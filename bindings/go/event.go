@@ -232,6 +232,8 @@ var closeReasonNames = map[CloseReason]string{
 	CloseInitializeTimedOut: "initialize-timed-out", ClosePeerNotReading: "peer-not-reading", CloseTransportFailed: "transport-failed", CloseOther: "other",
 }
 
+// String names the reason ("peer-not-reading"), or gives its number for one this binding
+// does not know ("close-reason(42)"): for logs and messages.
 func (r CloseReason) String() string { return enumName(closeReasonNames, r, "close-reason") }
 
 // Violation says what rule the peer broke (ViolationEvent).
@@ -271,6 +273,8 @@ var violationNames = map[Violation]string{
 	ViolationOther: "other",
 }
 
+// String names the violation ("unknown-response"), or gives its number for one this binding
+// does not know ("violation(42)"): for logs and messages.
 func (v Violation) String() string { return enumName(violationNames, v, "violation") }
 
 // DecodeReason says exactly what was wrong with a frame: 1-99 for ViolationParse, 100-199
@@ -351,6 +355,8 @@ var stateNames = map[State]string{
 	StateClosed: "closed", StateOther: "other",
 }
 
+// String names the state ("operating"), or gives its number for one this binding does not
+// know ("state(42)"): for logs and messages.
 func (s State) String() string { return enumName(stateNames, s, "state") }
 
 // Era is the protocol era in force (Conn.Era).
@@ -369,6 +375,8 @@ const (
 
 var eraNames = map[Era]string{EraUndecided: "undecided", EraLegacy: "legacy", EraModern: "modern", EraOther: "other"}
 
+// String names the era ("modern"), or gives its number for one this binding does not know
+// ("era(42)"): for logs and messages.
 func (e Era) String() string { return enumName(eraNames, e, "era") }
 
 // LogLevel is a log message's severity (Conn.Log), as syslog orders them.
