@@ -86,7 +86,8 @@ type ResultError struct {
 	Code ResultCode
 }
 
-// Error says which operation failed and why, in the library's words (mcpw_result_message).
+// Error gives the operation (when known), the library's message (mcpw_result_message) and the
+// code.
 func (e *ResultError) Error() string {
 	if e.Op == "" {
 		return fmt.Sprintf("mcpwire: %s (%d)", e.Code.Message(), int(e.Code))

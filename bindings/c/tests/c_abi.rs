@@ -776,12 +776,24 @@ fn answers_adding_up_past_the_output_bound_all_get_out() {
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     // Input stays open until every answer has come (the counts answer from a timer, and the
-    // end of input drops jobs still running), for a minute at most.
+    // end of input drops jobs still running), for a minute at most; a server stuck for two
+    // minutes is killed, so that the test fails instead of hanging.
     let (all_in, wait_all_in) = std::sync::mpsc::channel::<()>();
     let writer = std::thread::spawn(move || {
         use std::io::Write;
-        stdin.write_all(input.as_bytes()).unwrap();
+        let _ = stdin.write_all(input.as_bytes()); // a server that died is reported below
         let _ = wait_all_in.recv_timeout(std::time::Duration::from_secs(60));
+    });
+    let (finished, wait_finished) = std::sync::mpsc::channel::<()>();
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        if wait_finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .is_err()
+        {
+            // SAFETY: kill(2) reads nothing of ours; the pid is our child, not yet reaped.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
     });
     // A slow start: the counts' steps meet a full output meanwhile.
     std::thread::sleep(std::time::Duration::from_secs(2));
@@ -807,6 +819,8 @@ fn answers_adding_up_past_the_output_bound_all_get_out() {
     writer.join().unwrap();
     std::io::Read::read_to_end(&mut lines, &mut Vec::new()).unwrap();
     let out = child.wait_with_output().unwrap();
+    let _ = finished.send(());
+    watchdog.join().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(missing.is_empty(), "unanswered: {missing:?}; {stderr}");

@@ -145,7 +145,7 @@ func TestTheConnectionIdleLongestMakesRoom(t *testing.T) {
 	if code := get(kept, "/"); code != 200 {
 		t.Fatalf("kept: %d", code)
 	}
-	waitIdle(t, ln, 1) // kept idle before fourth's answer
+	waitIdle(t, ln, 1) // kept idle before busy and fourth connect
 	busy := dial()
 	defer busy.Close()
 	if _, err := io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {

@@ -210,20 +210,20 @@ func TestSIGTERMEndsTheServerWhileItsOutputIsBlocked(t *testing.T) {
 	}
 }
 
-// waitFull waits until the pipe the server writes its output to is about full (60 of its
-// default 64 KiB unread; 10 s at most), or a second where that cannot be told.
+// waitFull waits until the pipe the server writes its output to is full, but for at most a
+// page (10 s at most), or a second where that cannot be told.
 func waitFull(t *testing.T, stdout io.Reader) {
 	t.Helper()
 	f, ok := stdout.(*os.File)
 	if ok {
-		_, ok = unread(f)
+		_, _, ok = unread(f)
 	}
 	if !ok {
 		time.Sleep(time.Second)
 		return
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, _ := unread(f); n >= 60<<10 {
+		if n, size, _ := unread(f); n >= size-4096 {
 			return
 		}
 		if time.Now().After(deadline) {
