@@ -470,24 +470,31 @@ fn ambiguous_request_framing_is_refused_and_the_connection_closed() {
     assert_clean_exit(server);
 }
 
+/// Posts a call of the count tool (with `Connection: close` if `close`) and reads its answer
+/// up to the first progress event (10 s at most): the connection and what was read.
+fn call_until_progress(port: u16, headers: &str, body: &str, close: bool) -> (TcpStream, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(post_text(port, headers, body, close).as_bytes())
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("progress") {
+        let n = s.read(&mut buf).expect("read");
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    (s, seen)
+}
+
 #[test]
 fn clients_that_vanish_mid_stream_never_stop_the_server() {
     let server = Server::asan(&[]);
     let port = server.port;
     for id in 0..20 {
         let (headers, body) = modern_call(id, "count");
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.write_all(post_text(port, &headers, &body, false).as_bytes())
-            .unwrap();
         // Read the response head and the first progress event, then drop the connection.
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains("progress") {
-            let n = s.read(&mut buf).expect("read");
-            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
-            seen.extend_from_slice(&buf[..n]);
-        }
+        let _ = call_until_progress(port, &headers, &body, false);
     }
     // Every vanished stream was noticed; a new request is answered at once.
     let (headers, body) = modern_call(99, "echo");
@@ -691,18 +698,8 @@ fn sigterm_lets_an_answer_in_flight_finish() {
     let port = server.port;
     let pid = server.child.id();
     let (headers, body) = modern_call(5, "count");
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(post_text(port, &headers, &body, true).as_bytes())
-        .unwrap();
     // The tool takes 150 ms: at its first progress event, ask the server to stop.
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("progress") {
-        let n = s.read(&mut buf).expect("read");
-        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let (mut s, mut seen) = call_until_progress(port, &headers, &body, true);
     terminate(pid);
     let _ = s.read_to_end(&mut seen);
     let out = String::from_utf8_lossy(&seen).into_owned();
