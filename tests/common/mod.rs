@@ -61,5 +61,40 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// A loopback TCP port that nothing listens on right now, for a server process that takes its
+/// port as an argument (a peer SDK's server, redis, the CLI's `serve --http`).
+///
+/// Binding port 0 and closing the listener would hand out a port from the kernel's ephemeral
+/// range, where every outgoing connection of a parallel test also takes its local port: one
+/// could take it before the server binds it. So the port comes from below that range, and
+/// this process never hands out the same one twice (other processes start elsewhere in it).
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOWEST: u32 = 10_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    if ephemeral > LOWEST + 1_000 {
+        let span = ephemeral - LOWEST;
+        let start = std::process::id().wrapping_mul(7_919) % span;
+        for _ in 0..span {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = (LOWEST + (start + n) % span) as u16;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
+    // No room below the ephemeral range: the kernel's choice.
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind a loopback port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub mod pair;
 pub mod stdio;

@@ -20,6 +20,7 @@
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 mod support;
+use common::free_port;
 use support::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -48,12 +49,6 @@ program!(
 );
 
 // ---- Servers on free ports, killed on drop ----------------------------------------------------
-
-/// A port nothing listens on right now (the OS picks it; released at once for the server).
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().unwrap().port()
-}
 
 /// A server process. Dropping it kills it, so a failed assertion never leaves one behind.
 struct ServerGuard {

@@ -10,6 +10,7 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use common::free_port;
 use common::stdio::{
     answers_in_a_session, assert_unknown_cursors_are_invalid_params,
     assert_unknown_tools_and_prompts_are_invalid_params, node_modules, python_client, python_site,
@@ -906,16 +907,6 @@ fn serve_http_at(addr: &str, extra: &[&str]) -> (Reaped, String) {
     (Reaped(child), line.trim().to_owned())
 }
 
-/// A TCP port free on loopback right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts connections on `port` (a peer starting up).
 /// A Python HTTP server made of `script` (which takes its port as its argument), running on
 /// `port` until dropped.
 fn python_http_server(script: &str, port: u16) -> Reaped {
@@ -931,6 +922,7 @@ fn python_http_server(script: &str, port: u16) -> Reaped {
     server
 }
 
+/// Waits until something accepts connections on `port` (a peer starting up).
 fn wait_for_port(port: u16) {
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {

@@ -2,11 +2,15 @@
 //! through one real Redis server, all on loopback. The test plays the client and the load
 //! balancer: it picks the replica for every request.
 
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::free_port;
 use mcpwire::http::client::StreamReader;
 use serde_json::{Value, json};
 
@@ -20,14 +24,6 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Debian's `redis-server` on a free loopback port, with persistence off. A port found free
