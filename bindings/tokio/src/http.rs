@@ -104,6 +104,18 @@ pub struct HostConfig {
     /// How long a client may take to send a request body, once its head is in. 408 and the
     /// connection closed when it passes. Default 30 s.
     pub body_read_timeout: Duration,
+    /// The slowest pace a request body may keep, in bytes per second averaged from the moment
+    /// its head was in, once [`body_rate_grace`](Self::body_rate_grace) has passed: a body
+    /// that falls behind gets 408 and the connection closed, without waiting for
+    /// `body_read_timeout`. A connection whose body is arriving is in a request, which
+    /// [`max_connections`](Self::max_connections) never displaces; without a minimum, a cap's
+    /// worth of bodies trickled a byte at a time would lock new clients out for the whole
+    /// body timeout. Lower it for clients on very slow links; 0 turns it off. Default 240
+    /// (the default of ASP.NET Core's Kestrel).
+    pub min_body_rate: u64,
+    /// How long a body may arrive at any pace before `min_body_rate` applies (TCP's slow
+    /// start, a client that pauses once). Default 5 s.
+    pub body_rate_grace: Duration,
     /// The largest request head (request line and headers) in bytes; a larger one gets 431 and
     /// the connection closed. hyper reads into a buffer of at least 8192 bytes whatever this
     /// is, so up to that much may be buffered before a smaller limit is enforced. Default
@@ -135,6 +147,8 @@ impl Default for HostConfig {
             send_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            min_body_rate: 240,
+            body_rate_grace: Duration::from_secs(5),
             max_head_size: 64 * 1024,
             max_headers: 100,
             max_body: 4 * 1024 * 1024,
@@ -316,7 +330,8 @@ impl<A: Application> Clone for McpService<A> {
 impl<A: Application> McpService<A> {
     /// A service for the engine `server` and the application `app`, and the future that fires
     /// their timers: spawn it on the runtime, and abort it once the service is no longer used.
-    /// Of `config`, only the body settings apply here (`max_body`, `body_read_timeout`), and
+    /// Of `config`, only the body settings apply here (`max_body`, `body_read_timeout`,
+    /// `min_body_rate`, `body_rate_grace`), and
     /// the engine's own (keep-alive, sessions). The path is not checked (route to the service
     /// yourself); the head limits (`header_read_timeout`, `max_head_size`, `max_headers`),
     /// `max_connections` and `shutdown_grace` belong to the server that runs the service
@@ -1042,6 +1057,47 @@ fn refuse<A: Application>(status: StatusCode) -> Response<HostBody<A>> {
     r
 }
 
+/// Finishes a body read whose first poll found it still arriving, within
+/// [`HostConfig::body_read_timeout`] and no slower than [`HostConfig::min_body_rate`] once
+/// its grace has passed; `None` when the client took too long (408). `received` is the
+/// count of bytes `read` has taken so far.
+async fn finish_body_read(
+    mut read: Pin<&mut impl Future<Output = BodyRead>>,
+    received: &AtomicU64,
+    config: &HostConfig,
+) -> Option<BodyRead> {
+    let start = tokio::time::Instant::now();
+    let end = start + config.body_read_timeout;
+    let rate = config.min_body_rate;
+    if rate == 0 {
+        return tokio::time::timeout_at(end, read).await.ok();
+    }
+    // Checked only when the bytes so far stop being enough: at the grace's end, then at the
+    // moment the average would fall below the rate, and no more often than every 250 ms
+    // (so a client sending exactly at the rate does not wake this at every byte).
+    let mut check = start + config.body_rate_grace;
+    loop {
+        let wake = check.min(end);
+        match tokio::time::timeout_at(wake, read.as_mut()).await {
+            Ok(done) => return Some(done),
+            Err(_) if wake >= end => return None,
+            Err(_) => {
+                let now = tokio::time::Instant::now();
+                let got = u128::from(received.load(Ordering::Relaxed));
+                let elapsed = now.saturating_duration_since(start).as_millis();
+                if got * 1000 < u128::from(rate) * elapsed {
+                    return None;
+                }
+                // The bytes so far carry the average until `got / rate` seconds after start.
+                let covered = Duration::from_millis(
+                    u64::try_from(got * 1000 / u128::from(rate)).unwrap_or(u64::MAX),
+                );
+                check = (start + covered).max(now + Duration::from_millis(250));
+            }
+        }
+    }
+}
+
 /// How much of a body over `max_body` is read and dropped before the 413: four times the
 /// limit, at least 16 MiB. A body declared larger is refused before any of it is read.
 fn discard_limit(max_body: usize) -> u64 {
@@ -1061,7 +1117,7 @@ enum BodyRead {
 /// Reads a body of at most `max` bytes. Past `max` it keeps reading, and drops what it
 /// reads, until the body ends (`TooLarge`, the client then reads the 413) or `discard`
 /// bytes have come (`TooLarge` at once).
-async fn read_body<B>(body: B, max: usize, discard: u64) -> BodyRead
+async fn read_body<B>(body: B, max: usize, discard: u64, received: &AtomicU64) -> BodyRead
 where
     B: HttpBody,
 {
@@ -1077,6 +1133,7 @@ where
             continue; // trailers
         };
         len += data.remaining() as u64;
+        received.store(len, Ordering::Relaxed);
         if len > max as u64 {
             chunks = Vec::new();
             if len > discard {
@@ -1138,19 +1195,20 @@ where
     let is_get = parts.method == hyper::Method::GET;
     // Most bodies are in by the time hyper calls us: a first poll takes them without the
     // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
-    let read = read_body(body, config.max_body, discard);
+    let received = AtomicU64::new(0);
+    let read = read_body(body, config.max_body, discard, &received);
     tokio::pin!(read);
     let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
     let read = match first {
-        Poll::Ready(done) => Ok(done),
-        Poll::Pending => tokio::time::timeout(config.body_read_timeout, read).await,
+        Poll::Ready(done) => Some(done),
+        Poll::Pending => finish_body_read(read, &received, config).await,
     };
     let body = match read {
-        Ok(BodyRead::Complete(body)) => body,
-        Ok(BodyRead::TooLarge) => return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE)),
+        Some(BodyRead::Complete(body)) => body,
+        Some(BodyRead::TooLarge) => return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE)),
         // A broken chunked body or a connection gone mid-body.
-        Ok(BodyRead::Broken) => return Ok(refuse(StatusCode::BAD_REQUEST)),
-        Err(_) => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
+        Some(BodyRead::Broken) => return Ok(refuse(StatusCode::BAD_REQUEST)),
+        None => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
     };
     // The authority of an absolute-form target (`POST http://host/mcp`) stands for Host,
     // which is then ignored (RFC 9112, 3.2.2), as is an HTTP/2 request's `:authority`: the

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Client, read_to_close, start, statuses, test_config};
+use common::{Client, HostConfig, read_to_close, start, statuses, test_config};
 use tokio::io::AsyncWriteExt;
 
 /// A request hidden in a chunk: if it were ever parsed as a request, its 404 would show.
@@ -209,6 +209,146 @@ async fn a_body_that_does_not_come_gets_408() {
     let (out, closed) = read_to_close(&mut s, Duration::from_secs(5)).await;
     assert!(closed);
     assert_eq!(statuses(&out), [408]);
+}
+
+/// An `initialize` request's head and body, the body padded with spaces to `len` bytes.
+fn padded_initialize(len: usize) -> (String, Vec<u8>) {
+    let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_vec();
+    body.resize(len, b' ');
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Content-Length: {len}\r\n\r\n"
+    );
+    (head, body)
+}
+
+/// Writes `body` after `head`, `piece` bytes every `every`, on its own task, while the
+/// caller reads; stops at the first failed write. The task returns the write half unless a
+/// write failed: dropped, it would close the sending side, which ends the exchange for hyper.
+fn trickle(
+    mut w: tokio::net::tcp::OwnedWriteHalf,
+    head: String,
+    body: Vec<u8>,
+    piece: usize,
+    every: Duration,
+) -> tokio::task::JoinHandle<Option<tokio::net::tcp::OwnedWriteHalf>> {
+    tokio::spawn(async move {
+        w.write_all(head.as_bytes()).await.ok()?;
+        for part in body.chunks(piece) {
+            tokio::time::sleep(every).await;
+            w.write_all(part).await.ok()?;
+        }
+        Some(w)
+    })
+}
+
+/// Slow enough for the rate below, fast enough for the tests: 1,000 bytes/s after 500 ms.
+fn rated_config() -> HostConfig {
+    HostConfig {
+        body_read_timeout: Duration::from_secs(30),
+        min_body_rate: 1000,
+        body_rate_grace: Duration::from_millis(500),
+        ..test_config()
+    }
+}
+
+/// A body trickled below `min_body_rate` gets 408 once the grace has passed, long before the
+/// body timeout (30 s here): before, it held its request (and, at the cap, a connection slot
+/// that no new client could take) for the whole timeout.
+#[tokio::test]
+async fn a_body_slower_than_the_minimum_rate_gets_408_after_the_grace() {
+    let server = start(rated_config()).await;
+    let (mut r, w) = server.connect().await.into_split();
+    let (head, body) = padded_initialize(10_000);
+    let started = tokio::time::Instant::now();
+    // 200 bytes/s: a fifth of the minimum.
+    let writer = trickle(w, head, body, 20, Duration::from_millis(100));
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .is_ok();
+    let waited = started.elapsed();
+    writer.abort();
+    assert!(closed, "still open after 5 s");
+    assert_eq!(statuses(&out), [408], "{}", String::from_utf8_lossy(&out));
+    assert!(
+        waited >= Duration::from_millis(500),
+        "cut within the grace: {waited:?}"
+    );
+}
+
+/// A body above the minimum rate is served however long it takes within the body timeout:
+/// here 2,500 bytes/s against a minimum of 1,000, arriving for 1.6 s, three times the grace.
+#[tokio::test]
+async fn a_body_faster_than_the_minimum_rate_is_served() {
+    let server = start(rated_config()).await;
+    let (mut r, w) = server.connect().await.into_split();
+    let (head, body) = padded_initialize(4_000);
+    let writer = trickle(w, head, body, 100, Duration::from_millis(40));
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while !String::from_utf8_lossy(&out).contains("\"result\"") {
+            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(writer.await.is_ok_and(|w| w.is_some()), "a write failed");
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(statuses(&out), [200], "{text}");
+    assert!(text.contains("protocolVersion"), "{text}");
+}
+
+/// At the cap, connections whose bodies trickle are in a request and never displaced; the
+/// minimum rate cuts them after the grace, so new clients are served again within about a
+/// second instead of getting 503 for the whole body timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_trickled_bodies_give_way_after_the_grace() {
+    let server = start(HostConfig {
+        max_connections: 2,
+        ..rated_config()
+    })
+    .await;
+    let mut writers = Vec::new();
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let (r, w) = server.connect().await.into_split();
+        let (head, body) = padded_initialize(10_000);
+        // 10 bytes/s.
+        writers.push(trickle(w, head, body, 1, Duration::from_millis(100)));
+        readers.push(r);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = tokio::time::Instant::now();
+    let mut refused = 0;
+    let served = loop {
+        let mut c = Client::new(&server).await;
+        c.stream
+            .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .expect("write");
+        match c.response().await.map(|r| r.status) {
+            Some(404) => break true,
+            _ if started.elapsed() > Duration::from_secs(4) => break false,
+            _ => refused += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    writers.iter().for_each(|w| w.abort());
+    assert!(served, "still turned away after 4 s");
+    assert!(refused > 0, "the trickled bodies never filled the cap");
 }
 
 #[tokio::test]
