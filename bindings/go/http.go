@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +46,8 @@ type HTTPAppFunc func(c *Conn, key ConnKey, ev Event)
 func (f HTTPAppFunc) HandleMCP(c *Conn, key ConnKey, ev Event) { f(c, key, ev) }
 
 // HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults, and so does
-// a zero (or negative) field, except KeepAlive, where negative means never.
+// a zero (or negative) field, except KeepAlive, where negative means never, and MinBodyRate,
+// where negative means no minimum.
 type HTTPOptions struct {
 	// SessionIdleTimeout expires a session without requests or open streams; 0: 10 minutes.
 	SessionIdleTimeout time.Duration
@@ -55,12 +57,24 @@ type HTTPOptions struct {
 	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB.
 	MaxBody int
 	// BodyTimeout bounds how long a client may take to send a request's body once its
-	// headers are in (408 beyond), so a client that trickles its body cannot hold the
-	// request open, whatever your http.Server sets; 0: 30 s. Neither it nor
+	// headers are in (408 beyond), even one that keeps up MinBodyRate, whatever your
+	// http.Server sets; 0: 30 s. Raise it for large bodies over slow links. Neither it nor
 	// http.Server.ReadTimeout cuts the SSE stream that follows: net/http lifts the read
 	// deadline once the body is read. Set ReadHeaderTimeout and IdleTimeout on your
 	// http.Server too; not WriteTimeout, which would cut streams.
 	BodyTimeout time.Duration
+	// MinBodyRate is the average rate, in bytes per second, at which a request's body must
+	// keep arriving once BodyRateGrace has passed, counted from when the server starts
+	// reading it (408 below it); 0: 240, as ASP.NET Core's Kestrel; negative: no minimum.
+	// Without it a client that trickles its body holds its request, a goroutine and its
+	// connection for the whole BodyTimeout, and as many such clients as a connection cap
+	// lock everyone else out; with it, for little more than the grace. Lower it (or turn it
+	// off) only for clients on links slower than that.
+	MinBodyRate int
+	// BodyRateGrace is how long a body may arrive more slowly than MinBodyRate at first (a
+	// slow start, a client that makes its body as it sends it); 0: 5 s. Raise it for such
+	// clients; BodyTimeout bounds the body all the same.
+	BodyRateGrace time.Duration
 	// SendTimeout bounds how long a write of an answer or of an SSE stream may make no
 	// progress (the client stopped reading): past it the connection is closed, and what it
 	// held is freed (a stream's client resumes with Last-Event-ID). Each write gets the
@@ -104,6 +118,8 @@ type HTTPServer struct {
 	app       HTTPApp
 	maxBody   int
 	bodyTime  time.Duration // HTTPOptions.BodyTimeout
+	minRate   int           // HTTPOptions.MinBodyRate (bytes per second; 0: no minimum)
+	grace     time.Duration // HTTPOptions.BodyRateGrace
 	sendTime  time.Duration // HTTPOptions.SendTimeout
 	errorLog  *log.Logger   // HTTPOptions.ErrorLog
 	record    []C.mcpwgo_record
@@ -169,12 +185,24 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if bodyTime <= 0 {
 		bodyTime = 30 * time.Second
 	}
+	minRate := opts.MinBodyRate
+	if minRate == 0 {
+		minRate = 240
+	} else if minRate < 0 {
+		minRate = 0 // none
+	}
+	grace := opts.BodyRateGrace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
 	sendTime := opts.SendTimeout
 	if sendTime <= 0 {
 		sendTime = 30 * time.Second
 	}
 	s := &HTTPServer{
 		bodyTime: bodyTime,
+		minRate:  minRate,
+		grace:    grace,
 		sendTime: sendTime,
 		ptr:      made.server,
 		pending:  (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
@@ -557,7 +585,7 @@ const streamChunk = 256 << 10
 // requestBuffers hold what ServeHTTP lends the engine for one call; pooled, so a steady load
 // reads bodies and joins headers without allocating.
 type requestBuffers struct {
-	body    bytes.Buffer
+	body    []byte
 	joined  []byte
 	lens    []C.size_t
 	headers [][2]string // the answer's
@@ -577,12 +605,11 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	bufs := requestPool.Get().(*requestBuffers)
 	defer func() {
-		if bufs.body.Cap() <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
+		if cap(bufs.body) <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
 			clear(bufs.headers) // no strings kept alive in the pool
 			requestPool.Put(bufs)
 		}
 	}()
-	bufs.body.Reset()
 	// A declared length over the limit is refused before any of it is read (and net/http
 	// closes the connection rather than read the rest). A declared length within the limit
 	// is enforced by net/http's body reader itself, so only a body of unknown length
@@ -600,16 +627,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	// The body must arrive within bodyTime. net/http lifts the deadline itself once the body
-	// is read (its watch for a closed connection starts then), so SSE streams are not cut.
-	if r.Body != nil && r.Body != http.NoBody {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
-	}
 	body := io.Reader(r.Body)
 	if r.ContentLength < 0 {
 		body = http.MaxBytesReader(w, r.Body, int64(s.maxBody))
 	}
-	if _, err := bufs.body.ReadFrom(body); err != nil {
+	read, err := s.readBody(w, body, r.Body != http.NoBody, bufs.body[:0])
+	bufs.body = read
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
@@ -626,7 +650,6 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	read := bufs.body.Bytes()
 	// Every header as name,value pairs in one byte string (Host is not in r.Header).
 	joined := bufs.joined[:0]
 	lens := bufs.lens[:0]
@@ -665,6 +688,65 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, r, a.stream)
+}
+
+// readBody reads body into buf (growing it), within BodyTimeout and at MinBodyRate at
+// least. Both are read deadlines: net/http loses the request at the first read that fails
+// on one (it cancels the request's context; a chunked body keeps the error), so a deadline
+// cannot be extended after it passed, only before each read. The deadline is the latest the
+// bytes received so far allow, start + max(grace, received/rate), at most start +
+// BodyTimeout: a read still waiting at it means the body's average rate fell below the
+// minimum. It is moved only when a read brings it later: a body that comes in one read (most
+// do, net/http has it buffered) costs one deadline, and a fast large one reaches the cap
+// within its first reads (at 7,200 bytes by default) and costs none after. It is never set
+// after the read that ends the body: net/http lifts it there to watch for a closed
+// connection, which must not time out under an SSE stream. deadlines is false for a body
+// with nothing to read (http.NoBody).
+func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines bool, buf []byte) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	start := time.Now()
+	set := s.bodyAllowance(0) // the deadline set, after start
+	if deadlines {
+		_ = rc.SetReadDeadline(start.Add(set))
+	}
+	for {
+		if cap(buf)-len(buf) < bytes.MinRead {
+			buf = slices.Grow(buf, bytes.MinRead) // (as bytes.Buffer.ReadFrom grows)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			if _, tooBig := err.(*http.MaxBytesError); tooBig && deadlines && set < s.bodyTime {
+				// The rest is read and dropped before the 413 within BodyTimeout alone, as for
+				// a body declared too large: the answer is decided. (With the default MaxBody,
+				// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
+				_ = rc.SetReadDeadline(start.Add(s.bodyTime))
+			}
+			return buf, err
+		}
+		if n > 0 && deadlines && set < s.bodyTime {
+			if allowed := s.bodyAllowance(len(buf)); allowed > set {
+				set = allowed
+				_ = rc.SetReadDeadline(start.Add(set))
+			}
+		}
+	}
+}
+
+// bodyAllowance is how long after it began a body that has brought n bytes may wait for
+// more: the grace, or as long as n bytes last at MinBodyRate, at most BodyTimeout.
+func (s *HTTPServer) bodyAllowance(n int) time.Duration {
+	if s.minRate <= 0 {
+		return s.bodyTime
+	}
+	secs := float64(n) / float64(s.minRate)
+	if secs >= s.bodyTime.Seconds() { // (and no overflow below)
+		return s.bodyTime
+	}
+	return min(max(s.grace, time.Duration(secs*float64(time.Second))), s.bodyTime)
 }
 
 // setHeaders adds the answer's headers to h as Header.Add would, with their values in one

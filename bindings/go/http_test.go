@@ -727,6 +727,103 @@ func TestHTTPSlowBodyGets408(t *testing.T) {
 	}
 }
 
+// trickledCall sends a stateless tools/call of echo over a connection of its own: its head,
+// then its body (padded with spaces to size bytes) piece bytes every 50 ms for trickle, then
+// the rest at once. It returns the answer's status and body (5 s at most) and how long after
+// the head it came.
+func trickledCall(t *testing.T, url string, size, piece int, trickle time.Duration) (int, string, time.Duration) {
+	t.Helper()
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
+	body := call + strings.Repeat(" ", size-len(call))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan struct{})
+	t.Cleanup(func() {
+		conn.Close() // (a write still trickling fails)
+		<-sent
+	})
+	start := time.Now()
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"+
+		"Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: "+itoa(size)+"\r\n\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(sent)
+		rest := body
+		for len(rest) > 0 && time.Since(start) < trickle {
+			n := min(piece, len(rest))
+			if _, err := io.WriteString(conn, rest[:n]); err != nil {
+				return
+			}
+			rest = rest[n:]
+			time.Sleep(50 * time.Millisecond)
+		}
+		_, _ = io.WriteString(conn, rest)
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body after %v: %v", time.Since(start), err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(answer), time.Since(start)
+}
+
+// A body trickled below MinBodyRate gets 408 once BodyRateGrace has passed, long before
+// BodyTimeout: a slow client no longer holds its request (and its connection, which a
+// connection cap counts) for the whole body timeout.
+func TestHTTPBodyBelowTheMinimumRateGets408(t *testing.T) {
+	grace := 300 * time.Millisecond
+	_, app, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 30 * time.Second,
+		MinBodyRate: 1000, BodyRateGrace: grace})
+	status, _, waited := trickledCall(t, ts.URL, 10000, 5, time.Minute) // 100 bytes/s
+	if status != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", status)
+	}
+	if waited < grace || waited > 2*time.Second {
+		t.Fatalf("408 after %v: want it soon after the %v grace", waited, grace)
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if app.requests != 0 {
+		t.Fatalf("the app saw %d requests", app.requests)
+	}
+}
+
+// A body that keeps above MinBodyRate is served, though it takes longer than the grace: the
+// deadline moves on with the bytes received.
+func TestHTTPBodyAboveTheMinimumRateIsServed(t *testing.T) {
+	grace := 300 * time.Millisecond
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 30 * time.Second,
+		MinBodyRate: 1000, BodyRateGrace: grace})
+	// 150 bytes every 50 ms: 3,000 bytes/s, for a second past the grace.
+	status, answer, waited := trickledCall(t, ts.URL, 10000, 150, grace+time.Second)
+	if status != http.StatusOK || !strings.Contains(answer, `"echoed"`) {
+		t.Fatalf("status %d after %v: %s", status, waited, answer)
+	}
+	if waited < grace+time.Second {
+		t.Fatalf("answered after %v, before the body was sent", waited)
+	}
+}
+
+// A negative MinBodyRate turns the minimum off: a body trickled far below the default rate,
+// past the grace, is served.
+func TestHTTPNegativeMinBodyRateTurnsItOff(t *testing.T) {
+	grace := 200 * time.Millisecond
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 10 * time.Second,
+		MinBodyRate: -1, BodyRateGrace: grace})
+	// 5 bytes every 50 ms: 100 bytes/s, under the default 240.
+	status, answer, waited := trickledCall(t, ts.URL, 1000, 5, 3*grace)
+	if status != http.StatusOK || !strings.Contains(answer, `"echoed"`) {
+		t.Fatalf("status %d after %v: %s", status, waited, answer)
+	}
+}
+
 // A body declared larger than MaxBody is refused with 413 at once, before any of it is read
 // (no wait for the body timeout), and the connection is closed; one of unknown length
 // (chunked) that grows past MaxBody gets 413 too.

@@ -81,9 +81,11 @@ func main() {
 	}
 	capped := capConnections(ln, *maxConns)
 	// Idle keep-alive connections are closed after a minute (net/http keeps them for good
-	// otherwise). HTTPOptions.BodyTimeout (30 s) bounds the time a body takes to arrive, and
-	// HTTPOptions.SendTimeout (30 s) a write to a client that stopped reading. No
-	// WriteTimeout: it would cut SSE streams. Heads up to 64 KiB (net/http allows 1 MiB).
+	// otherwise). A body must arrive within HTTPOptions.BodyTimeout (30 s) and, after 5 s,
+	// at HTTPOptions.MinBodyRate (240 bytes/s on average), so a client trickling one holds
+	// its connection for seconds, not 30; HTTPOptions.SendTimeout (30 s) bounds a write to a
+	// client that stopped reading. No WriteTimeout: it would cut SSE streams. Heads up to
+	// 64 KiB (net/http allows 1 MiB).
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
@@ -113,6 +115,7 @@ func main() {
 // Which ones are idle, the server says through the listener's ConnState: set it as the
 // http.Server's. Only when every connection is in a request does a new one get 503 at once
 // and is closed (at most 64 being turned away at a time; beyond, they are closed unanswered).
+// Requests whose bodies trickle cannot keep every slot for long: see HTTPOptions.MinBodyRate.
 func capConnections(ln net.Listener, max int) *capped {
 	return &capped{Listener: ln, slots: make(chan struct{}, max), shedding: make(chan struct{}, 64),
 		conns: make(map[*slotConn]struct{})}
