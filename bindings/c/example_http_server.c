@@ -46,19 +46,25 @@
  *     two seconds to finish, then exit 0.
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
+ *                            [--min-body-rate N] [--body-rate-grace-ms N]
  *                            [--head-timeout-ms N] [--max-connections N] [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
- *   trickles its body past it is cut off (libmicrohttpd's own timeout restarts at every
- *   byte). --head-timeout-ms bounds the wait for a whole request head, on a new connection
- *   and between the requests of a kept-alive one (default 10000): a later head, however it
- *   trickles, gets its connection closed. --max-connections caps the clients served at once
- *   (default: as many as the descriptor limit allows, at most MAX_CONNECTIONS); at the cap a
- *   new client displaces the connection that has waited longest for a request head, and
- *   waits its turn only when every connection is in a request. The first line on stdout is
- *   "listening on http://127.0.0.1:PORT/mcp". --allow-host accepts a Host/Origin besides
- *   loopback (DNS rebinding protection refuses every other one with 403).
+ *   trickles its body past it, or sends none, is cut off (libmicrohttpd's own timeout
+ *   restarts at every byte). --min-body-rate (bytes a second, default 240; 0: none) cuts a
+ *   body off sooner: once --body-rate-grace-ms (default 5000) have passed since its head, it
+ *   must have come at least that fast on average, as Kestrel's MinRequestBodyDataRate asks
+ *   (a connection in a request is never displaced at the cap, so slow bodies could hold
+ *   every slot for the whole body timeout). --head-timeout-ms bounds the wait for a whole
+ *   request head, on a new connection and between the requests of a kept-alive one (default
+ *   10000): a later head, however it trickles, gets its connection closed. --max-connections
+ *   caps the clients served at once (default: as many as the descriptor limit allows, at most
+ *   MAX_CONNECTIONS); at the cap a new client displaces the connection that has waited
+ *   longest for a request head, and waits its turn only when every connection is in a
+ *   request. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
+ *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
+ *   every other one with 403).
  *
  * Build: make -C bindings/c (libmicrohttpd-dev from Debian; see .ci/setup-debian).
  */
@@ -585,6 +591,7 @@ typedef struct request {
     size_t body_len, body_cap;
     unsigned long long received; /* body bytes that came, kept or not */
     int counted; /* its connection's bytes received counted once it was whole */
+    int settled; /* its body is whole (the final call came), or it was answered before it */
     int has_stream;
     uint64_t stream;
     int ended;     /* the stream finished normally */
@@ -598,6 +605,15 @@ static request *live;
 
 /* How long a request's body may take to arrive, from its head (--body-timeout-ms). */
 static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
+
+/* The least average rate, in bytes a second, at which a body must come once its grace since
+   the head is over (--min-body-rate, 0: none; --body-rate-grace-ms), as Kestrel's
+   MinRequestBodyDataRate. A connection in a request is never displaced at the cap, so
+   without it a client could hold a slot a body timeout at a time with a byte now and then.
+   The grace lets a client get going; the average runs from the head, so a pause made up for
+   is forgiven. At most UINT64_MAX / 1e9, so that body_too_slow multiplies without overflow. */
+static uint64_t min_body_rate = 240;
+static uint64_t body_rate_grace_ns = 5000ull * 1000 * 1000;
 
 /* How long a client may take to send a whole request head, from the moment its connection
    waits for one: once accepted, and after each response (--head-timeout-ms). So it is also
@@ -759,6 +775,47 @@ static void cut_late_heads(uint64_t now) {
     while (waiting_first != NULL && now - waiting_first->since > head_timeout_ns) {
         cut(waiting_first);
     }
+}
+
+#define NS_PER_S 1000000000ull
+
+/* Whether a request whose body is still arriving took too long: past the body timeout, or,
+   its grace over, below the minimum rate on average since its head. That is
+   received * 1e9 < rate * elapsed, worked out without overflow: the rate times the whole
+   seconds, then what is left over compared with the rate times the rest. */
+static int body_too_slow(const request *r, uint64_t now) {
+    uint64_t elapsed = now > r->started ? now - r->started : 0;
+    uint64_t received = (uint64_t)r->received, secs, due, extra;
+    if (elapsed > body_timeout_ns) return 1;
+    if (min_body_rate == 0 || elapsed <= body_rate_grace_ns) return 0;
+    secs = elapsed / NS_PER_S;
+    if (secs > 0 && min_body_rate > UINT64_MAX / secs) return 1; /* more than can ever come */
+    due = min_body_rate * secs;
+    if (received < due) return 1;
+    extra = received - due;
+    /* The part second asks for fewer than `rate` bytes: `rate` more are always enough, and
+       fewer, times 1e9, fit in 64 bits (the rate is bounded for it). */
+    if (extra >= min_body_rate) return 0;
+    return extra * NS_PER_S < min_body_rate * (elapsed % NS_PER_S);
+}
+
+/* Cuts the connection of every request whose body is too slow (at the heartbeat). The check
+   in on_http runs only when a piece of the body comes: a client that sends a head and then
+   nothing, or stops halfway, would keep its connection until libmicrohttpd's own timeout.
+   Requests settled (their body whole, or answered) are left alone: answers and streams take
+   as long as they take. Returns how many were cut. */
+static int cut_slow_bodies(uint64_t now) {
+    request *r;
+    int cuts = 0;
+    for (r = live; r != NULL; r = r->next) {
+        watched *w;
+        if (r->settled || !body_too_slow(r, now)) continue;
+        w = watch_of(r->connection);
+        if (w == NULL || w->cut || w->fd < 0) continue; /* cut already, closed at next run */
+        cut(w);
+        cuts++;
+    }
+    return cuts;
 }
 
 static void release(request *r) {
@@ -1032,28 +1089,31 @@ static int refuse_bad_framing(struct MHD_Connection *connection, enum MHD_Result
 /* The first call, before the body: a Content-Length over DISCARD_LIMIT gets 413 now, and the
    connection is closed, rather than this process reading (and dropping) all of it. A body
    within it is read, what is over MAX_BODY dropped in append_body, and the engine answers
-   413 once the body is in (the client, done sending, then reads it). */
-static enum MHD_Result refuse_declared_oversize(struct MHD_Connection *connection) {
+   413 once the body is in (the client, done sending, then reads it). Returns 1 with *queued
+   set when it answered. */
+static int refuse_declared_oversize(struct MHD_Connection *connection, enum MHD_Result *queued) {
     static const char too_large[] = "body too large\n";
     const char *declared =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     struct MHD_Response *response;
-    enum MHD_Result queued;
     unsigned long long length;
     char *end;
-    if (declared == NULL) return MHD_YES;
+    if (declared == NULL) return 0;
     errno = 0;
     length = strtoull(declared, &end, 10);
     /* A malformed length is libmicrohttpd's to refuse; an overflowing one is over the limit. */
-    if (end == declared || *end != '\0' || *declared == '-') return MHD_YES;
-    if (errno != ERANGE && length <= DISCARD_LIMIT) return MHD_YES;
+    if (end == declared || *end != '\0' || *declared == '-') return 0;
+    if (errno != ERANGE && length <= DISCARD_LIMIT) return 0;
     response = MHD_create_response_from_buffer(sizeof too_large - 1, (void *)too_large,
                                                MHD_RESPMEM_PERSISTENT);
-    if (response == NULL) return MHD_NO;
+    if (response == NULL) {
+        *queued = MHD_NO;
+        return 1;
+    }
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-    queued = MHD_queue_response(connection, 413, response);
+    *queued = MHD_queue_response(connection, 413, response);
     MHD_destroy_response(response);
-    return queued;
+    return 1;
 }
 
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, const char *url,
@@ -1082,20 +1142,25 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         if (live != NULL) live->prev = r;
         live = r;
         *req_cls = r;
-        if (refuse_bad_framing(connection, &queued)) return queued;
-        return refuse_declared_oversize(connection);
+        if (refuse_bad_framing(connection, &queued) ||
+            refuse_declared_oversize(connection, &queued)) {
+            r->settled = 1; /* answered: libmicrohttpd sends it and closes the connection */
+            return queued;
+        }
+        return MHD_YES;
     }
     if (*upload_data_size > 0) { /* a piece of the body */
-        if (now_ns() - r->started > body_timeout_ns) {
-            return MHD_NO; /* a body trickled past its time: the connection is closed */
-        }
         r->received += *upload_data_size;
+        if (body_too_slow(r, now_ns())) {
+            return MHD_NO; /* past its time, or too slow: the connection is closed */
+        }
         if (r->received > DISCARD_LIMIT) return MHD_NO; /* far over the limit: closed */
         append_body(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
 
+    r->settled = 1;
     /* The whole request is in. Until the client sends its next one, the bytes its
        connection received are the ones its requests took (see to_displace): counted when
        the server is at half its cap or more, where making room may come. */
@@ -1225,6 +1290,24 @@ int main(int argc, char **argv) {
                 return 2;
             }
             body_timeout_ns = (uint64_t)ms * 1000000ull;
+        } else if (strcmp(argv[i], "--min-body-rate") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long long rate = strtoull(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] < '0' || argv[i][0] > '9' ||
+                rate > UINT64_MAX / NS_PER_S) {
+                fprintf(stderr, "example_http_server: bad minimum body rate %s\n", argv[i]);
+                return 2;
+            }
+            min_body_rate = (uint64_t)rate; /* 0: no minimum */
+        } else if (strcmp(argv[i], "--body-rate-grace-ms") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long long ms = strtoull(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] < '0' || argv[i][0] > '9' ||
+                ms > UINT64_MAX / 1000000ull) {
+                fprintf(stderr, "example_http_server: bad body rate grace %s\n", argv[i]);
+                return 2;
+            }
+            body_rate_grace_ns = (uint64_t)ms * 1000000ull;
         } else if (strcmp(argv[i], "--head-timeout-ms") == 0 && i + 1 < argc) {
             char *end;
             unsigned long long ms = strtoull(argv[++i], &end, 10);
@@ -1251,8 +1334,8 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
-                    "[--body-timeout-ms N] [--head-timeout-ms N] [--max-connections N] "
-                    "[--allow-host NAME]...\n");
+                    "[--body-timeout-ms N] [--min-body-rate N] [--body-rate-grace-ms N] "
+                    "[--head-timeout-ms N] [--max-connections N] [--allow-host NAME]...\n");
             return 2;
         }
     }
@@ -1358,6 +1441,10 @@ int main(int argc, char **argv) {
         resumed = resume_streams(now - last_heartbeat >= HEARTBEAT_NS);
         if (now - last_heartbeat >= HEARTBEAT_NS) {
             cut_late_heads(now);
+            /* Slow bodies are cut here even when no byte comes (the wake below is at most a
+               heartbeat away, so a cut is at most a second late). At the cap, the client
+               waiting to take the freed slot is accepted only two runs later: turn quickly. */
+            if (cut_slow_bodies(now) > 0) quick_turns = 4;
             last_heartbeat = now;
         }
 

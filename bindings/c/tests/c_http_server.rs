@@ -1121,3 +1121,230 @@ fn a_body_trickled_past_its_timeout_is_cut_off() {
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     assert_clean_exit(server);
 }
+
+/// The head of a POST that declares a body of `length` bytes (none of which it sends).
+fn head_of_body(port: u16, length: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{MODERN}Mcp-Method: tools/list\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+/// Whether the server has closed `s` (an end, or a reset), looking without waiting: what
+/// bytes have come are read past.
+fn gone(s: &mut TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    let gone = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break true,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    gone
+}
+
+/// Sends a few bytes of body on `s` (5 every 100 ms: 50 bytes a second) unless it was cut;
+/// whether it was cut, by this write failing or the server's close seen.
+fn trickle(s: &mut TcpStream) -> bool {
+    s.write_all(b"     ").is_err() || gone(s)
+}
+
+const BELOW_THE_RATE: &[&str] = &[
+    "--body-timeout-ms",
+    "30000",
+    "--min-body-rate",
+    "1000",
+    "--body-rate-grace-ms",
+    "500",
+];
+
+/// A body that comes slower than `--min-body-rate` (here 1,000 bytes a second) is cut off
+/// soon after its grace (500 ms), long before the body timeout (30 s): one trickled at 50
+/// bytes a second, and one that stops after its first 100 bytes (no byte comes to wake a
+/// check; the heartbeat's sweep finds it).
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_body_below_the_minimum_rate_is_cut_off_after_its_grace() {
+    let server = Server::asan(BELOW_THE_RATE);
+    let port = server.port;
+    let head = head_of_body(port, 10_000);
+    let mut trickled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    trickled.write_all(head.as_bytes()).unwrap();
+    stalled.write_all(head.as_bytes()).unwrap();
+    stalled.write_all(&[b' '; 100]).unwrap();
+    let started = Instant::now();
+    let mut cut = [None, None];
+    while started.elapsed() < Duration::from_secs(4) && cut.contains(&None) {
+        std::thread::sleep(Duration::from_millis(100));
+        if cut[0].is_none() && trickle(&mut trickled) {
+            cut[0] = Some(started.elapsed());
+        }
+        if cut[1].is_none() && gone(&mut stalled) {
+            cut[1] = Some(started.elapsed());
+        }
+    }
+    for (which, at) in ["trickled", "stalled"].into_iter().zip(cut) {
+        let at = at.unwrap_or_else(|| panic!("the {which} body was not cut off within 4 s"));
+        assert!(
+            at >= Duration::from_millis(500) && at < Duration::from_secs(3),
+            "the {which} body was cut off after {at:?}"
+        );
+    }
+    assert_clean_exit(server);
+}
+
+/// A body that comes slowly but above `--min-body-rate` (2,000 bytes a second against
+/// 1,000, for 2 s past the grace) is served whole; and an SSE stream open all the while is
+/// not cut (the rate is for bodies still arriving, not for answers).
+#[test]
+#[allow(clippy::disallowed_methods)] // paced by the real clock
+fn a_body_above_the_minimum_rate_is_served() {
+    let server = Server::asan(BELOW_THE_RATE);
+    let port = server.port;
+    let (mut stream, _) = open_get_stream(port);
+    let text = "a".repeat(6000);
+    let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let request = post_text(port, &headers, &body, true);
+    let (head, body) = request.as_bytes().split_at(request.len() - body.len());
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(head).unwrap();
+    // Paced by the clock, not by the pieces: a late wake-up sends more, never less.
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < Duration::from_millis(2500) {
+        std::thread::sleep(Duration::from_millis(20));
+        let due = (started.elapsed().as_millis() as usize * 2).min(body.len());
+        s.write_all(&body[sent..due]).expect("the body is taken");
+        sent = due;
+    }
+    assert!(sent < body.len(), "the body went whole before the end");
+    s.write_all(&body[sent..]).unwrap();
+    let out = response_within_5s(&mut s);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out:?}");
+    assert!(out.contains(&format!(r#""text":"{text}""#)), "{out}");
+    assert!(!gone(&mut stream), "the SSE stream was cut");
+    drop(stream);
+    assert_clean_exit(server);
+}
+
+/// A client that sends a head and then no body at all is cut off once `--body-timeout-ms`
+/// has passed (here without a minimum rate), not after libmicrohttpd's own 30 s: no byte
+/// comes to wake the check made when one does.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn a_body_that_never_comes_is_cut_off_at_its_timeout() {
+    let server = Server::asan(&["--body-timeout-ms", "1000", "--min-body-rate", "0"]);
+    let port = server.port;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(head_of_body(port, 100).as_bytes()).unwrap();
+    let started = Instant::now();
+    assert!(cut_within_3s(&mut s), "the silent body was not cut off");
+    // (The server's clock for the body starts a moment before ours: a little slack.)
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900),
+        "cut off early: {took:?}"
+    );
+    assert_clean_exit(server);
+}
+
+/// At the cap, connections whose bodies come below `--min-body-rate` are cut once their grace
+/// is over, and a new client is served within seconds: one trickled (cut when a piece comes)
+/// and one stalled after its first bytes (cut by the heartbeat's sweep). A connection in a
+/// request is never displaced: before, such bodies held every slot for the whole body
+/// timeout (or, stalled, libmicrohttpd's own 30 s).
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn at_the_cap_bodies_below_the_minimum_rate_make_room() {
+    let mut args = vec!["--max-connections", "2", "--head-timeout-ms", "20000"];
+    args.extend_from_slice(BELOW_THE_RATE);
+    let server = Server::asan(&args);
+    let port = server.port;
+    let head = head_of_body(port, 10_000);
+    let mut slow: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(&[b' '; 100]).unwrap();
+            s
+        })
+        .collect();
+    // The first trickles on, the second sends nothing more; until both are cut (5 s at most).
+    let slow = std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut cut = [None, None];
+        while started.elapsed() < Duration::from_secs(5) && cut.contains(&None) {
+            std::thread::sleep(Duration::from_millis(100));
+            if cut[0].is_none() && trickle(&mut slow[0]) {
+                cut[0] = Some(started.elapsed());
+            }
+            if cut[1].is_none() && gone(&mut slow[1]) {
+                cut[1] = Some(started.elapsed());
+            }
+        }
+        cut
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let (headers, body) = modern_call(1, "echo");
+    let knocked = Instant::now();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(post_text(port, &headers, &body, true).as_bytes())
+        .unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    let out = one_response(&mut c);
+    let took = knocked.elapsed();
+    assert!(out.starts_with("HTTP/1.1 200"), "after {took:?}: {out:?}");
+    assert!(out.contains(r#""text":"hi""#), "{out}");
+    assert!(took < Duration::from_secs(4), "served after {took:?}");
+    let cut = slow.join().unwrap();
+    assert!(
+        cut.iter().all(Option::is_some),
+        "trickled, stalled: cut after {cut:?}"
+    );
+    assert_clean_exit(server);
+}
+
+/// The rate flags take plain numbers only: anything else is refused with a message and
+/// exit status 2, never read as 0 or as the number it starts with.
+#[test]
+fn bad_body_rate_flags_are_refused() {
+    for (flag, value, message) in [
+        ("--min-body-rate", "-1", "bad minimum body rate"),
+        ("--min-body-rate", "+5", "bad minimum body rate"),
+        ("--min-body-rate", "12x", "bad minimum body rate"),
+        ("--min-body-rate", "", "bad minimum body rate"),
+        ("--min-body-rate", "99999999999", "bad minimum body rate"),
+        ("--body-rate-grace-ms", " 5", "bad body rate grace"),
+        ("--body-rate-grace-ms", "5s", "bad body rate grace"),
+        (
+            "--body-rate-grace-ms",
+            "99999999999999999999",
+            "bad body rate grace",
+        ),
+    ] {
+        let mut c = Command::new(server_asan());
+        c.args([flag, value]);
+        let out = run_sanitized(c);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value:?}: {all}");
+        assert!(all.contains(message), "{flag} {value:?}: {all}");
+    }
+    // Without its value, a flag gets the usage, which lists both.
+    let mut c = Command::new(server_asan());
+    c.arg("--min-body-rate");
+    let out = run_sanitized(c);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("[--min-body-rate N] [--body-rate-grace-ms N]"),
+        "{all}"
+    );
+}
