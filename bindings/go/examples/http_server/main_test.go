@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	mcpwire "github.com/mcpwire/mcpwire/bindings/go"
 )
 
 // A connection past the cap, when every connection is in a request, gets 503 at once and is
@@ -415,4 +418,105 @@ func status(t *testing.T, br *bufio.Reader) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// At the cap, connections whose bodies trickle are in a request, which is never displaced;
+// HTTPServer's minimum body rate answers them 408 once its grace is over, net/http closes
+// them, and a new client is served again within about a second, not after the 30 s body
+// timeout. The listener and the handler as main wires them, with a short grace.
+func TestTrickledBodiesAtTheCapGiveWayAfterTheGrace(t *testing.T) {
+	srv, err := mcpwire.NewHTTPServer(&mcpwire.Config{Role: mcpwire.Server, Name: "t", Version: "1"},
+		&mcpwire.HTTPOptions{MinBodyRate: 1000, BodyRateGrace: 300 * time.Millisecond},
+		mcpwire.HTTPAppFunc(func(*mcpwire.Conn, mcpwire.ConnKey, mcpwire.Event) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 2)
+	hs := &http.Server{Handler: mux, ConnState: ln.ConnState}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	addr := inner.Addr().String()
+
+	// Two bodies at 20 bytes a second, each in its own connection: the cap.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 10000\r\n\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ { // (a failed write: cut)
+				time.Sleep(50 * time.Millisecond)
+				if _, err := io.WriteString(c, " "); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	waitActive(t, ln, 2)
+
+	started := time.Now()
+	refused := 0
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, "GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+			resp.Body.Close()
+		}
+		c.Close()
+		if status == http.StatusNotFound {
+			break
+		}
+		refused++
+		if time.Since(started) > 4*time.Second {
+			t.Fatalf("still turned away (%d, %v) after %v", status, err, time.Since(started))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if refused == 0 {
+		t.Fatal("the trickled bodies never filled the cap")
+	}
+}
+
+// waitActive waits until n connections of ln are in a request (up to 5 s).
+func waitActive(t *testing.T, ln *capped, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		ln.mu.Lock()
+		active := 0
+		for c := range ln.conns {
+			if c.state == http.StateActive {
+				active++
+			}
+		}
+		ln.mu.Unlock()
+		if active >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections in a request after 5 s, want %d", active, n)
+		}
+	}
 }
