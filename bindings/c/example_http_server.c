@@ -613,6 +613,8 @@ static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
    The grace lets a client get going; the average runs from the head, so a pause made up for
    is forgiven. At most UINT64_MAX / 1e9, so that body_too_slow multiplies without overflow. */
 static uint64_t min_body_rate = 240;
+/* Set when on_http cut a slow body, for the main loop (as cut_slow_bodies tells it). */
+static int slow_body_cut;
 static uint64_t body_rate_grace_ns = 5000ull * 1000 * 1000;
 
 /* How long a client may take to send a whole request head, from the moment its connection
@@ -1152,7 +1154,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
     if (*upload_data_size > 0) { /* a piece of the body */
         r->received += *upload_data_size;
         if (body_too_slow(r, now_ns())) {
-            return MHD_NO; /* past its time, or too slow: the connection is closed */
+            slow_body_cut = 1; /* the main loop turns quickly for a client at the cap */
+            return MHD_NO;     /* past its time, or too slow: the connection is closed */
         }
         if (r->received > DISCARD_LIMIT) return MHD_NO; /* far over the limit: closed */
         append_body(r, upload_data, *upload_data_size);
@@ -1446,6 +1449,10 @@ int main(int argc, char **argv) {
                waiting to take the freed slot is accepted only two runs later: turn quickly. */
             if (cut_slow_bodies(now) > 0) quick_turns = 4;
             last_heartbeat = now;
+        }
+        if (slow_body_cut) {
+            slow_body_cut = 0;
+            quick_turns = 4;
         }
 
         /* Sleep until libmicrohttpd, the engine or a job has work. */

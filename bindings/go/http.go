@@ -59,8 +59,8 @@ type HTTPOptions struct {
 	// BodyTimeout bounds how long a client may take to send a request's body once its
 	// headers are in (408 beyond), even one that keeps up MinBodyRate, whatever your
 	// http.Server sets; 0: 30 s. Raise it for large bodies over slow links. Neither it nor
-	// http.Server.ReadTimeout cuts the SSE stream that follows: net/http lifts the read
-	// deadline once the body is read. Set ReadHeaderTimeout and IdleTimeout on your
+	// http.Server.ReadTimeout cuts the SSE stream that follows: the read
+	// deadline is lifted once the body is read. Set ReadHeaderTimeout and IdleTimeout on your
 	// http.Server too; not WriteTimeout, which would cut streams.
 	BodyTimeout time.Duration
 	// MinBodyRate is the average rate, in bytes per second, at which a request's body must
@@ -698,10 +698,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // BodyTimeout: a read still waiting at it means the body's average rate fell below the
 // minimum. It is moved only when a read brings it later: a body that comes in one read (most
 // do, net/http has it buffered) costs one deadline, and a fast large one reaches the cap
-// within its first reads (at 7,200 bytes by default) and costs none after. It is never set
-// after the read that ends the body: net/http lifts it there to watch for a closed
-// connection, which must not time out under an SSE stream. deadlines is false for a body
-// with nothing to read (http.NoBody).
+// within its first reads (at 7,200 bytes by default) and costs none after. It is lifted at
+// the body's end, as net/http does, to watch for a closed connection, which must not time
+// out under an SSE stream. deadlines is false for a body with nothing to read (http.NoBody).
 func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines bool, buf []byte) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	start := time.Now()
@@ -711,11 +710,20 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 	}
 	for {
 		if cap(buf)-len(buf) < bytes.MinRead {
-			buf = slices.Grow(buf, bytes.MinRead) // (as bytes.Buffer.ReadFrom grows)
+			// Doubling, as bytes.Buffer does: a large body costs a few copies, not one per
+			// append's 25%.
+			buf = slices.Grow(buf, max(bytes.MinRead, cap(buf)))
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
+			if deadlines {
+				// Lifted, as net/http lifts it when its body ends: when a middleware read the
+				// body before this (and hands on a copy), net/http's watch for a closed
+				// connection had begun, and the deadline set above would end it, cancel the
+				// request and cut its SSE stream.
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			return buf, nil
 		}
 		if err != nil {

@@ -977,6 +977,44 @@ func TestHTTPStreamOutlivesTheBodyTimeout(t *testing.T) {
 	}
 }
 
+// Behind middleware that reads every body first (to log or sign it, say) and hands on a copy,
+// net/http has already seen the body end when ServeHTTP reads the copy: it has lifted the read
+// deadline and watches the connection for a close. A deadline set then would end that watch,
+// cancel the request and cut its SSE stream once the grace was over. (A GET through
+// http.MaxBytesHandler is the same: its empty body is wrapped.)
+func TestHTTPStreamBehindBodyMiddlewareOutlivesTheGrace(t *testing.T) {
+	srv, app, _ := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 100 * time.Millisecond,
+		BodyRateGrace: 100 * time.Millisecond})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		read, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(read))
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	time.Sleep(400 * time.Millisecond)
+	held, _ := app.snapshot()
+	err := srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"much later"}]}`))
+	})
+	if err != nil {
+		t.Fatalf("the stream was cut: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"much later"`)) {
+		t.Fatalf("stream: %s", body)
+	}
+}
+
 // A request with more headers than the shim and the C ABI keep on the stack (32 and 16) is
 // served like any other.
 func TestHTTPManyHeaders(t *testing.T) {

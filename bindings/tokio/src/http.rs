@@ -1067,7 +1067,14 @@ async fn finish_body_read(
     config: &HostConfig,
 ) -> Option<BodyRead> {
     let start = tokio::time::Instant::now();
-    let end = start + config.body_read_timeout;
+    // (`Duration::MAX`, "never", must not overflow: far in the future instead, as tokio's
+    // own `timeout` does.)
+    let after = |d: Duration| {
+        start
+            .checked_add(d)
+            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+    };
+    let end = after(config.body_read_timeout);
     let rate = config.min_body_rate;
     if rate == 0 {
         return tokio::time::timeout_at(end, read).await.ok();
@@ -1075,7 +1082,7 @@ async fn finish_body_read(
     // Checked only when the bytes so far stop being enough: at the grace's end, then at the
     // moment the average would fall below the rate, and no more often than every 250 ms
     // (so a client sending exactly at the rate does not wake this at every byte).
-    let mut check = start + config.body_rate_grace;
+    let mut check = after(config.body_rate_grace);
     loop {
         let wake = check.min(end);
         match tokio::time::timeout_at(wake, read.as_mut()).await {
@@ -1092,7 +1099,7 @@ async fn finish_body_read(
                 let covered = Duration::from_millis(
                     u64::try_from(got * 1000 / u128::from(rate)).unwrap_or(u64::MAX),
                 );
-                check = (start + covered).max(now + Duration::from_millis(250));
+                check = after(covered).max(now + Duration::from_millis(250));
             }
         }
     }
