@@ -708,7 +708,11 @@ impl ReplicaClaim {
             key: format!("{}:replica:{replica}", options.prefix),
             token: token.to_owned(),
         };
-        let deadline = std::time::Instant::now() + wait;
+        // (`Duration::MAX`: wait as long as it takes, not an overflow.)
+        let now = std::time::Instant::now();
+        let deadline = now
+            .checked_add(wait)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
         loop {
             let mut cmd = redis::cmd("SET");
             cmd.arg(&claim.key)

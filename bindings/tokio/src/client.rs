@@ -180,7 +180,11 @@ impl Client {
             return;
         };
         self.send_due();
-        let deadline = tokio::time::Instant::now() + limit;
+        // (`Duration::MAX` means no limit, not an overflow.)
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(limit)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30));
         while let Ok(Some(report)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
             let done = matches!(report, Report::End(e) | Report::Failed(e) if e == delete);
             let now = self.now();

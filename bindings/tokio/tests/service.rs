@@ -174,7 +174,10 @@ async fn an_answer_that_arrives_while_the_session_ends_is_still_handed_out() {
     // The call goes out; then the application looks away while the answer arrives.
     let _ = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    client.end_session(Duration::from_secs(2)).await;
+    // (No limit, `Duration::MAX`: the DELETE's answer ends the wait. It overflowed the clock.)
+    tokio::time::timeout(Duration::from_secs(10), client.end_session(Duration::MAX))
+        .await
+        .expect("the DELETE was answered");
     loop {
         match tokio::time::timeout(Duration::from_secs(5), client.next_event()).await {
             Ok(Some(OwnedEvent::Response {
