@@ -90,6 +90,17 @@ fn server_discover_is_answered_from_configuration() {
     assert_eq!(s.conn.state(), State::Operating);
 }
 
+/// A cache lifetime past what JSON readers keep as an integer (`Duration::MAX` was written
+/// as 18446744073709551615999) is sent as the largest they keep, 2^53 - 1 ms.
+#[test]
+fn server_discover_ttl_is_sent_as_an_integer_readers_keep() {
+    let mut config = server_config();
+    config.discover_ttl = Duration::MAX;
+    let mut s = Raw::server(config);
+    let (out, _) = s.request("\"d1\"", "server/discover", "");
+    assert_eq!(out[0]["result"]["ttlMs"].as_u64(), Some((1 << 53) - 1));
+}
+
 #[test]
 fn required_meta_keys_are_checked_on_every_request() {
     let mut s = modern_server();

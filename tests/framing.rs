@@ -40,6 +40,15 @@ fn complete_lines_inside_a_chunk_are_not_copied() {
     assert_eq!(dec.next_frame(&mut rest).unwrap().unwrap(), b"{\"c\":3}");
 }
 
+/// A frame limit of `usize::MAX` ("no limit") takes frames that arrive in pieces (a debug
+/// check of the limit overflowed on them).
+#[test]
+fn a_frame_limit_of_usize_max_takes_frames_in_pieces() {
+    let mut dec = LineDecoder::with_max_frame(usize::MAX);
+    let got = frames(&mut dec, &[b"{\"a\":", b"1}\n"]);
+    assert_eq!(got, vec![Ok(b"{\"a\":1}".to_vec())]);
+}
+
 #[test]
 fn crlf_is_accepted_and_blank_lines_are_skipped() {
     let mut dec = LineDecoder::new();

@@ -3139,3 +3139,31 @@ fn header_names_that_are_not_tokens_and_a_second_host_are_refused() {
     headers.push(("X-Odd!#$%&'*+.^_`|~9", "1"));
     assert_eq!(send(&mut s, "POST", &headers, &call).status, 200);
 }
+
+/// A first stream id of `u64::MAX` and a keep-alive period of zero are taken as the nearest
+/// values that work: the first stream overflowed the id counter (a panic in debug builds,
+/// id 0 otherwise), and the keep-alive timer stayed due at every `now`, so a host that runs
+/// due timers until none is due never stopped.
+#[test]
+fn extreme_stream_ids_and_keepalive_are_taken_as_workable() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.first_stream_id = u64::MAX;
+    config.keepalive = Some(std::time::Duration::ZERO);
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let first = get_stream(
+        &mut s,
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert_ne!(first.0, 0);
+    let now = T0.after(std::time::Duration::from_secs(1));
+    s.handle_timeout(now);
+    assert!(
+        s.poll_timeout().is_some_and(|at| at > now),
+        "a timer still due: {:?}",
+        s.poll_timeout()
+    );
+}

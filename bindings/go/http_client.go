@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -29,13 +30,23 @@ type HTTPClientOptions struct {
 	// session id and the message would follow it to wherever it points).
 	Client *http.Client
 	// InitialDelay and MaxDelay bound the backoff before resuming a broken SSE stream with
-	// Last-Event-ID (the server's retry is a floor); 0: 500 ms and 30 s.
+	// Last-Event-ID (the server's retry is a floor); 0 (or negative): 500 ms and 30 s.
 	InitialDelay, MaxDelay time.Duration
-	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0: 5.
+	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0 (or
+	// negative): 5; at most 2^32 - 1.
 	MaxAttempts int
 	// OpenGetStream opens the session's standalone GET stream (handshake era), for server
 	// messages that belong to no request.
 	OpenGetStream bool
+}
+
+// backoff is what the engine gets of InitialDelay, MaxDelay (milliseconds) and MaxAttempts:
+// 0 for the defaults, negative values included, as elsewhere in the binding (they were
+// converted as they were, a delay of -1 s to 584 million years), and attempts at most what
+// the engine counts.
+func (o *HTTPClientOptions) backoff() (initial, most uint64, attempts uint32) {
+	millis := func(d time.Duration) uint64 { return uint64(max(d, 0) / time.Millisecond) }
+	return millis(o.InitialDelay), millis(o.MaxDelay), uint32(min(max(o.MaxAttempts, 0), math.MaxUint32))
 }
 
 // HTTPClient is an MCP client over Streamable HTTP: the engine decides which requests to make
@@ -89,8 +100,9 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 		return nil, err
 	}
 	defer C.mcpw_config_free(config)
-	made := C.mcpwgo_http_client_create(config, 0, C.uint64_t(opts.InitialDelay/time.Millisecond),
-		C.uint64_t(opts.MaxDelay/time.Millisecond), C.uint32_t(opts.MaxAttempts), boolInt(opts.OpenGetStream))
+	initial, most, attempts := opts.backoff()
+	made := C.mcpwgo_http_client_create(config, 0, C.uint64_t(initial), C.uint64_t(most),
+		C.uint32_t(attempts), boolInt(opts.OpenGetStream))
 	if err := check("new http client", made.rc); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1648,5 +1649,28 @@ func TestHTTPClientRunReturnsAtOnceAfterTheClose(t *testing.T) {
 	}
 	if d := time.Since(closedAt); d > time.Second {
 		t.Fatalf("Run returned %v after the close", d)
+	}
+}
+
+// Negative backoff settings mean the defaults, as a negative option does elsewhere: a
+// negative delay reached the engine as a delay of millions of years (a broken stream never
+// resumed), a negative MaxAttempts as four billion attempts; and attempts past what the
+// engine counts are the most it counts, not that number's low 32 bits.
+func TestHTTPClientBackoffOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts          HTTPClientOptions
+		initial, most uint64
+		attempts      uint32
+	}{
+		{HTTPClientOptions{}, 0, 0, 0},
+		{HTTPClientOptions{InitialDelay: -time.Second, MaxDelay: -1, MaxAttempts: -1}, 0, 0, 0},
+		{HTTPClientOptions{InitialDelay: 1500 * time.Microsecond, MaxDelay: time.Minute, MaxAttempts: 3}, 1, 60000, 3},
+		{HTTPClientOptions{MaxAttempts: 1 << 32}, 0, 0, math.MaxUint32},
+	} {
+		initial, most, attempts := c.opts.backoff()
+		if initial != c.initial || most != c.most || attempts != c.attempts {
+			t.Errorf("%+v: %d, %d, %d; want %d, %d, %d", c.opts, initial, most, attempts,
+				c.initial, c.most, c.attempts)
+		}
 	}
 }

@@ -145,6 +145,8 @@ pub struct Config {
     pub discover_timeout: Duration,
     /// Server only, 2026-07-28: the `ttlMs` of `server/discover` results, and of cacheable
     /// results (lists, `resources/read`) that do not set their own. Default 0 (do not cache).
+    /// At most [`MAX_WIRE_MILLIS`](crate::tasks::MAX_WIRE_MILLIS) milliseconds (longer is
+    /// sent as that: a larger number is no integer to most JSON readers).
     pub discover_ttl: Duration,
     /// Server only, 2026-07-28: the `cacheScope` that goes with
     /// [`discover_ttl`](Self::discover_ttl). Default private.

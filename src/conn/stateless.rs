@@ -557,7 +557,7 @@ impl Core {
             write_json_string(&mut out, instructions);
         }
         out.extend_from_slice(b",\"ttlMs\":");
-        out.extend_from_slice(self.config.discover_ttl.as_millis().to_string().as_bytes());
+        out.extend_from_slice(wire_ttl(&self.config).to_string().as_bytes());
         out.extend_from_slice(b",\"cacheScope\":");
         write_json_string(&mut out, self.config.discover_cache_scope.as_str());
         out.extend_from_slice(b",\"_meta\":{");
@@ -808,7 +808,7 @@ impl Core {
         let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
         let has = |i: usize| found.get(i).map(|v| v.is_some());
         // Formatted only for the results that carry it.
-        let ttl = cacheable.then(|| json_edit::IntText::new(self.config.discover_ttl.as_millis()));
+        let ttl = cacheable.then(|| json_edit::IntText::new(wire_ttl(&self.config)));
         let scope: &[u8] = match self.config.discover_cache_scope {
             CacheScope::Public => b"\"public\"",
             CacheScope::Private => b"\"private\"",
@@ -1365,4 +1365,12 @@ fn tasks_extension_required() -> Refusal<'static> {
         r#"{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#,
     ));
     refusal
+}
+
+/// [`Config::discover_ttl`] as sent: milliseconds, at most
+/// [`MAX_WIRE_MILLIS`](crate::tasks::MAX_WIRE_MILLIS), the largest integer JSON readers keep.
+fn wire_ttl(config: &Config) -> u64 {
+    u64::try_from(config.discover_ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .min(crate::tasks::MAX_WIRE_MILLIS)
 }

@@ -298,7 +298,7 @@ impl LineDecoder {
                     limit: self.max_frame,
                 }));
             }
-            debug_assert!(total <= self.max_frame + 1);
+            debug_assert!(total <= self.max_frame.saturating_add(1));
             self.tail.extend_from_slice(line);
             if is_blank(&self.tail) {
                 super::empty(&mut self.tail);

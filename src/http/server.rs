@@ -189,7 +189,7 @@ pub struct HttpServerConfig {
     /// ranges, and so must a process that restarts while its sessions live on in the shared
     /// stores: take a start no process had before from the shared store itself (as
     /// `mcpwire_redis::RedisEventStore::first_stream_id` does), not a fixed number per
-    /// replica.
+    /// replica. At most 2^62 (a larger value is taken as that), so that ids cannot run out.
     pub first_stream_id: u64,
     /// With a shared [`SessionStore`]: the longest a replica goes without touching a session
     /// it serves (default zero: every request touches it). Each touch is a round trip to the
@@ -202,7 +202,8 @@ pub struct HttpServerConfig {
     /// How often every open SSE stream with nothing waiting gets a comment line (`:`), so
     /// that proxies and clients with idle timeouts do not close a quiet stream (2026-07-28:
     /// "servers are encouraged to periodically emit an SSE comment line ... as a
-    /// keep-alive"; clients ignore comments in every era). Default 15 s; `None`: never.
+    /// keep-alive"; clients ignore comments in every era). Default 15 s; `None`: never; at
+    /// least 1 ms (zero is taken as that).
     pub keepalive: Option<Duration>,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
     /// default, [`loopback_only`], accepts loopback names only (`localhost`, `127.0.0.1`,
@@ -432,6 +433,9 @@ pub struct HttpServer {
     next_keepalive: Option<Timestamp>,
 }
 
+/// The largest [`HttpServerConfig::first_stream_id`]: 2^62 ids remain above it.
+const MAX_FIRST_STREAM_ID: u64 = 1 << 62;
+
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
 const KEEPALIVE_COMMENT: &[u8] = b":\n\n";
 
@@ -478,6 +482,10 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
 impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {
+        // Values no deployment needs, taken as the nearest one that works: a stream id space
+        // that cannot run out, and keep-alive comments that do not keep a timer due forever.
+        config.first_stream_id = config.first_stream_id.clamp(1, MAX_FIRST_STREAM_ID);
+        config.keepalive = config.keepalive.map(|d| d.max(Duration::from_millis(1)));
         let events = config.events.take().unwrap_or_else(|| {
             Box::new(MemoryEventStore::with_bounds(
                 config.event_store,

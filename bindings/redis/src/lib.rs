@@ -182,7 +182,7 @@ pub struct RedisOptions {
     /// How long a session's record lives without a touch from any replica, and a stream's
     /// events after its last event. Default 10 minutes, the server's default
     /// `session_idle_timeout`; use at least the server's value. Rounded up to whole
-    /// milliseconds; zero is refused.
+    /// milliseconds; zero is refused; at most about 31,700 years (longer is taken as that).
     pub ttl: Duration,
     /// How many of the newest events each stream keeps for resumption. Default 256. Zero
     /// stores no events (resumption then replays nothing).
@@ -783,14 +783,20 @@ fn claim_ttl_ms() -> i64 {
     i64::try_from(CLAIM_TTL.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// The TTL in whole milliseconds (rounded up, at least 1, at most what Redis accepts).
+/// The longest TTL, in milliseconds (about 31,700 years): the append script adds it to the
+/// clock in Lua, whose numbers Redis before 7.2 prints with `%.17g`, so an expiry time from
+/// 1e17 on reached `PEXPIREAT` in exponent form, which it refuses.
+const MAX_TTL_MILLIS: i64 = 1_000_000_000_000_000;
+
+/// The TTL in whole milliseconds (rounded up, at least 1, at most [`MAX_TTL_MILLIS`]).
 fn ttl_millis(ttl: Duration) -> Result<i64, StoreError> {
     if ttl.is_zero() {
         return Err(StoreError::invalid("the Redis TTL must not be zero"));
     }
     let millis = ttl.as_nanos().div_ceil(1_000_000);
-    // Redis refuses expiry times that overflow when added to its clock: stay far below.
-    Ok(i64::try_from(millis).unwrap_or(i64::MAX).min(i64::MAX / 4))
+    Ok(i64::try_from(millis)
+        .unwrap_or(i64::MAX)
+        .min(MAX_TTL_MILLIS))
 }
 
 /// An [`EventStore`] in Redis, so that an SSE stream dropped on one server replica resumes

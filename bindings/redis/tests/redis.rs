@@ -677,6 +677,32 @@ fn a_sessions_index_forgets_expired_streams() {
     assert!(redis.keys().is_empty());
 }
 
+/// A TTL of `Duration::MAX` ("keep for good") still gives every key an expiry and every
+/// append succeeds: the expiry time went past what Redis 7.0's scripts print as an integer,
+/// and each append failed after its writes, leaving keys that never expired.
+#[test]
+fn a_ttl_of_duration_max_still_expires_every_key() {
+    let redis = RedisServer::start();
+    let mut events = events(
+        &redis,
+        RedisOptions {
+            ttl: Duration::MAX,
+            ..options()
+        },
+    );
+    events.append("s", HttpStreamId(1), 1, b"e");
+    assert_eq!(replay(&mut events, "s", 1, 0), vec![b"e".to_vec()]);
+    let keys = redis.keys();
+    assert!(!keys.is_empty());
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query(&mut redis.inspect())
+            .unwrap();
+        assert!(ttl > 0, "{key}: PTTL {ttl}");
+    }
+}
+
 #[test]
 fn the_prefix_separates_deployments() {
     let redis = RedisServer::start();

@@ -121,7 +121,8 @@ pub struct HostConfig {
     /// is, so up to that much may be buffered before a smaller limit is enforced. Default
     /// 64 KiB.
     pub max_head_size: usize,
-    /// The most header lines in a request; more get 431. Default 100.
+    /// The most header lines in a request; more get 431. Default 100; at most 10,000 (a
+    /// larger value is taken as that).
     pub max_headers: usize,
     /// The largest request body in bytes; a larger one gets 413, and the connection is closed
     /// after it. The rest of such a body is read and dropped first, up to four times the
@@ -154,6 +155,25 @@ impl Default for HostConfig {
             max_body: 4 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(10),
         }
+    }
+}
+
+/// Far enough in the future to stand for "never" (`Duration::MAX` overflows a clock).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// The most header lines [`HostConfig::max_headers`] takes: hyper sets aside room for that
+/// many at every request, and a head of 64 KiB holds fewer.
+const MAX_HEADERS: usize = 10_000;
+
+impl HostConfig {
+    /// The values the host runs with: an extreme one (a limit of `usize::MAX`, a timeout of
+    /// `Duration::MAX`) taken as the nearest that works, rather than a panic or an
+    /// allocation of that size at every request.
+    fn workable(mut self) -> Self {
+        self.max_connections = self.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+        self.max_headers = self.max_headers.min(MAX_HEADERS);
+        self.header_read_timeout = self.header_read_timeout.min(FAR_FUTURE);
+        self
     }
 }
 
@@ -361,7 +381,7 @@ impl<A: Application> McpService<A> {
             armed: AtomicU64::new(0),
             start: Instant::now(),
             phase: AtomicU8::new(RUNNING),
-            config,
+            config: config.workable(),
         });
         let timers = run_timers(shared.clone());
         (McpService { shared }, timers)
@@ -1069,11 +1089,7 @@ async fn finish_body_read(
     let start = tokio::time::Instant::now();
     // (`Duration::MAX`, "never", must not overflow: far in the future instead, as tokio's
     // own `timeout` does.)
-    let after = |d: Duration| {
-        start
-            .checked_add(d)
-            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
-    };
+    let after = |d: Duration| start + d.min(FAR_FUTURE);
     let end = after(config.body_read_timeout);
     let rate = config.min_body_rate;
     if rate == 0 {

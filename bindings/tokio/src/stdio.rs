@@ -410,7 +410,9 @@ pub async fn stop(
         Ok::<(), io::Error>(())
     };
     // (Timing out only gives up the write a child does not read; `next_event` is cancel-safe.)
-    if let Ok(drained) = tokio::time::timeout(grace + Duration::from_secs(1), drain).await {
+    if let Ok(drained) =
+        tokio::time::timeout(grace.saturating_add(Duration::from_secs(1)), drain).await
+    {
         drained?;
     }
     let (_, stdout, stdin) = driver.into_parts();

@@ -389,6 +389,31 @@ async fn a_body_timeout_of_duration_max_means_never() {
     assert_eq!(statuses(&out), [200], "{}", String::from_utf8_lossy(&out));
 }
 
+/// Limits and timeouts at their types' largest ("no limit") are served with: the cap took
+/// `usize::MAX` permits (a panic before the first accept), hyper set aside room for
+/// `usize::MAX` headers at every request (a panic, or an abort for a smaller huge value), and
+/// added `Duration::MAX` to its clock (a panic at every connection).
+#[tokio::test]
+async fn limits_of_usize_max_and_duration_max_are_served_with() {
+    let server = start(HostConfig {
+        max_connections: usize::MAX,
+        max_headers: usize::MAX,
+        header_read_timeout: Duration::MAX,
+        body_read_timeout: Duration::MAX,
+        send_timeout: Duration::MAX,
+        ..test_config()
+    })
+    .await;
+    let mut c = Client::new(&server).await;
+    let r = c
+        .post(
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+}
+
 #[tokio::test]
 async fn other_paths_get_404_and_the_connection_stays_usable() {
     let server = start(test_config()).await;

@@ -496,6 +496,42 @@ async fn event_time_is_read_once_per_batch() {
     );
 }
 
+/// `stop` with a grace of `Duration::MAX` (no limit: a child that exits at the end of its
+/// input) returns once the child has exited; adding its extra second overflowed.
+#[tokio::test]
+async fn stop_with_no_limit_waits_for_the_child_to_exit() {
+    let script = r#"
+import sys, json
+req = json.loads(sys.stdin.readline())
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "leaves", "version": "1"}}}) + "\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    pass
+"#;
+    let mut config = Config::client("stop-test", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let mut command = tokio::process::Command::new("python3");
+    command.arg("-c").arg(script);
+    let (mut driver, child) = mcpwire_tokio::stdio::spawn(&mut command, config).unwrap();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), driver.next_event()).await {
+            Ok(Ok(Some(OwnedEvent::Ready { .. }))) => break,
+            Ok(Ok(Some(_))) => {}
+            other => panic!("no handshake: {other:?}"),
+        }
+    }
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, Duration::MAX),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status");
+    assert!(status.success(), "{status:?}");
+}
+
 #[tokio::test]
 async fn stop_ends_a_child_that_no_longer_reads() {
     // A server that answers the handshake, then never reads again: what is left to write
