@@ -3140,10 +3140,10 @@ fn header_names_that_are_not_tokens_and_a_second_host_are_refused() {
     assert_eq!(send(&mut s, "POST", &headers, &call).status, 200);
 }
 
-/// A first stream id of `u64::MAX` and a keep-alive period of zero are taken as the nearest
-/// values that work: the first stream overflowed the id counter (a panic in debug builds,
-/// id 0 otherwise), and the keep-alive timer stayed due at every `now`, so a host that runs
-/// due timers until none is due never stopped.
+/// A first stream id of `u64::MAX` and a keep-alive period of zero work: the first stream
+/// overflowed the id counter (a panic in debug builds, id 0 otherwise; the ids now go on from
+/// 1), and the keep-alive timer stayed due at every `now`, so a host that runs due timers
+/// until none is due never stopped (zero is now taken as 1 ms).
 #[test]
 fn extreme_stream_ids_and_keepalive_are_taken_as_workable() {
     let mut config = HttpServerConfig::new(server_config());
@@ -3158,7 +3158,8 @@ fn extreme_stream_ids_and_keepalive_are_taken_as_workable() {
             ("MCP-Protocol-Version", "2025-11-25"),
         ],
     );
-    assert_ne!(first.0, 0);
+    // The `initialize` POST's stream took `u64::MAX`.
+    assert_eq!(first.0, 1);
     let now = T0.after(std::time::Duration::from_secs(1));
     s.handle_timeout(now);
     assert!(

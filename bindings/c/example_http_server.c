@@ -613,7 +613,8 @@ static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
    The grace lets a client get going; the average runs from the head, so a pause made up for
    is forgiven. At most UINT64_MAX / 1e9, so that body_too_slow multiplies without overflow. */
 static uint64_t min_body_rate = 240;
-/* Set when on_http cut a slow body, for the main loop (as cut_slow_bodies tells it). */
+/* Set when on_http cut a body (too slow, or far too large), for the main loop, as
+   cut_slow_bodies tells it: a client waiting at the cap gets the slot at once. */
 static int slow_body_cut;
 static uint64_t body_rate_grace_ns = 5000ull * 1000 * 1000;
 
@@ -1157,7 +1158,10 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
             slow_body_cut = 1; /* the main loop turns quickly for a client at the cap */
             return MHD_NO;     /* past its time, or too slow: the connection is closed */
         }
-        if (r->received > DISCARD_LIMIT) return MHD_NO; /* far over the limit: closed */
+        if (r->received > DISCARD_LIMIT) { /* far over the limit: closed */
+            slow_body_cut = 1;
+            return MHD_NO;
+        }
         append_body(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;

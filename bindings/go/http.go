@@ -710,9 +710,10 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 	}
 	for {
 		if cap(buf)-len(buf) < bytes.MinRead {
-			// Doubling, as bytes.Buffer does: a large body costs a few copies, not one per
-			// append's 25%.
-			buf = slices.Grow(buf, max(bytes.MinRead, cap(buf)))
+			// Doubling, as bytes.Buffer does (a large body costs a few copies, not one per
+			// append's 25%), but not past what a body within MaxBody needs to read its end.
+			grow := max(bytes.MinRead, min(cap(buf), s.maxBody+1-len(buf)))
+			buf = slices.Grow(buf, grow)
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

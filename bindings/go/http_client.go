@@ -32,8 +32,8 @@ type HTTPClientOptions struct {
 	// InitialDelay and MaxDelay bound the backoff before resuming a broken SSE stream with
 	// Last-Event-ID (the server's retry is a floor); 0 (or negative): 500 ms and 30 s.
 	InitialDelay, MaxDelay time.Duration
-	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0 (or
-	// negative): 5; at most 2^32 - 1.
+	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0: 5;
+	// negative: no limit (2^32 - 1, the most the engine counts, as is a larger value).
 	MaxAttempts int
 	// OpenGetStream opens the session's standalone GET stream (handshake era), for server
 	// messages that belong to no request.
@@ -41,12 +41,16 @@ type HTTPClientOptions struct {
 }
 
 // backoff is what the engine gets of InitialDelay, MaxDelay (milliseconds) and MaxAttempts:
-// 0 for the defaults, negative values included, as elsewhere in the binding (they were
-// converted as they were, a delay of -1 s to 584 million years), and attempts at most what
-// the engine counts.
+// 0 for a default delay, negative ones included (they were converted as they were, a delay
+// of -1 s to 584 million years), and attempts at most what the engine counts, which is also
+// what a negative MaxAttempts (no limit) gets.
 func (o *HTTPClientOptions) backoff() (initial, most uint64, attempts uint32) {
 	millis := func(d time.Duration) uint64 { return uint64(max(d, 0) / time.Millisecond) }
-	return millis(o.InitialDelay), millis(o.MaxDelay), uint32(min(max(o.MaxAttempts, 0), math.MaxUint32))
+	attempts = math.MaxUint32
+	if o.MaxAttempts >= 0 {
+		attempts = uint32(min(uint64(o.MaxAttempts), math.MaxUint32))
+	}
+	return millis(o.InitialDelay), millis(o.MaxDelay), attempts
 }
 
 // HTTPClient is an MCP client over Streamable HTTP: the engine decides which requests to make

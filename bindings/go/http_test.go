@@ -1652,20 +1652,21 @@ func TestHTTPClientRunReturnsAtOnceAfterTheClose(t *testing.T) {
 	}
 }
 
-// Negative backoff settings mean the defaults, as a negative option does elsewhere: a
-// negative delay reached the engine as a delay of millions of years (a broken stream never
-// resumed), a negative MaxAttempts as four billion attempts; and attempts past what the
-// engine counts are the most it counts, not that number's low 32 bits.
+// Negative backoff delays mean the defaults: they reached the engine as delays of millions
+// of years (a broken stream never resumed). A negative MaxAttempts means no limit, and
+// attempts past what the engine counts are the most it counts, not that number's low 32
+// bits.
 func TestHTTPClientBackoffOptions(t *testing.T) {
+	huge := int64(1) << 32 // (a variable: the constant overflows int on 32-bit targets)
 	for _, c := range []struct {
 		opts          HTTPClientOptions
 		initial, most uint64
 		attempts      uint32
 	}{
 		{HTTPClientOptions{}, 0, 0, 0},
-		{HTTPClientOptions{InitialDelay: -time.Second, MaxDelay: -1, MaxAttempts: -1}, 0, 0, 0},
+		{HTTPClientOptions{InitialDelay: -time.Second, MaxDelay: -1, MaxAttempts: -1}, 0, 0, math.MaxUint32},
 		{HTTPClientOptions{InitialDelay: 1500 * time.Microsecond, MaxDelay: time.Minute, MaxAttempts: 3}, 1, 60000, 3},
-		{HTTPClientOptions{MaxAttempts: 1 << 32}, 0, 0, math.MaxUint32},
+		{HTTPClientOptions{MaxAttempts: int(huge)}, 0, 0, math.MaxUint32},
 	} {
 		initial, most, attempts := c.opts.backoff()
 		if initial != c.initial || most != c.most || attempts != c.attempts {

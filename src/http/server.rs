@@ -189,7 +189,7 @@ pub struct HttpServerConfig {
     /// ranges, and so must a process that restarts while its sessions live on in the shared
     /// stores: take a start no process had before from the shared store itself (as
     /// `mcpwire_redis::RedisEventStore::first_stream_id` does), not a fixed number per
-    /// replica. At most 2^62 (a larger value is taken as that), so that ids cannot run out.
+    /// replica. Past `u64::MAX`, ids go on from 1.
     pub first_stream_id: u64,
     /// With a shared [`SessionStore`]: the longest a replica goes without touching a session
     /// it serves (default zero: every request touches it). Each touch is a round trip to the
@@ -433,9 +433,6 @@ pub struct HttpServer {
     next_keepalive: Option<Timestamp>,
 }
 
-/// The largest [`HttpServerConfig::first_stream_id`]: 2^62 ids remain above it.
-const MAX_FIRST_STREAM_ID: u64 = 1 << 62;
-
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
 const KEEPALIVE_COMMENT: &[u8] = b":\n\n";
 
@@ -482,9 +479,7 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
 impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {
-        // Values no deployment needs, taken as the nearest one that works: a stream id space
-        // that cannot run out, and keep-alive comments that do not keep a timer due forever.
-        config.first_stream_id = config.first_stream_id.clamp(1, MAX_FIRST_STREAM_ID);
+        // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms.
         config.keepalive = config.keepalive.map(|d| d.max(Duration::from_millis(1)));
         let events = config.events.take().unwrap_or_else(|| {
             Box::new(MemoryEventStore::with_bounds(
@@ -589,13 +584,15 @@ impl HttpServer {
     fn fresh_id(&mut self) -> HttpStreamId {
         // A `Last-Event-ID` GET may have resumed a stream under an id this server has not
         // handed out yet (the client chose it): skip it, never replace a stream in use.
+        // (Past `u64::MAX` the ids go on from 1: 0 is no stream id.)
+        let step = |n: u64| n.checked_add(1).unwrap_or(1);
         while self.streams.contains_key(&HttpStreamId(self.next_stream))
             || self.aliases.contains_key(&HttpStreamId(self.next_stream))
         {
-            self.next_stream += 1;
+            self.next_stream = step(self.next_stream);
         }
         let id = HttpStreamId(self.next_stream);
-        self.next_stream += 1;
+        self.next_stream = step(self.next_stream);
         id
     }
 

@@ -121,8 +121,8 @@ pub struct HostConfig {
     /// is, so up to that much may be buffered before a smaller limit is enforced. Default
     /// 64 KiB.
     pub max_head_size: usize,
-    /// The most header lines in a request; more get 431. Default 100; at most 10,000 (a
-    /// larger value is taken as that).
+    /// The most header lines in a request; more get 431. Default 100; at most 1,000 (a
+    /// larger value is taken as that: hyper sets aside room for this many at every request).
     pub max_headers: usize,
     /// The largest request body in bytes; a larger one gets 413, and the connection is closed
     /// after it. The rest of such a body is read and dropped first, up to four times the
@@ -162,8 +162,8 @@ impl Default for HostConfig {
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// The most header lines [`HostConfig::max_headers`] takes: hyper sets aside room for that
-/// many at every request, and a head of 64 KiB holds fewer.
-const MAX_HEADERS: usize = 10_000;
+/// many (32 bytes each, twice) at every attempt to parse a head, whatever the head holds.
+const MAX_HEADERS: usize = 1_000;
 
 impl HostConfig {
     /// The values the host runs with: an extreme one (a limit of `usize::MAX`, a timeout of
