@@ -10,6 +10,9 @@ use std::time::Duration;
 use common::{Client, HostConfig, read_to_close, start, statuses, test_config};
 use tokio::io::AsyncWriteExt;
 
+/// A 2025-11-25 `initialize` request.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
 /// A request hidden in a chunk: if it were ever parsed as a request, its 404 would show.
 const HIDDEN: &str = "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
@@ -213,7 +216,7 @@ async fn a_body_that_does_not_come_gets_408() {
 
 /// An `initialize` request's head and body, the body padded with spaces to `len` bytes.
 fn padded_initialize(len: usize) -> (String, Vec<u8>) {
-    let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_vec();
+    let mut body = INITIALIZE.as_bytes().to_vec();
     body.resize(len, b' ');
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
@@ -405,12 +408,7 @@ async fn limits_of_usize_max_and_duration_max_are_served_with() {
     })
     .await;
     let mut c = Client::new(&server).await;
-    let r = c
-        .post(
-            None,
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        )
-        .await;
+    let r = c.post(None, INITIALIZE).await;
     assert_eq!(r.status, 200);
 }
 
@@ -429,11 +427,6 @@ async fn other_paths_get_404_and_the_connection_stays_usable() {
         .expect("write");
     assert_eq!(c.response().await.expect("answer").status, 404);
     // Same connection, the endpoint: the engine answers.
-    let r = c
-        .post(
-            None,
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        )
-        .await;
+    let r = c.post(None, INITIALIZE).await;
     assert_eq!(r.status, 200);
 }

@@ -496,20 +496,25 @@ async fn event_time_is_read_once_per_batch() {
     );
 }
 
-/// `stop` with a grace of `Duration::MAX` (no limit: a child that exits at the end of its
-/// input) returns once the child has exited; adding its extra second overflowed.
-#[tokio::test]
-async fn stop_with_no_limit_waits_for_the_child_to_exit() {
-    let script = r#"
-import sys, json
+/// A Python server that answers the handshake, then runs `rest` (Python, after reading one
+/// more line is up to it); the driver past the handshake, and the child.
+async fn python_server(
+    rest: &str,
+) -> (
+    Driver<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    tokio::process::Child,
+) {
+    let script = format!(
+        r#"
+import sys, json, time
 req = json.loads(sys.stdin.readline())
-sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
-    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-    "serverInfo": {"name": "leaves", "version": "1"}}}) + "\n")
+sys.stdout.write(json.dumps({{"jsonrpc": "2.0", "id": req["id"], "result": {{
+    "protocolVersion": "2025-11-25", "capabilities": {{"tools": {{}}}},
+    "serverInfo": {{"name": "py", "version": "1"}}}}}}) + "\n")
 sys.stdout.flush()
-for line in sys.stdin:
-    pass
-"#;
+{rest}
+"#
+    );
     let mut config = Config::client("stop-test", "1.0");
     config.client_era = mcpwire::conn::ClientEra::Legacy;
     let mut command = tokio::process::Command::new("python3");
@@ -522,6 +527,14 @@ for line in sys.stdin:
             other => panic!("no handshake: {other:?}"),
         }
     }
+    (driver, child)
+}
+
+/// `stop` with a grace of `Duration::MAX` (no limit: a child that exits at the end of its
+/// input) returns once the child has exited; adding its extra second overflowed.
+#[tokio::test]
+async fn stop_with_no_limit_waits_for_the_child_to_exit() {
+    let (driver, child) = python_server("for line in sys.stdin:\n    pass").await;
     let status = tokio::time::timeout(
         Duration::from_secs(10),
         mcpwire_tokio::stdio::stop(driver, child, Duration::MAX),
@@ -537,29 +550,8 @@ async fn stop_ends_a_child_that_no_longer_reads() {
     // A server that answers the handshake, then never reads again: what is left to write
     // (more than a pipe holds) must not hold `stop` up for ever; the child is killed once
     // the grace periods are over.
-    let script = r#"
-import sys, json, time
-req = json.loads(sys.stdin.readline())
-sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
-    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-    "serverInfo": {"name": "stuck", "version": "1"}}}) + "\n")
-sys.stdout.flush()
-sys.stdin.readline()
-time.sleep(1000)
-"#;
-    let mut config = Config::client("stop-test", "1.0");
-    config.client_era = mcpwire::conn::ClientEra::Legacy;
-    let mut command = tokio::process::Command::new("python3");
-    command.arg("-c").arg(script);
-    let (mut driver, child) = mcpwire_tokio::stdio::spawn(&mut command, config).unwrap();
+    let (mut driver, child) = python_server("sys.stdin.readline()\ntime.sleep(1000)").await;
     let pid = child.id().expect("a pid");
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), driver.next_event()).await {
-            Ok(Ok(Some(OwnedEvent::Ready { .. }))) => break,
-            Ok(Ok(Some(_))) => {}
-            other => panic!("no handshake: {other:?}"),
-        }
-    }
     let big = format!(
         r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
         "x".repeat(256 * 1024)

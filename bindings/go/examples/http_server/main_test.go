@@ -366,20 +366,27 @@ func serveCapped(t *testing.T, limit int) (string, *capped) {
 // its answer cannot tell yet which connection the listener counts as idle longest.
 func waitIdle(t *testing.T, ln *capped, n int) {
 	t.Helper()
+	waitState(t, ln, http.StateIdle, n)
+}
+
+// waitState waits (5 s at most) until n of ln's connections are in state, as net/http last
+// reported it.
+func waitState(t *testing.T, ln *capped, state http.ConnState, n int) {
+	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		ln.mu.Lock()
-		idle := 0
+		count := 0
 		for c := range ln.conns {
-			if c.state == http.StateIdle {
-				idle++
+			if c.state == state {
+				count++
 			}
 		}
 		ln.mu.Unlock()
-		if idle >= n {
+		if count >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections idle after 5 s, want %d", idle, n)
+			t.Fatalf("%d connections %v after 5 s, want %d", count, state, n)
 		}
 	}
 }
@@ -469,7 +476,7 @@ func TestTrickledBodiesAtTheCapGiveWayAfterTheGrace(t *testing.T) {
 			}
 		}()
 	}
-	waitActive(t, ln, 2)
+	waitState(t, ln, http.StateActive, 2) // both in a request
 
 	started := time.Now()
 	refused := 0
@@ -498,26 +505,5 @@ func TestTrickledBodiesAtTheCapGiveWayAfterTheGrace(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Fatal("the trickled bodies never filled the cap")
-	}
-}
-
-// waitActive waits until n connections of ln are in a request (up to 5 s).
-func waitActive(t *testing.T, ln *capped, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		ln.mu.Lock()
-		active := 0
-		for c := range ln.conns {
-			if c.state == http.StateActive {
-				active++
-			}
-		}
-		ln.mu.Unlock()
-		if active >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections in a request after 5 s, want %d", active, n)
-		}
 	}
 }
