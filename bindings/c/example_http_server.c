@@ -613,10 +613,11 @@ static uint64_t body_timeout_ns = 30000ull * 1000 * 1000;
    The grace lets a client get going; the average runs from the head, so a pause made up for
    is forgiven. At most UINT64_MAX / 1e9, so that body_too_slow multiplies without overflow. */
 static uint64_t min_body_rate = 240;
+static uint64_t body_rate_grace_ns = 5000ull * 1000 * 1000;
+
 /* Set when on_http cut a body (too slow, or far too large), for the main loop, as
    cut_slow_bodies tells it: a client waiting at the cap gets the slot at once. */
 static int slow_body_cut;
-static uint64_t body_rate_grace_ns = 5000ull * 1000 * 1000;
 
 /* How long a client may take to send a whole request head, from the moment its connection
    waits for one: once accepted, and after each response (--head-timeout-ms). So it is also
@@ -1252,6 +1253,23 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
    complete, last chunk and all). Shutdown waits for none to be left, within its grace. */
 static int requests_in_progress(void) { return live != NULL; }
 
+/* Reads a flag's value: decimal digits only (no sign, space or suffix), from least to most;
+   else says which flag was bad and returns 0. */
+static int flag_number(const char *text, uint64_t least, uint64_t most, const char *what,
+                       uint64_t *out) {
+    char *end;
+    unsigned long long value;
+    errno = 0;
+    value = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || value < least ||
+        value > most) {
+        fprintf(stderr, "example_http_server: bad %s %s\n", what, text);
+        return 0;
+    }
+    *out = (uint64_t)value;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     mcpw_config *config = NULL;
     mcpw_http_server_options options;
@@ -1266,7 +1284,7 @@ int main(int argc, char **argv) {
     unsigned port = 0;
     uint64_t keepalive_ms = 0; /* the engine's default, 15 s */
     int legacy = 0, i, stopping = 0;
-    uint64_t stop_deadline = 0, last_heartbeat;
+    uint64_t stop_deadline = 0, last_heartbeat, n;
     mcpw_result rc;
 
     for (i = 1; i < argc; i++) {
@@ -1289,41 +1307,21 @@ int main(int argc, char **argv) {
             }
             keepalive_ms = ms == 0 ? UINT64_MAX : (uint64_t)ms; /* 0 on the command line: never */
         } else if (strcmp(argv[i], "--body-timeout-ms") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long ms = strtoull(argv[++i], &end, 10);
-            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0' || ms == 0 ||
-                ms > UINT64_MAX / 1000000ull) {
-                fprintf(stderr, "example_http_server: bad body timeout %s\n", argv[i]);
-                return 2;
-            }
-            body_timeout_ns = (uint64_t)ms * 1000000ull;
+            if (!flag_number(argv[++i], 1, UINT64_MAX / 1000000ull, "body timeout", &n)) return 2;
+            body_timeout_ns = n * 1000000ull;
         } else if (strcmp(argv[i], "--min-body-rate") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long rate = strtoull(argv[++i], &end, 10);
-            if (*end != '\0' || argv[i][0] < '0' || argv[i][0] > '9' ||
-                rate > UINT64_MAX / NS_PER_S) {
-                fprintf(stderr, "example_http_server: bad minimum body rate %s\n", argv[i]);
+            if (!flag_number(argv[++i], 0, UINT64_MAX / NS_PER_S, "minimum body rate", &n)) {
                 return 2;
             }
-            min_body_rate = (uint64_t)rate; /* 0: no minimum */
+            min_body_rate = n; /* 0: no minimum */
         } else if (strcmp(argv[i], "--body-rate-grace-ms") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long ms = strtoull(argv[++i], &end, 10);
-            if (*end != '\0' || argv[i][0] < '0' || argv[i][0] > '9' ||
-                ms > UINT64_MAX / 1000000ull) {
-                fprintf(stderr, "example_http_server: bad body rate grace %s\n", argv[i]);
+            if (!flag_number(argv[++i], 0, UINT64_MAX / 1000000ull, "body rate grace", &n)) {
                 return 2;
             }
-            body_rate_grace_ns = (uint64_t)ms * 1000000ull;
+            body_rate_grace_ns = n * 1000000ull;
         } else if (strcmp(argv[i], "--head-timeout-ms") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long ms = strtoull(argv[++i], &end, 10);
-            if (*end != '\0' || argv[i][0] == '-' || argv[i][0] == '\0' || ms == 0 ||
-                ms > UINT64_MAX / 1000000ull) {
-                fprintf(stderr, "example_http_server: bad head timeout %s\n", argv[i]);
-                return 2;
-            }
-            head_timeout_ns = (uint64_t)ms * 1000000ull;
+            if (!flag_number(argv[++i], 1, UINT64_MAX / 1000000ull, "head timeout", &n)) return 2;
+            head_timeout_ns = n * 1000000ull;
         } else if (strcmp(argv[i], "--max-connections") == 0 && i + 1 < argc) {
             char *end;
             unsigned long n = strtoul(argv[++i], &end, 10);

@@ -181,10 +181,7 @@ impl Client {
         };
         self.send_due();
         // (`Duration::MAX` means no limit, not an overflow.)
-        let now = tokio::time::Instant::now();
-        let deadline = now
-            .checked_add(limit)
-            .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30));
+        let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
         while let Ok(Some(report)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
             let done = matches!(report, Report::End(e) | Report::Failed(e) if e == delete);
             let now = self.now();

@@ -159,7 +159,7 @@ impl Default for HostConfig {
 }
 
 /// Far enough in the future to stand for "never" (`Duration::MAX` overflows a clock).
-const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// The most header lines [`HostConfig::max_headers`] takes: hyper sets aside room for that
 /// many (32 bytes each, twice) at every attempt to parse a head, whatever the head holds.
