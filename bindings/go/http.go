@@ -566,6 +566,9 @@ func headerText(s C.mcpw_str) string {
 // discardLimit is the most of a body over MaxBody read and dropped before the 413: four
 // times MaxBody, at least 16 MiB (as the tokio host and the C example do).
 func (s *HTTPServer) discardLimit() int {
+	if s.maxBody > math.MaxInt/4 { // (4*MaxBody would wrap)
+		return math.MaxInt
+	}
 	return max(4*s.maxBody, 16<<20)
 }
 

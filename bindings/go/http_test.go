@@ -894,6 +894,21 @@ func TestHTTPOverLimitBodyIsReadBeforeThe413(t *testing.T) {
 	}
 }
 
+// The most read and dropped before a 413 is four times MaxBody, at least 16 MiB, and never
+// less than MaxBody itself: past MaxInt/4 the product wrapped and the limit fell back to
+// 16 MiB.
+func TestHTTPDiscardLimitAtTheLargestMaxBody(t *testing.T) {
+	for _, tc := range []struct{ maxBody, want int }{
+		{0, 16 << 20}, {1000, 16 << 20}, {8 << 20, 32 << 20},
+		{math.MaxInt / 4, math.MaxInt / 4 * 4}, {math.MaxInt/4 + 1, math.MaxInt}, {math.MaxInt, math.MaxInt},
+	} {
+		srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: tc.maxBody})
+		if got := srv.discardLimit(); got != tc.want {
+			t.Errorf("MaxBody %d: discardLimit %d, want %d", tc.maxBody, got, tc.want)
+		}
+	}
+}
+
 // A client that stops reading a large answer: once a write makes no progress for
 // SendTimeout the connection is closed, and the answer is no longer held (it was held, with
 // the handler's goroutine and buffers, as long as the client kept the connection open).
