@@ -41,6 +41,25 @@ const (
 	batchArena  = 64 << 10
 )
 
+// The initial size of the byte arena of an HTTPClient and of an HTTPServer, which poll one
+// event at a time (it grows to fit the largest event).
+const eventArena = 4096
+
+// arenaKept is the largest event arena kept once its events are copied out. One grown past
+// it for a rare large event (up to MaxFrame, 16 MiB by default) is let go, so that a Conn,
+// an HTTPClient or an HTTPServer does not hold that much for the rest of its life; up to it
+// the arena is kept, so that events of common sizes do not each cost a new one.
+const arenaKept = 1 << 20
+
+// trimArena returns arena, or a new one of base bytes when arena grew past arenaKept. Call it
+// only when no polled event's text is still in arena (events copy their text out).
+func trimArena(arena []byte, base int) []byte {
+	if len(arena) > arenaKept {
+		return make([]byte, base)
+	}
+	return arena
+}
+
 // Conn is one MCP connection, client or server: a sans-IO engine. Bytes and the current
 // time go in (Feed, FeedEOF, HandleTimeout); events (NextEvent), bytes to write (WriteTo)
 // and the next deadline (NextDeadline) come out. After every input or command, drain in
@@ -709,6 +728,7 @@ func (c *Conn) refill() bool {
 			c.arena = make([]byte, int(d.need))
 		}
 	}
+	c.arena = trimArena(c.arena, batchArena)
 	return len(c.queue) > 0
 }
 

@@ -1079,3 +1079,21 @@ func TestDeadlinesPastTheLargestDurationStayInTheFuture(t *testing.T) {
 		t.Errorf("an ordinary deadline moved: %v", at.Sub(origin))
 	}
 }
+
+// A Conn's arena grown for an event larger than arenaKept goes back to its first size once
+// the event is copied out (it kept up to MaxFrame bytes for the Conn's life).
+func TestLargeEventsDoNotKeepTheirArena(t *testing.T) {
+	p := handshakePair(t)
+	params := `{"name":"x","arguments":{"pad":"` + strings.Repeat("p", 2<<20) + `"}}`
+	if _, err := p.client.Request(p.now, "tools/call", json.RawMessage(params), nil); err != nil {
+		t.Fatal(err)
+	}
+	p.drive()
+	req, ok := p.takeServer().(*RequestEvent)
+	if !ok || string(req.Params) != params {
+		t.Fatalf("server got %T with %d bytes of params", req, len(req.Params))
+	}
+	if n := len(p.server.arena); n != batchArena {
+		t.Errorf("the server's Conn keeps an arena of %d bytes", n)
+	}
+}

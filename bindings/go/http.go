@@ -211,7 +211,7 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		maxBody:  maxBody,
 		errorLog: opts.ErrorLog,
 		record:   make([]C.mcpwgo_record, 1),
-		arena:    make([]byte, 4096),
+		arena:    make([]byte, eventArena),
 		parked:   make(map[uint64]chan struct{}),
 		rearm:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -331,6 +331,7 @@ func (s *HTTPServer) take(p C.mcpwgo_http_polled) bool {
 	}
 	t := recordText{arena: s.arena[:int(p.used)]}
 	s.handleEvent(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
+	s.arena = trimArena(s.arena, eventArena)
 	return true
 }
 

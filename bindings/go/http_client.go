@@ -131,7 +131,7 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 		http:    hc,
 		origin:  now,
 		record:  make([]C.mcpwgo_record, 1),
-		arena:   make([]byte, 4096),
+		arena:   make([]byte, eventArena),
 	}
 	runtime.SetFinalizer(c, (*HTTPClient).Close)
 	return c, nil
@@ -492,7 +492,9 @@ func (c *HTTPClient) nextEvent() (Event, bool, error) {
 			continue
 		}
 		t := recordText{arena: c.arena[:int(p.used)]}
-		return t.event(&c.record[0]), true, nil
+		ev := t.event(&c.record[0])
+		c.arena = trimArena(c.arena, eventArena)
+		return ev, true, nil
 	}
 }
 

@@ -1680,3 +1680,55 @@ func TestHTTPClientBackoffOptions(t *testing.T) {
 		}
 	}
 }
+
+// An event larger than arenaKept grows the arena that copies it out of the engine; once it is
+// copied, the arena goes back to its first size, so that a client or a server does not keep
+// up to MaxFrame bytes for the rest of its life after one large message.
+func TestHTTPLargeEventsDoNotKeepTheirArena(t *testing.T) {
+	srv, _, ts := newTestServer(t, nil)
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "arena", Version: "1.0"}, ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	pad := strings.Repeat("p", 2<<20) // a 2 MiB request for the server
+	var pending RequestID
+	var result []byte
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			pending, err = c.Request(now, "tools/call",
+				json.RawMessage(`{"name":"big","arguments":{"pad":"`+pad+`"}}`), nil)
+			if err != nil {
+				t.Error(err)
+				c.Shutdown(now, 0)
+			}
+		case *ResponseEvent: // the tool's 8 MiB answer for the client
+			if ev.Request == pending {
+				result = ev.Result
+				c.Shutdown(now, time.Second)
+			}
+		case *ErrorEvent, *FailedEvent, *TimedOutEvent:
+			t.Errorf("%s", dump([]Event{ev}))
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `"text":"` + strings.Repeat("a", 8<<20) + `"`
+	if !bytes.Contains(result, []byte(text)) { // (copied out whole before the arena went)
+		t.Fatalf("a result of %d bytes without the text", len(result))
+	}
+	if n := len(client.arena); n != eventArena {
+		t.Errorf("the client keeps an arena of %d bytes", n)
+	}
+	srv.mu.Lock()
+	n := len(srv.arena)
+	srv.mu.Unlock()
+	if n != eventArena {
+		t.Errorf("the server keeps an arena of %d bytes", n)
+	}
+}
