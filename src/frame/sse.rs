@@ -45,6 +45,9 @@ pub enum SseItem {
     TooLong,
 }
 
+/// The most decoded items whose room a drained decoder keeps.
+const KEPT_ITEMS: usize = 64;
+
 /// Decodes `text/event-stream` bytes.
 ///
 /// Feed chunks with [`feed`](Self::feed) and collect items with [`next_item`](Self::next_item)
@@ -164,7 +167,13 @@ impl SseDecoder {
 
     /// The next item decoded so far, if any.
     pub fn next_item(&mut self) -> Option<SseItem> {
-        self.pending.pop_front()
+        let item = self.pending.pop_front();
+        if item.is_none() && self.pending.capacity() > KEPT_ITEMS {
+            // Drained after a burst (one chunk of many short items, such as `retry` lines):
+            // the room goes back instead of staying with the stream.
+            self.pending = VecDeque::new();
+        }
+        item
     }
 
     /// Splits `input` into lines, finishing the buffered one first.
@@ -200,7 +209,7 @@ impl SseDecoder {
         if self.skipping || self.size + self.line.len() + piece.len() + 1 > self.max_event {
             // Not blank, so ignored while skipping; or it already takes the event past the cap.
             self.over_cap();
-            self.line.clear();
+            super::empty(&mut self.line); // (it may hold up to the cap)
             self.discarding = true;
             return;
         }
@@ -220,7 +229,7 @@ impl SseDecoder {
         // A buffered line never starts with `:` (see `partial`), so it counts against the cap.
         if self.line.len() + piece.len() >= self.max_event {
             self.over_cap();
-            self.line.clear();
+            super::empty(&mut self.line);
             return;
         }
         let mut line = std::mem::take(&mut self.line);
@@ -393,6 +402,40 @@ fn sanitize<'s>(s: &'s str, banned: &[char]) -> Cow<'s, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line cut at the cap (whether it ended or not) gives its room back; so does the
+    /// queue of items after a burst of short ones (a hostile server's 16 MiB line or chunk of
+    /// `retry` lines stayed allocated for the stream's life).
+    #[test]
+    fn room_taken_by_a_line_past_the_cap_or_a_burst_of_items_goes_back() {
+        let cap = 4 * super::super::KEEP_WHEN_EMPTY;
+        let long = vec![b'x'; cap - 100];
+        for end in [&b""[..], b"\n"] {
+            let mut d = SseDecoder::with_max_event(cap);
+            d.feed(b"data: ");
+            d.feed(&long);
+            assert!(d.line.capacity() >= long.len());
+            d.feed(&long[..200]);
+            d.feed(end);
+            assert!(
+                d.line.capacity() <= super::super::KEEP_WHEN_EMPTY,
+                "{}",
+                d.line.capacity()
+            );
+            d.feed(b"\n\ndata: 1\n\n");
+            let items: Vec<_> = std::iter::from_fn(|| d.next_item()).collect();
+            assert_eq!(items.len(), 2, "{items:?}");
+            assert_eq!(items[0], SseItem::TooLong);
+        }
+        let mut d = SseDecoder::with_max_event(cap);
+        d.feed(&b"retry: 1\n".repeat(10_000));
+        assert_eq!(std::iter::from_fn(|| d.next_item()).count(), 10_000);
+        assert!(
+            d.pending.capacity() <= KEPT_ITEMS,
+            "{}",
+            d.pending.capacity()
+        );
+    }
 
     fn decode_all(chunks: &[&[u8]]) -> (Vec<SseItem>, Option<String>) {
         let mut d = SseDecoder::with_max_event(256);

@@ -173,6 +173,15 @@ impl StreamReader {
                 SseItem::TooLong => self.too_long += 1,
             }
         }
+        if self
+            .sse
+            .last_event_id()
+            .is_some_and(|id| id.len() > MAX_EVENT_ID)
+        {
+            // No id to resume from (see `last_event_id`), and not kept: it may be as long as
+            // an event.
+            self.sse.set_last_event_id(None);
+        }
     }
 
     /// The id to send as `Last-Event-ID` when reconnecting: that of the last event dispatched
@@ -278,6 +287,7 @@ mod tests {
         let over = "7".repeat(MAX_EVENT_ID + 1);
         reader.feed(event(&over).as_bytes(), |_| {});
         assert_eq!(reader.last_event_id(), None);
+        assert_eq!(reader.sse.last_event_id(), None, "nor kept");
         assert!(
             reader
                 .resume_headers(None, None)
