@@ -561,7 +561,7 @@ impl HttpClient {
             if ex.standalone && !self.session_answered {
                 self.skip_get = true;
             }
-            self.expire_session(now, exchange);
+            self.expire_session(now);
         } else if ex.with_session && (200..300).contains(&status) && !ex.awaiting.is_empty() {
             self.session_answered = true;
         }
@@ -1118,9 +1118,11 @@ impl HttpClient {
         }
     }
 
-    /// The session is gone (`current` got the 404): every exchange ends, and those the host
-    /// is still running (a GET stream, POSTs in flight) are aborted.
-    fn expire_session(&mut self, now: Timestamp, current: ExchangeId) {
+    /// The session is gone (an exchange got the 404): every exchange ends, and those the host
+    /// is still running are aborted: a GET stream, POSTs in flight, and the one with the 404,
+    /// whose body is still to come (a server that never ends it kept the host's task and
+    /// connection for good, one more at each expiry).
+    fn expire_session(&mut self, now: Timestamp) {
         self.session = None;
         let unsent: HashSet<ExchangeId> = self.queue.iter().map(|(e, _)| *e).collect();
         let waiting: HashSet<ExchangeId> = self.resumes.iter().map(|(_, e)| *e).collect();
@@ -1128,7 +1130,7 @@ impl HttpClient {
         let running: Vec<ExchangeId> = ids
             .iter()
             .copied()
-            .filter(|e| *e != current && !unsent.contains(e) && !waiting.contains(e))
+            .filter(|e| !unsent.contains(e) && !waiting.contains(e))
             .collect();
         for id in ids {
             self.finish(now, id, TransportFailure::Status(404));
