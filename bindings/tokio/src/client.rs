@@ -171,8 +171,11 @@ impl Client {
     }
 
     /// Ends a handshake-era session politely: its `DELETE` goes out and is waited for, up to
-    /// `limit`. Without a session it returns at once. What the other exchanges report
-    /// meanwhile is taken in as usual: answers that arrive are handed out by
+    /// `limit`, or until the engine lets it go (a server that never answers it, or never ends
+    /// its answer: [`UNAWAITED_HEAD_LIMIT`](mcpwire::http::UNAWAITED_HEAD_LIMIT) and
+    /// [`LINGER`](mcpwire::http::LINGER)). Without a session it returns at once. What the
+    /// other exchanges report and the engine's timers do meanwhile is taken in as usual:
+    /// answers that arrive and requests that time out are handed out by
     /// [`next_event`](Self::next_event). Dropping the client afterwards closes every exchange
     /// still open.
     pub async fn end_session(&mut self, limit: std::time::Duration) {
@@ -182,14 +185,30 @@ impl Client {
         self.send_due();
         // (`Duration::MAX` means no limit, not an overflow.)
         let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
-        while let Ok(Some(report)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
-            let done = matches!(report, Report::End(e) | Report::Failed(e) if e == delete);
-            let now = self.now();
-            self.apply(now, report);
-            self.send_due();
-            if done {
-                break;
+        // The DELETE's task leaves the map when it ends or fails, or when the engine aborts it.
+        while self.tasks.contains_key(&delete) {
+            let timer = self.http.poll_timeout().map_or(deadline, |at| {
+                let wait = at.as_nanos().saturating_sub(self.now().as_nanos());
+                let at =
+                    tokio::time::Instant::now().checked_add(std::time::Duration::from_nanos(wait));
+                at.map_or(deadline, |at| at.min(deadline))
+            });
+            tokio::select! {
+                report = self.rx.recv() => {
+                    if let Some(report) = report {
+                        let now = self.now();
+                        self.apply(now, report);
+                    }
+                }
+                () = tokio::time::sleep_until(timer) => {
+                    if timer >= deadline {
+                        break;
+                    }
+                    let now = self.now();
+                    self.http.handle_timeout(now);
+                }
             }
+            self.send_due();
         }
     }
 

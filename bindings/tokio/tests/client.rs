@@ -42,12 +42,13 @@ async fn read_request(s: &mut TcpStream) -> Option<(String, String)> {
     Some((method.into_owned(), body.into_owned()))
 }
 
-/// A session whose server has forgotten it answers 404, as the spec says, but never ends
-/// that answer's body. The request fails and a new session starts, and the 404's connection
-/// is closed: the client kept reading it for as long as the server kept writing, one more
-/// task and connection at each expiry (found by an audit of the clients).
-#[tokio::test]
-async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends() {
+/// A server scripted per request, on its own task: `initialize` gets a session (`s1`),
+/// notifications get 202, GETs get 405, and the request `endless` picks gets a response head
+/// followed by a chunked body that never ends. Its URL, and how many of those endless answers
+/// have ended because the client closed their connection.
+async fn scripted_server(
+    endless: fn(&str, &str) -> Option<&'static [u8]>,
+) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let closed = Arc::new(AtomicUsize::new(0));
@@ -59,7 +60,15 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
             tokio::spawn(async move {
                 // (hyper sends the next request on the same connection.)
                 while let Some((method, body)) = read_request(&mut s).await {
-                    let reply = if method != "POST" {
+                    let reply = if let Some(head) = endless(&method, &body) {
+                        if s.write_all(head).await.is_ok() {
+                            while s.write_all(b"4\r\ngone\r\n").await.is_ok() {
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                        }
+                        closed.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    } else if method != "POST" {
                         "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
                     } else if body.contains(r#""method":"initialize""#) {
                         let id = body.split(r#""id":"#).nth(1).unwrap();
@@ -71,19 +80,8 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
                             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
                             answer.len()
                         )
-                    } else if !body.contains(r#""id":"#) {
-                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
                     } else {
-                        // The session is gone, and this answer never ends.
-                        let head = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\
-                            Transfer-Encoding: chunked\r\n\r\n";
-                        if s.write_all(head).await.is_ok() {
-                            while s.write_all(b"4\r\ngone\r\n").await.is_ok() {
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                            }
-                        }
-                        closed.fetch_add(1, Ordering::SeqCst);
-                        return;
+                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
                     };
                     if s.write_all(reply.as_bytes()).await.is_err() {
                         return;
@@ -92,17 +90,42 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
             });
         }
     });
+    (url, closed)
+}
+
+/// A handshake-era client that has reached `Ready` against `url`.
+async fn ready_client(url: &str) -> Client {
     let mut config = Config::client("client-test", "1.0");
     config.client_era = ClientEra::Legacy;
-    let mut client = Client::new(&url, config, ReconnectPolicy::default()).unwrap();
-    let next = async |client: &mut Client| {
-        let event = tokio::time::timeout(Duration::from_secs(10), client.next_event());
-        event
-            .await
-            .expect("an event in time")
-            .expect("the client goes on")
-    };
+    let mut client = Client::new(url, config, ReconnectPolicy::default()).unwrap();
     while !matches!(next(&mut client).await, OwnedEvent::Ready { .. }) {}
+    client
+}
+
+/// The client's next event, within 10 s.
+async fn next(client: &mut Client) -> OwnedEvent {
+    let event = tokio::time::timeout(Duration::from_secs(10), client.next_event());
+    event
+        .await
+        .expect("an event in time")
+        .expect("the client goes on")
+}
+
+/// A session whose server has forgotten it answers 404, as the spec says, but never ends
+/// that answer's body. The request fails and a new session starts, and the 404's connection
+/// is closed: the client kept reading it for as long as the server kept writing, one more
+/// task and connection at each expiry (found by an audit of the clients).
+#[tokio::test]
+async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends() {
+    let (url, closed) = scripted_server(|method, body| {
+        // The session is gone, and this answer never ends.
+        (method == "POST" && body.contains(r#""method":"tools/list""#)).then_some(
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\
+            Transfer-Encoding: chunked\r\n\r\n",
+        )
+    })
+    .await;
+    let mut client = ready_client(&url).await;
     let now = client.now();
     let list = client
         .connection()
@@ -129,5 +152,32 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
         closed.load(Ordering::SeqCst),
         1,
         "the 404's connection is still open"
+    );
+}
+
+/// A DELETE that ends a session gets its response head, and then a body that never ends.
+/// `end_session` with no limit of its own still returns, and closes that connection, once
+/// the engine lets the exchange go ([`mcpwire::http::LINGER`] after its head): it waited on
+/// the exchange's reports alone, without the engine's timers, so it waited for good.
+#[tokio::test]
+async fn end_session_lets_go_of_a_delete_whose_answer_never_ends() {
+    let (url, closed) = scripted_server(|method, _| {
+        (method == "DELETE")
+            .then_some(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".as_slice())
+    })
+    .await;
+    let mut client = ready_client(&url).await;
+    let ended = tokio::time::timeout(Duration::from_secs(15), client.end_session(Duration::MAX));
+    assert!(ended.await.is_ok(), "end_session still waits");
+    // (The server's task sees the closed connection at its next write.)
+    let mut waited = 0;
+    while closed.load(Ordering::SeqCst) == 0 && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    assert_eq!(
+        closed.load(Ordering::SeqCst),
+        1,
+        "the DELETE's connection is still open"
     );
 }
