@@ -8,6 +8,7 @@ package mcpwire
 import "C"
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -326,7 +327,7 @@ func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
 	}
 	v := got.context.version
 	return RequestContext{
-		Version:            C.GoStringN(v.ptr, C.int(v.len)),
+		Version:            goText(unsafe.Pointer(v.ptr), uint(v.len)),
 		ClientCapabilities: Capabilities(got.context.client_capabilities),
 	}, true
 }
@@ -1138,18 +1139,37 @@ func (c *Conn) PeerInstructions() (string, bool) {
 
 // ---- Memory helpers ---------------------------------------------------------------------
 
+// goText copies the n bytes at p (NULL with 0 for none) into a string. Used instead of
+// C.GoStringN, whose C.int length wraps for a text past 2 GiB (a frame that large is possible
+// with a raised MaxFrame), and panics.
+func goText(p unsafe.Pointer, n uint) string {
+	if n == 0 {
+		return ""
+	}
+	return string(unsafe.Slice((*byte)(p), n))
+}
+
+// goBytes copies the n bytes at p into a new slice (empty but not nil when n is 0 and p is
+// not NULL), as C.GoBytes does, with no 2 GiB limit (see goText).
+func goBytes(p unsafe.Pointer, n uint) []byte {
+	if p == nil {
+		return nil
+	}
+	return bytes.Clone(unsafe.Slice((*byte)(p), n))
+}
+
 func copyView(v C.mcpwgo_view) string {
 	if v.rc != C.MCPW_OK || v.view.ptr == nil {
 		return ""
 	}
-	return C.GoStringN(v.view.ptr, C.int(v.view.len))
+	return goText(unsafe.Pointer(v.view.ptr), uint(v.view.len))
 }
 
 func copyRaw(v C.mcpwgo_view) json.RawMessage {
 	if v.rc != C.MCPW_OK || v.view.ptr == nil {
 		return nil
 	}
-	return json.RawMessage(C.GoBytes(unsafe.Pointer(v.view.ptr), C.int(v.view.len)))
+	return json.RawMessage(goBytes(unsafe.Pointer(v.view.ptr), uint(v.view.len)))
 }
 
 // cString lends the bytes of s to C for the duration of one call (nil when empty). The

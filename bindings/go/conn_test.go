@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestVersion(t *testing.T) {
@@ -1095,5 +1096,29 @@ func TestLargeEventsDoNotKeepTheirArena(t *testing.T) {
 	}
 	if n := len(p.server.arena); n != batchArena {
 		t.Errorf("the server's Conn keeps an arena of %d bytes", n)
+	}
+}
+
+// The library's views are copied whole: a text or JSON value past 2 GiB (possible with a
+// raised MaxFrame) went through cgo's copies with a C.int length, which wraps, and panicked.
+func TestViewsPast2GiBAreCopiedWhole(t *testing.T) {
+	if raceEnabled {
+		t.Skip("4 GiB of copies; the plain run checks it")
+	}
+	n := uint(math.MaxInt32) + 2
+	src := make([]byte, n)
+	src[0], src[n-1] = '{', '}'
+	b := goBytes(unsafe.Pointer(&src[0]), n)
+	if uint(len(b)) != n || b[0] != '{' || b[n-1] != '}' {
+		t.Fatalf("goBytes: %d bytes of %d", len(b), n)
+	}
+	b = nil
+	runtime.GC()
+	s := goText(unsafe.Pointer(&src[0]), n)
+	if uint(len(s)) != n || s[0] != '{' || s[n-1] != '}' {
+		t.Fatalf("goText: %d bytes of %d", len(s), n)
+	}
+	if goBytes(nil, 0) != nil || goBytes(unsafe.Pointer(&src[0]), 0) == nil || goText(nil, 0) != "" {
+		t.Fatal("empty views")
 	}
 }

@@ -235,7 +235,7 @@ func (c *HTTPClient) text(get func(*C.mcpw_http_client, *C.mcpw_str) C.mcpw_resu
 	if get(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
 		return ""
 	}
-	return C.GoStringN(s.ptr, C.int(s.len))
+	return goText(unsafe.Pointer(s.ptr), uint(s.len))
 }
 
 // FailureText is the start of the last error response whose body held no JSON-RPC answer
@@ -500,10 +500,10 @@ func (c *HTTPClient) nextEvent() (Event, bool, error) {
 
 // request builds the HTTP request of a SEND action (copying its views).
 func (c *HTTPClient) request(ctx context.Context, a *C.mcpw_http_action) (*http.Request, error) {
-	method := C.GoStringN(a.method.ptr, C.int(a.method.len))
+	method := goText(unsafe.Pointer(a.method.ptr), uint(a.method.len))
 	var body io.Reader
 	if a.body_len > 0 {
-		body = bytes.NewReader(C.GoBytes(unsafe.Pointer(a.body), C.int(a.body_len)))
+		body = bytes.NewReader(goBytes(unsafe.Pointer(a.body), uint(a.body_len)))
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.url, body)
 	if err != nil {
@@ -511,7 +511,7 @@ func (c *HTTPClient) request(ctx context.Context, a *C.mcpw_http_action) (*http.
 	}
 	if a.headers_len > 0 {
 		for _, h := range unsafe.Slice(a.headers, int(a.headers_len)) {
-			req.Header.Add(C.GoStringN(h.name.ptr, C.int(h.name.len)), C.GoStringN(h.value.ptr, C.int(h.value.len)))
+			req.Header.Add(goText(unsafe.Pointer(h.name.ptr), uint(h.name.len)), goText(unsafe.Pointer(h.value.ptr), uint(h.value.len)))
 		}
 	}
 	return req, nil
@@ -555,7 +555,9 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 	}
 }
 
-// feed hands one exchange report to the engine.
+// feed hands one exchange report to the engine. The calls' results are not checked: with a
+// live client they fail only once a panic in the engine poisoned it, and then Run's next poll
+// returns that error.
 func (c *HTTPClient) feed(r exchangeResult) {
 	c.engine.Lock()
 	defer c.engine.Unlock()

@@ -203,7 +203,7 @@ func (t *Tasks) Create(now time.Time) (string, error) {
 	if err := check("create task", v.rc); err != nil {
 		return "", err
 	}
-	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
+	return goText(unsafe.Pointer(v.view.ptr), uint(v.view.len)), nil
 }
 
 // CreateLegacy is Create for a 2025-11-25 task-augmented request (the experimental tasks of
@@ -225,7 +225,7 @@ func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
 	if err := check("create legacy task", v.rc); err != nil {
 		return "", err
 	}
-	return C.GoStringN(v.view.ptr, C.int(v.view.len)), nil
+	return goText(unsafe.Pointer(v.view.ptr), uint(v.view.len)), nil
 }
 
 // taskAnswerGuess is what a tasks call counts toward its Conn's output estimate (see
@@ -529,7 +529,7 @@ func (t *Tasks) PollEvent() (TaskEvent, bool) {
 	// The views are the table's until its next call: copy them now.
 	ev := TaskEvent{Kind: TaskEventKind(p.event.kind), Task: copyStr(p.event.task), Key: copyStr(p.event.key)}
 	if p.event.response.ptr != nil {
-		ev.Response = json.RawMessage(C.GoBytes(unsafe.Pointer(p.event.response.ptr), C.int(p.event.response.len)))
+		ev.Response = json.RawMessage(goBytes(unsafe.Pointer(p.event.response.ptr), uint(p.event.response.len)))
 	}
 	return ev, true
 }
@@ -591,7 +591,7 @@ func copyStr(s C.mcpw_str) string {
 	if s.ptr == nil {
 		return ""
 	}
-	return C.GoStringN(s.ptr, C.int(s.len))
+	return goText(unsafe.Pointer(s.ptr), uint(s.len))
 }
 
 // copyJSON copies raw JSON the library lent (nil when absent).
@@ -599,5 +599,5 @@ func copyJSON(s C.mcpw_str) json.RawMessage {
 	if s.ptr == nil {
 		return nil
 	}
-	return json.RawMessage(C.GoBytes(unsafe.Pointer(s.ptr), C.int(s.len)))
+	return json.RawMessage(goBytes(unsafe.Pointer(s.ptr), uint(s.len)))
 }
