@@ -1363,6 +1363,58 @@ func TestHTTPClientLetsGoOfAStreamTheServerKeepsOpen(t *testing.T) {
 	}
 }
 
+// A server that has forgotten the session answers 404, as the spec says, but never ends that
+// answer's body: the request fails, and the client closes that exchange (the engine aborts
+// it with the session's others) instead of reading it for as long as the server writes.
+func TestHTTPClientClosesTheEndless404OfAnExpiredSession(t *testing.T) {
+	gone := make(chan struct{}, 1)
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, _ json.RawMessage) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		for r.Context().Err() == nil {
+			io.WriteString(w, "gone\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+		gone <- struct{}{}
+	})
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	failed := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		sent := false
+		done <- client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev.(type) {
+			case *ReadyEvent:
+				if !sent {
+					sent = true
+					if _, err := c.Request(now, "tools/list", nil, nil); err != nil {
+						t.Error(err)
+					}
+				}
+			case *FailedEvent:
+				failed <- struct{}{}
+			case *ResponseEvent:
+				t.Error("an answer from a forgotten session")
+			}
+		}))
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not fail")
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the 404's connection is still open")
+	}
+}
+
 // A server that pings on the GET stream faster than it takes the answers: at most 64 of the
 // client's answer POSTs run at once (before: one connection per ping), the others wait their
 // turn, and once the server takes them again every answer arrives, once.
