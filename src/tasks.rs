@@ -66,6 +66,12 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// [`TaskConfig::poll_interval`] is taken as this; it is the same as none in practice.
 pub const MAX_WIRE_MILLIS: u64 = (1 << 53) - 1;
 
+/// How many 2025-11-25 `tasks/result` requests may wait for one task at once; more are
+/// answered at once with an internal error (-32603). [`Tasks::serve_legacy`] drops the waiters
+/// whose requests the client cancelled; with [`Tasks::answer_legacy`] alone, a client that
+/// asks and cancels over and over reaches this bound instead of growing the table.
+pub const MAX_RESULT_WAITERS: usize = 1024;
+
 /// Where a task is. The last three are terminal: a task in them never changes again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaskStatus {
@@ -908,6 +914,7 @@ impl Tasks {
     /// gets -32602. `tasks/cancel` ends the task as `cancelled` at once ("MUST transition the
     /// task to cancelled status before sending the response") and reports
     /// [`TaskEvent::CancelRequested`] so that the work stops. `None` for any other method.
+    /// At most [`MAX_RESULT_WAITERS`] `tasks/result` requests wait for one task.
     pub fn answer_legacy(
         &mut self,
         now: Timestamp,
@@ -959,6 +966,13 @@ impl Tasks {
         match method {
             "tasks/get" => {}
             "tasks/result" if t.status.is_terminal() => return Some(legacy_result(&task, t)),
+            "tasks/result" if t.waiters.len() >= MAX_RESULT_WAITERS => {
+                return Some(LegacyAnswer::Error {
+                    code: jsonrpc::INTERNAL_ERROR,
+                    message: "Too many tasks/result requests wait for this task".to_owned(),
+                    data: None,
+                });
+            }
             "tasks/result" => {
                 t.waiters.push(OwnedId::from(id));
                 return Some(LegacyAnswer::Wait);
@@ -985,7 +999,9 @@ impl Tasks {
     /// [`answer_legacy`](Self::answer_legacy), written to `conn` as the answer to request
     /// `id` (a `tasks/result` that must wait is answered later, from
     /// [`poll_result`](Self::poll_result)). `Ok(false)` for a method that is not a tasks
-    /// method.
+    /// method. `conn` is `owner`'s connection: the task's waiting `tasks/result` requests that
+    /// it no longer awaits (cancelled by the client) are dropped here. Prefer it to
+    /// `answer_legacy` for that.
     pub fn serve_legacy(
         &mut self,
         now: Timestamp,
@@ -997,6 +1013,15 @@ impl Tasks {
     ) -> Result<bool, Error> {
         match self.answer_legacy(now, owner, id, method, params) {
             None => Ok(false),
+            Some(LegacyAnswer::Wait) => {
+                // The task's other waiters are this owner's requests on `conn`: those it no
+                // longer awaits (the client cancelled them) stop waiting, so that asking and
+                // cancelling over and over cannot grow the list.
+                if let Some(t) = task_id(params).and_then(|task| self.tasks.get_mut(&task)) {
+                    t.waiters.retain(|w| conn.awaits_answer_to(w.as_id()));
+                }
+                Ok(true)
+            }
             Some(answer) => answer.write(conn, id).map(|()| true),
         }
     }

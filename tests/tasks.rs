@@ -1906,3 +1906,71 @@ fn a_2025_11_25_task_augmented_request_before_its_handle_is_never_cancelled_by_n
     assert_eq!(seen.len(), 3, "{seen:?}");
     assert_eq!(seen[2], plain_id(plain), "the close");
 }
+
+/// 2025-11-25: a `tasks/result` the client cancels no longer waits for the task. The client
+/// can ask, cancel and ask again while the task runs (each request frees its place among the
+/// connection's `max_inbound_in_flight` as it is cancelled): every cancelled one stayed among
+/// the task's waiters until the task ended, so that the table grew without bound for as long
+/// as the task lived (an hour by default), and each was then answered for nothing.
+#[test]
+fn a_cancelled_tasks_result_stops_waiting() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    let params = json!({ "taskId": task });
+    for _ in 0..2000 {
+        let (request, evs) = legacy_round(&mut p, &mut tasks, 1, "tasks/result", params.clone());
+        assert!(evs.is_empty(), "{evs:?}");
+        p.client
+            .cancel(p.now, request, Some("changed my mind"))
+            .unwrap();
+        p.step();
+        let evs = p.take_server_events();
+        assert!(matches!(&evs[..], [Ev::PeerCancelled { .. }]), "{evs:?}");
+    }
+    let (live, evs) = legacy_round(&mut p, &mut tasks, 1, "tasks/result", params);
+    assert!(evs.is_empty(), "{evs:?}");
+    tasks
+        .complete(p.now, &task, raw(r#"{"content":[]}"#))
+        .unwrap();
+    let ready: Vec<_> = std::iter::from_fn(|| tasks.poll_result()).collect();
+    assert_eq!(ready.len(), 1, "answers for cancelled requests");
+    ready[0]
+        .answer
+        .write(&mut p.server, ready[0].id.as_id())
+        .unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        matches!(&evs[..], [Ev::Response { request, .. }] if *request == live),
+        "{evs:?}"
+    );
+}
+
+/// 2025-11-25, through `answer_legacy` (which has no connection to tell it what the client
+/// cancelled): at most `MAX_RESULT_WAITERS` `tasks/result` requests wait for one task; the
+/// next is answered at once with an internal error, and the waiting ones keep their places.
+#[test]
+fn waiting_tasks_results_are_bounded_per_task() {
+    use mcpwire::jsonrpc::Id;
+    use mcpwire::tasks::{LegacyAnswer, MAX_RESULT_WAITERS};
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create_legacy(T0, &mut ids(), 1).unwrap();
+    let params = json!({ "taskId": task }).to_string();
+    let ask = |tasks: &mut Tasks, n: usize| {
+        tasks.answer_legacy(T0, 1, Id::Int(n as i64), "tasks/result", Some(raw(&params)))
+    };
+    for n in 0..MAX_RESULT_WAITERS {
+        assert_eq!(ask(&mut tasks, n), Some(LegacyAnswer::Wait));
+    }
+    let refused = ask(&mut tasks, MAX_RESULT_WAITERS);
+    assert!(
+        matches!(&refused, Some(LegacyAnswer::Error { code: -32603, .. })),
+        "{refused:?}"
+    );
+    tasks.complete(T0, &task, raw(r#"{"content":[]}"#)).unwrap();
+    assert_eq!(
+        std::iter::from_fn(|| tasks.poll_result()).count(),
+        MAX_RESULT_WAITERS
+    );
+}

@@ -302,7 +302,9 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 // tasks/get and tasks/cancel with the task, tasks/list with the owner's tasks, tasks/result
 // with the underlying request's result (with the related-task _meta) or error once the task
 // has ended. A tasks/result on a running task is not answered now: it comes from PollResult
-// once the task ends or expires. tasks/cancel ends the task as cancelled at once and reports
+// once the task ends or expires; those the client cancelled meanwhile stop waiting (conn is
+// owner's connection), and at most 1024 wait for one task (more get -32603 at once).
+// tasks/cancel ends the task as cancelled at once and reports
 // TaskEventCancelRequested. An unknown task, or cancelling a terminal one, gets -32602. It
 // reports false, answering nothing, for any other method. Drain PollEvent and PollResult
 // afterwards.

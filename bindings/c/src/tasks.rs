@@ -956,7 +956,9 @@ pub unsafe extern "C" fn mcpw_tasks_poll_event(
 /// with the task, `tasks/list` with the owner's tasks (one page), `tasks/result` with the
 /// underlying request's result (with the related-task `_meta`) or error once the task has
 /// ended. A `tasks/result` on a task still running is not answered now: it comes out of
-/// `mcpw_tasks_poll_result` once the task ends (or expires). `tasks/cancel` ends the task as
+/// `mcpw_tasks_poll_result` once the task ends (or expires); those the client cancelled meanwhile
+/// stop waiting (`conn` is `owner`'s connection), and at most 1024 wait for one task (more get
+/// -32603 at once). `tasks/cancel` ends the task as
 /// `cancelled` at once and reports `MCPW_TASK_EVENT_CANCEL_REQUESTED` so that the work stops.
 /// An unknown task, or cancelling a terminal one, gets -32602. `*out_served` is true when it
 /// took the request (answered or waiting), and false (nothing answered, nothing changed) for
