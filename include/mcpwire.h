@@ -3300,8 +3300,8 @@ enum mcpw_result mcpw_tasks_complete(struct mcpw_tasks *tasks,
  * the task's `statusMessage` when it has none. An error over `max_payload` is
  * `MCPW_ERR_INVALID_TASK_PAYLOAD`, and so is a code the task's protocol version does not
  * define (2025-11-25 for a legacy task, 2026-07-28 otherwise; the rules of
- * `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602). Any other integer goes
- * out as given.
+ * `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602), and -32042 without the
+ * `elicitations` of URL elicitation in `data`. Any other integer goes out as given.
  *
  * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
  * (nothing changes). Inputs are read during the call only, and may be views the table lent.
@@ -3431,7 +3431,8 @@ enum mcpw_result mcpw_tasks_poll_result(struct mcpw_tasks *tasks,
 /**
  * 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on
  * `conn` (the connection of its `owner`), then forgets it: calling again, or with nothing
- * polled, is `MCPW_ERR_UNKNOWN_REQUEST`. When the connection refuses it
+ * polled, is `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that
+ * did not declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
  * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
  * answer is kept, so another connection may be tried; the next poll replaces it. Drain the
  * connection afterwards as after any command.

@@ -221,7 +221,9 @@ pub enum LegacyAnswer {
 }
 
 impl LegacyAnswer {
-    /// Writes the answer to request `id` on `conn` (nothing for [`LegacyAnswer::Wait`]).
+    /// Writes the answer to request `id` on `conn` (nothing for [`LegacyAnswer::Wait`]). An
+    /// error `conn` cannot carry (-32042 to a client that did not declare URL elicitation) is
+    /// written as an internal error (-32603) with its message, so that the request is answered.
     pub fn write(&self, conn: &mut Connection, id: Id<'_>) -> Result<(), Error> {
         match self {
             LegacyAnswer::Result(r) => conn.respond(id, RawJson::validated(r)),
@@ -229,7 +231,20 @@ impl LegacyAnswer {
                 code,
                 message,
                 data,
-            } => conn.respond_error(id, *code, message, data.as_deref().map(RawJson::validated)),
+            } => {
+                let data = data.as_deref().map(RawJson::validated);
+                match conn.respond_error(id, *code, message, data) {
+                    // A code this connection cannot carry (-32042 to a client that did not
+                    // declare URL elicitation): the request still gets its answer.
+                    Err(
+                        Error::NotNegotiated(_)
+                        | Error::InvalidParams
+                        | Error::CodeNotInVersion
+                        | Error::NotInVersion,
+                    ) => conn.respond_error(id, jsonrpc::INTERNAL_ERROR, message, None),
+                    written => written,
+                }
+            }
             LegacyAnswer::Wait => Ok(()),
         }
     }
@@ -682,7 +697,8 @@ impl Tasks {
     /// The code follows [`Connection::respond_error`](crate::Connection::respond_error)'s
     /// rules for the task's version (2025-11-25 for a [`create_legacy`](Self::create_legacy)
     /// task, 2026-07-28 otherwise): [`mcp::RESOURCE_NOT_FOUND`] is written as that version's
-    /// code, and a code it does not define is refused with [`TaskError::InvalidPayload`].
+    /// code, and a code it does not define is refused with [`TaskError::InvalidPayload`], as
+    /// is [`mcp::URL_ELICITATION_REQUIRED`] without `data` holding its `elicitations`.
     /// Any other integer goes out as given: JSON-RPC asks only that a code be an integer.
     pub fn fail(
         &mut self,
@@ -705,6 +721,16 @@ impl Tasks {
             code
         };
         if !mcp::error_code_allowed(code, version) {
+            return Err(TaskError::InvalidPayload);
+        }
+        // -32042 is written only with the URL elicitations to complete, as
+        // `Connection::respond_error` requires.
+        let elicitations = data.and_then(|d| d.get_unique("elicitations").ok().flatten());
+        if code == mcp::URL_ELICITATION_REQUIRED
+            && elicitations
+                .and_then(crate::conn::required_elicitations)
+                .is_none()
+        {
             return Err(TaskError::InvalidPayload);
         }
         let mut error = Vec::new();

@@ -1974,3 +1974,58 @@ fn waiting_tasks_results_are_bounded_per_task() {
         MAX_RESULT_WAITERS
     );
 }
+
+/// 2025-11-25: a task failed with -32042 (URL elicitation required) needs the elicitations
+/// in its data, as `respond_error` does; and its `tasks/result` is answered even on a
+/// connection that cannot carry -32042 (the client did not declare URL elicitation): as an
+/// internal error. Before, `fail` took any data, and writing the answer failed, so the
+/// waiting `tasks/result` was never answered.
+#[test]
+fn a_task_failed_with_url_elicitation_required_still_answers_its_result() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    let code = mcpwire::mcp::URL_ELICITATION_REQUIRED;
+    for data in [
+        None,
+        Some(r#"{"x":1}"#),
+        Some(r#"{"elicitations":[{"mode":"form"}]}"#),
+    ] {
+        assert_eq!(
+            tasks.fail(p.now, &task, code, "go", data.map(raw)),
+            Err(TaskError::InvalidPayload),
+            "{data:?}"
+        );
+    }
+    let (waiting, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert!(evs.is_empty(), "{evs:?}");
+    let data = r#"{"elicitations":[{"mode":"url","elicitationId":"e1","url":"https://example.com/auth","message":"Sign in"}]}"#;
+    tasks
+        .fail(p.now, &task, code, "Sign in first", Some(raw(data)))
+        .unwrap();
+    // The waiting tasks/result, and one asked now.
+    let ready = tasks.poll_result().expect("the waiting tasks/result");
+    ready.answer.write(&mut p.server, ready.id.as_id()).unwrap();
+    p.step();
+    let (now_asked, mut evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    evs.extend(p.take_client_events());
+    for request in [waiting, now_asked] {
+        assert!(
+            evs.iter()
+                .any(|e| matches!(e, Ev::Error { request: r, code: -32603, .. } if *r == request)),
+            "{request:?} unanswered: {evs:?}"
+        );
+    }
+}

@@ -474,7 +474,8 @@ func (t *Tasks) Complete(now time.Time, task string, result json.RawMessage) err
 // nil for none). For a protocol-level fault; a tool that ran and reported an error
 // Completes with isError true instead. A code the task's protocol version does not define
 // (2025-11-25 for CreateLegacy's tasks, 2026-07-28 otherwise; Conn.RespondError's rules) is
-// ErrInvalidTaskPayload; -32002 is written as 2026-07-28's -32602 there.
+// ErrInvalidTaskPayload, and so is -32042 without the elicitations of URL elicitation in
+// data; -32002 is written as 2026-07-28's -32602 there.
 func (t *Tasks) Fail(now time.Time, task string, code int64, message string, data json.RawMessage) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

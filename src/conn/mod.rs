@@ -57,6 +57,7 @@ use crate::jsonrpc::{Decoded, Id, JsonStr, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Capabilities, Caps, Era, LogLevel, ProtocolVersion};
 use correlation::Correlation;
 use dispatch::{Dispatch, ReadAhead};
+pub(crate) use elicit::required_elicitations;
 use event::{EventQueue, Stored};
 use lifecycle::Lifecycle;
 use outbound::{Answer, Outbound};
