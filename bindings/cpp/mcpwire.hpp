@@ -506,7 +506,7 @@ private:
 /// non-const call on its lender and ask again after that. A stale view of a connection that
 /// still lives throws MCPW_ERR_STALE_VIEW, but a view of an ended session or finished request
 /// may be freed by then: keeping a view past its lender's next call is undefined behaviour,
-/// so keep the key (the session's mcpw_conn_key) and ask the lender again. The transport calls (handle_input, transmit, consume, ...) throw
+/// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. The transport calls (handle_input, transmit, consume, ...) throw
 /// MCPW_ERR_NOT_OWNER, because the lender moves the bytes. Copying it is free; it never frees
 /// anything.
 class connection_view : public detail::connection_ops<connection_view> {

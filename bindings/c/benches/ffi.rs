@@ -15,7 +15,7 @@
 //! Both report messages/s and bytes/s; before anything is timed, both paths are checked to
 //! see the same events and write the same bytes.
 //!
-//! Run: `cargo bench --bench ffi`.
+//! Run: `cargo bench -p mcpwire-ffi --bench ffi`.
 
 use std::hint::black_box;
 use std::ptr;

@@ -851,7 +851,7 @@ async fn renew_claim(claim: std::sync::Arc<std::sync::Mutex<ReplicaClaim>>) {
         if !held {
             eprintln!(
                 "mcpwire serve: this replica's number could not be renewed in Redis (another \
-                 server may hold it: resumable events of the two may mix)"
+                 server may now hold it and go by the same name)"
             );
         }
     }
