@@ -130,6 +130,11 @@ fn replay_corpus_http_client() {
     replay_corpus("http_client");
 }
 
+#[test]
+fn replay_corpus_tasks() {
+    replay_corpus("tasks");
+}
+
 /// The `http_client` steps that came after its corpus (the 0xFF bodies and the retry inside
 /// `Answer`) reach what they are for: a 2026-07-28 `tools/call` answered "input required" in
 /// each shape, retried, and the retry's `requestState` checked when it goes out. The scripts
@@ -588,6 +593,13 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     }
     for (name, setup, ops) in http_client_scripts() {
         add("http_client", name, http_client::encode(&setup, &ops));
+    }
+    // tasks: small choices as well; a third of the ops reach a task the model knows.
+    for (i, len) in [64usize, 256, 1024, 2048, 4000, 4000]
+        .into_iter()
+        .enumerate()
+    {
+        add("tasks", format!("random-{i}"), random(len));
     }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);
@@ -1840,4 +1852,40 @@ fn abi_scripts() -> Vec<(String, c_abi::AbiSetup, Vec<c_abi::AbiOp>)> {
         scripts.push((format!("json-{part}"), setup(true, 7), ops));
     }
     scripts
+}
+
+/// The tasks harness runs many pseudo-random inputs clean, and they reach what it is there
+/// for: full tables, evictions, expiries, answered input requests and waiting `tasks/result`
+/// requests, and waits the client cancels on the connection.
+#[test]
+fn tasks_harness_runs_clean_on_random_inputs() {
+    let mut state = 0x7461_736b_u64;
+    let mut total = fuzz_logic::tasks::TasksReached::default();
+    for i in 0..400 {
+        let len = 64 + (i * 37) % 4000;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        total.add(&fuzz_logic::tasks::tasks_reached(&bytes));
+    }
+    eprintln!("{total:?}");
+    let t = total;
+    for (what, n) in [
+        ("created", t.created),
+        ("full", t.full),
+        ("evicted", t.evicted),
+        ("expired", t.expired),
+        ("input events", t.input_events),
+        ("answered waiters", t.answered_waiters),
+        ("served waits", t.served_waits),
+        ("cancelled waits", t.cancelled_waits),
+        ("ended", t.ended),
+    ] {
+        assert!(n > 0, "random inputs never reach {what}: {t:?}");
+    }
 }

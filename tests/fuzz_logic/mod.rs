@@ -29,11 +29,13 @@ pub mod c_abi_http;
 pub mod http_client;
 pub mod http_server;
 pub mod sse_framer;
+pub mod tasks;
 
 pub use c_abi::c_abi;
 pub use http_client::http_client;
 pub use http_server::http_server;
 pub use sse_framer::sse_framer;
+pub use tasks::tasks;
 
 /// A target's body: takes the fuzzer's bytes, panics when an invariant breaks.
 pub type TargetFn = fn(&[u8]);
@@ -50,6 +52,7 @@ pub const TARGETS: &[(&str, TargetFn)] = &[
     ("c_abi", c_abi),
     ("http_server", http_server),
     ("http_client", http_client),
+    ("tasks", tasks),
 ];
 
 /// Header bytes in front of the stream, per target (the seed generator writes them).
