@@ -594,6 +594,12 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     for (name, setup, ops) in http_client_scripts() {
         add("http_client", name, http_client::encode(&setup, &ops));
     }
+    // c_abi's task-table harness: the marker byte, then pseudo-random bytes.
+    for (i, len) in [128usize, 1024, 4000].into_iter().enumerate() {
+        let mut bytes = vec![fuzz_logic::c_abi_tasks::TASKS_MARKER];
+        bytes.extend(random(len));
+        add("c_abi", format!("tasks-random-{i}"), bytes);
+    }
     // tasks: small choices as well; a third of the ops reach a task the model knows.
     for (i, len) in [64usize, 256, 1024, 2048, 4000, 4000]
         .into_iter()
@@ -976,7 +982,11 @@ fn seed_corpora_are_current() {
                 "{name}: the op writer and arbitrary disagree"
             );
         }
-        if *target == "c_abi" && bytes.first() != Some(&fuzz_logic::c_abi_http::HTTP_MARKER) {
+        let marked = [
+            fuzz_logic::c_abi_http::HTTP_MARKER,
+            fuzz_logic::c_abi_tasks::TASKS_MARKER,
+        ];
+        if *target == "c_abi" && !bytes.first().is_some_and(|b| marked.contains(b)) {
             let (setup, ops) = c_abi::parse_abi(bytes).expect("a setup");
             let again = c_abi::encode_abi(&setup, &ops);
             assert_eq!(
@@ -1888,4 +1898,36 @@ fn tasks_harness_runs_clean_on_random_inputs() {
     ] {
         assert!(n > 0, "random inputs never reach {what}: {t:?}");
     }
+}
+
+/// The C ABI's task-table harness runs many pseudo-random inputs clean, and they reach
+/// successful calls, the table's refusals, arguments refused at the boundary and events.
+#[test]
+fn c_abi_tasks_harness_runs_clean_on_random_inputs() {
+    let mut state = 0x7461_626a_u64;
+    let mut total = fuzz_logic::c_abi_tasks::TasksAbiReached::default();
+    for i in 0..400 {
+        let len = 64 + (i * 41) % 4000;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let r = fuzz_logic::c_abi_tasks::c_abi_tasks_reached(&bytes);
+        total.ok += r.ok;
+        total.refused_by_table += r.refused_by_table;
+        total.refused_argument += r.refused_argument;
+        total.events += r.events;
+    }
+    eprintln!("{total:?}");
+    assert!(
+        total.ok > 0
+            && total.refused_by_table > 0
+            && total.refused_argument > 0
+            && total.events > 0,
+        "{total:?}"
+    );
 }

@@ -3409,6 +3409,11 @@ pub fn c_abi(data: &[u8]) {
         super::c_abi_http::c_abi_http(rest);
         return;
     }
+    // So have the task tables (tests/fuzz_logic/c_abi_tasks.rs).
+    if let Some((&super::c_abi_tasks::TASKS_MARKER, rest)) = data.split_first() {
+        super::c_abi_tasks::c_abi_tasks(rest);
+        return;
+    }
     run(data, false);
 }
 
