@@ -249,3 +249,29 @@ func mustString(t *testing.T, v any) string {
 	mustOK(t, err)
 	return string(b)
 }
+
+// A task failed with -32042 (URL elicitation required, with its elicitations) answers its
+// tasks/result even to a client that did not declare URL elicitation, which cannot be sent
+// -32042: as -32603 with the message. Write failed before, and the request went unanswered.
+func TestLegacyTaskFailedWithURLElicitationStillAnswers(t *testing.T) {
+	p := legacyPair(t, `{"sampling":{}}`, legacyTasksCaps)
+	tasks := newTasks(t, nil, p.now)
+	task, err := tasks.CreateLegacy(p.now, 1)
+	mustOK(t, err)
+	params := `{"taskId":"` + task + `"}`
+	waiting, _ := legacyRound(t, p, tasks, 1, "tasks/result", params)
+	if err := tasks.Fail(p.now, task, -32042, "go", nil); !errors.Is(err, ErrInvalidTaskPayload) {
+		t.Fatalf("-32042 without its elicitations: %v", err)
+	}
+	data := `{"elicitations":[{"mode":"url","elicitationId":"e1","url":"https://example.com/auth","message":"Sign in"}]}`
+	mustOK(t, tasks.Fail(p.now, task, -32042, "Sign in first", json.RawMessage(data)))
+	ready, ok := tasks.PollResult()
+	if !ok || ready.Code != -32042 {
+		t.Fatalf("PollResult: %+v %v", ready, ok)
+	}
+	mustOK(t, ready.Write(p.server))
+	p.drive()
+	if r := clientResponse(t, p, waiting); r["code"] != -32603.0 || r["message"] != "Sign in first" {
+		t.Fatalf("tasks/result: %v", r)
+	}
+}

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -356,15 +357,22 @@ type TaskResult struct {
 }
 
 // Write answers the waiting request on conn (the connection of r.Owner) with r's result or
-// error.
+// error. An error conn cannot carry (-32042 to a client that did not declare URL
+// elicitation) goes out as -32603 with its message, so that the request is answered.
 func (r TaskResult) Write(conn *Conn) error {
 	if conn == nil {
 		return &ResultError{Op: "write task result", Code: CodeNullArgument}
 	}
-	if r.IsError {
-		return conn.RespondError(r.ID, r.Code, r.Message, r.Data)
+	if !r.IsError {
+		return conn.Respond(r.ID, r.Result)
 	}
-	return conn.Respond(r.ID, r.Result)
+	err := conn.RespondError(r.ID, r.Code, r.Message, r.Data)
+	for _, cannot := range []error{ErrNotNegotiated, ErrInvalidParams, ErrCodeNotInVersion, ErrNotInVersion} {
+		if errors.Is(err, cannot) {
+			return conn.RespondError(r.ID, CodeInternalError, r.Message, nil)
+		}
+	}
+	return err
 }
 
 // PollResult returns the next 2025-11-25 tasks/result that can be answered now, oldest first,
