@@ -560,17 +560,8 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     // http_server: every field of its input is a small choice, so plain pseudo-random bytes
     // already make varied request sequences; the fuzzer takes it from there.
     let mut state = 0x6874_7470_u64;
-    // xorshift64: the same bytes on every machine, so the seeds stay current.
-    let mut random = |len: usize| -> Vec<u8> {
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect()
-    };
+    // The same bytes on every machine, so the seeds stay current.
+    let mut random = |len: usize| xorshift_bytes(&mut state, len);
     for (i, len) in [96usize, 256, 512, 1024, 2048, 4000]
         .into_iter()
         .enumerate()
@@ -1053,12 +1044,7 @@ fn c_abi_http_harness_runs_clean_on_random_inputs() {
     for round in 0..300 {
         let len = 64 + (round * 37) % 3000;
         let mut bytes = vec![fuzz_logic::c_abi_http::HTTP_MARKER];
-        bytes.extend((0..len).map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        }));
+        bytes.extend(xorshift_bytes(&mut state, len));
         let r = fuzz_logic::c_abi_http::c_abi_http_reached(&bytes[1..]);
         total.ok_responses += r.ok_responses;
         total.served += r.served;
@@ -1873,14 +1859,7 @@ fn tasks_harness_runs_clean_on_random_inputs() {
     let mut total = fuzz_logic::tasks::TasksReached::default();
     for i in 0..400 {
         let len = 64 + (i * 37) % 4000;
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect();
+        let bytes = xorshift_bytes(&mut state, len);
         total.add(&fuzz_logic::tasks::tasks_reached(&bytes));
     }
     eprintln!("{total:?}");
@@ -1908,14 +1887,7 @@ fn c_abi_tasks_harness_runs_clean_on_random_inputs() {
     let mut total = fuzz_logic::c_abi_tasks::TasksAbiReached::default();
     for i in 0..400 {
         let len = 64 + (i * 41) % 4000;
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect();
+        let bytes = xorshift_bytes(&mut state, len);
         let r = fuzz_logic::c_abi_tasks::c_abi_tasks_reached(&bytes);
         total.ok += r.ok;
         total.refused_by_table += r.refused_by_table;
@@ -1930,4 +1902,17 @@ fn c_abi_tasks_harness_runs_clean_on_random_inputs() {
             && total.events > 0,
         "{total:?}"
     );
+}
+
+/// `len` pseudo-random bytes from xorshift64 (`state` goes on from one call to the next):
+/// the same bytes on every machine.
+fn xorshift_bytes(state: &mut u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            (*state >> 24) as u8
+        })
+        .collect()
 }
