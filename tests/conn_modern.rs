@@ -1142,3 +1142,83 @@ fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
     );
     assert_eq!(c.state(), State::Closed);
 }
+
+/// A listen request with this `_meta` (which may carry a log level and a progress token).
+fn listen_line(id: &str, meta_extra: &str, notifications: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}{meta_extra}}},"notifications":{notifications}}}}}"#
+    )
+}
+
+/// A listen stream carries what it asked for and nothing else: "the server MUST NOT deliver
+/// it [a log message] on a subscriptions/listen stream", and progress belongs to requests
+/// doing work. Both went out on the stream when the listen's `_meta` asked for them.
+#[test]
+fn a_listen_stream_carries_no_log_messages_or_progress() {
+    let mut s = modern_server();
+    let extra = r#","io.modelcontextprotocol/logLevel":"debug","progressToken":"p1""#;
+    let (out, _) = s.send(&listen_line("7", extra, r#"{"toolsListChanged":true}"#));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+    let listen = Id::Int(7);
+    assert_eq!(
+        s.conn.log(listen, LogLevel::Emergency, None, raw(r#""x""#)),
+        Ok(false)
+    );
+    assert_eq!(
+        s.conn.progress(listen, 1.0, None, None),
+        Err(Error::NoProgressToken)
+    );
+    assert!(s.out().is_empty());
+    // What it asked for still comes.
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    assert_eq!(s.out().len(), 1);
+}
+
+/// A listen the server refuses (its inbound limit, a bad progress token) gets its error only:
+/// the acknowledgement, which says the subscription "has been established", went out first.
+#[test]
+fn a_refused_listen_is_not_acknowledged() {
+    let mut config = server_config();
+    config.limits.max_inbound_in_flight = 1;
+    let mut s = Raw::server(config);
+    s.request("1", "tools/call", r#""name":"slow""#);
+    let (out, _) = s.send(&listen_line("2", "", r#"{"toolsListChanged":true}"#));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["error"]["code"], -32603);
+    let mut s = modern_server();
+    let bad_token = r#","progressToken":{}"#;
+    let (out, _) = s.send(&listen_line("3", bad_token, r#"{"toolsListChanged":true}"#));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["error"]["code"], -32602);
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    assert!(s.out().is_empty(), "a refused listen gets notifications");
+}
+
+/// The resource URIs one listen stream follows are bounded like its task ids (256): a listen
+/// naming a million held 6.5 times its frame, and every resource update scanned them all.
+#[test]
+fn a_listen_follows_at_most_256_resources() {
+    let mut s = modern_server();
+    let uris: Vec<String> = (0..300).map(|i| format!("file:///{i}")).collect();
+    let filter = json!({ "resourceSubscriptions": uris }).to_string();
+    let (out, _) = s.send(&listen_line(r#""L""#, "", &filter));
+    let granted = out[0]["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(granted, 256);
+    for (uri, delivered) in [("file:///255", 1), ("file:///256", 0)] {
+        s.conn
+            .notify(
+                "notifications/resources/updated",
+                Some(raw(&json!({ "uri": uri }).to_string())),
+            )
+            .unwrap();
+        assert_eq!(s.out().len(), delivered, "{uri}");
+    }
+}

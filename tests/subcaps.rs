@@ -368,3 +368,74 @@ fn our_own_capabilities_the_spec_defines_must_be_objects() {
     let peer = Capabilities::parse(r#"{"tools":true}"#).unwrap();
     assert!(peer.has(Caps::TOOLS));
 }
+
+/// The server completes `ids` in order; the ids whose completion reached the application.
+fn completed(p: &mut Pair, ids: &[String]) -> Vec<String> {
+    for id in ids {
+        p.server
+            .notify(
+                "notifications/elicitation/complete",
+                Some(raw(&json!({ "elicitationId": id }).to_string())),
+            )
+            .unwrap();
+    }
+    p.step();
+    p.take_client_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::ElicitationComplete { elicitation_id } => Some(elicitation_id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A URL-mode `elicitation/create` the client refused (here its inbound limit, one request)
+/// creates no elicitation: its completion is an unknown id's, ignored ("Clients MUST ignore
+/// notifications referencing unknown or already-completed IDs"). Its id was remembered
+/// before the request was accepted, so the completion reached the application.
+#[test]
+fn a_refused_url_elicitation_request_is_not_remembered() {
+    let mut c = client(r#"{"elicitation":{"url":{}}}"#);
+    c.limits.max_inbound_in_flight = 1;
+    let mut p = Pair::ready(V, c, server_config());
+    let second = URL.replace("e-1", "e-2");
+    server_asks(&mut p, "elicitation/create", URL).unwrap();
+    server_asks(&mut p, "elicitation/create", &second).unwrap();
+    p.step();
+    let requests = p
+        .take_client_events()
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Request { .. }))
+        .count();
+    assert_eq!(requests, 1, "the second is refused");
+    let ids = ["e-2".to_owned(), "e-1".to_owned()];
+    assert_eq!(completed(&mut p, &ids), vec!["e-1".to_owned()]);
+}
+
+/// The ids a client remembers for their completion are bounded in bytes, not only in number:
+/// 256 ids of 256 KiB held 128 MiB (twice each) before. An id over 64 KiB is not remembered
+/// (its completion is ignored), and past 64 KiB of ids the oldest are forgotten.
+#[test]
+fn remembered_url_elicitation_ids_are_bounded_in_bytes() {
+    let mut p = url_pair();
+    let huge = "h".repeat(64 * 1024 + 1);
+    let ids: Vec<String> = std::iter::once(huge)
+        .chain((0..20).map(|i| format!("{i:02}{}", "x".repeat(4 * 1024 - 2))))
+        .collect();
+    for id in &ids {
+        let params =
+            json!({"mode":"url","message":"m","elicitationId":id,"url":"https://example.com/a"});
+        server_asks(&mut p, "elicitation/create", &params.to_string()).unwrap();
+        p.step();
+        let Some(Ev::Request { id, .. }) = p.take_client_events().into_iter().next() else {
+            panic!()
+        };
+        p.client
+            .respond(id.as_id(), raw(r#"{"action":"accept"}"#))
+            .unwrap();
+        p.step();
+    }
+    // 20 ids of 4 KiB: the 16 newest fit in 64 KiB.
+    let got = completed(&mut p, &ids);
+    assert_eq!(got, ids[5..].to_vec());
+}

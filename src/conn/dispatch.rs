@@ -438,12 +438,18 @@ impl Core {
                 ),
             );
         }
+        let key = OwnedId::from(r.id);
+        let before = self.dispatch.inbound.contains_key(&key);
+        self.accept_request(stream, frame, &r, batch, None, false, None, ahead.params);
+        // Known once the request is ours to answer: a refused one (the inbound limit, a bad
+        // progress token) creates no elicitation, so its completion is an unknown id's.
         if method == "elicitation/create"
+            && !before
+            && self.dispatch.inbound.contains_key(&key)
             && let Some(id) = r.params.and_then(super::elicit::url_elicitation_id)
         {
             self.elicitations.insert(&id);
         }
-        self.accept_request(stream, frame, &r, batch, None, false, None, ahead.params);
     }
 
     /// Records a request the application will answer and hands it over as an event (or, for a

@@ -4,6 +4,7 @@
 //! and the shape checks of `-32042` data.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 use crate::jsonrpc::RawJson;
 
@@ -14,27 +15,42 @@ pub(crate) struct KnownElicitations(Option<Box<Known>>);
 
 #[derive(Debug, Default)]
 struct Known {
-    order: VecDeque<String>,
-    ids: HashSet<String>,
+    /// Each id once, shared by the order and the set.
+    order: VecDeque<Arc<str>>,
+    ids: HashSet<Arc<str>>,
+    /// The bytes of the ids held.
+    bytes: usize,
 }
 
 /// How many ids a connection remembers.
 const KNOWN_MAX: usize = 256;
 
+/// How many bytes of ids a connection remembers: a server's ids are short (a UUID is 36), and
+/// a few long ones fit; past it the oldest are forgotten, and an id longer than this is not
+/// remembered at all (its completion is then ignored, as an unknown id's).
+const KNOWN_BYTES: usize = 64 * 1024;
+
 impl KnownElicitations {
     /// Remembers `id` (once).
     pub(crate) fn insert(&mut self, id: &str) {
-        let known = self.0.get_or_insert_with(Box::default);
-        if id.is_empty() || known.ids.contains(id) {
+        if id.is_empty() || id.len() > KNOWN_BYTES {
             return;
         }
-        if known.order.len() >= KNOWN_MAX
-            && let Some(old) = known.order.pop_front()
-        {
+        let known = self.0.get_or_insert_with(Box::default);
+        if known.ids.contains(id) {
+            return;
+        }
+        while known.order.len() >= KNOWN_MAX || known.bytes + id.len() > KNOWN_BYTES {
+            let Some(old) = known.order.pop_front() else {
+                break;
+            };
+            known.bytes -= old.len();
             known.ids.remove(&old);
         }
-        known.ids.insert(id.to_owned());
-        known.order.push_back(id.to_owned());
+        let id: Arc<str> = Arc::from(id);
+        known.bytes += id.len();
+        known.ids.insert(Arc::clone(&id));
+        known.order.push_back(id);
     }
 
     /// Forgets `id`; whether it was known.
@@ -45,7 +61,8 @@ impl KnownElicitations {
         if !known.ids.remove(id) {
             return false;
         }
-        known.order.retain(|o| o != id);
+        known.bytes -= id.len();
+        known.order.retain(|o| &**o != id);
         if known.order.is_empty() {
             self.0 = None;
         }

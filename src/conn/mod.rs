@@ -709,7 +709,8 @@ impl Connection {
 
     /// Reports progress on one of the peer's requests that carried a progress token:
     /// `progress` finite and above the last one reported, `total` (if any) finite, else
-    /// [`Error::NonIncreasingProgress`].
+    /// [`Error::NonIncreasingProgress`]. A `subscriptions/listen` stream takes no progress
+    /// ([`Error::NoProgressToken`]).
     pub fn progress(
         &mut self,
         id: Id<'_>,
@@ -722,8 +723,9 @@ impl Connection {
     }
 
     /// Server: sends a log message about one of the peer's requests. In 2026-07-28 it goes out
-    /// only if the request asked for this level or a lower one with `logLevel`; in the
-    /// handshake era, whenever we declared `logging`. Returns whether it was sent.
+    /// only if the request asked for this level or a lower one with `logLevel`, and never on a
+    /// `subscriptions/listen` stream; in the handshake era, whenever we declared `logging`.
+    /// Returns whether it was sent.
     pub fn log(
         &mut self,
         id: Id<'_>,

@@ -378,6 +378,9 @@ impl Core {
         // A request in flight, or one answered with a 2025-11-25 task handle whose token
         // stays with the task (correlation.rs rule 8).
         let (token, last_progress, stream) = match self.dispatch.inbound.get_mut(&key) {
+            // A listen stream carries the notifications it asked for and nothing else: a
+            // token in its `_meta` is not one to report progress on.
+            Some(entry) if entry.listen.is_some() => return Err(Error::NoProgressToken),
             Some(entry) => (
                 entry.progress_token.clone(),
                 &mut entry.last_progress,
@@ -514,6 +517,8 @@ impl Core {
         };
         let stream = entry.stream;
         let allowed = match entry.modern {
+            // "MUST NOT deliver it on a subscriptions/listen stream" (2026-07-28 logging).
+            Some(_) if entry.listen.is_some() => false,
             Some(ctx) => ctx.log_level.is_some_and(|min| level >= min),
             // Handshake era: logging is per connection, gated by our capability.
             None => {

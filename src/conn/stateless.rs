@@ -621,7 +621,8 @@ impl Core {
         {
             let text = uris.get();
             // An array of strings: read it with the object reader by wrapping positions.
-            for item in array_items(text) {
+            // Bounded like the task ids: each URI kept is scanned on every resource update.
+            for item in array_items(text).take(MAX_LISTEN_TASKS) {
                 if let Some(s) = item.as_str() {
                     granted.resource_uris.push(s.to_str().into_owned());
                 }
@@ -671,7 +672,21 @@ impl Core {
             ack.push(b']');
         }
         ack.extend_from_slice(b"}}");
-        if let Ok(text) = std::str::from_utf8(&ack) {
+        let meta = view_meta(r.params);
+        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
+            RequestMeta::Valid(ctx, token) => Some((ctx, token)),
+            _ => None,
+        };
+        // Without a valid `_meta` (so no context) the params are walked for the token.
+        let index = &ParamsIndex::EMPTY;
+        let key = OwnedId::from(r.id);
+        let before = self.dispatch.inbound.contains_key(&key);
+        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted), index);
+        // Acknowledged once established, never before a refusal (the inbound limit, a bad
+        // progress token): "sent ... to acknowledge that a subscriptions/listen subscription
+        // has been established". Nothing else has gone out on the stream yet.
+        let established = !before && self.dispatch.inbound.contains_key(&key);
+        if established && let Ok(text) = std::str::from_utf8(&ack) {
             let params = RawJson::validated(text);
             self.emit_auto(stream, |out| {
                 jsonrpc::encode_notification(
@@ -681,14 +696,6 @@ impl Core {
                 )
             });
         }
-        let meta = view_meta(r.params);
-        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
-            RequestMeta::Valid(ctx, token) => Some((ctx, token)),
-            _ => None,
-        };
-        // Without a valid `_meta` (so no context) the params are walked for the token.
-        let index = &ParamsIndex::EMPTY;
-        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted), index);
     }
 
     /// Server, stateless era: the ids of the `subscriptions/listen` requests in flight.
@@ -1350,7 +1357,8 @@ pub(super) fn retryable_method(method: &str) -> Option<&'static str> {
     }
 }
 
-/// Task ids one listen stream may follow.
+/// Task ids one listen stream may follow, and resource URIs (each list on its own); the
+/// ones past it are not granted (the acknowledgement lists what was).
 const MAX_LISTEN_TASKS: usize = 256;
 
 /// The -32021 refusal of a tasks method (or a listen for task notifications) from a request
