@@ -1222,3 +1222,20 @@ fn a_listen_follows_at_most_256_resources() {
         assert_eq!(s.out().len(), delivered, "{uri}");
     }
 }
+
+/// Answering a listen request with `respond` ends it as `end_listen` does: "Like every other
+/// message on the stream, the response carries `io.modelcontextprotocol/subscriptionId`", and
+/// "The result body is otherwise empty". It went out without the id, with the body given.
+#[test]
+fn respond_to_a_listen_ends_it_with_its_subscription_id() {
+    let mut s = modern_server();
+    s.send(&listen_line("9", "", r#"{"toolsListChanged":true}"#));
+    s.conn.respond(Id::Int(9), raw(r#"{"extra":1}"#)).unwrap();
+    let out = s.out();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let result = &out[0]["result"];
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/subscriptionId"], 9);
+    assert_eq!(result["resultType"], "complete");
+    assert!(result.get("extra").is_none(), "{result}");
+    assert!(s.conn.listen_subscriptions().is_empty());
+}

@@ -459,7 +459,9 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 }
 
 // Respond answers the peer's request id with result (any JSON value; MCP results are
-// objects). Answering a request the peer has cancelled succeeds and sends nothing.
+// objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
+// a 2026-07-28 subscriptions/listen request ends that subscription: its result carries the
+// subscription id in _meta and nothing else, whatever result holds.
 func (c *Conn) Respond(id ID, result json.RawMessage) error {
 	if !c.lock() {
 		return ErrFreed

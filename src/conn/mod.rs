@@ -588,9 +588,22 @@ impl Connection {
     }
 
     /// Answers one of the peer's requests with a result. Answering a request the peer has
-    /// cancelled succeeds but sends nothing.
+    /// cancelled succeeds but sends nothing. A `subscriptions/listen` request's result ends
+    /// its stream and holds nothing but its subscription id (2026-07-28: "The result body is
+    /// otherwise empty"): it goes out as [`end_listen`](Self::end_listen) writes it, whatever
+    /// `result` holds.
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
+        let key = OwnedId::from(id);
+        if self
+            .core
+            .dispatch
+            .inbound
+            .get(&key)
+            .is_some_and(|e| e.listen.is_some())
+        {
+            return self.core.end_listen(id);
+        }
         self.core.respond(id, Answer::Result(result))
     }
 

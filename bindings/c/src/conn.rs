@@ -839,8 +839,11 @@ pub unsafe extern "C" fn mcpw_conn_notify(
 }
 
 /// Answers the peer's request `*id` with `result` (any JSON value as text; MCP results are
-/// objects). Answering a request the peer has cancelled succeeds and sends nothing. Inputs are
-/// read during the call only, and may be views from this handle's current event.
+/// objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
+/// a 2026-07-28 `subscriptions/listen` request ends that subscription: its result goes out
+/// with the subscription id in `_meta` and nothing else, whatever `result` holds (the schema's
+/// listen result is otherwise empty). Inputs are read during the call only, and may be views
+/// from this handle's current event.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
