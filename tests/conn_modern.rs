@@ -1239,3 +1239,133 @@ fn respond_to_a_listen_ends_it_with_its_subscription_id() {
     assert!(result.get("extra").is_none(), "{result}");
     assert!(s.conn.listen_subscriptions().is_empty());
 }
+
+fn reviewing_server() -> Raw {
+    let mut config = server_config();
+    config.policy.review_listens = true;
+    Raw::server(config)
+}
+
+/// Under `Policy::review_listens` a listen comes to the application, which checks access to
+/// each item: nothing goes out on the stream until `grant_listen`, and the stream then hears
+/// only what the application kept.
+#[test]
+fn a_reviewed_listen_hears_only_what_the_application_grants() {
+    let mut s = reviewing_server();
+    let filter = json!({
+        "toolsListChanged": true,
+        "promptsListChanged": true,
+        "resourceSubscriptions": ["file:///mine", "file:///theirs"],
+    })
+    .to_string();
+    let (out, events) = s.send(&listen_line("5", "", &filter));
+    assert!(out.is_empty(), "acknowledged before the grant: {out:?}");
+    let Some(Ev::Request { id, method, .. }) = events.last() else {
+        panic!("the listen did not come to the application: {events:?}");
+    };
+    assert_eq!(
+        (id.as_id(), method.as_str()),
+        (Id::Int(5), "subscriptions/listen")
+    );
+    assert_eq!(s.conn.listen_subscriptions().len(), 1);
+    // Not granted yet: hears nothing.
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    assert!(s.out().is_empty());
+    // The application is asked about what the listen asked for and we can honour (we do not
+    // declare prompts.listChanged), and keeps the tools and one resource.
+    use mcpwire::conn::ListenItem;
+    assert_eq!(
+        s.conn.listen_items(Id::Int(5)),
+        Some(vec![
+            ListenItem::ToolsListChanged,
+            ListenItem::Resource("file:///mine"),
+            ListenItem::Resource("file:///theirs"),
+        ])
+    );
+    let mut asked = Vec::new();
+    s.conn
+        .grant_listen(Id::Int(5), |item| {
+            asked.push(format!("{item:?}"));
+            matches!(
+                item,
+                mcpwire::conn::ListenItem::ToolsListChanged
+                    | mcpwire::conn::ListenItem::Resource("file:///mine")
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        asked,
+        [
+            "ToolsListChanged",
+            r#"Resource("file:///mine")"#,
+            r#"Resource("file:///theirs")"#
+        ]
+    );
+    let out = s.out();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        out[0]["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///mine"]})
+    );
+    for (uri, delivered) in [("file:///theirs", 0), ("file:///mine", 1)] {
+        let params = json!({ "uri": uri }).to_string();
+        s.conn
+            .notify("notifications/resources/updated", Some(raw(&params)))
+            .unwrap();
+        assert_eq!(s.out().len(), delivered, "{uri}");
+    }
+    // Granted once only.
+    assert_eq!(s.conn.listen_items(Id::Int(5)), None);
+    assert_eq!(
+        s.conn.grant_listen(Id::Int(5), |_| true),
+        Err(Error::UnknownRequest)
+    );
+}
+
+/// A reviewed listen the application refuses gets its error and nothing else; `grant_listen`
+/// is only for listens waiting for their grant, and succeeds silently for one the client has
+/// cancelled.
+#[test]
+fn a_reviewed_listen_can_be_refused_and_only_waiting_listens_are_granted() {
+    let mut s = reviewing_server();
+    s.send(&listen_line("1", "", r#"{"toolsListChanged":true}"#));
+    s.conn
+        .respond_error(Id::Int(1), -32602, "not yours", None)
+        .unwrap();
+    let out = s.out();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["error"]["code"], -32602);
+    s.conn
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    assert!(s.out().is_empty(), "a refused listen gets notifications");
+    assert_eq!(
+        s.conn.grant_listen(Id::Int(1), |_| true),
+        Err(Error::UnknownRequest)
+    );
+    // An ordinary request is not a listen.
+    s.request("2", "tools/call", r#""name":"slow""#);
+    assert_eq!(
+        s.conn.grant_listen(Id::Int(2), |_| true),
+        Err(Error::UnknownRequest)
+    );
+    // Cancelled by the client while the application checked it.
+    s.send(&listen_line("3", "", r#"{"toolsListChanged":true}"#));
+    s.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+    );
+    assert_eq!(s.conn.grant_listen(Id::Int(3), |_| true), Ok(()));
+    assert!(s.out().is_empty());
+    // Without the policy the engine grants the listen and the application cannot.
+    let mut s = modern_server();
+    let (out, events) = s.send(&listen_line("4", "", r#"{"toolsListChanged":true}"#));
+    assert_eq!(out.len(), 1);
+    assert!(!events.iter().any(|e| matches!(e, Ev::Request { .. })));
+    assert_eq!(
+        s.conn.grant_listen(Id::Int(4), |_| false),
+        Err(Error::UnknownRequest)
+    );
+}

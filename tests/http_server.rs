@@ -2061,6 +2061,65 @@ fn the_application_ends_listen_streams_with_their_result() {
     assert_eq!(s.connections().len(), 0, "the stateless connection is gone");
 }
 
+/// Under `Policy::review_listens` a stateless listen POST waits for the application: a grant
+/// sends the acknowledgement on its stream, and a refusal settles as a plain JSON error.
+#[test]
+fn a_reviewed_listen_over_http_is_granted_or_refused_by_the_application() {
+    let mut config = server_config();
+    config.policy.review_listens = true;
+    let mut s = HttpServer::new(HttpServerConfig::new(config));
+    let post = |s: &mut HttpServer, id: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+        );
+        let headers = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ];
+        send(s, "POST", &headers, &body)
+    };
+    for (id, grant) in [("yes", true), ("no", false)] {
+        let r = post(&mut s, id);
+        let evs = events(&mut s);
+        let [
+            (
+                key,
+                Ev::Request {
+                    id: rid, method, ..
+                },
+            ),
+        ] = &evs[..]
+        else {
+            panic!("{evs:?}")
+        };
+        assert_eq!(method, "subscriptions/listen");
+        let conn = s.connection(*key).unwrap();
+        if grant {
+            conn.grant_listen(rid.as_id(), |_| true).unwrap();
+        } else {
+            conn.respond_error(rid.as_id(), -32602, "not allowed", None)
+                .unwrap();
+        }
+        let r = s.settle(r);
+        if grant {
+            let Body::Stream(stream) = r.body else {
+                panic!("{r:?}")
+            };
+            let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+            assert_eq!(msgs.len(), 1, "{msgs:?}");
+            assert_eq!(
+                msgs[0]["method"],
+                "notifications/subscriptions/acknowledged"
+            );
+            assert!(!finished, "a granted listen stays open");
+        } else {
+            assert_eq!(r.status, 400, "{r:?}");
+            assert_eq!(json_body(&r)["error"]["message"], "not allowed");
+        }
+    }
+    assert_eq!(s.end_listen_streams(), 1);
+}
+
 #[test]
 fn ending_listen_streams_finishes_the_sessions_get_streams_too() {
     // At shutdown a handshake-era GET stream, which never ends by itself, must end as a

@@ -1682,6 +1682,72 @@ fn status_notifications_reach_the_listen_streams_that_asked_for_the_task() {
     );
 }
 
+/// SEP-2663: "Servers MUST perform authentication and authorization checks on each
+/// task-related request". Under `Policy::review_listens` the application sees the listen and
+/// grants only the tasks the caller may access; the other task's status never reaches it.
+#[test]
+fn a_reviewed_listen_follows_only_the_tasks_the_application_grants() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let client = common::pair::modern(
+        Config::client("c", "1")
+            .with_capabilities(r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#)
+            .unwrap(),
+    );
+    let mut server = Config::server("s", "1")
+        .with_capabilities(r#"{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#)
+        .unwrap();
+    server.policy.review_listens = true;
+    let mut p = common::pair::Pair::new(client, server);
+    p.step();
+    p.take_client_events();
+    p.take_server_events();
+    let mine = tasks.create(p.now, &mut ids()).unwrap();
+    let theirs = tasks.create(p.now, &mut ids()).unwrap();
+    let filter = json!({ "notifications": { "taskIds": [mine, theirs] } }).to_string();
+    p.client
+        .request(p.now, "subscriptions/listen", Some(raw(&filter)))
+        .unwrap();
+    p.step();
+    assert!(p.take_client_events().is_empty(), "acknowledged unchecked");
+    let evs = p.take_server_events();
+    let Some(Ev::Request { id, method, .. }) = evs.last() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(method, "subscriptions/listen");
+    p.server
+        .grant_listen(id.as_id(), |item| {
+            item == mcpwire::conn::ListenItem::Task(mine.as_str())
+        })
+        .unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    let Some(Ev::Notification {
+        params: Some(ack), ..
+    }) = evs.first()
+    else {
+        panic!("{evs:?}")
+    };
+    let ack: Value = serde_json::from_str(ack).unwrap();
+    assert_eq!(ack["notifications"], json!({ "taskIds": [mine] }));
+    for t in [&theirs, &mine] {
+        tasks.cancel(p.now, t).unwrap();
+        let (method, params) = tasks.status_notification(t).unwrap();
+        p.server.notify(method, Some(raw(&params))).unwrap();
+    }
+    p.step();
+    let evs = p.take_client_events();
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    let Ev::Notification {
+        params: Some(params),
+        ..
+    } = &evs[0]
+    else {
+        panic!()
+    };
+    let params: Value = serde_json::from_str(params).unwrap();
+    assert_eq!(params["taskId"], mine.as_str());
+}
+
 #[test]
 fn a_2025_11_25_task_status_notification_is_the_flat_task() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);

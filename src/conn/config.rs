@@ -111,6 +111,17 @@ pub struct Policy {
     /// [`Config::max_total_timeout`]). Default `false`; per request with
     /// [`RequestOptions::reset_on_progress`](super::RequestOptions::reset_on_progress).
     pub reset_timeout_on_progress: bool,
+    /// 2026-07-28 server: hand each `subscriptions/listen` request to the application as an
+    /// [`Event::Request`](super::Event::Request) instead of granting it in the engine. Turn it
+    /// on when listeners must pass an access check: the tasks extension says servers MUST
+    /// check that a client may access a task on every task-related request, and a listen
+    /// names task ids (and resource URIs). The application then grants the items it allows
+    /// with [`Connection::grant_listen`](super::Connection::grant_listen), which sends the
+    /// acknowledgement, or refuses the whole listen with
+    /// [`respond_error`](super::Connection::respond_error). The engine has already refused a
+    /// malformed filter and dropped what we cannot honour. Default `false`: the engine grants
+    /// every item it can honour, and the application never sees the listen.
+    pub review_listens: bool,
 }
 
 impl Default for Policy {
@@ -120,6 +131,7 @@ impl Default for Policy {
             answer_pings: true,
             progress: ProgressPolicy::DropNonIncreasing,
             reset_timeout_on_progress: false,
+            review_listens: false,
         }
     }
 }

@@ -502,7 +502,8 @@ impl Core {
                 );
             }
         };
-        let is_listen = listen.is_some();
+        // A listen comes to the application only for review (`Policy::review_listens`).
+        let engine_listen = listen.as_ref().is_some_and(|l| !l.pending);
         if modern.is_none() {
             // A tasks/result or tasks/cancel whose answer will end a task's progress token.
             self.task_tokens.watch(r.method.raw(), r.params, r.id);
@@ -543,7 +544,7 @@ impl Core {
                 stream,
             },
         );
-        if is_listen {
+        if engine_listen {
             return;
         }
         let cap = self.events.capture(frame);

@@ -205,6 +205,22 @@ struct Counters {
     ignored_elicitation_completions: u32,
 }
 
+/// One thing a 2026-07-28 `subscriptions/listen` request asks to hear, as
+/// [`Connection::grant_listen`] shows it to the application for its access check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListenItem<'a> {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated` for this resource URI.
+    Resource(&'a str),
+    /// `notifications/tasks` for this task id (the tasks extension).
+    Task(&'a str),
+}
+
 // ---- The connection -------------------------------------------------------------------------
 
 /// One MCP connection, client or server. See the [module docs](self) for how to drive it.
@@ -665,9 +681,37 @@ impl Connection {
         self.core.respond_task(id, task)
     }
 
-    /// 2026-07-28 server: the ids of the peer's `subscriptions/listen` requests in flight (the
-    /// engine answers and tags them itself, so they never come as [`Event::Request`]). Use it
-    /// with [`end_listen`](Connection::end_listen).
+    /// 2026-07-28 server: what the `subscriptions/listen` request `id` asks to hear and we can
+    /// honour (the list changes our capabilities declare, then at most 256 resource URIs, then
+    /// at most 256 task ids), while it waits for [`grant_listen`](Self::grant_listen) under
+    /// [`Policy::review_listens`]; `None` for any other id. Use it to show or check the items
+    /// before granting; `grant_listen` asks about the same items in the same order.
+    pub fn listen_items(&self, id: Id<'_>) -> Option<Vec<ListenItem<'_>>> {
+        Some(self.core.pending_listen(id)?.items().collect())
+    }
+
+    /// 2026-07-28 server: grants the `subscriptions/listen` request `id`, which came as an
+    /// [`Event::Request`] because [`Policy::review_listens`] is on, and sends the
+    /// acknowledgement. `keep` is asked about each of the [`listen_items`](Self::listen_items),
+    /// in order; the stream carries those it returns `true` for. Check access here: a client must not
+    /// follow a task or resource it may not read. A listen granted nothing stays open until
+    /// [`end_listen`](Self::end_listen); to refuse it outright, answer it with
+    /// [`respond_error`](Self::respond_error) instead. Granting a listen the peer cancelled
+    /// succeeds but sends nothing. [`Error::UnknownRequest`] when `id` is not a listen waiting
+    /// for its grant, [`Error::OutputFull`] when the output is past its limit.
+    pub fn grant_listen(
+        &mut self,
+        id: Id<'_>,
+        mut keep: impl FnMut(ListenItem<'_>) -> bool,
+    ) -> Result<(), Error> {
+        self.core.events.retire_current();
+        self.core.grant_listen(id, &mut keep)
+    }
+
+    /// 2026-07-28 server: the ids of the peer's `subscriptions/listen` requests in flight,
+    /// granted or waiting for [`grant_listen`](Self::grant_listen) (the engine answers and tags
+    /// them itself; they come as [`Event::Request`] only under [`Policy::review_listens`]).
+    /// Use it with [`end_listen`](Connection::end_listen).
     pub fn listen_subscriptions(&self) -> Vec<OwnedId> {
         self.core.listen_subscriptions()
     }

@@ -48,7 +48,7 @@ use super::json_edit::{self, EditError};
 use super::outbound::Answer;
 use super::tables::{FastMap, ListenFilter, ModernContext, PendingKind, RetryBase};
 use super::{
-    CacheScope, CloseReason, Config, Core, Error, RequestId, Role, StreamId, Timestamp,
+    CacheScope, CloseReason, Config, Core, Error, ListenItem, RequestId, Role, StreamId, Timestamp,
     ViolationKind,
 };
 use crate::jsonrpc::{
@@ -603,6 +603,7 @@ impl Core {
             resources: flag("resourcesListChanged", Caps::RESOURCES_LIST_CHANGED),
             resource_uris: Vec::new(),
             task_ids: Vec::new(),
+            pending: false,
         };
         // Task status notifications (SEP-2663): granted for every id asked, bounded; the
         // engine cannot tell which ids the application knows, and an unknown id simply never
@@ -628,12 +629,41 @@ impl Core {
                 }
             }
         }
-        // The acknowledgement: the granted subset, tagged with the stream's id.
+        let review = self.config.policy.review_listens;
+        granted.pending = review;
+        let meta = view_meta(r.params);
+        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
+            RequestMeta::Valid(ctx, token) => Some((ctx, token)),
+            _ => None,
+        };
+        // Without a valid `_meta` (so no context) the params are walked for the token.
+        let index = &ParamsIndex::EMPTY;
+        let key = OwnedId::from(r.id);
+        let before = self.dispatch.inbound.contains_key(&key);
+        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted), index);
+        // Acknowledged once established, never before a refusal (the inbound limit, a bad
+        // progress token): "sent ... to acknowledge that a subscriptions/listen subscription
+        // has been established". Nothing else has gone out on the stream yet.
+        let established = !before && self.dispatch.inbound.contains_key(&key);
+        if established && !review {
+            self.acknowledge_listen(&key);
+        }
+    }
+
+    /// Sends `notifications/subscriptions/acknowledged` for the listen `key`: the granted
+    /// subset, tagged with the stream's id.
+    fn acknowledge_listen(&mut self, key: &OwnedId) {
+        let Some(entry) = self.dispatch.inbound.get(key) else {
+            return;
+        };
+        let (Some(granted), stream) = (entry.listen.as_deref(), entry.stream) else {
+            return;
+        };
         let mut ack = Vec::new();
         ack.extend_from_slice(b"{\"_meta\":{");
         write_json_string(&mut ack, META_SUBSCRIPTION_ID);
         ack.push(b':');
-        write_id(&mut ack, r.id);
+        write_id(&mut ack, key.as_id());
         ack.extend_from_slice(b"},\"notifications\":{");
         let mut first = true;
         for (on, key) in [
@@ -672,21 +702,7 @@ impl Core {
             ack.push(b']');
         }
         ack.extend_from_slice(b"}}");
-        let meta = view_meta(r.params);
-        let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
-            RequestMeta::Valid(ctx, token) => Some((ctx, token)),
-            _ => None,
-        };
-        // Without a valid `_meta` (so no context) the params are walked for the token.
-        let index = &ParamsIndex::EMPTY;
-        let key = OwnedId::from(r.id);
-        let before = self.dispatch.inbound.contains_key(&key);
-        self.accept_request(stream, frame, r, batch, ctx, false, Some(granted), index);
-        // Acknowledged once established, never before a refusal (the inbound limit, a bad
-        // progress token): "sent ... to acknowledge that a subscriptions/listen subscription
-        // has been established". Nothing else has gone out on the stream yet.
-        let established = !before && self.dispatch.inbound.contains_key(&key);
-        if established && let Ok(text) = std::str::from_utf8(&ack) {
+        if let Ok(text) = std::str::from_utf8(&ack) {
             let params = RawJson::validated(text);
             self.emit_auto(stream, |out| {
                 jsonrpc::encode_notification(
@@ -696,6 +712,51 @@ impl Core {
                 )
             });
         }
+    }
+
+    /// Server, stateless era: the filter of the listen `id` while it waits for its grant.
+    pub(super) fn pending_listen(&self, id: Id<'_>) -> Option<&ListenFilter> {
+        let entry = self.dispatch.inbound.get(&OwnedId::from(id))?;
+        entry.listen.as_deref().filter(|l| l.pending)
+    }
+
+    /// Server, stateless era: grants the listen `id` that waits for the application
+    /// ([`Policy::review_listens`](super::Policy::review_listens)), keeping the items `keep`
+    /// allows, and acknowledges it.
+    pub(super) fn grant_listen(
+        &mut self,
+        id: Id<'_>,
+        keep: &mut dyn FnMut(ListenItem<'_>) -> bool,
+    ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
+        let key = OwnedId::from(id);
+        let Some(entry) = self.dispatch.inbound.get(&key) else {
+            if self.dispatch.peer_cancelled.contains(&key) {
+                return Ok(());
+            }
+            return Err(Error::UnknownRequest);
+        };
+        if !entry.listen.as_ref().is_some_and(|l| l.pending) {
+            return Err(Error::UnknownRequest);
+        }
+        if !self.output_has_room() {
+            return Err(Error::OutputFull);
+        }
+        let Some(listen) = self
+            .dispatch
+            .inbound
+            .get_mut(&key)
+            .and_then(|e| e.listen.as_deref_mut())
+        else {
+            return Err(Error::UnknownRequest);
+        };
+        let decisions: Vec<bool> = listen.items().map(&mut *keep).collect();
+        listen.retain(&decisions);
+        listen.pending = false;
+        self.acknowledge_listen(&key);
+        Ok(())
     }
 
     /// Server, stateless era: the ids of the `subscriptions/listen` requests in flight.
@@ -761,7 +822,8 @@ impl Core {
             .inbound
             .iter()
             .filter_map(|(id, entry)| {
-                let listen = entry.listen.as_ref()?;
+                // A listen the application has not granted yet hears nothing.
+                let listen = entry.listen.as_ref().filter(|l| !l.pending)?;
                 let wanted = match method {
                     "notifications/tools/list_changed" => listen.tools,
                     "notifications/prompts/list_changed" => listen.prompts,

@@ -310,6 +310,41 @@ pub(crate) struct ListenFilter {
     pub resource_uris: Vec<String>,
     /// Tasks whose `notifications/tasks` the stream carries (the tasks extension).
     pub task_ids: Vec<String>,
+    /// Waiting for the application's grant ([`Policy::review_listens`]): the lists hold what
+    /// was asked and can be honoured, nothing is sent to the stream yet.
+    ///
+    /// [`Policy::review_listens`]: super::Policy::review_listens
+    pub pending: bool,
+}
+
+impl ListenFilter {
+    /// What the stream carries, item by item, in a fixed order: the list changes, then the
+    /// resource URIs, then the task ids.
+    pub fn items(&self) -> impl Iterator<Item = super::ListenItem<'_>> {
+        use super::ListenItem as L;
+        let flags = [
+            (self.tools, L::ToolsListChanged),
+            (self.prompts, L::PromptsListChanged),
+            (self.resources, L::ResourcesListChanged),
+        ];
+        flags
+            .into_iter()
+            .filter_map(|(on, item)| on.then_some(item))
+            .chain(self.resource_uris.iter().map(|u| L::Resource(u)))
+            .chain(self.task_ids.iter().map(|t| L::Task(t)))
+    }
+
+    /// Keeps the items whose entry in `keep` (in [`items`](Self::items) order) is `true`.
+    pub fn retain(&mut self, keep: &[bool]) {
+        let mut next = keep.iter().copied();
+        for on in [&mut self.tools, &mut self.prompts, &mut self.resources] {
+            if *on {
+                *on = next.next().unwrap_or(false);
+            }
+        }
+        self.resource_uris.retain(|_| next.next().unwrap_or(false));
+        self.task_ids.retain(|_| next.next().unwrap_or(false));
+    }
 }
 
 /// One of the peer's requests we have not answered yet.
