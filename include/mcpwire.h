@@ -147,6 +147,14 @@
 #define MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS (1 << 3)
 
 /**
+ * Policy flag, server, 2026-07-28: hand each `subscriptions/listen` request to the application as
+ * `MCPW_EVENT_REQUEST`, to check access before granting it with `mcpw_conn_grant_listen` (or
+ * refusing it with `mcpw_conn_respond_error`). Off by default: the engine grants every item
+ * it can honour and the application never sees the listen.
+ */
+#define MCPW_POLICY_REVIEW_LISTENS (1 << 4)
+
+/**
  * The policy flags of a new config.
  */
 #define MCPW_POLICY_DEFAULT (MCPW_POLICY_STRICT_LIFECYCLE | MCPW_POLICY_ANSWER_PINGS)
@@ -1165,6 +1173,32 @@ typedef enum mcpw_message_kind {
 } mcpw_message_kind;
 
 /**
+ * What one item of a `subscriptions/listen` request asks to hear (`mcpw_listen_item.kind`).
+ */
+typedef enum mcpw_listen_item_kind {
+    /**
+     * `notifications/tools/list_changed`.
+     */
+    MCPW_LISTEN_TOOLS_LIST_CHANGED = 1,
+    /**
+     * `notifications/prompts/list_changed`.
+     */
+    MCPW_LISTEN_PROMPTS_LIST_CHANGED = 2,
+    /**
+     * `notifications/resources/list_changed`.
+     */
+    MCPW_LISTEN_RESOURCES_LIST_CHANGED = 3,
+    /**
+     * `notifications/resources/updated` for the resource URI in `text`.
+     */
+    MCPW_LISTEN_RESOURCE = 4,
+    /**
+     * `notifications/tasks` for the task id in `text` (the tasks extension).
+     */
+    MCPW_LISTEN_TASK = 5,
+} mcpw_listen_item_kind;
+
+/**
  * A connection's settings: role, protocol versions, identity, capabilities, timeouts,
  * bounds and policies. Create it with `mcpw_config_new`, adjust it with the setters, pass it
  * to `mcpw_conn_new` (which copies it; one config can make many connections), and free it
@@ -1456,6 +1490,21 @@ typedef struct mcpw_request_options {
      */
     uint32_t reset_on_progress;
 } mcpw_request_options;
+
+/**
+ * One item of a `subscriptions/listen` request, as `mcpw_conn_listen_items` lists it.
+ */
+typedef struct mcpw_listen_item {
+    /**
+     * One of `mcpw_listen_item_kind` (a plain integer, as in `mcpw_id`).
+     */
+    uint32_t kind;
+    /**
+     * The resource URI or task id, decoded UTF-8 (not NUL-terminated); absent for the list
+     * changes. A view into the connection, valid until the next call that changes it.
+     */
+    struct mcpw_str text;
+} mcpw_listen_item;
 
 /**
  * What a 2026-07-28 request declared about itself in `_meta` (`mcpw_conn_request_context`).
@@ -2306,6 +2355,49 @@ enum mcpw_result mcpw_conn_respond_error(struct mcpw_conn *conn,
                                          size_t message_len,
                                          const char *data,
                                          size_t data_len);
+
+/**
+ * Server, 2026-07-28: lists what the `subscriptions/listen` request `*id` asks to hear and we
+ * can honour, while it waits for `mcpw_conn_grant_listen`. Such a request comes as
+ * `MCPW_EVENT_REQUEST` only when the config has `MCPW_POLICY_REVIEW_LISTENS`: check each item
+ * (the tasks extension requires an access check on every task-related request), then grant.
+ * The order is fixed: the list changes, then at most 256 resource URIs, then at most 256 task
+ * ids.
+ *
+ * Writes the first `min(count, capacity)` items to `out_items` and their number to
+ * `*out_count` (a call with capacity 0 asks for the count). `MCPW_ERR_UNKNOWN_REQUEST` when
+ * `*id` is not a listen waiting for its grant; nothing is written unless the call succeeds.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+ * for its length); `out_items` points to `capacity` writable items (or is NULL with
+ * `capacity` 0); `out_count` is NULL or writable.
+ */
+enum mcpw_result mcpw_conn_listen_items(const struct mcpw_conn *conn,
+                                        const struct mcpw_id *id,
+                                        struct mcpw_listen_item *out_items,
+                                        size_t capacity,
+                                        size_t *out_count);
+
+/**
+ * Server, 2026-07-28: grants the `subscriptions/listen` request `*id` and sends its
+ * acknowledgement. `keep` holds one flag per item of `mcpw_conn_listen_items`, in its order
+ * (`keep_len` must be that count); the stream carries the items flagged `true`. To refuse the
+ * whole listen, answer it with `mcpw_conn_respond_error` instead. Granting a listen the peer
+ * has cancelled succeeds and sends nothing.
+ *
+ * Refused, with nothing sent: `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not a listen waiting
+ * for its grant, `MCPW_ERR_INVALID_ARGUMENT` when `keep_len` is not its number of items,
+ * `MCPW_ERR_OUTPUT_FULL` when the output is past its limit.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+ * for its length); `keep` points to `keep_len` readable flags (or is NULL with length 0).
+ */
+enum mcpw_result mcpw_conn_grant_listen(struct mcpw_conn *conn,
+                                        const struct mcpw_id *id,
+                                        const bool *keep,
+                                        size_t keep_len);
 
 /**
  * Server, 2025-11-25: answers the peer's request `*id` with the error -32042 (URL elicitation

@@ -325,10 +325,11 @@ static void test_config_setters(void) {
     OK(mcpw_config_get_policy(c, &flags));
     CHECK(flags == MCPW_POLICY_DEFAULT);
     OK(mcpw_config_set_policy(c, MCPW_POLICY_DEFAULT | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS |
-                                     MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS));
+                                     MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS |
+                                     MCPW_POLICY_REVIEW_LISTENS));
     OK(mcpw_config_get_policy(c, &flags));
     CHECK(flags == (MCPW_POLICY_DEFAULT | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS |
-                    MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS));
+                    MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS | MCPW_POLICY_REVIEW_LISTENS));
     RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_config_set_policy(c, 1u << 20));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_config_get_policy(c, NULL));
     OK(mcpw_config_set_policy(c, 0));
@@ -3071,6 +3072,71 @@ static void tasks_call(mcpw_conn *server, mcpw_tasks *tasks, uint64_t now, int i
     take_output(server, out, cap);
 }
 
+/* MCPW_POLICY_REVIEW_LISTENS: a listen comes as a request; the server lists its items, checks
+   each, and grants only those it allows. Nothing goes out before the grant. */
+static void test_review_listens(void) {
+    static const char caps[] = "{\"tools\":{\"listChanged\":true},\"resources\":{\"subscribe\":"
+                               "true},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
+    mcpw_config *config = make_config(MCPW_ROLE_SERVER);
+    mcpw_conn *server;
+    mcpw_listen_item items[8];
+    mcpw_id id, other = {MCPW_ID_INT, 99, {NULL, 0}};
+    mcpw_event ev;
+    size_t count = 7;
+    bool keep[4] = {true, false, true, false};
+    char out[4096];
+    uint64_t now = 5 * MS;
+
+    OK(mcpw_config_set_capabilities(config, caps, strlen(caps)));
+    OK(mcpw_config_set_policy(config, MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS));
+    server = make_conn(config, 0);
+    mcpw_config_free(config);
+    ev = modern_request(server, now, 1, "subscriptions/listen",
+                        "\"notifications\":{\"toolsListChanged\":true,\"resourceSubscriptions\":"
+                        "[\"file:///a\",\"file:///b\"],\"taskIds\":[\"t1\"]}",
+                        WITH_TASKS);
+    CHECK(ev.kind == MCPW_EVENT_REQUEST && str_eq(ev.method, "subscriptions/listen"));
+    id = ev.id;
+    CHECK(id.kind == MCPW_ID_INT && id.integer == 1);
+    CHECK(take_output(server, out, sizeof out) == 0);
+
+    OK(mcpw_conn_listen_items(server, &id, NULL, 0, &count));
+    CHECK(count == 4);
+    OK(mcpw_conn_listen_items(server, &id, items, 8, &count));
+    CHECK(count == 4);
+    CHECK(items[0].kind == MCPW_LISTEN_TOOLS_LIST_CHANGED && items[0].text.ptr == NULL);
+    CHECK(items[1].kind == MCPW_LISTEN_RESOURCE && str_eq(items[1].text, "file:///a"));
+    CHECK(items[2].kind == MCPW_LISTEN_RESOURCE && str_eq(items[2].text, "file:///b"));
+    CHECK(items[3].kind == MCPW_LISTEN_TASK && str_eq(items[3].text, "t1"));
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_listen_items(server, &other, items, 8, &count));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_listen_items(server, &id, items, 8, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_listen_items(server, &id, NULL, 8, &count));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_listen_items(NULL, &id, items, 8, &count));
+    RC(MCPW_ERR_INVALID_ARGUMENT, mcpw_conn_grant_listen(server, &id, keep, 3));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_grant_listen(server, &id, NULL, 4));
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_grant_listen(server, &other, NULL, 0));
+    CHECK(take_output(server, out, sizeof out) == 0);
+
+    OK(mcpw_conn_grant_listen(server, &id, keep, 4));
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "notifications/subscriptions/acknowledged") != NULL);
+    CHECK(strstr(out, "\"toolsListChanged\":true") != NULL);
+    CHECK(strstr(out, "\"resourceSubscriptions\":[\"file:///b\"]") != NULL);
+    CHECK(strstr(out, "file:///a") == NULL && strstr(out, "t1") == NULL);
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_listen_items(server, &id, items, 8, &count));
+    RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_conn_grant_listen(server, &id, keep, 4));
+
+    /* The stream hears the resource it was granted, not the other. */
+    OK(mcpw_conn_notify(server, S("notifications/resources/updated"),
+                        S("{\"uri\":\"file:///a\"}")));
+    CHECK(take_output(server, out, sizeof out) == 0);
+    OK(mcpw_conn_notify(server, S("notifications/resources/updated"),
+                        S("{\"uri\":\"file:///b\"}")));
+    take_output(server, out, sizeof out);
+    CHECK(strstr(out, "file:///b") != NULL);
+    mcpw_conn_free(server);
+}
+
 static void test_tasks_the_whole_flow(void) {
     mcpw_conn *server = tasks_server();
     mcpw_tasks *tasks = NULL;
@@ -4038,6 +4104,7 @@ int main(void) {
     run("http_session_expiry", test_http_session_expiry);
     run("http_client_handle_error", test_http_client_handle_error);
     run("http_the_get_stream", test_http_the_get_stream);
+    run("review_listens", test_review_listens);
     run("tasks_the_whole_flow", test_tasks_the_whole_flow);
     run("tasks_refused_without_the_extension", test_tasks_refused_without_the_extension);
     run("tasks_expire_at_their_ttl", test_tasks_expire_at_their_ttl);

@@ -399,6 +399,24 @@ public:
                                               detail::ptr_or_null(data),
                                               detail::len_or_zero(data)));
     }
+    /// 2026-07-28 server, with MCPW_POLICY_REVIEW_LISTENS: what the listen request `id` asks
+    /// to hear and we can honour (each text a view valid until the next call that changes the
+    /// connection).
+    std::vector<mcpw_listen_item> listen_items(const mcpw_id &id) const {
+        std::size_t n = 0;
+        detail::check(mcpw_conn_listen_items(get(), &id, nullptr, 0, &n));
+        std::vector<mcpw_listen_item> items(n);
+        if (n > 0) detail::check(mcpw_conn_listen_items(get(), &id, items.data(), n, &n));
+        return items;
+    }
+    /// Grants the listen request `id` the items for which `keep(const mcpw_listen_item &)`
+    /// returns true (check access there), and sends its acknowledgement.
+    template <class Keep> void grant_listen(const mcpw_id &id, Keep &&keep) {
+        std::vector<mcpw_listen_item> items = listen_items(id);
+        std::unique_ptr<bool[]> flags(new bool[items.empty() ? 1 : items.size()]);
+        for (std::size_t i = 0; i < items.size(); i++) flags[i] = keep(items[i]);
+        detail::check(mcpw_conn_grant_listen(get(), &id, flags.get(), items.size()));
+    }
     void progress(const mcpw_id &id, double value, std::optional<double> total = std::nullopt,
                   std::optional<std::string_view> message = std::nullopt) {
         detail::check(mcpw_conn_progress(get(), &id, value, total.value_or(0.0),

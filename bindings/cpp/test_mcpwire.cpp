@@ -303,6 +303,35 @@ std::string output(mcpw::connection &conn) {
     return out;
 }
 
+// MCPW_POLICY_REVIEW_LISTENS: the listen comes as a request, and the stream hears only what
+// the server grants.
+void test_review_listens() {
+    mcpw::config config(mcpw::role::server, "cpp-server", "2.0");
+    config.capabilities(R"({"tools":{"listChanged":true},"resources":{"subscribe":true}})")
+        .policy(MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS);
+    mcpw::connection server(config, 0);
+    auto listen = modern_request(
+        server, 1, 7, "subscriptions/listen",
+        R"("notifications":{"toolsListChanged":true,"resourceSubscriptions":["a:1","b:2"]})");
+    CHECK(listen && listen->kind() == MCPW_EVENT_REQUEST);
+    CHECK(output(server).empty());
+    auto items = server.listen_items(listen->id());
+    CHECK(items.size() == 3 && items[0].kind == MCPW_LISTEN_TOOLS_LIST_CHANGED);
+    CHECK(items[2].kind == MCPW_LISTEN_RESOURCE && mcpw::detail::view(items[2].text) == "b:2");
+    server.grant_listen(listen->id(), [](const mcpw_listen_item &item) {
+        return item.kind == MCPW_LISTEN_RESOURCE && mcpw::detail::view(item.text) == "a:1";
+    });
+    std::string ack = output(server);
+    CHECK(ack.find(R"("notifications":{"resourceSubscriptions":["a:1"]})") != std::string::npos);
+    bool refused = false;
+    try {
+        server.grant_listen(mcpw_id{MCPW_ID_INT, 7, {nullptr, 0}}, [](auto &) { return true; });
+    } catch (const mcpw::error &e) {
+        refused = e.code() == MCPW_ERR_UNKNOWN_REQUEST;
+    }
+    CHECK(refused);
+}
+
 void test_tasks() {
     mcpw::config config(mcpw::role::server, "cpp-tasks", "1.0");
     config.capabilities(R"({"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}})");
@@ -864,6 +893,7 @@ int main() {
     run("timeouts_and_deadlines", test_timeouts_and_deadlines);
     run("the_stateless_era", test_the_stateless_era);
     run("related_requests_and_frames", test_related_requests_and_frames);
+    run("review_listens", test_review_listens);
     run("tasks", test_tasks);
     run("url_elicitation_and_legacy_tasks", test_url_elicitation_and_legacy_tasks);
     run("json_helpers", test_json_helpers);

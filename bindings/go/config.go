@@ -115,6 +115,11 @@ type Config struct {
 	// ResetTimeoutOnProgress restarts a request's timeout whenever progress arrives for it
 	// (bounded by MaxTotalTimeout); RequestOptions can override it per request.
 	ResetTimeoutOnProgress bool
+	// ReviewListens (server, 2026-07-28) delivers each subscriptions/listen request as a
+	// RequestEvent, to check access before granting it with Conn.GrantListen or refusing it
+	// with Conn.RespondError. Unset, the engine grants every item it can honour and the
+	// application never sees the listen.
+	ReviewListens bool
 }
 
 func (cfg *Config) policyFlags() uint32 {
@@ -130,6 +135,9 @@ func (cfg *Config) policyFlags() uint32 {
 	}
 	if cfg.ResetTimeoutOnProgress {
 		flags |= C.MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS
+	}
+	if cfg.ReviewListens {
+		flags |= C.MCPW_POLICY_REVIEW_LISTENS
 	}
 	return flags
 }

@@ -10,9 +10,11 @@ import "C"
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,6 +495,106 @@ func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMess
 		cBytes(data), C.size_t(len(data)))
 	runtime.KeepAlive(c)
 	return check("respond error", rc)
+}
+
+// ListenItemKind says what one item of a 2026-07-28 subscriptions/listen request asks to hear.
+type ListenItemKind int
+
+// The kinds of ListenItem.
+const (
+	ListenToolsListChanged     ListenItemKind = C.MCPW_LISTEN_TOOLS_LIST_CHANGED     // notifications/tools/list_changed
+	ListenPromptsListChanged   ListenItemKind = C.MCPW_LISTEN_PROMPTS_LIST_CHANGED   // notifications/prompts/list_changed
+	ListenResourcesListChanged ListenItemKind = C.MCPW_LISTEN_RESOURCES_LIST_CHANGED // notifications/resources/list_changed
+	ListenResource             ListenItemKind = C.MCPW_LISTEN_RESOURCE               // notifications/resources/updated for the URI in Text
+	ListenTask                 ListenItemKind = C.MCPW_LISTEN_TASK                   // notifications/tasks for the task id in Text
+)
+
+// ListenItem is one thing a subscriptions/listen request asks to hear: a list change, or the
+// updates of one resource (Text is its URI) or one task (Text is its id).
+type ListenItem struct {
+	Kind ListenItemKind
+	Text string
+}
+
+// ListenItems lists what the 2026-07-28 subscriptions/listen request id asks to hear and we
+// can honour, while it waits for GrantListen: the list changes our capabilities declare,
+// then at most 256 resource URIs, then at most 256 task ids. Such a request comes as a
+// RequestEvent only when Config.ReviewListens is set. ErrUnknownRequest for any other id.
+func (c *Conn) ListenItems(id ID) ([]ListenItem, error) {
+	if !c.lock() {
+		return nil, ErrFreed
+	}
+	defer c.unlock()
+	return c.listenItems(id)
+}
+
+// listenItems is ListenItems with the lock held.
+func (c *Conn) listenItems(id ID) ([]ListenItem, error) {
+	var n C.size_t
+	rc := C.mcpwgo_listen_items(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), nil, 0, &n)
+	if err := check("listen items", rc); err != nil {
+		return nil, err
+	}
+	raw := make([]C.mcpw_listen_item, int(n)+1)
+	rc = C.mcpwgo_listen_items(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), &raw[0], n, &n)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(id.wire)
+	if err := check("listen items", rc); err != nil {
+		return nil, err
+	}
+	items := make([]ListenItem, int(n))
+	for i := range items {
+		items[i] = ListenItem{
+			Kind: ListenItemKind(raw[i].kind),
+			Text: goText(unsafe.Pointer(raw[i].text.ptr), uint(raw[i].text.len)),
+		}
+	}
+	return items, nil
+}
+
+// GrantListen grants the 2026-07-28 subscriptions/listen request id, which came as a
+// RequestEvent because Config.ReviewListens is set, and sends its acknowledgement. keep is
+// called once for each of its ListenItems, without the connection's lock: check there that
+// the client may follow the task or resource (the tasks extension requires an access check
+// on every task-related request). The stream carries the items keep returned true for. To
+// refuse the whole listen, answer it with RespondError instead. ErrUnknownRequest when id is
+// not a listen waiting for its grant, or when it changed while keep ran (the client
+// cancelled it and sent another with the same id); granting a listen the client cancelled
+// succeeds and sends nothing.
+func (c *Conn) GrantListen(id ID, keep func(ListenItem) bool) error {
+	items, err := c.ListenItems(id)
+	if err != nil {
+		return err
+	}
+	flags := make([]C.bool, len(items)+1)
+	for i, item := range items {
+		flags[i] = C.bool(keep(item))
+	}
+	if !c.lock() {
+		return ErrFreed
+	}
+	defer c.unlockChanged()
+	now, err := c.listenItems(id)
+	if err == nil && !slices.Equal(now, items) {
+		return ErrUnknownRequest
+	}
+	if err != nil && !errors.Is(err, ErrUnknownRequest) {
+		return err
+	}
+	// An id no longer waiting goes to the engine all the same: it tells a cancelled listen
+	// (nothing to send) from an unknown one.
+	n := len(items)
+	if err != nil {
+		n = 0
+	}
+	c.gave(1024)
+	rc := C.mcpwgo_grant_listen(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), &flags[0], C.size_t(n))
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(id.wire)
+	return check("grant listen", rc)
 }
 
 // ProgressUpdate is one progress report on a request of the peer's.

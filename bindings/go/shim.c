@@ -182,6 +182,20 @@ mcpw_result mcpwgo_respond_error(mcpw_conn *conn, uint32_t id_kind, int64_t id_i
     return mcpw_conn_respond_error(conn, &id, code, message, message_len, data, data_len);
 }
 
+mcpw_result mcpwgo_listen_items(const mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                const char *id_str, size_t id_len, mcpw_listen_item *out,
+                                size_t capacity, size_t *count) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_listen_items(conn, &id, out, capacity, count);
+}
+
+mcpw_result mcpwgo_grant_listen(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                const char *id_str, size_t id_len, const bool *keep,
+                                size_t keep_len) {
+    mcpw_id id = make_id(id_kind, id_int, id_str, id_len);
+    return mcpw_conn_grant_listen(conn, &id, keep, keep_len);
+}
+
 mcpw_result mcpwgo_progress(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
                             const char *id_str, size_t id_len, double progress, double total,
                             int has_total, const char *message, size_t message_len) {

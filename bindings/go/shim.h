@@ -113,6 +113,14 @@ mcpw_result mcpwgo_respond(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
                            const char *id_str, size_t id_len, const char *result,
                            size_t result_len);
 
+/* mcpw_conn_listen_items and mcpw_conn_grant_listen with the id in parts. */
+mcpw_result mcpwgo_listen_items(const mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                const char *id_str, size_t id_len, mcpw_listen_item *out,
+                                size_t capacity, size_t *count);
+mcpw_result mcpwgo_grant_listen(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
+                                const char *id_str, size_t id_len, const bool *keep,
+                                size_t keep_len);
+
 mcpw_result mcpwgo_respond_error(mcpw_conn *conn, uint32_t id_kind, int64_t id_int,
                                  const char *id_str, size_t id_len, int64_t code,
                                  const char *message, size_t message_len, const char *data,

@@ -110,13 +110,19 @@ pub const MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS: u32 = 1 << 2;
 /// Policy flag: restart a request's timeout whenever progress arrives for it (bounded by the
 /// maximum total timeout). Off by default; per request with `mcpw_request_options`.
 pub const MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS: u32 = 1 << 3;
+/// Policy flag, server, 2026-07-28: hand each `subscriptions/listen` request to the application as
+/// `MCPW_EVENT_REQUEST`, to check access before granting it with `mcpw_conn_grant_listen` (or
+/// refusing it with `mcpw_conn_respond_error`). Off by default: the engine grants every item
+/// it can honour and the application never sees the listen.
+pub const MCPW_POLICY_REVIEW_LISTENS: u32 = 1 << 4;
 /// The policy flags of a new config.
 pub const MCPW_POLICY_DEFAULT: u32 = MCPW_POLICY_STRICT_LIFECYCLE | MCPW_POLICY_ANSWER_PINGS;
 
 const POLICY_ALL: u32 = MCPW_POLICY_STRICT_LIFECYCLE
     | MCPW_POLICY_ANSWER_PINGS
     | MCPW_POLICY_DELIVER_NON_INCREASING_PROGRESS
-    | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS;
+    | MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS
+    | MCPW_POLICY_REVIEW_LISTENS;
 
 fn capability_error(e: CapabilityError) -> mcpw_result {
     match e {
@@ -401,7 +407,8 @@ pub unsafe extern "C" fn mcpw_config_get_policy(
                 | flag(
                     p.reset_timeout_on_progress,
                     MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS,
-                ),
+                )
+                | flag(p.review_listens, MCPW_POLICY_REVIEW_LISTENS),
         );
         Ok(())
     };
@@ -432,6 +439,7 @@ pub unsafe extern "C" fn mcpw_config_set_policy(
             ProgressPolicy::DropNonIncreasing
         };
         p.reset_timeout_on_progress = flags & MCPW_POLICY_RESET_TIMEOUT_ON_PROGRESS != 0;
+        p.review_listens = flags & MCPW_POLICY_REVIEW_LISTENS != 0;
         Ok(())
     };
     // Safety: (caller) NULL or a live config handle.

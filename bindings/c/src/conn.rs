@@ -6,13 +6,15 @@ use std::ptr::NonNull;
 use std::time::Duration;
 
 use super::boundary::{
-    Handle, Out, bytes_in, bytes_out, catch, chars_as_bytes, free_handle, into_handle, json,
-    optional, optional_bytes_in, read_in, utf8, with_mut, with_ref,
+    Handle, Out, array_in, bytes_in, bytes_out, catch, chars_as_bytes, free_handle, into_handle,
+    json, optional, optional_bytes_in, read_in, utf8, with_mut, with_ref,
 };
 use super::config::{mcpw_config, mcpw_role};
 use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
 use super::result::mcpw_result::{self, *};
-use mcpwire::conn::{Connection, RequestId, RequestOptions, State, StreamId, Timestamp};
+use mcpwire::conn::{
+    Connection, ListenItem, RequestId, RequestOptions, State, StreamId, Timestamp,
+};
 use mcpwire::jsonrpc::{Id, JsonStr};
 use mcpwire::mcp::{Caps, Era, LogLevel};
 
@@ -910,6 +912,140 @@ pub unsafe extern "C" fn mcpw_conn_respond_error(
         let data = data.map(json).transpose()?;
         refuse_if_closed(h.conn.get()?)?;
         h.conn.get_mut()?.respond_error(key, code, message, data)?;
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
+/// What one item of a `subscriptions/listen` request asks to hear (`mcpw_listen_item.kind`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mcpw_listen_item_kind {
+    /// `notifications/tools/list_changed`.
+    MCPW_LISTEN_TOOLS_LIST_CHANGED = 1,
+    /// `notifications/prompts/list_changed`.
+    MCPW_LISTEN_PROMPTS_LIST_CHANGED = 2,
+    /// `notifications/resources/list_changed`.
+    MCPW_LISTEN_RESOURCES_LIST_CHANGED = 3,
+    /// `notifications/resources/updated` for the resource URI in `text`.
+    MCPW_LISTEN_RESOURCE = 4,
+    /// `notifications/tasks` for the task id in `text` (the tasks extension).
+    MCPW_LISTEN_TASK = 5,
+}
+
+/// One item of a `subscriptions/listen` request, as `mcpw_conn_listen_items` lists it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mcpw_listen_item {
+    /// One of `mcpw_listen_item_kind` (a plain integer, as in `mcpw_id`).
+    pub kind: u32,
+    /// The resource URI or task id, decoded UTF-8 (not NUL-terminated); absent for the list
+    /// changes. A view into the connection, valid until the next call that changes it.
+    pub text: mcpw_str,
+}
+
+/// Server, 2026-07-28: lists what the `subscriptions/listen` request `*id` asks to hear and we
+/// can honour, while it waits for `mcpw_conn_grant_listen`. Such a request comes as
+/// `MCPW_EVENT_REQUEST` only when the config has `MCPW_POLICY_REVIEW_LISTENS`: check each item
+/// (the tasks extension requires an access check on every task-related request), then grant.
+/// The order is fixed: the list changes, then at most 256 resource URIs, then at most 256 task
+/// ids.
+///
+/// Writes the first `min(count, capacity)` items to `out_items` and their number to
+/// `*out_count` (a call with capacity 0 asks for the count). `MCPW_ERR_UNKNOWN_REQUEST` when
+/// `*id` is not a listen waiting for its grant; nothing is written unless the call succeeds.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `out_items` points to `capacity` writable items (or is NULL with
+/// `capacity` 0); `out_count` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_listen_items(
+    conn: *const mcpw_conn,
+    id: *const mcpw_id,
+    out_items: *mut mcpw_listen_item,
+    capacity: usize,
+    out_count: *mut usize,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Safety: (caller) writable or NULL, which is refused.
+        let count = unsafe { Out::new(out_count) }?;
+        if out_items.is_null() && capacity != 0 {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        }
+        let key = id_of(id.kind, id.integer, id.string)?;
+        let items = h
+            .conn
+            .get()?
+            .listen_items(key)
+            .ok_or(MCPW_ERR_UNKNOWN_REQUEST)?;
+        use mcpw_listen_item_kind::*;
+        for (i, item) in items.iter().take(capacity).enumerate() {
+            let (kind, text) = match *item {
+                ListenItem::ToolsListChanged => (MCPW_LISTEN_TOOLS_LIST_CHANGED, None),
+                ListenItem::PromptsListChanged => (MCPW_LISTEN_PROMPTS_LIST_CHANGED, None),
+                ListenItem::ResourcesListChanged => (MCPW_LISTEN_RESOURCES_LIST_CHANGED, None),
+                ListenItem::Resource(uri) => (MCPW_LISTEN_RESOURCE, Some(uri)),
+                ListenItem::Task(task) => (MCPW_LISTEN_TASK, Some(task)),
+            };
+            let item = mcpw_listen_item {
+                kind: kind as u32,
+                text: mcpw_str::of_opt(text),
+            };
+            // Safety: `i < capacity`, and (caller) `out_items` holds `capacity` writable
+            // items; `write` neither reads nor drops what was there.
+            unsafe { out_items.add(i).write(item) };
+        }
+        count.write(items.len());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
+/// Server, 2026-07-28: grants the `subscriptions/listen` request `*id` and sends its
+/// acknowledgement. `keep` holds one flag per item of `mcpw_conn_listen_items`, in its order
+/// (`keep_len` must be that count); the stream carries the items flagged `true`. To refuse the
+/// whole listen, answer it with `mcpw_conn_respond_error` instead. Granting a listen the peer
+/// has cancelled succeeds and sends nothing.
+///
+/// Refused, with nothing sent: `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not a listen waiting
+/// for its grant, `MCPW_ERR_INVALID_ARGUMENT` when `keep_len` is not its number of items,
+/// `MCPW_ERR_OUTPUT_FULL` when the output is past its limit.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
+/// for its length); `keep` points to `keep_len` readable flags (or is NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_grant_listen(
+    conn: *mut mcpw_conn,
+    id: *const mcpw_id,
+    keep: *const bool,
+    keep_len: usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable, or NULL, which is refused.
+        let id = unsafe { id_in(id) }?;
+        // Read as bytes, any nonzero byte true: a byte C wrote through a cast is not always a
+        // valid Rust `bool`.
+        // Safety: (caller) `keep_len` readable flags, or NULL with 0.
+        let keep: Vec<bool> = unsafe { array_in(keep.cast::<u8>(), keep_len) }?
+            .iter()
+            .map(|&b| b != 0)
+            .collect();
+        let [string] = stage(&mut h.staged, [id.string]);
+        let key = id_of(id.kind, id.integer, string)?;
+        refuse_if_closed(h.conn.get()?)?;
+        let conn = h.conn.get_mut()?;
+        match conn.listen_items(key) {
+            Some(items) if items.len() != keep.len() => return Err(MCPW_ERR_INVALID_ARGUMENT),
+            _ => {}
+        }
+        let mut next = keep.into_iter();
+        conn.grant_listen(key, |_| next.next().unwrap_or(false))?;
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
