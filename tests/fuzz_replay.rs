@@ -889,6 +889,49 @@ fn api_scripts(messages: &[&(String, bool, Vec<u8>)]) -> Vec<(String, Setup, Vec
         Step,
     ];
     scripts.push(("timeouts".to_owned(), setup(Versions::Latest), timeouts));
+    // 2026-07-28 listens under review (`reset_on_progress` turns the policy on): one
+    // granted, then told of a list change; one refused.
+    let listen = |reply| {
+        [
+            Request {
+                side: Side::Client,
+                method: Method::Listen,
+                progress: false,
+                timeout_ms: None,
+            },
+            Step,
+            Respond {
+                side: Side::Server,
+                target: Target::Known(0),
+                reply,
+            },
+            Step,
+        ]
+    };
+    let mut review = listen(Reply::InputRequired).to_vec();
+    review.extend([
+        Notify {
+            side: Side::Server,
+            notice: Notice::ToolsChanged,
+        },
+        Step,
+    ]);
+    review.extend(listen(Reply::Error));
+    review.extend([
+        Close {
+            side: Side::Client,
+            grace_ms: 100,
+        },
+        Step,
+        Drive,
+    ]);
+    let reviewing = Setup {
+        versions: Versions::Modern,
+        handshake: true,
+        strict: true,
+        reset_on_progress: true,
+    };
+    scripts.push(("listen-review".to_owned(), reviewing, review));
     // 2025-11-25 tasks: one call answered with its handle in time, one whose handle comes
     // after it timed out (the client then sends `tasks/cancel`, which the server answers).
     let tasks = vec![
@@ -1146,6 +1189,13 @@ fn seeds_reach_deep_states() {
         server_received,
         ["tools/call", "tools/call", "tasks/cancel"],
         "the late handle's task is cancelled"
+    );
+    let seed = read("api_sequence", "seed-listen-review");
+    assert_eq!(fuzz_logic::api_sequence_listen_grants(&seed), 1);
+    let [_, server_received] = fuzz_logic::api_sequence_requests_received(&seed);
+    assert!(
+        server_received.len() >= 2 && server_received.iter().all(|m| m == "subscriptions/listen"),
+        "{server_received:?}"
     );
     let (client, _) = ended("seed-timeouts");
     assert!(

@@ -407,7 +407,7 @@ pub enum Setting {
     Timeouts(u32, u32),
     /// `mcpw_config_set_limits`.
     Limits(LimitsArg),
-    /// `mcpw_config_set_policy`: bits 0-3 are the policy flags; 4-7 become bits 4-6 and 31,
+    /// `mcpw_config_set_policy`: bits 0-4 are the policy flags; 5-7 become bits 5-6 and 31,
     /// which are refused.
     Policy(u8),
     /// `mcpw_config_set_client_era`.
@@ -2563,7 +2563,7 @@ impl Harness {
             }
             Setting::Policy(bits) => {
                 let flags = u32::from(bits & 0x7f) | (u32::from(bits >> 7) << 31);
-                if flags & !0xf != 0 {
+                if flags & !0x1f != 0 {
                     expect.problems.push(MCPW_ERR_INVALID_ARGUMENT);
                 }
                 if let Some(m) = &mut model {

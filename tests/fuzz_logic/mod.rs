@@ -1143,6 +1143,8 @@ struct Harness {
     server: End,
     now: Timestamp,
     limits: Limits,
+    /// Listens granted by `grant_listen` (for the replay's reach check).
+    listen_grants: usize,
 }
 
 impl Harness {
@@ -1266,18 +1268,45 @@ impl Harness {
                 let end = self.end(side);
                 let id = peer_id(end, target);
                 let id = id.as_id();
-                let _ = match reply {
-                    Reply::Result => end.conn.respond(id, json(r#"{"ok":true}"#)),
-                    Reply::Error => end.conn.respond_error(id, -32601, "no such thing", None),
-                    Reply::CodeOfAnotherVersion => end.conn.respond_error(id, -32022, "v", None),
-                    Reply::InputRequired => end.conn.respond_input_required(
-                        id,
-                        Some(json(r#"{"q":{"method":"elicitation/create","params":{}}}"#)),
-                        Some("opaque\"state"),
-                    ),
-                    Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
-                    Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
-                };
+                // A listen waiting for its grant (`Policy::review_listens`): the answers
+                // that cannot end a listen grant it instead, keeping every other item.
+                if matches!(reply, Reply::InputRequired | Reply::StateOnly)
+                    && end.conn.listen_items(id).is_some()
+                {
+                    let mut keep = matches!(reply, Reply::InputRequired);
+                    let granted = end.conn.grant_listen(id, |_| {
+                        keep = !keep;
+                        keep
+                    });
+                    match granted {
+                        Ok(()) => {
+                            assert!(end.conn.listen_items(id).is_none(), "still waiting");
+                            self.listen_grants += 1;
+                        }
+                        Err(e) => assert!(
+                            matches!(
+                                e,
+                                mcpwire::conn::Error::OutputFull | mcpwire::conn::Error::Closed
+                            ),
+                            "a listen waiting for its grant refused it: {e:?}"
+                        ),
+                    }
+                } else {
+                    let _ = match reply {
+                        Reply::Result => end.conn.respond(id, json(r#"{"ok":true}"#)),
+                        Reply::Error => end.conn.respond_error(id, -32601, "no such thing", None),
+                        Reply::CodeOfAnotherVersion => {
+                            end.conn.respond_error(id, -32022, "v", None)
+                        }
+                        Reply::InputRequired => end.conn.respond_input_required(
+                            id,
+                            Some(json(r#"{"q":{"method":"elicitation/create","params":{}}}"#)),
+                            Some("opaque\"state"),
+                        ),
+                        Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
+                        Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
+                    };
+                }
             }
             Op::Progress {
                 side,
@@ -1403,6 +1432,11 @@ pub fn api_sequence_summary(data: &[u8]) -> [Vec<(i64, &'static str)>; 2] {
     })
 }
 
+/// [`api_sequence`], returning how many listens the server's application granted.
+pub fn api_sequence_listen_grants(data: &[u8]) -> usize {
+    run_api_sequence(data).map_or(0, |h| h.listen_grants)
+}
+
 /// [`api_sequence`], returning the methods of the requests each side received from the
 /// other (client, server), in order.
 pub fn api_sequence_requests_received(data: &[u8]) -> [Vec<String>; 2] {
@@ -1442,6 +1476,9 @@ fn run_api_sequence(data: &[u8]) -> Option<Harness> {
         c.limits = limits;
         c.policy.strict_lifecycle = setup.strict;
         c.policy.reset_timeout_on_progress = setup.reset_on_progress;
+        // Tied to another bit so that the input format stays as it was: listens come to the
+        // server's application, which grants them below.
+        c.policy.review_listens = setup.reset_on_progress;
         c.request_timeout = Duration::from_secs(10);
         c.discover_timeout = Duration::from_secs(2);
         End::new(c, Timestamp::ZERO)
@@ -1451,6 +1488,7 @@ fn run_api_sequence(data: &[u8]) -> Option<Harness> {
         server: make(Role::Server),
         now: Timestamp::ZERO,
         limits,
+        listen_grants: 0,
     };
     h.drain();
     if setup.handshake {
