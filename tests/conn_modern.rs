@@ -1369,3 +1369,22 @@ fn a_reviewed_listen_can_be_refused_and_only_waiting_listens_are_granted() {
         Err(Error::UnknownRequest)
     );
 }
+
+/// The client cancels its listen: the application hears of it only if it saw the listen
+/// (under review). A listen the engine granted came as no event, and its cancellation came as
+/// a `PeerCancelled` for an id the application never saw.
+#[test]
+fn a_cancelled_listen_is_reported_only_to_an_application_that_saw_it() {
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    for (mut s, reviewed) in [(modern_server(), false), (reviewing_server(), true)] {
+        s.send(&listen_line("8", "", r#"{"toolsListChanged":true}"#));
+        let (_, events) = s.send(cancel);
+        let told = events.iter().any(|e| matches!(e, Ev::PeerCancelled { .. }));
+        assert_eq!(told, reviewed, "{events:?}");
+        assert!(s.conn.listen_subscriptions().is_empty());
+        s.conn
+            .notify("notifications/tools/list_changed", None)
+            .unwrap();
+        assert!(s.out().is_empty(), "a cancelled listen hears on");
+    }
+}

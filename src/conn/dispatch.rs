@@ -684,10 +684,15 @@ impl Core {
             return;
         };
         let batch = entry.batch;
+        // A listen the engine granted never came to the application: nothing to tell it.
+        let unseen = entry.listen.as_ref().is_some_and(|l| !l.pending);
         self.dispatch.inbound.remove(&key);
         self.dispatch.peer_cancelled.insert(key);
         if let Some(b) = batch {
             self.batch_member_dropped(b);
+        }
+        if unseen {
+            return;
         }
         let reason = params
             .and_then(|p| p.get_unique("reason").ok().flatten())

@@ -167,7 +167,9 @@ pub enum Event<'a> {
         params: Option<RawJson<'a>>,
     },
     /// The peer cancelled one of its requests still in flight. Stop working on it: an answer
-    /// given afterwards is not sent. Edge per request.
+    /// given afterwards is not sent. Edge per request. Not for a 2026-07-28
+    /// `subscriptions/listen` the engine granted itself, which never came as a request (see
+    /// [`Policy::review_listens`](super::Policy::review_listens)).
     PeerCancelled {
         /// The cancelled request's id.
         id: Id<'a>,
