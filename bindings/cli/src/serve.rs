@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::driver::Ev;
 use mcpwire::Timestamp;
 use mcpwire::blocking::{Io, Stop};
-use mcpwire::conn::{Config, Connection, Event, RequestId};
+use mcpwire::conn::{Config, Connection, Event, ListenItem, RequestId};
 use mcpwire::http::{ConnKey, HttpServer, HttpServerConfig};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::{Caps, Era, LogLevel};
@@ -217,6 +217,16 @@ impl Server {
         method: &str,
         params: Option<String>,
     ) {
+        if method == "subscriptions/listen" {
+            // 2026-07-28 listens are reviewed (see `demo_config`): a listen follows only this
+            // server's resources, as `resources/subscribe` accepts only them.
+            let granted = conn.grant_listen(id.as_id(), |item| match item {
+                ListenItem::Resource(uri) => is_our_resource(uri),
+                _ => true,
+            });
+            report_unsent(granted);
+            return;
+        }
         if method == "tools/call"
             && let Some(result) = params.as_deref().and_then(quick_tool_text)
             && let Ok(raw) = RawJson::new(&result)
@@ -563,6 +573,8 @@ fn demo_config(legacy_only: bool) -> Config {
     )
     .expect("valid capabilities");
     config.instructions = Some("A demo server: try the countdown and ask tools.".to_owned());
+    // Listens come to `on_request`, which grants only the demo's own resources.
+    config.policy.review_listens = true;
     if legacy_only {
         config.versions = mcpwire::mcp::ProtocolVersion::LEGACY.to_vec();
     }

@@ -289,6 +289,38 @@ fn serve_under_the_python_and_typescript_sdk_clients() {
     assert!(ok, "{out}");
 }
 
+/// The Python SDK's `Client.listen` (2026-07-28) against the demo, over stdio (both loops) and
+/// HTTP: the demo reviews listens and grants only its own resources, as `resources/subscribe`
+/// accepts only them; the stream then hears the update of the granted one and not of the other.
+/// Before, the engine granted `file:///etc/passwd` too.
+#[test]
+fn serve_grants_python_sdk_listens_only_its_own_resources() {
+    let listen = || {
+        let mut c = Command::new("python3");
+        c.arg(root().join("tests/peers/py_listen.py"));
+        c
+    };
+    for server in [&[BIN, "serve"][..], &[BIN, "serve", "--tokio"]] {
+        let (ok, out, _) = run_client(listen(), server);
+        assert!(
+            ok && out.contains("PY_LISTEN_OK demo://readme"),
+            "{server:?}: {out}"
+        );
+    }
+    let (_server, url) = serve_http(&[]);
+    let out = listen()
+        .args(["--url", &url])
+        .env("PYTHONPATH", python_site())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("PY_LISTEN_OK demo://readme"),
+        "http: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `serve --tokio`, the same server on mcpwire-tokio's stdio driver: the SDK clients (Python
 /// over pipes, TypeScript over Node's socket pairs) complete sessions in both eras.
 #[test]
@@ -1130,8 +1162,9 @@ def text(r):
     return json.loads(r.read())["result"]["content"][0]["text"]
 
 listen = messages(modern(1, "subscriptions/listen",
-                         {"notifications": {"resourceSubscriptions": ["demo://readme"]}}))
-print("ack", "subscriptionId" in json.dumps(next(listen)))
+                         {"notifications": {"resourceSubscriptions": ["file:///etc/passwd", "demo://readme"]}}))
+ack = next(listen)
+print("ack", "subscriptionId" in json.dumps(ack), ack["params"]["notifications"])
 print("touch", text(modern(2, "tools/call", {"name": "touch", "arguments": {"uri": "demo://readme"}}, "touch")))
 m = next(listen)
 print("listener got", m["method"], m["params"]["uri"])
@@ -1153,7 +1186,8 @@ print("session got", m["method"], m["params"]["uri"])
 "#,
     );
     for want in [
-        "ack True",
+        // Only the demo's own resources are granted.
+        "ack True {'resourceSubscriptions': ['demo://readme']}",
         "touch subscribers notified",
         "listener got notifications/resources/updated demo://readme",
         "session touch subscribers notified",
