@@ -506,8 +506,8 @@ impl Tasks {
 
     /// The status notification of `task` as it stands: `("notifications/tasks", DetailedTask)`
     /// for an extension task (send it with [`Connection::notify`](crate::Connection::notify) on
-    /// every connection: the engine delivers it only on the `subscriptions/listen` streams that
-    /// asked for this task's id), `("notifications/tasks/status", Task)` for a 2025-11-25 task
+    /// every connection: the engine delivers it only on the `subscriptions/listen` streams
+    /// granted this task's id), `("notifications/tasks/status", Task)` for a 2025-11-25 task
     /// (send it on its owner's connection; the spec makes both optional, and clients keep
     /// polling). `None` for an unknown task.
     pub fn status_notification(&self, task: &str) -> Option<(&'static str, String)> {

@@ -1388,3 +1388,45 @@ fn a_cancelled_listen_is_reported_only_to_an_application_that_saw_it() {
         assert!(s.out().is_empty(), "a cancelled listen hears on");
     }
 }
+
+/// A listen waiting for its grant and ended by `respond` or `end_listen` (an application that
+/// took `respond` for a grant, a shutdown during the access check) still gets its
+/// acknowledgement first, with nothing granted: "The server MUST send
+/// notifications/subscriptions/acknowledged as the first message". The result came alone.
+#[test]
+fn a_reviewed_listen_ended_before_its_grant_is_acknowledged_first() {
+    for by_respond in [true, false] {
+        let mut s = reviewing_server();
+        s.send(&listen_line("7", "", r#"{"toolsListChanged":true}"#));
+        if by_respond {
+            s.conn.respond(Id::Int(7), raw("{}")).unwrap();
+        } else {
+            s.conn.end_listen(Id::Int(7)).unwrap();
+        }
+        let out = s.out();
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(out[0]["params"]["notifications"], json!({}));
+        assert_eq!(
+            out[1]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+    }
+}
+
+/// A listen the application granted is the application's: the client's cancellation of it
+/// comes as `PeerCancelled`, as for any request it saw.
+#[test]
+fn a_granted_listen_the_client_cancels_is_reported() {
+    let mut s = reviewing_server();
+    s.send(&listen_line("9", "", r#"{"toolsListChanged":true}"#));
+    s.conn.grant_listen(Id::Int(9), |_| true).unwrap();
+    assert_eq!(s.out().len(), 1);
+    let (_, events) = s.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+    );
+    assert!(
+        matches!(events.as_slice(), [Ev::PeerCancelled { id, .. }] if id.as_id() == Id::Int(9)),
+        "{events:?}"
+    );
+}

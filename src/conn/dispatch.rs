@@ -685,7 +685,7 @@ impl Core {
         };
         let batch = entry.batch;
         // A listen the engine granted never came to the application: nothing to tell it.
-        let unseen = entry.listen.as_ref().is_some_and(|l| !l.pending);
+        let unseen = entry.listen.as_ref().is_some_and(|l| !l.seen);
         self.dispatch.inbound.remove(&key);
         self.dispatch.peer_cancelled.insert(key);
         if let Some(b) = batch {

@@ -149,7 +149,10 @@ pub enum Event<'a> {
     },
     // ---- from the peer ----
     /// A request from the peer. Answer it with [`respond`](super::Connection::respond) or
-    /// [`respond_error`](super::Connection::respond_error). Once per request.
+    /// [`respond_error`](super::Connection::respond_error). Once per request. A 2026-07-28
+    /// `subscriptions/listen` comes only under
+    /// [`Policy::review_listens`](super::Policy::review_listens): grant it with
+    /// [`grant_listen`](super::Connection::grant_listen) or refuse it with `respond_error`.
     Request {
         /// Its id (keep it with [`OwnedId::from`](crate::jsonrpc::OwnedId)).
         id: Id<'a>,

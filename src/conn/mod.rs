@@ -607,7 +607,8 @@ impl Connection {
     /// cancelled succeeds but sends nothing. A `subscriptions/listen` request's result ends
     /// its stream and holds nothing but its subscription id (2026-07-28: "The result body is
     /// otherwise empty"): it goes out as [`end_listen`](Self::end_listen) writes it, whatever
-    /// `result` holds.
+    /// `result` holds (so `respond` does not grant a listen waiting for
+    /// [`grant_listen`](Self::grant_listen): it ends it, granted nothing).
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         let key = OwnedId::from(id);
@@ -719,7 +720,9 @@ impl Connection {
     /// 2026-07-28 server: ends one of the peer's `subscriptions/listen` subscriptions
     /// gracefully (at shutdown, or when the subscription can no longer be served). The listen
     /// request gets its result, with the subscription id in `_meta`; over HTTP that ends its SSE
-    /// stream. [`Error::UnknownRequest`] when `id` is not a listen request in flight.
+    /// stream. A listen still waiting for [`grant_listen`](Self::grant_listen) is first
+    /// acknowledged with nothing granted: the acknowledgement must be the stream's first
+    /// message. [`Error::UnknownRequest`] when `id` is not a listen request in flight.
     pub fn end_listen(&mut self, id: Id<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         self.core.end_listen(id)

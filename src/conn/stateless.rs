@@ -13,8 +13,9 @@
 //!    on its own: the required `_meta` keys (else -32602), a version we support (else -32022
 //!    with our list), then the method table of *that* version (removed methods get -32601).
 //! 2. `server/discover` is answered from the configuration; `subscriptions/listen` is answered
-//!    with `notifications/subscriptions/acknowledged` for the subset we can honour, and list or
-//!    resource notifications then go to the listeners that asked for them, tagged with
+//!    with `notifications/subscriptions/acknowledged` for the subset we can honour (under
+//!    `Policy::review_listens`, the part of it the application grants), and list, resource and
+//!    task notifications then go to the listeners granted them, tagged with
 //!    `io.modelcontextprotocol/subscriptionId`.
 //! 3. Every result carries `resultType` (added as `"complete"` when missing) and our
 //!    `serverInfo`. "Input required" is only for `tools/call`, `prompts/get` and
@@ -604,10 +605,12 @@ impl Core {
             resource_uris: Vec::new(),
             task_ids: Vec::new(),
             pending: false,
+            seen: false,
         };
-        // Task status notifications (SEP-2663): granted for every id asked, bounded; the
-        // engine cannot tell which ids the application knows, and an unknown id simply never
-        // gets a notification. (A request without the extension was refused before.)
+        // Task status notifications (SEP-2663): every id asked, bounded. The engine cannot
+        // tell which ids the caller may follow: under `review_listens` the application
+        // decides (`grant_listen`); without it an unknown id simply never gets a notification.
+        // (A request without the extension was refused before.)
         if ours.contains(Caps::TASKS_EXTENSION)
             && let Some(ids) = filter.get_unique("taskIds").ok().flatten()
         {
@@ -631,6 +634,7 @@ impl Core {
         }
         let review = self.config.policy.review_listens;
         granted.pending = review;
+        granted.seen = review;
         let meta = view_meta(r.params);
         let ctx = match read_meta(&self.config, &mut self.stateless.last_client_caps, meta) {
             RequestMeta::Valid(ctx, token) => Some((ctx, token)),
@@ -783,6 +787,11 @@ impl Core {
             .is_some_and(|entry| entry.listen.is_some());
         if !listening {
             return Err(Error::UnknownRequest);
+        }
+        // Still waiting for its grant: acknowledged first, with nothing granted, since "The
+        // server MUST send notifications/subscriptions/acknowledged as the first message".
+        if self.pending_listen(id).is_some() {
+            self.grant_listen(id, &mut |_| false)?;
         }
         let mut result = Vec::with_capacity(64);
         result.extend_from_slice(b"{\"_meta\":{\"");

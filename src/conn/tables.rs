@@ -301,7 +301,8 @@ pub(crate) struct ModernContext {
     pub log_level: Option<LogLevel>,
 }
 
-/// What a `subscriptions/listen` stream opted in to (and we acknowledged).
+/// What a `subscriptions/listen` stream opted in to and we can honour: once acknowledged,
+/// what it was granted.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ListenFilter {
     pub tools: bool,
@@ -315,6 +316,8 @@ pub(crate) struct ListenFilter {
     ///
     /// [`Policy::review_listens`]: super::Policy::review_listens
     pub pending: bool,
+    /// It came to the application as a request (under review): its cancellation is reported.
+    pub seen: bool,
 }
 
 impl ListenFilter {
