@@ -41,6 +41,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,11 @@ private:
 };
 
 namespace detail {
+
+/// Enables a deleted overload for a temporary std::string only (a literal, a string_view or
+/// an lvalue string still take the string_view overload).
+template <class S>
+using if_temporary_string = std::enable_if_t<std::is_same_v<S, std::string>, int>;
 
 inline void check(mcpw_result rc) {
     if (rc != MCPW_OK) throw error(rc);
@@ -308,6 +314,14 @@ struct transmit_view {
     bool empty() const noexcept { return size == 0; }
 };
 
+/// One item of a 2026-07-28 subscriptions/listen request (mcpw_listen_item), its text copied.
+struct listen_item {
+    std::uint32_t kind = 0; ///< one of mcpw_listen_item_kind
+    std::string text;       ///< the resource URI or task id; empty for the list changes
+    bool operator==(const listen_item &o) const { return kind == o.kind && text == o.text; }
+    bool operator!=(const listen_item &o) const { return !(*this == o); }
+};
+
 namespace detail {
 
 /// Every mcpw_conn_* call, for connection (which owns its handle) and connection_view (which
@@ -400,21 +414,47 @@ public:
                                               detail::len_or_zero(data)));
     }
     /// 2026-07-28 server, with MCPW_POLICY_REVIEW_LISTENS: what the listen request `id` asks
-    /// to hear and we can honour (each text a view valid until the next call that changes the
-    /// connection).
-    std::vector<mcpw_listen_item> listen_items(const mcpw_id &id) const {
+    /// to hear and we can honour, copied (throws MCPW_ERR_UNKNOWN_REQUEST unless it waits for
+    /// its grant).
+    std::vector<listen_item> listen_items(const mcpw_id &id) const {
         std::size_t n = 0;
         detail::check(mcpw_conn_listen_items(get(), &id, nullptr, 0, &n));
-        std::vector<mcpw_listen_item> items(n);
-        if (n > 0) detail::check(mcpw_conn_listen_items(get(), &id, items.data(), n, &n));
+        std::vector<mcpw_listen_item> raw(n);
+        if (n > 0) detail::check(mcpw_conn_listen_items(get(), &id, raw.data(), n, &n));
+        std::vector<listen_item> items;
+        items.reserve(n);
+        for (std::size_t i = 0; i < n && i < raw.size(); i++)
+            items.push_back(listen_item{raw[i].kind, std::string(detail::view(raw[i].text))});
         return items;
     }
-    /// Grants the listen request `id` the items for which `keep(const mcpw_listen_item &)`
-    /// returns true (check access there), and sends its acknowledgement.
+    /// Grants the listen request `id` the items for which `keep(const listen_item &)` returns
+    /// true (check access there), and sends its acknowledgement. `id` must outlive the call
+    /// (copy it from the event first if `keep` may change the connection). Should `keep`
+    /// change the connection so that the listen is no longer the one it judged (the client
+    /// cancelled it and sent another under the same id), nothing is granted and
+    /// MCPW_ERR_UNKNOWN_REQUEST is thrown. A listen the client cancelled is granted nothing,
+    /// without an error, as the C ABI does.
     template <class Keep> void grant_listen(const mcpw_id &id, Keep &&keep) {
-        std::vector<mcpw_listen_item> items = listen_items(id);
+        std::vector<listen_item> items;
+        try {
+            items = listen_items(id);
+        } catch (const error &e) {
+            if (e.code() != MCPW_ERR_UNKNOWN_REQUEST) throw;
+            // Not waiting: the engine tells a cancelled listen (no error) from an unknown id.
+            detail::check(mcpw_conn_grant_listen(get(), &id, nullptr, 0));
+            return;
+        }
         std::unique_ptr<bool[]> flags(new bool[items.empty() ? 1 : items.size()]);
         for (std::size_t i = 0; i < items.size(); i++) flags[i] = keep(items[i]);
+        std::vector<listen_item> now;
+        try {
+            now = listen_items(id);
+        } catch (const error &e) {
+            if (e.code() != MCPW_ERR_UNKNOWN_REQUEST) throw;
+            detail::check(mcpw_conn_grant_listen(get(), &id, nullptr, 0));
+            return;
+        }
+        if (now != items) throw error(MCPW_ERR_UNKNOWN_REQUEST);
         detail::check(mcpw_conn_grant_listen(get(), &id, flags.get(), items.size()));
     }
     void progress(const mcpw_id &id, double value, std::optional<double> total = std::nullopt,
@@ -788,6 +828,12 @@ inline mcpw_http_header header(std::string_view name, std::string_view value) no
     return h;
 }
 
+/// Not for temporary strings: the header's views would outlive their text.
+template <class S, detail::if_temporary_string<S> = 0>
+mcpw_http_header header(S &&name, std::string_view value) = delete;
+template <class S, detail::if_temporary_string<S> = 0>
+mcpw_http_header header(std::string_view name, S &&value) = delete;
+
 /// A run of headers that belong to someone else: what a response or an action lends, or what
 /// you pass in (a vector that outlives this view). It stores no headers of its own, so it is
 /// never built from a temporary: a braced list or a temporary vector goes straight to
@@ -1011,6 +1057,15 @@ public:
         detail::check(mcpw_http_server_new(cfg.get(), &o, &raw));
         handle_.reset(raw);
     }
+    http_server(http_server &&) noexcept = default;
+    /// Frees the server this one held before the hooks it calls into.
+    http_server &operator=(http_server &&other) noexcept {
+        if (this != &other) {
+            handle_ = std::move(other.handle_);
+            hooks_ = std::move(other.hooks_);
+        }
+        return *this;
+    }
 
     /// One HTTP request to the endpoint: `path` nullopt is not checked (a query is ignored).
     http_response handle_request(std::uint64_t now_ns, std::string_view method,
@@ -1106,7 +1161,9 @@ public:
         detail::check(mcpw_http_server_close_stream_for_polling(get(), key, &id, &closed));
         return closed;
     }
-    /// 2026-07-28: ends every subscriptions/listen stream with its result; how many.
+    /// Ends every stream that only waits for server messages, before a graceful shutdown:
+    /// each 2026-07-28 subscriptions/listen request gets its result, and each handshake-era
+    /// session's GET stream finishes once drained; how many.
     std::size_t end_listen_streams() {
         std::size_t n = 0;
         detail::check(mcpw_http_server_end_listen_streams(get(), &n));
@@ -1263,6 +1320,10 @@ inline std::optional<std::string_view> json_get(std::string_view json, std::stri
     return detail::optional_view(out);
 }
 
+/// Not for a temporary string: the view would outlive its text.
+template <class S, detail::if_temporary_string<S> = 0>
+std::optional<std::string_view> json_get(S &&json, std::string_view key) = delete;
+
 /// Members `keys...` of the JSON object `json` in one pass, in the order asked, as views into
 /// `json` (nullopt for an absent one). Use it instead of several json_get calls on the same
 /// object: the text is validated and read once.
@@ -1279,12 +1340,20 @@ inline std::array<std::optional<std::string_view>, sizeof...(Keys)> json_get_eac
     return found;
 }
 
+/// Not for a temporary string: the views would outlive its text.
+template <class S, typename... Keys, detail::if_temporary_string<S> = 0>
+void json_get_each(S &&json, Keys... keys) = delete;
+
 /// Element `index` of the JSON array `json`, as a view into `json`; nullopt past the end.
 inline std::optional<std::string_view> json_at(std::string_view json, std::size_t index) {
     mcpw_str out;
     detail::check(mcpw_json_at(json.data(), json.size(), index, &out));
     return detail::optional_view(out);
 }
+
+/// Not for a temporary string: the view would outlive its text.
+template <class S, detail::if_temporary_string<S> = 0>
+std::optional<std::string_view> json_at(S &&json, std::size_t index) = delete;
 
 /// Every element of the JSON array `json`, as views into `json`, read in one pass: use it to
 /// walk an array (json_at reads the whole text again for each index).
@@ -1304,6 +1373,10 @@ inline std::vector<std::string_view> json_items(std::string_view json) {
     for (std::size_t i = 0; i < count; ++i) views.emplace_back(items[i].ptr, items[i].len);
     return views;
 }
+
+/// Not for a temporary string: the views would outlive its text.
+template <class S, detail::if_temporary_string<S> = 0>
+std::vector<std::string_view> json_items(S &&json) = delete;
 
 // ---- Decoding without a connection ----------------------------------------------------------
 
@@ -1364,6 +1437,10 @@ inline decoded decode(std::string_view frame) {
     for (const auto &m : all) d.messages.emplace_back(m);
     return d;
 }
+
+/// Not for a temporary string: the messages' views would outlive its text.
+template <class S, detail::if_temporary_string<S> = 0>
+decoded decode(S &&frame) = delete;
 
 /// The version of the linked library (compare with MCPWIRE_VERSION).
 inline std::string_view library_version() { return mcpw_version(); }

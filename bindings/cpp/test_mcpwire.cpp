@@ -88,6 +88,24 @@ pair make_pair() {
     return p;
 }
 
+// The helpers that return views into their input refuse a temporary string at compile time
+// (the views would dangle at the end of the statement); literals, views and lvalues pass.
+template <class T, class = void>
+struct can_json_get : std::false_type {};
+template <class T>
+struct can_json_get<T, std::void_t<decltype(mcpw::json_get(std::declval<T>(), "k"))>>
+    : std::true_type {};
+template <class T, class = void>
+struct can_decode : std::false_type {};
+template <class T>
+struct can_decode<T, std::void_t<decltype(mcpw::decode(std::declval<T>()))>> : std::true_type {};
+static_assert(!can_json_get<std::string>::value, "json_get of a temporary string");
+static_assert(can_json_get<const std::string &>::value && can_json_get<const char *>::value &&
+                  can_json_get<std::string_view>::value,
+              "json_get of text that outlives the call");
+static_assert(!can_decode<std::string>::value && can_decode<std::string &>::value,
+              "decode of a temporary string");
+
 void test_version() { CHECK(mcpw::library_version() == MCPWIRE_VERSION); }
 
 void test_handles_are_move_only_and_free_once() {
@@ -304,32 +322,73 @@ std::string output(mcpw::connection &conn) {
 }
 
 // MCPW_POLICY_REVIEW_LISTENS: the listen comes as a request, and the stream hears only what
-// the server grants.
+// the server grants. A keep that changes the connection under the grant (the client cancels
+// and listens again under the same id) gets nothing granted; a cancelled listen is no error.
 void test_review_listens() {
     mcpw::config config(mcpw::role::server, "cpp-server", "2.0");
     config.capabilities(R"({"tools":{"listChanged":true},"resources":{"subscribe":true}})")
         .policy(MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS);
     mcpw::connection server(config, 0);
-    auto listen = modern_request(
-        server, 1, 7, "subscriptions/listen",
-        R"("notifications":{"toolsListChanged":true,"resourceSubscriptions":["a:1","b:2"]})");
+    const std::string two = R"("notifications":{"toolsListChanged":true,"resourceSubscriptions":["a:1","b:2"]})";
+    auto listen = modern_request(server, 1, 7, "subscriptions/listen", two);
     CHECK(listen && listen->kind() == MCPW_EVENT_REQUEST);
     CHECK(output(server).empty());
-    auto items = server.listen_items(listen->id());
+    const mcpw_id seven{MCPW_ID_INT, 7, {nullptr, 0}};
+    auto items = server.listen_items(seven);
     CHECK(items.size() == 3 && items[0].kind == MCPW_LISTEN_TOOLS_LIST_CHANGED);
-    CHECK(items[2].kind == MCPW_LISTEN_RESOURCE && mcpw::detail::view(items[2].text) == "b:2");
-    server.grant_listen(listen->id(), [](const mcpw_listen_item &item) {
-        return item.kind == MCPW_LISTEN_RESOURCE && mcpw::detail::view(item.text) == "a:1";
+    CHECK(items[2].kind == MCPW_LISTEN_RESOURCE && items[2].text == "b:2");
+    server.grant_listen(seven, [](const mcpw::listen_item &item) {
+        return item.kind == MCPW_LISTEN_RESOURCE && item.text == "a:1";
     });
     std::string ack = output(server);
     CHECK(ack.find(R"("notifications":{"resourceSubscriptions":["a:1"]})") != std::string::npos);
-    bool refused = false;
-    try {
-        server.grant_listen(mcpw_id{MCPW_ID_INT, 7, {nullptr, 0}}, [](auto &) { return true; });
-    } catch (const mcpw::error &e) {
-        refused = e.code() == MCPW_ERR_UNKNOWN_REQUEST;
+    auto refused = [&](auto &&call) {
+        try {
+            call();
+        } catch (const mcpw::error &e) {
+            return e.code() == MCPW_ERR_UNKNOWN_REQUEST;
+        }
+        return false;
+    };
+    CHECK(refused([&] { server.grant_listen(seven, [](auto &) { return true; }); }));
+
+    const std::string cancel =
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"
+        "\n";
+    const mcpw_id eight{MCPW_ID_INT, 8, {nullptr, 0}};
+    listen = modern_request(server, 2, 8, "subscriptions/listen", two);
+    CHECK(listen && listen->kind() == MCPW_EVENT_REQUEST);
+    bool swapped = false;
+    CHECK(refused([&] {
+        server.grant_listen(eight, [&](const mcpw::listen_item &item) {
+            if (!swapped) {
+                swapped = true;
+                server.handle_input(3, cancel);
+                while (server.poll_event()) {
+                }
+                modern_request(server, 3, 8, "subscriptions/listen",
+                               R"("notifications":{"resourceSubscriptions":["x:1","y:2","z:3"]})");
+            }
+            return item.text == "a:1";
+        });
+    }));
+    CHECK(output(server).empty());
+    CHECK(server.listen_items(eight).size() == 3);
+    // Cancelled while its keep ran, or before the grant: granted nothing, without an error.
+    server.grant_listen(eight, [&](const mcpw::listen_item &) {
+        server.handle_input(4, cancel);
+        return true;
+    });
+    CHECK(output(server).empty());
+    modern_request(server, 5, 8, "subscriptions/listen", two);
+    server.handle_input(5, cancel);
+    while (server.poll_event()) {
     }
-    CHECK(refused);
+    server.grant_listen(eight, [](auto &) { return true; });
+    CHECK(output(server).empty());
+    CHECK(refused([&] {
+        server.grant_listen(mcpw_id{MCPW_ID_INT, 99, {nullptr, 0}}, [](auto &) { return true; });
+    }));
 }
 
 void test_tasks() {

@@ -463,7 +463,8 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 // Respond answers the peer's request id with result (any JSON value; MCP results are
 // objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
 // a 2026-07-28 subscriptions/listen request ends that subscription: its result carries the
-// subscription id in _meta and nothing else, whatever result holds.
+// subscription id in _meta and nothing else, whatever result holds (a listen waiting for
+// GrantListen is not granted by it: it is acknowledged with nothing granted, then ended).
 func (c *Conn) Respond(id ID, result json.RawMessage) error {
 	if !c.lock() {
 		return ErrFreed
@@ -559,12 +560,15 @@ func (c *Conn) listenItems(id ID) ([]ListenItem, error) {
 // called once for each of its ListenItems, without the connection's lock: check there that
 // the client may follow the task or resource (the tasks extension requires an access check
 // on every task-related request). The stream carries the items keep returned true for. To
-// refuse the whole listen, answer it with RespondError instead. ErrUnknownRequest when id is
-// not a listen waiting for its grant, or when it changed while keep ran (the client
-// cancelled it and sent another with the same id); granting a listen the client cancelled
-// succeeds and sends nothing.
+// refuse the whole listen, answer it with RespondError instead. Granting a listen the client
+// cancelled succeeds and sends nothing. ErrUnknownRequest when id is not a listen waiting for
+// its grant, or when what it asks for changed while keep ran (the client cancelled it and
+// sent another under the same id, asking for other items).
 func (c *Conn) GrantListen(id ID, keep func(ListenItem) bool) error {
 	items, err := c.ListenItems(id)
+	if errors.Is(err, ErrUnknownRequest) {
+		return c.grantNothing(id) // the engine tells a cancelled listen from an unknown id
+	}
 	if err != nil {
 		return err
 	}
@@ -589,9 +593,28 @@ func (c *Conn) GrantListen(id ID, keep func(ListenItem) bool) error {
 	if err != nil {
 		n = 0
 	}
-	c.gave(1024)
+	acknowledgement := 256
+	for _, item := range items {
+		acknowledgement += len(item.Text) + 4
+	}
+	c.gave(acknowledgement)
 	rc := C.mcpwgo_grant_listen(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
 		C.size_t(len(id.wire)), &flags[0], C.size_t(n))
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(id.wire)
+	return check("grant listen", rc)
+}
+
+// grantNothing asks the engine to grant id no items: Ok for a listen the client cancelled,
+// ErrUnknownRequest for an id that is no listen waiting for its grant.
+func (c *Conn) grantNothing(id ID) error {
+	if !c.lock() {
+		return ErrFreed
+	}
+	defer c.unlockChanged()
+	var none C.bool
+	rc := C.mcpwgo_grant_listen(c.ptr, C.uint32_t(id.kind), C.int64_t(id.num), cString(id.wire),
+		C.size_t(len(id.wire)), &none, 0)
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(id.wire)
 	return check("grant listen", rc)

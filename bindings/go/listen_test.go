@@ -195,3 +195,44 @@ func TestGrantListenRefusesAListenThatChangedWhileKeepRan(t *testing.T) {
 		t.Fatalf("the new listen: %v %v", items, err)
 	}
 }
+
+// A listen and its cancellation read in one go: by the time the handler grants it, it is gone
+// from the engine. Granting a cancelled listen succeeds and sends nothing, as documented; an
+// id that never was a listen is ErrUnknownRequest.
+func TestGrantListenOfACancelledListenSucceedsQuietly(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", ReviewListens: true,
+		Capabilities: json.RawMessage(`{"tools":{"listChanged":true}}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	input := `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{` + meta +
+		`,"notifications":{"toolsListChanged":true}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,` + meta + `}}` + "\n"
+	if err := conn.Feed(time.Now(), []byte(input)); err != nil {
+		t.Fatal(err)
+	}
+	var listen *RequestEvent
+	for {
+		ev, ok := conn.NextEvent()
+		if !ok {
+			break
+		}
+		if r, ok := ev.(*RequestEvent); ok {
+			listen = r
+		}
+	}
+	if listen == nil {
+		t.Fatal("the listen did not come to the application")
+	}
+	if err := conn.GrantListen(listen.ID, func(ListenItem) bool { return true }); err != nil {
+		t.Fatalf("granting a cancelled listen: %v", err)
+	}
+	if out, err := conn.AppendOutput(nil); err != nil || len(out) != 0 {
+		t.Fatalf("wrote %q %v", out, err)
+	}
+	if err := conn.GrantListen(IntID(6), func(ListenItem) bool { return true }); !errors.Is(err, ErrUnknownRequest) {
+		t.Fatalf("granting an unknown id: %v", err)
+	}
+}

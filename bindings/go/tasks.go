@@ -577,7 +577,7 @@ func (t *Tasks) HandleTimeout(now time.Time) error {
 // StatusNotification returns the status notification of the task as it stands: the method is
 // "notifications/tasks" for an extension task (params: the full DetailedTask; send it with
 // Conn.Notify on every connection, and the engine delivers it only on the
-// subscriptions/listen streams that asked for this task), or "notifications/tasks/status" for
+// subscriptions/listen streams granted this task), or "notifications/tasks/status" for
 // a 2025-11-25 task (the flat Task; send it on its owner's connection). Both are optional in
 // the spec: clients keep polling. ErrUnknownTask for an unknown task.
 func (t *Tasks) StatusNotification(task string) (method string, params json.RawMessage, err error) {

@@ -535,7 +535,7 @@ pub unsafe extern "C" fn mcpw_conn_respond_task(
 /// The status notification of task `task` (UTF-8) as it stands: `*out_method` is
 /// `notifications/tasks` for an extension task (its params the full DetailedTask; send it with
 /// `mcpw_conn_notify` on every connection, and the engine delivers it only on the
-/// `subscriptions/listen` streams that asked for this task's id) or
+/// `subscriptions/listen` streams granted this task's id) or
 /// `notifications/tasks/status` for a 2025-11-25 task (the flat Task; send it on its owner's
 /// connection). Both are optional in the spec: clients keep polling. The views stay valid
 /// until the next non-const call on the table. `MCPW_ERR_UNKNOWN_TASK` for an unknown task.
