@@ -3264,7 +3264,7 @@ enum mcpw_result mcpw_conn_respond_task(struct mcpw_conn *conn,
  * The status notification of task `task` (UTF-8) as it stands: `*out_method` is
  * `notifications/tasks` for an extension task (its params the full DetailedTask; send it with
  * `mcpw_conn_notify` on every connection, and the engine delivers it only on the
- * `subscriptions/listen` streams that asked for this task's id) or
+ * `subscriptions/listen` streams granted this task's id) or
  * `notifications/tasks/status` for a 2025-11-25 task (the flat Task; send it on its owner's
  * connection). Both are optional in the spec: clients keep polling. The views stay valid
  * until the next non-const call on the table. `MCPW_ERR_UNKNOWN_TASK` for an unknown task.
@@ -3442,8 +3442,10 @@ enum mcpw_result mcpw_tasks_cancel(struct mcpw_tasks *tasks,
  *
  * Pass it every request of every connection of the server before your own dispatch (the
  * engine already refuses these methods, with -32021, to a client that did not declare the
- * extension). Afterwards drain `mcpw_tasks_poll_event`, then the connection as after any
- * command. A refusal of the answer by the connection (`MCPW_ERR_UNKNOWN_REQUEST`, say) comes
+ * extension), once you have checked that the caller may see the task: the table checks no
+ * access, and the extension requires a check on every task-related request (set
+ * `MCPW_POLICY_REVIEW_LISTENS` too, so that listens naming task ids are checked). Afterwards
+ * drain `mcpw_tasks_poll_event`, then the connection as after any command. A refusal of the answer by the connection (`MCPW_ERR_UNKNOWN_REQUEST`, say) comes
  * after the table took the request in, as in the Rust API. Inputs are read during the call
  * only, and may be views from this connection's current event.
  *

@@ -27,7 +27,12 @@
 //!    extension.
 //! 2. The engine answers `tasks/get`, `tasks/update` and `tasks/cancel` from a client without
 //!    the extension with -32021 itself; the others come to the application as requests: pass
-//!    them to [`Tasks::serve`], which answers them.
+//!    them to [`Tasks::serve`], which answers them. The table does not know who may see a
+//!    task, and the extension says "Servers MUST perform authentication and authorization
+//!    checks on each task-related request": check the caller (from the request's HTTP
+//!    headers, say) before `serve`, and turn on
+//!    [`Policy::review_listens`](crate::conn::Policy::review_listens) so that a
+//!    `subscriptions/listen` naming task ids is checked as well.
 //! 3. As the work goes on: [`Tasks::ask`] for input (the task goes to `input_required`; the
 //!    answers come back as [`TaskEvent::Input`] from [`Tasks::poll_event`]),
 //!    [`Tasks::set_message`] for progress, then [`Tasks::complete`] (a result, tool errors
@@ -912,7 +917,8 @@ impl Tasks {
     }
 
     /// [`answer`](Self::answer), written to `conn` as the answer to request `id`. Returns
-    /// `Ok(false)` (and answers nothing) when `method` is not a tasks method.
+    /// `Ok(false)` (and answers nothing) when `method` is not a tasks method. It checks no
+    /// access: check that the caller may see the task first (see the module docs).
     pub fn serve(
         &mut self,
         now: Timestamp,

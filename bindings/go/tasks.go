@@ -270,7 +270,9 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 // tasks/update and tasks/cancel with an empty acknowledgement (their effects come from
 // PollEvent), an unknown task with -32602. It reports false, answering nothing, for any
 // other method: answer that one yourself. params is the request's params (nil when absent).
-// Drain PollEvent afterwards.
+// Drain PollEvent afterwards. It checks no access: the extension requires a check on every
+// task-related request, so make sure the caller may see the task first (and set
+// Config.ReviewListens so that listens naming task ids are checked too).
 func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params json.RawMessage) (bool, error) {
 	if conn == nil {
 		return false, &ResultError{Op: "serve tasks", Code: CodeNullArgument}

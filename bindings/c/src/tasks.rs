@@ -836,8 +836,10 @@ pub unsafe extern "C" fn mcpw_tasks_cancel(
 ///
 /// Pass it every request of every connection of the server before your own dispatch (the
 /// engine already refuses these methods, with -32021, to a client that did not declare the
-/// extension). Afterwards drain `mcpw_tasks_poll_event`, then the connection as after any
-/// command. A refusal of the answer by the connection (`MCPW_ERR_UNKNOWN_REQUEST`, say) comes
+/// extension), once you have checked that the caller may see the task: the table checks no
+/// access, and the extension requires a check on every task-related request (set
+/// `MCPW_POLICY_REVIEW_LISTENS` too, so that listens naming task ids are checked). Afterwards
+/// drain `mcpw_tasks_poll_event`, then the connection as after any command. A refusal of the answer by the connection (`MCPW_ERR_UNKNOWN_REQUEST`, say) comes
 /// after the table took the request in, as in the Rust API. Inputs are read during the call
 /// only, and may be views from this connection's current event.
 ///
