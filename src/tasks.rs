@@ -62,6 +62,46 @@ use crate::conn::{Connection, Error, json_edit};
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
 use crate::mcp::{self, ProtocolVersion};
 
+/// Whether `request` is an input request of Multi Round-Trip Requests: an object whose
+/// `method` is `elicitation/create` or `sampling/createMessage` with a `params` object, or
+/// `roots/list` (whose params are optional).
+fn is_input_request(request: RawJson<'_>) -> bool {
+    if !request.is_object() {
+        return false;
+    }
+    let member = |key| request.get_unique(key).ok().flatten();
+    let params = member("params");
+    let params_ok = params.is_none_or(|p| p.is_object());
+    match member("method")
+        .and_then(|m| m.as_str())
+        .map(|m| m.to_str())
+    {
+        Some(m) if m == "roots/list" => params_ok,
+        Some(m) if m == "elicitation/create" || m == "sampling/createMessage" => {
+            params.is_some_and(|p| p.is_object())
+        }
+        _ => false,
+    }
+}
+
+/// The `data` of a -32021 error for `cap`: `{"requiredCapabilities":{…}}`, the capability's
+/// dotted path as nested objects.
+fn required_capabilities(cap: mcp::Caps) -> String {
+    let parts: Vec<&str> = cap.name().split('.').collect();
+    let mut out = String::from("{\"requiredCapabilities\":");
+    for part in &parts {
+        out.push_str("{\"");
+        out.push_str(part);
+        out.push_str("\":");
+    }
+    out.push_str("{}");
+    for _ in &parts {
+        out.push('}');
+    }
+    out.push('}');
+    out
+}
+
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -622,7 +662,11 @@ impl Tasks {
     /// Asks the client for input: `request` (`{"method":"elicitation/create","params":…}`, for
     /// example) goes out under `key` in the task's `inputRequests`, and the task is
     /// `input_required` until every outstanding request has its answer
-    /// ([`TaskEvent::Input`]). A key is used once in a task's life.
+    /// ([`TaskEvent::Input`]). A key is used once in a task's life. `request` must be an input
+    /// request of Multi Round-Trip Requests (`elicitation/create` or `sampling/createMessage`
+    /// with a params object, or `roots/list`), else [`TaskError::InvalidPayload`]: ask only
+    /// for what the client declared (its `clientCapabilities`); [`serve`](Self::serve)
+    /// answers a `tasks/get` whose requestor did not declare them with -32021.
     pub fn ask(
         &mut self,
         now: Timestamp,
@@ -632,7 +676,7 @@ impl Tasks {
     ) -> Result<(), TaskError> {
         let (max_asked, max_payload) = (self.config.max_input_requests, self.config.max_payload);
         let t = self.live(task)?;
-        if !request.is_object() || request.get().len() > max_payload {
+        if !is_input_request(request) || request.get().len() > max_payload {
             return Err(TaskError::InvalidPayload);
         }
         if t.keys.contains(key) {
@@ -687,6 +731,11 @@ impl Tasks {
                 .is_some_and(|e| e.get().trim() == "true");
         t.outcome = Some(result.get().to_owned());
         let status = if tool_error {
+            // "The tasks/get response SHOULD include a statusMessage field with diagnostic
+            // information about the failure" (2025-11-25).
+            if t.message.is_none() {
+                t.message = Some("The tool reported an error (isError)".to_owned());
+            }
             TaskStatus::Failed
         } else {
             TaskStatus::Completed
@@ -927,6 +976,17 @@ impl Tasks {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<bool, Error> {
+        if method == "tasks/get"
+            && let Some(missing) = self.undeclared_input(conn, id, params)
+        {
+            let data = required_capabilities(missing);
+            let data = RawJson::validated(&data);
+            let code = mcp::MISSING_REQUIRED_CLIENT_CAPABILITY;
+            let message = "Missing required client capability";
+            return conn
+                .respond_error(id, code, message, Some(data))
+                .map(|()| true);
+        }
         match self.answer(now, method, params) {
             None => Ok(false),
             Some(Ok(result)) => conn.respond(id, RawJson::validated(&result)).map(|()| true),
@@ -938,6 +998,39 @@ impl Tasks {
 }
 
 impl Tasks {
+    /// A capability that an input request of the extension task `params` names needs and the
+    /// `tasks/get` request `id` on `conn` did not declare ("Servers MUST NOT send an
+    /// inputRequests that the client has not declared support for in its capabilities").
+    fn undeclared_input(
+        &self,
+        conn: &Connection,
+        id: Id<'_>,
+        params: Option<RawJson<'_>>,
+    ) -> Option<mcp::Caps> {
+        let declared = conn.request_context(id)?.client_capabilities;
+        let task = self.tasks.get(&task_id(params)?)?;
+        if task.legacy.is_some() || task.status != TaskStatus::InputRequired {
+            return None;
+        }
+        task.asked.iter().find_map(|(_, request)| {
+            let request = RawJson::validated(request);
+            let method = request.get_unique("method").ok()??.as_str()?.to_str();
+            let cap = match &*method {
+                "elicitation/create" => mcp::Caps::ELICITATION,
+                "sampling/createMessage" => mcp::Caps::SAMPLING,
+                _ => mcp::Caps::ROOTS,
+            };
+            if !declared.contains(cap) {
+                return Some(cap);
+            }
+            let params = request.get_unique("params").ok().flatten();
+            match mcp::sub_capabilities_with(&method, params, || false).check(declared, false) {
+                Err(mcp::SubCapability::Needs(cap)) => Some(cap),
+                _ => None,
+            }
+        })
+    }
+
     /// Answers a 2025-11-25 tasks method from `owner` (the session or connection that sent
     /// it; it sees its own tasks only): `tasks/get` and `tasks/cancel` with the task,
     /// `tasks/list` with the owner's tasks, `tasks/result` with the underlying request's
@@ -1081,7 +1174,7 @@ fn legacy_result(task: &str, t: &Task) -> LegacyAnswer {
 }
 
 /// The `_meta` key that relates a 2025-11-25 message to its task.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// `result` (an object) with the related-task `_meta` of `task` first in its `_meta`, merged
 /// with the result's own `_meta` members (a related-task member of its own is replaced: it

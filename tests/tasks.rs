@@ -577,7 +577,7 @@ fn numbers_a_task_writes_stay_in_the_range_json_readers_keep_exact() {
 }
 
 #[test]
-fn input_requests_are_bounded_and_must_be_objects() {
+fn input_requests_are_bounded_and_must_be_input_requests() {
     let config = TaskConfig {
         max_input_requests: 1,
         max_payload: 64,
@@ -594,9 +594,26 @@ fn input_requests_are_bounded_and_must_be_objects() {
         tasks.ask(T0, &task, "a", raw(&big)),
         Err(TaskError::InvalidPayload)
     );
-    tasks.ask(T0, &task, "a", raw(r#"{"method":"x"}"#)).unwrap();
+    // Only the input requests of Multi Round-Trip Requests: an object with another method, or
+    // elicitation without its params, is no input request (the schema's InputRequest).
+    for not_input in [
+        r#"{"method":"x"}"#,
+        r#"{}"#,
+        r#"{"method":"tools/call","params":{}}"#,
+        r#"{"method":"elicitation/create"}"#,
+        r#"{"method":"roots/list","params":3}"#,
+    ] {
+        assert_eq!(
+            tasks.ask(T0, &task, "a", raw(not_input)),
+            Err(TaskError::InvalidPayload),
+            "{not_input}"
+        );
+    }
+    tasks
+        .ask(T0, &task, "a", raw(r#"{"method":"roots/list"}"#))
+        .unwrap();
     assert_eq!(
-        tasks.ask(T0, &task, "b", raw(r#"{"method":"x"}"#)),
+        tasks.ask(T0, &task, "b", raw(r#"{"method":"roots/list"}"#)),
         Err(TaskError::TooManyInputRequests)
     );
     assert_eq!(tasks.status(&task), Some(TaskStatus::InputRequired));
@@ -604,6 +621,51 @@ fn input_requests_are_bounded_and_must_be_objects() {
         tasks.complete(T0, &task, raw("[]")),
         Err(TaskError::InvalidPayload)
     );
+}
+
+/// Multi Round-Trip Requests: "Servers MUST NOT send an inputRequests that the client has not
+/// declared support for in its capabilities". A task's input requests went out in `tasks/get`
+/// to a requestor that declared only the extension; it now gets -32021 naming what is missing,
+/// and one that declared elicitation gets the task.
+#[test]
+fn tasks_get_sends_input_requests_only_to_a_requestor_that_declared_them() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    let ask = r#"{"method":"elicitation/create","params":{"message":"Deploy?","requestedSchema":{"type":"object","properties":{}}}}"#;
+    tasks.ask(T0, &task, "e", raw(ask)).unwrap();
+    let mut s = server(true);
+    let with_elicitation =
+        r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+    for (n, caps) in [(1, WITH), (2, with_elicitation)] {
+        let evs = request(
+            &mut s,
+            n,
+            "tasks/get",
+            &format!(r#""taskId":"{task}""#),
+            caps,
+        );
+        let Some(Ev::Request { id, method, params }) =
+            evs.into_iter().find(|e| matches!(e, Ev::Request { .. }))
+        else {
+            panic!()
+        };
+        let served = tasks.serve(T0, &mut s, id.as_id(), &method, params.as_deref().map(raw));
+        assert_eq!(served, Ok(true));
+        let out = output(&mut s);
+        if caps == WITH {
+            assert_eq!(out[0]["error"]["code"], -32021, "{out:?}");
+            assert_eq!(
+                out[0]["error"]["data"],
+                json!({"requiredCapabilities": {"elicitation": {}}})
+            );
+        } else {
+            assert_eq!(out[0]["result"]["status"], "input_required", "{out:?}");
+            assert_eq!(
+                out[0]["result"]["inputRequests"]["e"]["method"],
+                "elicitation/create"
+            );
+        }
+    }
 }
 
 #[test]
@@ -1249,6 +1311,22 @@ fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
         "still increasing across the handle"
     );
     p.step();
+    // "All requests, notifications, and responses related to a task MUST include the
+    // io.modelcontextprotocol/related-task key in their _meta": the progress after the
+    // handle carries it (it went without), the progress before the task existed cannot.
+    let progress: Vec<Value> = p
+        .lines(false)
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert!(progress[0]["params"].get("_meta").is_none(), "{progress:?}");
+    assert_eq!(
+        progress[1]["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str(),
+        "{progress:?}"
+    );
     let evs = p.take_client_events();
     assert!(
         matches!(&evs[0], Ev::Progress { request, progress, .. } if *request == call && *progress == 1.0),
@@ -1316,9 +1394,13 @@ fn a_2025_11_25_tool_result_with_is_error_fails_the_task_and_is_its_result() {
     let result = r#"{"content":[{"type":"text","text":"no such city"}],"isError":true}"#;
     tasks.complete(T0, &legacy, raw(result)).unwrap();
     assert_eq!(tasks.status(&legacy), Some(TaskStatus::Failed));
-    assert_eq!(
-        legacy_answer(&mut tasks, 1, "tasks/get", &legacy)["status"],
-        "failed"
+    // "The tasks/get response SHOULD include a statusMessage field with diagnostic
+    // information about the failure" (it had none).
+    let got = legacy_answer(&mut tasks, 1, "tasks/get", &legacy);
+    assert_eq!(got["status"], "failed");
+    assert!(
+        got["statusMessage"].as_str().is_some_and(|m| !m.is_empty()),
+        "{got}"
     );
     let answer = legacy_answer(&mut tasks, 1, "tasks/result", &legacy);
     assert_eq!(answer["isError"], true);

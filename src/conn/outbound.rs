@@ -377,7 +377,10 @@ impl Core {
         let room = self.output_has_room();
         // A request in flight, or one answered with a 2025-11-25 task handle whose token
         // stays with the task (correlation.rs rule 8).
-        let (token, last_progress, stream) = match self.dispatch.inbound.get_mut(&key) {
+        // `related`: the task whose progress this is ("All requests, notifications, and
+        // responses related to a task MUST include the io.modelcontextprotocol/related-task
+        // key in their _meta", 2025-11-25).
+        let (token, last_progress, stream, related) = match self.dispatch.inbound.get_mut(&key) {
             // A listen stream carries the notifications it asked for and nothing else: a
             // token in its `_meta` is not one to report progress on.
             Some(entry) if entry.listen.is_some() => return Err(Error::NoProgressToken),
@@ -385,9 +388,15 @@ impl Core {
                 entry.progress_token.clone(),
                 &mut entry.last_progress,
                 entry.stream,
+                None,
             ),
             None => match self.task_tokens.by_request(&key) {
-                Some(t) => (Some(t.token.clone()), &mut t.last_progress, t.stream),
+                Some(t) => (
+                    Some(t.token.clone()),
+                    &mut t.last_progress,
+                    t.stream,
+                    Some(t.task.clone()),
+                ),
                 None => return Err(Error::UnknownRequest),
             },
         };
@@ -418,6 +427,13 @@ impl Core {
         if let (Some(m), true) = (message, with_message) {
             params.extend_from_slice(b",\"message\":");
             jsonrpc::write_json_string(&mut params, m);
+        }
+        if let Some(task) = related {
+            params.extend_from_slice(b",\"_meta\":{");
+            jsonrpc::write_json_string(&mut params, crate::tasks::RELATED_TASK);
+            params.extend_from_slice(b":{\"taskId\":");
+            jsonrpc::write_json_string(&mut params, &task);
+            params.extend_from_slice(b"}}");
         }
         params.push(b'}');
         if let Ok(text) = std::str::from_utf8(&params) {

@@ -396,6 +396,41 @@ impl Harness {
         text.starts_with('{') && text.len() <= self.setup.max_payload
     }
 
+    /// What `ask` is given for `p`: an input request of Multi Round-Trip Requests for the
+    /// payloads that stand for one (the big one over the bound), the payload itself, which is
+    /// no input request, for the others.
+    fn input_request(&self, p: &Payload) -> String {
+        match p {
+            Payload::Empty => r#"{"method":"roots/list"}"#.to_owned(),
+            Payload::ToolError => {
+                r#"{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}"#
+                    .to_owned()
+            }
+            Payload::Text(t) => format!(
+                r#"{{"method":"elicitation/create","params":{{"message":{},"requestedSchema":{{"type":"object","properties":{{}}}}}}}}"#,
+                serde_json::to_string(text(*t)).unwrap()
+            ),
+            Payload::RelatedMeta => {
+                r#"{"method":"roots/list","params":{"_meta":{"k":1}}}"#.to_owned()
+            }
+            Payload::Elicitations => concat!(
+                r#"{"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1","#,
+                r#""url":"https://example.com/auth","message":"Sign in"}}"#
+            )
+            .to_owned(),
+            Payload::Big => format!(
+                r#"{{"method":"roots/list","params":{{"p":"{}"}}}}"#,
+                "a".repeat(self.setup.max_payload)
+            ),
+            other => self.payload(other),
+        }
+    }
+
+    /// Whether `ask` takes `text` from [`input_request`](Self::input_request).
+    fn input_fits(&self, text: &str) -> bool {
+        self.payload_fits(text) && text.starts_with(r#"{"method":"#)
+    }
+
     /// The error a call on a task that must be live gets, if any.
     fn live_error(&self, r: TaskRef) -> Result<usize, TaskError> {
         let i = self.present(r).ok_or(TaskError::UnknownTask)?;
@@ -937,12 +972,12 @@ impl Harness {
             }
             TasksOp::Ask { task, key, payload } => {
                 let key = format!("k{}", key % 5);
-                let request = self.payload(payload);
+                let request = self.input_request(payload);
                 let id = self.task_text(*task);
                 let got = self.tasks.ask(now, &id, &key, raw(&request));
                 let want = self.live_error(*task).and_then(|i| {
                     let m = &self.model[i];
-                    if !self.payload_fits(&request) {
+                    if !self.input_fits(&request) {
                         Err(TaskError::InvalidPayload)
                     } else if m.keys.contains(&key) {
                         Err(TaskError::KeyReused)
