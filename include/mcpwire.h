@@ -3348,9 +3348,11 @@ enum mcpw_result mcpw_tasks_resume(struct mcpw_tasks *tasks,
  * task's `inputRequests`, and the task is `input_required` until every outstanding request
  * has its answer (`MCPW_TASK_EVENT_INPUT`, from `tasks/update`). A key is used once in a
  * task's life (`MCPW_ERR_TASK_KEY_REUSED`); at `max_input_requests` outstanding,
- * `MCPW_ERR_TOO_MANY_INPUT_REQUESTS`; a request that is not an object or is over
- * `max_payload`, `MCPW_ERR_INVALID_TASK_PAYLOAD` (text that is not JSON:
- * `MCPW_ERR_INVALID_JSON`).
+ * `MCPW_ERR_TOO_MANY_INPUT_REQUESTS`; a request that is no input request of Multi
+ * Round-Trip Requests (`elicitation/create` or `sampling/createMessage` with a params object,
+ * or `roots/list`) or is over `max_payload`, `MCPW_ERR_INVALID_TASK_PAYLOAD` (text that is
+ * not JSON: `MCPW_ERR_INVALID_JSON`). Ask only for what the client declared:
+ * `mcpw_tasks_serve` answers a `tasks/get` from a client without it with -32021.
  *
  * An unknown task is `MCPW_ERR_UNKNOWN_TASK` and a terminal one `MCPW_ERR_TASK_TERMINAL`
  * (nothing changes). Inputs are read during the call only, and may be views the table lent.

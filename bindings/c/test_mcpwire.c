@@ -2984,7 +2984,8 @@ static void test_json_helpers(void) {
 
 static const char TASKS_CAPS[] =
     "{\"tools\":{},\"prompts\":{},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
-static const char WITH_TASKS[] = "{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
+static const char WITH_TASKS[] =
+    "{\"elicitation\":{},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}";
 
 /* A server that declared the tasks extension. In 2026-07-28 there is no handshake: each
    request carries its version and capabilities in _meta. */
@@ -3941,7 +3942,7 @@ static void test_tasks_legacy_flow(void) {
     CHECK(!r.ready && r.id.kind == MCPW_ID_NONE && r.result.ptr == NULL && r.message.ptr == NULL);
     RC(MCPW_ERR_UNKNOWN_REQUEST, mcpw_tasks_write_result(tasks, p.server));
     /* Input asked by the server itself, then resumed (the 2025-11-25 flow). */
-    OK(mcpw_tasks_ask(tasks, p.now, task, strlen(task), S("k"), S("{}")));
+    OK(mcpw_tasks_ask(tasks, p.now, task, strlen(task), S("k"), S("{\"method\":\"roots/list\"}")));
     CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_INPUT_REQUIRED);
     OK(mcpw_tasks_resume(tasks, p.now, task, strlen(task)));
     CHECK(status_of(tasks, task) == MCPW_TASK_STATUS_WORKING);

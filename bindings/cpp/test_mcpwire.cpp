@@ -304,7 +304,7 @@ std::optional<mcpw::event> modern_request(mcpw::connection &server, std::uint64_
                        method +
                        "\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
                        "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{"
-                       "\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}," +
+                       "\"roots\":{},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}," +
                        members + "}}\n";
     server.handle_input(now, line);
     auto ev = server.poll_event();
@@ -419,7 +419,7 @@ void test_tasks() {
     CHECK(table.status(task) == MCPW_TASK_STATUS_WORKING);
 
     table.ask(2 * ms, task, "confirm", R"({"method":"roots/list"})");
-    CHECK(code_of([&] { table.ask(2 * ms, task, "confirm", "{}"); }) == MCPW_ERR_TASK_KEY_REUSED);
+    CHECK(code_of([&] { table.ask(2 * ms, task, "confirm", R"({"method":"roots/list"})"); }) == MCPW_ERR_TASK_KEY_REUSED);
     auto get = modern_request(server, 2 * ms, 2, "tasks/get", "\"taskId\":\"" + task + "\"");
     CHECK(get && table.serve(2 * ms, server, *get));
     out = output(server);
@@ -534,7 +534,7 @@ void test_url_elicitation_and_legacy_tasks() {
     auto result_request = p.server.poll_event();
     CHECK(result_request && table.serve_legacy(2 * ms, 7, p.server, *result_request));
     CHECK(!table.poll_result());
-    table.ask(2 * ms, task, "k", "{}");
+    table.ask(2 * ms, task, "k", R"({"method":"roots/list"})");
     table.resume(2 * ms, task);
     CHECK(table.status(task) == MCPW_TASK_STATUS_WORKING);
     table.complete(3 * ms, task, R"({"content":[]})");

@@ -168,7 +168,7 @@ func TestLegacyTasksFromCreationToTasksResult(t *testing.T) {
 	if _, ok := tasks.PollResult(); ok {
 		t.Fatal("a result before the task ended")
 	}
-	mustOK(t, tasks.Ask(p.now, task, "k", json.RawMessage(`{}`)))
+	mustOK(t, tasks.Ask(p.now, task, "k", json.RawMessage(`{"method":"roots/list"}`)))
 	mustOK(t, tasks.Resume(p.now, task))
 	if s, err := tasks.Status(task); err != nil || s != TaskWorking {
 		t.Fatalf("after Resume: %v %v", s, err)

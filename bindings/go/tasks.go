@@ -450,8 +450,10 @@ func (t *Tasks) SetMessage(now time.Time, task, message string) error {
 // {"method":"elicitation/create","params":{...}}) goes out under key in the task's
 // inputRequests, and the task is input_required until every outstanding request has its
 // answer (TaskEventInput). A key is used once in a task's life (ErrTaskKeyReused); at
-// MaxInputRequests outstanding, ErrTooManyInputRequests; a request that is not an object or
-// is over MaxPayload, ErrInvalidTaskPayload.
+// MaxInputRequests outstanding, ErrTooManyInputRequests; a request that is no input request
+// of Multi Round-Trip Requests (elicitation/create or sampling/createMessage with a params
+// object, or roots/list) or is over MaxPayload, ErrInvalidTaskPayload. Ask only for what the
+// client declared: Serve answers a tasks/get from a client without it with -32021.
 func (t *Tasks) Ask(now time.Time, task, key string, request json.RawMessage) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -14,7 +14,9 @@ import (
 // wallMs is 2026-11-24T12:00:00Z, the wall clock at the pair's epoch in these tests.
 const wallMs = 1_795_521_600_000
 
-const withTasksExtension = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+// withTasksExtension declares elicitation too: a task's input requests go only to a client
+// that declared what they need.
+const withTasksExtension = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
 // tasksPair is a 2026-07-28 pair whose server declared the tasks extension and whose client
 // declares it on every request (or not, with extension false).
