@@ -1430,3 +1430,53 @@ fn a_granted_listen_the_client_cancels_is_reported() {
         "{events:?}"
     );
 }
+
+/// A second round starts from the original params: "If the InputRequiredResult does not
+/// contain a requestState field, the client MUST NOT include one in the retry", and the first
+/// round's responses answered the first round's requests. The second retry carried both.
+#[test]
+fn a_second_round_retries_from_the_original_params() {
+    let mut p = modern_pair();
+    let ask = |key: &str| {
+        format!(
+            r#"{{"{key}":{{"method":"elicitation/create","params":{{"message":"?","requestedSchema":{{"type":"object","properties":{{}}}}}}}}}}"#
+        )
+    };
+    let mut request = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"t"}"#)))
+        .unwrap();
+    for (round, state) in [(1, Some("s1")), (2, None), (3, None)] {
+        p.step();
+        let reqs = p.take_server_events();
+        let Some(Ev::Request { id, params, .. }) = reqs.last() else {
+            panic!("{reqs:?}")
+        };
+        let params: Value = serde_json::from_str(params.as_deref().unwrap()).unwrap();
+        assert_eq!(params["name"], "t");
+        match round {
+            1 => assert!(params.get("inputResponses").is_none(), "{params}"),
+            2 => {
+                assert_eq!(params["requestState"], "s1", "{params}");
+                assert!(params["inputResponses"].get("a").is_some(), "{params}");
+            }
+            _ => {
+                assert!(params.get("requestState").is_none(), "{params}");
+                let responses = params["inputResponses"].as_object().unwrap();
+                assert_eq!(responses.keys().collect::<Vec<_>>(), ["b"], "{params}");
+                break;
+            }
+        }
+        let key = if round == 1 { "a" } else { "b" };
+        p.server
+            .respond_input_required(id.as_id(), Some(raw(&ask(key))), state)
+            .unwrap();
+        p.step();
+        assert!(matches!(
+            p.take_client_events().last(),
+            Some(Ev::InputRequired { .. })
+        ));
+        let answer = format!(r#"{{"{key}":{{"action":"decline"}}}}"#);
+        request = p.client.retry(p.now, request, Some(raw(&answer))).unwrap();
+    }
+}

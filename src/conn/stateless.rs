@@ -1380,6 +1380,13 @@ impl Core {
             options,
             StreamId::MAIN,
         )?;
+        // A later round starts from the original params again, not from this round's: "If
+        // the InputRequiredResult does not contain a requestState field, the client MUST NOT
+        // include one in the retry", and these responses answered this round's requests.
+        if let Some(slot) = self.stateless.retry_bases.get_mut(&id.0) {
+            let sent = std::mem::replace(slot, base);
+            self.stateless.recycle_retry(Some(sent));
+        }
         self.stateless.retryable.remove(&request.0);
         self.stateless.retry_order.retain(|&n| n != request.0);
         Ok(id)
