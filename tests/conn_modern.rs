@@ -907,6 +907,22 @@ fn auto_client_follows_the_versions_the_probe_names() {
             }]
         )
     );
+    // "A recognized modern JSON-RPC error ... identifies a modern server: the client retries
+    // with a supported version rather than falling back": -32020 and -32021 are modern
+    // errors too (the client sent initialize after them); anything else means a handshake-era
+    // server.
+    for code in [-32020, -32021] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"no"}}}}"#);
+        let (initialize, events) = answer(&line);
+        assert!(!initialize, "{code}: fell back");
+        assert!(
+            matches!(events.as_slice(), [Ev::Closed { .. }]),
+            "{code}: {events:?}"
+        );
+    }
+    let line = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#;
+    assert_eq!(answer(line), (true, vec![]));
 }
 
 #[test]

@@ -1223,13 +1223,19 @@ impl Core {
                     return self.send_discover(now, version, true);
                 }
                 // -32022 is a stateless server's answer: "Do not fall back to `initialize`",
-                // unless the versions it names include a handshake-era one we speak. Any
-                // other error is a handshake-era server's.
-                let stateless_refusal = e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION
-                    && !self.names_a_legacy_version(
+                // unless the versions it names include a handshake-era one we speak. So are
+                // -32020 (header mismatch) and -32021 (missing capability): "a recognized
+                // modern JSON-RPC error ... identifies a modern server: the client retries
+                // with a supported version rather than falling back", and there is nothing
+                // to retry with. Any other error is a handshake-era server's.
+                let stateless_refusal = match e.code {
+                    mcp::UNSUPPORTED_PROTOCOL_VERSION => !self.names_a_legacy_version(
                         e.data
                             .and_then(|d| d.get_unique("supported").ok().flatten()),
-                    );
+                    ),
+                    mcp::HEADER_MISMATCH | mcp::MISSING_REQUIRED_CLIENT_CAPABILITY => true,
+                    _ => false,
+                };
                 if auto && !stateless_refusal {
                     self.fall_back(now)
                 } else {
