@@ -698,8 +698,9 @@ typedef enum mcpw_event_kind {
      */
     MCPW_EVENT_TIMED_OUT = 43,
     /**
-     * Our request: the connection ended before it was answered. Fields: `request`. Ends the
-     * request.
+     * Our request: the connection ended before it was answered, or (2026-07-28, stdio) the
+     * server tore down our `subscriptions/listen` with `notifications/cancelled` (listen again
+     * if still wanted). Fields: `request`. Ends the request.
      */
     MCPW_EVENT_ABANDONED = 44,
     /**

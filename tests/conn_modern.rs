@@ -1496,3 +1496,36 @@ fn a_second_round_retries_from_the_original_params() {
         request = p.client.retry(p.now, request, Some(raw(&answer))).unwrap();
     }
 }
+
+/// "A server MUST send notifications/cancelled referencing a subscriptions/listen request ID
+/// when it tears down that subscription stream": the client's listen ends (as `Abandoned`,
+/// so the application can listen again). It stayed in flight for good, its cancellation
+/// counted as ignored. A cancellation naming any other request of ours is still ignored.
+#[test]
+fn a_listen_the_server_cancels_ends_on_the_client() {
+    let mut p = modern_pair();
+    let filter = r#"{"notifications":{"toolsListChanged":true}}"#;
+    let listen = p
+        .client
+        .request(p.now, "subscriptions/listen", Some(raw(filter)))
+        .unwrap();
+    let call = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"t"}"#)))
+        .unwrap();
+    p.step();
+    p.take_client_events();
+    let cancel = |id: i64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        )
+    };
+    for id in [call.0, listen.0] {
+        p.client
+            .handle_input(p.now, format!("{}\n", cancel(id)).as_bytes());
+    }
+    let events = drain(&mut p.client);
+    assert_eq!(events, vec![Ev::Abandoned { request: listen }]);
+    assert_eq!(p.client.stats().ignored_cancellations, 1, "the call's");
+    assert_eq!(p.client.requests_in_flight(), 1, "the call goes on");
+}

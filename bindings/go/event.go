@@ -113,7 +113,9 @@ type TimedOutEvent struct {
 	Request RequestID
 }
 
-// AbandonedEvent: the connection ended before our request was answered. Ends the request.
+// AbandonedEvent: the connection ended before our request was answered, or (2026-07-28,
+// stdio) the server tore down our subscriptions/listen with notifications/cancelled (listen
+// again if still wanted). Ends the request.
 type AbandonedEvent struct {
 	Request RequestID
 }

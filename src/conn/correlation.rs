@@ -563,6 +563,7 @@ impl Core {
                 wants_progress,
                 last_progress: None,
                 task_augmented: false,
+                listen: false,
             },
         );
         if timeout != Duration::MAX {

@@ -680,7 +680,9 @@ impl Core {
         };
         let key = OwnedId::from(id);
         let Some(entry) = self.dispatch.inbound.get(&key) else {
-            self.stats.ignored_cancellations += 1;
+            if !self.on_listen_torn_down(id) {
+                self.stats.ignored_cancellations += 1;
+            }
             return;
         };
         let batch = entry.batch;
@@ -703,6 +705,25 @@ impl Core {
             reason: reason.map(|r| cap.str(r)),
         };
         cap.push(stored);
+    }
+
+    /// Client, 2026-07-28: the server ended our `subscriptions/listen` `id` with
+    /// `notifications/cancelled` ("A server MUST send notifications/cancelled referencing a
+    /// subscriptions/listen request ID when it tears down that subscription stream"): the
+    /// listen ends as [`Event::Abandoned`](super::Event::Abandoned), so the application can
+    /// listen again. Whether `id` was such a listen.
+    fn on_listen_torn_down(&mut self, id: Id<'_>) -> bool {
+        let Id::Int(n) = id else {
+            return false;
+        };
+        if self.role != Role::Client || !self.corr.pending.get(&n).is_some_and(|p| p.listen) {
+            return false;
+        }
+        self.corr.pending.remove(&n);
+        self.corr.our_finished.insert(n);
+        self.events.push(Stored::Abandoned(super::RequestId(n)));
+        self.maybe_finish_close();
+        true
     }
 
     /// A batch member will never be answered (the peer cancelled it).

@@ -278,8 +278,9 @@ impl Core {
             options.progress,
             reset,
         );
-        if task_augmented && let Some(p) = self.corr.pending.get_mut(&id) {
-            p.task_augmented = true;
+        if let Some(p) = self.corr.pending.get_mut(&id) {
+            p.task_augmented = task_augmented;
+            p.listen = method == "subscriptions/listen";
         }
         if tasks_apply {
             self.task_tokens.watch(method, params, Id::Int(id));

@@ -291,6 +291,8 @@ pub(crate) struct Pending {
     /// A 2025-11-25 task-augmented request (its params carry `task`): a `CreateTaskResult`
     /// may answer it.
     pub task_augmented: bool,
+    /// A 2026-07-28 `subscriptions/listen`: the server may end it with `notifications/cancelled`.
+    pub listen: bool,
 }
 
 /// What a stateless-era (2026-07-28) request declared in its `_meta`.
