@@ -475,8 +475,8 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_TOO_MANY_INPUT_REQUESTS = 321,
     /**
-     * Tasks: the JSON is not what the call takes (a result and an input request are
-     * objects), or it is over `mcpw_task_config.max_payload`.
+     * Tasks: the JSON is not what the call takes (a result is an object, an input request one
+     * of Multi Round-Trip Requests), or it is over `mcpw_task_config.max_payload`.
      */
     MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
     /**
@@ -2389,7 +2389,9 @@ enum mcpw_result mcpw_conn_listen_items(const struct mcpw_conn *conn,
  *
  * Refused, with nothing sent: `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not a listen waiting
  * for its grant, `MCPW_ERR_INVALID_ARGUMENT` when `keep_len` is not its number of items,
- * `MCPW_ERR_OUTPUT_FULL` when the output is past its limit.
+ * `MCPW_ERR_OUTPUT_FULL` when the output is past its limit, `MCPW_ERR_CLOSED` after
+ * `MCPW_EVENT_CLOSED`, `MCPW_ERR_NULL_ARGUMENT` for a NULL `conn`, `id` or `keep` (with a
+ * length).
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

@@ -84,10 +84,18 @@ fn is_input_request(request: RawJson<'_>) -> bool {
     }
 }
 
-/// The `data` of a -32021 error for `cap`: `{"requiredCapabilities":{…}}`, the capability's
-/// dotted path as nested objects.
+/// The `data` of a -32021 error for `cap`, one of the client capabilities an input request
+/// needs: `{"requiredCapabilities":{…}}`, the capability's dotted path as nested objects.
 fn required_capabilities(cap: mcp::Caps) -> String {
-    let parts: Vec<&str> = cap.name().split('.').collect();
+    let parts: Vec<&str> = match cap {
+        mcp::Caps::ELICITATION_FORM => vec!["elicitation", "form"],
+        mcp::Caps::ELICITATION_URL => vec!["elicitation", "url"],
+        mcp::Caps::SAMPLING => vec!["sampling"],
+        mcp::Caps::SAMPLING_TOOLS => vec!["sampling", "tools"],
+        mcp::Caps::SAMPLING_CONTEXT => vec!["sampling", "context"],
+        mcp::Caps::ROOTS => vec!["roots"],
+        _ => vec!["elicitation"],
+    };
     let mut out = String::from("{\"requiredCapabilities\":");
     for part in &parts {
         out.push_str("{\"");
@@ -218,8 +226,8 @@ pub enum TaskError {
     KeyReused,
     /// The task has [`TaskConfig::max_input_requests`] outstanding already.
     TooManyInputRequests,
-    /// The JSON given is not what the call takes (a result and an input request are objects),
-    /// or it is over [`TaskConfig::max_payload`], or [`Tasks::fail`]'s error code is one the
+    /// The JSON given is not what the call takes (a result is an object, an input request one
+    /// of Multi Round-Trip Requests), or it is over [`TaskConfig::max_payload`], or [`Tasks::fail`]'s error code is one the
     /// task's protocol version does not define (as
     /// [`Connection::respond_error`](crate::Connection::respond_error) refuses it).
     InvalidPayload,
@@ -237,7 +245,7 @@ impl fmt::Display for TaskError {
             TaskError::Terminal => "the task is terminal",
             TaskError::KeyReused => "the input request key was used before in this task",
             TaskError::TooManyInputRequests => "too many input requests outstanding",
-            TaskError::InvalidPayload => "the JSON is not an object or is too large",
+            TaskError::InvalidPayload => "the JSON is not what the call takes, or is too large",
             TaskError::RandomRepeats => "the random source repeats itself: no fresh task id",
         })
     }
@@ -732,10 +740,8 @@ impl Tasks {
         t.outcome = Some(result.get().to_owned());
         let status = if tool_error {
             // "The tasks/get response SHOULD include a statusMessage field with diagnostic
-            // information about the failure" (2025-11-25).
-            if t.message.is_none() {
-                t.message = Some("The tool reported an error (isError)".to_owned());
-            }
+            // information about the failure" (2025-11-25), not the last progress message.
+            t.message = Some("The tool reported an error (isError)".to_owned());
             TaskStatus::Failed
         } else {
             TaskStatus::Completed
@@ -902,7 +908,9 @@ impl Tasks {
     /// Answers a tasks method: `tasks/get` with the task's `DetailedTask`, `tasks/update` and
     /// `tasks/cancel` with an empty acknowledgement (their effects come as
     /// [`TaskEvent`]s), an unknown task with -32602. `None` for any other method (answer it
-    /// yourself). Use [`serve`](Self::serve) to answer on a connection directly.
+    /// yourself). Use [`serve`](Self::serve) to answer on a connection directly: this call
+    /// does not see the requestor's capabilities, so it sends a task's input requests to any
+    /// client, where `serve` answers one that did not declare what they need with -32021.
     pub fn answer(
         &mut self,
         now: Timestamp,
@@ -1013,21 +1021,9 @@ impl Tasks {
             return None;
         }
         task.asked.iter().find_map(|(_, request)| {
-            let request = RawJson::validated(request);
-            let method = request.get_unique("method").ok()??.as_str()?.to_str();
-            let cap = match &*method {
-                "elicitation/create" => mcp::Caps::ELICITATION,
-                "sampling/createMessage" => mcp::Caps::SAMPLING,
-                _ => mcp::Caps::ROOTS,
-            };
-            if !declared.contains(cap) {
-                return Some(cap);
-            }
-            let params = request.get_unique("params").ok().flatten();
-            match mcp::sub_capabilities_with(&method, params, || false).check(declared, false) {
-                Err(mcp::SubCapability::Needs(cap)) => Some(cap),
-                _ => None,
-            }
+            crate::conn::input_request_need(RawJson::validated(request), declared)
+                .ok()
+                .flatten()
         })
     }
 

@@ -1392,6 +1392,7 @@ fn a_2025_11_25_tool_result_with_is_error_fails_the_task_and_is_its_result() {
     let mut random = ids();
     let legacy = tasks.create_legacy(T0, &mut random, 1).unwrap();
     let result = r#"{"content":[{"type":"text","text":"no such city"}],"isError":true}"#;
+    tasks.set_message(T0, &legacy, Some("fetching")).unwrap();
     tasks.complete(T0, &legacy, raw(result)).unwrap();
     assert_eq!(tasks.status(&legacy), Some(TaskStatus::Failed));
     // "The tasks/get response SHOULD include a statusMessage field with diagnostic
@@ -1399,7 +1400,9 @@ fn a_2025_11_25_tool_result_with_is_error_fails_the_task_and_is_its_result() {
     let got = legacy_answer(&mut tasks, 1, "tasks/get", &legacy);
     assert_eq!(got["status"], "failed");
     assert!(
-        got["statusMessage"].as_str().is_some_and(|m| !m.is_empty()),
+        got["statusMessage"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty() && m != "fetching"),
         "{got}"
     );
     let answer = legacy_answer(&mut tasks, 1, "tasks/result", &legacy);
@@ -1828,6 +1831,47 @@ fn a_reviewed_listen_follows_only_the_tasks_the_application_grants() {
     };
     let params: Value = serde_json::from_str(params).unwrap();
     assert_eq!(params["taskId"], mine.as_str());
+}
+
+/// `notifications/tasks` carries the full DetailedTask, input requests included: it goes only to
+/// a listener that declared what they need, as `tasks/get` answers only such a requestor
+/// (-32021 otherwise). A listener with only the extension got the elicitation.
+#[test]
+fn a_task_status_with_input_requests_goes_only_to_listeners_that_declared_them() {
+    for elicitation in [false, true] {
+        let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+        let caps = if elicitation {
+            r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        } else {
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        };
+        let client =
+            common::pair::modern(Config::client("c", "1").with_capabilities(caps).unwrap());
+        let server = Config::server("s", "1")
+            .with_capabilities(r#"{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#)
+            .unwrap();
+        let mut p = common::pair::Pair::new(client, server);
+        p.step();
+        p.take_client_events();
+        let task = tasks.create(p.now, &mut ids()).unwrap();
+        let filter = json!({ "notifications": { "taskIds": [task] } }).to_string();
+        p.client
+            .request(p.now, "subscriptions/listen", Some(raw(&filter)))
+            .unwrap();
+        p.step();
+        p.take_client_events(); // the acknowledgement
+        let ask = r#"{"method":"elicitation/create","params":{"message":"Deploy?","requestedSchema":{"type":"object","properties":{}}}}"#;
+        tasks.ask(p.now, &task, "e", raw(ask)).unwrap();
+        let (method, params) = tasks.status_notification(&task).unwrap();
+        p.server.notify(method, Some(raw(&params))).unwrap();
+        p.step();
+        let evs = p.take_client_events();
+        assert_eq!(
+            evs.len(),
+            usize::from(elicitation),
+            "elicitation {elicitation}: {evs:?}"
+        );
+    }
 }
 
 #[test]

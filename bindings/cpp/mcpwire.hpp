@@ -754,7 +754,8 @@ public:
                                              detail::ptr_or_null(message),
                                              detail::len_or_zero(message)));
     }
-    /// Asks the client for input: `request` (a JSON object) under `key`, answered as a
+    /// Asks the client for input: `request` (an input request of Multi Round-Trip Requests:
+    /// elicitation/create, sampling/createMessage or roots/list) under `key`, answered as a
     /// MCPW_TASK_EVENT_INPUT.
     void ask(std::uint64_t now_ns, std::string_view task, std::string_view key,
              std::string_view request) {

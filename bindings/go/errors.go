@@ -54,7 +54,7 @@ const (
 	CodeTaskTerminal           ResultCode = 319 // Tasks: the task is terminal and never changes again
 	CodeTaskKeyReused          ResultCode = 320 // Tasks: the input request key was used before in the task
 	CodeTooManyInputRequests   ResultCode = 321 // Tasks: TaskConfig.MaxInputRequests are outstanding
-	CodeInvalidTaskPayload     ResultCode = 322 // Tasks: the JSON is not an object or is over MaxPayload
+	CodeInvalidTaskPayload     ResultCode = 322 // Tasks: the JSON is not what the call takes, or is over MaxPayload
 	CodeRandomRepeats          ResultCode = 323 // Tasks: the random source gave ids in use eight times running
 	CodeCommandRefused         ResultCode = 399
 	CodePanic                  ResultCode = 900

@@ -62,6 +62,7 @@ use event::{EventQueue, Stored};
 use lifecycle::Lifecycle;
 use outbound::{Answer, Outbound};
 use stateless::Stateless;
+pub(crate) use stateless::input_request_need;
 
 // ---- Errors --------------------------------------------------------------------------------
 
@@ -722,7 +723,9 @@ impl Connection {
     /// request gets its result, with the subscription id in `_meta`; over HTTP that ends its SSE
     /// stream. A listen still waiting for [`grant_listen`](Self::grant_listen) is first
     /// acknowledged with nothing granted: the acknowledgement must be the stream's first
-    /// message. [`Error::UnknownRequest`] when `id` is not a listen request in flight.
+    /// message (should the output fill up between the two, the call fails with
+    /// [`Error::OutputFull`] and the listen stays, acknowledged: call again once it drained).
+    /// [`Error::UnknownRequest`] when `id` is not a listen request in flight.
     pub fn end_listen(&mut self, id: Id<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         self.core.end_listen(id)

@@ -383,6 +383,41 @@ fn input_request_cap(method: &str) -> Option<Caps> {
     }
 }
 
+/// What the input request `request` (`{"method":…,"params":…}`) needs that `declared` lacks,
+/// if anything: "Servers MUST NOT send an inputRequests that the client has not declared
+/// support for in its capabilities". `Err` for no input request of Multi Round-Trip Requests,
+/// or params its method cannot take.
+pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result<Option<Caps>, ()> {
+    let method = request
+        .get_unique("method")
+        .ok()
+        .flatten()
+        .and_then(|m| m.as_str())
+        .map(|m| m.to_str().into_owned())
+        .unwrap_or_default();
+    let cap = input_request_cap(&method).ok_or(())?;
+    if !declared.contains(cap) {
+        return Ok(Some(cap));
+    }
+    let params = request.get_unique("params").ok().flatten();
+    match mcp::sub_capabilities_with(&method, params, || false).check(declared, false) {
+        Ok(()) => Ok(None),
+        Err(mcp::SubCapability::Needs(cap)) => Ok(Some(cap)),
+        Err(mcp::SubCapability::Malformed) => Err(()),
+    }
+}
+
+/// Whether every input request of the `inputRequests` member of `params` (if any) goes to a
+/// client that declared `declared`.
+fn input_requests_declared(params: Option<RawJson<'_>>, declared: Caps) -> bool {
+    let Some(requests) = params.and_then(|p| p.get_unique("inputRequests").ok().flatten()) else {
+        return true;
+    };
+    requests
+        .members()
+        .all(|(_, request)| matches!(input_request_need(request, declared), Ok(None)))
+}
+
 impl Core {
     pub(super) fn serves_modern(&self) -> bool {
         self.role == Role::Server && self.config.latest_modern().is_some()
@@ -840,9 +875,16 @@ impl Core {
                     "notifications/resources/updated" => uri
                         .as_ref()
                         .is_some_and(|u| listen.resource_uris.iter().any(|l| l == u)),
-                    "notifications/tasks" => uri
-                        .as_ref()
-                        .is_some_and(|t| listen.task_ids.iter().any(|l| l == t)),
+                    // The full DetailedTask, input requests included: only to a listener that
+                    // declared what they need, as `tasks/get` answers only such a requestor.
+                    "notifications/tasks" => {
+                        uri.as_ref()
+                            .is_some_and(|t| listen.task_ids.iter().any(|l| l == t))
+                            && input_requests_declared(
+                                params,
+                                entry.modern.map_or(Caps::EMPTY, |m| m.client_caps),
+                            )
+                    }
                     _ => false,
                 };
                 wanted.then(|| (id.clone(), entry.stream))
@@ -1026,24 +1068,10 @@ impl Core {
                 return Err(Error::InvalidParams);
             }
             for (_, request) in requests.members() {
-                let method = request
-                    .get_unique("method")
-                    .ok()
-                    .flatten()
-                    .and_then(|m| m.as_str())
-                    .map(|m| m.to_str().into_owned())
-                    .unwrap_or_default();
-                let cap = input_request_cap(&method).ok_or(Error::InvalidParams)?;
-                if !ctx.client_caps.contains(cap) {
-                    return Err(Error::NotNegotiated(cap));
-                }
-                let params = request.get_unique("params").ok().flatten();
-                match mcp::sub_capabilities_with(&method, params, || false)
-                    .check(ctx.client_caps, false)
-                {
-                    Ok(()) => {}
-                    Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
-                    Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),
+                match input_request_need(request, ctx.client_caps) {
+                    Ok(None) => {}
+                    Ok(Some(cap)) => return Err(Error::NotNegotiated(cap)),
+                    Err(()) => return Err(Error::InvalidParams),
                 }
             }
         }

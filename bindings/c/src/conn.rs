@@ -1014,7 +1014,9 @@ pub unsafe extern "C" fn mcpw_conn_listen_items(
 ///
 /// Refused, with nothing sent: `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not a listen waiting
 /// for its grant, `MCPW_ERR_INVALID_ARGUMENT` when `keep_len` is not its number of items,
-/// `MCPW_ERR_OUTPUT_FULL` when the output is past its limit.
+/// `MCPW_ERR_OUTPUT_FULL` when the output is past its limit, `MCPW_ERR_CLOSED` after
+/// `MCPW_EVENT_CLOSED`, `MCPW_ERR_NULL_ARGUMENT` for a NULL `conn`, `id` or `keep` (with a
+/// length).
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

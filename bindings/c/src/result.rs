@@ -114,8 +114,8 @@ pub enum mcpw_result {
     /// Tasks: the task has `mcpw_task_config.max_input_requests` input requests outstanding
     /// already.
     MCPW_ERR_TOO_MANY_INPUT_REQUESTS = 321,
-    /// Tasks: the JSON is not what the call takes (a result and an input request are
-    /// objects), or it is over `mcpw_task_config.max_payload`.
+    /// Tasks: the JSON is not what the call takes (a result is an object, an input request one
+    /// of Multi Round-Trip Requests), or it is over `mcpw_task_config.max_payload`.
     MCPW_ERR_INVALID_TASK_PAYLOAD = 322,
     /// Tasks: the random source gave ids already in use eight times running, so it is not
     /// random (a failed `getrandom` that left the buffer as it was, a fixed seed). No task
@@ -223,7 +223,9 @@ impl mcpw_result {
             MCPW_ERR_TASK_TERMINAL => c"the task is terminal",
             MCPW_ERR_TASK_KEY_REUSED => c"the input request key was used before in this task",
             MCPW_ERR_TOO_MANY_INPUT_REQUESTS => c"too many input requests outstanding",
-            MCPW_ERR_INVALID_TASK_PAYLOAD => c"the JSON is not an object or is too large",
+            MCPW_ERR_INVALID_TASK_PAYLOAD => {
+                c"the JSON is not what the call takes, or is too large"
+            }
             MCPW_ERR_RANDOM_REPEATS => c"the random source repeats itself",
             MCPW_ERR_COMMAND_REFUSED => c"the engine refused the command",
             MCPW_ERR_PANIC => c"internal error: mcpwire panicked; the handle is poisoned",
