@@ -598,6 +598,12 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
     {
         add("tasks", format!("random-{i}"), random(len));
     }
+    // c_abi's reviewed-listen harness (after the others, which keep their bytes).
+    for (i, len) in [256usize, 2048].into_iter().enumerate() {
+        let mut bytes = vec![fuzz_logic::c_abi_listen::LISTEN_MARKER];
+        bytes.extend(random(len));
+        add("c_abi", format!("listen-random-{i}"), bytes);
+    }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);
         assert!(
@@ -1019,6 +1025,7 @@ fn seed_corpora_are_current() {
         let marked = [
             fuzz_logic::c_abi_http::HTTP_MARKER,
             fuzz_logic::c_abi_tasks::TASKS_MARKER,
+            fuzz_logic::c_abi_listen::LISTEN_MARKER,
         ];
         if *target == "c_abi" && !bytes.first().is_some_and(|b| marked.contains(b)) {
             let (setup, ops) = c_abi::parse_abi(bytes).expect("a setup");
@@ -1952,6 +1959,23 @@ fn c_abi_tasks_harness_runs_clean_on_random_inputs() {
             && total.events > 0,
         "{total:?}"
     );
+}
+
+/// The C ABI's reviewed-listen harness runs many pseudo-random inputs clean, and they reach
+/// successful grants.
+#[test]
+fn c_abi_listen_harness_runs_clean_on_random_inputs() {
+    let mut state = 0x6c69_7374_u64;
+    let (mut steps, mut grants) = (0, 0);
+    for i in 0..300 {
+        let len = 64 + (i * 53) % 3000;
+        let bytes = xorshift_bytes(&mut state, len);
+        let r = fuzz_logic::c_abi_listen::c_abi_listen_reached(&bytes);
+        steps += r.steps;
+        grants += r.grants;
+    }
+    eprintln!("steps {steps}, grants {grants}");
+    assert!(steps > 1000 && grants > 0, "steps {steps}, grants {grants}");
 }
 
 /// `len` pseudo-random bytes from xorshift64 (`state` goes on from one call to the next):

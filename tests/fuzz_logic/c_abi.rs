@@ -3409,9 +3409,14 @@ pub fn c_abi(data: &[u8]) {
         super::c_abi_http::c_abi_http(rest);
         return;
     }
-    // So have the task tables (tests/fuzz_logic/c_abi_tasks.rs).
+    // So have the task tables (tests/fuzz_logic/c_abi_tasks.rs) and reviewed listens
+    // (tests/fuzz_logic/c_abi_listen.rs).
     if let Some((&super::c_abi_tasks::TASKS_MARKER, rest)) = data.split_first() {
         super::c_abi_tasks::c_abi_tasks(rest);
+        return;
+    }
+    if let Some((&super::c_abi_listen::LISTEN_MARKER, rest)) = data.split_first() {
+        super::c_abi_listen::c_abi_listen(rest);
         return;
     }
     run(data, false);
