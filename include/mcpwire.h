@@ -406,8 +406,9 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_NOT_NEGOTIATED = 306,
     /**
-     * Params must be a JSON object, without a `progressToken` of their own when progress is
-     * requested.
+     * Params must be a JSON object, without a `_meta.progressToken` of their own (ask for
+     * progress instead: the engine adds the token) and without a member the engine reads
+     * (`task`, an elicitation `mode`, sampling `tools`) written twice.
      */
     MCPW_ERR_INVALID_PARAMS = 307,
     /**

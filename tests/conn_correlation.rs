@@ -886,3 +886,67 @@ fn the_timer_heap_stays_bounded_when_answers_come_fast() {
         reason: CloseReason::Local
     }));
 }
+
+#[test]
+fn progress_tokens_are_the_engines_own() {
+    // "MUST be unique across all active requests": a token of the application's own could
+    // repeat the one the engine gave another request (its id), so it is refused, in both eras,
+    // written plainly or with escapes, with or without the progress option.
+    for version in [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28] {
+        let mut p = ready(version);
+        let a = p
+            .client
+            .request_with(
+                p.now,
+                "tools/call",
+                Some(raw(r#"{"name":"a"}"#)),
+                RequestOptions {
+                    progress: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        for params in [
+            format!(r#"{{"name":"b","_meta":{{"progressToken":{}}}}}"#, a.0),
+            r#"{"name":"b","_meta":{"progress\u0054oken":"x"}}"#.to_owned(),
+            r#"{"name":"b","_meta":{},"_meta":{"progressToken":"x"}}"#.to_owned(),
+        ] {
+            assert_eq!(
+                p.client.request(p.now, "tools/call", Some(raw(&params))),
+                Err(Error::InvalidParams),
+                "{version:?} {params}"
+            );
+        }
+        // The word elsewhere is no token.
+        assert!(
+            p.client
+                .request(
+                    p.now,
+                    "tools/call",
+                    Some(raw(
+                        r#"{"name":"progressToken","arguments":{"progressToken":1}}"#
+                    )),
+                )
+                .is_ok()
+        );
+    }
+}
+
+#[test]
+fn only_a_server_logs() {
+    // notifications/message goes from server to client: a client's `log` about a request the
+    // server sent it is refused (it went out, and the server counted a violation).
+    let client = Config::client("c", "1")
+        .with_capabilities(r#"{"roots":{},"logging":{}}"#)
+        .unwrap();
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server_config());
+    p.server.request(p.now, "roots/list", None).unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_client_events());
+    assert_eq!(
+        p.client
+            .log(id.as_id(), mcpwire::mcp::LogLevel::Info, None, raw("1")),
+        Err(Error::WrongDirection)
+    );
+    assert!(take_output(&mut p.client).is_empty());
+}

@@ -439,3 +439,70 @@ fn remembered_url_elicitation_ids_are_bounded_in_bytes() {
     let got = completed(&mut p, &ids);
     assert_eq!(got, ids[5..].to_vec());
 }
+
+#[test]
+fn include_context_needs_no_capability_before_2025_11_25() {
+    // `sampling.context` arrived in 2025-11-25; before it, `includeContext` has no gate.
+    for v in [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+    ] {
+        let mut p = Pair::ready(v, client(r#"{"sampling":{}}"#), server_config());
+        assert!(
+            server_asks(&mut p, "sampling/createMessage", CONTEXT).is_ok(),
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn a_member_the_rules_read_twice_is_malformed_both_ways() {
+    const MODES: &str = r#"{"mode":"form","mode":"url","message":"m","elicitationId":"e","url":"https://x.example/"}"#;
+    const TOOLS_TWICE: &str = r#"{"messages":[],"maxTokens":5,"tools":[],"tools":[{"name":"t","inputSchema":{"type":"object"}}]}"#;
+    const CONTEXT_TWICE: &str =
+        r#"{"messages":[],"maxTokens":5,"includeContext":"none","includeContext":"allServers"}"#;
+    const TASK_TWICE: &str = r#"{"name":"x","task":{"ttl":1},"task":{"ttl":2}}"#;
+    for (m, params) in [
+        ("elicitation/create", MODES),
+        ("sampling/createMessage", TOOLS_TWICE),
+        ("sampling/createMessage", CONTEXT_TWICE),
+        ("tools/call", TASK_TWICE),
+    ] {
+        assert_eq!(
+            sub_capabilities(m, Some(raw(params))),
+            SubCapability::Malformed,
+            "{params}"
+        );
+    }
+    // Sending: refused, whatever the peer declared.
+    let mut p =
+        pair(r#"{"elicitation":{"form":{},"url":{}},"sampling":{"tools":{},"context":{}}}"#);
+    for (m, params) in [
+        ("elicitation/create", MODES),
+        ("sampling/createMessage", TOOLS_TWICE),
+        ("sampling/createMessage", CONTEXT_TWICE),
+    ] {
+        assert_eq!(
+            server_asks(&mut p, m, params),
+            Err(Error::InvalidParams),
+            "{params}"
+        );
+    }
+    assert_eq!(
+        p.client.request(p.now, "tools/call", Some(raw(TASK_TWICE))),
+        Err(Error::InvalidParams)
+    );
+    // Receiving: -32602, and the application never sees them (a parser where the last one
+    // wins would read the undeclared URL mode or tool use).
+    let mut p = pair(r#"{"elicitation":{},"sampling":{}}"#);
+    let answer = raw_server_request(&mut p, 80, "elicitation/create", MODES);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let answer = raw_server_request(&mut p, 81, "sampling/createMessage", TOOLS_TWICE);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        !p.take_client_events()
+            .iter()
+            .any(|e| matches!(e, Ev::Request { .. }))
+    );
+}

@@ -423,7 +423,7 @@ impl Core {
         // that type normally".
         let ours = self.config.capabilities.flags();
         if matches!(method, "elicitation/create" | "sampling/createMessage")
-            && mcp::sub_capabilities_with(method, r.params, || false)
+            && mcp::sub_capabilities_with(method, r.params, || Some(false))
                 .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)
                 .is_err()
         {
@@ -524,7 +524,7 @@ impl Core {
                             "tools/call" | "sampling/createMessage" | "elicitation/create"
                         ) && self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
                             && asks_for_task
-                            && mcp::sub_capabilities_with(r.method.raw(), r.params, || true)
+                            && mcp::sub_capabilities_with(r.method.raw(), r.params, || Some(true))
                                 .check(self.config.capabilities.flags(), true)
                                 .is_ok()
                     }

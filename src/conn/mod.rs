@@ -88,8 +88,9 @@ pub enum Error {
     /// The capability that gates the method was not negotiated (the peer's for a request, ours
     /// for a notification).
     NotNegotiated(Caps),
-    /// Params must be a JSON object (and may not carry a `progressToken` of their own when the
-    /// engine is asked to add one).
+    /// Params must be a JSON object, without a `_meta.progressToken` of their own (ask with
+    /// [`RequestOptions::progress`]: the engine adds the token) and without a member the engine
+    /// reads (`task`, an elicitation `mode`, sampling `tools`) written twice.
     InvalidParams,
     /// The error code does not exist in the negotiated version (-32042 outside 2025-11-25,
     /// -32020..-32022 outside 2026-07-28, for example).
@@ -788,7 +789,9 @@ impl Connection {
     /// Server: sends a log message about one of the peer's requests. In 2026-07-28 it goes out
     /// only if the request asked for this level or a lower one with `logLevel`, and never on a
     /// `subscriptions/listen` stream; in the handshake era, whenever we declared `logging`.
-    /// Returns whether it was sent.
+    /// Returns whether it was sent. A client gets [`Error::WrongDirection`]. Like
+    /// [`progress`](Self::progress), it still goes out during a graceful close, for requests
+    /// not yet answered.
     pub fn log(
         &mut self,
         id: Id<'_>,

@@ -192,7 +192,7 @@ impl Core {
         stream: StreamId,
     ) -> Result<RequestId, Error> {
         self.check_outgoing(MethodKind::Request, method)?;
-        if params.is_some_and(|p| !p.is_object()) {
+        if params.is_some_and(|p| !p.is_object() || own_progress_token(p)) {
             return Err(Error::InvalidParams);
         }
         // Sub-capabilities (elicitation modes, sampling tools and context, task augmentation):
@@ -203,16 +203,31 @@ impl Core {
             .as_ref()
             .map(|c| c.flags())
             .unwrap_or_default();
-        let tasks_apply = self.effective_version() == ProtocolVersion::V2025_11_25;
-        let task_augmented = tasks_apply
-            && matches!(
-                method,
-                "tools/call" | "sampling/createMessage" | "elicitation/create"
-            )
-            && params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some());
+        let version = self.effective_version();
+        // `sampling.context` arrived in 2025-11-25: before it, no capability gates
+        // `includeContext`.
+        let peer = if version < ProtocolVersion::V2025_11_25 {
+            peer | Caps::SAMPLING_CONTEXT
+        } else {
+            peer
+        };
+        let tasks_apply = version == ProtocolVersion::V2025_11_25;
+        // A `task` member twice is malformed (`None`) wherever it is read.
+        let task_member = match params {
+            Some(p)
+                if tasks_apply
+                    && matches!(
+                        method,
+                        "tools/call" | "sampling/createMessage" | "elicitation/create"
+                    ) =>
+            {
+                p.get_unique("task").ok().map(|t| t.is_some())
+            }
+            _ => Some(false),
+        };
+        let task_augmented = task_member == Some(true);
         // Task flags count only where tasks apply, so elsewhere the params need no second look.
-        match mcp::sub_capabilities_with(method, params, || task_augmented).check(peer, tasks_apply)
-        {
+        match mcp::sub_capabilities_with(method, params, || task_member).check(peer, tasks_apply) {
             Ok(()) => {}
             Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
             Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),
@@ -528,6 +543,14 @@ impl Core {
         logger: Option<&str>,
         data: RawJson<'_>,
     ) -> Result<bool, Error> {
+        // `notifications/message` goes from server to client only. Like progress, a log about
+        // a request not yet answered still goes out during a graceful close.
+        if self.role == Role::Client {
+            return Err(Error::WrongDirection);
+        }
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
         let key = OwnedId::from(id);
         let Some(entry) = self.dispatch.inbound.get(&key) else {
             return Err(Error::UnknownRequest);
@@ -573,5 +596,25 @@ impl Core {
         }
         self.out.scratch = params;
         Ok(true)
+    }
+}
+
+/// Whether request params carry a `_meta.progressToken` of the application's own (or a
+/// `_meta` twice, which might). The engine owns progress tokens: it uses the request's id
+/// ([`RequestOptions::progress`]), and a token of the application's could repeat another
+/// active request's ("MUST be unique across all active requests", progress.mdx) or go
+/// uncorrelated. Params with neither the word nor an escape (a key may be written with
+/// escapes) cost two searches.
+fn own_progress_token(params: RawJson<'_>) -> bool {
+    let text = params.get();
+    if !text.contains("progressToken") && !text.contains('\\') {
+        return false;
+    }
+    match params.get_unique("_meta") {
+        Ok(Some(meta)) => meta
+            .get_unique("progressToken")
+            .map_or(true, |t| t.is_some()),
+        Ok(None) => false,
+        Err(_) => true,
     }
 }

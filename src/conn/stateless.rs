@@ -400,7 +400,7 @@ pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result
         return Ok(Some(cap));
     }
     let params = request.get_unique("params").ok().flatten();
-    match mcp::sub_capabilities_with(&method, params, || false).check(declared, false) {
+    match mcp::sub_capabilities_with(&method, params, || Some(false)).check(declared, false) {
         Ok(()) => Ok(None),
         Err(mcp::SubCapability::Needs(cap)) => Ok(Some(cap)),
         Err(mcp::SubCapability::Malformed) => Err(()),

@@ -398,7 +398,8 @@ impl SubCapability {
 pub enum SubCapability {
     /// The receiver must have declared these flags (all of them).
     Needs(Caps),
-    /// The params are malformed where the rule reads them (an unknown elicitation mode).
+    /// The params are malformed where the rule reads them: an unknown elicitation mode, or a
+    /// member the rule reads (`mode`, `tools`, `toolChoice`, `includeContext`, `task`) twice.
     Malformed,
 }
 
@@ -418,34 +419,49 @@ pub enum SubCapability {
 /// ours (the JSON-RPC error the spec names). Use it to check a request of your own making.
 pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapability {
     sub_capabilities_with(method, params, || {
-        params.is_some_and(|p| p.get_unique("task").ok().flatten().is_some())
+        params.map_or(Some(false), |p| {
+            p.get_unique("task").ok().map(|t| t.is_some())
+        })
     })
 }
 
-/// [`sub_capabilities`] with the caller's answer to "do the params have a `task` member" (a
-/// duplicated one counts as absent), asked only for the methods a task may augment: callers
-/// that already know it, or for which tasks do not apply, save a walk over the params.
+/// [`sub_capabilities`] with the caller's answer to "do the params have a `task` member"
+/// (`None`: a duplicated one, malformed), asked only for the methods a task may augment:
+/// callers that already know it, or for which tasks do not apply, save a walk over the params.
+/// A member this reads that appears twice makes the params malformed: the receiver's reading
+/// (last one wins, for many JSON parsers) could differ from ours.
 pub(crate) fn sub_capabilities_with(
     method: &str,
     params: Option<RawJson<'_>>,
-    has_task: impl FnOnce() -> bool,
+    has_task: impl FnOnce() -> Option<bool>,
 ) -> SubCapability {
-    let member = |key: &str| params.and_then(|p| p.get_unique(key).ok().flatten());
+    let member = |key: &str| match params {
+        Some(p) => p.get_unique(key).map_err(|_| ()),
+        None => Ok(None),
+    };
     let mut needs = Caps::EMPTY;
     match method {
         "elicitation/create" => match member("mode") {
-            None => needs |= Caps::ELICITATION_FORM,
-            Some(m) => match m.as_str().map(|m| m.to_str()) {
+            Err(()) => return SubCapability::Malformed,
+            Ok(None) => needs |= Caps::ELICITATION_FORM,
+            Ok(Some(m)) => match m.as_str().map(|m| m.to_str()) {
                 Some(m) if m == "form" => needs |= Caps::ELICITATION_FORM,
                 Some(m) if m == "url" => needs |= Caps::ELICITATION_URL,
                 _ => return SubCapability::Malformed,
             },
         },
         "sampling/createMessage" => {
-            if member("tools").is_some() || member("toolChoice").is_some() {
+            let (Ok(tools), Ok(choice), Ok(context)) = (
+                member("tools"),
+                member("toolChoice"),
+                member("includeContext"),
+            ) else {
+                return SubCapability::Malformed;
+            };
+            if tools.is_some() || choice.is_some() {
                 needs |= Caps::SAMPLING_TOOLS;
             }
-            if member("includeContext")
+            if context
                 .and_then(|c| c.as_str())
                 .is_some_and(|c| c.to_str() != "none")
             {
@@ -461,8 +477,10 @@ pub(crate) fn sub_capabilities_with(
         // Nothing else reads params here: the common case costs no scan.
         _ => return SubCapability::Needs(needs),
     };
-    if has_task() {
-        needs |= task_flag;
+    match has_task() {
+        Some(true) => needs |= task_flag,
+        Some(false) => {}
+        None => return SubCapability::Malformed,
     }
     SubCapability::Needs(needs)
 }

@@ -75,8 +75,9 @@ pub enum mcpw_result {
     /// The capability that gates the method was not negotiated (the peer's for a request,
     /// ours for a notification).
     MCPW_ERR_NOT_NEGOTIATED = 306,
-    /// Params must be a JSON object, without a `progressToken` of their own when progress is
-    /// requested.
+    /// Params must be a JSON object, without a `_meta.progressToken` of their own (ask for
+    /// progress instead: the engine adds the token) and without a member the engine reads
+    /// (`task`, an elicitation `mode`, sampling `tools`) written twice.
     MCPW_ERR_INVALID_PARAMS = 307,
     /// The JSON-RPC error code does not exist in the negotiated protocol version.
     MCPW_ERR_CODE_NOT_IN_VERSION = 308,
