@@ -481,7 +481,13 @@ impl Tasks {
             .map(|_| {
                 let mut bytes = [0u8; 16];
                 random(&mut bytes);
-                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                let mut id = String::with_capacity(32);
+                for b in bytes {
+                    for nibble in [b >> 4, b & 15] {
+                        id.push(char::from(b"0123456789abcdef"[usize::from(nibble)]));
+                    }
+                }
+                id
             })
             .find(|id| !self.tasks.contains_key(id))
             .ok_or(TaskError::RandomRepeats)?;
@@ -582,9 +588,9 @@ impl Tasks {
             write_json_string(out, message);
         }
         out.extend_from_slice(b",\"createdAt\":\"");
-        out.extend_from_slice(self.iso8601(t.created).as_bytes());
+        self.write_iso8601(out, t.created);
         out.extend_from_slice(b"\",\"lastUpdatedAt\":\"");
-        out.extend_from_slice(self.iso8601(t.updated).as_bytes());
+        self.write_iso8601(out, t.updated);
         // 2025-11-25 names the fields `ttl` and `pollInterval` (milliseconds as well).
         let legacy = t.legacy.is_some();
         out.extend_from_slice(if legacy {
@@ -593,7 +599,7 @@ impl Tasks {
             b"\",\"ttlMs\":"
         });
         match self.config.ttl {
-            Some(ttl) => out.extend_from_slice(millis(ttl).to_string().as_bytes()),
+            Some(ttl) => write_digits(out, millis(ttl), 1),
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(if legacy {
@@ -601,12 +607,7 @@ impl Tasks {
         } else {
             b",\"pollIntervalMs\":"
         });
-        out.extend_from_slice(
-            millis(self.config.poll_interval)
-                .max(1)
-                .to_string()
-                .as_bytes(),
-        );
+        write_digits(out, millis(self.config.poll_interval).max(1), 1);
         if !detailed {
             return;
         }
@@ -640,9 +641,9 @@ impl Tasks {
     }
 
     /// `now` on the wall clock, as ISO 8601 in UTC with milliseconds.
-    fn iso8601(&self, now: Timestamp) -> String {
+    fn write_iso8601(&self, out: &mut Vec<u8>, now: Timestamp) {
         let since = now.as_nanos().saturating_sub(self.base.as_nanos()) / 1_000_000;
-        iso8601_utc(self.base_unix_ms.saturating_add(since))
+        write_iso8601_utc(out, self.base_unix_ms.saturating_add(since));
     }
 
     fn live(&mut self, task: &str) -> Result<&mut Task, TaskError> {
@@ -1259,7 +1260,23 @@ const LAST_RFC3339_MS: u64 = 253_402_300_799_999;
 
 /// `unix_ms` (milliseconds since 1970-01-01 UTC) as `YYYY-MM-DDTHH:MM:SS.mmmZ`, at most the
 /// end of year 9999.
-fn iso8601_utc(unix_ms: u64) -> String {
+/// Writes `n` in decimal, with leading zeros up to `width` digits: task JSON is written
+/// without allocating.
+fn write_digits(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at.min(buf.len() - width.min(buf.len()))..]);
+}
+
+fn write_iso8601_utc(out: &mut Vec<u8>, unix_ms: u64) {
     let unix_ms = unix_ms.min(LAST_RFC3339_MS);
     let ms = unix_ms % 1000;
     let secs = unix_ms / 1000;
@@ -1276,12 +1293,44 @@ fn iso8601_utc(unix_ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+    for (n, width, then) in [
+        (year, 4, b'-'),
+        (month, 2, b'-'),
+        (day, 2, b'T'),
+        (h, 2, b':'),
+        (m, 2, b':'),
+        (s, 2, b'.'),
+        (ms, 3, b'Z'),
+    ] {
+        write_digits(out, n, width);
+        out.push(then);
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::iso8601_utc;
+    use super::{write_digits, write_iso8601_utc};
+
+    fn iso8601_utc(unix_ms: u64) -> String {
+        let mut out = Vec::new();
+        write_iso8601_utc(&mut out, unix_ms);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn digits_are_written_with_their_padding() {
+        for (n, width, want) in [
+            (0, 1, "0"),
+            (7, 3, "007"),
+            (1234, 2, "1234"),
+            (u64::MAX, 1, "18446744073709551615"),
+            (u64::MAX, 25, "18446744073709551615"),
+        ] {
+            let mut out = b"x".to_vec();
+            write_digits(&mut out, n, width);
+            assert_eq!(out, format!("x{want}").as_bytes());
+        }
+    }
 
     #[test]
     fn wall_clock_times_are_iso_8601_in_utc() {
