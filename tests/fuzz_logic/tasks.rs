@@ -13,9 +13,10 @@
 //! terminal task could make room, repeats only from a broken random source); a task's status,
 //! its cancel flag and the table's size match the model after every step, and a terminal task
 //! never changes; a task leaves the table only when it expired or, terminal, made room; the
-//! table stays within `max_tasks` and each requestor within `max_tasks_per_owner`; every JSON
-//! the table writes parses and names the task and status it should; `tasks/list` lists the
-//! requestor's own tasks, in creation order; the events come in the order the model expects;
+//! table stays within `max_tasks` and each requestor within `max_tasks_per_owner`; the JSON
+//! the table writes for a task (one, on one step in four) parses and names the task and status
+//! it should; `tasks/list` lists the requestor's own tasks, in creation order; the events come
+//! in the order the model expects;
 //! every waiting `tasks/result` is answered exactly once when its task ends or expires (one the
 //! client cancelled, at most once), with the answer the task's end calls for; after
 //! `handle_timeout(now)` no deadline at or before `now` remains.
