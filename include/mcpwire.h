@@ -2451,7 +2451,8 @@ enum mcpw_result mcpw_conn_progress(struct mcpw_conn *conn,
  * `level` (one of `mcpw_log_level`), from `logger` (UTF-8, or NULL for none), with `data`
  * (any JSON value as text). In 2026-07-28 it goes out only if the request asked for this
  * level or a more verbose one; in the handshake era, whenever we declared `logging`.
- * `*out_sent` says whether it was sent. Inputs are read during the call only.
+ * `*out_sent` says whether it was sent; a client gets `MCPW_ERR_WRONG_DIRECTION`. Inputs are
+ * read during the call only.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

@@ -711,7 +711,8 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 // Log (server) sends a log message (notifications/message) about the peer's request id, at
 // level, from logger (empty for none), with data (any JSON value). In 2026-07-28 it goes out
 // only if the request asked for this level or a more verbose one; in the handshake era,
-// whenever we declared logging. It reports whether the message was sent.
+// whenever we declared logging. It reports whether the message was sent; a client gets
+// ErrWrongDirection.
 func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (bool, error) {
 	if !c.lock() {
 		return false, ErrFreed
