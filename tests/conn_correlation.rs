@@ -910,6 +910,9 @@ fn progress_tokens_are_the_engines_own() {
             format!(r#"{{"name":"b","_meta":{{"progressToken":{}}}}}"#, a.0),
             r#"{"name":"b","_meta":{"progress\u0054oken":"x"}}"#.to_owned(),
             r#"{"name":"b","_meta":{},"_meta":{"progressToken":"x"}}"#.to_owned(),
+            // `_meta` twice, whatever is in it: the receiver may read either.
+            r#"{"name":"b","_meta":{"k":1},"_meta":{"k":2}}"#.to_owned(),
+            r#"{"name":"a\nb","_meta":{"k":1},"_meta":{"k":2}}"#.to_owned(),
         ] {
             assert_eq!(
                 p.client.request(p.now, "tools/call", Some(raw(&params))),

@@ -1529,3 +1529,135 @@ fn a_listen_the_server_cancels_ends_on_the_client() {
     assert_eq!(p.client.stats().ignored_cancellations, 1, "the call's");
     assert_eq!(p.client.requests_in_flight(), 1, "the call goes on");
 }
+
+#[test]
+fn the_version_is_checked_before_the_rest_of_meta() {
+    // "If the server does not implement the requested version ... it MUST respond with an
+    // UnsupportedProtocolVersionError": a later client's `_meta` may differ in other members,
+    // and it must still learn our versions rather than get -32602.
+    let mut s = modern_server();
+    for (id, meta) in [
+        (
+            1,
+            r#""io.modelcontextprotocol/protocolVersion":"2099-01-01""#,
+        ),
+        (
+            2,
+            r#""io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"trace""#,
+        ),
+        (
+            3,
+            r#""io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"new""#,
+        ),
+    ] {
+        let (out, _) = s.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{"_meta":{{{meta}}}}}}}"#
+        ));
+        assert_eq!(out[0]["error"]["code"], -32022, "{meta}");
+        assert_eq!(out[0]["error"]["data"]["requested"], "2099-01-01");
+    }
+    // A supported version with a bad rest is still -32602.
+    let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#);
+    assert_eq!(out[0]["error"]["code"], -32602);
+}
+
+#[test]
+fn only_the_ways_out_for_them_send_other_result_types() {
+    // "Servers MUST NOT send InputRequiredResult responses on any other client requests", and
+    // its inputRequests only as the client declared: `respond` takes complete results only.
+    let mut s = modern_server();
+    s.request("1", "tools/list", "");
+    s.request("2", "tools/call", r#""name":"x""#);
+    for result in [
+        r#"{"resultType":"input_required","requestState":"s"}"#,
+        r#"{"resultType":"input_required","inputRequests":{"q":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}}}"#,
+        r#"{"resultType":7,"tools":[]}"#,
+        r#"{"resultType":"later","tools":[]}"#,
+        r#"{"resultType":"task","task":{}}"#,
+    ] {
+        for id in [1, 2] {
+            assert_eq!(
+                s.conn.respond(Id::Int(id), raw(result)),
+                Err(Error::InvalidParams),
+                "{result}"
+            );
+        }
+    }
+    assert!(s.out().is_empty());
+    s.conn
+        .respond(Id::Int(1), raw(r#"{"resultType":"complete","tools":[]}"#))
+        .unwrap();
+    assert_eq!(s.out()[0]["result"]["resultType"], "complete");
+}
+
+#[test]
+fn an_input_required_answer_carries_no_cache_hints() {
+    // "Interim results with resultType: input_required ... are not cacheable and carry no
+    // caching hints"; the complete answer to the retry carries them.
+    let mut s = modern_server();
+    s.request("1", "resources/read", r#""uri":"file:///x""#);
+    s.conn
+        .respond_input_required(Id::Int(1), None, Some("st"))
+        .unwrap();
+    let out = s.out();
+    let r = &out[0]["result"];
+    assert_eq!(r["resultType"], "input_required");
+    assert!(
+        r.get("ttlMs").is_none() && r.get("cacheScope").is_none(),
+        "{r}"
+    );
+    s.request("2", "resources/read", r#""uri":"file:///x""#);
+    s.conn
+        .respond(Id::Int(2), raw(r#"{"contents":[]}"#))
+        .unwrap();
+    let out = s.out();
+    assert!(out[0]["result"]["ttlMs"].is_u64(), "{}", out[0]);
+}
+
+#[test]
+fn per_request_logging_needs_the_logging_capability() {
+    // "Servers that emit log message notifications MUST declare the logging capability".
+    let config = Config::server("s", "1")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let mut s = Raw::server(config);
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"},"name":"t"}}"#);
+    assert_eq!(
+        s.conn.log(Id::Int(1), LogLevel::Info, None, raw(r#""hi""#)),
+        Err(Error::NotNegotiated(Caps::LOGGING))
+    );
+    assert!(s.out().is_empty());
+}
+
+#[test]
+fn errors_32021_and_32022_need_their_data() {
+    let mut s = modern_server();
+    for (id, code, data) in [
+        (1, -32021, None),
+        (2, -32021, Some(r#"{"requiredCapabilities":"sampling"}"#)),
+        (3, -32022, Some(r#"{"supported":["2026-07-28"]}"#)),
+        (
+            4,
+            -32022,
+            Some(r#"{"supported":"2026-07-28","requested":"x"}"#),
+        ),
+    ] {
+        s.request(&id.to_string(), "tools/call", r#""name":"x""#);
+        assert_eq!(
+            s.conn
+                .respond_error(Id::Int(id), code, "no", data.map(|d| raw(d))),
+            Err(Error::InvalidParams),
+            "{code} {data:?}"
+        );
+    }
+    assert!(s.out().is_empty());
+    s.conn
+        .respond_error(
+            Id::Int(4),
+            -32022,
+            "no",
+            Some(raw(r#"{"supported":["2026-07-28"],"requested":"x"}"#)),
+        )
+        .unwrap();
+    assert_eq!(s.out()[0]["error"]["code"], -32022);
+}

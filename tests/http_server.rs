@@ -3227,3 +3227,48 @@ fn extreme_stream_ids_and_keepalive_are_taken_as_workable() {
         s.poll_timeout()
     );
 }
+
+fn modern_only_server() -> HttpServer {
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.versions = vec![ProtocolVersion::V2026_07_28];
+    HttpServer::new(config)
+}
+
+#[test]
+fn a_modern_only_server_names_its_versions_to_initialize_over_http() {
+    // "SHOULD name the protocol versions it supports in any error it returns to an initialize
+    // request, on any transport": a handshake-era client sends no MCP-Protocol-Version there.
+    let mut s = modern_only_server();
+    let r = send(
+        &mut s,
+        "POST",
+        &[],
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    let body = match r.body {
+        Body::Stream(_) => {
+            let evs = events(&mut s);
+            panic!("initialize reached the application: {evs:?}")
+        }
+        _ => json_body(&r),
+    };
+    assert_eq!(r.status, 400, "{body}");
+    assert_eq!(body["error"]["code"], -32022, "{body}");
+    assert_eq!(body["error"]["data"]["supported"], json!(["2026-07-28"]));
+}
+
+#[test]
+fn a_modern_only_server_ignores_a_session_id() {
+    // "An Mcp-Session-Id header on a request: ignore it" (a server of the stateless era alone).
+    let mut s = modern_only_server();
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
+    let mut headers = modern_headers("tools/list", None);
+    headers.push(("Mcp-Session-Id", "abc"));
+    let r = send(&mut s, "POST", &headers, &body);
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    // Without the version header it is the stateless era's 400, not a session's 404.
+    headers.retain(|(n, _)| *n != "MCP-Protocol-Version");
+    let r = send(&mut s, "POST", &headers, &body);
+    assert_eq!(r.status, 400);
+    assert_eq!(json_body(&r)["error"]["code"], -32020);
+}

@@ -466,7 +466,6 @@ fn a_member_the_rules_read_twice_is_malformed_both_ways() {
     for (m, params) in [
         ("elicitation/create", MODES),
         ("sampling/createMessage", TOOLS_TWICE),
-        ("sampling/createMessage", CONTEXT_TWICE),
         ("tools/call", TASK_TWICE),
     ] {
         assert_eq!(
@@ -475,13 +474,18 @@ fn a_member_the_rules_read_twice_is_malformed_both_ways() {
             "{params}"
         );
     }
+    // `includeContext` twice needs the capability (one of them might), and is not malformed:
+    // every receiver before 2025-11-25 tolerates it.
+    assert_eq!(
+        sub_capabilities("sampling/createMessage", Some(raw(CONTEXT_TWICE))),
+        SubCapability::Needs(Caps::SAMPLING_CONTEXT)
+    );
     // Sending: refused, whatever the peer declared.
     let mut p =
         pair(r#"{"elicitation":{"form":{},"url":{}},"sampling":{"tools":{},"context":{}}}"#);
     for (m, params) in [
         ("elicitation/create", MODES),
         ("sampling/createMessage", TOOLS_TWICE),
-        ("sampling/createMessage", CONTEXT_TWICE),
     ] {
         assert_eq!(
             server_asks(&mut p, m, params),
@@ -489,6 +493,7 @@ fn a_member_the_rules_read_twice_is_malformed_both_ways() {
             "{params}"
         );
     }
+    assert!(server_asks(&mut p, "sampling/createMessage", CONTEXT_TWICE).is_ok());
     assert_eq!(
         p.client.request(p.now, "tools/call", Some(raw(TASK_TWICE))),
         Err(Error::InvalidParams)
@@ -505,4 +510,17 @@ fn a_member_the_rules_read_twice_is_malformed_both_ways() {
             .iter()
             .any(|e| matches!(e, Ev::Request { .. }))
     );
+    // `includeContext` twice is tolerated like one, in every version.
+    for v in [ProtocolVersion::V2024_11_05, V] {
+        let mut p = Pair::ready(v, client(r#"{"sampling":{}}"#), server_config());
+        raw_server_request(&mut p, 82, "sampling/createMessage", CONTEXT_TWICE);
+        assert_eq!(
+            p.take_client_events()
+                .iter()
+                .filter(|e| matches!(e, Ev::Request { .. }))
+                .count(),
+            1,
+            "{v:?}"
+        );
+    }
 }

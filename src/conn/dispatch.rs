@@ -434,7 +434,7 @@ impl Core {
                 Refusal::new(
                     ViolationKind::InvalidParams,
                     jsonrpc::INVALID_PARAMS,
-                    "the request needs a capability we did not declare (elicitation mode or sampling tools)",
+                    "the request needs a capability we did not declare (elicitation mode or sampling tools), or repeats a member that says which",
                 ),
             );
         }

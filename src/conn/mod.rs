@@ -89,8 +89,9 @@ pub enum Error {
     /// for a notification).
     NotNegotiated(Caps),
     /// Params must be a JSON object, without a `_meta.progressToken` of their own (ask with
-    /// [`RequestOptions::progress`]: the engine adds the token) and without a member the engine
-    /// reads (`task`, an elicitation `mode`, sampling `tools`) written twice.
+    /// [`RequestOptions::progress`]: the engine adds the token) or a `_meta` written twice, and
+    /// without a member the sub-capability rules read written twice (an elicitation `mode`,
+    /// sampling `tools` or `toolChoice`, and in 2025-11-25 `task`).
     InvalidParams,
     /// The error code does not exist in the negotiated version (-32042 outside 2025-11-25,
     /// -32020..-32022 outside 2026-07-28, for example).
@@ -737,6 +738,8 @@ impl Connection {
     /// [`mcp::RESOURCE_NOT_FOUND`] (-32002), which is written as the version's code for a
     /// missing resource: -32602 from 2026-07-28 on, which replaced it (see
     /// [`mcp::resource_not_found_code`]). So one app answers "not found" right in every era.
+    /// -32021 and -32022 need the data the schema requires (`requiredCapabilities`, an
+    /// object; `supported`, an array, and `requested`, a string), else [`Error::InvalidParams`].
     pub fn respond_error(
         &mut self,
         id: Id<'_>,
@@ -753,6 +756,26 @@ impl Connection {
             if !mcp::error_code_allowed(code, v) {
                 return Err(Error::CodeNotInVersion);
             }
+        }
+        // The schema requires these codes' data: the capabilities needed, and the versions.
+        let data_ok = match code {
+            mcp::MISSING_REQUIRED_CLIENT_CAPABILITY => data.is_some_and(|d| {
+                d.get_unique("requiredCapabilities")
+                    .is_ok_and(|c| c.is_some_and(|c| c.is_object()))
+            }),
+            mcp::UNSUPPORTED_PROTOCOL_VERSION => data.is_some_and(|d| {
+                let found = d.get_each(["supported", "requested"]);
+                found
+                    .get(0)
+                    .is_ok_and(|s| s.is_some_and(|s| s.get().starts_with('[')))
+                    && found
+                        .get(1)
+                        .is_ok_and(|r| r.is_some_and(|r| r.as_str().is_some()))
+            }),
+            _ => true,
+        };
+        if !data_ok {
+            return Err(Error::InvalidParams);
         }
         if code == mcp::URL_ELICITATION_REQUIRED {
             // Only with its well-formed data, to a client that can follow it.
@@ -788,7 +811,8 @@ impl Connection {
 
     /// Server: sends a log message about one of the peer's requests. In 2026-07-28 it goes out
     /// only if the request asked for this level or a lower one with `logLevel`, and never on a
-    /// `subscriptions/listen` stream; in the handshake era, whenever we declared `logging`.
+    /// `subscriptions/listen` stream; in the handshake era, whenever. Either way we must have
+    /// declared `logging` ([`Error::NotNegotiated`]).
     /// Returns whether it was sent. A client gets [`Error::WrongDirection`]. Like
     /// [`progress`](Self::progress), it still goes out during a graceful close, for requests
     /// not yet answered.

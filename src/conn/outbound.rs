@@ -40,6 +40,7 @@
 use std::time::Duration;
 
 use super::output::{Output, StreamId};
+use super::stateless::ResultKind;
 use super::stateless::{self, retryable_method};
 use super::tables::{BoundedSet, PendingKind, RetryBase};
 use super::time::Timestamp;
@@ -192,7 +193,8 @@ impl Core {
         stream: StreamId,
     ) -> Result<RequestId, Error> {
         self.check_outgoing(MethodKind::Request, method)?;
-        if params.is_some_and(|p| !p.is_object() || own_progress_token(p)) {
+        // With the progress option, `set_meta` below refuses a token of the application's.
+        if params.is_some_and(|p| !p.is_object() || (!options.progress && own_progress_token(p))) {
             return Err(Error::InvalidParams);
         }
         // Sub-capabilities (elicitation modes, sampling tools and context, task augmentation):
@@ -325,16 +327,17 @@ impl Core {
     }
 
     pub(super) fn respond(&mut self, id: Id<'_>, answer: Answer<'_>) -> Result<(), Error> {
-        self.respond_as(id, answer, false)
+        self.respond_as(id, answer, ResultKind::Complete)
     }
 
-    /// [`respond`](Self::respond); `task` lets a `resultType` of `"task"` through (the one
-    /// way it goes out is `respond_task`, which checked the request may get one).
+    /// [`respond`](Self::respond); `kind` lets a `resultType` of `"task"` or
+    /// `"input_required"` through (the one way each goes out is `respond_task` or
+    /// `respond_input_required`, which checked that the request may get it).
     pub(super) fn respond_as(
         &mut self,
         id: Id<'_>,
         answer: Answer<'_>,
-        task: bool,
+        kind: ResultKind,
     ) -> Result<(), Error> {
         if self.lifecycle.is_closed() {
             return Err(Error::Closed);
@@ -357,7 +360,7 @@ impl Core {
             let mut stamped = std::mem::take(&mut self.out.scratch);
             stamped.clear();
             let ok = self
-                .stamp_result(&mut stamped, result, cacheable, task)
+                .stamp_result(&mut stamped, result, cacheable, kind)
                 .is_ok();
             if ok && let Ok(text) = std::str::from_utf8(&stamped) {
                 self.dispatch.inbound.remove(&key);
@@ -556,17 +559,17 @@ impl Core {
             return Err(Error::UnknownRequest);
         };
         let stream = entry.stream;
+        // "Servers that emit log message notifications MUST declare the logging capability",
+        // in both eras.
+        if !self.config.capabilities.has(Caps::LOGGING) {
+            return Err(Error::NotNegotiated(Caps::LOGGING));
+        }
         let allowed = match entry.modern {
             // "MUST NOT deliver it on a subscriptions/listen stream" (2026-07-28 logging).
             Some(_) if entry.listen.is_some() => false,
             Some(ctx) => ctx.log_level.is_some_and(|min| level >= min),
-            // Handshake era: logging is per connection, gated by our capability.
-            None => {
-                if !self.config.capabilities.has(Caps::LOGGING) {
-                    return Err(Error::NotNegotiated(Caps::LOGGING));
-                }
-                true
-            }
+            // Handshake era: logging is per connection.
+            None => true,
         };
         if !allowed {
             return Ok(false);
@@ -599,15 +602,15 @@ impl Core {
     }
 }
 
-/// Whether request params carry a `_meta.progressToken` of the application's own (or a
-/// `_meta` twice, which might). The engine owns progress tokens: it uses the request's id
-/// ([`RequestOptions::progress`]), and a token of the application's could repeat another
-/// active request's ("MUST be unique across all active requests", progress.mdx) or go
-/// uncorrelated. Params with neither the word nor an escape (a key may be written with
-/// escapes) cost two searches.
+/// Whether request params carry a `_meta.progressToken` of the application's own, or a `_meta`
+/// twice (which the receiver may read as either). The engine owns progress tokens: it uses
+/// the request's id ([`RequestOptions::progress`]), and a token of the application's could
+/// repeat another active request's ("MUST be unique across all active requests",
+/// progress.mdx) or go uncorrelated. Params with no `_meta` and no escape (a key may be
+/// written with escapes) cost two SIMD searches and no walk.
 fn own_progress_token(params: RawJson<'_>) -> bool {
     let text = params.get();
-    if !text.contains("progressToken") && !text.contains('\\') {
+    if !text.contains("_meta") && !text.contains('\\') {
         return false;
     }
     match params.get_unique("_meta") {

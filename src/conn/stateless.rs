@@ -209,6 +209,27 @@ pub(super) enum RequestMeta {
     Unsupported(String),
 }
 
+/// The `resultType` besides `"complete"` that an answer may carry: each has its own way out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ResultKind {
+    /// `respond`: complete results only.
+    Complete,
+    /// `respond_task`: a task handle.
+    Task,
+    /// `respond_input_required`.
+    InputRequired,
+}
+
+impl ResultKind {
+    fn result_type(self) -> &'static str {
+        match self {
+            ResultKind::Complete => "complete",
+            ResultKind::Task => "task",
+            ResultKind::InputRequired => "input_required",
+        }
+    }
+}
+
 /// Whether `params._meta` carries a protocol version (what makes a request stateless).
 pub(super) fn has_modern_meta(view: &MetaView<'_>) -> bool {
     view.found
@@ -237,6 +258,14 @@ pub(super) fn read_meta(
     };
     let Some(version) = version.and_then(|v| v.as_str()) else {
         return RequestMeta::Malformed("_meta io.modelcontextprotocol/protocolVersion is required");
+    };
+    // The version first: a client of a later version may shape the rest of `_meta`
+    // differently, and must learn which versions we support (-32022), not get -32602.
+    let text = version.to_str();
+    let Some(version) = ProtocolVersion::parse(&text)
+        .filter(|v| v.era() == Era::Modern && config.versions.contains(v))
+    else {
+        return RequestMeta::Unsupported(text.into_owned());
     };
     let caps = match get(CAPS) {
         Ok(Some(c)) => match last_caps {
@@ -271,24 +300,18 @@ pub(super) fn read_meta(
         },
         Err(_) => return RequestMeta::Malformed("duplicate logLevel"),
     };
-    let text = version.to_str();
-    match ProtocolVersion::parse(&text)
-        .filter(|v| v.era() == Era::Modern && config.versions.contains(v))
-    {
-        Some(version) => RequestMeta::Valid(
-            ModernContext {
-                version,
-                client_caps: caps,
-                log_level,
-            },
-            match get(TOKEN) {
-                Ok(None) => Ok(None),
-                Ok(Some(t)) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
-                Err(_) => Err(()),
-            },
-        ),
-        None => RequestMeta::Unsupported(text.into_owned()),
-    }
+    RequestMeta::Valid(
+        ModernContext {
+            version,
+            client_caps: caps,
+            log_level,
+        },
+        match get(TOKEN) {
+            Ok(None) => Ok(None),
+            Ok(Some(t)) => t.as_id().map(|id| Some(OwnedId::from(id))).ok_or(()),
+            Err(_) => Err(()),
+        },
+    )
 }
 
 /// Our capabilities as the 2026-07-28 era writes them (`server/discover`, a request's
@@ -912,14 +935,16 @@ impl Core {
     }
 
     /// Writes a stateless-era result: `resultType` added when missing, our `serverInfo` in
-    /// `_meta` unless present, and for cacheable results (lists, reads) the configured `ttlMs`
-    /// and `cacheScope` unless the application set its own.
+    /// `_meta` unless present, and for cacheable complete results (lists, reads) the
+    /// configured `ttlMs` and `cacheScope` unless the application set its own ("Interim
+    /// results with resultType: input_required ... carry no caching hints"). A `resultType`
+    /// other than `kind`'s or `"complete"` is refused.
     pub(super) fn stamp_result(
         &self,
         out: &mut Vec<u8>,
         result: RawJson<'_>,
         cacheable: bool,
-        task: bool,
+        kind: ResultKind,
     ) -> Result<(), EditError> {
         if !result.is_object() {
             return Err(EditError::NotAnObject);
@@ -927,8 +952,6 @@ impl Core {
         // One pass over the result for the members looked at below.
         let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
         let has = |i: usize| found.get(i).map(|v| v.is_some());
-        // Formatted only for the results that carry it.
-        let ttl = cacheable.then(|| json_edit::IntText::new(wire_ttl(&self.config)));
         let scope: &[u8] = match self.config.discover_cache_scope {
             CacheScope::Public => b"\"public\"",
             CacheScope::Private => b"\"private\"",
@@ -939,15 +962,24 @@ impl Core {
             add[added] = member;
             added += 1;
         };
-        match found.get(0).map_err(|_| EditError::Exists)? {
-            None => push(("resultType", b"\"complete\"")),
-            // A task handle goes out through `respond_task` only, which checks that the
-            // request may get one (SEP-2663: never to a client without the extension).
-            Some(t) if !task && t.as_str().is_some_and(|t| t.to_str() == "task") => {
-                return Err(EditError::NotAnObject);
+        // A task handle goes out through `respond_task` only, which checks that the request
+        // may get one (SEP-2663: never to a client without the extension); "input required"
+        // through `respond_input_required` only, which checks the method, that there is
+        // something to retry with, and the client's capabilities (mrtr.mdx's MUSTs).
+        let complete = match found.get(0).map_err(|_| EditError::Exists)? {
+            None => {
+                push(("resultType", b"\"complete\""));
+                true
             }
-            Some(_) => {}
-        }
+            Some(t) => match t.as_str().map(|t| t.to_str()) {
+                Some(t) if t == "complete" => true,
+                Some(t) if t == kind.result_type() => false,
+                _ => return Err(EditError::NotAnObject),
+            },
+        };
+        let cacheable = cacheable && complete;
+        // Formatted only for the results that carry it.
+        let ttl = cacheable.then(|| json_edit::IntText::new(wire_ttl(&self.config)));
         if let Some(ttl) = &ttl
             && !has(1).map_err(|_| EditError::Exists)?
         {
@@ -1040,7 +1072,7 @@ impl Core {
         if !is_task {
             return Err(Error::InvalidParams);
         }
-        self.respond_as(id, Answer::Result(task), true)
+        self.respond_as(id, Answer::Result(task), ResultKind::Task)
     }
 
     /// Server: answers a stateless request with "input required".
@@ -1087,7 +1119,11 @@ impl Core {
         }
         result.push(b'}');
         let text = String::from_utf8(result).map_err(|_| Error::InvalidParams)?;
-        self.respond(id, Answer::Result(RawJson::validated(&text)))
+        self.respond_as(
+            id,
+            Answer::Result(RawJson::validated(&text)),
+            ResultKind::InputRequired,
+        )
     }
 
     // ---- client ----

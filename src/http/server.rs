@@ -789,8 +789,11 @@ impl HttpServer {
             Ok(parsed) => parsed,
             Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
         };
+        // A server of the stateless era alone ignores a session id ("An Mcp-Session-Id header
+        // on a request: ignore it").
         if let Some(sid) = session
             && !modern_header
+            && serves_legacy
         {
             return self.post_session(now, &known, sid, text, decoded);
         }
@@ -1241,7 +1244,10 @@ impl HttpServer {
         );
         let body_version = meta.version().and_then(|v| v.as_str()).map(|v| v.to_str());
         let header_version = known.version;
-        if id.is_some() {
+        // An `initialize` (which comes without these headers) goes to the connection, which
+        // names our versions in its -32022: a modern-only server "SHOULD name the protocol
+        // versions it supports in any error it returns to an initialize request".
+        if id.is_some() && method != "initialize" {
             match (header_version, body_version.as_deref()) {
                 (Some(h), Some(b)) if h != b => {
                     let mut r = mismatch("MCP-Protocol-Version does not match _meta");

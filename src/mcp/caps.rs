@@ -399,7 +399,7 @@ pub enum SubCapability {
     /// The receiver must have declared these flags (all of them).
     Needs(Caps),
     /// The params are malformed where the rule reads them: an unknown elicitation mode, or a
-    /// member the rule reads (`mode`, `tools`, `toolChoice`, `includeContext`, `task`) twice.
+    /// member the rule reads (`mode`, `tools`, `toolChoice`, `task`) twice.
     Malformed,
 }
 
@@ -451,20 +451,22 @@ pub(crate) fn sub_capabilities_with(
             },
         },
         "sampling/createMessage" => {
-            let (Ok(tools), Ok(choice), Ok(context)) = (
-                member("tools"),
-                member("toolChoice"),
-                member("includeContext"),
-            ) else {
+            let Some(params) = params else {
+                return SubCapability::Needs(Caps::EMPTY);
+            };
+            let found = params.get_each(["tools", "toolChoice", "includeContext"]);
+            let (Ok(tools), Ok(choice)) = (found.get(0), found.get(1)) else {
                 return SubCapability::Malformed;
             };
             if tools.is_some() || choice.is_some() {
                 needs |= Caps::SAMPLING_TOOLS;
             }
-            if context
-                .and_then(|c| c.as_str())
-                .is_some_and(|c| c.to_str() != "none")
-            {
+            // `includeContext` twice needs the capability, as one of them might: a receiver
+            // that tolerates it (every one before 2025-11-25) has nothing to refuse.
+            if found.get(2).map_or(true, |c| {
+                c.and_then(|c| c.as_str())
+                    .is_some_and(|c| c.to_str() != "none")
+            }) {
                 needs |= Caps::SAMPLING_CONTEXT;
             }
         }

@@ -76,8 +76,9 @@ pub enum mcpw_result {
     /// ours for a notification).
     MCPW_ERR_NOT_NEGOTIATED = 306,
     /// Params must be a JSON object, without a `_meta.progressToken` of their own (ask for
-    /// progress instead: the engine adds the token) and without a member the engine reads
-    /// (`task`, an elicitation `mode`, sampling `tools`) written twice.
+    /// progress instead: the engine adds the token) or a `_meta` written twice, and without a
+    /// member the sub-capability rules read written twice (an elicitation `mode`, sampling
+    /// `tools` or `toolChoice`, and in 2025-11-25 `task`).
     MCPW_ERR_INVALID_PARAMS = 307,
     /// The JSON-RPC error code does not exist in the negotiated protocol version.
     MCPW_ERR_CODE_NOT_IN_VERSION = 308,
