@@ -465,6 +465,8 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 // a 2026-07-28 subscriptions/listen request ends that subscription: its result carries the
 // subscription id in _meta and nothing else, whatever result holds (a listen waiting for
 // GrantListen is not granted by it: it is acknowledged with nothing granted, then ended).
+// In 2026-07-28 it sends complete results only: a resultType other than "complete" gets
+// ErrInvalidParams (use RespondInputRequired, or Tasks.Respond for a task handle).
 func (c *Conn) Respond(id ID, result json.RawMessage) error {
 	if !c.lock() {
 		return ErrFreed

@@ -844,8 +844,10 @@ pub unsafe extern "C" fn mcpw_conn_notify(
 /// objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
 /// a 2026-07-28 `subscriptions/listen` request ends that subscription: its result goes out
 /// with the subscription id in `_meta` and nothing else, whatever `result` holds (the schema's
-/// listen result is otherwise empty). Inputs are read during the call only, and may be views
-/// from this handle's current event.
+/// listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
+/// `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
+/// `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle).
+/// Inputs are read during the call only, and may be views from this handle's current event.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
