@@ -2345,8 +2345,10 @@ enum mcpw_result mcpw_conn_respond(struct mcpw_conn *conn,
  * `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
  * not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
  * `MCPW_MCP_RESOURCE_NOT_FOUND`, which is sent as the version's "resource not found" code
- * (-32602 from 2026-07-28 on, which replaced -32002). Inputs are read during the call only,
- * and may be views from this handle's current event.
+ * (-32602 from 2026-07-28 on, which replaced -32002). -32021 and -32022 need the `data` the
+ * schema requires (`requiredCapabilities`; `supported` and `requested`), else
+ * `MCPW_ERR_INVALID_PARAMS`. Inputs are read during the call only, and may be views from this
+ * handle's current event.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
@@ -2453,7 +2455,8 @@ enum mcpw_result mcpw_conn_progress(struct mcpw_conn *conn,
  * Server: sends a log message (`notifications/message`) about the peer's request `*id`, at
  * `level` (one of `mcpw_log_level`), from `logger` (UTF-8, or NULL for none), with `data`
  * (any JSON value as text). In 2026-07-28 it goes out only if the request asked for this
- * level or a more verbose one; in the handshake era, whenever we declared `logging`.
+ * level or a more verbose one; in the handshake era, always. Either way we must have
+ * declared `logging` (else `MCPW_ERR_NOT_NEGOTIATED`).
  * `*out_sent` says whether it was sent; a client gets `MCPW_ERR_WRONG_DIRECTION`. Inputs are
  * read during the call only.
  *

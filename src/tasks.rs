@@ -759,7 +759,8 @@ impl Tasks {
     /// rules for the task's version (2025-11-25 for a [`create_legacy`](Self::create_legacy)
     /// task, 2026-07-28 otherwise): [`mcp::RESOURCE_NOT_FOUND`] is written as that version's
     /// code, and a code it does not define is refused with [`TaskError::InvalidPayload`], as
-    /// is [`mcp::URL_ELICITATION_REQUIRED`] without `data` holding its `elicitations`.
+    /// is [`mcp::URL_ELICITATION_REQUIRED`] without `data` holding its `elicitations`, and
+    /// -32021 or -32022 without the data the schema requires of them.
     /// Any other integer goes out as given: JSON-RPC asks only that a code be an integer.
     pub fn fail(
         &mut self,
@@ -781,7 +782,7 @@ impl Tasks {
         } else {
             code
         };
-        if !mcp::error_code_allowed(code, version) {
+        if !mcp::error_code_allowed(code, version) || !mcp::has_required_data(code, data) {
             return Err(TaskError::InvalidPayload);
         }
         // -32042 is written only with the URL elicitations to complete, as

@@ -3272,3 +3272,17 @@ fn a_modern_only_server_ignores_a_session_id() {
     assert_eq!(r.status, 400);
     assert_eq!(json_body(&r)["error"]["code"], -32020);
 }
+
+#[test]
+fn an_initialize_with_the_2026_headers_is_checked_like_any_request() {
+    // Only a handshake-era `initialize` (no MCP-Protocol-Version) skips the header checks.
+    let mut s = modern_only_server();
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/list", None),
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(json_body(&r)["error"]["code"], -32020);
+}

@@ -2221,3 +2221,32 @@ fn a_task_failed_with_url_elicitation_required_still_answers_its_result() {
         );
     }
 }
+
+#[test]
+fn a_task_fails_with_32021_or_32022_only_with_their_data() {
+    // As `Connection::respond_error`: the schema requires their data.
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut random = ids();
+    let task = tasks.create(T0, &mut random).unwrap();
+    for (code, data) in [
+        (-32021, None),
+        (-32021, Some(r#"{"requiredCapabilities":[]}"#)),
+        (-32022, Some(r#"{"supported":["2026-07-28"]}"#)),
+    ] {
+        assert_eq!(
+            tasks.fail(at(1), &task, code, "no", data.map(raw)),
+            Err(TaskError::InvalidPayload),
+            "{code} {data:?}"
+        );
+    }
+    tasks
+        .fail(
+            at(2),
+            &task,
+            -32021,
+            "needs sampling",
+            Some(raw(r#"{"requiredCapabilities":{"sampling":{}}}"#)),
+        )
+        .unwrap();
+    assert_eq!(get(&mut tasks, at(3), &task)["error"]["code"], -32021);
+}

@@ -526,8 +526,8 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
             respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool "
                                 "intentionally returns an error for testing\"}],\"isError\":true}"));
         } else if (str_is(name, "\"test_logging_tool\"")) {
-            /* Sent only where the request asked for logs (2026-07-28: its logLevel); refused,
-               and nothing sent, in a session (this server declares no logging). */
+            /* Sent in a session, and in 2026-07-28 only where the request asked for logs
+               (its logLevel): either way the server must declare logging, as this one does. */
             bool sent = false;
             (void)mcpw_conn_log(conn, id, MCPW_LOG_INFO, S("test_logging_tool"),
                                 S("\"test_logging_tool ran\""), &sent);
@@ -551,6 +551,9 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
         }
     } else if (str_is(ev->method, "prompts/list")) {
         respond(conn, id, PROMPTS, sizeof PROMPTS - 1);
+    } else if (str_is(ev->method, "logging/setLevel")) {
+        /* A session's level (handshake era): every level is sent here, so nothing to keep. */
+        respond(conn, id, S("{}"));
     } else if (str_is(ev->method, "prompts/get")) {
         if (str_is(member(ev->params, "name"), "\"greet\"")) {
             respond(conn, id, PROMPT, sizeof PROMPT - 1);
@@ -1354,7 +1357,8 @@ int main(int argc, char **argv) {
     rc = mcpw_config_new(MCPW_ROLE_SERVER, S("mcpwire-c-http-example"), S(MCPWIRE_VERSION),
                          &config);
     if (rc != MCPW_OK) die("config", rc);
-    rc = mcpw_config_set_capabilities(config, S("{\"tools\":{},\"resources\":{},\"prompts\":{}}"));
+    rc = mcpw_config_set_capabilities(config,
+                                      S("{\"tools\":{},\"resources\":{},\"prompts\":{},\"logging\":{}}"));
     if (rc != MCPW_OK) die("capabilities", rc);
     rc = mcpw_config_set_instructions(config, S("Try the echo and count tools."));
     if (rc != MCPW_OK) die("instructions", rc);

@@ -483,6 +483,8 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 // (any JSON value, or nil for none). Codes the negotiated version does not define are
 // refused with ErrCodeNotInVersion, except CodeResourceNotFound, which is sent as the
 // version's "resource not found" code (-32602 from 2026-07-28 on, which replaced -32002).
+// -32021 and -32022 need the data the schema requires (requiredCapabilities; supported and
+// requested), else ErrInvalidParams.
 func (c *Conn) RespondError(id ID, code int64, message string, data json.RawMessage) error {
 	if !c.lock() {
 		return ErrFreed
@@ -713,8 +715,8 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 // Log (server) sends a log message (notifications/message) about the peer's request id, at
 // level, from logger (empty for none), with data (any JSON value). In 2026-07-28 it goes out
 // only if the request asked for this level or a more verbose one; in the handshake era,
-// whenever we declared logging. It reports whether the message was sent; a client gets
-// ErrWrongDirection.
+// always. Either way we must have declared logging (else ErrNotNegotiated). It reports
+// whether the message was sent; a client gets ErrWrongDirection.
 func (c *Conn) Log(id ID, level LogLevel, logger string, data json.RawMessage) (bool, error) {
 	if !c.lock() {
 		return false, ErrFreed

@@ -760,24 +760,7 @@ impl Connection {
                 return Err(Error::CodeNotInVersion);
             }
         }
-        // The schema requires these codes' data: the capabilities needed, and the versions.
-        let data_ok = match code {
-            mcp::MISSING_REQUIRED_CLIENT_CAPABILITY => data.is_some_and(|d| {
-                d.get_unique("requiredCapabilities")
-                    .is_ok_and(|c| c.is_some_and(|c| c.is_object()))
-            }),
-            mcp::UNSUPPORTED_PROTOCOL_VERSION => data.is_some_and(|d| {
-                let found = d.get_each(["supported", "requested"]);
-                found
-                    .get(0)
-                    .is_ok_and(|s| s.is_some_and(|s| s.get().starts_with('[')))
-                    && found
-                        .get(1)
-                        .is_ok_and(|r| r.is_some_and(|r| r.as_str().is_some()))
-            }),
-            _ => true,
-        };
-        if !data_ok {
+        if !mcp::has_required_data(code, data) {
             return Err(Error::InvalidParams);
         }
         if code == mcp::URL_ELICITATION_REQUIRED {

@@ -1244,10 +1244,11 @@ impl HttpServer {
         );
         let body_version = meta.version().and_then(|v| v.as_str()).map(|v| v.to_str());
         let header_version = known.version;
-        // An `initialize` (which comes without these headers) goes to the connection, which
-        // names our versions in its -32022: a modern-only server "SHOULD name the protocol
-        // versions it supports in any error it returns to an initialize request".
-        if id.is_some() && method != "initialize" {
+        // An `initialize` without these headers (a handshake-era client's) goes to the
+        // connection, which names our versions in its -32022: a modern-only server "SHOULD
+        // name the protocol versions it supports in any error it returns to an initialize
+        // request". With a version header, the headers must agree with the body as ever.
+        if id.is_some() && (method != "initialize" || header_version.is_some()) {
             match (header_version, body_version.as_deref()) {
                 (Some(h), Some(b)) if h != b => {
                     let mut r = mismatch("MCP-Protocol-Version does not match _meta");

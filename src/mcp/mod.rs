@@ -117,6 +117,28 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// The request's protocol version is not supported (2026-07-28).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
+/// Whether an error with `code` carries the `data` the 2026-07-28 schema requires of it:
+/// -32021 its `requiredCapabilities` (an object), -32022 its `supported` versions (an array)
+/// and the `requested` one (a string). Other codes need none.
+pub(crate) fn has_required_data(code: i64, data: Option<crate::jsonrpc::RawJson<'_>>) -> bool {
+    match code {
+        MISSING_REQUIRED_CLIENT_CAPABILITY => data.is_some_and(|d| {
+            d.get_unique("requiredCapabilities")
+                .is_ok_and(|c| c.is_some_and(|c| c.is_object()))
+        }),
+        UNSUPPORTED_PROTOCOL_VERSION => data.is_some_and(|d| {
+            let found = d.get_each(["supported", "requested"]);
+            found
+                .get(0)
+                .is_ok_and(|s| s.is_some_and(|s| s.get().starts_with('[')))
+                && found
+                    .get(1)
+                    .is_ok_and(|r| r.is_some_and(|r| r.as_str().is_some()))
+        }),
+        _ => true,
+    }
+}
+
 /// The code to use for "resource not found" under `version`.
 pub fn resource_not_found_code(version: ProtocolVersion) -> i64 {
     if version >= ProtocolVersion::V2026_07_28 {

@@ -18,7 +18,7 @@ import (
 
 // Capabilities is what the application serves; WithoutResources serves tools only.
 const (
-	Capabilities     = `{"tools":{},"resources":{},"prompts":{}}`
+	Capabilities     = `{"tools":{},"resources":{},"prompts":{},"logging":{}}`
 	WithoutResources = `{"tools":{}}`
 	Instructions     = "Try the echo tool."
 )
@@ -148,8 +148,8 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		case "test_error_handling":
 			return c.Respond(req.ID, toolText(`"This tool intentionally returns an error for testing"`, true))
 		case "test_logging_tool":
-			// Sent only where the request asked for logs (2026-07-28: its logLevel); refused,
-			// and nothing sent, in a session (no logging capability is declared).
+			// Sent in a session, and in 2026-07-28 only where the request asked for logs (its
+			// logLevel): either way the server must declare logging, as Capabilities does.
 			_, _ = c.Log(req.ID, mcpwire.LogInfo, "test_logging_tool", json.RawMessage(`"test_logging_tool ran"`))
 			return c.Respond(req.ID, toolText(`"Logging tool completed"`, false))
 		case "test_streaming_elicitation":
@@ -171,6 +171,9 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		return c.Respond(req.ID, json.RawMessage(greeting))
 	case "prompts/list":
 		return c.Respond(req.ID, json.RawMessage(prompts))
+	case "logging/setLevel":
+		// A session's level (handshake era): every level is sent here, so nothing to keep.
+		return c.Respond(req.ID, json.RawMessage(`{}`))
 	case "prompts/get":
 		var get struct {
 			Name string `json:"name"`
