@@ -1259,20 +1259,10 @@ fn millis(d: Duration) -> u64 {
 /// (a host's bogus wall clock) is written as this.
 const LAST_RFC3339_MS: u64 = 253_402_300_799_999;
 
-/// Writes `n` in decimal, with leading zeros up to `width` digits (at most 20): task JSON is
-/// written without allocating.
-fn write_digits(out: &mut Vec<u8>, mut n: u64, width: usize) {
-    let mut buf = [b'0'; 20];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[at.min(buf.len() - width.min(buf.len()))..]);
+/// Writes `n` in decimal, with leading zeros up to `width` digits: task JSON is written
+/// without allocating.
+fn write_digits(out: &mut Vec<u8>, n: u64, width: usize) {
+    crate::jsonrpc::write_u64_padded(out, n, width);
 }
 
 /// Writes `unix_ms` (milliseconds since 1970-01-01 UTC) as `YYYY-MM-DDTHH:MM:SS.mmmZ`, at most

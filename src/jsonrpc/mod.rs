@@ -28,6 +28,7 @@ pub use encode::{
     BatchWriter, encode_error, encode_message, encode_notification, encode_request, encode_response,
 };
 pub use text::Unescaped;
+pub(crate) use text::write_u64_padded;
 
 /// Appends `s` as a JSON string, quotes included, escaping what JSON requires. Use it to build
 /// JSON payloads by hand without a serializer.

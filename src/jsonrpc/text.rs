@@ -109,21 +109,25 @@ pub(crate) fn write_escaped(out: &mut Vec<u8>, s: &str) {
 
 /// Appends the decimal form of `n`.
 pub(crate) fn write_i64(out: &mut Vec<u8>, n: i64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
     if n < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&buf[i..]);
+    write_u64_padded(out, n.unsigned_abs(), 1);
+}
+
+/// Appends the decimal form of `n`, with leading zeros up to `width` digits (at most 20).
+pub(crate) fn write_u64_padded(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i.min(buf.len() - width.min(buf.len()))..]);
 }
 
 #[cfg(test)]
