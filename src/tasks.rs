@@ -69,13 +69,10 @@ fn is_input_request(request: RawJson<'_>) -> bool {
     if !request.is_object() {
         return false;
     }
-    let member = |key| request.get_unique(key).ok().flatten();
+    let member = |key| request.unique(key);
     let params = member("params");
     let params_ok = params.is_none_or(|p| p.is_object());
-    match member("method")
-        .and_then(|m| m.as_str())
-        .map(|m| m.to_str())
-    {
+    match request.unique_str("method").map(|m| m.to_str()) {
         Some(m) if m == "roots/list" => params_ok,
         Some(m) if m == "elicitation/create" || m == "sampling/createMessage" => {
             params.is_some_and(|p| p.is_object())
@@ -734,9 +731,7 @@ impl Tasks {
         }
         let tool_error = t.legacy.is_some()
             && result
-                .get_unique("isError")
-                .ok()
-                .flatten()
+                .unique("isError")
                 .is_some_and(|e| e.get().trim() == "true");
         t.outcome = Some(result.get().to_owned());
         let status = if tool_error {
@@ -787,7 +782,7 @@ impl Tasks {
         }
         // -32042 is written only with the URL elicitations to complete, as
         // `Connection::respond_error` requires.
-        let elicitations = data.and_then(|d| d.get_unique("elicitations").ok().flatten());
+        let elicitations = data.and_then(|d| d.unique("elicitations"));
         if code == mcp::URL_ELICITATION_REQUIRED
             && elicitations
                 .and_then(crate::conn::required_elicitations)
@@ -937,7 +932,7 @@ impl Tasks {
             },
             "tasks/update" => {
                 let responses = params
-                    .and_then(|p| p.get_unique("inputResponses").ok().flatten())
+                    .and_then(|p| p.unique("inputResponses"))
                     .filter(|r| r.is_object());
                 let Some(responses) = responses else {
                     return Some(invalid("inputResponses (an object) is required"));
@@ -1052,7 +1047,7 @@ impl Tasks {
             data: None,
         };
         if method == "tasks/list" {
-            if params.is_some_and(|p| p.get_unique("cursor").ok().flatten().is_some()) {
+            if params.is_some_and(|p| p.unique("cursor").is_some()) {
                 // We never hand out cursors: the whole list comes in one page.
                 return Some(invalid("Invalid cursor"));
             }
@@ -1199,8 +1194,7 @@ fn with_related_task(result: &str, task: &str) -> String {
 /// The `taskId` a tasks request names (a string), if it names one.
 fn task_id(params: Option<RawJson<'_>>) -> Option<String> {
     params
-        .and_then(|p| p.get_unique("taskId").ok().flatten())
-        .and_then(|t| t.as_str())
+        .and_then(|p| p.unique_str("taskId"))
         .map(|t| t.to_str().into_owned())
 }
 

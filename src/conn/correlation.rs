@@ -106,9 +106,7 @@ impl TaskTokens {
         if entries.is_empty() || !matches!(method, "tasks/result" | "tasks/cancel") {
             return;
         }
-        let task = params
-            .and_then(|p| p.get_unique("taskId").ok().flatten())
-            .and_then(|t| t.as_str());
+        let task = params.and_then(|p| p.unique_str("taskId"));
         if let Some(task) = task
             && let Some(e) = entries.iter_mut().find(|e| task.eq_str(&e.task))
             && e.ends.len() < 16
@@ -298,9 +296,7 @@ impl Core {
             (Err(e), _)
                 if e.code == crate::mcp::URL_ELICITATION_REQUIRED
                     && url_era
-                    && let Some(list) = e
-                        .data
-                        .and_then(|d| d.get_unique("elicitations").ok().flatten())
+                    && let Some(list) = e.data.and_then(|d| d.unique("elicitations"))
                     && let Some(ids) = super::elicit::required_elicitations(list) =>
             {
                 for id in &ids {

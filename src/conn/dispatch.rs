@@ -616,10 +616,7 @@ impl Core {
                         Some(n.method),
                     );
                 }
-                let id = n
-                    .params
-                    .and_then(|p| p.get_unique("elicitationId").ok().flatten())
-                    .and_then(|v| v.as_str());
+                let id = n.params.and_then(|p| p.unique_str("elicitationId"));
                 match id {
                     Some(id) if self.elicitations.complete(&id.to_str()) => {
                         let cap = self.events.capture(frame);
@@ -672,7 +669,7 @@ impl Core {
 
     pub(super) fn on_peer_cancel(&mut self, frame: &str, params: Option<RawJson<'_>>) {
         let target = params
-            .and_then(|p| p.get_unique("requestId").ok().flatten())
+            .and_then(|p| p.unique("requestId"))
             .and_then(|v| v.as_id());
         let Some(id) = target else {
             self.stats.ignored_cancellations += 1;
@@ -696,9 +693,7 @@ impl Core {
         if unseen {
             return;
         }
-        let reason = params
-            .and_then(|p| p.get_unique("reason").ok().flatten())
-            .and_then(|r| r.as_str());
+        let reason = params.and_then(|p| p.unique_str("reason"));
         let cap = self.events.capture(frame);
         let stored = Stored::PeerCancelled {
             id: cap.id(id),

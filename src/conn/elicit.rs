@@ -72,11 +72,7 @@ impl KnownElicitations {
 
 /// The string member `key` of `v`.
 fn string<'a>(v: RawJson<'a>, key: &str) -> Option<std::borrow::Cow<'a, str>> {
-    v.get_unique(key)
-        .ok()
-        .flatten()
-        .and_then(|s| s.as_str())
-        .map(|s| s.to_str())
+    v.unique_str(key).map(|s| s.to_str())
 }
 
 /// Whether `v` is one URL-mode elicitation: `mode` `"url"`, and `elicitationId`, `url` and

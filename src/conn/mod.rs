@@ -766,7 +766,7 @@ impl Connection {
         if code == mcp::URL_ELICITATION_REQUIRED {
             // Only with its well-formed data, to a client that can follow it.
             let elicitations = data
-                .and_then(|d| d.get_unique("elicitations").ok().flatten())
+                .and_then(|d| d.unique("elicitations"))
                 .ok_or(Error::InvalidParams)?;
             return self.respond_url_elicitation_required(id, elicitations);
         }

@@ -378,7 +378,7 @@ pub(super) fn refusal(e: &jsonrpc::ErrorObject<'_>) -> CloseReason {
     if e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION {
         let supported = e
             .data
-            .and_then(|d| d.get_unique("supported").ok().flatten())
+            .and_then(|d| d.unique("supported"))
             .map_or_else(|| "[]".to_owned(), |s| s.get().to_owned());
         return CloseReason::VersionRefused { supported };
     }
@@ -412,17 +412,14 @@ fn input_request_cap(method: &str) -> Option<Caps> {
 /// or params its method cannot take.
 pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result<Option<Caps>, ()> {
     let method = request
-        .get_unique("method")
-        .ok()
-        .flatten()
-        .and_then(|m| m.as_str())
+        .unique_str("method")
         .map(|m| m.to_str().into_owned())
         .unwrap_or_default();
     let cap = input_request_cap(&method).ok_or(())?;
     if !declared.contains(cap) {
         return Ok(Some(cap));
     }
-    let params = request.get_unique("params").ok().flatten();
+    let params = request.unique("params");
     match mcp::sub_capabilities_with(&method, params, || Some(false)).check(declared, false) {
         Ok(()) => Ok(None),
         Err(mcp::SubCapability::Needs(cap)) => Ok(Some(cap)),
@@ -433,7 +430,7 @@ pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result
 /// Whether every input request of the `inputRequests` member of `params` (if any) goes to a
 /// client that declared `declared`.
 fn input_requests_declared(params: Option<RawJson<'_>>, declared: Caps) -> bool {
-    let Some(requests) = params.and_then(|p| p.get_unique("inputRequests").ok().flatten()) else {
+    let Some(requests) = params.and_then(|p| p.unique("inputRequests")) else {
         return true;
     };
     requests
@@ -518,8 +515,7 @@ impl Core {
             };
             let requested = r
                 .params
-                .and_then(|p| p.get_unique("protocolVersion").ok().flatten())
-                .and_then(|v| v.as_str())
+                .and_then(|p| p.unique_str("protocolVersion"))
                 .map(|v| v.to_str().into_owned())
                 .unwrap_or_default();
             let data = unsupported_data(&self.config, &requested);
@@ -587,8 +583,8 @@ impl Core {
             "subscriptions/listen" => {
                 let wants_tasks = r
                     .params
-                    .and_then(|p| p.get_unique("notifications").ok().flatten())
-                    .and_then(|f| f.get_unique("taskIds").ok().flatten())
+                    .and_then(|p| p.unique("notifications"))
+                    .and_then(|f| f.unique("taskIds"))
                     .is_some();
                 if wants_tasks && !ctx.client_caps.contains(Caps::TASKS_EXTENSION) {
                     return self.reject(frame, (stream, batch), r, tasks_extension_required());
@@ -637,7 +633,7 @@ impl Core {
     ) {
         let filter = r
             .params
-            .and_then(|p| p.get_unique("notifications").ok().flatten())
+            .and_then(|p| p.unique("notifications"))
             .filter(|f| f.is_object());
         let Some(filter) = filter else {
             let refusal = Refusal::new(
@@ -649,12 +645,7 @@ impl Core {
         };
         let ours = self.config.capabilities.flags();
         let flag = |key: &str, cap: Caps| {
-            ours.contains(cap)
-                && filter
-                    .get_unique(key)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|v| v.get().trim() == "true")
+            ours.contains(cap) && filter.unique(key).is_some_and(|v| v.get().trim() == "true")
         };
         let mut granted = ListenFilter {
             tools: flag("toolsListChanged", Caps::TOOLS_LIST_CHANGED),
@@ -670,7 +661,7 @@ impl Core {
         // decides (`grant_listen`); without it an unknown id simply never gets a notification.
         // (A request without the extension was refused before.)
         if ours.contains(Caps::TASKS_EXTENSION)
-            && let Some(ids) = filter.get_unique("taskIds").ok().flatten()
+            && let Some(ids) = filter.unique("taskIds")
         {
             for item in array_items(ids.get()).take(MAX_LISTEN_TASKS) {
                 if let Some(s) = item.as_str() {
@@ -679,7 +670,7 @@ impl Core {
             }
         }
         if ours.contains(Caps::RESOURCES_SUBSCRIBE)
-            && let Some(uris) = filter.get_unique("resourceSubscriptions").ok().flatten()
+            && let Some(uris) = filter.unique("resourceSubscriptions")
         {
             let text = uris.get();
             // An array of strings: read it with the object reader by wrapping positions.
@@ -881,8 +872,7 @@ impl Core {
             "uri"
         };
         let uri = params
-            .and_then(|p| p.get_unique(key).ok().flatten())
-            .and_then(|u| u.as_str())
+            .and_then(|p| p.unique_str(key))
             .map(|u| u.to_str().into_owned());
         let targets: Vec<(OwnedId, StreamId)> = self
             .dispatch
@@ -1026,12 +1016,7 @@ impl Core {
             if !entry.task_eligible {
                 return Err(Error::NotEligible);
             }
-            let task_id = task
-                .get_unique("task")
-                .ok()
-                .flatten()
-                .and_then(|t| t.get_unique("taskId").ok().flatten())
-                .and_then(|t| t.as_str());
+            let task_id = task.unique("task").and_then(|t| t.unique_str("taskId"));
             let Some(task_id) = task_id else {
                 return Err(Error::InvalidParams);
             };
@@ -1059,16 +1044,9 @@ impl Core {
         }
         let is_task = task.is_object()
             && task
-                .get_unique("resultType")
-                .ok()
-                .flatten()
-                .and_then(|t| t.as_str())
+                .unique_str("resultType")
                 .is_some_and(|t| t.to_str() == "task")
-            && task
-                .get_unique("taskId")
-                .ok()
-                .flatten()
-                .is_some_and(|t| t.as_str().is_some());
+            && task.unique("taskId").is_some_and(|t| t.as_str().is_some());
         if !is_task {
             return Err(Error::InvalidParams);
         }
@@ -1223,38 +1201,29 @@ impl Core {
             // invalid": a stateless server's broken answer, not a handshake-era one.
             Ok(result)
                 if result
-                    .get_unique("resultType")
-                    .ok()
-                    .flatten()
+                    .unique("resultType")
                     .is_some_and(|t| !t.as_str().is_some_and(|t| t.eq_str("complete"))) =>
             {
                 self.finish(CloseReason::InvalidInitializeResult)
             }
             Ok(result) => {
-                let supported = result.get_unique("supportedVersions").ok().flatten();
+                let supported = result.unique("supportedVersions");
                 let shared =
                     supported.map(|list| self.versions_we_speak(Some(list), Era::Modern).max());
                 let caps = result
-                    .get_unique("capabilities")
-                    .ok()
-                    .flatten()
+                    .unique("capabilities")
                     .and_then(|c| Capabilities::from_raw(c).ok());
                 match (shared.flatten(), caps) {
                     (Some(version), Some(caps)) => {
                         self.lifecycle.version = Some(version);
                         self.lifecycle.peer_caps = Some(caps);
                         self.lifecycle.peer_info = result
-                            .get_unique("_meta")
-                            .ok()
-                            .flatten()
-                            .and_then(|m| m.get_unique(META_SERVER_INFO).ok().flatten())
+                            .unique("_meta")
+                            .and_then(|m| m.unique(META_SERVER_INFO))
                             .filter(|i| i.is_object())
                             .map(|i| i.get().to_owned());
                         self.lifecycle.peer_instructions = result
-                            .get_unique("instructions")
-                            .ok()
-                            .flatten()
-                            .and_then(|i| i.as_str())
+                            .unique_str("instructions")
                             .map(|s| s.to_str().into_owned());
                         self.lifecycle.era = Some(Era::Modern);
                         self.lifecycle.handshake_done();
@@ -1293,10 +1262,9 @@ impl Core {
                 // with a supported version rather than falling back", and there is nothing
                 // to retry with. Any other error is a handshake-era server's.
                 let stateless_refusal = match e.code {
-                    mcp::UNSUPPORTED_PROTOCOL_VERSION => !self.names_a_legacy_version(
-                        e.data
-                            .and_then(|d| d.get_unique("supported").ok().flatten()),
-                    ),
+                    mcp::UNSUPPORTED_PROTOCOL_VERSION => {
+                        !self.names_a_legacy_version(e.data.and_then(|d| d.unique("supported")))
+                    }
                     mcp::HEADER_MISMATCH | mcp::MISSING_REQUIRED_CLIENT_CAPABILITY => true,
                     _ => false,
                 };
@@ -1323,7 +1291,7 @@ impl Core {
             return None;
         }
         e.data
-            .and_then(|d| d.get_unique("supported").ok().flatten())
+            .and_then(|d| d.unique("supported"))
             .and_then(|list| self.versions_we_speak(Some(list), Era::Modern).max())
     }
 
@@ -1388,8 +1356,8 @@ impl Core {
         if !is("input_required") || retry.is_none() {
             return Classified::Invalid;
         }
-        let requests = result.get_unique("inputRequests").ok().flatten();
-        let state = result.get_unique("requestState").ok().flatten();
+        let requests = result.unique("inputRequests");
+        let state = result.unique("requestState");
         let state_str = state.and_then(|s| s.as_str());
         let valid = (requests.is_some() || state.is_some())
             && requests.is_none_or(|r| r.is_object())

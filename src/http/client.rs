@@ -44,10 +44,7 @@ pub fn request_headers(
             _ => None,
         };
         if let Some(key) = key
-            && let Some(value) = r
-                .params
-                .and_then(|p| p.get_unique(key).ok().flatten())
-                .and_then(|v| v.as_str())
+            && let Some(value) = r.params.and_then(|p| p.unique_str(key))
         {
             h.push(("Mcp-Name", super::headers::encode_value(&value.to_str())));
         }

@@ -207,7 +207,7 @@ impl ParamHeader {
     pub fn value_in<'a>(&self, arguments: RawJson<'a>) -> Option<RawJson<'a>> {
         let mut at = arguments;
         for key in &self.path {
-            at = at.get_unique(key).ok().flatten()?;
+            at = at.unique(key)?;
         }
         (!at.is_null()).then_some(at)
     }
@@ -380,10 +380,7 @@ fn walk(
                 .filter(|n| is_token(n))
                 .ok_or(AnnotationError::InvalidName)?;
             let primitive = schema
-                .get_unique("type")
-                .ok()
-                .flatten()
-                .and_then(|t| t.as_str())
+                .unique_str("type")
                 .is_some_and(|t| t.eq_str("string") || t.eq_str("integer") || t.eq_str("boolean"));
             if !primitive {
                 return Err(AnnotationError::NotPrimitive);
@@ -471,22 +468,16 @@ impl ToolHeaders {
     /// reading a paginated `tools/list`, one page at a time.
     pub fn add(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
         let list = if tools.is_object() {
-            tools.get_unique("tools").ok().flatten()
+            tools.unique("tools")
         } else {
             Some(tools)
         };
         let mut refused = Vec::new();
         for tool in list.into_iter().flat_map(|l| l.items()) {
-            let Some(name) = tool
-                .get_unique("name")
-                .ok()
-                .flatten()
-                .and_then(|n| n.as_str())
-                .map(|n| n.to_str().into_owned())
-            else {
+            let Some(name) = tool.unique_str("name").map(|n| n.to_str().into_owned()) else {
                 continue;
             };
-            let Some(schema) = tool.get_unique("inputSchema").ok().flatten() else {
+            let Some(schema) = tool.unique("inputSchema") else {
                 continue;
             };
             // A new definition replaces the old one, whatever it is.

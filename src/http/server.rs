@@ -810,8 +810,8 @@ impl HttpServer {
         // only when the headers leave the era open (a walk over params costs ~1 k instructions).
         let modern_body = || {
             request_params
-                .and_then(|p| p.get_unique("_meta").ok().flatten())
-                .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
+                .and_then(|p| p.unique("_meta"))
+                .and_then(|m| m.unique(META_PROTOCOL_VERSION))
                 .is_some()
         };
         if serves_modern && (modern_header || !serves_legacy || modern_body()) {
@@ -2668,7 +2668,7 @@ fn cancelled_ids(decoded: &Decoded<'_>) -> Vec<OwnedId> {
     let one = |m: &Message<'_>| match m {
         Message::Notification(n) if n.method.eq_str("notifications/cancelled") => n
             .params
-            .and_then(|p| p.get_unique("requestId").ok().flatten())
+            .and_then(|p| p.unique("requestId"))
             .and_then(|v| v.as_id())
             .map(OwnedId::from),
         _ => None,
@@ -2776,7 +2776,7 @@ fn answered_by(frame: &str) -> (Option<OwnedId>, bool, Option<i64>) {
     }
     let id = member(0).and_then(|v| v.as_id()).map(OwnedId::from);
     let code = member(2)
-        .and_then(|e| e.get_unique("code").ok().flatten())
+        .and_then(|e| e.unique("code"))
         .and_then(|c| c.as_i64());
     (id, false, code)
 }
@@ -2956,17 +2956,10 @@ fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
         let text = String::from_utf8_lossy(body).into_owned();
         if let Ok(raw) = RawJson::new(&text)
             && let Ok(Some(err)) = raw.get_unique("error")
-            && let Some(code) = err
-                .get_unique("code")
-                .ok()
-                .flatten()
-                .and_then(|c| c.as_i64())
+            && let Some(code) = err.unique("code").and_then(|c| c.as_i64())
         {
             let message = err
-                .get_unique("message")
-                .ok()
-                .flatten()
-                .and_then(|m| m.as_str())
+                .unique_str("message")
                 .map(|m| m.to_str().into_owned())
                 .unwrap_or_default();
             let mut out = Vec::new();

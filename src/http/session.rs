@@ -779,9 +779,8 @@ impl HttpClient {
                     }
                     modern_version = r
                         .params
-                        .and_then(|p| p.get_unique("_meta").ok().flatten())
-                        .and_then(|m| m.get_unique(META_PROTOCOL_VERSION).ok().flatten())
-                        .and_then(|v| v.as_str())
+                        .and_then(|p| p.unique("_meta"))
+                        .and_then(|m| m.unique_str(META_PROTOCOL_VERSION))
                         .and_then(|v| ProtocolVersion::parse(&v.to_str()));
                     if modern_version.is_some() && r.method.eq_str("tools/call") {
                         param_headers = self.param_headers(r.params);
@@ -791,7 +790,7 @@ impl HttpClient {
                     self.sweep = true;
                     cancelled = n
                         .params
-                        .and_then(|p| p.get_unique("requestId").ok().flatten())
+                        .and_then(|p| p.unique("requestId"))
                         .and_then(|v| v.as_i64());
                 }
                 _ => {}
@@ -834,15 +833,10 @@ impl HttpClient {
         let Some(params) = params else {
             return Vec::new();
         };
-        let Some(name) = params
-            .get_unique("name")
-            .ok()
-            .flatten()
-            .and_then(|n| n.as_str())
-        else {
+        let Some(name) = params.unique_str("name") else {
             return Vec::new();
         };
-        let arguments = params.get_unique("arguments").ok().flatten();
+        let arguments = params.unique("arguments");
         let mut out = Vec::new();
         for annotation in self.tools.for_tool(&name.to_str()) {
             let Some(value) = arguments.and_then(|a| annotation.value_in(a)) else {
@@ -983,10 +977,7 @@ impl HttpClient {
                 let mut first = true;
                 for tool in value.items() {
                     let name = tool
-                        .get_unique("name")
-                        .ok()
-                        .flatten()
-                        .and_then(|n| n.as_str())
+                        .unique_str("name")
                         .map(|n| n.to_str().into_owned())
                         .unwrap_or_default();
                     if refused.contains(name.as_str()) {

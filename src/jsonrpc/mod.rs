@@ -298,6 +298,17 @@ impl<'a> RawJson<'a> {
         self.get_each([key]).get(0)
     }
 
+    /// The value of member `key` when it appears exactly once; `None` when it is absent or
+    /// written twice. The engine's own reads use it where a repeated member counts as absent.
+    pub(crate) fn unique(&self, key: &str) -> Option<RawJson<'a>> {
+        self.get_unique(key).ok().flatten()
+    }
+
+    /// [`unique`](Self::unique) when the value is a string; `None` for any other value.
+    pub(crate) fn unique_str(&self, key: &str) -> Option<JsonStr<'a>> {
+        self.unique(key).and_then(|v| v.as_str())
+    }
+
     /// The values of several members, in one pass over the object: use it instead of
     /// several [`get_unique`](Self::get_unique) calls, which each read the whole object.
     /// Up to 64 keys; a key repeated in `keys` is found at its first place only.
