@@ -262,28 +262,28 @@ impl Core {
         params.extend_from_slice(b",\"clientInfo\":");
         params.extend_from_slice(self.config.info.as_bytes());
         params.push(b'}');
+        let timeout = self.config.request_timeout;
+        self.send_own_request(now, "initialize", &params, PendingKind::Initialize, timeout);
+    }
+
+    /// Sends a request the engine makes itself (`initialize`, `server/discover`) with `params`
+    /// (JSON the engine wrote) on the main stream, and tracks it as `kind`.
+    pub(super) fn send_own_request(
+        &mut self,
+        now: Timestamp,
+        method: &str,
+        params: &[u8],
+        kind: PendingKind,
+        timeout: Duration,
+    ) {
         let id = self.corr.next_id;
         self.corr.next_id += 1;
-        if let Ok(text) = std::str::from_utf8(&params) {
+        if let Ok(text) = std::str::from_utf8(params) {
             let out = self.out.output.begin();
-            jsonrpc::encode_request(
-                out,
-                Id::Int(id),
-                "initialize",
-                Some(RawJson::validated(text)),
-            );
+            jsonrpc::encode_request(out, Id::Int(id), method, Some(RawJson::validated(text)));
             self.out.output.end_frame(StreamId::MAIN);
         }
-        let timeout = self.config.request_timeout;
-        self.track(
-            now,
-            id,
-            PendingKind::Initialize,
-            timeout,
-            None,
-            false,
-            false,
-        );
+        self.track(now, id, kind, timeout, None, false, false);
     }
 
     pub(super) fn on_initialize(

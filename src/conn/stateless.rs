@@ -1117,32 +1117,13 @@ impl Core {
         params.extend_from_slice(b"{\"_meta\":{");
         self.write_client_meta(&mut params, version);
         params.extend_from_slice(b"}}");
-        let id = self.corr.next_id;
-        self.corr.next_id += 1;
-        if let Ok(text) = std::str::from_utf8(&params) {
-            let out = self.out.output.begin();
-            jsonrpc::encode_request(
-                out,
-                Id::Int(id),
-                "server/discover",
-                Some(RawJson::validated(text)),
-            );
-            self.out.output.end_frame(StreamId::MAIN);
-        }
         let timeout = if self.config.client_start().is_none() {
             self.config.discover_timeout
         } else {
             self.config.request_timeout
         };
-        self.track(
-            now,
-            id,
-            PendingKind::Discover { retried },
-            timeout,
-            None,
-            false,
-            false,
-        );
+        let kind = PendingKind::Discover { retried };
+        self.send_own_request(now, "server/discover", &params, kind, timeout);
     }
 
     /// The three `_meta` members every stateless request carries.
