@@ -1022,9 +1022,15 @@ fn a_dual_server_serves_either_era_by_the_first_message() {
 fn a_legacy_only_server_refuses_discover_promptly() {
     let mut s = Raw::server(legacy(server_config()));
     let (out, _) = s.request("1", "server/discover", "");
-    assert!(out[0]["error"]["code"].as_i64().is_some());
+    // Unknown in every version it speaks: -32601, not "too early" (-32600).
+    assert_eq!(out[0]["error"]["code"], -32601);
     assert_eq!(out[0]["id"], 1);
     assert_eq!(s.conn.era(), None);
+    let (out, _) = s.request("3", "subscriptions/listen", "");
+    assert_eq!(out[0]["error"]["code"], -32601);
+    // A method of its versions is still too early before the handshake.
+    let (out, _) = s.request("4", "tools/list", "");
+    assert_eq!(out[0]["error"]["code"], -32600);
     // ...and still accepts the handshake afterwards.
     let (out, _) = s.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#);
     assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
@@ -1113,6 +1119,21 @@ fn error_codes_follow_the_version() {
             .respond_error(id.as_id(), -32002, "Resource not found", None)
             .unwrap();
     }
+    // Before any version is negotiated (a lenient legacy-only server answering a request that
+    // came before `initialize`), a code must exist in one of the versions it speaks.
+    let mut config = legacy(server_config());
+    config.policy.strict_lifecycle = false;
+    let mut s = Raw::server(config);
+    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    let data = raw(r#"{"supported":["2025-11-25"],"requested":"x"}"#);
+    assert_eq!(
+        s.conn.respond_error(Id::Int(3), -32022, "x", Some(data)),
+        Err(Error::CodeNotInVersion)
+    );
+    s.conn
+        .respond_error(Id::Int(3), -32601, "no", None)
+        .unwrap();
+    assert_eq!(s.out()[0]["error"]["code"], -32601);
 }
 
 #[test]

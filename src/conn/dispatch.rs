@@ -379,16 +379,22 @@ impl Core {
         match self.lifecycle.admit(MethodKind::Request, method) {
             Admit::Ignore => return,
             Admit::TooEarly => {
-                return self.reject(
-                    frame,
-                    (stream, batch),
-                    &r,
+                // A method that none of our versions has is unknown rather than early: a
+                // legacy-only server probed with `server/discover` says so (-32601).
+                let refusal = if self.speaks_no_version_of(method) {
+                    Refusal::new(
+                        ViolationKind::MethodNotAvailable,
+                        jsonrpc::METHOD_NOT_FOUND,
+                        "Method not found",
+                    )
+                } else {
                     Refusal::new(
                         ViolationKind::BeforeInitialization,
                         jsonrpc::INVALID_REQUEST,
                         "not allowed before initialization completes",
-                    ),
-                );
+                    )
+                };
+                return self.reject(frame, (stream, batch), &r, refusal);
             }
             Admit::Yes => {}
         }
@@ -557,6 +563,16 @@ impl Core {
     }
 
     /// Whether an incoming request for `method` must be refused with -32601.
+    /// Whether `method` is an MCP method that none of the versions we speak has.
+    fn speaks_no_version_of(&self, method: &str) -> bool {
+        mcp::is_known_method(method)
+            && !self
+                .config
+                .versions
+                .iter()
+                .any(|v| mcp::lookup(method, *v).is_some())
+    }
+
     pub(super) fn incoming_request_refused(&self, method: &str, version: ProtocolVersion) -> bool {
         let from_client = self.role == Role::Server;
         match mcp::lookup(method, version) {

@@ -737,7 +737,8 @@ impl Connection {
     }
 
     /// Answers one of the peer's requests with a JSON-RPC error. A code the negotiated
-    /// version does not define is refused with [`Error::CodeNotInVersion`], except
+    /// version does not define (before a version is negotiated: that none of
+    /// [`Config::versions`] defines) is refused with [`Error::CodeNotInVersion`], except
     /// [`mcp::RESOURCE_NOT_FOUND`] (-32002), which is written as the version's code for a
     /// missing resource: -32602 from 2026-07-28 on, which replaced it (see
     /// [`mcp::resource_not_found_code`]). So one app answers "not found" right in every era.
@@ -759,6 +760,15 @@ impl Connection {
             if !mcp::error_code_allowed(code, v) {
                 return Err(Error::CodeNotInVersion);
             }
+        } else if !self
+            .core
+            .config
+            .versions
+            .iter()
+            .any(|v| mcp::error_code_allowed(code, *v))
+        {
+            // Nothing negotiated yet: the code must exist in a version we speak.
+            return Err(Error::CodeNotInVersion);
         }
         if !mcp::has_required_data(code, data) {
             return Err(Error::InvalidParams);
