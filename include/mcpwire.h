@@ -382,8 +382,9 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_CLOSING = 301,
     /**
-     * The handshake is not finished: until it is, only pings (and, from a server, logging)
-     * may be sent.
+     * The handshake is not finished: until it is, only pings (and, from a server that has
+     * answered `initialize`, logging) may be sent; before `initialize` arrives, or while a
+     * client's `server/discover` probe is out, nothing.
      */
     MCPW_ERR_NOT_INITIALIZED = 302,
     /**

@@ -301,6 +301,33 @@ fn server_sends_only_ping_and_logging_before_initialized() {
     assert!(s.conn.request(T0, "roots/list", None).is_ok());
 }
 
+/// "The initialization phase MUST be the first interaction": before `initialize` arrives a
+/// server sends nothing, not even a ping or a log. A dual-era server does not yet know
+/// whether the client speaks 2026-07-28, where servers send no requests and log only within
+/// one. Likewise a client whose `server/discover` probe is out does not know the era yet.
+#[test]
+fn nothing_goes_out_before_the_era_is_known() {
+    let log = || Some(raw(r#"{"level":"info","data":"early"}"#));
+    for config in [legacy(server_config()), server_config()] {
+        let mut s = RawServer::new(config);
+        assert_eq!(s.conn.request(T0, "ping", None), Err(Error::NotInitialized));
+        assert_eq!(
+            s.conn.notify("notifications/message", log()),
+            Err(Error::NotInitialized)
+        );
+        assert!(take_output(&mut s.conn).is_empty());
+        // Once `initialize` is answered, pings and logs may go before `initialized`.
+        s.initialize("2025-11-25");
+        assert!(s.conn.request(T0, "ping", None).is_ok());
+        assert!(s.conn.notify("notifications/message", log()).is_ok());
+    }
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    let probe = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(probe.contains("server/discover"), "{probe}");
+    assert_eq!(c.request(T0, "ping", None), Err(Error::NotInitialized));
+    assert!(take_output(&mut c).is_empty());
+}
+
 #[test]
 fn client_sends_only_ping_before_the_result_and_accepts_only_ping_and_logging() {
     let mut c = Connection::new(legacy(client_config()), T0).unwrap();

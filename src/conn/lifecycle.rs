@@ -11,7 +11,8 @@
 //!    result with `notifications/initialized` (`on_initialize_result`).
 //! 2. (2024-11-05 … 2025-11-25) Until the server has answered `initialize`, a client sends only
 //!    pings. Until it has received `notifications/initialized`, a server sends only pings and
-//!    logging (`Lifecycle::check_send`).
+//!    logging, and before `initialize` arrives nothing at all (`Lifecycle::check_send`). A
+//!    client whose `server/discover` probe is out sends nothing either.
 //! 3. (2024-11-05 … 2025-11-25) With `strict_lifecycle` (the default), the same rules hold for
 //!    what we accept: a request that arrives too early is answered with -32600, a notification
 //!    is dropped. Pings are always answered (`Lifecycle::admit`).
@@ -203,6 +204,12 @@ impl Lifecycle {
             return Ok(());
         }
         let allowed = match (self.role, kind) {
+            // Nothing before `initialize` arrives ("The initialization phase MUST be the first
+            // interaction"); a dual-era server does not yet know whether the client's era lets
+            // a server send requests or free-standing logs at all.
+            (Role::Server, _) if self.phase == Phase::AwaitingInitialize => false,
+            // A client whose `server/discover` probe is out does not know the era either.
+            (Role::Client, _) if self.era.is_none() => false,
             (_, MethodKind::Request) => method == "ping",
             (Role::Server, MethodKind::Notification) => method == "notifications/message",
             (Role::Client, MethodKind::Notification) => false,

@@ -74,8 +74,9 @@ pub enum Error {
     Closed,
     /// [`close`](Connection::close) was called: no new requests or notifications.
     Closing,
-    /// The handshake is not finished, and the lifecycle allows only pings (and, from a server,
-    /// logging) until it is.
+    /// The handshake is not finished, and the lifecycle allows only pings (and, from a server
+    /// that has answered `initialize`, logging) until it is. Before `initialize` arrives, or
+    /// while a client's `server/discover` probe is out, nothing may be sent.
     NotInitialized,
     /// The engine sends this method itself (`initialize`, `notifications/initialized`,
     /// `notifications/cancelled`, `notifications/progress`): use the handshake,

@@ -61,8 +61,9 @@ pub enum mcpw_result {
     MCPW_ERR_CLOSED = 300,
     /// `mcpw_conn_close` was called: no new requests or notifications.
     MCPW_ERR_CLOSING = 301,
-    /// The handshake is not finished: until it is, only pings (and, from a server, logging)
-    /// may be sent.
+    /// The handshake is not finished: until it is, only pings (and, from a server that has
+    /// answered `initialize`, logging) may be sent; before `initialize` arrives, or while a
+    /// client's `server/discover` probe is out, nothing.
     MCPW_ERR_NOT_INITIALIZED = 302,
     /// The engine sends this method itself (`initialize`, `notifications/initialized`,
     /// `notifications/cancelled`, `notifications/progress`): use the handshake,
