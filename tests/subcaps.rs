@@ -456,6 +456,46 @@ fn include_context_needs_no_capability_before_2025_11_25() {
     }
 }
 
+/// URL-mode elicitation and tool use in sampling arrived in 2025-11-25. A client that also
+/// speaks 2025-11-25 declares them before a version is negotiated; in an older session they
+/// count as undeclared both ways: not sent, and -32602 when received.
+#[test]
+fn url_mode_and_sampling_tools_exist_from_2025_11_25() {
+    const ALL: &str =
+        r#"{"elicitation":{"form":{},"url":{}},"sampling":{"tools":{},"context":{}}}"#;
+    for v in [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+    ] {
+        let mut p = Pair::ready(v, client(ALL), server_config());
+        assert_eq!(
+            server_asks(&mut p, "sampling/createMessage", TOOLS),
+            Err(Error::NotNegotiated(Caps::SAMPLING_TOOLS)),
+            "{v:?}"
+        );
+        assert!(
+            server_asks(&mut p, "sampling/createMessage", CONTEXT).is_ok(),
+            "{v:?}"
+        );
+        let answer = raw_server_request(&mut p, 90, "sampling/createMessage", TOOLS);
+        assert_eq!(answer["error"]["code"], -32602, "{v:?} {answer}");
+        if v == ProtocolVersion::V2025_06_18 {
+            assert_eq!(
+                server_asks(&mut p, "elicitation/create", URL),
+                Err(Error::NotNegotiated(Caps::ELICITATION_URL))
+            );
+            assert!(server_asks(&mut p, "elicitation/create", FORM).is_ok());
+            let answer = raw_server_request(&mut p, 91, "elicitation/create", URL);
+            assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        }
+    }
+    // In 2025-11-25 the same declaration allows both.
+    let mut p = pair(ALL);
+    assert!(server_asks(&mut p, "sampling/createMessage", TOOLS).is_ok());
+    assert!(server_asks(&mut p, "elicitation/create", URL).is_ok());
+}
+
 #[test]
 fn a_member_the_rules_read_twice_is_malformed_both_ways() {
     const MODES: &str = r#"{"mode":"form","mode":"url","message":"m","elicitationId":"e","url":"https://x.example/"}"#;

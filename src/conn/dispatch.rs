@@ -427,7 +427,10 @@ impl Core {
         // prescribes) or tool use in sampling. Task augmentation is not refused: "Receivers
         // that do not declare the task capability for a request type MUST process requests of
         // that type normally".
-        let ours = self.config.capabilities.flags();
+        // Before 2025-11-25 a URL mode or tool use is undeclared whatever we declared: that
+        // version has neither.
+        let ours =
+            mcp::sub_capabilities_in(self.config.capabilities.flags(), self.effective_version());
         if matches!(method, "elicitation/create" | "sampling/createMessage")
             && mcp::sub_capabilities_with(method, r.params, || Some(false))
                 .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)

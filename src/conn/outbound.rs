@@ -206,13 +206,9 @@ impl Core {
             .map(|c| c.flags())
             .unwrap_or_default();
         let version = self.effective_version();
-        // `sampling.context` arrived in 2025-11-25: before it, no capability gates
+        // Before 2025-11-25 no URL mode or sampling tools exist, and nothing gates
         // `includeContext`.
-        let peer = if version < ProtocolVersion::V2025_11_25 {
-            peer | Caps::SAMPLING_CONTEXT
-        } else {
-            peer
-        };
+        let peer = mcp::sub_capabilities_in(peer, version);
         let tasks_apply = version == ProtocolVersion::V2025_11_25;
         // A `task` member twice is malformed (`None`) wherever it is read.
         let task_member = match params {

@@ -359,6 +359,19 @@ impl Capabilities {
     }
 }
 
+/// The sub-capabilities of `declared` that count in `version`. Before 2025-11-25 there is no
+/// URL-mode elicitation and no tool use in sampling, whatever a peer that also speaks
+/// 2025-11-25 declared, and no capability gates `includeContext` (`sampling.context` came
+/// with 2025-11-25 too).
+pub(crate) fn sub_capabilities_in(declared: Caps, version: super::ProtocolVersion) -> Caps {
+    if version < super::ProtocolVersion::V2025_11_25 {
+        let absent = Caps::ELICITATION_URL.0 | Caps::SAMPLING_TOOLS.0;
+        Caps(declared.0 & !absent) | Caps::SAMPLING_CONTEXT
+    } else {
+        declared
+    }
+}
+
 /// The flags [`sub_capabilities`] may ask for, in the order a refusal names the first one
 /// missing.
 const SUB_FLAGS: [Caps; 7] = [
@@ -416,7 +429,9 @@ pub enum SubCapability {
 ///
 /// The engine checks what it sends against the peer's declaration (a typed error,
 /// [`Error::NotNegotiated`](crate::conn::Error::NotNegotiated)) and what it receives against
-/// ours (the JSON-RPC error the spec names). Use it to check a request of your own making.
+/// ours (the JSON-RPC error the spec names); before 2025-11-25 it counts URL mode and
+/// sampling tools as undeclared and `includeContext` as free, since those versions have no
+/// such capabilities. Use it to check a request of your own making.
 pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapability {
     sub_capabilities_with(method, params, || {
         params.map_or(Some(false), |p| {

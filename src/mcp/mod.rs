@@ -6,6 +6,7 @@
 mod caps;
 mod methods;
 
+pub(crate) use caps::sub_capabilities_in;
 pub(crate) use caps::sub_capabilities_with;
 pub use caps::{Capabilities, CapabilityError, Caps, SubCapability, sub_capabilities};
 pub(crate) use methods::is_known_method;
