@@ -2250,3 +2250,25 @@ fn a_task_fails_with_32021_or_32022_only_with_their_data() {
         .unwrap();
     assert_eq!(get(&mut tasks, at(3), &task)["error"]["code"], -32021);
 }
+
+/// A method name is compared as decoded text: `tools\/call` asking for a task is a
+/// task-augmented `tools/call`, answered with its task like the plain spelling.
+#[test]
+fn an_escaped_method_name_is_task_augmented_too() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    p.server.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools\\/call\",\"params\":{\"name\":\"x\",\"task\":{\"ttl\":1000}}}\n",
+    );
+    p.step();
+    let evs = p.take_server_events();
+    let [Ev::Request { id, method, .. }] = &evs[..] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(method, "tools/call");
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    p.server
+        .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+}

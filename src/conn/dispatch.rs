@@ -511,11 +511,14 @@ impl Core {
                 );
             }
         };
+        // Compared as decoded text: `tools\/call` is `tools/call`.
+        let method = r.method.to_str();
+        let method: &str = &method;
         // A listen comes to the application only for review (`Policy::review_listens`).
         let engine_listen = listen.as_ref().is_some_and(|l| !l.pending);
         if modern.is_none() {
             // A tasks/result or tasks/cancel whose answer will end a task's progress token.
-            self.task_tokens.watch(r.method.raw(), r.params, r.id);
+            self.task_tokens.watch(method, r.params, r.id);
         }
         self.dispatch.inbound.insert(
             OwnedId::from(r.id),
@@ -524,23 +527,23 @@ impl Core {
                 last_progress: None,
                 input_eligible,
                 task_eligible: match modern {
-                    Some(_) => r.method.raw() == "tools/call",
+                    Some(_) => method == "tools/call",
                     // 2025-11-25: the request asked for a task, on a method we declared
                     // `tasks.requests.<method>` for.
                     None => {
                         matches!(
-                            r.method.raw(),
+                            method,
                             "tools/call" | "sampling/createMessage" | "elicitation/create"
                         ) && self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
                             && asks_for_task
-                            && mcp::sub_capabilities_with(r.method.raw(), r.params, || Some(true))
+                            && mcp::sub_capabilities_with(method, r.params, || Some(true))
                                 .check(self.config.capabilities.flags(), true)
                                 .is_ok()
                     }
                 },
                 cacheable: modern.is_some()
                     && matches!(
-                        r.method.raw(),
+                        method,
                         "tools/list"
                             | "prompts/list"
                             | "resources/list"
