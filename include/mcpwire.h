@@ -2323,8 +2323,8 @@ enum mcpw_result mcpw_conn_notify(struct mcpw_conn *conn,
                                   size_t params_len);
 
 /**
- * Answers the peer's request `*id` with `result` (any JSON value as text; MCP results are
- * objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
+ * Answers the peer's request `*id` with `result` (a JSON object as text, as every MCP result
+ * is; any other value gets `MCPW_ERR_INVALID_PARAMS`). Answering a request the peer has cancelled succeeds and sends nothing. Answering
  * a 2026-07-28 `subscriptions/listen` request ends that subscription: its result goes out
  * with the subscription id in `_meta` and nothing else, whatever `result` holds (the schema's
  * listen result is otherwise empty). In 2026-07-28 it sends complete results only: a

@@ -953,3 +953,32 @@ fn only_a_server_logs() {
     );
     assert!(take_output(&mut p.client).is_empty());
 }
+
+/// Every MCP version's `Result` is an object: `respond` refuses anything else, and the
+/// request stays open for a proper answer.
+#[test]
+fn a_result_must_be_an_object() {
+    for version in ProtocolVersion::ALL {
+        let mut p = ready(version);
+        p.client
+            .request(p.now, "tools/list", Some(raw("{}")))
+            .unwrap();
+        p.step();
+        let (id, _, _) = only_request(&p.take_server_events());
+        for bad in ["1", "[]", "\"x\"", "null"] {
+            assert_eq!(
+                p.server.respond(id.as_id(), raw(bad)),
+                Err(Error::InvalidParams),
+                "{version} {bad}"
+            );
+        }
+        p.server
+            .respond(id.as_id(), raw(r#"{"tools":[]}"#))
+            .unwrap();
+        p.step();
+        assert!(
+            matches!(&p.take_client_events()[..], [Ev::Response { .. }]),
+            "{version}"
+        );
+    }
+}

@@ -460,8 +460,8 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 	return check("notify", rc)
 }
 
-// Respond answers the peer's request id with result (any JSON value; MCP results are
-// objects). Answering a request the peer has cancelled succeeds and sends nothing. Answering
+// Respond answers the peer's request id with result (a JSON object, as every MCP result is;
+// any other value gets ErrInvalidParams). Answering a request the peer has cancelled succeeds and sends nothing. Answering
 // a 2026-07-28 subscriptions/listen request ends that subscription: its result carries the
 // subscription id in _meta and nothing else, whatever result holds (a listen waiting for
 // GrantListen is not granted by it: it is acknowledged with nothing granted, then ended).

@@ -615,9 +615,14 @@ impl Connection {
     /// [`grant_listen`](Self::grant_listen): it ends it, granted nothing). In 2026-07-28 it
     /// sends complete results only: a `resultType` other than `"complete"` gets
     /// [`Error::InvalidParams`] (use [`respond_input_required`](Self::respond_input_required)
-    /// or [`respond_task`](Self::respond_task), which check the request may get one).
+    /// or [`respond_task`](Self::respond_task), which check the request may get one). A
+    /// `result` that is not a JSON object gets [`Error::InvalidParams`]: every MCP version's
+    /// `Result` is one.
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
+        if !result.is_object() {
+            return Err(Error::InvalidParams);
+        }
         let key = OwnedId::from(id);
         if self
             .core

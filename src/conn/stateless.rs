@@ -494,7 +494,9 @@ impl Core {
             return false;
         }
         let meta = meta.unwrap_or_else(|| view_meta(r.params));
-        let modern = method == "server/discover" || has_modern_meta(&meta);
+        // `initialize` belongs to the handshake era even with the stateless `_meta` on it.
+        let modern =
+            method != "initialize" && (method == "server/discover" || has_modern_meta(&meta));
         if !modern {
             if self.lifecycle.era.is_none() && self.serves_legacy() {
                 return false;
