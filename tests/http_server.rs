@@ -3286,3 +3286,46 @@ fn an_initialize_with_the_2026_headers_is_checked_like_any_request() {
     assert_eq!(r.status, 400);
     assert_eq!(json_body(&r)["error"]["code"], -32020);
 }
+
+/// A 2025-11-25 task's progress, after its task handle ended the `tools/call`'s POST stream,
+/// goes where unrelated messages go: the session's GET stream (it went to the finished
+/// stream, and was lost). And another session that names that stream in `Last-Event-ID`
+/// gets nothing of it: a stream number is no key to another session's messages.
+#[test]
+fn task_progress_after_the_handle_uses_the_get_stream_and_no_other_session_sees_it() {
+    let config = Config::server("http-test", "1.0")
+        .with_capabilities(r#"{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}}"#)
+        .unwrap();
+    let mut s = HttpServer::new(HttpServerConfig::new(config));
+    let a = open_session(&mut s);
+    let b = open_session(&mut s);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &a,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","task":{"ttl":60000},"_meta":{"progressToken":"p"}}}"#,
+    );
+    let handle = r#"{"task":{"taskId":"t-1","status":"working","createdAt":"2026-12-03T00:00:00Z","lastUpdatedAt":"2026-12-03T00:00:00Z","ttl":60000}}"#;
+    s.connection(key)
+        .unwrap()
+        .respond_task(id.as_id(), RawJson::new(handle).unwrap())
+        .unwrap();
+    s.pump();
+    let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+    assert_eq!(msgs[0]["result"]["task"]["taskId"], "t-1");
+    assert!(finished);
+    // Session B takes the finished stream's number; A's GET stream is open.
+    let last = format!("{}-0", stream.0);
+    let stolen = get_stream(&mut s, &[("Mcp-Session-Id", &b), ("Last-Event-ID", &last)]);
+    let (a_get, _, _) = listen(&mut s, &a);
+    s.connection(key)
+        .unwrap()
+        .progress(id.as_id(), 0.5, None, Some("secret-of-a"))
+        .unwrap();
+    s.pump();
+    let (seen_by_b, _) = read_stream(&mut s, stolen, &mut StreamReader::new());
+    assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
+    let (seen_by_a, _) = read_stream(&mut s, a_get, &mut StreamReader::new());
+    assert_eq!(seen_by_a.len(), 1, "{seen_by_a:?}");
+    assert_eq!(seen_by_a[0]["params"]["progressToken"], "p");
+    assert_eq!(seen_by_a[0]["params"]["message"], "secret-of-a");
+}

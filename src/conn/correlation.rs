@@ -62,8 +62,6 @@ pub(super) struct TaskToken {
     /// Its progress token (the client's tokens are its request ids).
     pub(super) token: OwnedId,
     pub(super) last_progress: Option<f64>,
-    /// Where the progress goes (server).
-    pub(super) stream: StreamId,
     /// The `tasks/result` and `tasks/cancel` requests about the task in flight: the answer to
     /// either means the task is terminal.
     pub(super) ends: Vec<OwnedId>,
@@ -256,7 +254,6 @@ impl Core {
                     request: OwnedId::Int(n),
                     token: OwnedId::Int(n),
                     last_progress: pending.last_progress,
-                    stream: StreamId::MAIN,
                     ends: Vec::new(),
                 };
                 let cap = self.config.limits.max_inbound_in_flight;

@@ -405,11 +405,14 @@ impl Core {
                 entry.stream,
                 None,
             ),
+            // A task's: its request's own stream ended with the task handle (over HTTP, the
+            // POST response), so the progress goes where unrelated messages go (the
+            // session's GET stream).
             None => match self.task_tokens.by_request(&key) {
                 Some(t) => (
                     Some(t.token.clone()),
                     &mut t.last_progress,
-                    t.stream,
+                    StreamId::MAIN,
                     Some(t.task.clone()),
                 ),
                 None => return Err(Error::UnknownRequest),

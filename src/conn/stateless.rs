@@ -1028,7 +1028,6 @@ impl Core {
                 request: OwnedId::from(id),
                 token,
                 last_progress: entry.last_progress,
-                stream: entry.stream,
                 ends: Vec::new(),
             });
             self.respond(id, Answer::Result(task))?;

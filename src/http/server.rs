@@ -1781,6 +1781,23 @@ impl HttpServer {
                 } else {
                     Some(HttpStreamId(frame.stream.0))
                 };
+                // A stream another connection holds under this number (a `Last-Event-ID` GET
+                // of another session may have taken a finished one's) never carries this
+                // connection's frames: they are only stored, for this session.
+                if let Some(stream) = target
+                    && self.streams.get(&stream).is_some_and(|s| s.conn.0 != key)
+                {
+                    if let Some(sid) = session.as_deref() {
+                        let event_id = *next_event;
+                        *next_event += 1;
+                        let mut bytes = Vec::new();
+                        let text = frame_text(frame.bytes);
+                        write_stream_event(&mut bytes, stream, event_id, &text);
+                        self.events.append(sid, stream, event_id, &bytes);
+                    }
+                    conn.consume_frame();
+                    continue;
+                }
                 let cap = self.config.server.limits.max_buffered_output;
                 let over = |streams: &HashMap<HttpStreamId, Stream, _>, stream| {
                     streams.get(&stream).is_some_and(|s: &Stream| {
