@@ -778,6 +778,37 @@ fn batches_travel_in_2025_03_26_sessions() {
     );
     let v = json_body(&r);
     assert_eq!(v.as_array().unwrap().len(), 2);
+    // A notification and an invalid member: the invalid member's error answers the POST
+    // (it got 202, and the error went to the GET stream, which carries no responses).
+    for invalid in [r#"{"jsonrpc":"2.0","id":7,"method":5}"#, "1"] {
+        let body = format!(
+            r#"[{{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}},{invalid}]"#
+        );
+        let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], &body);
+        assert_eq!(r.status, 200, "{invalid}: {r:?}");
+        let v = json_body(&r);
+        assert_eq!(v[0]["error"]["code"], -32600, "{invalid}: {v}");
+    }
+    let (_, on_get, _) = listen(&mut s, &sid);
+    assert!(on_get.is_empty(), "{on_get:?}");
+    // A request cancelled in its own batch gets no answer, and its stream ends.
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"[{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}]"#,
+    );
+    if let Body::Stream(stream) = r.body {
+        let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+        assert!(msgs.is_empty() && finished, "{msgs:?} {finished}");
+    }
+    for (key, e) in events(&mut s) {
+        if let Ev::Request { id, .. } = e {
+            answer_call(&mut s, key, &id);
+        }
+    }
+    s.pump();
+    assert_eq!(s.open_streams(), 1, "only the GET stream is open");
 }
 
 // ---- 2026-07-28 -------------------------------------------------------------------------------

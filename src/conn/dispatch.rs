@@ -773,9 +773,9 @@ impl Core {
     }
 }
 
-/// Writes an error response for a frame that could not be decoded, unless it looked like a
-/// response (answering a response could start a loop).
-fn answers_decode_error(e: &DecodeError<'_>) -> bool {
+/// Whether a frame that could not be decoded gets an error response: not when it looked like
+/// a response (answering a response could start a loop).
+pub(crate) fn answers_decode_error(e: &DecodeError<'_>) -> bool {
     match e.kind() {
         ErrorKind::Parse => true,
         ErrorKind::InvalidRequest => !matches!(

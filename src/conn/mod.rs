@@ -56,6 +56,7 @@ use crate::frame::line::{FrameError, LineDecoder};
 use crate::jsonrpc::{Decoded, Id, JsonStr, OwnedId, ParamsIndex, RawJson};
 use crate::mcp::{self, Capabilities, Caps, Era, LogLevel, ProtocolVersion};
 use correlation::Correlation;
+pub(crate) use dispatch::answers_decode_error;
 use dispatch::{Dispatch, ReadAhead};
 pub(crate) use elicit::required_elicitations;
 use event::{EventQueue, Stored};

@@ -1109,9 +1109,18 @@ impl HttpServer {
                 awaiting.insert(OwnedId::from(r.id));
             }
             Decoded::Batch(members) => {
-                for m in members.iter().flatten() {
-                    if let Message::Request(r) = m {
-                        awaiting.insert(OwnedId::from(r.id));
+                for m in members {
+                    match m {
+                        Ok(Message::Request(r)) => {
+                            awaiting.insert(OwnedId::from(r.id));
+                        }
+                        // An invalid member that the engine answers (2025-03-26 batches): the
+                        // batch's answer, which ends the stream whatever it awaits, carries
+                        // its error, so the POST gets that answer and not a 202.
+                        Err(e) if crate::conn::answers_decode_error(e) => {
+                            awaiting.insert(e.id().map_or(OwnedId::Int(i64::MIN), OwnedId::from));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -1144,6 +1153,11 @@ impl HttpServer {
             }
             return HttpResponse::empty(202);
         }
+        // A 2025-03-26 batch may cancel its own requests: their answers never come.
+        let cancelled = match &decoded {
+            Decoded::Batch(_) if !modern => cancelled_ids(&decoded),
+            _ => Vec::new(),
+        };
         let stream = self.new_stream(key, false);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.awaiting = awaiting;
@@ -1162,6 +1176,9 @@ impl HttpServer {
         }
         self.mark(key);
         self.pump();
+        if !cancelled.is_empty() {
+            self.end_cancelled(key, &cancelled);
+        }
         // Answered at once (the engine's own answer, or a refusal): a plain JSON body.
         let immediate = self
             .streams
