@@ -308,8 +308,8 @@ fn a_session_in_the_handshake_era() {
     let tools = result(&w.call("tools/list", json!({})));
     assert_eq!(
         tools["tools"].as_array().unwrap().len(),
-        2,
-        "the invalid tool is left out: {tools}"
+        3,
+        "every tool is kept: `x-mcp-header` is a 2026-07-28 rule: {tools}"
     );
     let r = result(&w.call(
         "tools/call",
@@ -330,7 +330,12 @@ fn a_session_in_the_handshake_era() {
 fn input_required_then_a_retry_over_http_echoes_the_state_and_gets_the_answer() {
     let mut w = World::new(client_config(), http_server_config(), App::AskFirst);
     assert_eq!(w.ready(), ProtocolVersion::V2026_07_28);
-    let _ = w.call("tools/list", json!({}));
+    let tools = result(&w.call("tools/list", json!({})));
+    assert_eq!(
+        tools["tools"].as_array().unwrap().len(),
+        2,
+        "the tool with an invalid annotation is left out: {tools}"
+    );
     let args = json!({"name":"sql","arguments":{"region":"eu","query":"select"}});
     let text = args.to_string();
     let first = (w.client.connection())
@@ -510,7 +515,7 @@ fn an_expired_session_fails_its_requests_and_a_new_session_starts() {
             .as_array()
             .unwrap()
             .len(),
-        2
+        3
     );
 }
 
@@ -1676,4 +1681,62 @@ fn a_json_answer_over_the_largest_frame_fails_its_request() {
             other => panic!("{size}: {other:?}"),
         }
     }
+}
+
+/// Three handshake-era rules the client kept wrong (a helper's audit of the HTTP transport):
+/// a `tools/list` answer keeps every tool (`x-mcp-header` annotations are a 2026-07-28 rule);
+/// a request whose `_meta` names 2026-07-28 still goes in the session, with its id and the
+/// negotiated version; and a 404 to a resumption that carried no session id (there is none)
+/// fails that stream only, without starting a new session.
+#[test]
+fn handshake_era_sessions_keep_their_own_rules() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let list = c.request("tools/list");
+    let s = c.sent().remove(0);
+    let answer = json!({"jsonrpc":"2.0","id":list.0,"result":{"tools":[
+        {"name":"broken","inputSchema":{"type":"object","properties":{
+            "n":{"type":"number","x-mcp-header":"N"}}}},
+        {"name":"plain","inputSchema":{"type":"object"}}]}});
+    c.answer(
+        &s,
+        200,
+        &[("Content-Type", "application/json")],
+        &answer.to_string(),
+    );
+    let Some(Ev::Response { result, .. }) = c.outcome(list) else {
+        panic!("{:?}", c.events)
+    };
+    let tools: Value = serde_json::from_str(result).unwrap();
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 2, "{tools}");
+
+    let params = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+    c.client
+        .connection()
+        .request(c.now, "tools/list", Some(RawJson::new(params).unwrap()))
+        .unwrap();
+    let s = c.sent().remove(0);
+    assert_eq!(s.header("Mcp-Session-Id"), Some("s1"));
+    assert_eq!(s.header("MCP-Protocol-Version"), Some("2025-11-25"));
+
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(None);
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    c.stream(&s, &[], "id: ev-1\nretry: 100\ndata:\n\n");
+    c.wait(Duration::from_secs(1));
+    let get = c.sent().remove(0);
+    assert_eq!(get.header("Mcp-Session-Id"), None);
+    c.answer(&get, 404, &[], "");
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    let after = c.sent();
+    assert!(
+        after.iter().all(|s| s.body["method"] != "initialize"),
+        "no new session: {:?}",
+        after.iter().map(|s| &s.body).collect::<Vec<_>>()
+    );
 }

@@ -771,17 +771,20 @@ impl HttpClient {
             match m {
                 Message::Request(r) => {
                     initialize = r.method.eq_str("initialize");
-                    if let Id::Int(n) = r.id {
-                        awaiting.insert(n);
-                        if r.method.eq_str("tools/list") {
-                            self.tools_list.insert(n);
-                        }
-                    }
+                    // A handshake-era session's requests stay in it, whatever `_meta` says.
                     modern_version = r
                         .params
+                        .filter(|_| self.conn.era() != Some(Era::Legacy))
                         .and_then(|p| p.unique("_meta"))
                         .and_then(|m| m.unique_str(META_PROTOCOL_VERSION))
                         .and_then(|v| ProtocolVersion::parse(&v.to_str()));
+                    if let Id::Int(n) = r.id {
+                        awaiting.insert(n);
+                        // Tool annotations (`x-mcp-header`) are a 2026-07-28 rule.
+                        if r.method.eq_str("tools/list") && modern_version.is_some() {
+                            self.tools_list.insert(n);
+                        }
+                    }
                     if modern_version.is_some() && r.method.eq_str("tools/call") {
                         param_headers = self.param_headers(r.params);
                     }
@@ -861,7 +864,7 @@ impl HttpClient {
         }
         let mut ex = Exchange::new("GET", headers, Vec::new(), BTreeSet::new());
         ex.standalone = true;
-        ex.with_session = true;
+        ex.with_session = self.session.is_some();
         self.new_exchange(ex)
     }
 
@@ -1026,7 +1029,8 @@ impl HttpClient {
             ex.method = "GET";
             ex.body = Vec::new();
             ex.headers = owned(ex.reader.resume_headers(version, session));
-            ex.with_session = true;
+            // Only a 404 to a request that named the session ends it.
+            ex.with_session = session.is_some();
             ex.reading = Reading::Waiting;
             self.resumes.push((now.after(delay), exchange));
             return;
