@@ -460,6 +460,21 @@ fn protocol_version_header_rules() {
     ];
     assert_eq!(send(&mut s, "DELETE", &versioned, "").status, 200);
     assert_eq!(send(&mut s, "DELETE", &versioned, "").status, 404);
+    // `initialize` needs no header, but one that names no protocol version is invalid; a
+    // known version is left to the negotiation in the body.
+    let sessions = s.sessions();
+    for bad in ["nonsense", "2099-12-31"] {
+        let r = send(&mut s, "POST", &[("MCP-Protocol-Version", bad)], INIT);
+        assert_eq!(r.status, 400, "{bad}: {r:?}");
+    }
+    assert_eq!(s.sessions(), sessions, "no session for them");
+    let r = send(
+        &mut s,
+        "POST",
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        INIT,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
 }
 
 #[test]

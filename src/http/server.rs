@@ -804,6 +804,17 @@ impl HttpServer {
             _ => (false, None),
         };
         if serves_legacy && is_initialize && !modern_header {
+            // The header is not expected yet, but one that names no protocol version at all
+            // is invalid ("MUST respond with 400 Bad Request"); a known one is left to the
+            // negotiation in the body.
+            if version_header.is_some_and(|v| ProtocolVersion::parse(v).is_none()) {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Bad Request: unsupported or mismatched MCP-Protocol-Version",
+                );
+            }
             return self.initialize(now, text, decoded, random);
         }
         // `params._meta` naming a protocol version makes a request stateless too; it is read
