@@ -414,7 +414,8 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_INVALID_PARAMS = 307,
     /**
-     * The JSON-RPC error code does not exist in the negotiated protocol version.
+     * The JSON-RPC error code does not exist in the negotiated protocol version (before one
+     * is negotiated: in any configured version).
      */
     MCPW_ERR_CODE_NOT_IN_VERSION = 308,
     /**
@@ -2323,10 +2324,11 @@ enum mcpw_result mcpw_conn_notify(struct mcpw_conn *conn,
                                   size_t params_len);
 
 /**
- * Answers the peer's request `*id` with `result` (a JSON object as text, as every MCP result
- * is; any other value gets `MCPW_ERR_INVALID_PARAMS`). Answering a request the peer has cancelled succeeds and sends nothing. Answering
- * a 2026-07-28 `subscriptions/listen` request ends that subscription: its result goes out
- * with the subscription id in `_meta` and nothing else, whatever `result` holds (the schema's
+ * Answers the peer's request `*id` with `result`: a JSON object as text, as every MCP result
+ * is (any other value gets `MCPW_ERR_INVALID_PARAMS`). Answering a request the peer has
+ * cancelled succeeds and sends nothing. Answering a 2026-07-28 `subscriptions/listen`
+ * request ends that subscription: its result goes out with the subscription id in `_meta`
+ * and nothing else, whatever object `result` holds (the schema's
  * listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
  * `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
  * `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle).
@@ -2344,7 +2346,8 @@ enum mcpw_result mcpw_conn_respond(struct mcpw_conn *conn,
 /**
  * Answers the peer's request `*id` with a JSON-RPC error: `code`, `message` (UTF-8) and
  * `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
- * not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
+ * not define (before one is negotiated: that no configured version defines) are refused
+ * with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
  * `MCPW_MCP_RESOURCE_NOT_FOUND`, which is sent as the version's "resource not found" code
  * (-32602 from 2026-07-28 on, which replaced -32002). -32021 and -32022 need the `data` the
  * schema requires (`requiredCapabilities`; `supported` and `requested`), else

@@ -321,11 +321,42 @@ fn nothing_goes_out_before_the_era_is_known() {
         assert!(s.conn.request(T0, "ping", None).is_ok());
         assert!(s.conn.notify("notifications/message", log()).is_ok());
     }
-    let mut c = Connection::new(client_config(), T0).unwrap();
-    let probe = String::from_utf8(take_output(&mut c)).unwrap();
-    assert!(probe.contains("server/discover"), "{probe}");
-    assert_eq!(c.request(T0, "ping", None), Err(Error::NotInitialized));
-    assert!(take_output(&mut c).is_empty());
+    // Not a matter of strictness: the lenient policy holds back too.
+    let mut config = server_config();
+    config.policy.strict_lifecycle = false;
+    let mut s = RawServer::new(config);
+    assert_eq!(s.conn.request(T0, "ping", None), Err(Error::NotInitialized));
+    assert_eq!(
+        s.conn.notify("notifications/tools/list_changed", None),
+        Err(Error::NotInitialized)
+    );
+    // Nor through a ping the application answers itself: no log, no progress on it.
+    let mut config = legacy(server_config());
+    config.policy.answer_pings = false;
+    let mut s = RawServer::new(config);
+    s.send(r#"{"jsonrpc":"2.0","id":"p","method":"ping","params":{"_meta":{"progressToken":1}}}"#);
+    let ping = Id::Str(mcpwire::jsonrpc::JsonStr::from_raw("p").unwrap());
+    assert_eq!(
+        s.conn
+            .log(ping, mcpwire::mcp::LogLevel::Info, None, raw("\"x\"")),
+        Err(Error::NotInitialized)
+    );
+    assert_eq!(
+        s.conn.progress(ping, 1.0, None, None),
+        Err(Error::NotInitialized)
+    );
+    assert!(take_output(&mut s.conn).is_empty());
+    s.conn.respond(ping, raw("{}")).unwrap();
+    assert!(!take_output(&mut s.conn).is_empty(), "the ping is answered");
+    for strict in [true, false] {
+        let mut config = client_config();
+        config.policy.strict_lifecycle = strict;
+        let mut c = Connection::new(config, T0).unwrap();
+        let probe = String::from_utf8(take_output(&mut c)).unwrap();
+        assert!(probe.contains("server/discover"), "{probe}");
+        assert_eq!(c.request(T0, "ping", None), Err(Error::NotInitialized));
+        assert!(take_output(&mut c).is_empty());
+    }
 }
 
 #[test]

@@ -813,10 +813,11 @@ fn batches_travel_in_2025_03_26_sessions() {
         &[("Mcp-Session-Id", &sid)],
         r#"[{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}]"#,
     );
-    if let Body::Stream(stream) = r.body {
-        let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
-        assert!(msgs.is_empty() && finished, "{msgs:?} {finished}");
-    }
+    let Body::Stream(stream) = r.body else {
+        panic!("{r:?}")
+    };
+    let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+    assert!(msgs.is_empty() && finished, "{msgs:?} {finished}");
     for (key, e) in events(&mut s) {
         if let Ev::Request { id, .. } = e {
             answer_call(&mut s, key, &id);
@@ -3374,4 +3375,35 @@ fn task_progress_after_the_handle_uses_the_get_stream_and_no_other_session_sees_
     assert_eq!(seen_by_a.len(), 1, "{seen_by_a:?}");
     assert_eq!(seen_by_a[0]["params"]["progressToken"], "p");
     assert_eq!(seen_by_a[0]["params"]["message"], "secret-of-a");
+}
+
+/// The guard itself: whatever puts a frame of session A on a stream number that session B
+/// holds (here A's connection is handed a ping on that stream directly, as no public flow
+/// does any more), the frame never reaches B's stream.
+#[test]
+fn a_stream_another_session_holds_never_carries_this_sessions_frames() {
+    let mut s = server();
+    let a = open_session(&mut s);
+    let b = open_session(&mut s);
+    let taken = 1000;
+    let stolen = get_stream(
+        &mut s,
+        &[
+            ("Mcp-Session-Id", &b),
+            ("Last-Event-ID", &format!("{taken}-0")),
+        ],
+    );
+    let (_, a_key, _) = post_request(
+        &mut s,
+        &a,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    s.connection(a_key).unwrap().handle_frame(
+        T0,
+        mcpwire::conn::StreamId(taken),
+        br#"{"jsonrpc":"2.0","id":"secret-of-a","method":"ping"}"#,
+    );
+    s.pump();
+    let (seen_by_b, _) = read_stream(&mut s, stolen, &mut StreamReader::new());
+    assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
 }

@@ -460,10 +460,11 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 	return check("notify", rc)
 }
 
-// Respond answers the peer's request id with result (a JSON object, as every MCP result is;
-// any other value gets ErrInvalidParams). Answering a request the peer has cancelled succeeds and sends nothing. Answering
-// a 2026-07-28 subscriptions/listen request ends that subscription: its result carries the
-// subscription id in _meta and nothing else, whatever result holds (a listen waiting for
+// Respond answers the peer's request id with result: a JSON object, as every MCP result is
+// (any other value gets ErrInvalidParams). Answering a request the peer has cancelled
+// succeeds and sends nothing. Answering a 2026-07-28 subscriptions/listen request ends that
+// subscription: its result carries the subscription id in _meta and nothing else, whatever
+// object result holds (a listen waiting for
 // GrantListen is not granted by it: it is acknowledged with nothing granted, then ended).
 // In 2026-07-28 it sends complete results only: a resultType other than "complete" gets
 // ErrInvalidParams (use RespondInputRequired, or Tasks.Respond for a task handle).
@@ -480,8 +481,9 @@ func (c *Conn) Respond(id ID, result json.RawMessage) error {
 }
 
 // RespondError answers the peer's request id with a JSON-RPC error: code, message and data
-// (any JSON value, or nil for none). Codes the negotiated version does not define are
-// refused with ErrCodeNotInVersion, except CodeResourceNotFound, which is sent as the
+// (any JSON value, or nil for none). Codes the negotiated version does not define (before
+// one is negotiated: that no configured version defines) are refused with
+// ErrCodeNotInVersion, except CodeResourceNotFound, which is sent as the
 // version's "resource not found" code (-32602 from 2026-07-28 on, which replaced -32002).
 // -32021 and -32022 need the data the schema requires (requiredCapabilities; supported and
 // requested), else ErrInvalidParams.

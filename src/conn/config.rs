@@ -99,9 +99,11 @@ pub enum ProgressPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// Enforce what may be sent before initialization completes, both ways: only `ping` (and,
-    /// from the server, logging) until the handshake is done. Our API refuses the rest with
-    /// [`Error::NotInitialized`](super::Error::NotInitialized); the peer's requests get a
-    /// -32600 error and its notifications are dropped. Default `true`.
+    /// from a server that has answered `initialize`, logging) until the handshake is done.
+    /// Our API refuses the rest with [`Error::NotInitialized`](super::Error::NotInitialized);
+    /// the peer's requests get a -32600 error and its notifications are dropped. Before the
+    /// era is known (a server before `initialize` arrives, a client while its
+    /// `server/discover` probe is out) nothing goes out, whatever this says. Default `true`.
     pub strict_lifecycle: bool,
     /// Answer the peer's `ping` without involving the application. Default `true`.
     pub answer_pings: bool,

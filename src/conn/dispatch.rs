@@ -568,7 +568,6 @@ impl Core {
         cap.push(stored);
     }
 
-    /// Whether an incoming request for `method` must be refused with -32601.
     /// Whether `method` is an MCP method that none of the versions we speak has.
     fn speaks_no_version_of(&self, method: &str) -> bool {
         mcp::is_known_method(method)
@@ -579,6 +578,7 @@ impl Core {
                 .any(|v| mcp::lookup(method, *v).is_some())
     }
 
+    /// Whether an incoming request for `method` must be refused with -32601.
     pub(super) fn incoming_request_refused(&self, method: &str, version: ProtocolVersion) -> bool {
         let from_client = self.role == Role::Server;
         match mcp::lookup(method, version) {

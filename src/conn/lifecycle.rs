@@ -193,6 +193,17 @@ impl Lifecycle {
 
     /// May we send a new request or notification `method` now? Answers, cancellations and
     /// progress are not "new" and are checked by their own commands.
+    /// Whether nothing at all may be sent yet, because the era is not known: a server before
+    /// `initialize` arrives ("The initialization phase MUST be the first interaction"; a
+    /// dual-era server does not know whether its client's era lets a server send requests or
+    /// free-standing logs at all), a client whose `server/discover` probe is out.
+    pub(crate) fn era_unknown(&self) -> bool {
+        match self.role {
+            Role::Server => self.phase == Phase::AwaitingInitialize,
+            Role::Client => self.era.is_none() && self.phase == Phase::AwaitingInitResult,
+        }
+    }
+
     pub(crate) fn check_send(&self, kind: MethodKind, method: &str) -> Result<(), Error> {
         match self.phase {
             Phase::Closed => return Err(Error::Closed),
@@ -200,16 +211,14 @@ impl Lifecycle {
             Phase::Operating => return Ok(()),
             _ => {}
         }
+        // Whatever the policy: not knowing the era is not a matter of strictness.
+        if self.era_unknown() {
+            return Err(Error::NotInitialized);
+        }
         if !self.strict {
             return Ok(());
         }
         let allowed = match (self.role, kind) {
-            // Nothing before `initialize` arrives ("The initialization phase MUST be the first
-            // interaction"); a dual-era server does not yet know whether the client's era lets
-            // a server send requests or free-standing logs at all.
-            (Role::Server, _) if self.phase == Phase::AwaitingInitialize => false,
-            // A client whose `server/discover` probe is out does not know the era either.
-            (Role::Client, _) if self.era.is_none() => false,
             (_, MethodKind::Request) => method == "ping",
             (Role::Server, MethodKind::Notification) => method == "notifications/message",
             (Role::Client, MethodKind::Notification) => false,

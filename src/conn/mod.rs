@@ -608,17 +608,16 @@ impl Connection {
         self.core.notify(method, params)
     }
 
-    /// Answers one of the peer's requests with a result. Answering a request the peer has
-    /// cancelled succeeds but sends nothing. A `subscriptions/listen` request's result ends
+    /// Answers one of the peer's requests with a result, a JSON object (anything else gets
+    /// [`Error::InvalidParams`]: every MCP version's `Result` is one). Answering a request the
+    /// peer has cancelled succeeds but sends nothing. A `subscriptions/listen` request's result ends
     /// its stream and holds nothing but its subscription id (2026-07-28: "The result body is
     /// otherwise empty"): it goes out as [`end_listen`](Self::end_listen) writes it, whatever
     /// `result` holds (so `respond` does not grant a listen waiting for
     /// [`grant_listen`](Self::grant_listen): it ends it, granted nothing). In 2026-07-28 it
     /// sends complete results only: a `resultType` other than `"complete"` gets
     /// [`Error::InvalidParams`] (use [`respond_input_required`](Self::respond_input_required)
-    /// or [`respond_task`](Self::respond_task), which check the request may get one). A
-    /// `result` that is not a JSON object gets [`Error::InvalidParams`]: every MCP version's
-    /// `Result` is one.
+    /// or [`respond_task`](Self::respond_task), which check the request may get one).
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         if !result.is_object() {

@@ -388,6 +388,10 @@ impl Core {
         if self.lifecycle.is_closed() {
             return Err(Error::Closed);
         }
+        // A ping with a progress token may come before `initialize`: nothing goes out yet.
+        if self.lifecycle.era_unknown() {
+            return Err(Error::NotInitialized);
+        }
         let key = OwnedId::from(id);
         let room = self.output_has_room();
         // A request in flight, or one answered with a 2025-11-25 task handle whose token
@@ -552,6 +556,10 @@ impl Core {
         }
         if self.lifecycle.is_closed() {
             return Err(Error::Closed);
+        }
+        // A ping the application answers may come before `initialize`: nothing goes out yet.
+        if self.lifecycle.era_unknown() {
+            return Err(Error::NotInitialized);
         }
         let key = OwnedId::from(id);
         let Some(entry) = self.dispatch.inbound.get(&key) else {

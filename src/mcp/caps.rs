@@ -429,9 +429,10 @@ pub enum SubCapability {
 ///
 /// The engine checks what it sends against the peer's declaration (a typed error,
 /// [`Error::NotNegotiated`](crate::conn::Error::NotNegotiated)) and what it receives against
-/// ours (the JSON-RPC error the spec names); before 2025-11-25 it counts URL mode and
-/// sampling tools as undeclared and `includeContext` as free, since those versions have no
-/// such capabilities. Use it to check a request of your own making.
+/// ours (the JSON-RPC error the spec names); in a session before 2025-11-25 it counts URL
+/// mode and sampling tools as undeclared and `includeContext` as free, since those versions
+/// have no such capabilities (this function, which knows no version, does not). Use it to
+/// check a request of your own making.
 pub fn sub_capabilities(method: &str, params: Option<RawJson<'_>>) -> SubCapability {
     sub_capabilities_with(method, params, || {
         params.map_or(Some(false), |p| {

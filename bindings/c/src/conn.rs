@@ -840,10 +840,11 @@ pub unsafe extern "C" fn mcpw_conn_notify(
     unsafe { with_mut(conn, body) }
 }
 
-/// Answers the peer's request `*id` with `result` (a JSON object as text, as every MCP result
-/// is; any other value gets `MCPW_ERR_INVALID_PARAMS`). Answering a request the peer has cancelled succeeds and sends nothing. Answering
-/// a 2026-07-28 `subscriptions/listen` request ends that subscription: its result goes out
-/// with the subscription id in `_meta` and nothing else, whatever `result` holds (the schema's
+/// Answers the peer's request `*id` with `result`: a JSON object as text, as every MCP result
+/// is (any other value gets `MCPW_ERR_INVALID_PARAMS`). Answering a request the peer has
+/// cancelled succeeds and sends nothing. Answering a 2026-07-28 `subscriptions/listen`
+/// request ends that subscription: its result goes out with the subscription id in `_meta`
+/// and nothing else, whatever object `result` holds (the schema's
 /// listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
 /// `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
 /// `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle).
@@ -879,7 +880,8 @@ pub unsafe extern "C" fn mcpw_conn_respond(
 
 /// Answers the peer's request `*id` with a JSON-RPC error: `code`, `message` (UTF-8) and
 /// `data` (any JSON value as text, or NULL for none). Codes that the negotiated version does
-/// not define are refused with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
+/// not define (before one is negotiated: that no configured version defines) are refused
+/// with `MCPW_ERR_CODE_NOT_IN_VERSION`, except
 /// `MCPW_MCP_RESOURCE_NOT_FOUND`, which is sent as the version's "resource not found" code
 /// (-32602 from 2026-07-28 on, which replaced -32002). -32021 and -32022 need the `data` the
 /// schema requires (`requiredCapabilities`; `supported` and `requested`), else

@@ -81,7 +81,8 @@ pub enum mcpw_result {
     /// member the sub-capability rules read written twice (an elicitation `mode`, sampling
     /// `tools` or `toolChoice`, and in 2025-11-25 `task`).
     MCPW_ERR_INVALID_PARAMS = 307,
-    /// The JSON-RPC error code does not exist in the negotiated protocol version.
+    /// The JSON-RPC error code does not exist in the negotiated protocol version (before one
+    /// is negotiated: in any configured version).
     MCPW_ERR_CODE_NOT_IN_VERSION = 308,
     /// Too many of our requests are waiting for an answer (`mcpw_limits.max_outbound_in_flight`).
     MCPW_ERR_TOO_MANY_IN_FLIGHT = 309,
