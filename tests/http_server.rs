@@ -3407,3 +3407,44 @@ fn a_stream_another_session_holds_never_carries_this_sessions_frames() {
     let (seen_by_b, _) = read_stream(&mut s, stolen, &mut StreamReader::new());
     assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
 }
+
+/// A `Last-Event-ID` GET that names a finished stream gets its replay on a response of its
+/// own, and the number stays free: another session naming it first cannot make the owner's
+/// own resumption fail (it got 400 while the other held the number).
+#[test]
+fn naming_another_sessions_finished_stream_does_not_take_it_from_its_owner() {
+    let mut s = server();
+    let a = open_session(&mut s);
+    let b = open_session(&mut s);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &a);
+    let primed = reader.last_event_id().unwrap().to_owned();
+    answer_call(&mut s, key, &id);
+    s.pump();
+    // A's client loses the connection before it reads the answer; the host lets go of it.
+    s.stream_closed(T0, stream);
+    // B names A's stream first, and holds its response without reading it.
+    let theirs = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &b), ("Last-Event-ID", &primed)],
+    );
+    // A resumes and gets its answer.
+    let r = send(
+        &mut s,
+        "GET",
+        &[
+            ("Mcp-Session-Id", &a),
+            ("Last-Event-ID", &primed),
+            ("Accept", "text/event-stream"),
+        ],
+        "",
+    );
+    let Body::Stream(resumed) = r.body else {
+        panic!("{r:?}")
+    };
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+    let (seen_by_b, _) = read_stream(&mut s, theirs, &mut StreamReader::new());
+    assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
+}

@@ -1433,11 +1433,16 @@ impl HttpServer {
                         "unknown Last-Event-ID",
                     );
                 }
-                None => {
+                None if !resumes_standalone => {
+                    // A request's stream that no longer exists here has finished (or another
+                    // process holds it): the replay is all this response carries. It gets a
+                    // number of its own and leaves the old one free, so that no session can
+                    // hold another's stream number (the owner's own resumption got 400 while
+                    // another session held it).
                     let mut buf = replay;
                     let ours =
                         (self.config.first_stream_id.max(1)..self.next_stream).contains(&old.0);
-                    if !resumes_standalone && self.shared.is_some() && !ours {
+                    if self.shared.is_some() && !ours {
                         // Another process holds this request's stream, or held it: what it
                         // stores later reaches the client only through another resumption.
                         // Keep the client's place and say when to come back (SEP-1699
@@ -1451,15 +1456,29 @@ impl HttpServer {
                         }
                         sse::write_retry(&mut buf, self.config.retry_ms);
                     }
+                    let fresh = self.new_stream(key, false);
+                    if let Some(s) = self.streams.get_mut(&fresh) {
+                        s.buf = buf;
+                        s.done = true;
+                        s.stop_recording();
+                    }
+                    wake(&mut self.streams, &mut self.woken, fresh);
+                    return HttpResponse {
+                        status: 200,
+                        headers: sse_headers,
+                        body: Body::Stream(fresh),
+                    };
+                }
+                None => {
                     self.streams.insert(
                         old,
                         Stream {
                             conn: ConnKey(key),
-                            buf,
+                            buf: replay,
                             read: 0,
                             awaiting: Awaiting::default(),
-                            done: !resumes_standalone,
-                            standalone: resumes_standalone,
+                            done: false,
+                            standalone: true,
                             frames: SmallVec::new(),
                             rendered: 0,
                             unrendered: 0,
