@@ -1917,10 +1917,47 @@ fn mcp_param_headers_are_checked_against_the_declared_annotations() {
             r#"{"region":"eu","shard":7}"#,
             vec![("Mcp-Param-Region", "eu")],
         ),
+        // A header whose value the body lacks, or holds as a value no header can carry: a
+        // router would act on what the tool never receives.
+        (r#"{}"#, vec![("Mcp-Param-Region", "us-west1")]),
+        (r#"{"region":null}"#, vec![("Mcp-Param-Region", "us-west1")]),
+        (
+            r#"{"region":"eu","shard":[7]}"#,
+            vec![("Mcp-Param-Region", "eu"), ("Mcp-Param-Shard", "7")],
+        ),
     ] {
         let r = call_sql(&mut s, args, &params);
         assert!(mismatch(&r), "{args} {params:?}: {r:?}");
         assert_eq!(json_body(&r)["id"], 4);
+    }
+}
+
+/// "If the server does not implement the requested protocol version ... it MUST respond with
+/// 400 Bad Request and an UnsupportedProtocolVersionError listing its supported versions":
+/// checked before any other header, so a client of another version learns ours (it got
+/// -32020 for a missing `Mcp-Method`, with no versions).
+#[test]
+fn an_unsupported_version_header_is_named_before_the_other_headers() {
+    let mut s = modern_only_server();
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}"#;
+    for headers in [
+        vec![("MCP-Protocol-Version", "2099-01-01")],
+        vec![
+            ("MCP-Protocol-Version", "2099-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        vec![
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Mcp-Session-Id", "s1"),
+        ],
+    ] {
+        let r = send(&mut s, "POST", &headers, body);
+        assert_eq!(r.status, 400, "{headers:?}: {r:?}");
+        let v = json_body(&r);
+        assert_eq!(v["error"]["code"], -32022, "{headers:?}: {v}");
+        assert_eq!(v["error"]["data"]["supported"], json!(["2026-07-28"]));
+        assert_eq!(v["error"]["data"]["requested"], headers[0].1);
+        assert_eq!(v["id"], 3);
     }
 }
 

@@ -64,6 +64,7 @@ use lifecycle::Lifecycle;
 use outbound::{Answer, Outbound};
 use stateless::Stateless;
 pub(crate) use stateless::input_request_need;
+pub(crate) use stateless::unsupported_data;
 
 // ---- Errors --------------------------------------------------------------------------------
 

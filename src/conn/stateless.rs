@@ -362,7 +362,7 @@ fn write_modern_versions(out: &mut Vec<u8>, config: &Config) {
 /// `{"supported":[…],"requested":"…"}` for a -32022. Every -32022 here refuses a request of
 /// the stateless era, so `supported` lists the stateless-era versions we serve: the ones the
 /// client can put in `_meta` instead (a handshake-era version there would be refused too).
-fn unsupported_data(config: &Config, requested: &str) -> String {
+pub(crate) fn unsupported_data(config: &Config, requested: &str) -> String {
     let mut out = Vec::new();
     out.extend_from_slice(b"{\"supported\":");
     write_modern_versions(&mut out, config);

@@ -160,6 +160,30 @@ pub(crate) fn decode_value_borrowed(v: &str) -> Result<Cow<'_, str>, HeaderValue
 /// to.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
+/// The text an `Mcp-Param-{Name}` header carries for a body value, before
+/// [`encode_value`]: a string's decoded text, `true` or `false`, and an integer in decimal
+/// (`42` for `42.0` or `4.2e1`, `0` for `-0`: "Convert to decimal string representation").
+/// Use it when building a request's parameter headers.
+pub fn header_text(value: RawJson<'_>) -> String {
+    if let Some(s) = value.as_str() {
+        return s.to_str().into_owned();
+    }
+    let text = value.get().trim();
+    if text.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) {
+        let plain = !text.contains(['.', 'e', 'E']);
+        if plain && text != "-0" {
+            return text.to_owned();
+        }
+        if let Some(n) = value.as_f64()
+            && n.fract() == 0.0
+            && n.abs() <= MAX_SAFE_INTEGER
+        {
+            return format!("{}", n as i64);
+        }
+    }
+    text.to_owned()
+}
+
 /// Whether a decoded header value matches the body's value at the annotated path. `None` when
 /// the body value is not a primitive a header can carry (an object or array): the tool's own
 /// argument checks deal with that.
@@ -288,6 +312,8 @@ const SUBSCHEMA_KEYWORDS: &[&str] = &[
     "else",
     "$defs",
     "definitions",
+    "dependencies",
+    "contentSchema",
 ];
 
 /// The `x-mcp-header` annotations of one tool's `inputSchema`, checked against rule 3. Use it
@@ -404,6 +430,7 @@ fn walk(
         } else if SUBSCHEMA_KEYWORDS.contains(&key.as_ref()) {
             if key == "patternProperties"
                 || key == "dependentSchemas"
+                || key == "dependencies"
                 || key == "$defs"
                 || key == "definitions"
             {
@@ -759,9 +786,38 @@ mod tests {
                 r#"{"type":"string","x-mcp-header":"Root"}"#,
                 AnnotationError::NotStaticallyReachable,
             ),
+            // Draft-07's `dependencies` and 2020-12's `contentSchema` hold schemas too.
+            (
+                r#"{"properties":{"n":{"type":"string"}},"dependencies":{"n":{"properties":{"z":{"type":"string","x-mcp-header":"Z"}}}}}"#,
+                AnnotationError::NotStaticallyReachable,
+            ),
+            (
+                r#"{"properties":{"n":{"type":"string","contentSchema":{"type":"string","x-mcp-header":"Z"}}}}"#,
+                AnnotationError::NotStaticallyReachable,
+            ),
         ];
         for (text, error) in bad {
             assert_eq!(schema(text), Err(error), "{text}");
+        }
+    }
+
+    /// "integer: Convert to decimal string representation (e.g., 42, -7)", whatever form the
+    /// JSON number takes.
+    #[test]
+    fn header_text_writes_integers_in_decimal() {
+        for (json, text) in [
+            ("42", "42"),
+            ("-7", "-7"),
+            ("42.0", "42"),
+            ("1e2", "100"),
+            ("4.2E1", "42"),
+            ("-0", "0"),
+            ("-0.0", "0"),
+            ("12345678901234567890", "12345678901234567890"),
+            ("true", "true"),
+            (r#""a\u0062c""#, "abc"),
+        ] {
+            assert_eq!(header_text(RawJson::new(json).unwrap()), text, "{json}");
         }
     }
 

@@ -1277,6 +1277,25 @@ impl HttpServer {
         // name the protocol versions it supports in any error it returns to an initialize
         // request". With a version header, the headers must agree with the body as ever.
         if id.is_some() && (method != "initialize" || header_version.is_some()) {
+            // A version we do not serve at all is named first, whatever else is wrong: "MUST
+            // respond with 400 Bad Request and an UnsupportedProtocolVersionError listing its
+            // supported versions", and a client of a later version must learn ours. (One we
+            // serve in sessions, beside a stateless `_meta`, is a mismatch, below.)
+            if let Some(h) = header_version
+                && !ProtocolVersion::parse(h)
+                    .is_some_and(|v| self.config.server.versions.contains(&v))
+            {
+                let data = crate::conn::unsupported_data(&self.config.server, h);
+                let mut body = Vec::new();
+                jsonrpc::encode_error(
+                    &mut body,
+                    rid,
+                    mcp::UNSUPPORTED_PROTOCOL_VERSION,
+                    "Unsupported protocol version",
+                    Some(RawJson::validated(&data)),
+                );
+                return HttpResponse::json(400, body);
+            }
             match (header_version, body_version.as_deref()) {
                 (Some(h), Some(b)) if h != b => {
                     let mut r = mismatch("MCP-Protocol-Version does not match _meta");
@@ -1353,8 +1372,14 @@ impl HttpServer {
             };
             let body = arguments.and_then(|a| annotation.value_in(a));
             match (header, body) {
-                (Some(h), Some(b)) if headers::value_matches(&h, b) == Some(false) => {
+                // A value a header cannot carry (an object or array) matches no header.
+                (Some(h), Some(b)) if headers::value_matches(&h, b) != Some(true) => {
                     return Some(format!("{header_name} does not match the body"));
+                }
+                // A header whose value the body lacks: a router would act on what the tool
+                // never receives.
+                (Some(_), None) => {
+                    return Some(format!("{header_name} has no value in the body"));
                 }
                 (None, Some(b)) if headers::value_matches("", b).is_some() => {
                     return Some(format!("{header_name} header is required"));

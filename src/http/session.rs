@@ -845,10 +845,7 @@ impl HttpClient {
             let Some(value) = arguments.and_then(|a| annotation.value_in(a)) else {
                 continue;
             };
-            let text = match value.as_str() {
-                Some(s) => s.to_str().into_owned(),
-                None => value.get().trim().to_owned(),
-            };
+            let text = super::headers::header_text(value);
             out.push((annotation.header_name(), encode_value(&text)));
         }
         out
