@@ -981,6 +981,20 @@ fn stateless_refusals_map_to_http_statuses() {
     );
     assert_eq!(send(&mut s, "DELETE", &[], "").status, 405);
     assert_eq!(s.sessions(), 0, "no sessions in this era");
+    // A GET gets 405 whatever it accepts: it is never served, so its Accept is not asked for
+    // (it got 406).
+    for accept in ["application/json", "text/html"] {
+        let r = send_raw(
+            &mut s,
+            T0,
+            "GET",
+            &[("Host", "127.0.0.1:3000"), ("Accept", accept)],
+            "",
+        );
+        assert_eq!(r.status, 405, "{accept}: {r:?}");
+    }
+    let r = send_raw(&mut s, T0, "GET", &[("Host", "127.0.0.1:3000")], "");
+    assert_eq!(r.status, 405, "{r:?}");
 }
 
 #[test]

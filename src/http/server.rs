@@ -715,6 +715,23 @@ impl HttpServer {
             }
             return r;
         }
+        let session = known.session;
+        let version_header = known.version;
+        let modern_header = version_header
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| v.era() == Era::Modern);
+        let serves_modern = self
+            .config
+            .server
+            .versions
+            .iter()
+            .any(|v| v.era() == Era::Modern);
+        let serves_legacy = self
+            .config
+            .server
+            .versions
+            .iter()
+            .any(|v| v.era() == Era::Legacy);
         // Content negotiation: a POST carries JSON and accepts both answers; a GET accepts
         // an event stream.
         match req.method {
@@ -738,7 +755,12 @@ impl HttpServer {
                     );
                 }
             }
-            "GET" if !accepts(req, &known, &["text/event-stream"]) => {
+            // (A GET that gets 405 below is not asked for an Accept it will never use.)
+            "GET"
+                if session.is_some()
+                    && serves_legacy
+                    && !accepts(req, &known, &["text/event-stream"]) =>
+            {
                 return HttpResponse::rpc_error(
                     406,
                     None,
@@ -748,23 +770,6 @@ impl HttpServer {
             }
             _ => {}
         }
-        let session = known.session;
-        let version_header = known.version;
-        let modern_header = version_header
-            .and_then(ProtocolVersion::parse)
-            .is_some_and(|v| v.era() == Era::Modern);
-        let serves_modern = self
-            .config
-            .server
-            .versions
-            .iter()
-            .any(|v| v.era() == Era::Modern);
-        let serves_legacy = self
-            .config
-            .server
-            .versions
-            .iter()
-            .any(|v| v.era() == Era::Legacy);
         match req.method {
             "POST" => {}
             "GET" if session.is_some() && serves_legacy => {
