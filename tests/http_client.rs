@@ -471,6 +471,16 @@ fn stateless_requests_carry_the_standard_and_the_tools_param_headers() {
         Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
     );
     assert_eq!(get("Mcp-Session-Id"), None);
+    // An annotated argument of a type no header can carry (a mistyped one) gets no header:
+    // the call reaches the tool, whose own checks deal with it (the server refuses a header
+    // that comes with such a value).
+    let r = result(&w.call(
+        "tools/call",
+        json!({"name":"sql","arguments":{"region":["eu"],"query":"select"}}),
+    ));
+    assert!(r["content"][0]["text"].is_string(), "{r}");
+    let (_, headers) = w.seen.last().unwrap();
+    assert_eq!(header(headers, "Mcp-Param-Region"), None);
 }
 
 #[test]

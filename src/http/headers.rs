@@ -185,8 +185,9 @@ pub fn header_text(value: RawJson<'_>) -> String {
 }
 
 /// Whether a decoded header value matches the body's value at the annotated path. `None` when
-/// the body value is not a primitive a header can carry (an object or array): the tool's own
-/// argument checks deal with that.
+/// the body value is not a primitive a header can carry (an object or array): a client sends
+/// no header for it (the tool's own argument checks deal with the value), and a server refuses
+/// a header that comes with one.
 pub fn value_matches(header: &str, body: RawJson<'_>) -> Option<bool> {
     let text = body.get();
     if let Some(s) = body.as_str() {

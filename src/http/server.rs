@@ -8,13 +8,15 @@
 //!    batch). `initialize` without a session creates one, its id drawn from the host's random
 //!    source and returned in `Mcp-Session-Id`; every later request must carry it (400 without,
 //!    404 for an unknown or ended one). `MCP-Protocol-Version`, when present, must be a
-//!    handshake-era version we serve (400 otherwise; absent means 2025-03-26). Notifications and responses
-//!    get 202; requests get an SSE stream (or a JSON body when the answer was immediate) that
-//!    ends after the response. GET opens the session's stream for unrelated server messages;
-//!    GET with `Last-Event-ID` replays that stream's later events from a bounded store and
-//!    carries the stream on, under a response id of its own: a response still holding the
-//!    stream (its client gone unnoticed) ends, and gets nothing more; DELETE ends the session. New streams start with a priming event (an id, empty data) and
-//!    `retry` in 2025-11-25.
+//!    handshake-era version we serve (400 otherwise; absent, the session's version holds).
+//!    Notifications and responses get 202; requests get an SSE stream (or a JSON body when
+//!    the answer was immediate) that ends after the response. GET opens the session's stream
+//!    for unrelated server messages; GET with `Last-Event-ID` replays that stream's later
+//!    events from a bounded store and carries a live stream on, under a response id of its
+//!    own: a response still holding the stream (its client gone unnoticed) ends, and gets
+//!    nothing more. A finished stream's replay goes out on a response of its own, and the
+//!    old number is not taken again. DELETE ends the session. New streams start with a
+//!    priming event (an id, empty data) and `retry` in 2025-11-25.
 //! 3. Stateless era (2026-07-28): POST only (GET and DELETE get 405), no sessions. The
 //!    `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `resources/read`,
 //!    `prompts/get`, and the tasks methods' `taskId`) `Mcp-Name` headers must match the body,
@@ -1858,9 +1860,10 @@ impl HttpServer {
                 } else {
                     Some(HttpStreamId(frame.stream.0))
                 };
-                // A stream another connection holds under this number (a `Last-Event-ID` GET
-                // of another session may have taken a finished one's) never carries this
-                // connection's frames: they are only stored, for this session.
+                // A stream another connection holds under this number never carries this
+                // connection's frames: they are only stored, for this session. (No flow is
+                // known to lead here any more: a `Last-Event-ID` GET no longer takes a
+                // finished stream's number. The check stays, as the last line of defence.)
                 if let Some(stream) = target
                     && self.streams.get(&stream).is_some_and(|s| s.conn.0 != key)
                 {

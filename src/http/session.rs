@@ -842,7 +842,12 @@ impl HttpClient {
         let arguments = params.unique("arguments");
         let mut out = Vec::new();
         for annotation in self.tools.for_tool(&name.to_str()) {
-            let Some(value) = arguments.and_then(|a| annotation.value_in(a)) else {
+            // No header for a value none can carry (an object or array, a mistyped
+            // argument): the server would refuse the header, not the argument.
+            let Some(value) = arguments
+                .and_then(|a| annotation.value_in(a))
+                .filter(|v| super::headers::value_matches("", *v).is_some())
+            else {
                 continue;
             };
             let text = super::headers::header_text(value);
