@@ -175,6 +175,7 @@ fn methods_removed_in_2026_07_28_are_refused() {
         "logging/setLevel",
         "resources/subscribe",
         "resources/unsubscribe",
+        "initialize",
         "tasks/get",
         "elicitation/create",
     ] {
@@ -182,10 +183,6 @@ fn methods_removed_in_2026_07_28_are_refused() {
         let code = out[0]["error"]["code"].as_i64().unwrap();
         assert!(code == -32601, "{method}: {out:?}");
     }
-    // `initialize` gets the versions the server speaks, `_meta` or not.
-    let (out, _) = s.request("9", "initialize", r#""protocolVersion":"2025-11-25""#);
-    assert_eq!(out[0]["error"]["code"], -32022, "{out:?}");
-    assert_eq!(out[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
     // A removed notification from the client is dropped.
     let (out, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
     assert!(out.is_empty());
@@ -1046,24 +1043,6 @@ fn a_modern_only_server_names_its_versions_when_sent_initialize() {
     assert_eq!(out[0]["error"]["code"], -32022);
     assert_eq!(out[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
     assert_eq!(out[0]["error"]["data"]["requested"], "2025-11-25");
-}
-
-/// `initialize` does not exist in 2026-07-28, even with the stateless `_meta` stamped on it:
-/// a dual-era server takes it as the handshake, and a modern-only one answers -32022 naming
-/// its versions (the spec's SHOULD for any error to `initialize`), as without `_meta`.
-#[test]
-fn an_initialize_carrying_modern_meta_is_still_the_handshake() {
-    let line = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{{META},"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
-    );
-    let mut s = Raw::server(modern(server_config()));
-    let (out, _) = s.send(&line);
-    assert_eq!(out[0]["error"]["code"], -32022, "{out:?}");
-    assert_eq!(out[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
-    let mut s = Raw::server(server_config());
-    let (out, _) = s.send(&line);
-    assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25", "{out:?}");
-    assert_eq!(s.conn.era(), Some(Era::Legacy));
 }
 
 // ---- Error codes by version -------------------------------------------------------------------

@@ -494,9 +494,10 @@ impl Core {
             return false;
         }
         let meta = meta.unwrap_or_else(|| view_meta(r.params));
-        // `initialize` belongs to the handshake era even with the stateless `_meta` on it.
-        let modern =
-            method != "initialize" && (method == "server/discover" || has_modern_meta(&meta));
+        // `initialize` with the stateless `_meta` on it is a stateless request for a method
+        // 2026-07-28 removed: -32601 (404 over HTTP), as the official conformance suite's
+        // `server-stateless` scenario requires.
+        let modern = method == "server/discover" || has_modern_meta(&meta);
         if !modern {
             if self.lifecycle.era.is_none() && self.serves_legacy() {
                 return false;
