@@ -1213,3 +1213,35 @@ fn batch_writer_writes_members_and_nothing_for_none() {
     assert!(!empty.finish());
     assert!(out.ends_with(b"}]"));
 }
+
+/// A rejected frame with `result` or `error` and no `method` is response-shaped: its id is the
+/// receiver's own, and it must never be answered.
+#[test]
+fn rejected_frames_say_whether_they_look_like_responses() {
+    each_backend(|b, d| {
+        for (frame, shaped) in [
+            (r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#, true),
+            (r#"{"id":1,"result":{}}"#, true),
+            (r#"{"jsonrpc":"2.0","result":{}}"#, true),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#, true),
+            (r#"{"jsonrpc":"2.0","id":1,"error":7}"#, true),
+            (r#"{"jsonrpc":"2.0","id":null,"result":{}}"#, true),
+            (r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#, true),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+                false,
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"method":7,"result":{}}"#, false),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","method":"m"}"#,
+                false,
+            ),
+            (r#"{"jsonrpc":"2.0","id":1}"#, false),
+            (r#"[]"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":"#, false),
+        ] {
+            let e = rejected(d, frame.as_bytes());
+            assert_eq!(e.is_response_shaped(), shaped, "{b:?}: {frame}: {e:?}");
+        }
+    });
+}

@@ -982,3 +982,67 @@ fn a_result_must_be_an_object() {
         );
     }
 }
+
+/// A frame shaped like a response (`result` or `error`, no `method`) is never answered, however
+/// malformed: its id is one of our request ids, and an error sent back with it would be taken
+/// by the peer for the answer to its own request of that id. The request it names ends with
+/// `InvalidResponse` instead of waiting for its timeout.
+#[test]
+fn a_malformed_answer_is_never_answered_and_ends_the_request_it_names() {
+    let malformed = [
+        // A duplicated member, no `jsonrpc`, a wrong one, a case variant of a member.
+        r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[]},"result":{"tools":[]}}"#,
+        r#"{"id":2,"result":{"tools":[]}}"#,
+        r#"{"jsonrpc":"1.0","id":2,"result":{"tools":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"Result":{},"error":{"code":1,"message":"m"}}"#,
+    ];
+    for version in [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_11_25,
+    ] {
+        for frame in malformed {
+            let mut p = ready(version);
+            // The server has a request 2 of its own in flight (a ping, then `roots/list`,
+            // which the client's application has not answered).
+            p.server.request(p.now, "ping", None).unwrap();
+            p.server.request(p.now, "roots/list", None).unwrap();
+            p.step();
+            p.take_server_events();
+            p.take_client_events();
+            let mine = p.client.request(p.now, "tools/list", None).unwrap();
+            assert_eq!(mine, RequestId(2));
+            take_output(&mut p.client);
+            p.client
+                .handle_input(p.now, format!("{frame}\n").as_bytes());
+            assert!(
+                take_output(&mut p.client).is_empty(),
+                "{version:?}: {frame} was answered"
+            );
+            let events = drain(&mut p.client);
+            assert!(
+                events.contains(&Ev::InvalidResponse { request: mine }),
+                "{version:?}: {frame}: {events:?}"
+            );
+            assert!(
+                events.iter().any(|e| matches!(e, Ev::Violation { .. })),
+                "{version:?}: {frame}: {events:?}"
+            );
+            // Nothing is left to time out, so nothing is cancelled later.
+            p.advance(Duration::from_secs(3600));
+            assert!(
+                take_output(&mut p.client).is_empty(),
+                "{version:?}: {frame}"
+            );
+        }
+    }
+    // A frame with `method` stays a request, and a malformed one is answered as ever.
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    p.client.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"method\":\"ping\"}\n",
+    );
+    let out = String::from_utf8(take_output(&mut p.client)).unwrap();
+    assert!(out.contains(r#""id":9,"error":{"code":-32600"#), "{out}");
+}

@@ -1682,3 +1682,48 @@ fn errors_32021_and_32022_need_their_data() {
         .unwrap();
     assert_eq!(s.out()[0]["error"]["code"], -32022);
 }
+
+/// "The client MUST NOT write JSON-RPC responses" (stdio, 2026-07-28): not to a request, and
+/// not as an error about a frame it could not read either. Each such frame is a violation.
+#[test]
+fn a_stateless_client_writes_no_response_even_to_what_it_cannot_read() {
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"ping","method":"ping"}"#,
+        r#"{"id":2,"result":{}}"#,
+        r#"{not json"#,
+        r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+    ] {
+        let mut p = modern_pair();
+        assert_eq!(p.client.state(), State::Operating);
+        p.client
+            .handle_input(p.now, format!("{frame}\n").as_bytes());
+        let out = take_output(&mut p.client);
+        assert!(
+            out.is_empty(),
+            "{frame} got {}",
+            String::from_utf8_lossy(&out)
+        );
+        let events = drain(&mut p.client);
+        assert!(
+            events.iter().any(|e| matches!(e, Ev::Violation { .. })),
+            "{frame}: {events:?}"
+        );
+    }
+    // Over the frame size limit, a request is not answered either.
+    let mut client = modern(client_config());
+    client.limits.max_frame = 4096;
+    let mut p = Pair::new(client, server_config());
+    p.step();
+    assert_eq!(p.client.state(), State::Operating);
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "a".repeat(5000)
+    );
+    p.client.handle_input(p.now, long.as_bytes());
+    assert!(take_output(&mut p.client).is_empty());
+}

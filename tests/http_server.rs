@@ -3499,3 +3499,30 @@ fn naming_another_sessions_finished_stream_does_not_take_it_from_its_owner() {
     let (seen_by_b, _) = read_stream(&mut s, theirs, &mut StreamReader::new());
     assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
 }
+
+/// A malformed response POSTed to a session is refused with 400 and an error without an id:
+/// its id is one of the server's own requests, and "the HTTP response body MAY comprise a
+/// JSON-RPC error response that has no id". A malformed request keeps its id in the error.
+#[test]
+fn a_malformed_response_is_refused_without_its_id() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":3,"result":{},"result":{}}"#,
+    );
+    assert_eq!(r.status, 400);
+    let body = json_body(&r);
+    assert_eq!(body["error"]["code"], -32600);
+    assert!(body["id"].is_null(), "{body}");
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping","method":"ping"}"#,
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(json_body(&r)["id"], 3);
+}

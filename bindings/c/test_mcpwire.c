@@ -2865,6 +2865,12 @@ static void test_decode_without_a_connection(void) {
     CHECK(m[1].kind == MCPW_MESSAGE_INVALID && m[1].code == -32600);
     CHECK(m[1].reason == MCPW_DECODE_WRONG_VERSION && m[1].id.kind == MCPW_ID_INT && m[1].id.integer == 2);
 
+    /* Shaped like a response but invalid: never answered, its id is one of ours. */
+    const char *bad_answer = "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{},\"result\":{}}";
+    OK(mcpw_decode((const uint8_t *)bad_answer, strlen(bad_answer), m, 2, &count, &is_batch));
+    CHECK(count == 1 && m[0].kind == MCPW_MESSAGE_INVALID_RESPONSE);
+    CHECK(m[0].reason == MCPW_DECODE_DUPLICATE_KEY && m[0].id.kind == MCPW_ID_INT && m[0].id.integer == 3);
+
     /* Not JSON: one parse error, with its offset. A refusal is an answer, not a failed call. */
     OK(mcpw_decode((const uint8_t *)"{\"a\":", 5, m, 2, &count, &is_batch));
     CHECK(count == 1 && !is_batch && m[0].kind == MCPW_MESSAGE_PARSE_ERROR);

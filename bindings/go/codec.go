@@ -36,8 +36,15 @@ const (
 	MessageParseError MessageKind = 5
 	// MessageInvalid: JSON, but not a valid JSON-RPC message (a whole frame, or one member of
 	// a batch). Code is -32600, the code to answer with; Reason and Offset say what and where;
-	// ID is the message's id when it could be read (answer with it, else with null).
+	// ID is the message's id when it could be read (answer with it, else with null). A frame
+	// shaped like a response is MessageInvalidResponse instead.
 	MessageInvalid MessageKind = 6
+	// MessageInvalidResponse: JSON shaped like a response (a result or error member and no
+	// method) that is not a valid one. Never answer it: its ID is one of your own request
+	// ids, and an error sent back with it would be taken by the peer for the answer to its
+	// request of that id. Code (-32600, for logs), Reason, Offset and ID as for
+	// MessageInvalid.
+	MessageInvalidResponse MessageKind = 7
 )
 
 // String names the kind.
@@ -55,6 +62,8 @@ func (k MessageKind) String() string {
 		return "parse error"
 	case MessageInvalid:
 		return "invalid"
+	case MessageInvalidResponse:
+		return "invalid response"
 	}
 	return "unknown"
 }
@@ -88,8 +97,8 @@ const decodeOnStack = 1
 // Decode applies the engine's JSON-RPC rules to one frame (a stdio line without its
 // newline, or an HTTP body) without a connection, and appends its messages to dst: one for
 // a single message, one per member for a batch (batch is then true). A frame refused whole
-// is one Message of kind MessageParseError or MessageInvalid, never an error: err is only a
-// failure of the library itself.
+// is one Message of kind MessageParseError, MessageInvalid or MessageInvalidResponse, never
+// an error: err is only a failure of the library itself.
 //
 // Use it where a connection would be too much: a proxy or gateway that routes by method or
 // id, a log, a test that checks what a peer sent. To run the protocol (answer requests,

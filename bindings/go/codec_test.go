@@ -62,6 +62,14 @@ func TestDecodeRefusals(t *testing.T) {
 	if m := decodeOne(t, "[]"); m.Kind != MessageInvalid || m.Reason != DecodeEmptyBatch {
 		t.Fatalf("empty batch: %+v", m)
 	}
+	// Shaped like a response: never to be answered, its id is one of the receiver's.
+	r := decodeOne(t, `{"jsonrpc":"2.0","id":4,"result":{},"result":{}}`)
+	if n, _ := r.ID.Int(); r.Kind != MessageInvalidResponse || r.Reason != DecodeDuplicateKey || n != 4 || r.Kind.String() != "invalid response" {
+		t.Fatalf("invalid response: %+v", r)
+	}
+	if m := decodeOne(t, `{"id":4,"error":{"code":1,"message":"m"}}`); m.Kind != MessageInvalidResponse || m.Reason != DecodeMissingVersion {
+		t.Fatalf("response without jsonrpc: %+v", m)
+	}
 }
 
 // A batch keeps its members in order, invalid ones included, also past the records Decode
@@ -186,7 +194,7 @@ func checkDecoded(t *testing.T, frame []byte) {
 			if batch || m.Code != -32700 || m.Reason == DecodeNone || m.Offset < 0 || m.Offset > len(frame) {
 				t.Fatalf("parse error: %+v", m)
 			}
-		case MessageInvalid:
+		case MessageInvalid, MessageInvalidResponse:
 			if m.Code != -32600 || m.Reason < 100 {
 				t.Fatalf("invalid: %+v", m)
 			}

@@ -190,6 +190,9 @@ impl Core {
             .is_some_and(ProtocolVersion::has_batches);
         if !allowed {
             self.violation(ViolationKind::BatchNotAllowed);
+            if self.writes_no_answers() {
+                return;
+            }
             self.emit_auto(stream, |out| {
                 jsonrpc::encode_error(
                     out,
@@ -233,6 +236,24 @@ impl Core {
         self.batch_member_dropped(b);
     }
 
+    /// An answer to our request `n` that could not be read: the request ends with
+    /// [`Event::InvalidResponse`](super::Event::InvalidResponse) rather than waiting for its
+    /// timeout (no valid answer will come: the peer has answered).
+    fn end_with_invalid_response(&mut self, n: i64) {
+        if self
+            .corr
+            .pending
+            .get(&n)
+            .is_some_and(|p| matches!(p.kind, super::tables::PendingKind::Normal))
+        {
+            self.corr.pending.remove(&n);
+            self.stateless.take_retry(n);
+            self.events
+                .push(Stored::InvalidResponse(super::RequestId(n)));
+            self.maybe_finish_close();
+        }
+    }
+
     /// A frame over the cap (stdio): it is skipped, but not ignored. A request gets an error
     /// naming its id when the frame's first bytes show it (else without one), since JSON-RPC wants
     /// every request answered; an answer to one of our requests ends that request with
@@ -242,19 +263,12 @@ impl Core {
         self.violation(ViolationKind::FrameTooLong);
         let facts = jsonrpc::scan_head(head);
         if facts.response {
-            if let Some(OwnedId::Int(n)) = facts.id
-                && self
-                    .corr
-                    .pending
-                    .get(&n)
-                    .is_some_and(|p| matches!(p.kind, super::tables::PendingKind::Normal))
-            {
-                self.corr.pending.remove(&n);
-                self.stateless.take_retry(n);
-                self.events
-                    .push(Stored::InvalidResponse(super::RequestId(n)));
-                self.maybe_finish_close();
+            if let Some(OwnedId::Int(n)) = facts.id {
+                self.end_with_invalid_response(n);
             }
+            return;
+        }
+        if self.writes_no_answers() {
             return;
         }
         let id = facts.id;
@@ -288,6 +302,14 @@ impl Core {
             method: None,
         };
         cap.push(stored);
+        if e.is_response_shaped() {
+            // A malformed answer to one of our requests: it is not answered, and it ends that
+            // request.
+            if let Some(Id::Int(n)) = e.id() {
+                self.end_with_invalid_response(n);
+            }
+            return;
+        }
         if answers_decode_error(e) {
             self.emit_answer(
                 batch,
@@ -776,6 +798,9 @@ impl Core {
 /// Whether a frame that could not be decoded gets an error response: not when it looked like
 /// a response (answering a response could start a loop).
 pub(crate) fn answers_decode_error(e: &DecodeError<'_>) -> bool {
+    if e.is_response_shaped() {
+        return false;
+    }
     match e.kind() {
         ErrorKind::Parse => true,
         ErrorKind::InvalidRequest => !matches!(

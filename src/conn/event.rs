@@ -252,9 +252,11 @@ pub enum Event<'a> {
         /// The `elicitationId`.
         elicitation_id: JsonStr<'a>,
     },
-    /// The peer answered one of our requests with something invalid (a 2026-07-28 result with
-    /// an unknown `resultType`, an "input required" result that is malformed or not allowed for
-    /// the method, a task handle that is malformed or was not ours to get). Ends the request.
+    /// The peer answered one of our requests with something invalid (a frame that is not a
+    /// valid JSON-RPC response but names the request's id, an answer over the frame size
+    /// limit, a 2026-07-28 result with an unknown `resultType`, an "input required" result that
+    /// is malformed or not allowed for the method, a task handle that is malformed or was not
+    /// ours to get). Ends the request.
     InvalidResponse {
         /// Which request.
         request: RequestId,

@@ -36,6 +36,8 @@
 //!    `initialize` (and the discover probe) cannot be cancelled (`cancel`, `send_cancelled`).
 //! 10. (2024-11-05 … 2025-11-25) Logging needs our `logging` capability; (2026-07-28) it goes
 //!     only to a request whose `_meta` asked for that level or a lower one (`log`).
+//! 11. (2026-07-28) A client writes no responses at all, not even an error about a frame it
+//!     could not read (`emit_answer`, `writes_no_answers`).
 
 use std::time::Duration;
 
@@ -82,6 +84,13 @@ impl Core {
         self.out.output.end_frame(stream);
     }
 
+    /// Whether nothing we write may be a response: a client in the stateless era ("The client
+    /// MUST NOT write JSON-RPC responses", stdio, 2026-07-28), not even an error about a frame
+    /// it could not read.
+    pub(super) fn writes_no_answers(&self) -> bool {
+        self.role == Role::Client && self.lifecycle.era == Some(Era::Modern)
+    }
+
     /// Sends an answer to a request of the peer's, to its batch or its stream.
     pub(super) fn emit_answer(
         &mut self,
@@ -91,6 +100,9 @@ impl Core {
         answer: Answer<'_>,
         automatic: bool,
     ) {
+        if self.writes_no_answers() {
+            return;
+        }
         let write = |out: &mut Vec<u8>| match answer {
             Answer::Result(result) => {
                 if let Some(id) = id {

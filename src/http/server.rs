@@ -784,7 +784,13 @@ impl HttpServer {
         // The body is decoded here, once; the connection gets the decoded message.
         let (text, decoded) = match self.decoder.decode_text(req.body, &mut self.params) {
             Ok(parsed) => parsed,
-            Err(e) => return HttpResponse::rpc_error(400, e.id(), e.code(), e.message()),
+            // A malformed response's id is one of the server's own requests: the error goes
+            // without it, as the spec allows for a response or notification it cannot accept
+            // ("a JSON-RPC error response that has no id").
+            Err(e) => {
+                let id = e.id().filter(|_| !e.is_response_shaped());
+                return HttpResponse::rpc_error(400, id, e.code(), e.message());
+            }
         };
         // A server of the stateless era alone ignores a session id ("An Mcp-Session-Id header
         // on a request: ignore it").

@@ -1014,7 +1014,13 @@ fn object<'f, S: Syntax<'f>>(
         (IdSlot::Value(v), false) => Some(*v),
         _ => None,
     };
-    let invalid = |reason: Reason, at: usize| DecodeError::invalid(reason, at, readable_id);
+    // A frame with `result` or `error` and no `method` is a response, however malformed: its
+    // id is one of the receiver's own request ids, so it must never be answered.
+    let response_shaped = !seen[Member::Method as usize]
+        && (seen[Member::Result as usize] || seen[Member::Error as usize]);
+    let invalid = |reason: Reason, at: usize| {
+        DecodeError::invalid(reason, at, readable_id).of_response_shape(response_shaped)
+    };
     if let Some((reason, at)) = problems.first {
         return Ok((pos, Err(invalid(reason, at))));
     }

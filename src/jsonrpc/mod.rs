@@ -770,6 +770,7 @@ pub struct DecodeError<'a> {
     reason: Reason,
     offset: usize,
     id: Option<Id<'a>>,
+    response_shaped: bool,
 }
 
 impl<'a> DecodeError<'a> {
@@ -779,6 +780,7 @@ impl<'a> DecodeError<'a> {
             reason: f.reason,
             offset: f.offset,
             id: None,
+            response_shaped: false,
         }
     }
 
@@ -788,7 +790,22 @@ impl<'a> DecodeError<'a> {
             reason,
             offset,
             id,
+            response_shaped: false,
         }
+    }
+
+    /// Marks the error as one of a frame shaped like a response.
+    pub(crate) fn of_response_shape(mut self, shaped: bool) -> Self {
+        self.response_shaped = shaped;
+        self
+    }
+
+    /// Whether the rejected object had the shape of a response: a `result` or `error` member
+    /// and no `method`. Check it before answering a decode error yourself: such a frame must
+    /// not be answered, because its id is one of *your* request ids, and an error sent back
+    /// with it would be taken by the peer as the answer to its own request of that id.
+    pub fn is_response_shaped(&self) -> bool {
+        self.response_shaped
     }
 
     /// Parse error or invalid request.

@@ -27,8 +27,15 @@ pub enum mcpw_message_kind {
     /// JSON, but not a valid JSON-RPC message (JSON-RPC's invalid request), a whole frame or
     /// one member of a batch. Fields: `code` (-32600, the code to answer with), `reason`,
     /// `offset`, and `id` when the message's id could be read (answer with it; else with
-    /// `null`).
+    /// `null`). A frame shaped like a response is `MCPW_MESSAGE_INVALID_RESPONSE` instead.
     MCPW_MESSAGE_INVALID = 6,
+    /// JSON shaped like a response (a `result` or `error` member and no `method`) that is not
+    /// a valid one (a duplicated member, no `"jsonrpc":"2.0"`, both `result` and `error`, …).
+    /// Never answer it: its `id` is one of *your* request ids, and an error sent back with it
+    /// would be taken by the peer for the answer to its own request of that id. Fields:
+    /// `code` (-32600, for logs), `reason`, `offset`, and `id` when it could be read (the
+    /// request of yours it claims to answer).
+    MCPW_MESSAGE_INVALID_RESPONSE = 7,
 }
 
 /// One JSON-RPC message decoded by `mcpw_decode`, or why it was refused.
@@ -123,6 +130,7 @@ impl mcpw_message {
         let mut m = mcpw_message::EMPTY;
         m.kind = match error.kind() {
             ErrorKind::Parse => mcpw_message_kind::MCPW_MESSAGE_PARSE_ERROR,
+            _ if error.is_response_shaped() => mcpw_message_kind::MCPW_MESSAGE_INVALID_RESPONSE,
             _ => mcpw_message_kind::MCPW_MESSAGE_INVALID,
         } as u32;
         m.code = error.code();
@@ -144,9 +152,10 @@ impl mcpw_message {
 /// `capacity` were written: call again with room for all (a batch is rare; most hosts pass
 /// room for one, or a few). A batch has at most 1024 members: a longer one is refused whole
 /// (`MCPW_DECODE_BATCH_TOO_LARGE`).
-/// A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR` or
-/// `MCPW_MESSAGE_INVALID`; a batch member that is invalid is one of kind
-/// `MCPW_MESSAGE_INVALID` among the others. Either way the call returns `MCPW_OK`: a refusal
+/// A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR`,
+/// `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE`; a batch member that is invalid
+/// is one of kind `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE` among the others
+/// (answer the first kind, never the second). Either way the call returns `MCPW_OK`: a refusal
 /// is an answer, not a failure of the call. Non-empty views point into `frame`.
 ///
 /// Fails with `MCPW_ERR_NULL_ARGUMENT`, writing nothing, when `out_count` or `out_is_batch`
