@@ -1046,3 +1046,44 @@ fn a_malformed_answer_is_never_answered_and_ends_the_request_it_names() {
     let out = String::from_utf8(take_output(&mut p.client)).unwrap();
     assert!(out.contains(r#""id":9,"error":{"code":-32600"#), "{out}");
 }
+
+/// "The progress token MUST be unique across all active requests": a request whose token is
+/// already that of another request in flight is refused with -32602, so the engine never
+/// sends two progress streams under one token. Once the first is answered, the token is free.
+#[test]
+fn a_progress_token_already_in_use_is_refused() {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"t"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b","_meta":{"progressToken":"t"}}}
+{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"c","_meta":{"progressToken":2}}}
+"#);
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[1]["id"], 3);
+    assert_eq!(lines[1]["error"]["code"], -32602);
+    let events = drain(&mut s);
+    let requests: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Ev::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    // Token 2 is not request 2's id in use as a token: ids and tokens are apart.
+    assert_eq!(requests, [OwnedId::Int(2), OwnedId::Int(4)]);
+    s.progress(Id::Int(2), 5.0, None, None).unwrap();
+    s.respond(Id::Int(2), raw("{}")).unwrap();
+    take_output(&mut s);
+    s.handle_input(
+        Timestamp::ZERO,
+        b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"b\",\"_meta\":{\"progressToken\":\"t\"}}}\n",
+    );
+    assert!(take_output(&mut s).is_empty());
+    s.progress(Id::Int(5), 1.0, None, None).unwrap();
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::pair::{Ev, drain, take_output};
 use mcpwire::Timestamp;
 use mcpwire::conn::{Config, Connection, Error};
-use mcpwire::jsonrpc::RawJson;
+use mcpwire::jsonrpc::{Id, RawJson};
 use mcpwire::mcp::Caps;
 use mcpwire::tasks::{TaskConfig, TaskError, TaskEvent, TaskStatus, Tasks};
 use serde_json::{Value, json};
@@ -2271,4 +2271,83 @@ fn an_escaped_method_name_is_task_augmented_too() {
     p.server
         .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
         .unwrap();
+}
+
+/// A 2025-11-25 task's progress token is held on both sides after the handle, and both sides
+/// number their requests from 1: the entry of a task we run for the peer's request 2 and that
+/// of a task the peer runs for our request 2 are different things. Progress, answers and
+/// `tasks/result` of one direction never touch the other's.
+#[test]
+fn task_progress_tokens_of_the_two_directions_stay_apart() {
+    let mut p = legacy_pair();
+    let call = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
+            mcpwire::conn::RequestOptions {
+                progress: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(call, mcpwire::conn::RequestId(2));
+    p.step();
+    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    let handle = r#"{"task":{"taskId":"t1","status":"working","createdAt":"2025-01-01T00:00:00Z","lastUpdatedAt":"2025-01-01T00:00:00Z","ttl":60000}}"#;
+    p.server.respond_task(call_id.as_id(), raw(handle)).unwrap();
+    p.step();
+    assert!(
+        matches!(&p.take_client_events()[..], [Ev::TaskCreated { .. }]),
+        "the handle"
+    );
+    // The client has no request of the server's to report progress on.
+    assert_eq!(
+        p.client.progress(Id::Int(2), 1.0, None, None),
+        Err(Error::UnknownRequest)
+    );
+    // Progress naming token 2 from the client is not for the server: it has sent no request.
+    let before = p.server.stats().dropped_progress;
+    p.server.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":2,\"progress\":5}}\n",
+    );
+    let evs = p.take_server_events();
+    assert!(
+        !evs.iter().any(|e| matches!(e, Ev::Progress { .. })),
+        "{evs:?}"
+    );
+    assert_eq!(p.server.stats().dropped_progress, before + 1);
+    // The task the server runs keeps its own count.
+    p.server.progress(Id::Int(2), 1.0, None, None).unwrap();
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        matches!(&evs[..], [Ev::Progress { request, .. }] if *request == call),
+        "{evs:?}"
+    );
+    // The client's `tasks/result` for the task (its id 3) waits; the server's own ping 3 is
+    // answered meanwhile: that answer is not the end of the task.
+    let waiting = p
+        .client
+        .request(p.now, "tasks/result", Some(raw(r#"{"taskId":"t1"}"#)))
+        .unwrap();
+    assert_eq!(waiting, mcpwire::conn::RequestId(3));
+    for _ in 0..3 {
+        p.server.request(p.now, "ping", None).unwrap();
+    }
+    p.step();
+    p.take_server_events();
+    p.server.progress(Id::Int(2), 2.0, None, None).unwrap();
+    // The task's token stays in use: a new request may not take it.
+    take_output(&mut p.server);
+    p.server.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"_meta\":{\"progressToken\":2}}}\n",
+    );
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    assert!(out.contains(r#""id":9,"error":{"code":-32602"#), "{out}");
 }

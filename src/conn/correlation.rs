@@ -59,6 +59,9 @@ pub(super) struct TaskToken {
     pub(super) task: Box<str>,
     /// The request that created the task: the peer's (server), ours (client).
     pub(super) request: OwnedId,
+    /// Whether that request was ours (the peer runs the task) rather than the peer's (we run
+    /// it). Both sides number their requests from 1, so an id alone names no entry.
+    pub(super) ours: bool,
     /// Its progress token (the client's tokens are its request ids).
     pub(super) token: OwnedId,
     pub(super) last_progress: Option<f64>,
@@ -87,17 +90,31 @@ impl TaskTokens {
         entries.push_back(entry);
     }
 
-    /// The task created by `request`.
-    pub(super) fn by_request(&mut self, request: &OwnedId) -> Option<&mut TaskToken> {
+    /// The task created by `request`, ours (`ours`) or the peer's.
+    pub(super) fn by_request(&mut self, request: &OwnedId, ours: bool) -> Option<&mut TaskToken> {
         (self.entries.as_mut()?)
             .iter_mut()
-            .find(|e| e.request == *request)
+            .find(|e| e.ours == ours && e.request == *request)
+    }
+
+    /// Whether a task of `ours` (see [`TaskToken::ours`]) still uses progress token `token`.
+    pub(super) fn holds(&self, token: &OwnedId, ours: bool) -> bool {
+        self.entries
+            .as_ref()
+            .is_some_and(|entries| entries.iter().any(|e| e.ours == ours && e.token == *token))
     }
 
     /// Notes request `id` (`method` with `params`) if it is a `tasks/result` or `tasks/cancel`
-    /// about a task we keep: its answer ends the task's token. Costs a request nothing more
-    /// (no owned id) while no task is kept.
-    pub(super) fn watch(&mut self, method: &str, params: Option<RawJson<'_>>, id: Id<'_>) {
+    /// about a task we keep: its answer ends the task's token. `ours`: the request is ours,
+    /// about a task the peer runs for a request of ours; else the peer's, about one we run.
+    /// Costs a request nothing more (no owned id) while no task is kept.
+    pub(super) fn watch(
+        &mut self,
+        method: &str,
+        params: Option<RawJson<'_>>,
+        id: Id<'_>,
+        ours: bool,
+    ) {
         let Some(entries) = self.entries.as_mut() else {
             return;
         };
@@ -106,19 +123,22 @@ impl TaskTokens {
         }
         let task = params.and_then(|p| p.unique_str("taskId"));
         if let Some(task) = task
-            && let Some(e) = entries.iter_mut().find(|e| task.eq_str(&e.task))
+            && let Some(e) = entries
+                .iter_mut()
+                .find(|e| e.ours == ours && task.eq_str(&e.task))
             && e.ends.len() < 16
         {
             e.ends.push(OwnedId::from(id));
         }
     }
 
-    /// The answer to request `id` crossed: a task it was about is terminal.
-    pub(super) fn answered(&mut self, id: &OwnedId) {
+    /// The answer to request `id` (ours when `ours`, else the peer's) crossed: a task it was
+    /// about is terminal.
+    pub(super) fn answered(&mut self, id: &OwnedId, ours: bool) {
         if let Some(entries) = self.entries.as_mut()
             && !entries.is_empty()
         {
-            entries.retain(|e| !e.ends.contains(id));
+            entries.retain(|e| e.ours != ours || !e.ends.contains(id));
         }
     }
 }
@@ -228,7 +248,7 @@ impl Core {
             PendingKind::Normal => {}
         }
         let request = RequestId(n);
-        self.task_tokens.answered(&OwnedId::Int(n));
+        self.task_tokens.answered(&OwnedId::Int(n), true);
         // 2025-11-25: a task-augmented request of ours answered with a task handle
         // (`CreateTaskResult`, `{"task":{…}}`); a malformed one is invalid. A result without
         // `task` is the request's own (the receiver ran it without a task).
@@ -252,6 +272,7 @@ impl Core {
                 let entry = TaskToken {
                     task: task.to_str().into(),
                     request: OwnedId::Int(n),
+                    ours: true,
                     token: OwnedId::Int(n),
                     last_progress: pending.last_progress,
                     ends: Vec::new(),
@@ -390,7 +411,7 @@ impl Core {
                 }
                 Some(advanced)
             }
-            None => (self.task_tokens.by_request(&OwnedId::Int(n)))
+            None => (self.task_tokens.by_request(&OwnedId::Int(n), true))
                 .map(|t| advances(&mut t.last_progress, progress, policy)),
         };
         match advanced {

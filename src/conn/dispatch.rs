@@ -483,6 +483,16 @@ impl Core {
         }
     }
 
+    /// Whether `token` is the progress token of one of the peer's requests in flight, or of a
+    /// task we run for one (2025-11-25: the token stays with the task).
+    fn token_in_use(&mut self, token: &OwnedId) -> bool {
+        self.dispatch
+            .inbound
+            .values()
+            .any(|e| e.progress_token.as_ref() == Some(token))
+            || self.task_tokens.holds(token, false)
+    }
+
     /// Records a request the application will answer and hands it over as an event (or, for a
     /// listen stream, keeps it open for notifications). `index`: what the decoder recorded of
     /// its params, for a session request's `_meta` and `task`.
@@ -533,6 +543,23 @@ impl Core {
                 );
             }
         };
+        // "The progress token MUST be unique across all active requests": a second request
+        // with a token in use would have us send two progress streams under one token, whose
+        // values need not increase.
+        if let Some(token) = &progress_token
+            && self.token_in_use(token)
+        {
+            return self.reject(
+                frame,
+                (stream, batch),
+                r,
+                Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    "_meta.progressToken is already in use by another request",
+                ),
+            );
+        }
         // Compared as decoded text: `tools\/call` is `tools/call`.
         let method = r.method.to_str();
         let method: &str = &method;
@@ -540,7 +567,7 @@ impl Core {
         let engine_listen = listen.as_ref().is_some_and(|l| !l.pending);
         if modern.is_none() {
             // A tasks/result or tasks/cancel whose answer will end a task's progress token.
-            self.task_tokens.watch(method, r.params, r.id);
+            self.task_tokens.watch(method, r.params, r.id, false);
         }
         self.dispatch.inbound.insert(
             OwnedId::from(r.id),

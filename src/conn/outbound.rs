@@ -308,7 +308,7 @@ impl Core {
             p.listen = method == "subscriptions/listen";
         }
         if tasks_apply {
-            self.task_tokens.watch(method, params, Id::Int(id));
+            self.task_tokens.watch(method, params, Id::Int(id), true);
         }
         Ok(RequestId(id))
     }
@@ -384,7 +384,7 @@ impl Core {
             };
         }
         // A 2025-11-25 tasks/result or tasks/cancel answered: its task is terminal.
-        self.task_tokens.answered(&key);
+        self.task_tokens.answered(&key, false);
         self.dispatch.inbound.remove(&key);
         self.emit_answer(batch, stream, Some(id), answer, false);
         Ok(())
@@ -424,7 +424,7 @@ impl Core {
             // A task's: its request's own stream ended with the task handle (over HTTP, the
             // POST response), so the progress goes where unrelated messages go (the
             // session's GET stream).
-            None => match self.task_tokens.by_request(&key) {
+            None => match self.task_tokens.by_request(&key, false) {
                 Some(t) => (
                     Some(t.token.clone()),
                     &mut t.last_progress,

@@ -1027,6 +1027,7 @@ impl Core {
             let kept = entry.progress_token.clone().map(|token| TaskToken {
                 task: task_id.to_str().into(),
                 request: OwnedId::from(id),
+                ours: false,
                 token,
                 last_progress: entry.last_progress,
                 ends: Vec::new(),
