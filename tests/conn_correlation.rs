@@ -1087,3 +1087,37 @@ fn a_progress_token_already_in_use_is_refused() {
     assert!(take_output(&mut s).is_empty());
     s.progress(Id::Int(5), 1.0, None, None).unwrap();
 }
+
+/// The id of a request the peer cancelled stays used: the application may still answer the
+/// cancelled request late, and a new request under that id would take the stale answer
+/// ("MUST NOT have been previously used by the requestor within the same session").
+#[test]
+fn the_id_of_a_cancelled_request_is_not_taken_again() {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"old"}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}
+{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"new"}}
+"#);
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[1]["id"], 5);
+    assert_eq!(lines[1]["error"]["code"], -32600);
+    let events = drain(&mut s);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Ev::Request { .. }))
+            .count(),
+        1,
+        "{events:?}"
+    );
+    // The late answer to the cancelled request goes nowhere.
+    s.respond(Id::Int(5), raw(r#"{"content":[]}"#)).unwrap();
+    assert!(take_output(&mut s).is_empty());
+}

@@ -431,9 +431,10 @@ public:
     /// true (check access there), and sends its acknowledgement. `id` must outlive the call
     /// (copy it from the event first if `keep` may change the connection). Should `keep`
     /// change the connection so that the listen is no longer the one it judged (the client
-    /// cancelled it and sent another under the same id), nothing is granted and
-    /// MCPW_ERR_UNKNOWN_REQUEST is thrown. A listen the client cancelled is granted nothing,
-    /// without an error, as the C ABI does.
+    /// cancelled it and sent another under the same id, which the engine allows only once it
+    /// has forgotten the cancelled id: see `mcpw_limits.max_remembered_ids`), nothing is
+    /// granted and MCPW_ERR_UNKNOWN_REQUEST is thrown. A listen the client cancelled is granted
+    /// nothing, without an error, as the C ABI does.
     template <class Keep> void grant_listen(const mcpw_id &id, Keep &&keep) {
         std::vector<listen_item> items;
         try {

@@ -352,43 +352,69 @@ void test_review_listens() {
     };
     CHECK(refused([&] { server.grant_listen(seven, [](auto &) { return true; }); }));
 
-    const std::string cancel =
-        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"
-        "\n";
+    const auto cancel = [](int id) {
+        return R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" +
+               std::to_string(id) +
+               R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"
+               "\n";
+    };
+    const auto drain = [](mcpw::connection &c) {
+        while (c.poll_event()) {
+        }
+    };
+    // Cancelled while its keep ran, or before the grant: granted nothing, without an error.
     const mcpw_id eight{MCPW_ID_INT, 8, {nullptr, 0}};
     listen = modern_request(server, 2, 8, "subscriptions/listen", two);
     CHECK(listen && listen->kind() == MCPW_EVENT_REQUEST);
+    server.grant_listen(eight, [&](const mcpw::listen_item &) {
+        server.handle_input(3, cancel(8));
+        return true;
+    });
+    CHECK(output(server).empty());
+    const mcpw_id nine{MCPW_ID_INT, 9, {nullptr, 0}};
+    modern_request(server, 4, 9, "subscriptions/listen", two);
+    server.handle_input(4, cancel(9));
+    drain(server);
+    server.grant_listen(nine, [](auto &) { return true; });
+    CHECK(output(server).empty());
+    // A cancelled request's id is not taken again (the application may still answer the old
+    // request): a listen under it is refused.
+    modern_request(server, 5, 9, "subscriptions/listen", two);
+    drain(server);
+    CHECK(output(server).find(R"("id":9,"error":{"code":-32600)") != std::string::npos);
+    CHECK(refused([&] {
+        server.grant_listen(mcpw_id{MCPW_ID_INT, 99, {nullptr, 0}}, [](auto &) { return true; });
+    }));
+
+    // The engine remembers the last max_remembered_ids cancelled ids. With one, a second
+    // cancellation lets a listen take the first one's id again, while keep runs for the
+    // cancelled listen: keep judged other items, so nothing is granted, with an error.
+    mcpw::config small(mcpw::role::server, "cpp-server", "2.0");
+    mcpw_limits limits = small.limits();
+    limits.max_remembered_ids = 1;
+    small.capabilities(R"({"tools":{"listChanged":true},"resources":{"subscribe":true}})")
+        .policy(MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS)
+        .limits(limits);
+    mcpw::connection forgetful(small, 0);
+    listen = modern_request(forgetful, 1, 8, "subscriptions/listen", two);
+    CHECK(listen && listen->kind() == MCPW_EVENT_REQUEST);
     bool swapped = false;
     CHECK(refused([&] {
-        server.grant_listen(eight, [&](const mcpw::listen_item &item) {
+        forgetful.grant_listen(eight, [&](const mcpw::listen_item &item) {
             if (!swapped) {
                 swapped = true;
-                server.handle_input(3, cancel);
-                while (server.poll_event()) {
-                }
-                modern_request(server, 3, 8, "subscriptions/listen",
+                forgetful.handle_input(2, cancel(8));
+                modern_request(forgetful, 2, 20, "subscriptions/listen", two);
+                forgetful.handle_input(2, cancel(20));
+                drain(forgetful);
+                modern_request(forgetful, 3, 8, "subscriptions/listen",
                                R"("notifications":{"resourceSubscriptions":["x:1","y:2","z:3"]})");
             }
             return item.text == "a:1";
         });
     }));
-    CHECK(output(server).empty());
-    CHECK(server.listen_items(eight).size() == 3);
-    // Cancelled while its keep ran, or before the grant: granted nothing, without an error.
-    server.grant_listen(eight, [&](const mcpw::listen_item &) {
-        server.handle_input(4, cancel);
-        return true;
-    });
-    CHECK(output(server).empty());
-    modern_request(server, 5, 8, "subscriptions/listen", two);
-    server.handle_input(5, cancel);
-    while (server.poll_event()) {
-    }
-    server.grant_listen(eight, [](auto &) { return true; });
-    CHECK(output(server).empty());
-    CHECK(refused([&] {
-        server.grant_listen(mcpw_id{MCPW_ID_INT, 99, {nullptr, 0}}, [](auto &) { return true; });
-    }));
+    CHECK(output(forgetful).empty());
+    CHECK(forgetful.listen_items(eight).size() == 3);
 }
 
 void test_tasks() {

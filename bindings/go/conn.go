@@ -569,7 +569,8 @@ func (c *Conn) listenItems(id ID) ([]ListenItem, error) {
 // refuse the whole listen, answer it with RespondError instead. Granting a listen the client
 // cancelled succeeds and sends nothing. ErrUnknownRequest when id is not a listen waiting for
 // its grant, or when what it asks for changed while keep ran (the client cancelled it and
-// sent another under the same id, asking for other items).
+// sent another under the same id, asking for other items: the engine refuses such a reuse
+// while it remembers the cancelled id, one of the last Limits.MaxRememberedIDs).
 func (c *Conn) GrantListen(id ID, keep func(ListenItem) bool) error {
 	items, err := c.ListenItems(id)
 	if errors.Is(err, ErrUnknownRequest) {

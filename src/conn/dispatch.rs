@@ -14,8 +14,8 @@
 //!    violation. A batch's answers go back as one array once every request in it is answered
 //!    or cancelled; a batch of notifications gets no answer (`on_batch`; the array is written
 //!    by outbound.rs, `emit_answer`).
-//! 3. (all) A request whose id is already in flight from the peer is refused with -32600
-//!    (`on_request`).
+//! 3. (all) A request whose id is already in flight from the peer, or was that of a request
+//!    the peer cancelled, is refused with -32600 (`on_request`).
 //! 4. (2024-11-05 … 2025-11-25) What arrives before the handshake allows it: a request gets
 //!    -32600, a notification is dropped; both are violations (`on_request`, `on_notification`,
 //!    with lifecycle.rs `Lifecycle::admit` deciding).
@@ -381,7 +381,10 @@ impl Core {
         let method = r.method.to_str();
         let method: &str = &method;
         let key = OwnedId::from(r.id);
-        if self.dispatch.inbound.contains_key(&key) {
+        // A request the peer cancelled may still be answered late by the application: a new
+        // request under its id ("MUST NOT have been previously used by the requestor within
+        // the same session") would take that stale answer.
+        if self.dispatch.inbound.contains_key(&key) || self.dispatch.peer_cancelled.contains(&key) {
             return self.reject(
                 frame,
                 (stream, batch),

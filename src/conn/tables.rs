@@ -408,7 +408,8 @@ impl<K: Hash + Eq + Clone, S: BuildHasher + Default> BoundedSet<K, S> {
     }
 
     pub(crate) fn contains(&self, key: &K) -> bool {
-        self.set.contains(key)
+        // Usually empty: no hash is computed then.
+        !self.set.is_empty() && self.set.contains(key)
     }
 
     /// Forgets `key`; whether it was there. Its place in the age order stays until it would
