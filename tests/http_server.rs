@@ -3526,3 +3526,71 @@ fn a_malformed_response_is_refused_without_its_id() {
     assert_eq!(r.status, 400);
     assert_eq!(json_body(&r)["id"], 3);
 }
+
+/// Once the server shuts down (`end_listen_streams`), streams that would only wait for server
+/// messages end as they open: a new GET gets its priming event and ends, a GET resuming the
+/// session's GET stream gets its replay and ends, and a new `subscriptions/listen` gets its
+/// result at once. A host waiting for its streams is never held by one opened late. A request
+/// stream still waits for its answer.
+#[test]
+fn after_end_listen_streams_listen_streams_end_as_they_open() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    // The session's GET stream, which the client leaves (its connection broke).
+    let get = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+    );
+    let mut reader = StreamReader::new();
+    assert!(!read_stream(&mut s, get, &mut reader).1);
+    let last = reader
+        .last_event_id()
+        .expect("the priming event's id")
+        .to_owned();
+    s.stream_closed(T0, get);
+    s.end_listen_streams();
+    // Resumed: the replay, then the end.
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    assert!(
+        read_stream(&mut s, resumed, &mut StreamReader::new()).1,
+        "a GET stream resumed during the shutdown ends"
+    );
+    // A new GET: priming, then the end.
+    let (_, _, finished) = listen(&mut s, &sid);
+    assert!(finished, "a GET opened during the shutdown ends");
+    // A call still gets its stream, which waits for the answer.
+    let (call, _, _) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}"#,
+    );
+    let (_, finished) = read_stream(&mut s, call, &mut StreamReader::new());
+    assert!(!finished, "the call's stream waits for its answer");
+    // A 2026-07-28 listen: its result at once.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+        &body,
+    );
+    let r = s.settle(r);
+    let msgs = match r.body {
+        Body::Stream(stream) => {
+            let (msgs, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+            assert!(finished, "a listen opened during the shutdown ends");
+            msgs
+        }
+        _ => vec![json_body(&r)],
+    };
+    assert_eq!(msgs.last().unwrap()["id"], "L", "{msgs:?}");
+    assert!(msgs.last().unwrap().get("result").is_some(), "{msgs:?}");
+}

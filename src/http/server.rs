@@ -408,6 +408,9 @@ pub struct HttpServer {
     aliases: FastMap<HttpStreamId, HttpStreamId>,
     next_key: u64,
     next_stream: u64,
+    /// [`end_listen_streams`](HttpServer::end_listen_streams) was called: the server shuts
+    /// down, and streams that only wait for server messages end as they open.
+    draining: bool,
     decoder: Decoder,
     /// What the decoder recorded of the params of the body being handled.
     params: ParamsIndex,
@@ -512,6 +515,7 @@ impl HttpServer {
             streams: FastMap::default(),
             woken: Vec::new(),
             superseded: Vec::new(),
+            draining: false,
             aliases: FastMap::default(),
             next_key: 1,
             next_stream,
@@ -1190,6 +1194,10 @@ impl HttpServer {
         }
         self.mark(key);
         self.pump();
+        if self.draining && self.end_listens_of(key) > 0 {
+            self.mark(key);
+            self.pump();
+        }
         if !cancelled.is_empty() {
             self.end_cancelled(key, &cancelled);
         }
@@ -1552,6 +1560,9 @@ impl HttpServer {
                 for frame in backlog {
                     self.route(key, old, &frame);
                 }
+                if self.draining {
+                    self.end_listens_of(key);
+                }
             }
             let handle = self.streams.get(&old).map_or(old, |s| s.handle);
             debug_assert_ne!(handle, old, "a resumption's response has an id of its own");
@@ -1581,6 +1592,9 @@ impl HttpServer {
             .unwrap_or_default();
         for frame in backlog {
             self.route(key, stream, &frame);
+        }
+        if self.draining {
+            self.end_listens_of(key);
         }
         HttpResponse {
             status: 200,
@@ -1797,28 +1811,41 @@ impl HttpServer {
     /// Ends every stream that only waits for server messages, gracefully (at shutdown, say):
     /// each 2026-07-28 `subscriptions/listen` request gets its result, and each handshake-era
     /// session's GET stream is finished; both end once drained. Streams carrying answers are
-    /// left to finish. Returns how many were ended.
+    /// left to finish, a GET that resumed a request's stream (`Last-Event-ID`) included.
+    /// From then on, such streams end as they open (a GET gets its priming event and what
+    /// waited for it; a listen its result), so that a request that arrives during the
+    /// shutdown's grace period cannot hold it. Returns how many were ended.
     pub fn end_listen_streams(&mut self) -> usize {
+        self.draining = true;
         self.mark_all();
+        let keys: Vec<u64> = self.conns.keys().copied().collect();
+        let ended = keys.into_iter().map(|k| self.end_listens_of(k)).sum();
+        self.pump();
+        ended
+    }
+
+    /// Ends the listen requests and the GET stream of connection `key` (see
+    /// [`end_listen_streams`](Self::end_listen_streams)); how many.
+    fn end_listens_of(&mut self, key: u64) -> usize {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return 0;
+        };
         let mut ended = 0;
-        for c in self.conns.values_mut() {
-            for id in c.conn.listen_subscriptions() {
-                if c.conn.end_listen(id.as_id()).is_ok() {
-                    ended += 1;
-                }
-            }
-            // A GET stream never ends by itself; its client resumes it (`Last-Event-ID`) if
-            // it wants more, which a server that shuts down no longer takes.
-            if let Some(stream) = c.standalone
-                && let Some(s) = self.streams.get_mut(&stream)
-                && !s.done
-            {
-                s.done = true;
-                wake(&mut self.streams, &mut self.woken, stream);
+        for id in c.conn.listen_subscriptions() {
+            if c.conn.end_listen(id.as_id()).is_ok() {
                 ended += 1;
             }
         }
-        self.pump();
+        // A GET stream never ends by itself; its client resumes it (`Last-Event-ID`) if it
+        // wants more, which a server that shuts down no longer takes.
+        if let Some(stream) = c.standalone
+            && let Some(s) = self.streams.get_mut(&stream)
+            && !s.done
+        {
+            s.done = true;
+            wake(&mut self.streams, &mut self.woken, stream);
+            ended += 1;
+        }
         ended
     }
 

@@ -1215,7 +1215,6 @@ where
         return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
     }
     let (parts, body) = req.into_parts();
-    let is_get = parts.method == hyper::Method::GET;
     // Most bodies are in by the time hyper calls us: a first poll takes them without the
     // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
     let received = AtomicU64::new(0);
@@ -1313,7 +1312,7 @@ where
             }
             Either::Left(Full::new(Bytes::from(bytes)))
         }
-        Body::Stream(id) => Either::Right(SseBody::new(&shared, id, is_get)),
+        Body::Stream(id) => Either::Right(SseBody::new(&shared, id)),
     };
     let mut r = Response::new(body);
     *r.status_mut() =
@@ -1326,18 +1325,15 @@ where
 struct SseBody<A: Application> {
     shared: Arc<Shared<A>>,
     id: HttpStreamId,
-    /// Answers a GET (ends first at shutdown).
-    is_get: bool,
     /// Ended: nothing more to send, and the engine needs no `stream_closed`.
     done: bool,
 }
 
 impl<A: Application> SseBody<A> {
-    fn new(shared: &Arc<Shared<A>>, id: HttpStreamId, is_get: bool) -> Self {
+    fn new(shared: &Arc<Shared<A>>, id: HttpStreamId) -> Self {
         SseBody {
             shared: shared.clone(),
             id,
-            is_get,
             done: false,
         }
     }
@@ -1365,7 +1361,10 @@ impl<A: Application> SseBody<A> {
             }
             Some(_) => {
                 let phase = self.shared.phase();
-                if phase == GRACE_OVER || (phase == DRAINING && self.is_get) {
+                // Streams that only wait for server messages were ended by the engine
+                // (`end_listen_streams`) when the shutdown began; a GET that resumed a call's
+                // stream carries an answer, and has the grace period like the call.
+                if phase == GRACE_OVER {
                     let now = self.shared.now();
                     st.server.stream_closed(now, self.id);
                     st.run_app(now, false);

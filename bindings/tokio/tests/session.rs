@@ -370,3 +370,54 @@ async fn a_quiet_get_stream_gets_keepalive_comments() {
         seen.extend_from_slice(&chunk);
     }
 }
+
+/// A GET that resumed a call's stream (`Last-Event-ID`) carries an answer, not only server
+/// messages: a shutdown lets it finish like the call's own stream. (It was ended with the
+/// session's GET streams, and the answer was lost.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_lets_a_resumed_call_stream_finish() {
+    let mut server = start(test_config()).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+    let mut call = start_progress_call(&server, &session).await;
+    // The priming event names the stream; then the client leaves.
+    let first = String::from_utf8(call.chunk().await.expect("the priming event")).unwrap();
+    let last_id = first
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .expect("an event id")
+        .trim()
+        .to_owned();
+    drop(call);
+    let mut resumed = Client::new(&server).await;
+    resumed
+        .send(
+            "GET",
+            &[
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Last-Event-ID", &last_id),
+            ],
+            b"",
+        )
+        .await;
+    let (status, _) = resumed.head().await.expect("a head");
+    assert_eq!(status, 200);
+    let serve = server.shutdown();
+    let mut text = Vec::new();
+    loop {
+        match resumed.chunk().await {
+            Some(c) if c.is_empty() => break,
+            Some(c) => text.extend_from_slice(&c),
+            None => panic!("the resumed stream was cut"),
+        }
+    }
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.contains("Progress test completed"), "{text}");
+    tokio::time::timeout(Duration::from_secs(2), serve)
+        .await
+        .expect("serve returned")
+        .expect("task")
+        .expect("serve");
+}
