@@ -47,7 +47,8 @@
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
  *                            [--min-body-rate N] [--body-rate-grace-ms N]
- *                            [--head-timeout-ms N] [--max-connections N] [--allow-host NAME]...
+ *                            [--head-timeout-ms N] [--max-connections N] [--max-output N]
+ *                            [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
@@ -62,7 +63,9 @@
  *   caps the clients served at once (default: as many as the descriptor limit allows, at most
  *   MAX_CONNECTIONS); at the cap a new client displaces the connection that has waited
  *   longest for a request head, and waits its turn only when every connection is in a
- *   request. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
+ *   request. --max-output bounds the bytes one session's (or stateless request's) output may
+ *   hold before the engine pushes back with MCPW_ERR_OUTPUT_FULL (default 16 MiB); the tools
+ *   then try again later. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
  *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
  *   every other one with 403).
  *
@@ -198,6 +201,7 @@ typedef struct job {
     owned_id request;
     job_kind kind;
     int step;
+    int answering; /* every progress step is out: only the answer is left */
     uint64_t due_ns;
     struct job *next;
 } job;
@@ -215,6 +219,7 @@ static void start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t n
     j->request = own_id(id);
     j->kind = kind;
     j->step = 0;
+    j->answering = 0;
     j->due_ns = now + STEP_NS;
     j->next = jobs;
     jobs = j;
@@ -250,23 +255,26 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
                  "\"isError\":false}";
     }
     answer_len = strlen(answer);
-    rc = mcpw_conn_progress(conn, &j->request.id, progress, total, true, NULL, 0);
-    if (rc == MCPW_ERR_OUTPUT_FULL) {
-        /* The client is not reading its stream: try this step again a little later. */
-        j->due_ns = now + STEP_NS;
-        return 0;
-    }
-    /* No progress token: the client did not ask for progress, which is fine. Anything else
-       means the request is gone (cancelled, or its connection closed). */
-    if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) return 1;
-    j->step++;
-    if (progress < total) {
-        j->due_ns = now + STEP_NS;
-        return 0;
+    if (!j->answering) {
+        rc = mcpw_conn_progress(conn, &j->request.id, progress, total, true, NULL, 0);
+        if (rc == MCPW_ERR_OUTPUT_FULL) {
+            /* The client is not reading its stream: try this step again a little later. */
+            j->due_ns = now + STEP_NS;
+            return 0;
+        }
+        /* No progress token: the client did not ask for progress, which is fine. Anything
+           else means the request is gone (cancelled, or its connection closed). */
+        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) return 1;
+        j->step++;
+        if (progress < total) {
+            j->due_ns = now + STEP_NS;
+            return 0;
+        }
+        j->answering = 1;
     }
     rc = mcpw_conn_respond(conn, &j->request.id, answer, answer_len);
     if (rc == MCPW_ERR_OUTPUT_FULL) {
-        j->step--; /* repeat the last step: progress must increase, so it resends nothing */
+        /* Backpressure: the answer alone is tried again a little later, never dropped. */
         j->due_ns = now + STEP_NS;
         return 0;
     }
@@ -1286,6 +1294,7 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     unsigned port = 0;
     uint64_t keepalive_ms = 0; /* the engine's default, 15 s */
+    size_t max_output = 0;     /* 0: the engine's default */
     int legacy = 0, i, stopping = 0;
     uint64_t stop_deadline = 0, last_heartbeat, n;
     mcpw_result rc;
@@ -1334,6 +1343,9 @@ int main(int argc, char **argv) {
                 return 2;
             }
             max_connections = (unsigned)n;
+        } else if (strcmp(argv[i], "--max-output") == 0 && i + 1 < argc) {
+            if (!flag_number(argv[++i], 1, SIZE_MAX, "output bound", &n)) return 2;
+            max_output = (size_t)n;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -1343,7 +1355,8 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
                     "[--body-timeout-ms N] [--min-body-rate N] [--body-rate-grace-ms N] "
-                    "[--head-timeout-ms N] [--max-connections N] [--allow-host NAME]...\n");
+                    "[--head-timeout-ms N] [--max-connections N] [--max-output N] "
+                    "[--allow-host NAME]...\n");
             return 2;
         }
     }
@@ -1362,6 +1375,14 @@ int main(int argc, char **argv) {
     if (rc != MCPW_OK) die("capabilities", rc);
     rc = mcpw_config_set_instructions(config, S("Try the echo and count tools."));
     if (rc != MCPW_OK) die("instructions", rc);
+    if (max_output > 0) {
+        mcpw_limits limits;
+        rc = mcpw_config_get_limits(config, &limits);
+        if (rc != MCPW_OK) die("limits", rc);
+        limits.max_buffered_output = max_output;
+        rc = mcpw_config_set_limits(config, &limits);
+        if (rc != MCPW_OK) die("limits", rc);
+    }
     if (legacy) {
         static const mcpw_str versions[] = {{"2024-11-05", 10}, {"2025-03-26", 10},
                                             {"2025-06-18", 10}, {"2025-11-25", 10}};

@@ -316,6 +316,29 @@ fn progress_streams_over_sse_and_the_answer_ends_the_stream() {
     assert_clean_exit(server);
 }
 
+/// With an output bound smaller than one progress message, every step meets backpressure
+/// (`MCPW_ERR_OUTPUT_FULL`) and is tried again: the answer still comes. (It was dropped when
+/// the answer, right after the last progress, met the bound: the example repeated that
+/// progress, which the engine refuses as not increasing, and took the refusal for a request
+/// gone.)
+#[test]
+fn backpressure_delays_answers_but_never_drops_them() {
+    let server = Server::asan(&["--max-output", "100"]);
+    let (headers, body) = modern_call(8, "count");
+    let out = post(server.port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    for step in 1..=3 {
+        assert!(
+            out.contains(&format!(
+                r#""progressToken":"p8","progress":{step},"total":3"#
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains("counted to 3"), "{out}");
+    assert_clean_exit(server);
+}
+
 #[test]
 fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     let server = Server::asan(&["--allow-host", "mcp.example"]);
