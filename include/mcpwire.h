@@ -318,8 +318,9 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_INVALID_UTF8 = 101,
     /**
-     * Text that must be one JSON value is not, or nests arrays and objects deeper than 128
-     * levels (the decoder's limit, which frames from the peer obey too).
+     * Text that must be one JSON value is not, or nests arrays and objects deeper than 124
+     * levels: the decoder's limit on a whole message (128, which frames from the peer obey
+     * too) less room for the message around a payload, so that whatever is sent can be read.
      */
     MCPW_ERR_INVALID_JSON = 102,
     /**

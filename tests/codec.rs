@@ -1245,3 +1245,32 @@ fn rejected_frames_say_whether_they_look_like_responses() {
         }
     });
 }
+
+/// A payload `RawJson::new` accepts fits in any message the engine writes around it, for a
+/// decoder with the default depth: the deepest such place is `error.data`.
+#[test]
+fn a_payload_the_engine_accepts_makes_a_message_its_own_decoder_reads() {
+    use mcpwire::jsonrpc::MAX_PAYLOAD_DEPTH;
+    let nested = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+    assert!(RawJson::new(&nested(MAX_PAYLOAD_DEPTH)).is_ok());
+    assert!(RawJson::new(&nested(MAX_PAYLOAD_DEPTH + 1)).is_err());
+    let deepest = nested(MAX_PAYLOAD_DEPTH);
+    let payload = RawJson::new(&deepest).unwrap();
+    let object = format!("{{\"a\":{}}}", nested(MAX_PAYLOAD_DEPTH - 1));
+    let params = RawJson::new(&object).unwrap();
+    let mut frames = Vec::new();
+    let mut out = Vec::new();
+    encode_error(&mut out, Some(Id::Int(1)), -32000, "m", Some(payload));
+    frames.push(std::mem::take(&mut out));
+    encode_response(&mut out, Id::Int(1), payload);
+    frames.push(std::mem::take(&mut out));
+    encode_request(&mut out, Id::Int(1), "tools/call", Some(params));
+    frames.push(std::mem::take(&mut out));
+    for frame in frames {
+        assert!(
+            Decoder::default().decode(&frame).is_ok(),
+            "{}",
+            String::from_utf8_lossy(&frame[..60])
+        );
+    }
+}

@@ -1484,6 +1484,36 @@ fn a_method_name_with_a_line_break_never_reaches_a_header() {
     c.request("x/caf\u{e9}");
     let post = c.sent().remove(0);
     assert_eq!(post.header("Mcp-Method"), Some("x/caf\u{e9}"));
+    // A space at either end would be stripped on the way: the server would read another
+    // method than the body's, so such a method goes without the header too.
+    for method in [" x/lead", "x/trail ", "x/tab\t"] {
+        c.request(method);
+        let post = c.sent().remove(0);
+        assert_eq!(post.header("Mcp-Method"), None, "{method:?}");
+    }
+}
+
+#[test]
+fn an_event_id_with_a_space_at_either_end_does_not_resume_a_stream() {
+    // A receiver strips the spaces around a header value: `Last-Event-ID: 7 ` would name
+    // event 7, not `7 `. Such an id counts as none, as one with a control character does.
+    for line in ["id: 7 \n", "id:  7\n", "id: 7\t\n"] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        let id = c.request("tools/list");
+        let s = c.sent().remove(0);
+        c.stream(&s, &[], &format!("{line}data:\n\n"));
+        assert!(
+            matches!(c.outcome(id), Some(Ev::Failed { .. })),
+            "{line:?}: {:?}",
+            c.events
+        );
+        c.wait(Duration::from_secs(5));
+        assert!(
+            c.sent().iter().all(|s| s.header("Last-Event-ID").is_none()),
+            "{line:?}"
+        );
+    }
 }
 
 #[test]

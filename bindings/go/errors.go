@@ -20,7 +20,7 @@ type ResultCode int
 const (
 	CodeNullArgument           ResultCode = 100
 	CodeInvalidUTF8            ResultCode = 101
-	CodeInvalidJSON            ResultCode = 102 // not one JSON value, or nested deeper than 128
+	CodeInvalidJSON            ResultCode = 102 // not one JSON value, or nested deeper than 124
 	CodeJSONWrongType          ResultCode = 103
 	CodeDuplicateKey           ResultCode = 104
 	CodeInvalidID              ResultCode = 105

@@ -48,9 +48,10 @@ pub fn request_headers(
         {
             h.push(("Mcp-Name", super::headers::encode_value(&value.to_str())));
         }
-        // A method with a control character has no header form (the spec gives `Mcp-Method`
-        // no encoding): it goes without the header, and the server refuses the request.
-        if !super::headers::has_control(&method) {
+        // A method that is no field value as it is (a control character, a space at either
+        // end) has no header form (the spec gives `Mcp-Method` no encoding): it goes without
+        // the header, and the server refuses the request.
+        if super::headers::is_field_value(&method) {
             h.push(("Mcp-Method", method));
         }
     }
@@ -184,13 +185,14 @@ impl StreamReader {
     /// The id to send as `Last-Event-ID` when reconnecting: that of the last event dispatched
     /// whole (an event cut off by a dropped connection does not count, since its id line may
     /// have arrived without the rest), even one without data; `None` before any id and after
-    /// an empty `id` field. An id no HTTP header can carry counts as none, and the stream
-    /// cannot be resumed from it: one with control characters (SSE allows them), or one
-    /// longer than [`MAX_EVENT_ID`] bytes (SSE allows any length; a server sending megabytes
-    /// had the client send them back in a header, a copy at each step on the way).
+    /// an empty `id` field. An id no HTTP header can carry as it is counts as none, and the
+    /// stream cannot be resumed from it: one with control characters, or with a space or tab
+    /// at either end (SSE allows both; a receiver strips the second), or one longer than
+    /// [`MAX_EVENT_ID`] bytes (SSE allows any length; a server sending megabytes had the
+    /// client send them back in a header, a copy at each step on the way).
     pub fn last_event_id(&self) -> Option<&str> {
         (self.sse.last_event_id())
-            .filter(|id| id.len() <= MAX_EVENT_ID && !super::headers::has_control(id))
+            .filter(|id| id.len() <= MAX_EVENT_ID && super::headers::is_field_value(id))
     }
 
     /// The old connection is gone and a new one (the `Last-Event-ID` GET) begins: an event cut

@@ -51,18 +51,24 @@ const SUFFIX: &str = "?=";
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Whether `v` may travel in a header as it is: visible ASCII and inner spaces, no space at
-/// either end, and not itself of the encoded form.
+/// either end, and not itself of the encoded form ("starts with `=?base64?` and ends with
+/// `?=`", however short: `=?base64?=` does both).
 fn plain_safe(v: &str) -> bool {
-    let looks_encoded =
-        v.starts_with(PREFIX) && v.ends_with(SUFFIX) && v.len() >= PREFIX.len() + SUFFIX.len();
+    let looks_encoded = v.starts_with(PREFIX) && v.ends_with(SUFFIX);
     let visible = v.bytes().all(|b| (0x20..0x7f).contains(&b));
     visible && !v.starts_with(' ') && !v.ends_with(' ') && !looks_encoded
 }
 
-/// Whether `v` holds a byte no HTTP header value may: a control character other than tab, or
-/// DEL (RFC 9110 §5.5). Such a value is never put in a header the client asks for.
-pub(crate) fn has_control(v: &str) -> bool {
-    v.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f)
+/// Whether `v` arrives as an HTTP field value exactly as it is sent (RFC 9110 §5.5): no
+/// control character other than tab, no DEL, and no space or tab at either end, which every
+/// receiver strips (a client that sent `" 7"` would resume from `7`). Bytes above ASCII pass
+/// as the grammar's `obs-text`. A value that fails is never put in a header the client sends
+/// without an encoding (`Mcp-Method`, `Last-Event-ID`).
+pub(crate) fn is_field_value(v: &str) -> bool {
+    let edge = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    !v.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f)
+        && !edge(v.as_bytes().first())
+        && !edge(v.as_bytes().last())
 }
 
 /// A value as a header carries it: as is when header-safe, else `=?base64?…?=`. Use it for
@@ -569,6 +575,24 @@ mod tests {
             encode_value("=?base64?literal?="),
             "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
         );
+        // Both markers, sharing a `?`: it matches the pattern, so it is encoded too.
+        assert_eq!(encode_value("=?base64?="), "=?base64?PT9iYXNlNjQ/PQ==?=");
+        assert_eq!(
+            decode_value("=?base64?PT9iYXNlNjQ/PQ==?=").as_deref(),
+            Ok("=?base64?=")
+        );
+    }
+
+    #[test]
+    fn field_values_are_what_arrives_as_sent() {
+        for good in ["7", "a b", "tab\there", "caf\u{e9}", "x/y"] {
+            assert!(is_field_value(good), "{good:?}");
+        }
+        for bad in [
+            " 7", "7 ", "\t7", "7\t", "a\nb", "a\rb", "a\u{0}", "a\u{7f}",
+        ] {
+            assert!(!is_field_value(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -172,6 +172,12 @@ impl fmt::Display for JsonStr<'_> {
     }
 }
 
+/// How deep a JSON value you hand to the engine ([`RawJson::new`]) may nest: the decoder's
+/// default limit ([`DecoderConfig::DEFAULT_MAX_DEPTH`]) less the levels a message puts around a
+/// payload (the message, `error`, `data`; a task's result inside `result`), so that every
+/// message the engine writes is one its own decoder, and a peer's with the same limit, reads.
+pub const MAX_PAYLOAD_DEPTH: usize = DecoderConfig::DEFAULT_MAX_DEPTH - 4;
+
 /// A JSON value that has been validated, as text: params, results and error data.
 ///
 /// Use it to pass payloads through without building a tree. Values taken from a decoded
@@ -181,9 +187,9 @@ pub struct RawJson<'a>(&'a str);
 
 impl<'a> RawJson<'a> {
     /// Validates `text` as exactly one JSON value (surrounding whitespace allowed, nesting
-    /// up to the default depth). Use it before handing your own JSON to an encoder.
+    /// up to [`MAX_PAYLOAD_DEPTH`]). Use it before handing your own JSON to an encoder.
     pub fn new(text: &'a str) -> Result<Self, DecodeError<'static>> {
-        match scan::validate_document(text.as_bytes(), DecoderConfig::DEFAULT_MAX_DEPTH) {
+        match scan::validate_document(text.as_bytes(), MAX_PAYLOAD_DEPTH) {
             Ok(()) => Ok(RawJson(text)),
             Err(f) => Err(DecodeError::parse(f)),
         }
@@ -353,7 +359,7 @@ impl<'a> RawJson<'a> {
         values: &mut [Option<RawJson<'a>>],
     ) -> Option<u64> {
         let b = text.as_bytes();
-        let depth_left = DecoderConfig::DEFAULT_MAX_DEPTH - 1;
+        let depth_left = MAX_PAYLOAD_DEPTH - 1;
         let mut pos = scan::skip_ws(b, 0);
         if b.get(pos) != Some(&b'{') {
             return None;
@@ -922,7 +928,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        for n in [120, 126, 127, 128, 200] {
+        for n in [116, 122, 123, 124, 127, 128, 200] {
             cases.push(deep(n));
         }
         let keys = ["a", "b", "ca", "name", "arguments"];
@@ -947,9 +953,10 @@ mod tests {
                 (got, want) => panic!("{text:?}: {got:?} against {want:?}"),
             }
         }
-        // The limit is 128 levels: the object and 127 arrays pass, one more array does not.
-        assert!(RawJson::object_each_into(&deep(127), &keys, &mut [None; 5]).is_some());
-        assert!(RawJson::object_each_into(&deep(128), &keys, &mut [None; 5]).is_none());
+        // The limit is MAX_PAYLOAD_DEPTH (124) levels: the object and 123 arrays pass, one
+        // more array does not.
+        assert!(RawJson::object_each_into(&deep(123), &keys, &mut [None; 5]).is_some());
+        assert!(RawJson::object_each_into(&deep(124), &keys, &mut [None; 5]).is_none());
     }
 
     #[test]

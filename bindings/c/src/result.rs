@@ -25,8 +25,9 @@ pub enum mcpw_result {
     MCPW_ERR_NULL_ARGUMENT = 100,
     /// Text that must be UTF-8 is not.
     MCPW_ERR_INVALID_UTF8 = 101,
-    /// Text that must be one JSON value is not, or nests arrays and objects deeper than 128
-    /// levels (the decoder's limit, which frames from the peer obey too).
+    /// Text that must be one JSON value is not, or nests arrays and objects deeper than 124
+    /// levels: the decoder's limit on a whole message (128, which frames from the peer obey
+    /// too) less room for the message around a payload, so that whatever is sent can be read.
     MCPW_ERR_INVALID_JSON = 102,
     /// A JSON value has the wrong type (an object or array was expected).
     MCPW_ERR_JSON_WRONG_TYPE = 103,
