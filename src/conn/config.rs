@@ -244,6 +244,13 @@ impl Config {
         }
     }
 
+    /// Whether we speak any version of `era` (stops at the first: cheaper than
+    /// [`latest_legacy`](Self::latest_legacy) and [`latest_modern`](Self::latest_modern) on a
+    /// request's path).
+    pub(crate) fn speaks(&self, era: Era) -> bool {
+        self.versions.iter().any(|v| v.era() == era)
+    }
+
     /// The newest handshake-era version we speak.
     pub(crate) fn latest_legacy(&self) -> Option<ProtocolVersion> {
         self.versions

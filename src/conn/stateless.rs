@@ -440,11 +440,11 @@ fn input_requests_declared(params: Option<RawJson<'_>>, declared: Caps) -> bool 
 
 impl Core {
     pub(super) fn serves_modern(&self) -> bool {
-        self.role == Role::Server && self.config.latest_modern().is_some()
+        self.role == Role::Server && self.config.speaks(Era::Modern)
     }
 
     pub(super) fn serves_legacy(&self) -> bool {
-        self.config.latest_legacy().is_some()
+        self.config.speaks(Era::Legacy)
     }
 
     /// Fixes the connection's era (once).

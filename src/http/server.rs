@@ -726,8 +726,8 @@ impl HttpServer {
         let modern_header = version_header
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| v.era() == Era::Modern);
-        let serves_modern = self.config.server.latest_modern().is_some();
-        let serves_legacy = self.config.server.latest_legacy().is_some();
+        let serves_modern = self.config.server.speaks(Era::Modern);
+        let serves_legacy = self.config.server.speaks(Era::Legacy);
         // Content negotiation: a POST carries JSON and accepts both answers; a GET accepts
         // an event stream.
         match req.method {

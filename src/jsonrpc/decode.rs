@@ -1015,10 +1015,11 @@ fn object<'f, S: Syntax<'f>>(
         _ => None,
     };
     // A frame with `result` or `error` and no `method` is a response, however malformed: its
-    // id is one of the receiver's own request ids, so it must never be answered.
-    let response_shaped = !seen[Member::Method as usize]
-        && (seen[Member::Result as usize] || seen[Member::Error as usize]);
+    // id is one of the receiver's own request ids, so it must never be answered. (Worked out
+    // on the error path only.)
     let invalid = |reason: Reason, at: usize| {
+        let response_shaped = !seen[Member::Method as usize]
+            && (seen[Member::Result as usize] || seen[Member::Error as usize]);
         DecodeError::invalid(reason, at, readable_id).of_response_shape(response_shaped)
     };
     if let Some((reason, at)) = problems.first {
