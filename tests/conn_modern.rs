@@ -1727,3 +1727,58 @@ fn a_stateless_client_writes_no_response_even_to_what_it_cannot_read() {
     p.client.handle_input(p.now, long.as_bytes());
     assert!(take_output(&mut p.client).is_empty());
 }
+
+/// A retry after "input required" keeps what the first round asked for: its timeout
+/// (restarted at the retry) and its progress.
+#[test]
+fn a_retry_keeps_the_requests_timeout_and_progress() {
+    let mut p = modern_pair();
+    let first = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"login"}"#)),
+            mcpwire::conn::RequestOptions {
+                timeout: Some(Duration::from_secs(600)),
+                progress: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    p.step();
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!()
+    };
+    p.server
+        .respond_input_required(id.as_id(), None, Some("s"))
+        .unwrap();
+    p.step();
+    assert!(matches!(
+        &p.take_client_events()[..],
+        [Ev::InputRequired { .. }]
+    ));
+    let second = p.client.retry(p.now, first, None).unwrap();
+    p.step();
+    let line = p.lines(true).last().unwrap().clone();
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v["params"]["_meta"]["progressToken"],
+        json!(second.0),
+        "{line}"
+    );
+    let reqs = p.take_server_events();
+    let Ev::Request { id, .. } = &reqs[0] else {
+        panic!("{reqs:?}")
+    };
+    p.server.progress(id.as_id(), 1.0, None, None).unwrap();
+    // Past the default timeout (60 s), within the request's own.
+    p.advance(Duration::from_secs(120));
+    let events = p.take_client_events();
+    assert!(
+        matches!(&events[..], [Ev::Progress { request, .. }] if *request == second),
+        "{events:?}"
+    );
+    assert_eq!(p.client.requests_in_flight(), 1);
+}

@@ -846,7 +846,8 @@ impl Connection {
 
     /// Client, 2026-07-28: re-sends a request that came back with
     /// [`Event::InputRequired`], with a new id, the original params, `inputResponses` and the
-    /// server's `requestState` echoed byte for byte.
+    /// server's `requestState` echoed byte for byte, and the original [`RequestOptions`] (its
+    /// timeout, restarted now, and its progress).
     pub fn retry(
         &mut self,
         now: Timestamp,
@@ -854,8 +855,7 @@ impl Connection {
         input_responses: Option<RawJson<'_>>,
     ) -> Result<RequestId, Error> {
         self.core.events.retire_current();
-        self.core
-            .retry(now, request, input_responses, RequestOptions::default())
+        self.core.retry(now, request, input_responses)
     }
 
     /// Cancels one of our requests: the peer is notified and the request ends here, with no

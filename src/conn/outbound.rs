@@ -282,6 +282,7 @@ impl Core {
             Some(method) if stateless => Some(RetryBase {
                 method,
                 params: params.map(|p| self.stateless.pooled_string(p.get())),
+                options,
             }),
             _ => None,
         };

@@ -1368,7 +1368,6 @@ impl Core {
         now: Timestamp,
         request: RequestId,
         input_responses: Option<RawJson<'_>>,
-        options: super::RequestOptions,
     ) -> Result<RequestId, Error> {
         if input_responses.is_some_and(|r| !r.is_object()) {
             return Err(Error::InvalidParams);
@@ -1395,11 +1394,12 @@ impl Core {
         json_edit::set_members(&mut params, original, &add, true)
             .map_err(|_| Error::InvalidParams)?;
         let params_text = String::from_utf8(params).map_err(|_| Error::InvalidParams)?;
+        // The same options as the first round: its timeout, its progress.
         let id = self.request(
             now,
             base.method,
             Some(RawJson::validated(&params_text)),
-            options,
+            base.options,
             StreamId::MAIN,
         )?;
         // A later round starts from the original params again, not from this round's: "If

@@ -275,6 +275,8 @@ pub(crate) struct RetryBase {
     pub method: &'static str,
     /// The application's params, as given (before the engine's `_meta`).
     pub params: Option<String>,
+    /// The options it was sent with: the retry keeps its timeout and its progress.
+    pub options: super::RequestOptions,
 }
 
 /// One of our requests awaiting its answer.
