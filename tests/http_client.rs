@@ -1780,3 +1780,129 @@ fn handshake_era_sessions_keep_their_own_rules() {
         after.iter().map(|s| &s.body).collect::<Vec<_>>()
     );
 }
+
+/// The session's GET stream carries the server's requests and notifications for the whole
+/// session: one that breaks before its first event (the TypeScript and Python SDK servers
+/// send none when it opens) is opened again, plainly, after the policy's delay, and what the
+/// server then sends on it arrives. (It was lost for good, and a server's request that
+/// travelled on it left the call waiting for its timeout.) A GET refused for now (503) is
+/// tried again too, within the policy's attempts; a 405 (no GET stream offered) is not.
+#[test]
+fn the_sessions_get_stream_is_opened_again_when_it_breaks_before_an_event() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    let get = c.gets.remove(0);
+    // Its head, then the connection breaks with nothing in it.
+    c.client.handle_response(
+        c.now,
+        get.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    c.client.handle_error(c.now, get.exchange, 0);
+    c.events();
+    c.wait(Duration::from_secs(1));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "reopened");
+    assert_eq!(again[0].method, "GET");
+    assert_eq!(again[0].header("Mcp-Session-Id"), Some("s1"));
+    assert_eq!(again[0].header("Last-Event-ID"), None);
+    // Refused for now: tried again.
+    c.answer(&again[0], 503, &[], "");
+    c.wait(Duration::from_secs(3));
+    let third = c.sent();
+    assert_eq!(third.len(), 1, "tried again after a 503");
+    assert_eq!(third[0].method, "GET");
+    // This time it carries a request of the server's, which is answered.
+    c.client.handle_response(
+        c.now,
+        third[0].exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    c.client.handle_body(
+        c.now,
+        third[0].exchange,
+        b"data: {\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"ping\"}\n\n",
+    );
+    c.events();
+    let reply = c.sent();
+    assert!(
+        reply
+            .iter()
+            .any(|s| s.method == "POST" && s.body["id"] == 77),
+        "the server's ping was answered"
+    );
+    // A server that offers no GET stream says so with 405: not asked again.
+    c.client.handle_error(c.now, third[0].exchange, 0);
+    c.wait(Duration::from_secs(1));
+    let fourth = c.sent();
+    assert_eq!(fourth.len(), 1);
+    c.answer(&fourth[0], 405, &[], "");
+    c.wait(Duration::from_secs(60));
+    assert!(c.sent().is_empty(), "no GET after a 405");
+}
+
+/// An error status to the GET that resumes a call's stream is not the call's answer, even
+/// with an error body without an id (the TypeScript SDK's 409 "Stream already has an active
+/// connection" while it still holds the broken connection): the GET is tried again, and the
+/// answer it then brings ends the call. (The 409's error was delivered as the call's answer.)
+#[test]
+fn an_error_status_to_a_resumption_is_not_the_calls_answer() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n");
+    c.wait(Duration::from_millis(1500));
+    let get = c.sent().remove(0);
+    assert_eq!(get.header("Last-Event-ID"), Some("e1"));
+    c.answer(
+        &get,
+        409,
+        &[("Content-Type", "application/json")],
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Conflict: Stream already has an active connection"},"id":null}"#,
+    );
+    assert_eq!(c.outcome(id), None, "{:?}", c.events);
+    c.wait(Duration::from_secs(5));
+    let again = c.sent().remove(0);
+    assert_eq!(again.method, "GET");
+    assert_eq!(again.header("Last-Event-ID"), Some("e1"));
+    let answer = tools_answer(&json!(id.0));
+    c.stream(&again, &[], &format!("id: e2\ndata: {answer}\n\n"));
+    c.assert_answered(id);
+}
+
+/// Ending the session closes its GET stream, which is not opened again: without the session
+/// it would be a GET of no session.
+#[test]
+fn ending_the_session_closes_its_get_stream_for_good() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    let get = c.gets.remove(0);
+    c.client.handle_response(
+        c.now,
+        get.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    assert!(c.client.end_session().is_some());
+    let sent = c.sent();
+    assert_eq!(
+        sent.iter().map(|s| s.method).collect::<Vec<_>>(),
+        ["DELETE"]
+    );
+    assert!(c.aborted.contains(&get.exchange), "the GET is closed");
+    // Its end, reported anyway, changes nothing.
+    c.client.handle_end(c.now, get.exchange, 0);
+    c.wait(Duration::from_secs(60));
+    assert!(c.sent().iter().all(|s| s.method != "GET"));
+    // One that broke and waits to be opened again is dropped too.
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    let get = c.gets.remove(0);
+    c.client.handle_error(c.now, get.exchange, 0);
+    assert!(c.client.end_session().is_some());
+    c.wait(Duration::from_secs(60));
+    assert!(c.sent().iter().all(|s| s.method != "GET"));
+}

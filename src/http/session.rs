@@ -123,6 +123,9 @@ struct Exchange {
     reading: Reading,
     reader: StreamReader,
     attempts: u32,
+    /// When its last response head came (the session's GET stream: one that lived a while
+    /// before it ended starts its count of attempts again).
+    head_at: Option<Timestamp>,
     /// It was sent for requests of ours (so it ends once they all have).
     asked: bool,
     /// Those requests all ended: the exchange is let go at this time if the server has not
@@ -155,6 +158,7 @@ impl Exchange {
             reading: Reading::Waiting,
             reader: StreamReader::new(),
             attempts: 0,
+            head_at: None,
             linger: None,
             reply: false,
             running: false,
@@ -210,7 +214,10 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 /// 5. A stream that breaks before its answers is resumed with `GET` and `Last-Event-ID` (the
 ///    last event id seen on it, kept across drops) after the server's `retry` or the policy's
 ///    backoff, with jitter from a random value the host supplies, up to the policy's number of
-///    attempts.
+///    attempts. The session's GET stream is opened again whenever it ends or breaks (plainly
+///    when it brought no event id); one that lived [`ReconnectPolicy::max_delay`] or more
+///    starts its count again. A resuming GET refused for now (408, 409, 425, 429, 500, 502,
+///    503, 504) is tried again the same way; its error body answers no request.
 /// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
 ///    stream ([`ClientAction::Abort`]).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
@@ -277,6 +284,13 @@ pub struct HttpClient {
     /// [`failure_text`]: Self::failure_text
     failure_text: Option<String>,
     now: Timestamp,
+}
+
+/// Whether an error status to a GET may pass if the GET is tried again: a timeout, a conflict
+/// (a server that still holds the stream's broken connection), too many requests, or a
+/// server or gateway error.
+fn transient(status: u16) -> bool {
+    matches!(status, 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504)
 }
 
 /// The most of an error response's body [`HttpClient::failure_text`] keeps, in bytes.
@@ -368,6 +382,21 @@ impl HttpClient {
         self.initialized_pending = None;
         self.take_output();
         let sid = self.session.take()?;
+        // The session's GET stream ends with it: closed if it runs, dropped if it waits to be
+        // opened again (it would otherwise be, without the session).
+        let gets: Vec<ExchangeId> = (self.exchanges.iter())
+            .filter(|(_, ex)| ex.standalone)
+            .map(|(id, _)| *id)
+            .collect();
+        for get in gets {
+            let waiting = self.resumes.iter().any(|(_, e)| *e == get);
+            if waiting {
+                self.resumes.retain(|(_, e)| *e != get);
+                self.drop_exchange(get);
+            } else {
+                self.queue.push_back((get, true));
+            }
+        }
         let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
         if let Some(v) = self.conn.protocol_version() {
             headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
@@ -379,7 +408,9 @@ impl HttpClient {
     /// The next event of the connection. After a session expired, the old connection's
     /// events (its failed requests) come first, and requests made on it meanwhile fail too
     /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
-    /// starts a new session.
+    /// starts a new session, which brings an [`Event::Ready`] of its own (one per session, not
+    /// one per client). Its request ids start again at 1: forget the old session's
+    /// [`RequestId`](crate::conn::RequestId)s once they have failed.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         if self.restart && self.conn.pending_events() == 0 {
             // Requests the application made on the old connection after its session ended
@@ -541,6 +572,7 @@ impl HttpClient {
             return;
         };
         ex.status = status;
+        ex.head_at = Some(now);
         ex.reading = match status {
             200 if sse => {
                 ex.reader.reconnected();
@@ -661,8 +693,14 @@ impl HttpClient {
                 };
                 let awaited =
                     (self.exchanges.get(&exchange)).is_some_and(|x| !x.awaiting.is_empty());
+                let resuming = (self.exchanges.get(&exchange)).is_some_and(|x| x.method == "GET");
                 if answers_ours {
                     self.deliver_body(now, exchange, &body);
+                } else if resuming && transient(status) {
+                    // A GET that resumes a stream, or reopens the session's, refused for now
+                    // (409 while the server still holds the broken connection, 503, ...): it
+                    // is tried again like a broken stream, within the policy's attempts.
+                    return self.settle(now, exchange, TransportFailure::Status(status), jitter);
                 } else if awaited {
                     // The text of this failure, or none: never an earlier one's.
                     self.failure_text = failure_text_of(&body);
@@ -952,10 +990,12 @@ impl HttpClient {
         self.conn.handle_frame(now, StreamId(exchange.0), message);
     }
 
-    /// The one request a POST exchange carried and still awaits, if it carried exactly one.
+    /// The one request a POST exchange carried and still awaits, if it carried exactly one. (A
+    /// GET that resumes its stream carried none: an error without an id there, such as a 409
+    /// for a stream the server still holds, answers nothing.)
     fn only_request(&self, exchange: ExchangeId) -> Option<i64> {
         let ex = self.exchanges.get(&exchange)?;
-        if ex.standalone || ex.awaiting.len() != 1 {
+        if ex.standalone || ex.method != "POST" || ex.awaiting.len() != 1 {
             return None;
         }
         ex.awaiting.first().copied()
@@ -1020,9 +1060,20 @@ impl HttpClient {
         let open = !ex.awaiting.is_empty() || ex.standalone;
         // 2026-07-28 streams are not resumed (a broken stream loses its request); handshake-era
         // ones are, with or without a session (event ids are unique per session, or per
-        // client without one).
+        // client without one). The session's GET stream is opened again even without an
+        // event id (plainly, then): it carries the server's requests and notifications for the
+        // whole session ("Disconnection MAY occur at any time"), and one that broke before
+        // its first event was lost for good. One that lived a while before it ended starts its
+        // count of attempts again: a proxy that cuts idle streams must not use them up.
         let handshake_era = self.session.is_some() || self.conn.era() == Some(Era::Legacy);
-        let resumable = ex.reader.last_event_id().is_some() && handshake_era;
+        let resumable = (ex.reader.last_event_id().is_some() || ex.standalone) && handshake_era;
+        if ex.standalone
+            && ex
+                .head_at
+                .is_some_and(|t| now >= t.after(self.policy.max_delay))
+        {
+            ex.attempts = 0;
+        }
         if open && resumable && ex.attempts < self.policy.max_attempts {
             ex.attempts += 1;
             let delay = self.policy.delay(ex.attempts, ex.reader.retry(), jitter);
