@@ -1906,3 +1906,33 @@ fn ending_the_session_closes_its_get_stream_for_good() {
     c.wait(Duration::from_secs(60));
     assert!(c.sent().iter().all(|s| s.method != "GET"));
 }
+
+/// A GET stream that lived long before it broke starts its count of attempts again, but the
+/// reopenings that then fail before their head count: against a server that is gone, the
+/// client gives up after the policy's attempts, with the delay doubling. (It went on every
+/// half second for the whole session.)
+#[test]
+fn reopening_the_get_stream_of_a_server_that_is_gone_stops_after_the_attempts() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    let get = c.gets.remove(0);
+    c.client.handle_response(
+        c.now,
+        get.exchange,
+        200,
+        &[("Content-Type", "text/event-stream")],
+    );
+    c.wait(Duration::from_secs(31));
+    c.client.handle_error(c.now, get.exchange, 0);
+    let mut gets = 0;
+    for _ in 0..50 {
+        c.wait(Duration::from_secs(60));
+        for s in c.sent() {
+            if s.method == "GET" {
+                gets += 1;
+                c.client.handle_error(c.now, s.exchange, 0);
+            }
+        }
+    }
+    assert_eq!(gets, ReconnectPolicy::default().max_attempts as usize);
+}

@@ -3525,6 +3525,31 @@ fn a_malformed_response_is_refused_without_its_id() {
     );
     assert_eq!(r.status, 400);
     assert_eq!(json_body(&r)["id"], 3);
+    // One that names a request of the server's ends it, as over stdio.
+    let key = s.connections()[0];
+    let ping = s
+        .connection(key)
+        .unwrap()
+        .request(T0, "ping", None)
+        .unwrap();
+    s.pump();
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{}},"result":{{}}}}"#,
+            ping.0
+        ),
+    );
+    assert_eq!(r.status, 400);
+    assert!(json_body(&r)["id"].is_null());
+    let evs = events(&mut s);
+    assert!(
+        evs.iter()
+            .any(|(_, e)| matches!(e, Ev::InvalidResponse { request } if *request == ping)),
+        "{evs:?}"
+    );
 }
 
 /// Once the server shuts down (`end_listen_streams`), streams that would only wait for server

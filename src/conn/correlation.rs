@@ -97,11 +97,14 @@ impl TaskTokens {
             .find(|e| e.ours == ours && e.request == *request)
     }
 
-    /// Whether a task of `ours` (see [`TaskToken::ours`]) still uses progress token `token`.
-    pub(super) fn holds(&self, token: &OwnedId, ours: bool) -> bool {
-        self.entries
-            .as_ref()
-            .is_some_and(|entries| entries.iter().any(|e| e.ours == ours && e.token == *token))
+    /// Forgets the task of `ours` (see [`TaskToken::ours`]) that keeps progress token `token`,
+    /// if one does.
+    pub(super) fn release(&mut self, token: &OwnedId, ours: bool) {
+        if let Some(entries) = self.entries.as_mut()
+            && !entries.is_empty()
+        {
+            entries.retain(|e| e.ours != ours || e.token != *token);
+        }
     }
 
     /// Notes request `id` (`method` with `params`) if it is a `tasks/result` or `tasks/cancel`

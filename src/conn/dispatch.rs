@@ -486,14 +486,22 @@ impl Core {
         }
     }
 
-    /// Whether `token` is the progress token of one of the peer's requests in flight, or of a
-    /// task we run for one (2025-11-25: the token stays with the task).
-    fn token_in_use(&mut self, token: &OwnedId) -> bool {
-        self.dispatch
+    /// Takes progress token `token` for a new request of the peer's: false when one of its
+    /// requests in flight has it. One a 2025-11-25 task we run still keeps passes to the new
+    /// request: the engine does not see a task end unless its result is asked for, and the
+    /// peer reusing the token says the task is over for it (the task's later progress is then
+    /// refused, `UnknownRequest`).
+    fn claim_token(&mut self, token: &OwnedId) -> bool {
+        if self
+            .dispatch
             .inbound
             .values()
             .any(|e| e.progress_token.as_ref() == Some(token))
-            || self.task_tokens.holds(token, false)
+        {
+            return false;
+        }
+        self.task_tokens.release(token, false);
+        true
     }
 
     /// Records a request the application will answer and hands it over as an event (or, for a
@@ -550,7 +558,7 @@ impl Core {
         // with a token in use would have us send two progress streams under one token, whose
         // values need not increase.
         if let Some(token) = &progress_token
-            && self.token_in_use(token)
+            && !self.claim_token(token)
         {
             return self.reject(
                 frame,

@@ -793,7 +793,22 @@ impl HttpServer {
             // ("a JSON-RPC error response that has no id").
             Err(e) => {
                 let id = e.id().filter(|_| !e.is_response_shaped());
-                return HttpResponse::rpc_error(400, id, e.code(), e.message());
+                let refused = HttpResponse::rpc_error(400, id, e.code(), e.message());
+                // One that names a request of the session's ends it there (`InvalidResponse`,
+                // a violation), as over stdio, instead of leaving it to its timeout.
+                if e.is_response_shaped()
+                    && let Some(sid) = session
+                    && !modern_header
+                    && serves_legacy
+                    && let Ok(key) = self.find_session(now, sid)
+                    && let Some(c) = self.conns.get_mut(&key)
+                {
+                    c.conn.handle_frame(now, StreamId::MAIN, req.body);
+                    self.touch(key, now);
+                    self.mark(key);
+                    self.pump();
+                }
+                return refused;
             }
         };
         // A server of the stateless era alone ignores a session id ("An Mcp-Session-Id header

@@ -1067,11 +1067,10 @@ impl HttpClient {
         // count of attempts again: a proxy that cuts idle streams must not use them up.
         let handshake_era = self.session.is_some() || self.conn.era() == Some(Era::Legacy);
         let resumable = (ex.reader.last_event_id().is_some() || ex.standalone) && handshake_era;
-        if ex.standalone
-            && ex
-                .head_at
-                .is_some_and(|t| now >= t.after(self.policy.max_delay))
-        {
+        // (Measured from this attempt's own head: a reopening that fails before its head
+        // counts, however long the stream before it lived.)
+        let lived = self.policy.max_delay.max(Duration::from_secs(1));
+        if ex.standalone && ex.head_at.take().is_some_and(|t| now >= t.after(lived)) {
             ex.attempts = 0;
         }
         if open && resumable && ex.attempts < self.policy.max_attempts {
