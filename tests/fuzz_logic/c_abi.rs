@@ -3555,6 +3555,8 @@ fn decode_one(frame: &Arg, capacity: usize) {
                 Err(e) => {
                     let kind = if e.code() == -32700 {
                         MCPW_MESSAGE_PARSE_ERROR
+                    } else if e.is_response_shaped() {
+                        MCPW_MESSAGE_INVALID_RESPONSE
                     } else {
                         MCPW_MESSAGE_INVALID
                     };
