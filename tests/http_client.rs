@@ -1897,14 +1897,23 @@ fn ending_the_session_closes_its_get_stream_for_good() {
     c.client.handle_end(c.now, get.exchange, 0);
     c.wait(Duration::from_secs(60));
     assert!(c.sent().iter().all(|s| s.method != "GET"));
-    // One that broke and waits to be opened again is dropped too.
-    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
-    c.handshake(Some("s1"));
-    let get = c.gets.remove(0);
-    c.client.handle_error(c.now, get.exchange, 0);
-    assert!(c.client.end_session().is_some());
-    c.wait(Duration::from_secs(60));
-    assert!(c.sent().iter().all(|s| s.method != "GET"));
+    // One that broke and waits to be opened again is dropped too, before or after its time.
+    for wait in [Duration::ZERO, Duration::from_secs(5)] {
+        let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+        c.handshake(Some("s1"));
+        let get = c.gets.remove(0);
+        c.client.handle_error(c.now, get.exchange, 0);
+        c.wait(wait);
+        assert!(c.client.end_session().is_some());
+        c.wait(Duration::from_secs(60));
+        let sent = c.sent();
+        assert_eq!(
+            sent.iter().map(|s| s.method).collect::<Vec<_>>(),
+            ["DELETE"],
+            "{wait:?}"
+        );
+        assert!(c.aborted.is_empty(), "nothing to abort: it never went out");
+    }
 }
 
 /// A GET stream that lived long before it broke starts its count of attempts again, but the

@@ -383,15 +383,17 @@ impl HttpClient {
         self.take_output();
         let sid = self.session.take()?;
         // The session's GET stream ends with it: closed if it runs, dropped if it waits to be
-        // opened again (it would otherwise be, without the session).
+        // opened (again), or to go out (it would otherwise, without the session).
         let gets: Vec<ExchangeId> = (self.exchanges.iter())
             .filter(|(_, ex)| ex.standalone)
             .map(|(id, _)| *id)
             .collect();
         for get in gets {
-            let waiting = self.resumes.iter().any(|(_, e)| *e == get);
-            if waiting {
+            let unsent = self.resumes.iter().any(|(_, e)| *e == get)
+                || self.queue.iter().any(|&(e, abort)| e == get && !abort);
+            if unsent {
                 self.resumes.retain(|(_, e)| *e != get);
+                self.queue.retain(|(e, _)| *e != get);
                 self.drop_exchange(get);
             } else {
                 self.queue.push_back((get, true));
