@@ -22,6 +22,22 @@ fn ready(version: ProtocolVersion) -> Pair {
     Pair::ready(version, client_config(), server_config())
 }
 
+/// A server past a 2025-11-25 handshake fed `lines` (one message per line) at once: the
+/// connection, and everything it wrote (the `initialize` answer first), as text and parsed.
+fn handshaken_server(lines: &str) -> (Connection, String, Vec<serde_json::Value>) {
+    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
+    let handshake = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#;
+    s.handle_input(Timestamp::ZERO, format!("{handshake}{lines}").as_bytes());
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    let parsed = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (s, out, parsed)
+}
+
 /// The id of the single request the server saw.
 fn only_request(events: &[Ev]) -> (OwnedId, String, Option<String>) {
     match events {
@@ -146,18 +162,12 @@ fn inbound_requests_are_tracked_until_answered() {
 
 #[test]
 fn a_duplicate_in_flight_id_from_the_peer_is_rejected() {
-    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
-    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":"x","method":"tools/list"}
+    let (mut s, out, lines) = handshaken_server(
+        r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"}
 {"jsonrpc":"2.0","id":"x","method":"tools/list"}
 {"jsonrpc":"2.0","id":"\u0078","method":"tools/list"}
-"#);
-    let out = String::from_utf8(take_output(&mut s)).unwrap();
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+"#,
+    );
     assert_eq!(lines.len(), 3, "{out}");
     assert_eq!(lines[1]["error"]["code"], -32600);
     assert_eq!(lines[1]["id"], "x");
@@ -1052,18 +1062,12 @@ fn a_malformed_answer_is_never_answered_and_ends_the_request_it_names() {
 /// sends two progress streams under one token. Once the first is answered, the token is free.
 #[test]
 fn a_progress_token_already_in_use_is_refused() {
-    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
-    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"t"}}}
+    let (mut s, out, lines) = handshaken_server(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"t"}}}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b","_meta":{"progressToken":"t"}}}
 {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"c","_meta":{"progressToken":2}}}
-"#);
-    let out = String::from_utf8(take_output(&mut s)).unwrap();
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+"#,
+    );
     assert_eq!(lines.len(), 2, "{out}");
     assert_eq!(lines[1]["id"], 3);
     assert_eq!(lines[1]["error"]["code"], -32602);
@@ -1093,18 +1097,12 @@ fn a_progress_token_already_in_use_is_refused() {
 /// ("MUST NOT have been previously used by the requestor within the same session").
 #[test]
 fn the_id_of_a_cancelled_request_is_not_taken_again() {
-    let mut s = Connection::new(server_config(), Timestamp::ZERO).unwrap();
-    s.handle_input(Timestamp::ZERO, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"old"}}
+    let (mut s, out, lines) = handshaken_server(
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"old"}}
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}
 {"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"new"}}
-"#);
-    let out = String::from_utf8(take_output(&mut s)).unwrap();
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+"#,
+    );
     assert_eq!(lines.len(), 2, "{out}");
     assert_eq!(lines[1]["id"], 5);
     assert_eq!(lines[1]["error"]["code"], -32600);

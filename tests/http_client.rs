@@ -770,6 +770,16 @@ impl Scripted {
         self.events();
     }
 
+    /// The head of an SSE response to `exchange`, its body still to come.
+    fn sse_head(&mut self, exchange: ExchangeId) {
+        self.client.handle_response(
+            self.now,
+            exchange,
+            200,
+            &[("Content-Type", "text/event-stream")],
+        );
+    }
+
     /// Answers `s` with an SSE stream holding `body`, which then ends.
     fn stream(&mut self, s: &Sent, headers: &[(&str, &str)], body: &str) {
         let mut all = vec![("Content-Type", "text/event-stream")];
@@ -1073,12 +1083,7 @@ fn a_server_that_replays_the_event_it_was_named_is_not_believed_twice() {
     let id = c.request("tools/list");
     let post = c.sent().remove(0);
     let roots = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"roots/list\"}\n\n";
-    c.client.handle_response(
-        c.now,
-        post.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(post.exchange);
     c.client.handle_body(c.now, post.exchange, roots.as_bytes());
     c.events();
     // The application answers it; then the stream breaks.
@@ -1229,12 +1234,7 @@ fn a_stream_whose_request_timed_out_is_let_go() {
     c.handshake(Some("s1"));
     let id = c.request("tools/list");
     let post = c.sent().remove(0);
-    c.client.handle_response(
-        c.now,
-        post.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(post.exchange);
     c.time_out(id);
     assert!(c.aborted.is_empty());
     c.wait(mcpwire::http::LINGER);
@@ -1304,12 +1304,7 @@ fn with_open_get_stream() -> (Scripted, ExchangeId) {
     let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
-    c.client.handle_response(
-        c.now,
-        get.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(get.exchange);
     (c, get.exchange)
 }
 
@@ -1670,12 +1665,7 @@ fn an_sse_answer_over_the_largest_frame_fails_its_request_at_once() {
         let s = c.sent().remove(0);
         let answer =
             json!({"jsonrpc":"2.0","id":s.body["id"],"result":{"tools":[],"pad":"x".repeat(size)}});
-        c.client.handle_response(
-            c.now,
-            s.exchange,
-            200,
-            &[("Content-Type", "text/event-stream")],
-        );
+        c.sse_head(s.exchange);
         c.client.handle_body(
             c.now,
             s.exchange,
@@ -1793,12 +1783,7 @@ fn the_sessions_get_stream_is_opened_again_when_it_breaks_before_an_event() {
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
     // Its head, then the connection breaks with nothing in it.
-    c.client.handle_response(
-        c.now,
-        get.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(get.exchange);
     c.client.handle_error(c.now, get.exchange, 0);
     c.events();
     c.wait(Duration::from_secs(1));
@@ -1814,12 +1799,7 @@ fn the_sessions_get_stream_is_opened_again_when_it_breaks_before_an_event() {
     assert_eq!(third.len(), 1, "tried again after a 503");
     assert_eq!(third[0].method, "GET");
     // This time it carries a request of the server's, which is answered.
-    c.client.handle_response(
-        c.now,
-        third[0].exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(third[0].exchange);
     c.client.handle_body(
         c.now,
         third[0].exchange,
@@ -1880,12 +1860,7 @@ fn ending_the_session_closes_its_get_stream_for_good() {
     let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
-    c.client.handle_response(
-        c.now,
-        get.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(get.exchange);
     assert!(c.client.end_session().is_some());
     let sent = c.sent();
     assert_eq!(
@@ -1925,12 +1900,7 @@ fn reopening_the_get_stream_of_a_server_that_is_gone_stops_after_the_attempts() 
     let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
-    c.client.handle_response(
-        c.now,
-        get.exchange,
-        200,
-        &[("Content-Type", "text/event-stream")],
-    );
+    c.sse_head(get.exchange);
     c.wait(Duration::from_secs(31));
     c.client.handle_error(c.now, get.exchange, 0);
     let mut gets = 0;

@@ -58,6 +58,19 @@ async fn start_progress_call(server: &Server, session: &str) -> Client {
     call
 }
 
+/// Reads an SSE body to its normal end (the last chunk), failing with `cut` if the
+/// connection closes before it.
+async fn read_until_ended(c: &mut Client, cut: &str) -> Vec<u8> {
+    let mut text = Vec::new();
+    loop {
+        match c.chunk().await {
+            Some(chunk) if chunk.is_empty() => return text,
+            Some(chunk) => text.extend_from_slice(&chunk),
+            None => panic!("{cut}"),
+        }
+    }
+}
+
 /// Waits until the engine holds `n` SSE streams.
 async fn wait_streams(server: &Server, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -154,14 +167,7 @@ async fn graceful_shutdown_ends_get_streams_and_lets_answers_finish() {
     // The GET stream ends normally (the last chunk), then the connection closes.
     assert_eq!(get.chunk().await, Some(Vec::new()), "GET stream not ended");
     // The call's stream carries on to its answer and ends normally.
-    let mut text = Vec::new();
-    loop {
-        match call.chunk().await {
-            Some(c) if c.is_empty() => break,
-            Some(c) => text.extend_from_slice(&c),
-            None => panic!("the call's stream was cut"),
-        }
-    }
+    let text = read_until_ended(&mut call, "the call's stream was cut").await;
     assert!(String::from_utf8_lossy(&text).contains("Progress test completed"));
     // Everything done: serve returns well within the grace period.
     tokio::time::timeout(Duration::from_secs(2), serve)
@@ -283,14 +289,7 @@ async fn a_resumption_while_the_first_response_is_still_held_ends_that_response(
         String::from_utf8_lossy(&stale)
     );
     // The resumed stream carries the answer, then ends.
-    let mut text = Vec::new();
-    loop {
-        match resumed.chunk().await {
-            Some(c) if c.is_empty() => break,
-            Some(c) => text.extend_from_slice(&c),
-            None => panic!("the resumed stream was cut"),
-        }
-    }
+    let text = read_until_ended(&mut resumed, "the resumed stream was cut").await;
     assert!(String::from_utf8_lossy(&text).contains("Progress test completed"));
     // Nothing is left behind (a request makes the fixture read the count again).
     let r = c
@@ -405,14 +404,7 @@ async fn graceful_shutdown_lets_a_resumed_call_stream_finish() {
     let (status, _) = resumed.head().await.expect("a head");
     assert_eq!(status, 200);
     let serve = server.shutdown();
-    let mut text = Vec::new();
-    loop {
-        match resumed.chunk().await {
-            Some(c) if c.is_empty() => break,
-            Some(c) => text.extend_from_slice(&c),
-            None => panic!("the resumed stream was cut"),
-        }
-    }
+    let text = read_until_ended(&mut resumed, "the resumed stream was cut").await;
     let text = String::from_utf8_lossy(&text);
     assert!(text.contains("Progress test completed"), "{text}");
     tokio::time::timeout(Duration::from_secs(2), serve)
