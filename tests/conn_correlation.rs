@@ -533,6 +533,45 @@ fn progress_tokens_keep_their_type() {
 }
 
 #[test]
+fn extreme_progress_values_reach_the_peer_exactly() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let options = RequestOptions {
+        progress: true,
+        ..Default::default()
+    };
+    let r = p
+        .client
+        .request_with(p.now, "tools/call", Some(raw("{}")), options)
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    // Written with an exponent (not 309 digits), so serde_json and our own decoder read it.
+    p.server
+        .progress(id.as_id(), 1e-300, Some(f64::MAX), None)
+        .unwrap();
+    p.server.progress(id.as_id(), f64::MAX, None, None).unwrap();
+    p.wire.clear();
+    p.step();
+    let lines = p.lines(false);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert!(line.len() < 160, "{line}");
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    let events = p.take_client_events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(
+        matches!(&events[0], Ev::Progress { request, progress, total: Some(total), .. }
+            if *request == r && *progress == 1e-300 && *total == f64::MAX),
+        "{events:?}"
+    );
+    assert!(
+        matches!(&events[1], Ev::Progress { progress, total: None, .. } if *progress == f64::MAX),
+        "{events:?}"
+    );
+}
+
+#[test]
 fn peer_cancellation_surfaces_and_suppresses_our_answer() {
     for version in ProtocolVersion::LEGACY {
         let mut p = ready(version);

@@ -13,10 +13,15 @@ pub(crate) fn write_int(out: &mut Vec<u8>, n: i64) {
 }
 
 /// Appends a finite number as JSON: integral values without a fraction, others as Rust prints
-/// them (the shortest text that reads back exactly).
+/// them (the shortest text that reads back exactly). Magnitudes from 1e21 up and below 1e-6
+/// take an exponent, as JavaScript writes them: plain digits would run to 309 of them for
+/// `f64::MAX`, more than most JSON readers accept in one number.
 pub(crate) fn write_number(out: &mut Vec<u8>, n: f64) {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+    let magnitude = n.abs();
+    if n.fract() == 0.0 && magnitude < 9.0e15 {
         write_int(out, n as i64);
+    } else if !(1e-6..1e21).contains(&magnitude) {
+        let _ = write!(out, "{n:e}");
     } else {
         let _ = write!(out, "{n}");
     }
@@ -294,6 +299,21 @@ mod tests {
         }
         write_int(&mut out, 42);
         assert_eq!(out, b"2 -3 0.5 100000000000000000000 9000000000000000 42");
+        // The extremes stay short, and read back exactly.
+        for (n, text) in [
+            (f64::MAX, "1.7976931348623157e308"),
+            (-1e300, "-1e300"),
+            (1e21, "1e21"),
+            (5e-324, "5e-324"),
+            (1.5e-7, "1.5e-7"),
+            (0.000_001, "0.000001"),
+        ] {
+            let mut out = Vec::new();
+            write_number(&mut out, n);
+            assert_eq!(std::str::from_utf8(&out).unwrap(), text);
+            assert!(RawJson::new(text).is_ok(), "{text}");
+            assert_eq!(text.parse::<f64>().unwrap(), n);
+        }
     }
 
     #[test]
