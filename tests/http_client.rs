@@ -904,6 +904,40 @@ fn a_request_made_while_the_session_restarts_is_not_lost() {
     assert!(c.outcome(again).is_some(), "{:?}", c.events);
 }
 
+#[test]
+fn a_new_session_numbers_its_requests_after_the_old_sessions() {
+    // An application that still holds an old session's request id (say, in a map of calls
+    // it gave up on) must not take a new session's answer for it.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let old: Vec<_> = (0..3).map(|_| c.request("tools/list")).collect();
+    let posts = c.sent();
+    assert_eq!(posts.len(), 3);
+    for post in &posts {
+        c.client.handle_response(c.now, post.exchange, 404, &[]);
+        c.client.handle_end(c.now, post.exchange, 0);
+    }
+    while let Some(e) = c.client.poll_event() {
+        c.events.push(e.to_owned_event());
+    }
+    for id in &old {
+        assert!(
+            matches!(c.outcome(*id), Some(Ev::Failed { .. })),
+            "{:?}",
+            c.events
+        );
+    }
+    c.handshake(Some("s2"));
+    let new = c.request("tools/list");
+    assert!(!old.contains(&new), "{new:?} reuses an id of {old:?}");
+    let post = c.sent().remove(0);
+    let id = post.body["id"].as_i64().unwrap();
+    assert!(
+        old.iter().all(|o| o.0 < id),
+        "the wire id {id} is not after {old:?}"
+    );
+}
+
 /// A client in the auto era whose session expires (404) starts the new one with
 /// `initialize`, as the transport requires ("MUST start a new session by sending a new
 /// InitializeRequest without a session ID attached"): it probed with `server/discover`

@@ -408,6 +408,13 @@ impl Connection {
     }
 
     /// The ids of our requests that await an answer.
+    /// Numbers this connection's later requests after `old`'s, so that a request of a new
+    /// session never has the id of one the application made in the old session.
+    pub(crate) fn continue_request_ids(&mut self, old: &Connection) {
+        let corr = &mut self.core.corr;
+        corr.next_id = corr.next_id.max(old.core.corr.next_id);
+    }
+
     pub(crate) fn our_requests(&self) -> Vec<i64> {
         self.core.corr.pending.iter().map(|(n, _)| *n).collect()
     }

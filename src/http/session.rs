@@ -411,8 +411,8 @@ impl HttpClient {
     /// events (its failed requests) come first, and requests made on it meanwhile fail too
     /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
     /// starts a new session, which brings an [`Event::Ready`] of its own (one per session, not
-    /// one per client). Its request ids start again at 1: forget the old session's
-    /// [`RequestId`](crate::conn::RequestId)s once they have failed.
+    /// one per client). Its requests are numbered after the old session's, so a
+    /// [`RequestId`](crate::conn::RequestId) of the old session never names one of the new.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         if self.restart && self.conn.pending_events() == 0 {
             // Requests the application made on the old connection after its session ended
@@ -436,7 +436,8 @@ impl HttpClient {
             if config.latest_legacy().is_some() {
                 config.client_era = crate::conn::ClientEra::Legacy;
             }
-            if let Ok(conn) = Connection::new(config, self.now) {
+            if let Ok(mut conn) = Connection::new(config, self.now) {
+                conn.continue_request_ids(&self.conn);
                 self.conn = conn;
                 self.open_get = self.want_get && !std::mem::take(&mut self.skip_get);
                 self.session_answered = false;
