@@ -1386,8 +1386,9 @@ typedef struct mcpw_limits {
      */
     size_t max_remembered_ids;
     /**
-     * Events waiting for `mcpw_conn_poll_event`; past it the oldest peer notifications are
-     * dropped (and counted). Default 4096.
+     * Events waiting for `mcpw_conn_poll_event`; past it, or once the waiting events hold
+     * more bytes of frames than `max_buffered_output` (or `max_frame`, if larger), the peer's
+     * further notifications are dropped (and counted). Default 4096.
      */
     size_t max_queued_events;
 } mcpw_limits;

@@ -409,6 +409,49 @@ fn request_flood_without_reading_is_bounded_by_the_limits() {
     );
 }
 
+/// A peer that sends large notifications faster than the application polls: the queued
+/// events hold at most about `max_buffered_output` bytes of frames (a count of 4096 alone let
+/// 1 MiB notifications queue 4 GiB); the rest are dropped and counted, and an answer that
+/// comes behind them is still delivered.
+#[test]
+fn large_notifications_never_polled_are_bounded_in_bytes() {
+    const MAX_OUT: usize = 1024 * 1024;
+    let mut client = client_with(|c| {
+        c.limits.max_buffered_output = MAX_OUT;
+        c.limits.max_frame = 128 * KIB as usize;
+    });
+    let id = client.request(now(), "tools/list", None).unwrap();
+    take_output(&mut client);
+    let text = "x".repeat(60 * KIB as usize);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"{text}"}}}}"#
+    ) + "\n";
+    let meter = Meter::start();
+    for _ in 0..200 {
+        client.handle_input(now(), line.as_bytes());
+    }
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+        id.0
+    ) + "\n";
+    client.handle_input(now(), answer.as_bytes());
+    let peak = meter.peak();
+    let events = drain(&mut client);
+    let kept = events
+        .iter()
+        .filter(|e| matches!(e, Ev::Notification { .. }))
+        .count();
+    assert!((15..=20).contains(&kept), "{kept} of 200 kept");
+    assert_eq!(client.stats().dropped_events, 200 - kept as u64);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Ev::Response { request, .. } if *request == id)),
+        "the answer behind them is delivered"
+    );
+    assert!(peak < 3 * MAX_OUT as isize, "peak {peak}");
+}
+
 /// 100,000 `notifications/cancelled` for ids never seen, then 100,000 request/cancel pairs
 /// for ids in flight: cancellations of unknown ids are counted and dropped, the remembered
 /// cancelled ids stay within `max_remembered_ids`, and answers to cancelled requests are

@@ -61,8 +61,9 @@ type Limits struct {
 	MaxBufferedOutput int
 	// MaxRememberedIDs is how many cancelled or timed-out ids are remembered (default 1024).
 	MaxRememberedIDs int
-	// MaxQueuedEvents is how many events may wait for NextEvent; past it the oldest peer
-	// notifications are dropped and counted (default 4096).
+	// MaxQueuedEvents is how many events may wait for NextEvent; past it, or once the
+	// waiting events hold more bytes of frames than MaxBufferedOutput (or MaxFrame, if
+	// larger), the peer's further notifications are dropped and counted (default 4096).
 	MaxQueuedEvents int
 }
 

@@ -68,8 +68,10 @@ pub struct Limits {
     /// How many cancelled or timed-out ids (ours and the peer's) are remembered, to drop late
     /// responses and suppress answers to cancelled requests. Default 1024.
     pub max_remembered_ids: usize,
-    /// Events waiting for [`poll_event`](super::Connection::poll_event); past it the oldest
-    /// peer notifications are dropped (and counted). Default 4096.
+    /// Events waiting for [`poll_event`](super::Connection::poll_event); past it, or once the
+    /// waiting events hold more bytes of frames than `max_buffered_output` (or `max_frame`, if
+    /// larger), the peer's further notifications are dropped (and counted) until the
+    /// application catches up. Default 4096.
     pub max_queued_events: usize,
 }
 

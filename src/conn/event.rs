@@ -454,6 +454,9 @@ pub(crate) struct EventQueue {
     /// The logical offset of the arena's first byte: it grows as consumed copies are cut off.
     origin: usize,
     pub(crate) limit: usize,
+    /// Bytes of frame copies the queued events may hold before peer notifications are
+    /// dropped: a count alone let a peer queue `limit` frames of the largest size.
+    byte_limit: usize,
     pub(crate) dropped: u64,
 }
 
@@ -463,9 +466,10 @@ impl EventQueue {
         self.queue.len()
     }
 
-    pub(crate) fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize, byte_limit: usize) -> Self {
         EventQueue {
             limit: limit.max(16),
+            byte_limit,
             ..Default::default()
         }
     }
@@ -492,7 +496,11 @@ impl EventQueue {
     }
 
     fn push_entry(&mut self, entry: Entry) {
-        if self.queue.len() >= self.limit && entry.stored.droppable() {
+        // (The entry's own copy is already in the arena; one event always fits.)
+        let oldest = self.current.as_ref().or(self.queue.front());
+        let held = oldest.map_or(0, |e| self.end() - e.frame.start);
+        let full = self.queue.len() >= self.limit || held > self.byte_limit;
+        if full && entry.stored.droppable() {
             self.dropped += 1;
             // Its copy, if any, is the arena's last: take it back.
             if entry.frame.len > 0 && entry.frame.start + entry.frame.len == self.end() {
@@ -745,7 +753,7 @@ mod tests {
 
     #[test]
     fn views_survive_later_pushes_and_the_arena_empties_with_the_queue() {
-        let mut q = EventQueue::new(4096);
+        let mut q = EventQueue::new(4096, usize::MAX);
         for k in 0..500 {
             push_answer(&mut q, k, &frame(k));
         }
@@ -763,7 +771,7 @@ mod tests {
 
     #[test]
     fn a_consumer_that_lags_by_one_event_keeps_the_arena_bounded() {
-        let mut q = EventQueue::new(4096);
+        let mut q = EventQueue::new(4096, usize::MAX);
         push_answer(&mut q, 0, &frame(0));
         let mut high_water = 0;
         for k in 1..20_000 {
@@ -780,7 +788,7 @@ mod tests {
 
     #[test]
     fn a_dropped_notification_takes_its_copy_back() {
-        let mut q = EventQueue::new(16);
+        let mut q = EventQueue::new(16, usize::MAX);
         for k in 0..16 {
             push_answer(&mut q, k, &frame(k));
         }

@@ -1010,7 +1010,10 @@ impl Core {
             corr: Correlation::new(limits.max_remembered_ids),
             out: Outbound::default(),
             stateless: Stateless::default(),
-            events: EventQueue::new(limits.max_queued_events),
+            events: EventQueue::new(
+                limits.max_queued_events,
+                limits.max_frame.max(limits.max_buffered_output),
+            ),
             stats: Counters::default(),
             elicitations: elicit::KnownElicitations::default(),
             task_tokens: correlation::TaskTokens::default(),

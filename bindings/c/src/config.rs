@@ -94,8 +94,9 @@ pub struct mcpw_limits {
     pub max_buffered_output: usize,
     /// How many cancelled or timed-out ids are remembered. Default 1024.
     pub max_remembered_ids: usize,
-    /// Events waiting for `mcpw_conn_poll_event`; past it the oldest peer notifications are
-    /// dropped (and counted). Default 4096.
+    /// Events waiting for `mcpw_conn_poll_event`; past it, or once the waiting events hold
+    /// more bytes of frames than `max_buffered_output` (or `max_frame`, if larger), the peer's
+    /// further notifications are dropped (and counted). Default 4096.
     pub max_queued_events: usize,
 }
 
