@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, client_config, legacy, modern, server_config};
 use mcpwire::Timestamp;
-use mcpwire::conn::{CloseReason, Config, TransportFailure};
+use mcpwire::conn::{CloseReason, Config, State, TransportFailure};
 use mcpwire::http::{
     Body, ClientAction, ExchangeId, HttpClient, HttpRequest, HttpServer, HttpServerConfig,
     HttpStreamId, ReconnectPolicy,
@@ -701,6 +701,7 @@ struct Scripted {
 }
 
 /// One request the client asked the host to make.
+#[derive(Debug)]
 struct Sent {
     exchange: ExchangeId,
     method: &'static str,
@@ -936,6 +937,130 @@ fn a_new_session_numbers_its_requests_after_the_old_sessions() {
         old.iter().all(|o| o.0 < id),
         "the wire id {id} is not after {old:?}"
     );
+}
+
+/// Whether any of `sent` is an `initialize` POST (a new session starting).
+fn initializes(sent: &[Sent]) -> bool {
+    sent.iter().any(|s| s.body["method"] == "initialize")
+}
+
+#[test]
+fn a_closed_client_starts_no_new_session_when_a_request_gets_404() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.client.connection().close(c.now, Duration::from_secs(10));
+    c.answer(&post, 404, &[], "");
+    c.wait(Duration::from_secs(1));
+    let later = c.sent();
+    assert!(!initializes(&later), "a new session after close: {later:?}");
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    assert_eq!(c.client.connection().state(), State::Closed);
+}
+
+#[test]
+fn an_ended_session_is_not_replaced_when_its_delete_or_a_request_gets_404() {
+    for delete_first in [true, false] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        let id = c.request("tools/list");
+        let post = c.sent().remove(0);
+        assert!(c.client.end_session().is_some());
+        let delete = c.sent().remove(0);
+        assert_eq!(delete.method, "DELETE");
+        // The server dropped the session already: the DELETE (then the request), or the
+        // request alone, gets 404.
+        if delete_first {
+            c.answer(&delete, 404, &[], "");
+        }
+        c.answer(&post, 404, &[], "");
+        c.wait(Duration::from_secs(1));
+        let later = c.sent();
+        assert!(!initializes(&later), "a new session: {later:?}");
+        assert!(
+            matches!(c.outcome(id), Some(Ev::Failed { .. })),
+            "{:?}",
+            c.events
+        );
+        // A request made now fails at once, and nothing goes out without the session's id.
+        let after = c.request("tools/list");
+        let later = c.sent();
+        assert!(later.is_empty(), "{later:?}");
+        c.events();
+        assert!(
+            matches!(
+                c.outcome(after),
+                Some(Ev::Failed {
+                    reason: TransportFailure::Status(404),
+                    ..
+                })
+            ),
+            "{:?}",
+            c.events
+        );
+    }
+}
+
+#[test]
+fn a_request_made_before_the_restart_never_goes_out_without_the_session() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let first = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.client.handle_response(c.now, post.exchange, 404, &[]);
+    c.client.handle_end(c.now, post.exchange, 0);
+    // The application sees the failure and asks again at once, then makes what is due (as
+    // the docs say, after every command) before it polls the next event.
+    let failed = c.client.poll_event().map(|e| e.to_owned_event());
+    assert!(
+        matches!(&failed, Some(Ev::Failed { request, .. }) if *request == first),
+        "{failed:?}"
+    );
+    let again = c.request("tools/list");
+    let sent = c.sent();
+    assert!(
+        sent.iter().all(|s| s.header("Mcp-Session-Id").is_some()),
+        "sent without the session: {sent:?}"
+    );
+    assert!(
+        sent.iter().all(|s| s.body["id"] != json!(again.0)),
+        "{sent:?}"
+    );
+    c.events();
+    assert!(
+        matches!(c.outcome(again), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    // The new session starts clean: nothing of the old connection answers into it.
+    c.handshake(Some("s2"));
+    assert!(
+        !c.events.iter().any(|e| matches!(e, Ev::Violation { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+#[test]
+fn a_stream_ended_twice_by_the_host_is_resumed_once() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let _id = c.request("tools/call");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    c.client
+        .handle_body(c.now, post.exchange, b"id: 1\ndata: \n\n");
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.wait(Duration::from_secs(5));
+    let gets: Vec<_> = c.sent().into_iter().filter(|s| s.method == "GET").collect();
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert_eq!(gets[0].header("Last-Event-ID"), Some("1"));
 }
 
 /// A client in the auto era whose session expires (404) starts the new one with

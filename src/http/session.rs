@@ -271,6 +271,10 @@ pub struct HttpClient {
     get_pending_until: Timestamp,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
+    /// The session is over for good: the application ended it, or it expired after the
+    /// application closed the connection. No new one starts, and requests made since fail
+    /// without going out (without the session's id, a server refuses them).
+    ended: bool,
     /// A request of this session was answered with success (see `skip_get`).
     session_answered: bool,
     /// The next session opens no GET stream: this one's was refused before anything else
@@ -338,6 +342,7 @@ impl HttpClient {
             initialized_out: false,
             get_pending_until: now,
             restart: false,
+            ended: false,
             session_answered: false,
             skip_get: false,
             initialize: None,
@@ -372,7 +377,9 @@ impl HttpClient {
     /// Ends the handshake-era session: queues a `DELETE` with its id (the server frees it at
     /// once instead of at its idle timeout); returns its exchange, `None` without a session.
     /// Requests still in flight are left to end as they will; close the connection first for
-    /// a clean end.
+    /// a clean end. The client starts no new session after this, even when the DELETE or a
+    /// request still in flight is answered 404, and requests made later fail at once
+    /// ([`TransportFailure::Status`] 404) without going out.
     pub fn end_session(&mut self) -> Option<ExchangeId> {
         self.session.as_ref()?;
         // What the connection holds already (a cancellation, say) goes out first, in this
@@ -382,6 +389,7 @@ impl HttpClient {
         self.initialized_pending = None;
         self.take_output();
         let sid = self.session.take()?;
+        self.ended = true;
         // The session's GET stream ends with it: closed if it runs, dropped if it waits to be
         // opened (again), or to go out (it would otherwise, without the session).
         let gets: Vec<ExchangeId> = (self.exchanges.iter())
@@ -732,12 +740,26 @@ impl HttpClient {
     /// Turns the connection's output into POST exchanges.
     fn take_output(&mut self) {
         self.end_get_wait();
+        // A session that expired is being replaced: what the old connection wrote since would
+        // go out without a session id. `poll_event` fails its requests before the new
+        // session starts.
+        if self.restart {
+            return;
+        }
         while !self.waiting_for_heads()
             && let Some(frame) = self.conn.poll_frame()
         {
             let bytes = frame.bytes.to_vec();
             self.conn.consume_frame();
             let posted = self.post(&bytes);
+            if self.ended {
+                // The session is over: its requests fail here, never sent.
+                if let Some(exchange) = posted {
+                    self.queue.retain(|(e, _)| *e != exchange);
+                    self.finish(self.now, exchange, TransportFailure::Status(404));
+                }
+                continue;
+            }
             if !self.initialized_out
                 && self.conn.era() == Some(Era::Legacy)
                 && self.conn.state() == crate::conn::State::Operating
@@ -1057,7 +1079,10 @@ impl HttpClient {
         failure: TransportFailure,
         jitter: u32,
     ) {
-        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+        // Ended twice by the host: it waits to go out again already.
+        let waiting = self.resumes.iter().any(|(_, e)| *e == exchange)
+            || self.queue.iter().any(|&(e, abort)| e == exchange && !abort);
+        let Some(ex) = self.exchanges.get_mut(&exchange).filter(|_| !waiting) else {
             return;
         };
         let open = !ex.awaiting.is_empty() || ex.standalone;
@@ -1192,7 +1217,20 @@ impl HttpClient {
         self.tools_list.clear();
         self.get_pending = None;
         self.initialized_pending = None;
-        self.restart = true;
+        // A connection the application closed (or that ended) starts no new session, nor
+        // does one whose session the application ended (a DELETE, or a request still in
+        // flight, answered 404).
+        let state = self.conn.state();
+        if self.ended
+            || matches!(
+                state,
+                crate::conn::State::Closing | crate::conn::State::Closed
+            )
+        {
+            self.ended = true;
+        } else {
+            self.restart = true;
+        }
     }
 }
 
