@@ -909,6 +909,13 @@ static void drain_actions(app *a) {
             /* Close the response and say nothing more about it (2026-07-28: a cancel). */
             transfer *t = find_transfer(a, action.exchange);
             if (t != NULL) transfer_free(a, t);
+            if (action.exchange == a->delete_exchange && a->phase == WAIT_DELETE) {
+                /* The engine gave up on the DELETE (no answer, or one that never ended): the
+                 * work is done, and the server frees the session at its own timeout. */
+                printf("session: the server did not answer the DELETE; it keeps the session "
+                       "until it expires there\n");
+                a->phase = DONE;
+            }
         }
     }
 }

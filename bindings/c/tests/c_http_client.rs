@@ -365,6 +365,10 @@ impl Reply {
     fn accepted() -> Reply {
         Reply::new(202, None, String::new())
     }
+    /// No answer at all: the connection stays open and silent.
+    fn hang() -> Reply {
+        Reply::new(0, None, String::new())
+    }
 }
 
 type Script = dyn Fn(&Request) -> Reply + Send + Sync;
@@ -439,10 +443,14 @@ fn serve_connection(stream: TcpStream, script: &Script, log: &std::sync::Mutex<V
         }
         request.message = serde_json::from_slice(&body).unwrap_or_default();
         log.lock().unwrap().push(request.clone());
-        let reply = if request.method == "DELETE" {
-            Reply::new(200, None, String::new())
-        } else {
-            script(&request)
+        // A DELETE gets 200 unless the script hangs it.
+        let reply = match script(&request) {
+            r if r.status == 0 => {
+                std::thread::sleep(Duration::from_secs(120));
+                return;
+            }
+            _ if request.method == "DELETE" => Reply::new(200, None, String::new()),
+            r => r,
         };
         let mut response = format!(
             "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\n",
@@ -591,6 +599,53 @@ fn closes_the_stream_before_the_answer() -> impl Fn(&Request) -> Reply + Send + 
             _ => Reply::new(500, Some("text/plain"), "unexpected request".to_owned()),
         }
     }
+}
+
+/// A handshake-era server that serves the example's session and never answers its DELETE.
+fn never_answers_the_delete(request: &Request) -> Reply {
+    let m = &request.message;
+    if request.method == "DELETE" {
+        return Reply::hang();
+    }
+    let Some(id) = m.get("id") else {
+        return Reply::accepted();
+    };
+    let result = match m["method"].as_str() {
+        Some("initialize") => return initialize_result(id),
+        Some("tools/list") => {
+            serde_json::json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        }
+        Some("tools/call") => {
+            serde_json::json!({"content": [{"type": "text", "text": "hello from C"}]})
+        }
+        _ => {
+            return Reply::json(serde_json::json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}
+            }));
+        }
+    };
+    Reply::json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+#[test]
+fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
+    // The engine lets a DELETE go after 10 s without a head; the example stayed in its last
+    // phase until its overall --timeout (here 60 s), and then named no cause.
+    let server = FakeServer::start(never_answers_the_delete);
+    let started = Instant::now();
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "60"], &server.url());
+    let took = started.elapsed();
+    assert!(out.status.success(), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("echo: \"hello from C\"\n"), "{all}");
+    assert!(
+        stdout.contains("session: the server did not answer the DELETE"),
+        "{all}"
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}: {all}");
+    let requests = server.requests();
+    assert_eq!(requests.last().map(|r| r.method.as_str()), Some("DELETE"));
 }
 
 #[test]
