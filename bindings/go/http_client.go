@@ -76,9 +76,11 @@ type HTTPClient struct {
 	view *Conn
 	// closedSeen: Run handed out the ClosedEvent; the connection has nothing more to do.
 	closedSeen bool
-	// deletes are the running exchanges that end a session (Run's goroutine only): after
-	// the close, only they are waited for.
-	deletes map[uint64]bool
+	// unheard are the running POSTs without a response head yet, and the DELETEs that
+	// have not ended, by method (Run's goroutine only): what they carry may not have reached
+	// the server (a cancellation, a last notification or answer, the session's end), so after
+	// the close they are waited for, and the rest are cut.
+	unheard map[uint64]string
 
 	// mu guards the fields below, which let Close end a Run in progress (from its handler
 	// or from another goroutine) without freeing the client under it.
@@ -265,8 +267,12 @@ type exchangeResult struct {
 // another goroutine: ErrFreed, and the client is freed as Run returns). h sees every event
 // and may issue commands on the *Conn it is given (the client's Conn, which other goroutines
 // may use too: Run wakes for their commands). A handshake-era
-// session is not ended by Run: call EndSession before the last Shutdown for that. Run on a
-// connection that already closed returns ErrClosed; one Run at a time.
+// session is not ended by Run: call EndSession before the last Shutdown for that (or on the
+// ClosedEvent). Run on a connection that already closed only sends what is left to send (the
+// DELETE of an EndSession called after the close), then returns ErrClosed; one Run at a
+// time. Exchanges still open when Run returns (after a panic in h, say) are reported to the
+// engine as broken, so a later Run resumes or fails their requests instead of waiting for
+// answers that cannot come.
 func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	if h == nil {
 		return errNilHandler
@@ -290,16 +296,29 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			c.freeLocked()
 		}
 	}()
-	if c.closedSeen {
-		return ErrClosed
-	}
 	results := make(chan exchangeResult)
+	// Closed as Run returns: the exchanges that outlive it (see settle) report nothing more.
+	gone := make(chan struct{})
+	defer close(gone)
 	running := map[uint64]context.CancelFunc{}
 	defer func() {
-		for _, cancel := range running {
+		c.engine.Lock()
+		defer c.engine.Unlock()
+		for id, cancel := range running {
 			cancel()
+			if c.ptr != nil {
+				C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+			}
 		}
+		clear(c.unheard)
 	}()
+	if c.closedSeen {
+		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
+			return err
+		}
+		c.settle(running, results)
+		return ErrClosed
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	done := ctx.Done()
@@ -335,7 +354,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			}
 		}
 		// Actions: start and abort HTTP exchanges.
-		failed, err := c.startExchanges(ctx, running, results)
+		failed, err := c.startExchanges(ctx, running, results, gone)
 		if err != nil {
 			return err
 		}
@@ -363,13 +382,16 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		select {
 		case r := <-results:
-			if _, live := running[r.id]; live {
-				c.feed(r)
-				if r.end || r.err != nil {
-					delete(running, r.id)
-					delete(c.deletes, r.id)
-				}
-			} // (else aborted: report nothing more)
+			if _, live := running[r.id]; !live {
+				break // aborted: report nothing more
+			}
+			c.feed(r)
+			if r.end || r.err != nil {
+				delete(running, r.id)
+				delete(c.unheard, r.id)
+			} else if r.head && c.unheard[r.id] == http.MethodPost {
+				delete(c.unheard, r.id)
+			}
 		case <-wake:
 		case <-timeout:
 			c.engine.Lock()
@@ -394,7 +416,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 // startExchanges takes the engine's actions: it starts and aborts HTTP exchanges. failed: an
 // exchange failed at once (its events are to be handed out).
 func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]context.CancelFunc,
-	results chan exchangeResult) (failed bool, err error) {
+	results chan exchangeResult, gone <-chan struct{}) (failed bool, err error) {
 	c.engine.Lock()
 	defer c.engine.Unlock()
 	for {
@@ -411,6 +433,7 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 			if cancel, ok := running[id]; ok {
 				cancel()
 				delete(running, id)
+				delete(c.unheard, id)
 			}
 			continue
 		}
@@ -421,29 +444,43 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 			failed = true
 			continue
 		}
-		ectx, cancel := context.WithCancel(context.Background())
+		// Run's values (a token, a trace) reach the transport, but not its cancellation: the
+		// exchanges outlive it (a Shutdown's cancellations go out after it).
+		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		running[id] = cancel
-		if req.Method == http.MethodDelete {
-			if c.deletes == nil {
-				c.deletes = map[uint64]bool{}
+		if req.Method != http.MethodGet {
+			if c.unheard == nil {
+				c.unheard = map[uint64]string{}
 			}
-			c.deletes[id] = true
+			c.unheard[id] = req.Method
 		}
-		go c.exchange(ectx, id, req.WithContext(ectx), results)
+		go c.exchange(ectx, id, req.WithContext(ectx), results, gone)
 	}
 }
 
-// settle lets the DELETE that ends a session, if one is running after the close, finish
-// for up to two seconds; every other exchange (a GET stream, a request nothing awaits any
-// more) is cut at once.
+// settle, after the close, lets what may not have reached the server yet get there: the
+// DELETE that ends a session is waited for until its end, for up to two seconds. A POST
+// without its response head yet (a cancellation, a last notification or answer) goes on
+// alone until its head comes, for up to two seconds, Run not waiting: cut at once, its
+// request could be lost (a connection closed with unread data is reset). Every other exchange
+// (a GET stream, a request whose answer has begun) is cut at once.
 func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) {
+	cut := func(id uint64) {
+		running[id]()
+		delete(running, id)
+		delete(c.unheard, id)
+	}
 	for id, cancel := range running {
-		if !c.deletes[id] {
-			cancel()
+		switch c.unheard[id] {
+		case http.MethodDelete:
+		case http.MethodPost:
+			time.AfterFunc(2*time.Second, cancel)
 			delete(running, id)
+			delete(c.unheard, id)
+		default:
+			cut(id)
 		}
 	}
-	defer clear(c.deletes)
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	for len(running) > 0 {
@@ -455,6 +492,7 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 			c.feed(r)
 			if r.end || r.err != nil {
 				delete(running, r.id)
+				delete(c.unheard, r.id)
 			}
 		case <-limit.C:
 			return
@@ -463,7 +501,7 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 }
 
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by
-// Run); false without a session.
+// Run: call it from the handler, or call Run again after it); false without a session.
 func (c *HTTPClient) EndSession() bool {
 	c.engine.Lock()
 	if c.ptr == nil {
@@ -519,13 +557,16 @@ func (c *HTTPClient) request(ctx context.Context, a *C.mcpw_http_action) (*http.
 
 // exchange makes one HTTP request and reports its head, body pieces and end to Run. A send
 // blocks until Run takes it (backpressure), or until the exchange is aborted.
-func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request, out chan<- exchangeResult) {
+func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request, out chan<- exchangeResult,
+	gone <-chan struct{}) {
 	report := func(r exchangeResult) bool {
 		r.id = id
 		select {
 		case out <- r:
 			return true
 		case <-ctx.Done():
+			return false
+		case <-gone:
 			return false
 		}
 	}

@@ -1,0 +1,248 @@
+package mcpwire
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingLegacyServer is a handshake-era server (session "s1") whose tools never answer: it
+// counts the notifications it gets by method.
+func countingLegacyServer(t *testing.T, counts map[string]*atomic.Int32) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &m) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if m.ID == nil {
+			if n, ok := counts[m.Method]; ok {
+				n.Add(1)
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if m.Method == "initialize" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+			return
+		}
+		<-r.Context().Done() // the tool runs until the client goes away
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// The cancellations that a Shutdown (or Run's ctx) sends for requests in flight, and the
+// notifications given just before it, reach the server: Run cut every exchange but the
+// DELETE the moment the connection closed, within a millisecond of starting them.
+func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
+	for _, how := range []string{"ctx", "shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			cancelled, listChanged := &atomic.Int32{}, &atomic.Int32{}
+			srv := countingLegacyServer(t, map[string]*atomic.Int32{
+				"notifications/cancelled":          cancelled,
+				"notifications/roots/list_changed": listChanged,
+			})
+			cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
+				Capabilities: json.RawMessage(`{"roots":{"listChanged":true}}`)}
+			client, err := NewHTTPClient(cfg, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			var abandoned int
+			err = client.Run(runCtx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+				switch ev.(type) {
+				case *ReadyEvent:
+					for range 2 {
+						if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+							t.Error(err)
+						}
+					}
+					go func() {
+						time.Sleep(200 * time.Millisecond)
+						if err := c.Notify("notifications/roots/list_changed", nil); err != nil {
+							t.Error(err)
+						}
+						if how == "ctx" {
+							stop()
+						} else {
+							c.Shutdown(time.Now(), 100*time.Millisecond)
+						}
+					}()
+				case *AbandonedEvent:
+					abandoned++
+				}
+			}))
+			if how == "ctx" && err != context.Canceled {
+				t.Fatalf("Run: %v", err)
+			} else if how == "shutdown" && err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if abandoned != 2 {
+				t.Errorf("%d requests abandoned, want 2", abandoned)
+			}
+			// (They may still be on their way as Run returns: it does not wait for them.)
+			for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); {
+				if cancelled.Load() == 2 && listChanged.Load() == 1 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := cancelled.Load(); n != 2 {
+				t.Errorf("the server got %d of the 2 cancellations", n)
+			}
+			if n := listChanged.Load(); n != 1 {
+				t.Errorf("the server got %d of the 1 notification given before the close", n)
+			}
+		})
+	}
+}
+
+// A panic in the handler ends Run with requests in flight: a later Run tells the application
+// what became of them at once, instead of never (their exchanges were cut, and the engine
+// still waited on them).
+func TestHTTPClientRunAfterAPanicFailsTheRequestsItCut(t *testing.T) {
+	var slowID atomic.Int64
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		if string(id) == strconv.FormatInt(slowID.Load(), 10) {
+			time.Sleep(800 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"tools":[]}}`)
+	})
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	var slow, fast RequestID
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic came out of Run")
+			}
+		}()
+		client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch e := ev.(type) {
+			case *ReadyEvent:
+				slow, _ = c.Request(now, "tools/list", nil, nil)
+				slowID.Store(int64(slow))
+				fast, _ = c.Request(now, "tools/list", nil, nil)
+			case *ResponseEvent:
+				if e.Request == fast {
+					panic("a bug in the application")
+				}
+			}
+		}))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	start := time.Now()
+	var outcome Event
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch e := ev.(type) {
+		case *ResponseEvent:
+			if e.Request == slow {
+				outcome = ev
+				c.Shutdown(now, 0)
+			}
+		case *FailedEvent:
+			if e.Request == slow {
+				outcome = ev
+				c.Shutdown(now, 0)
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if outcome == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("the slow request's outcome: %#v after %v", outcome, time.Since(start))
+	}
+}
+
+// EndSession after Run returned on the close: the next Run sends the DELETE (it returned
+// true, and nothing could send it).
+func TestHTTPClientEndSessionAfterTheCloseIsSentByTheNextRun(t *testing.T) {
+	srv, _, ts := newTestServer(t, []string{"2025-11-25"})
+	client := legacyHTTPClient(t, ts.URL)
+	err := client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n, _ := srv.Sessions(); n != 1 {
+		t.Fatalf("%d sessions at the server, want 1", n)
+	}
+	if !client.EndSession() {
+		t.Fatal("EndSession: nothing queued")
+	}
+	if err := client.Run(context.Background(), HandlerFunc(func(*Conn, time.Time, Event) {})); err != ErrClosed {
+		t.Fatalf("Run after the close: %v, want ErrClosed", err)
+	}
+	if n, _ := srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions at the server after the DELETE, want 0", n)
+	}
+}
+
+type ctxKey struct{}
+
+type ctxRoundTripper struct{ with, without atomic.Int32 }
+
+func (p *ctxRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Context().Value(ctxKey{}) != nil {
+		p.with.Add(1)
+	} else {
+		p.without.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The values of Run's ctx (a token, a trace) reach the transport with every request.
+func TestHTTPClientRequestsCarryTheValuesOfRunsContext(t *testing.T) {
+	_, _, ts := newTestServer(t, []string{"2025-11-25"})
+	rt := &ctxRoundTripper{}
+	cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}
+	client, err := NewHTTPClient(cfg, ts.URL, &HTTPClientOptions{Client: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.WithValue(context.Background(), ctxKey{}, "token")
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			c.Request(now, "tools/list", nil, nil)
+		case *ResponseEvent:
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if rt.with.Load() < 3 || rt.without.Load() != 0 {
+		t.Fatalf("requests with Run's values: %d, without: %d", rt.with.Load(), rt.without.Load())
+	}
+}
