@@ -9,7 +9,10 @@
  * end (a handshake-era session is ended with DELETE). It prints one line per step on stdout and
  * ends with "C_CLIENT_OK <protocol version>" (exit 0). Anything unexpected (an error answer, a
  * failed HTTP exchange, a refused command, no outcome in time) stops it at once with
- * "C_CLIENT_FAIL <step>: <reason>" on stderr (exit 1). Usage errors exit 2.
+ * "C_CLIENT_FAIL <step>: <reason>" on stderr (exit 1). Usage errors exit 2. SIGINT or SIGTERM
+ * ends the session as cleanly as it can (requests in flight are cancelled, a handshake-era
+ * session is ended with DELETE) and then fails with "C_CLIENT_FAIL interrupted"; a second
+ * signal stops at once.
  *
  * Usage:
  *   example_http_client [--era auto|legacy|modern] [--echo-arg NAME] [--echo-expect TEXT]
@@ -188,6 +191,14 @@ static const char *print_ptr(mcpw_str s) { return s.ptr == NULL ? "" : s.ptr; }
 
 /* ---- The client's state ---------------------------------------------------------------------- */
 
+/* How many SIGINT/SIGTERM arrived; the loop looks at it between waits. */
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (signals_seen < 2) signals_seen = signals_seen + 1;
+}
+
 typedef enum {
     WAIT_READY,    /* the probe / handshake is under way */
     WAIT_TOOLS,    /* tools/list sent */
@@ -224,6 +235,7 @@ typedef struct {
     uint64_t delete_exchange;
 
     uint32_t rng; /* xorshift32 state, for the reconnection jitter */
+    int interrupted; /* a signal asked us to stop: the session is being ended */
 
     int failed;
     char error[1024];  /* the first failure */
@@ -648,7 +660,8 @@ static void close_connection(app *a) {
     mcpw_conn *conn = conn_of(a);
     a->step = "close";
     if (conn == NULL) return;
-    /* Nothing is in flight: the engine closes at once, with MCPW_EVENT_CLOSED. */
+    /* Nothing is in flight (but after a signal): the engine closes at once, with
+     * MCPW_EVENT_CLOSED. Requests still in flight get a second, then are cancelled. */
     if (ok(a, mcpw_conn_close(conn, now_ns(), 1000), "mcpw_conn_close")) a->phase = WAIT_CLOSED;
 }
 
@@ -775,6 +788,9 @@ static void problem_suffix(const app *a, char *out, size_t size) {
 static void on_event(app *a, const mcpw_event *ev) {
     char why[600];
     problem_suffix(a, why, sizeof why);
+    /* Interrupted: the session's steps are over; only the close matters now (what the
+     * requests in flight come to, an answer or their abandonment, no longer does). */
+    if (a->interrupted && ev->kind != MCPW_EVENT_CLOSED) return;
     switch (ev->kind) {
     case MCPW_EVENT_READY: {
         mcpw_conn *conn = conn_of(a);
@@ -938,6 +954,17 @@ static void run(app *a, uint64_t give_up_at) {
                 "mcpw_http_client_handle_timeout")) {
             return;
         }
+        /* A signal: end the session as a normal close would (its requests in flight are
+         * cancelled, then the DELETE), unless it is ending already; a second one stops. */
+        if (signals_seen > 1) {
+            fail(a, "interrupted twice: stopped without ending the session");
+            return;
+        }
+        if (signals_seen > 0 && !a->interrupted) {
+            a->interrupted = 1;
+            if (a->phase < WAIT_CLOSED) close_connection(a);
+        }
+
         /* 2. Events, which may issue commands; 3. the HTTP requests those produced. */
         drain_events(a);
         drain_actions(a);
@@ -957,6 +984,9 @@ static void run(app *a, uint64_t give_up_at) {
             return;
         }
         if (has_deadline && deadline < wait_until) wait_until = deadline;
+        /* A signal ends curl_multi_poll's wait early; the bound is for a libcurl that waits on
+         * after one. */
+        if (wait_until > now + 250 * NS_PER_MS) wait_until = now + 250 * NS_PER_MS;
         timeout_ms = 0;
         if (wait_until > now) {
             uint64_t ms = (wait_until - now + NS_PER_MS - 1) / NS_PER_MS;
@@ -1065,6 +1095,15 @@ int main(int argc, char **argv) {
 
     /* With CURLOPT_NOSIGNAL, a write to a closed socket must not kill us. */
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* No SA_RESTART: the signal ends the wait in curl_multi_poll. */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
 
     start = now_ns();
     a.rng = (uint32_t)(start ^ (start >> 32) ^ ((uint64_t)getpid() << 16)) | 1u;
@@ -1100,6 +1139,10 @@ int main(int argc, char **argv) {
     config = NULL;
 
     run(&a, start + timeout_ms * NS_PER_MS);
+    if (!a.failed && a.interrupted) {
+        a.step = "interrupted";
+        fail(&a, "stopped by a signal, after closing the connection cleanly");
+    }
     if (!a.failed) {
         mcpw_conn *conn = conn_of(&a);
         mcpw_str version = NO_VIEW;

@@ -9,7 +9,9 @@
 //! - a scripted server that closes the tool call's SSE stream before the answer: the client
 //!   resumes it with `GET` and `Last-Event-ID` after the server's `retry`;
 //! - failures, each ending at once with a clear message and a non-zero status: nothing
-//!   listening, a server answering 500, a server that never answers (`--timeout`).
+//!   listening, a server answering 500, a server that never answers (`--timeout`);
+//! - SIGTERM mid-call: the call cancelled, the session ended with DELETE, a clear failure;
+//!   a DELETE the server never answers ends the run once the engine gives up on it.
 //!
 //! The client is linked against the static library this `cargo test` run built (see
 //! support/mod.rs) and libcurl. Each server runs on a free loopback port; the server processes
@@ -646,6 +648,83 @@ fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     assert!(took < Duration::from_secs(30), "took {took:?}: {all}");
     let requests = server.requests();
     assert_eq!(requests.last().map(|r| r.method.as_str()), Some("DELETE"));
+}
+
+/// A handshake-era server whose echo tool never answers (its DELETE gets 200).
+fn never_answers_the_call(request: &Request) -> Reply {
+    if request.method == "DELETE" {
+        return Reply::accepted();
+    }
+    if request.message["method"] == "tools/call" {
+        return Reply::hang();
+    }
+    never_answers_the_delete(request)
+}
+
+#[test]
+fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
+    // Killed mid-call, the client left its session on the server and said nothing (exit 143).
+    // Now it cancels the call, ends the session with DELETE, and fails with a clear line.
+    let server = FakeServer::start(never_answers_the_call);
+    let mut cmd = client_command(
+        client_asan(),
+        &["--era", "legacy", "--timeout", "60"],
+        &server.url(),
+    );
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:exitcode=23",
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("start the client");
+    let called = Instant::now();
+    while !server
+        .requests()
+        .iter()
+        .any(|r| r.message["method"] == "tools/call")
+    {
+        assert!(called.elapsed() < Duration::from_secs(20), "no call came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert!(!all.contains("Sanitizer"), "{all}");
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(signalled.elapsed() < Duration::from_secs(10), "{all}");
+    assert!(
+        all.contains("C_CLIENT_FAIL interrupted: stopped by a signal"),
+        "{all}"
+    );
+    assert!(
+        all.contains("session: ended with DELETE (HTTP 200)"),
+        "{all}"
+    );
+    let requests = server.requests();
+    let methods: Vec<String> = requests
+        .iter()
+        .map(|r| match r.message["method"].as_str() {
+            Some(m) => m.to_owned(),
+            None => r.method.clone(),
+        })
+        .collect();
+    let call = methods.iter().position(|m| m == "tools/call").unwrap();
+    let after = &methods[call + 1..];
+    assert!(
+        after.iter().any(|m| m == "notifications/cancelled"),
+        "{methods:?}"
+    );
+    assert_eq!(
+        after.last().map(String::as_str),
+        Some("DELETE"),
+        "{methods:?}"
+    );
 }
 
 #[test]
