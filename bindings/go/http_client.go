@@ -25,7 +25,10 @@ import (
 // HTTPClientOptions adjusts an HTTPClient; nil or the zero value means the defaults.
 type HTTPClientOptions struct {
 	// Client makes the HTTP requests; nil: a client with no overall timeout (SSE streams
-	// last as long as their requests). Its Transport decides TLS, proxies and pooling. A
+	// last as long as their requests) on a transport shared by such clients, like
+	// http.DefaultTransport but keeping up to 64 idle connections per host, not 2 (each
+	// request in flight is a POST of its own; with 2, a burst opened new connections at every
+	// turn). A given Client's Transport decides TLS, proxies and pooling. A
 	// redirect fails its request unless the Client's CheckRedirect says otherwise (the
 	// session id and the message would follow it to wherever it points).
 	Client *http.Client
@@ -90,6 +93,14 @@ type HTTPClient struct {
 	closing    chan struct{}
 }
 
+// sharedTransport is the transport of HTTPClients given no Client: http.DefaultTransport's
+// settings with a larger idle pool per host.
+var sharedTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+})
+
 // NewHTTPClient creates a client for the MCP endpoint url (cfg's Role must be Client; its
 // ClientEra decides between the 2026-07-28 probe and initialize). Close it when done.
 func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTPClient, error) {
@@ -120,7 +131,7 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 		copied := *opts.Client
 		hc = &copied
 	} else {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: sharedTransport()}
 	}
 	if hc.CheckRedirect == nil {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -244,5 +245,56 @@ func TestHTTPClientRequestsCarryTheValuesOfRunsContext(t *testing.T) {
 	}
 	if rt.with.Load() < 3 || rt.without.Load() != 0 {
 		t.Fatalf("requests with Run's values: %d, without: %d", rt.with.Load(), rt.without.Load())
+	}
+}
+
+// Without a Client of its own, an HTTPClient keeps the connections of a burst of concurrent
+// requests for the next burst: with http.DefaultTransport's 2 idle connections per host, each
+// burst of 16 opened about 14 new ones.
+func TestHTTPClientReusesConnectionsAcrossBursts(t *testing.T) {
+	ts := httptest.NewUnstartedServer(scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		time.Sleep(50 * time.Millisecond) // the burst is in flight at once
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[]}}`)
+	}))
+	var opened atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	client := legacyHTTPClient(t, ts.URL)
+	const burst, bursts = 16, 3
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	answered, round := 0, 0
+	send := func(c *Conn, now time.Time) {
+		for range burst {
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"echo"}`), nil); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			send(c, now)
+		case *ResponseEvent, *ErrorEvent:
+			if answered++; answered%burst == 0 {
+				if round++; round == bursts {
+					c.Shutdown(now, 0)
+				} else {
+					send(c, now)
+				}
+			}
+		}
+	}))
+	if err != nil || round != bursts {
+		t.Fatalf("Run: %v after %d bursts", err, round)
+	}
+	if n := opened.Load(); n > burst+4 {
+		t.Fatalf("%d connections opened for %d bursts of %d requests", n, bursts, burst)
 	}
 }

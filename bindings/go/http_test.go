@@ -1282,7 +1282,12 @@ func TestHTTPStreamsThatFinishEmptyLeaveNothingBehind(t *testing.T) {
 // answers (202), answers initialize with session "s1", and hands every other request, with
 // its id, to request.
 func scriptedLegacyServer(request func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httptest.NewServer(scriptedLegacyHandler(request))
+}
+
+// scriptedLegacyHandler is the handler of scriptedLegacyServer.
+func scriptedLegacyHandler(request func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -1302,7 +1307,7 @@ func scriptedLegacyServer(request func(w http.ResponseWriter, r *http.Request, i
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s1")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
-	}))
+	})
 }
 
 // legacyHTTPClient is a handshake-era HTTPClient of url, closed when the test ends.
