@@ -327,7 +327,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
 			return err
 		}
-		c.settle(running, results)
+		if c.settle(running, results) {
+			return ErrFreed
+		}
 		return ErrClosed
 	}
 	timer := time.NewTimer(time.Hour)
@@ -370,7 +372,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			return err
 		}
 		if closed {
-			c.settle(running, results)
+			if c.settle(running, results) {
+				return ErrFreed
+			}
 			if shutdown {
 				return ctx.Err()
 			}
@@ -415,7 +419,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			shutdown = true
 			if err := view.Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
 				// Closed already, and its events were handed out above: nothing will come.
-				c.settle(running, results)
+				if c.settle(running, results) {
+					return ErrFreed
+				}
 				return ctx.Err()
 			} else if err != nil {
 				return err
@@ -474,8 +480,9 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 // without its response head yet (a cancellation, a last notification or answer) goes on
 // alone until its head comes, for up to two seconds, Run not waiting: cut at once, its
 // request could be lost (a connection closed with unread data is reset). Every other exchange
-// (a GET stream, a request whose answer has begun) is cut at once.
-func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) {
+// (a GET stream, a request whose answer has begun) is cut at once. Close ends the wait:
+// freed is then true.
+func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) (freed bool) {
 	cut := func(id uint64) {
 		running[id]()
 		delete(running, id)
@@ -506,9 +513,12 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 				delete(c.unheard, r.id)
 			}
 		case <-limit.C:
-			return
+			return false
+		case <-c.closing:
+			return true
 		}
 	}
+	return false
 }
 
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by

@@ -298,3 +298,42 @@ func TestHTTPClientReusesConnectionsAcrossBursts(t *testing.T) {
 		t.Fatalf("%d connections opened for %d bursts of %d requests", n, bursts, burst)
 	}
 }
+
+// Close ends Run while it waits for the DELETE of a session at the close, at once rather than
+// after the two seconds that wait may take.
+func TestHTTPClientCloseEndsTheWaitForTheDelete(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			<-r.Context().Done() // never answers the DELETE
+			return
+		}
+		scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{}}`)
+		}).ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	client := legacyHTTPClient(t, ts.URL)
+	var closedAt time.Time
+	err := client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			c.Shutdown(now, 0)
+		case *ClosedEvent:
+			if !client.EndSession() {
+				t.Error("EndSession: nothing queued")
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				closedAt = time.Now()
+				client.Close()
+			}()
+		}
+	}))
+	if err != ErrFreed {
+		t.Fatalf("Run: %v, want ErrFreed", err)
+	}
+	if waited := time.Since(closedAt); closedAt.IsZero() || waited > time.Second {
+		t.Fatalf("Run returned %v after Close", waited)
+	}
+}
