@@ -452,6 +452,44 @@ fn large_notifications_never_polled_are_bounded_in_bytes() {
     assert!(peak < 3 * MAX_OUT as isize, "peak {peak}");
 }
 
+/// The same with progress notifications for one request in flight, each with a large
+/// message: they were never dropped, by count or by bytes.
+#[test]
+fn large_progress_notifications_never_polled_are_bounded_in_bytes() {
+    const MAX_OUT: usize = 1024 * 1024;
+    let mut client = client_with(|c| {
+        c.limits.max_buffered_output = MAX_OUT;
+        c.limits.max_frame = 128 * KIB as usize;
+    });
+    let options = mcpwire::conn::RequestOptions {
+        progress: true,
+        ..Default::default()
+    };
+    let id = client
+        .request_with(now(), "tools/call", None, options)
+        .unwrap();
+    let sent = String::from_utf8(take_output(&mut client)).unwrap();
+    let sent: serde_json::Value = serde_json::from_str(sent.trim()).unwrap();
+    let token = sent["params"]["_meta"]["progressToken"].to_string();
+    let text = "x".repeat(60 * KIB as usize);
+    let meter = Meter::start();
+    for n in 1..=200 {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":{n},"message":"{text}"}}}}"#
+        ) + "\n";
+        client.handle_input(now(), line.as_bytes());
+    }
+    let peak = meter.peak();
+    let events = drain(&mut client);
+    let kept = events
+        .iter()
+        .filter(|e| matches!(e, Ev::Progress { request, .. } if *request == id))
+        .count();
+    assert!((15..=20).contains(&kept), "{kept} of 200 kept");
+    assert_eq!(client.stats().dropped_events, 200 - kept as u64);
+    assert!(peak < 3 * MAX_OUT as isize, "peak {peak}");
+}
+
 /// 100,000 `notifications/cancelled` for ids never seen, then 100,000 request/cancel pairs
 /// for ids in flight: cancellations of unknown ids are counted and dropped, the remembered
 /// cancelled ids stay within `max_remembered_ids`, and answers to cancelled requests are

@@ -1007,6 +1007,76 @@ fn an_ended_session_is_not_replaced_when_its_delete_or_a_request_gets_404() {
 }
 
 #[test]
+fn closing_or_ending_while_a_new_session_is_due_starts_none() {
+    // The application answers the 404's failure by closing the connection, or by ending the
+    // session: the new session that was about to start must not.
+    for end in [false, true] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        let first = c.request("tools/list");
+        let post = c.sent().remove(0);
+        c.client.handle_response(c.now, post.exchange, 404, &[]);
+        c.client.handle_end(c.now, post.exchange, 0);
+        let mut after = None;
+        while let Some(e) = c.client.poll_event() {
+            let e = e.to_owned_event();
+            if matches!(&e, Ev::Failed { request, .. } if *request == first) {
+                if end {
+                    assert_eq!(c.client.end_session(), None, "no session to end");
+                    after = Some(c.request("tools/list"));
+                } else {
+                    c.client.connection().close(c.now, Duration::from_secs(1));
+                }
+            }
+            c.events.push(e);
+        }
+        c.wait(Duration::from_secs(5));
+        let sent = c.sent();
+        assert!(!initializes(&sent), "a new session: {sent:?}");
+        assert!(sent.is_empty(), "{sent:?}");
+        c.events();
+        if let Some(after) = after {
+            assert!(
+                matches!(
+                    c.outcome(after),
+                    Some(Ev::Failed {
+                        reason: TransportFailure::Status(404),
+                        ..
+                    })
+                ),
+                "{:?}",
+                c.events
+            );
+        } else {
+            assert_eq!(c.client.connection().state(), State::Closed);
+        }
+    }
+}
+
+#[test]
+fn a_stream_that_breaks_after_end_session_is_not_resumed_without_the_session() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let call = c.request("tools/call");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    c.client
+        .handle_body(c.now, post.exchange, b"id: 1\ndata: \n\n");
+    assert!(c.client.end_session().is_some());
+    let delete = c.sent().remove(0);
+    assert_eq!(delete.method, "DELETE");
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.wait(Duration::from_secs(5));
+    let sent = c.sent();
+    assert!(sent.is_empty(), "{sent:?}");
+    assert!(
+        matches!(c.outcome(call), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+#[test]
 fn a_request_made_before_the_restart_never_goes_out_without_the_session() {
     let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
     c.handshake(Some("s1"));

@@ -373,7 +373,10 @@ impl Stored {
     /// Whether this event may be dropped when the queue is full (peer notifications only:
     /// everything else resolves a request or changes state).
     fn droppable(&self) -> bool {
-        matches!(self, Stored::Notification { .. } | Stored::Violation { .. })
+        matches!(
+            self,
+            Stored::Notification { .. } | Stored::Progress { .. } | Stored::Violation { .. }
+        )
     }
 }
 

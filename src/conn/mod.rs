@@ -407,7 +407,6 @@ impl Connection {
         self.core.corr.pending.get(&n).is_some()
     }
 
-    /// The ids of our requests that await an answer.
     /// Numbers this connection's later requests after `old`'s, so that a request of a new
     /// session never has the id of one the application made in the old session.
     pub(crate) fn continue_request_ids(&mut self, old: &Connection) {
@@ -415,6 +414,7 @@ impl Connection {
         corr.next_id = corr.next_id.max(old.core.corr.next_id);
     }
 
+    /// The ids of our requests that await an answer.
     pub(crate) fn our_requests(&self) -> Vec<i64> {
         self.core.corr.pending.iter().map(|(n, _)| *n).collect()
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::client::{StreamReader, request_headers};
 use super::headers::{ToolHeaders, encode_value};
 use crate::Timestamp;
-use crate::conn::{Config, ConfigError, Connection, Event, StreamId, TransportFailure};
+use crate::conn::{Config, ConfigError, Connection, Event, State, StreamId, TransportFailure};
 use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, RawJson};
 use crate::mcp::{Era, META_PROTOCOL_VERSION, ProtocolVersion};
 
@@ -381,6 +381,11 @@ impl HttpClient {
     /// request still in flight is answered 404, and requests made later fail at once
     /// ([`TransportFailure::Status`] 404) without going out.
     pub fn end_session(&mut self) -> Option<ExchangeId> {
+        // Asked while a new session was about to replace one that expired: none starts.
+        if self.restart {
+            self.restart = false;
+            self.ended = true;
+        }
         self.session.as_ref()?;
         // What the connection holds already (a cancellation, say) goes out first, in this
         // session: made into POSTs later, it would carry no session id (and get 400). Nothing
@@ -422,6 +427,12 @@ impl HttpClient {
     /// one per client). Its requests are numbered after the old session's, so a
     /// [`RequestId`](crate::conn::RequestId) of the old session never names one of the new.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        // The application closed the connection while a new session was about to replace one
+        // that expired: none starts (its requests fail in `take_output`).
+        if self.restart && matches!(self.conn.state(), State::Closing | State::Closed) {
+            self.restart = false;
+            self.ended = true;
+        }
         if self.restart && self.conn.pending_events() == 0 {
             // Requests the application made on the old connection after its session ended
             // (while it handled the failures) were never sent, and cannot be on the new one:
@@ -1093,7 +1104,9 @@ impl HttpClient {
         // whole session ("Disconnection MAY occur at any time"), and one that broke before
         // its first event was lost for good. One that lived a while before it ended starts its
         // count of attempts again: a proxy that cuts idle streams must not use them up.
-        let handshake_era = self.session.is_some() || self.conn.era() == Some(Era::Legacy);
+        // (Not once the session ended: a resumption would go out without its id.)
+        let handshake_era =
+            (self.session.is_some() || self.conn.era() == Some(Era::Legacy)) && !self.ended;
         let resumable = (ex.reader.last_event_id().is_some() || ex.standalone) && handshake_era;
         // (Measured from this attempt's own head: a reopening that fails before its head
         // counts, however long the stream before it lived.)
@@ -1220,13 +1233,7 @@ impl HttpClient {
         // A connection the application closed (or that ended) starts no new session, nor
         // does one whose session the application ended (a DELETE, or a request still in
         // flight, answered 404).
-        let state = self.conn.state();
-        if self.ended
-            || matches!(
-                state,
-                crate::conn::State::Closing | crate::conn::State::Closed
-            )
-        {
+        if self.ended || matches!(self.conn.state(), State::Closing | State::Closed) {
             self.ended = true;
         } else {
             self.restart = true;
