@@ -25,10 +25,12 @@ import (
 // HTTPClientOptions adjusts an HTTPClient; nil or the zero value means the defaults.
 type HTTPClientOptions struct {
 	// Client makes the HTTP requests; nil: a client with no overall timeout (SSE streams
-	// last as long as their requests) on a transport shared by such clients, like
-	// http.DefaultTransport but keeping up to 64 idle connections per host, not 2 (each
-	// request in flight is a POST of its own; with 2, a burst opened new connections at every
-	// turn). A given Client's Transport decides TLS, proxies and pooling. A
+	// last as long as their requests) on a transport shared by such clients: a clone of
+	// http.DefaultTransport keeping up to 64 idle connections per host, not 2 (each request
+	// in flight is a POST of its own; with 2, a burst opened new connections at every turn),
+	// or DefaultTransport itself (as it is when the client is made) when it is not an
+	// *http.Transport. A given Client's
+	// Transport decides TLS, proxies and pooling. A
 	// redirect fails its request unless the Client's CheckRedirect says otherwise (the
 	// session id and the message would follow it to wherever it points).
 	Client *http.Client
@@ -93,13 +95,30 @@ type HTTPClient struct {
 	closing    chan struct{}
 }
 
-// sharedTransport is the transport of HTTPClients given no Client: http.DefaultTransport's
-// settings with a larger idle pool per host.
-var sharedTransport = sync.OnceValue(func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
-})
+// shared is the transport of HTTPClients given no Client: a clone of http.DefaultTransport
+// with a larger idle pool per host, made again when DefaultTransport is replaced by another
+// *http.Transport.
+var shared struct {
+	sync.Mutex
+	base, clone *http.Transport
+}
+
+// sharedTransport is shared's transport, or http.DefaultTransport itself when it was
+// replaced by a RoundTripper of another kind (a wrapper that instruments it, a test double):
+// its pool is its own business.
+func sharedTransport() http.RoundTripper {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.base != base {
+		shared.base, shared.clone = base, base.Clone()
+		shared.clone.MaxIdleConnsPerHost = 64
+	}
+	return shared.clone
+}
 
 // NewHTTPClient creates a client for the MCP endpoint url (cfg's Role must be Client; its
 // ClientEra decides between the 2026-07-28 probe and initialize). Close it when done.

@@ -337,3 +337,32 @@ func TestHTTPClientCloseEndsTheWaitForTheDelete(t *testing.T) {
 		t.Fatalf("Run returned %v after Close", waited)
 	}
 }
+
+type countingRoundTripper struct{ n atomic.Int32 }
+
+func (c *countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return (&http.Transport{}).RoundTrip(r)
+}
+
+// A program that replaced http.DefaultTransport with a RoundTripper of its own (an
+// instrumenting wrapper, a test double) gets a client that uses it: creating one panicked.
+func TestHTTPClientUsesAReplacedDefaultTransport(t *testing.T) {
+	_, _, ts := newTestServer(t, []string{"2025-11-25"})
+	rt := &countingRoundTripper{}
+	saved := http.DefaultTransport
+	http.DefaultTransport = rt
+	defer func() { http.DefaultTransport = saved }()
+	client := legacyHTTPClient(t, ts.URL)
+	err := client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if rt.n.Load() == 0 {
+		t.Fatal("the replaced DefaultTransport made no request")
+	}
+}
