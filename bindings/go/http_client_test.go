@@ -366,3 +366,48 @@ func TestHTTPClientUsesAReplacedDefaultTransport(t *testing.T) {
 		t.Fatal("the replaced DefaultTransport made no request")
 	}
 }
+
+// A session that expires (404) while the application closes the connection is not replaced:
+// Run polled once more after the ClosedEvent, the engine started a new session, and its
+// initialize reached the server, leaving a session there that no one would end.
+func TestHTTPClientClosingAfterAnExpiredSessionStartsNoNewOne(t *testing.T) {
+	var initializes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		json.Unmarshal(body, &m)
+		switch {
+		case m.Method == "initialize":
+			n := initializes.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s"+strconv.Itoa(int(n)))
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.ID == nil && r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusNotFound) // every session has expired
+		}
+	}))
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			c.Request(now, "tools/list", nil, nil)
+		case *FailedEvent:
+			c.Shutdown(now, time.Second)
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // anything detached at the close has arrived
+	if n := initializes.Load(); n != 1 {
+		t.Fatalf("%d initialize requests reached the server, want 1", n)
+	}
+}
