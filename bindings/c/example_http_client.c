@@ -788,12 +788,17 @@ static void problem_suffix(const app *a, char *out, size_t size) {
 static void on_event(app *a, const mcpw_event *ev) {
     char why[600];
     problem_suffix(a, why, sizeof why);
-    /* Interrupted: the session's steps are over; only the close matters now (what the
-     * requests in flight come to, an answer or their abandonment, no longer does). */
-    if (a->interrupted && ev->kind != MCPW_EVENT_CLOSED) return;
+    /* Interrupted: the session's steps are over; only the handshake's end (then the close)
+     * and the close matter now (what the requests in flight come to no longer does). */
+    if (a->interrupted && ev->kind != MCPW_EVENT_CLOSED && ev->kind != MCPW_EVENT_READY) return;
     switch (ev->kind) {
     case MCPW_EVENT_READY: {
         mcpw_conn *conn = conn_of(a);
+        if (a->interrupted) {
+            /* The signal came during the handshake: now that the session exists, end it. */
+            close_connection(a);
+            break;
+        }
         mcpw_str info = NO_VIEW;
         if (conn == NULL || !ok(a, mcpw_conn_peer_info(conn, &info), "mcpw_conn_peer_info")) break;
         printf("connect: protocolVersion=%.*s server=%.*s\n", print_len(ev->version),
@@ -926,10 +931,11 @@ static void drain_actions(app *a) {
             transfer *t = find_transfer(a, action.exchange);
             if (t != NULL) transfer_free(a, t);
             if (action.exchange == a->delete_exchange && a->phase == WAIT_DELETE) {
-                /* The engine gave up on the DELETE (no answer, or one that never ended): the
-                 * work is done, and the server frees the session at its own timeout. */
-                printf("session: the server did not answer the DELETE; it keeps the session "
-                       "until it expires there\n");
+                /* The engine gave up on the DELETE (no answer in time, or one that never
+                 * ended): the work is done; if the DELETE did not arrive, the server frees the
+                 * session at its own timeout. */
+                printf("session: the DELETE got no complete answer; the server may keep the "
+                       "session until it expires there\n");
                 a->phase = DONE;
             }
         }
@@ -962,7 +968,9 @@ static void run(app *a, uint64_t give_up_at) {
         }
         if (signals_seen > 0 && !a->interrupted) {
             a->interrupted = 1;
-            if (a->phase < WAIT_CLOSED) close_connection(a);
+            /* During the handshake, the close waits for its end (MCPW_EVENT_READY): closed
+             * before the server's answer, the session that answer creates would stay there. */
+            if (a->phase > WAIT_READY && a->phase < WAIT_CLOSED) close_connection(a);
         }
 
         /* 2. Events, which may issue commands; 3. the HTTP requests those produced. */
@@ -1096,10 +1104,12 @@ int main(int argc, char **argv) {
     /* With CURLOPT_NOSIGNAL, a write to a closed socket must not kill us. */
     signal(SIGPIPE, SIG_IGN);
     {
-        /* No SA_RESTART: the signal ends the wait in curl_multi_poll. */
+        /* poll() is never restarted after a signal, so the wait in curl_multi_poll ends;
+         * SA_RESTART keeps the signal from failing a write to stdout. */
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);

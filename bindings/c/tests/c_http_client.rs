@@ -642,7 +642,7 @@ fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("echo: \"hello from C\"\n"), "{all}");
     assert!(
-        stdout.contains("session: the server did not answer the DELETE"),
+        stdout.contains("session: the DELETE got no complete answer"),
         "{all}"
     );
     assert!(took < Duration::from_secs(30), "took {took:?}: {all}");
@@ -661,11 +661,29 @@ fn never_answers_the_call(request: &Request) -> Reply {
     never_answers_the_delete(request)
 }
 
+/// `never_answers_the_call`, with the answer to `initialize` two seconds late (later than
+/// the grace the client gives requests in flight when it closes).
+fn answers_initialize_late(request: &Request) -> Reply {
+    if request.message["method"] == "initialize" {
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    never_answers_the_call(request)
+}
+
 #[test]
 fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
     // Killed mid-call, the client left its session on the server and said nothing (exit 143).
     // Now it cancels the call, ends the session with DELETE, and fails with a clear line.
-    let server = FakeServer::start(never_answers_the_call);
+    sigterm_when(never_answers_the_call, "tools/call", true);
+    // During the handshake: it waits for the session the answer brings, then ends it.
+    sigterm_when(answers_initialize_late, "initialize", false);
+}
+
+/// Runs the sanitized client against a server scripted by `script`, sends it SIGTERM once the
+/// server got `method`, and checks that it ended the session (after cancelling that call,
+/// when `cancels`) and failed with a clear line.
+fn sigterm_when(script: fn(&Request) -> Reply, method: &str, cancels: bool) {
+    let server = FakeServer::start(script);
     let mut cmd = client_command(
         client_asan(),
         &["--era", "legacy", "--timeout", "60"],
@@ -682,7 +700,7 @@ fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
     while !server
         .requests()
         .iter()
-        .any(|r| r.message["method"] == "tools/call")
+        .any(|r| r.message["method"] == method)
     {
         assert!(called.elapsed() < Duration::from_secs(20), "no call came");
         std::thread::sleep(Duration::from_millis(20));
@@ -714,10 +732,11 @@ fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
             None => r.method.clone(),
         })
         .collect();
-    let call = methods.iter().position(|m| m == "tools/call").unwrap();
+    let call = methods.iter().position(|m| m == method).unwrap();
     let after = &methods[call + 1..];
-    assert!(
+    assert_eq!(
         after.iter().any(|m| m == "notifications/cancelled"),
+        cancels,
         "{methods:?}"
     );
     assert_eq!(
