@@ -1077,6 +1077,44 @@ fn a_stream_that_breaks_after_end_session_is_not_resumed_without_the_session() {
 }
 
 #[test]
+fn a_message_sent_after_a_quiet_spell_gets_its_full_time() {
+    // The server has sent nothing for 11 s when the application cancels its call (or answers
+    // a server's request a person took a while over). `poll_action` takes no time, so the
+    // message's 10 s for a response head were counted from the last time the host gave: it
+    // was aborted before it left.
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let call = c.request("tools/call");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    c.now = c.now.after(Duration::from_secs(11));
+    c.client.connection().cancel(c.now, call, None).unwrap();
+    let sent = c.sent();
+    let cancel = sent
+        .iter()
+        .find(|s| s.body["method"] == "notifications/cancelled")
+        .expect("the cancellation goes out");
+    // The host arms its timer from `poll_timeout` and fires what is due.
+    let due = c.client.poll_timeout().expect("a deadline");
+    c.client.handle_timeout(due.max(c.now));
+    c.sent();
+    assert!(
+        !c.aborted.contains(&cancel.exchange),
+        "aborted before it left"
+    );
+    // It is let go 10 s after it went out without a head, not before.
+    c.wait(Duration::from_secs(9));
+    c.sent();
+    assert!(!c.aborted.contains(&cancel.exchange), "aborted after 9 s");
+    c.wait(Duration::from_secs(2));
+    c.sent();
+    assert!(
+        c.aborted.contains(&cancel.exchange),
+        "kept beyond its limit"
+    );
+}
+
+#[test]
 fn a_request_made_before_the_restart_never_goes_out_without_the_session() {
     let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
     c.handshake(Some("s1"));
@@ -1586,10 +1624,12 @@ fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them(
         most = most.max(open.len());
     }
     // 64 at once from the first ping on, each closed 10 s after it went out and followed by
-    // the next: 64 more at 10 s, and the first of the third 64 at 20 s.
+    // the next: 64 more at 10 s, and the third 64 from 20 s. (The 10 s count from the host's
+    // first time after a reply went out, here the next 10 ms tick: the third 64 begin at
+    // 20.02 s, just after the loop's end.)
     let running = mcpwire::http::MAX_RUNNING_REPLIES;
     assert_eq!(most, running);
-    assert_eq!(replies, 2 * running as u64 + 1);
+    assert_eq!(replies, 2 * running as u64);
     let suppressed = c.client.connection().stats().suppressed_responses;
 
     // Our own messages do not wait behind the replies: a request, and its cancel.
@@ -1622,10 +1662,9 @@ fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them(
             c.answer(&s, 202, &[], "");
         }
     }
-    // The rest: 1,024 waited their turn (1,023 at the end, since the last reply to go out
-    // left after the last ping came), and the newer ones were not sent, and counted.
+    // The rest: 1,024 waited their turn, and the newer ones were not sent, and counted.
     let waited = next - replies;
-    assert_eq!(waited, mcpwire::http::MAX_WAITING_REPLIES as u64 - 1);
+    assert_eq!(waited, mcpwire::http::MAX_WAITING_REPLIES as u64);
     assert_eq!(suppressed, 2_000 - replies - waited);
 }
 

@@ -283,6 +283,9 @@ pub struct HttpClient {
     /// The exchange carrying `initialize`: the session id is taken from its answer only (not
     /// from a 2026-07-28 answer, nor from a late answer of a session that ended).
     initialize: Option<ExchangeId>,
+    /// Exchanges that went out since the host last gave the time, which had their
+    /// [`UNAWAITED_HEAD_LIMIT`] counted from that time (see [`clock`](Self::clock)).
+    unclocked: Vec<ExchangeId>,
     /// The start of the last error body that held no JSON-RPC answer ([`failure_text`]).
     ///
     /// [`failure_text`]: Self::failure_text
@@ -346,6 +349,7 @@ impl HttpClient {
             session_answered: false,
             skip_get: false,
             initialize: None,
+            unclocked: Vec::new(),
             failure_text: None,
             now,
         })
@@ -484,7 +488,7 @@ impl HttpClient {
     /// Fires what is due: the connection's timers, resumptions whose time has come, and
     /// streams to let go.
     pub fn handle_timeout(&mut self, now: Timestamp) {
-        self.now = now;
+        self.clock(now);
         self.conn.handle_timeout(now);
         // Here too, not only in `take_output`: no deadline is left in the past for a host that
         // arms its timer before it polls actions.
@@ -546,6 +550,7 @@ impl HttpClient {
             // answers it, or never ends its answer, must not keep it open for good.
             let at = self.now.after(UNAWAITED_HEAD_LIMIT);
             linger_until(&mut self.lingering, exchange, ex, at);
+            self.unclocked.push(exchange);
         }
         let ex = self.exchanges.get(&exchange)?;
         Some(ClientAction::Send {
@@ -564,7 +569,7 @@ impl HttpClient {
         status: u16,
         headers: &[(&str, &str)],
     ) {
-        self.now = now;
+        self.clock(now);
         let header = |name: &str| {
             headers
                 .iter()
@@ -623,7 +628,7 @@ impl HttpClient {
 
     /// Bytes of the response body of `exchange`.
     pub fn handle_body(&mut self, now: Timestamp, exchange: ExchangeId, bytes: &[u8]) {
-        self.now = now;
+        self.clock(now);
         // A JSON body is one message: the largest one taken is the connection's largest frame
         // (as over stdio); a larger one fails its exchange, the rest of it unread.
         let max_body = self.conn.config().limits.max_frame;
@@ -682,7 +687,7 @@ impl HttpClient {
     /// did not are resumed (SSE with an event id) or fail. `jitter` is a random value for
     /// the resumption delay.
     pub fn handle_end(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
-        self.now = now;
+        self.clock(now);
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
@@ -738,7 +743,7 @@ impl HttpClient {
     /// The exchange failed: no connection, or it broke. Like [`handle_end`](Self::handle_end),
     /// a stream with an event id is resumed, else its requests fail.
     pub fn handle_error(&mut self, now: Timestamp, exchange: ExchangeId, jitter: u32) {
-        self.now = now;
+        self.clock(now);
         self.head_came(exchange);
         if let Some(ex) = self.exchanges.get_mut(&exchange) {
             ex.reading = Reading::Waiting;
@@ -786,6 +791,26 @@ impl HttpClient {
                     self.get_pending = Some(self.get_stream());
                 }
                 self.get_pending_until = self.now.after(GET_HEAD_WAIT);
+            }
+        }
+    }
+
+    /// Takes the host's time. The exchanges that went out since it last gave one get their
+    /// [`UNAWAITED_HEAD_LIMIT`] again, counted from `now`: `poll_action` takes no time, so it
+    /// counted from the last one the host gave, which may lie long before they went out (an
+    /// answer to a server's request a person took a minute over was let go before it left).
+    fn clock(&mut self, now: Timestamp) {
+        self.now = now;
+        if self.unclocked.is_empty() {
+            return;
+        }
+        let at = now.after(UNAWAITED_HEAD_LIMIT);
+        for exchange in std::mem::take(&mut self.unclocked) {
+            if let Some(ex) = self.exchanges.get_mut(&exchange)
+                && ex.head_at.is_none()
+                && ex.linger.is_some_and(|old| old < at)
+            {
+                linger_until(&mut self.lingering, exchange, ex, at);
             }
         }
     }
