@@ -31,7 +31,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -84,6 +84,9 @@ pub struct Client {
     url: hyper::Uri,
     hyper: HyperClient<HttpConnector, Full<Bytes>>,
     tasks: HashMap<ExchangeId, JoinHandle<()>>,
+    /// The running POSTs and DELETEs without a response head yet: what they carry (a
+    /// cancellation, a last answer, the session's end) may not have reached the server.
+    unheard: HashSet<ExchangeId>,
     tx: mpsc::Sender<Report>,
     rx: mpsc::Receiver<Report>,
     start: Instant,
@@ -116,6 +119,7 @@ impl Client {
             url,
             hyper: HyperClient::builder(TokioExecutor::new()).build_http(),
             tasks: HashMap::new(),
+            unheard: HashSet::new(),
             tx,
             rx,
             start: Instant::now(),
@@ -215,6 +219,7 @@ impl Client {
     fn apply(&mut self, now: Timestamp, report: Report) {
         match report {
             Report::Response(exchange, status, headers) => {
+                self.unheard.remove(&exchange);
                 let views: Vec<(&str, &str)> = headers
                     .iter()
                     .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -224,10 +229,12 @@ impl Client {
             Report::Body(exchange, bytes) => self.http.handle_body(now, exchange, &bytes),
             Report::End(exchange) => {
                 self.tasks.remove(&exchange);
+                self.unheard.remove(&exchange);
                 self.http.handle_end(now, exchange, jitter());
             }
             Report::Failed(exchange) => {
                 self.tasks.remove(&exchange);
+                self.unheard.remove(&exchange);
                 self.http.handle_error(now, exchange, jitter());
             }
         }
@@ -238,6 +245,7 @@ impl Client {
         while let Some(action) = self.http.poll_action() {
             match action {
                 ClientAction::Abort { exchange } => {
+                    self.unheard.remove(&exchange);
                     if let Some(task) = self.tasks.remove(&exchange) {
                         task.abort();
                     }
@@ -253,6 +261,9 @@ impl Client {
                         request = request.header(name.as_str(), value.as_str());
                     }
                     let request = request.body(Full::new(Bytes::copy_from_slice(body)));
+                    if method != "GET" {
+                        self.unheard.insert(exchange);
+                    }
                     let hyper = self.hyper.clone();
                     let tx = self.tx.clone();
                     let task = tokio::spawn(async move {
@@ -271,10 +282,26 @@ impl Client {
     }
 }
 
+/// How long a POST or DELETE without a response head goes on after its client is dropped.
+const UNHEARD_AFTER_DROP: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Drop for Client {
+    /// Closes every exchange, except that a POST or DELETE without a response head yet goes
+    /// on alone for up to two seconds (while the runtime runs): cut at once, the cancellations
+    /// that a `close` sent for requests in flight, or a last answer, would not reach the
+    /// server (a connection closed with unread data is reset). Each ends as its head comes.
     fn drop(&mut self) {
-        for task in self.tasks.values() {
-            task.abort();
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        for (exchange, task) in self.tasks.drain() {
+            match &runtime {
+                Some(runtime) if self.unheard.contains(&exchange) => {
+                    runtime.spawn(async move {
+                        tokio::time::sleep(UNHEARD_AFTER_DROP).await;
+                        task.abort();
+                    });
+                }
+                _ => task.abort(),
+            }
         }
     }
 }

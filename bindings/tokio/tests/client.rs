@@ -181,3 +181,76 @@ async fn end_session_lets_go_of_a_delete_whose_answer_never_ends() {
         "the DELETE's connection is still open"
     );
 }
+
+/// A server that records every request's body, gives `initialize` a session, never answers
+/// `tools/call`, and answers anything else with 202.
+async fn recording_server() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                while let Some((method, body)) = read_request(&mut s).await {
+                    log.lock().unwrap().push(format!("{method} {body}"));
+                    let reply = if body.contains(r#""method":"tools/call""#) {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        return;
+                    } else if body.contains(r#""method":"initialize""#) {
+                        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        )
+                    } else if method == "POST" {
+                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
+                    } else {
+                        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
+                    };
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// The documented clean end (close, the last events, drop) lets the cancellation of a call in
+/// flight reach the server: the drop cut it before its task ever ran (found by an audit of the
+/// tokio client).
+#[tokio::test]
+async fn the_cancellations_of_a_close_reach_the_server_after_the_drop() {
+    let (url, seen) = recording_server().await;
+    let mut client = ready_client(&url).await;
+    let now = client.now();
+    let params = mcpwire::jsonrpc::RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
+    client
+        .connection()
+        .request(now, "tools/call", Some(params))
+        .unwrap();
+    let sent = |what: &str| seen.lock().unwrap().iter().any(|b| b.contains(what));
+    while !sent(r#""method":"tools/call""#) {
+        let _ = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
+    }
+    let now = client.now();
+    client.connection().close(now, Duration::ZERO);
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(5), client.next_event()).await
+    {
+    }
+    drop(client);
+    for _ in 0..100 {
+        if sent(r#""method":"notifications/cancelled""#) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "no cancellation reached the server: {:?}",
+        seen.lock().unwrap()
+    );
+}
