@@ -234,6 +234,14 @@ impl Session {
     }
 }
 
+/// The start of the server's last error body, if any, to show next to a failure.
+fn why(client: &Client) -> String {
+    match client.http().failure_text() {
+        Some(text) => format!(" ({})", text.escape_debug()),
+        None => String::new(),
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let url = match std::env::args().nth(1) {
@@ -275,11 +283,26 @@ async fn main() -> ExitCode {
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(25);
     let mut ready = false;
+    // Ctrl-C or SIGTERM ends the session as the deadline does: requests in flight are
+    // cancelled and the session is ended with DELETE.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
     loop {
         if ready && s.pending.is_empty() {
             break;
         }
-        let event = match tokio::time::timeout_at(deadline, client.next_event()).await {
+        let next = tokio::select! {
+            next = tokio::time::timeout_at(deadline, client.next_event()) => next,
+            _ = tokio::signal::ctrl_c() => {
+                s.failures.push("interrupted (SIGINT)".into());
+                break;
+            }
+            _ = terminate.recv() => {
+                s.failures.push("interrupted (SIGTERM)".into());
+                break;
+            }
+        };
+        let event = match next {
             Ok(Some(e)) => e,
             Ok(None) => break,
             Err(_) => {
@@ -369,7 +392,8 @@ async fn main() -> ExitCode {
             }
             OwnedEvent::Failed { request, reason } => {
                 if let Some(what) = s.pending.remove(&request) {
-                    s.failures.push(format!("{what:?}: {reason}"));
+                    let why = why(&client);
+                    s.failures.push(format!("{what:?}: {reason}{why}"));
                 }
             }
             OwnedEvent::TimedOut { request } | OwnedEvent::InvalidResponse { request } => {
@@ -379,14 +403,23 @@ async fn main() -> ExitCode {
             }
             OwnedEvent::Closed { reason } => {
                 if !ready || !s.pending.is_empty() {
-                    s.failures.push(format!("closed: {reason:?}"));
+                    let why = why(&client);
+                    s.failures.push(format!("closed: {reason:?}{why}"));
                 }
                 break;
             }
             _ => {}
         }
     }
-    // End the session (a server that keeps none answers 404 or 405, which is fine).
+    // Close the connection (requests still in flight are cancelled: those messages go out
+    // while the last events are taken), then end the session (a server that keeps none
+    // answers 404 or 405, which is fine).
+    if client.connection().state() != mcpwire::conn::State::Closed {
+        let now = client.now();
+        client.connection().close(now, Duration::ZERO);
+        let last = tokio::time::Instant::now() + Duration::from_secs(2);
+        while let Ok(Some(_)) = tokio::time::timeout_at(last, client.next_event()).await {}
+    }
     client.end_session(Duration::from_secs(2)).await;
     if !ready && s.failures.is_empty() {
         s.failures.push("the session never became ready".into());

@@ -57,3 +57,130 @@ fn the_client_exits_non_zero_when_the_tool_call_fails() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A handshake-era server on a thread per connection: it records each request (method and
+/// body), gives `initialize` a session, lists one tool `slow` whose call it never answers,
+/// and answers notifications and the DELETE.
+fn hanging_call_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let method = line.split(' ').next().unwrap_or("").to_owned();
+                    let mut length = 0;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let h = h.trim_end().to_ascii_lowercase();
+                        if h.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = h.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let name = body["method"].as_str().unwrap_or(&method).to_owned();
+                    log.lock().unwrap().push(name.clone());
+                    let result = match name.as_str() {
+                        "initialize" => serde_json::json!({"protocolVersion":"2025-11-25",
+                            "capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}),
+                        "tools/list" => {
+                            serde_json::json!({"tools":[{"name":"slow","inputSchema":{"type":"object"}}]})
+                        }
+                        "tools/call" => {
+                            std::thread::sleep(std::time::Duration::from_secs(60));
+                            return;
+                        }
+                        _ => {
+                            let status = if method == "GET" {
+                                "405 No"
+                            } else {
+                                "202 Accepted"
+                            };
+                            let reply = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+                            if writer.write_all(reply.as_bytes()).is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                    };
+                    let answer =
+                        serde_json::json!({"jsonrpc":"2.0","id":body["id"],"result":result})
+                            .to_string();
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if writer.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
+fn sigterm_cancels_the_clients_call_and_ends_its_session() {
+    // The example died at once on SIGINT or SIGTERM: no cancellation, no DELETE, and the
+    // session stayed on the server (found by an audit of the tokio client).
+    let (url, seen) = hanging_call_server();
+    let child = Command::new(example_binary("http_client"))
+        .arg(&url)
+        .env("MCP_CONFORMANCE_SCENARIO", "call-slow")
+        .env(
+            "MCP_CONFORMANCE_CONTEXT",
+            r#"{"toolCalls":[{"name":"slow","arguments":{}}]}"#,
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run http_client");
+    let started = std::time::Instant::now();
+    while !seen.lock().unwrap().iter().any(|m| m == "tools/call") {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "no call: {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted (SIGTERM)"), "{err}");
+    let seen = seen.lock().unwrap().clone();
+    let call = seen.iter().position(|m| m == "tools/call").unwrap();
+    let after = &seen[call + 1..];
+    assert!(
+        after.iter().any(|m| m == "notifications/cancelled"),
+        "{seen:?}"
+    );
+    assert!(after.iter().any(|m| m == "DELETE"), "{seen:?}");
+}
