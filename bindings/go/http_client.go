@@ -29,8 +29,7 @@ type HTTPClientOptions struct {
 	// http.DefaultTransport keeping up to 64 idle connections per host, not 2 (each request
 	// in flight is a POST of its own; with 2, a burst opened new connections at every turn),
 	// or DefaultTransport itself (as it is when the client is made) when it is not an
-	// *http.Transport. A given Client's
-	// Transport decides TLS, proxies and pooling. A
+	// *http.Transport. A given Client's Transport decides TLS, proxies and pooling. A
 	// redirect fails its request unless the Client's CheckRedirect says otherwise (the
 	// session id and the message would follow it to wherever it points).
 	Client *http.Client
