@@ -810,6 +810,23 @@ impl Scripted {
         );
     }
 
+    /// A handshake-era client in session `s1` that has sent `method`: the client, the
+    /// request's id and its POST.
+    fn in_session_with(method: &str) -> (Scripted, mcpwire::conn::RequestId, Sent) {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        let id = c.request(method);
+        let post = c.sent().remove(0);
+        (c, id, post)
+    }
+
+    /// The server has forgotten the session: `post` gets a 404 with an empty body.
+    fn expire(&mut self, post: &Sent) {
+        self.client
+            .handle_response(self.now, post.exchange, 404, &[]);
+        self.client.handle_end(self.now, post.exchange, 0);
+    }
+
     fn request(&mut self, method: &str) -> mcpwire::conn::RequestId {
         self.client
             .connection()
@@ -875,12 +892,8 @@ fn tools_answer(id: &Value) -> String {
 fn a_request_made_while_the_session_restarts_is_not_lost() {
     // The application answers the 404's failure by asking again, on the connection whose
     // session just ended: that request must end somehow, not vanish with the old connection.
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let first = c.request("tools/list");
-    let post = c.sent().remove(0);
-    c.client.handle_response(c.now, post.exchange, 404, &[]);
-    c.client.handle_end(c.now, post.exchange, 0);
+    let (mut c, first, post) = Scripted::in_session_with("tools/list");
+    c.expire(&post);
     let mut again = None;
     while let Some(e) = c.client.poll_event() {
         let e = e.to_owned_event();
@@ -915,8 +928,7 @@ fn a_new_session_numbers_its_requests_after_the_old_sessions() {
     let posts = c.sent();
     assert_eq!(posts.len(), 3);
     for post in &posts {
-        c.client.handle_response(c.now, post.exchange, 404, &[]);
-        c.client.handle_end(c.now, post.exchange, 0);
+        c.expire(post);
     }
     while let Some(e) = c.client.poll_event() {
         c.events.push(e.to_owned_event());
@@ -946,10 +958,7 @@ fn initializes(sent: &[Sent]) -> bool {
 
 #[test]
 fn a_closed_client_starts_no_new_session_when_a_request_gets_404() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let id = c.request("tools/list");
-    let post = c.sent().remove(0);
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
     c.client.connection().close(c.now, Duration::from_secs(10));
     c.answer(&post, 404, &[], "");
     c.wait(Duration::from_secs(1));
@@ -966,10 +975,7 @@ fn a_closed_client_starts_no_new_session_when_a_request_gets_404() {
 #[test]
 fn an_ended_session_is_not_replaced_when_its_delete_or_a_request_gets_404() {
     for delete_first in [true, false] {
-        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-        c.handshake(Some("s1"));
-        let id = c.request("tools/list");
-        let post = c.sent().remove(0);
+        let (mut c, id, post) = Scripted::in_session_with("tools/list");
         assert!(c.client.end_session().is_some());
         let delete = c.sent().remove(0);
         assert_eq!(delete.method, "DELETE");
@@ -1011,12 +1017,8 @@ fn closing_or_ending_while_a_new_session_is_due_starts_none() {
     // The application answers the 404's failure by closing the connection, or by ending the
     // session: the new session that was about to start must not.
     for end in [false, true] {
-        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-        c.handshake(Some("s1"));
-        let first = c.request("tools/list");
-        let post = c.sent().remove(0);
-        c.client.handle_response(c.now, post.exchange, 404, &[]);
-        c.client.handle_end(c.now, post.exchange, 0);
+        let (mut c, first, post) = Scripted::in_session_with("tools/list");
+        c.expire(&post);
         let mut after = None;
         while let Some(e) = c.client.poll_event() {
             let e = e.to_owned_event();
@@ -1055,10 +1057,7 @@ fn closing_or_ending_while_a_new_session_is_due_starts_none() {
 
 #[test]
 fn a_stream_that_breaks_after_end_session_is_not_resumed_without_the_session() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let call = c.request("tools/call");
-    let post = c.sent().remove(0);
+    let (mut c, call, post) = Scripted::in_session_with("tools/call");
     c.sse_head(post.exchange);
     c.client
         .handle_body(c.now, post.exchange, b"id: 1\ndata: \n\n");
@@ -1082,10 +1081,7 @@ fn a_message_sent_after_a_quiet_spell_gets_its_full_time() {
     // a server's request a person took a while over). `poll_action` takes no time, so the
     // message's 10 s for a response head were counted from the last time the host gave: it
     // was aborted before it left.
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let call = c.request("tools/call");
-    let post = c.sent().remove(0);
+    let (mut c, call, post) = Scripted::in_session_with("tools/call");
     c.sse_head(post.exchange);
     c.now = c.now.after(Duration::from_secs(11));
     c.client.connection().cancel(c.now, call, None).unwrap();
@@ -1116,12 +1112,8 @@ fn a_message_sent_after_a_quiet_spell_gets_its_full_time() {
 
 #[test]
 fn a_request_made_before_the_restart_never_goes_out_without_the_session() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let first = c.request("tools/list");
-    let post = c.sent().remove(0);
-    c.client.handle_response(c.now, post.exchange, 404, &[]);
-    c.client.handle_end(c.now, post.exchange, 0);
+    let (mut c, first, post) = Scripted::in_session_with("tools/list");
+    c.expire(&post);
     // The application sees the failure and asks again at once, then makes what is due (as
     // the docs say, after every command) before it polls the next event.
     let failed = c.client.poll_event().map(|e| e.to_owned_event());
@@ -1156,10 +1148,7 @@ fn a_request_made_before_the_restart_never_goes_out_without_the_session() {
 
 #[test]
 fn a_stream_ended_twice_by_the_host_is_resumed_once() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let _id = c.request("tools/call");
-    let post = c.sent().remove(0);
+    let (mut c, _id, post) = Scripted::in_session_with("tools/call");
     c.sse_head(post.exchange);
     c.client
         .handle_body(c.now, post.exchange, b"id: 1\ndata: \n\n");
@@ -1185,8 +1174,7 @@ fn an_expired_session_is_followed_by_initialize_in_the_auto_era() {
     let first = c.request("tools/list");
     let post = c.sent().remove(0);
     assert_eq!(post.header("Mcp-Session-Id"), Some("s1"));
-    c.client.handle_response(c.now, post.exchange, 404, &[]);
-    c.client.handle_end(c.now, post.exchange, 0);
+    c.expire(&post);
     c.events();
     assert!(
         matches!(c.outcome(first), Some(Ev::Failed { .. })),
@@ -1345,10 +1333,7 @@ fn reconnect_delays_saturate_instead_of_overflowing() {
 fn a_server_that_replays_the_event_it_was_named_is_not_believed_twice() {
     // Resumed with `Last-Event-ID: 1`, a server starts again at event 1 rather than after it:
     // its request (already handed to the application, and answered) is not handed out again.
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let id = c.request("tools/list");
-    let post = c.sent().remove(0);
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
     let roots = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"roots/list\"}\n\n";
     c.sse_head(post.exchange);
     c.client.handle_body(c.now, post.exchange, roots.as_bytes());
@@ -1497,10 +1482,7 @@ fn a_stream_the_server_keeps_open_after_its_answer_is_let_go() {
 fn a_stream_whose_request_timed_out_is_let_go() {
     // The request times out on a stream that brings nothing: the stream is closed too, rather
     // than left open for as long as the server likes.
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let id = c.request("tools/list");
-    let post = c.sent().remove(0);
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
     c.sse_head(post.exchange);
     c.time_out(id);
     assert!(c.aborted.is_empty());
@@ -2097,10 +2079,7 @@ fn the_sessions_get_stream_is_opened_again_when_it_breaks_before_an_event() {
 /// answer it then brings ends the call. (The 409's error was delivered as the call's answer.)
 #[test]
 fn an_error_status_to_a_resumption_is_not_the_calls_answer() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    let id = c.request("tools/list");
-    let post = c.sent().remove(0);
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
     c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n");
     c.wait(Duration::from_millis(1500));
     let get = c.sent().remove(0);
