@@ -3078,7 +3078,9 @@ enum mcpw_result mcpw_http_client_failure_text(const struct mcpw_http_client *cl
 /**
  * Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
  * so the server frees it at once. `*out_queued` is false without a session. Close the
- * connection first (`mcpw_conn_close`) for a clean end.
+ * connection first (`mcpw_conn_close`) for a clean end. The DELETE's `SEND` comes once the
+ * notifications and answers POSTed before it (the close's cancellations) have their
+ * response heads, or were let go: keep driving the client until it has come and ended.
  *
  * # Safety
  * `client` is NULL or a live client handle; `out_queued` is NULL or writable.

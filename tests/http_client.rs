@@ -429,7 +429,9 @@ fn an_error_without_an_id_answers_the_posts_one_request() {
 
 /// A message the connection holds when the session ends (the cancellation a timeout queues,
 /// a notification) goes out in the session, before its DELETE: it went out later, without the
-/// session id, and the server refused it with 400.
+/// session id, and the server refused it with 400. And the DELETE waits for its response
+/// head: sent beside it, the DELETE could reach the server first (which then refused the
+/// cancellation with 404), and a host that exits once the DELETE is answered lost it.
 #[test]
 fn what_waits_when_the_session_ends_goes_out_in_the_session() {
     let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
@@ -438,12 +440,51 @@ fn what_waits_when_the_session_ends_goes_out_in_the_session() {
         .connection()
         .notify("notifications/roots/list_changed", None)
         .unwrap();
-    assert!(c.client.end_session().is_some());
+    let delete = c.client.end_session().unwrap();
     let sent = c.sent();
     let methods: Vec<&str> = sent.iter().map(|s| s.method).collect();
-    assert_eq!(methods, ["POST", "DELETE"], "in this order");
-    for s in &sent {
+    assert_eq!(methods, ["POST"], "the DELETE waits for the POST's head");
+    assert!(c.client.has_exchange(delete), "held, not dropped");
+    c.client.handle_response(c.now, sent[0].exchange, 202, &[]);
+    let after = c.sent();
+    let methods: Vec<&str> = after.iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["DELETE"]);
+    assert_eq!(after[0].exchange, delete);
+    for s in sent.iter().chain(&after) {
         assert_eq!(s.header("Mcp-Session-Id"), Some("s1"), "{}", s.method);
+    }
+    c.answer(&after[0], 200, &[], "");
+    assert!(!c.client.has_exchange(delete), "ended");
+}
+
+/// A notification that never gets its response head holds the DELETE back only until it is
+/// let go ([`UNAWAITED_HEAD_LIMIT`]); one that failed holds it back no more.
+#[test]
+fn the_delete_waits_for_an_unheard_notification_only_until_it_is_let_go() {
+    use mcpwire::http::UNAWAITED_HEAD_LIMIT;
+    for fails in [false, true] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        c.client
+            .connection()
+            .notify("notifications/roots/list_changed", None)
+            .unwrap();
+        let delete = c.client.end_session().unwrap();
+        let post = c.sent().remove(0);
+        assert_eq!(post.method, "POST");
+        c.wait(Duration::from_secs(1));
+        assert!(c.sent().is_empty(), "still held");
+        if fails {
+            c.client.handle_error(c.now, post.exchange, 0);
+        } else {
+            c.wait(UNAWAITED_HEAD_LIMIT);
+        }
+        let sent = c.sent();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!((sent[0].method, sent[0].exchange), ("DELETE", delete));
+        if !fails {
+            assert!(c.aborted.contains(&post.exchange), "the POST was let go");
+        }
     }
 }
 

@@ -85,6 +85,10 @@ type HTTPClient struct {
 	// the server (a cancellation, a last notification or answer, the session's end), so after
 	// the close they are waited for, and the rest are cut.
 	unheard map[uint64]string
+	// deleteDue: EndSession queued a DELETE that has not been started yet. The engine holds
+	// it back until the POSTs sent before it have their response heads, so that it cannot
+	// overtake a cancellation; settle waits for those heads meanwhile.
+	deleteDue bool
 
 	// mu guards the fields below, which let Close end a Run in progress (from its handler
 	// or from another goroutine) without freeing the client under it.
@@ -345,7 +349,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
 			return err
 		}
-		if c.settle(running, results) {
+		if c.settle(ctx, running, results, gone) {
 			return ErrFreed
 		}
 		return ErrClosed
@@ -390,7 +394,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			return err
 		}
 		if closed {
-			if c.settle(running, results) {
+			if c.settle(ctx, running, results, gone) {
 				return ErrFreed
 			}
 			if shutdown {
@@ -437,7 +441,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			shutdown = true
 			if err := view.Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
 				// Closed already, and its events were handed out above: nothing will come.
-				if c.settle(running, results) {
+				if c.settle(ctx, running, results, gone) {
 					return ErrFreed
 				}
 				return ctx.Err()
@@ -483,6 +487,9 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 		// exchanges outlive it (a Shutdown's cancellations go out after it).
 		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		running[id] = cancel
+		if req.Method == http.MethodDelete {
+			c.deleteDue = false
+		}
 		if req.Method != http.MethodGet {
 			if c.unheard == nil {
 				c.unheard = map[uint64]string{}
@@ -497,29 +504,47 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 // DELETE that ends a session is waited for until its end, for up to two seconds. A POST
 // without its response head yet (a cancellation, a last notification or answer) goes on
 // alone until its head comes, for up to two seconds, Run not waiting: cut at once, its
-// request could be lost (a connection closed with unread data is reset). Every other exchange
-// (a GET stream, a request whose answer has begun) is cut at once. Close ends the wait:
-// freed is then true.
-func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-chan exchangeResult) (freed bool) {
-	cut := func(id uint64) {
-		running[id]()
-		delete(running, id)
-		delete(c.unheard, id)
-	}
-	for id, cancel := range running {
-		switch c.unheard[id] {
-		case http.MethodDelete:
-		case http.MethodPost:
-			time.AfterFunc(2*time.Second, cancel)
-			delete(running, id)
-			delete(c.unheard, id)
-		default:
-			cut(id)
-		}
-	}
+// request could be lost (a connection closed with unread data is reset). While the engine
+// holds a DELETE back for such POSTs, Run waits for their heads instead, then sends it.
+// Every other exchange (a GET stream, a request whose answer has begun) is cut at once.
+// Close ends the wait: freed is then true.
+func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.CancelFunc,
+	results chan exchangeResult, gone <-chan struct{}) (freed bool) {
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
-	for len(running) > 0 {
+	for {
+		// (A DELETE the engine let go meanwhile is sent now; an error means the engine is
+		// poisoned, and the next Run reports it.)
+		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
+			return false
+		}
+		c.engine.Lock()
+		deleteDue := c.deleteDue
+		c.engine.Unlock()
+		for id, cancel := range running {
+			switch c.unheard[id] {
+			case http.MethodDelete:
+			case http.MethodPost:
+				if !deleteDue {
+					time.AfterFunc(2*time.Second, cancel)
+					delete(running, id)
+					delete(c.unheard, id)
+					// The engine hears no more of it: it must not hold back a DELETE that
+					// a later EndSession queues, for a head it will never be told of.
+					c.engine.Lock()
+					if c.ptr != nil {
+						C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+					}
+					c.engine.Unlock()
+				}
+			default:
+				cancel()
+				delete(running, id)
+			}
+		}
+		if len(running) == 0 {
+			return false
+		}
 		select {
 		case r := <-results:
 			if _, live := running[r.id]; !live {
@@ -529,6 +554,8 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 			if r.end || r.err != nil {
 				delete(running, r.id)
 				delete(c.unheard, r.id)
+			} else if r.head && c.unheard[r.id] == http.MethodPost {
+				delete(c.unheard, r.id)
 			}
 		case <-limit.C:
 			return false
@@ -536,11 +563,12 @@ func (c *HTTPClient) settle(running map[uint64]context.CancelFunc, results <-cha
 			return true
 		}
 	}
-	return false
 }
 
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by
-// Run: call it from the handler, or call Run again after it); false without a session.
+// Run: call it from the handler, or call Run again after it); false without a session. The
+// DELETE goes out once the cancellations and notifications sent before it have reached the
+// server, so that it cannot overtake them.
 func (c *HTTPClient) EndSession() bool {
 	c.engine.Lock()
 	if c.ptr == nil {
@@ -549,6 +577,9 @@ func (c *HTTPClient) EndSession() bool {
 	}
 	var queued C.bool
 	C.mcpw_http_client_end_session(c.ptr, &queued)
+	if queued {
+		c.deleteDue = true
+	}
 	// A command like the Conn's: Run, waiting on another goroutine, wakes to send it.
 	c.viewLocked().unlockChanged()
 	return bool(queued)

@@ -411,3 +411,67 @@ func TestHTTPClientClosingAfterAnExpiredSessionStartsNoNewOne(t *testing.T) {
 		t.Fatalf("%d initialize requests reached the server, want 1", n)
 	}
 }
+
+// The DELETE of EndSession goes out only once the cancellations that the close sent have
+// been answered: sent beside them, it reached the server first, which then refused each
+// cancellation with 404 (here, the server answers cancellations slowly).
+func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
+	var cancelAnswered, deleteCame atomic.Int64 // UnixNano
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deleteCame.Store(time.Now().UnixNano())
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case m.Method == "notifications/cancelled":
+			time.Sleep(300 * time.Millisecond)
+			w.WriteHeader(http.StatusAccepted)
+			cancelAnswered.Store(time.Now().UnixNano())
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.ID == nil || r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			<-r.Context().Done() // the tool runs until the client goes away
+		}
+	}))
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				c.Shutdown(time.Now(), 0)
+			}()
+		case *ClosedEvent:
+			if !client.EndSession() {
+				t.Error("EndSession: nothing queued")
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	answered, deleted := cancelAnswered.Load(), deleteCame.Load()
+	if answered == 0 || deleted == 0 {
+		t.Fatalf("cancellation answered: %v, DELETE came: %v", answered != 0, deleted != 0)
+	}
+	if deleted < answered {
+		t.Errorf("the DELETE came %v before the cancellation was answered", time.Duration(answered-deleted))
+	}
+}

@@ -135,6 +135,10 @@ struct Exchange {
     reply: bool,
     /// It is a reply the host was asked to send, counted in `running_replies`.
     running: bool,
+    /// A POST with nothing to wait for (a notification, an answer) that went out and has no
+    /// response head yet: what it carries may not have reached the server, and the session's
+    /// DELETE waits for it (see `held_delete`).
+    unheard: bool,
 }
 
 impl Exchange {
@@ -162,6 +166,7 @@ impl Exchange {
             linger: None,
             reply: false,
             running: false,
+            unheard: false,
         }
     }
 }
@@ -224,6 +229,9 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
 ///    notifications never wait behind them. An exchange with nothing to wait for is let go
 ///    [`UNAWAITED_HEAD_LIMIT`] after it went out without a response head.
+/// 8. The session's DELETE ([`end_session`](Self::end_session)) goes out only once every
+///    notification and answer POSTed before it has its response head (or was let go), so
+///    that it cannot overtake them.
 #[derive(Debug)]
 pub struct HttpClient {
     conn: Connection,
@@ -286,6 +294,11 @@ pub struct HttpClient {
     /// Exchanges that went out since the host last gave the time, which had their
     /// [`UNAWAITED_HEAD_LIMIT`] counted from that time (see [`clock`](Self::clock)).
     unclocked: Vec<ExchangeId>,
+    /// The session's DELETE, held back while POSTs sent before it have no response head
+    /// (`Exchange::unheard`): sent beside them, it could reach the server first, which then
+    /// refuses the cancellation or last answer they carry (or the host, its work done once
+    /// the DELETE is answered, exits before they leave).
+    held_delete: Option<ExchangeId>,
     /// The start of the last error body that held no JSON-RPC answer ([`failure_text`]).
     ///
     /// [`failure_text`]: Self::failure_text
@@ -350,6 +363,7 @@ impl HttpClient {
             skip_get: false,
             initialize: None,
             unclocked: Vec::new(),
+            held_delete: None,
             failure_text: None,
             now,
         })
@@ -381,9 +395,13 @@ impl HttpClient {
     /// Ends the handshake-era session: queues a `DELETE` with its id (the server frees it at
     /// once instead of at its idle timeout); returns its exchange, `None` without a session.
     /// Requests still in flight are left to end as they will; close the connection first for
-    /// a clean end. The client starts no new session after this, even when the DELETE or a
-    /// request still in flight is answered 404, and requests made later fail at once
-    /// ([`TransportFailure::Status`] 404) without going out.
+    /// a clean end. The DELETE goes out once the notifications and answers sent before it
+    /// (the cancellations of that close, say) have their response heads, or were let go
+    /// ([`UNAWAITED_HEAD_LIMIT`]): sent beside them, it could reach the server first. Wait
+    /// for it while [`has_exchange`](Self::has_exchange) says so. The client starts no new
+    /// session after this, even when the DELETE or a request still in flight is answered 404,
+    /// and requests made later fail at once ([`TransportFailure::Status`] 404) without going
+    /// out.
     pub fn end_session(&mut self) -> Option<ExchangeId> {
         // Asked while a new session was about to replace one that expired: none starts.
         if self.restart {
@@ -422,6 +440,14 @@ impl HttpClient {
         }
         let delete = Exchange::new("DELETE", headers, Vec::new(), BTreeSet::new());
         Some(self.new_exchange(delete))
+    }
+
+    /// Whether `exchange` is still under way: waiting to go out (or to be resumed), or sent
+    /// and not yet ended, failed or let go. Use it to wait for the DELETE of
+    /// [`end_session`](Self::end_session), which may wait for other exchanges before it is
+    /// sent.
+    pub fn has_exchange(&self, exchange: ExchangeId) -> bool {
+        self.exchanges.contains_key(&exchange)
     }
 
     /// The next event of the connection. After a session expired, the old connection's
@@ -518,12 +544,25 @@ impl HttpClient {
     pub fn poll_action(&mut self) -> Option<ClientAction<'_>> {
         self.take_output();
         self.find_done();
+        if self.held_delete.is_some() && !self.exchanges.values().any(|x| x.unheard) {
+            // What went out before the DELETE was heard (or let go): it goes now.
+            if let Some(delete) = self.held_delete.take() {
+                self.queue.push_front((delete, false));
+            }
+        }
         let (exchange, abort) = loop {
             let (exchange, abort) = self.queue.pop_front()?;
             if abort {
                 break (exchange, abort);
             }
             // (One that ended before it went out is skipped.)
+            let Some(method) = self.exchanges.get(&exchange).map(|x| x.method) else {
+                continue;
+            };
+            if method == "DELETE" && self.exchanges.values().any(|x| x.unheard) {
+                self.held_delete = Some(exchange);
+                continue;
+            }
             let Some(ex) = self.exchanges.get_mut(&exchange) else {
                 continue;
             };
@@ -551,6 +590,7 @@ impl HttpClient {
             let at = self.now.after(UNAWAITED_HEAD_LIMIT);
             linger_until(&mut self.lingering, exchange, ex, at);
             self.unclocked.push(exchange);
+            ex.unheard = ex.method == "POST";
         }
         let ex = self.exchanges.get(&exchange)?;
         Some(ClientAction::Send {
@@ -822,6 +862,9 @@ impl HttpClient {
 
     /// The response head of `exchange` came (or it failed): requests stop waiting for it.
     fn head_came(&mut self, exchange: ExchangeId) {
+        if let Some(ex) = self.exchanges.get_mut(&exchange) {
+            ex.unheard = false;
+        }
         if self.get_pending == Some(exchange) {
             self.get_pending = None;
         }
@@ -1249,6 +1292,7 @@ impl HttpClient {
             self.finish(now, id, TransportFailure::Status(404));
         }
         self.queue.clear();
+        self.held_delete = None;
         self.queue.extend(running.into_iter().map(|e| (e, true)));
         self.held.clear();
         self.resumes.clear();

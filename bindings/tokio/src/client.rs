@@ -174,8 +174,9 @@ impl Client {
         }
     }
 
-    /// Ends a handshake-era session politely: its `DELETE` goes out and is waited for, up to
-    /// `limit`, or until the engine lets it go (a server that never answers it, or never ends
+    /// Ends a handshake-era session politely: its `DELETE` goes out (once the notifications
+    /// and answers sent before it, a `close`'s cancellations say, have reached the server)
+    /// and is waited for, up to `limit`, or until the engine lets it go (a server that never answers it, or never ends
     /// its answer: [`UNAWAITED_HEAD_LIMIT`](mcpwire::http::UNAWAITED_HEAD_LIMIT) and
     /// [`LINGER`](mcpwire::http::LINGER)). Without a session it returns at once. What the
     /// other exchanges report and the engine's timers do meanwhile is taken in as usual:
@@ -189,8 +190,10 @@ impl Client {
         self.send_due();
         // (`Duration::MAX` means no limit, not an overflow.)
         let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
-        // The DELETE's task leaves the map when it ends or fails, or when the engine aborts it.
-        while self.tasks.contains_key(&delete) {
+        // The engine holds the DELETE back until the POSTs sent before it have their heads
+        // (a cancellation must not be overtaken), and forgets it once it ends or fails, or
+        // once it lets it go.
+        while self.http.has_exchange(delete) {
             let timer = self.http.poll_timeout().map_or(deadline, |at| {
                 let wait = at.as_nanos().saturating_sub(self.now().as_nanos());
                 let at =
