@@ -488,6 +488,26 @@ fn the_delete_waits_for_an_unheard_notification_only_until_it_is_let_go() {
     }
 }
 
+/// A notification that the DELETE waits for is answered 404: the session is gone already,
+/// so the DELETE is dropped rather than sent, and a host waiting for it stops.
+#[test]
+fn a_held_delete_is_dropped_when_the_session_turns_out_to_be_gone() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    c.client
+        .connection()
+        .notify("notifications/roots/list_changed", None)
+        .unwrap();
+    let delete = c.client.end_session().unwrap();
+    let post = c.sent().remove(0);
+    c.expire(&post);
+    c.events();
+    assert!(c.sent().is_empty(), "no DELETE for a session that is gone");
+    assert!(!c.client.has_exchange(delete));
+    c.wait(Duration::from_secs(30));
+    assert!(c.sent().is_empty(), "nor later, nor a new session");
+}
+
 #[test]
 fn stateless_requests_carry_the_standard_and_the_tools_param_headers() {
     let mut w = World::new(client_config(), http_server_config(), App::Answer);
