@@ -445,7 +445,9 @@ fn what_waits_when_the_session_ends_goes_out_in_the_session() {
     let methods: Vec<&str> = sent.iter().map(|s| s.method).collect();
     assert_eq!(methods, ["POST"], "the DELETE waits for the POST's head");
     assert!(c.client.has_exchange(delete), "held, not dropped");
+    assert!(c.client.has_unheard());
     c.client.handle_response(c.now, sent[0].exchange, 202, &[]);
+    assert!(!c.client.has_unheard());
     let after = c.sent();
     let methods: Vec<&str> = after.iter().map(|s| s.method).collect();
     assert_eq!(methods, ["DELETE"]);

@@ -59,9 +59,10 @@ fn the_client_exits_non_zero_when_the_tool_call_fails() {
 }
 
 /// A handshake-era server on a thread per connection: it records each request (method and
-/// body), gives `initialize` a session, lists one tool `slow` whose call it never answers,
-/// and answers notifications and the DELETE.
-fn hanging_call_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// body), gives `initialize` a session (unless `sessions` is false), lists one tool `slow`
+/// whose call it never answers, and answers notifications and the DELETE. It answers a
+/// cancellation only after 300 ms, and records it then.
+fn hanging_call_server(sessions: bool) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -99,6 +100,9 @@ fn hanging_call_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>
                     }
                     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
                     let name = body["method"].as_str().unwrap_or(&method).to_owned();
+                    if name == "notifications/cancelled" {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    }
                     log.lock().unwrap().push(name.clone());
                     let result = match name.as_str() {
                         "initialize" => serde_json::json!({"protocolVersion":"2025-11-25",
@@ -126,8 +130,13 @@ fn hanging_call_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>
                     let answer =
                         serde_json::json!({"jsonrpc":"2.0","id":body["id"],"result":result})
                             .to_string();
+                    let session = if sessions {
+                        "Mcp-Session-Id: s1\r\n"
+                    } else {
+                        ""
+                    };
                     let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{session}Content-Length: {}\r\n\r\n{answer}",
                         answer.len()
                     );
                     if writer.write_all(reply.as_bytes()).is_err() {
@@ -141,11 +150,41 @@ fn hanging_call_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>
 }
 
 #[test]
-#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
 fn sigterm_cancels_the_clients_call_and_ends_its_session() {
     // The example died at once on SIGINT or SIGTERM: no cancellation, no DELETE, and the
-    // session stayed on the server (found by an audit of the tokio client).
-    let (url, seen) = hanging_call_server();
+    // session stayed on the server (found by an audit of the tokio client). Then its DELETE
+    // could overtake the cancellation, and the example exit before the cancellation left
+    // (CI caught that).
+    let seen = interrupt_a_hanging_call(true);
+    let call = seen.iter().position(|m| m == "tools/call").unwrap();
+    let cancel = seen.iter().position(|m| m == "notifications/cancelled");
+    let delete = seen.iter().position(|m| m == "DELETE");
+    assert!(
+        matches!((cancel, delete), (Some(c), Some(d)) if call < c && c < d),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn sigterm_cancels_the_clients_call_on_a_server_without_sessions() {
+    // No session, so no DELETE to wait for: the example exited before its cancellation
+    // reached the server.
+    let seen = interrupt_a_hanging_call(false);
+    let call = seen.iter().position(|m| m == "tools/call").unwrap();
+    assert!(
+        seen[call + 1..]
+            .iter()
+            .any(|m| m == "notifications/cancelled"),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|m| m == "DELETE"), "{seen:?}");
+}
+
+/// Runs the example client against [`hanging_call_server`], sends it SIGTERM once its tool
+/// call is out, checks that it says so and fails, and returns what the server saw by then.
+#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
+fn interrupt_a_hanging_call(sessions: bool) -> Vec<String> {
+    let (url, seen) = hanging_call_server(sessions);
     let child = Command::new(example_binary("http_client"))
         .arg(&url)
         .env("MCP_CONFORMANCE_SCENARIO", "call-slow")
@@ -175,12 +214,5 @@ fn sigterm_cancels_the_clients_call_and_ends_its_session() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("interrupted (SIGTERM)"), "{err}");
-    let seen = seen.lock().unwrap().clone();
-    let call = seen.iter().position(|m| m == "tools/call").unwrap();
-    let after = &seen[call + 1..];
-    assert!(
-        after.iter().any(|m| m == "notifications/cancelled"),
-        "{seen:?}"
-    );
-    assert!(after.iter().any(|m| m == "DELETE"), "{seen:?}");
+    seen.lock().unwrap().clone()
 }

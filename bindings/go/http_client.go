@@ -89,6 +89,9 @@ type HTTPClient struct {
 	// it back until the POSTs sent before it have their response heads, so that it cannot
 	// overtake a cancellation; settle waits for those heads meanwhile.
 	deleteDue bool
+	// inflight counts the exchanges' goroutines, which outlive Run for up to two seconds
+	// (see settle): Close waits for them.
+	inflight sync.WaitGroup
 
 	// mu guards the fields below, which let Close end a Run in progress (from its handler
 	// or from another goroutine) without freeing the client under it.
@@ -168,18 +171,40 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 		record:  make([]C.mcpwgo_record, 1),
 		arena:   make([]byte, eventArena),
 	}
-	runtime.SetFinalizer(c, (*HTTPClient).Close)
+	runtime.SetFinalizer(c, (*HTTPClient).release)
 	return c, nil
 }
 
 // Close frees the client. While Run runs (Close from its handler, or from another
-// goroutine), Run returns ErrFreed and frees the client on its way out. Calling it again
-// does nothing.
+// goroutine), Run returns ErrFreed and frees the client on its way out. Otherwise Close
+// also waits, up to two seconds, for the POSTs still on their way when Run returned (the
+// cancellations of a Shutdown, a last notification or answer) to reach the server: a
+// program that exits after Close loses nothing it sent. Calling it again does nothing.
 func (c *HTTPClient) Close() error {
+	if c.release() {
+		done := make(chan struct{})
+		go func() {
+			c.inflight.Wait()
+			close(done)
+		}()
+		// (Each ends within two seconds of Run's return; the bound is a second guard.)
+		limit := time.NewTimer(3 * time.Second)
+		defer limit.Stop()
+		select {
+		case <-done:
+		case <-limit.C:
+		}
+	}
+	return nil
+}
+
+// release is Close without the wait (the finalizer's): it reports whether Run was not
+// running, so that the exchanges that outlived it may be waited for.
+func (c *HTTPClient) release() (idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ptr == nil {
-		return nil
+		return false
 	}
 	if c.running {
 		// Run frees the client on its way out (it may be this goroutine's caller).
@@ -187,10 +212,10 @@ func (c *HTTPClient) Close() error {
 			c.closeAsked = true
 			close(c.closing)
 		}
-		return nil
+		return false
 	}
 	c.freeLocked()
-	return nil
+	return true
 }
 
 func (c *HTTPClient) freeLocked() {
@@ -496,7 +521,11 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 			}
 			c.unheard[id] = req.Method
 		}
-		go c.exchange(ectx, id, req.WithContext(ectx), results, gone)
+		c.inflight.Add(1)
+		go func() {
+			defer c.inflight.Done()
+			c.exchange(ectx, id, req.WithContext(ectx), results, gone)
+		}()
 	}
 }
 

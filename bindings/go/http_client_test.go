@@ -475,3 +475,60 @@ func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 		t.Errorf("the DELETE came %v before the cancellation was answered", time.Duration(answered-deleted))
 	}
 }
+
+// Close, after Run returned, waits for the cancellations a Shutdown sent (without
+// EndSession) to reach the server: a program that exits right after Close lost them, since
+// Run does not wait for them (here, the server answers cancellations slowly).
+func TestHTTPClientCloseWaitsForTheShutdownsCancellations(t *testing.T) {
+	var answered atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case m.Method == "notifications/cancelled":
+			time.Sleep(300 * time.Millisecond)
+			answered.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			<-r.Context().Done() // the tool runs until the client goes away
+		}
+	}))
+	defer srv.Close()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				c.Shutdown(time.Now(), 0)
+			}()
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	start := time.Now()
+	client.Close()
+	if n := answered.Load(); n != 1 {
+		t.Fatalf("the server had answered %d cancellations when Close returned (after %v), want 1", n, time.Since(start))
+	}
+}

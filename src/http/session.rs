@@ -450,6 +450,14 @@ impl HttpClient {
         self.exchanges.contains_key(&exchange)
     }
 
+    /// Whether a notification or answer that went out has no response head yet: what it
+    /// carries (a cancellation, say) may not have reached the server. A host about to exit
+    /// keeps driving the client while this holds (within a bound of its own), so as not to
+    /// cut it off.
+    pub fn has_unheard(&self) -> bool {
+        self.exchanges.values().any(|x| x.unheard)
+    }
+
     /// The next event of the connection. After a session expired, the old connection's
     /// events (its failed requests) come first, and requests made on it meanwhile fail too
     /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
@@ -544,7 +552,7 @@ impl HttpClient {
     pub fn poll_action(&mut self) -> Option<ClientAction<'_>> {
         self.take_output();
         self.find_done();
-        if self.held_delete.is_some() && !self.exchanges.values().any(|x| x.unheard) {
+        if self.held_delete.is_some() && !self.has_unheard() {
             // What went out before the DELETE was heard (or let go): it goes now.
             if let Some(delete) = self.held_delete.take() {
                 self.queue.push_front((delete, false));
@@ -559,7 +567,7 @@ impl HttpClient {
             let Some(method) = self.exchanges.get(&exchange).map(|x| x.method) else {
                 continue;
             };
-            if method == "DELETE" && self.exchanges.values().any(|x| x.unheard) {
+            if method == "DELETE" && self.has_unheard() {
                 self.held_delete = Some(exchange);
                 continue;
             }

@@ -176,9 +176,11 @@ impl Client {
 
     /// Ends a handshake-era session politely: its `DELETE` goes out (once the notifications
     /// and answers sent before it, a `close`'s cancellations say, have reached the server)
-    /// and is waited for, up to `limit`, or until the engine lets it go (a server that never answers it, or never ends
-    /// its answer: [`UNAWAITED_HEAD_LIMIT`](mcpwire::http::UNAWAITED_HEAD_LIMIT) and
-    /// [`LINGER`](mcpwire::http::LINGER)). Without a session it returns at once. What the
+    /// and is waited for, up to `limit`, or until the engine lets it go (a server that never
+    /// answers it, or never ends its answer:
+    /// [`UNAWAITED_HEAD_LIMIT`](mcpwire::http::UNAWAITED_HEAD_LIMIT) and
+    /// [`LINGER`](mcpwire::http::LINGER)). Without a session it returns at once (see
+    /// [`flush`](Self::flush)). What the
     /// other exchanges report and the engine's timers do meanwhile is taken in as usual:
     /// answers that arrive and requests that time out are handed out by
     /// [`next_event`](Self::next_event). Dropping the client afterwards closes every exchange
@@ -187,13 +189,33 @@ impl Client {
         let Some(delete) = self.http.end_session() else {
             return;
         };
-        self.send_due();
-        // (`Duration::MAX` means no limit, not an overflow.)
-        let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
         // The engine holds the DELETE back until the POSTs sent before it have their heads
         // (a cancellation must not be overtaken), and forgets it once it ends or fails, or
         // once it lets it go.
-        while self.http.has_exchange(delete) {
+        self.drive_while(limit, |http| http.has_exchange(delete))
+            .await;
+    }
+
+    /// Waits, up to `limit`, until every notification and answer sent has reached the server
+    /// (its response head came), or the engine let it go: the cancellations that a `close`
+    /// sent, say. Call it before the program exits: dropped with the runtime, those still on
+    /// their way are cut off. [`end_session`](Self::end_session) does this for a session;
+    /// a server that keeps none needs this. Events that come meanwhile wait for
+    /// [`next_event`](Self::next_event).
+    pub async fn flush(&mut self, limit: std::time::Duration) {
+        self.drive_while(limit, HttpClient::has_unheard).await;
+    }
+
+    /// Sends what is due and takes in reports and timers while `busy` holds, up to `limit`.
+    async fn drive_while(
+        &mut self,
+        limit: std::time::Duration,
+        busy: impl Fn(&HttpClient) -> bool,
+    ) {
+        self.send_due();
+        // (`Duration::MAX` means no limit, not an overflow.)
+        let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
+        while busy(&self.http) {
             let timer = self.http.poll_timeout().map_or(deadline, |at| {
                 let wait = at.as_nanos().saturating_sub(self.now().as_nanos());
                 let at =

@@ -130,6 +130,10 @@ func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 		}
 	}
 	err = client.Run(ctx, mcpwire.HandlerFunc(s.handle))
+	// Close waits for what Run left on its way (cancellations); finish may exit at once.
+	text := client.FailureText()
+	s.failureText = func() string { return text }
+	client.Close()
 	finish(ctx, s, err)
 }
 
