@@ -3619,3 +3619,50 @@ fn after_end_listen_streams_listen_streams_end_as_they_open() {
     assert_eq!(msgs.last().unwrap()["id"], "L", "{msgs:?}");
     assert!(msgs.last().unwrap().get("result").is_some(), "{msgs:?}");
 }
+
+/// A session's idle time starts when its client's last stream has been written out to the
+/// end, even though `poll_stream` and `consume_stream` take no time: it started at the last
+/// request instead, so a tool call that ran longer than the idle timeout lost its session
+/// the moment its answer was written (the next request got 404), and a stream closed for
+/// polling lost it before the client's `Last-Event-ID` GET (found by an audit, on the tokio
+/// host too).
+#[test]
+fn a_session_idles_from_when_its_last_stream_was_written_out() {
+    for polling in [false, true] {
+        let mut config = HttpServerConfig::new(server_config());
+        config.keepalive = None; // no other time given than the test's
+        config.session_idle_timeout = std::time::Duration::from_secs(60);
+        let mut s = HttpServer::new(config);
+        let sid = open_session(&mut s);
+        let (stream, key, id, _) = call_and_prime(&mut s, &sid);
+        let s_ = |ms: u64| Timestamp::from_millis(ms);
+        for t in [30_000, 59_000, 90_000] {
+            s.handle_timeout(s_(t));
+            assert_eq!(s.sessions(), 1, "held at {t} ms");
+        }
+        // At 120 s: the answer (or the close for polling), written out to the end.
+        if polling {
+            assert!(s.close_stream_for_polling(key, id.as_id()));
+        } else {
+            answer_call(&mut s, key, &id);
+            s.pump();
+        }
+        let (_, finished) = drain_raw(&mut s, stream);
+        assert!(finished);
+        // The session's deadline waits for the host's time; it is at most now.
+        let due = s.poll_timeout().expect("a deadline to learn the time");
+        assert!(due <= s_(120_000), "{due:?}");
+        s.handle_timeout(s_(120_001));
+        assert_eq!(s.sessions(), 1, "polling: {polling}");
+        assert_eq!(s.poll_timeout(), Some(s_(180_001)));
+        let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+        let r = send_at(
+            &mut s,
+            s_(121_000),
+            "POST",
+            &[("Mcp-Session-Id", &sid)],
+            ping,
+        );
+        assert_eq!(r.status, 200, "polling: {polling}");
+    }
+}

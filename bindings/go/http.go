@@ -883,6 +883,11 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		case len(s.parked) > 0:
 			s.wakeStreamsLocked() // draining this stream can move others along
 		}
+		if finished {
+			// Written out to the end, it may let its session's idle time start: the engine
+			// then wants the time, and the timer must look again.
+			s.rearmLocked()
+		}
 		s.mu.Unlock()
 
 		if n > 0 {

@@ -1789,3 +1789,27 @@ func TestHTTPLargeEventsDoNotKeepTheirArena(t *testing.T) {
 		t.Errorf("the server keeps an arena of %d bytes", n)
 	}
 }
+
+// A session's idle time starts when its client's last stream was written out: a call that
+// ran longer than SessionIdleTimeout lost its session as soon as its answer was written (the
+// engine counted from the call's POST), so the client's next request got 404.
+func TestHTTPSessionIdlesFromItsLastStreamsEnd(t *testing.T) {
+	srv, app, ts := newTestServerWith(t, nil, &HTTPOptions{SessionIdleTimeout: time.Second,
+		KeepAlive: 100 * time.Millisecond})
+	sid := openTestSession(t, ts.URL)
+	call := sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	defer call.Body.Close()
+	answerHeldLater(t, srv, app, call, 1500*time.Millisecond)
+	// Keep-alive ticks fire the engine's timers meanwhile.
+	time.Sleep(400 * time.Millisecond)
+	if n, _ := srv.Sessions(); n != 1 {
+		t.Fatalf("%d sessions 0.4 s after the answer, want 1", n)
+	}
+	ping := sessionPost(t, ts.URL, sid, `{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	_, _ = io.ReadAll(ping.Body)
+	ping.Body.Close()
+	if ping.StatusCode != http.StatusOK {
+		t.Fatalf("ping after the answer: HTTP %d, want 200", ping.StatusCode)
+	}
+}

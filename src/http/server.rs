@@ -335,6 +335,10 @@ struct Conn {
     next_event: u64,
     /// When the session's client last did something (a request, or letting go of a stream).
     last_active: Timestamp,
+    /// Its client's last stream was written out to the end (`consume_stream` and
+    /// `poll_stream` take no time): its idle time starts at the next time the host gives, and
+    /// it does not expire before (see `HttpServer::clock`).
+    unclocked: bool,
     /// When this process last touched the session in the shared [`SessionStore`].
     shared_touched: Timestamp,
     /// Removed once its last events are handed out: a stateless request whose client went
@@ -436,6 +440,11 @@ pub struct HttpServer {
     /// When the streams next get a keep-alive comment ([`HttpServerConfig::keepalive`]):
     /// armed by a request, then every period while streams are open.
     next_keepalive: Option<Timestamp>,
+    /// The latest time the host gave.
+    now: Timestamp,
+    /// Sessions whose client let go of its last stream when no time was given
+    /// (`Conn::unclocked`): their idle time starts at the host's next time.
+    unclocked: Vec<u64>,
 }
 
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
@@ -507,6 +516,8 @@ impl HttpServer {
             spare: None,
             deadlines: RefCell::new(Deadlines::default()),
             next_keepalive: None,
+            now: Timestamp::ZERO,
+            unclocked: Vec::new(),
             events,
             shared,
             config,
@@ -668,6 +679,7 @@ impl HttpServer {
         req: &HttpRequest<'_>,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> HttpResponse {
+        self.clock(now);
         if self.next_keepalive.is_none()
             && let Some(every) = self.config.keepalive
         {
@@ -880,6 +892,7 @@ impl HttpServer {
             backlog_bytes: 0,
             next_event: 1,
             last_active: now,
+            unclocked: false,
             shared_touched: now,
             orphaned: false,
             in_dirty: false,
@@ -1759,8 +1772,24 @@ impl HttpServer {
     /// When a session expires if nothing happens: `None` for a connection without a session
     /// and while its client holds a stream (`busy`).
     fn expiry(&self, c: &Conn, busy: bool) -> Option<Timestamp> {
-        (c.session.is_some() && !busy)
+        (c.session.is_some() && !busy && !c.unclocked)
             .then(|| c.last_active.after(self.config.session_idle_timeout))
+    }
+
+    /// Takes the host's time. The sessions whose client let go of its last stream since the
+    /// host last gave one start their idle time now: `consume_stream` and `poll_stream` take
+    /// no time, and counted from the last request, a session whose answer took longer than
+    /// the idle timeout expired as soon as that answer was written (and a stream closed for
+    /// polling lost its session before the client's `Last-Event-ID` GET).
+    fn clock(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+        for key in std::mem::take(&mut self.unclocked) {
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.unclocked = false;
+                c.last_active = c.last_active.max(now);
+                self.note_deadline(key);
+            }
+        }
     }
 
     /// When a session whose client holds a stream open (never idle here, so it sends no
@@ -1779,7 +1808,8 @@ impl HttpServer {
             .values()
             .copied()
             .filter(|k| self.conns.get(k).is_none_or(|c| c.attached == 0))
-            .min_by_key(|k| self.conns.get(k).map(|c| (c.last_active, *k)))
+            // (One whose client just let go of its stream is the most recently used.)
+            .min_by_key(|k| (self.conns.get(k)).map(|c| (c.unclocked, c.last_active, *k)))
     }
 
     /// 2025-11-25 sessions (SEP-1699 polling): closes the SSE stream that carries the peer's
@@ -2156,6 +2186,18 @@ impl HttpServer {
         crate::frame::empty(&mut s.buf);
         s.read = 0;
         let (key, held) = (s.conn.0, !s.detached);
+        if held
+            && (s.done || s.closing_for_polling)
+            && let Some(c) = self.conns.get_mut(&key)
+            && c.session.is_some()
+            && !c.unclocked
+        {
+            c.unclocked = true;
+            self.unclocked.push(key);
+        }
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
         if s.done {
             self.streams.remove(&stream);
             if held {
@@ -2176,6 +2218,7 @@ impl HttpServer {
     /// The client went away from a stream. In the stateless era that cancels the request;
     /// in a session the stream's events stay in the store for resumption.
     pub fn stream_closed(&mut self, now: Timestamp, stream: HttpStreamId) {
+        self.clock(now);
         // A response that a `Last-Event-ID` GET superseded no longer has a stream.
         let Some(stream) = self.resolve(stream) else {
             return;
@@ -2405,6 +2448,7 @@ impl HttpServer {
     /// earlier, or on every turn of an event loop, is harmless and cheap: only connections
     /// whose deadline has come are visited, so idle sessions cost nothing here.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.clock(now);
         let due = self.take_due(now);
         for &key in &due {
             if let Some(c) = self.conns.get_mut(&key) {
@@ -2563,6 +2607,12 @@ impl HttpServer {
             }
         }
         let keepalive = self.next_keepalive.filter(|_| !self.streams.is_empty());
+        // A session whose idle time waits for the host's time: now, as far as it is known.
+        let keepalive = match (keepalive, self.unclocked.is_empty()) {
+            (Some(k), false) => Some(k.min(self.now)),
+            (None, false) => Some(self.now),
+            (k, true) => k,
+        };
         match (earliest, keepalive) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -1393,16 +1393,26 @@ impl<A: Application> HttpBody for SseBody<A> {
             return Poll::Ready(None);
         }
         let shared = this.shared.clone();
-        let (polled, woken) = {
+        let (polled, woken, timer) = {
             let mut st = shared.lock();
             let polled = this.look(&mut st, cx);
+            // A stream written out to the end may let its session's idle time start: the
+            // engine then wants the time, and the timer task must look again.
+            let timer = this.done
+                && st
+                    .server
+                    .poll_timeout()
+                    .is_some_and(|d| d.as_nanos() < shared.armed.load(Ordering::Relaxed));
             if this.done {
                 st.parked.remove(&this.id);
             }
             // Draining this stream (or ending it) can move other streams along.
-            (polled, st.woken())
+            (polled, st.woken(), timer)
         };
         woken.into_iter().for_each(Waker::wake);
+        if timer {
+            shared.changed.notify_waiters();
+        }
         polled.map(|bytes| bytes.map(|b| Ok(Frame::data(b))))
     }
 
