@@ -434,13 +434,7 @@ fn an_error_without_an_id_answers_the_posts_one_request() {
 /// cancellation with 404), and a host that exits once the DELETE is answered lost it.
 #[test]
 fn what_waits_when_the_session_ends_goes_out_in_the_session() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    c.client
-        .connection()
-        .notify("notifications/roots/list_changed", None)
-        .unwrap();
-    let delete = c.client.end_session().unwrap();
+    let (mut c, delete) = Scripted::ending_after_a_notification();
     let sent = c.sent();
     let methods: Vec<&str> = sent.iter().map(|s| s.method).collect();
     assert_eq!(methods, ["POST"], "the DELETE waits for the POST's head");
@@ -465,13 +459,7 @@ fn what_waits_when_the_session_ends_goes_out_in_the_session() {
 fn the_delete_waits_for_an_unheard_notification_only_until_it_is_let_go() {
     use mcpwire::http::UNAWAITED_HEAD_LIMIT;
     for fails in [false, true] {
-        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-        c.handshake(Some("s1"));
-        c.client
-            .connection()
-            .notify("notifications/roots/list_changed", None)
-            .unwrap();
-        let delete = c.client.end_session().unwrap();
+        let (mut c, delete) = Scripted::ending_after_a_notification();
         let post = c.sent().remove(0);
         assert_eq!(post.method, "POST");
         c.wait(Duration::from_secs(1));
@@ -494,13 +482,7 @@ fn the_delete_waits_for_an_unheard_notification_only_until_it_is_let_go() {
 /// so the DELETE is dropped rather than sent, and a host waiting for it stops.
 #[test]
 fn a_held_delete_is_dropped_when_the_session_turns_out_to_be_gone() {
-    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
-    c.handshake(Some("s1"));
-    c.client
-        .connection()
-        .notify("notifications/roots/list_changed", None)
-        .unwrap();
-    let delete = c.client.end_session().unwrap();
+    let (mut c, delete) = Scripted::ending_after_a_notification();
     let post = c.sent().remove(0);
     c.expire(&post);
     c.events();
@@ -881,6 +863,19 @@ impl Scripted {
         let id = c.request(method);
         let post = c.sent().remove(0);
         (c, id, post)
+    }
+
+    /// A handshake-era client in session `s1` that gave a notification, then ended the
+    /// session: the client and the DELETE's exchange (nothing sent yet).
+    fn ending_after_a_notification() -> (Scripted, ExchangeId) {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        c.client
+            .connection()
+            .notify("notifications/roots/list_changed", None)
+            .unwrap();
+        let delete = c.client.end_session().unwrap();
+        (c, delete)
     }
 
     /// The server has forgotten the session: `post` gets a 404 with an empty body.

@@ -417,34 +417,8 @@ func TestHTTPClientClosingAfterAnExpiredSessionStartsNoNewOne(t *testing.T) {
 // cancellation with 404 (here, the server answers cancellations slowly).
 func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 	var cancelAnswered, deleteCame atomic.Int64 // UnixNano
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete {
-			deleteCame.Store(time.Now().UnixNano())
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &m)
-		switch {
-		case m.Method == "notifications/cancelled":
-			time.Sleep(300 * time.Millisecond)
-			w.WriteHeader(http.StatusAccepted)
-			cancelAnswered.Store(time.Now().UnixNano())
-		case m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "s1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
-		case m.ID == nil || r.Method != http.MethodPost:
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			<-r.Context().Done() // the tool runs until the client goes away
-		}
-	}))
-	defer srv.Close()
+	srv := slowCancelServer(t, func() { cancelAnswered.Store(time.Now().UnixNano()) },
+		func() { deleteCame.Store(time.Now().UnixNano()) })
 	client := legacyHTTPClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -481,31 +455,7 @@ func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 // Run does not wait for them (here, the server answers cancellations slowly).
 func TestHTTPClientCloseWaitsForTheShutdownsCancellations(t *testing.T) {
 	var answered atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &m)
-		switch {
-		case r.Method != http.MethodPost:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-		case m.Method == "notifications/cancelled":
-			time.Sleep(300 * time.Millisecond)
-			answered.Add(1)
-			w.WriteHeader(http.StatusAccepted)
-		case m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "s1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
-		case m.ID == nil:
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			<-r.Context().Done() // the tool runs until the client goes away
-		}
-	}))
-	defer srv.Close()
+	srv := slowCancelServer(t, func() { answered.Add(1) }, func() {})
 	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -531,4 +481,42 @@ func TestHTTPClientCloseWaitsForTheShutdownsCancellations(t *testing.T) {
 	if n := answered.Load(); n != 1 {
 		t.Fatalf("the server had answered %d cancellations when Close returned (after %v), want 1", n, time.Since(start))
 	}
+}
+
+// slowCancelServer is a handshake-era server (session "s1") whose tools never answer and
+// which answers a cancellation only after 300 ms: it calls cancelled as it answers one, and
+// deleted when a DELETE comes.
+func slowCancelServer(t *testing.T, cancelled, deleted func()) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deleted()
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case m.Method == "notifications/cancelled":
+			time.Sleep(300 * time.Millisecond)
+			cancelled()
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			<-r.Context().Done() // the tool runs until the client goes away
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
