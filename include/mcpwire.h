@@ -3089,6 +3089,19 @@ enum mcpw_result mcpw_http_client_end_session(struct mcpw_http_client *client,
                                               bool *out_queued);
 
 /**
+ * Writes whether a notification or answer that went out has no response head yet, so that
+ * what it carries (the close's cancellations, say) may not have reached the server. Before
+ * the host exits or frees the client, it keeps driving the client while this is true, within
+ * a bound of its own (a second or two): with a session the DELETE waits for these anyway,
+ * but a server without sessions has no DELETE to wait for.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_unheard` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_has_unheard(const struct mcpw_http_client *client,
+                                              bool *out_unheard);
+
+/**
  * Looks up member `key` (UTF-8, compared after decoding escapes) of the JSON object `json`.
  * On success `*out_value` views the member's raw JSON text inside `json` (so it lives as long
  * as `json` does), or is absent (NULL) when there is no such member. A key that appears twice

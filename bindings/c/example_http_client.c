@@ -54,6 +54,9 @@
  *      the body goes to mcpw_http_client_handle_body at once, so SSE events arrive as they
  *      come). Each finished transfer is reported with mcpw_http_client_handle_end, or
  *      mcpw_http_client_handle_error when curl failed.
+ *   5. Once the session is done, go on while mcpw_http_client_has_unheard says that a
+ *      notification that went out (a cancellation) has no response head yet, for up to two
+ *      seconds, so that freeing the transfers does not cut it off.
  *
  * Every now_ns is CLOCK_MONOTONIC in nanoseconds. Errors never exit() from deep inside: fail()
  * records the first one, and everything unwinds to main(), which frees every curl and mcpwire
@@ -233,6 +236,7 @@ typedef struct {
     int progress_seen;    /* progress notifications for the progress tool's call */
     int delete_expected;  /* the next SEND should be the session's DELETE */
     uint64_t delete_exchange;
+    uint64_t drain_until; /* once DONE: how long to wait for what is still unheard (0: unset) */
 
     uint32_t rng; /* xorshift32 state, for the reconnection jitter */
     int interrupted; /* a signal asked us to stop: the session is being ended */
@@ -865,7 +869,7 @@ static void on_event(app *a, const mcpw_event *ev) {
                 a->delete_expected = 1;
                 a->phase = WAIT_DELETE;
             } else {
-                printf("session: none to end (the stateless era has no session)\n");
+                printf("session: none to end (the server keeps no session)\n");
                 a->phase = DONE;
             }
             break;
@@ -942,6 +946,20 @@ static void drain_actions(app *a) {
     }
 }
 
+/* Once DONE, whether to go on: a notification that went out (the close's cancellation of a call
+ * in flight) may have no response head yet, and freeing its transfer now could cut it off. With
+ * a session the DELETE waited for it; a server without sessions has no DELETE, so wait here, for
+ * up to two seconds. */
+static int still_draining(app *a, uint64_t now) {
+    bool unheard = false;
+    if (!ok(a, mcpw_http_client_has_unheard(a->client, &unheard), "mcpw_http_client_has_unheard")) {
+        return 0;
+    }
+    if (!unheard) return 0;
+    if (a->drain_until == 0) a->drain_until = now + 2 * NS_PER_S;
+    return now < a->drain_until;
+}
+
 static void run(app *a, uint64_t give_up_at) {
     for (;;) {
         uint64_t now = now_ns(), wait_until = give_up_at, deadline = 0;
@@ -976,9 +994,11 @@ static void run(app *a, uint64_t give_up_at) {
         /* 2. Events, which may issue commands; 3. the HTTP requests those produced. */
         drain_events(a);
         drain_actions(a);
-        if (a->failed || a->phase == DONE) return;
-
-        if (now >= give_up_at) {
+        if (a->failed) return;
+        if (a->phase == DONE) {
+            if (!still_draining(a, now)) return;
+            wait_until = a->drain_until;
+        } else if (now >= give_up_at) {
             char why[600];
             problem_suffix(a, why, sizeof why);
             fail(a, "no outcome within %lu s%s", a->opts.timeout_s, why);

@@ -2007,6 +2007,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_handle_timeout(NULL, 0));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_session_id(NULL, &s));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_end_session(NULL, &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_has_unheard(NULL, &flag));
 
     /* ... and every NULL out pointer. */
     o = http_server_options();
@@ -2043,6 +2044,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_poll_timeout(client, &flag, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_session_id(client, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_end_session(client, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_has_unheard(client, NULL));
     CHECK(n1 == 9 && n2 == 9 && key == 9 && deadline == 9); /* written only on success */
 
     /* Inputs: NULL with a length, text that is not UTF-8, ids of no kind. */
@@ -2798,6 +2800,46 @@ static void test_http_client_handle_error(void) {
     CHECK(ev.kind == MCPW_EVENT_NONE);
     OK(mcpw_http_client_poll_action(client, &a));
     CHECK(a.kind == MCPW_HTTP_ACTION_NONE);
+    mcpw_http_client_free(client);
+}
+
+/* A notification that went out is unheard until its response head: what a host about to exit
+   waits for. A request is not (its answer is awaited anyway). */
+static void test_http_client_has_unheard(void) {
+    mcpw_http_client *client = make_http_client(MCPW_CLIENT_ERA_LEGACY, 0, NULL);
+    mcpw_http_action a;
+    mcpw_http_header json = {{"Content-Type", 12}, {"application/json", 16}};
+    mcpw_http_header sessionless = {{"Content-Type", 12}, {"text/plain", 10}};
+    const char *answer = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":"
+                         "\"2025-11-25\",\"capabilities\":{},"
+                         "\"serverInfo\":{\"name\":\"s\",\"version\":\"1\"}}}";
+    bool unheard = true;
+    uint64_t initialize;
+
+    OK(mcpw_http_client_has_unheard(client, &unheard));
+    CHECK(!unheard);
+    OK(mcpw_http_client_poll_action(client, &a));
+    CHECK(a.kind == MCPW_HTTP_ACTION_SEND && contains(a.body, a.body_len, "\"initialize\""));
+    initialize = a.exchange;
+    OK(mcpw_http_client_has_unheard(client, &unheard));
+    CHECK(!unheard); /* a request */
+    /* A server without sessions: no Mcp-Session-Id. */
+    OK(mcpw_http_client_handle_response(client, 1, initialize, 200, &json, 1));
+    OK(mcpw_http_client_handle_body(client, 1, initialize, (const uint8_t *)answer,
+                                    strlen(answer)));
+    OK(mcpw_http_client_handle_end(client, 1, initialize, 0));
+    OK(mcpw_http_client_poll_action(client, &a));
+    CHECK(a.kind == MCPW_HTTP_ACTION_SEND &&
+          contains(a.body, a.body_len, "\"notifications/initialized\""));
+    OK(mcpw_http_client_has_unheard(client, &unheard));
+    CHECK(unheard);
+    /* Its head, whatever the status, is what the host waited for. */
+    OK(mcpw_http_client_handle_response(client, 2, a.exchange, 202, &sessionless, 1));
+    OK(mcpw_http_client_has_unheard(client, &unheard));
+    CHECK(!unheard);
+    OK(mcpw_http_client_handle_end(client, 2, a.exchange, 0));
+    OK(mcpw_http_client_has_unheard(client, &unheard));
+    CHECK(!unheard);
     mcpw_http_client_free(client);
 }
 
@@ -4110,6 +4152,7 @@ int main(void) {
     run("http_end_listen_streams", test_http_end_listen_streams);
     run("http_session_expiry", test_http_session_expiry);
     run("http_client_handle_error", test_http_client_handle_error);
+    run("http_client_has_unheard", test_http_client_has_unheard);
     run("http_the_get_stream", test_http_the_get_stream);
     run("review_listens", test_review_listens);
     run("tasks_the_whole_flow", test_tasks_the_whole_flow);

@@ -1306,6 +1306,14 @@ public:
         detail::check(mcpw_http_client_end_session(get(), &queued));
         return queued;
     }
+    /// Whether a notification or answer that went out (a close's cancellation, say) has no
+    /// response head yet. Before exiting, keep driving the client while this holds, within a
+    /// bound of your own: a server without sessions gets no DELETE that would wait for it.
+    bool has_unheard() const {
+        bool unheard = false;
+        detail::check(mcpw_http_client_has_unheard(get(), &unheard));
+        return unheard;
+    }
 
     mcpw_http_client *get() const noexcept { return handle_.get(); }
 

@@ -849,6 +849,24 @@ void test_http_handles_are_move_only_and_report_errors() {
     d.handle_body(1, first->exchange(), " <h1>down</h1>\n");
     d.handle_end(1, first->exchange());
     CHECK(d.failure_text() == std::optional<std::string_view>("<h1>down</h1>"));
+
+    // A notification is unheard until its response head; a request never is.
+    mcpw::config legacy(mcpw::role::client, "c", "1");
+    legacy.era(mcpw::client_era::legacy);
+    mcpw::http_client e(legacy, 0);
+    auto init = e.poll_action();
+    CHECK(init && init->is_send() && !e.has_unheard());
+    e.handle_response(1, init->exchange(), 200, {mcpw::header("Content-Type", "application/json")});
+    e.handle_body(1, init->exchange(),
+                  R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25",)"
+                  R"("capabilities":{},"serverInfo":{"name":"s","version":"1"}}})");
+    e.handle_end(1, init->exchange());
+    auto initialized = e.poll_action();
+    CHECK(initialized && initialized->is_send());
+    CHECK(initialized->body().find("notifications/initialized") != std::string_view::npos);
+    CHECK(e.has_unheard());
+    e.handle_response(2, initialized->exchange(), 202, std::vector<mcpw_http_header>{});
+    CHECK(!e.has_unheard());
 }
 
 void test_http_a_session_in_memory() {

@@ -1516,6 +1516,29 @@ pub unsafe extern "C" fn mcpw_http_client_end_session(
     unsafe { with_mut(client, run) }
 }
 
+/// Writes whether a notification or answer that went out has no response head yet, so that
+/// what it carries (the close's cancellations, say) may not have reached the server. Before
+/// the host exits or frees the client, it keeps driving the client while this is true, within
+/// a bound of its own (a second or two): with a session the DELETE waits for these anyway,
+/// but a server without sessions has no DELETE to wait for.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `out_unheard` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_client_has_unheard(
+    client: *const mcpw_http_client,
+    out_unheard: *mut bool,
+) -> mcpw_result {
+    let run = |h: &mcpw_http_client| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_unheard) }?;
+        out.write(h.client.has_unheard());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live client handle.
+    unsafe { with_ref(client, run) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

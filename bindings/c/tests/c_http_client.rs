@@ -10,7 +10,8 @@
 //!   resumes it with `GET` and `Last-Event-ID` after the server's `retry`;
 //! - failures, each ending at once with a clear message and a non-zero status: nothing
 //!   listening, a server answering 500, a server that never answers (`--timeout`);
-//! - SIGTERM mid-call: the call cancelled, the session ended with DELETE, a clear failure;
+//! - SIGTERM mid-call: the call cancelled, the session ended with DELETE, a clear failure
+//!   (without a session, the client waits for the cancellation's answer before it exits);
 //!   a DELETE the server never answers ends the run once the engine gives up on it.
 //!
 //! The client is linked against the static library this `cargo test` run built (see
@@ -195,7 +196,7 @@ fn assert_session(out: &Output, all: &str, echo: &str, version: &str, deleted: b
         if deleted {
             "session: ended with DELETE (HTTP 200)".to_owned()
         } else {
-            "session: none to end (the stateless era has no session)".to_owned()
+            "session: none to end (the server keeps no session)".to_owned()
         },
         format!("C_CLIENT_OK {version}"),
     ];
@@ -674,15 +675,54 @@ fn answers_initialize_late(request: &Request) -> Reply {
 fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
     // Killed mid-call, the client left its session on the server and said nothing (exit 143).
     // Now it cancels the call, ends the session with DELETE, and fails with a clear line.
-    sigterm_when(never_answers_the_call, "tools/call", true);
+    sigterm_when(never_answers_the_call, "tools/call", true, true);
     // During the handshake: it waits for the session the answer brings, then ends it.
-    sigterm_when(answers_initialize_late, "initialize", false);
+    sigterm_when(answers_initialize_late, "initialize", false, true);
+}
+
+/// `never_answers_the_call` on a server that keeps no session (no `Mcp-Session-Id`), and
+/// answers a cancellation only after 300 ms.
+fn never_answers_the_call_and_has_no_sessions(request: &Request) -> Reply {
+    if request.message["method"] == "notifications/cancelled" {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut reply = never_answers_the_call(request);
+    reply.headers.retain(|(name, _)| *name != "Mcp-Session-Id");
+    reply
+}
+
+#[test]
+fn sigterm_on_a_server_without_sessions_waits_for_the_cancellation() {
+    // No session, so no DELETE that waits for the cancellation: the client reached its end
+    // right after the close and freed the transfer carrying it, which never left.
+    let (requests, exited) = sigterm_when(
+        never_answers_the_call_and_has_no_sessions,
+        "tools/call",
+        true,
+        false,
+    );
+    let cancel = requests
+        .iter()
+        .find(|r| r.message["method"] == "notifications/cancelled")
+        .unwrap();
+    // It waited for the answer's head.
+    assert!(
+        exited >= cancel.at + Duration::from_millis(300),
+        "exited {:?} after the cancellation came",
+        exited - cancel.at
+    );
 }
 
 /// Runs the sanitized client against a server scripted by `script`, sends it SIGTERM once the
-/// server got `method`, and checks that it ended the session (after cancelling that call,
-/// when `cancels`) and failed with a clear line.
-fn sigterm_when(script: fn(&Request) -> Reply, method: &str, cancels: bool) {
+/// server got `method`, and checks that it cancelled that call (when `cancels`), ended the
+/// session with DELETE (when `deletes`; otherwise it says there is none) and failed with a
+/// clear line. Returns what the server got and when the client had exited.
+fn sigterm_when(
+    script: fn(&Request) -> Reply,
+    method: &str,
+    cancels: bool,
+    deletes: bool,
+) -> (Vec<Request>, Instant) {
     let server = FakeServer::start(script);
     let mut cmd = client_command(
         client_asan(),
@@ -712,6 +752,7 @@ fn sigterm_when(script: fn(&Request) -> Reply, method: &str, cancels: bool) {
         .unwrap();
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
+    let exited = Instant::now();
     let all = text(&out);
     assert!(!all.contains("Sanitizer"), "{all}");
     assert_eq!(out.status.code(), Some(1), "{all}");
@@ -720,10 +761,12 @@ fn sigterm_when(script: fn(&Request) -> Reply, method: &str, cancels: bool) {
         all.contains("C_CLIENT_FAIL interrupted: stopped by a signal"),
         "{all}"
     );
-    assert!(
-        all.contains("session: ended with DELETE (HTTP 200)"),
-        "{all}"
-    );
+    let end = if deletes {
+        "session: ended with DELETE (HTTP 200)"
+    } else {
+        "session: none to end (the server keeps no session)"
+    };
+    assert!(all.contains(end), "{all}");
     let requests = server.requests();
     let methods: Vec<String> = requests
         .iter()
@@ -739,11 +782,15 @@ fn sigterm_when(script: fn(&Request) -> Reply, method: &str, cancels: bool) {
         cancels,
         "{methods:?}"
     );
-    assert_eq!(
-        after.last().map(String::as_str),
-        Some("DELETE"),
-        "{methods:?}"
-    );
+    assert_eq!(after.iter().any(|m| m == "DELETE"), deletes, "{methods:?}");
+    if deletes {
+        assert_eq!(
+            after.last().map(String::as_str),
+            Some("DELETE"),
+            "{methods:?}"
+        );
+    }
+    (requests, exited)
 }
 
 #[test]
