@@ -1,5 +1,6 @@
 //! MCP over the host: a whole session (JSON and SSE answers, the fixture's timers), a client
-//! leaving an SSE stream, and graceful shutdown with streams open.
+//! leaving an SSE stream, graceful shutdown with streams open, and a session's idle time
+//! counted from the end of a long call.
 
 // The shutdown tests time how long draining takes, on the real clock.
 #![allow(clippy::disallowed_methods)]
@@ -412,4 +413,43 @@ async fn graceful_shutdown_lets_a_resumed_call_stream_finish() {
         .expect("serve returned")
         .expect("task")
         .expect("serve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_idles_from_the_end_of_a_call_longer_than_its_idle_timeout() {
+    // The engine counted a session's idle time from its last request: a call that ran longer
+    // than the idle timeout lost its session as its answer went out, at the host's next timer
+    // (here the keep-alive's). The host must give the engine a time once the stream ends, and
+    // re-arm its timer, for the count to start there.
+    let mut http = common::fixture::http_config();
+    http.session_idle_timeout = Duration::from_millis(1500);
+    http.keepalive = Some(Duration::from_millis(200));
+    let server = start_with(test_config(), http).await;
+    let mut c = Client::new(&server).await;
+    let session = open_session(&mut c, "{}").await;
+
+    let r = c
+        .post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_compute","arguments":{"seconds":2}}}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("Computed"), "{}", r.text());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    let r = c.post(Some(&session), ping).await;
+    assert_eq!(
+        r.status,
+        200,
+        "the session expired after the answer: {}",
+        r.text()
+    );
+
+    // Idle for longer than the timeout now: it expires. (The host closed the idle connection
+    // meanwhile: `header_read_timeout` is 2 s.)
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let mut c = Client::new(&server).await;
+    let r = c.post(Some(&session), ping).await;
+    assert_eq!(r.status, 404, "{}", r.text());
 }
