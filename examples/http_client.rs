@@ -234,12 +234,17 @@ impl Session {
     }
 }
 
-/// The start of the server's last error body, if any, to show next to a failure.
+/// What the client knows of a failure's cause, to show next to it: the start of the server's
+/// last error body, and why the last exchange that failed below HTTP did.
 fn why(client: &Client) -> String {
-    match client.http().failure_text() {
-        Some(text) => format!(" ({})", text.escape_debug()),
-        None => String::new(),
+    let mut why = String::new();
+    if let Some(text) = client.http().failure_text() {
+        why.push_str(&format!(" ({})", text.escape_debug()));
     }
+    if let Some(text) = client.transport_error() {
+        why.push_str(&format!(" ({text})"));
+    }
+    why
 }
 
 #[tokio::main(flavor = "current_thread")]

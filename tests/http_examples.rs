@@ -58,6 +58,19 @@ fn the_client_exits_non_zero_when_the_tool_call_fails() {
     let _ = server.wait();
 }
 
+#[test]
+fn the_client_says_why_when_nothing_listens() {
+    // It said only "closed: TransportFailed(Disconnected)".
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let (code, err) = client(&format!("http://127.0.0.1:{port}/mcp"), "list");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("FAILED: closed: TransportFailed"), "{err}");
+    assert!(err.contains("Connection refused"), "{err}");
+}
+
 /// A handshake-era server on a thread per connection: it records each request (method and
 /// body), gives `initialize` a session (unless `sessions` is false), lists one tool `slow`
 /// whose call it never answers, and answers notifications and the DELETE. It answers a

@@ -74,7 +74,8 @@ enum Report {
     Response(ExchangeId, u16, Vec<(String, String)>),
     Body(ExchangeId, Bytes),
     End(ExchangeId),
-    Failed(ExchangeId),
+    /// The exchange failed; the text says why (hyper's error and its causes).
+    Failed(ExchangeId, String),
 }
 
 /// An MCP client connection over Streamable HTTP: the sans-IO [`HttpClient`] driven by
@@ -87,6 +88,8 @@ pub struct Client {
     /// The running POSTs and DELETEs without a response head yet: what they carry (a
     /// cancellation, a last answer, the session's end) may not have reached the server.
     unheard: HashSet<ExchangeId>,
+    /// Why the last exchange that failed did (see [`Client::transport_error`]).
+    transport_error: Option<String>,
     tx: mpsc::Sender<Report>,
     rx: mpsc::Receiver<Report>,
     start: Instant,
@@ -120,6 +123,7 @@ impl Client {
             hyper: HyperClient::builder(TokioExecutor::new()).build_http(),
             tasks: HashMap::new(),
             unheard: HashSet::new(),
+            transport_error: None,
             tx,
             rx,
             start: Instant::now(),
@@ -140,6 +144,15 @@ impl Client {
     /// The sans-IO client underneath (session id, …).
     pub fn http(&self) -> &HttpClient {
         &self.http
+    }
+
+    /// Why the last HTTP exchange that failed below HTTP did (no connection, a reset, a
+    /// body cut short), as hyper's error and its causes: "client error (Connect): tcp connect
+    /// error: Connection refused (os error 111)". `None` until one failed. Such a failure
+    /// reaches the events only as [`TransportFailure::Disconnected`](mcpwire::http::TransportFailure)
+    /// or a stream that ended: show this next to it when you tell a person why.
+    pub fn transport_error(&self) -> Option<&str> {
+        self.transport_error.as_deref()
     }
 
     /// Sends what is due, then waits for the next event: answers, server requests, failures,
@@ -257,7 +270,8 @@ impl Client {
                 self.unheard.remove(&exchange);
                 self.http.handle_end(now, exchange, jitter());
             }
-            Report::Failed(exchange) => {
+            Report::Failed(exchange, why) => {
+                self.transport_error = Some(why);
                 self.tasks.remove(&exchange);
                 self.unheard.remove(&exchange);
                 self.http.handle_error(now, exchange, jitter());
@@ -292,9 +306,13 @@ impl Client {
                     let hyper = self.hyper.clone();
                     let tx = self.tx.clone();
                     let task = tokio::spawn(async move {
-                        let Ok(request) = request else {
-                            let _ = tx.send(Report::Failed(exchange)).await;
-                            return;
+                        let request = match request {
+                            Ok(r) => r,
+                            Err(e) => {
+                                let why = format!("the request could not be built: {e}");
+                                let _ = tx.send(Report::Failed(exchange, why)).await;
+                                return;
+                            }
                         };
                         exchange_task(hyper, request, exchange, tx).await;
                     });
@@ -340,8 +358,8 @@ async fn exchange_task(
 ) {
     let response = match hyper.request(request).await {
         Ok(r) => r,
-        Err(_) => {
-            let _ = tx.send(Report::Failed(exchange)).await;
+        Err(e) => {
+            let _ = tx.send(Report::Failed(exchange, causes(&e))).await;
             return;
         }
     };
@@ -368,13 +386,25 @@ async fn exchange_task(
                     return;
                 }
             }
-            Err(_) => {
-                let _ = tx.send(Report::Failed(exchange)).await;
+            Err(e) => {
+                let _ = tx.send(Report::Failed(exchange, causes(&e))).await;
                 return;
             }
         }
     }
     let _ = tx.send(Report::End(exchange)).await;
+}
+
+/// An error and its causes, joined with ": " (hyper's own message rarely says what broke).
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// A random value for reconnection jitter.

@@ -254,3 +254,26 @@ async fn the_cancellations_of_a_close_reach_the_server_after_the_drop() {
         seen.lock().unwrap()
     );
 }
+
+/// Nothing listens: the connection closes as a transport failure, and the client says why.
+/// Hyper's error text was dropped, so a person saw only `TransportFailed(Disconnected)`.
+#[tokio::test]
+async fn a_failed_connection_says_why() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut client =
+        Client::new(&url, Config::client("t", "1"), ReconnectPolicy::default()).unwrap();
+    assert_eq!(client.transport_error(), None);
+    loop {
+        match next(&mut client).await {
+            OwnedEvent::Closed { .. } => break,
+            OwnedEvent::Ready { .. } => panic!("nothing listens on {url}"),
+            _ => {}
+        }
+    }
+    let why = client.transport_error().expect("a cause");
+    assert!(why.contains("Connection refused"), "{why}");
+}
