@@ -89,6 +89,8 @@ type HTTPClient struct {
 	// it back until the POSTs sent before it have their response heads, so that it cannot
 	// overtake a cancellation; settle waits for those heads meanwhile.
 	deleteDue bool
+	// transportErr is why the last exchange failed below HTTP (see TransportError).
+	transportErr string
 	// inflight counts the exchanges' goroutines, which outlive Run for up to two seconds
 	// (see settle): Close waits for them.
 	inflight sync.WaitGroup
@@ -309,6 +311,16 @@ func (c *HTTPClient) FailureText() string {
 	})
 }
 
+// TransportError is why the last HTTP exchange failed below HTTP (no connection, a reset, a
+// body cut short), in net/http's words; "" until one failed. Such a failure reaches the
+// events only as a FailedEvent or a ClosedEvent with CloseTransportFailed that say "the
+// connection failed": show this next to it when telling a person why.
+func (c *HTTPClient) TransportError() string {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	return c.transportErr
+}
+
 // exchangeResult is what an HTTP exchange's goroutine reports back to Run.
 type exchangeResult struct {
 	id      uint64
@@ -503,6 +515,7 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 		}
 		req, err := c.request(ctx, &a)
 		if err != nil {
+			c.transportErr = err.Error()
 			// The exchange fails at once; its events are handed out next.
 			C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
 			failed = true
@@ -705,6 +718,10 @@ func (c *HTTPClient) feed(r exchangeResult) {
 	ex := C.uint64_t(r.id)
 	switch {
 	case r.err != nil:
+		// (Canceled: an exchange the client cut itself, which the engine no longer awaits.)
+		if !errors.Is(r.err, context.Canceled) {
+			c.transportErr = r.err.Error()
+		}
 		C.mcpw_http_client_handle_error(c.ptr, now, ex, C.uint32_t(rand.Uint32()))
 	case r.head:
 		var joined []byte

@@ -1619,6 +1619,36 @@ func TestHTTPClientKeepsTheTextOfAnErrorPage(t *testing.T) {
 	}
 }
 
+// An exchange that fails below HTTP (here nothing listens) says why in TransportError: the
+// events say only "the connection failed", and net/http's error was dropped.
+func TestHTTPClientKeepsWhyAnExchangeFailed(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL + "/mcp"
+	srv.Close()
+	client, err := NewHTTPClient(clientConfig(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if got := client.TransportError(); got != "" {
+		t.Fatalf("before any failure: %q", got)
+	}
+	var closed *ClosedEvent
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if ev, ok := ev.(*ClosedEvent); ok {
+			closed = ev
+		}
+	}))
+	if err != nil || closed == nil || closed.Reason != CloseTransportFailed {
+		t.Fatalf("Run: %v, closed %#v", err, closed)
+	}
+	if got := client.TransportError(); !strings.Contains(got, "connection refused") {
+		t.Fatalf("TransportError: %q", got)
+	}
+}
+
 // setHeaders adds as Header.Add does: canonical names, repeated names keep every value in
 // order, and a header already set (by a middleware, say) keeps its values first.
 func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {

@@ -124,6 +124,7 @@ func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 	}
 	defer client.Close()
 	s.failureText = client.FailureText
+	s.transportError = client.TransportError
 	s.endSession = func() {
 		if client.EndSession() {
 			fmt.Println("GO_CLIENT session: ended with DELETE")
@@ -131,8 +132,9 @@ func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 	}
 	err = client.Run(ctx, mcpwire.HandlerFunc(s.handle))
 	// Close waits for what Run left on its way (cancellations); finish may exit at once.
-	text := client.FailureText()
+	text, cause := client.FailureText(), client.TransportError()
 	s.failureText = func() string { return text }
+	s.transportError = func() string { return cause }
 	client.Close()
 	finish(ctx, s, err)
 }
@@ -165,6 +167,7 @@ type session struct {
 	tool, arg, text, expect string
 	endSession              func()        // HTTP: end the session before the last shutdown
 	failureText             func() string // HTTP: the body of the last error page
+	transportError          func() string // HTTP: why the last exchange failed below HTTP
 	timeout                 time.Duration
 
 	step    string
@@ -317,20 +320,25 @@ func (s *session) onResult(now time.Time, result json.RawMessage) {
 	}
 }
 
-// said is what an HTTP error page said, quoted, for a failure's message ("" over stdio, or
-// when it said nothing).
+// said is what an HTTP error page said, quoted, and why the last exchange failed below HTTP,
+// for a failure's message ("" over stdio, or when neither says anything).
 func (s *session) said() string {
-	if s.failureText == nil {
-		return ""
+	said := ""
+	if s.failureText != nil {
+		text := strings.Join(strings.Fields(s.failureText()), " ")
+		if r := []rune(text); len(r) > 160 {
+			text = string(r[:160]) + "…"
+		}
+		if text != "" {
+			said = fmt.Sprintf("; the body said %q", text)
+		}
 	}
-	text := strings.Join(strings.Fields(s.failureText()), " ")
-	if text == "" {
-		return ""
+	if s.transportError != nil {
+		if cause := s.transportError(); cause != "" {
+			said += "; " + cause
+		}
 	}
-	if r := []rune(text); len(r) > 160 {
-		text = string(r[:160]) + "…"
-	}
-	return fmt.Sprintf("; the body said %q", text)
+	return said
 }
 
 // closedReason says why the connection closed, with what the event carries.
