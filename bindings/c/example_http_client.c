@@ -54,9 +54,10 @@
  *      the body goes to mcpw_http_client_handle_body at once, so SSE events arrive as they
  *      come). Each finished transfer is reported with mcpw_http_client_handle_end, or
  *      mcpw_http_client_handle_error when curl failed.
- *   5. Once the session is done, go on while mcpw_http_client_has_unheard says that a
- *      notification that went out (a cancellation) has no response head yet, for up to two
- *      seconds, so that freeing the transfers does not cut it off.
+ *
+ *   Once the session is done, the loop goes on while mcpw_http_client_has_unheard says that a
+ *   notification that went out (a cancellation) has no response head yet, for up to two
+ *   seconds, so that freeing the transfers does not cut it off.
  *
  * Every now_ns is CLOCK_MONOTONIC in nanoseconds. Errors never exit() from deep inside: fail()
  * records the first one, and everything unwinds to main(), which frees every curl and mcpwire
