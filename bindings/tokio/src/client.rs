@@ -149,7 +149,7 @@ impl Client {
     /// Why the last HTTP exchange that failed below HTTP did (no connection, a reset, a
     /// body cut short), as hyper's error and its causes: "client error (Connect): tcp connect
     /// error: Connection refused (os error 111)". `None` until one failed. Such a failure
-    /// reaches the events only as [`TransportFailure::Disconnected`](mcpwire::http::TransportFailure)
+    /// reaches the events only as [`TransportFailure::Disconnected`](mcpwire::conn::TransportFailure)
     /// or a stream that ended: show this next to it when you tell a person why.
     pub fn transport_error(&self) -> Option<&str> {
         self.transport_error.as_deref()
