@@ -43,7 +43,9 @@
  *     writes nothing that could fail, so at each heartbeat the socket of every suspended
  *     stream is peeked at for the end of its input.
  *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
- *     two seconds to finish, then exit 0.
+ *     two seconds to finish, then exit 0. Meanwhile a kept-alive connection is closed once it
+ *     is idle: a request already on its way is still answered (with Connection: close),
+ *     others are not waited for.
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
  *                            [--min-body-rate N] [--body-rate-grace-ms N]
@@ -73,6 +75,9 @@
  */
 #define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#ifdef __linux__
+#define _GNU_SOURCE /* POLLRDHUP */
+#endif
 
 #include "mcpwire.h"
 
@@ -82,6 +87,7 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -160,6 +166,8 @@ static void secure_random(void *user, uint8_t *buf, size_t len) {
 
 static mcpw_http_server *server;
 static volatile sig_atomic_t stop_requested;
+/* The loop has begun to stop: every response queued from then on closes its connection. */
+static int stopping;
 
 static void on_signal(int sig) {
     (void)sig;
@@ -856,6 +864,7 @@ static void append_body(request *r, const char *data, size_t len) {
         size_t cap = r->body_cap ? r->body_cap : 4096;
         char *grown;
         while (cap < r->body_len + len) cap *= 2;
+        if (cap > MAX_BODY + 1) cap = MAX_BODY + 1;
         grown = realloc(r->body, cap);
         if (grown == NULL) {
             fprintf(stderr, "example_http_server: out of memory\n");
@@ -910,23 +919,39 @@ static void release_stream(void *cls) {
     release(cls);
 }
 
-/* Whether the client of a suspended stream went away. A peek at its socket that finds the end
-   of the input (the client closed it) or an error (it was reset) says so; bytes waiting (a
-   pipelined request) or none yet say it is still there. */
+/* Whether the client of a suspended stream went away: the end of its input (it closed the
+   connection) or an error (it was reset). On Linux, poll's POLLRDHUP tells of the end even
+   behind bytes not read yet (a request it sent before it left); elsewhere a peek at the socket
+   sees the end only when nothing precedes it, and such a client is noticed when a keep-alive
+   comment fails. */
 static int client_gone(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    char byte;
-    ssize_t n;
     if (info == NULL) return 0;
-    n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) return 1;
-    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+#ifdef POLLRDHUP
+    {
+        struct pollfd p;
+        p.fd = info->connect_fd;
+        p.events = POLLRDHUP;
+        p.revents = 0;
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    }
+#else
+    {
+        char byte;
+        ssize_t n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return 1;
+        return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    }
+#endif
 }
 
 /* The most clients served at once with epoll. Each costs a descriptor and libmicrohttpd's
-   per-connection memory pool (32 KiB by default), so the bound keeps the worst case near
-   320 MiB; raise it with the descriptor limit for more. */
+   per-connection memory pool (32 KiB by default): near 320 MiB for all. On top of that, a
+   request holds its body while it arrives (up to MAX_BODY + 1 bytes, freed once the engine
+   has read it), and a JSON answer is held until it is written: lower --max-connections where
+   many clients may send large bodies or read slowly. Raise it with the descriptor limit for
+   more. */
 #define MAX_CONNECTIONS 10000u
 
 static int have_epoll(void) { return MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES; }
@@ -1184,7 +1209,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
        connection received are the ones its requests took (see to_displace): counted when
        the server is at half its cap or more, where making room may come. */
     now = now_ns();
-    if (2 * (open_connections - cut_connections) >= max_connections) {
+    if (stopping || 2 * (open_connections - cut_connections) >= max_connections) {
         watched *w = watch_of(connection);
         if (w != NULL) {
             w->consumed = bytes_received(w->fd);
@@ -1198,6 +1223,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         response = MHD_create_response_from_buffer(sizeof too_many - 1, (void *)too_many,
                                                    MHD_RESPMEM_PERSISTENT);
         if (response == NULL) return MHD_NO;
+        if (stopping) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
         queued = MHD_queue_response(connection, 431, response);
         MHD_destroy_response(response);
         return queued;
@@ -1207,6 +1233,11 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
     rc = mcpw_http_server_handle_request(server, now, method, strlen(method), url, strlen(url),
                                          headers.items, headers.len, (const uint8_t *)r->body,
                                          r->body_len, &answer);
+    /* The engine has read the body (it copies what it keeps): a response written slowly
+       must not hold it too. */
+    free(r->body);
+    r->body = NULL;
+    r->body_len = r->body_cap = 0;
     if (rc != MCPW_OK) {
         warn("handle_request", rc);
         return MHD_NO; /* libmicrohttpd closes the connection */
@@ -1230,6 +1261,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
     }
     if (response == NULL) return MHD_NO;
     for (i = 0; i < answer.headers_len; i++) add_header(response, answer.headers[i]);
+    if (stopping) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
     queued = MHD_queue_response(connection, answer.status, response);
     MHD_destroy_response(response);
     return queued;
@@ -1264,6 +1296,28 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
    complete, last chunk and all). Shutdown waits for none to be left, within its grace. */
 static int requests_in_progress(void) { return live != NULL; }
 
+/* While stopping, at each turn: closes every connection that waits for a request head with
+   nothing of one in sight, and says whether some other one has a request on its way (bytes on
+   its socket, or a head begun since its last request), which is still served, and its
+   connection then closed. A client that sends on a connection as it is closed gets an error,
+   as with any server that closes an idle kept-alive connection; what arrived is not dropped. */
+static int close_idle_connections(void) {
+    watched *w, *next;
+    int arriving = 0;
+    for (w = waiting_first; w != NULL; w = next) {
+        uint64_t received = bytes_received(w->fd);
+        char byte;
+        next = w->next;
+        if ((w->consumed != UNCOUNTED && received != UINT64_MAX && received > w->consumed) ||
+            recv(w->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+            arriving = 1;
+        } else {
+            cut(w);
+        }
+    }
+    return arriving;
+}
+
 /* Reads a flag's value: decimal digits only (no sign, space or suffix), from least to most;
    else says which flag was bad and returns 0. */
 static int flag_number(const char *text, uint64_t least, uint64_t most, const char *what,
@@ -1295,7 +1349,7 @@ int main(int argc, char **argv) {
     unsigned port = 0;
     uint64_t keepalive_ms = 0; /* the engine's default, 15 s */
     size_t max_output = 0;     /* 0: the engine's default */
-    int legacy = 0, i, stopping = 0;
+    int legacy = 0, i;
     uint64_t stop_deadline = 0, last_heartbeat, n;
     mcpw_result rc;
 
@@ -1461,7 +1515,10 @@ int main(int argc, char **argv) {
             stopping = 1;
             stop_deadline = now + SHUTDOWN_GRACE_NS;
         }
-        if (stopping && (!requests_in_progress() || now >= stop_deadline)) break;
+        if (stopping) {
+            int arriving = close_idle_connections();
+            if ((!requests_in_progress() && !arriving) || now >= stop_deadline) break;
+        }
 
         /* The engine's timers and ours, then whatever they produced. */
         rc = mcpw_http_server_handle_timeout(server, now);
@@ -1511,9 +1568,9 @@ int main(int argc, char **argv) {
             if (at < wake) wake = at;
         }
         if (wake != UINT64_MAX) {
-            uint64_t wait_ns = wake > now ? wake - now : 0;
-            tv.tv_sec = (time_t)(wait_ns / 1000000000ull);
-            tv.tv_usec = (suseconds_t)((wait_ns % 1000000000ull + 999) / 1000);
+            uint64_t wait_us = ((wake > now ? wake - now : 0) + 999) / 1000;
+            tv.tv_sec = (time_t)(wait_us / 1000000ull);
+            tv.tv_usec = (suseconds_t)(wait_us % 1000000ull); /* below a second, as select wants */
             tvp = &tv;
         }
         if (select((int)max_fd + 1, &rs, &ws, &es, tvp) < 0) {
