@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -100,15 +101,18 @@ type HTTPOptions struct {
 	// Tools declares the server's tools (a tools/list result or its tools array), so that
 	// 2026-07-28 tools/call requests are checked against their x-mcp-header annotations.
 	Tools json.RawMessage
-	// ErrorLog receives a panic of the app, with its stack; nil: the log package's standard
-	// logger, as net/http does for a handler's panic.
+	// ErrorLog receives a panic of the app, with its stack, and the warning that a
+	// middleware's http.ResponseWriter cannot flush SSE streams; nil: the log package's
+	// standard logger, as net/http does for a handler's panic.
 	ErrorLog *log.Logger
 }
 
 // HTTPServer serves MCP over Streamable HTTP as an http.Handler: handshake-era sessions
 // (Mcp-Session-Id, SSE streams, Last-Event-ID resumption, DELETE) and stateless 2026-07-28
 // requests on one endpoint. Mount it at your MCP path (http.Handle("/mcp", srv)). It is safe
-// for concurrent use; the engine behind it runs under one lock.
+// for concurrent use; the engine behind it runs under one lock. A middleware that wraps the
+// http.ResponseWriter must keep it flushable (an Unwrap method, or Flush): otherwise SSE
+// events wait in net/http's buffer, GET streams get 405, and ErrorLog says so once.
 type HTTPServer struct {
 	mu        sync.Mutex
 	ptr       *C.mcpw_http_server
@@ -136,6 +140,8 @@ type HTTPServer struct {
 	rearm  chan struct{}
 	done   chan struct{}
 	closed bool
+	// Set once a response could not be flushed (and it was logged): logged once per server.
+	noFlush atomic.Bool
 }
 
 // NewHTTPServer creates a server for cfg (its Role must be Server; its Versions decide the
@@ -354,15 +360,11 @@ func (s *HTTPServer) handleEvent(c *Conn, key ConnKey, ev Event) {
 		if v != http.ErrAbortHandler { // net/http's way to end a handler without a log
 			stack := make([]byte, 64<<10)
 			stack = stack[:runtime.Stack(stack, false)]
-			logf := log.Printf
-			if s.errorLog != nil {
-				logf = s.errorLog.Printf
-			}
 			what := fmt.Sprintf("panic: %v", v)
 			if v == nil {
 				what = "runtime.Goexit"
 			}
-			logf("mcpwire: %s in the HTTP app on %s\n%s", what, eventName(ev), stack)
+			s.logf("mcpwire: %s in the HTTP app on %s\n%s", what, eventName(ev), stack)
 		}
 		if req, ok := ev.(*RequestEvent); ok {
 			// ErrUnknownRequest when the app answered before it stopped.
@@ -564,6 +566,41 @@ func headerText(s C.mcpw_str) string {
 	return string(b)
 }
 
+// logf writes to HTTPOptions.ErrorLog, or to the log package's standard logger.
+func (s *HTTPServer) logf(format string, args ...any) {
+	if s.errorLog != nil {
+		s.errorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// canFlush reports whether w can send what was written before the handler returns: it, or
+// a writer it wraps (Unwrap, which http.ResponseController follows too), has Flush.
+func canFlush(w http.ResponseWriter) bool {
+	for range 64 { // (a wrapper that unwraps to itself must not loop for good)
+		switch t := w.(type) {
+		case http.Flusher, interface{ FlushError() error }:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// cannotFlush logs, once per server, that a response could not be flushed: a middleware
+// wraps the http.ResponseWriter without Flush or Unwrap.
+func (s *HTTPServer) cannotFlush() {
+	if s.noFlush.Swap(true) {
+		return
+	}
+	s.logf("mcpwire: the http.ResponseWriter cannot flush (a middleware's wrapper without Flush " +
+		"or Unwrap?): SSE events wait until its buffer fills or the stream ends, and GET streams get 405")
+}
+
 // discardLimit is the most of a body over MaxBody read and dropped before the 413: four
 // times MaxBody, at least 16 MiB (as the tokio host and the C example do).
 func (s *HTTPServer) discardLimit() int {
@@ -607,6 +644,15 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil { // (a request built by hand; a server's always has one)
 		r.Body = http.NoBody
 	}
+	if r.Method == http.MethodGet && !canFlush(w) {
+		// A GET stream that cannot be flushed would send nothing, not even its head, until
+		// net/http's buffer fills: 405 tells the client that no GET stream is offered here
+		// (the spec's answer for that), so it goes on without one.
+		s.cannotFlush()
+		w.Header().Set("Allow", "POST, DELETE")
+		http.Error(w, "no SSE stream: the http.ResponseWriter cannot flush", http.StatusMethodNotAllowed)
+		return
+	}
 	bufs := requestPool.Get().(*requestBuffers)
 	defer func() {
 		if cap(bufs.body) <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
@@ -622,8 +668,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The rest is read and dropped first (up to discardLimit, within the body timeout),
 		// so that a client still sending reads the 413 rather than a reset connection (Node's
 		// fetch and httpx reported a broken pipe). A client that waits for 100 Continue has
-		// sent nothing, and one declaring more than discardLimit is refused at once.
-		w.Header().Set("Connection", "close")
+		// sent nothing, and one declaring more than discardLimit is refused at once. Over
+		// HTTP/1 the connection is closed after it (what was not read cannot be skipped);
+		// over HTTP/2 only the stream ends ("Connection: close" would make net/http send
+		// GOAWAY, and end the client's other requests' connection too).
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
 		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
 			_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength)
@@ -847,7 +898,9 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 	rc := http.NewResponseController(w)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
-	_ = rc.Flush() // the head goes out at once
+	if err := rc.Flush(); errors.Is(err, http.ErrNotSupported) { // the head goes out at once
+		s.cannotFlush()
+	}
 	var buf []byte
 	for {
 		s.mu.Lock()
@@ -907,6 +960,10 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		if finished {
 			return
 		}
+		// Lifted while the stream waits: over HTTP/2 net/http resets a stream whose write
+		// deadline passes, written to or not, and a quiet stream whose client reads would be
+		// cut after SendTimeout. The next write sets it again.
+		_ = rc.SetWriteDeadline(time.Time{})
 		select {
 		case <-changed:
 		case <-r.Context().Done():

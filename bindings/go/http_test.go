@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"reflect"
 	"slices"
@@ -937,6 +939,128 @@ func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
 	}
 	if n >= 8<<20 {
 		t.Fatalf("the whole answer came (%d bytes)", n)
+	}
+}
+
+// newHTTP2Server serves srv over TLS with HTTP/2, as a host behind its own certificate
+// would; the returned client speaks HTTP/2 to it.
+func newHTTP2Server(t *testing.T, srv *HTTPServer) (*httptest.Server, *http.Client) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(srv)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts, ts.Client()
+}
+
+// Over HTTP/2 a write deadline left armed fires by itself: net/http's HTTP/2 server resets
+// the stream when it passes, written to or not. A quiet SSE stream (no keepalive) whose
+// answer comes later than SendTimeout must still carry it; the deadline set for the stream's
+// head was left armed while it waited, and the stream was reset under a client that read.
+func TestHTTP2QuietStreamOutlivesTheSendTimeout(t *testing.T) {
+	srv, app, _ := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond, KeepAlive: -1})
+	ts, client := newHTTP2Server(t, srv)
+	resp, err := client.Do(modernCall(context.Background(), ts.URL, "slow", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	answerHeldLater(t, srv, app, resp, 4*300*time.Millisecond)
+}
+
+// A 413 over HTTP/2 leaves the connection to the other requests on it: "Connection: close"
+// (HTTP/1's way to end a connection whose body was not read) makes net/http's HTTP/2 server
+// send GOAWAY, and the client's next request needed a new connection.
+func TestHTTP2OversizedBodyKeepsTheConnection(t *testing.T) {
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: 1000})
+	ts, client := newHTTP2Server(t, srv)
+	do := func(req *http.Request) (status int, reused bool) {
+		t.Helper()
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		}))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+		}
+		return resp.StatusCode, reused
+	}
+	big := modernCall(context.Background(), ts.URL, "echo", 1)
+	pad := strings.Repeat("x", 2000)
+	big.Body, big.ContentLength = io.NopCloser(strings.NewReader(pad)), int64(len(pad))
+	if status, _ := do(big); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", status)
+	}
+	time.Sleep(100 * time.Millisecond) // a GOAWAY, if any, reaches the client
+	status, reused := do(modernCall(context.Background(), ts.URL, "echo", 2))
+	if status != http.StatusOK || !reused {
+		t.Fatalf("the request after the 413 needed a new connection (status %d)", status)
+	}
+}
+
+// hiddenFlush wraps a ResponseWriter as a careless middleware would: without Flush, and
+// without Unwrap.
+type hiddenFlush struct{ http.ResponseWriter }
+
+// Behind a wrapper that hides Flush, a GET stream could send nothing, not even its head,
+// until net/http's buffer filled: the client waited in vain. It gets 405 (no GET stream
+// here), a POST's stream still carries its answer at its end, and ErrorLog says why, once.
+func TestHTTPUnflushableWriterRefusesGetStreamsAndSaysWhy(t *testing.T) {
+	var logged lockedBuffer
+	srv, app, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(&logged, "", 0)})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(hiddenFlush{w}, r)
+	}))
+	defer ts.Close()
+	sid := openTestSession(t, ts.URL)
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	client := &http.Client{Timeout: 3 * time.Second}
+	get, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	get.Body.Close()
+	if get.StatusCode != http.StatusMethodNotAllowed || get.Header.Get("Allow") == "" {
+		t.Fatalf("GET: status %d, Allow %q; want 405 with Allow", get.StatusCode, get.Header.Get("Allow"))
+	}
+	// The POST's head waits in the buffer with its stream: it comes with the answer.
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := client.Do(modernCall(context.Background(), ts.URL, "slow", 1))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	held, _ := app.snapshot()
+	err = srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := <-got
+	if resp == nil {
+		t.FailNow()
+	}
+	defer resp.Body.Close()
+	if body, err := io.ReadAll(resp.Body); err != nil || !bytes.Contains(body, []byte(`"later"`)) {
+		t.Fatalf("stream: %s, %v", body, err)
+	}
+	if n := strings.Count(logged.String(), "cannot flush"); n != 1 {
+		t.Fatalf("logged %d times, want once: %q", n, logged.String())
 	}
 }
 
