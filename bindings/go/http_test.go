@@ -108,8 +108,14 @@ func newTestServerCaps(t *testing.T, versions []string, caps string, opts *HTTPO
 // clean end; it returns the negotiated version.
 func runClient(t *testing.T, url string, era ClientEra) string {
 	t.Helper()
+	return runClientWith(t, url, era, nil)
+}
+
+// runClientWith is runClient with the client's options.
+func runClientWith(t *testing.T, url string, era ClientEra, opts *HTTPClientOptions) string {
+	t.Helper()
 	cfg := &Config{Role: Client, Name: "go-http-test-client", Version: "1.0", ClientEra: era}
-	client, err := NewHTTPClient(cfg, url, nil)
+	client, err := NewHTTPClient(cfg, url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -969,6 +975,19 @@ func TestHTTP2QuietStreamOutlivesTheSendTimeout(t *testing.T) {
 		t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
 	}
 	answerHeldLater(t, srv, app, resp, 4*300*time.Millisecond)
+}
+
+// Both eras over HTTP/2 (TLS, as a browser or a proxy would speak it), with the Go client.
+func TestHTTP2SessionsInBothEras(t *testing.T) {
+	srv, _, _ := newTestServer(t, nil)
+	ts, client := newHTTP2Server(t, srv)
+	opts := &HTTPClientOptions{Client: client}
+	if v := runClientWith(t, ts.URL, ClientEraAuto, opts); v != "2026-07-28" {
+		t.Fatalf("auto: %s", v)
+	}
+	if v := runClientWith(t, ts.URL, ClientEraLegacy, opts); v != "2025-11-25" {
+		t.Fatalf("legacy: %s", v)
+	}
 }
 
 // A 413 over HTTP/2 leaves the connection to the other requests on it: "Connection: close"
