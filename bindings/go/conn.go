@@ -96,6 +96,8 @@ type Conn struct {
 	given     atomic.Int64
 	highWater int64
 	giving    int64 // this command's payload, added to given as the lock is let go
+	// inputPiece is how much input Serve feeds between drains (see inputPiece).
+	inputPiece int
 
 	ptr     *C.mcpw_conn
 	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
@@ -148,17 +150,23 @@ func (c *Conn) lock() bool {
 	return true
 }
 
-// serveWake gives Serve the channel a command on another goroutine wakes it with (the
-// first call), and takes it back (the second, as Serve returns).
-func (c *Conn) serveWake() chan struct{} {
+// serveWake gives Serve the channel a command on another goroutine wakes it with; false
+// when another Serve (or an HTTPClient's Run) drives c already. serveDone takes it back.
+func (c *Conn) serveWake() (chan struct{}, bool) {
 	c.mutex().Lock()
 	defer c.mutex().Unlock()
-	if c.wake == nil {
-		c.wake = make(chan struct{}, 1)
-		return c.wake
+	if c.wake != nil {
+		return nil, false
 	}
+	c.wake = make(chan struct{}, 1)
+	return c.wake, true
+}
+
+// serveDone ends what serveWake began, as Serve returns.
+func (c *Conn) serveDone() {
+	c.mutex().Lock()
+	defer c.mutex().Unlock()
 	c.wake, c.waiting = nil, false
-	return nil
 }
 
 // changeMark is the count of commands so far; it also ends the wait beginWait began (Serve
@@ -218,6 +226,23 @@ func outputHighWater(cfg *Config) int64 {
 	return min(1<<20, bound/2)
 }
 
+// inputPiece is how much input Serve hands the engine between drains: at most 4 KiB, and
+// less under lowered limits, so that the requests one piece can hold (36 bytes is the
+// smallest a request can be) stay within half of MaxInboundInFlight, and the error answers
+// the engine writes for it unasked (one per line of junk: 2 bytes of input, about 100 of
+// output) within half of MaxBufferedOutput. A client that pipelines thousands of requests
+// in one write then gets every answer, whatever the limits.
+func inputPiece(cfg *Config) int {
+	inFlight, output := 256, 16<<20 // the engine's defaults
+	if cfg != nil && cfg.Limits.MaxInboundInFlight > 0 {
+		inFlight = cfg.Limits.MaxInboundInFlight
+	}
+	if cfg != nil && cfg.Limits.MaxBufferedOutput > 0 {
+		output = cfg.Limits.MaxBufferedOutput
+	}
+	return max(64, min(4096, inFlight/2*36, output/2/64))
+}
+
 // gave counts n bytes of a command's payload into given (with the Conn taken).
 func (c *Conn) gave(n int) { c.giving += int64(n) }
 
@@ -236,12 +261,13 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{
-		ptr:       made.conn,
-		drainer:   (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
-		origin:    now,
-		records:   make([]C.mcpwgo_record, batchEvents),
-		arena:     make([]byte, batchArena),
-		highWater: outputHighWater(cfg),
+		ptr:        made.conn,
+		drainer:    (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
+		origin:     now,
+		records:    make([]C.mcpwgo_record, batchEvents),
+		arena:      make([]byte, batchArena),
+		highWater:  outputHighWater(cfg),
+		inputPiece: inputPiece(cfg),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil

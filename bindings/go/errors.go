@@ -150,6 +150,9 @@ var (
 // handle, and by a Conn an HTTPServer or HTTPClient lent once it is no longer valid.
 var ErrFreed = errors.New("mcpwire: connection handle already closed")
 
+// errServing reports a Serve on a Conn that another Serve (or an HTTPClient's Run) drives.
+var errServing = errors.New("mcpwire: Serve is already running on this Conn")
+
 // errNilHandler reports a nil Handler or HTTPApp.
 var errNilHandler = errors.New("mcpwire: no handler (nil)")
 

@@ -398,8 +398,8 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	// The connection, lent to the handler and to other goroutines: a command given on one
 	// of those wakes the wait below.
 	view := c.Conn()
-	wake := view.serveWake()
-	defer view.serveWake()
+	wake, _ := view.serveWake() // (one Run at a time: checked above)
+	defer view.serveDone()
 	for {
 		// A command given after mark, which the turn below may have missed, is looked at
 		// before waiting.

@@ -22,11 +22,6 @@ type HandlerFunc func(c *Conn, now time.Time, ev Event)
 // HandleEvent calls f.
 func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, ev) }
 
-// feedPiece is how much input is handed to the engine between drains: small enough that the
-// requests in it stay under the engine's in-flight limits, so a client that pipelines
-// thousands of requests in one write gets every answer.
-const feedPiece = 4096
-
 // Serve drives conn over a byte stream (stdio, a pipe, a socket) until the connection
 // closes: r ends (every answer already given is written before Serve returns), the peer's
 // side closes it, or ctx is cancelled (a graceful Shutdown with two seconds' grace, then
@@ -45,16 +40,20 @@ const feedPiece = 4096
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
 // never reads is cut off by the engine's output limit (a ClosedEvent with
-// ClosePeerNotReading). A command given on another goroutine (an answer, a progress report,
-// a request of ours) is written as soon as it is given, and a request's timeout is armed
-// for it. One read of r may be outstanding when Serve returns; its goroutine
-// ends when that Read does. A Write blocked on such a peer cannot be interrupted, not even
-// by ctx: a program that must end on a signal bounds its own wait (examples/stdio_server
-// exits a little after the grace).
+// ClosePeerNotReading). A Write blocked on such a peer cannot be interrupted, not even by
+// ctx: a program that must end on a signal bounds its own wait (examples/stdio_server exits
+// a little after the grace). A command given on another goroutine (an answer, a progress
+// report, a request of ours) is written as soon as it is given, and a request's timeout is
+// armed for it.
 //
-// A panic in h goes on to Serve's caller, as any panic does, but the answers h gave before
-// it (to this request and to earlier ones) are written to w first, so the peer is not left
-// without answers the server already gave.
+// One Serve at a time drives a Conn: another returns an error at once. One read of r may be
+// outstanding when Serve returns; its goroutine ends when that Read does, and what it reads
+// is dropped, so after an error do not Serve the same r again. A reader that returns
+// nothing and no error 100 times in a row fails with io.ErrNoProgress.
+//
+// A panic in h, or in r's Read, goes on to Serve's caller, as any panic does, but the answers
+// h gave before it (to this request and to earlier ones) are written to w first, so the peer
+// is not left without answers the server already gave.
 func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler) error {
 	if conn == nil {
 		return ErrFreed
@@ -62,6 +61,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if h == nil {
 		return errNilHandler
 	}
+	// Commands given on other goroutines (a tool answering later, a progress report) wake
+	// the wait below.
+	wake, alone := conn.serveWake()
+	if !alone {
+		return errServing
+	}
+	defer conn.serveDone()
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
@@ -78,8 +84,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		return ErrClosed
 	}
 	type chunk struct {
-		data []byte
-		err  error
+		data     []byte
+		err      error
+		panicked any // a panic in r.Read, passed on to Serve's caller
 	}
 	reads := make(chan chunk)
 	want := make(chan struct{})
@@ -87,20 +94,36 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	defer close(stop)
 	go func() {
 		buf := make([]byte, 64*1024)
+		// read reads once, past empty reads: a reader that returns nothing and no error
+		// 100 times in a row fails with io.ErrNoProgress, as bufio's do, rather than have
+		// Serve spin on it. A panic in Read is caught for Serve's goroutine.
+		read := func() (c chunk) {
+			defer func() {
+				if v := recover(); v != nil {
+					c = chunk{panicked: v}
+				}
+			}()
+			for range 100 {
+				n, err := r.Read(buf)
+				if n > 0 || err != nil {
+					return chunk{data: append([]byte(nil), buf[:n]...), err: err}
+				}
+			}
+			return chunk{err: io.ErrNoProgress}
+		}
 		for {
 			select {
 			case <-want:
 			case <-stop:
 				return
 			}
-			n, err := r.Read(buf)
-			c := chunk{data: append([]byte(nil), buf[:n]...), err: err}
+			c := read()
 			select {
 			case reads <- c:
 			case <-stop:
 				return
 			}
-			if err != nil {
+			if c.err != nil || c.panicked != nil {
 				return
 			}
 		}
@@ -108,10 +131,10 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// Commands given on other goroutines (a tool answering later, a progress report) wake
-	// the wait below.
-	wake := conn.serveWake()
-	defer conn.serveWake()
+	piece := conn.inputPiece
+	if piece <= 0 { // (a Conn not made by NewConn: a view an HTTP host lent)
+		piece = inputPiece(nil)
+	}
 	var pending []byte // read but not yet fed
 	var readErr error  // how the input ended (io.EOF, or a read error), once it has
 	// The peer stopped reading (a broken pipe): its last words, still in r, say why (an
@@ -134,7 +157,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				_, werr = conn.WriteTo(w)
 			}
 			if werr != nil {
-				if !errors.Is(werr, syscall.EPIPE) || !inputOpen {
+				// (Once everything read is fed, EOF included, there is nothing left to hear.)
+				if !errors.Is(werr, syscall.EPIPE) || (!inputOpen && eofFed && len(pending) == 0) {
 					return werr
 				}
 				broken = werr
@@ -153,7 +177,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 		// 3. The rest of the last read, a piece at a time, before reading more.
 		if len(pending) > 0 {
-			n := min(len(pending), feedPiece)
+			n := min(len(pending), piece)
 			if err := conn.Feed(time.Now(), pending[:n]); err != nil {
 				return err
 			}
@@ -195,6 +219,12 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		select {
 		case c := <-input:
 			asked = false
+			if c.panicked != nil {
+				// The reader's panic goes on to Serve's caller, as a panic in h does, after
+				// what is already answered is written.
+				_, _ = conn.WriteTo(w)
+				panic(c.panicked)
+			}
 			// Data that came with the end (io.Reader allows both at once) is fed like any
 			// other read, a piece at a time with the answers handed out in between; the
 			// end is fed after it (above).

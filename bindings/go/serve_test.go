@@ -1,0 +1,151 @@
+package mcpwire
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// answerAll answers every request with an empty tools list, at once.
+var answerAll = HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+	if req, ok := ev.(*RequestEvent); ok {
+		_ = c.Respond(req.ID, json.RawMessage(`{"tools":[]}`))
+	}
+})
+
+// A second Serve on a Conn that one drives already is refused at once. It used to run: both
+// handed out events and wrote the same output, so an answer to the first peer went out on
+// the second one's writer, and the first could hang after its input ended.
+func TestServeTwiceOnOneConnIsRefused(t *testing.T) {
+	conn := toolsServer(t)
+	inR, in := io.Pipe()
+	outR, out := io.Pipe()
+	first := make(chan error, 1)
+	go func() { first <- Serve(context.Background(), conn, inR, out, answerAll) }()
+	lines := bufio.NewScanner(outR)
+	go io.WriteString(in, testInitialize+testInitialized)
+	if !lines.Scan() {
+		t.Fatal("no initialize result")
+	}
+
+	r2, w2 := io.Pipe()
+	defer w2.Close()
+	second := make(chan error, 1)
+	go func() { second <- Serve(context.Background(), conn, r2, io.Discard, answerAll) }()
+	select {
+	case err := <-second:
+		if err == nil || !strings.Contains(err.Error(), "already running") {
+			t.Fatalf("second Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second Serve was not refused")
+	}
+	// The first goes on: it answers, and ends with its input.
+	go io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":1`) {
+		t.Fatalf("first peer's answer: %q", lines.Text())
+	}
+	in.Close()
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("first Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first Serve did not end with its input")
+	}
+}
+
+// Under lowered limits the input is fed in smaller pieces: 200 pipelined requests all get
+// answers with MaxInboundInFlight 64 (a 4 KiB piece held up to 85 of them, and the rest
+// were refused as too many in flight), and 3,000 lines of junk with a 128 KiB output bound
+// do not close the connection as a peer that does not read (the engine's error answers to
+// one piece passed the bound), so the request after them is answered.
+func TestServeFeedsPiecesThatFitLoweredLimits(t *testing.T) {
+	for _, limits := range []Limits{{MaxInboundInFlight: 64}, {MaxBufferedOutput: 128 << 10}} {
+		conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+			Capabilities: json.RawMessage(`{"tools":{}}`), Limits: limits}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		in := pipelined(200)
+		in.WriteString(strings.Repeat("x\n", 3000) + `{"jsonrpc":"2.0","id":999,"method":"tools/list"}` + "\n")
+		var out bytes.Buffer
+		if err := Serve(context.Background(), conn, in, &out, answerAll); err != nil {
+			t.Fatalf("%+v: %v", limits, err)
+		}
+		if n := bytes.Count(out.Bytes(), []byte(`"result":{"tools":[]}`)); n != 201 {
+			t.Errorf("%+v: %d answers to 201 requests", limits, n)
+		}
+		if bytes.Contains(out.Bytes(), []byte("too many")) {
+			t.Errorf("%+v: requests refused as too many in flight", limits)
+		}
+	}
+}
+
+// panickingReader panics in Read.
+type panickingReader struct{}
+
+func (panickingReader) Read([]byte) (int, error) { panic("reader bug") }
+
+// A panic in r's Read goes on to Serve's caller, who can recover it, as one in the handler
+// does. It happened on Serve's reading goroutine, where nothing could recover it: the
+// process died.
+func TestServeReaderPanicReachesTheCaller(t *testing.T) {
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		_ = Serve(context.Background(), toolsServer(t), panickingReader{}, io.Discard, answerAll)
+		return nil
+	}()
+	if got != "reader bug" {
+		t.Fatalf("recovered %v", got)
+	}
+}
+
+// emptyReader returns nothing and no error, forever, and counts its reads.
+type emptyReader struct{ reads int }
+
+func (r *emptyReader) Read([]byte) (int, error) { r.reads++; return 0, nil }
+
+// A reader that returns nothing and no error fails with io.ErrNoProgress, as bufio's
+// readers do; Serve spun on it, a core at full use, until ctx was cancelled.
+func TestServeEmptyReadsFailWithNoProgress(t *testing.T) {
+	r := &emptyReader{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := Serve(ctx, toolsServer(t), r, io.Discard, answerAll)
+	if !errors.Is(err, io.ErrNoProgress) || r.reads > 1000 {
+		t.Fatalf("%v after %d reads", err, r.reads)
+	}
+}
+
+// A broken pipe met while feeding input that came with its end (one Read gave both) still
+// lets the handler hear the rest and the close: Serve returned at the write error,
+// with the end never fed and no ClosedEvent. (With the end in a Read of its own, it did.)
+func TestServeHearsTheEndThatCameWithDataAfterABrokenPipe(t *testing.T) {
+	in := pipelined(200) // more than one piece
+	in.WriteString("not json\n")
+	var closed, parseError bool
+	h := HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ClosedEvent:
+			closed = true
+		case *ViolationEvent:
+			parseError = parseError || ev.Violation == ViolationParse
+		case *RequestEvent:
+			_ = c.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
+		}
+	})
+	err := Serve(context.Background(), toolsServer(t), &failingReader{in.Bytes(), io.EOF}, brokenPipe{}, h)
+	if !errors.Is(err, syscall.EPIPE) || !closed || !parseError {
+		t.Fatalf("%v: closed %v, the last line's parse error heard %v", err, closed, parseError)
+	}
+}
