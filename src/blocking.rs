@@ -67,11 +67,10 @@ pub const CHUNK: usize = 64 * 1024;
 pub const READ_AHEAD: usize = 4;
 
 /// Input is fed to the engine at most this many bytes at a time, and the next piece only once
-/// every event of the last one was handed out. A piece this small holds fewer complete frames
-/// than [`Limits::max_inbound_in_flight`](crate::conn::Limits::max_inbound_in_flight)'s
-/// default (256; a message is at least 16 bytes), so a peer that pipelines thousands of
-/// requests in one write gets every one answered by an application that answers as it goes,
-/// instead of "too many requests" errors for what did not fit.
+/// every event of the last one was handed out: less under lowered limits, as
+/// [`Limits::input_piece`](crate::conn::Limits::input_piece) says. So a peer that pipelines
+/// thousands of requests in one write gets every one answered by an application that
+/// answers as it goes, instead of "too many requests" errors for what did not fit.
 pub const FEED: usize = 4 * 1024;
 
 /// The longest single wait when there is no deadline at all. The loop wakes this often with
@@ -370,7 +369,7 @@ impl<W: Write> Io<W> {
                 continue;
             }
             if self.fed < self.end {
-                let end = self.end.min(self.fed + FEED);
+                let end = self.end.min(self.fed + conn.config().limits.input_piece());
                 let now = self.read_clock();
                 conn.handle_input(now, &self.pending[self.fed..end]);
                 self.fed = end;
@@ -596,6 +595,28 @@ mod tests {
         check_answers(out);
     }
 
+    /// Under lowered limits the pieces shrink: with `max_inbound_in_flight` 64, a 4 KiB piece
+    /// held up to 85 of these requests, and those past 64 were refused as too many in flight.
+    #[test]
+    fn every_request_is_answered_under_a_lowered_in_flight_limit() {
+        let mut config = Config::server("s", "1")
+            .with_capabilities(r#"{"tools":{}}"#)
+            .unwrap();
+        config.limits.max_inbound_in_flight = 64;
+        assert_eq!(config.limits.input_piece(), 32 * 36);
+        assert_eq!(crate::conn::Limits::default().input_piece(), FEED);
+        let conn = Connection::new(config, Timestamp::ZERO).unwrap();
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let io = Io::new(
+            std::io::Cursor::new(many_requests().into_bytes()),
+            &mut out,
+            clock,
+        );
+        answer_all_on(io, conn);
+        check_answers(out);
+    }
+
     /// The same through a pipe read on the loop's thread: the writer fills the pipe from a
     /// thread of its own (the requests are more than a pipe holds) and then closes it.
     #[cfg(unix)]
@@ -695,8 +716,12 @@ mod tests {
     }
 
     /// Answers every request with `{}` until EOF.
-    fn answer_all<W: Write>(mut io: Io<W>) {
-        let mut conn = server();
+    fn answer_all<W: Write>(io: Io<W>) {
+        answer_all_on(io, server());
+    }
+
+    /// [`answer_all`] on `conn`.
+    fn answer_all_on<W: Write>(mut io: Io<W>, mut conn: Connection) {
         loop {
             match io.next_event(&mut conn, None) {
                 Ok(OwnedEvent::Request { id, .. }) => {

@@ -88,6 +88,23 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// How much input a host should give [`handle_input`](super::Connection::handle_input)
+    /// at a time, handing out every event (and answering) between pieces, when it reads more
+    /// at once: 4 KiB, less when these limits are lowered. The requests one piece can hold
+    /// (36 bytes is the smallest a request can be) then stay within half of
+    /// `max_inbound_in_flight`, and the error answers the engine writes for it unasked (one
+    /// per line of junk: 2 bytes of input, about 100 of output) within half of
+    /// `max_buffered_output`. So a peer that pipelines thousands of requests in one write gets
+    /// every one answered, instead of "too many requests" or a close for output it did read.
+    /// The hosts in this project feed this way; use it in a loop of your own.
+    pub fn input_piece(&self) -> usize {
+        (self.max_inbound_in_flight / 2 * 36)
+            .min(self.max_buffered_output / 2 / 64)
+            .clamp(64, 4096)
+    }
+}
+
 /// What to do with a progress notification whose `progress` does not increase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressPolicy {

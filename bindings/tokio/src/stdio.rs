@@ -28,7 +28,7 @@
 //! Properties:
 //!
 //! - **Backpressure.** Output is written, whole, before more input is read, and input is fed
-//!   to the engine 4 KiB at a time, so a peer that reads slowly slows its own requests down,
+//!   to the engine 4 KiB at a time (less under lowered limits: [`Limits::input_piece`](mcpwire::conn::Limits::input_piece)), so a peer that reads slowly slows its own requests down,
 //!   pipelined requests are all answered, and memory stays bounded.
 //! - **Nothing accepted is lost.** At end of input every answer already given is written
 //!   before `next_event` returns `None`.
@@ -58,9 +58,6 @@ use mcpwire::conn::{Config, ConfigError, State};
 use mcpwire::{Connection, OwnedEvent, Timestamp};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-
-/// How much input the engine gets between drains (see the module docs).
-const FEED: usize = 4096;
 
 /// Output is written once this much of it waits, or before the driver waits (see the module
 /// docs). Against `loadgen stdio` at 32 in flight, 1 KiB and 2 KiB wrote more often for no
@@ -205,6 +202,8 @@ pub struct Driver<R, W> {
     buf: Vec<u8>,
     filled: usize,
     fed: usize,
+    /// How much of it the engine gets at a time (`Limits::input_piece`).
+    feed: usize,
     eof: bool,
     /// Bytes were written since the writer was last flushed.
     unflushed: bool,
@@ -217,6 +216,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// once), reading from `reader` and writing to `writer`.
     pub fn new(config: Config, reader: R, writer: W) -> Result<Self, ConfigError> {
         let start = Instant::now();
+        let feed = config.limits.input_piece();
         Ok(Driver {
             conn: Connection::new(config, Timestamp::ZERO)?,
             reader,
@@ -225,6 +225,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             buf: vec![0; 64 * 1024],
             filled: 0,
             fed: 0,
+            feed,
             eof: false,
             unflushed: false,
             read_at: Timestamp::ZERO,
@@ -326,7 +327,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             }
             // The rest of the last read, a piece at a time.
             if self.fed < self.filled {
-                let end = (self.fed + FEED).min(self.filled);
+                let end = (self.fed + self.feed).min(self.filled);
                 let now = self.read_clock();
                 self.conn.handle_input(now, &self.buf[self.fed..end]);
                 self.fed = end;

@@ -120,6 +120,17 @@ fn server_config() -> Config {
 /// time with a pause between reads; every `next_event` runs against a short timer that
 /// cancels it when it fires (the driver must lose nothing). Returns the peer's output.
 async fn serve(input: Vec<u8>, pipe: usize, chunk: usize, pause: Duration) -> Vec<u8> {
+    serve_with(server_config(), input, pipe, chunk, pause).await
+}
+
+/// [`serve`] for a server made from `config`.
+async fn serve_with(
+    config: Config,
+    input: Vec<u8>,
+    pipe: usize,
+    chunk: usize,
+    pause: Duration,
+) -> Vec<u8> {
     let (ours, theirs) = tokio::io::duplex(pipe);
     let (reader, writer) = tokio::io::split(ours);
     let (mut peer_read, mut peer_write) = tokio::io::split(theirs);
@@ -139,7 +150,7 @@ async fn serve(input: Vec<u8>, pipe: usize, chunk: usize, pause: Duration) -> Ve
             tokio::time::sleep(pause).await;
         }
     });
-    let mut io = Driver::new(server_config(), reader, writer).unwrap();
+    let mut io = Driver::new(config, reader, writer).unwrap();
     let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
     let mut cancelled = 0;
     loop {
@@ -183,6 +194,31 @@ fn assert_all_answered(out: &[u8], n: usize) {
 async fn every_pipelined_request_is_answered_before_the_end() {
     let out = serve(requests(3000), 64 * 1024, 64 * 1024, Duration::ZERO).await;
     assert_all_answered(&out, 3000);
+}
+
+/// Under lowered limits the input goes to the engine in smaller pieces: with
+/// `max_inbound_in_flight` 64, a 4 KiB piece held up to 85 requests, and those past 64 were
+/// refused as too many in flight; with a 128 KiB output bound, the engine's error answers to
+/// one piece of junk lines passed it, and the connection closed as if the peer did not read.
+#[tokio::test]
+async fn pipelined_requests_are_all_answered_under_lowered_limits() {
+    let mut config = server_config();
+    config.limits.max_inbound_in_flight = 64;
+    let out = serve_with(config, requests(3000), 64 * 1024, 64 * 1024, Duration::ZERO).await;
+    assert_all_answered(&out, 3000);
+
+    let mut config = server_config();
+    config.limits.max_buffered_output = 128 * 1024;
+    let mut input = requests(200);
+    input.extend_from_slice("x\n".repeat(3000).as_bytes());
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":999,\"method\":\"tools/list\"}\n");
+    let out = serve_with(config, input, 64 * 1024, 64 * 1024, Duration::ZERO).await;
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(
+        text.matches("\"result\":{\"tools\":[]}").count(),
+        201,
+        "{text:.300}"
+    );
 }
 
 #[tokio::test]
