@@ -427,7 +427,9 @@ static int flush_output(mcpw_conn *conn, int *stdout_open) {
 }
 
 /* Input is handed to the engine this many bytes at a time (fewer complete requests than the
-   engine's default of 256 in flight fit in it). */
+   engine's default of 256 in flight fit in it). A host that lowers mcpw_limits feeds less: at
+   most max_inbound_in_flight / 2 * 36 bytes (a request is at least 36) and
+   max_buffered_output / 128 (the error answers to a piece of junk lines), at least 64. */
 #define FEED 4096
 
 /* Writes everything left, blocking: the last answers before exiting. */
