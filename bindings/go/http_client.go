@@ -688,6 +688,15 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 200 {
+		// A final 1xx is no answer. After 101 Switching Protocols net/http hands over the
+		// raw connection as the body, no longer tied to the request's context: a server
+		// that keeps it open would hold this goroutine, and Close, for good.
+		report(exchangeResult{err: fmt.Errorf("mcpwire: the server answered %q, which is no MCP answer", resp.Status)})
+		return
+	}
+	// Cutting the exchange closes the body, whatever the transport does with the context.
+	defer context.AfterFunc(ctx, func() { _ = resp.Body.Close() })()
 	if !report(exchangeResult{head: true, status: resp.StatusCode, headers: resp.Header}) {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1790,6 +1791,63 @@ func TestHTTPClientKeepsWhyAnExchangeFailed(t *testing.T) {
 	if got := client.TransportError(); !strings.Contains(got, "connection refused") {
 		t.Fatalf("TransportError: %q", got)
 	}
+}
+
+// A server that answers a request with 101 Switching Protocols and keeps the connection:
+// the request fails at once, with the status in TransportError, and Close does not wait.
+// net/http hands the raw connection over as the body, no longer tied to the request's
+// context: the exchange read it until the server closed it, the request waited for its
+// timeout, Close waited its whole three seconds, and the goroutine outlived them both.
+func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
+	hold := make(chan struct{})
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+		<-hold
+	})
+	defer srv.Close()
+	defer close(hold)
+	cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
+		RequestTimeout: 5 * time.Second}
+	client, err := NewHTTPClient(cfg, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed bool
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_ = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			_, _ = c.Request(now, "tools/list", nil, nil)
+		case *FailedEvent:
+			failed = true
+			c.Shutdown(now, 0)
+		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
+			c.Shutdown(now, 0)
+		}
+	}))
+	if !failed || time.Since(start) > 3*time.Second {
+		t.Fatalf("failed %v after %v: the request waited for its timeout", failed, time.Since(start))
+	}
+	if got := client.TransportError(); !strings.Contains(got, "101") {
+		t.Fatalf("TransportError: %q", got)
+	}
+	start = time.Now()
+	client.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	waitFor(t, "the exchange's goroutine to end", func() bool {
+		buf := make([]byte, 1<<20)
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*HTTPClient).exchange")
+	})
 }
 
 // setHeaders adds as Header.Add does: canonical names, repeated names keep every value in
