@@ -28,8 +28,10 @@
 //! Properties:
 //!
 //! - **Backpressure.** Output is written, whole, before more input is read, and input is fed
-//!   to the engine 4 KiB at a time (less under lowered limits: [`Limits::input_piece`](mcpwire::conn::Limits::input_piece)), so a peer that reads slowly slows its own requests down,
-//!   pipelined requests are all answered, and memory stays bounded.
+//!   to the engine 4 KiB at a time (less under lowered limits, as
+//!   [`Limits::input_piece`](mcpwire::conn::Limits::input_piece) says), so a peer that reads
+//!   slowly slows its own requests down, pipelined requests are all answered, and memory
+//!   stays bounded.
 //! - **Nothing accepted is lost.** At end of input every answer already given is written
 //!   before `next_event` returns `None`.
 //! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
