@@ -2579,6 +2579,19 @@ enum mcpw_result mcpw_conn_role(const struct mcpw_conn *conn,
                                 enum mcpw_role *out_role);
 
 /**
+ * Reads into `*out_bytes` how much input to give `mcpw_conn_handle_input` at a time, handing
+ * out every event (and answering) between pieces, when a read brought more: 4 KiB, less
+ * when the config lowered `max_inbound_in_flight` or `max_buffered_output`. Use it in a
+ * loop of your own that reads large chunks, so that a peer that pipelines thousands of
+ * requests in one write gets every one answered, instead of "too many requests" errors.
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `out_bytes` is NULL or writable.
+ */
+enum mcpw_result mcpw_conn_input_piece(const struct mcpw_conn *conn,
+                                       size_t *out_bytes);
+
+/**
  * Reads the protocol era in force into `*out_era`: after `MCPW_EVENT_READY`, to know
  * whether the peer speaks sessions (handshake era) or stateless requests (2026-07-28).
  *

@@ -18,7 +18,8 @@
  *   - backpressure: while output waits for the client to read it, stdin is not read, so a
  *     slow client slows the requests down instead of filling memory (and a client that never
  *     reads just stalls, holding at most one read of input);
- *   - input is fed to the engine FEED bytes at a time, answering as it goes, so thousands of
+ *   - input is fed to the engine a piece at a time (mcpw_conn_input_piece: 4 KiB, less under
+ *     lowered limits), answering as it goes, so thousands of
  *     requests in one read are all answered (the engine bounds requests in flight);
  *   - at end of input every answer already given is written, whole, before the process
  *     exits. Work still running then (a "count" under way) is dropped with the session, as
@@ -426,12 +427,6 @@ static int flush_output(mcpw_conn *conn, int *stdout_open) {
     }
 }
 
-/* Input is handed to the engine this many bytes at a time (fewer complete requests than the
-   engine's default of 256 in flight fit in it). A host that lowers mcpw_limits feeds less: at
-   most max_inbound_in_flight / 2 * 36 bytes (a request is at least 36) and
-   max_buffered_output / 128 (the error answers to a piece of junk lines), at least 64. */
-#define FEED 4096
-
 /* Writes everything left, blocking: the last answers before exiting. */
 static void drain_output(mcpw_conn *conn, int stdout_flags, int stdout_open) {
     if (!stdout_open) return;
@@ -483,6 +478,11 @@ int main(int argc, char **argv) {
     rc = mcpw_conn_new(config, now_ns(), &conn);
     mcpw_config_free(config);
     if (rc != MCPW_OK) die("conn", rc);
+    /* How much input the engine gets between drains: fewer complete requests than it holds
+       in flight fit in a piece (4 KiB, less under lowered limits). */
+    size_t feed;
+    rc = mcpw_conn_input_piece(conn, &feed);
+    if (rc != MCPW_OK) die("input piece", rc);
 
     while (running) {
         struct pollfd fds[2];
@@ -501,7 +501,7 @@ int main(int argc, char **argv) {
         if (drained == 2 && (!pending_output || !stdout_open)) continue;
         /* The rest of the last read, a piece at a time, before anything else is read. */
         if (running && drained != 2 && !pending_output && buf_fed < buf_len) {
-            size_t piece = buf_len - buf_fed < FEED ? buf_len - buf_fed : FEED;
+            size_t piece = buf_len - buf_fed < feed ? buf_len - buf_fed : feed;
             rc = mcpw_conn_handle_input(conn, now, buf + buf_fed, piece);
             if (rc != MCPW_OK) die("handle_input", rc);
             buf_fed += piece;
@@ -540,7 +540,7 @@ int main(int argc, char **argv) {
         if (stdin_open && running && !pending_output && buf_fed == buf_len) {
             ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
             if (n > 0) {
-                buf_len = (size_t)n; /* fed FEED bytes at a time from the top of the loop */
+                buf_len = (size_t)n; /* fed a piece at a time from the top of the loop */
                 buf_fed = 0;
             } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 stdin_open = 0;

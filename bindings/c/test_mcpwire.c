@@ -1006,6 +1006,47 @@ static void test_bounds(void) {
     mcpw_config_free(sc);
 }
 
+/* How much input to feed at a time: 4 KiB by default, less under lowered limits (so that
+   the requests one piece can hold stay within half of max_inbound_in_flight, and the error
+   answers to a piece of junk lines within half of max_buffered_output). */
+static void test_input_piece(void) {
+    mcpw_config *c = make_config(MCPW_ROLE_SERVER);
+    mcpw_limits limits;
+    mcpw_conn *conn;
+    size_t piece = 0;
+
+    conn = make_conn(c, 0);
+    OK(mcpw_conn_input_piece(conn, &piece));
+    CHECK(piece == 4096);
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_input_piece(conn, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_input_piece(NULL, &piece));
+    mcpw_conn_free(conn);
+
+    OK(mcpw_config_get_limits(c, &limits));
+    limits.max_inbound_in_flight = 64;
+    OK(mcpw_config_set_limits(c, &limits));
+    conn = make_conn(c, 0);
+    OK(mcpw_conn_input_piece(conn, &piece));
+    CHECK(piece == 32 * 36);
+    mcpw_conn_free(conn);
+
+    limits.max_inbound_in_flight = 256;
+    limits.max_buffered_output = 128 * 1024;
+    OK(mcpw_config_set_limits(c, &limits));
+    conn = make_conn(c, 0);
+    OK(mcpw_conn_input_piece(conn, &piece));
+    CHECK(piece == 1024);
+    mcpw_conn_free(conn);
+
+    limits.max_inbound_in_flight = 1;
+    OK(mcpw_config_set_limits(c, &limits));
+    conn = make_conn(c, 0);
+    OK(mcpw_conn_input_piece(conn, &piece));
+    CHECK(piece == 64); /* never below 64 bytes */
+    mcpw_conn_free(conn);
+    mcpw_config_free(c);
+}
+
 static void test_graceful_close(void) {
     pair p = make_pair("{\"tools\":{}}", NULL);
     int64_t rid = 0, other = 0;
@@ -4125,6 +4166,7 @@ int main(void) {
     run("frame_cap", test_frame_cap);
     run("engine_refusals", test_engine_refusals);
     run("bounds", test_bounds);
+    run("input_piece", test_input_piece);
     run("graceful_close", test_graceful_close);
     run("eof", test_eof);
     run("fatal_handshake_failures", test_fatal_handshake_failures);

@@ -507,6 +507,13 @@ public:
         detail::check(mcpw_conn_role(get(), &r));
         return static_cast<role>(r);
     }
+    /// How much input to give `handle_input` at a time when a read brought more (4 KiB, less
+    /// under lowered limits), answering between pieces.
+    std::size_t input_piece() const {
+        std::size_t n;
+        detail::check(mcpw_conn_input_piece(get(), &n));
+        return n;
+    }
     mcpw_era era() const {
         mcpw_era e;
         detail::check(mcpw_conn_era(get(), &e));

@@ -121,6 +121,7 @@ void test_handles_are_move_only_and_free_once() {
     mcpw::connection moved(std::move(conn));
     CHECK(conn.get() == nullptr && moved.get() != nullptr);
     CHECK(moved.get_role() == mcpw::role::server); // a's config, by way of b and c
+    CHECK(moved.input_piece() == 4096);             // the default limits
 }
 
 void test_errors_carry_their_code() {

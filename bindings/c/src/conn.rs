@@ -1377,6 +1377,29 @@ pub unsafe extern "C" fn mcpw_conn_role(
     unsafe { with_ref(conn, body) }
 }
 
+/// Reads into `*out_bytes` how much input to give `mcpw_conn_handle_input` at a time, handing
+/// out every event (and answering) between pieces, when a read brought more: 4 KiB, less
+/// when the config lowered `max_inbound_in_flight` or `max_buffered_output`. Use it in a
+/// loop of your own that reads large chunks, so that a peer that pipelines thousands of
+/// requests in one write gets every one answered, instead of "too many requests" errors.
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `out_bytes` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_input_piece(
+    conn: *const mcpw_conn,
+    out_bytes: *mut usize,
+) -> mcpw_result {
+    let body = |h: &mcpw_conn| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_bytes) }?;
+        out.write(h.conn.get()?.config().limits.input_piece());
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_ref(conn, body) }
+}
+
 /// Reads the protocol era in force into `*out_era`: after `MCPW_EVENT_READY`, to know
 /// whether the peer speaks sessions (handshake era) or stateless requests (2026-07-28).
 ///

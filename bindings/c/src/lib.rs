@@ -60,7 +60,7 @@ pub use conn::{
     mcpw_conn_cancel, mcpw_conn_close, mcpw_conn_consume, mcpw_conn_era, mcpw_conn_free,
     mcpw_conn_grant_listen, mcpw_conn_handle_eof, mcpw_conn_handle_frame, mcpw_conn_handle_input,
     mcpw_conn_handle_timeout, mcpw_conn_ignored_elicitation_completions, mcpw_conn_in_flight,
-    mcpw_conn_listen_items, mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify,
+    mcpw_conn_input_piece, mcpw_conn_listen_items, mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify,
     mcpw_conn_peer_capabilities, mcpw_conn_peer_info, mcpw_conn_peer_instructions,
     mcpw_conn_poll_event, mcpw_conn_poll_timeout, mcpw_conn_progress, mcpw_conn_protocol_version,
     mcpw_conn_request, mcpw_conn_request_context, mcpw_conn_request_related, mcpw_conn_respond,
