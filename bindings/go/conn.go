@@ -96,7 +96,7 @@ type Conn struct {
 	given     atomic.Int64
 	highWater int64
 	giving    int64 // this command's payload, added to given as the lock is let go
-	// inputPiece is how much input Serve feeds between drains (see inputPiece).
+	// inputPiece is how much input Serve feeds between drains (see InputPiece).
 	inputPiece int
 
 	ptr     *C.mcpw_conn
@@ -226,22 +226,8 @@ func outputHighWater(cfg *Config) int64 {
 	return min(1<<20, bound/2)
 }
 
-// inputPiece is how much input Serve hands the engine between drains: at most 4 KiB, and
-// less under lowered limits, so that the requests one piece can hold (36 bytes is the
-// smallest a request can be) stay within half of MaxInboundInFlight, and the error answers
-// the engine writes for it unasked (one per line of junk: 2 bytes of input, about 100 of
-// output) within half of MaxBufferedOutput. A client that pipelines thousands of requests
-// in one write then gets every answer, whatever the limits.
-func inputPiece(cfg *Config) int {
-	inFlight, output := 256, 16<<20 // the engine's defaults
-	if cfg != nil && cfg.Limits.MaxInboundInFlight > 0 {
-		inFlight = cfg.Limits.MaxInboundInFlight
-	}
-	if cfg != nil && cfg.Limits.MaxBufferedOutput > 0 {
-		output = cfg.Limits.MaxBufferedOutput
-	}
-	return max(64, min(4096, inFlight/2*36, output/2/64))
-}
+// defaultInputPiece is the engine's input piece under its default limits (see InputPiece).
+const defaultInputPiece = 4096
 
 // gave counts n bytes of a command's payload into given (with the Conn taken).
 func (c *Conn) gave(n int) { c.giving += int64(n) }
@@ -260,6 +246,10 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 	if err := check("new conn", made.rc); err != nil {
 		return nil, err
 	}
+	piece := C.size_t(defaultInputPiece)
+	if C.mcpw_conn_input_piece(made.conn, &piece) != C.MCPW_OK {
+		piece = defaultInputPiece
+	}
 	c := &Conn{
 		ptr:        made.conn,
 		drainer:    (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
@@ -267,7 +257,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		records:    make([]C.mcpwgo_record, batchEvents),
 		arena:      make([]byte, batchArena),
 		highWater:  outputHighWater(cfg),
-		inputPiece: inputPiece(cfg),
+		inputPiece: int(piece),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil
@@ -363,7 +353,9 @@ func (c *Conn) RequestContext(id ID) (RequestContext, bool) {
 // ---- Inputs -----------------------------------------------------------------------------
 
 // Feed hands the engine bytes read from the transport, in any chunking, with the time they
-// arrived. The engine consumes all of them and keeps no pointer into data.
+// arrived. The engine consumes all of them and keeps no pointer into data. In a loop of
+// your own, feed a large read InputPiece bytes at a time, handing out events between
+// pieces: fed at once, the peer's pipelined requests beyond MaxInboundInFlight are refused.
 func (c *Conn) Feed(now time.Time, data []byte) error {
 	if !c.lock() {
 		return ErrFreed
@@ -372,6 +364,18 @@ func (c *Conn) Feed(now time.Time, data []byte) error {
 	rc := C.mcpw_conn_handle_input(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
 	runtime.KeepAlive(c)
 	return check("feed", rc)
+}
+
+// InputPiece is how many bytes to Feed at a time when one read brought more, handing out
+// every event (and answering) between pieces: 4 KiB, less when the Config lowered
+// MaxInboundInFlight or MaxBufferedOutput. Serve feeds this way; use it in a loop of your
+// own, so that a peer that pipelines thousands of requests in one write gets every one
+// answered instead of "too many requests" errors.
+func (c *Conn) InputPiece() int {
+	if c.inputPiece <= 0 { // (a Conn not made by NewConn: a view an HTTP host lent)
+		return defaultInputPiece
+	}
+	return c.inputPiece
 }
 
 // FeedEOF tells the engine the transport reached end of input: a last unterminated line is

@@ -131,10 +131,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	piece := conn.inputPiece
-	if piece <= 0 { // (a Conn not made by NewConn: a view an HTTP host lent)
-		piece = inputPiece(nil)
-	}
+	piece := conn.InputPiece()
 	var pending []byte // read but not yet fed
 	var readErr error  // how the input ended (io.EOF, or a read error), once it has
 	// The peer stopped reading (a broken pipe): its last words, still in r, say why (an

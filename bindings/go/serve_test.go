@@ -91,6 +91,69 @@ func TestServeFeedsPiecesThatFitLoweredLimits(t *testing.T) {
 	}
 }
 
+// InputPiece is the engine's (mcpw_conn_input_piece): 4 KiB by default, smaller under
+// lowered limits, never under 64 bytes. A loop of one's own that feeds a large read in
+// pieces of it, answering between them, gets every pipelined request answered under
+// MaxInboundInFlight 64; the same read fed at once has most of them refused.
+func TestInputPieceFollowsTheLimitsAndKeepsAnOwnLoopWithinThem(t *testing.T) {
+	for _, c := range []struct {
+		limits Limits
+		want   int
+	}{
+		{Limits{}, 4096},
+		{Limits{MaxInboundInFlight: 64}, 64 / 2 * 36},
+		{Limits{MaxBufferedOutput: 128 << 10}, (128 << 10) / 2 / 64},
+		{Limits{MaxInboundInFlight: 2}, 64},
+	} {
+		conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+			Capabilities: json.RawMessage(`{"tools":{}}`), Limits: c.limits}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := conn.InputPiece(); got != c.want {
+			t.Errorf("%+v: InputPiece %d, want %d", c.limits, got, c.want)
+		}
+		conn.Close()
+	}
+
+	answered := func(pieces bool) (int, bool) {
+		conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+			Capabilities: json.RawMessage(`{"tools":{}}`), Limits: Limits{MaxInboundInFlight: 64}},
+			time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		in := pipelined(200).Bytes()
+		var out bytes.Buffer
+		for len(in) > 0 {
+			n := len(in)
+			if pieces {
+				n = min(n, conn.InputPiece())
+			}
+			if err := conn.Feed(time.Now(), in[:n]); err != nil {
+				t.Fatal(err)
+			}
+			in = in[n:]
+			for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+				answerAll(conn, time.Now(), ev)
+			}
+			if _, err := conn.WriteTo(&out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return bytes.Count(out.Bytes(), []byte(`"result":{"tools":[]}`)),
+			bytes.Contains(out.Bytes(), []byte("too many"))
+	}
+	if n, refused := answered(true); n != 200 || refused {
+		t.Errorf("fed in pieces: %d answers to 200 requests (refusals: %v)", n, refused)
+	}
+	if n, refused := answered(false); n >= 200 || !refused {
+		t.Errorf("fed at once: %d answers, refusals %v: the limit was not reached, so the "+
+			"test shows nothing", n, refused)
+	}
+}
+
 // panickingReader panics in Read.
 type panickingReader struct{}
 
