@@ -19,8 +19,8 @@
  *     slow client slows the requests down instead of filling memory (and a client that never
  *     reads just stalls, holding at most one read of input);
  *   - input is fed to the engine a piece at a time (mcpw_conn_input_piece: 4 KiB, less under
- *     lowered limits), answering as it goes, so thousands of
- *     requests in one read are all answered (the engine bounds requests in flight);
+ *     lowered limits), answering as it goes, so thousands of requests in one read are all
+ *     answered (the engine bounds requests in flight);
  *   - at end of input every answer already given is written, whole, before the process
  *     exits. Work still running then (a "count" under way) is dropped with the session, as
  *     the engine abandons requests in flight at end of input: the client has gone.

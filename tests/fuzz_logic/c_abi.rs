@@ -23,7 +23,7 @@ use mcpwire_ffi::{
     mcpw_config_set_policy, mcpw_config_set_timeouts, mcpw_config_set_versions, mcpw_conn,
     mcpw_conn_cancel, mcpw_conn_close, mcpw_conn_consume, mcpw_conn_era, mcpw_conn_free,
     mcpw_conn_handle_eof, mcpw_conn_handle_frame, mcpw_conn_handle_input, mcpw_conn_handle_timeout,
-    mcpw_conn_in_flight, mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify,
+    mcpw_conn_in_flight, mcpw_conn_input_piece, mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify,
     mcpw_conn_peer_capabilities, mcpw_conn_peer_info, mcpw_conn_peer_instructions,
     mcpw_conn_poll_event, mcpw_conn_poll_timeout, mcpw_conn_progress, mcpw_conn_protocol_version,
     mcpw_conn_request, mcpw_conn_request_context, mcpw_conn_request_related, mcpw_conn_respond,
@@ -3115,6 +3115,25 @@ impl Harness {
             mcpw_conn_stats(h, stp)
         }) {
             assert!(stats.untouched());
+        }
+
+        let mut piece = OutParam::<usize>::new();
+        let pp = piece.ptr(null_out);
+        // Safety: as above.
+        if self.conn_call(i, "mcpw_conn_input_piece", &expect, |h| unsafe {
+            mcpw_conn_input_piece(h.cast_const(), pp)
+        }) {
+            // Safety: the call succeeded.
+            let piece = *unsafe { piece.get() };
+            let limits = self.conns[i].as_ref().expect("live").model.limits;
+            // Half the inbound limit in small requests (36 bytes each), and no more than a
+            // 64th of half the output budget, within 64 B..4 KiB: what the header promises.
+            let want = (limits.max_inbound_in_flight / 2 * 36)
+                .min(limits.max_buffered_output / 128)
+                .clamp(64, 4096);
+            assert_eq!(piece, want, "input piece under {limits:?}");
+        } else {
+            assert!(piece.untouched());
         }
 
         if null_out {

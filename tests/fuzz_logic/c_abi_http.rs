@@ -29,19 +29,19 @@ use mcpwire_ffi::{
     mcpw_conn_handle_input, mcpw_conn_notify, mcpw_conn_progress, mcpw_conn_request,
     mcpw_conn_respond, mcpw_conn_respond_error, mcpw_conn_state, mcpw_conn_transmit, mcpw_event,
     mcpw_event_kind, mcpw_event_store, mcpw_http_action, mcpw_http_action_kind, mcpw_http_client,
-    mcpw_http_client_conn, mcpw_http_client_end_session, mcpw_http_client_free,
-    mcpw_http_client_handle_body, mcpw_http_client_handle_end, mcpw_http_client_handle_error,
-    mcpw_http_client_handle_response, mcpw_http_client_handle_timeout,
-    mcpw_http_client_has_unheard, mcpw_http_client_new, mcpw_http_client_options,
-    mcpw_http_client_poll_action, mcpw_http_client_poll_event, mcpw_http_client_poll_timeout,
-    mcpw_http_client_session_id, mcpw_http_header, mcpw_http_response, mcpw_http_server,
-    mcpw_http_server_close_stream_for_polling, mcpw_http_server_conn,
-    mcpw_http_server_consume_stream, mcpw_http_server_counts, mcpw_http_server_end_listen_streams,
-    mcpw_http_server_free, mcpw_http_server_handle_request, mcpw_http_server_handle_timeout,
-    mcpw_http_server_new, mcpw_http_server_options, mcpw_http_server_poll_event,
-    mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout, mcpw_http_server_poll_woken,
-    mcpw_http_server_session_id, mcpw_http_server_settle, mcpw_http_server_stream_closed, mcpw_id,
-    mcpw_replay_sink, mcpw_role, mcpw_state, mcpw_str,
+    mcpw_http_client_conn, mcpw_http_client_end_session, mcpw_http_client_failure_text,
+    mcpw_http_client_free, mcpw_http_client_handle_body, mcpw_http_client_handle_end,
+    mcpw_http_client_handle_error, mcpw_http_client_handle_response,
+    mcpw_http_client_handle_timeout, mcpw_http_client_has_unheard, mcpw_http_client_new,
+    mcpw_http_client_options, mcpw_http_client_poll_action, mcpw_http_client_poll_event,
+    mcpw_http_client_poll_timeout, mcpw_http_client_session_id, mcpw_http_header,
+    mcpw_http_response, mcpw_http_server, mcpw_http_server_close_stream_for_polling,
+    mcpw_http_server_conn, mcpw_http_server_consume_stream, mcpw_http_server_counts,
+    mcpw_http_server_end_listen_streams, mcpw_http_server_free, mcpw_http_server_handle_request,
+    mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
+    mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
+    mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
+    mcpw_http_server_stream_closed, mcpw_id, mcpw_replay_sink, mcpw_role, mcpw_state, mcpw_str,
 };
 
 use super::{Blob, Rng};
@@ -350,6 +350,8 @@ struct Harness {
     queue: Vec<Pending>,
     keys: Vec<u64>,
     peer_ids: Vec<(u64, i64)>,
+    /// Client exchanges whose answer a proxy replaces with an HTML error page.
+    proxy_pages: Vec<u64>,
 }
 
 impl Harness {
@@ -474,6 +476,7 @@ impl Harness {
             queue: Vec::new(),
             keys: Vec::new(),
             peer_ids: Vec::new(),
+            proxy_pages: Vec::new(),
         }
     }
 
@@ -540,13 +543,30 @@ impl Harness {
         if (200..300).contains(&status) {
             self.reached.ok_responses += 1;
         }
-        let (has_stream, stream) = (resp.has_stream, resp.stream);
-        let headers = headers_of(resp.headers, resp.headers_len);
-        let body = if has_stream {
+        let (mut has_stream, stream) = (resp.has_stream, resp.stream);
+        let mut headers = headers_of(resp.headers, resp.headers_len);
+        let mut body = if has_stream {
             Vec::new()
         } else {
             read(resp.body, resp.body_len)
         };
+        let mut status = status;
+        let proxied = exchange.and_then(|ex| self.proxy_pages.iter().position(|&p| p == ex));
+        if let Some(i) = proxied {
+            // A proxy in between answers with an HTML page instead (padded with whitespace,
+            // sometimes longer than the 512 bytes the client keeps of it).
+            self.proxy_pages.swap_remove(i);
+            if has_stream {
+                // Safety: the server is live.
+                let rc = unsafe { mcpw_http_server_stream_closed(self.server, self.now, stream) };
+                ok(rc, "stream closed by the proxy");
+                has_stream = false;
+            }
+            status = 502;
+            headers = vec![(b"Content-Type".to_vec(), b"text/html".to_vec())];
+            let filler = "Bad Gateway é ".repeat(1 + self.rng.below(64));
+            body = format!("\n  <html><body>{filler}</body></html>  \r\n").into_bytes();
+        }
         if has_stream {
             // A stream response is settled once; the views above died with this call.
             let mut again = std::mem::MaybeUninit::<mcpw_http_response>::uninit();
@@ -814,6 +834,7 @@ impl Harness {
                         body[k] ^= 0x20;
                     }
                     3 => headers.push(("Origin".into(), "http://evil.example".into())),
+                    4 => self.proxy_pages.push(a.exchange),
                     _ => {}
                 }
                 self.queue.push((a.exchange, method, headers, body));
@@ -1211,6 +1232,20 @@ impl Harness {
                         mcpw_http_client_has_unheard(self.client, &mut unheard),
                         "has_unheard",
                     );
+                    let mut text = mcpw_str {
+                        ptr: ptr::null(),
+                        len: 0,
+                    };
+                    ok(
+                        mcpw_http_client_failure_text(self.client, &mut text),
+                        "failure_text",
+                    );
+                    // What the header promises: NULL with 0 for none; else up to 512 bytes
+                    // of UTF-8, trimmed.
+                    assert!(!text.ptr.is_null() || text.len == 0, "NULL with a length");
+                    let text = String::from_utf8(read_str(text)).expect("failure text is UTF-8");
+                    assert!(text.len() <= 512, "{} bytes of failure text", text.len());
+                    assert_eq!(text.trim(), text, "failure text not trimmed");
                     for _ in 0..64 {
                         let mut ev = std::mem::MaybeUninit::<mcpw_event>::uninit();
                         ok(

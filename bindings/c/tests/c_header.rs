@@ -126,3 +126,30 @@ fn every_exported_function_is_declared_and_documented() {
         );
     }
 }
+
+/// Rust code that embeds the library (the fuzz harnesses, a Rust host that hands a handle
+/// to C) reaches the functions through the crate root: each must be defined or re-exported
+/// there.
+#[test]
+fn every_exported_function_is_reexported_at_the_crate_root() {
+    let lib = std::fs::read_to_string(crate_dir().join("src/lib.rs")).unwrap();
+    let mut reexported = std::collections::HashSet::new();
+    for item in lib.split("pub use ").skip(1) {
+        let item = item.split(';').next().unwrap_or_default();
+        let names = item.rsplit("::").next().unwrap_or_default();
+        reexported.extend(
+            names
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    let missing: Vec<String> = exported_functions()
+        .into_iter()
+        .filter(|name| !reexported.contains(name) && !lib.contains(&format!("fn {name}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not re-exported from bindings/c/src/lib.rs: {missing:?}"
+    );
+}
