@@ -550,6 +550,13 @@ public:
         detail::check(mcpw_conn_stats(get(), &s));
         return s;
     }
+    /// Client, 2025-11-25: how many notifications/elicitation/complete the engine dropped
+    /// (unknown or already completed elicitation ids), to see a server that repeats them.
+    std::uint64_t ignored_elicitation_completions() const {
+        std::uint64_t n = 0;
+        detail::check(mcpw_conn_ignored_elicitation_completions(get(), &n));
+        return n;
+    }
     /// (ours, the peer's) requests awaiting an answer.
     std::pair<std::size_t, std::size_t> in_flight() const {
         std::size_t ours = 0, peers = 0;
@@ -748,6 +755,16 @@ public:
         mcpw_task_status s;
         detail::check(mcpw_tasks_status(get(), task.data(), task.size(), &s));
         return s;
+    }
+    /// The status notification of `task` as it stands (mcpw_tasks_status_notification): its
+    /// method (notifications/tasks, or notifications/tasks/status for a 2025-11-25 task) and
+    /// params, views valid until the next non-const call on the table. Send it with
+    /// connection::notify; throws MCPW_ERR_UNKNOWN_TASK for an unknown task.
+    std::pair<std::string_view, std::string_view> status_notification(std::string_view task) {
+        mcpw_str method, params;
+        detail::check(
+            mcpw_tasks_status_notification(get(), task.data(), task.size(), &method, &params));
+        return {detail::view(method), detail::view(params)};
     }
     /// Whether the client asked to cancel the task (false for an unknown one).
     bool cancel_requested(std::string_view task) const {
@@ -1118,6 +1135,17 @@ public:
     }
     void consume_stream(std::uint64_t stream, std::size_t n) {
         detail::check(mcpw_http_server_consume_stream(get(), stream, n));
+    }
+    /// The next stream whose output may have changed since it was last named, or nullopt
+    /// (mcpw_http_server_poll_woken). In a host that suspends one response per SSE stream,
+    /// drain it after every call into the server and resume just those streams, instead of
+    /// polling every open stream after every request.
+    std::optional<std::uint64_t> poll_woken() {
+        bool has = false;
+        std::uint64_t stream = 0;
+        detail::check(mcpw_http_server_poll_woken(get(), &has, &stream));
+        if (!has) return std::nullopt;
+        return stream;
     }
     /// The client went away from `stream` (2026-07-28: that cancels its request).
     void stream_closed(std::uint64_t now_ns, std::uint64_t stream) {

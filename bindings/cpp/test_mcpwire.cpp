@@ -477,6 +477,13 @@ void test_tasks() {
     out = output(server);
     CHECK(out.find(R"("status":"completed")") != std::string::npos);
     CHECK(out.find("deployed") != std::string::npos);
+    // Its status notification, for listens granted its id.
+    auto [method, params] = table.status_notification(task);
+    CHECK(method == "notifications/tasks");
+    const std::string quoted = "\"" + task + "\"";
+    CHECK(mcpw::json_get(params, "taskId") == std::optional<std::string_view>(quoted));
+    CHECK(params.find(R"("status":"completed")") != std::string_view::npos);
+    CHECK(code_of([&] { table.status_notification("nobody"); }) == MCPW_ERR_UNKNOWN_TASK);
 
     // Another task expires at its TTL; the first, terminal, quietly.
     const std::string other(table.create(10 * ms, random));
@@ -538,6 +545,12 @@ void test_url_elicitation_and_legacy_tasks() {
     auto complete = p.client.poll_event();
     CHECK(complete && complete->kind() == MCPW_EVENT_ELICITATION_COMPLETE);
     CHECK(complete->elicitation_id() == "e-1");
+    // A second completion of the same elicitation is dropped, and counted.
+    CHECK(p.client.ignored_elicitation_completions() == 0);
+    p.server.notify("notifications/elicitation/complete", R"({"elicitationId":"e-1"})");
+    exchange(p.client, p.server, ms);
+    CHECK(!p.client.poll_event());
+    CHECK(p.client.ignored_elicitation_completions() == 1);
 
     mcpw::tasks table(0, 1795521600000ull);
     std::uint8_t counter = 0;
@@ -918,7 +931,12 @@ void test_http_the_stateless_era_and_a_later_answer() {
     CHECK(w.held && w.streams.size() == 1 && !w.got(MCPW_EVENT_RESPONSE, id));
     CHECK(!w.server.session_id(w.held_key)); // stateless: no session
     CHECK(w.server.counts().streams == 1);
+    while (w.server.poll_woken()) { // what the conversation so far named
+    }
     w.server.conn(w.held_key).progress(w.held->get(), 1, 2.0, "half way");
+    // The progress is for the held request's stream: that stream is named, once.
+    CHECK(w.server.poll_woken() == std::optional<std::uint64_t>(w.streams.at(0).second));
+    CHECK(!w.server.poll_woken());
     w.run();
     CHECK(w.got(MCPW_EVENT_PROGRESS, id));
     w.server.conn(w.held_key).respond(w.held->get(), R"({"content":[]})");
