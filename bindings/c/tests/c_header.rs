@@ -153,3 +153,18 @@ fn every_exported_function_is_reexported_at_the_crate_root() {
         "not re-exported from bindings/c/src/lib.rs: {missing:?}"
     );
 }
+
+/// The C++ header (`bindings/cpp/mcpwire.hpp`) wraps every exported function: as a call, or as
+/// the deleter of an owning handle.
+#[test]
+fn every_exported_function_is_wrapped_in_cpp() {
+    let hpp = std::fs::read_to_string(root().join("bindings/cpp/mcpwire.hpp")).unwrap();
+    let missing: Vec<String> = exported_functions()
+        .into_iter()
+        .filter(|name| !hpp.contains(&format!("{name}(")) && !hpp.contains(&format!("{name}>")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not wrapped in bindings/cpp/mcpwire.hpp: {missing:?}"
+    );
+}
