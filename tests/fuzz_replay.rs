@@ -604,6 +604,12 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
         bytes.extend(random(len));
         add("c_abi", format!("listen-random-{i}"), bytes);
     }
+    // c_abi's connection-side task and elicitation calls (after the others too).
+    for (i, len) in [512usize, 3000].into_iter().enumerate() {
+        let mut bytes = vec![fuzz_logic::c_abi_serve::SERVE_MARKER];
+        bytes.extend(random(len));
+        add("c_abi", format!("serve-random-{i}"), bytes);
+    }
     for (name, setup, ops) in abi_scripts() {
         let bytes = c_abi::encode_abi(&setup, &ops);
         assert!(
@@ -1026,6 +1032,7 @@ fn seed_corpora_are_current() {
             fuzz_logic::c_abi_http::HTTP_MARKER,
             fuzz_logic::c_abi_tasks::TASKS_MARKER,
             fuzz_logic::c_abi_listen::LISTEN_MARKER,
+            fuzz_logic::c_abi_serve::SERVE_MARKER,
         ];
         if *target == "c_abi" && !bytes.first().is_some_and(|b| marked.contains(b)) {
             let (setup, ops) = c_abi::parse_abi(bytes).expect("a setup");
@@ -1976,6 +1983,35 @@ fn c_abi_listen_harness_runs_clean_on_random_inputs() {
     }
     eprintln!("steps {steps}, grants {grants}");
     assert!(steps > 1000 && grants > 0, "steps {steps}, grants {grants}");
+}
+
+/// The C ABI's connection-side task and elicitation harness runs many pseudo-random inputs
+/// clean, and they reach a success of each call it compares.
+#[test]
+fn c_abi_serve_harness_runs_clean_on_random_inputs() {
+    let mut state = 0x7365_7276_u64;
+    let mut total = fuzz_logic::c_abi_serve::ServeAbiReached::default();
+    for i in 0..300 {
+        let len = 64 + (i * 47) % 3000;
+        let bytes = xorshift_bytes(&mut state, len);
+        let r = fuzz_logic::c_abi_serve::c_abi_serve_reached(&bytes);
+        total.steps += r.steps;
+        total.tasks_responded += r.tasks_responded;
+        total.served += r.served;
+        total.results_written += r.results_written;
+        total.elicitations += r.elicitations;
+        total.task_events += r.task_events;
+    }
+    eprintln!("{total:?}");
+    assert!(
+        total.steps > 1000
+            && total.tasks_responded > 0
+            && total.served > 0
+            && total.results_written > 0
+            && total.elicitations > 0
+            && total.task_events > 0,
+        "{total:?}"
+    );
 }
 
 /// `len` pseudo-random bytes from xorshift64 (`state` goes on from one call to the next):

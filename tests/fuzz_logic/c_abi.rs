@@ -3438,6 +3438,11 @@ pub fn c_abi(data: &[u8]) {
         super::c_abi_listen::c_abi_listen(rest);
         return;
     }
+    // And the connection-side task and elicitation calls (tests/fuzz_logic/c_abi_serve.rs).
+    if let Some((&super::c_abi_serve::SERVE_MARKER, rest)) = data.split_first() {
+        super::c_abi_serve::c_abi_serve(rest);
+        return;
+    }
     run(data, false);
 }
 

@@ -81,7 +81,7 @@ pub enum ListenOp {
     },
 }
 
-fn id_text(id: IdArg) -> Option<String> {
+pub(super) fn id_text(id: IdArg) -> Option<String> {
     match id {
         IdArg::Int(n) => Some((n % 4).to_string()),
         IdArg::Str(n) => Some(format!("\"L{}\"", n % 4)),
@@ -90,7 +90,7 @@ fn id_text(id: IdArg) -> Option<String> {
 }
 
 /// The C id for `id` (its string stays in `text`), or NULL.
-fn c_id(id: IdArg, text: &mut String) -> (mcpw_id, bool) {
+pub(super) fn c_id(id: IdArg, text: &mut String) -> (mcpw_id, bool) {
     let none = mcpw_str {
         ptr: ptr::null(),
         len: 0,
@@ -138,12 +138,63 @@ fn c_id(id: IdArg, text: &mut String) -> (mcpw_id, bool) {
 }
 
 /// The Rust id for `id`, if it is a valid one.
-fn rust_id(id: IdArg, text: &str) -> Option<Id<'_>> {
+pub(super) fn rust_id(id: IdArg, text: &str) -> Option<Id<'_>> {
     match id {
         IdArg::Int(n) => Some(Id::Int(i64::from(n % 4))),
         IdArg::Str(_) => JsonStr::from_raw(text).map(Id::Str),
         _ => None,
     }
+}
+
+/// Drains a C connection and its Rust twin: their events (counted) and output (compared byte
+/// for byte) must agree.
+pub(super) fn drain_both(c: *mut mcpw_conn, rust: &mut Connection) {
+    let mut c_events = 0;
+    loop {
+        let mut ev = std::mem::MaybeUninit::<mcpw_event>::uninit();
+        // Safety: a live handle, a writable event.
+        ok(
+            unsafe { mcpw_conn_poll_event(c, ev.as_mut_ptr()) },
+            "poll_event",
+        );
+        // Safety: written on success.
+        if unsafe { ev.assume_init_ref() }.kind == mcpw_event_kind::MCPW_EVENT_NONE {
+            break;
+        }
+        c_events += 1;
+    }
+    let mut rust_events = 0;
+    while rust.poll_event().is_some() {
+        rust_events += 1;
+    }
+    assert_eq!(c_events, rust_events, "events");
+    let mut c_out = Vec::new();
+    loop {
+        let (mut bytes, mut len, mut stream) = (ptr::null(), 0usize, 0u64);
+        // Safety: a live handle, writable outs.
+        ok(
+            unsafe { mcpw_conn_transmit(c, &mut bytes, &mut len, &mut stream) },
+            "transmit",
+        );
+        if len == 0 {
+            break;
+        }
+        // Safety: the handle lent `len` bytes until the next call.
+        c_out.extend_from_slice(unsafe { std::slice::from_raw_parts(bytes, len) });
+        // Safety: a live handle.
+        ok(unsafe { mcpw_conn_consume(c, len) }, "consume");
+    }
+    let mut rust_out = Vec::new();
+    while let Some(t) = rust.poll_transmit() {
+        rust_out.extend_from_slice(t.bytes);
+        let n = t.bytes.len();
+        rust.consume_transmit(n);
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&c_out),
+        String::from_utf8_lossy(&rust_out),
+        "output"
+    );
 }
 
 struct Harness {
@@ -220,52 +271,7 @@ impl Harness {
 
     /// Both sides' events (counted) and output (compared byte for byte).
     fn drain(&mut self) {
-        let mut c_events = 0;
-        loop {
-            let mut ev = std::mem::MaybeUninit::<mcpw_event>::uninit();
-            // Safety: a live handle, a writable event.
-            ok(
-                unsafe { mcpw_conn_poll_event(self.c, ev.as_mut_ptr()) },
-                "poll_event",
-            );
-            // Safety: written on success.
-            if unsafe { ev.assume_init_ref() }.kind == mcpw_event_kind::MCPW_EVENT_NONE {
-                break;
-            }
-            c_events += 1;
-        }
-        let mut rust_events = 0;
-        while self.rust.poll_event().is_some() {
-            rust_events += 1;
-        }
-        assert_eq!(c_events, rust_events, "events");
-        let mut c_out = Vec::new();
-        loop {
-            let (mut bytes, mut len, mut stream) = (ptr::null(), 0usize, 0u64);
-            // Safety: a live handle, writable outs.
-            ok(
-                unsafe { mcpw_conn_transmit(self.c, &mut bytes, &mut len, &mut stream) },
-                "transmit",
-            );
-            if len == 0 {
-                break;
-            }
-            // Safety: the handle lent `len` bytes until the next call.
-            c_out.extend_from_slice(unsafe { std::slice::from_raw_parts(bytes, len) });
-            // Safety: a live handle.
-            ok(unsafe { mcpw_conn_consume(self.c, len) }, "consume");
-        }
-        let mut rust_out = Vec::new();
-        while let Some(t) = self.rust.poll_transmit() {
-            rust_out.extend_from_slice(t.bytes);
-            let n = t.bytes.len();
-            self.rust.consume_transmit(n);
-        }
-        assert_eq!(
-            String::from_utf8_lossy(&c_out),
-            String::from_utf8_lossy(&rust_out),
-            "output"
-        );
+        drain_both(self.c, &mut self.rust);
     }
 
     fn step(&mut self, op: ListenOp) {

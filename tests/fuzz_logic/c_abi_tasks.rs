@@ -267,10 +267,10 @@ fn status_of(s: TaskStatus) -> mcpw_task_status {
 }
 
 /// The deterministic random source both tables draw from, in step.
-struct Source(u64);
+pub(super) struct Source(pub(super) u64);
 
 impl Source {
-    fn fill(&mut self, buf: &mut [u8]) {
+    pub(super) fn fill(&mut self, buf: &mut [u8]) {
         for b in buf {
             self.0 = self
                 .0
@@ -281,7 +281,7 @@ impl Source {
     }
 }
 
-unsafe extern "C" fn c_random(user: *mut c_void, buf: *mut u8, len: usize) {
+pub(super) unsafe extern "C" fn c_random(user: *mut c_void, buf: *mut u8, len: usize) {
     // Safety: `user` is the harness's `Source`, `buf` is `len` writable bytes (the library's
     // promise).
     unsafe {

@@ -27,6 +27,7 @@ use mcpwire::mcp::{LogLevel, ProtocolVersion};
 pub mod c_abi;
 pub mod c_abi_http;
 pub mod c_abi_listen;
+pub mod c_abi_serve;
 pub mod c_abi_tasks;
 pub mod http_client;
 pub mod http_server;
