@@ -1467,6 +1467,9 @@ struct ConnSlot {
     own: Vec<i64>,
     /// Requests that ended with "input required", and whether they had asked for progress.
     retryable: HashMap<i64, bool>,
+    /// Requests retried before their `MCPW_EVENT_INPUT_REQUIRED` was polled (the engine
+    /// handled the answer already): that event must still come, before `MCPW_EVENT_CLOSED`.
+    retried_early: HashSet<i64>,
     peer_requests: Vec<PeerId>,
     /// `MCPW_EVENT_CLOSED` was seen.
     closed: bool,
@@ -1731,6 +1734,11 @@ impl Harness {
                     "CLOSED with requests never ended: {:?}",
                     c.pending
                 );
+                assert!(
+                    c.retried_early.is_empty(),
+                    "retried {:?}, which never ended with INPUT_REQUIRED",
+                    c.retried_early
+                );
                 c.closed = true;
             }
             MCPW_EVENT_REQUEST => {
@@ -1776,6 +1784,7 @@ impl Harness {
                 let p = self.ended(i, e.request, "INPUT_REQUIRED");
                 let c = self.conns[i].as_mut().expect("live");
                 c.retryable.insert(e.request, p.progress);
+                c.retried_early.remove(&e.request);
             }
             MCPW_EVENT_VIOLATION => {
                 use mcpw_violation::*;
@@ -2674,6 +2683,7 @@ impl Harness {
             issued: HashSet::new(),
             own: Vec::new(),
             retryable: HashMap::new(),
+            retried_early: HashSet::new(),
             peer_requests: Vec::new(),
             closed: false,
             close_deadline: None,
@@ -3012,11 +3022,22 @@ impl Harness {
         if self.conn_call(i, "mcpw_conn_retry", &expect, |h| unsafe {
             mcpw_conn_retry(h, now, request, responses.ptr(), responses.len(), outp)
         }) {
-            let c = self.conns[i].as_ref().expect("live");
-            let progress = *c
-                .retryable
-                .get(&request)
-                .unwrap_or_else(|| panic!("retried {request}, which did not need input"));
+            let c = self.conns[i].as_mut().expect("live");
+            // Retried once the engine handled its "input required" answer, which may be
+            // before the harness polled that event: then the request is still pending here,
+            // and the event must still come.
+            let progress = match c.retryable.get(&request) {
+                Some(&progress) => progress,
+                None => {
+                    let p = c
+                        .pending
+                        .get(&request)
+                        .unwrap_or_else(|| panic!("retried {request}, which did not need input"));
+                    let progress = p.progress;
+                    c.retried_early.insert(request);
+                    progress
+                }
+            };
             // Safety: the call succeeded.
             let id = *unsafe { out.get() };
             self.issued(i, id, None, progress, false);
