@@ -246,8 +246,8 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 	if err := check("new conn", made.rc); err != nil {
 		return nil, err
 	}
-	piece := C.size_t(defaultInputPiece)
-	if C.mcpw_conn_input_piece(made.conn, &piece) != C.MCPW_OK {
+	var piece C.size_t
+	if C.mcpw_conn_input_piece(made.conn, &piece) != C.MCPW_OK { // (cannot fail on a new conn)
 		piece = defaultInputPiece
 	}
 	c := &Conn{

@@ -146,6 +146,57 @@ pub(super) fn rust_id(id: IdArg, text: &str) -> Option<Id<'_>> {
     }
 }
 
+/// A C server connection and its Rust twin, both declaring `caps` and, when `review_listens`,
+/// handing 2026-07-28 listens to the application for review.
+pub(super) fn server_twins(caps: &str, review_listens: bool) -> (*mut mcpw_conn, Connection) {
+    let mut config: *mut mcpw_config = ptr::null_mut();
+    let (name, version) = ("fuzz", "1");
+    let policy = if review_listens {
+        MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS
+    } else {
+        MCPW_POLICY_DEFAULT
+    };
+    let mut c: *mut mcpw_conn = ptr::null_mut();
+    // Safety: readable texts, writable out pointers; the config is freed once.
+    unsafe {
+        ok(
+            mcpw_config_new(
+                mcpw_role::MCPW_ROLE_SERVER as u32,
+                name.as_ptr().cast(),
+                name.len(),
+                version.as_ptr().cast(),
+                version.len(),
+                &mut config,
+            ),
+            "config",
+        );
+        ok(
+            mcpw_config_set_capabilities(config, caps.as_ptr().cast(), caps.len()),
+            "caps",
+        );
+        ok(mcpw_config_set_policy(config, policy), "policy");
+        ok(mcpw_conn_new(config, 0, &mut c), "conn");
+        mcpw_config_free(config);
+    }
+    let mut rc = Config::server(name, version)
+        .with_capabilities(caps)
+        .expect("valid capabilities");
+    rc.policy.review_listens = review_listens;
+    (
+        c,
+        Connection::new(rc, Timestamp::ZERO).expect("valid config"),
+    )
+}
+
+/// Feeds one line, at `now`, to a C connection and its Rust twin.
+pub(super) fn feed_both(c: *mut mcpw_conn, rust: &mut Connection, now: u64, line: &str) {
+    let line = format!("{line}\n");
+    // Safety: a live handle, readable bytes.
+    let rc = unsafe { mcpw_conn_handle_input(c, now, line.as_ptr(), line.len()) };
+    ok(rc, "handle_input");
+    rust.handle_input(Timestamp::from_nanos(now), line.as_bytes());
+}
+
 /// Drains a C connection and its Rust twin: their events (counted) and output (compared byte
 /// for byte) must agree.
 pub(super) fn drain_both(c: *mut mcpw_conn, rust: &mut Connection) {
@@ -217,43 +268,10 @@ fn ok(rc: mcpw_result, call: &str) {
 
 impl Harness {
     fn new() -> Harness {
-        let mut config: *mut mcpw_config = ptr::null_mut();
-        let (name, version) = ("fuzz", "1");
-        // Safety: readable texts, a writable out pointer.
-        unsafe {
-            ok(
-                mcpw_config_new(
-                    mcpw_role::MCPW_ROLE_SERVER as u32,
-                    name.as_ptr().cast(),
-                    name.len(),
-                    version.as_ptr().cast(),
-                    version.len(),
-                    &mut config,
-                ),
-                "config",
-            );
-            ok(
-                mcpw_config_set_capabilities(config, CAPS.as_ptr().cast(), CAPS.len()),
-                "caps",
-            );
-            ok(
-                mcpw_config_set_policy(config, MCPW_POLICY_DEFAULT | MCPW_POLICY_REVIEW_LISTENS),
-                "policy",
-            );
-        }
-        let mut c: *mut mcpw_conn = ptr::null_mut();
-        // Safety: a live config, a writable out pointer; the config is freed once.
-        unsafe {
-            ok(mcpw_conn_new(config, 0, &mut c), "conn");
-            mcpw_config_free(config);
-        }
-        let mut rc = Config::server(name, version)
-            .with_capabilities(CAPS)
-            .expect("valid capabilities");
-        rc.policy.review_listens = true;
+        let (c, rust) = server_twins(CAPS, true);
         Harness {
             c,
-            rust: Connection::new(rc, Timestamp::ZERO).expect("valid config"),
+            rust,
             now: 0,
             grants: 0,
         }
@@ -261,12 +279,7 @@ impl Harness {
 
     fn feed(&mut self, line: &str) {
         self.now += 1_000_000;
-        let line = format!("{line}\n");
-        // Safety: a live handle, readable bytes.
-        let rc = unsafe { mcpw_conn_handle_input(self.c, self.now, line.as_ptr(), line.len()) };
-        ok(rc, "handle_input");
-        self.rust
-            .handle_input(Timestamp::from_nanos(self.now), line.as_bytes());
+        feed_both(self.c, &mut self.rust, self.now, line);
     }
 
     /// Both sides' events (counted) and output (compared byte for byte).

@@ -20,23 +20,21 @@ use std::ptr;
 
 use arbitrary::{Arbitrary, Unstructured};
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Event};
+use mcpwire::conn::{Connection, Event};
 use mcpwire::jsonrpc::{Id, OwnedId, RawJson};
 use mcpwire::tasks::{LegacyAnswer, TaskConfig, TaskEvent, Tasks};
 use mcpwire_ffi::mcpw_result::{self, *};
 use mcpwire_ffi::{
-    mcpw_config, mcpw_config_free, mcpw_config_new, mcpw_config_set_capabilities, mcpw_conn,
-    mcpw_conn_free, mcpw_conn_handle_input, mcpw_conn_ignored_elicitation_completions,
-    mcpw_conn_new, mcpw_conn_poll_event, mcpw_conn_respond_task,
-    mcpw_conn_respond_url_elicitation_required, mcpw_event, mcpw_event_kind, mcpw_id, mcpw_id_kind,
-    mcpw_role, mcpw_str, mcpw_task_event, mcpw_task_event_kind, mcpw_task_result, mcpw_tasks,
-    mcpw_tasks_cancel, mcpw_tasks_complete, mcpw_tasks_create, mcpw_tasks_create_legacy,
-    mcpw_tasks_fail, mcpw_tasks_free, mcpw_tasks_handle_timeout, mcpw_tasks_new,
-    mcpw_tasks_poll_event, mcpw_tasks_poll_result, mcpw_tasks_serve, mcpw_tasks_serve_legacy,
-    mcpw_tasks_write_result,
+    mcpw_conn, mcpw_conn_free, mcpw_conn_ignored_elicitation_completions, mcpw_conn_poll_event,
+    mcpw_conn_respond_task, mcpw_conn_respond_url_elicitation_required, mcpw_event,
+    mcpw_event_kind, mcpw_id, mcpw_id_kind, mcpw_str, mcpw_task_event, mcpw_task_event_kind,
+    mcpw_task_result, mcpw_tasks, mcpw_tasks_cancel, mcpw_tasks_complete, mcpw_tasks_create,
+    mcpw_tasks_create_legacy, mcpw_tasks_fail, mcpw_tasks_free, mcpw_tasks_handle_timeout,
+    mcpw_tasks_new, mcpw_tasks_poll_event, mcpw_tasks_poll_result, mcpw_tasks_serve,
+    mcpw_tasks_serve_legacy, mcpw_tasks_write_result,
 };
 
-use super::c_abi_listen::{IdArg, c_id, drain_both, id_text, rust_id};
+use super::c_abi_listen::{IdArg, c_id, drain_both, feed_both, id_text, rust_id, server_twins};
 use super::c_abi_tasks::{Source, c_random};
 
 /// The first byte of a `c_abi` input that selects this harness.
@@ -209,45 +207,16 @@ impl Drop for Harness {
 
 impl Harness {
     fn new(setup: &ServeSetup) -> Harness {
-        let (name, version) = ("fuzz", "1");
-        let mut config: *mut mcpw_config = ptr::null_mut();
-        let mut c: *mut mcpw_conn = ptr::null_mut();
+        let (c, rust) = server_twins(CAPS, false);
         let mut c_tasks: *mut mcpw_tasks = ptr::null_mut();
-        // Safety: readable texts, writable out pointers; the config is freed once.
-        unsafe {
-            same(
-                "config",
-                mcpw_config_new(
-                    mcpw_role::MCPW_ROLE_SERVER as u32,
-                    name.as_ptr().cast(),
-                    name.len(),
-                    version.as_ptr().cast(),
-                    version.len(),
-                    &mut config,
-                ),
-                MCPW_OK,
-            );
-            same(
-                "caps",
-                mcpw_config_set_capabilities(config, CAPS.as_ptr().cast(), CAPS.len()),
-                MCPW_OK,
-            );
-            same("conn", mcpw_conn_new(config, 0, &mut c), MCPW_OK);
-            mcpw_config_free(config);
-            same(
-                "tasks",
-                mcpw_tasks_new(ptr::null(), 0, UNIX_MS, &mut c_tasks),
-                MCPW_OK,
-            );
-        }
-        let config = Config::server(name, version)
-            .with_capabilities(CAPS)
-            .expect("valid capabilities");
+        // Safety: default bounds (NULL config), a writable out pointer.
+        let rc = unsafe { mcpw_tasks_new(ptr::null(), 0, UNIX_MS, &mut c_tasks) };
+        same("tasks", rc, MCPW_OK);
         let mut h = Harness {
             c,
             c_tasks,
             c_source: Box::new(Source(11)),
-            rust: Connection::new(config, Timestamp::ZERO).expect("valid config"),
+            rust,
             tasks: Tasks::new(TaskConfig::default(), Timestamp::ZERO, UNIX_MS),
             rust_source: Source(11),
             modern: setup.modern,
@@ -297,11 +266,7 @@ impl Harness {
 
     fn feed(&mut self, line: &str) {
         self.now += 1_000_000;
-        let line = format!("{line}\n");
-        // Safety: a live handle, readable bytes.
-        let rc = unsafe { mcpw_conn_handle_input(self.c, self.now, line.as_ptr(), line.len()) };
-        same("handle_input", rc, MCPW_OK);
-        self.rust.handle_input(self.at(), line.as_bytes());
+        feed_both(self.c, &mut self.rust, self.now, line);
     }
 
     /// Both connections' events (counted) and output (compared byte for byte), and both
