@@ -1921,6 +1921,58 @@ fn a_200_that_is_neither_json_nor_sse_fails_with_its_status() {
     assert_eq!(c.client.failure_text(), None);
 }
 
+/// A final head with an informational status (a host whose HTTP library hands over `101
+/// Switching Protocols`, or any 1xx, as the response) is no answer: the request fails at once
+/// with that status and the host is told to stop reading, instead of reading a body that may
+/// be the raw connection and never end. A notification's POST answered so is let go too.
+#[test]
+fn a_final_informational_head_fails_its_request_at_once() {
+    for status in [100, 101, 103, 199] {
+        let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+        c.handshake(Some("s1"));
+        let id = c.request("tools/list");
+        let s = c.sent().remove(0);
+        c.client
+            .handle_response(c.now, s.exchange, status, &[("Upgrade", "websocket")]);
+        c.events();
+        match c.outcome(id) {
+            Some(Ev::Failed { reason, .. }) => {
+                assert_eq!(*reason, TransportFailure::Status(status))
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+        c.sent();
+        assert_eq!(
+            c.aborted,
+            vec![s.exchange],
+            "{status}: the host stops reading"
+        );
+        // Whatever the host still reports of that exchange changes nothing.
+        c.client
+            .handle_body(c.now, s.exchange, b"\x16\x03\x01 raw bytes");
+        c.client.handle_end(c.now, s.exchange, 0);
+        c.events();
+        assert!(c.sent().is_empty(), "{status}");
+        // The session goes on: the next request is answered.
+        let next = c.request("tools/list");
+        let s = c.sent().remove(0);
+        let answer = tools_answer(&s.body["id"]);
+        c.answer(&s, 200, &[("Content-Type", "application/json")], &answer);
+        c.assert_answered(next);
+        // A notification's POST: aborted, and the session's DELETE is not held for it.
+        c.client
+            .connection()
+            .notify("notifications/roots/list_changed", None)
+            .unwrap();
+        let n = c.sent().remove(0);
+        c.client.handle_response(c.now, n.exchange, status, &[]);
+        c.sent();
+        assert!(c.aborted.contains(&n.exchange), "{status}");
+        assert!(!c.client.has_exchange(n.exchange), "{status}");
+        assert!(!c.client.has_unheard(), "{status}");
+    }
+}
+
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once
 /// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
 /// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was

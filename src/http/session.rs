@@ -610,6 +610,8 @@ impl HttpClient {
     }
 
     /// The response's status and headers arrived for `exchange`. Names compare ignoring case.
+    /// Report the final head only: an informational status (1xx) given here fails the
+    /// exchange's requests with [`TransportFailure::Status`] and queues an abort of it.
     pub fn handle_response(
         &mut self,
         now: Timestamp,
@@ -648,6 +650,18 @@ impl HttpClient {
         };
         ex.status = status;
         ex.head_at = Some(now);
+        if status < 200 {
+            // An informational status is never the final answer; an HTTP library that hands
+            // one over as the response (`101 Switching Protocols`, whose "body" is the raw
+            // connection) has nothing more to read that could answer. The exchange fails
+            // now, and the host stops reading it.
+            if !ex.awaiting.is_empty() {
+                self.failure_text = None;
+            }
+            self.finish(now, exchange, TransportFailure::Status(status));
+            self.queue.push_back((exchange, true));
+            return;
+        }
         ex.reading = match status {
             200 if sse => {
                 ex.reader.reconnected();

@@ -477,7 +477,11 @@ impl Host {
             return;
         }
         self.sent[i].head = true;
-        let status = STATUSES[usize::from(h.status) % STATUSES.len()];
+        // (0xFF: a final informational head, which a host's HTTP library may hand over.)
+        let status = match h.status {
+            0xFF => 101,
+            s => STATUSES[usize::from(s) % STATUSES.len()],
+        };
         let mut headers: Vec<(&str, &str)> = Vec::new();
         if let Some(media) = MEDIA[usize::from(h.media) % MEDIA.len()] {
             headers.push(("Content-Type", media));

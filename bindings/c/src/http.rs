@@ -1261,6 +1261,9 @@ pub unsafe extern "C" fn mcpw_http_client_poll_action(
 
 /// Reports the status and headers of the response to `exchange`, as soon as your HTTP
 /// client has them (before the body): the engine decides from them how to read the body.
+/// Report the final head only: a 1xx status here (a `101 Switching Protocols` your HTTP
+/// library handed over as the response, say) fails the exchange's requests with that status
+/// and queues `MCPW_HTTP_ACTION_ABORT` for it.
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `headers` points to `headers_len` readable
