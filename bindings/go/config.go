@@ -96,6 +96,11 @@ type Config struct {
 	// restarting (default 10 min). Both round up to whole milliseconds.
 	RequestTimeout  time.Duration
 	MaxTotalTimeout time.Duration
+	// ShutdownGrace is how long the graceful close that Serve and HTTPClient.Run begin when
+	// their ctx is cancelled gives our requests in flight to be answered before they are
+	// cancelled (default 2 s; negative: no wait). Raise it for requests whose answers take
+	// long and are worth waiting for; Conn.Shutdown takes its own grace.
+	ShutdownGrace time.Duration
 	// Limits bounds what the connection holds.
 	Limits Limits
 	// ClientEra (client) says how the era is chosen: ClientEraAuto (the default) probes
@@ -121,6 +126,17 @@ type Config struct {
 	// with Conn.RespondError. Unset, the engine grants every item it can honour and the
 	// application never sees the listen.
 	ReviewListens bool
+}
+
+// shutdownGrace is cfg.ShutdownGrace with its default.
+func (cfg *Config) shutdownGrace() time.Duration {
+	switch {
+	case cfg.ShutdownGrace == 0:
+		return 2 * time.Second
+	case cfg.ShutdownGrace < 0:
+		return 0
+	}
+	return cfg.ShutdownGrace
 }
 
 func (cfg *Config) policyFlags() uint32 {

@@ -98,6 +98,8 @@ type Conn struct {
 	giving    int64 // this command's payload, added to given as the lock is let go
 	// inputPiece is how much input Serve feeds between drains (see InputPiece).
 	inputPiece int
+	// grace is Config.ShutdownGrace, for Serve and HTTPClient.Run.
+	grace time.Duration
 
 	ptr     *C.mcpw_conn
 	drainer *C.mcpwgo_drainer // C memory: the event held across back-to-back drains
@@ -258,6 +260,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		arena:      make([]byte, batchArena),
 		highWater:  outputHighWater(cfg),
 		inputPiece: int(piece),
+		grace:      cfg.shutdownGrace(),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil

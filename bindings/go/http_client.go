@@ -72,6 +72,7 @@ type HTTPClient struct {
 	url     string
 	http    *http.Client
 	origin  time.Time
+	grace   time.Duration // Config.ShutdownGrace
 	lastNs  uint64
 	record  []C.mcpwgo_record
 	arena   []byte
@@ -170,6 +171,7 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 		url:     endpoint,
 		http:    hc,
 		origin:  now,
+		grace:   cfg.shutdownGrace(),
 		record:  make([]C.mcpwgo_record, 1),
 		arena:   make([]byte, eventArena),
 	}
@@ -333,10 +335,10 @@ type exchangeResult struct {
 }
 
 // Run drives the client until its connection closes (after a ClosedEvent; nil), ctx is
-// cancelled (a graceful Shutdown, then ctx.Err()) or the client is closed (Close, from h or
-// another goroutine: ErrFreed, and the client is freed as Run returns). h sees every event
-// and may issue commands on the *Conn it is given (the client's Conn, which other goroutines
-// may use too: Run wakes for their commands). A handshake-era
+// cancelled (a graceful Shutdown with Config.ShutdownGrace, then ctx.Err()) or the client is
+// closed (Close, from h or another goroutine: ErrFreed, and the client is freed as Run
+// returns). h sees every event and may issue commands on the *Conn it is given (the client's
+// Conn, which other goroutines may use too: Run wakes for their commands). A handshake-era
 // session is not ended by Run: call EndSession before the last Shutdown for that (or on the
 // ClosedEvent). Run on a connection that already closed only sends what is left to send (the
 // DELETE of an EndSession called after the close), then returns ErrClosed; one Run at a
@@ -476,7 +478,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		case <-done:
 			done = nil
 			shutdown = true
-			if err := view.Shutdown(time.Now(), 2*time.Second); errors.Is(err, ErrClosed) {
+			if err := view.Shutdown(time.Now(), c.grace); errors.Is(err, ErrClosed) {
 				// Closed already, and its events were handed out above: nothing will come.
 				if c.settle(ctx, running, results, gone) {
 					return ErrFreed

@@ -52,7 +52,8 @@ func countingLegacyServer(t *testing.T, counts map[string]*atomic.Int32) *httpte
 
 // The cancellations that a Shutdown (or Run's ctx) sends for requests in flight, and the
 // notifications given just before it, reach the server: Run cut every exchange but the
-// DELETE the moment the connection closed, within a millisecond of starting them.
+// DELETE the moment the connection closed, within a millisecond of starting them. Run's ctx
+// gives the requests Config.ShutdownGrace (a fixed two seconds before).
 func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 	for _, how := range []string{"ctx", "shutdown"} {
 		t.Run(how, func(t *testing.T) {
@@ -62,7 +63,8 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 				"notifications/roots/list_changed": listChanged,
 			})
 			cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
-				Capabilities: json.RawMessage(`{"roots":{"listChanged":true}}`)}
+				Capabilities:  json.RawMessage(`{"roots":{"listChanged":true}}`),
+				ShutdownGrace: 100 * time.Millisecond}
 			client, err := NewHTTPClient(cfg, srv.URL, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -73,6 +75,7 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 			runCtx, stop := context.WithCancel(ctx)
 			defer stop()
 			var abandoned int
+			var stopped atomic.Int64
 			err = client.Run(runCtx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 				switch ev.(type) {
 				case *ReadyEvent:
@@ -86,6 +89,7 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 						if err := c.Notify("notifications/roots/list_changed", nil); err != nil {
 							t.Error(err)
 						}
+						stopped.Store(time.Now().UnixNano())
 						if how == "ctx" {
 							stop()
 						} else {
@@ -103,6 +107,9 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 			}
 			if abandoned != 2 {
 				t.Errorf("%d requests abandoned, want 2", abandoned)
+			}
+			if d := time.Since(time.Unix(0, stopped.Load())); d > 1500*time.Millisecond {
+				t.Errorf("Run returned %v after the close began, with a grace of 100 ms", d)
 			}
 			// (They may still be on their way as Run returns: it does not wait for them.)
 			for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); {

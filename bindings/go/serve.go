@@ -3,7 +3,10 @@ package mcpwire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -24,14 +27,15 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 
 // Serve drives conn over a byte stream (stdio, a pipe, a socket) until the connection
 // closes: r ends (every answer already given is written before Serve returns), the peer's
-// side closes it, or ctx is cancelled (a graceful Shutdown with two seconds' grace, then
+// side closes it, or ctx is cancelled (a graceful Shutdown with Config.ShutdownGrace, then
 // ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
 // write or engine error. On a connection that closed before (its ClosedEvent handed out),
 // it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the process at
-// the other end exited), Serve writes nothing more but reads r to its end first, so that h
-// sees what the peer said last and why the connection closed; then it returns the write
-// error. (With w = os.Stdout, that needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as
-// examples/stdio_server does: by default Go ends a program that writes to a broken stdout.)
+// the other end exited; also a reset connection, or an io.Pipe whose reader closed), Serve
+// writes nothing more but reads r to its end first, so that h sees what the peer said last
+// and why the connection closed; then it returns the write error. (With w = os.Stdout, that
+// needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as examples/stdio_server does: by
+// default Go ends a program that writes to a broken stdout.)
 //
 // Answers never find the output full for want of writing: once the output passes a
 // high-water mark (1 MiB, or half of Limits.MaxBufferedOutput if smaller), it is written
@@ -40,11 +44,14 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
 // peer that reads slowly slows its own requests down instead of growing memory; a peer that
 // never reads is cut off by the engine's output limit (a ClosedEvent with
-// ClosePeerNotReading). A Write blocked on such a peer cannot be interrupted, not even by
-// ctx: a program that must end on a signal bounds its own wait (examples/stdio_server exits
-// a little after the grace). A command given on another goroutine (an answer, a progress
-// report, a request of ours) is written as soon as it is given, and a request's timeout is
-// armed for it.
+// ClosePeerNotReading). When ctx is cancelled while a Write is blocked on such a peer, Serve
+// ends it a second after the grace if w takes write deadlines (a net.Conn, an os.Pipe end):
+// the write fails (w's write deadline is left in the past) and Serve returns an error that
+// wraps ctx.Err(). Other writers cannot be
+// interrupted (os.Stdout is usually one: a program that must end on a signal bounds its own
+// wait, as examples/stdio_server does). A command given on another goroutine (an answer, a
+// progress report, a request of ours) is written as soon as it is given, and a request's
+// timeout is armed for it.
 //
 // One Serve at a time drives a Conn: another returns an error at once. One read of r may be
 // outstanding when Serve returns; its goroutine ends when that Read does, and what it reads
@@ -68,6 +75,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		return errServing
 	}
 	defer conn.serveDone()
+	defer cutStalledWrites(ctx, w, conn.grace)()
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
@@ -155,7 +163,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 			if werr != nil {
 				// (Once everything read is fed, EOF included, there is nothing left to hear.)
-				if !errors.Is(werr, syscall.EPIPE) || (!inputOpen && eofFed && len(pending) == 0) {
+				if ctx.Err() != nil && errors.Is(werr, os.ErrDeadlineExceeded) {
+					// Cut off by cutStalledWrites: the peer did not read within the grace.
+					return fmt.Errorf("%w (the peer stopped reading: %w)", ctx.Err(), werr)
+				}
+				if !peerGone(werr) || (!inputOpen && eofFed && len(pending) == 0) {
 					return werr
 				}
 				broken = werr
@@ -238,9 +250,54 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		case <-done:
 			done = nil
 			shutdown = true
-			if err := conn.Shutdown(time.Now(), 2*time.Second); err != nil {
+			if err := conn.Shutdown(time.Now(), conn.grace); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// peerGone reports whether a write error means that the peer stopped reading (it exited, or
+// closed its end): a broken pipe, a connection reset, or an io.Pipe whose reader closed.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.ErrClosedPipe)
+}
+
+// cutStalledWrites makes a Write to w that is still blocked a second after Serve's grace
+// (ctx cancelled, the peer not reading) fail, when w can take a write deadline (a net.Conn,
+// an os.File on a pollable pipe or socket): otherwise ctx could not end Serve. The function
+// it returns, called as Serve returns, calls that off; w's deadline is never touched once
+// Serve has returned.
+func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (stop func()) {
+	dw, ok := w.(interface{ SetWriteDeadline(time.Time) error })
+	if !ok {
+		return func() {}
+	}
+	var mu sync.Mutex
+	returned := false
+	var cut *time.Timer
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if returned {
+			return
+		}
+		cut = time.AfterFunc(grace+time.Second, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !returned {
+				_ = dw.SetWriteDeadline(time.Unix(1, 0)) // (in the past: blocked Writes fail now)
+			}
+		})
+	})
+	return func() {
+		stopWatch()
+		mu.Lock()
+		defer mu.Unlock()
+		returned = true
+		if cut != nil {
+			cut.Stop()
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,5 +212,173 @@ func TestServeHearsTheEndThatCameWithDataAfterABrokenPipe(t *testing.T) {
 	err := Serve(context.Background(), toolsServer(t), &failingReader{in.Bytes(), io.EOF}, brokenPipe{}, h)
 	if !errors.Is(err, syscall.EPIPE) || !closed || !parseError {
 		t.Fatalf("%v: closed %v, the last line's parse error heard %v", err, closed, parseError)
+	}
+}
+
+// A Write blocked on a peer that never reads (here a net.Pipe end nobody reads) is cut off
+// a second after the grace once ctx is cancelled, because w takes write deadlines: Serve
+// returns an error that wraps ctx.Err(). It stayed blocked for good, and so did its caller.
+// A Serve that ends within the grace leaves w's deadline alone: w still writes afterwards.
+func TestServeCancelCutsAWriteBlockedOnAPeerThatDoesNotRead(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	server := func(t *testing.T) *Conn {
+		conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+			Capabilities: json.RawMessage(`{"tools":{}}`), ShutdownGrace: grace}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	t.Run("blocked", func(t *testing.T) {
+		t.Parallel()
+		in, feed := io.Pipe()
+		defer feed.Close()
+		out, unread := net.Pipe()
+		defer out.Close()
+		defer unread.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- Serve(ctx, server(t), in, out, answerAll) }()
+		go io.WriteString(feed, testInitialize)
+		time.Sleep(100 * time.Millisecond) // the initialize result waits in Write
+		cancel()
+		start := time.Now()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("Serve returned %v", err)
+			}
+			if d := time.Since(start); d < grace+time.Second {
+				t.Fatalf("cut after %v, before the grace and a second", d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve stayed blocked in Write after ctx was cancelled")
+		}
+	})
+	t.Run("ended in time", func(t *testing.T) {
+		t.Parallel()
+		in, feed := io.Pipe()
+		defer feed.Close()
+		out, peer := net.Pipe()
+		defer out.Close()
+		defer peer.Close()
+		lines := bufio.NewScanner(peer)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Serve(ctx, server(t), in, out, answerAll) }()
+		go io.WriteString(feed, testInitialize+testInitialized)
+		if !lines.Scan() {
+			t.Fatal("no initialize result")
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Serve returned %v", err)
+		}
+		time.Sleep(grace + 1500*time.Millisecond) // past the cut Serve called off
+		go func() { _, _ = out.Write([]byte("still open\n")) }()
+		if !lines.Scan() || lines.Text() != "still open" {
+			t.Fatalf("w no longer writes after Serve returned: %q %v", lines.Text(), lines.Err())
+		}
+	})
+}
+
+// Config.ShutdownGrace is how long the close that ctx's cancellation begins waits for our
+// requests in flight before it cancels them: a negative one cancels at once. (The grace was
+// a fixed two seconds.)
+func TestServeCancelWaitsTheConfiguredShutdownGrace(t *testing.T) {
+	for _, grace := range []time.Duration{400 * time.Millisecond, -1} {
+		cfg := serverConfig()
+		cfg.ShutdownGrace = grace
+		conn, err := NewConn(cfg, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan struct{})
+		inR, in := io.Pipe()
+		outR, outW := io.Pipe()
+		lines := bufio.NewScanner(outR)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(_ *Conn, _ time.Time, ev Event) {
+				if _, ok := ev.(*ReadyEvent); ok {
+					close(ready)
+				}
+			}))
+			outW.Close()
+		}()
+		go io.WriteString(in, testInitialize+testInitialized)
+		nextLine(t, lines, 5*time.Second) // the initialize result
+		<-ready
+		if _, err := conn.Request(time.Now(), "ping", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
+			t.Fatalf("not the ping: %v", m)
+		}
+		cancel()
+		start := time.Now()
+		if m := nextLine(t, lines, 5*time.Second); m["method"] != "notifications/cancelled" {
+			t.Fatalf("%v: not the ping's cancellation: %v", grace, m)
+		}
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("%v: Serve returned %v", grace, err)
+		}
+		took := time.Since(start)
+		if took < max(grace, 0) || took > max(grace, 0)+time.Second {
+			t.Fatalf("the ping was cancelled %v after ctx, with a grace of %v", took, grace)
+		}
+		in.Close()
+		conn.Close()
+	}
+}
+
+// resetWriter fails every write as a socket whose peer reset the connection does.
+type resetWriter struct{}
+
+func (resetWriter) Write([]byte) (int, error) {
+	return 0, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}
+}
+
+// A peer that went away (a reset connection, an io.Pipe whose reader closed) gets the same
+// treatment as a broken pipe: Serve reads what the peer said last and hands it out, with
+// the close, before it returns the write error. Only EPIPE was recognised: Serve returned at
+// the first write and the handler never heard why.
+func TestServeReadsTheLastWordsOfAPeerThatWentAway(t *testing.T) {
+	closedPipe := func() io.Writer {
+		r, w := io.Pipe()
+		r.Close()
+		return w
+	}
+	for _, c := range []struct {
+		name string
+		w    io.Writer
+		err  error
+	}{
+		{"reset", resetWriter{}, syscall.ECONNRESET},
+		{"io.Pipe", closedPipe(), io.ErrClosedPipe},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := NewConn(clientConfig(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var parse, closed bool
+			err = Serve(context.Background(), conn, strings.NewReader("not json\n"), c.w,
+				HandlerFunc(func(_ *Conn, _ time.Time, ev Event) {
+					switch ev := ev.(type) {
+					case *ViolationEvent:
+						parse = parse || ev.Violation == ViolationParse
+					case *ClosedEvent:
+						closed = true
+					}
+				}))
+			if !errors.Is(err, c.err) || !parse || !closed {
+				t.Fatalf("%v: the last line's parse error heard %v, closed %v", err, parse, closed)
+			}
+		})
 	}
 }

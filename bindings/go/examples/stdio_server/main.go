@@ -51,9 +51,10 @@ func main() {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// On a signal Serve closes gracefully, with two seconds' grace. But a Write to a client
-	// that stopped reading cannot be interrupted, so the wait is bounded here: a little after
-	// the grace the process exits anyway. A second signal kills at once (stop gives the
+	// On a signal Serve closes gracefully, with two seconds' grace (Config.ShutdownGrace).
+	// But a Write to a client that stopped reading cannot be interrupted on os.Stdout, which
+	// takes no write deadline, so the wait is bounded here: a little after the grace the
+	// process exits anyway. A second signal kills at once (stop gives the
 	// signals back to their default).
 	context.AfterFunc(ctx, func() {
 		stop()
