@@ -267,7 +267,7 @@ func (c *HTTPClient) Conn() *Conn {
 
 func (c *HTTPClient) viewLocked() *Conn {
 	if c.view == nil {
-		c.view = &Conn{view: true, origin: c.origin, outer: &c.engine}
+		c.view = &Conn{view: true, origin: c.origin, outer: &c.engine, grace: c.grace}
 		// Every call lends the engine's view again, under the lock: the view a call on the
 		// client ended is never used.
 		c.view.relend = func() *C.mcpw_conn {
