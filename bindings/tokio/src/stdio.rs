@@ -34,6 +34,9 @@
 //!   stays bounded.
 //! - **Nothing accepted is lost.** At end of input every answer already given is written
 //!   before `next_event` returns `None`.
+//! - **A peer that goes away is heard out.** When a write fails with a broken pipe or a reset
+//!   (the peer exited), nothing more is written, and the input is read to its end: the
+//!   events of what the peer said last and the close come first, then that write error.
 //! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
 //!   shutdown signal, say) loses nothing: bytes are consumed from the engine only once
 //!   written, and input only once read.
@@ -211,6 +214,20 @@ pub struct Driver<R, W> {
     unflushed: bool,
     /// The time the driver last read (see [`event_time`](Self::event_time)).
     read_at: Timestamp,
+    /// The write error that showed the peer stopped reading (a broken pipe, a reset): nothing
+    /// more is written, the input is read to its end, and the error is returned after the
+    /// close. `None` once returned.
+    broken: Option<io::Error>,
+    /// Whether the peer stopped reading (`broken` stays set until it is returned).
+    gone: bool,
+}
+
+/// Whether a write error means that the peer stopped reading (it exited, or closed its end).
+fn peer_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
@@ -231,6 +248,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             eof: false,
             unflushed: false,
             read_at: Timestamp::ZERO,
+            broken: None,
+            gone: false,
         })
     }
 
@@ -275,12 +294,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// driver waits (see [`flush_before_waiting`](Self::flush_before_waiting)): a writer
     /// that buffers, such as `tokio::io::stdout`, whose flush waits for a thread of the
     /// blocking pool, would otherwise pay that wait for every answer.
+    ///
+    /// Once the peer has stopped reading, it writes nothing (see
+    /// [`next_event`](Self::next_event)).
     async fn write_out(&mut self) -> io::Result<()> {
+        if self.gone {
+            return Ok(());
+        }
         while let Some(t) = self.conn.poll_transmit() {
-            let n = self.writer.write(t.bytes).await?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
+            let n = match self.writer.write(t.bytes).await {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => n,
+                Err(e) if peer_gone(&e) => {
+                    self.gone = true;
+                    self.broken = Some(e);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             self.conn.consume_transmit(n);
             self.unflushed = true;
         }
@@ -299,15 +330,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// Flushes what [`write_out`](Self::write_out) wrote since the last flush: before the
     /// driver waits for input or a deadline, and before it reports the end.
     async fn flush_before_waiting(&mut self) -> io::Result<()> {
-        if self.unflushed {
-            self.writer.flush().await?;
+        if self.unflushed && !self.gone {
             self.unflushed = false;
+            match self.writer.flush().await {
+                Err(e) if peer_gone(&e) => {
+                    self.gone = true;
+                    self.broken = Some(e);
+                }
+                flushed => flushed?,
+            }
         }
         Ok(())
     }
 
     /// The next event, or `None` once the connection has closed and its output is written.
-    /// IO errors of the stream are returned as they are.
+    /// IO errors of the stream are returned as they are, but one: when the peer stops
+    /// reading (a write fails with a broken pipe or a reset: the process at the other end
+    /// exited), nothing more is written and the input is read to its end, so that the events
+    /// of what the peer said last, and the close, are still handed out; the write error comes
+    /// after them, once, in place of the first `None`.
     pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
         loop {
             // Output first, once there is enough of it: commands issued since the last call,
@@ -325,6 +366,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             if self.conn.state() == State::Closed {
                 self.write_out().await?;
                 self.flush_before_waiting().await?;
+                if let Some(e) = self.broken.take() {
+                    return Err(e);
+                }
                 return Ok(None);
             }
             // The rest of the last read, a piece at a time.
@@ -401,7 +445,8 @@ pub fn spawn(
 /// our requests in flight), writes what is left, closes the child's stdin (an MCP server exits
 /// at end of input), and waits up to `grace` again for it to exit before killing it. A child
 /// that stops reading its stdin cannot hold this up: what is left to write is given up a
-/// second after `grace`.
+/// second after `grace`. A child that exited first (the pipe to it broken) still gets its
+/// exit status returned.
 pub async fn stop(
     mut driver: Driver<ChildStdout, ChildStdin>,
     mut child: Child,
@@ -413,10 +458,13 @@ pub async fn stop(
         Ok::<(), io::Error>(())
     };
     // (Timing out only gives up the write a child does not read; `next_event` is cancel-safe.)
-    if let Ok(drained) =
+    // (A child that exited, or closed its stdin, breaks the pipe: its exit status is still
+    // what the caller wants.)
+    if let Ok(Err(e)) =
         tokio::time::timeout(grace.saturating_add(Duration::from_secs(1)), drain).await
+        && !peer_gone(&e)
     {
-        drained?;
+        return Err(e);
     }
     let (_, stdout, stdin) = driver.into_parts();
     drop(stdin);

@@ -618,3 +618,90 @@ async fn stop_ends_a_child_that_no_longer_reads() {
         "the child still runs"
     );
 }
+
+/// A writer whose reader has gone: every write fails as a broken pipe does.
+struct BrokenPipe;
+
+impl tokio::io::AsyncWrite for BrokenPipe {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A peer that stopped reading (it exited) said why in what it wrote last: the driver writes
+/// nothing more, reads that to the end and hands it out with the close, then returns the
+/// broken pipe once, then `None`. It returned the broken pipe at once, and again on every
+/// call, so the peer's last words and the close were never heard (the C and Go hosts had
+/// been fixed for this).
+#[tokio::test]
+async fn a_peer_that_stopped_reading_is_heard_to_its_end() {
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let input: &[u8] = b"not json\n";
+    let mut driver = Driver::new(config, input, BrokenPipe).unwrap();
+    let (mut parse, mut closed) = (false, false);
+    let broken = loop {
+        match tokio::time::timeout(Duration::from_secs(10), driver.next_event())
+            .await
+            .expect("an event")
+        {
+            Ok(Some(OwnedEvent::Violation { kind, .. })) => {
+                parse |= matches!(kind, mcpwire::conn::ViolationKind::Parse(_));
+            }
+            Ok(Some(OwnedEvent::Closed { .. })) => closed = true,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("None before the write error"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(broken.kind(), std::io::ErrorKind::BrokenPipe);
+    assert!(
+        parse && closed,
+        "parse error heard {parse}, closed {closed}"
+    );
+    assert!(matches!(driver.next_event().await, Ok(None)));
+}
+
+/// `stop` on a child that closed its stdin and exited (the pipe to it broken) returns its
+/// exit status; it returned the broken pipe, and the status was lost.
+#[tokio::test]
+async fn stop_returns_the_status_of_a_child_that_exited_first() {
+    let (mut driver, child) =
+        python_server("sys.stdin.close()\ntime.sleep(0.2)\nsys.exit(3)").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let big = format!(
+        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
+        "x".repeat(256 * 1024)
+    );
+    let now = driver.now();
+    driver
+        .connection()
+        .request(now, "tools/call", Some(RawJson::new(&big).unwrap()))
+        .unwrap();
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status");
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}
