@@ -1211,7 +1211,12 @@ where
     // that is still sending when the 413 comes and the connection closes gets a reset, and
     // many (Node's fetch, httpx) then report a broken connection instead of the 413.
     let discard = discard_limit(config.max_body);
-    if declared.is_some_and(|n| n > discard) {
+    // A client that waits for `100 Continue` before it sends its body is told at once: it
+    // sends nothing (hyper says `100 Continue` only once the body is read), instead of
+    // uploading up to the discard limit to be thrown away, or timing out on the way.
+    let expects_continue = (req.headers().get(hyper::header::EXPECT))
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if declared.is_some_and(|n| n > discard || (expects_continue && n > config.max_body as u64)) {
         return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
     }
     let (parts, body) = req.into_parts();
@@ -1236,17 +1241,27 @@ where
     // which is then ignored (RFC 9112, 3.2.2), as is an HTTP/2 request's `:authority`: the
     // engine's Host check reads the host the request is really for.
     let authority = parts.uri.authority().map(|a| a.as_str());
+    // A value with bytes outside ASCII (obs-text: a Latin-1 name a proxy adds, say) is read
+    // lossily, as the C and Go hosts do: no MCP header may hold such bytes, and the engine
+    // refuses one that does as a mismatch; any other header it never reads.
+    let lossy: Vec<String> = (parts.headers.values())
+        .filter(|v| v.to_str().is_err() && std::str::from_utf8(v.as_bytes()).is_err())
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    let mut lossy = lossy.iter();
     let mut headers = Vec::with_capacity(parts.headers.len() + 1);
     if let Some(authority) = authority {
         headers.push(("Host", authority));
     }
     for (name, value) in &parts.headers {
+        let value = match std::str::from_utf8(value.as_bytes()) {
+            Ok(value) => value,
+            // (In the order of the first pass, which found every such value.)
+            Err(_) => lossy.next().map_or("", String::as_str),
+        };
         if authority.is_some() && name == hyper::header::HOST {
             continue;
         }
-        let Ok(value) = std::str::from_utf8(value.as_bytes()) else {
-            return Ok(refuse(StatusCode::BAD_REQUEST));
-        };
         headers.push((name.as_str(), value));
     }
     let response = {

@@ -148,3 +148,72 @@ async fn the_host_check_reads_the_target_authority_and_one_host() {
         assert_eq!(statuses(&out), [want], "{target} {hosts:?}");
     }
 }
+
+/// A header value with bytes outside ASCII (obs-text, which RFC 9110 allows: a Latin-1 name
+/// an SSO proxy adds, say) does not spoil the request: the engine never reads that header.
+/// It got an empty 400 and a closed connection, so every request behind such a proxy failed
+/// (the C and Go hosts read such values lossily). An MCP header with such bytes is still
+/// refused, by the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_value_outside_ascii_is_no_reason_to_refuse_a_request() {
+    let server = start(test_config()).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    for (extra, want) in [
+        (&b"X-Forwarded-User: M\xfcller\r\n"[..], 200),
+        (&b"X-Note: \xe2\x82\xac and \xff\r\n"[..], 200),
+        (&b"Mcp-Protocol-Version: 2025-11-25\xfc\r\n"[..], 400),
+    ] {
+        let mut s = server.connect().await;
+        let mut req = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n".to_vec();
+        req.extend_from_slice(extra);
+        req.extend_from_slice(
+            format!(
+                "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+                 Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        s.write_all(&req).await.expect("write");
+        let (out, _) = read_to_close(&mut s, Duration::from_secs(3)).await;
+        assert_eq!(statuses(&out), [want], "{}", String::from_utf8_lossy(extra));
+    }
+}
+
+/// A body over the limit announced with `Expect: 100-continue` gets 413 at once, before
+/// `100 Continue`: the client then sends nothing. It got `100 Continue`, uploaded its body
+/// to be thrown away (up to 16 MiB), and a slow one got 408 instead. Under the limit the
+/// body is asked for and served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_over_limit_body_that_waits_for_100_continue_gets_413_at_once() {
+    let config = test_config();
+    let server = start(config.clone()).await;
+    let mut s = server.connect().await;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n\
+         Content-Length: {}\r\n\r\n",
+        config.max_body + 1
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let (out, _) = read_to_close(&mut s, Duration::from_secs(1)).await;
+    assert_eq!(statuses(&out), [413], "{}", String::from_utf8_lossy(&out));
+    // Under the limit: 100 Continue, then the answer.
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut s = server.connect().await;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut first = [0u8; 25];
+    tokio::io::AsyncReadExt::read_exact(&mut s, &mut first)
+        .await
+        .expect("a first line");
+    assert!(first.starts_with(b"HTTP/1.1 100 Continue"), "{first:?}");
+    s.write_all(body.as_bytes()).await.expect("write");
+    let (out, _) = read_to_close(&mut s, Duration::from_secs(3)).await;
+    assert_eq!(statuses(&out), [200], "{}", String::from_utf8_lossy(&out));
+}
