@@ -3106,6 +3106,40 @@ fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_see
     assert_eq!(ping(&mut a, 2200, 22), 404, "seen within the interval");
 }
 
+/// A touch interval longer than the store's expiry allows is held to half the idle timeout
+/// (which the store's expiry is at least): a session busy on one replica is touched in the
+/// store in time. It was not touched for the whole interval, so it expired in the store and
+/// the other replicas answered its client 404.
+#[test]
+fn a_touch_interval_is_held_within_the_idle_timeout() {
+    let stores = Replicated::default();
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(stores.clone()));
+    config.sessions = Some(Box::new(stores.clone()));
+    config.first_stream_id = 1 << 48;
+    config.session_idle_timeout = std::time::Duration::from_secs(2);
+    config.shared_touch_interval = std::time::Duration::from_secs(900);
+    let mut a = HttpServer::new(config);
+    let sid = open_session(&mut a);
+    let before = stores.touches();
+    for ms in [100, 600, 1_150, 1_700] {
+        let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+        let r = send_at(
+            &mut a,
+            Timestamp::from_millis(ms),
+            "POST",
+            &[("Mcp-Session-Id", &sid)],
+            ping,
+        );
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(
+        stores.touches(),
+        before + 1,
+        "touched once the interval, held to 1 s, had passed"
+    );
+}
+
 #[test]
 fn the_earliest_deadline_stays_right_among_many_sessions() {
     let mut config = HttpServerConfig::new(server_config());

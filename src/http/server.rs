@@ -197,7 +197,10 @@ pub struct HttpServerConfig {
     /// it serves (default zero: every request touches it). Each touch is a round trip to the
     /// store; with an interval, a session busy on this replica costs one per interval, and a
     /// DELETE made on another replica is noticed here within it (until then this replica
-    /// still serves the session). Keep it well under the store's expiry.
+    /// still serves the session). It is held to half of
+    /// [`session_idle_timeout`](Self::session_idle_timeout) at most, which the store's expiry
+    /// is at least: with a longer one, a session busy on this replica alone expired in the
+    /// store, and the other replicas answered its client 404.
     pub shared_touch_interval: Duration,
     /// The `retry` (ms) sent in priming events. Default 1000.
     pub retry_ms: u64,
@@ -495,6 +498,8 @@ impl HttpServer {
     pub fn new(mut config: HttpServerConfig) -> Self {
         // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms.
         config.keepalive = config.keepalive.map(|d| d.max(Duration::from_millis(1)));
+        config.shared_touch_interval =
+            (config.shared_touch_interval).min(config.session_idle_timeout / 2);
         let events = config.events.take().unwrap_or_else(|| {
             Box::new(MemoryEventStore::with_bounds(
                 config.event_store,

@@ -120,7 +120,8 @@ struct ServeArgs {
     /// This replica's number among those sharing the Redis (0 to 65535)
     #[arg(long, value_name = "N", requires = "redis")]
     replica: Option<u16>,
-    /// Touch a session in Redis at most every MS milliseconds (default: each request)
+    /// Touch a session in Redis at most every MS milliseconds (default: each request; at
+    /// most half the session idle timeout)
     #[arg(long, value_name = "MS", requires = "redis")]
     touch_interval: Option<u64>,
 }

@@ -361,31 +361,20 @@ impl Link {
         Ok(link)
     }
 
-    /// A new connection, within the timeout for the lookup of a host name and again for
-    /// each connection attempt.
+    /// A new connection, within the timeout: a host name's lookup and the attempts on its
+    /// addresses share it.
+    // (A blocking connection's timeout is wall-clock time.)
+    #[allow(clippy::disallowed_methods)]
     fn connect(&self) -> RedisResult<Connection> {
         let conn = match self.info.addr() {
             ConnectionAddr::Tcp(host, port) if host.parse::<IpAddr>().is_err() => {
-                // Each address in turn; the last failure if none answers.
-                let mut failed = io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "the Redis host name has no address",
-                )
-                .into();
-                let mut connected = None;
-                for addr in resolve_bounded(host, *port, self.timeout, &self.lookups)? {
+                let deadline = std::time::Instant::now().checked_add(self.timeout);
+                let addrs = resolve_bounded(host, *port, self.timeout, &self.lookups)?;
+                each_address(addrs, deadline, self.timeout, |addr, timeout| {
                     let at = ConnectionAddr::Tcp(addr.ip().to_string(), addr.port());
-                    match Client::open(self.info.clone().set_addr(at))
-                        .and_then(|c| c.get_connection_with_timeout(self.timeout))
-                    {
-                        Ok(conn) => {
-                            connected = Some(conn);
-                            break;
-                        }
-                        Err(e) => failed = e,
-                    }
-                }
-                connected.ok_or(failed)?
+                    Client::open(self.info.clone().set_addr(at))
+                        .and_then(|c| c.get_connection_with_timeout(timeout))
+                })?
             }
             _ => self.client.get_connection_with_timeout(self.timeout)?,
         };
@@ -527,9 +516,44 @@ fn wait_for_lookup(
     }
 }
 
+/// Tries `connect` on each address in turn, each attempt given what is left until `deadline`
+/// (`timeout` each when there is none: a timeout too long for the clock); the first that
+/// succeeds, else the last failure. A host name with several addresses that all stall (an
+/// IPv6 path that drops packets, say) then costs one timeout, not one per address.
+#[allow(clippy::disallowed_methods)] // (as `connect`)
+fn each_address<T>(
+    addrs: Vec<SocketAddr>,
+    deadline: Option<std::time::Instant>,
+    timeout: Duration,
+    mut connect: impl FnMut(SocketAddr, Duration) -> RedisResult<T>,
+) -> RedisResult<T> {
+    let mut failed = None;
+    for addr in addrs {
+        let left = match deadline {
+            Some(at) => at.saturating_duration_since(std::time::Instant::now()),
+            None => timeout,
+        };
+        if left < Duration::from_millis(1) {
+            let timed_out =
+                io::Error::new(io::ErrorKind::TimedOut, "connecting to Redis timed out");
+            return Err(failed.unwrap_or_else(|| timed_out.into()));
+        }
+        match connect(addr, left) {
+            Ok(conn) => return Ok(conn),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let no_address = io::Error::new(
+        io::ErrorKind::NotFound,
+        "the Redis host name has no address",
+    );
+    Err(failed.unwrap_or_else(|| no_address.into()))
+}
+
 /// Whether `e` is an error reply that leaves the connection usable and that another
 /// connection would get as well: every error reply but those of a Redis that cannot take
-/// writes now (`READONLY`, `MASTERDOWN`, `LOADING`).
+/// writes now (`READONLY`, `MASTERDOWN`, `LOADING`), including one that a script's write
+/// met: Redis before 7.0 wraps it in `ERR Error running script ... -READONLY ...`.
 fn answered_in_step(e: &redis::RedisError) -> bool {
     match e.kind() {
         redis::ErrorKind::Server(
@@ -537,7 +561,12 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
             | redis::ServerErrorKind::MasterDown
             | redis::ServerErrorKind::BusyLoading,
         ) => false,
-        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => true,
+        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => {
+            let detail = e.detail().unwrap_or("");
+            !["-READONLY ", "-MASTERDOWN ", "-LOADING "]
+                .iter()
+                .any(|code| detail.contains(code))
+        }
         _ => false,
     }
 }
@@ -720,10 +749,22 @@ impl ReplicaClaim {
                 .arg("NX")
                 .arg("PX")
                 .arg(claim_ttl_ms());
-            match claim
+            let taken = claim
                 .link
-                .run("claim replica", |conn| cmd.query::<Option<String>>(conn))
-            {
+                .run("claim replica", |conn| cmd.query::<Option<String>>(conn));
+            // Held already: by us when the reply to our own SET was lost (the connection
+            // broke after Redis took it, and `run` tried again).
+            let taken = match taken {
+                Some(None) => {
+                    let mut get = redis::cmd("GET");
+                    get.arg(&claim.key);
+                    (claim.link)
+                        .run("claim replica", |conn| get.query::<Option<String>>(conn))
+                        .map(|holder| holder.filter(|h| *h == claim.token))
+                }
+                taken => taken,
+            };
+            match taken {
                 Some(Some(_)) => return Ok(claim),
                 Some(None) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(100));
@@ -844,11 +885,24 @@ impl RedisEventStore {
     /// streams' events to the old ones, and a resumption would replay both. Each call takes
     /// the next of 2<sup>24</sup> blocks of 2<sup>40</sup> ids from a counter in Redis, so no
     /// two processes of a deployment share one (the counter wraps after 16 million process
-    /// starts, by when the sessions of the first are long gone). Fails if Redis cannot be
-    /// reached.
+    /// starts, by when the sessions of the first are long gone). A counter that is not there
+    /// (a new deployment, or a Redis that lost its data while servers ran on) starts from
+    /// the clock's milliseconds (modulo the 2<sup>24</sup> blocks), not from zero: after such
+    /// a loss, new processes draw blocks past those of the processes still running unless
+    /// more than one process a millisecond started since the counter was made, or the clock
+    /// came round to their blocks again (about one chance in 2<sup>24</sup> per process
+    /// started). Fails if Redis cannot be reached.
+    // (The clock only seeds a counter, once per process.)
+    #[allow(clippy::disallowed_methods)]
     pub fn first_stream_id(&mut self) -> Result<u64, StoreError> {
-        let mut cmd = redis::cmd("INCR");
-        cmd.arg(format!("{}:streams", self.keys.prefix));
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(NEXT_BLOCK)
+            .arg(1)
+            .arg(format!("{}:streams", self.keys.prefix))
+            .arg(since_epoch & STREAM_BLOCKS_MASK);
         let Some(n) = self
             .link
             .run("allocate stream ids", |conn| cmd.query::<u64>(conn))
@@ -861,6 +915,11 @@ impl RedisEventStore {
         Ok(((n & STREAM_BLOCKS_MASK) << STREAM_BLOCK_BITS) | 1)
     }
 }
+
+/// The next block of stream ids (KEYS: the counter; ARGV: the clock's milliseconds, where a
+/// counter that is not there starts).
+const NEXT_BLOCK: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then \
+redis.call('SET', KEYS[1], ARGV[1]) end return redis.call('INCR', KEYS[1])";
 
 /// The stream ids of one block ([`RedisEventStore::first_stream_id`]): 2<sup>40</sup>, a
 /// million new streams a second for twelve days.
@@ -1124,6 +1183,79 @@ mod tests {
         let found = wait_for_lookup(fast, Duration::from_secs(5), &lookups).unwrap();
         assert_eq!(found, vec![other]);
         assert!(!lookups.lock().unwrap().running);
+    }
+
+    /// The error reply a script's write gets from a Redis that no longer takes writes means
+    /// "connect again" (the new primary may be elsewhere), as the bare reply does: Redis 6.2
+    /// wraps it in `ERR Error running script`, which was taken for an answer in step, so the
+    /// event store stayed on the demoted node and every append failed.
+    #[test]
+    fn a_script_that_met_a_read_only_redis_is_no_answer_in_step() {
+        let error = |reply: &[u8]| {
+            redis::parse_redis_value(reply)
+                .unwrap()
+                .extract_error()
+                .unwrap_err()
+        };
+        for (reply, in_step) in [
+            (&b"-READONLY You can't write against a read only replica.\r\n"[..], false),
+            (b"-ERR Error running script (call to f_0123): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.\r\n", false),
+            (b"-ERR Error running script (call to f_0123): @user_script:1: @user_script: 1: -LOADING Redis is loading the dataset in memory\r\n", false),
+            (b"-OOM command not allowed when used memory > 'maxmemory'.\r\n", true),
+            (b"-ERR Error running script (call to f_0123): @user_script:1: user_script:1: Script attempted to access nonexistent global variable 'x'\r\n", true),
+            (b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", true),
+        ] {
+            let e = error(reply);
+            assert_eq!(answered_in_step(&e), in_step, "{e:?}");
+        }
+    }
+
+    /// The addresses of a host name share one timeout: each attempt gets what is left. Each
+    /// got the whole timeout, so a name whose two addresses both stalled cost twice as much.
+    #[test]
+    fn the_addresses_of_a_host_name_share_one_timeout() {
+        let addrs = vec![
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            SocketAddr::from(([127, 0, 0, 2], 1)),
+            SocketAddr::from(([127, 0, 0, 3], 1)),
+        ];
+        let timeout = Duration::from_millis(200);
+        let mut given = Vec::new();
+        let started = Instant::now();
+        let failed = each_address(
+            addrs.clone(),
+            Instant::now().checked_add(timeout),
+            timeout,
+            |addr, left| -> RedisResult<()> {
+                given.push((addr, left));
+                std::thread::sleep(left.min(Duration::from_millis(120))); // it stalls
+                Err(io::Error::new(io::ErrorKind::TimedOut, "stalled").into())
+            },
+        )
+        .unwrap_err();
+        assert!(failed.to_string().contains("stalled"), "{failed}");
+        assert!(
+            started.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(given.len(), 2, "the third had no time left: {given:?}");
+        assert!(given[1].1 <= Duration::from_millis(80), "{given:?}");
+        // The first that answers is taken; with no deadline each gets the timeout.
+        let took = each_address(addrs.clone(), None, timeout, |addr, left| {
+            assert_eq!(left, timeout);
+            if addr == addrs[1] {
+                Ok(addr)
+            } else {
+                Err(io::Error::from(io::ErrorKind::ConnectionRefused).into())
+            }
+        });
+        assert_eq!(took.unwrap(), addrs[1]);
+        // No address at all.
+        let none = each_address(Vec::new(), None, timeout, |_, _| -> RedisResult<()> {
+            Ok(())
+        });
+        assert!(none.unwrap_err().to_string().contains("no address"));
     }
 
     #[test]

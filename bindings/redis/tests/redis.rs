@@ -1098,9 +1098,14 @@ mod replicas {
         assert_eq!(b.sessions(), 0);
         let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#;
         let (stream, key, id) = post(&mut b, &sid, call);
-        assert!(
-            stream.0 >= 2 << 40,
-            "B's stream ids come from the second block"
+        let last_block: u64 = redis::cmd("GET")
+            .arg("mcpw:streams")
+            .query(&mut redis.inspect())
+            .unwrap();
+        assert_eq!(
+            stream.0 >> 40,
+            last_block & ((1 << 24) - 1),
+            "B's stream ids come from the second block drawn"
         );
         assert_eq!(b.sessions(), 1);
         let conn = b.connection(key).unwrap();
@@ -1303,4 +1308,43 @@ fn a_replica_number_is_held_by_one_server_at_a_time() {
     // so a regression panics rather than waits.)
     let third = claim("third", Duration::MAX).expect("free");
     drop(third);
+}
+
+/// A claim already held under our own token is ours: what Redis holds after it took our
+/// `SET NX` and the connection broke before its reply came (the retry then found the number
+/// held). It was refused as held by another running server, after the wait.
+#[test]
+fn a_claim_held_under_our_own_token_is_ours() {
+    use mcpwire_redis::ReplicaClaim;
+    let redis = RedisServer::start();
+    redis::cmd("SET")
+        .arg("mcpw:replica:5")
+        .arg("ours")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    let mut claim = ReplicaClaim::acquire(&redis.url(), &options(), 5, "ours", Duration::ZERO)
+        .expect("our own claim");
+    assert!(claim.renew());
+    let refused =
+        ReplicaClaim::acquire(&redis.url(), &options(), 5, "theirs", Duration::ZERO).unwrap_err();
+    assert!(refused.to_string().contains("held by another"), "{refused}");
+}
+
+/// A Redis that lost its data (restarted without persistence, say) while servers ran on does
+/// not hand a new process the block of stream ids a running one holds: the counter starts
+/// again from the clock, not from zero. It started from zero, and the next process shared
+/// the first one's ids (their sessions' resumptions would replay each other's events).
+#[test]
+fn stream_id_blocks_stay_apart_after_redis_lost_its_data() {
+    let redis = RedisServer::start();
+    let running = events(&redis, options()).first_stream_id().unwrap();
+    let next = events(&redis, options()).first_stream_id().unwrap();
+    assert_eq!(next >> 40, (running >> 40) + 1, "consecutive blocks");
+    sleep(Duration::from_millis(20)); // (the servers ran on a while)
+    redis::cmd("FLUSHALL").exec(&mut redis.inspect()).unwrap();
+    let after = events(&redis, options()).first_stream_id().unwrap();
+    assert!(
+        after != running && after != next,
+        "{after:#x} is {running:#x} or {next:#x} again"
+    );
 }
