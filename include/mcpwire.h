@@ -1613,15 +1613,19 @@ typedef struct mcpw_event_store {
                    size_t len);
     /**
      * Calls `sink(sink_ctx, bytes, len)` for each stored event of `session`'s `stream`
-     * numbered above `after`, in order, before it returns.
+     * numbered above `after`, in order, before it returns; then returns 0. Returns nonzero
+     * when the store could not be read (it timed out, or cannot be reached): the client
+     * then gets 503 with `Retry-After` and comes back, where an empty replay would end its
+     * resumed stream without the answer stored for it (events given to `sink` before a
+     * nonzero return are dropped).
      */
-    void (*replay)(void *user,
-                   const char *session,
-                   size_t session_len,
-                   uint64_t stream,
-                   uint64_t after,
-                   mcpw_replay_sink sink,
-                   void *sink_ctx);
+    int (*replay)(void *user,
+                  const char *session,
+                  size_t session_len,
+                  uint64_t stream,
+                  uint64_t after,
+                  mcpw_replay_sink sink,
+                  void *sink_ctx);
     /**
      * Drops everything stored for `session` (it ended, expired or was evicted).
      */

@@ -2259,10 +2259,10 @@ impl mcpwire::http::EventStore for SharedStore {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
         let mut inner = self.0.lock().unwrap();
         inner.1.push(format!("replay after {after}"));
-        inner.0.replay(session, stream, after, out);
+        inner.0.replay(session, stream, after, out)
     }
     fn forget(&mut self, session: &str) {
         let mut inner = self.0.lock().unwrap();
@@ -2582,12 +2582,14 @@ fn a_stateless_stream_not_yet_drained_is_bounded_and_loses_nothing() {
 #[derive(Clone, Default)]
 struct Replicated(std::sync::Arc<std::sync::Mutex<Shared>>);
 
-/// The events, the sessions' `initialize` requests, and how many touches came.
+/// The events, the sessions' `initialize` requests, how many touches came, and whether the
+/// store is down (its reads fail).
 #[derive(Default)]
 struct Shared(
     Option<mcpwire::http::MemoryEventStore>,
     std::collections::HashMap<String, String>,
     usize,
+    bool,
 );
 
 impl mcpwire::http::EventStore for Replicated {
@@ -2604,9 +2606,14 @@ impl mcpwire::http::EventStore for Replicated {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
-        if let Some(events) = self.0.lock().unwrap().0.as_mut() {
-            events.replay(session, stream, after, out);
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        let mut inner = self.0.lock().unwrap();
+        if inner.3 {
+            return Err(mcpwire::http::StoreUnavailable);
+        }
+        match inner.0.as_mut() {
+            Some(events) => events.replay(session, stream, after, out),
+            None => Ok(()),
         }
     }
     fn forget(&mut self, session: &str) {
@@ -2621,8 +2628,12 @@ impl mcpwire::http::SessionStore for Replicated {
         let mut inner = self.0.lock().unwrap();
         inner.1.insert(session.to_owned(), initialize.to_owned());
     }
-    fn load(&mut self, session: &str) -> Option<String> {
-        self.0.lock().unwrap().1.get(session).cloned()
+    fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
+        let inner = self.0.lock().unwrap();
+        if inner.3 {
+            return Err(mcpwire::http::StoreUnavailable);
+        }
+        Ok(inner.1.get(session).cloned())
     }
     fn touch(&mut self, session: &str) -> bool {
         let mut inner = self.0.lock().unwrap();
@@ -2635,6 +2646,11 @@ impl mcpwire::http::SessionStore for Replicated {
 }
 
 impl Replicated {
+    /// Makes the store's reads fail (`true`), or work again.
+    fn set_down(&self, down: bool) {
+        self.0.lock().unwrap().3 = down;
+    }
+
     fn touches(&self) -> usize {
         self.0.lock().unwrap().2
     }
@@ -2773,6 +2789,57 @@ fn a_stream_dropped_on_one_replica_resumes_on_another_without_loss_or_duplicates
     };
     let (none, finished) = read_stream(&mut b, again, &mut reader);
     assert!(none.is_empty() && finished);
+}
+
+/// A shared store that cannot be read just now gets the client 503 with `Retry-After`, not
+/// an answer that loses what is stored: a session opened on another replica was answered 404
+/// (its client threw it away and started over), a DELETE too, and a resumed stream whose
+/// answer was stored ended empty (the request was over for the client, without its answer).
+/// Once the store answers again, the same requests are served, the answer included.
+#[test]
+fn a_shared_store_that_cannot_be_read_gets_503_and_loses_nothing() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let (sid, key, id, mut reader) = a_call_seen_once_then_dropped(&mut a, "\"one\"");
+    log_on(&mut a, key, &id, "\"two\"");
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    a.pump();
+    let last = reader.last_event_id().unwrap().to_owned();
+    let resume = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("Last-Event-ID", last.as_str()),
+    ];
+    let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+    stores.set_down(true);
+    for (on_a, method, headers, body) in [
+        (true, "GET", &resume[..], ""),
+        (false, "GET", &resume[..], ""),
+        (false, "POST", &resume[..1], ping),
+        (false, "DELETE", &resume[..1], ""),
+    ] {
+        let server = if on_a { &mut a } else { &mut b };
+        let r = send(server, method, headers, body);
+        assert_eq!(r.status, 503, "{method} {headers:?}: {r:?}");
+        assert_eq!(header(&r, "Retry-After"), Some("1"), "{method}");
+    }
+    assert_eq!(
+        b.sessions(),
+        0,
+        "nothing taken over from a store that did not answer"
+    );
+    stores.set_down(false);
+    // The client comes back: B has the rest of the stream, the answer included.
+    let resumed = get_stream(&mut b, &resume);
+    let (rest, finished) = read_stream(&mut b, resumed, &mut reader);
+    assert_eq!(rest.len(), 2, "what the client missed: {rest:?}");
+    assert_eq!(rest[0]["params"]["data"], "two");
+    assert_eq!(rest[1]["id"], 4);
+    assert!(finished);
+    assert_eq!(send(&mut b, "POST", &resume[..1], ping).status, 200);
+    assert_eq!(send(&mut b, "DELETE", &resume[..1], "").status, 200);
 }
 
 /// On replica `a`: a session, a tools/call (id 4) whose stream carries one log message

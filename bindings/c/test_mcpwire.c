@@ -1458,6 +1458,7 @@ typedef struct {
     stored_event events[STORE_CAP];
     size_t count;
     int appends, replays, replayed, forgets;
+    int down; /* nonzero: replay fails as a store that cannot be reached does */
     uint64_t last_after;
 } host_store;
 
@@ -1483,12 +1484,13 @@ static void store_append(void *user, const char *session, size_t session_len, ui
     s->count++;
 }
 
-static void store_replay(void *user, const char *session, size_t session_len, uint64_t stream,
-                         uint64_t after, mcpw_replay_sink sink, void *sink_ctx) {
+static int store_replay(void *user, const char *session, size_t session_len, uint64_t stream,
+                        uint64_t after, mcpw_replay_sink sink, void *sink_ctx) {
     host_store *s = (host_store *)user;
     size_t i;
     s->replays++;
     s->last_after = after;
+    if (s->down) return 1; /* it could not be read: the client is told to come back */
     /* Appended in increasing number, so replayed in order. */
     for (i = 0; i < s->count; i++) {
         const stored_event *e = &s->events[i];
@@ -1497,6 +1499,7 @@ static void store_replay(void *user, const char *session, size_t session_len, ui
             s->replayed++;
         }
     }
+    return 0;
 }
 
 static void store_forget(void *user, const char *session, size_t session_len) {
@@ -2641,7 +2644,8 @@ static void test_http_host_origin_path_and_size_checks(void) {
 }
 
 /* 2025-11-25 polling: the application closes a long request's stream; the client comes back
-   after `retry` with Last-Event-ID and gets the answer, replayed from the host's store. */
+   after `retry` with Last-Event-ID and gets the answer, replayed from the host's store. A
+   store that cannot be read then gets the client 503, and it comes back again. */
 static void test_http_polling_and_resumption_through_a_host_store(void) {
     static host_store store;
     mcpw_event_store hooks;
@@ -2686,12 +2690,23 @@ static void test_http_polling_and_resumption_through_a_host_store(void) {
     converse(&w);
     CHECK(w.seen_count == seen);
     w.now = deadline;
+    store.down = 1;
     OK(mcpw_http_client_handle_timeout(w.client, w.now));
     converse(&w);
     CHECK(w.seen_count == seen + 1);
+    CHECK(strcmp(last_seen(&w)->method, "GET") == 0 && last_seen(&w)->status == 503);
+    CHECK(store.replays == 1 && store.replayed == 0);
+    CHECK(logged(&w, MCPW_EVENT_RESPONSE, rid) == NULL);
+    store.down = 0;
+    OK(mcpw_http_client_poll_timeout(w.client, &has, &deadline));
+    CHECK(has && deadline > w.now);
+    w.now = deadline;
+    OK(mcpw_http_client_handle_timeout(w.client, w.now));
+    converse(&w);
+    CHECK(w.seen_count == seen + 2);
     CHECK(strcmp(last_seen(&w)->method, "GET") == 0 && last_seen(&w)->with_last_event_id);
     CHECK(last_seen(&w)->with_session && last_seen(&w)->status == 200);
-    CHECK(store.replays == 1 && store.replayed == 1 && store.last_after > 0);
+    CHECK(store.replays == 2 && store.replayed == 1 && store.last_after > 0);
     l = logged(&w, MCPW_EVENT_RESPONSE, rid);
     CHECK(l != NULL && strstr(l->text, "after polling") != NULL);
     OK(mcpw_http_server_counts(w.server, &sessions, &streams));

@@ -973,8 +973,10 @@ public:
     virtual void append(std::string_view session, std::uint64_t stream, std::uint64_t event,
                         std::string_view bytes) = 0;
     /// Hands `sink` every stored event of `session`'s `stream` numbered above `after`, in
-    /// order, before returning.
-    virtual void replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
+    /// order, before returning true. Returns false when the store could not be read (it
+    /// timed out, or cannot be reached): the client then gets 503 with Retry-After and comes
+    /// back, where an empty replay would end its resumed stream without the answer stored.
+    virtual bool replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
                         const replay_sink &sink) = 0;
     /// Drops everything stored for `session` (it ended, expired or was evicted).
     virtual void forget(std::string_view session) = 0;
@@ -1025,11 +1027,12 @@ struct http_server_hooks {
             std::string_view(session, session_len), stream, event,
             std::string_view(reinterpret_cast<const char *>(bytes), len));
     }
-    static void replay(void *user, const char *session, std::size_t session_len,
-                       std::uint64_t stream, std::uint64_t after, mcpw_replay_sink sink,
-                       void *sink_ctx) noexcept {
-        static_cast<http_server_hooks *>(user)->events->replay(
+    static int replay(void *user, const char *session, std::size_t session_len,
+                      std::uint64_t stream, std::uint64_t after, mcpw_replay_sink sink,
+                      void *sink_ctx) noexcept {
+        bool read = static_cast<http_server_hooks *>(user)->events->replay(
             std::string_view(session, session_len), stream, after, replay_sink(sink, sink_ctx));
+        return read ? 0 : 1;
     }
     static void forget(void *user, const char *session, std::size_t session_len) noexcept {
         static_cast<http_server_hooks *>(user)->events->forget(

@@ -956,17 +956,20 @@ public:
     };
     std::vector<entry> entries;
     int replays = 0, forgets = 0;
+    bool down = false; // replay fails, as a store that cannot be reached does
 
     void append(std::string_view session, std::uint64_t stream, std::uint64_t event,
                 std::string_view bytes) override {
         entries.push_back(entry{std::string(session), stream, event, std::string(bytes)});
     }
-    void replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
+    bool replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
                 const mcpw::replay_sink &sink) override {
         replays++;
+        if (down) return false;
         for (const entry &e : entries) {
             if (e.session == session && e.stream == stream && e.event > after) sink(e.bytes);
         }
+        return true;
     }
     void forget(std::string_view session) override {
         forgets++;
@@ -995,10 +998,20 @@ void test_http_polling_resumes_from_the_event_store() {
     w.server.conn(w.held_key).respond(w.held->get(), R"({"content":[]})");
     w.server.handle_timeout(w.now);
     CHECK(store.entries.size() == stored + 1); // the answer, kept for the client's return
+    // A store that cannot be read: 503, and the client comes back.
+    store.down = true;
     w.now = deadline.value_or(0);
     w.client.handle_timeout(w.now);
     w.run();
-    CHECK(w.seen.back() == "GET 200" && store.replays == 1);
+    CHECK(w.seen.back() == "GET 503" && store.replays == 1);
+    CHECK(!w.got(MCPW_EVENT_RESPONSE, id));
+    store.down = false;
+    deadline = w.client.poll_timeout();
+    CHECK(deadline.has_value() && *deadline > w.now);
+    w.now = deadline.value_or(0);
+    w.client.handle_timeout(w.now);
+    w.run();
+    CHECK(w.seen.back() == "GET 200" && store.replays == 2);
     CHECK(w.got(MCPW_EVENT_RESPONSE, id));
     CHECK(w.client.end_session());
     w.run();

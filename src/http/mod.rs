@@ -23,7 +23,7 @@ pub use session::{
     ClientAction, ExchangeId, FAILURE_TEXT_MAX, HttpClient, LINGER, MAX_RUNNING_REPLIES,
     MAX_WAITING_REPLIES, MIN_RECONNECT_DELAY, ReconnectPolicy, UNAWAITED_HEAD_LIMIT,
 };
-pub use store::{EventStore, MemoryEventStore, SessionStore};
+pub use store::{EventStore, MemoryEventStore, SessionStore, StoreUnavailable};
 
 /// The header carrying the session id (handshake era).
 pub const SESSION_HEADER: &str = "Mcp-Session-Id";

@@ -34,7 +34,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
-use super::store::{EventStore, MemoryEventStore, SessionStore};
+use super::store::{EventStore, MemoryEventStore, SessionStore, StoreUnavailable};
 
 use crate::Timestamp;
 use crate::conn::tables::FastMap;
@@ -491,6 +491,19 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
     let mut bytes = [0u8; 16];
     random(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The answer to a request that needs a shared store that could not be read just now: come
+/// back in a second (a resumed stream's answer, a session opened elsewhere, stay stored).
+fn store_unavailable() -> HttpResponse {
+    let mut r = HttpResponse::rpc_error(
+        503,
+        None,
+        jsonrpc::INTERNAL_ERROR,
+        "the shared session store is unavailable; try again",
+    );
+    r.headers.push(("Retry-After", "1".into()));
+    r
 }
 
 impl HttpServer {
@@ -1012,8 +1025,10 @@ impl HttpServer {
             self.end_session(key);
             return Err(not_found());
         }
-        let Some(initialize) = shared.load(sid) else {
-            return Err(not_found());
+        let initialize = match shared.load(sid) {
+            Ok(Some(initialize)) => initialize,
+            Ok(None) => return Err(not_found()),
+            Err(StoreUnavailable) => return Err(store_unavailable()),
         };
         self.make_room()?;
         self.restore(now, sid, &initialize).ok_or_else(not_found)
@@ -1474,9 +1489,13 @@ impl HttpServer {
                 self.store_unstored(old);
             }
             let mut replay = Vec::new();
-            self.events.replay(sid, old, event_no, &mut |event| {
+            let replayed = self.events.replay(sid, old, event_no, &mut |event| {
                 replay.extend_from_slice(event)
             });
+            if replayed.is_err() {
+                // What is stored may be the answer the client resumes for: it comes back.
+                return store_unavailable();
+            }
             let resumes_standalone = self
                 .conns
                 .get(&key)
@@ -1665,13 +1684,17 @@ impl HttpServer {
         if !self.sessions.contains_key(sid)
             && let Some(shared) = self.shared.as_mut()
         {
-            if shared.load(sid).is_none() {
-                return HttpResponse::rpc_error(
-                    404,
-                    None,
-                    jsonrpc::INVALID_REQUEST,
-                    "Session not found",
-                );
+            match shared.load(sid) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return HttpResponse::rpc_error(
+                        404,
+                        None,
+                        jsonrpc::INVALID_REQUEST,
+                        "Session not found",
+                    );
+                }
+                Err(StoreUnavailable) => return store_unavailable(),
             }
             if let Some(refused) = self.refuse_version_header(known) {
                 return refused;

@@ -9,8 +9,25 @@
 //! on another.
 
 use std::collections::{HashMap, VecDeque};
+use std::fmt;
 
 use super::HttpStreamId;
+
+/// A shared store could not be read just now (it timed out, or cannot be reached): return it
+/// from [`EventStore::replay`] or [`SessionStore::load`] instead of an empty answer. The
+/// server then answers the request 503 with `Retry-After`, so the client tries again, where
+/// an empty answer would lose what is stored: a resumed stream would end without the answer
+/// it carries, a session would be taken for unknown (404) and its client would start over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreUnavailable;
+
+impl fmt::Display for StoreUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the shared store could not be read")
+    }
+}
+
+impl std::error::Error for StoreUnavailable {}
 
 /// Storage for resumable SSE events, keyed by session, stream and event number.
 ///
@@ -35,14 +52,15 @@ pub trait EventStore: Send {
     fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]);
 
     /// Calls `out` with each stored event of `session`'s `stream` numbered above `after`, in
-    /// order.
+    /// order. [`StoreUnavailable`] when the store could not be read (then `out` must not
+    /// have been called): the client is told to come back.
     fn replay(
         &mut self,
         session: &str,
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    );
+    ) -> Result<(), StoreUnavailable>;
 
     /// Drops everything stored for `session`.
     fn forget(&mut self, session: &str);
@@ -78,7 +96,9 @@ pub trait SessionStore: Send {
 
     /// The `initialize` request of a live session that this process does not hold, or
     /// `None` when no replica knows it (never opened, deleted or expired). Counts as a touch.
-    fn load(&mut self, session: &str) -> Option<String>;
+    /// [`StoreUnavailable`] when the store could not be read: the client is told to come
+    /// back, and keeps its session.
+    fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable>;
 
     /// Whether the session is still alive (not deleted on any replica, not expired), marking
     /// it active now.
@@ -259,13 +279,14 @@ impl EventStore for MemoryEventStore {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
+    ) -> Result<(), StoreUnavailable> {
         let events = self.sessions.get(session).map(|k| &k.events);
         for (event, s, bytes) in events.into_iter().flatten() {
             if *s == stream && *event > after {
                 out(bytes);
             }
         }
+        Ok(())
     }
 
     fn forget(&mut self, session: &str) {
@@ -295,7 +316,9 @@ mod tests {
         store.append("t", a, 1, b"other session");
         let replay = |store: &mut MemoryEventStore, stream, after| {
             let mut seen = Vec::new();
-            store.replay("s", stream, after, &mut |e| seen.push(e.to_vec()));
+            store
+                .replay("s", stream, after, &mut |e| seen.push(e.to_vec()))
+                .unwrap();
             seen
         };
         assert_eq!(
@@ -326,7 +349,9 @@ mod tests {
         let a = HttpStreamId(1);
         let all = |store: &mut MemoryEventStore, s: &str| {
             let mut seen = Vec::new();
-            store.replay(s, a, 0, &mut |e| seen.push(e.to_vec()));
+            store
+                .replay(s, a, 0, &mut |e| seen.push(e.to_vec()))
+                .unwrap();
             seen
         };
         store.append("s", a, 1, b"s1s1s1");
@@ -364,7 +389,9 @@ mod tests {
         let a = HttpStreamId(1);
         let all = |store: &mut MemoryEventStore| {
             let mut seen = Vec::new();
-            store.replay("s", a, 0, &mut |e| seen.push(e.to_vec()));
+            store
+                .replay("s", a, 0, &mut |e| seen.push(e.to_vec()))
+                .unwrap();
             seen
         };
         store.append("s", a, 1, b"1234");

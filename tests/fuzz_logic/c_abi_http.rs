@@ -218,7 +218,7 @@ unsafe extern "C" fn store_replay(
     after: u64,
     sink: mcpw_replay_sink,
     sink_ctx: *mut c_void,
-) {
+) -> std::ffi::c_int {
     // Safety: as in `store_append`.
     let store = unsafe { &mut *user.cast::<Store>() };
     let session = unsafe { std::slice::from_raw_parts(session.cast::<u8>(), session_len) };
@@ -228,6 +228,7 @@ unsafe extern "C" fn store_replay(
             unsafe { sink(sink_ctx, bytes.as_ptr(), bytes.len()) };
         }
     }
+    0
 }
 
 unsafe extern "C" fn store_forget(user: *mut c_void, session: *const c_char, session_len: usize) {

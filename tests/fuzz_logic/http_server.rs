@@ -31,7 +31,7 @@ use mcpwire::Timestamp;
 use mcpwire::conn::{Config, OwnedEvent};
 use mcpwire::http::{
     Body, ConnKey, EventStore, HttpRequest, HttpServer, HttpServerConfig, HttpStreamId,
-    MemoryEventStore, SessionStore,
+    MemoryEventStore, SessionStore, StoreUnavailable,
 };
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::mcp::ProtocolVersion;
@@ -145,8 +145,8 @@ impl SessionStore for Shared {
             m.insert(session.to_owned(), initialize.to_owned());
         }
     }
-    fn load(&mut self, session: &str) -> Option<String> {
-        self.0.lock().unwrap().get(session).cloned()
+    fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable> {
+        Ok(self.0.lock().unwrap().get(session).cloned())
     }
     fn touch(&mut self, session: &str) -> bool {
         self.0.lock().unwrap().contains_key(session)
@@ -173,8 +173,8 @@ impl EventStore for Counted {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
-        self.0.lock().unwrap().replay(session, stream, after, out);
+    ) -> Result<(), StoreUnavailable> {
+        self.0.lock().unwrap().replay(session, stream, after, out)
     }
     fn forget(&mut self, session: &str) {
         self.0.lock().unwrap().forget(session);

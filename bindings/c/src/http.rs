@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -24,7 +24,7 @@ use super::result::mcpw_result::{self, *};
 use mcpwire::conn::Timestamp;
 use mcpwire::http::{
     Body, ClientAction, ConnKey, EventStore, ExchangeId, HttpClient, HttpRequest, HttpResponse,
-    HttpServer, HttpServerConfig, HttpStreamId, ReconnectPolicy, loopback_only,
+    HttpServer, HttpServerConfig, HttpStreamId, ReconnectPolicy, StoreUnavailable, loopback_only,
 };
 
 fn at(now_ns: u64) -> Timestamp {
@@ -133,7 +133,11 @@ pub struct mcpw_event_store {
         ),
     >,
     /// Calls `sink(sink_ctx, bytes, len)` for each stored event of `session`'s `stream`
-    /// numbered above `after`, in order, before it returns.
+    /// numbered above `after`, in order, before it returns; then returns 0. Returns nonzero
+    /// when the store could not be read (it timed out, or cannot be reached): the client
+    /// then gets 503 with `Retry-After` and comes back, where an empty replay would end its
+    /// resumed stream without the answer stored for it (events given to `sink` before a
+    /// nonzero return are dropped).
     pub replay: Option<
         unsafe extern "C" fn(
             user: *mut c_void,
@@ -143,7 +147,7 @@ pub struct mcpw_event_store {
             after: u64,
             sink: mcpw_replay_sink,
             sink_ctx: *mut c_void,
-        ),
+        ) -> c_int,
     >,
     /// Drops everything stored for `session` (it ended, expired or was evicted).
     pub forget:
@@ -198,13 +202,13 @@ impl EventStore for HostStore {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
+    ) -> Result<(), StoreUnavailable> {
         if let Some(replay) = self.0.replay {
             let mut out: &mut dyn FnMut(&[u8]) = out;
             let ctx: *mut &mut dyn FnMut(&[u8]) = &mut out;
             // Safety: the host's callback; `ctx` lives through the call and `replay_sink`
             // reads it back as the same type.
-            unsafe {
+            let rc = unsafe {
                 replay(
                     self.0.user,
                     session.as_ptr().cast(),
@@ -214,8 +218,12 @@ impl EventStore for HostStore {
                     replay_sink,
                     ctx.cast(),
                 )
+            };
+            if rc != 0 {
+                return Err(StoreUnavailable);
             }
         }
+        Ok(())
     }
 
     fn forget(&mut self, session: &str) {

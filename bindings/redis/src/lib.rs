@@ -133,14 +133,16 @@
 //!
 //! - [`append`](EventStore::append) drops the event. The client connected to this replica
 //!   still gets it live; only a resumption (on any replica) misses it.
-//! - [`replay`](EventStore::replay) replays nothing: the resumed stream continues with the
-//!   events that come after.
+//! - [`replay`](EventStore::replay) returns [`StoreUnavailable`]: the client's resumption
+//!   gets 503 with `Retry-After`, and it comes back for what is stored (an empty replay
+//!   would have ended a finished request's stream without its answer).
 //! - [`EventStore::forget`] leaves the events to expire after `ttl`.
 //! - [`create`](SessionStore::create) leaves the session unrecorded: other replicas answer
 //!   404 for it, and so does this one once a later `touch` finds it missing; the client then
 //!   opens a new session.
-//! - [`load`](SessionStore::load) returns `None`: the client gets 404 and opens a new session
-//!   (safe: nothing is served from a session that cannot be checked).
+//! - [`load`](SessionStore::load) returns [`StoreUnavailable`]: the client gets 503 with
+//!   `Retry-After` and keeps its session (nothing is served from a session that cannot be
+//!   checked, and a 404 would have made the client throw it away).
 //! - [`touch`](SessionStore::touch) returns `true` (fails open): a replica that holds the
 //!   session keeps serving it through a Redis blip. A DELETE made on another replica during
 //!   the blip takes effect here at the first successful touch after it.
@@ -168,7 +170,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
+use mcpwire::http::{EventStore, HttpStreamId, SessionStore, StoreUnavailable};
 use redis::{Client, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 
 /// Settings shared by [`RedisEventStore`] and [`RedisSessionStore`]; give both stores of a
@@ -979,9 +981,9 @@ impl EventStore for RedisEventStore {
         stream: HttpStreamId,
         after: u64,
         out: &mut dyn FnMut(&[u8]),
-    ) {
+    ) -> Result<(), StoreUnavailable> {
         let Some(first) = after.checked_add(1) else {
-            return;
+            return Ok(());
         };
         let key = self.keys.stream(session, stream.0);
         let mut from = Vec::with_capacity(9);
@@ -994,7 +996,8 @@ impl EventStore for RedisEventStore {
             .link
             .run("replay", move |conn| cmd.query::<Vec<Vec<u8>>>(conn))
         else {
-            return;
+            // (Not "nothing stored": the client comes back for what is.)
+            return Err(StoreUnavailable);
         };
         for member in &members {
             let Some((number, bytes)) = member.split_first_chunk::<8>() else {
@@ -1004,6 +1007,7 @@ impl EventStore for RedisEventStore {
                 out(bytes);
             }
         }
+        Ok(())
     }
 
     fn forget(&mut self, session: &str) {
@@ -1096,16 +1100,17 @@ impl SessionStore for RedisSessionStore {
         self.link.run("create session", move |conn| cmd.exec(conn));
     }
 
-    fn load(&mut self, session: &str) -> Option<String> {
+    fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable> {
         let mut cmd = redis::cmd("GETEX");
         cmd.arg(self.keys.session(session))
             .arg("PX")
             .arg(self.ttl_ms);
+        // (A Redis that did not answer is no "unknown session": the client keeps it.)
         self.link
             .run("load session", move |conn| {
                 cmd.query::<Option<String>>(conn)
             })
-            .flatten()
+            .ok_or(StoreUnavailable)
     }
 
     fn touch(&mut self, session: &str) -> bool {

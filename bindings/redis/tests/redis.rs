@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use mcpwire::http::{EventStore, HttpStreamId, SessionStore};
+use mcpwire::http::{EventStore, HttpStreamId, SessionStore, StoreUnavailable};
 use mcpwire_redis::{RedisEventStore, RedisOptions, RedisSessionStore};
 
 /// A `redis-server` of this test's own, killed on drop.
@@ -166,11 +166,21 @@ fn sessions(redis: &RedisServer, options: RedisOptions) -> RedisSessionStore {
 }
 
 fn replay(store: &mut dyn EventStore, session: &str, stream: u64, after: u64) -> Vec<Vec<u8>> {
+    try_replay(store, session, stream, after).expect("the store answered")
+}
+
+/// [`replay`], or what a store that could not be read says.
+fn try_replay(
+    store: &mut dyn EventStore,
+    session: &str,
+    stream: u64,
+    after: u64,
+) -> Result<Vec<Vec<u8>>, StoreUnavailable> {
     let mut seen = Vec::new();
     store.replay(session, HttpStreamId(stream), after, &mut |e| {
         seen.push(e.to_vec())
-    });
-    seen
+    })?;
+    Ok(seen)
 }
 
 /// The bytes a stream's members count in its session's hash of counts (`stream` 0: the
@@ -519,7 +529,7 @@ fn two_replicas_see_each_others_writes() {
 
     sessions_a.create("s", r#"{"method":"initialize"}"#);
     assert_eq!(
-        sessions_b.load("s").as_deref(),
+        sessions_b.load("s").unwrap().as_deref(),
         Some(r#"{"method":"initialize"}"#)
     );
     assert!(sessions_b.touch("s"));
@@ -540,7 +550,7 @@ fn two_replicas_see_each_others_writes() {
     sessions_b.forget("s");
     events_b.forget("s");
     assert!(!sessions_a.touch("s"));
-    assert_eq!(sessions_a.load("s"), None);
+    assert_eq!(sessions_a.load("s").unwrap(), None);
     assert!(replay(&mut events_a, "s", 1 << 48, 0).is_empty());
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
 }
@@ -549,7 +559,7 @@ fn two_replicas_see_each_others_writes() {
 fn sessions_are_created_loaded_touched_and_forgotten() {
     let redis = RedisServer::start();
     let mut store = sessions(&redis, options());
-    assert_eq!(store.load("unknown"), None);
+    assert_eq!(store.load("unknown").unwrap(), None);
     assert!(!store.touch("unknown"));
     assert!(redis.keys().is_empty(), "load and touch create nothing");
 
@@ -557,7 +567,7 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"ü"}}}"#;
     store.create("a", init);
     store.create("b", "other");
-    assert_eq!(store.load("a").as_deref(), Some(init));
+    assert_eq!(store.load("a").unwrap().as_deref(), Some(init));
     assert!(store.touch("a"));
     assert_eq!(redis.keys(), vec!["mcpw:s:a", "mcpw:s:b"]);
     let ttl: i64 = redis::cmd("PTTL")
@@ -568,8 +578,8 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
 
     store.forget("a");
     assert!(!store.touch("a"));
-    assert_eq!(store.load("a"), None);
-    assert_eq!(store.load("b").as_deref(), Some("other"));
+    assert_eq!(store.load("a").unwrap(), None);
+    assert_eq!(store.load("b").unwrap().as_deref(), Some("other"));
     // Forgetting twice, or a session never created, is harmless.
     store.forget("a");
     store.forget("never");
@@ -633,12 +643,15 @@ fn sessions_and_events_expire_after_the_ttl_unless_touched() {
     for _ in 0..3 {
         sleep(Duration::from_millis(150));
         assert!(sessions.touch("busy"));
-        assert!(sessions.load("loaded").is_some(), "load counts as a touch");
+        assert!(
+            sessions.load("loaded").unwrap().is_some(),
+            "load counts as a touch"
+        );
     }
     // 450 ms later (sleeps only overshoot): the idle session and its events are gone, the
     // touched ones are not.
     assert!(!sessions.touch("idle"));
-    assert_eq!(sessions.load("idle"), None);
+    assert_eq!(sessions.load("idle").unwrap(), None);
     assert!(replay(&mut events, "idle", 1, 0).is_empty());
     assert!(sessions.touch("busy"));
     assert_eq!(redis.keys(), vec!["mcpw:s:busy", "mcpw:s:loaded"]);
@@ -715,9 +728,9 @@ fn the_prefix_separates_deployments() {
         },
     );
     one.create("s", "one");
-    assert_eq!(two.load("s"), None);
+    assert_eq!(two.load("s").unwrap(), None);
     two.create("s", "two");
-    assert_eq!(one.load("s").as_deref(), Some("one"));
+    assert_eq!(one.load("s").unwrap().as_deref(), Some("one"));
     assert_eq!(redis.keys(), vec!["mcpw:s:s", "other:s:s"]);
 }
 
@@ -734,11 +747,19 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     redis.stop();
     let started = Instant::now();
     events.append("s", HttpStreamId(1), 2, b"lost");
-    assert!(replay(&mut events, "s", 1, 0).is_empty(), "replays nothing");
+    assert_eq!(
+        try_replay(&mut events, "s", 1, 0),
+        Err(StoreUnavailable),
+        "says it could not be read"
+    );
     events.forget("s");
     assert_eq!(events_health.errors(), 3);
     assert!(sessions.touch("s"), "touch fails open");
-    assert_eq!(sessions.load("s"), None, "load fails closed");
+    assert_eq!(
+        sessions.load("s"),
+        Err(StoreUnavailable),
+        "load fails closed, and says so"
+    );
     sessions.create("t", "init");
     sessions.forget("s");
     assert_eq!(sessions_health.errors(), 4);
@@ -764,7 +785,7 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     assert!(!sessions.touch("s"), "the session did not survive");
     sessions.create("s", "init");
     assert!(sessions.touch("s"));
-    assert_eq!(sessions.load("s").as_deref(), Some("init"));
+    assert_eq!(sessions.load("s").unwrap().as_deref(), Some("init"));
     events.append("s", HttpStreamId(1), 3, b"after");
     assert_eq!(replay(&mut events, "s", 1, 0), vec![b"after".to_vec()]);
     assert_eq!((events_health.errors(), sessions_health.errors()), (3, 4));
@@ -774,7 +795,7 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     redis.restart();
     sessions.create("s", "again");
     events.append("s", HttpStreamId(1), 4, b"again");
-    assert_eq!(sessions.load("s").as_deref(), Some("again"));
+    assert_eq!(sessions.load("s").unwrap().as_deref(), Some("again"));
     assert_eq!(replay(&mut events, "s", 1, 0), vec![b"again".to_vec()]);
     assert_eq!((events_health.errors(), sessions_health.errors()), (3, 4));
 }
@@ -856,7 +877,7 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
         .arg("UNPAUSE")
         .exec(&mut admin)
         .unwrap();
-    assert_eq!(sessions.load("s").as_deref(), Some("init"));
+    assert_eq!(sessions.load("s").unwrap().as_deref(), Some("init"));
     assert_eq!(sessions.health().errors(), 1);
 }
 
@@ -1203,7 +1224,7 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
         events.append("s", HttpStreamId(1), 2, b"two");
         let appended = started.elapsed();
         assert!(sessions.touch("s"), "touch fails open");
-        assert_eq!(sessions.load("s"), None);
+        assert_eq!(sessions.load("s"), Err(StoreUnavailable));
         let took = started.elapsed();
         assert!(
             appended < timeout + Duration::from_millis(100)
@@ -1214,14 +1235,14 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
     redis.signal("CONT");
     // The stores find their way back by themselves.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while sessions.load("s").as_deref() != Some("init") {
+    while sessions.load("s") != Ok(Some("init".into())) {
         assert!(
             Instant::now() < deadline,
             "the session store did not recover"
         );
         sleep(Duration::from_millis(50));
     }
-    while replay(&mut events, "s", 1, 0).is_empty() {
+    while try_replay(&mut events, "s", 1, 0).is_ok_and(|e| e.is_empty()) {
         assert!(Instant::now() < deadline, "the event store did not recover");
         sleep(Duration::from_millis(50));
     }
@@ -1243,8 +1264,8 @@ fn an_initialize_over_max_record_is_not_shared() {
     let health = sessions.health();
     sessions.create("small", &"x".repeat(1024));
     sessions.create("big", &"x".repeat(1025));
-    assert_eq!(sessions.load("small").map(|s| s.len()), Some(1024));
-    assert_eq!(sessions.load("big"), None);
+    assert_eq!(sessions.load("small").unwrap().map(|s| s.len()), Some(1024));
+    assert_eq!(sessions.load("big").unwrap(), None);
     assert_eq!(redis.keys(), ["mcpw:s:small"]);
     assert_eq!(health.errors(), 1);
     assert!(
