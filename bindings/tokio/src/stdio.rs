@@ -37,6 +37,9 @@
 //! - **A peer that goes away is heard out.** When a write fails with a broken pipe or a reset
 //!   (the peer exited), nothing more is written, and the input is read to its end: the
 //!   events of what the peer said last and the close come first, then that write error.
+//! - **Timers run while a write waits.** A request's timeout or the end of a close's grace
+//!   that comes while a write is blocked (the peer is not reading) is handled, and its
+//!   events are handed out; the write then goes on.
 //! - **Cancellation-safe.** Dropping a `next_event` future (in a `select!` with your own
 //!   shutdown signal, say) loses nothing: bytes are consumed from the engine only once
 //!   written, and input only once read.
@@ -318,6 +321,27 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         Ok(())
     }
 
+    /// [`write_out`](Self::write_out), unless one of the engine's deadlines comes first (a
+    /// request's timeout, the end of a close's grace): it is handled then, and `false`
+    /// returned with the rest still to write. A peer that stops reading thus cannot hold the
+    /// timers up. Cancel-safe, as `write_out` is.
+    async fn write_until_due(&mut self) -> io::Result<bool> {
+        let Some(at) = self.conn.poll_timeout() else {
+            self.write_out().await?;
+            return Ok(true);
+        };
+        let wait = Duration::from_nanos(at.as_nanos().saturating_sub(self.now().as_nanos()));
+        tokio::select! {
+            biased;
+            written = self.write_out() => written.map(|()| true),
+            () = tokio::time::sleep(wait) => {
+                let now = self.read_clock();
+                self.conn.handle_timeout(now);
+                Ok(false)
+            }
+        }
+    }
+
     /// Writes and flushes every answer and message given so far, now rather than with the
     /// rest of the batch (see the module docs): call it before slow work done between two
     /// [`next_event`](Self::next_event) calls, so that the answers already given are not held
@@ -357,8 +381,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 .conn
                 .poll_transmit()
                 .is_some_and(|t| t.bytes.len() >= WRITE_AT)
+                && !self.write_until_due().await?
             {
-                self.write_out().await?;
+                // A deadline came first: its events go out before the write goes on.
+                if let Some(event) = self.conn.poll_event() {
+                    return Ok(Some(event.to_owned_event()));
+                }
+                continue;
             }
             if let Some(event) = self.conn.poll_event() {
                 return Ok(Some(event.to_owned_event()));
@@ -388,7 +417,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                     None => std::future::pending().await,
                 }
             };
-            self.write_out().await?;
+            if !self.write_until_due().await? {
+                continue; // a deadline came first: its events, then the rest of the write
+            }
             self.flush_before_waiting().await?;
             if self.eof {
                 sleep.await;

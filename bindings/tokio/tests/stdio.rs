@@ -705,3 +705,34 @@ async fn stop_returns_the_status_of_a_child_that_exited_first() {
     .expect("the child's status");
     assert_eq!(status.code(), Some(3), "{status:?}");
 }
+
+/// A peer that stops reading cannot hold the engine's timers up: with the write to it
+/// blocked, a request still times out and the application hears it. `next_event` waited in
+/// the write for good, so no timeout fired and no close's grace ended.
+#[tokio::test]
+async fn a_blocked_write_does_not_hold_the_timers_up() {
+    let (input, _keep_input_open) = tokio::io::duplex(64);
+    let (output, _never_read) = tokio::io::duplex(64);
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    config.request_timeout = Duration::from_millis(200);
+    // The initialize request is more than the pipe holds: its write blocks.
+    let mut driver = Driver::new(config, input, output).unwrap();
+    let started = tokio::time::Instant::now();
+    let event = tokio::time::timeout(Duration::from_secs(5), driver.next_event())
+        .await
+        .expect("an event while the write is blocked")
+        .expect("no IO error");
+    assert!(
+        matches!(
+            event,
+            Some(OwnedEvent::TimedOut { .. } | OwnedEvent::Closed { .. })
+        ),
+        "{event:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
