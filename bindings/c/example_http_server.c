@@ -1090,12 +1090,24 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
+/* Counts a request's Transfer-Encoding fields. */
+static enum MHD_Result count_coding(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+    unsigned *n = cls;
+    (void)kind;
+    (void)value;
+    if (key != NULL && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) (*n)++;
+    return MHD_YES;
+}
+
 /* The first call, before the body: framing two parsers could read two ways (a proxy in front
    and this server, say) is refused and the connection closed, so that nothing after it on the
    connection is ever read as a request (RFC 9112 §6.1, §6.3). Content-Length fields that
-   differ get 400, as does Content-Length beside Transfer-Encoding; a transfer coding other
-   than chunked gets 501 (libmicrohttpd 0.9.75 read the first of two lengths, and left
-   "gzip, chunked" unanswered). Returns 1 with *queued set when it answered. */
+   differ get 400, as does Content-Length beside Transfer-Encoding, and more than one
+   Transfer-Encoding field (together they list a coding after chunked, or chunked twice);
+   a transfer coding other than chunked gets 501 (libmicrohttpd 0.9.75 read the first of two
+   lengths, framed the body by the first of two Transfer-Encoding fields, and left "gzip,
+   chunked" unanswered). Returns 1 with *queued set when it answered. */
 static int refuse_bad_framing(struct MHD_Connection *connection, enum MHD_Result *queued) {
     static const char bad[] = "ambiguous request framing\n";
     static const char coding[] = "transfer coding not supported\n";
@@ -1103,9 +1115,10 @@ static int refuse_bad_framing(struct MHD_Connection *connection, enum MHD_Result
     const char *te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_TRANSFER_ENCODING);
     struct MHD_Response *response;
-    unsigned status = 0;
+    unsigned status = 0, codings = 0;
     MHD_get_connection_values(connection, MHD_HEADER_KIND, count_length, &l);
-    if (l.differ || (te != NULL && l.count > 0)) {
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, count_coding, &codings);
+    if (l.differ || (te != NULL && l.count > 0) || codings > 1) {
         status = 400;
     } else if (te != NULL && strcasecmp(te, "chunked") != 0) {
         status = 501;

@@ -449,7 +449,8 @@ fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
 /// nothing after it is read as another request (RFC 9112 §6.1, §6.3): libmicrohttpd read the
 /// first of two differing lengths and served the rest of the body as a second request, kept
 /// the connection after Content-Length beside Transfer-Encoding, and left "gzip, chunked"
-/// unanswered (found by a helper's audit).
+/// unanswered (found by a helper's audit); it framed a body by the first of two
+/// Transfer-Encoding fields (found by another).
 #[test]
 fn ambiguous_request_framing_is_refused_and_the_connection_closed() {
     let server = Server::asan(&[]);
@@ -485,6 +486,15 @@ fn ambiguous_request_framing_is_refused_and_the_connection_closed() {
     let request = format!("{head}Transfer-Encoding: gzip, chunked\r\n\r\n{chunked}");
     let out = raw(port, request.as_bytes());
     assert_eq!(statuses(&out), ["501"], "{out}");
+    // Two fields make one list ("chunked, gzip": chunked not last; "chunked, chunked"):
+    // libmicrohttpd framed the body by the first, and served what followed it.
+    for second in ["gzip", "identity", "chunked"] {
+        let request = format!(
+            "{head}Transfer-Encoding: chunked\r\nTransfer-Encoding: {second}\r\n\r\n{chunked}"
+        );
+        let out = raw(port, request.as_bytes());
+        assert_eq!(statuses(&out), ["400"], "{second}: {out}");
+    }
     // Sound framing is served as before.
     let request = format!(
         "{head}Connection: close\r\nContent-Length: {}\r\n\r\n{list}",
