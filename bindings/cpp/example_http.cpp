@@ -17,7 +17,9 @@ struct open_stream {
     std::uint64_t stream;
 };
 
-// The server application: `echo` answers with its text, after one progress report.
+// The server application: `echo` answers with its text, after one progress report when the
+// call asked for progress (a call without a progress token gets none: progress() refuses it
+// with MCPW_ERR_NO_PROGRESS_TOKEN, which must not end the server).
 void serve(mcpw::http_server &server) {
     while (auto e = server.poll_event()) {
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
@@ -27,7 +29,11 @@ void serve(mcpw::http_server &server) {
         }
         auto args = mcpw::json_get(e->ev.params().value_or("{}"), "arguments");
         auto text = mcpw::json_get(args.value_or("{}"), "text").value_or("\"\"");
-        e->conn.progress(e->ev.id(), 1, 2.0, "echoing");
+        try {
+            e->conn.progress(e->ev.id(), 1, 2.0, "echoing");
+        } catch (const mcpw::error &err) {
+            if (err.code() != MCPW_ERR_NO_PROGRESS_TOKEN) throw;
+        }
         e->conn.respond(e->ev.id(),
                         R"({"content":[{"type":"text","text":)" + std::string(text) + "}]}");
     }
@@ -98,8 +104,8 @@ int main() {
         mcpw::http_client client(client_config, now);
 
         std::vector<open_stream> streams;
-        bool answered = false;
-        for (int round = 0; round < 50 && !answered; round++) {
+        int answered = 0; // two calls: one asks for progress, one does not
+        for (int round = 0; round < 50 && answered < 2; round++) {
             carry(client, server, streams, now);
             while (auto ev = client.poll_event()) {
                 if (ev->kind() == MCPW_EVENT_READY) {
@@ -111,6 +117,8 @@ int main() {
                         now, "tools/call",
                         R"({"name":"echo","arguments":{"text":"hello from C++ over HTTP"}})",
                         progress);
+                    client.conn().request(now, "tools/call",
+                                          R"({"name":"echo","arguments":{"text":"and again"}})");
                 } else if (ev->kind() == MCPW_EVENT_PROGRESS) {
                     std::cout << "progress: " << ev->progress() << "/" << ev->total().value_or(0)
                               << " " << ev->message().value_or("") << "\n";
@@ -118,7 +126,7 @@ int main() {
                     auto content = mcpw::json_get(ev->result(), "content").value_or("[]");
                     auto first = mcpw::json_at(content, 0).value_or("{}");
                     std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?") << "\n";
-                    answered = true;
+                    answered++;
                 } else if (ev->kind() == MCPW_EVENT_CLOSED) {
                     std::cerr << "the connection closed\n";
                     return 1;
@@ -126,7 +134,7 @@ int main() {
             }
             now += 1000000; // 1 ms per round
         }
-        if (!answered) {
+        if (answered < 2) {
             std::cerr << "no answer\n";
             return 1;
         }

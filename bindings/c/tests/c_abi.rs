@@ -150,6 +150,10 @@ fn cpp_http_example_runs_a_session_under_sanitizers() {
     assert!(all.contains("ready: 2025-11-25, session "), "{all}");
     assert!(all.contains("progress: 1/2 echoing"), "{all}");
     assert!(all.contains(r#"echo: "hello from C++ over HTTP""#), "{all}");
+    // A call that asked for no progress is answered too (progress() threw, and the example
+    // ended).
+    assert!(all.contains(r#"echo: "and again""#), "{all}");
+    assert_eq!(all.matches("progress: ").count(), 1, "{all}");
     assert!(all.contains("sessions left on the server: 0"), "{all}");
 }
 
