@@ -80,8 +80,8 @@ type HTTPOptions struct {
 	// progress (the client stopped reading): past it the connection is closed, and what it
 	// held is freed (a stream's client resumes with Last-Event-ID). Each write gets the
 	// whole timeout, so a long stream whose client reads is never cut. It applies to
-	// streams and to answers over 64 KiB (a smaller one fits in the socket's buffers);
-	// 0: 30 s.
+	// streams and to every answer (small ones too: many pipelined ones fill the socket's
+	// buffers); 0: 30 s.
 	SendTimeout time.Duration
 	// EventsPerSession bounds the events kept for Last-Event-ID resumption, and the
 	// messages waiting for a session's GET stream while none is open; 0: 256.
@@ -111,8 +111,10 @@ type HTTPOptions struct {
 // (Mcp-Session-Id, SSE streams, Last-Event-ID resumption, DELETE) and stateless 2026-07-28
 // requests on one endpoint. Mount it at your MCP path (http.Handle("/mcp", srv)). It is safe
 // for concurrent use; the engine behind it runs under one lock. A middleware that wraps the
-// http.ResponseWriter must keep it flushable (an Unwrap method, or Flush): otherwise SSE
-// events wait in net/http's buffer, GET streams get 405, and ErrorLog says so once.
+// http.ResponseWriter should give its wrapper an Unwrap method (http.ResponseController
+// follows it): without Unwrap or Flush, SSE events wait in net/http's buffer and GET streams
+// get 405; without Unwrap, no deadline can be set, so BodyTimeout, MinBodyRate and
+// SendTimeout cannot cut off slow clients. ErrorLog says so once for each.
 type HTTPServer struct {
 	mu        sync.Mutex
 	ptr       *C.mcpw_http_server
@@ -142,6 +144,8 @@ type HTTPServer struct {
 	closed bool
 	// Set once a response could not be flushed (and it was logged): logged once per server.
 	noFlush atomic.Bool
+	// noDeadline is set once a deadline could not be set (see deadlineSet).
+	noDeadline atomic.Bool
 }
 
 // NewHTTPServer creates a server for cfg (its Role must be Server; its Versions decide the
@@ -591,6 +595,18 @@ func canFlush(w http.ResponseWriter) bool {
 	return false
 }
 
+// deadlineSet takes the result of a ResponseController deadline call. One the writer does
+// not support (a middleware's wrapper with Flush but no Unwrap, which http.ResponseController
+// cannot see through) is logged once per server: BodyTimeout, MinBodyRate and SendTimeout
+// then do nothing, and slow or stalled clients are never cut off.
+func (s *HTTPServer) deadlineSet(err error) {
+	if err != nil && errors.Is(err, http.ErrNotSupported) && !s.noDeadline.Swap(true) {
+		s.logf("mcpwire: the http.ResponseWriter takes no deadlines (a middleware's wrapper " +
+			"without Unwrap?): BodyTimeout, MinBodyRate and SendTimeout cannot cut off slow " +
+			"or stalled clients")
+	}
+}
+
 // cannotFlush logs, once per server, that a response could not be flushed: a middleware
 // wraps the http.ResponseWriter without Flush or Unwrap.
 func (s *HTTPServer) cannotFlush() {
@@ -614,10 +630,6 @@ func (s *HTTPServer) discardLimit() int {
 func expectsContinue(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(r.Header.Get("Expect")), "100-continue")
 }
-
-// bigAnswer is the size above which an answer's write gets the send timeout: a smaller one
-// fits in the socket's buffers and costs no deadline.
-const bigAnswer = 64 << 10
 
 // streamChunk is the most a stream takes from the engine per write: the rest stays in the
 // engine, under its bounds, instead of in a second copy here behind a write that blocks.
@@ -676,7 +688,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 		}
 		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime))
+			s.deadlineSet(http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime)))
 			_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength)
 		}
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
@@ -729,13 +741,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	setHeaders(w.Header(), a.headers)
-	if a.hasBody && len(a.body) > bigAnswer {
-		// A client that stops reading must not hold the answer (and this goroutine) for
-		// good. The deadline is lifted afterwards: net/http keeps it for the connection's
-		// next response otherwise.
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
-		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	if a.hasBody {
+		// A client that stops reading must not hold the answer (and this goroutine, and
+		// its connection) for good: a small answer fits in the socket's buffers, but many
+		// pipelined ones fill them. The deadline stays set after the handler returns, for
+		// net/http's flush of what it buffered (net/http lifts it after that flush; lifting
+		// it here left the flush unguarded).
+		s.deadlineSet(http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.sendTime)))
 	}
 	w.WriteHeader(a.status)
 	if a.hasBody {
@@ -761,7 +773,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 	start := time.Now()
 	set := s.bodyAllowance(0) // the deadline set, after start
 	if deadlines {
-		_ = rc.SetReadDeadline(start.Add(set))
+		s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
 	}
 	for {
 		if cap(buf)-len(buf) < bytes.MinRead {
@@ -778,7 +790,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 				// body before this (and hands on a copy), net/http's watch for a closed
 				// connection had begun, and the deadline set above would end it, cancel the
 				// request and cut its SSE stream.
-				_ = rc.SetReadDeadline(time.Time{})
+				s.deadlineSet(rc.SetReadDeadline(time.Time{}))
 			}
 			return buf, nil
 		}
@@ -787,14 +799,14 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 				// The rest is read and dropped before the 413 within BodyTimeout alone, as for
 				// a body declared too large: the answer is decided. (With the default MaxBody,
 				// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
-				_ = rc.SetReadDeadline(start.Add(s.bodyTime))
+				s.deadlineSet(rc.SetReadDeadline(start.Add(s.bodyTime)))
 			}
 			return buf, err
 		}
 		if n > 0 && deadlines && set < s.bodyTime {
 			if allowed := s.bodyAllowance(len(buf)); allowed > set {
 				set = allowed
-				_ = rc.SetReadDeadline(start.Add(set))
+				s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
 			}
 		}
 	}
@@ -872,13 +884,17 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 				continue
 			}
 			returned = true // (no more app code on this request)
+			// The answer's views live until the next call on the server that is not const
+			// (wakeLocked may make one): copied first.
+			if next.answer.rc == C.MCPW_OK {
+				a = copyAnswer(&next.answer.response, bufs)
+			}
 			s.wakeLocked()
 			s.rearmTo(next.deadline)
 			if next.answer.rc != C.MCPW_OK {
 				http.Error(w, check("settle", next.answer.rc).Error(), http.StatusInternalServerError)
 				return a, false
 			}
-			a = copyAnswer(&next.answer.response, bufs)
 			break
 		}
 	} else {
@@ -893,11 +909,11 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 
 // stream drains SSE stream id into w until it finishes or the client goes away.
 func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
-	// Every write gets the send timeout; lifted at the end, since net/http would keep it for
-	// the connection's next response.
+	// Every write gets the send timeout, and so does net/http's flush of the end after the
+	// handler returns (net/http lifts it after that flush).
 	rc := http.NewResponseController(w)
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
+	defer func() { s.deadlineSet(rc.SetWriteDeadline(time.Now().Add(s.sendTime))) }()
+	s.deadlineSet(rc.SetWriteDeadline(time.Now().Add(s.sendTime)))
 	if err := rc.Flush(); errors.Is(err, http.ErrNotSupported) { // the head goes out at once
 		s.cannotFlush()
 	}
@@ -946,7 +962,7 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		if n > 0 {
 			// Each write gets the send timeout: a client that stops reading is cut (net/http
 			// closes the connection after a failed write) instead of holding the stream.
-			_ = rc.SetWriteDeadline(time.Now().Add(s.sendTime))
+			s.deadlineSet(rc.SetWriteDeadline(time.Now().Add(s.sendTime)))
 			if _, err := w.Write(buf); err != nil {
 				s.gone(id)
 				return
@@ -963,7 +979,7 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		// Lifted while the stream waits: over HTTP/2 net/http resets a stream whose write
 		// deadline passes, written to or not, and a quiet stream whose client reads would be
 		// cut after SendTimeout. The next write sets it again.
-		_ = rc.SetWriteDeadline(time.Time{})
+		s.deadlineSet(rc.SetWriteDeadline(time.Time{}))
 		select {
 		case <-changed:
 		case <-r.Context().Done():

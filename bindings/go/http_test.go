@@ -60,6 +60,11 @@ func (a *testApp) HandleMCP(c *Conn, key ConnKey, ev Event) {
 				a.held = append(a.held, heldCall{key, ev.ID})
 				return
 			}
+			if call.Name == "medium" { // 60 KiB of text: under the size that had a deadline
+				c.Respond(ev.ID, json.RawMessage(`{"content":[{"type":"text","text":"`+
+					strings.Repeat("m", 60<<10)+`"}]}`))
+				return
+			}
 			if call.Name == "big" { // 8 MiB of text
 				c.Respond(ev.ID, json.RawMessage(`{"content":[{"type":"text","text":"`+
 					strings.Repeat("a", 8<<20)+`"}]}`))
@@ -949,6 +954,97 @@ func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
 	}
 }
 
+// The same for a client that pipelines many small answers' requests and reads none: each
+// answer fits in the socket's buffers, but together they fill them, and a write of one blocks.
+// Only answers over 64 KiB had a deadline, so the connection (and its goroutine) was held
+// for good, and a connection cap filled with such clients locked everyone else out.
+func TestHTTPSendTimeoutCutsAPipeliningClientThatStopsReading(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond})
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const calls = 300 // 18 MiB of answers, more than the kernel buffers on loopback
+	go func() {
+		for i := range calls {
+			if modernCall(context.Background(), ts.URL, "medium", i+1).Write(conn) != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second) // reads nothing for longer than SendTimeout
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection was never closed (%d bytes read)", n)
+	}
+	if n >= calls*60<<10 {
+		t.Fatalf("every answer came (%d bytes)", n)
+	}
+}
+
+// An answer's write deadline outlives its handler, for net/http's flush after it returns: a
+// kept-alive connection's next request must not meet it once it has passed (its 100
+// Continue and its answer would fail to be written, and the connection close). net/http
+// lifts it after that flush; this holds it to that.
+func TestHTTPAKeptAliveConnectionServesAfterTheLastAnswersDeadline(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(conn)
+	call := func(id int, expect bool) {
+		t.Helper()
+		req := modernCall(context.Background(), ts.URL, "echo", id)
+		body, _ := io.ReadAll(req.Body)
+		head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"+
+			"Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n",
+			req.URL.Host, len(body))
+		if expect {
+			head += "Expect: 100-continue\r\n"
+		}
+		if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if expect {
+			line, err := rd.ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+				t.Fatalf("call %d: %q %v", id, line, err)
+			}
+			if _, err := rd.ReadString('\n'); err != nil { // the blank line after it
+				t.Fatal(err)
+			}
+		}
+		if _, err := conn.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(rd, nil)
+		if err != nil {
+			t.Fatalf("call %d: %v", id, err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(answer), "echoed") {
+			t.Fatalf("call %d: %d %s", id, resp.StatusCode, answer)
+		}
+	}
+	call(1, false)
+	time.Sleep(500 * time.Millisecond) // past the first answer's deadline
+	call(2, true)
+	call(3, false)
+}
+
 // newHTTP2Server serves srv over TLS with HTTP/2, as a host behind its own certificate
 // would; the returned client speaks HTTP/2 to it.
 func newHTTP2Server(t *testing.T, srv *HTTPServer) (*httptest.Server, *http.Client) {
@@ -1023,6 +1119,35 @@ func TestHTTP2OversizedBodyKeepsTheConnection(t *testing.T) {
 	status, reused := do(modernCall(context.Background(), ts.URL, "echo", 2))
 	if status != http.StatusOK || !reused {
 		t.Fatalf("the request after the 413 needed a new connection (status %d)", status)
+	}
+}
+
+// flushOnly wraps a ResponseWriter as many middlewares do: with Flush, without Unwrap, so
+// http.ResponseController cannot reach the deadlines of the writer inside.
+type flushOnly struct{ http.ResponseWriter }
+
+func (f flushOnly) Flush() { f.ResponseWriter.(http.Flusher).Flush() }
+
+// Behind such a wrapper no deadline can be set, so BodyTimeout, MinBodyRate and SendTimeout
+// do nothing: ErrorLog says so, once. The error was dropped, and nothing told the operator
+// why slow clients were never cut off. Requests are still served.
+func TestHTTPAWriterWithoutDeadlinesIsReportedOnce(t *testing.T) {
+	var logged lockedBuffer
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(&logged, "", 0)})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(flushOnly{w}, r)
+	}))
+	defer ts.Close()
+	for id := range 3 {
+		resp := modernPost(t, context.Background(), ts.URL, "echo", id+1)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("echoed")) {
+			t.Fatalf("call %d: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	if n := strings.Count(logged.String(), "takes no deadlines"); n != 1 {
+		t.Fatalf("logged %d times: %q", n, logged.String())
 	}
 }
 
