@@ -548,6 +548,9 @@ static void start_transfer(app *a, const mcpw_http_action *action) {
     SETOPT(CURLOPT_NOSIGNAL, 1L);
     SETOPT(CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     SETOPT(CURLOPT_HTTPHEADER, t->request_headers);
+    /* Through a proxy (HTTPS_PROXY), its answer to CONNECT is not the server's head: kept out
+       of on_header, which would report it (status 0) as the response. */
+    SETOPT(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     SETOPT(CURLOPT_HEADERFUNCTION, on_header);
     SETOPT(CURLOPT_HEADERDATA, t);
     SETOPT(CURLOPT_WRITEFUNCTION, on_body);

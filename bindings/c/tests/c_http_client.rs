@@ -834,3 +834,58 @@ fn the_c_http_client_resumes_a_stream_the_server_closed_before_the_answer() {
         assert_eq!(delete.header("Mcp-Session-Id"), Some("fake-session"));
     }
 }
+
+/// A CONNECT proxy on a free port, as `HTTPS_PROXY` names one: it answers every CONNECT with
+/// "200 Connection established", then closes the tunnel (nothing behind it speaks TLS).
+fn start_connect_proxy() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        listener.set_nonblocking(false).unwrap();
+        // One tunnel per request the client makes; the run is short.
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            if !head.starts_with(b"CONNECT ") {
+                return;
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            // The tunnel ends: the client's TLS handshake meets a closed connection.
+        }
+    });
+    (port, handle)
+}
+
+/// Through a proxy (`HTTPS_PROXY`), the proxy's answer to CONNECT is not taken for the
+/// server's: libcurl handed it to the header callback, which reported it to the engine as the
+/// response (status 0), so every request through a proxy failed with "HTTP status 0" whatever the
+/// server said, and the server's real head was skipped. Here the tunnel leads nowhere, so the
+/// run fails, and it must fail for that reason.
+#[test]
+fn the_c_http_client_does_not_take_a_proxys_connect_answer_for_the_servers() {
+    let (proxy, _thread) = start_connect_proxy();
+    let url = format!("https://127.0.0.1:{}/mcp", free_port());
+    let mut cmd = client_command(client_asan(), &["--era", "legacy", "--timeout", "10"], &url);
+    cmd.env("HTTPS_PROXY", format!("http://127.0.0.1:{proxy}"))
+        .env("https_proxy", format!("http://127.0.0.1:{proxy}"))
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy");
+    let out = cmd.output().unwrap();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    let fail = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.starts_with("C_CLIENT_FAIL "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no C_CLIENT_FAIL line:\n{all}"));
+    assert!(!fail.contains("status 0"), "{fail}");
+    assert!(
+        fail.contains("SSL") || fail.contains("TLS"),
+        "the failure should be the TLS handshake's: {fail}"
+    );
+}
