@@ -261,12 +261,16 @@ impl Session {
             }
         };
         io.close_output();
-        for signal in [None, Some("-TERM")] {
-            if let Some(sig) = signal {
-                let _ = Command::new("kill")
-                    .arg(sig)
-                    .arg(child.id().to_string())
-                    .status();
+        for terminate in [false, true] {
+            if terminate {
+                // (Not the `kill` program, which slim images lack: then no SIGTERM came, and
+                // the server was killed 2 s later without its clean-up.)
+                #[cfg(unix)]
+                if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                    // SAFETY: kill(2) on our own child, not reaped yet (try_wait above has
+                    // not returned its status), so the pid is still its.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
             }
             let until = Instant::now() + Duration::from_secs(2);
             while Instant::now() < until {

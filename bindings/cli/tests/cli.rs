@@ -2191,3 +2191,51 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--max-connections"), "{err}");
 }
+
+/// probe ends a server that outlives the end of its input with SIGTERM, as it says, before
+/// it kills it: even where no `kill` program is on PATH (slim images), which it ran to send
+/// the signal, so the server lost its clean-up and was killed 2 s later.
+#[test]
+fn probe_ends_a_lingering_server_with_sigterm_without_a_kill_program() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-probe-term-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("terminated");
+    let _ = std::fs::remove_file(&marker);
+    let server = r#"
+import sys, json, signal, time
+marker = sys.argv[1]
+def term(*_):
+    open(marker, "w").write("term")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    result = {}
+    if m.get("method") == "initialize":
+        result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {},
+                  "serverInfo": {"name": "lingering", "version": "1"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+while True:
+    time.sleep(1)
+"#;
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("python3 at an absolute path");
+    let out = Command::new(BIN)
+        .args(["probe", "--protocol", "2025-11-25", "--timeout", "5", "--"])
+        .args([python, "-c", server, marker.to_str().unwrap()])
+        .env("PATH", &dir) // (an empty directory: no `kill` program)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).ok().as_deref(),
+        Some("term"),
+        "the server got no SIGTERM: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
