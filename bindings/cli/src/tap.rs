@@ -10,6 +10,11 @@
 //! host's writes fail as they would without tap, and keeps passing on what the server writes);
 //! the last entry is always `exit`, and nothing is logged after it.
 //!
+//! tap ends when the server does: at the end of its output, or a second after the server
+//! exited while a process it started still holds that output open. A host that stopped
+//! reading and then signals tap gets it to end too: the signal goes to the server, and once
+//! the server is gone, a write to the host that makes no progress for 4 s is given up.
+//!
 //! Memory stays bounded however long the session: tap remembers at most 65,536 requests in
 //! flight per direction (past that, the oldest is forgotten and counted), a request named by a
 //! `notifications/cancelled` is forgotten at once (the cancel entry names it under `cancels`),
@@ -23,6 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +47,15 @@ const MAX_GONE: usize = 4_096;
 
 /// The most unanswered requests the `exit` entry lists; `unanswered_count` counts them all.
 const MAX_LISTED: usize = 1_000;
+
+/// How long tap goes on passing the server's output to the host after the server exited,
+/// while nothing more comes: a process the server started may hold that output open for good.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// How long a write to the host may make no progress, once a signal was passed on and the
+/// server has exited, before tap ends anyway: a host that stopped reading and then signalled
+/// tap wants it gone, and the server it would wait for is gone already.
+const STALLED: Duration = Duration::from_secs(4);
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Dir {
@@ -532,12 +547,68 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         drop(child_in);
     });
 
+    // The server is waited for on a thread of its own: its end is news even while its output
+    // stays open (a process it started holds it) or the host does not read.
+    let child_out = child.stdout.take();
+    let exited: Arc<Mutex<Option<std::io::Result<std::process::ExitStatus>>>> =
+        Arc::new(Mutex::new(None));
+    {
+        let (exited, reaped) = (Arc::clone(&exited), Arc::clone(&reaped));
+        std::thread::spawn(move || {
+            let status = child.wait();
+            reaped.store(true, Ordering::SeqCst);
+            *exited.lock().unwrap_or_else(|p| p.into_inner()) = Some(status);
+        });
+    }
+    let has_exited = || exited.lock().map(|e| e.is_some()).unwrap_or(true);
+    // Bytes written to the host so far, and whether the main thread is done with them.
+    let written = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    // Ends tap (the exit entry, then the process) when the host, having signalled tap, no
+    // longer reads what the gone server wrote.
+    {
+        let (exited, written, done) =
+            (Arc::clone(&exited), Arc::clone(&written), Arc::clone(&done));
+        let shared = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            let mut last = (u64::MAX, Instant::now());
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                if done.load(Ordering::SeqCst) {
+                    return;
+                }
+                let gone = exited.lock().map(|e| e.is_some()).unwrap_or(true);
+                let now = written.load(Ordering::SeqCst);
+                if !gone || crate::signals::caught().is_none() || now != last.0 {
+                    last = (now, Instant::now());
+                    continue;
+                }
+                if last.1.elapsed() >= STALLED {
+                    let code = finish(&shared, &exited, &done);
+                    std::process::exit(code);
+                }
+            }
+        });
+    }
+
     // Server → host, here.
     let mut down = observer(Dir::ServerToClient);
-    if let Some(mut child_out) = child.stdout.take() {
+    if let Some(mut child_out) = child_out {
         let mut stdout = std::io::stdout().lock();
         let mut buf = vec![0u8; 64 * 1024];
+        let mut quiet_since: Option<Instant> = None;
         loop {
+            // Wait for output, a quarter second at a time, to see the server's end.
+            if !readable(&child_out, Duration::from_millis(250)) {
+                if has_exited() {
+                    let since = *quiet_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= LINGER {
+                        break; // the server is gone; what holds its output open is not it
+                    }
+                }
+                continue;
+            }
+            quiet_since = None;
             let n = match child_out.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
@@ -546,27 +617,66 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             if write_waiting(&mut stdout, &buf[..n]).is_err() {
                 break;
             }
+            written.fetch_add(n as u64, Ordering::SeqCst);
         }
     }
     down.finish();
-    let status = child.wait();
-    reaped.store(true, std::sync::atomic::Ordering::SeqCst);
-    // A server killed by a signal ends tap as a shell reports it: 128 + the signal.
-    let signal = status.as_ref().ok().and_then(killed_by);
+    while !has_exited() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let code = finish(&shared, &exited, &done);
+    // The host may keep its stdin open; the session is over once the server has gone.
+    drop(upstream);
+    code
+}
+
+/// Writes the `exit` entry for the server's end (once: `done` says it was written) and gives
+/// the code tap ends with: the server's, or 128 + the signal that killed it, as a shell
+/// reports it.
+fn finish(
+    shared: &Mutex<Shared>,
+    exited: &Mutex<Option<std::io::Result<std::process::ExitStatus>>>,
+    done: &AtomicBool,
+) -> i32 {
+    let status = exited.lock().unwrap_or_else(|p| p.into_inner());
+    let status = status.as_ref().and_then(|s| s.as_ref().ok());
+    let signal = status.and_then(killed_by);
     let code = match signal {
         Some(signal) => 128 + signal,
-        None => status.as_ref().ok().and_then(|s| s.code()).unwrap_or(1),
+        None => status.and_then(|s| s.code()).unwrap_or(1),
     };
     // The last entry, complete: written under the lock, which no other entry holds now, and
     // closing the log, so that the other thread's later entries (the host may still write)
     // are dropped rather than following it or being cut off by the process's exit.
-    if let Ok(mut s) = shared.lock() {
+    if let Ok(mut s) = shared.lock()
+        && !done.swap(true, Ordering::SeqCst)
+    {
         let entry = exit_entry(&s, code, signal);
         s.write_last(entry);
     }
-    // The host may keep its stdin open; the session is over once the server has gone.
-    drop(upstream);
     code
+}
+
+/// Whether `pipe` has something to read (or its end) within `wait`.
+fn readable(pipe: &std::process::ChildStdout, wait: Duration) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let mut fds = [libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fds` is one valid, writable pollfd for the duration of the call, on a
+        // descriptor `pipe` keeps open. An interrupted wait reads as nothing yet.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) > 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pipe, wait);
+        true
+    }
 }
 
 /// The signal that ended a process, if one did.

@@ -2239,3 +2239,82 @@ while True:
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `tap` with `server` (a shell command) until it ends, 15 s at most: its exit code, how
+/// long it took, and its log. `signal_after`: SIGTERM to tap then. Its stdout is piped and
+/// never read.
+fn tap_until_it_ends(
+    name: &str,
+    server: &str,
+    signal_after: Option<std::time::Duration>,
+) -> (Option<i32>, std::time::Duration, Vec<Value>) {
+    use std::time::{Duration, Instant};
+    let log = std::env::temp_dir().join(format!("mcpwire-tap-{name}-{}.jsonl", std::process::id()));
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            server,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut signalled = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if !signalled && signal_after.is_some_and(|d| started.elapsed() >= d) {
+            signalled = true;
+            // SAFETY: kill(2) on our own child, not reaped yet.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = started.elapsed();
+    let entries = if status.is_some() {
+        tap_log(&log)
+    } else {
+        Vec::new()
+    };
+    let _ = std::fs::remove_file(&log);
+    (status.and_then(|s| s.code()), took, entries)
+}
+
+/// A server that exits while a process it started keeps its output open ends tap all the
+/// same, with its exit code and the exit entry, a moment after (tap waited for the end of that
+/// output, here for 30 s, and for good behind a daemon).
+#[test]
+fn tap_ends_with_a_server_that_exits_behind_a_lingering_child() {
+    let (code, took, log) = tap_until_it_ends("linger", "sleep 30 & exit 3", None);
+    assert_eq!(code, Some(3), "took {took:?}");
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert_eq!(log.last().unwrap()["code"], 3, "{log:?}");
+}
+
+/// A host that stopped reading and then signals tap gets it to end: the signal ends the
+/// server, and tap's write of the server's last output to the host, which makes no progress,
+/// is given up a few seconds later (it stayed blocked, and tap with it, until the host read).
+#[test]
+fn tap_ends_on_a_signal_while_its_host_does_not_read() {
+    let (code, took, log) = tap_until_it_ends(
+        "stalled",
+        "exec head -c 4000000 /dev/zero",
+        Some(std::time::Duration::from_millis(300)),
+    );
+    assert_eq!(code, Some(143), "took {took:?}");
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert_eq!(log.last().unwrap()["signal"], 15, "{log:?}");
+}
