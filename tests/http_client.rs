@@ -1973,6 +1973,112 @@ fn a_final_informational_head_fails_its_request_at_once() {
     }
 }
 
+/// An abort the host was to be told of survives the session's expiry: a 404 on another
+/// exchange, fed before the host polled, cleared the queue with it, and the host kept
+/// reading a response the engine had forgotten (a 101's raw connection, a body that never
+/// ends).
+#[test]
+fn an_abort_queued_before_the_session_expires_still_reaches_the_host() {
+    let (mut c, _, first) = Scripted::in_session_with("tools/list");
+    c.request("tools/list");
+    let second = c.sent().remove(0);
+    c.client.handle_response(c.now, first.exchange, 101, &[]);
+    // No poll between the two: the 404 comes in the same turn of the host's loop.
+    c.expire(&second);
+    c.sent();
+    assert!(
+        c.aborted.contains(&first.exchange),
+        "aborted {:?}, want {:?} among them",
+        c.aborted,
+        first.exchange
+    );
+}
+
+/// A server's request on the `initialize` answer's stream, before the answer, is answered
+/// first; `initialized` still goes out before any request, alone. The answer (a pong) was
+/// taken for `initialized`: requests waited for its head instead, then went out together
+/// with `initialized`, and a strict server refused the one that overtook it.
+#[test]
+fn a_request_never_overtakes_initialized_after_a_ping_on_the_initialize_stream() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    c.sse_head(init.exchange);
+    let answer = initialize_answer(&init.body["id"]);
+    let body = format!(
+        "data: {{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}}\n\ndata: {answer}\n\n"
+    );
+    c.client.handle_response(
+        c.now,
+        init.exchange,
+        200,
+        &[
+            ("Content-Type", "text/event-stream"),
+            ("Mcp-Session-Id", "s1"),
+        ],
+    );
+    c.client.handle_body(c.now, init.exchange, body.as_bytes());
+    c.client.handle_end(c.now, init.exchange, 0);
+    c.events();
+    c.request("tools/list");
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let sent = c.sent();
+        if sent.is_empty() {
+            break;
+        }
+        let methods: Vec<String> = sent
+            .iter()
+            .map(|s| {
+                s.body["method"]
+                    .as_str()
+                    .map_or_else(|| "answer".to_owned(), str::to_owned)
+            })
+            .collect();
+        seen.push(methods);
+        for s in &sent {
+            if s.method == "POST" && s.body["method"] != "tools/list" {
+                c.answer(s, 202, &[], "");
+            }
+        }
+    }
+    let flat: Vec<&String> = seen.iter().flatten().collect();
+    let initialized = flat.iter().position(|m| *m == "notifications/initialized");
+    let list = flat.iter().position(|m| *m == "tools/list");
+    assert!(
+        initialized.is_some() && list.is_some() && initialized < list,
+        "{seen:?}"
+    );
+    // And never in the same batch of sends.
+    assert!(
+        !seen.iter().any(
+            |batch| batch.contains(&"notifications/initialized".to_owned())
+                && batch.contains(&"tools/list".to_owned())
+        ),
+        "{seen:?}"
+    );
+}
+
+/// A request cancelled before its POST went out is never sent (nor is its cancellation, in
+/// the handshake era: the server never had it). It was sent, and its cancellation raced it:
+/// a cancel that arrived first was ignored, and the server ran the tool to its end.
+#[test]
+fn a_request_cancelled_before_it_went_out_is_never_sent() {
+    let (mut c, _, _) = Scripted::in_session_with("tools/list");
+    let id = c
+        .client
+        .connection()
+        .request(c.now, "tools/call", None)
+        .unwrap();
+    c.client.connection().cancel(c.now, id, None).unwrap();
+    let sent = c.sent();
+    assert!(
+        sent.iter().all(|s| s.body["method"] != "tools/call"),
+        "{:?}",
+        sent.iter().map(|s| &s.body).collect::<Vec<_>>()
+    );
+    assert!(c.aborted.is_empty(), "{:?}", c.aborted);
+}
+
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once
 /// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
 /// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was

@@ -841,8 +841,14 @@ impl HttpClient {
             if !self.initialized_out
                 && self.conn.era() == Some(Era::Legacy)
                 && self.conn.state() == crate::conn::State::Operating
+                && matches!(
+                    self.decoder.decode(&bytes),
+                    Ok(Decoded::Single(Message::Notification(n)))
+                        if n.method.eq_str("notifications/initialized")
+                )
             {
-                // The handshake just finished: this was `initialized`.
+                // The handshake just finished: this was `initialized` (an answer to a
+                // server's request made during the handshake may have gone before it).
                 self.initialized_out = true;
                 // Requests wait for its head: every POST travels on its own, and a strict
                 // server refuses a request that overtakes `initialized` on the way.
@@ -946,6 +952,12 @@ impl HttpClient {
                         awaiting.insert(n);
                         // Tool annotations (`x-mcp-header`) are a 2026-07-28 rule.
                         if r.method.eq_str("tools/list") && modern_version.is_some() {
+                            // (One whose answer never came, failed or cancelled, is let go
+                            // here: the set lives as long as the client.)
+                            if self.tools_list.len() >= 64 {
+                                let conn = &self.conn;
+                                self.tools_list.retain(|&n| conn.awaits_answer(n));
+                            }
                             self.tools_list.insert(n);
                         }
                     }
@@ -962,6 +974,18 @@ impl HttpClient {
                 }
                 _ => {}
             }
+        }
+        // A request cancelled before its POST went out is withdrawn: it never reaches the
+        // server, so neither does its cancellation (sent after it, the cancellation could
+        // arrive first and be ignored, and the server would run the request to its end).
+        if let Some(n) = cancelled
+            && let Some((&id, _)) = (self.exchanges.iter())
+                .find(|(_, e)| e.awaiting.len() == 1 && e.awaiting.contains(&n))
+            && self.queue.contains(&(id, false))
+        {
+            self.queue.retain(|&(e, _)| e != id);
+            self.drop_exchange(id);
+            return None;
         }
         if self.conn.era() == Some(Era::Modern) || modern_version.is_some() {
             // 2026-07-28: no notifications over HTTP; a cancel closes the request's stream.
@@ -1313,7 +1337,9 @@ impl HttpClient {
         for id in ids {
             self.finish(now, id, TransportFailure::Status(404));
         }
-        self.queue.clear();
+        // Aborts the host was still to be told of stay (a 101's exchange, one over the size
+        // limit): only what was never sent goes.
+        self.queue.retain(|&(_, abort)| abort);
         self.held_delete = None;
         self.queue.extend(running.into_iter().map(|e| (e, true)));
         self.held.clear();
@@ -1357,4 +1383,50 @@ fn owned(headers: Vec<(&'static str, String)>) -> Vec<(String, String)> {
         .into_iter()
         .map(|(n, v)| (n.to_owned(), v))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conn::Config;
+
+    /// The ids of 2026-07-28 `tools/list` requests awaiting their answer (whose tools' header
+    /// annotations are kept) do not pile up: those that failed are let go. Every failed one
+    /// stayed for the life of the client.
+    #[test]
+    fn failed_tools_lists_are_not_remembered_for_ever() {
+        let mut config = Config::client("t", "1");
+        config.versions = vec![ProtocolVersion::V2026_07_28];
+        let mut now = Timestamp::ZERO;
+        let mut c = HttpClient::new(config, now, ReconnectPolicy::default(), false).unwrap();
+        let Some(ClientAction::Send { exchange, body, .. }) = c.poll_action() else {
+            panic!("no server/discover");
+        };
+        let id: serde_json::Value =
+            serde_json::from_slice::<serde_json::Value>(body).unwrap()["id"].clone();
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+        );
+        let json = [("Content-Type", "application/json")];
+        c.handle_response(now, exchange, 200, &json);
+        c.handle_body(now, exchange, answer.as_bytes());
+        c.handle_end(now, exchange, 0);
+        while c.poll_event().is_some() {}
+        for _ in 0..1_000 {
+            now = now.after(Duration::from_millis(1));
+            c.connection().request(now, "tools/list", None).unwrap();
+            while let Some(action) = c.poll_action() {
+                if let ClientAction::Send { exchange, .. } = action {
+                    c.handle_response(now, exchange, 500, &[]);
+                    c.handle_end(now, exchange, 0);
+                }
+            }
+            while c.poll_event().is_some() {}
+        }
+        assert!(
+            c.tools_list.len() <= 64,
+            "{} remembered",
+            c.tools_list.len()
+        );
+    }
 }
