@@ -2079,6 +2079,52 @@ fn a_request_cancelled_before_it_went_out_is_never_sent() {
     assert!(c.aborted.is_empty(), "{:?}", c.aborted);
 }
 
+/// A request whose stream broke (and waits to be resumed) when the application ends the
+/// session fails then: its resumption would go out after the DELETE with the ended
+/// session's id, to be refused 404 half a second later, or longer.
+#[test]
+fn a_stream_waiting_to_resume_when_the_session_ends_fails_at_once() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.sse_head(post.exchange);
+    c.client
+        .handle_body(c.now, post.exchange, b"id: 1\ndata: \n\n");
+    c.client.handle_error(c.now, post.exchange, 0);
+    c.events();
+    assert!(c.outcome(id).is_none(), "waits to resume");
+    let delete = c.client.end_session().unwrap();
+    c.events();
+    assert!(
+        matches!(
+            c.outcome(id),
+            Some(Ev::Failed {
+                reason: TransportFailure::Status(404),
+                ..
+            })
+        ),
+        "{:?}",
+        c.events
+    );
+    let sent = c.sent();
+    assert!(
+        sent.iter().any(|s| s.exchange == delete),
+        "the DELETE goes: {:?}",
+        sent.iter().map(|s| s.method).collect::<Vec<_>>()
+    );
+    for s in sent.iter().filter(|s| s.exchange == delete) {
+        c.answer(s, 200, &[], "");
+    }
+    c.wait(Duration::from_secs(5));
+    let later = c.sent();
+    assert!(
+        later.iter().all(|s| s.method != "GET"),
+        "{:?}",
+        later
+            .iter()
+            .map(|s| (s.method, s.headers.clone()))
+            .collect::<Vec<_>>()
+    );
+}
+
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once
 /// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
 /// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was

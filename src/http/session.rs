@@ -394,8 +394,9 @@ impl HttpClient {
 
     /// Ends the handshake-era session: queues a `DELETE` with its id (the server frees it at
     /// once instead of at its idle timeout); returns its exchange, `None` without a session.
-    /// Requests still in flight are left to end as they will; close the connection first for
-    /// a clean end. The DELETE goes out once the notifications and answers sent before it
+    /// Requests still in flight are left to end as they will (those whose stream broke and
+    /// waits to be resumed fail at once: [`TransportFailure::Status`] 404); close the
+    /// connection first for a clean end. The DELETE goes out once the notifications and answers sent before it
     /// (the cancellations of that close, say) have their response heads, or were let go
     /// ([`UNAWAITED_HEAD_LIMIT`]): sent beside them, it could reach the server first. Wait
     /// for it while [`has_exchange`](Self::has_exchange) says so. The client starts no new
@@ -433,6 +434,11 @@ impl HttpClient {
             } else {
                 self.queue.push_back((get, true));
             }
+        }
+        // A request's stream waiting to be resumed would go out after the DELETE, with the
+        // ended session's id, to be refused: its requests fail now, as later ones do.
+        for (_, resume) in std::mem::take(&mut self.resumes) {
+            self.finish(self.now, resume, TransportFailure::Status(404));
         }
         let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
         if let Some(v) = self.conn.protocol_version() {
