@@ -2125,6 +2125,43 @@ fn a_stream_waiting_to_resume_when_the_session_ends_fails_at_once() {
     );
 }
 
+/// An answer batched in an SSE event (2025-03-26, the one version with batches) is noted as
+/// the answer, so the stream that carried it is let go once it lingers; it was handed to the
+/// application but not noted, and the exchange stayed open for good on a server that kept
+/// the stream open.
+#[test]
+fn a_batched_answer_on_a_stream_lets_the_stream_go() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    let answer = json!({"jsonrpc":"2.0","id":init.body["id"],"result":{
+        "protocolVersion":"2025-03-26","capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string();
+    c.answer(
+        &init,
+        200,
+        &[
+            ("Content-Type", "application/json"),
+            ("Mcp-Session-Id", "s1"),
+        ],
+        &answer,
+    );
+    for s in c.sent() {
+        c.answer(&s, 202, &[], "");
+    }
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    let batch = format!("data: [{}]\n\n", tools_answer(&post.body["id"]));
+    c.client.handle_body(c.now, post.exchange, batch.as_bytes());
+    c.events();
+    c.assert_answered(id);
+    assert!(c.sent().is_empty());
+    c.wait(mcpwire::http::LINGER + Duration::from_millis(1));
+    c.sent();
+    assert!(c.aborted.contains(&post.exchange), "{:?}", c.aborted);
+}
+
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once
 /// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
 /// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was

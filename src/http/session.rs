@@ -737,7 +737,14 @@ impl HttpClient {
                 // (On the session's GET stream, which answers nothing, it is only skipped.)
                 let dropped = ex.reader.too_long() != too_long && !ex.standalone;
                 for m in messages {
-                    self.deliver(now, exchange, &m);
+                    // A batch (2025-03-26) member by member, so that its answers are noted.
+                    if m.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+                        && matches!(self.decoder.decode(&m), Ok(Decoded::Batch(_)))
+                    {
+                        self.deliver_body(now, exchange, &m);
+                    } else {
+                        self.deliver(now, exchange, &m);
+                    }
                 }
                 if dropped {
                     // An event over the limit was dropped, maybe an answer: the requests the
