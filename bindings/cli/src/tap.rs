@@ -22,7 +22,8 @@
 //! answer to one is matched rather than called a violation (one to a cancelled request says
 //! `"cancelled": true`). The `exit` entry lists at most 1,000 unanswered requests, oldest
 //! first; `unanswered_count` counts all of them, including any forgotten past the bound,
-//! which `forgotten` counts on its own.
+//! which `forgotten` counts on its own. A string id longer than 256 bytes is remembered (and
+//! listed there) as its start, `…`, a hash of the whole and its length.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -291,6 +292,37 @@ fn log_frame(shared: &mut Shared, decoder: &mut Decoder, dir: Dir, frame: &[u8])
 /// the request itself has it whole): a method name may be as long as a frame.
 const METHOD_KEPT: usize = 256;
 
+/// The longest string id (in its wire form) remembered as it is while its request is in
+/// flight; a longer one is remembered as its start, its length and a hash of the whole (see
+/// [`kept_id`]). An id may be as long as a frame, and 65,536 requests are remembered per
+/// direction, each id twice.
+const ID_KEPT: usize = 256;
+
+/// The key a request id is remembered under: the id itself, or for a string id over
+/// [`ID_KEPT`] bytes, `<its first bytes>…#<hash>/<length>`, which stands for it in the exit
+/// entry too. Two different long ids share a key only if their hashes collide.
+fn kept_id(id: Id<'_>) -> OwnedId {
+    let Id::Str(s) = id else {
+        return OwnedId::from(id);
+    };
+    let raw = s.raw().as_bytes();
+    if raw.len() <= ID_KEPT {
+        return OwnedId::from(id);
+    }
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    raw.hash(&mut hasher);
+    // The start, up to the first escape (the key stays a valid id with no escape cut in two).
+    let start = raw
+        .iter()
+        .take(64)
+        .take_while(|&&b| b != b'\\' && b.is_ascii())
+        .count();
+    let mut key = raw[..start].to_vec();
+    key.extend_from_slice(format!("\\u2026#{:016x}/{}", hasher.finish(), raw.len()).as_bytes());
+    OwnedId::Str(key.into())
+}
+
 /// Logs one message that went `dir`, keeping the record of requests in flight up to date.
 fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
     let mut entry = json!({"dir": dir.name()});
@@ -309,7 +341,7 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
                 cut -= 1;
             }
             let method = full[..cut].to_owned();
-            let id = OwnedId::from(r.id);
+            let id = kept_id(r.id);
             let t = shared.ms();
             let side = shared.side(dir);
             if side.in_flight.contains(&id) {
@@ -361,7 +393,7 @@ fn cancel(shared: &mut Shared, dir: Dir, params: Option<RawJson<'_>>, entry: &mu
     else {
         return;
     };
-    let id = OwnedId::from(id);
+    let id = kept_id(id);
     let side = shared.side(dir);
     if let Some(sent) = side.in_flight.remove(&id) {
         entry["cancels"] = json!({"id": id_json(id.as_id()), "method": sent.method});
@@ -372,7 +404,7 @@ fn cancel(shared: &mut Shared, dir: Dir, params: Option<RawJson<'_>>, entry: &mu
 /// Matches an answer with its request (sent the other way) and records the latency.
 fn answer(shared: &mut Shared, request_dir: Dir, id: Id<'_>, entry: &mut Value) {
     let now = shared.ms();
-    let id = OwnedId::from(id);
+    let id = kept_id(id);
     let side = shared.side(request_dir);
     let (sent, cancelled) = match side.in_flight.remove(&id) {
         Some(sent) => (sent, false),

@@ -2318,3 +2318,73 @@ fn tap_ends_on_a_signal_while_its_host_does_not_read() {
     assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     assert_eq!(log.last().unwrap()["signal"], 15, "{log:?}");
 }
+
+/// A server that answers the second request it gets, and no other.
+const ANSWER_THE_SECOND: &str = r#"
+import sys
+for i, line in enumerate(sys.stdin):
+    if i == 1:
+        sys.stdout.write(line.replace('"method":"ping"', '"result":{}'))
+        sys.stdout.flush()
+"#;
+
+/// Long string ids are remembered by a short key while their requests are in flight: 200
+/// requests with 256 KiB ids, never answered, do not cost tap 100 MB (each id was kept whole,
+/// twice), and the exit entry names them by that key. An answer under a long id is still
+/// matched with its request.
+#[test]
+fn tap_remembers_long_ids_by_a_short_key() {
+    let log = std::env::temp_dir().join(format!("mcpwire-tap-ids-{}.jsonl", std::process::id()));
+    let mut child = Command::new(BIN)
+        .args(["tap", "--log", log.to_str().unwrap(), "--"])
+        .args(["python3", "-c", ANSWER_THE_SECOND])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let long = |i: usize| format!("{i}-{}", "x".repeat(256 << 10));
+    let mut peak = 0;
+    for i in 0..200 {
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"{}\",\"method\":\"ping\"}}\n",
+            long(i)
+        );
+        stdin.write_all(line.as_bytes()).unwrap();
+        if i % 20 == 19 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let rss = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            peak = peak.max(rss);
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let entries = tap_log(&log);
+    let _ = std::fs::remove_file(&log);
+    assert!(peak < 60 * 1024, "tap grew to {peak} kB");
+    // The second request was answered: matched.
+    let answer = entries
+        .iter()
+        .find(|e| e["kind"] == "response")
+        .expect("the answer");
+    assert!(answer.get("violation").is_none(), "{}", answer["violation"]);
+    assert_eq!(answer["method"], "ping");
+    let exit = entries.last().unwrap();
+    assert_eq!(
+        exit["unanswered_count"], 199,
+        "{}",
+        exit["unanswered_count"]
+    );
+    let first = exit["unanswered"][0]["id"].as_str().unwrap();
+    assert!(
+        first.starts_with("0-xxx") && first.contains('\u{2026}'),
+        "{first:.100}"
+    );
+    assert!(first.len() < 200, "{}", first.len());
+}
