@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -42,16 +44,17 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // before the next event is handed out.
 //
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
-// peer that reads slowly slows its own requests down instead of growing memory; a peer that
-// never reads is cut off by the engine's output limit (a ClosedEvent with
-// ClosePeerNotReading). When ctx is cancelled while a Write is blocked on such a peer, Serve
-// ends it a second after the grace if w takes write deadlines (a net.Conn, an os.Pipe end):
-// the write fails (w's write deadline is left in the past) and Serve returns an error that
-// wraps ctx.Err(). Other writers cannot be
-// interrupted (os.Stdout is usually one: a program that must end on a signal bounds its own
-// wait, as examples/stdio_server does). A command given on another goroutine (an answer, a
-// progress report, a request of ours) is written as soon as it is given, and a request's
-// timeout is armed for it.
+// peer that reads slowly slows its own requests down instead of growing memory. A peer that
+// never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
+// once the engine's output limit is reached, and the engine's timers wait too (a request's
+// timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends
+// the Write once nothing has been written for a second past the grace, if w takes write
+// deadlines (a net.Conn, an os.Pipe end): it fails (w's write deadline is left in the past)
+// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut. Other
+// writers cannot be interrupted (os.Stdout is usually one: a program that must end on a
+// signal bounds its own wait, as examples/stdio_server does). A command given on another
+// goroutine (an answer, a progress report, a request of ours) is written as soon as it is
+// given, and a request's timeout is armed for it.
 //
 // One Serve at a time drives a Conn: another returns an error at once. One read of r may be
 // outstanding when Serve returns; its goroutine ends when that Read does, and what it reads
@@ -75,7 +78,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		return errServing
 	}
 	defer conn.serveDone()
-	defer cutStalledWrites(ctx, w, conn.grace)()
+	w, stopCut := cutStalledWrites(ctx, w, conn.grace)
+	defer stopCut()
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
@@ -154,12 +158,15 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		// waiting (4).
 		mark := conn.changeMark()
 		closed, werr := handOut(conn, w, h, broken == nil)
-		if err := conn.Err(); err != nil {
+		if err := conn.Err(); err != nil && !(closed && errors.Is(err, ErrFreed)) {
 			return err
 		}
 		if broken == nil {
 			if werr == nil {
 				_, werr = conn.WriteTo(w)
+			}
+			if closed && errors.Is(werr, ErrFreed) {
+				werr = nil // the handler closed the Conn on its ClosedEvent: all was written
 			}
 			if werr != nil {
 				// (Once everything read is fed, EOF included, there is nothing left to hear.)
@@ -264,34 +271,44 @@ func peerGone(err error) bool {
 		errors.Is(err, io.ErrClosedPipe)
 }
 
-// cutStalledWrites makes a Write to w that is still blocked a second after Serve's grace
+// cutStalledWrites makes a Write to w that makes no progress a second after Serve's grace
 // (ctx cancelled, the peer not reading) fail, when w can take a write deadline (a net.Conn,
-// an os.File on a pollable pipe or socket): otherwise ctx could not end Serve. The function
-// it returns, called as Serve returns, calls that off; w's deadline is never touched once
-// Serve has returned.
-func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (stop func()) {
+// an os.File on a pollable pipe or socket): otherwise ctx could not end Serve. A peer that
+// still reads is not cut: while bytes go out, the check comes again a second later. Serve
+// writes through the writer it returns, which counts them. The function it returns, called
+// as Serve returns, calls that off; w's deadline is never touched once Serve has returned.
+func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (io.Writer, func()) {
 	dw, ok := w.(interface{ SetWriteDeadline(time.Time) error })
 	if !ok {
-		return func() {}
+		return w, func() {}
 	}
+	counted := &countingWriter{w: w}
 	var mu sync.Mutex
 	returned := false
 	var cut *time.Timer
-	stopWatch := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if returned {
-			return
-		}
-		cut = time.AfterFunc(grace+time.Second, func() {
+	var check func(after time.Duration) // (with mu held)
+	check = func(after time.Duration) {
+		seen := counted.n.Load()
+		cut = time.AfterFunc(after, func() {
 			mu.Lock()
 			defer mu.Unlock()
-			if !returned {
+			switch {
+			case returned:
+			case counted.n.Load() != seen:
+				check(time.Second) // the peer reads: no cut yet
+			default:
 				_ = dw.SetWriteDeadline(time.Unix(1, 0)) // (in the past: blocked Writes fail now)
 			}
 		})
+	}
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !returned {
+			check(min(grace, math.MaxInt64-time.Second) + time.Second) // (a grace of "for ever" stays one)
+		}
 	})
-	return func() {
+	return counted, func() {
 		stopWatch()
 		mu.Lock()
 		defer mu.Unlock()
@@ -300,6 +317,18 @@ func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (st
 			cut.Stop()
 		}
 	}
+}
+
+// countingWriter counts the bytes written through it, for cutStalledWrites.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(max(n, 0)))
+	return n, err
 }
 
 // handOut hands every event conn holds to h, all with the time of the first; it reports
@@ -312,6 +341,12 @@ func handOut(conn *Conn, w io.Writer, h Handler, writeAhead bool) (closed bool, 
 	for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
 		if _, isClosed := ev.(*ClosedEvent); isClosed {
 			closed = true
+			// What came with the close (the cancellations its grace ended with) is written
+			// before the handler hears of it: the handler may Close the Conn, the last event
+			// handed out, and what was still unwritten would go with it.
+			if writeAhead && werr == nil {
+				_, werr = conn.WriteTo(w)
+			}
 		}
 		if now.IsZero() {
 			now = time.Now()

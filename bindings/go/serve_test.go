@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -381,4 +383,104 @@ func TestServeReadsTheLastWordsOfAPeerThatWentAway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A handler that closes the Conn on its ClosedEvent (tidying up: it is the last event) does
+// not lose what came with the close, and Serve ends as the close says: nil at the end of
+// input, ctx.Err() after a cancellation, whose ping's cancellation is still written. Serve
+// returned ErrFreed, and the cancellation was freed unwritten.
+func TestServeAHandlerThatClosesTheConnOnItsCloseLosesNothing(t *testing.T) {
+	closing := HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+		if _, ok := ev.(*ClosedEvent); ok {
+			c.Close()
+		}
+	})
+	var out bytes.Buffer
+	if err := Serve(context.Background(), toolsServer(t), strings.NewReader(""), &out, closing); err != nil {
+		t.Fatalf("at the end of input: %v", err)
+	}
+
+	cfg := serverConfig()
+	cfg.ShutdownGrace = 100 * time.Millisecond
+	conn, err := NewConn(cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	inR, in := io.Pipe()
+	defer in.Close()
+	outR, outW := io.Pipe()
+	lines := bufio.NewScanner(outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if _, ok := ev.(*ReadyEvent); ok {
+				close(ready)
+			}
+			closing(c, now, ev)
+		}))
+		outW.Close()
+	}()
+	go io.WriteString(in, testInitialize+testInitialized)
+	nextLine(t, lines, 5*time.Second) // the initialize result
+	<-ready
+	if _, err := conn.Request(time.Now(), "ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
+		t.Fatalf("not the ping: %v", m)
+	}
+	cancel()
+	if m := nextLine(t, lines, 5*time.Second); m["method"] != "notifications/cancelled" {
+		t.Fatalf("the ping's cancellation was lost: %v", m)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve returned %v", err)
+	}
+}
+
+// deadlineWriter counts the write deadlines set on it, and takes every write.
+type deadlineWriter struct{ cuts atomic.Int32 }
+
+func (d *deadlineWriter) Write(b []byte) (int, error)      { return len(b), nil }
+func (d *deadlineWriter) SetWriteDeadline(time.Time) error { d.cuts.Add(1); return nil }
+
+// The cut of a stalled write comes a second after the grace only if nothing was written
+// since: a peer that still reads (here a write every 100 ms, for 1.6 s) is not cut, and the
+// cut comes about a second after the writes stop. A grace of "for ever" never cuts: grace +
+// 1 s overflowed to a negative duration, and the cut came at once. (Writes that went on were
+// cut at the grace and a second, a peer reading slowly got half a line.)
+func TestServeCutsOnlyWritesThatStall(t *testing.T) {
+	t.Run("reading", func(t *testing.T) {
+		t.Parallel()
+		d := &deadlineWriter{}
+		ctx, cancel := context.WithCancel(context.Background())
+		w, stop := cutStalledWrites(ctx, d, 50*time.Millisecond)
+		defer stop()
+		cancel()
+		for range 16 {
+			time.Sleep(100 * time.Millisecond)
+			_, _ = w.Write([]byte("x"))
+		}
+		if n := d.cuts.Load(); n != 0 {
+			t.Fatalf("cut %d times while the peer read", n)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if n := d.cuts.Load(); n != 1 {
+			t.Fatalf("cut %d times after the writes stopped", n)
+		}
+	})
+	t.Run("for ever", func(t *testing.T) {
+		t.Parallel()
+		d := &deadlineWriter{}
+		ctx, cancel := context.WithCancel(context.Background())
+		_, stop := cutStalledWrites(ctx, d, math.MaxInt64)
+		defer stop()
+		cancel()
+		time.Sleep(300 * time.Millisecond)
+		if n := d.cuts.Load(); n != 0 {
+			t.Fatalf("cut %d times with a grace of for ever", n)
+		}
+	})
 }
