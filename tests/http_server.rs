@@ -3173,6 +3173,95 @@ fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_see
     assert_eq!(ping(&mut a, 2200, 22), 404, "seen within the interval");
 }
 
+/// A stream that ends without its answer (the application closed the connection after one
+/// progress notification) stays a stream when settled: its one frame, a notification, was
+/// sent as the JSON "answer" (200, `application/json`, a body with a `method`).
+#[test]
+fn a_stream_whose_one_frame_is_no_answer_is_not_settled_as_json() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let h = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = send(
+        &mut s,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#,
+    );
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    let conn = s.connection(*key).unwrap();
+    conn.progress(id.as_id(), 1.0, Some(2.0), None).unwrap();
+    conn.close(T0, std::time::Duration::ZERO);
+    let r = s.settle(r);
+    if let Body::Complete(_, body) = &r.body {
+        let v: Value = serde_json::from_slice(body).unwrap();
+        assert!(
+            v.get("method").is_none(),
+            "a notification as the answer: {v}"
+        );
+    }
+}
+
+/// A host name compares ignoring case: `LOCALHOST` is loopback (Go's client sends the host as
+/// the URL spells it). It got 403.
+#[test]
+fn a_loopback_host_in_capitals_is_loopback() {
+    for host in ["LOCALHOST:3000", "LocalHost", "localhost"] {
+        assert!(mcpwire::http::loopback_only(Some(host), None), "{host}");
+    }
+    assert!(mcpwire::http::loopback_only(
+        None,
+        Some("http://LOCALHOST:3000")
+    ));
+    assert!(!mcpwire::http::loopback_only(
+        Some("LOCALHOST.evil.example"),
+        None
+    ));
+    let mut s = HttpServer::new(HttpServerConfig::new(server_config()));
+    let r = send_at(&mut s, T0, "POST", &[("Host", "LOCALHOST:3000")], INIT);
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+/// An idle timeout of zero with shared sessions does not keep a deadline due for ever (the
+/// shared record's refresh, due at half the timeout, was due at once again after each
+/// `handle_timeout`: the host spun, with a store round trip each turn). It is taken as 1 ms.
+#[test]
+fn an_idle_timeout_of_zero_keeps_no_deadline_due() {
+    let stores = Replicated::default();
+    let mut config = HttpServerConfig::new(server_config());
+    config.events = Some(Box::new(stores.clone()));
+    config.sessions = Some(Box::new(stores.clone()));
+    config.first_stream_id = 1 << 48;
+    config.keepalive = None;
+    config.session_idle_timeout = std::time::Duration::ZERO;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let _stream = get_stream(&mut s, &[("Mcp-Session-Id", &sid)]);
+    s.handle_timeout(T0);
+    let before = stores.touches();
+    for _ in 0..100 {
+        match s.poll_timeout() {
+            Some(at) if at <= T0 => s.handle_timeout(T0),
+            _ => break,
+        }
+    }
+    assert!(
+        s.poll_timeout().is_none_or(|at| at > T0),
+        "still due at {:?}",
+        s.poll_timeout()
+    );
+    assert!(
+        stores.touches() - before < 5,
+        "{} touches",
+        stores.touches() - before
+    );
+}
+
 /// A touch interval longer than the store's expiry allows is held to half the idle timeout
 /// (which the store's expiry is at least): a session busy on one replica is touched in the
 /// store in time. It was not touched for the whole interval, so it expired in the store and

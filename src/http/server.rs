@@ -231,7 +231,8 @@ pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
             })
             .map(|(h, _)| h)
             .unwrap_or(authority);
-        matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+        // (Host names compare ignoring case: `LOCALHOST` is loopback too.)
+        host.eq_ignore_ascii_case("localhost") || matches!(host, "127.0.0.1" | "[::1]" | "::1")
     }
     let host_ok = host.is_none_or(loopback);
     let origin_ok = origin.is_none_or(|o| {
@@ -290,6 +291,10 @@ struct Stream {
     /// answer may still be immediate (until the host first drains the stream). Most streams
     /// carry one: its entry needs no allocation of its own.
     frames: SmallVec<[(u64, Vec<u8>); 1]>,
+    /// Whether the first of `frames` answers a request (a response, an error or a batch of
+    /// them): only such a frame becomes a JSON body, never a lone notification or request
+    /// of a stream that ended without its answer (its connection closed).
+    first_answers: bool,
     /// Without a session, recorded frames are written as SSE events only when the host
     /// drains the stream (`render`): an answer settled into a JSON body never is. These many
     /// of `frames` are in `buf` already, and `unrendered` bytes are not.
@@ -509,8 +514,11 @@ fn store_unavailable() -> HttpResponse {
 impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {
-        // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms.
+        // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms. So
+        // is an idle timeout of zero: a shared session's refresh, due at half of it, would
+        // stay due.
         config.keepalive = config.keepalive.map(|d| d.max(Duration::from_millis(1)));
+        config.session_idle_timeout = config.session_idle_timeout.max(Duration::from_millis(1));
         config.shared_touch_interval =
             (config.shared_touch_interval).min(config.session_idle_timeout / 2);
         let events = config.events.take().unwrap_or_else(|| {
@@ -656,6 +664,7 @@ impl HttpServer {
                 done: false,
                 standalone,
                 frames: SmallVec::new(),
+                first_answers: false,
                 rendered: 0,
                 unrendered: 0,
                 record: true,
@@ -1568,6 +1577,7 @@ impl HttpServer {
                             done: false,
                             standalone: true,
                             frames: SmallVec::new(),
+                            first_answers: false,
                             rendered: 0,
                             unrendered: 0,
                             record: false,
@@ -2331,7 +2341,12 @@ impl HttpServer {
             return response;
         };
         match self.streams.get(&id) {
-            Some(s) if s.record && s.done && !s.standalone && s.frames.len() == 1 => {}
+            Some(s)
+                if s.record
+                    && s.done
+                    && !s.standalone
+                    && s.frames.len() == 1
+                    && s.first_answers => {}
             _ => {
                 // It stays a stream: ask proxies not to buffer it (see `sse_headers`), once
                 // (a GET stream has the header already).
@@ -2855,6 +2870,9 @@ fn route_frame(
     s.error_code = error_code;
     if s.record {
         s.frames.push((event_id, frame.to_vec()));
+        if s.frames.len() == 1 {
+            s.first_answers = answered.is_some() || batch;
+        }
         if session.is_some() {
             s.rendered = s.frames.len();
         } else {

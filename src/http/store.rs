@@ -209,6 +209,13 @@ impl MemoryEventStore {
                 self.bytes -= old.len();
                 self.count -= 1;
             }
+            if kept.events.is_empty() {
+                // Nothing left of it: its entries go too (a server whose sessions are shared
+                // never forgets them here, and they would pile up, one per session ever
+                // served).
+                self.sessions.remove(name.as_str());
+                self.names.remove(&seq);
+            }
             return true;
         }
         false
@@ -305,6 +312,32 @@ impl EventStore for MemoryEventStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session whose every event went to the bound over all sessions leaves nothing
+    /// behind: its entries stayed, one per session ever served, where nothing forgets
+    /// sessions (a server whose sessions are shared with other replicas).
+    #[test]
+    fn sessions_emptied_by_the_total_bound_leave_no_entry() {
+        let mut store = MemoryEventStore::with_bounds(16, 1 << 20, 1000);
+        for n in 0..10_000 {
+            store.append(&format!("s{n}"), HttpStreamId(1), 1, &[b'x'; 100]);
+        }
+        assert!(store.bytes() <= 1000);
+        assert!(store.sessions.len() <= 10, "{}", store.sessions.len());
+        assert_eq!(store.names.len(), store.sessions.len());
+        // The newest are still there, and a session emptied earlier starts again.
+        let mut seen = Vec::new();
+        store
+            .replay("s9999", HttpStreamId(1), 0, &mut |e| seen.push(e.len()))
+            .unwrap();
+        assert_eq!(seen, [100]);
+        store.append("s0", HttpStreamId(1), 2, b"again");
+        let mut seen = Vec::new();
+        store
+            .replay("s0", HttpStreamId(1), 0, &mut |e| seen.push(e.to_vec()))
+            .unwrap();
+        assert_eq!(seen, [b"again".to_vec()]);
+    }
 
     #[test]
     fn replays_one_streams_later_events_in_order_within_the_bound() {
