@@ -923,21 +923,29 @@ func TestHTTPDiscardLimitAtTheLargestMaxBody(t *testing.T) {
 	}
 }
 
-// A client that stops reading a large answer: once a write makes no progress for
-// SendTimeout the connection is closed, and the answer is no longer held (it was held, with
-// the handler's goroutine and buffers, as long as the client kept the connection open).
-func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
-	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond})
+// dialWithASmallReceiveBuffer connects to the test server at url with a 4 KiB receive
+// buffer, as a client that reads little would; closed when the test ends.
+func dialWithASmallReceiveBuffer(t *testing.T, url string) net.Conn {
+	t.Helper()
 	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) {
 			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
 		})
 	}}
-	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// A client that stops reading a large answer: once a write makes no progress for
+// SendTimeout the connection is closed, and the answer is no longer held (it was held, with
+// the handler's goroutine and buffers, as long as the client kept the connection open).
+func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond})
+	conn := dialWithASmallReceiveBuffer(t, ts.URL)
 	req := modernCall(context.Background(), ts.URL, "big", 1)
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
@@ -960,16 +968,7 @@ func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
 // for good, and a connection cap filled with such clients locked everyone else out.
 func TestHTTPSendTimeoutCutsAPipeliningClientThatStopsReading(t *testing.T) {
 	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 300 * time.Millisecond})
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) {
-			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-	}}
-	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialWithASmallReceiveBuffer(t, ts.URL)
 	const calls = 300 // 18 MiB of answers, more than the kernel buffers on loopback
 	go func() {
 		for i := range calls {

@@ -293,33 +293,7 @@ func TestServeCancelWaitsTheConfiguredShutdownGrace(t *testing.T) {
 	for _, grace := range []time.Duration{400 * time.Millisecond, -1} {
 		cfg := serverConfig()
 		cfg.ShutdownGrace = grace
-		conn, err := NewConn(cfg, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan struct{})
-		inR, in := io.Pipe()
-		outR, outW := io.Pipe()
-		lines := bufio.NewScanner(outR)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(_ *Conn, _ time.Time, ev Event) {
-				if _, ok := ev.(*ReadyEvent); ok {
-					close(ready)
-				}
-			}))
-			outW.Close()
-		}()
-		go io.WriteString(in, testInitialize+testInitialized)
-		nextLine(t, lines, 5*time.Second) // the initialize result
-		<-ready
-		if _, err := conn.Request(time.Now(), "ping", nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
-			t.Fatalf("not the ping: %v", m)
-		}
+		lines, cancel, done := servedWithAPingInFlight(t, cfg, nil)
 		cancel()
 		start := time.Now()
 		if m := nextLine(t, lines, 5*time.Second); m["method"] != "notifications/cancelled" {
@@ -332,8 +306,6 @@ func TestServeCancelWaitsTheConfiguredShutdownGrace(t *testing.T) {
 		if took < max(grace, 0) || took > max(grace, 0)+time.Second {
 			t.Fatalf("the ping was cancelled %v after ctx, with a grace of %v", took, grace)
 		}
-		in.Close()
-		conn.Close()
 	}
 }
 
@@ -402,35 +374,7 @@ func TestServeAHandlerThatClosesTheConnOnItsCloseLosesNothing(t *testing.T) {
 
 	cfg := serverConfig()
 	cfg.ShutdownGrace = 100 * time.Millisecond
-	conn, err := NewConn(cfg, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	inR, in := io.Pipe()
-	defer in.Close()
-	outR, outW := io.Pipe()
-	lines := bufio.NewScanner(outR)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-			if _, ok := ev.(*ReadyEvent); ok {
-				close(ready)
-			}
-			closing(c, now, ev)
-		}))
-		outW.Close()
-	}()
-	go io.WriteString(in, testInitialize+testInitialized)
-	nextLine(t, lines, 5*time.Second) // the initialize result
-	<-ready
-	if _, err := conn.Request(time.Now(), "ping", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
-		t.Fatalf("not the ping: %v", m)
-	}
+	lines, cancel, done := servedWithAPingInFlight(t, cfg, closing)
 	cancel()
 	if m := nextLine(t, lines, 5*time.Second); m["method"] != "notifications/cancelled" {
 		t.Fatalf("the ping's cancellation was lost: %v", m)
@@ -483,4 +427,45 @@ func TestServeCutsOnlyWritesThatStall(t *testing.T) {
 			t.Fatalf("cut %d times with a grace of for ever", n)
 		}
 	})
+}
+
+// servedWithAPingInFlight serves a server Conn made from cfg over pipes, through the handshake,
+// with our ping to the client sent and never answered: the served output's lines, the
+// cancel of Serve's ctx, and where Serve's error lands. h sees every event after Serve's own
+// use of ReadyEvent.
+func servedWithAPingInFlight(t *testing.T, cfg *Config, h Handler) (*bufio.Scanner, context.CancelFunc, chan error) {
+	t.Helper()
+	conn, err := NewConn(cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ready := make(chan struct{})
+	inR, in := io.Pipe()
+	t.Cleanup(func() { in.Close() })
+	outR, outW := io.Pipe()
+	lines := bufio.NewScanner(outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if _, ok := ev.(*ReadyEvent); ok {
+				close(ready)
+			}
+			if h != nil {
+				h.HandleEvent(c, now, ev)
+			}
+		}))
+		outW.Close()
+	}()
+	go io.WriteString(in, testInitialize+testInitialized)
+	nextLine(t, lines, 5*time.Second) // the initialize result
+	<-ready
+	if _, err := conn.Request(time.Now(), "ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextLine(t, lines, 5*time.Second); m["method"] != "ping" {
+		t.Fatalf("not the ping: %v", m)
+	}
+	return lines, cancel, done
 }
