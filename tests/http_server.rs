@@ -477,20 +477,31 @@ fn protocol_version_header_rules() {
     assert_eq!(r.status, 200, "{r:?}");
 }
 
-#[test]
-fn notifications_and_responses_get_202_and_requests_a_stream_on_the_post() {
-    let mut s = server();
-    let sid = open_session(&mut s);
+/// Opens a 2025-11-25 session on `s` and posts a `tools/call` (id "a") that asks for
+/// progress: the response (an SSE stream) and the session's id.
+fn post_slow_call_with_progress(s: &mut HttpServer) -> (HttpResponse, String) {
+    let sid = open_session(s);
     let h = [
         ("Mcp-Session-Id", sid.as_str()),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
     let r = send(
-        &mut s,
+        s,
         "POST",
         &h,
         r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#,
     );
+    (r, sid)
+}
+
+#[test]
+fn notifications_and_responses_get_202_and_requests_a_stream_on_the_post() {
+    let mut s = server();
+    let (r, sid) = post_slow_call_with_progress(&mut s);
+    let h = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
     assert_eq!(r.status, 200);
     assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
     // "servers SHOULD include the X-Accel-Buffering: no header" (2026-07-28), so that a
@@ -3179,17 +3190,7 @@ fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_see
 #[test]
 fn a_stream_whose_one_frame_is_no_answer_is_not_settled_as_json() {
     let mut s = server();
-    let sid = open_session(&mut s);
-    let h = [
-        ("Mcp-Session-Id", sid.as_str()),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ];
-    let r = send(
-        &mut s,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#,
-    );
+    let (r, _) = post_slow_call_with_progress(&mut s);
     let evs = events(&mut s);
     let (key, Ev::Request { id, .. }) = &evs[0] else {
         panic!("{evs:?}")
