@@ -584,14 +584,14 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let child_out = child.stdout.take();
     let exited: Arc<Mutex<Option<std::io::Result<std::process::ExitStatus>>>> =
         Arc::new(Mutex::new(None));
-    {
+    let waiter = {
         let (exited, reaped) = (Arc::clone(&exited), Arc::clone(&reaped));
         std::thread::spawn(move || {
             let status = child.wait();
             reaped.store(true, Ordering::SeqCst);
             *exited.lock().unwrap_or_else(|p| p.into_inner()) = Some(status);
-        });
-    }
+        })
+    };
     let has_exited = || exited.lock().map(|e| e.is_some()).unwrap_or(true);
     // Bytes written to the host so far, and whether the main thread is done with them.
     let written = Arc::new(AtomicU64::new(0));
@@ -653,9 +653,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         }
     }
     down.finish();
-    while !has_exited() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let _ = waiter.join(); // (the server's status is in `exited` then)
     let code = finish(&shared, &exited, &done);
     // The host may keep its stdin open; the session is over once the server has gone.
     drop(upstream);

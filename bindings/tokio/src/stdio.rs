@@ -308,16 +308,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             let n = match self.writer.write(t.bytes).await {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => n,
-                Err(e) if peer_gone(&e) => {
-                    self.gone = true;
-                    self.broken = Some(e);
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
+                Err(e) => return self.left(e),
             };
             self.conn.consume_transmit(n);
             self.unflushed = true;
         }
+        Ok(())
+    }
+
+    /// A write error: the peer stopped reading (see [`next_event`](Self::next_event)), noted
+    /// for later, or any other, returned.
+    fn left(&mut self, e: io::Error) -> io::Result<()> {
+        if !peer_gone(&e) {
+            return Err(e);
+        }
+        self.gone = true;
+        self.broken = Some(e);
         Ok(())
     }
 
@@ -356,12 +362,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     async fn flush_before_waiting(&mut self) -> io::Result<()> {
         if self.unflushed && !self.gone {
             self.unflushed = false;
-            match self.writer.flush().await {
-                Err(e) if peer_gone(&e) => {
-                    self.gone = true;
-                    self.broken = Some(e);
-                }
-                flushed => flushed?,
+            if let Err(e) = self.writer.flush().await {
+                return self.left(e);
             }
         }
         Ok(())
