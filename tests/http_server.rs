@@ -2671,12 +2671,18 @@ impl Replicated {
     }
 }
 
-/// Replica `n` of a deployment sharing `stores`.
-fn replica(stores: &Replicated, n: u64) -> HttpServer {
+/// The configuration of replica `n` of a deployment sharing `stores`.
+fn replica_config(stores: &Replicated, n: u64) -> HttpServerConfig {
     let mut config = HttpServerConfig::new(server_config());
     config.events = Some(Box::new(stores.clone()));
     config.sessions = Some(Box::new(stores.clone()));
     config.first_stream_id = n << 48;
+    config
+}
+
+/// Replica `n` of a deployment sharing `stores`.
+fn replica(stores: &Replicated, n: u64) -> HttpServer {
+    let mut config = replica_config(stores, n);
     config.keepalive = None; // the tests here check the sessions' own deadlines
     HttpServer::new(config)
 }
@@ -2925,10 +2931,7 @@ fn a_resumption_on_another_replica_before_anything_new_keeps_the_clients_place()
 fn a_delete_on_a_full_replica_ends_another_replicas_session() {
     let stores = Replicated::default();
     let mut a = replica(&stores, 1);
-    let mut config = HttpServerConfig::new(server_config());
-    config.events = Some(Box::new(stores.clone()));
-    config.sessions = Some(Box::new(stores.clone()));
-    config.first_stream_id = 2 << 48;
+    let mut config = replica_config(&stores, 2);
     config.max_sessions = 1;
     let mut b = HttpServer::new(config);
     let on_a = open_session(&mut a);
@@ -3139,10 +3142,7 @@ fn an_answer_given_as_json_costs_no_event_store_write() {
 #[test]
 fn a_touch_interval_spares_store_round_trips_and_bounds_how_late_a_delete_is_seen() {
     let stores = Replicated::default();
-    let mut config = HttpServerConfig::new(server_config());
-    config.events = Some(Box::new(stores.clone()));
-    config.sessions = Some(Box::new(stores.clone()));
-    config.first_stream_id = 1 << 48;
+    let mut config = replica_config(&stores, 1);
     config.shared_touch_interval = std::time::Duration::from_secs(1);
     let mut a = HttpServer::new(config);
     let mut b = replica(&stores, 2);
@@ -3234,10 +3234,7 @@ fn a_loopback_host_in_capitals_is_loopback() {
 #[test]
 fn an_idle_timeout_of_zero_keeps_no_deadline_due() {
     let stores = Replicated::default();
-    let mut config = HttpServerConfig::new(server_config());
-    config.events = Some(Box::new(stores.clone()));
-    config.sessions = Some(Box::new(stores.clone()));
-    config.first_stream_id = 1 << 48;
+    let mut config = replica_config(&stores, 1);
     config.keepalive = None;
     config.session_idle_timeout = std::time::Duration::ZERO;
     let mut s = HttpServer::new(config);
@@ -3270,10 +3267,7 @@ fn an_idle_timeout_of_zero_keeps_no_deadline_due() {
 #[test]
 fn a_touch_interval_is_held_within_the_idle_timeout() {
     let stores = Replicated::default();
-    let mut config = HttpServerConfig::new(server_config());
-    config.events = Some(Box::new(stores.clone()));
-    config.sessions = Some(Box::new(stores.clone()));
-    config.first_stream_id = 1 << 48;
+    let mut config = replica_config(&stores, 1);
     config.session_idle_timeout = std::time::Duration::from_secs(2);
     config.shared_touch_interval = std::time::Duration::from_secs(900);
     let mut a = HttpServer::new(config);

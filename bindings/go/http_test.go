@@ -1121,6 +1121,18 @@ func TestHTTP2OversizedBodyKeepsTheConnection(t *testing.T) {
 	}
 }
 
+// servedBehind serves a test server (ErrorLog to logged) behind a middleware that wraps
+// each http.ResponseWriter with wrap.
+func servedBehind(t *testing.T, logged *lockedBuffer, wrap func(http.ResponseWriter) http.ResponseWriter) (*HTTPServer, *testApp, *httptest.Server) {
+	t.Helper()
+	srv, app, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(logged, "", 0)})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(wrap(w), r)
+	}))
+	t.Cleanup(ts.Close)
+	return srv, app, ts
+}
+
 // flushOnly wraps a ResponseWriter as many middlewares do: with Flush, without Unwrap, so
 // http.ResponseController cannot reach the deadlines of the writer inside.
 type flushOnly struct{ http.ResponseWriter }
@@ -1131,12 +1143,8 @@ func (f flushOnly) Flush() { f.ResponseWriter.(http.Flusher).Flush() }
 // do nothing: ErrorLog says so, once. The error was dropped, and nothing told the operator
 // why slow clients were never cut off. Requests are still served.
 func TestHTTPAWriterWithoutDeadlinesIsReportedOnce(t *testing.T) {
-	var logged lockedBuffer
-	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(&logged, "", 0)})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		srv.ServeHTTP(flushOnly{w}, r)
-	}))
-	defer ts.Close()
+	logged := new(lockedBuffer)
+	_, _, ts := servedBehind(t, logged, func(w http.ResponseWriter) http.ResponseWriter { return flushOnly{w} })
 	for id := range 3 {
 		resp := modernPost(t, context.Background(), ts.URL, "echo", id+1)
 		body, _ := io.ReadAll(resp.Body)
@@ -1158,12 +1166,8 @@ type hiddenFlush struct{ http.ResponseWriter }
 // until net/http's buffer filled: the client waited in vain. It gets 405 (no GET stream
 // here), a POST's stream still carries its answer at its end, and ErrorLog says why, once.
 func TestHTTPUnflushableWriterRefusesGetStreamsAndSaysWhy(t *testing.T) {
-	var logged lockedBuffer
-	srv, app, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(&logged, "", 0)})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		srv.ServeHTTP(hiddenFlush{w}, r)
-	}))
-	defer ts.Close()
+	logged := new(lockedBuffer)
+	srv, app, ts := servedBehind(t, logged, func(w http.ResponseWriter) http.ResponseWriter { return hiddenFlush{w} })
 	sid := openTestSession(t, ts.URL)
 	req, _ := http.NewRequest("GET", ts.URL, nil)
 	req.Header.Set("Accept", "text/event-stream")

@@ -470,6 +470,21 @@ fn tap_between_a_real_client_and_server_records_latency() {
     );
 }
 
+/// `mcpwire tap --log <log> -- sh -c <server>`.
+fn tap_sh(log: &std::path::Path, server: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "tap",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        server,
+    ]);
+    cmd
+}
+
 /// The entries of a tap log, checking that it is whole: every line a JSON object, the last one
 /// ended by its newline, the `exit` entry last and only once.
 fn tap_log(path: &std::path::Path) -> Vec<Value> {
@@ -579,16 +594,7 @@ fn tap_forgets_cancelled_requests_and_bounds_what_it_remembers() {
     let dir = std::env::temp_dir().join(format!("mcpwire-tap-cancel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let run = |log: &std::path::Path, server: &str, input: &[u8]| {
-        let mut child = Command::new(BIN)
-            .args([
-                "tap",
-                "--log",
-                log.to_str().unwrap(),
-                "--",
-                "sh",
-                "-c",
-                server,
-            ])
+        let mut child = tap_sh(log, server)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -1857,20 +1863,13 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
         let pidfile = dir.join(format!("server-{n}.pid"));
         let log = dir.join(format!("tap-{n}.jsonl"));
         let server = format!("echo $$ > {}; exec sleep 30", pidfile.display());
-        let mut cmd = Command::new(BIN);
-        if command == "tap" {
-            cmd.args([
-                "tap",
-                "--log",
-                log.to_str().unwrap(),
-                "--",
-                "sh",
-                "-c",
-                &server,
-            ]);
+        let mut cmd = if command == "tap" {
+            tap_sh(&log, &server)
         } else {
+            let mut cmd = Command::new(BIN);
             cmd.args(["probe", "--timeout", "30", "--", "sh", "-c", &server]);
-        }
+            cmd
+        };
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -2251,16 +2250,7 @@ fn tap_until_it_ends(
     use std::time::{Duration, Instant};
     let log = std::env::temp_dir().join(format!("mcpwire-tap-{name}-{}.jsonl", std::process::id()));
     let started = Instant::now();
-    let mut child = Command::new(BIN)
-        .args([
-            "tap",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            server,
-        ])
+    let mut child = tap_sh(&log, server)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -566,6 +566,23 @@ sys.stdout.flush()
     (driver, child)
 }
 
+/// Gives `driver` a call of 256 KiB to send: more than a pipe holds.
+fn request_more_than_a_pipe_holds<R, W>(driver: &mut Driver<R, W>)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let big = format!(
+        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
+        "x".repeat(256 * 1024)
+    );
+    let now = driver.now();
+    driver
+        .connection()
+        .request(now, "tools/call", Some(RawJson::new(&big).unwrap()))
+        .unwrap();
+}
+
 /// `stop` with a grace of `Duration::MAX` (no limit: a child that exits at the end of its
 /// input) returns once the child has exited; adding its extra second overflowed.
 #[tokio::test]
@@ -588,15 +605,7 @@ async fn stop_ends_a_child_that_no_longer_reads() {
     // the grace periods are over.
     let (mut driver, child) = python_server("sys.stdin.readline()\ntime.sleep(1000)").await;
     let pid = child.id().expect("a pid");
-    let big = format!(
-        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
-        "x".repeat(256 * 1024)
-    );
-    let now = driver.now();
-    driver
-        .connection()
-        .request(now, "tools/call", Some(RawJson::new(&big).unwrap()))
-        .unwrap();
+    request_more_than_a_pipe_holds(&mut driver);
     let grace = Duration::from_millis(300);
     let started = tokio::time::Instant::now();
     let stopped = tokio::time::timeout(
@@ -687,15 +696,7 @@ async fn stop_returns_the_status_of_a_child_that_exited_first() {
     let (mut driver, child) =
         python_server("sys.stdin.close()\ntime.sleep(0.2)\nsys.exit(3)").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let big = format!(
-        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
-        "x".repeat(256 * 1024)
-    );
-    let now = driver.now();
-    driver
-        .connection()
-        .request(now, "tools/call", Some(RawJson::new(&big).unwrap()))
-        .unwrap();
+    request_more_than_a_pipe_holds(&mut driver);
     let status = tokio::time::timeout(
         Duration::from_secs(10),
         mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
