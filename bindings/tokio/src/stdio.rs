@@ -27,11 +27,17 @@
 //!
 //! Properties:
 //!
-//! - **Backpressure.** Output is written, whole, before more input is read, and input is fed
-//!   to the engine 4 KiB at a time (less under lowered limits, as
-//!   [`Limits::input_piece`](mcpwire::conn::Limits::input_piece) says), so a peer that reads
-//!   slowly slows its own requests down, pipelined requests are all answered, and memory
-//!   stays bounded.
+//! - **Backpressure.** Input is fed to the engine 4 KiB at a time (less under lowered limits,
+//!   as [`Limits::input_piece`](mcpwire::conn::Limits::input_piece) says), with the answers
+//!   written in between, so pipelined requests are all answered. While a write waits (the
+//!   peer is not reading), the driver goes on reading only as long as its output holds less
+//!   than half of `Limits::max_buffered_output`; past that it stops reading, so a peer that
+//!   reads slowly slows its own requests down, and memory stays bounded.
+//! - **No deadlock with a half-duplex peer.** A peer that reads only between its own writes
+//!   (as `mcpwire serve`, Go's `Serve` and many hand-written servers do) can block writing to
+//!   us while we block writing to it. The driver reads while its write waits, so the two
+//!   cannot wait for each other for good, whatever the sizes pipelined both ways (below the
+//!   bound above).
 //! - **Nothing accepted is lost.** At end of input every answer already given is written
 //!   before `next_event` returns `None`.
 //! - **A peer that goes away is heard out.** When a write fails with a broken pipe or a reset
@@ -213,6 +219,8 @@ pub struct Driver<R, W> {
     /// How much of it the engine gets at a time (`Limits::input_piece`).
     feed: usize,
     eof: bool,
+    /// The engine has been told of the end of the input (`handle_eof`).
+    eof_fed: bool,
     /// Bytes were written since the writer was last flushed.
     unflushed: bool,
     /// The time the driver last read (see [`event_time`](Self::event_time)).
@@ -223,6 +231,41 @@ pub struct Driver<R, W> {
     broken: Option<io::Error>,
     /// Whether the peer stopped reading (`broken` stays set until it is returned).
     gone: bool,
+    /// Input was read while a write waited: it is fed before that write goes on (see
+    /// [`write_until_due`](Self::write_until_due)). Cleared once a write completes.
+    read_during_write: bool,
+}
+
+/// How [`Driver::write_until_due`] ended.
+enum Wrote {
+    /// Everything the engine had is written.
+    All,
+    /// One of the engine's deadlines came first and was handled.
+    Due,
+    /// Input came first and was read (into the driver's buffer, or its end noted).
+    Read,
+}
+
+/// Writes everything `conn` has to send to `writer` (see [`Driver::write_out`]).
+/// Cancel-safe: bytes leave the engine only once written.
+async fn write_all_out<W: AsyncWrite + Unpin>(
+    conn: &mut Connection,
+    writer: &mut W,
+    unflushed: &mut bool,
+) -> io::Result<()> {
+    while let Some(t) = conn.poll_transmit() {
+        match writer.write(t.bytes).await? {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n => conn.consume_transmit(n),
+        }
+        *unflushed = true;
+    }
+    Ok(())
+}
+
+/// The bytes `conn` has to send.
+fn pending_output(conn: &Connection) -> usize {
+    conn.poll_transmit().map_or(0, |t| t.bytes.len())
 }
 
 /// Whether a write error means that the peer stopped reading (it exited, or closed its end).
@@ -249,10 +292,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             fed: 0,
             feed,
             eof: false,
+            eof_fed: false,
             unflushed: false,
             read_at: Timestamp::ZERO,
             broken: None,
             gone: false,
+            read_during_write: false,
         })
     }
 
@@ -304,16 +349,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         if self.gone {
             return Ok(());
         }
-        while let Some(t) = self.conn.poll_transmit() {
-            let n = match self.writer.write(t.bytes).await {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => n,
-                Err(e) => return self.left(e),
-            };
-            self.conn.consume_transmit(n);
-            self.unflushed = true;
+        match write_all_out(&mut self.conn, &mut self.writer, &mut self.unflushed).await {
+            Ok(()) => Ok(()),
+            Err(e) => self.left(e),
         }
-        Ok(())
     }
 
     /// A write error: the peer stopped reading (see [`next_event`](Self::next_event)), noted
@@ -327,24 +366,73 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         Ok(())
     }
 
+    /// Whether input may be read while a write waits: the last read is all fed, the input
+    /// has not ended, and the output holds less than half of the engine's bound
+    /// (`Limits::max_buffered_output`), so that the answers to what is read still fit. Past
+    /// that, the driver stops reading until the peer reads (backpressure).
+    fn may_read_ahead(&self) -> bool {
+        !self.eof
+            && self.fed >= self.filled
+            && pending_output(&self.conn) < self.conn.config().limits.max_buffered_output / 2
+    }
+
     /// [`write_out`](Self::write_out), unless one of the engine's deadlines comes first (a
-    /// request's timeout, the end of a close's grace): it is handled then, and `false`
-    /// returned with the rest still to write. A peer that stops reading thus cannot hold the
-    /// timers up. Cancel-safe, as `write_out` is.
-    async fn write_until_due(&mut self) -> io::Result<bool> {
-        let Some(at) = self.conn.poll_timeout() else {
-            self.write_out().await?;
-            return Ok(true);
-        };
-        let wait = Duration::from_nanos(at.as_nanos().saturating_sub(self.now().as_nanos()));
-        tokio::select! {
+    /// request's timeout, the end of a close's grace), or input arrives while the write
+    /// waits ([`may_read_ahead`](Self::may_read_ahead)). A deadline is handled then; input
+    /// is read and fed before the write goes on. A peer that stops reading thus cannot hold
+    /// the timers up, and a peer that reads only between its own writes (a half-duplex
+    /// server, blocked writing to us) is read from, so the two cannot wait for each other
+    /// for good. Cancel-safe, as `write_out` is, and as a read is.
+    async fn write_until_due(&mut self) -> io::Result<Wrote> {
+        if self.gone {
+            return Ok(Wrote::All);
+        }
+        let wait = self
+            .conn
+            .poll_timeout()
+            .map(|at| Duration::from_nanos(at.as_nanos().saturating_sub(self.now().as_nanos())));
+        let read_too = self.may_read_ahead();
+        let Driver {
+            conn,
+            writer,
+            reader,
+            buf,
+            unflushed,
+            ..
+        } = self;
+        let outcome = tokio::select! {
             biased;
-            written = self.write_out() => written.map(|()| true),
-            () = tokio::time::sleep(wait) => {
+            written = write_all_out(conn, writer, unflushed) => Ok(written),
+            () = sleep_for(wait) => Err(None),
+            read = reader.read(buf), if read_too => Err(Some(read)),
+        };
+        match outcome {
+            Ok(Ok(())) => {
+                self.read_during_write = false;
+                Ok(Wrote::All)
+            }
+            Ok(Err(e)) => self.left(e).map(|()| Wrote::All),
+            Err(None) => {
                 let now = self.read_clock();
                 self.conn.handle_timeout(now);
-                Ok(false)
+                Ok(Wrote::Due)
             }
+            Err(Some(read)) => {
+                self.took_input(read?);
+                self.read_during_write = true;
+                Ok(Wrote::Read)
+            }
+        }
+    }
+
+    /// Notes a read of `n` bytes into the buffer (0: the input ended; the engine hears of it
+    /// once everything before it is fed and its events are handed out).
+    fn took_input(&mut self, n: usize) {
+        if n == 0 {
+            self.eof = true;
+        } else {
+            self.filled = n;
+            self.fed = 0;
         }
     }
 
@@ -378,24 +466,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
         loop {
             // Output first, once there is enough of it: commands issued since the last call,
-            // then what input produced.
-            if self
-                .conn
-                .poll_transmit()
-                .is_some_and(|t| t.bytes.len() >= WRITE_AT)
-                && !self.write_until_due().await?
-            {
-                // A deadline came first: its events go out before the write goes on.
-                if let Some(event) = self.conn.poll_event() {
-                    return Ok(Some(event.to_owned_event()));
+            // then what input produced. (Input read while a write waited goes in first,
+            // while the output has room for its answers.)
+            let out = pending_output(&self.conn);
+            let feed_first = self.read_during_write
+                && self.fed < self.filled
+                && out < self.conn.config().limits.max_buffered_output / 2;
+            if out >= WRITE_AT && !feed_first {
+                match self.write_until_due().await? {
+                    Wrote::All => {}
+                    // A deadline came first: its events go out before the write goes on.
+                    Wrote::Due => {
+                        if let Some(event) = self.conn.poll_event() {
+                            return Ok(Some(event.to_owned_event()));
+                        }
+                        continue;
+                    }
+                    Wrote::Read => continue,
                 }
-                continue;
             }
             if let Some(event) = self.conn.poll_event() {
                 return Ok(Some(event.to_owned_event()));
             }
             if self.conn.state() == State::Closed {
-                self.write_out().await?;
+                // Whatever the peer still says is of no use now, but it is read (and
+                // dropped) while the last write waits, so that a peer writing to us cannot
+                // hold it up.
+                while !matches!(self.write_until_due().await?, Wrote::All) {
+                    self.fed = self.filled;
+                }
                 self.flush_before_waiting().await?;
                 if let Some(e) = self.broken.take() {
                     return Err(e);
@@ -410,38 +509,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 self.fed = end;
                 continue;
             }
+            // The end of the input, once everything before it is in and handed out (a last
+            // line without a newline is handled then).
+            if self.eof && !self.eof_fed {
+                self.eof_fed = true;
+                let now = self.read_clock();
+                self.conn.handle_eof(now);
+                continue;
+            }
+            if !matches!(self.write_until_due().await?, Wrote::All) {
+                // A deadline or input came first: its events, then the rest of the write.
+                continue;
+            }
+            self.flush_before_waiting().await?;
             let wait = self.conn.poll_timeout().map(|at| {
                 Duration::from_nanos(at.as_nanos().saturating_sub(self.read_clock().as_nanos()))
             });
-            let sleep = async move {
-                match wait {
-                    Some(wait) => tokio::time::sleep(wait).await,
-                    None => std::future::pending().await,
-                }
-            };
-            if !self.write_until_due().await? {
-                continue; // a deadline came first: its events, then the rest of the write
-            }
-            self.flush_before_waiting().await?;
             if self.eof {
-                sleep.await;
+                sleep_for(wait).await;
                 let now = self.read_clock();
                 self.conn.handle_timeout(now);
                 continue;
             }
             tokio::select! {
-                read = self.reader.read(&mut self.buf) => {
-                    let n = read?;
-                    let now = self.read_clock();
-                    if n == 0 {
-                        self.eof = true;
-                        self.conn.handle_eof(now);
-                    } else {
-                        self.filled = n;
-                        self.fed = 0;
-                    }
-                }
-                () = sleep => {
+                read = self.reader.read(&mut self.buf) => self.took_input(read?),
+                () = sleep_for(wait) => {
                     let now = self.read_clock();
                     self.conn.handle_timeout(now);
                 }
@@ -452,6 +544,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// Takes the driver apart: the connection, the reader and the writer.
     pub fn into_parts(self) -> (Connection, R, W) {
         (self.conn, self.reader, self.writer)
+    }
+}
+
+/// Sleeps for `wait`, or for ever when there is no deadline.
+async fn sleep_for(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
     }
 }
 

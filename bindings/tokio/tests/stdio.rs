@@ -737,3 +737,42 @@ async fn a_blocked_write_does_not_hold_the_timers_up() {
         started.elapsed()
     );
 }
+
+/// A server that reads its next request only once it has written the last answer whole (as
+/// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
+/// pipelined calls larger than a pipe, each answered at the same size. The driver used to
+/// stop reading while its own write waited: the server, blocked writing an answer, stopped
+/// reading too, and the two waited for each other for good.
+#[tokio::test]
+async fn pipelined_large_calls_to_a_half_duplex_server_all_complete() {
+    let (mut driver, child) = python_server(
+        r#"
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" in req and "method" in req:
+        text = req["params"]["arguments"]["text"]
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+            "content": [{"type": "text", "text": text}]}}) + "\n")
+        sys.stdout.flush()
+"#,
+    )
+    .await;
+    for _ in 0..6 {
+        request_more_than_a_pipe_holds(&mut driver);
+    }
+    let mut answered = 0;
+    while answered < 6 {
+        match tokio::time::timeout(Duration::from_secs(20), driver.next_event()).await {
+            Ok(Ok(Some(OwnedEvent::Response { result, .. }))) => {
+                assert!(result.len() > 256 * 1024, "{} bytes", result.len());
+                answered += 1;
+            }
+            Ok(Ok(Some(_))) => {}
+            other => panic!("after {answered} answers: {other:?}"),
+        }
+    }
+    let status = mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5))
+        .await
+        .expect("the child's status");
+    assert!(status.success(), "{status:?}");
+}
