@@ -524,6 +524,51 @@ fn result_types_missing_complete_or_unknown() {
     );
 }
 
+/// The `requestState` strings kept for retries the application may never make are bounded in
+/// bytes (`max_buffered_output`), not only in number (`max_remembered_ids`): a server could
+/// pin 1,024 frames of 16 MiB. The oldest go first; the newest is always kept.
+#[test]
+fn request_states_kept_for_retries_are_bounded_in_bytes() {
+    let mut client = modern(client_config());
+    client.limits.max_buffered_output = 64 * 1024;
+    let mut p = Pair::new(client, server_config());
+    p.step();
+    p.take_client_events();
+    p.take_server_events();
+    let state = "s".repeat(20 * 1024);
+    let elicit = r#"{"login":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object","properties":{}}}}}"#;
+    let mut asked = Vec::new();
+    for _ in 0..6 {
+        let id = p
+            .client
+            .request(p.now, "tools/call", Some(raw(r#"{"name":"login"}"#)))
+            .unwrap();
+        p.step();
+        let reqs = p.take_server_events();
+        let Ev::Request { id: theirs, .. } = &reqs[0] else {
+            panic!("{reqs:?}")
+        };
+        p.server
+            .respond_input_required(theirs.as_id(), Some(raw(elicit)), Some(&state))
+            .unwrap();
+        p.step();
+        assert!(
+            matches!(&p.take_client_events()[0], Ev::InputRequired { .. }),
+            "input required"
+        );
+        asked.push(id);
+    }
+    // Three of 20 KiB fit in 64 KiB: the first three are gone.
+    for (i, id) in asked.iter().enumerate() {
+        let retried = p.client.retry(p.now, *id, None);
+        if i < 3 {
+            assert_eq!(retried, Err(Error::UnknownRequest), "request {i}");
+        } else {
+            assert!(retried.is_ok(), "request {i}: {retried:?}");
+        }
+    }
+}
+
 #[test]
 fn input_required_round_trip_echoes_request_state_byte_for_byte() {
     let mut p = modern_pair();
@@ -1180,6 +1225,88 @@ fn a_32022_to_the_fallback_initialize_triggers_one_re_probe() {
     assert_eq!(c.state(), State::Closed);
 }
 
+/// The one re-probe is one for the whole handshake: a server that refuses the probe with an
+/// error of the handshake era (so the client falls back) and then `initialize` with -32022
+/// (so the client probes again) ends the handshake on the second round. The flag recording
+/// the re-probe was never set, and the client went on sending probes and `initialize`
+/// without end, never handing out `Ready` or `Closed`.
+#[test]
+fn probe_and_fallback_do_not_alternate_without_end() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    let mut probes = 0;
+    let mut initializes = 0;
+    for _ in 0..10 {
+        let out = String::from_utf8(take_output(&mut c)).unwrap();
+        let Some(line) = out.lines().last() else {
+            break;
+        };
+        let id = serde_json::from_str::<serde_json::Value>(line).unwrap()["id"].clone();
+        let answer = if line.contains("server/discover") {
+            probes += 1;
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32602,\"message\":\"clientInfo needs a version\"}}}}\n"
+            )
+        } else {
+            assert!(line.contains("\"initialize\""), "{line}");
+            initializes += 1;
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32022,\"message\":\"no\",\"data\":{{\"supported\":[\"2026-07-28\"],\"requested\":\"2025-11-25\"}}}}}}\n"
+            )
+        };
+        c.handle_input(T0, answer.as_bytes());
+    }
+    assert_eq!(c.state(), State::Closed);
+    assert_eq!((probes, initializes), (2, 2));
+    assert!(
+        drain(&mut c).iter().any(|e| matches!(e, Ev::Closed { .. })),
+        "no Closed event"
+    );
+}
+
+/// An unreadable answer to the engine's own requests ends them at once, as one to an
+/// application's request does: a malformed error to the probe (auto mode) is a handshake-era
+/// server's, so the client falls back now; a malformed answer to `initialize` closes with
+/// `InvalidInitializeResult`. They waited out the probe's 5 s and `initialize`'s 60 s.
+#[test]
+fn an_unreadable_answer_to_the_probe_or_initialize_ends_it_at_once() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    assert!(
+        String::from_utf8(take_output(&mut c))
+            .unwrap()
+            .contains("server/discover")
+    );
+    // An error without its message is not a JSON-RPC error object.
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601}}\n",
+    );
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(out.contains("\"initialize\""), "{out}");
+    assert_eq!(c.state(), State::Initializing);
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":\"x\"}}\n",
+    );
+    assert_eq!(c.state(), State::Closed);
+    assert!(
+        drain(&mut c).contains(&Ev::Closed {
+            reason: CloseReason::InvalidInitializeResult
+        }),
+        "no InvalidInitializeResult"
+    );
+    // Over the frame cap, likewise.
+    let mut config = legacy(client_config());
+    config.limits.max_frame = 256;
+    let mut c = Connection::new(config, T0).unwrap();
+    take_output(&mut c);
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"x\":\"{}\"}}}}\n",
+        "y".repeat(400)
+    );
+    c.handle_input(T0, long.as_bytes());
+    assert_eq!(c.state(), State::Closed);
+}
+
 /// A listen request with this `_meta` (which may carry a log level and a progress token).
 fn listen_line(id: &str, meta_extra: &str, notifications: &str) -> String {
     format!(
@@ -1258,6 +1385,16 @@ fn a_listen_follows_at_most_256_resources() {
             .unwrap();
         assert_eq!(s.out().len(), delivered, "{uri}");
     }
+    // And in bytes: 64 KiB of URIs per listen. Three of 30 KiB pinned 90 KiB (and 256 of a
+    // frame each, gigabytes, for as long as the listen lived).
+    let uris: Vec<String> = (0..3)
+        .map(|i| format!("file:///{i}{}", "x".repeat(30 * 1024)))
+        .collect();
+    let filter = json!({ "resourceSubscriptions": uris }).to_string();
+    let (out, _) = s.send(&listen_line(r#""M""#, "", &filter));
+    let granted = &out[0]["params"]["notifications"]["resourceSubscriptions"];
+    let count = granted.as_array().map(Vec::len);
+    assert!(*granted == json!(uris[..2]), "{count:?} URIs granted");
 }
 
 /// Answering a listen request with `respond` ends it as `end_listen` does: "Like every other

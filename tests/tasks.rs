@@ -100,10 +100,39 @@ fn tasks_methods_need_the_extension_on_both_sides() {
         matches!(&evs[..], [Ev::Request { method, .. }] if method == "tasks/get"),
         "{evs:?}"
     );
+    // An empty list asks for nothing: the listen is acknowledged.
+    request(
+        &mut s,
+        12,
+        "subscriptions/listen",
+        r#""notifications":{"taskIds":[]}"#,
+        WITHOUT,
+    );
+    let out = output(&mut s);
+    assert_eq!(
+        out[0]["method"], "notifications/subscriptions/acknowledged",
+        "{out:?}"
+    );
     // A server that did not declare the extension has no such methods.
     let mut plain = server(false);
     request(&mut plain, 1, "tasks/get", r#""taskId":"x""#, WITH);
     assert_eq!(output(&mut plain)[0]["error"]["code"], -32601);
+    // Nor does it refuse a listen that asks for task ids: "Notification types the server
+    // does not support are omitted" (subscriptions). It refused it with -32021, naming an
+    // extension it does not have.
+    request(
+        &mut plain,
+        2,
+        "subscriptions/listen",
+        r#""notifications":{"taskIds":["x"]}"#,
+        WITHOUT,
+    );
+    let out = output(&mut plain);
+    assert_eq!(
+        out[0]["method"], "notifications/subscriptions/acknowledged",
+        "{out:?}"
+    );
+    assert_eq!(out[0]["params"]["notifications"].get("taskIds"), None);
     // The 2025-11-25 methods that SEP-2663 removed stay unknown.
     for method in ["tasks/result", "tasks/list"] {
         request(&mut s, 11, method, r#""taskId":"x""#, WITH);

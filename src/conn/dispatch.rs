@@ -45,9 +45,11 @@ use super::lifecycle::Admit;
 use super::outbound::Answer;
 use super::output::StreamId;
 use super::stateless::MetaView;
-use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, PeerKeys, PeerMap};
+use super::tables::{
+    BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, PeerKeys, PeerMap, PendingKind,
+};
 use super::time::Timestamp;
-use super::{Core, Role, ViolationKind};
+use super::{CloseReason, Core, Role, ViolationKind};
 use crate::jsonrpc::{
     self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Id, Message,
     OwnedId, ParamsIndex, RawJson, Reason,
@@ -147,7 +149,7 @@ impl Core {
         let mut index = ParamsIndex::EMPTY;
         let decoded = self.dispatch.decoder.decode_text(frame, &mut index);
         match decoded {
-            Err(e) => self.on_decode_error(frame, stream, None, &e),
+            Err(e) => self.on_decode_error(now, frame, stream, None, &e),
             Ok((frame, decoded)) => {
                 let ahead = ReadAhead {
                     params: &index,
@@ -228,7 +230,7 @@ impl Core {
                         _ => None,
                     };
                     let text = covering(frame, id.into_iter());
-                    self.on_decode_error(text.as_bytes(), stream, Some(b), &e)
+                    self.on_decode_error(now, text.as_bytes(), stream, Some(b), &e)
                 }
             }
         }
@@ -238,20 +240,39 @@ impl Core {
 
     /// An answer to our request `n` that could not be read: the request ends with
     /// [`Event::InvalidResponse`](super::Event::InvalidResponse) rather than waiting for its
-    /// timeout (no valid answer will come: the peer has answered).
-    fn end_with_invalid_response(&mut self, n: i64) {
-        if self
-            .corr
-            .pending
-            .get(&n)
-            .is_some_and(|p| matches!(p.kind, super::tables::PendingKind::Normal))
-        {
-            self.corr.pending.remove(&n);
-            self.stateless.take_retry(n);
-            self.events
-                .push(Stored::InvalidResponse(super::RequestId(n)));
-            self.maybe_finish_close();
+    /// timeout (no valid answer will come: the peer has answered). The engine's own requests
+    /// end as their timeouts would end them, without the wait: an `initialize` closes the
+    /// connection (`InvalidInitializeResult`), and a probe (auto mode) falls back to
+    /// `initialize`, since a server of the stateless era answers it readably ("any other
+    /// error ... the server is legacy", stdio).
+    fn end_with_invalid_response(&mut self, now: Timestamp, n: i64) {
+        let Some(kind) = self.corr.pending.get(&n).map(|p| p.kind) else {
+            return;
+        };
+        self.corr.pending.remove(&n);
+        let retry = self.stateless.take_retry(n);
+        self.stateless.recycle_retry(retry);
+        match kind {
+            PendingKind::Normal => {
+                self.events
+                    .push(Stored::InvalidResponse(super::RequestId(n)));
+            }
+            PendingKind::Initialize => {
+                return self.finish(CloseReason::InvalidInitializeResult);
+            }
+            PendingKind::Discover { .. } => {
+                self.corr.our_finished.insert(n);
+                if self.config.client_start().is_none() {
+                    self.fall_back(now);
+                } else {
+                    return self.finish(CloseReason::InvalidInitializeResult);
+                }
+            }
+            PendingKind::CancelTask => {
+                self.corr.our_finished.insert(n);
+            }
         }
+        self.maybe_finish_close();
     }
 
     /// A frame over the cap (stdio): it is skipped, but not ignored. A request gets an error
@@ -259,12 +280,12 @@ impl Core {
     /// every request answered; an answer to one of our requests ends that request with
     /// [`Event::InvalidResponse`](super::Event::InvalidResponse) instead of leaving it to time
     /// out.
-    pub(super) fn on_frame_too_long(&mut self, head: &[u8]) {
+    pub(super) fn on_frame_too_long(&mut self, now: Timestamp, head: &[u8]) {
         self.violation(ViolationKind::FrameTooLong);
         let facts = jsonrpc::scan_head(head);
         if facts.response {
             if let Some(OwnedId::Int(n)) = facts.id {
-                self.end_with_invalid_response(n);
+                self.end_with_invalid_response(now, n);
             }
             return;
         }
@@ -285,6 +306,7 @@ impl Core {
 
     pub(super) fn on_decode_error(
         &mut self,
+        now: Timestamp,
         frame: &[u8],
         stream: StreamId,
         batch: Option<u32>,
@@ -306,7 +328,7 @@ impl Core {
             // A malformed answer to one of our requests: it is not answered, and it ends that
             // request.
             if let Some(Id::Int(n)) = e.id() {
-                self.end_with_invalid_response(n);
+                self.end_with_invalid_response(now, n);
             }
             return;
         }

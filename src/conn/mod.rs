@@ -438,7 +438,8 @@ impl Connection {
             match frame {
                 Ok(frame) => self.core.on_frame(now, StreamId::MAIN, frame),
                 Err(FrameError::TooLong { .. }) => {
-                    self.core.on_frame_too_long(self.framer.too_long_head());
+                    self.core
+                        .on_frame_too_long(now, self.framer.too_long_head());
                 }
             }
         }

@@ -67,6 +67,8 @@ pub(super) struct Stateless {
     /// Client: what "input required" answers need for a retry, by old request id.
     retryable: FastMap<i64, (RetryBase, Option<String>)>,
     retry_order: VecDeque<i64>,
+    /// Client: the bytes of the servers' `requestState` strings kept in `retryable`.
+    retry_state_bytes: usize,
     /// Client: what each request in flight that may come back "input required" needs for a
     /// retry, by request id. Kept apart from the requests in flight, whose entries stay small
     /// for the lookup every answer makes.
@@ -114,15 +116,37 @@ impl Stateless {
     }
 
     /// Keeps what a retry of request `id` needs, forgetting the oldest beyond `limit`.
-    fn remember_retry(&mut self, limit: usize, id: i64, base: RetryBase, state: Option<String>) {
+    /// Keeps what a retry of request `id` needs: the newest `limit` of them, and of their
+    /// `requestState` strings (the server's, up to a frame each) no more than `budget` bytes
+    /// beyond the newest, so that answers the application never retries cannot pin memory.
+    fn remember_retry(
+        &mut self,
+        (limit, budget): (usize, usize),
+        id: i64,
+        base: RetryBase,
+        state: Option<String>,
+    ) {
         let limit = limit.max(1);
-        while self.retry_order.len() >= limit {
+        let len = state.as_ref().map_or(0, String::len);
+        while self.retry_order.len() >= limit
+            || (!self.retry_order.is_empty() && self.retry_state_bytes + len > budget)
+        {
             if let Some(old) = self.retry_order.pop_front() {
-                self.retryable.remove(&old);
+                self.drop_retryable(old);
             }
         }
         self.retry_order.push_back(id);
-        self.retryable.insert(id, (base, state));
+        self.retry_state_bytes += len;
+        if let Some((_, old)) = self.retryable.insert(id, (base, state)) {
+            self.retry_state_bytes -= old.map_or(0, |s| s.len());
+        }
+    }
+
+    /// Forgets what a retry of request `id` needed.
+    fn drop_retryable(&mut self, id: i64) {
+        if let Some((_, state)) = self.retryable.remove(&id) {
+            self.retry_state_bytes -= state.map_or(0, |s| s.len());
+        }
     }
 
     /// Every retry base of the requests in flight is gone (the connection closed).
@@ -584,12 +608,22 @@ impl Core {
                 self.emit_answer(batch, stream, Some(r.id), answer, true);
             }
             "subscriptions/listen" => {
+                // Only a server with the extension asks for it (SEP-2663); one without it
+                // omits what it does not support, as for any notification type. An empty
+                // list asks for nothing.
                 let wants_tasks = r
                     .params
                     .and_then(|p| p.unique("notifications"))
                     .and_then(|f| f.unique("taskIds"))
-                    .is_some();
-                if wants_tasks && !ctx.client_caps.contains(Caps::TASKS_EXTENSION) {
+                    .is_some_and(|ids| array_items(ids.get()).next().is_some());
+                if wants_tasks
+                    && self
+                        .config
+                        .capabilities
+                        .flags()
+                        .contains(Caps::TASKS_EXTENSION)
+                    && !ctx.client_caps.contains(Caps::TASKS_EXTENSION)
+                {
                     return self.reject(frame, (stream, batch), r, tasks_extension_required());
                 }
                 self.open_listen(stream, frame, r, batch)
@@ -666,23 +700,13 @@ impl Core {
         if ours.contains(Caps::TASKS_EXTENSION)
             && let Some(ids) = filter.unique("taskIds")
         {
-            for item in array_items(ids.get()).take(MAX_LISTEN_TASKS) {
-                if let Some(s) = item.as_str() {
-                    granted.task_ids.push(s.to_str().into_owned());
-                }
-            }
+            keep_listen_strings(ids.get(), &mut granted.task_ids);
         }
         if ours.contains(Caps::RESOURCES_SUBSCRIBE)
             && let Some(uris) = filter.unique("resourceSubscriptions")
         {
-            let text = uris.get();
-            // An array of strings: read it with the object reader by wrapping positions.
             // Bounded like the task ids: each URI kept is scanned on every resource update.
-            for item in array_items(text).take(MAX_LISTEN_TASKS) {
-                if let Some(s) = item.as_str() {
-                    granted.resource_uris.push(s.to_str().into_owned());
-                }
-            }
+            keep_listen_strings(uris.get(), &mut granted.resource_uris);
         }
         let review = self.config.policy.review_listens;
         granted.pending = review;
@@ -1125,6 +1149,9 @@ impl Core {
         } else {
             self.config.request_timeout
         };
+        // The one re-probe a -32022 allows is spent, whichever answer led to it (a probe's, or
+        // the fallback `initialize`'s): another -32022 ends the handshake.
+        self.stateless.reprobed |= retried;
         let kind = PendingKind::Discover { retried };
         self.send_own_request(now, "server/discover", &params, kind, timeout);
     }
@@ -1349,9 +1376,10 @@ impl Core {
         let Some(base) = retry.take().filter(|_| valid) else {
             return Classified::Invalid;
         };
-        let limit = self.config.limits.max_remembered_ids;
+        let limits = &self.config.limits;
+        let bounds = (limits.max_remembered_ids, limits.max_buffered_output);
         self.stateless.remember_retry(
-            limit,
+            bounds,
             request.0,
             base,
             state_str.map(|s| s.raw().to_owned()),
@@ -1409,7 +1437,7 @@ impl Core {
             let sent = std::mem::replace(slot, base);
             self.stateless.recycle_retry(Some(sent));
         }
-        self.stateless.retryable.remove(&request.0);
+        self.stateless.drop_retryable(request.0);
         self.stateless.retry_order.retain(|&n| n != request.0);
         Ok(id)
     }
@@ -1460,6 +1488,27 @@ pub(super) fn retryable_method(method: &str) -> Option<&'static str> {
 /// Task ids one listen stream may follow, and resource URIs (each list on its own); the
 /// ones past it are not granted (the acknowledgement lists what was).
 const MAX_LISTEN_TASKS: usize = 256;
+
+/// The bytes of task ids, and of resource URIs, one listen stream keeps (each list on its
+/// own): a listen lives as long as its client wants, so the strings it pins are bounded in
+/// size too, not only in number (256 URIs of a frame each would be gigabytes). An id or URI
+/// that would pass it is not granted.
+const MAX_LISTEN_BYTES: usize = 64 * 1024;
+
+/// The strings of the JSON array `list` that a listen keeps, into `out`: up to
+/// [`MAX_LISTEN_TASKS`] of them, within [`MAX_LISTEN_BYTES`].
+fn keep_listen_strings(list: &str, out: &mut Vec<String>) {
+    let mut bytes = 0;
+    for item in array_items(list).take(MAX_LISTEN_TASKS) {
+        let Some(s) = item.as_str() else { continue };
+        let s = s.to_str();
+        if bytes + s.len() > MAX_LISTEN_BYTES {
+            continue;
+        }
+        bytes += s.len();
+        out.push(s.into_owned());
+    }
+}
 
 /// The -32021 refusal of a tasks method (or a listen for task notifications) from a request
 /// that did not declare the tasks extension (SEP-2663), naming what is missing.
