@@ -47,8 +47,8 @@
  *   its connection lives, it refuses every call with MCPW_ERR_STALE_VIEW (a view of an ended
  *   session or finished request may be freed by then: do not use it). A view always
  *   belongs to the one connection it was lent for. The transport calls (handle_input,
- *   transmit, consume, ...) refuse a view with MCPW_ERR_NOT_OWNER: the lender moves its
- *   bytes. The C HTTP loop, with libmicrohttpd and libcurl, is
+ *   transmit, consume, ...) and mcpw_conn_poll_event refuse a view with MCPW_ERR_NOT_OWNER:
+ *   the lender moves its bytes and hands out its events. The C HTTP loop, with libmicrohttpd and libcurl, is
  *   in bindings/c/example_http_server.c and
  *   bindings/c/example_http_client.c.
  *
@@ -1590,7 +1590,8 @@ typedef void (*mcpw_replay_sink)(void *sink_ctx,
 /**
  * An event store of the host's own (shared by several server processes, say), as three
  * callbacks with one `user` pointer. The server calls them during its own calls only, from
- * the thread making that call; they must not call back into the server. The guarantees a
+ * the thread making that call; they must not call back into the server, nor into a
+ * connection view it lent (the server is in the middle of a change). The guarantees a
  * store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
  * `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
  * event of `stream` in `session` numbered above `after`, byte for byte as appended.
@@ -1641,7 +1642,9 @@ typedef struct mcpw_event_store {
 typedef struct mcpw_http_server_options {
     /**
      * Required: fills `len` bytes at `buf` from a cryptographically secure source
-     * (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only.
+     * (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only,
+     * in the middle of a change: it must not call back into the server, nor into a
+     * connection view it lent.
      */
     void (*random)(void *user,
                    uint8_t *buf,
@@ -2239,6 +2242,10 @@ enum mcpw_result mcpw_conn_handle_timeout(struct mcpw_conn *conn,
  * The event's views point into this handle and stay valid until the next call that takes
  * the handle non-`const` (including the next `mcpw_conn_poll_event`). They may be passed
  * straight back into a command on this handle.
+ *
+ * A view lent by an HTTP server or client gets its events from its lender
+ * (`mcpw_http_server_poll_event`, `mcpw_http_client_poll_event`): this call refuses it with
+ * `MCPW_ERR_NOT_OWNER` (`MCPW_ERR_STALE_VIEW` once stale).
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `out_event` is NULL or writable.
@@ -2871,8 +2878,9 @@ enum mcpw_result mcpw_http_server_poll_event(struct mcpw_http_server *server,
  * `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
  * request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
  *
- * This call keeps the server's other views valid (the current event's, and the views of
- * other connections lent since the last other call: each connection has a view of its own).
+ * This call keeps the server's other views valid, even when it is refused (the current
+ * event's, and the views of other connections lent since the last other call: each
+ * connection has a view of its own).
  * The view stays valid until the next other non-`const` call on the server; after using it,
  * drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
  *
@@ -3041,7 +3049,7 @@ enum mcpw_result mcpw_http_client_poll_event(struct mcpw_http_client *client,
  * Lends a view of the client's connection for the `mcpw_conn_*` commands and getters
  * (`mcpw_conn_request`, `mcpw_conn_respond`, `mcpw_conn_protocol_version`, …); its output is
  * sent through `mcpw_http_client_poll_action`. This call keeps the client's other views
- * valid; the view stays valid until the next other non-`const` call on the client. Never
+ * valid, even when it is refused; the view stays valid until the next other non-`const` call on the client. Never
  * free it.
  *
  * # Safety

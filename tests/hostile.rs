@@ -1605,6 +1605,20 @@ fn default_limits_are_the_documented_ones() {
     assert_eq!(l.max_queued_events, 4096);
 }
 
+/// `input_piece` holds for any limits a host may set: the largest overflowed (a panic in
+/// builds with overflow checks, which the C ABI turned into `MCPW_ERR_PANIC` and a poisoned
+/// connection) where it should clamp to its 4 KiB ceiling.
+#[test]
+fn input_piece_holds_for_the_largest_limits() {
+    let mut l = Limits::default();
+    l.max_inbound_in_flight = usize::MAX;
+    l.max_buffered_output = usize::MAX;
+    assert_eq!(l.input_piece(), 4096);
+    l.max_inbound_in_flight = 1;
+    l.max_buffered_output = 1;
+    assert_eq!(l.input_piece(), 64);
+}
+
 /// An idle HTTP session (initialized, no stream held, nothing in flight) is what a server
 /// keeps per client between requests: its heap must stay small, since servers hold
 /// thousands. [8/8] asks for at most 4 KiB per idle session in a whole host; the engine's

@@ -579,9 +579,10 @@ private:
 /// non-const call on its lender and ask again after that. A stale view of a connection that
 /// still lives throws MCPW_ERR_STALE_VIEW, but a view of an ended session or finished request
 /// may be freed by then: keeping a view past its lender's next call is undefined behaviour,
-/// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. The transport calls (handle_input, transmit, consume, ...) throw
-/// MCPW_ERR_NOT_OWNER, because the lender moves the bytes. Copying it is free; it never frees
-/// anything.
+/// /// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. On a
+/// view an HTTP handle lent, the transport calls (handle_input, transmit, consume, ...) and
+/// poll_event throw MCPW_ERR_NOT_OWNER, because the lender moves the bytes and hands out the
+/// events. Copying it is free; it never frees anything.
 class connection_view : public detail::connection_ops<connection_view> {
 public:
     connection_view() noexcept = default;

@@ -99,7 +99,8 @@ impl Limits {
     /// every one answered, instead of "too many requests" or a close for output it did read.
     /// The hosts in this project feed this way; use it in a loop of your own.
     pub fn input_piece(&self) -> usize {
-        (self.max_inbound_in_flight / 2 * 36)
+        (self.max_inbound_in_flight / 2)
+            .saturating_mul(36)
             .min(self.max_buffered_output / 2 / 64)
             .clamp(64, 4096)
     }

@@ -602,6 +602,10 @@ pub unsafe extern "C" fn mcpw_conn_handle_timeout(
 /// the handle non-`const` (including the next `mcpw_conn_poll_event`). They may be passed
 /// straight back into a command on this handle.
 ///
+/// A view lent by an HTTP server or client gets its events from its lender
+/// (`mcpw_http_server_poll_event`, `mcpw_http_client_poll_event`): this call refuses it with
+/// `MCPW_ERR_NOT_OWNER` (`MCPW_ERR_STALE_VIEW` once stale).
+///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `out_event` is NULL or writable.
 #[unsafe(no_mangle)]
@@ -610,6 +614,10 @@ pub unsafe extern "C" fn mcpw_conn_poll_event(
     out_event: *mut mcpw_event,
 ) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
+        // A view's events are its lender's to hand out: taking them here would pass the
+        // lender by, and free the texts of the event the lender lent last.
+        h.conn.get()?;
+        h.conn.owned()?;
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_event) }?;
         let event = match h.conn.get_mut()?.poll_event() {

@@ -110,7 +110,8 @@ pub type mcpw_replay_sink =
 
 /// An event store of the host's own (shared by several server processes, say), as three
 /// callbacks with one `user` pointer. The server calls them during its own calls only, from
-/// the thread making that call; they must not call back into the server. The guarantees a
+/// the thread making that call; they must not call back into the server, nor into a
+/// connection view it lent (the server is in the middle of a change). The guarantees a
 /// store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
 /// `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
 /// event of `stream` in `session` numbered above `after`, byte for byte as appended.
@@ -245,7 +246,9 @@ type RandomFn = unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize
 #[derive(Clone, Copy, Debug)]
 pub struct mcpw_http_server_options {
     /// Required: fills `len` bytes at `buf` from a cryptographically secure source
-    /// (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only.
+    /// (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only,
+    /// in the middle of a change: it must not call back into the server, nor into a
+    /// connection view it lent.
     pub random: Option<unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize)>,
     /// Passed to `random`.
     pub random_user: *mut c_void,
@@ -937,8 +940,9 @@ pub unsafe extern "C" fn mcpw_http_server_poll_event(
 /// `mcpw_conn_*` commands and getters: answer a request later, send progress, a log or a
 /// request of your own to that session. `MCPW_ERR_UNKNOWN_CONNECTION` when it is gone.
 ///
-/// This call keeps the server's other views valid (the current event's, and the views of
-/// other connections lent since the last other call: each connection has a view of its own).
+/// This call keeps the server's other views valid, even when it is refused (the current
+/// event's, and the views of other connections lent since the last other call: each
+/// connection has a view of its own).
 /// The view stays valid until the next other non-`const` call on the server; after using it,
 /// drain `mcpw_http_server_poll_stream` on the streams you hold. Never free it.
 ///
@@ -951,6 +955,10 @@ pub unsafe extern "C" fn mcpw_http_server_conn(
     out_conn: *mut *mut mcpw_conn,
 ) -> mcpw_result {
     let run = |h: &mut mcpw_http_server| {
+        // Refused or not, this call changes nothing on the server: the views lent so far
+        // stay valid (a refusal made them stale, and an answer given through one of them
+        // then failed).
+        h.lending = true;
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_conn) }?;
         out.write(h.lend(key)?);
@@ -1081,6 +1089,25 @@ pub struct mcpw_http_client_options {
     pub open_get_stream: bool,
 }
 
+/// Reads the options at `p` field by field, the flag as a byte: a `bool` field C filled with
+/// another value (`memset`, or a binding that writes an int) is not a Rust `bool`, so copying
+/// the struct whole would be undefined behaviour. Any non-zero byte means true.
+///
+/// # Safety
+/// `p` is readable for a `mcpw_http_client_options`.
+unsafe fn client_options_in(p: NonNull<mcpw_http_client_options>) -> mcpw_http_client_options {
+    let p = p.as_ptr();
+    // Safety: (caller) readable; each read copies one field of plain bytes.
+    unsafe {
+        mcpw_http_client_options {
+            initial_delay_ms: std::ptr::addr_of!((*p).initial_delay_ms).read(),
+            max_delay_ms: std::ptr::addr_of!((*p).max_delay_ms).read(),
+            max_attempts: std::ptr::addr_of!((*p).max_attempts).read(),
+            open_get_stream: std::ptr::addr_of!((*p).open_get_stream).cast::<u8>().read() != 0,
+        }
+    }
+}
+
 /// What `mcpw_http_client_poll_action` asks of the host.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1169,8 +1196,8 @@ pub unsafe extern "C" fn mcpw_http_client_new(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_client) }?;
         let o = match optional(options) {
-            // Safety: (caller) readable; plain numbers and a flag.
-            Some(_) => unsafe { read_in(options) }?,
+            // Safety: (caller) readable.
+            Some(p) => unsafe { client_options_in(p) },
             None => mcpw_http_client_options::default(),
         };
         if c.config().role != mcpwire::conn::Role::Client {
@@ -1396,7 +1423,7 @@ pub unsafe extern "C" fn mcpw_http_client_poll_event(
 /// Lends a view of the client's connection for the `mcpw_conn_*` commands and getters
 /// (`mcpw_conn_request`, `mcpw_conn_respond`, `mcpw_conn_protocol_version`, …); its output is
 /// sent through `mcpw_http_client_poll_action`. This call keeps the client's other views
-/// valid; the view stays valid until the next other non-`const` call on the client. Never
+/// valid, even when it is refused; the view stays valid until the next other non-`const` call on the client. Never
 /// free it.
 ///
 /// # Safety
@@ -1407,11 +1434,12 @@ pub unsafe extern "C" fn mcpw_http_client_conn(
     out_conn: *mut *mut mcpw_conn,
 ) -> mcpw_result {
     let run = |h: &mut mcpw_http_client| {
+        // Refused or not, this call changes nothing on the client: its views stay valid.
+        h.lending = true;
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_conn) }?;
         // Safety: the view is ours; C uses it only between calls on the client.
         unsafe { h.view.as_mut() }.lend(h.client.connection());
-        h.lending = true;
         out.write(h.view.as_ptr());
         Ok(())
     };
