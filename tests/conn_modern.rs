@@ -1263,6 +1263,44 @@ fn probe_and_fallback_do_not_alternate_without_end() {
     );
 }
 
+/// A close begun during the handshake ends with the handshake's answer, sending nothing new:
+/// a probe refused by a handshake-era server sent the fallback `initialize` after `close`,
+/// and an answered `initialize` sent `notifications/initialized` and `Ready`; either way the
+/// connection then stayed closing until the grace ran out.
+#[test]
+fn a_close_during_the_handshake_ends_with_its_answer() {
+    let mut c = Connection::new(client_config(), T0).unwrap();
+    take_output(&mut c);
+    c.close(T0, Duration::from_secs(30));
+    c.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"no\"}}\n",
+    );
+    assert_eq!(String::from_utf8(take_output(&mut c)).unwrap(), "");
+    assert_eq!(c.state(), State::Closed);
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed {
+            reason: CloseReason::Local
+        }]
+    );
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
+    take_output(&mut c);
+    c.close(T0, Duration::from_secs(30));
+    c.handle_input(
+        T0,
+        br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}
+"#,
+    );
+    assert_eq!(String::from_utf8(take_output(&mut c)).unwrap(), "");
+    assert_eq!(
+        drain(&mut c),
+        vec![Ev::Closed {
+            reason: CloseReason::Local
+        }]
+    );
+}
+
 /// An unreadable answer to the engine's own requests ends them at once, as one to an
 /// application's request does: a malformed error to the probe (auto mode) is a handshake-era
 /// server's, so the client falls back now; a malformed answer to `initialize` closes with

@@ -242,6 +242,16 @@ impl Core {
             }
             return;
         };
+        // A close begun during the handshake ends with its answer: nothing new is sent after
+        // `close` (not `notifications/initialized`, not a fallback `initialize`), and nothing
+        // else can be in flight yet.
+        if matches!(
+            pending.kind,
+            PendingKind::Initialize | PendingKind::Discover { .. }
+        ) && self.lifecycle.closing_deadline().is_some()
+        {
+            return self.finish(CloseReason::Local);
+        }
         match pending.kind {
             PendingKind::Initialize => return self.on_initialize_result(now, outcome),
             PendingKind::Discover { retried } => {

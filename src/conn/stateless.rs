@@ -1327,6 +1327,10 @@ impl Core {
 
     /// Client, auto mode: the server is not stateless; use the handshake.
     pub(super) fn fall_back(&mut self, now: Timestamp) {
+        if self.lifecycle.closing_deadline().is_some() {
+            // Closed during the probe: no `initialize` after `close`.
+            return self.finish(CloseReason::Local);
+        }
         self.lifecycle.era = Some(Era::Legacy);
         self.send_initialize(now);
     }
