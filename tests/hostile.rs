@@ -1610,9 +1610,11 @@ fn default_limits_are_the_documented_ones() {
 /// connection) where it should clamp to its 4 KiB ceiling.
 #[test]
 fn input_piece_holds_for_the_largest_limits() {
-    let mut l = Limits::default();
-    l.max_inbound_in_flight = usize::MAX;
-    l.max_buffered_output = usize::MAX;
+    let mut l = Limits {
+        max_inbound_in_flight: usize::MAX,
+        max_buffered_output: usize::MAX,
+        ..Limits::default()
+    };
     assert_eq!(l.input_piece(), 4096);
     l.max_inbound_in_flight = 1;
     l.max_buffered_output = 1;
