@@ -65,7 +65,8 @@
  *
  * - Safety. Every entry point catches internal panics: the call returns MCPW_ERR_PANIC and
  *   the handle (both, for a call on two) is poisoned (every later call returns
- *   MCPW_ERR_POISONED; free it). NULL
+ *   MCPW_ERR_POISONED; free it). A panic in a call on a connection view poisons its lender
+ *   too, and one in a call on a lender makes the views it lent stale. NULL
  *   arguments are reported as MCPW_ERR_NULL_ARGUMENT, never dereferenced.
  *
  * - Decoding alone. mcpw_decode applies the engine's JSON-RPC rules to one frame without a

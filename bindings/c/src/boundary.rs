@@ -46,6 +46,10 @@ pub(crate) trait Handle {
     /// Runs after every call that may change the handle (and did not panic): gives back
     /// scratch space the call needed.
     fn after_call(&mut self) {}
+    /// Runs once a call on this handle panicked, after it was poisoned: passes the poison on
+    /// where the panic may have left things half changed (a view's lender, the views a
+    /// lender lent). Must not panic.
+    fn on_panic(&self) {}
 }
 
 /// Moves `value` to the heap and hands its ownership to C.
@@ -196,7 +200,9 @@ pub(crate) unsafe fn with_mut_and_ref<A: Handle, B: Handle>(
 unsafe fn poison<H: Handle>(handle: *const H) -> mcpw_result {
     if let Ok(h) = required(handle) {
         // Safety: (caller) live, and the panicking body's borrow is gone.
-        unsafe { h.as_ref() }.poisoned().set(true);
+        let h = unsafe { h.as_ref() };
+        h.poisoned().set(true);
+        h.on_panic();
     }
     MCPW_ERR_PANIC
 }

@@ -33,6 +33,9 @@ pub struct mcpw_conn {
     pub(crate) staged: Vec<u8>,
     /// Decoded strings of the current event.
     texts: EventTexts,
+    /// A view's lender's poison flag: a panic in a call on the view may leave the lender's
+    /// connection half changed, so it poisons the lender too.
+    lender_poisoned: Option<NonNull<Cell<bool>>>,
 }
 
 /// The connection behind a handle: its own, or one an HTTP handle lends.
@@ -95,12 +98,15 @@ impl mcpw_conn {
             poisoned: Cell::new(false),
             staged: Vec::new(),
             texts: EventTexts::default(),
+            lender_poisoned: None,
         }
     }
 
     /// Points this view at `conn`, which must stay put and untouched by anyone else until
-    /// [`stale`](Self::stale).
-    pub(crate) fn lend(&mut self, conn: &mut Connection) {
+    /// [`stale`](Self::stale); `lender_poisoned` is the lender's poison flag, which outlives
+    /// the view.
+    pub(crate) fn lend(&mut self, conn: &mut Connection, lender_poisoned: &Cell<bool>) {
+        self.lender_poisoned = Some(NonNull::from(lender_poisoned));
         self.conn = Slot::View(Some(NonNull::from(conn)));
         // A view lent afresh starts clean (a panic on an earlier lending poisoned that one).
         self.poisoned.set(false);
@@ -120,6 +126,13 @@ impl Handle for mcpw_conn {
     fn after_call(&mut self) {
         // The staged copy of a large argument is not kept once the command is done.
         mcpwire::frame::empty(&mut self.staged);
+    }
+    fn on_panic(&self) {
+        if let Some(lender) = self.lender_poisoned {
+            // Safety: a view is used only while its lender lives (the lender frees its views
+            // when it is freed), and the flag is a `Cell`, shared by design.
+            unsafe { lender.as_ref() }.set(true);
+        }
     }
 }
 
@@ -480,6 +493,7 @@ pub unsafe extern "C" fn mcpw_conn_new(
             poisoned: Cell::new(false),
             staged: Vec::new(),
             texts: EventTexts::default(),
+            lender_poisoned: None,
         }));
         Ok(())
     };

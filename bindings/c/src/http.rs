@@ -345,6 +345,18 @@ impl Handle for mcpw_http_server {
     fn poisoned(&self) -> &Cell<bool> {
         &self.poisoned
     }
+    fn on_panic(&self) {
+        // The call that panicked may have ended connections before it did (and skipped
+        // `after_call`): the views lent before it refuse every call from now on, rather than
+        // reach into memory that may be gone.
+        for key in &self.lent {
+            if let Some(view) = self.views.get(key) {
+                // Safety: the view is ours (from `Box::leak`), and C is not using it during a
+                // call on the server; it is changed through its pointer, as `after_call` does.
+                unsafe { &mut *view.as_ptr() }.stale();
+            }
+        }
+    }
     fn after_call(&mut self) {
         // A lending call keeps the views lent so far valid, except those whose connection it
         // ended (a stateless request whose last event was taken, say): their connection is
@@ -401,7 +413,7 @@ impl mcpw_http_server {
             .entry(key)
             .or_insert_with(|| NonNull::from(Box::leak(Box::new(mcpw_conn::view()))));
         // Safety: the view is ours; C uses it only between calls on the server.
-        unsafe { view.as_mut() }.lend(conn);
+        unsafe { view.as_mut() }.lend(conn, &self.poisoned);
         let view = view.as_ptr();
         if !self.lent.contains(&key) {
             self.lent.push(key);
@@ -1160,6 +1172,10 @@ impl Handle for mcpw_http_client {
     fn poisoned(&self) -> &Cell<bool> {
         &self.poisoned
     }
+    fn on_panic(&self) {
+        // Safety: the view is ours, and C is not using it during a call on the client.
+        unsafe { &mut *self.view.as_ptr() }.stale();
+    }
     fn after_call(&mut self) {
         if !std::mem::take(&mut self.lending) {
             // Safety: the view is ours, and C is not using it during a call on the client.
@@ -1439,7 +1455,7 @@ pub unsafe extern "C" fn mcpw_http_client_conn(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_conn) }?;
         // Safety: the view is ours; C uses it only between calls on the client.
-        unsafe { h.view.as_mut() }.lend(h.client.connection());
+        unsafe { h.view.as_mut() }.lend(h.client.connection(), &h.poisoned);
         out.write(h.view.as_ptr());
         Ok(())
     };

@@ -347,3 +347,45 @@ fn transport_failures_reach_c_with_their_status_and_reason() {
     assert_eq!(closed.code, 0);
     assert!(!text(closed.version).is_empty());
 }
+
+/// A panic in a call on a view poisons its lender too (the lender's connection may be half
+/// changed; only the view was poisoned, and the next lending cleared even that). A panic in
+/// a call on the lender ends the views it lent (that call may have freed their connections
+/// and skipped the staling that follows every call).
+#[test]
+fn a_panic_passes_between_a_lender_and_its_views() {
+    let name = c"t".as_ptr();
+    // Safety: every pointer is valid for its length; the handles are used here only and
+    // freed once; the views are used only while their lender lives.
+    unsafe {
+        let mut config = ptr::null_mut();
+        assert_eq!(mcpw_config_new(1, name, 1, name, 1, &mut config), MCPW_OK);
+        let new_client =
+            |out: &mut *mut mcpw_http_client| mcpw_http_client_new(config, 0, ptr::null(), out);
+        let (mut client, mut view) = (ptr::null_mut(), ptr::null_mut());
+        assert_eq!(new_client(&mut client), MCPW_OK);
+        assert_eq!(mcpw_http_client_conn(client, &mut view), MCPW_OK);
+        assert_eq!(
+            with_mut(view, |_| -> Result<(), mcpw_result> {
+                panic!("boom (expected by this test)")
+            }),
+            MCPW_ERR_PANIC
+        );
+        assert_eq!(mcpw_http_client_conn(client, &mut view), MCPW_ERR_POISONED);
+        mcpw_http_client_free(client);
+
+        assert_eq!(new_client(&mut client), MCPW_OK);
+        assert_eq!(mcpw_http_client_conn(client, &mut view), MCPW_OK);
+        let mut state = mcpw_state::MCPW_STATE_INITIALIZING;
+        assert_eq!(mcpw_conn_state(view, &mut state), MCPW_OK);
+        assert_eq!(
+            with_mut(client, |_| -> Result<(), mcpw_result> {
+                panic!("boom (expected by this test)")
+            }),
+            MCPW_ERR_PANIC
+        );
+        assert_eq!(mcpw_conn_state(view, &mut state), MCPW_ERR_STALE_VIEW);
+        mcpw_http_client_free(client);
+        mcpw_config_free(config);
+    }
+}
