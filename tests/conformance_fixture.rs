@@ -410,6 +410,35 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
     assert_eq!(props["verified"]["default"], true);
 }
 
+/// A sampling request the client never answers times out, and the tool call that made it is
+/// answered with an error result. The fixture heard only answers and errors: the call waited
+/// for good, its stream open and its slot taken.
+#[test]
+fn a_sampling_request_left_unanswered_ends_its_tool_call() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    let r = h.send(
+        "POST",
+        &s,
+        &rpc(
+            2,
+            "tools/call",
+            json!({"name":"test_sampling","arguments":{"prompt":"Say hi"}}),
+        ),
+    );
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = h.messages(&r, &mut reader);
+    assert!(!finished);
+    assert_eq!(msgs[0]["method"], "sampling/createMessage");
+    h.advance(Duration::from_secs(61));
+    h.fixture.drive(h.now, &mut h.server);
+    let (msgs, finished) = h.messages(&r, &mut reader);
+    assert!(finished, "{msgs:?}");
+    let result = &result_of(&msgs, 2)["result"];
+    assert_eq!(result["isError"], true, "{msgs:?}");
+}
+
 // ---- 2026-07-28 ------------------------------------------------------------------------------
 
 fn modern(

@@ -44,7 +44,11 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // before the next event is handed out.
 //
 // Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
-// peer that reads slowly slows its own requests down instead of growing memory. A peer that
+// peer that reads slowly slows its own requests down instead of growing memory. So Serve
+// must not face a peer that also reads only between its own writes (a hand-written
+// read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) with more
+// than a pipe holds pipelined both ways: each would wait in its write for the other to
+// read. The SDKs and mcpwire-tokio's Driver read while they write. A peer that
 // never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
 // once the engine's output limit is reached, and the engine's timers wait too (a request's
 // timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends

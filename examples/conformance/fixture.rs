@@ -746,6 +746,17 @@ impl Fixture {
             OwnedEvent::Error {
                 request, message, ..
             } => self.answered(server, key, request, Err(message)),
+            // A request of ours that ended without an answer: the tool call waiting for it
+            // gets the same error result, rather than waiting for good.
+            OwnedEvent::TimedOut { request } => {
+                self.answered(server, key, request, Err("no answer in time".into()))
+            }
+            OwnedEvent::InvalidResponse { request } => {
+                self.answered(server, key, request, Err("an invalid answer".into()))
+            }
+            OwnedEvent::Abandoned { request } | OwnedEvent::Failed { request, .. } => {
+                self.answered(server, key, request, Err("no answer (abandoned)".into()))
+            }
             OwnedEvent::PeerCancelled { id, .. } => {
                 self.jobs.retain(|j| !(j.key == key && j.id == id));
                 self.waits.retain(|w| !(w.key == key && w.parent == id));
