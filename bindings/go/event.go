@@ -22,7 +22,9 @@ type Event interface {
 
 // ---- Lifecycle --------------------------------------------------------------------------
 
-// ReadyEvent: the handshake finished; requests may flow both ways. Fires at most once.
+// ReadyEvent: the handshake finished; requests may flow both ways. Fires once per
+// connection, but once per session on an HTTPClient: when a handshake-era session expires
+// (the server answers 404), the client starts a new one, which is ready again.
 type ReadyEvent struct {
 	// Version is the negotiated protocol version ("2025-11-25").
 	Version string

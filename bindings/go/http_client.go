@@ -49,7 +49,9 @@ type HTTPClientOptions struct {
 // of -1 s to 584 million years), and attempts at most what the engine counts, which is also
 // what a negative MaxAttempts (no limit) gets.
 func (o *HTTPClientOptions) backoff() (initial, most uint64, attempts uint32) {
-	millis := func(d time.Duration) uint64 { return uint64(max(d, 0) / time.Millisecond) }
+	// Rounded up, as every other duration of the package: a positive delay under a
+	// millisecond rounded down to 0, which is the engine's default (500 ms, 30 s).
+	millis := millisCeil
 	attempts = math.MaxUint32
 	if o.MaxAttempts >= 0 {
 		attempts = uint32(min(uint64(o.MaxAttempts), math.MaxUint32))
@@ -76,6 +78,8 @@ type HTTPClient struct {
 	lastNs  uint64
 	record  []C.mcpwgo_record
 	arena   []byte
+	// peeked: an event Run took to see whether taking the actions made one (Run's only).
+	peeked Event
 	// view is the one Conn lent for the client's connection (the C view is one handle too),
 	// cut off when the client is freed, so that a kept one returns ErrFreed.
 	view *Conn
@@ -410,11 +414,16 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		// it runs: its commands lock it).
 		closed := false
 		for {
-			c.engine.Lock()
-			ev, ok, err := c.nextEvent()
-			c.engine.Unlock()
-			if err != nil {
-				return err
+			ev, ok := c.peeked, c.peeked != nil
+			c.peeked = nil
+			if !ok {
+				c.engine.Lock()
+				var err error
+				ev, ok, err = c.nextEvent()
+				c.engine.Unlock()
+				if err != nil {
+					return err
+				}
 			}
 			if !ok {
 				break
@@ -442,6 +451,18 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			return nil
 		}
 		if failed {
+			continue
+		}
+		// Taking the actions can end requests (one given after EndSession fails at once,
+		// a close may then finish): their events are handed out before waiting.
+		c.engine.Lock()
+		ev, ok, err := c.nextEvent()
+		c.engine.Unlock()
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.peeked = ev
 			continue
 		}
 		if !view.beginWait(mark) {

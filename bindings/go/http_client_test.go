@@ -527,3 +527,40 @@ func slowCancelServer(t *testing.T, cancelled, deleted func()) *httptest.Server 
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// A request given on another goroutine after EndSession fails at once, and the handler
+// hears it then: the engine failed it while Run took the actions, and Run went on waiting
+// with the event undelivered, until something unrelated woke it.
+func TestHTTPClientARequestAfterEndSessionFailsAtOnce(t *testing.T) {
+	ts := httptest.NewServer(scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{}}`)
+	}))
+	defer ts.Close()
+	client := legacyHTTPClient(t, ts.URL)
+	defer client.Close()
+	failed := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if !client.EndSession() {
+				t.Error("EndSession: nothing queued")
+			}
+			go func() {
+				time.Sleep(300 * time.Millisecond) // Run waits by then
+				if _, err := client.Conn().Request(time.Now(), "tools/list", nil, nil); err != nil {
+					t.Errorf("request: %v", err)
+				}
+			}()
+		case *FailedEvent:
+			failed <- struct{}{}
+		}
+	}))
+	select {
+	case <-failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's failure was not handed out")
+	}
+}

@@ -2086,7 +2086,9 @@ func TestHTTPClientBackoffOptions(t *testing.T) {
 	}{
 		{HTTPClientOptions{}, 0, 0, 0},
 		{HTTPClientOptions{InitialDelay: -time.Second, MaxDelay: -1, MaxAttempts: -1}, 0, 0, math.MaxUint32},
-		{HTTPClientOptions{InitialDelay: 1500 * time.Microsecond, MaxDelay: time.Minute, MaxAttempts: 3}, 1, 60000, 3},
+		{HTTPClientOptions{InitialDelay: 1500 * time.Microsecond, MaxDelay: time.Minute, MaxAttempts: 3}, 2, 60000, 3},
+		// Under a millisecond is not 0, the engine's default.
+		{HTTPClientOptions{InitialDelay: 500 * time.Microsecond, MaxDelay: 900 * time.Microsecond}, 1, 1, 0},
 		{HTTPClientOptions{MaxAttempts: int(huge)}, 0, 0, math.MaxUint32},
 	} {
 		initial, most, attempts := c.opts.backoff()
