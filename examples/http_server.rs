@@ -63,7 +63,7 @@ async fn stop(idle: Duration, last: Arc<Mutex<Instant>>) {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if last.lock().expect("lock").elapsed() > idle {
-                eprintln!("http_server: idle for {} s, exiting", idle.as_secs());
+                note(&format!("idle for {} s, exiting", idle.as_secs()));
                 return;
             }
         }
@@ -72,9 +72,16 @@ async fn stop(idle: Duration, last: Arc<Mutex<Instant>>) {
         .expect("SIGTERM handler");
     tokio::select! {
         _ = idle_exit => {}
-        _ = term.recv() => eprintln!("http_server: SIGTERM, shutting down"),
-        _ = tokio::signal::ctrl_c() => eprintln!("http_server: interrupted, shutting down"),
+        _ = term.recv() => note("SIGTERM, shutting down"),
+        _ = tokio::signal::ctrl_c() => note("interrupted, shutting down"),
     }
+}
+
+/// Writes `what` to stderr, if it can: `eprintln!` panics when stderr is a closed pipe, which
+/// would end the process before its graceful shutdown, losing the answers in flight.
+fn note(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "http_server: {what}");
 }
 
 #[tokio::main]

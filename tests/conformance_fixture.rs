@@ -439,6 +439,59 @@ fn a_sampling_request_left_unanswered_ends_its_tool_call() {
     assert_eq!(result["isError"], true, "{msgs:?}");
 }
 
+/// An unknown tool is a protocol error, -32602 (the tools page's "Unknown tool" example), in
+/// both eras: the fixture answered it with an `isError` result, a tool's own failure.
+#[test]
+fn an_unknown_tool_is_invalid_params_in_both_eras() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let (_, msgs) = h.call(
+        &[("Mcp-Session-Id", &sid)],
+        &rpc(2, "tools/call", json!({"name":"no_such_tool"})),
+    );
+    assert_eq!(result_of(&msgs, 2)["error"]["code"], -32602, "{msgs:?}");
+    let (_, r) = modern(
+        &mut h,
+        3,
+        "tools/call",
+        Some("no_such_tool"),
+        json!({"name":"no_such_tool"}),
+        json!({}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+/// A session's resource subscriptions are bounded: a client subscribing to ever new URIs grew
+/// the fixture's set for as long as its session lived.
+#[test]
+fn resource_subscriptions_are_bounded_per_session() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    for i in 0..256 {
+        let (_, msgs) = h.call(
+            &s,
+            &rpc(
+                10 + i,
+                "resources/subscribe",
+                json!({"uri": format!("test://sub/{i}")}),
+            ),
+        );
+        assert!(result_of(&msgs, 10 + i).get("result").is_some(), "{msgs:?}");
+    }
+    let (_, msgs) = h.call(
+        &s,
+        &rpc(300, "resources/subscribe", json!({"uri":"test://sub/more"})),
+    );
+    assert_eq!(result_of(&msgs, 300)["error"]["code"], -32602, "{msgs:?}");
+    // One held already is still fine.
+    let (_, msgs) = h.call(
+        &s,
+        &rpc(301, "resources/subscribe", json!({"uri":"test://sub/7"})),
+    );
+    assert!(result_of(&msgs, 301).get("result").is_some(), "{msgs:?}");
+}
+
 // ---- 2026-07-28 ------------------------------------------------------------------------------
 
 fn modern(

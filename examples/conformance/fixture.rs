@@ -117,6 +117,27 @@ fn parse(text: Option<&str>) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// Completes `task` with `result`, or fails it when the table refuses the result (over its
+/// `max_payload`): left as it was, the task would stay working until it expired, and its
+/// client would never get an answer.
+fn complete_or_fail(tasks: &mut mcpwire::tasks::Tasks, now: Timestamp, task: &str, result: &str) {
+    let Ok(result) = RawJson::new(result) else {
+        return;
+    };
+    if tasks.complete(now, task, result).is_err() {
+        let _ = tasks.fail(
+            now,
+            task,
+            -32603,
+            "the task's result could not be kept",
+            None,
+        );
+    }
+}
+
+/// Resource subscriptions one session may hold.
+const MAX_SUBSCRIPTIONS: usize = 256;
+
 /// What to answer a request with.
 enum Answer {
     Result(Value),
@@ -562,11 +583,7 @@ impl Fixture {
                     })
                     .collect();
                 let result = text(&format!("{} finished ({})", a.tool, summary.join("; ")));
-                let _ = self.tasks.complete(
-                    now,
-                    &a.task,
-                    RawJson::new(&result.to_string()).expect("JSON"),
-                );
+                complete_or_fail(&mut self.tasks, now, &a.task, &result.to_string());
             }
             TaskEvent::CancelRequested { task } => {
                 // Every fixture task stops at once when asked.
@@ -588,25 +605,24 @@ impl Fixture {
             .partition(|j| j.due <= now);
         self.task_jobs = rest;
         for job in due {
-            let _ = match job.step {
+            match job.step {
                 TaskStep::Complete(t) => {
-                    let result = text(&t).to_string();
-                    self.tasks
-                        .complete(now, &job.task, RawJson::new(&result).expect("JSON"))
+                    complete_or_fail(&mut self.tasks, now, &job.task, &text(&t).to_string())
                 }
                 TaskStep::ToolError => {
                     let result = error_result("failing_job: the job failed").to_string();
-                    self.tasks
-                        .complete(now, &job.task, RawJson::new(&result).expect("JSON"))
+                    complete_or_fail(&mut self.tasks, now, &job.task, &result)
                 }
-                TaskStep::ProtocolError => self.tasks.fail(
-                    now,
-                    &job.task,
-                    -32603,
-                    "protocol_error_job: internal error while running the job",
-                    None,
-                ),
-            };
+                TaskStep::ProtocolError => {
+                    let _ = self.tasks.fail(
+                        now,
+                        &job.task,
+                        -32603,
+                        "protocol_error_job: internal error while running the job",
+                        None,
+                    );
+                }
+            }
         }
         self.tasks.handle_timeout(now);
         while let Some(e) = self.tasks.poll_event() {
@@ -845,6 +861,15 @@ impl Fixture {
             }
             "resources/subscribe" => {
                 let uri = params["uri"].as_str().unwrap_or("").to_owned();
+                // Bounded per session: a client subscribing to ever new URIs would otherwise
+                // grow this set for as long as its session lives.
+                let held = self.subscriptions.iter().filter(|(k, _)| *k == key).count();
+                if uri.len() > 8192 {
+                    return Answer::Error(-32602, "URI too long".into(), None);
+                }
+                if held >= MAX_SUBSCRIPTIONS && !self.subscriptions.contains(&(key, uri.clone())) {
+                    return Answer::Error(-32602, "Too many subscriptions".into(), None);
+                }
                 self.subscriptions.insert((key, uri));
                 Answer::Result(json!({}))
             }
@@ -1208,7 +1233,8 @@ impl Fixture {
                 }
                 self.input_required(n, params, caps)
             }
-            _ => r(error_result(&format!("Unknown tool: {name}"))),
+            // "Unknown tool" is a protocol error (the tools page: -32602), not a tool's.
+            _ => Answer::Error(-32602, format!("Unknown tool: {name}"), None),
         }
     }
 
@@ -1380,7 +1406,7 @@ impl Fixture {
                 }
                 ir(Value::Object(reqs), None)
             }
-            _ => Answer::Result(error_result(&format!("Unknown tool: {name}"))),
+            _ => Answer::Error(-32602, format!("Unknown tool: {name}"), None),
         }
     }
 

@@ -12,7 +12,10 @@ use serde_json::json;
 
 #[derive(Deserialize)]
 struct Call<'a> {
-    name: &'a str,
+    // Borrowed from the frame where it can be, owned where it cannot (a name with escapes,
+    // as clients that escape non-ASCII send it): a plain `&str` fails on those.
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
     #[serde(default)]
     arguments: serde_json::Map<String, serde_json::Value>,
 }

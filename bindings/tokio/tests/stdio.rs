@@ -13,8 +13,9 @@ use mcpwire::jsonrpc::RawJson;
 use mcpwire::{Config, OwnedEvent};
 use mcpwire_tokio::stdio::Driver;
 use root_common::stdio::{
-    assert_python_session, assert_typescript_session, assert_unknown_cursors_are_invalid_params,
-    assert_unknown_tools_and_prompts_are_invalid_params, everything_command, example_binary,
+    answers_in_a_session, assert_python_session, assert_typescript_session,
+    assert_unknown_cursors_are_invalid_params, assert_unknown_tools_and_prompts_are_invalid_params,
+    everything_command, example_binary,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -32,6 +33,23 @@ fn python_sdk_client_completes_sessions_in_both_eras() {
 fn unknown_tools_and_prompts_are_invalid_params() {
     assert_unknown_tools_and_prompts_are_invalid_params(&[&server()]);
     assert_unknown_cursors_are_invalid_params(&[&server()]);
+}
+
+/// A tool name with an escape (as clients that escape non-ASCII send names) is the same name:
+/// the example read it into a `&str`, which serde cannot borrow through an escape, and
+/// answered -32602.
+#[test]
+fn a_tool_name_with_an_escape_is_served() {
+    let server = server();
+    let command = [server.as_str()];
+    let answer = answers_in_a_session(
+        &command,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ech\u006f","arguments":{"text":"hi"}}}"#,
+        ],
+    );
+    let line = answer(1);
+    assert!(line.contains(r#""text":"hi""#), "{line}");
 }
 
 #[test]
