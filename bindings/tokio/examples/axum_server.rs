@@ -5,6 +5,13 @@
 //!
 //! `cargo run -p mcpwire-tokio --example axum_server -- 127.0.0.1:8080`, then point any MCP
 //! client at the URL it prints.
+//!
+//! `axum::serve` sets no timeouts of its own: no limit on the time to send a request head, no
+//! idle limit on kept-alive connections, no connection cap. Behind a reverse proxy that has
+//! them, that is fine; facing clients directly, serve `McpService` with
+//! `mcpwire_tokio::http::serve`, which applies `HostConfig`'s limits. Either way the shutdown
+//! here is bounded: a client that holds a connection open (a head sent in part, a stream it
+//! does not read) cannot keep the process from exiting.
 
 use std::time::Duration;
 
@@ -91,19 +98,36 @@ async fn main() -> std::io::Result<()> {
         .route("/healthz", get(|| async { "ok" }));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("http://{}/mcp", listener.local_addr()?);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop_signal().await;
-            mcp.begin_shutdown(); // GET streams end now, answers in flight go on
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                mcp.end_streams(); // the grace period is over
-            });
-        })
-        .await?;
+    let stopping = std::sync::Arc::new(tokio::sync::Notify::new());
+    let told = stopping.clone();
+    let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+        stop_signal().await;
+        told.notify_one();
+        mcp.begin_shutdown(); // GET streams end now, answers in flight go on
+        tokio::spawn(async move {
+            tokio::time::sleep(GRACE).await;
+            mcp.end_streams(); // the grace period is over
+        });
+    });
+    // axum waits for every connection to close, which a client that does not read (or sends
+    // half a head) never does: a little after the grace, the process exits anyway.
+    let deadline = async {
+        stopping.notified().await;
+        tokio::time::sleep(GRACE + Duration::from_secs(2)).await;
+    };
+    tokio::select! {
+        served = serving => served?,
+        () = deadline => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "axum_server: connections open after the grace; exiting");
+        }
+    }
     timers.abort();
     Ok(())
 }
+
+/// How long answers in flight get once a shutdown begins.
+const GRACE: Duration = Duration::from_secs(5);
 
 async fn stop_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

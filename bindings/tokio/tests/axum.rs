@@ -119,3 +119,47 @@ fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefull
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A client that sent half a request head and holds its connection cannot keep the example
+/// from exiting on SIGTERM: axum's graceful shutdown waits for every connection to close,
+/// which that one never does, and the example waited with it for good.
+#[test]
+fn the_axum_example_exits_on_sigterm_despite_a_stalled_client() {
+    let mut server = Command::new(example_binary("axum_server"))
+        .arg("127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+    write!(stalled, "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = server.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for tries in 0.. {
+        if server.try_wait().unwrap().is_some() {
+            break;
+        }
+        if tries >= 300 {
+            let _ = server.kill();
+            panic!("still running 15 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stalled);
+}
