@@ -56,7 +56,12 @@
 //!   ids, and an encoder that writes into a reusable buffer;
 //! - [`mcp`]: protocol versions, the per-version method table, capabilities, error codes;
 //! - [`conn`]: the connection state machine, client or server: lifecycle, negotiation,
-//!   capability gating, correlation, timeouts, progress, cancellation, bounds.
+//!   capability gating, correlation, timeouts, progress, cancellation, bounds;
+//! - [`http`]: Streamable HTTP, server ([`http::HttpServer`]) and client
+//!   ([`http::HttpClient`]), both eras, sessions, SSE, resumption;
+//! - [`tasks`]: a server's task table (the 2026-07-28 tasks extension, and 2025-11-25 tasks);
+//! - `blocking` (feature `blocking`): a blocking run loop over any `Read`/`Write` pair;
+//! - `typed` (feature `serde`): typed params and results with serde.
 //!
 //! Events borrow from the engine and stay valid until the next call that takes the connection
 //! mutably. Time is a [`Timestamp`] you pass in; the library never reads a clock.

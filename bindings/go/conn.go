@@ -95,7 +95,10 @@ type Conn struct {
 	// answers find room. Atomic: Serve reads it without the lock.
 	given     atomic.Int64
 	highWater int64
-	giving    int64 // this command's payload, added to given as the lock is let go
+	// readAheadBelow: Serve feeds input that arrived while it was writing only while the
+	// output holds less than this (half the engine's bound), so its answers still fit.
+	readAheadBelow int64
+	giving         int64 // this command's payload, added to given as the lock is let go
 	// inputPiece is how much input Serve feeds between drains (see InputPiece).
 	inputPiece int
 	// grace is Config.ShutdownGrace, for Serve and HTTPClient.Run.
@@ -221,11 +224,15 @@ const commandOutput = 512
 // outputHighWater is the output Serve lets build up before it writes ahead of the next event:
 // 1 MiB, or half of cfg's output bound if that is smaller.
 func outputHighWater(cfg *Config) int64 {
-	bound := int64(16 << 20) // the engine's default
+	return min(1<<20, outputBound(cfg)/2)
+}
+
+// outputBound is the engine's bound on the output (Limits.MaxBufferedOutput).
+func outputBound(cfg *Config) int64 {
 	if cfg != nil && cfg.Limits.MaxBufferedOutput > 0 {
-		bound = int64(cfg.Limits.MaxBufferedOutput)
+		return int64(cfg.Limits.MaxBufferedOutput)
 	}
-	return min(1<<20, bound/2)
+	return 16 << 20 // the engine's default
 }
 
 // defaultInputPiece is the engine's input piece under its default limits (see InputPiece).
@@ -253,14 +260,15 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		piece = defaultInputPiece
 	}
 	c := &Conn{
-		ptr:        made.conn,
-		drainer:    (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
-		origin:     now,
-		records:    make([]C.mcpwgo_record, batchEvents),
-		arena:      make([]byte, batchArena),
-		highWater:  outputHighWater(cfg),
-		inputPiece: int(piece),
-		grace:      cfg.shutdownGrace(),
+		ptr:            made.conn,
+		drainer:        (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
+		origin:         now,
+		records:        make([]C.mcpwgo_record, batchEvents),
+		arena:          make([]byte, batchArena),
+		highWater:      outputHighWater(cfg),
+		readAheadBelow: outputBound(cfg) / 2,
+		inputPiece:     int(piece),
+		grace:          cfg.shutdownGrace(),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil
@@ -1084,6 +1092,12 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // must not keep the slice (the next Write reuses it). One writer at a time: two WriteTo
 // calls at once would both write the same bytes.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	return c.writeOut(w, nil)
+}
+
+// writeOut is WriteTo, but when yield (if not nil) returns true after a Write, it returns
+// at once with the rest of the output pending.
+func (c *Conn) writeOut(w io.Writer, yield func() bool) (int64, error) {
 	var total int64
 	for {
 		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
@@ -1128,6 +1142,9 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 		}
 		if n == 0 {
 			return total, io.ErrShortWrite
+		}
+		if yield != nil && yield() {
+			return total, nil
 		}
 	}
 }

@@ -43,13 +43,16 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // high-water mark (1 MiB, or half of Limits.MaxBufferedOutput if smaller), it is written
 // before the next event is handed out.
 //
-// Backpressure: input is read only while no output waits, and w's Write blocks Serve, so a
-// peer that reads slowly slows its own requests down instead of growing memory. So Serve
-// must not face a peer that also reads only between its own writes (a hand-written
-// read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) with more
-// than a pipe holds pipelined both ways: each would wait in its write for the other to
-// read. The SDKs and mcpwire-tokio's Driver read while they write. A peer that
-// never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
+// Backpressure: input is read as Serve comes for it, and w's Write blocks Serve, so a peer
+// that reads slowly slows its own requests down instead of growing memory. During a write of
+// more than 64 KiB, Serve reads ahead (up to 1 MiB held outside the engine), and feeds what
+// it read before the write goes on while the output holds less than half of
+// Limits.MaxBufferedOutput: a peer that reads only between its own writes (a hand-written
+// read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be blocked
+// writing its answers to us while we write our requests to it, and the two would wait for
+// each other for good. (A smaller write that blocks, which it does only once the peer has
+// left a pipe's worth of our output unread, still holds Serve without reading.)
+// A peer that never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
 // once the engine's output limit is reached, and the engine's timers wait too (a request's
 // timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends
 // the Write once nothing has been written for a second past the grace, if w takes write
@@ -60,9 +63,10 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
 // given, and a request's timeout is armed for it.
 //
-// One Serve at a time drives a Conn: another returns an error at once. One read of r may be
-// outstanding when Serve returns; its goroutine ends when that Read does, and what it reads
-// is dropped, so after an error do not Serve the same r again. A reader that returns
+// One Serve at a time drives a Conn: another returns an error at once. When Serve returns,
+// a read of r may be outstanding, and reads taken ahead may not be fed yet: the goroutine
+// ends when that Read does, and what was read is dropped, so after an error do not Serve the
+// same r again. A reader that returns
 // nothing and no error 100 times in a row fails with io.ErrNoProgress.
 //
 // A panic in h, or in r's Read, goes on to Serve's caller, as any panic does, but the answers
@@ -104,8 +108,25 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		err      error
 		panicked any // a panic in r.Read, passed on to Serve's caller
 	}
-	reads := make(chan chunk)
-	want := make(chan struct{})
+	// The reader reads once per token in want, which the loop gives before it waits for
+	// input; and before a write that may block (more than one Write's worth), during which it
+	// goes on reading (writing), up to readAhead chunks: a peer that reads only between its
+	// own writes (a half-duplex server) may be blocked writing to us while we write to it,
+	// waiting for us to read. Otherwise input is read only as the loop comes for it, in
+	// batches.
+	reads := make(chan chunk, readAhead-1)
+	want := make(chan struct{}, 1)
+	var writing atomic.Bool
+	asked := false // a token was given, and no chunk taken since
+	ask := func() {
+		if !asked {
+			asked = true
+			select {
+			case want <- struct{}{}:
+			default: // (the last token is still there: a chunk read ahead came first)
+			}
+		}
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -133,14 +154,19 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			case <-stop:
 				return
 			}
-			c := read()
-			select {
-			case reads <- c:
-			case <-stop:
-				return
-			}
-			if c.err != nil || c.panicked != nil {
-				return
+			for {
+				c := read()
+				select {
+				case reads <- c:
+				case <-stop:
+					return
+				}
+				if c.err != nil || c.panicked != nil {
+					return
+				}
+				if !writing.Load() {
+					break
+				}
 			}
 		}
 	}()
@@ -154,20 +180,70 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	// error, a message it could not parse, its exit), so they are read to the end and
 	// handed out, with nothing more written; the write error is returned then.
 	var broken error
-	inputOpen, asked, shutdown, eofFed := true, false, false, false
+	inputOpen, shutdown, eofFed := true, false, false
 	done := ctx.Done()
+	// took takes a read chunk in.
+	took := func(c chunk) {
+		asked = false
+		if c.panicked != nil {
+			// The reader's panic goes on to Serve's caller, as a panic in h does, after
+			// what is already answered is written.
+			_, _ = conn.WriteTo(w)
+			panic(c.panicked)
+		}
+		// Data that came with the end (io.Reader allows both at once) is fed like any
+		// other read, a piece at a time with the answers handed out in between; the end is
+		// fed after it (below).
+		pending = c.data
+		if c.err != nil {
+			inputOpen = false
+			readErr = c.err
+		}
+	}
+	// A write stops between two Writes for input that arrived meanwhile (stoppedForInput),
+	// while the output has room for its answers; it goes on once that input is fed
+	// (feeding until then).
+	stoppedForInput, feeding := false, false
+	roomForAnswers := func() bool { return int64(conn.PendingOutput()) < conn.readAheadBelow }
+	inputWaits := func() bool {
+		arrived := inputOpen && len(pending) == 0 && len(reads) > 0
+		if (arrived || feeding && len(pending) > 0) && roomForAnswers() {
+			stoppedForInput, feeding = true, true
+		}
+		return stoppedForInput
+	}
 	for {
 		// 1. Events (the handler may issue commands), 2. all output. A command given on
 		// another goroutine after mark, which they may have missed, is looked at before
 		// waiting (4).
 		mark := conn.changeMark()
+		stoppedForInput = false
 		closed, werr := handOut(conn, w, h, broken == nil)
 		if err := conn.Err(); err != nil && !(closed && errors.Is(err, ErrFreed)) {
 			return err
 		}
 		if broken == nil {
-			if werr == nil {
-				_, werr = conn.WriteTo(w)
+			switch {
+			case werr != nil:
+			case closed:
+				_, werr = conn.WriteTo(w) // everything, before Serve returns
+			case feeding && len(pending) > 0 && roomForAnswers():
+				// The input that stopped the write goes in first.
+			default:
+				// (The estimate says maybe; the engine says how much there is.)
+				mayBlock := inputOpen && conn.given.Load() >= writeChunk &&
+					conn.PendingOutput() >= writeChunk
+				if mayBlock {
+					ask()
+					writing.Store(true)
+				}
+				_, werr = conn.writeOut(w, inputWaits)
+				if mayBlock {
+					writing.Store(false)
+				}
+				if werr == nil && !stoppedForInput {
+					feeding = false // all written
+				}
 			}
 			if closed && errors.Is(werr, ErrFreed) {
 				werr = nil // the handler closed the Conn on its ClosedEvent: all was written
@@ -194,6 +270,15 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return readErr
 			}
 			return nil
+		}
+		// Input that stopped the write (see inputWaits) is taken in, and fed before the
+		// write goes on.
+		if stoppedForInput && len(pending) == 0 {
+			select {
+			case c := <-reads:
+				took(c)
+			default:
+			}
 		}
 		// 3. The rest of the last read, a piece at a time, before reading more.
 		if len(pending) > 0 {
@@ -227,32 +312,14 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 		var input chan chunk
 		if inputOpen {
-			if !asked {
-				select {
-				case want <- struct{}{}:
-					asked = true
-				case <-done:
-				}
+			if len(reads) == 0 {
+				ask()
 			}
 			input = reads
 		}
 		select {
 		case c := <-input:
-			asked = false
-			if c.panicked != nil {
-				// The reader's panic goes on to Serve's caller, as a panic in h does, after
-				// what is already answered is written.
-				_, _ = conn.WriteTo(w)
-				panic(c.panicked)
-			}
-			// Data that came with the end (io.Reader allows both at once) is fed like any
-			// other read, a piece at a time with the answers handed out in between; the
-			// end is fed after it (above).
-			pending = c.data
-			if c.err != nil {
-				inputOpen = false
-				readErr = c.err
-			}
+			took(c)
 		case <-wake:
 		case <-timeout:
 			if err := conn.HandleTimeout(time.Now()); err != nil {
@@ -267,6 +334,10 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 	}
 }
+
+// readAhead is how many reads of up to 64 KiB Serve's reader may hold ahead of the loop
+// during a write (see Serve): the input held outside the engine (1 MiB).
+const readAhead = 16
 
 // peerGone reports whether a write error means that the peer stopped reading (it exited, or
 // closed its end): a broken pipe, a connection reset, or an io.Pipe whose reader closed.

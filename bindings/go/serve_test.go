@@ -469,3 +469,93 @@ func servedWithAPingInFlight(t *testing.T, cfg *Config, h Handler) (*bufio.Scann
 	}
 	return lines, cancel, done
 }
+
+// halfDuplexServer serves MCP over (in, out) as many hand-written servers do: it reads a
+// line, writes its whole answer, and only then reads the next line. It answers initialize
+// and echoes every tools/call's text back. It ends at the end of its input.
+func halfDuplexServer(in io.Reader, out io.WriteCloser) {
+	defer out.Close()
+	lines := bufio.NewReader(in)
+	for {
+		line, err := lines.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &req) != nil || req.ID == nil {
+			continue
+		}
+		var result any
+		switch req.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": "2025-11-25",
+				"capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo":   map[string]any{"name": "half-duplex", "version": "1"}}
+		default:
+			result = map[string]any{"content": []any{
+				map[string]any{"type": "text", "text": req.Params.Arguments.Text}}}
+		}
+		answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+		if _, err := out.Write(append(answer, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+// A client that pipelines calls larger than a pipe to a half-duplex server (one that reads
+// its next request only once it has written the last answer whole) gets every answer, at
+// the same size. Serve read only while no output waited: the server, blocked writing an
+// answer, stopped reading, and Serve, blocked writing the next call, never read that answer:
+// both waited for good.
+func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
+	toServer, serverIn := io.Pipe()
+	serverOut, fromServer := io.Pipe()
+	go halfDuplexServer(toServer, fromServer)
+	conn, err := NewConn(clientConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const calls = 6
+	text := strings.Repeat("x", 256*1024)
+	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]any{"text": text}})
+	var answered atomic.Int32
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, serverOut, serverIn, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev := ev.(type) {
+			case *ReadyEvent:
+				for range calls {
+					if _, err := c.Request(now, "tools/call", params, nil); err != nil {
+						t.Errorf("request: %v", err)
+					}
+				}
+			case *ResponseEvent:
+				if len(ev.Result) < len(text) {
+					t.Errorf("an answer of %d bytes", len(ev.Result))
+				}
+				if answered.Add(1) == calls {
+					serverIn.Close() // the server's input ends, and so does it
+				}
+			}
+		}))
+	}()
+	select {
+	case err := <-done:
+		if answered.Load() != calls {
+			t.Fatalf("%d of %d calls answered (Serve: %v)", answered.Load(), calls, err)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatalf("Serve hung after %d of %d answers", answered.Load(), calls)
+	}
+}

@@ -7,7 +7,14 @@
 //! tagged with the HTTP stream it belongs to, so responses and related notifications travel on
 //! the POST that carried the request, and unrelated server messages on the session's GET stream.
 //!
-//! [`client`] holds the client side: the headers to send, and how to read an answer.
+//! [`HttpClient`] is the client side, as sans-IO as the server: it says which HTTP requests
+//! to make (the era's headers, session ids, resuming broken streams) and reads what comes
+//! back. [`client`] holds its helpers for hosts that build requests themselves: the headers
+//! to send, and how to read an answer (JSON, or SSE with [`client::StreamReader`]).
+//!
+//! Servers that share sessions across processes plug in an [`EventStore`] (for resuming
+//! streams) and a [`SessionStore`]; a store that cannot answer says [`StoreUnavailable`], and
+//! the server answers 503 with `Retry-After`.
 
 pub mod client;
 pub mod headers;

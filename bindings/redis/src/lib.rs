@@ -113,7 +113,8 @@
 //!
 //! # Failures
 //!
-//! The store traits cannot return errors, so each store handles them itself. Each store owns
+//! Only [`EventStore::replay`] and [`SessionStore::load`] can report a failure (as
+//! [`StoreUnavailable`]); the other calls handle theirs as the list below says. Each store owns
 //! one synchronous connection, and every call is one command with one reply (two for
 //! [`EventStore::forget`]; an append is one script), so a Redis that stops answering costs a
 //! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and

@@ -14,8 +14,10 @@
 //! (stdio, pipes, sockets), and [`stdio::spawn`] over a child process: a server on stdin and
 //! stdout, or a client of a server command.
 //!
-//! Use it when you want an MCP server on a TCP port with tokio. If you already run an HTTP
-//! framework, call the engine from your own handlers instead; this crate's source shows how.
+//! Use it when you want an MCP server on a TCP port with tokio. If you already run a
+//! tower-based HTTP framework (axum, say), route [`http::McpService`] in it
+//! (`examples/axum_server.rs`); with another framework, call the engine from your own
+//! handlers, as this crate's source does.
 
 // This crate is an IO layer: it reads the real clock (one `Instant` at start) and passes the
 // time to the engine as data. The workspace's clippy.toml forbids clocks for the sans-IO core.
