@@ -115,7 +115,6 @@ impl Stateless {
         }
     }
 
-    /// Keeps what a retry of request `id` needs, forgetting the oldest beyond `limit`.
     /// Keeps what a retry of request `id` needs: the newest `limit` of them, and of their
     /// `requestState` strings (the server's, up to a frame each) no more than `budget` bytes
     /// beyond the newest, so that answers the application never retries cannot pin memory.

@@ -418,7 +418,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 Ok(Wrote::Due)
             }
             Err(Some(read)) => {
-                self.took_input(read?);
+                match read {
+                    Ok(n) => self.took_input(n),
+                    // Once closed nothing more is heard: a failing input (a reset socket)
+                    // ends the reading, not the last write.
+                    Err(_) if self.conn.state() == State::Closed => self.eof = true,
+                    Err(e) => return Err(e),
+                }
                 self.read_during_write = true;
                 Ok(Wrote::Read)
             }
