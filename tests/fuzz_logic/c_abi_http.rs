@@ -26,12 +26,12 @@ use mcpwire_ffi::mcpw_result::{self, *};
 use mcpwire_ffi::{
     mcpw_config, mcpw_config_free, mcpw_config_new, mcpw_config_set_capabilities,
     mcpw_config_set_client_era, mcpw_config_set_versions, mcpw_conn, mcpw_conn_free,
-    mcpw_conn_handle_input, mcpw_conn_notify, mcpw_conn_progress, mcpw_conn_request,
-    mcpw_conn_respond, mcpw_conn_respond_error, mcpw_conn_state, mcpw_conn_transmit, mcpw_event,
-    mcpw_event_kind, mcpw_event_store, mcpw_http_action, mcpw_http_action_kind, mcpw_http_client,
-    mcpw_http_client_conn, mcpw_http_client_end_session, mcpw_http_client_failure_text,
-    mcpw_http_client_free, mcpw_http_client_handle_body, mcpw_http_client_handle_end,
-    mcpw_http_client_handle_error, mcpw_http_client_handle_response,
+    mcpw_conn_handle_input, mcpw_conn_notify, mcpw_conn_poll_event, mcpw_conn_progress,
+    mcpw_conn_request, mcpw_conn_respond, mcpw_conn_respond_error, mcpw_conn_state,
+    mcpw_conn_transmit, mcpw_event, mcpw_event_kind, mcpw_event_store, mcpw_http_action,
+    mcpw_http_action_kind, mcpw_http_client, mcpw_http_client_conn, mcpw_http_client_end_session,
+    mcpw_http_client_failure_text, mcpw_http_client_free, mcpw_http_client_handle_body,
+    mcpw_http_client_handle_end, mcpw_http_client_handle_error, mcpw_http_client_handle_response,
     mcpw_http_client_handle_timeout, mcpw_http_client_has_unheard, mcpw_http_client_new,
     mcpw_http_client_options, mcpw_http_client_poll_action, mcpw_http_client_poll_event,
     mcpw_http_client_poll_timeout, mcpw_http_client_session_id, mcpw_http_header,
@@ -1001,6 +1001,12 @@ impl Harness {
                         mcpw_conn_transmit(cview, &mut b, &mut l, &mut st),
                         MCPW_ERR_NOT_OWNER
                     );
+                    // A view's events come from its lender.
+                    let mut ev = std::mem::MaybeUninit::<mcpw_event>::zeroed();
+                    assert_eq!(
+                        mcpw_conn_poll_event(cview, ev.as_mut_ptr()),
+                        MCPW_ERR_NOT_OWNER
+                    );
                     ok(
                         mcpw_http_client_handle_timeout(self.client, self.now),
                         "client timeout",
@@ -1032,6 +1038,17 @@ impl Harness {
                     assert_eq!(
                         mcpw_conn_transmit(view, &mut b, &mut l, &mut st),
                         MCPW_ERR_NOT_OWNER
+                    );
+                    let mut ev = std::mem::MaybeUninit::<mcpw_event>::zeroed();
+                    assert_eq!(
+                        mcpw_conn_poll_event(view, ev.as_mut_ptr()),
+                        MCPW_ERR_NOT_OWNER
+                    );
+                    // A refused lending keeps the views lent so far.
+                    let mut other: *mut mcpw_conn = ptr::null_mut();
+                    assert_eq!(
+                        mcpw_http_server_conn(self.server, u64::MAX, &mut other),
+                        MCPW_ERR_UNKNOWN_CONNECTION
                     );
                     mcpw_conn_free(view); // does nothing
                     let mut state = mcpw_state::MCPW_STATE_OTHER;
