@@ -354,14 +354,12 @@ fn logging_sends_three_info_messages_during_the_call() {
     assert_eq!(msgs.last().unwrap()["id"], 2);
 }
 
-#[test]
-fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
-    let mut h = Harness::new();
-    let sid = session(&mut h);
-    let s = [("Mcp-Session-Id", sid.as_str())];
+/// Calls `test_sampling` (id 2) in session `sid`: its response, its reader, and the first
+/// messages on its stream, which is still open (the sampling request first).
+fn call_test_sampling(h: &mut Harness, sid: &str) -> (HttpResponse, StreamReader, Vec<Value>) {
     let r = h.send(
         "POST",
-        &s,
+        &[("Mcp-Session-Id", sid)],
         &rpc(
             2,
             "tools/call",
@@ -371,8 +369,17 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
     let mut reader = StreamReader::new();
     let (msgs, finished) = h.messages(&r, &mut reader);
     assert!(!finished);
+    assert_eq!(msgs[0]["method"], "sampling/createMessage");
+    (r, reader, msgs)
+}
+
+#[test]
+fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    let (r, mut reader, msgs) = call_test_sampling(&mut h, &sid);
     let ask = &msgs[0];
-    assert_eq!(ask["method"], "sampling/createMessage");
     assert_eq!(
         ask["params"]["messages"],
         json!([{"role":"user","content":{"type":"text","text":"Say hi"}}])
@@ -417,20 +424,7 @@ fn sampling_and_elicitation_go_to_the_client_on_the_calls_stream() {
 fn a_sampling_request_left_unanswered_ends_its_tool_call() {
     let mut h = Harness::new();
     let sid = session(&mut h);
-    let s = [("Mcp-Session-Id", sid.as_str())];
-    let r = h.send(
-        "POST",
-        &s,
-        &rpc(
-            2,
-            "tools/call",
-            json!({"name":"test_sampling","arguments":{"prompt":"Say hi"}}),
-        ),
-    );
-    let mut reader = StreamReader::new();
-    let (msgs, finished) = h.messages(&r, &mut reader);
-    assert!(!finished);
-    assert_eq!(msgs[0]["method"], "sampling/createMessage");
+    let (r, mut reader, _) = call_test_sampling(&mut h, &sid);
     h.advance(Duration::from_secs(61));
     h.fixture.drive(h.now, &mut h.server);
     let (msgs, finished) = h.messages(&r, &mut reader);

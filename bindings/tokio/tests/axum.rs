@@ -6,7 +6,7 @@
 mod root_common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use root_common::stdio::{example_binary, python_client, python_site, ts_client};
@@ -31,17 +31,7 @@ fn assert_client(mut client: Command, url: &str, ok_line: &str, expect: &[&str])
 
 #[test]
 fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefully() {
-    let mut server = Command::new(example_binary("axum_server"))
-        .arg("127.0.0.1:0")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().to_owned();
-    assert!(url.ends_with("/mcp"), "{url:?}");
+    let (mut server, url) = start_example(Stdio::inherit());
 
     let python = |mode: &str, version: &str| {
         assert_client(
@@ -102,6 +92,30 @@ fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefull
     assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
     assert!(reply.contains(r#""code":-32602"#), "{reply}");
 
+    let status = stop_example(&mut server, Duration::from_secs(10));
+    assert!(status.success(), "exits cleanly on SIGTERM: {status}");
+}
+
+/// Starts the example on a free port: the process and its MCP URL.
+fn start_example(stderr: Stdio) -> (Child, String) {
+    let mut server = Command::new(example_binary("axum_server"))
+        .arg("127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().to_owned();
+    assert!(url.ends_with("/mcp"), "{url:?}");
+    (server, url)
+}
+
+/// Sends the example SIGTERM and waits up to `limit` for it to exit (killing it after that,
+/// and failing).
+fn stop_example(server: &mut Child, limit: Duration) -> std::process::ExitStatus {
     let pid = server.id().to_string();
     assert!(
         Command::new("kill")
@@ -110,14 +124,15 @@ fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefull
             .unwrap()
             .success()
     );
-    for tries in 0.. {
+    let step = Duration::from_millis(50);
+    for _ in 0..=limit.as_millis() / step.as_millis() {
         if let Some(status) = server.try_wait().unwrap() {
-            assert!(status.success(), "exits cleanly on SIGTERM: {status}");
-            break;
+            return status;
         }
-        assert!(tries < 200, "still running 10 s after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(step);
     }
+    let _ = server.kill();
+    panic!("still running {limit:?} after SIGTERM");
 }
 
 /// A client that sent half a request head and holds its connection cannot keep the example
@@ -125,41 +140,14 @@ fn the_axum_example_serves_sdk_clients_beside_its_own_routes_and_stops_gracefull
 /// which that one never does, and the example waited with it for good.
 #[test]
 fn the_axum_example_exits_on_sigterm_despite_a_stalled_client() {
-    let mut server = Command::new(example_binary("axum_server"))
-        .arg("127.0.0.1:0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
+    let (mut server, url) = start_example(Stdio::null());
+    let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_owned();
     let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
     write!(stalled, "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let pid = server.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    for tries in 0.. {
-        if server.try_wait().unwrap().is_some() {
-            break;
-        }
-        if tries >= 300 {
-            let _ = server.kill();
-            panic!("still running 15 s after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop_example(&mut server, Duration::from_secs(15));
     drop(stalled);
 }
