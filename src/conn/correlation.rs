@@ -448,6 +448,39 @@ impl Core {
         cap.push(stored);
     }
 
+    /// Ends one of the engine's own requests that got no usable answer (it timed out, or its
+    /// answer could not be read), already taken out of the requests in flight: `initialize`
+    /// closes with `reason`; a probe falls back to `initialize` in auto mode (a server of the
+    /// stateless era answers it readably and in time: "any other error ... the server is
+    /// legacy", stdio), else closes with `reason`; a late `tasks/cancel` is simply over.
+    /// Returns `false`, doing nothing, for an application's request, which the caller ends
+    /// with its own event.
+    pub(super) fn end_own_request(
+        &mut self,
+        now: Timestamp,
+        n: i64,
+        kind: PendingKind,
+        reason: CloseReason,
+    ) -> bool {
+        match kind {
+            PendingKind::Normal => return false,
+            PendingKind::Initialize => self.finish(reason),
+            PendingKind::Discover { .. } => {
+                self.corr.our_finished.insert(n);
+                if self.config.client_start().is_none() {
+                    self.fall_back(now);
+                } else {
+                    self.finish(reason);
+                }
+            }
+            PendingKind::CancelTask => {
+                self.corr.our_finished.insert(n);
+                self.maybe_finish_close();
+            }
+        }
+        true
+    }
+
     pub(super) fn on_timeout(&mut self, now: Timestamp) {
         while let Some(key) = self.corr.timers.pop_due(now) {
             match key {
@@ -467,28 +500,12 @@ impl Core {
                         let retry = self.stateless.take_retry(n);
                         self.stateless.recycle_retry(retry);
                     }
-                    match kind {
-                        PendingKind::Initialize => {
-                            self.finish(CloseReason::InitializeTimedOut);
+                    // (A probe that times out means the handshake era, in auto mode.)
+                    if self.end_own_request(now, n, kind, CloseReason::InitializeTimedOut) {
+                        if self.lifecycle.is_closed() {
                             return;
                         }
-                        // A probe that times out means the handshake era (auto mode).
-                        PendingKind::Discover { .. } => {
-                            self.corr.our_finished.insert(n);
-                            if self.config.client_start().is_none() {
-                                self.fall_back(now);
-                            } else {
-                                self.finish(CloseReason::InitializeTimedOut);
-                                return;
-                            }
-                            continue;
-                        }
-                        PendingKind::CancelTask => {
-                            self.corr.our_finished.insert(n);
-                            self.maybe_finish_close();
-                            continue;
-                        }
-                        PendingKind::Normal => {}
+                        continue;
                     }
                     self.corr.our_finished.insert(n);
                     self.events.push(Stored::TimedOut(RequestId(n)));

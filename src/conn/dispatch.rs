@@ -45,9 +45,7 @@ use super::lifecycle::Admit;
 use super::outbound::Answer;
 use super::output::StreamId;
 use super::stateless::MetaView;
-use super::tables::{
-    BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, PeerKeys, PeerMap, PendingKind,
-};
+use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, PeerKeys, PeerMap};
 use super::time::Timestamp;
 use super::{CloseReason, Core, Role, ViolationKind};
 use crate::jsonrpc::{
@@ -241,10 +239,9 @@ impl Core {
     /// An answer to our request `n` that could not be read: the request ends with
     /// [`Event::InvalidResponse`](super::Event::InvalidResponse) rather than waiting for its
     /// timeout (no valid answer will come: the peer has answered). The engine's own requests
-    /// end as their timeouts would end them, without the wait: an `initialize` closes the
-    /// connection (`InvalidInitializeResult`), and a probe (auto mode) falls back to
-    /// `initialize`, since a server of the stateless era answers it readably ("any other
-    /// error ... the server is legacy", stdio).
+    /// end as their timeouts would end them, without the wait
+    /// ([`end_own_request`](Self::end_own_request)), `initialize` with
+    /// `InvalidInitializeResult`.
     fn end_with_invalid_response(&mut self, now: Timestamp, n: i64) {
         let Some(kind) = self.corr.pending.get(&n).map(|p| p.kind) else {
             return;
@@ -252,27 +249,11 @@ impl Core {
         self.corr.pending.remove(&n);
         let retry = self.stateless.take_retry(n);
         self.stateless.recycle_retry(retry);
-        match kind {
-            PendingKind::Normal => {
-                self.events
-                    .push(Stored::InvalidResponse(super::RequestId(n)));
-            }
-            PendingKind::Initialize => {
-                return self.finish(CloseReason::InvalidInitializeResult);
-            }
-            PendingKind::Discover { .. } => {
-                self.corr.our_finished.insert(n);
-                if self.config.client_start().is_none() {
-                    self.fall_back(now);
-                } else {
-                    return self.finish(CloseReason::InvalidInitializeResult);
-                }
-            }
-            PendingKind::CancelTask => {
-                self.corr.our_finished.insert(n);
-            }
+        if !self.end_own_request(now, n, kind, CloseReason::InvalidInitializeResult) {
+            self.events
+                .push(Stored::InvalidResponse(super::RequestId(n)));
+            self.maybe_finish_close();
         }
-        self.maybe_finish_close();
     }
 
     /// A frame over the cap (stdio): it is skipped, but not ignored. A request gets an error

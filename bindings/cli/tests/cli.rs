@@ -394,16 +394,7 @@ fn tap_relays_every_byte_unchanged_and_logs_violations() {
     // The exit entry names what was never answered with the ids as the requests had them
     // (`3` and `"3"` apart; they were both written as strings), oldest first.
     let log = dir.join("ids.jsonl");
-    let mut child = Command::new(BIN)
-        .args([
-            "tap",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "cat >/dev/null",
-        ])
+    let mut child = tap_sh(&log, "cat >/dev/null")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -688,16 +679,7 @@ fn tap_closes_its_stdin_once_the_server_stops_reading() {
         "exec 0<&-; while [ ! -e '{}' ]; do sleep 0.05; done; echo '{answer}'",
         go_on.display()
     );
-    let mut child = Command::new(BIN)
-        .args([
-            "tap",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &server,
-        ])
+    let mut child = tap_sh(&log, &server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -371,9 +371,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// (`Limits::max_buffered_output`), so that the answers to what is read still fit. Past
     /// that, the driver stops reading until the peer reads (backpressure).
     fn may_read_ahead(&self) -> bool {
-        !self.eof
-            && self.fed >= self.filled
-            && pending_output(&self.conn) < self.conn.config().limits.max_buffered_output / 2
+        !self.eof && self.fed >= self.filled && self.room_for_answers(pending_output(&self.conn))
+    }
+
+    /// Whether an output of `out` bytes leaves room for the answers to more input: less than
+    /// half of the engine's bound.
+    fn room_for_answers(&self, out: usize) -> bool {
+        out < self.conn.config().limits.max_buffered_output / 2
     }
 
     /// [`write_out`](Self::write_out), unless one of the engine's deadlines comes first (a
@@ -475,9 +479,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             // then what input produced. (Input read while a write waited goes in first,
             // while the output has room for its answers.)
             let out = pending_output(&self.conn);
-            let feed_first = self.read_during_write
-                && self.fed < self.filled
-                && out < self.conn.config().limits.max_buffered_output / 2;
+            let feed_first =
+                self.read_during_write && self.fed < self.filled && self.room_for_answers(out);
             if out >= WRITE_AT && !feed_first {
                 match self.write_until_due().await? {
                     Wrote::All => {}
