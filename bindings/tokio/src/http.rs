@@ -647,14 +647,22 @@ async fn displace(
 }
 
 /// Whether a connection chosen to make room closes: chosen while idle, its next request may
-/// have arrived since (read, or still in the kernel), and closing then would lose it. Then
-/// it declines (`declined` tells the accept loop, which chooses another) and goes on.
+/// have arrived since (read, or still in the kernel), and closing then would lose it; or it
+/// may have been served since, and is no longer the one idle longest. Then it declines
+/// (`declined` tells the accept loop, which chooses another) and goes on.
 fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
     if conn.forced.load(Ordering::Relaxed) {
         return true;
     }
     let now = millis_since(conn.epoch);
-    let arriving = if conn.begun() {
+    // Chosen as the one idle longest, it may have been served since (the accept loop chose
+    // before this task ran): it is no longer idle longest, and another should make room.
+    let served_since = conn.active.load(Ordering::Acquire) > 0
+        || conn.finished.load(Ordering::Acquire)
+            != conn.finished_when_chosen.load(Ordering::Relaxed);
+    let arriving = if served_since {
+        true
+    } else if conn.begun() {
         conn.begun_recently(now)
     } else if input.pending() {
         // Counted as a read: begun, so not chosen again while it arrives.
@@ -692,6 +700,10 @@ struct Tracked {
     reads_when_idle: AtomicU64,
     /// When the first of those bytes came, in milliseconds since `epoch`.
     began_at: AtomicU64,
+    /// Requests whose responses ended, all told, and that count when it was chosen to make
+    /// room: more now than then means it was served after it was chosen.
+    finished: AtomicU64,
+    finished_when_chosen: AtomicU64,
     /// Chosen to make room: never chosen twice.
     evicting: AtomicBool,
     /// Chosen to make room with no right to decline.
@@ -709,6 +721,8 @@ impl Tracked {
             reads: AtomicU64::new(0),
             reads_when_idle: AtomicU64::new(0),
             began_at: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            finished_when_chosen: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
             evict: Notify::new(),
@@ -767,6 +781,9 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
             None => return false,
         },
     };
+    chosen
+        .finished_when_chosen
+        .store(chosen.finished.load(Ordering::Acquire), Ordering::Relaxed);
     chosen.forced.store(force, Ordering::Relaxed);
     chosen.evicting.store(true, Ordering::Relaxed);
     chosen.evict.notify_one();
@@ -792,6 +809,7 @@ impl Drop for Active {
         self.0
             .reads_when_idle
             .store(self.0.reads.load(Ordering::Acquire), Ordering::Release);
+        self.0.finished.fetch_add(1, Ordering::AcqRel);
         self.0.active.fetch_sub(1, Ordering::Release);
     }
 }
@@ -1515,5 +1533,41 @@ mod tests {
         let mut byte = [0u8; 1];
         let n = tokio::io::AsyncReadExt::read(&mut clients[1], &mut byte).await;
         assert!(matches!(n, Ok(0) | Err(_)), "the second is closed");
+    }
+
+    /// A connection chosen while idle that was served before its task saw the choice (a
+    /// loaded runtime) declines: the silent connection should make room, not the busy one.
+    #[tokio::test]
+    async fn a_connection_served_after_it_was_chosen_declines() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        // A second ago: the busy one's answer makes it idle later than the silent one.
+        let now = Instant::now();
+        let epoch = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
+        let busy = Arc::new(Tracked::new(epoch));
+        let silent = Arc::new(Tracked::new(epoch));
+        busy.idle_since.store(0, Ordering::Relaxed);
+        silent.idle_since.store(1, Ordering::Relaxed);
+        let mut tracked = vec![busy.clone(), silent.clone()];
+        // The task holding each connection's other reference.
+        let _held = (busy.clone(), silent.clone());
+        assert!(make_room(&mut tracked));
+        assert!(
+            busy.evicting.load(Ordering::Relaxed),
+            "idle longest is chosen"
+        );
+        // Its next request is read, served and answered before it looks at the choice.
+        busy.note_input();
+        busy.active.fetch_add(1, Ordering::AcqRel);
+        drop(Active(busy.clone()));
+        let declined = Notify::new();
+        assert!(!agrees_to_close(&busy, Input::of(&stream), &declined));
+        assert!(!busy.evicting.load(Ordering::Relaxed));
+        // The next choice is the silent one, and it agrees.
+        assert!(make_room(&mut tracked));
+        assert!(silent.evicting.load(Ordering::Relaxed));
+        assert!(agrees_to_close(&silent, Input::of(&stream), &declined));
     }
 }
