@@ -239,7 +239,7 @@ fn tools_resources_and_prompts_have_the_exact_content() {
     );
     assert_eq!(r["result"]["contents"][0]["mimeType"], "application/json");
     let r = call(&mut h, 11, "resources/read", json!({"uri":"test://nope"}));
-    assert_eq!(r["error"]["code"], -32602);
+    assert_eq!(r["error"]["code"], -32002, "the handshake era's code");
     assert_eq!(r["error"]["data"]["uri"], "test://nope");
     let r = call(
         &mut h,
@@ -450,6 +450,32 @@ fn an_unknown_tool_is_invalid_params_in_both_eras() {
         "tools/call",
         Some("no_such_tool"),
         json!({"name":"no_such_tool"}),
+        json!({}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+/// An unknown resource is -32002 in the handshake era (its resources page) and -32602 in
+/// 2026-07-28 (SEP-2164, which forbids -32002): the fixture answered -32602 in both.
+#[test]
+fn an_unknown_resource_has_each_eras_code() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let (_, msgs) = h.call(
+        &[("Mcp-Session-Id", &sid)],
+        &rpc(
+            2,
+            "resources/read",
+            json!({"uri":"test://no-such-resource"}),
+        ),
+    );
+    assert_eq!(result_of(&msgs, 2)["error"]["code"], -32002, "{msgs:?}");
+    let (_, r) = modern(
+        &mut h,
+        3,
+        "resources/read",
+        Some("test://no-such-resource"),
+        json!({"uri":"test://no-such-resource"}),
         json!({}),
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");

@@ -852,8 +852,10 @@ impl Fixture {
                 let uri = params["uri"].as_str().unwrap_or("");
                 match read_resource(uri) {
                     Some(r) => Answer::Result(r),
+                    // -32002 in the handshake era's resources page; 2026-07-28 (SEP-2164)
+                    // makes it -32602 and forbids -32002.
                     None => Answer::Error(
-                        -32602,
+                        if modern { -32602 } else { -32002 },
                         "Resource not found".into(),
                         Some(json!({"uri":uri})),
                     ),
