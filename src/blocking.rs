@@ -53,7 +53,7 @@
 //! ```
 
 use std::io::{Read, Write};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::time::Duration;
 
 use crate::Timestamp;
@@ -183,7 +183,9 @@ impl<W: Write> Io<W> {
     /// [`stdio`](Io::stdio) and [`from_fd`](Io::from_fd) need no thread.
     ///
     /// The thread ends when the input ends or fails, or, after `Io` is dropped, with the next
-    /// read that returns.
+    /// read that returns. A read that fails with `WouldBlock` (a non-blocking source) is not
+    /// an end: the thread tries again every millisecond, and ends within about a second of
+    /// `Io` being dropped.
     pub fn new(
         input: impl Read + Send + 'static,
         output: W,
@@ -341,6 +343,11 @@ impl<W: Write> Io<W> {
     /// [`Stop::Deadline`] when `until` has come, and [`Stop::Eof`] once the input has ended
     /// and everything is written. Everything is written before `Closed` is handed out too, so
     /// a loop may stop at either.
+    ///
+    /// `until` bounds the waits for input, not the writes: while the peer does not read,
+    /// the call stays in its write (backpressure), past `until` and the engine's timers. A
+    /// host that must end on a signal whatever the peer does bounds that wait itself (a
+    /// child process it can kill from another thread).
     pub fn next_event(
         &mut self,
         conn: &mut Connection,
@@ -376,6 +383,14 @@ impl<W: Write> Io<W> {
                 continue;
             }
             if self.eof {
+                // A last line without its newline closes the connection only once its
+                // events are out (`Connection::handle_eof`): then the time closes it, and
+                // `Closed` (with `Abandoned` for requests in flight) comes before the end.
+                let now = self.read_clock();
+                conn.handle_timeout(now);
+                if conn.pending_events() > 0 || conn.poll_transmit().is_some() {
+                    continue;
+                }
                 return Err(Stop::Eof);
             }
             let now = self.read_clock();
@@ -415,6 +430,8 @@ impl<W: Write> Io<W> {
     fn wait_for_input(&mut self, wait: Duration) -> Waited {
         match &mut self.input {
             Input::Thread(rx) => match rx.recv_timeout(wait) {
+                // The reader asking whether the loop is still there (`spawn_reader`).
+                Ok(bytes) if bytes.is_empty() => Waited::Nothing,
                 Ok(bytes) => {
                     self.pending = bytes;
                     Waited::Bytes(self.pending.len())
@@ -530,6 +547,7 @@ fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
     let (tx, rx): (SyncSender<Vec<u8>>, _) = sync_channel(READ_AHEAD);
     std::thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
+        let mut idle = 0u32;
         loop {
             match source.read(&mut buf) {
                 Ok(0) => return,
@@ -539,8 +557,22 @@ fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A source left non-blocking (a socket, a descriptor its parent set so) has
+                // nothing yet: it has not ended. With no descriptor to wait on, look again
+                // shortly; now and then an empty chunk asks whether `Io` is still there.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    idle = idle.wrapping_add(1);
+                    if idle.is_multiple_of(1024)
+                        && let Err(TrySendError::Disconnected(_)) = tx.try_send(Vec::new())
+                    {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
                 Err(_) => return,
             }
+            idle = 0;
         }
     });
     rx
@@ -734,6 +766,83 @@ mod tests {
             }
         }
         assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof), "standing");
+    }
+
+    /// A last request without its newline is answered, and then the connection closes:
+    /// `Closed` comes before `Stop::Eof`. It never came, and the connection stayed open.
+    #[test]
+    fn a_last_line_without_its_newline_is_answered_and_then_closed_is_handed_out() {
+        let input = format!("{INIT}{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}");
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(std::io::Cursor::new(input.into_bytes()), &mut out, clock);
+        let mut conn = server();
+        let mut seen = Vec::new();
+        loop {
+            match io.next_event(&mut conn, None) {
+                Ok(OwnedEvent::Request { id, .. }) => {
+                    seen.push("request");
+                    conn.respond(id.as_id(), crate::jsonrpc::RawJson::new("{}").unwrap())
+                        .unwrap();
+                }
+                Ok(OwnedEvent::Closed { .. }) => seen.push("closed"),
+                Ok(_) => {}
+                Err(Stop::Eof) => break,
+                Err(Stop::Deadline) => panic!("no deadline was set"),
+            }
+        }
+        assert_eq!(seen, ["request", "closed"]);
+        assert_eq!(conn.state(), crate::conn::State::Closed);
+        assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof), "standing");
+        drop(io);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(r#""id":2,"result":{}"#), "{text}");
+    }
+
+    /// A source that has nothing yet (`WouldBlock`, as a non-blocking socket says) has not
+    /// ended: its later requests are answered. The reader thread took it for the end, and the
+    /// connection closed at once.
+    #[test]
+    fn a_read_that_would_block_is_not_the_end_of_input() {
+        struct Slow {
+            input: std::io::Cursor<Vec<u8>>,
+            calls: usize,
+        }
+        impl Read for Slow {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.calls += 1;
+                if !self.calls.is_multiple_of(3) {
+                    return Err(std::io::ErrorKind::WouldBlock.into());
+                }
+                // A line at a time, so that every line follows a `WouldBlock`.
+                let rest = &self.input.get_ref()[self.input.position() as usize..];
+                let line = rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(rest.len(), |i| i + 1);
+                let n = line.min(buf.len());
+                self.input.read(&mut buf[..n])
+            }
+        }
+        let mut input = INIT.to_owned();
+        for id in 2..12 {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n"
+            ));
+        }
+        let slow = Slow {
+            input: std::io::Cursor::new(input.into_bytes()),
+            calls: 0,
+        };
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        answer_all(Io::new(slow, &mut out, clock));
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.lines().filter(|l| l.contains("\"result\":{}")).count(),
+            10,
+            "{text}"
+        );
     }
 
     /// The initialize result and 3,000 answers, each whole.
