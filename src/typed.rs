@@ -4,9 +4,9 @@
 //! Reading borrows from the frame where the type allows: a `&'a str` field of `T` points into
 //! the event's bytes, valid as long as the event is (so a JSON string with escapes needs a
 //! `Cow<'a, str>` or `String` field). Writing serializes into a buffer the connection keeps
-//! and reuses, then the bytes join the output as the untyped commands' do; the engine still
-//! checks and completes them there (params must be an object; in 2026-07-28 it adds its
-//! `_meta` members to results).
+//! and reuses, validates them as [`RawJson::new`] does, then the bytes join the output as the
+//! untyped commands' do; the engine checks and completes them there (params must be an
+//! object; in 2026-07-28 it adds its `_meta` members to results).
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
@@ -46,7 +46,10 @@ pub enum TypedError {
     /// implementation).
     Serialize(serde_json::Error),
     /// The engine refused the command, as the untyped command would have (params that are
-    /// not an object, a closed connection, ...).
+    /// not an object, a closed connection, ...), or the serialized text was not one JSON
+    /// value [`RawJson::new`] accepts (`InvalidParams`: nested deeper than
+    /// [`MAX_PAYLOAD_DEPTH`](crate::jsonrpc::MAX_PAYLOAD_DEPTH), or malformed by a
+    /// hand-written `Serialize`).
     Refused(Error),
 }
 
@@ -79,10 +82,13 @@ impl Connection {
         buf.clear();
         let outcome = match serde_json::to_writer(&mut buf, value) {
             Err(e) => Err(TypedError::Serialize(e)),
-            // serde_json writes UTF-8; anything else is refused like invalid params.
-            Ok(()) => match std::str::from_utf8(&buf) {
-                Ok(text) => send(self, RawJson::validated(text)).map_err(TypedError::Refused),
-                Err(_) => Err(TypedError::Refused(Error::InvalidParams)),
+            // Validated as text brought by hand is: serde_json does not bound the nesting
+            // (a peer's decoder would refuse a value deeper than `MAX_PAYLOAD_DEPTH`), nor
+            // check a hand-written `Serialize` that leaves a key without its value. What
+            // fails is refused like invalid params.
+            Ok(()) => match std::str::from_utf8(&buf).ok().map(RawJson::new) {
+                Some(Ok(json)) => send(self, json).map_err(TypedError::Refused),
+                _ => Err(TypedError::Refused(Error::InvalidParams)),
             },
         };
         // A large value does not keep its capacity.

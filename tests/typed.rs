@@ -140,7 +140,39 @@ fn refusals_and_serialization_failures_are_typed_errors() {
         .notify_typed("notifications/roots/list_changed", &bad)
         .unwrap_err();
     assert!(matches!(err, TypedError::Serialize(_)), "{err:?}");
-    // Nothing was sent by either.
+    // A result nested deeper than any peer's decoder reads, and a hand-written `Serialize`
+    // that leaves a key without its value: refused, as `RawJson::new` refuses such text.
+    // Both went out unchecked.
+    let mut deep = serde_json::json!({});
+    for _ in 0..200 {
+        deep = serde_json::json!({ "a": deep });
+    }
+    let err = p
+        .client
+        .notify_typed("notifications/roots/list_changed", &deep)
+        .unwrap_err();
+    assert!(
+        matches!(err, TypedError::Refused(Error::InvalidParams)),
+        "{err:?}"
+    );
+    struct KeyWithoutValue;
+    impl Serialize for KeyWithoutValue {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(None)?;
+            map.serialize_key("a")?;
+            map.end()
+        }
+    }
+    let err = p
+        .client
+        .notify_typed("notifications/roots/list_changed", &KeyWithoutValue)
+        .unwrap_err();
+    assert!(
+        matches!(err, TypedError::Refused(Error::InvalidParams)),
+        "{err:?}"
+    );
+    // Nothing was sent by any of them.
     assert!(take_output(&mut p.client).is_empty());
     // A typed notification that is fine goes out.
     p.client
