@@ -60,7 +60,7 @@ use std::time::Duration;
 use crate::Timestamp;
 use crate::conn::{Connection, Error, json_edit};
 use crate::jsonrpc::{self, Id, OwnedId, RawJson, write_json_string};
-use crate::mcp::{self, ProtocolVersion};
+use crate::mcp::{self, Caps, ProtocolVersion};
 
 /// Whether `request` is an input request of Multi Round-Trip Requests: an object whose
 /// `method` is `elicitation/create` or `sampling/createMessage` with a `params` object, or
@@ -72,13 +72,17 @@ fn is_input_request(request: RawJson<'_>) -> bool {
     let member = |key| request.unique(key);
     let params = member("params");
     let params_ok = params.is_none_or(|p| p.is_object());
-    match request.unique_str("method").map(|m| m.to_str()) {
+    let shape = match request.unique_str("method").map(|m| m.to_str()) {
         Some(m) if m == "roots/list" => params_ok,
         Some(m) if m == "elicitation/create" || m == "sampling/createMessage" => {
             params.is_some_and(|p| p.is_object())
         }
         _ => false,
-    }
+    };
+    // Params the capability rules cannot read (an unknown elicitation mode, `mode` twice):
+    // `tasks/get` could not tell whether the client declared what they need.
+    let any = Caps::ROOTS | Caps::SAMPLING | Caps::ELICITATION;
+    shape && crate::conn::input_request_need(request, any).is_ok()
 }
 
 /// The `data` of a -32021 error for `cap`, one of the client capabilities an input request
@@ -274,15 +278,20 @@ impl LegacyAnswer {
     /// Writes the answer to request `id` on `conn` (nothing for [`LegacyAnswer::Wait`]). An
     /// error `conn` cannot carry (-32042 to a client that did not declare URL elicitation) is
     /// written as an internal error (-32603) with its message, so that the request is answered.
+    /// A result or data that is not valid JSON (an answer built by hand) is refused with
+    /// [`Error::InvalidParams`], and nothing is written.
     pub fn write(&self, conn: &mut Connection, id: Id<'_>) -> Result<(), Error> {
+        fn valid(text: &str) -> Result<RawJson<'_>, Error> {
+            RawJson::new(text).map_err(|_| Error::InvalidParams)
+        }
         match self {
-            LegacyAnswer::Result(r) => conn.respond(id, RawJson::validated(r)),
+            LegacyAnswer::Result(r) => conn.respond(id, valid(r)?),
             LegacyAnswer::Error {
                 code,
                 message,
                 data,
             } => {
-                let data = data.as_deref().map(RawJson::validated);
+                let data = data.as_deref().map(valid).transpose()?;
                 match conn.respond_error(id, *code, message, data) {
                     // A code this connection cannot carry (-32042 to a client that did not
                     // declare URL elicitation): the request still gets its answer.
@@ -422,7 +431,9 @@ impl Tasks {
         self.tasks.get(task).map(|t| t.status)
     }
 
-    /// Whether the client asked to cancel `task` (it stays asked until the task ends).
+    /// Whether the client asked to cancel `task`, in either era (it stays asked for as long
+    /// as the table holds the task). A 2025-11-25 task the client cancelled is `cancelled`
+    /// at once; a 2026-07-28 one runs until the application ends it.
     pub fn cancel_requested(&self, task: &str) -> bool {
         self.tasks.get(task).is_some_and(|t| t.cancel_requested)
     }
@@ -805,9 +816,10 @@ impl Tasks {
         }
         t.outcome = String::from_utf8(error).ok();
         t.error = Some((code, message.to_owned(), data.map(|d| d.get().to_owned())));
-        if t.message.is_none() {
-            t.message = Some(message.to_owned());
-        }
+        // The failure's own message, not a progress message left from the work: "The
+        // tasks/get response SHOULD include a statusMessage field with diagnostic
+        // information about the failure".
+        t.message = Some(message.to_owned());
         Self::finish(t, now, TaskStatus::Failed);
         self.release(task);
         Ok(())
@@ -1103,6 +1115,7 @@ impl Tasks {
                     )));
                 }
                 t.outcome = None;
+                t.cancel_requested = true;
                 // A progress message left from the work would describe a task still running.
                 t.message = Some("The task was cancelled by request.".to_owned());
                 Self::finish(t, now, TaskStatus::Cancelled);

@@ -10,7 +10,7 @@ use mcpwire::Timestamp;
 use mcpwire::conn::{Config, Connection, Error};
 use mcpwire::jsonrpc::{Id, RawJson};
 use mcpwire::mcp::Caps;
-use mcpwire::tasks::{TaskConfig, TaskError, TaskEvent, TaskStatus, Tasks};
+use mcpwire::tasks::{LegacyAnswer, TaskConfig, TaskError, TaskEvent, TaskStatus, Tasks};
 use serde_json::{Value, json};
 
 const T0: Timestamp = Timestamp::ZERO;
@@ -650,6 +650,22 @@ fn input_requests_are_bounded_and_must_be_input_requests() {
         tasks.complete(T0, &task, raw("[]")),
         Err(TaskError::InvalidPayload)
     );
+    // Params the capability rules cannot read: tasks/get could not tell what the requestor
+    // must have declared (the first went out to a client that declared only form mode).
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    for malformed in [
+        r#"{"method":"elicitation/create","params":{"mode":"form","mode":"url"}}"#,
+        r#"{"method":"elicitation/create","params":{"mode":"carrier-pigeon"}}"#,
+    ] {
+        assert_eq!(
+            tasks.ask(T0, &task, "a", raw(malformed)),
+            Err(TaskError::InvalidPayload),
+            "{malformed}"
+        );
+    }
+    let form = r#"{"method":"elicitation/create","params":{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}}"#;
+    tasks.ask(T0, &task, "a", raw(form)).unwrap();
 }
 
 /// Multi Round-Trip Requests: "Servers MUST NOT send an inputRequests that the client has not
@@ -1297,6 +1313,66 @@ fn a_2025_11_25_task_cancelled_by_request_drops_its_progress_message() {
         legacy_answer(&mut tasks, 1, "tasks/get", &task)["statusMessage"],
         "The task was cancelled by request."
     );
+    // The client asked: `cancel_requested` says so in this era too (it said false).
+    assert!(tasks.cancel_requested(&task));
+}
+
+/// A failed task's `statusMessage` is its failure, not the progress message left from the
+/// work ("SHOULD include a statusMessage field with diagnostic information about the
+/// failure"): it kept the progress message.
+#[test]
+fn a_failed_task_drops_its_progress_message() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    for legacy in [false, true] {
+        let task = if legacy {
+            tasks.create_legacy(T0, &mut ids(), 1).unwrap()
+        } else {
+            tasks.create(T0, &mut ids()).unwrap()
+        };
+        tasks.set_message(T0, &task, Some("50% done")).unwrap();
+        tasks
+            .fail(at(10), &task, -32603, "the backend went away", None)
+            .unwrap();
+        let t = if legacy {
+            legacy_answer(&mut tasks, 1, "tasks/get", &task)
+        } else {
+            get(&mut tasks, at(20), &task)
+        };
+        assert_eq!(t["status"], "failed", "{t}");
+        assert_eq!(t["statusMessage"], "the backend went away", "{t}");
+    }
+}
+
+/// A hand-built 2025-11-25 answer whose JSON is not valid is refused, and nothing goes out:
+/// it was written as given, a frame no peer could read.
+#[test]
+fn a_hand_built_legacy_answer_with_invalid_json_is_refused() {
+    let mut p = legacy_pair();
+    p.client.request(p.now, "tools/list", None).unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!("no request")
+    };
+    let bad = [
+        LegacyAnswer::Result(r#"{"a":"#.into()),
+        LegacyAnswer::Error {
+            code: -32603,
+            message: "x".into(),
+            data: Some("nope".into()),
+        },
+    ];
+    for answer in bad {
+        assert_eq!(
+            answer.write(&mut p.server, id.as_id()),
+            Err(Error::InvalidParams),
+            "{answer:?}"
+        );
+    }
+    assert!(take_output(&mut p.server).is_empty());
+    LegacyAnswer::Result("{}".into())
+        .write(&mut p.server, id.as_id())
+        .unwrap();
+    assert!(!take_output(&mut p.server).is_empty());
 }
 
 #[test]

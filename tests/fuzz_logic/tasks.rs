@@ -950,6 +950,8 @@ impl Harness {
                     };
                     assert_eq!(parse(text)["status"], "cancelled");
                     let id = self.model[i].id.clone();
+                    // The client asked, in this era too.
+                    self.model[i].cancel_requested = true;
                     self.finish(i, TaskStatus::Cancelled);
                     self.events
                         .push_back(TaskEvent::CancelRequested { task: id });
