@@ -794,3 +794,109 @@ for line in sys.stdin:
         .expect("the child's status");
     assert!(status.success(), "{status:?}");
 }
+
+/// A peer that writes all its requests before it reads anything (`n` of them, each padded to
+/// about 4 KiB: more than the 64 KiB pipe holds) against our server, which answers each with
+/// `answer` bytes, and closes (no grace) on the request `close_at` if given. Returns the
+/// answers the peer read, or panics if the two block each other.
+async fn serve_a_peer_that_writes_before_reading(
+    n: usize,
+    answer: usize,
+    close_at: Option<usize>,
+) -> usize {
+    serve_a_peer_that_writes_before_reading_with(n, answer, close_at, |w| w).await
+}
+
+/// [`serve_a_peer_that_writes_before_reading`] with our writer made by `wrap`.
+async fn serve_a_peer_that_writes_before_reading_with<W>(
+    n: usize,
+    answer: usize,
+    close_at: Option<usize>,
+    wrap: impl FnOnce(tokio::io::WriteHalf<tokio::io::DuplexStream>) -> W,
+) -> usize
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (reader, writer) = tokio::io::split(ours);
+    let (mut peer_read, mut peer_write) = tokio::io::split(theirs);
+    let pad = "p".repeat(4000);
+    let mut input = INIT.as_bytes().to_vec();
+    for i in 1..=n {
+        input.extend_from_slice(
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\",\"params\":{{\"_meta\":{{\"pad\":\"{pad}\"}}}}}}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let peer = tokio::spawn(async move {
+        peer_write.write_all(&input).await.unwrap();
+        peer_write.shutdown().await.unwrap();
+        let mut out = Vec::new();
+        peer_read.read_to_end(&mut out).await.unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"description\":\"d"))
+            .count()
+    });
+    let description = "d".repeat(answer);
+    let tools = format!(
+        r#"{{"tools":[{{"name":"t","description":"{description}","inputSchema":{{"type":"object"}}}}]}}"#
+    );
+    let mut io = Driver::new(server_config(), reader, wrap(writer)).unwrap();
+    let served = async {
+        while let Some(event) = io.next_event().await.unwrap() {
+            if let OwnedEvent::Request { id, .. } = event {
+                let conn = io.connection();
+                conn.respond(id.as_id(), RawJson::new(&tools).unwrap())
+                    .unwrap();
+                if close_at.is_some_and(|at| id.to_string() == at.to_string()) {
+                    conn.close(mcpwire::Timestamp::ZERO, Duration::ZERO);
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), served)
+        .await
+        .expect("the driver and a peer writing before it reads blocked each other");
+    drop(io);
+    tokio::time::timeout(Duration::from_secs(20), peer)
+        .await
+        .expect("the peer got its answers")
+        .unwrap()
+}
+
+/// The requests come in reads larger than the piece the engine gets at a time; their answers
+/// fill the pipe while part of a read is still to be fed, and the peer, still writing, reads
+/// nothing until it is done. The driver fed nothing more and read nothing while its write
+/// waited (it did only for input read during a write), and the two blocked each other.
+#[tokio::test]
+async fn a_peer_that_writes_all_its_requests_before_reading_gets_every_answer() {
+    assert_eq!(
+        serve_a_peer_that_writes_before_reading(256, 8 * 1024, None).await,
+        256
+    );
+}
+
+/// The same peer, and the server closes in the middle of a read with more output than the
+/// pipe holds: the last write finished only if the peer read, and the peer read only once it
+/// had written everything, which the driver no longer read (the rest of its read was unfed).
+#[tokio::test]
+async fn a_close_in_the_middle_of_a_read_drains_a_peer_that_writes_before_reading() {
+    let answered = serve_a_peer_that_writes_before_reading(256, 8 * 1024, Some(40)).await;
+    assert!((40..256).contains(&answered), "{answered} answers");
+}
+
+/// The same peer behind a writer that buffers more than the pipe holds: the answers wait in
+/// it, and its flush, not a write, is what waits for the peer. The flush waited alone (no
+/// read, no feeding, no timers), and the two blocked each other.
+#[tokio::test]
+async fn a_flush_that_waits_for_a_peer_that_writes_before_reading_does_not_block_it() {
+    let answered = serve_a_peer_that_writes_before_reading_with(256, 8 * 1024, None, |w| {
+        tokio::io::BufWriter::with_capacity(4 << 20, w)
+    })
+    .await;
+    assert_eq!(answered, 256);
+}
