@@ -45,19 +45,23 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 //
 // Backpressure: input is read as Serve comes for it, and w's Write blocks Serve, so a peer
 // that reads slowly slows its own requests down instead of growing memory. During a write of
-// more than 64 KiB, Serve reads ahead (up to 1 MiB held outside the engine), and feeds what
-// it read before the write goes on while the output holds less than half of
+// more than 64 KiB (the one at the high-water mark too), Serve reads ahead (up to 1 MiB held
+// outside the engine), and between two Writes it feeds what it read, and the rest of its
+// last read, before the write goes on, while the output holds less than half of
 // Limits.MaxBufferedOutput: a peer that reads only between its own writes (a hand-written
 // read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be blocked
 // writing its answers to us while we write our requests to it, and the two would wait for
-// each other for good. (A smaller write that blocks, which it does only once the peer has
-// left a pipe's worth of our output unread, still holds Serve without reading.)
+// each other for good. One Write that blocks cannot be interrupted, though: a peer that
+// writes more than the read-ahead to us while one of our Writes waits, or a smaller write
+// that blocks (only once the peer has left a pipe's worth of our output unread), still holds
+// Serve without reading.
 // A peer that never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
 // once the engine's output limit is reached, and the engine's timers wait too (a request's
 // timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends
-// the Write once nothing has been written for a second past the grace, if w takes write
+// a Write that has made no progress for a second, past the grace, if w takes write
 // deadlines (a net.Conn, an os.Pipe end): it fails (w's write deadline is left in the past)
-// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut. Other
+// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut (after
+// the cancel, Writes go out 4 KiB at a time, so that one that reads slowly shows it). Other
 // writers cannot be interrupted (os.Stdout is usually one: a program that must end on a
 // signal bounds its own wait, as examples/stdio_server does). A command given on another
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
@@ -91,7 +95,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
-		handed, _ := handOut(conn, w, h, false)
+		handed, _, _ := handOut(conn, w, h, nil)
 		if _, err := conn.WriteTo(w); err != nil && !errors.Is(err, ErrFreed) {
 			return err
 		}
@@ -203,14 +207,38 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	// A write stops between two Writes for input that arrived meanwhile (stoppedForInput),
 	// while the output has room for its answers; it goes on once that input is fed
 	// (feeding until then).
-	stoppedForInput, feeding := false, false
+	// A write of more than one Write's worth (bigWrite) also stops for the rest of the last
+	// read: the peer may be blocked writing what is yet to be fed.
+	stoppedForInput, feeding, bigWrite := false, false, false
 	roomForAnswers := func() bool { return int64(conn.PendingOutput()) < conn.readAheadBelow }
 	inputWaits := func() bool {
 		arrived := inputOpen && len(pending) == 0 && len(reads) > 0
-		if (arrived || feeding && len(pending) > 0) && roomForAnswers() {
+		if (arrived || (feeding || bigWrite) && len(pending) > 0) && roomForAnswers() {
 			stoppedForInput, feeding = true, true
 		}
 		return stoppedForInput
+	}
+	// write writes the output, stopping between Writes for input (inputWaits); during a
+	// write that may block (more than one Write's worth), the reader reads ahead. It
+	// reports whether it stopped for input.
+	write := func() (bool, error) {
+		// (The estimate says maybe; the engine says how much there is.)
+		mayBlock := inputOpen && conn.given.Load() >= writeChunk &&
+			conn.PendingOutput() >= writeChunk
+		if mayBlock {
+			ask()
+			writing.Store(true)
+		}
+		bigWrite = mayBlock
+		_, err := conn.writeOut(w, inputWaits)
+		bigWrite = false
+		if mayBlock {
+			writing.Store(false)
+		}
+		if err == nil && !stoppedForInput {
+			feeding = false // all written
+		}
+		return stoppedForInput, err
 	}
 	for {
 		// 1. Events (the handler may issue commands), 2. all output. A command given on
@@ -218,7 +246,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		// waiting (4).
 		mark := conn.changeMark()
 		stoppedForInput = false
-		closed, werr := handOut(conn, w, h, broken == nil)
+		var ahead func() (bool, error)
+		if broken == nil {
+			ahead = write
+		}
+		closed, cut, werr := handOut(conn, w, h, ahead)
 		if err := conn.Err(); err != nil && !(closed && errors.Is(err, ErrFreed)) {
 			return err
 		}
@@ -227,36 +259,24 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			case werr != nil:
 			case closed:
 				_, werr = conn.WriteTo(w) // everything, before Serve returns
-			case feeding && len(pending) > 0 && roomForAnswers():
+			case stoppedForInput, feeding && len(pending) > 0 && roomForAnswers():
 				// The input that stopped the write goes in first.
 			default:
-				// (The estimate says maybe; the engine says how much there is.)
-				mayBlock := inputOpen && conn.given.Load() >= writeChunk &&
-					conn.PendingOutput() >= writeChunk
-				if mayBlock {
-					ask()
-					writing.Store(true)
-				}
-				_, werr = conn.writeOut(w, inputWaits)
-				if mayBlock {
-					writing.Store(false)
-				}
-				if werr == nil && !stoppedForInput {
-					feeding = false // all written
-				}
+				_, werr = write()
 			}
 			if closed && errors.Is(werr, ErrFreed) {
 				werr = nil // the handler closed the Conn on its ClosedEvent: all was written
 			}
 			if werr != nil {
-				// (Once everything read is fed, EOF included, there is nothing left to hear.)
 				if ctx.Err() != nil && errors.Is(werr, os.ErrDeadlineExceeded) {
 					// Cut off by cutStalledWrites: the peer did not read within the grace.
 					return fmt.Errorf("%w (the peer stopped reading: %w)", ctx.Err(), werr)
 				}
-				if !peerGone(werr) || (!inputOpen && eofFed && len(pending) == 0) {
+				if !peerGone(werr) {
 					return werr
 				}
+				// (Even once everything read is fed, EOF included, the close may be still
+				// to come: a last line without its newline closes once its events are out.)
 				broken = werr
 			}
 		}
@@ -287,6 +307,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return err
 			}
 			pending = pending[n:]
+			continue
+		}
+		// The events handOut left for that input, before the end or a wait (the end closes
+		// the connection, and they could not be answered).
+		if cut {
 			continue
 		}
 		// The input ended, and everything read before its end is in and handed out: now
@@ -357,20 +382,22 @@ func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (io
 	if !ok {
 		return w, func() {}
 	}
-	counted := &countingWriter{w: w}
+	counted := &countingWriter{w: w, ctx: ctx}
 	var mu sync.Mutex
 	returned := false
 	var cut *time.Timer
 	var check func(after time.Duration) // (with mu held)
 	check = func(after time.Duration) {
-		seen := counted.n.Load()
+		seen, began := counted.n.Load(), counted.began.Load()
 		cut = time.AfterFunc(after, func() {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case returned:
-			case counted.n.Load() != seen:
-				check(time.Second) // the peer reads: no cut yet
+			case counted.n.Load() != seen, counted.began.Load() != began, !counted.inWrite.Load():
+				// The peer reads, or no Write waits (Serve waits for answers, or for its
+				// grace): no cut yet. A Write that begins later is watched for a second.
+				check(time.Second)
 			default:
 				_ = dw.SetWriteDeadline(time.Unix(1, 0)) // (in the past: blocked Writes fail now)
 			}
@@ -394,24 +421,54 @@ func cutStalledWrites(ctx context.Context, w io.Writer, grace time.Duration) (io
 	}
 }
 
-// countingWriter counts the bytes written through it, for cutStalledWrites.
+// countingWriter counts the bytes written through it and the Writes begun, and tells whether
+// one is under way, for cutStalledWrites. Once ctx is cancelled, it writes at most
+// slicedWrite bytes per Write of w, so that a peer that reads slowly shows that it reads.
 type countingWriter struct {
-	w io.Writer
-	n atomic.Int64
+	w       io.Writer
+	ctx     context.Context
+	n       atomic.Int64
+	began   atomic.Int64
+	inWrite atomic.Bool
 }
 
+// slicedWrite is the most a countingWriter hands w at once after Serve's ctx is cancelled:
+// a peer that reads at least this much a second is not cut off.
+const slicedWrite = 4 << 10
+
 func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n.Add(int64(max(n, 0)))
-	return n, err
+	c.inWrite.Store(true)
+	defer c.inWrite.Store(false)
+	written := 0
+	sliced := c.ctx.Err() != nil
+	for {
+		c.began.Add(1)
+		piece := b[written:]
+		if sliced && len(piece) > slicedWrite {
+			piece = piece[:slicedWrite]
+		}
+		n, err := c.w.Write(piece)
+		n = max(min(n, len(piece)), 0)
+		c.n.Add(int64(n))
+		written += n
+		if err != nil || written == len(b) {
+			return written, err
+		}
+		if n < len(piece) {
+			return written, io.ErrShortWrite
+		}
+	}
 }
 
 // handOut hands every event conn holds to h, all with the time of the first; it reports
-// whether the ClosedEvent was among them. With writeAhead, output past the Conn's high-water
-// mark is written to w before the next event, so that the answers an event gets always find
-// room (a large answer among pipelined requests would otherwise leave the next ones
+// whether the ClosedEvent was among them. With write (Serve's), output past the Conn's
+// high-water mark is written before the next event, so that the answers an event gets always
+// find room (a large answer among pipelined requests would otherwise leave the next ones
 // ErrOutputFull with the peer reading all along); a write error stops that and is returned.
-func handOut(conn *Conn, w io.Writer, h Handler, writeAhead bool) (closed bool, werr error) {
+// When that write stops for input, handOut stops after the event at hand (cut), and the rest
+// wait for the next call: the input goes in first.
+func handOut(conn *Conn, w io.Writer, h Handler, write func() (bool, error)) (closed, cut bool, werr error) {
+	writeAhead := write != nil
 	var now time.Time
 	for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
 		if _, isClosed := ev.(*ClosedEvent); isClosed {
@@ -426,17 +483,21 @@ func handOut(conn *Conn, w io.Writer, h Handler, writeAhead bool) (closed bool, 
 		if now.IsZero() {
 			now = time.Now()
 		}
+		stopped := false
 		if writeAhead && werr == nil && conn.given.Load() >= conn.highWater {
 			// The estimate says maybe; the engine says how much there is.
 			if pending := int64(conn.PendingOutput()); pending >= conn.highWater {
-				_, werr = conn.WriteTo(w)
+				stopped, werr = write()
 			} else {
 				conn.given.Store(pending)
 			}
 		}
 		handleServed(conn, w, h, ev, now)
+		if stopped && werr == nil && !closed {
+			return false, true, nil
+		}
 	}
-	return closed, werr
+	return closed, false, werr
 }
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the

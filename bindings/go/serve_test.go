@@ -10,7 +10,9 @@ import (
 	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -217,6 +219,41 @@ func TestServeHearsTheEndThatCameWithDataAfterABrokenPipe(t *testing.T) {
 	}
 }
 
+// A peer that says its last line without a newline and goes away (our answer to it meets a
+// broken pipe) still leaves the handler the close: the answer's write error came once the end
+// was fed, and Serve returned it before the close that the last line's events end with, so h
+// never saw a ClosedEvent.
+func TestServeHearsTheCloseAfterALastLineWithoutItsNewlineAndABrokenPipe(t *testing.T) {
+	in := pipelined(0)
+	in.WriteString(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var closed, requested bool
+	h := HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ClosedEvent:
+			closed = true
+		case *RequestEvent:
+			requested = true
+			_ = c.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
+		}
+	})
+	w := &breaksAfter{writes: 1}
+	err := Serve(context.Background(), toolsServer(t), bytes.NewReader(in.Bytes()), w, h)
+	if !errors.Is(err, syscall.EPIPE) || !requested || !closed {
+		t.Fatalf("%v: the last request heard %v, closed %v", err, requested, closed)
+	}
+}
+
+// breaksAfter takes its first writes Writes, and fails every later one with a broken pipe.
+type breaksAfter struct{ writes int }
+
+func (b *breaksAfter) Write(p []byte) (int, error) {
+	if b.writes == 0 {
+		return brokenPipe{}.Write(p)
+	}
+	b.writes--
+	return len(p), nil
+}
+
 // A Write blocked on a peer that never reads (here a net.Pipe end nobody reads) is cut off
 // a second after the grace once ctx is cancelled, because w takes write deadlines: Serve
 // returns an error that wraps ctx.Err(). It stayed blocked for good, and so did its caller.
@@ -385,20 +422,44 @@ func TestServeAHandlerThatClosesTheConnOnItsCloseLosesNothing(t *testing.T) {
 }
 
 // deadlineWriter counts the write deadlines set on it, and takes every write.
-type deadlineWriter struct{ cuts atomic.Int32 }
+// deadlineWriter takes write deadlines. A Write takes perKiB for each KiB it is given (a
+// peer that reads slowly); once stalled, it waits until the deadline is set, and fails then.
+type deadlineWriter struct {
+	cuts    atomic.Int32
+	perKiB  time.Duration
+	stalled atomic.Bool
+	cut     chan struct{}
+	once    sync.Once
+}
 
-func (d *deadlineWriter) Write(b []byte) (int, error)      { return len(b), nil }
-func (d *deadlineWriter) SetWriteDeadline(time.Time) error { d.cuts.Add(1); return nil }
+func newDeadlineWriter() *deadlineWriter { return &deadlineWriter{cut: make(chan struct{})} }
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	if d.stalled.Load() {
+		<-d.cut
+		return 0, os.ErrDeadlineExceeded
+	}
+	time.Sleep(time.Duration(len(b)) * d.perKiB / 1024)
+	return len(b), nil
+}
+
+func (d *deadlineWriter) SetWriteDeadline(time.Time) error {
+	d.cuts.Add(1)
+	d.once.Do(func() { close(d.cut) })
+	return nil
+}
 
 // The cut of a stalled write comes a second after the grace only if nothing was written
-// since: a peer that still reads (here a write every 100 ms, for 1.6 s) is not cut, and the
-// cut comes about a second after the writes stop. A grace of "for ever" never cuts: grace +
+// since: a peer that still reads (here a write every 100 ms, for 1.6 s) is not cut, nor is
+// an idle Serve (no Write under way: it may wait for answers during its grace), and a Write
+// that stalls is cut about a second after it began. A grace of "for ever" never cuts: grace +
 // 1 s overflowed to a negative duration, and the cut came at once. (Writes that went on were
-// cut at the grace and a second, a peer reading slowly got half a line.)
+// cut at the grace and a second, a peer reading slowly got half a line; an idle Serve was
+// cut, and the answers it gave later failed.)
 func TestServeCutsOnlyWritesThatStall(t *testing.T) {
 	t.Run("reading", func(t *testing.T) {
 		t.Parallel()
-		d := &deadlineWriter{}
+		d := newDeadlineWriter()
 		ctx, cancel := context.WithCancel(context.Background())
 		w, stop := cutStalledWrites(ctx, d, 50*time.Millisecond)
 		defer stop()
@@ -411,8 +472,33 @@ func TestServeCutsOnlyWritesThatStall(t *testing.T) {
 			t.Fatalf("cut %d times while the peer read", n)
 		}
 		time.Sleep(2500 * time.Millisecond)
-		if n := d.cuts.Load(); n != 1 {
-			t.Fatalf("cut %d times after the writes stopped", n)
+		if n := d.cuts.Load(); n != 0 {
+			t.Fatalf("cut %d times while no Write was under way", n)
+		}
+		d.stalled.Store(true)
+		start := time.Now()
+		if _, err := w.Write([]byte("x")); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the stalled Write returned %v", err)
+		}
+		if n, took := d.cuts.Load(), time.Since(start); n != 1 || took > 2500*time.Millisecond {
+			t.Fatalf("cut %d times, %v after the Write stalled", n, took)
+		}
+	})
+	t.Run("slow reader", func(t *testing.T) {
+		t.Parallel()
+		// 64 KiB at 4 KiB each 300 ms: one Write of it took 4.8 s, showed no progress for
+		// a second, and was cut.
+		d := newDeadlineWriter()
+		d.perKiB = 75 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		w, stop := cutStalledWrites(ctx, d, 50*time.Millisecond)
+		defer stop()
+		cancel()
+		if n, err := w.Write(make([]byte, 64<<10)); n != 64<<10 || err != nil {
+			t.Fatalf("wrote %d: %v", n, err)
+		}
+		if n := d.cuts.Load(); n != 0 {
+			t.Fatalf("cut %d times while the peer read slowly", n)
 		}
 	})
 	t.Run("for ever", func(t *testing.T) {
@@ -516,6 +602,17 @@ func halfDuplexServer(in io.Reader, out io.WriteCloser) {
 // answer, stopped reading, and Serve, blocked writing the next call, never read that answer:
 // both waited for good.
 func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
+	for _, calls := range []int{6, 8, 12} {
+		t.Run(strconv.Itoa(calls), func(t *testing.T) { servePipelinedLargeCallsToAHalfDuplexServer(t, calls) })
+	}
+}
+
+// servePipelinedLargeCallsToAHalfDuplexServer makes calls pipelined calls of 256 KiB each to a
+// half-duplex server answering at the same size. With 8 or more, more than the high-water
+// mark (1 MiB) was still unwritten when the first answer was handed out, and the write that
+// handOut makes before the next event neither read ahead nor stopped for input: the two
+// blocked each other.
+func servePipelinedLargeCallsToAHalfDuplexServer(t *testing.T, calls int) {
 	toServer, serverIn := io.Pipe()
 	serverOut, fromServer := io.Pipe()
 	go halfDuplexServer(toServer, fromServer)
@@ -524,7 +621,6 @@ func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	const calls = 6
 	text := strings.Repeat("x", 256*1024)
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]any{"text": text}})
 	var answered atomic.Int32
@@ -544,7 +640,7 @@ func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
 				if len(ev.Result) < len(text) {
 					t.Errorf("an answer of %d bytes", len(ev.Result))
 				}
-				if answered.Add(1) == calls {
+				if answered.Add(1) == int32(calls) {
 					serverIn.Close() // the server's input ends, and so does it
 				}
 			}
@@ -552,7 +648,7 @@ func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if answered.Load() != calls {
+		if answered.Load() != int32(calls) {
 			t.Fatalf("%d of %d calls answered (Serve: %v)", answered.Load(), calls, err)
 		}
 	case <-time.After(25 * time.Second):
