@@ -21,7 +21,11 @@
 //!   loop then waits for it with `poll(2)`, or retries). While the peer does not read, the
 //!   loop waits in its write and takes no input (a reader thread stops once its chunks
 //!   wait), so a peer that writes without reading is slowed to the pace it reads at. Memory
-//!   stays within the engine's bounds plus the read-ahead.
+//!   stays within the engine's bounds plus the read-ahead. This makes the loop half-duplex:
+//!   a peer that also reads only once it has written everything (pipelined requests beyond
+//!   what the pipes and the read-ahead hold, sent before reading any answer) waits for us
+//!   while we wait for it, for good. For such peers use a loop that reads while it writes
+//!   (`mcpwire_tokio::stdio::Driver`, Go's `Serve`, the C stdio example).
 //! - **Nothing accepted is lost.** At end of input every answer already produced is written
 //!   before [`Io::next_event`] reports [`Stop::Eof`].
 //!

@@ -15,9 +15,12 @@
  * timer from the earliest of the engine's deadline and our own "count" timers.
  *
  * It never loses an answer:
- *   - backpressure: while output waits for the client to read it, stdin is not read, so a
- *     slow client slows the requests down instead of filling memory (and a client that never
- *     reads just stalls, holding at most one read of input);
+ *   - backpressure: while output waits for the client to read it, stdin is read only until
+ *     HIGH_WATER (1 MiB) of output waits, so a slow client slows the requests down instead of
+ *     filling memory (and a client that never reads just stalls, holding at most one read of
+ *     input). Reading on below that mark matters: a client that writes its pipelined
+ *     requests before it reads the answers (many scripts do) would otherwise be blocked
+ *     writing to us while we wait for it to read, and the two would wait for good;
  *   - input is fed to the engine a piece at a time (mcpw_conn_input_piece: 4 KiB, less under
  *     lowered limits), answering as it goes, so thousands of requests in one read are all
  *     answered (the engine bounds requests in flight);
@@ -499,8 +502,11 @@ int main(int argc, char **argv) {
         /* Events wait behind the output: once it is written they come first (until then
            the wait below is for stdout, not for input). */
         if (drained == 2 && (!pending_output || !stdout_open)) continue;
+        /* Input goes in while no output waits, or while what waits is under HIGH_WATER (the
+           client may be blocked writing to us, and read only once it is done). */
+        int room = !pending_output || !stdout_open || pending_bytes(conn) < HIGH_WATER;
         /* The rest of the last read, a piece at a time, before anything else is read. */
-        if (running && drained != 2 && !pending_output && buf_fed < buf_len) {
+        if (running && drained != 2 && room && buf_fed < buf_len) {
             size_t piece = buf_len - buf_fed < feed ? buf_len - buf_fed : feed;
             rc = mcpw_conn_handle_input(conn, now, buf + buf_fed, piece);
             if (rc != MCPW_OK) die("handle_input", rc);
@@ -519,8 +525,9 @@ int main(int argc, char **argv) {
             timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
         }
 
-        /* Backpressure: no new input while output waits for the client. */
-        if (stdin_open && running && !pending_output && buf_fed == buf_len) {
+        /* Backpressure: no new input while HIGH_WATER of output waits for the client. */
+        int want_input = stdin_open && running && room && buf_fed == buf_len;
+        if (want_input) {
             fds[nfds].fd = STDIN_FILENO;
             fds[nfds].events = POLLIN;
             nfds++;
@@ -537,7 +544,7 @@ int main(int argc, char **argv) {
         }
 
         now = now_ns();
-        if (stdin_open && running && !pending_output && buf_fed == buf_len) {
+        if (want_input) {
             ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
             if (n > 0) {
                 buf_len = (size_t)n; /* fed a piece at a time from the top of the loop */

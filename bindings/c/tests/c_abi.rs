@@ -832,6 +832,50 @@ fn answers_adding_up_past_the_output_bound_all_get_out() {
 
 /// A client that writes and never reads: the server stops reading too (its memory stays
 /// small) instead of buffering answers without end.
+/// A client that writes all its pipelined requests before it reads any answer (as many
+/// scripts do): 48 echo calls of 8 KiB, more than the two pipes hold, answered at the same
+/// size. The server stopped reading while its output waited, and the two blocked each other
+/// for good; it now reads on while less than its high-water mark (1 MiB) of output waits.
+#[test]
+fn a_client_that_writes_every_request_before_reading_gets_every_answer() {
+    for program in [c_server_plain(), c_server_asan()] {
+        let mut child = spawn_stdio_example(program);
+        let pid = child.id();
+        // Kills the server if the two block each other (the write below would never end).
+        let (finished, watched) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            let timeout = std::time::Duration::from_secs(20);
+            if watched.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+        });
+        let mut stdin = child.stdin.take().unwrap();
+        let pad = "x".repeat(8 * 1024);
+        let mut input = C_INIT.to_owned();
+        for i in 1..=48 {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{pad}\"}}}}}}\n"
+            ));
+        }
+        {
+            use std::io::Write;
+            // On this thread, as the client would: nothing is read until this is done.
+            let written = stdin.write_all(input.as_bytes());
+            assert!(
+                written.is_ok(),
+                "{written:?}: the server was killed, blocked"
+            );
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let _ = finished.send(());
+        watchdog.join().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let answers = text.lines().filter(|l| l.contains(&pad)).count();
+        assert_eq!(answers, 48, "{}: {:?}", program.display(), out.status);
+    }
+}
+
 #[test]
 fn a_client_that_never_reads_leaves_the_server_small() {
     let mut child = spawn_stdio_example(c_server_plain());

@@ -588,8 +588,9 @@ pub fn run(legacy_only: bool) -> i32 {
     };
     let mut server = Server::default();
     // The library's blocking loop: answers are written before more input is read (so a
-    // client that does not read our output is slowed down, not buffered), and every answer
-    // already given is written before the loop reports the end of input.
+    // client that does not read our output is slowed down, not buffered; one that reads
+    // only after writing more than the pipes hold blocks with us: `--tokio` serves it), and
+    // every answer already given is written before the loop reports the end of input.
     let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
     let mut io = Io::stdio(clock);
     // One clock read per batch of events (the loop's event_time), not one per event.
