@@ -260,6 +260,9 @@ static void spawn(char **argv) {
     child = fork();
     if (child < 0) fail("fork: %s", strerror(errno));
     if (child == 0) {
+        /* We ignore SIGPIPE; the server gets the default back (an ignored signal stays
+           ignored across exec), so one that relies on it still ends when its reader goes. */
+        signal(SIGPIPE, SIG_DFL);
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         close(in[0]);

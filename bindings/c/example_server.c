@@ -56,7 +56,25 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The flags stdin and stdout had: they are shared with whoever else holds them (a terminal,
+   the parent's pipes), so they are put back however the server ends. */
+static int stdin_flags = -1, stdout_flags = -1;
+
+static void restore_flags(void) {
+    if (stdin_flags >= 0) fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
+    if (stdout_flags >= 0) fcntl(STDOUT_FILENO, F_SETFL, stdout_flags);
+}
+
+/* SIGINT or SIGTERM (Ctrl-C in a terminal): the flags back, then the default end. fcntl,
+   signal and raise are async-signal-safe. */
+static void on_signal(int sig) {
+    restore_flags();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void die(const char *what, mcpw_result rc) {
+    restore_flags();
     fprintf(stderr, "example_server: %s: %s\n", what, mcpw_result_message((int)rc));
     exit(EXIT_FAILURE);
 }
@@ -431,7 +449,7 @@ static int flush_output(mcpw_conn *conn, int *stdout_open) {
 }
 
 /* Writes everything left, blocking: the last answers before exiting. */
-static void drain_output(mcpw_conn *conn, int stdout_flags, int stdout_open) {
+static void drain_output(mcpw_conn *conn, int stdout_open) {
     if (!stdout_open) return;
     fcntl(STDOUT_FILENO, F_SETFL, stdout_flags & ~O_NONBLOCK);
     for (;;) {
@@ -453,8 +471,6 @@ int main(int argc, char **argv) {
     mcpw_conn *conn = NULL;
     mcpw_result rc;
     int stdin_open = 1, stdout_open = 1, running = 1;
-    int stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
-    int stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
     uint8_t buf[64 * 1024];
     size_t buf_len = 0, buf_fed = 0; /* the last read, and how much the engine has had */
 
@@ -463,6 +479,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
+    stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
     fcntl(STDOUT_FILENO, F_SETFL, stdout_flags | O_NONBLOCK);
 
@@ -561,14 +581,13 @@ int main(int argc, char **argv) {
     }
 
     /* Every answer already given leaves, whole, before we exit. */
-    drain_output(conn, stdout_flags, stdout_open);
+    drain_output(conn, stdout_open);
     while (jobs != NULL) {
         job *j = jobs;
         jobs = j->next;
         job_free(j);
     }
     mcpw_conn_free(conn);
-    fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
-    fcntl(STDOUT_FILENO, F_SETFL, stdout_flags);
+    restore_flags();
     return EXIT_SUCCESS;
 }

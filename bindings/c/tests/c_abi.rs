@@ -398,6 +398,24 @@ fn c_client_output(args: &[&str], secs: u64) -> String {
     text(&output_within(cmd, std::time::Duration::from_secs(secs)))
 }
 
+/// The client ignores SIGPIPE for itself, not for the server it runs: an ignored signal
+/// stays ignored across exec, and the server inherited it (a server relying on SIGPIPE to
+/// end when its reader goes kept running).
+#[test]
+fn c_client_gives_its_server_the_default_sigpipe() {
+    let out = c_client_output(&["--", "sh", "-c", "grep SigIgn /proc/$$/status >&2"], 10);
+    let mask = out
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line: {out}"));
+    assert_eq!(
+        mask & (1 << (libc::SIGPIPE - 1)),
+        0,
+        "SIGPIPE ignored: {out}"
+    );
+}
+
 #[test]
 fn the_stdio_example_refuses_arguments_it_does_not_know() {
     // `example_server --bogus` served as if nothing was wrong.
@@ -873,6 +891,43 @@ fn a_client_that_writes_every_request_before_reading_gets_every_answer() {
         let text = String::from_utf8_lossy(&out.stdout);
         let answers = text.lines().filter(|l| l.contains(&pad)).count();
         assert_eq!(answers, 48, "{}: {:?}", program.display(), out.status);
+    }
+}
+
+/// The stdio example makes stdin and stdout non-blocking, and those descriptions are shared
+/// (a terminal, the parent's pipes): ended by SIGTERM (or Ctrl-C's SIGINT) it puts their
+/// flags back. It died with them non-blocking, and the next program on the terminal got
+/// EAGAIN.
+#[test]
+fn the_stdio_example_restores_its_shared_descriptors_when_signalled() {
+    use std::os::fd::AsRawFd;
+    let (reader, _writer) = std::io::pipe().unwrap();
+    let shared = reader.try_clone().unwrap(); // the same open description
+    let nonblocking = |fd: &std::io::PipeReader| {
+        // SAFETY: F_GETFL on a descriptor this test owns.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        flags & libc::O_NONBLOCK != 0
+    };
+    assert!(!nonblocking(&shared));
+    for signal in ["-TERM", "-INT"] {
+        let mut child = Command::new(c_server_plain())
+            .stdin(reader.try_clone().unwrap())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut waited = 0;
+        while !nonblocking(&shared) && waited < 100 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            waited += 1;
+        }
+        assert!(nonblocking(&shared), "the server set no O_NONBLOCK");
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{status:?}");
+        assert!(!nonblocking(&shared), "{signal}: stdin left non-blocking");
     }
 }
 
