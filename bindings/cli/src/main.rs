@@ -52,7 +52,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run probe against this binary's own demo server, with a transcript
+    /// A client session against this binary's own demo server over pipes, once per
+    /// protocol era, with a transcript
     Demo,
     /// Start a stdio MCP server (the command after --), or reach a Streamable HTTP one
     /// (--url), and show what it offers, with latencies
@@ -82,7 +83,7 @@ struct ProbeArgs {
     #[arg(long)]
     json: bool,
     /// Call a tool with these arguments (a JSON object), checked before the server starts
-    #[arg(long, num_args = 2, value_names = ["NAME", "JSON"])]
+    #[arg(long, num_args = 2, value_names = ["NAME", "JSON"], action = clap::ArgAction::Set)]
     call: Option<Vec<String>>,
     /// Probe the Streamable HTTP server at URL (http:// only; no credentials are sent)
     /// instead of starting a command

@@ -13,7 +13,7 @@ pub const EXIT_READER_GONE: i32 = 141;
 /// failure to write, it says so on stderr and exits with 1.
 pub fn print(text: &str) {
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    if let Err(e) = write_waiting(&mut out, text.as_bytes()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(EXIT_READER_GONE);
         }
@@ -25,4 +25,43 @@ pub fn print(text: &str) {
 /// [`print`] of one line.
 pub fn line(args: std::fmt::Arguments<'_>) {
     print(&format!("{args}\n"));
+}
+
+/// Writes and flushes `bytes`, waiting while stdout is full: a parent may have left it
+/// non-blocking (Node does), and a large report then meets `WouldBlock`, which is no failure.
+fn write_waiting(out: &mut impl Write, mut bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_writable(),
+            Err(e) => return Err(e),
+        }
+    }
+    loop {
+        match out.flush() {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => wait_writable(),
+            other => return other,
+        }
+    }
+}
+
+/// Waits until stdout takes bytes again.
+fn wait_writable() {
+    #[cfg(unix)]
+    {
+        let mut fds = [libc::pollfd {
+            fd: libc::STDOUT_FILENO,
+            events: libc::POLLOUT,
+            revents: 0,
+        }];
+        // SAFETY: `fds` is one valid, writable pollfd for the call. A poll that fails or is
+        // interrupted only leads to another write attempt.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, -1) };
+    }
+    #[cfg(not(unix))]
+    std::thread::sleep(std::time::Duration::from_millis(1));
 }

@@ -693,6 +693,25 @@ pub fn print_human(report: &Report) {
 }
 
 /// The report as `print_human` prints it.
+/// `text` from the server, safe to print on a terminal: control characters (an escape
+/// sequence that would set the title or move the cursor, a carriage return that would
+/// overwrite the line, a newline that would fake one) are written as escapes.
+fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 fn human(report: &Report) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
@@ -701,8 +720,8 @@ fn human(report: &Report) -> String {
         let _ = writeln!(t, "{k:<14}{v}");
     };
     if let Some(info) = &report.server_info {
-        let name = info.get("name").and_then(Value::as_str).unwrap_or("?");
-        let version = info.get("version").and_then(Value::as_str).unwrap_or("?");
+        let name = clean(info.get("name").and_then(Value::as_str).unwrap_or("?"));
+        let version = clean(info.get("version").and_then(Value::as_str).unwrap_or("?"));
         line(t, "server", &format!("{name} {version}"));
     }
     if let Some(v) = report.version {
@@ -714,7 +733,7 @@ fn human(report: &Report) -> String {
     }
     if let Some(i) = &report.instructions {
         let first: String = i.lines().next().unwrap_or("").chars().take(100).collect();
-        line(t, "instructions", &first);
+        line(t, "instructions", &clean(&first));
     }
     if let Some(c) = &report.capabilities {
         line(t, "capabilities", &c.to_string());
@@ -739,6 +758,7 @@ fn human(report: &Report) -> String {
                 .and_then(Value::as_str)
                 .unwrap_or("");
             let desc: String = desc.lines().next().unwrap_or("").chars().take(70).collect();
+            let (name, desc) = (clean(name), clean(&desc));
             let _ = writeln!(t, "  {name:<32}{desc}");
         }
     }
@@ -755,7 +775,7 @@ fn human(report: &Report) -> String {
         let _ = writeln!(t, "  {method:<32}{ms} ms");
     }
     for w in &report.warnings {
-        let _ = writeln!(t, "warning: {w}");
+        let _ = writeln!(t, "warning: {}", clean(w));
     }
     text
 }
@@ -839,7 +859,7 @@ pub fn run(opts: Options) -> i32 {
             } else {
                 print_human(&report);
             }
-            eprintln!("error: {}", f.message);
+            eprintln!("error: {}", clean(&f.message));
             f.code
         }
     }

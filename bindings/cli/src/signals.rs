@@ -29,9 +29,19 @@ mod imp {
         };
         CHILD.store(pid, Ordering::SeqCst);
         for signal in SIGNALS {
-            // SAFETY: `action` is a zeroed sigaction with a valid handler and an empty mask,
-            // alive for the call. SA_RESTART keeps the relay's reads and writes going.
+            // SAFETY: `action` and `old` are zeroed sigactions alive for the calls; `action`
+            // has a valid handler and an empty mask. SA_RESTART keeps the relay's reads and
+            // writes going.
             unsafe {
+                // A signal this process was started ignoring (nohup's SIGHUP, SIGINT for a
+                // job a shell put in the background) stays ignored: the child, started
+                // before, ignores it too, and catching it would only end in killing it.
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t;
                 action.sa_flags = libc::SA_RESTART;
@@ -94,5 +104,6 @@ pub fn kill_if_stubborn(
 
 /// The last signal passed on to the child, if any.
 pub use imp::caught;
-/// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead.
+/// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead (those
+/// this process ignores stay ignored).
 pub use imp::pass_to;

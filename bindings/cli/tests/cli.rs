@@ -1665,6 +1665,13 @@ fn probe_reports_bad_options_and_unreachable_servers_as_documented() {
             &["probe", "--json", "--call", "echo", "[1]", "--", "true"][..],
             2,
         ),
+        // One tool a run: a second --call panicked (clap appended its values).
+        (
+            &[
+                "probe", "--json", "--call", "a", "{}", "--call", "b", "{}", "--", "true",
+            ][..],
+            2,
+        ),
     ] {
         let (code, out, err) = mcpwire(args);
         assert_eq!(code, want, "{args:?}: {out}{err}");
@@ -1812,6 +1819,53 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         ),
         "{err}"
     );
+}
+
+/// A signal the command was started ignoring (`nohup`'s SIGHUP) stays ignored: tap caught it
+/// anyway, passed it to a server that ignored it too, and killed that server four seconds
+/// later (exit 137), which is what nohup is there to prevent.
+#[cfg(unix)]
+#[test]
+fn tap_leaves_a_signal_it_was_started_ignoring_ignored() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("mcpwire-nohup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("tap.jsonl");
+    let pidfile = dir.join("tap.pid");
+    let _ = std::fs::remove_file(&pidfile);
+    // The shell ignores SIGHUP and execs tap (which keeps the disposition), as nohup does.
+    let script = format!(
+        "trap '' HUP; echo $$ > {}; exec {BIN} tap --log {} -- cat",
+        pidfile.display(),
+        log.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = common::stdio::pid_from_file(&pidfile);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(5)); // past tap's 4 s before SIGKILL
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n")
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
 }
 
 /// Stopping `tap` or `probe` with SIGTERM or SIGINT stops the server they run: the signal is
@@ -2020,6 +2074,67 @@ fn serve_and_tap_under_a_parent_that_left_the_pipes_non_blocking() {
     let _ = std::fs::remove_file(&log);
 }
 
+/// probe's report goes out whole to a stdout its parent left non-blocking and reads late: a
+/// report larger than the pipe met `WouldBlock`, and probe said "cannot write to stdout" and
+/// exited with 1, the report cut.
+#[cfg(unix)]
+#[test]
+fn probe_writes_a_large_report_to_a_non_blocking_stdout() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let server = r#"
+import sys, json
+tools = [{"name": "tool%d" % i, "description": "d" * 200, "inputSchema": {"type": "object"}}
+         for i in range(1000)]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": tools}
+    print(json.dumps(r), flush=True)
+"#;
+    let (mut from_child, child_out) = std::io::pipe().unwrap();
+    // SAFETY: F_GETFL and F_SETFL on an open descriptor.
+    unsafe {
+        let flags = libc::fcntl(child_out.as_raw_fd(), libc::F_GETFL);
+        assert_eq!(
+            libc::fcntl(
+                child_out.as_raw_fd(),
+                libc::F_SETFL,
+                flags | libc::O_NONBLOCK
+            ),
+            0
+        );
+    }
+    let mut child = Command::new(BIN)
+        .args(["probe", "--json", "--protocol", "2025-11-25", "--"])
+        .args(["python3", "-c", server])
+        .stdout(Stdio::from(child_out))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500)); // the pipe fills first
+    let mut out = String::new();
+    from_child.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(out.len() > 200_000, "{} bytes", out.len());
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["tools"].as_array().unwrap().len(), 1000);
+}
+
 /// `serve --http` beyond loopback still refuses a Host or Origin that names a host it was not
 /// told about (DNS rebinding protection: it accepted any, 200 for `Host: evil.example.com`);
 /// IP addresses and `--allow-host` names pass, on loopback too.
@@ -2171,6 +2286,47 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     let (code, _, err) = mcpwire(&["serve", "--http", "127.0.0.1:0", "--max-connections", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--max-connections"), "{err}");
+}
+
+/// What a server says reaches the terminal escaped: a tool's description with an escape
+/// sequence (setting the window title), a name with a carriage return and a failed ping's
+/// message with a newline were printed raw, and drove the terminal.
+#[test]
+fn probe_prints_the_servers_text_escaped() {
+    let server = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"]}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "evil\x1b[2J", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": [{"name": "t\rX", "description": "d\x1b]0;pwned\x07",
+                                  "inputSchema": {"type": "object"}}]}
+    else:
+        r["error"] = {"code": -32603, "message": "no\nerror: fake"}
+    print(json.dumps(r), flush=True)
+"#;
+    let (_, out, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    for text in [&out, &err] {
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+    }
+    assert!(
+        out.contains(r"t\rX") && out.contains(r"d\u{1b}]0;pwned\u{7}"),
+        "{out}"
+    );
+    assert!(!out.contains("\nerror: fake"), "{out:?}");
 }
 
 /// probe ends a server that outlives the end of its input with SIGTERM, as it says, before
