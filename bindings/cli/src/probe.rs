@@ -585,6 +585,10 @@ pub fn call(
 /// The most pages of one list followed (a server may page for ever).
 const MAX_PAGES: usize = 100;
 
+/// The most items of one list kept: each page may be as large as a frame (16 MiB), and a
+/// frame of empty objects parses into millions of values.
+const MAX_ITEMS: usize = 100_000;
+
 /// Lists everything a list method returns, following `nextCursor`.
 fn list_all(
     session: &mut Session,
@@ -604,6 +608,14 @@ fn list_all(
             fail(EXIT_PROTOCOL, format!("{method} failed: {code} {message}"))
         })?;
         match result.get(key).and_then(Value::as_array) {
+            Some(list) if items.len() + list.len() > MAX_ITEMS => {
+                let room = MAX_ITEMS - items.len();
+                items.extend(list.iter().take(room).cloned());
+                report.warnings.push(format!(
+                    "{method}: stopped after {MAX_ITEMS} items; the server offers more"
+                ));
+                break;
+            }
             Some(list) => items.extend(list.iter().cloned()),
             None => {
                 return Err(fail(

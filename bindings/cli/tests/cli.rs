@@ -2288,6 +2288,46 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     assert!(err.contains("--max-connections"), "{err}");
 }
 
+/// A server that pages for ever with large pages is followed only so far: at most 100,000
+/// items of a list are kept (a 16 MiB page of empty objects parses into millions of
+/// values, and 100 pages of them took gigabytes).
+#[test]
+fn probe_keeps_at_most_100000_items_of_a_list() {
+    let server = r#"
+import sys, json
+page = [{"name": "t", "inputSchema": {"type": "object"}}] * 60000
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": page, "nextCursor": "more"}
+    print(json.dumps(r), flush=True)
+"#;
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["tools"].as_array().unwrap().len(), 100_000);
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("stopped after 100000 items"),
+        "{warnings}"
+    );
+}
+
 /// What a server says reaches the terminal escaped: a tool's description with an escape
 /// sequence (setting the window title), a name with a carriage return and a failed ping's
 /// message with a newline were printed raw, and drove the terminal.
