@@ -4,7 +4,11 @@
 //! per-request latency, and protocol violations.
 //!
 //! Each log entry is one line, written whole with a single write, so a reader tailing the log
-//! never sees half an entry. The first entry is `start`; then come the messages (`request`,
+//! never sees half an entry. The log is written on a thread of its own, so a log that cannot
+//! keep up (a FIFO whose reader paused, a slow disk) never holds the traffic up: up to 8 MiB
+//! of entries wait for it, and past that entries are dropped and a `dropped` entry counts
+//! them. When the log cannot be written at all (a full disk), tap says so on stderr once and
+//! logs nothing more; and at the end it waits at most 2 s for the log to take what is left. The first entry is `start`; then come the messages (`request`,
 //! `notification`, `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or
 //! `closed` when the server stops reading its own (tap then closes its stdin too, so that the
 //! host's writes fail as they would without tap, and keeps passing on what the server writes);
@@ -25,12 +29,12 @@
 //! which `forgotten` counts on its own. A string id longer than 256 bytes is remembered (and
 //! listed there) as its start, `…`, a hash of the whole and its length.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -168,10 +172,104 @@ impl Side {
     }
 }
 
+/// The most log bytes waiting for the log's writer thread; past it, entries are dropped.
+const LOG_QUEUE: usize = 8 << 20;
+
+/// How long the end waits for the log to take the entries still waiting.
+const LOG_DRAIN: Duration = Duration::from_secs(2);
+
+/// The log, written on a thread of its own from a bounded queue (see the module docs).
+struct LogSink {
+    queue: Arc<(Mutex<LogQueue>, Condvar)>,
+}
+
+#[derive(Default)]
+struct LogQueue {
+    entries: VecDeque<Vec<u8>>,
+    /// The bytes in `entries`.
+    bytes: usize,
+    /// No entry comes any more: the writer ends once `entries` is empty.
+    closed: bool,
+    /// The writer has ended.
+    drained: bool,
+}
+
+impl LogSink {
+    fn new(mut file: File) -> LogSink {
+        let queue: Arc<(Mutex<LogQueue>, Condvar)> = Arc::default();
+        let q = Arc::clone(&queue);
+        std::thread::spawn(move || {
+            let (lock, changed) = &*q;
+            let mut failed = false;
+            loop {
+                let batch: Vec<Vec<u8>> = {
+                    let mut q = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    while q.entries.is_empty() && !q.closed {
+                        q = changed.wait(q).unwrap_or_else(|p| p.into_inner());
+                    }
+                    if q.entries.is_empty() {
+                        q.drained = true;
+                        changed.notify_all();
+                        return;
+                    }
+                    q.bytes = 0;
+                    q.entries.drain(..).collect()
+                };
+                for entry in &batch {
+                    if failed {
+                        break;
+                    }
+                    if let Err(e) = file.write_all(entry) {
+                        // An entry cut short would glue the next one to it: nothing more.
+                        eprintln!("mcpwire tap: cannot write the log ({e}); logging stopped");
+                        failed = true;
+                    }
+                }
+            }
+        });
+        LogSink { queue }
+    }
+
+    /// Queues one entry (a whole line); false when the queue is full and it was dropped.
+    /// `last` is queued whatever the queue holds.
+    fn push(&self, line: &[u8], last: bool) -> bool {
+        let (lock, changed) = &*self.queue;
+        let mut q = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if q.closed || (!last && q.bytes + line.len() > LOG_QUEUE) {
+            return false;
+        }
+        q.bytes += line.len();
+        q.entries.push_back(line.to_vec());
+        changed.notify_all();
+        true
+    }
+
+    /// No more entries: waits up to `limit` for the writer to write what is queued.
+    fn close(&self, limit: Duration) {
+        let (lock, changed) = &*self.queue;
+        let mut q = lock.lock().unwrap_or_else(|p| p.into_inner());
+        q.closed = true;
+        changed.notify_all();
+        let until = Instant::now() + limit;
+        while !q.drained {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            q = changed
+                .wait_timeout(q, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
 /// What both observers share: requests in flight (to time them) and the log.
 struct Shared {
     start: Instant,
-    log: File,
+    log: LogSink,
+    /// Entries dropped since the last one the log took (its queue was full).
+    dropped: u64,
     /// One entry serialized, before its single write.
     line: Vec<u8>,
     /// Set once the `exit` entry is written: nothing may follow it.
@@ -190,15 +288,29 @@ impl Shared {
     }
 
     /// Logs `entry` as one line with one write, unless the log is closed.
-    fn write(&mut self, mut entry: Value) {
+    fn write(&mut self, entry: Value) {
+        self.write_entry(entry, false);
+    }
+
+    /// [`write`](Self::write); `last` is queued even when the log's queue is full.
+    fn write_entry(&mut self, mut entry: Value, last: bool) {
         if self.closed {
             return;
         }
-        entry["t_ms"] = json!(self.ms());
+        let t_ms = self.ms();
+        if self.dropped > 0 {
+            let notice = json!({"kind": "dropped", "entries": self.dropped, "t_ms": t_ms});
+            if self.log.push(format!("{notice}\n").as_bytes(), last) {
+                self.dropped = 0;
+            }
+        }
+        entry["t_ms"] = json!(t_ms);
         self.line.clear();
         if serde_json::to_writer(&mut self.line, &entry).is_ok() {
             self.line.push(b'\n');
-            let _ = self.log.write_all(&self.line);
+            if !self.log.push(&self.line, last) {
+                self.dropped += 1;
+            }
         }
         // An entry quoting a huge message should not keep its buffer for the whole session.
         if self.line.capacity() > 1 << 20 {
@@ -207,10 +319,11 @@ impl Shared {
     }
 
     /// Logs the last entry and closes the log: later writes (another thread's) are dropped.
+    /// Waits up to [`LOG_DRAIN`] for the log to take what is queued.
     fn write_last(&mut self, entry: Value) {
-        self.write(entry);
-        let _ = self.log.flush();
+        self.write_entry(entry, true);
         self.closed = true;
+        self.log.close(LOG_DRAIN);
     }
 }
 
@@ -516,7 +629,8 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     crate::signals::kill_if_stubborn(child.id(), Arc::clone(&reaped), Duration::from_secs(4));
     let shared = Arc::new(Mutex::new(Shared {
         start: Instant::now(),
-        log,
+        log: LogSink::new(log),
+        dropped: 0,
         line: Vec::new(),
         closed: false,
         sides: [Side::new(), Side::new()],
@@ -773,5 +887,60 @@ fn write_waiting(out: &mut impl Write, mut bytes: &[u8]) -> std::io::Result<()> 
             Err(e) if e.kind() == ErrorKind::WouldBlock => wait_for(1, Ready::Write),
             other => return other,
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Entries past the log's queue are dropped, not waited for, and the next entry the log
+    /// takes is preceded by a `dropped` entry that counts them; the end waits for the rest.
+    #[test]
+    fn a_full_log_queue_drops_entries_and_counts_them() {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let file = File::from(std::os::fd::OwnedFd::from(writer));
+        let mut shared = Shared {
+            start: Instant::now(),
+            log: LogSink::new(file),
+            dropped: 0,
+            line: Vec::new(),
+            closed: false,
+            sides: [Side::new(), Side::new()],
+        };
+        // Nobody reads yet: the pipe takes 64 KiB, the queue 8 MiB, and the rest is dropped.
+        let text = "x".repeat(1000);
+        for _ in 0..10_000 {
+            shared.write(json!({"kind": "notification", "text": text}));
+        }
+        assert!(shared.dropped > 1000, "{} dropped", shared.dropped);
+        let reading = std::thread::spawn(move || {
+            let mut log = String::new();
+            reader.read_to_string(&mut log).unwrap();
+            log
+        });
+        shared.write_last(json!({"kind": "exit"}));
+        drop(shared); // (the writer thread holds the pipe until it ends)
+        let log = reading.join().unwrap();
+        let entries: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let kept = entries
+            .iter()
+            .filter(|e| e["kind"] == "notification")
+            .count() as u64;
+        let counted: u64 = entries
+            .iter()
+            .filter(|e| e["kind"] == "dropped")
+            .map(|e| e["entries"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            kept + counted,
+            10_000,
+            "{kept} kept, {counted} counted as dropped"
+        );
+        assert!(counted > 1000);
+        assert_eq!(entries.last().unwrap()["kind"], "exit");
     }
 }

@@ -1821,6 +1821,67 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
     );
 }
 
+/// A log that does not keep up (here a FIFO whose reader never reads) does not hold the
+/// traffic up: tap logged each message before passing it on, with a blocking write, so the
+/// session froze once the FIFO was full, and tap could not even end.
+#[cfg(unix)]
+#[test]
+fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
+    use std::io::{BufRead, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir().join(format!("mcpwire-tap-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("log.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // A reader that never reads: opening for writing then succeeds at once.
+    let _reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["tap", "--log", fifo.to_str().unwrap(), "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (finished, watched) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let timeout = std::time::Duration::from_secs(30);
+        if watched.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for i in 0..2000 {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n");
+            if stdin.write_all(line.as_bytes()).is_err() {
+                return i;
+            }
+        }
+        2000
+    });
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let echoed = stdout.lines().map_while(Result::ok).count();
+    let sent = writer.join().unwrap();
+    let status = child.wait().unwrap();
+    let _ = finished.send(());
+    watchdog.join().unwrap();
+    assert_eq!((sent, echoed), (2000, 2000), "{status:?}");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A signal the command was started ignoring (`nohup`'s SIGHUP) stays ignored: tap caught it
 /// anyway, passed it to a server that ignored it too, and killed that server four seconds
 /// later (exit 137), which is what nohup is there to prevent.
