@@ -2,6 +2,7 @@
 //! blocking loop (`mcpwire::blocking`).
 
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,12 +49,120 @@ enum Link {
     Stdio {
         conn: Box<Connection>,
         child: Child,
-        io: Io<ChildStdin>,
+        io: Io<Watched>,
+        watch: Arc<Watch>,
     },
     Http {
         runtime: tokio::runtime::Runtime,
         client: Box<mcpwire_tokio::client::Client>,
     },
+}
+
+/// The server's stdin, noting when the write under way began: the blocking loop's writes
+/// wait as long as the server does not read, beyond `--timeout` and a signal (see [`Watch`]).
+pub struct Watched {
+    inner: ChildStdin,
+    watch: Arc<Watch>,
+}
+
+impl std::io::Write for Watched {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.watch.begin();
+        let written = self.inner.write(buf);
+        self.watch.end();
+        written
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Watches the writes to the server from a thread of its own, and kills the server when one
+/// has waited longer than `limit` (the server stopped reading: nothing else ends that write),
+/// or 2 s once this process caught a signal. The write then fails, and the command reports
+/// why ([`Session::stopped_reading`]).
+pub struct Watch {
+    start: Instant,
+    /// When the write under way began, in ms since `start`, plus one (0: none under way).
+    since: AtomicU64,
+    /// Set once the server was killed for it.
+    killed: AtomicBool,
+    /// The server, while it may be signalled: `None` once it is about to be reaped (its pid
+    /// may then be another process's).
+    pid: Mutex<Option<u32>>,
+}
+
+impl Watch {
+    fn begin(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.since.store(ms + 1, Ordering::SeqCst);
+    }
+
+    fn end(&self) {
+        self.since.store(0, Ordering::SeqCst);
+    }
+
+    /// `child.try_wait()`, with the watchdog kept from signalling a pid that reaping frees.
+    fn try_wait(&self, child: &mut Child) -> Option<ExitStatus> {
+        let mut pid = self.pid.lock().unwrap_or_else(|p| p.into_inner());
+        let status = child.try_wait().ok().flatten();
+        if status.is_some() {
+            *pid = None;
+        }
+        status
+    }
+
+    /// `child.wait()` (see [`try_wait`](Self::try_wait)).
+    fn wait(&self, child: &mut Child) -> Option<ExitStatus> {
+        *self.pid.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        child.wait().ok()
+    }
+
+    fn spawn(self: &Arc<Self>, limit: Duration) {
+        let watch = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                let Some(watch) = watch.upgrade() else { return };
+                let since = watch.since.load(Ordering::SeqCst);
+                if since == 0 {
+                    continue;
+                }
+                let waited = Duration::from_millis(
+                    u64::try_from(watch.start.elapsed().as_millis())
+                        .unwrap_or(u64::MAX)
+                        .saturating_sub(since - 1),
+                );
+                let give_up = if crate::signals::caught().is_some() {
+                    limit.min(Duration::from_secs(2))
+                } else {
+                    limit
+                };
+                if waited < give_up {
+                    continue;
+                }
+                let pid = watch.pid.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(pid) = *pid {
+                    watch.killed.store(true, Ordering::SeqCst);
+                    kill(pid);
+                }
+                return;
+            }
+        });
+    }
+}
+
+/// SIGKILL to `pid`.
+fn kill(pid: u32) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) on our own child, not reaped yet (the caller holds `Watch::pid`,
+        // which is cleared before the child is waited for).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 impl Session {
@@ -83,6 +192,17 @@ impl Session {
             .ok_or_else(|| std::io::Error::other("no stdin"))?;
         let start = Instant::now();
         let clock = move || Timestamp::from_nanos(start.elapsed().as_nanos() as u64);
+        let watch = Arc::new(Watch {
+            start,
+            since: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            pid: Mutex::new(Some(child.id())),
+        });
+        watch.spawn(config.request_timeout);
+        let stdin = Watched {
+            inner: stdin,
+            watch: Arc::clone(&watch),
+        };
         let mut io = Io::new(stdout, stdin, clock);
         let transcript: Arc<Mutex<Option<Transcript>>> = Arc::default();
         let last_input: Arc<Mutex<Vec<u8>>> = Arc::default();
@@ -110,6 +230,7 @@ impl Session {
                 conn: Box::new(conn),
                 child,
                 io,
+                watch,
             },
             start,
             transcript,
@@ -159,6 +280,12 @@ impl Session {
         if let Ok(mut t) = self.transcript.lock() {
             *t = Some(transcript);
         }
+    }
+
+    /// Whether the server was killed because a write to it waited too long (it stopped
+    /// reading its input; see [`Watch`]).
+    pub fn stopped_reading(&self) -> bool {
+        matches!(&self.link, Link::Stdio { watch, .. } if watch.killed.load(Ordering::SeqCst))
     }
 
     /// The last bytes the server wrote (stdio; at most `RECENT_INPUT`).
@@ -227,19 +354,19 @@ impl Session {
     /// is usually on its way out). Always `None` over HTTP.
     /// The stdio server's exit status if it has exited already (no wait).
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        let Link::Stdio { child, .. } = &mut self.link else {
+        let Link::Stdio { child, watch, .. } = &mut self.link else {
             return None;
         };
-        child.try_wait().ok().flatten()
+        watch.try_wait(child)
     }
 
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        let Link::Stdio { child, .. } = &mut self.link else {
+        let Link::Stdio { child, watch, .. } = &mut self.link else {
             return None;
         };
         let until = Instant::now() + Duration::from_millis(500);
         loop {
-            if let Ok(Some(status)) = child.try_wait() {
+            if let Some(status) = watch.try_wait(child) {
                 return Some(status);
             }
             if Instant::now() >= until {
@@ -252,8 +379,10 @@ impl Session {
     /// The stdio shutdown the spec describes: close the server's stdin, wait, then SIGTERM,
     /// then SIGKILL. Over HTTP there is nothing to stop.
     pub fn shutdown(mut self) -> Option<ExitStatus> {
-        let (child, io) = match &mut self.link {
-            Link::Stdio { child, io, .. } => (child, io),
+        let (child, io, watch) = match &mut self.link {
+            Link::Stdio {
+                child, io, watch, ..
+            } => (child, io, watch),
             Link::Http { runtime, client } => {
                 // A session is ended with its DELETE.
                 runtime.block_on(client.end_session(Duration::from_secs(2)));
@@ -274,24 +403,24 @@ impl Session {
             }
             let until = Instant::now() + Duration::from_secs(2);
             while Instant::now() < until {
-                if let Ok(Some(status)) = child.try_wait() {
+                if let Some(status) = watch.try_wait(child) {
                     return Some(status);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
         let _ = child.kill();
-        child.wait().ok()
+        watch.wait(child)
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Link::Stdio { child, .. } = &mut self.link
-            && let Ok(None) = child.try_wait()
+        if let Link::Stdio { child, watch, .. } = &mut self.link
+            && watch.try_wait(child).is_none()
         {
             let _ = child.kill();
-            let _ = child.wait();
+            watch.wait(child);
         }
     }
 }

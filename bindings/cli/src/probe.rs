@@ -164,16 +164,7 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
         },
         Ev::Failed { reason, .. } => Some(transport_failure(session, *reason, waiting_for)),
         Ev::Closed { reason } => Some(match reason {
-            CloseReason::Eof => {
-                let status = session
-                    .try_status()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default();
-                fail(
-                    EXIT_EXITED,
-                    format!("the server closed its output before answering {waiting_for}{status}"),
-                )
-            }
+            CloseReason::Eof => closed_early(session, waiting_for),
             CloseReason::UnsupportedVersion(v) => fail(
                 EXIT_VERSION,
                 format!("the server chose protocol version {v}, which was not offered"),
@@ -253,6 +244,28 @@ fn said(message: &str) -> String {
     } else {
         format!(": {message:?}")
     }
+}
+
+/// The server's output ended before the answer to `waiting_for`: it exited, or was killed
+/// because it stopped reading what we wrote (see `driver::Watch`).
+fn closed_early(session: &mut Session, waiting_for: &str) -> Failure {
+    let status = session
+        .try_status()
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    if session.stopped_reading() {
+        return fail(
+            EXIT_TIMEOUT,
+            format!(
+                "the server stopped reading its input while we wrote to it (waiting for \
+                 {waiting_for}); it was stopped{status}"
+            ),
+        );
+    }
+    fail(
+        EXIT_EXITED,
+        format!("the server closed its output before answering {waiting_for}{status}"),
+    )
 }
 
 /// An HTTP exchange that failed without a JSON-RPC answer; with an error status, the start
@@ -440,16 +453,7 @@ fn verdict(
                 format!("the connection failed during {waiting_for}"),
             )
         })),
-        Err(Stop::Eof) => {
-            let status = session
-                .try_status()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default();
-            Err(fail(
-                EXIT_EXITED,
-                format!("the server closed its output before answering {waiting_for}{status}"),
-            ))
-        }
+        Err(Stop::Eof) => Err(closed_early(session, waiting_for)),
         Err(Stop::Deadline) => Err(gone_quietly(session, waiting_for)
             .unwrap_or_else(|| fail(EXIT_TIMEOUT, format!("no answer to {waiting_for} in time")))),
         // (Reported as the signal it was, once the server is stopped.)

@@ -2349,6 +2349,52 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     assert!(err.contains("--max-connections"), "{err}");
 }
 
+/// A server that stops reading while probe writes to it (a large --call) is stopped once the
+/// write has waited for the timeout, and probe says why: the write waited for good, past
+/// --timeout and Ctrl-C, until the server happened to exit.
+#[test]
+fn probe_stops_a_server_that_stopped_reading_its_input() {
+    let server = r#"
+import sys, json, time
+for _ in range(4):
+    m = json.loads(sys.stdin.readline())
+    if m.get("method") == "ping":
+        r = {}
+    elif m.get("method") == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "deaf", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+time.sleep(30)
+"#;
+    let args = format!(r#"{{"text":"{}"}}"#, "x".repeat(100 * 1024));
+    let started = std::time::Instant::now();
+    let (code, _, err) = mcpwire(&[
+        "probe",
+        "--timeout",
+        "1",
+        "--protocol",
+        "2025-11-25",
+        "--call",
+        "echo",
+        &args,
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains("stopped reading its input"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// A server that pages for ever with large pages is followed only so far: at most 100,000
 /// items of a list are kept (a 16 MiB page of empty objects parses into millions of
 /// values, and 100 pages of them took gigabytes).
