@@ -871,7 +871,7 @@ fn wait_for(fd: i32, ready: Ready) {
 
 /// Writes all of `bytes` to stdout and flushes, waiting while a non-blocking stdout is full.
 /// `write` is retried with what is left: a failed `write` takes nothing.
-fn write_waiting(out: &mut impl Write, mut bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_waiting(out: &mut impl Write, mut bytes: &[u8]) -> std::io::Result<()> {
     while !bytes.is_empty() {
         match out.write(bytes) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
