@@ -737,7 +737,12 @@ impl Tasks {
     ) -> Result<(), TaskError> {
         let max_payload = self.config.max_payload;
         let t = self.live(task)?;
-        if !result.is_object() || result.get().len() > max_payload {
+        // (A `_meta` twice: the related-task metadata could not be merged into it, and the
+        // peer may read either.)
+        if !result.is_object()
+            || result.get().len() > max_payload
+            || result.get_unique("_meta").is_err()
+        {
             return Err(TaskError::InvalidPayload);
         }
         let tool_error = t.legacy.is_some()

@@ -650,6 +650,16 @@ fn input_requests_are_bounded_and_must_be_input_requests() {
         tasks.complete(T0, &task, raw("[]")),
         Err(TaskError::InvalidPayload)
     );
+    // A result with `_meta` twice: the related-task metadata could not be merged into it,
+    // and `tasks/result` sent it as it was, without that metadata.
+    assert_eq!(
+        tasks.complete(
+            T0,
+            &task,
+            raw(r#"{"_meta":{},"_meta":{"a":1},"content":[]}"#)
+        ),
+        Err(TaskError::InvalidPayload)
+    );
     // Params the capability rules cannot read: tasks/get could not tell what the requestor
     // must have declared (the first went out to a client that declared only form mode).
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);

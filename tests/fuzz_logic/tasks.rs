@@ -96,6 +96,8 @@ pub enum Payload {
     BadMeta,
     /// `isError` twice.
     DupIsError,
+    /// `_meta` twice: no result (the related-task metadata could not be merged in).
+    DupMeta,
     Text(u8),
     /// The `data` of -32042: URL elicitations to complete.
     Elicitations,
@@ -382,6 +384,7 @@ impl Harness {
             }
             Payload::BadMeta => r#"{"_meta":5,"a":[]}"#.to_owned(),
             Payload::DupIsError => r#"{"isError":true,"isError":false}"#.to_owned(),
+            Payload::DupMeta => r#"{"_meta":{},"_meta":{"a":1}}"#.to_owned(),
             Payload::Elicitations => concat!(
                 r#"{"elicitations":[{"mode":"url","elicitationId":"e1","#,
                 r#""url":"https://example.com/auth","message":"Sign in"}]}"#
@@ -394,7 +397,9 @@ impl Harness {
     }
 
     fn payload_fits(&self, text: &str) -> bool {
-        text.starts_with('{') && text.len() <= self.setup.max_payload
+        text.starts_with('{')
+            && text.len() <= self.setup.max_payload
+            && raw(text).get_unique("_meta").is_ok()
     }
 
     /// What `ask` is given for `p`: an input request of Multi Round-Trip Requests for the
