@@ -41,7 +41,9 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 //
 // Answers never find the output full for want of writing: once the output passes a
 // high-water mark (1 MiB, or half of Limits.MaxBufferedOutput if smaller), it is written
-// before the next event is handed out.
+// before the next event is handed out. (That write may stop early for input waiting to be
+// fed, as below, but only with less than half of Limits.MaxBufferedOutput left unwritten:
+// an answer of up to half the bound always finds room.)
 //
 // Backpressure: input is read as Serve comes for it, and w's Write blocks Serve, so a peer
 // that reads slowly slows its own requests down instead of growing memory. During a write of
@@ -60,8 +62,10 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends
 // a Write that has made no progress for a second, past the grace, if w takes write
 // deadlines (a net.Conn, an os.Pipe end): it fails (w's write deadline is left in the past)
-// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut (after
-// the cancel, Writes go out 4 KiB at a time, so that one that reads slowly shows it). Other
+// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut: after
+// the cancel, Writes go out 4 KiB at a time, so that one that reads slowly shows it (a Write
+// begun before the cancel is watched whole: its peer must take its 64 KiB within the grace
+// and a second). Other
 // writers cannot be interrupted (os.Stdout is usually one: a program that must end on a
 // signal bounds its own wait, as examples/stdio_server does). A command given on another
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
@@ -300,6 +304,12 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			default:
 			}
 		}
+		// The events handOut left go first: input goes in only once every event is handed
+		// out (as Conn.InputPiece asks: else requests in flight would grow a piece per event),
+		// and the end of input too (it closes the connection: they could not be answered).
+		if cut {
+			continue
+		}
 		// 3. The rest of the last read, a piece at a time, before reading more.
 		if len(pending) > 0 {
 			n := min(len(pending), piece)
@@ -307,11 +317,6 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return err
 			}
 			pending = pending[n:]
-			continue
-		}
-		// The events handOut left for that input, before the end or a wait (the end closes
-		// the connection, and they could not be answered).
-		if cut {
 			continue
 		}
 		// The input ended, and everything read before its end is in and handed out: now
@@ -465,8 +470,9 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // high-water mark is written before the next event, so that the answers an event gets always
 // find room (a large answer among pipelined requests would otherwise leave the next ones
 // ErrOutputFull with the peer reading all along); a write error stops that and is returned.
-// When that write stops for input, handOut stops after the event at hand (cut), and the rest
-// wait for the next call: the input goes in first.
+// When that write stops for input (with less than half the bound left), handOut stops after
+// the event at hand (cut): Serve takes that input in, and hands out the rest before it feeds
+// any of it.
 func handOut(conn *Conn, w io.Writer, h Handler, write func() (bool, error)) (closed, cut bool, werr error) {
 	writeAhead := write != nil
 	var now time.Time

@@ -607,6 +607,33 @@ func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
 	}
 }
 
+// Many pipelined requests answered large, to a client that reads: every one is answered.
+// When a write before the next event stopped for input, Serve fed the next piece with events
+// still waiting, a piece per event, so requests in flight grew past the engine's bound and
+// the rest were refused.
+func TestServeManyPipelinedRequestsAnsweredLargeAreAllAnswered(t *testing.T) {
+	conn := toolsServer(t)
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 100<<10) + `"}`)
+	refused := 0
+	var out bytes.Buffer
+	err := Serve(context.Background(), conn, pipelined(300), &out, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if req, ok := ev.(*RequestEvent); ok {
+			if c.Respond(req.ID, big) != nil {
+				refused++
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(out.Bytes(), []byte("xxx\"}")); refused != 0 || got != 300 {
+		t.Fatalf("%d answers refused, %d written", refused, got)
+	}
+	if bytes.Contains(out.Bytes(), []byte(`"error"`)) {
+		t.Fatal("a request was refused by the engine")
+	}
+}
+
 // servePipelinedLargeCallsToAHalfDuplexServer makes calls pipelined calls of 256 KiB each to a
 // half-duplex server answering at the same size. With 8 or more, more than the high-water
 // mark (1 MiB) was still unwritten when the first answer was handed out, and the write that
