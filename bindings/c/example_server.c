@@ -57,7 +57,8 @@ static uint64_t now_ns(void) {
 }
 
 /* The flags stdin and stdout had: they are shared with whoever else holds them (a terminal,
-   the parent's pipes), so they are put back however the server ends. */
+   the parent's pipes), so they are put back when the server ends: normally, on an error, or
+   on SIGINT or SIGTERM. */
 static int stdin_flags = -1, stdout_flags = -1;
 
 static void restore_flags(void) {
@@ -82,6 +83,7 @@ static void die(const char *what, mcpw_result rc) {
 static void *checked_malloc(size_t size) {
     void *p = malloc(size);
     if (p == NULL) {
+        restore_flags();
         fprintf(stderr, "example_server: out of memory\n");
         exit(EXIT_FAILURE);
     }
@@ -481,8 +483,10 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
     stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    /* (A signal the server was started ignoring, as a background job or under nohup, stays
+       ignored.) */
+    if (signal(SIGINT, on_signal) == SIG_IGN) signal(SIGINT, SIG_IGN);
+    if (signal(SIGTERM, on_signal) == SIG_IGN) signal(SIGTERM, SIG_IGN);
     fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
     fcntl(STDOUT_FILENO, F_SETFL, stdout_flags | O_NONBLOCK);
 

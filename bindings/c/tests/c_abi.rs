@@ -929,6 +929,27 @@ fn the_stdio_example_restores_its_shared_descriptors_when_signalled() {
         assert!(!status.success(), "{status:?}");
         assert!(!nonblocking(&shared), "{signal}: stdin left non-blocking");
     }
+    // Started ignoring SIGTERM (as a background job or under nohup), it still ignores it:
+    // its handler replaced the ignored disposition, and the server ended.
+    let script = format!("trap '' TERM; exec {}", c_server_plain().display());
+    let mut child = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGTERM, ignored, ended it"
+    );
+    drop(child.stdin.take()); // the end of input ends it
+    assert!(child.wait().unwrap().success());
 }
 
 #[test]
