@@ -104,19 +104,18 @@ impl Watch {
     }
 
     /// `child.try_wait()`, with the watchdog kept from signalling a pid that reaping frees.
+    /// (Through `signals::reap`, so that the signal relay forgets the pid too.)
     fn try_wait(&self, child: &mut Child) -> Option<ExitStatus> {
         let mut pid = self.pid.lock().unwrap_or_else(|p| p.into_inner());
-        let status = child.try_wait().ok().flatten();
-        if status.is_some() {
-            *pid = None;
-        }
-        status
+        let status = crate::signals::reap(child, false)?;
+        *pid = None;
+        status.ok()
     }
 
     /// `child.wait()` (see [`try_wait`](Self::try_wait)).
     fn wait(&self, child: &mut Child) -> Option<ExitStatus> {
         *self.pid.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        child.wait().ok()
+        crate::signals::reap(child, true)?.ok()
     }
 
     fn spawn(self: &Arc<Self>, limit: Duration) {

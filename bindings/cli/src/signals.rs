@@ -7,7 +7,7 @@ mod imp {
     use std::sync::atomic::{AtomicI32, Ordering};
 
     /// The child to pass signals to (0: none yet).
-    static CHILD: AtomicI32 = AtomicI32::new(0);
+    pub(super) static CHILD: AtomicI32 = AtomicI32::new(0);
     /// The last signal passed on (0: none).
     static CAUGHT: AtomicI32 = AtomicI32::new(0);
 
@@ -51,6 +51,44 @@ mod imp {
         }
     }
 
+    /// Reaps `child` once it has exited (waiting for that with `block`), after it stops
+    /// being the one signals go to: its pid is free for another process once reaped. The
+    /// exit is seen first without reaping (`WNOWAIT`), so a signal never reaches a pid
+    /// reaped since.
+    pub fn reap(
+        child: &mut std::process::Child,
+        block: bool,
+    ) -> Option<std::io::Result<std::process::ExitStatus>> {
+        let pid: libc::id_t = child.id();
+        let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+        loop {
+            // SAFETY: `info` is a zeroed siginfo_t alive for the call; waitid(2) with
+            // WNOWAIT only looks at our own child's state.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
+            if rc == -1 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // (Reaped already, say: `Child` knows its status then.)
+                return child.try_wait().transpose();
+            }
+            // SAFETY: waitid filled `info`; with WNOHANG and no exit yet, si_pid is 0.
+            if unsafe { info.si_pid() } == 0 {
+                return None;
+            }
+            break;
+        }
+        let _ = CHILD.compare_exchange(
+            i32::try_from(pid).unwrap_or(0),
+            0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        Some(child.wait())
+    }
+
     pub fn caught() -> Option<i32> {
         match CAUGHT.load(Ordering::SeqCst) {
             0 => None,
@@ -72,6 +110,54 @@ mod imp {
 #[cfg(not(unix))]
 mod imp {
     pub fn pass_to(_child: u32) {}
+    pub fn reap(
+        child: &mut std::process::Child,
+        block: bool,
+    ) -> Option<std::io::Result<std::process::ExitStatus>> {
+        if block {
+            Some(child.wait())
+        } else {
+            child.try_wait().transpose()
+        }
+    }
+    /// Reaps `child` once it has exited (waiting for that with `block`), after it stops
+    /// being the one signals go to: its pid is free for another process once reaped. The
+    /// exit is seen first without reaping (`WNOWAIT`), so a signal never reaches a pid
+    /// reaped since.
+    pub fn reap(
+        child: &mut std::process::Child,
+        block: bool,
+    ) -> Option<std::io::Result<std::process::ExitStatus>> {
+        let pid: libc::id_t = child.id();
+        let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+        loop {
+            // SAFETY: `info` is a zeroed siginfo_t alive for the call; waitid(2) with
+            // WNOWAIT only looks at our own child's state.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
+            if rc == -1 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // (Reaped already, say: `Child` knows its status then.)
+                return child.try_wait().transpose();
+            }
+            // SAFETY: waitid filled `info`; with WNOHANG and no exit yet, si_pid is 0.
+            if unsafe { info.si_pid() } == 0 {
+                return None;
+            }
+            break;
+        }
+        let _ = CHILD.compare_exchange(
+            i32::try_from(pid).unwrap_or(0),
+            0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        Some(child.wait())
+    }
+
     pub fn caught() -> Option<i32> {
         None
     }
@@ -107,3 +193,29 @@ pub use imp::caught;
 /// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead (those
 /// this process ignores stay ignored).
 pub use imp::pass_to;
+/// Reaps the child once it has exited (`None`: not yet, without `block`), after signals stop
+/// going to it. Use it instead of `Child::wait` and `try_wait` for the child signals go to.
+pub use imp::reap;
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    /// Reaping the child makes the relay forget it: its pid may be another process's next.
+    /// (The relay kept it, and a later signal went to whatever process had the pid.)
+    #[test]
+    fn reaping_the_child_stops_signals_going_to_its_pid() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
+        super::pass_to(child.id());
+        assert!(super::reap(&mut child, false).is_none(), "still running");
+        assert_eq!(super::imp::CHILD.load(Ordering::SeqCst), child.id() as i32);
+        let status = super::reap(&mut child, true).unwrap().unwrap();
+        assert!(status.success(), "{status:?}");
+        assert_eq!(super::imp::CHILD.load(Ordering::SeqCst), 0);
+        // Reaped already: the status is still there.
+        assert!(super::reap(&mut child, false).unwrap().unwrap().success());
+    }
+}

@@ -4,11 +4,13 @@
 //! per-request latency, and protocol violations.
 //!
 //! Each log entry is one line, written whole with a single write, so a reader tailing the log
-//! never sees half an entry. The log is written on a thread of its own, so a log that cannot
+//! never sees half an entry (but see the end, below). The log is written on a thread of its own, so a log that cannot
 //! keep up (a FIFO whose reader paused, a slow disk) never holds the traffic up: up to 8 MiB
 //! of entries wait for it, and past that entries are dropped and a `dropped` entry counts
 //! them. When the log cannot be written at all (a full disk), tap says so on stderr once and
-//! logs nothing more; and at the end it waits at most 2 s for the log to take what is left. The first entry is `start`; then come the messages (`request`,
+//! logs nothing more; and at the end it waits at most 2 s for the log to take what is left
+//! (past that, the rest is lost, and a log that had taken part of an entry ends with that
+//! part). The first entry is `start`; then come the messages (`request`,
 //! `notification`, `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or
 //! `closed` when the server stops reading its own (tap then closes its stdin too, so that the
 //! host's writes fail as they would without tap, and keeps passing on what the server writes);
@@ -701,7 +703,9 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let waiter = {
         let (exited, reaped) = (Arc::clone(&exited), Arc::clone(&reaped));
         std::thread::spawn(move || {
-            let status = child.wait();
+            // (Through `reap`: the signal relay forgets the pid before it is freed.)
+            let status = crate::signals::reap(&mut child, true)
+                .unwrap_or_else(|| Err(std::io::Error::other("no status")));
             reaped.store(true, Ordering::SeqCst);
             *exited.lock().unwrap_or_else(|p| p.into_inner()) = Some(status);
         })
