@@ -495,9 +495,6 @@ pub async fn serve<A: Application>(
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     // The connections being served, for the choice of one to close at the cap.
     let mut tracked: Vec<Arc<Tracked>> = Vec::new();
-    // Told by a connection chosen to make room that it will not close (its next request had
-    // begun to arrive): the accept loop chooses another.
-    let declined = Arc::new(Notify::new());
     let epoch = Instant::now();
     // Connections being turned away (503), at most this many at once; beyond, they are
     // closed without a word.
@@ -529,7 +526,7 @@ pub async fn serve<A: Application>(
         let permit = match permits.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             // At the cap: the connection idle longest makes room, if there is one.
-            Err(_) => displace(&mut tracked, &permits, &declined).await,
+            Err(_) => displace(&mut tracked, &permits).await,
         };
         let Some(permit) = permit else {
             if let Ok(shed) = shedding.clone().try_acquire_owned() {
@@ -555,7 +552,6 @@ pub async fn serve<A: Application>(
         };
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let mut stop = stop.clone();
-        let declined = declined.clone();
         conns.spawn(async move {
             tokio::pin!(conn);
             loop {
@@ -567,7 +563,7 @@ pub async fn serve<A: Application>(
                     }
                     _ = conn_state.evict.notified() => {
                         // (`conn` holds the socket `input` asks until the task ends.)
-                        if !agrees_to_close(&conn_state, input, &declined) {
+                        if !agrees_to_close(&conn_state, input) {
                             continue;
                         }
                         // A connection that never had a request is simply dropped (hyper
@@ -623,20 +619,19 @@ const MAKE_ROOM_TRIES: usize = 4;
 async fn displace(
     tracked: &mut Vec<Arc<Tracked>>,
     permits: &Arc<Semaphore>,
-    declined: &Notify,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     let deadline = tokio::time::Instant::now() + MAKE_ROOM_WAIT;
     for _ in 0..MAKE_ROOM_TRIES {
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             return Some(permit);
         }
+        let chosen = make_room(tracked)?;
         // Listening before asking: a connection declines at once, maybe before this waits.
-        let refusal = declined.notified();
+        // (Its own refusal only: one asked before that declines late cuts no wait short.)
+        let refusal = chosen.declined.notified();
         tokio::pin!(refusal);
         refusal.as_mut().enable();
-        if !make_room(tracked) {
-            return None;
-        }
+        chosen.evict.notify_one();
         tokio::select! {
             permit = permits.clone().acquire_owned() => return permit.ok(),
             () = refusal => {}
@@ -649,8 +644,8 @@ async fn displace(
 /// Whether a connection chosen to make room closes: chosen while idle, its next request may
 /// have arrived since (read, or still in the kernel), and closing then would lose it; or it
 /// may have been served since, and is no longer the one idle longest. Then it declines
-/// (`declined` tells the accept loop, which chooses another) and goes on.
-fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
+/// (its `declined` tells the accept loop, which chooses another) and goes on.
+fn agrees_to_close(conn: &Tracked, input: Input) -> bool {
     if conn.forced.load(Ordering::Relaxed) {
         return true;
     }
@@ -673,8 +668,8 @@ fn agrees_to_close(conn: &Tracked, input: Input, declined: &Notify) -> bool {
     };
     if arriving {
         conn.evicting.store(false, Ordering::Relaxed);
-        // Only to a waiting accept loop: a late refusal must not cut short its next wait.
-        declined.notify_waiters();
+        // Only to an accept loop waiting for this connection's answer.
+        conn.declined.notify_waiters();
         return false;
     }
     true
@@ -708,7 +703,10 @@ struct Tracked {
     evicting: AtomicBool,
     /// Chosen to make room with no right to decline.
     forced: AtomicBool,
+    /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
+    /// Tells the accept loop that the connection declined to close.
+    declined: Notify,
     epoch: Instant,
 }
 
@@ -726,6 +724,7 @@ impl Tracked {
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
             evict: Notify::new(),
+            declined: Notify::new(),
             epoch,
         }
     }
@@ -754,17 +753,16 @@ fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Asks the connection idle longest to close, forgetting the connections that ended; false
-/// when every connection is serving a request (or already closing). One whose next request
+/// Chooses the connection idle longest to close (the caller asks it, with `evict`),
+/// forgetting the connections that ended; `None` when every connection is serving a request
+/// (or already closing). One whose next request
 /// is arriving is passed over, and the one asked may decline if its request turns out to
 /// have arrived; when every idle connection has a request arriving, the one idle longest is
 /// made to close all the same, so that heads kept arriving cannot lock new clients out.
-fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
+fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> Option<Arc<Tracked>> {
     // A connection's task holds the other reference while it runs.
     tracked.retain(|t| Arc::strong_count(t) > 1);
-    let Some(now) = tracked.first().map(|t| millis_since(t.epoch)) else {
-        return false;
-    };
+    let now = millis_since(tracked.first()?.epoch);
     let idle = || {
         tracked.iter().filter(|t| {
             t.active.load(Ordering::Acquire) == 0 && !t.evicting.load(Ordering::Relaxed)
@@ -778,7 +776,7 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
         Some(chosen) => (chosen, false),
         None => match idle().min_by_key(longest) {
             Some(chosen) => (chosen, true),
-            None => return false,
+            None => return None,
         },
     };
     chosen
@@ -786,8 +784,7 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> bool {
         .store(chosen.finished.load(Ordering::Acquire), Ordering::Relaxed);
     chosen.forced.store(force, Ordering::Relaxed);
     chosen.evicting.store(true, Ordering::Relaxed);
-    chosen.evict.notify_one();
-    true
+    Some(chosen.clone())
 }
 
 /// The service of one connection of [`serve`]: [`McpService`], counting the connection's
@@ -1164,7 +1161,12 @@ where
 {
     use bytes::Buf as _;
     let mut body = std::pin::pin!(body);
-    let mut chunks: Vec<Bytes> = Vec::new();
+    // A body in one piece is kept as hyper gave it (no copy). From the second piece on, the
+    // pieces are copied into one buffer: each one hyper gives shares its whole read buffer
+    // (8 KiB or more), so keeping them would let a client sending a byte at a time hold
+    // thousands of times its body's size.
+    let mut first: Option<Bytes> = None;
+    let mut rest: Vec<u8> = Vec::new();
     let mut len: u64 = 0;
     while let Some(frame) = body.as_mut().frame().await {
         let Ok(frame) = frame else {
@@ -1176,23 +1178,31 @@ where
         len += data.remaining() as u64;
         received.store(len, Ordering::Relaxed);
         if len > max as u64 {
-            chunks = Vec::new();
+            (first, rest) = (None, Vec::new());
             if len > discard {
                 return BodyRead::TooLarge;
             }
             continue;
         }
-        let n = data.remaining();
-        chunks.push(data.copy_to_bytes(n));
+        if first.is_none() && rest.is_empty() {
+            let n = data.remaining();
+            first = Some(data.copy_to_bytes(n));
+            continue;
+        }
+        if let Some(first) = first.take() {
+            rest.extend_from_slice(&first);
+        }
+        while data.has_remaining() {
+            let piece = data.chunk();
+            let n = piece.len();
+            rest.extend_from_slice(piece);
+            data.advance(n);
+        }
     }
     if len > max as u64 {
         return BodyRead::TooLarge;
     }
-    BodyRead::Complete(match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => chunks.concat().into(),
-    })
+    BodyRead::Complete(first.unwrap_or_else(|| rest.into()))
 }
 
 async fn handle<A: Application, B>(
@@ -1492,18 +1502,17 @@ mod tests {
         let mut conns = Vec::new();
         let epoch = Instant::now();
         let permits = Arc::new(Semaphore::new(0));
-        let declined = Arc::new(Notify::new());
         for idle_since in [0, 5] {
             clients.push(tokio::net::TcpStream::connect(addr).await.unwrap());
             let (stream, _) = listener.accept().await.unwrap();
             let tracked = Arc::new(Tracked::new(epoch));
             tracked.idle_since.store(idle_since, Ordering::Relaxed);
-            let (conn, permits, declined) = (tracked.clone(), permits.clone(), declined.clone());
+            let (conn, permits) = (tracked.clone(), permits.clone());
             tokio::spawn(async move {
                 let input = Input::of(&stream);
                 loop {
                     conn.evict.notified().await;
-                    if agrees_to_close(&conn, input, &declined) {
+                    if agrees_to_close(&conn, input) {
                         drop(stream);
                         permits.add_permits(1);
                         return;
@@ -1520,7 +1529,7 @@ mod tests {
         assert!(!conns[0].begun());
 
         let mut tracked = conns.clone();
-        let permit = displace(&mut tracked, &permits, &declined).await;
+        let permit = displace(&mut tracked, &permits).await;
         assert!(permit.is_some(), "no room made");
         assert!(
             !conns[0].evicting.load(Ordering::Relaxed),
@@ -1533,6 +1542,66 @@ mod tests {
         let mut byte = [0u8; 1];
         let n = tokio::io::AsyncReadExt::read(&mut clients[1], &mut byte).await;
         assert!(matches!(n, Ok(0) | Err(_)), "the second is closed");
+    }
+
+    /// A body that comes a byte at a time keeps none of the pieces hyper hands over: each
+    /// shares a whole read buffer, and keeping them held 8 KiB or more per byte until the
+    /// body ended.
+    #[tokio::test]
+    async fn a_body_in_tiny_pieces_keeps_none_of_them() {
+        struct Pieces {
+            buffers: Vec<Bytes>,
+            next: usize,
+            retained: Arc<AtomicBool>,
+        }
+        impl HttpBody for Pieces {
+            type Data = Bytes;
+            type Error = Infallible;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+            ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+                let k = self.next;
+                // Every piece before the last one given is no longer held (the first
+                // alone may be, until a second comes).
+                if k >= 2 && self.buffers[..k - 1].iter().any(|b| !b.is_unique()) {
+                    self.retained.store(true, Ordering::Relaxed);
+                }
+                let Some(buffer) = self.buffers.get(k) else {
+                    return Poll::Ready(None);
+                };
+                let piece = buffer.slice(k % 8..k % 8 + 1);
+                self.next += 1;
+                Poll::Ready(Some(Ok(Frame::data(piece))))
+            }
+        }
+        let buffers: Vec<Bytes> = (0..100u8)
+            .map(|i| Bytes::from(vec![b'a' + i % 26; 8192]))
+            .collect();
+        let retained = Arc::new(AtomicBool::new(false));
+        let body = Pieces {
+            buffers, // (the only handles on them: no other keeps them from being unique)
+            next: 0,
+            retained: retained.clone(),
+        };
+        let BodyRead::Complete(read) = read_body(body, 1 << 20, 1 << 24, &AtomicU64::new(0)).await
+        else {
+            panic!("not complete");
+        };
+        let want: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        assert_eq!(&read[..], &want[..]);
+        assert!(!retained.load(Ordering::Relaxed), "pieces were kept");
+        // One piece alone is kept as given (no copy).
+        let one = Pieces {
+            buffers: vec![Bytes::from(vec![b'a'; 8192])],
+            next: 0,
+            retained: Arc::new(AtomicBool::new(false)),
+        };
+        let BodyRead::Complete(read) = read_body(one, 1 << 20, 1 << 24, &AtomicU64::new(0)).await
+        else {
+            panic!("not complete");
+        };
+        assert_eq!(&read[..], b"a");
     }
 
     /// A connection chosen while idle that was served before its task saw the choice (a
@@ -1553,7 +1622,7 @@ mod tests {
         let mut tracked = vec![busy.clone(), silent.clone()];
         // The task holding each connection's other reference.
         let _held = (busy.clone(), silent.clone());
-        assert!(make_room(&mut tracked));
+        assert!(make_room(&mut tracked).is_some_and(|c| Arc::ptr_eq(&c, &busy)));
         assert!(
             busy.evicting.load(Ordering::Relaxed),
             "idle longest is chosen"
@@ -1562,12 +1631,59 @@ mod tests {
         busy.note_input();
         busy.active.fetch_add(1, Ordering::AcqRel);
         drop(Active(busy.clone()));
-        let declined = Notify::new();
-        assert!(!agrees_to_close(&busy, Input::of(&stream), &declined));
+        assert!(!agrees_to_close(&busy, Input::of(&stream)));
         assert!(!busy.evicting.load(Ordering::Relaxed));
         // The next choice is the silent one, and it agrees.
-        assert!(make_room(&mut tracked));
+        assert!(make_room(&mut tracked).is_some_and(|c| Arc::ptr_eq(&c, &silent)));
         assert!(silent.evicting.load(Ordering::Relaxed));
-        assert!(agrees_to_close(&silent, Input::of(&stream), &declined));
+        assert!(agrees_to_close(&silent, Input::of(&stream)));
+    }
+
+    /// A connection asked to make room by an earlier new client, that declines only once
+    /// that client has given up (its task ran late), does not cut short the wait of the next
+    /// one: that wait is for its own choice. The late refusal woke it, and a third
+    /// connection was asked as well, two closed for one new client.
+    #[tokio::test]
+    async fn a_late_refusal_does_not_cut_short_the_next_wait() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let input = Input::of(&stream);
+        let epoch = Instant::now();
+        let permits = Arc::new(Semaphore::new(0));
+        let conns: Vec<Arc<Tracked>> = (0..3u64)
+            .map(|i| {
+                let t = Arc::new(Tracked::new(epoch));
+                t.idle_since.store(i, Ordering::Relaxed);
+                t
+            })
+            .collect();
+        let mut tracked = conns.clone();
+        let _held = conns.clone(); // (their tasks' references)
+        // The first is asked, and its task does not run in time: 503.
+        assert!(displace(&mut tracked, &permits).await.is_none());
+        assert!(conns[0].evicting.load(Ordering::Relaxed));
+        // The second is asked next; it agrees after 100 ms. Meanwhile the first declines.
+        let (second, room) = (conns[1].clone(), permits.clone());
+        tokio::spawn(async move {
+            second.evict.notified().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            room.add_permits(1);
+        });
+        let first = conns[0].clone();
+        let declined = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            first.note_input(); // its next request has begun
+            agrees_to_close(&first, input)
+        });
+        assert!(displace(&mut tracked, &permits).await.is_some());
+        assert!(!declined.await.unwrap(), "the first declined");
+        assert!(conns[1].evicting.load(Ordering::Relaxed));
+        assert!(
+            !conns[2].evicting.load(Ordering::Relaxed),
+            "the third was asked too"
+        );
+        drop(stream);
     }
 }
