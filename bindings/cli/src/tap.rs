@@ -4,17 +4,19 @@
 //! per-request latency, and protocol violations.
 //!
 //! Each log entry is one line, written whole with a single write, so a reader tailing the log
-//! never sees half an entry (but see the end, below). The log is written on a thread of its own, so a log that cannot
-//! keep up (a FIFO whose reader paused, a slow disk) never holds the traffic up: up to 8 MiB
-//! of entries wait for it, and past that entries are dropped and a `dropped` entry counts
-//! them. When the log cannot be written at all (a full disk), tap says so on stderr once and
-//! logs nothing more; and at the end it waits at most 2 s for the log to take what is left
-//! (past that, the rest is lost, and a log that had taken part of an entry ends with that
-//! part). The first entry is `start`; then come the messages (`request`,
-//! `notification`, `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or
-//! `closed` when the server stops reading its own (tap then closes its stdin too, so that the
-//! host's writes fail as they would without tap, and keeps passing on what the server writes);
-//! the last entry is always `exit`, and nothing is logged after it.
+//! never sees half an entry (but see the end, below). The log is written on a thread of its
+//! own, so a log that cannot keep up (a FIFO whose reader paused, a slow disk) never holds
+//! the traffic up: up to 8 MiB of entries wait for it, and past that entries are dropped and
+//! a `dropped` entry counts them. When the log cannot be written at all (a full disk), tap
+//! says so on stderr once and logs nothing more; and at the end it waits at most 2 s for the
+//! log to take what is left (past that, the rest is lost, and a log that had taken part of
+//! an entry ends with that part).
+//!
+//! The first entry is `start`; then come the messages (`request`, `notification`,
+//! `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or `closed` when
+//! the server stops reading its own (tap then closes its stdin too, so that the host's writes
+//! fail as they would without tap, and keeps passing on what the server writes); the last
+//! entry is `exit` (unless the end gave up on the log), and nothing is logged after it.
 //!
 //! tap ends when the server does: at the end of its output, or a second after the server
 //! exited while a process it started still holds that output open. A host that stopped
