@@ -2476,6 +2476,51 @@ for line in sys.stdin:
     assert!(!out.contains("\nerror: fake"), "{out:?}");
 }
 
+/// At the cap, a connection whose client does not read the answer it was sent makes room at
+/// once: it counted as idle (its answer had left the service for hyper's buffer), agreed to
+/// close, and closed gracefully only once the answer was out, so the new client waited
+/// 250 ms and got 503 (and a cap full of such clients locked new ones out for 30 s each).
+#[test]
+fn serve_http_at_its_cap_drops_a_connection_whose_client_does_not_read() {
+    let (_server, url) = serve_http(&["--max-connections", "1"]);
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let script = r#"
+import socket, json, sys, time
+port = int(sys.argv[1])
+text = "x" * 3_500_000
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "echo", "arguments": {"text": text},
+    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+a = socket.socket()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+a.connect(("127.0.0.1", port))
+head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
+        % (port, len(body))).encode()
+a.sendall(head + body)
+time.sleep(1.5)  # the answer fills the buffers; this client never reads it
+b = socket.create_connection(("127.0.0.1", port))
+b.sendall(("GET /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port).encode())
+b.settimeout(5)
+print(b.recv(200).split(b"\r\n")[0].decode())
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &port])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("HTTP/1.1 404"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// probe ends a server that outlives the end of its input with SIGTERM, as it says, before
 /// it kills it: even where no `kill` program is on PATH (slim images), which it ran to send
 /// the signal, so the server lost its clean-up and was killed 2 s later.

@@ -80,8 +80,8 @@ pub struct HostConfig {
     pub path: String,
     /// TCP connections served at once. At the cap, a new connection takes the place of the
     /// one that has been idle longest, which is closed: one between two requests (closed as
-    /// a keep-alive connection is, after what it was sending), or one that has not sent a
-    /// byte since it was accepted. One whose next request began to arrive less than a second
+    /// a keep-alive connection is, after what it was sending, or at once when its client is
+    /// not reading what was sent), or one that has not sent a byte since it was accepted. One whose next request began to arrive less than a second
     /// ago (on Linux, also one whose next request waits unread in the kernel) is passed
     /// over while another can go: closing it would lose that request (not a head that hyper
     /// read while the previous answer was still going out: HTTP pipelining, which MCP
@@ -567,9 +567,14 @@ pub async fn serve<A: Application>(
                             continue;
                         }
                         // A connection that never had a request is simply dropped (hyper
-                        // would wait for its first head); one between requests closes as
-                        // keep-alive connections do, after it has written everything.
-                        if conn_state.served.load(Ordering::Acquire) {
+                        // would wait for its first head), and so is one whose client is not
+                        // reading the answer it was sent (a graceful close would wait for it
+                        // for up to the send timeout, holding the slot); one between
+                        // requests closes as keep-alive connections do, after it has
+                        // written everything.
+                        if conn_state.served.load(Ordering::Acquire)
+                            && !conn_state.stalled.load(Ordering::Relaxed)
+                        {
                             conn.as_mut().graceful_shutdown();
                             let _ = conn.await;
                         }
@@ -703,6 +708,9 @@ struct Tracked {
     evicting: AtomicBool,
     /// Chosen to make room with no right to decline.
     forced: AtomicBool,
+    /// A write could not proceed (the client is not reading what was sent): closing it
+    /// gracefully would wait for the send timeout, so when it makes room it is dropped.
+    stalled: AtomicBool,
     /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
     /// Tells the accept loop that the connection declined to close.
@@ -723,6 +731,7 @@ impl Tracked {
             finished_when_chosen: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             evict: Notify::new(),
             declined: Notify::new(),
             epoch,
@@ -893,9 +902,11 @@ impl SendGuard {
     /// else `Pending` (the timer wakes the task at the limit).
     fn stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let limit = self.limit;
-        let timer = self
-            .stalled
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        let conn = &self.conn;
+        let timer = self.stalled.get_or_insert_with(|| {
+            conn.stalled.store(true, Ordering::Relaxed);
+            Box::pin(tokio::time::sleep(limit))
+        });
         match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -914,7 +925,9 @@ impl SendGuard {
         match r {
             Poll::Pending => self.stall(cx),
             ready => {
-                self.stalled = None;
+                if self.stalled.take().is_some() {
+                    self.conn.stalled.store(false, Ordering::Relaxed);
+                }
                 ready
             }
         }
