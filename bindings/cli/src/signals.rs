@@ -120,44 +120,6 @@ mod imp {
             child.try_wait().transpose()
         }
     }
-    /// Reaps `child` once it has exited (waiting for that with `block`), after it stops
-    /// being the one signals go to: its pid is free for another process once reaped. The
-    /// exit is seen first without reaping (`WNOWAIT`), so a signal never reaches a pid
-    /// reaped since.
-    pub fn reap(
-        child: &mut std::process::Child,
-        block: bool,
-    ) -> Option<std::io::Result<std::process::ExitStatus>> {
-        let pid: libc::id_t = child.id();
-        let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
-        loop {
-            // SAFETY: `info` is a zeroed siginfo_t alive for the call; waitid(2) with
-            // WNOWAIT only looks at our own child's state.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
-            if rc == -1 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                // (Reaped already, say: `Child` knows its status then.)
-                return child.try_wait().transpose();
-            }
-            // SAFETY: waitid filled `info`; with WNOHANG and no exit yet, si_pid is 0.
-            if unsafe { info.si_pid() } == 0 {
-                return None;
-            }
-            break;
-        }
-        let _ = CHILD.compare_exchange(
-            i32::try_from(pid).unwrap_or(0),
-            0,
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        );
-        Some(child.wait())
-    }
-
     pub fn caught() -> Option<i32> {
         None
     }
