@@ -227,6 +227,37 @@ pub fn pid_from_file(path: &std::path::Path) -> u32 {
     }
 }
 
+/// Kills process `pid` (SIGKILL) if the returned guard is still alive after `limit`: for a
+/// test whose subject could block for good (a deadlock), so that it fails instead of hanging.
+/// Dropping the guard, once the process has been waited for, calls that off.
+pub fn kill_after(pid: u32, limit: Duration) -> KillAfter {
+    let (done, watched) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        if watched.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    });
+    KillAfter {
+        done: Some(done),
+        thread: Some(thread),
+    }
+}
+
+/// See [`kill_after`].
+pub struct KillAfter {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for KillAfter {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Whether process `pid` is still running (a zombie is not: it has ended, unreaped).
 pub fn is_running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {

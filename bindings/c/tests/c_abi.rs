@@ -858,15 +858,8 @@ fn answers_adding_up_past_the_output_bound_all_get_out() {
 fn a_client_that_writes_every_request_before_reading_gets_every_answer() {
     for program in [c_server_plain(), c_server_asan()] {
         let mut child = spawn_stdio_example(program);
-        let pid = child.id();
         // Kills the server if the two block each other (the write below would never end).
-        let (finished, watched) = std::sync::mpsc::channel::<()>();
-        let watchdog = std::thread::spawn(move || {
-            let timeout = std::time::Duration::from_secs(20);
-            if watched.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            }
-        });
+        let watchdog = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
         let mut stdin = child.stdin.take().unwrap();
         let pad = "x".repeat(8 * 1024);
         let mut input = C_INIT.to_owned();
@@ -886,8 +879,7 @@ fn a_client_that_writes_every_request_before_reading_gets_every_answer() {
         }
         drop(stdin);
         let out = child.wait_with_output().unwrap();
-        let _ = finished.send(());
-        watchdog.join().unwrap();
+        drop(watchdog);
         let text = String::from_utf8_lossy(&out.stdout);
         let answers = text.lines().filter(|l| l.contains(&pad)).count();
         assert_eq!(answers, 48, "{}: {:?}", program.display(), out.status);

@@ -1853,14 +1853,7 @@ fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (finished, watched) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        let timeout = std::time::Duration::from_secs(30);
-        if watched.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-    });
+    let watchdog = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(30));
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         for i in 0..2000 {
@@ -1875,8 +1868,7 @@ fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
     let echoed = stdout.lines().map_while(Result::ok).count();
     let sent = writer.join().unwrap();
     let status = child.wait().unwrap();
-    let _ = finished.send(());
-    watchdog.join().unwrap();
+    drop(watchdog);
     assert_eq!((sent, echoed), (2000, 2000), "{status:?}");
     assert_eq!(status.code(), Some(0), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
