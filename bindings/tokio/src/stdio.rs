@@ -342,7 +342,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     }
 
     /// Writes everything the engine has to send. The writer is flushed only before the
-    /// driver waits (see [`flush_before_waiting`](Self::flush_before_waiting)): a writer
+    /// driver waits (see [`flush_until_due`](Self::flush_until_due)): a writer
     /// that buffers, such as `tokio::io::stdout`, whose flush waits for a thread of the
     /// blocking pool, would otherwise pay that wait for every answer.
     ///
@@ -492,12 +492,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// up by it.
     pub async fn write_pending(&mut self) -> io::Result<()> {
         self.write_out().await?;
-        self.flush_before_waiting().await
+        self.flush_out().await
     }
 
-    /// Flushes what [`write_out`](Self::write_out) wrote since the last flush: before the
-    /// driver waits for input or a deadline, and before it reports the end.
-    async fn flush_before_waiting(&mut self) -> io::Result<()> {
+    /// Flushes what [`write_out`](Self::write_out) wrote since the last flush, for
+    /// [`write_pending`](Self::write_pending). (The loop itself flushes with
+    /// [`flush_until_due`](Self::flush_until_due), which also reads and fires timers while
+    /// the flush waits.)
+    async fn flush_out(&mut self) -> io::Result<()> {
         if self.unflushed && !self.gone {
             if let Err(e) = self.writer.flush().await {
                 return self.left(e);
