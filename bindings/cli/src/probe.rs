@@ -254,13 +254,7 @@ fn closed_early(session: &mut Session, waiting_for: &str) -> Failure {
         .map(|s| format!(" ({s})"))
         .unwrap_or_default();
     if session.stopped_reading() {
-        return fail(
-            EXIT_TIMEOUT,
-            format!(
-                "the server stopped reading its input while we wrote to it (waiting for \
-                 {waiting_for}); it was stopped{status}"
-            ),
-        );
+        return stopped_reading(waiting_for, &status);
     }
     fail(
         EXIT_EXITED,
@@ -464,10 +458,26 @@ fn verdict(
     }
 }
 
+/// The server was killed because a write to it waited past the timeout (`driver::Watch`).
+fn stopped_reading(waiting_for: &str, status: &str) -> Failure {
+    fail(
+        EXIT_TIMEOUT,
+        format!(
+            "the server stopped reading its input while we wrote to it (waiting for \
+             {waiting_for}); it was stopped{status}"
+        ),
+    )
+}
+
 /// At a timeout: a stdio server that exited without its output closing (a process it
-/// started still holds it open) has gone, not run slow.
+/// started still holds it open) has gone, not run slow. One killed because it stopped
+/// reading is reported as that: the write that waited keeps the timers from firing, so the
+/// request's timeout may come due before the end of its output is read.
 fn gone_quietly(session: &mut Session, waiting_for: &str) -> Option<Failure> {
     let status = session.exited()?;
+    if session.stopped_reading() {
+        return Some(stopped_reading(waiting_for, &format!(" ({status})")));
+    }
     Some(fail(
         EXIT_EXITED,
         format!(
