@@ -10,6 +10,8 @@ mod imp {
     pub(super) static CHILD: AtomicI32 = AtomicI32::new(0);
     /// The last signal passed on (0: none).
     static CAUGHT: AtomicI32 = AtomicI32::new(0);
+    /// Held while the child is reaped, and while it is killed (see `kill_unless_reaped`).
+    static REAPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -61,6 +63,7 @@ mod imp {
     ) -> Option<std::io::Result<std::process::ExitStatus>> {
         let pid: libc::id_t = child.id();
         let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+        let mut waitid_failed = false;
         loop {
             // SAFETY: `info` is a zeroed siginfo_t alive for the call; waitid(2) with
             // WNOWAIT only looks at our own child's state.
@@ -72,7 +75,8 @@ mod imp {
                     continue;
                 }
                 // (Reaped already, say: `Child` knows its status then.)
-                return child.try_wait().transpose();
+                waitid_failed = true;
+                break;
             }
             // SAFETY: waitid filled `info`; with WNOHANG and no exit yet, si_pid is 0.
             if unsafe { info.si_pid() } == 0 {
@@ -80,12 +84,18 @@ mod imp {
             }
             break;
         }
+        // The relay forgets the pid and the child is reaped under `REAPING`, which
+        // `kill_unless_reaped` holds from its look at `CHILD` to its kill.
+        let _reaping = REAPING.lock().unwrap_or_else(|p| p.into_inner());
         let _ = CHILD.compare_exchange(
             i32::try_from(pid).unwrap_or(0),
             0,
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
+        if waitid_failed {
+            return child.try_wait().transpose();
+        }
         Some(child.wait())
     }
 
@@ -96,12 +106,16 @@ mod imp {
         }
     }
 
-    pub fn kill_unless(child: u32, gone: &std::sync::atomic::AtomicBool) {
+    /// SIGKILL to `child` while it is still the one signals go to: not yet reaped, so its
+    /// pid is still its own (a flag set after the reap left a moment in which the pid was
+    /// free and might have been another process's).
+    pub fn kill_unless_reaped(child: u32) {
         let Ok(pid) = i32::try_from(child) else {
             return;
         };
-        if !gone.load(Ordering::SeqCst) {
-            // SAFETY: kill(2) takes plain integers.
+        let _reaping = REAPING.lock().unwrap_or_else(|p| p.into_inner());
+        if pid > 0 && CHILD.load(Ordering::SeqCst) == pid {
+            // SAFETY: kill(2) takes plain integers; `pid` is our unreaped child.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
@@ -123,12 +137,13 @@ mod imp {
     pub fn caught() -> Option<i32> {
         None
     }
-    pub fn kill_unless(_child: u32, _gone: &std::sync::atomic::AtomicBool) {}
+    pub fn kill_unless_reaped(_child: u32) {}
 }
 
-/// Kills `child` (SIGKILL) `grace` after this process caught a signal, unless `gone` says it
-/// was reaped by then: for a child that ignores the signal passed on to it. Runs on a thread
-/// of its own until one or the other happens.
+/// Kills `child` (SIGKILL) `grace` after this process caught a signal, unless it was reaped
+/// by then ([`reap`]): for a child that ignores the signal passed on to it. Runs on a thread
+/// of its own until one or the other happens; `gone`, set once the child is reaped, ends
+/// the thread early.
 pub fn kill_if_stubborn(
     child: u32,
     gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -142,7 +157,7 @@ pub fn kill_if_stubborn(
             if caught().is_some() {
                 let at = *since.get_or_insert_with(std::time::Instant::now);
                 if at.elapsed() >= grace {
-                    imp::kill_unless(child, &gone);
+                    imp::kill_unless_reaped(child);
                     return;
                 }
             }
@@ -179,5 +194,20 @@ mod tests {
         assert_eq!(super::imp::CHILD.load(Ordering::SeqCst), 0);
         // Reaped already: the status is still there.
         assert!(super::reap(&mut child, false).unwrap().unwrap().success());
+
+        // The stubborn-child kill spares a pid the relay has forgotten (here another
+        // process's), and kills the child it relays to.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        super::imp::kill_unless_reaped(other.id());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(other.try_wait().unwrap().is_none(), "not the relay's child");
+        super::pass_to(other.id());
+        super::imp::kill_unless_reaped(other.id());
+        let status = super::reap(&mut other, true).unwrap().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     }
 }
