@@ -1,6 +1,8 @@
 //! Passing SIGINT, SIGTERM and SIGHUP on to the child the command runs (`tap`, `probe`), so
 //! that stopping the command stops its child instead of leaving it running on its own. The
-//! command itself then ends as the child's end leads it to.
+//! command itself then ends as the child's end leads it to. A signal from the terminal
+//! (Ctrl-C, a hang-up) already reached the child, which shares the command's process group,
+//! and is not passed on a second time (on Linux, which tells it apart).
 
 #[cfg(unix)]
 mod imp {
@@ -15,13 +17,61 @@ mod imp {
 
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-    extern "C" fn pass_on(signal: libc::c_int) {
-        // Only lock-free atomics and kill(2), which are async-signal-safe.
+    extern "C" fn pass_on(
+        signal: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _context: *mut libc::c_void,
+    ) {
+        // Only lock-free atomics and plain system calls, which are async-signal-safe; errno,
+        // which they may set, is put back for the code the signal interrupted.
+        let errno = Errno::save();
         CAUGHT.store(signal, Ordering::SeqCst);
         let child = CHILD.load(Ordering::SeqCst);
-        if child > 0 {
+        // SAFETY: the kernel hands an SA_SIGINFO handler a valid `info` (or null, checked).
+        if child > 0 && !(from_the_terminal(unsafe { info.as_ref() }) && same_group(child)) {
             // SAFETY: kill(2) takes plain integers and is async-signal-safe.
             unsafe { libc::kill(child, signal) };
+        }
+        errno.restore();
+    }
+
+    /// Whether the kernel sent the signal, not a process: for these three signals, the
+    /// terminal's (Ctrl-C, or a hang-up), which go to its whole foreground process group.
+    fn from_the_terminal(info: Option<&libc::siginfo_t>) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return info.is_some_and(|i| i.si_code == libc::SI_KERNEL);
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = info;
+            false
+        }
+    }
+
+    /// Whether `child` is in this process's group, so that what the terminal sent to the
+    /// group reached it too (unless it left the group, as a daemon would).
+    fn same_group(child: libc::pid_t) -> bool {
+        // SAFETY: getpgid(2) and getpgrp(2) take and return plain integers.
+        unsafe { libc::getpgid(child) == libc::getpgrp() }
+    }
+
+    /// errno, kept across a signal handler's system calls.
+    struct Errno(libc::c_int);
+
+    impl Errno {
+        fn save() -> Errno {
+            Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        }
+
+        fn restore(self) {
+            // SAFETY: the location of this thread's errno, valid for the thread's life.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            unsafe {
+                *libc::__errno_location() = self.0
+            };
+            #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+            unsafe {
+                *libc::__error() = self.0
+            };
         }
     }
 
@@ -45,8 +95,10 @@ mod imp {
                     continue;
                 }
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                action.sa_flags = libc::SA_RESTART;
+                action.sa_sigaction = pass_on
+                    as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                    as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(signal, &action, std::ptr::null_mut());
             }

@@ -2387,6 +2387,78 @@ time.sleep(30)
     );
 }
 
+/// Ctrl-C in a terminal reaches the whole foreground process group: tap and its server
+/// alike. tap then does not pass the SIGINT on as well (the server got two, which a server
+/// with a graceful shutdown takes as "force quit"). A SIGINT sent to tap alone still is.
+#[cfg(target_os = "linux")]
+#[test]
+fn tap_passes_on_a_terminals_ctrl_c_only_once() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-ctrl-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = r#"
+import signal, sys, time
+out = sys.argv[1]
+def hit(n, f):
+    with open(out, "a") as f:
+        f.write("INT\n")
+signal.signal(signal.SIGINT, hit)
+with open(out, "a") as f:
+    f.write("up\n")
+time.sleep(3)
+"#;
+    // A terminal of its own (a pty), tap in its foreground group, and ^C typed into it; or,
+    // with "kill", a SIGINT from kill(2) to tap alone.
+    let driver = r#"
+import os, pty, sys, time, signal
+bin, log, server, out, how = sys.argv[1:6]
+try:
+    pid, fd = pty.fork()
+except OSError:
+    sys.exit(77)  # no terminals here (a container without /dev/pts)
+if pid == 0:
+    os.execv(bin, [bin, "tap", "--log", log, "--", "python3", "-c", server, out])
+until = time.time() + 10
+while time.time() < until and not (os.path.exists(out) and open(out).read()):
+    time.sleep(0.02)
+time.sleep(0.2)
+if how == "tty":
+    os.write(fd, b"\x03")
+else:
+    os.kill(pid, signal.SIGINT)
+while True:
+    try:
+        if not os.read(fd, 4096):
+            break
+    except OSError:
+        break
+os.waitpid(pid, 0)
+"#;
+    for how in ["tty", "kill"] {
+        let out = dir.join(format!("signals-{how}"));
+        let log = dir.join(format!("tap-{how}.jsonl"));
+        let _ = std::fs::remove_file(&out);
+        let status = Command::new("python3")
+            .args(["-c", driver, BIN])
+            .arg(&log)
+            .arg(server)
+            .arg(&out)
+            .arg(how)
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        if status.code() == Some(77) {
+            eprintln!("skipped: this machine gives no pseudo-terminal");
+            return;
+        }
+        assert!(status.success(), "{how}: {status:?}");
+        let seen = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            seen, "up\nINT\n",
+            "{how}: the server's record of what it got"
+        );
+    }
+}
+
 /// A server that pages for ever with large pages is followed only so far: at most 100,000
 /// items of a list are kept (a 16 MiB page of empty objects parses into millions of
 /// values, and 100 pages of them took gigabytes).
