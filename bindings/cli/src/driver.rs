@@ -169,6 +169,8 @@ impl Session {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::other("no server command given"))?;
+        // A signal that comes while the server starts is held for it (see below).
+        crate::signals::catch();
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())

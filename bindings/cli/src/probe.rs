@@ -474,10 +474,15 @@ fn stopped_reading(waiting_for: &str, status: &str) -> Failure {
 /// reading is reported as that: the write that waited keeps the timers from firing, so the
 /// request's timeout may come due before the end of its output is read.
 fn gone_quietly(session: &mut Session, waiting_for: &str) -> Option<Failure> {
-    let status = session.exited()?;
     if session.stopped_reading() {
-        return Some(stopped_reading(waiting_for, &format!(" ({status})")));
+        // (Killed: its status comes in a moment, if not yet.)
+        let status = session
+            .try_status()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        return Some(stopped_reading(waiting_for, &status));
     }
+    let status = session.exited()?;
     Some(fail(
         EXIT_EXITED,
         format!(

@@ -12,6 +12,8 @@ mod imp {
     pub(super) static CHILD: AtomicI32 = AtomicI32::new(0);
     /// The last signal passed on (0: none).
     static CAUGHT: AtomicI32 = AtomicI32::new(0);
+    /// A signal caught before the child was known (0: none), for `pass_to` to pass on.
+    static PENDING: AtomicI32 = AtomicI32::new(0);
     /// Held while the child is reaped, and while it is killed (see `kill_unless_reaped`).
     static REAPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -27,12 +29,31 @@ mod imp {
         let errno = Errno::save();
         CAUGHT.store(signal, Ordering::SeqCst);
         let child = CHILD.load(Ordering::SeqCst);
-        // SAFETY: the kernel hands an SA_SIGINFO handler a valid `info` (or null, checked).
-        if child > 0 && !(from_the_terminal(unsafe { info.as_ref() }) && same_group(child)) {
-            // SAFETY: kill(2) takes plain integers and is async-signal-safe.
-            unsafe { libc::kill(child, signal) };
+        if child > 0 {
+            // SAFETY: the kernel hands an SA_SIGINFO handler a valid `info` (or null).
+            if !(from_the_terminal(unsafe { info.as_ref() }) && same_group(child)) {
+                // SAFETY: kill(2) takes plain integers and is async-signal-safe.
+                unsafe { libc::kill(child, signal) };
+            }
+        } else {
+            // No child yet (being started): `pass_to` passes it on. Should the child have
+            // been named meanwhile, whichever of the two takes it back passes it on.
+            PENDING.store(signal, Ordering::SeqCst);
+            pass_pending();
         }
         errno.restore();
+    }
+
+    /// Passes a signal caught before the child was known on to it, once it is.
+    fn pass_pending() {
+        let child = CHILD.load(Ordering::SeqCst);
+        if child > 0 {
+            let signal = PENDING.swap(0, Ordering::SeqCst);
+            if signal != 0 {
+                // SAFETY: kill(2) takes plain integers and is async-signal-safe.
+                unsafe { libc::kill(child, signal) };
+            }
+        }
     }
 
     /// Whether the kernel sent the signal, not a process: for these three signals, the
@@ -79,15 +100,25 @@ mod imp {
         let Ok(pid) = i32::try_from(child) else {
             return;
         };
+        catch();
         CHILD.store(pid, Ordering::SeqCst);
+        pass_pending();
+    }
+
+    pub fn catch() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(install);
+    }
+
+    fn install() {
         for signal in SIGNALS {
             // SAFETY: `action` and `old` are zeroed sigactions alive for the calls; `action`
             // has a valid handler and an empty mask. SA_RESTART keeps the relay's reads and
             // writes going.
             unsafe {
                 // A signal this process was started ignoring (nohup's SIGHUP, SIGINT for a
-                // job a shell put in the background) stays ignored: the child, started
-                // before, ignores it too, and catching it would only end in killing it.
+                // job a shell put in the background) stays ignored: the child inherits
+                // that, and catching it would only end in killing it.
                 let mut old: libc::sigaction = std::mem::zeroed();
                 if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
                     && old.sa_sigaction == libc::SIG_IGN
@@ -190,6 +221,7 @@ mod imp {
         None
     }
     pub fn kill_unless_reaped(_child: u32) {}
+    pub fn catch() {}
 }
 
 /// Kills `child` (SIGKILL) `grace` after this process caught a signal, unless it was reaped
@@ -217,10 +249,14 @@ pub fn kill_if_stubborn(
     });
 }
 
+/// Catches SIGINT, SIGTERM and SIGHUP from now on, to pass them on to the child once
+/// [`pass_to`] names it: call it before starting the child, so that a signal that comes
+/// while it starts does not end this process and leave the child running on its own.
+pub use imp::catch;
 /// The last signal passed on to the child, if any.
 pub use imp::caught;
 /// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead (those
-/// this process ignores stay ignored).
+/// this process ignores stay ignored); one caught since [`catch`] goes to it now.
 pub use imp::pass_to;
 /// Reaps the child once it has exited (`None`: not yet, without `block`), after signals stop
 /// going to it. Use it instead of `Child::wait` and `try_wait` for the child signals go to.
@@ -261,5 +297,19 @@ mod tests {
         let status = super::reap(&mut other, true).unwrap().unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+
+        // A signal caught while no child is named (one being started) goes to the child
+        // once it is (it ended the command, and the child went on on its own).
+        super::catch();
+        // SAFETY: raise(3) with a signal whose handler is installed just above.
+        unsafe { libc::raise(libc::SIGHUP) };
+        assert_eq!(super::caught(), Some(libc::SIGHUP));
+        let mut late = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        super::pass_to(late.id());
+        let status = super::reap(&mut late, true).unwrap().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}");
     }
 }

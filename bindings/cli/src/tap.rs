@@ -613,6 +613,8 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
         eprintln!("mcpwire tap: no server command given");
         return crate::probe::EXIT_USAGE;
     };
+    // A signal that comes while the server starts is held for it (see below).
+    crate::signals::catch();
     let mut child = match Command::new(program)
         .args(args)
         .stdin(Stdio::piped())

@@ -113,6 +113,20 @@ fn probe_json_against_the_python_sdk_server_reaches_the_stateless_era() {
     assert!(v["latencies"].as_array().unwrap().len() >= 5);
 }
 
+/// A stdio server that takes longer than the 5 s discover wait to start (npx fetching it,
+/// say) still gets the stateless era: probe falls back to `initialize` meanwhile, the
+/// Python SDK's server answers the `server/discover` it read first and then refuses the
+/// `initialize` with -32022, and probe discovers again.
+#[test]
+fn probe_waits_for_a_slow_starting_server_before_it_falls_back() {
+    let server = format!("sleep 6; exec python3 {}", py_server());
+    let (code, out, err) = mcpwire(&["probe", "--json", "--", "sh", "-c", &server]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["era"], "stateless", "{v}");
+    assert_eq!(v["protocolVersion"], "2026-07-28", "{v}");
+}
+
 #[test]
 fn probe_a_pinned_legacy_version() {
     let (code, out, err) = mcpwire(&[
@@ -2367,7 +2381,7 @@ time.sleep(30)
     let (code, _, err) = mcpwire(&[
         "probe",
         "--timeout",
-        "1",
+        "3",
         "--protocol",
         "2025-11-25",
         "--call",
@@ -2381,7 +2395,7 @@ time.sleep(30)
     assert_eq!(code, 6, "{err}");
     assert!(err.contains("stopped reading its input"), "{err}");
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(10),
+        started.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
@@ -2634,8 +2648,8 @@ while True:
 }
 
 /// Runs `tap` with `server` (a shell command) until it ends, 15 s at most: its exit code, how
-/// long it took, and its log. `signal_after`: SIGTERM to tap then. Its stdout is piped and
-/// never read.
+/// long it took, and its log. `signal_after`: SIGTERM to tap that long after its log began
+/// (the server started). Its stdout is piped and never read.
 fn tap_until_it_ends(
     name: &str,
     server: &str,
@@ -2651,11 +2665,15 @@ fn tap_until_it_ends(
         .spawn()
         .unwrap();
     let mut signalled = false;
+    let mut began: Option<Instant> = None;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
-        if !signalled && signal_after.is_some_and(|d| started.elapsed() >= d) {
+        if began.is_none() && std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+            began = Some(Instant::now());
+        }
+        if !signalled && signal_after.is_some_and(|d| began.is_some_and(|b| b.elapsed() >= d)) {
             signalled = true;
             // SAFETY: kill(2) on our own child, not reaped yet.
             unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
