@@ -220,7 +220,8 @@ fn probe_reports_a_server_that_exited_behind_a_lingering_child() {
         "--",
         "sh",
         "-c",
-        "sleep 3 & exit 3",
+        // (Its stderr elsewhere: it is probe's, which the test reads to its end.)
+        "sleep 10 2>/dev/null & exit 3",
     ]);
     assert_eq!(code, 5, "{err}");
     assert!(
@@ -2581,7 +2582,11 @@ head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/j
         "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
         % (port, len(body))).encode()
 a.sendall(head + body)
-time.sleep(1.5)  # the answer fills the buffers; this client never reads it
+# The answer has begun (a peek, which takes nothing from the buffer), then fills the
+# buffers: this client never reads it.
+a.settimeout(30)
+a.recv(1, socket.MSG_PEEK)
+time.sleep(0.5)
 b = socket.create_connection(("127.0.0.1", port))
 b.sendall(("GET /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port).encode())
 b.settimeout(5)

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Client, HostConfig, read_to_close, start, statuses, test_config};
+use common::{Client, HostConfig, read_100_continue, read_to_close, start, statuses, test_config};
 use tokio::io::AsyncWriteExt;
 
 /// A 2025-11-25 `initialize` request.
@@ -334,13 +334,15 @@ async fn at_the_cap_trickled_bodies_give_way_after_the_grace() {
     let mut writers = Vec::new();
     let mut readers = Vec::new();
     for _ in 0..2 {
-        let (r, w) = server.connect().await.into_split();
+        let (mut r, w) = server.connect().await.into_split();
         let (head, body) = padded_initialize(10_000);
+        // (The 100 Continue says that the host took the request in: the cap is full.)
+        let head = head.replace("\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n");
         // 10 bytes/s.
         writers.push(trickle(w, head, body, 10));
+        read_100_continue(&mut r).await;
         readers.push(r);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let started = tokio::time::Instant::now();
     let mut refused = 0;
     let served = loop {

@@ -156,7 +156,12 @@ async fn a_client_leaving_an_sse_stream_is_reported_to_the_engine() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_ends_get_streams_and_lets_answers_finish() {
-    let mut server = start(test_config()).await;
+    // A grace far longer than the call: serve returns when the work is done, not at its end.
+    let config = HostConfig {
+        shutdown_grace: Duration::from_secs(10),
+        ..test_config()
+    };
+    let mut server = start(config.clone()).await;
     let mut c = Client::new(&server).await;
     let session = open_session(&mut c, "{}").await;
     let mut get = open_get_stream(&server, &session).await;
@@ -176,7 +181,7 @@ async fn graceful_shutdown_ends_get_streams_and_lets_answers_finish() {
         .expect("serve returned")
         .expect("task")
         .expect("serve");
-    assert!(began.elapsed() < test_config().shutdown_grace);
+    assert!(began.elapsed() < config.shutdown_grace);
     // Nothing is accepted any more.
     match tokio::net::TcpStream::connect(server.addr).await {
         Err(_) => {}
@@ -422,7 +427,7 @@ async fn a_session_idles_from_the_end_of_a_call_longer_than_its_idle_timeout() {
     // (here the keep-alive's). The host must give the engine a time once the stream ends, and
     // re-arm its timer, for the count to start there.
     let mut http = common::fixture::http_config();
-    http.session_idle_timeout = Duration::from_millis(1500);
+    http.session_idle_timeout = Duration::from_millis(2500);
     http.keepalive = Some(Duration::from_millis(200));
     let server = start_with(test_config(), http).await;
     let mut c = Client::new(&server).await;
@@ -431,7 +436,7 @@ async fn a_session_idles_from_the_end_of_a_call_longer_than_its_idle_timeout() {
     let r = c
         .post(
             Some(&session),
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_compute","arguments":{"seconds":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_compute","arguments":{"seconds":3}}}"#,
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -448,7 +453,7 @@ async fn a_session_idles_from_the_end_of_a_call_longer_than_its_idle_timeout() {
 
     // Idle for longer than the timeout now: it expires. (The host closed the idle connection
     // meanwhile: `header_read_timeout` is 2 s.)
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     let mut c = Client::new(&server).await;
     let r = c.post(Some(&session), ping).await;
     assert_eq!(r.status, 404, "{}", r.text());

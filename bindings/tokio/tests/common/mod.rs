@@ -133,6 +133,23 @@ pub async fn read_to_close(s: &mut TcpStream, limit: Duration) -> (Vec<u8>, bool
     (out, closed)
 }
 
+/// Reads a `100 Continue` interim response whole (10 s at most): the host has taken the
+/// request that asked for it in (`Expect: 100-continue`) and reads its body. Nothing past it
+/// is read.
+pub async fn read_100_continue(r: &mut (impl tokio::io::AsyncRead + Unpin)) {
+    let mut seen = Vec::new();
+    let mut b = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), r.read(&mut b))
+            .await
+            .expect("a 100 Continue")
+            .expect("read");
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&b[..n]);
+    }
+    assert_eq!(statuses(&seen), [100], "{}", String::from_utf8_lossy(&seen));
+}
+
 /// The status codes of every HTTP response in `raw` (responses start a line with `HTTP/1.1 `).
 pub fn statuses(raw: &[u8]) -> Vec<u16> {
     let text = String::from_utf8_lossy(raw);
