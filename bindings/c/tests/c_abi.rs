@@ -914,7 +914,7 @@ fn the_stdio_example_restores_its_shared_descriptors_when_signalled() {
             .spawn()
             .unwrap();
         let mut waited = 0;
-        while !nonblocking(&shared) && waited < 100 {
+        while !nonblocking(&shared) && waited < 500 {
             std::thread::sleep(std::time::Duration::from_millis(20));
             waited += 1;
         }

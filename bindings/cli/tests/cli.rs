@@ -1947,7 +1947,7 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
     let dir = std::env::temp_dir().join(format!("mcpwire-signals-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let wait = |child: &mut std::process::Child| {
-        let until = Instant::now() + Duration::from_secs(10);
+        let until = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 return status;
@@ -2032,7 +2032,9 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
             .unwrap();
         let status = wait(&mut child);
         assert!(
-            signalled.elapsed() < Duration::from_secs(8),
+            // (About 4 s: the kill comes that long after the signal. Before, probe waited
+            // for its 60 s timeout and tap for good.)
+            signalled.elapsed() < Duration::from_secs(15),
             "{command} ended {:?} after the signal",
             signalled.elapsed()
         );
