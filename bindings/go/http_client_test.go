@@ -53,8 +53,10 @@ func countingLegacyServer(t *testing.T, counts map[string]*atomic.Int32) *httpte
 // The cancellations that a Shutdown (or Run's ctx) sends for requests in flight, and the
 // notifications given just before it, reach the server: Run cut every exchange but the
 // DELETE the moment the connection closed, within a millisecond of starting them. Run's ctx
-// gives the requests Config.ShutdownGrace (a fixed two seconds before).
+// gives the requests Config.ShutdownGrace (a fixed two seconds before: with the grace of
+// twice that here, Run returned two seconds early); Conn.Shutdown gives them its own grace.
 func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
+	const grace = 4 * time.Second
 	for _, how := range []string{"ctx", "shutdown"} {
 		t.Run(how, func(t *testing.T) {
 			cancelled, listChanged := &atomic.Int32{}, &atomic.Int32{}
@@ -64,18 +66,18 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 			})
 			cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
 				Capabilities:  json.RawMessage(`{"roots":{"listChanged":true}}`),
-				ShutdownGrace: 100 * time.Millisecond}
+				ShutdownGrace: grace}
 			client, err := NewHTTPClient(cfg, srv.URL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer client.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			runCtx, stop := context.WithCancel(ctx)
 			defer stop()
 			var abandoned int
-			var stopped atomic.Int64
+			var stopped atomic.Pointer[time.Time]
 			err = client.Run(runCtx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 				switch ev.(type) {
 				case *ReadyEvent:
@@ -89,7 +91,8 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 						if err := c.Notify("notifications/roots/list_changed", nil); err != nil {
 							t.Error(err)
 						}
-						stopped.Store(time.Now().UnixNano())
+						now := time.Now()
+						stopped.Store(&now)
 						if how == "ctx" {
 							stop()
 						} else {
@@ -108,8 +111,15 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 			if abandoned != 2 {
 				t.Errorf("%d requests abandoned, want 2", abandoned)
 			}
-			if d := time.Since(time.Unix(0, stopped.Load())); d > 1500*time.Millisecond {
-				t.Errorf("Run returned %v after the close began, with a grace of 100 ms", d)
+			began := stopped.Load()
+			if began == nil {
+				t.Fatal("Run returned before the close began")
+			}
+			d := time.Since(*began)
+			if how == "ctx" && (d < grace || d > grace+3*time.Second) {
+				t.Errorf("Run returned %v after ctx's cancellation, with a grace of %v", d, grace)
+			} else if how == "shutdown" && d > 1800*time.Millisecond {
+				t.Errorf("Run returned %v after a Shutdown with a grace of 100 ms", d)
 			}
 			// (They may still be on their way as Run returns: it does not wait for them.)
 			for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); {
@@ -257,7 +267,9 @@ func TestHTTPClientRequestsCarryTheValuesOfRunsContext(t *testing.T) {
 
 // Without a Client of its own, an HTTPClient keeps the connections of a burst of concurrent
 // requests for the next burst: with http.DefaultTransport's 2 idle connections per host, each
-// burst of 16 opened about 14 new ones.
+// burst of 16 opened about 14 new ones (44 for 3 bursts). A connection goes back to the pool
+// a little after its answer was read, so a burst may open a few new ones while the last few
+// are on their way back: twice a burst's connections are allowed in all, well under 44.
 func TestHTTPClientReusesConnectionsAcrossBursts(t *testing.T) {
 	ts := httptest.NewUnstartedServer(scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 		time.Sleep(50 * time.Millisecond) // the burst is in flight at once
@@ -301,16 +313,22 @@ func TestHTTPClientReusesConnectionsAcrossBursts(t *testing.T) {
 	if err != nil || round != bursts {
 		t.Fatalf("Run: %v after %d bursts", err, round)
 	}
-	if n := opened.Load(); n > burst+4 {
+	if n := opened.Load(); n > 2*burst {
 		t.Fatalf("%d connections opened for %d bursts of %d requests", n, bursts, burst)
 	}
 }
 
 // Close ends Run while it waits for the DELETE of a session at the close, at once rather than
-// after the two seconds that wait may take.
+// after the two seconds that wait may take. (Close comes once the DELETE reached the server,
+// so Run is waiting for it, and the whole two seconds are still ahead of that wait.)
 func TestHTTPClientCloseEndsTheWaitForTheDelete(t *testing.T) {
+	deleting := make(chan struct{}, 1)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
+			select {
+			case deleting <- struct{}{}:
+			default:
+			}
 			<-r.Context().Done() // never answers the DELETE
 			return
 		}
@@ -331,7 +349,10 @@ func TestHTTPClientCloseEndsTheWaitForTheDelete(t *testing.T) {
 				t.Error("EndSession: nothing queued")
 			}
 			go func() {
-				time.Sleep(100 * time.Millisecond)
+				select {
+				case <-deleting:
+				case <-time.After(10 * time.Second): // (no DELETE: Run fails the test)
+				}
 				closedAt = time.Now()
 				client.Close()
 			}()
@@ -340,7 +361,7 @@ func TestHTTPClientCloseEndsTheWaitForTheDelete(t *testing.T) {
 	if err != ErrFreed {
 		t.Fatalf("Run: %v, want ErrFreed", err)
 	}
-	if waited := time.Since(closedAt); closedAt.IsZero() || waited > time.Second {
+	if waited := time.Since(closedAt); closedAt.IsZero() || waited > 1500*time.Millisecond {
 		t.Fatalf("Run returned %v after Close", waited)
 	}
 }
