@@ -142,6 +142,11 @@ impl Watch {
                     continue;
                 }
                 let pid = watch.pid.lock().unwrap_or_else(|p| p.into_inner());
+                if watch.since.load(Ordering::SeqCst) != since {
+                    // The write ended (the server read after all), or another began, since
+                    // the look above: nothing to stop it for yet.
+                    continue;
+                }
                 if let Some(pid) = *pid {
                     watch.killed.store(true, Ordering::SeqCst);
                     kill(pid);

@@ -483,6 +483,12 @@ fn gone_quietly(session: &mut Session, waiting_for: &str) -> Option<Failure> {
         return Some(stopped_reading(waiting_for, &status));
     }
     let status = session.exited()?;
+    // Its output may have ended with it, its end not read yet (the loop came late): a moment
+    // tells which, and only an output still open is a lingering process's.
+    let ended = session.run_until(Duration::from_millis(300), |_, _, _| None::<()>);
+    if matches!(ended, Err(Stop::Eof)) {
+        return Some(closed_early(session, waiting_for));
+    }
     Some(fail(
         EXIT_EXITED,
         format!(
@@ -854,15 +860,19 @@ pub fn run(opts: Options) -> i32 {
             )
         }),
     };
+    let mut signalled = None;
     let outcome = session.and_then(|mut session| {
         let outcome = connect(&mut session, opts.timeout, &mut report)
             .and_then(|()| explore(&mut session, &opts, &mut report));
+        // (Looked at before the shutdown's wait: a signal that ends that wait, the user
+        // tired of a server slow to exit, does not replace the verdict already reached.)
+        signalled = crate::signals::caught();
         let _ = session.shutdown();
         outcome
     });
     // Stopped by a signal (passed on to the server, whose end then ended the probe): say so
     // rather than blame the server, and end as a shell reports it.
-    let outcome = match (outcome, crate::signals::caught()) {
+    let outcome = match (outcome, signalled) {
         (Err(_), Some(signal)) => Err(fail(
             128 + signal,
             format!("stopped by signal {signal} (passed on to the server)"),

@@ -2476,6 +2476,43 @@ os.waitpid(pid, 0)
     }
 }
 
+/// A signal that comes while probe waits for a server to exit, its verdict already reached
+/// (here: the server wrote no JSON), does not replace that verdict: it was reported as
+/// "stopped by signal 2" (130), and the reason was lost.
+#[cfg(unix)]
+#[test]
+fn probe_keeps_its_verdict_when_a_signal_ends_the_wait_for_the_server() {
+    use std::time::Duration;
+    let dir = std::env::temp_dir().join(format!("mcpwire-verdict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("server.pid");
+    let _ = std::fs::remove_file(&pidfile);
+    // Ignores stdin's end and the signals passed on: probe waits 2 s, sends SIGTERM, waits
+    // 2 s more, then kills it.
+    let server = format!(
+        "trap '' INT TERM; echo $$ > {}; echo 'this is no JSON'; while :; do sleep 1; done",
+        pidfile.display()
+    );
+    let child = Command::new(BIN)
+        .args(["probe", "--timeout", "30", "--", "sh", "-c", &server])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), Duration::from_secs(30));
+    common::stdio::pid_from_file(&pidfile);
+    std::thread::sleep(Duration::from_secs(1));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("this is no JSON"), "{err}");
+}
+
 /// A server that pages for ever with large pages is followed only so far: at most 100,000
 /// items of a list are kept (a 16 MiB page of empty objects parses into millions of
 /// values, and 100 pages of them took gigabytes).
