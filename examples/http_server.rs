@@ -57,8 +57,22 @@ impl Application for Watched {
     }
 }
 
-/// Completes on SIGTERM, ctrl-c, or once nothing happened for `idle`.
-async fn stop(idle: Duration, last: Arc<Mutex<Instant>>) {
+/// Completes on SIGTERM, ctrl-c, or once nothing happened for `idle`. The signals are caught
+/// from the call on, not from the future's first poll: call it before the address is
+/// printed, or a signal that comes before `serve` runs ends the process without its drain.
+fn stop(idle: Duration, last: Arc<Mutex<Instant>>) -> impl Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    async move { stopped(idle, last, &mut term, &mut interrupt).await }
+}
+
+async fn stopped(
+    idle: Duration,
+    last: Arc<Mutex<Instant>>,
+    term: &mut tokio::signal::unix::Signal,
+    interrupt: &mut tokio::signal::unix::Signal,
+) {
     let idle_exit = async {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -68,12 +82,10 @@ async fn stop(idle: Duration, last: Arc<Mutex<Instant>>) {
             }
         }
     };
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
     tokio::select! {
         _ = idle_exit => {}
         _ = term.recv() => note("SIGTERM, shutting down"),
-        _ = tokio::signal::ctrl_c() => note("interrupted, shutting down"),
+        _ = interrupt.recv() => note("interrupted, shutting down"),
     }
 }
 
@@ -93,28 +105,23 @@ async fn main() {
         .await
         .expect("bind 127.0.0.1");
     let port = listener.local_addr().expect("address").port();
+    let last = Arc::new(Mutex::new(Instant::now()));
+    let stopping = stop(Duration::from_secs(idle), last.clone());
     let mut secret = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut secret))
         .expect("/dev/urandom");
     println!("listening on http://127.0.0.1:{port}/mcp");
     let _ = std::io::stdout().flush();
-    let last = Arc::new(Mutex::new(Instant::now()));
     let app = Watched {
         // The host's clock starts (at zero) when `serve` starts, a moment from now.
         fixture: fixture::Fixture::new(secret).with_wall_clock(mcpwire::Timestamp::ZERO, unix_ms()),
         last: last.clone(),
     };
     let server = HttpServer::new(fixture::http_config());
-    serve(
-        listener,
-        server,
-        app,
-        HostConfig::default(),
-        stop(Duration::from_secs(idle), last),
-    )
-    .await
-    .expect("serve");
+    serve(listener, server, app, HostConfig::default(), stopping)
+        .await
+        .expect("serve");
 }
 
 /// Milliseconds since 1970 on the wall clock, for the tasks' dates.

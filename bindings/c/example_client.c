@@ -604,18 +604,24 @@ int main(int argc, char **argv) {
     }
 
     signal(SIGPIPE, SIG_IGN);
-    spawn(argv + server_at);
     {
         /* Stopping this client stops its server (no SA_RESTART: poll() returns, and the
-           loop ends the session). */
-        struct sigaction sa;
+           loop ends the session). Caught before the server starts: a signal while it starts
+           ended this client by default and left the server running. A signal this client
+           was started ignoring (nohup's SIGHUP) stays ignored, and the server inherits
+           that (exec resets only the caught ones). */
+        static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+        size_t k;
+        struct sigaction sa, old;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
+        for (k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+            if (sigaction(stops[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+            sigaction(stops[k], &sa, NULL);
+        }
     }
+    spawn(argv + server_at);
     start = now_ns();
     check(mcpw_config_new(MCPW_ROLE_CLIENT, S("mcpwire-c-client"), S(MCPWIRE_VERSION), &config),
           "config");

@@ -921,6 +921,12 @@ pub fn run_http(
         return 1;
     };
     runtime.block_on(async {
+        // Caught from now on, before the store is claimed and the address printed: a signal
+        // that came before the server ran ended the process by default, without the drain
+        // and with its replica number still claimed.
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let term = signal(SignalKind::terminate()).ok();
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {
@@ -977,17 +983,18 @@ pub fn run_http(
                     })
             });
         }
-        let shutdown = async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async {
-                    match term.as_mut() {
-                        Some(t) => { t.recv().await; }
-                        None => std::future::pending::<()>().await,
+        let shutdown = async move {
+            let caught = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
                     }
-                } => {}
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = caught(interrupt) => {}
+                _ = caught(term) => {}
             }
         };
         let served = serve(

@@ -943,6 +943,34 @@ fn serve_http_at(addr: &str, extra: &[&str]) -> (Reaped, String) {
     (Reaped(child), line.trim().to_owned())
 }
 
+/// `serve --http` stops cleanly (exit 0) on a SIGTERM that comes the moment it printed its
+/// address: its handlers were installed only once the server first ran, after the address,
+/// and a signal before that ended it by default (143, no drain, a Redis claim kept).
+#[cfg(unix)]
+#[test]
+fn serve_http_stops_cleanly_on_a_signal_right_after_its_address() {
+    for _ in 0..5 {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(line.starts_with("http://"), "{line:?}");
+        // SAFETY: kill(2) on our own child, not reaped yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{status:?}");
+    }
+}
+
 /// A Python HTTP server made of `script` (which takes its port as its argument), running on
 /// `port` until dropped.
 fn python_http_server(script: &str, port: u16) -> Reaped {

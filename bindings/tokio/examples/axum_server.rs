@@ -97,11 +97,12 @@ async fn main() -> std::io::Result<()> {
         .route_service("/mcp", mcp.clone())
         .route("/healthz", get(|| async { "ok" }));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let signalled = stop_signal();
     println!("http://{}/mcp", listener.local_addr()?);
     let stopping = std::sync::Arc::new(tokio::sync::Notify::new());
     let told = stopping.clone();
     let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-        stop_signal().await;
+        signalled.await;
         told.notify_one();
         mcp.begin_shutdown(); // GET streams end now, answers in flight go on
         tokio::spawn(async move {
@@ -129,11 +130,17 @@ async fn main() -> std::io::Result<()> {
 /// How long answers in flight get once a shutdown begins.
 const GRACE: Duration = Duration::from_secs(5);
 
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// Completes on SIGTERM or ctrl-c, caught from the call on (not from the future's first
+/// poll): called before the address is printed, a signal that comes before the server runs
+/// still gets its graceful shutdown.
+fn stop_signal() -> impl Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let mut interrupt = signal(SignalKind::interrupt()).expect("a SIGINT handler");
+    async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }
