@@ -160,6 +160,9 @@ pub struct Io<W: Write> {
     pending: Vec<u8>,
     end: usize,
     fed: usize,
+    /// The engine's timers wait for the chunk being fed: an answer that is already here is
+    /// not timed out because the loop came late to it.
+    timers_after_feed: bool,
     eof: bool,
     output_error: Option<std::io::Error>,
     /// The time the loop last read (see [`event_time`](Io::event_time)).
@@ -230,6 +233,7 @@ impl<W: Write> Io<W> {
             pending: Vec::new(),
             end: 0,
             fed: 0,
+            timers_after_feed: false,
             eof: false,
             output_error: None,
             read_at: Timestamp::ZERO,
@@ -386,6 +390,14 @@ impl<W: Write> Io<W> {
                 self.fed = end;
                 continue;
             }
+            if self.timers_after_feed {
+                // The chunk is in: now the timers that came due while it waited. (Each chunk
+                // is followed by them, so input that keeps coming cannot hold them off.)
+                self.timers_after_feed = false;
+                let now = self.read_clock();
+                conn.handle_timeout(now);
+                continue;
+            }
             if self.eof {
                 // A last line without its newline closes the connection only once its
                 // events are out (`Connection::handle_eof`): then the time closes it, and
@@ -413,9 +425,14 @@ impl<W: Write> Io<W> {
                     if let Some(tap) = self.tap.as_mut() {
                         tap(Direction::Received, &self.pending[..len]);
                     }
-                    // Fed piece by piece from the top of the loop.
+                    // Fed piece by piece from the top of the loop, and only then the timers:
+                    // a request whose answer is in this chunk is answered, not timed out,
+                    // when the loop comes to it after its deadline (a loaded machine, a long
+                    // write).
                     self.end = len;
                     self.fed = 0;
+                    self.timers_after_feed = true;
+                    continue;
                 }
                 Waited::End => {
                     self.eof = true;
@@ -619,6 +636,46 @@ mod tests {
             ));
         }
         input
+    }
+
+    /// An answer that is already here when the loop comes to it past its request's deadline
+    /// (a loaded machine, a long write) is taken, not timed out: the loop read it, then fired
+    /// the timers, and only then fed it, so the request timed out and the answer was dropped
+    /// as late. Both ways of reading: a thread, and the descriptor on the loop's thread.
+    #[cfg(unix)]
+    #[test]
+    fn an_answer_already_read_beats_a_deadline_that_passed_meanwhile() {
+        for on_fd in [false, true] {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let (now, clock) = manual_clock();
+            let mut config = Config::client("c", "1");
+            config.client_era = crate::conn::ClientEra::Legacy;
+            config.request_timeout = Duration::from_secs(1);
+            let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+            let mut out = Vec::new();
+            let mut io = if on_fd {
+                Io::from_fd(&reader, &mut out, clock).unwrap()
+            } else {
+                Io::new(reader.try_clone().unwrap(), &mut out, clock)
+            };
+            // The initialize request goes out, and the call returns at its `until`.
+            let until = Some(Timestamp::from_nanos(10_000_000));
+            now.store(20_000_000, Ordering::SeqCst);
+            assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
+            // Its answer arrives, and the loop comes to it at 5 s, past the 1 s timeout.
+            let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(100)); // (the reader thread has it)
+            now.store(5_000_000_000, Ordering::SeqCst);
+            let event = io.next_event(&mut conn, None);
+            assert!(
+                matches!(event, Ok(OwnedEvent::Ready { .. })),
+                "on_fd {on_fd}: {event:?}"
+            );
+            drop(io);
+            let sent = String::from_utf8(out).unwrap();
+            assert!(sent.contains(r#""id":1,"method":"initialize""#), "{sent}");
+        }
     }
 
     #[test]

@@ -397,6 +397,19 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		return ErrClosed
 	}
+	// take feeds what an exchange reported to the engine.
+	take := func(r exchangeResult) {
+		if _, live := running[r.id]; !live {
+			return // aborted: report nothing more
+		}
+		c.feed(r)
+		if r.end || r.err != nil {
+			delete(running, r.id)
+			delete(c.unheard, r.id)
+		} else if r.head && c.unheard[r.id] == http.MethodPost {
+			delete(c.unheard, r.id)
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	done := ctx.Done()
@@ -479,18 +492,17 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		select {
 		case r := <-results:
-			if _, live := running[r.id]; !live {
-				break // aborted: report nothing more
-			}
-			c.feed(r)
-			if r.end || r.err != nil {
-				delete(running, r.id)
-				delete(c.unheard, r.id)
-			} else if r.head && c.unheard[r.id] == http.MethodPost {
-				delete(c.unheard, r.id)
-			}
+			take(r)
 		case <-wake:
 		case <-timeout:
+			// What an exchange already reported goes in first: an answer that is here is not
+			// timed out because the loop came late to it. (One report per deadline, so
+			// reports that keep coming cannot hold the timers off.)
+			select {
+			case r := <-results:
+				take(r)
+			default:
+			}
 			c.engine.Lock()
 			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
 			c.engine.Unlock()

@@ -189,6 +189,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	// handed out, with nothing more written; the write error is returned then.
 	var broken error
 	inputOpen, shutdown, eofFed := true, false, false
+	// The deadline came with input already read: the input is fed first, then the timers
+	// fire (an answer already here is not timed out because the loop came late to it).
+	timersAfterFeed := false
 	done := ctx.Done()
 	// took takes a read chunk in.
 	took := func(c chunk) {
@@ -328,6 +331,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 			continue
 		}
+		if timersAfterFeed {
+			timersAfterFeed = false
+			if err := conn.HandleTimeout(time.Now()); err != nil {
+				return err
+			}
+			continue
+		}
 
 		// 4. Wait for input, the engine's deadline, a command from another goroutine, or
 		// cancellation. A command given since the output was written is looked at first.
@@ -352,8 +362,16 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			took(c)
 		case <-wake:
 		case <-timeout:
-			if err := conn.HandleTimeout(time.Now()); err != nil {
-				return err
+			select {
+			case c := <-input:
+				// (Input that is here already goes in first: see timersAfterFeed. Each time
+				// the deadline comes, so input that keeps coming cannot hold it off.)
+				took(c)
+				timersAfterFeed = true
+			default:
+				if err := conn.HandleTimeout(time.Now()); err != nil {
+					return err
+				}
 			}
 		case <-done:
 			done = nil

@@ -174,6 +174,9 @@ impl Client {
             });
             let report = match wait {
                 Some(wait) => tokio::select! {
+                    // What the exchanges reported first: an answer already here is taken
+                    // before the deadline it came late for (`apply_then_timers`).
+                    biased;
                     r = self.rx.recv() => r,
                     () = tokio::time::sleep(wait) => None,
                 },
@@ -181,7 +184,7 @@ impl Client {
             };
             let now = self.now();
             match report {
-                Some(report) => self.apply(now, report),
+                Some(report) => self.apply_then_timers(now, report),
                 None => self.http.handle_timeout(now),
             }
         }
@@ -236,10 +239,11 @@ impl Client {
                 at.map_or(deadline, |at| at.min(deadline))
             });
             tokio::select! {
+                biased;
                 report = self.rx.recv() => {
                     if let Some(report) = report {
                         let now = self.now();
-                        self.apply(now, report);
+                        self.apply_then_timers(now, report);
                     }
                 }
                 () = tokio::time::sleep_until(timer) => {
@@ -251,6 +255,16 @@ impl Client {
                 }
             }
             self.send_due();
+        }
+    }
+
+    /// Applies `report`, then fires the timers already due: the report goes first (the
+    /// answer it may carry is not timed out for the loop's lateness), and reports that keep
+    /// coming cannot hold the timers off.
+    fn apply_then_timers(&mut self, now: Timestamp, report: Report) {
+        self.apply(now, report);
+        if self.http.poll_timeout().is_some_and(|at| at <= now) {
+            self.http.handle_timeout(now);
         }
     }
 

@@ -237,6 +237,9 @@ pub struct Driver<R, W> {
     /// answers (see [`write_until_due`](Self::write_until_due)). Cleared once a write
     /// completes.
     feed_first: bool,
+    /// The timers wait for the chunk just read: an answer already here is not timed out
+    /// because the loop came late to it (they fire once it is fed).
+    timers_after_feed: bool,
 }
 
 /// How [`Driver::write_until_due`] ended.
@@ -301,6 +304,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             broken: None,
             gone: false,
             feed_first: false,
+            timers_after_feed: false,
         })
     }
 
@@ -441,8 +445,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         let outcome = tokio::select! {
             biased;
             done = output => Ok(done),
-            () = sleep_for(wait) => Err(None),
+            // Input before the deadline: an answer already here is fed before the timers
+            // fire (`timers_after_feed`), not timed out.
             read = reader.read(buf), if read_too => Err(Some(read)),
+            () = sleep_for(wait) => Err(None),
             // Only when the output waits (the arms above are polled first): the peer may be
             // blocked writing what we have yet to feed.
             () = std::future::ready(()), if feed_too => {
@@ -483,6 +489,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         } else {
             self.filled = n;
             self.fed = 0;
+            self.timers_after_feed = true;
         }
     }
 
@@ -564,6 +571,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 self.fed = end;
                 continue;
             }
+            if self.timers_after_feed {
+                // The chunk is in: now the timers that came due while it waited (after every
+                // chunk, so that input that keeps coming cannot hold them off).
+                self.timers_after_feed = false;
+                let now = self.read_clock();
+                self.conn.handle_timeout(now);
+                continue;
+            }
             // The end of the input, once everything before it is in and handed out (a last
             // line without a newline is handled then).
             if self.eof && !self.eof_fed {
@@ -589,6 +604,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 continue;
             }
             tokio::select! {
+                biased;
+                // (Input first: see `timers_after_feed`.)
                 read = self.reader.read(&mut self.buf) => self.took_input(read?),
                 () = sleep_for(wait) => {
                     let now = self.read_clock();

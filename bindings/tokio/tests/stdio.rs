@@ -757,6 +757,44 @@ async fn a_blocked_write_does_not_hold_the_timers_up() {
     );
 }
 
+/// An answer that is already here when the driver comes to it past its request's deadline
+/// (a loaded machine, a handler that took long) is taken, not timed out: the read and the
+/// deadline were a coin toss, and a timed-out request's answer is dropped as late.
+#[tokio::test]
+async fn an_answer_already_here_beats_a_deadline_that_passed_meanwhile() {
+    for round in 0..20 {
+        let (input, mut peer_out) = tokio::io::duplex(64 * 1024);
+        let (output, _peer_in) = tokio::io::duplex(64 * 1024);
+        let mut config = Config::client("t", "1.0");
+        config.client_era = mcpwire::conn::ClientEra::Legacy;
+        config.request_timeout = Duration::from_millis(100);
+        let mut driver = Driver::new(config, input, output).unwrap();
+        driver
+            .write_pending()
+            .await
+            .expect("the initialize request out");
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+        // Once the driver waits (for the answer, and for the deadline), the answer comes,
+        // and the runtime's one thread is then busy past the deadline: the driver wakes to
+        // both at once.
+        let late = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            peer_out
+                .write_all(format!("{answer}\n").as_bytes())
+                .await
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            peer_out
+        });
+        let event = driver.next_event().await.expect("no IO error");
+        drop(late.await.unwrap());
+        assert!(
+            matches!(event, Some(OwnedEvent::Ready { .. })),
+            "round {round}: {event:?}"
+        );
+    }
+}
+
 /// A server that reads its next request only once it has written the last answer whole (as
 /// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
 /// pipelined calls larger than a pipe, each answered at the same size. The driver used to
