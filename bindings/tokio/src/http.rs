@@ -131,7 +131,9 @@ pub struct HostConfig {
     /// refused at once. Default 4 MiB.
     pub max_body: usize,
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
-    /// POST requests may take to finish. GET streams (a session's stream for unrelated
+    /// POST requests may take to finish. A kept-alive connection is closed at once when
+    /// idle, and once its answer is out when a request has begun to arrive on it (part of
+    /// its head read, or bytes waiting): such a request is answered, not cut off. GET streams (a session's stream for unrelated
     /// messages) end as soon as what they hold is written; the client resumes them elsewhere
     /// with `Last-Event-ID`. 2026-07-28 `subscriptions/listen` streams get their result and
     /// end likewise. When the grace period is over, every stream still open ends (a
@@ -558,6 +560,15 @@ pub async fn serve<A: Application>(
                 tokio::select! {
                     _ = conn.as_mut() => {}
                     _ = async { drop(stop.wait_for(|stopping| *stopping).await) } => {
+                        // A request that has begun to arrive is let in first: hyper closes
+                        // a connection it holds idle at once, and the request is lost.
+                        let finished = conn_state.finished.load(Ordering::Acquire);
+                        while arriving_at_stop(&conn_state, input, finished) {
+                            tokio::select! {
+                                _ = conn.as_mut() => break,
+                                () = tokio::time::sleep(Duration::from_millis(5)) => {}
+                            }
+                        }
                         conn.as_mut().graceful_shutdown();
                         let _ = conn.await;
                     }
@@ -678,6 +689,16 @@ fn agrees_to_close(conn: &Tracked, input: Input) -> bool {
         return false;
     }
     true
+}
+
+/// Whether a connection idle when the server began to stop has a request arriving (read in
+/// part, or waiting in the kernel) that has not reached the service yet, nor been served
+/// since (`finished` was its count of ended requests then). The wait for it is bounded by
+/// the shutdown's grace, after which the connection is dropped.
+fn arriving_at_stop(conn: &Tracked, input: Input, finished: u64) -> bool {
+    conn.active.load(Ordering::Acquire) == 0
+        && conn.finished.load(Ordering::Acquire) == finished
+        && (conn.begun() || input.pending())
 }
 
 /// How long a request head that has begun to arrive protects its connection from being

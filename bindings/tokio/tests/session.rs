@@ -10,7 +10,11 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{Client, HostConfig, Server, open_session, start, start_with, test_config};
+use common::{
+    Client, HostConfig, Server, open_session, read_to_close, start, start_with, statuses,
+    test_config,
+};
+use tokio::io::AsyncWriteExt;
 
 const PROGRESS_CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p1"}}}"#;
 
@@ -152,6 +156,62 @@ async fn a_client_leaving_an_sse_stream_is_reported_to_the_engine() {
     // The session lives on: a new GET stream opens.
     let _again = open_get_stream(&server, &session).await;
     wait_streams(&server, 1).await;
+}
+
+/// A request that has begun to arrive on a kept-alive connection when the shutdown comes
+/// (part of its head read, or the rest still on its way) is answered: the connection was
+/// idle to hyper, which closed it at once, and the client's request failed with the
+/// connection reset. One with nothing arriving is closed at once, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_arriving_on_an_idle_connection_at_shutdown_is_answered() {
+    let config = HostConfig {
+        shutdown_grace: Duration::from_secs(5),
+        ..test_config()
+    };
+    let mut server = start(config).await;
+    let mut c = Client::new(&server).await;
+    let mut quiet = Client::new(&server).await;
+    for client in [&mut c, &mut quiet] {
+        client
+            .stream
+            .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert_eq!(client.response().await.expect("answer").status, 404);
+    }
+    // The next request's head, in part: the host reads it, hyper waits for the rest.
+    c.stream
+        .write_all(b"GET /other HTTP/1.1\r\nHo")
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let began = Instant::now();
+    let serve = server.shutdown();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    c.stream
+        .write_all(b"st: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("write");
+    let (raw, closed) = read_to_close(&mut c.stream, Duration::from_secs(5)).await;
+    assert!(closed, "the connection stays open after its answer");
+    assert_eq!(statuses(&raw), [404], "{}", String::from_utf8_lossy(&raw));
+    // The quiet one was closed at once.
+    let (raw, closed) = read_to_close(&mut quiet.stream, Duration::from_secs(1)).await;
+    assert!(
+        closed && raw.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    tokio::time::timeout(Duration::from_secs(10), serve)
+        .await
+        .expect("serve returned")
+        .expect("task")
+        .expect("serve");
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
