@@ -397,19 +397,6 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		return ErrClosed
 	}
-	// take feeds what an exchange reported to the engine.
-	take := func(r exchangeResult) {
-		if _, live := running[r.id]; !live {
-			return // aborted: report nothing more
-		}
-		c.feed(r)
-		if r.end || r.err != nil {
-			delete(running, r.id)
-			delete(c.unheard, r.id)
-		} else if r.head && c.unheard[r.id] == http.MethodPost {
-			delete(c.unheard, r.id)
-		}
-	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	done := ctx.Done()
@@ -492,7 +479,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		select {
 		case r := <-results:
-			take(r)
+			c.take(running, r)
 		case <-wake:
 		case <-timeout:
 			// What an exchange already reported goes in first: an answer that is here is not
@@ -500,7 +487,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			// reports that keep coming cannot hold the timers off.)
 			select {
 			case r := <-results:
-				take(r)
+				c.take(running, r)
 			default:
 			}
 			c.engine.Lock()
@@ -624,21 +611,27 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		}
 		select {
 		case r := <-results:
-			if _, live := running[r.id]; !live {
-				continue
-			}
-			c.feed(r)
-			if r.end || r.err != nil {
-				delete(running, r.id)
-				delete(c.unheard, r.id)
-			} else if r.head && c.unheard[r.id] == http.MethodPost {
-				delete(c.unheard, r.id)
-			}
+			c.take(running, r)
 		case <-limit.C:
 			return false
 		case <-c.closing:
 			return true
 		}
+	}
+}
+
+// take feeds what an exchange reported to the engine, and forgets an exchange that ended
+// (and a POST's unheard mark once its head came). A report of an aborted exchange is dropped.
+func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResult) {
+	if _, live := running[r.id]; !live {
+		return
+	}
+	c.feed(r)
+	if r.end || r.err != nil {
+		delete(running, r.id)
+		delete(c.unheard, r.id)
+	} else if r.head && c.unheard[r.id] == http.MethodPost {
+		delete(c.unheard, r.id)
 	}
 }
 
