@@ -64,28 +64,21 @@ fn stop(idle: Duration, last: Arc<Mutex<Instant>>) -> impl Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    async move { stopped(idle, last, &mut term, &mut interrupt).await }
-}
-
-async fn stopped(
-    idle: Duration,
-    last: Arc<Mutex<Instant>>,
-    term: &mut tokio::signal::unix::Signal,
-    interrupt: &mut tokio::signal::unix::Signal,
-) {
-    let idle_exit = async {
-        loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            if last.lock().expect("lock").elapsed() > idle {
-                note(&format!("idle for {} s, exiting", idle.as_secs()));
-                return;
+    async move {
+        let idle_exit = async {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if last.lock().expect("lock").elapsed() > idle {
+                    note(&format!("idle for {} s, exiting", idle.as_secs()));
+                    return;
+                }
             }
+        };
+        tokio::select! {
+            _ = idle_exit => {}
+            _ = term.recv() => note("SIGTERM, shutting down"),
+            _ = interrupt.recv() => note("interrupted, shutting down"),
         }
-    };
-    tokio::select! {
-        _ = idle_exit => {}
-        _ = term.recv() => note("SIGTERM, shutting down"),
-        _ = interrupt.recv() => note("interrupted, shutting down"),
     }
 }
 

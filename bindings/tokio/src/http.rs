@@ -133,12 +133,13 @@ pub struct HostConfig {
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. A kept-alive connection is closed at once when
     /// idle, and once its answer is out when a request has begun to arrive on it (part of
-    /// its head read, or bytes waiting): such a request is answered, not cut off. GET streams (a session's stream for unrelated
-    /// messages) end as soon as what they hold is written; the client resumes them elsewhere
-    /// with `Last-Event-ID`. 2026-07-28 `subscriptions/listen` streams get their result and
-    /// end likewise. When the grace period is over, every stream still open ends (a
-    /// normal end of the chunked body, not a reset), and [`serve`] returns at most one second
-    /// later, dropping connections that still have not finished. Default 10 s.
+    /// its head read, or bytes waiting): such a request is answered, not cut off. GET
+    /// streams (a session's stream for unrelated messages) end as soon as what they hold is
+    /// written; the client resumes them elsewhere with `Last-Event-ID`. 2026-07-28
+    /// `subscriptions/listen` streams get their result and end likewise. When the grace
+    /// period is over, every stream still open ends (a normal end of the chunked body, not a
+    /// reset), and [`serve`] returns at most one second later, dropping connections that
+    /// still have not finished. Default 10 s.
     pub shutdown_grace: Duration,
 }
 
