@@ -27,7 +27,9 @@
 //!   while we wait for it, for good. For such peers use a loop that reads while it writes
 //!   (`mcpwire_tokio::stdio::Driver`, Go's `Serve`, the C stdio example).
 //! - **Nothing accepted is lost.** At end of input every answer already produced is written
-//!   before [`Io::next_event`] reports [`Stop::Eof`].
+//!   before [`Io::next_event`] reports [`Stop::Eof`]. Input already read is fed before the
+//!   engine's timers fire, so an answer that arrived while the loop was late (busy, or in a
+//!   long write) is taken, not timed out.
 //!
 //! ```no_run
 //! # #[cfg(feature = "blocking")] {

@@ -69,7 +69,9 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // writers cannot be interrupted (os.Stdout is usually one: a program that must end on a
 // signal bounds its own wait, as examples/stdio_server does). A command given on another
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
-// given, and a request's timeout is armed for it.
+// given, and a request's timeout is armed for it. A deadline that comes with input already
+// read waits for that input to be fed: an answer that arrived while Serve was busy is taken,
+// not timed out (input still unread, in the kernel, is not looked for).
 //
 // One Serve at a time drives a Conn: another returns an error at once. When Serve returns,
 // a read of r may be outstanding, and reads taken ahead may not be fed yet: the goroutine

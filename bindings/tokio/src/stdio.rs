@@ -39,7 +39,8 @@
 //!   rest of its last read and reads more, so the two cannot wait for each other for good,
 //!   whatever the sizes pipelined both ways (below the bound above).
 //! - **Nothing accepted is lost.** At end of input every answer already given is written
-//!   before `next_event` returns `None`.
+//!   before `next_event` returns `None`. Input already read is fed before the timers fire,
+//!   so an answer that arrived while the driver was late is taken, not timed out.
 //! - **A peer that goes away is heard out.** When a write fails with a broken pipe or a reset
 //!   (the peer exited), nothing more is written, and the input is read to its end: the
 //!   events of what the peer said last and the close come first, then that write error.
