@@ -33,6 +33,14 @@ fn mcpwire(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A directory of this test process's own for a test's files (`mcpwire-<name>-<pid>` in the
+/// system's temporary directory), created if need be.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn everything() -> String {
     node_modules()
         .join("@modelcontextprotocol/server-everything/dist/index.js")
@@ -356,8 +364,7 @@ fn serve_on_tokio_under_the_python_and_typescript_sdk_clients() {
 
 #[test]
 fn tap_relays_every_byte_unchanged_and_logs_violations() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap");
     let log = dir.join("bytes.jsonl");
     let mut input = Vec::new();
     input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
@@ -437,8 +444,7 @@ fn tap_relays_every_byte_unchanged_and_logs_violations() {
 
 #[test]
 fn tap_between_a_real_client_and_server_records_latency() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap2");
     let log = dir.join("session.jsonl");
     let log_arg = log.display().to_string();
     let (ok, out, _) = run_client(
@@ -511,8 +517,7 @@ fn tap_log(path: &std::path::Path) -> Vec<Value> {
 /// frame, and 65,536 requests in flight are remembered.
 #[test]
 fn tap_remembers_at_most_256_bytes_of_a_method_name() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-method-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap-method");
     let log = dir.join("log.jsonl");
     // Multi-byte characters, so that the cut must fall on a character boundary.
     let method = "é".repeat(50_000);
@@ -549,8 +554,7 @@ fn tap_remembers_at_most_256_bytes_of_a_method_name() {
 /// could end in the middle of that entry, leaving a line cut off after `exit`.
 #[test]
 fn tap_writes_each_log_entry_whole_and_exit_last() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-whole-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap-whole");
     let log = dir.join("log.jsonl");
     // A server that ends at once while the client ends its input at once: a race each time.
     for _ in 0..40 {
@@ -597,8 +601,7 @@ fn tap_writes_each_log_entry_whole_and_exit_last() {
 /// sends (or a server that never answers) grew tap without limit, and the exit entry with it.
 #[test]
 fn tap_forgets_cancelled_requests_and_bounds_what_it_remembers() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-cancel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap-cancel");
     let run = |log: &std::path::Path, server: &str, input: &[u8]| {
         let mut child = tap_sh(log, server)
             .stdin(Stdio::piped())
@@ -683,8 +686,7 @@ fn tap_forgets_cancelled_requests_and_bounds_what_it_remembers() {
 #[test]
 fn tap_closes_its_stdin_once_the_server_stops_reading() {
     use std::io::Read;
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-epipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap-epipe");
     let log = dir.join("log.jsonl");
     let go_on = dir.join("go-on");
     let _ = std::fs::remove_file(&go_on);
@@ -1872,8 +1874,7 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
     use std::io::{BufRead, Write};
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::env::temp_dir().join(format!("mcpwire-tap-fifo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tap-fifo");
     let fifo = dir.join("log.fifo");
     let _ = std::fs::remove_file(&fifo);
     assert!(
@@ -1924,8 +1925,7 @@ fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
 #[test]
 fn tap_leaves_a_signal_it_was_started_ignoring_ignored() {
     use std::io::Write;
-    let dir = std::env::temp_dir().join(format!("mcpwire-nohup-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("nohup");
     let log = dir.join("tap.jsonl");
     let pidfile = dir.join("tap.pid");
     let _ = std::fs::remove_file(&pidfile);
@@ -1972,8 +1972,7 @@ fn tap_leaves_a_signal_it_was_started_ignoring_ignored() {
 #[test]
 fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
     use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("mcpwire-signals-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("signals");
     let wait = |child: &mut std::process::Child| {
         let until = Instant::now() + Duration::from_secs(20);
         loop {
@@ -2438,8 +2437,7 @@ time.sleep(30)
 #[cfg(target_os = "linux")]
 #[test]
 fn tap_passes_on_a_terminals_ctrl_c_only_once() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-ctrl-c-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("ctrl-c");
     let server = r#"
 import signal, sys, time
 out = sys.argv[1]
@@ -2511,8 +2509,7 @@ os.waitpid(pid, 0)
 #[test]
 fn probe_keeps_its_verdict_when_a_signal_ends_the_wait_for_the_server() {
     use std::time::Duration;
-    let dir = std::env::temp_dir().join(format!("mcpwire-verdict-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("verdict");
     let pidfile = dir.join("server.pid");
     let _ = std::fs::remove_file(&pidfile);
     // Ignores stdin's end and the signals passed on: probe waits 2 s, sends SIGTERM, waits
@@ -2676,8 +2673,7 @@ print(b.recv(200).split(b"\r\n")[0].decode())
 /// the signal, so the server lost its clean-up and was killed 2 s later.
 #[test]
 fn probe_ends_a_lingering_server_with_sigterm_without_a_kill_program() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-probe-term-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("probe-term");
     let marker = dir.join("terminated");
     let _ = std::fs::remove_file(&marker);
     let server = r#"
