@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -358,6 +359,71 @@ func TestABlockedWriteHoldsNothingBack(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return")
+	}
+}
+
+// stallsOnBig takes small Writes, and blocks a Write of 32 KiB or more until release is
+// closed: a peer that reads a little, then stops reading.
+type stallsOnBig struct{ release chan struct{} }
+
+func (w stallsOnBig) Write(p []byte) (int, error) {
+	if len(p) >= 32<<10 {
+		<-w.release
+	}
+	return len(p), nil
+}
+
+// While a large Write waits on a peer that does not read, Serve goes on: it reads and feeds
+// the peer's requests (the handler hears them), and the timeout of our request fires on time.
+// Both waited for the Write: the loop neither fed input nor fired timers until it returned.
+func TestServeGoesOnWhileALargeWriteWaits(t *testing.T) {
+	conn := toolsServer(t)
+	w := stallsOnBig{make(chan struct{})}
+	inR, in := io.Pipe()
+	defer in.Close()
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 100<<10) + `"}`)
+	heard, timedOut := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), conn, inR, w, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev := ev.(type) {
+			case *ReadyEvent:
+				if _, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: 200 * time.Millisecond}); err != nil {
+					t.Error(err)
+				}
+			case *RequestEvent:
+				if ev.ID.String() == "2" {
+					close(heard)
+				}
+				_ = c.Respond(ev.ID, big)
+			case *TimedOutEvent:
+				close(timedOut)
+			}
+		}))
+	}()
+	// The answer to 1 blocks in Write; 2 is sent meanwhile.
+	go io.WriteString(in, testInitialize+testInitialized+`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	time.Sleep(100 * time.Millisecond)
+	go io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	select {
+	case <-heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request sent while a Write waited was not heard")
+	}
+	select {
+	case <-timedOut:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ping's timeout did not fire while a Write waited")
+	}
+	close(w.release)
+	in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return at the end of input")
 	}
 }
 

@@ -90,15 +90,14 @@ type Conn struct {
 	waiting bool
 	wake    chan struct{}
 	// given over-estimates the output added by commands since WriteTo last emptied it: each
-	// command counts commandOutput bytes and its payload. Serve writes ahead of the next
-	// event once it passes highWater (and the engine confirms), so that every event's
-	// answers find room. Atomic: Serve reads it without the lock.
-	given     atomic.Int64
-	highWater int64
-	// readAheadBelow: Serve feeds input that arrived while it was writing only while the
-	// output holds less than this (half the engine's bound), so its answers still fit.
-	readAheadBelow int64
-	giving         int64 // this command's payload, added to given as the lock is let go
+	// command counts commandOutput bytes and its payload. Atomic: Serve reads it without
+	// the lock.
+	given atomic.Int64
+	// roomBelow: Serve hands out the next event, and feeds more input, only while the
+	// output holds less than this (half the engine's bound, checked with the engine once
+	// given passes it), so that the answers an event gets always fit.
+	roomBelow int64
+	giving    int64 // this command's payload, added to given as the lock is let go
 	// inputPiece is how much input Serve feeds between drains (see InputPiece).
 	inputPiece int
 	// grace is Config.ShutdownGrace, for Serve and HTTPClient.Run.
@@ -221,12 +220,6 @@ func (c *Conn) unlockChanged() {
 // envelope, an id, a method): more than most do, so given over-estimates.
 const commandOutput = 512
 
-// outputHighWater is the output Serve lets build up before it writes ahead of the next event:
-// 1 MiB, or half of cfg's output bound if that is smaller.
-func outputHighWater(cfg *Config) int64 {
-	return min(1<<20, outputBound(cfg)/2)
-}
-
 // outputBound is the engine's bound on the output (Limits.MaxBufferedOutput).
 func outputBound(cfg *Config) int64 {
 	if cfg != nil && cfg.Limits.MaxBufferedOutput > 0 {
@@ -260,15 +253,14 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		piece = defaultInputPiece
 	}
 	c := &Conn{
-		ptr:            made.conn,
-		drainer:        (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
-		origin:         now,
-		records:        make([]C.mcpwgo_record, batchEvents),
-		arena:          make([]byte, batchArena),
-		highWater:      outputHighWater(cfg),
-		readAheadBelow: outputBound(cfg) / 2,
-		inputPiece:     int(piece),
-		grace:          cfg.shutdownGrace(),
+		ptr:        made.conn,
+		drainer:    (*C.mcpwgo_drainer)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_drainer{})))),
+		origin:     now,
+		records:    make([]C.mcpwgo_record, batchEvents),
+		arena:      make([]byte, batchArena),
+		roomBelow:  outputBound(cfg) / 2,
+		inputPiece: int(piece),
+		grace:      cfg.shutdownGrace(),
 	}
 	runtime.SetFinalizer(c, (*Conn).Close)
 	return c, nil
@@ -372,9 +364,12 @@ func (c *Conn) Feed(now time.Time, data []byte) error {
 		return ErrFreed
 	}
 	defer c.unlockChanged()
-	rc := C.mcpw_conn_handle_input(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
+	fed := C.mcpwgo_feed(c.ptr, c.ns(now), (*C.uint8_t)(bytesPtr(data)), C.size_t(len(data)))
 	runtime.KeepAlive(c)
-	return check("feed", rc)
+	// What the engine answered on its own (error answers to junk: up to half its bound per
+	// InputPiece) counts, exactly, in what Serve checks its room against.
+	c.given.Store(int64(fed.len))
+	return check("feed", fed.rc)
 }
 
 // InputPiece is how many bytes to Feed at a time when one read brought more, handing out
@@ -1092,19 +1087,20 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // must not keep the slice (the next Write reuses it). One writer at a time: two WriteTo
 // calls at once would both write the same bytes.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	return c.writeOut(w, nil)
+	total, _, err := c.writeOut(w, 0)
+	return total, err
 }
 
-// writeOut is WriteTo, but when yield (if not nil) returns true after a Write, it returns
-// at once with the rest of the output pending.
-func (c *Conn) writeOut(w io.Writer, yield func() bool) (int64, error) {
-	var total int64
-	for {
+// writeOut is WriteTo; but with handOver > 0, when the output it finds first is handOver bytes
+// or more, it writes nothing and reports big (Serve hands such output to its writer
+// goroutine).
+func (c *Conn) writeOut(w io.Writer, handOver int) (total int64, big bool, err error) {
+	for first := true; ; first = false {
 		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
 		// the commands of other goroutines, and Close, do not wait for a slow writer, and
 		// the writer may call the Conn.
 		if !c.lock() {
-			return total, ErrFreed
+			return total, false, ErrFreed
 		}
 		lent := C.mcpwgo_transmit(c.ptr)
 		runtime.KeepAlive(c)
@@ -1113,7 +1109,11 @@ func (c *Conn) writeOut(w io.Writer, yield func() bool) (int64, error) {
 				c.given.Store(0) // all written: nothing is estimated any more
 			}
 			c.unlock()
-			return total, err
+			return total, false, err
+		}
+		if first && handOver > 0 && int(lent.len) >= handOver {
+			c.unlock()
+			return 0, true, nil
 		}
 		buf := append(c.wbuf[:0], unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), min(int(lent.len), writeChunk))...)
 		c.wbuf = nil // (a second writer, against the rules, gets a buffer of its own)
@@ -1126,25 +1126,22 @@ func (c *Conn) writeOut(w io.Writer, yield func() bool) (int64, error) {
 			}
 		}
 		if !c.lock() {
-			return total + int64(n), ErrFreed // closed while writing
+			return total + int64(n), false, ErrFreed // closed while writing
 		}
 		c.wbuf = buf
 		if n > 0 {
 			if cerr := c.consume(n); cerr != nil {
 				c.unlock()
-				return total, cerr
+				return total, false, cerr
 			}
 			total += int64(n)
 		}
 		c.unlock()
 		if err != nil {
-			return total, err
+			return total, false, err
 		}
 		if n == 0 {
-			return total, io.ErrShortWrite
-		}
-		if yield != nil && yield() {
-			return total, nil
+			return total, false, io.ErrShortWrite
 		}
 	}
 }

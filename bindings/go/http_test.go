@@ -376,7 +376,7 @@ func TestServeDrainsEveryAnswerAtEOF(t *testing.T) {
 }
 
 // Answers to requests read together that add up to more than the output bound all get out:
-// Serve writes ahead of the next event once the output passes its high-water mark. Before,
+// Serve hands out the next event only while the output has room for its answers. Before,
 // it handed out every event of a read first, and the answers past the bound failed
 // ErrOutputFull with the peer reading all along (found by an audit of the stdio hosts).
 func TestServeAnswersAddingUpPastTheOutputBoundAllGetOut(t *testing.T) {

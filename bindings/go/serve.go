@@ -39,34 +39,31 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as examples/stdio_server does: by
 // default Go ends a program that writes to a broken stdout.)
 //
-// Answers never find the output full for want of writing: once the output passes a
-// high-water mark (1 MiB, or half of Limits.MaxBufferedOutput if smaller), it is written
-// before the next event is handed out. (That write may stop early for input waiting to be
-// fed, as below, but only with less than half of Limits.MaxBufferedOutput left unwritten:
-// an answer of up to half the bound always finds room.)
+// Answers never find the output full for want of writing: the next event is handed out, and
+// more input fed, only while the output holds less than half of Limits.MaxBufferedOutput, so
+// an answer of up to half the bound always finds room.
 //
-// Backpressure: input is read as Serve comes for it, and w's Write blocks Serve, so a peer
-// that reads slowly slows its own requests down instead of growing memory. During a write of
-// more than 64 KiB (the one at the high-water mark too), Serve reads ahead (up to 1 MiB held
-// outside the engine), and between two Writes it feeds what it read, and the rest of its
-// last read, before the write goes on, while the output holds less than half of
-// Limits.MaxBufferedOutput: a peer that reads only between its own writes (a hand-written
-// read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be blocked
-// writing its answers to us while we write our requests to it, and the two would wait for
-// each other for good. One Write that blocks cannot be interrupted, though: a peer that
-// writes more than the read-ahead to us while one of our Writes waits, or a smaller write
-// that blocks (only once the peer has left a pipe's worth of our output unread), still holds
-// Serve without reading.
-// A peer that never reads holds Serve in its Write: commands from other goroutines get ErrOutputFull
-// once the engine's output limit is reached, and the engine's timers wait too (a request's
-// timeout is handed out once the Write returns). When ctx is cancelled meanwhile, Serve ends
-// a Write that has made no progress for a second, past the grace, if w takes write
-// deadlines (a net.Conn, an os.Pipe end): it fails (w's write deadline is left in the past)
-// and Serve returns an error that wraps ctx.Err(). A peer that still reads is not cut: after
-// the cancel, Writes go out 4 KiB at a time, so that one that reads slowly shows it (a Write
-// begun before the cancel is watched whole: its peer must take its 64 KiB within the grace
-// and a second). Other
-// writers cannot be interrupted (os.Stdout is usually one: a program that must end on a
+// Writes: output of less than 64 KiB is written on Serve's goroutine, more on a goroutine of
+// its own, while Serve goes on: it reads ahead (up to 1 MiB held outside the engine), feeds
+// input and hands out events while the output has room, fires timers, and takes commands
+// from other goroutines. A peer that reads only between its own writes (a hand-written
+// read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be
+// blocked writing its answers to us while we write our requests to it: we read them, and
+// the two do not wait for each other. A smaller Write that blocks (once the peer has left a
+// pipe's worth of our output unread) still holds Serve: it neither reads nor fires timers
+// until that Write returns.
+//
+// Backpressure: input is read as Serve comes for it (and ahead during a large write, as
+// above), so a peer that reads slowly slows its own requests down instead of growing memory.
+// A peer that never reads leaves the output full: commands from other goroutines get
+// ErrOutputFull once the engine's output limit is reached. When ctx is cancelled meanwhile,
+// Serve ends a Write that has made no progress for a second, past the grace, if w takes
+// write deadlines (a net.Conn, an os.Pipe end): it fails (w's write deadline is left in the
+// past) and Serve returns an error that wraps ctx.Err(). A peer that still reads is not
+// cut: after the cancel, Writes go out 4 KiB at a time, so that one that reads slowly shows
+// it (a Write begun before the cancel is watched whole: its peer must take its 64 KiB within
+// the grace and a second). Other writers cannot be interrupted, and Serve never returns with
+// a Write of its own under way (os.Stdout is usually one: a program that must end on a
 // signal bounds its own wait, as examples/stdio_server does). A command given on another
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
 // given, and a request's timeout is armed for it. A deadline that comes with input already
@@ -101,8 +98,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
-		handed, _, _ := handOut(conn, w, h, nil)
-		if _, err := conn.WriteTo(w); err != nil && !errors.Is(err, ErrFreed) {
+		flush := func() error { _, err := conn.WriteTo(w); return err }
+		handed, _, _ := handOut(conn, h, nil, flush)
+		if err := flush(); err != nil && !errors.Is(err, ErrFreed) {
 			return err
 		}
 		if handed {
@@ -113,20 +111,22 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 		return ErrClosed
 	}
+	stop := make(chan struct{})
+	defer close(stop)
+
+	// The reader reads once per token in want, which the loop gives before it waits for
+	// input: input is read as the loop comes for it, in batches. During a write of more than
+	// one Write's worth (bigWrite), it goes on reading, up to readAhead chunks: a peer that
+	// reads only between its own writes (a half-duplex server) may be blocked writing to us
+	// while we write to it, waiting for us to read.
 	type chunk struct {
 		data     []byte
 		err      error
 		panicked any // a panic in r.Read, passed on to Serve's caller
 	}
-	// The reader reads once per token in want, which the loop gives before it waits for
-	// input; and before a write that may block (more than one Write's worth), during which it
-	// goes on reading (writing), up to readAhead chunks: a peer that reads only between its
-	// own writes (a half-duplex server) may be blocked writing to us while we write to it,
-	// waiting for us to read. Otherwise input is read only as the loop comes for it, in
-	// batches.
 	reads := make(chan chunk, readAhead-1)
 	want := make(chan struct{}, 1)
-	var writing atomic.Bool
+	var bigWrite atomic.Bool
 	asked := false // a token was given, and no chunk taken since
 	ask := func() {
 		if !asked {
@@ -137,8 +137,6 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		}
 	}
-	stop := make(chan struct{})
-	defer close(stop)
 	go func() {
 		buf := make([]byte, 64*1024)
 		// read reads once, past empty reads: a reader that returns nothing and no error
@@ -174,12 +172,52 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				if c.err != nil || c.panicked != nil {
 					return
 				}
-				if !writing.Load() {
+				if !bigWrite.Load() {
 					break
 				}
 			}
 		}
 	}()
+
+	// The writer writes the output while the loop goes on: feeding input, handing out
+	// events, firing timers. One WriteTo at a time, begun by a token in kick; it reports on
+	// wrote when it has emptied the output, or failed. Serve never returns with a Write of
+	// its own under way (see the defer).
+	kick := make(chan struct{}, 1)
+	wrote := make(chan error, 1)
+	writing := false
+	go func() {
+		for {
+			select {
+			case <-kick:
+			case <-stop:
+				return
+			}
+			_, err := conn.WriteTo(w)
+			bigWrite.Store(false)
+			wrote <- err // (never blocks: one token, one report)
+		}
+	}()
+	var werr error // the writer's error, once it has one: nothing more is written then
+	// settle waits for the Write under way to end.
+	settle := func() {
+		if writing {
+			writing = false
+			if err := <-wrote; werr == nil {
+				werr = err
+			}
+		}
+	}
+	defer settle()
+	// flush writes everything on Serve's goroutine, after the writer's last Write: before
+	// the handler hears of the close, and when a panic leaves.
+	flush := func() error {
+		settle()
+		if werr == nil {
+			_, werr = conn.WriteTo(w)
+		}
+		return werr
+	}
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -201,7 +239,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		if c.panicked != nil {
 			// The reader's panic goes on to Serve's caller, as a panic in h does, after
 			// what is already answered is written.
-			_, _ = conn.WriteTo(w)
+			_ = flush()
 			panic(c.panicked)
 		}
 		// Data that came with the end (io.Reader allows both at once) is fed like any
@@ -213,83 +251,50 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			readErr = c.err
 		}
 	}
-	// A write stops between two Writes for input that arrived meanwhile (stoppedForInput),
-	// while the output has room for its answers; it goes on once that input is fed
-	// (feeding until then).
-	// A write of more than one Write's worth (bigWrite) also stops for the rest of the last
-	// read: the peer may be blocked writing what is yet to be fed.
-	stoppedForInput, feeding, bigWrite := false, false, false
-	roomForAnswers := func() bool { return int64(conn.PendingOutput()) < conn.readAheadBelow }
-	inputWaits := func() bool {
-		arrived := inputOpen && len(pending) == 0 && len(reads) > 0
-		if (arrived || (feeding || bigWrite) && len(pending) > 0) && roomForAnswers() {
-			stoppedForInput, feeding = true, true
+	// room says whether the output has room for what the next event or piece of input may
+	// add: it holds less than half the engine's bound (so an answer of up to half the bound
+	// fits). Once the peer stopped reading, nothing waits for the output.
+	room := func() bool {
+		if broken != nil || conn.given.Load() < conn.roomBelow {
+			return true
 		}
-		return stoppedForInput
+		// The estimate says maybe; the engine says how much there is.
+		pending := int64(conn.PendingOutput())
+		conn.given.Store(pending)
+		return pending < conn.roomBelow
 	}
-	// write writes the output, stopping between Writes for input (inputWaits); during a
-	// write that may block (more than one Write's worth), the reader reads ahead. It
-	// reports whether it stopped for input.
-	write := func() (bool, error) {
-		// (The estimate says maybe; the engine says how much there is.)
-		mayBlock := inputOpen && conn.given.Load() >= writeChunk &&
-			conn.PendingOutput() >= writeChunk
-		if mayBlock {
-			ask()
-			writing.Store(true)
+	// fail turns a write error into Serve's result, or into broken: a peer that went away
+	// is heard out first.
+	fail := func(err error) error {
+		if ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			// Cut off by cutStalledWrites: the peer did not read within the grace.
+			return fmt.Errorf("%w (the peer stopped reading: %w)", ctx.Err(), err)
 		}
-		bigWrite = mayBlock
-		_, err := conn.writeOut(w, inputWaits)
-		bigWrite = false
-		if mayBlock {
-			writing.Store(false)
+		if !peerGone(err) {
+			return err
 		}
-		if err == nil && !stoppedForInput {
-			feeding = false // all written
-		}
-		return stoppedForInput, err
+		broken = err
+		return nil
 	}
 	for {
-		// 1. Events (the handler may issue commands), 2. all output. A command given on
-		// another goroutine after mark, which they may have missed, is looked at before
-		// waiting (4).
+		// 1. Events, while the output has room (the handler may issue commands). A command
+		// given on another goroutine after mark, which the turn may have missed, is looked
+		// at before waiting (4).
 		mark := conn.changeMark()
-		stoppedForInput = false
-		var ahead func() (bool, error)
-		if broken == nil {
-			ahead = write
-		}
-		closed, cut, werr := handOut(conn, w, h, ahead)
+		closed, held, closeErr := handOut(conn, h, room, flush)
 		if err := conn.Err(); err != nil && !(closed && errors.Is(err, ErrFreed)) {
 			return err
 		}
-		if broken == nil {
-			switch {
-			case werr != nil:
-			case closed:
-				_, werr = conn.WriteTo(w) // everything, before Serve returns
-			case stoppedForInput, feeding && len(pending) > 0 && roomForAnswers():
-				// The input that stopped the write goes in first.
-			default:
-				_, werr = write()
-			}
-			if closed && errors.Is(werr, ErrFreed) {
-				werr = nil // the handler closed the Conn on its ClosedEvent: all was written
-			}
-			if werr != nil {
-				if ctx.Err() != nil && errors.Is(werr, os.ErrDeadlineExceeded) {
-					// Cut off by cutStalledWrites: the peer did not read within the grace.
-					return fmt.Errorf("%w (the peer stopped reading: %w)", ctx.Err(), werr)
-				}
-				if !peerGone(werr) {
-					return werr
-				}
-				// (Even once everything read is fed, EOF included, the close may be still
-				// to come: a last line without its newline closes once its events are out.)
-				broken = werr
-			}
-		}
 		if closed {
+			// Everything is written before Serve returns (the handler heard of the close
+			// after flush). ErrFreed only after the handler heard of it: it closed the Conn
+			// on its ClosedEvent, with everything written; before, another goroutine did.
+			if err := flush(); err != nil && broken == nil &&
+				(!errors.Is(err, ErrFreed) || errors.Is(closeErr, ErrFreed)) {
+				if err := fail(err); err != nil {
+					return err
+				}
+			}
 			switch {
 			case broken != nil:
 				return broken
@@ -300,23 +305,36 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 			return nil
 		}
-		// Input that stopped the write (see inputWaits) is taken in, and fed before the
-		// write goes on.
-		if stoppedForInput && len(pending) == 0 {
-			select {
-			case c := <-reads:
-				took(c)
-			default:
+		// 2. The output: up to one Write's worth here, more on the writer's goroutine, so
+		// that the loop goes on while it is written. (Handing every write over would cost a
+		// switch of goroutines per turn: a quarter of the throughput of a busy stdio server.)
+		switch {
+		case writing:
+		case broken != nil:
+			if conn.isFreed() {
+				return ErrFreed // (another goroutine closed the Conn)
+			}
+		default:
+			_, big, err := conn.writeOut(w, writeChunk)
+			switch {
+			case err != nil:
+				werr = err // (ErrFreed: another goroutine closed the Conn)
+				if err := fail(err); err != nil {
+					return err
+				}
+			case big:
+				writing = true
+				if inputOpen {
+					bigWrite.Store(true)
+					ask()
+				}
+				kick <- struct{}{}
 			}
 		}
-		// The events handOut left go first: input goes in only once every event is handed
-		// out (as Conn.InputPiece asks: else requests in flight would grow a piece per event),
-		// and the end of input too (it closes the connection: they could not be answered).
-		if cut {
-			continue
-		}
-		// 3. The rest of the last read, a piece at a time, before reading more.
-		if len(pending) > 0 {
+		// 3. Input, once every event is handed out (as Conn.InputPiece asks: else requests
+		// in flight would grow a piece per event), and while the output has room: the rest
+		// of the last read, a piece at a time, before reading more.
+		if !held && len(pending) > 0 && room() {
 			n := min(len(pending), piece)
 			if err := conn.Feed(time.Now(), pending[:n]); err != nil {
 				return err
@@ -326,14 +344,14 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 		// The input ended, and everything read before its end is in and handed out: now
 		// the end itself (a last line without a newline is processed then, and answered).
-		if readErr != nil && !eofFed {
+		if !held && readErr != nil && len(pending) == 0 && !eofFed {
 			eofFed = true
 			if err := conn.FeedEOF(time.Now()); err != nil {
 				return err
 			}
 			continue
 		}
-		if timersAfterFeed {
+		if timersAfterFeed && len(pending) == 0 {
 			timersAfterFeed = false
 			if err := conn.HandleTimeout(time.Now()); err != nil {
 				return err
@@ -341,8 +359,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			continue
 		}
 
-		// 4. Wait for input, the engine's deadline, a command from another goroutine, or
-		// cancellation. A command given since the output was written is looked at first.
+		// 4. Wait for input, the writer, the engine's deadline, a command from another
+		// goroutine, or cancellation. A command given since mark is looked at first.
 		if !conn.beginWait(mark) {
 			continue
 		}
@@ -353,15 +371,27 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			timeout = timer.C
 		}
 		var input chan chunk
-		if inputOpen {
+		if inputOpen && len(pending) == 0 {
 			if len(reads) == 0 {
 				ask()
 			}
 			input = reads
 		}
+		var written chan error
+		if writing {
+			written = wrote
+		}
 		select {
 		case c := <-input:
 			took(c)
+		case err := <-written:
+			writing = false
+			if err != nil {
+				werr = err // (nothing more is written)
+				if err := fail(err); err != nil {
+					return err
+				}
+			}
 		case <-wake:
 		case <-timeout:
 			select {
@@ -485,54 +515,40 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	}
 }
 
-// handOut hands every event conn holds to h, all with the time of the first; it reports
-// whether the ClosedEvent was among them. With write (Serve's), output past the Conn's
-// high-water mark is written before the next event, so that the answers an event gets always
-// find room (a large answer among pipelined requests would otherwise leave the next ones
-// ErrOutputFull with the peer reading all along); a write error stops that and is returned.
-// When that write stops for input (with less than half the bound left), handOut stops after
-// the event at hand (cut): Serve takes that input in, and hands out the rest before it feeds
-// any of it.
-func handOut(conn *Conn, w io.Writer, h Handler, write func() (bool, error)) (closed, cut bool, werr error) {
-	writeAhead := write != nil
+// handOut hands the events conn holds to h, all with the time of the first, while room (if not
+// nil) says that the output has room for what an event's answers may add. It reports whether
+// the ClosedEvent was among them, and whether events are held back for want of room. flush
+// writes the output before the handler hears of the close (the handler may Close the Conn,
+// and what was unwritten would go with it; closeErr is how that write ended), and when the
+// handler panics.
+func handOut(conn *Conn, h Handler, room func() bool, flush func() error) (closed, held bool, closeErr error) {
 	var now time.Time
-	for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+	for {
+		if room != nil && !room() {
+			return closed, true, closeErr
+		}
+		ev, ok := conn.NextEvent()
+		if !ok {
+			return closed, false, closeErr
+		}
 		if _, isClosed := ev.(*ClosedEvent); isClosed {
 			closed = true
-			// What came with the close (the cancellations its grace ended with) is written
-			// before the handler hears of it: the handler may Close the Conn, the last event
-			// handed out, and what was still unwritten would go with it.
-			if writeAhead && werr == nil {
-				_, werr = conn.WriteTo(w)
-			}
+			closeErr = flush()
 		}
 		if now.IsZero() {
 			now = time.Now()
 		}
-		stopped := false
-		if writeAhead && werr == nil && conn.given.Load() >= conn.highWater {
-			// The estimate says maybe; the engine says how much there is.
-			if pending := int64(conn.PendingOutput()); pending >= conn.highWater {
-				stopped, werr = write()
-			} else {
-				conn.given.Store(pending)
-			}
-		}
-		handleServed(conn, w, h, ev, now)
-		if stopped && werr == nil && !closed {
-			return false, true, nil
-		}
+		handleServed(conn, h, ev, now, flush)
 	}
-	return closed, false, werr
 }
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the
-// connection already holds is written to w on the way out; the panic itself goes on.
-func handleServed(conn *Conn, w io.Writer, h Handler, ev Event, now time.Time) {
+// connection already holds is written (flush) on the way out; the panic itself goes on.
+func handleServed(conn *Conn, h Handler, ev Event, now time.Time, flush func() error) {
 	returned := false
 	defer func() {
 		if !returned {
-			_, _ = conn.WriteTo(w) // best effort: the panic, not a write error, is the news
+			_ = flush() // best effort: the panic, not a write error, is the news
 		}
 	}()
 	h.HandleEvent(conn, now, ev)

@@ -236,22 +236,32 @@ func TestServeHearsTheCloseAfterALastLineWithoutItsNewlineAndABrokenPipe(t *test
 			_ = c.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
 		}
 	})
-	w := &breaksAfter{writes: 1}
+	w := &breaksAfter{lines: 1}
 	err := Serve(context.Background(), toolsServer(t), bytes.NewReader(in.Bytes()), w, h)
 	if !errors.Is(err, syscall.EPIPE) || !requested || !closed {
 		t.Fatalf("%v: the last request heard %v, closed %v", err, requested, closed)
 	}
 }
 
-// breaksAfter takes its first writes Writes, and fails every later one with a broken pipe.
-type breaksAfter struct{ writes int }
+// breaksAfter takes its first lines lines, and fails every later write with a broken pipe (a
+// peer that exits once it has read them, however the writes split the output).
+type breaksAfter struct{ lines int }
 
 func (b *breaksAfter) Write(p []byte) (int, error) {
-	if b.writes == 0 {
-		return brokenPipe{}.Write(p)
+	n := 0
+	for b.lines > 0 && n < len(p) {
+		end := bytes.IndexByte(p[n:], '\n')
+		if end < 0 {
+			return len(p), nil
+		}
+		n += end + 1
+		b.lines--
 	}
-	b.writes--
-	return len(p), nil
+	if n == len(p) {
+		return n, nil
+	}
+	_, err := brokenPipe{}.Write(p[n:])
+	return n, err
 }
 
 // A Write blocked on a peer that never reads (here a net.Pipe end nobody reads) is cut off

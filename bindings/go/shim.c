@@ -103,6 +103,16 @@ mcpwgo_lent mcpwgo_transmit(const mcpw_conn *conn) {
     return out;
 }
 
+mcpwgo_lent mcpwgo_feed(mcpw_conn *conn, uint64_t now_ns, const uint8_t *data, size_t len) {
+    mcpwgo_lent out = {MCPW_OK, NULL, 0, 0};
+    const uint8_t *bytes = NULL;
+    uint64_t stream = 0;
+    out.rc = mcpw_conn_handle_input(conn, now_ns, data, len);
+    if (out.rc == MCPW_OK && mcpw_conn_transmit(conn, &bytes, &out.len, &stream) != MCPW_OK)
+        out.len = 0;
+    return out;
+}
+
 mcpwgo_deadline mcpwgo_poll_timeout(const mcpw_conn *conn) {
     mcpwgo_deadline out = {MCPW_OK, 0, 0};
     bool has = false;

@@ -72,6 +72,10 @@ typedef struct mcpwgo_lent {
 
 mcpwgo_lent mcpwgo_transmit(const mcpw_conn *conn);
 
+/* Feeds input and says, in len, how much output the engine then holds (what it lends
+   next): Serve's check of the room left, in the same crossing. bytes and stream are unset. */
+mcpwgo_lent mcpwgo_feed(mcpw_conn *conn, uint64_t now_ns, const uint8_t *data, size_t len);
+
 typedef struct mcpwgo_deadline {
     mcpw_result rc;
     int has;
