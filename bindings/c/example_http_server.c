@@ -653,6 +653,7 @@ typedef struct watched {
     uint64_t since; /* when it began waiting for a head */
     uint64_t consumed; /* bytes received when its last request was whole (or UNCOUNTED) */
     uint64_t arriving; /* when more were first seen received (0: not yet) */
+    int line_in;       /* its next request's first line is in: a head has begun */
     struct watched *prev, *next;
 } watched;
 
@@ -702,6 +703,7 @@ static void start_waiting(watched *w) {
     if (w->cut || w->fd < 0) return;
     w->since = now_ns();
     w->arriving = 0;
+    w->line_in = 0;
     w->prev = waiting_last;
     w->next = NULL;
     if (waiting_last != NULL) waiting_last->next = w;
@@ -730,11 +732,12 @@ static void cut(watched *w) {
 /* The connection to displace, NULL when none waits: the one waiting longest whose next
    request has not begun to arrive, or began over HEAD_GRACE_NS ago (a slow head); when every
    waiting connection has a request arriving, the one waiting longest all the same, so that
-   heads kept arriving cannot lock new clients out. A head has begun when the connection
-   received more bytes than it had when its last request was whole: read in part by
-   libmicrohttpd (which keeps the connection waiting until the head is whole), or still on
-   the socket. (Measured then, not when the request ends: libmicrohttpd may tell of that end
-   only once the next request's first bytes wake it.) */
+   heads kept arriving cannot lock new clients out. A head has begun when libmicrohttpd has
+   its first line (on_request_line), or when the connection received more bytes than it had
+   when its last request was whole: read in part by libmicrohttpd (which keeps the connection
+   waiting until the head is whole), or still on the socket. (Measured then, not when the
+   request ends: libmicrohttpd may tell of that end only once the next request's first bytes
+   wake it.) */
 static watched *to_displace(void) {
     uint64_t now = now_ns();
     watched *w;
@@ -742,7 +745,7 @@ static watched *to_displace(void) {
         uint64_t received = bytes_received(w->fd);
         char byte;
         if (w->consumed == UNCOUNTED) w->consumed = received;
-        if (received != UINT64_MAX && received > w->consumed) {
+        if (w->line_in || (received != UINT64_MAX && received > w->consumed)) {
             if (w->arriving == 0) w->arriving = now;
             if (now - w->arriving < HEAD_GRACE_NS) continue;
             return w;
@@ -790,6 +793,22 @@ static watched *watch_of(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != NULL ? info->socket_context : NULL;
+}
+
+/* libmicrohttpd has the first line of a request (its headers may still be arriving): a head
+   has begun on this connection, though the bytes that brought it were read already. Without
+   this, a head split across segments was seen only from the bytes still unread, or counted
+   (which costs a system call per request, made only near the cap): at shutdown, a connection
+   below half the cap whose next head had begun to arrive was closed as idle. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *connection) {
+    watched *w = watch_of(connection);
+    (void)cls;
+    (void)uri;
+    if (w != NULL) {
+        w->line_in = 1;
+        if (w->arriving == 0) w->arriving = now_ns();
+    }
+    return NULL; /* the access handler's first call still finds no request of ours */
 }
 
 /* Cuts every connection whose request head is late (at the heartbeat): they are at the
@@ -1321,7 +1340,8 @@ static int close_idle_connections(void) {
         uint64_t received = bytes_received(w->fd);
         char byte;
         next = w->next;
-        if ((w->consumed != UNCOUNTED && received != UINT64_MAX && received > w->consumed) ||
+        if (w->line_in ||
+            (w->consumed != UNCOUNTED && received != UINT64_MAX && received > w->consumed) ||
             recv(w->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
             arriving = 1;
         } else {
@@ -1485,6 +1505,7 @@ int main(int argc, char **argv) {
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, NULL,
         MHD_OPTION_CONNECTION_LIMIT, max_connections,
         /* Strict HTTP/1.1: a request without Host, or with a space in a header's name
            ("Content-Length : 5", which a proxy in front may read differently: request

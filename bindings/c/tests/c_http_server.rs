@@ -935,6 +935,37 @@ fn sigterm_waits_for_answers_still_being_sent_and_bodies_still_arriving() {
     assert_clean_exit(server);
 }
 
+/// A kept-alive connection whose next request head has begun to arrive, split across two
+/// writes, when SIGTERM comes, far below the connection cap: the request is answered before
+/// the server exits. The server read the first part, and had not counted the connection's
+/// bytes (it does that only near the cap), so it saw nothing on the socket and closed the
+/// connection as idle.
+#[test]
+fn sigterm_answers_a_head_split_across_writes_on_a_kept_alive_connection() {
+    let server = Server::asan(&[]);
+    let (port, pid) = (server.port, server.child.id());
+    let (headers, body) = modern_call(1, "echo");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(post_text(port, &headers, &body, false).as_bytes())
+        .unwrap();
+    let first = response_within_5s(&mut s);
+    assert!(first.contains(r#""text":"hi""#), "{first}");
+    let (headers, body) = modern_call(2, "echo");
+    let second = post_text(port, &headers, &body, false);
+    let (head, rest) = second.split_at(second.find("Content-Type").unwrap());
+    s.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200)); // (read by the server by now)
+    terminate(pid);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = s.write_all(rest.as_bytes());
+    let out = response_within_5s(&mut s);
+    assert!(
+        out.contains(r#""id":2"#) && out.contains(r#""text":"hi""#),
+        "the request was cut: {out:?}"
+    );
+    assert_clean_exit(server);
+}
+
 /// At `--max-connections`, a new client displaces the connection that has waited longest
 /// for a request head; when every connection is in a request, it waits its turn and none is
 /// cut. Before, libmicrohttpd stopped accepting at its cap, so a cap's worth of silent
