@@ -68,10 +68,15 @@ int main() {
             // 2. bytes, both ways; 3. time moves on to the next deadline if nothing moved.
             bool moved = deliver(client, server, now) | deliver(server, client, now);
             if (!moved && !done) {
+                // The earliest deadline of either side; each fires its own timers (a call to
+                // one that has none due does nothing).
                 auto deadline = client.poll_timeout();
+                if (auto other = server.poll_timeout(); other && (!deadline || *other < *deadline))
+                    deadline = other;
                 if (!deadline || !asked) break;
                 now = *deadline;
                 client.handle_timeout(now);
+                server.handle_timeout(now);
             }
             now += 1000;
         }

@@ -27,15 +27,18 @@ void serve(mcpw::http_server &server) {
             e->conn.respond(e->ev.id(), "{}");
             continue;
         }
+        // Copies of the id and the text: a command (progress, here) may end the event's views
+        // on an mcpw::connection. (The views a server lends last until its next call, but a
+        // loop copied to stdio would not be so lucky.)
+        const mcpw::owned_id id(e->ev.id());
         auto args = mcpw::json_get(e->ev.params().value_or("{}"), "arguments");
-        auto text = mcpw::json_get(args.value_or("{}"), "text").value_or("\"\"");
+        const std::string text(mcpw::json_get(args.value_or("{}"), "text").value_or("\"\""));
         try {
-            e->conn.progress(e->ev.id(), 1, 2.0, "echoing");
+            e->conn.progress(id.get(), 1, 2.0, "echoing");
         } catch (const mcpw::error &err) {
             if (err.code() != MCPW_ERR_NO_PROGRESS_TOKEN) throw;
         }
-        e->conn.respond(e->ev.id(),
-                        R"({"content":[{"type":"text","text":)" + std::string(text) + "}]}");
+        e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)" + text + "}]}");
     }
 }
 
@@ -47,8 +50,19 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
     bool moved = false;
     while (auto action = client.poll_action()) {
         moved = true;
-        if (action->is_abort()) continue; // nothing to abandon in this example
         const std::uint64_t exchange = action->exchange();
+        if (action->is_abort()) {
+            // The client gave up on this exchange: report nothing more for it, and close its
+            // response (a real host closes the HTTP request; the server hears of it).
+            for (auto it = streams.begin(); it != streams.end(); ++it) {
+                if (it->exchange == exchange) {
+                    server.stream_closed(now, it->stream);
+                    streams.erase(it);
+                    break;
+                }
+            }
+            continue;
+        }
         std::vector<mcpw_http_header> headers(action->headers().begin(), action->headers().end());
         headers.push_back(mcpw::header("Host", "localhost:8080")); // what libcurl would add
         auto response =

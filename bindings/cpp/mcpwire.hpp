@@ -65,7 +65,8 @@ namespace detail {
 /// Enables a deleted overload for a temporary std::string only (a literal, a string_view or
 /// an lvalue string still take the string_view overload).
 template <class S>
-using if_temporary_string = std::enable_if_t<std::is_same_v<S, std::string>, int>;
+using if_temporary_string =
+    std::enable_if_t<std::is_same_v<std::remove_cv_t<S>, std::string>, int>;
 
 inline void check(mcpw_result rc) {
     if (rc != MCPW_OK) throw error(rc);
@@ -579,7 +580,7 @@ private:
 /// non-const call on its lender and ask again after that. A stale view of a connection that
 /// still lives throws MCPW_ERR_STALE_VIEW, but a view of an ended session or finished request
 /// may be freed by then: keeping a view past its lender's next call is undefined behaviour,
-/// /// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. On a
+/// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. On a
 /// view an HTTP handle lent, the transport calls (handle_input, transmit, consume, ...) and
 /// poll_event throw MCPW_ERR_NOT_OWNER, because the lender moves the bytes and hands out the
 /// events. Copying it is free; it never frees anything.
@@ -605,9 +606,12 @@ public:
         handle_.reset(raw);
     }
 
-    /// A non-owning view of this connection (for code written against connection_view).
-    connection_view view() const noexcept { return connection_view(get()); }
-    operator connection_view() const noexcept { return view(); }
+    /// A non-owning view of this connection (for code written against connection_view). Not
+    /// const (the view can issue commands), and not of a temporary (it would dangle at once).
+    connection_view view() & noexcept { return connection_view(get()); }
+    operator connection_view() & noexcept { return view(); }
+    connection_view view() && = delete;
+    operator connection_view() && = delete;
 
     mcpw_conn *get() const noexcept { return handle_.get(); }
 
@@ -706,7 +710,9 @@ public:
         detail::check(mcpw_conn_respond_task(conn.get(), &id, get(), task.data(), task.size()));
     }
     /// Answers `id` on `conn` when `method` is tasks/get, tasks/update or tasks/cancel; false
-    /// (nothing answered) for any other method.
+    /// (nothing answered) for any other method. An error the connection throws while
+    /// answering (MCPW_ERR_UNKNOWN_REQUEST, say) comes after the table took the request in: do
+    /// not answer it again as if nothing had happened.
     bool serve(std::uint64_t now_ns, connection_view conn, const mcpw_id &id,
                std::string_view method, std::optional<std::string_view> params) {
         bool served = false;
@@ -722,7 +728,8 @@ public:
 
     /// 2025-11-25: answers `id` on `conn`, from `owner`, when `method` is tasks/get,
     /// tasks/list, tasks/cancel or tasks/result (a tasks/result on a running task waits: see
-    /// poll_result); false (nothing answered) for any other method.
+    /// poll_result); false (nothing answered) for any other method. As with serve(), an error
+    /// the connection throws comes after the table took the request in.
     bool serve_legacy(std::uint64_t now_ns, std::uint64_t owner, connection_view conn,
                       const mcpw_id &id, std::string_view method,
                       std::optional<std::string_view> params) {
@@ -873,6 +880,7 @@ public:
     http_headers(const std::vector<mcpw_http_header> &headers) noexcept
         : http_headers(headers.data(), headers.size()) {}
     http_headers(std::vector<mcpw_http_header> &&) = delete;
+    http_headers(const std::vector<mcpw_http_header> &&) = delete;
 
     const mcpw_http_header *begin() const noexcept { return data_; }
     const mcpw_http_header *end() const noexcept { return data_ + size_; }

@@ -986,6 +986,60 @@ fn a_client_that_never_reads_leaves_the_server_small() {
     let _ = child.wait();
 }
 
+/// `mcpwire.hpp` refuses to compile a view of something about to be freed: a connection
+/// view of a temporary connection (the conversion compiled, and the view dangled at the end of
+/// the statement), and the text or headers of a `const` temporary string or vector (the
+/// guard caught only the non-const ones). The same calls on lvalues compile.
+#[test]
+fn views_of_temporaries_do_not_compile() {
+    let dir = out_dir();
+    let prelude = "#include \"mcpwire.hpp\"\n#include <string>\n#include <vector>\n\
+                   const std::string text() { return \"{}\"; }\n\
+                   const std::vector<mcpw_http_header> list() { return {}; }\n\
+                   int main() {\n    mcpw::config c(mcpw::role::server, \"s\", \"1\");\n";
+    let compile = |name: &str, body: &str| {
+        let src = dir.join(format!("temporaries_{name}.cpp"));
+        std::fs::write(&src, format!("{prelude}    {body}\n    return 0;\n}}\n")).unwrap();
+        Command::new("c++")
+            .args(["-std=c++17", "-fsyntax-only", "-x", "c++"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg("-I")
+            .arg(root().join("bindings/cpp"))
+            .arg(&src)
+            .output()
+            .expect("run the compiler")
+    };
+    for (name, body) in [
+        (
+            "conversion",
+            "mcpw::connection_view v = mcpw::connection(c, 0); (void)v;",
+        ),
+        ("view", "auto v = mcpw::connection(c, 0).view(); (void)v;"),
+        ("json", "auto v = mcpw::json_get(text(), \"a\"); (void)v;"),
+        ("headers", "mcpw::http_headers h(list()); (void)h;"),
+    ] {
+        let out = compile(name, body);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("deleted"),
+            "{name} compiled, or failed for another reason: {err}"
+        );
+    }
+    let out = compile(
+        "lvalues",
+        "mcpw::connection conn(c, 0); mcpw::connection_view v = conn; auto w = conn.view();\n    \
+         const std::string t = text(); auto j = mcpw::json_get(t, \"a\");\n    \
+         const std::vector<mcpw_http_header> l = list(); mcpw::http_headers h(l);\n    \
+         (void)v; (void)w; (void)j; (void)h;",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The headers compile wherever they say they do: `mcpwire.h` as C99 and later and as C++11
 /// and later with every warning an error; `mcpwire.hpp` as C++17 and C++20, and before C++17
 /// it stops with one clear error (it gave about 250, from the first `std::optional`).
