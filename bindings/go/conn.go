@@ -258,7 +258,7 @@ func NewConn(cfg *Config, now time.Time) (*Conn, error) {
 		origin:     now,
 		records:    make([]C.mcpwgo_record, batchEvents),
 		arena:      make([]byte, batchArena),
-		roomBelow:  outputBound(cfg) / 2,
+		roomBelow:  max(outputBound(cfg)/2, 1), // (a bound of 1 byte: room only when empty)
 		inputPiece: int(piece),
 		grace:      cfg.shutdownGrace(),
 	}
@@ -1091,11 +1091,11 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	return total, err
 }
 
-// writeOut is WriteTo; but with handOver > 0, when the output it finds first is handOver bytes
-// or more, it writes nothing and reports big (Serve hands such output to its writer
-// goroutine).
+// writeOut is WriteTo; but with handOver > 0, when the output it finds (at first, or after a
+// Write, with more given meanwhile) is handOver bytes or more, it stops there and reports big
+// (Serve hands the rest to its writer goroutine).
 func (c *Conn) writeOut(w io.Writer, handOver int) (total int64, big bool, err error) {
-	for first := true; ; first = false {
+	for {
 		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
 		// the commands of other goroutines, and Close, do not wait for a slow writer, and
 		// the writer may call the Conn.
@@ -1111,9 +1111,9 @@ func (c *Conn) writeOut(w io.Writer, handOver int) (total int64, big bool, err e
 			c.unlock()
 			return total, false, err
 		}
-		if first && handOver > 0 && int(lent.len) >= handOver {
+		if handOver > 0 && int(lent.len) >= handOver {
 			c.unlock()
-			return 0, true, nil
+			return total, true, nil
 		}
 		buf := append(c.wbuf[:0], unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), min(int(lent.len), writeChunk))...)
 		c.wbuf = nil // (a second writer, against the rules, gets a buffer of its own)
@@ -1169,6 +1169,22 @@ func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
 			return dst, err
 		}
 	}
+}
+
+// measureGiven sets given to the output the engine holds (what it lends next), and returns
+// it: with the Conn taken, so that no command's estimate is lost between the two.
+func (c *Conn) measureGiven() int64 {
+	if !c.lock() {
+		return 0
+	}
+	defer c.unlock()
+	lent := C.mcpwgo_transmit(c.ptr)
+	runtime.KeepAlive(c)
+	if lent.rc != C.MCPW_OK {
+		return 0
+	}
+	c.given.Store(int64(lent.len))
+	return int64(lent.len)
 }
 
 // PendingOutput reports how many bytes the engine lends next (0: nothing to write).

@@ -44,7 +44,7 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // an answer of up to half the bound always finds room.
 //
 // Writes: output of less than 64 KiB is written on Serve's goroutine, more on a goroutine of
-// its own, while Serve goes on: it reads ahead (up to 1 MiB held outside the engine), feeds
+// its own, while Serve goes on: it reads ahead (about 1 MiB held outside the engine), feeds
 // input and hands out events while the output has room, fires timers, and takes commands
 // from other goroutines. A peer that reads only between its own writes (a hand-written
 // read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be
@@ -259,9 +259,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			return true
 		}
 		// The estimate says maybe; the engine says how much there is.
-		pending := int64(conn.PendingOutput())
-		conn.given.Store(pending)
-		return pending < conn.roomBelow
+		return conn.measureGiven() < conn.roomBelow
 	}
 	// fail turns a write error into Serve's result, or into broken: a peer that went away
 	// is heard out first.
@@ -325,11 +323,20 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			case big:
 				writing = true
 				if inputOpen {
+					// The reader reads ahead during the write, even when a token it was
+					// given already brought a chunk that waits to be taken.
 					bigWrite.Store(true)
-					ask()
+					asked = true
+					select {
+					case want <- struct{}{}:
+					default:
+					}
 				}
 				kick <- struct{}{}
 			}
+		}
+		if held && !writing {
+			continue // (written here: the events held for room go out now)
 		}
 		// 3. Input, once every event is handed out (as Conn.InputPiece asks: else requests
 		// in flight would grow a piece per event), and while the output has room: the rest

@@ -649,6 +649,63 @@ func TestServeManyPipelinedRequestsAnsweredLargeAreAllAnswered(t *testing.T) {
 	}
 }
 
+// Under an output bound below 128 KiB, events held back for room (the output at half the
+// bound or more, but under one Write's worth) go out once the loop has written that output
+// itself. The loop waited for input instead: request 1, fed already, was never handed out,
+// and its peer waited for good. (Found by a review of the writer goroutine's change.)
+func TestServeHandsOutHeldEventsAfterWritingOnItsOwnGoroutine(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`), Limits: Limits{MaxBufferedOutput: 64 << 10}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	handle := func() {
+		for ev, ok := conn.NextEvent(); ok; ev, ok = conn.NextEvent() {
+			answerAll(conn, time.Now(), ev)
+		}
+	}
+	if err := conn.Feed(time.Now(), []byte(testInitialize+testInitialized)); err != nil {
+		t.Fatal(err)
+	}
+	handle()
+	if _, err := conn.WriteTo(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// A 40 KiB answer waits unwritten (over half the bound), and request 1 waits behind it.
+	if err := conn.Feed(time.Now(), []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := conn.NextEvent()
+	big := json.RawMessage(`{"tools":[],"x":"` + strings.Repeat("x", 40<<10) + `"}`)
+	if err := conn.Respond(ev.(*RequestEvent).ID, big); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Feed(time.Now(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	inR, in := io.Pipe() // the peer sends nothing more: it waits for its answer
+	defer in.Close()
+	outR, outW := io.Pipe()
+	go func() { _ = Serve(context.Background(), conn, inR, outW, answerAll) }()
+	answered := make(chan bool, 1)
+	go func() {
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(make([]byte, 1<<20), 1<<20)
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), `"id":1,`) {
+				answered <- true
+				return
+			}
+		}
+	}()
+	select {
+	case <-answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("request 1 was never handed out")
+	}
+}
+
 // servePipelinedLargeCallsToAHalfDuplexServer makes calls pipelined calls of 256 KiB each to a
 // half-duplex server answering at the same size. With 8 or more, more than the high-water
 // mark (1 MiB) was still unwritten when the first answer was handed out, and the write that
