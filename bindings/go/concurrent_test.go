@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -424,6 +425,81 @@ func TestServeGoesOnWhileALargeWriteWaits(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return at the end of input")
+	}
+}
+
+// An answer that reached the pipe while a handler held Serve past the request's deadline is
+// taken, not timed out: the deadline had passed when Serve came back, and it fired before the
+// reader, asked only then, had read what the kernel held.
+func TestServeTakesAnAnswerThatArrivedWhileAHandlerHeldItPastTheDeadline(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	inR, in, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer in.Close()
+	outR, outW := io.Pipe()
+	defer outR.Close()
+	lines := bufio.NewScanner(outR)
+	busy := make(chan struct{})
+	outcome := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), conn, inR, outW, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev := ev.(type) {
+			case *ReadyEvent:
+				if _, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: 300 * time.Millisecond}); err != nil {
+					t.Error(err)
+				}
+			case *RequestEvent:
+				// Slow work on Serve's goroutine, past the ping's deadline; the answer
+				// reaches the pipe meanwhile.
+				close(busy)
+				time.Sleep(600 * time.Millisecond)
+				_ = c.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
+			case *ResponseEvent:
+				outcome <- "answered"
+			case *TimedOutEvent:
+				outcome <- "timed out"
+			}
+		}))
+		outW.Close()
+	}()
+	if _, err := io.WriteString(in, testInitialize+testInitialized); err != nil {
+		t.Fatal(err)
+	}
+	var ping map[string]any
+	for ping == nil || ping["method"] != "ping" {
+		ping = nextLine(t, lines, 5*time.Second)
+	}
+	id, _ := json.Marshal(ping["id"])
+	go func() {
+		for lines.Scan() { // (the rest of the output, unread)
+		}
+	}()
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-busy
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-outcome:
+		if got != "answered" {
+			t.Fatalf("the ping's answer, in the pipe before Serve came back to it: %s", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("neither answer nor timeout")
+	}
+	in.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }
 

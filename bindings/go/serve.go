@@ -68,7 +68,8 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // goroutine (an answer, a progress report, a request of ours) is written as soon as it is
 // given, and a request's timeout is armed for it. A deadline that comes with input already
 // read waits for that input to be fed: an answer that arrived while Serve was busy is taken,
-// not timed out (input still unread, in the kernel, is not looked for).
+// not timed out. Input still in the kernel (the reader idled while Serve was busy) gets up
+// to 5 ms to be read before such a deadline fires.
 //
 // One Serve at a time drives a Conn: another returns an error at once. When Serve returns,
 // a read of r may be outstanding, and reads taken ahead may not be fed yet: the goroutine
@@ -378,8 +379,12 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			timeout = timer.C
 		}
 		var input chan chunk
+		// The reader idled until now (the loop was busy): what reached r meanwhile is one
+		// Read away, and a deadline that passed meanwhile gives it lateInput to come first.
+		justAsked := false
 		if inputOpen && len(pending) == 0 {
 			if len(reads) == 0 {
+				justAsked = !asked
 				ask()
 			}
 			input = reads
@@ -401,16 +406,28 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		case <-wake:
 		case <-timeout:
+			// Input that is here already goes in first (see timersAfterFeed), once each time
+			// the deadline comes, so input that keeps coming cannot hold it off.
+			var c chunk
+			arrived := false
 			select {
-			case c := <-input:
-				// (Input that is here already goes in first: see timersAfterFeed. Each time
-				// the deadline comes, so input that keeps coming cannot hold it off.)
+			case c = <-input:
+				arrived = true
+			default:
+				if justAsked {
+					timer.Reset(lateInput)
+					select {
+					case c = <-input:
+						arrived = true
+					case <-timer.C:
+					}
+				}
+			}
+			if arrived {
 				took(c)
 				timersAfterFeed = true
-			default:
-				if err := conn.HandleTimeout(time.Now()); err != nil {
-					return err
-				}
+			} else if err := conn.HandleTimeout(time.Now()); err != nil {
+				return err
 			}
 		case <-done:
 			done = nil
@@ -421,6 +438,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 	}
 }
+
+// lateInput is how long a deadline that passed while Serve was busy waits for the Read it has
+// just asked for: long enough for input that reached r meanwhile to be read (a Read of a
+// pipe or socket with bytes waiting returns at once), short against any timeout.
+const lateInput = 5 * time.Millisecond
 
 // readAhead is how many reads of up to 64 KiB Serve's reader may hold ahead of the loop
 // during a write (see Serve): the input held outside the engine (1 MiB).
