@@ -58,7 +58,7 @@ static void on_signal(int sig) { got_signal = sig; }
 /* The connection, for the way out of a failure. */
 static mcpw_conn *the_conn = NULL;
 
-/* Stops the server: SIGTERM, then SIGKILL if it is still there after 2 s, and reaps it. */
+/* Our ends of the server's stdin and stdout. */
 static int to_server = -1, from_server = -1;
 
 /* Stops the server as the spec's stdio shutdown says: its stdin closed first, then, if it has
@@ -164,8 +164,9 @@ static void put(buffer *b, const char *text, size_t len) {
     if (b->len + len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
         while (cap < b->len + len + 1) cap *= 2;
-        b->ptr = realloc(b->ptr, cap);
-        if (b->ptr == NULL) fail("out of memory");
+        char *grown = realloc(b->ptr, cap);
+        if (grown == NULL) fail("out of memory"); /* (b->ptr is still ours to free) */
+        b->ptr = grown;
         b->cap = cap;
     }
     if (len > 0) memcpy(b->ptr + b->len, text, len);
@@ -176,7 +177,7 @@ static void put(buffer *b, const char *text, size_t len) {
 static void puts_(buffer *b, const char *text) { put(b, text, strlen(text)); }
 static void put_view(buffer *b, mcpw_str s) { put(b, s.ptr, s.len); }
 
-/* A JSON string literal for `text` (which must need no escaping but '"' and '\'). */
+/* A JSON string literal for `text` (UTF-8): '"', '\' and control characters escaped. */
 static void put_json_string(buffer *b, const char *text) {
     put(b, "\"", 1);
     for (; *text; text++) {
@@ -255,7 +256,17 @@ static int view_is(mcpw_str s, const char *text) {
 
 
 static void spawn(char **argv) {
-    int in[2], out[2];
+    int in[2], out[2], fd;
+    /* Descriptors 0-2 are open (on /dev/null if we were started without them) before the
+       pipes are made: else a pipe end could land on 0 or 1, and the dup2 and close below
+       would take the server's stdin or stdout away. */
+    for (fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int null = open("/dev/null", O_RDWR);
+            if (null < 0) fail("open /dev/null: %s", strerror(errno));
+            if (null != fd) fail("descriptor %d is closed and cannot be reopened", fd);
+        }
+    }
     if (pipe(in) < 0 || pipe(out) < 0) fail("pipe: %s", strerror(errno));
     child = fork();
     if (child < 0) fail("fork: %s", strerror(errno));

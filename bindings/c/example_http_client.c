@@ -11,8 +11,10 @@
  * failed HTTP exchange, a refused command, no outcome in time) stops it at once with
  * "C_CLIENT_FAIL <step>: <reason>" on stderr (exit 1). Usage errors exit 2. SIGINT or SIGTERM
  * ends the session as cleanly as it can (requests in flight are cancelled, a handshake-era
- * session is ended with DELETE) and then fails with "C_CLIENT_FAIL interrupted"; a second
- * signal stops at once.
+ * session is ended with DELETE; during the handshake it first waits for the handshake's end,
+ * up to --timeout, so that the session the server makes is not left behind) and then fails
+ * with "C_CLIENT_FAIL interrupted"; a second signal stops at once. A signal that comes after
+ * the session ended well changes nothing. A signal ignored at start stays ignored.
  *
  * Usage:
  *   example_http_client [--era auto|legacy|modern] [--echo-arg NAME] [--echo-expect TEXT]
@@ -849,6 +851,16 @@ static void on_event(app *a, const mcpw_event *ev) {
     case MCPW_EVENT_INPUT_REQUIRED:
         fail(a, "the server needs input (elicitation, sampling, roots) this client does not give");
         break;
+    case MCPW_EVENT_URL_ELICITATION_REQUIRED:
+        /* The server answered -32042: the user must visit a URL first. That ends the request. */
+        fail(a, "request %lld: the server needs the user to visit a URL first (error -32042): %.*s",
+             (long long)ev->request, print_len(ev->data), print_ptr(ev->data));
+        break;
+    case MCPW_EVENT_TASK_CREATED:
+        /* Only when the request asked for a task, which this client never does. */
+        fail(a, "request %lld: the server answered with a task, which this client does not follow",
+             (long long)ev->request);
+        break;
     case MCPW_EVENT_REQUEST: {
         /* We declared no capabilities, so there is nothing to offer the server. */
         mcpw_conn *conn = conn_of(a);
@@ -983,12 +995,15 @@ static void run(app *a, uint64_t give_up_at) {
             return;
         }
         /* A signal: end the session as a normal close would (its requests in flight are
-         * cancelled, then the DELETE), unless it is ending already; a second one stops. */
-        if (signals_seen > 1) {
+         * cancelled, then the DELETE), unless it is ending already; a second one stops. A
+         * session that was over before the first signal is not failed by it: the short wait
+         * for late notifications (still_draining) just ends as it would. */
+        if (a->phase == DONE && !a->interrupted) {
+            /* (nothing: see above) */
+        } else if (signals_seen > 1) {
             fail(a, "interrupted twice: stopped without ending the session");
             return;
-        }
-        if (signals_seen > 0 && !a->interrupted) {
+        } else if (signals_seen > 0 && !a->interrupted) {
             a->interrupted = 1;
             /* During the handshake, the close waits for its end (MCPW_EVENT_READY): closed
              * before the server's answer, the session that answer creates would stay there. */
@@ -1129,14 +1144,20 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     {
         /* poll() is never restarted after a signal, so the wait in curl_multi_poll ends;
-         * SA_RESTART keeps the signal from failing a write to stdout. */
-        struct sigaction sa;
+         * SA_RESTART keeps the signal from failing a write to stdout.
+         * A signal ignored when we were started (nohup, a shell's background job) stays
+         * ignored, as a program that ends on it would expect. */
+        static const int stops[] = {SIGINT, SIGTERM};
+        struct sigaction sa, old;
+        size_t k;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        for (k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+            if (sigaction(stops[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+            sigaction(stops[k], &sa, NULL);
+        }
     }
 
     start = now_ns();

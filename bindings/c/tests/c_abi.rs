@@ -184,6 +184,27 @@ fn c_client_and_c_server_complete_a_session_in_each_era_under_sanitizers() {
     }
 }
 
+/// Started with its stdin closed (`<&-`), the client still completes a session: its first
+/// pipe landed on descriptor 0, and the child's dup2 and close then took the server's stdin
+/// away ("the server closed its output").
+#[test]
+fn c_client_started_with_its_stdin_closed_completes_a_session() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(c_client_asan());
+    cmd.arg("--").arg(c_server_asan());
+    // SAFETY: close(2) between fork and exec touches only this child's descriptor table.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(0);
+            Ok(())
+        });
+    }
+    let out = run_sanitized(cmd);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.trim_end().ends_with("C_CLIENT_OK 2026-07-28"), "{all}");
+}
+
 #[test]
 fn c_client_and_c_server_complete_a_session_under_valgrind() {
     // Both ends under valgrind; the client fails when the server exits non-zero.

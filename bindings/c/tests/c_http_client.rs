@@ -528,6 +528,44 @@ fn the_c_http_client_fails_at_once_when_the_server_answers_500() {
     );
 }
 
+/// A handshake-era server whose echo needs the user at a URL first: the call is answered with
+/// -32042 (URL elicitation required).
+fn echo_needs_a_url(request: &Request) -> Reply {
+    let m = &request.message;
+    match (m["method"].as_str(), m.get("id")) {
+        (Some("initialize"), Some(id)) => initialize_result(id),
+        (_, None) => Reply::accepted(),
+        (Some("tools/list"), Some(id)) => Reply::json(serde_json::json!({
+            "jsonrpc": "2.0", "id": id,
+            "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        })),
+        (_, Some(id)) => Reply::json(serde_json::json!({
+            "jsonrpc": "2.0", "id": id,
+            "error": {"code": -32042, "message": "Sign in first", "data": {"elicitations": [{
+                "mode": "url", "elicitationId": "e1",
+                "url": "https://example.com/sign-in", "message": "Sign in"
+            }]}}
+        })),
+    }
+}
+
+/// The call's -32042 ends the request: the client fails at once, and says why. It ignored
+/// the event and waited out its timeout ("no outcome within 30 s").
+#[test]
+fn the_c_http_client_fails_at_once_when_the_call_needs_a_url_elicitation() {
+    let server = FakeServer::start(echo_needs_a_url);
+    assert_fails_quickly(
+        &["--era", "legacy", "--timeout", "20"],
+        &server.url(),
+        "echo",
+        &[
+            "visit a URL first (error -32042)",
+            "https://example.com/sign-in",
+        ],
+        Duration::from_secs(10),
+    );
+}
+
 #[test]
 fn the_c_http_client_gives_up_after_its_timeout_when_the_server_never_answers() {
     // Accepts connections and reads, but never answers.
