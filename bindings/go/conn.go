@@ -1174,21 +1174,16 @@ func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
 // measureGiven sets given to the output the engine holds (what it lends next), and returns
 // it: with the Conn taken, so that no command's estimate is lost between the two.
 func (c *Conn) measureGiven() int64 {
-	if !c.lock() {
-		return 0
-	}
-	defer c.unlock()
-	lent := C.mcpwgo_transmit(c.ptr)
-	runtime.KeepAlive(c)
-	if lent.rc != C.MCPW_OK {
-		return 0
-	}
-	c.given.Store(int64(lent.len))
-	return int64(lent.len)
+	return int64(c.pendingOutput(true))
 }
 
 // PendingOutput reports how many bytes the engine lends next (0: nothing to write).
 func (c *Conn) PendingOutput() int {
+	return c.pendingOutput(false)
+}
+
+// pendingOutput is PendingOutput; with store, given is set to it too, with the Conn taken.
+func (c *Conn) pendingOutput(store bool) int {
 	if !c.lock() {
 		return 0
 	}
@@ -1197,6 +1192,9 @@ func (c *Conn) PendingOutput() int {
 	runtime.KeepAlive(c)
 	if lent.rc != C.MCPW_OK {
 		return 0
+	}
+	if store {
+		c.given.Store(int64(lent.len))
 	}
 	return int(lent.len)
 }
