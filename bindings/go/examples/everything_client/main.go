@@ -141,7 +141,9 @@ func runHTTP(ctx context.Context, cfg *mcpwire.Config, url string, s *session) {
 
 // finish reports the session's outcome.
 func finish(ctx context.Context, s *session, err error) {
-	if !s.done && s.err == nil {
+	// The timeout or the signal began a shutdown, so the step the answer of the moment sent
+	// next found the connection closing (ErrClosed): the cause is ctx, not that.
+	if !s.done && (s.err == nil || errors.Is(s.err, mcpwire.ErrClosed)) {
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			fail("timeout", fmt.Errorf("no result after %v (during %s)", s.timeout, s.step))
@@ -187,6 +189,9 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 	defer func() {
 		if s.err != nil {
 			_ = s.conn.Shutdown(now, 0)
+			if _, closed := ev.(*mcpwire.ClosedEvent); !closed {
+				s.end() // (after the last command on the connection)
+			}
 		}
 	}()
 	switch ev := ev.(type) {
@@ -235,6 +240,9 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 	case *mcpwire.ClosedEvent:
 		// A local close without an error is the shutdown at the timeout or a signal, which
 		// finish reports as such.
+		if !s.done && s.err == nil && ev.Reason == mcpwire.CloseLocal {
+			s.end() // (the session is not left on the server until its idle timeout)
+		}
 		if !s.done && s.err == nil && ev.Reason != mcpwire.CloseLocal {
 			s.err = fmt.Errorf("connection closed: %s", closedReason(ev))
 			if ev.Reason == mcpwire.CloseTransportFailed {
@@ -245,8 +253,14 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 }
 
 func (s *session) send(now time.Time, step, method string, params json.RawMessage) {
-	s.step = step
 	id, err := s.conn.Request(now, method, params, nil)
+	if err != nil && errors.Is(err, mcpwire.ErrClosed) {
+		// The connection is closing (our timeout or a signal, which finish reports): the
+		// step under way keeps its name.
+		s.err = err
+		return
+	}
+	s.step = step
 	if err != nil {
 		s.err = err
 		return
@@ -313,10 +327,16 @@ func (s *session) onResult(now time.Time, result json.RawMessage) {
 			return
 		}
 		s.done = true
-		// After the last command on the connection: this call ends the view it was lent.
-		if s.endSession != nil {
-			s.endSession()
-		}
+		s.end() // (after the last command on the connection: it ends the view it was lent)
+	}
+}
+
+// end ends the HTTP session with DELETE, once (a handshake-era one: nothing over stdio or in
+// the stateless era), so that the server does not keep it until its idle timeout.
+func (s *session) end() {
+	if s.endSession != nil {
+		s.endSession()
+		s.endSession = nil
 	}
 }
 

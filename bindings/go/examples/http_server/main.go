@@ -6,7 +6,10 @@
 //
 //	go run ./examples/http_server -addr 127.0.0.1:8080   # prints "listening on http://…/mcp"
 //
-// SIGINT or SIGTERM stop it gracefully: no new connections, open answers finish (up to 5 s).
+// SIGINT or SIGTERM stop it gracefully: no new connections, connections that have sent
+// nothing are closed, open answers finish (up to 5 s); a second signal stops it at once.
+// Listening on all addresses (-addr :8080), it accepts the Host names -allowed-host gives
+// besides localhost.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,12 +39,25 @@ func main() {
 	legacy := flag.Bool("legacy", false, "serve the handshake era only")
 	maxConns := flag.Int("max-connections", 1024,
 		"connections served at once (at the cap a new one displaces the one idle longest; 503 when all are in a request)")
+	var allowed hostList
+	flag.Var(&allowed, "allowed-host",
+		"a host name (with or without a port) accepted in Host and Origin besides localhost; repeat for more")
 	flag.Parse()
-	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
-		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q\n", "http_server", flag.Arg(0))
+	usage := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "http_server: "+format+"\n", args...)
 		flag.Usage()
 		os.Exit(2)
 	}
+	if flag.NArg() > 0 { // (a mistyped flag after an argument would be ignored silently)
+		usage("unexpected argument %q", flag.Arg(0))
+	}
+	if *maxConns < 1 {
+		usage("-max-connections must be at least 1")
+	}
+	// Signals are caught before the address is printed: a harness that sends one as soon as
+	// it reads the address must not find the default action (exit 143) still in place.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
 	cfg := &mcpwire.Config{
 		Role:         mcpwire.Server,
@@ -66,15 +83,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "http_server:", err)
 		}
 	}
-	srv, err := mcpwire.NewHTTPServer(cfg, &mcpwire.HTTPOptions{Tools: json.RawMessage(app.Tools)},
-		mcpwire.HTTPAppFunc(handle))
+	srv, err := mcpwire.NewHTTPServer(cfg, &mcpwire.HTTPOptions{Tools: json.RawMessage(app.Tools),
+		AllowedHosts: allowed}, mcpwire.HTTPAppFunc(handle))
 	if err != nil {
 		fatal(err)
 	}
 	defer srv.Close()
 
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fatal(err)
@@ -86,25 +101,69 @@ func main() {
 	// its connection for seconds, not 30; HTTPOptions.SendTimeout (30 s) bounds a write to a
 	// client that stopped reading. No WriteTimeout: it would cut SSE streams. Heads up to
 	// 64 KiB (net/http allows 1 MiB).
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+	hs := &http.Server{Handler: routes(srv), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
+	fmt.Printf("listening on %s\n", endpointURL(ln.Addr()))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
 		<-ctx.Done()
+		stop() // a second signal ends the program at once
 		_, _ = srv.EndListenStreams()
+		// net/http's Shutdown would wait up to 5 s for a connection that has sent nothing
+		// yet (a health check, a preconnect): those go now, as idle kept-alive ones do.
+		capped.closeSilent()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = hs.Shutdown(shutdown) // waits for open answers (SSE streams included)
+		if hs.Shutdown(shutdown) != nil { // waits for open answers (SSE streams included)
+			_ = hs.Close() // past 5 s: what is left is cut
+		}
 	}()
 	if err := hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fatal(err)
 	}
 	<-drained // Serve returns at once on Shutdown; the answers in flight finish first
+}
+
+// routes serves MCP at /mcp and 404 elsewhere. The 404 closes its connection, so that net/http
+// does not first read and drop the request's body (up to 256 KiB with no deadline: a
+// client that declares a body and sends none would hold its connection, and a slot of the
+// cap, for good).
+func routes(srv http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.NotFound(w, r)
+	})
+	return mux
+}
+
+// endpointURL is the MCP endpoint's URL on addr; on all addresses (0.0.0.0, ::), the loopback
+// one, which the server accepts (a wildcard is no host a client can name).
+func endpointURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/mcp"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/mcp"
+}
+
+// hostList is a flag that may be given several times.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty host")
+	}
+	*h = append(*h, v)
+	return nil
 }
 
 // capConnections serves at most max connections of ln at once: net/http has no such bound,
@@ -253,6 +312,23 @@ func pendingInput(c net.Conn) bool {
 		pending = err == nil && n > 0
 	})
 	return pending
+}
+
+// closeSilent closes the connections that have sent nothing since they were accepted (nothing
+// read, nothing waiting unread), as the server begins to stop.
+func (l *capped) closeSilent() {
+	l.mu.Lock()
+	var silent []*slotConn
+	for c := range l.conns {
+		if c.state == http.StateNew && !c.evicted && c.arriving.Load() == 0 && !pendingInput(c.Conn) {
+			c.evicted = true
+			silent = append(silent, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range silent {
+		_ = c.Close()
+	}
 }
 
 // ConnState is the http.Server's ConnState for the server on l: it tells l which of its

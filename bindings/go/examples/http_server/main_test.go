@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -505,5 +506,90 @@ func TestTrickledBodiesAtTheCapGiveWayAfterTheGrace(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Fatal("the trickled bodies never filled the cap")
+	}
+}
+
+// A request to a path other than /mcp that declares a body and sends none gets its 404 at once,
+// and its connection is closed: net/http read (and dropped) the declared body first, with no
+// deadline, so such a connection held its slot of the cap for good.
+func TestOtherPathsAre404AtOnceAndClosed(t *testing.T) {
+	srv := httptestServer(t, routes(http.NotFoundHandler()))
+	c, err := net.Dial("tcp", srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body was missing: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !resp.Close {
+		t.Fatalf("%d, close %v", resp.StatusCode, resp.Close)
+	}
+}
+
+// httptestServer serves h on a loopback port of its own until the test ends.
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+// As the server stops, a connection that has sent nothing is closed at once (net/http's
+// Shutdown waited 5 s for it); one whose request has begun to arrive is left to be served.
+func TestStoppingClosesSilentConnectionsOnly(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 4)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() (client, served net.Conn) {
+		client, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		return client, <-accepted
+	}
+	silent, _ := dial()
+	talking, talkingServed := dial()
+	if _, err := io.WriteString(talking, "POST /mcp HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// (Not read yet: waiting on the socket, as a head net/http has not taken in.)
+	deadline := time.Now().Add(5 * time.Second)
+	for !pendingInput(talkingServed.(*slotConn).Conn) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ln.closeSilent()
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the silent connection is still open: %d %v", n, err)
+	}
+	_ = talking.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := talking.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection with a request arriving was closed: %v", err)
 	}
 }

@@ -56,9 +56,17 @@ func main() {
 	// takes no write deadline, so the wait is bounded here: a little after the grace the
 	// process exits anyway. A second signal kills at once (stop gives the
 	// signals back to their default).
+	// (Only while Serve runs: stop, deferred, also ends ctx as main returns, and copied into
+	// a function after which the program goes on, the timer would still end it.)
+	served := make(chan struct{})
 	context.AfterFunc(ctx, func() {
 		stop()
 		time.AfterFunc(3*time.Second, func() {
+			select {
+			case <-served:
+				return
+			default:
+			}
 			fmt.Fprintln(os.Stderr, "stdio_server: the client is not reading; exiting without the graceful close")
 			os.Exit(1)
 		})
@@ -76,7 +84,10 @@ func main() {
 				}
 			}
 		}))
-	if err != nil && ctx.Err() == nil {
+	close(served)
+	// After a signal Serve returns ctx.Err(): the graceful end. Anything else (a write cut
+	// off past the grace, a read error) is reported.
+	if err != nil && (ctx.Err() == nil || err != ctx.Err()) {
 		fatal(err)
 	}
 }
