@@ -73,10 +73,10 @@
 //!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
 //!
 //! An append is one script (`EVAL`, atomic, one round trip and one reply): the expired
-//! streams leave the index and the counts (`ZRANGEBYSCORE`, `HDEL`, `ZREMRANGEBYSCORE`),
+//! streams leave the index and the counts (`ZRANGEBYSCORE`, `HDEL`, `ZREM`),
 //! then `ZADD` of the event, `ZPOPMIN` of the oldest events while a bound is passed (the
 //! stream's own, then the session's, from the stream appended to longest ago), `ZADD` to the
-//! index, `HSET` of the counts and `PEXPIRE` of the three keys.
+//! index, `HSET` of the counts and `PEXPIREAT` of the three keys.
 //! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
 //! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
@@ -120,7 +120,12 @@
 //! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
 //! each write may take. A host name in the URL is looked up at each connection, in a thread of
 //! its own that the call waits for at most that long too (the system's resolver has no
-//! timeout of its own); while a lookup that timed out still runs, connecting fails at once.
+//! timeout of its own); while a lookup that timed out still runs, a connection uses the
+//! addresses found last, and fails at once if no lookup has found any yet. A connection to a
+//! unix socket (`redis+unix://`) is made in a thread of its own too, waited for that long:
+//! the system's `connect` on a unix socket has no timeout, and blocks once the queue of a
+//! Redis that stopped accepting is full. While one that timed out still waits, connecting
+//! fails at once.
 //! When the connection fails otherwise (broken, say), the store drops
 //! it, connects again once and retries the call once on the new connection; after a timeout
 //! it does not retry, since Redis is slow, not gone. An error reply (`OOM` past
@@ -167,7 +172,7 @@
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -327,6 +332,8 @@ struct Link {
     health: StoreHealth,
     /// The lookups of the host name (one at a time, in a thread of its own).
     lookups: Arc<Mutex<Lookups>>,
+    /// A connection to a unix socket is under way in a thread of its own (one at a time).
+    connecting: Arc<AtomicBool>,
 }
 
 impl Link {
@@ -350,6 +357,7 @@ impl Link {
             timeout,
             health: StoreHealth::default(),
             lookups: Arc::new(Mutex::new(Lookups::default())),
+            connecting: Arc::new(AtomicBool::new(false)),
         };
         let mut conn = link
             .connect()
@@ -378,6 +386,9 @@ impl Link {
                     Client::open(self.info.clone().set_addr(at))
                         .and_then(|c| c.get_connection_with_timeout(timeout))
                 })?
+            }
+            ConnectionAddr::Unix(_) => {
+                connect_bounded(self.client.clone(), self.timeout, &self.connecting)?
             }
             _ => self.client.get_connection_with_timeout(self.timeout)?,
         };
@@ -440,6 +451,46 @@ impl Link {
 struct Lookups {
     running: bool,
     found: Option<Vec<SocketAddr>>,
+}
+
+/// A connection by `client` to its unix socket, made in a thread of its own that the call waits
+/// for at most `timeout`: `UnixStream::connect` takes no timeout, and blocks for as long as a
+/// Redis that stopped accepting (frozen, swapping) leaves its listen queue full. A connection
+/// that outlives its wait finishes in the background and is dropped; while it waits, the
+/// calls that come fail at once (at most one such thread).
+fn connect_bounded(
+    client: Client,
+    timeout: Duration,
+    connecting: &Arc<AtomicBool>,
+) -> RedisResult<Connection> {
+    if connecting.swap(true, Ordering::AcqRel) {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "an earlier connection to the Redis socket still waits",
+        )
+        .into());
+    }
+    let (tx, rx) = mpsc::channel();
+    let done = Arc::clone(connecting);
+    let spawned = std::thread::Builder::new()
+        .name("mcpwire-redis-connect".into())
+        .spawn(move || {
+            let conn = client.get_connection_with_timeout(timeout);
+            done.store(false, Ordering::Release);
+            let _ = tx.send(conn); // (nobody waits once the call timed out)
+        });
+    if let Err(e) = spawned {
+        connecting.store(false, Ordering::Release);
+        return Err(e.into());
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(conn) => conn,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "connecting to the Redis socket timed out",
+        )
+        .into()),
+    }
 }
 
 /// The addresses of `host`, looked up in a thread of its own that the call waits for at most

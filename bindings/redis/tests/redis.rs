@@ -1250,6 +1250,62 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
 }
 
 #[test]
+fn a_frozen_redis_on_a_unix_socket_costs_each_call_the_timeout_at_most() {
+    // Over a unix socket, `connect` has no timeout: once a frozen Redis's listen queue is
+    // full (a backlog of one here), a reconnect blocked until Redis woke up, and with it the
+    // server's loop. (Each timed-out call drops its connection; the next reconnects.)
+    let path = std::env::temp_dir().join(format!("mcpwire-redis-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let extra: &'static [&'static str] = Box::leak(Box::new([
+        "--unixsocket",
+        Box::leak(path.to_str().unwrap().to_owned().into_boxed_str()),
+        "--tcp-backlog",
+        "1",
+    ]));
+    let redis = RedisServer::start_with(extra);
+    let timeout = Duration::from_millis(200);
+    let url = format!("redis+unix://{}", path.display());
+    let mut sessions = RedisSessionStore::connect(
+        &url,
+        RedisOptions {
+            timeout,
+            ..options()
+        },
+    )
+    .expect("connect over the socket");
+    sessions.create("s", "init");
+    assert_eq!(sessions.load("s"), Ok(Some("init".into())));
+    redis.signal("STOP");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let calls = std::thread::spawn(move || {
+        for _ in 0..6 {
+            let started = Instant::now();
+            let loaded = sessions.load("s");
+            tx.send((loaded, started.elapsed())).unwrap();
+        }
+        sessions
+    });
+    for call in 0..6 {
+        let (loaded, took) = rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("call {call} blocked past 5 s with a 200 ms timeout"));
+        assert_eq!(loaded, Err(StoreUnavailable), "call {call}");
+        assert!(
+            took < 2 * timeout + Duration::from_millis(300),
+            "call {call} took {took:?}"
+        );
+    }
+    redis.signal("CONT");
+    let mut sessions = calls.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sessions.load("s") != Ok(Some("init".into())) {
+        assert!(Instant::now() < deadline, "the store did not recover");
+        sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
 fn an_initialize_over_max_record_is_not_shared() {
     // A session record keeps its `initialize` for the whole TTL: a client that pads it to
     // megabytes must not get that much of Redis per session.
