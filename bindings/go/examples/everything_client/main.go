@@ -109,8 +109,14 @@ func main() {
 	defer conn.Close()
 
 	err = mcpwire.Serve(ctx, conn, stdout, stdin, mcpwire.HandlerFunc(s.handle))
-	if state := stopServer(); state != nil && !state.Success() && s.err == nil && err == nil {
-		s.err = fmt.Errorf("the server exited with %v", state)
+	// A server that exited with an error says more than the end of its output that came with
+	// it (a usage error, a crash).
+	if state := stopServer(); state != nil && !state.Success() && (s.err == nil || s.outputEnded) && err == nil {
+		if s.err != nil {
+			s.err = fmt.Errorf("the server exited with %v (during %s)", state, s.step)
+		} else {
+			s.err = fmt.Errorf("the server exited with %v", state)
+		}
 		s.step = "server exit"
 	}
 	finish(ctx, s, err)
@@ -177,6 +183,9 @@ type session struct {
 	version string
 	done    bool
 	err     error
+	// outputEnded: err is the end of the server's output (its exit status, if it failed,
+	// says more).
+	outputEnded bool
 }
 
 func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
@@ -244,6 +253,7 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			s.end() // (the session is not left on the server until its idle timeout)
 		}
 		if !s.done && s.err == nil && ev.Reason != mcpwire.CloseLocal {
+			s.outputEnded = ev.Reason == mcpwire.CloseEOF
 			s.err = fmt.Errorf("connection closed: %s", closedReason(ev))
 			if ev.Reason == mcpwire.CloseTransportFailed {
 				s.err = fmt.Errorf("%w%s", s.err, s.said())
