@@ -57,7 +57,8 @@ impl Application for Watched {
     }
 }
 
-/// Completes on SIGTERM, ctrl-c, or once nothing happened for `idle`. The signals are caught
+/// Completes on SIGTERM, ctrl-c, or once nothing happened for `idle`; a second signal then
+/// ends the process at once. The signals are caught
 /// from the call on, not from the future's first poll: call it before the address is
 /// printed, or a signal that comes before `serve` runs ends the process without its drain.
 fn stop(idle: Duration, last: Arc<Mutex<Instant>>) -> impl Future<Output = ()> {
@@ -79,6 +80,15 @@ fn stop(idle: Duration, last: Arc<Mutex<Instant>>) -> impl Future<Output = ()> {
             _ = term.recv() => note("SIGTERM, shutting down"),
             _ = interrupt.recv() => note("interrupted, shutting down"),
         }
+        // A second signal does not wait for the drain.
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            note("a second signal: exiting at once");
+            std::process::exit(1);
+        });
     }
 }
 
@@ -91,12 +101,33 @@ fn note(what: &str) {
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let idle: u64 = args.next().and_then(|p| p.parse().ok()).unwrap_or(600);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .expect("bind 127.0.0.1");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A mistyped number is a usage error (exit 2), not the default in disguise.
+    let number = |at: usize, default: u64, most: u64| match args.get(at) {
+        None => default,
+        Some(text) => match text.parse::<u64>() {
+            Ok(n) if n <= most => n,
+            _ => {
+                note(&format!(
+                    "not a number up to {most}: {text:?}\nusage: http_server PORT [IDLE_EXIT_SECS]"
+                ));
+                std::process::exit(2);
+            }
+        },
+    };
+    if args.len() > 2 {
+        note("usage: http_server PORT [IDLE_EXIT_SECS]");
+        std::process::exit(2);
+    }
+    let port = number(0, 0, u64::from(u16::MAX)) as u16;
+    let idle = number(1, 600, u64::MAX / 2);
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            note(&format!("cannot listen on 127.0.0.1:{port}: {e}"));
+            std::process::exit(1);
+        }
+    };
     let port = listener.local_addr().expect("address").port();
     let last = Arc::new(Mutex::new(Instant::now()));
     let stopping = stop(Duration::from_secs(idle), last.clone());

@@ -4,7 +4,9 @@
 //! Ctrl-C or SIGTERM.
 //!
 //! `cargo run -p mcpwire-tokio --example axum_server -- 127.0.0.1:8080`, then point any MCP
-//! client at the URL it prints.
+//! client at the URL it prints. Only loopback Host and Origin headers are accepted (DNS
+//! rebinding protection, `HttpServerConfig::check_origin`): bound to `0.0.0.0`, accept there
+//! the names clients use to reach it.
 //!
 //! `axum::serve` sets no timeouts of its own: no limit on the time to send a request head, no
 //! idle limit on kept-alive connections, no connection cap. Behind a reverse proxy that has
@@ -132,7 +134,7 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// Completes on SIGTERM or ctrl-c, caught from the call on (not from the future's first
 /// poll): called before the address is printed, a signal that comes before the server runs
-/// still gets its graceful shutdown.
+/// still gets its graceful shutdown. A second signal ends the process at once.
 fn stop_signal() -> impl Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
@@ -142,5 +144,12 @@ fn stop_signal() -> impl Future<Output = ()> {
             _ = interrupt.recv() => {}
             _ = term.recv() => {}
         }
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = term.recv() => {}
+            }
+            std::process::exit(1);
+        });
     }
 }

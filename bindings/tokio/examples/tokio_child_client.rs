@@ -31,7 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut io, child) = spawn(
         Command::new(&command[0]).args(&command[1..]),
         Config::client("tokio-child-client", "1.0"),
-    )?;
+    )
+    .map_err(|e| format!("cannot run {}: {e}", command[0]))?;
     let timeout = tokio::time::sleep(Duration::from_secs(30));
     tokio::pin!(timeout);
     let mut version = String::new();
@@ -65,7 +66,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let result: serde_json::Value = serde_json::from_str(&result)?;
                 break result["isError"] == true;
             }
-            OwnedEvent::Error { message, .. } => return Err(message.into()),
+            // Whatever else ends one of our requests ends the session, with its reason: not a
+            // wait for the timeout.
+            OwnedEvent::Error { code, message, .. } => {
+                return Err(format!("error {code}: {message}").into());
+            }
+            OwnedEvent::InvalidResponse { .. } => {
+                return Err(
+                    "the server's answer is not a valid result (larger than the frame \
+                            limit, or both a result and an error)"
+                        .into(),
+                );
+            }
+            OwnedEvent::TimedOut { .. } => return Err("the server did not answer in time".into()),
+            OwnedEvent::Failed { reason, .. } => return Err(format!("failed: {reason:?}").into()),
+            OwnedEvent::UrlElicitationRequired { elicitations, .. } => {
+                return Err(format!("the server needs a URL visited first: {elicitations}").into());
+            }
+            OwnedEvent::InputRequired { .. } | OwnedEvent::TaskCreated { .. } => {
+                return Err("the server answered in a way this client does not follow".into());
+            }
+            OwnedEvent::Violation { kind, .. } => {
+                return Err(format!("the server broke the protocol: {kind:?}").into());
+            }
             OwnedEvent::Closed { reason } => return Err(format!("closed: {reason:?}").into()),
             _ => {}
         }

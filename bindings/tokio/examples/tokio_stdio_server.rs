@@ -3,12 +3,18 @@
 //! type with serde (`RawJson::parse`) and the answer is a typed result (`respond_typed`).
 //!
 //! `cargo run -p mcpwire-tokio --example tokio_stdio_server`, under any MCP client.
+//!
+//! SIGINT or SIGTERM closes gracefully: the answers given are written, within the close's
+//! grace and a second more (a client that has stopped reading gets no longer), and a second
+//! signal ends it at once.
 
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::{Config, OwnedEvent};
 use mcpwire_tokio::stdio::{self, Driver};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Deserialize)]
 struct Call<'a> {
@@ -35,16 +41,30 @@ async fn main() -> std::io::Result<()> {
     // stdio::stdin/stdout wait on the reactor (tokio::io's hand every read and write to a
     // thread pool); both leave the parent's descriptors as they were.
     let mut io = Driver::new(config, stdio::stdin(), stdio::stdout()).expect("config");
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    const GRACE: Duration = Duration::from_secs(2);
+    // Armed by the first signal: the end of the wait for the close.
+    let drained = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(drained);
     let mut stopping = false;
     loop {
         let event = tokio::select! {
             e = io.next_event() => match e? { Some(e) => e, None => break }, // cancel-safe
-            _ = &mut ctrl_c, if !stopping => {
+            _ = async { tokio::select! { _ = interrupt.recv() => {}, _ = terminate.recv() => {} } } => {
+                if stopping {
+                    std::process::exit(1); // a second signal: at once
+                }
                 stopping = true;
-                io.close(std::time::Duration::from_secs(2)); // then run until closed
+                io.close(GRACE); // then run until closed
+                drained.as_mut().reset(tokio::time::Instant::now() + GRACE + Duration::from_secs(1));
                 continue;
+            }
+            // The close waits for the answers given to be written: not for ever on a client
+            // that stopped reading.
+            _ = &mut drained, if stopping => {
+                eprintln!("tokio_stdio_server: the client is not reading; exiting without the graceful close");
+                std::process::exit(1);
             }
         };
         let OwnedEvent::Request { id, method, params } = event else {

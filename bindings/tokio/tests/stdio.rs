@@ -116,6 +116,105 @@ fn the_child_client_fails_when_the_tool_reports_an_error() {
     );
 }
 
+/// An answer the engine cannot take (here both a result and an error: a violation) fails the
+/// child client at once, saying so: it ignored the event and waited out its 30 s, then blamed
+/// the timeout.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn the_child_client_fails_at_once_on_an_invalid_answer() {
+    let fake = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"]}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "fake", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif m["method"] == "tools/call":
+        r["result"] = {"content": []}
+        r["error"] = {"code": -32603, "message": "both"}
+    else:
+        r["error"] = {"code": -32601, "message": "Method not found"}
+    print(json.dumps(r), flush=True)
+"#;
+    let started = std::time::Instant::now();
+    let out = Command::new(example_binary("tokio_child_client"))
+        .args(["text", "--", "python3", "-c", fake])
+        .output()
+        .expect("run the client");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("broke the protocol: InvalidMessage(ResultAndError)"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// SIGINT while the client has stopped reading (its pipe full of answers): the example server
+/// exits within the close's grace and a second, not for good. It waited for its output to be
+/// written, which never happened, and a second SIGINT was swallowed too.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn the_example_server_stops_on_a_signal_when_its_client_does_not_read() {
+    use std::io::Write;
+    use std::process::Stdio;
+    use std::time::Instant;
+    let mut child = Command::new(server())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped()) // never read
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example server");
+    let mut input = INIT.as_bytes().to_vec();
+    let text = "x".repeat(100_000);
+    for i in 1..=40 {
+        input.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{text}\"}}}}}}\n")
+                .as_bytes(),
+        );
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+        stdin // (kept open: the client has not gone, it only stopped reading)
+    });
+    std::thread::sleep(Duration::from_millis(500)); // (its output pipe is full by now)
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server still ran 10 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("the client is not reading"), "{stderr}");
+    drop(writer);
+}
+
 const INIT: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
 fn requests(n: usize) -> Vec<u8> {
