@@ -19,23 +19,7 @@ import (
 // closed; once a served connection closes, the next one is served. (net/http bounds nothing:
 // a helper's audit held 3,000 idle connections open on this example.)
 func TestConnectionsPastTheCapGet503(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := capConnections(inner, 1)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	addr := inner.Addr().String()
+	addr, ln, accepted := acceptCapped(t, 1)
 	first, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -549,24 +533,9 @@ func httptestServer(t *testing.T, h http.Handler) string {
 // As the server stops, a connection that has sent nothing is closed at once (net/http's
 // Shutdown waited 5 s for it); one whose request has begun to arrive is left to be served.
 func TestStoppingClosesSilentConnectionsOnly(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := capConnections(inner, 4)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	addr, ln, accepted := acceptCapped(t, 4)
 	dial := func() (client, served net.Conn) {
-		client, err := net.Dial("tcp", inner.Addr().String())
+		client, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -592,4 +561,28 @@ func TestStoppingClosesSilentConnectionsOnly(t *testing.T) {
 	if _, err := talking.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the connection with a request arriving was closed: %v", err)
 	}
+}
+
+// acceptCapped listens on a loopback port capped at limit connections, and hands every
+// connection it accepts to the channel it returns (no HTTP server: the test plays its part),
+// until the test ends.
+func acceptCapped(t *testing.T, limit int) (string, *capped, chan net.Conn) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, limit)
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return inner.Addr().String(), ln, accepted
 }
