@@ -72,7 +72,9 @@
 //! - `{prefix}:streams`: a counter (no expiry), one step per server process started:
 //!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
 //!
-//! An append is one script (`EVAL`, atomic, one round trip and one reply): the expired
+//! An append is one script (atomic, one round trip and one reply once Redis knows the script;
+//! sent as `EVALSHA`, by its hash, and loaded with `SCRIPT LOAD` when Redis does not know it
+//! yet): the expired
 //! streams leave the index and the counts (`ZRANGEBYSCORE`, `HDEL`, `ZREM`),
 //! then `ZADD` of the event, `ZPOPMIN` of the oldest events while a bound is passed (the
 //! stream's own, then the session's, from the stream appended to longest ago), `ZADD` to the
@@ -107,7 +109,9 @@
 //!   replica may leave that one stream behind; it expires after `ttl`.)
 //! - **Expiry.** Set `ttl` to at least the server's
 //!   [`session_idle_timeout`](mcpwire::http::HttpServerConfig::session_idle_timeout). The
-//!   server touches the store on each request for the session, and every half
+//!   server touches the store on each request for the session (with
+//!   [`shared_touch_interval`](mcpwire::http::HttpServerConfig::shared_touch_interval), at most
+//!   once per interval: a request within it is touched when the interval ends), and every half
 //!   `session_idle_timeout` for a session whose client only holds a stream open, so a live
 //!   session's record does not expire.
 //!
@@ -116,8 +120,9 @@
 //! Only [`EventStore::replay`] and [`SessionStore::load`] can report a failure (as
 //! [`StoreUnavailable`]); the other calls handle theirs as the list below says. Each store owns
 //! one synchronous connection, and every call is one command with one reply (two for
-//! [`EventStore::forget`]; an append is one script), so a Redis that stops answering costs a
-//! call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
+//! [`EventStore::forget`]; an append is one script, whose first call on a Redis that does not
+//! know it takes three in turn, `EVALSHA`, `SCRIPT LOAD` and `EVALSHA`, the first that times
+//! out ending it), so a Redis that stops answering costs a call one [`RedisOptions::timeout`] (2 s by default), the time connecting, each read and
 //! each write may take. A host name in the URL is looked up at each connection, in a thread of
 //! its own that the call waits for at most that long too (the system's resolver has no
 //! timeout of its own); while a lookup that timed out still runs, a connection uses the
@@ -163,7 +168,7 @@
 //! # Limits
 //!
 //! One Redis server, 6.2 or later (or a Sentinel-managed primary behind a stable address), not
-//! Redis Cluster (an append's script spans two keys). `redis://` and `redis+unix://` URLs; TLS
+//! Redis Cluster (an append's script spans three keys and builds the other streams' keys itself). `redis://` and `redis+unix://` URLs; TLS
 //! (`rediss://`) is not compiled in.
 
 #![forbid(unsafe_code)]
@@ -173,11 +178,13 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
 use std::time::Duration;
 
 use mcpwire::http::{EventStore, HttpStreamId, SessionStore, StoreUnavailable};
-use redis::{Client, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
+use redis::{
+    Client, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult, Script,
+};
 
 /// Settings shared by [`RedisEventStore`] and [`RedisSessionStore`]; give both stores of a
 /// deployment, on every replica, the same values. Start from [`RedisOptions::default`] and
@@ -398,7 +405,8 @@ impl Link {
     }
 
     /// Runs `call` (one command with one reply, so that a Redis that stops answering costs
-    /// one timeout); on a failure of the connection (one Redis closed, say) reconnects once
+    /// one timeout; a script's first call on a Redis that does not know it takes three in
+    /// turn, `EVALSHA`, `SCRIPT LOAD` and `EVALSHA`, and the first that times out ends it); on a failure of the connection (one Redis closed, say) reconnects once
     /// and runs it once more (at most one connection attempt per call). `None` once that
     /// failed too, or after a timeout or an error reply, recorded under `what`.
     fn run<T>(
@@ -654,7 +662,8 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 ///
 /// The other streams' keys are made here from ARGV[7], not passed in KEYS: one Redis server
 /// only (the crate's limits say so).
-const APPEND: &str = "local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
+static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
+const APPEND_LUA: &str = "local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
 local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
 local ttl = tonumber(ARGV[3]) \
@@ -761,15 +770,22 @@ pub struct ReplicaClaim {
 pub const CLAIM_TTL: Duration = Duration::from_secs(15);
 
 /// Releases a claim if it is still ours (KEYS: the claim; ARGV: our token).
-const RELEASE: &str =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
+static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end \
+         return 0",
+    )
+});
 /// Renews a claim if it is still ours, or takes it again if it expired meanwhile (KEYS: the
 /// claim; ARGV: our token, the TTL in milliseconds). 1 when it is ours.
-const RENEW: &str = "local v = redis.call('GET', KEYS[1]) \
+static RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "local v = redis.call('GET', KEYS[1]) \
 if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \
 if v == false then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
-return 0";
+return 0",
+    )
+});
 
 impl ReplicaClaim {
     /// Claims replica number `replica` under `options.prefix` for this process, `token`
@@ -845,24 +861,20 @@ impl ReplicaClaim {
     /// not be reached: report it, since this replica's resumable events may then mix with
     /// another's.
     pub fn renew(&mut self) -> bool {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(RENEW)
-            .arg(1)
-            .arg(&self.key)
-            .arg(&self.token)
-            .arg(claim_ttl_ms());
+        let mut cmd = RENEW.prepare_invoke();
+        cmd.key(&self.key).arg(&self.token).arg(claim_ttl_ms());
         self.link
-            .run("renew replica claim", |conn| cmd.query::<i64>(conn))
+            .run("renew replica claim", |conn| cmd.invoke::<i64>(conn))
             == Some(1)
     }
 }
 
 impl Drop for ReplicaClaim {
     fn drop(&mut self) {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(RELEASE).arg(1).arg(&self.key).arg(&self.token);
+        let mut cmd = RELEASE.prepare_invoke();
+        cmd.key(&self.key).arg(&self.token);
         self.link
-            .run("release replica claim", |conn| cmd.query::<i64>(conn));
+            .run("release replica claim", |conn| cmd.invoke::<i64>(conn));
     }
 }
 
@@ -952,14 +964,12 @@ impl RedisEventStore {
         let since_epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(NEXT_BLOCK)
-            .arg(1)
-            .arg(format!("{}:streams", self.keys.prefix))
+        let mut cmd = NEXT_BLOCK.prepare_invoke();
+        cmd.key(format!("{}:streams", self.keys.prefix))
             .arg(since_epoch & STREAM_BLOCKS_MASK);
         let Some(n) = self
             .link
-            .run("allocate stream ids", |conn| cmd.query::<u64>(conn))
+            .run("allocate stream ids", |conn| cmd.invoke::<u64>(conn))
         else {
             return Err(StoreError::invalid(&format!(
                 "cannot allocate stream ids: {}",
@@ -972,8 +982,12 @@ impl RedisEventStore {
 
 /// The next block of stream ids (KEYS: the counter; ARGV: the clock's milliseconds, where a
 /// counter that is not there starts).
-const NEXT_BLOCK: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then \
-redis.call('SET', KEYS[1], ARGV[1]) end return redis.call('INCR', KEYS[1])";
+static NEXT_BLOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "if redis.call('EXISTS', KEYS[1]) == 0 then \
+redis.call('SET', KEYS[1], ARGV[1]) end return redis.call('INCR', KEYS[1])",
+    )
+});
 
 /// The stream ids of one block ([`RedisEventStore::first_stream_id`]): 2<sup>40</sup>, a
 /// million new streams a second for twelve days.
@@ -1010,12 +1024,10 @@ impl EventStore for RedisEventStore {
         let keep = i64::try_from(self.per_stream).unwrap_or(i64::MAX);
         let keep_bytes = i64::try_from(self.bytes_per_stream).unwrap_or(i64::MAX);
         let session_bytes = i64::try_from(self.bytes_per_session).unwrap_or(i64::MAX);
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(APPEND)
-            .arg(3)
-            .arg(&key)
-            .arg(&index)
-            .arg(&counts)
+        let mut cmd = APPEND.prepare_invoke();
+        cmd.key(&key)
+            .key(&index)
+            .key(&counts)
             .arg(&member)
             .arg(keep)
             .arg(self.ttl_ms)
@@ -1024,7 +1036,7 @@ impl EventStore for RedisEventStore {
             .arg(session_bytes)
             .arg(self.keys.streams(session));
         // A retry after a lost reply adds the same member again: no duplicate.
-        self.link.run("append", move |conn| cmd.exec(conn));
+        self.link.run("append", move |conn| cmd.invoke::<()>(conn));
     }
 
     fn replay(

@@ -278,6 +278,48 @@ fn events_come_back_byte_for_byte_at_any_number() {
     assert_eq!(replay(&mut store, "s", 7, 0), vec![b"once".to_vec()]);
 }
 
+/// The calls of `cmdstat_{command}` in `INFO commandstats` (0 when never called).
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis.inspect())
+        .expect("INFO commandstats");
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[test]
+fn scripts_go_by_their_hash_and_are_loaded_again_after_a_flush() {
+    let redis = RedisServer::start();
+    let mut store = events(&redis, options());
+    let first = store.first_stream_id().expect("stream ids");
+    for n in 1..=10 {
+        store.append("h", HttpStreamId(first), n, &event(first, n));
+    }
+    // Each script's text crossed once (loaded on its first call), then only its hash.
+    assert_eq!(calls(&redis, "eval"), 0);
+    assert_eq!(calls(&redis, "script|load"), 2);
+    assert!(calls(&redis, "evalsha") >= 11);
+    // A Redis that forgot its scripts (flushed, restarted, failed over) gets them again.
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .exec(&mut redis.inspect())
+        .expect("SCRIPT FLUSH");
+    store.append("h", HttpStreamId(first), 11, &event(first, 11));
+    let all: Vec<Vec<u8>> = (1..=11).map(|n| event(first, n)).collect();
+    assert_eq!(replay(&mut store, "h", first, 0), all);
+    assert_eq!(calls(&redis, "script|load"), 3);
+    assert_eq!(
+        store.health().errors(),
+        0,
+        "{:?}",
+        store.health().last_error()
+    );
+}
+
 #[test]
 fn each_stream_keeps_its_newest_events() {
     let redis = RedisServer::start();
