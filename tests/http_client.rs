@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, client_config, legacy, modern, server_config};
 use mcpwire::Timestamp;
-use mcpwire::conn::{CloseReason, Config, State, TransportFailure};
+use mcpwire::conn::{CloseReason, Config, Event, State, TransportFailure};
 use mcpwire::http::{
     Body, ClientAction, ExchangeId, HttpClient, HttpRequest, HttpServer, HttpServerConfig,
     HttpStreamId, ReconnectPolicy,
@@ -649,12 +649,29 @@ fn the_reconnect_delay_follows_retry_backoff_and_jitter() {
     assert_eq!(p.delay(30, None, u32::MAX), Duration::from_millis(37_500));
 }
 
-/// A session that expires while the host still runs its GET stream: the client tells the host
-/// to abort that exchange instead of leaving it open beside the new session's, and the one
-/// that got the 404 too (its body may never end: the host kept its task and connection, one
-/// more at each expiry).
-#[test]
-fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
+/// What a host does next with a client driven by hand: drains the events, then takes one
+/// action: (exchange, method, body, abort).
+fn next_action(c: &mut HttpClient) -> Option<(ExchangeId, String, Value, bool)> {
+    while c.poll_event().is_some() {}
+    match c.poll_action()? {
+        ClientAction::Send {
+            exchange,
+            method,
+            body,
+            ..
+        } => Some((
+            exchange,
+            method.to_owned(),
+            serde_json::from_slice(body).unwrap_or(Value::Null),
+            false,
+        )),
+        ClientAction::Abort { exchange } => Some((exchange, String::new(), Value::Null, true)),
+    }
+}
+
+/// A handshake-era client driven by hand through its handshake (session `s1`), with its GET
+/// stream open; returns it and the GET stream's exchange.
+fn legacy_client_by_hand() -> (HttpClient, ExchangeId) {
     let mut c = HttpClient::new(
         legacy(client_config()),
         Timestamp::ZERO,
@@ -667,25 +684,7 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
         ("Content-Type", "application/json"),
         ("Mcp-Session-Id", "s1"),
     ];
-    // Sends: (exchange, method, body). Drains events too, as a host does.
-    let next = |c: &mut HttpClient| -> Option<(ExchangeId, String, Value, bool)> {
-        while c.poll_event().is_some() {}
-        match c.poll_action()? {
-            ClientAction::Send {
-                exchange,
-                method,
-                body,
-                ..
-            } => Some((
-                exchange,
-                method.to_owned(),
-                serde_json::from_slice(body).unwrap_or(Value::Null),
-                false,
-            )),
-            ClientAction::Abort { exchange } => Some((exchange, String::new(), Value::Null, true)),
-        }
-    };
-    let (init, _, body, _) = next(&mut c).unwrap();
+    let (init, _, body, _) = next_action(&mut c).unwrap();
     assert_eq!(body["method"], "initialize");
     c.handle_response(t, init, 200, &json);
     let answer = json!({"jsonrpc":"2.0","id":body["id"],"result":{"protocolVersion":"2025-11-25",
@@ -694,7 +693,7 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
     c.handle_end(t, init, 0);
     // notifications/initialized, then the session's GET stream, which stays open.
     let mut get = None;
-    while let Some((ex, method, body, abort)) = next(&mut c) {
+    while let Some((ex, method, body, abort)) = next_action(&mut c) {
         assert!(!abort);
         if method == "GET" {
             c.handle_response(t, ex, 200, &[("Content-Type", "text/event-stream")]);
@@ -705,17 +704,27 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
             c.handle_end(t, ex, 0);
         }
     }
-    let get = get.expect("the GET stream was opened");
+    (c, get.expect("the GET stream was opened"))
+}
+
+/// A session that expires while the host still runs its GET stream: the client tells the host
+/// to abort that exchange instead of leaving it open beside the new session's, and the one
+/// that got the 404 too (its body may never end: the host kept its task and connection, one
+/// more at each expiry).
+#[test]
+fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
+    let (mut c, get) = legacy_client_by_hand();
+    let t = Timestamp::ZERO;
     // A request meets a 404: the session is gone.
     c.connection()
         .request(t, "tools/list", None)
         .expect("tools/list");
-    let (list, _, _, _) = next(&mut c).unwrap();
+    let (list, _, _, _) = next_action(&mut c).unwrap();
     // (Its body has not ended: a server may never end it.)
     c.handle_response(t, list, 404, &[]);
     let mut aborted = Vec::new();
     let mut restarted = false;
-    while let Some((ex, _, body, abort)) = next(&mut c) {
+    while let Some((ex, _, body, abort)) = next_action(&mut c) {
         if abort {
             aborted.push(ex);
         } else if body["method"] == "initialize" {
@@ -730,6 +739,276 @@ fn an_expired_session_aborts_the_exchanges_the_host_still_runs() {
         "the old GET stream is aborted, and the exchange that got the 404 too"
     );
     assert!(restarted, "a new session starts");
+}
+
+/// A host that follows the documented loop in its order (actions until none, then the
+/// responses, then the events, then the timer) starts the new session after a 404: handing
+/// out the last old event makes the new connection, whose `initialize` is due at once. It
+/// was left in the connection with the 60 s handshake timer armed for it, so the client
+/// sent nothing and closed 60 s later (`InitializeTimedOut`), never reaching `Ready`.
+#[test]
+fn after_a_404_the_new_initialize_is_due_at_once_for_a_host_that_polls_actions_first() {
+    let (mut c, _get) = legacy_client_by_hand();
+    let t = Timestamp::ZERO;
+    c.connection()
+        .request(t, "tools/list", None)
+        .expect("tools/list");
+    let (list, _, _, _) = next_action(&mut c).unwrap();
+    c.handle_response(t, list, 404, &[]);
+    // Actions first (the aborts), then the events (the failure), as the docs order them.
+    while c.poll_action().is_some() {}
+    let mut failed = false;
+    while let Some(ev) = c.poll_event() {
+        failed |= matches!(ev, Event::Failed { .. });
+    }
+    assert!(failed, "the request failed with the session");
+    let due = c.poll_timeout().expect("something is due");
+    assert!(due <= t, "the new initialize waits until {due:?}");
+    c.handle_timeout(due);
+    let sent = next_action(&mut c).expect("an action");
+    assert_eq!(sent.2["method"], "initialize", "{sent:?}");
+    assert!(
+        c.poll_timeout().is_none_or(|at| at > t),
+        "nothing else is due"
+    );
+}
+
+/// Once the connection has closed, its GET stream is closed too, not left open (on the
+/// server as well) for as long as the host keeps the client (found by a review of the tokio
+/// client).
+#[test]
+fn a_closed_connection_closes_its_get_stream() {
+    let (mut c, get) = legacy_client_by_hand();
+    let t = Timestamp::ZERO;
+    c.connection().close(t, Duration::ZERO);
+    let mut aborted = Vec::new();
+    while let Some((ex, _, _, abort)) = next_action(&mut c) {
+        assert!(abort, "nothing is sent");
+        aborted.push(ex);
+    }
+    assert_eq!(c.connection().state(), State::Closed);
+    assert_eq!(aborted, vec![get]);
+    assert!(!c.has_exchange(get));
+    // No GET stream opens again, and a DELETE still goes out for the session.
+    let delete = c.end_session().expect("the session's DELETE");
+    match c.poll_action() {
+        Some(ClientAction::Send {
+            exchange, method, ..
+        }) => assert_eq!((exchange, method), (delete, "DELETE")),
+        other => panic!("{:?}", other.map(|_| "another action")),
+    }
+    assert!(c.poll_action().is_none());
+}
+
+// ---- Found by a review of the client (fiftieth session) ------------------------------------
+
+/// A server (or a load balancer without sticky sessions) that answers
+/// `notifications/initialized` with 404 made the client start sessions for ever, as fast as
+/// the server refused them, with no input from the application.
+#[test]
+fn a_server_that_refuses_initialized_with_404_does_not_make_sessions_for_ever() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let mut sessions = 0;
+    for _ in 0..20 {
+        let sent = c.sent();
+        let Some(init) = sent.iter().find(|s| s.body["method"] == "initialize") else {
+            break;
+        };
+        sessions += 1;
+        let answer = initialize_answer(&init.body["id"]);
+        c.answer(init, 200, &[("Mcp-Session-Id", "s")], &answer);
+        for s in c.sent() {
+            assert_eq!(s.body["method"], "notifications/initialized");
+            c.expire(&s); // 404 to a POST that carried the session
+        }
+        c.events(); // hands out the old events, then builds the next session
+    }
+    // One new session after the first is forgotten (a server restart just then, say); after
+    // the second, the client closes as a failed handshake does.
+    assert_eq!(sessions, 2, "sessions none asked for by the application");
+    assert!(
+        c.events.iter().any(|e| matches!(
+            e,
+            Ev::Closed {
+                reason: CloseReason::TransportFailed(TransportFailure::Status(404))
+            }
+        )),
+        "{:?}",
+        c.events
+    );
+}
+
+/// A client that only listens (its GET stream open, no request made) keeps going across
+/// server restarts: each 404 starts a new session with its GET stream again. Neither the
+/// close after two empty sessions (the server took the GET stream) nor the rule that drops
+/// a GET refused before anything was answered (it was open) applies to it.
+#[test]
+fn a_client_that_only_listens_outlives_server_restarts() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    for restart in 0..3 {
+        let get = c.gets.pop().expect("the session's GET stream");
+        c.sse_head(get.exchange);
+        // The server restarts: the stream ends, and its reopening gets 404.
+        c.client.handle_end(c.now, get.exchange, 0);
+        c.wait(Duration::from_secs(60));
+        let again = c.sent().remove(0);
+        assert_eq!(again.method, "GET", "round {restart}");
+        c.expire(&again);
+        c.events();
+        c.handshake(Some("s2"));
+        assert_eq!(
+            c.gets.len(),
+            1,
+            "round {restart}: no GET stream in the new session"
+        );
+    }
+    assert!(
+        !c.events.iter().any(|e| matches!(e, Ev::Closed { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+/// A request made after `end_session` fails at once for a host that takes its events before
+/// its actions: `poll_action` makes that failure, and `poll_timeout` says it is due (it named
+/// the request's own timeout, 60 s later).
+#[test]
+fn a_request_after_end_session_fails_at_once_for_a_host_that_takes_events_first() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    c.client.end_session().unwrap();
+    let _ = c.sent(); // the DELETE
+    let id = c.request("tools/list");
+    c.events(); // events first: nothing yet
+    let _ = c.sent(); // actions: take_output fails the request here -> Event::Failed queued
+    // timer last
+    let due = c.client.poll_timeout();
+    assert!(
+        due.is_some_and(|at| at <= c.now),
+        "request {id:?} has a Failed event waiting, but the next wake-up is {due:?}"
+    );
+    c.wait(Duration::ZERO);
+    assert!(
+        matches!(
+            c.outcome(id),
+            Some(Ev::Failed {
+                reason: TransportFailure::Status(404),
+                ..
+            })
+        ),
+        "{:?}",
+        c.events
+    );
+    let next = c.client.poll_timeout();
+    assert!(
+        next.is_none_or(|at| at > c.now),
+        "{next:?}: nothing more is due"
+    );
+}
+
+/// A request cancelled while the GET that resumes its stream waits to go out: the cancellation
+/// reaches the server. The waiting GET was taken for the request's unsent POST and
+/// withdrawn with it, and the cancellation dropped, though the POST had reached the server
+/// long before (which then ran the request to its end).
+#[test]
+fn a_cancel_after_the_resumption_fell_due_still_reaches_the_server() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n"); // resumes in 1 s
+    c.wait(Duration::from_millis(1500)); // handle_timeout + events, no actions yet
+    c.client.connection().cancel(c.now, id, None).unwrap();
+    let sent = c.sent();
+    assert!(
+        sent.iter()
+            .any(|s| s.body["method"] == "notifications/cancelled"),
+        "{:?}",
+        sent.iter()
+            .map(|s| (s.method, s.body.clone()))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// `end_session` fails a request whose stream's resumption is due but not yet taken, as it
+/// fails one still waiting for its time: that GET went out beside the DELETE, with the ended
+/// session's id.
+#[test]
+fn end_session_fails_a_resumption_already_due() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n"); // resumes in 1 s
+    c.wait(Duration::from_millis(1500)); // due, not taken yet
+    c.client.end_session().expect("the DELETE");
+    c.events();
+    let sent = c.sent();
+    let methods: Vec<&str> = sent.iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["DELETE"]);
+    assert!(
+        matches!(
+            c.outcome(id),
+            Some(Ev::Failed {
+                reason: TransportFailure::Status(404),
+                ..
+            })
+        ),
+        "{:?}",
+        c.events
+    );
+}
+
+/// A GET resuming a request's stream, refused for now (503) with a JSON-RPC error that names
+/// the request, is tried again: the error answers no request, as the docs say (it ended the
+/// request, whose answer the next GET would have brought).
+#[test]
+fn a_resuming_get_refused_for_now_is_tried_again_whatever_its_body_names() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n");
+    c.wait(Duration::from_millis(1500));
+    let get = c.sent().remove(0);
+    assert_eq!(get.method, "GET");
+    let n = post.body["id"].clone();
+    let refusal = json!({"jsonrpc":"2.0","id":n,"error":{"code":-32000,"message":"busy"}});
+    c.answer(
+        &get,
+        503,
+        &[("Content-Type", "application/json")],
+        &refusal.to_string(),
+    );
+    assert_eq!(c.outcome(id), None, "{:?}", c.events);
+    c.wait(Duration::from_secs(5));
+    let again = c.sent().remove(0);
+    assert_eq!(again.method, "GET");
+    let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
+    c.stream(&again, &[], &format!("id: e2\ndata: {answer}\n\n"));
+    c.assert_answered(id);
+}
+
+/// `end_session` called once `poll_event` has made the new session's connection, before its
+/// `initialize` went out: no new session starts. One did, which nobody would end.
+#[test]
+fn ending_the_session_right_after_the_restart_began_starts_none() {
+    let (mut c, _id, post) = Scripted::in_session_with("tools/list");
+    c.expire(&post);
+    c.events(); // the failure; the last poll_event builds the new connection
+    assert_eq!(c.client.end_session(), None);
+    let sent = c.sent();
+    assert!(
+        !initializes(&sent),
+        "a new session after end_session: {sent:?}"
+    );
+}
+
+/// A session that expires aborts only exchanges the host was given: not a DELETE still held
+/// behind a notification (the host was told to abort an exchange it never had).
+#[test]
+fn an_expired_session_aborts_only_exchanges_the_host_was_given() {
+    let (mut c, delete) = Scripted::ending_after_a_notification();
+    let post = c.sent().remove(0); // the notification; the DELETE is held
+    c.expire(&post);
+    c.events();
+    let _ = c.sent();
+    assert!(
+        !c.aborted.contains(&delete),
+        "Abort for an exchange never sent"
+    );
 }
 
 // ---- Against scripted servers ----------------------------------------------------------------

@@ -1008,6 +1008,27 @@ fn stateless_refusals_map_to_http_statuses() {
     assert_eq!(r.status, 405, "{r:?}");
 }
 
+/// A 405 names every method the endpoint takes (RFC 9110 says it MUST): GET and DELETE too
+/// where sessions are served (it said only POST).
+#[test]
+fn a_405_allows_get_and_delete_where_sessions_are_served() {
+    let mut s = server();
+    for method in ["PUT", "GET", "DELETE"] {
+        let r = send(&mut s, method, &[], "");
+        assert_eq!(r.status, 405, "{method}: {r:?}");
+        assert_eq!(header(&r, "Allow"), Some("GET, POST, DELETE"), "{method}");
+    }
+    // A server of the stateless era alone takes POST only.
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.versions = vec![ProtocolVersion::V2026_07_28];
+    let mut s = HttpServer::new(config);
+    for method in ["PUT", "GET", "DELETE"] {
+        let r = send(&mut s, method, &[], "");
+        assert_eq!(r.status, 405, "{method}: {r:?}");
+        assert_eq!(header(&r, "Allow"), Some("POST"), "{method}");
+    }
+}
+
 #[test]
 fn closing_a_stateless_stream_cancels_the_request() {
     let mut s = server();
@@ -2445,6 +2466,51 @@ fn an_unread_get_stream_ends_at_its_bound_and_holds_no_answer_back() {
     assert_eq!(count(&first) + count(&rest), sent);
 }
 
+/// A GET stream that ended at its bound, resumed with `Last-Event-ID` before its host
+/// noticed the end: the resumed stream stays open, and later messages come on it. It ended
+/// right after the replay, and they waited for yet another GET (found by a review).
+#[test]
+fn a_get_stream_that_ended_at_its_bound_resumes_as_an_open_stream() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.server.limits.max_buffered_output = 64 * 1024;
+    config.keepalive = None;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let get = get_stream(&mut s, &[("Mcp-Session-Id", &sid)]);
+    let key = s.connections()[0];
+    let notify = |s: &mut HttpServer| {
+        s.connection(key)
+            .unwrap()
+            .notify("notifications/tools/list_changed", None)
+            .unwrap();
+        s.pump();
+    };
+    let mut sent = 0;
+    while s.poll_stream(get).unwrap().bytes.len() < 64 * 1024 {
+        notify(&mut s);
+        sent += 1;
+        assert!(sent < 100_000, "the stream never filled");
+    }
+    notify(&mut s); // over its bound: it ends, and this one waits for the next GET
+    // The client read a little of it, then lost the connection; it comes back before its
+    // host has drained the old stream or reported it closed.
+    let mut reader = StreamReader::new();
+    let head = s.poll_stream(get).unwrap().bytes[..4096].to_vec();
+    reader.feed(&head, |_| {});
+    s.consume_stream(get, head.len());
+    let last = reader.last_event_id().unwrap().to_owned();
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let mut reader = StreamReader::new();
+    let (_, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert!(!finished, "the resumed GET stream ended at once");
+    notify(&mut s);
+    let (later, _) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(later.len(), 1, "{later:?}");
+}
+
 /// The same for a request's stream in a 2025-11-25 session: once what waits on it reaches
 /// the bound, it is closed for polling (SEP-1699), and the answers to the session's other
 /// requests go on (they waited behind it). Its client resumes it with `Last-Event-ID` and
@@ -2505,6 +2571,66 @@ fn an_unread_request_stream_is_closed_for_polling_and_holds_no_answer_back() {
     assert!(progress.windows(2).all(|w| w[0] < w[1]), "in order");
     assert_eq!(all.last().unwrap()["id"], 9, "the answer comes last");
     assert_eq!(s.open_streams(), 0);
+}
+
+/// In a 2025-06-18 session (one output for every stream), a stream whose client stops
+/// reading holds the others' messages back at the output bound. When its client leaves, the
+/// way is clear at once: the stream held back is named by `poll_woken`. It was named only at
+/// the next input or timer, up to the keep-alive's 15 s later, or never without one (found
+/// by a review of the server).
+#[test]
+fn a_stream_whose_client_left_lets_the_others_go_at_once() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None;
+    config.server.limits.max_buffered_output = 2048;
+    let mut s = HttpServer::new(config);
+    let r = send(&mut s, "POST", &[], INIT_WITH_SAMPLING);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let v = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let r = send(
+        &mut s,
+        "POST",
+        &v,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(r.status, 202);
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":"p{id}"}}}}}}"#
+        )
+    };
+    let (slow, key, id2) = post_request(&mut s, &sid, &call(2));
+    let (other, _, id3) = post_request(&mut s, &sid, &call(3));
+    // Both are streams now; `slow`'s client reads nothing from here on.
+    let _ = (
+        s.poll_stream(slow).is_some(),
+        s.poll_stream(other).is_some(),
+    );
+    // Past the stream's bound (2 KiB): the last of these wait in the connection's output.
+    let message = "m".repeat(300);
+    for step in 1..=8 {
+        s.connection(key)
+            .unwrap()
+            .progress(id2.as_id(), f64::from(step), None, Some(&message))
+            .expect("room in the connection's output");
+        s.pump();
+    }
+    // The answer to the other request waits behind `slow`'s messages.
+    s.connection(key)
+        .unwrap()
+        .respond(id3.as_id(), RawJson::new("{}").unwrap())
+        .expect("room for the answer");
+    s.pump();
+    let held: Vec<HttpStreamId> = std::iter::from_fn(|| s.poll_woken()).collect();
+    assert!(!held.contains(&other), "held back: {held:?}");
+    s.stream_closed(T0, slow);
+    let woken: Vec<HttpStreamId> = std::iter::from_fn(|| s.poll_woken()).collect();
+    assert!(woken.contains(&other), "{woken:?}");
+    let (msgs, _) = read_stream(&mut s, other, &mut StreamReader::new());
+    assert!(msgs.iter().any(|m| m["id"] == 3), "{msgs:?}");
 }
 
 /// A stateless request's stream keeps its messages as frames until the host drains it (so
@@ -3258,6 +3384,63 @@ fn an_idle_timeout_of_zero_keeps_no_deadline_due() {
         "{} touches",
         stores.touches() - before
     );
+}
+
+/// A request within the touch interval, which does not touch the store, gets its touch when
+/// the interval ends: the store's expiry (which may be just the idle timeout) runs from then,
+/// not from the touch before the request. It ran from that earlier touch, so an idle session
+/// expired in the store up to an interval before its idle timeout, and the next request got
+/// 404 (found by a review of the server).
+#[test]
+fn a_request_within_the_touch_interval_is_touched_when_the_interval_ends() {
+    let stores = Replicated::default();
+    let mut config = replica_config(&stores, 1);
+    config.keepalive = None;
+    config.session_idle_timeout = std::time::Duration::from_secs(10);
+    config.shared_touch_interval = std::time::Duration::from_secs(1);
+    let mut a = HttpServer::new(config);
+    let sid = open_session(&mut a); // touched at T0 (the handshake)
+    let before = stores.touches();
+    let at = Timestamp::from_millis;
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let r = send_at(&mut a, at(500), "POST", &[("Mcp-Session-Id", &sid)], ping);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        stores.touches(),
+        before,
+        "within the interval: no round trip"
+    );
+    assert_eq!(
+        a.poll_timeout(),
+        Some(at(1_000)),
+        "the touch is due when it ends"
+    );
+    a.handle_timeout(at(1_000));
+    assert_eq!(stores.touches(), before + 1);
+    // Then nothing until the session's own expiry, 10 s after the request.
+    assert_eq!(a.poll_timeout(), Some(at(10_500)));
+}
+
+/// Without a touch interval, a request touches the store once: its stream ending later (which
+/// starts the session's idle clock again) costs no second round trip.
+#[test]
+fn without_a_touch_interval_a_streamed_answer_costs_one_touch() {
+    let stores = Replicated::default();
+    let mut a = replica(&stores, 1);
+    let sid = open_session(&mut a);
+    let before = stores.touches();
+    let (stream, key, id, mut reader) = call_and_prime(&mut a, &sid);
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    a.pump();
+    let (answers, finished) = read_stream(&mut a, stream, &mut reader);
+    assert!(finished && answers.len() == 1, "{answers:?}");
+    let later = Timestamp::from_millis(1_000);
+    a.stream_closed(later, stream);
+    a.handle_timeout(later);
+    assert_eq!(stores.touches(), before + 1);
 }
 
 /// A touch interval longer than the store's expiry allows is held to half the idle timeout

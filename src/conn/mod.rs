@@ -513,6 +513,14 @@ impl Connection {
         }
     }
 
+    /// The transport cannot go on (an HTTP client whose server forgets every new session):
+    /// requests in flight are abandoned, and the connection closes with
+    /// [`CloseReason::TransportFailed`].
+    pub(crate) fn fail_transport(&mut self, reason: TransportFailure) {
+        self.core.events.retire_current();
+        self.core.finish(CloseReason::TransportFailed(reason));
+    }
+
     /// Counts an answer the transport did not send (`Stats::suppressed_responses`).
     pub(crate) fn count_suppressed_response(&mut self) {
         self.core.stats.suppressed_responses += 1;

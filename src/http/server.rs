@@ -820,7 +820,14 @@ impl HttpServer {
                     jsonrpc::INVALID_REQUEST,
                     "Method not allowed",
                 );
-                r.headers.push(("Allow", "POST".into()));
+                // Every method the endpoint takes (RFC 9110: a 405 MUST say), though GET and
+                // DELETE need a session.
+                let allow = if serves_legacy {
+                    "GET, POST, DELETE"
+                } else {
+                    "POST"
+                };
+                r.headers.push(("Allow", allow.into()));
                 return r;
             }
         }
@@ -1519,6 +1526,11 @@ impl HttpServer {
                     s.buf.extend_from_slice(&replay);
                     s.detached = false;
                     s.closing_for_polling = false;
+                    // The session's GET stream, ended at its bound before its host drained
+                    // it: it goes on (a request's stream ends once answered, as before).
+                    if resumes_standalone && s.standalone {
+                        s.done = false;
+                    }
                     s.stop_recording();
                     was_detached
                 }
@@ -1830,12 +1842,24 @@ impl HttpServer {
         }
     }
 
-    /// When a session whose client holds a stream open (never idle here, so it sends no
-    /// requests that would touch it) must touch the shared [`SessionStore`] again, so that the
-    /// store does not expire it: every half idle timeout.
+    /// When a session must touch the shared [`SessionStore`] again, so that the store does not
+    /// expire it before it expires here: every half idle timeout while its client holds a
+    /// stream open (never idle here, so it sends no requests that would touch it); and at the
+    /// end of the [`shared_touch_interval`](HttpServerConfig::shared_touch_interval) after a
+    /// request that came within it, which did not touch the store (the store's expiry, which
+    /// may be just the idle timeout, would otherwise run from the touch before that request).
     fn refresh_due(&self, c: &Conn, busy: bool) -> Option<Timestamp> {
-        (self.shared.is_some() && c.session.is_some() && busy)
-            .then(|| c.shared_touched.after(self.config.session_idle_timeout / 2))
+        if self.shared.is_none() || c.session.is_none() {
+            return None;
+        }
+        if busy {
+            return Some(c.shared_touched.after(self.config.session_idle_timeout / 2));
+        }
+        // (Without an interval every request touches it: a stream that ends later, the
+        // session's idle clock starting again, costs no round trip of its own.)
+        let interval = self.config.shared_touch_interval;
+        (!interval.is_zero() && c.last_active > c.shared_touched)
+            .then(|| c.shared_touched.after(interval))
     }
 
     /// The least recently active idle session, to evict at the cap.
@@ -2254,8 +2278,16 @@ impl HttpServer {
     }
 
     /// The client went away from a stream. In the stateless era that cancels the request;
-    /// in a session the stream's events stay in the store for resumption.
+    /// in a session the stream's events stay in the store for resumption. The connection's
+    /// output that the stream held back moves on at once: the streams it fills are named by
+    /// [`poll_woken`](Self::poll_woken).
     pub fn stream_closed(&mut self, now: Timestamp, stream: HttpStreamId) {
+        self.close_stream(now, stream);
+        self.pump();
+    }
+
+    /// [`stream_closed`](Self::stream_closed) without the pump.
+    fn close_stream(&mut self, now: Timestamp, stream: HttpStreamId) {
         self.clock(now);
         // A response that a `Last-Event-ID` GET superseded no longer has a stream.
         let Some(stream) = self.resolve(stream) else {

@@ -85,8 +85,10 @@ pub enum ClientAction<'a> {
     /// Stop reading this exchange's response and close it. Report nothing more for it.
     ///
     /// Comes for a 2026-07-28 request the application cancelled (closing its stream is how
-    /// that era cancels), for the exchanges of a session that expired, and for a stream the
-    /// server keeps open after every request it carried has ended (answered, timed out or
+    /// that era cancels), for the exchanges of a session that expired, for the session's GET
+    /// stream when the session ends or the connection closes, for an exchange with nothing to
+    /// wait for that got no response head within [`UNAWAITED_HEAD_LIMIT`], and for a stream
+    /// the server keeps open after every request it carried has ended (answered, timed out or
     /// cancelled): such a stream is let go [`LINGER`] after that, so that a server that never
     /// ends its streams cannot pile up open connections.
     Abort {
@@ -211,7 +213,10 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 /// 2. A tool whose annotations are invalid is left out of the `tools/list` result the
 ///    application sees.
 /// 3. A 404 to a request that carried a session id means the session is gone: its requests
-///    fail, and a new connection starts a new session.
+///    fail, and a new connection starts a new session. After two sessions in a row that
+///    expired before the server took anything of theirs (a 2xx head to a request, a
+///    notification or the GET stream that carried the session id), the connection closes instead
+///    ([`CloseReason::TransportFailed`](crate::conn::CloseReason::TransportFailed)).
 /// 4. An HTTP error status without a JSON-RPC answer, a failed connection, or a stream that
 ///    ends without its answers and cannot be resumed ends the affected requests at once
 ///    ([`Connection::handle_failed_exchange`]). An auto-era probe that fails this way falls
@@ -279,6 +284,26 @@ pub struct HttpClient {
     get_pending_until: Timestamp,
     /// The session expired: start a new connection once the old one's events are out.
     restart: bool,
+    /// The GET streams were ended because the connection closed.
+    gets_ended: bool,
+    /// A new session's connection was just made (by `poll_event`): its `initialize` is due,
+    /// and [`HttpClient::poll_timeout`] says so until the host takes actions or a timeout.
+    restarted: bool,
+    /// A new session's connection whose `initialize` has not gone out yet: ending the session
+    /// now ends that one too.
+    restart_unsent: bool,
+    /// `poll_action` failed requests made after the session ended (they never go out): their
+    /// events wait, which no input or command brought, until `poll_event` has handed out all.
+    failed_unsent: bool,
+    /// How many sessions in a row expired before the server took any exchange of theirs (a
+    /// 2xx head to one that carried the session id): a server that forgets every new session
+    /// at once (a load balancer without sticky sessions, say) would have the client start
+    /// sessions as fast as it refuses them.
+    empty_expiries: u32,
+    /// The server took an exchange of this session (a 2xx head to one with its id).
+    session_taken: bool,
+    /// The session's GET stream got a 2xx head in this session.
+    get_opened: bool,
     /// The session is over for good: the application ended it, or it expired after the
     /// application closed the connection. No new one starts, and requests made since fail
     /// without going out (without the session's id, a server refuses them).
@@ -358,6 +383,13 @@ impl HttpClient {
             initialized_out: false,
             get_pending_until: now,
             restart: false,
+            gets_ended: false,
+            restarted: false,
+            restart_unsent: false,
+            failed_unsent: false,
+            empty_expiries: 0,
+            session_taken: false,
+            get_opened: false,
             ended: false,
             session_answered: false,
             skip_get: false,
@@ -404,9 +436,11 @@ impl HttpClient {
     /// and requests made later fail at once ([`TransportFailure::Status`] 404) without going
     /// out.
     pub fn end_session(&mut self) -> Option<ExchangeId> {
-        // Asked while a new session was about to replace one that expired: none starts.
-        if self.restart {
+        // Asked while a new session was about to replace one that expired (its connection
+        // made or not, its `initialize` not sent): none starts.
+        if self.restart || self.restart_unsent {
             self.restart = false;
+            self.restart_unsent = false;
             self.ended = true;
         }
         self.session.as_ref()?;
@@ -418,8 +452,41 @@ impl HttpClient {
         self.take_output();
         let sid = self.session.take()?;
         self.ended = true;
-        // The session's GET stream ends with it: closed if it runs, dropped if it waits to be
-        // opened (again), or to go out (it would otherwise, without the session).
+        // The session's GET stream ends with it (it would otherwise go out again without the
+        // session).
+        self.end_get_streams();
+        // A request's stream waiting to be resumed (its time come or not) would go out after
+        // the DELETE, with the ended session's id, to be refused: its requests fail now, as
+        // later ones do.
+        let exchanges = &self.exchanges;
+        let due: Vec<ExchangeId> = (self.queue.iter())
+            .filter(|&&(e, abort)| {
+                !abort
+                    && exchanges
+                        .get(&e)
+                        .is_some_and(|x| x.method == "GET" && !x.standalone)
+            })
+            .map(|&(e, _)| e)
+            .collect();
+        self.queue.retain(|(e, _)| !due.contains(e));
+        let waiting = std::mem::take(&mut self.resumes)
+            .into_iter()
+            .map(|(_, e)| e);
+        for resume in waiting.chain(due) {
+            self.finish(self.now, resume, TransportFailure::Status(404));
+        }
+        let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
+        if let Some(v) = self.conn.protocol_version() {
+            headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
+        }
+        let delete = Exchange::new("DELETE", headers, Vec::new(), BTreeSet::new());
+        Some(self.new_exchange(delete))
+    }
+
+    /// Ends the session's GET stream: closed if it runs, dropped if it waits to be opened
+    /// (again) or to go out; and no other is opened.
+    fn end_get_streams(&mut self) {
+        self.open_get = false;
         let gets: Vec<ExchangeId> = (self.exchanges.iter())
             .filter(|(_, ex)| ex.standalone)
             .map(|(id, _)| *id)
@@ -435,17 +502,6 @@ impl HttpClient {
                 self.queue.push_back((get, true));
             }
         }
-        // A request's stream waiting to be resumed would go out after the DELETE, with the
-        // ended session's id, to be refused: its requests fail now, as later ones do.
-        for (_, resume) in std::mem::take(&mut self.resumes) {
-            self.finish(self.now, resume, TransportFailure::Status(404));
-        }
-        let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
-        if let Some(v) = self.conn.protocol_version() {
-            headers.push((super::VERSION_HEADER.to_owned(), v.as_str().to_owned()));
-        }
-        let delete = Exchange::new("DELETE", headers, Vec::new(), BTreeSet::new());
-        Some(self.new_exchange(delete))
     }
 
     /// Whether `exchange` is still under way: waiting to go out (or to be resumed), or sent
@@ -468,7 +524,9 @@ impl HttpClient {
     /// events (its failed requests) come first, and requests made on it meanwhile fail too
     /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
     /// starts a new session, which brings an [`Event::Ready`] of its own (one per session, not
-    /// one per client). Its requests are numbered after the old session's, so a
+    /// one per client), unless the connection was closed, the session was ended, or this is
+    /// the second session in a row to expire before the server took anything of it (the
+    /// connection then closes with `TransportFailed`). Its requests are numbered after the old session's, so a
     /// [`RequestId`](crate::conn::RequestId) of the old session never names one of the new.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         // The application closed the connection while a new session was about to replace one
@@ -502,18 +560,33 @@ impl HttpClient {
             if let Ok(mut conn) = Connection::new(config, self.now) {
                 conn.continue_request_ids(&self.conn);
                 self.conn = conn;
+                self.restarted = true;
+                self.restart_unsent = true;
                 self.open_get = self.want_get && !std::mem::take(&mut self.skip_get);
                 self.session_answered = false;
+                self.session_taken = false;
+                self.get_opened = false;
                 self.initialized_out = false;
             }
+        }
+        if self.conn.pending_events() == 0 {
+            self.failed_unsent = false;
         }
         self.conn.poll_event()
     }
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work: the connection's
     /// timers, the resumptions waiting, the end of the requests' wait for the GET stream's
-    /// response head, and the streams to let go ([`LINGER`]).
+    /// response head, and the streams to let go ([`LINGER`]). It is the last time given while
+    /// the host has work that no input or command brought, until it takes it (or a timeout):
+    /// the `initialize` of a new session, which [`poll_event`](Self::poll_event) starts once
+    /// it has handed out the expired one's events (for a host that takes its actions before
+    /// its events), and the failures of requests made after the session ended, which
+    /// [`poll_action`](Self::poll_action) makes (for one that takes its events first).
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.restarted || self.failed_unsent {
+            return Some(self.now);
+        }
         let get_wait = self.waiting_for_heads().then_some(self.get_pending_until);
         let resume = (self.resumes.iter().map(|(at, _)| *at))
             .chain(self.lingering.first().map(|(at, _)| *at))
@@ -528,6 +601,9 @@ impl HttpClient {
     /// Fires what is due: the connection's timers, resumptions whose time has come, and
     /// streams to let go.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        // Due at once no more: the host takes its actions, and its events, after this timeout.
+        self.restarted = false;
+        self.failed_unsent = false;
         self.clock(now);
         self.conn.handle_timeout(now);
         // Here too, not only in `take_output`: no deadline is left in the past for a host that
@@ -556,6 +632,13 @@ impl HttpClient {
     /// The next thing for the host to do, if any: an HTTP request to make, or a response to
     /// abandon. Call it after every input and command, until `None`.
     pub fn poll_action(&mut self) -> Option<ClientAction<'_>> {
+        if !self.gets_ended && !self.restart && self.conn.state() == State::Closed {
+            // Nothing is to come for a closed connection: its GET stream is closed rather
+            // than left open (on the server, too) for as long as the host keeps the client.
+            self.gets_ended = true;
+            self.get_pending = None;
+            self.end_get_streams();
+        }
         self.take_output();
         self.find_done();
         if self.held_delete.is_some() && !self.has_unheard() {
@@ -682,15 +765,21 @@ impl HttpClient {
         }
         if status == 404 && ex.with_session {
             // The session is gone: its requests fail, and the next connection starts over. A
-            // GET stream refused this way before the session answered anything else is not
-            // asked for in the next session: a server that answers every GET with 404 would
-            // otherwise start a new session for ever, and hold every request behind its GET.
-            if ex.standalone && !self.session_answered {
+            // GET stream refused this way before it was ever open in this session, and before
+            // the session answered anything else, is not asked for in the next session: a
+            // server that answers every GET with 404 would otherwise start a new session for
+            // ever, and hold every request behind its GET. (One that was open, a client that
+            // only listens, gets it again after its server restarted.)
+            if ex.standalone && !self.session_answered && !self.get_opened {
                 self.skip_get = true;
             }
             self.expire_session(now);
-        } else if ex.with_session && (200..300).contains(&status) && !ex.awaiting.is_empty() {
-            self.session_answered = true;
+        } else if ex.with_session && (200..300).contains(&status) {
+            self.session_taken = true;
+            self.get_opened |= ex.standalone;
+            if !ex.awaiting.is_empty() {
+                self.session_answered = true;
+            }
         }
     }
 
@@ -796,13 +885,14 @@ impl HttpClient {
                 let awaited =
                     (self.exchanges.get(&exchange)).is_some_and(|x| !x.awaiting.is_empty());
                 let resuming = (self.exchanges.get(&exchange)).is_some_and(|x| x.method == "GET");
-                if answers_ours {
-                    self.deliver_body(now, exchange, &body);
-                } else if resuming && transient(status) {
+                if resuming && transient(status) {
                     // A GET that resumes a stream, or reopens the session's, refused for now
                     // (409 while the server still holds the broken connection, 503, ...): it
-                    // is tried again like a broken stream, within the policy's attempts.
+                    // is tried again like a broken stream, within the policy's attempts. Its
+                    // body answers no request, whatever id it names: the GET carried none.
                     return self.settle(now, exchange, TransportFailure::Status(status), jitter);
+                } else if answers_ours {
+                    self.deliver_body(now, exchange, &body);
                 } else if awaited {
                     // The text of this failure, or none: never an earlier one's.
                     self.failure_text = failure_text_of(&body);
@@ -837,6 +927,7 @@ impl HttpClient {
         if self.restart {
             return;
         }
+        self.restarted = false;
         while !self.waiting_for_heads()
             && let Some(frame) = self.conn.poll_frame()
         {
@@ -848,6 +939,7 @@ impl HttpClient {
                 if let Some(exchange) = posted {
                     self.queue.retain(|(e, _)| *e != exchange);
                     self.finish(self.now, exchange, TransportFailure::Status(404));
+                    self.failed_unsent |= self.conn.pending_events() > 0;
                 }
                 continue;
             }
@@ -991,9 +1083,11 @@ impl HttpClient {
         // A request cancelled before its POST went out is withdrawn: it never reaches the
         // server, so neither does its cancellation (sent after it, the cancellation could
         // arrive first and be ignored, and the server would run the request to its end).
+        // Not a GET waiting to resume the request's stream: its POST reached the server.
         if let Some(n) = cancelled
-            && let Some((&id, _)) = (self.exchanges.iter())
-                .find(|(_, e)| e.awaiting.len() == 1 && e.awaiting.contains(&n))
+            && let Some((&id, _)) = (self.exchanges.iter()).find(|(_, e)| {
+                e.method == "POST" && e.awaiting.len() == 1 && e.awaiting.contains(&n)
+            })
             && self.queue.contains(&(id, false))
         {
             self.queue.retain(|&(e, _)| e != id);
@@ -1028,6 +1122,7 @@ impl HttpClient {
         let exchange = self.new_exchange(ex);
         if initialize {
             self.initialize = Some(exchange);
+            self.restart_unsent = false;
         }
         Some(exchange)
     }
@@ -1342,10 +1437,12 @@ impl HttpClient {
         let unsent: HashSet<ExchangeId> = self.queue.iter().map(|(e, _)| *e).collect();
         let waiting: HashSet<ExchangeId> = self.resumes.iter().map(|(_, e)| *e).collect();
         let ids: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        // (Nor replies held for a place, nor the held DELETE: the host never had them.)
+        let held: HashSet<ExchangeId> = self.held.iter().copied().chain(self.held_delete).collect();
         let running: Vec<ExchangeId> = ids
             .iter()
             .copied()
-            .filter(|e| !unsent.contains(e) && !waiting.contains(e))
+            .filter(|e| !unsent.contains(e) && !waiting.contains(e) && !held.contains(e))
             .collect();
         for id in ids {
             self.finish(now, id, TransportFailure::Status(404));
@@ -1363,8 +1460,18 @@ impl HttpClient {
         // A connection the application closed (or that ended) starts no new session, nor
         // does one whose session the application ended (a DELETE, or a request still in
         // flight, answered 404).
+        self.empty_expiries = if self.session_taken {
+            0
+        } else {
+            self.empty_expiries.saturating_add(1)
+        };
         if self.ended || matches!(self.conn.state(), State::Closing | State::Closed) {
             self.ended = true;
+        } else if self.empty_expiries >= 2 {
+            // Two new sessions in a row forgotten before anything was answered in them: a
+            // third would only repeat it. The connection closes, as a failed handshake does.
+            self.ended = true;
+            self.conn.fail_transport(TransportFailure::Status(404));
         } else {
             self.restart = true;
         }

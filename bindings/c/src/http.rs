@@ -846,7 +846,9 @@ pub unsafe extern "C" fn mcpw_http_server_consume_stream(
 
 /// Reports that the client went away from `stream` (the connection closed before the stream
 /// finished). 2026-07-28: that cancels its request. In a session, its events stay stored for
-/// a `Last-Event-ID` resumption. An unknown stream does nothing.
+/// a `Last-Event-ID` resumption, and what the stream held back for the session's other
+/// streams moves on at once: resume those `mcpw_http_server_poll_woken` names. An unknown
+/// stream does nothing.
 ///
 /// # Safety
 /// `server` is NULL or a live server handle.
@@ -1130,8 +1132,10 @@ pub enum mcpw_http_action_kind {
     /// report its outcome for `exchange`.
     MCPW_HTTP_ACTION_SEND = 1,
     /// Stop reading the response of `exchange` and close it; report nothing more for it. It
-    /// comes for a cancelled 2026-07-28 request, for the exchanges of an expired session, and
-    /// for a stream the server keeps open two seconds after every request it carried ended.
+    /// comes for a cancelled 2026-07-28 request, for the exchanges of an expired session, for
+    /// the session's GET stream when the session ends or the connection closes, for an
+    /// exchange with nothing to wait for that got no response head within 10 s, and for a
+    /// stream the server keeps open two seconds after every request it carried ended.
     MCPW_HTTP_ACTION_ABORT = 2,
 }
 
@@ -1410,7 +1414,9 @@ pub unsafe extern "C" fn mcpw_http_client_handle_error(
 }
 
 /// The next event of the client's connection, as `mcpw_conn_poll_event` gives it; after a
-/// session expired, the old connection's events come first, then a new session starts.
+/// session expired, the old connection's events come first, then a new session starts
+/// (unless the connection was closed, the session ended, or this is the second session in a
+/// row to expire before the server took anything of it: the connection then closes).
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `out_event` is NULL or writable.
@@ -1464,7 +1470,10 @@ pub unsafe extern "C" fn mcpw_http_client_conn(
 }
 
 /// Reads the earliest deadline of the client (the connection's timers, resumptions
-/// waiting), as `mcpw_conn_poll_timeout`.
+/// waiting), as `mcpw_conn_poll_timeout`. It is the last time given while work waits that no
+/// input or command brought: a new session's `initialize` after a 404, made when the old
+/// session's last event was handed out, or the failures of requests made after the session
+/// ended. Call `mcpw_http_client_handle_timeout`, then take events and actions as usual.
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; each `out_*` is NULL or writable.
