@@ -3216,6 +3216,45 @@ enum mcpw_result mcpw_json_items(const char *json_text,
                                  size_t *out_count);
 
 /**
+ * Decodes the JSON string `json` (one value with its quotes, such as `mcpw_json_get` finds)
+ * into its text, escapes decoded, as UTF-8. Use it where a handler needs the text itself (a
+ * path to open, a name to compare, text to print); to copy a string into an answer, the raw
+ * view is already JSON.
+ *
+ * Writes the text's length in bytes to `*out_len`. When it fits in `capacity`, the text is
+ * written to `out_text`, followed by a NUL when there is room for one; when it does not fit,
+ * nothing is written to `out_text`: call again with room for `*out_len + 1` bytes. The text
+ * holds a NUL byte wherever the string has a `\u0000` escape: use `*out_len`, not
+ * `strlen`, where that matters. A value that is not a string is `MCPW_ERR_JSON_WRONG_TYPE`.
+ *
+ * # Safety
+ * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_text`
+ * points to `capacity` writable bytes (or is NULL with `capacity` 0); `out_len` is NULL or
+ * writable.
+ */
+enum mcpw_result mcpw_json_string(const char *json_text,
+                                  size_t json_len,
+                                  char *out_text,
+                                  size_t capacity,
+                                  size_t *out_len);
+
+/**
+ * Reads the JSON number `json` (one value, such as `mcpw_json_get` finds) as a double, the
+ * nearest to its decimal value: use it for a tool's numeric arguments instead of `strtod`,
+ * which needs a NUL-terminated copy and follows the C locale's decimal point (`2.5` reads as
+ * 2 under a locale that writes `2,5`). A value that is not a number, or one beyond a double's
+ * range (`1e400`), is `MCPW_ERR_JSON_WRONG_TYPE`; nothing is written unless the call
+ * succeeds.
+ *
+ * # Safety
+ * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_value` is
+ * NULL or writable.
+ */
+enum mcpw_result mcpw_json_number(const char *json_text,
+                                  size_t json_len,
+                                  double *out_value);
+
+/**
  * Describes a result code in English.
  *
  * Returns a static, NUL-terminated string owned by the library: never free it; it lives as

@@ -178,6 +178,23 @@ static void puts_(buffer *b, const char *text) { put(b, text, strlen(text)); }
 static void put_view(buffer *b, mcpw_str s) { put(b, s.ptr, s.len); }
 
 /* A JSON string literal for `text` (UTF-8): '"', '\' and control characters escaped. */
+/* Whether the JSON string `json` (quotes included) decodes to `text`. Compare names and texts
+   as text, not as JSON: a server may escape any character (Python's json.dumps writes "é" as
+   "\u00e9"). A match needs room for strlen(text) bytes only: decoding never lengthens, and
+   mcpw_json_string writes nothing when the text does not fit. */
+static int json_text_is(mcpw_str json, const char *text) {
+    size_t n = strlen(text), len = 0;
+    char *buf;
+    int same;
+    if (json.ptr == NULL) return 0;
+    buf = malloc(n + 1);
+    if (buf == NULL) fail("out of memory");
+    same = mcpw_json_string(json.ptr, json.len, buf, n + 1, &len) == MCPW_OK && len == n &&
+           memcmp(buf, text, n) == 0;
+    free(buf);
+    return same;
+}
+
 static void put_json_string(buffer *b, const char *text) {
     put(b, "\"", 1);
     for (; *text; text++) {
@@ -348,14 +365,9 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
         int has_echo = 0;
         for (i = 0; i < count; i++) {
             mcpw_str name = member(tools[i], "name");
-            if (view_is(name, "\"echo\"")) has_echo = 1;
-            if (s->opts.progress_tool != NULL) {
-                buffer quoted = {NULL, 0, 0};
-                put_json_string(&quoted, s->opts.progress_tool);
-                if (name.len == quoted.len && memcmp(name.ptr, quoted.ptr, name.len) == 0) {
-                    s->has_progress_tool = 1;
-                }
-                free(quoted.ptr);
+            if (json_text_is(name, "echo")) has_echo = 1;
+            if (s->opts.progress_tool != NULL && json_text_is(name, s->opts.progress_tool)) {
+                s->has_progress_tool = 1;
             }
         }
         free(tools);
@@ -370,14 +382,11 @@ static void on_result(session *s, mcpw_str result, uint64_t now) {
         break;
     }
     case WAIT_ECHO: {
-        buffer expected = {NULL, 0, 0};
         mcpw_str text = member(element(member(result, "content"), 0), "text");
-        put_json_string(&expected, s->opts.echo_expect);
-        if (text.len != expected.len || memcmp(text.ptr, expected.ptr, text.len) != 0) {
-            fail("echo returned %.*s, expected %s", (int)text.len, text.ptr ? text.ptr : "",
-                 expected.ptr);
+        if (!json_text_is(text, s->opts.echo_expect)) {
+            fail("echo returned %.*s, expected \"%s\"", (int)text.len, text.ptr ? text.ptr : "",
+                 s->opts.echo_expect);
         }
-        free(expected.ptr);
         printf("echo: %.*s\n", (int)text.len, text.ptr);
         if (s->has_progress_tool) {
             step = "progress";

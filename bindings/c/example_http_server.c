@@ -364,6 +364,42 @@ static int str_is(mcpw_str s, const char *text) {
     return s.ptr != NULL && s.len == n && memcmp(s.ptr, text, n) == 0;
 }
 
+/* The text of a short JSON string (a tool's name, a URI), escapes decoded; `len` is SIZE_MAX
+   when it is absent, no string, or longer than 128 bytes. Compare names as text, not as
+   JSON: a client may escape any character ("ech\u006f" is "echo"). */
+typedef struct {
+    char text[128];
+    size_t len;
+} short_text;
+
+static short_text json_text(mcpw_str json) {
+    short_text t;
+    /* The usual name has no escape: its text is what lies between its quotes (the view is
+       one valid JSON value, which mcpw_json_get checked). Any other is decoded. */
+    if (json.ptr != NULL && json.len >= 2 && json.ptr[0] == '"' &&
+        json.len - 2 <= sizeof t.text && memchr(json.ptr, '\\', json.len) == NULL) {
+        t.len = json.len - 2;
+        memcpy(t.text, json.ptr + 1, t.len);
+        return t;
+    }
+    if (json.ptr == NULL ||
+        mcpw_json_string(json.ptr, json.len, t.text, sizeof t.text, &t.len) != MCPW_OK ||
+        t.len > sizeof t.text) {
+        t.len = SIZE_MAX;
+    }
+    return t;
+}
+
+static int text_is(const short_text *t, const char *text) {
+    size_t n = strlen(text);
+    return t->len == n && memcmp(t->text, text, n) == 0;
+}
+
+static int json_text_is(mcpw_str json, const char *text) {
+    short_text t = json_text(json);
+    return text_is(&t, text);
+}
+
 /* The member `key` of the JSON object `json` (absent when `json` is absent or no object). */
 static mcpw_str member(mcpw_str json, const char *key) {
     mcpw_str value = {NULL, 0};
@@ -418,19 +454,11 @@ static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
     free(result);
 }
 
-/* A JSON number argument as a double: 0 when `raw` is not a number (or not finite). */
+/* A JSON number argument as a double: 0 when `raw` is absent, not a number, or beyond a
+   double's range. mcpw_json_number reads it as JSON does, whatever the C locale's decimal
+   point (strtod would read "2.5" as 2 under a locale that writes "2,5"). */
 static int number_arg(mcpw_str raw, double *out) {
-    char buf[64];
-    char *end;
-    if (raw.ptr == NULL || raw.len == 0 || raw.len >= sizeof buf ||
-        !(raw.ptr[0] == '-' || (raw.ptr[0] >= '0' && raw.ptr[0] <= '9'))) {
-        return 0;
-    }
-    memcpy(buf, raw.ptr, raw.len);
-    buf[raw.len] = '\0';
-    errno = 0;
-    *out = strtod(buf, &end);
-    return *end == '\0' && errno == 0 && isfinite(*out);
+    return raw.ptr != NULL && mcpw_json_number(raw.ptr, raw.len, out) == MCPW_OK;
 }
 
 /* add: the sum of the numbers a and b, as text ("5" for 2 + 3: whole sums print without a
@@ -523,25 +551,25 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
     } else if (str_is(ev->method, "tools/call")) {
         mcpw_str call[2]; /* name, arguments */
         member_pair(ev->params, "name", "arguments", call);
-        mcpw_str name = call[0];
-        if (str_is(name, "\"echo\"")) {
+        short_text name = json_text(call[0]);
+        if (text_is(&name, "echo")) {
             call_echo(conn, id, call[1]);
-        } else if (str_is(name, "\"add\"")) {
+        } else if (text_is(&name, "add")) {
             call_add(conn, id, call[1]);
-        } else if (str_is(name, "\"count\"")) {
+        } else if (text_is(&name, "count")) {
             start_job(key, id, JOB_COUNT, now); /* answered by run_jobs */
-        } else if (str_is(name, "\"test_simple_text\"")) {
+        } else if (text_is(&name, "test_simple_text")) {
             respond(conn, id, SIMPLE_TEXT, sizeof SIMPLE_TEXT - 1);
-        } else if (str_is(name, "\"test_tool_with_progress\"")) {
+        } else if (text_is(&name, "test_tool_with_progress")) {
             mcpw_result rc = mcpw_conn_progress(conn, id, 0, 100, true, NULL, 0);
             if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) warn("progress", rc);
             start_job(key, id, JOB_PROGRESS_100, now);
-        } else if (str_is(name, "\"test_missing_capability\"")) {
+        } else if (text_is(&name, "test_missing_capability")) {
             call_needs_sampling(conn, id);
-        } else if (str_is(name, "\"test_error_handling\"")) {
+        } else if (text_is(&name, "test_error_handling")) {
             respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool "
                                 "intentionally returns an error for testing\"}],\"isError\":true}"));
-        } else if (str_is(name, "\"test_logging_tool\"")) {
+        } else if (text_is(&name, "test_logging_tool")) {
             /* Sent in a session, and in 2026-07-28 only where the request asked for logs
                (its logLevel): either way the server must declare logging, as this one does. */
             bool sent = false;
@@ -549,7 +577,7 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
                                 S("\"test_logging_tool ran\""), &sent);
             respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"Logging tool "
                                 "completed\"}],\"isError\":false}"));
-        } else if (str_is(name, "\"test_streaming_elicitation\"")) {
+        } else if (text_is(&name, "test_streaming_elicitation")) {
             call_streaming_elicitation(conn, id, ev->params);
         } else {
             /* An unknown tool is a protocol error, as the spec's tools page shows. */
@@ -560,7 +588,7 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
     } else if (str_is(ev->method, "resources/templates/list")) {
         respond(conn, id, S("{\"resourceTemplates\":[]}"));
     } else if (str_is(ev->method, "resources/read")) {
-        if (str_is(member(ev->params, "uri"), "\"mem://greeting\"")) {
+        if (json_text_is(member(ev->params, "uri"), "mem://greeting")) {
             respond(conn, id, GREETING, sizeof GREETING - 1);
         } else {
             respond_error(conn, id, MCPW_MCP_RESOURCE_NOT_FOUND, "Resource not found");
@@ -571,7 +599,7 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
         /* A session's level (handshake era): every level is sent here, so nothing to keep. */
         respond(conn, id, S("{}"));
     } else if (str_is(ev->method, "prompts/get")) {
-        if (str_is(member(ev->params, "name"), "\"greet\"")) {
+        if (json_text_is(member(ev->params, "name"), "greet")) {
             respond(conn, id, PROMPT, sizeof PROMPT - 1);
         } else {
             respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown prompt");

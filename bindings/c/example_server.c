@@ -244,6 +244,42 @@ static int str_is(mcpw_str s, const char *text) {
     return s.ptr != NULL && s.len == n && memcmp(s.ptr, text, n) == 0;
 }
 
+/* The text of a short JSON string (a tool's name, a URI), escapes decoded; `len` is SIZE_MAX
+   when it is absent, no string, or longer than 128 bytes. Compare names as text, not as
+   JSON: a client may escape any character ("ech\u006f" is "echo"). */
+typedef struct {
+    char text[128];
+    size_t len;
+} short_text;
+
+static short_text json_text(mcpw_str json) {
+    short_text t;
+    /* The usual name has no escape: its text is what lies between its quotes (the view is
+       one valid JSON value, which mcpw_json_get checked). Any other is decoded. */
+    if (json.ptr != NULL && json.len >= 2 && json.ptr[0] == '"' &&
+        json.len - 2 <= sizeof t.text && memchr(json.ptr, '\\', json.len) == NULL) {
+        t.len = json.len - 2;
+        memcpy(t.text, json.ptr + 1, t.len);
+        return t;
+    }
+    if (json.ptr == NULL ||
+        mcpw_json_string(json.ptr, json.len, t.text, sizeof t.text, &t.len) != MCPW_OK ||
+        t.len > sizeof t.text) {
+        t.len = SIZE_MAX;
+    }
+    return t;
+}
+
+static int text_is(const short_text *t, const char *text) {
+    size_t n = strlen(text);
+    return t->len == n && memcmp(t->text, text, n) == 0;
+}
+
+static int json_text_is(mcpw_str json, const char *text) {
+    short_text t = json_text(json);
+    return text_is(&t, text);
+}
+
 /* The member `key` of the JSON object `json` (absent when `json` is absent or no object). */
 static mcpw_str member(mcpw_str json, const char *key) {
     mcpw_str value = {NULL, 0};
@@ -298,19 +334,11 @@ static void call_echo(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
     free(result);
 }
 
-/* A JSON number argument as a double: 0 when `raw` is not a number (or not finite). */
+/* A JSON number argument as a double: 0 when `raw` is absent, not a number, or beyond a
+   double's range. mcpw_json_number reads it as JSON does, whatever the C locale's decimal
+   point (strtod would read "2.5" as 2 under a locale that writes "2,5"). */
 static int number_arg(mcpw_str raw, double *out) {
-    char buf[64];
-    char *end;
-    if (raw.ptr == NULL || raw.len == 0 || raw.len >= sizeof buf ||
-        !(raw.ptr[0] == '-' || (raw.ptr[0] >= '0' && raw.ptr[0] <= '9'))) {
-        return 0;
-    }
-    memcpy(buf, raw.ptr, raw.len);
-    buf[raw.len] = '\0';
-    errno = 0;
-    *out = strtod(buf, &end);
-    return *end == '\0' && errno == 0 && isfinite(*out);
+    return raw.ptr != NULL && mcpw_json_number(raw.ptr, raw.len, out) == MCPW_OK;
 }
 
 /* add: the sum of the numbers a and b, as text ("5" for 2 + 3: whole sums print without a
@@ -350,12 +378,12 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     } else if (str_is(ev->method, "tools/call")) {
         mcpw_str call[2]; /* name, arguments */
         member_pair(ev->params, "name", "arguments", call);
-        mcpw_str name = call[0];
-        if (str_is(name, "\"echo\"")) {
+        short_text name = json_text(call[0]);
+        if (text_is(&name, "echo")) {
             call_echo(conn, id, call[1]);
-        } else if (str_is(name, "\"add\"")) {
+        } else if (text_is(&name, "add")) {
             call_add(conn, id, call[1]);
-        } else if (str_is(name, "\"count\"")) {
+        } else if (text_is(&name, "count")) {
             start_count(id, now); /* answered by run_jobs */
         } else {
             /* An unknown tool is a protocol error, as the spec's tools page shows. */
@@ -366,7 +394,7 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     } else if (str_is(ev->method, "resources/templates/list")) {
         respond(conn, id, S("{\"resourceTemplates\":[]}"));
     } else if (str_is(ev->method, "resources/read")) {
-        if (str_is(member(ev->params, "uri"), "\"mem://greeting\"")) {
+        if (json_text_is(member(ev->params, "uri"), "mem://greeting")) {
             respond(conn, id, GREETING, sizeof GREETING - 1);
         } else {
             respond_error(conn, id, MCPW_MCP_RESOURCE_NOT_FOUND, "Resource not found");
@@ -374,7 +402,7 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     } else if (str_is(ev->method, "prompts/list")) {
         respond(conn, id, PROMPTS, sizeof PROMPTS - 1);
     } else if (str_is(ev->method, "prompts/get")) {
-        if (str_is(member(ev->params, "name"), "\"greet\"")) {
+        if (json_text_is(member(ev->params, "name"), "greet")) {
             respond(conn, id, PROMPT, sizeof PROMPT - 1);
         } else {
             respond_error(conn, id, MCPW_JSONRPC_INVALID_PARAMS, "Unknown prompt");

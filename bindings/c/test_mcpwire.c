@@ -3040,6 +3040,62 @@ static void test_json_helpers(void) {
         CHECK(count == 7); /* nothing written when a call fails */
     }
 
+    /* A string's text, escapes decoded; written only when it fits, NUL after it when room. */
+    {
+        char out[16];
+        size_t len = 99;
+        memset(out, 'z', sizeof out);
+        OK(mcpw_json_string(S(" \"a\\\"b\\u00e9\\n\\ud83d\\ude00\" "), NULL, 0, &len));
+        CHECK(len == 10); /* a " b é(2) \n 😀(4) */
+        OK(mcpw_json_string(S("\"a\\\"b\\u00e9\\n\\ud83d\\ude00\""), out, 10, &len));
+        CHECK(len == 10 && memcmp(out, "a\"b\xc3\xa9\n\xf0\x9f\x98\x80", 10) == 0);
+        CHECK(out[10] == 'z'); /* no room for the NUL: none written */
+        OK(mcpw_json_string(S("\"a\\\"b\\u00e9\\n\\ud83d\\ude00\""), out, 11, &len));
+        CHECK(out[10] == '\0' && strlen(out) == 10);
+        memset(out, 'z', sizeof out);
+        OK(mcpw_json_string(S("\"too long for nine\""), out, 9, &len));
+        CHECK(len == 17 && out[0] == 'z'); /* too small: nothing written */
+        OK(mcpw_json_string(S("\"x\\u0000y\""), out, sizeof out, &len));
+        CHECK(len == 3 && memcmp(out, "x\0y", 4) == 0);
+        OK(mcpw_json_string(S("\"\""), out, sizeof out, &len));
+        CHECK(len == 0 && out[0] == '\0');
+        len = 7;
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_string(S("12"), out, sizeof out, &len));
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_string(S("null"), out, sizeof out, &len));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_string(S("\"a\\x\""), out, sizeof out, &len));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_string(S("\"\\ud800\""), out, sizeof out, &len));
+        RC(MCPW_ERR_INVALID_UTF8, mcpw_json_string(S("\"\xff\""), out, sizeof out, &len));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_string(S("\"a\""), NULL, 1, &len));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_string(S("\"a\""), out, sizeof out, NULL));
+        CHECK(len == 7); /* nothing written when a call fails */
+    }
+
+    /* A number as the nearest double, whatever the C locale's decimal point. */
+    {
+        double d = 99;
+        OK(mcpw_json_number(S(" 2.5 "), &d));
+        CHECK(d == 2.5);
+        OK(mcpw_json_number(S("-1.5e3"), &d));
+        CHECK(d == -1500.0);
+        OK(mcpw_json_number(S("0.1"), &d));
+        CHECK(d == 0.1);
+        OK(mcpw_json_number(S("123456789012345678901234567890"), &d));
+        CHECK(d == 123456789012345678901234567890.0);
+        OK(mcpw_json_number(S("-0"), &d));
+        CHECK(d == 0 && signbit(d));
+        OK(mcpw_json_number(S("1e-400"), &d));
+        CHECK(d == 0);
+        d = 7;
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_number(S("1e400"), &d));
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_number(S("\"2\""), &d));
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_number(S("true"), &d));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_number(S("2."), &d));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_number(S("0x10"), &d));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_json_number(S("NaN"), &d));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_number(S("1"), NULL));
+        CHECK(d == 7); /* nothing written when a call fails */
+    }
+
     v.ptr = "unchanged";
     RC(MCPW_ERR_DUPLICATE_KEY, mcpw_json_get(S("{\"a\":1,\"a\":2}"), S("a"), &v));
     RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_json_get(S("[1]"), S("a"), &v));

@@ -1412,6 +1412,28 @@ inline std::optional<std::string_view> json_at(std::string_view json, std::size_
 template <class S, detail::if_temporary_string<S> = 0>
 std::optional<std::string_view> json_at(S &&json, std::size_t index) = delete;
 
+/// The text of the JSON string `json` (quotes included, as json_get finds it), escapes
+/// decoded, as UTF-8: use it where the text itself matters (a path, a name to compare); the
+/// raw view is already JSON to copy into an answer. Throws MCPW_ERR_JSON_WRONG_TYPE when
+/// `json` is no string. The text may hold NUL characters (a `\u0000` escape).
+inline std::string json_string(std::string_view json) {
+    // Decoding never lengthens: an escape is at least as long as what it stands for.
+    std::string text(json.size(), '\0');
+    std::size_t len = 0;
+    detail::check(mcpw_json_string(json.data(), json.size(), text.data(), text.size(), &len));
+    text.resize(len);
+    return text;
+}
+
+/// The JSON number `json` as the nearest double, whatever the C locale: use it for numeric
+/// arguments instead of std::stod. Throws MCPW_ERR_JSON_WRONG_TYPE when `json` is no number
+/// or lies beyond a double's range.
+inline double json_number(std::string_view json) {
+    double value = 0;
+    detail::check(mcpw_json_number(json.data(), json.size(), &value));
+    return value;
+}
+
 /// Every element of the JSON array `json`, as views into `json`, read in one pass: use it to
 /// walk an array (json_at reads the whole text again for each index).
 inline std::vector<std::string_view> json_items(std::string_view json) {

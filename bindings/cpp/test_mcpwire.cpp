@@ -657,6 +657,16 @@ void test_json_helpers() {
     }
     CHECK(code_of([] { mcpw::json_get_each(R"({"a":1,"a":2})", "a"); }) == MCPW_ERR_DUPLICATE_KEY);
     CHECK(code_of([] { mcpw::json_get_each("[]", "a"); }) == MCPW_ERR_JSON_WRONG_TYPE);
+    CHECK(mcpw::json_string(R"( "a\"b\u00e9\ud83d\ude00" )") == "a\"b\xc3\xa9\xf0\x9f\x98\x80");
+    CHECK(mcpw::json_string(R"("x\u0000y")") == std::string("x\0y", 3));
+    CHECK(mcpw::json_string(R"("")").empty());
+    CHECK(mcpw::json_string(*mcpw::json_get(R"({"name":"ech\u006f"})", "name")) == "echo");
+    CHECK(code_of([] { mcpw::json_string("12"); }) == MCPW_ERR_JSON_WRONG_TYPE);
+    CHECK(code_of([] { mcpw::json_string(R"("\x")"); }) == MCPW_ERR_INVALID_JSON);
+    CHECK(mcpw::json_number(" -2.5e1 ") == -25.0);
+    CHECK(mcpw::json_number("0.1") == 0.1);
+    CHECK(code_of([] { mcpw::json_number("1e400"); }) == MCPW_ERR_JSON_WRONG_TYPE);
+    CHECK(code_of([] { mcpw::json_number(R"("2")"); }) == MCPW_ERR_JSON_WRONG_TYPE);
 }
 
 

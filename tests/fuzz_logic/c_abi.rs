@@ -1496,6 +1496,110 @@ fn slot_of(slot: u8, n: usize) -> usize {
 
 /// Checks a result code: what the header documents for the call, given the handle and the
 /// arguments, and that `mcpw_result_message` knows it.
+/// `mcpw_json_string` and `mcpw_json_number` on arbitrary text: a string decodes as serde_json
+/// decodes it (written only when it fits in `room`, with a NUL after it when there is room),
+/// a number reads as Rust's own parsing of its text; anything else is the text's problem or
+/// `MCPW_ERR_JSON_WRONG_TYPE`, with nothing written.
+fn json_scalars(text: &Arg, text_problems: &[mcpw_result], room: u8) {
+    let value = std::str::from_utf8(&text.bytes)
+        .ok()
+        .and_then(|t| RawJson::new(t).ok());
+    let decoded = value.and_then(|v| {
+        v.as_str()?;
+        let s: String = serde_json::from_str(v.get()).expect("serde_json decodes a valid string");
+        Some(s)
+    });
+    let expect = |fits: bool| {
+        let mut problems = text_problems.to_vec();
+        if problems.is_empty() && !fits {
+            problems.push(MCPW_ERR_JSON_WRONG_TYPE);
+        }
+        Expect {
+            problems,
+            also: &[],
+            command: false,
+        }
+    };
+    let room = usize::from(room);
+    let mut buf = vec![0xA5u8; room];
+    let mut len = usize::MAX;
+    // Safety: the text is valid for its length; `buf` holds `room` writable bytes (any pointer
+    // with 0), `len` is writable.
+    let got = unsafe {
+        mcpwire_ffi::mcpw_json_string(
+            text.ptr(),
+            text.len(),
+            buf.as_mut_ptr().cast(),
+            room,
+            &mut len,
+        )
+    };
+    assert_ne!(got, MCPW_ERR_PANIC, "mcpw_json_string panicked");
+    verdict(
+        "mcpw_json_string",
+        Gate::Live,
+        got,
+        &expect(decoded.is_some()),
+        false,
+    );
+    match (got, &decoded) {
+        (MCPW_OK, Some(want)) => {
+            assert_eq!(len, want.len(), "mcpw_json_string's length");
+            // What must be left as it was: past the text and its NUL, or all when it did not fit.
+            let untouched = if len <= room {
+                assert_eq!(&buf[..len], want.as_bytes(), "mcpw_json_string's text");
+                if len < room {
+                    assert_eq!(buf[len], 0, "no NUL after the text");
+                }
+                &buf[(len + 1).min(room)..]
+            } else {
+                &buf[..]
+            };
+            assert!(
+                untouched.iter().all(|&b| b == 0xA5),
+                "mcpw_json_string wrote past the text"
+            );
+        }
+        _ => {
+            assert_eq!(
+                len,
+                usize::MAX,
+                "mcpw_json_string wrote a length and failed"
+            );
+            assert!(
+                buf.iter().all(|&b| b == 0xA5),
+                "mcpw_json_string wrote and failed"
+            );
+        }
+    }
+    let number = value.and_then(|v| {
+        let t = v
+            .get()
+            .trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        let lead = t.as_bytes().first()?;
+        if *lead != b'-' && !lead.is_ascii_digit() {
+            return None;
+        }
+        let n: f64 = t.parse().expect("a valid JSON number parses");
+        n.is_finite().then_some(n)
+    });
+    let mut out = f64::NAN;
+    // Safety: the text is valid for its length; `out` is writable.
+    let got = unsafe { mcpwire_ffi::mcpw_json_number(text.ptr(), text.len(), &mut out) };
+    assert_ne!(got, MCPW_ERR_PANIC, "mcpw_json_number panicked");
+    verdict(
+        "mcpw_json_number",
+        Gate::Live,
+        got,
+        &expect(number.is_some()),
+        false,
+    );
+    match (got, number) {
+        (MCPW_OK, Some(want)) => assert_eq!(out.to_bits(), want.to_bits(), "mcpw_json_number"),
+        _ => assert!(out.is_nan(), "mcpw_json_number wrote and failed"),
+    }
+}
+
 fn verdict(call: &str, gate: Gate, got: mcpw_result, expect: &Expect<'_>, closed: bool) {
     let code = got as i32;
     let fine = match gate {
@@ -3220,6 +3324,7 @@ impl Harness {
             assert!(out.untouched());
         }
         self.json_get_each(&text, &key, &expect.problems);
+        json_scalars(&text, &text_problems, index);
         let mut expect = Expect {
             problems: text_problems,
             also: &[],

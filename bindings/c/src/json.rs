@@ -228,6 +228,84 @@ pub unsafe extern "C" fn mcpw_json_items(
     })
 }
 
+/// Decodes the JSON string `json` (one value with its quotes, such as `mcpw_json_get` finds)
+/// into its text, escapes decoded, as UTF-8. Use it where a handler needs the text itself (a
+/// path to open, a name to compare, text to print); to copy a string into an answer, the raw
+/// view is already JSON.
+///
+/// Writes the text's length in bytes to `*out_len`. When it fits in `capacity`, the text is
+/// written to `out_text`, followed by a NUL when there is room for one; when it does not fit,
+/// nothing is written to `out_text`: call again with room for `*out_len + 1` bytes. The text
+/// holds a NUL byte wherever the string has a `\u0000` escape: use `*out_len`, not
+/// `strlen`, where that matters. A value that is not a string is `MCPW_ERR_JSON_WRONG_TYPE`.
+///
+/// # Safety
+/// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_text`
+/// points to `capacity` writable bytes (or is NULL with `capacity` 0); `out_len` is NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_string(
+    json_text: *const c_char,
+    json_len: usize,
+    out_text: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let len = unsafe { Out::new(out_len) }?;
+        if out_text.is_null() && capacity != 0 {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        }
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        let text = raw.as_str().ok_or(MCPW_ERR_JSON_WRONG_TYPE)?.to_str();
+        let n = text.len();
+        if n <= capacity {
+            // Safety: `n <= capacity`, and (caller) `out_text` holds `capacity` writable bytes
+            // (`n` is 0 when it is NULL); the source is our own, so they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), out_text.cast::<u8>(), n);
+                if n < capacity {
+                    out_text.add(n).write(0);
+                }
+            }
+        }
+        len.write(n);
+        Ok(())
+    })
+}
+
+/// Reads the JSON number `json` (one value, such as `mcpw_json_get` finds) as a double, the
+/// nearest to its decimal value: use it for a tool's numeric arguments instead of `strtod`,
+/// which needs a NUL-terminated copy and follows the C locale's decimal point (`2.5` reads as
+/// 2 under a locale that writes `2,5`). A value that is not a number, or one beyond a double's
+/// range (`1e400`), is `MCPW_ERR_JSON_WRONG_TYPE`; nothing is written unless the call
+/// succeeds.
+///
+/// # Safety
+/// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_value` is
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_json_number(
+    json_text: *const c_char,
+    json_len: usize,
+    out_value: *mut f64,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) writable or NULL, which is refused.
+        let out = unsafe { Out::new(out_value) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
+        let value = raw
+            .as_f64()
+            .filter(|v| v.is_finite())
+            .ok_or(MCPW_ERR_JSON_WRONG_TYPE)?;
+        out.write(value);
+        Ok(())
+    })
+}
+
 /// Element `index` of the array `text` (already validated), `Err` when `text` is no array.
 fn element(text: &str, index: usize) -> Result<Option<&str>, ()> {
     let b = text.as_bytes();

@@ -90,7 +90,10 @@ pub use http::{
     mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
     mcpw_http_server_stream_closed, mcpw_replay_sink,
 };
-pub use json::{mcpw_json_at, mcpw_json_get, mcpw_json_get_each, mcpw_json_items};
+pub use json::{
+    mcpw_json_at, mcpw_json_get, mcpw_json_get_each, mcpw_json_items, mcpw_json_number,
+    mcpw_json_string,
+};
 pub use result::{mcpw_result, mcpw_result_message};
 pub use tasks::{
     mcpw_conn_respond_task, mcpw_task_config, mcpw_task_config_default, mcpw_task_event,

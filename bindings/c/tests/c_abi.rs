@@ -488,21 +488,25 @@ for line in sys.stdin:
         out = {"jsonrpc": "2.0", "id": m["id"], "result": r}
     print(json.dumps(out), flush=True)
 "#;
-    let all = c_client_output(
-        &[
-            "--echo-arg",
+    // The echo is compared as text, not as JSON: Python writes "é" as "\u00e9" and "/" raw,
+    // where the client's own JSON has "é" raw (the client reported a mismatch).
+    for (arg, expect, printed) in [
+        (
             "a\u{1}\"b",
-            "--echo-expect",
             "a\u{1}\"b=hello from C",
-            "--",
-            "python3",
-            "-c",
-            script,
-        ],
-        30,
-    );
-    assert!(all.contains("C_CLIENT_OK"), "{all}");
-    assert!(all.contains(r#"echo: "a\u0001\"b=hello from C""#), "{all}");
+            r#"echo: "a\u0001\"b=hello from C""#,
+        ),
+        (
+            "é/ü",
+            "é/ü=hello from C",
+            r#"echo: "\u00e9/\u00fc=hello from C""#,
+        ),
+    ] {
+        let args = ["--echo-arg", arg, "--echo-expect", expect];
+        let all = c_client_output(&[&args[..], &["--", "python3", "-c", script]].concat(), 30);
+        assert!(all.contains("C_CLIENT_OK"), "{all}");
+        assert!(all.contains(printed), "{all}");
+    }
 
     // --progress-args that are not a JSON object are refused before the server starts (the
     // client used to start it and fail at the progress step, minutes of a slow server later).
@@ -708,9 +712,14 @@ fn the_stdio_example_adds_numbers_and_refuses_what_is_not_one() {
         (r#"{"a":"2","b":3}"#, r#""isError":true"#),
         (r#"{"a":2}"#, r#""isError":true"#),
         (r#"{"a":1e400,"b":1}"#, r#""isError":true"#),
+        // A valid number of any length (the example's own parsing refused 64 characters).
         (
             r#"{"a":1.00000000000000000000000000000000000000000000000000000000000000001,"b":1}"#,
-            r#""isError":true"#,
+            r#""text":"2"}],"isError":false"#,
+        ),
+        (
+            r#"{"a":25e-1,"b":-0.5e0}"#,
+            r#""text":"2"}],"isError":false"#,
         ),
         (r#"{"a":[1],"b":{"c":2}}"#, r#""isError":true"#),
     ];
@@ -721,6 +730,11 @@ fn the_stdio_example_adds_numbers_and_refuses_what_is_not_one() {
             i + 1
         ));
     }
+    // A tool's name is compared as text: "\u0061dd" is "add" (it was an unknown tool).
+    input.push_str(
+        r#"{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"\u0061dd","arguments":{"a":2,"b":3}}}"#,
+    );
+    input.push('\n');
     let mut child = spawn_stdio_example(c_server_asan());
     let mut stdin = child.stdin.take().unwrap();
     {
@@ -742,6 +756,12 @@ fn the_stdio_example_adds_numbers_and_refuses_what_is_not_one() {
             .unwrap_or_else(|| panic!("no answer to add {arguments}:\n{text}"));
         assert!(line.contains(want), "add {arguments}: {line}");
     }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(r#"{"jsonrpc":"2.0","id":100,"#)
+                && l.contains(r#""text":"5"}],"isError":false"#)),
+        "{text}"
+    );
 }
 
 /// 200,000 requests to a server whose client reads slowly: every one is answered, in order;

@@ -318,6 +318,22 @@ fn progress_streams_over_sse_and_the_answer_ends_the_stream() {
     assert_clean_exit(server);
 }
 
+/// The example reads a tool's name as text and its numbers as JSON numbers: `"\u0061dd"` is
+/// `add` (it was an unknown tool), and a number of 70 characters is a number (it was refused).
+#[test]
+fn a_tool_name_is_read_as_text_and_numbers_of_any_length_are_numbers() {
+    let server = Server::asan(&[]);
+    let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: add\r\n");
+    let long = format!("1.{}1", "0".repeat(66));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"\u0061dd","arguments":{{"a":{long},"b":1}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let out = post(server.port, &headers, &body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains(r#""text":"2"}],"isError":false"#), "{out}");
+    assert_clean_exit(server);
+}
+
 /// With an output bound smaller than one progress message, every step meets backpressure
 /// (`MCPW_ERR_OUTPUT_FULL`) and is tried again: the answer still comes. (It was dropped when
 /// the answer, right after the last progress, met the bound: the example repeated that
