@@ -39,7 +39,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Timestamp;
 use mcpwire::conn::{Config, ConfigError, Connection, OwnedEvent, State};
 use mcpwire::http::{ClientAction, ExchangeId, HttpClient, ReconnectPolicy};
@@ -95,6 +95,12 @@ pub struct Client {
     start: Instant,
 }
 
+/// How long the client keeps an idle connection for its next request: less than the 5 s after
+/// which Node's and uvicorn's servers (the TypeScript and Python SDKs) close one. A POST sent
+/// on a connection just as the server closes it fails (`Disconnected`), and a POST is not
+/// sent again; hyper's default kept idle connections 90 s.
+pub const IDLE_CONNECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
@@ -120,7 +126,10 @@ impl Client {
         Ok(Client {
             http,
             url,
-            hyper: HyperClient::builder(TokioExecutor::new()).build_http(),
+            hyper: HyperClient::builder(TokioExecutor::new())
+                .pool_idle_timeout(IDLE_CONNECTION_TIMEOUT)
+                .pool_timer(TokioTimer::new())
+                .build_http(),
             tasks: HashMap::new(),
             unheard: HashSet::new(),
             transport_error: None,
@@ -232,6 +241,11 @@ impl Client {
         // (`Duration::MAX` means no limit, not an overflow.)
         let deadline = tokio::time::Instant::now() + limit.min(crate::http::FAR_FUTURE);
         while busy(&self.http) {
+            // Checked here too: while the other exchanges' reports keep coming, the biased
+            // select below takes them and never the timer.
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
             let timer = self.http.poll_timeout().map_or(deadline, |at| {
                 let wait = at.as_nanos().saturating_sub(self.now().as_nanos());
                 let at =

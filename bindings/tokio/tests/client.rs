@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcpwire::conn::ClientEra;
 use mcpwire::http::ReconnectPolicy;
 use mcpwire::{Config, OwnedEvent};
-use mcpwire_tokio::client::Client;
+use mcpwire_tokio::client::{Client, IDLE_CONNECTION_TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -49,6 +49,15 @@ async fn read_request(s: &mut TcpStream) -> Option<(String, String)> {
 async fn scripted_server(
     endless: fn(&str, &str) -> Option<&'static [u8]>,
 ) -> (String, Arc<AtomicUsize>) {
+    scripted_server_ending(endless, false).await
+}
+
+/// [`scripted_server`], where the picked answers end after all when `late` (their body's end
+/// comes 200 ms after their head) and the connection goes on.
+async fn scripted_server_ending(
+    endless: fn(&str, &str) -> Option<&'static [u8]>,
+    late: bool,
+) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let closed = Arc::new(AtomicUsize::new(0));
@@ -61,32 +70,73 @@ async fn scripted_server(
                 // (hyper sends the next request on the same connection.)
                 while let Some((method, body)) = read_request(&mut s).await {
                     let reply = if let Some(head) = endless(&method, &body) {
-                        if s.write_all(head).await.is_ok() {
-                            while s.write_all(b"4\r\ngone\r\n").await.is_ok() {
-                                tokio::time::sleep(Duration::from_millis(20)).await;
+                        if late {
+                            if s.write_all(head).await.is_err() {
+                                return;
                             }
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            "0\r\n\r\n".to_owned()
+                        } else {
+                            if s.write_all(head).await.is_ok() {
+                                while s.write_all(b"4\r\ngone\r\n").await.is_ok() {
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                }
+                            }
+                            closed.fetch_add(1, Ordering::SeqCst);
+                            return;
                         }
-                        closed.fetch_add(1, Ordering::SeqCst);
-                        return;
-                    } else if method != "POST" {
-                        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
-                    } else if body.contains(r#""method":"initialize""#) {
-                        let id = body.split(r#""id":"#).nth(1).unwrap();
-                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
-                        let answer = format!(
-                            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
-                        );
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
-                            answer.len()
-                        )
                     } else {
-                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
+                        plain_reply(&method, &body)
                     };
                     if s.write_all(reply.as_bytes()).await.is_err() {
                         return;
                     }
                 }
+            });
+        }
+    });
+    (url, closed)
+}
+
+/// The scripted servers' answer to a request they do not pick: `initialize` gets a session
+/// (`s1`), other POSTs get 202, other methods 405.
+fn plain_reply(method: &str, body: &str) -> String {
+    if method != "POST" {
+        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
+    } else if body.contains(r#""method":"initialize""#) {
+        let id = body.split(r#""id":"#).nth(1).unwrap();
+        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+        );
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+            answer.len()
+        )
+    } else {
+        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
+    }
+}
+
+/// A server answering every request with [`plain_reply`]: its URL, and how many of its
+/// connections the client closed.
+async fn counting_server() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let closed = Arc::new(AtomicUsize::new(0));
+    let counter = closed.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let closed = counter.clone();
+            tokio::spawn(async move {
+                while let Some((method, body)) = read_request(&mut s).await {
+                    let reply = plain_reply(&method, &body);
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                closed.fetch_add(1, Ordering::SeqCst);
             });
         }
     });
@@ -100,6 +150,22 @@ async fn ready_client(url: &str) -> Client {
     let mut client = Client::new(url, config, ReconnectPolicy::default()).unwrap();
     while !matches!(next(&mut client).await, OwnedEvent::Ready { .. }) {}
     client
+}
+
+/// Sends `tools/list` and waits for it to fail (the scripted server answers it 404).
+async fn list_until_it_fails(client: &mut Client) {
+    let now = client.now();
+    let list = client
+        .connection()
+        .request(now, "tools/list", None)
+        .unwrap();
+    loop {
+        match next(client).await {
+            OwnedEvent::Failed { request, .. } if request == list => return,
+            OwnedEvent::Response { request, .. } if request == list => panic!("an answer"),
+            _ => {}
+        }
+    }
 }
 
 /// The client's next event, within 10 s.
@@ -126,18 +192,7 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
     })
     .await;
     let mut client = ready_client(&url).await;
-    let now = client.now();
-    let list = client
-        .connection()
-        .request(now, "tools/list", None)
-        .unwrap();
-    loop {
-        match next(&mut client).await {
-            OwnedEvent::Failed { request, .. } if request == list => break,
-            OwnedEvent::Response { request, .. } if request == list => panic!("an answer"),
-            _ => {}
-        }
-    }
+    list_until_it_fails(&mut client).await;
     let expired = async {
         while closed.load(Ordering::SeqCst) == 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -153,6 +208,155 @@ async fn the_404_that_expires_a_session_is_closed_even_when_its_body_never_ends(
         1,
         "the 404's connection is still open"
     );
+}
+
+/// A session that expires (404) whose answer's body ends a little after its head: the new
+/// session starts. The engine makes the new connection, and its `initialize`, when it hands
+/// out the old session's last event; `next_event` then waited without sending it (the 404's
+/// exchange, aborted, reported nothing more to wake it), and the client closed 60 s later
+/// (`InitializeTimedOut`) instead of reaching `Ready` (found by a review of the client).
+#[tokio::test]
+async fn a_new_session_starts_after_a_404_whose_body_ends_late() {
+    let (url, _) = scripted_server_ending(
+        |method, body| {
+            (method == "POST" && body.contains(r#""method":"tools/list""#)).then_some(
+                b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n\
+                Transfer-Encoding: chunked\r\n\r\n",
+            )
+        },
+        true,
+    )
+    .await;
+    let mut client = ready_client(&url).await;
+    list_until_it_fails(&mut client).await;
+    while !matches!(next(&mut client).await, OwnedEvent::Ready { .. }) {}
+}
+
+/// A client whose connection closed (without ending its session) closes its GET stream,
+/// while the application keeps the client: it stayed open, on the server too, until the
+/// client was dropped (found by a review of the client).
+#[tokio::test]
+async fn a_closed_client_closes_its_get_stream() {
+    let (url, closed) = scripted_server(|method, _| {
+        (method == "GET").then_some(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+            Transfer-Encoding: chunked\r\n\r\n",
+        )
+    })
+    .await;
+    let mut client = ready_client(&url).await;
+    // (Driven a while, for the GET stream to open: nothing else comes.)
+    let quiet = tokio::time::timeout(Duration::from_millis(500), client.next_event()).await;
+    assert!(quiet.is_err(), "{quiet:?}");
+    let now = client.now();
+    client.connection().close(now, Duration::ZERO);
+    while tokio::time::timeout(Duration::from_secs(10), client.next_event())
+        .await
+        .expect("the close in time")
+        .is_some()
+    {}
+    let gone = async {
+        while closed.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), gone)
+            .await
+            .is_ok(),
+        "the GET stream is still open"
+    );
+    drop(client);
+}
+
+/// A client closes a connection idle for [`IDLE_CONNECTION_TIMEOUT`] (4 s), before common
+/// servers (Node's and uvicorn's, after 5 s) do: a POST sent on a connection just as the
+/// server closes it fails, and is not sent again. hyper's pool kept idle connections 90 s.
+#[tokio::test]
+async fn idle_connections_are_closed_before_common_servers_close_them() {
+    let (url, closed) = counting_server().await;
+    let mut client = ready_client(&url).await;
+    assert_eq!(closed.load(Ordering::SeqCst), 0);
+    // (Driven meanwhile: nothing comes.)
+    let wait = IDLE_CONNECTION_TIMEOUT + Duration::from_secs(1);
+    let quiet = tokio::time::timeout(wait, client.next_event()).await;
+    assert!(quiet.is_err(), "{quiet:?}");
+    assert!(
+        closed.load(Ordering::SeqCst) >= 1,
+        "no connection closed after {wait:?} idle"
+    );
+}
+
+/// A server whose `tools/call` answer is an SSE stream of log notifications written as fast
+/// as the client reads them, and which never answers a DELETE (not even its head). Its URL.
+async fn flooding_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                while let Some((method, body)) = read_request(&mut s).await {
+                    let reply = if method == "DELETE" {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        return;
+                    } else if body.contains(r#""method":"tools/call""#) {
+                        let event = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";
+                        let chunk = format!("{:x}\r\n{}\r\n", event.len() * 64, event.repeat(64));
+                        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                                    Transfer-Encoding: chunked\r\n\r\n";
+                        if s.write_all(head.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        while s.write_all(chunk.as_bytes()).await.is_ok() {}
+                        return;
+                    } else if method != "POST" {
+                        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
+                    } else if body.contains(r#""method":"initialize""#) {
+                        let id = body.split(r#""id":"#).nth(1).unwrap();
+                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+                        let answer = format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}},"logging":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+                        );
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        )
+                    } else {
+                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
+                    };
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// `end_session(limit)` returns at its limit while another exchange's reports keep coming:
+/// it looked at the limit only when its timer won a select biased to the reports, so under a
+/// flood it returned when the engine let the unanswered DELETE go, 10 s later (found by a
+/// review of the client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // how long the call took: the real clock
+async fn end_session_keeps_its_limit_while_a_stream_floods() {
+    let url = flooding_server().await;
+    let mut client = ready_client(&url).await;
+    let now = client.now();
+    let params = mcpwire::jsonrpc::RawJson::new(r#"{"name":"t","arguments":{}}"#).unwrap();
+    client
+        .connection()
+        .request(now, "tools/call", Some(params))
+        .unwrap();
+    for _ in 0..10 {
+        next(&mut client).await; // the flood has begun
+    }
+    let started = std::time::Instant::now();
+    client.end_session(Duration::from_millis(500)).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
 /// A DELETE that ends a session gets its response head, and then a body that never ends.
