@@ -48,7 +48,8 @@ func (f HTTPAppFunc) HandleMCP(c *Conn, key ConnKey, ev Event) { f(c, key, ev) }
 
 // HTTPOptions adjusts an HTTPServer; nil or the zero value means the defaults, and so does
 // a zero (or negative) field, except KeepAlive, where negative means never, and MinBodyRate,
-// where negative means no minimum.
+// where negative means no minimum. The engine counts SessionIdleTimeout, Retry and KeepAlive
+// in whole milliseconds, rounded up.
 type HTTPOptions struct {
 	// SessionIdleTimeout expires a session without requests or open streams; 0: 10 minutes.
 	SessionIdleTimeout time.Duration
@@ -78,10 +79,11 @@ type HTTPOptions struct {
 	BodyRateGrace time.Duration
 	// SendTimeout bounds how long a write of an answer or of an SSE stream may make no
 	// progress (the client stopped reading): past it the connection is closed, and what it
-	// held is freed (a stream's client resumes with Last-Event-ID). Each write gets the
-	// whole timeout, so a long stream whose client reads is never cut. It applies to
-	// streams and to every answer (small ones too: many pipelined ones fill the socket's
-	// buffers); 0: 30 s.
+	// held is freed (a stream's client resumes with Last-Event-ID). Answers and streams
+	// are written at most 256 KiB at a time, and each write gets the whole timeout, so a
+	// long answer or stream whose client reads that much per SendTimeout is never cut. It
+	// applies to streams and to every answer (small ones too: many pipelined ones fill the
+	// socket's buffers); 0: 30 s.
 	SendTimeout time.Duration
 	// EventsPerSession bounds the events kept for Last-Event-ID resumption, and the
 	// messages waiting for a session's GET stream while none is open; 0: 256.
@@ -116,18 +118,20 @@ type HTTPOptions struct {
 // get 405; without Unwrap, no deadline can be set, so BodyTimeout, MinBodyRate and
 // SendTimeout cannot cut off slow clients. ErrorLog says so once for each.
 type HTTPServer struct {
-	mu        sync.Mutex
-	ptr       *C.mcpw_http_server
-	pending   *C.mcpwgo_http_pending // C memory: an event polled but not yet copied out
-	origin    time.Time
-	lastNs    uint64
-	app       HTTPApp
-	maxBody   int
-	bodyTime  time.Duration // HTTPOptions.BodyTimeout
-	minRate   int           // HTTPOptions.MinBodyRate (bytes per second; 0: no minimum)
-	grace     time.Duration // HTTPOptions.BodyRateGrace
-	sendTime  time.Duration // HTTPOptions.SendTimeout
-	errorLog  *log.Logger   // HTTPOptions.ErrorLog
+	mu       sync.Mutex
+	ptr      *C.mcpw_http_server
+	pending  *C.mcpwgo_http_pending // C memory: an event polled but not yet copied out
+	origin   time.Time
+	lastNs   uint64
+	app      HTTPApp
+	maxBody  int
+	bodyTime time.Duration // HTTPOptions.BodyTimeout
+	minRate  int           // HTTPOptions.MinBodyRate (bytes per second; 0: no minimum)
+	grace    time.Duration // HTTPOptions.BodyRateGrace
+	sendTime time.Duration // HTTPOptions.SendTimeout
+	errorLog *log.Logger   // HTTPOptions.ErrorLog
+	// allow is what a 405 says the endpoint takes besides GET: sessions take DELETE too.
+	allow     string
 	record    []C.mcpwgo_record
 	arena     []byte
 	lentConns []*Conn // views lent since the last change; cut off at the next
@@ -171,12 +175,16 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	lens = append(lens, 0) // never empty: its address is passed
 	// A negative number or duration means the default, as zero does.
 	size := func(n int) C.size_t { return C.size_t(max(n, 0)) }
-	ms := func(d time.Duration) C.uint64_t { return C.uint64_t(max(d, 0) / time.Millisecond) }
+	// Rounded up to whole milliseconds: a positive duration under one is not the default.
+	ms := func(d time.Duration) C.uint64_t {
+		if d <= 0 {
+			return 0
+		}
+		return C.uint64_t((d-1)/time.Millisecond + 1)
+	}
 	keepalive := ms(opts.KeepAlive)
 	if opts.KeepAlive < 0 {
 		keepalive = C.uint64_t(math.MaxUint64)
-	} else if opts.KeepAlive > 0 && keepalive == 0 {
-		keepalive = 1 // under a millisecond: as often as the engine goes
 	}
 	made := C.mcpwgo_http_server_new(config, ms(opts.SessionIdleTimeout),
 		size(opts.MaxSessions), size(opts.MaxBody), size(opts.EventsPerSession),
@@ -209,7 +217,14 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if sendTime <= 0 {
 		sendTime = 30 * time.Second
 	}
+	// Versions are dates: those of the handshake era (sessions, which DELETE ends) all come
+	// before the stateless era's first.
+	allow := "POST"
+	if cfg.Versions == nil || slices.ContainsFunc(cfg.Versions, func(v string) bool { return v < "2026-07-28" }) {
+		allow = "POST, DELETE"
+	}
 	s := &HTTPServer{
+		allow:    allow,
 		bodyTime: bodyTime,
 		minRate:  minRate,
 		grace:    grace,
@@ -661,7 +676,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// net/http's buffer fills: 405 tells the client that no GET stream is offered here
 		// (the spec's answer for that), so it goes on without one.
 		s.cannotFlush()
-		w.Header().Set("Allow", "POST, DELETE")
+		w.Header().Set("Allow", s.allow)
 		http.Error(w, "no SSE stream: the http.ResponseWriter cannot flush", http.StatusMethodNotAllowed)
 		return
 	}
@@ -727,7 +742,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lens = append(lens, C.size_t(len(name)), C.size_t(len(value)))
 		count++
 	}
-	add("Host", r.Host)
+	if r.Host != "" { // (HTTP/1.0 and HTTP/2 may send none; the engine lets that pass)
+		add("Host", r.Host)
+	}
 	for name, values := range r.Header {
 		for _, v := range values {
 			add(name, v)
@@ -751,7 +768,18 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(a.status)
 	if a.hasBody {
-		_, _ = w.Write(a.body)
+		// A large answer goes out streamChunk at a time, each piece under a fresh send
+		// timeout, as a stream's pieces do: the timeout cuts a client that stopped reading,
+		// not one that reads a 16 MiB answer slowly.
+		body := a.body
+		for len(body) > streamChunk {
+			if _, err := w.Write(body[:streamChunk]); err != nil {
+				return
+			}
+			body = body[streamChunk:]
+			s.deadlineSet(http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.sendTime)))
+		}
+		_, _ = w.Write(body)
 		return
 	}
 	s.stream(w, r, a.stream)
@@ -825,19 +853,31 @@ func (s *HTTPServer) bodyAllowance(n int) time.Duration {
 	return min(max(s.grace, time.Duration(secs*float64(time.Second))), s.bodyTime)
 }
 
-// setHeaders adds the answer's headers to h as Header.Add would, with their values in one
-// allocation instead of one per header.
+// setHeaders sets the answer's headers in h, with their values in one allocation instead of
+// one per header. Each name the answer has replaces what h held under it (a middleware's
+// default Content-Type, say: two would leave clients to pick one); a name the answer repeats
+// keeps every value, in order.
 func setHeaders(h http.Header, headers [][2]string) {
 	values := make([]string, len(headers))
 	for i, kv := range headers {
 		name := http.CanonicalHeaderKey(kv[0])
 		values[i] = kv[1]
-		if old, ok := h[name]; ok {
+		if old, ok := h[name]; ok && namedBefore(headers[:i], kv[0]) {
 			h[name] = append(old, kv[1])
 		} else {
 			h[name] = values[i : i+1 : i+1]
 		}
 	}
+}
+
+// namedBefore reports whether headers has a header called name (in any case).
+func namedBefore(headers [][2]string, name string) bool {
+	for _, kv := range headers {
+		if strings.EqualFold(kv[0], name) {
+			return true
+		}
+	}
+	return false
 }
 
 // respond runs one HTTP request through the engine and copies out what to answer; false when
@@ -975,6 +1015,11 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 		}
 		if finished {
 			return
+		}
+		if cap(buf) > 16<<10 {
+			// A quiet stream may wait for good: it does not keep the copy of a large message
+			// (up to streamChunk) while it does, as the engine does not keep its own.
+			buf = nil
 		}
 		// Lifted while the stream waits: over HTTP/2 net/http resets a stream whose write
 		// deadline passes, written to or not, and a quiet stream whose client reads would be

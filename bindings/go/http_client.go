@@ -28,7 +28,8 @@ type HTTPClientOptions struct {
 	// last as long as their requests) on a transport shared by such clients: a clone of
 	// http.DefaultTransport keeping up to 64 idle connections per host, not 2 (each request
 	// in flight is a POST of its own; with 2, a burst opened new connections at every turn),
-	// or DefaultTransport itself (as it is when the client is made) when it is not an
+	// each for 4 s at most (common servers close an idle one after 5 s, and a POST that meets
+	// that close fails), or DefaultTransport itself (as it is when the client is made) when it is not an
 	// *http.Transport. A given Client's Transport decides TLS, proxies and pooling. A
 	// redirect fails its request unless the Client's CheckRedirect says otherwise (the
 	// session id and the message would follow it to wherever it points).
@@ -108,6 +109,10 @@ type HTTPClient struct {
 	closing    chan struct{}
 }
 
+// idleConnTimeout is how long the shared transport keeps an idle connection: less than the
+// 5 s after which common MCP servers close one.
+const idleConnTimeout = 4 * time.Second
+
 // shared is the transport of HTTPClients given no Client: a clone of http.DefaultTransport
 // with a larger idle pool per host, made again when DefaultTransport is replaced by another
 // *http.Transport.
@@ -129,6 +134,10 @@ func sharedTransport() http.RoundTripper {
 	if shared.base != base {
 		shared.base, shared.clone = base, base.Clone()
 		shared.clone.MaxIdleConnsPerHost = 64
+		// Closed by us before the server closes it: Node's and uvicorn's servers (the
+		// TypeScript and Python SDKs) close an idle connection after 5 s, and a POST sent on
+		// one just as the server closes it fails (net/http does not send a POST again).
+		shared.clone.IdleConnTimeout = idleConnTimeout
 	}
 	return shared.clone
 }

@@ -318,6 +318,55 @@ func TestHTTPClientReusesConnectionsAcrossBursts(t *testing.T) {
 	}
 }
 
+// Without a Client of its own, an HTTPClient closes a connection idle for 4 s, before common
+// servers (Node's and uvicorn's close theirs after 5 s) do: a POST sent on a connection just
+// as the server closes it fails, and net/http does not send a POST again. The pool kept idle
+// connections 90 s.
+func TestHTTPClientClosesIdleConnectionsBeforeCommonServersDo(t *testing.T) {
+	ts := httptest.NewUnstartedServer(scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[]}}`)
+	}))
+	var closed atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	client := legacyHTTPClient(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var closedBefore atomic.Int32 // -1 until the second request
+	closedBefore.Store(-1)
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"echo"}`), nil); err != nil {
+				t.Error(err)
+			}
+		case *ResponseEvent:
+			if closedBefore.Load() >= 0 {
+				c.Shutdown(now, 0)
+				return
+			}
+			time.AfterFunc(idleConnTimeout+time.Second, func() {
+				closedBefore.Store(closed.Load())
+				if _, err := c.Request(time.Now(), "tools/call", json.RawMessage(`{"name":"echo"}`), nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := closedBefore.Load(); n < 1 {
+		t.Fatalf("no connection closed after %v idle (%d)", idleConnTimeout+time.Second, n)
+	}
+}
+
 // Close ends Run while it waits for the DELETE of a session at the close, at once rather than
 // after the two seconds that wait may take. (Close comes once the DELETE reached the server,
 // so Run is waiting for it, and the whole two seconds are still ahead of that wait.)

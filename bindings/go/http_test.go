@@ -968,6 +968,91 @@ func TestHTTPSendTimeoutCutsAClientThatStopsReading(t *testing.T) {
 	}
 }
 
+// A client that reads a large answer steadily, only slowly, gets all of it: the send timeout
+// bounds each piece of the write, as it does a stream's, not the whole answer (an 8 MiB
+// answer was cut after SendTimeout, and the call was lost: it had been answered).
+func TestHTTPSendTimeoutSparesASlowButSteadyReader(t *testing.T) {
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{SendTimeout: 500 * time.Millisecond})
+	conn := dialWithASmallReceiveBuffer(t, ts.URL)
+	if err := modernCall(context.Background(), ts.URL, "big", 1).Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	buf := make([]byte, 64<<10)
+	for { // 64 KiB every 10 ms: 8 MiB take over a second, no piece near 500 ms
+		n, err := resp.Body.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got < 8<<20 {
+		t.Fatalf("the answer was cut after %d bytes, with the client reading all along", got)
+	}
+}
+
+// A stream that goes quiet does not keep its copy of the last large message it wrote (up to
+// 256 KiB per stream: a server with many quiet streams kept as many copies).
+func TestHTTPQuietStreamsDoNotKeepTheirLastLargeMessage(t *testing.T) {
+	srv, app, ts := newTestServer(t, nil)
+	const n = 64
+	var readers []*bufio.Reader
+	for i := range n {
+		body := `{"jsonrpc":"2.0","id":` + itoa(i+1) + `,"method":"tools/call","params":{"name":"slow",` +
+			`"arguments":{},"_meta":{"progressToken":` + itoa(i+1) +
+			`,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req := modernCall(context.Background(), ts.URL, "slow", i+1)
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.ContentLength = int64(len(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		readers = append(readers, bufio.NewReader(resp.Body))
+	}
+	waitFor(t, "the held calls", func() bool { h, _ := app.snapshot(); return len(h) == n })
+	held, _ := app.snapshot()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	big := strings.Repeat("p", 200<<10)
+	for _, h := range held {
+		err := srv.With(h.key, func(c *Conn) error {
+			return c.Progress(h.id, ProgressUpdate{Progress: 1, Message: big})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range readers { // each stream wrote its message, then waits
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream %d: %v", i, err)
+			}
+			if strings.HasPrefix(line, "data:") && strings.Contains(line, big) {
+				break
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // every stream's goroutine back in its wait
+	after := heap()
+	if grew := after - min(after, before); grew > n*64<<10 {
+		t.Fatalf("%d quiet streams keep %d KiB", n, grew>>10)
+	}
+}
+
 // The same for a client that pipelines many small answers' requests and reads none: each
 // answer fits in the socket's buffers, but together they fill them, and a write of one blocks.
 // Only answers over 64 KiB had a deadline, so the connection (and its goroutine) was held
@@ -1139,6 +1224,20 @@ func servedBehind(t *testing.T, logged *lockedBuffer, wrap func(http.ResponseWri
 	return srv, app, ts
 }
 
+// A server of the stateless era alone refuses DELETE as well: the 405 of a GET it cannot
+// stream says it takes POST only (it named DELETE too).
+func TestHTTPUnflushableStatelessServerAllowsPostOnly(t *testing.T) {
+	srv, _, _ := newTestServerWith(t, []string{"2026-07-28"}, nil)
+	req := httptest.NewRequest("GET", "http://127.0.0.1/", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	rec := hiddenFlush{httptest.NewRecorder()}
+	srv.ServeHTTP(rec, req)
+	got := rec.ResponseWriter.(*httptest.ResponseRecorder)
+	if got.Code != http.StatusMethodNotAllowed || got.Header().Get("Allow") != "POST" {
+		t.Fatalf("status %d, Allow %q; want 405 with Allow: POST", got.Code, got.Header().Get("Allow"))
+	}
+}
+
 // flushOnly wraps a ResponseWriter as many middlewares do: with Flush, without Unwrap, so
 // http.ResponseController cannot reach the deadlines of the writer inside.
 type flushOnly struct{ http.ResponseWriter }
@@ -1185,8 +1284,8 @@ func TestHTTPUnflushableWriterRefusesGetStreamsAndSaysWhy(t *testing.T) {
 		t.Fatalf("GET: %v", err)
 	}
 	get.Body.Close()
-	if get.StatusCode != http.StatusMethodNotAllowed || get.Header.Get("Allow") == "" {
-		t.Fatalf("GET: status %d, Allow %q; want 405 with Allow", get.StatusCode, get.Header.Get("Allow"))
+	if get.StatusCode != http.StatusMethodNotAllowed || get.Header.Get("Allow") != "POST, DELETE" {
+		t.Fatalf("GET: status %d, Allow %q; want 405 with Allow: POST, DELETE", get.StatusCode, get.Header.Get("Allow"))
 	}
 	// The POST's head waits in the buffer with its stream: it comes with the answer.
 	got := make(chan *http.Response, 1)
@@ -1509,6 +1608,15 @@ func listenGet(t *testing.T, url, sid, last string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// A positive duration under a millisecond is rounded up, not taken for zero: a session idle
+// timeout of 500 µs expired sessions after the default 10 minutes.
+func TestHTTPDurationsUnderAMillisecondAreNotTheDefault(t *testing.T) {
+	srv, _, ts := newTestServerWith(t, []string{"2025-11-25"},
+		&HTTPOptions{SessionIdleTimeout: 500 * time.Microsecond})
+	openTestSession(t, ts.URL)
+	waitFor(t, "the session to expire", func() bool { n, _ := srv.Sessions(); return n == 0 })
 }
 
 // Streams that finish with nothing more to send leave nothing behind: not the stream, and
@@ -1984,17 +2092,15 @@ func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
 	})
 }
 
-// setHeaders adds as Header.Add does: canonical names, repeated names keep every value in
-// order, and a header already set (by a middleware, say) keeps its values first.
-func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {
-	got := http.Header{"Vary": {"Origin"}}
-	want := http.Header{"Vary": {"Origin"}}
+// setHeaders: canonical names; each name the answer has replaces what a middleware set under
+// it; one the answer repeats keeps every value, in order; other headers stay.
+func TestSetHeadersReplaceAMiddlewaresAndKeepTheirOwnRepeats(t *testing.T) {
+	got := http.Header{"Vary": {"Origin"}, "Content-Type": {"application/json"}}
 	headers := [][2]string{{"Content-Type", "text/event-stream"}, {"mcp-session-id", "s1"},
-		{"Vary", "Accept"}, {"cache-control", "no-cache"}, {"Content-Type", "second"}}
+		{"cache-control", "no-cache"}, {"content-type", "second"}}
 	setHeaders(got, headers)
-	for _, h := range headers {
-		want.Add(h[0], h[1])
-	}
+	want := http.Header{"Vary": {"Origin"}, "Content-Type": {"text/event-stream", "second"},
+		"Mcp-Session-Id": {"s1"}, "Cache-Control": {"no-cache"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -2002,6 +2108,36 @@ func TestSetHeadersAddsAsHeaderAddDoes(t *testing.T) {
 	got["Mcp-Session-Id"] = append(got["Mcp-Session-Id"], "extra")
 	if got.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("an append overwrote another header: %v", got)
+	}
+}
+
+// Behind a middleware that sets an API-wide Content-Type, an SSE answer says only
+// text/event-stream (it carried both, and clients read the first).
+func TestHTTPAnswerHeadersReplaceAMiddlewaresDefaults(t *testing.T) {
+	srv, app, _ := newTestServer(t, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	if v := resp.Header.Values("Content-Type"); len(v) != 1 || v[0] != "text/event-stream" {
+		t.Fatalf("Content-Type %q", v)
+	}
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+}
+
+// A request without a Host (HTTP/1.0 may send none, HTTP/2 no :authority) is served, as the
+// engine's rule says: it was passed on as an empty Host, which no allowed host matches (403).
+func TestHTTPRequestWithoutAHostIsServed(t *testing.T) {
+	srv, _, _ := newTestServer(t, nil)
+	req := modernCall(context.Background(), "http://127.0.0.1/", "echo", 1)
+	req.Host = ""
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "echoed") {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
 }
 
