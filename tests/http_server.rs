@@ -3149,6 +3149,41 @@ fn a_replica_letting_an_idle_copy_expire_leaves_the_shared_session_alone() {
     assert_eq!(json_body(&r)["id"], 6);
 }
 
+/// A replica that lets its copy of a session go (idle expiry, or eviction at its cap) while a
+/// request of it is still awaited answers that request with an error in the shared events:
+/// the client, resuming on another replica, gets it and its stream ends. The answer could no
+/// longer come: the other replica had nothing to replay and sent the client back for ever.
+#[test]
+fn a_replica_letting_a_busy_copy_go_answers_its_requests_for_the_other_replicas() {
+    for evicted in [false, true] {
+        let stores = Replicated::default();
+        let mut config = replica_config(&stores, 1);
+        config.keepalive = None;
+        config.max_sessions = 1;
+        let (mut a, mut b) = (HttpServer::new(config), replica(&stores, 2));
+        let (sid, key, id, reader) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+        let later = T0.after(std::time::Duration::from_secs(3600));
+        if evicted {
+            // Another client's session takes A's only slot.
+            open_session_at(&mut a, T0);
+        } else {
+            a.handle_timeout(later);
+        }
+        assert!(a.connection(key).is_none(), "A let its copy go");
+        let last = reader.last_event_id().unwrap().to_owned();
+        let mut on_b = StreamReader::new();
+        let resumed = get_stream(
+            &mut b,
+            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        );
+        let (rest, finished) = read_stream(&mut b, resumed, &mut on_b);
+        assert_eq!(rest.len(), 1, "evicted {evicted}: {rest:?}");
+        assert_eq!(rest[0]["id"], 4, "{id}");
+        assert_eq!(rest[0]["error"]["code"], -32603, "{rest:?}");
+        assert!(finished, "the stream ends with its answer");
+    }
+}
+
 #[test]
 fn a_replica_streaming_to_a_quiet_client_keeps_the_shared_session_alive() {
     // The client only listens on its GET stream: no requests touch the session, so the

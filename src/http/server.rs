@@ -994,7 +994,7 @@ impl HttpServer {
     fn make_room(&mut self) -> Result<(), HttpResponse> {
         while self.sessions.len() >= self.config.max_sessions {
             match self.least_recently_used_idle() {
-                Some(key) => self.end_session(key),
+                Some(key) => self.end_session(key, true),
                 None => {
                     let mut r = HttpResponse::rpc_error(
                         503,
@@ -1038,7 +1038,7 @@ impl HttpServer {
                 return Ok(key);
             }
             // Deleted (or expired) everywhere: this copy goes too.
-            self.end_session(key);
+            self.end_session(key, false);
             return Err(not_found());
         }
         let initialize = match shared.load(sid) {
@@ -1734,7 +1734,7 @@ impl HttpServer {
         if let Some(refused) = self.refuse_version_header(known) {
             return refused;
         }
-        self.end_session(key);
+        self.end_session(key, false);
         if let Some(shared) = self.shared.as_mut() {
             // Gone for every replica, with its events.
             shared.forget(sid);
@@ -1748,7 +1748,16 @@ impl HttpServer {
     /// end once drained. A later request naming it gets 404. With a shared [`SessionStore`]
     /// only this process's copy ends here (another replica may serve the session, and resume
     /// its streams from the shared events); [`delete`](Self::delete) ends it everywhere.
-    fn end_session(&mut self, key: u64) {
+    ///
+    /// `elsewhere`: the session may go on on another replica (this process let its copy go:
+    /// expiry or eviction). Requests still awaited on its streams then get an error answer
+    /// (`-32603`) in the shared events first: their answers can no longer come, and a client
+    /// resuming the stream on any replica learns so, where it was sent back for ever by a
+    /// replica with nothing to replay. (A session gone everywhere leaves nothing to resume.)
+    fn end_session(&mut self, key: u64, elsewhere: bool) {
+        if elsewhere && self.shared.is_some() {
+            self.abandon_awaited(key);
+        }
         if let Some(c) = self.conns.remove(&key)
             && let Some(sid) = c.session
         {
@@ -1767,6 +1776,29 @@ impl HttpServer {
             .collect();
         for id in ended {
             wake(&mut self.streams, &mut self.woken, id);
+        }
+    }
+
+    /// Answers every request awaited on connection `key`'s streams with an error: the
+    /// connection is about to go, and their answers with it.
+    fn abandon_awaited(&mut self, key: u64) {
+        let abandoned: Vec<(HttpStreamId, Vec<OwnedId>)> = (self.streams.iter())
+            .filter(|(_, s)| s.conn.0 == key && !s.awaiting.is_empty())
+            .map(|(&id, s)| (id, s.awaiting.iter().cloned().collect()))
+            .collect();
+        let mut frame = Vec::new();
+        for (stream, ids) in abandoned {
+            for id in ids {
+                frame.clear();
+                jsonrpc::encode_error(
+                    &mut frame,
+                    Some(id.as_id()),
+                    jsonrpc::INTERNAL_ERROR,
+                    "the server let the session go before answering this request",
+                    None,
+                );
+                self.route(key, stream, &frame);
+            }
         }
     }
 
@@ -2546,7 +2578,7 @@ impl HttpServer {
             })
             .collect();
         for key in expired {
-            self.end_session(key);
+            self.end_session(key, true);
         }
         let refresh: Vec<u64> = due
             .iter()
@@ -2568,7 +2600,7 @@ impl HttpServer {
             };
             if !alive {
                 // Deleted on another replica while this one streamed to its client.
-                self.end_session(key);
+                self.end_session(key, false);
             }
         }
         if self.next_keepalive.is_some_and(|at| at <= now) {
