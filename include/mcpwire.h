@@ -3127,8 +3127,10 @@ enum mcpw_result mcpw_http_client_end_session(struct mcpw_http_client *client,
                                               bool *out_queued);
 
 /**
- * Writes whether a notification or answer that went out has no response head yet, so that
- * what it carries (the close's cancellations, say) may not have reached the server. Before
+ * Writes whether a notification or answer has not reached the server yet (it went out and
+ * has no response head, or it is an answer to the server waiting for a place among the 64
+ * that run at once), so that what it carries (the close's cancellations, say) may be lost.
+ * Before
  * the host exits or frees the client, it keeps driving the client while this is true, within
  * a bound of its own (a second or two): with a session the DELETE waits for these anyway,
  * but a server without sessions has no DELETE to wait for.

@@ -1987,6 +1987,45 @@ fn posts_with_nothing_to_wait_for_are_let_go_when_the_server_never_answers_them(
     assert_eq!(suppressed, 2_000 - replies - waited);
 }
 
+/// Answers to the server's requests made before `end_session` go out before its DELETE,
+/// those waiting for a place among the `MAX_RUNNING_REPLIES` too: they went after it, with
+/// the ended session's id, and the server refused them (404).
+#[test]
+fn replies_waiting_for_a_place_go_out_before_the_delete() {
+    let (mut c, get) = with_open_get_stream();
+    let running = mcpwire::http::MAX_RUNNING_REPLIES;
+    for n in 0..running + 6 {
+        ping(&mut c, get, &n.to_string());
+    }
+    let mut pending = c.sent();
+    assert_eq!(pending.len(), running);
+    let delete = c.client.end_session().expect("a session");
+    let mut order: Vec<(&str, Value)> = Vec::new();
+    while !pending.is_empty() {
+        for s in &pending {
+            order.push((s.method, s.body["id"].clone()));
+            assert_eq!(s.header("Mcp-Session-Id"), Some("s1"), "{}", s.method);
+        }
+        // Every response head comes first, then the bodies end.
+        let answered = std::mem::take(&mut pending);
+        for s in &answered {
+            let status = if s.method == "DELETE" { 200 } else { 202 };
+            c.client.handle_response(c.now, s.exchange, status, &[]);
+        }
+        pending.extend(c.sent());
+        for s in &answered {
+            c.client.handle_end(c.now, s.exchange, 0);
+            pending.extend(c.sent());
+        }
+    }
+    let expected: Vec<(&str, Value)> = (0..running + 6)
+        .map(|n| ("POST", json!(n)))
+        .chain([("DELETE", Value::Null)])
+        .collect();
+    assert_eq!(order, expected);
+    assert!(!c.client.has_exchange(delete), "ended");
+}
+
 #[test]
 fn no_request_overtakes_initialized() {
     // Every POST travels on its own connection: a request made as soon as the session is

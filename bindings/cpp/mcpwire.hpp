@@ -1353,8 +1353,8 @@ public:
         detail::check(mcpw_http_client_end_session(get(), &queued));
         return queued;
     }
-    /// Whether a notification or answer that went out (a close's cancellation, say) has no
-    /// response head yet. Before exiting, keep driving the client while this holds, within a
+    /// Whether a notification or answer (a close's cancellation, say) has not reached the
+    /// server yet: no response head, or not yet sent. Before exiting, keep driving the client while this holds, within a
     /// bound of your own: a server without sessions gets no DELETE that would wait for it.
     bool has_unheard() const {
         bool unheard = false;

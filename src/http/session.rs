@@ -512,12 +512,13 @@ impl HttpClient {
         self.exchanges.contains_key(&exchange)
     }
 
-    /// Whether a notification or answer that went out has no response head yet: what it
-    /// carries (a cancellation, say) may not have reached the server. A host about to exit
-    /// keeps driving the client while this holds (within a bound of its own), so as not to
-    /// cut it off.
+    /// Whether a notification or answer has not reached the server yet: it went out and has
+    /// no response head, or it is an answer to the server waiting for a place among the
+    /// [`MAX_RUNNING_REPLIES`]. What it carries (a cancellation, say) may be lost. A host
+    /// about to exit keeps driving the client while this holds (within a bound of its own),
+    /// so as not to cut it off.
     pub fn has_unheard(&self) -> bool {
-        self.exchanges.values().any(|x| x.unheard)
+        (self.exchanges.values()).any(|x| x.unheard || (x.reply && !x.running))
     }
 
     /// The next event of the connection. After a session expired, the old connection's
