@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -166,7 +167,8 @@ private:
 // ---- Events ---------------------------------------------------------------------------------
 
 /// One event (see mcpw_event in mcpwire.h). Its views live until the next non-const call on
-/// the connection that produced it.
+/// what handed it out: the connection, or the http_server or http_client that lent it (a
+/// command on its lent connection view does not end them).
 class event {
 public:
     explicit event(const mcpw_event &raw) noexcept : raw_(raw) {}
@@ -429,14 +431,16 @@ public:
         return items;
     }
     /// Grants the listen request `id` the items for which `keep(const listen_item &)` returns
-    /// true (check access there), and sends its acknowledgement. `id` must outlive the call
-    /// (copy it from the event first if `keep` may change the connection). Should `keep`
+    /// true (check access there), and sends its acknowledgement. `id` is copied first, so
+    /// `keep` may change the connection (feed it input, say) that `id` points into. Should `keep`
     /// change the connection so that the listen is no longer the one it judged (the client
     /// cancelled it and sent another under the same id, which the engine allows only once it
     /// has forgotten the cancelled id: see `mcpw_limits.max_remembered_ids`), nothing is
     /// granted and MCPW_ERR_UNKNOWN_REQUEST is thrown. A listen the client cancelled is granted
     /// nothing, without an error, as the C ABI does.
-    template <class Keep> void grant_listen(const mcpw_id &id, Keep &&keep) {
+    template <class Keep> void grant_listen(const mcpw_id &lent_id, Keep &&keep) {
+        const owned_id copy(lent_id);
+        const mcpw_id id = copy.get();
         std::vector<listen_item> items;
         try {
             items = listen_items(id);
@@ -682,26 +686,27 @@ public:
     }
 
     /// Creates a working task with an id drawn from `random` (a cryptographically secure
-    /// source; must not throw or call back into the table), and returns the id: a view valid until the next non-const
-    /// call on the table. MCPW_ERR_TASKS_FULL when no room can be made.
-    std::string_view create(std::uint64_t now_ns,
+    /// source; must not throw or call back into the table), and returns a copy of the id
+    /// (the table's own view of it ends at the next create). MCPW_ERR_TASKS_FULL when no room
+    /// can be made.
+    std::string create(std::uint64_t now_ns,
                             const std::function<void(std::uint8_t *, std::size_t)> &random) {
         mcpw_str id;
         if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
         detail::check(mcpw_tasks_create(get(), now_ns, &fill, user, &id));
-        return detail::view(id);
+        return std::string(detail::view(id));
     }
     /// create() for a 2025-11-25 task-augmented request, owned by `owner` (the session or
     /// connection that asked; serve_legacy shows a requestor its own tasks only).
-    std::string_view create_legacy(std::uint64_t now_ns,
+    std::string create_legacy(std::uint64_t now_ns,
                                    const std::function<void(std::uint8_t *, std::size_t)> &random,
                                    std::uint64_t owner) {
         mcpw_str id;
         if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
         detail::check(mcpw_tasks_create_legacy(get(), now_ns, &fill, user, owner, &id));
-        return detail::view(id);
+        return std::string(detail::view(id));
     }
     /// Answers the peer's tools/call `id` on `conn` with the handle of `task`
     /// (mcpw_conn_respond_task). Throws MCPW_ERR_NOT_NEGOTIATED when the request did not
@@ -973,8 +978,10 @@ private:
 /// A resumable-event store of your own (shared by several server processes, say), for
 /// http_server_options::events; the guarantees it owes are mcpw_event_store's. The server
 /// calls it during its own calls only, and its methods must not call back into the server.
-/// They must not throw: an exception cannot cross the C ABI, so one escaping ends the program
-/// (std::terminate).
+/// An exception cannot cross the C ABI, so none leaves them: one from replay counts as a
+/// failed read (the client gets 503 and comes back); one from append or forget is caught
+/// (the event is not stored: a resumption misses it) and kept for
+/// http_server::take_store_error.
 class event_store {
 public:
     virtual ~event_store() = default;
@@ -1025,6 +1032,12 @@ namespace detail {
 struct http_server_hooks {
     std::function<void(std::uint8_t *, std::size_t)> random;
     event_store *events = nullptr;
+    /// The first exception the store's append or forget threw, not yet taken.
+    std::exception_ptr store_error = nullptr;
+
+    void keep_error() noexcept {
+        if (!store_error) store_error = std::current_exception();
+    }
 
     static void fill(void *user, std::uint8_t *buf, std::size_t len) noexcept {
         static_cast<http_server_hooks *>(user)->random(buf, len);
@@ -1032,20 +1045,33 @@ struct http_server_hooks {
     static void append(void *user, const char *session, std::size_t session_len,
                        std::uint64_t stream, std::uint64_t event, const std::uint8_t *bytes,
                        std::size_t len) noexcept {
-        static_cast<http_server_hooks *>(user)->events->append(
-            std::string_view(session, session_len), stream, event,
-            std::string_view(reinterpret_cast<const char *>(bytes), len));
+        auto *hooks = static_cast<http_server_hooks *>(user);
+        try {
+            hooks->events->append(std::string_view(session, session_len), stream, event,
+                                  std::string_view(reinterpret_cast<const char *>(bytes), len));
+        } catch (...) {
+            hooks->keep_error();
+        }
     }
     static int replay(void *user, const char *session, std::size_t session_len,
                       std::uint64_t stream, std::uint64_t after, mcpw_replay_sink sink,
                       void *sink_ctx) noexcept {
-        bool read = static_cast<http_server_hooks *>(user)->events->replay(
-            std::string_view(session, session_len), stream, after, replay_sink(sink, sink_ctx));
-        return read ? 0 : 1;
+        try {
+            bool read = static_cast<http_server_hooks *>(user)->events->replay(
+                std::string_view(session, session_len), stream, after,
+                replay_sink(sink, sink_ctx));
+            return read ? 0 : 1;
+        } catch (...) {
+            return 1; // (the server drops what the sink took: nothing half-replayed goes out)
+        }
     }
     static void forget(void *user, const char *session, std::size_t session_len) noexcept {
-        static_cast<http_server_hooks *>(user)->events->forget(
-            std::string_view(session, session_len));
+        auto *hooks = static_cast<http_server_hooks *>(user);
+        try {
+            hooks->events->forget(std::string_view(session, session_len));
+        } catch (...) {
+            hooks->keep_error();
+        }
     }
 };
 
@@ -1103,6 +1129,13 @@ public:
             hooks_ = std::move(other.hooks_);
         }
         return *this;
+    }
+
+    /// The first exception that the event store's append or forget threw since the last call
+    /// (caught: none may cross the C ABI), or nullptr. Rethrow it (std::rethrow_exception) or
+    /// log it: the event it concerned was not stored, or the session's events not dropped.
+    std::exception_ptr take_store_error() noexcept {
+        return hooks_ ? std::exchange(hooks_->store_error, nullptr) : nullptr;
     }
 
     /// One HTTP request to the endpoint: `path` nullopt is not checked (a query is ignored).

@@ -2,12 +2,14 @@
 // and a server talking in memory, and an http_client and an http_server doing the same over
 // Streamable HTTP (a small pump plays the HTTP libraries' part). Prints one line per test and
 // ends with "test result: ok. N passed; 0 failed". Built with -Werror and run under
-// ASan+UBSan by tests/c_abi.rs.
+// ASan+UBSan by bindings/c/tests/c_abi.rs (and make -C bindings/c test).
 #include "mcpwire.hpp"
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -416,6 +418,39 @@ void test_review_listens() {
     }));
     CHECK(output(forgetful).empty());
     CHECK(forgetful.listen_items(eight).size() == 3);
+
+    // Granted by the event's own string id while keep feeds the connection more input and
+    // takes its events: by the C ABI's rule that ends the id's view, so the wrapper copies the
+    // id first.
+    mcpw::connection fed(config, 0);
+    std::string line = R"({"jsonrpc":"2.0","id":"listen-one","method":"subscriptions/listen",)"
+                       R"("params":{"_meta":{"io.modelcontextprotocol/protocolVersion":)"
+                       R"("2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},)" +
+                       two + "}}\n";
+    fed.handle_input(1, line);
+    auto ev = fed.poll_event();
+    if (ev && ev->kind() == MCPW_EVENT_READY) ev = fed.poll_event();
+    CHECK(ev && ev->kind() == MCPW_EVENT_REQUEST);
+    const std::string big_ping = R"({"jsonrpc":"2.0","id":")" + std::string(200000, 'p') +
+                                 R"(","method":"ping","params":{"_meta":{)"
+                                 R"("io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                                 R"("io.modelcontextprotocol/clientCapabilities":{}}}})"
+                                 "\n";
+    bool fed_once = false;
+    fed.grant_listen(ev->id(), [&](const mcpw::listen_item &item) {
+        if (!fed_once) {
+            fed_once = true;
+            fed.handle_input(2, big_ping);
+            drain(fed);
+            output(fed);
+        }
+        return item.kind == MCPW_LISTEN_RESOURCE;
+    });
+    const std::string granted = output(fed);
+    CHECK(granted.find(R"("io.modelcontextprotocol/subscriptionId":"listen-one"})") !=
+          std::string::npos);
+    CHECK(granted.find("ppp") == std::string::npos); // (the ping's answer was taken in keep)
+    CHECK(granted.find(R"("resourceSubscriptions":["a:1","b:2"])") != std::string::npos);
 }
 
 void test_tasks() {
@@ -437,6 +472,8 @@ void test_tasks() {
 
     auto call = modern_request(server, ms, 1, "tools/call", R"("name":"deploy")");
     CHECK(call && call->kind() == MCPW_EVENT_REQUEST);
+    static_assert(std::is_same<decltype(table.create(ms, random)), std::string>::value,
+                  "a task id is a copy: the table's view of it ends at the next create");
     const std::string task(table.create(ms, random));
     CHECK(task.size() == 32 && task.substr(0, 4) == "0102");
     table.respond(server, call->id(), task);
@@ -1027,6 +1064,70 @@ void test_http_polling_resumes_from_the_event_store() {
     w.run();
     CHECK(store.forgets == 1 && store.entries.empty());
 }
+
+// A store that throws cannot end the program: replay's exception is a failed read (503, and
+// the client comes back), append's and forget's are kept for take_store_error.
+class throwing_store : public vector_store {
+public:
+    bool throwing = false;
+    void append(std::string_view session, std::uint64_t stream, std::uint64_t event,
+                std::string_view bytes) override {
+        if (throwing) throw std::runtime_error("append: the store is down");
+        vector_store::append(session, stream, event, bytes);
+    }
+    bool replay(std::string_view session, std::uint64_t stream, std::uint64_t after,
+                const mcpw::replay_sink &sink) override {
+        if (throwing) {
+            replays++;
+            throw std::runtime_error("replay: the store is down");
+        }
+        return vector_store::replay(session, stream, after, sink);
+    }
+    void forget(std::string_view session) override {
+        if (throwing) throw std::runtime_error("forget: the store is down");
+        vector_store::forget(session);
+    }
+};
+
+std::string what(const std::exception_ptr &e) {
+    try {
+        if (e) std::rethrow_exception(e);
+    } catch (const std::exception &x) {
+        return x.what();
+    }
+    return "";
+}
+
+void test_http_a_throwing_event_store_is_caught() {
+    throwing_store store;
+    mcpw::http_server_options options;
+    options.events = &store;
+    options.retry = std::chrono::milliseconds(200);
+    http_world w(make_http_server(std::move(options)), mcpw::client_era::legacy);
+    w.hold_slow = true;
+    w.poll_slow = true;
+    std::int64_t id = w.client.conn().request(w.now, "tools/call", R"({"name":"slow"})");
+    w.run();
+    CHECK(w.held && !w.got(MCPW_EVENT_RESPONSE, id));
+    CHECK(w.server.take_store_error() == nullptr);
+    auto deadline = w.client.poll_timeout();
+    store.throwing = true;
+    // The answer's append throws: kept, and the first one only until taken.
+    w.server.conn(w.held_key).respond(w.held->get(), R"({"content":[]})");
+    w.server.handle_timeout(w.now);
+    CHECK(what(w.server.take_store_error()) == "append: the store is down");
+    CHECK(w.server.take_store_error() == nullptr);
+    // The client's resumption: replay throws, 503.
+    w.now = deadline.value_or(0);
+    w.client.handle_timeout(w.now);
+    w.run();
+    CHECK(w.seen.back() == "GET 503" && store.replays == 1);
+    CHECK(!w.got(MCPW_EVENT_RESPONSE, id));
+    // The session's end: forget throws, kept too.
+    CHECK(w.client.end_session());
+    w.run();
+    CHECK(what(w.server.take_store_error()) == "forget: the store is down");
+}
 } // namespace
 
 int main() {
@@ -1050,6 +1151,7 @@ int main() {
         test_http_the_stateless_era_and_a_later_answer);
     run("http_polling_resumes_from_the_event_store",
         test_http_polling_resumes_from_the_event_store);
+    run("http_a_throwing_event_store_is_caught", test_http_a_throwing_event_store_is_caught);
     std::printf("\ntest result: %s. %d passed; %d failed\n", failed == 0 ? "ok" : "FAILED", passed,
                 failed);
     return failed == 0 ? 0 : 1;
