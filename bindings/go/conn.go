@@ -1087,14 +1087,15 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // must not keep the slice (the next Write reuses it). One writer at a time: two WriteTo
 // calls at once would both write the same bytes.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	total, _, err := c.writeOut(w, 0)
+	total, _, err := c.writeOut(w, 0, nil)
 	return total, err
 }
 
 // writeOut is WriteTo; but with handOver > 0, when the output it finds (at first, or after a
 // Write, with more given meanwhile) is handOver bytes or more, it stops there and reports big
-// (Serve hands the rest to its writer goroutine).
-func (c *Conn) writeOut(w io.Writer, handOver int) (total int64, big bool, err error) {
+// (Serve hands the rest to its writer goroutine). before, when not nil, is called once,
+// before the first Write.
+func (c *Conn) writeOut(w io.Writer, handOver int, before func()) (total int64, big bool, err error) {
 	for {
 		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
 		// the commands of other goroutines, and Close, do not wait for a slow writer, and
@@ -1118,6 +1119,10 @@ func (c *Conn) writeOut(w io.Writer, handOver int) (total int64, big bool, err e
 		buf := append(c.wbuf[:0], unsafe.Slice((*byte)(unsafe.Pointer(lent.bytes)), min(int(lent.len), writeChunk))...)
 		c.wbuf = nil // (a second writer, against the rules, gets a buffer of its own)
 		c.unlock()
+		if before != nil {
+			before()
+			before = nil
+		}
 		n, err := w.Write(buf)
 		if n < 0 || n > len(buf) {
 			n = 0

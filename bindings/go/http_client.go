@@ -193,10 +193,12 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 }
 
 // Close frees the client. While Run runs (Close from its handler, or from another
-// goroutine), Run returns ErrFreed and frees the client on its way out. Otherwise Close
-// also waits, up to two seconds, for the POSTs still on their way when Run returned (the
-// cancellations of a Shutdown, a last notification or answer) to reach the server: a
-// program that exits after Close loses nothing it sent. Calling it again does nothing.
+// goroutine), Run sends what the engine still holds (an answer or notification just given,
+// a close's cancellations), waits up to two seconds for those to reach the server, then
+// returns ErrFreed and frees the client on its way out. Otherwise Close itself waits, up to
+// two seconds, for the POSTs still on their way when Run returned (the cancellations of a
+// Shutdown, a last notification or answer) to reach the server. Either way a program that
+// exits once both have returned loses nothing it sent. Calling it again does nothing.
 func (c *HTTPClient) Close() error {
 	if c.release() {
 		done := make(chan struct{})
@@ -442,7 +444,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			}
 			h.HandleEvent(view, time.Now(), ev)
 			if c.closeRequested() {
-				return ErrFreed
+				return c.closeNow(ctx, running, results, gone)
 			}
 		}
 		// Actions: start and abort HTTP exchanges.
@@ -503,7 +505,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
 			c.engine.Unlock()
 		case <-c.closing:
-			return ErrFreed
+			return c.closeNow(ctx, running, results, gone)
 		case <-done:
 			done = nil
 			shutdown = true
@@ -625,6 +627,42 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 			return false
 		case <-c.closing:
 			return true
+		}
+	}
+}
+
+// closeNow ends Run for a Close given while it ran (from its handler, say on the
+// ClosedEvent, or from another goroutine), which frees the client as Run returns. What the
+// engine still holds (an answer or a notification just given, the close's cancellations)
+// goes out first, and Run waits, up to two seconds, for the response heads of those POSTs
+// and for a DELETE to end, as Close does when Run is not running: a program that exits once
+// Run returned loses nothing it sent. Every other exchange is cut then. It returns ErrFreed.
+func (c *HTTPClient) closeNow(ctx context.Context, running map[uint64]context.CancelFunc,
+	results chan exchangeResult, gone <-chan struct{}) error {
+	limit := time.NewTimer(2 * time.Second)
+	defer limit.Stop()
+	for {
+		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
+			return ErrFreed
+		}
+		// The engine knows which messages have not reached the server (a request's POST
+		// has its answer to wait for, not a head).
+		var unheard C.bool
+		c.engine.Lock()
+		rc := C.mcpw_http_client_has_unheard(c.ptr, &unheard)
+		c.engine.Unlock()
+		deleting := false
+		for id := range running {
+			deleting = deleting || c.unheard[id] == http.MethodDelete
+		}
+		if rc != C.MCPW_OK || (!bool(unheard) && !deleting) {
+			return ErrFreed // (Run's return cuts the rest)
+		}
+		select {
+		case r := <-results:
+			c.take(running, r)
+		case <-limit.C:
+			return ErrFreed
 		}
 	}
 }

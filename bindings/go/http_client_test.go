@@ -1,8 +1,10 @@
 package mcpwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -557,6 +559,72 @@ func TestHTTPClientCloseWaitsForTheShutdownsCancellations(t *testing.T) {
 	client.Close()
 	if n := answered.Load(); n != 1 {
 		t.Fatalf("the server had answered %d cancellations when Close returned (after %v), want 1", n, time.Since(start))
+	}
+}
+
+// A Close given while Run runs (from the handler, on the ClosedEvent or right after a
+// notification) sends what the engine still held and waits for its response heads before
+// Run returns: Run returned at once and freed the client with the close's cancellation and
+// the notification never sent (found by a review).
+func TestHTTPClientCloseDuringRunDeliversWhatWasGiven(t *testing.T) {
+	for _, when := range []string{"on the close", "after a notification"} {
+		t.Run(when, func(t *testing.T) {
+			var cancelled, notified atomic.Int32
+			srv := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
+			if when == "after a notification" {
+				// The notification, too, is answered only after 300 ms.
+				inner := srv.Config.Handler
+				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					body, _ := io.ReadAll(r.Body)
+					if bytes.Contains(body, []byte(`"notifications/roots/list_changed"`)) {
+						time.Sleep(300 * time.Millisecond)
+						notified.Add(1)
+						w.WriteHeader(http.StatusAccepted)
+						return
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					inner.ServeHTTP(w, r)
+				}))
+				t.Cleanup(srv.Close)
+			}
+			client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
+				Capabilities: json.RawMessage(`{"roots":{"listChanged":true}}`)}, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+				switch ev.(type) {
+				case *ReadyEvent:
+					if when == "after a notification" {
+						if err := c.Notify("notifications/roots/list_changed", nil); err != nil {
+							t.Error(err)
+						}
+						client.Close()
+						return
+					}
+					if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+						t.Error(err)
+					}
+					go func() {
+						time.Sleep(100 * time.Millisecond)
+						c.Shutdown(time.Now(), 0)
+					}()
+				case *ClosedEvent:
+					client.Close()
+				}
+			}))
+			if !errors.Is(err, ErrFreed) {
+				t.Fatalf("Run: %v", err)
+			}
+			if when == "on the close" && cancelled.Load() != 1 {
+				t.Errorf("the server had answered %d cancellations when Run returned, want 1", cancelled.Load())
+			}
+			if when == "after a notification" && notified.Load() != 1 {
+				t.Errorf("the server had %d notifications when Run returned, want 1", notified.Load())
+			}
+		})
 	}
 }
 

@@ -50,8 +50,10 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be
 // blocked writing its answers to us while we write our requests to it: we read them, and
 // the two do not wait for each other. A smaller Write that blocks (once the peer has left a
-// pipe's worth of our output unread) still holds Serve: it neither reads nor fires timers
-// until that Write returns.
+// pipe's worth of our output unread) holds Serve's loop, which neither feeds input nor fires
+// timers until that Write returns; once it has taken 2 ms, the reader reads ahead meanwhile
+// too, so such a peer gets to write its answers and read on, unless it writes more than that
+// 1 MiB at once.
 //
 // Backpressure: input is read as Serve comes for it (and ahead during a large write, as
 // above), so a peer that reads slowly slows its own requests down instead of growing memory.
@@ -116,25 +118,42 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	defer close(stop)
 
 	// The reader reads once per token in want, which the loop gives before it waits for
-	// input: input is read as the loop comes for it, in batches. During a write of more than
-	// one Write's worth (bigWrite), it goes on reading, up to readAhead chunks: a peer that
-	// reads only between its own writes (a half-duplex server) may be blocked writing to us
-	// while we write to it, waiting for us to read.
+	// input: input is read as the loop comes for it, in batches. During a write (bigWrite:
+	// one on the writer goroutine, or one under way on Serve's), it goes on reading, up to
+	// readAhead bytes: a peer that reads only between its own writes (a half-duplex server)
+	// may be blocked writing to us while we write to it, waiting for us to read.
 	type chunk struct {
 		data     []byte
 		err      error
 		panicked any // a panic in r.Read, passed on to Serve's caller
 	}
-	reads := make(chan chunk, readAhead-1)
+	// What the reader read and the loop has not taken yet, in one piece (a peer may write many
+	// small messages while the loop is busy, and an io.Pipe hands each over as written), and
+	// how it ended; ready holds a signal once something waits there.
+	var inMu sync.Mutex
+	var queued chunk
+	ready := make(chan struct{}, 1)
+	take := func() chunk {
+		inMu.Lock()
+		c := queued
+		queued = chunk{}
+		inMu.Unlock()
+		return c
+	}
+	waiting := func() bool {
+		inMu.Lock()
+		defer inMu.Unlock()
+		return len(queued.data) > 0 || queued.err != nil || queued.panicked != nil
+	}
 	want := make(chan struct{}, 1)
 	var bigWrite atomic.Bool
-	asked := false // a token was given, and no chunk taken since
+	asked := false // a token was given, and nothing taken since
 	ask := func() {
 		if !asked {
 			asked = true
 			select {
 			case want <- struct{}{}:
-			default: // (the last token is still there: a chunk read ahead came first)
+			default: // (the last token is still there: input read ahead came first)
 			}
 		}
 	}
@@ -142,7 +161,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		buf := make([]byte, 64*1024)
 		// read reads once, past empty reads: a reader that returns nothing and no error
 		// 100 times in a row fails with io.ErrNoProgress, as bufio's do, rather than have
-		// Serve spin on it. A panic in Read is caught for Serve's goroutine.
+		// Serve spin on it. A panic in Read is caught for Serve's goroutine. The data is
+		// buf's until the next read.
 		read := func() (c chunk) {
 			defer func() {
 				if v := recover(); v != nil {
@@ -151,11 +171,27 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}()
 			for range 100 {
 				n, err := r.Read(buf)
+				if n < 0 || n > len(buf) {
+					return chunk{err: fmt.Errorf("mcpwire: Read returned %d for a %d-byte buffer", n, len(buf))}
+				}
 				if n > 0 || err != nil {
-					return chunk{data: append([]byte(nil), buf[:n]...), err: err}
+					return chunk{data: buf[:n], err: err}
 				}
 			}
 			return chunk{err: io.ErrNoProgress}
+		}
+		// put adds a read to what waits for the loop, and says how much waits.
+		put := func(c chunk) int {
+			inMu.Lock()
+			queued.data = append(queued.data, c.data...)
+			queued.err, queued.panicked = c.err, c.panicked
+			held := len(queued.data)
+			inMu.Unlock()
+			select {
+			case ready <- struct{}{}:
+			default: // (a signal waits already)
+			}
+			return held
 		}
 		for {
 			select {
@@ -165,15 +201,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 			for {
 				c := read()
-				select {
-				case reads <- c:
-				case <-stop:
-					return
-				}
+				held := put(c)
 				if c.err != nil || c.panicked != nil {
 					return
 				}
-				if !bigWrite.Load() {
+				if !bigWrite.Load() || held >= readAhead {
 					break
 				}
 			}
@@ -262,6 +294,46 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		// The estimate says maybe; the engine says how much there is.
 		return conn.measureGiven() < conn.roomBelow
 	}
+	// readDuringWrite has the reader read ahead during a write on the writer goroutine.
+	// askedDuringWrite: the reader was given a token during a write since the loop last
+	// waited, so input may be on its way as for a token given just before the wait
+	// (lateInput).
+	askedDuringWrite := false
+	readDuringWrite := func() {
+		if inputOpen {
+			bigWrite.Store(true)
+			asked, askedDuringWrite = true, true
+			select {
+			case want <- struct{}{}:
+			default:
+			}
+		}
+	}
+	// A Write on Serve's own goroutine that has not returned within writeStall has the
+	// reader read ahead too: its peer may be blocked writing to us in turn (a half-duplex
+	// peer, above), and both would wait for good. (Not before every Write: a reader that
+	// blocks in Read while the loop still works costs a busy stdio server most of its
+	// throughput with one thread.) watching is set while such a Write may be watched, and
+	// stalled once the watch gave the reader its token.
+	var watching, stalled atomic.Bool
+	watch := time.AfterFunc(time.Hour, func() {
+		if watching.Load() {
+			stalled.Store(true)
+			bigWrite.Store(true)
+			select {
+			case want <- struct{}{}:
+			default:
+			}
+		}
+	})
+	watch.Stop()
+	defer watch.Stop()
+	watchWrite := func() {
+		if inputOpen {
+			watching.Store(true)
+			watch.Reset(writeStall)
+		}
+	}
 	// fail turns a write error into Serve's result, or into broken: a peer that went away
 	// is heard out first.
 	fail := func(err error) error {
@@ -314,7 +386,16 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return ErrFreed // (another goroutine closed the Conn)
 			}
 		default:
-			_, big, err := conn.writeOut(w, writeChunk)
+			_, big, err := conn.writeOut(w, writeChunk, watchWrite)
+			if watching.Swap(false) {
+				watch.Stop()
+				if stalled.Swap(false) {
+					asked, askedDuringWrite = true, true
+				}
+			}
+			if !big {
+				bigWrite.Store(false)
+			}
 			switch {
 			case err != nil:
 				werr = err // (ErrFreed: another goroutine closed the Conn)
@@ -323,16 +404,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				}
 			case big:
 				writing = true
-				if inputOpen {
-					// The reader reads ahead during the write, even when a token it was
-					// given already brought a chunk that waits to be taken.
-					bigWrite.Store(true)
-					asked = true
-					select {
-					case want <- struct{}{}:
-					default:
-					}
-				}
+				// The reader reads ahead during the write, even when a token it was given
+				// already brought a chunk that waits to be taken.
+				readDuringWrite()
 				kick <- struct{}{}
 			}
 		}
@@ -378,24 +452,26 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			timer.Reset(time.Until(deadline))
 			timeout = timer.C
 		}
-		var input chan chunk
-		// The reader idled until now (the loop was busy): what reached r meanwhile is one
-		// Read away, and a deadline that passed meanwhile gives it lateInput to come first.
+		var input chan struct{}
+		// The reader idled until now (the loop was busy), or was asked during a write: what
+		// reached r meanwhile is one Read away, and a deadline that passed meanwhile gives it
+		// lateInput to come first.
 		justAsked := false
 		if inputOpen && len(pending) == 0 {
-			if len(reads) == 0 {
-				justAsked = !asked
+			if !waiting() {
+				justAsked = !asked || askedDuringWrite
 				ask()
 			}
-			input = reads
+			input = ready
 		}
 		var written chan error
 		if writing {
 			written = wrote
 		}
+		askedDuringWrite = false
 		select {
-		case c := <-input:
-			took(c)
+		case <-input:
+			took(take())
 		case err := <-written:
 			writing = false
 			if err != nil {
@@ -411,14 +487,14 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			var c chunk
 			arrived := false
 			select {
-			case c = <-input:
-				arrived = true
+			case <-input:
+				c, arrived = take(), true
 			default:
 				if justAsked {
 					timer.Reset(lateInput)
 					select {
-					case c = <-input:
-						arrived = true
+					case <-input:
+						c, arrived = take(), true
 					case <-timer.C:
 					}
 				}
@@ -444,9 +520,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 // pipe or socket with bytes waiting returns at once), short against any timeout.
 const lateInput = 5 * time.Millisecond
 
-// readAhead is how many reads of up to 64 KiB Serve's reader may hold ahead of the loop
-// during a write (see Serve): the input held outside the engine (1 MiB).
-const readAhead = 16
+// writeStall is how long a Write on Serve's goroutine may take before the reader reads ahead
+// during it (see Serve).
+const writeStall = 2 * time.Millisecond
+
+// readAhead is how many bytes Serve's reader may hold ahead of the loop during a write (see
+// Serve): the input held outside the engine.
+const readAhead = 1 << 20
 
 // peerGone reports whether a write error means that the peer stopped reading (it exited, or
 // closed its end): a broken pipe, a connection reset, or an io.Pipe whose reader closed.

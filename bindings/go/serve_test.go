@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -618,7 +619,19 @@ func halfDuplexServer(in io.Reader, out io.WriteCloser) {
 // both waited for good.
 func TestServePipelinedLargeCallsToAHalfDuplexServerAllComplete(t *testing.T) {
 	for _, calls := range []int{6, 8, 12} {
-		t.Run(strconv.Itoa(calls), func(t *testing.T) { servePipelinedLargeCallsToAHalfDuplexServer(t, calls) })
+		t.Run(strconv.Itoa(calls), func(t *testing.T) { servePipelinedCallsToAHalfDuplexServer(t, calls, 256<<10) })
+	}
+}
+
+// The same with calls too small to be handed to the writer goroutine (together less than one
+// Write's worth): Serve's own Write blocked while the server, having read the first call,
+// blocked writing its answer, which nobody read (found by a review; io.Pipe takes no write
+// deadline, so not even ctx could end it).
+func TestServeSmallPipelinedCallsToAHalfDuplexServerAllComplete(t *testing.T) {
+	for _, c := range []struct{ calls, size int }{{3, 3 << 10}, {12, 5 << 10}, {40, 1 << 10}} {
+		t.Run(fmt.Sprintf("%dx%d", c.calls, c.size), func(t *testing.T) {
+			servePipelinedCallsToAHalfDuplexServer(t, c.calls, c.size)
+		})
 	}
 }
 
@@ -706,12 +719,12 @@ func TestServeHandsOutHeldEventsAfterWritingOnItsOwnGoroutine(t *testing.T) {
 	}
 }
 
-// servePipelinedLargeCallsToAHalfDuplexServer makes calls pipelined calls of 256 KiB each to a
+// servePipelinedCallsToAHalfDuplexServer makes calls pipelined calls of size bytes each to a
 // half-duplex server answering at the same size. With 8 or more, more than the high-water
 // mark (1 MiB) was still unwritten when the first answer was handed out, and the write that
 // handOut makes before the next event neither read ahead nor stopped for input: the two
 // blocked each other.
-func servePipelinedLargeCallsToAHalfDuplexServer(t *testing.T, calls int) {
+func servePipelinedCallsToAHalfDuplexServer(t *testing.T, calls, size int) {
 	toServer, serverIn := io.Pipe()
 	serverOut, fromServer := io.Pipe()
 	go halfDuplexServer(toServer, fromServer)
@@ -720,7 +733,7 @@ func servePipelinedLargeCallsToAHalfDuplexServer(t *testing.T, calls int) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	text := strings.Repeat("x", 256*1024)
+	text := strings.Repeat("x", size)
 	params, _ := json.Marshal(map[string]any{"name": "echo", "arguments": map[string]any{"text": text}})
 	var answered atomic.Int32
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
