@@ -10,11 +10,15 @@
 // Errors are exceptions (`mcpw::error`, carrying the mcpw_result code). Why not an
 // expected-style result: a constructor can only report failure by throwing, and every error
 // the C ABI returns is either misuse (a NULL or malformed argument: a bug in the caller) or a
-// command the engine refused while leaving the connection unchanged. Both are rare, neither
-// belongs on the hot path (poll_event, transmit, consume and handle_input fail only on
-// misuse), so exceptions keep the common code straight-line at no cost, and C++17 has no
-// std::expected to build on. Where a refusal is routine for you, call the C function on
-// `get()` and look at its code.
+// command the engine refused while leaving the connection unchanged. The hot path
+// (poll_event, transmit, consume and handle_input) fails only on misuse, so exceptions keep
+// the common code straight-line at no cost, and C++17 has no std::expected to build on. Some
+// refusals are routine under load or as sessions come and go: MCPW_ERR_OUTPUT_FULL
+// (backpressure: write some output, then give the command again), MCPW_ERR_TOO_MANY_IN_FLIGHT,
+// MCPW_ERR_NO_PROGRESS_TOKEN, MCPW_ERR_UNKNOWN_CONNECTION (a session that ended),
+// MCPW_ERR_TASKS_FULL. Catch mcpw::error and look at code() around those commands, or call
+// the C function on `get()` where one is frequent. After MCPW_ERR_PANIC or MCPW_ERR_POISONED
+// the handle refuses everything: drop it and make another.
 //
 // Lifetimes are the C ABI's: every string_view an event or getter returns points into the
 // connection (or the HTTP handle that lent it) and stays valid until the next non-const call
