@@ -34,6 +34,10 @@ pub struct Frame<'a> {
     pub bytes: &'a [u8],
 }
 
+/// How many written bytes at the front of the buffer [`Output::begin`] lets stand before it
+/// moves the rest down (when they are at least half of it).
+const COMPACT_AFTER: usize = 64 * 1024;
+
 /// One contiguous buffer. Each frame ends with the newline of stdio framing; byte-stream
 /// hosts take runs of one stream's frames at once ([`peek`](Output::peek)), message hosts
 /// take one frame at a time without its newline ([`peek_frame`](Output::peek_frame)).
@@ -90,6 +94,16 @@ impl Output {
     pub(crate) fn begin(&mut self) -> &mut Vec<u8> {
         if self.read == self.buf.len() {
             self.buf.clear();
+            self.read = 0;
+        } else if self.read >= COMPACT_AFTER && self.read >= self.buf.len() / 2 {
+            // The written bytes at the front go: a buffer that never drains whole (its peer
+            // reads about as fast as we write) holds what waits, not all it ever held. The
+            // bytes moved are fewer than those dropped, so each byte is moved O(1) times.
+            let read = self.read;
+            self.buf.drain(..read);
+            for (_, end) in &mut self.segments {
+                *end -= read;
+            }
             self.read = 0;
         }
         &mut self.buf
@@ -183,5 +197,40 @@ mod tests {
         out.consume_frame();
         assert_eq!(out.peek_frame(), None);
         assert_eq!(out.buffered(), 0);
+    }
+
+    /// A buffer that never drains whole (each write takes all but the last frame) holds what
+    /// waits, not everything written since it was last empty: it grew to the 10 MiB written.
+    #[test]
+    fn a_buffer_that_never_drains_whole_keeps_only_what_waits() {
+        let mut out = Output::default();
+        let text = format!("{{\"x\":\"{}\"}}", "y".repeat(1000));
+        let mut sent = Vec::new();
+        let mut written = 0;
+        for n in 0..10_000 {
+            frame(&mut out, n % 2, &text);
+            // The host writes everything but the newest frame's last 10 bytes.
+            let waiting = out.buffered();
+            let mut take = waiting - 10;
+            while take > 0 {
+                let (_, bytes) = out.peek().unwrap();
+                let step = bytes.len().min(take);
+                sent.extend_from_slice(&bytes[..step]);
+                out.consume(step);
+                take -= step;
+            }
+            written += waiting - 10;
+        }
+        assert_eq!(sent.len(), written);
+        assert!(out.buffered() == 10);
+        assert!(out.capacity() < 256 * 1024, "{} bytes held", out.capacity());
+        // Nothing was lost or reordered: the bytes written are the frames, in order.
+        let mut expected = Vec::new();
+        for _ in 0..10_000 {
+            expected.extend_from_slice(text.as_bytes());
+            expected.push(b'\n');
+        }
+        expected.truncate(written);
+        assert!(sent == expected);
     }
 }
