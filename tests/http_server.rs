@@ -3184,6 +3184,78 @@ fn a_replica_letting_a_busy_copy_go_answers_its_requests_for_the_other_replicas(
     }
 }
 
+/// Replica 1 of `stores` with room for `max_sessions` sessions, no keep-alives.
+fn small_replica(stores: &Replicated, max_sessions: usize) -> HttpServer {
+    let mut config = replica_config(stores, 1);
+    config.keepalive = None;
+    config.max_sessions = max_sessions;
+    HttpServer::new(config)
+}
+
+/// An answer the application gave before the replica let the session go (not yet taken out
+/// of the connection) reaches the client, not the error for an abandoned request.
+#[test]
+fn an_answer_given_before_the_copy_goes_is_not_abandoned() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (small_replica(&stores, 1), replica(&stores, 2));
+    let (sid, key, id, reader) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    open_session_at(&mut a, T0); // evicts the session, its answer not yet pumped
+    let last = reader.last_event_id().unwrap().to_owned();
+    let resumed = get_stream(
+        &mut b,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (rest, finished) = read_stream(&mut b, resumed, &mut StreamReader::new());
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(
+        rest[0]["result"]["content"],
+        serde_json::json!([]),
+        "{rest:?}"
+    );
+    assert!(finished);
+}
+
+/// A session deleted on another replica gets no abandoned answers from the replica that let
+/// its copy go later: nobody would read them, and nothing would forget them.
+#[test]
+fn a_copy_of_a_session_deleted_elsewhere_leaves_nothing_in_the_store() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let (sid, key, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    let r = send(&mut b, "DELETE", &[("Mcp-Session-Id", &sid)], "");
+    assert_eq!(r.status, 200);
+    assert_eq!(stores.stored_events(), 0);
+    a.handle_timeout(T0.after(std::time::Duration::from_secs(3600)));
+    assert!(a.connection(key).is_none(), "A let its copy go");
+    assert_eq!(
+        stores.stored_events(),
+        0,
+        "no answer for a session gone everywhere"
+    );
+}
+
+/// At the cap, an idle session with a request still at work is evicted only after those
+/// without: evicting it ends that work.
+#[test]
+fn eviction_spares_a_session_with_work_in_flight() {
+    let stores = Replicated::default();
+    let mut a = small_replica(&stores, 2);
+    let (_, working, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    let later = T0.after(std::time::Duration::from_secs(1));
+    open_session_at(&mut a, later);
+    open_session_at(&mut a, later.after(std::time::Duration::from_secs(1)));
+    // The newest stays, and of the other two the idle one went, though it is the younger.
+    assert_eq!(a.sessions(), 2);
+    assert!(
+        a.connection(working).is_some(),
+        "the older, working session stays"
+    );
+}
+
 #[test]
 fn a_replica_streaming_to_a_quiet_client_keeps_the_shared_session_alive() {
     // The client only listens on its GET stream: no requests touch the session, so the

@@ -1756,6 +1756,9 @@ impl HttpServer {
     /// replica with nothing to replay. (A session gone everywhere leaves nothing to resume.)
     fn end_session(&mut self, key: u64, elsewhere: bool) {
         if elsewhere && self.shared.is_some() {
+            // Answers the application gave already (still in the connection's output) go
+            // out first: they are not abandoned.
+            self.pump();
             self.abandon_awaited(key);
         }
         if let Some(c) = self.conns.remove(&key)
@@ -1780,12 +1783,29 @@ impl HttpServer {
     }
 
     /// Answers every request awaited on connection `key`'s streams with an error: the
-    /// connection is about to go, and their answers with it.
+    /// connection is about to go, and their answers with it. Not when the shared store says
+    /// the session is gone (deleted on another replica): nobody would read them, and nothing
+    /// would forget them. (The placeholder a 2025-03-26 batch keeps for a member without an
+    /// id gets none: the batch's other members are answered.)
     fn abandon_awaited(&mut self, key: u64) {
+        let placeholder = OwnedId::Int(i64::MIN);
         let abandoned: Vec<(HttpStreamId, Vec<OwnedId>)> = (self.streams.iter())
             .filter(|(_, s)| s.conn.0 == key && !s.awaiting.is_empty())
-            .map(|(&id, s)| (id, s.awaiting.iter().cloned().collect()))
+            .map(|(&id, s)| {
+                let ids = s.awaiting.iter().filter(|&id| *id != placeholder);
+                (id, ids.cloned().collect())
+            })
             .collect();
+        if abandoned.is_empty() {
+            return;
+        }
+        let alive = match (self.shared.as_mut(), self.conns.get(&key)) {
+            (Some(shared), Some(c)) => c.session.as_deref().is_some_and(|sid| shared.touch(sid)),
+            _ => false,
+        };
+        if !alive {
+            return;
+        }
         let mut frame = Vec::new();
         for (stream, ids) in abandoned {
             for id in ids {
@@ -1894,16 +1914,24 @@ impl HttpServer {
             .then(|| c.shared_touched.after(interval))
     }
 
-    /// The least recently active idle session, to evict at the cap.
+    /// The least recently active idle session, to evict at the cap; one with requests still
+    /// awaited (its client left their streams) only when every idle one has some: evicting it
+    /// ends that work.
     fn least_recently_used_idle(&self) -> Option<u64> {
         // A session's client holds a stream exactly while `attached > 0` (checked against the
-        // streams in debug builds by `poll_timeout`): no pass over every stream.
+        // streams in debug builds by `poll_timeout`): no pass over every stream for that.
+        let working: HashSet<u64> = (self.streams.values())
+            .filter(|s| !s.awaiting.is_empty())
+            .map(|s| s.conn.0)
+            .collect();
         self.sessions
             .values()
             .copied()
             .filter(|k| self.conns.get(k).is_none_or(|c| c.attached == 0))
             // (One whose client just let go of its stream is the most recently used.)
-            .min_by_key(|k| (self.conns.get(k)).map(|c| (c.unclocked, c.last_active, *k)))
+            .min_by_key(|k| {
+                (self.conns.get(k)).map(|c| (working.contains(k), c.unclocked, c.last_active, *k))
+            })
     }
 
     /// 2025-11-25 sessions (SEP-1699 polling): closes the SSE stream that carries the peer's
