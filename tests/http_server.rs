@@ -3184,6 +3184,35 @@ fn a_replica_letting_a_busy_copy_go_answers_its_requests_for_the_other_replicas(
     }
 }
 
+/// A replica that stops for good (a rolling deploy) answers the requests it will never
+/// answer, for the clients that resume them elsewhere; answers already given go out as they
+/// are. Its clients were sent back with `retry` for as long as they waited.
+#[test]
+fn a_replica_that_stops_answers_what_it_never_will() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let (sid, _, _, reader) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    let (other, key, id, other_reader) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    a.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    assert_eq!(a.abandon_requests(), 1);
+    assert_eq!(a.abandon_requests(), 0, "once");
+    for (sid, reader, answer) in [(&sid, &reader, "error"), (&other, &other_reader, "result")] {
+        let last = reader.last_event_id().unwrap().to_owned();
+        let resumed = get_stream(&mut b, &[("Mcp-Session-Id", sid), ("Last-Event-ID", &last)]);
+        let (rest, finished) = read_stream(&mut b, resumed, &mut StreamReader::new());
+        assert_eq!(rest.len(), 1, "{rest:?}");
+        assert!(rest[0].get(answer).is_some(), "{rest:?}");
+        assert!(finished);
+    }
+    // Without a shared store there is nobody to tell.
+    let mut alone = server();
+    a_call_seen_once_then_dropped(&mut alone, "\"working\"");
+    assert_eq!(alone.abandon_requests(), 0);
+}
+
 /// Replica 1 of `stores` with room for `max_sessions` sessions, no keep-alives.
 fn small_replica(stores: &Replicated, max_sessions: usize) -> HttpServer {
     let mut config = replica_config(stores, 1);

@@ -1759,7 +1759,7 @@ impl HttpServer {
             // Answers the application gave already (still in the connection's output) go
             // out first: they are not abandoned.
             self.pump();
-            self.abandon_awaited(key);
+            let _ = self.abandon_awaited(key);
         }
         if let Some(c) = self.conns.remove(&key)
             && let Some(sid) = c.session
@@ -1787,7 +1787,7 @@ impl HttpServer {
     /// the session is gone (deleted on another replica): nobody would read them, and nothing
     /// would forget them. (The placeholder a 2025-03-26 batch keeps for a member without an
     /// id gets none: the batch's other members are answered.)
-    fn abandon_awaited(&mut self, key: u64) {
+    fn abandon_awaited(&mut self, key: u64) -> usize {
         let placeholder = OwnedId::Int(i64::MIN);
         let abandoned: Vec<(HttpStreamId, Vec<OwnedId>)> = (self.streams.iter())
             .filter(|(_, s)| s.conn.0 == key && !s.awaiting.is_empty())
@@ -1797,18 +1797,20 @@ impl HttpServer {
             })
             .collect();
         if abandoned.is_empty() {
-            return;
+            return 0;
         }
         let alive = match (self.shared.as_mut(), self.conns.get(&key)) {
             (Some(shared), Some(c)) => c.session.as_deref().is_some_and(|sid| shared.touch(sid)),
             _ => false,
         };
         if !alive {
-            return;
+            return 0;
         }
         let mut frame = Vec::new();
+        let mut answered = 0;
         for (stream, ids) in abandoned {
             for id in ids {
+                answered += 1;
                 frame.clear();
                 jsonrpc::encode_error(
                     &mut frame,
@@ -1820,6 +1822,31 @@ impl HttpServer {
                 self.route(key, stream, &frame);
             }
         }
+        answered
+    }
+
+    /// With a shared [`SessionStore`]: call it once this process stops serving for good,
+    /// after its shutdown grace (the tokio host does, as `serve` returns). Every request of a
+    /// session that is still awaited, its answer not given, gets an error answer (`-32603`)
+    /// in the shared events, so that a client resuming its stream on another replica learns
+    /// that it is lost, instead of being sent back with `retry` for as long as it waits.
+    /// Answers the application gave already go out first. Without a shared store it does
+    /// nothing (the sessions end with the process). Returns how many requests it answered.
+    pub fn abandon_requests(&mut self) -> usize {
+        if self.shared.is_none() {
+            return 0;
+        }
+        self.pump();
+        let working: HashSet<u64> = (self.streams.values())
+            .filter(|s| !s.awaiting.is_empty())
+            .map(|s| s.conn.0)
+            .collect();
+        let mut working: Vec<u64> = working.into_iter().collect();
+        working.sort_unstable();
+        working
+            .into_iter()
+            .map(|key| self.abandon_awaited(key))
+            .sum()
     }
 
     /// Notes that a client took up (`true`) or let go of one of connection `key`'s streams:
