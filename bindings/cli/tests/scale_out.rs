@@ -454,3 +454,39 @@ fn a_replica_number_in_use_is_refused_and_freed_when_its_server_stops() {
         started.elapsed()
     );
 }
+
+/// A replica stopped gracefully (SIGTERM, as in a rolling deploy) while a call it will never
+/// finish runs answers that call with an error in Redis: the client, resuming on another
+/// replica, gets it. It was sent back with `retry` for as long as it waited (the replica
+/// with nothing to replay cannot tell a stream whose owner is gone).
+#[test]
+fn a_replica_stopped_gracefully_answers_its_unfinished_calls_for_the_others() {
+    let (_redis, redis_port) = redis();
+    let (a_proc, a) = replica(1, redis_port);
+    let (_b, b) = replica(2, redis_port);
+    let sid = open_session(&a);
+    // 20 steps of 100 ms; the replica stops after the second. (With no client connected
+    // the drain ends at once, and with it the countdown's timers.)
+    let mut call = post(&a, &sid, &countdown(7, 20));
+    assert_eq!(call.status, 200);
+    let mut reader = StreamReader::new();
+    let mut seen = Vec::new();
+    let ended = call.read_events(&mut reader, &mut seen, |m| progress_steps(m).len() >= 2);
+    assert!(!ended);
+    drop(call);
+    let status = Command::new("kill")
+        .args(["-TERM", &a_proc.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut a_proc = a_proc;
+    let exit = a_proc.0.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let last = reader.last_event_id().unwrap().to_owned();
+    let mut resumed = resume(&b, &sid, &last);
+    let mut rest = Vec::new();
+    assert!(resumed.read_events(&mut reader, &mut rest, |_| false));
+    let answers: Vec<&Value> = rest.iter().filter(|m| m["id"] == 7).collect();
+    assert_eq!(answers.len(), 1, "{rest:#?}");
+    assert_eq!(answers[0]["error"]["code"], -32603, "{rest:#?}");
+}

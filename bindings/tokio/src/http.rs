@@ -449,7 +449,9 @@ impl<A: Application, B: RequestBody> tower_service::Service<Request<B>> for McpS
 }
 
 /// Runs the MCP endpoint on `listener` until `shutdown` completes, then shuts down gracefully
-/// (see [`HostConfig::shutdown_grace`]) and returns.
+/// (see [`HostConfig::shutdown_grace`]) and returns. With a shared session store, requests
+/// still unanswered then are answered with an error in the shared events
+/// ([`HttpServer::abandon_requests`]), for the clients that resume them on another replica.
 ///
 /// `server` is the engine (its configuration decides the eras, sessions and Origin policy),
 /// `app` your logic. Call it from a tokio runtime with the `time` and `net` drivers enabled;
@@ -564,14 +566,20 @@ pub async fn serve<A: Application>(
                         // A request that has begun to arrive is let in first: hyper closes
                         // a connection it holds idle at once, and the request is lost.
                         let finished = conn_state.finished.load(Ordering::Acquire);
+                        let mut ended = false;
                         while arriving_at_stop(&conn_state, input, finished) {
                             tokio::select! {
-                                _ = conn.as_mut() => break,
+                                _ = conn.as_mut() => {
+                                    ended = true; // (a finished future is not polled again)
+                                    break;
+                                }
                                 () = tokio::time::sleep(Duration::from_millis(5)) => {}
                             }
                         }
-                        conn.as_mut().graceful_shutdown();
-                        let _ = conn.await;
+                        if !ended {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
                     }
                     _ = conn_state.evict.notified() => {
                         // (`conn` holds the socket `input` asks until the task ends.)
@@ -616,6 +624,9 @@ pub async fn serve<A: Application>(
     while conns.join_next().await.is_some() {}
     timers.abort();
     let _ = timers.await;
+    // Replicas sharing sessions: requests this process will never answer are answered with
+    // an error for the clients that resume them elsewhere.
+    shared.lock().server.abandon_requests();
     Ok(())
 }
 
