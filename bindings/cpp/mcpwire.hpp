@@ -436,8 +436,8 @@ public:
     }
     /// Grants the listen request `id` the items for which `keep(const listen_item &)` returns
     /// true (check access there), and sends its acknowledgement. `id` is copied first, so
-    /// `keep` may change the connection (feed it input, say) that `id` points into. Should `keep`
-    /// change the connection so that the listen is no longer the one it judged (the client
+    /// `keep` may change the connection (feed it input, say) that `id` points into. Should
+    /// `keep` change the connection so that the listen is no longer the one it judged (the client
     /// cancelled it and sent another under the same id, which the engine allows only once it
     /// has forgotten the cancelled id: see `mcpw_limits.max_remembered_ids`), nothing is
     /// granted and MCPW_ERR_UNKNOWN_REQUEST is thrown. A listen the client cancelled is granted
@@ -694,7 +694,7 @@ public:
     /// (the table's own view of it ends at the next create). MCPW_ERR_TASKS_FULL when no room
     /// can be made.
     std::string create(std::uint64_t now_ns,
-                            const std::function<void(std::uint8_t *, std::size_t)> &random) {
+                       const std::function<void(std::uint8_t *, std::size_t)> &random) {
         mcpw_str id;
         if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
@@ -704,8 +704,8 @@ public:
     /// create() for a 2025-11-25 task-augmented request, owned by `owner` (the session or
     /// connection that asked; serve_legacy shows a requestor its own tasks only).
     std::string create_legacy(std::uint64_t now_ns,
-                                   const std::function<void(std::uint8_t *, std::size_t)> &random,
-                                   std::uint64_t owner) {
+                              const std::function<void(std::uint8_t *, std::size_t)> &random,
+                              std::uint64_t owner) {
         mcpw_str id;
         if (!random) throw error(MCPW_ERR_NULL_ARGUMENT); // (fill may not throw)
         void *user = const_cast<void *>(static_cast<const void *>(&random));
@@ -1391,8 +1391,9 @@ public:
         return queued;
     }
     /// Whether a notification or answer (a close's cancellation, say) has not reached the
-    /// server yet: no response head, or not yet sent. Before exiting, keep driving the client while this holds, within a
-    /// bound of your own: a server without sessions gets no DELETE that would wait for it.
+    /// server yet: no response head, or not yet sent. Before exiting, keep driving the client
+    /// while this holds, within a bound of your own: a server without sessions gets no DELETE
+    /// that would wait for it.
     bool has_unheard() const {
         bool unheard = false;
         detail::check(mcpw_http_client_has_unheard(get(), &unheard));
