@@ -374,14 +374,6 @@ typedef struct {
 
 static short_text json_text(mcpw_str json) {
     short_text t;
-    /* The usual name has no escape: its text is what lies between its quotes (the view is
-       one valid JSON value, which mcpw_json_get checked). Any other is decoded. */
-    if (json.ptr != NULL && json.len >= 2 && json.ptr[0] == '"' &&
-        json.len - 2 <= sizeof t.text && memchr(json.ptr, '\\', json.len) == NULL) {
-        t.len = json.len - 2;
-        memcpy(t.text, json.ptr + 1, t.len);
-        return t;
-    }
     if (json.ptr == NULL ||
         mcpw_json_string(json.ptr, json.len, t.text, sizeof t.text, &t.len) != MCPW_OK ||
         t.len > sizeof t.text) {

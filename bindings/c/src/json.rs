@@ -258,8 +258,16 @@ pub unsafe extern "C" fn mcpw_json_string(
             return Err(MCPW_ERR_NULL_ARGUMENT);
         }
         // Safety: (caller) readable for its length, or NULL with length 0.
-        let raw = json(unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?)?;
-        let text = raw.as_str().ok_or(MCPW_ERR_JSON_WRONG_TYPE)?.to_str();
+        let bytes = unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?;
+        // Most strings (names, URIs) have no escape: their text lies between the quotes, and
+        // one pass tells, without parsing the value.
+        let text = match plain_string(bytes) {
+            Some(text) => std::borrow::Cow::Borrowed(text),
+            None => json(bytes)?
+                .as_str()
+                .ok_or(MCPW_ERR_JSON_WRONG_TYPE)?
+                .to_str(),
+        };
         let n = text.len();
         if n <= capacity {
             // Safety: `n <= capacity`, and (caller) `out_text` holds `capacity` writable bytes
@@ -274,6 +282,17 @@ pub unsafe extern "C" fn mcpw_json_string(
         len.write(n);
         Ok(())
     })
+}
+
+/// The text of `bytes` when they are a JSON string without escapes (quote, UTF-8 text with
+/// no quote, backslash or control character, quote); `None` for anything else, which the
+/// parser then judges.
+fn plain_string(bytes: &[u8]) -> Option<&str> {
+    let inner = bytes.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
 }
 
 /// Reads the JSON number `json` (one value, such as `mcpw_json_get` finds) as a double, the
@@ -376,7 +395,7 @@ fn value_end(b: &[u8], mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::element;
+    use super::{element, json, plain_string};
 
     #[test]
     fn elements_of_arrays() {
@@ -399,5 +418,42 @@ mod tests {
         assert_eq!(element("[7]", 0), Ok(Some("7")));
         assert_eq!(element("{}", 0), Err(()));
         assert_eq!(element("\"x\"", 0), Err(()));
+    }
+
+    /// The one-pass reading of strings without escapes agrees with the parser: it reads
+    /// what the parser reads, and leaves everything else to it.
+    #[test]
+    fn plain_strings_read_as_the_parser_reads_them() {
+        let parsed = |bytes: &[u8]| {
+            json(bytes)
+                .ok()
+                .and_then(|raw| raw.as_str().map(|s| s.to_str().into_owned()))
+        };
+        let cases: [&[u8]; 12] = [
+            b"\"\"",
+            b"\"echo\"",
+            b"\"caf\xc3\xa9 \x7f\"",
+            b"\"ech\\u006f\"",
+            b"\"a\"b\"",
+            b"\"tab\there\"",
+            b"\"\xff\"",
+            b"\"",
+            b"\"open",
+            b" \"spaced\" ",
+            b"7",
+            b"\"a\\\"",
+        ];
+        for bytes in cases {
+            if let Some(text) = plain_string(bytes) {
+                assert_eq!(Some(text.to_owned()), parsed(bytes), "{bytes:?}");
+            }
+        }
+        assert_eq!(plain_string(b"\"echo\""), Some("echo"));
+        assert_eq!(plain_string(b"\"\""), Some(""));
+        assert_eq!(plain_string(b"\"ech\\u006f\""), None);
+        assert_eq!(plain_string(b"\"a\"b\""), None);
+        assert_eq!(plain_string(b"\"tab\there\""), None);
+        assert_eq!(plain_string(b"\"\xff\""), None);
+        assert_eq!(plain_string(b"\""), None);
     }
 }
