@@ -1363,6 +1363,143 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     assert_eq!(s.open_streams(), 0);
 }
 
+/// Sends `n` log messages to session `key`'s open GET stream: each one an event in the store.
+fn flood_get_stream(s: &mut HttpServer, key: ConnKey, n: usize) {
+    for i in 0..n {
+        let params = format!(r#"{{"level":"info","data":"line {i}"}}"#);
+        s.connection(key)
+            .unwrap()
+            .notify(
+                "notifications/message",
+                Some(RawJson::new(&params).unwrap()),
+            )
+            .unwrap();
+        s.pump();
+    }
+}
+
+/// How a request's client loses its stream before the answer reaches it.
+#[derive(Clone, Copy, Debug)]
+enum Away {
+    /// The connection drops before the answer is given: the stream lives on detached.
+    BeforeTheAnswer,
+    /// The answer waits in the stream, unwritten, when the connection drops.
+    WithTheAnswerUnwritten,
+    /// The application closes the stream for polling before it answers.
+    ClosedForPolling,
+}
+
+/// A call whose client goes away (`away`), then 300 other events of the session (more than
+/// the store keeps, 256 a session), then the client resumes: what it gets, and whether the
+/// resumed stream finished.
+fn resumed_after_a_flood(away: Away) -> (Vec<Value>, bool) {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let last = reader.last_event_id().unwrap().to_owned();
+    match away {
+        Away::BeforeTheAnswer => {
+            s.stream_closed(T0, stream);
+            answer_call(&mut s, key, &id);
+            s.pump();
+        }
+        Away::WithTheAnswerUnwritten => {
+            answer_call(&mut s, key, &id);
+            s.pump();
+            s.stream_closed(T0, stream);
+        }
+        Away::ClosedForPolling => {
+            assert!(s.close_stream_for_polling(key, id.as_id()));
+            answer_call(&mut s, key, &id);
+            s.pump();
+            let (_, finished) = drain_raw(&mut s, stream);
+            assert!(finished);
+            s.stream_closed(T0, stream);
+        }
+    }
+    flood_get_stream(&mut s, key, 300);
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    read_stream(&mut s, resumed, &mut reader)
+}
+
+#[test]
+fn an_answer_its_client_did_not_get_outlives_the_event_store_bounds() {
+    // The store keeps a session's latest 256 events: a burst of log messages on the GET stream
+    // pushed out the answer of a stream whose client was away, and the resumption replayed
+    // nothing, so the client waited until its timeout. The answer is kept aside as well.
+    for away in [
+        Away::BeforeTheAnswer,
+        Away::WithTheAnswerUnwritten,
+        Away::ClosedForPolling,
+    ] {
+        let (msgs, finished) = resumed_after_a_flood(away);
+        assert_eq!(msgs.len(), 1, "{away:?}: {msgs:?}");
+        assert_eq!(msgs[0]["id"], 9, "{away:?}");
+        assert!(finished, "{away:?}");
+    }
+}
+
+#[test]
+fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_drop() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let last = reader.last_event_id().unwrap().to_owned();
+    s.stream_closed(T0, stream);
+    answer_call(&mut s, key, &id);
+    s.pump();
+    // Without a flood the store still has the answer: it comes once, not twice.
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (msgs, _) = read_stream(&mut s, resumed, &mut StreamReader::new());
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    // That response was written out: a later resumption after a flood finds nothing kept.
+    flood_get_stream(&mut s, key, 300);
+    let again = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (msgs, _) = read_stream(&mut s, again, &mut StreamReader::new());
+    assert!(msgs.is_empty(), "delivered answers are not kept: {msgs:?}");
+    // A resumption whose response drops before it is written keeps the answer for the next.
+    let (stream, key, id, _) = call_and_prime(&mut s, &sid);
+    s.stream_closed(T0, stream);
+    answer_call(&mut s, key, &id);
+    s.pump();
+    flood_get_stream(&mut s, key, 300);
+    // From the start of that stream ("<stream>-0"): the priming event is gone, the answer
+    // kept aside is not.
+    let from_start = format!("{}-0", stream.0);
+    let first = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &from_start)],
+    );
+    let Some(out) = s.poll_stream(first) else {
+        panic!("the resumption has bytes")
+    };
+    let mut msgs = Vec::new();
+    StreamReader::new().feed(out.bytes, |m| msgs.push(m.to_vec()));
+    assert_eq!(msgs.len(), 1, "the answer, kept aside");
+    // Its connection drops with none of it written; more events push on.
+    s.stream_closed(T0, first);
+    flood_get_stream(&mut s, key, 300);
+    let again = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &from_start)],
+    );
+    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
 #[test]
 fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response() {
     // The client's connection broke, but the server has not noticed yet: its response is still

@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod headers;
+mod kept;
 mod server;
 mod session;
 mod store;

@@ -29,11 +29,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use smallvec::SmallVec;
 
 use super::headers::{self, AnnotationError, ToolHeaders};
+use super::kept::{self, KeepLimits, KeptAnswers};
 use super::store::{EventStore, MemoryEventStore, SessionStore, StoreUnavailable};
 
 use crate::Timestamp;
@@ -168,6 +170,12 @@ pub struct HttpServerConfig {
     pub tool_headers: ToolHeaders,
     /// Events each session keeps for resumption with `Last-Event-ID` in the default store,
     /// and messages waiting for a session's GET stream while none is open. Default 256.
+    ///
+    /// This bound and the two below also hold, on their own, the answers the server keeps
+    /// aside whatever the store: those of request streams whose client went away before it
+    /// had them. A resumption puts back any the store lost to its bounds (a burst of log
+    /// messages, say); an answer goes once a response carrying it was written out. Zero
+    /// keeps none.
     pub event_store: usize,
     /// Bytes of events each session keeps in the default store, and bytes of messages waiting
     /// for its GET stream: the oldest go past it (the newest always stays). Default
@@ -302,6 +310,10 @@ struct Stream {
     unrendered: usize,
     /// Whether `frames` is still recorded.
     record: bool,
+    /// Where in `buf` the answers of a session's stream are: (event number, start, end).
+    /// Those its host had not written out when its client went away are kept aside
+    /// (`KeptAnswers`): the store may lose them before the client resumes.
+    answers: SmallVec<[(u64, usize, usize); 1]>,
     /// Events not yet in the event store: while the answer may still become a plain JSON body
     /// (`record`), its events are kept here, and stored only once the stream is certain to be
     /// SSE (the host drains it, or its client goes away): an answer given as JSON never costs
@@ -361,6 +373,9 @@ struct Conn {
     attached: u32,
     /// In `Deadlines::recheck`.
     deadline_noted: Cell<bool>,
+    /// Answers its client may not have received, safe from the event store's bounds until
+    /// a resumption carries them out.
+    kept: KeptAnswers,
 }
 
 /// The connections' deadlines in a lazily updated min-heap, so that
@@ -453,6 +468,8 @@ pub struct HttpServer {
     /// Sessions whose client let go of its last stream when no time was given
     /// (`Conn::unclocked`): their idle time starts at the host's next time.
     unclocked: Vec<u64>,
+    /// The bytes of answers kept aside over all sessions (`Conn::kept`).
+    kept_bytes: Arc<AtomicUsize>,
 }
 
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
@@ -544,6 +561,7 @@ impl HttpServer {
             next_keepalive: None,
             now: Timestamp::ZERO,
             unclocked: Vec::new(),
+            kept_bytes: Arc::new(AtomicUsize::new(0)),
             events,
             shared,
             config,
@@ -559,6 +577,15 @@ impl HttpServer {
             polling: Vec::new(),
             dirty: Vec::new(),
             eventful: Vec::new(),
+        }
+    }
+
+    /// The bounds of the answers kept aside (`Conn::kept`): the event store's.
+    fn keep_limits(&self) -> KeepLimits {
+        KeepLimits {
+            events: self.config.event_store,
+            bytes: self.config.event_store_bytes,
+            total_bytes: self.config.event_store_total_bytes,
         }
     }
 
@@ -669,6 +696,7 @@ impl HttpServer {
                 unrendered: 0,
                 record: true,
                 unstored: Vec::new(),
+                answers: SmallVec::new(),
                 detached: false,
                 closing_for_polling: false,
                 error_code: None,
@@ -933,6 +961,7 @@ impl HttpServer {
             in_eventful: false,
             attached: 0,
             deadline_noted: Cell::new(false),
+            kept: KeptAnswers::default(),
         };
         // Boxed: the map's empty slots then cost a pointer, not a whole connection.
         let boxed = match spare {
@@ -1503,14 +1532,30 @@ impl HttpServer {
                 // Events held back while the answer could still become a JSON body (the
                 // host has not drained the stream yet) go to the store first, to be replayed.
                 self.store_unstored(old);
+                // Answers a response still holds unwritten are kept aside: that response ends.
+                self.keep_unread_answers(old);
             }
+            // Answers kept aside for the stream go back among the events replayed, in their
+            // place, where the store lost them to its bounds.
+            let kept = (self.conns.get(&key))
+                .map(|c| c.kept.after(old, event_no))
+                .unwrap_or_default();
             let mut replay = Vec::new();
+            let mut events = Vec::new();
             let replayed = self.events.replay(sid, old, event_no, &mut |event| {
-                replay.extend_from_slice(event)
+                if kept.is_empty() {
+                    replay.extend_from_slice(event)
+                } else {
+                    events.push(event.to_vec())
+                }
             });
             if replayed.is_err() {
                 // What is stored may be the answer the client resumes for: it comes back.
                 return store_unavailable();
+            }
+            let carries = !kept.is_empty();
+            if carries {
+                replay = kept::merge(&events, kept);
             }
             let resumes_standalone = self
                 .conns
@@ -1523,7 +1568,11 @@ impl HttpServer {
                     let was_detached = s.detached;
                     s.buf.clear();
                     s.read = 0;
+                    s.answers.clear();
                     s.buf.extend_from_slice(&replay);
+                    if carries && let Some(c) = self.conns.get_mut(&key) {
+                        c.kept.carried(old, event_no, old);
+                    }
                     s.detached = false;
                     s.closing_for_polling = false;
                     // The session's GET stream, ended at its bound before its host drained
@@ -1571,6 +1620,9 @@ impl HttpServer {
                         s.done = true;
                         s.stop_recording();
                     }
+                    if carries && let Some(c) = self.conns.get_mut(&key) {
+                        c.kept.carried(old, event_no, fresh);
+                    }
                     wake(&mut self.streams, &mut self.woken, fresh);
                     return HttpResponse {
                         status: 200,
@@ -1594,6 +1646,7 @@ impl HttpServer {
                             unrendered: 0,
                             record: false,
                             unstored: Vec::new(),
+                            answers: SmallVec::new(),
                             detached: false,
                             closing_for_polling: false,
                             error_code: None,
@@ -2050,6 +2103,7 @@ impl HttpServer {
     pub fn pump(&mut self) {
         // Drained, not dropped: the list keeps its capacity for the next round.
         let mut keys = std::mem::take(&mut self.dirty);
+        let limits = self.keep_limits();
         let mut blocked = Vec::new();
         let mut closed = Vec::new();
         for key in keys.drain(..) {
@@ -2066,6 +2120,7 @@ impl HttpServer {
                     backlog_bytes,
                     next_event,
                     in_dirty,
+                    kept,
                     ..
                 } = &mut **c;
                 let Some(frame) = conn.poll_frame() else {
@@ -2151,13 +2206,16 @@ impl HttpServer {
                 }
                 match target {
                     Some(stream) => {
-                        route_frame(
+                        let unheld = route_frame(
                             &mut self.streams,
                             &mut *self.events,
                             (session.as_deref(), next_event),
                             stream,
                             frame.bytes,
                         );
+                        if let Some((event, bytes)) = unheld {
+                            kept.keep(&self.kept_bytes, limits, stream, event, bytes);
+                        }
                         wake(&mut self.streams, &mut self.woken, stream);
                     }
                     None => {
@@ -2259,16 +2317,20 @@ impl HttpServer {
 
     /// [`route_frame`] for a frame that is not in a connection's output (a backlog entry).
     fn route(&mut self, key: u64, stream: HttpStreamId, frame: &[u8]) {
+        let limits = self.keep_limits();
         let Some(c) = self.conns.get_mut(&key) else {
             return;
         };
-        route_frame(
+        let unheld = route_frame(
             &mut self.streams,
             &mut *self.events,
             (c.session.as_deref(), &mut c.next_event),
             stream,
             frame,
         );
+        if let Some((event, bytes)) = unheld {
+            c.kept.keep(&self.kept_bytes, limits, stream, event, bytes);
+        }
         wake(&mut self.streams, &mut self.woken, stream);
     }
 
@@ -2334,6 +2396,7 @@ impl HttpServer {
         // A long-lived (standalone) stream does not keep a large message's capacity.
         crate::frame::empty(&mut s.buf);
         s.read = 0;
+        s.answers.clear();
         let (key, held) = (s.conn.0, !s.detached);
         if held
             && (s.done || s.closing_for_polling)
@@ -2351,6 +2414,10 @@ impl HttpServer {
             self.streams.remove(&stream);
             if held {
                 self.attach(key, false);
+            }
+            // Written out to the end: what a resumption gave it to carry goes.
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.kept.delivered(stream);
             }
             self.forget_stateless(key);
         } else if s.closing_for_polling {
@@ -2380,8 +2447,10 @@ impl HttpServer {
         let Some(stream) = self.resolve(stream) else {
             return;
         };
-        // What it carried must be resumable from the store.
+        // What it carried must be resumable from the store, and the answers its client may
+        // not have received are kept aside too.
         self.store_unstored(stream);
+        self.keep_unread_answers(stream);
         let Some(s) = self.streams.remove(&stream) else {
             return;
         };
@@ -2436,6 +2505,7 @@ impl HttpServer {
                         unrendered: 0,
                         record: false,
                         unstored: Vec::new(),
+                        answers: SmallVec::new(),
                         detached: true,
                         closing_for_polling: false,
                         error_code: None,
@@ -2515,6 +2585,32 @@ impl HttpServer {
             status,
             headers,
             body: Body::Complete("application/json", frame),
+        }
+    }
+
+    /// Keeps aside the answers in a session's stream that its host had not written out:
+    /// its client is about to resume it, and the store may have lost them by then.
+    fn keep_unread_answers(&mut self, stream: HttpStreamId) {
+        let limits = self.keep_limits();
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if s.answers.is_empty() {
+            return;
+        }
+        let answers = std::mem::take(&mut s.answers);
+        let Some(c) = self
+            .conns
+            .get_mut(&s.conn.0)
+            .filter(|c| c.session.is_some())
+        else {
+            return;
+        };
+        for &(event, start, end) in answers.iter().filter(|a| a.2 > s.read) {
+            if let Some(bytes) = s.buf.get(start..end) {
+                c.kept
+                    .keep(&self.kept_bytes, limits, stream, event, bytes.to_vec());
+            }
         }
     }
 
@@ -2953,18 +3049,23 @@ impl Stream {
 /// Writes one message as an SSE event on `stream`, stores it for resumption when the
 /// connection is a session, and ends the stream after the last awaited answer. `conn` is the
 /// connection's session id and event counter.
+/// Returns an answer that went to the store only, its stream being held by no response
+/// (event number, SSE bytes): the caller keeps it aside too (`Conn::kept`).
 fn route_frame(
     streams: &mut FastMap<HttpStreamId, Stream>,
     events: &mut dyn EventStore,
     conn: (Option<&str>, &mut u64),
     stream: HttpStreamId,
     frame: &[u8],
-) {
+) -> Option<(u64, Vec<u8>)> {
     let (session, next_event) = conn;
     let event_id = *next_event;
     *next_event += 1;
     let text = frame_text(frame);
     let held = |s: &Stream| !s.detached && !s.closing_for_polling;
+    // A session's event that no response carries, and where one that does carries it.
+    let mut unheld = None;
+    let mut span = None;
     if let Some(session) = session {
         // Kept for resumption: the event is built once, then stored and written.
         let mut bytes = Vec::new();
@@ -2973,8 +3074,14 @@ fn route_frame(
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),
         }
-        if let Some(s) = streams.get_mut(&stream).filter(|s| held(s)) {
-            s.buf.extend_from_slice(&bytes);
+        match streams.get_mut(&stream) {
+            Some(s) if held(s) => {
+                let start = s.buf.len();
+                s.buf.extend_from_slice(&bytes);
+                span = Some((event_id, start, s.buf.len()));
+            }
+            Some(_) => unheld = Some((event_id, bytes)),
+            None => {}
         }
     } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s) && !s.record) {
         // Nothing to store without a session: straight into the stream (a recorded one is
@@ -2983,10 +3090,12 @@ fn route_frame(
         write_unnumbered_event(&mut s.buf, &text);
     }
     let (answered, batch, error_code) = answered_by(&text);
-    let Some(s) = streams.get_mut(&stream) else {
-        return;
-    };
+    let s = streams.get_mut(&stream)?;
     s.error_code = error_code;
+    let answers = answered.is_some() || batch;
+    if answers && let Some(span) = span {
+        s.answers.push(span);
+    }
     if s.record {
         s.frames.push((event_id, frame.to_vec()));
         if s.frames.len() == 1 {
@@ -3011,6 +3120,7 @@ fn route_frame(
             streams.remove(&stream);
         }
     }
+    unheld.filter(|_| answers)
 }
 
 /// The request ids a body's `notifications/cancelled` name (a batch may carry several).
