@@ -92,8 +92,10 @@ impl KeptAnswers {
         });
     }
 
-    /// The answers of `stream` numbered above `after`, in event order.
-    pub(crate) fn after(&self, stream: HttpStreamId, after: u64) -> Vec<(u64, Vec<u8>)> {
+    /// The answers of `stream` numbered above `after`, in event order, for a resumption
+    /// from event `after`. Those up to it go: the client says it has them.
+    pub(crate) fn resume(&mut self, stream: HttpStreamId, after: u64) -> Vec<(u64, Vec<u8>)> {
+        self.drop_where(|k| k.stream == stream && k.event <= after);
         let mut out: Vec<(u64, Vec<u8>)> = (self.list.iter())
             .filter(|k| k.stream == stream && k.event > after)
             .map(|k| (k.event, k.bytes.clone()))
@@ -114,12 +116,17 @@ impl KeptAnswers {
 
     /// The response of stream `carrier` was written out to the end: what it carried goes.
     pub(crate) fn delivered(&mut self, carrier: HttpStreamId) {
+        self.drop_where(|k| k.carrier == Some(carrier));
+    }
+
+    /// Drops the answers `gone` picks.
+    fn drop_where(&mut self, gone: impl Fn(&Kept) -> bool) {
         if self.list.is_empty() {
             return;
         }
         let mut freed = 0;
         self.list.retain(|k| {
-            let gone = k.carrier == Some(carrier);
+            let gone = gone(k);
             if gone {
                 freed += k.bytes.len();
             }
@@ -243,10 +250,20 @@ mod tests {
         assert_eq!(b.len(), 1);
         b.delivered(HttpStreamId(2));
         assert_eq!(b.len(), 1, "a response that did not carry it leaves it");
-        assert_eq!(b.after(HttpStreamId(2), 3).len(), 1);
-        assert!(b.after(HttpStreamId(2), 4).is_empty());
+        assert_eq!(b.resume(HttpStreamId(2), 3).len(), 1);
         b.carried(HttpStreamId(2), 3, HttpStreamId(9));
         b.delivered(HttpStreamId(9));
+        assert_eq!((b.len(), total.load(Ordering::Relaxed)), (0, 0));
+        // A resumption from an event says the client has that one and those before it.
+        b.keep(&total, limits, HttpStreamId(2), 5, vec![b'b'; 10]);
+        b.keep(&total, limits, HttpStreamId(3), 6, vec![b'b'; 10]);
+        assert!(b.resume(HttpStreamId(2), 5).is_empty());
+        assert_eq!(b.len(), 1, "only the other stream's answer is left");
+        b.delivered(HttpStreamId(3));
+        assert_eq!(b.len(), 1, "a response that did not carry it leaves it");
+        assert_eq!(b.resume(HttpStreamId(3), 0).len(), 1);
+        b.carried(HttpStreamId(3), 0, HttpStreamId(3));
+        b.delivered(HttpStreamId(3));
         assert_eq!((b.len(), total.load(Ordering::Relaxed)), (0, 0));
     }
 }

@@ -1537,8 +1537,8 @@ impl HttpServer {
             }
             // Answers kept aside for the stream go back among the events replayed, in their
             // place, where the store lost them to its bounds.
-            let kept = (self.conns.get(&key))
-                .map(|c| c.kept.after(old, event_no))
+            let kept = (self.conns.get_mut(&key))
+                .map(|c| c.kept.resume(old, event_no))
                 .unwrap_or_default();
             let mut replay = Vec::new();
             let mut events = Vec::new();
@@ -3049,6 +3049,7 @@ impl Stream {
 /// Writes one message as an SSE event on `stream`, stores it for resumption when the
 /// connection is a session, and ends the stream after the last awaited answer. `conn` is the
 /// connection's session id and event counter.
+///
 /// Returns an answer that went to the store only, its stream being held by no response
 /// (event number, SSE bytes): the caller keeps it aside too (`Conn::kept`).
 fn route_frame(
