@@ -415,7 +415,14 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	// The connection, lent to the handler and to other goroutines: a command given on one
 	// of those wakes the wait below.
 	view := c.Conn()
-	wake, _ := view.serveWake() // (one Run at a time: checked above)
+	wake, alone := view.serveWake()
+	if !alone {
+		// (One Run at a time is checked above: this is a Serve given the client's Conn, which
+		// fails at its first write, since a view has no transport.) Without the channel,
+		// commands from other goroutines would never wake Run, and serveDone would take the
+		// channel from that Serve.
+		return errServing
+	}
 	defer view.serveDone()
 	for {
 		// A command given after mark, which the turn below may have missed, is looked at
