@@ -1389,11 +1389,20 @@ enum Away {
     ClosedForPolling,
 }
 
-/// A call whose client goes away (`away`), then 300 other events of the session (more than
-/// the store keeps, 256 a session), then the client resumes: what it gets, and whether the
-/// resumed stream finished.
+/// A server whose store keeps 32 events a session: `FLOOD` events push out any older one.
+fn small_store_server() -> HttpServer {
+    let mut config = HttpServerConfig::new(server_config());
+    config.event_store = 32;
+    HttpServer::new(config)
+}
+
+/// More events than `small_store_server` keeps for a session.
+const FLOOD: usize = 100;
+
+/// A call whose client goes away (`away`), then `FLOOD` other events of the session, then
+/// the client resumes: what it gets, and whether the resumed stream finished.
 fn resumed_after_a_flood(away: Away) -> (Vec<Value>, bool) {
-    let mut s = server();
+    let mut s = small_store_server();
     let sid = open_session(&mut s);
     let (_get, _, _) = listen(&mut s, &sid);
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
@@ -1418,7 +1427,7 @@ fn resumed_after_a_flood(away: Away) -> (Vec<Value>, bool) {
             s.stream_closed(T0, stream);
         }
     }
-    flood_get_stream(&mut s, key, 300);
+    flood_get_stream(&mut s, key, FLOOD);
     let resumed = get_stream(
         &mut s,
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
@@ -1428,7 +1437,7 @@ fn resumed_after_a_flood(away: Away) -> (Vec<Value>, bool) {
 
 #[test]
 fn an_answer_its_client_did_not_get_outlives_the_event_store_bounds() {
-    // The store keeps a session's latest 256 events: a burst of log messages on the GET stream
+    // The store keeps a session's latest events (here 32): a burst of log messages on the GET stream
     // pushed out the answer of a stream whose client was away, and the resumption replayed
     // nothing, so the client waited until its timeout. The answer is kept aside as well.
     for away in [
@@ -1445,7 +1454,7 @@ fn an_answer_its_client_did_not_get_outlives_the_event_store_bounds() {
 
 #[test]
 fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_drop() {
-    let mut s = server();
+    let mut s = small_store_server();
     let sid = open_session(&mut s);
     let (_get, _, _) = listen(&mut s, &sid);
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
@@ -1461,7 +1470,7 @@ fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_d
     let (msgs, _) = read_stream(&mut s, resumed, &mut StreamReader::new());
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     // That response was written out: a later resumption after a flood finds nothing kept.
-    flood_get_stream(&mut s, key, 300);
+    flood_get_stream(&mut s, key, FLOOD);
     let again = get_stream(
         &mut s,
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
@@ -1473,7 +1482,7 @@ fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_d
     s.stream_closed(T0, stream);
     answer_call(&mut s, key, &id);
     s.pump();
-    flood_get_stream(&mut s, key, 300);
+    flood_get_stream(&mut s, key, FLOOD);
     // From the start of that stream ("<stream>-0"): the priming event is gone, the answer
     // kept aside is not.
     let from_start = format!("{}-0", stream.0);
@@ -1489,10 +1498,108 @@ fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_d
     assert_eq!(msgs.len(), 1, "the answer, kept aside");
     // Its connection drops with none of it written; more events push on.
     s.stream_closed(T0, first);
-    flood_get_stream(&mut s, key, 300);
+    flood_get_stream(&mut s, key, FLOOD);
     let again = get_stream(
         &mut s,
         &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &from_start)],
+    );
+    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
+#[test]
+fn the_store_of_the_flood_tests_does_lose_the_answer() {
+    // The control for the tests above: the same flood with nothing kept aside (no event id of
+    // the stream was ever written out, so its client could not resume it and nothing is
+    // kept) leaves the store without the answer.
+    let mut s = small_store_server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    answer_call(&mut s, key, &id);
+    s.pump();
+    let _ = s.poll_stream(stream);
+    s.stream_closed(T0, stream);
+    flood_get_stream(&mut s, key, FLOOD);
+    let resumed = get_stream(
+        &mut s,
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("Last-Event-ID", &format!("{}-0", stream.0)),
+        ],
+    );
+    let (msgs, _) = read_stream(&mut s, resumed, &mut StreamReader::new());
+    assert!(msgs.is_empty(), "{msgs:?}");
+}
+
+#[test]
+fn a_resumption_taking_over_a_held_response_carries_its_unwritten_answer() {
+    // The client saw its connection break before the host did: the response still holds the
+    // answer, unwritten, when the `Last-Event-ID` GET takes the stream over, after a burst
+    // that pushed the answer out of the store.
+    let mut s = small_store_server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let last = reader.last_event_id().unwrap().to_owned();
+    answer_call(&mut s, key, &id);
+    s.pump();
+    flood_get_stream(&mut s, key, FLOOD);
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    assert!(s.poll_stream(stream).is_none(), "the stale response ends");
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
+#[test]
+fn naming_a_resumptions_own_stream_does_not_drop_what_it_carried() {
+    // A resumption's response gets a stream of its own (numbers are sequential, so a client
+    // can name it): taking that one over replaced its bytes, and once it drained, the answer
+    // it had carried counted as written out and went, unwritten.
+    let mut s = small_store_server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let last = reader.last_event_id().unwrap().to_owned();
+    s.stream_closed(T0, stream);
+    answer_call(&mut s, key, &id);
+    s.pump();
+    flood_get_stream(&mut s, key, FLOOD);
+    let Body::Stream(fresh) = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+        "",
+    )
+    .body
+    else {
+        panic!("a stream")
+    };
+    // Before anything of it is written, the client names that stream (its host has not
+    // noticed the connection break): it is taken over, and drains.
+    let other = get_stream(
+        &mut s,
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("Last-Event-ID", &format!("{}-0", fresh.0)),
+        ],
+    );
+    let _ = read_stream(&mut s, other, &mut StreamReader::new());
+    // The answer is still there for the stream it belongs to.
+    let again = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
     );
     let (msgs, finished) = read_stream(&mut s, again, &mut reader);
     assert_eq!(msgs.len(), 1, "{msgs:?}");

@@ -4,11 +4,16 @@
 //! The event store drops a session's oldest events past its bounds (by default 256 events or
 //! 4 MiB per session). While a request's stream is detached (its client went away, or the
 //! application closed it for polling), nobody reads its answer, and a burst of other events
-//! (log notifications, say) could push that answer out before the client comes back with
+//! (log messages, say) could push that answer out before the client came back with
 //! `Last-Event-ID`: the resumption then replayed nothing, and the client waited for its
 //! timeout. So the server keeps such answers here as well, under bounds of their own, and
-//! puts back any the store lost when the stream is resumed. An answer goes once a response
-//! carrying it was written out to the end.
+//! puts back any the store lost when the stream is resumed. Kept are the answers given while
+//! no response held the stream, and those still unwritten in a response when its client went
+//! away; only for a stream the client can resume (its host wrote some of it out, so the
+//! client may hold one of its event ids). An answer goes once a response carrying it was
+//! written out to the end, or once a resumption's `Last-Event-ID` shows the client has it.
+//! An answer the host wrote out just before the connection broke is not kept: the store's
+//! copy is what a quick resumption finds.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -16,8 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::HttpStreamId;
 
-/// How much may be kept: per session (events and bytes, the newest always stays) and over
-/// all sessions (bytes; past it nothing more is kept).
+/// How much may be kept: per session (events and bytes; the session's oldest go first, the
+/// newest always stays) and over all sessions (bytes; an answer that does not fit beside the
+/// other sessions' is not kept).
 #[derive(Clone, Copy)]
 pub(crate) struct KeepLimits {
     pub(crate) events: usize,
@@ -67,6 +73,10 @@ impl KeptAnswers {
         }
         let total = self.total.get_or_insert_with(|| Arc::clone(total));
         let len = bytes.len();
+        if (total.load(Ordering::Relaxed)).saturating_sub(self.bytes) + len > limits.total_bytes {
+            // Other sessions hold the rest of the bound: what this one keeps stays.
+            return;
+        }
         let over = |list: &VecDeque<Kept>, mine: usize| {
             list.len() >= limits.events
                 || mine + len > limits.bytes
@@ -78,9 +88,6 @@ impl KeptAnswers {
             };
             self.bytes -= old.bytes.len();
             total.fetch_sub(old.bytes.len(), Ordering::Relaxed);
-        }
-        if total.load(Ordering::Relaxed) + len > limits.total_bytes {
-            return; // other sessions hold the rest of the bound
         }
         self.bytes += len;
         total.fetch_add(len, Ordering::Relaxed);
@@ -111,6 +118,14 @@ impl KeptAnswers {
             if k.stream == stream && k.event > after {
                 k.carrier = Some(carrier);
             }
+        }
+    }
+
+    /// The response of stream `carrier` no longer carries what it did (its bytes were
+    /// replaced): those answers wait for the next resumption.
+    pub(crate) fn uncarry(&mut self, carrier: HttpStreamId) {
+        for k in self.list.iter_mut().filter(|k| k.carrier == Some(carrier)) {
+            k.carrier = None;
         }
     }
 
@@ -235,19 +250,19 @@ mod tests {
         );
         b.keep(&total, limits, HttpStreamId(2), 3, vec![b'b'; 120]);
         assert_eq!(
-            b.len(),
-            0,
-            "nothing fits beside the other session's answers"
+            (b.len(), total.load(Ordering::Relaxed)),
+            (1, 150),
+            "what cannot fit beside the other session's answers is refused, and the session's \
+             own stay"
         );
-        assert_eq!(total.load(Ordering::Relaxed), 100);
         drop(a);
         assert_eq!(
             total.load(Ordering::Relaxed),
-            0,
+            50,
             "a dropped session gives its bytes back"
         );
         b.keep(&total, limits, HttpStreamId(2), 4, vec![b'b'; 120]);
-        assert_eq!(b.len(), 1);
+        assert_eq!(b.len(), 1, "the session's own older answer made room");
         b.delivered(HttpStreamId(2));
         assert_eq!(b.len(), 1, "a response that did not carry it leaves it");
         assert_eq!(b.resume(HttpStreamId(2), 3).len(), 1);

@@ -174,8 +174,8 @@ pub struct HttpServerConfig {
     /// This bound and the two below also hold, on their own, the answers the server keeps
     /// aside whatever the store: those of request streams whose client went away before it
     /// had them. A resumption puts back any the store lost to its bounds (a burst of log
-    /// messages, say); an answer goes once a response carrying it was written out. Zero
-    /// keeps none.
+    /// messages, say); an answer goes once a response carrying it was written out, or a
+    /// resumption shows the client has it. Zero keeps none.
     pub event_store: usize,
     /// Bytes of events each session keeps in the default store, and bytes of messages waiting
     /// for its GET stream: the oldest go past it (the newest always stays). Default
@@ -314,6 +314,9 @@ struct Stream {
     /// Those its host had not written out when its client went away are kept aside
     /// (`KeptAnswers`): the store may lose them before the client resumes.
     answers: SmallVec<[(u64, usize, usize); 1]>,
+    /// Its host wrote some of it out, or a client resumed it: the client may hold one of its
+    /// event ids, so it can resume it. Answers of a stream it cannot resume are not kept.
+    ids_shown: bool,
     /// Events not yet in the event store: while the answer may still become a plain JSON body
     /// (`record`), its events are kept here, and stored only once the stream is certain to be
     /// SSE (the host drains it, or its client goes away): an answer given as JSON never costs
@@ -697,6 +700,7 @@ impl HttpServer {
                 record: true,
                 unstored: Vec::new(),
                 answers: SmallVec::new(),
+                ids_shown: false,
                 detached: false,
                 closing_for_polling: false,
                 error_code: None,
@@ -1569,9 +1573,15 @@ impl HttpServer {
                     s.buf.clear();
                     s.read = 0;
                     s.answers.clear();
+                    s.ids_shown = true;
                     s.buf.extend_from_slice(&replay);
-                    if carries && let Some(c) = self.conns.get_mut(&key) {
-                        c.kept.carried(old, event_no, old);
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        // What its bytes carried is gone with them (a client may name a
+                        // resumption's own stream): only this replay's answers are carried.
+                        c.kept.uncarry(old);
+                        if carries {
+                            c.kept.carried(old, event_no, old);
+                        }
                     }
                     s.detached = false;
                     s.closing_for_polling = false;
@@ -1647,6 +1657,7 @@ impl HttpServer {
                             record: false,
                             unstored: Vec::new(),
                             answers: SmallVec::new(),
+                            ids_shown: true,
                             detached: false,
                             closing_for_polling: false,
                             error_code: None,
@@ -2382,6 +2393,7 @@ impl HttpServer {
             return;
         };
         s.read = (s.read + n).min(s.buf.len());
+        s.ids_shown |= n > 0;
         if s.read == s.buf.len() {
             self.drained(stream);
         }
@@ -2599,10 +2611,9 @@ impl HttpServer {
             return;
         }
         let answers = std::mem::take(&mut s.answers);
-        let Some(c) = self
-            .conns
-            .get_mut(&s.conn.0)
-            .filter(|c| c.session.is_some())
+        // A client that saw none of its event ids cannot resume it.
+        let Some(c) =
+            (self.conns.get_mut(&s.conn.0)).filter(|c| c.session.is_some() && s.ids_shown)
         else {
             return;
         };
@@ -3081,8 +3092,9 @@ fn route_frame(
                 s.buf.extend_from_slice(&bytes);
                 span = Some((event_id, start, s.buf.len()));
             }
-            Some(_) => unheld = Some((event_id, bytes)),
-            None => {}
+            // Kept aside too when its client can come back for it.
+            Some(s) if s.ids_shown => unheld = Some((event_id, bytes)),
+            _ => {}
         }
     } else if let Some(s) = streams.get_mut(&stream).filter(|s| held(s) && !s.record) {
         // Nothing to store without a session: straight into the stream (a recorded one is
