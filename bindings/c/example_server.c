@@ -543,12 +543,14 @@ int main(int argc, char **argv) {
         running = drained != 0;
         pending_output = flush_output(conn, &stdout_open);
         if (!running && (!pending_output || !stdout_open)) break;
-        /* Events wait behind the output: once it is written they come first (until then
-           the wait below is for stdout, not for input). */
-        if (drained == 2 && (!pending_output || !stdout_open)) continue;
         /* Input goes in while no output waits, or while what waits is under HIGH_WATER (the
            client may be blocked writing to us, and read only once it is done). */
         int room = !pending_output || !stdout_open || pending_bytes(conn) < HIGH_WATER;
+        /* Events wait behind the output: once it is back under HIGH_WATER they come first,
+           before any more input is read (until then the wait below is for stdout alone).
+           Reading on would meet the end of the input with requests still queued, and
+           handle_eof would close the connection before they were answered. */
+        if (drained == 2 && room) continue;
         /* The rest of the last read, a piece at a time, before anything else is read. */
         if (running && drained != 2 && room && buf_fed < buf_len) {
             size_t piece = buf_len - buf_fed < feed ? buf_len - buf_fed : feed;
@@ -570,7 +572,7 @@ int main(int argc, char **argv) {
         }
 
         /* Backpressure: no new input while HIGH_WATER of output waits for the client. */
-        int want_input = stdin_open && running && room && buf_fed == buf_len;
+        int want_input = stdin_open && running && room && drained != 2 && buf_fed == buf_len;
         if (want_input) {
             fds[nfds].fd = STDIN_FILENO;
             fds[nfds].events = POLLIN;

@@ -693,6 +693,57 @@ fn the_stdio_example_answers_every_request_before_eof_ends_it() {
     }
 }
 
+/// End of input while answers wait for a slow reader: every request is still answered. The
+/// example read stdin again once a partial write brought its output under its high-water
+/// mark, with request events still queued, and so handled the end of input before them:
+/// their answers were refused (the connection had closed) and lost without a word.
+#[test]
+fn the_stdio_example_answers_everything_when_input_ends_while_its_reader_lags() {
+    use std::io::{Read, Write};
+    let program = c_server_plain();
+    let count = 20_000;
+    let mut input = C_INIT.to_owned();
+    for i in 1..=count {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n"
+        ));
+    }
+    let mut child = spawn_stdio_example(program);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    // The reader lags, then reads in small pieces: many writes are partial.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut text = Vec::new();
+    let mut piece = [0u8; 4 * 1024];
+    loop {
+        let n = stdout.read(&mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&piece[..n]);
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    writer.join().unwrap().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(text).unwrap();
+    let answers = text
+        .lines()
+        .filter(|l| l.contains("\"result\":{\"tools\""))
+        .count();
+    assert_eq!(
+        answers,
+        count,
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The `add` tool of the stdio example (the end-to-end bench's second tool), under ASan:
 /// whole sums print without a fraction, and anything that is not two finite numbers is a
 /// tool error, never a crash.
