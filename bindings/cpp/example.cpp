@@ -4,6 +4,7 @@
 #include "mcpwire.hpp"
 
 #include <iostream>
+#include <optional>
 #include <string>
 
 namespace {
@@ -19,7 +20,20 @@ bool deliver(mcpw::connection &from, mcpw::connection &to, std::uint64_t now_ns)
     return moved;
 }
 
-std::string text(std::string_view json) { return std::string(json); }
+// The result of an `echo` call: its text argument, or a tool error when it has none that is a
+// string (json_get throws for text that is not an object, `"arguments":5`: a client's
+// mistake, answered).
+std::string echo(std::optional<std::string_view> params) {
+    try {
+        auto args = mcpw::json_get(params.value_or("{}"), "arguments");
+        auto said = mcpw::json_get(args.value_or("{}"), "text");
+        if (said && !said->empty() && said->front() == '"')
+            return R"({"content":[{"type":"text","text":)" + std::string(*said) + "}]}";
+    } catch (const mcpw::error &) {
+    }
+    return R"({"content":[{"type":"text","text":"echo needs a string text"}],)"
+           R"("isError":true})";
+}
 
 } // namespace
 
@@ -37,13 +51,17 @@ int main() {
         while (!done) {
             // 1. events: the server answers requests, the client reacts to answers.
             while (auto ev = server.poll_event()) {
-                if (ev->kind() == MCPW_EVENT_REQUEST && ev->method() == "tools/call") {
-                    auto args = mcpw::json_get(ev->params().value_or("{}"), "arguments");
-                    auto said = mcpw::json_get(args.value_or("{}"), "text").value_or("\"\"");
-                    server.respond(ev->id(), R"({"content":[{"type":"text","text":)" +
-                                                 text(said) + "}]}");
-                } else if (ev->kind() == MCPW_EVENT_REQUEST) {
-                    server.respond(ev->id(), R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}}]})");
+                if (ev->kind() != MCPW_EVENT_REQUEST) continue;
+                // What a client sends never ends the server: a refused answer is reported.
+                try {
+                    if (ev->method() == "tools/call") {
+                        server.respond(ev->id(), echo(ev->params()));
+                    } else {
+                        server.respond(ev->id(), R"({"tools":[{"name":"echo",)"
+                                                 R"("inputSchema":{"type":"object"}}]})");
+                    }
+                } catch (const mcpw::error &err) {
+                    std::cerr << "answer not given: " << err.what() << "\n";
                 }
             }
             while (auto ev = client.poll_event()) {

@@ -5,6 +5,7 @@
 #include "mcpwire.hpp"
 
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,28 +18,50 @@ struct open_stream {
     std::uint64_t stream;
 };
 
+// The text argument of an `echo` call, as JSON (quotes included), or nullopt when the call
+// has none that is a string. json_get throws for text that is not an object (`"arguments":5`):
+// a client's mistake, answered, never the end of the server.
+std::optional<std::string> echo_text(std::optional<std::string_view> params) {
+    try {
+        auto args = mcpw::json_get(params.value_or("{}"), "arguments");
+        auto text = mcpw::json_get(args.value_or("{}"), "text");
+        if (text && !text->empty() && text->front() == '"') return std::string(*text);
+    } catch (const mcpw::error &) {
+    }
+    return std::nullopt;
+}
+
 // The server application: `echo` answers with its text, after one progress report when the
-// call asked for progress (a call without a progress token gets none: progress() refuses it
-// with MCPW_ERR_NO_PROGRESS_TOKEN, which must not end the server).
+// call asked for progress. Nothing a client sends ends the server: bad arguments get a tool
+// error, and a command the engine refuses (no progress token, the output full, a request the
+// client cancelled meanwhile) is reported and the loop goes on.
 void serve(mcpw::http_server &server) {
     while (auto e = server.poll_event()) {
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
-        if (e->ev.method() != "tools/call") {
-            e->conn.respond(e->ev.id(), "{}");
-            continue;
-        }
         // Copies of the id and the text: a command (progress, here) may end the event's views
         // on an mcpw::connection. (The views a server lends last until its next call, but a
         // loop copied to stdio would not be so lucky.)
         const mcpw::owned_id id(e->ev.id());
-        auto args = mcpw::json_get(e->ev.params().value_or("{}"), "arguments");
-        const std::string text(mcpw::json_get(args.value_or("{}"), "text").value_or("\"\""));
         try {
-            e->conn.progress(id.get(), 1, 2.0, "echoing");
+            if (e->ev.method() != "tools/call") {
+                e->conn.respond(id.get(), "{}");
+                continue;
+            }
+            const auto text = echo_text(e->ev.params());
+            if (!text) {
+                e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)"
+                                          R"("echo needs a string text"}],"isError":true})");
+                continue;
+            }
+            try {
+                e->conn.progress(id.get(), 1, 2.0, "echoing");
+            } catch (const mcpw::error &) {
+                // Progress is a courtesy: a call without a progress token gets none.
+            }
+            e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)" + *text + "}]}");
         } catch (const mcpw::error &err) {
-            if (err.code() != MCPW_ERR_NO_PROGRESS_TOKEN) throw;
+            std::cerr << "answer not given: " << err.what() << "\n";
         }
-        e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)" + text + "}]}");
     }
 }
 
