@@ -66,8 +66,8 @@
  *   MAX_CONNECTIONS); at the cap a new client displaces the connection that has waited
  *   longest for a request head, and waits its turn only when every connection is in a
  *   request. --max-output bounds the bytes one session's (or stateless request's) output may
- *   hold before the engine pushes back with MCPW_ERR_OUTPUT_FULL (default 16 MiB); the tools
- *   then try again later. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
+ *   hold before the engine pushes back with MCPW_ERR_OUTPUT_FULL (default 16 MiB); answers
+ *   and progress refused then are given again a little later, never dropped. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
  *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
  *   every other one with 403).
  *
@@ -202,7 +202,13 @@ static int same_id(const mcpw_id *a, const mcpw_id *b) {
            (a->string.len == 0 || memcmp(a->string.ptr, b->string.ptr, a->string.len) == 0);
 }
 
-typedef enum { JOB_COUNT, JOB_PROGRESS_100 } job_kind;
+/* JOB_ANSWER: an answer the engine refused with MCPW_ERR_OUTPUT_FULL (the client is not
+   reading what its session already has to say), given again a little later. */
+typedef enum { JOB_COUNT, JOB_PROGRESS_100, JOB_ANSWER } job_kind;
+
+/* How a JOB_ANSWER answers: a result, an error (`code` and `answer` as its message), or an
+   "input required" result (2026-07-28). */
+typedef enum { ANSWER_RESULT, ANSWER_ERROR, ANSWER_INPUT } answer_kind;
 
 typedef struct job {
     uint64_t key;
@@ -211,6 +217,11 @@ typedef struct job {
     int step;
     int answering; /* every progress step is out: only the answer is left */
     uint64_t due_ns;
+    /* JOB_ANSWER: what to give, copied. */
+    answer_kind how;
+    int64_t code;
+    char *answer;
+    size_t answer_len;
     struct job *next;
 } job;
 
@@ -218,10 +229,11 @@ static job *jobs;
 
 static void job_free(job *j) {
     free(j->request.text);
+    free(j->answer);
     free(j);
 }
 
-static void start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t now) {
+static job *start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t now) {
     job *j = checked_malloc(sizeof *j);
     j->key = key;
     j->request = own_id(id);
@@ -229,8 +241,48 @@ static void start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t n
     j->step = 0;
     j->answering = 0;
     j->due_ns = now + STEP_NS;
+    j->how = ANSWER_RESULT;
+    j->code = 0;
+    j->answer = NULL;
+    j->answer_len = 0;
     j->next = jobs;
     jobs = j;
+    return j;
+}
+
+/* The connection whose request on_mcp_request is answering, for an answer refused for now
+   (respond queues it as a JOB_ANSWER of that connection). */
+static uint64_t answering_key;
+
+/* Gives an answer: a result, an error or an "input required" result. */
+static mcpw_result give(mcpw_conn *conn, const mcpw_id *id, answer_kind how, int64_t code,
+                        const char *text, size_t len) {
+    switch (how) {
+    case ANSWER_ERROR:
+        return mcpw_conn_respond_error(conn, id, code, text, len, NULL, 0);
+    case ANSWER_INPUT:
+        return mcpw_conn_respond_input_required(conn, id, text, len, NULL, 0);
+    default:
+        return mcpw_conn_respond(conn, id, text, len);
+    }
+}
+
+/* Gives an answer now, or, when the client is not reading what its session already has to
+   say (MCPW_ERR_OUTPUT_FULL), again a little later: never dropped. Returns the engine's
+   verdict (MCPW_OK for an answer queued). */
+static mcpw_result give_or_queue(mcpw_conn *conn, const mcpw_id *id, answer_kind how,
+                                 int64_t code, const char *text, size_t len) {
+    mcpw_result rc = give(conn, id, how, code, text, len);
+    if (rc == MCPW_ERR_OUTPUT_FULL) {
+        job *j = start_job(answering_key, id, JOB_ANSWER, now_ns());
+        j->how = how;
+        j->code = code;
+        j->answer = checked_malloc(len + 1);
+        if (len > 0) memcpy(j->answer, text, len);
+        j->answer_len = len;
+        return MCPW_OK;
+    }
+    return rc;
 }
 
 static void cancel_job(uint64_t key, const mcpw_id *id) {
@@ -252,6 +304,17 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
     const char *answer;
     size_t answer_len;
     mcpw_result rc;
+    if (j->kind == JOB_ANSWER) {
+        rc = give(conn, &j->request.id, j->how, j->code, j->answer, j->answer_len);
+        if (rc == MCPW_ERR_OUTPUT_FULL) {
+            j->due_ns = now + STEP_NS;
+            return 0;
+        }
+        if (rc != MCPW_OK && rc != MCPW_ERR_UNKNOWN_REQUEST && rc != MCPW_ERR_CLOSED) {
+            warn("respond", rc);
+        }
+        return 1;
+    }
     if (j->kind == JOB_COUNT) {
         progress = (double)(j->step + 1);
         total = 3;
@@ -413,15 +476,16 @@ static void member_pair(mcpw_str json, const char *k1, const char *k2, mcpw_str 
     }
 }
 
-/* Answers are refused only when the request is already gone (cancelled, client away) or the
-   client does not read (output full): worth a line on stderr, never the end of the server. */
+/* Answers are refused only when the request is already gone (cancelled, client away):
+   worth a line on stderr, never the end of the server. One refused because the client does
+   not read (output full) is given again later (give_or_queue). */
 static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
-    mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
+    mcpw_result rc = give_or_queue(conn, id, ANSWER_RESULT, 0, json, len);
     if (rc != MCPW_OK) warn("respond", rc);
 }
 
 static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
-    mcpw_result rc = mcpw_conn_respond_error(conn, id, code, message, strlen(message), NULL, 0);
+    mcpw_result rc = give_or_queue(conn, id, ANSWER_ERROR, code, message, strlen(message));
     if (rc != MCPW_OK) warn("respond_error", rc);
 }
 
@@ -523,7 +587,7 @@ static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_
                             "your input\"}],\"isError\":false}"));
         return;
     }
-    rc = mcpw_conn_respond_input_required(conn, id, S(ask), NULL, 0);
+    rc = give_or_queue(conn, id, ANSWER_INPUT, 0, S(ask));
     if (rc != MCPW_OK) {
         respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool needs a "
                             "2026-07-28 client that can elicit\"}],\"isError\":true}"));
@@ -532,6 +596,7 @@ static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_
 
 static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, uint64_t now) {
     const mcpw_id *id = &ev->id;
+    answering_key = key;
     /* Every list fits on one page: a cursor is one this server never gave (the spec's
        pagination page: -32602). */
     if ((str_is(ev->method, "tools/list") || str_is(ev->method, "resources/list") ||

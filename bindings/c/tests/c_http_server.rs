@@ -357,6 +357,21 @@ fn backpressure_delays_answers_but_never_drops_them() {
     assert_clean_exit(server);
 }
 
+/// An answer given right after a log message that fills the output bound is refused for now
+/// (`MCPW_ERR_OUTPUT_FULL`) and given again once there is room: the client gets both. (The
+/// example only warned, and the request waited for an answer until its client gave up.)
+#[test]
+fn an_answer_refused_for_a_full_output_is_given_later() {
+    let server = Server::asan(&["--max-output", "100"]);
+    let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: test_logging_tool\r\n");
+    let body = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let out = post(server.port, &headers, body);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("test_logging_tool ran"), "the log message: {out}");
+    assert!(out.contains("Logging tool completed"), "the answer: {out}");
+    assert_clean_exit(server);
+}
+
 #[test]
 fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     let server = Server::asan(&["--allow-host", "mcp.example"]);
