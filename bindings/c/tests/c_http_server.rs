@@ -367,7 +367,10 @@ fn an_answer_refused_for_a_full_output_is_given_later() {
     let body = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let out = post(server.port, &headers, body);
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    assert!(out.contains("test_logging_tool ran"), "the log message: {out}");
+    assert!(
+        out.contains("test_logging_tool ran"),
+        "the log message: {out}"
+    );
     assert!(out.contains("Logging tool completed"), "the answer: {out}");
     assert_clean_exit(server);
 }
