@@ -97,7 +97,8 @@
 //!   default; the newest event always stays, so a stream holds at most the larger of that
 //!   and its largest event); a resumption from before them replays only what is left, and
 //!   reads no more than that into memory. A session keeps at most
-//!   [`RedisOptions::bytes_per_session`] bytes over all its streams (4 MiB by default): past
+//!   [`RedisOptions::bytes_per_session`] bytes of events over all its streams (4 MiB by
+//!   default; each stream also costs a key, an index entry and a counter): past
 //!   it, the stream appended to longest ago loses its oldest events first, so however many
 //!   streams a client opens, its session pins a bounded amount of Redis memory (the newest
 //!   event of the stream being appended to always stays). A stream's events go `ttl` after
@@ -858,8 +859,8 @@ impl ReplicaClaim {
 
     /// Renews the claim for another [`CLAIM_TTL`] (or takes the number again if the claim
     /// expired meanwhile). `false` when another process holds the number now, or Redis could
-    /// not be reached: report it, since this replica's resumable events may then mix with
-    /// another's.
+    /// not be reached: report it, since two running servers may then share the name (stream
+    /// ids do not depend on it).
     pub fn renew(&mut self) -> bool {
         let mut cmd = RENEW.prepare_invoke();
         cmd.key(&self.key).arg(&self.token).arg(claim_ttl_ms());
@@ -957,7 +958,10 @@ impl RedisEventStore {
     /// a loss, new processes draw blocks past those of the processes still running unless
     /// more than one process a millisecond started since the counter was made, or the clock
     /// came round to their blocks again (about one chance in 2<sup>24</sup> per process
-    /// started). Fails if Redis cannot be reached.
+    /// started). A Redis that comes back with older data (restarted from a snapshot taken
+    /// before, or a replica promoted without the last writes) has the counter as it was then,
+    /// and hands out again the blocks it handed out since: restart the replicas after such a
+    /// loss. Fails if Redis cannot be reached.
     // (The clock only seeds a counter, once per process.)
     #[allow(clippy::disallowed_methods)]
     pub fn first_stream_id(&mut self) -> Result<u64, StoreError> {
