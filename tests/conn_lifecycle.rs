@@ -651,6 +651,10 @@ fn a_request_on_a_last_unterminated_line_can_be_answered() {
     );
     assert!(drain(&mut p.server).is_empty());
     p.server.handle_eof(p.now);
+    // Not due while its event waits: a host holding events back (its output full) would
+    // find the deadline always due, and spin. (`Pair::ready` leaves no timer of its own.)
+    assert_eq!(p.server.poll_timeout(), None);
+    p.server.handle_timeout(p.now);
     let id = match p.server.poll_event().map(own) {
         Some(Ev::Request { id, method, .. }) => {
             assert_eq!(method, "tools/list");

@@ -974,8 +974,11 @@ impl Connection {
         if self.core.lifecycle.is_closed() {
             return None;
         }
-        if self.eof_after_events() {
-            return Some(Timestamp::ZERO); // the end of input, once its events are out
+        // The end of input closes the connection once the last line's events are out: "now"
+        // then, and not while they wait. A host that holds events back while its output is
+        // full would otherwise find a deadline always due, and spin until the peer read.
+        if self.eof_after_events() && self.core.events.pending() == 0 {
+            return Some(Timestamp::ZERO);
         }
         self.core.corr.timers.earliest()
     }
