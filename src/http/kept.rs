@@ -176,6 +176,46 @@ fn event_number(event: &[u8]) -> Option<u64> {
     std::str::from_utf8(&line[dash + 1..]).ok()?.parse().ok()
 }
 
+/// The events of an SSE buffer from the one that holds byte `read` on (those not written out
+/// whole), as (event number, the event's bytes, its data joined), for the events with an id
+/// and data. The buffer holds whole events only, as the server writes them (`id:` and `data:`
+/// lines, comments, `retry:`), each ending in an empty line.
+pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(u64, &[u8], String)> {
+    let read = read.min(buf.len());
+    let start = (buf[..read].windows(2))
+        .rposition(|w| w == b"\n\n")
+        .map_or(0, |at| at + 2);
+    let mut out = Vec::new();
+    let mut rest = &buf[start..];
+    while !rest.is_empty() {
+        let end = (rest.windows(2).position(|w| w == b"\n\n")).map_or(rest.len(), |at| at + 2);
+        let (event, tail) = rest.split_at(end);
+        rest = tail;
+        let mut number = None;
+        let mut data: Option<String> = None;
+        for line in event.split(|&b| b == b'\n') {
+            if line.starts_with(b"id: ") {
+                number = event_number(event);
+            } else if let Some(text) = line.strip_prefix(b"data: ") {
+                let text = String::from_utf8_lossy(text);
+                match data.as_mut() {
+                    Some(joined) => {
+                        joined.push('\n');
+                        joined.push_str(&text);
+                    }
+                    None => data = Some(text.into_owned()),
+                }
+            }
+        }
+        if let (Some(number), Some(data)) = (number, data)
+            && !data.is_empty()
+        {
+            out.push((number, event, data));
+        }
+    }
+    out
+}
+
 /// `replayed` (the store's events, each whole) with every answer of `kept` it lacks put in
 /// its place by event number. Events whose number cannot be read keep their place after the
 /// one before them.
@@ -223,6 +263,36 @@ mod tests {
             "id: 7-3\ndata: a\n\nid: 7-5\ndata: x\n\nid: 7-9\ndata: b\n\nid: 7-12\ndata: y\n\n"
         );
         assert_eq!(merge(&[], vec![(2, event(1, 2, "z"))]), event(1, 2, "z"));
+    }
+
+    #[test]
+    fn unwritten_events_start_at_the_event_the_host_was_in() {
+        let mut buf = event(4, 1, "");
+        buf.extend_from_slice(b"retry: 1000\n\n");
+        let second = event(4, 2, r#"{"a":1}"#);
+        let at_second = buf.len();
+        buf.extend_from_slice(&second);
+        buf.extend_from_slice(b":\n\n");
+        let third: &[u8] = b"id: 4-3\ndata: [1,\ndata: 2]\n\n";
+        buf.extend_from_slice(third);
+        // From the start of the second event, inside it, one byte short of its end: it and
+        // the third (the comment and the empty priming event carry no data).
+        for read in [at_second, at_second + 5, at_second + second.len() - 1] {
+            let found: Vec<(u64, String)> = unwritten_events(&buf, read)
+                .into_iter()
+                .map(|(n, _, data)| (n, data))
+                .collect();
+            assert_eq!(
+                found,
+                [(2, r#"{"a":1}"#.to_owned()), (3, "[1,\n2]".to_owned())],
+                "{read}"
+            );
+        }
+        // Written whole up to the third: the third alone, its bytes whole.
+        let last = unwritten_events(&buf, buf.len() - third.len());
+        assert_eq!(last.len(), 1);
+        assert_eq!(last[0].1, third);
+        assert!(unwritten_events(&buf, buf.len()).is_empty());
     }
 
     #[test]

@@ -310,10 +310,6 @@ struct Stream {
     unrendered: usize,
     /// Whether `frames` is still recorded.
     record: bool,
-    /// Where in `buf` the answers of a session's stream are: (event number, start, end).
-    /// Those its host had not written out when its client went away are kept aside
-    /// (`KeptAnswers`): the store may lose them before the client resumes.
-    answers: SmallVec<[(u64, usize, usize); 1]>,
     /// Its host wrote some of it out, or a client resumed it: the client may hold one of its
     /// event ids, so it can resume it. Answers of a stream it cannot resume are not kept.
     ids_shown: bool,
@@ -378,7 +374,7 @@ struct Conn {
     deadline_noted: Cell<bool>,
     /// Answers its client may not have received, safe from the event store's bounds until
     /// a resumption carries them out.
-    kept: KeptAnswers,
+    kept: Option<Box<KeptAnswers>>,
 }
 
 /// The connections' deadlines in a lazily updated min-heap, so that
@@ -699,7 +695,6 @@ impl HttpServer {
                 unrendered: 0,
                 record: true,
                 unstored: Vec::new(),
-                answers: SmallVec::new(),
                 ids_shown: false,
                 detached: false,
                 closing_for_polling: false,
@@ -965,7 +960,7 @@ impl HttpServer {
             in_eventful: false,
             attached: 0,
             deadline_noted: Cell::new(false),
-            kept: KeptAnswers::default(),
+            kept: None,
         };
         // Boxed: the map's empty slots then cost a pointer, not a whole connection.
         let boxed = match spare {
@@ -1542,7 +1537,8 @@ impl HttpServer {
             // Answers kept aside for the stream go back among the events replayed, in their
             // place, where the store lost them to its bounds.
             let kept = (self.conns.get_mut(&key))
-                .map(|c| c.kept.resume(old, event_no))
+                .and_then(|c| c.kept.as_mut())
+                .map(|k| k.resume(old, event_no))
                 .unwrap_or_default();
             let mut replay = Vec::new();
             let mut events = Vec::new();
@@ -1572,15 +1568,16 @@ impl HttpServer {
                     let was_detached = s.detached;
                     s.buf.clear();
                     s.read = 0;
-                    s.answers.clear();
                     s.ids_shown = true;
                     s.buf.extend_from_slice(&replay);
                     if let Some(c) = self.conns.get_mut(&key) {
                         // What its bytes carried is gone with them (a client may name a
                         // resumption's own stream): only this replay's answers are carried.
-                        c.kept.uncarry(old);
-                        if carries {
-                            c.kept.carried(old, event_no, old);
+                        if let Some(k) = c.kept.as_mut() {
+                            k.uncarry(old);
+                            if carries {
+                                k.carried(old, event_no, old);
+                            }
                         }
                     }
                     s.detached = false;
@@ -1630,8 +1627,10 @@ impl HttpServer {
                         s.done = true;
                         s.stop_recording();
                     }
-                    if carries && let Some(c) = self.conns.get_mut(&key) {
-                        c.kept.carried(old, event_no, fresh);
+                    if carries
+                        && let Some(k) = self.conns.get_mut(&key).and_then(|c| c.kept.as_mut())
+                    {
+                        k.carried(old, event_no, fresh);
                     }
                     wake(&mut self.streams, &mut self.woken, fresh);
                     return HttpResponse {
@@ -1656,7 +1655,6 @@ impl HttpServer {
                             unrendered: 0,
                             record: false,
                             unstored: Vec::new(),
-                            answers: SmallVec::new(),
                             ids_shown: true,
                             detached: false,
                             closing_for_polling: false,
@@ -2225,7 +2223,13 @@ impl HttpServer {
                             frame.bytes,
                         );
                         if let Some((event, bytes)) = unheld {
-                            kept.keep(&self.kept_bytes, limits, stream, event, bytes);
+                            (kept.get_or_insert_with(Box::default)).keep(
+                                &self.kept_bytes,
+                                limits,
+                                stream,
+                                event,
+                                bytes,
+                            );
                         }
                         wake(&mut self.streams, &mut self.woken, stream);
                     }
@@ -2340,7 +2344,13 @@ impl HttpServer {
             frame,
         );
         if let Some((event, bytes)) = unheld {
-            c.kept.keep(&self.kept_bytes, limits, stream, event, bytes);
+            (c.kept.get_or_insert_with(Box::default)).keep(
+                &self.kept_bytes,
+                limits,
+                stream,
+                event,
+                bytes,
+            );
         }
         wake(&mut self.streams, &mut self.woken, stream);
     }
@@ -2408,7 +2418,6 @@ impl HttpServer {
         // A long-lived (standalone) stream does not keep a large message's capacity.
         crate::frame::empty(&mut s.buf);
         s.read = 0;
-        s.answers.clear();
         let (key, held) = (s.conn.0, !s.detached);
         if held
             && (s.done || s.closing_for_polling)
@@ -2428,8 +2437,8 @@ impl HttpServer {
                 self.attach(key, false);
             }
             // Written out to the end: what a resumption gave it to carry goes.
-            if let Some(c) = self.conns.get_mut(&key) {
-                c.kept.delivered(stream);
+            if let Some(k) = self.conns.get_mut(&key).and_then(|c| c.kept.as_mut()) {
+                k.delivered(stream);
             }
             self.forget_stateless(key);
         } else if s.closing_for_polling {
@@ -2517,7 +2526,6 @@ impl HttpServer {
                         unrendered: 0,
                         record: false,
                         unstored: Vec::new(),
-                        answers: SmallVec::new(),
                         detached: true,
                         closing_for_polling: false,
                         error_code: None,
@@ -2600,27 +2608,32 @@ impl HttpServer {
         }
     }
 
-    /// Keeps aside the answers in a session's stream that its host had not written out:
-    /// its client is about to resume it, and the store may have lost them by then.
+    /// Keeps aside the answers in a session's stream that its host had not written out
+    /// whole: its client is about to resume it, and the store may have lost them by then.
+    /// They are read back from the stream's own SSE events (this happens only when a client
+    /// goes away with bytes unwritten, so the common path records nothing).
     fn keep_unread_answers(&mut self, stream: HttpStreamId) {
         let limits = self.keep_limits();
-        let Some(s) = self.streams.get_mut(&stream) else {
+        let Some(s) = self.streams.get(&stream) else {
             return;
         };
-        if s.answers.is_empty() {
+        // A client that saw none of its event ids cannot resume it.
+        if s.read == s.buf.len() || !s.ids_shown {
             return;
         }
-        let answers = std::mem::take(&mut s.answers);
-        // A client that saw none of its event ids cannot resume it.
-        let Some(c) =
-            (self.conns.get_mut(&s.conn.0)).filter(|c| c.session.is_some() && s.ids_shown)
-        else {
+        let Some(c) = (self.conns.get_mut(&s.conn.0)).filter(|c| c.session.is_some()) else {
             return;
         };
-        for &(event, start, end) in answers.iter().filter(|a| a.2 > s.read) {
-            if let Some(bytes) = s.buf.get(start..end) {
-                c.kept
-                    .keep(&self.kept_bytes, limits, stream, event, bytes.to_vec());
+        for (event, bytes, data) in kept::unwritten_events(&s.buf, s.read) {
+            let (answered, batch, _) = answered_by(&data);
+            if answered.is_some() || batch {
+                (c.kept.get_or_insert_with(Box::default)).keep(
+                    &self.kept_bytes,
+                    limits,
+                    stream,
+                    event,
+                    bytes.to_vec(),
+                );
             }
         }
     }
@@ -3075,9 +3088,8 @@ fn route_frame(
     *next_event += 1;
     let text = frame_text(frame);
     let held = |s: &Stream| !s.detached && !s.closing_for_polling;
-    // A session's event that no response carries, and where one that does carries it.
+    // A session's event that no response carries.
     let mut unheld = None;
-    let mut span = None;
     if let Some(session) = session {
         // Kept for resumption: the event is built once, then stored and written.
         let mut bytes = Vec::new();
@@ -3087,11 +3099,7 @@ fn route_frame(
             _ => events.append(session, stream, event_id, &bytes),
         }
         match streams.get_mut(&stream) {
-            Some(s) if held(s) => {
-                let start = s.buf.len();
-                s.buf.extend_from_slice(&bytes);
-                span = Some((event_id, start, s.buf.len()));
-            }
+            Some(s) if held(s) => s.buf.extend_from_slice(&bytes),
             // Kept aside too when its client can come back for it.
             Some(s) if s.ids_shown => unheld = Some((event_id, bytes)),
             _ => {}
@@ -3106,9 +3114,6 @@ fn route_frame(
     let s = streams.get_mut(&stream)?;
     s.error_code = error_code;
     let answers = answered.is_some() || batch;
-    if answers && let Some(span) = span {
-        s.answers.push(span);
-    }
     if s.record {
         s.frames.push((event_id, frame.to_vec()));
         if s.frames.len() == 1 {
