@@ -69,7 +69,9 @@ const (
 // not listed, and refused if called.
 type Later func(d time.Duration, f func(c *mcpwire.Conn) error)
 
-// Answer answers one request on c. later schedules the steps of "count".
+// Answer answers one request on c. later schedules the steps of "count", and an answer the
+// engine refuses because the client is behind in reading (ErrOutputFull: the request is
+// still in flight) is given again 50 ms later: nothing is dropped.
 func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 	switch req.Method {
 	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
@@ -77,15 +79,15 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		// pagination page: -32602).
 		var cursor [1]json.RawMessage
 		if m, err := mcpwire.AppendMembersUnchecked(cursor[:0], req.Params, "cursor"); err == nil && m[0] != nil {
-			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params: unknown cursor", nil)
+			return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params: unknown cursor", nil)
 		}
 	}
 	switch req.Method {
 	case "tools/list":
 		if later == nil { // only what this host can run
-			return c.Respond(req.ID, json.RawMessage(ToolsAtOnce))
+			return respond(c, later, req.ID, json.RawMessage(ToolsAtOnce))
 		}
-		return c.Respond(req.ID, json.RawMessage(Tools))
+		return respond(c, later, req.ID, json.RawMessage(Tools))
 	case "tools/call":
 		// Only the members needed are read, not the whole params, whose 2026-07-28 _meta
 		// encoding/json would walk too. The engine validated the params, so
@@ -95,11 +97,11 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		var top [2]json.RawMessage
 		m, err := mcpwire.AppendMembersUnchecked(top[:0], req.Params, "name", "arguments")
 		if err != nil {
-			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
+			return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
 		name, ok := mcpwire.String(m[0])
 		if !ok {
-			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
+			return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Invalid params", nil)
 		}
 		// An absent or non-object "arguments" has no members: every argument is missing.
 		args := m[1]
@@ -109,9 +111,9 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			var arg [1]json.RawMessage
 			v, err := mcpwire.AppendMembersUnchecked(arg[:0], args, "text")
 			if err != nil || len(v[0]) == 0 || v[0][0] != '"' {
-				return c.Respond(req.ID, toolText(`"echo needs a string argument 'text'"`, true))
+				return respond(c, later, req.ID, toolText(`"echo needs a string argument 'text'"`, true))
 			}
-			return c.Respond(req.ID, toolText(v[0], false))
+			return respond(c, later, req.ID, toolText(v[0], false))
 		case "add":
 			var a, b float64
 			okA, okB := false, false
@@ -121,12 +123,12 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 				b, okB = mcpwire.Float(ab[1])
 			}
 			if !okA || !okB {
-				return c.Respond(req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
+				return respond(c, later, req.ID, toolText(`"add needs numbers 'a' and 'b'"`, true))
 			}
 			// Whole sums print without a fraction: add(2, 3) is "5".
 			var sum [40]byte
 			text := strconv.AppendFloat(append(sum[:0], '"'), a+b, 'f', -1, 64)
-			return c.Respond(req.ID, toolText(append(text, '"'), false))
+			return respond(c, later, req.ID, toolText(append(text, '"'), false))
 		case "count", "test_tool_with_progress":
 			if later == nil {
 				break // not listed here (ToolsAtOnce): unknown
@@ -142,49 +144,72 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			count(req.ID, 50, 100, later)
 			return nil
 		case "test_simple_text":
-			return c.Respond(req.ID, toolText(`"This is a simple text response for testing."`, false))
+			return respond(c, later, req.ID, toolText(`"This is a simple text response for testing."`, false))
 		case "test_missing_capability":
 			return needsSampling(c, req.ID)
 		case "test_error_handling":
-			return c.Respond(req.ID, toolText(`"This tool intentionally returns an error for testing"`, true))
+			return respond(c, later, req.ID, toolText(`"This tool intentionally returns an error for testing"`, true))
 		case "test_logging_tool":
 			// Sent in a session, and in 2026-07-28 only where the request asked for logs (its
 			// logLevel): either way the server must declare logging, as Capabilities does.
 			_, _ = c.Log(req.ID, mcpwire.LogInfo, "test_logging_tool", json.RawMessage(`"test_logging_tool ran"`))
-			return c.Respond(req.ID, toolText(`"Logging tool completed"`, false))
+			return respond(c, later, req.ID, toolText(`"Logging tool completed"`, false))
 		case "test_streaming_elicitation":
 			return streamingElicitation(c, req)
 		}
 		// An unknown tool is a protocol error, as the spec's tools page shows, not a result.
-		return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown tool: "+name, nil)
+		return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown tool: "+name, nil)
 	case "resources/list":
-		return c.Respond(req.ID, json.RawMessage(resources))
+		return respond(c, later, req.ID, json.RawMessage(resources))
 	case "resources/templates/list":
-		return c.Respond(req.ID, json.RawMessage(`{"resourceTemplates":[]}`))
+		return respond(c, later, req.ID, json.RawMessage(`{"resourceTemplates":[]}`))
 	case "resources/read":
 		var read struct {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(req.Params, &read) != nil || read.URI != "mem://greeting" {
-			return c.RespondError(req.ID, mcpwire.CodeResourceNotFound, "Resource not found", nil)
+			return respondError(c, later, req.ID, mcpwire.CodeResourceNotFound, "Resource not found", nil)
 		}
-		return c.Respond(req.ID, json.RawMessage(greeting))
+		return respond(c, later, req.ID, json.RawMessage(greeting))
 	case "prompts/list":
-		return c.Respond(req.ID, json.RawMessage(prompts))
+		return respond(c, later, req.ID, json.RawMessage(prompts))
 	case "logging/setLevel":
 		// A session's level (handshake era): every level is sent here, so nothing to keep.
-		return c.Respond(req.ID, json.RawMessage(`{}`))
+		return respond(c, later, req.ID, json.RawMessage(`{}`))
 	case "prompts/get":
 		var get struct {
 			Name string `json:"name"`
 		}
 		if json.Unmarshal(req.Params, &get) != nil || get.Name != "greet" {
-			return c.RespondError(req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown prompt", nil)
+			return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown prompt", nil)
 		}
-		return c.Respond(req.ID, json.RawMessage(prompt))
+		return respond(c, later, req.ID, json.RawMessage(prompt))
 	default:
-		return c.RespondError(req.ID, mcpwire.CodeMethodNotFound, "Method not found", nil)
+		return respondError(c, later, req.ID, mcpwire.CodeMethodNotFound, "Method not found", nil)
 	}
+}
+
+// respond gives result to id now, or, while the client is behind in reading (ErrOutputFull),
+// again every 50 ms until it fits (without later, the refusal is returned).
+func respond(c *mcpwire.Conn, later Later, id mcpwire.ID, result json.RawMessage) error {
+	err := c.Respond(id, result)
+	if errors.Is(err, mcpwire.ErrOutputFull) && later != nil {
+		later(50*time.Millisecond, func(c *mcpwire.Conn) error { return respond(c, later, id, result) })
+		return nil
+	}
+	return err
+}
+
+// respondError is respond for an error answer.
+func respondError(c *mcpwire.Conn, later Later, id mcpwire.ID, code int64, message string, data json.RawMessage) error {
+	err := c.RespondError(id, code, message, data)
+	if errors.Is(err, mcpwire.ErrOutputFull) && later != nil {
+		later(50*time.Millisecond, func(c *mcpwire.Conn) error {
+			return respondError(c, later, id, code, message, data)
+		})
+		return nil
+	}
+	return err
 }
 
 // count reports progress `at` of `total` every 50 ms, in steps of total/3 (count) or 50
