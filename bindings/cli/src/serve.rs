@@ -55,11 +55,23 @@ struct Server {
     /// On stdio the one connection is notified at once.
     broadcast: bool,
     touched: Vec<(OwnedId, String)>,
+    /// Answers the engine refused because the client is behind in reading (`OutputFull`;
+    /// the request is still in flight), given again at their time: (when, id, the result's
+    /// JSON text or the error).
+    unsent: Vec<(Timestamp, OwnedId, Answer)>,
+    /// The latest time an input or a timer gave (for an answer to try again later).
+    now: Timestamp,
 }
 
+/// An answer: a result's JSON text, or an error's code and message.
+type Answer = Result<String, (i64, String)>;
+
+/// How long an answer refused for a full output waits before it is given again.
+const RETRY_ANSWER: Duration = Duration::from_millis(50);
+
 /// Says on stderr why an answer was not sent, unless nobody is left to want it (the
-/// connection closed, or the client cancelled the request): a client that stops reading
-/// fills the output (`OutputFull`), and the answer is lost; the log says so.
+/// connection closed, or the client cancelled the request). (An answer refused because the
+/// client is behind in reading is given again later: see `Server::give`.)
 fn report_unsent(sent: Result<(), mcpwire::conn::Error>) {
     use mcpwire::conn::Error;
     match sent {
@@ -172,7 +184,11 @@ impl Server {
 
     /// When [`fire_timers`](Self::fire_timers) has work next.
     fn next_timer(&self) -> Option<Timestamp> {
-        self.timers.peek().map(|t| t.at.0)
+        let retry = self.unsent.iter().map(|u| u.0).min();
+        [self.timers.peek().map(|t| t.at.0), retry]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn answer(
@@ -181,16 +197,25 @@ impl Server {
         id: &OwnedId,
         result: Result<Value, (i64, String)>,
     ) {
-        let sent = match result {
-            Ok(v) => {
-                let text = v.to_string();
-                match RawJson::new(&text) {
-                    Ok(raw) => conn.respond(id.as_id(), raw),
-                    Err(_) => conn.respond_error(id.as_id(), -32603, "internal error", None),
-                }
-            }
-            Err((code, message)) => conn.respond_error(id.as_id(), code, &message, None),
+        self.give(conn, id, result.map(|v| v.to_string()));
+    }
+
+    /// Gives an answer (a result's JSON text, or an error); one the engine refuses because
+    /// the client is behind in reading (`OutputFull`) is given again [`RETRY_ANSWER`]
+    /// later, and again, until it fits: nothing is dropped.
+    fn give(&mut self, conn: &mut Connection, id: &OwnedId, answer: Answer) {
+        let sent = match &answer {
+            Ok(text) => match RawJson::new(text) {
+                Ok(raw) => conn.respond(id.as_id(), raw),
+                Err(_) => conn.respond_error(id.as_id(), -32603, "internal error", None),
+            },
+            Err((code, message)) => conn.respond_error(id.as_id(), *code, message, None),
         };
+        if matches!(sent, Err(mcpwire::conn::Error::OutputFull)) {
+            let at = self.now.after(RETRY_ANSWER);
+            self.unsent.push((at, id.clone(), answer));
+            return;
+        }
         report_unsent(sent);
     }
 
@@ -217,6 +242,7 @@ impl Server {
         method: &str,
         params: Option<String>,
     ) {
+        self.now = self.now.max(now);
         if method == "subscriptions/listen" {
             // 2026-07-28 listens are reviewed (see `demo_config`): a listen follows only this
             // server's resources, as `resources/subscribe` accepts only them.
@@ -229,9 +255,8 @@ impl Server {
         }
         if method == "tools/call"
             && let Some(result) = params.as_deref().and_then(quick_tool_text)
-            && let Ok(raw) = RawJson::new(&result)
         {
-            report_unsent(conn.respond(id.as_id(), raw));
+            self.give(conn, &id, Ok(result));
             return;
         }
         let params: Value = params
@@ -533,6 +558,17 @@ impl Server {
     }
 
     fn fire_timers(&mut self, conn: &mut Connection, now: Timestamp) {
+        self.now = self.now.max(now);
+        // Answers refused for a full output, once more (those refused again go back).
+        if self.unsent.iter().any(|u| u.0 <= now) {
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unsent)
+                .into_iter()
+                .partition(|u| u.0 <= now);
+            self.unsent = later;
+            for (_, id, answer) in due {
+                self.give(conn, &id, answer);
+            }
+        }
         while self.timers.peek().is_some_and(|t| t.at.0 <= now) {
             let Some(t) = self.timers.pop() else { break };
             let key = String::from_utf8_lossy(&t.id).into_owned();
@@ -1018,4 +1054,72 @@ pub fn run_http(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Everything the connection has written, as text.
+    fn written(conn: &mut Connection) -> String {
+        let mut out = Vec::new();
+        while let Some(t) = conn.poll_transmit() {
+            out.extend_from_slice(t.bytes);
+            let n = t.bytes.len();
+            conn.consume_transmit(n);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The countdown's answer, refused because its progress report filled the output
+    /// (`OutputFull`), is given again once the client has read: it was reported on stderr
+    /// and lost, and the call waited for its client's timeout.
+    #[test]
+    fn an_answer_refused_for_a_full_output_is_given_later() {
+        let mut config = demo_config(false);
+        config.limits.max_buffered_output = 100;
+        let t0 = Timestamp::ZERO;
+        let mut conn = Connection::new(config, t0).unwrap();
+        let mut server = Server::default();
+        let feed = |conn: &mut Connection, server: &mut Server, line: &str| {
+            conn.handle_input(t0, format!("{line}\n").as_bytes());
+            while let Some(ev) = conn.poll_event() {
+                let ev = ev.to_owned_event();
+                server.on_event(conn, t0, ev);
+            }
+        };
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        assert!(written(&mut conn).contains(r#""id":0,"result""#));
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"countdown","arguments":{"steps":1},"_meta":{"progressToken":"p"}}}"#,
+        );
+        // The step: its progress report crosses the 100-byte bound, and the answer after it
+        // is refused for now.
+        let step = server.next_timer().expect("the countdown's step");
+        server.fire_timers(&mut conn, step);
+        let first = written(&mut conn);
+        assert!(first.contains(r#""progressToken":"p""#), "{first}");
+        assert!(!first.contains(r#""id":7"#), "{first}");
+        // The client has read it: the answer comes at the retry.
+        let retry = server.next_timer().expect("the answer's retry");
+        assert_eq!(retry, step.after(RETRY_ANSWER));
+        server.fire_timers(&mut conn, retry);
+        let second = written(&mut conn);
+        assert!(
+            second.contains(r#""id":7,"result""#) && second.contains("countdown of 1 finished"),
+            "{second}"
+        );
+        assert_eq!(server.next_timer(), None);
+    }
 }
