@@ -1510,6 +1510,90 @@ fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_d
 }
 
 #[test]
+fn an_answer_given_after_a_close_for_polling_before_any_write_is_kept() {
+    // The application closes the stream for polling (and answers) before its host wrote a
+    // byte of it: the host writes the priming event's id afterwards, so the client can
+    // resume, and the answer must be kept aside too (it was not: nothing had been written
+    // when it was routed).
+    let mut s = small_store_server();
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    );
+    assert!(s.close_stream_for_polling(key, id.as_id()));
+    answer_call(&mut s, key, &id);
+    s.pump();
+    let mut reader = StreamReader::new();
+    let (none, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(none.is_empty() && finished, "{none:?}");
+    let last = reader.last_event_id().unwrap().to_owned();
+    s.stream_closed(T0, stream);
+    flood_get_stream(&mut s, key, FLOOD);
+    let resumed = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
+#[test]
+fn a_resumption_cut_short_does_not_push_out_the_answer_it_carried() {
+    // A resumption's response carries the stream's events under their own ids; cut short,
+    // its unwritten answer was kept again under the response's stream, a copy no client
+    // can name, and with a byte bound of about one answer the copy pushed out the original.
+    let mut config = HttpServerConfig::new(server_config());
+    config.event_store = 32;
+    config.event_store_bytes = 3000;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let (_get, _, _) = listen(&mut s, &sid);
+    let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    let last = reader.last_event_id().unwrap().to_owned();
+    s.stream_closed(T0, stream);
+    let text = "t".repeat(2000);
+    let result = format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(&result).unwrap())
+        .unwrap();
+    s.pump();
+    flood_get_stream(&mut s, key, FLOOD);
+    for _ in 0..2 {
+        // The resumption's response gets a few bytes out, then its connection drops.
+        let Body::Stream(fresh) = send(
+            &mut s,
+            "GET",
+            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+            "",
+        )
+        .body
+        else {
+            panic!("a stream")
+        };
+        let Some(out) = s.poll_stream(fresh) else {
+            panic!("the resumption has bytes")
+        };
+        assert!(out.bytes.len() > 2000, "it carries the answer");
+        s.consume_stream(fresh, 10);
+        s.stream_closed(T0, fresh);
+    }
+    let again = get_stream(
+        &mut s,
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+    );
+    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
+#[test]
 fn the_store_of_the_flood_tests_does_lose_the_answer() {
     // The control for the tests above: the same flood with nothing kept aside (no event id of
     // the stream was ever written out, so its client could not resume it and nothing is

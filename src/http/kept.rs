@@ -168,19 +168,25 @@ impl Drop for KeptAnswers {
     }
 }
 
-/// The event number in an event's `id: STREAM-EVENT` line, as the server writes its events.
-fn event_number(event: &[u8]) -> Option<u64> {
+/// The stream and event number in an event's `id: STREAM-EVENT` line, as the server writes
+/// its events.
+fn event_id(event: &[u8]) -> Option<(HttpStreamId, u64)> {
     let rest = event.strip_prefix(b"id: ")?;
-    let line = &rest[..rest.iter().position(|&b| b == b'\n')?];
-    let dash = line.iter().position(|&b| b == b'-')?;
-    std::str::from_utf8(&line[dash + 1..]).ok()?.parse().ok()
+    let line = std::str::from_utf8(&rest[..rest.iter().position(|&b| b == b'\n')?]).ok()?;
+    let (stream, number) = line.split_once('-')?;
+    Some((HttpStreamId(stream.parse().ok()?), number.parse().ok()?))
+}
+
+/// The event number in an event's `id:` line.
+fn event_number(event: &[u8]) -> Option<u64> {
+    event_id(event).map(|(_, number)| number)
 }
 
 /// The events of an SSE buffer from the one that holds byte `read` on (those not written out
-/// whole), as (event number, the event's bytes, its data joined), for the events with an id
-/// and data. The buffer holds whole events only, as the server writes them (`id:` and `data:`
+/// whole), as (the stream its id names, event number, the event's bytes, its data joined),
+/// for the events with an id and data. The buffer holds whole events only, as the server writes them (`id:` and `data:`
 /// lines, comments, `retry:`), each ending in an empty line.
-pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(u64, &[u8], String)> {
+pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(HttpStreamId, u64, &[u8], String)> {
     let read = read.min(buf.len());
     let start = (buf[..read].windows(2))
         .rposition(|w| w == b"\n\n")
@@ -195,7 +201,7 @@ pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(u64, &[u8], Stri
         let mut data: Option<String> = None;
         for line in event.split(|&b| b == b'\n') {
             if line.starts_with(b"id: ") {
-                number = event_number(event);
+                number = event_id(event);
             } else if let Some(text) = line.strip_prefix(b"data: ") {
                 let text = String::from_utf8_lossy(text);
                 match data.as_mut() {
@@ -207,10 +213,10 @@ pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(u64, &[u8], Stri
                 }
             }
         }
-        if let (Some(number), Some(data)) = (number, data)
+        if let (Some((stream, number)), Some(data)) = (number, data)
             && !data.is_empty()
         {
-            out.push((number, event, data));
+            out.push((stream, number, event, data));
         }
     }
     out
@@ -280,7 +286,10 @@ mod tests {
         for read in [at_second, at_second + 5, at_second + second.len() - 1] {
             let found: Vec<(u64, String)> = unwritten_events(&buf, read)
                 .into_iter()
-                .map(|(n, _, data)| (n, data))
+                .map(|(s, n, _, data)| {
+                    assert_eq!(s, HttpStreamId(4));
+                    (n, data)
+                })
                 .collect();
             assert_eq!(
                 found,
@@ -291,7 +300,7 @@ mod tests {
         // Written whole up to the third: the third alone, its bytes whole.
         let last = unwritten_events(&buf, buf.len() - third.len());
         assert_eq!(last.len(), 1);
-        assert_eq!(last[0].1, third);
+        assert_eq!(last[0].2, third);
         assert!(unwritten_events(&buf, buf.len()).is_empty());
     }
 

@@ -310,8 +310,10 @@ struct Stream {
     unrendered: usize,
     /// Whether `frames` is still recorded.
     record: bool,
-    /// Its host wrote some of it out, or a client resumed it: the client may hold one of its
-    /// event ids, so it can resume it. Answers of a stream it cannot resume are not kept.
+    /// Its host wrote some of it out, it was closed for polling (its host writes what it
+    /// holds, ids included, before it ends), or a client resumed it: the client may hold one
+    /// of its event ids, so it can resume it. Answers of a stream it cannot resume are not
+    /// kept.
     ids_shown: bool,
     /// Events not yet in the event store: while the answer may still become a plain JSON body
     /// (`record`), its events are kept here, and stored only once the stream is certain to be
@@ -2628,13 +2630,15 @@ impl HttpServer {
         let Some(c) = (self.conns.get_mut(&s.conn.0)).filter(|c| c.session.is_some()) else {
             return;
         };
-        for (event, bytes, data) in kept::unwritten_events(&s.buf, s.read) {
+        // Kept under the stream their ids name: a resumption's response carries another
+        // stream's events, and that is the stream a client resumes.
+        for (named, event, bytes, data) in kept::unwritten_events(&s.buf, s.read) {
             let (answered, batch, _) = answered_by(&data);
             if answered.is_some() || batch {
                 (c.kept.get_or_insert_with(Box::default)).keep(
                     &self.kept_bytes,
                     limits,
-                    stream,
+                    named,
                     event,
                     bytes.to_vec(),
                 );
@@ -3016,6 +3020,9 @@ fn close_for_polling(
     s.render();
     sse::write_retry(&mut s.buf, session.1);
     s.closing_for_polling = true;
+    // Its host writes what it holds (the priming event's id among it) before it finishes:
+    // its client can resume it, and answers given meanwhile are kept aside for that.
+    s.ids_shown = true;
     // Its answer can no longer be a plain JSON body.
     s.stop_recording();
     for (event, bytes) in std::mem::take(&mut s.unstored) {
