@@ -217,11 +217,13 @@ typedef struct job {
     int step;
     int answering; /* every progress step is out: only the answer is left */
     uint64_t due_ns;
-    /* JOB_ANSWER: what to give, copied. */
+    /* JOB_ANSWER: what to give, copied (`data`: an error's data, or NULL). */
     answer_kind how;
     int64_t code;
     char *answer;
     size_t answer_len;
+    char *data;
+    size_t data_len;
     struct job *next;
 } job;
 
@@ -230,6 +232,7 @@ static job *jobs;
 static void job_free(job *j) {
     free(j->request.text);
     free(j->answer);
+    free(j->data);
     free(j);
 }
 
@@ -245,6 +248,8 @@ static job *start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t n
     j->code = 0;
     j->answer = NULL;
     j->answer_len = 0;
+    j->data = NULL;
+    j->data_len = 0;
     j->next = jobs;
     jobs = j;
     return j;
@@ -254,12 +259,13 @@ static job *start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t n
    (respond queues it as a JOB_ANSWER of that connection). */
 static uint64_t answering_key;
 
-/* Gives an answer: a result, an error or an "input required" result. */
+/* Gives an answer: a result, an error (with `data`, if not NULL) or an "input required"
+   result. */
 static mcpw_result give(mcpw_conn *conn, const mcpw_id *id, answer_kind how, int64_t code,
-                        const char *text, size_t len) {
+                        const char *text, size_t len, const char *data, size_t data_len) {
     switch (how) {
     case ANSWER_ERROR:
-        return mcpw_conn_respond_error(conn, id, code, text, len, NULL, 0);
+        return mcpw_conn_respond_error(conn, id, code, text, len, data, data_len);
     case ANSWER_INPUT:
         return mcpw_conn_respond_input_required(conn, id, text, len, NULL, 0);
     default:
@@ -271,8 +277,9 @@ static mcpw_result give(mcpw_conn *conn, const mcpw_id *id, answer_kind how, int
    say (MCPW_ERR_OUTPUT_FULL), again a little later: never dropped. Returns the engine's
    verdict (MCPW_OK for an answer queued). */
 static mcpw_result give_or_queue(mcpw_conn *conn, const mcpw_id *id, answer_kind how,
-                                 int64_t code, const char *text, size_t len) {
-    mcpw_result rc = give(conn, id, how, code, text, len);
+                                 int64_t code, const char *text, size_t len, const char *data,
+                                 size_t data_len) {
+    mcpw_result rc = give(conn, id, how, code, text, len, data, data_len);
     if (rc == MCPW_ERR_OUTPUT_FULL) {
         job *j = start_job(answering_key, id, JOB_ANSWER, now_ns());
         j->how = how;
@@ -280,6 +287,11 @@ static mcpw_result give_or_queue(mcpw_conn *conn, const mcpw_id *id, answer_kind
         j->answer = checked_malloc(len + 1);
         if (len > 0) memcpy(j->answer, text, len);
         j->answer_len = len;
+        if (data != NULL) {
+            j->data = checked_malloc(data_len + 1);
+            if (data_len > 0) memcpy(j->data, data, data_len);
+            j->data_len = data_len;
+        }
         return MCPW_OK;
     }
     return rc;
@@ -305,7 +317,8 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
     size_t answer_len;
     mcpw_result rc;
     if (j->kind == JOB_ANSWER) {
-        rc = give(conn, &j->request.id, j->how, j->code, j->answer, j->answer_len);
+        rc = give(conn, &j->request.id, j->how, j->code, j->answer, j->answer_len, j->data,
+                  j->data_len);
         if (rc == MCPW_ERR_OUTPUT_FULL) {
             j->due_ns = now + STEP_NS;
             return 0;
@@ -480,12 +493,13 @@ static void member_pair(mcpw_str json, const char *k1, const char *k2, mcpw_str 
    worth a line on stderr, never the end of the server. One refused because the client does
    not read (output full) is given again later (give_or_queue). */
 static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
-    mcpw_result rc = give_or_queue(conn, id, ANSWER_RESULT, 0, json, len);
+    mcpw_result rc = give_or_queue(conn, id, ANSWER_RESULT, 0, json, len, NULL, 0);
     if (rc != MCPW_OK) warn("respond", rc);
 }
 
 static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
-    mcpw_result rc = give_or_queue(conn, id, ANSWER_ERROR, code, message, strlen(message));
+    mcpw_result rc =
+        give_or_queue(conn, id, ANSWER_ERROR, code, message, strlen(message), NULL, 0);
     if (rc != MCPW_OK) warn("respond_error", rc);
 }
 
@@ -562,7 +576,7 @@ static void call_needs_sampling(mcpw_conn *conn, const mcpw_id *id) {
                             "sampling\"}],\"isError\":false}"));
         return;
     }
-    rc = mcpw_conn_respond_error(conn, id, -32021, S(message), S(data));
+    rc = give_or_queue(conn, id, ANSWER_ERROR, -32021, S(message), S(data));
     if (rc == MCPW_ERR_CODE_NOT_IN_VERSION) {
         /* -32021 is a 2026-07-28 code: a session gets a tool error instead. */
         respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool needs the "
@@ -587,7 +601,7 @@ static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_
                             "your input\"}],\"isError\":false}"));
         return;
     }
-    rc = give_or_queue(conn, id, ANSWER_INPUT, 0, S(ask));
+    rc = give_or_queue(conn, id, ANSWER_INPUT, 0, S(ask), NULL, 0);
     if (rc != MCPW_OK) {
         respond(conn, id, S("{\"content\":[{\"type\":\"text\",\"text\":\"This tool needs a "
                             "2026-07-28 client that can elicit\"}],\"isError\":true}"));

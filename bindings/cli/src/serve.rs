@@ -177,6 +177,8 @@ impl Server {
             }
             Ev::PeerCancelled { id, .. } => {
                 self.pending_countdowns.remove(&id.to_string());
+                // An answer waiting for a retry is not wanted any more.
+                self.unsent.retain(|(_, waiting, _)| *waiting != id);
             }
             _ => {}
         }
@@ -771,7 +773,23 @@ impl Application for HttpDemo {
             {
                 let id = OwnedId::from(id);
                 if let (Some(conn), Ok(raw)) = (server.connection(key), RawJson::new(&result)) {
-                    report_unsent(conn.respond(id.as_id(), raw));
+                    match conn.respond(id.as_id(), raw) {
+                        // The client is behind in reading: the connection's state gives it
+                        // again later.
+                        Err(mcpwire::conn::Error::OutputFull) => {
+                            let state = self.servers.entry(key).or_insert_with(|| Server {
+                                broadcast: true,
+                                ..Server::default()
+                            });
+                            state.now = state.now.max(now);
+                            state.give(conn, &id, Ok(result));
+                            self.next_timer = [self.next_timer, state.next_timer()]
+                                .into_iter()
+                                .flatten()
+                                .min();
+                        }
+                        sent => report_unsent(sent),
+                    }
                 }
                 continue;
             }
@@ -792,6 +810,14 @@ impl Application for HttpDemo {
             }
             for (id, uri) in touched {
                 self.touch(server, key, &id, &uri);
+            }
+            // `touch` answers the caller, and an answer refused for a full output waits for
+            // a retry: its time counts too.
+            if let Some(state) = self.servers.get(&key) {
+                self.next_timer = [self.next_timer, state.next_timer()]
+                    .into_iter()
+                    .flatten()
+                    .min();
             }
             if closed {
                 self.servers.remove(&key);
@@ -1119,6 +1145,56 @@ mod tests {
         assert!(
             second.contains(r#""id":7,"result""#) && second.contains("countdown of 1 finished"),
             "{second}"
+        );
+        assert_eq!(server.next_timer(), None);
+    }
+
+    /// A request cancelled while its answer waits for a retry takes the retry with it.
+    #[test]
+    fn a_cancelled_request_drops_its_answers_retry() {
+        let mut config = demo_config(false);
+        config.limits.max_buffered_output = 100;
+        let t0 = Timestamp::ZERO;
+        let mut conn = Connection::new(config, t0).unwrap();
+        let mut server = Server::default();
+        let feed = |conn: &mut Connection, server: &mut Server, line: &str| {
+            conn.handle_input(t0, format!("{line}\n").as_bytes());
+            while let Some(ev) = conn.poll_event() {
+                let ev = ev.to_owned_event();
+                server.on_event(conn, t0, ev);
+            }
+        };
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        assert!(written(&mut conn).contains(r#""id":0,"result""#));
+        // Quick answers until one is refused (the one that crosses the 100-byte bound is
+        // taken, the next waits for a retry).
+        let mut id = 0;
+        while server.next_timer().is_none() {
+            id += 1;
+            assert!(id < 10, "no answer was refused");
+            feed(
+                &mut conn,
+                &mut server,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"t"}}}}}}"#
+                ),
+            );
+        }
+        feed(
+            &mut conn,
+            &mut server,
+            &format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+            ),
         );
         assert_eq!(server.next_timer(), None);
     }

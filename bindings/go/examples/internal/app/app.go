@@ -146,7 +146,7 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 		case "test_simple_text":
 			return respond(c, later, req.ID, toolText(`"This is a simple text response for testing."`, false))
 		case "test_missing_capability":
-			return needsSampling(c, req.ID)
+			return needsSampling(c, later, req.ID)
 		case "test_error_handling":
 			return respond(c, later, req.ID, toolText(`"This tool intentionally returns an error for testing"`, true))
 		case "test_logging_tool":
@@ -155,7 +155,7 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 			_, _ = c.Log(req.ID, mcpwire.LogInfo, "test_logging_tool", json.RawMessage(`"test_logging_tool ran"`))
 			return respond(c, later, req.ID, toolText(`"Logging tool completed"`, false))
 		case "test_streaming_elicitation":
-			return streamingElicitation(c, req)
+			return streamingElicitation(c, later, req)
 		}
 		// An unknown tool is a protocol error, as the spec's tools page shows, not a result.
 		return respondError(c, later, req.ID, mcpwire.CodeInvalidParamsRPC, "Unknown tool: "+name, nil)
@@ -256,7 +256,7 @@ func answer(id mcpwire.ID, total float64, later Later, c *mcpwire.Conn) {
 // needsSampling answers a request that needs the client's sampling capability: per request
 // in 2026-07-28 (what the request declared), per session before. Without it the answer is
 // the spec's MissingRequiredClientCapability error (-32021; HTTP 400 in 2026-07-28).
-func needsSampling(c *mcpwire.Conn, id mcpwire.ID) error {
+func needsSampling(c *mcpwire.Conn, later Later, id mcpwire.ID) error {
 	declared := false
 	if rc, ok := c.RequestContext(id); ok {
 		declared = rc.ClientCapabilities&mcpwire.CapSampling != 0
@@ -266,13 +266,13 @@ func needsSampling(c *mcpwire.Conn, id mcpwire.ID) error {
 		_, declared = caps["sampling"]
 	}
 	if declared {
-		return c.Respond(id, toolText(`"The client declared sampling"`, false))
+		return respond(c, later, id, toolText(`"The client declared sampling"`, false))
 	}
-	err := c.RespondError(id, -32021, "Missing required client capability: sampling",
+	err := respondError(c, later, id, -32021, "Missing required client capability: sampling",
 		json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`))
 	if errors.Is(err, mcpwire.ErrCodeNotInVersion) {
 		// -32021 is a 2026-07-28 code: a session gets a tool error instead.
-		return c.Respond(id, toolText(`"This tool needs the client's sampling capability"`, true))
+		return respond(c, later, id, toolText(`"This tool needs the client's sampling capability"`, true))
 	}
 	return err
 }
@@ -292,16 +292,22 @@ func toolText[T ~string | ~[]byte](rawText T, isError bool) json.RawMessage {
 // "input required" answer (on the request's own stream, never as a request of ours), and the
 // client's retry carries the answer in inputResponses. A session, or a client that cannot
 // elicit, gets a tool error instead.
-func streamingElicitation(c *mcpwire.Conn, req *mcpwire.RequestEvent) error {
+func streamingElicitation(c *mcpwire.Conn, later Later, req *mcpwire.RequestEvent) error {
 	var found [1]json.RawMessage
 	if m, err := mcpwire.AppendMembersUnchecked(found[:0], req.Params, "inputResponses"); err == nil && m[0] != nil {
-		return c.Respond(req.ID, toolText(`"Thank you for your input"`, false))
+		return respond(c, later, req.ID, toolText(`"Thank you for your input"`, false))
 	}
 	const ask = `{"input":{"method":"elicitation/create","params":{"mode":"form",` +
 		`"message":"Please provide your name","requestedSchema":{"type":"object",` +
 		`"properties":{"name":{"type":"string"}},"required":["name"]}}}}`
-	if c.RespondInputRequired(req.ID, json.RawMessage(ask), "") != nil {
-		return c.Respond(req.ID, toolText(`"This tool needs a 2026-07-28 client that can elicit"`, true))
+	err := c.RespondInputRequired(req.ID, json.RawMessage(ask), "")
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mcpwire.ErrOutputFull) && later != nil:
+		// The client is behind in reading: ask again in a moment (nothing was sent).
+		later(50*time.Millisecond, func(c *mcpwire.Conn) error { return streamingElicitation(c, later, req) })
+		return nil
 	}
-	return nil
+	return respond(c, later, req.ID, toolText(`"This tool needs a 2026-07-28 client that can elicit"`, true))
 }
