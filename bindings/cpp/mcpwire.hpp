@@ -247,10 +247,20 @@ public:
         handle_.reset(raw);
     }
 
+    /// The protocol versions this connection speaks (empty: every one the library knows).
     config &versions(std::initializer_list<std::string_view> list) {
+        return versions<std::initializer_list<std::string_view>>(list);
+    }
+    /// The same from any range of strings: a std::vector<std::string> read from a
+    /// configuration file, say.
+    template <class Range,
+              class = decltype(std::string_view(*std::declval<const Range &>().begin()))>
+    config &versions(const Range &list) {
         std::vector<mcpw_str> strs;
-        strs.reserve(list.size());
-        for (std::string_view v : list) strs.push_back(mcpw_str{v.data(), v.size()});
+        for (const auto &v : list) {
+            const std::string_view s(v);
+            strs.push_back(mcpw_str{s.data(), s.size()});
+        }
         detail::check(mcpw_config_set_versions(get(), strs.data(), strs.size()));
         return *this;
     }

@@ -133,6 +133,12 @@ void test_errors_carry_their_code() {
     CHECK(code_of([&] { c.capabilities("{nope"); }) == MCPW_ERR_INVALID_JSON);
     CHECK(code_of([&] { c.versions({"1999-01-01"}); }) == MCPW_ERR_UNKNOWN_VERSION);
     CHECK(code_of([&] { c.versions({}); }) == MCPW_OK);
+    // Any range of strings: read from a configuration, say.
+    mcpw::config ranged(mcpw::role::server, "x", "1");
+    const std::vector<std::string> from_file{"2025-11-25", "2025-06-18"};
+    CHECK(code_of([&] { ranged.versions(from_file); }) == MCPW_OK);
+    const std::vector<std::string> wrong{"2025-11-25", "1999-01-01"};
+    CHECK(code_of([&] { ranged.versions(wrong); }) == MCPW_ERR_UNKNOWN_VERSION);
     CHECK(code_of([&] { mcpw::connection conn(c, 0); }) == MCPW_ERR_CONFIG_REFUSED);
     try {
         c.policy(0xFFFF);
