@@ -165,6 +165,9 @@ pub struct Io<W: Write> {
     /// The engine's timers wait for the chunk being fed: an answer that is already here is
     /// not timed out because the loop came late to it.
     timers_after_feed: bool,
+    /// Before those timers fire, input that is ready was looked for once (one more chunk, so
+    /// that input that keeps coming cannot hold the timers off).
+    looked_before_timers: bool,
     eof: bool,
     output_error: Option<std::io::Error>,
     /// The time the loop last read (see [`event_time`](Io::event_time)).
@@ -236,6 +239,7 @@ impl<W: Write> Io<W> {
             end: 0,
             fed: 0,
             timers_after_feed: false,
+            looked_before_timers: false,
             eof: false,
             output_error: None,
             read_at: Timestamp::ZERO,
@@ -393,8 +397,21 @@ impl<W: Write> Io<W> {
                 continue;
             }
             if self.timers_after_feed {
+                // Input that came while the caller worked on the events handed out (the
+                // answer to a request whose deadline passed meanwhile, say) goes in before
+                // the timers fire: what is ready now is taken, once.
+                if !self.looked_before_timers {
+                    self.looked_before_timers = true;
+                    if let Waited::Bytes(len) = self.wait_for_input(Duration::ZERO) {
+                        self.took(len);
+                        continue;
+                    }
+                    // (The end of the input, if that is what is ready, is found by the next
+                    // wait: it is not lost.)
+                }
                 // The chunk is in: now the timers that came due while it waited. (Each chunk
                 // is followed by them, so input that keeps coming cannot hold them off.)
+                self.looked_before_timers = false;
                 self.timers_after_feed = false;
                 let now = self.read_clock();
                 conn.handle_timeout(now);
@@ -424,16 +441,7 @@ impl<W: Write> Io<W> {
             });
             match self.wait_for_input(wait) {
                 Waited::Bytes(len) => {
-                    if let Some(tap) = self.tap.as_mut() {
-                        tap(Direction::Received, &self.pending[..len]);
-                    }
-                    // Fed piece by piece from the top of the loop, and only then the timers:
-                    // a request whose answer is in this chunk is answered, not timed out,
-                    // when the loop comes to it after its deadline (a loaded machine, a long
-                    // write).
-                    self.end = len;
-                    self.fed = 0;
-                    self.timers_after_feed = true;
+                    self.took(len);
                     continue;
                 }
                 Waited::End => {
@@ -446,6 +454,19 @@ impl<W: Write> Io<W> {
             let now = self.read_clock();
             conn.handle_timeout(now);
         }
+    }
+
+    /// Notes a chunk of `len` bytes read into `pending`.
+    fn took(&mut self, len: usize) {
+        if let Some(tap) = self.tap.as_mut() {
+            tap(Direction::Received, &self.pending[..len]);
+        }
+        // Fed piece by piece from the top of the loop, and only then the timers: a request
+        // whose answer is in this chunk is answered, not timed out, when the loop comes to it
+        // after its deadline (a loaded machine, a long write).
+        self.end = len;
+        self.fed = 0;
+        self.timers_after_feed = true;
     }
 
     /// Waits up to `wait` for the next chunk of input and puts it in `pending` (whose bytes
@@ -677,6 +698,50 @@ mod tests {
             drop(io);
             let sent = String::from_utf8(out).unwrap();
             assert!(sent.contains(r#""id":1,"method":"initialize""#), "{sent}");
+        }
+    }
+
+    /// The same when the answer came while the caller worked on the last event handed out:
+    /// the timers that wait for the last chunk to be fed fired before a look at the input
+    /// that was ready, and the request timed out with its answer in the pipe.
+    #[cfg(unix)]
+    #[test]
+    fn an_answer_that_came_while_the_caller_worked_beats_a_deadline() {
+        for on_fd in [false, true] {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let (now, clock) = manual_clock();
+            let mut config = Config::client("c", "1");
+            config.client_era = crate::conn::ClientEra::Legacy;
+            config.request_timeout = Duration::from_secs(1);
+            let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+            let mut out = Vec::new();
+            let mut io = if on_fd {
+                Io::from_fd(&reader, &mut out, clock).unwrap()
+            } else {
+                Io::new(reader.try_clone().unwrap(), &mut out, clock)
+            };
+            now.store(20_000_000, Ordering::SeqCst);
+            let until = Some(Timestamp::from_nanos(10_000_000));
+            assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
+            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            let event = io.next_event(&mut conn, None);
+            assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
+            // The caller asks, and works on: the answer arrives, and the deadline passes.
+            let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
+            let id = conn.request(asked, "tools/list", None).unwrap();
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+                id.0
+            );
+            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(100)); // (the reader thread has it)
+            now.store(5_000_000_000, Ordering::SeqCst);
+            let event = io.next_event(&mut conn, None);
+            assert!(
+                matches!(event, Ok(OwnedEvent::Response { .. })),
+                "on_fd {on_fd}: {event:?}"
+            );
         }
     }
 

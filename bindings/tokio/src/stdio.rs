@@ -241,6 +241,9 @@ pub struct Driver<R, W> {
     /// The timers wait for the chunk just read: an answer already here is not timed out
     /// because the loop came late to it (they fire once it is fed).
     timers_after_feed: bool,
+    /// Before those timers fire, input that is ready was looked for once (one more read, so
+    /// that input that keeps coming cannot hold the timers off).
+    looked_before_timers: bool,
 }
 
 /// How [`Driver::write_until_due`] ended.
@@ -306,6 +309,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             gone: false,
             feed_first: false,
             timers_after_feed: false,
+            looked_before_timers: false,
         })
     }
 
@@ -573,8 +577,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 continue;
             }
             if self.timers_after_feed {
+                // Input that came while the application worked on the events handed out
+                // (the answer to a request whose deadline passed meanwhile, say) goes in
+                // before the timers fire: what is ready now is read, once.
+                if !self.looked_before_timers && self.may_read_ahead() {
+                    self.looked_before_timers = true;
+                    let ready = tokio::select! {
+                        biased;
+                        read = self.reader.read(&mut self.buf) => Some(read),
+                        () = std::future::ready(()) => None,
+                    };
+                    if let Some(read) = ready {
+                        self.took_input(read?);
+                        continue;
+                    }
+                }
                 // The chunk is in: now the timers that came due while it waited (after every
                 // chunk, so that input that keeps coming cannot hold them off).
+                self.looked_before_timers = false;
                 self.timers_after_feed = false;
                 let now = self.read_clock();
                 self.conn.handle_timeout(now);

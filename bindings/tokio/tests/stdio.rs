@@ -894,6 +894,71 @@ async fn an_answer_already_here_beats_a_deadline_that_passed_meanwhile() {
     }
 }
 
+/// The same when the answer came while the application worked on the last event handed out
+/// (the runtime's thread busy past the deadline), behind a burst of pings whose answers fill
+/// an output nobody reads. The timers that wait for the last read to be fed fired first,
+/// without a look at the input that was ready: the request timed out with its answer in
+/// the pipe.
+#[tokio::test]
+async fn an_answer_that_came_while_the_application_worked_beats_a_deadline() {
+    let (input, mut peer_out) = tokio::io::duplex(256 * 1024);
+    // Room for the handshake, then the pings' answers fill it: nobody reads.
+    let (output, mut peer_in) = tokio::io::duplex(2048);
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    config.request_timeout = Duration::from_millis(100);
+    let mut driver = Driver::new(config, input, output).unwrap();
+    driver
+        .write_pending()
+        .await
+        .expect("the initialize request out");
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+    peer_out
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let ready = driver.next_event().await.unwrap();
+    assert!(matches!(ready, Some(OwnedEvent::Ready { .. })), "{ready:?}");
+    driver
+        .write_pending()
+        .await
+        .expect("notifications/initialized out");
+    let mut sink = vec![0u8; 4096];
+    let _ = peer_in.read(&mut sink).await.unwrap();
+    let now = driver.now();
+    let id = driver
+        .connection()
+        .request(now, "tools/list", None)
+        .unwrap();
+    driver.write_pending().await.expect("the request out");
+    let _ = peer_in.read(&mut sink).await.unwrap();
+    // One write of the peer: 600 pings (answered as they are fed: about 30 KiB, past the
+    // 2 KiB our peer takes), then the answer; then this thread is busy past the deadline.
+    let mut burst = String::new();
+    for n in 0..600 {
+        burst.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":"p{n}","method":"ping"}}"#
+        ));
+        burst.push('\n');
+    }
+    burst.push_str(&format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+        id.0
+    ));
+    burst.push('\n');
+    peer_out.write_all(burst.as_bytes()).await.unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let event = tokio::time::timeout(Duration::from_secs(5), driver.next_event())
+        .await
+        .expect("an event")
+        .expect("no IO error");
+    assert!(
+        matches!(event, Some(OwnedEvent::Response { .. })),
+        "{event:?}"
+    );
+    drop(peer_in);
+}
+
 /// A server that reads its next request only once it has written the last answer whole (as
 /// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
 /// pipelined calls larger than a pipe, each answered at the same size. The driver used to
