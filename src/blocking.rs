@@ -399,8 +399,11 @@ impl<W: Write> Io<W> {
             if self.timers_after_feed {
                 // Input that came while the caller worked on the events handed out (the
                 // answer to a request whose deadline passed meanwhile, say) goes in before
-                // the timers fire: what is ready now is taken, once.
-                if !self.looked_before_timers {
+                // the timers fire: what is ready now is taken, once, when a timer is due
+                // (otherwise there is nothing to lose, and no call to make).
+                let now = self.read_clock();
+                let due = conn.poll_timeout().is_some_and(|at| at <= now);
+                if due && !self.looked_before_timers {
                     self.looked_before_timers = true;
                     if let Waited::Bytes(len) = self.wait_for_input(Duration::ZERO) {
                         self.took(len);
@@ -413,7 +416,6 @@ impl<W: Write> Io<W> {
                 // is followed by them, so input that keeps coming cannot hold them off.)
                 self.looked_before_timers = false;
                 self.timers_after_feed = false;
-                let now = self.read_clock();
                 conn.handle_timeout(now);
                 continue;
             }

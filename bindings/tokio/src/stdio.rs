@@ -579,8 +579,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             if self.timers_after_feed {
                 // Input that came while the application worked on the events handed out
                 // (the answer to a request whose deadline passed meanwhile, say) goes in
-                // before the timers fire: what is ready now is read, once.
-                if !self.looked_before_timers && self.may_read_ahead() {
+                // before the timers fire: what is ready now is read, once, when a timer is
+                // due (otherwise there is nothing to lose, and no read to try).
+                let now = self.read_clock();
+                let due = self.conn.poll_timeout().is_some_and(|at| at <= now);
+                if due && !self.looked_before_timers && self.may_read_ahead() {
                     self.looked_before_timers = true;
                     let ready = tokio::select! {
                         biased;
@@ -596,7 +599,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 // chunk, so that input that keeps coming cannot hold them off).
                 self.looked_before_timers = false;
                 self.timers_after_feed = false;
-                let now = self.read_clock();
                 self.conn.handle_timeout(now);
                 continue;
             }
