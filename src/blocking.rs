@@ -405,12 +405,18 @@ impl<W: Write> Io<W> {
                 let due = conn.poll_timeout().is_some_and(|at| at <= now);
                 if due && !self.looked_before_timers {
                     self.looked_before_timers = true;
-                    if let Waited::Bytes(len) = self.wait_for_input(Duration::ZERO) {
-                        self.took(len);
-                        continue;
+                    match self.wait_for_input(Duration::ZERO) {
+                        Waited::Bytes(len) => {
+                            self.took(len);
+                            continue;
+                        }
+                        // Taken now: a terminal's end of input (Ctrl-D) is read only once.
+                        Waited::End => {
+                            self.eof = true;
+                            conn.handle_eof(now);
+                        }
+                        Waited::Nothing => {}
                     }
-                    // (The end of the input, if that is what is ready, is found by the next
-                    // wait: it is not lost.)
                 }
                 // The chunk is in: now the timers that came due while it waited. (Each chunk
                 // is followed by them, so input that keeps coming cannot hold them off.)

@@ -252,15 +252,16 @@ public:
         return versions<std::initializer_list<std::string_view>>(list);
     }
     /// The same from any range of strings: a std::vector<std::string> read from a
-    /// configuration file, say.
+    /// configuration file, say. (The strings are copied first: a range that makes each one
+    /// as it goes, a transform view, leaves none behind to point at.)
     template <class Range,
-              class = decltype(std::string_view(*std::declval<const Range &>().begin()))>
+              class = decltype(std::string(*std::declval<const Range &>().begin()))>
     config &versions(const Range &list) {
+        std::vector<std::string> owned;
+        for (const auto &v : list) owned.emplace_back(v);
         std::vector<mcpw_str> strs;
-        for (const auto &v : list) {
-            const std::string_view s(v);
-            strs.push_back(mcpw_str{s.data(), s.size()});
-        }
+        strs.reserve(owned.size());
+        for (const std::string &s : owned) strs.push_back(mcpw_str{s.data(), s.size()});
         detail::check(mcpw_config_set_versions(get(), strs.data(), strs.size()));
         return *this;
     }

@@ -139,6 +139,8 @@ void test_errors_carry_their_code() {
     CHECK(code_of([&] { ranged.versions(from_file); }) == MCPW_OK);
     const std::vector<std::string> wrong{"2025-11-25", "1999-01-01"};
     CHECK(code_of([&] { ranged.versions(wrong); }) == MCPW_ERR_UNKNOWN_VERSION);
+    const std::vector<std::string_view> views{"2025-06-18"};
+    CHECK(code_of([&] { ranged.versions(views); }) == MCPW_OK);
     CHECK(code_of([&] { mcpw::connection conn(c, 0); }) == MCPW_ERR_CONFIG_REFUSED);
     try {
         c.policy(0xFFFF);
