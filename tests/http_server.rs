@@ -1363,6 +1363,23 @@ fn a_resumed_request_stream_keeps_carrying_its_later_answer() {
     assert_eq!(s.open_streams(), 0);
 }
 
+/// A session of `s` with its GET stream open (the flood tests' log messages go there).
+fn listening_session(mut s: HttpServer) -> (HttpServer, String) {
+    let sid = open_session(&mut s);
+    let _ = listen(&mut s, &sid);
+    (s, sid)
+}
+
+/// Resumes `sid`'s stream from `last`: the resumption carries call 9's answer alone, and
+/// finishes.
+fn resumes_with_the_answer(s: &mut HttpServer, sid: &str, last: &str, reader: &mut StreamReader) {
+    let resumed = get_stream(s, &[("Mcp-Session-Id", sid), ("Last-Event-ID", last)]);
+    let (msgs, finished) = read_stream(s, resumed, reader);
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 9);
+    assert!(finished);
+}
+
 /// Sends `n` log messages to session `key`'s open GET stream: each one an event in the store.
 fn flood_get_stream(s: &mut HttpServer, key: ConnKey, n: usize) {
     for i in 0..n {
@@ -1402,9 +1419,7 @@ const FLOOD: usize = 100;
 /// A call whose client goes away (`away`), then `FLOOD` other events of the session, then
 /// the client resumes: what it gets, and whether the resumed stream finished.
 fn resumed_after_a_flood(away: Away) -> (Vec<Value>, bool) {
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     let last = reader.last_event_id().unwrap().to_owned();
     match away {
@@ -1454,9 +1469,7 @@ fn an_answer_its_client_did_not_get_outlives_the_event_store_bounds() {
 
 #[test]
 fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_drop() {
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     let last = reader.last_event_id().unwrap().to_owned();
     s.stream_closed(T0, stream);
@@ -1499,14 +1512,7 @@ fn an_answer_kept_aside_is_replayed_once_in_its_place_and_again_after_a_second_d
     // Its connection drops with none of it written; more events push on.
     s.stream_closed(T0, first);
     flood_get_stream(&mut s, key, FLOOD);
-    let again = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &from_start)],
-    );
-    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
-    assert_eq!(msgs.len(), 1, "{msgs:?}");
-    assert_eq!(msgs[0]["id"], 9);
-    assert!(finished);
+    resumes_with_the_answer(&mut s, &sid, &from_start, &mut reader);
 }
 
 #[test]
@@ -1515,9 +1521,7 @@ fn an_answer_given_after_a_close_for_polling_before_any_write_is_kept() {
     // byte of it: the host writes the priming event's id afterwards, so the client can
     // resume, and the answer must be kept aside too (it was not: nothing had been written
     // when it was routed).
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id) = post_request(
         &mut s,
         &sid,
@@ -1532,14 +1536,7 @@ fn an_answer_given_after_a_close_for_polling_before_any_write_is_kept() {
     let last = reader.last_event_id().unwrap().to_owned();
     s.stream_closed(T0, stream);
     flood_get_stream(&mut s, key, FLOOD);
-    let resumed = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-    );
-    let (msgs, finished) = read_stream(&mut s, resumed, &mut reader);
-    assert_eq!(msgs.len(), 1, "{msgs:?}");
-    assert_eq!(msgs[0]["id"], 9);
-    assert!(finished);
+    resumes_with_the_answer(&mut s, &sid, &last, &mut reader);
 }
 
 #[test]
@@ -1583,14 +1580,7 @@ fn a_resumption_cut_short_does_not_push_out_the_answer_it_carried() {
         s.consume_stream(fresh, 10);
         s.stream_closed(T0, fresh);
     }
-    let again = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-    );
-    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
-    assert_eq!(msgs.len(), 1, "{msgs:?}");
-    assert_eq!(msgs[0]["id"], 9);
-    assert!(finished);
+    resumes_with_the_answer(&mut s, &sid, &last, &mut reader);
 }
 
 #[test]
@@ -1598,9 +1588,7 @@ fn the_store_of_the_flood_tests_does_lose_the_answer() {
     // The control for the tests above: the same flood with nothing kept aside (no event id of
     // the stream was ever written out, so its client could not resume it and nothing is
     // kept) leaves the store without the answer.
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id) = post_request(
         &mut s,
         &sid,
@@ -1627,9 +1615,7 @@ fn a_resumption_taking_over_a_held_response_carries_its_unwritten_answer() {
     // The client saw its connection break before the host did: the response still holds the
     // answer, unwritten, when the `Last-Event-ID` GET takes the stream over, after a burst
     // that pushed the answer out of the store.
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     let last = reader.last_event_id().unwrap().to_owned();
     answer_call(&mut s, key, &id);
@@ -1651,9 +1637,7 @@ fn naming_a_resumptions_own_stream_does_not_drop_what_it_carried() {
     // A resumption's response gets a stream of its own (numbers are sequential, so a client
     // can name it): taking that one over replaced its bytes, and once it drained, the answer
     // it had carried counted as written out and went, unwritten.
-    let mut s = small_store_server();
-    let sid = open_session(&mut s);
-    let (_get, _, _) = listen(&mut s, &sid);
+    let (mut s, sid) = listening_session(small_store_server());
     let (stream, key, id, mut reader) = call_and_prime(&mut s, &sid);
     let last = reader.last_event_id().unwrap().to_owned();
     s.stream_closed(T0, stream);
@@ -1681,14 +1665,7 @@ fn naming_a_resumptions_own_stream_does_not_drop_what_it_carried() {
     );
     let _ = read_stream(&mut s, other, &mut StreamReader::new());
     // The answer is still there for the stream it belongs to.
-    let again = get_stream(
-        &mut s,
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-    );
-    let (msgs, finished) = read_stream(&mut s, again, &mut reader);
-    assert_eq!(msgs.len(), 1, "{msgs:?}");
-    assert_eq!(msgs[0]["id"], 9);
-    assert!(finished);
+    resumes_with_the_answer(&mut s, &sid, &last, &mut reader);
 }
 
 #[test]

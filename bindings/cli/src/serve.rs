@@ -1086,6 +1086,36 @@ pub fn run_http(
 mod tests {
     use super::*;
 
+    /// Feeds one line to the demo server's connection, and its events to the server.
+    fn feed(conn: &mut Connection, server: &mut Server, line: &str) {
+        conn.handle_input(Timestamp::ZERO, format!("{line}\n").as_bytes());
+        while let Some(ev) = conn.poll_event() {
+            let ev = ev.to_owned_event();
+            server.on_event(conn, Timestamp::ZERO, ev);
+        }
+    }
+
+    /// The demo server after a 2025-11-25 handshake, its output bound lowered to 100 bytes
+    /// and empty.
+    fn ready_with_a_100_byte_output() -> (Connection, Server) {
+        let mut config = demo_config(false);
+        config.limits.max_buffered_output = 100;
+        let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+        let mut server = Server::default();
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        feed(
+            &mut conn,
+            &mut server,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        assert!(written(&mut conn).contains(r#""id":0,"result""#));
+        (conn, server)
+    }
+
     /// Everything the connection has written, as text.
     fn written(conn: &mut Connection) -> String {
         let mut out = Vec::new();
@@ -1102,29 +1132,7 @@ mod tests {
     /// and lost, and the call waited for its client's timeout.
     #[test]
     fn an_answer_refused_for_a_full_output_is_given_later() {
-        let mut config = demo_config(false);
-        config.limits.max_buffered_output = 100;
-        let t0 = Timestamp::ZERO;
-        let mut conn = Connection::new(config, t0).unwrap();
-        let mut server = Server::default();
-        let feed = |conn: &mut Connection, server: &mut Server, line: &str| {
-            conn.handle_input(t0, format!("{line}\n").as_bytes());
-            while let Some(ev) = conn.poll_event() {
-                let ev = ev.to_owned_event();
-                server.on_event(conn, t0, ev);
-            }
-        };
-        feed(
-            &mut conn,
-            &mut server,
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        );
-        feed(
-            &mut conn,
-            &mut server,
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        );
-        assert!(written(&mut conn).contains(r#""id":0,"result""#));
+        let (mut conn, mut server) = ready_with_a_100_byte_output();
         feed(
             &mut conn,
             &mut server,
@@ -1152,29 +1160,7 @@ mod tests {
     /// A request cancelled while its answer waits for a retry takes the retry with it.
     #[test]
     fn a_cancelled_request_drops_its_answers_retry() {
-        let mut config = demo_config(false);
-        config.limits.max_buffered_output = 100;
-        let t0 = Timestamp::ZERO;
-        let mut conn = Connection::new(config, t0).unwrap();
-        let mut server = Server::default();
-        let feed = |conn: &mut Connection, server: &mut Server, line: &str| {
-            conn.handle_input(t0, format!("{line}\n").as_bytes());
-            while let Some(ev) = conn.poll_event() {
-                let ev = ev.to_owned_event();
-                server.on_event(conn, t0, ev);
-            }
-        };
-        feed(
-            &mut conn,
-            &mut server,
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        );
-        feed(
-            &mut conn,
-            &mut server,
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        );
-        assert!(written(&mut conn).contains(r#""id":0,"result""#));
+        let (mut conn, mut server) = ready_with_a_100_byte_output();
         // Quick answers until one is refused (the one that crosses the 100-byte bound is
         // taken, the next waits for a retry).
         let mut id = 0;
