@@ -9,8 +9,9 @@
 //! timeout. So the server keeps such answers here as well, under bounds of their own, and
 //! puts back any the store lost when the stream is resumed. Kept are the answers given while
 //! no response held the stream, and those still unwritten in a response when its client went
-//! away; only for a stream the client can resume (its host wrote some of it out, so the
-//! client may hold one of its event ids). An answer goes once a response carrying it was
+//! away; only for a stream the client can resume (its host wrote some of it out, or it was
+//! closed for polling, which its host writes out before it ends: the client may hold one of
+//! its event ids). An answer goes once a response carrying it was
 //! written out to the end, or once a resumption's `Last-Event-ID` shows the client has it.
 //! An answer the host wrote out just before the connection broke is not kept: the store's
 //! copy is what a quick resumption finds.
@@ -184,8 +185,8 @@ fn event_number(event: &[u8]) -> Option<u64> {
 
 /// The events of an SSE buffer from the one that holds byte `read` on (those not written out
 /// whole), as (the stream its id names, event number, the event's bytes, its data joined),
-/// for the events with an id and data. The buffer holds whole events only, as the server writes them (`id:` and `data:`
-/// lines, comments, `retry:`), each ending in an empty line.
+/// for the events with an id and data. The buffer holds whole events only, as the server
+/// writes them (`id:` and `data:` lines, comments, `retry:`), each ending in an empty line.
 pub(crate) fn unwritten_events(buf: &[u8], read: usize) -> Vec<(HttpStreamId, u64, &[u8], String)> {
     let read = read.min(buf.len());
     let start = (buf[..read].windows(2))
