@@ -67,7 +67,8 @@
  *   longest for a request head, and waits its turn only when every connection is in a
  *   request. --max-output bounds the bytes one session's (or stateless request's) output may
  *   hold before the engine pushes back with MCPW_ERR_OUTPUT_FULL (default 16 MiB); answers
- *   and progress refused then are given again a little later, never dropped. The first line on stdout is "listening on http://127.0.0.1:PORT/mcp".
+ *   and progress refused then are given again a little later, never dropped. The first line
+ *   on stdout is "listening on http://127.0.0.1:PORT/mcp".
  *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
  *   every other one with 403).
  *
