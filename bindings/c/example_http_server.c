@@ -216,7 +216,6 @@ typedef struct job {
     owned_id request;
     job_kind kind;
     int step;
-    int answering; /* every progress step is out: only the answer is left */
     uint64_t due_ns;
     /* JOB_ANSWER: what to give, copied (`data`: an error's data, or NULL). */
     answer_kind how;
@@ -243,7 +242,6 @@ static job *start_job(uint64_t key, const mcpw_id *id, job_kind kind, uint64_t n
     j->request = own_id(id);
     j->kind = kind;
     j->step = 0;
-    j->answering = 0;
     j->due_ns = now + STEP_NS;
     j->how = ANSWER_RESULT;
     j->code = 0;
@@ -321,6 +319,7 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
         rc = give(conn, &j->request.id, j->how, j->code, j->answer, j->answer_len, j->data,
                   j->data_len);
         if (rc == MCPW_ERR_OUTPUT_FULL) {
+            /* Backpressure: the answer is tried again a little later, never dropped. */
             j->due_ns = now + STEP_NS;
             return 0;
         }
@@ -339,34 +338,28 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
         answer = "{\"content\":[{\"type\":\"text\",\"text\":\"Progress test completed\"}],"
                  "\"isError\":false}";
     }
-    answer_len = strlen(answer);
-    if (!j->answering) {
-        rc = mcpw_conn_progress(conn, &j->request.id, progress, total, true, NULL, 0);
-        if (rc == MCPW_ERR_OUTPUT_FULL) {
-            /* The client is not reading its stream: try this step again a little later. */
-            j->due_ns = now + STEP_NS;
-            return 0;
-        }
-        /* No progress token: the client did not ask for progress, which is fine. Anything
-           else means the request is gone (cancelled, or its connection closed). */
-        if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) return 1;
-        j->step++;
-        if (progress < total) {
-            j->due_ns = now + STEP_NS;
-            return 0;
-        }
-        j->answering = 1;
-    }
-    rc = mcpw_conn_respond(conn, &j->request.id, answer, answer_len);
+    rc = mcpw_conn_progress(conn, &j->request.id, progress, total, true, NULL, 0);
     if (rc == MCPW_ERR_OUTPUT_FULL) {
-        /* Backpressure: the answer alone is tried again a little later, never dropped. */
+        /* The client is not reading its stream: try this step again a little later. */
         j->due_ns = now + STEP_NS;
         return 0;
     }
-    if (rc != MCPW_OK && rc != MCPW_ERR_UNKNOWN_REQUEST && rc != MCPW_ERR_CLOSED) {
-        warn("respond", rc);
+    /* No progress token: the client did not ask for progress, which is fine. Anything
+       else means the request is gone (cancelled, or its connection closed). */
+    if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) return 1;
+    j->step++;
+    if (progress < total) {
+        j->due_ns = now + STEP_NS;
+        return 0;
     }
-    return 1;
+    /* Every step is out: the job becomes its answer, given now (or, with the output full,
+       again later, as any answer refused for now). */
+    answer_len = strlen(answer);
+    j->kind = JOB_ANSWER;
+    j->answer = checked_malloc(answer_len + 1);
+    memcpy(j->answer, answer, answer_len);
+    j->answer_len = answer_len;
+    return job_step(j, conn, now);
 }
 
 static void run_jobs(uint64_t now) {
