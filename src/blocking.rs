@@ -669,6 +669,29 @@ mod tests {
         input
     }
 
+    /// A handshake-era client whose requests time out after 1 s.
+    fn client_with_a_one_second_timeout() -> Connection {
+        let mut config = Config::client("c", "1");
+        config.client_era = crate::conn::ClientEra::Legacy;
+        config.request_timeout = Duration::from_secs(1);
+        Connection::new(config, Timestamp::ZERO).unwrap()
+    }
+
+    /// An `Io` reading `reader` on the loop's thread (`on_fd`) or on a thread of its own.
+    #[cfg(unix)]
+    fn io_over_pipe<'a>(
+        on_fd: bool,
+        reader: &std::io::PipeReader,
+        out: &'a mut Vec<u8>,
+        clock: impl FnMut() -> Timestamp + Send + 'static,
+    ) -> Io<&'a mut Vec<u8>> {
+        if on_fd {
+            Io::from_fd(reader, out, clock).unwrap()
+        } else {
+            Io::new(reader.try_clone().unwrap(), out, clock)
+        }
+    }
+
     /// An answer that is already here when the loop comes to it past its request's deadline
     /// (a loaded machine, a long write) is taken, not timed out: the loop read it, then fired
     /// the timers, and only then fed it, so the request timed out and the answer was dropped
@@ -679,16 +702,9 @@ mod tests {
         for on_fd in [false, true] {
             let (reader, mut writer) = std::io::pipe().unwrap();
             let (now, clock) = manual_clock();
-            let mut config = Config::client("c", "1");
-            config.client_era = crate::conn::ClientEra::Legacy;
-            config.request_timeout = Duration::from_secs(1);
-            let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+            let mut conn = client_with_a_one_second_timeout();
             let mut out = Vec::new();
-            let mut io = if on_fd {
-                Io::from_fd(&reader, &mut out, clock).unwrap()
-            } else {
-                Io::new(reader.try_clone().unwrap(), &mut out, clock)
-            };
+            let mut io = io_over_pipe(on_fd, &reader, &mut out, clock);
             // The initialize request goes out, and the call returns at its `until`.
             let until = Some(Timestamp::from_nanos(10_000_000));
             now.store(20_000_000, Ordering::SeqCst);
@@ -718,16 +734,9 @@ mod tests {
         for on_fd in [false, true] {
             let (reader, mut writer) = std::io::pipe().unwrap();
             let (now, clock) = manual_clock();
-            let mut config = Config::client("c", "1");
-            config.client_era = crate::conn::ClientEra::Legacy;
-            config.request_timeout = Duration::from_secs(1);
-            let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+            let mut conn = client_with_a_one_second_timeout();
             let mut out = Vec::new();
-            let mut io = if on_fd {
-                Io::from_fd(&reader, &mut out, clock).unwrap()
-            } else {
-                Io::new(reader.try_clone().unwrap(), &mut out, clock)
-            };
+            let mut io = io_over_pipe(on_fd, &reader, &mut out, clock);
             now.store(20_000_000, Ordering::SeqCst);
             let until = Some(Timestamp::from_nanos(10_000_000));
             assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
