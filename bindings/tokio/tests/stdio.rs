@@ -856,6 +856,23 @@ async fn a_blocked_write_does_not_hold_the_timers_up() {
     );
 }
 
+/// A handshake-era client over `input` and `output` whose requests time out after 100 ms,
+/// its initialize request written.
+async fn initializing_client(
+    input: tokio::io::DuplexStream,
+    output: tokio::io::DuplexStream,
+) -> Driver<tokio::io::DuplexStream, tokio::io::DuplexStream> {
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    config.request_timeout = Duration::from_millis(100);
+    let mut driver = Driver::new(config, input, output).unwrap();
+    driver
+        .write_pending()
+        .await
+        .expect("the initialize request out");
+    driver
+}
+
 /// An answer that is already here when the driver comes to it past its request's deadline
 /// (a loaded machine, a handler that took long) is taken, not timed out: the read and the
 /// deadline were a coin toss, and a timed-out request's answer is dropped as late.
@@ -864,14 +881,7 @@ async fn an_answer_already_here_beats_a_deadline_that_passed_meanwhile() {
     for round in 0..20 {
         let (input, mut peer_out) = tokio::io::duplex(64 * 1024);
         let (output, _peer_in) = tokio::io::duplex(64 * 1024);
-        let mut config = Config::client("t", "1.0");
-        config.client_era = mcpwire::conn::ClientEra::Legacy;
-        config.request_timeout = Duration::from_millis(100);
-        let mut driver = Driver::new(config, input, output).unwrap();
-        driver
-            .write_pending()
-            .await
-            .expect("the initialize request out");
+        let mut driver = initializing_client(input, output).await;
         let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
         // Once the driver waits (for the answer, and for the deadline), the answer comes,
         // and the runtime's one thread is then busy past the deadline: the driver wakes to
@@ -904,14 +914,7 @@ async fn an_answer_that_came_while_the_application_worked_beats_a_deadline() {
     let (input, mut peer_out) = tokio::io::duplex(256 * 1024);
     // Room for the handshake, then the pings' answers fill it: nobody reads.
     let (output, mut peer_in) = tokio::io::duplex(2048);
-    let mut config = Config::client("t", "1.0");
-    config.client_era = mcpwire::conn::ClientEra::Legacy;
-    config.request_timeout = Duration::from_millis(100);
-    let mut driver = Driver::new(config, input, output).unwrap();
-    driver
-        .write_pending()
-        .await
-        .expect("the initialize request out");
+    let mut driver = initializing_client(input, output).await;
     let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
     peer_out
         .write_all(format!("{init}\n").as_bytes())
