@@ -207,6 +207,15 @@ fn post_request(
     (stream, *key, id.clone())
 }
 
+/// A `tools/call` (id 9) on session `sid`, left unanswered and unread.
+fn post_call(s: &mut HttpServer, sid: &str) -> (HttpStreamId, ConnKey, mcpwire::jsonrpc::OwnedId) {
+    post_request(
+        s,
+        sid,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
+    )
+}
+
 /// A `tools/call` (id 9) on session `sid`, left unanswered, its stream read up to its priming
 /// event.
 fn call_and_prime(
@@ -218,11 +227,7 @@ fn call_and_prime(
     mcpwire::jsonrpc::OwnedId,
     StreamReader,
 ) {
-    let (stream, key, id) = post_request(
-        s,
-        sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
+    let (stream, key, id) = post_call(s, sid);
     let mut reader = StreamReader::new();
     let (none, finished) = read_stream(s, stream, &mut reader);
     assert!(none.is_empty() && !finished);
@@ -1522,11 +1527,7 @@ fn an_answer_given_after_a_close_for_polling_before_any_write_is_kept() {
     // resume, and the answer must be kept aside too (it was not: nothing had been written
     // when it was routed).
     let (mut s, sid) = listening_session(small_store_server());
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
+    let (stream, key, id) = post_call(&mut s, &sid);
     assert!(s.close_stream_for_polling(key, id.as_id()));
     answer_call(&mut s, key, &id);
     s.pump();
@@ -1589,11 +1590,7 @@ fn the_store_of_the_flood_tests_does_lose_the_answer() {
     // the stream was ever written out, so its client could not resume it and nothing is
     // kept) leaves the store without the answer.
     let (mut s, sid) = listening_session(small_store_server());
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
+    let (stream, key, id) = post_call(&mut s, &sid);
     answer_call(&mut s, key, &id);
     s.pump();
     let _ = s.poll_stream(stream);
@@ -1715,11 +1712,7 @@ fn a_stream_resumed_before_the_host_first_polled_it_replays_its_answer() {
     // become a plain JSON body). A resumption that comes first must find them in the store.
     let mut s = server();
     let sid = open_session(&mut s);
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}"#,
-    );
+    let (stream, key, id) = post_call(&mut s, &sid);
     answer_call(&mut s, key, &id);
     s.pump();
     // Stream ids are sequential: a client can name this one before it saw any event of it.
