@@ -584,6 +584,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 let now = self.read_clock();
                 let due = self.conn.poll_timeout().is_some_and(|at| at <= now);
                 if due && !self.looked_before_timers && self.may_read_ahead() {
+                    // The reactor looks at the descriptors first: it has not run while the
+                    // application held the thread, and a pipe's readiness is cleared after a
+                    // short read (tokio's `ChildStdout`), so the reader alone would say
+                    // "nothing yet" with input waiting. A yielded task is woken only after
+                    // the runtime has polled its driver.
+                    tokio::task::yield_now().await;
                     self.looked_before_timers = true;
                     let ready = tokio::select! {
                         biased;

@@ -962,6 +962,69 @@ async fn an_answer_that_came_while_the_application_worked_beats_a_deadline() {
     drop(peer_in);
 }
 
+/// The same over a real pipe (tokio's `ChildStdout` and `pipe::Receiver`, which `spawn`
+/// reads): a read shorter than the buffer clears the descriptor's readiness, and the reactor
+/// is not polled while the application holds the thread. The look before the timers asked
+/// the reader only, which said "nothing yet" with the answer in the pipe: the request timed
+/// out. It now lets the reactor look first. (On one thread: on several, another worker
+/// polls the reactor meanwhile.)
+#[tokio::test]
+async fn an_answer_that_came_over_a_pipe_while_the_application_worked_beats_a_deadline() {
+    let (mut peer_out, input) = tokio::net::unix::pipe::pipe().unwrap();
+    let (output, mut peer_in) = tokio::io::duplex(256 * 1024);
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    config.request_timeout = Duration::from_millis(100);
+    let mut driver = Driver::new(config, input, output).unwrap();
+    driver.write_pending().await.unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}}"#;
+    peer_out
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let ready = driver.next_event().await.unwrap();
+    assert!(matches!(ready, Some(OwnedEvent::Ready { .. })), "{ready:?}");
+    driver.write_pending().await.unwrap();
+    let now = driver.now();
+    let id = driver
+        .connection()
+        .request(now, "tools/list", None)
+        .unwrap();
+    driver.write_pending().await.unwrap();
+    let mut sink = vec![0u8; 4096];
+    let _ = peer_in.read(&mut sink).await.unwrap();
+    // A notification, read short: the pipe's readiness is cleared.
+    peer_out
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n")
+        .await
+        .unwrap();
+    let event = driver.next_event().await.unwrap();
+    assert!(
+        matches!(event, Some(OwnedEvent::Notification { .. })),
+        "{event:?}"
+    );
+    // The application works past the deadline; the answer comes meanwhile.
+    peer_out
+        .write_all(
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"tools\":[]}}}}\n",
+                id.0
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let event = tokio::time::timeout(Duration::from_secs(5), driver.next_event())
+        .await
+        .expect("an event")
+        .expect("no IO error");
+    assert!(
+        matches!(event, Some(OwnedEvent::Response { .. })),
+        "{event:?}"
+    );
+}
+
 /// A server that reads its next request only once it has written the last answer whole (as
 /// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
 /// pipelined calls larger than a pipe, each answered at the same size. The driver used to
