@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::header::{
+    CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER,
+};
 use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -130,6 +132,13 @@ pub struct HostConfig {
     /// reset connection; a body declared (`Content-Length`) or grown larger than that is
     /// refused at once. Default 4 MiB.
     pub max_body: usize,
+    /// The most bytes the request bodies being read may hold together, over all connections
+    /// (each body counts until the engine has taken it). A body that would go past it gets
+    /// `503 Service Unavailable` with `Retry-After: 1` and the connection closed, its rest
+    /// read and dropped as for `max_body`. Without it, the peak is `max_connections` times
+    /// `max_body` (4 GiB by default) from clients that each send one large body at once. At
+    /// least `max_body`; default 64 MiB.
+    pub max_body_total: usize,
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. A kept-alive connection is closed at once when
     /// idle, and once its answer is out when a request has begun to arrive on it (part of
@@ -156,6 +165,7 @@ impl Default for HostConfig {
             max_head_size: 64 * 1024,
             max_headers: 100,
             max_body: 4 * 1024 * 1024,
+            max_body_total: 64 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(10),
         }
     }
@@ -176,6 +186,7 @@ impl HostConfig {
         self.max_connections = self.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         self.max_headers = self.max_headers.min(MAX_HEADERS);
         self.header_read_timeout = self.header_read_timeout.min(FAR_FUTURE);
+        self.max_body_total = self.max_body_total.max(self.max_body);
         self
     }
 }
@@ -242,6 +253,8 @@ struct Shared<A> {
     start: Instant,
     phase: AtomicU8,
     config: HostConfig,
+    /// The bytes held by the request bodies being read ([`HostConfig::max_body_total`]).
+    bodies: AtomicUsize,
 }
 
 impl<A: Application> Shared<A> {
@@ -385,6 +398,7 @@ impl<A: Application> McpService<A> {
             start: Instant::now(),
             phase: AtomicU8::new(RUNNING),
             config: config.workable(),
+            bodies: AtomicUsize::new(0),
         });
         let timers = run_timers(shared.clone());
         (McpService { shared }, timers)
@@ -1194,14 +1208,66 @@ enum BodyRead {
     Complete(Bytes),
     /// Over the limit: read to its end and dropped, or cut at the discard limit.
     TooLarge,
+    /// Past [`HostConfig::max_body_total`] with the other bodies being read: dropped like
+    /// `TooLarge`.
+    Busy,
     /// A broken chunked body, or a connection gone mid-body.
     Broken,
 }
 
-/// Reads a body of at most `max` bytes. Past `max` it keeps reading, and drops what it
-/// reads, until the body ends (`TooLarge`, the client then reads the 413) or `discard`
-/// bytes have come (`TooLarge` at once).
-async fn read_body<B>(body: B, max: usize, discard: u64, received: &AtomicU64) -> BodyRead
+/// A body's share of [`HostConfig::max_body_total`], given back when dropped.
+struct BodyShare<'a> {
+    held: &'a AtomicUsize,
+    limit: usize,
+    taken: usize,
+}
+
+impl<'a> BodyShare<'a> {
+    fn new(held: &'a AtomicUsize, limit: usize) -> Self {
+        BodyShare {
+            held,
+            limit,
+            taken: 0,
+        }
+    }
+
+    /// Takes `n` more bytes, or nothing when they would go past the limit.
+    fn take(&mut self, n: usize) -> bool {
+        let grown = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(n).filter(|&total| total <= self.limit)
+            });
+        if grown.is_ok() {
+            self.taken += n;
+        }
+        grown.is_ok()
+    }
+
+    /// Gives back everything taken.
+    fn release(&mut self) {
+        self.held.fetch_sub(self.taken, Ordering::Relaxed);
+        self.taken = 0;
+    }
+}
+
+impl Drop for BodyShare<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Reads a body of at most `max` bytes, its bytes counted in `share`. Past `max`, or past
+/// what `share` may take, it keeps reading, and drops what it reads, until the body ends
+/// (`TooLarge` or `Busy`: the client then reads the 413 or 503) or `discard` bytes have come
+/// (at once).
+async fn read_body<B>(
+    body: B,
+    max: usize,
+    discard: u64,
+    received: &AtomicU64,
+    share: &mut BodyShare<'_>,
+) -> BodyRead
 where
     B: HttpBody,
 {
@@ -1214,6 +1280,7 @@ where
     let mut first: Option<Bytes> = None;
     let mut rest: Vec<u8> = Vec::new();
     let mut len: u64 = 0;
+    let mut busy = false;
     while let Some(frame) = body.as_mut().frame().await {
         let Ok(frame) = frame else {
             return BodyRead::Broken;
@@ -1223,10 +1290,16 @@ where
         };
         len += data.remaining() as u64;
         received.store(len, Ordering::Relaxed);
-        if len > max as u64 {
+        busy = busy || (len <= max as u64 && !share.take(data.remaining()));
+        if len > max as u64 || busy {
             (first, rest) = (None, Vec::new());
+            share.release();
             if len > discard {
-                return BodyRead::TooLarge;
+                return if busy {
+                    BodyRead::Busy
+                } else {
+                    BodyRead::TooLarge
+                };
             }
             continue;
         }
@@ -1247,6 +1320,9 @@ where
     }
     if len > max as u64 {
         return BodyRead::TooLarge;
+    }
+    if busy {
+        return BodyRead::Busy;
     }
     BodyRead::Complete(first.unwrap_or_else(|| rest.into()))
 }
@@ -1297,7 +1373,9 @@ where
     // Most bodies are in by the time hyper calls us: a first poll takes them without the
     // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
     let received = AtomicU64::new(0);
-    let read = read_body(body, config.max_body, discard, &received);
+    // (Held until the engine has taken the body, at the end of this function.)
+    let mut share = BodyShare::new(&shared.bodies, config.max_body_total);
+    let read = read_body(body, config.max_body, discard, &received, &mut share);
     tokio::pin!(read);
     let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
     let read = match first {
@@ -1307,6 +1385,12 @@ where
     let body = match read {
         Some(BodyRead::Complete(body)) => body,
         Some(BodyRead::TooLarge) => return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE)),
+        Some(BodyRead::Busy) => {
+            let mut r = refuse(StatusCode::SERVICE_UNAVAILABLE);
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            return Ok(r);
+        }
         // A broken chunked body or a connection gone mid-body.
         Some(BodyRead::Broken) => return Ok(refuse(StatusCode::BAD_REQUEST)),
         None => return Ok(refuse(StatusCode::REQUEST_TIMEOUT)),
@@ -1630,7 +1714,10 @@ mod tests {
             next: 0,
             retained: retained.clone(),
         };
-        let BodyRead::Complete(read) = read_body(body, 1 << 20, 1 << 24, &AtomicU64::new(0)).await
+        let held = AtomicUsize::new(0);
+        let mut share = BodyShare::new(&held, usize::MAX);
+        let BodyRead::Complete(read) =
+            read_body(body, 1 << 20, 1 << 24, &AtomicU64::new(0), &mut share).await
         else {
             panic!("not complete");
         };
@@ -1643,11 +1730,54 @@ mod tests {
             next: 0,
             retained: Arc::new(AtomicBool::new(false)),
         };
-        let BodyRead::Complete(read) = read_body(one, 1 << 20, 1 << 24, &AtomicU64::new(0)).await
+        let BodyRead::Complete(read) =
+            read_body(one, 1 << 20, 1 << 24, &AtomicU64::new(0), &mut share).await
         else {
             panic!("not complete");
         };
         assert_eq!(&read[..], b"a");
+        // Both bodies' bytes stay counted until the share goes.
+        assert_eq!(held.load(Ordering::Relaxed), 101);
+        drop(share);
+        assert_eq!(held.load(Ordering::Relaxed), 0);
+    }
+
+    /// A body whose bytes do not fit in what the other bodies leave of the shared bound is
+    /// read to its end and dropped (`Busy`), and what it had taken is given back at once.
+    #[tokio::test]
+    async fn a_body_past_the_shared_bound_is_dropped_and_gives_its_share_back() {
+        let held = AtomicUsize::new(0);
+        let mut other = BodyShare::new(&held, 100);
+        assert!(other.take(60));
+        /// Five pieces of ten bytes.
+        struct Tens(u8);
+        impl HttpBody for Tens {
+            type Data = Bytes;
+            type Error = Infallible;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+            ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+                if self.0 == 5 {
+                    return Poll::Ready(None);
+                }
+                self.0 += 1;
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&[b' '; 10])))))
+            }
+        }
+        let body = || Tens(0);
+        let mut share = BodyShare::new(&held, 100);
+        let read = read_body(body(), 1 << 20, 1 << 24, &AtomicU64::new(0), &mut share).await;
+        assert!(matches!(read, BodyRead::Busy));
+        assert_eq!(
+            held.load(Ordering::Relaxed),
+            60,
+            "its own share is given back"
+        );
+        drop(other);
+        let read = read_body(body(), 1 << 20, 1 << 24, &AtomicU64::new(0), &mut share).await;
+        assert!(matches!(read, BodyRead::Complete(b) if b.len() == 50));
+        assert_eq!(held.load(Ordering::Relaxed), 50);
     }
 
     /// A connection chosen while idle that was served before its task saw the choice (a
