@@ -131,6 +131,14 @@ func (c *Conn) isFreed() bool {
 // view's lending ended.
 func (c *Conn) freed() bool { return c.ptr == nil || c.cut.Load() }
 
+// endLending cuts a lent view off (its callback returned): a call that a goroutine which
+// kept it is making ends first (the view's lock), and every later one returns ErrFreed.
+func (c *Conn) endLending() {
+	c.mu.Lock()
+	c.cut.Store(true)
+	c.mu.Unlock()
+}
+
 // mutex is the lock the Conn's calls take.
 func (c *Conn) mutex() *sync.Mutex {
 	if c.outer != nil {

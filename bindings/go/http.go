@@ -14,6 +14,7 @@ import (
 	"io"
 	"log"
 	"math"
+	"math/bits"
 	"net/http"
 	"os"
 	"runtime"
@@ -58,6 +59,12 @@ type HTTPOptions struct {
 	MaxSessions int
 	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB.
 	MaxBody int
+	// MaxBodyTotal bounds the memory that the request bodies being read take together,
+	// beyond the 64 KiB buffer each request may reuse: a body that would go past it gets 503
+	// with Retry-After: 1 (the rest read and dropped, as for a 413), where otherwise as many
+	// clients as the server has connections could each hold MaxBody at once. At least
+	// MaxBody; 0: 64 MiB.
+	MaxBodyTotal int
 	// BodyTimeout bounds how long a client may take to send a request's body once its
 	// headers are in (408 beyond), even one that keeps up MinBodyRate, whatever your
 	// http.Server sets; 0: 30 s. Raise it for large bodies over slow links. Neither it nor
@@ -125,6 +132,8 @@ type HTTPServer struct {
 	lastNs   uint64
 	app      HTTPApp
 	maxBody  int
+	maxTotal int64         // HTTPOptions.MaxBodyTotal
+	bodies   atomic.Int64  // the bytes taken by the bodies being read (maxTotal at most)
 	bodyTime time.Duration // HTTPOptions.BodyTimeout
 	minRate  int           // HTTPOptions.MinBodyRate (bytes per second; 0: no minimum)
 	grace    time.Duration // HTTPOptions.BodyRateGrace
@@ -199,6 +208,11 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if maxBody <= 0 {
 		maxBody = 4 << 20
 	}
+	maxTotal := opts.MaxBodyTotal
+	if maxTotal <= 0 {
+		maxTotal = 64 << 20
+	}
+	maxTotal = max(maxTotal, maxBody)
 	bodyTime := opts.BodyTimeout
 	if bodyTime <= 0 {
 		bodyTime = 30 * time.Second
@@ -234,6 +248,7 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		origin:   time.Now(),
 		app:      app,
 		maxBody:  maxBody,
+		maxTotal: int64(maxTotal),
 		errorLog: opts.ErrorLog,
 		record:   make([]C.mcpwgo_record, 1),
 		arena:    make([]byte, eventArena),
@@ -257,6 +272,10 @@ func (s *HTTPServer) Close() error {
 	}
 	s.closed = true
 	close(s.done)
+	for _, c := range s.lentConns { // (before the free: a kept view's call ends first)
+		c.endLending()
+	}
+	s.lentConns = s.lentConns[:0]
 	C.mcpw_http_server_free(s.ptr)
 	C.free(unsafe.Pointer(s.pending))
 	s.ptr, s.pending = nil, nil
@@ -283,7 +302,7 @@ func (s *HTTPServer) notifyLocked() {
 // wakeLocked is notifyLocked without the timers' check.
 func (s *HTTPServer) wakeLocked() {
 	for _, c := range s.lentConns {
-		c.cut.Store(true)
+		c.endLending()
 	}
 	s.lentConns = s.lentConns[:0]
 	if len(s.parked) > 0 {
@@ -355,7 +374,9 @@ func (s *HTTPServer) take(p C.mcpwgo_http_polled) bool {
 		return true
 	}
 	t := recordText{arena: s.arena[:int(p.used)]}
-	s.handleEvent(s.lent(p.conn), ConnKey(p.key), t.event(&s.record[0]))
+	c := s.lent(p.conn)
+	s.handleEvent(c, ConnKey(p.key), t.event(&s.record[0]))
+	c.endLending()
 	s.arena = trimArena(s.arena, eventArena)
 	return true
 }
@@ -402,14 +423,10 @@ func eventName(ev Event) string {
 	return fmt.Sprintf("%T", ev)
 }
 
-// lent wraps a connection view the engine lent: a Conn of its own for each lending, so one
-// kept by mistake refuses calls (ErrFreed) instead of reaching another session. The engine
-// keeps one view per connection, so the same view lent again before the cut (a stateless
-// request's ReadyEvent, then its RequestEvent) gets the same Conn: both die together.
+// lent wraps a connection view the engine lent: a Conn of its own for each callback, cut
+// off (endLending) as soon as the callback returns, so one kept by mistake refuses calls
+// (ErrFreed) instead of reaching the engine while the server uses it, or another session.
 func (s *HTTPServer) lent(ptr *C.mcpw_conn) *Conn {
-	if n := len(s.lentConns); n > 0 && s.lentConns[n-1].ptr == ptr {
-		return s.lentConns[n-1]
-	}
 	c := &Conn{ptr: ptr, view: true, origin: s.origin}
 	s.lentConns = append(s.lentConns, c)
 	return c
@@ -431,7 +448,9 @@ func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 		return err
 	}
 	defer s.notifyLocked() // also when f panics: its view is cut off before the lock goes
-	err := f(s.lent(got.conn))
+	c := s.lent(got.conn)
+	err := f(c)
+	c.endLending()
 	s.dispatchLocked()
 	// What f sent goes onto its streams now (or waits for the session's GET stream, within
 	// the backlog's bounds), not whenever the next call into the server moves it.
@@ -713,15 +732,24 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength < 0 {
 		body = http.MaxBytesReader(w, r.Body, int64(s.maxBody))
 	}
-	read, err := s.readBody(w, body, r.Body != http.NoBody, bufs.body[:0])
+	read, taken, err := s.readBody(w, body, r.Body != http.NoBody, bufs.body[:0])
 	bufs.body = read
 	if err != nil {
+		s.bodies.Add(-taken)
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
 			// As above: the rest (up to discardLimit) is read and dropped before the 413.
 			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		case errors.Is(err, errBodiesBusy):
+			// The same, for a 503 the client may retry.
+			if r.ProtoMajor == 1 {
+				w.Header().Set("Connection", "close")
+			}
+			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many request bodies being read", http.StatusServiceUnavailable)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			http.Error(w, "body not received in time", http.StatusRequestTimeout)
 		default:
@@ -750,9 +778,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			add(name, v)
 		}
 	}
+	if count == 0 {
+		// No header at all (an HTTP/1.0 request needs no Host): C still gets an array.
+		lens = append(lens, 0, 0)
+	}
 	bufs.joined, bufs.lens = joined, lens
 
-	a, ok := s.respond(w, r.Method, joined, lens, count, read, bufs)
+	a, ok := s.respond(w, r.Method, joined, lens, count, read, taken, bufs)
 	if !ok {
 		return
 	}
@@ -782,6 +814,11 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(body)
 		return
 	}
+	if cap(bufs.body) > 64<<10 {
+		// A large body's buffer goes now rather than when the stream ends (its bytes of
+		// MaxBodyTotal were given back when the engine took it).
+		bufs.body = nil
+	}
 	s.stream(w, r, a.stream)
 }
 
@@ -796,7 +833,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // within its first reads (at 7,200 bytes by default) and costs none after. It is lifted at
 // the body's end, as net/http does, to watch for a closed connection, which must not time
 // out under an SSE stream. deadlines is false for a body with nothing to read (http.NoBody).
-func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines bool, buf []byte) ([]byte, error) {
+// Each growth of buf is taken from MaxBodyTotal first (errBodiesBusy when it does not fit);
+// taken is how much, to give back once the body is no longer needed, even with an error.
+func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines bool, buf []byte) (_ []byte, taken int64, _ error) {
 	rc := http.NewResponseController(w)
 	start := time.Now()
 	set := s.bodyAllowance(0) // the deadline set, after start
@@ -805,10 +844,17 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 	}
 	for {
 		if cap(buf)-len(buf) < bytes.MinRead {
-			// Doubling, as bytes.Buffer does (a large body costs a few copies, not one per
-			// append's 25%), but not past what a body within MaxBody needs to read its end.
-			grow := max(bytes.MinRead, min(cap(buf), s.maxBody+1-len(buf)))
-			buf = slices.Grow(buf, grow)
+			// To the next power of two, as bytes.Buffer doubles (a large body costs a few
+			// copies, not one per append's 25%), but not past what a body within MaxBody needs
+			// to read its end. Made at exactly the size taken from MaxBodyTotal (slices.Grow
+			// may round it up to twice that).
+			need := len(buf) + bytes.MinRead
+			size := max(need, min(1<<bits.Len(uint(need-1)), s.maxBody+1))
+			if !s.takeBodyBytes(int64(size - cap(buf))) {
+				return buf, taken, errBodiesBusy
+			}
+			taken += int64(size - cap(buf))
+			buf = append(make([]byte, 0, size), buf...)
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -820,7 +866,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 				// request and cut its SSE stream.
 				s.deadlineSet(rc.SetReadDeadline(time.Time{}))
 			}
-			return buf, nil
+			return buf, taken, nil
 		}
 		if err != nil {
 			if _, tooBig := err.(*http.MaxBytesError); tooBig && deadlines && set < s.bodyTime {
@@ -829,13 +875,31 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 				// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
 				s.deadlineSet(rc.SetReadDeadline(start.Add(s.bodyTime)))
 			}
-			return buf, err
+			return buf, taken, err
 		}
 		if n > 0 && deadlines && set < s.bodyTime {
 			if allowed := s.bodyAllowance(len(buf)); allowed > set {
 				set = allowed
 				s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
 			}
+		}
+	}
+}
+
+// errBodiesBusy is readBody's error for a body that does not fit in what the other bodies
+// being read leave of MaxBodyTotal.
+var errBodiesBusy = errors.New("mcpwire: request bodies past MaxBodyTotal")
+
+// takeBodyBytes takes n bytes of MaxBodyTotal for a body being read; false (nothing taken)
+// when they do not fit.
+func (s *HTTPServer) takeBodyBytes(n int64) bool {
+	for {
+		held := s.bodies.Load()
+		if held+n > s.maxTotal {
+			return false
+		}
+		if s.bodies.CompareAndSwap(held, held+n) {
+			return true
 		}
 	}
 }
@@ -882,9 +946,11 @@ func namedBefore(headers [][2]string, name string) bool {
 
 // respond runs one HTTP request through the engine and copies out what to answer; false when
 // it answered w itself (an error). s.mu is held for the call and released on every way out,
-// a runtime.Goexit in the app included.
+// a runtime.Goexit in the app included; so are the body's taken bytes of MaxBodyTotal given
+// back (the engine has taken the body by then).
 func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte, lens []C.size_t,
-	count int, body []byte, bufs *requestBuffers) (a answer, ok bool) {
+	count int, body []byte, taken int64, bufs *requestBuffers) (a answer, ok bool) {
+	defer s.bodies.Add(-taken)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ptr == nil {

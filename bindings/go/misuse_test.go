@@ -297,3 +297,70 @@ func TestEndSessionInTheHandlerKeepsItsView(t *testing.T) {
 	}
 	waitFor(t, "the session deleted", func() bool { n, _ := srv.Sessions(); return n == 0 })
 }
+
+// A view kept by a goroutine is cut off as soon as its callback returns, not when the
+// server's pass over its events ends: here the next callback of the same pass (the second
+// request of a 2025-03-26 batch) waits for the kept view's call. That call reached the
+// engine while the server went on polling it (a race on the C side, which -race cannot see;
+// after Close, freed memory); it now returns ErrFreed.
+func TestAViewKeptPastItsCallbackIsCutBeforeTheNextOne(t *testing.T) {
+	proceed, kept := make(chan struct{}), make(chan error, 1)
+	app := HTTPAppFunc(func(c *Conn, _ ConnKey, ev Event) {
+		req, ok := ev.(*RequestEvent)
+		if !ok {
+			return
+		}
+		if req.ID.String() == "1" {
+			go func() {
+				<-proceed
+				kept <- c.Notify("notifications/message", json.RawMessage(`{"level":"info","data":"late"}`))
+			}()
+		} else {
+			close(proceed)
+			if err := <-kept; !errors.Is(err, ErrFreed) {
+				t.Errorf("a view kept past its callback: %v, want ErrFreed", err)
+			}
+		}
+		_ = c.Respond(req.ID, json.RawMessage(`{"content":[]}`))
+	})
+	srv, err := NewHTTPServer(&Config{Role: Server, Name: "s", Version: "1",
+		Capabilities: json.RawMessage(`{"tools":{},"logging":{}}`)}, nil, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	post := func(sid, body string) *http.Response {
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+
+		`{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	_, _ = io.ReadAll(init.Body)
+	init.Body.Close()
+	sid := init.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("no session (status %d)", init.StatusCode)
+	}
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	batch := post(sid, `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},`+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","arguments":{}}}]`)
+	answer, _ := io.ReadAll(batch.Body)
+	batch.Body.Close()
+	if batch.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"id":2`) {
+		t.Fatalf("the batch: status %d, %s", batch.StatusCode, answer)
+	}
+	if strings.Contains(string(answer), "late") {
+		t.Fatalf("the kept view's notification was sent: %s", answer)
+	}
+}
