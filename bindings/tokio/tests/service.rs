@@ -191,3 +191,105 @@ async fn an_answer_that_arrives_while_the_session_ends_is_still_handed_out() {
         }
     }
 }
+
+/// A piece of a [`Scripted`] body, with what tells its sender that the service took it.
+type Piece = (bytes::Bytes, tokio::sync::oneshot::Sender<()>);
+
+/// A request body the test hands out piece by piece: each piece's sender hears once the
+/// service has taken it.
+struct Scripted(tokio::sync::mpsc::UnboundedReceiver<Piece>);
+
+impl hyper::body::Body for Scripted {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|piece| {
+            piece.map(|(bytes, taken)| {
+                let _ = taken.send(());
+                Ok(hyper::body::Frame::data(bytes))
+            })
+        })
+    }
+}
+
+/// A POST to `service` whose body comes through the returned sender (dropped: the end), and
+/// its response's status and `Retry-After`.
+fn scripted_post(
+    service: &McpService<App>,
+) -> (
+    tokio::sync::mpsc::UnboundedSender<Piece>,
+    tokio::task::JoinHandle<(u16, Option<String>)>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let request = hyper::Request::post("/mcp")
+        .header("Host", "127.0.0.1")
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(Scripted(rx))
+        .unwrap();
+    let answer = hyper::service::Service::call(service, request);
+    let answer = tokio::spawn(async move {
+        let response = answer.await.unwrap();
+        let retry = (response.headers().get("retry-after")).map(|v| v.to_str().unwrap().to_owned());
+        (response.status().as_u16(), retry)
+    });
+    (tx, answer)
+}
+
+/// Sends `bytes` as one piece of a scripted body and waits until the service has it.
+async fn give(body: &tokio::sync::mpsc::UnboundedSender<Piece>, bytes: &[u8]) {
+    let (taken, heard) = tokio::sync::oneshot::channel();
+    body.send((bytes::Bytes::copy_from_slice(bytes), taken))
+        .unwrap();
+    heard.await.unwrap();
+}
+
+/// The bodies being read share `max_body_total`: two large bodies still arriving hold most
+/// of it, and a third that does not fit gets 503 with `Retry-After` instead of adding to the
+/// memory the host holds. Once the two are in and answered, their share is given back: the
+/// next large body is served. Before the shared bound, each connection could hold
+/// `max_body` at once. (On one thread, a piece the service took is counted before the test
+/// goes on.)
+#[tokio::test]
+async fn bodies_past_the_shared_bound_get_503_and_the_bound_is_given_back() {
+    let app = App {
+        fixture: fixture::Fixture::new([7; 16]),
+        open_streams: Arc::new(AtomicUsize::new(0)),
+    };
+    let config = HostConfig {
+        max_body: 64 * 1024,
+        max_body_total: 128 * 1024,
+        ..HostConfig::default()
+    };
+    let (service, timers) = McpService::new(HttpServer::new(fixture::http_config()), app, config);
+    let _timers = tokio::spawn(timers);
+    // An initialize request padded with spaces to 60,000 bytes.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let body = format!("{init}{}", " ".repeat(60_000 - init.len()));
+    let body = body.as_bytes();
+    // Two bodies, 50,000 of their 60,000 bytes in: 100,000 of the 131,072 held.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let (tx, answer) = scripted_post(&service);
+        give(&tx, &body[..50_000]).await;
+        held.push((tx, answer));
+    }
+    let (tx, refused) = scripted_post(&service);
+    give(&tx, body).await;
+    drop(tx);
+    assert_eq!(refused.await.unwrap(), (503, Some("1".to_owned())));
+    // The two held bodies are still served, and give their share back.
+    for (tx, answer) in held {
+        give(&tx, &body[50_000..]).await;
+        drop(tx);
+        assert_eq!(answer.await.unwrap().0, 200);
+    }
+    let (tx, answer) = scripted_post(&service);
+    give(&tx, body).await;
+    drop(tx);
+    assert_eq!(answer.await.unwrap().0, 200, "the bound is given back");
+}
