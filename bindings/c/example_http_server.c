@@ -50,7 +50,7 @@
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
  *                            [--min-body-rate N] [--body-rate-grace-ms N]
  *                            [--head-timeout-ms N] [--max-connections N] [--max-output N]
- *                            [--allow-host NAME]...
+ *                            [--max-body-total N] [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
@@ -67,8 +67,12 @@
  *   longest for a request head, and waits its turn only when every connection is in a
  *   request. --max-output bounds the bytes one session's (or stateless request's) output may
  *   hold before the engine pushes back with MCPW_ERR_OUTPUT_FULL (default 16 MiB); answers
- *   and progress refused then are given again a little later, never dropped. The first line
- *   on stdout is "listening on http://127.0.0.1:PORT/mcp".
+ *   and progress refused then are given again a little later, never dropped.
+ *   --max-body-total bounds the bytes that the request bodies being read hold together
+ *   (default 64 MiB, at least MAX_BODY + 1): a body that would go past it gets 503 with
+ *   Retry-After: 1 (read and dropped, then the connection closed), where otherwise every
+ *   connection could hold MAX_BODY at once. The first line on stdout is
+ *   "listening on http://127.0.0.1:PORT/mcp".
  *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
  *   every other one with 403).
  *
@@ -703,6 +707,7 @@ typedef struct request {
     size_t body_len, body_cap;
     unsigned long long received; /* body bytes that came, kept or not */
     int counted; /* its connection's bytes received counted once it was whole */
+    int busy;    /* its body did not fit in max_body_total: dropped, and answered 503 */
     int settled; /* its body is whole (the final call came), or it was answered before it */
     int has_stream;
     uint64_t stream;
@@ -953,9 +958,22 @@ static int cut_slow_bodies(uint64_t now) {
     return cuts;
 }
 
+/* The bytes the bodies being read hold together (their buffers' sizes), and their bound
+   (--max-body-total). */
+static size_t bodies_held;
+static size_t max_body_total = 64u * 1024 * 1024;
+
+/* Frees a request's body buffer, and gives its bytes back to max_body_total. */
+static void drop_body(request *r) {
+    bodies_held -= r->body_cap;
+    free(r->body);
+    r->body = NULL;
+    r->body_len = r->body_cap = 0;
+}
+
 static void release(request *r) {
     if (--r->refs > 0) return;
-    free(r->body);
+    drop_body(r);
     free(r);
 }
 
@@ -967,22 +985,29 @@ static void unlink_request(request *r) {
 }
 
 /* Keeps at most MAX_BODY + 1 bytes: one more than the engine accepts, so that it answers 413
-   for a larger body without this process holding it. */
+   for a larger body without this process holding it. A body whose buffer would take the
+   bodies being read past max_body_total is dropped, as is the rest of it (busy: 503). */
 static void append_body(request *r, const char *data, size_t len) {
     size_t room = MAX_BODY + 1 - r->body_len;
     if (len > room) len = room;
-    if (len == 0) return;
+    if (len == 0 || r->busy) return;
     if (r->body_len + len > r->body_cap) {
         size_t cap = r->body_cap ? r->body_cap : 4096;
         char *grown;
         while (cap < r->body_len + len) cap *= 2;
         if (cap > MAX_BODY + 1) cap = MAX_BODY + 1;
+        if (cap - r->body_cap > max_body_total - bodies_held) {
+            r->busy = 1;
+            drop_body(r);
+            return;
+        }
         grown = realloc(r->body, cap);
         if (grown == NULL) {
             fprintf(stderr, "example_http_server: out of memory\n");
             exit(EXIT_FAILURE);
         }
         r->body = grown;
+        bodies_held += cap - r->body_cap;
         r->body_cap = cap;
     }
     memcpy(r->body + r->body_len, data, len);
@@ -1061,9 +1086,9 @@ static int client_gone(struct MHD_Connection *connection) {
 /* The most clients served at once with epoll. Each costs a descriptor and libmicrohttpd's
    per-connection memory pool (32 KiB by default): near 320 MiB for all. On top of that, a
    request holds its body while it arrives (up to MAX_BODY + 1 bytes, freed once the engine
-   has read it), and a JSON answer is held until it is written: lower --max-connections where
-   many clients may send large bodies or read slowly. Raise it with the descriptor limit for
-   more. */
+   has read it; all of them together at most --max-body-total), and a JSON answer is held
+   until it is written: lower --max-connections where many clients read slowly. Raise it
+   with the descriptor limit for more. */
 #define MAX_CONNECTIONS 10000u
 
 static int have_epoll(void) { return MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES; }
@@ -1341,6 +1366,18 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
             r->counted = 1;
         }
     }
+    if (r->busy) {
+        /* Too many bodies at once: the client may try again in a second. */
+        static const char busy[] = "too many request bodies being read\n";
+        response = MHD_create_response_from_buffer(sizeof busy - 1, (void *)busy,
+                                                   MHD_RESPMEM_PERSISTENT);
+        if (response == NULL) return MHD_NO;
+        MHD_add_response_header(response, "Retry-After", "1");
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+        queued = MHD_queue_response(connection, 503, response);
+        MHD_destroy_response(response);
+        return queued;
+    }
     if (MHD_get_connection_values_n(connection, MHD_HEADER_KIND, NULL, NULL) > MAX_HEADERS) {
         /* Rather than judge the request on some of its headers (a repeated MCP header
            past the cut would go unseen), refuse it whole. */
@@ -1360,9 +1397,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
                                          r->body_len, &answer);
     /* The engine has read the body (it copies what it keeps): a response written slowly
        must not hold it too. */
-    free(r->body);
-    r->body = NULL;
-    r->body_len = r->body_cap = 0;
+    drop_body(r);
     if (rc != MCPW_OK) {
         warn("handle_request", rc);
         return MHD_NO; /* libmicrohttpd closes the connection */
@@ -1526,6 +1561,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--max-output") == 0 && i + 1 < argc) {
             if (!flag_number(argv[++i], 1, SIZE_MAX, "output bound", &n)) return 2;
             max_output = (size_t)n;
+        } else if (strcmp(argv[i], "--max-body-total") == 0 && i + 1 < argc) {
+            if (!flag_number(argv[++i], MAX_BODY + 1, SIZE_MAX, "body total", &n)) return 2;
+            max_body_total = (size_t)n;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -1536,6 +1574,7 @@ int main(int argc, char **argv) {
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
                     "[--body-timeout-ms N] [--min-body-rate N] [--body-rate-grace-ms N] "
                     "[--head-timeout-ms N] [--max-connections N] [--max-output N] "
+                    "[--max-body-total N] "
                     "[--allow-host NAME]...\n");
             return 2;
         }

@@ -1575,3 +1575,50 @@ fn bad_body_rate_flags_are_refused() {
         "{all}"
     );
 }
+
+/// The bodies being read share `--max-body-total` (here its least, MAX_BODY + 1): a body
+/// still arriving whose buffer has grown to 4 MiB holds it, and any other request then gets
+/// 503 with `Retry-After` (its body dropped) instead of adding to what the server holds. The
+/// held body is still served, and gives its share back: the next request is served. Before
+/// the shared bound, every connection could hold MAX_BODY at once.
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real server took: the real clock
+fn bodies_past_the_shared_bound_get_503_and_the_bound_is_given_back() {
+    let server = Server::asan(&["--max-body-total", "4194305"]);
+    let port = server.port;
+    let (headers, call) = modern_call(1, "echo");
+    let size = 2_600_000;
+    let held_body = format!("{call}{}", " ".repeat(size - call.len()));
+    let text = post_text(port, &headers, &held_body, true);
+    let (head, rest) = text.split_at(text.len() - 100_000);
+    let mut held = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    held.write_all(head.as_bytes()).unwrap();
+    // Once the server has read past 2 MiB of it (its buffer at 4 MiB), a small call does not
+    // fit (it may come first: retried).
+    let (headers2, call2) = modern_call(2, "echo");
+    let mut refused = None;
+    for _ in 0..50 {
+        let out = post(port, &headers2, &call2);
+        if !out.starts_with("HTTP/1.1 200") {
+            refused = Some(out);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let refused = refused.expect("a body past the shared bound");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("\r\nRetry-After: 1\r\n"), "{refused}");
+    held.write_all(rest.as_bytes()).unwrap();
+    held.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = held.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let out = post(port, &headers2, &call2);
+    assert!(
+        out.starts_with("HTTP/1.1 200"),
+        "the bound given back: {out}"
+    );
+    assert_clean_exit(server);
+}
