@@ -35,7 +35,10 @@
  *   stays valid until the next call that takes that handle non-const (an input, a command,
  *   mcpw_conn_poll_event, mcpw_conn_consume, mcpw_conn_free); copy what you need to keep.
  *   Views may be passed straight back into a call on the same handle (answering a request
- *   with its id): the call copies them before they die. Static strings (mcpw_version,
+ *   with its id): the call copies them before they die. Not so the transport inputs
+ *   (mcpw_conn_handle_input, mcpw_http_server_handle_request, mcpw_http_client_handle_*),
+ *   which are read in place while the handle changes: copy a view before passing it there
+ *   (a session id from mcpw_http_server_session_id as a header, say). Static strings (mcpw_version,
  *   mcpw_result_message, mcpw_conn_protocol_version) live as long as the program.
  *
  * - HTTP. mcpw_http_server (answers the requests your HTTP library parsed) and
@@ -48,7 +51,10 @@
  *   session or finished request may be freed by then: do not use it). A view always
  *   belongs to the one connection it was lent for. The transport calls (handle_input,
  *   transmit, consume, ...) and mcpw_conn_poll_event refuse a view with MCPW_ERR_NOT_OWNER:
- *   the lender moves its bytes and hands out its events. The C HTTP loop, with libmicrohttpd and libcurl, is
+ *   the lender moves its bytes and hands out its events. For threads, a lender and its views
+ *   are one handle: no call on a view may overlap a call on its lender, const ones included
+ *   (both reach the same connection), and the event store's and random callbacks run on
+ *   the thread that made the call. The C HTTP loop, with libmicrohttpd and libcurl, is
  *   in bindings/c/example_http_server.c and
  *   bindings/c/example_http_client.c.
  *
@@ -1631,7 +1637,8 @@ typedef struct mcpw_event_store {
                   mcpw_replay_sink sink,
                   void *sink_ctx);
     /**
-     * Drops everything stored for `session` (it ended, expired or was evicted).
+     * Drops everything stored for `session` (it ended, expired or was evicted, or the
+     * server is being freed with it: `mcpw_http_server_free` calls this for each live one).
      */
     void (*forget)(void *user,
                    const char *session,
@@ -1693,9 +1700,12 @@ typedef struct mcpw_http_server_options {
      */
     uint64_t retry_ms;
     /**
-     * The server's tools (a `tools/list` result or its `tools` array, JSON text; anything
-     * else is `MCPW_ERR_JSON_WRONG_TYPE`), so that 2026-07-28 `tools/call` requests are
-     * checked against their `x-mcp-header` annotations. NULL: none declared.
+     * The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
+     * 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
+     * annotations. Text that is not JSON is `MCPW_ERR_INVALID_JSON` (or
+     * `MCPW_ERR_INVALID_UTF8`), JSON without such an array `MCPW_ERR_JSON_WRONG_TYPE`, and a
+     * tool whose annotations are invalid (clients drop such a tool: fix its schema)
+     * `MCPW_ERR_CONFIG_REFUSED`. NULL: none declared.
      */
     struct mcpw_str tools;
     /**
@@ -2746,7 +2756,9 @@ void mcpw_http_server_free(struct mcpw_http_server *server);
  * # Safety
  * `server` is NULL or a live server handle; `method`, `path` and `body` point to their
  * lengths in readable bytes (or are NULL with length 0); `headers` points to `headers_len`
- * readable headers (or is NULL with 0); `out_response` is NULL or writable.
+ * readable headers (or is NULL with 0), none of them (nor `body`) memory this server lent
+ * (copy a session id from `mcpw_http_server_session_id` before sending it back as a header:
+ * a DELETE frees it); `out_response` is NULL or writable.
  */
 enum mcpw_result mcpw_http_server_handle_request(struct mcpw_http_server *server,
                                                  uint64_t now_ns,
@@ -2991,7 +3003,7 @@ enum mcpw_result mcpw_http_client_poll_action(struct mcpw_http_client *client,
  *
  * # Safety
  * `client` is NULL or a live client handle; `headers` points to `headers_len` readable
- * headers (or is NULL with 0).
+ * headers (or is NULL with 0) that are not memory this client lent.
  */
 enum mcpw_result mcpw_http_client_handle_response(struct mcpw_http_client *client,
                                                   uint64_t now_ns,
@@ -3007,7 +3019,7 @@ enum mcpw_result mcpw_http_client_handle_response(struct mcpw_http_client *clien
  *
  * # Safety
  * `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is
- * NULL with length 0).
+ * NULL with length 0) that are not memory this client lent.
  */
 enum mcpw_result mcpw_http_client_handle_body(struct mcpw_http_client *client,
                                               uint64_t now_ns,

@@ -2009,6 +2009,24 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     o.tools.ptr = "{\"tools\":{}}";
     o.tools.len = 12;
     RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_http_server_new(sc, &o, &server));
+    /* A tool whose x-mcp-header annotation is invalid (not an HTTP token): clients drop
+       such a tool, so its server is refused rather than serve it unchecked. */
+    {
+        static const char bad[] =
+            "[{\"name\":\"t\",\"inputSchema\":{\"type\":\"object\",\"properties\":"
+            "{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"bad name\"}}}}]";
+        static const char good[] =
+            "[{\"name\":\"t\",\"inputSchema\":{\"type\":\"object\",\"properties\":"
+            "{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}}}}]";
+        o.tools.ptr = bad;
+        o.tools.len = sizeof bad - 1;
+        RC(MCPW_ERR_CONFIG_REFUSED, mcpw_http_server_new(sc, &o, &server));
+        o.tools.ptr = good;
+        o.tools.len = sizeof good - 1;
+        RC(MCPW_OK, mcpw_http_server_new(sc, &o, &server));
+    }
+    mcpw_http_server_free(server);
+    server = NULL;
     /* An event store without every callback would store or replay nothing. */
     {
         mcpw_event_store empty;
@@ -2816,8 +2834,12 @@ static void test_http_session_expiry(void) {
     rid = client_request(&w, "tools/list", NULL, NULL);
     converse(&w);
     CHECK(logged(&w, MCPW_EVENT_RESPONSE, rid) != NULL);
-    store_clear(&store);
+    /* Freeing the server ends its live session: the store forgets it too (no other process
+       can serve it), rather than keep its events until the store expires them. */
+    CHECK(store.forgets == 1);
     world_free(&w);
+    CHECK(store.forgets == 2 && store.count == 0);
+    store_clear(&store);
 }
 
 /* A failed exchange (no connection) fails its request at once. */

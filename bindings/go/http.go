@@ -109,6 +109,8 @@ type HTTPOptions struct {
 	AllowedHosts []string
 	// Tools declares the server's tools (a tools/list result or its tools array), so that
 	// 2026-07-28 tools/call requests are checked against their x-mcp-header annotations.
+	// NewHTTPServer returns ErrConfigRefused when a tool's annotations are invalid (clients
+	// drop such a tool: fix its schema).
 	Tools json.RawMessage
 	// ErrorLog receives a panic of the app, with its stack, and the warning that a
 	// middleware's http.ResponseWriter cannot flush SSE streams; nil: the log package's

@@ -2426,3 +2426,21 @@ func TestHTTPARequestWithNoHeadersIsAnswered(t *testing.T) {
 		t.Fatalf("status %d", w.Code)
 	}
 }
+
+// Tools whose x-mcp-header annotation is invalid (not an HTTP token) are refused when the
+// server is made: clients drop such a tool, and its headers were never checked, silently.
+func TestHTTPToolsWithAnInvalidAnnotationAreRefused(t *testing.T) {
+	cfg := &Config{Role: Server, Name: "s", Version: "1", Capabilities: json.RawMessage(`{"tools":{}}`)}
+	tools := func(name string) json.RawMessage {
+		return json.RawMessage(`[{"name":"t","inputSchema":{"type":"object","properties":` +
+			`{"a":{"type":"string","x-mcp-header":"` + name + `"}}}}]`)
+	}
+	if _, err := NewHTTPServer(cfg, &HTTPOptions{Tools: tools("bad name")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {})); !errors.Is(err, ErrConfigRefused) {
+		t.Fatalf("an invalid annotation: %v, want ErrConfigRefused", err)
+	}
+	srv, err := NewHTTPServer(cfg, &HTTPOptions{Tools: tools("Region")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+}

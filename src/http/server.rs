@@ -529,6 +529,19 @@ fn store_unavailable() -> HttpResponse {
     r
 }
 
+impl Drop for HttpServer {
+    /// The sessions still live end with the server: without a shared [`SessionStore`] no
+    /// other process can serve them, so their events go too. A store that outlives the
+    /// process (a host's own, Redis) would otherwise keep them until it expires them.
+    fn drop(&mut self) {
+        if self.shared.is_none() {
+            for sid in self.sessions.keys() {
+                self.events.forget(sid);
+            }
+        }
+    }
+}
+
 impl HttpServer {
     /// A server with no sessions yet.
     pub fn new(mut config: HttpServerConfig) -> Self {

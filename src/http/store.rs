@@ -43,7 +43,8 @@ impl std::error::Error for StoreUnavailable {}
 /// - **Bounds.** A store may drop a session's oldest events to stay within its bounds; a
 ///   resumption from before them then replays only what is left. Say what your bound is.
 /// - **Cleanup.** After [`forget`](EventStore::forget) the session's events are gone (the
-///   session ended, expired or was evicted).
+///   session ended, expired or was evicted, or its server was dropped without a shared
+///   [`SessionStore`]: the server forgets each live session then).
 ///
 /// Event numbers increase per session; stream ids are unique per server (a shared store
 /// serving several replicas needs each replica to draw stream ids from its own range).

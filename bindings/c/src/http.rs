@@ -150,7 +150,8 @@ pub struct mcpw_event_store {
             sink_ctx: *mut c_void,
         ) -> c_int,
     >,
-    /// Drops everything stored for `session` (it ended, expired or was evicted).
+    /// Drops everything stored for `session` (it ended, expired or was evicted, or the
+    /// server is being freed with it: `mcpw_http_server_free` calls this for each live one).
     pub forget:
         Option<unsafe extern "C" fn(user: *mut c_void, session: *const c_char, session_len: usize)>,
 }
@@ -272,9 +273,12 @@ pub struct mcpw_http_server_options {
     pub event_store: usize,
     /// The `retry` (ms) sent to 2025-11-25 clients before they resume a stream. 0: 1000.
     pub retry_ms: u64,
-    /// The server's tools (a `tools/list` result or its `tools` array, JSON text; anything
-    /// else is `MCPW_ERR_JSON_WRONG_TYPE`), so that 2026-07-28 `tools/call` requests are
-    /// checked against their `x-mcp-header` annotations. NULL: none declared.
+    /// The server's tools (a `tools/list` result or its `tools` array, JSON text), so that
+    /// 2026-07-28 `tools/call` requests are checked against their `x-mcp-header`
+    /// annotations. Text that is not JSON is `MCPW_ERR_INVALID_JSON` (or
+    /// `MCPW_ERR_INVALID_UTF8`), JSON without such an array `MCPW_ERR_JSON_WRONG_TYPE`, and a
+    /// tool whose annotations are invalid (clients drop such a tool: fix its schema)
+    /// `MCPW_ERR_CONFIG_REFUSED`. NULL: none declared.
     pub tools: mcpw_str,
     /// A store of the host's own for resumable events (copied; every callback required, else
     /// `MCPW_ERR_NULL_ARGUMENT`). NULL: in this process's memory.
@@ -554,7 +558,9 @@ unsafe fn server_config(
         if !list.is_some_and(|l| l.get().trim_start().starts_with('[')) {
             return Err(MCPW_ERR_JSON_WRONG_TYPE);
         }
-        c.declare_tools(tools);
+        if !c.declare_tools(tools).is_empty() {
+            return Err(MCPW_ERR_CONFIG_REFUSED);
+        }
     }
     if let Some(events) = optional(o.events) {
         // Safety: (caller) readable; the struct is pointers, for which any bits are valid.
@@ -643,7 +649,9 @@ pub unsafe extern "C" fn mcpw_http_server_free(server: *mut mcpw_http_server) {
 /// # Safety
 /// `server` is NULL or a live server handle; `method`, `path` and `body` point to their
 /// lengths in readable bytes (or are NULL with length 0); `headers` points to `headers_len`
-/// readable headers (or is NULL with 0); `out_response` is NULL or writable.
+/// readable headers (or is NULL with 0), none of them (nor `body`) memory this server lent
+/// (copy a session id from `mcpw_http_server_session_id` before sending it back as a header:
+/// a DELETE frees it); `out_response` is NULL or writable.
 #[allow(clippy::too_many_arguments)]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_http_server_handle_request(
@@ -1322,7 +1330,7 @@ pub unsafe extern "C" fn mcpw_http_client_poll_action(
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `headers` points to `headers_len` readable
-/// headers (or is NULL with 0).
+/// headers (or is NULL with 0) that are not memory this client lent.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_http_client_handle_response(
     client: *mut mcpw_http_client,
@@ -1350,7 +1358,7 @@ pub unsafe extern "C" fn mcpw_http_client_handle_response(
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `bytes` points to `len` readable bytes (or is
-/// NULL with length 0).
+/// NULL with length 0) that are not memory this client lent.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_http_client_handle_body(
     client: *mut mcpw_http_client,
