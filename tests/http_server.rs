@@ -995,31 +995,67 @@ fn stateless_refusals_map_to_http_statuses() {
         send(&mut s, "GET", &[("MCP-Protocol-Version", "2026-07-28")], "").status,
         405
     );
-    assert_eq!(send(&mut s, "DELETE", &[], "").status, 405);
+    assert_eq!(
+        send(
+            &mut s,
+            "DELETE",
+            &[("MCP-Protocol-Version", "2026-07-28")],
+            ""
+        )
+        .status,
+        405
+    );
     assert_eq!(s.sessions(), 0, "no sessions in this era");
     // A GET gets 405 whatever it accepts: it is never served, so its Accept is not asked for
     // (it got 406).
+    let modern = ("MCP-Protocol-Version", "2026-07-28");
     for accept in ["application/json", "text/html"] {
         let r = send_raw(
             &mut s,
             T0,
             "GET",
-            &[("Host", "127.0.0.1:3000"), ("Accept", accept)],
+            &[("Host", "127.0.0.1:3000"), ("Accept", accept), modern],
             "",
         );
         assert_eq!(r.status, 405, "{accept}: {r:?}");
     }
-    let r = send_raw(&mut s, T0, "GET", &[("Host", "127.0.0.1:3000")], "");
+    let r = send_raw(&mut s, T0, "GET", &[("Host", "127.0.0.1:3000"), modern], "");
     assert_eq!(r.status, 405, "{r:?}");
 }
 
 /// A 405 names every method the endpoint takes (RFC 9110 says it MUST): GET and DELETE too
-/// where sessions are served (it said only POST).
+/// where sessions are served (it said only POST). There, a GET or DELETE without a session
+/// gets 400, as the spec asks of a server that requires one (it got a 405 that allowed GET
+/// and DELETE), unless it names the stateless era, whose legacy traffic gets 405.
 #[test]
 fn a_405_allows_get_and_delete_where_sessions_are_served() {
     let mut s = server();
-    for method in ["PUT", "GET", "DELETE"] {
+    let r = send(&mut s, "PUT", &[], "");
+    assert_eq!(r.status, 405, "{r:?}");
+    assert_eq!(header(&r, "Allow"), Some("GET, POST, DELETE"));
+    for method in ["GET", "DELETE"] {
         let r = send(&mut s, method, &[], "");
+        assert_eq!(r.status, 400, "{method}: {r:?}");
+        assert!(
+            json_body(&r)["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Mcp-Session-Id"),
+            "{method}: {r:?}"
+        );
+        let r = send(
+            &mut s,
+            method,
+            &[("MCP-Protocol-Version", "2025-11-25")],
+            "",
+        );
+        assert_eq!(r.status, 400, "{method}: {r:?}");
+        let r = send(
+            &mut s,
+            method,
+            &[("MCP-Protocol-Version", "2026-07-28")],
+            "",
+        );
         assert_eq!(r.status, 405, "{method}: {r:?}");
         assert_eq!(header(&r, "Allow"), Some("GET, POST, DELETE"), "{method}");
     }

@@ -855,6 +855,17 @@ impl HttpServer {
             "DELETE" if session.is_some() && serves_legacy => {
                 return self.delete(now, &known, session.unwrap_or(""));
             }
+            // A session's GET or DELETE without its session: the spec's 400 for a server that
+            // requires one. (Named for the stateless era, it is that era's legacy traffic: 405
+            // below.)
+            "GET" | "DELETE" if serves_legacy && !modern_header => {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required",
+                );
+            }
             _ => {
                 let mut r = HttpResponse::rpc_error(
                     405,
