@@ -981,6 +981,93 @@ fn a_resuming_get_refused_for_now_is_tried_again_whatever_its_body_names() {
     c.assert_answered(id);
 }
 
+/// A POST of a request refused for now (503, or 429) with `Retry-After` in seconds goes again,
+/// the same, once that time has passed, within the policy's attempts: the server did not take
+/// it. It failed at once with the status (the tokio, Go and C hosts answer 503 with
+/// `Retry-After: 1` past a connection cap or their bound on bodies being read).
+#[test]
+fn a_request_refused_with_retry_after_goes_again_then() {
+    for status in [503, 429] {
+        let (mut c, id, post) = Scripted::in_session_with("tools/call");
+        c.answer(&post, status, &[("Retry-After", "3")], "busy");
+        assert_eq!(c.outcome(id), None, "{status}: {:?}", c.events);
+        c.wait(Duration::from_millis(2900));
+        assert!(c.sent().is_empty(), "{status}: sent before the Retry-After");
+        c.wait(Duration::from_millis(100));
+        let again = c.sent().remove(0);
+        assert_eq!(
+            (again.method, &again.body),
+            ("POST", &post.body),
+            "{status}"
+        );
+        assert_eq!(again.header("Mcp-Session-Id"), Some("s1"));
+        let n = post.body["id"].clone();
+        let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
+        c.answer(
+            &again,
+            200,
+            &[("Content-Type", "application/json")],
+            &answer.to_string(),
+        );
+        c.assert_answered(id);
+    }
+}
+
+/// Without `Retry-After` (or with an HTTP date, which a client without the time of day cannot
+/// read) a refused request fails at once, as before; with it, it fails once the policy's
+/// attempts are used up.
+#[test]
+fn a_refused_request_without_retry_after_or_past_its_attempts_fails() {
+    for headers in [
+        vec![],
+        vec![("Retry-After", "Fri, 31 Dec 2027 23:59:59 GMT")],
+    ] {
+        let (mut c, id, post) = Scripted::in_session_with("tools/call");
+        c.answer(&post, 503, &headers, "busy");
+        assert!(
+            matches!(c.outcome(id), Some(Ev::Failed { .. })),
+            "{headers:?}: {:?}",
+            c.events
+        );
+    }
+    let (mut c, id, mut post) = Scripted::in_session_with("tools/call");
+    for attempt in 0..=ReconnectPolicy::default().max_attempts {
+        c.answer(&post, 503, &[("Retry-After", "1")], "busy");
+        if attempt < ReconnectPolicy::default().max_attempts {
+            assert_eq!(c.outcome(id), None, "attempt {attempt}: {:?}", c.events);
+            c.wait(Duration::from_secs(1));
+            post = c.sent().remove(0);
+        }
+    }
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+/// A resuming GET refused with a `Retry-After` longer than the policy's backoff waits for
+/// it (it was tried again after the backoff, 0.5 s, whatever the server asked).
+#[test]
+fn a_resuming_get_waits_for_its_refusals_retry_after() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.stream(&post, &[], "id: e1\nretry: 500\ndata:\n\n");
+    c.wait(Duration::from_millis(700));
+    let get = c.sent().remove(0);
+    assert_eq!(get.method, "GET");
+    c.answer(&get, 503, &[("Retry-After", "10")], "");
+    c.wait(Duration::from_secs(9));
+    assert!(c.sent().is_empty(), "tried again before the Retry-After");
+    c.wait(Duration::from_millis(1500));
+    let again = c.sent().remove(0);
+    assert_eq!(again.method, "GET");
+    assert_eq!(again.header("Last-Event-ID"), Some("e1"));
+    let n = post.body["id"].clone();
+    let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
+    c.stream(&again, &[], &format!("id: e2\ndata: {answer}\n\n"));
+    c.assert_answered(id);
+}
+
 /// `end_session` called once `poll_event` has made the new session's connection, before its
 /// `initialize` went out: no new session starts. One did, which nobody would end.
 #[test]

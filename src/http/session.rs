@@ -141,6 +141,8 @@ struct Exchange {
     /// response head yet: what it carries may not have reached the server, and the session's
     /// DELETE waits for it (see `held_delete`).
     unheard: bool,
+    /// Its last response was a 429 or 503 whose `Retry-After` said when to come back.
+    retry_after: Option<Duration>,
 }
 
 impl Exchange {
@@ -169,6 +171,7 @@ impl Exchange {
             reply: false,
             running: false,
             unheard: false,
+            retry_after: None,
         }
     }
 }
@@ -227,7 +230,10 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 ///    attempts. The session's GET stream is opened again whenever it ends or breaks (plainly
 ///    when it brought no event id); one that lived [`ReconnectPolicy::max_delay`] or more
 ///    starts its count again. A resuming GET refused for now (408, 409, 425, 429, 500, 502,
-///    503, 504) is tried again the same way; its error body answers no request.
+///    503, 504) is tried again the same way, never sooner than a 429's or 503's
+///    `Retry-After` (in seconds) asks; its error body answers no request. A POST of requests
+///    refused with 429 or 503 and a `Retry-After` in seconds goes again once it has passed
+///    (at most [`MAX_RETRY_AFTER`]), within the policy's attempts: the server did not take it.
 /// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
 ///    stream ([`ClientAction::Abort`]).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
@@ -334,6 +340,21 @@ pub struct HttpClient {
 /// Whether an error status to a GET may pass if the GET is tried again: a timeout, a conflict
 /// (a server that still holds the stream's broken connection), too many requests, or a
 /// server or gateway error.
+/// The wait a `Retry-After` header asks for, in seconds (at most [`MAX_RETRY_AFTER`]); `None`
+/// for an HTTP date, which a client without the time of day cannot read.
+fn retry_after(value: &str) -> Option<Duration> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // (More digits than a u64 holds: as long as it may be.)
+    let seconds = value.parse::<u64>().unwrap_or(u64::MAX);
+    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
+}
+
+/// The longest wait a `Retry-After` is followed for: a request must not wait longer than
+/// this for a server that asks for more (its own timeout usually ends it sooner).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
 fn transient(status: u16) -> bool {
     matches!(status, 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504)
 }
@@ -740,6 +761,10 @@ impl HttpClient {
         };
         ex.status = status;
         ex.head_at = Some(now);
+        ex.retry_after = match status {
+            429 | 503 => header("Retry-After").and_then(retry_after),
+            _ => None,
+        };
         if status < 200 {
             // An informational status is never the final answer; an HTTP library that hands
             // one over as the response (`101 Switching Protocols`, whose "body" is the raw
@@ -886,6 +911,16 @@ impl HttpClient {
                 let awaited =
                     (self.exchanges.get(&exchange)).is_some_and(|x| !x.awaiting.is_empty());
                 let resuming = (self.exchanges.get(&exchange)).is_some_and(|x| x.method == "GET");
+                let refused_for_now = !resuming
+                    && !answers_ours
+                    && self.exchanges.get(&exchange).is_some_and(|x| {
+                        x.method == "POST" && !x.awaiting.is_empty() && x.retry_after.is_some()
+                    });
+                if refused_for_now && self.send_again(now, exchange) {
+                    // A POST of requests refused for now (503 or 429) with a time to come
+                    // back: the server did not take them, and they go again then.
+                    return;
+                }
                 if resuming && transient(status) {
                     // A GET that resumes a stream, or reopens the session's, refused for now
                     // (409 while the server still holds the broken connection, 503, ...): it
@@ -1305,6 +1340,22 @@ impl HttpClient {
         Some(out)
     }
 
+    /// Sends a POST of requests again once the `Retry-After` of its refusal has passed,
+    /// within the policy's attempts; false when they are used up.
+    fn send_again(&mut self, now: Timestamp, exchange: ExchangeId) -> bool {
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return false;
+        };
+        if ex.attempts >= self.policy.max_attempts {
+            return false;
+        }
+        ex.attempts += 1;
+        let delay = (ex.retry_after.take().unwrap_or_default()).max(MIN_RECONNECT_DELAY);
+        ex.reading = Reading::Waiting;
+        self.resumes.push((now.after(delay), exchange));
+        true
+    }
+
     /// After an exchange's body ended or broke: resume it if it can be, else end it.
     fn settle(
         &mut self,
@@ -1339,7 +1390,9 @@ impl HttpClient {
         }
         if open && resumable && ex.attempts < self.policy.max_attempts {
             ex.attempts += 1;
-            let delay = self.policy.delay(ex.attempts, ex.reader.retry(), jitter);
+            // (Never sooner than a refusal's `Retry-After` asked.)
+            let delay = (self.policy.delay(ex.attempts, ex.reader.retry(), jitter))
+                .max(ex.retry_after.take().unwrap_or_default());
             let session = self.session.as_deref();
             let version = self.conn.protocol_version();
             ex.method = "GET";
