@@ -987,9 +987,12 @@ fn a_resuming_get_refused_for_now_is_tried_again_whatever_its_body_names() {
 /// `Retry-After: 1` past a connection cap or their bound on bodies being read).
 #[test]
 fn a_request_refused_with_retry_after_goes_again_then() {
-    for status in [503, 429] {
+    // (The engine's own 503s carry a JSON-RPC error without an id: the refusal's text, not
+    // an answer.)
+    let idless = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"too many sessions"}}"#;
+    for (status, body) in [(503, "busy"), (429, "busy"), (503, idless)] {
         let (mut c, id, post) = Scripted::in_session_with("tools/call");
-        c.answer(&post, status, &[("Retry-After", "3")], "busy");
+        c.answer(&post, status, &[("Retry-After", "3")], body);
         assert_eq!(c.outcome(id), None, "{status}: {:?}", c.events);
         c.wait(Duration::from_millis(2900));
         assert!(c.sent().is_empty(), "{status}: sent before the Retry-After");
@@ -1011,6 +1014,51 @@ fn a_request_refused_with_retry_after_goes_again_then() {
         );
         c.assert_answered(id);
     }
+}
+
+/// A notification refused for now with `Retry-After` goes again too (a lost `initialized`
+/// or cancellation is worse than a late one), and the session's DELETE waits for it.
+#[test]
+fn a_notification_refused_with_retry_after_goes_again_before_the_delete() {
+    let (mut c, delete) = Scripted::ending_after_a_notification();
+    let post = c.sent().remove(0);
+    assert_eq!(post.body["method"], "notifications/roots/list_changed");
+    c.answer(&post, 503, &[("Retry-After", "2")], "");
+    c.wait(Duration::from_secs(1));
+    assert!(
+        c.sent().is_empty(),
+        "sent before the Retry-After, or the DELETE went first"
+    );
+    c.wait(Duration::from_secs(1));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].body, post.body);
+    c.answer(&again[0], 202, &[], "");
+    let last = c.sent();
+    assert_eq!(
+        (last.len(), last[0].method, last[0].exchange),
+        (1, "DELETE", delete)
+    );
+}
+
+/// A request cancelled while its refused POST waits to go again is withdrawn: neither it nor
+/// its cancellation is sent (the server never had it).
+#[test]
+fn a_request_cancelled_while_its_refused_post_waits_is_withdrawn() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.answer(&post, 503, &[("Retry-After", "2")], "");
+    let now = c.now;
+    c.client
+        .connection()
+        .cancel(now, id, Some("changed my mind"))
+        .unwrap();
+    c.events();
+    assert!(
+        c.sent().is_empty(),
+        "a cancellation of a request the server never had"
+    );
+    c.wait(Duration::from_secs(3));
+    assert!(c.sent().is_empty(), "the withdrawn request went again");
 }
 
 /// Without `Retry-After` (or with an HTTP date, which a client without the time of day cannot

@@ -231,9 +231,10 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 ///    when it brought no event id); one that lived [`ReconnectPolicy::max_delay`] or more
 ///    starts its count again. A resuming GET refused for now (408, 409, 425, 429, 500, 502,
 ///    503, 504) is tried again the same way, never sooner than a 429's or 503's
-///    `Retry-After` (in seconds) asks; its error body answers no request. A POST of requests
-///    refused with 429 or 503 and a `Retry-After` in seconds goes again once it has passed
-///    (at most [`MAX_RETRY_AFTER`]), within the policy's attempts: the server did not take it.
+///    `Retry-After` (in seconds) asks; its error body answers no request. A POST (requests,
+///    a notification, an answer) refused with 429 or 503 and a `Retry-After` in seconds goes
+///    again once it has passed (at most [`MAX_RETRY_AFTER`]), within the policy's attempts:
+///    the server did not take it. A request cancelled meanwhile is withdrawn.
 /// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
 ///    stream ([`ClientAction::Abort`]).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
@@ -893,32 +894,35 @@ impl HttpClient {
                 // without an id and the POST carried one request. Anything else (an HTML
                 // page, say) only explains the status.
                 let only = self.only_request(exchange);
-                let answers_ours = match self.decoder.decode(&body) {
-                    // (One without an id answers the POST's one request: see `deliver`.)
+                let ours = |n: i64| {
+                    (self.exchanges.get(&exchange)).is_some_and(|x| x.awaiting.contains(&n))
+                };
+                // (One without an id answers the POST's one request: see `deliver`.)
+                let (names_ours, idless) = match self.decoder.decode(&body) {
                     Ok(Decoded::Single(Message::Error(e))) => match e.id {
-                        Some(Id::Int(n)) => self
-                            .exchanges
-                            .get(&exchange)
-                            .is_some_and(|x| x.awaiting.contains(&n)),
-                        None => only.is_some(),
-                        Some(_) => false,
+                        Some(Id::Int(n)) => (ours(n), false),
+                        None => (false, true),
+                        Some(_) => (false, false),
                     },
                     Ok(Decoded::Single(Message::Response(r))) => {
-                        matches!(r.id, Id::Int(n) if self.exchanges.get(&exchange).is_some_and(|x| x.awaiting.contains(&n)))
+                        (matches!(r.id, Id::Int(n) if ours(n)), false)
                     }
-                    _ => false,
+                    _ => (false, false),
                 };
+                let answers_ours = names_ours || (idless && only.is_some());
                 let awaited =
                     (self.exchanges.get(&exchange)).is_some_and(|x| !x.awaiting.is_empty());
                 let resuming = (self.exchanges.get(&exchange)).is_some_and(|x| x.method == "GET");
+                // A POST refused for now (503 or 429) with a time to come back, and no answer
+                // naming its request (an error without an id, as the engine's own 503s
+                // carry, is the refusal's text): the server did not take what it carried,
+                // which goes again then. Requests, notifications and answers alike: a lost
+                // `initialized` or cancellation would be worse than a late one.
                 let refused_for_now = !resuming
-                    && !answers_ours
-                    && self.exchanges.get(&exchange).is_some_and(|x| {
-                        x.method == "POST" && !x.awaiting.is_empty() && x.retry_after.is_some()
-                    });
+                    && !names_ours
+                    && (self.exchanges.get(&exchange))
+                        .is_some_and(|x| x.method == "POST" && x.retry_after.is_some());
                 if refused_for_now && self.send_again(now, exchange) {
-                    // A POST of requests refused for now (503 or 429) with a time to come
-                    // back: the server did not take them, and they go again then.
                     return;
                 }
                 if resuming && transient(status) {
@@ -1120,13 +1124,15 @@ impl HttpClient {
         // server, so neither does its cancellation (sent after it, the cancellation could
         // arrive first and be ignored, and the server would run the request to its end).
         // Not a GET waiting to resume the request's stream: its POST reached the server.
+        // So is one whose POST was refused for now and waits to go again.
         if let Some(n) = cancelled
             && let Some((&id, _)) = (self.exchanges.iter()).find(|(_, e)| {
                 e.method == "POST" && e.awaiting.len() == 1 && e.awaiting.contains(&n)
             })
-            && self.queue.contains(&(id, false))
+            && (self.queue.contains(&(id, false)) || self.resumes.iter().any(|&(_, e)| e == id))
         {
             self.queue.retain(|&(e, _)| e != id);
+            self.resumes.retain(|&(_, e)| e != id);
             self.drop_exchange(id);
             return None;
         }
@@ -1340,8 +1346,8 @@ impl HttpClient {
         Some(out)
     }
 
-    /// Sends a POST of requests again once the `Retry-After` of its refusal has passed,
-    /// within the policy's attempts; false when they are used up.
+    /// Sends a refused POST again once the `Retry-After` of its refusal has passed, within
+    /// the policy's attempts; false when they are used up.
     fn send_again(&mut self, now: Timestamp, exchange: ExchangeId) -> bool {
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return false;
@@ -1352,6 +1358,13 @@ impl HttpClient {
         ex.attempts += 1;
         let delay = (ex.retry_after.take().unwrap_or_default()).max(MIN_RECONNECT_DELAY);
         ex.reading = Reading::Waiting;
+        ex.head_at = None;
+        // One with nothing to wait for is not let go while it waits (its limit starts again
+        // when it goes out), and a DELETE still waits for it.
+        if let Some(at) = ex.linger.take() {
+            self.lingering.remove(&(at, exchange));
+        }
+        ex.unheard = !ex.asked;
         self.resumes.push((now.after(delay), exchange));
         true
     }
@@ -1417,7 +1430,8 @@ impl HttpClient {
                 return false;
             };
             ex.awaiting.retain(|n| conn.awaits_answer(*n));
-            if ex.standalone || !ex.awaiting.is_empty() {
+            // (Nor a notification or an answer refused for now: it never waited for any.)
+            if ex.standalone || !ex.asked || !ex.awaiting.is_empty() {
                 return true;
             }
             // (A resumption is never lingering: it has requests to wait for.)

@@ -100,7 +100,16 @@ pub struct BodySpec {
     pub raw: Vec<u8>,
 }
 
-const STATUSES: [u16; 12] = [200, 200, 200, 202, 400, 401, 404, 405, 500, 503, 302, 204];
+const STATUSES: [u16; 12] = [200, 200, 429, 202, 400, 401, 404, 405, 500, 503, 302, 204];
+/// A 429's or 503's `Retry-After` (none, seconds, or an HTTP date the client cannot read),
+/// picked by what of `HeadSpec::status` the status did not use.
+const RETRY_AFTER: [Option<&str>; 5] = [
+    None,
+    Some("0"),
+    Some("1"),
+    Some("30"),
+    Some("Fri, 31 Dec 2027 23:59:59 GMT"),
+];
 const MEDIA: [Option<&str>; 7] = [
     Some("application/json"),
     Some("text/event-stream"),
@@ -485,6 +494,12 @@ impl Host {
         let mut headers: Vec<(&str, &str)> = Vec::new();
         if let Some(media) = MEDIA[usize::from(h.media) % MEDIA.len()] {
             headers.push(("Content-Type", media));
+        }
+        if matches!(status, 429 | 503)
+            && let Some(wait) =
+                RETRY_AFTER[usize::from(h.status) / STATUSES.len() % RETRY_AFTER.len()]
+        {
+            headers.push(("Retry-After", wait));
         }
         if let Some(s) = h.session {
             let sid = SESSIONS[usize::from(s) % SESSIONS.len()];
