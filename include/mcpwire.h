@@ -1599,8 +1599,9 @@ typedef void (*mcpw_replay_sink)(void *sink_ctx,
 /**
  * An event store of the host's own (shared by several server processes, say), as three
  * callbacks with one `user` pointer. The server calls them during its own calls only, from
- * the thread making that call; they must not call back into the server, nor into a
- * connection view it lent (the server is in the middle of a change). The guarantees a
+ * the thread making that call, `mcpw_http_server_free` included (it forgets the sessions
+ * still live): keep `user` valid until the server is freed. They must not call back into
+ * the server, nor into a connection view it lent (the server is in the middle of a change). The guarantees a
  * store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
  * `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
  * event of `stream` in `session` numbered above `after`, byte for byte as appended.

@@ -1025,8 +1025,10 @@ fn stateless_refusals_map_to_http_statuses() {
 
 /// A 405 names every method the endpoint takes (RFC 9110 says it MUST): GET and DELETE too
 /// where sessions are served (it said only POST). There, a GET or DELETE without a session
-/// gets 400, as the spec asks of a server that requires one (it got a 405 that allowed GET
-/// and DELETE), unless it names the stateless era, whose legacy traffic gets 405.
+/// that names a handshake-era version gets 400, as the spec asks of a server that requires
+/// one (it got a 405 that allowed GET and DELETE). Without a version (a 2024-11-05 client
+/// opening its SSE stream, which falls back on 405) or naming the stateless era (whose legacy
+/// traffic gets 405), it gets 405.
 #[test]
 fn a_405_allows_get_and_delete_where_sessions_are_served() {
     let mut s = server();
@@ -1035,6 +1037,14 @@ fn a_405_allows_get_and_delete_where_sessions_are_served() {
     assert_eq!(header(&r, "Allow"), Some("GET, POST, DELETE"));
     for method in ["GET", "DELETE"] {
         let r = send(&mut s, method, &[], "");
+        assert_eq!(r.status, 405, "{method}: {r:?}");
+        assert_eq!(header(&r, "Allow"), Some("GET, POST, DELETE"), "{method}");
+        let r = send(
+            &mut s,
+            method,
+            &[("MCP-Protocol-Version", "2025-06-18")],
+            "",
+        );
         assert_eq!(r.status, 400, "{method}: {r:?}");
         assert!(
             json_body(&r)["error"]["message"]

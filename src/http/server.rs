@@ -534,7 +534,8 @@ impl Drop for HttpServer {
     /// other process can serve them, so their events go too. A store that outlives the
     /// process (a host's own, Redis) would otherwise keep them until it expires them.
     fn drop(&mut self) {
-        if self.shared.is_none() {
+        // (Not while a panic unwinds: a store that panicked too would abort the process.)
+        if self.shared.is_none() && !std::thread::panicking() {
             for sid in self.sessions.keys() {
                 self.events.forget(sid);
             }
@@ -856,9 +857,11 @@ impl HttpServer {
                 return self.delete(now, &known, session.unwrap_or(""));
             }
             // A session's GET or DELETE without its session: the spec's 400 for a server that
-            // requires one. (Named for the stateless era, it is that era's legacy traffic: 405
-            // below.)
-            "GET" | "DELETE" if serves_legacy && !modern_header => {
+            // requires one. Only when it names a version of the handshake era: without one it
+            // may be a 2024-11-05 client opening its SSE stream, which falls back on 405 (as
+            // mcp-remote's SSE-first mode does); naming the stateless era, it is that era's
+            // legacy traffic. Both get 405 below.
+            "GET" | "DELETE" if serves_legacy && version_header.is_some() && !modern_header => {
                 return HttpResponse::rpc_error(
                     400,
                     None,
