@@ -1367,14 +1367,21 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *connection, con
         }
     }
     if (r->busy) {
-        /* Too many bodies at once: the client may try again in a second. */
+        /* Too many bodies at once: the client may try again in a second. Unless the body
+           was over MAX_BODY anyway: then the 413 the engine would have given, or its client
+           would send it again for nothing. */
         static const char busy[] = "too many request bodies being read\n";
-        response = MHD_create_response_from_buffer(sizeof busy - 1, (void *)busy,
-                                                   MHD_RESPMEM_PERSISTENT);
+        static const char too_large[] = "body too large\n";
+        int over = r->received > MAX_BODY;
+        response = over ? MHD_create_response_from_buffer(sizeof too_large - 1,
+                                                          (void *)too_large,
+                                                          MHD_RESPMEM_PERSISTENT)
+                        : MHD_create_response_from_buffer(sizeof busy - 1, (void *)busy,
+                                                          MHD_RESPMEM_PERSISTENT);
         if (response == NULL) return MHD_NO;
-        MHD_add_response_header(response, "Retry-After", "1");
+        if (!over) MHD_add_response_header(response, "Retry-After", "1");
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-        queued = MHD_queue_response(connection, 503, response);
+        queued = MHD_queue_response(connection, over ? 413 : 503, response);
         MHD_destroy_response(response);
         return queued;
     }

@@ -63,7 +63,7 @@ type HTTPOptions struct {
 	// beyond the 64 KiB buffer each request may reuse: a body that would go past it gets 503
 	// with Retry-After: 1 (the rest read and dropped, as for a 413), where otherwise as many
 	// clients as the server has connections could each hold MaxBody at once. At least
-	// MaxBody; 0: 64 MiB.
+	// MaxBody (a little more, so that one body fits alone); 0: 64 MiB.
 	MaxBodyTotal int
 	// BodyTimeout bounds how long a client may take to send a request's body once its
 	// headers are in (408 beyond), even one that keeps up MinBodyRate, whatever your
@@ -214,7 +214,8 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if maxTotal <= 0 {
 		maxTotal = 64 << 20
 	}
-	maxTotal = max(maxTotal, maxBody)
+	// (One body's buffer may reach MaxBody+1 and one read's room more: it must fit alone.)
+	maxTotal = max(maxTotal, maxBody+1+bytes.MinRead)
 	bodyTime := opts.BodyTimeout
 	if bodyTime <= 0 {
 		bodyTime = 30 * time.Second
@@ -377,8 +378,8 @@ func (s *HTTPServer) take(p C.mcpwgo_http_polled) bool {
 	}
 	t := recordText{arena: s.arena[:int(p.used)]}
 	c := s.lent(p.conn)
+	defer c.endLending() // (under a runtime.Goexit in the app too)
 	s.handleEvent(c, ConnKey(p.key), t.event(&s.record[0]))
-	c.endLending()
 	s.arena = trimArena(s.arena, eventArena)
 	return true
 }
@@ -745,11 +746,16 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBodiesBusy):
-			// The same, for a 503 the client may retry.
+			// The same, for a 503 the client may retry; but a body over MaxBody (chunked:
+			// seen only now) gets its 413, or its client would send it again for nothing.
+			if _, err := io.CopyN(io.Discard, body, int64(s.discardLimit())); errors.As(err, &tooBig) {
+				_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
+				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				break
+			}
 			if r.ProtoMajor == 1 {
 				w.Header().Set("Connection", "close")
 			}
-			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many request bodies being read", http.StatusServiceUnavailable)
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -787,6 +793,11 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bufs.joined, bufs.lens = joined, lens
 
 	a, ok := s.respond(w, r.Method, joined, lens, count, read, taken, bufs)
+	if cap(bufs.body) > 64<<10 {
+		// A large body's buffer goes now, not once a slow client has its answer or its
+		// stream ends (its bytes of MaxBodyTotal were given back when the engine took it).
+		bufs.body = nil
+	}
 	if !ok {
 		return
 	}
@@ -816,11 +827,6 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(body)
 		return
 	}
-	if cap(bufs.body) > 64<<10 {
-		// A large body's buffer goes now rather than when the stream ends (its bytes of
-		// MaxBodyTotal were given back when the engine took it).
-		bufs.body = nil
-	}
 	s.stream(w, r, a.stream)
 }
 
@@ -834,16 +840,17 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // do, net/http has it buffered) costs one deadline, and a fast large one reaches the cap
 // within its first reads (at 7,200 bytes by default) and costs none after. It is lifted at
 // the body's end, as net/http does, to watch for a closed connection, which must not time
-// out under an SSE stream. deadlines is false for a body with nothing to read (http.NoBody).
+// out under an SSE stream. hasBody is false for a body with nothing to read (http.NoBody).
 // Each growth of buf is taken from MaxBodyTotal first (errBodiesBusy when it does not fit);
 // taken is how much, to give back once the body is no longer needed, even with an error.
-func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines bool, buf []byte) (_ []byte, taken int64, _ error) {
+func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody bool, buf []byte) (_ []byte, taken int64, _ error) {
+	if !hasBody {
+		return buf, 0, nil // (nor any of MaxBodyTotal taken for it)
+	}
 	rc := http.NewResponseController(w)
 	start := time.Now()
 	set := s.bodyAllowance(0) // the deadline set, after start
-	if deadlines {
-		s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
-	}
+	s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
 	for {
 		if cap(buf)-len(buf) < bytes.MinRead {
 			// To the next power of two, as bytes.Buffer doubles (a large body costs a few
@@ -861,17 +868,15 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			if deadlines {
-				// Lifted, as net/http lifts it when its body ends: when a middleware read the
-				// body before this (and hands on a copy), net/http's watch for a closed
-				// connection had begun, and the deadline set above would end it, cancel the
-				// request and cut its SSE stream.
-				s.deadlineSet(rc.SetReadDeadline(time.Time{}))
-			}
+			// Lifted, as net/http lifts it when its body ends: when a middleware read the
+			// body before this (and hands on a copy), net/http's watch for a closed
+			// connection had begun, and the deadline set above would end it, cancel the
+			// request and cut its SSE stream.
+			s.deadlineSet(rc.SetReadDeadline(time.Time{}))
 			return buf, taken, nil
 		}
 		if err != nil {
-			if _, tooBig := err.(*http.MaxBytesError); tooBig && deadlines && set < s.bodyTime {
+			if _, tooBig := err.(*http.MaxBytesError); tooBig && set < s.bodyTime {
 				// The rest is read and dropped before the 413 within BodyTimeout alone, as for
 				// a body declared too large: the answer is decided. (With the default MaxBody,
 				// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
@@ -879,7 +884,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, deadlines b
 			}
 			return buf, taken, err
 		}
-		if n > 0 && deadlines && set < s.bodyTime {
+		if n > 0 && set < s.bodyTime {
 			if allowed := s.bodyAllowance(len(buf)); allowed > set {
 				set = allowed
 				s.deadlineSet(rc.SetReadDeadline(start.Add(set)))

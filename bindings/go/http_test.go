@@ -2444,3 +2444,72 @@ func TestHTTPToolsWithAnInvalidAnnotationAreRefused(t *testing.T) {
 	}
 	srv.Close()
 }
+
+// A body of MaxBody bytes fits in MaxBodyTotal alone, whatever was asked for: its buffer
+// reaches MaxBody+1 and one read's room more, and MaxBodyTotal == MaxBody refused it on an
+// idle server, for good (a client honouring Retry-After sent it again and again).
+func TestHTTPABodyOfMaxBodyFitsTheSharedBoundAlone(t *testing.T) {
+	srv, _, ts := newTestServerWith(t, nil, &HTTPOptions{MaxBody: 1 << 20, MaxBodyTotal: 1 << 20})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
+		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	body := init + strings.Repeat(" ", 1<<20-len(init))
+	// Chunked: its end is read only once the buffer holds all of it.
+	req, _ := http.NewRequest("POST", ts.URL, io.MultiReader(strings.NewReader(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.ContentLength = -1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a body of MaxBody bytes alone: status %d", resp.StatusCode)
+	}
+	if held := srv.bodies.Load(); held != 0 {
+		t.Fatalf("%d bytes still taken", held)
+	}
+}
+
+// With the shared bound taken whole by bodies being read, a request without a body (a
+// session's GET or DELETE) is still served: it took a read's room of the bound and got 503,
+// and a DELETE refused so left its session behind. A chunked body over MaxBody gets its 413,
+// not a 503 its client would send it again after.
+func TestHTTPTheSharedBoundFullRefusesOnlyBodies(t *testing.T) {
+	srv, _, ts := newTestServerWith(t, nil, &HTTPOptions{MaxBody: 1000})
+	sid := openTestSession(t, ts.URL)
+	srv.bodies.Store(srv.maxTotal)
+	defer srv.bodies.Store(0)
+	// No pooled buffer with room: each request below makes its own, as under load.
+	emptyPool := func() { runtime.GC(); runtime.GC() }
+	emptyPool()
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write([]byte(strings.Repeat("x", 5000)))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", ts.URL, pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.ContentLength = -1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a chunked body over MaxBody with the bound full: status %d, want 413", resp.StatusCode)
+	}
+	emptyPool()
+	req, _ = http.NewRequest("DELETE", ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a DELETE with the bound full: status %d, want 200", resp.StatusCode)
+	}
+}

@@ -1608,6 +1608,11 @@ fn bodies_past_the_shared_bound_get_503_and_the_bound_is_given_back() {
     let refused = refused.expect("a body past the shared bound");
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     assert!(refused.contains("\r\nRetry-After: 1\r\n"), "{refused}");
+    // A body over MAX_BODY (4 MiB) that does not fit either gets its 413, not a 503 its
+    // client would send it again after.
+    let big = format!("{call2}{}", " ".repeat(5 * 1024 * 1024));
+    let out = post(port, &headers2, &big);
+    assert!(out.starts_with("HTTP/1.1 413"), "{out}");
     held.write_all(rest.as_bytes()).unwrap();
     held.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
