@@ -507,7 +507,10 @@ pub async fn serve<A: Application>(
         .max_buf_size(shared.config.max_head_size.max(8192))
         .max_headers(shared.config.max_headers)
         .keep_alive(true);
-    let timers = tokio::spawn(timers);
+    // (Aborted when `serve` returns, and also when its future is dropped: a caller that
+    // races it against a signal instead of passing `shutdown` must not leave the timers, the
+    // engine and the application running for the life of the process.)
+    let mut timers = AbortOnDrop(tokio::spawn(timers));
     // Every connection's task watches this: true begins the graceful shutdown.
     let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut conns = JoinSet::new();
@@ -636,12 +639,21 @@ pub async fn serve<A: Application>(
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}
-    timers.abort();
-    let _ = timers.await;
+    timers.0.abort();
+    let _ = (&mut timers.0).await;
     // Replicas sharing sessions: requests this process will never answer are answered with
     // an error for the clients that resume them elsewhere.
     shared.lock().server.abandon_requests();
     Ok(())
+}
+
+/// A task aborted when its handle is dropped (tokio's detaches it).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Connections past [`HostConfig::max_connections`] answered 503 at the same time.
@@ -1104,10 +1116,18 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
             let mut deadline = next(&st);
             let fired = deadline.is_some_and(|d| d <= now);
             if fired {
-                st.server.handle_timeout(now);
-                // A panic leaves the deadline due: the 1 ms pause below keeps it from spinning.
+                // The engine's timers run the stores' code (a session store's touch, an event
+                // store's forget and appends): a panic there stops here, as the application's
+                // does in `run_app`, rather than end this task, and with it every later
+                // expiry, keep-alive and application timer. A panic leaves the deadline due:
+                // the 1 ms pause below keeps it from spinning.
+                let server = &mut st.server;
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    server.handle_timeout(now)
+                }));
                 st.run_app(now, true);
-                woken = st.woken();
+                woken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.woken()))
+                    .unwrap_or_default();
                 deadline = next(&st);
             }
             // While it loops again at once, every change wakes it.

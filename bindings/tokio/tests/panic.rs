@@ -1,7 +1,8 @@
 //! A panic in the application's code is the application's bug, but it must not take the host
 //! with it: the request it hit gets a 500, the engine forgets that request, the other
 //! requests are served, and the timers keep running; a panic in its `poll_timeout` costs
-//! nothing but that deadline. (The panic hook prints each panic.)
+//! nothing but that deadline. The same holds for a store the engine's timers call. And a
+//! `serve` future dropped takes its timers with it. (The panic hook prints each panic.)
 
 mod common;
 
@@ -151,5 +152,161 @@ async fn a_panicking_application_costs_one_request_not_the_host() {
         let raw = call(addr, "hold").await;
         assert!(raw.starts_with("HTTP/1.1 200 "), "{raw}");
         assert!(raw.contains(r#""content":[]"#), "{raw}");
+    }
+}
+
+/// An event store whose `forget` panics the first time: user code that the engine's own
+/// timers run (a session's expiry forgets its events).
+struct ForgetsOnceBadly {
+    inner: mcpwire::http::MemoryEventStore,
+    panicked: Arc<AtomicBool>,
+}
+
+impl mcpwire::http::EventStore for ForgetsOnceBadly {
+    fn append(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        event: u64,
+        bytes: &[u8],
+    ) {
+        self.inner.append(session, stream, event, bytes);
+    }
+
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.inner.replay(session, stream, after, out)
+    }
+
+    fn forget(&mut self, session: &str) {
+        if !self.panicked.swap(true, Ordering::SeqCst) {
+            panic!("the store's bug");
+        }
+        self.inner.forget(session);
+    }
+}
+
+/// A panic in a store that the engine's timers call (here a session's expiry) does not end
+/// the timers task: it did, and from then on no session expired, no keep-alive went out and
+/// no application timer fired (a held call was never answered).
+#[tokio::test]
+async fn a_store_panicking_under_the_timers_does_not_stop_them() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let panicked = Arc::new(AtomicBool::new(false));
+    let config = Config::server("panicky", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let mut http = HttpServerConfig::new(config);
+    http.session_idle_timeout = Duration::from_millis(100);
+    http.events = Some(Box::new(ForgetsOnceBadly {
+        inner: mcpwire::http::MemoryEventStore::new(256),
+        panicked: panicked.clone(),
+    }));
+    let app = Panicky {
+        seen: Arc::new(Mutex::new(Seen::default())),
+        held: Vec::new(),
+        timer: None,
+        timer_panicked: true, // (only the store panics here)
+        deadline_bomb: AtomicBool::new(false),
+    };
+    tokio::spawn(serve(
+        listener,
+        HttpServer::new(http),
+        app,
+        common::test_config(),
+        std::future::pending::<()>(),
+    ));
+    // A session, left to expire.
+    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    c.write_all(body.as_bytes()).await.unwrap();
+    let (raw, _) = common::read_to_close(&mut c, Duration::from_secs(5)).await;
+    assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200 "));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !panicked.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The application's timer still fires: a held call is answered.
+    let raw = call(addr, "hold").await;
+    assert!(raw.starts_with("HTTP/1.1 200 "), "{raw}");
+    assert!(raw.contains(r#""content":[]"#), "{raw}");
+}
+
+/// An application that notes when it is dropped, and keeps a timer 10 ms ahead.
+struct Ticking {
+    dropped: Arc<AtomicBool>,
+    next: Timestamp,
+}
+
+impl Application for Ticking {
+    fn drive(&mut self, _: Timestamp, server: &mut HttpServer) {
+        while server.poll_event().is_some() {}
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        Some(self.next)
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp, _: &mut HttpServer) {
+        self.next = now.after(Duration::from_millis(10));
+    }
+}
+
+impl Drop for Ticking {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A `serve` future dropped (raced against a signal rather than given it as `shutdown`, or
+/// under a timeout) takes its timers task with it, and so the engine and the application:
+/// the task ran on, detached, for the life of the process.
+#[tokio::test]
+async fn dropping_the_serve_future_stops_its_timers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let config = Config::server("ticking", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let app = Ticking {
+        dropped: dropped.clone(),
+        next: Timestamp::ZERO,
+    };
+    let served = tokio::time::timeout(
+        Duration::from_millis(100),
+        serve(
+            listener,
+            HttpServer::new(HttpServerConfig::new(config)),
+            app,
+            common::test_config(),
+            std::future::pending::<()>(),
+        ),
+    )
+    .await;
+    assert!(served.is_err(), "serve returned");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !dropped.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the application lives on behind a detached timers task"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
