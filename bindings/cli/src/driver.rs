@@ -53,8 +53,9 @@ enum Link {
         watch: Arc<Watch>,
     },
     Http {
-        runtime: tokio::runtime::Runtime,
+        // (Dropped before the runtime: its drop lets its last POSTs out on it.)
         client: Box<mcpwire_tokio::client::Client>,
+        runtime: tokio::runtime::Runtime,
     },
 }
 
@@ -390,8 +391,13 @@ impl Session {
                 child, io, watch, ..
             } => (child, io, watch),
             Link::Http { runtime, client } => {
-                // A session is ended with its DELETE.
-                runtime.block_on(client.end_session(Duration::from_secs(2)));
+                // What went out last (a timed-out request's cancellation, say) reaches the
+                // server first, with or without a session; a session is then ended with its
+                // DELETE.
+                runtime.block_on(async {
+                    client.flush(Duration::from_secs(2)).await;
+                    client.end_session(Duration::from_secs(2)).await;
+                });
                 return None;
             }
         };

@@ -2858,3 +2858,77 @@ fn tap_remembers_long_ids_by_a_short_key() {
     );
     assert!(first.len() < 200, "{}", first.len());
 }
+
+/// A 2025-11-25 server that keeps no session (as the TypeScript SDK's stateless mode does),
+/// never answers `tools/list`, and reports the notifications POSTed to it; each request on a
+/// connection of its own. Its URL.
+fn sessionless_server_that_never_lists(notifications: std::sync::mpsc::Sender<String>) -> String {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut line, mut length, mut method) = (String::new(), 0, String::new());
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                if method.is_empty() {
+                    method = line.split(' ').next().unwrap_or("").to_owned();
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let reply = |status: &str, body: &str| {
+                format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n\
+                     Content-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            let out = match (method.as_str(), message["method"].as_str()) {
+                ("POST", Some("initialize")) => reply(
+                    "200 OK",
+                    &format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#,
+                        message["id"]
+                    ),
+                ),
+                ("POST", Some("tools/list")) => {
+                    held.push(stream); // never answered
+                    continue;
+                }
+                ("POST", Some(m)) if message.get("id").is_none() => {
+                    let _ = notifications.send(m.to_owned());
+                    reply("202 Accepted", "")
+                }
+                ("GET", _) => reply("405 Method Not Allowed", ""),
+                _ => reply("400 Bad Request", ""),
+            };
+            let _ = stream.write_all(out.as_bytes());
+        }
+    });
+    url
+}
+
+/// `probe --url` against a server without sessions: the cancellation of the request that
+/// timed out reaches the server before the probe exits. With no session to end, the probe
+/// exited at once, and the task sending the cancellation died with its runtime: the server
+/// ran the request to its end.
+#[test]
+fn probe_url_sends_the_cancellation_of_a_timed_out_request_before_it_exits() {
+    let (tx, notifications) = std::sync::mpsc::channel();
+    let url = sessionless_server_that_never_lists(tx);
+    let (code, out, err) = mcpwire(&["probe", "--url", &url, "--timeout", "1"]);
+    assert_ne!(code, 0, "{out}{err}");
+    let seen: Vec<String> = notifications.try_iter().collect();
+    assert!(
+        seen.iter().any(|m| m == "notifications/cancelled"),
+        "{seen:?}\n{out}{err}"
+    );
+}
