@@ -707,6 +707,34 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
     })
 }
 
+/// The next of `signals` to come (never, for none).
+async fn any_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 3]) {
+    async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    let [a, b, c] = signals;
+    tokio::select! {
+        _ = one(a) => {}
+        _ = one(b) => {}
+        _ = one(c) => {}
+    }
+}
+
+/// Whether this process was started ignoring `signal` (nohup's SIGHUP).
+fn ignored_at_start(signal: libc::c_int) -> bool {
+    // SAFETY: a query only (no new action); `old` is a zeroed sigaction alive for the call.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// The demo server's logic over Streamable HTTP: one [`Server`] state per connection of the
 /// HTTP server (a session, or a stateless request) that needs one. Every step costs the same
 /// with ten sessions open or ten thousand: nothing here walks every connection per request.
@@ -989,6 +1017,11 @@ pub fn run_http(
         use tokio::signal::unix::{SignalKind, signal};
         let interrupt = signal(SignalKind::interrupt()).ok();
         let term = signal(SignalKind::terminate()).ok();
+        // A terminal's hang-up drains too (it killed the server, its Redis number still
+        // claimed), unless the server was started ignoring it (under nohup).
+        let hangup = (!ignored_at_start(libc::SIGHUP))
+            .then(|| signal(SignalKind::hangup()).ok())
+            .flatten();
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {
@@ -1046,18 +1079,14 @@ pub fn run_http(
             });
         }
         let shutdown = async move {
-            let caught = |s: Option<tokio::signal::unix::Signal>| async move {
-                match s {
-                    Some(mut s) => {
-                        s.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                _ = caught(interrupt) => {}
-                _ = caught(term) => {}
-            }
+            let mut signals = [interrupt, term, hangup];
+            any_signal(&mut signals).await;
+            // A second one during the drain ends the process at once: the user insists.
+            tokio::spawn(async move {
+                any_signal(&mut signals).await;
+                eprintln!("mcpwire serve: a second signal: exiting without the drain");
+                std::process::exit(130);
+            });
         };
         let served = serve(
             listener,

@@ -2932,3 +2932,91 @@ fn probe_url_sends_the_cancellation_of_a_timed_out_request_before_it_exits() {
         "{seen:?}\n{out}{err}"
     );
 }
+
+/// `serve --http` on a hang-up drains and exits 0 as on SIGTERM (it was killed by it, with
+/// no drain and its Redis number still claimed), unless it was started ignoring hang-ups
+/// (nohup). During a drain a second signal ends it at once, 130 (it was swallowed: the user
+/// waited out the grace period).
+#[cfg(unix)]
+#[test]
+fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
+    use std::os::unix::process::CommandExt;
+    let start_with = |hangup: libc::sighandler_t| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        // SAFETY: signal(2) only, between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(libc::SIGHUP, hangup);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let addr = line
+            .trim()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        (child, addr)
+    };
+    let start = || start_with(libc::SIG_DFL);
+    let (mut child, _) = start();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    // Under nohup, a hang-up is left to be ignored.
+    let (mut child, _) = start_with(libc::SIG_IGN);
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended by an ignored hang-up"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    // A 2-second countdown keeps the drain going.
+    let (mut child, addr) = start();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(30));
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"steps":20},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: countdown\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 12];
+    std::io::Read::read_exact(&mut s, &mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200", "the countdown's stream");
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "no drain");
+    let second = std::time::Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        second.elapsed() < std::time::Duration::from_secs(3),
+        "the second signal was not heeded: {:?}",
+        second.elapsed()
+    );
+}
