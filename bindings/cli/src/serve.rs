@@ -696,6 +696,12 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
                         server.on_event(io.connection(), now, ev);
                     }
                     Ok(None) => return 0,
+                    // A client that stopped reading (it closed our stdout) ended the session,
+                    // as the blocking loop takes it: not a failure.
+                    Err(e) if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                    ) => return 0,
                     Err(e) => {
                         eprintln!("mcpwire serve: {e}");
                         return 1;

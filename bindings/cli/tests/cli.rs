@@ -3020,3 +3020,33 @@ fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
         second.elapsed()
     );
 }
+
+/// A client that stops reading (closes the server's stdout) and then ends its input gets the
+/// same exit from both stdio loops: 0, the session over. `--tokio` exited 1 with the broken
+/// pipe printed.
+#[test]
+fn serve_exits_0_when_its_client_stops_reading_then_ends_its_input() {
+    for args in [&["serve"][..], &["serve", "--tokio"]] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        );
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
