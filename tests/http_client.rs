@@ -1041,6 +1041,36 @@ fn a_notification_refused_with_retry_after_goes_again_before_the_delete() {
     );
 }
 
+/// `initialized` refused for now goes again, and requests wait for its head again (they
+/// went out at once, ahead of it: a strict server refuses a request before `initialized`).
+#[test]
+fn requests_wait_for_an_initialized_sent_again() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    let answer = initialize_answer(&init.body["id"]);
+    c.answer(&init, 200, &[("Mcp-Session-Id", "s1")], &answer);
+    let initialized = c.sent().remove(0);
+    assert_eq!(initialized.body["method"], "notifications/initialized");
+    c.answer(&initialized, 503, &[("Retry-After", "1")], "");
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    assert!(
+        sent.iter().all(|s| s.body["method"] != "tools/list"),
+        "a request ahead of initialized: {sent:?}"
+    );
+    c.wait(Duration::from_secs(1));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].body["method"], "notifications/initialized");
+    c.answer(&again[0], 202, &[], "");
+    let list = c.sent();
+    assert!(
+        list.iter().any(|s| s.body["method"] == "tools/list"),
+        "{list:?}"
+    );
+    assert_eq!(c.outcome(id), None);
+}
+
 /// A request cancelled while its refused POST waits to go again is withdrawn: neither it nor
 /// its cancellation is sent (the server never had it).
 #[test]

@@ -1365,7 +1365,18 @@ impl HttpClient {
             self.lingering.remove(&(at, exchange));
         }
         ex.unheard = !ex.asked;
+        let initialized = matches!(
+            self.decoder.decode(&ex.body),
+            Ok(Decoded::Single(Message::Notification(n)))
+                if n.method.eq_str("notifications/initialized")
+        );
         self.resumes.push((now.after(delay), exchange));
+        if initialized {
+            // Requests wait for its head again: one that overtook it would be refused by a
+            // strict server.
+            self.initialized_pending = Some(exchange);
+            self.get_pending_until = now.after(delay).after(GET_HEAD_WAIT);
+        }
         true
     }
 
