@@ -1520,7 +1520,16 @@ struct SseBody<A: Application> {
     id: HttpStreamId,
     /// Ended: nothing more to send, and the engine needs no `stream_closed`.
     done: bool,
+    /// The bytes of the last frame handed to hyper, not yet consumed from the engine: they
+    /// are, once hyper asks for the next one (it took that one). A client that goes first
+    /// leaves them unconsumed, and the engine keeps the answers in them for its resumption.
+    handed: usize,
 }
+
+/// The most bytes of a stream in one frame: a large answer is consumed from the engine as
+/// hyper takes it, a frame at a time, not at once (which counted it delivered, and gave up
+/// what a resumption needs, as soon as hyper had it, however little reached the client).
+const SSE_FRAME: usize = 64 * 1024;
 
 impl<A: Application> SseBody<A> {
     fn new(shared: &Arc<Shared<A>>, id: HttpStreamId) -> Self {
@@ -1528,24 +1537,27 @@ impl<A: Application> SseBody<A> {
             shared: shared.clone(),
             id,
             done: false,
+            handed: 0,
         }
     }
 
     /// One look at the stream, under the lock: its next bytes, its end, or (with nothing
     /// yet) the task parked until the engine names the stream.
     fn look(&mut self, st: &mut State<A>, cx: &Context<'_>) -> Poll<Option<Bytes>> {
+        if self.handed > 0 {
+            // hyper asks again: it has the last frame.
+            st.server
+                .consume_stream(self.id, std::mem::take(&mut self.handed));
+        }
         match st.server.poll_stream(self.id) {
             None => {
                 self.done = true;
                 Poll::Ready(None)
             }
             Some(out) if !out.bytes.is_empty() => {
-                let bytes = Bytes::copy_from_slice(out.bytes);
-                let finished = out.finished;
-                st.server.consume_stream(self.id, bytes.len());
-                // All bytes taken: a finished stream is now forgotten by the engine.
-                self.done = finished;
-                Poll::Ready(Some(bytes))
+                let n = out.bytes.len().min(SSE_FRAME);
+                self.handed = n;
+                Poll::Ready(Some(Bytes::copy_from_slice(&out.bytes[..n])))
             }
             Some(out) if out.finished => {
                 st.server.consume_stream(self.id, 0);
