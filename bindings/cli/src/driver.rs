@@ -45,6 +45,9 @@ pub struct Session {
     last_input: Arc<Mutex<Vec<u8>>>,
 }
 
+/// How often a wait over HTTP looks for a signal.
+const SIGNAL_LOOK: Duration = Duration::from_millis(100);
+
 enum Link {
     Stdio {
         conn: Box<Connection>,
@@ -247,6 +250,9 @@ impl Session {
 
     /// A session with the Streamable HTTP endpoint at `url`.
     pub fn connect_http(url: &str, config: Config) -> std::io::Result<Session> {
+        // SIGINT, SIGTERM and SIGHUP end the session as a failure does (its DELETE sent, the
+        // report printed), rather than the process.
+        crate::signals::catch();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -342,7 +348,10 @@ impl Session {
             Link::Http { runtime, client } => runtime.block_on(async {
                 let deadline = tokio::time::Instant::now() + limit;
                 loop {
-                    match tokio::time::timeout_at(deadline, client.next_event()).await {
+                    // (A look for a signal every 100 ms: `next_event` loses nothing when its
+                    // wait is cut short.)
+                    let slice = deadline.min(tokio::time::Instant::now() + SIGNAL_LOOK);
+                    match tokio::time::timeout_at(slice, client.next_event()).await {
                         Ok(Some(ev)) => {
                             let now = client.now();
                             if let Some(out) = f(client.connection(), now, ev) {
@@ -350,7 +359,11 @@ impl Session {
                             }
                         }
                         Ok(None) => return Err(Stop::Eof),
-                        Err(_) => return Err(Stop::Deadline),
+                        Err(_) if crate::signals::caught().is_some() => {
+                            return Err(Stop::Signal);
+                        }
+                        Err(_) if slice >= deadline => return Err(Stop::Deadline),
+                        Err(_) => {}
                     }
                 }
             }),

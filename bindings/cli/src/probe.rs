@@ -875,7 +875,11 @@ pub fn run(opts: Options) -> i32 {
     let outcome = match (outcome, signalled) {
         (Err(_), Some(signal)) => Err(fail(
             128 + signal,
-            format!("stopped by signal {signal} (passed on to the server)"),
+            if opts.url.is_some() {
+                format!("stopped by signal {signal}")
+            } else {
+                format!("stopped by signal {signal} (passed on to the server)")
+            },
         )),
         (outcome, _) => outcome,
     };

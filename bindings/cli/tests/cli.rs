@@ -3050,3 +3050,27 @@ fn serve_exits_0_when_its_client_stops_reading_then_ends_its_input() {
         );
     }
 }
+
+/// `probe --url` stopped by SIGTERM ends as a failure does: its JSON report names the
+/// signal, and it exits 128+15. It was killed outright, with no report and no DELETE.
+#[cfg(unix)]
+#[test]
+fn probe_url_stopped_by_a_signal_reports_it() {
+    let (tx, _notifications) = std::sync::mpsc::channel();
+    let url = sessionless_server_that_never_lists(tx);
+    let child = Command::new(BIN)
+        .args(["probe", "--json", "--url", &url, "--timeout", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(143), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["error"]["exitCode"], 143, "{report}");
+}
