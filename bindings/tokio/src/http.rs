@@ -1098,13 +1098,15 @@ fn connection_error(e: &io::Error) -> bool {
 /// Fires the engine's and the application's timers at the earliest of their deadlines.
 async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
     let mut fired_last = false;
+    // Firings in a row whose code panicked (see the pause below).
+    let mut panicked = 0u32;
     loop {
         // Armed before looking, so a change made after the look wakes us.
         let changed = shared.changed.clone().notified_owned();
         tokio::pin!(changed);
         changed.as_mut().enable();
         let mut woken = Vec::new();
-        let (deadline, fired) = {
+        let (deadline, fired, clean) = {
             let mut st = shared.lock();
             let now = shared.now();
             let next = |st: &State<A>| {
@@ -1115,6 +1117,7 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
             };
             let mut deadline = next(&st);
             let fired = deadline.is_some_and(|d| d <= now);
+            let mut clean = true;
             if fired {
                 // The engine's timers run the stores' code (a session store's touch, an event
                 // store's forget and appends): a panic there stops here, as the application's
@@ -1122,12 +1125,13 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
                 // expiry, keep-alive and application timer. A panic leaves the deadline due:
                 // the 1 ms pause below keeps it from spinning.
                 let server = &mut st.server;
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let engine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     server.handle_timeout(now)
                 }));
-                st.run_app(now, true);
-                woken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.woken()))
-                    .unwrap_or_default();
+                let app = st.run_app(now, true);
+                let stored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.woken()));
+                clean = engine.is_ok() && app && stored.is_ok();
+                woken = stored.unwrap_or_default();
                 deadline = next(&st);
             }
             // While it loops again at once, every change wakes it.
@@ -1137,13 +1141,18 @@ async fn run_timers<A: Application>(shared: Arc<Shared<A>>) {
                 None => u64::MAX,
             };
             shared.armed.store(armed, Ordering::Relaxed);
-            (deadline, fired)
+            (deadline, fired, clean)
         };
         woken.into_iter().for_each(Waker::wake);
+        panicked = if clean { 0 } else { panicked.saturating_add(1) };
         if fired {
             if fired_last {
-                // A deadline that stays due after firing: do not spin on it.
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                // A deadline that stays due after firing: do not spin on it; and while the
+                // code it runs panics every time, back off to a second between tries (each
+                // panic is reported, with the lock held: a thousand a second held up every
+                // request).
+                let pause = Duration::from_millis(1 << panicked.min(10));
+                tokio::time::sleep(pause).await;
             }
             fired_last = true;
             continue;

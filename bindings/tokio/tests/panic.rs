@@ -310,3 +310,61 @@ async fn dropping_the_serve_future_stops_its_timers() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// An application whose timer is always due and panics every time it fires, counting its
+/// firings; it answers calls at once.
+struct AlwaysDueAndPanicking {
+    fired: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Application for AlwaysDueAndPanicking {
+    fn drive(&mut self, _: Timestamp, server: &mut HttpServer) {
+        let mut calls = Vec::new();
+        while let Some((key, ev)) = server.poll_event() {
+            if let Event::Request { id, .. } = ev {
+                calls.push((key, OwnedId::from(id)));
+            }
+        }
+        for (key, id) in calls {
+            answer(server, key, &id);
+        }
+        server.pump();
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        Some(Timestamp::ZERO)
+    }
+
+    fn handle_timeout(&mut self, _: Timestamp, _: &mut HttpServer) {
+        self.fired.fetch_add(1, Ordering::SeqCst);
+        panic!("the app's timer bug, every time");
+    }
+}
+
+/// A timer whose code panics every time it fires, and stays due, is tried again less and
+/// less often (at most every second), not every millisecond: each panic is reported with the
+/// engine's lock held, and a thousand a second held up every request. Calls are served
+/// meanwhile.
+#[tokio::test]
+async fn a_timer_that_panics_every_time_is_tried_less_and_less_often() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fired = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let config = Config::server("panicky", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    tokio::spawn(serve(
+        listener,
+        HttpServer::new(HttpServerConfig::new(config)),
+        AlwaysDueAndPanicking {
+            fired: fired.clone(),
+        },
+        common::test_config(),
+        std::future::pending::<()>(),
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let raw = call(addr, "fine").await;
+    assert!(raw.starts_with("HTTP/1.1 200 "), "{raw}");
+    let n = fired.load(Ordering::SeqCst);
+    assert!((2..=20).contains(&n), "fired {n} times in a second");
+}
