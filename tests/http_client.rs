@@ -1023,7 +1023,12 @@ fn a_notification_refused_with_retry_after_goes_again_before_the_delete() {
     let (mut c, delete) = Scripted::ending_after_a_notification();
     let post = c.sent().remove(0);
     assert_eq!(post.body["method"], "notifications/roots/list_changed");
-    c.answer(&post, 503, &[("Retry-After", "2")], "");
+    // (Head and end apart, with a look for work between them.)
+    c.client
+        .handle_response(c.now, post.exchange, 503, &[("Retry-After", "2")]);
+    assert!(c.sent().is_empty(), "the DELETE went at the refusal's head");
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.events();
     c.wait(Duration::from_secs(1));
     assert!(
         c.sent().is_empty(),
@@ -1051,9 +1056,15 @@ fn requests_wait_for_an_initialized_sent_again() {
     c.answer(&init, 200, &[("Mcp-Session-Id", "s1")], &answer);
     let initialized = c.sent().remove(0);
     assert_eq!(initialized.body["method"], "notifications/initialized");
-    c.answer(&initialized, 503, &[("Retry-After", "1")], "");
     let id = c.request("tools/list");
-    let sent = c.sent();
+    // The refusal's head, then the host looks for work, then its end (as a real host does:
+    // the request went out between the two).
+    c.client
+        .handle_response(c.now, initialized.exchange, 503, &[("Retry-After", "1")]);
+    let mut sent = c.sent();
+    c.client.handle_end(c.now, initialized.exchange, 0);
+    c.events();
+    sent.extend(c.sent());
     assert!(
         sent.iter().all(|s| s.body["method"] != "tools/list"),
         "a request ahead of initialized: {sent:?}"
@@ -1069,6 +1080,32 @@ fn requests_wait_for_an_initialized_sent_again() {
         "{list:?}"
     );
     assert_eq!(c.outcome(id), None);
+}
+
+/// A notification refused for now before the session is ended still goes again, before the
+/// DELETE: `end_session` failed it with the requests waiting to resume.
+#[test]
+fn a_notification_refused_before_end_session_still_goes_before_the_delete() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    c.client
+        .connection()
+        .notify("notifications/roots/list_changed", None)
+        .unwrap();
+    let post = c.sent().remove(0);
+    c.answer(&post, 503, &[("Retry-After", "1")], "");
+    let delete = c.client.end_session().unwrap();
+    assert!(
+        c.sent().is_empty(),
+        "the DELETE went before the notification"
+    );
+    c.wait(Duration::from_secs(1));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].body, post.body);
+    c.answer(&again[0], 202, &[], "");
+    let last = c.sent();
+    assert_eq!((last.len(), last[0].exchange), (1, delete));
 }
 
 /// A request cancelled while its refused POST waits to go again is withdrawn: neither it nor

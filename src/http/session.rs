@@ -491,9 +491,17 @@ impl HttpClient {
             .map(|&(e, _)| e)
             .collect();
         self.queue.retain(|(e, _)| !due.contains(e));
-        let waiting = std::mem::take(&mut self.resumes)
+        // (Not a notification or an answer refused for now, which goes again before the
+        // DELETE: it never carried a request to fail.)
+        let (kept, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.resumes)
             .into_iter()
-            .map(|(_, e)| e);
+            .partition(|(_, e)| {
+                exchanges
+                    .get(e)
+                    .is_some_and(|x| x.method == "POST" && !x.asked)
+            });
+        self.resumes = kept;
+        let waiting = waiting.into_iter().map(|(_, e)| e);
         for resume in waiting.chain(due) {
             self.finish(self.now, resume, TransportFailure::Status(404));
         }
@@ -756,16 +764,23 @@ impl HttpClient {
                 || m.rsplit_once('+')
                     .is_some_and(|(_, s)| s.eq_ignore_ascii_case("json"))
         });
-        self.head_came(exchange);
+        let wait = match status {
+            429 | 503 => header("Retry-After").and_then(retry_after),
+            _ => None,
+        };
+        // A POST refused for now may go again (decided at its end): what waits for its head
+        // (requests for `initialized`'s, the DELETE for a notification's) waits on until then.
+        let refusal =
+            wait.is_some() && (self.exchanges.get(&exchange)).is_some_and(|x| x.method == "POST");
+        if !refusal {
+            self.head_came(exchange);
+        }
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
         ex.status = status;
         ex.head_at = Some(now);
-        ex.retry_after = match status {
-            429 | 503 => header("Retry-After").and_then(retry_after),
-            _ => None,
-        };
+        ex.retry_after = wait;
         if status < 200 {
             // An informational status is never the final answer; an HTTP library that hands
             // one over as the response (`101 Switching Protocols`, whose "body" is the raw
@@ -925,6 +940,8 @@ impl HttpClient {
                 if refused_for_now && self.send_again(now, exchange) {
                     return;
                 }
+                // (Not going again: what waited for its head waits no more.)
+                self.head_came(exchange);
                 if resuming && transient(status) {
                     // A GET that resumes a stream, or reopens the session's, refused for now
                     // (409 while the server still holds the broken connection, 503, ...): it
