@@ -713,8 +713,8 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
     })
 }
 
-/// The next of `signals` to come (never, for none).
-async fn any_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 3]) {
+/// The next of `signals` (SIGINT, SIGTERM and SIGHUP, each if caught) to come: its number.
+async fn any_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 3]) -> i32 {
     async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
         match s {
             Some(s) => {
@@ -725,9 +725,9 @@ async fn any_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 3]) {
     }
     let [a, b, c] = signals;
     tokio::select! {
-        _ = one(a) => {}
-        _ = one(b) => {}
-        _ = one(c) => {}
+        _ = one(a) => libc::SIGINT,
+        _ = one(b) => libc::SIGTERM,
+        _ = one(c) => libc::SIGHUP,
     }
 }
 
@@ -1087,11 +1087,23 @@ pub fn run_http(
         let shutdown = async move {
             let mut signals = [interrupt, term, hangup];
             any_signal(&mut signals).await;
-            // A second one during the drain ends the process at once: the user insists.
+            let first = tokio::time::Instant::now();
+            // A second one during the drain ends the process at once, 128+N: the user
+            // insists. Not one within a second of the first: a wrapper that passes a
+            // terminal's Ctrl-C on (npm, concurrently) sends it twice.
             tokio::spawn(async move {
-                any_signal(&mut signals).await;
-                eprintln!("mcpwire serve: a second signal: exiting without the drain");
-                std::process::exit(130);
+                loop {
+                    let n = any_signal(&mut signals).await;
+                    if first.elapsed() >= Duration::from_secs(1) {
+                        // (Not `eprintln!`, which panics when stderr is gone, as after a
+                        // terminal's hang-up: the exit must happen.)
+                        let _ = std::io::Write::write_all(
+                            &mut std::io::stderr(),
+                            b"mcpwire serve: a second signal: exiting without the drain\n",
+                        );
+                        std::process::exit(128 + n);
+                    }
+                }
             });
         };
         let served = serve(
