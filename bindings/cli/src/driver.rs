@@ -250,9 +250,6 @@ impl Session {
 
     /// A session with the Streamable HTTP endpoint at `url`.
     pub fn connect_http(url: &str, config: Config) -> std::io::Result<Session> {
-        // SIGINT, SIGTERM and SIGHUP end the session as a failure does (its DELETE sent, the
-        // report printed), rather than the process.
-        crate::signals::catch();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -346,8 +343,16 @@ impl Session {
                 }
             },
             Link::Http { runtime, client } => runtime.block_on(async {
+                // From the first wait on, SIGINT, SIGTERM and SIGHUP end the session as a
+                // failure does (its requests cancelled, its DELETE sent, the report printed),
+                // not the process. (Not before: std's connect retries on EINTR, and a
+                // signal there went unheeded for as long as the address took.)
+                crate::signals::catch();
                 let deadline = tokio::time::Instant::now() + limit;
                 loop {
+                    if crate::signals::caught().is_some() {
+                        return Err(Stop::Signal);
+                    }
                     // (A look for a signal every 100 ms: `next_event` loses nothing when its
                     // wait is cut short.)
                     let slice = deadline.min(tokio::time::Instant::now() + SIGNAL_LOOK);
@@ -408,6 +413,15 @@ impl Session {
                 // server first, with or without a session; a session is then ended with its
                 // DELETE.
                 runtime.block_on(async {
+                    // Requests still in flight (stopped by a signal, say) are cancelled: the
+                    // close's deadline is now, and its cancellations go out as it is handled,
+                    // until the connection has closed.
+                    let now = client.now();
+                    client.connection().close(now, Duration::ZERO);
+                    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                        while client.next_event().await.is_some() {}
+                    })
+                    .await;
                     client.flush(Duration::from_secs(2)).await;
                     client.end_session(Duration::from_secs(2)).await;
                 });

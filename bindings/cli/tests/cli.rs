@@ -3056,11 +3056,12 @@ fn serve_exits_0_when_its_client_stops_reading_then_ends_its_input() {
 }
 
 /// `probe --url` stopped by SIGTERM ends as a failure does: its JSON report names the
-/// signal, and it exits 128+15. It was killed outright, with no report and no DELETE.
+/// signal, the request it waited for is cancelled, and it exits 128+15. It was killed
+/// outright, with no report, no cancellation and no DELETE.
 #[cfg(unix)]
 #[test]
 fn probe_url_stopped_by_a_signal_reports_it() {
-    let (tx, _notifications) = std::sync::mpsc::channel();
+    let (tx, notifications) = std::sync::mpsc::channel();
     let url = sessionless_server_that_never_lists(tx);
     let child = Command::new(BIN)
         .args(["probe", "--json", "--url", &url, "--timeout", "30"])
@@ -3077,4 +3078,10 @@ fn probe_url_stopped_by_a_signal_reports_it() {
     assert_eq!(out.status.code(), Some(143), "{stdout}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["error"]["exitCode"], 143, "{report}");
+    // The request it was waiting for is cancelled (the server would run it to its end).
+    let seen: Vec<String> = notifications.try_iter().collect();
+    assert!(
+        seen.iter().any(|m| m == "notifications/cancelled"),
+        "{seen:?}"
+    );
 }
