@@ -976,9 +976,7 @@ fn a_resuming_get_refused_for_now_is_tried_again_whatever_its_body_names() {
     c.wait(Duration::from_secs(5));
     let again = c.sent().remove(0);
     assert_eq!(again.method, "GET");
-    let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
-    c.stream(&again, &[], &format!("id: e2\ndata: {answer}\n\n"));
-    c.assert_answered(id);
+    c.resume_with_the_answer(&again, &post, id);
 }
 
 /// A POST of a request refused for now (503, or 429) with `Retry-After` in seconds goes again,
@@ -1004,13 +1002,12 @@ fn a_request_refused_with_retry_after_goes_again_then() {
             "{status}"
         );
         assert_eq!(again.header("Mcp-Session-Id"), Some("s1"));
-        let n = post.body["id"].clone();
-        let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
+        let answer = empty_result(&post);
         c.answer(
             &again,
             200,
             &[("Content-Type", "application/json")],
-            &answer.to_string(),
+            &answer,
         );
         c.assert_answered(id);
     }
@@ -1177,10 +1174,7 @@ fn a_resuming_get_waits_for_its_refusals_retry_after() {
     let again = c.sent().remove(0);
     assert_eq!(again.method, "GET");
     assert_eq!(again.header("Last-Event-ID"), Some("e1"));
-    let n = post.body["id"].clone();
-    let answer = json!({"jsonrpc":"2.0","id":n,"result":{"content":[]}});
-    c.stream(&again, &[], &format!("id: e2\ndata: {answer}\n\n"));
-    c.assert_answered(id);
+    c.resume_with_the_answer(&again, &post, id);
 }
 
 /// `end_session` called once `poll_event` has made the new session's connection, before its
@@ -1214,6 +1208,11 @@ fn an_expired_session_aborts_only_exchanges_the_host_was_given() {
 }
 
 // ---- Against scripted servers ----------------------------------------------------------------
+
+/// An empty tools/call result answering the request `post` carried.
+fn empty_result(post: &Sent) -> String {
+    json!({"jsonrpc":"2.0","id":post.body["id"],"result":{"content":[]}}).to_string()
+}
 
 /// A client driven by hand: the test plays the server, answering each action as it likes.
 struct Scripted {
@@ -1393,6 +1392,14 @@ impl Scripted {
             assert_eq!(s.body["method"], "notifications/cancelled");
             self.answer(&s, 202, &[], "");
         }
+    }
+
+    /// Answers the resuming GET `get` of `post`'s stream with its request's (`id`) answer,
+    /// an empty result, which must end that request.
+    fn resume_with_the_answer(&mut self, get: &Sent, post: &Sent, id: mcpwire::conn::RequestId) {
+        let answer = empty_result(post);
+        self.stream(get, &[], &format!("id: e2\ndata: {answer}\n\n"));
+        self.assert_answered(id);
     }
 
     /// Request `id` got its answer (a result).

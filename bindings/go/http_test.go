@@ -2454,15 +2454,7 @@ func TestHTTPABodyOfMaxBodyFitsTheSharedBoundAlone(t *testing.T) {
 		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	body := init + strings.Repeat(" ", 1<<20-len(init))
 	// Chunked: its end is read only once the buffer holds all of it.
-	req, _ := http.NewRequest("POST", ts.URL, io.MultiReader(strings.NewReader(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.ContentLength = -1
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postChunked(t, ts.URL, strings.NewReader(body))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a body of MaxBody bytes alone: status %d", resp.StatusCode)
 	}
@@ -2488,7 +2480,29 @@ func TestHTTPTheSharedBoundFullRefusesOnlyBodies(t *testing.T) {
 		_, _ = pw.Write([]byte(strings.Repeat("x", 5000)))
 		pw.Close()
 	}()
-	req, _ := http.NewRequest("POST", ts.URL, pr)
+	resp := postChunked(t, ts.URL, pr)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a chunked body over MaxBody with the bound full: status %d, want 413", resp.StatusCode)
+	}
+	emptyPool()
+	req, _ := http.NewRequest("DELETE", ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a DELETE with the bound full: status %d, want 200", resp.StatusCode)
+	}
+}
+
+// postChunked POSTs body to url as a JSON request of unknown length (sent chunked); the
+// response, its body closed.
+func postChunked(t *testing.T, url string, body io.Reader) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, io.MultiReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.ContentLength = -1
@@ -2497,19 +2511,5 @@ func TestHTTPTheSharedBoundFullRefusesOnlyBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a chunked body over MaxBody with the bound full: status %d, want 413", resp.StatusCode)
-	}
-	emptyPool()
-	req, _ = http.NewRequest("DELETE", ts.URL, nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a DELETE with the bound full: status %d, want 200", resp.StatusCode)
-	}
+	return resp
 }

@@ -858,10 +858,10 @@ async fn a_blocked_write_does_not_hold_the_timers_up() {
 
 /// A handshake-era client over `input` and `output` whose requests time out after 100 ms,
 /// its initialize request written.
-async fn initializing_client(
-    input: tokio::io::DuplexStream,
+async fn initializing_client<R: tokio::io::AsyncRead + Unpin>(
+    input: R,
     output: tokio::io::DuplexStream,
-) -> Driver<tokio::io::DuplexStream, tokio::io::DuplexStream> {
+) -> Driver<R, tokio::io::DuplexStream> {
     let mut config = Config::client("t", "1.0");
     config.client_era = mcpwire::conn::ClientEra::Legacy;
     config.request_timeout = Duration::from_millis(100);
@@ -972,11 +972,7 @@ async fn an_answer_that_came_while_the_application_worked_beats_a_deadline() {
 async fn an_answer_that_came_over_a_pipe_while_the_application_worked_beats_a_deadline() {
     let (mut peer_out, input) = tokio::net::unix::pipe::pipe().unwrap();
     let (output, mut peer_in) = tokio::io::duplex(256 * 1024);
-    let mut config = Config::client("t", "1.0");
-    config.client_era = mcpwire::conn::ClientEra::Legacy;
-    config.request_timeout = Duration::from_millis(100);
-    let mut driver = Driver::new(config, input, output).unwrap();
-    driver.write_pending().await.unwrap();
+    let mut driver = initializing_client(input, output).await;
     let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}}"#;
     peer_out
         .write_all(format!("{init}\n").as_bytes())
