@@ -338,9 +338,6 @@ pub struct HttpClient {
     now: Timestamp,
 }
 
-/// Whether an error status to a GET may pass if the GET is tried again: a timeout, a conflict
-/// (a server that still holds the stream's broken connection), too many requests, or a
-/// server or gateway error.
 /// The wait a `Retry-After` header asks for, in seconds (at most [`MAX_RETRY_AFTER`]); `None`
 /// for an HTTP date, which a client without the time of day cannot read.
 fn retry_after(value: &str) -> Option<Duration> {
@@ -356,6 +353,9 @@ fn retry_after(value: &str) -> Option<Duration> {
 /// this for a server that asks for more (its own timeout usually ends it sooner).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
+/// Whether an error status to a GET may pass if the GET is tried again: a timeout, a conflict
+/// (a server that still holds the stream's broken connection), too many requests, or a
+/// server or gateway error.
 fn transient(status: u16) -> bool {
     matches!(status, 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504)
 }
