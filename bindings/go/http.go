@@ -739,6 +739,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bufs.body = read
 	if err != nil {
 		s.bodies.Add(-taken)
+		if cap(bufs.body) > 64<<10 {
+			bufs.body = nil // (not held, uncounted, while the rest is read and dropped)
+		}
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
