@@ -693,15 +693,6 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil { // (a request built by hand; a server's always has one)
 		r.Body = http.NoBody
 	}
-	if r.Method == http.MethodGet && !canFlush(w) {
-		// A GET stream that cannot be flushed would send nothing, not even its head, until
-		// net/http's buffer fills: 405 tells the client that no GET stream is offered here
-		// (the spec's answer for that), so it goes on without one.
-		s.cannotFlush()
-		w.Header().Set("Allow", s.allow)
-		http.Error(w, "no SSE stream: the http.ResponseWriter cannot flush", http.StatusMethodNotAllowed)
-		return
-	}
 	bufs := requestPool.Get().(*requestBuffers)
 	defer func() {
 		if cap(bufs.body) <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
@@ -795,6 +786,25 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	bufs.joined, bufs.lens = joined, lens
 
+	if r.Method == http.MethodGet && !canFlush(w) {
+		// A GET stream that cannot be flushed would send nothing, not even its head, until
+		// net/http's buffer fills: 405 tells the client that no GET stream is offered here
+		// (the spec's answer for that), so it goes on without one. The engine's refusals
+		// come first (a foreign Origin's 403 is a MUST): it is asked as a PUT, which it
+		// refuses after its checks, with nothing else done.
+		if a, ok := s.respond(w, http.MethodPut, joined, lens, count, read, taken, bufs); !ok {
+			return
+		} else if a.status != http.StatusMethodNotAllowed {
+			setHeaders(w.Header(), a.headers)
+			w.WriteHeader(a.status)
+			_, _ = w.Write(a.body)
+			return
+		}
+		s.cannotFlush()
+		w.Header().Set("Allow", s.allow)
+		http.Error(w, "no SSE stream: the http.ResponseWriter cannot flush", http.StatusMethodNotAllowed)
+		return
+	}
 	a, ok := s.respond(w, r.Method, joined, lens, count, read, taken, bufs)
 	if cap(bufs.body) > 64<<10 {
 		// A large body's buffer goes now, not once a slow client has its answer or its

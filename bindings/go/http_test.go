@@ -1287,6 +1287,16 @@ func TestHTTPUnflushableWriterRefusesGetStreamsAndSaysWhy(t *testing.T) {
 	if get.StatusCode != http.StatusMethodNotAllowed || get.Header.Get("Allow") != "POST, DELETE" {
 		t.Fatalf("GET: status %d, Allow %q; want 405 with Allow: POST, DELETE", get.StatusCode, get.Header.Get("Allow"))
 	}
+	// A foreign Origin still gets the 403 the spec requires (it got the 405 first).
+	req.Header.Set("Origin", "http://evil.example")
+	get, err = client.Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	get.Body.Close()
+	if get.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET with a foreign Origin: status %d, want 403", get.StatusCode)
+	}
 	// The POST's head waits in the buffer with its stream: it comes with the answer.
 	got := make(chan *http.Response, 1)
 	go func() {
