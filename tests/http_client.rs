@@ -959,11 +959,7 @@ fn end_session_fails_a_resumption_already_due() {
 /// request, whose answer the next GET would have brought).
 #[test]
 fn a_resuming_get_refused_for_now_is_tried_again_whatever_its_body_names() {
-    let (mut c, id, post) = Scripted::in_session_with("tools/call");
-    c.stream(&post, &[], "id: e1\nretry: 1000\ndata:\n\n");
-    c.wait(Duration::from_millis(1500));
-    let get = c.sent().remove(0);
-    assert_eq!(get.method, "GET");
+    let (mut c, id, post, get) = Scripted::resuming_after_a_break(1000);
     let n = post.body["id"].clone();
     let refusal = json!({"jsonrpc":"2.0","id":n,"error":{"code":-32000,"message":"busy"}});
     c.answer(
@@ -1162,11 +1158,7 @@ fn a_refused_request_without_retry_after_or_past_its_attempts_fails() {
 /// it (it was tried again after the backoff, 0.5 s, whatever the server asked).
 #[test]
 fn a_resuming_get_waits_for_its_refusals_retry_after() {
-    let (mut c, id, post) = Scripted::in_session_with("tools/call");
-    c.stream(&post, &[], "id: e1\nretry: 500\ndata:\n\n");
-    c.wait(Duration::from_millis(700));
-    let get = c.sent().remove(0);
-    assert_eq!(get.method, "GET");
+    let (mut c, id, post, get) = Scripted::resuming_after_a_break(500);
     c.answer(&get, 503, &[("Retry-After", "10")], "");
     c.wait(Duration::from_secs(9));
     assert!(c.sent().is_empty(), "tried again before the Retry-After");
@@ -1343,6 +1335,18 @@ impl Scripted {
         let id = c.request(method);
         let post = c.sent().remove(0);
         (c, id, post)
+    }
+
+    /// A handshake-era client in session `s1` whose `tools/call` stream brought event `e1`
+    /// with `retry: retry_ms`, then ended: the client, the request's id, its POST and the
+    /// GET that resumes it.
+    fn resuming_after_a_break(retry_ms: u64) -> (Scripted, mcpwire::conn::RequestId, Sent, Sent) {
+        let (mut c, id, post) = Scripted::in_session_with("tools/call");
+        c.stream(&post, &[], &format!("id: e1\nretry: {retry_ms}\ndata:\n\n"));
+        c.wait(Duration::from_millis(retry_ms * 3 / 2));
+        let get = c.sent().remove(0);
+        assert_eq!(get.method, "GET");
+        (c, id, post, get)
     }
 
     /// A handshake-era client in session `s1` that gave a notification, then ended the

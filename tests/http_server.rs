@@ -90,6 +90,20 @@ fn header<'r>(r: &'r HttpResponse, name: &str) -> Option<&'r str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// A GET that resumes session `sid`'s stream after event `last`: its response's stream.
+fn resumed_stream(s: &mut HttpServer, sid: &str, last: &str) -> HttpStreamId {
+    let r = send(
+        s,
+        "GET",
+        &[("Mcp-Session-Id", sid), ("Last-Event-ID", last)],
+        "",
+    );
+    let Body::Stream(stream) = r.body else {
+        panic!("a stream: {r:?}")
+    };
+    stream
+}
+
 fn json_body(r: &HttpResponse) -> Value {
     match &r.body {
         Body::Complete(_, b) => serde_json::from_slice(b).unwrap(),
@@ -1610,16 +1624,7 @@ fn a_resumption_cut_short_does_not_push_out_the_answer_it_carried() {
     flood_get_stream(&mut s, key, FLOOD);
     for _ in 0..2 {
         // The resumption's response gets a few bytes out, then its connection drops.
-        let Body::Stream(fresh) = send(
-            &mut s,
-            "GET",
-            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-            "",
-        )
-        .body
-        else {
-            panic!("a stream")
-        };
+        let fresh = resumed_stream(&mut s, &sid, &last);
         let Some(out) = s.poll_stream(fresh) else {
             panic!("the resumption has bytes")
         };
@@ -1687,16 +1692,7 @@ fn naming_a_resumptions_own_stream_does_not_drop_what_it_carried() {
     answer_call(&mut s, key, &id);
     s.pump();
     flood_get_stream(&mut s, key, FLOOD);
-    let Body::Stream(fresh) = send(
-        &mut s,
-        "GET",
-        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
-        "",
-    )
-    .body
-    else {
-        panic!("a stream")
-    };
+    let fresh = resumed_stream(&mut s, &sid, &last);
     // Before anything of it is written, the client names that stream (its host has not
     // noticed the connection break): it is taken over, and drains.
     let other = get_stream(
