@@ -3607,6 +3607,57 @@ fn a_copy_of_a_session_deleted_elsewhere_leaves_nothing_in_the_store() {
     );
 }
 
+/// A session store that panics when it is touched for one session (`bad`), and otherwise is
+/// `Replicated`: host code with a bug that the engine's timers run.
+struct PanicsTouching(Replicated, std::sync::Arc<std::sync::Mutex<String>>);
+
+impl mcpwire::http::SessionStore for PanicsTouching {
+    fn create(&mut self, session: &str, initialize: &str) {
+        self.0.create(session, initialize);
+    }
+    fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
+        self.0.load(session)
+    }
+    fn touch(&mut self, session: &str) -> bool {
+        let bad = self.1.lock().unwrap().clone();
+        assert_ne!(bad, session, "the store's bug");
+        self.0.touch(session)
+    }
+    fn forget(&mut self, session: &str) {
+        mcpwire::http::SessionStore::forget(&mut self.0, session);
+    }
+}
+
+/// A store that panics every time one session's expiry calls it does not stall the other
+/// sessions' expiry behind it: the host catches the panic and calls again, and the session
+/// whose ending panicked ends without the store's calls the second time. Before, it came
+/// first every time, panicked again, and no session after it ever expired.
+#[test]
+fn a_store_panicking_on_one_sessions_expiry_does_not_stall_the_others() {
+    let stores = Replicated::default();
+    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut config = replica_config(&stores, 1);
+    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
+    config.keepalive = None;
+    let mut a = HttpServer::new(config);
+    let (first, k1, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    let (_, k2, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    *bad.lock().unwrap() = first;
+    let later = T0.after(std::time::Duration::from_secs(3600));
+    let fired = |a: &mut HttpServer| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.handle_timeout(later))).is_ok()
+    };
+    assert!(!fired(&mut a), "the store panics under the first expiry");
+    assert!(fired(&mut a), "the second call goes through");
+    assert!(a.connection(k2).is_none(), "the other session expired");
+    assert!(
+        a.connection(k1).is_none(),
+        "and so did the one whose store panicked"
+    );
+    assert_eq!(a.sessions(), 0);
+    assert_eq!(a.poll_timeout(), None, "nothing left due");
+}
+
 /// At the cap, an idle session with a request still at work is evicted only after those
 /// without: evicting it ends that work.
 #[test]

@@ -471,6 +471,10 @@ pub struct HttpServer {
     unclocked: Vec<u64>,
     /// The bytes of answers kept aside over all sessions (`Conn::kept`).
     kept_bytes: Arc<AtomicUsize>,
+    /// Sessions whose expiry has begun and not returned: a store's code panicked in it. The
+    /// next expiry of one ends it without the stores' calls, so that it cannot stall the
+    /// sessions due after it for good.
+    ending: Vec<u64>,
 }
 
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
@@ -592,6 +596,7 @@ impl HttpServer {
             polling: Vec::new(),
             dirty: Vec::new(),
             eventful: Vec::new(),
+            ending: Vec::new(),
         }
     }
 
@@ -2788,7 +2793,15 @@ impl HttpServer {
             })
             .collect();
         for key in expired {
-            self.end_session(key, true);
+            // (A session whose ending panicked last time, in a store's code, ends without
+            // the stores this time: it would come first again, and stall every session
+            // due after it.)
+            let again = self.ending.contains(&key);
+            if !again {
+                self.ending.push(key);
+            }
+            self.end_session(key, !again);
+            self.ending.retain(|&k| k != key);
         }
         let refresh: Vec<u64> = due
             .iter()
@@ -2894,6 +2907,7 @@ impl HttpServer {
         let conns = &self.conns;
         self.eventful.retain(|k| conns.contains_key(k));
         self.dirty.retain(|k| conns.contains_key(k));
+        self.ending.retain(|k| conns.contains_key(k));
         for list in [&mut self.eventful, &mut self.dirty] {
             if list.capacity() > 4 * list.len() + 64 {
                 list.shrink_to(2 * list.len());
