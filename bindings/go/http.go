@@ -1064,41 +1064,34 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			n, finished = streamChunk, false
 		}
 		if n > 0 {
+			// Copied out, and consumed only once written (below): a client that leaves
+			// while the write waits leaves these bytes unconsumed, and the engine keeps the
+			// answers among them for its resumption, even past the event store's bounds.
 			buf = append(buf[:0], unsafe.Slice((*byte)(unsafe.Pointer(p.bytes)), n)...)
-			C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))
+			s.mu.Unlock()
+			if !s.writeOut(w, rc, buf) {
+				s.gone(id)
+				return
+			}
+			s.mu.Lock()
+			if s.ptr != nil {
+				C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))
+				s.drainedLocked(finished)
+			}
+			s.mu.Unlock()
+			continue // more may be waiting, or the end
 		}
 		var changed chan struct{}
-		switch {
-		case n == 0 && !finished:
+		if !finished {
 			// Drained first: a stream named while nobody waited is not named again until
 			// it is taken. Then parked, under the lock every change takes.
 			s.wakeStreamsLocked()
 			changed = make(chan struct{})
 			s.parked[id] = changed
-		case len(s.parked) > 0:
-			s.wakeStreamsLocked() // draining this stream can move others along
-		}
-		if finished {
-			// Written out to the end, it may let its session's idle time start: the engine
-			// then wants the time, and the timer must look again.
-			s.rearmLocked()
+		} else {
+			s.drainedLocked(true)
 		}
 		s.mu.Unlock()
-
-		if n > 0 {
-			// Each write gets the send timeout: a client that stops reading is cut (net/http
-			// closes the connection after a failed write) instead of holding the stream.
-			s.deadlineSet(rc.SetWriteDeadline(time.Now().Add(s.sendTime)))
-			if _, err := w.Write(buf); err != nil {
-				s.gone(id)
-				return
-			}
-			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-				s.gone(id)
-				return
-			}
-			continue // more may be waiting, or the end
-		}
 		if finished {
 			return
 		}
@@ -1122,6 +1115,30 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			s.gone(id)
 			return
 		}
+	}
+}
+
+// writeOut writes a piece of an SSE stream and flushes it, under the send timeout: a client
+// that stops reading is cut (net/http closes the connection after a failed write) instead of
+// holding the stream. It reports whether the client took it.
+func (s *HTTPServer) writeOut(w http.ResponseWriter, rc *http.ResponseController, b []byte) bool {
+	s.deadlineSet(rc.SetWriteDeadline(time.Now().Add(s.sendTime)))
+	if _, err := w.Write(b); err != nil {
+		return false
+	}
+	err := rc.Flush()
+	return err == nil || errors.Is(err, http.ErrNotSupported)
+}
+
+// drainedLocked follows a stream's progress: draining it can move other streams along, and
+// one written out to the end (finished) may let its session's idle time start, so that the
+// engine wants the time and the timer must look again.
+func (s *HTTPServer) drainedLocked(finished bool) {
+	if len(s.parked) > 0 {
+		s.wakeStreamsLocked()
+	}
+	if finished {
+		s.rearmLocked()
 	}
 }
 

@@ -1603,6 +1603,113 @@ func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
 	}
 }
 
+// smallSendBuffers accepts connections with a 4 KiB kernel send buffer, so that a write of
+// more than a few KiB waits for its client to read.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// An answer whose write was cut off by its client's leaving is resumed even after the event
+// store dropped it. Each piece of a stream was consumed from the engine before it was
+// written, so an answer in a piece whose write then failed counted as delivered: the engine
+// did not keep it aside, and once the store had let it go the resumption found nothing.
+func TestHTTPAnAnswerCutOffMidWriteIsResumedAfterTheStoreDroppedIt(t *testing.T) {
+	app := &testApp{}
+	cfg := &Config{Role: Server, Name: "go-http-test", Version: "1.0",
+		Versions: []string{"2025-11-25"}, Capabilities: json.RawMessage(`{"tools":{}}`)}
+	srv, err := NewHTTPServer(cfg, &HTTPOptions{EventsPerSession: 1}, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	sid := openTestSession(t, ts.URL)
+	conn := dialWithASmallReceiveBuffer(t, ts.URL)
+	req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primed := bufio.NewReader(resp.Body)
+	line, err := primed.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "id:") {
+		t.Fatalf("priming event: %q %v", line, err)
+	}
+	last := strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	held, _ := app.snapshot()
+	big := strings.Repeat("b", 200<<10) // one piece of the stream, far more than the buffers
+	err = srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"`+big+`"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the write waits for a client that does not read
+	conn.Close()
+	waitFor(t, "the server to see the client go", func() bool { _, streams := srv.Sessions(); return streams == 0 })
+	// A later call's events push the answer out of the store (one event per session).
+	later := sessionPost(t, ts.URL, sid,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	defer later.Body.Close()
+	waitFor(t, "the later call", func() bool { h, _ := app.snapshot(); return len(h) == 2 })
+	held, _ = app.snapshot()
+	err = srv.With(held[1].key, func(c *Conn) error {
+		return c.Respond(held[1].id, json.RawMessage(`{"content":[]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(later.Body); !bytes.Contains(b, []byte(`"id":6`)) {
+		t.Fatalf("the later call: %s", b)
+	}
+	resumed := listenGet(t, ts.URL, sid, last)
+	defer resumed.Body.Close()
+	got := make(chan bool, 1)
+	go func() {
+		r := bufio.NewReaderSize(resumed.Body, 1<<20)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				got <- false
+				return
+			}
+			if strings.Contains(line, `"id":5`) && strings.Contains(line, big) {
+				got <- true
+				return
+			}
+		}
+	}()
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Fatal("the resumption ended without the answer")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the resumption never carried the answer: it was lost")
+	}
+}
+
 // listenGet opens session sid's GET stream, resuming after last when it is not empty.
 func listenGet(t *testing.T, url, sid, last string) *http.Response {
 	t.Helper()
