@@ -1847,9 +1847,10 @@ typedef struct mcpw_http_action {
  */
 typedef struct mcpw_task_config {
     /**
-     * Tasks kept at once. At the cap, creating a task drops the oldest terminal one; with
-     * none terminal, `mcpw_tasks_create` fails with `MCPW_ERR_TASKS_FULL`. At least 1;
-     * default 1024.
+     * Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
+     * a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
+     * `tasks/cancel`); with none, `mcpw_tasks_create` fails with `MCPW_ERR_TASKS_FULL`: a
+     * task nobody fetched stays for its whole TTL. At least 1; default 1024.
      */
     size_t max_tasks;
     /**
@@ -1875,11 +1876,11 @@ typedef struct mcpw_task_config {
     size_t max_payload;
     /**
      * Tasks one requestor (the `owner` of `mcpw_tasks_create_legacy`) may hold at once,
-     * terminal ones included, so that one session cannot take every slot of `max_tasks`.
-     * At the cap, creating a task for that owner drops its oldest terminal task; with none
-     * terminal, the call fails with `MCPW_ERR_TASKS_FULL` for that owner only. 2026-07-28
-     * tasks (`mcpw_tasks_create`) have no owner: only `max_tasks` bounds them. At least 1;
-     * default 256.
+     * terminal ones included, so that one session cannot take every slot of `max_tasks`. At
+     * the cap, creating a task for that owner drops its oldest terminal task whose end it
+     * fetched; with none, the call fails with `MCPW_ERR_TASKS_FULL` for that owner only.
+     * 2026-07-28 tasks (`mcpw_tasks_create`) have no owner: only `max_tasks` bounds them. At
+     * least 1; default 256.
      */
     size_t max_tasks_per_owner;
 } mcpw_task_config;
@@ -2368,8 +2369,10 @@ enum mcpw_result mcpw_conn_notify(struct mcpw_conn *conn,
  * and nothing else, whatever object `result` holds (the schema's
  * listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
  * `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
- * `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle).
- * Inputs are read during the call only, and may be views from this handle's current event.
+ * `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle), and so
+ * do cache hints of your own that are not valid (a `ttlMs` that is neither a number `>= 0`
+ * nor null, a `cacheScope` other than `"public"` or `"private"`). Inputs are read during the
+ * call only, and may be views from this handle's current event.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
@@ -3320,11 +3323,11 @@ void mcpw_tasks_free(struct mcpw_tasks *tasks);
  * call only: task ids are bearer handles), as 32 hex digits. The view belongs to the table
  * and stays valid until the next call that takes it non-`const`; copy it to keep it.
  *
- * Use it on a `tools/call` whose request declared the extension (`MCPW_CAP_TASKS_EXTENSION`
- * in `mcpw_conn_request_context`) when the work is long, then answer the request with
- * `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At
- * `max_tasks`, the oldest terminal task is dropped to make room, or, with none terminal,
- * the call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
+ * Use it on a `tools/call` whose request declared the extension (`MCPW_CAP_TASKS_EXTENSION` in
+ * `mcpw_conn_request_context`) when the work is long, then answer the request with
+ * `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At `max_tasks`, the
+ * oldest terminal task whose end a client fetched is dropped to make room, or, with none, the
+ * call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
  * `MCPW_ERR_NULL_ARGUMENT`.
  *
  * # Safety
@@ -3340,16 +3343,16 @@ enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
                                    struct mcpw_str *out_task_id);
 
 /**
- * `mcpw_tasks_create` for a 2025-11-25 task-augmented request (the experimental tasks of
- * that version: a `tools/call` whose params have a `task` member, which the engine lets
- * through only where the server declared `tasks.requests.tools.call`; or, on a client, a
- * server's `sampling/createMessage` or `elicitation/create`). The task belongs to `owner`,
- * a number of your choosing for the session or connection that asked:
- * `mcpw_tasks_serve_legacy` shows a requestor its own tasks only. Its wire shapes are that
- * version's (`{"task":{…}}`, `ttl`, `pollInterval`). Answer the request with
- * `mcpw_conn_respond_task`. An owner holding `max_tasks_per_owner` tasks has its oldest
- * terminal one dropped to make room, or, with none terminal, gets `MCPW_ERR_TASKS_FULL`
- * (others still get tasks). Errors and the lent id as for `mcpw_tasks_create`.
+ * `mcpw_tasks_create` for a 2025-11-25 task-augmented request (the experimental tasks of that
+ * version: a `tools/call` whose params have a `task` member, which the engine lets through
+ * only where the server declared `tasks.requests.tools.call`; or, on a client, a server's
+ * `sampling/createMessage` or `elicitation/create`). The task belongs to `owner`, a number of
+ * your choosing for the session or connection that asked: `mcpw_tasks_serve_legacy` shows a
+ * requestor its own tasks only. Its wire shapes are that version's (`{"task":{…}}`, `ttl`,
+ * `pollInterval`). Answer the request with `mcpw_conn_respond_task`. An owner holding
+ * `max_tasks_per_owner` tasks has its oldest terminal one whose end it fetched dropped to make
+ * room, or, with none, gets `MCPW_ERR_TASKS_FULL` (others still get tasks). Errors and the
+ * lent id as for `mcpw_tasks_create`.
  *
  * # Safety
  * As for `mcpw_tasks_create`.
@@ -3373,15 +3376,15 @@ enum mcpw_result mcpw_tasks_create_legacy(struct mcpw_tasks *tasks,
  * `mcpw_tasks_serve_legacy`). The client gets `MCPW_EVENT_TASK_CREATED`.
  *
  * Refused, with the connection and the table unchanged: `MCPW_ERR_NOT_NEGOTIATED` when a
- * 2026-07-28 request did not declare the tasks extension (a task never goes to a client that
- * cannot poll it: answer normally, and cancel the task), `MCPW_ERR_NOT_ELIGIBLE` for a
- * 2026-07-28 request but `tools/call` and for a 2025-11-25 request that did not ask for a
- * task (no `task` member, or a method we did not declare under `tasks.requests`),
- * `MCPW_ERR_INVALID_PARAMS` for a task of the other version's shape, `MCPW_ERR_NOT_IN_VERSION`
- * in the versions before 2025-11-25, `MCPW_ERR_UNKNOWN_REQUEST` when `*id` is not in flight,
- * `MCPW_ERR_UNKNOWN_TASK` for an unknown task, `MCPW_ERR_CLOSED` after `MCPW_EVENT_CLOSED`.
- * The table is only read. Inputs are read during the call only, and may be views from this
- * connection's current event or from the table.
+ * 2026-07-28 request, or the server's own capabilities, did not declare the tasks extension (a
+ * task never goes to a client that cannot poll it: answer normally, and cancel the task),
+ * `MCPW_ERR_NOT_ELIGIBLE` for a 2026-07-28 request but `tools/call` and for a 2025-11-25
+ * request that did not ask for a task (no `task` member, or a method we did not declare under
+ * `tasks.requests`), `MCPW_ERR_INVALID_PARAMS` for a task of the other version's shape,
+ * `MCPW_ERR_NOT_IN_VERSION` in the versions before 2025-11-25, `MCPW_ERR_UNKNOWN_REQUEST` when
+ * `*id` is not in flight, `MCPW_ERR_UNKNOWN_TASK` for an unknown task, `MCPW_ERR_CLOSED` after
+ * `MCPW_EVENT_CLOSED`. The table is only read. Inputs are read during the call only, and may
+ * be views from this connection's current event or from the table.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable

@@ -168,14 +168,16 @@ impl TaskStatus {
 /// [`TaskConfig::default`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
-    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one; with none
-    /// terminal, [`Tasks::create`] fails with [`TaskError::Full`] (answer the request without a
-    /// task, or with an error). Default 1024.
+    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
+    /// a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
+    /// `tasks/cancel`); with none, [`Tasks::create`] fails with [`TaskError::Full`] (answer the
+    /// request without a task, or with an error). A task nobody fetched stays for its whole
+    /// TTL, as its handle promised. Default 1024.
     pub max_tasks: usize,
     /// Tasks one requestor may hold at once (terminal ones included, until they expire or are
     /// dropped), so that one session cannot take every slot of [`max_tasks`](Self::max_tasks)
     /// from the others. At the cap, creating a task for that requestor drops its oldest
-    /// terminal task; with none terminal, [`Tasks::create_legacy`] fails with
+    /// terminal task whose end it fetched; with none, [`Tasks::create_legacy`] fails with
     /// [`TaskError::Full`] for that requestor only. It bounds the tasks that have an owner
     /// (2025-11-25's, [`Tasks::create_legacy`]); a 2026-07-28 task ([`Tasks::create`]) has none
     /// the table knows (that version has no sessions), so only `max_tasks` bounds those.
@@ -215,8 +217,9 @@ pub(crate) const RANDOM_TRIES: usize = 8;
 /// Why a [`Tasks`] call was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskError {
-    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal, or the requestor
-    /// holds [`TaskConfig::max_tasks_per_owner`] tasks and none of them is terminal.
+    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal with its end fetched
+    /// by a client, or the requestor holds [`TaskConfig::max_tasks_per_owner`] tasks and none
+    /// of them is.
     Full,
     /// No such task (never created, expired or dropped).
     UnknownTask,
@@ -365,6 +368,9 @@ struct Task {
     legacy: Option<u64>,
     /// 2025-11-25 `tasks/result` requests waiting for the task to end.
     waiters: Vec<OwnedId>,
+    /// Terminal, and a client was given how it ended (its `tasks/get`, its `tasks/result`,
+    /// its `tasks/cancel`): only such a task may leave before its TTL to make room.
+    fetched: bool,
 }
 
 /// A server's tasks. See the [module docs](self).
@@ -454,9 +460,9 @@ impl Tasks {
     /// tasks of that version): the task belongs to `owner` (the session or connection that
     /// asked; [`serve_legacy`](Self::serve_legacy) shows a requestor its own tasks only), and
     /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`). An owner
-    /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one dropped
-    /// to make room, or, with none terminal, gets [`TaskError::Full`] while others still get
-    /// tasks.
+    /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one whose end
+    /// it fetched dropped to make room, or, with none, gets [`TaskError::Full`] while others
+    /// still get tasks.
     pub fn create_legacy(
         &mut self,
         now: Timestamp,
@@ -513,18 +519,21 @@ impl Tasks {
                 cancel_requested: false,
                 legacy,
                 waiters: Vec::new(),
+                fetched: false,
             },
         );
         self.order.push_back((now, id.clone()));
         Ok(id)
     }
 
-    /// Drops the oldest terminal task (of `owner`'s, when given); whether there was one.
+    /// Drops the oldest terminal task whose end a client was given (of `owner`'s, when
+    /// given); whether there was one. A task nobody fetched stays for its whole TTL, the
+    /// lifetime its handle promised.
     fn evict_terminal(&mut self, owner: Option<u64>) -> bool {
         let Some(at) = self.order.iter().position(|(_, id)| {
-            self.tasks
-                .get(id)
-                .is_some_and(|t| t.status.is_terminal() && (owner.is_none() || t.legacy == owner))
+            self.tasks.get(id).is_some_and(|t| {
+                t.status.is_terminal() && t.fetched && (owner.is_none() || t.legacy == owner)
+            })
         }) else {
             return false;
         };
@@ -849,6 +858,7 @@ impl Tasks {
             return;
         };
         let waiters = std::mem::take(&mut t.waiters);
+        t.fetched = true;
         let answer = Arc::new(legacy_result(task, t));
         for id in waiters {
             self.ready.push_back((owner, id, Arc::clone(&answer)));
@@ -943,10 +953,14 @@ impl Tasks {
             return Some(invalid("Failed to retrieve task: Task not found"));
         };
         Some(match method {
-            "tasks/get" => match self.detailed(&task) {
-                Some(detailed) => Ok(detailed),
-                None => invalid("Failed to retrieve task: Task not found"),
-            },
+            "tasks/get" => {
+                // A terminal task's DetailedTask carries its result or error.
+                t.fetched |= t.status.is_terminal();
+                match self.detailed(&task) {
+                    Some(detailed) => Ok(detailed),
+                    None => invalid("Failed to retrieve task: Task not found"),
+                }
+            }
             "tasks/update" => {
                 let responses = params
                     .and_then(|p| p.unique("inputResponses"))
@@ -1100,7 +1114,10 @@ impl Tasks {
         };
         match method {
             "tasks/get" => {}
-            "tasks/result" if t.status.is_terminal() => return Some(legacy_result(&task, t)),
+            "tasks/result" if t.status.is_terminal() => {
+                t.fetched = true;
+                return Some(legacy_result(&task, t));
+            }
             "tasks/result" if t.waiters.len() >= MAX_RESULT_WAITERS => {
                 return Some(LegacyAnswer::Error {
                     code: jsonrpc::INTERNAL_ERROR,
@@ -1121,6 +1138,7 @@ impl Tasks {
                 }
                 t.outcome = None;
                 t.cancel_requested = true;
+                t.fetched = true; // (its answer says how it ended)
                 // A progress message left from the work would describe a task still running.
                 t.message = Some("The task was cancelled by request.".to_owned());
                 Self::finish(t, now, TaskStatus::Cancelled);

@@ -245,6 +245,29 @@ fn every_result_carries_a_result_type_and_server_info() {
         s.conn.respond(Id::Int(4), raw("[1]")),
         Err(Error::InvalidParams)
     );
+    // The application's own cache hints must be valid ("Servers MUST provide a ttlMs value
+    // that is >= 0"; a scope is public or private): a negative ttl went out as given.
+    for bad in [
+        r#"{"tools":[],"ttlMs":-5}"#,
+        r#"{"tools":[],"ttlMs":"60"}"#,
+        r#"{"tools":[],"cacheScope":"shared"}"#,
+    ] {
+        assert_eq!(
+            s.conn.respond(Id::Int(4), raw(bad)),
+            Err(Error::InvalidParams),
+            "{bad}"
+        );
+    }
+    s.conn
+        .respond(Id::Int(4), raw(r#"{"tools":[],"ttlMs":0}"#))
+        .unwrap();
+    assert_eq!(s.out()[0]["result"]["ttlMs"], 0);
+    // (A task's ttlMs, in a tasks/get result, may be null: no limit.)
+    s.request("5", "tools/list", "");
+    s.conn
+        .respond(Id::Int(5), raw(r#"{"tools":[],"ttlMs":null}"#))
+        .unwrap();
+    assert!(s.out()[0]["result"]["ttlMs"].is_null());
 }
 
 #[test]

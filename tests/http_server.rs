@@ -1975,6 +1975,82 @@ fn a_duplicated_mcp_header_gets_400_even_with_equal_values() {
     }
 }
 
+/// A stateless request's `Mcp-Session-Id` and `Last-Event-ID` are ignored ("ignore it"),
+/// however many there are: repeated, they got 400 as for the headers the engine reads.
+#[test]
+fn a_stateless_requests_repeated_session_headers_are_ignored() {
+    let list =
+        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{{{META}}}}}"#);
+    let mut headers = modern_headers("server/discover", None);
+    headers.extend([
+        ("Mcp-Session-Id", "a"),
+        ("mcp-session-id", "b"),
+        ("Last-Event-ID", "1"),
+        ("last-event-id", "2"),
+    ]);
+    // On a server of both eras, and of the stateless era alone.
+    let mut modern_only = HttpServerConfig::new(server_config());
+    modern_only.server.versions = vec![ProtocolVersion::V2026_07_28];
+    for config in [HttpServerConfig::new(server_config()), modern_only] {
+        let mut s = HttpServer::new(config);
+        let r = send(&mut s, "POST", &headers, &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(json_body(&r)["id"], 5);
+    }
+    // A session's request still may not repeat them.
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &sid),
+            ("Last-Event-ID", "1"),
+            ("Last-Event-ID", "2"),
+        ],
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+    );
+    assert_eq!(r.status, 400);
+}
+
+/// Whitespace around a header's value is not part of it (RFC 9110 §5.5; SEP-2243: "Extra
+/// whitespace in header: Server MUST accept"). `Mcp-Name` was trimmed, `Mcp-Method` and
+/// `MCP-Protocol-Version` were compared as they came, for a host that passes values on
+/// untrimmed.
+#[test]
+fn whitespace_around_header_values_is_not_part_of_them() {
+    let mut s = server();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{{META},"name":"echo"}}}}"#
+    );
+    let headers = [
+        ("MCP-Protocol-Version", " 2026-07-28\t"),
+        ("Mcp-Method", "tools/call "),
+        ("Mcp-Name", "\techo"),
+        ("Content-Type", "application/json"),
+    ];
+    let r = send(&mut s, "POST", &headers, &call);
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+/// An `initialize` that names the stateless era in its `_meta` is a stateless request for a
+/// method that era removed (as on stdio), with the version header or without it: without
+/// it, it opened a session.
+#[test]
+fn an_initialize_naming_the_stateless_era_opens_no_session() {
+    let mut s = server();
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{{META},"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
+    );
+    for headers in [vec![], modern_headers("initialize", None)] {
+        let r = send(&mut s, "POST", &headers, &init);
+        assert_eq!(r.status, 404, "{r:?}");
+        assert_eq!(json_body(&r)["error"]["code"], -32601);
+        assert!(header(&r, "Mcp-Session-Id").is_none());
+        assert_eq!(s.sessions(), 0);
+    }
+}
+
 /// Go's `net/http` accepts a megabyte of headers: some 50,000 `Mcp-Param-*` lines. They are
 /// checked for repeats by sorting, not pair by pair (2.1 s for 50,000 headers before, 10 ms
 /// after, in a release build: `docs/hostile-input.md`); the answer is the same.

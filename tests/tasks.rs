@@ -200,6 +200,30 @@ fn a_task_handle_goes_only_to_a_tools_call_that_declared_the_extension() {
         s.respond_task(mcpwire::jsonrpc::Id::Int(4), raw(r#"{"content":[]}"#)),
         Err(Error::InvalidParams)
     );
+
+    // A server that did not declare the extension hands out no task, whatever the client
+    // declared: its own tasks/get, tasks/update and tasks/cancel would answer -32601.
+    let mut plain = server(false);
+    request(&mut plain, 5, "tools/call", r#""name":"slow""#, WITH);
+    assert_eq!(
+        plain.respond_task(mcpwire::jsonrpc::Id::Int(5), raw(&handle)),
+        Err(Error::NotNegotiated(Caps::TASKS_EXTENSION))
+    );
+    let evs = request(
+        &mut plain,
+        6,
+        "tasks/get",
+        &format!(r#""taskId":"{task}""#),
+        WITH,
+    );
+    assert!(
+        !evs.iter().any(|e| matches!(e, Ev::Request { .. })),
+        "{evs:?}"
+    );
+    let out = output(&mut plain);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 6);
+    assert_eq!(out[0]["error"]["code"], -32601);
 }
 
 /// `tasks/get` through the table, as the client sees it.
@@ -419,7 +443,12 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     tasks
         .complete(at(2000), &second, raw(r#"{"content":[]}"#))
         .unwrap();
-    // The oldest terminal task makes room.
+    // A terminal task whose result no client has fetched keeps its place for its whole
+    // TTL, as its handle promised: it went at once, and a client polling within the TTL got
+    // "Task not found".
+    assert_eq!(tasks.create(at(3000), &mut random), Err(TaskError::Full));
+    assert_eq!(get(&mut tasks, at(3000), &second)["status"], "completed");
+    // Once fetched, the oldest such task makes room.
     let third = tasks.create(at(3000), &mut random).unwrap();
     assert_eq!(tasks.status(&second), None);
     assert_eq!(tasks.len(), 2);
@@ -472,8 +501,8 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
 }
 
 /// One requestor cannot take every slot of the table ("Enforce limits on concurrent tasks per
-/// requestor"): at its own cap (256 by default) its oldest terminal task makes room, or it
-/// gets `Full`, while the others still get tasks.
+/// requestor"): at its own cap (256 by default) its oldest terminal task whose end it fetched
+/// makes room, or it gets `Full`, while the others still get tasks.
 #[test]
 fn one_requestor_cannot_take_every_task_slot() {
     let (a, b) = (1, 2);
@@ -499,9 +528,26 @@ fn one_requestor_cannot_take_every_task_slot() {
     // Others still get tasks: another session, and 2026-07-28 tasks (no owner).
     let b_live = tasks.create_legacy(at(300), &mut random, b).unwrap();
     tasks.create(at(300), &mut random).unwrap();
-    // A's oldest terminal task makes room for A, and only A's.
+    // A's oldest terminal task whose end A fetched makes room for A, and only A's.
     tasks.complete(at(301), &mine[20], raw("{}")).unwrap();
     tasks.cancel(at(301), &mine[10]).unwrap();
+    assert_eq!(
+        tasks.create_legacy(at(302), &mut random, a),
+        Err(TaskError::Full),
+        "ended, but nobody fetched how: they stay for their TTL"
+    );
+    for task in [&mine[20], &mine[10]] {
+        let params = json!({ "taskId": task }).to_string();
+        let answer =
+            tasks.answer_legacy(at(302), a, Id::Int(9), "tasks/result", Some(raw(&params)));
+        assert!(
+            matches!(
+                answer,
+                Some(LegacyAnswer::Result(_) | LegacyAnswer::Error { .. })
+            ),
+            "{answer:?}"
+        );
+    }
     tasks.create_legacy(at(302), &mut random, a).unwrap();
     assert_eq!(
         tasks.status(&mine[10]),

@@ -3661,7 +3661,9 @@ static void test_tasks_unknown_tasks_and_bounds(void) {
     tasks_call(server, tasks, 0, 3, "tasks/cancel", "\"other\":1", out, sizeof out);
     CHECK(strstr(out, "\"id\":3") != NULL && strstr(out, "-32602") != NULL);
 
-    /* max_tasks: full while no task is terminal; then the oldest terminal one makes room. */
+    /* max_tasks: full while no task is terminal, and while no client has fetched how the
+       terminal ones ended (a task keeps its place for the TTL its handle gave); then the
+       oldest fetched one makes room. */
     create_task(tasks, 0, first);
     {
         /* A random source that repeats itself is refused (the call spun for good). */
@@ -3678,6 +3680,14 @@ static void test_tasks_unknown_tasks_and_bounds(void) {
         CHECK(str_eq(id, "unchanged"));
     }
     OK(mcpw_tasks_complete(tasks, 0, first, strlen(first), S("{}")));
+    {
+        mcpw_str id = {"unchanged", 9};
+        char members[96];
+        RC(MCPW_ERR_TASKS_FULL, mcpw_tasks_create(tasks, 0, test_random, &random_state, &id));
+        snprintf(members, sizeof members, "\"taskId\":\"%s\"", first);
+        tasks_call(server, tasks, 0, 4, "tasks/get", members, out, sizeof out);
+        CHECK(strstr(out, "\"id\":4") != NULL && strstr(out, "\"completed\"") != NULL);
+    }
     create_task(tasks, 0, second);
     CHECK(strcmp(first, second) != 0);
     CHECK(status_of(tasks, first) == MCPW_TASK_STATUS_OTHER);
@@ -4188,7 +4198,7 @@ static void test_tasks_legacy_flow(void) {
     CHECK(te.kind == MCPW_TASK_EVENT_CANCEL_REQUESTED && str_eq(te.task, other));
 
     /* max_tasks_per_owner: a full owner gets MCPW_ERR_TASKS_FULL, others still get tasks,
-       and the owner's oldest terminal task makes room for it. */
+       and the owner's oldest terminal task whose result it fetched makes room for it. */
     {
         mcpw_tasks *owned = NULL;
         mcpw_task_config config = mcpw_task_config_default();
@@ -4203,6 +4213,12 @@ static void test_tasks_legacy_flow(void) {
         CHECK(str_eq(id, "unchanged"));
         OK(mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 2, &created));
         OK(mcpw_tasks_complete(owned, 0, mine, strlen(mine), S("{}")));
+        RC(MCPW_ERR_TASKS_FULL,
+           mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 1, &id));
+        snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", mine);
+        got = legacy_round(&p, owned, 1, "tasks/result", params, &served);
+        ev = next(p.client);
+        CHECK(served && ev.kind == MCPW_EVENT_RESPONSE && ev.request == got);
         OK(mcpw_tasks_create_legacy(owned, 0, test_random, &random_state, 1, &created));
         CHECK(status_of(owned, mine) == MCPW_TASK_STATUS_OTHER);
         mcpw_tasks_free(owned);

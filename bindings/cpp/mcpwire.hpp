@@ -724,8 +724,8 @@ public:
         return std::string(detail::view(id));
     }
     /// Answers the peer's tools/call `id` on `conn` with the handle of `task`
-    /// (mcpw_conn_respond_task). Throws MCPW_ERR_NOT_NEGOTIATED when the request did not
-    /// declare the extension: answer it normally then.
+    /// (mcpw_conn_respond_task). Throws MCPW_ERR_NOT_NEGOTIATED when the request, or the
+    /// server's own capabilities, did not declare the extension: answer it normally then.
     void respond(connection_view conn, const mcpw_id &id, std::string_view task) const {
         detail::check(mcpw_conn_respond_task(conn.get(), &id, get(), task.data(), task.size()));
     }

@@ -17,12 +17,14 @@ import (
 // TaskConfig bounds a Tasks table; nil or the zero value means the defaults.
 type TaskConfig struct {
 	// MaxTasks is how many tasks the table keeps at once; at the cap, Create drops the oldest
-	// terminal task, or fails with ErrTasksFull when none is terminal. 0: 1024.
+	// terminal task whose end a client fetched (its tasks/get of the ended task, its
+	// tasks/result, its tasks/cancel), or fails with ErrTasksFull when there is none: a task
+	// nobody fetched stays for its whole TTL. 0: 1024.
 	MaxTasks int
 	// MaxTasksPerOwner is how many tasks one requestor (CreateLegacy's owner) may hold at
 	// once, terminal ones included, so that one session cannot take every slot of MaxTasks;
-	// at the cap, CreateLegacy drops that owner's oldest terminal task, or fails with
-	// ErrTasksFull for that owner only when none is terminal. Create's tasks (2026-07-28)
+	// at the cap, CreateLegacy drops that owner's oldest terminal task whose end it fetched,
+	// or fails with ErrTasksFull for that owner only when there is none. Create's tasks (2026-07-28)
 	// have no owner: only MaxTasks bounds them. 0: 256.
 	MaxTasksPerOwner int
 	// TTL is how long a task lives from its creation (the ttlMs clients see), rounded up to
@@ -191,7 +193,7 @@ func (t *Tasks) ns(now time.Time) C.uint64_t {
 
 // Create makes a working task and returns its id: 128 bits from getrandom(2) (task ids are
 // bearer handles), as 32 hex digits. It is visible to tasks/get at once; answer the request
-// with Respond. At MaxTasks with no terminal task to drop, it fails with ErrTasksFull:
+// with Respond. At MaxTasks with no fetched terminal task to drop, it fails with ErrTasksFull:
 // answer the request without a task then.
 func (t *Tasks) Create(now time.Time) (string, error) {
 	t.mu.Lock()
@@ -213,8 +215,8 @@ func (t *Tasks) Create(now time.Time) (string, error) {
 // choosing for the session or connection that asked: ServeLegacy shows a requestor its own
 // tasks only. Its wire shapes are that version's ({"task":{...}}, ttl, pollInterval). Answer
 // the request with Respond. An owner holding MaxTasksPerOwner tasks has its oldest terminal
-// one dropped to make room, or, with none terminal, gets ErrTasksFull (others still get
-// tasks).
+// one whose end it fetched dropped to make room, or, with none, gets ErrTasksFull (others
+// still get tasks).
 func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -236,8 +238,9 @@ const taskAnswerGuess = 64 << 10
 // Respond answers the peer's request id on conn with the handle of task (its
 // CreateTaskResult: in 2026-07-28, for a tools/call, resultType "task" with the task's id,
 // status and times; in 2025-11-25, for a task-augmented request and a CreateLegacy task,
-// {"task":{...}}). It fails with ErrNotNegotiated when a 2026-07-28 request did not declare
-// the extension (answer it normally then, and Cancel the task), ErrNotEligible for a
+// {"task":{...}}). It fails with ErrNotNegotiated when a 2026-07-28 request, or the server's
+// own Capabilities, did not declare the extension (answer it normally then, and Cancel the
+// task), ErrNotEligible for a
 // 2026-07-28 request but tools/call or a 2025-11-25 request that did not ask for a task,
 // ErrInvalidParams for a task of the other version's shape, ErrNotInVersion before
 // 2025-11-25, ErrUnknownRequest for an id not in flight and ErrUnknownTask for an unknown

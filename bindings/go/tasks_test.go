@@ -390,10 +390,17 @@ func TestTasksBoundsAndClose(t *testing.T) {
 		t.Fatalf("full: %v", err)
 	}
 	mustOK(t, tasks.Complete(start, first, json.RawMessage(`{}`)))
+	// Ended, but no client has fetched its result: it keeps its place for its TTL.
+	if _, err := tasks.Create(start); !errors.Is(err, ErrTasksFull) {
+		t.Fatalf("full with an unfetched result: %v", err)
+	}
+	p := tasksPair(t, true)
+	p.clientRequest("tasks/get", `{"taskId":"`+first+`"}`)
+	serveTasks(t, p, tasks)
 	second, err := tasks.Create(start)
 	mustOK(t, err)
 	if _, err := tasks.Status(first); !errors.Is(err, ErrUnknownTask) {
-		t.Fatalf("evicted: %v", err)
+		t.Fatalf("evicted once fetched: %v", err)
 	}
 	mustOK(t, tasks.Ask(start, second, "k1", json.RawMessage(`{"method":"roots/list"}`)))
 	if err := tasks.Ask(start, second, "k2", json.RawMessage(`{"method":"roots/list"}`)); !errors.Is(err, ErrTooManyInputRequests) {
@@ -434,7 +441,7 @@ func TestTasksBoundsAndClose(t *testing.T) {
 }
 
 // TestTasksPerOwnerCap: one owner at MaxTasksPerOwner gets ErrTasksFull while another still
-// gets tasks, and its own oldest terminal task makes room for it.
+// gets tasks, and its own oldest terminal task whose result it fetched makes room for it.
 func TestTasksPerOwnerCap(t *testing.T) {
 	start := time.Unix(0, 0)
 	tasks := newTasks(t, &TaskConfig{MaxTasksPerOwner: 2}, start)
@@ -448,6 +455,13 @@ func TestTasksPerOwnerCap(t *testing.T) {
 	_, err = tasks.CreateLegacy(start, 2)
 	mustOK(t, err)
 	mustOK(t, tasks.Complete(start, first, json.RawMessage(`{}`)))
+	if _, err := tasks.CreateLegacy(start, 1); !errors.Is(err, ErrTasksFull) {
+		t.Fatalf("full with an unfetched result: %v", err)
+	}
+	p := legacyPair(t, `{}`, legacyTasksCaps)
+	if _, served := legacyRound(t, p, tasks, 1, "tasks/result", `{"taskId":"`+first+`"}`); !served {
+		t.Fatal("tasks/result not served")
+	}
 	_, err = tasks.CreateLegacy(start, 1)
 	mustOK(t, err)
 	if _, err := tasks.Status(first); !errors.Is(err, ErrUnknownTask) {

@@ -634,7 +634,9 @@ impl Connection {
     /// [`grant_listen`](Self::grant_listen): it ends it, granted nothing). In 2026-07-28 it
     /// sends complete results only: a `resultType` other than `"complete"` gets
     /// [`Error::InvalidParams`] (use [`respond_input_required`](Self::respond_input_required)
-    /// or [`respond_task`](Self::respond_task), which check the request may get one).
+    /// or [`respond_task`](Self::respond_task), which check the request may get one), and so
+    /// do cache hints of its own that are not valid (a `ttlMs` that is neither a number
+    /// `>= 0` nor null, a `cacheScope` other than `"public"` or `"private"`).
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         if !result.is_object() {
@@ -699,9 +701,10 @@ impl Connection {
     /// `CreateTaskResult`, from [`Tasks::create_result`](crate::tasks::Tasks::create_result)).
     ///
     /// 2026-07-28 (the tasks extension): a `tools/call`; refused with
-    /// [`Error::NotNegotiated`] when the request did not declare the extension
-    /// ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION)), so a task never goes to
-    /// a client that cannot poll it, and [`Error::InvalidParams`] unless `task` has
+    /// [`Error::NotNegotiated`] when the request, or our own configuration, did not declare
+    /// the extension ([`Caps::TASKS_EXTENSION`](crate::mcp::Caps::TASKS_EXTENSION)), so a task
+    /// never goes to a client that cannot poll it (without our declaration we refuse
+    /// `tasks/get`), and [`Error::InvalidParams`] unless `task` has
     /// `resultType` `"task"`. 2025-11-25 (experimental tasks): a request that carried `task`,
     /// for a method we declared `tasks.requests.<method>` for; `task` is `{"task":{…}}`.
     /// [`Error::NotEligible`] for any other request, [`Error::NotInVersion`] in other

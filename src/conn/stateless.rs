@@ -968,6 +968,19 @@ impl Core {
         // One pass over the result for the members looked at below.
         let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
         let has = |i: usize| found.get(i).map(|v| v.is_some());
+        // The application's own cache hints go out as given, so they must be valid ("Servers
+        // MUST provide a ttlMs value that is >= 0"; a scope is one of the two). (A task's
+        // `ttlMs`, in a `tasks/get` result, may be null: no limit.)
+        let ttl_ok = |t: RawJson<'_>| t.get() == "null" || t.as_f64().is_some_and(|n| n >= 0.0);
+        let scope_ok = |c: RawJson<'_>| {
+            c.as_str()
+                .is_some_and(|c| matches!(&*c.to_str(), "public" | "private"))
+        };
+        if found.get(1).ok().flatten().is_some_and(|t| !ttl_ok(t))
+            || found.get(2).ok().flatten().is_some_and(|c| !scope_ok(c))
+        {
+            return Err(EditError::NotAnObject);
+        }
         let scope: &[u8] = match self.config.discover_cache_scope {
             CacheScope::Public => b"\"public\"",
             CacheScope::Private => b"\"private\"",
@@ -1065,7 +1078,11 @@ impl Core {
         if !entry.task_eligible {
             return Err(Error::NotEligible);
         }
-        if !ctx.client_caps.contains(Caps::TASKS_EXTENSION) {
+        // Both sides: a server that did not declare the extension refuses the tasks methods
+        // that would poll the task.
+        if !self.config.capabilities.has(Caps::TASKS_EXTENSION)
+            || !ctx.client_caps.contains(Caps::TASKS_EXTENSION)
+        {
             return Err(Error::NotNegotiated(Caps::TASKS_EXTENSION));
         }
         let is_task = task.is_object()

@@ -787,11 +787,19 @@ impl HttpServer {
                 "Payload Too Large: the body is over the server's limit",
             );
         }
+        let version_header = known.version;
+        let modern_header = version_header
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| v.era() == Era::Modern);
+        let serves_modern = self.config.server.speaks(Era::Modern);
+        let serves_legacy = self.config.server.speaks(Era::Legacy);
         // A header the engine reads may appear once: with two, an intermediary and the server
-        // could each act on a different one.
+        // could each act on a different one. (A stateless request's `Mcp-Session-Id` and
+        // `Last-Event-ID` are not read: "ignore it", however many there are.)
+        let sessionless = !serves_legacy || modern_header;
         if let Some(name) = known
             .may_repeat
-            .then(|| duplicated_mcp_header(req.headers))
+            .then(|| duplicated_mcp_header(req.headers, sessionless))
             .flatten()
         {
             let code = if name.eq_ignore_ascii_case(crate::http::SESSION_HEADER)
@@ -809,12 +817,6 @@ impl HttpServer {
             return r;
         }
         let session = known.session;
-        let version_header = known.version;
-        let modern_header = version_header
-            .and_then(ProtocolVersion::parse)
-            .is_some_and(|v| v.era() == Era::Modern);
-        let serves_modern = self.config.server.speaks(Era::Modern);
-        let serves_legacy = self.config.server.speaks(Era::Legacy);
         // Content negotiation: a POST carries JSON and accepts both answers; a GET accepts
         // an event stream.
         match req.method {
@@ -932,7 +934,17 @@ impl HttpServer {
             Decoded::Single(Message::Notification(n)) => (n.method.eq_str("initialize"), None),
             _ => (false, None),
         };
-        if serves_legacy && is_initialize && !modern_header {
+        // `params._meta` naming a protocol version makes a request stateless too; it is read
+        // only when the headers leave the era open (a walk over params costs ~1 k instructions).
+        let modern_body = || {
+            request_params
+                .and_then(|p| p.unique("_meta"))
+                .and_then(|m| m.unique(META_PROTOCOL_VERSION))
+                .is_some()
+        };
+        // (An `initialize` that names the stateless era in its `_meta` is a stateless request
+        // for a removed method, as on stdio: it opens no session.)
+        if serves_legacy && is_initialize && !modern_header && !(serves_modern && modern_body()) {
             // The header is not expected yet, but one that names no protocol version at all
             // is invalid ("MUST respond with 400 Bad Request"); a known one is left to the
             // negotiation in the body.
@@ -946,14 +958,6 @@ impl HttpServer {
             }
             return self.initialize(now, text, decoded, random);
         }
-        // `params._meta` naming a protocol version makes a request stateless too; it is read
-        // only when the headers leave the era open (a walk over params costs ~1 k instructions).
-        let modern_body = || {
-            request_params
-                .and_then(|p| p.unique("_meta"))
-                .and_then(|m| m.unique(META_PROTOCOL_VERSION))
-                .is_some()
-        };
         if serves_modern && (modern_header || !serves_legacy || modern_body()) {
             return self.stateless(now, req, &known, text, decoded);
         }
@@ -3378,7 +3382,9 @@ impl<'a> Known<'a> {
             };
             match slot {
                 Some(_) => k.may_repeat |= mcp,
-                None => *slot = Some(value),
+                // (Optional whitespace around a value is not part of it, RFC 9110 §5.5;
+                // HTTP parsers strip it, but a host may hand values over as they came.)
+                None => *slot = Some(value.trim_matches([' ', '\t'])),
             }
         }
         k.may_repeat |= params > 1;
@@ -3388,18 +3394,26 @@ impl<'a> Known<'a> {
 
 /// The first MCP header (or `Mcp-Param-*` header) that appears more than once: the earliest
 /// one with the same name as one before it. A client may send many `Mcp-Param-*` headers (Go's
-/// `net/http` takes a megabyte of them, some 50,000): see [`headers::first_repeat`].
-fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)]) -> Option<&'a str> {
-    let mcp_header = |name: &str| {
-        [
+/// `net/http` takes a megabyte of them, some 50,000): see [`headers::first_repeat`]. With
+/// `sessionless`, `Mcp-Session-Id` and `Last-Event-ID` are not looked at.
+fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)], sessionless: bool) -> Option<&'a str> {
+    let headers_read: &[&str] = if sessionless {
+        &[
+            crate::http::VERSION_HEADER,
+            crate::http::METHOD_HEADER,
+            crate::http::NAME_HEADER,
+        ]
+    } else {
+        &[
             crate::http::SESSION_HEADER,
             crate::http::VERSION_HEADER,
             crate::http::METHOD_HEADER,
             crate::http::NAME_HEADER,
             crate::http::LAST_EVENT_ID_HEADER,
         ]
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case(name))
+    };
+    let mcp_header = |name: &str| {
+        headers_read.iter().any(|h| h.eq_ignore_ascii_case(name))
             || name
                 .get(..10)
                 .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"))
@@ -3576,7 +3590,11 @@ mod tests {
                 })
                 .collect();
             let repeat = duplicated_by_pairs(&headers);
-            assert_eq!(duplicated_mcp_header(&headers), repeat, "{headers:?}");
+            assert_eq!(
+                duplicated_mcp_header(&headers, false),
+                repeat,
+                "{headers:?}"
+            );
             // The one-pass reading agrees with a lookup per name, and never misses a repeat.
             let k = Known::of(&headers);
             let req = HttpRequest {

@@ -10,9 +10,10 @@
 //!
 //! Invariants: no panic; each call succeeds or fails exactly as the model says (unknown,
 //! terminal, reused key, too many input requests, invalid payload, a full table only when no
-//! terminal task could make room, repeats only from a broken random source); a task's status,
-//! its cancel flag and the table's size match the model after every step, and a terminal task
-//! never changes; a task leaves the table only when it expired or, terminal, made room; the
+//! terminal task whose end a client fetched could make room, repeats only from a broken random
+//! source); a task's status, its cancel flag and the table's size match the model after every
+//! step, and a terminal task never changes; a task leaves the table only when it expired or,
+//! terminal and fetched (`tasks/get`, `tasks/result`, `tasks/cancel`), made room; the
 //! table stays within `max_tasks` and each requestor within `max_tasks_per_owner`; the JSON
 //! the table writes for a task (one, on one step in four) parses and names the task and status
 //! it should; `tasks/list` lists the requestor's own tasks, in creation order; the events come
@@ -221,6 +222,8 @@ struct Model {
     error_code: Option<i64>,
     /// `tasks/result` requests waiting: (requestor, request id).
     waiters: Vec<(u64, i64)>,
+    /// Terminal, and a client was given how it ended: only then may it make room.
+    fetched: bool,
     gone: bool,
 }
 
@@ -456,6 +459,8 @@ impl Harness {
             (TaskStatus::Completed | TaskStatus::Failed, true, _) => Expect::Result,
             _ => Expect::Error(-32603),
         };
+        // Waiting `tasks/result` requests are answered with how it ended.
+        m.fetched |= !m.waiters.is_empty();
         for w in std::mem::take(&mut m.waiters) {
             assert!(
                 self.due.insert(w, expect).is_none(),
@@ -498,14 +503,14 @@ impl Harness {
                 .model
                 .iter()
                 .filter(live)
-                .any(|m| m.owner == owner && m.status.is_terminal());
+                .any(|m| m.owner == owner && m.status.is_terminal() && m.fetched);
         let total = self.model.iter().filter(live).count();
         let table_room = total < self.setup.max_tasks
             || self
                 .model
                 .iter()
                 .filter(live)
-                .any(|m| m.status.is_terminal());
+                .any(|m| m.status.is_terminal() && m.fetched);
         match made {
             Ok(id) => {
                 assert!(
@@ -536,6 +541,7 @@ impl Harness {
                     tool_result: false,
                     error_code: None,
                     waiters: Vec::new(),
+                    fetched: false,
                     gone: false,
                 });
                 self.reached.created += 1;
@@ -567,12 +573,14 @@ impl Harness {
                     );
                 }
                 None => {
-                    // Live tasks leave only at `handle_timeout` (see `timeout`).
+                    // Live tasks leave only at `handle_timeout` (see `timeout`); before its TTL a
+                    // task leaves only once terminal and fetched.
                     assert!(
-                        m.status.is_terminal(),
-                        "{} left the table while {:?}",
+                        m.status.is_terminal() && m.fetched,
+                        "{} left the table while {:?}, fetched: {}",
                         m.id,
-                        m.status
+                        m.status,
+                        m.fetched
                     );
                     m.gone = true;
                     self.reached.evicted += 1;
@@ -746,7 +754,11 @@ impl Harness {
         }
         let text = got.unwrap_or_else(|e| panic!("{method}: {e:?}"));
         match method {
-            "tasks/get" => check_detailed(&parse(&text), &self.model[i]),
+            "tasks/get" => {
+                check_detailed(&parse(&text), &self.model[i]);
+                let m = &mut self.model[i];
+                m.fetched |= m.status.is_terminal();
+            }
             "tasks/update" => {
                 assert_eq!(text, "{}");
                 let mut answered = false;
@@ -902,6 +914,7 @@ impl Harness {
                 assert_eq!(v["status"], status_str(self.model[i].status));
             }
             "tasks/result" if terminal => {
+                self.model[i].fetched = true;
                 let m = &self.model[i];
                 match (&got, m.status, m.tool_result) {
                     (LegacyAnswer::Result(text), _, true) => {
@@ -955,8 +968,9 @@ impl Harness {
                     };
                     assert_eq!(parse(text)["status"], "cancelled");
                     let id = self.model[i].id.clone();
-                    // The client asked, in this era too.
+                    // The client asked, in this era too, and its answer says how it ended.
                     self.model[i].cancel_requested = true;
+                    self.model[i].fetched = true;
                     self.finish(i, TaskStatus::Cancelled);
                     self.events
                         .push_back(TaskEvent::CancelRequested { task: id });

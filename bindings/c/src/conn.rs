@@ -869,8 +869,10 @@ pub unsafe extern "C" fn mcpw_conn_notify(
 /// and nothing else, whatever object `result` holds (the schema's
 /// listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
 /// `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
-/// `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle).
-/// Inputs are read during the call only, and may be views from this handle's current event.
+/// `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle), and so
+/// do cache hints of your own that are not valid (a `ttlMs` that is neither a number `>= 0`
+/// nor null, a `cacheScope` other than `"public"` or `"private"`). Inputs are read during the
+/// call only, and may be views from this handle's current event.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; `id` is NULL or readable (its string readable
