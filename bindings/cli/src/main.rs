@@ -115,8 +115,11 @@ struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http",
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: Option<u32>,
-    /// Share sessions and resumable streams with other replicas through Redis at URL
-    #[arg(long, value_name = "URL", requires_all = ["replica", "http"])]
+    /// Share sessions and resumable streams with other replicas through Redis at URL (or
+    /// the URL in MCPWIRE_REDIS_URL: a password in it is then not on the command line, where
+    /// every local user can read it)
+    #[arg(long, value_name = "URL", env = "MCPWIRE_REDIS_URL", hide_env_values = true,
+          requires_all = ["replica", "http"])]
     redis: Option<String>,
     /// This replica's number among those sharing the Redis (0 to 65535)
     #[arg(long, value_name = "N", requires = "redis")]

@@ -894,6 +894,23 @@ impl Application for HttpDemo {
     }
 }
 
+/// `url` as it may be shown: a password in it (`redis://user:password@host`) replaced by
+/// `***`, so that an error message does not hand it to whoever reads the logs.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split_once(':').map_or(&rest[..at], |(u, _)| u);
+            let hidden = if rest[..at].contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}{}", &rest[at..])
+        }
+        None => url.to_owned(),
+    }
+}
+
 /// `--redis URL --replica N`: this server is replica `N` of a deployment whose replicas share
 /// sessions and resumable events through the Redis at `url`.
 pub struct ScaleOut {
@@ -1060,7 +1077,8 @@ pub fn run_http(
                     claim = Some(std::sync::Arc::new(std::sync::Mutex::new(c)));
                 }
                 Err(e) => {
-                    eprintln!("mcpwire serve: Redis at {}: {e}", scale_out.url);
+                    let url = without_password(&scale_out.url);
+                    eprintln!("mcpwire serve: Redis at {url}: {e}");
                     return 1;
                 }
             }
@@ -1132,6 +1150,27 @@ pub fn run_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redis_urls_password_is_not_shown() {
+        for (url, shown) in [
+            (
+                "redis://:sekrit@10.0.0.1:6379/0",
+                "redis://:***@10.0.0.1:6379/0",
+            ),
+            ("redis://app:sekrit@host/", "redis://app:***@host/"),
+            ("redis://app@host/", "redis://app@host/"),
+            ("redis://host:6379/", "redis://host:6379/"),
+            ("redis://:p@ss@host", "redis://:***@host"),
+            (
+                "redis+unix:///run/redis.sock?db=1",
+                "redis+unix:///run/redis.sock?db=1",
+            ),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(without_password(url), shown);
+        }
+    }
 
     /// Feeds one line to the demo server's connection, and its events to the server.
     fn feed(conn: &mut Connection, server: &mut Server, line: &str) {

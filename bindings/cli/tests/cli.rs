@@ -780,6 +780,33 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     }
 }
 
+/// A Redis password is not printed when the Redis cannot be reached, and it can come from
+/// `MCPWIRE_REDIS_URL` instead of the command line (where `ps` shows it to every local user).
+#[test]
+fn a_redis_password_stays_out_of_the_messages() {
+    let url = "redis://:sekrit@127.0.0.1:1/";
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--http", "127.0.0.1:0", "--replica", "0"])
+            .args(args)
+            .env_remove("MCPWIRE_REDIS_URL");
+        if let Some(url) = env {
+            cmd.env("MCPWIRE_REDIS_URL", url);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, env) in [(&["--redis", url][..], None), (&[][..], Some(url))] {
+        let (code, err) = run(args, env);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("redis://:***@127.0.0.1:1/"), "{err}");
+        assert!(!err.contains("sekrit"), "{err}");
+    }
+}
+
 #[test]
 fn help_and_bad_usage() {
     let (code, out, _) = mcpwire(&["help"]);

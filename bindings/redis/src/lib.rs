@@ -74,11 +74,11 @@
 //!
 //! An append is one script (atomic, one round trip and one reply once Redis knows the script;
 //! sent as `EVALSHA`, by its hash, and loaded with `SCRIPT LOAD` when Redis does not know it
-//! yet): the expired
-//! streams leave the index and the counts (`ZRANGEBYSCORE`, `HDEL`, `ZREM`),
-//! then `ZADD` of the event, `ZPOPMIN` of the oldest events while a bound is passed (the
-//! stream's own, then the session's, from the stream appended to longest ago), `ZADD` to the
-//! index, `HSET` of the counts and `PEXPIREAT` of the three keys.
+//! yet): `ZADD` of the event first (so that a Redis past `maxmemory` refuses the append
+//! before anything is written), then the expired streams leave the index and the counts
+//! (`ZRANGEBYSCORE`, `HDEL`, `ZREM`), `ZPOPMIN` of the oldest events while a bound is passed
+//! (the stream's own, then the session's, from the stream appended to longest ago), `ZADD` to
+//! the index, `HSET` of the counts and `PEXPIREAT` of the three keys.
 //! A replay is one `ZRANGEBYLEX` from just past the given event number. `load` is a `GETEX …
 //! PX`, `touch` a `PEXPIRE`, `create` a `SET … PX`. [`RedisSessionStore`]'s `forget`
 //! deletes the session key only, [`RedisEventStore`]'s the session's event keys and index
@@ -139,7 +139,11 @@
 //! same answer, except `READONLY`, `MASTERDOWN` and `LOADING`, which reconnect and retry: a
 //! new connection may reach the new primary after a failover. A call that
 //! starts without a connection (the previous one failed) connects first and does not retry,
-//! so during an outage a call costs at most one connection attempt and one timeout. A call
+//! so during an outage a call costs at most one connection attempt and one timeout. After a
+//! call timed out, the store leaves Redis alone for one timeout: the calls in that time fail
+//! at once, without trying, and the first after it tries again. So a frozen Redis costs a
+//! host that calls the store under a lock (the tokio host does) one timeout per timeout, not
+//! one per call, and the requests that need no Redis call keep being served. A call
 //! that still fails is counted in the store's [`StoreHealth`] (see [`RedisEventStore::health`])
 //! with its error message, and then:
 //!
@@ -320,6 +324,12 @@ impl StoreHealth {
             .clone()
     }
 
+    /// A call not tried while the link rests after a timeout: it counts as failed; the last
+    /// error stays the timeout's.
+    fn skipped(&self) {
+        self.inner.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn record(&self, what: &str, error: &dyn fmt::Display) {
         *self
             .inner
@@ -342,6 +352,11 @@ struct Link {
     lookups: Arc<Mutex<Lookups>>,
     /// A connection to a unix socket is under way in a thread of its own (one at a time).
     connecting: Arc<AtomicBool>,
+    /// After a call timed out, Redis is left alone until then: the calls that come fail at
+    /// once, and the first one after it tries again. Each call waited out the timeout in
+    /// turn, and a host that calls the stores under one lock (the tokio host does) served
+    /// about one request per timeout for as long as Redis stayed frozen.
+    resting_until: Option<std::time::Instant>,
 }
 
 impl Link {
@@ -366,6 +381,7 @@ impl Link {
             health: StoreHealth::default(),
             lookups: Arc::new(Mutex::new(Lookups::default())),
             connecting: Arc::new(AtomicBool::new(false)),
+            resting_until: None,
         };
         let mut conn = link
             .connect()
@@ -409,11 +425,37 @@ impl Link {
     /// one timeout; a script's first call on a Redis that does not know it takes three in
     /// turn, `EVALSHA`, `SCRIPT LOAD` and `EVALSHA`, and the first that times out ends it); on a failure of the connection (one Redis closed, say) reconnects once
     /// and runs it once more (at most one connection attempt per call). `None` once that
-    /// failed too, or after a timeout or an error reply, recorded under `what`.
+    /// failed too, or after a timeout or an error reply, recorded under `what`; and, without
+    /// trying, for one timeout after a call timed out (see `resting_until`).
+    // (The rest is wall-clock time, as the timeout is.)
+    #[allow(clippy::disallowed_methods)]
     fn run<T>(
         &mut self,
         what: &str,
         mut call: impl FnMut(&mut Connection) -> RedisResult<T>,
+    ) -> Option<T> {
+        if let Some(until) = self.resting_until {
+            if std::time::Instant::now() < until {
+                self.health.skipped();
+                return None;
+            }
+            self.resting_until = None;
+        }
+        self.try_run(what, &mut call)
+    }
+
+    /// A call that timed out: recorded, and Redis is left alone for one timeout.
+    #[allow(clippy::disallowed_methods)]
+    fn timed_out(&mut self, what: &str, error: &redis::RedisError) {
+        self.health.record(what, error);
+        self.resting_until = std::time::Instant::now().checked_add(self.timeout);
+    }
+
+    /// [`run`](Self::run) without the rest.
+    fn try_run<T>(
+        &mut self,
+        what: &str,
+        call: &mut impl FnMut(&mut Connection) -> RedisResult<T>,
     ) -> Option<T> {
         if let Some(conn) = self.conn.as_mut() {
             match call(conn) {
@@ -433,19 +475,26 @@ impl Link {
                 Err(e) => {
                     self.conn = None;
                     if e.is_timeout() {
-                        self.health.record(what, &e);
+                        self.timed_out(what, &e);
                         return None;
                     }
                 }
             }
         }
         let result = self.connect().and_then(|mut conn| {
-            let value = call(&mut conn)?;
-            self.conn = Some(conn);
-            Ok(value)
+            let result = call(&mut conn);
+            // Kept when in step with its replies, an error reply's too (as above).
+            if result.as_ref().is_ok() || result.as_ref().is_err_and(answered_in_step) {
+                self.conn = Some(conn);
+            }
+            result
         });
         match result {
             Ok(value) => Some(value),
+            Err(e) if e.is_timeout() => {
+                self.timed_out(what, &e);
+                None
+            }
             Err(e) => {
                 self.health.record(what, &e);
                 None
