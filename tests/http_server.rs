@@ -3135,13 +3135,14 @@ fn a_stateless_stream_not_yet_drained_is_bounded_and_loses_nothing() {
 #[derive(Clone, Default)]
 struct Replicated(std::sync::Arc<std::sync::Mutex<Shared>>);
 
-/// The events, the sessions' `initialize` requests, how many touches came, and whether the
-/// store is down (its reads fail).
+/// The events, the sessions' `initialize` requests, how many touches came, whether the
+/// store is down (its reads fail), and whether it refuses to record sessions.
 #[derive(Default)]
 struct Shared(
     Option<mcpwire::http::MemoryEventStore>,
     std::collections::HashMap<String, String>,
     usize,
+    bool,
     bool,
 );
 
@@ -3177,9 +3178,17 @@ impl mcpwire::http::EventStore for Replicated {
 }
 
 impl mcpwire::http::SessionStore for Replicated {
-    fn create(&mut self, session: &str, initialize: &str) {
+    fn create(
+        &mut self,
+        session: &str,
+        initialize: &str,
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
         let mut inner = self.0.lock().unwrap();
+        if inner.4 {
+            return Err(mcpwire::http::StoreUnavailable);
+        }
         inner.1.insert(session.to_owned(), initialize.to_owned());
+        Ok(())
     }
     fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
         let inner = self.0.lock().unwrap();
@@ -3688,8 +3697,12 @@ fn a_copy_of_a_session_deleted_elsewhere_leaves_nothing_in_the_store() {
 struct PanicsTouching(Replicated, std::sync::Arc<std::sync::Mutex<String>>);
 
 impl mcpwire::http::SessionStore for PanicsTouching {
-    fn create(&mut self, session: &str, initialize: &str) {
-        self.0.create(session, initialize);
+    fn create(
+        &mut self,
+        session: &str,
+        initialize: &str,
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.0.create(session, initialize)
     }
     fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
         self.0.load(session)
@@ -3702,6 +3715,38 @@ impl mcpwire::http::SessionStore for PanicsTouching {
     fn forget(&mut self, session: &str) {
         mcpwire::http::SessionStore::forget(&mut self.0, session);
     }
+}
+
+/// A session the shared store could not record does not open: its `initialize` gets 503
+/// with `Retry-After`, and the client comes back. It opened, and got 404 from every other
+/// replica (and from this one at its first touch), so that its client opened another, over
+/// and over, for as long as the store refused (a Redis full under `noeviction`, an
+/// `initialize` over the store's record size).
+#[test]
+fn a_session_the_store_could_not_record_does_not_open() {
+    let stores = Replicated::default();
+    let mut a = replica(&stores, 1);
+    stores.0.lock().unwrap().4 = true;
+    let r = send(&mut a, "POST", &[], INIT_WITH_SAMPLING);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(header(&r, "Retry-After"), Some("1"));
+    assert!(header(&r, "Mcp-Session-Id").is_none());
+    assert_eq!(a.sessions(), 0);
+    assert_eq!(a.poll_timeout(), None, "nothing left of it");
+    // Once the store records again, the same request opens a session.
+    stores.0.lock().unwrap().4 = false;
+    let r = send(&mut a, "POST", &[], INIT_WITH_SAMPLING);
+    assert_eq!(r.status, 200);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    assert_eq!(a.sessions(), 1);
+    let mut b = replica(&stores, 2);
+    let r = send(
+        &mut b,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(r.status, 202, "the other replica knows it");
 }
 
 /// A store that panics every time one session's expiry calls it does not stall the other

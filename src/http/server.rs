@@ -1044,8 +1044,11 @@ impl HttpServer {
             .get(&key)
             .is_some_and(|c| c.conn.protocol_version().is_some())
         {
-            if let Some(shared) = self.shared.as_mut() {
-                shared.create(&sid, text);
+            if let Some(shared) = self.shared.as_mut()
+                && shared.create(&sid, text).is_err()
+            {
+                self.conns.remove(&key);
+                return store_unavailable();
             }
             self.sessions.insert(sid.clone(), key);
             response.headers.push(("Mcp-Session-Id", sid));

@@ -92,8 +92,11 @@ pub trait EventStore: Send {
 /// an implementation over the network adds one round trip to each such request.
 pub trait SessionStore: Send {
     /// Records a session that this process just opened, with the JSON text of the
-    /// `initialize` request that opened it.
-    fn create(&mut self, session: &str, initialize: &str);
+    /// `initialize` request that opened it. [`StoreUnavailable`] when it could not be
+    /// recorded: the session does not open, and the client is told to come back (503 with
+    /// `Retry-After`). Opened unrecorded, it got 404 from the other replicas, and from this
+    /// one at its first touch, and its client opened another, over and over.
+    fn create(&mut self, session: &str, initialize: &str) -> Result<(), StoreUnavailable>;
 
     /// The `initialize` request of a live session that this process does not hold, or
     /// `None` when no replica knows it (never opened, deleted or expired). Counts as a touch.

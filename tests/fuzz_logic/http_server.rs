@@ -139,11 +139,14 @@ fn template(which: u8, id: u8) -> String {
 struct Shared(Arc<Mutex<HashMap<String, String>>>);
 
 impl SessionStore for Shared {
-    fn create(&mut self, session: &str, initialize: &str) {
+    fn create(&mut self, session: &str, initialize: &str) -> Result<(), StoreUnavailable> {
+        // (Full, it fails: the session does not open.)
         let mut m = self.0.lock().unwrap();
-        if m.len() < 64 {
-            m.insert(session.to_owned(), initialize.to_owned());
+        if m.len() >= 64 {
+            return Err(StoreUnavailable);
         }
+        m.insert(session.to_owned(), initialize.to_owned());
+        Ok(())
     }
     fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable> {
         Ok(self.0.lock().unwrap().get(session).cloned())
@@ -535,7 +538,9 @@ impl Harness {
             0 => {
                 let sid = format!("f{:x}", self.foreign);
                 let version = if what & 0x80 != 0 { 0 } else { 10 };
-                shared.create(&sid, &template(version, 1));
+                // (When the store is full, the session is not there: requests naming it
+                // get 404, as for any unknown one.)
+                let _ = shared.create(&sid, &template(version, 1));
                 if self.sessions.len() < 64 {
                     self.sessions.push(sid);
                 }

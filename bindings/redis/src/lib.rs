@@ -153,9 +153,9 @@
 //!   gets 503 with `Retry-After`, and it comes back for what is stored (an empty replay
 //!   would have ended a finished request's stream without its answer).
 //! - [`EventStore::forget`] leaves the events to expire after `ttl`.
-//! - [`create`](SessionStore::create) leaves the session unrecorded: other replicas answer
-//!   404 for it, and so does this one once a later `touch` finds it missing; the client then
-//!   opens a new session.
+//! - [`create`](SessionStore::create) returns [`StoreUnavailable`]: the session does not
+//!   open, and its `initialize` gets 503 with `Retry-After` (so does one over
+//!   [`RedisOptions::max_record`], which no replica could load).
 //! - [`load`](SessionStore::load) returns [`StoreUnavailable`]: the client gets 503 with
 //!   `Retry-After` and keeps its session (nothing is served from a session that cannot be
 //!   checked, and a 404 would have made the client throw it away).
@@ -1197,7 +1197,7 @@ impl fmt::Debug for RedisSessionStore {
 }
 
 impl SessionStore for RedisSessionStore {
-    fn create(&mut self, session: &str, initialize: &str) {
+    fn create(&mut self, session: &str, initialize: &str) -> Result<(), StoreUnavailable> {
         if initialize.len() > self.max_record {
             self.link.health.record(
                 "create session",
@@ -1207,14 +1207,14 @@ impl SessionStore for RedisSessionStore {
                     self.max_record
                 ),
             );
-            return;
+            return Err(StoreUnavailable);
         }
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.keys.session(session))
             .arg(initialize)
             .arg("PX")
             .arg(self.ttl_ms);
-        self.link.run("create session", move |conn| cmd.exec(conn));
+        (self.link.run("create session", move |conn| cmd.exec(conn))).ok_or(StoreUnavailable)
     }
 
     fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable> {

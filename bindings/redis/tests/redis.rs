@@ -569,7 +569,9 @@ fn two_replicas_see_each_others_writes() {
     let (mut sessions_a, mut sessions_b) =
         (sessions(&redis, options()), sessions(&redis, options()));
 
-    sessions_a.create("s", r#"{"method":"initialize"}"#);
+    sessions_a
+        .create("s", r#"{"method":"initialize"}"#)
+        .unwrap();
     assert_eq!(
         sessions_b.load("s").unwrap().as_deref(),
         Some(r#"{"method":"initialize"}"#)
@@ -607,8 +609,8 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
 
     let init =
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"ü"}}}"#;
-    store.create("a", init);
-    store.create("b", "other");
+    store.create("a", init).unwrap();
+    store.create("b", "other").unwrap();
     assert_eq!(store.load("a").unwrap().as_deref(), Some(init));
     assert!(store.touch("a"));
     assert_eq!(redis.keys(), vec!["mcpw:s:a", "mcpw:s:b"]);
@@ -632,8 +634,8 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
 fn the_two_forgets_delete_only_their_own_keys() {
     let redis = RedisServer::start();
     let (mut events, mut sessions) = (events(&redis, options()), sessions(&redis, options()));
-    sessions.create("s", "init");
-    sessions.create("t", "init");
+    sessions.create("s", "init").unwrap();
+    sessions.create("t", "init").unwrap();
     for stream in [1, 2, 3] {
         events.append("s", HttpStreamId(stream), stream, &event(stream, stream));
     }
@@ -678,9 +680,9 @@ fn sessions_and_events_expire_after_the_ttl_unless_touched() {
         ..options()
     };
     let (mut events, mut sessions) = (events(&redis, short.clone()), sessions(&redis, short));
-    sessions.create("idle", "init");
-    sessions.create("busy", "init");
-    sessions.create("loaded", "init");
+    sessions.create("idle", "init").unwrap();
+    sessions.create("busy", "init").unwrap();
+    sessions.create("loaded", "init").unwrap();
     events.append("idle", HttpStreamId(1), 1, b"e");
     for _ in 0..3 {
         sleep(Duration::from_millis(150));
@@ -769,9 +771,9 @@ fn the_prefix_separates_deployments() {
             ..options()
         },
     );
-    one.create("s", "one");
+    one.create("s", "one").unwrap();
     assert_eq!(two.load("s").unwrap(), None);
-    two.create("s", "two");
+    two.create("s", "two").unwrap();
     assert_eq!(one.load("s").unwrap().as_deref(), Some("one"));
     assert_eq!(redis.keys(), vec!["mcpw:s:s", "other:s:s"]);
 }
@@ -781,7 +783,7 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     let mut redis = RedisServer::start();
     let (mut events, mut sessions) = (events(&redis, options()), sessions(&redis, options()));
     let (events_health, sessions_health) = (events.health(), sessions.health());
-    sessions.create("s", "init");
+    sessions.create("s", "init").unwrap();
     events.append("s", HttpStreamId(1), 1, b"before");
     assert_eq!((events_health.errors(), sessions_health.errors()), (0, 0));
     assert_eq!(events_health.last_error(), None);
@@ -802,7 +804,11 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
         Err(StoreUnavailable),
         "load fails closed, and says so"
     );
-    sessions.create("t", "init");
+    assert_eq!(
+        sessions.create("t", "init"),
+        Err(StoreUnavailable),
+        "create says so: the session does not open"
+    );
     sessions.forget("s");
     assert_eq!(sessions_health.errors(), 4);
     let last = sessions_health.last_error().expect("the last error");
@@ -825,7 +831,7 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     // Redis comes back on the same address (empty: it kept nothing); the same stores work.
     redis.restart();
     assert!(!sessions.touch("s"), "the session did not survive");
-    sessions.create("s", "init");
+    sessions.create("s", "init").unwrap();
     assert!(sessions.touch("s"));
     assert_eq!(sessions.load("s").unwrap().as_deref(), Some("init"));
     events.append("s", HttpStreamId(1), 3, b"after");
@@ -835,7 +841,7 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     // A restart between two calls costs nothing: the broken connection is replaced and the
     // call retried on the new one.
     redis.restart();
-    sessions.create("s", "again");
+    sessions.create("s", "again").unwrap();
     events.append("s", HttpStreamId(1), 4, b"again");
     assert_eq!(sessions.load("s").unwrap().as_deref(), Some("again"));
     assert_eq!(replay(&mut events, "s", 1, 0), vec![b"again".to_vec()]);
@@ -901,7 +907,7 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
             ..options()
         },
     );
-    sessions.create("s", "init");
+    sessions.create("s", "init").unwrap();
     // Another client pauses every client's commands: reads time out.
     let mut admin = redis.inspect();
     redis::cmd("CLIENT")
@@ -1282,7 +1288,7 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
     };
     let mut events = events(&redis, short.clone());
     let mut sessions = sessions(&redis, short);
-    sessions.create("s", "init");
+    sessions.create("s", "init").unwrap();
     events.append("s", HttpStreamId(1), 1, b"one");
     redis.signal("STOP");
     for round in 0..4 {
@@ -1339,7 +1345,7 @@ fn a_frozen_redis_on_a_unix_socket_costs_each_call_the_timeout_at_most() {
         },
     )
     .expect("connect over the socket");
-    sessions.create("s", "init");
+    sessions.create("s", "init").unwrap();
     assert_eq!(sessions.load("s"), Ok(Some("init".into())));
     redis.signal("STOP");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -1384,8 +1390,10 @@ fn an_initialize_over_max_record_is_not_shared() {
         },
     );
     let health = sessions.health();
-    sessions.create("small", &"x".repeat(1024));
-    sessions.create("big", &"x".repeat(1025));
+    sessions.create("small", &"x".repeat(1024)).unwrap();
+    sessions
+        .create("big", &"x".repeat(1025))
+        .expect_err("over max_record");
     assert_eq!(sessions.load("small").unwrap().map(|s| s.len()), Some(1024));
     assert_eq!(sessions.load("big").unwrap(), None);
     assert_eq!(redis.keys(), ["mcpw:s:small"]);
