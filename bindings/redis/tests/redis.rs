@@ -897,6 +897,40 @@ fn an_error_reply_is_counted_and_keeps_the_connection() {
     assert_eq!(connections(&mut admin), before);
 }
 
+/// A stream whose key expired while its session's counts lived on (another of the
+/// session's streams was appended to later) counts from nothing when appended to again: its
+/// old bytes leave the session's total. Kept, they would have made the total drift upward,
+/// and the session's newer events would have been trimmed early.
+#[test]
+fn a_stream_that_expired_counts_from_nothing_again() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            ttl: Duration::from_millis(1000),
+            ..options()
+        },
+    );
+    store.append("s", HttpStreamId(1), 1, &sized(1, 500));
+    sleep(Duration::from_millis(600));
+    store.append("s", HttpStreamId(2), 1, &sized(1, 100));
+    // Stream 1's key has expired (1 s after its append); stream 2 and the counts live on.
+    sleep(Duration::from_millis(500));
+    store.append("s", HttpStreamId(1), 2, &sized(2, 100));
+    let (one, two) = (
+        counted(&redis, "mcpw", "s", 1),
+        counted(&redis, "mcpw", "s", 2),
+    );
+    assert!(two > 100, "{two}");
+    assert_eq!(one, two, "stream 1 counts its new event alone");
+    assert_eq!(
+        counted(&redis, "mcpw", "s", 0),
+        one + two,
+        "the session's total"
+    );
+    assert_eq!(replay(&mut store, "s", 1, 0).len(), 1);
+}
+
 #[test]
 fn a_redis_that_stops_answering_costs_bounded_time() {
     let redis = RedisServer::start();
