@@ -1068,16 +1068,37 @@ pub fn run_http(
         if let Ok(raw) = RawJson::new(&tools) {
             let _ = config.declare_tools(raw);
         }
+        let mut signals = [interrupt, term, hangup];
         let mut health = None;
         let mut claim = None;
-        if let Some(scale_out) = &scale_out {
-            match scale_out.configure(&mut config) {
+        if let Some(scale_out) = scale_out {
+            let url = without_password(&scale_out.url);
+            // Off the runtime, and raced against the signals: claiming the number may wait
+            // out a claim a stopped server left (up to CLAIM_TTL), and a Ctrl-C then did
+            // nothing until that wait was over.
+            let claiming = tokio::task::spawn_blocking(move || {
+                let configured = scale_out.configure(&mut config);
+                (config, configured)
+            });
+            let configured;
+            (config, configured) = tokio::select! {
+                done = claiming => match done {
+                    Ok(done) => done,
+                    Err(e) => {
+                        eprintln!("mcpwire serve: Redis at {url}: {e}");
+                        return 1;
+                    }
+                },
+                // (Exited at once: the runtime would wait for the claim's thread as it
+                // drops. Nothing is served yet; a claim that thread may still take lapses.)
+                n = any_signal(&mut signals) => std::process::exit(128 + n),
+            };
+            match configured {
                 Ok((h, c)) => {
                     health = Some(h);
                     claim = Some(std::sync::Arc::new(std::sync::Mutex::new(c)));
                 }
                 Err(e) => {
-                    let url = without_password(&scale_out.url);
                     eprintln!("mcpwire serve: Redis at {url}: {e}");
                     return 1;
                 }
@@ -1103,7 +1124,6 @@ pub fn run_http(
             });
         }
         let shutdown = async move {
-            let mut signals = [interrupt, term, hangup];
             any_signal(&mut signals).await;
             let first = tokio::time::Instant::now();
             // A second one during the drain ends the process at once, 128+N: the user

@@ -455,6 +455,44 @@ fn a_replica_number_in_use_is_refused_and_freed_when_its_server_stops() {
     );
 }
 
+/// A signal while the server waits to claim its number (another server holds it, or a
+/// stopped one left its claim) ends it at once, 128 + N: it was ignored until the wait was
+/// over, up to `CLAIM_TTL`.
+#[test]
+#[allow(clippy::disallowed_methods)] // (the test reads the clock for how long the exit took)
+fn a_signal_while_the_number_is_claimed_ends_the_wait() {
+    let (_redis, port) = redis();
+    let (_first, _) = replica(6, port);
+    let mut second = Reaped(
+        Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["--redis", &format!("redis://127.0.0.1:{port}/")])
+            .args(["--replica", "6"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500)); // waiting for the number
+    let status = Command::new("kill")
+        .args(["-INT", &second.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = second.0.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "still waiting for its number after the signal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+}
+
 /// A replica stopped gracefully (SIGTERM, as in a rolling deploy) while a call it will never
 /// finish runs answers that call with an error in Redis: the client, resuming on another
 /// replica, gets it. It was sent back with `retry` for as long as it waited (the replica
