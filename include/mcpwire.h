@@ -2952,6 +2952,24 @@ enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_serv
                                                            bool *out_closed);
 
 /**
+ * Declares the server's tools anew while it runs, as `tools` in `mcpw_http_server_options`
+ * does at its start (a `tools/list` result or its `tools` array, as JSON text): call it when
+ * they change, before sending `notifications/tools/list_changed`, so that 2026-07-28
+ * `tools/call` requests are checked against the `x-mcp-header` annotations of the tools as
+ * they now are. The tools declared before are replaced. `MCPW_ERR_CONFIG_REFUSED` when a
+ * tool's annotations are invalid (clients drop such a tool: fix its schema); the others are
+ * declared all the same. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not
+ * a tools list, and nothing changes. Inputs are read during the call only.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `tools` points to `tools_len` readable bytes (or
+ * is NULL with length 0).
+ */
+enum mcpw_result mcpw_http_server_declare_tools(struct mcpw_http_server *server,
+                                                const char *tools,
+                                                size_t tools_len);
+
+/**
  * Ends every stream that only waits for server messages, gracefully (at shutdown): each
  * 2026-07-28 `subscriptions/listen` stream gets its result, and each handshake-era
  * session's GET stream is finished; both end once drained (they are woken). `*out_count`
@@ -3531,7 +3549,8 @@ enum mcpw_result mcpw_tasks_complete(struct mcpw_tasks *tasks,
  * Finishes task `task` as `failed` with a JSON-RPC error: `code`, `message` (UTF-8) and
  * `data` (any JSON value as text, or NULL for none). For a protocol-level fault; a tool that
  * ran and reported an error completes with `isError: true` instead. The message also becomes
- * the task's `statusMessage` when it has none. An error over `max_payload` is
+ * the task's `statusMessage`, in place of any progress message (a failed task's
+ * `statusMessage` says why it failed). An error over `max_payload` is
  * `MCPW_ERR_INVALID_TASK_PAYLOAD`, and so is a code the task's protocol version does not
  * define (2025-11-25 for a legacy task, 2026-07-28 otherwise; the rules of
  * `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602), and -32042 without the

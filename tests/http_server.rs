@@ -2330,6 +2330,51 @@ fn call_sql(s: &mut HttpServer, arguments: &str, params: &[(&str, &str)]) -> Htt
     send(s, "POST", &headers, &body)
 }
 
+/// Tools declared while the server runs (added, changed or gone, as a server announces with
+/// `notifications/tools/list_changed`) are checked from then on: only those declared before
+/// it started were.
+#[test]
+fn tools_declared_while_the_server_runs_are_checked_from_then_on() {
+    let mut s = server();
+    let mismatch = |r: &HttpResponse| r.status == 400 && json_body(r)["error"]["code"] == -32020;
+    // Not declared yet: nothing to check against.
+    let r = call_sql(&mut s, r#"{"region":"eu"}"#, &[]);
+    assert!(!mismatch(&r), "{r:?}");
+    while s.poll_event().is_some() {}
+    let sql = |header: &str| {
+        format!(
+            r#"{{"tools":[{{"name":"sql","inputSchema":{{"type":"object","properties":{{"region":{{"type":"string","x-mcp-header":"{header}"}}}}}}}}]}}"#
+        )
+    };
+    assert!(
+        s.declare_tools(RawJson::new(&sql("Region")).unwrap())
+            .is_empty()
+    );
+    assert!(mismatch(&call_sql(&mut s, r#"{"region":"eu"}"#, &[])));
+    let r = call_sql(&mut s, r#"{"region":"eu"}"#, &[("Mcp-Param-Region", "eu")]);
+    assert!(!mismatch(&r), "{r:?}");
+    while s.poll_event().is_some() {}
+    // Changed: the new annotation is the one asked for.
+    assert!(
+        s.declare_tools(RawJson::new(&sql("Zone")).unwrap())
+            .is_empty()
+    );
+    assert!(mismatch(&call_sql(
+        &mut s,
+        r#"{"region":"eu"}"#,
+        &[("Mcp-Param-Region", "eu")]
+    )));
+    // Gone: nothing is asked for any more; an invalid annotation is named.
+    let refused = s.declare_tools(
+        RawJson::new(r#"[{"name":"bad","inputSchema":{"properties":{"v":{"type":"object","x-mcp-header":"V"}}}}]"#)
+            .unwrap(),
+    );
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, "bad");
+    let r = call_sql(&mut s, r#"{"region":"eu"}"#, &[]);
+    assert!(!mismatch(&r), "{r:?}");
+}
+
 #[test]
 fn mcp_param_headers_are_checked_against_the_declared_annotations() {
     let mut s = declared_server();

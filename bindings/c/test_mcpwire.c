@@ -2535,6 +2535,30 @@ static void test_http_the_stateless_era(void) {
     CHECK(r.status == 400 && !r.has_stream);
     CHECK(contains(r.body, r.body_len, "-32020") && contains(r.body, r.body_len, "\"id\":7"));
     CHECK(str_eq(find_header(r.headers, r.headers_len, "Content-Type"), "application/json"));
+    /* The tools declared anew while the server runs: sql without its annotation is not
+       checked any more; then with it again, it is. What is not a tools list changes nothing,
+       and an invalid annotation is refused. */
+    {
+        static const char plain_sql[] =
+            "[{\"name\":\"sql\",\"inputSchema\":{\"type\":\"object\"}}]";
+        static const char bad[] =
+            "[{\"name\":\"t\",\"inputSchema\":{\"type\":\"object\",\"properties\":"
+            "{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"bad name\"}}}}]";
+        OK(mcpw_http_server_declare_tools(w.server, plain_sql, strlen(plain_sql)));
+        OK(mcpw_http_server_handle_request(w.server, w.now, S("POST"), S("/mcp"), h, 6,
+                                           (const uint8_t *)body, strlen(body), &r));
+        CHECK(r.status == 200 && r.has_stream);
+        OK(mcpw_http_server_stream_closed(w.server, w.now, r.stream)); /* (its client left) */
+        converse(&w);
+        RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_http_server_declare_tools(w.server, S("{\"tools\":5}")));
+        RC(MCPW_ERR_INVALID_JSON, mcpw_http_server_declare_tools(w.server, S("[")));
+        RC(MCPW_ERR_CONFIG_REFUSED, mcpw_http_server_declare_tools(w.server, bad, strlen(bad)));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_declare_tools(NULL, S("[]")));
+        OK(mcpw_http_server_declare_tools(w.server, HTTP_TOOLS, strlen(HTTP_TOOLS)));
+        OK(mcpw_http_server_handle_request(w.server, w.now, S("POST"), S("/mcp"), h, 6,
+                                           (const uint8_t *)body, strlen(body), &r));
+        CHECK(r.status == 400 && contains(r.body, r.body_len, "-32020"));
+    }
     /* GET and DELETE have nothing to do in this era. */
     OK(mcpw_http_server_handle_request(w.server, w.now, S("GET"), S("/mcp"), h, 4, NULL, 0, &r));
     CHECK(r.status == 405);

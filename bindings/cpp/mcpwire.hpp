@@ -1266,6 +1266,14 @@ public:
         detail::check(mcpw_http_server_end_listen_streams(get(), &n));
         return n;
     }
+    /// Declares the server's tools anew while it runs (a tools/list result or its tools
+    /// array), when they change and before notifications/tools/list_changed goes out, so that
+    /// 2026-07-28 tools/call requests are checked against their annotations as they now are
+    /// (mcpw_http_server_declare_tools). Throws MCPW_ERR_CONFIG_REFUSED when a tool's
+    /// x-mcp-header annotations are invalid (the others are declared all the same).
+    void declare_tools(std::string_view tools) {
+        detail::check(mcpw_http_server_declare_tools(get(), tools.data(), tools.size()));
+    }
 
     mcpw_http_server *get() const noexcept { return handle_.get(); }
 

@@ -889,6 +889,12 @@ void test_http_handles_are_move_only_and_report_errors() {
     CHECK(code_of([&] { b.consume_stream(42, 1); }) == MCPW_ERR_CONSUME_TOO_MUCH);
     CHECK(!b.poll_stream(42).open);
     CHECK(b.end_listen_streams() == 0);
+    b.declare_tools(R"([{"name":"t","inputSchema":{"type":"object"}}])");
+    CHECK(code_of([&] { b.declare_tools("{"); }) == MCPW_ERR_INVALID_JSON);
+    CHECK(code_of([&] {
+              b.declare_tools(R"([{"name":"t","inputSchema":{"type":"object","properties":)"
+                              R"({"a":{"type":"string","x-mcp-header":"bad name"}}}}])");
+          }) == MCPW_ERR_CONFIG_REFUSED);
 
     // No random source; the wrong role; a bad endpoint.
     mcpw::config server_config(mcpw::role::server, "s", "1");

@@ -492,6 +492,24 @@ func (s *HTTPServer) EndListenStreams() (int, error) {
 	return int(n), check("end listen streams", rc)
 }
 
+// DeclareTools declares the server's tools anew while it runs (a tools/list result or its
+// tools array), as HTTPOptions.Tools does at its start: call it when they change, before
+// sending notifications/tools/list_changed, so that 2026-07-28 tools/call requests are
+// checked against the x-mcp-header annotations of the tools as they now are. The tools
+// declared before are replaced. It fails with ErrConfigRefused when a tool's annotations are
+// invalid (clients drop such a tool: fix its schema; the others are declared all the same),
+// and with ErrInvalidJSON or ErrJSONWrongType for what is not a tools list (nothing changes).
+func (s *HTTPServer) DeclareTools(tools json.RawMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_http_server_declare_tools(s.ptr, cBytes(tools), C.size_t(len(tools)))
+	runtime.KeepAlive(tools)
+	return check("declare tools", rc)
+}
+
 // Sessions reports how many sessions are alive and how many SSE streams are open.
 func (s *HTTPServer) Sessions() (sessions, streams int) {
 	s.mu.Lock()

@@ -2562,6 +2562,52 @@ func TestHTTPToolsWithAnInvalidAnnotationAreRefused(t *testing.T) {
 	srv.Close()
 }
 
+// Tools declared while the server runs (DeclareTools) are checked from then on: a tools/call
+// whose annotated argument lacks its Mcp-Param header gets 400 with -32020.
+func TestHTTPToolsDeclaredWhileTheServerRunsAreChecked(t *testing.T) {
+	srv, _, ts := newTestServer(t, nil)
+	call := func() *http.Response {
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"a":"eu"},` +
+			modernMeta + `}}`
+		req := modernCall(context.Background(), ts.URL, "echo", 3)
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.ContentLength = int64(len(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := call(); r.StatusCode != http.StatusOK {
+		t.Fatalf("not declared: status %d", r.StatusCode)
+	}
+	annotated := json.RawMessage(`{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":` +
+		`{"a":{"type":"string","x-mcp-header":"Region"}}}}]}`)
+	if err := srv.DeclareTools(annotated); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("declared, without its header: status %d", r.StatusCode)
+	}
+	if err := srv.DeclareTools(json.RawMessage(`5`)); !errors.Is(err, ErrJSONWrongType) {
+		t.Fatalf("not a tools list: %v", err)
+	}
+	bad := json.RawMessage(`[{"name":"t","inputSchema":{"type":"object","properties":` +
+		`{"a":{"type":"string","x-mcp-header":"bad name"}}}}]`)
+	if err := srv.DeclareTools(bad); !errors.Is(err, ErrConfigRefused) {
+		t.Fatalf("an invalid annotation: %v", err)
+	}
+	if r := call(); r.StatusCode != http.StatusOK {
+		t.Fatalf("declared anew without it: status %d", r.StatusCode)
+	}
+	srv.Close()
+	if err := srv.DeclareTools(annotated); err != ErrFreed {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
 // A body of MaxBody bytes fits in MaxBodyTotal alone, whatever was asked for: its buffer
 // reaches MaxBody+1 and one read's room more, and MaxBodyTotal == MaxBody refused it on an
 // idle server, for good (a client honouring Retry-After sent it again and again).

@@ -609,6 +609,16 @@ impl HttpServer {
         }
     }
 
+    /// Declares the server's tools anew, as [`HttpServerConfig::declare_tools`] does before
+    /// the server starts: call it when they change (before sending
+    /// `notifications/tools/list_changed`), so that 2026-07-28 `tools/call` requests for the
+    /// new or changed tools are checked against their `x-mcp-header` annotations, and those
+    /// of tools gone are no longer asked for. The tools declared before are replaced. Returns
+    /// the tools whose annotations are invalid (the others are declared all the same).
+    pub fn declare_tools(&mut self, tools: RawJson<'_>) -> Vec<(String, AnnotationError)> {
+        self.config.declare_tools(tools)
+    }
+
     /// How many handshake-era sessions are alive.
     pub fn sessions(&self) -> usize {
         self.sessions.len()

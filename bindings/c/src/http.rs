@@ -548,20 +548,10 @@ unsafe fn server_config(
         ms => c.keepalive = Some(std::time::Duration::from_millis(ms)),
     }
     // Safety: (caller) readable for its length, or NULL with length 0.
-    if let Some(tools) = unsafe { optional_bytes_in(o.tools.ptr, o.tools.len) }? {
-        let tools = super::boundary::json(tools)?;
-        // A tools array, or an object that holds one: anything else declared nothing.
-        let list = if tools.is_object() {
-            tools.get_unique("tools").ok().flatten()
-        } else {
-            Some(tools)
-        };
-        if !list.is_some_and(|l| l.get().trim_start().starts_with('[')) {
-            return Err(MCPW_ERR_JSON_WRONG_TYPE);
-        }
-        if !c.declare_tools(tools).is_empty() {
-            return Err(MCPW_ERR_CONFIG_REFUSED);
-        }
+    if let Some(tools) = unsafe { optional_bytes_in(o.tools.ptr, o.tools.len) }?
+        && !c.declare_tools(tools_list(tools)?).is_empty()
+    {
+        return Err(MCPW_ERR_CONFIG_REFUSED);
     }
     if let Some(events) = optional(o.events) {
         // Safety: (caller) readable; the struct is pointers, for which any bits are valid.
@@ -1067,6 +1057,52 @@ pub unsafe extern "C" fn mcpw_http_server_close_stream_for_polling(
                 .close_stream_for_polling(ConnKey::from_raw(key), id),
         );
         Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
+/// `tools` as JSON, when it is a tools array or an object that holds one (a `tools/list`
+/// result): anything else would declare nothing.
+fn tools_list(tools: &[u8]) -> Result<mcpwire::jsonrpc::RawJson<'_>, mcpw_result> {
+    let tools = super::boundary::json(tools)?;
+    let list = if tools.is_object() {
+        tools.get_unique("tools").ok().flatten()
+    } else {
+        Some(tools)
+    };
+    if !list.is_some_and(|l| l.get().trim_start().starts_with('[')) {
+        return Err(MCPW_ERR_JSON_WRONG_TYPE);
+    }
+    Ok(tools)
+}
+
+/// Declares the server's tools anew while it runs, as `tools` in `mcpw_http_server_options`
+/// does at its start (a `tools/list` result or its `tools` array, as JSON text): call it when
+/// they change, before sending `notifications/tools/list_changed`, so that 2026-07-28
+/// `tools/call` requests are checked against the `x-mcp-header` annotations of the tools as
+/// they now are. The tools declared before are replaced. `MCPW_ERR_CONFIG_REFUSED` when a
+/// tool's annotations are invalid (clients drop such a tool: fix its schema); the others are
+/// declared all the same. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not
+/// a tools list, and nothing changes. Inputs are read during the call only.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `tools` points to `tools_len` readable bytes (or
+/// is NULL with length 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_declare_tools(
+    server: *mut mcpw_http_server,
+    tools: *const c_char,
+    tools_len: usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let tools = unsafe { bytes_in(tools.cast(), tools_len) }?;
+        if h.server.declare_tools(tools_list(tools)?).is_empty() {
+            Ok(())
+        } else {
+            Err(MCPW_ERR_CONFIG_REFUSED)
+        }
     };
     // Safety: (caller) NULL or a live server handle.
     unsafe { with_mut(server, run) }

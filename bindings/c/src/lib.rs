@@ -84,11 +84,11 @@ pub use http::{
     mcpw_http_client_poll_timeout, mcpw_http_client_session_id, mcpw_http_header,
     mcpw_http_response, mcpw_http_server, mcpw_http_server_close_stream_for_polling,
     mcpw_http_server_conn, mcpw_http_server_consume_stream, mcpw_http_server_counts,
-    mcpw_http_server_end_listen_streams, mcpw_http_server_free, mcpw_http_server_handle_request,
-    mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
-    mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
-    mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
-    mcpw_http_server_stream_closed, mcpw_replay_sink,
+    mcpw_http_server_declare_tools, mcpw_http_server_end_listen_streams, mcpw_http_server_free,
+    mcpw_http_server_handle_request, mcpw_http_server_handle_timeout, mcpw_http_server_new,
+    mcpw_http_server_options, mcpw_http_server_poll_event, mcpw_http_server_poll_stream,
+    mcpw_http_server_poll_timeout, mcpw_http_server_poll_woken, mcpw_http_server_session_id,
+    mcpw_http_server_settle, mcpw_http_server_stream_closed, mcpw_replay_sink,
 };
 pub use json::{
     mcpw_json_at, mcpw_json_get, mcpw_json_get_each, mcpw_json_items, mcpw_json_number,

@@ -762,7 +762,8 @@ pub unsafe extern "C" fn mcpw_tasks_complete(
 /// Finishes task `task` as `failed` with a JSON-RPC error: `code`, `message` (UTF-8) and
 /// `data` (any JSON value as text, or NULL for none). For a protocol-level fault; a tool that
 /// ran and reported an error completes with `isError: true` instead. The message also becomes
-/// the task's `statusMessage` when it has none. An error over `max_payload` is
+/// the task's `statusMessage`, in place of any progress message (a failed task's
+/// `statusMessage` says why it failed). An error over `max_payload` is
 /// `MCPW_ERR_INVALID_TASK_PAYLOAD`, and so is a code the task's protocol version does not
 /// define (2025-11-25 for a legacy task, 2026-07-28 otherwise; the rules of
 /// `mcpw_conn_respond_error`, -32002 written as 2026-07-28's -32602), and -32042 without the
