@@ -1849,8 +1849,9 @@ typedef struct mcpw_task_config {
     /**
      * Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
      * a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
-     * `tasks/cancel`); with none, `mcpw_tasks_create` fails with `MCPW_ERR_TASKS_FULL`: a
-     * task nobody fetched stays for its whole TTL. At least 1; default 1024.
+     * `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
+     * `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its whole
+     * TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
      */
     size_t max_tasks;
     /**

@@ -170,15 +170,16 @@ impl TaskStatus {
 pub struct TaskConfig {
     /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
     /// a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
-    /// `tasks/cancel`); with none, [`Tasks::create`] fails with [`TaskError::Full`] (answer the
-    /// request without a task, or with an error). A task nobody fetched stays for its whole
-    /// TTL, as its handle promised. Default 1024.
+    /// `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails with
+    /// [`TaskError::Full`] (answer the request without a task, or with an error). A completed
+    /// or failed task nobody fetched stays for its whole TTL, as its handle promised (without
+    /// a [`ttl`](Self::ttl), any terminal task may make room). Default 1024.
     pub max_tasks: usize,
     /// Tasks one requestor may hold at once (terminal ones included, until they expire or are
     /// dropped), so that one session cannot take every slot of [`max_tasks`](Self::max_tasks)
     /// from the others. At the cap, creating a task for that requestor drops its oldest
-    /// terminal task whose end it fetched; with none, [`Tasks::create_legacy`] fails with
-    /// [`TaskError::Full`] for that requestor only. It bounds the tasks that have an owner
+    /// terminal task that may go (as for `max_tasks`); with none, [`Tasks::create_legacy`]
+    /// fails with [`TaskError::Full`] for that requestor only. It bounds the tasks that have an owner
     /// (2025-11-25's, [`Tasks::create_legacy`]); a 2026-07-28 task ([`Tasks::create`]) has none
     /// the table knows (that version has no sessions), so only `max_tasks` bounds those.
     /// Default 256 (a quarter of the default `max_tasks`).
@@ -217,9 +218,9 @@ pub(crate) const RANDOM_TRIES: usize = 8;
 /// Why a [`Tasks`] call was refused. Nothing changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskError {
-    /// The table is at [`TaskConfig::max_tasks`] and no task is terminal with its end fetched
-    /// by a client, or the requestor holds [`TaskConfig::max_tasks_per_owner`] tasks and none
-    /// of them is.
+    /// The table is at [`TaskConfig::max_tasks`] and no terminal task may go before its TTL
+    /// (see there), or the requestor holds [`TaskConfig::max_tasks_per_owner`] tasks and none
+    /// of them may.
     Full,
     /// No such task (never created, expired or dropped).
     UnknownTask,
@@ -460,9 +461,9 @@ impl Tasks {
     /// tasks of that version): the task belongs to `owner` (the session or connection that
     /// asked; [`serve_legacy`](Self::serve_legacy) shows a requestor its own tasks only), and
     /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`). An owner
-    /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one whose end
-    /// it fetched dropped to make room, or, with none, gets [`TaskError::Full`] while others
-    /// still get tasks.
+    /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one that may
+    /// go (see [`TaskConfig::max_tasks`]) dropped to make room, or, with none, gets
+    /// [`TaskError::Full`] while others still get tasks.
     pub fn create_legacy(
         &mut self,
         now: Timestamp,
@@ -526,13 +527,18 @@ impl Tasks {
         Ok(id)
     }
 
-    /// Drops the oldest terminal task whose end a client was given (of `owner`'s, when
-    /// given); whether there was one. A task nobody fetched stays for its whole TTL, the
-    /// lifetime its handle promised.
+    /// Drops the oldest terminal task that may go before its TTL (of `owner`'s, when given);
+    /// whether there was one. A completed or failed task nobody fetched stays for its whole
+    /// TTL, the lifetime its handle promised; a cancelled one has no result to lose (and may
+    /// never have been handed out: the docs say to cancel a task whose handle was refused);
+    /// without a TTL, the cap is the only bound, and any terminal task may go.
     fn evict_terminal(&mut self, owner: Option<u64>) -> bool {
+        let no_ttl = self.config.ttl.is_none();
         let Some(at) = self.order.iter().position(|(_, id)| {
             self.tasks.get(id).is_some_and(|t| {
-                t.status.is_terminal() && t.fetched && (owner.is_none() || t.legacy == owner)
+                t.status.is_terminal()
+                    && (t.fetched || t.status == TaskStatus::Cancelled || no_ttl)
+                    && (owner.is_none() || t.legacy == owner)
             })
         }) else {
             return false;

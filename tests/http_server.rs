@@ -1997,7 +1997,8 @@ fn a_stateless_requests_repeated_session_headers_are_ignored() {
         assert_eq!(r.status, 200, "{r:?}");
         assert_eq!(json_body(&r)["id"], 5);
     }
-    // A session's request still may not repeat them.
+    // A session's request still may not repeat them, nor a GET or DELETE (routed by their
+    // session, whatever version header they carry).
     let mut s = server();
     let sid = open_session(&mut s);
     let r = send(
@@ -2011,6 +2012,25 @@ fn a_stateless_requests_repeated_session_headers_are_ignored() {
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
     );
     assert_eq!(r.status, 400);
+    for method in ["GET", "DELETE"] {
+        let r = send(
+            &mut s,
+            method,
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Session-Id", &sid),
+                ("Mcp-Session-Id", "other"),
+            ],
+            "",
+        );
+        assert_eq!(r.status, 400, "{method}");
+        assert!(
+            json_body(&r)["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("duplicate")),
+            "{r:?}"
+        );
+    }
 }
 
 /// Whitespace around a header's value is not part of it (RFC 9110 §5.5; SEP-2243: "Extra
@@ -3792,6 +3812,97 @@ fn a_session_the_store_could_not_record_does_not_open() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
     assert_eq!(r.status, 202, "the other replica knows it");
+}
+
+/// The same at the session cap: a session whose eviction panicked in the store is evicted
+/// without the store's calls the next time. It was picked first again by every
+/// `initialize`, which panicked again, and no session could open on this replica.
+#[test]
+fn a_store_panicking_on_an_eviction_does_not_lock_the_sessions_out() {
+    let stores = Replicated::default();
+    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut config = replica_config(&stores, 1);
+    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
+    config.keepalive = None;
+    config.max_sessions = 1;
+    let mut a = HttpServer::new(config);
+    let (first, k1, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    *bad.lock().unwrap() = first;
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        send(&mut a, "POST", &[], INIT_WITH_SAMPLING)
+    }));
+    assert!(opened.is_err(), "the store panics under the eviction");
+    let r = send(&mut a, "POST", &[], INIT_WITH_SAMPLING);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        a.connection(k1).is_none(),
+        "the working session was evicted"
+    );
+    assert_eq!(a.sessions(), 1);
+}
+
+/// An event store whose `append` panics once when armed: host code with a bug that `pump`
+/// runs. Otherwise `Replicated`.
+struct PanicsAppendingOnce(Replicated, std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl mcpwire::http::EventStore for PanicsAppendingOnce {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        let armed = self.1.swap(false, std::sync::atomic::Ordering::SeqCst);
+        assert!(!armed, "the store's bug");
+        self.0.append(session, stream, event, bytes);
+    }
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.0.replay(session, stream, after, out)
+    }
+    fn forget(&mut self, session: &str) {
+        mcpwire::http::EventStore::forget(&mut self.0, session);
+    }
+}
+
+/// A store that panics on one session's answer while `pump` routes it leaves the other
+/// sessions' answers waiting only until the next pump, and that one's too. `pump` took the
+/// whole list of connections with output at once: after the panic, the ones not yet visited
+/// were off the list but still marked as on it, and their answers never went out.
+#[test]
+fn a_store_panicking_in_pump_holds_no_answer_for_good() {
+    let stores = Replicated::default();
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut config = replica_config(&stores, 1);
+    config.events = Some(Box::new(PanicsAppendingOnce(stores.clone(), armed.clone())));
+    config.keepalive = None;
+    let mut a = HttpServer::new(config);
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let sid = open_session(&mut a);
+            let (stream, key, id) = post_call(&mut a, &sid);
+            let mut reader = StreamReader::new();
+            let (primed, _) = read_stream(&mut a, stream, &mut reader);
+            assert!(primed.is_empty(), "{primed:?}");
+            (stream, key, id, reader)
+        })
+        .collect();
+    for (_, key, id, _) in &calls {
+        a.connection(*key)
+            .unwrap()
+            .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+            .unwrap();
+    }
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.pump()));
+    assert!(pumped.is_err(), "the store panicked");
+    a.pump();
+    for (stream, _, _, mut reader) in calls {
+        let (msgs, finished) = read_stream(&mut a, stream, &mut reader);
+        assert_eq!(msgs.len(), 1, "{stream:?}: {msgs:?}");
+        assert_eq!(msgs[0]["id"], 9);
+        assert!(finished);
+    }
 }
 
 /// A store that panics every time one session's expiry calls it does not stall the other

@@ -500,6 +500,42 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     assert_eq!(forever.poll_timeout(), None);
 }
 
+/// A cancelled task has no result to lose (and may never have been handed out: a task whose
+/// handle `respond_task` refused is cancelled), so it makes room unfetched; and without a
+/// TTL the cap is the only bound, so any terminal task may. Both kept their places, the
+/// second for good.
+#[test]
+fn a_cancelled_task_and_any_task_without_a_ttl_make_room() {
+    let mut random = ids();
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            max_tasks: 1,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let refused = tasks.create(T0, &mut random).unwrap();
+    tasks.cancel(T0, &refused).unwrap();
+    tasks.create(at(1), &mut random).unwrap();
+    assert_eq!(tasks.status(&refused), None);
+
+    let mut forever = Tasks::new(
+        TaskConfig {
+            max_tasks: 1,
+            ttl: None,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let done = forever.create(T0, &mut random).unwrap();
+    assert_eq!(forever.create(T0, &mut random), Err(TaskError::Full));
+    forever.complete(T0, &done, raw("{}")).unwrap();
+    forever.create(at(1), &mut random).unwrap();
+    assert_eq!(forever.status(&done), None);
+}
+
 /// One requestor cannot take every slot of the table ("Enforce limits on concurrent tasks per
 /// requestor"): at its own cap (256 by default) its oldest terminal task whose end it fetched
 /// makes room, or it gets `Full`, while the others still get tasks.
@@ -530,7 +566,7 @@ fn one_requestor_cannot_take_every_task_slot() {
     tasks.create(at(300), &mut random).unwrap();
     // A's oldest terminal task whose end A fetched makes room for A, and only A's.
     tasks.complete(at(301), &mine[20], raw("{}")).unwrap();
-    tasks.cancel(at(301), &mine[10]).unwrap();
+    tasks.complete(at(301), &mine[10], raw("{}")).unwrap();
     assert_eq!(
         tasks.create_legacy(at(302), &mut random, a),
         Err(TaskError::Full),

@@ -1094,7 +1094,9 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			s.mu.Lock()
 			if s.ptr != nil {
 				C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))
-				s.drainedLocked(finished)
+				// (As finished: the stream may have ended while its piece was written, a
+				// cancellation say, and this consume was its last.)
+				s.drainedLocked(true)
 			}
 			s.mu.Unlock()
 			continue // more may be waiting, or the end

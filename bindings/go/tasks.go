@@ -18,8 +18,9 @@ import (
 type TaskConfig struct {
 	// MaxTasks is how many tasks the table keeps at once; at the cap, Create drops the oldest
 	// terminal task whose end a client fetched (its tasks/get of the ended task, its
-	// tasks/result, its tasks/cancel), or fails with ErrTasksFull when there is none: a task
-	// nobody fetched stays for its whole TTL. 0: 1024.
+	// tasks/result, its tasks/cancel) or that was cancelled, or fails with ErrTasksFull when
+	// there is none: a completed or failed task nobody fetched stays for its whole TTL (with
+	// no TTL, any terminal task may make room). 0: 1024.
 	MaxTasks int
 	// MaxTasksPerOwner is how many tasks one requestor (CreateLegacy's owner) may hold at
 	// once, terminal ones included, so that one session cannot take every slot of MaxTasks;

@@ -471,10 +471,13 @@ pub struct HttpServer {
     unclocked: Vec<u64>,
     /// The bytes of answers kept aside over all sessions (`Conn::kept`).
     kept_bytes: Arc<AtomicUsize>,
-    /// Sessions whose expiry has begun and not returned: a store's code panicked in it. The
-    /// next expiry of one ends it without the stores' calls, so that it cannot stall the
-    /// sessions due after it for good.
+    /// Sessions whose ending (expiry, eviction) has begun and not returned: a store's code
+    /// panicked in it. The next ending of one goes without the stores' calls, so that it
+    /// cannot stall the sessions after it for good.
     ending: Vec<u64>,
+    /// The connection whose output [`pump`](Self::pump) was routing when a store's code
+    /// panicked in it: the next pump takes it after the others.
+    pumping: Option<u64>,
 }
 
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
@@ -597,6 +600,7 @@ impl HttpServer {
             dirty: Vec::new(),
             eventful: Vec::new(),
             ending: Vec::new(),
+            pumping: None,
         }
     }
 
@@ -805,8 +809,9 @@ impl HttpServer {
         let serves_legacy = self.config.server.speaks(Era::Legacy);
         // A header the engine reads may appear once: with two, an intermediary and the server
         // could each act on a different one. (A stateless request's `Mcp-Session-Id` and
-        // `Last-Event-ID` are not read: "ignore it", however many there are.)
-        let sessionless = !serves_legacy || modern_header;
+        // `Last-Event-ID` are not read: "ignore it", however many there are. A GET or a
+        // DELETE is routed by its session, whatever its version header says.)
+        let sessionless = req.method == "POST" && (!serves_legacy || modern_header);
         if let Some(name) = known
             .may_repeat
             .then(|| duplicated_mcp_header(req.headers, sessionless))
@@ -1868,6 +1873,19 @@ impl HttpServer {
     /// resuming the stream on any replica learns so, where it was sent back for ever by a
     /// replica with nothing to replay. (A session gone everywhere leaves nothing to resume.)
     fn end_session(&mut self, key: u64, elsewhere: bool) {
+        // A session whose ending panicked last time, in a store's code, ends without the
+        // stores' calls this time: the expiry timer or the eviction at the session cap would
+        // pick it first again, and every session due after it would wait for good.
+        let again = self.ending.contains(&key);
+        if !again {
+            self.ending.push(key);
+        }
+        self.end_session_once(key, elsewhere && !again);
+        self.ending.retain(|&k| k != key);
+    }
+
+    /// [`end_session`](Self::end_session), with the stores' calls when `elsewhere`.
+    fn end_session_once(&mut self, key: u64, elsewhere: bool) {
         if elsewhere && self.shared.is_some() {
             // Answers the application gave already (still in the connection's output) go
             // out first: they are not abandoned.
@@ -2161,167 +2179,180 @@ impl HttpServer {
     /// message is taken whole from the connection ([`Connection::poll_frame`]) and written
     /// once, as an SSE event, into its stream.
     pub fn pump(&mut self) {
-        // Drained, not dropped: the list keeps its capacity for the next round.
-        let mut keys = std::mem::take(&mut self.dirty);
         let mut blocked = Vec::new();
         let mut closed = Vec::new();
-        for key in keys.drain(..) {
-            if let Some(c) = self.conns.get_mut(&key) {
-                c.in_dirty = false;
-            }
-            while let Some(c) = self.conns.get_mut(&key) {
-                let Conn {
-                    conn,
-                    session,
-                    standalone,
-                    closed_standalone,
-                    backlog,
-                    backlog_bytes,
-                    next_event,
-                    in_dirty,
-                    kept,
-                    ..
-                } = &mut **c;
-                let Some(frame) = conn.poll_frame() else {
-                    break;
-                };
-                let mut target = if frame.stream == StreamId::MAIN {
-                    // Unrelated messages go to the session's GET stream, or wait for one.
-                    standalone.filter(|s| self.streams.contains_key(s))
-                } else {
-                    Some(HttpStreamId(frame.stream.0))
-                };
-                // A stream another connection holds under this number never carries this
-                // connection's frames: they are only stored, for this session. (No flow is
-                // known to lead here any more: a `Last-Event-ID` GET no longer takes a
-                // finished stream's number. The check stays, as the last line of defence.)
-                if let Some(stream) = target
-                    && self.streams.get(&stream).is_some_and(|s| s.conn.0 != key)
-                {
-                    if let Some(sid) = session.as_deref() {
-                        let event_id = *next_event;
-                        *next_event += 1;
-                        let mut bytes = Vec::new();
-                        let text = frame_text(frame.bytes);
-                        write_stream_event(&mut bytes, stream, event_id, &text);
-                        self.events.append(sid, stream, event_id, &bytes);
-                    }
-                    conn.consume_frame();
-                    continue;
-                }
-                let cap = self.config.server.limits.max_buffered_output;
-                let over = |streams: &HashMap<HttpStreamId, Stream, _>, stream| {
-                    streams.get(&stream).is_some_and(|s: &Stream| {
-                        // One closed for polling takes no more bytes.
-                        !s.detached
-                            && !s.closing_for_polling
-                            && s.buf.len() - s.read + s.unrendered >= cap
-                    })
-                };
-                // A GET stream whose client does not read ends (as if that client had gone
-                // away): the answers to the session's requests, on their own streams, must
-                // not wait behind it. What comes next waits for the client's next GET, which
-                // may resume this one from the event store (`Last-Event-ID`).
-                if frame.stream == StreamId::MAIN
-                    && let Some(stream) = target
-                    && over(&self.streams, stream)
-                {
-                    if let Some(s) = self.streams.get_mut(&stream) {
-                        s.done = true;
-                    }
-                    wake(&mut self.streams, &mut self.woken, stream);
-                    *standalone = None;
-                    *closed_standalone = Some(stream);
-                    target = None;
-                }
-                // The same for a request's stream in a session that can resume it (2025-11-25):
-                // it is closed for polling, and its client gets the rest, this frame on, with
-                // `Last-Event-ID`; the session's other streams go on.
-                if frame.stream != StreamId::MAIN
-                    && let Some(stream) = target
-                    && let Some(sid) = session.as_deref()
-                    && conn.protocol_version() == Some(ProtocolVersion::V2025_11_25)
-                    && self.streams.get(&stream).is_some_and(|s| !s.standalone)
-                    && over(&self.streams, stream)
-                {
-                    close_for_polling(
-                        &mut self.streams,
-                        &mut *self.events,
-                        &mut self.woken,
-                        (sid, self.config.retry_ms),
-                        stream,
-                    );
-                }
-                // Backpressure: while a stream's client does not read what waits for it, the
-                // connection's output stays in the connection, whose own bound then applies
-                // (commands get `OutputFull`), instead of piling up here without end.
-                if let Some(stream) = target
-                    && over(&self.streams, stream)
-                {
-                    // Tried again at every pump until the client reads.
-                    *in_dirty = true;
-                    blocked.push(key);
-                    break;
-                }
-                match target {
-                    Some(stream) => {
-                        let unheld = route_frame(
-                            &mut self.streams,
-                            &mut *self.events,
-                            (session.as_deref(), next_event),
-                            stream,
-                            frame.bytes,
-                        );
-                        if let Some((event, bytes)) = unheld {
-                            let limits = KeepLimits {
-                                events: self.config.event_store,
-                                bytes: self.config.event_store_bytes,
-                                total_bytes: self.config.event_store_total_bytes,
-                            };
-                            (kept.get_or_insert_with(Box::default)).keep(
-                                &self.kept_bytes,
-                                limits,
-                                stream,
-                                event,
-                                bytes,
-                            );
-                        }
-                        wake(&mut self.streams, &mut self.woken, stream);
-                    }
-                    None => {
-                        // The oldest go first; the newest always stays.
-                        let len = frame.bytes.len();
-                        while !backlog.is_empty()
-                            && (backlog.len() >= self.config.event_store
-                                || *backlog_bytes + len > self.config.event_store_bytes)
-                        {
-                            if let Some(old) = backlog.pop_front() {
-                                *backlog_bytes -= old.len();
-                            }
-                        }
-                        *backlog_bytes += len;
-                        backlog.push_back(frame.bytes.to_vec());
-                    }
-                }
-                conn.consume_frame();
-            }
-            // A connection that closed (the application closed it through its view, or its
-            // peer stopped reading) ends once its output is out, as if its client had deleted
-            // it: nothing would ever answer its session's requests again.
-            if let Some(c) = self.conns.get(&key)
-                && !c.in_dirty
-                && !c.orphaned
-                && c.conn.state() == State::Closed
-            {
-                closed.push(key);
-            }
+        // Taken one at a time, not all at once: when a store's code panics on one
+        // connection's output (a host may catch it and go on), the others stay listed, their
+        // `in_dirty` still set, for the next pump; taken at once, they were lost for good.
+        // A connection whose output a store's code panicked on last time goes after the
+        // others (the list is taken from its end), so that one that panics every time holds
+        // nobody else's answers.
+        if let Some(key) = self.pumping.take() {
+            self.dirty.insert(0, key);
         }
-        if self.dirty.is_empty() {
-            self.dirty = keys;
+        while let Some(key) = self.dirty.pop() {
+            self.pumping = Some(key);
+            self.pump_one(key, &mut blocked, &mut closed);
         }
+        self.pumping = None;
         self.dirty.extend(blocked);
         for key in closed {
             self.end_closed(key);
+        }
+    }
+
+    /// [`pump`](Self::pump) for connection `key`: its output to its streams (or its
+    /// session's backlog), until a stream's client does not keep up (`blocked`); `closed` when
+    /// the connection closed and its output is out.
+    fn pump_one(&mut self, key: u64, blocked: &mut Vec<u64>, closed: &mut Vec<u64>) {
+        if let Some(c) = self.conns.get_mut(&key) {
+            c.in_dirty = false;
+        }
+        while let Some(c) = self.conns.get_mut(&key) {
+            let Conn {
+                conn,
+                session,
+                standalone,
+                closed_standalone,
+                backlog,
+                backlog_bytes,
+                next_event,
+                in_dirty,
+                kept,
+                ..
+            } = &mut **c;
+            let Some(frame) = conn.poll_frame() else {
+                break;
+            };
+            let mut target = if frame.stream == StreamId::MAIN {
+                // Unrelated messages go to the session's GET stream, or wait for one.
+                standalone.filter(|s| self.streams.contains_key(s))
+            } else {
+                Some(HttpStreamId(frame.stream.0))
+            };
+            // A stream another connection holds under this number never carries this
+            // connection's frames: they are only stored, for this session. (No flow is
+            // known to lead here any more: a `Last-Event-ID` GET no longer takes a
+            // finished stream's number. The check stays, as the last line of defence.)
+            if let Some(stream) = target
+                && self.streams.get(&stream).is_some_and(|s| s.conn.0 != key)
+            {
+                if let Some(sid) = session.as_deref() {
+                    let event_id = *next_event;
+                    *next_event += 1;
+                    let mut bytes = Vec::new();
+                    let text = frame_text(frame.bytes);
+                    write_stream_event(&mut bytes, stream, event_id, &text);
+                    self.events.append(sid, stream, event_id, &bytes);
+                }
+                conn.consume_frame();
+                continue;
+            }
+            let cap = self.config.server.limits.max_buffered_output;
+            let over = |streams: &HashMap<HttpStreamId, Stream, _>, stream| {
+                streams.get(&stream).is_some_and(|s: &Stream| {
+                    // One closed for polling takes no more bytes.
+                    !s.detached
+                        && !s.closing_for_polling
+                        && s.buf.len() - s.read + s.unrendered >= cap
+                })
+            };
+            // A GET stream whose client does not read ends (as if that client had gone
+            // away): the answers to the session's requests, on their own streams, must
+            // not wait behind it. What comes next waits for the client's next GET, which
+            // may resume this one from the event store (`Last-Event-ID`).
+            if frame.stream == StreamId::MAIN
+                && let Some(stream) = target
+                && over(&self.streams, stream)
+            {
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    s.done = true;
+                }
+                wake(&mut self.streams, &mut self.woken, stream);
+                *standalone = None;
+                *closed_standalone = Some(stream);
+                target = None;
+            }
+            // The same for a request's stream in a session that can resume it (2025-11-25):
+            // it is closed for polling, and its client gets the rest, this frame on, with
+            // `Last-Event-ID`; the session's other streams go on.
+            if frame.stream != StreamId::MAIN
+                && let Some(stream) = target
+                && let Some(sid) = session.as_deref()
+                && conn.protocol_version() == Some(ProtocolVersion::V2025_11_25)
+                && self.streams.get(&stream).is_some_and(|s| !s.standalone)
+                && over(&self.streams, stream)
+            {
+                close_for_polling(
+                    &mut self.streams,
+                    &mut *self.events,
+                    &mut self.woken,
+                    (sid, self.config.retry_ms),
+                    stream,
+                );
+            }
+            // Backpressure: while a stream's client does not read what waits for it, the
+            // connection's output stays in the connection, whose own bound then applies
+            // (commands get `OutputFull`), instead of piling up here without end.
+            if let Some(stream) = target
+                && over(&self.streams, stream)
+            {
+                // Tried again at every pump until the client reads.
+                *in_dirty = true;
+                blocked.push(key);
+                break;
+            }
+            match target {
+                Some(stream) => {
+                    let unheld = route_frame(
+                        &mut self.streams,
+                        &mut *self.events,
+                        (session.as_deref(), next_event),
+                        stream,
+                        frame.bytes,
+                    );
+                    if let Some((event, bytes)) = unheld {
+                        let limits = KeepLimits {
+                            events: self.config.event_store,
+                            bytes: self.config.event_store_bytes,
+                            total_bytes: self.config.event_store_total_bytes,
+                        };
+                        (kept.get_or_insert_with(Box::default)).keep(
+                            &self.kept_bytes,
+                            limits,
+                            stream,
+                            event,
+                            bytes,
+                        );
+                    }
+                    wake(&mut self.streams, &mut self.woken, stream);
+                }
+                None => {
+                    // The oldest go first; the newest always stays.
+                    let len = frame.bytes.len();
+                    while !backlog.is_empty()
+                        && (backlog.len() >= self.config.event_store
+                            || *backlog_bytes + len > self.config.event_store_bytes)
+                    {
+                        if let Some(old) = backlog.pop_front() {
+                            *backlog_bytes -= old.len();
+                        }
+                    }
+                    *backlog_bytes += len;
+                    backlog.push_back(frame.bytes.to_vec());
+                }
+            }
+            conn.consume_frame();
+        }
+        // A connection that closed (the application closed it through its view, or its
+        // peer stopped reading) ends once its output is out, as if its client had deleted
+        // it: nothing would ever answer its session's requests again.
+        if let Some(c) = self.conns.get(&key)
+            && !c.in_dirty
+            && !c.orphaned
+            && c.conn.state() == State::Closed
+        {
+            closed.push(key);
         }
     }
 
@@ -2810,15 +2841,7 @@ impl HttpServer {
             })
             .collect();
         for key in expired {
-            // (A session whose ending panicked last time, in a store's code, ends without
-            // the stores this time: it would come first again, and stall every session
-            // due after it.)
-            let again = self.ending.contains(&key);
-            if !again {
-                self.ending.push(key);
-            }
-            self.end_session(key, !again);
-            self.ending.retain(|&k| k != key);
+            self.end_session(key, true);
         }
         let refresh: Vec<u64> = due
             .iter()

@@ -470,6 +470,13 @@ impl Harness {
         self.reached.ended += 1;
     }
 
+    /// Whether terminal task `m` may leave before its TTL to make room: its end was fetched,
+    /// it was cancelled (no result to lose), or the table has no TTL.
+    fn may_go(&self, m: &Model) -> bool {
+        m.status.is_terminal()
+            && (m.fetched || m.status == TaskStatus::Cancelled || self.setup.ttl.is_none())
+    }
+
     fn create(&mut self, owner: u8) {
         let owner = match owner % 4 {
             3 => None,
@@ -503,14 +510,10 @@ impl Harness {
                 .model
                 .iter()
                 .filter(live)
-                .any(|m| m.owner == owner && m.status.is_terminal() && m.fetched);
+                .any(|m| m.owner == owner && self.may_go(m));
         let total = self.model.iter().filter(live).count();
-        let table_room = total < self.setup.max_tasks
-            || self
-                .model
-                .iter()
-                .filter(live)
-                .any(|m| m.status.is_terminal() && m.fetched);
+        let table_room =
+            total < self.setup.max_tasks || self.model.iter().filter(live).any(|m| self.may_go(m));
         match made {
             Ok(id) => {
                 assert!(
@@ -574,13 +577,16 @@ impl Harness {
                 }
                 None => {
                     // Live tasks leave only at `handle_timeout` (see `timeout`); before its TTL a
-                    // task leaves only once terminal and fetched.
+                    // task leaves only once terminal and fetched (or cancelled, or without a
+                    // TTL).
+                    let may_go = m.status.is_terminal()
+                        && (m.fetched
+                            || m.status == TaskStatus::Cancelled
+                            || self.setup.ttl.is_none());
                     assert!(
-                        m.status.is_terminal() && m.fetched,
+                        may_go,
                         "{} left the table while {:?}, fetched: {}",
-                        m.id,
-                        m.status,
-                        m.fetched
+                        m.id, m.status, m.fetched
                     );
                     m.gone = true;
                     self.reached.evicted += 1;

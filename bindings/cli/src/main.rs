@@ -115,18 +115,17 @@ struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http",
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: Option<u32>,
-    /// Share sessions and resumable streams with other replicas through Redis at URL (or
-    /// the URL in MCPWIRE_REDIS_URL: a password in it is then not on the command line, where
-    /// every local user can read it)
-    #[arg(long, value_name = "URL", env = "MCPWIRE_REDIS_URL", hide_env_values = true,
-          requires_all = ["replica", "http"])]
+    /// Share sessions and resumable streams with other replicas through Redis at URL. With
+    /// --replica and without --redis, the URL in MCPWIRE_REDIS_URL is used: a password in it
+    /// is then not on the command line, where every local user can read it
+    #[arg(long, value_name = "URL", requires_all = ["replica", "http"])]
     redis: Option<String>,
     /// This replica's number among those sharing the Redis (0 to 65535)
-    #[arg(long, value_name = "N", requires = "redis")]
+    #[arg(long, value_name = "N", requires = "http")]
     replica: Option<u16>,
     /// Touch a session in Redis at most every MS milliseconds (default: each request; at
     /// most half the session idle timeout)
-    #[arg(long, value_name = "MS", requires = "redis")]
+    #[arg(long, value_name = "MS", requires = "replica")]
     touch_interval: Option<u64>,
 }
 
@@ -197,13 +196,28 @@ fn probe_command(args: ProbeArgs) -> i32 {
 }
 
 fn serve_command(args: ServeArgs) -> i32 {
-    let scale_out = match (args.redis, args.replica) {
+    // The URL from the environment only for a replica (the variable may be set for every
+    // command of a shell or a container).
+    let redis = args.redis.or_else(|| {
+        (args.replica.is_some())
+            .then(|| std::env::var("MCPWIRE_REDIS_URL").ok())
+            .flatten()
+            .filter(|url| !url.is_empty())
+    });
+    let scale_out = match (redis, args.replica) {
         (Some(url), Some(replica)) => Some(serve::ScaleOut {
             url,
             replica,
             touch_interval: Duration::from_millis(args.touch_interval.unwrap_or(0)),
         }),
-        _ => None, // (clap requires the two together, and --touch-interval with them)
+        (None, Some(_)) => {
+            let e = <Cli as clap::CommandFactory>::command().error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--replica needs --redis <URL> (or the URL in MCPWIRE_REDIS_URL)",
+            );
+            usage_error(e, false)
+        }
+        _ => None, // (clap requires --replica with --redis, and --touch-interval with it)
     };
     match args.http {
         Some(addr) => serve::run_http(

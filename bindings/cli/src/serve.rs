@@ -894,21 +894,33 @@ impl Application for HttpDemo {
     }
 }
 
-/// `url` as it may be shown: a password in it (`redis://user:password@host`) replaced by
-/// `***`, so that an error message does not hand it to whoever reads the logs.
+/// `url` as it may be shown: a password in it (`redis://user:password@host`, or a unix
+/// socket's `?pass=`) replaced by `***`, so that an error message does not hand it to
+/// whoever reads the logs.
 fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
+    let rest = match rest[..authority_end].rfind('@') {
         Some(at) => {
             let user = rest[..at].split_once(':').map_or(&rest[..at], |(u, _)| u);
             let hidden = if rest[..at].contains(':') { ":***" } else { "" };
-            format!("{scheme}://{user}{hidden}{}", &rest[at..])
+            format!("{user}{hidden}{}", &rest[at..])
         }
-        None => url.to_owned(),
-    }
+        None => rest.to_owned(),
+    };
+    let Some((path, query)) = rest.split_once('?') else {
+        return format!("{scheme}://{rest}");
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if matches!(name, "pass" | "password") => format!("{name}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{scheme}://{path}?{}", query.join("&"))
 }
 
 /// `--redis URL --replica N`: this server is replica `N` of a deployment whose replicas share
@@ -1185,6 +1197,14 @@ mod tests {
             (
                 "redis+unix:///run/redis.sock?db=1",
                 "redis+unix:///run/redis.sock?db=1",
+            ),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=sekrit",
+                "redis+unix:///run/redis.sock?db=1&pass=***",
+            ),
+            (
+                "unix:///s.sock?password=sekrit",
+                "unix:///s.sock?password=***",
             ),
             ("not a url", "not a url"),
         ] {

@@ -805,6 +805,31 @@ fn a_redis_password_stays_out_of_the_messages() {
         assert!(err.contains("redis://:***@127.0.0.1:1/"), "{err}");
         assert!(!err.contains("sekrit"), "{err}");
     }
+    // Without a replica number the variable is not read (it may be set for every command):
+    // a server that does not scale out starts as ever. A number without a URL is a usage
+    // error.
+    let mut plain = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPWIRE_REDIS_URL", url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(plain.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+    let _ = plain.kill();
+    let _ = plain.wait();
+    let (code, err) = run(&[], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("MCPWIRE_REDIS_URL"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -140,8 +140,9 @@
 //! new connection may reach the new primary after a failover. A call that
 //! starts without a connection (the previous one failed) connects first and does not retry,
 //! so during an outage a call costs at most one connection attempt and one timeout. After a
-//! call timed out, the store leaves Redis alone for one timeout: the calls in that time fail
-//! at once, without trying, and the first after it tries again. So a frozen Redis costs a
+//! call timed out, the stores of this process leave that Redis alone for one timeout (the
+//! event store and the session store alike): the calls in that time fail at once, without
+//! trying, and the first after it tries again. So a frozen Redis costs a
 //! host that calls the store under a lock (the tokio host does) one timeout per timeout, not
 //! one per call, and the requests that need no Redis call keep being served. A call
 //! that still fails is counted in the store's [`StoreHealth`] (see [`RedisEventStore::health`])
@@ -355,8 +356,28 @@ struct Link {
     /// After a call timed out, Redis is left alone until then: the calls that come fail at
     /// once, and the first one after it tries again. Each call waited out the timeout in
     /// turn, and a host that calls the stores under one lock (the tokio host does) served
-    /// about one request per timeout for as long as Redis stayed frozen.
-    resting_until: Option<std::time::Instant>,
+    /// about one request per timeout for as long as Redis stayed frozen. Shared by every
+    /// store of this process on the same Redis (an event store and a session store: resting
+    /// one at a time, they took turns timing out).
+    resting_until: Arc<Mutex<Option<std::time::Instant>>>,
+}
+
+/// The rest of the Redis at `addr`, shared by the links of this process to it (see
+/// `Link::resting_until`).
+fn rest_of(addr: &str) -> Arc<Mutex<Option<std::time::Instant>>> {
+    type Rests =
+        std::collections::HashMap<String, std::sync::Weak<Mutex<Option<std::time::Instant>>>>;
+    static RESTS: std::sync::OnceLock<Mutex<Rests>> = std::sync::OnceLock::new();
+    let mut rests =
+        (RESTS.get_or_init(Mutex::default).lock()).unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(rest) = rests.get(addr).and_then(std::sync::Weak::upgrade) {
+        return rest;
+    }
+    // (The entries of Redis servers no store uses any more go as a new one comes.)
+    rests.retain(|_, rest| rest.strong_count() > 0);
+    let rest = Arc::new(Mutex::new(None));
+    rests.insert(addr.to_owned(), Arc::downgrade(&rest));
+    rest
 }
 
 impl Link {
@@ -373,6 +394,7 @@ impl Link {
         let info = info.set_redis_settings(settings);
         let client = Client::open(info.clone())
             .map_err(|e| StoreError::redis("invalid Redis address", e))?;
+        let resting_until = rest_of(&info.addr().to_string());
         let mut link = Link {
             client,
             info,
@@ -381,7 +403,7 @@ impl Link {
             health: StoreHealth::default(),
             lookups: Arc::new(Mutex::new(Lookups::default())),
             connecting: Arc::new(AtomicBool::new(false)),
-            resting_until: None,
+            resting_until,
         };
         let mut conn = link
             .connect()
@@ -434,12 +456,16 @@ impl Link {
         what: &str,
         mut call: impl FnMut(&mut Connection) -> RedisResult<T>,
     ) -> Option<T> {
-        if let Some(until) = self.resting_until {
-            if std::time::Instant::now() < until {
-                self.health.skipped();
-                return None;
+        {
+            let mut rest =
+                (self.resting_until.lock()).unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(until) = *rest {
+                if std::time::Instant::now() < until {
+                    self.health.skipped();
+                    return None;
+                }
+                *rest = None;
             }
-            self.resting_until = None;
         }
         self.try_run(what, &mut call)
     }
@@ -448,7 +474,8 @@ impl Link {
     #[allow(clippy::disallowed_methods)]
     fn timed_out(&mut self, what: &str, error: &redis::RedisError) {
         self.health.record(what, error);
-        self.resting_until = std::time::Instant::now().checked_add(self.timeout);
+        *(self.resting_until.lock()).unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            std::time::Instant::now().checked_add(self.timeout);
     }
 
     /// [`run`](Self::run) without the rest.

@@ -942,6 +942,13 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
         },
     );
     sessions.create("s", "init").unwrap();
+    let mut events = events(
+        &redis,
+        RedisOptions {
+            timeout: Duration::from_millis(200),
+            ..options()
+        },
+    );
     // Another client pauses every client's commands: reads time out.
     let mut admin = redis.inspect();
     redis::cmd("CLIENT")
@@ -958,14 +965,18 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
     // For one timeout after that, calls fail at once without trying: each waited out the
     // timeout in turn, and a host calling the stores under one lock (the tokio host) served
     // about one request per timeout while Redis stayed frozen.
+    // (And for the other stores of this process on that Redis: resting one at a time, an
+    // event store and a session store took turns timing out.)
     let started = Instant::now();
     for _ in 0..20 {
         assert!(sessions.touch("s"), "fails open");
     }
     assert!(sessions.load("s").is_err());
+    events.append("s", HttpStreamId(1), 1, b"data: x\n\n");
     let took = started.elapsed();
     assert!(took < Duration::from_millis(100), "{took:?}");
     assert_eq!(sessions.health().errors(), 22, "each counts");
+    assert_eq!(events.health().errors(), 1);
     let last = sessions.health().last_error().unwrap_or_default();
     assert!(
         last.contains("touch"),
