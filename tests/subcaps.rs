@@ -494,6 +494,25 @@ fn url_mode_and_sampling_tools_exist_from_2025_11_25() {
     let mut p = pair(ALL);
     assert!(server_asks(&mut p, "sampling/createMessage", TOOLS).is_ok());
     assert!(server_asks(&mut p, "elicitation/create", URL).is_ok());
+    // A client that declared URL mode alone, in a 2025-06-18 session, declared elicitation:
+    // form mode, the only one then, both ways (it was refused -32602, as undeclared).
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_06_18,
+        client(r#"{"elicitation":{"url":{}}}"#),
+        server_config(),
+    );
+    assert!(server_asks(&mut p, "elicitation/create", FORM).is_ok());
+    let answer = raw_server_request(&mut p, 92, "elicitation/create", FORM);
+    assert!(
+        answer.is_null(),
+        "it reached the client's application: {answer}"
+    );
+    // In 2025-11-25 it is URL mode only.
+    let mut p = pair(r#"{"elicitation":{"url":{}}}"#);
+    assert_eq!(
+        server_asks(&mut p, "elicitation/create", FORM),
+        Err(Error::NotNegotiated(Caps::ELICITATION_FORM))
+    );
 }
 
 #[test]

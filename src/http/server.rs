@@ -879,11 +879,19 @@ impl HttpServer {
                 return self.delete(now, &known, session.unwrap_or(""));
             }
             // A session's GET or DELETE without its session: the spec's 400 for a server that
-            // requires one. Only when it names a version of the handshake era: without one it
-            // may be a 2024-11-05 client opening its SSE stream, which falls back on 405 (as
-            // mcp-remote's SSE-first mode does); naming the stateless era, it is that era's
-            // legacy traffic. Both get 405 below.
-            "GET" | "DELETE" if serves_legacy && version_header.is_some() && !modern_header => {
+            // requires one. A GET only when it names a version of the handshake era: without
+            // one it may be a 2024-11-05 client opening its SSE stream, which falls back on
+            // 405 (as mcp-remote's SSE-first mode does). Naming the stateless era, either is
+            // that era's legacy traffic. Those get 405 below.
+            "GET" if serves_legacy && version_header.is_some() && !modern_header => {
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required",
+                );
+            }
+            "DELETE" if serves_legacy && !modern_header => {
                 return HttpResponse::rpc_error(
                     400,
                     None,

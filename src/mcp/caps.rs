@@ -362,11 +362,17 @@ impl Capabilities {
 /// The sub-capabilities of `declared` that count in `version`. Before 2025-11-25 there is no
 /// URL-mode elicitation and no tool use in sampling, whatever a peer that also speaks
 /// 2025-11-25 declared, and no capability gates `includeContext` (`sampling.context` came
-/// with 2025-11-25 too).
+/// with 2025-11-25 too); and elicitation, declared at all, is form mode, the only one then
+/// (a declaration of URL mode alone took it away).
 pub(crate) fn sub_capabilities_in(declared: Caps, version: super::ProtocolVersion) -> Caps {
     if version < super::ProtocolVersion::V2025_11_25 {
         let absent = Caps::ELICITATION_URL.0 | Caps::SAMPLING_TOOLS.0;
-        Caps(declared.0 & !absent) | Caps::SAMPLING_CONTEXT
+        let form = if declared.contains(Caps::ELICITATION) {
+            Caps::ELICITATION_FORM
+        } else {
+            Caps(0)
+        };
+        Caps(declared.0 & !absent) | Caps::SAMPLING_CONTEXT | form
     } else {
         declared
     }
