@@ -100,7 +100,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__linux__)
 #include <sys/random.h>
+#endif
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -154,10 +156,14 @@ static void *checked_malloc(size_t size) {
     return p;
 }
 
-/* The engine draws session ids from here: they must be unguessable. */
+/* The engine draws session ids from here: they must be unguessable. (getrandom(2) on Linux;
+   the BSDs and macOS have arc4random_buf, which cannot fail.) */
 static void secure_random(void *user, uint8_t *buf, size_t len) {
-    size_t done = 0;
     (void)user;
+#if !defined(__linux__)
+    arc4random_buf(buf, len);
+#else
+    size_t done = 0;
     while (done < len) {
         ssize_t n = getrandom(buf + done, len - done, 0);
         if (n < 0) {
@@ -167,6 +173,7 @@ static void secure_random(void *user, uint8_t *buf, size_t len) {
         }
         done += (size_t)n;
     }
+#endif
 }
 
 static mcpw_http_server *server;
@@ -607,7 +614,11 @@ static void call_streaming_elicitation(mcpw_conn *conn, const mcpw_id *id, mcpw_
 }
 
 static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, uint64_t now) {
-    const mcpw_id *id = &ev->id;
+    /* The event's views die at the next command on the connection (mcpwire.h), and a
+       handler may give more than one (a progress update, then the answer): the id is copied
+       first. The params are read before any command. */
+    owned_id own = own_id(&ev->id);
+    const mcpw_id *id = &own.id;
     answering_key = key;
     /* Every list fits on one page: a cursor is one this server never gave (the spec's
        pagination page: -32602). */
@@ -676,6 +687,7 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
     } else {
         respond_error(conn, id, MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found");
     }
+    free(own.text);
 }
 
 /* Drains every event of every connection, answering what can be answered now. */

@@ -26,7 +26,9 @@
  *     answered (the engine bounds requests in flight);
  *   - at end of input every answer already given is written, whole, before the process
  *     exits. Work still running then (a "count" under way) is dropped with the session, as
- *     the engine abandons requests in flight at end of input: the client has gone.
+ *     the engine abandons requests in flight at end of input: the client has gone. The
+ *     first SIGINT or SIGTERM ends the input the same way, and the server then ends by that
+ *     signal; a second one ends it at once.
  *
  * Build: make -C bindings/c (see README.md); run: target/c-bindings/example_server
  */
@@ -66,9 +68,23 @@ static void restore_flags(void) {
     if (stdout_flags >= 0) fcntl(STDOUT_FILENO, F_SETFL, stdout_flags);
 }
 
-/* SIGINT or SIGTERM (Ctrl-C in a terminal): the flags back, then the default end. fcntl,
-   signal and raise are async-signal-safe. */
+/* The first SIGINT or SIGTERM (Ctrl-C in a terminal): the server stops reading, as at the
+   end of input, writes every answer it already gave, and then ends by that signal. A second
+   one ends it at once: the flags back, then the default end (fcntl, signal and raise are
+   async-signal-safe). */
+static volatile sig_atomic_t stop_signal = 0;
+/* Written to by the handler, watched by poll(): a signal that comes just before the loop
+   waits still wakes it (the self-pipe trick). */
+static int wake_pipe[2] = {-1, -1};
+
 static void on_signal(int sig) {
+    if (stop_signal == 0) {
+        int saved = errno;
+        stop_signal = sig;
+        if (wake_pipe[1] >= 0) (void)!write(wake_pipe[1], "", 1);
+        errno = saved;
+        return;
+    }
     restore_flags();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -501,6 +517,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    if (pipe(wake_pipe) == 0) {
+        fcntl(wake_pipe[0], F_SETFL, O_NONBLOCK);
+        fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
+    }
     stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
     stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
     /* (A signal the server was started ignoring, as a background job or under nohup, stays
@@ -532,11 +552,20 @@ int main(int argc, char **argv) {
     if (rc != MCPW_OK) die("input piece", rc);
 
     while (running) {
-        struct pollfd fds[2];
+        struct pollfd fds[3];
         nfds_t nfds = 0;
         int drained, pending_output, timeout_ms = -1;
         bool has_deadline;
         uint64_t deadline, wake, now = now_ns();
+
+        /* Stopped by a signal: as at the end of input (what was read and not yet fed goes
+           unanswered, as requests the client had not yet sent would). */
+        if (stop_signal != 0 && stdin_open) {
+            stdin_open = 0;
+            buf_fed = buf_len;
+            rc = mcpw_conn_handle_eof(conn, now);
+            if (rc != MCPW_OK) die("handle_eof", rc);
+        }
 
         /* Drain after every mutation: events (which may answer), then bytes. */
         drained = drain_events(conn, now);
@@ -584,6 +613,11 @@ int main(int argc, char **argv) {
             nfds++;
         }
         if (nfds == 0 && timeout_ms < 0) break; /* nothing can ever happen again */
+        if (stop_signal == 0 && wake_pipe[0] >= 0) {
+            fds[nfds].fd = wake_pipe[0];
+            fds[nfds].events = POLLIN;
+            nfds++;
+        }
         if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR) {
             perror("example_server: poll");
             break;
@@ -615,5 +649,9 @@ int main(int argc, char **argv) {
     }
     mcpw_conn_free(conn);
     restore_flags();
+    if (stop_signal != 0) { /* the signal's own end, now that the answers are out */
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     return EXIT_SUCCESS;
 }

@@ -1042,6 +1042,52 @@ fn the_stdio_example_restores_its_shared_descriptors_when_signalled() {
     assert!(child.wait().unwrap().success());
 }
 
+/// A SIGTERM ends the stdio example gracefully: every answer it already gave is written
+/// before it ends (by that signal). It ended at once, and the answers waiting in the engine
+/// for a client that had not read them yet were lost.
+#[test]
+fn the_stdio_example_writes_the_answers_it_gave_before_a_signal_ends_it() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = spawn_stdio_example(c_server_plain());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut input = C_INIT.to_owned();
+    for i in 1..=2000 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"
+        ));
+    }
+    stdin.write_all(input.as_bytes()).unwrap();
+    // Every request read (the pipe to it empty), and answered; the answers wait, unread,
+    // beyond the pipe's 64 KiB.
+    let unread = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD on a pipe this test owns, into a c_int.
+        unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut n) };
+        n
+    };
+    let mut waited = 0;
+    while unread() > 0 && waited < 500 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        waited += 1;
+    }
+    assert_eq!(unread(), 0, "the server read its input");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    let answered = out.lines().filter(|l| l.contains("\"result\":{}")).count();
+    assert_eq!(answered, 2000, "{} bytes of output", out.len());
+    drop(stdin);
+}
+
 #[test]
 fn a_client_that_never_reads_leaves_the_server_small() {
     let mut child = spawn_stdio_example(c_server_plain());
