@@ -1878,8 +1878,9 @@ typedef struct mcpw_task_config {
     /**
      * Tasks one requestor (the `owner` of `mcpw_tasks_create_legacy`) may hold at once,
      * terminal ones included, so that one session cannot take every slot of `max_tasks`. At
-     * the cap, creating a task for that owner drops its oldest terminal task whose end it
-     * fetched; with none, the call fails with `MCPW_ERR_TASKS_FULL` for that owner only.
+     * the cap, creating a task for that owner drops its oldest terminal task that may go (as
+     * for `max_tasks`); with none, the call fails with `MCPW_ERR_TASKS_FULL` for that owner
+     * only.
      * 2026-07-28 tasks (`mcpw_tasks_create`) have no owner: only `max_tasks` bounds them. At
      * least 1; default 256.
      */
@@ -3345,7 +3346,7 @@ void mcpw_tasks_free(struct mcpw_tasks *tasks);
  * Use it on a `tools/call` whose request declared the extension (`MCPW_CAP_TASKS_EXTENSION` in
  * `mcpw_conn_request_context`) when the work is long, then answer the request with
  * `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At `max_tasks`, the
- * oldest terminal task whose end a client fetched is dropped to make room, or, with none, the
+ * oldest terminal task that may go (see there) is dropped to make room, or, with none, the
  * call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
  * `MCPW_ERR_NULL_ARGUMENT`.
  *
@@ -3369,9 +3370,9 @@ enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
  * your choosing for the session or connection that asked: `mcpw_tasks_serve_legacy` shows a
  * requestor its own tasks only. Its wire shapes are that version's (`{"task":{…}}`, `ttl`,
  * `pollInterval`). Answer the request with `mcpw_conn_respond_task`. An owner holding
- * `max_tasks_per_owner` tasks has its oldest terminal one whose end it fetched dropped to make
- * room, or, with none, gets `MCPW_ERR_TASKS_FULL` (others still get tasks). Errors and the
- * lent id as for `mcpw_tasks_create`.
+ * `max_tasks_per_owner` tasks has its oldest terminal one that may go (see `max_tasks`)
+ * dropped to make room, or, with none, gets `MCPW_ERR_TASKS_FULL` (others still get tasks).
+ * Errors and the lent id as for `mcpw_tasks_create`.
  *
  * # Safety
  * As for `mcpw_tasks_create`.

@@ -3843,14 +3843,14 @@ fn a_store_panicking_on_an_eviction_does_not_lock_the_sessions_out() {
     assert_eq!(a.sessions(), 1);
 }
 
-/// An event store whose `append` panics once when armed: host code with a bug that `pump`
-/// runs. Otherwise `Replicated`.
-struct PanicsAppendingOnce(Replicated, std::sync::Arc<std::sync::atomic::AtomicBool>);
+/// An event store whose `append` panics for one session, every time (`bad`): host code with
+/// a bug that `pump` runs. Otherwise `Replicated`.
+struct PanicsAppending(Replicated, std::sync::Arc<std::sync::Mutex<String>>);
 
-impl mcpwire::http::EventStore for PanicsAppendingOnce {
+impl mcpwire::http::EventStore for PanicsAppending {
     fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
-        let armed = self.1.swap(false, std::sync::atomic::Ordering::SeqCst);
-        assert!(!armed, "the store's bug");
+        let bad = self.1.lock().unwrap().clone();
+        assert_ne!(bad, session, "the store's bug");
         self.0.append(session, stream, event, bytes);
     }
     fn replay(
@@ -3867,16 +3867,18 @@ impl mcpwire::http::EventStore for PanicsAppendingOnce {
     }
 }
 
-/// A store that panics on one session's answer while `pump` routes it leaves the other
-/// sessions' answers waiting only until the next pump, and that one's too. `pump` took the
-/// whole list of connections with output at once: after the panic, the ones not yet visited
-/// were off the list but still marked as on it, and their answers never went out.
+/// An event store that panics on one session's answers, every time, while `pump` routes
+/// them holds nobody's answers for good, that session's included. `pump` took its whole
+/// list of connections with output at once: after the panic, the ones not yet visited were
+/// off the list but still marked as on it, and their answers never went out; and as every
+/// host call pumps, the panicking session made every call panic, the timers' too. Now the
+/// others stay listed, and that session's events go out live, unstored, from the next pump.
 #[test]
 fn a_store_panicking_in_pump_holds_no_answer_for_good() {
     let stores = Replicated::default();
-    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let mut config = replica_config(&stores, 1);
-    config.events = Some(Box::new(PanicsAppendingOnce(stores.clone(), armed.clone())));
+    config.events = Some(Box::new(PanicsAppending(stores.clone(), bad.clone())));
     config.keepalive = None;
     let mut a = HttpServer::new(config);
     let calls: Vec<_> = (0..3)
@@ -3886,25 +3888,30 @@ fn a_store_panicking_in_pump_holds_no_answer_for_good() {
             let mut reader = StreamReader::new();
             let (primed, _) = read_stream(&mut a, stream, &mut reader);
             assert!(primed.is_empty(), "{primed:?}");
-            (stream, key, id, reader)
+            (sid, stream, key, id, reader)
         })
         .collect();
-    for (_, key, id, _) in &calls {
+    for (_, _, key, id, _) in &calls {
         a.connection(*key)
             .unwrap()
             .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
             .unwrap();
     }
-    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The first session's answer is the last one routed (the list is taken from its end).
+    *bad.lock().unwrap() = calls[0].0.clone();
     let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.pump()));
     assert!(pumped.is_err(), "the store panicked");
     a.pump();
-    for (stream, _, _, mut reader) in calls {
+    for (_, stream, _, _, mut reader) in calls {
         let (msgs, finished) = read_stream(&mut a, stream, &mut reader);
         assert_eq!(msgs.len(), 1, "{stream:?}: {msgs:?}");
         assert_eq!(msgs[0]["id"], 9);
         assert!(finished);
     }
+    // And the timers run: the sessions' idle time starts at the host's next time, and ends.
+    a.handle_timeout(T0.after(std::time::Duration::from_secs(3600)));
+    a.handle_timeout(T0.after(std::time::Duration::from_secs(7200)));
+    assert_eq!(a.sessions(), 0);
 }
 
 /// A store that panics every time one session's expiry calls it does not stall the other

@@ -100,9 +100,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#if defined(__linux__)
 #include <sys/random.h>
-#endif
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -156,14 +154,10 @@ static void *checked_malloc(size_t size) {
     return p;
 }
 
-/* The engine draws session ids from here: they must be unguessable. (getrandom(2) on Linux;
-   the BSDs and macOS have arc4random_buf, which cannot fail.) */
+/* The engine draws session ids from here: they must be unguessable. */
 static void secure_random(void *user, uint8_t *buf, size_t len) {
-    (void)user;
-#if !defined(__linux__)
-    arc4random_buf(buf, len);
-#else
     size_t done = 0;
+    (void)user;
     while (done < len) {
         ssize_t n = getrandom(buf + done, len - done, 0);
         if (n < 0) {
@@ -173,7 +167,6 @@ static void secure_random(void *user, uint8_t *buf, size_t len) {
         }
         done += (size_t)n;
     }
-#endif
 }
 
 static mcpw_http_server *server;

@@ -613,7 +613,7 @@ int main(int argc, char **argv) {
             nfds++;
         }
         if (nfds == 0 && timeout_ms < 0) break; /* nothing can ever happen again */
-        if (stop_signal == 0 && wake_pipe[0] >= 0) {
+        if (stdin_open && wake_pipe[0] >= 0) { /* (until a stop is acted on, at the top) */
             fds[nfds].fd = wake_pipe[0];
             fds[nfds].events = POLLIN;
             nfds++;

@@ -24,8 +24,8 @@ type TaskConfig struct {
 	MaxTasks int
 	// MaxTasksPerOwner is how many tasks one requestor (CreateLegacy's owner) may hold at
 	// once, terminal ones included, so that one session cannot take every slot of MaxTasks;
-	// at the cap, CreateLegacy drops that owner's oldest terminal task whose end it fetched,
-	// or fails with ErrTasksFull for that owner only when there is none. Create's tasks (2026-07-28)
+	// at the cap, CreateLegacy drops that owner's oldest terminal task that may go (as for
+	// MaxTasks), or fails with ErrTasksFull for that owner only when there is none. Create's tasks (2026-07-28)
 	// have no owner: only MaxTasks bounds them. 0: 256.
 	MaxTasksPerOwner int
 	// TTL is how long a task lives from its creation (the ttlMs clients see), rounded up to
@@ -216,7 +216,7 @@ func (t *Tasks) Create(now time.Time) (string, error) {
 // choosing for the session or connection that asked: ServeLegacy shows a requestor its own
 // tasks only. Its wire shapes are that version's ({"task":{...}}, ttl, pollInterval). Answer
 // the request with Respond. An owner holding MaxTasksPerOwner tasks has its oldest terminal
-// one whose end it fetched dropped to make room, or, with none, gets ErrTasksFull (others
+// one that may go (see MaxTasks) dropped to make room, or, with none, gets ErrTasksFull (others
 // still get tasks).
 func (t *Tasks) CreateLegacy(now time.Time, owner uint64) (string, error) {
 	t.mu.Lock()

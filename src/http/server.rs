@@ -369,6 +369,9 @@ struct Conn {
     in_dirty: bool,
     /// In `HttpServer::eventful`: it may have events for `poll_event`.
     in_eventful: bool,
+    /// The event store's code panicked on this connection's output: its events go out
+    /// live from then on, unstored (see `HttpServer::pump`).
+    store_panicked: bool,
     /// How many of its streams a client holds (not detached): a session with one is busy,
     /// so it does not expire.
     attached: u32,
@@ -476,8 +479,29 @@ pub struct HttpServer {
     /// cannot stall the sessions after it for good.
     ending: Vec<u64>,
     /// The connection whose output [`pump`](Self::pump) was routing when a store's code
-    /// panicked in it: the next pump takes it after the others.
+    /// panicked in it: from the next pump on, it goes without the event store.
     pumping: Option<u64>,
+    /// The connections `pump` found blocked by a stream whose client does not read, and
+    /// those it found closed: on `self`, so that a panic in the pump does not lose them.
+    blocked: Vec<u64>,
+    closing: Vec<u64>,
+}
+
+/// An event store that keeps nothing, for the one connection a store's code panicked on.
+struct NoEvents;
+
+impl EventStore for NoEvents {
+    fn append(&mut self, _: &str, _: HttpStreamId, _: u64, _: &[u8]) {}
+    fn replay(
+        &mut self,
+        _: &str,
+        _: HttpStreamId,
+        _: u64,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), StoreUnavailable> {
+        Ok(())
+    }
+    fn forget(&mut self, _: &str) {}
 }
 
 /// The SSE comment line a quiet stream gets now and then ([`HttpServerConfig::keepalive`]).
@@ -601,6 +625,8 @@ impl HttpServer {
             eventful: Vec::new(),
             ending: Vec::new(),
             pumping: None,
+            blocked: Vec::new(),
+            closing: Vec::new(),
         }
     }
 
@@ -811,7 +837,7 @@ impl HttpServer {
         // could each act on a different one. (A stateless request's `Mcp-Session-Id` and
         // `Last-Event-ID` are not read: "ignore it", however many there are. A GET or a
         // DELETE is routed by its session, whatever its version header says.)
-        let sessionless = req.method == "POST" && (!serves_legacy || modern_header);
+        let sessionless = !serves_legacy || (req.method == "POST" && modern_header);
         if let Some(name) = known
             .may_repeat
             .then(|| duplicated_mcp_header(req.headers, sessionless))
@@ -1019,6 +1045,7 @@ impl HttpServer {
             orphaned: false,
             in_dirty: false,
             in_eventful: false,
+            store_panicked: false,
             attached: 0,
             deadline_noted: Cell::new(false),
             kept: None,
@@ -2187,32 +2214,38 @@ impl HttpServer {
     /// message is taken whole from the connection ([`Connection::poll_frame`]) and written
     /// once, as an SSE event, into its stream.
     pub fn pump(&mut self) {
-        let mut blocked = Vec::new();
-        let mut closed = Vec::new();
-        // Taken one at a time, not all at once: when a store's code panics on one
-        // connection's output (a host may catch it and go on), the others stay listed, their
-        // `in_dirty` still set, for the next pump; taken at once, they were lost for good.
-        // A connection whose output a store's code panicked on last time goes after the
-        // others (the list is taken from its end), so that one that panics every time holds
-        // nobody else's answers.
-        if let Some(key) = self.pumping.take() {
-            self.dirty.insert(0, key);
+        // Taken one at a time, not all at once, and what is left to do kept on `self`: when
+        // a store's code panics on one connection's output (a host may catch it and go on),
+        // the other connections, those still listed, blocked or closed, are not lost with
+        // the panic; taken at once, they were lost for good.
+        let blocked = std::mem::take(&mut self.blocked);
+        self.dirty.extend(blocked);
+        // The connection whose output the event store's code panicked on goes on without
+        // that store: its events go out live, unstored, so that a store that panics every
+        // time on it holds nobody else's answers (every host call pumps).
+        if let Some(key) = self.pumping.take()
+            && let Some(c) = self.conns.get_mut(&key)
+        {
+            c.store_panicked = true;
+            self.dirty.push(key);
         }
         while let Some(key) = self.dirty.pop() {
             self.pumping = Some(key);
-            self.pump_one(key, &mut blocked, &mut closed);
+            self.pump_one(key);
         }
         self.pumping = None;
+        let blocked = std::mem::take(&mut self.blocked);
         self.dirty.extend(blocked);
-        for key in closed {
+        while let Some(key) = self.closing.pop() {
             self.end_closed(key);
         }
     }
 
     /// [`pump`](Self::pump) for connection `key`: its output to its streams (or its
-    /// session's backlog), until a stream's client does not keep up (`blocked`); `closed` when
-    /// the connection closed and its output is out.
-    fn pump_one(&mut self, key: u64, blocked: &mut Vec<u64>, closed: &mut Vec<u64>) {
+    /// session's backlog), until a stream's client does not keep up (`self.blocked`);
+    /// `self.closing` when the connection closed and its output is out.
+    fn pump_one(&mut self, key: u64) {
+        let mut unstored = NoEvents;
         if let Some(c) = self.conns.get_mut(&key) {
             c.in_dirty = false;
         }
@@ -2227,8 +2260,14 @@ impl HttpServer {
                 next_event,
                 in_dirty,
                 kept,
+                store_panicked,
                 ..
             } = &mut **c;
+            let events: &mut dyn EventStore = if *store_panicked {
+                &mut unstored
+            } else {
+                &mut *self.events
+            };
             let Some(frame) = conn.poll_frame() else {
                 break;
             };
@@ -2251,7 +2290,7 @@ impl HttpServer {
                     let mut bytes = Vec::new();
                     let text = frame_text(frame.bytes);
                     write_stream_event(&mut bytes, stream, event_id, &text);
-                    self.events.append(sid, stream, event_id, &bytes);
+                    events.append(sid, stream, event_id, &bytes);
                 }
                 conn.consume_frame();
                 continue;
@@ -2293,7 +2332,7 @@ impl HttpServer {
             {
                 close_for_polling(
                     &mut self.streams,
-                    &mut *self.events,
+                    &mut *events,
                     &mut self.woken,
                     (sid, self.config.retry_ms),
                     stream,
@@ -2307,14 +2346,14 @@ impl HttpServer {
             {
                 // Tried again at every pump until the client reads.
                 *in_dirty = true;
-                blocked.push(key);
+                self.blocked.push(key);
                 break;
             }
             match target {
                 Some(stream) => {
                     let unheld = route_frame(
                         &mut self.streams,
-                        &mut *self.events,
+                        &mut *events,
                         (session.as_deref(), next_event),
                         stream,
                         frame.bytes,
@@ -2360,7 +2399,7 @@ impl HttpServer {
             && !c.orphaned
             && c.conn.state() == State::Closed
         {
-            closed.push(key);
+            self.closing.push(key);
         }
     }
 
