@@ -3897,8 +3897,9 @@ fn a_store_panicking_in_pump_holds_no_answer_for_good() {
             .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
             .unwrap();
     }
-    // The first session's answer is the last one routed (the list is taken from its end).
-    *bad.lock().unwrap() = calls[0].0.clone();
+    // The last session's answer is the first one routed (the list is taken from its end):
+    // the others are still to be routed when it panics.
+    *bad.lock().unwrap() = calls[2].0.clone();
     let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.pump()));
     assert!(pumped.is_err(), "the store panicked");
     a.pump();
