@@ -3816,6 +3816,39 @@ fn a_session_the_store_could_not_record_does_not_open() {
     assert_eq!(r.status, 202, "the other replica knows it");
 }
 
+/// A session whose ending panicked, and whose client then came back, is a session like any
+/// other when it ends later: its awaited requests get their -32603 in the shared events.
+/// It stayed marked, and ended without the stores' calls.
+#[test]
+fn a_session_whose_ending_panicked_ends_normally_once_active_again() {
+    let stores = Replicated::default();
+    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut config = replica_config(&stores, 1);
+    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
+    config.keepalive = None;
+    let mut a = HttpServer::new(config);
+    let (sid, key, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
+    *bad.lock().unwrap() = sid.clone();
+    let later = T0.after(std::time::Duration::from_secs(3600));
+    let expired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.handle_timeout(later);
+    }));
+    assert!(expired.is_err(), "the store panicked under the expiry");
+    // The store is mended, and the client comes back.
+    bad.lock().unwrap().clear();
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let r = send_at(&mut a, later, "POST", &[("Mcp-Session-Id", &sid)], ping);
+    assert_eq!(r.status, 200, "{r:?}");
+    let stored = stores.stored_events();
+    a.handle_timeout(later.after(std::time::Duration::from_secs(3600)));
+    assert!(a.connection(key).is_none(), "expired");
+    assert_eq!(
+        stores.stored_events(),
+        stored + 1,
+        "the awaited call's -32603 is stored for the client that resumes it"
+    );
+}
+
 /// The same at the session cap: a session whose eviction panicked in the store is evicted
 /// without the store's calls the next time. It was picked first again by every
 /// `initialize`, which panicked again, and no session could open on this replica.

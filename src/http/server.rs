@@ -2051,6 +2051,10 @@ impl HttpServer {
         if let Some(c) = self.conns.get_mut(&key) {
             c.last_active = c.last_active.max(now);
         }
+        // Active again: a later ending has the stores' calls again (see `ending`).
+        if !self.ending.is_empty() {
+            self.ending.retain(|&k| k != key);
+        }
     }
 
     /// The connections whose client holds a stream open (such a session is never idle),
