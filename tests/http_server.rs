@@ -3816,16 +3816,25 @@ fn a_session_the_store_could_not_record_does_not_open() {
     assert_eq!(r.status, 202, "the other replica knows it");
 }
 
+/// Replica 1 of `stores`, no keep-alives, whose session store panics when touched for the
+/// session id put in the returned cell (none at first).
+fn touch_panicking_replica(
+    stores: &Replicated,
+) -> (HttpServerConfig, std::sync::Arc<std::sync::Mutex<String>>) {
+    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut config = replica_config(stores, 1);
+    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
+    config.keepalive = None;
+    (config, bad)
+}
+
 /// A session whose ending panicked, and whose client then came back, is a session like any
 /// other when it ends later: its awaited requests get their -32603 in the shared events.
 /// It stayed marked, and ended without the stores' calls.
 #[test]
 fn a_session_whose_ending_panicked_ends_normally_once_active_again() {
     let stores = Replicated::default();
-    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut config = replica_config(&stores, 1);
-    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
-    config.keepalive = None;
+    let (config, bad) = touch_panicking_replica(&stores);
     let mut a = HttpServer::new(config);
     let (sid, key, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
     *bad.lock().unwrap() = sid.clone();
@@ -3855,10 +3864,7 @@ fn a_session_whose_ending_panicked_ends_normally_once_active_again() {
 #[test]
 fn a_store_panicking_on_an_eviction_does_not_lock_the_sessions_out() {
     let stores = Replicated::default();
-    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut config = replica_config(&stores, 1);
-    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
-    config.keepalive = None;
+    let (mut config, bad) = touch_panicking_replica(&stores);
     config.max_sessions = 1;
     let mut a = HttpServer::new(config);
     let (first, k1, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
@@ -3955,10 +3961,7 @@ fn a_store_panicking_in_pump_holds_no_answer_for_good() {
 #[test]
 fn a_store_panicking_on_one_sessions_expiry_does_not_stall_the_others() {
     let stores = Replicated::default();
-    let bad = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut config = replica_config(&stores, 1);
-    config.sessions = Some(Box::new(PanicsTouching(stores.clone(), bad.clone())));
-    config.keepalive = None;
+    let (config, bad) = touch_panicking_replica(&stores);
     let mut a = HttpServer::new(config);
     let (first, k1, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");
     let (_, k2, _, _) = a_call_seen_once_then_dropped(&mut a, "\"working\"");

@@ -3496,23 +3496,17 @@ impl<'a> Known<'a> {
 /// `net/http` takes a megabyte of them, some 50,000): see [`headers::first_repeat`]. With
 /// `sessionless`, `Mcp-Session-Id` and `Last-Event-ID` are not looked at.
 fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)], sessionless: bool) -> Option<&'a str> {
-    let headers_read: &[&str] = if sessionless {
-        &[
-            crate::http::VERSION_HEADER,
-            crate::http::METHOD_HEADER,
-            crate::http::NAME_HEADER,
-        ]
-    } else {
-        &[
-            crate::http::SESSION_HEADER,
-            crate::http::VERSION_HEADER,
-            crate::http::METHOD_HEADER,
-            crate::http::NAME_HEADER,
-            crate::http::LAST_EVENT_ID_HEADER,
-        ]
-    };
+    // (The session's two come last: a stateless request's are not read.)
+    const READ: [&str; 5] = [
+        crate::http::VERSION_HEADER,
+        crate::http::METHOD_HEADER,
+        crate::http::NAME_HEADER,
+        crate::http::SESSION_HEADER,
+        crate::http::LAST_EVENT_ID_HEADER,
+    ];
+    let read = if sessionless { &READ[..3] } else { &READ[..] };
     let mcp_header = |name: &str| {
-        headers_read.iter().any(|h| h.eq_ignore_ascii_case(name))
+        read.iter().any(|h| h.eq_ignore_ascii_case(name))
             || name
                 .get(..10)
                 .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"))
