@@ -2992,3 +2992,247 @@ fn reopening_the_get_stream_of_a_server_that_is_gone_stops_after_the_attempts() 
     }
     assert_eq!(gets, ReconnectPolicy::default().max_attempts as usize);
 }
+
+/// A 2026-07-28 client whose `server/discover` was answered: a server with tools.
+fn modern_scripted() -> Scripted {
+    let mut c = Scripted::new(modern(client_config()), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    let answer = json!({"jsonrpc":"2.0","id":discover.body["id"],"result":{
+        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string();
+    c.answer(&discover, 200, &[], &answer);
+    assert!(
+        matches!(c.events.as_slice(), [Ev::Ready { .. }]),
+        "{:?}",
+        c.events
+    );
+    c.events.clear();
+    c
+}
+
+impl Scripted {
+    /// Calls tool `sql` with `region`; returns the request's id and its POST.
+    fn call_sql(&mut self, region: &str) -> (mcpwire::conn::RequestId, Sent) {
+        let params = json!({"name":"sql","arguments":{"region":region}}).to_string();
+        let id = (self.client.connection())
+            .request(self.now, "tools/call", Some(RawJson::new(&params).unwrap()))
+            .unwrap();
+        (id, self.sent().remove(0))
+    }
+
+    /// Refuses `post` as a server does whose `Mcp-Param-*` headers did not match.
+    fn refuse_headers(&mut self, post: &Sent) {
+        let refusal = json!({"jsonrpc":"2.0","id":post.body["id"],
+            "error":{"code":-32020,"message":"Header mismatch: Mcp-Param-Region"}})
+        .to_string();
+        self.answer(post, 400, &[("Content-Type", "application/json")], &refusal);
+    }
+
+    /// Answers the `tools/list` request `list` with `result`.
+    fn list_tools(&mut self, list: &Sent, result: Value) {
+        let answer = json!({"jsonrpc":"2.0","id":list.body["id"],"result":result}).to_string();
+        self.answer(list, 200, &[("Content-Type", "application/json")], &answer);
+    }
+}
+
+fn sql_tool(header: &str) -> Value {
+    json!({"name":"sql","inputSchema":{"type":"object","properties":{
+        "region":{"type":"string","x-mcp-header":header}}}})
+}
+
+/// "If the server rejects a request with a HeaderMismatch error because required
+/// Mcp-Param-* headers are missing or do not match the body, the client SHOULD call
+/// tools/list to check for changes to the tool's inputSchema, then retry the original
+/// request" (2026-07-28): the refusal is held, `tools/list` is read page by page until the
+/// tool is found, and the call goes again once with the headers learned. The application
+/// sees the call's answer only.
+#[test]
+fn a_call_refused_for_its_param_headers_goes_again_after_tools_list() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    assert_eq!(
+        post.header("Mcp-Param-Region"),
+        None,
+        "never listed: no header"
+    );
+    c.refuse_headers(&post);
+    assert_eq!(c.outcome(id), None, "held: {:?}", c.events);
+    let list = c.sent().remove(0);
+    assert_eq!(list.body["method"], "tools/list");
+    assert_eq!(list.header("Mcp-Method"), Some("tools/list"));
+    assert_eq!(list.header("MCP-Protocol-Version"), Some("2026-07-28"));
+    let meta = &list.body["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "test-client"
+    );
+    assert!(list.body["params"].get("cursor").is_none());
+    let list_id = list.body["id"].as_i64().unwrap();
+    assert!(list_id < 0, "never one of the connection's ids: {list_id}");
+    // The tool is on the second page.
+    c.list_tools(
+        &list,
+        json!({"tools":[{"name":"other","inputSchema":{"type":"object"}}],"nextCursor":"p2"}),
+    );
+    let list = c.sent().remove(0);
+    assert_eq!(list.body["method"], "tools/list");
+    assert_eq!(list.body["params"]["cursor"], "p2");
+    assert_ne!(list.body["id"].as_i64().unwrap(), list_id);
+    c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
+    let again = c.sent().remove(0);
+    assert_eq!(again.body, post.body, "the same request");
+    assert_eq!(again.header("Mcp-Param-Region"), Some("eu"));
+    c.answer(
+        &again,
+        200,
+        &[("Content-Type", "application/json")],
+        &empty_result(&again),
+    );
+    c.assert_answered(id);
+    assert_eq!(
+        c.events.len(),
+        1,
+        "the tools/list answers are the client's own: {:?}",
+        c.events
+    );
+    // What it learned stays: the next call carries the header at once.
+    let (_, post) = c.call_sql("us");
+    assert_eq!(post.header("Mcp-Param-Region"), Some("us"));
+}
+
+/// A call goes again once: a second `HeaderMismatch` is its answer, and so is the first when
+/// the server refuses the `tools/list`. A handshake-era refusal is the answer at once.
+#[test]
+fn a_header_mismatch_is_the_answer_after_one_retry_or_a_refused_tools_list() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
+    let again = c.sent().remove(0);
+    c.refuse_headers(&again);
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(c.sent().is_empty(), "no more tools/list");
+
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    let refusal = json!({"jsonrpc":"2.0","id":list.body["id"],
+        "error":{"code":-32603,"message":"listing failed"}})
+    .to_string();
+    c.answer(
+        &list,
+        500,
+        &[("Content-Type", "application/json")],
+        &refusal,
+    );
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(c.sent().is_empty());
+    // A tools/list whose exchange fails (no connection) ends the same way.
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    c.client.handle_error(c.now, list.exchange, 0);
+    c.events();
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(c.sent().is_empty());
+
+    // The handshake era has no such headers.
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.refuse_headers(&post);
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(c.sent().is_empty());
+}
+
+/// A call cancelled, or timed out, while the client reads `tools/list` is not sent again, and
+/// a `tools/list` read for calls that all ended is let go.
+#[test]
+fn a_call_that_ended_while_tools_list_was_read_is_not_sent_again() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    c.client
+        .connection()
+        .cancel(c.now, id, Some("changed my mind"))
+        .unwrap();
+    c.events();
+    let sent = c.sent();
+    assert!(
+        sent.iter().all(|s| s.body["method"] != "tools/call"),
+        "{sent:?}"
+    );
+    c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
+    assert!(c.sent().is_empty(), "not sent again");
+
+    // Timed out, the tools/list never answered: its exchange is let go.
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    c.wait(Duration::from_secs(120));
+    assert!(
+        matches!(c.outcome(id), Some(Ev::TimedOut { .. })),
+        "{:?}",
+        c.events
+    );
+    let _ = c.sent();
+    c.wait(Duration::from_secs(5));
+    let _ = c.sent();
+    assert!(
+        c.aborted.contains(&list.exchange),
+        "the tools/list is let go"
+    );
+    c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
+    assert!(c.sent().is_empty(), "not sent again");
+}
+
+/// Against the sans-IO server: a client that never listed the tools gets its call through
+/// (the server refuses it without `Mcp-Param-Region`, the client lists the tools and sends it
+/// again).
+#[test]
+fn a_client_that_never_listed_the_tools_gets_its_call_through() {
+    let mut w = World::new(client_config(), http_server_config(), App::Answer);
+    assert_eq!(w.ready(), ProtocolVersion::V2026_07_28);
+    let r = result(&w.call(
+        "tools/call",
+        json!({"name":"sql","arguments":{"region":"eu","query":"select"}}),
+    ));
+    assert!(
+        r["content"][0]["text"].as_str().unwrap().contains("eu"),
+        "{r}"
+    );
+    let methods: Vec<(Option<&str>, Option<&str>)> = (w.seen.iter())
+        .filter(|(m, _)| m == "POST")
+        .map(|(_, h)| (header(h, "Mcp-Method"), header(h, "Mcp-Param-Region")))
+        .skip_while(|(m, _)| *m != Some("tools/call"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            (Some("tools/call"), None),
+            (Some("tools/list"), None),
+            (Some("tools/call"), Some("eu")),
+        ]
+    );
+}

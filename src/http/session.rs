@@ -17,7 +17,7 @@ use super::headers::{ToolHeaders, encode_value};
 use crate::Timestamp;
 use crate::conn::{Config, ConfigError, Connection, Event, State, StreamId, TransportFailure};
 use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, RawJson};
-use crate::mcp::{Era, META_PROTOCOL_VERSION, ProtocolVersion};
+use crate::mcp::{Era, HEADER_MISMATCH, META_PROTOCOL_VERSION, ProtocolVersion};
 
 /// One HTTP exchange of an [`HttpClient`]: a POST, or the GETs that resume its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -176,6 +176,41 @@ impl Exchange {
     }
 }
 
+/// A 2026-07-28 `tools/call` the server refused with `HeaderMismatch`, waiting for the tools'
+/// current schemas to go again.
+#[derive(Debug)]
+struct HeldCall {
+    /// The request's id.
+    id: i64,
+    /// The request, to send again.
+    frame: Vec<u8>,
+    /// The refusal, its answer if it cannot go again.
+    refusal: Vec<u8>,
+    /// The exchange that brought the refusal.
+    exchange: ExchangeId,
+}
+
+/// The client's own `tools/list` walk for [`HeldCall`]s: one page at a time.
+#[derive(Debug)]
+struct Refresh {
+    /// The id of the page's request (negative: never one of the connection's).
+    id: i64,
+    /// The `_meta` its requests carry (the era's keys of the first refused call's).
+    meta: String,
+    /// Pages asked for so far, at most [`MAX_REFRESH_PAGES`].
+    pages: u32,
+    /// Held tools not listed yet: the walk stops early once none is left.
+    missing: HashSet<String>,
+}
+
+/// How many refused `tools/call` requests may wait for a `tools/list` at once (rule 9); a
+/// refusal past it is the request's answer.
+pub const MAX_HELD_CALLS: usize = 64;
+
+/// How many pages of `tools/list` the client reads to find the tools of refused calls
+/// (rule 9) before it sends them again with what it learned.
+pub const MAX_REFRESH_PAGES: u32 = 16;
+
 /// How long requests wait for the session's GET stream to get its response head before they
 /// go out anyway.
 const GET_HEAD_WAIT: Duration = Duration::from_secs(1);
@@ -244,6 +279,14 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 /// 8. The session's DELETE ([`end_session`](Self::end_session)) goes out only once every
 ///    notification and answer POSTed before it has its response head (or was let go), so
 ///    that it cannot overtake them.
+/// 9. 2026-07-28: a `tools/call` the server refuses with `HeaderMismatch` (-32020: its
+///    `Mcp-Param-*` headers were missing or did not match, as when the tool's schema changed
+///    or was never listed) is held while the client reads `tools/list` itself, page by page
+///    until the tool is listed (at most [`MAX_REFRESH_PAGES`]), then goes again once with the
+///    headers learned; the application sees only the call's answer. A second refusal, a
+///    `tools/list` that fails, or more than [`MAX_HELD_CALLS`] held, and the refusal is the
+///    call's answer. These `tools/list` requests have negative ids, which the connection
+///    never uses, and their results are the client's own.
 #[derive(Debug)]
 pub struct HttpClient {
     conn: Connection,
@@ -253,6 +296,15 @@ pub struct HttpClient {
     tools: ToolHeaders,
     /// Ids of our `tools/list` requests, whose results teach us the tools' annotations.
     tools_list: HashSet<i64>,
+    /// 2026-07-28 `tools/call` requests the server refused with `HeaderMismatch`, held while
+    /// the client reads `tools/list` again (rule 9), at most [`MAX_HELD_CALLS`].
+    held_calls: Vec<HeldCall>,
+    /// That reading of `tools/list`, while it runs.
+    refresh: Option<Refresh>,
+    /// The id the next refresh request takes: negative, so never one of the connection's.
+    next_refresh_id: i64,
+    /// Requests sent again after a `HeaderMismatch`: a second one is their answer.
+    resent: HashSet<i64>,
     exchanges: BTreeMap<ExchangeId, Exchange>,
     next_exchange: u64,
     /// Actions for the host, oldest first.
@@ -388,6 +440,10 @@ impl HttpClient {
             session: None,
             tools: ToolHeaders::new(),
             tools_list: HashSet::new(),
+            held_calls: Vec::new(),
+            refresh: None,
+            next_refresh_id: -1,
+            resent: HashSet::new(),
             exchanges: BTreeMap::new(),
             next_exchange: 1,
             queue: VecDeque::new(),
@@ -1264,6 +1320,10 @@ impl HttpClient {
             match m {
                 Message::Response(r) => {
                     if let Id::Int(n) = r.id {
+                        if self.refresh.as_ref().is_some_and(|f| f.id == n) {
+                            self.note_answered(n);
+                            return self.refreshed(now, Some(r.result));
+                        }
                         answered = Some(n);
                         if self.tools_list.remove(&n) {
                             filtered = self.learn_tools(r.id, r.result);
@@ -1272,6 +1332,13 @@ impl HttpClient {
                 }
                 Message::Error(e) => {
                     if let Some(Id::Int(n)) = e.id {
+                        if self.refresh.as_ref().is_some_and(|f| f.id == n) {
+                            self.note_answered(n);
+                            return self.refreshed(now, None);
+                        }
+                        if e.error.code == HEADER_MISMATCH && self.hold_call(exchange, n, message) {
+                            return self.note_answered(n);
+                        }
                         answered = Some(n);
                         self.tools_list.remove(&n);
                     } else if e.id.is_none()
@@ -1298,13 +1365,167 @@ impl HttpClient {
             }
         }
         if let Some(n) = answered {
-            for ex in self.exchanges.values_mut() {
-                ex.awaiting.remove(&n);
-            }
-            self.sweep = true;
+            self.resent.remove(&n);
+            self.note_answered(n);
         }
         let message = filtered.as_deref().unwrap_or(message);
         self.conn.handle_frame(now, StreamId(exchange.0), message);
+    }
+
+    /// Request `n` has its answer: no exchange waits for it any more.
+    fn note_answered(&mut self, n: i64) {
+        for ex in self.exchanges.values_mut() {
+            ex.awaiting.remove(&n);
+        }
+        self.sweep = true;
+    }
+
+    /// Holds request `n`, refused with `HeaderMismatch` on `exchange`, until the client has
+    /// read `tools/list` again (rule 9); false when it is not one to send again: not a
+    /// 2026-07-28 `tools/call`, sent again already, or too many held.
+    fn hold_call(&mut self, exchange: ExchangeId, n: i64, refusal: &[u8]) -> bool {
+        if self.resent.contains(&n)
+            || self.held_calls.len() >= MAX_HELD_CALLS
+            || !self.conn.awaits_answer(n)
+        {
+            return false;
+        }
+        let Some(ex) = (self.exchanges.get(&exchange)).filter(|x| x.method == "POST") else {
+            return false;
+        };
+        let Ok(Decoded::Single(Message::Request(r))) = self.decoder.decode(&ex.body) else {
+            return false;
+        };
+        if r.id != Id::Int(n) || !r.method.eq_str("tools/call") {
+            return false;
+        }
+        let params = r.params;
+        let (Some(tool), Some(meta)) = (
+            params.and_then(|p| p.unique_str("name")),
+            params.and_then(|p| p.unique("_meta")),
+        ) else {
+            return false;
+        };
+        if meta.unique_str(META_PROTOCOL_VERSION).is_none() {
+            return false;
+        }
+        let tool = tool.to_str().into_owned();
+        let held = HeldCall {
+            id: n,
+            frame: ex.body.clone(),
+            refusal: refusal.to_vec(),
+            exchange,
+        };
+        if let Some(refresh) = &mut self.refresh {
+            refresh.missing.insert(tool);
+        } else {
+            // The era's own keys only (not a progress token, say): the version, the client's
+            // name and capabilities, its log level.
+            let mut text = String::from("{");
+            for (key, value) in meta.members() {
+                if key.to_str().starts_with("io.modelcontextprotocol/") {
+                    if text.len() > 1 {
+                        text.push(',');
+                    }
+                    text.push('"');
+                    text.push_str(key.raw());
+                    text.push_str("\":");
+                    text.push_str(value.get());
+                }
+            }
+            text.push('}');
+            self.refresh = Some(Refresh {
+                id: 0,
+                meta: text,
+                pages: 0,
+                missing: HashSet::from([tool]),
+            });
+            if !self.ask_tools_page(None) {
+                self.refresh = None;
+                return false;
+            }
+        }
+        self.held_calls.push(held);
+        true
+    }
+
+    /// Sends the refresh's next `tools/list` request, after `cursor` when given; false when
+    /// it could not be made.
+    fn ask_tools_page(&mut self, cursor: Option<&str>) -> bool {
+        let id = self.next_refresh_id;
+        self.next_refresh_id = id.checked_sub(1).unwrap_or(-1);
+        let Some(refresh) = &mut self.refresh else {
+            return false;
+        };
+        refresh.id = id;
+        refresh.pages += 1;
+        let mut params = format!("{{\"_meta\":{}", refresh.meta);
+        if let Some(cursor) = cursor {
+            params.push_str(",\"cursor\":");
+            params.push_str(cursor);
+        }
+        params.push('}');
+        let Ok(params) = RawJson::new(&params) else {
+            return false;
+        };
+        let mut frame = Vec::new();
+        jsonrpc::encode_request(&mut frame, Id::Int(id), "tools/list", Some(params));
+        let posted = self.post(&frame).is_some();
+        // (Its answer is taken by id, in `deliver`.)
+        self.tools_list.remove(&id);
+        posted
+    }
+
+    /// The refresh's `tools/list` page came (`None`: refused): learns its tools, then asks
+    /// for the next page while held tools are still missing, or sends the held calls again.
+    /// A refused page gives the held calls their refusals.
+    fn refreshed(&mut self, now: Timestamp, result: Option<RawJson<'_>>) {
+        let Some(result) = result else {
+            return self.end_refresh(now, false);
+        };
+        self.tools.add(result);
+        let Some(refresh) = &mut self.refresh else {
+            return;
+        };
+        let listed = result.unique("tools");
+        for tool in listed.into_iter().flat_map(|l| l.items()) {
+            if let Some(name) = tool.unique_str("name") {
+                refresh.missing.remove(name.to_str().as_ref());
+            }
+        }
+        let cursor = result.unique("nextCursor").filter(|c| c.as_str().is_some());
+        if let Some(cursor) = cursor
+            && !refresh.missing.is_empty()
+            && refresh.pages < MAX_REFRESH_PAGES
+            && self.ask_tools_page(Some(cursor.get()))
+        {
+            return;
+        }
+        self.end_refresh(now, true);
+    }
+
+    /// Ends the refresh: the held calls still awaited go again (`resend`), or get their
+    /// refusals.
+    fn end_refresh(&mut self, now: Timestamp, resend: bool) {
+        self.refresh = None;
+        self.sweep = true;
+        for held in std::mem::take(&mut self.held_calls) {
+            if !self.conn.awaits_answer(held.id) {
+                continue;
+            }
+            if resend {
+                if self.resent.len() >= MAX_HELD_CALLS {
+                    let conn = &self.conn;
+                    self.resent.retain(|&n| conn.awaits_answer(n));
+                }
+                self.resent.insert(held.id);
+                if self.post(&held.frame).is_some() {
+                    continue;
+                }
+            }
+            self.conn
+                .handle_frame(now, StreamId(held.exchange.0), &held.refusal);
+        }
     }
 
     /// The one request a POST exchange carried and still awaits, if it carried exactly one. (A
@@ -1452,12 +1673,14 @@ impl HttpClient {
     /// server's long `retry` must not keep their exchanges (and their bodies) for nothing.
     fn forget_ended(&mut self) {
         let conn = &self.conn;
+        let refresh = self.refresh.as_ref().map(|r| r.id);
         let exchanges = &mut self.exchanges;
         self.resumes.retain(|(_, e)| {
             let Some(ex) = exchanges.get_mut(e) else {
                 return false;
             };
-            ex.awaiting.retain(|n| conn.awaits_answer(*n));
+            ex.awaiting
+                .retain(|&n| Some(n) == refresh || conn.awaits_answer(n));
             // (Nor a notification or an answer refused for now: it never waited for any.)
             if ex.standalone || !ex.asked || !ex.awaiting.is_empty() {
                 return true;
@@ -1475,15 +1698,25 @@ impl HttpClient {
         if !std::mem::take(&mut self.sweep) {
             return;
         }
+        // A refresh whose held calls all ended (timed out, cancelled) is needed no more: its
+        // exchange is let go like any other whose requests ended.
+        if self.refresh.is_some()
+            && !(self.held_calls.iter()).any(|h| self.conn.awaits_answer(h.id))
+        {
+            self.refresh = None;
+            self.held_calls.clear();
+        }
         // (Resumptions still waiting keep only open requests, or are dropped here.)
         self.forget_ended();
         let until = self.now.after(LINGER);
         let conn = &self.conn;
+        let refresh = self.refresh.as_ref().map(|r| r.id);
         for (&id, ex) in self.exchanges.iter_mut() {
             if !ex.asked || ex.standalone || ex.linger.is_some() {
                 continue;
             }
-            ex.awaiting.retain(|n| conn.awaits_answer(*n));
+            ex.awaiting
+                .retain(|&n| Some(n) == refresh || conn.awaits_answer(n));
             if ex.awaiting.is_empty() {
                 linger_until(&mut self.lingering, id, ex, until);
             }
@@ -1493,6 +1726,12 @@ impl HttpClient {
     /// Forgets an exchange, with its entry in `lingering`.
     fn drop_exchange(&mut self, exchange: ExchangeId) -> Option<Exchange> {
         let ex = self.exchanges.remove(&exchange)?;
+        if let Some(refresh) = &self.refresh
+            && ex.awaiting.contains(&refresh.id)
+        {
+            // The refresh's page will not come: the held calls get their refusals.
+            self.end_refresh(self.now, false);
+        }
         if let Some(at) = ex.linger {
             self.lingering.remove(&(at, exchange));
         }
@@ -1551,6 +1790,9 @@ impl HttpClient {
         self.held.clear();
         self.resumes.clear();
         self.tools_list.clear();
+        // (The old connection's requests, held ones too, fail before the new one starts.)
+        self.held_calls.clear();
+        self.refresh = None;
         self.get_pending = None;
         self.initialized_pending = None;
         // A connection the application closed (or that ended) starts no new session, nor

@@ -588,8 +588,8 @@ impl Host {
     /// The messages added after the corpus was grown, picked by a raw body's second byte
     /// when its first is 0xFF (bytes no text holds, so older inputs decode as they did):
     /// "input required" answers (with a `requestState` to echo, or with none), a task the
-    /// client never asked for, an unknown kind of result, a 2025-11-25 URL elicitation
-    /// required, and the server's own URL elicitation.
+    /// client never asked for, an unknown kind of result or a header mismatch, a 2025-11-25
+    /// URL elicitation required, and the server's own URL elicitation.
     fn later_shape(&mut self, pick: u8, id: i64) -> String {
         let state = STATES[usize::from(pick / 8) % STATES.len()];
         let server_id = self.next_server_id;
@@ -602,6 +602,11 @@ impl Host {
             ),
             2 => format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"task","taskId":"t-1","status":"working"}}}}"#
+            ),
+            // (A refusal of the `Mcp-Param-*` headers, which a 2026-07-28 `tools/call` gets
+            // past once by reading `tools/list`, came later: in half of this shape's bytes.)
+            3 if pick & 0x40 != 0 => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32020,"message":"Header mismatch"}}}}"#
             ),
             3 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"later"}}}}"#),
             4 => format!(
