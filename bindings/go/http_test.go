@@ -2676,3 +2676,108 @@ func postChunked(t *testing.T, url string, body io.Reader) *http.Response {
 	resp.Body.Close()
 	return resp
 }
+
+// A tools/call the server refuses for its Mcp-Param headers (HeaderMismatch) goes again after
+// the client reads tools/list itself: a client that listed the tools before their
+// annotations changed gets its call through, and the application sees only the call's answer.
+func TestHTTPClientCallRefusedForItsParamHeadersGoesAgainAfterToolsList(t *testing.T) {
+	plain := `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}]}`
+	annotated := `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":` +
+		`{"a":{"type":"string","x-mcp-header":"Region"}}}}]}`
+	var mu sync.Mutex
+	tools := plain
+	var seen []string
+	app := HTTPAppFunc(func(c *Conn, key ConnKey, ev Event) {
+		req, ok := ev.(*RequestEvent)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		seen = append(seen, req.Method)
+		list := tools
+		mu.Unlock()
+		switch req.Method {
+		case "tools/list":
+			c.Respond(req.ID, json.RawMessage(list))
+		case "tools/call":
+			var call struct{ Arguments struct{ A string } }
+			json.Unmarshal(req.Params, &call)
+			c.Respond(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"echoed `+call.Arguments.A+`"}]}`))
+		default:
+			c.Respond(req.ID, json.RawMessage(`{}`))
+		}
+	})
+	cfg := &Config{Role: Server, Name: "t", Version: "1", Capabilities: json.RawMessage(`{"tools":{}}`)}
+	srv, err := NewHTTPServer(cfg, &HTTPOptions{Tools: json.RawMessage(plain)}, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer srv.Close()
+	defer ts.Close()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1"}, ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var pending RequestID
+	var answers []string
+	var failure error
+	call := func(c *Conn, now time.Time) {
+		pending, err = c.Request(now, "tools/call", json.RawMessage(`{"name":"echo","arguments":{"a":"eu"}}`), nil)
+		if err != nil {
+			failure = err
+			c.Shutdown(now, 0)
+		}
+	}
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *ReadyEvent:
+			pending, _ = c.Request(now, "tools/list", nil, nil)
+		case *ResponseEvent:
+			if ev.Request != pending {
+				failure = fmt.Errorf("an answer to request %d, which it did not ask for: %s", ev.Request, ev.Result)
+				c.Shutdown(now, 0)
+				return
+			}
+			answers = append(answers, string(ev.Result))
+			if len(answers) == 1 {
+				// The server's tools change: echo's argument is now mirrored in a header.
+				mu.Lock()
+				tools = annotated
+				mu.Unlock()
+				if err := srv.DeclareTools(json.RawMessage(annotated)); err != nil {
+					failure = err
+					c.Shutdown(now, 0)
+					return
+				}
+				call(c, now)
+				return
+			}
+			c.Shutdown(now, time.Second)
+		case *ErrorEvent:
+			failure = fmt.Errorf("error %d: %s", ev.Code, ev.Message)
+			c.Shutdown(now, 0)
+		case *FailedEvent, *TimedOutEvent:
+			failure = fmt.Errorf("request failed: %#v", ev)
+			c.Shutdown(now, 0)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failure != nil {
+		t.Fatal(failure)
+	}
+	if len(answers) != 2 || !strings.Contains(answers[1], "echoed eu") {
+		t.Fatalf("answers: %q", answers)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The refused call never reached the application; the client's own tools/list did.
+	if want := []string{"tools/list", "tools/list", "tools/call"}; !slices.Equal(seen, want) {
+		t.Fatalf("the server's application saw %q, want %q", seen, want)
+	}
+}
