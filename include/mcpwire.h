@@ -3154,7 +3154,8 @@ enum mcpw_result mcpw_http_client_failure_text(const struct mcpw_http_client *cl
  * so the server frees it at once. `*out_queued` is false without a session. Close the
  * connection first (`mcpw_conn_close`) for a clean end. The DELETE's `SEND` comes once the
  * notifications and answers POSTed before it (the close's cancellations) have their
- * response heads, or were let go: keep driving the client until it has come and ended.
+ * response heads, or were let go: keep driving the client while
+ * `mcpw_http_client_is_ending_session` says so.
  *
  * # Safety
  * `client` is NULL or a live client handle; `out_queued` is NULL or writable.
@@ -3164,18 +3165,33 @@ enum mcpw_result mcpw_http_client_end_session(struct mcpw_http_client *client,
 
 /**
  * Writes whether a notification or answer has not reached the server yet (it went out and
- * has no response head, or it is an answer to the server waiting for a place among the 64
- * that run at once), so that what it carries (the close's cancellations, say) may be lost.
- * Before
- * the host exits or frees the client, it keeps driving the client while this is true, within
- * a bound of its own (a second or two): with a session the DELETE waits for these anyway,
- * but a server without sessions has no DELETE to wait for.
+ * has no response head, it is an answer to the server waiting for a place among the 64
+ * that run at once, or the connection still holds it while messages wait, up to a second,
+ * for the session's GET stream to get its response head), so that what it carries (the
+ * close's cancellations, say) may be lost. Before the host exits or frees the client, it
+ * keeps driving the client while this is true, timers included, within a bound of its own
+ * (a second or two): with a session the DELETE waits for these anyway, but a server
+ * without sessions has no DELETE to wait for.
  *
  * # Safety
  * `client` is NULL or a live client handle; `out_unheard` is NULL or writable.
  */
 enum mcpw_result mcpw_http_client_has_unheard(const struct mcpw_http_client *client,
                                               bool *out_unheard);
+
+/**
+ * Writes whether the session's DELETE (`mcpw_http_client_end_session`) is still to go out
+ * or under way: held back for the POSTs sent before it, queued, or sent and not yet ended.
+ * False once it ended, failed or was given up (its `ABORT`), and when the session turned
+ * out to be gone before it went out (a 404 to another exchange): that DELETE is never
+ * sent, so no `SEND` or `ABORT` of it ever comes. A host that ends the session keeps
+ * driving the client while this is true, within a bound of its own.
+ *
+ * # Safety
+ * `client` is NULL or a live client handle; `out_ending` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_client_is_ending_session(const struct mcpw_http_client *client,
+                                                    bool *out_ending);
 
 /**
  * Looks up member `key` (UTF-8, compared after decoding escapes) of the JSON object `json`.

@@ -3236,3 +3236,58 @@ fn a_client_that_never_listed_the_tools_gets_its_call_through() {
         ]
     );
 }
+
+/// A notification the connection still holds, while messages wait for the session's GET
+/// stream to get its head, has not reached the server either: `has_unheard` says so, and a
+/// host that drains before it exits (driving the timers) sees it go out. It said no, and the
+/// host exited with the notification never sent.
+#[test]
+fn a_notification_held_for_the_get_streams_head_is_unheard() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    c.handshake(Some("s1"));
+    assert!(!c.client.has_unheard());
+    (c.client.connection())
+        .notify("notifications/roots/list_changed", None)
+        .unwrap();
+    assert!(c.sent().is_empty(), "held for the GET stream's head");
+    assert!(c.client.has_unheard());
+    c.wait(Duration::from_secs(1));
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].body["method"], "notifications/roots/list_changed");
+    assert!(c.client.has_unheard(), "sent, no head yet");
+    c.answer(&sent[0], 202, &[], "");
+    assert!(!c.client.has_unheard());
+}
+
+/// `is_ending_session` holds while the session's DELETE is held back, queued or under way,
+/// and ends when it ended, and when it was dropped unsent because the session turned out to
+/// be gone (the notification it waited for got 404): a host without the DELETE's exchange
+/// id (C, Go) waited for it until its own time limit.
+#[test]
+fn is_ending_session_follows_the_delete_to_its_end_or_its_drop() {
+    let (mut c, delete) = Scripted::ending_after_a_notification();
+    assert!(c.client.is_ending_session());
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "the DELETE waits: {sent:?}");
+    assert!(c.client.is_ending_session());
+    c.expire(&sent[0]);
+    c.events();
+    assert!(!c.client.has_exchange(delete));
+    assert!(!c.client.is_ending_session());
+    assert!(c.sent().iter().all(|s| s.method != "DELETE"), "never sent");
+
+    let (mut c, _) = Scripted::ending_after_a_notification();
+    let sent = c.sent();
+    c.answer(&sent[0], 202, &[], "");
+    let sent = c.sent();
+    assert_eq!(sent[0].method, "DELETE");
+    assert!(c.client.is_ending_session());
+    c.answer(&sent[0], 200, &[], "");
+    assert!(!c.client.is_ending_session());
+
+    // No session, no DELETE.
+    let mut c = modern_scripted();
+    assert!(c.client.end_session().is_none());
+    assert!(!c.client.is_ending_session());
+}

@@ -2070,6 +2070,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_session_id(NULL, &s));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_end_session(NULL, &flag));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_has_unheard(NULL, &flag));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_is_ending_session(NULL, &flag));
 
     /* ... and every NULL out pointer. */
     o = http_server_options();
@@ -2107,6 +2108,7 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_session_id(client, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_end_session(client, NULL));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_has_unheard(client, NULL));
+    RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_is_ending_session(client, NULL));
     CHECK(n1 == 9 && n2 == 9 && key == 9 && deadline == 9); /* written only on success */
 
     /* Inputs: NULL with a length, text that is not UTF-8, ids of no kind. */
@@ -2249,13 +2251,19 @@ static void test_http_a_session_in_the_handshake_era(void) {
     CHECK(sessions == 1 && streams == 0);
 
     /* The end: one DELETE, and the session is gone. */
+    OK(mcpw_http_client_is_ending_session(w.client, &queued));
+    CHECK(!queued);
     OK(mcpw_http_client_end_session(w.client, &queued));
     CHECK(queued);
     OK(mcpw_http_client_end_session(w.client, &queued));
     CHECK(!queued);
+    OK(mcpw_http_client_is_ending_session(w.client, &queued));
+    CHECK(queued);
     OK(mcpw_http_client_session_id(w.client, &sid));
     CHECK(sid.ptr == NULL);
     converse(&w);
+    OK(mcpw_http_client_is_ending_session(w.client, &queued));
+    CHECK(!queued);
     CHECK(strcmp(last_seen(&w)->method, "DELETE") == 0 && last_seen(&w)->with_session);
     CHECK(last_seen(&w)->status == 200);
     OK(mcpw_http_server_counts(w.server, &sessions, &streams));

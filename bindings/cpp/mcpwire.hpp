@@ -1411,12 +1411,20 @@ public:
     }
     /// Whether a notification or answer (a close's cancellation, say) has not reached the
     /// server yet: no response head, or not yet sent. Before exiting, keep driving the client
-    /// while this holds, within a bound of your own: a server without sessions gets no DELETE
-    /// that would wait for it.
+    /// (timers included) while this holds, within a bound of your own: a server without
+    /// sessions gets no DELETE that would wait for it.
     bool has_unheard() const {
         bool unheard = false;
         detail::check(mcpw_http_client_has_unheard(get(), &unheard));
         return unheard;
+    }
+    /// Whether the session's DELETE (end_session) is still to go out or under way; false
+    /// once it ended or was given up, and when the session turned out to be gone before it
+    /// went out (it is then never sent). Keep driving the client while this holds.
+    bool is_ending_session() const {
+        bool ending = false;
+        detail::check(mcpw_http_client_is_ending_session(get(), &ending));
+        return ending;
     }
 
     mcpw_http_client *get() const noexcept { return handle_.get(); }

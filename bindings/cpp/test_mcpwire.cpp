@@ -974,9 +974,12 @@ void test_http_a_session_in_memory() {
     CHECK(describe(owned) == "none/1"); // an owned connection converts to a view too
 
     // The session ends with a DELETE.
+    CHECK(!w.client.is_ending_session());
     CHECK(w.client.end_session() && !w.client.end_session());
+    CHECK(w.client.is_ending_session());
     w.run();
     CHECK(w.seen.back() == "DELETE 200");
+    CHECK(!w.client.is_ending_session());
     CHECK(w.server.counts().sessions == 0);
 }
 

@@ -599,12 +599,34 @@ impl HttpClient {
     }
 
     /// Whether a notification or answer has not reached the server yet: it went out and has
-    /// no response head, or it is an answer to the server waiting for a place among the
-    /// [`MAX_RUNNING_REPLIES`]. What it carries (a cancellation, say) may be lost. A host
-    /// about to exit keeps driving the client while this holds (within a bound of its own),
-    /// so as not to cut it off.
+    /// no response head, it is an answer to the server waiting for a place among the
+    /// [`MAX_RUNNING_REPLIES`], or the connection still holds it (messages wait for the
+    /// session's GET stream, or `initialized`, to get its response head, for up to a second;
+    /// the host's timer ends that wait). What it carries (a cancellation, say) may be lost. A
+    /// host about to exit keeps driving the client while this holds, timers included (within
+    /// a bound of its own), so as not to cut it off.
     pub fn has_unheard(&self) -> bool {
+        // (Only while messages wait for those heads does the connection keep any once the
+        // host has taken its actions.)
+        self.unheard_exchanges()
+            || (!self.restart && self.waiting_for_heads() && self.conn.poll_frame().is_some())
+    }
+
+    /// Whether an exchange that carries a notification or answer has not reached the server
+    /// yet (see [`has_unheard`](Self::has_unheard)): what the DELETE waits for.
+    fn unheard_exchanges(&self) -> bool {
         (self.exchanges.values()).any(|x| x.unheard || (x.reply && !x.running))
+    }
+
+    /// Whether the session's DELETE ([`end_session`](Self::end_session)) is still to go out
+    /// or under way: held back for the POSTs before it, queued, or sent and not yet ended.
+    /// False once it ended, failed or was let go, and when the session turned out to be gone
+    /// before it went out (a 404 to another exchange: it is then never sent). A host that
+    /// ends the session keeps driving the client while this holds; one that only has the
+    /// C API or Go has no [`ExchangeId`] of the DELETE to ask
+    /// [`has_exchange`](Self::has_exchange) about.
+    pub fn is_ending_session(&self) -> bool {
+        self.held_delete.is_some() || (self.exchanges.values()).any(|x| x.method == "DELETE")
     }
 
     /// The next event of the connection. After a session expired, the old connection's
@@ -728,7 +750,7 @@ impl HttpClient {
         }
         self.take_output();
         self.find_done();
-        if self.held_delete.is_some() && !self.has_unheard() {
+        if self.held_delete.is_some() && !self.unheard_exchanges() {
             // What went out before the DELETE was heard (or let go): it goes now.
             if let Some(delete) = self.held_delete.take() {
                 self.queue.push_front((delete, false));
@@ -743,7 +765,7 @@ impl HttpClient {
             let Some(method) = self.exchanges.get(&exchange).map(|x| x.method) else {
                 continue;
             };
-            if method == "DELETE" && self.has_unheard() {
+            if method == "DELETE" && self.unheard_exchanges() {
                 self.held_delete = Some(exchange);
                 continue;
             }

@@ -713,9 +713,31 @@ fn answers_initialize_late(request: &Request) -> Reply {
 fn sigterm_ends_the_c_http_clients_session_before_it_exits() {
     // Killed mid-call, the client left its session on the server and said nothing (exit 143).
     // Now it cancels the call, ends the session with DELETE, and fails with a clear line.
-    sigterm_when(never_answers_the_call, "tools/call", true, true);
+    sigterm_when(never_answers_the_call, "tools/call", true, End::Deleted);
     // During the handshake: it waits for the session the answer brings, then ends it.
-    sigterm_when(answers_initialize_late, "initialize", false, true);
+    sigterm_when(answers_initialize_late, "initialize", false, End::Deleted);
+}
+
+/// `never_answers_the_call` on a server that lost the session by the time the cancellation
+/// came (it restarted, say): the cancellation gets 404.
+fn forgets_the_session_before_the_cancellation(request: &Request) -> Reply {
+    if request.message["method"] == "notifications/cancelled" {
+        return Reply::new(404, None, String::new());
+    }
+    never_answers_the_call(request)
+}
+
+#[test]
+fn sigterm_ends_at_once_when_the_cancellation_finds_the_session_gone() {
+    // The engine drops the DELETE that waited for the cancellation, unsent, once the 404
+    // says the session is gone; the client waited for that DELETE until its --timeout, then
+    // failed with "no outcome" (found by a review of the client hosts).
+    sigterm_when(
+        forgets_the_session_before_the_cancellation,
+        "tools/call",
+        true,
+        End::Gone,
+    );
 }
 
 /// `never_answers_the_call` on a server that keeps no session (no `Mcp-Session-Id`), and
@@ -737,7 +759,7 @@ fn sigterm_on_a_server_without_sessions_waits_for_the_cancellation() {
         never_answers_the_call_and_has_no_sessions,
         "tools/call",
         true,
-        false,
+        End::NoSession,
     );
     let cancel = requests
         .iter()
@@ -751,16 +773,28 @@ fn sigterm_on_a_server_without_sessions_waits_for_the_cancellation() {
     );
 }
 
+/// How the session ends after the signal, as the client tells it.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    /// With a DELETE answered 200.
+    Deleted,
+    /// The server keeps no session: nothing to end.
+    NoSession,
+    /// The session turned out to be gone before the DELETE went out: none is sent.
+    Gone,
+}
+
 /// Runs the sanitized client against a server scripted by `script`, sends it SIGTERM once the
 /// server got `method`, and checks that it cancelled that call (when `cancels`), ended the
-/// session with DELETE (when `deletes`; otherwise it says there is none) and failed with a
-/// clear line. Returns what the server got and when the client had exited.
+/// session as `end` says, and failed with a clear line, within a few seconds. Returns what
+/// the server got and when the client had exited.
 fn sigterm_when(
     script: fn(&Request) -> Reply,
     method: &str,
     cancels: bool,
-    deletes: bool,
+    end: End,
 ) -> (Vec<Request>, Instant) {
+    let deletes = end == End::Deleted;
     let server = FakeServer::start(script);
     let mut cmd = client_command(
         client_asan(),
@@ -799,12 +833,12 @@ fn sigterm_when(
         all.contains("C_CLIENT_FAIL interrupted: stopped by a signal"),
         "{all}"
     );
-    let end = if deletes {
-        "session: ended with DELETE (HTTP 200)"
-    } else {
-        "session: none to end (the server keeps no session)"
+    let said = match end {
+        End::Deleted => "session: ended with DELETE (HTTP 200)",
+        End::NoSession => "session: none to end (the server keeps no session)",
+        End::Gone => "session: already gone (the server answered 404 before the DELETE)",
     };
-    assert!(all.contains(end), "{all}");
+    assert!(all.contains(said), "{all}");
     let requests = server.requests();
     let methods: Vec<String> = requests
         .iter()
