@@ -86,10 +86,11 @@ type HTTPClient struct {
 	view *Conn
 	// closedSeen: Run handed out the ClosedEvent; the connection has nothing more to do.
 	closedSeen bool
-	// unheard are the running POSTs without a response head yet, and the DELETEs that
-	// have not ended, by method (Run's goroutine only): what they carry may not have reached
-	// the server (a cancellation, a last notification or answer, the session's end), so after
-	// the close they are waited for, and the rest are cut.
+	// unheard are the running POSTs without a response head yet (or with a refusal for
+	// now, refusedPost, until they end), and the DELETEs that have not ended, by method
+	// (Run's goroutine only): what they carry may not have reached the server (a
+	// cancellation, a last notification or answer, the session's end), so after the close
+	// they are waited for, and the rest are cut.
 	unheard map[uint64]string
 	// deleteDue: EndSession queued a DELETE that has not been started yet. The engine holds
 	// it back until the POSTs sent before it have their response heads, so that it cannot
@@ -594,18 +595,18 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 	results chan exchangeResult, gone <-chan struct{}) (freed bool) {
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		// (A DELETE the engine let go meanwhile is sent now; an error means the engine is
 		// poisoned, and the next Run reports it.)
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
 			return false
 		}
-		c.engine.Lock()
-		deleteDue := c.deleteDue
-		c.engine.Unlock()
+		deleteDue := c.deleteStillDue()
 		for id, cancel := range running {
 			switch c.unheard[id] {
-			case http.MethodDelete:
+			case http.MethodDelete, refusedPost:
 			case http.MethodPost:
 				if !deleteDue {
 					time.AfterFunc(2*time.Second, cancel)
@@ -624,17 +625,72 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 				delete(running, id)
 			}
 		}
-		if len(running) == 0 {
+		// (A POST the server refused for now waits in the engine to go again, and the
+		// DELETE behind it: the engine's timer sends them.)
+		if len(running) == 0 && !deleteDue && !c.engineUnheard() {
 			return false
 		}
 		select {
 		case r := <-results:
 			c.take(running, r)
+		case <-c.armEngineTimer(timer):
+			c.fireTimers()
 		case <-limit.C:
 			return false
 		case <-c.closing:
 			return true
 		}
+	}
+}
+
+// deleteStillDue says, for settle and closeNow, whether a DELETE that EndSession queued is
+// still to go out: the engine drops one it held back when the session turns out to be gone
+// (a 404 to the POSTs it waited for), and then never sends it.
+func (c *HTTPClient) deleteStillDue() bool {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	var ending C.bool
+	if c.deleteDue && (c.ptr == nil ||
+		C.mcpw_http_client_is_ending_session(c.ptr, &ending) != C.MCPW_OK || !bool(ending)) {
+		c.deleteDue = false
+	}
+	return c.deleteDue
+}
+
+// engineUnheard says, for settle and closeNow, whether the engine has a notification or
+// answer that has not reached the server: sent without a response head, refused for now and
+// waiting to go again, or held while messages wait for the GET stream's head.
+func (c *HTTPClient) engineUnheard() bool {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	var unheard C.bool
+	return c.ptr != nil && C.mcpw_http_client_has_unheard(c.ptr, &unheard) == C.MCPW_OK && bool(unheard)
+}
+
+// armEngineTimer sets t to the engine's next deadline and returns its channel; nil (a case
+// that never fires) without one.
+func (c *HTTPClient) armEngineTimer(t *time.Timer) <-chan time.Time {
+	t.Stop()
+	c.engine.Lock()
+	if c.ptr == nil {
+		c.engine.Unlock()
+		return nil
+	}
+	d := C.mcpwgo_http_client_deadline(c.ptr)
+	c.engine.Unlock()
+	if d.rc != C.MCPW_OK || d.has == 0 {
+		return nil
+	}
+	t.Reset(time.Until(deadlineAt(c.origin, uint64(d.at_ns))))
+	return t.C
+}
+
+// fireTimers hands the engine the time, for the deadline armEngineTimer set.
+func (c *HTTPClient) fireTimers() {
+	c.engine.Lock()
+	defer c.engine.Unlock()
+	if c.ptr != nil {
+		C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
 	}
 }
 
@@ -648,26 +704,26 @@ func (c *HTTPClient) closeNow(ctx context.Context, running map[uint64]context.Ca
 	results chan exchangeResult, gone <-chan struct{}) error {
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
 			return ErrFreed
 		}
 		// The engine knows which messages have not reached the server (a request's POST
 		// has its answer to wait for, not a head).
-		var unheard C.bool
-		c.engine.Lock()
-		rc := C.mcpw_http_client_has_unheard(c.ptr, &unheard)
-		c.engine.Unlock()
 		deleting := false
 		for id := range running {
 			deleting = deleting || c.unheard[id] == http.MethodDelete
 		}
-		if rc != C.MCPW_OK || (!bool(unheard) && !deleting) {
+		if !c.engineUnheard() && !deleting && !c.deleteStillDue() {
 			return ErrFreed // (Run's return cuts the rest)
 		}
 		select {
 		case r := <-results:
 			c.take(running, r)
+		case <-c.armEngineTimer(timer):
+			c.fireTimers()
 		case <-limit.C:
 			return ErrFreed
 		}
@@ -685,9 +741,19 @@ func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResul
 		delete(running, r.id)
 		delete(c.unheard, r.id)
 	} else if r.head && c.unheard[r.id] == http.MethodPost {
-		delete(c.unheard, r.id)
+		if r.status == http.StatusTooManyRequests || r.status == http.StatusServiceUnavailable {
+			// Refused for now: its end tells the engine whether to send it again (after its
+			// Retry-After), so settle lets it end instead of cutting it.
+			c.unheard[r.id] = refusedPost
+		} else {
+			delete(c.unheard, r.id)
+		}
 	}
 }
+
+// refusedPost marks, in HTTPClient.unheard, a POST whose head was a refusal for now (429 or
+// 503): what it carries has not reached the server.
+const refusedPost = "POST refused"
 
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by
 // Run: call it from the handler, or call Run again after it); false without a session. The

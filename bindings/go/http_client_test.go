@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -700,5 +702,84 @@ func TestHTTPClientARequestAfterEndSessionFailsAtOnce(t *testing.T) {
 	case <-failed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request's failure was not handed out")
+	}
+}
+
+// A cancellation the server refuses for now (503 with Retry-After) goes again once that time
+// has passed, and the session's DELETE after it, before Run returns: Run's wait after the
+// close cut the refused POST and never fired the engine's timers, so both were dropped
+// without a word (found by a review of the client hosts).
+func TestHTTPClientACancellationRefusedForNowGoesAgainBeforeTheDelete(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, s)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			note("DELETE")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case m.Method == "notifications/cancelled":
+			mu.Lock()
+			first := !slices.Contains(seen, "cancelled 503")
+			mu.Unlock()
+			if first {
+				note("cancelled 503")
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			note("cancelled 202")
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			<-r.Context().Done() // the tool runs until the client goes away
+		}
+	}))
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				c.Shutdown(time.Now(), 0)
+			}()
+		case *ClosedEvent:
+			if !client.EndSession() {
+				t.Error("EndSession: nothing queued")
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"cancelled 503", "cancelled 202", "DELETE"}; !slices.Equal(seen, want) {
+		t.Fatalf("the server saw %q when Run returned, want %q", seen, want)
 	}
 }
