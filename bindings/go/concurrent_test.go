@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -417,6 +418,69 @@ func TestServeGoesOnWhileALargeWriteWaits(t *testing.T) {
 		t.Fatal("the ping's timeout did not fire while a Write waited")
 	}
 	close(w.release)
+	in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return at the end of input")
+	}
+}
+
+// An answer read while the output had no room for more (a large Write waiting on a peer that
+// reads slowly) is fed before the deadline that passes meanwhile fires: the request had its
+// answer in time. The timeout fired with the answer read but not fed, and the answer was
+// dropped as late (found by a review).
+func TestServeFeedsAnAnswerReadBeforeItsDeadlineFiresWhileTheOutputIsFull(t *testing.T) {
+	cfg := &Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`), Limits: Limits{MaxBufferedOutput: 256 << 10}}
+	conn, err := NewConn(cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w := stallsOnBig{make(chan struct{})}
+	inR, in := io.Pipe()
+	defer in.Close()
+	// More than half the output's bound: no input is fed while it waits.
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 200<<10) + `"}`)
+	pinged := make(chan RequestID, 1)
+	outcome := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), conn, inR, w, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch ev := ev.(type) {
+			case *ReadyEvent:
+				id, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: 300 * time.Millisecond})
+				if err != nil {
+					t.Error(err)
+				}
+				pinged <- id
+			case *RequestEvent:
+				_ = c.Respond(ev.ID, big)
+			case *ResponseEvent:
+				outcome <- "answered"
+			case *TimedOutEvent:
+				outcome <- "timed out"
+			}
+		}))
+	}()
+	go io.WriteString(in, testInitialize+testInitialized+`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	id := <-pinged
+	time.Sleep(100 * time.Millisecond) // the answer to 1 waits in Write by now
+	go io.WriteString(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`+"\n", id))
+	time.Sleep(500 * time.Millisecond) // past the ping's deadline
+	close(w.release)
+	select {
+	case got := <-outcome:
+		if got != "answered" {
+			t.Fatalf("the ping %s; its answer came 100 ms after it was sent", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no outcome for the ping")
+	}
 	in.Close()
 	select {
 	case err := <-done:

@@ -226,17 +226,36 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			case <-stop:
 				return
 			}
-			_, err := conn.WriteTo(w)
-			bigWrite.Store(false)
-			wrote <- err // (never blocks: one token, one report)
+			// A panic in w.Write goes on to Serve's caller, as one in r.Read does, and a
+			// Write that ends its goroutine (runtime.Goexit) still reports, so Serve never
+			// waits for it for ever.
+			reported := false
+			func() {
+				defer func() {
+					if !reported {
+						wrote <- &writerPanic{value: recover()}
+					}
+				}()
+				_, err := conn.WriteTo(w)
+				bigWrite.Store(false)
+				reported = true
+				wrote <- err // (never blocks: one token, one report)
+			}()
 		}
 	}()
 	var werr error // the writer's error, once it has one: nothing more is written then
+	// fromWriter takes the writer's report: a panic in its Write goes on here.
+	fromWriter := func(err error) error {
+		if p, ok := err.(*writerPanic); ok && p.value != nil {
+			panic(p.value)
+		}
+		return err
+	}
 	// settle waits for the Write under way to end.
 	settle := func() {
 		if writing {
 			writing = false
-			if err := <-wrote; werr == nil {
+			if err := fromWriter(<-wrote); werr == nil {
 				werr = err
 			}
 		}
@@ -448,7 +467,9 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		}
 		var timeout <-chan time.Time
 		timer.Stop()
-		if deadline, ok := conn.NextDeadline(); ok {
+		// (Not while input read before a deadline came waits for room to be fed: the
+		// timers fire right after it is.)
+		if deadline, ok := conn.NextDeadline(); ok && !(timersAfterFeed && len(pending) > 0) {
 			timer.Reset(time.Until(deadline))
 			timeout = timer.C
 		}
@@ -474,6 +495,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			took(take())
 		case err := <-written:
 			writing = false
+			err = fromWriter(err)
 			if err != nil {
 				werr = err // (nothing more is written)
 				if err := fail(err); err != nil {
@@ -483,7 +505,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 		case <-wake:
 		case <-timeout:
 			// Input that is here already goes in first (see timersAfterFeed), once each time
-			// the deadline comes, so input that keeps coming cannot hold it off.
+			// the deadline comes, so input that keeps coming cannot hold it off: input read
+			// and not yet fed (the output has no room for what it may bring), and input that
+			// reached r meanwhile.
+			if len(pending) > 0 {
+				timersAfterFeed = true
+				break
+			}
 			var c chunk
 			arrived := false
 			select {
@@ -513,6 +541,15 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		}
 	}
+}
+
+// writerPanic is how Serve's writer goroutine reports a Write that panicked (value, passed
+// on to Serve's caller) or ended the goroutine with runtime.Goexit (value nil: Serve returns
+// it as its error).
+type writerPanic struct{ value any }
+
+func (p *writerPanic) Error() string {
+	return "mcpwire: the writer's Write ended its goroutine (runtime.Goexit)"
 }
 
 // lateInput is how long a deadline that passed while Serve was busy waits for the Read it has

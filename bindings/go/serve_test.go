@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +178,58 @@ func TestServeReaderPanicReachesTheCaller(t *testing.T) {
 	}()
 	if got != "reader bug" {
 		t.Fatalf("recovered %v", got)
+	}
+}
+
+// bigWriteFails panics (or, with exit, ends its goroutine) in a Write of 32 KiB or more,
+// which Serve makes on its writer goroutine; smaller ones succeed.
+type bigWriteFails struct{ exit bool }
+
+func (w bigWriteFails) Write(p []byte) (int, error) {
+	if len(p) >= 32<<10 {
+		if w.exit {
+			runtime.Goexit()
+		}
+		panic("writer bug")
+	}
+	return len(p), nil
+}
+
+// A panic in w's Write goes on to Serve's caller too, and a Write that ends its goroutine
+// (runtime.Goexit, as t.FailNow does) makes Serve return an error. A large answer is written
+// on Serve's writer goroutine, where the panic crashed the process and the Goexit left Serve
+// waiting for its report for ever (found by a review).
+func TestServeWriterPanicReachesTheCaller(t *testing.T) {
+	input := testInitialize + testInitialized + `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}}` + "\n"
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100<<10) + `"}]}`)
+	bigAnswer := HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+		if ev, ok := ev.(*RequestEvent); ok {
+			_ = c.Respond(ev.ID, big)
+		}
+	})
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		inR, in := io.Pipe()
+		defer in.Close()
+		go io.WriteString(in, input)
+		_ = Serve(context.Background(), toolsServer(t), inR, bigWriteFails{}, bigAnswer)
+		return nil
+	}()
+	if got != "writer bug" {
+		t.Fatalf("recovered %v", got)
+	}
+	inR, in := io.Pipe()
+	defer in.Close()
+	go io.WriteString(in, input)
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), toolsServer(t), inR, bigWriteFails{exit: true}, bigAnswer) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "Goexit") {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its writer's Goexit")
 	}
 }
 
