@@ -124,8 +124,8 @@ impl Io<std::io::Stdout> {
 
 /// Where the input comes from.
 enum Input {
-    /// Chunks from a reader thread (see [`Io::new`]).
-    Thread(Receiver<Vec<u8>>),
+    /// Chunks from a reader thread (see [`Io::new`]), and the error that ended its reads.
+    Thread(Receiver<Vec<u8>>, ReadError),
     /// A descriptor the loop waits on and reads itself (see [`Io::from_fd`]).
     #[cfg(unix)]
     Fd(std::fs::File),
@@ -169,6 +169,8 @@ pub struct Io<W: Write> {
     /// that input that keeps coming cannot hold the timers off).
     looked_before_timers: bool,
     eof: bool,
+    /// The error that ended the input, when a read failed.
+    input_error: Option<std::io::Error>,
     output_error: Option<std::io::Error>,
     /// The time the loop last read (see [`event_time`](Io::event_time)).
     read_at: Timestamp,
@@ -203,7 +205,8 @@ impl<W: Write> Io<W> {
         output: W,
         clock: impl FnMut() -> Timestamp + Send + 'static,
     ) -> Io<W> {
-        Io::with_input(Input::Thread(spawn_reader(input)), output, clock)
+        let (chunks, failed) = spawn_reader(input);
+        Io::with_input(Input::Thread(chunks, failed), output, clock)
     }
 
     /// Reads the file descriptor `input` (a pipe, a socket, stdin) on the loop's own thread,
@@ -241,6 +244,7 @@ impl<W: Write> Io<W> {
             timers_after_feed: false,
             looked_before_timers: false,
             eof: false,
+            input_error: None,
             output_error: None,
             read_at: Timestamp::ZERO,
             #[cfg(unix)]
@@ -279,6 +283,14 @@ impl<W: Write> Io<W> {
     /// Whether the input has ended.
     pub fn is_eof(&self) -> bool {
         self.eof
+    }
+
+    /// The error that ended the input, if a read failed (a reset connection, an I/O error)
+    /// rather than reaching the end: [`next_event`](Io::next_event) reports [`Stop::Eof`]
+    /// all the same (what was read before it is fed and answered), and a host that must tell
+    /// a failed input from a finished one looks here then.
+    pub fn input_error(&self) -> Option<&std::io::Error> {
+        self.input_error.as_ref()
     }
 
     /// The error that closed the output, if a write failed (the peer went away). Output is
@@ -481,14 +493,19 @@ impl<W: Write> Io<W> {
     /// the engine has all had).
     fn wait_for_input(&mut self, wait: Duration) -> Waited {
         match &mut self.input {
-            Input::Thread(rx) => match rx.recv_timeout(wait) {
+            Input::Thread(rx, failed) => match rx.recv_timeout(wait) {
                 // The reader asking whether the loop is still there (`spawn_reader`).
                 Ok(bytes) if bytes.is_empty() => Waited::Nothing,
                 Ok(bytes) => {
                     self.pending = bytes;
                     Waited::Bytes(self.pending.len())
                 }
-                Err(RecvTimeoutError::Disconnected) => Waited::End,
+                Err(RecvTimeoutError::Disconnected) => {
+                    // (Taken once: the thread has ended.)
+                    let error = failed.lock().map(|mut e| e.take());
+                    self.input_error = self.input_error.take().or(error.ok().flatten());
+                    Waited::End
+                }
                 Err(RecvTimeoutError::Timeout) => Waited::Nothing,
             },
             #[cfg(unix)]
@@ -525,7 +542,10 @@ impl<W: Write> Io<W> {
                     {
                         Waited::Nothing
                     }
-                    Err(_) => Waited::End,
+                    Err(e) => {
+                        self.input_error = Some(e);
+                        Waited::End
+                    }
                 }
             }
         }
@@ -593,10 +613,15 @@ fn flush_waiting(out: &mut impl Write, wait: &impl Fn()) -> std::io::Result<()> 
     }
 }
 
+/// The error that ended a reader thread's reads, set before its channel closes.
+type ReadError = std::sync::Arc<std::sync::Mutex<Option<std::io::Error>>>;
+
 /// Reads `source` on a thread into a channel of [`READ_AHEAD`] chunks; the channel closes when
-/// the input ends or fails.
-fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
+/// the input ends or fails (the error is left in the [`ReadError`] first).
+fn spawn_reader(mut source: impl Read + Send + 'static) -> (Receiver<Vec<u8>>, ReadError) {
     let (tx, rx): (SyncSender<Vec<u8>>, _) = sync_channel(READ_AHEAD);
+    let failed = ReadError::default();
+    let failure = failed.clone();
     std::thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
         let mut idle = 0u32;
@@ -622,12 +647,17 @@ fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
                     std::thread::sleep(Duration::from_millis(1));
                     continue;
                 }
-                Err(_) => return,
+                Err(e) => {
+                    if let Ok(mut slot) = failure.lock() {
+                        *slot = Some(e);
+                    }
+                    return;
+                }
             }
             idle = 0;
         }
     });
-    rx
+    (rx, failed)
 }
 
 #[cfg(test)]
@@ -911,6 +941,79 @@ mod tests {
             }
         }
         assert_eq!(io.next_event(&mut conn, None), Err(Stop::Eof), "standing");
+    }
+
+    /// A reader that hands out `data`, then fails with `ConnectionReset`.
+    struct ResetAfter(std::io::Cursor<Vec<u8>>);
+
+    impl Read for ResetAfter {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(std::io::ErrorKind::ConnectionReset.into()),
+                n => Ok(n),
+            }
+        }
+    }
+
+    /// A read that fails ends the input as its end does (what was read before is answered),
+    /// and `input_error` tells it from a clean end: it was taken for one, and the host could
+    /// not tell a reset peer from one that had finished. Both ways of reading.
+    #[test]
+    fn a_failed_read_ends_the_input_and_says_why() {
+        let input = format!("{INIT}{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}\n");
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(
+            ResetAfter(std::io::Cursor::new(input.into_bytes())),
+            &mut out,
+            clock,
+        );
+        let mut conn = server();
+        loop {
+            match io.next_event(&mut conn, None) {
+                Ok(OwnedEvent::Request { id, .. }) => {
+                    conn.respond(id.as_id(), crate::jsonrpc::RawJson::new("{}").unwrap())
+                        .unwrap();
+                }
+                Ok(_) => {}
+                Err(Stop::Eof) => break,
+                Err(Stop::Deadline) => panic!("no deadline was set"),
+            }
+        }
+        let kind = io.input_error().map(std::io::Error::kind);
+        assert_eq!(kind, Some(std::io::ErrorKind::ConnectionReset));
+        drop(io);
+        assert!(
+            String::from_utf8(out).unwrap().contains("\"id\":2"),
+            "answered first"
+        );
+
+        // A clean end has none.
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(
+            std::io::Cursor::new(INIT.as_bytes().to_vec()),
+            &mut out,
+            clock,
+        );
+        let mut conn = server();
+        while io.next_event(&mut conn, None).is_ok() {}
+        assert!(io.input_error().is_none());
+
+        // On the loop's thread: a descriptor whose reads fail (a directory's: EISDIR).
+        #[cfg(unix)]
+        {
+            let dir = std::fs::File::open("/").unwrap();
+            let (_, clock) = manual_clock();
+            let mut out = Vec::new();
+            let mut io = Io::from_fd(&dir, &mut out, clock).unwrap();
+            let mut conn = server();
+            while io.next_event(&mut conn, None).is_ok() {}
+            assert!(
+                io.input_error().is_some(),
+                "a failed read on the descriptor"
+            );
+        }
     }
 
     /// A last request without its newline is answered, and then the connection closes:
