@@ -2699,10 +2699,10 @@ head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/j
         % (port, len(body))).encode()
 a.sendall(head + body)
 # The answer has begun (a peek, which takes nothing from the buffer), then fills the
-# buffers: this client never reads it.
+# buffers: this client never reads it, for longer than the second that counts.
 a.settimeout(30)
 a.recv(1, socket.MSG_PEEK)
-time.sleep(0.5)
+time.sleep(1.5)
 b = socket.create_connection(("127.0.0.1", port))
 b.sendall(("GET /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port).encode())
 b.settimeout(5)
@@ -2718,6 +2718,64 @@ print(b.recv(200).split(b"\r\n")[0].decode())
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// At the cap, a connection whose client downloads a large answer slowly (reading all the
+/// while) is not the one dropped to make room: its writes wait each time until the client
+/// reads a little more, which counted as "not reading", and the answer, out of the engine's
+/// hands, was cut off (found by a review of the tokio host). It finishes sending, then
+/// closes; the new client gets 503 meanwhile.
+#[test]
+fn serve_http_at_its_cap_lets_a_slow_download_finish() {
+    let (_server, url) = serve_http(&["--max-connections", "1"]);
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let script = r#"
+import socket, json, sys, time, threading
+port = int(sys.argv[1])
+text = "x" * 3_500_000
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "echo", "arguments": {"text": text},
+    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+a = socket.socket()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+a.connect(("127.0.0.1", port))
+head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
+        % (port, len(body))).encode()
+a.sendall(head + body)
+got = bytearray()
+def download():
+    a.settimeout(30)
+    while True:
+        chunk = a.recv(4096)
+        if not chunk:
+            return
+        got.extend(chunk)
+        time.sleep(0.002)  # a slow reader, never a stopped one
+reader = threading.Thread(target=download)
+reader.start()
+time.sleep(1.0)
+b = socket.create_connection(("127.0.0.1", port))
+b.sendall(("GET /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port).encode())
+b.settimeout(5)
+print(b.recv(200).split(b"\r\n")[0].decode())
+reader.join(40)
+answer = bytes(got).partition(b"\r\n\r\n")[2]
+print("the whole text" if text.encode() in answer else "cut after %d bytes" % len(answer))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &port])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("HTTP/1.1 503"), "{all}");
+    assert!(text.contains("the whole text"), "{all}");
 }
 
 /// probe ends a server that outlives the end of its input with SIGTERM, as it says, before

@@ -82,8 +82,10 @@ pub struct HostConfig {
     pub path: String,
     /// TCP connections served at once. At the cap, a new connection takes the place of the
     /// one that has been idle longest, which is closed: one between two requests (closed as
-    /// a keep-alive connection is, after what it was sending, or at once when its client is
-    /// not reading what was sent), or one that has not sent a byte since it was accepted. One whose next request began to arrive less than a second
+    /// a keep-alive connection is, after what it was sending, however slowly its client
+    /// reads it, or at once when its client has read nothing of it for a second), or one
+    /// that has not sent a byte since it was accepted. One whose next request began to
+    /// arrive less than a second
     /// ago (on Linux, also one whose next request waits unread in the kernel) is passed
     /// over while another can go: closing it would lose that request (not a head that hyper
     /// read while the previous answer was still going out: HTTP pipelining, which MCP
@@ -604,13 +606,14 @@ pub async fn serve<A: Application>(
                             continue;
                         }
                         // A connection that never had a request is simply dropped (hyper
-                        // would wait for its first head), and so is one whose client is not
-                        // reading the answer it was sent (a graceful close would wait for it
-                        // for up to the send timeout, holding the slot); one between
-                        // requests closes as keep-alive connections do, after it has
-                        // written everything.
+                        // would wait for its first head), and so is one whose client has
+                        // read nothing of the answer it was sent for a while (a graceful
+                        // close would wait for it for up to the send timeout, holding the
+                        // slot); one between requests closes as keep-alive connections do,
+                        // after it has written everything, a slow client's download too
+                        // (its answer, out of the engine's hands, would be lost).
                         if conn_state.served.load(Ordering::Acquire)
-                            && !conn_state.stalled.load(Ordering::Relaxed)
+                            && !conn_state.not_reading(millis_since(conn_state.epoch))
                         {
                             conn.as_mut().graceful_shutdown();
                             let _ = conn.await;
@@ -739,6 +742,11 @@ fn arriving_at_stop(conn: &Tracked, input: Input, finished: u64) -> bool {
         && (conn.begun() || input.pending())
 }
 
+/// How long a connection's writes must have been unable to proceed before its client counts
+/// as not reading: making room, such a connection is dropped with what it was sending, where
+/// one whose client reads (however slowly) closes once it has sent everything.
+const NOT_READING_MS: u64 = 1000;
+
 /// How long a request head that has begun to arrive protects its connection from being
 /// closed to make room: a client's head comes in one round trip or a few; one that takes
 /// longer is slow (trickled, perhaps on purpose), and its connection may be displaced.
@@ -767,9 +775,9 @@ struct Tracked {
     evicting: AtomicBool,
     /// Chosen to make room with no right to decline.
     forced: AtomicBool,
-    /// A write could not proceed (the client is not reading what was sent): closing it
-    /// gracefully would wait for the send timeout, so when it makes room it is dropped.
-    stalled: AtomicBool,
+    /// Since when (milliseconds since `epoch`, plus one; 0: not stalled) no write could
+    /// proceed: see [`not_reading`](Tracked::not_reading).
+    stalled_since: AtomicU64,
     /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
     /// Tells the accept loop that the connection declined to close.
@@ -790,11 +798,20 @@ impl Tracked {
             finished_when_chosen: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
-            stalled: AtomicBool::new(false),
+            stalled_since: AtomicU64::new(0),
             evict: Notify::new(),
             declined: Notify::new(),
             epoch,
         }
+    }
+
+    /// Whether its client has read nothing of what was sent for [`NOT_READING_MS`] or more
+    /// (at `now`, in milliseconds since `epoch`): a write could not proceed since then. A
+    /// client that downloads a large answer slowly makes the writes wait too, but briefly,
+    /// each time until it reads a little more.
+    fn not_reading(&self, now: u64) -> bool {
+        let since = self.stalled_since.load(Ordering::Relaxed);
+        since != 0 && now + 1 >= since + NOT_READING_MS
     }
 
     /// Whether bytes arrived since it last became idle: a request has begun.
@@ -963,7 +980,8 @@ impl SendGuard {
         let limit = self.limit;
         let conn = &self.conn;
         let timer = self.stalled.get_or_insert_with(|| {
-            conn.stalled.store(true, Ordering::Relaxed);
+            let now = millis_since(conn.epoch);
+            conn.stalled_since.store(now + 1, Ordering::Relaxed);
             Box::pin(tokio::time::sleep(limit))
         });
         match timer.as_mut().poll(cx) {
@@ -985,7 +1003,7 @@ impl SendGuard {
             Poll::Pending => self.stall(cx),
             ready => {
                 if self.stalled.take().is_some() {
-                    self.conn.stalled.store(false, Ordering::Relaxed);
+                    self.conn.stalled_since.store(0, Ordering::Relaxed);
                 }
                 ready
             }
