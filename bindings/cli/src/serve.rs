@@ -1061,7 +1061,13 @@ pub fn run_http(
             Ok(l) => l,
             Err(e) => {
                 eprintln!("mcpwire serve: cannot listen on {addr}: {e}");
-                return crate::probe::EXIT_USAGE;
+                // A mistyped address is the command line's fault; a port in use, or one
+                // that needs privileges, is not (a supervisor may retry it).
+                return if e.kind() == std::io::ErrorKind::InvalidInput {
+                    crate::probe::EXIT_USAGE
+                } else {
+                    1
+                };
             }
         };
         let local = match listener.local_addr() {

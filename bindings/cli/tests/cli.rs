@@ -2437,6 +2437,20 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     assert!(err.contains("--max-connections"), "{err}");
 }
 
+/// A port in use is not a usage error (exit 1, as any failure to run), where a mistyped
+/// address is (exit 2): both exited 2, so a supervisor could not tell a configuration it
+/// must fix from a port it may try again (found by a review of the tokio host).
+#[test]
+fn serve_http_tells_a_port_in_use_from_a_bad_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, _, err) = mcpwire(&["serve", "--http", &addr]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot listen on"), "{err}");
+    let (code, _, err) = mcpwire(&["serve", "--http", "127.0.0.1:notaport"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 /// A server that stops reading while probe writes to it (a large --call) is stopped once the
 /// write has waited for the timeout, and probe says why: the write waited for good, past
 /// --timeout and Ctrl-C, until the server happened to exit.
