@@ -1034,6 +1034,51 @@ fn host_allowed(authority: &str, allowed: &[String], ip_literals: bool) -> bool 
         || (ip_literals && bare.parse::<std::net::IpAddr>().is_ok())
 }
 
+/// Descriptors kept for what is not a connection: stdio, the listener, the runtime's own,
+/// the Redis connections, with room to spare.
+const FD_RESERVE: u64 = 64;
+
+/// Raises the limit on open files (the soft limit, up to the hard one, as Go's runtime does
+/// at its start) so that `max` connections and [`FD_RESERVE`] fit, and returns the cap that
+/// fits: a smaller one, said on stderr, where the hard limit is lower. At the common soft
+/// limit of 1024 the default cap of 1024 was never reached: `accept` failed first (EMFILE),
+/// new clients waited unanswered in the kernel's queue instead of displacing an idle
+/// connection or getting 503, and nothing said why.
+fn fit_descriptor_limit(max: usize) -> usize {
+    let to_rlim = |n: u64| libc::rlim_t::try_from(n).unwrap_or(libc::rlim_t::MAX);
+    let want = to_rlim((max as u64).saturating_add(FD_RESERVE));
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return max;
+    }
+    if limit.rlim_cur < want {
+        let raised = libc::rlimit {
+            rlim_cur: want.min(limit.rlim_max),
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit.rlim_cur = raised.rlim_cur;
+        }
+    }
+    let soft = limit.rlim_cur;
+    if soft >= want {
+        return max;
+    }
+    let fits = usize::try_from(soft.saturating_sub(to_rlim(FD_RESERVE)))
+        .unwrap_or(1)
+        .max(1);
+    eprintln!(
+        "mcpwire serve: serving at most {fits} connections at once: the limit on open files \
+         is {soft} (ulimit -n)"
+    );
+    fits
+}
+
 pub fn run_http(
     addr: &str,
     legacy_only: bool,
@@ -1081,6 +1126,7 @@ pub fn run_http(
         if let Some(max) = max_connections {
             host.max_connections = max as usize;
         }
+        host.max_connections = fit_descriptor_limit(host.max_connections);
         let mut config = HttpServerConfig::new(demo_config(legacy_only));
         let tools = tools().to_string();
         if let Ok(raw) = RawJson::new(&tools) {

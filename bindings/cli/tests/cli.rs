@@ -2437,6 +2437,62 @@ fn serve_http_at_its_connection_cap_closes_a_silent_connection_not_a_begun_reque
     assert!(err.contains("--max-connections"), "{err}");
 }
 
+/// Under a limit on open files below the connection cap, `serve` raises its soft limit to
+/// the hard one, caps its connections to what fits and says so; silent connections past that
+/// then make room for a client, which is answered. With the soft limit at 100 and the cap at
+/// 1024, `accept` failed for want of descriptors from about the 90th connection on, and the
+/// client waited unanswered in the kernel's queue, nothing said (found by a review of the
+/// tokio host).
+#[test]
+fn serve_http_fits_its_cap_to_the_limit_on_open_files() {
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -S -n 100 && ulimit -H -n 200 && exec {BIN} serve --http 127.0.0.1:0"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let server = Reaped(child);
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // More than fit (200 less the reserve), fewer than the test's own limit.
+    let silent: Vec<std::net::TcpStream> = (0..180)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut c,
+        format!("GET /other HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    let read = std::io::Read::read_exact(&mut c, &mut head);
+    drop(silent);
+    drop(server);
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut { stderr }, &mut said).unwrap();
+    assert!(read.is_ok(), "no answer: {read:?}; {said}");
+    assert_eq!(&head, b"HTTP/1.1 404", "{said}");
+    assert!(
+        said.contains("serving at most 136 connections at once"),
+        "{said}"
+    );
+}
+
 /// A port in use is not a usage error (exit 1, as any failure to run), where a mistyped
 /// address is (exit 2): both exited 2, so a supervisor could not tell a configuration it
 /// must fix from a port it may try again (found by a review of the tokio host).

@@ -85,14 +85,18 @@ pub struct HostConfig {
     /// a keep-alive connection is, after what it was sending, however slowly its client
     /// reads it, or at once when its client has read nothing of it for a second), or one
     /// that has not sent a byte since it was accepted. One whose next request began to
-    /// arrive less than a second
-    /// ago (on Linux, also one whose next request waits unread in the kernel) is passed
-    /// over while another can go: closing it would lose that request (not a head that hyper
-    /// read while the previous answer was still going out: HTTP pipelining, which MCP
-    /// clients do not use). So sockets left open cannot lock other clients out. Only when
-    /// every connection is serving a request (GET streams held open, say) does a new one get
-    /// `503 Service Unavailable` with `Retry-After: 1`, at once, rather than wait unanswered
-    /// in the kernel's accept queue. Default 1024.
+    /// arrive less than a second ago (on Linux, also one whose next request waits unread in
+    /// the kernel) is passed over while another can go: closing it would lose that request
+    /// (not a head that hyper read while the previous answer was still going out: HTTP
+    /// pipelining, which MCP clients do not use). So sockets left open cannot lock other
+    /// clients out. Only when every connection is serving a request (GET streams held open,
+    /// say) does a new one get `503 Service Unavailable` with `Retry-After: 1`, at once,
+    /// rather than wait unanswered in the kernel's accept queue. Default 1024.
+    ///
+    /// Keep it below the process's limit on open files (`ulimit -n`, often 1024 as a soft
+    /// limit), with room for the other descriptors: `mcpwire serve` raises its soft limit to
+    /// the hard one and lowers this to fit. When `accept` runs out of descriptors anyway
+    /// (on Linux), the connection idle longest makes room as at the cap.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -536,7 +540,15 @@ pub async fn serve<A: Application>(
                     stream
                 }
                 Err(e) if connection_error(&e) => continue,
-                Err(_) => {
+                Err(e) => {
+                    // Out of descriptors below the cap (a limit on open files lower than
+                    // `max_connections`): the connection idle longest makes room, as at the
+                    // cap, rather than new clients waiting unanswered in the kernel's queue.
+                    if out_of_descriptors(&e)
+                        && let Some(chosen) = make_room(&mut tracked)
+                    {
+                        chosen.evict.notify_one();
+                    }
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying at once would spin. Wait for
                     // connections to close.
                     pause = (pause * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -648,6 +660,17 @@ pub async fn serve<A: Application>(
     // an error for the clients that resume them elsewhere.
     shared.lock().server.abandon_requests();
     Ok(())
+}
+
+/// Whether `accept` failed for want of a file descriptor (EMFILE, ENFILE).
+fn out_of_descriptors(e: &io::Error) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = e;
+        false
+    }
 }
 
 /// A task aborted when its handle is dropped (tokio's detaches it).
