@@ -2674,6 +2674,59 @@ fn the_application_ends_listen_streams_with_their_result() {
     assert_eq!(s.connections().len(), 0, "the stateless connection is gone");
 }
 
+/// A listen whose end found its connection's output full when the server began to shut down
+/// (its client behind on reading) ends once that client has read: `end_listen` asks to be
+/// called again then, and nothing did, so the stream stayed open, empty, until the
+/// shutdown's grace was over and it was cut without its result (found by a review of the
+/// tokio host).
+#[test]
+fn a_listen_whose_end_found_the_output_full_ends_once_its_client_reads() {
+    let mut config = server_config();
+    config.limits.max_buffered_output = 8 * 1024;
+    let mut s = HttpServer::new(HttpServerConfig::new(config));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+        &body,
+    );
+    let r = s.settle(r);
+    let Body::Stream(stream) = r.body else {
+        panic!("{r:?}")
+    };
+    // The client reads nothing while the server notifies, until the output is full.
+    let key = s.connections()[0];
+    let mut sent = 0;
+    while let Some(conn) = s.connection(key) {
+        if conn
+            .notify("notifications/tools/list_changed", None)
+            .is_err()
+        {
+            break;
+        }
+        sent += 1;
+        s.pump();
+        assert!(sent < 10_000, "the output never filled");
+    }
+    assert_eq!(s.end_listen_streams(), 0, "its end did not fit");
+    let mut reader = StreamReader::new();
+    let (got, finished) = read_stream(&mut s, stream, &mut reader);
+    let last = got.last().unwrap();
+    assert_eq!(last["id"], "L", "the listen's result comes last");
+    assert!(finished, "and ends the stream");
+    assert_eq!(
+        got.len(),
+        sent + 2,
+        "the acknowledgement, every notification, the result"
+    );
+}
+
 /// Under `Policy::review_listens` a stateless listen POST waits for the application: a grant
 /// sends the acknowledgement on its stream, and a refusal settles as a plain JSON error.
 #[test]

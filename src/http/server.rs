@@ -2541,8 +2541,15 @@ impl HttpServer {
         };
         s.read = (s.read + n).min(s.buf.len());
         s.ids_shown |= n > 0;
+        let key = s.conn.0;
         if s.read == s.buf.len() {
             self.drained(stream);
+        }
+        // Shutting down: a listen whose end found the connection's output full (its client
+        // behind on reading) ends now that the client reads ("call again once it drained").
+        if self.draining && self.end_listens_of(key) > 0 {
+            self.mark(key);
+            self.pump();
         }
     }
 
