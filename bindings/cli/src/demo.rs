@@ -293,10 +293,10 @@ pub fn run() -> i32 {
         if let Err(e) = part() {
             // Stopped by a signal (passed on to the demo server): end as a shell reports it.
             if let Some(signal) = crate::signals::caught() {
-                eprintln!("demo stopped by signal {signal}");
+                say!("demo stopped by signal {signal}");
                 return 128 + signal;
             }
-            eprintln!("demo failed: {e}");
+            say!("demo failed: {e}");
             return 1;
         }
     }

@@ -161,14 +161,23 @@ impl Watch {
     }
 }
 
-/// SIGKILL to `pid`.
+/// `signal` to the server's process group (it leads one of its own: see `Session::spawn`),
+/// so that a server started through a shell wrapper (`sh -c 'python server.py; …'`) gets it
+/// too: sent to the shell alone, the server outlived the probe.
+#[cfg(unix)]
+fn signal_group(pid: u32, signal: libc::c_int) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) on the group our own child leads, the child not reaped yet (the
+        // callers hold `Watch::pid`, cleared before the child is waited for, or have not
+        // seen it exit): a group id is never handed out as a new pid while its leader lives.
+        unsafe { libc::kill(-pid, signal) };
+    }
+}
+
+/// SIGKILL to `pid` and its process group.
 fn kill(pid: u32) {
     #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) on our own child, not reaped yet (the caller holds `Watch::pid`,
-        // which is cleared before the child is waited for).
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    signal_group(pid, libc::SIGKILL);
     #[cfg(not(unix))]
     let _ = pid;
 }
@@ -180,7 +189,8 @@ impl Session {
             .ok_or_else(|| std::io::Error::other("no server command given"))?;
         // A signal that comes while the server starts is held for it (see below).
         crate::signals::catch();
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -188,10 +198,16 @@ impl Session {
                 Stdio::null()
             } else {
                 Stdio::inherit()
-            })
-            .spawn()?;
+            });
+        // A process group of its own, so that every signal the probe sends (passed on, or
+        // its own at the end) reaches what the server started too: a shell wrapper's
+        // server outlived a probe that signalled the shell alone. (The terminal's Ctrl-C now
+        // reaches the probe alone, which passes it on.)
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn()?;
         // Stopping the command stops the server too (and the command then sees it go).
-        crate::signals::pass_to(child.id());
+        crate::signals::pass_to_group(child.id());
         let stdout = child
             .stdout
             .take()
@@ -257,7 +273,13 @@ impl Session {
             let _guard = runtime.enter();
             Box::new(
                 mcpwire_tokio::client::Client::new(url, config, ReconnectPolicy::default())
-                    .map_err(std::io::Error::other)?,
+                    .map_err(|e| match e {
+                        // (Without the URL, which the caller names, its credentials hidden.)
+                        mcpwire_tokio::client::ClientError::Url(_) => std::io::Error::other(
+                            "not a usable URL: only http:// with a host is supported",
+                        ),
+                        e => std::io::Error::other(e),
+                    })?,
             )
         };
         Ok(Session {
@@ -433,12 +455,9 @@ impl Session {
             if terminate {
                 // (Not the `kill` program, which slim images lack: then no SIGTERM came, and
                 // the server was killed 2 s later without its clean-up.)
+                // (The child is not reaped yet: try_wait above has not returned its status.)
                 #[cfg(unix)]
-                if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                    // SAFETY: kill(2) on our own child, not reaped yet (try_wait above has
-                    // not returned its status), so the pid is still its.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                }
+                signal_group(child.id(), libc::SIGTERM);
             }
             let until = Instant::now() + Duration::from_secs(2);
             while Instant::now() < until {
@@ -448,6 +467,7 @@ impl Session {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        kill(child.id());
         let _ = child.kill();
         watch.wait(child)
     }
@@ -458,6 +478,7 @@ impl Drop for Session {
         if let Link::Stdio { child, watch, .. } = &mut self.link
             && watch.try_wait(child).is_none()
         {
+            kill(child.id());
             let _ = child.kill();
             watch.wait(child);
         }

@@ -6,6 +6,16 @@
 // This binary is the IO layer: it reads the real clock and passes it to the engine as data.
 #![allow(clippy::disallowed_methods)]
 
+/// `eprintln!` that never panics: where stderr is gone (closed, a terminal that hung up,
+/// `/dev/full`), the message is dropped and the command still exits with the code its docs
+/// give; `eprintln!` panicked there, and the exit code became 101.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod demo;
 mod driver;
 mod out;
@@ -156,10 +166,11 @@ fn protocol(v: &str) -> Result<Protocol, String> {
 const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 fn timeout(v: &str) -> Result<Duration, String> {
+    // (At least a millisecond: a tinier one was taken, and every request timed out at once.)
     match v.parse::<f64>() {
-        Ok(s) if s > 0.0 && s <= MAX_TIMEOUT_SECS => Ok(Duration::from_secs_f64(s)),
+        Ok(s) if (0.001..=MAX_TIMEOUT_SECS).contains(&s) => Ok(Duration::from_secs_f64(s)),
         _ => Err(format!(
-            "needs a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+            "needs a number of seconds, at least 0.001 and at most {MAX_TIMEOUT_SECS}"
         )),
     }
 }

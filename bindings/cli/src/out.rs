@@ -17,7 +17,7 @@ pub fn print(text: &str) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(EXIT_READER_GONE);
         }
-        eprintln!("mcpwire: cannot write to stdout: {e}");
+        say!("mcpwire: cannot write to stdout: {e}");
         std::process::exit(1);
     }
 }

@@ -368,6 +368,18 @@ fn reachable(url: &str, timeout: Duration) -> Result<(), Failure> {
 }
 
 /// Whether an `http://` URL carries credentials (`user:password@`).
+/// `url` with its userinfo (the credentials before `@`) replaced by `***`, for messages.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("//") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}//***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
 fn has_userinfo(url: &str) -> bool {
     url.split_once("//")
         .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
@@ -773,7 +785,9 @@ fn human(report: &Report) -> String {
         line(t, "instructions", &clean(&first));
     }
     if let Some(c) = &report.capabilities {
-        line(t, "capabilities", &c.to_string());
+        // (JSON escapes C0 controls only: DEL and C1 ones, such as CSI, would reach the
+        // terminal.)
+        line(t, "capabilities", &clean(&c.to_string()));
     }
     for (key, items, pages) in &report.lists {
         let pages = if *pages > 1 {
@@ -803,7 +817,7 @@ fn human(report: &Report) -> String {
         line(t, "ping", &format!("ok ({p} ms)"));
     }
     if let Some(c) = &report.call {
-        line(t, "call result", &c.to_string());
+        line(t, "call result", &clean(&c.to_string()));
     }
     if !report.latencies.is_empty() {
         let _ = writeln!(t, "latency");
@@ -843,7 +857,10 @@ pub fn run(opts: Options) -> i32 {
     let mut report = Report::default();
     let session = match &opts.url {
         Some(url) => Session::connect_http(url, config)
-            .map_err(|e| fail(EXIT_USAGE, format!("cannot use {url}: {e}")))
+            .map_err(|e| {
+                let url = without_userinfo(url);
+                fail(EXIT_USAGE, format!("cannot use {url}: {e}"))
+            })
             .and_then(|session| {
                 if has_userinfo(url) {
                     report.warnings.push(
@@ -904,7 +921,7 @@ pub fn run(opts: Options) -> i32 {
             } else {
                 print_human(&report);
             }
-            eprintln!("error: {}", clean(&f.message));
+            say!("error: {}", clean(&f.message));
             f.code
         }
     }

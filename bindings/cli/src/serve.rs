@@ -76,7 +76,7 @@ fn report_unsent(sent: Result<(), mcpwire::conn::Error>) {
     use mcpwire::conn::Error;
     match sent {
         Ok(()) | Err(Error::Closed | Error::UnknownRequest) => {}
-        Err(e) => eprintln!("mcpwire serve: an answer was not sent: {e}"),
+        Err(e) => say!("mcpwire serve: an answer was not sent: {e}"),
     }
 }
 
@@ -651,7 +651,7 @@ fn runtime(builder: &mut tokio::runtime::Builder) -> Option<tokio::runtime::Runt
     builder
         .enable_all()
         .build()
-        .map_err(|e| eprintln!("mcpwire serve: cannot start the runtime: {e}"))
+        .map_err(|e| say!("mcpwire serve: cannot start the runtime: {e}"))
         .ok()
 }
 
@@ -703,7 +703,7 @@ pub fn run_tokio(legacy_only: bool) -> i32 {
                         std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
                     ) => return 0,
                     Err(e) => {
-                        eprintln!("mcpwire serve: {e}");
+                        say!("mcpwire serve: {e}");
                         return 1;
                     }
                 },
@@ -987,7 +987,7 @@ async fn renew_claim(claim: std::sync::Arc<std::sync::Mutex<ReplicaClaim>>) {
         .await
         .unwrap_or(false);
         if !held {
-            eprintln!(
+            say!(
                 "mcpwire serve: this replica's number could not be renewed in Redis (another \
                  server may now hold it and go by the same name)"
             );
@@ -1005,7 +1005,7 @@ async fn report_store_failures(health: [StoreHealth; 2]) {
         if errors > reported {
             reported = errors;
             let last: Vec<String> = health.iter().filter_map(StoreHealth::last_error).collect();
-            eprintln!(
+            say!(
                 "mcpwire serve: {errors} Redis call(s) failed so far; last: {}",
                 last.join("; ")
             );
@@ -1072,7 +1072,7 @@ fn fit_descriptor_limit(max: usize) -> usize {
     let fits = usize::try_from(soft.saturating_sub(to_rlim(FD_RESERVE)))
         .unwrap_or(1)
         .max(1);
-    eprintln!(
+    say!(
         "mcpwire serve: serving at most {fits} connections at once: the limit on open files \
          is {soft} (ulimit -n)"
     );
@@ -1105,7 +1105,7 @@ pub fn run_http(
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("mcpwire serve: cannot listen on {addr}: {e}");
+                say!("mcpwire serve: cannot listen on {addr}: {e}");
                 // A mistyped address is the command line's fault; a port in use, or one
                 // that needs privileges, is not (a supervisor may retry it).
                 return if e.kind() == std::io::ErrorKind::InvalidInput {
@@ -1118,7 +1118,7 @@ pub fn run_http(
         let local = match listener.local_addr() {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("mcpwire serve: {e}");
+                say!("mcpwire serve: {e}");
                 return 1;
             }
         };
@@ -1149,7 +1149,7 @@ pub fn run_http(
                 done = claiming => match done {
                     Ok(done) => done,
                     Err(e) => {
-                        eprintln!("mcpwire serve: Redis at {url}: {e}");
+                        say!("mcpwire serve: Redis at {url}: {e}");
                         return 1;
                     }
                 },
@@ -1163,7 +1163,7 @@ pub fn run_http(
                     claim = Some(std::sync::Arc::new(std::sync::Mutex::new(c)));
                 }
                 Err(e) => {
-                    eprintln!("mcpwire serve: Redis at {url}: {e}");
+                    say!("mcpwire serve: Redis at {url}: {e}");
                     return 1;
                 }
             }
@@ -1224,7 +1224,7 @@ pub fn run_http(
         match served {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("mcpwire serve: {e}");
+                say!("mcpwire serve: {e}");
                 1
             }
         }

@@ -10,6 +10,18 @@ mod imp {
 
     /// The child to pass signals to (0: none yet).
     pub(super) static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// The child leads a process group of its own (`probe`'s server), and signals go to the
+    /// whole group: a server behind a shell wrapper gets them too.
+    static GROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// What kill(2) takes to reach `child`: its group when it leads one of its own.
+    fn target(child: libc::pid_t) -> libc::pid_t {
+        if GROUP.load(Ordering::SeqCst) {
+            -child
+        } else {
+            child
+        }
+    }
     /// The last signal passed on (0: none).
     static CAUGHT: AtomicI32 = AtomicI32::new(0);
     /// A signal caught before the child was known (0: none), for `pass_to` to pass on.
@@ -33,7 +45,7 @@ mod imp {
             // SAFETY: the kernel hands an SA_SIGINFO handler a valid `info` (or null).
             if !(from_the_terminal(unsafe { info.as_ref() }) && same_group(child)) {
                 // SAFETY: kill(2) takes plain integers and is async-signal-safe.
-                unsafe { libc::kill(child, signal) };
+                unsafe { libc::kill(target(child), signal) };
             }
         } else {
             // No child yet (being started): `pass_to` passes it on. Should the child have
@@ -51,7 +63,7 @@ mod imp {
             let signal = PENDING.swap(0, Ordering::SeqCst);
             if signal != 0 {
                 // SAFETY: kill(2) takes plain integers and is async-signal-safe.
-                unsafe { libc::kill(child, signal) };
+                unsafe { libc::kill(target(child), signal) };
             }
         }
     }
@@ -103,6 +115,11 @@ mod imp {
         catch();
         CHILD.store(pid, Ordering::SeqCst);
         pass_pending();
+    }
+
+    pub fn pass_to_group(child: u32) {
+        GROUP.store(true, Ordering::SeqCst);
+        pass_to(child);
     }
 
     pub fn catch() {
@@ -207,6 +224,7 @@ mod imp {
 #[cfg(not(unix))]
 mod imp {
     pub fn pass_to(_child: u32) {}
+    pub fn pass_to_group(_child: u32) {}
     pub fn reap(
         child: &mut std::process::Child,
         block: bool,
@@ -258,6 +276,9 @@ pub use imp::caught;
 /// From now on, SIGINT, SIGTERM and SIGHUP sent to this process go to `child` instead (those
 /// this process ignores stay ignored); one caught since [`catch`] goes to it now.
 pub use imp::pass_to;
+/// [`pass_to`] for a child started as the leader of a process group of its own
+/// (`process_group(0)`): signals go to that whole group.
+pub use imp::pass_to_group;
 /// Reaps the child once it has exited (`None`: not yet, without `block`), after signals stop
 /// going to it. Use it instead of `Child::wait` and `try_wait` for the child signals go to.
 pub use imp::reap;

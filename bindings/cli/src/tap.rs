@@ -225,7 +225,7 @@ impl LogSink {
                     }
                     if let Err(e) = file.write_all(entry) {
                         // An entry cut short would glue the next one to it: nothing more.
-                        eprintln!("mcpwire tap: cannot write the log ({e}); logging stopped");
+                        say!("mcpwire tap: cannot write the log ({e}); logging stopped");
                         failed = true;
                     }
                 }
@@ -605,12 +605,12 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let log = match File::create(log_path) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("mcpwire tap: cannot write {log_path}: {e}");
+            say!("mcpwire tap: cannot write {log_path}: {e}");
             return crate::probe::EXIT_USAGE;
         }
     };
     let Some((program, args)) = command.split_first() else {
-        eprintln!("mcpwire tap: no server command given");
+        say!("mcpwire tap: no server command given");
         return crate::probe::EXIT_USAGE;
     };
     // A signal that comes while the server starts is held for it (see below).
@@ -624,7 +624,7 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("mcpwire tap: cannot start {program}: {e}");
+            say!("mcpwire tap: cannot start {program}: {e}");
             return crate::probe::EXIT_SPAWN;
         }
     };

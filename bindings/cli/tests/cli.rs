@@ -2713,11 +2713,14 @@ for line in sys.stdin:
         continue
     r = {"jsonrpc": "2.0", "id": m["id"]}
     if m["method"] == "initialize":
-        r["result"] = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}, "experimental": {"x": {"y": "\u009b2J"}}},
                        "serverInfo": {"name": "evil\x1b[2J", "version": "1"}}
     elif m["method"] == "tools/list":
         r["result"] = {"tools": [{"name": "t\rX", "description": "d\x1b]0;pwned\x07",
                                   "inputSchema": {"type": "object"}}]}
+    elif m["method"] == "tools/call":
+        r["result"] = {"content": [{"type": "text", "text": "\u009b1;1H\x7f"}]}
     else:
         r["error"] = {"code": -32603, "message": "no\nerror: fake"}
     print(json.dumps(r), flush=True)
@@ -2731,14 +2734,70 @@ for line in sys.stdin:
         "-c",
         server,
     ]);
-    for text in [&out, &err] {
+    // (C1 controls too, CSI among them, which JSON leaves unescaped: in the capabilities
+    // and a call's result.)
+    let (_, called, _) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--call",
+        "t\rX",
+        "{}",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    assert!(called.contains("call result"), "{called}");
+    for text in [&out, &err, &called] {
         assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        assert!(
+            !text.contains('\u{9b}') && !text.contains('\x7f'),
+            "{text:?}"
+        );
     }
     assert!(
         out.contains(r"t\rX") && out.contains(r"d\u{1b}]0;pwned\u{7}"),
         "{out}"
     );
     assert!(!out.contains("\nerror: fake"), "{out:?}");
+}
+
+/// The credentials in a URL probe cannot use are not printed (the client's error named the
+/// whole URL, twice, on stderr and in the JSON report a CI job keeps); a stderr that cannot
+/// be written (here `/dev/full`) leaves the documented exit code alone (`eprintln!`
+/// panicked: 101); and a `--timeout` that rounds to nothing is refused (every request timed
+/// out at once). Found by a review of the command line.
+#[test]
+fn probe_hides_url_credentials_survives_a_full_stderr_and_refuses_a_zero_timeout() {
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--url",
+        "https://user:TOKEN@mcp.example.com/mcp",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        !out.contains("TOKEN") && !err.contains("TOKEN"),
+        "{out}{err}"
+    );
+    assert!(err.contains("https://***@mcp.example.com/mcp"), "{err}");
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = Command::new(BIN)
+        .args(["probe", "--", "/nonexistent/server"])
+        .stdout(Stdio::null())
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3), "the spawn failure's code");
+
+    let (code, _, err) = mcpwire(&["probe", "--timeout", "1e-10", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--timeout"), "{err}");
 }
 
 /// At the cap, a connection whose client does not read the answer it was sent makes room at
@@ -2892,6 +2951,49 @@ while True:
         Some("term"),
         "the server got no SIGTERM: {err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server started through a shell wrapper (`sh -c 'python3 server.py; echo done'`, the
+/// shape of `bash -c "source venv/bin/activate; python server.py"`) is stopped with the
+/// shell when probe gives up: the signals went to the shell alone, which died, and the server,
+/// which ignores the end of its input, ran on for its ten minutes (found by a review).
+#[test]
+fn probe_stops_a_server_behind_a_shell_wrapper() {
+    let dir = scratch_dir("probe-wrapper");
+    let pid_file = dir.join("pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let server = format!(
+        "python3 -c 'import os, time; open(\"{}\", \"w\").write(str(os.getpid())); time.sleep(600)'; echo done",
+        pid_file.display()
+    );
+    // (Its output goes to a file: a pipe would stay open for as long as the server lives.)
+    let log = dir.join("stderr");
+    let status = Command::new(BIN)
+        .args(["probe", "--timeout", "1", "--", "sh", "-c", &server])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    let err = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(6), "a timeout: {err}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    // Gone, or a zombie no one has reaped yet (a container's first process may not).
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let still = alive();
+    if still {
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+    }
+    assert!(!still, "the server behind the shell outlived probe: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
