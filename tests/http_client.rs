@@ -3185,6 +3185,14 @@ fn a_call_that_ended_while_tools_list_was_read_is_not_sent_again() {
     );
     c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
     assert!(c.sent().is_empty(), "not sent again");
+    // The late page is the client's own: the application never hears of it (it got it as
+    // an answer to an unknown request, a protocol violation).
+    c.events();
+    assert!(
+        !(c.events.iter()).any(|e| matches!(e, Ev::Violation { .. })),
+        "{:?}",
+        c.events
+    );
 
     // Timed out, the tools/list never answered: its exchange is let go.
     let (id, post) = c.call_sql("eu");
@@ -3205,6 +3213,61 @@ fn a_call_that_ended_while_tools_list_was_read_is_not_sent_again() {
     );
     c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
     assert!(c.sent().is_empty(), "not sent again");
+    // The late page is the client's own: the application never hears of it (it got it as
+    // an answer to an unknown request, a protocol violation).
+    c.events();
+    assert!(
+        !(c.events.iter()).any(|e| matches!(e, Ev::Violation { .. })),
+        "{:?}",
+        c.events
+    );
+}
+
+/// The client's `tools/list` refused with an error that names no request (a 500 whose body
+/// has `"id":null`, as many servers send) gives the held call its refusal at once: taken for
+/// the application's, it left the walk waiting for a page that would never come, and the
+/// call waited for its timeout. A refusal that comes twice holds the call once, and it goes
+/// again once (twice, the tool ran twice).
+#[test]
+fn a_refused_tools_list_or_a_repeated_refusal_never_strands_or_doubles_a_call() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    let idless = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"down"}}"#;
+    c.answer(&list, 500, &[("Content-Type", "application/json")], idless);
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(
+        !(c.events.iter()).any(|e| matches!(e, Ev::Violation { .. })),
+        "{:?}",
+        c.events
+    );
+
+    let (id, post) = c.call_sql("eu");
+    let refusal = json!({"jsonrpc":"2.0","id":post.body["id"],
+        "error":{"code":-32020,"message":"Header mismatch"}})
+    .to_string();
+    c.stream(
+        &post,
+        &[],
+        &format!("data: {refusal}\n\ndata: {refusal}\n\n"),
+    );
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "one tools/list: {sent:?}");
+    c.list_tools(&sent[0], json!({"tools":[sql_tool("Region")]}));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "sent again once: {again:?}");
+    c.answer(
+        &again[0],
+        200,
+        &[("Content-Type", "application/json")],
+        &empty_result(&again[0]),
+    );
+    c.assert_answered(id);
 }
 
 /// Against the sans-IO server: a client that never listed the tools gets its call through

@@ -600,9 +600,10 @@ impl HttpClient {
 
     /// Whether a notification or answer has not reached the server yet: it went out and has
     /// no response head, it is an answer to the server waiting for a place among the
-    /// [`MAX_RUNNING_REPLIES`], or the connection still holds it (messages wait for the
-    /// session's GET stream, or `initialized`, to get its response head, for up to a second;
-    /// the host's timer ends that wait). What it carries (a cancellation, say) may be lost. A
+    /// [`MAX_RUNNING_REPLIES`], or the connection still holds it (messages, requests too,
+    /// wait for the session's GET stream or `initialized` to get its response head: about a
+    /// second at most, longer after a refused `initialized` goes again; the host's timer
+    /// ends that wait). What it carries (a cancellation, say) may be lost. A
     /// host about to exit keeps driving the client while this holds, timers included (within
     /// a bound of its own), so as not to cut it off.
     pub fn has_unheard(&self) -> bool {
@@ -1342,9 +1343,8 @@ impl HttpClient {
             match m {
                 Message::Response(r) => {
                     if let Id::Int(n) = r.id {
-                        if self.refresh.as_ref().is_some_and(|f| f.id == n) {
-                            self.note_answered(n);
-                            return self.refreshed(now, Some(r.result));
+                        if n < 0 {
+                            return self.own_answer(now, n, Some(r.result));
                         }
                         answered = Some(n);
                         if self.tools_list.remove(&n) {
@@ -1353,11 +1353,16 @@ impl HttpClient {
                     }
                 }
                 Message::Error(e) => {
+                    // (One without an id answers the POST's one request: see below.)
+                    let named = match e.id {
+                        Some(Id::Int(n)) => Some(n),
+                        None => only,
+                        Some(_) => None,
+                    };
+                    if let Some(n) = named.filter(|&n| n < 0) {
+                        return self.own_answer(now, n, None);
+                    }
                     if let Some(Id::Int(n)) = e.id {
-                        if self.refresh.as_ref().is_some_and(|f| f.id == n) {
-                            self.note_answered(n);
-                            return self.refreshed(now, None);
-                        }
                         if e.error.code == HEADER_MISMATCH && self.hold_call(exchange, n, message) {
                             return self.note_answered(n);
                         }
@@ -1387,11 +1392,24 @@ impl HttpClient {
             }
         }
         if let Some(n) = answered {
-            self.resent.remove(&n);
+            // (Almost always empty: no hashing then.)
+            if !self.resent.is_empty() {
+                self.resent.remove(&n);
+            }
             self.note_answered(n);
         }
         let message = filtered.as_deref().unwrap_or(message);
         self.conn.handle_frame(now, StreamId(exchange.0), message);
+    }
+
+    /// The answer to one of the client's own requests (a negative id: the `tools/list` of
+    /// rule 9), `None` for an error: never the application's, whether it belongs to the
+    /// refresh under way or came late, for one that was let go.
+    fn own_answer(&mut self, now: Timestamp, n: i64, result: Option<RawJson<'_>>) {
+        self.note_answered(n);
+        if self.refresh.as_ref().is_some_and(|f| f.id == n) {
+            self.refreshed(now, result);
+        }
     }
 
     /// Request `n` has its answer: no exchange waits for it any more.
@@ -1406,6 +1424,10 @@ impl HttpClient {
     /// read `tools/list` again (rule 9); false when it is not one to send again: not a
     /// 2026-07-28 `tools/call`, sent again already, or too many held.
     fn hold_call(&mut self, exchange: ExchangeId, n: i64, refusal: &[u8]) -> bool {
+        if self.held_calls.iter().any(|h| h.id == n) {
+            // The same refusal again (a server that sent it twice): held once, sent once.
+            return true;
+        }
         if self.resent.contains(&n)
             || self.held_calls.len() >= MAX_HELD_CALLS
             || !self.conn.awaits_answer(n)
@@ -1728,6 +1750,13 @@ impl HttpClient {
             self.refresh = None;
             self.held_calls.clear();
         }
+        // One whose page no exchange waits for any more will not come: the held calls get
+        // their refusals. (Every way an exchange ends is meant to say so; this is the net.)
+        if let Some(id) = self.refresh.as_ref().map(|r| r.id)
+            && !(self.exchanges.values()).any(|x| x.awaiting.contains(&id))
+        {
+            self.end_refresh(self.now, false);
+        }
         // (Resumptions still waiting keep only open requests, or are dropped here.)
         self.forget_ended();
         let until = self.now.after(LINGER);
@@ -1812,7 +1841,8 @@ impl HttpClient {
         self.held.clear();
         self.resumes.clear();
         self.tools_list.clear();
-        // (The old connection's requests, held ones too, fail before the new one starts.)
+        // (Held calls got their refusals as the refresh's exchange ended above; the old
+        // connection's other requests fail before the new one starts.)
         self.held_calls.clear();
         self.refresh = None;
         self.get_pending = None;

@@ -1628,12 +1628,12 @@ pub unsafe extern "C" fn mcpw_http_client_end_session(
 
 /// Writes whether a notification or answer has not reached the server yet (it went out and
 /// has no response head, it is an answer to the server waiting for a place among the 64
-/// that run at once, or the connection still holds it while messages wait, up to a second,
-/// for the session's GET stream to get its response head), so that what it carries (the
-/// close's cancellations, say) may be lost. Before the host exits or frees the client, it
-/// keeps driving the client while this is true, timers included, within a bound of its own
-/// (a second or two): with a session the DELETE waits for these anyway, but a server
-/// without sessions has no DELETE to wait for.
+/// that run at once, or the connection still holds it while messages wait for the session's
+/// GET stream or `initialized` to get its response head, about a second at most), so that
+/// what it carries (the close's cancellations, say) may be lost. Before the host exits or
+/// frees the client, it keeps driving the client while this is true, timers included,
+/// within a bound of its own (a second or two): with a session the DELETE waits for these
+/// anyway, but a server without sessions has no DELETE to wait for.
 ///
 /// # Safety
 /// `client` is NULL or a live client handle; `out_unheard` is NULL or writable.

@@ -2907,6 +2907,63 @@ print("the whole text" if text.encode() in answer else "cut after %d bytes" % le
     assert!(text.contains("the whole text"), "{all}");
 }
 
+/// At the cap, a connection that was closing gracefully to make room (its client still
+/// reading) and whose client then stops reading is dropped once it counts as not reading:
+/// it held the slot for the whole send timeout (30 s), and every new client got 503 (found
+/// by a review of this session's changes).
+#[test]
+fn serve_http_at_its_cap_drops_a_closing_connection_whose_client_stops_reading() {
+    let (_server, url) = serve_http(&["--max-connections", "1"]);
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let script = r#"
+import socket, json, sys, time, threading
+port = int(sys.argv[1])
+text = "x" * 3_500_000
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "echo", "arguments": {"text": text},
+    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+a = socket.socket()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+a.connect(("127.0.0.1", port))
+head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
+        % (port, len(body))).encode()
+a.sendall(head + body)
+start = time.time()
+def download():
+    a.settimeout(30)
+    while time.time() < start + 1.1:  # reads, then stops reading for good
+        if not a.recv(4096):
+            return
+        time.sleep(0.002)
+reader = threading.Thread(target=download)
+reader.start()
+def status():
+    b = socket.create_connection(("127.0.0.1", port))
+    b.sendall(("GET /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port).encode())
+    b.settimeout(5)
+    return b.recv(200).split(b"\r\n")[0].decode()
+time.sleep(1.0)
+print("while it reads:", status())
+reader.join()
+time.sleep(2.4)
+print("once it stopped:", status())
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &port])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("while it reads: HTTP/1.1 503"), "{all}");
+    assert!(text.contains("once it stopped: HTTP/1.1 404"), "{all}");
+}
+
 /// probe ends a server that outlives the end of its input with SIGTERM, as it says, before
 /// it kills it: even where no `kill` program is on PATH (slim images), which it ran to send
 /// the signal, so the server lost its clean-up and was killed 2 s later.

@@ -94,8 +94,8 @@ pub struct HostConfig {
     /// rather than wait unanswered in the kernel's accept queue. Default 1024.
     ///
     /// Keep it below the process's limit on open files (`ulimit -n`, often 1024 as a soft
-    /// limit), with room for the other descriptors: `mcpwire serve` raises its soft limit to
-    /// the hard one and lowers this to fit. When `accept` runs out of descriptors anyway
+    /// limit), with room for the other descriptors: `mcpwire serve` raises its soft limit
+    /// (within the hard one) to fit, and lowers this where the hard limit is too low. When `accept` runs out of descriptors anyway
     /// (on Linux), the connection idle longest makes room as at the cap.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
@@ -628,7 +628,20 @@ pub async fn serve<A: Application>(
                             && !conn_state.not_reading(millis_since(conn_state.epoch))
                         {
                             conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
+                            // One whose client stops reading meanwhile is dropped once it
+                            // counts as not reading: a graceful close would hold the slot
+                            // for up to the send timeout.
+                            loop {
+                                tokio::select! {
+                                    _ = conn.as_mut() => break,
+                                    () = tokio::time::sleep(NOT_READING_CHECK) => {
+                                        let now = millis_since(conn_state.epoch);
+                                        if conn_state.not_reading(now) {
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -769,6 +782,10 @@ fn arriving_at_stop(conn: &Tracked, input: Input, finished: u64) -> bool {
 /// as not reading: making room, such a connection is dropped with what it was sending, where
 /// one whose client reads (however slowly) closes once it has sent everything.
 const NOT_READING_MS: u64 = 1000;
+
+/// How often a connection closing to make room looks whether its client has stopped
+/// reading (see [`NOT_READING_MS`]).
+const NOT_READING_CHECK: Duration = Duration::from_millis(250);
 
 /// How long a request head that has begun to arrive protects its connection from being
 /// closed to make room: a client's head comes in one round trip or a few; one that takes
