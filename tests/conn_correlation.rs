@@ -451,6 +451,54 @@ fn non_increasing_progress_follows_the_policy() {
     }
 }
 
+/// A progress reset never brings a request's deadline earlier than it was: with a timeout
+/// (60 s) past the maximum total (30 s), progress at 5 s computed 30 s while the timer
+/// stayed at 60 s, and the request timed out at 60 s, or at 30 s once the timer heap had
+/// been compacted from the recorded deadlines (here by 200 answered pings): which, depended
+/// on the other requests (found by a review of the connection core).
+#[test]
+fn a_progress_reset_never_brings_the_deadline_earlier() {
+    let mut client = client_config();
+    client.max_total_timeout = Duration::from_secs(30);
+    let mut p = Pair::ready(ProtocolVersion::V2025_11_25, client, server_config());
+    let start = p.now;
+    let r = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw("{}")),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(60)),
+                progress: true,
+                reset_on_progress: Some(true),
+            },
+        )
+        .unwrap();
+    p.step();
+    let (id, _, _) = only_request(&p.take_server_events());
+    p.advance(Duration::from_secs(5));
+    p.server.progress(id.as_id(), 1.0, None, None).unwrap();
+    p.step();
+    assert_eq!(p.take_client_events().len(), 1, "the progress");
+    for _ in 0..200 {
+        p.client.request(p.now, "ping", None).unwrap();
+        p.step();
+    }
+    p.take_client_events();
+    p.advance(Duration::from_secs(30));
+    assert!(
+        p.take_client_events().is_empty(),
+        "timed out at {:?}",
+        p.now.since(start)
+    );
+    while p.take_client_events().is_empty() {
+        assert!(p.drive());
+    }
+    assert_eq!(p.now.since(start), Duration::from_secs(60));
+    let _ = r;
+}
+
 #[test]
 fn progress_can_reset_the_timeout_up_to_a_maximum() {
     let mut client = client_config();

@@ -561,6 +561,74 @@ fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
     );
 }
 
+/// `Closed` is the last event, and nothing is written after it, however the connection
+/// closed (found by a review of the connection core):
+/// - a client whose output is full when the `initialize` result comes closes (no room for
+///   `initialized`), and `Ready` no longer follows `Closed`;
+/// - a 2025-03-26 batch whose first member is the last answer a graceful close waited for has
+///   the rest of its members ignored: an invalid one was still reported (a `Violation` after
+///   `Closed`) and answered (a frame written after the close).
+#[test]
+fn closed_is_the_last_event_and_nothing_is_written_after_it() {
+    let mut config = legacy(client_config());
+    config.limits.max_buffered_output = 4096;
+    let mut client = Connection::new(config, Timestamp::ZERO).unwrap();
+    let first = client.poll_transmit().map(|t| t.bytes.to_vec()).unwrap();
+    let init: serde_json::Value =
+        serde_json::from_slice(first.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    // The server sends lines the client cannot read (each answered -32700) until the
+    // client's output holds its bound, then the result.
+    while client.poll_transmit().map_or(0, |t| t.bytes.len()) < 4096 {
+        client.handle_input(Timestamp::ZERO, b"x\n");
+    }
+    let result = serde_json::json!({"jsonrpc":"2.0","id":init["id"],"result":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "serverInfo":{"name":"s","version":"1"}}});
+    client.handle_input(Timestamp::ZERO, format!("{result}\n").as_bytes());
+    let events = drain(&mut client);
+    assert_eq!(
+        events.last(),
+        Some(&Ev::Closed {
+            reason: CloseReason::PeerNotReading
+        }),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Ev::Ready { .. })),
+        "{events:?}"
+    );
+
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    p.step();
+    p.take_server_events();
+    p.client.close(p.now, Duration::from_secs(5));
+    p.step();
+    take_output(&mut p.client);
+    let batch = format!(
+        r#"[{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}},1]"#,
+        a.0
+    );
+    p.client
+        .handle_input(p.now, format!("{batch}\n").as_bytes());
+    let events = drain(&mut p.client);
+    assert_eq!(
+        events.last(),
+        Some(&Ev::Closed {
+            reason: CloseReason::Local
+        }),
+        "{events:?}"
+    );
+    assert!(
+        take_output(&mut p.client).is_empty(),
+        "nothing written after the close"
+    );
+}
+
 #[test]
 fn close_with_nothing_in_flight_is_immediate() {
     let mut p = Pair::ready(

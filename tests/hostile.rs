@@ -372,6 +372,38 @@ fn ping_flood_without_reading_ends_with_peer_not_reading() {
     );
 }
 
+/// The same with batches (2025-03-26): a peer that never reads and sends batches of invalid
+/// members, each answered by the engine with an error, closes the connection once the output
+/// is full. The batch's answers went into one array written without a look at the room, and
+/// the output grew without bound, about 45 bytes out for each byte in (found by a review of
+/// the connection core).
+#[test]
+fn batch_flood_without_reading_ends_with_peer_not_reading() {
+    const MAX_OUT: usize = 64 * 1024;
+    let mut config = server_config();
+    config.limits.max_buffered_output = MAX_OUT;
+    let mut server = Pair::ready(ProtocolVersion::V2025_03_26, client_config(), config).server;
+    let batch = format!("[{}1]\n", "1,".repeat(999));
+    let mut events = Vec::new();
+    for _ in 0..200 {
+        server.handle_input(now(), batch.as_bytes());
+        events.extend(drain(&mut server));
+    }
+    assert!(
+        events.contains(&Ev::Closed {
+            reason: CloseReason::PeerNotReading
+        }),
+        "{:?}",
+        &events[events.len().saturating_sub(3)..]
+    );
+    let buffered: usize = server.poll_transmit().map_or(0, |t| t.bytes.len());
+    // At most one batch's answers past the bound.
+    assert!(
+        buffered <= MAX_OUT + 1000 * 100,
+        "{buffered} bytes buffered"
+    );
+}
+
 /// 100,000 requests the application never answers, from a peer that never reads: 256 are held
 /// (`max_inbound_in_flight`), the rest get an error reply until the output is full, then
 /// `PeerNotReading`. Neither events nor output grow past their bounds.
@@ -494,6 +526,30 @@ fn large_progress_notifications_never_polled_are_bounded_in_bytes() {
 /// for ids in flight: cancellations of unknown ids are counted and dropped, the remembered
 /// cancelled ids stay within `max_remembered_ids`, and answers to cancelled requests are
 /// suppressed. Live memory does not grow between the first 10% and the end.
+/// Cancelled string ids are remembered within a byte bound too, not only a count: 100
+/// requests with ids of 64 KiB each, each cancelled, kept every id twice (about 13 MiB here;
+/// 1,024 ids of 16 MiB kept 32 GiB), all of it for as long as the connection lived (found by
+/// a review of the connection core).
+#[test]
+fn cancelled_long_string_ids_are_remembered_within_a_byte_bound() {
+    let mut server = server_with(|_| {});
+    let meter = Meter::start();
+    for k in 0..100u32 {
+        let id = format!("{k:08}{}", "k".repeat(64 * 1024));
+        let request = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/list"}}"#);
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":"{id}"}}}}"#
+        );
+        server.handle_input(now(), format!("{request}\n{cancel}\n").as_bytes());
+        drain(&mut server);
+    }
+    assert!(
+        meter.live() < 4 * MIB,
+        "{} bytes still held after the cancellations",
+        meter.live()
+    );
+}
+
 #[test]
 fn cancel_flood_keeps_remembered_ids_bounded() {
     let mut server = server_with(|_| {});

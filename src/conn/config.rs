@@ -195,8 +195,9 @@ pub struct Config {
     /// Default 60 s. A `subscriptions/listen` request without a timeout of its own has none
     /// (see [`RequestOptions::timeout`](super::RequestOptions::timeout)).
     pub request_timeout: Duration,
-    /// The longest any request may run when progress keeps resetting its timeout. Default
-    /// 10 minutes.
+    /// The longest any request may run when progress keeps resetting its timeout (a reset
+    /// never brings a deadline earlier: a request whose own timeout is longer keeps it).
+    /// Default 10 minutes.
     pub max_total_timeout: Duration,
     /// Bounds.
     pub limits: Limits,

@@ -419,8 +419,11 @@ impl Core {
             Some(p) => {
                 let advanced = advances(&mut p.last_progress, progress, policy);
                 if advanced && p.reset_on_progress {
+                    // Later, up to the cap, never earlier: a timeout past the cap would
+                    // otherwise bring it forward, and which deadline held depended on
+                    // whether the timer heap was rebuilt from the recorded ones meanwhile.
                     let cap = p.started.after(max_total);
-                    p.deadline = now.after(p.timeout).min(cap);
+                    p.deadline = p.deadline.max(now.after(p.timeout).min(cap));
                 }
                 Some(advanced)
             }

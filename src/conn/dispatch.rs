@@ -217,6 +217,11 @@ impl Core {
         // Each member's events keep a copy of the member's own text, not of the whole frame:
         // a copy of the frame per member would let a batch of n members take n times its size.
         for member in members {
+            // A member may close the connection (the last answer a graceful close waited
+            // for, an automatic answer that found no room): the rest are not looked at.
+            if self.lifecycle.is_closed() {
+                break;
+            }
             match member {
                 Ok(m) => {
                     let text = member_text(frame, &m);

@@ -439,6 +439,11 @@ impl Core {
         self.emit_auto(StreamId::MAIN, |out| {
             jsonrpc::encode_notification(out, "notifications/initialized", None)
         });
+        if self.lifecycle.is_closed() {
+            // No room for `initialized` (a peer that does not read): closed, and `Closed` is
+            // the last event, never followed by `Ready`.
+            return;
+        }
         self.lifecycle.handshake_done();
         self.events.push(Stored::Ready(version));
         self.release_handshake_memory();

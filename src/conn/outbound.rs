@@ -115,6 +115,16 @@ impl Core {
                 data,
             } => jsonrpc::encode_error(out, id, code, message, data),
         };
+        // An automatic answer going into a batch's array (an invalid member's error, a ping's
+        // answer) finds room as one written alone does: a peer that sends batches and never
+        // reads grew our output without bound, the array written with no look at the room.
+        if automatic
+            && batch.is_some_and(|b| self.dispatch.batches.contains_key(&b))
+            && !self.output_has_room()
+        {
+            self.finish(CloseReason::PeerNotReading);
+            return;
+        }
         if let Some(b) = batch
             && let Some(collector) = self.dispatch.batches.get_mut(&b)
         {

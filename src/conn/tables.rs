@@ -373,20 +373,50 @@ pub(crate) struct Inbound {
     pub stream: StreamId,
 }
 
-/// A set that remembers at most `capacity` keys, forgetting the oldest first.
+/// What a key of a [`BoundedSet`] holds on the heap, against [`BoundedSet::MAX_BYTES`].
+pub(crate) trait HeapBytes {
+    /// The bytes the key owns outside itself.
+    fn heap_bytes(&self) -> usize;
+}
+
+impl HeapBytes for i64 {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+impl HeapBytes for OwnedId {
+    fn heap_bytes(&self) -> usize {
+        match self {
+            OwnedId::Int(_) => 0,
+            // (Inline up to its first 22 bytes; counted whole, to keep it simple.)
+            OwnedId::Str(s) => s.len(),
+        }
+    }
+}
+
+/// A set that remembers at most `capacity` keys, and keys holding at most
+/// [`MAX_BYTES`](Self::MAX_BYTES) on the heap in all, forgetting the oldest first.
 #[derive(Debug)]
 pub(crate) struct BoundedSet<K: Hash + Eq + Clone, S = BuildHasherDefault<IdHasher>> {
     order: VecDeque<K>,
     set: HashSet<K, S>,
     capacity: usize,
+    /// What the keys in `order` hold on the heap (each twice: in `order` and in `set`).
+    bytes: usize,
 }
 
-impl<K: Hash + Eq + Clone, S: BuildHasher + Default> BoundedSet<K, S> {
+impl<K: Hash + Eq + Clone + HeapBytes, S: BuildHasher + Default> BoundedSet<K, S> {
+    /// The most the keys may hold on the heap: a peer's string ids are as long as its frames
+    /// allow, and a thousand ids of megabytes each would be remembered whole.
+    pub(crate) const MAX_BYTES: usize = 1 << 20;
+
     pub(crate) fn new(capacity: usize) -> Self {
         BoundedSet {
             order: VecDeque::new(),
             set: HashSet::default(),
             capacity: capacity.max(1),
+            bytes: 0,
         }
     }
 
@@ -394,11 +424,14 @@ impl<K: Hash + Eq + Clone, S: BuildHasher + Default> BoundedSet<K, S> {
         if self.set.contains(&key) {
             return;
         }
-        if self.order.len() >= self.capacity
+        let weight = 2 * key.heap_bytes();
+        while (self.order.len() >= self.capacity || self.bytes + weight > Self::MAX_BYTES)
             && let Some(old) = self.order.pop_front()
         {
+            self.bytes -= 2 * old.heap_bytes();
             self.set.remove(&old);
         }
+        self.bytes += weight;
         self.set.insert(key.clone());
         self.order.push_back(key);
         if self.order.len() == self.capacity && self.set.capacity() < 2 * self.capacity {
