@@ -780,7 +780,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	// Every header as name,value pairs in one byte string (Host is not in r.Header).
+	// Every header as name,value pairs in one byte string. Host comes from r.Host: net/http
+	// takes it out of r.Header over HTTP/1, but its HTTP/2 server leaves a `host` field there
+	// beside `:authority`, and the engine refuses two Host headers (400).
 	joined := bufs.joined[:0]
 	lens := bufs.lens[:0]
 	count := 0
@@ -794,6 +796,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		add("Host", r.Host)
 	}
 	for name, values := range r.Header {
+		if name == "Host" && r.Host != "" {
+			continue
+		}
 		for _, v := range values {
 			add(name, v)
 		}
@@ -833,6 +838,22 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if !a.hasBody {
+		// A panic in the writer (a middleware's Flush that cannot flush, a wrapper's Write)
+		// must not leave the engine's stream attached for good (its session never expiring,
+		// its request never cancelled): it is let go, and the panic goes on.
+		streamed := false
+		defer func() {
+			if !streamed {
+				s.gone(a.stream)
+			}
+		}()
+		setHeaders(w.Header(), a.headers)
+		w.WriteHeader(a.status)
+		s.stream(w, r, a.stream)
+		streamed = true
+		return
+	}
 	setHeaders(w.Header(), a.headers)
 	if a.hasBody {
 		// A client that stops reading must not hold the answer (and this goroutine, and
@@ -856,9 +877,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.deadlineSet(http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.sendTime)))
 		}
 		_, _ = w.Write(body)
-		return
 	}
-	s.stream(w, r, a.stream)
 }
 
 // readBody reads body into buf (growing it), within BodyTimeout and at MinBodyRate at
@@ -874,54 +893,72 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // out under an SSE stream. hasBody is false for a body with nothing to read (http.NoBody).
 // Each growth of buf is taken from MaxBodyTotal first (errBodiesBusy when it does not fit);
 // taken is how much, to give back once the body is no longer needed, even with an error.
-func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody bool, buf []byte) (_ []byte, taken int64, _ error) {
+func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody bool, buf []byte) (_ []byte, taken int64, err error) {
 	if !hasBody {
 		return buf, 0, nil // (nor any of MaxBodyTotal taken for it)
 	}
-	rc := http.NewResponseController(w)
-	start := time.Now()
-	set := s.bodyAllowance(0) // the deadline set, after start
-	s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
-	for {
-		if cap(buf)-len(buf) < bytes.MinRead {
-			// To the next power of two, as bytes.Buffer doubles (a large body costs a few
-			// copies, not one per append's 25%), but not past what a body within MaxBody needs
-			// to read its end. Made at exactly the size taken from MaxBodyTotal (slices.Grow
-			// may round it up to twice that).
-			need := len(buf) + bytes.MinRead
-			size := max(need, min(1<<bits.Len(uint(need-1)), s.maxBody+1))
-			if !s.takeBodyBytes(int64(size - cap(buf))) {
-				return buf, taken, errBodiesBusy
+	// A body reader that panics (or ends the goroutine) gives back what was taken for it
+	// from MaxBodyTotal, which the caller does only for a body that returned.
+	returned := false
+	defer func() {
+		if !returned {
+			s.bodies.Add(-taken)
+		}
+	}()
+	read := func() ([]byte, error) {
+		rc := http.NewResponseController(w)
+		start := time.Now()
+		set := s.bodyAllowance(0) // the deadline set, after start
+		s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
+		for {
+			if cap(buf)-len(buf) < bytes.MinRead {
+				// To the next power of two, as bytes.Buffer doubles (a large body costs a few
+				// copies, not one per append's 25%), but not past what a body within MaxBody needs
+				// to read its end. Made at exactly the size taken from MaxBodyTotal (slices.Grow
+				// may round it up to twice that).
+				need := len(buf) + bytes.MinRead
+				size := max(need, min(1<<bits.Len(uint(need-1)), s.maxBody+1))
+				if !s.takeBodyBytes(int64(size - cap(buf))) {
+					return buf, errBodiesBusy
+				}
+				taken += int64(size - cap(buf))
+				buf = append(make([]byte, 0, size), buf...)
 			}
-			taken += int64(size - cap(buf))
-			buf = append(make([]byte, 0, size), buf...)
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			// Lifted, as net/http lifts it when its body ends: when a middleware read the
-			// body before this (and hands on a copy), net/http's watch for a closed
-			// connection had begun, and the deadline set above would end it, cancel the
-			// request and cut its SSE stream.
-			s.deadlineSet(rc.SetReadDeadline(time.Time{}))
-			return buf, taken, nil
-		}
-		if err != nil {
-			if _, tooBig := err.(*http.MaxBytesError); tooBig && set < s.bodyTime {
-				// The rest is read and dropped before the 413 within BodyTimeout alone, as for
-				// a body declared too large: the answer is decided. (With the default MaxBody,
-				// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
-				s.deadlineSet(rc.SetReadDeadline(start.Add(s.bodyTime)))
+			n, err := body.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if len(buf) > s.maxBody {
+				// Past MaxBody whatever declared the length: a middleware that decompresses the
+				// body keeps the compressed Content-Length, which net/http's own reader enforced.
+				return buf, &http.MaxBytesError{Limit: int64(s.maxBody)}
 			}
-			return buf, taken, err
-		}
-		if n > 0 && set < s.bodyTime {
-			if allowed := s.bodyAllowance(len(buf)); allowed > set {
-				set = allowed
-				s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
+			if err == io.EOF {
+				// Lifted, as net/http lifts it when its body ends: when a middleware read the
+				// body before this (and hands on a copy), net/http's watch for a closed
+				// connection had begun, and the deadline set above would end it, cancel the
+				// request and cut its SSE stream.
+				s.deadlineSet(rc.SetReadDeadline(time.Time{}))
+				return buf, nil
+			}
+			if err != nil {
+				if _, tooBig := err.(*http.MaxBytesError); tooBig && set < s.bodyTime {
+					// The rest is read and dropped before the 413 within BodyTimeout alone, as for
+					// a body declared too large: the answer is decided. (With the default MaxBody,
+					// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
+					s.deadlineSet(rc.SetReadDeadline(start.Add(s.bodyTime)))
+				}
+				return buf, err
+			}
+			if n > 0 && set < s.bodyTime {
+				if allowed := s.bodyAllowance(len(buf)); allowed > set {
+					set = allowed
+					s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
+				}
 			}
 		}
 	}
+	buf, err = read()
+	returned = true
+	return buf, taken, err
 }
 
 // errBodiesBusy is readBody's error for a body that does not fit in what the other bodies

@@ -2781,3 +2781,81 @@ func TestHTTPClientCallRefusedForItsParamHeadersGoesAgainAfterToolsList(t *testi
 		t.Fatalf("the server's application saw %q, want %q", seen, want)
 	}
 }
+
+// panicsOnFlush is a middleware's ResponseWriter whose Flush panics (an unchecked
+// w.(http.Flusher) over a writer that cannot flush).
+type panicsOnFlush struct{ http.ResponseWriter }
+
+func (panicsOnFlush) Flush() { panic("flush bug") }
+
+// A panic in the writer while a stream is served (here the first Flush) lets the engine's
+// stream go: it stayed attached for good, its request never cancelled and, in a session,
+// the session never expiring (found by a review of the Go host).
+func TestHTTPAPanickingWriterLetsTheStreamGo(t *testing.T) {
+	srv, app, _ := newTestServer(t, nil)
+	recovered := make(chan any, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { recovered <- recover() }()
+		srv.ServeHTTP(panicsOnFlush{w}, r)
+	}))
+	defer ts.Close()
+	resp, err := http.DefaultClient.Do(modernCall(context.Background(), ts.URL, "slow", 7))
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := <-recovered; got != "flush bug" {
+		t.Fatalf("recovered %v", got)
+	}
+	waitFor(t, "the stream let go", func() bool {
+		_, streams := srv.Sessions()
+		return streams == 0
+	})
+	waitFor(t, "the call cancelled", func() bool {
+		_, cancelled := app.snapshot()
+		return cancelled == 1
+	})
+}
+
+// HTTP/2 hands the handler a `host` field in r.Header beside r.Host (from `:authority`);
+// both went to the engine, which refuses two Host headers with 400 (found by a review of the
+// Go host). Played here as net/http's HTTP/2 server builds the request.
+func TestHTTPAHostFieldBesideTheAuthorityIsOneHost(t *testing.T) {
+	srv, _, _ := newTestServer(t, nil)
+	req := modernCall(context.Background(), "http://localhost/mcp", "echo", 3)
+	req.Header.Set("Host", "localhost")
+	req.ProtoMajor, req.ProtoMinor, req.Proto = 2, 0, "HTTP/2.0"
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+}
+
+// A body longer than MaxBody gets 413 whatever Content-Length says: a middleware that
+// decompresses the body keeps the compressed length, which net/http's own reader enforced,
+// and the body was read past MaxBody, a copy of the whole at each read, until MaxBodyTotal
+// ran out: then 503 with Retry-After, and the client sent it again and again (found by a
+// review of the Go host).
+func TestHTTPMaxBodyHoldsBehindADecompressingMiddleware(t *testing.T) {
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: 64 << 10, MaxBodyTotal: 96 << 10})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// "Decompressed": 1 MiB more than was sent, the declared length kept.
+		more := strings.NewReader(strings.Repeat(" ", 1<<20))
+		r.Body = io.NopCloser(io.MultiReader(r.Body, more))
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	resp, err := http.DefaultClient.Do(modernCall(context.Background(), ts.URL, "echo", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if got := srv.bodies.Load(); got != 0 {
+		t.Fatalf("%d bytes of MaxBodyTotal still taken", got)
+	}
+}
