@@ -522,10 +522,6 @@ fn large_progress_notifications_never_polled_are_bounded_in_bytes() {
     assert!(peak < 3 * MAX_OUT as isize, "peak {peak}");
 }
 
-/// 100,000 `notifications/cancelled` for ids never seen, then 100,000 request/cancel pairs
-/// for ids in flight: cancellations of unknown ids are counted and dropped, the remembered
-/// cancelled ids stay within `max_remembered_ids`, and answers to cancelled requests are
-/// suppressed. Live memory does not grow between the first 10% and the end.
 /// Cancelled string ids are remembered within a byte bound too, not only a count: 100
 /// requests with ids of 64 KiB each, each cancelled, kept every id twice (about 13 MiB here;
 /// 1,024 ids of 16 MiB kept 32 GiB), all of it for as long as the connection lived (found by
@@ -550,6 +546,10 @@ fn cancelled_long_string_ids_are_remembered_within_a_byte_bound() {
     );
 }
 
+/// 100,000 `notifications/cancelled` for ids never seen, then 100,000 request/cancel pairs
+/// for ids in flight: cancellations of unknown ids are counted and dropped, the remembered
+/// cancelled ids stay within `max_remembered_ids`, and answers to cancelled requests are
+/// suppressed. Live memory does not grow between the first 10% and the end.
 #[test]
 fn cancel_flood_keeps_remembered_ids_bounded() {
     let mut server = server_with(|_| {});

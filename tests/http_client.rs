@@ -3270,6 +3270,38 @@ fn a_refused_tools_list_or_a_repeated_refusal_never_strands_or_doubles_a_call() 
     c.assert_answered(id);
 }
 
+/// A second copy of the refusal that comes on the first exchange after the call went again
+/// answers nothing: it was the call's answer (the application got -32020 while the call ran
+/// again on the server), and the exchange carrying the call again stopped waiting for its
+/// real answer (found by a review of this session's changes).
+#[test]
+fn a_late_copy_of_the_refusal_does_not_answer_the_call_sent_again() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    let refusal = json!({"jsonrpc":"2.0","id":post.body["id"],
+        "error":{"code":-32020,"message":"Header mismatch"}})
+    .to_string();
+    c.sse_head(post.exchange);
+    let event = format!("data: {refusal}\n\n");
+    c.client.handle_body(c.now, post.exchange, event.as_bytes());
+    c.events();
+    let list = c.sent().remove(0);
+    c.list_tools(&list, json!({"tools":[sql_tool("Region")]}));
+    let again = c.sent().remove(0);
+    assert_eq!(again.header("Mcp-Param-Region"), Some("eu"));
+    // The first stream, still open, brings the refusal again.
+    c.client.handle_body(c.now, post.exchange, event.as_bytes());
+    c.events();
+    assert_eq!(c.outcome(id), None, "{:?}", c.events);
+    c.answer(
+        &again,
+        200,
+        &[("Content-Type", "application/json")],
+        &empty_result(&again),
+    );
+    c.assert_answered(id);
+}
+
 /// Against the sans-IO server: a client that never listed the tools gets its call through
 /// (the server refuses it without `Mcp-Param-Region`, the client lists the tools and sends it
 /// again).

@@ -760,7 +760,10 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, errBodiesBusy):
 			// The same, for a 503 the client may retry; but a body over MaxBody (chunked:
 			// seen only now) gets its 413, or its client would send it again for nothing.
-			if _, err := io.CopyN(io.Discard, body, int64(s.discardLimit())); errors.As(err, &tooBig) {
+			// (Past MaxBody counts too where no MaxBytesReader was needed: behind a middleware
+			// that decompresses the body, whose declared length is the compressed one.)
+			if n, err := io.CopyN(io.Discard, body, int64(s.discardLimit())); errors.As(err, &tooBig) ||
+				int64(len(read))+n > int64(s.maxBody) {
 				_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
 				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 				break

@@ -2859,3 +2859,44 @@ func TestHTTPMaxBodyHoldsBehindADecompressingMiddleware(t *testing.T) {
 		t.Fatalf("%d bytes of MaxBodyTotal still taken", got)
 	}
 }
+
+// The same while other bodies hold MaxBodyTotal: the body past MaxBody behind such a
+// middleware got 503 with Retry-After (its client sent it again and again), not 413 (found
+// by a review of this session's changes).
+func TestHTTPMaxBodyHoldsBehindADecompressingMiddlewareUnderLoad(t *testing.T) {
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: 64 << 10, MaxBodyTotal: 96 << 10})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Decompressed") != "" {
+			more := strings.NewReader(strings.Repeat(" ", 1<<20))
+			r.Body = io.NopCloser(io.MultiReader(r.Body, more))
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	// Another body, 60 KiB of it sent and the rest held back: its reading holds MaxBody of
+	// MaxBodyTotal.
+	pr, pw := io.Pipe()
+	slow, _ := http.NewRequest("POST", ts.URL, pr)
+	slow.Header.Set("Content-Type", "application/json")
+	go func() {
+		resp, err := http.DefaultClient.Do(slow)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	go pw.Write([]byte(strings.Repeat(" ", 60<<10)))
+	defer pw.Close()
+	waitFor(t, "the slow body taken", func() bool { return srv.bodies.Load() > 32<<10 })
+	req := modernCall(context.Background(), ts.URL, "echo", 5)
+	req.Header.Set("X-Decompressed", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}

@@ -9,7 +9,7 @@
 //!
 //! The rules it follows are listed on [`HttpClient`].
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use super::client::{StreamReader, request_headers};
@@ -203,6 +203,17 @@ struct Refresh {
     missing: HashSet<String>,
 }
 
+/// What a `HeaderMismatch` refusal is to [`HttpClient`] (rule 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// Held, to go again after `tools/list` (or held already).
+    Held,
+    /// A late copy for a call sent again on another exchange: it answers nothing.
+    Stale,
+    /// The call's answer.
+    Answer,
+}
+
 /// How many refused `tools/call` requests may wait for a `tools/list` at once (rule 9); a
 /// refusal past it is the request's answer.
 pub const MAX_HELD_CALLS: usize = 64;
@@ -304,7 +315,7 @@ pub struct HttpClient {
     /// The id the next refresh request takes: negative, so never one of the connection's.
     next_refresh_id: i64,
     /// Requests sent again after a `HeaderMismatch`: a second one is their answer.
-    resent: HashSet<i64>,
+    resent: HashMap<i64, ExchangeId>,
     exchanges: BTreeMap<ExchangeId, Exchange>,
     next_exchange: u64,
     /// Actions for the host, oldest first.
@@ -443,7 +454,7 @@ impl HttpClient {
             held_calls: Vec::new(),
             refresh: None,
             next_refresh_id: -1,
-            resent: HashSet::new(),
+            resent: HashMap::new(),
             exchanges: BTreeMap::new(),
             next_exchange: 1,
             queue: VecDeque::new(),
@@ -1363,8 +1374,19 @@ impl HttpClient {
                         return self.own_answer(now, n, None);
                     }
                     if let Some(Id::Int(n)) = e.id {
-                        if e.error.code == HEADER_MISMATCH && self.hold_call(exchange, n, message) {
-                            return self.note_answered(n);
+                        if e.error.code == HEADER_MISMATCH {
+                            match self.hold_call(exchange, n, message) {
+                                Refusal::Held => return self.note_answered(n),
+                                Refusal::Stale => {
+                                    // (Only this exchange stops waiting: the call is on another.)
+                                    if let Some(ex) = self.exchanges.get_mut(&exchange) {
+                                        ex.awaiting.remove(&n);
+                                    }
+                                    self.sweep = true;
+                                    return;
+                                }
+                                Refusal::Answer => {}
+                            }
                         }
                         answered = Some(n);
                         self.tools_list.remove(&n);
@@ -1421,37 +1443,43 @@ impl HttpClient {
     }
 
     /// Holds request `n`, refused with `HeaderMismatch` on `exchange`, until the client has
-    /// read `tools/list` again (rule 9); false when it is not one to send again: not a
-    /// 2026-07-28 `tools/call`, sent again already, or too many held.
-    fn hold_call(&mut self, exchange: ExchangeId, n: i64, refusal: &[u8]) -> bool {
+    /// read `tools/list` again (rule 9): [`Refusal::Answer`] when it is not one to send
+    /// again (not a 2026-07-28 `tools/call`, sent again already, or too many held).
+    fn hold_call(&mut self, exchange: ExchangeId, n: i64, refusal: &[u8]) -> Refusal {
         if self.held_calls.iter().any(|h| h.id == n) {
             // The same refusal again (a server that sent it twice): held once, sent once.
-            return true;
+            return Refusal::Held;
         }
-        if self.resent.contains(&n)
-            || self.held_calls.len() >= MAX_HELD_CALLS
-            || !self.conn.awaits_answer(n)
-        {
-            return false;
+        if let Some(&sent_on) = self.resent.get(&n) {
+            // Sent again already: a refusal that comes late on the first exchange (sent
+            // twice) answers nothing; the call is on `sent_on`, whose refusal is its answer.
+            return if sent_on == exchange {
+                Refusal::Answer
+            } else {
+                Refusal::Stale
+            };
+        }
+        if self.held_calls.len() >= MAX_HELD_CALLS || !self.conn.awaits_answer(n) {
+            return Refusal::Answer;
         }
         let Some(ex) = (self.exchanges.get(&exchange)).filter(|x| x.method == "POST") else {
-            return false;
+            return Refusal::Answer;
         };
         let Ok(Decoded::Single(Message::Request(r))) = self.decoder.decode(&ex.body) else {
-            return false;
+            return Refusal::Answer;
         };
         if r.id != Id::Int(n) || !r.method.eq_str("tools/call") {
-            return false;
+            return Refusal::Answer;
         }
         let params = r.params;
         let (Some(tool), Some(meta)) = (
             params.and_then(|p| p.unique_str("name")),
             params.and_then(|p| p.unique("_meta")),
         ) else {
-            return false;
+            return Refusal::Answer;
         };
         if meta.unique_str(META_PROTOCOL_VERSION).is_none() {
-            return false;
+            return Refusal::Answer;
         }
         let tool = tool.to_str().into_owned();
         let held = HeldCall {
@@ -1486,11 +1514,11 @@ impl HttpClient {
             });
             if !self.ask_tools_page(None) {
                 self.refresh = None;
-                return false;
+                return Refusal::Answer;
             }
         }
         self.held_calls.push(held);
-        true
+        Refusal::Held
     }
 
     /// Sends the refresh's next `tools/list` request, after `cursor` when given; false when
@@ -1560,10 +1588,10 @@ impl HttpClient {
             if resend {
                 if self.resent.len() >= MAX_HELD_CALLS {
                     let conn = &self.conn;
-                    self.resent.retain(|&n| conn.awaits_answer(n));
+                    self.resent.retain(|&n, _| conn.awaits_answer(n));
                 }
-                self.resent.insert(held.id);
-                if self.post(&held.frame).is_some() {
+                if let Some(sent_on) = self.post(&held.frame) {
+                    self.resent.insert(held.id, sent_on);
                     continue;
                 }
             }

@@ -161,16 +161,68 @@ impl Watch {
     }
 }
 
-/// `signal` to the server's process group (it leads one of its own: see `Session::spawn`),
-/// so that a server started through a shell wrapper (`sh -c 'python server.py; …'`) gets it
-/// too: sent to the shell alone, the server outlived the probe.
+/// The server leads a process group of its own (see `Session::spawn`): the signals go to
+/// that group.
+#[cfg(unix)]
+static SERVER_GROUP: AtomicBool = AtomicBool::new(false);
+
+/// `signal` to the server, and to its process group when it leads one, so that a server
+/// started through a shell wrapper (`sh -c 'python server.py; …'`) gets it too: sent to the
+/// shell alone, the server outlived the probe.
 #[cfg(unix)]
 fn signal_group(pid: u32, signal: libc::c_int) {
     if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) on the group our own child leads, the child not reaped yet (the
-        // callers hold `Watch::pid`, cleared before the child is waited for, or have not
-        // seen it exit): a group id is never handed out as a new pid while its leader lives.
-        unsafe { libc::kill(-pid, signal) };
+        let target = if SERVER_GROUP.load(Ordering::SeqCst) {
+            -pid
+        } else {
+            pid
+        };
+        // SAFETY: kill(2) on our own child, or the group it leads, the child not reaped yet
+        // (the callers hold `Watch::pid`, cleared before the child is waited for, or have
+        // not seen it exit): the id is not another process's.
+        unsafe { libc::kill(target, signal) };
+    }
+}
+
+/// After the server (its group's leader) exited on the SIGTERM: what is left of its group
+/// (a wrapper's server that ignores the signal, or takes long over its clean-up) gets until
+/// `until`, then SIGKILL. (The group's id is not handed out again while a member lives.)
+#[cfg(unix)]
+fn end_group(pid: u32, until: Instant) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if !SERVER_GROUP.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: kill(2) with signal 0 only asks whether the group has members.
+    while Instant::now() < until && unsafe { libc::kill(-pid, 0) } == 0 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above; no member, and the call fails with ESRCH.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+/// Whether this process runs in the foreground of its controlling terminal. The server
+/// then stays in this process group: in a group of its own it would be a background job,
+/// stopped as soon as it prompts on the terminal (ssh, sudo) or writes to it under
+/// `stty tostop`. (The terminal's signals reach the whole foreground group, wrappers'
+/// servers included.)
+#[cfg(unix)]
+fn in_terminal_foreground() -> bool {
+    // SAFETY: open(2), tcgetpgrp(3), getpgrp(2) and close(2) take and return plain values;
+    // the path is a NUL-terminated literal, and the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::open(
+            c"/dev/tty".as_ptr(),
+            libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return false; // no controlling terminal
+        }
+        let foreground = libc::tcgetpgrp(fd) == libc::getpgrp();
+        libc::close(fd);
+        foreground
     }
 }
 
@@ -199,15 +251,27 @@ impl Session {
             } else {
                 Stdio::inherit()
             });
-        // A process group of its own, so that every signal the probe sends (passed on, or
-        // its own at the end) reaches what the server started too: a shell wrapper's
-        // server outlived a probe that signalled the shell alone. (The terminal's Ctrl-C now
-        // reaches the probe alone, which passes it on.)
+        // Away from a terminal's foreground (a script, CI), a process group of its own, so
+        // that every signal the probe sends (passed on, or its own at the end) reaches what
+        // the server started too: a shell wrapper's server outlived a probe that signalled
+        // the shell alone.
         #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let grouped = !in_terminal_foreground();
+        #[cfg(not(unix))]
+        let grouped = false;
+        #[cfg(unix)]
+        if grouped {
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        }
         let mut child = command.spawn()?;
+        #[cfg(unix)]
+        SERVER_GROUP.store(grouped, Ordering::SeqCst);
         // Stopping the command stops the server too (and the command then sees it go).
-        crate::signals::pass_to_group(child.id());
+        if grouped {
+            crate::signals::pass_to_group(child.id());
+        } else {
+            crate::signals::pass_to(child.id());
+        }
         let stdout = child
             .stdout
             .take()
@@ -460,8 +524,13 @@ impl Session {
                 signal_group(child.id(), libc::SIGTERM);
             }
             let until = Instant::now() + Duration::from_secs(2);
+            let pid = child.id();
             while Instant::now() < until {
                 if let Some(status) = watch.try_wait(child) {
+                    #[cfg(unix)]
+                    if terminate {
+                        end_group(pid, until);
+                    }
                     return Some(status);
                 }
                 std::thread::sleep(Duration::from_millis(10));

@@ -367,19 +367,22 @@ fn reachable(url: &str, timeout: Duration) -> Result<(), Failure> {
     Err(unreachable(last))
 }
 
-/// Whether an `http://` URL carries credentials (`user:password@`).
-/// `url` with its userinfo (the credentials before `@`) replaced by `***`, for messages.
+/// `url` with everything before its last `@` (up to any `?` or `#`, the scheme kept) replaced
+/// by `***`, for messages: the credentials, whatever they hold (a token with a `/` in it) and
+/// with or without the `//`. A path with an `@` is masked too, which costs nothing.
 fn without_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("//") else {
-        return url.to_owned();
+    let (scheme, rest) = match url.split_once("//") {
+        Some((scheme, rest)) => (&url[..scheme.len() + 2], rest),
+        None => ("", url),
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
     match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}//***{}", &rest[at..]),
+        Some(at) => format!("{scheme}***{}", &rest[at..]),
         None => url.to_owned(),
     }
 }
 
+/// Whether an `http://` URL carries credentials (`user:password@`).
 fn has_userinfo(url: &str) -> bool {
     url.split_once("//")
         .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())

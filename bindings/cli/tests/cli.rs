@@ -2782,6 +2782,14 @@ fn probe_hides_url_credentials_survives_a_full_stderr_and_refuses_a_zero_timeout
         "{out}{err}"
     );
     assert!(err.contains("https://***@mcp.example.com/mcp"), "{err}");
+    // A token with a `/` in it, and a URL without its `//`.
+    for url in ["https://u:abc/def+==@host/mcp", "u:TOKEN2@host/mcp"] {
+        let (code, out, err) = mcpwire(&["probe", "--json", "--url", url]);
+        assert_eq!(code, 2, "{out}{err}");
+        for secret in ["abc/def", "TOKEN2"] {
+            assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+        }
+    }
 
     let full = std::fs::OpenOptions::new()
         .write(true)
@@ -3020,18 +3028,25 @@ fn probe_stops_a_server_behind_a_shell_wrapper() {
     let dir = scratch_dir("probe-wrapper");
     let pid_file = dir.join("pid");
     let _ = std::fs::remove_file(&pid_file);
+    // (It ignores SIGTERM too: once the shell is gone, what is left of the group gets the
+    // rest of the grace, then SIGKILL.)
     let server = format!(
-        "python3 -c 'import os, time; open(\"{}\", \"w\").write(str(os.getpid())); time.sleep(600)'; echo done",
+        "python3 -c 'import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open(\"{}\", \"w\").write(str(os.getpid())); time.sleep(600)'; echo done",
         pid_file.display()
     );
     // (Its output goes to a file: a pipe would stay open for as long as the server lives.)
+    // (And in a process group of its own: run from a terminal, the test would otherwise
+    // put probe in its foreground, where the server stays in probe's group.)
     let log = dir.join("stderr");
-    let status = Command::new(BIN)
-        .args(["probe", "--timeout", "1", "--", "sh", "-c", &server])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .status()
-        .unwrap();
+    let status = std::os::unix::process::CommandExt::process_group(
+        Command::new(BIN)
+            .args(["probe", "--timeout", "1", "--", "sh", "-c", &server])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap()),
+        0,
+    )
+    .status()
+    .unwrap();
     let err = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(status.code(), Some(6), "a timeout: {err}");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
