@@ -2808,18 +2808,10 @@ fn probe_hides_url_credentials_survives_a_full_stderr_and_refuses_a_zero_timeout
     assert!(err.contains("--timeout"), "{err}");
 }
 
-/// At the cap, a connection whose client does not read the answer it was sent makes room at
-/// once: it counted as idle (its answer had left the service for hyper's buffer), agreed to
-/// close, and closed gracefully only once the answer was out, so the new client waited
-/// 250 ms and got 503 (and a cap full of such clients locked new ones out for 30 s each).
-#[test]
-fn serve_http_at_its_cap_drops_a_connection_whose_client_does_not_read() {
-    let (_server, url) = serve_http(&["--max-connections", "1"]);
-    let port = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .to_owned();
-    let script = r#"
+/// The start of the Python scripts of the tests at the connection cap: connects socket `a`
+/// (with a 4 KiB receive window) to `mcpwire serve` on `sys.argv[1]` and sends a stateless
+/// `tools/call` of `echo` with 3.5 MB of text, whose answer is as large.
+const BIG_ECHO: &str = r#"
 import socket, json, sys, time
 port = int(sys.argv[1])
 text = "x" * 3_500_000
@@ -2835,6 +2827,21 @@ head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/j
         "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
         % (port, len(body))).encode()
 a.sendall(head + body)
+"#;
+
+/// At the cap, a connection whose client does not read the answer it was sent makes room at
+/// once: it counted as idle (its answer had left the service for hyper's buffer), agreed to
+/// close, and closed gracefully only once the answer was out, so the new client waited
+/// 250 ms and got 503 (and a cap full of such clients locked new ones out for 30 s each).
+#[test]
+fn serve_http_at_its_cap_drops_a_connection_whose_client_does_not_read() {
+    let (_server, url) = serve_http(&["--max-connections", "1"]);
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let script = BIG_ECHO.to_owned()
+        + r#"
 # The answer has begun (a peek, which takes nothing from the buffer), then fills the
 # buffers: this client never reads it, for longer than the second that counts.
 a.settimeout(30)
@@ -2846,7 +2853,7 @@ b.settimeout(5)
 print(b.recv(200).split(b"\r\n")[0].decode())
 "#;
     let out = Command::new("python3")
-        .args(["-c", script, &port])
+        .args(["-c", &script, &port])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -2869,22 +2876,9 @@ fn serve_http_at_its_cap_lets_a_slow_download_finish() {
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp")
         .to_owned();
-    let script = r#"
-import socket, json, sys, time, threading
-port = int(sys.argv[1])
-text = "x" * 3_500_000
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": "echo", "arguments": {"text": text},
-    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-a = socket.socket()
-a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-a.connect(("127.0.0.1", port))
-head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
-        % (port, len(body))).encode()
-a.sendall(head + body)
+    let script = BIG_ECHO.to_owned()
+        + r#"
+import threading
 got = bytearray()
 def download():
     a.settimeout(30)
@@ -2906,7 +2900,7 @@ answer = bytes(got).partition(b"\r\n\r\n")[2]
 print("the whole text" if text.encode() in answer else "cut after %d bytes" % len(answer))
 "#;
     let out = Command::new("python3")
-        .args(["-c", script, &port])
+        .args(["-c", &script, &port])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -2926,22 +2920,9 @@ fn serve_http_at_its_cap_drops_a_closing_connection_whose_client_stops_reading()
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp")
         .to_owned();
-    let script = r#"
-import socket, json, sys, time, threading
-port = int(sys.argv[1])
-text = "x" * 3_500_000
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": "echo", "arguments": {"text": text},
-    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-a = socket.socket()
-a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-a.connect(("127.0.0.1", port))
-head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: %d\r\n\r\n"
-        % (port, len(body))).encode()
-a.sendall(head + body)
+    let script = BIG_ECHO.to_owned()
+        + r#"
+import threading
 start = time.time()
 def download():
     a.settimeout(30)
@@ -2963,7 +2944,7 @@ time.sleep(2.4)
 print("once it stopped:", status())
 "#;
     let out = Command::new("python3")
-        .args(["-c", script, &port])
+        .args(["-c", &script, &port])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
