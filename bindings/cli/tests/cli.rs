@@ -2905,7 +2905,12 @@ print("the whole text" if text.encode() in answer else "cut after %d bytes" % le
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.starts_with("HTTP/1.1 503"), "{all}");
+    // (503 while the download holds the slot; 404 when the machine was slow enough that
+    // the answer had all left for the kernel's buffers and the connection closed first.)
+    assert!(
+        text.starts_with("HTTP/1.1 503") || text.starts_with("HTTP/1.1 404"),
+        "{all}"
+    );
     assert!(text.contains("the whole text"), "{all}");
 }
 
@@ -2949,7 +2954,13 @@ print("once it stopped:", status())
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("while it reads: HTTP/1.1 503"), "{all}");
+    // (While it reads, 503; or 404 on a machine so slow that the answer had all left for
+    // the kernel's buffers by then, and the connection closed: the point is the second.)
+    assert!(
+        text.contains("while it reads: HTTP/1.1 503")
+            || text.contains("while it reads: HTTP/1.1 404"),
+        "{all}"
+    );
     assert!(text.contains("once it stopped: HTTP/1.1 404"), "{all}");
 }
 
