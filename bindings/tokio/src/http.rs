@@ -95,8 +95,9 @@ pub struct HostConfig {
     ///
     /// Keep it below the process's limit on open files (`ulimit -n`, often 1024 as a soft
     /// limit), with room for the other descriptors: `mcpwire serve` raises its soft limit
-    /// (within the hard one) to fit, and lowers this where the hard limit is too low. When `accept` runs out of descriptors anyway
-    /// (on Linux), the connection idle longest makes room as at the cap.
+    /// (within the hard one) to fit, and lowers this where the hard limit is too low. When
+    /// `accept` runs out of descriptors anyway, new clients wait in the kernel's queue until
+    /// connections close.
     pub max_connections: usize,
     /// How long a response may make no progress: when the client stops reading and nothing
     /// more of an answer or an SSE stream can be written for this long, the connection is
@@ -540,15 +541,7 @@ pub async fn serve<A: Application>(
                     stream
                 }
                 Err(e) if connection_error(&e) => continue,
-                Err(e) => {
-                    // Out of descriptors below the cap (a limit on open files lower than
-                    // `max_connections`): the connection idle longest makes room, as at the
-                    // cap, rather than new clients waiting unanswered in the kernel's queue.
-                    if out_of_descriptors(&e)
-                        && let Some(chosen) = make_room(&mut tracked)
-                    {
-                        chosen.evict.notify_one();
-                    }
+                Err(_) => {
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM: retrying at once would spin. Wait for
                     // connections to close.
                     pause = (pause * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -673,17 +666,6 @@ pub async fn serve<A: Application>(
     // an error for the clients that resume them elsewhere.
     shared.lock().server.abandon_requests();
     Ok(())
-}
-
-/// Whether `accept` failed for want of a file descriptor (EMFILE, ENFILE).
-fn out_of_descriptors(e: &io::Error) -> bool {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    return matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        let _ = e;
-        false
-    }
 }
 
 /// A task aborted when its handle is dropped (tokio's detaches it).
