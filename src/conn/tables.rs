@@ -401,9 +401,12 @@ impl HeapBytes for OwnedId {
 pub(crate) struct BoundedSet<K: Hash + Eq + Clone, S = BuildHasherDefault<IdHasher>> {
     order: VecDeque<K>,
     set: HashSet<K, S>,
-    capacity: usize,
-    /// What the keys in `order` hold on the heap (each twice: in `order` and in `set`).
-    bytes: usize,
+    /// (Both `u32`, packed in one word: an idle connection has two of these sets, and its
+    /// whole size is held to 2 KiB.)
+    capacity: u32,
+    /// What the keys in `order` hold on the heap (each twice: in `order` and in `set`), at
+    /// most [`MAX_BYTES`](Self::MAX_BYTES), or one key's weight past it.
+    bytes: u32,
 }
 
 impl<K: Hash + Eq + Clone + HeapBytes, S: BuildHasher + Default> BoundedSet<K, S> {
@@ -415,7 +418,7 @@ impl<K: Hash + Eq + Clone + HeapBytes, S: BuildHasher + Default> BoundedSet<K, S
         BoundedSet {
             order: VecDeque::new(),
             set: HashSet::default(),
-            capacity: capacity.max(1),
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX).max(1),
             bytes: 0,
         }
     }
@@ -424,21 +427,24 @@ impl<K: Hash + Eq + Clone + HeapBytes, S: BuildHasher + Default> BoundedSet<K, S
         if self.set.contains(&key) {
             return;
         }
-        let weight = 2 * key.heap_bytes();
-        while (self.order.len() >= self.capacity || self.bytes + weight > Self::MAX_BYTES)
+        let weight = |k: &K| u32::try_from(2 * k.heap_bytes()).unwrap_or(u32::MAX);
+        let w = weight(&key);
+        let capacity = self.capacity as usize;
+        while (self.order.len() >= capacity
+            || self.bytes.saturating_add(w) as usize > Self::MAX_BYTES)
             && let Some(old) = self.order.pop_front()
         {
-            self.bytes -= 2 * old.heap_bytes();
+            self.bytes = self.bytes.saturating_sub(weight(&old));
             self.set.remove(&old);
         }
-        self.bytes += weight;
+        self.bytes = self.bytes.saturating_add(w);
         self.set.insert(key.clone());
         self.order.push_back(key);
-        if self.order.len() == self.capacity && self.set.capacity() < 2 * self.capacity {
+        if self.order.len() == capacity && self.set.capacity() < 2 * capacity {
             // Full from now on: every insert follows a removal. With room for twice the keys,
             // the table reclaims the removals' tombstones in place instead of growing, so a
             // full set never allocates again.
-            self.set.reserve(self.capacity);
+            self.set.reserve(capacity);
         }
     }
 
