@@ -2954,6 +2954,31 @@ enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_serv
                                                            bool *out_closed);
 
 /**
+ * Says which tools of `tools` (a `tools/list` result or its `tools` array, as JSON text) an
+ * HTTP server would refuse, and why: call it after `mcpw_http_server_new` or
+ * `mcpw_http_server_declare_tools` returned `MCPW_ERR_CONFIG_REFUSED` for the same tools, to
+ * log or show what to fix, or before declaring them, as a check. It changes nothing.
+ *
+ * Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}`
+ * (the reason is English text), or `[]` when every tool would be accepted. The length in
+ * bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
+ * `capacity`, followed by a NUL when there is room: otherwise call again with room for
+ * `*out_len + 1` bytes. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is
+ * not a tools list. `[]` after a refusal means the refusal had another cause (the config is
+ * not a server's).
+ *
+ * # Safety
+ * `tools` points to `tools_len` readable bytes (or is NULL with length 0); `out_text` points
+ * to `capacity` writable bytes (or is NULL with `capacity` 0); `out_len` is NULL or
+ * writable.
+ */
+enum mcpw_result mcpw_tools_refusals(const char *tools,
+                                     size_t tools_len,
+                                     char *out_text,
+                                     size_t capacity,
+                                     size_t *out_len);
+
+/**
  * Declares the server's tools anew while it runs, as `tools` in `mcpw_http_server_options`
  * does at its start (a `tools/list` result or its `tools` array, as JSON text): call it when
  * they change, before sending `notifications/tools/list_changed`, so that 2026-07-28

@@ -2021,6 +2021,36 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
         o.tools.ptr = bad;
         o.tools.len = sizeof bad - 1;
         RC(MCPW_ERR_CONFIG_REFUSED, mcpw_http_server_new(sc, &o, &server));
+        /* Which tool, and why: asked for the length first, then with room. */
+        {
+            static const char want[] =
+                "[{\"name\":\"t\",\"reason\":\"x-mcp-header is not a non-empty HTTP token\"}]";
+            char text[128];
+            size_t len = 0;
+            RC(MCPW_OK, mcpw_tools_refusals(bad, sizeof bad - 1, NULL, 0, &len));
+            CHECK(len == sizeof want - 1);
+            memset(text, 'x', sizeof text);
+            RC(MCPW_OK, mcpw_tools_refusals(bad, sizeof bad - 1, text, len - 1, &len));
+            CHECK(len == sizeof want - 1 && text[0] == 'x'); /* too small: nothing written */
+            RC(MCPW_OK, mcpw_tools_refusals(bad, sizeof bad - 1, text, sizeof text, &len));
+            CHECK(len == sizeof want - 1 && strcmp(text, want) == 0);
+            RC(MCPW_OK, mcpw_tools_refusals(good, sizeof good - 1, text, sizeof text, &len));
+            CHECK(len == 2 && strcmp(text, "[]") == 0);
+            /* Names are JSON strings in the answer, escaped as such; each refused tool
+               has its entry, in the order listed. */
+            RC(MCPW_OK, mcpw_tools_refusals(
+                            S("{\"tools\":[{\"name\":\"a\\\"b\",\"inputSchema\":{\"type\":"
+                              "\"object\",\"properties\":{\"a\":{\"type\":\"array\","
+                              "\"x-mcp-header\":\"A\"}}}},{\"name\":\"ok\",\"inputSchema\":"
+                              "{\"type\":\"object\"}}]}"),
+                            text, sizeof text, &len));
+            CHECK(strcmp(text, "[{\"name\":\"a\\\"b\",\"reason\":\"x-mcp-header is only "
+                               "allowed on integer, string or boolean properties\"}]") == 0);
+            RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_tools_refusals(S("5"), text, sizeof text, &len));
+            RC(MCPW_ERR_INVALID_JSON, mcpw_tools_refusals(S("["), text, sizeof text, &len));
+            RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tools_refusals(bad, sizeof bad - 1, text, sizeof text, NULL));
+            RC(MCPW_ERR_NULL_ARGUMENT, mcpw_tools_refusals(bad, sizeof bad - 1, NULL, 4, &len));
+        }
         o.tools.ptr = good;
         o.tools.len = sizeof good - 1;
         RC(MCPW_OK, mcpw_http_server_new(sc, &o, &server));

@@ -59,6 +59,11 @@ class error : public std::runtime_error {
 public:
     explicit error(mcpw_result code)
         : std::runtime_error(mcpw_result_message(static_cast<int>(code))), code_(code) {}
+    /// An error whose what() adds `detail` (what was refused, and why) after the code's text.
+    error(mcpw_result code, const std::string &detail)
+        : std::runtime_error(std::string(mcpw_result_message(static_cast<int>(code))) + ": " +
+                             detail),
+          code_(code) {}
     mcpw_result code() const noexcept { return code_; }
 
 private:
@@ -75,6 +80,24 @@ using if_temporary_string =
 
 inline void check(mcpw_result rc) {
     if (rc != MCPW_OK) throw error(rc);
+}
+
+// The text of mcpw_tools_refusals for `tools` into `text`, without throwing.
+inline mcpw_result tools_refusals(std::string_view tools, std::string &text) {
+    std::size_t len = 0;
+    mcpw_result rc = mcpw_tools_refusals(tools.data(), tools.size(), nullptr, 0, &len);
+    if (rc != MCPW_OK) return rc;
+    text.assign(len + 1, '\0');
+    rc = mcpw_tools_refusals(tools.data(), tools.size(), text.data(), text.size(), &len);
+    text.resize(rc == MCPW_OK ? len : 0);
+    return rc;
+}
+
+// Throws `rc` naming the tools refused in `tools`, when the refusal came from them (a config
+// that is not a server's is refused with no tool to name: check then throws the plain code).
+inline void refused(mcpw_result rc, std::string_view tools) {
+    std::string text;
+    if (tools_refusals(tools, text) == MCPW_OK && text.size() > 2) throw error(rc, text);
 }
 
 // A duration in whole milliseconds for the C ABI. A negative one is refused
@@ -1133,7 +1156,9 @@ public:
             o.events = &store;
         }
         mcpw_http_server *raw = nullptr;
-        detail::check(mcpw_http_server_new(cfg.get(), &o, &raw));
+        mcpw_result rc = mcpw_http_server_new(cfg.get(), &o, &raw);
+        if (rc == MCPW_ERR_CONFIG_REFUSED && options.tools) detail::refused(rc, *options.tools);
+        detail::check(rc);
         handle_.reset(raw);
     }
     http_server(http_server &&) noexcept = default;
@@ -1270,9 +1295,12 @@ public:
     /// array), when they change and before notifications/tools/list_changed goes out, so that
     /// 2026-07-28 tools/call requests are checked against their annotations as they now are
     /// (mcpw_http_server_declare_tools). Throws MCPW_ERR_CONFIG_REFUSED when a tool's
-    /// x-mcp-header annotations are invalid (the others are declared all the same).
+    /// x-mcp-header annotations are invalid (the others are declared all the same); its
+    /// what() then names each refused tool and why (as tools_refusals gives them).
     void declare_tools(std::string_view tools) {
-        detail::check(mcpw_http_server_declare_tools(get(), tools.data(), tools.size()));
+        mcpw_result rc = mcpw_http_server_declare_tools(get(), tools.data(), tools.size());
+        if (rc == MCPW_ERR_CONFIG_REFUSED) detail::refused(rc, tools);
+        detail::check(rc);
     }
 
     mcpw_http_server *get() const noexcept { return handle_.get(); }
@@ -1487,6 +1515,17 @@ inline std::string json_string(std::string_view json) {
     std::size_t len = 0;
     detail::check(mcpw_json_string(json.data(), json.size(), text.data(), text.size(), &len));
     text.resize(len);
+    return text;
+}
+
+/// Which tools of `tools` (a tools/list result or its tools array) an HTTP server would
+/// refuse, and why, as a JSON array of {"name", "reason"} objects; "[]" when it would take
+/// them all (mcpw_tools_refusals). Use it to check tools before declaring them; http_server's
+/// constructor and declare_tools already put it in the error they throw. Throws
+/// MCPW_ERR_INVALID_JSON or MCPW_ERR_JSON_WRONG_TYPE for what is no tools list.
+inline std::string tools_refusals(std::string_view tools) {
+    std::string text;
+    detail::check(detail::tools_refusals(tools, text));
     return text;
 }
 

@@ -891,10 +891,21 @@ void test_http_handles_are_move_only_and_report_errors() {
     CHECK(b.end_listen_streams() == 0);
     b.declare_tools(R"([{"name":"t","inputSchema":{"type":"object"}}])");
     CHECK(code_of([&] { b.declare_tools("{"); }) == MCPW_ERR_INVALID_JSON);
-    CHECK(code_of([&] {
-              b.declare_tools(R"([{"name":"t","inputSchema":{"type":"object","properties":)"
-                              R"({"a":{"type":"string","x-mcp-header":"bad name"}}}}])");
-          }) == MCPW_ERR_CONFIG_REFUSED);
+    const char *bad_tools = R"([{"name":"t","inputSchema":{"type":"object","properties":)"
+                            R"({"a":{"type":"string","x-mcp-header":"bad name"}}}}])";
+    CHECK(code_of([&] { b.declare_tools(bad_tools); }) == MCPW_ERR_CONFIG_REFUSED);
+    // The error names the tool and the reason; tools_refusals gives the same as JSON.
+    const std::string refusal =
+        R"([{"name":"t","reason":"x-mcp-header is not a non-empty HTTP token"}])";
+    CHECK(mcpw::tools_refusals(bad_tools) == refusal);
+    CHECK(mcpw::tools_refusals(R"({"tools":[]})") == "[]");
+    CHECK(code_of([] { mcpw::tools_refusals("5"); }) == MCPW_ERR_JSON_WRONG_TYPE);
+    try {
+        b.declare_tools(bad_tools);
+        CHECK(false);
+    } catch (const mcpw::error &e) {
+        CHECK(std::string(e.what()).find(refusal) != std::string::npos);
+    }
 
     // No random source; the wrong role; a bad endpoint.
     mcpw::config server_config(mcpw::role::server, "s", "1");
@@ -904,6 +915,22 @@ void test_http_handles_are_move_only_and_report_errors() {
     mcpw::http_server_options options;
     options.random = test_random;
     CHECK(code_of([&] { mcpw::http_server s(client_config, options); }) == MCPW_ERR_CONFIG_REFUSED);
+    options.tools = bad_tools;
+    try {
+        mcpw::http_server s(server_config, options);
+        CHECK(false);
+    } catch (const mcpw::error &e) {
+        CHECK(e.code() == MCPW_ERR_CONFIG_REFUSED);
+        CHECK(std::string(e.what()).find(refusal) != std::string::npos);
+    }
+    // The wrong role with the same tools: the refusal names no tool (it is the role's).
+    options.tools = R"([{"name":"t","inputSchema":{"type":"object"}}])";
+    try {
+        mcpw::http_server s(client_config, options);
+        CHECK(false);
+    } catch (const mcpw::error &e) {
+        CHECK(e.code() == MCPW_ERR_CONFIG_REFUSED && std::string(e.what()).find('[') == std::string::npos);
+    }
     options.tools = "{";
     CHECK(code_of([&] { mcpw::http_server s(server_config, options); }) == MCPW_ERR_INVALID_JSON);
     CHECK(code_of([&] { mcpw::http_client c(server_config, 0); }) == MCPW_ERR_CONFIG_REFUSED);

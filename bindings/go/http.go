@@ -204,7 +204,7 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	runtime.KeepAlive(hosts)
 	runtime.KeepAlive(lens)
 	if err := check("new http server", made.rc); err != nil {
-		return nil, err
+		return nil, toolsRefused("new http server", err, opts.Tools)
 	}
 	maxBody := opts.MaxBody
 	if maxBody <= 0 {
@@ -507,7 +507,83 @@ func (s *HTTPServer) DeclareTools(tools json.RawMessage) error {
 	}
 	rc := C.mcpw_http_server_declare_tools(s.ptr, cBytes(tools), C.size_t(len(tools)))
 	runtime.KeepAlive(tools)
-	return check("declare tools", rc)
+	return toolsRefused("declare tools", check("declare tools", rc), tools)
+}
+
+// ToolRefusal is one tool an HTTP server refuses to declare, and why.
+type ToolRefusal struct {
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Reason says in English what is wrong with its x-mcp-header annotations.
+	Reason string `json:"reason"`
+}
+
+// ToolsRefusedError is the error of NewHTTPServer and DeclareTools when tools are refused:
+// errors.Is(err, ErrConfigRefused) holds, and Refused says which tools and why. Use
+// errors.As to log them or to tell the user what to fix in the tools' schemas.
+type ToolsRefusedError struct {
+	// Op is the Go call that failed.
+	Op string
+	// Refused lists each refused tool, in the order declared.
+	Refused []ToolRefusal
+}
+
+// Error names the call and each refused tool with its reason.
+func (e *ToolsRefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mcpwire: %s: %s:", e.Op, CodeConfigRefused.Message())
+	for i, r := range e.Refused {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		fmt.Fprintf(&b, " tool %q: %s", r.Name, r.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap gives the *ResultError with CodeConfigRefused.
+func (e *ToolsRefusedError) Unwrap() error {
+	return &ResultError{Op: e.Op, Code: CodeConfigRefused}
+}
+
+// ToolRefusals says which tools of tools (a tools/list result or its tools array, as JSON) an
+// HTTPServer would refuse, and why; none when it would take them all. Use it to check tools
+// before declaring them (NewHTTPServer and DeclareTools already return the same list in a
+// *ToolsRefusedError). ErrInvalidJSON or ErrJSONWrongType for what is no tools list.
+func ToolRefusals(tools json.RawMessage) ([]ToolRefusal, error) {
+	var n C.size_t
+	rc := C.mcpw_tools_refusals(cBytes(tools), C.size_t(len(tools)), nil, 0, &n)
+	if err := check("tool refusals", rc); err != nil {
+		runtime.KeepAlive(tools)
+		return nil, err
+	}
+	text := make([]byte, int(n))
+	rc = C.mcpw_tools_refusals(cBytes(tools), C.size_t(len(tools)), cBytes(text), n, &n)
+	runtime.KeepAlive(tools)
+	if err := check("tool refusals", rc); err != nil {
+		return nil, err
+	}
+	var refused []ToolRefusal
+	if err := json.Unmarshal(text[:int(n)], &refused); err != nil {
+		return nil, fmt.Errorf("mcpwire: tool refusals: %w", err)
+	}
+	if len(refused) == 0 {
+		return nil, nil
+	}
+	return refused, nil
+}
+
+// toolsRefused turns a CodeConfigRefused error caused by tools into a *ToolsRefusedError;
+// other errors (and a refusal with another cause, such as a client's config) pass unchanged.
+func toolsRefused(op string, err error, tools json.RawMessage) error {
+	if !errors.Is(err, ErrConfigRefused) || len(tools) == 0 {
+		return err
+	}
+	refused, listErr := ToolRefusals(tools)
+	if listErr != nil || len(refused) == 0 {
+		return err
+	}
+	return &ToolsRefusedError{Op: op, Refused: refused}
 }
 
 // Sessions reports how many sessions are alive and how many SSE streams are open.

@@ -2552,8 +2552,37 @@ func TestHTTPToolsWithAnInvalidAnnotationAreRefused(t *testing.T) {
 		return json.RawMessage(`[{"name":"t","inputSchema":{"type":"object","properties":` +
 			`{"a":{"type":"string","x-mcp-header":"` + name + `"}}}}]`)
 	}
-	if _, err := NewHTTPServer(cfg, &HTTPOptions{Tools: tools("bad name")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {})); !errors.Is(err, ErrConfigRefused) {
+	_, err := NewHTTPServer(cfg, &HTTPOptions{Tools: tools("bad name")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {}))
+	if !errors.Is(err, ErrConfigRefused) {
 		t.Fatalf("an invalid annotation: %v, want ErrConfigRefused", err)
+	}
+	// The error says which tool and why, and errors.As reaches the list.
+	want := []ToolRefusal{{Name: "t", Reason: "x-mcp-header is not a non-empty HTTP token"}}
+	var refused *ToolsRefusedError
+	if !errors.As(err, &refused) || !slices.Equal(refused.Refused, want) {
+		t.Fatalf("refusal detail: %#v", err)
+	}
+	if !strings.Contains(err.Error(), `tool "t": x-mcp-header is not a non-empty HTTP token`) {
+		t.Fatalf("message: %v", err)
+	}
+	var code *ResultError
+	if !errors.As(err, &code) || code.Code != CodeConfigRefused {
+		t.Fatalf("errors.As *ResultError: %v", err)
+	}
+	if got, err := ToolRefusals(tools("bad name")); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ToolRefusals: %v, %v", got, err)
+	}
+	if got, err := ToolRefusals(tools("Region")); err != nil || got != nil {
+		t.Fatalf("ToolRefusals of good tools: %v, %v", got, err)
+	}
+	if _, err := ToolRefusals(json.RawMessage(`{"tools":5}`)); !errors.Is(err, ErrJSONWrongType) {
+		t.Fatalf("ToolRefusals of no tools list: %v", err)
+	}
+	// A client's config is refused too, with no tool to name.
+	clientCfg := &Config{Role: Client, Name: "c", Version: "1"}
+	_, err = NewHTTPServer(clientCfg, &HTTPOptions{Tools: tools("Region")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {}))
+	if !errors.Is(err, ErrConfigRefused) || errors.As(err, &refused) {
+		t.Fatalf("a client's config: %#v", err)
 	}
 	srv, err := NewHTTPServer(cfg, &HTTPOptions{Tools: tools("Region")}, HTTPAppFunc(func(*Conn, ConnKey, Event) {}))
 	if err != nil {
@@ -2596,7 +2625,9 @@ func TestHTTPToolsDeclaredWhileTheServerRunsAreChecked(t *testing.T) {
 	}
 	bad := json.RawMessage(`[{"name":"t","inputSchema":{"type":"object","properties":` +
 		`{"a":{"type":"string","x-mcp-header":"bad name"}}}}]`)
-	if err := srv.DeclareTools(bad); !errors.Is(err, ErrConfigRefused) {
+	var refused *ToolsRefusedError
+	if err := srv.DeclareTools(bad); !errors.Is(err, ErrConfigRefused) || !errors.As(err, &refused) ||
+		len(refused.Refused) != 1 || refused.Refused[0].Name != "t" {
 		t.Fatalf("an invalid annotation: %v", err)
 	}
 	if r := call(); r.StatusCode != http.StatusOK {

@@ -1494,6 +1494,110 @@ fn slot_of(slot: u8, n: usize) -> usize {
     usize::from(slot) % n
 }
 
+/// `mcpw_tools_refusals` on `tools`, into `room` bytes: the length always, the text only
+/// when it fits (with a NUL when there is room), and nothing written past it. The text a
+/// success gives, parsed.
+fn refusals_of(
+    tools: *const c_char,
+    tools_len: usize,
+    room: usize,
+) -> (mcpw_result, Option<Vec<serde_json::Value>>) {
+    let mut buf = vec![0xA5u8; room];
+    let mut len = usize::MAX;
+    // Safety: (caller) `tools` is valid for its length, or NULL; `buf` holds `room` writable
+    // bytes (any pointer with 0), `len` is writable.
+    let got = unsafe {
+        mcpwire_ffi::mcpw_tools_refusals(tools, tools_len, buf.as_mut_ptr().cast(), room, &mut len)
+    };
+    assert_ne!(got, MCPW_ERR_PANIC, "mcpw_tools_refusals panicked");
+    if got != MCPW_OK {
+        assert_eq!(
+            len,
+            usize::MAX,
+            "mcpw_tools_refusals wrote a length and failed"
+        );
+        assert!(
+            buf.iter().all(|&b| b == 0xA5),
+            "mcpw_tools_refusals wrote and failed"
+        );
+        return (got, None);
+    }
+    let untouched = if len <= room {
+        if len < room {
+            assert_eq!(buf[len], 0, "no NUL after the refusals");
+        }
+        &buf[(len + 1).min(room)..]
+    } else {
+        &buf[..]
+    };
+    assert!(
+        untouched.iter().all(|&b| b == 0xA5),
+        "mcpw_tools_refusals wrote past the text"
+    );
+    if len > room {
+        return refusals_of(tools, tools_len, len);
+    }
+    let list: Vec<serde_json::Value> =
+        serde_json::from_slice(&buf[..len]).expect("the refusals are a JSON array");
+    for r in &list {
+        let o = r.as_object().expect("each refusal is an object");
+        assert_eq!(o.len(), 2, "a refusal has a name and a reason: {r}");
+        assert!(o["name"].is_string() && o["reason"].as_str().is_some_and(|t| !t.is_empty()));
+    }
+    (got, Some(list))
+}
+
+/// `mcpw_tools_refusals` on arbitrary text (what is no tools list is the text's problem or
+/// `MCPW_ERR_JSON_WRONG_TYPE`), then on one tool whose `x-mcp-header` annotation is that
+/// text: refused exactly when the text is not a JSON string holding an HTTP token.
+fn tools_refusals(text: &Arg, text_problems: &[mcpw_result], room: u8) {
+    let value = std::str::from_utf8(&text.bytes)
+        .ok()
+        .and_then(|t| RawJson::new(t).ok());
+    let listed = value.is_some_and(|v| {
+        let list = if v.is_object() {
+            v.get_unique("tools").ok().flatten()
+        } else {
+            Some(v)
+        };
+        list.is_some_and(|l| l.get().trim_start().starts_with('['))
+    });
+    let mut problems = text_problems.to_vec();
+    if problems.is_empty() && !listed {
+        problems.push(MCPW_ERR_JSON_WRONG_TYPE);
+    }
+    let expect = Expect {
+        problems,
+        also: &[],
+        command: false,
+    };
+    let (got, _) = refusals_of(text.ptr(), text.len(), usize::from(room));
+    verdict("mcpw_tools_refusals", Gate::Live, got, &expect, false);
+    let Some(value) = value else { return };
+    let tools = format!(
+        r#"[{{"name":"t","inputSchema":{{"type":"object","properties":{{"a":{{"type":"string","x-mcp-header":{}}}}}}}}}]"#,
+        value.get()
+    );
+    let (got, list) = refusals_of(tools.as_ptr().cast(), tools.len(), usize::from(room));
+    assert_eq!(got, MCPW_OK, "mcpw_tools_refusals of a tools list: {tools}");
+    let list = list.expect("a success gives the list");
+    let token = value.as_str().is_some_and(|s| {
+        let s = s.to_str();
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    });
+    assert_eq!(
+        list.is_empty(),
+        token,
+        "refusals of annotation {}: {list:?}",
+        value.get()
+    );
+    if let [one] = &list[..] {
+        assert_eq!(one["name"], "t");
+    }
+}
+
 /// Checks a result code: what the header documents for the call, given the handle and the
 /// arguments, and that `mcpw_result_message` knows it.
 /// `mcpw_json_string` and `mcpw_json_number` on arbitrary text: a string decodes as serde_json
@@ -3325,6 +3429,7 @@ impl Harness {
         }
         self.json_get_each(&text, &key, &expect.problems);
         json_scalars(&text, &text_problems, index);
+        tools_refusals(&text, &text_problems, index);
         let mut expect = Expect {
             problems: text_problems,
             also: &[],

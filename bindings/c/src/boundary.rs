@@ -343,6 +343,56 @@ pub(crate) fn chars_out(text: &str) -> *const c_char {
     }
 }
 
+/// A caller's text buffer (`out_text`, `capacity`, `out_len`), checked before the call does
+/// anything: the length is always written; the text only when it fits, followed by a NUL
+/// when there is room for one.
+pub(crate) struct TextOut {
+    text: *mut c_char,
+    capacity: usize,
+    len: Out<usize>,
+}
+
+impl TextOut {
+    /// Checks the buffer: `out_len` is required, and `out_text` may be NULL only with
+    /// `capacity` 0 (a call that asks for the length alone).
+    ///
+    /// # Safety
+    /// `text` points to `capacity` writable bytes (or is NULL with `capacity` 0); `len` is
+    /// NULL or writable.
+    pub(crate) unsafe fn new(
+        text: *mut c_char,
+        capacity: usize,
+        len: *mut usize,
+    ) -> Result<Self, mcpw_result> {
+        // Safety: (caller) writable or NULL, which is refused.
+        let len = unsafe { Out::new(len) }?;
+        if text.is_null() && capacity != 0 {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        }
+        Ok(TextOut {
+            text,
+            capacity,
+            len,
+        })
+    }
+
+    /// Writes `bytes` when they fit, and their length in any case.
+    pub(crate) fn write(self, bytes: &[u8]) {
+        let n = bytes.len();
+        if n <= self.capacity {
+            // Safety: `n <= capacity`, and (caller of `new`) `text` holds `capacity` writable
+            // bytes (`n` is 0 when it is NULL); the source is our own, so they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.text.cast::<u8>(), n);
+                if n < self.capacity {
+                    self.text.add(n).write(0);
+                }
+            }
+        }
+        self.len.write(n);
+    }
+}
+
 // ---- Validation of what C passed -----------------------------------------------------------
 
 /// Bytes that must be UTF-8.

@@ -14,8 +14,8 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::boundary::{
-    Handle, Out, array_in, bytes_in, bytes_out, chars_as_bytes, free_handle, into_handle, optional,
-    optional_bytes_in, read_in, text_in, utf8, with_mut, with_ref,
+    Handle, Out, TextOut, array_in, bytes_in, bytes_out, call, chars_as_bytes, free_handle,
+    into_handle, optional, optional_bytes_in, read_in, text_in, utf8, with_mut, with_ref,
 };
 use super::config::mcpw_config;
 use super::conn::{id_in, id_of, mcpw_conn};
@@ -1075,6 +1075,56 @@ fn tools_list(tools: &[u8]) -> Result<mcpwire::jsonrpc::RawJson<'_>, mcpw_result
         return Err(MCPW_ERR_JSON_WRONG_TYPE);
     }
     Ok(tools)
+}
+
+/// Says which tools of `tools` (a `tools/list` result or its `tools` array, as JSON text) an
+/// HTTP server would refuse, and why: call it after `mcpw_http_server_new` or
+/// `mcpw_http_server_declare_tools` returned `MCPW_ERR_CONFIG_REFUSED` for the same tools, to
+/// log or show what to fix, or before declaring them, as a check. It changes nothing.
+///
+/// Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}`
+/// (the reason is English text), or `[]` when every tool would be accepted. The length in
+/// bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
+/// `capacity`, followed by a NUL when there is room: otherwise call again with room for
+/// `*out_len + 1` bytes. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is
+/// not a tools list. `[]` after a refusal means the refusal had another cause (the config is
+/// not a server's).
+///
+/// # Safety
+/// `tools` points to `tools_len` readable bytes (or is NULL with length 0); `out_text` points
+/// to `capacity` writable bytes (or is NULL with `capacity` 0); `out_len` is NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_tools_refusals(
+    tools: *const c_char,
+    tools_len: usize,
+    out_text: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
+) -> mcpw_result {
+    call(|| {
+        // Safety: (caller) `out_text` holds `capacity` writable bytes or is NULL with
+        // `capacity` 0; `out_len` is writable or NULL, which is refused.
+        let out = unsafe { TextOut::new(out_text, capacity, out_len) }?;
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let tools = unsafe { bytes_in(chars_as_bytes(tools), tools_len) }?;
+        let refused = mcpwire::http::headers::ToolHeaders::new().declare(tools_list(tools)?);
+        let mut text = Vec::with_capacity(2 + refused.len() * 96);
+        text.push(b'[');
+        for (i, (name, why)) in refused.iter().enumerate() {
+            if i > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(b"{\"name\":");
+            mcpwire::jsonrpc::write_json_string(&mut text, name);
+            text.extend_from_slice(b",\"reason\":");
+            mcpwire::jsonrpc::write_json_string(&mut text, &why.to_string());
+            text.push(b'}');
+        }
+        text.push(b']');
+        out.write(&text);
+        Ok(())
+    })
 }
 
 /// Declares the server's tools anew while it runs, as `tools` in `mcpw_http_server_options`

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use mcpwire::jsonrpc::RawJson;
 
 use super::boundary::{
-    Out, array_in, bytes_in, call, chars_as_bytes, json, required_mut, text_in, utf8,
+    Out, TextOut, array_in, bytes_in, call, chars_as_bytes, json, required_mut, text_in, utf8,
 };
 use super::event::mcpw_str;
 use super::result::mcpw_result::{self, *};
@@ -252,11 +252,9 @@ pub unsafe extern "C" fn mcpw_json_string(
     out_len: *mut usize,
 ) -> mcpw_result {
     call(|| {
-        // Safety: (caller) writable or NULL, which is refused.
-        let len = unsafe { Out::new(out_len) }?;
-        if out_text.is_null() && capacity != 0 {
-            return Err(MCPW_ERR_NULL_ARGUMENT);
-        }
+        // Safety: (caller) `out_text` holds `capacity` writable bytes or is NULL with
+        // `capacity` 0; `out_len` is writable or NULL, which is refused.
+        let out = unsafe { TextOut::new(out_text, capacity, out_len) }?;
         // Safety: (caller) readable for its length, or NULL with length 0.
         let bytes = unsafe { bytes_in(chars_as_bytes(json_text), json_len) }?;
         // Most strings (names, URIs) have no escape: their text lies between the quotes, and
@@ -268,18 +266,7 @@ pub unsafe extern "C" fn mcpw_json_string(
                 .ok_or(MCPW_ERR_JSON_WRONG_TYPE)?
                 .to_str(),
         };
-        let n = text.len();
-        if n <= capacity {
-            // Safety: `n <= capacity`, and (caller) `out_text` holds `capacity` writable bytes
-            // (`n` is 0 when it is NULL); the source is our own, so they do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(text.as_ptr(), out_text.cast::<u8>(), n);
-                if n < capacity {
-                    out_text.add(n).write(0);
-                }
-            }
-        }
-        len.write(n);
+        out.write(text.as_bytes());
         Ok(())
     })
 }

@@ -89,7 +89,7 @@ pub use http::{
     mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
     mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
     mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
-    mcpw_http_server_stream_closed, mcpw_replay_sink,
+    mcpw_http_server_stream_closed, mcpw_replay_sink, mcpw_tools_refusals,
 };
 pub use json::{
     mcpw_json_at, mcpw_json_get, mcpw_json_get_each, mcpw_json_items, mcpw_json_number,
