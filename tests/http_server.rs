@@ -1956,6 +1956,8 @@ fn a_duplicated_mcp_header_gets_400_even_with_equal_values() {
         );
         assert_eq!(r.status, 400, "{name}");
         assert_eq!(json_body(&r)["id"], 9, "the request's id is kept");
+        // A 2025-11-25 session has no -32020 (HeaderMismatch exists from 2026-07-28 on).
+        assert_eq!(json_body(&r)["error"]["code"], -32600, "{name}");
     }
     // Stateless: a repeated Mcp-Name or Mcp-Param header is a header mismatch.
     let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
@@ -2106,13 +2108,27 @@ fn content_type_and_accept_are_checked() {
     let json = ("Content-Type", "application/json; charset=utf-8");
     let both = ("Accept", "application/json, text/event-stream");
     // POST: JSON in, both answers accepted.
-    let cases: [(&[(&str, &str)], u16); 7] = [
+    let cases: [(&[(&str, &str)], u16); 10] = [
         (&[host, both], 415),
         (&[host, ("Content-Type", "text/plain"), both], 415),
         (&[host, json], 406),
         (&[host, json, ("Accept", "application/json")], 406),
         (&[host, json, ("Accept", "text/event-stream")], 406),
         (&[host, json, ("Accept", "*/*")], 200),
+        // A weight of 0 means "not acceptable" (RFC 9110 §12.4.2).
+        (&[host, json, ("Accept", "*/*;q=0")], 406),
+        (
+            &[
+                host,
+                json,
+                ("Accept", "application/json;q=0, text/event-stream"),
+            ],
+            406,
+        ),
+        (
+            &[host, json, ("Accept", "application/json;q=0.5, */*;q=0")],
+            406,
+        ),
         (
             &[
                 host,
@@ -2421,6 +2437,11 @@ fn mcp_param_headers_are_checked_against_the_declared_annotations() {
         ),
         (r#"{"query":"no annotated values"}"#, vec![]),
         (r#"{"region":null}"#, vec![]),
+        // What no annotation reads may repeat: the tool's own business.
+        (
+            r#"{"region":"eu","query":"a","query":"b"}"#,
+            vec![("Mcp-Param-Region", "eu")],
+        ),
     ] {
         let r = call_sql(&mut s, args, &params);
         assert!(!mismatch(&r), "{args} {params:?}: {r:?}");
@@ -2453,6 +2474,18 @@ fn mcp_param_headers_are_checked_against_the_declared_annotations() {
         (
             r#"{"region":"eu","shard":[7]}"#,
             vec![("Mcp-Param-Region", "eu"), ("Mcp-Param-Shard", "7")],
+        ),
+        // An annotated argument, or `arguments` itself, written twice: the tool's parser
+        // picks one, and a router reading the header (or its absence) may act on the other.
+        (r#"{"region":"us-west1","region":"eu-west1"}"#, vec![]),
+        (
+            r#"{"region":"eu","region":"eu"}"#,
+            vec![("Mcp-Param-Region", "eu")],
+        ),
+        (r#"{"region":"us"},"arguments":{"region":"eu"}"#, vec![]),
+        (
+            r#"{"region":"eu"},"arguments":{"region":"eu"}"#,
+            vec![("Mcp-Param-Region", "eu")],
         ),
     ] {
         let r = call_sql(&mut s, args, &params);

@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::jsonrpc::RawJson;
+use crate::jsonrpc::{DuplicateMember, RawJson};
 
 /// Why a header value was refused by [`decode_value`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,13 +234,21 @@ impl ParamHeader {
     }
 
     /// The value at this annotation's path in a tool call's `arguments`, if present and not
-    /// `null` (an absent or null value has no header).
-    pub fn value_in<'a>(&self, arguments: RawJson<'a>) -> Option<RawJson<'a>> {
+    /// `null` (an absent or null value has no header). A member of the path written twice is
+    /// [`DuplicateMember`]: which of the two the tool reads is up to its parser, so no header
+    /// can be said to match it.
+    pub fn value_in<'a>(
+        &self,
+        arguments: RawJson<'a>,
+    ) -> Result<Option<RawJson<'a>>, DuplicateMember> {
         let mut at = arguments;
         for key in &self.path {
-            at = at.unique(key)?;
+            match at.get_unique(key)? {
+                Some(value) => at = value,
+                None => return Ok(None),
+            }
         }
-        (!at.is_null()).then_some(at)
+        Ok((!at.is_null()).then_some(at))
     }
 }
 
@@ -865,10 +873,13 @@ mod tests {
         assert!(headers.for_tool("none").is_empty());
         let args = RawJson::new(r#"{"region":"eu","other":1}"#).unwrap();
         assert_eq!(
-            headers.for_tool("sql")[0].value_in(args).map(|v| v.get()),
+            headers.for_tool("sql")[0]
+                .value_in(args)
+                .unwrap()
+                .map(|v| v.get()),
             Some(r#""eu""#)
         );
         let null = RawJson::new(r#"{"region":null}"#).unwrap();
-        assert!(headers.for_tool("sql")[0].value_in(null).is_none());
+        assert!(headers.for_tool("sql")[0].value_in(null).unwrap().is_none());
     }
 }

@@ -42,7 +42,9 @@ use crate::Timestamp;
 use crate::conn::tables::FastMap;
 use crate::conn::{Config, Connection, Event, MetaView, State, StreamId};
 use crate::frame::sse;
-use crate::jsonrpc::{self, Decoded, Decoder, Id, Message, OwnedId, ParamsIndex, RawJson};
+use crate::jsonrpc::{
+    self, Decoded, Decoder, DuplicateMember, Id, Message, OwnedId, ParamsIndex, RawJson,
+};
 use crate::mcp::{self, Era, META_PROTOCOL_VERSION, ProtocolVersion};
 
 /// An HTTP stream the host holds open (one SSE response body). Hosts get it from
@@ -843,8 +845,11 @@ impl HttpServer {
             .then(|| duplicated_mcp_header(req.headers, sessionless))
             .flatten()
         {
+            // -32020 exists from 2026-07-28 on; a session's request (an older version) gets
+            // the JSON-RPC code its version has.
             let code = if name.eq_ignore_ascii_case(crate::http::SESSION_HEADER)
                 || name.eq_ignore_ascii_case(crate::http::LAST_EVENT_ID_HEADER)
+                || !(sessionless && serves_modern)
             {
                 jsonrpc::INVALID_REQUEST
             } else {
@@ -1536,7 +1541,7 @@ impl HttpServer {
             if method == "tools/call"
                 && let Some(name) = member(NAME).and_then(|n| n.as_str())
                 && let Some(problem) =
-                    self.param_header_problem(req, &name.to_str(), member(ARGUMENTS))
+                    self.param_header_problem(req, &name.to_str(), found.map(|f| f.get(ARGUMENTS)))
             {
                 let mut r = mismatch(&problem);
                 set_id(&mut r, rid);
@@ -1550,21 +1555,38 @@ impl HttpServer {
     }
 
     /// A `tools/call`'s `Mcp-Param-*` headers against the arguments of `tool` and its
-    /// `x-mcp-header` annotations: what is wrong, if anything.
+    /// `x-mcp-header` annotations: what is wrong, if anything. `arguments` written twice, or a
+    /// member on an annotation's path written twice, is wrong: the tool's parser picks one of
+    /// the two, and a router reading the header (or its absence) may act on the other.
     fn param_header_problem(
         &self,
         req: &HttpRequest<'_>,
         tool: &str,
-        arguments: Option<RawJson<'_>>,
+        arguments: Option<Result<Option<RawJson<'_>>, DuplicateMember>>,
     ) -> Option<String> {
-        for annotation in self.config.tool_headers.for_tool(tool) {
+        let annotations = self.config.tool_headers.for_tool(tool);
+        let arguments = match arguments {
+            Some(Err(DuplicateMember)) if !annotations.is_empty() => {
+                return Some("arguments is written twice".into());
+            }
+            Some(found) => found.ok().flatten(),
+            None => None,
+        };
+        for annotation in annotations {
             let header_name = annotation.header_name();
             let header = match req.header(&header_name).map(headers::decode_value) {
                 Some(Ok(v)) => Some(v),
                 Some(Err(e)) => return Some(format!("{header_name}: {e}")),
                 None => None,
             };
-            let body = arguments.and_then(|a| annotation.value_in(a));
+            let body = match arguments.map(|a| annotation.value_in(a)) {
+                Some(Err(DuplicateMember)) => {
+                    let path = annotation.path.join(".");
+                    return Some(format!("{header_name}: argument {path} is written twice"));
+                }
+                Some(Ok(value)) => value,
+                None => None,
+            };
             match (header, body) {
                 // A value a header cannot carry (an object or array) matches no header.
                 (Some(h), Some(b)) if headers::value_matches(&h, b) != Some(true) => {
@@ -3528,6 +3550,12 @@ fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)], sessionless: bool) -> 
 
 /// The media types of a `Content-Type` or `Accept` value, parameters dropped.
 fn media_types(value: &str) -> impl Iterator<Item = &str> {
+    media_ranges(value).map(|(media, _)| media)
+}
+
+/// The media ranges of an `Accept` value, each with whether its weight is 0 ("not
+/// acceptable", RFC 9110 §12.4.2).
+fn media_ranges(value: &str) -> impl Iterator<Item = (&str, bool)> {
     // Split by bytes: `str::split` with a `char` costs about 500 instructions on a typical
     // `Accept` (`,` and `;` are ASCII, so every cut falls on a character boundary).
     let mut rest = value;
@@ -3540,17 +3568,38 @@ fn media_types(value: &str) -> impl Iterator<Item = &str> {
             let params = item.bytes().position(|c| c == b';').unwrap_or(item.len());
             let media = item[..params].trim_ascii();
             if !media.is_empty() {
-                return Some(media);
+                return Some((media, weight_is_zero(&item[params..])));
             }
         }
         None
     })
 }
 
-/// Whether the request's `Accept` lists every type of `wanted` (at most 32), or wildcards
-/// covering them, read in one pass.
+/// Whether the parameters of a media range (`;q=0;level=1`) give it the weight 0: `q=0`, or
+/// `0.` with up to three zeros (RFC 9110 §12.4.2). A missing or malformed weight is not 0.
+fn weight_is_zero(params: &str) -> bool {
+    params.split(';').any(|p| {
+        let Some((name, value)) = p.split_once('=') else {
+            return false;
+        };
+        let value = value.trim_ascii();
+        name.trim_ascii().eq_ignore_ascii_case("q")
+            && (value == "0"
+                || value
+                    .strip_prefix("0.")
+                    .is_some_and(|z| z.len() <= 3 && z.bytes().all(|b| b == b'0')))
+    })
+}
+
+/// Whether the request's `Accept` takes every type of `wanted` (at most 32), read in one
+/// pass: each type is judged by the most specific range that covers it (its own type, then
+/// its major type's wildcard, then `*/*`), and a range of weight 0 refuses it.
 fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
-    let mut missing: u32 = (1u32 << wanted.len().min(31)) - 1;
+    let n = wanted.len().min(32);
+    // Per wanted type: (how specific the best range found is, 0 for none; whether it takes
+    // the type). Among equally specific ranges, one that takes it wins.
+    let mut best = [(0u8, false); 32];
+    const EXACT: (u8, bool) = (3, true);
     // One `Accept` (the usual case) was found by `Known`; several are all read.
     let several = if known.accepts_more { req.headers } else { &[] };
     let values = (known.accept.filter(|_| !known.accepts_more))
@@ -3563,37 +3612,39 @@ fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
     for value in values {
         // What the SDKs' clients send, and this crate's: no list to parse.
         if value == "application/json, text/event-stream" {
-            for (i, w) in wanted.iter().enumerate().take(31) {
+            for (i, w) in wanted.iter().enumerate().take(n) {
                 if w.eq_ignore_ascii_case("application/json")
                     || w.eq_ignore_ascii_case("text/event-stream")
                 {
-                    missing &= !(1 << i);
+                    best[i] = EXACT;
                 }
             }
-            if missing == 0 {
-                return true;
+        } else {
+            for (m, zero) in media_ranges(value) {
+                let wildcard = m.strip_suffix("/*");
+                for (i, w) in wanted.iter().enumerate().take(n) {
+                    let major = &w[..w.bytes().position(|b| b == b'/').unwrap_or(w.len())];
+                    let specific = if m.eq_ignore_ascii_case(w) {
+                        3
+                    } else if m == "*/*" {
+                        1
+                    } else if wildcard.is_some_and(|t| t.eq_ignore_ascii_case(major)) {
+                        2
+                    } else {
+                        continue;
+                    };
+                    best[i] = best[i].max((specific, !zero));
+                }
             }
-            continue;
         }
-        for m in media_types(value) {
-            if m == "*/*" {
-                return true;
-            }
-            let wildcard = m.strip_suffix("/*");
-            for (i, w) in wanted.iter().enumerate().take(31) {
-                let major = &w[..w.bytes().position(|b| b == b'/').unwrap_or(w.len())];
-                if m.eq_ignore_ascii_case(w)
-                    || wildcard.is_some_and(|t| t.eq_ignore_ascii_case(major))
-                {
-                    missing &= !(1 << i);
-                }
-            }
-            if missing == 0 {
-                return true;
-            }
+        // Nothing later can change a verdict made by the types themselves.
+        if best[..n].iter().all(|&b| b == EXACT) {
+            return true;
         }
     }
-    missing == 0
+    best[..n]
+        .iter()
+        .all(|&(specific, takes)| specific > 0 && takes)
 }
 
 fn set_id(r: &mut HttpResponse, id: Option<Id<'_>>) {
@@ -3823,5 +3874,49 @@ mod tests {
         assert!(accepts_of(&req, &["application/json", "text/event-stream"]));
         assert!(accepts_of(&req, &["text/event-stream"]));
         assert!(!accepts_of(&req, &["application/json", "image/png"]));
+    }
+
+    /// "A weight of 0 means not acceptable" (RFC 9110 §12.4.2): the most specific range
+    /// covering a type decides, whichever comes first and in however many headers.
+    #[test]
+    fn accept_weights_of_zero_refuse_their_types() {
+        let both = ["application/json", "text/event-stream"];
+        for (accept, json, sse) in [
+            ("application/json;q=0, text/event-stream", false, true),
+            ("application/json; q=0.000, text/event-stream", false, true),
+            ("application/json;Q = 0.0 , text/event-stream", false, true),
+            ("application/json;q=0.001, text/event-stream", true, true),
+            ("application/json;q=0x, text/event-stream", true, true),
+            ("*/*;q=0", false, false),
+            ("*/*;q=0, application/json", true, false),
+            ("application/json;q=0, */*", false, true),
+            ("text/*;q=0, */*", true, false),
+            ("text/event-stream, text/*;q=0, application/*", true, true),
+            (
+                "text/event-stream;q=0;level=1, text/event-stream",
+                false,
+                true,
+            ),
+            ("application/json;level=1;q=0", false, false),
+        ] {
+            let headers = [("Accept", accept)];
+            let req = HttpRequest {
+                method: "POST",
+                headers: &headers,
+                body: b"",
+            };
+            assert_eq!(accepts_of(&req, &both[..1]), json, "{accept}: json");
+            assert_eq!(accepts_of(&req, &both[1..]), sse, "{accept}: sse");
+            assert_eq!(accepts_of(&req, &both), json && sse, "{accept}: both");
+        }
+        // Across headers: a later exact refusal is not overruled by an earlier wildcard.
+        let headers = [("Accept", "*/*"), ("accept", "application/json;q=0")];
+        let req = HttpRequest {
+            method: "POST",
+            headers: &headers,
+            body: b"",
+        };
+        assert!(!accepts_of(&req, &["application/json"]));
+        assert!(accepts_of(&req, &["text/event-stream"]));
     }
 }

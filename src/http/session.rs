@@ -1290,7 +1290,7 @@ impl HttpClient {
             // No header for a value none can carry (an object or array, a mistyped
             // argument): the server would refuse the header, not the argument.
             let Some(value) = arguments
-                .and_then(|a| annotation.value_in(a))
+                .and_then(|a| annotation.value_in(a).ok().flatten())
                 .filter(|v| super::headers::value_matches("", *v).is_some())
             else {
                 continue;
