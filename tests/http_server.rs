@@ -1709,6 +1709,26 @@ fn naming_a_resumptions_own_stream_does_not_drop_what_it_carried() {
     resumes_with_the_answer(&mut s, &sid, &last, &mut reader);
 }
 
+/// `consume_stream` with more than is waiting counts as all of it, however large (it
+/// overflowed past `usize::MAX` after a partial write: a panic, or in release a cursor moved
+/// back by one byte).
+#[test]
+fn consuming_more_than_a_stream_holds_counts_as_all_of_it() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id, _reader) = call_and_prime(&mut s, &sid);
+    answer_call(&mut s, key, &id);
+    let waiting = s.poll_stream(stream).unwrap().bytes.len();
+    assert!(waiting > 1);
+    s.consume_stream(stream, 1);
+    s.consume_stream(stream, usize::MAX);
+    assert!(
+        s.poll_stream(stream).is_none_or(|o| o.bytes.is_empty()),
+        "all of it is written"
+    );
+    assert_eq!(s.open_streams(), 0, "the finished stream is forgotten");
+}
+
 #[test]
 fn a_stream_resumed_while_its_first_response_is_still_held_leaves_that_response() {
     // The client's connection broke, but the server has not noticed yet: its response is still

@@ -382,11 +382,12 @@ impl LineEncoder {
     }
 
     /// Reports that the first `n` pending bytes were written. `n` larger than what is pending
-    /// counts as all of it.
+    /// counts as all of it. Once all is written, a buffer grown over
+    /// [`KEEP_WHEN_EMPTY`](super::KEEP_WHEN_EMPTY) by a large frame is given back.
     pub fn consume(&mut self, n: usize) {
-        self.read = (self.read + n).min(self.buf.len());
+        self.read = self.read.saturating_add(n).min(self.buf.len());
         if self.read == self.buf.len() {
-            self.buf.clear();
+            super::empty(&mut self.buf);
             self.read = 0;
         }
     }
@@ -420,5 +421,30 @@ mod newline_tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod encoder_tests {
+    use super::*;
+
+    /// A large frame's room is given back once it is all written; a small one's is kept, so
+    /// a steady stream of small frames allocates nothing.
+    #[test]
+    fn a_large_frames_room_is_given_back_once_written() {
+        let mut e = LineEncoder::new();
+        e.push_frame(|out| out.resize(1 << 20, b'x'));
+        assert_eq!(e.pending().len(), (1 << 20) + 1);
+        e.consume(1000);
+        assert!(
+            e.buf.capacity() > crate::frame::KEEP_WHEN_EMPTY,
+            "still writing: kept"
+        );
+        e.consume(usize::MAX);
+        assert!(e.pending().is_empty());
+        assert_eq!(e.buf.capacity(), 0);
+        e.push_frame(|out| out.extend_from_slice(b"{}"));
+        e.consume(3);
+        assert!(e.pending().is_empty() && e.buf.capacity() >= 3);
     }
 }

@@ -2552,8 +2552,9 @@ impl HttpServer {
         })
     }
 
-    /// Reports that `n` bytes of [`poll_stream`](Self::poll_stream) were written. A finished
-    /// stream with nothing left is forgotten (and, for a stateless request, its connection).
+    /// Reports that `n` bytes of [`poll_stream`](Self::poll_stream) were written (`n` larger
+    /// than what is waiting counts as all of it). A finished stream with nothing left is
+    /// forgotten (and, for a stateless request, its connection).
     pub fn consume_stream(&mut self, stream: HttpStreamId, n: usize) {
         let Some(stream) = self.resolve(stream) else {
             return;
@@ -2561,7 +2562,7 @@ impl HttpServer {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        s.read = (s.read + n).min(s.buf.len());
+        s.read = s.read.saturating_add(n).min(s.buf.len());
         s.ids_shown |= n > 0;
         let key = s.conn.0;
         if s.read == s.buf.len() {

@@ -263,7 +263,8 @@ impl crate::frame::line::LineEncoder {
         self.push_frame(|out| encode_response(out, id, result));
     }
 
-    /// Appends an error response frame (`id: None` writes `null`).
+    /// Appends an error response frame (`id: None` leaves the `id` out, as
+    /// [`encode_error`] does).
     pub fn error(
         &mut self,
         id: Option<Id<'_>>,

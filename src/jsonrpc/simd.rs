@@ -8,12 +8,20 @@
 //! refuses only for its own limits, such as a number too large for it, is still judged by JSON's
 //! grammar).
 
-use simd_json::{Buffers, INPUT_PADDING, Tape};
+use simd_json::{Buffers, INPUT_PADDING, Node, Tape};
 
 use super::decode::Syntax;
 use super::scan::{self, Fault};
 
+/// The largest frame simd-json validates. Its tape takes 24 bytes per structural character,
+/// reserved whole before the walk can apply `max_batch`: a 16 MiB `[1,1,…]` would take some
+/// 500 MiB. Larger frames go to the native validator, which gives the same verdicts (and
+/// measured faster on both bench corpora).
+pub(crate) const MAX_SIMD_FRAME: usize = 1024 * 1024;
+
 /// Reusable buffers: the padded copy simd-json unescapes into, its stage buffers and its tape.
+/// Kept warm between frames while they weigh at most [`crate::frame::KEEP_WHEN_EMPTY`] in
+/// all, as every engine buffer is; given back after a frame that made them heavier.
 pub(crate) struct Scratch {
     copy: Vec<u8>,
     buffers: Option<(usize, Buffers)>,
@@ -41,7 +49,7 @@ impl std::fmt::Debug for Scratch {
 impl Scratch {
     /// Validates `frame`; on success returns simd-json's structural index for it.
     pub(crate) fn validate(&mut self, frame: &[u8], max_depth: usize) -> Result<&[u32], Fault> {
-        if frame.len() >= u32::MAX as usize {
+        if frame.len() > MAX_SIMD_FRAME {
             return native(frame, max_depth);
         }
         self.copy.clear();
@@ -66,6 +74,25 @@ impl Scratch {
             // only for its own limits); an empty index sends the walk down the native path.
             Err(_) => native(frame, max_depth),
         }
+    }
+}
+
+impl Scratch {
+    /// Gives the buffers back when they weigh more than an idle connection may keep: call it
+    /// once the index [`validate`](Self::validate) gave is no longer read.
+    pub(crate) fn trim(&mut self) {
+        if self.held() > crate::frame::KEEP_WHEN_EMPTY {
+            *self = Scratch::default();
+        }
+    }
+
+    /// The bytes held, as far as can be told from outside simd-json: the copy; the stage
+    /// buffers' input and string copies, each as large as the largest frame, which the copy's
+    /// capacity stands for; their structural index; and the tape.
+    pub(crate) fn held(&self) -> usize {
+        let tape = (self.tape.as_ref()).map_or(0, |t| t.0.capacity() * size_of::<Node<'_>>());
+        let index = (self.buffers.as_ref()).map_or(0, |(_, b)| size_of_val(b.structural_indexes()));
+        3 * self.copy.capacity() + index + tape
     }
 }
 
