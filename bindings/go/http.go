@@ -141,6 +141,7 @@ type HTTPServer struct {
 	grace    time.Duration // HTTPOptions.BodyRateGrace
 	sendTime time.Duration // HTTPOptions.SendTimeout
 	errorLog *log.Logger   // HTTPOptions.ErrorLog
+	broken   error         // why the engine fails every call (a panic inside it), once known
 	// allow is what a 405 says the endpoint takes besides GET: sessions take DELETE too.
 	allow     string
 	record    []C.mcpwgo_record
@@ -701,6 +702,28 @@ func headerText(s C.mcpw_str) string {
 	return string(b)
 }
 
+// failedLocked answers 500 for an engine call that failed. An engine that panicked is
+// poisoned and fails every call from then on: the first time, that goes to ErrorLog, and Err
+// reports it, so the operator learns why every request now gets 500.
+func (s *HTTPServer) failedLocked(w http.ResponseWriter, err error) {
+	var code *ResultError
+	if errors.As(err, &code) && code.Code.IsFatal() && s.broken == nil {
+		s.broken = err
+		s.logf("mcpwire: the HTTP engine failed for good (%v): every request now gets 500; "+
+			"close this server and make a new one", err)
+	}
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// Err reports why the engine stopped working, nil while it works: a panic inside it
+// (CodePanic, then CodePoisoned) leaves it answering 500 to every request. Use it in a health
+// check, to replace the server when it is no longer nil.
+func (s *HTTPServer) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
+}
+
 // logf writes to HTTPOptions.ErrorLog, or to the log package's standard logger.
 func (s *HTTPServer) logf(format string, args ...any) {
 	if s.errorLog != nil {
@@ -1120,7 +1143,7 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 	runtime.KeepAlive(body)
 	got := first.answer
 	if got.rc != C.MCPW_OK {
-		http.Error(w, check("handle request", got.rc).Error(), http.StatusInternalServerError)
+		s.failedLocked(w, check("handle request", got.rc))
 		return a, false
 	}
 	if got.response.has_stream {
@@ -1152,7 +1175,7 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 			s.wakeLocked()
 			s.rearmTo(next.deadline)
 			if next.answer.rc != C.MCPW_OK {
-				http.Error(w, check("settle", next.answer.rc).Error(), http.StatusInternalServerError)
+				s.failedLocked(w, check("settle", next.answer.rc))
 				return a, false
 			}
 			break

@@ -2931,3 +2931,32 @@ func TestHTTPMaxBodyHoldsBehindADecompressingMiddlewareUnderLoad(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
+
+// An engine that failed for good (a panic inside it poisons it: every call then fails) says
+// so once in ErrorLog and through Err, so the operator learns why every request gets 500;
+// other failures (a refused argument) leave Err nil.
+func TestHTTPAPoisonedEngineIsLoggedOnceAndReported(t *testing.T) {
+	logged := &bytes.Buffer{}
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(logged, "", 0)})
+	if srv.Err() != nil {
+		t.Fatalf("a new server: %v", srv.Err())
+	}
+	fail := func(code ResultCode) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		srv.mu.Lock()
+		srv.failedLocked(w, &ResultError{Op: "handle request", Code: code})
+		srv.mu.Unlock()
+		return w
+	}
+	if w := fail(CodeInvalidArgument); w.Code != http.StatusInternalServerError || srv.Err() != nil || logged.Len() != 0 {
+		t.Fatalf("a passing failure: %d, %v, %q", w.Code, srv.Err(), logged.String())
+	}
+	fail(CodePanic)
+	fail(CodePoisoned)
+	if !errors.Is(srv.Err(), ErrPanic) {
+		t.Fatalf("Err after the panic: %v", srv.Err())
+	}
+	if n := strings.Count(logged.String(), "failed for good"); n != 1 {
+		t.Fatalf("logged %d times: %q", n, logged.String())
+	}
+}
