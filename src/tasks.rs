@@ -64,25 +64,12 @@ use crate::mcp::{self, Caps, ProtocolVersion};
 
 /// Whether `request` is an input request of Multi Round-Trip Requests: an object whose
 /// `method` is `elicitation/create` or `sampling/createMessage` with a `params` object, or
-/// `roots/list` (whose params are optional).
+/// `roots/list` (whose params are optional), each member once, and params the capability
+/// rules can read (not an unknown elicitation mode, nor `mode` twice): `tasks/get` could not
+/// tell otherwise whether the client declared what they need.
 fn is_input_request(request: RawJson<'_>) -> bool {
-    if !request.is_object() {
-        return false;
-    }
-    let member = |key| request.unique(key);
-    let params = member("params");
-    let params_ok = params.is_none_or(|p| p.is_object());
-    let shape = match request.unique_str("method").map(|m| m.to_str()) {
-        Some(m) if m == "roots/list" => params_ok,
-        Some(m) if m == "elicitation/create" || m == "sampling/createMessage" => {
-            params.is_some_and(|p| p.is_object())
-        }
-        _ => false,
-    };
-    // Params the capability rules cannot read (an unknown elicitation mode, `mode` twice):
-    // `tasks/get` could not tell whether the client declared what they need.
     let any = Caps::ROOTS | Caps::SAMPLING | Caps::ELICITATION;
-    shape && crate::conn::input_request_need(request, any).is_ok()
+    crate::conn::input_request_need(request, any).is_ok()
 }
 
 /// The `data` of a -32021 error for `cap`, one of the client capabilities an input request

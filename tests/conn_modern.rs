@@ -247,10 +247,14 @@ fn every_result_carries_a_result_type_and_server_info() {
     );
     // The application's own cache hints must be valid ("Servers MUST provide a ttlMs value
     // that is >= 0"; a scope is public or private): a negative ttl went out as given.
+    // A cacheable result's ttlMs is an integer (`"ttlMs":{"minimum":0,"type":"integer"}` in
+    // ListToolsResult): null or a fraction went out as given.
     for bad in [
         r#"{"tools":[],"ttlMs":-5}"#,
         r#"{"tools":[],"ttlMs":"60"}"#,
         r#"{"tools":[],"cacheScope":"shared"}"#,
+        r#"{"tools":[],"ttlMs":null}"#,
+        r#"{"tools":[],"ttlMs":1.5}"#,
     ] {
         assert_eq!(
             s.conn.respond(Id::Int(4), raw(bad)),
@@ -262,10 +266,11 @@ fn every_result_carries_a_result_type_and_server_info() {
         .respond(Id::Int(4), raw(r#"{"tools":[],"ttlMs":0}"#))
         .unwrap();
     assert_eq!(s.out()[0]["result"]["ttlMs"], 0);
-    // (A task's ttlMs, in a tasks/get result, may be null: no limit.)
-    s.request("5", "tools/list", "");
+    // (A task's ttlMs, in a tasks/get result, may be null: no limit. Results that are not
+    // cached keep what the application gives.)
+    s.request("5", "tools/call", r#""name":"t""#);
     s.conn
-        .respond(Id::Int(5), raw(r#"{"tools":[],"ttlMs":null}"#))
+        .respond(Id::Int(5), raw(r#"{"content":[],"ttlMs":null}"#))
         .unwrap();
     assert!(s.out()[0]["result"]["ttlMs"].is_null());
 }
@@ -429,6 +434,25 @@ fn input_required_is_only_for_three_methods_and_declared_capabilities() {
         s.conn.respond_input_required(Id::Int(1), None, None),
         Err(Error::InvalidParams)
     );
+    // Input requests whose shape the rules cannot read are refused, not sent unchecked: no
+    // `params` where the schema requires them, `params` written twice (the second asking
+    // for URL mode, which the client did not declare; a parser keeping the last one reads
+    // it), a key written twice ("inputRequests keys ... MUST be unique").
+    for bad in [
+        r#"{"a":{"method":"elicitation/create"}}"#,
+        r#"{"a":{"method":"elicitation/create","params":5}}"#,
+        r#"{"a":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}},"params":{"mode":"url","message":"m","url":"https://x","elicitationId":"e"}}}"#,
+        r#"{"a":{"method":"elicitation/create","method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}}"#,
+        r#"{"login":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object","properties":{}}}},"login":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object","properties":{}}}}}"#,
+        r#"{"a":5}"#,
+    ] {
+        assert_eq!(
+            s.conn
+                .respond_input_required(Id::Int(1), Some(raw(bad)), None),
+            Err(Error::InvalidParams),
+            "{bad}"
+        );
+    }
     s.conn
         .respond_input_required(Id::Int(1), Some(elicit), Some("st\"ate\\1"))
         .unwrap();
@@ -542,6 +566,36 @@ fn result_types_missing_complete_or_unknown() {
                 request: a,
                 result: r#"{"tools":[]}"#.into()
             },
+            Ev::InvalidResponse { request: b }
+        ]
+    );
+}
+
+/// An input-required answer with `requestState` or `inputRequests` written twice cannot be
+/// followed ("MUST echo back the exact value"; "MUST construct the requested inputs"): which
+/// one? It is an invalid response (each read as absent, and the retry went without the state,
+/// or without the inputs asked for).
+#[test]
+fn an_input_required_answer_with_a_member_written_twice_is_invalid() {
+    let mut p = modern_pair();
+    let params = raw(r#"{"name":"t"}"#);
+    let a = p.client.request(p.now, "tools/call", Some(params)).unwrap();
+    let b = p.client.request(p.now, "tools/call", Some(params)).unwrap();
+    take_output(&mut p.client);
+    let roots = r#"{"q":{"method":"roots/list"}}"#;
+    p.client.handle_input(
+        p.now,
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"resultType\":\"input_required\",\"inputRequests\":{roots},\"requestState\":\"a\",\"requestState\":\"b\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"resultType\":\"input_required\",\"inputRequests\":{roots},\"inputRequests\":{roots},\"requestState\":\"s\"}}}}\n",
+            a.0, b.0
+        )
+        .as_bytes(),
+    );
+    assert_eq!(
+        drain(&mut p.client),
+        vec![
+            Ev::InvalidResponse { request: a },
             Ev::InvalidResponse { request: b }
         ]
     );
@@ -968,6 +1022,20 @@ fn auto_client_follows_the_versions_the_probe_names() {
     );
     assert_eq!(
         answer(&discovered(r#"["2026-07-28"]"#, "weird")),
+        (
+            false,
+            vec![Ev::Closed {
+                reason: CloseReason::InvalidInitializeResult
+            }]
+        )
+    );
+    // Written twice, resultType is unreadable, so not recognized (it read as absent, and the
+    // client took the server for a stateless one).
+    assert_eq!(
+        answer(&discovered(
+            r#"["2026-07-28"]"#,
+            r#"weird","resultType":"complete"#
+        )),
         (
             false,
             vec![Ev::Closed {

@@ -431,18 +431,28 @@ fn input_request_cap(method: &str) -> Option<Caps> {
 
 /// What the input request `request` (`{"method":…,"params":…}`) needs that `declared` lacks,
 /// if anything: "Servers MUST NOT send an inputRequests that the client has not declared
-/// support for in its capabilities". `Err` for no input request of Multi Round-Trip Requests,
-/// or params its method cannot take.
+/// support for in its capabilities". `Err` for no input request of Multi Round-Trip Requests:
+/// not an object, `method` or `params` absent where required or written twice (a receiver
+/// whose parser keeps the last one would read what was not checked), params that are not an
+/// object (`params` is required for `elicitation/create` and `sampling/createMessage`,
+/// optional for `roots/list`), or params its method cannot take.
 pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result<Option<Caps>, ()> {
-    let method = request
-        .unique_str("method")
+    if !request.is_object() {
+        return Err(());
+    }
+    let found = request.get_each(["method", "params"]);
+    let method = (found.get(0).map_err(|_| ())?)
+        .and_then(|m| m.as_str())
         .map(|m| m.to_str().into_owned())
         .unwrap_or_default();
     let cap = input_request_cap(&method).ok_or(())?;
+    let params = found.get(1).map_err(|_| ())?;
+    if params.is_some_and(|p| !p.is_object()) || (params.is_none() && cap != Caps::ROOTS) {
+        return Err(());
+    }
     if !declared.contains(cap) {
         return Ok(Some(cap));
     }
-    let params = request.unique("params");
     match mcp::sub_capabilities_with(&method, params, || Some(false)).check(declared, false) {
         Ok(()) => Ok(None),
         Err(mcp::SubCapability::Needs(cap)) => Ok(Some(cap)),
@@ -969,9 +979,16 @@ impl Core {
         let found = result.get_each(["resultType", "ttlMs", "cacheScope", "_meta"]);
         let has = |i: usize| found.get(i).map(|v| v.is_some());
         // The application's own cache hints go out as given, so they must be valid ("Servers
-        // MUST provide a ttlMs value that is >= 0"; a scope is one of the two). (A task's
-        // `ttlMs`, in a `tasks/get` result, may be null: no limit.)
-        let ttl_ok = |t: RawJson<'_>| t.get() == "null" || t.as_f64().is_some_and(|n| n >= 0.0);
+        // MUST provide a ttlMs value that is >= 0", an integer in the schema's cacheable
+        // results; a scope is one of the two). (A task's `ttlMs`, in a `tasks/get` result,
+        // may be null: no limit.)
+        let ttl_ok = |t: RawJson<'_>| {
+            if cacheable {
+                t.as_i64().is_some_and(|n| n >= 0)
+            } else {
+                t.get() == "null" || t.as_f64().is_some_and(|n| n >= 0.0)
+            }
+        };
         let scope_ok = |c: RawJson<'_>| {
             c.as_str()
                 .is_some_and(|c| matches!(&*c.to_str(), "public" | "private"))
@@ -1120,7 +1137,12 @@ impl Core {
             if !requests.is_object() {
                 return Err(Error::InvalidParams);
             }
-            for (_, request) in requests.members() {
+            // "inputRequests keys ... MUST be unique within the scope of the request".
+            let mut keys = std::collections::HashSet::new();
+            for (key, request) in requests.members() {
+                if !keys.insert(key.to_str()) {
+                    return Err(Error::InvalidParams);
+                }
                 match input_request_need(request, ctx.client_caps) {
                     Ok(None) => {}
                     Ok(Some(cap)) => return Err(Error::NotNegotiated(cap)),
@@ -1226,10 +1248,12 @@ impl Core {
         match outcome {
             // "A resultType of any value unrecognized by the client MUST be considered
             // invalid": a stateless server's broken answer, not a handshake-era one.
+            // (Written twice, it is unreadable, so not recognized either.)
             Ok(result)
-                if result
-                    .unique("resultType")
-                    .is_some_and(|t| !t.as_str().is_some_and(|t| t.eq_str("complete"))) =>
+                if result.get_unique("resultType").is_err()
+                    || result
+                        .unique("resultType")
+                        .is_some_and(|t| !t.as_str().is_some_and(|t| t.eq_str("complete"))) =>
             {
                 self.finish(CloseReason::InvalidInitializeResult)
             }
@@ -1387,8 +1411,11 @@ impl Core {
         if !is("input_required") || retry.is_none() {
             return Classified::Invalid;
         }
-        let requests = result.unique("inputRequests");
-        let state = result.unique("requestState");
+        // Written twice, either is unreadable: which state to echo, which inputs to build?
+        let found = result.get_each(["inputRequests", "requestState"]);
+        let (Ok(requests), Ok(state)) = (found.get(0), found.get(1)) else {
+            return Classified::Invalid;
+        };
         let state_str = state.and_then(|s| s.as_str());
         let valid = (requests.is_some() || state.is_some())
             && requests.is_none_or(|r| r.is_object())
