@@ -1296,11 +1296,11 @@ typedef struct mcpw_id {
      */
     uint32_t kind;
     /**
-     * The id when `kind` is `MCPW_ID_INT`.
+     * The id when `kind` is `MCPW_ID_INT` (not read otherwise: it may be left unset).
      */
     int64_t integer;
     /**
-     * The id when `kind` is `MCPW_ID_STRING`.
+     * The id when `kind` is `MCPW_ID_STRING` (not read otherwise: it may be left unset).
      */
     struct mcpw_str string;
 } mcpw_id;
@@ -1600,8 +1600,11 @@ typedef void (*mcpw_replay_sink)(void *sink_ctx,
  * An event store of the host's own (shared by several server processes, say), as three
  * callbacks with one `user` pointer. The server calls them during its own calls only, from
  * the thread making that call, `mcpw_http_server_free` included (it forgets the sessions
- * still live): keep `user` valid until the server is freed. They must not call back into
- * the server, nor into a connection view it lent (the server is in the middle of a change). The guarantees a
+ * still live): keep `user` valid until the server is freed. Set every member (`user` NULL
+ * when unused; a member left unset is read all the same). The callbacks must not call back
+ * into the server, nor into a connection view it lent (the server is in the middle of a
+ * change), and must return normally: a C++ exception or a `longjmp` out of one is undefined
+ * behaviour. The guarantees a
  * store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
  * `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
  * event of `stream` in `session` numbered above `after`, byte for byte as appended.
@@ -3244,6 +3247,7 @@ enum mcpw_result mcpw_json_get(const char *json_text,
  * the member's raw JSON text inside `json`, or absent (NULL) when there is no such member.
  * A key asked for that appears twice in `json` is `MCPW_ERR_DUPLICATE_KEY`; more than 64
  * keys is `MCPW_ERR_INVALID_ARGUMENT`. Nothing is written unless the call succeeds.
+ * `out_values` may be `keys` itself: the keys are read before any answer is written.
  *
  * # Safety
  * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `keys` points
@@ -3305,6 +3309,7 @@ enum mcpw_result mcpw_json_items(const char *json_text,
  * nothing is written to `out_text`: call again with room for `*out_len + 1` bytes. The text
  * holds a NUL byte wherever the string has a `\u0000` escape: use `*out_len`, not
  * `strlen`, where that matters. A value that is not a string is `MCPW_ERR_JSON_WRONG_TYPE`.
+ * `out_text` may overlap `json_text` (decoding in place: the text is never longer).
  *
  * # Safety
  * `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_text`

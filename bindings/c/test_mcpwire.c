@@ -585,8 +585,11 @@ static void test_string_ids_round_trip_exactly(void) {
     /* Keep a copy of the id past the event, then answer with the copy. */
     CHECK(ev.id.string.len < sizeof saved);
     memcpy(saved, ev.id.string.ptr, ev.id.string.len);
-    copy = ev.id;
+    /* Only `kind` and the member it names are set: the other is not read. */
+    memset(&copy, 0xAB, sizeof copy);
+    copy.kind = MCPW_ID_STRING;
     copy.string.ptr = saved;
+    copy.string.len = ev.id.string.len;
     CHECK(next(p.server).kind == MCPW_EVENT_NONE);
     OK(mcpw_conn_respond(p.server, &copy, S("{\"tools\":[]}")));
     OK(mcpw_conn_transmit(p.server, &bytes, &len, &stream));
@@ -3152,6 +3155,17 @@ static void test_json_helpers(void) {
         RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_string(S("\"a\""), NULL, 1, &len));
         RC(MCPW_ERR_NULL_ARGUMENT, mcpw_json_string(S("\"a\""), out, sizeof out, NULL));
         CHECK(len == 7); /* nothing written when a call fails */
+        /* Decoding in place: the text is never longer than the value, and may be written
+           over it (plain, with surrounding whitespace, with escapes). */
+        char in_place[] = " \"abc\" ";
+        OK(mcpw_json_string(in_place, strlen(in_place), in_place, sizeof in_place, &len));
+        CHECK(len == 3 && strcmp(in_place, "abc") == 0);
+        char plain[] = "\"abcdef\"";
+        OK(mcpw_json_string(plain, strlen(plain), plain, sizeof plain, &len));
+        CHECK(len == 6 && strcmp(plain, "abcdef") == 0);
+        char escaped[] = "\"a\\nb\"";
+        OK(mcpw_json_string(escaped, strlen(escaped), escaped, sizeof escaped, &len));
+        CHECK(len == 3 && memcmp(escaped, "a\nb", 4) == 0);
     }
 
     /* A number as the nearest double, whatever the C locale's decimal point. */
@@ -3212,6 +3226,10 @@ static void test_json_helpers(void) {
     OK(mcpw_json_get_each(obj, strlen(obj), twice, 2, vals));
     CHECK(str_eq(vals[0], "\"echo\"") && str_eq(vals[1], "\"echo\""));
     OK(mcpw_json_get_each(obj, strlen(obj), NULL, 0, vals)); /* nothing asked, nothing written */
+    /* The answers may go over the keys themselves (the same length by design). */
+    mcpw_str in_out[2] = {{"name", 4}, {"arguments", 9}};
+    OK(mcpw_json_get_each(obj, strlen(obj), in_out, 2, in_out));
+    CHECK(str_eq(in_out[0], "\"echo\"") && str_eq(in_out[1], "{\"text\":\"hi \\\"there\\\"\"}"));
 
     vals[0].ptr = "unchanged";
     vals[0].len = 9;

@@ -376,12 +376,20 @@ impl TextOut {
         })
     }
 
-    /// Writes `bytes` when they fit, and their length in any case.
+    /// Whether the buffer shares a byte with `input` (a caller decoding in place): what is
+    /// written there must then be copied out of the input first.
+    pub(crate) fn overlaps(&self, input: &[u8]) -> bool {
+        let (out, at) = (self.text as usize, input.as_ptr() as usize);
+        self.capacity > 0 && !input.is_empty() && out < at + input.len() && at < out + self.capacity
+    }
+
+    /// Writes `bytes` when they fit, and their length in any case. `bytes` must not overlap
+    /// the buffer (see [`overlaps`](Self::overlaps)).
     pub(crate) fn write(self, bytes: &[u8]) {
         let n = bytes.len();
         if n <= self.capacity {
             // Safety: `n <= capacity`, and (caller of `new`) `text` holds `capacity` writable
-            // bytes (`n` is 0 when it is NULL); the source is our own, so they do not overlap.
+            // bytes (`n` is 0 when it is NULL); (caller) `bytes` lies outside them.
             unsafe {
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.text.cast::<u8>(), n);
                 if n < self.capacity {

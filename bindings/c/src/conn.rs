@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::boundary::{
     Handle, Out, array_in, bytes_in, bytes_out, catch, chars_as_bytes, free_handle, into_handle,
-    json, optional, optional_bytes_in, read_in, utf8, with_mut, with_ref,
+    json, optional, optional_bytes_in, read_in, required, utf8, with_mut, with_ref,
 };
 use super::config::{mcpw_config, mcpw_role};
 use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
@@ -434,18 +434,24 @@ pub(crate) struct IdIn<'a> {
 /// # Safety
 /// `id` is NULL or readable, and its string view readable for its length.
 pub(crate) unsafe fn id_in<'a>(id: *const mcpw_id) -> Result<IdIn<'a>, mcpw_result> {
-    // Safety: (caller) readable or NULL, which is refused; the struct holds numbers and a
-    // pointer, for which any bits are valid.
-    let id = unsafe { read_in(id) }?;
-    let string = if id.kind == mcpw_id_kind::MCPW_ID_STRING as u32 {
+    let id = required(id)?.as_ptr();
+    // Member by member: `kind` first, then only the member it names, since C may leave the
+    // other unset (reading it, even unused, would read uninitialised memory).
+    // Safety: (caller) readable; a number, for which any bits are valid.
+    let kind = unsafe { std::ptr::addr_of!((*id).kind).read() };
+    let (mut integer, mut string) = (0, None);
+    if kind == mcpw_id_kind::MCPW_ID_INT as u32 {
+        // Safety: as above.
+        integer = unsafe { std::ptr::addr_of!((*id).integer).read() };
+    } else if kind == mcpw_id_kind::MCPW_ID_STRING as u32 {
+        // Safety: as above; a pointer and a length, set since `kind` names them.
+        let view = unsafe { std::ptr::addr_of!((*id).string).read() };
         // Safety: (caller) the view is readable for its length.
-        Some(unsafe { bytes_in(chars_as_bytes(id.string.ptr), id.string.len) }?)
-    } else {
-        None
-    };
+        string = Some(unsafe { bytes_in(chars_as_bytes(view.ptr), view.len) }?);
+    }
     Ok(IdIn {
-        kind: id.kind,
-        integer: id.integer,
+        kind,
+        integer,
         string,
     })
 }

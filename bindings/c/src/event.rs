@@ -73,9 +73,9 @@ pub enum mcpw_id_kind {
 pub struct mcpw_id {
     /// One of `mcpw_id_kind` (kept as a plain integer because C writes it).
     pub kind: u32,
-    /// The id when `kind` is `MCPW_ID_INT`.
+    /// The id when `kind` is `MCPW_ID_INT` (not read otherwise: it may be left unset).
     pub integer: i64,
-    /// The id when `kind` is `MCPW_ID_STRING`.
+    /// The id when `kind` is `MCPW_ID_STRING` (not read otherwise: it may be left unset).
     pub string: mcpw_str,
 }
 

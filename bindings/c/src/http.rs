@@ -111,8 +111,11 @@ pub type mcpw_replay_sink =
 /// An event store of the host's own (shared by several server processes, say), as three
 /// callbacks with one `user` pointer. The server calls them during its own calls only, from
 /// the thread making that call, `mcpw_http_server_free` included (it forgets the sessions
-/// still live): keep `user` valid until the server is freed. They must not call back into
-/// the server, nor into a connection view it lent (the server is in the middle of a change). The guarantees a
+/// still live): keep `user` valid until the server is freed. Set every member (`user` NULL
+/// when unused; a member left unset is read all the same). The callbacks must not call back
+/// into the server, nor into a connection view it lent (the server is in the middle of a
+/// change), and must return normally: a C++ exception or a `longjmp` out of one is undefined
+/// behaviour. The guarantees a
 /// store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
 /// `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
 /// event of `stream` in `session` numbered above `after`, byte for byte as appended.
@@ -164,21 +167,35 @@ struct HostStore(mcpw_event_store);
 // calls the server (one at a time, as for every handle).
 unsafe impl Send for HostStore {}
 
+/// What `replay_sink` is given: where the events go, and a panic of that code, kept to be
+/// raised again once the host's callback has returned (unwinding through its C frames is
+/// undefined behaviour), so that the server call reports it and is poisoned.
+struct ReplaySink<'a> {
+    out: &'a mut dyn FnMut(&[u8]),
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
 /// Where the host's `replay` callback hands events back into Rust.
 unsafe extern "C" fn replay_sink(ctx: *mut c_void, bytes: *const u8, len: usize) {
-    // A panic must not unwind into the host's C frames: the event is dropped instead.
-    let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-        if ctx.is_null() {
-            return;
-        }
-        // Safety: `ctx` is the `&mut &mut dyn FnMut` that `replay` passed for the duration
-        // of the host's callback, which calls us only before it returns.
-        let out = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8])>() };
+    if ctx.is_null() {
+        return;
+    }
+    // Safety: `ctx` is the `ReplaySink` that `replay` passed for the duration of the host's
+    // callback, which calls us only before it returns.
+    let sink = unsafe { &mut *ctx.cast::<ReplaySink<'_>>() };
+    if sink.panic.is_some() {
+        return; // (the call fails anyway)
+    }
+    let out = &mut sink.out;
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         // Safety: (host) `bytes` is readable for `len` during this call.
         if let Ok(bytes) = unsafe { bytes_in(bytes, len) } {
             out(bytes);
         }
     }));
+    if let Err(panic) = caught {
+        sink.panic = Some(panic);
+    }
 }
 
 impl EventStore for HostStore {
@@ -207,8 +224,8 @@ impl EventStore for HostStore {
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), StoreUnavailable> {
         if let Some(replay) = self.0.replay {
-            let mut out: &mut dyn FnMut(&[u8]) = out;
-            let ctx: *mut &mut dyn FnMut(&[u8]) = &mut out;
+            let mut sink = ReplaySink { out, panic: None };
+            let ctx: *mut ReplaySink<'_> = &mut sink;
             // Safety: the host's callback; `ctx` lives through the call and `replay_sink`
             // reads it back as the same type.
             let rc = unsafe {
@@ -222,6 +239,9 @@ impl EventStore for HostStore {
                     ctx.cast(),
                 )
             };
+            if let Some(panic) = sink.panic {
+                panic::resume_unwind(panic);
+            }
             if rc != 0 {
                 return Err(StoreUnavailable);
             }

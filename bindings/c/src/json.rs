@@ -68,6 +68,7 @@ pub unsafe extern "C" fn mcpw_json_get(
 /// the member's raw JSON text inside `json`, or absent (NULL) when there is no such member.
 /// A key asked for that appears twice in `json` is `MCPW_ERR_DUPLICATE_KEY`; more than 64
 /// keys is `MCPW_ERR_INVALID_ARGUMENT`. Nothing is written unless the call succeeds.
+/// `out_values` may be `keys` itself: the keys are read before any answer is written.
 ///
 /// # Safety
 /// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `keys` points
@@ -86,8 +87,12 @@ pub unsafe extern "C" fn mcpw_json_get_each(
         if keys_len > 64 {
             return Err(MCPW_ERR_INVALID_ARGUMENT);
         }
+        // The views are copied first: `out_values` may be `keys` itself (the same length by
+        // design), and the answers are written over them.
+        let mut local = [mcpw_str::NONE; 64];
         // Safety: (caller) `keys_len` readable views, or NULL with 0.
-        let views = unsafe { array_in(keys, keys_len) }?;
+        local[..keys_len].copy_from_slice(unsafe { array_in(keys, keys_len) }?);
+        let views = &local[..keys_len];
         // Safety: (caller) readable for its length (or NULL with length 0), and `out_values`
         // holds `keys_len` writable views.
         unsafe {
@@ -238,6 +243,7 @@ pub unsafe extern "C" fn mcpw_json_items(
 /// nothing is written to `out_text`: call again with room for `*out_len + 1` bytes. The text
 /// holds a NUL byte wherever the string has a `\u0000` escape: use `*out_len`, not
 /// `strlen`, where that matters. A value that is not a string is `MCPW_ERR_JSON_WRONG_TYPE`.
+/// `out_text` may overlap `json_text` (decoding in place: the text is never longer).
 ///
 /// # Safety
 /// `json_text` points to `json_len` readable bytes (or is NULL with length 0); `out_text`
@@ -265,6 +271,13 @@ pub unsafe extern "C" fn mcpw_json_string(
                 .as_str()
                 .ok_or(MCPW_ERR_JSON_WRONG_TYPE)?
                 .to_str(),
+        };
+        // Decoding in place (`out_text` inside `json_text`): the text still lies in the input,
+        // so it is copied out before anything is written over it.
+        let text = if out.overlaps(bytes) {
+            std::borrow::Cow::Owned(text.into_owned())
+        } else {
+            text
         };
         out.write(text.as_bytes());
         Ok(())
