@@ -2375,8 +2375,10 @@ enum mcpw_result mcpw_conn_notify(struct mcpw_conn *conn,
  * listen result is otherwise empty). In 2026-07-28 it sends complete results only: a
  * `resultType` other than `"complete"` gets `MCPW_ERR_INVALID_PARAMS` (use
  * `mcpw_conn_respond_input_required`, or `mcpw_conn_respond_task` for a task handle), and so
- * do cache hints of your own that are not valid (a `ttlMs` that is neither a number `>= 0`
- * nor null, a `cacheScope` other than `"public"` or `"private"`). Inputs are read during the
+ * do cache hints of your own that are not valid (a `ttlMs` that is not a number `>= 0`, or
+ * in a cacheable result such as `tools/list` not an integer `>= 0`; null only outside
+ * cacheable results, as a task's `ttlMs`; a `cacheScope` other than `"public"` or
+ * `"private"`). Inputs are read during the
  * call only, and may be views from this handle's current event.
  *
  * # Safety

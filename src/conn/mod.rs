@@ -635,8 +635,10 @@ impl Connection {
     /// sends complete results only: a `resultType` other than `"complete"` gets
     /// [`Error::InvalidParams`] (use [`respond_input_required`](Self::respond_input_required)
     /// or [`respond_task`](Self::respond_task), which check the request may get one), and so
-    /// do cache hints of its own that are not valid (a `ttlMs` that is neither a number
-    /// `>= 0` nor null, a `cacheScope` other than `"public"` or `"private"`).
+    /// do cache hints of its own that are not valid (a `ttlMs` that is not a number `>= 0`,
+    /// or in a cacheable result such as `tools/list` not an integer `>= 0`; null only outside
+    /// cacheable results, as a task's `ttlMs`; a `cacheScope` other than `"public"` or
+    /// `"private"`).
     pub fn respond(&mut self, id: Id<'_>, result: RawJson<'_>) -> Result<(), Error> {
         self.core.events.retire_current();
         if !result.is_object() {
