@@ -1206,3 +1206,54 @@ fn the_id_of_a_cancelled_request_is_not_taken_again() {
     s.respond(Id::Int(5), raw(r#"{"content":[]}"#)).unwrap();
     assert!(take_output(&mut s).is_empty());
 }
+
+/// A cancel that spells the request's string id with other escapes (`"a"` for `"\u0061"`)
+/// cancels it (the ids are equal as JSON), and the event names the request as the request
+/// did: a host that compares ids byte for byte (Go's `ID`, a C `memcmp`) finds the work to
+/// stop. The event named the cancel's spelling before.
+#[test]
+fn a_cancel_spelling_the_id_otherwise_is_reported_with_the_requests_spelling() {
+    let p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let (now, mut server) = (p.now, p.server);
+    for (asked, said, reason) in [
+        (r#""\u0061""#, r#""a""#, Some(r#""caf\u00e9""#)),
+        (r#""b""#, r#""\u0062""#, None),
+        (r#""c""#, r#""c""#, Some(r#""plain""#)),
+    ] {
+        let reason_member = reason.map_or(String::new(), |r| format!(r#","reason":{r}"#));
+        let lines = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{asked},\"method\":\"tools/list\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{said}{reason_member}}}}}\n"
+        );
+        server.handle_input(now, lines.as_bytes());
+        let mut seen = 0;
+        while let Some(e) = server.poll_event() {
+            match e {
+                mcpwire::Event::Request { .. } => seen += 1,
+                mcpwire::Event::PeerCancelled { id, reason: got } => {
+                    let Id::Str(id) = id else { panic!("{id:?}") };
+                    assert_eq!(format!("\"{}\"", id.raw()), asked, "the request's spelling");
+                    let got = got.map(|r| (format!("\"{}\"", r.raw()), r.to_str().into_owned()));
+                    let want =
+                        reason.map(|r| (r.to_owned(), serde_json::from_str::<String>(r).unwrap()));
+                    assert_eq!(got, want, "the reason as sent");
+                    seen += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(seen, 2);
+        // Answered now, nothing goes out: the request was cancelled.
+        take_output(&mut server);
+        let raw_id = &asked[1..asked.len() - 1];
+        let _ = server.respond(
+            Id::Str(JsonStr::from_raw(raw_id).unwrap()),
+            RawJson::new("{}").unwrap(),
+        );
+        assert!(take_output(&mut server).is_empty());
+    }
+}

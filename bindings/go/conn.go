@@ -1145,7 +1145,7 @@ func (c *Conn) writeOut(w io.Writer, handOver int, before func()) (total int64, 
 		if n > 0 {
 			if cerr := c.consume(n); cerr != nil {
 				c.unlock()
-				return total, false, cerr
+				return total + int64(n), false, cerr // (w took them all the same)
 			}
 			total += int64(n)
 		}

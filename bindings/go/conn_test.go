@@ -1122,3 +1122,21 @@ func TestViewsPast2GiBAreCopiedWhole(t *testing.T) {
 		t.Fatal("empty views")
 	}
 }
+
+// A cancel spelling the request's string id with other escapes ("a" for "\u0061") names the
+// request as the request did, so a map keyed by the ID a RequestEvent carried finds the work
+// to stop (IDs compare by wire form).
+func TestPeerCancelledNamesTheRequestAsItWasSpelled(t *testing.T) {
+	p := newPair(t, clientConfig(), serverConfig())
+	p.drive()
+	p.clientEvents, p.serverEvents = nil, nil
+	mustOK(t, p.server.Feed(p.now, []byte(`{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"slow"}}`+"\n")))
+	p.serverEvents = p.server.AppendEvents(p.serverEvents)
+	running := map[ID]bool{p.takeServer().(*RequestEvent).ID: true}
+	mustOK(t, p.server.Feed(p.now, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`+"\n")))
+	p.serverEvents = p.server.AppendEvents(p.serverEvents)
+	c := p.takeServer().(*PeerCancelledEvent)
+	if !running[c.ID] {
+		t.Fatalf("cancelled %v, running %v", c.ID, running)
+	}
+}

@@ -34,8 +34,9 @@
 //
 // Go memory is lent to C only for the duration of a call: the library copies what it keeps
 // and holds no Go pointer. Events are copied out of the engine (in batches, one cgo crossing
-// for up to 256 events), so they own their data and may be kept freely. WriteTo hands the
-// writer a slice of the engine's own buffer, valid during that Write call only. Every call
+// for up to 256 events), so they own their data and may be kept freely. WriteTo copies
+// the engine's output into a buffer of the Conn's own and hands the writer that, valid
+// during that Write call only. Every call
 // into C is followed by runtime.KeepAlive on the Conn, so the finalizer (a safety net for a
 // Conn dropped without Close) can never free a handle mid-call.
 //

@@ -15,7 +15,12 @@ type RequestID int64
 // other (IntID(7) != StringID("7")). IDs are comparable and can key a map.
 //
 // A string id is kept in its wire form, the exact bytes between the quotes (escapes and
-// all), so answering with the ID an event carried echoes it byte for byte.
+// all), so answering with the ID an event carried echoes it byte for byte; a cancellation
+// names the request as the request did, whatever escapes the cancel used. IDs are equal when
+// their wire forms are: json.Marshal escapes <, > and & in every string it writes (MarshalJSON
+// included), so such an id comes back from a json.Marshal/Unmarshal round trip with other
+// escapes, a different map key (answering with it still works: the engine matches ids as
+// JSON). Use a json.Encoder with SetEscapeHTML(false) to keep ids byte for byte.
 type ID struct {
 	kind idKind
 	num  int64

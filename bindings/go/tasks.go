@@ -135,6 +135,15 @@ type Tasks struct {
 	ptr    *C.mcpw_tasks
 	origin time.Time
 	lastNs uint64
+	err    error // sticky: why PollEvent or PollResult stopped (a poisoned table)
+}
+
+// Err is the error that stopped PollEvent or PollResult (a panic inside the table poisons
+// it: they then report nothing), or nil. Check it when a drain loop ends, as Conn.Err.
+func (t *Tasks) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
 
 // NewTasks creates an empty table with cfg (nil for the defaults). now and unixMs are the
@@ -392,7 +401,11 @@ func (t *Tasks) PollResult() (TaskResult, bool) {
 	}
 	p := C.mcpwgo_tasks_poll_result(t.ptr)
 	defer runtime.KeepAlive(t)
-	if p.rc != C.MCPW_OK || !bool(p.result.ready) {
+	if p.rc != C.MCPW_OK {
+		t.failed(check("poll result", p.rc))
+		return TaskResult{}, false
+	}
+	if !bool(p.result.ready) {
 		return TaskResult{}, false
 	}
 	// The views are the table's until its next call: copy them now.
@@ -542,7 +555,11 @@ func (t *Tasks) PollEvent() (TaskEvent, bool) {
 	}
 	p := C.mcpwgo_tasks_poll_event(t.ptr)
 	defer runtime.KeepAlive(t)
-	if p.rc != C.MCPW_OK || p.event.kind == C.MCPW_TASK_EVENT_NONE {
+	if p.rc != C.MCPW_OK {
+		t.failed(check("poll event", p.rc))
+		return TaskEvent{}, false
+	}
+	if p.event.kind == C.MCPW_TASK_EVENT_NONE {
 		return TaskEvent{}, false
 	}
 	// The views are the table's until its next call: copy them now.
@@ -619,4 +636,11 @@ func copyJSON(s C.mcpw_str) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(goBytes(unsafe.Pointer(s.ptr), uint(s.len)))
+}
+
+// failed keeps the first error of a poll (with t.mu held), for Err.
+func (t *Tasks) failed(err error) {
+	if t.err == nil {
+		t.err = err
+	}
 }

@@ -536,3 +536,23 @@ func TestTaskConfigTTLNearTheLargestDuration(t *testing.T) {
 		}
 	}
 }
+
+// A poll that fails (a panic inside the table poisons it: every later call fails) ends a
+// drain loop like an empty queue; Err tells the two apart, as Conn.Err does. (No call makes
+// the table panic on purpose: the failure is handed to the same bookkeeping the polls use.)
+func TestTasksErrReportsTheFirstFailedPoll(t *testing.T) {
+	tasks := newTasks(t, nil, time.Unix(1000, 0))
+	if _, ok := tasks.PollEvent(); ok || tasks.Err() != nil {
+		t.Fatalf("an empty table: %v, %v", ok, tasks.Err())
+	}
+	if _, ok := tasks.PollResult(); ok || tasks.Err() != nil {
+		t.Fatalf("an empty table: %v, %v", ok, tasks.Err())
+	}
+	tasks.mu.Lock()
+	tasks.failed(&ResultError{Op: "poll event", Code: CodePanic})
+	tasks.failed(&ResultError{Op: "poll event", Code: CodePoisoned})
+	tasks.mu.Unlock()
+	if !errors.Is(tasks.Err(), ErrPanic) {
+		t.Fatalf("Err: %v, want the first failure", tasks.Err())
+	}
+}

@@ -49,8 +49,8 @@ use super::tables::{BoundedSet, FastMap, Inbound, ListenFilter, ModernContext, P
 use super::time::Timestamp;
 use super::{CloseReason, Core, Role, ViolationKind};
 use crate::jsonrpc::{
-    self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Id, Message,
-    OwnedId, ParamsIndex, RawJson, Reason,
+    self, DecodeError, Decoded, Decoder, DecoderConfig, DuplicateMember, ErrorKind, Id, JsonStr,
+    Message, OwnedId, ParamsIndex, RawJson, Reason,
 };
 use crate::mcp::{self, Era, Gate, MethodKind, ProtocolVersion};
 
@@ -775,19 +775,51 @@ impl Core {
         let batch = entry.batch;
         // A listen the engine granted never came to the application: nothing to tell it.
         let unseen = entry.listen.as_ref().is_some_and(|l| !l.seen);
-        self.dispatch.inbound.remove(&key);
-        self.dispatch.peer_cancelled.insert(key);
+        let Some((key, _)) = self.dispatch.inbound.remove_entry(&key) else {
+            return;
+        };
         if let Some(b) = batch {
             self.batch_member_dropped(b);
         }
-        if unseen {
-            return;
+        if !unseen {
+            let reason = params.and_then(|p| p.unique_str("reason"));
+            self.push_peer_cancelled(frame, id, &key, reason);
         }
-        let reason = params.and_then(|p| p.unique_str("reason"));
-        let cap = self.events.capture(frame);
+        self.dispatch.peer_cancelled.insert(key);
+    }
+
+    /// The event for a request the peer cancelled, naming it as the request did: a cancel may
+    /// spell a string id with other escapes (`"\u0061"` for `"a"`), which the engine takes
+    /// for the same id, but a host comparing the bytes (Go's `ID`, a C `memcmp`) would not.
+    fn push_peer_cancelled(
+        &mut self,
+        frame: &str,
+        id: Id<'_>,
+        request: &OwnedId,
+        reason: Option<JsonStr<'_>>,
+    ) {
+        let asked = match request.as_id() {
+            Id::Str(asked) if !matches!(id, Id::Str(said) if said.raw() == asked.raw()) => asked,
+            // (The same spelling, or an integer id: the cancel's frame holds it.)
+            _ => {
+                let cap = self.events.capture(frame);
+                let stored = Stored::PeerCancelled {
+                    id: cap.id(id),
+                    reason: reason.map(|r| cap.str(r)),
+                };
+                return cap.push(stored);
+            }
+        };
+        // The request's spelling and the reason, side by side in a text of their own.
+        let reason_raw = reason.map(|r| r.raw());
+        let text = [asked.raw(), reason_raw.unwrap_or("")].concat();
+        let (id_text, reason_text) = text.split_at(asked.raw().len());
+        let escaped = |t: &str| t.contains('\\');
+        let cap = self.events.capture(&text);
         let stored = Stored::PeerCancelled {
-            id: cap.id(id),
-            reason: reason.map(|r| cap.str(r)),
+            id: cap.id(Id::Str(JsonStr::validated(id_text, escaped(id_text)))),
+            reason: reason_raw
+                .map(|_| cap.str(JsonStr::validated(reason_text, escaped(reason_text)))),
         };
         cap.push(stored);
     }
