@@ -1,5 +1,7 @@
-//! A driver for profilers: decodes a bench corpus many times over with the native backend,
-//! then prints how many messages decoded and the rate it measured (best pass of the run).
+//! A driver for profilers: decodes a bench corpus many times over with the native backend
+//! (or, built with `--features simd` and given `simd` as a third argument, the simd-json
+//! one), then prints how many messages decoded and the rate it measured (best pass of the
+//! run).
 //!
 //! `cargo build --release --example profile_decode`, then for example
 //! `valgrind --tool=callgrind target/release/examples/profile_decode small 4` or
@@ -21,6 +23,13 @@ fn main() {
         _ => corpus::small(),
     };
     let mut d = Decoder::default();
+    #[cfg(feature = "simd")]
+    if std::env::args().nth(3).as_deref() == Some("simd") {
+        d = Decoder::new(mcpwire::jsonrpc::DecoderConfig {
+            backend: mcpwire::jsonrpc::Backend::Simd,
+            ..Default::default()
+        });
+    }
     let mut n = 0usize;
     let iters: usize = std::env::args()
         .nth(2)
