@@ -6,6 +6,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -48,17 +50,32 @@ int main() {
         mcpw::connection client(client_config, now);
 
         bool asked = false, done = false;
+        // Answers refused for now because the output is full (the client is behind in
+        // reading): given again once bytes have moved, never dropped.
+        std::vector<std::pair<mcpw::owned_id, std::string>> held;
+        auto answer = [&](const mcpw::owned_id &id, std::string result) {
+            try {
+                server.respond(id.get(), result);
+            } catch (const mcpw::error &err) {
+                if (err.code() != MCPW_ERR_OUTPUT_FULL) throw;
+                held.emplace_back(id, std::move(result));
+            }
+        };
         while (!done) {
-            // 1. events: the server answers requests, the client reacts to answers.
+            // 1. events: the server answers requests (and what it held), the client reacts
+            // to answers.
+            auto waiting = std::exchange(held, {});
+            for (auto &[id, result] : waiting) answer(id, std::move(result));
             while (auto ev = server.poll_event()) {
                 if (ev->kind() != MCPW_EVENT_REQUEST) continue;
                 // What a client sends never ends the server: a refused answer is reported.
                 try {
+                    const mcpw::owned_id id(ev->id());
                     if (ev->method() == "tools/call") {
-                        server.respond(ev->id(), echo(ev->params()));
+                        answer(id, echo(ev->params()));
                     } else {
-                        server.respond(ev->id(), R"({"tools":[{"name":"echo",)"
-                                                 R"("inputSchema":{"type":"object"}}]})");
+                        answer(id, R"({"tools":[{"name":"echo",)"
+                                   R"("inputSchema":{"type":"object"}}]})");
                     }
                 } catch (const mcpw::error &err) {
                     std::cerr << "answer not given: " << err.what() << "\n";

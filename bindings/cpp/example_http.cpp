@@ -4,9 +4,13 @@
 // server library (libmicrohttpd) on the other; the loop stays the same.
 #include "mcpwire.hpp"
 
+#include <unistd.h> // getentropy
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,11 +35,45 @@ std::optional<std::string> echo_text(std::optional<std::string_view> params) {
     return std::nullopt;
 }
 
+// An answer the engine refused for now (MCPW_ERR_OUTPUT_FULL: its client is behind in
+// reading), given again once the streams have moved: backpressure, not a lost answer.
+struct held_answer {
+    std::uint64_t key;
+    mcpw::owned_id id;
+    std::string result;
+};
+
+// Gives an answer, or holds it in `held` while the output is full.
+void answer(mcpw::connection_view conn, std::uint64_t key, const mcpw::owned_id &id,
+            std::string result, std::vector<held_answer> &held) {
+    try {
+        conn.respond(id.get(), result);
+    } catch (const mcpw::error &err) {
+        if (err.code() != MCPW_ERR_OUTPUT_FULL) throw;
+        held.push_back({key, id, std::move(result)});
+    }
+}
+
+// Gives the held answers again; those still refused for a full output stay held, and one
+// whose request is gone (its client cancelled it, or left) is reported and dropped.
+void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
+    std::vector<held_answer> still;
+    for (auto &h : held) {
+        try {
+            answer(server.conn(h.key), h.key, h.id, std::move(h.result), still);
+        } catch (const mcpw::error &err) {
+            std::cerr << "answer not given: " << err.what() << "\n";
+        }
+    }
+    held = std::move(still);
+}
+
 // The server application: `echo` answers with its text, after one progress report when the
 // call asked for progress. Nothing a client sends ends the server: bad arguments get a tool
-// error, and a command the engine refuses (no progress token, the output full, a request the
-// client cancelled meanwhile) is reported and the loop goes on.
-void serve(mcpw::http_server &server) {
+// error, an answer refused while the output is full is held for later (`held`), and another
+// command the engine refuses (no progress token, a request the client cancelled meanwhile)
+// is reported and the loop goes on.
+void serve(mcpw::http_server &server, std::vector<held_answer> &held) {
     while (auto e = server.poll_event()) {
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
         // Copies of the id and the text: a command (progress, here) may end the event's views
@@ -44,21 +82,25 @@ void serve(mcpw::http_server &server) {
         const mcpw::owned_id id(e->ev.id());
         try {
             if (e->ev.method() != "tools/call") {
-                e->conn.respond(id.get(), "{}");
+                answer(e->conn, e->key, id, "{}", held);
                 continue;
             }
             const auto text = echo_text(e->ev.params());
             if (!text) {
-                e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)"
-                                          R"("echo needs a string text"}],"isError":true})");
+                answer(e->conn, e->key, id,
+                       R"({"content":[{"type":"text","text":)"
+                       R"("echo needs a string text"}],"isError":true})",
+                       held);
                 continue;
             }
             try {
                 e->conn.progress(id.get(), 1, 2.0, "echoing");
             } catch (const mcpw::error &) {
-                // Progress is a courtesy: a call without a progress token gets none.
+                // Progress is a courtesy: a call without a progress token (or whose client
+                // is behind in reading) gets none.
             }
-            e->conn.respond(id.get(), R"({"content":[{"type":"text","text":)" + *text + "}]}");
+            answer(e->conn, e->key, id,
+                   R"({"content":[{"type":"text","text":)" + *text + "}]}", held);
         } catch (const mcpw::error &err) {
             std::cerr << "answer not given: " << err.what() << "\n";
         }
@@ -69,7 +111,8 @@ void serve(mcpw::http_server &server) {
 // client: a JSON body at once, an SSE stream as its bytes arrive. Returns whether anything
 // moved.
 bool carry(mcpw::http_client &client, mcpw::http_server &server,
-           std::vector<open_stream> &streams, std::uint64_t now) {
+           std::vector<open_stream> &streams, std::vector<held_answer> &held,
+           std::uint64_t now) {
     bool moved = false;
     while (auto action = client.poll_action()) {
         moved = true;
@@ -91,7 +134,7 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
         auto response =
             server.handle_request(now, action->method(), "/mcp", headers, action->body());
         if (auto stream = response.stream()) {
-            serve(server); // answer what can be answered now...
+            serve(server, held); // answer what can be answered now...
             response = server.settle(*stream); // ...then a JSON body, or still a stream
         }
         client.handle_response(now, exchange, response.status(), response.headers());
@@ -100,7 +143,7 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
         } else {
             client.handle_body(now, exchange, response.body());
             client.handle_end(now, exchange);
-            serve(server);
+            serve(server, held);
         }
     }
     for (auto it = streams.begin(); it != streams.end();) {
@@ -118,7 +161,10 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
             ++it;
         }
     }
-    return moved;
+    // The streams moved: room for what was held.
+    const std::size_t held_before = held.size();
+    give_held(server, held);
+    return moved || held.size() != held_before;
 }
 
 } // namespace
@@ -127,11 +173,25 @@ int main() {
     try {
         mcpw::config server_config(mcpw::role::server, "cpp-http-server", MCPWIRE_VERSION);
         server_config.capabilities(R"({"tools":{}})");
+        // A small output bound, so that the answer after a progress report waits for its
+        // client to read (held, then given: see `answer`). Real servers keep the default.
+        mcpw_limits limits = server_config.limits();
+        limits.max_buffered_output = 64;
+        server_config.limits(limits);
         mcpw::http_server_options options;
         options.endpoint = "/mcp";
+        // Session ids come from the system's secure source. getentropy gives at most 256
+        // bytes a call; it must not throw (std::random_device may, when it cannot open its
+        // device), and without a secure source there is no safe session id to make.
         options.random = [](std::uint8_t *buf, std::size_t len) {
-            std::random_device device; // for the example; read getrandom(2) in production
-            for (std::size_t i = 0; i < len; i++) buf[i] = static_cast<std::uint8_t>(device());
+            for (std::size_t done = 0; done < len;) {
+                std::size_t n = std::min<std::size_t>(len - done, 256);
+                if (getentropy(buf + done, n) != 0) {
+                    std::perror("getentropy");
+                    std::abort();
+                }
+                done += n;
+            }
         };
         mcpw::http_server server(server_config, std::move(options));
 
@@ -141,9 +201,10 @@ int main() {
         mcpw::http_client client(client_config, now);
 
         std::vector<open_stream> streams;
+        std::vector<held_answer> held;
         int answered = 0; // two calls: one asks for progress, one does not
         for (int round = 0; round < 50 && answered < 2; round++) {
-            carry(client, server, streams, now);
+            carry(client, server, streams, held, now);
             while (auto ev = client.poll_event()) {
                 if (ev->kind() == MCPW_EVENT_READY) {
                     std::cout << "ready: " << ev->version() << ", session "
@@ -178,7 +239,7 @@ int main() {
         // A clean end: close the connection, and DELETE the session on the server.
         client.conn().close(now, std::chrono::milliseconds(100));
         client.end_session();
-        while (carry(client, server, streams, now)) {
+        while (carry(client, server, streams, held, now)) {
         }
         std::cout << "sessions left on the server: " << server.counts().sessions << "\n";
         return server.counts().sessions == 0 ? 0 : 1;

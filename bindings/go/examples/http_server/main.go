@@ -101,8 +101,8 @@ func main() {
 	// its connection for seconds, not 30; HTTPOptions.SendTimeout (30 s) bounds a write to a
 	// client that stopped reading. No WriteTimeout: it would cut SSE streams. Heads up to
 	// 64 KiB (net/http allows 1 MiB).
-	hs := &http.Server{Handler: routes(srv), ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
+	hs := httpServer(routes(srv))
+	hs.ConnState = capped.ConnState
 	fmt.Printf("listening on %s\n", endpointURL(ln.Addr()))
 
 	drained := make(chan struct{})
@@ -126,18 +126,27 @@ func main() {
 	<-drained // Serve returns at once on Shutdown; the answers in flight finish first
 }
 
+// httpServer is the net/http server around h, with the limits above. OPTIONS * goes to h too:
+// net/http's own answer to it reads the request's body first, with no deadline.
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, DisableGeneralOptionsHandler: true}
+}
+
 // routes serves MCP at /mcp and 404 elsewhere. The 404 closes its connection, so that net/http
 // does not first read and drop the request's body (up to 256 KiB with no deadline: a
 // client that declares a body and sends none would hold its connection, and a slot of the
-// cap, for good).
+// cap, for good). No ServeMux: it answers a path it would clean (//mcp, /./mcp) with a
+// redirect of its own, which reads the body that way.
 func routes(srv http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			srv.ServeHTTP(w, r)
+			return
+		}
 		w.Header().Set("Connection", "close")
 		http.NotFound(w, r)
 	})
-	return mux
 }
 
 // endpointURL is the MCP endpoint's URL on addr; on all addresses (0.0.0.0, ::), the loopback

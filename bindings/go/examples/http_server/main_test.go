@@ -496,24 +496,29 @@ func TestTrickledBodiesAtTheCapGiveWayAfterTheGrace(t *testing.T) {
 // A request to a path other than /mcp that declares a body and sends none gets its 404 at once,
 // and its connection is closed: net/http read (and dropped) the declared body first, with no
 // deadline, so such a connection held its slot of the cap for good.
+// Paths a ServeMux would clean (//mcp, /./x) and OPTIONS * too: each was answered by net/http
+// itself after reading the declared body, with no deadline, so a client that never sent it
+// held the connection (and a slot of the cap) for good.
 func TestOtherPathsAre404AtOnceAndClosed(t *testing.T) {
 	srv := httptestServer(t, routes(http.NotFoundHandler()))
-	c, err := net.Dial("tcp", srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("no answer while the body was missing: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || !resp.Close {
-		t.Fatalf("%d, close %v", resp.StatusCode, resp.Close)
+	for _, target := range []string{"POST /x", "POST //mcp", "POST /./x", "POST /x/../mcp/", "OPTIONS *"} {
+		c, err := net.Dial("tcp", srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, target+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body was missing: %v", target, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != http.StatusNotFound || !resp.Close {
+			t.Fatalf("%s: %d, close %v", target, resp.StatusCode, resp.Close)
+		}
 	}
 }
 
@@ -524,7 +529,7 @@ func httptestServer(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	hs := httpServer(h)
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()

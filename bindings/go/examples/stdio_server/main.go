@@ -6,6 +6,10 @@
 //	go build -o stdio_server ./examples/stdio_server && some-mcp-client -- ./stdio_server
 //
 // -tools-only serves the tools alone (no resources or prompts capability).
+//
+// At the end of input, requests still being answered are abandoned (the engine's rule for a
+// peer that has gone: nobody would read the answer), so a "count" call piped in with nothing
+// after it gets no answer; a client that waits for its answers keeps its end open.
 package main
 
 import (

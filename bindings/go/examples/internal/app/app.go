@@ -138,7 +138,11 @@ func Answer(c *mcpwire.Conn, req *mcpwire.RequestEvent, later Later) error {
 				return nil
 			}
 			err := c.Progress(req.ID, mcpwire.ProgressUpdate{Progress: 0, Total: 100, HasTotal: true})
-			if err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken) {
+			switch {
+			case errors.Is(err, mcpwire.ErrOutputFull):
+				count(req.ID, 0, 100, later) // the first report again, 50 ms later
+				return nil
+			case err != nil && !errors.Is(err, mcpwire.ErrNoProgressToken):
 				return err
 			}
 			count(req.ID, 50, 100, later)
