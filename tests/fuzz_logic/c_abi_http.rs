@@ -193,15 +193,13 @@ unsafe extern "C" fn store_append(
     let store = unsafe { &mut *user.cast::<Store>() };
     let session = unsafe { std::slice::from_raw_parts(session.cast::<u8>(), session_len) };
     let bytes = unsafe { std::slice::from_raw_parts(bytes, len) };
-    if let Some(last) = store
-        .events
-        .iter()
-        .filter(|(s, ..)| s == session)
-        .map(|(_, _, e, _)| *e)
-        .max()
-    {
-        assert!(event > last, "event numbers must increase per session");
-    }
+    // Numbers are unique per session and increase per stream (a session's streams store
+    // their events as each is first drained, so not in number order across streams).
+    let mut of_session = store.events.iter().filter(|(s, ..)| s == session);
+    assert!(
+        of_session.all(|(_, st, e, _)| *e != event && (*st != stream || *e < event)),
+        "event {event} of stream {stream}: numbers must be unique per session and increase per stream"
+    );
     store
         .events
         .push((session.to_vec(), stream, event, bytes.to_vec()));
