@@ -1411,6 +1411,18 @@ impl Core {
         if !is("input_required") || retry.is_none() {
             return Classified::Invalid;
         }
+        self.classify_input_required(request, retry, result)
+    }
+
+    /// [`classify_result`](Self::classify_result) for an "input required" answer to a
+    /// request that may get one; out of line, so that the common answers' path stays short.
+    #[inline(never)]
+    fn classify_input_required<'f>(
+        &mut self,
+        request: RequestId,
+        retry: &mut Option<RetryBase>,
+        result: RawJson<'f>,
+    ) -> Classified<'f> {
         // Written twice, either is unreadable: which state to echo, which inputs to build?
         let found = result.get_each(["inputRequests", "requestState"]);
         let (Ok(requests), Ok(state)) = (found.get(0), found.get(1)) else {
