@@ -1184,6 +1184,36 @@ fn ending_the_session_right_after_the_restart_began_starts_none() {
     );
 }
 
+/// `end_session` while `initialize` is out (its answer not come): the session the server
+/// then makes is ended at once (the DELETE goes out with its id), and no request goes out in
+/// it. (Before, `end_session` did nothing then, and the session started as if never ended.)
+#[test]
+fn ending_the_session_while_initialize_is_out_deletes_the_session_it_makes() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    assert_eq!(init.body["method"], "initialize");
+    assert_eq!(c.client.end_session(), None, "no session yet");
+    let answer = initialize_answer(&init.body["id"]);
+    c.answer(&init, 200, &[("Mcp-Session-Id", "s1")], &answer);
+    let sent = c.sent();
+    let deletes: Vec<&Sent> = sent.iter().filter(|s| s.method == "DELETE").collect();
+    assert_eq!(deletes.len(), 1, "{sent:?}");
+    assert!(
+        deletes[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("Mcp-Session-Id") && v == "s1")
+    );
+    assert!(
+        sent.iter().all(|s| s.method != "GET"),
+        "no GET stream for an ended session: {sent:?}"
+    );
+    assert_eq!(c.client.session_id(), None);
+    // Requests made now fail at once, without going out.
+    c.request("tools/list");
+    assert!(c.sent().is_empty());
+}
+
 /// A session that expires aborts only exchanges the host was given: not a DELETE still held
 /// behind a notification (the host was told to abort an exchange it never had).
 #[test]
@@ -2112,6 +2142,48 @@ fn ping(c: &mut Scripted, get: ExchangeId, id: &str) {
     let ping = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n\n");
     c.client.handle_body(c.now, get, ping.as_bytes());
     c.events();
+}
+
+/// A POST that waits for nothing (here the automatic reply to a server's ping) keeps at most
+/// a short text of its body: a server streaming junk into each of the 64 that may run at once
+/// made the client hold up to 64 frames (1 GiB with the defaults) for the 2 s each lingers.
+/// Past `FAILURE_TEXT_MAX` the exchange is let go, and the text of the last real failure
+/// stays what it was.
+#[test]
+fn a_body_that_answers_nothing_is_not_kept_past_a_short_text() {
+    let (mut c, get) = with_open_get_stream();
+    // A real failure first: its text is what `failure_text` says.
+    c.request("tools/list");
+    let sent = c.sent();
+    c.answer(
+        &sent[0],
+        500,
+        &[("Content-Type", "text/plain")],
+        "the database is down",
+    );
+    assert_eq!(c.client.failure_text(), Some("the database is down"));
+    for (status, content_type) in [(202, None), (200, Some("application/json"))] {
+        ping(&mut c, get, "\"p\"");
+        let reply = c.sent().remove(0);
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|t| vec![("Content-Type", t)])
+            .unwrap_or_default();
+        c.client
+            .handle_response(c.now, reply.exchange, status, &headers);
+        let junk = [b'x'; 100];
+        let mut fed = 0;
+        while !c.aborted.contains(&reply.exchange) && fed < 1 << 20 {
+            c.client.handle_body(c.now, reply.exchange, &junk);
+            fed += junk.len();
+            c.sent();
+        }
+        assert!(
+            c.aborted.contains(&reply.exchange) && fed <= mcpwire::http::FAILURE_TEXT_MAX + 100,
+            "{status}: let go after {fed} bytes"
+        );
+        assert_eq!(c.client.failure_text(), Some("the database is down"));
+        c.aborted.clear();
+    }
 }
 
 #[test]

@@ -532,6 +532,15 @@ impl HttpClient {
             self.restart_unsent = false;
             self.ended = true;
         }
+        // Asked while `initialize` is out, its answer's head not come: the session the server
+        // makes for it is ended as soon as its id comes (the DELETE goes out then).
+        if self.session.is_none()
+            && (self.initialize)
+                .and_then(|e| self.exchanges.get(&e))
+                .is_some_and(|x| x.head_at.is_none())
+        {
+            self.ended = true;
+        }
         self.session.as_ref()?;
         // What the connection holds already (a cancellation, say) goes out first, in this
         // session: made into POSTs later, it would carry no session id (and get 400). Nothing
@@ -843,6 +852,10 @@ impl HttpClient {
             && valid_session_id(sid)
         {
             self.session = Some(sid.to_owned());
+            if self.ended {
+                // The application ended the session while `initialize` was out: it ends now.
+                let _ = self.end_session();
+            }
         }
         let media = header("Content-Type").map(|t| t.split(';').next().unwrap_or("").trim());
         let sse = media.is_some_and(|m| m.eq_ignore_ascii_case("text/event-stream"));
@@ -920,11 +933,16 @@ impl HttpClient {
         self.clock(now);
         // A JSON body is one message: the largest one taken is the connection's largest frame
         // (as over stdio); a larger one fails its exchange, the rest of it unread.
-        let max_body = self.conn.config().limits.max_frame;
+        let max_frame = self.conn.config().limits.max_frame;
         let Some(ex) = self.exchanges.get_mut(&exchange) else {
             return;
         };
         let status = ex.status;
+        // An exchange that waits for nothing (a notification, an answer of ours, the DELETE)
+        // has no use for a body beyond a short text: up to 64 of them run at once, and a
+        // server streaming junk into each must not make the client hold 64 frames.
+        let waits = ex.asked || ex.standalone;
+        let max_body = if waits { max_frame } else { FAILURE_TEXT_MAX };
         match &mut ex.reading {
             Reading::Json(body) | Reading::Other(body) => {
                 if body.len() + bytes.len() <= max_body {
@@ -932,10 +950,11 @@ impl HttpClient {
                     return;
                 }
                 // Over the limit: the exchange fails now and the host stops reading it (a
-                // body with a piece left out must never be taken for the answer).
+                // body with a piece left out must never be taken for the answer). Its text
+                // explains a failure only when it failed requests.
                 let failure = match &ex.reading {
-                    Reading::Json(_) => TransportFailure::TooLarge,
-                    Reading::Other(body) => {
+                    Reading::Json(_) if waits => TransportFailure::TooLarge,
+                    Reading::Other(body) if !ex.awaiting.is_empty() => {
                         self.failure_text =
                             failure_text_of(if body.is_empty() { bytes } else { body });
                         TransportFailure::Status(status)
