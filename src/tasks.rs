@@ -446,7 +446,10 @@ impl Tasks {
 
     /// [`create`](Self::create) for a 2025-11-25 task-augmented request (the experimental
     /// tasks of that version): the task belongs to `owner` (the session or connection that
-    /// asked; [`serve_legacy`](Self::serve_legacy) shows a requestor its own tasks only), and
+    /// asked, one number per connection: a `tasks/result` waits on its owner's connection,
+    /// and results go to it; to bind tasks to a user across connections, check the user in
+    /// your own code before serving; [`serve_legacy`](Self::serve_legacy) shows a requestor
+    /// its own tasks only), and
     /// its wire shapes are that version's (`{"task":{…}}`, `ttl`, `pollInterval`). An owner
     /// holding [`TaskConfig::max_tasks_per_owner`] tasks has its oldest terminal one that may
     /// go (see [`TaskConfig::max_tasks`]) dropped to make room, or, with none, gets
@@ -674,7 +677,7 @@ impl Tasks {
     ) -> Result<(), TaskError> {
         let t = self.live(task)?;
         t.message = message.map(str::to_owned);
-        t.updated = now;
+        t.updated = t.updated.max(now);
         Ok(())
     }
 
@@ -707,7 +710,7 @@ impl Tasks {
         t.keys.insert(key.to_owned());
         t.asked.push((key.to_owned(), request.get().to_owned()));
         t.status = TaskStatus::InputRequired;
-        t.updated = now;
+        t.updated = t.updated.max(now);
         Ok(())
     }
 
@@ -719,7 +722,7 @@ impl Tasks {
         if t.status == TaskStatus::InputRequired {
             t.asked.clear();
             t.status = TaskStatus::Working;
-            t.updated = now;
+            t.updated = t.updated.max(now);
         }
         Ok(())
     }
@@ -872,7 +875,7 @@ impl Tasks {
         t.status = status;
         t.asked = Vec::new();
         t.keys = HashSet::new();
-        t.updated = now;
+        t.updated = t.updated.max(now);
     }
 
     /// What the client did since the last call, oldest first.
@@ -961,6 +964,19 @@ impl Tasks {
                 let Some(responses) = responses else {
                     return Some(invalid("inputResponses (an object) is required"));
                 };
+                // Checked whole before anything changes: each response an object (the
+                // schema's InputResponse is a sampling, roots or elicitation result), each key
+                // once (a reader keeping the last of two would see another answer than the
+                // application got).
+                let mut keys = std::collections::HashSet::new();
+                for (key, response) in responses.members() {
+                    if !response.is_object() {
+                        return Some(invalid("each input response is an object"));
+                    }
+                    if !keys.insert(key.to_str()) {
+                        return Some(invalid("an input response key is written twice"));
+                    }
+                }
                 // Answers to keys not outstanding are ignored (never issued, answered before,
                 // or the task is terminal), as SEP-2663 asks.
                 let mut answered = false;
@@ -976,9 +992,13 @@ impl Tasks {
                         });
                     }
                 }
-                if answered && t.asked.is_empty() && t.status == TaskStatus::InputRequired {
-                    t.status = TaskStatus::Working;
-                    t.updated = now;
+                if answered {
+                    // The task changed (fewer input requests), whether or not it goes back
+                    // to working: lastUpdatedAt says so.
+                    t.updated = t.updated.max(now);
+                    if t.asked.is_empty() && t.status == TaskStatus::InputRequired {
+                        t.status = TaskStatus::Working;
+                    }
                 }
                 Ok("{}".to_owned())
             }

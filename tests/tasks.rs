@@ -298,6 +298,32 @@ fn working_to_input_required_and_back_then_completed() {
         t["status"], "input_required",
         "until every request is answered"
     );
+    // The task changed (one request fewer): lastUpdatedAt says so (it stayed at .200).
+    assert_eq!(t["lastUpdatedAt"], "2026-11-24T12:00:00.300Z");
+    // Refused whole, nothing taken: a response that is no object (the schema's InputResponse
+    // is a result object; `null` used up the key for good), and a key written twice (a
+    // reader keeping the last one would see another answer than the application got).
+    for bad in [
+        format!(r#"{{"taskId":"{task}","inputResponses":{{"b":null}}}}"#),
+        format!(r#"{{"taskId":"{task}","inputResponses":{{"zzz":{{}},"b":7}}}}"#),
+        format!(
+            r#"{{"taskId":"{task}","inputResponses":{{"b":{{"action":"decline"}},"b":{{"action":"accept"}}}}}}"#
+        ),
+    ] {
+        match tasks.answer(at(310), "tasks/update", Some(raw(&bad))) {
+            Some(Err((code, _))) => assert_eq!(code, -32602, "{bad}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+        assert_eq!(tasks.poll_event(), None, "{bad}");
+    }
+    assert_eq!(
+        get(&mut tasks, at(320), &task)["inputRequests"]
+            .as_object()
+            .unwrap()
+            .len(),
+        1,
+        "b still waits"
+    );
     assert_eq!(
         t["inputRequests"]
             .as_object()

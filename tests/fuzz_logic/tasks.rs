@@ -754,7 +754,10 @@ impl Harness {
             assert!(matches!(got, Err((-32602, _))), "{got:?}");
             return;
         };
-        if method == "tasks/update" && not_object {
+        // A key written twice is refused whole, as is what is no object.
+        let taken: Vec<u8> = keys.iter().take(6).map(|k| k % 5).collect();
+        let repeated = (1..taken.len()).any(|i| taken[..i].contains(&taken[i]));
+        if method == "tasks/update" && (not_object || repeated) {
             assert!(matches!(got, Err((-32602, _))), "{got:?}");
             return;
         }

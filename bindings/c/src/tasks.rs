@@ -601,7 +601,7 @@ pub unsafe extern "C" fn mcpw_tasks_status(
 }
 
 /// Reads whether the client asked to cancel task `task` (UTF-8) into `*out_requested`: it
-/// stays asked until the task ends; false for an unknown task. The same news comes once as
+/// stays asked while the table holds the task (after it ends too); false for an unknown task. The same news comes once as
 /// `MCPW_TASK_EVENT_CANCEL_REQUESTED`; this lets long work check between steps.
 ///
 /// # Safety
