@@ -838,6 +838,46 @@ fn batches_outside_2025_03_26_and_initialize_in_a_batch_are_refused() {
     assert_eq!(s.protocol_version(), None);
 }
 
+/// Outside 2025-03-26 a batch is refused, but answers in it still end the requests they name
+/// (`InvalidResponse`, as a malformed answer does), and a frame of answers gets no error back:
+/// a client answering our ping in an array left it waiting for its 60 s timeout, then saw a
+/// cancellation for what it had answered.
+#[test]
+fn a_refused_batch_of_answers_ends_their_requests_at_once() {
+    for version in [ProtocolVersion::V2024_11_05, ProtocolVersion::V2025_06_18] {
+        let p = Pair::ready(version, client_config(), server_config());
+        let (now, mut server) = (p.now, p.server);
+        let ping = server.request(now, "ping", None).unwrap();
+        let other = server.request(now, "ping", None).unwrap();
+        take_output(&mut server);
+        let frame = format!(
+            "[{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}},{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-1,\"message\":\"no\"}}}}]\n",
+            ping.0, other.0
+        );
+        server.handle_input(now, frame.as_bytes());
+        let events = drain(&mut server);
+        for id in [ping, other] {
+            assert!(
+                events.contains(&Ev::InvalidResponse { request: id }),
+                "{version:?}: {events:?}"
+            );
+        }
+        assert!(
+            take_output(&mut server).is_empty(),
+            "{version:?}: a frame of answers is not answered"
+        );
+        // Their timeout, come: nothing times out, and no cancellation goes out.
+        server.handle_timeout(now.after(Duration::from_secs(61)));
+        assert!(
+            drain(&mut server)
+                .iter()
+                .all(|e| !matches!(e, Ev::TimedOut { .. })),
+            "{version:?}"
+        );
+        assert!(take_output(&mut server).is_empty(), "{version:?}");
+    }
+}
+
 #[test]
 fn undecodable_frames_get_the_prescribed_errors() {
     let mut s = handshake_raw_server("2025-11-25");

@@ -2765,6 +2765,50 @@ fn a_batched_answer_on_a_stream_lets_the_stream_go() {
     assert!(c.aborted.contains(&post.exchange), "{:?}", c.aborted);
 }
 
+/// Outside 2025-03-26 a batch from the server is refused as over stdio: a batched answer (in
+/// a JSON body or an SSE event) ends its request with `InvalidResponse`, a batched request
+/// gets no answer, and nothing waits for a timeout. (The client split every batch in every
+/// version, answering requests and taking answers a stdio client refuses.)
+#[test]
+fn a_batch_outside_2025_03_26_is_refused_as_over_stdio() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
+    c.answer(
+        &post,
+        200,
+        &[("Content-Type", "application/json")],
+        &format!("[{}]", tools_answer(&post.body["id"])),
+    );
+    assert!(
+        c.events.contains(&Ev::InvalidResponse { request: id }),
+        "{:?}",
+        c.events
+    );
+    assert!(
+        !c.events.iter().any(|e| matches!(e, Ev::Response { .. })),
+        "{:?}",
+        c.events
+    );
+    // A request in a batch on a stream: refused, never answered (no POST of a reply).
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    let batch = format!(
+        "data: [{},{{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}}]\n\n",
+        tools_answer(&post.body["id"])
+    );
+    c.client.handle_body(c.now, post.exchange, batch.as_bytes());
+    c.events();
+    assert!(
+        c.events.contains(&Ev::InvalidResponse { request: id }),
+        "{:?}",
+        c.events
+    );
+    assert!(
+        c.sent().iter().all(|s| s.body.get("result").is_none()),
+        "the ping is not answered"
+    );
+}
+
 /// A JSON answer over the largest frame that arrives in pieces fails its request at once
 /// (`TooLarge`), and the host is told to stop reading it. The piece that did not fit was
 /// skipped and later ones appended: a body with its middle left out, valid JSON by chance, was

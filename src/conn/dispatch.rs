@@ -190,7 +190,29 @@ impl Core {
             .is_some_and(ProtocolVersion::has_batches);
         if !allowed {
             self.violation(ViolationKind::BatchNotAllowed);
-            if self.writes_no_answers() {
+            // Answers among the members end the requests they name, as a malformed answer
+            // does (left alone, those would wait for their timeout). An error answers only a
+            // batch holding something else: a frame of answers is never answered.
+            let mut answers = Vec::new();
+            let mut only_answers = true;
+            for m in &members {
+                let id = match m {
+                    Ok(Message::Response(r)) => Some(r.id),
+                    Ok(Message::Error(e)) => e.id,
+                    Err(e) if e.is_response_shaped() => e.id(),
+                    _ => {
+                        only_answers = false;
+                        continue;
+                    }
+                };
+                if let Some(Id::Int(n)) = id {
+                    answers.push(n);
+                }
+            }
+            for n in answers {
+                self.end_with_invalid_response(now, n);
+            }
+            if only_answers || self.writes_no_answers() {
                 return;
             }
             self.emit_auto(stream, |out| {

@@ -1345,6 +1345,29 @@ impl HttpClient {
                 self.deliver(now, exchange, &body);
             }
             Ok(Decoded::Batch(members)) => {
+                if !(self.conn.protocol_version()).is_some_and(ProtocolVersion::has_batches) {
+                    // Outside 2025-03-26 the connection refuses the batch, as over stdio, and
+                    // ends the requests its answers name (`InvalidResponse`): no exchange
+                    // waits for them any more.
+                    let named: Vec<i64> = (members.iter())
+                        .filter_map(|m| match m {
+                            Ok(Message::Response(r)) => Some(r.id),
+                            Ok(Message::Error(e)) => e.id,
+                            Err(e) if e.is_response_shaped() => e.id(),
+                            _ => None,
+                        })
+                        .filter_map(|id| match id {
+                            Id::Int(n) => Some(n),
+                            Id::Str(_) => None,
+                        })
+                        .collect();
+                    for n in named {
+                        self.note_answered(n);
+                    }
+                    let body = body.to_vec();
+                    self.conn.handle_frame(now, StreamId(exchange.0), &body);
+                    return;
+                }
                 // A batch answer (2025-03-26): each member on its own.
                 let texts: Vec<Vec<u8>> = members
                     .into_iter()
