@@ -3,7 +3,7 @@
 //! naming the request (JSON-RPC wants every request answered) and to end our own request whose
 //! answer was too long, instead of leaving it to time out.
 
-use super::{OwnedId, RawJson};
+use super::{JsonStr, OwnedId, RawJson};
 
 /// What [`scan_head`] found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -22,6 +22,7 @@ pub(crate) fn scan_head(head: &[u8]) -> HeadFacts {
         return facts;
     }
     i += 1;
+    let mut seen_id = false;
     loop {
         i = skip_ws(head, i);
         if head.get(i) != Some(&b'"') {
@@ -36,19 +37,33 @@ pub(crate) fn scan_head(head: &[u8]) -> HeadFacts {
             return facts;
         }
         i = skip_ws(head, i + 1);
-        if matches!(key, b"result" | b"error") {
+        // Keys are compared as the decoder compares them, escapes decoded (`"r\u0065sult"`
+        // is `result`).
+        let is = |name: &str| {
+            if key.contains(&b'\\') {
+                (std::str::from_utf8(key).ok())
+                    .and_then(JsonStr::from_raw)
+                    .is_some_and(|k| k.eq_str(name))
+            } else {
+                key == name.as_bytes()
+            }
+        };
+        if is("result") || is("error") {
             // A response, however much of its value the head holds.
             facts.response = true;
         }
         let Some(value_end) = value_end(head, i) else {
             return facts;
         };
-        if key == b"id" {
-            facts.id = std::str::from_utf8(&head[i..value_end])
-                .ok()
+        if is("id") {
+            // Written twice, as for the decoder, the message has no id it can be told by.
+            facts.id = (!seen_id)
+                .then(|| std::str::from_utf8(&head[i..value_end]).ok())
+                .flatten()
                 .and_then(|text| RawJson::new(text).ok())
                 .and_then(|value| value.as_id())
                 .map(OwnedId::from);
+            seen_id = true;
         }
         i = skip_ws(head, value_end);
         match head.get(i) {
@@ -154,5 +169,19 @@ mod tests {
         assert!(f.response);
         assert!(scan_head(br#"{"id":3,"error":{"code":1},"#).response);
         assert!(!scan_head(br#"{"id":3,"method":"m","params":{"#).response);
+    }
+
+    /// Keys as the decoder reads them: escapes decoded (an over-long answer spelled
+    /// `"r\u0065sult"` was taken for a request and answered), and an `id` written twice
+    /// names nothing (the scan took the last one; the decoder refuses the message).
+    #[test]
+    fn keys_are_read_with_their_escapes_decoded_and_a_repeated_id_names_nothing() {
+        let f = scan_head(br#"{"jsonrpc":"2.0","\u0069d":7,"r\u0065sult":{"content":"#);
+        assert!(f.response);
+        assert_eq!(f.id.map(|i| i.as_id() == Id::Int(7)), Some(true));
+        assert!(scan_head(br#"{"id":7,"\u0065rror":{"code":1},"#).response);
+        assert!(!scan_head(br#"{"id":7,"r\u0065sults":{"#).response);
+        assert_eq!(id_of(r#"{"id":1,"id":2,"method":"m","params":{"#), None);
+        assert_eq!(id_of(r#"{"id":1,"\u0069d":2,"method":"m","params":{"#), None);
     }
 }
