@@ -182,6 +182,9 @@ mod tests {
         assert!(scan_head(br#"{"id":7,"\u0065rror":{"code":1},"#).response);
         assert!(!scan_head(br#"{"id":7,"r\u0065sults":{"#).response);
         assert_eq!(id_of(r#"{"id":1,"id":2,"method":"m","params":{"#), None);
-        assert_eq!(id_of(r#"{"id":1,"\u0069d":2,"method":"m","params":{"#), None);
+        assert_eq!(
+            id_of(r#"{"id":1,"\u0069d":2,"method":"m","params":{"#),
+            None
+        );
     }
 }

@@ -19,7 +19,7 @@ use mcpwire::conn::{
 };
 use mcpwire::frame::line::{FrameError, LineDecoder};
 use mcpwire::jsonrpc::{
-    Backend, Decoded, Decoder, DecoderConfig, Id, JsonStr, Message, OwnedId, RawJson,
+    Backend, Decoded, Decoder, DecoderConfig, Id, JsonStr, Message, OwnedId, RawJson, Reason,
     encode_message,
 };
 use mcpwire::mcp::{LogLevel, ProtocolVersion};
@@ -254,8 +254,41 @@ pub fn decode(data: &[u8]) {
     for (backend, got) in &results[1..] {
         assert_eq!(got, expected, "{backend:?} disagrees with {first:?}");
     }
+    grammar_agrees_with_serde_json(data);
     if let Ok(text) = std::str::from_utf8(data) {
         object_each_agrees(text);
+    }
+}
+
+/// The grammar verdict against independent references, since the backends share the envelope
+/// walk and a native verdict stands for simd-json's refusals: a frame decoded is UTF-8 (as
+/// the standard library judges it) and JSON (as serde_json parses it), and a frame refused
+/// for its JSON (not its depth or its envelope) is not JSON to serde_json either.
+fn grammar_agrees_with_serde_json(data: &[u8]) {
+    let verdict = Decoder::new(DecoderConfig::default()).decode(data);
+    let serde = serde_json::from_slice::<serde_json::Value>(data);
+    // serde_json's own limits, not JSON's: 128 levels (as deep as the decoder's default
+    // goes), and numbers a double cannot hold (`1e400` is JSON).
+    let beyond_serde = serde.as_ref().is_err_and(|e| {
+        let e = e.to_string();
+        e.contains("recursion limit") || e.contains("number out of range")
+    });
+    match &verdict {
+        Ok(_) => {
+            assert!(std::str::from_utf8(data).is_ok(), "decoded, but not UTF-8");
+            assert!(
+                serde.is_ok() || beyond_serde,
+                "decoded, but serde_json refuses it: {serde:?}"
+            );
+        }
+        Err(e) if e.code() == -32700 && e.reason() != Reason::TooDeep => {
+            assert!(
+                serde.is_err(),
+                "refused as {:?}, but serde_json parses it",
+                e.reason()
+            );
+        }
+        Err(_) => {}
     }
 }
 
