@@ -1382,7 +1382,7 @@ fn with_id(example: &str, id: &str) -> String {
 }
 
 /// Checks one line of output: UTF-8, one JSON-RPC message (or a batch of them).
-fn check_frame(line: &[u8]) {
+pub(crate) fn check_frame(line: &[u8]) {
     let text = std::str::from_utf8(line)
         .unwrap_or_else(|_| panic!("output is not UTF-8: {}", String::from_utf8_lossy(line)));
     let mut decoder = Decoder::new(DecoderConfig::default());

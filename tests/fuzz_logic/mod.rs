@@ -394,6 +394,8 @@ struct Watch {
     resolved: Vec<(RequestId, &'static str)>,
     /// Input-required requests that may be retried.
     retryable: Vec<RequestId>,
+    /// What the connection wrote, not yet a whole line.
+    output: Vec<u8>,
 }
 
 impl Watch {
@@ -519,8 +521,12 @@ fn pump(conn: &mut Connection, watch: &mut Watch, rng: &mut Rng, limits: &Limits
         watch.peer_requests.extend(new);
     }
     check_bounds(conn, limits);
-    let mut sink = Vec::new();
-    take_output(conn, rng, &mut sink);
+    take_output(conn, rng, &mut watch.output);
+    // Each line written is one JSON-RPC message (or batch of them), whatever came in.
+    while let Some(end) = watch.output.iter().position(|&b| b == b'\n') {
+        c_abi::check_frame(&watch.output[..end]);
+        watch.output.drain(..=end);
+    }
     let _ = conn.poll_timeout();
 }
 
