@@ -1205,8 +1205,9 @@ fn ending_the_session_while_initialize_is_out_deletes_the_session_it_makes() {
             .any(|(n, v)| n.eq_ignore_ascii_case("Mcp-Session-Id") && v == "s1")
     );
     assert!(
-        sent.iter().all(|s| s.method != "GET"),
-        "no GET stream for an ended session: {sent:?}"
+        sent.iter().all(|s| s.method == "DELETE"),
+        "nothing but the DELETE for an ended session (no GET stream, no POST without its \
+         id): {sent:?}"
     );
     assert_eq!(c.client.session_id(), None);
     // Requests made now fail at once, without going out.
@@ -3155,6 +3156,31 @@ impl Scripted {
 fn sql_tool(header: &str) -> Value {
     json!({"name":"sql","inputSchema":{"type":"object","properties":{
         "region":{"type":"string","x-mcp-header":header}}}})
+}
+
+/// The client's own `tools/list` answered in a batch (refused outside 2025-03-26): the
+/// refresh fails at once, and the held call gets its refusal as its answer (it would have
+/// waited on a refresh whose answer never came).
+#[test]
+fn a_refresh_answered_in_a_batch_fails_and_the_refusal_answers_the_call() {
+    let mut c = modern_scripted();
+    let (id, post) = c.call_sql("eu");
+    c.refuse_headers(&post);
+    let list = c.sent().remove(0);
+    assert_eq!(list.body["method"], "tools/list");
+    let answer =
+        json!([{"jsonrpc":"2.0","id":list.body["id"],"result":{"tools":[sql_tool("Region")]}}])
+            .to_string();
+    c.answer(&list, 200, &[("Content-Type", "application/json")], &answer);
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Error { code: -32020, .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(
+        c.sent().iter().all(|s| s.body["method"] != "tools/call"),
+        "not sent again"
+    );
 }
 
 /// "If the server rejects a request with a HeaderMismatch error because required

@@ -1362,7 +1362,13 @@ impl HttpClient {
                         })
                         .collect();
                     for n in named {
-                        self.note_answered(n);
+                        if n < 0 {
+                            // The client's own `tools/list` (rule 9), answered unreadably:
+                            // failed, so the refusal it waited on is the call's answer.
+                            self.own_answer(now, n, None);
+                        } else {
+                            self.note_answered(n);
+                        }
                     }
                     let body = body.to_vec();
                     self.conn.handle_frame(now, StreamId(exchange.0), &body);
