@@ -590,18 +590,21 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 // request could be lost (a connection closed with unread data is reset). While the engine
 // holds a DELETE back for such POSTs, Run waits for their heads instead, then sends it.
 // Every other exchange (a GET stream, a request whose answer has begun) is cut at once.
-// Close ends the wait: freed is then true.
+// A Close meanwhile ends the wait only once what is still to go out has gone (a close's
+// cancellations, the DELETE behind them, a POST refused for now: what Close promises to
+// send); the DELETE then goes on alone for up to two seconds. freed is then true.
 func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) (freed bool) {
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	closing := c.closing
 	for {
 		// (A DELETE the engine let go meanwhile is sent now; an error means the engine is
 		// poisoned, and the next Run reports it.)
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
-			return false
+			return freed
 		}
 		deleteDue := c.deleteStillDue()
 		for id, cancel := range running {
@@ -628,7 +631,18 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		// (A POST the server refused for now waits in the engine to go again, and the
 		// DELETE behind it: the engine's timer sends them.)
 		if len(running) == 0 && !deleteDue && !c.engineUnheard() {
-			return false
+			return freed
+		}
+		if freed && !deleteDue && !c.engineUnheard() && onlyDeletes(running, c.unheard) {
+			// Closed, and all that is left is the DELETE: not waited for, but not cut
+			// either (it may not have reached the server yet). It goes on alone for up to
+			// two seconds, as a POST let go does.
+			for id, cancel := range running {
+				time.AfterFunc(2*time.Second, cancel)
+				delete(running, id)
+				delete(c.unheard, id)
+			}
+			return true
 		}
 		select {
 		case r := <-results:
@@ -636,11 +650,23 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		case <-c.armEngineTimer(timer):
 			c.fireTimers()
 		case <-limit.C:
-			return false
-		case <-c.closing:
-			return true
+			return freed
+		case <-closing:
+			// (Within the same two seconds: Close bounds the wait no further.)
+			freed = true
+			closing = nil
 		}
 	}
+}
+
+// onlyDeletes says whether every exchange still running is a DELETE already sent.
+func onlyDeletes(running map[uint64]context.CancelFunc, unheard map[uint64]string) bool {
+	for id := range running {
+		if unheard[id] != http.MethodDelete {
+			return false
+		}
+	}
+	return true
 }
 
 // deleteStillDue says, for settle and closeNow, whether a DELETE that EndSession queued is

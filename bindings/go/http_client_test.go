@@ -531,6 +531,49 @@ func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 	}
 }
 
+// Close from another goroutine while Run waits, after the close, for the cancellations'
+// response heads (the engine holds the DELETE behind them): the wait goes on, within its two
+// seconds, so the cancellation and the DELETE still reach the server before Run returns
+// (Close cut the wait, and both were lost).
+func TestHTTPClientCloseDuringTheWaitAfterTheCloseSendsWhatIsDue(t *testing.T) {
+	var cancelAnswered, deleteCame atomic.Int64
+	srv := slowCancelServer(t, func() { cancelAnswered.Store(time.Now().UnixNano()) },
+		func() { deleteCame.Store(time.Now().UnixNano()) })
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				c.Shutdown(time.Now(), 0)
+			}()
+		case *ClosedEvent:
+			if !client.EndSession() {
+				t.Error("EndSession: nothing queued")
+			}
+			go func() {
+				time.Sleep(50 * time.Millisecond) // (the cancellation is on its way)
+				client.Close()
+			}()
+		}
+	}))
+	if err != ErrFreed {
+		t.Fatalf("Run: %v, want ErrFreed", err)
+	}
+	// The DELETE goes on alone once sent (for up to two seconds).
+	for end := time.Now().Add(2 * time.Second); deleteCame.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cancelAnswered.Load() == 0 || deleteCame.Load() == 0 {
+		t.Fatalf("cancellation answered: %v, DELETE came: %v", cancelAnswered.Load() != 0, deleteCame.Load() != 0)
+	}
+}
+
 // Close, after Run returned, waits for the cancellations a Shutdown sent (without
 // EndSession) to reach the server: a program that exits right after Close lost them, since
 // Run does not wait for them (here, the server answers cancellations slowly).
