@@ -337,7 +337,7 @@ static int job_step(job *j, mcpw_conn *conn, uint64_t now) {
         total = 3;
         answer = "{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],\"isError\":false}";
     } else {
-        progress = 50.0 * (double)(j->step + 1);
+        progress = 50.0 * (double)j->step;
         total = 100;
         answer = "{\"content\":[{\"type\":\"text\",\"text\":\"Progress test completed\"}],"
                  "\"isError\":false}";
@@ -635,8 +635,12 @@ static void on_mcp_request(mcpw_conn *conn, uint64_t key, const mcpw_event *ev, 
             respond(conn, id, SIMPLE_TEXT, sizeof SIMPLE_TEXT - 1);
         } else if (text_is(&name, "test_tool_with_progress")) {
             mcpw_result rc = mcpw_conn_progress(conn, id, 0, 100, true, NULL, 0);
-            if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN) warn("progress", rc);
-            start_job(key, id, JOB_PROGRESS_100, now);
+            if (rc != MCPW_OK && rc != MCPW_ERR_NO_PROGRESS_TOKEN && rc != MCPW_ERR_OUTPUT_FULL) {
+                warn("progress", rc);
+            }
+            /* The job reports 50 and 100, then answers; and 0 first when that report found
+               the output full (given again a little later, never dropped). */
+            start_job(key, id, JOB_PROGRESS_100, now)->step = rc == MCPW_ERR_OUTPUT_FULL ? 0 : 1;
         } else if (text_is(&name, "test_missing_capability")) {
             call_needs_sampling(conn, id);
         } else if (text_is(&name, "test_error_handling")) {
@@ -1530,13 +1534,8 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--legacy") == 0) {
             legacy = 1;
         } else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long p = strtoul(argv[++i], &end, 10);
-            if (*end != '\0' || p > 65535) {
-                fprintf(stderr, "example_http_server: bad port %s\n", argv[i]);
-                return 2;
-            }
-            port = (unsigned)p;
+            if (!flag_number(argv[++i], 0, 65535, "port", &n)) return 2;
+            port = (unsigned)n;
         } else if (strcmp(argv[i], "--keepalive-ms") == 0 && i + 1 < argc) {
             char *end;
             unsigned long long ms = strtoull(argv[++i], &end, 10);
@@ -1594,8 +1593,17 @@ int main(int argc, char **argv) {
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    {
+        /* A signal the server was started ignoring (a background job of a non-interactive
+           shell ignores SIGINT) stays ignored. */
+        const int stops[] = {SIGINT, SIGTERM};
+        struct sigaction old;
+        size_t k;
+        for (k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+            if (sigaction(stops[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+            sigaction(stops[k], &sa, NULL);
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
 
     rc = mcpw_config_new(MCPW_ROLE_SERVER, S("mcpwire-c-http-example"), S(MCPWIRE_VERSION),

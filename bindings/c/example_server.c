@@ -28,7 +28,8 @@
  *     exits. Work still running then (a "count" under way) is dropped with the session, as
  *     the engine abandons requests in flight at end of input: the client has gone. The
  *     first SIGINT or SIGTERM ends the input the same way, and the server then ends by that
- *     signal; a second one ends it at once.
+ *     signal, at the latest 3 s later (a client that stopped reading keeps nothing running);
+ *     a second one ends it at once.
  *
  * Build: make -C bindings/c (see README.md); run: target/c-bindings/example_server
  */
@@ -51,6 +52,8 @@
 #define S(lit) (lit), (sizeof(lit) - 1)
 #define COUNT_STEPS 3
 #define COUNT_INTERVAL_NS (50ull * 1000 * 1000)
+/* After the first SIGINT or SIGTERM, how long the answers already given may take to leave. */
+#define STOP_GRACE_NS (3ull * 1000 * 1000 * 1000)
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -509,6 +512,7 @@ int main(int argc, char **argv) {
     mcpw_conn *conn = NULL;
     mcpw_result rc;
     int stdin_open = 1, stdout_open = 1, running = 1;
+    uint64_t stop_at = 0; /* after a signal: when the answers stop being waited for */
     uint8_t buf[64 * 1024];
     size_t buf_len = 0, buf_fed = 0; /* the last read, and how much the engine has had */
 
@@ -559,10 +563,13 @@ int main(int argc, char **argv) {
         uint64_t deadline, wake, now = now_ns();
 
         /* Stopped by a signal: as at the end of input (what was read and not yet fed goes
-           unanswered, as requests the client had not yet sent would). */
+           unanswered, as requests the client had not yet sent would). The answers given
+           then get STOP_GRACE_NS to reach a client that reads; one that has stopped reading
+           does not keep the server running. */
         if (stop_signal != 0 && stdin_open) {
             stdin_open = 0;
             buf_fed = buf_len;
+            stop_at = now + STOP_GRACE_NS;
             rc = mcpw_conn_handle_eof(conn, now);
             if (rc != MCPW_OK) die("handle_eof", rc);
         }
@@ -594,6 +601,7 @@ int main(int argc, char **argv) {
         if (rc != MCPW_OK) die("poll_timeout", rc);
         wake = earliest_job();
         if (has_deadline && deadline < wake) wake = deadline;
+        if (stop_at != 0 && stop_at < wake) wake = stop_at;
         if (wake != UINT64_MAX) {
             uint64_t wait_ns = wake > now ? wake - now : 0;
             uint64_t ms = (wait_ns + 999999) / 1000000;
@@ -640,8 +648,20 @@ int main(int argc, char **argv) {
         run_jobs(conn, now);
     }
 
-    /* Every answer already given leaves, whole, before we exit. */
-    drain_output(conn, stdout_open);
+    /* Every answer already given leaves, whole, before we exit; after a signal, within its
+       grace (a client that stopped reading does not keep the server running). */
+    if (stop_at == 0) {
+        drain_output(conn, stdout_open);
+    } else {
+        while (stdout_open && flush_output(conn, &stdout_open) && stdout_open) {
+            uint64_t now = now_ns();
+            struct pollfd out = {.fd = STDOUT_FILENO, .events = POLLOUT};
+            if (now >= stop_at) break;
+            if (poll(&out, 1, (int)((stop_at - now + 999999) / 1000000)) < 0 && errno != EINTR) {
+                break;
+            }
+        }
+    }
     while (jobs != NULL) {
         job *j = jobs;
         jobs = j->next;

@@ -1091,6 +1091,52 @@ fn the_stdio_example_writes_the_answers_it_gave_before_a_signal_ends_it() {
     drop(stdin);
 }
 
+/// A SIGTERM to the stdio example whose client has stopped reading (its answers fill the
+/// pipe): it ends by that signal within its grace, not when the client reads again (it waited
+/// on its output for good, and only a second signal or SIGKILL ended it).
+#[test]
+#[allow(clippy::disallowed_methods)] // how long a real process took: the real clock
+fn the_stdio_example_ends_after_a_signal_when_its_client_does_not_read() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = spawn_stdio_example(c_server_plain());
+    let mut stdin = child.stdin.take().unwrap();
+    let _stdout = child.stdout.take().unwrap(); // kept open, never read
+    let mut input = C_INIT.to_owned();
+    for i in 1..=2000 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"
+        ));
+    }
+    stdin.write_all(input.as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sent = std::time::Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let mut status = None;
+    while sent.elapsed() < std::time::Duration::from_secs(10) {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("still running 10 s after SIGTERM");
+    };
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_secs(2),
+        "the answers had their grace: {:?}",
+        sent.elapsed()
+    );
+    drop(stdin);
+}
+
 #[test]
 fn a_client_that_never_reads_leaves_the_server_small() {
     let mut child = spawn_stdio_example(c_server_plain());

@@ -256,6 +256,40 @@ fn assert_clean_exit(server: Server) {
 
 // ---- Real SDK clients ----------------------------------------------------------------------
 
+/// A signal the server was started ignoring (a background job of a non-interactive shell
+/// ignores SIGINT) stays ignored: it ended the server. SIGTERM, not ignored, still ends it.
+/// `--port` takes digits only (`" 1"`, `"+1"` or a negative number wrapped to a port).
+#[test]
+fn an_ignored_sigint_stays_ignored_and_the_port_takes_digits_only() {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("trap '' INT; exec \"$0\" --port 0")
+        .arg(server_asan());
+    let server = Server::start(c);
+    // SAFETY: kill(2) reads nothing of ours; the pid is a child this test started.
+    unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(300));
+    let answer = post(
+        server.port,
+        "",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status:?} {err}");
+    for bad in [" 1", "+1", "-18446744073709551615", "", "65536"] {
+        let out = Command::new(server_asan())
+            .args(["--port", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--port {bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("bad port"),
+            "--port {bad:?}"
+        );
+    }
+}
+
 #[test]
 fn python_sdk_http_client_completes_sessions_in_both_eras() {
     let server = Server::asan(&[]);
