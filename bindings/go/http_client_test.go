@@ -493,17 +493,19 @@ func TestHTTPClientClosingAfterAnExpiredSessionStartsNoNewOne(t *testing.T) {
 	}
 }
 
-// The DELETE of EndSession goes out only once the cancellations that the close sent have
-// been answered: sent beside them, it reached the server first, which then refused each
-// cancellation with 404 (here, the server answers cancellations slowly).
-func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
-	var cancelAnswered, deleteCame atomic.Int64 // UnixNano
-	srv := slowCancelServer(t, func() { cancelAnswered.Store(time.Now().UnixNano()) },
-		func() { deleteCame.Store(time.Now().UnixNano()) })
+// shutdownThenEndSession runs a legacy client against slowCancelServer: a tools/call that
+// never ends, a Shutdown 100 ms later, EndSession on the ClosedEvent, then closed (nil:
+// nothing more). It returns when the cancellation was answered and when the DELETE came
+// (UnixNano; 0: not yet), and Run's error.
+func shutdownThenEndSession(t *testing.T, closed func(client *HTTPClient)) (answered, deleted *atomic.Int64, err error) {
+	t.Helper()
+	answered, deleted = new(atomic.Int64), new(atomic.Int64)
+	srv := slowCancelServer(t, func() { answered.Store(time.Now().UnixNano()) },
+		func() { deleted.Store(time.Now().UnixNano()) })
 	client := legacyHTTPClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 		switch ev.(type) {
 		case *ReadyEvent:
 			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
@@ -517,8 +519,19 @@ func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 			if !client.EndSession() {
 				t.Error("EndSession: nothing queued")
 			}
+			if closed != nil {
+				closed(client)
+			}
 		}
 	}))
+	return answered, deleted, err
+}
+
+// The DELETE of EndSession goes out only once the cancellations that the close sent have
+// been answered: sent beside them, it reached the server first, which then refused each
+// cancellation with 404 (here, the server answers cancellations slowly).
+func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
+	cancelAnswered, deleteCame, err := shutdownThenEndSession(t, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -536,32 +549,12 @@ func TestHTTPClientEndSessionWaitsForTheCloseCancellations(t *testing.T) {
 // seconds, so the cancellation and the DELETE still reach the server before Run returns
 // (Close cut the wait, and both were lost).
 func TestHTTPClientCloseDuringTheWaitAfterTheCloseSendsWhatIsDue(t *testing.T) {
-	var cancelAnswered, deleteCame atomic.Int64
-	srv := slowCancelServer(t, func() { cancelAnswered.Store(time.Now().UnixNano()) },
-		func() { deleteCame.Store(time.Now().UnixNano()) })
-	client := legacyHTTPClient(t, srv.URL)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-		switch ev.(type) {
-		case *ReadyEvent:
-			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
-				t.Error(err)
-			}
-			go func() {
-				time.Sleep(100 * time.Millisecond)
-				c.Shutdown(time.Now(), 0)
-			}()
-		case *ClosedEvent:
-			if !client.EndSession() {
-				t.Error("EndSession: nothing queued")
-			}
-			go func() {
-				time.Sleep(50 * time.Millisecond) // (the cancellation is on its way)
-				client.Close()
-			}()
-		}
-	}))
+	cancelAnswered, deleteCame, err := shutdownThenEndSession(t, func(client *HTTPClient) {
+		go func() {
+			time.Sleep(50 * time.Millisecond) // (the cancellation is on its way)
+			client.Close()
+		}()
+	})
 	if err != ErrFreed {
 		t.Fatalf("Run: %v, want ErrFreed", err)
 	}
