@@ -15,7 +15,12 @@
 //!   called before any deadline (as a host calling it on every turn does), it ends no session;
 //! - a held stream whose output changed (bytes, finished, ended) without the host draining or
 //!   dropping it was reported by `poll_woken`: a host that wakes only those never leaves a
-//!   stream waiting.
+//!   stream waiting;
+//! - what the host drains from a stream is SSE as a client reads it (a parser of the harness's
+//!   own, not the engine's): `id:`, `data:`, `retry:` lines only, each event's data one
+//!   JSON-RPC message (or empty: a priming event), ids `STREAM-NUMBER` whose numbers increase
+//!   per stream and, on a `Last-Event-ID` GET, start after the one named (an empty priming
+//!   event may repeat it), and a stream that finishes ends at an event's end.
 //!
 //! In a third of the runs the server shares a [`SessionStore`] and its event store with another
 //! replica, which the harness plays (`Foreign`): it opens sessions this server has never seen,
@@ -202,6 +207,116 @@ struct Harness {
     /// What each held stream showed at the last check: its waiting bytes and whether it
     /// finished, or `None` once the host can no longer poll it.
     seen: HashMap<HttpStreamId, Option<(usize, bool)>>,
+    /// What the host has read from each held stream, as its client parses it.
+    reads: HashMap<HttpStreamId, StreamRead>,
+}
+
+/// A client's reading of one stream response: the bytes of an event not yet complete, and the
+/// last event number seen per stream named in the ids.
+#[derive(Default)]
+struct StreamRead {
+    partial: Vec<u8>,
+    last: HashMap<u64, u64>,
+    /// The `Last-Event-ID` this response resumes: its events of that stream come after it.
+    resumed: Option<(u64, u64)>,
+}
+
+impl StreamRead {
+    /// Reads drained bytes; checks each complete event.
+    fn read(&mut self, bytes: &[u8]) {
+        self.partial.extend_from_slice(bytes);
+        while let Some(end) = self.partial.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.partial.drain(..end + 2).collect();
+            self.event(&event[..end + 1]);
+        }
+    }
+
+    /// One event's lines, each ending in `\n`.
+    fn event(&mut self, event: &[u8]) {
+        let text = std::str::from_utf8(event)
+            .unwrap_or_else(|_| panic!("a stream event that is not UTF-8: {event:?}"));
+        let mut id = None;
+        let mut data: Option<String> = None;
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("id: ") {
+                assert!(id.is_none(), "two ids in one event: {text:?}");
+                id = Some(v);
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                let d = data.get_or_insert_with(String::new);
+                if !d.is_empty() {
+                    d.push('\n');
+                }
+                d.push_str(v);
+            } else if let Some(v) = line.strip_prefix("retry: ") {
+                assert!(v.parse::<u64>().is_ok(), "retry is not a number: {text:?}");
+            } else {
+                panic!("a stream line a client does not expect: {line:?} in {text:?}");
+            }
+        }
+        let data = data.unwrap_or_default();
+        if !data.is_empty() {
+            let value: serde_json::Value = serde_json::from_str(&data)
+                .unwrap_or_else(|e| panic!("stream event data is not JSON ({e}): {data:?}"));
+            check_message(&value, &data);
+        }
+        let Some(id) = id else {
+            return;
+        };
+        let (stream, number) = id
+            .split_once('-')
+            .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
+            .unwrap_or_else(|| panic!("an event id that is not STREAM-NUMBER: {id:?}"));
+        let floor = self
+            .last
+            .get(&stream)
+            .copied()
+            .or_else(|| self.resumed.filter(|(s, _)| *s == stream).map(|(_, n)| n));
+        if let Some(floor) = floor {
+            // (An empty priming event may repeat the `Last-Event-ID` it answers.)
+            let repeats_resumed =
+                data.is_empty() && !self.last.contains_key(&stream) && number == floor;
+            assert!(
+                number > floor || repeats_resumed,
+                "event {id} after {stream}-{floor} in one response"
+            );
+        }
+        self.last.insert(stream, number);
+    }
+}
+
+/// A JSON-RPC 2.0 message as a client checks one: a request, a notification or a response.
+fn check_message(value: &serde_json::Value, text: &str) {
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not one JSON-RPC message: {text:?}"));
+    assert_eq!(
+        object.get("jsonrpc").and_then(|v| v.as_str()),
+        Some("2.0"),
+        "no jsonrpc 2.0: {text:?}"
+    );
+    if let Some(method) = object.get("method") {
+        assert!(method.is_string(), "method not a string: {text:?}");
+        assert!(
+            !object.contains_key("result") && !object.contains_key("error"),
+            "a request with a result: {text:?}"
+        );
+    } else {
+        // (An error whose request's id could not be read has none: MCP's `id?`.)
+        match object.get("id") {
+            Some(id) => assert!(
+                id.is_string() || id.is_i64() || id.is_u64(),
+                "a response id of the wrong type: {text:?}"
+            ),
+            None => assert!(
+                object.contains_key("error"),
+                "a result without an id: {text:?}"
+            ),
+        }
+        assert!(
+            object.contains_key("result") != object.contains_key("error"),
+            "a response needs exactly one of result and error: {text:?}"
+        );
+    }
 }
 
 impl Harness {
@@ -253,6 +368,7 @@ impl Harness {
             pending: Vec::new(),
             seed: 1,
             seen: HashMap::new(),
+            reads: HashMap::new(),
         }
     }
 
@@ -341,6 +457,11 @@ impl Harness {
             "status {}",
             response.status
         );
+        let resumed = spec.last_event_id.and_then(|_| {
+            let (_, v) = headers.iter().rfind(|(n, _)| n == "Last-Event-ID")?;
+            let (s, n) = v.split_once('-')?;
+            Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?))
+        });
         if let Some((_, sid)) = response
             .headers
             .iter()
@@ -351,11 +472,17 @@ impl Harness {
         }
         match response.body {
             Body::Complete(_, bytes) => {
-                assert!(
-                    serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),
-                    "a body that is not JSON: {:?}",
-                    String::from_utf8_lossy(&bytes)
-                );
+                let text = String::from_utf8_lossy(&bytes);
+                let value = serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .unwrap_or_else(|_| panic!("a body that is not JSON: {text:?}"));
+                match &value {
+                    serde_json::Value::Array(members) => {
+                        for member in members {
+                            check_message(member, &text);
+                        }
+                    }
+                    one => check_message(one, &text),
+                }
             }
             Body::Stream(id) => {
                 assert!(
@@ -369,6 +496,13 @@ impl Harness {
                     "stream {id:?} handed to a second response"
                 );
                 self.streams.push(id);
+                self.reads.insert(
+                    id,
+                    StreamRead {
+                        resumed,
+                        ..StreamRead::default()
+                    },
+                );
             }
             Body::Empty => {}
         }
@@ -394,6 +528,7 @@ impl Harness {
             return Some(id);
         };
         let n = out.bytes.len().min(usize::from(max));
+        self.reads.entry(id).or_default().read(&out.bytes[..n]);
         let text = String::from_utf8_lossy(&out.bytes[..n]).into_owned();
         for line in text.lines() {
             if let Some(id) = line.strip_prefix("id: ")
@@ -523,8 +658,15 @@ impl Harness {
             .filter(|(_, now)| matches!(now, None | Some((0, true))))
             .map(|(id, _)| *id)
             .collect();
+        for (id, now) in &self.seen {
+            if *now == Some((0, true)) {
+                let partial = self.reads.get(id).map_or(0, |r| r.partial.len());
+                assert_eq!(partial, 0, "stream {id:?} finished inside an event");
+            }
+        }
         self.streams.retain(|id| !ended.contains(id));
         self.seen.retain(|id, _| self.streams.contains(id));
+        self.reads.retain(|id, _| self.streams.contains(id));
     }
 
     /// The other replica opens a session, ends one, or stores an event of a stream of its own
@@ -603,6 +745,7 @@ pub fn http_server(data: &[u8]) {
                     let id = h.streams[usize::from(*stream) % h.streams.len()];
                     h.server.stream_closed(h.now, id);
                     h.streams.retain(|s| *s != id);
+                    h.reads.remove(&id);
                 }
             }
             HttpOp::Advance { millis } => h.advance(*millis),
