@@ -394,6 +394,9 @@ struct Watch {
     resolved: Vec<(RequestId, &'static str)>,
     /// Input-required requests that may be retried.
     retryable: Vec<RequestId>,
+    /// Progress reports on our requests: the request, the value, and how many entries of
+    /// `resolved` came before it.
+    progress: Vec<(RequestId, f64, usize)>,
     /// What the connection wrote, not yet a whole line.
     output: Vec<u8>,
 }
@@ -419,6 +422,13 @@ impl Watch {
                 Event::InputRequired { request, .. } => {
                     self.resolved.push((request, "input required"));
                     self.retryable.push(request);
+                }
+                Event::Progress {
+                    request, progress, ..
+                } => {
+                    if self.progress.len() < 4096 {
+                        self.progress.push((request, progress, self.resolved.len()));
+                    }
                 }
                 _ => {}
             }
@@ -1074,6 +1084,16 @@ struct End {
     ended: HashMap<RequestId, &'static str>,
     /// When `close` was first called, the deadline it set.
     close_deadline: Option<Timestamp>,
+    /// Issued requests that asked for progress (a retry asks as its original did).
+    with_progress: HashSet<RequestId>,
+    /// The last progress value reported per request.
+    last_progress: HashMap<RequestId, f64>,
+    /// How many times the peer's requests came in, per id (an id may come again once its
+    /// request has ended), and how many answers the engine took for each.
+    received: HashMap<OwnedId, usize>,
+    answered: HashMap<OwnedId, usize>,
+    /// Peer requests answered with a 2025-11-25 task handle: their progress goes on.
+    task_handles: HashSet<OwnedId>,
 }
 
 impl End {
@@ -1084,13 +1104,29 @@ impl End {
             issued: Vec::new(),
             ended: HashMap::new(),
             close_deadline: None,
+            with_progress: HashSet::new(),
+            last_progress: HashMap::new(),
+            received: HashMap::new(),
+            answered: HashMap::new(),
+            task_handles: HashSet::new(),
         }
     }
 
     fn drain(&mut self, limits: &Limits) {
         let from = self.watch.resolved.len();
+        let from_progress = self.watch.progress.len();
+        let from_requests = self.watch.peer_requests.len();
         self.watch.drain(&mut self.conn);
-        for &(request, how) in &self.watch.resolved[from..] {
+        for request in &self.watch.peer_requests[from_requests..] {
+            *self.received.entry(request.id.clone()).or_default() += 1;
+        }
+        let progress = self.watch.progress[from_progress..].to_vec();
+        let mut progress = progress.into_iter().peekable();
+        for i in from..self.watch.resolved.len() {
+            while let Some((request, value, _)) = progress.next_if(|p| p.2 <= i) {
+                self.progress_came(request, value);
+            }
+            let (request, how) = self.watch.resolved[i];
             assert!(
                 self.issued.contains(&request),
                 "{how} for {request:?}, which `request` never returned"
@@ -1099,7 +1135,48 @@ impl End {
                 panic!("{request:?} ended twice: {before}, then {how}");
             }
         }
+        for (request, value, _) in progress {
+            self.progress_came(request, value);
+        }
         check_bounds(&self.conn, limits);
+    }
+
+    /// A progress report on one of our requests: it asked for progress, has not ended (a
+    /// 2025-11-25 task's goes on after its handle), and the value went up.
+    fn progress_came(&mut self, request: RequestId, value: f64) {
+        assert!(
+            self.with_progress.contains(&request),
+            "progress {value} for {request:?}, which did not ask for it"
+        );
+        if let Some(how) = self.ended.get(&request) {
+            assert_eq!(
+                *how, "task created",
+                "progress {value} for {request:?} after it ended ({how})"
+            );
+        }
+        assert!(value.is_finite(), "progress {value} for {request:?}");
+        if let Some(last) = self.last_progress.insert(request, value) {
+            assert!(
+                value > last,
+                "progress for {request:?} went from {last} to {value}"
+            );
+        }
+    }
+
+    /// The engine took an answer (or a task handle) to the peer's request `id`: the peer sent
+    /// a request with it that has no answer yet.
+    fn answer_taken(&mut self, id: &OwnedId, task: bool) {
+        let received = self.received.get(id).copied().unwrap_or(0);
+        let answered = self.answered.entry(id.clone()).or_default();
+        assert!(
+            *answered < received,
+            "answer {} to {id:?}, which came {received} times",
+            *answered + 1
+        );
+        *answered += 1;
+        if task {
+            self.task_handles.insert(id.clone());
+        }
     }
 
     fn issued(&mut self, id: RequestId) {
@@ -1295,6 +1372,9 @@ impl Harness {
                 let end = self.end(side);
                 if let Ok(id) = end.conn.request_with(now, name, params.map(json), options) {
                     end.issued(id);
+                    if progress {
+                        end.with_progress.insert(id);
+                    }
                 }
             }
             Op::Notify { side, notice } => {
@@ -1333,7 +1413,7 @@ impl Harness {
                         ),
                     }
                 } else {
-                    let _ = match reply {
+                    let taken = match reply {
                         Reply::Result => end.conn.respond(id, json(r#"{"ok":true}"#)),
                         Reply::Error => end.conn.respond_error(id, -32601, "no such thing", None),
                         Reply::CodeOfAnotherVersion => {
@@ -1347,6 +1427,10 @@ impl Harness {
                         Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
                         Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
                     };
+                    if taken.is_ok() {
+                        let owned = OwnedId::from(id);
+                        end.answer_taken(&owned, matches!(reply, Reply::TaskHandle));
+                    }
                 }
             }
             Op::Progress {
@@ -1356,12 +1440,22 @@ impl Harness {
             } => {
                 let end = self.end(side);
                 let id = peer_id(end, target);
-                let _ = end.conn.progress(
+                let sent = end.conn.progress(
                     id.as_id(),
                     f64::from(value),
                     (value % 2 == 0).then_some(255.0),
                     Some("step"),
                 );
+                // Progress goes only on a request that came and has no answer yet (or one
+                // whose answer was a 2025-11-25 task handle).
+                if sent.is_ok() {
+                    let received = end.received.get(&id).copied().unwrap_or(0);
+                    let answered = end.answered.get(&id).copied().unwrap_or(0);
+                    assert!(
+                        answered < received || end.task_handles.contains(&id),
+                        "progress on {id:?}: came {received} times, answered {answered}"
+                    );
+                }
             }
             Op::Log { target, level } => {
                 let end = &mut self.server;
@@ -1399,6 +1493,9 @@ impl Harness {
                 let input = responses.then(|| json(r#"{"r":{"roots":[]}}"#));
                 if let Ok(id) = end.conn.retry(now, request, input) {
                     end.issued(id);
+                    if end.with_progress.contains(&request) {
+                        end.with_progress.insert(id);
+                    }
                 }
             }
             Op::Close { side, grace_ms } => {
@@ -1454,8 +1551,12 @@ impl Harness {
 /// `request` (or `retry`) returns ends exactly once, in a `Response`, `Error`, `TimedOut`,
 /// `Abandoned`, `InvalidResponse`, `InputRequired` or `TaskCreated` event or a successful `cancel`, and at
 /// the end, once both sides are closed and time has passed every grace period, none is left
-/// unresolved; no resolution names an id `request` never returned; the in-flight tables stay
-/// within their (small) limits; nothing follows `Closed`; a graceful close ends by its deadline.
+/// unresolved; no resolution names an id `request` never returned; progress comes only for
+/// requests that asked for it, before they end (a 2025-11-25 task's also after its handle),
+/// with increasing values; the engine takes an answer, or progress, only for a peer request
+/// that came and has no answer yet (answers per id never outnumber its arrivals); the
+/// in-flight tables stay within their (small) limits; nothing follows `Closed`; a graceful
+/// close ends by its deadline.
 pub fn api_sequence(data: &[u8]) {
     api_sequence_summary(data);
 }
