@@ -500,6 +500,21 @@ fn seeds() -> BTreeMap<(&'static str, String), Vec<u8>> {
             b"0123456789\r\n0123456789\n012345678\r\n\r\n          \n \r\n12345\r",
         ),
     );
+    // Caps around the over-long head's bound (256 bytes): a cap byte from 128 on gives 200
+    // to 327; lines over the cap, some longer than the head keeps.
+    for (i, cap_byte) in [128u8, 184, 255].into_iter().enumerate() {
+        let cap = 200 + usize::from(cap_byte - 128);
+        let mut body = Vec::new();
+        for len in [cap - 1, cap, cap + 1, cap + 60, 700] {
+            body.extend((0..len).map(|k| b'a' + (k % 26) as u8));
+            body.extend_from_slice(b"\r\n");
+        }
+        add(
+            "line_framer",
+            format!("long-head-{i}"),
+            with_header(&[cap_byte, i as u8], &body),
+        );
+    }
 
     // conn_server, conn_client and chunking: the recorded sessions, each side's stream.
     for (i, &(client_choice, server_choice, label)) in SESSIONS.iter().enumerate() {

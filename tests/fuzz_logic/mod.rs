@@ -17,7 +17,7 @@ use mcpwire::conn::{
     ClientEra, Config, Connection, Event, Limits, ProgressPolicy, RequestId, RequestOptions, Role,
     State,
 };
-use mcpwire::frame::line::{FrameError, LineDecoder};
+use mcpwire::frame::line::{FrameError, LineDecoder, TOO_LONG_HEAD};
 use mcpwire::jsonrpc::{
     Backend, Decoded, Decoder, DecoderConfig, Id, JsonStr, Message, OwnedId, RawJson, Reason,
     encode_message,
@@ -115,7 +115,8 @@ fn chunks<'s>(rng: &mut Rng, stream: &'s [u8], max: usize) -> Vec<&'s [u8]> {
 #[derive(Debug, PartialEq, Eq)]
 enum Framed {
     Frame(Vec<u8>),
-    TooLong,
+    /// An over-long line, with what `too_long_head` kept of it.
+    TooLong(Vec<u8>),
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -124,13 +125,14 @@ fn is_blank(line: &[u8]) -> bool {
 
 /// What the framer must produce, computed line by line the obvious way, whatever the
 /// chunking: each line (the last one may lack its `\n`) loses one trailing `\r`; longer than
-/// the cap, it is one `TooLong`; blank, it is skipped; otherwise it is a frame.
+/// the cap, it is one `TooLong` whose head is its first `min(cap, TOO_LONG_HEAD)` bytes;
+/// blank, it is skipped; otherwise it is a frame.
 fn reference_frames(stream: &[u8], cap: usize) -> Vec<Framed> {
     let mut out = Vec::new();
     for line in stream.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.len() > cap {
-            out.push(Framed::TooLong);
+            out.push(Framed::TooLong(line[..cap.min(TOO_LONG_HEAD)].to_vec()));
         } else if !is_blank(line) {
             out.push(Framed::Frame(line.to_vec()));
         }
@@ -140,14 +142,20 @@ fn reference_frames(stream: &[u8], cap: usize) -> Vec<Framed> {
 
 /// `LineDecoder` with a small cap, fed the stream in arbitrary chunks.
 ///
-/// Input: `[cap, seed, stream…]`. Invariants: `buffered()` never exceeds the cap; no frame is
-/// longer than the cap or holds a newline; all input is consumed; the frames and errors are
-/// exactly those of the whole stream split line by line (so chunking changes nothing).
+/// Input: `[cap, seed, stream…]` (a cap byte under 128 gives caps 1 to 64; from 128 on, caps
+/// 200 to 327, around the over-long head's own bound). Invariants: `buffered()` never exceeds
+/// the cap; no frame is longer than the cap or holds a newline; all input is consumed; the
+/// frames and errors are exactly those of the whole stream split line by line (so chunking
+/// changes nothing), each error's `too_long_head` the line's first bytes.
 pub fn line_framer(data: &[u8]) {
     let Some((header, stream)) = data.split_first_chunk::<LINE_FRAMER_HEADER>() else {
         return;
     };
-    let cap = 1 + usize::from(header[0] % 64);
+    let cap = if header[0] < 128 {
+        1 + usize::from(header[0] % 64)
+    } else {
+        200 + usize::from(header[0] - 128)
+    };
     let mut rng = Rng::new(u64::from(header[1]));
     let mut framer = LineDecoder::with_max_frame(cap);
     let mut seen = Vec::new();
@@ -162,7 +170,7 @@ pub fn line_framer(data: &[u8]) {
                 }
                 Err(FrameError::TooLong { limit }) => {
                     assert_eq!(limit, cap);
-                    seen.push(Framed::TooLong);
+                    seen.push(Framed::TooLong(framer.too_long_head().to_vec()));
                 }
                 Err(e) => panic!("unexpected frame error {e:?}"),
             }
