@@ -19,8 +19,9 @@
 //! - what the host drains from a stream is SSE as a client reads it (a parser of the harness's
 //!   own, not the engine's): `id:`, `data:`, `retry:` and comment lines only, each event's
 //!   data one JSON-RPC message (or empty: a priming event), ids `STREAM-NUMBER` whose numbers
-//!   increase per stream and, on a `Last-Event-ID` GET, start after the one named (an empty
-//!   priming event may repeat it), and a stream that finishes ends at an event's end.
+//!   increase per stream and, on a `Last-Event-ID` GET naming an event the client saw, start
+//!   after it (an empty priming event may repeat it), and a stream that finishes ends at an
+//!   event's end.
 //!
 //! In a third of the runs the server shares a [`SessionStore`] and its event store with another
 //! replica, which the harness plays (`Foreign`): it opens sessions this server has never seen,
@@ -412,11 +413,18 @@ impl Harness {
                 PARAMS[usize::from(p) % PARAMS.len()].into(),
             ));
         }
+        // A `Last-Event-ID` a client really saw (not one made up, which may name an event
+        // still to come): the events of its stream that the response carries come after it.
+        let mut resumed = None;
         if let Some((pick, event)) = spec.last_event_id {
             let id = if self.event_ids.is_empty() || pick % 3 == 0 {
                 format!("{pick}-{event}")
             } else {
-                self.event_ids[usize::from(pick) % self.event_ids.len()].clone()
+                let id = self.event_ids[usize::from(pick) % self.event_ids.len()].clone();
+                resumed = id
+                    .split_once('-')
+                    .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+                id
             };
             headers.push(("Last-Event-ID".into(), id));
         }
@@ -457,11 +465,6 @@ impl Harness {
             "status {}",
             response.status
         );
-        let resumed = spec.last_event_id.and_then(|_| {
-            let (_, v) = headers.iter().rfind(|(n, _)| n == "Last-Event-ID")?;
-            let (s, n) = v.split_once('-')?;
-            Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?))
-        });
         if let Some((_, sid)) = response
             .headers
             .iter()
