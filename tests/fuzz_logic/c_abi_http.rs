@@ -16,7 +16,11 @@
 //! - consuming more than a stream lent is `MCPW_ERR_CONSUME_TOO_MUCH` and consumes nothing;
 //! - statuses are HTTP statuses; the server's deadline never lies in the past of a call that
 //!   just handled it;
-//! - a host event store sees its events replayed in order.
+//! - a host event store sees its events replayed in order;
+//! - every request id `mcpw_conn_request` returns on the client's view ends exactly once (an
+//!   answer, an error, a failure, a time-out, abandonment...), its progress comes before its
+//!   end, no event names an id never returned, and none is lost: at the end, with every
+//!   exchange failed and time run past every deadline, none is still waiting.
 
 use std::ffi::{c_char, c_void};
 use std::ptr;
@@ -351,6 +355,26 @@ struct Harness {
     peer_ids: Vec<(u64, i64)>,
     /// Client exchanges whose answer a proxy replaces with an HTML error page.
     proxy_pages: Vec<u64>,
+    /// Request ids the client's view returned, and the event that ended each.
+    issued: Vec<i64>,
+    ended: std::collections::HashMap<i64, mcpw_event_kind>,
+}
+
+/// The event kinds that end one of our requests.
+fn ends_request(kind: mcpw_event_kind) -> bool {
+    use mcpw_event_kind::*;
+    matches!(
+        kind,
+        MCPW_EVENT_RESPONSE
+            | MCPW_EVENT_ERROR
+            | MCPW_EVENT_TIMED_OUT
+            | MCPW_EVENT_ABANDONED
+            | MCPW_EVENT_INPUT_REQUIRED
+            | MCPW_EVENT_INVALID_RESPONSE
+            | MCPW_EVENT_FAILED
+            | MCPW_EVENT_TASK_CREATED
+            | MCPW_EVENT_URL_ELICITATION_REQUIRED
+    )
 }
 
 impl Harness {
@@ -476,7 +500,99 @@ impl Harness {
             keys: Vec::new(),
             peer_ids: Vec::new(),
             proxy_pages: Vec::new(),
+            issued: Vec::new(),
+            ended: std::collections::HashMap::new(),
         }
+    }
+
+    /// Takes the client's events (up to `max`), checking how our requests end.
+    fn client_events(&mut self, max: usize) {
+        for _ in 0..max {
+            let mut ev = std::mem::MaybeUninit::<mcpw_event>::uninit();
+            // Safety: the client is live; the event is written on success and its views
+            // read before the next call.
+            let ev = unsafe {
+                ok(
+                    mcpw_http_client_poll_event(self.client, ev.as_mut_ptr()),
+                    "client poll_event",
+                );
+                ev.assume_init()
+            };
+            read_str(ev.result);
+            read_str(ev.message);
+            if ev.kind == mcpw_event_kind::MCPW_EVENT_NONE {
+                break;
+            }
+            self.reached.client_events += 1;
+            if ends_request(ev.kind) || ev.kind == mcpw_event_kind::MCPW_EVENT_PROGRESS {
+                assert!(
+                    self.issued.contains(&ev.request),
+                    "{:?} for request {}, which was never returned",
+                    ev.kind,
+                    ev.request
+                );
+                if let Some(before) = self.ended.get(&ev.request) {
+                    panic!(
+                        "{:?} for request {} after it ended with {before:?}",
+                        ev.kind, ev.request
+                    );
+                }
+            }
+            if ends_request(ev.kind) {
+                self.ended.insert(ev.request, ev.kind);
+            }
+        }
+    }
+
+    /// The end: every exchange still out fails (as a host's connection errors would), the
+    /// client's retries too, and time runs past every deadline; then no request is waiting.
+    fn finish(&mut self) {
+        for _ in 0..64 {
+            while self.take_action(1) {}
+            for (exchange, ..) in std::mem::take(&mut self.queue) {
+                // Safety: the client is live.
+                ok(
+                    unsafe { mcpw_http_client_handle_error(self.client, self.now, exchange, 0) },
+                    "handle_error at the end",
+                );
+            }
+            for held in std::mem::take(&mut self.held) {
+                // Safety: both handles are live.
+                unsafe {
+                    ok(
+                        mcpw_http_server_stream_closed(self.server, self.now, held.stream),
+                        "stream closed at the end",
+                    );
+                    if let Some(exchange) = held.exchange {
+                        ok(
+                            mcpw_http_client_handle_error(self.client, self.now, exchange, 0),
+                            "handle_error at the end",
+                        );
+                    }
+                }
+            }
+            self.client_events(usize::MAX);
+            if self.issued.iter().all(|id| self.ended.contains_key(id)) {
+                return;
+            }
+            let (mut has, mut at) = (false, 0u64);
+            // Safety: the client is live.
+            ok(
+                unsafe { mcpw_http_client_poll_timeout(self.client, &mut has, &mut at) },
+                "client poll_timeout",
+            );
+            self.now = if has { at.max(self.now) } else { self.now } + 1_000_000_000;
+            // Safety: the client is live.
+            ok(
+                unsafe { mcpw_http_client_handle_timeout(self.client, self.now) },
+                "client timeout",
+            );
+        }
+        let waiting: Vec<i64> = (self.issued.iter())
+            .filter(|id| !self.ended.contains_key(id))
+            .copied()
+            .collect();
+        assert!(waiting.is_empty(), "requests that never ended: {waiting:?}");
     }
 
     /// Feeds one request to the server and, for a stream, answers its events and settles it.
@@ -977,6 +1093,10 @@ impl Harness {
                 };
                 not_broken(rc, "a command on the client view");
                 assert_ne!(rc, MCPW_ERR_STALE_VIEW);
+                if rc == MCPW_OK && *params % 2 == 0 {
+                    assert!(!self.issued.contains(&id), "request id {id} returned twice");
+                    self.issued.push(id);
+                }
                 // As the header says: after a command, make the requests it asks for.
                 self.apply(&HttpOp::Exchange { alter: 1 });
             }
@@ -1262,21 +1382,8 @@ impl Harness {
                     let text = String::from_utf8(read_str(text)).expect("failure text is UTF-8");
                     assert!(text.len() <= 512, "{} bytes of failure text", text.len());
                     assert_eq!(text.trim(), text, "failure text not trimmed");
-                    for _ in 0..64 {
-                        let mut ev = std::mem::MaybeUninit::<mcpw_event>::uninit();
-                        ok(
-                            mcpw_http_client_poll_event(self.client, ev.as_mut_ptr()),
-                            "client poll_event",
-                        );
-                        let ev = ev.assume_init();
-                        read_str(ev.result);
-                        read_str(ev.message);
-                        if ev.kind == mcpw_event_kind::MCPW_EVENT_NONE {
-                            break;
-                        }
-                        self.reached.client_events += 1;
-                    }
                 }
+                self.client_events(64);
             }
         }
     }
@@ -1313,5 +1420,6 @@ pub fn c_abi_http_reached(data: &[u8]) -> Reached {
         h.apply(&op);
         steps += 1;
     }
+    h.finish();
     h.reached
 }
