@@ -433,10 +433,8 @@ impl Watch {
                 }
                 Event::Progress {
                     request, progress, ..
-                } => {
-                    if self.progress.len() < 4096 {
-                        self.progress.push((request, progress, self.resolved.len()));
-                    }
+                } if self.progress.len() < 4096 => {
+                    self.progress.push((request, progress, self.resolved.len()));
                 }
                 _ => {}
             }
