@@ -14,9 +14,10 @@
 //!   one answer out, then costs one wake-up of one thread.
 //! - **One reader thread otherwise.** `std` cannot wait on an arbitrary [`Read`] with a
 //!   timeout, so [`Io::new`] reads its input on a thread and hands it over through a channel
-//!   of [`READ_AHEAD`] chunks of at most [`CHUNK`] bytes. Either way one more chunk is being
-//!   fed to the engine [`FEED`] bytes at a time; that is all the input held outside the
-//!   engine.
+//!   of [`READ_AHEAD`] chunks of at most [`CHUNK`] bytes (and holds one more while it waits
+//!   to queue it). Either way one more chunk is being fed to the engine [`FEED`] bytes at a
+//!   time; that, and the reader's own buffer of [`CHUNK`] bytes, is all the input held
+//!   outside the engine (at most 448 KiB with a reader thread, 64 KiB without).
 //! - **Backpressure.** Writes block, also on an output its parent left non-blocking (the
 //!   loop then waits for it with `poll(2)`, or retries). While the peer does not read, the
 //!   loop waits in its write and takes no input (a reader thread stops once its chunks
@@ -69,8 +70,12 @@ use crate::conn::{Connection, OwnedEvent};
 pub const CHUNK: usize = 64 * 1024;
 
 /// How many read chunks may wait between the reader thread and the loop. Together with
-/// [`CHUNK`] this bounds the input held outside the engine (256 KiB).
+/// [`CHUNK`] this bounds the input held outside the engine (see the [module docs](self)).
 pub const READ_AHEAD: usize = 4;
+
+/// How many chunks of input that is ready are taken before the engine's timers fire: all that
+/// a reader thread may hold read ahead (its [`READ_AHEAD`] queued, and one in hand).
+const LOOKS_BEFORE_TIMERS: usize = READ_AHEAD + 1;
 
 /// Input is fed to the engine at most this many bytes at a time, and the next piece only once
 /// every event of the last one was handed out: less under lowered limits, as
@@ -95,8 +100,9 @@ pub enum Direction {
 /// Why [`Io::next_event`] returned without an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// The `until` time given to [`Io::next_event`] came. The connection is unchanged; call
-    /// again to go on.
+    /// The `until` time given to [`Io::next_event`] came, and no event is left. The input
+    /// that was ready went in and the engine's timers that were due fired (answering a ping,
+    /// say, without an event); call again to go on.
     Deadline,
     /// The input ended, every event was handed out and every byte the engine produced was
     /// written (or the output was gone). Standing: every later call returns it again.
@@ -165,9 +171,10 @@ pub struct Io<W: Write> {
     /// The engine's timers wait for the chunk being fed: an answer that is already here is
     /// not timed out because the loop came late to it.
     timers_after_feed: bool,
-    /// Before those timers fire, input that is ready was looked for once (one more chunk, so
-    /// that input that keeps coming cannot hold the timers off).
-    looked_before_timers: bool,
+    /// Before those timers fire, input that is ready is looked for: how many chunks were
+    /// taken so. At most [`LOOKS_BEFORE_TIMERS`], so that input that keeps coming cannot hold
+    /// the timers off.
+    looks_before_timers: usize,
     eof: bool,
     /// The error that ended the input, when a read failed.
     input_error: Option<std::io::Error>,
@@ -242,7 +249,7 @@ impl<W: Write> Io<W> {
             end: 0,
             fed: 0,
             timers_after_feed: false,
-            looked_before_timers: false,
+            looks_before_timers: 0,
             eof: false,
             input_error: None,
             output_error: None,
@@ -252,8 +259,9 @@ impl<W: Write> Io<W> {
         }
     }
 
-    /// Calls `tap` with every chunk read and every chunk written, in order. Use it for
-    /// transcripts; it runs on the loop's thread.
+    /// Calls `tap` with every chunk read and every chunk written, in order (once written: what
+    /// a failed or closed output discarded is not shown). Use it for transcripts; it runs on
+    /// the loop's thread.
     pub fn set_tap(&mut self, tap: impl FnMut(Direction, &[u8]) + Send + 'static) {
         self.tap = Some(Box::new(tap));
     }
@@ -315,14 +323,20 @@ impl<W: Write> Io<W> {
         while let Some(t) = conn.poll_transmit() {
             any = true;
             let n = t.bytes.len();
-            if let Some(tap) = self.tap.as_mut() {
-                tap(Direction::Sent, t.bytes);
-            }
-            if let Some(out) = self.output.as_mut()
-                && let Err(e) = write_waiting(out, t.bytes, &wait)
-            {
-                self.output_error = Some(e);
-                self.output = None;
+            // The tap sees what was written: not what a closed output discarded, nor a
+            // segment whose write failed.
+            if let Some(out) = self.output.as_mut() {
+                match write_waiting(out, t.bytes, &wait) {
+                    Ok(()) => {
+                        if let Some(tap) = self.tap.as_mut() {
+                            tap(Direction::Sent, t.bytes);
+                        }
+                    }
+                    Err(e) => {
+                        self.output_error = Some(e);
+                        self.output = None;
+                    }
+                }
             }
             conn.consume_transmit(n);
         }
@@ -363,9 +377,9 @@ impl<W: Write> Io<W> {
     /// (whichever comes first) and feeds it in.
     ///
     /// Issue commands between calls; their output is written by the next call that finds no
-    /// event left, before it reads or waits. The answers to one read of input thus leave in
-    /// one write; a handler about to do long work can [`flush`](Io::flush) first, so the
-    /// answers it already gave do not wait for it. Returns
+    /// event left, before it reads or waits. The answers to one piece of input (up to
+    /// [`FEED`] bytes) thus leave in one write; a handler about to do long work can
+    /// [`flush`](Io::flush) first, so the answers it already gave do not wait for it. Returns
     /// [`Stop::Deadline`] when `until` has come, and [`Stop::Eof`] once the input has ended
     /// and everything is written. Everything is written before `Closed` is handed out too, so
     /// a loop may stop at either.
@@ -379,6 +393,7 @@ impl<W: Write> Io<W> {
         conn: &mut Connection,
         until: Option<Timestamp>,
     ) -> Result<OwnedEvent, Stop> {
+        let mut looked_at_until = false;
         loop {
             // Events first; output is written once none is left, so the answers to a batch
             // of requests leave in one write instead of one each. Nothing waits or reads
@@ -411,12 +426,13 @@ impl<W: Write> Io<W> {
             if self.timers_after_feed {
                 // Input that came while the caller worked on the events handed out (the
                 // answer to a request whose deadline passed meanwhile, say) goes in before
-                // the timers fire: what is ready now is taken, once, when a timer is due
-                // (otherwise there is nothing to lose, and no call to make).
+                // the timers fire: what is ready now is taken, chunk by chunk, when a timer
+                // is due (otherwise there is nothing to lose, and no call to make), as many
+                // chunks as the loop may hold read ahead.
                 let now = self.read_clock();
                 let due = conn.poll_timeout().is_some_and(|at| at <= now);
-                if due && !self.looked_before_timers {
-                    self.looked_before_timers = true;
+                if due && self.looks_before_timers < LOOKS_BEFORE_TIMERS {
+                    self.looks_before_timers += 1;
                     match self.wait_for_input(Duration::ZERO) {
                         Waited::Bytes(len) => {
                             self.took(len);
@@ -432,7 +448,7 @@ impl<W: Write> Io<W> {
                 }
                 // The chunk is in: now the timers that came due while it waited. (Each chunk
                 // is followed by them, so input that keeps coming cannot hold them off.)
-                self.looked_before_timers = false;
+                self.looks_before_timers = 0;
                 self.timers_after_feed = false;
                 conn.handle_timeout(now);
                 continue;
@@ -450,7 +466,25 @@ impl<W: Write> Io<W> {
             }
             let now = self.read_clock();
             if until.is_some_and(|u| now >= u) {
-                return Err(Stop::Deadline);
+                // Once per call, even when `until` had come before it (a host polling without
+                // waiting): the input that is ready goes in and what is due fires first.
+                if looked_at_until {
+                    return Err(Stop::Deadline);
+                }
+                looked_at_until = true;
+                match self.wait_for_input(Duration::ZERO) {
+                    Waited::Bytes(len) => {
+                        self.took(len);
+                        continue;
+                    }
+                    Waited::End => {
+                        self.eof = true;
+                        conn.handle_eof(now);
+                    }
+                    Waited::Nothing => {}
+                }
+                conn.handle_timeout(now);
+                continue;
             }
             let wake = match (conn.poll_timeout(), until) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -616,6 +650,19 @@ fn flush_waiting(out: &mut impl Write, wait: &impl Fn()) -> std::io::Result<()> 
 /// The error that ended a reader thread's reads, set before its channel closes.
 type ReadError = std::sync::Arc<std::sync::Mutex<Option<std::io::Error>>>;
 
+/// Records a panic of the reader thread as the input's error when the thread unwinds.
+struct ReaderPanic(ReadError);
+
+impl Drop for ReaderPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking()
+            && let Ok(mut slot) = self.0.lock()
+        {
+            slot.get_or_insert_with(|| std::io::Error::other("the input's reader panicked"));
+        }
+    }
+}
+
 /// Reads `source` on a thread into a channel of [`READ_AHEAD`] chunks; the channel closes when
 /// the input ends or fails (the error is left in the [`ReadError`] first).
 fn spawn_reader(mut source: impl Read + Send + 'static) -> (Receiver<Vec<u8>>, ReadError) {
@@ -623,11 +670,23 @@ fn spawn_reader(mut source: impl Read + Send + 'static) -> (Receiver<Vec<u8>>, R
     let failed = ReadError::default();
     let failure = failed.clone();
     std::thread::spawn(move || {
+        // A reader that panics ends the input as a failure, not as its end (the channel's
+        // sender goes after this guard).
+        let _guard = ReaderPanic(failure.clone());
         let mut buf = vec![0u8; CHUNK];
         let mut idle = 0u32;
         loop {
             match source.read(&mut buf) {
                 Ok(0) => return,
+                Ok(n) if n > buf.len() => {
+                    if let Ok(mut slot) = failure.lock() {
+                        *slot = Some(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            "the input's read returned more bytes than its buffer holds",
+                        ));
+                    }
+                    return;
+                }
                 Ok(n) => {
                     if tx.send(buf[..n].to_vec()).is_err() {
                         return;
@@ -790,6 +849,149 @@ mod tests {
                 "on_fd {on_fd}: {event:?}"
             );
         }
+    }
+
+    /// Input read ahead in several chunks (a reader thread keeps up to [`READ_AHEAD`] of them,
+    /// and one more in hand): every chunk read before the timers came due goes in before
+    /// they fire. Only one was taken: the answer behind three pings timed out.
+    #[test]
+    fn an_answer_behind_several_chunks_read_ahead_beats_a_deadline() {
+        for on_fd in [false, true] {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let (now, clock) = manual_clock();
+            let mut conn = client_with_a_one_second_timeout();
+            let mut out = Vec::new();
+            let mut io = io_over_pipe(on_fd, &reader, &mut out, clock);
+            now.store(20_000_000, Ordering::SeqCst);
+            let until = Some(Timestamp::from_nanos(10_000_000));
+            assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
+            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            let event = io.next_event(&mut conn, None);
+            assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
+            let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
+            let id = conn.request(asked, "tools/list", None).unwrap();
+            // Three pings, then the answer, each its own write (and, for the reader thread,
+            // its own chunk).
+            for n in 0..3 {
+                let ping = format!(r#"{{"jsonrpc":"2.0","id":"p{n}","method":"ping"}}"#);
+                writer.write_all(format!("{ping}\n").as_bytes()).unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+                id.0
+            );
+            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            now.store(5_000_000_000, Ordering::SeqCst);
+            let event = io.next_event(&mut conn, None);
+            assert!(
+                matches!(event, Ok(OwnedEvent::Response { .. })),
+                "on_fd {on_fd}: {event:?}"
+            );
+        }
+    }
+
+    /// A host that polls without waiting (`until` already past) still gets the input that is
+    /// ready and the time-outs that are due: it got `Deadline` for good.
+    #[test]
+    fn an_until_already_past_still_takes_input_and_fires_timers() {
+        for on_fd in [false, true] {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let (now, clock) = manual_clock();
+            let mut conn = client_with_a_one_second_timeout();
+            let mut out = Vec::new();
+            let mut io = io_over_pipe(on_fd, &reader, &mut out, clock);
+            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            now.store(20_000_000, Ordering::SeqCst);
+            let past = Some(Timestamp::from_nanos(10_000_000));
+            let event = io.next_event(&mut conn, past);
+            assert!(
+                matches!(event, Ok(OwnedEvent::Ready { .. })),
+                "on_fd {on_fd}: {event:?}"
+            );
+            assert_eq!(io.next_event(&mut conn, past), Err(Stop::Deadline));
+            let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
+            let id = conn.request(asked, "tools/list", None).unwrap();
+            now.store(5_000_000_000, Ordering::SeqCst);
+            let event = io.next_event(&mut conn, past);
+            assert_eq!(
+                event,
+                Ok(OwnedEvent::TimedOut { request: id }),
+                "on_fd {on_fd}"
+            );
+        }
+    }
+
+    /// A reader that panics ends the input as a failure: it looked like a clean end.
+    #[test]
+    fn a_reader_that_panics_is_an_input_error() {
+        struct Panics(bool);
+        impl Read for Panics {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    panic!("a reader that panics (expected by this test)");
+                }
+                let line = INIT.as_bytes();
+                buf[..line.len()].copy_from_slice(line);
+                Ok(line.len())
+            }
+        }
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(Panics(false), &mut out, clock);
+        let mut conn = server();
+        loop {
+            match io.next_event(&mut conn, None) {
+                Err(Stop::Eof) => break,
+                Err(Stop::Deadline) => unreachable!(),
+                Ok(_) => {}
+            }
+        }
+        let error = io.input_error().expect("the panic is the input's error");
+        assert!(error.to_string().contains("panicked"), "{error}");
+        assert!(
+            String::from_utf8_lossy(&out).contains(r#""id":1"#),
+            "what was read before it is answered"
+        );
+    }
+
+    /// The tap shows what was written, not what a closed output discarded.
+    #[test]
+    fn the_tap_sees_only_what_was_written() {
+        let (_, clock) = manual_clock();
+        let mut out = Vec::new();
+        let mut io = Io::new(std::io::Cursor::new(INIT.as_bytes()), &mut out, clock);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        io.set_tap(move |direction, bytes| {
+            log.lock().unwrap().push((direction, bytes.len()));
+        });
+        let mut conn = server();
+        let event = io.next_event(&mut conn, None);
+        assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
+        io.flush(&mut conn);
+        let sent = |seen: &[(Direction, usize)]| {
+            (seen.iter())
+                .filter(|(d, _)| *d == Direction::Sent)
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        };
+        let before = sent(&seen.lock().unwrap());
+        assert!(before > 0, "the initialize result was written and shown");
+        io.close_output();
+        conn.notify("x/custom", None).unwrap();
+        assert!(io.flush(&mut conn), "the engine had bytes");
+        assert_eq!(
+            sent(&seen.lock().unwrap()),
+            before,
+            "discarded bytes shown as sent"
+        );
+        drop(io);
+        assert_eq!(out.len(), before);
     }
 
     #[test]
