@@ -1297,3 +1297,135 @@ fn a_cancel_spelling_the_id_otherwise_is_reported_with_the_requests_spelling() {
         assert!(take_output(&mut server).is_empty());
     }
 }
+
+/// A client past a 2025-11-25 handshake whose output holds at most `max_buffered` bytes, and
+/// whose requests time out after a second.
+fn handshaken_client(max_buffered: usize) -> Connection {
+    let mut config = client_config();
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    config.request_timeout = Duration::from_secs(1);
+    config.limits.max_buffered_output = max_buffered;
+    let mut c = Connection::new(config, Timestamp::ZERO).unwrap();
+    take_output(&mut c);
+    c.handle_input(
+        Timestamp::ZERO,
+        br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}
+"#,
+    );
+    assert!(matches!(drain(&mut c).as_slice(), [Ev::Ready { .. }]));
+    take_output(&mut c);
+    c
+}
+
+/// The engine's own `notifications/cancelled` (a time-out's, a close's) is a courtesy: when
+/// the output is at its bound (one large message written by a reading peer's slow side) it
+/// is left out. It ended the connection as `PeerNotReading`, every request with it.
+#[test]
+fn a_time_out_with_the_output_full_ends_the_request_not_the_connection() {
+    let mut c = handshaken_client(4096);
+    let id = c.request(Timestamp::ZERO, "tools/list", None).unwrap();
+    let other = c.request(Timestamp::ZERO, "ping", None).unwrap();
+    // One large notification: accepted (there was room), and now over the bound.
+    let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(8192));
+    c.notify("x/big", Some(raw(&big))).unwrap();
+    let at = c.poll_timeout().expect("the requests' deadline");
+    c.handle_timeout(at);
+    let events = drain(&mut c);
+    assert!(events.contains(&Ev::TimedOut { request: id }), "{events:?}");
+    assert!(
+        events.contains(&Ev::TimedOut { request: other }),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Ev::Closed { .. })),
+        "closed: {events:?}"
+    );
+    assert_eq!(c.state(), mcpwire::conn::State::Operating);
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(
+        !out.contains("notifications/cancelled"),
+        "no room, no cancellation: {out}"
+    );
+    // With room again, the engine's cancellations go out as before.
+    let third = c.request(at, "tools/list", None).unwrap();
+    let later = c.poll_timeout().expect("its deadline");
+    c.handle_timeout(later);
+    assert!(drain(&mut c).contains(&Ev::TimedOut { request: third }));
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(out.contains("notifications/cancelled"), "{out}");
+}
+
+/// A close whose grace runs out with the output at its bound ends as the close it is
+/// (`Local`), its cancellations left out.
+#[test]
+fn a_close_with_the_output_full_ends_as_a_local_close() {
+    let mut c = handshaken_client(4096);
+    let id = c.request(Timestamp::ZERO, "tools/list", None).unwrap();
+    let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(8192));
+    c.notify("x/big", Some(raw(&big))).unwrap();
+    c.close(Timestamp::ZERO, Duration::from_millis(100));
+    let at = c.poll_timeout().expect("the close's deadline");
+    c.handle_timeout(at);
+    let events = drain(&mut c);
+    assert!(
+        events.contains(&Ev::Abandoned { request: id }),
+        "{events:?}"
+    );
+    assert!(
+        events.contains(&Ev::Closed {
+            reason: CloseReason::Local
+        }),
+        "{events:?}"
+    );
+}
+
+/// A close begun while `initialize` is out ends with its answer only when nothing else is in
+/// flight: a ping sent before the answer (allowed) keeps its grace. It was abandoned at once.
+#[test]
+fn a_close_during_the_handshake_keeps_the_grace_of_a_ping_in_flight() {
+    let mut config = client_config();
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let mut c = Connection::new(config, Timestamp::ZERO).unwrap();
+    let ping = c.request(Timestamp::ZERO, "ping", None).unwrap();
+    take_output(&mut c);
+    c.close(Timestamp::ZERO, Duration::from_secs(5));
+    // (A second close changes nothing: the first deadline stands.)
+    c.close(Timestamp::ZERO, Duration::from_secs(1));
+    c.handle_input(
+        Timestamp::ZERO,
+        br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}
+"#,
+    );
+    let events = drain(&mut c);
+    assert!(events.is_empty(), "{events:?}");
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    assert!(
+        !out.contains("initialized"),
+        "nothing new after close: {out}"
+    );
+    assert_eq!(
+        c.poll_timeout(),
+        Some(Timestamp::ZERO.after(Duration::from_secs(5)))
+    );
+    c.handle_input(
+        Timestamp::ZERO,
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\n",
+            ping.0
+        )
+        .as_bytes(),
+    );
+    let events = drain(&mut c);
+    assert!(
+        matches!(
+            events.as_slice(),
+            [
+                Ev::Response { request, .. },
+                Ev::Closed {
+                    reason: CloseReason::Local
+                }
+            ] if *request == ping
+        ),
+        "{events:?}"
+    );
+}

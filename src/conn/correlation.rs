@@ -243,14 +243,15 @@ impl Core {
             return;
         };
         // A close begun during the handshake ends with its answer: nothing new is sent after
-        // `close` (not `notifications/initialized`, not a fallback `initialize`), and nothing
-        // else can be in flight yet.
+        // `close` (not `notifications/initialized`, not a fallback `initialize`). Unless a
+        // ping (or, under a lenient lifecycle, another request) went out before the answer:
+        // it keeps its grace, as any request in flight at a close does.
         if matches!(
             pending.kind,
             PendingKind::Initialize | PendingKind::Discover { .. }
         ) && self.lifecycle.closing_deadline().is_some()
         {
-            return self.finish(CloseReason::Local);
+            return self.maybe_finish_close();
         }
         match pending.kind {
             PendingKind::Initialize => return self.on_initialize_result(now, outcome),

@@ -459,7 +459,9 @@ impl Core {
     }
 
     pub(super) fn close(&mut self, now: Timestamp, grace: Duration) {
-        if self.lifecycle.is_closed() {
+        // Closed, or closing already: the first deadline stands (and no timer is pushed
+        // again for a host that calls this on every turn).
+        if self.lifecycle.is_closed() || self.lifecycle.closing_deadline().is_some() {
             return;
         }
         let deadline = now.after(grace);

@@ -900,7 +900,8 @@ impl Connection {
     /// Begins a graceful close: no new requests or notifications; our requests in flight get
     /// until `now + grace` to be answered. Then the peer is sent a cancellation for each one
     /// still unanswered, and the connection closes with [`CloseReason::Local`]: write out
-    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it.
+    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. Calling it
+    /// again while closing changes nothing: the first deadline stands.
     pub fn close(&mut self, now: Timestamp, grace: Duration) {
         self.core.events.retire_current();
         self.core.close(now, grace);
@@ -1153,5 +1154,20 @@ mod tests {
             }
         }
         assert_eq!(requests, 1, "the call is new here, not a duplicate");
+    }
+
+    /// A host calling `close` again and again while closing (without `handle_timeout` in
+    /// between) does not pile up timer entries: each call pushed one.
+    #[test]
+    fn repeated_closes_push_no_timers() {
+        let mut config = Config::client("c", "1");
+        config.client_era = ClientEra::Legacy;
+        let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+        conn.close(Timestamp::ZERO, Duration::from_secs(5));
+        let after_first = conn.core.corr.timers.len();
+        for n in 0..1000 {
+            conn.close(Timestamp::from_nanos(n), Duration::from_secs(5));
+        }
+        assert_eq!(conn.core.corr.timers.len(), after_first);
     }
 }

@@ -516,7 +516,15 @@ impl Core {
         }
     }
 
+    /// Sends `notifications/cancelled` for our request `id`. The engine's own (a time-out's, a
+    /// failed exchange's, a close's) is a courtesy the spec only recommends: with the output
+    /// at its bound it is left out (the request ends all the same, and a late answer is
+    /// dropped), rather than ending the connection as a peer that does not read; the output
+    /// may be over its bound because of one large message a reading peer is still taking.
     pub(super) fn send_cancelled(&mut self, id: i64, reason: Option<&str>) {
+        if !self.output_has_room() {
+            return;
+        }
         let mut params = std::mem::take(&mut self.out.scratch);
         params.clear();
         params.extend_from_slice(b"{\"requestId\":");
