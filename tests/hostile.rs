@@ -404,6 +404,79 @@ fn batch_flood_without_reading_ends_with_peer_not_reading() {
     );
 }
 
+/// The same with batches that stay open: each holds one request the application keeps (a
+/// slow tool), so its array is never written, and a thousand members answered with errors by
+/// the engine. The open arrays count as output: the connection closes once they pass the
+/// bound. They sat outside it, the output looking empty, up to 256 of them (about 45 bytes
+/// held for each byte in; found by a review of the connection core).
+#[test]
+fn open_batches_count_as_output() {
+    const MAX_OUT: usize = 64 * 1024;
+    let mut config = server_config();
+    config.limits.max_buffered_output = MAX_OUT;
+    let mut server = Pair::ready(ProtocolVersion::V2025_03_26, client_config(), config).server;
+    let mut events = Vec::new();
+    for n in 0..200 {
+        let batch = format!(
+            r#"[{{"jsonrpc":"2.0","id":"keep-{n}","method":"tools/list"}},{}1]"#,
+            "1,".repeat(999)
+        );
+        server.handle_input(now(), format!("{batch}\n").as_bytes());
+        events.extend(drain(&mut server));
+        if events.iter().any(|e| matches!(e, Ev::Closed { .. })) {
+            break;
+        }
+    }
+    assert!(
+        events.contains(&Ev::Closed {
+            reason: CloseReason::PeerNotReading
+        }),
+        "{} requests kept open, no close",
+        events
+            .iter()
+            .filter(|e| matches!(e, Ev::Request { .. }))
+            .count()
+    );
+    // About one batch's errors past the bound, not 200 of them.
+    let kept = events
+        .iter()
+        .filter(|e| matches!(e, Ev::Request { .. }))
+        .count();
+    assert!(kept <= 3, "{kept} batches opened before the close");
+}
+
+/// With the open arrays counted as output, an application still answers a batch's members
+/// (their answers complete the array, which then goes out whole), also past the bound: a
+/// batch whose own answers are larger than the bound is answered, not stuck.
+#[test]
+fn a_batch_larger_than_the_output_bound_is_still_answered() {
+    const MAX_OUT: usize = 4096;
+    let mut config = server_config();
+    config.limits.max_buffered_output = MAX_OUT;
+    let mut server = Pair::ready(ProtocolVersion::V2025_03_26, client_config(), config).server;
+    let members: Vec<String> = (0..3)
+        .map(|n| format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/list"}}"#))
+        .collect();
+    server.handle_input(now(), format!("[{}]\n", members.join(",")).as_bytes());
+    let ids: Vec<_> = drain(&mut server)
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::Request { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let big = format!(r#"{{"tools":[],"_meta":{{"pad":"{}"}}}}"#, "x".repeat(3000));
+    for id in &ids {
+        server
+            .respond(id.as_id(), mcpwire::jsonrpc::RawJson::new(&big).unwrap())
+            .unwrap();
+    }
+    let out = take_output(&mut server);
+    let answers: Vec<serde_json::Value> = serde_json::from_slice(&out[..out.len() - 1]).unwrap();
+    assert_eq!(answers.len(), 3);
+}
+
 /// 100,000 requests the application never answers, from a peer that never reads: 256 are held
 /// (`max_inbound_in_flight`), the rest get an error reply until the output is full, then
 /// `PeerNotReading`. Neither events nor output grow past their bounds.

@@ -58,7 +58,9 @@ pub struct Limits {
     pub max_inbound_in_flight: usize,
     /// Bytes of output waiting for the transport; past it commands fail with
     /// [`Error::OutputFull`](super::Error::OutputFull), and a peer whose traffic needs replies
-    /// while it does not read ours ends the connection. Default 16 MiB. An
+    /// while it does not read ours ends the connection. Default 16 MiB. The answers collected
+    /// for 2025-03-26 batches still open count as output (an answer to a batch member is
+    /// taken whatever the room: the array goes out only once complete). An
     /// [`HttpServer`](crate::http::HttpServer) bounds each SSE stream by it too: a stream's
     /// client that does not read holds its connection's output back (commands then fail with
     /// `OutputFull`), except a session's GET stream, which ends instead, and a request's

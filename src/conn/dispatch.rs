@@ -63,6 +63,9 @@ pub(super) struct Dispatch {
     pub(super) peer_cancelled: BoundedSet<OwnedId, PeerKeys>,
     /// Batches (2025-03-26) whose answers are still being collected.
     pub(super) batches: FastMap<u32, BatchCollector>,
+    /// The bytes their answers hold so far: output not yet written, counted with it against
+    /// `max_buffered_output`.
+    pub(super) batch_bytes: usize,
     next_batch: u32,
 }
 
@@ -73,6 +76,7 @@ impl Dispatch {
             inbound: PeerMap::default(),
             peer_cancelled: BoundedSet::new(remembered),
             batches: FastMap::default(),
+            batch_bytes: 0,
             next_batch: 0,
         }
     }
@@ -885,6 +889,7 @@ impl Core {
         let Some(c) = self.dispatch.batches.remove(&batch) else {
             return;
         };
+        self.dispatch.batch_bytes = self.dispatch.batch_bytes.saturating_sub(c.buf.len());
         if c.written > 0 {
             let out = self.out.output.begin();
             out.push(b'[');

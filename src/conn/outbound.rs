@@ -69,8 +69,13 @@ pub(super) enum Answer<'a> {
 }
 
 impl Core {
+    /// Whether the output is under its bound, counting the answers collected for batches
+    /// still open (they are output not yet written: a peer that keeps batches open with one
+    /// slow request each and fills them with members the engine refuses held them outside
+    /// the bound, up to `max_inbound_in_flight` arrays).
     pub(super) fn output_has_room(&self) -> bool {
-        self.out.output.buffered() < self.config.limits.max_buffered_output
+        self.out.output.buffered() + self.dispatch.batch_bytes
+            < self.config.limits.max_buffered_output
     }
 
     /// Writes a frame produced by the engine on its own (an automatic answer). If the peer is
@@ -128,10 +133,12 @@ impl Core {
         if let Some(b) = batch
             && let Some(collector) = self.dispatch.batches.get_mut(&b)
         {
+            let before = collector.buf.len();
             if collector.written > 0 {
                 collector.buf.push(b',');
             }
             write(&mut collector.buf);
+            self.dispatch.batch_bytes += collector.buf.len() - before;
             collector.written += 1;
             collector.outstanding = collector.outstanding.saturating_sub(1);
             self.flush_batch_if_done(b);
@@ -369,6 +376,8 @@ impl Core {
             }
             return Err(Error::UnknownRequest);
         };
+        // (A batch member's answer is taken whatever the room: its array goes out only once
+        // every member is answered, so refusing it could leave the batch waiting for good.)
         if entry.batch.is_none() && !self.output_has_room() {
             return Err(Error::OutputFull);
         }
