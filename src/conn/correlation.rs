@@ -11,7 +11,8 @@
 //!    (`on_response`).
 //! 2. (all) A late answer to a cancelled request is dropped: an answer to a request we
 //!    cancelled or that timed out (remembered up to `Limits::max_remembered_ids`) is dropped
-//!    quietly and counted in `Stats::late_responses`; an answer to an id we never used is an
+//!    quietly and counted in `Stats::late_responses`; an answer to an id we never used, or
+//!    one more answer to a request already answered (or ended by an invalid answer), is an
 //!    `UnknownResponse` violation (`on_response`).
 //! 3. (all) Every request has a timeout (`Config::request_timeout`, or per request; none for a
 //!    2026-07-28 `subscriptions/listen` stream). When it passes, the request ends with

@@ -106,7 +106,9 @@ pub enum Error {
     /// No request with this id is in flight (never received, already answered, or, for
     /// [`cancel`](Connection::cancel), never sent or already finished).
     UnknownRequest,
-    /// `initialize` cannot be cancelled.
+    /// The request is one the engine sent on its own and sees through itself: `initialize`,
+    /// the `server/discover` probe, or a `tasks/cancel` for a task whose handle came late.
+    /// It cannot be cancelled.
     CannotCancelInitialize,
     /// The request carried no progress token, so no progress can be reported for it.
     NoProgressToken,
