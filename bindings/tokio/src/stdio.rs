@@ -256,8 +256,10 @@ enum Wrote {
     Read,
 }
 
-/// Writes everything `conn` has to send to `writer` (see [`Driver::write_out`]).
-/// Cancel-safe: bytes leave the engine only once written.
+/// Writes everything `conn` has to send to `writer`. The writer is flushed only before the
+/// driver waits (see `Driver::flush_until_due`): a writer that buffers, such as
+/// `tokio::io::stdout`, whose flush waits for a thread of the blocking pool, would otherwise
+/// pay that wait for every answer. Cancel-safe: bytes leave the engine only once written.
 async fn write_all_out<W: AsyncWrite + Unpin>(
     conn: &mut Connection,
     writer: &mut W,
@@ -350,23 +352,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         self.conn.close(now, grace);
     }
 
-    /// Writes everything the engine has to send. The writer is flushed only before the
-    /// driver waits (see [`flush_until_due`](Self::flush_until_due)): a writer
-    /// that buffers, such as `tokio::io::stdout`, whose flush waits for a thread of the
-    /// blocking pool, would otherwise pay that wait for every answer.
-    ///
-    /// Once the peer has stopped reading, it writes nothing (see
-    /// [`next_event`](Self::next_event)).
-    async fn write_out(&mut self) -> io::Result<()> {
-        if self.gone {
-            return Ok(());
-        }
-        match write_all_out(&mut self.conn, &mut self.writer, &mut self.unflushed).await {
-            Ok(()) => Ok(()),
-            Err(e) => self.left(e),
-        }
-    }
-
     /// A write error: the peer stopped reading (see [`next_event`](Self::next_event)), noted
     /// for later, or any other, returned.
     fn left(&mut self, e: io::Error) -> io::Result<()> {
@@ -395,13 +380,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         out < self.conn.config().limits.max_buffered_output / 2
     }
 
-    /// [`write_out`](Self::write_out), unless one of the engine's deadlines comes first (a
+    /// Writes everything the engine has to send (nothing once the peer has stopped reading:
+    /// see [`next_event`](Self::next_event)), unless one of the engine's deadlines comes first (a
     /// request's timeout, the end of a close's grace), or input arrives while the write
     /// waits ([`may_read_ahead`](Self::may_read_ahead)). A deadline is handled then; input
     /// is read and fed before the write goes on. A peer that stops reading thus cannot hold
     /// the timers up, and a peer that reads only between its own writes (a half-duplex
     /// server, blocked writing to us) is read from, so the two cannot wait for each other
-    /// for good. Cancel-safe, as `write_out` is, and as a read is.
+    /// for good. Cancel-safe, as the write is, and as a read is.
     async fn write_until_due(&mut self) -> io::Result<Wrote> {
         self.output_until_due(false).await
     }
@@ -502,24 +488,39 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// rest of the batch (see the module docs): call it before slow work done between two
     /// [`next_event`](Self::next_event) calls, so that the answers already given are not held
     /// up by it.
+    ///
+    /// While the write waits it behaves as `next_event` does: it reads and feeds the peer's
+    /// input (within the same bound) and fires the deadlines that come, so a half-duplex peer
+    /// blocked writing to us cannot hold it up for good. The events of what it fed and fired
+    /// wait for the next `next_event`. It returns early, with the rest left for `next_event`,
+    /// only when a deadline stays due until those events are handed out.
     pub async fn write_pending(&mut self) -> io::Result<()> {
-        self.write_out().await?;
-        self.flush_out().await
+        loop {
+            let wrote = match self.write_until_due().await? {
+                Wrote::All => self.flush_until_due().await?,
+                other => other,
+            };
+            match wrote {
+                Wrote::All => return Ok(()),
+                Wrote::Read => self.feed_piece(),
+                Wrote::Due => {
+                    let now = self.now();
+                    if self.conn.poll_timeout().is_some_and(|at| at <= now) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
-    /// Flushes what [`write_out`](Self::write_out) wrote since the last flush, for
-    /// [`write_pending`](Self::write_pending). (The loop itself flushes with
-    /// [`flush_until_due`](Self::flush_until_due), which also reads and fires timers while
-    /// the flush waits.)
-    async fn flush_out(&mut self) -> io::Result<()> {
-        if self.unflushed && !self.gone {
-            if let Err(e) = self.writer.flush().await {
-                return self.left(e);
-            }
-            // (Only now: a call dropped during the flush flushes again next time.)
-            self.unflushed = false;
+    /// Feeds the next piece of the last read, if any is left.
+    fn feed_piece(&mut self) {
+        if self.fed < self.filled {
+            let end = (self.fed + self.feed).min(self.filled);
+            let now = self.read_clock();
+            self.conn.handle_input(now, &self.buf[self.fed..end]);
+            self.fed = end;
         }
-        Ok(())
     }
 
     /// The next event, or `None` once the connection has closed and its output is written.
@@ -570,10 +571,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             }
             // The rest of the last read, a piece at a time.
             if self.fed < self.filled {
-                let end = (self.fed + self.feed).min(self.filled);
-                let now = self.read_clock();
-                self.conn.handle_input(now, &self.buf[self.fed..end]);
-                self.fed = end;
+                self.feed_piece();
                 continue;
             }
             if self.timers_after_feed {

@@ -1060,6 +1060,48 @@ for line in sys.stdin:
     assert!(status.success(), "{status:?}");
 }
 
+/// `write_pending` against the same half-duplex server: it reads (and feeds) while its write
+/// waits, as `next_event` does. It waited in a plain write: the server, blocked writing the
+/// first answer, stopped reading, and the two waited for each other for good.
+#[tokio::test]
+async fn write_pending_to_a_half_duplex_server_completes() {
+    let (mut driver, child) = python_server(
+        r#"
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" in req and "method" in req:
+        text = req["params"]["arguments"]["text"]
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+            "content": [{"type": "text", "text": text}]}}) + "\n")
+        sys.stdout.flush()
+"#,
+    )
+    .await;
+    for _ in 0..6 {
+        request_more_than_a_pipe_holds(&mut driver);
+    }
+    tokio::time::timeout(Duration::from_secs(20), driver.write_pending())
+        .await
+        .expect("write_pending waited for a peer that waited for it")
+        .expect("written");
+    // The answers read meanwhile are events, handed out next.
+    let mut answered = 0;
+    while answered < 6 {
+        match tokio::time::timeout(Duration::from_secs(20), driver.next_event()).await {
+            Ok(Ok(Some(OwnedEvent::Response { result, .. }))) => {
+                assert!(result.len() > 256 * 1024, "{} bytes", result.len());
+                answered += 1;
+            }
+            Ok(Ok(Some(_))) => {}
+            other => panic!("after {answered} answers: {other:?}"),
+        }
+    }
+    let status = mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5))
+        .await
+        .expect("the child's status");
+    assert!(status.success(), "{status:?}");
+}
+
 /// A peer that writes all its requests before it reads anything (`n` of them, each padded to
 /// about 4 KiB: more than the 64 KiB pipe holds) against our server, which answers each with
 /// `answer` bytes, and closes (no grace) on the request `close_at` if given. Returns the
