@@ -144,7 +144,9 @@ pub struct HostConfig {
     /// `503 Service Unavailable` with `Retry-After: 1` and the connection closed, its rest
     /// read and dropped as for `max_body`. Without it, the peak is `max_connections` times
     /// `max_body` (4 GiB by default) from clients that each send one large body at once. At
-    /// least `max_body`; default 64 MiB.
+    /// least `max_body`; default 64 MiB. (A body in several pieces is copied into one buffer,
+    /// of its declared length; one sent chunked without a length may hold up to twice its
+    /// size while it grows.)
     pub max_body_total: usize,
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. A kept-alive connection is closed at once when
@@ -373,10 +375,11 @@ impl<A: Application> Clone for McpService<A> {
 impl<A: Application> McpService<A> {
     /// A service for the engine `server` and the application `app`, and the future that fires
     /// their timers: spawn it on the runtime, and abort it once the service is no longer used.
-    /// Of `config`, only the body settings apply here (`max_body`, `body_read_timeout`,
-    /// `min_body_rate`, `body_rate_grace`), and
-    /// the engine's own (keep-alive, sessions). The path is not checked (route to the service
-    /// yourself); the head limits (`header_read_timeout`, `max_head_size`, `max_headers`),
+    /// Of `config`, only the body settings apply here (`max_body`, `max_body_total`,
+    /// `body_read_timeout`, `min_body_rate`, `body_rate_grace`), and the engine's own
+    /// (keep-alive, sessions). The path is not checked (route to the service yourself); the
+    /// head limits (`header_read_timeout`, `max_head_size`, `max_headers`), `send_timeout`
+    /// (a client that stops reading is cut off only by the server that writes to it),
     /// `max_connections` and `shutdown_grace` belong to the server that runs the service
     /// (yours; [`serve`] applies them to its own).
     pub fn new(
@@ -1378,6 +1381,10 @@ where
             continue;
         }
         if let Some(first) = first.take() {
+            // With a declared length (the hint is what is still to come), room for all of it
+            // at once: the buffer holds the body's size, not up to twice it (doubling).
+            let whole = len.saturating_add(body.size_hint().lower());
+            rest.reserve_exact(usize::try_from(whole).unwrap_or(usize::MAX).min(max));
             rest.extend_from_slice(&first);
         }
         while data.has_remaining() {
