@@ -483,6 +483,13 @@ impl<A: Application, B: RequestBody> tower_service::Service<Request<B>> for McpS
 /// workers. Errors of single connections and of `accept` (out of file descriptors, for
 /// example, which is retried with a growing pause of up to one second) never end it.
 ///
+/// The end of a client's side of the connection is taken as the client leaving: an SSE
+/// stream then ends at once (in 2026-07-28 that cancels its request, as the specification
+/// says of a closed stream), rather than at the next keep-alive write. So a client that only
+/// half-closes once its request is sent (`nc -N`, `socat`, a script's `shutdown(SHUT_WR)`)
+/// gets no answer that is not ready at once; such clients keep their side open until they
+/// have read it.
+///
 /// ```no_run
 /// # use mcpwire::http::{HttpServer, HttpServerConfig};
 /// # use mcpwire_tokio::http::{Application, HostConfig, serve};
