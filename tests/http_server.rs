@@ -1132,6 +1132,58 @@ fn closing_a_stateless_stream_cancels_the_request() {
     );
 }
 
+/// A host giving up on streams at the end of its shutdown grace: each request still awaited
+/// gets a `-32603` answer on its stream, which then finishes (a stateless request's and a
+/// session's alike); a GET stream, awaiting nothing, is left as it is.
+#[test]
+fn an_abandoned_stream_answers_what_it_awaits_with_an_error() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{{{META},"name":"slow"}}}}"#
+    );
+    let Body::Stream(stateless) = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("slow")),
+        &body,
+    )
+    .body
+    else {
+        panic!()
+    };
+    let sid = open_session(&mut s);
+    let (call, _, _, mut reader) = call_and_prime(&mut s, &sid);
+    events(&mut s);
+    for (stream, id) in [
+        (stateless, serde_json::json!("x")),
+        (call, serde_json::json!(9)),
+    ] {
+        assert_eq!(s.abandon_stream(stream), 1);
+        let mut fresh = StreamReader::new();
+        let reader = if stream == call {
+            &mut reader
+        } else {
+            &mut fresh
+        };
+        let (messages, finished) = read_stream(&mut s, stream, reader);
+        assert!(finished, "the stream finishes with its answer");
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(messages[0]["id"], id);
+        assert_eq!(messages[0]["error"]["code"], -32603);
+        assert_eq!(s.abandon_stream(stream), 0, "answered once");
+    }
+    let get = get_stream(
+        &mut s,
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(s.abandon_stream(get), 0);
+    assert!(s.poll_stream(get).is_some_and(|o| !o.finished));
+}
+
 /// A session the application closes through its view (or whose connection closes for any
 /// other reason) ends as if its client had deleted it: its streams finish, a later request
 /// naming it gets 404, and the connection goes once its `Closed` event is handed out. (It

@@ -2013,6 +2013,48 @@ impl HttpServer {
         answered
     }
 
+    /// The host gives up on a request's stream for good: its shutdown grace is over and the
+    /// process is about to end the response. Every request still awaited on the stream gets
+    /// an error answer (`-32603`) there, so that its client learns at once that the answer
+    /// will not come (the SSE stream "SHOULD eventually include a JSON-RPC response"; a
+    /// stateless request's client cannot resume it, and waited for its own time-out). Write
+    /// what [`poll_stream`](Self::poll_stream) then gives (the stream finishes with it), or end
+    /// the response when it returns 0. Returns how many requests it answered. A stream that
+    /// awaits nothing (a GET stream, an answered request's) is left as it is.
+    pub fn abandon_stream(&mut self, stream: HttpStreamId) -> usize {
+        self.pump();
+        let Some(stream) = self.resolve(stream) else {
+            return 0;
+        };
+        let Some(s) = self.streams.get(&stream).filter(|s| !s.detached) else {
+            return 0;
+        };
+        let key = s.conn.0;
+        let placeholder = OwnedId::Int(i64::MIN);
+        let ids: Vec<OwnedId> = (s.awaiting.iter())
+            .filter(|&id| *id != placeholder)
+            .cloned()
+            .collect();
+        if ids.is_empty() {
+            return 0;
+        }
+        // (Marked, as for the application's own commands: the next pump routes the answers.)
+        self.mark(key);
+        let Some(c) = self.conns.get_mut(&key) else {
+            return 0;
+        };
+        let answered = (ids.iter())
+            .filter(|id| {
+                let message = "the server shut down before answering this request";
+                (c.conn)
+                    .respond_error(id.as_id(), jsonrpc::INTERNAL_ERROR, message, None)
+                    .is_ok()
+            })
+            .count();
+        self.pump();
+        answered
+    }
+
     /// With a shared [`SessionStore`]: call it once this process stops serving for good,
     /// after its shutdown grace (the tokio host does, as `serve` returns). Every request of a
     /// session that is still awaited, its answer not given, gets an error answer (`-32603`)

@@ -1587,6 +1587,9 @@ struct SseBody<A: Application> {
     /// are, once hyper asks for the next one (it took that one). A client that goes first
     /// leaves them unconsumed, and the engine keeps the answers in them for its resumption.
     handed: usize,
+    /// The shutdown grace ran out while it waited, and the requests it awaited were answered
+    /// with an error (`HttpServer::abandon_stream`), which it writes before it ends.
+    abandoned: bool,
 }
 
 /// The most bytes of a stream in one frame: a large answer is consumed from the engine as
@@ -1601,6 +1604,7 @@ impl<A: Application> SseBody<A> {
             id,
             done: false,
             handed: 0,
+            abandoned: false,
         }
     }
 
@@ -1633,6 +1637,16 @@ impl<A: Application> SseBody<A> {
                 // (`end_listen_streams`) when the shutdown began; a GET that resumed a call's
                 // stream carries an answer, and has the grace period like the call.
                 if phase == GRACE_OVER {
+                    // Its requests get an error answer rather than nothing (a stateless
+                    // request's client cannot resume it): written, it finishes the stream.
+                    // (Once: the host ends in a second, written or not.)
+                    if !self.abandoned {
+                        self.abandoned = true;
+                        if st.server.abandon_stream(self.id) > 0 {
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                    }
                     let now = self.shared.now();
                     st.server.stream_closed(now, self.id);
                     st.run_app(now, false);

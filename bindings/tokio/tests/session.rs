@@ -284,14 +284,21 @@ async fn at_the_end_of_the_grace_period_open_streams_end_normally() {
 
     let began = Instant::now();
     let serve = server.shutdown();
-    // Within the grace period the stream stays open; at its end, the last chunk.
+    // Within the grace period the stream stays open; at its end, an error answer to the call
+    // (its client learns at once that no answer will come), then the last chunk.
+    let mut after = Vec::new();
     loop {
         match c.chunk().await {
             Some(chunk) if chunk.is_empty() => break,
-            Some(_) => {}
+            Some(chunk) => after.extend_from_slice(&chunk),
             None => panic!("the stream was cut, not ended"),
         }
     }
+    let after = String::from_utf8_lossy(&after);
+    assert!(
+        after.contains(r#""id":5,"error":{"code":-32603"#),
+        "no error answer at the end: {after}"
+    );
     let took = began.elapsed();
     assert!(
         took >= Duration::from_millis(450) && took < Duration::from_secs(2),
