@@ -63,6 +63,8 @@ pub struct Report {
     pub call: Option<Value>,
     pub latencies: Vec<(String, f64)>,
     pub warnings: Vec<String>,
+    /// About how many bytes of JSON the kept list items hold (see [`MAX_LIST_BYTES`]).
+    pub list_bytes: usize,
 }
 
 pub fn config(protocol: Option<ProtocolVersion>, timeout: Duration) -> Config {
@@ -629,6 +631,25 @@ const MAX_PAGES: usize = 100;
 /// frame of empty objects parses into millions of values.
 const MAX_ITEMS: usize = 100_000;
 
+/// The most bytes of list items kept over the whole probe (about: see [`json_size`]). The
+/// item count alone let a server that pages large items (a description just under the
+/// frame's 16 MiB, on each of 100 pages) hold gigabytes; the report needs far less.
+const MAX_LIST_BYTES: usize = 32 << 20;
+
+/// About how many bytes `v` takes as JSON text (escapes not counted): what it costs to keep.
+fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|v| json_size(v) + 1).sum::<usize>(),
+        Value::Object(o) => {
+            2 + (o.iter())
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+        }
+    }
+}
+
 /// Lists everything a list method returns, following `nextCursor`.
 fn list_all(
     session: &mut Session,
@@ -648,15 +669,28 @@ fn list_all(
             fail(EXIT_PROTOCOL, format!("{method} failed: {code} {message}"))
         })?;
         match result.get(key).and_then(Value::as_array) {
-            Some(list) if items.len() + list.len() > MAX_ITEMS => {
-                let room = MAX_ITEMS - items.len();
-                items.extend(list.iter().take(room).cloned());
-                report.warnings.push(format!(
-                    "{method}: stopped after {MAX_ITEMS} items; the server offers more"
-                ));
-                break;
+            Some(list) => {
+                let mut full = None;
+                for item in list {
+                    if items.len() >= MAX_ITEMS {
+                        full = Some(format!("{MAX_ITEMS} items"));
+                        break;
+                    }
+                    let size = json_size(item);
+                    if report.list_bytes + size > MAX_LIST_BYTES {
+                        full = Some(format!("{} MiB of lists", MAX_LIST_BYTES >> 20));
+                        break;
+                    }
+                    report.list_bytes += size;
+                    items.push(item.clone());
+                }
+                if let Some(what) = full {
+                    report.warnings.push(format!(
+                        "{method}: stopped after {what}; the server offers more"
+                    ));
+                    break;
+                }
             }
-            Some(list) => items.extend(list.iter().cloned()),
             None => {
                 return Err(fail(
                     EXIT_PROTOCOL,

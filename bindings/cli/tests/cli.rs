@@ -2700,6 +2700,47 @@ for line in sys.stdin:
     );
 }
 
+/// Nor does it keep more than 32 MiB of list items: a server that pages one tool with a
+/// 1 MiB description at a time, for ever, stops being followed there. (The item count alone
+/// let 100 pages of one item just under the frame's 16 MiB each hold gigabytes.)
+#[test]
+fn probe_keeps_at_most_32_mib_of_lists() {
+    let server = r#"
+import sys, json
+tool = {"name": "t", "description": "d" * (1 << 20), "inputSchema": {"type": "object"}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": [tool], "nextCursor": "more"}
+    print(json.dumps(r), flush=True)
+"#;
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let kept = report["tools"].as_array().unwrap().len();
+    assert_eq!(kept, 31, "1 MiB and a little each");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("stopped after 32 MiB of lists"),
+        "{warnings}"
+    );
+}
+
 /// What a server says reaches the terminal escaped: a tool's description with an escape
 /// sequence (setting the window title), a name with a carriage return and a failed ping's
 /// message with a newline were printed raw, and drove the terminal.
