@@ -203,6 +203,23 @@ fn end_group(pid: u32, until: Instant) {
     unsafe { libc::kill(-pid, libc::SIGKILL) };
 }
 
+/// The server (its group's leader) exited without a signal: what is left of its group gets
+/// SIGTERM, then [`end_group`]'s two seconds, then SIGKILL.
+#[cfg(unix)]
+fn end_leftovers(pid: u32) {
+    let Ok(group) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill(2) with signal 0 only asks whether the group has members; the group's id
+    // is not handed out again while one lives.
+    if !SERVER_GROUP.load(Ordering::SeqCst) || unsafe { libc::kill(-group, 0) } != 0 {
+        return;
+    }
+    // SAFETY: as above: the group has members, so the id is still its.
+    unsafe { libc::kill(-group, libc::SIGTERM) };
+    end_group(pid, Instant::now() + Duration::from_secs(2));
+}
+
 /// Whether this process runs in the foreground of its controlling terminal. The server
 /// then stays in this process group: in a group of its own it would be a background job,
 /// stopped as soon as it prompts on the terminal (ssh, sudo) or writes to it under
@@ -527,9 +544,14 @@ impl Session {
             let pid = child.id();
             while Instant::now() < until {
                 if let Some(status) = watch.try_wait(child) {
+                    // What the server left in its group goes too (a wrapper's server, a
+                    // daemon it started): the server exiting on its own, or reaped before
+                    // (it went quietly), let them outlive the probe.
                     #[cfg(unix)]
                     if terminate {
                         end_group(pid, until);
+                    } else {
+                        end_leftovers(pid);
                     }
                     return Some(status);
                 }

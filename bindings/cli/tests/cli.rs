@@ -229,13 +229,28 @@ fn probe_reports_a_server_that_exited_behind_a_lingering_child() {
         "sh",
         "-c",
         // (Its stderr elsewhere: it is probe's, which the test reads to its end.)
-        "sleep 10 2>/dev/null & exit 3",
+        "sleep 10.4711 2>/dev/null & exit 3",
     ]);
     assert_eq!(code, 5, "{err}");
     assert!(
         err.contains("exited (exit status: 3)") && err.contains("still holds its output open"),
         "{err}"
     );
+    // What the server left in its process group goes with the probe (it outlived it). Only
+    // without a terminal: in a terminal's foreground the server shares the probe's group.
+    if std::fs::File::open("/dev/tty").is_err() {
+        let lingering = || {
+            std::process::Command::new("pgrep")
+                .args(["-f", "sleep 10.4711"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while lingering() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(!lingering(), "the server's child outlived the probe");
+    }
 }
 
 #[test]
