@@ -743,7 +743,8 @@ fn ignored_at_start(signal: libc::c_int) -> bool {
 
 /// The demo server's logic over Streamable HTTP: one [`Server`] state per connection of the
 /// HTTP server (a session, or a stateless request) that needs one. Every step costs the same
-/// with ten sessions open or ten thousand: nothing here walks every connection per request.
+/// with ten sessions open or ten thousand, but the `touch` tool's, which looks at every
+/// connection for subscribers (as a broadcast must; bounded by the session cap).
 #[derive(Default)]
 struct HttpDemo {
     servers: HashMap<ConnKey, Server>,
@@ -1095,13 +1096,19 @@ pub fn run_http(
         // that came before the server ran ended the process by default, without the drain
         // and with its replica number still claimed.
         use tokio::signal::unix::{SignalKind, signal};
-        let interrupt = signal(SignalKind::interrupt()).ok();
-        let term = signal(SignalKind::terminate()).ok();
+        // A signal the server was started ignoring stays ignored (a background job of a
+        // shell without job control ignores SIGINT: the Ctrl-C meant for the script's
+        // foreground command stopped the server), as `tap` and `probe` keep them.
+        let caught = |which: libc::c_int, kind: SignalKind| {
+            (!ignored_at_start(which))
+                .then(|| signal(kind).ok())
+                .flatten()
+        };
+        let interrupt = caught(libc::SIGINT, SignalKind::interrupt());
+        let term = caught(libc::SIGTERM, SignalKind::terminate());
         // A terminal's hang-up drains too (it killed the server, its Redis number still
         // claimed), unless the server was started ignoring it (under nohup).
-        let hangup = (!ignored_at_start(libc::SIGHUP))
-            .then(|| signal(SignalKind::hangup()).ok())
-            .flatten();
+        let hangup = caught(libc::SIGHUP, SignalKind::hangup());
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {

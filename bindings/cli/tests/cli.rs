@@ -3343,7 +3343,7 @@ fn probe_url_sends_the_cancellation_of_a_timed_out_request_before_it_exits() {
 #[test]
 fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
     use std::os::unix::process::CommandExt;
-    let start_with = |hangup: libc::sighandler_t| {
+    let start_with_signal = |which: libc::c_int, hangup: libc::sighandler_t| {
         let mut command = Command::new(BIN);
         command
             .args(["serve", "--http", "127.0.0.1:0"])
@@ -3352,7 +3352,7 @@ fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
         // SAFETY: signal(2) only, between fork and exec.
         unsafe {
             command.pre_exec(move || {
-                libc::signal(libc::SIGHUP, hangup);
+                libc::signal(which, hangup);
                 Ok(())
             });
         }
@@ -3370,6 +3370,7 @@ fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
             .to_owned();
         (child, addr)
     };
+    let start_with = |hangup| start_with_signal(libc::SIGHUP, hangup);
     let start = || start_with(libc::SIG_DFL);
     let (mut child, _) = start();
     let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
@@ -3386,6 +3387,20 @@ fn serve_http_drains_on_a_hangup_and_a_second_signal_ends_the_drain() {
     assert!(
         child.try_wait().unwrap().is_none(),
         "ended by an ignored hang-up"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // So is an interrupt it was started ignoring (a background job of a shell without job
+    // control: the Ctrl-C meant for the script's foreground command stopped the server).
+    let (mut child, _) = start_with_signal(libc::SIGINT, libc::SIG_IGN);
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended by an ignored interrupt"
     );
     // SAFETY: as above.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
