@@ -599,6 +599,24 @@ fn close_own_stdin() {
     }
 }
 
+/// Points this process's stdout at /dev/null: the host reads the end of tap's output.
+fn close_own_stdout() {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        match File::open("/dev/null") {
+            // SAFETY: dup2(2) on two open descriptors; it closes the pipe fd 1 held atomically.
+            Ok(null) => unsafe {
+                libc::dup2(null.as_raw_fd(), 1);
+            },
+            // SAFETY: close(2) on fd 1, whose only Rust owner (the stdout lock) is gone.
+            Err(_) => unsafe {
+                libc::close(1);
+            },
+        }
+    }
+}
+
 /// Runs `command` as the server behind tap, logging to `log_path`, until the server ends;
 /// gives the exit code tap ends with (the server's, or 128 + the signal that killed it).
 pub fn run(log_path: &str, command: &[String]) -> i32 {
@@ -773,6 +791,12 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
             }
             written.fetch_add(n as u64, Ordering::SeqCst);
         }
+        // Nothing more comes from the server: its end reaches the host now, not once the
+        // server exits (a host that waits for the end of the output before closing the
+        // server's input would wait for good).
+        let _ = stdout.flush();
+        drop(stdout);
+        close_own_stdout();
     }
     down.finish();
     let _ = waiter.join(); // (the server's status is in `exited` then)

@@ -1985,6 +1985,40 @@ fn tap_passes_traffic_on_while_its_log_does_not_keep_up() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The end of the server's output reaches the host at once, while the server still reads
+/// its input: tap kept its own stdout open until the server exited, so a host waiting for
+/// the output to end before closing the server's input waited for good.
+#[test]
+fn tap_passes_the_end_of_the_servers_output_on_at_once() {
+    use std::io::Read;
+    let dir = scratch_dir("tap-eof");
+    let log = dir.join("tap.jsonl");
+    let mut child = Command::new(BIN)
+        .args(["tap", "--log", log.to_str().unwrap(), "--"])
+        .args(["sh", "-c", "exec 1>&-; cat >/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+    let stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = tx.send(stdout.read_to_end(&mut all).map(|_| all));
+    });
+    let out = rx.recv_timeout(std::time::Duration::from_secs(3));
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        matches!(&out, Ok(Ok(bytes)) if bytes.is_empty()),
+        "the end of the output did not come while the input was open: {out:?}"
+    );
+    assert_eq!(status.code(), Some(0));
+}
+
 /// A signal the command was started ignoring (`nohup`'s SIGHUP) stays ignored: tap caught it
 /// anyway, passed it to a server that ignored it too, and killed that server four seconds
 /// later (exit 137), which is what nohup is there to prevent.
