@@ -56,15 +56,32 @@ struct Server {
     broadcast: bool,
     touched: Vec<(OwnedId, String)>,
     /// Answers the engine refused because the client is behind in reading (`OutputFull`;
-    /// the request is still in flight), given again at their time: (when, id, the result's
-    /// JSON text or the error).
+    /// the request is still in flight), given again at their time: (when, id, the answer).
     unsent: Vec<(Timestamp, OwnedId, Answer)>,
     /// The latest time an input or a timer gave (for an answer to try again later).
     now: Timestamp,
 }
 
-/// An answer: a result's JSON text, or an error's code and message.
-type Answer = Result<String, (i64, String)>;
+/// An answer to a request of the client's, kept to be given again while the output is full.
+enum Answer {
+    /// A result's JSON text.
+    Result(String),
+    /// An error: its code, message and `data` (JSON text).
+    Error(i64, String, Option<String>),
+    /// 2026-07-28: "input required", with the input requests (JSON text) and the state.
+    InputRequired(String, String),
+    /// 2026-07-28: a reviewed `subscriptions/listen` granted (its items filtered).
+    GrantListen,
+}
+
+impl From<Result<String, (i64, String)>> for Answer {
+    fn from(answer: Result<String, (i64, String)>) -> Answer {
+        match answer {
+            Ok(text) => Answer::Result(text),
+            Err((code, message)) => Answer::Error(code, message, None),
+        }
+    }
+}
 
 /// How long an answer refused for a full output waits before it is given again.
 const RETRY_ANSWER: Duration = Duration::from_millis(50);
@@ -199,24 +216,47 @@ impl Server {
         id: &OwnedId,
         result: Result<Value, (i64, String)>,
     ) {
-        self.give(conn, id, result.map(|v| v.to_string()));
+        self.give(conn, id, result.map(|v| v.to_string()).into());
     }
 
     /// Gives an answer (a result's JSON text, or an error); one the engine refuses because
     /// the client is behind in reading (`OutputFull`) is given again [`RETRY_ANSWER`]
     /// later, and again, until it fits: nothing is dropped.
     fn give(&mut self, conn: &mut Connection, id: &OwnedId, answer: Answer) {
+        let internal =
+            |conn: &mut Connection| conn.respond_error(id.as_id(), -32603, "internal error", None);
         let sent = match &answer {
-            Ok(text) => match RawJson::new(text) {
+            Answer::Result(text) => match RawJson::new(text) {
                 Ok(raw) => conn.respond(id.as_id(), raw),
-                Err(_) => conn.respond_error(id.as_id(), -32603, "internal error", None),
+                Err(_) => internal(conn),
             },
-            Err((code, message)) => conn.respond_error(id.as_id(), *code, message, None),
+            Answer::Error(code, message, data) => {
+                let data = data.as_deref().and_then(|d| RawJson::new(d).ok());
+                conn.respond_error(id.as_id(), *code, message, data)
+            }
+            Answer::InputRequired(requests, state) => match RawJson::new(requests) {
+                Ok(raw) => conn.respond_input_required(id.as_id(), Some(raw), Some(state)),
+                Err(_) => internal(conn),
+            },
+            Answer::GrantListen => conn.grant_listen(id.as_id(), |item| match item {
+                ListenItem::Resource(uri) => is_our_resource(uri),
+                _ => true,
+            }),
         };
         if matches!(sent, Err(mcpwire::conn::Error::OutputFull)) {
             let at = self.now.after(RETRY_ANSWER);
             self.unsent.push((at, id.clone(), answer));
             return;
+        }
+        if let (Answer::InputRequired(..), Err(e)) = (&answer, &sent)
+            && !matches!(
+                e,
+                mcpwire::conn::Error::Closed | mcpwire::conn::Error::UnknownRequest
+            )
+        {
+            // The question could not go out as one: the call still gets an answer.
+            let text = text_result("could not ask the client").to_string();
+            return self.give(conn, id, Answer::Result(text));
         }
         report_unsent(sent);
     }
@@ -247,18 +287,15 @@ impl Server {
         self.now = self.now.max(now);
         if method == "subscriptions/listen" {
             // 2026-07-28 listens are reviewed (see `demo_config`): a listen follows only this
-            // server's resources, as `resources/subscribe` accepts only them.
-            let granted = conn.grant_listen(id.as_id(), |item| match item {
-                ListenItem::Resource(uri) => is_our_resource(uri),
-                _ => true,
-            });
-            report_unsent(granted);
+            // server's resources, as `resources/subscribe` accepts only them. (Given again
+            // later, as an answer is, when the output is full.)
+            self.give(conn, &id, Answer::GrantListen);
             return;
         }
         if method == "tools/call"
             && let Some(result) = params.as_deref().and_then(quick_tool_text)
         {
-            self.give(conn, &id, Ok(result));
+            self.give(conn, &id, Answer::Result(result));
             return;
         }
         let params: Value = params
@@ -490,23 +527,15 @@ impl Server {
                 // The spec (2026-07-28): a request that needs a capability the client did
                 // not declare gets -32021, naming it (HTTP 400).
                 let data = r#"{"requiredCapabilities":{"elicitation":{}}}"#;
-                let _ = conn.respond_error(
-                    id.as_id(),
+                let refusal = Answer::Error(
                     mcpwire::mcp::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    "ask needs the client's elicitation (or sampling) capability",
-                    RawJson::new(data).ok(),
+                    "ask needs the client's elicitation (or sampling) capability".to_owned(),
+                    Some(data.to_owned()),
                 );
-                return;
+                return self.give(conn, &id, refusal);
             };
-            let text = request.to_string();
-            let raw = RawJson::new(&text).ok();
-            if conn
-                .respond_input_required(id.as_id(), raw, Some("ask-1"))
-                .is_err()
-            {
-                self.answer(conn, &id, Ok(text_result("could not ask the client")));
-            }
-            return;
+            let asked = Answer::InputRequired(request.to_string(), "ask-1".to_owned());
+            return self.give(conn, &id, asked);
         }
         let caps = conn
             .peer_capabilities()
@@ -817,7 +846,7 @@ impl Application for HttpDemo {
                                 ..Server::default()
                             });
                             state.now = state.now.max(now);
-                            state.give(conn, &id, Ok(result));
+                            state.give(conn, &id, Answer::Result(result));
                             self.next_timer = [self.next_timer, state.next_timer()]
                                 .into_iter()
                                 .flatten()
@@ -1340,6 +1369,61 @@ mod tests {
             "{second}"
         );
         assert_eq!(server.next_timer(), None);
+    }
+
+    /// In 2026-07-28, the answers that are not results are given again too: an `ask` call's
+    /// "input required" and a missing capability's -32021 were dropped when the output was
+    /// full (and a reviewed listen's grant, which goes the same way).
+    #[test]
+    fn an_input_required_answer_refused_for_a_full_output_is_given_later() {
+        let mut config = demo_config(false);
+        config.limits.max_buffered_output = 100;
+        let mut conn = Connection::new(config, Timestamp::ZERO).unwrap();
+        let mut server = Server::default();
+        let meta = |caps: &str| {
+            format!(
+                r#""_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{caps}}}"#
+            )
+        };
+        // An answer that fills the output (there was room for it).
+        let fill = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}},{}}}}}"#,
+            "x".repeat(200),
+            meta("{}")
+        );
+        feed(&mut conn, &mut server, &fill);
+        for (id, caps, expect) in [
+            (
+                2,
+                r#"{"elicitation":{}}"#,
+                r#""resultType":"input_required""#,
+            ),
+            (3, "{}", r#""code":-32021"#),
+        ] {
+            feed(
+                &mut conn,
+                &mut server,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"ask","arguments":{{}},{}}}}}"#,
+                    meta(caps)
+                ),
+            );
+            let first = written(&mut conn);
+            assert!(!first.contains(&format!(r#""id":{id}"#)), "{first}");
+            let retry = server.next_timer().expect("the answer's retry");
+            server.fire_timers(&mut conn, retry);
+            let second = written(&mut conn);
+            assert!(
+                second.contains(&format!(r#""id":{id}"#)) && second.contains(expect),
+                "{second}"
+            );
+            // Full again for the next one.
+            feed(
+                &mut conn,
+                &mut server,
+                &fill.replace(r#""id":1"#, &format!(r#""id":{}"#, id + 10)),
+            );
+        }
     }
 
     /// A request cancelled while its answer waits for a retry takes the retry with it.
