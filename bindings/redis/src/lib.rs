@@ -118,7 +118,8 @@
 //!
 //! # Failures
 //!
-//! Only [`EventStore::replay`] and [`SessionStore::load`] can report a failure (as
+//! Only [`EventStore::replay`], [`SessionStore::create`] and [`SessionStore::load`] can
+//! report a failure (as
 //! [`StoreUnavailable`]); the other calls handle theirs as the list below says. Each store owns
 //! one synchronous connection, and every call is one command with one reply (two for
 //! [`EventStore::forget`]; an append is one script, whose first call on a Redis that does not
@@ -156,7 +157,7 @@
 //! - [`EventStore::forget`] leaves the events to expire after `ttl`.
 //! - [`create`](SessionStore::create) returns [`StoreUnavailable`]: the session does not
 //!   open, and its `initialize` gets 503 with `Retry-After` (so does one over
-//!   [`RedisOptions::max_record`], which no replica could load).
+//!   [`RedisOptions::max_record`] even without its `clientInfo.icons`, in vain).
 //! - [`load`](SessionStore::load) returns [`StoreUnavailable`]: the client gets 503 with
 //!   `Retry-After` and keeps its session (nothing is served from a session that cannot be
 //!   checked, and a 404 would have made the client throw it away).
@@ -229,9 +230,12 @@ pub struct RedisOptions {
     /// call fails; since every call reads one reply, a Redis that stops answering costs a call
     /// about this long. Default 2 seconds; zero is refused.
     pub timeout: Duration,
-    /// The largest `initialize` request a session's record keeps, in bytes. A session whose
-    /// `initialize` is larger is not shared (as if Redis had failed: it ends at its next
-    /// request), so that one client cannot store megabytes per session for the whole TTL.
+    /// The largest `initialize` request a session's record keeps, in bytes, so that one
+    /// client cannot store megabytes per session for the whole TTL. A larger one is kept
+    /// without its `clientInfo.icons` (which the specification lets be `data:` URIs, easily
+    /// tens of KiB; a replica that restores the session does not see them); one that is
+    /// still larger is refused as Redis failing would be: its client gets `503` with
+    /// `Retry-After` each time it tries, in vain (raise the bound for such clients).
     /// Default 64 KiB; clients send a few hundred bytes.
     pub max_record: usize,
 }
@@ -1223,18 +1227,67 @@ impl fmt::Debug for RedisSessionStore {
     }
 }
 
+/// An object's JSON text with each member's value as `edit` gives it (`None` leaves the
+/// member out); keys keep their escapes.
+fn rebuild(
+    object: mcpwire::jsonrpc::RawJson<'_>,
+    edit: &mut dyn FnMut(&str, mcpwire::jsonrpc::RawJson<'_>) -> Option<String>,
+) -> String {
+    let mut out = String::from("{");
+    for (key, value) in object.members() {
+        let Some(value) = edit(&key.to_str(), value) else {
+            continue;
+        };
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(key.raw());
+        out.push_str("\":");
+        out.push_str(&value);
+    }
+    out.push('}');
+    out
+}
+
+/// `initialize` without its `params.clientInfo.icons`: nothing a restore needs, and what a
+/// client may make large within the specification (an icon's `src` may be a `data:` URI).
+fn without_icons(initialize: &str) -> Option<String> {
+    let top = mcpwire::jsonrpc::RawJson::new(initialize).ok()?;
+    let keep = |v: mcpwire::jsonrpc::RawJson<'_>| Some(v.get().to_owned());
+    Some(rebuild(top, &mut |k, v| match k {
+        "params" => Some(rebuild(v, &mut |k, v| match k {
+            "clientInfo" => Some(rebuild(v, &mut |k, v| {
+                (k != "icons").then(|| v.get().to_owned())
+            })),
+            _ => keep(v),
+        })),
+        _ => keep(v),
+    }))
+}
+
 impl SessionStore for RedisSessionStore {
     fn create(&mut self, session: &str, initialize: &str) -> Result<(), StoreUnavailable> {
+        let compact;
+        let mut initialize = initialize;
         if initialize.len() > self.max_record {
-            self.link.health.record(
-                "create session",
-                &format_args!(
-                    "the initialize request ({} bytes) is over max_record ({}): not shared",
-                    initialize.len(),
-                    self.max_record
-                ),
-            );
-            return Err(StoreUnavailable);
+            // A client's icons as data: URIs: the record keeps the rest.
+            compact = without_icons(initialize).filter(|c| c.len() <= self.max_record);
+            match &compact {
+                Some(c) => initialize = c,
+                None => {
+                    self.link.health.record(
+                        "create session",
+                        &format_args!(
+                            "the initialize request ({} bytes) is over max_record ({}), also \
+                             without its clientInfo.icons: not shared",
+                            initialize.len(),
+                            self.max_record
+                        ),
+                    );
+                    return Err(StoreUnavailable);
+                }
+            }
         }
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.keys.session(session))

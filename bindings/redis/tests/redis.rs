@@ -1452,6 +1452,41 @@ fn an_initialize_over_max_record_is_not_shared() {
     );
 }
 
+/// A spec-valid `initialize` over `max_record` because of its client's icons (`data:` URIs)
+/// is shared without them, the rest kept byte for byte: it was refused, and its client got
+/// 503 "try again" for good.
+#[test]
+fn an_initialize_over_max_record_for_its_icons_is_shared_without_them() {
+    let redis = RedisServer::start();
+    let mut sessions = sessions(
+        &redis,
+        RedisOptions {
+            max_record: 1024,
+            ..options()
+        },
+    );
+    let icon = format!(r#"{{"src":"data:image/png;base64,{}"}}"#, "A".repeat(2000));
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{"roots":{{}}}},"clientInfo":{{"name":"c","icons":[{icon}],"version":"1"}}}}}}"#
+    );
+    assert!(initialize.len() > 1024);
+    sessions.create("iconic", &initialize).expect("shared");
+    assert_eq!(
+        sessions.load("iconic").unwrap().as_deref(),
+        Some(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"c","version":"1"}}}"#
+        )
+    );
+    // Padded elsewhere, it is still refused.
+    let padded = initialize.replace(
+        r#"{"roots":{}}"#,
+        &format!(r#"{{"x":"{}"}}"#, "y".repeat(2000)),
+    );
+    sessions
+        .create("padded", &padded)
+        .expect_err("over max_record");
+}
+
 #[test]
 fn a_replica_number_is_held_by_one_server_at_a_time() {
     use mcpwire_redis::{CLAIM_TTL, ReplicaClaim};
