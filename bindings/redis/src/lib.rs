@@ -732,12 +732,14 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// - The index scores each stream by when its key expires, on Redis's own clock, so its
 ///   lowest is the stream appended to longest ago. The streams already expired leave it, and
 ///   their bytes leave the session's total (`t` in the hash of counts).
-/// - While the session is past its byte bound, the stream appended to longest ago loses its
-///   oldest events, and leaves the index once it has none; the stream appended to now comes
-///   last, and keeps its newest event. Before it loses any, the total is counted again from
-///   the indexed streams' counts (dropping the counts of streams no longer indexed), so a
-///   total that drifted (an older version's append pruned the index without the counts)
-///   mends itself instead of costing live events.
+/// - When the session is past its byte bound, the total is first counted again from the
+///   indexed streams' counts (dropping the counts of streams no longer indexed), so a total
+///   that drifted (an older version's append pruned the index without the counts) mends
+///   itself instead of costing live events. Then, while it is still past, the stream
+///   appended to longest ago other than this one loses its oldest events, and leaves the
+///   index once it has none (this one may sort first among streams tied with it: appended
+///   in the same millisecond, its id sorting first as text); the stream appended to now
+///   comes last, and keeps its newest event.
 /// - Every key expires at the time its index score names (`PEXPIREAT`, the same clock
 ///   reading), so a stream's key and its index entry expire together.
 ///
@@ -769,9 +771,7 @@ total = total - len \
 n = n - 1 end \
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4]) \
 local bound = tonumber(ARGV[6]) \
-while total > bound do \
-local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
-if oldest == ARGV[4] then \
+if total > bound then \
 local counted = bytes \
 local fields = redis.call('HGETALL', KEYS[3]) \
 for i = 1, #fields, 2 do \
@@ -779,7 +779,12 @@ local f = fields[i] \
 if f ~= 't' and f ~= ARGV[4] then \
 if redis.call('ZSCORE', KEYS[2], f) then counted = counted + tonumber(fields[i + 1]) \
 else redis.call('HDEL', KEYS[3], f) end end end \
-total = counted \
+total = counted end \
+while total > bound do \
+local first = redis.call('ZRANGE', KEYS[2], 0, 1) \
+local oldest = first[1] \
+if oldest == ARGV[4] then oldest = first[2] end \
+if not oldest then \
 while n > 1 and total > bound do \
 local len = string.len(redis.call('ZPOPMIN', KEYS[1])[1]) \
 bytes = bytes - len \

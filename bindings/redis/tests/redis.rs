@@ -562,6 +562,72 @@ fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
     );
 }
 
+/// The stream appended to now sorts first in the index while another stream is there (the
+/// two appended in one millisecond, their scores tied, the other's id sorting after it as
+/// text: "10" after "9"; here the other's score is raised to force it): the other stream
+/// loses its oldest events. The stream appended to lost its own, and the session stayed
+/// over its bound.
+#[test]
+fn a_stream_tied_with_the_one_appended_to_is_trimmed_first() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    for n in 1..=2 {
+        store.append("s", HttpStreamId(10), n, &sized(n, 200));
+    }
+    for n in 1..=5 {
+        store.append("s", HttpStreamId(9), n, &sized(n, 100));
+    }
+    // Stream 10 sorts after stream 9 from now on.
+    redis::cmd("ZADD")
+        .arg("mcpw:x:s")
+        .arg(9_000_000_000_000_000u64)
+        .arg("10")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    store.append("s", HttpStreamId(9), 6, &sized(6, 200));
+    // 956 + 208 counted: stream 10 gives its oldest event, stream 9 keeps all of its.
+    assert_eq!(replay(&mut store, "s", 10, 0), vec![sized(2, 200)]);
+    assert_eq!(replay(&mut store, "s", 9, 0).len(), 6);
+    assert!(counted(&redis, "mcpw", "s", 0) <= 1000);
+}
+
+/// A drifted total is counted again before another stream loses events for it, not only
+/// before the stream appended to does: the other stream was emptied first.
+#[test]
+fn a_drifted_total_is_mended_before_another_stream_loses_events() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    store.append("s", HttpStreamId(1), 1, &sized(1, 500));
+    store.append("s", HttpStreamId(3), 1, &sized(1, 292));
+    // Stream 1 leaves the index and its key goes, but its count stays (508 stale bytes).
+    let mut inspect = redis.inspect();
+    redis::cmd("ZREM")
+        .arg("mcpw:x:s")
+        .arg("1")
+        .exec(&mut inspect)
+        .unwrap();
+    redis::cmd("DEL")
+        .arg("mcpw:e:s:1")
+        .exec(&mut inspect)
+        .unwrap();
+    store.append("s", HttpStreamId(2), 1, &sized(1, 200));
+    // 300 + 208 held, within the bound: stream 3 keeps its event.
+    assert_eq!(replay(&mut store, "s", 3, 0), vec![sized(1, 292)]);
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 508);
+}
+
 #[test]
 fn two_replicas_see_each_others_writes() {
     let redis = RedisServer::start();
