@@ -43,6 +43,10 @@ EXIT CODES (probe)
     error to the handshake)
   128+N  stopped by signal N (probe and tap pass SIGINT, SIGTERM and SIGHUP on to the server)
 
+EXIT CODES (tap)
+  the server's own, or 128+N when signal N ended it   2 the log cannot be written
+  3 the server could not be started
+
 EXAMPLES
   mcpwire demo
   mcpwire probe -- npx -y @modelcontextprotocol/server-everything
@@ -73,6 +77,7 @@ enum Command {
     /// or over Streamable HTTP with --http
     Serve(ServeArgs),
     /// Relay stdio to the server command unchanged, logging the session as JSONL
+    #[command(after_help = EXIT_CODES)]
     Tap(TapArgs),
 }
 
@@ -83,7 +88,7 @@ struct ProbeArgs {
     /// stateless era, then fall back to the handshake)
     #[arg(long, value_name = "V|auto", default_value = "auto", value_parser = protocol)]
     protocol: Protocol,
-    /// Seconds to wait for each answer (above 0, at most 86400)
+    /// Seconds to wait for each answer (at least 0.001, at most 86400)
     #[arg(long, value_name = "S", default_value = "10", value_parser = timeout)]
     timeout: Duration,
     /// Machine-readable output: one JSON object with protocolVersion, era, serverInfo,
