@@ -243,6 +243,12 @@ impl<A: Application> State<A> {
     }
 }
 
+/// Runs engine code that may run a store's (an `EventStore`, a `SessionStore`): `None` when
+/// it panicked (the panic hook has reported it).
+fn contained<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
 /// The application's next deadline. A panic in its `poll_timeout` counts as none (the panic
 /// hook has reported it), so that it cannot take a request or the timers task down with it.
 fn app_timeout<A: Application>(app: &A) -> Option<Timestamp> {
@@ -1513,7 +1519,15 @@ where
             headers: &headers,
             body: &body,
         };
-        let r = st.server.handle_request(now, &request, &mut random_fill);
+        // The engine runs the stores' code here (a `Last-Event-ID` GET's replay, a session's
+        // create and touch, appends): a panic in it costs this request a 500, as the
+        // application's does, not the connection's task (its client got no status).
+        let Some(r) = contained(|| st.server.handle_request(now, &request, &mut random_fill))
+        else {
+            drop(st);
+            shared.changed.notify_waiters();
+            return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
+        };
         if !st.run_app(now, false) {
             // The application panicked with this request's events in hand. The engine drops
             // the request's stream as if its client had gone (a session's answers stay
@@ -1527,11 +1541,23 @@ where
             shared.changed.notify_waiters();
             return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
         }
-        let response = st.server.settle(r);
+        let stream = match r.body {
+            Body::Stream(id) => Some(id),
+            _ => None,
+        };
+        let settled = contained(|| st.server.settle(r));
         // The streams this request gave bytes to (other sessions' GET streams, say) wake;
         // the timer task must look again only when a deadline came before the one it
         // sleeps until.
-        let woken = st.woken();
+        let woken = contained(|| st.woken());
+        let (Some(response), Some(woken)) = (settled, woken) else {
+            if let Some(id) = stream {
+                contained(|| st.server.stream_closed(now, id));
+            }
+            drop(st);
+            shared.changed.notify_waiters();
+            return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
+        };
         let State { server, app, .. } = &mut *st;
         let timer = [server.poll_timeout(), app_timeout(app)]
             .into_iter()
@@ -1717,10 +1743,11 @@ impl<A: Application> Drop for SseBody<A> {
                 return;
             }
             let now = self.shared.now();
-            st.server.stream_closed(now, self.id);
-            // Not a panic out of a drop, which would abort the process during an unwind.
+            // Not a panic out of a drop, which would abort the process during an unwind
+            // (a store's, in the engine, as the application's).
+            contained(|| st.server.stream_closed(now, self.id));
             st.run_app(now, false);
-            st.woken()
+            contained(|| st.woken()).unwrap_or_default()
         };
         woken.into_iter().for_each(Waker::wake);
         self.shared.changed.notify_waiters();

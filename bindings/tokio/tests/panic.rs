@@ -368,3 +368,76 @@ async fn a_timer_that_panics_every_time_is_tried_less_and_less_often() {
     let n = fired.load(Ordering::SeqCst);
     assert!((2..=20).contains(&n), "fired {n} times in a second");
 }
+
+/// An event store whose `replay` panics the first time: user code the engine runs on a
+/// request's path (a `Last-Event-ID` GET).
+struct ReplaysOnceBadly {
+    inner: mcpwire::http::MemoryEventStore,
+    panicked: Arc<AtomicBool>,
+}
+
+impl mcpwire::http::EventStore for ReplaysOnceBadly {
+    fn append(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        event: u64,
+        bytes: &[u8],
+    ) {
+        self.inner.append(session, stream, event, bytes);
+    }
+
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        if !self.panicked.swap(true, Ordering::SeqCst) {
+            panic!("the store's bug");
+        }
+        self.inner.replay(session, stream, after, out)
+    }
+
+    fn forget(&mut self, session: &str) {
+        self.inner.forget(session);
+    }
+}
+
+/// A panic in a store on a request's path gets that request a 500, and the host goes on
+/// serving the session: the connection's task panicked, and its client got no status.
+#[tokio::test]
+async fn a_store_panicking_on_a_request_costs_that_request_a_500() {
+    let panicked = Arc::new(AtomicBool::new(false));
+    let mut http = common::fixture::http_config();
+    http.events = Some(Box::new(ReplaysOnceBadly {
+        inner: mcpwire::http::MemoryEventStore::new(16),
+        panicked: panicked.clone(),
+    }));
+    let server = common::start_with(common::test_config(), http).await;
+    let mut c = common::Client::new(&server).await;
+    let session = common::open_session(&mut c, "{}").await;
+    let mut first = common::Client::new(&server).await;
+    assert_eq!(resume(&mut first, &session).await, Some(500));
+    assert!(panicked.load(Ordering::SeqCst));
+    // The host, and the session, go on.
+    let mut second = common::Client::new(&server).await;
+    assert_eq!(resume(&mut second, &session).await, Some(200));
+}
+
+/// A `Last-Event-ID` GET of `session`; the response's status.
+async fn resume(c: &mut common::Client, session: &str) -> Option<u16> {
+    c.send(
+        "GET",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Last-Event-ID", "1-0"),
+        ],
+        b"",
+    )
+    .await;
+    c.head().await.map(|(status, _)| status)
+}
