@@ -44,7 +44,8 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // an answer of up to half the bound always finds room.
 //
 // Writes: output of less than 64 KiB is written on Serve's goroutine, more on a goroutine of
-// its own, while Serve goes on: it reads ahead (about 1 MiB held outside the engine), feeds
+// its own, while Serve goes on: it reads ahead (up to 1 MiB waiting, besides the read being
+// fed: about 2 MiB held outside the engine at most), feeds
 // input and hands out events while the output has room, fires timers, and takes commands
 // from other goroutines. A peer that reads only between its own writes (a hand-written
 // read-a-line, write-the-answer server, mcpwire's blocking loop, another Serve) may be
@@ -200,6 +201,16 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				return
 			}
 			for {
+				// Within readAhead before every read, the first after a token too: a token
+				// comes with every write that stalls, and a read each time, whatever waited
+				// already, let a peer that floods us and reads slowly grow what waits
+				// sixteenfold a round (64 KiB read for each 4 KiB piece fed).
+				inMu.Lock()
+				full := len(queued.data) >= readAhead
+				inMu.Unlock()
+				if full {
+					break
+				}
 				c := read()
 				held := put(c)
 				if c.err != nil || c.panicked != nil {

@@ -820,3 +820,79 @@ func servePipelinedCallsToAHalfDuplexServer(t *testing.T, calls, size int) {
 		t.Fatalf("Serve hung after %d of %d answers", answered.Load(), calls)
 	}
 }
+
+// pingFlood is a peer that writes pipelined pings as fast as Serve reads them, and reads
+// their answers slowly (each Write of Serve's sleeps 3 ms, past the write-stall watch): it
+// notes how far its reads ran ahead of the answers it took, in bytes of requests.
+type pingFlood struct {
+	mu       sync.Mutex
+	sent     int // requests handed to Serve
+	answered int // answers written by Serve
+	ahead    int // the most requests sent and not yet answered
+	limit    int // requests to send in all
+	next     []byte
+}
+
+const floodPing = `{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n"
+
+func (f *pingFlood) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sent >= f.limit && len(f.next) == 0 {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(p) {
+		if len(f.next) == 0 {
+			if f.sent >= f.limit {
+				break
+			}
+			f.next = []byte(floodPing)
+			f.sent++
+		}
+		c := copy(p[n:], f.next)
+		f.next = f.next[c:]
+		n += c
+	}
+	f.ahead = max(f.ahead, f.sent-f.answered)
+	return n, nil
+}
+
+func (f *pingFlood) Write(p []byte) (int, error) {
+	time.Sleep(3 * time.Millisecond)
+	f.mu.Lock()
+	f.answered += bytes.Count(p, []byte("\n"))
+	f.mu.Unlock()
+	return len(p), nil
+}
+
+// A peer that floods requests and reads our answers slowly is held to Serve's read-ahead:
+// the reader read a whole chunk for every write that stalled, whatever it held already, so
+// what waited grew sixteenfold a round (64 KiB, 1 MiB, 16 MiB, ...) at the pace the peer
+// wrote.
+func TestServeReadAheadStaysBoundedAgainstAFloodReadSlowly(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	init := pipelined(0)
+	flood := &pingFlood{limit: 1_000_000}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	_ = Serve(ctx, conn, io.MultiReader(init, flood), flood, answerAll)
+	flood.mu.Lock()
+	defer flood.mu.Unlock()
+	// 1 MiB queued, as much taken and being fed, and a chunk: about 50,000 pings; and the
+	// answers not written yet. Three times that is room enough; the reads ran away without
+	// bound (all 200,000 of a smaller flood within the time).
+	const bound = 3 * (2<<20 + 64<<10) / len(floodPing)
+	if flood.ahead > bound {
+		t.Errorf("%d requests read ahead of their answers (bound %d)", flood.ahead, bound)
+	}
+	t.Logf("%d requests read ahead at most, %d answered", flood.ahead, flood.answered)
+	if flood.answered < 1000 {
+		t.Errorf("only %d answers", flood.answered)
+	}
+}
