@@ -85,7 +85,8 @@ type HTTPOptions struct {
 	// clients; BodyTimeout bounds the body all the same.
 	BodyRateGrace time.Duration
 	// SendTimeout bounds how long a write of an answer or of an SSE stream may make no
-	// progress (the client stopped reading): past it the connection is closed, and what it
+	// progress (the client stopped reading): past it the connection is closed (over HTTP/2,
+	// only that stream is reset), and what it
 	// held is freed (a stream's client resumes with Last-Event-ID). Answers and streams
 	// are written at most 256 KiB at a time, and each write gets the whole timeout, so a
 	// long answer or stream whose client reads that much per SendTimeout is never cut. It
@@ -266,7 +267,10 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 
 // Close frees the engine: open SSE responses end at once and later requests get 503. For a
 // graceful end, call EndListenStreams and let http.Server.Shutdown finish the answers in
-// flight first. Calling it again does nothing.
+// flight first. A handshake-era call that waits for the client's answer to a request of ours
+// (elicitation, sampling) cannot finish then: that answer would come on a new POST, which
+// Shutdown no longer takes; answer such calls yourself (with an error) before it. Calling it
+// again does nothing.
 func (s *HTTPServer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -833,8 +837,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 		}
 		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
-			s.deadlineSet(http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTime)))
-			_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength)
+			s.discardBody(w, r.Body, r.ContentLength)
 		}
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
@@ -1061,6 +1064,42 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody boo
 	buf, err = read()
 	returned = true
 	return buf, taken, err
+}
+
+// discardBody reads and drops n bytes of body within BodyTimeout and at MinBodyRate, as
+// readBody reads one: a body declared over MaxBody whose bytes do not come holds its request
+// for little more than the grace, not for the whole BodyTimeout.
+func (s *HTTPServer) discardBody(w http.ResponseWriter, body io.Reader, n int64) {
+	rc := http.NewResponseController(w)
+	start := time.Now()
+	set := s.bodyAllowance(0)
+	s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
+	paced := &pacedReader{r: body, moved: func(got int64) {
+		if set < s.bodyTime {
+			if allowed := s.bodyAllowance(int(min(got, math.MaxInt32))); allowed > set {
+				set = allowed
+				s.deadlineSet(rc.SetReadDeadline(start.Add(set)))
+			}
+		}
+	}}
+	_, _ = io.CopyN(io.Discard, paced, n)
+}
+
+// pacedReader tells moved how many bytes it has read so far after each read that brought
+// some.
+type pacedReader struct {
+	r     io.Reader
+	got   int64
+	moved func(got int64)
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.got += int64(n)
+		p.moved(p.got)
+	}
+	return n, err
 }
 
 // errBodiesBusy is readBody's error for a body that does not fit in what the other bodies

@@ -914,6 +914,23 @@ func TestHTTPOverLimitBodyIsReadBeforeThe413(t *testing.T) {
 	}
 }
 
+// A body declared over MaxBody (but not so far over that it is refused unread) whose bytes
+// do not come is read and dropped at MinBodyRate too: its 413 comes soon after the grace. The
+// drop waited for the whole BodyTimeout, so a slot was held six times as long as a body
+// within the limit that trickles could hold it.
+func TestHTTPOverLimitBodyThatDoesNotComeIsDroppedAtTheMinimumRate(t *testing.T) {
+	grace := 300 * time.Millisecond
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 10 * time.Second,
+		MaxBody: 1000, MinBodyRate: 1000, BodyRateGrace: grace})
+	resp, waited := postHeadOnly(t, ts.URL, 2000)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	if waited < grace || waited > 3*time.Second {
+		t.Fatalf("413 after %v: want it soon after the %v grace", waited, grace)
+	}
+}
+
 // The most read and dropped before a 413 is four times MaxBody, at least 16 MiB, and never
 // less than MaxBody itself: past MaxInt/4 the product wrapped and the limit fell back to
 // 16 MiB.
