@@ -16,6 +16,8 @@ struct Harness {
     server: HttpServer,
     fixture: fixture::Fixture,
     now: Timestamp,
+    /// Requests sent: mixed into the random bytes, so that each session gets an id of its own.
+    sent: u16,
 }
 
 fn rng(buf: &mut [u8]) {
@@ -26,10 +28,15 @@ fn rng(buf: &mut [u8]) {
 
 impl Harness {
     fn new() -> Self {
+        Self::with(fixture::http_config())
+    }
+
+    fn with(config: mcpwire::http::HttpServerConfig) -> Self {
         Harness {
-            server: HttpServer::new(fixture::http_config()),
+            server: HttpServer::new(config),
             fixture: fixture::Fixture::new([7; 16]),
             now: Timestamp::ZERO,
+            sent: 0,
         }
     }
 
@@ -49,10 +56,16 @@ impl Harness {
             body: body.as_bytes(),
         };
         let mut seed = 0u8;
+        self.sent = self.sent.wrapping_add(1);
+        let sent = self.sent.to_le_bytes();
         let mut random = |buf: &mut [u8]| {
             seed = seed.wrapping_add(1);
             rng(buf);
             buf[0] ^= seed;
+            if let [_, a, b, ..] = buf {
+                *a ^= sent[0];
+                *b ^= sent[1];
+            }
         };
         let r = self.server.handle_request(self.now, &req, &mut random);
         self.fixture.drive(self.now, &mut self.server);
@@ -455,6 +468,46 @@ fn an_unknown_tool_is_invalid_params_in_both_eras() {
     assert_eq!(r["error"]["code"], -32602, "{r}");
 }
 
+/// A `tasks/*` request whose params are nested deeper than an application payload may be
+/// (the engine takes messages 128 deep; `RawJson` payloads 124) gets an error answer: the
+/// fixture re-serialised them and panicked, the request never answered (and with it every
+/// event of that drive).
+#[test]
+fn tasks_params_nested_too_deep_get_an_error_not_a_panic() {
+    let mut h = Harness::new();
+    let sid = session(&mut h);
+    let deep = format!(r#"{{"a":{}{}}}"#, "[".repeat(124), "]".repeat(124));
+    let body = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tasks/x","params":{deep}}}"#);
+    let (_, msgs) = h.call(&[("Mcp-Session-Id", &sid)], &body);
+    assert_eq!(result_of(&msgs, 2)["error"]["code"], -32602, "{msgs:?}");
+}
+
+/// An answer the engine refuses for a full output (here the progress tool's, right after its
+/// last progress report filled a 64-byte output) is given again once the output has room:
+/// it was dropped, and the call waited for good.
+#[test]
+fn an_answer_refused_for_a_full_output_is_given_again() {
+    let mut config = fixture::http_config();
+    config.server.limits.max_buffered_output = 64;
+    let mut h = Harness::with(config);
+    let sid = session(&mut h);
+    let (_, msgs) = h.call(
+        &[("Mcp-Session-Id", &sid)],
+        &rpc(
+            2,
+            "tools/call",
+            json!({"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}),
+        ),
+    );
+    let answer = result_of(&msgs, 2);
+    assert!(
+        answer["result"]
+            .to_string()
+            .contains("Progress test completed"),
+        "{msgs:?}"
+    );
+}
+
 /// An unknown resource is -32002 in the handshake era (its resources page) and -32602 in
 /// 2026-07-28 (SEP-2164, which forbids -32002): the fixture answered -32602 in both.
 #[test]
@@ -510,6 +563,48 @@ fn resource_subscriptions_are_bounded_per_session() {
         &rpc(301, "resources/subscribe", json!({"uri":"test://sub/7"})),
     );
     assert!(result_of(&msgs, 301).get("result").is_some(), "{msgs:?}");
+}
+
+/// And over all sessions together, 16 MiB of URIs: 1,024 sessions of 256 URIs of 8 KiB each
+/// could hold 2 GiB. A `slow_compute` label, kept for up to an hour, is at most 1 KiB.
+#[test]
+fn subscriptions_over_all_sessions_and_labels_are_bounded() {
+    let mut h = Harness::new();
+    let long = "u".repeat(8000);
+    let mut refused = None;
+    'sessions: for n in 0..9 {
+        let sid = session(&mut h);
+        let s = [("Mcp-Session-Id", sid.as_str())];
+        for i in 0..256 {
+            let id = 10 + i;
+            let uri = format!("test://{n}/{i}/{long}");
+            let (_, msgs) = h.call(&s, &rpc(id, "resources/subscribe", json!({"uri": uri})));
+            if result_of(&msgs, id).get("error").is_some() {
+                refused = Some((n, i));
+                break 'sessions;
+            }
+        }
+    }
+    // About 2,094 URIs of 8,010 to 8,012 bytes fit in 16 MiB.
+    let (n, i) = refused.expect("a subscription refused past 16 MiB");
+    let held = n * 256 + i;
+    assert!((2090..=2095).contains(&held), "refused after {held} URIs");
+
+    let sid = session(&mut h);
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    for (len, ok) in [(1024, true), (1025, false)] {
+        let label = "l".repeat(len);
+        let (_, msgs) = h.call(
+            &s,
+            &rpc(
+                5,
+                "tools/call",
+                json!({"name":"slow_compute","arguments":{"seconds":0,"label":label}}),
+            ),
+        );
+        let answer = result_of(&msgs, 5);
+        assert_eq!(answer.get("result").is_some(), ok, "{len}: {answer}");
+    }
 }
 
 // ---- 2026-07-28 ------------------------------------------------------------------------------

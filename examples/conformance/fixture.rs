@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
@@ -137,6 +137,13 @@ fn complete_or_fail(tasks: &mut mcpwire::tasks::Tasks, now: Timestamp, task: &st
 
 /// Resource subscriptions one session may hold.
 const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// The bytes of subscribed URIs all sessions together may hold (256 URIs of 8 KiB in each of
+/// 1,024 sessions would be 2 GiB).
+const MAX_SUBSCRIPTION_BYTES: usize = 16 << 20;
+
+/// The longest `slow_compute` label: it is kept until the computation's end (up to an hour).
+const MAX_LABEL: usize = 1024;
 
 /// What to answer a request with.
 enum Answer {
@@ -474,10 +481,19 @@ pub struct Fixture {
     waits: Vec<Wait>,
     /// Keys the `requestState` integrity tag.
     secret: [u8; 16],
-    subscriptions: HashSet<(ConnKey, String)>,
+    /// Resource subscriptions per session, and the bytes of their URIs over all sessions.
+    subscriptions: HashMap<ConnKey, HashSet<String>>,
+    subscription_bytes: usize,
     /// `logging/setLevel` per session (handshake era).
     levels: Vec<(ConnKey, LogLevel)>,
+    /// Answers the engine refused for a full output (`OutputFull`: the client is behind in
+    /// reading), given again from `retry_at` on: dropped, their requests waited for good.
+    held: Vec<(ConnKey, OwnedId, Answer)>,
+    retry_at: Option<Timestamp>,
 }
+
+/// How long an answer refused for a full output waits before it is given again.
+const RETRY_HELD: Duration = Duration::from_millis(50);
 
 const STEP: Duration = Duration::from_millis(50);
 
@@ -502,8 +518,40 @@ impl Fixture {
             task_seed: u64::from_le_bytes(secret[..8].try_into().unwrap_or([1; 8])) | 1,
             waits: Vec::new(),
             secret,
-            subscriptions: HashSet::new(),
+            subscriptions: HashMap::new(),
+            subscription_bytes: 0,
             levels: Vec::new(),
+            held: Vec::new(),
+            retry_at: None,
+        }
+    }
+
+    /// Gives `answer` to request `id` of connection `key`; holds it when the output is full.
+    fn give(
+        &mut self,
+        now: Timestamp,
+        server: &mut HttpServer,
+        key: ConnKey,
+        id: &OwnedId,
+        answer: Answer,
+    ) {
+        let Some(conn) = server.connection(key) else {
+            return;
+        };
+        if let Some(refused) = respond(conn, id, answer) {
+            self.held.push((key, id.clone(), refused));
+            self.retry_at.get_or_insert(now.after(RETRY_HELD));
+        }
+    }
+
+    /// Gives the held answers again, once their time has come (those refused again wait on).
+    fn give_held(&mut self, now: Timestamp, server: &mut HttpServer) {
+        if self.retry_at.is_none_or(|at| at > now) {
+            return;
+        }
+        self.retry_at = None;
+        for (key, id, answer) in std::mem::take(&mut self.held) {
+            self.give(now, server, key, &id, answer);
         }
     }
 
@@ -651,8 +699,20 @@ impl Fixture {
         let live: HashSet<ConnKey> = server.connections().into_iter().collect();
         self.jobs.retain(|j| live.contains(&j.key));
         self.waits.retain(|w| live.contains(&w.key));
-        self.subscriptions.retain(|(k, _)| live.contains(k));
+        let mut freed = 0;
+        self.subscriptions.retain(|k, uris| {
+            let keep = live.contains(k);
+            if !keep {
+                freed += uris.iter().map(String::len).sum::<usize>();
+            }
+            keep
+        });
+        self.subscription_bytes -= freed;
         self.levels.retain(|(k, _)| live.contains(k));
+        self.held.retain(|(k, ..)| live.contains(k));
+        if self.held.is_empty() {
+            self.retry_at = None;
+        }
         server.pump();
     }
 
@@ -660,16 +720,20 @@ impl Fixture {
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let jobs = self.jobs.iter().map(|j| j.due);
         let task_jobs = self.task_jobs.iter().map(|j| j.due);
-        jobs.chain(task_jobs).chain(self.tasks.poll_timeout()).min()
+        (jobs.chain(task_jobs).chain(self.tasks.poll_timeout()))
+            .chain(self.retry_at)
+            .min()
     }
 
     /// Runs the steps due at `now`.
     pub fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
+        self.give_held(now, server);
         self.run_task_jobs(now);
         let (due, rest): (Vec<Job>, Vec<Job>) = std::mem::take(&mut self.jobs)
             .into_iter()
             .partition(|j| j.due <= now);
         self.jobs = rest;
+        let mut answers = Vec::new();
         for job in due {
             let Some(conn) = server.connection(job.key) else {
                 continue;
@@ -679,11 +743,8 @@ impl Fixture {
                 Step::Progress(p) => {
                     let _ = conn.progress(id, p, Some(100.0), None);
                     if p >= 100.0 {
-                        respond(
-                            conn,
-                            &job.id,
-                            Answer::Result(text("Progress test completed")),
-                        );
+                        let done = Answer::Result(text("Progress test completed"));
+                        answers.push((job.key, job.id, done));
                     } else {
                         self.jobs.push(Job {
                             due: now.after(STEP),
@@ -693,18 +754,12 @@ impl Fixture {
                     }
                 }
                 Step::Computed(label, seconds) => {
-                    respond(
-                        conn,
-                        &job.id,
-                        Answer::Result(text(&format!("Computed {label} in {seconds}s"))),
-                    );
+                    let done = Answer::Result(text(&format!("Computed {label} in {seconds}s")));
+                    answers.push((job.key, job.id, done));
                 }
                 Step::Reconnected => {
-                    respond(
-                        conn,
-                        &job.id,
-                        Answer::Result(text("Reconnection test completed")),
-                    );
+                    let done = Answer::Result(text("Reconnection test completed"));
+                    answers.push((job.key, job.id, done));
                 }
                 Step::Log(n) => {
                     let msg = match n {
@@ -721,11 +776,8 @@ impl Fixture {
                         );
                     }
                     if n >= 2 {
-                        respond(
-                            conn,
-                            &job.id,
-                            Answer::Result(text("Tool with logging executed successfully")),
-                        );
+                        let done = Answer::Result(text("Tool with logging executed successfully"));
+                        answers.push((job.key, job.id, done));
                     } else {
                         self.jobs.push(Job {
                             due: now.after(STEP),
@@ -735,6 +787,9 @@ impl Fixture {
                     }
                 }
             }
+        }
+        for (key, id, answer) in answers {
+            self.give(now, server, key, &id, answer);
         }
         self.drive(now, server);
     }
@@ -752,27 +807,30 @@ impl Fixture {
             OwnedEvent::Request { id, method, params } => {
                 let params = parse(params.as_deref());
                 let answer = self.request(now, server, key, &id, &method, &params);
-                if let Some(conn) = server.connection(key) {
-                    respond(conn, &id, answer);
-                }
+                self.give(now, server, key, &id, answer);
             }
             OwnedEvent::Response { request, result } => {
-                self.answered(server, key, request, Ok(parse(Some(&result))))
+                self.answered(now, server, key, request, Ok(parse(Some(&result))))
             }
             OwnedEvent::Error {
                 request, message, ..
-            } => self.answered(server, key, request, Err(message)),
+            } => self.answered(now, server, key, request, Err(message)),
             // A request of ours that ended without an answer: the tool call waiting for it
             // gets the same error result, rather than waiting for good.
             OwnedEvent::TimedOut { request } => {
-                self.answered(server, key, request, Err("no answer in time".into()))
+                self.answered(now, server, key, request, Err("no answer in time".into()))
             }
             OwnedEvent::InvalidResponse { request } => {
-                self.answered(server, key, request, Err("an invalid answer".into()))
+                self.answered(now, server, key, request, Err("an invalid answer".into()))
             }
-            OwnedEvent::Abandoned { request } | OwnedEvent::Failed { request, .. } => {
-                self.answered(server, key, request, Err("no answer (abandoned)".into()))
-            }
+            OwnedEvent::Abandoned { request } | OwnedEvent::Failed { request, .. } => self
+                .answered(
+                    now,
+                    server,
+                    key,
+                    request,
+                    Err("no answer (abandoned)".into()),
+                ),
             OwnedEvent::PeerCancelled { id, .. } => {
                 self.jobs.retain(|j| !(j.key == key && j.id == id));
                 self.waits.retain(|w| !(w.key == key && w.parent == id));
@@ -784,6 +842,7 @@ impl Fixture {
     /// A server→client request came back: finish the tool call that made it.
     fn answered(
         &mut self,
+        now: Timestamp,
         server: &mut HttpServer,
         key: ConnKey,
         request: RequestId,
@@ -797,9 +856,6 @@ impl Fixture {
             return;
         };
         let w = self.waits.remove(at);
-        let Some(conn) = server.connection(key) else {
-            return;
-        };
         let answer = match (w.asked, outcome) {
             (_, Err(message)) => error_result(&format!("The client refused: {message}")),
             (Asked::Sampling, Ok(r)) => {
@@ -817,7 +873,7 @@ impl Fixture {
                 r.get("content").unwrap_or(&json!({}))
             )),
         };
-        respond(conn, &w.parent, Answer::Result(answer));
+        self.give(now, server, key, &w.parent, Answer::Result(answer));
     }
 
     fn request(
@@ -834,7 +890,11 @@ impl Fixture {
             .is_some_and(|c| c.era() == Some(Era::Modern));
         if method.starts_with("tasks/") {
             let text = params.to_string();
-            let params = (!params.is_null()).then(|| RawJson::new(&text).expect("JSON"));
+            // (Params the engine took may still be deeper than a payload may be: refused,
+            // not a panic that loses this request's answer and the drive's other events.)
+            let Ok(params) = (!params.is_null()).then(|| RawJson::new(&text)).transpose() else {
+                return Answer::Error(-32602, "Invalid params: nested too deeply".into(), None);
+            };
             return match self.tasks.answer(now, method, params) {
                 Some(Ok(result)) => Answer::Result(parse(Some(&result))),
                 Some(Err((code, message))) => Answer::Error(code, message, None),
@@ -863,21 +923,30 @@ impl Fixture {
             }
             "resources/subscribe" => {
                 let uri = params["uri"].as_str().unwrap_or("").to_owned();
-                // Bounded per session: a client subscribing to ever new URIs would otherwise
-                // grow this set for as long as its session lives.
-                let held = self.subscriptions.iter().filter(|(k, _)| *k == key).count();
+                // Bounded per session and over all of them: a client subscribing to ever new
+                // URIs would otherwise grow this set for as long as its session lives.
                 if uri.len() > 8192 {
                     return Answer::Error(-32602, "URI too long".into(), None);
                 }
-                if held >= MAX_SUBSCRIPTIONS && !self.subscriptions.contains(&(key, uri.clone())) {
-                    return Answer::Error(-32602, "Too many subscriptions".into(), None);
+                let total = self.subscription_bytes;
+                let uris = self.subscriptions.entry(key).or_default();
+                if !uris.contains(&uri) {
+                    if uris.len() >= MAX_SUBSCRIPTIONS || total + uri.len() > MAX_SUBSCRIPTION_BYTES
+                    {
+                        return Answer::Error(-32602, "Too many subscriptions".into(), None);
+                    }
+                    self.subscription_bytes += uri.len();
+                    uris.insert(uri);
                 }
-                self.subscriptions.insert((key, uri));
                 Answer::Result(json!({}))
             }
             "resources/unsubscribe" => {
-                let uri = params["uri"].as_str().unwrap_or("").to_owned();
-                self.subscriptions.remove(&(key, uri));
+                let uri = params["uri"].as_str().unwrap_or("");
+                if let Some(uris) = self.subscriptions.get_mut(&key)
+                    && uris.remove(uri)
+                {
+                    self.subscription_bytes -= uri.len();
+                }
                 Answer::Result(json!({}))
             }
             "prompts/list" => Answer::Result(json!({ "prompts": prompts() })),
@@ -960,6 +1029,14 @@ impl Fixture {
             "slow_compute" => {
                 let seconds = args["seconds"].as_u64().unwrap_or(0).min(3600);
                 let label = args["label"].as_str().unwrap_or("").to_owned();
+                // (Kept until the end, an hour at most: bounded.)
+                if label.len() > MAX_LABEL {
+                    return Answer::Error(
+                        -32602,
+                        format!("Invalid params: label longer than {MAX_LABEL} bytes"),
+                        None,
+                    );
+                }
                 let done = format!("Computed {label} in {seconds}s");
                 let delay = Duration::from_secs(seconds);
                 match self.start_task(now, conn, id) {
@@ -1475,27 +1552,53 @@ fn declared(conn: &Connection, id: &OwnedId, modern: bool) -> Caps {
     }
 }
 
-fn respond(conn: &mut Connection, id: &OwnedId, answer: Answer) {
+/// Gives `answer` to request `id`; hands it back when the engine refused it for a full output
+/// (to be given again later), and answers an error where it cannot go as it is (a value
+/// nested deeper than a payload may be, a code or an input request the request may not get).
+fn respond(conn: &mut Connection, id: &OwnedId, answer: Answer) -> Option<Answer> {
+    let full =
+        |r: &Result<(), mcpwire::conn::Error>| matches!(r, Err(mcpwire::conn::Error::OutputFull));
     let id = id.as_id();
+    let fallback = |conn: &mut Connection, message: &str| {
+        let r = conn.respond_error(id, -32603, message, None);
+        full(&r).then(|| Answer::Error(-32603, message.to_owned(), None))
+    };
     match answer {
         Answer::Result(v) => {
             let text = v.to_string();
-            let _ = conn.respond(id, RawJson::new(&text).expect("JSON"));
+            let Ok(raw) = RawJson::new(&text) else {
+                return fallback(conn, "the result could not be sent");
+            };
+            let r = conn.respond(id, raw);
+            full(&r).then_some(Answer::Result(v))
         }
         Answer::Error(code, message, data) => {
-            let data = data.map(|d| d.to_string());
-            let data = data.as_deref().map(|d| RawJson::new(d).expect("JSON"));
-            if conn.respond_error(id, code, &message, data).is_err() {
-                let _ = conn.respond_error(id, -32603, &message, None);
+            let text = data.as_ref().map(|d| d.to_string());
+            let raw = text.as_deref().and_then(|d| RawJson::new(d).ok());
+            let r = conn.respond_error(id, code, &message, raw);
+            if full(&r) {
+                return Some(Answer::Error(code, message, data));
             }
+            if r.is_err() {
+                return fallback(conn, &message);
+            }
+            None
         }
         Answer::InputRequired(reqs, state) => {
-            let reqs = reqs.map(|r| r.to_string());
-            let reqs = reqs.as_deref().map(|r| RawJson::new(r).expect("JSON"));
-            if let Err(e) = conn.respond_input_required(id, reqs, state.as_deref()) {
-                let _ = conn.respond_error(id, -32603, &format!("cannot ask for input: {e}"), None);
+            let text = reqs.as_ref().map(|r| r.to_string());
+            let raw = match text.as_deref().map(RawJson::new).transpose() {
+                Ok(raw) => raw,
+                Err(_) => return fallback(conn, "cannot ask for input"),
+            };
+            let r = conn.respond_input_required(id, raw, state.as_deref());
+            if full(&r) {
+                return Some(Answer::InputRequired(reqs, state));
             }
+            if let Err(e) = r {
+                return fallback(conn, &format!("cannot ask for input: {e}"));
+            }
+            None
         }
-        Answer::Later => {}
+        Answer::Later => None,
     }
 }
