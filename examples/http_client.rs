@@ -90,7 +90,13 @@ impl Session {
         what: Pending,
     ) {
         let text = params.to_string();
-        match conn.request(now, method, Some(RawJson::new(&text).expect("JSON"))) {
+        let Ok(raw) = RawJson::new(&text) else {
+            self.failures.push(format!(
+                "{method}: params nested deeper than a payload may be"
+            ));
+            return;
+        };
+        match conn.request(now, method, Some(raw)) {
             Ok(id) => {
                 self.pending.insert(id, what);
             }
@@ -378,12 +384,17 @@ async fn main() -> ExitCode {
                     .and_then(|p| serde_json::from_str(p).ok())
                     .unwrap_or(Value::Null);
                 let conn = client.connection();
-                let _ = match answer(&method, &params) {
-                    Some(v) => {
-                        conn.respond(id.as_id(), RawJson::new(&v.to_string()).expect("JSON"))
-                    }
+                let text = answer(&method, &params).map(|v| v.to_string());
+                // (The server's own values copied into the answer may nest deeper than a
+                // payload may: an error then, not a panic that loses the session's end.)
+                let sent = match text.as_deref().map(RawJson::new) {
+                    Some(Ok(raw)) => conn.respond(id.as_id(), raw),
+                    Some(Err(_)) => conn.respond_error(id.as_id(), -32603, "cannot answer", None),
                     None => conn.respond_error(id.as_id(), -32601, "Method not found", None),
                 };
+                if let Err(e) = sent {
+                    s.failures.push(format!("answer to {method}: {e}"));
+                }
             }
             OwnedEvent::Error {
                 request,
