@@ -22,7 +22,11 @@
 //
 // Lifetimes are the C ABI's: every string_view an event or getter returns points into the
 // connection (or the HTTP handle that lent it) and stays valid until the next non-const call
-// on it. Keep an id beyond that with `mcpw::owned_id`.
+// on it. Keep an id beyond that with `mcpw::owned_id`. A view may be passed back into a
+// command on the same handle (answering a request with its id), but not into the transport
+// inputs, which read their arguments in place while the handle changes: conn::handle_input,
+// http_server::handle_request and http_client::handle_response / handle_body. Copy it into a
+// std::string first (a session id from http_server::session_id as a header, say).
 #ifndef MCPWIRE_HPP
 #define MCPWIRE_HPP
 
@@ -371,6 +375,7 @@ template <typename Self>
 class connection_ops {
 public:
     // -- inputs --
+    /// Bytes from the peer. Not a view this handle lent (read in place while it changes).
     void handle_input(std::uint64_t now_ns, const void *bytes, std::size_t len) {
         detail::check(
             mcpw_conn_handle_input(get(), now_ns, static_cast<const std::uint8_t *>(bytes), len));
@@ -1179,6 +1184,8 @@ public:
     }
 
     /// One HTTP request to the endpoint: `path` nullopt is not checked (a query is ignored).
+    /// No argument may be a view this server lent (copy a session id into a std::string
+    /// first): they are read in place while it changes.
     http_response handle_request(std::uint64_t now_ns, std::string_view method,
                                  std::optional<std::string_view> path, http_headers headers,
                                  std::string_view body) {
@@ -1367,6 +1374,8 @@ public:
         if (raw.kind == MCPW_HTTP_ACTION_NONE) return std::nullopt;
         return http_action(raw);
     }
+    /// A response's status and headers. As for every transport input, no view this client
+    /// lent (read in place while it changes).
     void handle_response(std::uint64_t now_ns, std::uint64_t exchange, std::uint16_t status,
                          http_headers headers) {
         detail::check(mcpw_http_client_handle_response(get(), now_ns, exchange, status,
@@ -1383,6 +1392,7 @@ public:
                          const std::vector<mcpw_http_header> &headers) {
         handle_response(now_ns, exchange, status, http_headers(headers.data(), headers.size()));
     }
+    /// Body bytes as they arrive; not a view this client lent.
     void handle_body(std::uint64_t now_ns, std::uint64_t exchange, std::string_view bytes) {
         detail::check(mcpw_http_client_handle_body(
             get(), now_ns, exchange, reinterpret_cast<const std::uint8_t *>(bytes.data()),
