@@ -5,8 +5,10 @@
 //!
 //! Usage: `http_server PORT [IDLE_EXIT_SECS]` (port 0 picks a free one). Prints
 //! `listening on http://127.0.0.1:PORT/mcp` once bound, and exits by itself after
-//! `IDLE_EXIT_SECS` (default 600) without requests, or on SIGTERM or ctrl-c (gracefully: open
-//! answers finish first).
+//! `IDLE_EXIT_SECS` (default 600) with nothing going on (the idle time counts from the last
+//! time the host drove the fixture: a request, or a timer of the engine's, such as an open
+//! stream's keep-alive or a session's expiry, so a stream held open keeps it up), or on
+//! SIGTERM or ctrl-c (gracefully: open answers finish first).
 
 // The example is the IO layer: it reads the real clock for its idle exit.
 #![allow(clippy::disallowed_methods)]
@@ -36,7 +38,8 @@ impl Application for fixture::Fixture {
     }
 }
 
-/// The fixture, noting when the host last had something for it (for the idle exit).
+/// The fixture, noting when the host last drove it (for the idle exit: requests and timers
+/// alike).
 struct Watched {
     fixture: fixture::Fixture,
     last: Arc<Mutex<Instant>>,
