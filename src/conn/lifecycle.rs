@@ -12,7 +12,8 @@
 //! 2. (2024-11-05 … 2025-11-25) Until the server has answered `initialize`, a client sends only
 //!    pings. Until it has received `notifications/initialized`, a server sends only pings and
 //!    logging, and before `initialize` arrives nothing at all (`Lifecycle::check_send`). A
-//!    client whose `server/discover` probe is out sends nothing either.
+//!    client whose `server/discover` probe is out sends nothing either. Without
+//!    `strict_lifecycle`, only the last two hold (`Policy::strict_lifecycle`).
 //! 3. (2024-11-05 … 2025-11-25) With `strict_lifecycle` (the default), the same rules hold for
 //!    what we accept: a request that arrives too early is answered with -32600, a notification
 //!    is dropped. Pings are always answered (`Lifecycle::admit`).

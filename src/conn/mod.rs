@@ -902,8 +902,9 @@ impl Connection {
     /// Begins a graceful close: no new requests or notifications; our requests in flight get
     /// until `now + grace` to be answered. Then the peer is sent a cancellation for each one
     /// still unanswered, and the connection closes with [`CloseReason::Local`]: write out
-    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. Calling it
-    /// again while closing changes nothing: the first deadline stands.
+    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. (A
+    /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)
+    /// Calling it again while closing changes nothing: the first deadline stands.
     pub fn close(&mut self, now: Timestamp, grace: Duration) {
         self.core.events.retire_current();
         self.core.close(now, grace);
@@ -976,8 +977,9 @@ impl Connection {
     }
 
     /// The earliest deadline at which [`handle_timeout`](Self::handle_timeout) has work, if
-    /// any. It changes after inputs and commands. It may be slightly early (a request that
-    /// finished leaves its timer behind); calling `handle_timeout` then is harmless.
+    /// any. It changes after inputs and commands. It may be early (a request that finished
+    /// leaves its timer behind; progress that moved a deadline later leaves the old one, up to
+    /// `max_total_timeout` early); calling `handle_timeout` then is harmless.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         if self.core.lifecycle.is_closed() {
             return None;
