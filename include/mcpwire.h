@@ -2865,6 +2865,20 @@ enum mcpw_result mcpw_http_server_stream_closed(struct mcpw_http_server *server,
                                                 uint64_t stream);
 
 /**
+ * Gives up on every stream for good, for a host whose shutdown grace is over and that is
+ * about to end all its responses: every request still awaited on a stream gets an error
+ * answer (-32603) there, so that its client learns at once that no answer will come (a
+ * stateless request's client cannot resume it). Write what the streams then hold
+ * (`mcpw_http_server_poll_woken` names them; each finishes with its answer) before ending
+ * the responses. `*out_answered` (may be NULL) is how many requests were answered.
+ *
+ * # Safety
+ * `server` is NULL or a live server handle; `out_answered` is NULL or writable.
+ */
+enum mcpw_result mcpw_http_server_abandon_streams(struct mcpw_http_server *server,
+                                                  size_t *out_answered);
+
+/**
  * Fires every timer due at `now_ns`: request timeouts of every connection and the expiry of
  * idle sessions. Call it when the deadline of `mcpw_http_server_poll_timeout` passes.
  *

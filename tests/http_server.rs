@@ -1184,6 +1184,46 @@ fn an_abandoned_stream_answers_what_it_awaits_with_an_error() {
     assert!(s.poll_stream(get).is_some_and(|o| !o.finished));
 }
 
+/// `abandon_streams` does the same for every stream at once, and names them in
+/// `poll_woken`; the GET stream is left as it is.
+#[test]
+fn abandon_streams_answers_every_awaited_request() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let mut calls = Vec::new();
+    for id in [9, 10] {
+        let (stream, key, _) = post_request(
+            &mut s,
+            &sid,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x"}}}}"#
+            ),
+        );
+        calls.push((stream, key, id));
+    }
+    let get = get_stream(
+        &mut s,
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    events(&mut s);
+    woken(&mut s);
+    assert_eq!(s.abandon_streams(), 2);
+    let named = woken(&mut s);
+    for (stream, _, id) in calls {
+        assert!(named.contains(&stream), "{stream:?} not woken: {named:?}");
+        let (messages, finished) = read_stream(&mut s, stream, &mut StreamReader::new());
+        assert!(finished);
+        let answer = messages.iter().find(|m| m["id"] == id).expect("its answer");
+        assert_eq!(answer["error"]["code"], -32603);
+    }
+    assert!(s.poll_stream(get).is_some_and(|o| !o.finished));
+    assert_eq!(s.abandon_streams(), 0);
+}
+
 /// A session the application closes through its view (or whose connection closes for any
 /// other reason) ends as if its client had deleted it: its streams finish, a later request
 /// naming it gets 404, and the connection goes once its `Closed` event is handed out. (It

@@ -2589,7 +2589,21 @@ static void test_http_the_stateless_era(void) {
         OK(mcpw_http_server_handle_request(w.server, w.now, S("POST"), S("/mcp"), h, 6,
                                            (const uint8_t *)body, strlen(body), &r));
         CHECK(r.status == 200 && r.has_stream);
-        OK(mcpw_http_server_stream_closed(w.server, w.now, r.stream)); /* (its client left) */
+        /* The host's shutdown grace over: the request awaited on the stream gets -32603
+           there, and the stream finishes with it. */
+        {
+            const uint8_t *bytes = NULL;
+            size_t len = 0, answered = 0;
+            bool finished = false, open = false;
+            OK(mcpw_http_server_abandon_streams(w.server, &answered));
+            CHECK(answered == 1);
+            OK(mcpw_http_server_poll_stream(w.server, r.stream, &bytes, &len, &finished, &open));
+            CHECK(open && finished && contains(bytes, len, "-32603") &&
+                  contains(bytes, len, "\"id\":7"));
+            OK(mcpw_http_server_consume_stream(w.server, r.stream, len));
+            OK(mcpw_http_server_abandon_streams(w.server, NULL)); /* (nothing left: 0) */
+            RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_abandon_streams(NULL, &answered));
+        }
         converse(&w);
         RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_http_server_declare_tools(w.server, S("{\"tools\":5}")));
         RC(MCPW_ERR_INVALID_JSON, mcpw_http_server_declare_tools(w.server, S("[")));

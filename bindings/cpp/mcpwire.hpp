@@ -1243,6 +1243,13 @@ public:
     void stream_closed(std::uint64_t now_ns, std::uint64_t stream) {
         detail::check(mcpw_http_server_stream_closed(get(), now_ns, stream));
     }
+    /// Shutdown grace over: every request awaited on a stream gets an error answer there
+    /// (poll_woken names the streams; write them, then end them). How many were answered.
+    std::size_t abandon_streams() {
+        std::size_t answered = 0;
+        detail::check(mcpw_http_server_abandon_streams(get(), &answered));
+        return answered;
+    }
     void handle_timeout(std::uint64_t now_ns) {
         detail::check(mcpw_http_server_handle_timeout(get(), now_ns));
     }

@@ -497,6 +497,24 @@ func (s *HTTPServer) EndListenStreams() (int, error) {
 	return int(n), check("end listen streams", rc)
 }
 
+// AbandonStreams answers every request still awaited on an open stream with an error
+// (-32603) on that stream, which then finishes: call it when http.Server.Shutdown's context
+// has run out, before Close, so that clients learn at once that no answer will come (a
+// stateless request's client cannot resume it, and would wait for its own timeout); give the
+// handlers a moment to write those answers (a second, short Shutdown), then Close. It
+// returns how many requests it answered.
+func (s *HTTPServer) AbandonStreams() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return 0, ErrFreed
+	}
+	var n C.size_t
+	rc := C.mcpw_http_server_abandon_streams(s.ptr, &n)
+	s.notifyLocked()
+	return int(n), check("abandon streams", rc)
+}
+
 // DeclareTools declares the server's tools anew while it runs (a tools/list result or its
 // tools array), as HTTPOptions.Tools does at its start: call it when they change, before
 // sending notifications/tools/list_changed, so that 2026-07-28 tools/call requests are

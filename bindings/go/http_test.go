@@ -287,6 +287,30 @@ func answerHeldLater(t *testing.T, srv *HTTPServer, app *testApp, resp *http.Res
 	return held[0]
 }
 
+// AbandonStreams, at the end of a shutdown's grace: the call held on its stream gets -32603
+// there, and the stream ends.
+func TestHTTPAbandonStreamsAnswersHeldCallsWithAnError(t *testing.T) {
+	srv, app, ts := newTestServer(t, nil)
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	n, err := srv.AbandonStreams()
+	if err != nil || n != 1 {
+		t.Fatalf("AbandonStreams: %d, %v", n, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Contains(body, []byte(`"code":-32603`)) {
+		t.Fatalf("stream: %s, %v", body, err)
+	}
+	if n, err := srv.AbandonStreams(); n != 0 || err != nil {
+		t.Fatalf("again: %d, %v", n, err)
+	}
+	srv.Close()
+	if _, err := srv.AbandonStreams(); !errors.Is(err, ErrFreed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
 func TestHTTPAnswerLaterOnAnOpenStream(t *testing.T) {
 	srv, app, ts := newTestServer(t, nil)
 	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)

@@ -2055,6 +2055,21 @@ impl HttpServer {
         answered
     }
 
+    /// [`abandon_stream`](Self::abandon_stream) for every stream that awaits an answer: for a
+    /// host that ends all its responses at once when its shutdown grace is over (Go's
+    /// `HTTPServer.AbandonStreams`, C's `mcpw_http_server_abandon_streams`). Write what the
+    /// streams then give ([`poll_woken`](Self::poll_woken) names them) before ending them.
+    /// Returns how many requests it answered.
+    pub fn abandon_streams(&mut self) -> usize {
+        self.pump();
+        let mut ids: Vec<HttpStreamId> = (self.streams.iter())
+            .filter(|(_, s)| !s.detached && !s.awaiting.is_empty())
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable_by_key(|id| id.0);
+        ids.into_iter().map(|id| self.abandon_stream(id)).sum()
+    }
+
     /// With a shared [`SessionStore`]: call it once this process stops serving for good,
     /// after its shutdown grace (the tokio host does, as `serve` returns). Every request of a
     /// session that is still awaited, its answer not given, gets an error answer (`-32603`)

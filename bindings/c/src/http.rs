@@ -885,6 +885,32 @@ pub unsafe extern "C" fn mcpw_http_server_stream_closed(
     unsafe { with_mut(server, run) }
 }
 
+/// Gives up on every stream for good, for a host whose shutdown grace is over and that is
+/// about to end all its responses: every request still awaited on a stream gets an error
+/// answer (-32603) there, so that its client learns at once that no answer will come (a
+/// stateless request's client cannot resume it). Write what the streams then hold
+/// (`mcpw_http_server_poll_woken` names them; each finishes with its answer) before ending
+/// the responses. `*out_answered` (may be NULL) is how many requests were answered.
+///
+/// # Safety
+/// `server` is NULL or a live server handle; `out_answered` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_http_server_abandon_streams(
+    server: *mut mcpw_http_server,
+    out_answered: *mut usize,
+) -> mcpw_result {
+    let run = |h: &mut mcpw_http_server| {
+        let answered = h.server.abandon_streams();
+        if !out_answered.is_null() {
+            // Safety: (caller) writable when not NULL.
+            unsafe { out_answered.write(answered) };
+        }
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live server handle.
+    unsafe { with_mut(server, run) }
+}
+
 /// Fires every timer due at `now_ns`: request timeouts of every connection and the expiry of
 /// idle sessions. Call it when the deadline of `mcpw_http_server_poll_timeout` passes.
 ///

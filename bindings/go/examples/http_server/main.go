@@ -117,7 +117,15 @@ func main() {
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if hs.Shutdown(shutdown) != nil { // waits for open answers (SSE streams included)
-			_ = hs.Close() // past 5 s: what is left is cut
+			// Past 5 s: the calls still open get an error answer on their streams (their
+			// clients learn at once that none will come), a second to write them, then
+			// what is left is cut.
+			_, _ = srv.AbandonStreams()
+			last, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if hs.Shutdown(last) != nil {
+				_ = hs.Close()
+			}
 		}
 	}()
 	if err := hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
