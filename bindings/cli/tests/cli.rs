@@ -35,10 +35,32 @@ fn mcpwire(args: &[&str]) -> (i32, String, String) {
 
 /// A directory of this test process's own for a test's files (`mcpwire-<name>-<pid>` in the
 /// system's temporary directory), created if need be.
-fn scratch_dir(name: &str) -> std::path::PathBuf {
+/// A directory of the test's own under the system's temporary one, removed with it.
+struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch_dir(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("mcpwire-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn everything() -> String {
@@ -3088,7 +3110,7 @@ while True:
     let out = Command::new(BIN)
         .args(["probe", "--protocol", "2025-11-25", "--timeout", "5", "--"])
         .args([python, "-c", server, marker.to_str().unwrap()])
-        .env("PATH", &dir) // (an empty directory: no `kill` program)
+        .env("PATH", &*dir) // (an empty directory: no `kill` program)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

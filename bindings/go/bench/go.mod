@@ -2,6 +2,8 @@ module github.com/mcpwire/mcpwire/bindings/go/bench
 
 go 1.26
 
+toolchain go1.26.8
+
 require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mcpwire/mcpwire/bindings/go v0.0.0
