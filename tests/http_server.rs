@@ -316,6 +316,19 @@ fn foreign_host_or_origin_gets_403() {
         let headers = [("Host", ok.0), ("Origin", ok.1)];
         assert_eq!(send(&mut s, "POST", &headers, INIT).status, 200, "{ok:?}");
     }
+    // Two Origins, as two Hosts: which one a proxy in front read is anyone's guess (the first
+    // passed the check whatever came after it).
+    let headers = [
+        ("Host", "127.0.0.1"),
+        ("Origin", "http://localhost"),
+        ("Origin", "https://evil.example"),
+    ];
+    let r = send(&mut s, "POST", &headers, INIT);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        json_body(&r)["error"]["message"],
+        "Bad Request: more than one Origin header"
+    );
 }
 
 #[test]
@@ -872,6 +885,53 @@ fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &
 }
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// An `initialize` sent as a notification (no id) opens nothing and takes no session's room:
+/// at the cap it evicted an idle session, and got 202.
+#[test]
+fn an_initialize_without_an_id_gets_400_and_evicts_nothing() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.max_sessions = 1;
+    let mut s = HttpServer::new(config);
+    let sid = open_session(&mut s);
+    let body = r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    let r = send(&mut s, "POST", &[], body);
+    assert_eq!(r.status, 400);
+    assert_eq!(s.sessions(), 1);
+    let r = send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
+    );
+    assert_eq!(r.status, 200, "the session lives on");
+}
+
+/// A 2026-07-28 notification the application is to see (one of its own, unknown to MCP) is
+/// handed out after its 202: the request's connection went with the answer, its event with
+/// it ("Accepted", then lost). The connection goes once the event is out.
+#[test]
+fn a_stateless_notification_reaches_the_application() {
+    let mut s = server();
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/acme/ping","params":{{{META}}}}}"#);
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("notifications/acme/ping", None),
+        &body,
+    );
+    assert_eq!(r.status, 202);
+    let evs = events(&mut s);
+    assert!(
+        matches!(&evs[..], [(_, Ev::Notification { method, .. })] if method == "notifications/acme/ping"),
+        "{evs:?}"
+    );
+    assert!(
+        s.connections().is_empty(),
+        "the connection goes with its event"
+    );
+}
 
 #[test]
 fn stateless_requests_need_matching_headers() {
@@ -2220,9 +2280,23 @@ fn content_type_and_accept_are_checked() {
     let json = ("Content-Type", "application/json; charset=utf-8");
     let both = ("Accept", "application/json, text/event-stream");
     // POST: JSON in, both answers accepted.
-    let cases: [(&[(&str, &str)], u16); 10] = [
+    let cases: [(&[(&str, &str)], u16); 12] = [
         (&[host, both], 415),
         (&[host, ("Content-Type", "text/plain"), both], 415),
+        // One media type, not a list: a browser sends `text/plain;x=1,application/json`
+        // from any page without a preflight (it passed, JSON found after the comma).
+        (
+            &[
+                host,
+                ("Content-Type", "text/plain;x=1,application/json"),
+                both,
+            ],
+            415,
+        ),
+        (
+            &[host, ("Content-Type", "application/json, text/plain"), both],
+            415,
+        ),
         (&[host, json], 406),
         (&[host, json, ("Accept", "application/json")], 406),
         (&[host, json, ("Accept", "text/event-stream")], 406),

@@ -805,11 +805,13 @@ impl HttpServer {
         let known = Known::of(req.headers);
         // RFC 9110/9112: a header name is a token, and a request has one Host. (Hosts whose
         // HTTP stack lets these through would act on headers a proxy reads otherwise.)
-        if known.bad_name || known.host_repeated {
+        if known.bad_name || known.host_repeated || known.origin_repeated {
             let what = if known.bad_name {
                 "Bad Request: invalid header name"
-            } else {
+            } else if known.host_repeated {
                 "Bad Request: more than one Host header"
+            } else {
+                "Bad Request: more than one Origin header"
             };
             return HttpResponse::rpc_error(400, None, jsonrpc::INVALID_REQUEST, what);
         }
@@ -867,8 +869,12 @@ impl HttpServer {
         // an event stream.
         match req.method {
             "POST" => {
+                // One media type (RFC 9110: `Content-Type = media-type`, not a list): a list
+                // naming JSON after `text/plain` passed, and a browser sends such a body
+                // from any page without a preflight (an initialize with `Origin: null`).
                 if !known.content_type.is_some_and(|t| {
-                    media_types(t).any(|m| m.eq_ignore_ascii_case("application/json"))
+                    let media = t.split(';').next().unwrap_or("");
+                    media.trim_ascii().eq_ignore_ascii_case("application/json")
                 }) {
                     return HttpResponse::rpc_error(
                         415,
@@ -983,9 +989,11 @@ impl HttpServer {
             return self.post_session(now, &known, sid, text, decoded);
         }
         // No session: `initialize`, or a stateless request.
+        // (An `initialize` without an id is a notification no session can begin with: it gets
+        // the 400 of any message without a session, not a session's room made for it, which
+        // at the cap evicted an idle session.)
         let (is_initialize, request_params) = match &decoded {
             Decoded::Single(Message::Request(r)) => (r.method.eq_str("initialize"), r.params),
-            Decoded::Single(Message::Notification(n)) => (n.method.eq_str("initialize"), None),
             _ => (false, None),
         };
         // `params._meta` naming a protocol version makes a request stateless too; it is read
@@ -1355,7 +1363,17 @@ impl HttpServer {
                 self.end_cancelled(key, &ids);
             }
             if modern {
-                self.conns.remove(&key);
+                // A stateless notification's connection goes with its answer, but not before
+                // its events (the notification itself, for the application) are handed out.
+                match self.conns.get_mut(&key) {
+                    Some(c) if c.conn.pending_events() > 0 => {
+                        c.orphaned = true;
+                        self.mark(key);
+                    }
+                    _ => {
+                        self.conns.remove(&key);
+                    }
+                }
             }
             return HttpResponse::empty(202);
         }
@@ -3511,6 +3529,8 @@ struct Known<'a> {
     may_repeat: bool,
     /// `Host` appears twice: which one the Host check should read is anyone's guess.
     host_repeated: bool,
+    /// `Origin` appears twice: as for `Host` (a proxy may merge or pick another one).
+    origin_repeated: bool,
     /// A header's name is not an RFC 9110 token (empty, or with a space, say:
     /// `Content-Length : 5`, which a proxy in front may read as a length).
     bad_name: bool,
@@ -3549,7 +3569,10 @@ impl<'a> Known<'a> {
                     k.host_repeated |= k.host.is_some();
                     (&mut k.host, false)
                 }
-                6 if is("Origin") => (&mut k.origin, false),
+                6 if is("Origin") => {
+                    k.origin_repeated |= k.origin.is_some();
+                    (&mut k.origin, false)
+                }
                 6 if is("Accept") => {
                     k.accepts_more |= k.accept.is_some();
                     (&mut k.accept, false)
@@ -3604,11 +3627,6 @@ fn duplicated_mcp_header<'a>(headers: &[(&'a str, &str)], sessionless: bool) -> 
         .filter(|name| mcp_header(name))
         .collect();
     headers::first_repeat(&mcp).map(|i| mcp[i])
-}
-
-/// The media types of a `Content-Type` or `Accept` value, parameters dropped.
-fn media_types(value: &str) -> impl Iterator<Item = &str> {
-    media_ranges(value).map(|(media, _)| media)
 }
 
 /// The media ranges of an `Accept` value, each with its parameters (`;q=0.5`, or empty).
@@ -3829,8 +3847,8 @@ mod tests {
     }
 
     #[test]
-    fn media_types_are_cut_at_commas_and_stripped_of_parameters() {
-        let all = |v| media_types(v).collect::<Vec<_>>();
+    fn media_ranges_are_cut_at_commas_and_their_parameters_set_apart() {
+        let all = |v| media_ranges(v).map(|(m, _)| m).collect::<Vec<_>>();
         assert_eq!(
             all("application/json, text/event-stream"),
             ["application/json", "text/event-stream"]
