@@ -907,6 +907,31 @@ fn an_initialize_without_an_id_gets_400_and_evicts_nothing() {
     assert_eq!(r.status, 200, "the session lives on");
 }
 
+/// A session whose connection closed while its `initialize` was handled (here: an output
+/// bound of 0, so the engine's first answer closes it) leaves no entry behind that the
+/// eviction at the session cap picks for good: the next `initialize` looped for ever.
+#[test]
+fn a_session_whose_connection_went_at_once_does_not_hang_the_next_initialize() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut server = server_config();
+        server.limits.max_buffered_output = 0;
+        let mut config = HttpServerConfig::new(server);
+        config.max_sessions = 1;
+        let mut s = HttpServer::new(config);
+        let mut statuses = Vec::new();
+        for _ in 0..2 {
+            statuses.push(send(&mut s, "POST", &[], INIT).status);
+            events(&mut s);
+        }
+        let _ = tx.send(statuses);
+    });
+    let statuses = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the second initialize returned");
+    assert_eq!(statuses.len(), 2);
+}
+
 /// A 2026-07-28 notification the application is to see (one of its own, unknown to MCP) is
 /// handed out after its 202: the request's connection went with the answer, its event with
 /// it ("Accepted", then lost). The connection goes once the event is out.

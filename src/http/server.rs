@@ -1967,12 +1967,29 @@ impl HttpServer {
             self.pump();
             let _ = self.abandon_awaited(key);
         }
-        if let Some(c) = self.conns.remove(&key)
-            && let Some(sid) = c.session
-        {
-            self.sessions.remove(&sid);
-            if self.shared.is_none() {
-                self.events.forget(&sid);
+        match self.conns.remove(&key) {
+            Some(c) => {
+                if let Some(sid) = c.session {
+                    self.sessions.remove(&sid);
+                    if self.shared.is_none() {
+                        self.events.forget(&sid);
+                    }
+                }
+            }
+            // A session whose connection already went (it closed while its `initialize` was
+            // handled): its entry goes too, or the eviction at the session cap would pick it
+            // again and again, for good.
+            None => {
+                let gone: Vec<String> = (self.sessions.iter())
+                    .filter(|&(_, &k)| k == key)
+                    .map(|(sid, _)| sid.clone())
+                    .collect();
+                for sid in gone {
+                    self.sessions.remove(&sid);
+                    if self.shared.is_none() {
+                        self.events.forget(&sid);
+                    }
+                }
             }
         }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
