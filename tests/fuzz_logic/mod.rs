@@ -405,6 +405,8 @@ struct Watch {
     /// Progress reports on our requests: the request, the value, and how many entries of
     /// `resolved` came before it.
     progress: Vec<(RequestId, f64, usize)>,
+    /// The peer's requests it cancelled (`PeerCancelled`), in order.
+    peer_cancelled: Vec<OwnedId>,
     /// What the connection wrote, not yet a whole line.
     output: Vec<u8>,
 }
@@ -435,6 +437,9 @@ impl Watch {
                     request, progress, ..
                 } if self.progress.len() < 4096 => {
                     self.progress.push((request, progress, self.resolved.len()));
+                }
+                Event::PeerCancelled { id, .. } if self.peer_cancelled.len() < 4096 => {
+                    self.peer_cancelled.push(OwnedId::from(id));
                 }
                 _ => {}
             }
@@ -1100,6 +1105,9 @@ struct End {
     answered: HashMap<OwnedId, usize>,
     /// Peer requests answered with a 2025-11-25 task handle: their progress goes on.
     task_handles: HashSet<OwnedId>,
+    /// Peer requests the peer cancelled: an answer to one is taken and dropped (`Ok`, no
+    /// answer sent), until a request with that id comes again.
+    cancelled: HashSet<OwnedId>,
 }
 
 impl End {
@@ -1115,6 +1123,7 @@ impl End {
             received: HashMap::new(),
             answered: HashMap::new(),
             task_handles: HashSet::new(),
+            cancelled: HashSet::new(),
         }
     }
 
@@ -1122,9 +1131,14 @@ impl End {
         let from = self.watch.resolved.len();
         let from_progress = self.watch.progress.len();
         let from_requests = self.watch.peer_requests.len();
+        let from_cancelled = self.watch.peer_cancelled.len();
         self.watch.drain(&mut self.conn);
         for request in &self.watch.peer_requests[from_requests..] {
             *self.received.entry(request.id.clone()).or_default() += 1;
+            self.cancelled.remove(&request.id);
+        }
+        for id in &self.watch.peer_cancelled[from_cancelled..] {
+            self.cancelled.insert(id.clone());
         }
         let progress = self.watch.progress[from_progress..].to_vec();
         let mut progress = progress.into_iter().peekable();
@@ -1172,6 +1186,9 @@ impl End {
     /// The engine took an answer (or a task handle) to the peer's request `id`: the peer sent
     /// a request with it that has no answer yet.
     fn answer_taken(&mut self, id: &OwnedId, task: bool) {
+        if self.cancelled.contains(id) {
+            return; // (suppressed: the peer cancelled it)
+        }
         let received = self.received.get(id).copied().unwrap_or(0);
         let answered = self.answered.entry(id.clone()).or_default();
         assert!(
@@ -1454,7 +1471,7 @@ impl Harness {
                 );
                 // Progress goes only on a request that came and has no answer yet (or one
                 // whose answer was a 2025-11-25 task handle).
-                if sent.is_ok() {
+                if sent.is_ok() && !end.cancelled.contains(&id) {
                     let received = end.received.get(&id).copied().unwrap_or(0);
                     let answered = end.answered.get(&id).copied().unwrap_or(0);
                     assert!(
@@ -1560,8 +1577,9 @@ impl Harness {
 /// unresolved; no resolution names an id `request` never returned; progress comes only for
 /// requests that asked for it, before they end (a 2025-11-25 task's also after its handle),
 /// with increasing values; the engine takes an answer, or progress, only for a peer request
-/// that came and has no answer yet (answers per id never outnumber its arrivals); the
-/// in-flight tables stay within their (small) limits; nothing follows `Closed`; a graceful
+/// that came and has no answer yet (answers per id never outnumber its arrivals; one to a
+/// request the peer cancelled is taken and dropped); the in-flight tables stay within their
+/// (small) limits; nothing follows `Closed`; a graceful
 /// close ends by its deadline.
 pub fn api_sequence(data: &[u8]) {
     api_sequence_summary(data);
