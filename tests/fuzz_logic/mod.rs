@@ -1436,6 +1436,9 @@ impl Harness {
                         ),
                     }
                 } else {
+                    // (A listen the engine granted on its own came as no `Request` event: an
+                    // answer to it ends it, as `end_listen` does.)
+                    let listening = end.conn.listen_subscriptions().contains(&OwnedId::from(id));
                     let taken = match reply {
                         Reply::Result => end.conn.respond(id, json(r#"{"ok":true}"#)),
                         Reply::Error => end.conn.respond_error(id, -32601, "no such thing", None),
@@ -1450,7 +1453,7 @@ impl Harness {
                         Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
                         Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
                     };
-                    if taken.is_ok() {
+                    if taken.is_ok() && !listening {
                         let owned = OwnedId::from(id);
                         end.answer_taken(&owned, matches!(reply, Reply::TaskHandle));
                     }
