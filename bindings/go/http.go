@@ -874,8 +874,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			// As above: the rest (up to discardLimit) is read and dropped before the 413.
-			_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
+			// As above: the rest (up to discardLimit) is read and dropped before the 413, at
+			// MinBodyRate too.
+			s.discardBody(w, r.Body, int64(s.discardLimit()))
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBodiesBusy):
 			// The same, for a 503 the client may retry; but a body over MaxBody (chunked:
@@ -1063,12 +1064,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody boo
 				return buf, nil
 			}
 			if err != nil {
-				if _, tooBig := err.(*http.MaxBytesError); tooBig && set < s.bodyTime {
-					// The rest is read and dropped before the 413 within BodyTimeout alone, as for
-					// a body declared too large: the answer is decided. (With the default MaxBody,
-					// or any over BodyTimeout's worth of bytes at the rate, it is there already.)
-					s.deadlineSet(rc.SetReadDeadline(start.Add(s.bodyTime)))
-				}
+				// (Past MaxBody, the caller reads and drops the rest: discardBody.)
 				return buf, err
 			}
 			if n > 0 && set < s.bodyTime {

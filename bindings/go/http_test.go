@@ -955,6 +955,40 @@ func TestHTTPOverLimitBodyThatDoesNotComeIsDroppedAtTheMinimumRate(t *testing.T)
 	}
 }
 
+// The same for a chunked body that passed MaxBody and then stopped: the rest was dropped
+// within BodyTimeout alone.
+func TestHTTPChunkedOverLimitBodyThatStopsIsDroppedAtTheMinimumRate(t *testing.T) {
+	grace := 300 * time.Millisecond
+	_, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyTimeout: 10 * time.Second,
+		MaxBody: 1000, MinBodyRate: 1000, BodyRateGrace: grace})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	chunk := strings.Repeat("x", 1500)
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n",
+		len(chunk), chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer after %v: %v", time.Since(start), err)
+	}
+	resp.Body.Close()
+	waited := time.Since(start)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	if waited > 3*time.Second {
+		t.Fatalf("413 after %v: want it soon after the %v grace", waited, grace)
+	}
+}
+
 // The most read and dropped before a 413 is four times MaxBody, at least 16 MiB, and never
 // less than MaxBody itself: past MaxInt/4 the product wrapped and the limit fell back to
 // 16 MiB.
