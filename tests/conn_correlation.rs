@@ -1429,3 +1429,81 @@ fn a_close_during_the_handshake_keeps_the_grace_of_a_ping_in_flight() {
         "{events:?}"
     );
 }
+
+/// An answer goes out under the request's own id, as it came: a host that rebuilt the id
+/// from its decoded text (a raw newline, a raw quote) names the same request, and its
+/// bytes went into the frame unescaped (two lines, or members injected into our answer).
+#[test]
+fn an_answer_carries_the_requests_own_id_whatever_the_host_rebuilt() {
+    let (mut s, _, _) = handshaken_server(
+        "{\"jsonrpc\":\"2.0\",\"id\":\"a\\nb\\\"c\",\"method\":\"tools/list\"}\n",
+    );
+    let events = drain(&mut s);
+    let id = events
+        .iter()
+        .find_map(|e| match e {
+            Ev::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .expect("the request");
+    assert_eq!(id.to_string(), "\"a\\nb\\\"c\"");
+    // The decoded text, as a host keeping ids as strings would hold it.
+    let rebuilt = OwnedId::Str("a\nb\"c".as_bytes().into());
+    s.respond(rebuilt.as_id(), raw(r#"{"tools":[]}"#)).unwrap();
+    let out = String::from_utf8(take_output(&mut s)).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    let answer: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+    assert_eq!(answer["id"], "a\nb\"c");
+    assert_eq!(answer["result"], serde_json::json!({"tools": []}));
+}
+
+/// Progress values too large for an f64 (`1e400`) are no values: such a report is dropped
+/// (a `total` of it left out), and the request's later reports still count. It was handed
+/// out as infinity, and every later report was dropped as not increasing.
+#[test]
+fn progress_too_large_for_a_float_is_dropped() {
+    let mut p = ready(ProtocolVersion::V2025_11_25);
+    let r = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow"}"#)),
+            RequestOptions {
+                progress: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    p.step();
+    p.take_server_events();
+    let report = |progress: &str, total: &str| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{},\"progress\":{progress},\"total\":{total}}}}}\n",
+            r.0
+        )
+    };
+    p.client
+        .handle_input(p.now, report("1e400", "5").as_bytes());
+    p.client
+        .handle_input(p.now, report("1", "1e400").as_bytes());
+    p.client.handle_input(p.now, report("2", "5").as_bytes());
+    assert_eq!(
+        drain(&mut p.client),
+        vec![
+            Ev::Progress {
+                request: r,
+                progress: 1.0,
+                total: None,
+                message: None
+            },
+            Ev::Progress {
+                request: r,
+                progress: 2.0,
+                total: Some(5.0),
+                message: None
+            },
+        ]
+    );
+    assert_eq!(p.client.stats().dropped_progress, 1);
+}

@@ -405,14 +405,16 @@ impl Core {
         let member = |i| found.get(i).ok().flatten();
         let token = member(0);
         let progress = member(1);
+        // (A number too large for an f64, `1e400`, reads as infinity: no progress value, or
+        // it would stop every later report of the request as not increasing.)
         let (Some(Id::Int(n)), Some(progress)) = (
             token.and_then(|t| t.as_id()),
-            progress.and_then(|p| p.as_f64()),
+            progress.and_then(|p| p.as_f64()).filter(|p| p.is_finite()),
         ) else {
             self.stats.dropped_progress += 1;
             return;
         };
-        let total = member(2).and_then(|t| t.as_f64());
+        let total = member(2).and_then(|t| t.as_f64()).filter(|t| t.is_finite());
         let message = member(3).and_then(|m| m.as_str());
         let policy = self.config.policy.progress;
         let max_total = self.config.max_total_timeout;

@@ -391,8 +391,9 @@ impl Core {
                 .stamp_result(&mut stamped, result, cacheable, kind)
                 .is_ok();
             if ok && let Ok(text) = std::str::from_utf8(&stamped) {
-                self.dispatch.inbound.remove(&key);
+                let stored = self.dispatch.inbound.remove_entry(&key).map(|(k, _)| k);
                 let answer = Answer::Result(RawJson::validated(text));
+                let id = stored.as_ref().map_or(id, OwnedId::as_id);
                 self.emit_answer(batch, stream, Some(id), answer, false);
             }
             crate::frame::empty(&mut stamped);
@@ -405,7 +406,11 @@ impl Core {
         }
         // A 2025-11-25 tasks/result or tasks/cancel answered: its task is terminal.
         self.task_tokens.answered(&key, false);
-        self.dispatch.inbound.remove(&key);
+        // Written with the request's own id, as it came: the caller's names the same request
+        // (ids compare decoded), but one it built itself (an `OwnedId::Str` of decoded text,
+        // say) need not be valid JSON string content, and would break the frame.
+        let stored = self.dispatch.inbound.remove_entry(&key).map(|(k, _)| k);
+        let id = stored.as_ref().map_or(id, OwnedId::as_id);
         self.emit_answer(batch, stream, Some(id), answer, false);
         Ok(())
     }

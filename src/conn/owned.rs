@@ -10,7 +10,8 @@ use crate::jsonrpc::OwnedId;
 use crate::mcp::ProtocolVersion;
 
 /// An [`Event`] that owns its data: strings are decoded (escapes resolved), JSON values are
-/// kept as their compact text. Variants and fields match [`Event`]'s one for one; see each
+/// kept as their text as received (whitespace, line breaks in it included: over HTTP a body
+/// may be pretty-printed). Variants and fields match [`Event`]'s one for one; see each
 /// variant there for when it fires.
 ///
 /// Use it when the event must outlive the next call on the connection; in a tight loop that

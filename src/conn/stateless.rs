@@ -844,7 +844,11 @@ impl Core {
         let decisions: Vec<bool> = listen.items().map(&mut *keep).collect();
         listen.retain(&decisions);
         listen.pending = false;
-        self.acknowledge_listen(&key);
+        // (Under the request's own id, as it came: see `respond_as`.)
+        if let Some((stored, _)) = self.dispatch.inbound.get_key_value(&key) {
+            let stored = stored.clone();
+            self.acknowledge_listen(&stored);
+        }
         Ok(())
     }
 
@@ -878,6 +882,11 @@ impl Core {
         if self.pending_listen(id).is_some() {
             self.grant_listen(id, &mut |_| false)?;
         }
+        // (The request's own id, as it came: see `respond_as`.)
+        let stored = (self.dispatch.inbound)
+            .get_key_value(&OwnedId::from(id))
+            .map(|(k, _)| k.clone());
+        let id = stored.as_ref().map_or(id, OwnedId::as_id);
         let mut result = Vec::with_capacity(64);
         result.extend_from_slice(b"{\"_meta\":{\"");
         result.extend_from_slice(mcp::META_SUBSCRIPTION_ID.as_bytes());

@@ -345,6 +345,10 @@ fn strip_cr_len(tail: &[u8], line: &[u8]) -> usize {
     }
 }
 
+/// How many written bytes at the front of a [`LineEncoder`]'s buffer may stand before a new
+/// frame moves the rest down (when they are at least half of it).
+const COMPACT_AFTER: usize = 64 * 1024;
+
 /// Writes messages as newline-terminated frames into a buffer it owns, and lends the bytes
 /// out for writing, so partial writes work.
 ///
@@ -371,6 +375,12 @@ impl LineEncoder {
         if self.read == self.buf.len() {
             self.buf.clear();
             self.read = 0;
+        } else if self.read >= COMPACT_AFTER && self.read >= self.buf.len() / 2 {
+            // A writer that never takes everything (a slow socket left with a few bytes each
+            // time) would keep every frame ever written: what was written goes, when it is
+            // most of the buffer.
+            self.buf.drain(..self.read);
+            self.read = 0;
         }
         write(&mut self.buf);
         self.buf.push(b'\n');
@@ -396,6 +406,25 @@ impl LineEncoder {
 #[cfg(test)]
 mod newline_tests {
     use super::*;
+
+    /// A writer that always leaves a few bytes behind: the buffer holds what waits, not every
+    /// frame ever pushed (it grew by a frame a round, for good).
+    #[test]
+    fn an_encoder_never_drained_whole_keeps_only_what_waits() {
+        let mut enc = LineEncoder::new();
+        let frame = vec![b'x'; 1000];
+        for _ in 0..10_000 {
+            enc.push_frame(|out| out.extend_from_slice(&frame));
+            let n = enc.pending().len() - 10;
+            enc.consume(n);
+        }
+        assert!(
+            enc.buf.len() < 4 * COMPACT_AFTER,
+            "{} bytes held",
+            enc.buf.len()
+        );
+        assert_eq!(enc.pending().len(), 10);
+    }
 
     /// Every length up to 300 and every newline position (and none), against a plain search:
     /// covers the short path, the SSE2 and AVX2 steps, and the reread final block.
