@@ -1100,18 +1100,18 @@ fn a_discover_result_without_a_shared_stateless_version_means_legacy() {
 #[test]
 fn a_legacy_only_client_never_probes_and_a_modern_only_client_never_falls_back() {
     let mut c = Connection::new(legacy(client_config()), T0).unwrap();
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
     assert!(
-        String::from_utf8(take_output(&mut c))
-            .unwrap()
-            .contains("\"initialize\"")
+        out.contains("\"initialize\"") && !out.contains("server/discover"),
+        "{out}"
     );
     let mut config = client_config();
     config.client_era = ClientEra::Legacy;
     let mut c = Connection::new(config, T0).unwrap();
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
     assert!(
-        String::from_utf8(take_output(&mut c))
-            .unwrap()
-            .contains("\"initialize\"")
+        out.contains("\"initialize\"") && !out.contains("server/discover"),
+        "{out}"
     );
     let mut c = Connection::new(modern(client_config()), T0).unwrap();
     take_output(&mut c);

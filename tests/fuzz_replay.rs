@@ -209,9 +209,13 @@ fn http_client_scripts() -> Vec<(String, http_client::ClientSetup, Vec<http_clie
 #[test]
 fn replay_regressions() {
     let mut failures = Vec::new();
+    let mut ran = 0;
     for (name, _) in TARGETS {
-        failures.extend(replay(name, "regressions").1);
+        let (n, failed) = replay(name, "regressions");
+        ran += n;
+        failures.extend(failed);
     }
+    assert!(ran > 0, "no regression input found under fuzz/regressions");
     assert!(
         failures.is_empty(),
         "{} failing:\n{}",

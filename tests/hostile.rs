@@ -317,9 +317,9 @@ fn framed(cap: usize, chunks: &[&[u8]]) -> Vec<Result<Vec<u8>, ()>> {
 
 /// A frame of exactly the cap, ending in `\r\n`, is a frame however the `\r\n` is cut.
 ///
-/// FAILS today: when a read ends right after the `\r`, the incomplete-line path counts the
-/// `\r` against the cap and reports `TooLong`; whole lines are measured without it. Found by
-/// the `line_framer` target (fuzz/regressions/line_framer/).
+/// When a read ended right after the `\r`, the incomplete-line path counted the `\r` against
+/// the cap and reported `TooLong`; whole lines were measured without it. Found by the
+/// `line_framer` target (fuzz/regressions/line_framer/).
 #[test]
 fn framer_cr_at_the_cap_does_not_depend_on_chunking() {
     let whole = framed(5, &[b"abcde\r\n"]);
@@ -330,8 +330,8 @@ fn framer_cr_at_the_cap_does_not_depend_on_chunking() {
 
 /// A blank line longer than the cap gives the same result whole or in pieces.
 ///
-/// FAILS today: whole, it is skipped as blank before its length is checked; in pieces, its
-/// buffered part is measured first and reported `TooLong`. Found by the `line_framer` target.
+/// Whole, it was skipped as blank before its length was checked; in pieces, its buffered
+/// part was measured first and reported `TooLong`. Found by the `line_framer` target.
 #[test]
 fn framer_long_blank_line_does_not_depend_on_chunking() {
     let whole = framed(2, &[b"    \nx\n"]);

@@ -1021,6 +1021,42 @@ fn stateless_requests_need_matching_headers() {
     assert_eq!(send(&mut s, "POST", &h, &body).status, 200);
 }
 
+/// An error the application gives once the stream's head is out (the host has drained it)
+/// cannot change the status: it goes as an event of the `200` stream.
+#[test]
+fn a_stateless_error_given_after_the_head_goes_on_the_stream() {
+    let mut s = server();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{{META},"name":"slow"}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("tools/call", Some("slow")),
+        &body,
+    );
+    let evs = events(&mut s);
+    let (key, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    let r = s.settle(r);
+    assert_eq!(r.status, 200);
+    let Body::Stream(stream) = r.body else {
+        panic!("a stream while the call is open")
+    };
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, stream, &mut reader);
+    s.connection(*key)
+        .unwrap()
+        .respond_error(id.as_id(), -32602, "bad arguments", None)
+        .unwrap();
+    let (messages, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(finished);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["id"], 4);
+    assert_eq!(messages[0]["error"]["code"], -32602);
+}
+
 #[test]
 fn stateless_refusals_map_to_http_statuses() {
     let mut s = server();
@@ -4474,11 +4510,9 @@ fn a_stream_whose_one_frame_is_no_answer_is_not_settled_as_json() {
     let r = s.settle(r);
     if let Body::Complete(_, body) = &r.body {
         let v: Value = serde_json::from_slice(body).unwrap();
-        assert!(
-            v.get("method").is_none(),
-            "a notification as the answer: {v}"
-        );
+        panic!("settled into a JSON body: {v}");
     }
+    assert!(matches!(r.body, Body::Stream(_)), "{:?}", r.status);
 }
 
 /// A host name compares ignoring case: `LOCALHOST` is loopback (Go's client sends the host as
@@ -4944,21 +4978,23 @@ fn task_progress_after_the_handle_uses_the_get_stream_and_no_other_session_sees_
 }
 
 /// The guard itself: whatever puts a frame of session A on a stream number that session B
-/// holds (here A's connection is handed a ping on that stream directly, as no public flow
-/// does any more), the frame never reaches B's stream.
+/// holds (here A's connection is handed a ping on the number of B's GET stream directly, as
+/// no public flow does any more), the frame never reaches B's stream; it is only stored, for
+/// A. (It named a stream B did not hold, and could not fail.)
 #[test]
 fn a_stream_another_session_holds_never_carries_this_sessions_frames() {
     let mut s = server();
     let a = open_session(&mut s);
     let b = open_session(&mut s);
-    let taken = 1000;
-    let stolen = get_stream(
+    let held = get_stream(
         &mut s,
         &[
             ("Mcp-Session-Id", &b),
-            ("Last-Event-ID", &format!("{taken}-0")),
+            ("MCP-Protocol-Version", "2025-11-25"),
         ],
     );
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, held, &mut reader);
     let (_, a_key, _) = post_request(
         &mut s,
         &a,
@@ -4966,12 +5002,18 @@ fn a_stream_another_session_holds_never_carries_this_sessions_frames() {
     );
     s.connection(a_key).unwrap().handle_frame(
         T0,
-        mcpwire::conn::StreamId(taken),
+        mcpwire::conn::StreamId(held.0),
         br#"{"jsonrpc":"2.0","id":"secret-of-a","method":"ping"}"#,
     );
     s.pump();
-    let (seen_by_b, _) = read_stream(&mut s, stolen, &mut StreamReader::new());
-    assert!(seen_by_b.is_empty(), "{seen_by_b:?}");
+    assert!(s.poll_stream(held).is_some(), "B still holds its stream");
+    let (seen_by_b, _) = read_stream(&mut s, held, &mut reader);
+    assert!(
+        !seen_by_b
+            .iter()
+            .any(|m| m.to_string().contains("secret-of-a")),
+        "{seen_by_b:?}"
+    );
 }
 
 /// A `Last-Event-ID` GET that names a finished stream gets its replay on a response of its

@@ -254,7 +254,6 @@ fn round(sim: &mut Sim) {
 
 #[test]
 fn many_sessions_and_dropped_streams_stay_bounded_and_lose_nothing() {
-    let started = std::time::Instant::now();
     let mut sim = Sim {
         server: HttpServer::new(fixture::http_config()),
         fixture: fixture::Fixture::new([1; 16]),
@@ -266,13 +265,12 @@ fn many_sessions_and_dropped_streams_stay_bounded_and_lose_nothing() {
         round(&mut sim);
         live.push(counting::live());
     }
-    // Warm after two rounds; later rounds may not grow the heap (other tests in this binary
-    // run on other threads, so allow some slack).
+    // Warm after two rounds; later rounds may not grow the heap (some slack for what the
+    // allocator and the test's own bookkeeping hold).
     let warm = live[1];
     let last = *live.last().unwrap();
     assert!(
         last - warm < 512 * 1024,
         "live bytes grew from {warm} to {last}: {live:?}"
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
 }
