@@ -1439,6 +1439,9 @@ impl Harness {
                     // (A listen the engine granted on its own came as no `Request` event: an
                     // answer to it ends it, as `end_listen` does.)
                     let listening = end.conn.listen_subscriptions().contains(&OwnedId::from(id));
+                    // (And an answer to a request the peer cancelled is taken and dropped: the
+                    // engine counts it, also for a listen of its own, which came as no event.)
+                    let suppressed = end.conn.stats().suppressed_responses;
                     let taken = match reply {
                         Reply::Result => end.conn.respond(id, json(r#"{"ok":true}"#)),
                         Reply::Error => end.conn.respond_error(id, -32601, "no such thing", None),
@@ -1453,7 +1456,8 @@ impl Harness {
                         Reply::StateOnly => end.conn.respond_input_required(id, None, Some("s")),
                         Reply::TaskHandle => end.conn.respond_task(id, json(TASK_HANDLE)),
                     };
-                    if taken.is_ok() && !listening {
+                    let dropped = end.conn.stats().suppressed_responses > suppressed;
+                    if taken.is_ok() && !listening && !dropped {
                         let owned = OwnedId::from(id);
                         end.answer_taken(&owned, matches!(reply, Reply::TaskHandle));
                     }
