@@ -2048,3 +2048,33 @@ fn a_retry_keeps_the_requests_timeout_and_progress() {
     );
     assert_eq!(p.client.requests_in_flight(), 1);
 }
+
+/// A -32022's `supported` is kept only as the schema has it, an array of strings, and within
+/// a refusal's bound: anything else (a string, an object, megabytes of versions) is `[]`. It
+/// was copied whole, whatever it was.
+#[test]
+fn a_refusals_supported_list_is_kept_only_as_an_array_of_strings() {
+    let refused = |supported: &str| {
+        let mut c = Connection::new(modern(client_config()), T0).unwrap();
+        take_output(&mut c);
+        c.handle_input(
+            T0,
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{{\"code\":-32022,\"message\":\"no\",\"data\":{{\"supported\":{supported},\"requested\":\"2026-07-28\"}}}}}}\n"
+            )
+            .as_bytes(),
+        );
+        match drain(&mut c).as_slice() {
+            [Ev::Closed {
+                reason: CloseReason::VersionRefused { supported },
+            }] => supported.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(refused(r#"["2099-01-01"]"#), r#"["2099-01-01"]"#);
+    assert_eq!(refused(r#""2099-01-01""#), "[]");
+    assert_eq!(refused(r#"{"a":1}"#), "[]");
+    assert_eq!(refused(r#"[1]"#), "[]");
+    let many = format!("[{}]", vec![r#""2099-01-01""#; 200].join(","));
+    assert_eq!(refused(&many), "[]");
+}

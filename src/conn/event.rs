@@ -76,7 +76,8 @@ pub enum CloseReason {
     TransportFailed(TransportFailure),
     /// Client: the server refused our protocol version (-32022 to `initialize` or
     /// `server/discover`); `supported` is the JSON array of the versions it named (`[]` if
-    /// none).
+    /// none, or if what it named is not an array of strings of at most
+    /// [`REFUSAL_MESSAGE_MAX`] bytes).
     VersionRefused {
         /// The server's `supported` list, as JSON text.
         supported: String,

@@ -399,9 +399,16 @@ pub(crate) fn unsupported_data(config: &Config, requested: &str) -> String {
 /// versions the server named, anything else its code.
 pub(super) fn refusal(e: &jsonrpc::ErrorObject<'_>) -> CloseReason {
     if e.code == mcp::UNSUPPORTED_PROTOCOL_VERSION {
+        // An array of strings (the schema's `string[]`), as the peer wrote it, within the
+        // bound of a refusal's message: anything else, or more, is `[]` (a closed connection
+        // holds no megabytes the peer chose).
         let supported = e
             .data
             .and_then(|d| d.unique("supported"))
+            .filter(|s| s.get().len() <= REFUSAL_MESSAGE_MAX)
+            .filter(|s| {
+                s.items().all(|v| v.as_str().is_some()) && s.get().trim_start().starts_with('[')
+            })
             .map_or_else(|| "[]".to_owned(), |s| s.get().to_owned());
         return CloseReason::VersionRefused { supported };
     }
