@@ -2065,9 +2065,11 @@ fn a_refusals_supported_list_is_kept_only_as_an_array_of_strings() {
             .as_bytes(),
         );
         match drain(&mut c).as_slice() {
-            [Ev::Closed {
-                reason: CloseReason::VersionRefused { supported },
-            }] => supported.clone(),
+            [
+                Ev::Closed {
+                    reason: CloseReason::VersionRefused { supported },
+                },
+            ] => supported.clone(),
             other => panic!("{other:?}"),
         }
     };

@@ -63,20 +63,26 @@ pub(super) struct Dispatch {
     pub(super) peer_cancelled: BoundedSet<OwnedId, PeerKeys>,
     /// Batches (2025-03-26) whose answers are still being collected.
     pub(super) batches: FastMap<u32, BatchCollector>,
-    /// The bytes their answers hold so far: output not yet written, counted with it against
-    /// `max_buffered_output`.
-    pub(super) batch_bytes: usize,
     next_batch: u32,
 }
 
 impl Dispatch {
+    /// The bytes the answers of open batches hold: output not yet written, counted with it
+    /// against `max_buffered_output`. (Summed when asked, not kept: batches are rare, and a
+    /// field would cost every idle connection its bytes.)
+    pub(super) fn batch_bytes(&self) -> usize {
+        if self.batches.is_empty() {
+            return 0;
+        }
+        self.batches.values().map(|c| c.buf.len()).sum()
+    }
+
     pub(super) fn new(decoder: DecoderConfig, remembered: usize) -> Dispatch {
         Dispatch {
             decoder: Decoder::new(decoder),
             inbound: PeerMap::default(),
             peer_cancelled: BoundedSet::new(remembered),
             batches: FastMap::default(),
-            batch_bytes: 0,
             next_batch: 0,
         }
     }
@@ -889,7 +895,6 @@ impl Core {
         let Some(c) = self.dispatch.batches.remove(&batch) else {
             return;
         };
-        self.dispatch.batch_bytes = self.dispatch.batch_bytes.saturating_sub(c.buf.len());
         if c.written > 0 {
             let out = self.out.output.begin();
             out.push(b'[');

@@ -515,7 +515,6 @@ impl Core {
         self.stateless.clear_in_flight();
         self.dispatch.inbound.clear();
         self.dispatch.batches.clear();
-        self.dispatch.batch_bytes = 0;
         self.events.push(Stored::Closed(reason));
     }
 }

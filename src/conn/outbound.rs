@@ -74,7 +74,7 @@ impl Core {
     /// slow request each and fills them with members the engine refuses held them outside
     /// the bound, up to `max_inbound_in_flight` arrays).
     pub(super) fn output_has_room(&self) -> bool {
-        self.out.output.buffered() + self.dispatch.batch_bytes
+        self.out.output.buffered() + self.dispatch.batch_bytes()
             < self.config.limits.max_buffered_output
     }
 
@@ -133,12 +133,10 @@ impl Core {
         if let Some(b) = batch
             && let Some(collector) = self.dispatch.batches.get_mut(&b)
         {
-            let before = collector.buf.len();
             if collector.written > 0 {
                 collector.buf.push(b',');
             }
             write(&mut collector.buf);
-            self.dispatch.batch_bytes += collector.buf.len() - before;
             collector.written += 1;
             collector.outstanding = collector.outstanding.saturating_sub(1);
             self.flush_batch_if_done(b);
