@@ -1021,15 +1021,9 @@ async fn an_answer_that_came_over_a_pipe_while_the_application_worked_beats_a_de
     answered_though_the_deadline_passed(&mut driver).await;
 }
 
-/// A server that reads its next request only once it has written the last answer whole (as
-/// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
-/// pipelined calls larger than a pipe, each answered at the same size. The driver used to
-/// stop reading while its own write waited: the server, blocked writing an answer, stopped
-/// reading too, and the two waited for each other for good.
-#[tokio::test]
-async fn pipelined_large_calls_to_a_half_duplex_server_all_complete() {
-    let (mut driver, child) = python_server(
-        r#"
+/// A Python server that reads its next request only once it has written the last answer
+/// whole, echoing each call's `text` back.
+const HALF_DUPLEX_ECHO: &str = r#"
 for line in sys.stdin:
     req = json.loads(line)
     if "id" in req and "method" in req:
@@ -1037,12 +1031,13 @@ for line in sys.stdin:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
             "content": [{"type": "text", "text": text}]}}) + "\n")
         sys.stdout.flush()
-"#,
-    )
-    .await;
-    for _ in 0..6 {
-        request_more_than_a_pipe_holds(&mut driver);
-    }
+"#;
+
+/// Reads the six large answers of [`HALF_DUPLEX_ECHO`], then stops the child cleanly.
+async fn six_echoes_then_stop(
+    mut driver: Driver<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    child: tokio::process::Child,
+) {
     let mut answered = 0;
     while answered < 6 {
         match tokio::time::timeout(Duration::from_secs(20), driver.next_event()).await {
@@ -1060,23 +1055,26 @@ for line in sys.stdin:
     assert!(status.success(), "{status:?}");
 }
 
+/// A server that reads its next request only once it has written the last answer whole (as
+/// `mcpwire serve`'s blocking loop, Go's `Serve` and many hand-written servers do) gets
+/// pipelined calls larger than a pipe, each answered at the same size. The driver used to
+/// stop reading while its own write waited: the server, blocked writing an answer, stopped
+/// reading too, and the two waited for each other for good.
+#[tokio::test]
+async fn pipelined_large_calls_to_a_half_duplex_server_all_complete() {
+    let (mut driver, child) = python_server(HALF_DUPLEX_ECHO).await;
+    for _ in 0..6 {
+        request_more_than_a_pipe_holds(&mut driver);
+    }
+    six_echoes_then_stop(driver, child).await;
+}
+
 /// `write_pending` against the same half-duplex server: it reads (and feeds) while its write
 /// waits, as `next_event` does. It waited in a plain write: the server, blocked writing the
 /// first answer, stopped reading, and the two waited for each other for good.
 #[tokio::test]
 async fn write_pending_to_a_half_duplex_server_completes() {
-    let (mut driver, child) = python_server(
-        r#"
-for line in sys.stdin:
-    req = json.loads(line)
-    if "id" in req and "method" in req:
-        text = req["params"]["arguments"]["text"]
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
-            "content": [{"type": "text", "text": text}]}}) + "\n")
-        sys.stdout.flush()
-"#,
-    )
-    .await;
+    let (mut driver, child) = python_server(HALF_DUPLEX_ECHO).await;
     for _ in 0..6 {
         request_more_than_a_pipe_holds(&mut driver);
     }
@@ -1085,21 +1083,7 @@ for line in sys.stdin:
         .expect("write_pending waited for a peer that waited for it")
         .expect("written");
     // The answers read meanwhile are events, handed out next.
-    let mut answered = 0;
-    while answered < 6 {
-        match tokio::time::timeout(Duration::from_secs(20), driver.next_event()).await {
-            Ok(Ok(Some(OwnedEvent::Response { result, .. }))) => {
-                assert!(result.len() > 256 * 1024, "{} bytes", result.len());
-                answered += 1;
-            }
-            Ok(Ok(Some(_))) => {}
-            other => panic!("after {answered} answers: {other:?}"),
-        }
-    }
-    let status = mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5))
-        .await
-        .expect("the child's status");
-    assert!(status.success(), "{status:?}");
+    six_echoes_then_stop(driver, child).await;
 }
 
 /// A peer that writes all its requests before it reads anything (`n` of them, each padded to
