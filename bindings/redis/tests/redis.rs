@@ -997,13 +997,16 @@ fn a_stream_that_expired_counts_from_nothing_again() {
     assert_eq!(replay(&mut store, "s", 1, 0).len(), 1);
 }
 
+/// (A timeout of a second, and Redis paused far longer than the test needs, with an explicit
+/// end: the calls that must fall within one rest do so with a second to spare, not 200 ms,
+/// on a loaded machine.)
 #[test]
 fn a_redis_that_stops_answering_costs_bounded_time() {
     let redis = RedisServer::start();
     let mut sessions = sessions(
         &redis,
         RedisOptions {
-            timeout: Duration::from_millis(200),
+            timeout: Duration::from_secs(1),
             ..options()
         },
     );
@@ -1011,7 +1014,7 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
     let mut events = events(
         &redis,
         RedisOptions {
-            timeout: Duration::from_millis(200),
+            timeout: Duration::from_secs(1),
             ..options()
         },
     );
@@ -1019,14 +1022,14 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
     let mut admin = redis.inspect();
     redis::cmd("CLIENT")
         .arg("PAUSE")
-        .arg(1500)
+        .arg(6_000)
         .arg("ALL")
         .exec(&mut admin)
         .unwrap();
     let started = Instant::now();
     assert!(sessions.touch("s"));
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(1200), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(sessions.health().errors(), 1);
     // For one timeout after that, calls fail at once without trying: each waited out the
     // timeout in turn, and a host calling the stores under one lock (the tokio host) served
@@ -1049,16 +1052,16 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
         "the last error stays the timeout's: {last}"
     );
     // Then one call tries again (and waits out the timeout while Redis is still paused).
-    std::thread::sleep(Duration::from_millis(250));
+    std::thread::sleep(Duration::from_millis(1200));
     let started = Instant::now();
     assert!(sessions.load("s").is_err());
-    assert!(started.elapsed() >= Duration::from_millis(150), "it tried");
+    assert!(started.elapsed() >= Duration::from_millis(800), "it tried");
     redis::cmd("CLIENT")
         .arg("UNPAUSE")
         .exec(&mut admin)
         .unwrap();
     // Once it rested, the store works again.
-    std::thread::sleep(Duration::from_millis(250));
+    std::thread::sleep(Duration::from_millis(1200));
     let errors = sessions.health().errors();
     assert_eq!(sessions.load("s").unwrap().as_deref(), Some("init"));
     assert_eq!(sessions.health().errors(), errors);
