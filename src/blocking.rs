@@ -759,6 +759,17 @@ mod tests {
     }
 
     /// A handshake-era client whose requests time out after 1 s.
+    /// A server's answer to the client's `initialize`, as a line.
+    const INIT_RESULT: &str = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"s\",\"version\":\"1\"}}}\n";
+
+    /// A server's answer to the client's `tools/list` request `id`, as a line.
+    fn tools_answer(id: crate::conn::RequestId) -> String {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"tools\":[]}}}}\n",
+            id.0
+        )
+    }
+
     fn client_with_a_one_second_timeout() -> Connection {
         let mut config = Config::client("c", "1");
         config.client_era = crate::conn::ClientEra::Legacy;
@@ -829,18 +840,13 @@ mod tests {
             now.store(20_000_000, Ordering::SeqCst);
             let until = Some(Timestamp::from_nanos(10_000_000));
             assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
-            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
-            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            writer.write_all(INIT_RESULT.as_bytes()).unwrap();
             let event = io.next_event(&mut conn, None);
             assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
             // The caller asks, and works on: the answer arrives, and the deadline passes.
             let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
             let id = conn.request(asked, "tools/list", None).unwrap();
-            let answer = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
-                id.0
-            );
-            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            writer.write_all(tools_answer(id).as_bytes()).unwrap();
             std::thread::sleep(Duration::from_millis(100)); // (the reader thread has it)
             now.store(5_000_000_000, Ordering::SeqCst);
             let event = io.next_event(&mut conn, None);
@@ -865,8 +871,7 @@ mod tests {
             now.store(20_000_000, Ordering::SeqCst);
             let until = Some(Timestamp::from_nanos(10_000_000));
             assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
-            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
-            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            writer.write_all(INIT_RESULT.as_bytes()).unwrap();
             let event = io.next_event(&mut conn, None);
             assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
             let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
@@ -878,11 +883,7 @@ mod tests {
                 writer.write_all(format!("{ping}\n").as_bytes()).unwrap();
                 std::thread::sleep(Duration::from_millis(30));
             }
-            let answer = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
-                id.0
-            );
-            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            writer.write_all(tools_answer(id).as_bytes()).unwrap();
             std::thread::sleep(Duration::from_millis(100));
             now.store(5_000_000_000, Ordering::SeqCst);
             let event = io.next_event(&mut conn, None);
@@ -903,8 +904,7 @@ mod tests {
             let mut conn = client_with_a_one_second_timeout();
             let mut out = Vec::new();
             let mut io = io_over_pipe(on_fd, &reader, &mut out, clock);
-            let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
-            writer.write_all(format!("{init}\n").as_bytes()).unwrap();
+            writer.write_all(INIT_RESULT.as_bytes()).unwrap();
             std::thread::sleep(Duration::from_millis(100));
             now.store(20_000_000, Ordering::SeqCst);
             let past = Some(Timestamp::from_nanos(10_000_000));

@@ -155,14 +155,25 @@ async fn a_panicking_application_costs_one_request_not_the_host() {
     }
 }
 
-/// An event store whose `forget` panics the first time: user code that the engine's own
-/// timers run (a session's expiry forgets its events).
-struct ForgetsOnceBadly {
+/// An event store that panics the first time one of its calls is made: `forget` (user code
+/// the engine's own timers run: a session's expiry forgets its events) or `replay` (user
+/// code on a request's path: a `Last-Event-ID` GET).
+struct OnceBadly {
     inner: mcpwire::http::MemoryEventStore,
     panicked: Arc<AtomicBool>,
+    /// Panic in `replay`, not in `forget`.
+    in_replay: bool,
 }
 
-impl mcpwire::http::EventStore for ForgetsOnceBadly {
+impl OnceBadly {
+    fn bug(&self, in_replay: bool) {
+        if self.in_replay == in_replay && !self.panicked.swap(true, Ordering::SeqCst) {
+            panic!("the store's bug");
+        }
+    }
+}
+
+impl mcpwire::http::EventStore for OnceBadly {
     fn append(
         &mut self,
         session: &str,
@@ -180,13 +191,12 @@ impl mcpwire::http::EventStore for ForgetsOnceBadly {
         after: u64,
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.bug(true);
         self.inner.replay(session, stream, after, out)
     }
 
     fn forget(&mut self, session: &str) {
-        if !self.panicked.swap(true, Ordering::SeqCst) {
-            panic!("the store's bug");
-        }
+        self.bug(false);
         self.inner.forget(session);
     }
 }
@@ -204,9 +214,10 @@ async fn a_store_panicking_under_the_timers_does_not_stop_them() {
         .unwrap();
     let mut http = HttpServerConfig::new(config);
     http.session_idle_timeout = Duration::from_millis(100);
-    http.events = Some(Box::new(ForgetsOnceBadly {
+    http.events = Some(Box::new(OnceBadly {
         inner: mcpwire::http::MemoryEventStore::new(256),
         panicked: panicked.clone(),
+        in_replay: false,
     }));
     let app = Panicky {
         seen: Arc::new(Mutex::new(Seen::default())),
@@ -369,51 +380,16 @@ async fn a_timer_that_panics_every_time_is_tried_less_and_less_often() {
     assert!((2..=20).contains(&n), "fired {n} times in a second");
 }
 
-/// An event store whose `replay` panics the first time: user code the engine runs on a
-/// request's path (a `Last-Event-ID` GET).
-struct ReplaysOnceBadly {
-    inner: mcpwire::http::MemoryEventStore,
-    panicked: Arc<AtomicBool>,
-}
-
-impl mcpwire::http::EventStore for ReplaysOnceBadly {
-    fn append(
-        &mut self,
-        session: &str,
-        stream: mcpwire::http::HttpStreamId,
-        event: u64,
-        bytes: &[u8],
-    ) {
-        self.inner.append(session, stream, event, bytes);
-    }
-
-    fn replay(
-        &mut self,
-        session: &str,
-        stream: mcpwire::http::HttpStreamId,
-        after: u64,
-        out: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), mcpwire::http::StoreUnavailable> {
-        if !self.panicked.swap(true, Ordering::SeqCst) {
-            panic!("the store's bug");
-        }
-        self.inner.replay(session, stream, after, out)
-    }
-
-    fn forget(&mut self, session: &str) {
-        self.inner.forget(session);
-    }
-}
-
 /// A panic in a store on a request's path gets that request a 500, and the host goes on
 /// serving the session: the connection's task panicked, and its client got no status.
 #[tokio::test]
 async fn a_store_panicking_on_a_request_costs_that_request_a_500() {
     let panicked = Arc::new(AtomicBool::new(false));
     let mut http = common::fixture::http_config();
-    http.events = Some(Box::new(ReplaysOnceBadly {
+    http.events = Some(Box::new(OnceBadly {
         inner: mcpwire::http::MemoryEventStore::new(16),
         panicked: panicked.clone(),
+        in_replay: true,
     }));
     let server = common::start_with(common::test_config(), http).await;
     let mut c = common::Client::new(&server).await;
