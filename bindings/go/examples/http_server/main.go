@@ -110,28 +110,33 @@ func main() {
 		defer close(drained)
 		<-ctx.Done()
 		stop() // a second signal ends the program at once
-		_, _ = srv.EndListenStreams()
-		// net/http's Shutdown would wait up to 5 s for a connection that has sent nothing
-		// yet (a health check, a preconnect): those go now, as idle kept-alive ones do.
-		capped.closeSilent()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if hs.Shutdown(shutdown) != nil { // waits for open answers (SSE streams included)
-			// Past 5 s: the calls still open get an error answer on their streams (their
-			// clients learn at once that none will come), a second to write them, then
-			// what is left is cut.
-			_, _ = srv.AbandonStreams()
-			last, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if hs.Shutdown(last) != nil {
-				_ = hs.Close()
-			}
-		}
+		stopGracefully(srv, hs, capped, 5*time.Second)
 	}()
 	if err := hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fatal(err)
 	}
 	<-drained // Serve returns at once on Shutdown; the answers in flight finish first
+}
+
+// stopGracefully stops hs, which serves srv through capped: listen streams end, connections
+// that have sent nothing close at once (net/http's Shutdown would wait for them), and open
+// answers (SSE streams included) have grace to finish. Past it, the calls still open get an
+// error answer on their streams (their clients learn at once that none will come), a second
+// to write them, then what is left is cut.
+func stopGracefully(srv *mcpwire.HTTPServer, hs *http.Server, capped *capped, grace time.Duration) {
+	_, _ = srv.EndListenStreams()
+	capped.closeSilent()
+	shutdown, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if hs.Shutdown(shutdown) == nil {
+		return
+	}
+	_, _ = srv.AbandonStreams()
+	last, cancelLast := context.WithTimeout(context.Background(), time.Second)
+	defer cancelLast()
+	if hs.Shutdown(last) != nil {
+		_ = hs.Close()
+	}
 }
 
 // httpServer is the net/http server around h, with the limits above. OPTIONS * goes to h too:

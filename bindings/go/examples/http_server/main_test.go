@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -590,4 +593,90 @@ func acceptCapped(t *testing.T, limit int) (string, *capped, chan net.Conn) {
 		}
 	}()
 	return inner.Addr().String(), ln, accepted
+}
+
+// Stopping: a call answered within the grace gets its answer; a call still open when the
+// grace runs out gets a -32603 error on its stream (its client learns at once that no answer
+// will come, instead of waiting out its own timeout), and the stop then ends.
+func TestStoppingAnswersCallsStillOpenAfterTheGraceWithAnError(t *testing.T) {
+	type held struct {
+		key mcpwire.ConnKey
+		id  mcpwire.ID
+	}
+	calls := make(chan held, 2)
+	srv, err := mcpwire.NewHTTPServer(&mcpwire.Config{Role: mcpwire.Server, Name: "t", Version: "1",
+		Capabilities: json.RawMessage(`{"tools":{}}`)}, nil,
+		mcpwire.HTTPAppFunc(func(_ *mcpwire.Conn, key mcpwire.ConnKey, ev mcpwire.Event) {
+			if req, ok := ev.(*mcpwire.RequestEvent); ok {
+				calls <- held{key, req.ID}
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := capConnections(inner, 8)
+	hs := httpServer(routes(srv))
+	hs.ConnState = ln.ConnState
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	url := "http://" + inner.Addr().String() + "/mcp"
+
+	call := func(id int) (*http.Response, held) {
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"slow",` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "slow")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		select {
+		case h := <-calls:
+			return resp, h
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call did not reach the application")
+		}
+		panic("unreachable")
+	}
+	answered, first := call(1)
+	abandoned, _ := call(2)
+
+	const grace = 300 * time.Millisecond
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		stopGracefully(srv, hs, ln, grace)
+	}()
+	time.Sleep(grace / 3)
+	if err := srv.With(first.key, func(c *mcpwire.Conn) error {
+		return c.Respond(first.id, json.RawMessage(`{"content":[{"type":"text","text":"in time"}]}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := io.ReadAll(answered.Body); err != nil || !strings.Contains(string(body), `"in time"`) {
+		t.Fatalf("the call answered within the grace: %q, %v", body, err)
+	}
+	body, err := io.ReadAll(abandoned.Body)
+	if err != nil || !strings.Contains(string(body), `"code":-32603`) || !strings.Contains(string(body), `"id":2`) {
+		t.Fatalf("the call still open after the grace: %q, %v", body, err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop did not end")
+	}
+	if took := time.Since(start); took < grace {
+		t.Fatalf("stopped after %v, before the grace of %v", took, grace)
+	}
 }
