@@ -72,6 +72,11 @@ fn is_input_request(request: RawJson<'_>) -> bool {
     crate::conn::input_request_need(request, any).is_ok()
 }
 
+/// How [`Tasks::answer`] refuses a tasks request: the JSON-RPC error's `(code, message,
+/// data)`, the data as JSON text. Answer the request with it
+/// ([`Connection::respond_error`]).
+pub type TaskRefusal = (i64, String, Option<String>);
+
 /// The `data` of a -32021 error for `cap`, one of the client capabilities an input request
 /// needs: `{"requiredCapabilities":{…}}`, the capability's dotted path as nested objects.
 fn required_capabilities(cap: mcp::Caps) -> String {
@@ -156,8 +161,8 @@ impl TaskStatus {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
     /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-    /// a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
-    /// `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails with
+    /// a client was given (its `tasks/get` of the ended task; in 2025-11-25 also its
+    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails with
     /// [`TaskError::Full`] (answer the request without a task, or with an error). A completed
     /// or failed task nobody fetched stays for its whole TTL, as its handle promised (without
     /// a [`ttl`](Self::ttl), any terminal task may make room). Default 1024.
@@ -928,19 +933,27 @@ impl Tasks {
     /// Answers a tasks method: `tasks/get` with the task's `DetailedTask`, `tasks/update` and
     /// `tasks/cancel` with an empty acknowledgement (their effects come as
     /// [`TaskEvent`]s), an unknown task with -32602. `None` for any other method (answer it
-    /// yourself). Use [`serve`](Self::serve) to answer on a connection directly: this call
-    /// does not see the requestor's capabilities, so it sends a task's input requests to any
-    /// client, where `serve` answers one that did not declare what they need with -32021.
+    /// yourself). `declared` is what the request declared
+    /// ([`RequestContext::client_capabilities`](crate::conn::RequestContext)): a `tasks/get`
+    /// of a task whose input requests need a capability it lacks gets -32021 with the
+    /// `requiredCapabilities` as the error's `data` ("Servers MUST NOT send an inputRequests
+    /// that the client has not declared support for").
+    ///
+    /// A terminal task counts as fetched once this returns it (it may then make room at the
+    /// [`max_tasks`](TaskConfig::max_tasks) cap): give the answer, or keep it and give it
+    /// later when the output is full. [`serve`](Self::serve) answers on a connection
+    /// directly, and leaves the task unfetched when the answer could not be written.
     pub fn answer(
         &mut self,
         now: Timestamp,
+        declared: mcp::Caps,
         method: &str,
         params: Option<RawJson<'_>>,
-    ) -> Option<Result<String, (i64, String)>> {
+    ) -> Option<Result<String, TaskRefusal>> {
         if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
             return None;
         }
-        let invalid = |m: &str| Err((jsonrpc::INVALID_PARAMS, m.to_owned()));
+        let invalid = |m: &str| Err((jsonrpc::INVALID_PARAMS, m.to_owned(), None));
         let task = task_id(params);
         let Some(task) = task else {
             return Some(invalid("taskId (a string) is required"));
@@ -950,6 +963,13 @@ impl Tasks {
         };
         Some(match method {
             "tasks/get" => {
+                if let Some(missing) = undeclared_input(t, declared) {
+                    return Some(Err((
+                        mcp::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        "Missing required client capability".to_owned(),
+                        Some(required_capabilities(missing)),
+                    )));
+                }
                 // A terminal task's DetailedTask carries its result or error.
                 t.fetched |= t.status.is_terminal();
                 match self.detailed(&task) {
@@ -1014,9 +1034,12 @@ impl Tasks {
         })
     }
 
-    /// [`answer`](Self::answer), written to `conn` as the answer to request `id`. Returns
-    /// `Ok(false)` (and answers nothing) when `method` is not a tasks method. It checks no
-    /// access: check that the caller may see the task first (see the module docs).
+    /// [`answer`](Self::answer), written to `conn` as the answer to request `id`, with the
+    /// capabilities that request declared. Returns `Ok(false)` (and answers nothing) when
+    /// `method` is not a tasks method. When the answer cannot be written (`OutputFull`: call
+    /// again later), a terminal task it carried stays unfetched, so it is not dropped at the
+    /// cap before a client saw it. It checks no access: check that the caller may see the
+    /// task first (see the module docs).
     pub fn serve(
         &mut self,
         now: Timestamp,
@@ -1025,47 +1048,57 @@ impl Tasks {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<bool, Error> {
-        if method == "tasks/get"
-            && let Some(missing) = self.undeclared_input(conn, id, params)
-        {
-            let data = required_capabilities(missing);
-            let data = RawJson::validated(&data);
-            let code = mcp::MISSING_REQUIRED_CLIENT_CAPABILITY;
-            let message = "Missing required client capability";
-            return conn
-                .respond_error(id, code, message, Some(data))
-                .map(|()| true);
-        }
-        match self.answer(now, method, params) {
-            None => Ok(false),
-            Some(Ok(result)) => conn.respond(id, RawJson::validated(&result)).map(|()| true),
-            Some(Err((code, message))) => {
-                conn.respond_error(id, code, &message, None).map(|()| true)
+        let declared = conn
+            .request_context(id)
+            .map(|c| c.client_capabilities)
+            .unwrap_or_default();
+        let unfetched = self.unfetched(params);
+        let written = match self.answer(now, declared, method, params) {
+            None => return Ok(false),
+            Some(Ok(result)) => conn.respond(id, RawJson::validated(&result)),
+            Some(Err((code, message, data))) => {
+                let data = data.as_deref().map(RawJson::validated);
+                conn.respond_error(id, code, &message, data)
             }
+        };
+        if written.is_err() {
+            self.unfetch(unfetched);
         }
+        written.map(|()| true)
     }
 }
 
+/// A capability that an input request of the extension task `t` needs and `declared` lacks
+/// ("Servers MUST NOT send an inputRequests that the client has not declared support for in
+/// its capabilities").
+fn undeclared_input(t: &Task, declared: mcp::Caps) -> Option<mcp::Caps> {
+    if t.legacy.is_some() || t.status != TaskStatus::InputRequired {
+        return None;
+    }
+    t.asked.iter().find_map(|(_, request)| {
+        crate::conn::input_request_need(RawJson::validated(request), declared)
+            .ok()
+            .flatten()
+    })
+}
+
 impl Tasks {
-    /// A capability that an input request of the extension task `params` names needs and the
-    /// `tasks/get` request `id` on `conn` did not declare ("Servers MUST NOT send an
-    /// inputRequests that the client has not declared support for in its capabilities").
-    fn undeclared_input(
-        &self,
-        conn: &Connection,
-        id: Id<'_>,
-        params: Option<RawJson<'_>>,
-    ) -> Option<mcp::Caps> {
-        let declared = conn.request_context(id)?.client_capabilities;
-        let task = self.tasks.get(&task_id(params)?)?;
-        if task.legacy.is_some() || task.status != TaskStatus::InputRequired {
-            return None;
+    /// The task `params` names, when it is there and not fetched yet: what
+    /// [`unfetch`](Self::unfetch) restores when its answer could not be written.
+    fn unfetched(&self, params: Option<RawJson<'_>>) -> Option<String> {
+        let task = task_id(params)?;
+        self.tasks
+            .get(&task)
+            .is_some_and(|t| !t.fetched)
+            .then_some(task)
+    }
+
+    /// Marks `task` (from [`unfetched`](Self::unfetched)) unfetched again: the answer that
+    /// fetched it was not written.
+    fn unfetch(&mut self, task: Option<String>) {
+        if let Some(t) = task.and_then(|task| self.tasks.get_mut(&task)) {
+            t.fetched = false;
         }
-        task.asked.iter().find_map(|(_, request)| {
-            crate::conn::input_request_need(RawJson::validated(request), declared)
-                .ok()
-                .flatten()
-        })
     }
 
     /// Answers a 2025-11-25 tasks method from `owner` (the session or connection that sent
@@ -1169,6 +1202,12 @@ impl Tasks {
     /// method. `conn` is `owner`'s connection: the task's waiting `tasks/result` requests that
     /// it no longer awaits (cancelled by the client) are dropped here. Prefer it to
     /// `answer_legacy` for that.
+    ///
+    /// When the answer cannot be written (`OutputFull`), a `tasks/result` or `tasks/get`
+    /// leaves its task as unfetched as it was: call again later. A `tasks/cancel` has taken
+    /// effect by then, and a second one is refused (the task is terminal): a host that must
+    /// deliver that answer through a full output takes it from `answer_legacy` and keeps it
+    /// until [`LegacyAnswer::write`] succeeds.
     pub fn serve_legacy(
         &mut self,
         now: Timestamp,
@@ -1178,6 +1217,7 @@ impl Tasks {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<bool, Error> {
+        let unfetched = self.unfetched(params);
         match self.answer_legacy(now, owner, id, method, params) {
             None => Ok(false),
             Some(LegacyAnswer::Wait) => {
@@ -1189,7 +1229,13 @@ impl Tasks {
                 }
                 Ok(true)
             }
-            Some(answer) => answer.write(conn, id).map(|()| true),
+            Some(answer) => {
+                let written = answer.write(conn, id);
+                if written.is_err() {
+                    self.unfetch(unfetched);
+                }
+                written.map(|()| true)
+            }
         }
     }
 }

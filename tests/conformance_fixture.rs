@@ -784,3 +784,69 @@ fn stateless_input_required_round_trips_and_refusals() {
     assert_eq!(h.server.open_streams(), 0);
     assert_eq!(h.fixture.pending(), 0);
 }
+
+/// The fixture's tasks that ask through elicitation (`confirm_delete`): a client that did not
+/// declare form elicitation is refused with -32021 before a task starts, and a `tasks/get`
+/// whose requestor did not declare it gets -32021 instead of the task's `inputRequests`
+/// ("Servers MUST NOT send an inputRequests that the client has not declared support for").
+#[test]
+fn tasks_that_ask_through_elicitation_need_it_declared() {
+    let mut h = Harness::new();
+    let tasks_only = json!({"extensions":{"io.modelcontextprotocol/tasks":{}}});
+    let with_elicitation =
+        json!({"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}});
+    let call = json!({"name":"confirm_delete","arguments":{"filename":"a.txt"}});
+    let (_, r) = modern(
+        &mut h,
+        1,
+        "tools/call",
+        Some("confirm_delete"),
+        call.clone(),
+        tasks_only.clone(),
+    );
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert_eq!(
+        r["error"]["data"],
+        json!({"requiredCapabilities":{"elicitation":{}}})
+    );
+    let (_, r) = modern(
+        &mut h,
+        2,
+        "tools/call",
+        Some("confirm_delete"),
+        call,
+        with_elicitation.clone(),
+    );
+    let task = r["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    let task = task.to_owned();
+    let task = task.as_str();
+    let get = json!({ "taskId": task });
+    let mut asked = Value::Null;
+    for id in 3..50 {
+        h.advance(Duration::from_millis(20));
+        let (_, r) = modern(
+            &mut h,
+            id,
+            "tasks/get",
+            Some(task),
+            get.clone(),
+            with_elicitation.clone(),
+        );
+        if r["result"]["status"] == "input_required" {
+            asked = r;
+            break;
+        }
+    }
+    assert_eq!(
+        asked["result"]["inputRequests"]["confirm"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    let (_, r) = modern(&mut h, 60, "tasks/get", Some(task), get, tasks_only);
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert_eq!(
+        r["error"]["data"],
+        json!({"requiredCapabilities":{"elicitation":{}}})
+    );
+}

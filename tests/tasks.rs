@@ -226,10 +226,19 @@ fn a_task_handle_goes_only_to_a_tools_call_that_declared_the_extension() {
     assert_eq!(out[0]["error"]["code"], -32601);
 }
 
+/// Every client capability an input request may need.
+fn all_input() -> Caps {
+    Caps::ROOTS
+        | Caps::SAMPLING
+        | Caps::ELICITATION
+        | Caps::ELICITATION_FORM
+        | Caps::ELICITATION_URL
+}
+
 /// `tasks/get` through the table, as the client sees it.
 fn get(tasks: &mut Tasks, now: Timestamp, task: &str) -> Value {
     let params = json!({ "taskId": task }).to_string();
-    match tasks.answer(now, "tasks/get", Some(raw(&params))) {
+    match tasks.answer(now, all_input(), "tasks/get", Some(raw(&params))) {
         Some(Ok(r)) => serde_json::from_str(&r).unwrap(),
         other => panic!("{other:?}"),
     }
@@ -237,15 +246,17 @@ fn get(tasks: &mut Tasks, now: Timestamp, task: &str) -> Value {
 
 fn update(tasks: &mut Tasks, now: Timestamp, task: &str, responses: Value) -> Value {
     let params = json!({ "taskId": task, "inputResponses": responses }).to_string();
-    match tasks.answer(now, "tasks/update", Some(raw(&params))) {
+    match tasks.answer(now, all_input(), "tasks/update", Some(raw(&params))) {
         Some(Ok(r)) => serde_json::from_str(&r).unwrap(),
         other => panic!("{other:?}"),
     }
 }
 
-fn cancel(tasks: &mut Tasks, now: Timestamp, task: &str) -> Option<Result<String, (i64, String)>> {
+type Answered = Option<Result<String, mcpwire::tasks::TaskRefusal>>;
+
+fn cancel(tasks: &mut Tasks, now: Timestamp, task: &str) -> Answered {
     let params = json!({ "taskId": task }).to_string();
-    tasks.answer(now, "tasks/cancel", Some(raw(&params)))
+    tasks.answer(now, all_input(), "tasks/cancel", Some(raw(&params)))
 }
 
 fn at(ms: u64) -> Timestamp {
@@ -310,8 +321,8 @@ fn working_to_input_required_and_back_then_completed() {
             r#"{{"taskId":"{task}","inputResponses":{{"b":{{"action":"decline"}},"b":{{"action":"accept"}}}}}}"#
         ),
     ] {
-        match tasks.answer(at(310), "tasks/update", Some(raw(&bad))) {
-            Some(Err((code, _))) => assert_eq!(code, -32602, "{bad}"),
+        match tasks.answer(at(310), all_input(), "tasks/update", Some(raw(&bad))) {
+            Some(Err((code, _, _))) => assert_eq!(code, -32602, "{bad}"),
             other => panic!("{bad}: {other:?}"),
         }
         assert_eq!(tasks.poll_event(), None, "{bad}");
@@ -422,23 +433,25 @@ fn failed_carries_the_json_rpc_error_and_cancel_is_cooperative() {
     for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
         let r = tasks.answer(
             at(70),
+            all_input(),
             method,
             Some(raw(r#"{"taskId":"nope","inputResponses":{}}"#)),
         );
-        assert!(matches!(r, Some(Err((-32602, _)))), "{method}: {r:?}");
-        let r = tasks.answer(at(70), method, Some(raw(r#"{"taskId":7}"#)));
-        assert!(matches!(r, Some(Err((-32602, _)))), "{method}: {r:?}");
+        assert!(matches!(r, Some(Err((-32602, _, _)))), "{method}: {r:?}");
+        let r = tasks.answer(at(70), all_input(), method, Some(raw(r#"{"taskId":7}"#)));
+        assert!(matches!(r, Some(Err((-32602, _, _)))), "{method}: {r:?}");
     }
     let r = tasks.answer(
         at(70),
+        all_input(),
         "tasks/update",
         Some(raw(&json!({"taskId": slow}).to_string())),
     );
     assert!(
-        matches!(r, Some(Err((-32602, _)))),
+        matches!(r, Some(Err((-32602, _, _)))),
         "inputResponses is required"
     );
-    assert_eq!(tasks.answer(at(70), "tools/call", None), None);
+    assert_eq!(tasks.answer(at(70), all_input(), "tools/call", None), None);
 }
 
 /// A random source that repeats itself gets an error, not a loop that never ends.
@@ -498,10 +511,11 @@ fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     assert!(matches!(
         tasks.answer(
             at(10_000),
+            all_input(),
             "tasks/get",
             Some(raw(&json!({"taskId": first}).to_string()))
         ),
-        Some(Err((-32602, _)))
+        Some(Err((-32602, _, _)))
     ));
     assert_eq!(
         tasks.complete(at(10_001), &first, raw("{}")),
@@ -1407,10 +1421,11 @@ fn cancelling_a_2025_11_25_task_ends_it_before_the_answer_and_failures_come_back
     assert!(matches!(
         short.answer(
             at(5000),
+            all_input(),
             "tasks/get",
             Some(raw(&json!({ "taskId": t }).to_string()))
         ),
-        Some(Err((-32602, _)))
+        Some(Err((-32602, _, _)))
     ));
 }
 
@@ -1898,7 +1913,7 @@ fn tasks_under_random_operations_keep_their_invariants() {
                     ][next(5) as usize]
                         .clone();
                     let params = RawJson::new(&params).ok();
-                    if let Some(Ok(r)) = tasks.answer(t, method, params) {
+                    if let Some(Ok(r)) = tasks.answer(t, all_input(), method, params) {
                         serde_json::from_str::<Value>(&r).expect("well-formed JSON");
                     }
                     if let Some(mcpwire::tasks::LegacyAnswer::Result(r)) = tasks.answer_legacy(
@@ -2579,4 +2594,103 @@ fn task_progress_tokens_of_the_two_directions_stay_apart() {
         Err(Error::UnknownRequest)
     );
     p.server.progress(Id::Int(9), 1.0, None, None).unwrap();
+}
+
+/// `Tasks::answer` sees what the request declared: a `tasks/get` of a task whose input
+/// requests need elicitation, from a requestor that did not declare it, is -32021 with the
+/// `requiredCapabilities` ("Servers MUST NOT send an inputRequests that the client has not
+/// declared support for in its capabilities"); with it declared, the task and its requests.
+#[test]
+fn answer_gives_input_requests_only_to_a_requestor_that_declared_them() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create(T0, &mut ids()).unwrap();
+    let ask = r#"{"method":"elicitation/create","params":{"message":"Deploy?","requestedSchema":{"type":"object","properties":{}}}}"#;
+    tasks.ask(T0, &task, "e", raw(ask)).unwrap();
+    let params = json!({ "taskId": task }).to_string();
+    let refused = tasks.answer(T0, Caps::SAMPLING, "tasks/get", Some(raw(&params)));
+    let Some(Err((code, _, Some(data)))) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(code, -32021);
+    assert_eq!(
+        serde_json::from_str::<Value>(&data).unwrap(),
+        json!({"requiredCapabilities": {"elicitation": {}}})
+    );
+    let declared = Caps::ELICITATION | Caps::ELICITATION_FORM;
+    let given = tasks.answer(T0, declared, "tasks/get", Some(raw(&params)));
+    let Some(Ok(detailed)) = given else {
+        panic!("{given:?}")
+    };
+    let detailed: Value = serde_json::from_str(&detailed).unwrap();
+    assert_eq!(
+        detailed["inputRequests"]["e"]["method"],
+        "elicitation/create"
+    );
+}
+
+/// A completed task whose `tasks/get` answer `serve` could not write (the output full) is not
+/// fetched: it keeps its place at the `max_tasks` cap until a client got its result, where it
+/// used to make room for the next task and its client's retry found "Task not found".
+#[test]
+fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
+    let mut config = Config::server("tasks-test", "1")
+        .with_capabilities(r#"{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#)
+        .unwrap();
+    config.limits.max_buffered_output = 4096;
+    let mut s = Connection::new(config, T0).unwrap();
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            max_tasks: 2,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let mut random = ids();
+    let big = tasks.create(T0, &mut random).unwrap();
+    let small = tasks.create(T0, &mut random).unwrap();
+    let text = json!({"content":[{"type":"text","text": "x".repeat(5000)}]}).to_string();
+    tasks.complete(T0, &big, raw(&text)).unwrap();
+    tasks
+        .complete(
+            T0,
+            &small,
+            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
+        )
+        .unwrap();
+    // Both requests arrive; the big result fills the output, and the small one's answer is
+    // refused for now.
+    let arrive = |s: &mut Connection, n: u64, task: &str| {
+        let evs = request(s, n, "tasks/get", &format!(r#""taskId":"{task}""#), WITH);
+        let Some(Ev::Request { id, method, params }) =
+            evs.into_iter().find(|e| matches!(e, Ev::Request { .. }))
+        else {
+            panic!("no request")
+        };
+        (id, method, params)
+    };
+    let first = arrive(&mut s, 1, &big);
+    let second = arrive(&mut s, 2, &small);
+    let serve = |s: &mut Connection, tasks: &mut Tasks, (id, method, params): &(_, String, _)| {
+        let params: &Option<String> = params;
+        let id: &mcpwire::jsonrpc::OwnedId = id;
+        tasks.serve(T0, s, id.as_id(), method, params.as_deref().map(raw))
+    };
+    assert_eq!(serve(&mut s, &mut tasks, &first), Ok(true));
+    assert_eq!(serve(&mut s, &mut tasks, &second), Err(Error::OutputFull));
+    // The fetched one makes room; the other stays.
+    tasks.create(T0, &mut random).unwrap();
+    assert_eq!(tasks.create(T0, &mut random), Err(TaskError::Full));
+    assert_eq!(tasks.status(&small), Some(TaskStatus::Completed));
+    // Once the client reads, the retry gets the result, and the task is fetched.
+    let out = output(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(serve(&mut s, &mut tasks, &second), Ok(true));
+    let out = output(&mut s);
+    assert_eq!(
+        out[0]["result"]["result"]["content"][0]["text"], "done",
+        "{out:?}"
+    );
+    tasks.create(T0, &mut random).unwrap();
+    assert_eq!(tasks.status(&small), None);
 }

@@ -203,8 +203,8 @@ func (t *Tasks) ns(now time.Time) C.uint64_t {
 
 // Create makes a working task and returns its id: 128 bits from getrandom(2) (task ids are
 // bearer handles), as 32 hex digits. It is visible to tasks/get at once; answer the request
-// with Respond. At MaxTasks with no fetched terminal task to drop, it fails with ErrTasksFull:
-// answer the request without a task then.
+// with Respond. At MaxTasks with no fetched or cancelled terminal task to drop, it fails with
+// ErrTasksFull: answer the request without a task then.
 func (t *Tasks) Create(now time.Time) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -436,8 +436,8 @@ func (t *Tasks) Status(task string) (TaskStatus, error) {
 	return TaskStatus(s.status), nil
 }
 
-// CancelRequested reports whether the client asked to cancel the task (it stays asked until
-// the task ends); false for an unknown task. Long work can check it between steps.
+// CancelRequested reports whether the client asked to cancel the task (it stays asked, after
+// the task ended too, until the table drops the task); false for an unknown task. Long work can check it between steps.
 func (t *Tasks) CancelRequested(task string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

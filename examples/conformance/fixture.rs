@@ -895,9 +895,17 @@ impl Fixture {
             let Ok(params) = (!params.is_null()).then(|| RawJson::new(&text)).transpose() else {
                 return Answer::Error(-32602, "Invalid params: nested too deeply".into(), None);
             };
-            return match self.tasks.answer(now, method, params) {
+            // (What this request declared: a task's input requests go only to a client that
+            // declared what they need.)
+            let declared = server
+                .connection(key)
+                .map(|c| declared(c, id, modern))
+                .unwrap_or_default();
+            return match self.tasks.answer(now, declared, method, params) {
                 Some(Ok(result)) => Answer::Result(parse(Some(&result))),
-                Some(Err((code, message))) => Answer::Error(code, message, None),
+                Some(Err((code, message, data))) => {
+                    Answer::Error(code, message, data.map(|d| parse(Some(&d))))
+                }
                 None => Answer::Error(-32601, format!("Method not found: {method}"), None),
             };
         }
@@ -1080,6 +1088,20 @@ impl Fixture {
                 None => no_room(),
             },
             "confirm_delete" | "multi_input" if !tasks_declared => needs_tasks(),
+            // (Their tasks ask the client through elicitation: "Servers MUST NOT send an
+            // inputRequests that the client has not declared support for".)
+            "confirm_delete" | "multi_input" if !caps.contains(Caps::ELICITATION_FORM) => {
+                let needed = if caps.contains(Caps::ELICITATION) {
+                    json!({"elicitation":{"form":{}}})
+                } else {
+                    json!({"elicitation":{}})
+                };
+                Answer::Error(
+                    -32021,
+                    "Missing required client capability: elicitation".into(),
+                    Some(json!({ "requiredCapabilities": needed })),
+                )
+            }
             "confirm_delete" | "multi_input" => {
                 let Some(task) = self.start_task(now, conn, id) else {
                     return no_room();

@@ -740,7 +740,16 @@ impl Harness {
                 ""
             },
         );
-        let got = self.tasks.answer(self.now, method, Some(raw(&params)));
+        // (Declaring every capability an input request needs: the -32021 of a requestor that
+        // declared less is tests/tasks.rs's.)
+        let declared = mcp::Caps::ROOTS
+            | mcp::Caps::SAMPLING
+            | mcp::Caps::ELICITATION
+            | mcp::Caps::ELICITATION_FORM
+            | mcp::Caps::ELICITATION_URL;
+        let got = self
+            .tasks
+            .answer(self.now, declared, method, Some(raw(&params)));
         if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
             assert!(got.is_none(), "{method} answered");
             return;
@@ -751,14 +760,14 @@ impl Harness {
             .filter(|&i| self.model[i].owner.is_none())
             .filter(|_| matches!(r, TaskRef::Known(_)));
         let Some(i) = target else {
-            assert!(matches!(got, Err((-32602, _))), "{got:?}");
+            assert!(matches!(got, Err((-32602, _, _))), "{got:?}");
             return;
         };
         // A key written twice is refused whole, as is what is no object.
         let taken: Vec<u8> = keys.iter().take(6).map(|k| k % 5).collect();
         let repeated = (1..taken.len()).any(|i| taken[..i].contains(&taken[i]));
         if method == "tasks/update" && (not_object || repeated) {
-            assert!(matches!(got, Err((-32602, _))), "{got:?}");
+            assert!(matches!(got, Err((-32602, _, _))), "{got:?}");
             return;
         }
         let text = got.unwrap_or_else(|e| panic!("{method}: {e:?}"));
