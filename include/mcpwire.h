@@ -20,7 +20,8 @@
  * - Results. Every fallible function returns an mcpw_result: MCPW_OK (0) or an error code
  *   from a documented range; mcpw_result_message() describes any code. "Nothing to do" is
  *   MCPW_OK with an empty answer, never an error. Outputs (out_* parameters, always last)
- *   are written only when the call returns MCPW_OK; every out_* pointer is required. A
+ *   are written only when the call returns MCPW_OK; every out_* pointer is required unless
+ *   its function says it may be NULL. A
  *   command refused by the engine (codes 300-399) leaves the connection (or task table)
  *   unchanged. JSON-RPC error codes from the peer are event data (mcpw_event.code), never
  *   results.
@@ -2730,7 +2731,9 @@ enum mcpw_result mcpw_conn_in_flight(const struct mcpw_conn *conn,
  * Creates an HTTP server for the MCP server `config` (server role; its versions decide which
  * eras are served: 2026-07-28 for stateless requests, the others for sessions), with
  * `options` (read during the call; `random` is required, else `MCPW_ERR_NULL_ARGUMENT`).
- * Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough.
+ * Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough. A client
+ * config, or one `mcpw_conn_new` refuses (no protocol versions), is
+ * `MCPW_ERR_CONFIG_REFUSED`.
  *
  * On success `*out_server` receives a handle that the caller owns and frees exactly once
  * with `mcpw_http_server_free`.
@@ -3004,8 +3007,9 @@ enum mcpw_result mcpw_tools_refusals(const char *tools,
  * `tools/call` requests are checked against the `x-mcp-header` annotations of the tools as
  * they now are. The tools declared before are replaced. `MCPW_ERR_CONFIG_REFUSED` when a
  * tool's annotations are invalid (clients drop such a tool: fix its schema); the others are
- * declared all the same. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not
- * a tools list, and nothing changes. Inputs are read during the call only.
+ * declared all the same. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
+ * `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list, and nothing changes. Inputs are
+ * read during the call only.
  *
  * # Safety
  * `server` is NULL or a live server handle; `tools` points to `tools_len` readable bytes (or

@@ -1992,6 +1992,14 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_server_new(sc, &o, &server));
     o = http_server_options();
     RC(MCPW_ERR_CONFIG_REFUSED, mcpw_http_server_new(cc, &o, &server));
+    /* A config no connection takes (no protocol versions) is refused as mcpw_conn_new
+       refuses it: the server was made, and answered every request 400. */
+    {
+        mcpw_config *none = make_config(MCPW_ROLE_SERVER);
+        OK(mcpw_config_set_versions(none, NULL, 0));
+        RC(MCPW_ERR_CONFIG_REFUSED, mcpw_http_server_new(none, &o, &server));
+        mcpw_config_free(none);
+    }
     o.endpoint.ptr = "/\xff";
     o.endpoint.len = 2;
     RC(MCPW_ERR_INVALID_UTF8, mcpw_http_server_new(sc, &o, &server));
@@ -2452,6 +2460,65 @@ static void test_http_connection_views(void) {
     /* The request made through the view goes out through poll_action. */
     converse(&w);
     CHECK(logged(&w, MCPW_EVENT_RESPONSE, rid) != NULL);
+    world_free(&w);
+}
+
+/* A command on a view after the lender's const poll_timeout: its deadline counts at the next
+   poll_timeout and fires at handle_timeout. The lender took note of a view's connection only
+   when it lent it: a request made after a poll_timeout, behind another session's earlier
+   deadline, never timed out. */
+static void test_http_a_command_on_a_view_after_poll_timeout_is_seen(void) {
+    mcpw_http_server_options o = http_server_options();
+    mcpw_request_options soon = {2000, 0, MCPW_PROGRESS_RESET_DEFAULT};
+    mcpw_request_options later = {5000, 0, MCPW_PROGRESS_RESET_DEFAULT};
+    world w;
+    mcpw_conn *view = NULL, *other = NULL;
+    mcpw_http_response r;
+    mcpw_str sid;
+    char second[128] = {0};
+    bool has = false;
+    uint64_t deadline = 0, key = 0, key2 = 0;
+    int64_t rid = 0, rid2 = 0;
+    int timed_out = 0;
+    mcpw_event ev;
+
+    world_start(&w, make_http_server(&o), MCPW_CLIENT_ERA_LEGACY, NULL);
+    /* A second session, with a request of its own due in 5 s. */
+    CHECK(post_directly(w.server, w.now, "/mcp", "localhost", NULL, NULL, HTTP_INIT, &r) == 200);
+    sid = find_header(r.headers, r.headers_len, "Mcp-Session-Id");
+    CHECK(sid.ptr != NULL && sid.len < sizeof second);
+    if (sid.ptr != NULL && sid.len < sizeof second) memcpy(second, sid.ptr, sid.len);
+    CHECK(post_directly(w.server, w.now, "/mcp", "localhost", NULL, second,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                        &r) == 202);
+    for (;;) {
+        OK(mcpw_http_server_poll_event(w.server, &ev, &key, &other));
+        if (ev.kind == MCPW_EVENT_NONE) break;
+        if (key != w.key) key2 = key;
+    }
+    CHECK(key2 != 0 && key2 != w.key);
+    OK(mcpw_http_server_conn(w.server, key2, &other));
+    OK(mcpw_conn_request(other, w.now, S("ping"), NULL, 0, &later, &rid2));
+    OK(mcpw_http_server_poll_timeout(w.server, &has, &deadline));
+    CHECK(has && deadline == w.now + 5000000000ull);
+
+    /* The first session's view, then a poll_timeout, then a request due in 2 s. */
+    OK(mcpw_http_server_conn(w.server, w.key, &view));
+    OK(mcpw_http_server_poll_timeout(w.server, &has, &deadline));
+    CHECK(has && deadline == w.now + 5000000000ull);
+    OK(mcpw_conn_request(view, w.now, S("ping"), NULL, 0, &soon, &rid));
+    OK(mcpw_http_server_poll_timeout(w.server, &has, &deadline));
+    CHECK(has && deadline == w.now + 2000000000ull);
+    OK(mcpw_http_server_handle_timeout(w.server, w.now + 2000000000ull));
+    for (;;) {
+        OK(mcpw_http_server_poll_event(w.server, &ev, &key, &other));
+        if (ev.kind == MCPW_EVENT_NONE) break;
+        if (ev.kind == MCPW_EVENT_TIMED_OUT && key == w.key && ev.request == rid) timed_out++;
+        CHECK(ev.kind != MCPW_EVENT_TIMED_OUT || key == w.key);
+    }
+    CHECK(timed_out == 1);
+    OK(mcpw_http_server_poll_timeout(w.server, &has, &deadline));
+    CHECK(has && deadline == w.now + 5000000000ull);
     world_free(&w);
 }
 
@@ -4395,6 +4462,8 @@ int main(void) {
     run("http_an_answer_given_later_on_the_open_stream",
         test_http_an_answer_given_later_on_the_open_stream);
     run("http_connection_views", test_http_connection_views);
+    run("http_a_command_on_a_view_after_poll_timeout_is_seen",
+        test_http_a_command_on_a_view_after_poll_timeout_is_seen);
     run("http_each_connection_has_its_own_view", test_http_each_connection_has_its_own_view);
     run("http_the_stateless_era", test_http_the_stateless_era);
     run("http_closing_a_stateless_stream_cancels_the_request",

@@ -668,6 +668,22 @@ impl HttpServer {
         self.conns.get_mut(&key.0).map(|c| &mut c.conn)
     }
 
+    /// Notes that connection `key` may have been given commands since its deadline was last
+    /// looked at, through a pointer kept from [`connection`](Self::connection) past that
+    /// borrow: the next [`poll_timeout`](Self::poll_timeout) counts its deadline again. Safe
+    /// Rust never needs it (`connection` notes that already); a foreign-function layer
+    /// that lends connections to another language calls it before `poll_timeout` for each
+    /// connection given commands since, and calls `connection` again before the server's next
+    /// call that takes `&mut self`, so that their output and events are seen too.
+    pub fn note_commands(&self, key: ConnKey) {
+        let Some(c) = self.conns.get(&key.0) else {
+            return;
+        };
+        if !c.deadline_noted.replace(true) {
+            self.deadlines.borrow_mut().recheck.push(key.0);
+        }
+    }
+
     /// Notes that connection `key` was given input or commands: `pump` and `poll_event` look
     /// at it next time.
     fn mark(&mut self, key: u64) {

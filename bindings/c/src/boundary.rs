@@ -43,6 +43,9 @@ fn code(outcome: Outcome) -> mcpw_result {
 pub(crate) trait Handle {
     /// Set once a call on this handle panicked; every later call fails.
     fn poisoned(&self) -> &Cell<bool>;
+    /// Runs before every call that may change the handle (once it is known not poisoned):
+    /// takes note of what happened to it in between, through views it lent.
+    fn before_call(&mut self) {}
     /// Runs after every call that may change the handle (and did not panic): gives back
     /// scratch space the call needed.
     fn after_call(&mut self) {}
@@ -113,6 +116,7 @@ pub(crate) unsafe fn with_mut<H: Handle>(
         if h.poisoned().get() {
             return Err(MCPW_ERR_POISONED);
         }
+        h.before_call();
         let outcome = body(h);
         h.after_call();
         outcome
@@ -144,6 +148,8 @@ pub(crate) unsafe fn with_mut_pair<A: Handle, B: Handle>(
         if ha.poisoned().get() || hb.poisoned().get() {
             return Err(MCPW_ERR_POISONED);
         }
+        ha.before_call();
+        hb.before_call();
         let outcome = body(ha, hb);
         ha.after_call();
         hb.after_call();
@@ -180,6 +186,7 @@ pub(crate) unsafe fn with_mut_and_ref<A: Handle, B: Handle>(
         if ha.poisoned().get() || hb.poisoned().get() {
             return Err(MCPW_ERR_POISONED);
         }
+        ha.before_call();
         let outcome = body(ha, hb);
         ha.after_call();
         outcome

@@ -1,6 +1,6 @@
 //! `mcpw_conn`: one MCP connection, client or server, driven from C.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_char;
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -36,11 +36,17 @@ pub struct mcpw_conn {
     /// A view's lender's poison flag: a panic in a call on the view may leave the lender's
     /// connection half changed, so it poisons the lender too.
     lender_poisoned: Option<NonNull<Cell<bool>>>,
+    /// A view whose lender keeps track of the commands given through it: where to note its
+    /// key (the lender's list, which outlives the view), once until the lender takes note.
+    lender_touched: Option<(NonNull<RefCell<Vec<u64>>>, u64)>,
+    /// This view's key is in its lender's list (`lender_touched`).
+    touched: bool,
 }
 
 /// The connection behind a handle: its own, or one an HTTP handle lends.
-// A view wastes the room of a connection, but there is one view per HTTP handle, while boxing
-// would add an indirection to every call on every owned connection.
+// A view wastes the room of a connection (an HTTP server keeps one per connection it lent,
+// until that connection is gone and the views are collected), while boxing would add an
+// indirection to every call on every owned connection.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Slot {
     /// Made by `mcpw_conn_new`; the handle owns the connection and its transport calls.
@@ -99,6 +105,8 @@ impl mcpw_conn {
             staged: Vec::new(),
             texts: EventTexts::default(),
             lender_poisoned: None,
+            lender_touched: None,
+            touched: false,
         }
     }
 
@@ -112,10 +120,32 @@ impl mcpw_conn {
         self.poisoned.set(false);
     }
 
+    /// [`lend`](Self::lend), for a lender that needs to know which of its connections were
+    /// given commands through their views since it last looked: after each call that may
+    /// change the view, `key` goes in `touched` (once, until [`untouch`](Self::untouch)).
+    /// `touched` must outlive the view.
+    pub(crate) fn lend_tracked(
+        &mut self,
+        conn: &mut Connection,
+        lender_poisoned: &Cell<bool>,
+        touched: &RefCell<Vec<u64>>,
+        key: u64,
+    ) {
+        self.lend(conn, lender_poisoned);
+        self.lender_touched = Some((NonNull::from(touched), key));
+    }
+
+    /// The lender took note of this view's key: the next command notes it again.
+    pub(crate) fn untouch(&mut self) {
+        self.touched = false;
+    }
+
     /// Makes the view refuse every call until it is lent again.
     pub(crate) fn stale(&mut self) {
         self.conn = Slot::View(None);
         self.texts.release_large();
+        self.lender_touched = None;
+        self.touched = false;
     }
 }
 
@@ -126,6 +156,16 @@ impl Handle for mcpw_conn {
     fn after_call(&mut self) {
         // The staged copy of a large argument is not kept once the command is done.
         mcpwire::frame::empty(&mut self.staged);
+        // The command may have moved the connection's deadline earlier, or given it events
+        // (a close's CLOSED): its lender looks at it again.
+        if let (Some((touched, key)), false, Slot::View(Some(_))) =
+            (self.lender_touched, self.touched, &self.conn)
+        {
+            // Safety: the lender's list outlives its views (the lender frees its views when
+            // it is freed), and no call on the lender runs during a call on the view.
+            unsafe { touched.as_ref() }.borrow_mut().push(key);
+            self.touched = true;
+        }
     }
     fn on_panic(&self) {
         if let Some(lender) = self.lender_poisoned {
@@ -500,6 +540,8 @@ pub unsafe extern "C" fn mcpw_conn_new(
             staged: Vec::new(),
             texts: EventTexts::default(),
             lender_poisoned: None,
+            lender_touched: None,
+            touched: false,
         }));
         Ok(())
     };

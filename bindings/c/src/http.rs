@@ -4,7 +4,7 @@
 //! and getters, so an application answers a session exactly as it answers stdio.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{self, AssertUnwindSafe};
@@ -353,6 +353,11 @@ pub struct mcpw_http_server {
     views: HashMap<u64, NonNull<mcpw_conn>>,
     /// The views lent since the last call that was not a lending one.
     lent: Vec<u64>,
+    /// The connections given commands through their views since the server last took note
+    /// (each view notes its key once): the server marks them at its next call that may
+    /// change it, and `poll_timeout` counts their deadlines. Lending marked them, but a
+    /// `poll_timeout` or `poll_event` in between may have taken that note already.
+    touched: RefCell<Vec<u64>>,
     /// Collect the views of gone connections once there are this many.
     collect_at: usize,
     /// The call under way lends a view: keep the lent views valid after the call.
@@ -381,6 +386,20 @@ impl Handle for mcpw_http_server {
                 unsafe { &mut *view.as_ptr() }.stale();
             }
         }
+    }
+    fn before_call(&mut self) {
+        // What was done through views since the last call: their connections may have
+        // earlier deadlines, output and events.
+        let mut touched = std::mem::take(self.touched.get_mut());
+        for key in touched.drain(..) {
+            if let Some(view) = self.views.get_mut(&key) {
+                // Safety: the view is ours (from `Box::leak`), and C is not using it during a
+                // call on the server.
+                unsafe { view.as_mut() }.untouch();
+            }
+            self.server.connection(ConnKey::from_raw(key));
+        }
+        *self.touched.get_mut() = touched;
     }
     fn after_call(&mut self) {
         // A lending call keeps the views lent so far valid, except those whose connection it
@@ -438,7 +457,7 @@ impl mcpw_http_server {
             .entry(key)
             .or_insert_with(|| NonNull::from(Box::leak(Box::new(mcpw_conn::view()))));
         // Safety: the view is ours; C uses it only between calls on the server.
-        unsafe { view.as_mut() }.lend(conn, &self.poisoned);
+        unsafe { view.as_mut() }.lend_tracked(conn, &self.poisoned, &self.touched, key);
         let view = view.as_ptr();
         if !self.lent.contains(&key) {
             self.lent.push(key);
@@ -588,7 +607,9 @@ unsafe fn server_config(
 /// Creates an HTTP server for the MCP server `config` (server role; its versions decide which
 /// eras are served: 2026-07-28 for stateless requests, the others for sessions), with
 /// `options` (read during the call; `random` is required, else `MCPW_ERR_NULL_ARGUMENT`).
-/// Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough.
+/// Use it when you serve MCP over HTTP; for stdio, `mcpw_conn_new` is enough. A client
+/// config, or one `mcpw_conn_new` refuses (no protocol versions), is
+/// `MCPW_ERR_CONFIG_REFUSED`.
 ///
 /// On success `*out_server` receives a handle that the caller owns and frees exactly once
 /// with `mcpw_http_server_free`.
@@ -611,6 +632,11 @@ pub unsafe extern "C" fn mcpw_http_server_new(
         if c.config().role != mcpwire::conn::Role::Server {
             return Err(MCPW_ERR_CONFIG_REFUSED);
         }
+        // A config no connection takes (no protocol versions, say) is refused here, as
+        // `mcpw_conn_new` refuses it: the server would answer every request 400.
+        if mcpwire::conn::Connection::new(c.config().clone(), Timestamp::ZERO).is_err() {
+            return Err(MCPW_ERR_CONFIG_REFUSED);
+        }
         // Safety: (caller) the options' pointers are readable for their lengths.
         let (config, endpoint) = unsafe { server_config(c, &o) }?;
         out.write(into_handle(mcpw_http_server {
@@ -621,6 +647,7 @@ pub unsafe extern "C" fn mcpw_http_server_new(
             endpoint,
             views: HashMap::new(),
             lent: Vec::new(),
+            touched: RefCell::new(Vec::new()),
             collect_at: 32,
             lending: false,
             texts: EventTexts::default(),
@@ -943,6 +970,11 @@ pub unsafe extern "C" fn mcpw_http_server_poll_timeout(
     let run = |h: &mcpw_http_server| {
         // Safety: (caller) writable or NULL, which is refused.
         let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
+        // Commands given through views since the server's last non-const call may have
+        // brought their connections' deadlines earlier: the server looks at those again.
+        for &key in h.touched.borrow().iter() {
+            h.server.note_commands(ConnKey::from_raw(key));
+        }
         let deadline = h.server.poll_timeout();
         has_to.write(deadline.is_some());
         deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
@@ -1043,7 +1075,7 @@ pub unsafe extern "C" fn mcpw_http_server_session_id(
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_session) }?;
         let key = ConnKey::from_raw(key);
-        if !h.server.connections().contains(&key) {
+        if !h.server.contains(key) {
             return Err(MCPW_ERR_UNKNOWN_CONNECTION);
         }
         out.write(mcpw_str::of_opt(h.server.session_of(key)));
@@ -1179,8 +1211,9 @@ pub unsafe extern "C" fn mcpw_tools_refusals(
 /// `tools/call` requests are checked against the `x-mcp-header` annotations of the tools as
 /// they now are. The tools declared before are replaced. `MCPW_ERR_CONFIG_REFUSED` when a
 /// tool's annotations are invalid (clients drop such a tool: fix its schema); the others are
-/// declared all the same. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not
-/// a tools list, and nothing changes. Inputs are read during the call only.
+/// declared all the same. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
+/// `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list, and nothing changes. Inputs are
+/// read during the call only.
 ///
 /// # Safety
 /// `server` is NULL or a live server handle; `tools` points to `tools_len` readable bytes (or
