@@ -1039,6 +1039,37 @@ fn a_notification_refused_with_retry_after_goes_again_before_the_delete() {
     );
 }
 
+/// A notification refused for now with a long page as the refusal's body (a proxy's HTML, some
+/// KB) goes again too: its body used to be cut at 512 bytes, which let the POST go unsent.
+#[test]
+fn a_notification_refused_with_a_long_page_goes_again() {
+    let (mut c, delete) = Scripted::ending_after_a_notification();
+    let post = c.sent().remove(0);
+    c.client.handle_response(
+        c.now,
+        post.exchange,
+        429,
+        &[("Retry-After", "1"), ("Content-Type", "text/html")],
+    );
+    let page = format!("<html><body>{}</body></html>", "slow down ".repeat(600));
+    for piece in page.as_bytes().chunks(1000) {
+        c.client.handle_body(c.now, post.exchange, piece);
+    }
+    c.client.handle_end(c.now, post.exchange, 0);
+    c.events();
+    assert!(c.sent().is_empty(), "sent before the Retry-After");
+    c.wait(Duration::from_secs(1));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].body, post.body);
+    c.answer(&again[0], 202, &[], "");
+    let last = c.sent();
+    assert_eq!(
+        (last.len(), last[0].method, last[0].exchange),
+        (1, "DELETE", delete)
+    );
+}
+
 /// `initialized` refused for now goes again, and requests wait for its head again (they
 /// went out at once, ahead of it: a strict server refuses a request before `initialized`).
 #[test]
@@ -2364,6 +2395,24 @@ fn a_session_id_that_is_not_visible_ascii_is_not_taken() {
     let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
     c.handshake(Some("s-1.~!"));
     assert_eq!(c.client.session_id(), Some("s-1.~!"));
+}
+
+/// A session id longer than `MAX_SESSION_ID` is not taken: the client would send it back with
+/// every request, and keep a copy per request it has out (a hostile server's 400 KB id, times
+/// a thousand answers of ours it never reads, was 400 MB).
+#[test]
+fn a_session_id_longer_than_the_bound_is_not_taken() {
+    use mcpwire::http::client::MAX_SESSION_ID;
+    let longest = "s".repeat(MAX_SESSION_ID);
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some(&longest));
+    assert_eq!(c.client.session_id(), Some(longest.as_str()));
+    let too_long = "s".repeat(MAX_SESSION_ID + 1);
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some(&too_long));
+    assert_eq!(c.client.session_id(), None);
+    c.request("tools/list");
+    assert_eq!(c.sent().remove(0).header("Mcp-Session-Id"), None);
 }
 
 #[test]

@@ -15,8 +15,9 @@ use crate::mcp::{Era, ProtocolVersion};
 ///
 /// Always `Content-Type` and `Accept` (both JSON and SSE); `MCP-Protocol-Version` once a
 /// version is known; `Mcp-Session-Id` in a session; and in 2026-07-28 `Mcp-Method`, plus
-/// `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (as `=?base64?…?=` when
-/// the value is not header-safe). No value ever holds a control character: a method name
+/// `Mcp-Name` for `tools/call`, `prompts/get`, `resources/read` and the tasks methods
+/// (`tasks/get`, `tasks/update`, `tasks/cancel`: the `taskId`), as `=?base64?…?=` when the
+/// value is not header-safe. No value ever holds a control character: a method name
 /// with one gets no `Mcp-Method` (the server then refuses the request).
 pub fn request_headers(
     message: &[u8],
@@ -58,10 +59,15 @@ pub fn request_headers(
     h
 }
 
-/// What an HTTP response to a POST (or GET) means.
+/// What an HTTP response to a POST (or GET) means, for a host that drives a [`Connection`]
+/// over HTTP itself; [`HttpClient`](super::HttpClient) does all of this (and resumes streams,
+/// retries refusals) for you.
+///
+/// [`Connection`]: crate::Connection
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResponseKind {
-    /// 202: a notification or response was accepted; nothing to read.
+    /// 202: a notification or response was accepted; nothing to read. To a POST that carried
+    /// requests it means no answer will come: those requests have failed.
     Accepted,
     /// A JSON body holding one message (or a batch): feed it to the connection.
     Json,
@@ -76,20 +82,26 @@ pub enum ResponseKind {
     Failed(u16),
 }
 
-/// Classifies a response from its status and `Content-Type`.
+/// Classifies a response from its status and `Content-Type` (the media type before any
+/// `;`, compared ignoring case): only a 200 carries a body to read.
 pub fn classify(
     status: u16,
     content_type: Option<&str>,
     had_session: bool,
     was_get: bool,
 ) -> ResponseKind {
-    let ct = content_type.unwrap_or("").to_ascii_lowercase();
+    let media = content_type
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
     match status {
         202 => ResponseKind::Accepted,
         404 if had_session => ResponseKind::SessionExpired,
         405 if was_get => ResponseKind::NoStandaloneStream,
-        200..=299 if ct.starts_with("text/event-stream") => ResponseKind::EventStream,
-        200..=299 if ct.starts_with("application/json") => ResponseKind::Json,
+        200 if media.eq_ignore_ascii_case("text/event-stream") => ResponseKind::EventStream,
+        200 if media.eq_ignore_ascii_case("application/json") => ResponseKind::Json,
         s => ResponseKind::Failed(s),
     }
 }
@@ -98,6 +110,12 @@ pub fn classify(
 /// [`StreamReader::last_event_id`]): servers' ids are numbers, UUIDs or short tokens, and a
 /// request head of many kilobytes is refused by most servers anyway.
 pub const MAX_EVENT_ID: usize = 1024;
+
+/// The longest `Mcp-Session-Id` a client adopts, in bytes: servers' ids are UUIDs or signed
+/// tokens, well under it. The client sends the id back with every request and keeps a copy
+/// in each request it has out, so a server handing out megabytes would have it hold and send
+/// megabytes per request; a longer id is ignored as if none had come.
+pub const MAX_SESSION_ID: usize = 4096;
 
 /// Reads an SSE response body: messages out, resumption state kept.
 #[derive(Debug, Default)]

@@ -254,7 +254,8 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 /// Rules (Streamable HTTP, 2025-03-26 … 2026-07-28):
 ///
 /// 1. Every message is its own POST, with `Accept` listing JSON and SSE. Handshake era: the
-///    `Mcp-Session-Id` the server gave on `initialize` goes on every later request, and
+///    `Mcp-Session-Id` the server gave on `initialize` (visible ASCII, at most
+///    [`MAX_SESSION_ID`](super::client::MAX_SESSION_ID) bytes) goes on every later request, and
 ///    `MCP-Protocol-Version` once negotiated. 2026-07-28: `MCP-Protocol-Version`, `Mcp-Method`
 ///    and `Mcp-Name` mirror the body, and so do the `Mcp-Param-{Name}` headers of the tool's
 ///    `x-mcp-header` annotations, learned from `tools/list` (values encoded as
@@ -947,6 +948,14 @@ impl HttpClient {
             Reading::Json(body) | Reading::Other(body) => {
                 if body.len() + bytes.len() <= max_body {
                     body.extend_from_slice(bytes);
+                    return;
+                }
+                if !waits && ex.method == "POST" && ex.retry_after.is_some() {
+                    // A refusal for now (429 or 503 with a time to come back) of a POST that
+                    // waits for nothing: what it carried goes again once its body ends, so a
+                    // long page (a proxy's HTML) is read to its end, its first bytes kept.
+                    let room = max_body.saturating_sub(body.len());
+                    body.extend_from_slice(&bytes[..room.min(bytes.len())]);
                     return;
                 }
                 // Over the limit: the exchange fails now and the host stops reading it (a
@@ -1944,11 +1953,15 @@ impl HttpClient {
     }
 }
 
-/// A session id the client may adopt: not empty, and only visible ASCII (0x21 to 0x7E), as the
-/// spec requires of servers. Any other is ignored as if none had come: echoed in every later
-/// request, a control character would be refused by the host's HTTP library, or worse, sent.
+/// A session id the client may adopt: not empty, at most
+/// [`MAX_SESSION_ID`](super::client::MAX_SESSION_ID) bytes, and only visible ASCII (0x21 to
+/// 0x7E), as the spec requires of servers. Any other is ignored as if none had come: echoed
+/// in every later request, a control character would be refused by the host's HTTP library,
+/// or worse, sent.
 fn valid_session_id(sid: &str) -> bool {
-    !sid.is_empty() && sid.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    !sid.is_empty()
+        && sid.len() <= super::client::MAX_SESSION_ID
+        && sid.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 /// Sets when `ex` is let go, replacing the time it had.
