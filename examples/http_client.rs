@@ -205,6 +205,8 @@ impl Session {
                 self.start_steps(conn, now);
             }
             Pending::Call(name) => {
+                // (The server's text is escaped: a tool name could drive the terminal.)
+                let name = name.escape_debug();
                 eprintln!("http_client: {name} -> {result}");
                 if result["isError"] == json!(true) {
                     self.failures
@@ -393,6 +395,7 @@ async fn main() -> ExitCode {
                     None => conn.respond_error(id.as_id(), -32601, "Method not found", None),
                 };
                 if let Err(e) = sent {
+                    let method = method.escape_debug();
                     s.failures.push(format!("answer to {method}: {e}"));
                 }
             }
@@ -403,6 +406,7 @@ async fn main() -> ExitCode {
                 ..
             } => {
                 if let Some(what) = s.pending.remove(&request) {
+                    let message = message.escape_debug();
                     s.failures.push(format!("{what:?}: error {code} {message}"));
                 }
             }

@@ -5223,3 +5223,26 @@ fn a_session_idles_from_when_its_last_stream_was_written_out() {
         assert_eq!(r.status, 200, "polling: {polling}");
     }
 }
+
+/// `classify` reads the media type exactly (before any `;`, ignoring case) and only a 200's
+/// body: `application/jsonx` is no JSON, and a 201 carries nothing to read.
+#[test]
+fn classify_reads_the_exact_media_type_of_a_200() {
+    assert_eq!(
+        classify(200, Some("Application/JSON; charset=utf-8"), false, false),
+        ResponseKind::Json
+    );
+    assert_eq!(
+        classify(200, Some("text/event-stream"), true, true),
+        ResponseKind::EventStream
+    );
+    assert_eq!(
+        classify(200, Some("application/jsonx"), false, false),
+        ResponseKind::Failed(200)
+    );
+    assert_eq!(
+        classify(201, Some("application/json"), false, false),
+        ResponseKind::Failed(201)
+    );
+    assert_eq!(classify(202, None, true, false), ResponseKind::Accepted);
+}
