@@ -1,25 +1,30 @@
 // A C++ client and server, each an mcpw::connection, talking through two in-memory pipes:
 // the run loop of any mcpwire host (drain events, then bytes, then the deadline), with the
-// transport reduced to a std::string per direction.
+// transport reduced to the bytes each side lends.
 #include "mcpwire.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace {
 
-// Moves what `from` lends into `to`, reporting each write as consumed.
+// Moves one piece of what `from` lends into `to`, reporting it as consumed (the rest is lent
+// again next time). A piece is at most to.input_piece() bytes, and the loop drains events
+// between pieces: a peer that sends many requests at once gets each one answered, where fed
+// whole they would pass the bound on requests in flight and get "too many requests" errors.
 bool deliver(mcpw::connection &from, mcpw::connection &to, std::uint64_t now_ns) {
-    bool moved = false;
-    for (auto t = from.transmit(); !t.empty(); t = from.transmit()) {
-        to.handle_input(now_ns, t.data, t.size);
-        from.consume(t.size);
-        moved = true;
-    }
-    return moved;
+    const auto t = from.transmit();
+    if (t.empty()) return false;
+    const std::size_t piece = std::min(t.size, to.input_piece());
+    to.handle_input(now_ns, t.data, piece);
+    from.consume(piece);
+    return true;
 }
 
 // The result of an `echo` call: its text argument, or a tool error when it has none that is a
@@ -37,12 +42,107 @@ std::string echo(std::optional<std::string_view> params) {
            R"("isError":true})";
 }
 
+// What the server answers to one request: a result (JSON), or a JSON-RPC error when `code`
+// is not 0 (`text` is then its message).
+struct reply {
+    std::int64_t code;
+    std::string text;
+};
+
+// The server application. A client's mistake gets the error the spec names for it: an
+// unknown method -32601, an unknown tool or a cursor this server never gave -32602.
+reply reply_to(std::string_view method, std::optional<std::string_view> params) {
+    try {
+        if (method == "tools/list") {
+            // The whole list fits on one page, so any cursor is unknown.
+            if (mcpw::json_get(params.value_or("{}"), "cursor"))
+                return {MCPW_JSONRPC_INVALID_PARAMS, "Invalid params: unknown cursor"};
+            return {0, R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}}]})"};
+        }
+        if (method == "tools/call") {
+            // The name as text (escapes decoded); json_string throws when it is no string.
+            const auto name = mcpw::json_get(params.value_or("{}"), "name");
+            const std::string tool = name ? mcpw::json_string(*name) : "";
+            if (tool == "echo") return {0, echo(params)};
+            return {MCPW_JSONRPC_INVALID_PARAMS, "Unknown tool: " + tool};
+        }
+    } catch (const mcpw::error &) {
+        return {MCPW_JSONRPC_INVALID_PARAMS, "Invalid params"}; // params or name of a wrong type
+    }
+    return {MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found"};
+}
+
+// An answer the engine refused for now (MCPW_ERR_OUTPUT_FULL: the client is behind in
+// reading), given again once bytes have moved: backpressure, not a lost answer.
+struct held_answer {
+    mcpw::owned_id id;
+    reply answer;
+};
+
+// Gives an answer, or holds it in `held` while the output is full.
+void answer(mcpw::connection &server, held_answer a, std::vector<held_answer> &held) {
+    try {
+        if (a.answer.code == 0) {
+            server.respond(a.id.get(), a.answer.text);
+        } else {
+            server.respond_error(a.id.get(), a.answer.code, a.answer.text);
+        }
+    } catch (const mcpw::error &err) {
+        if (err.code() != MCPW_ERR_OUTPUT_FULL) throw;
+        held.push_back(std::move(a));
+    }
+}
+
+// Gives the held answers again: those still refused for a full output stay held, and one
+// refused for good (its client left) is reported and dropped. (One whose request the client
+// cancelled meanwhile is taken, and not sent.)
+void give_held(mcpw::connection &server, std::vector<held_answer> &held) {
+    std::vector<held_answer> still;
+    for (auto &h : held) {
+        try {
+            answer(server, std::move(h), still);
+        } catch (const mcpw::error &err) {
+            std::cerr << "answer not given: " << err.what() << "\n";
+        }
+    }
+    held = std::move(still);
+}
+
+// Answers every request waiting. What a client sends never ends the server: an answer the
+// engine refuses for another reason than a full output is reported, and the loop goes on.
+void serve(mcpw::connection &server, std::vector<held_answer> &held) {
+    while (auto ev = server.poll_event()) {
+        if (ev->kind() != MCPW_EVENT_REQUEST) continue;
+        try {
+            answer(server, {mcpw::owned_id(ev->id()), reply_to(ev->method(), ev->params())},
+                   held);
+        } catch (const mcpw::error &err) {
+            std::cerr << "answer not given: " << err.what() << "\n";
+        }
+    }
+}
+
+// What the client asks, all at once: a call, the list of tools, and three mistakes.
+const char *const requests[][2] = {
+    {"tools/call", R"({"name":"echo","arguments":{"text":"hello from C++"}})"},
+    {"tools/list", "{}"},
+    {"tools/call", R"({"name":"nope"})"},     // an unknown tool
+    {"foo/bar", "{}"},                        // an unknown method
+    {"tools/list", R"({"cursor":"page-2"})"}, // a cursor the server never gave
+};
+
 } // namespace
 
 int main() {
     try {
         mcpw::config server_config(mcpw::role::server, "cpp-example-server", MCPWIRE_VERSION);
         server_config.capabilities(R"({"tools":{}})");
+        // Two of the client's requests at most in flight at once (the default is 256), so
+        // that its five sent together show why input goes in a piece at a time (`deliver`).
+        // Real servers keep the default.
+        mcpw_limits limits = server_config.limits();
+        limits.max_inbound_in_flight = 2;
+        server_config.limits(limits);
         mcpw::config client_config(mcpw::role::client, "cpp-example-client", MCPWIRE_VERSION);
 
         std::uint64_t now = 0; // simulated time, in ns: time is data
@@ -50,48 +150,30 @@ int main() {
         mcpw::connection client(client_config, now);
 
         bool asked = false, done = false;
-        // Answers refused for now because the output is full (the client is behind in
-        // reading): given again once bytes have moved, never dropped.
-        std::vector<std::pair<mcpw::owned_id, std::string>> held;
-        auto answer = [&](const mcpw::owned_id &id, std::string result) {
-            try {
-                server.respond(id.get(), result);
-            } catch (const mcpw::error &err) {
-                if (err.code() != MCPW_ERR_OUTPUT_FULL) throw;
-                held.emplace_back(id, std::move(result));
-            }
-        };
+        std::size_t answered = 0;
+        std::vector<held_answer> held; // answers waiting for room in the server's output
         while (!done) {
-            // 1. events: the server answers requests (and what it held), the client reacts
-            // to answers.
-            auto waiting = std::exchange(held, {});
-            for (auto &[id, result] : waiting) answer(id, std::move(result));
-            while (auto ev = server.poll_event()) {
-                if (ev->kind() != MCPW_EVENT_REQUEST) continue;
-                // What a client sends never ends the server: a refused answer is reported.
-                try {
-                    const mcpw::owned_id id(ev->id());
-                    if (ev->method() == "tools/call") {
-                        answer(id, echo(ev->params()));
-                    } else {
-                        answer(id, R"({"tools":[{"name":"echo",)"
-                                   R"("inputSchema":{"type":"object"}}]})");
-                    }
-                } catch (const mcpw::error &err) {
-                    std::cerr << "answer not given: " << err.what() << "\n";
-                }
-            }
+            // 1. events: the server answers what it held, then the new requests; the client
+            // reacts to answers.
+            give_held(server, held);
+            serve(server, held);
             while (auto ev = client.poll_event()) {
                 switch (ev->kind()) {
                 case MCPW_EVENT_READY:
                     std::cout << "ready: " << ev->version() << "\n";
-                    client.request(now, "tools/call",
-                                   R"({"name":"echo","arguments":{"text":"hello from C++"}})");
+                    for (const auto &r : requests) client.request(now, r[0], r[1]);
                     asked = true;
                     break;
                 case MCPW_EVENT_RESPONSE:
-                    std::cout << "echo answered: " << ev->result() << "\n";
-                    client.close(now, std::chrono::milliseconds(100));
+                case MCPW_EVENT_ERROR:
+                    if (ev->kind() == MCPW_EVENT_RESPONSE) {
+                        std::cout << "answered: " << ev->result() << "\n";
+                    } else {
+                        std::cout << "error " << ev->code() << ": " << ev->message().value_or("")
+                                  << "\n";
+                    }
+                    if (++answered == std::size(requests))
+                        client.close(now, std::chrono::milliseconds(100));
                     break;
                 case MCPW_EVENT_CLOSED:
                     done = true;

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -22,17 +24,49 @@ struct open_stream {
     std::uint64_t stream;
 };
 
-// The text argument of an `echo` call, as JSON (quotes included), or nullopt when the call
-// has none that is a string. json_get throws for text that is not an object (`"arguments":5`):
-// a client's mistake, answered, never the end of the server.
-std::optional<std::string> echo_text(std::optional<std::string_view> params) {
+// The result of an `echo` call: its text argument, or a tool error when it has none that is a
+// string (json_get throws for text that is not an object, `"arguments":5`: a client's
+// mistake, answered).
+std::string echo(std::optional<std::string_view> params) {
     try {
         auto args = mcpw::json_get(params.value_or("{}"), "arguments");
         auto text = mcpw::json_get(args.value_or("{}"), "text");
-        if (text && !text->empty() && text->front() == '"') return std::string(*text);
+        if (text && !text->empty() && text->front() == '"')
+            return R"({"content":[{"type":"text","text":)" + std::string(*text) + "}]}";
     } catch (const mcpw::error &) {
     }
-    return std::nullopt;
+    return R"({"content":[{"type":"text","text":"echo needs a string text"}],)"
+           R"("isError":true})";
+}
+
+// What the server answers to one request: a result (JSON), or a JSON-RPC error when `code`
+// is not 0 (`text` is then its message).
+struct reply {
+    std::int64_t code;
+    std::string text;
+};
+
+// The server application. A client's mistake gets the error the spec names for it: an
+// unknown method -32601, an unknown tool or a cursor this server never gave -32602.
+reply reply_to(std::string_view method, std::optional<std::string_view> params) {
+    try {
+        if (method == "tools/list") {
+            // The whole list fits on one page, so any cursor is unknown.
+            if (mcpw::json_get(params.value_or("{}"), "cursor"))
+                return {MCPW_JSONRPC_INVALID_PARAMS, "Invalid params: unknown cursor"};
+            return {0, R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}}]})"};
+        }
+        if (method == "tools/call") {
+            // The name as text (escapes decoded); json_string throws when it is no string.
+            const auto name = mcpw::json_get(params.value_or("{}"), "name");
+            const std::string tool = name ? mcpw::json_string(*name) : "";
+            if (tool == "echo") return {0, echo(params)};
+            return {MCPW_JSONRPC_INVALID_PARAMS, "Unknown tool: " + tool};
+        }
+    } catch (const mcpw::error &) {
+        return {MCPW_JSONRPC_INVALID_PARAMS, "Invalid params"}; // params or name of a wrong type
+    }
+    return {MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found"};
 }
 
 // An answer the engine refused for now (MCPW_ERR_OUTPUT_FULL: its client is behind in
@@ -40,17 +74,20 @@ std::optional<std::string> echo_text(std::optional<std::string_view> params) {
 struct held_answer {
     std::uint64_t key;
     mcpw::owned_id id;
-    std::string result;
+    reply answer;
 };
 
 // Gives an answer, or holds it in `held` while the output is full.
-void answer(mcpw::connection_view conn, std::uint64_t key, const mcpw::owned_id &id,
-            std::string result, std::vector<held_answer> &held) {
+void answer(mcpw::connection_view conn, held_answer a, std::vector<held_answer> &held) {
     try {
-        conn.respond(id.get(), result);
+        if (a.answer.code == 0) {
+            conn.respond(a.id.get(), a.answer.text);
+        } else {
+            conn.respond_error(a.id.get(), a.answer.code, a.answer.text);
+        }
     } catch (const mcpw::error &err) {
         if (err.code() != MCPW_ERR_OUTPUT_FULL) throw;
-        held.push_back({key, id, std::move(result)});
+        held.push_back(std::move(a));
     }
 }
 
@@ -60,7 +97,7 @@ void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
     std::vector<held_answer> still;
     for (auto &h : held) {
         try {
-            answer(server.conn(h.key), h.key, h.id, std::move(h.result), still);
+            answer(server.conn(h.key), std::move(h), still);
         } catch (const mcpw::error &err) {
             std::cerr << "answer not given: " << err.what() << "\n";
         }
@@ -68,39 +105,28 @@ void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
     held = std::move(still);
 }
 
-// The server application: `echo` answers with its text, after one progress report when the
-// call asked for progress. Nothing a client sends ends the server: bad arguments get a tool
-// error, an answer refused while the output is full is held for later (`held`), and another
-// command the engine refuses (no progress token, a request the client cancelled meanwhile)
-// is reported and the loop goes on.
+// Answers every request waiting; a tool call that asked for progress gets one report first.
+// Nothing a client sends ends the server: an answer refused while the output is full is held
+// for later (`held`), and another command the engine refuses (no progress token, a request
+// the client cancelled meanwhile) is reported and the loop goes on.
 void serve(mcpw::http_server &server, std::vector<held_answer> &held) {
     while (auto e = server.poll_event()) {
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
         // Copies of the id and the text: a command (progress, here) may end the event's views
         // on an mcpw::connection. (The views a server lends last until its next call, but a
         // loop copied to stdio would not be so lucky.)
-        const mcpw::owned_id id(e->ev.id());
+        held_answer a{e->key, mcpw::owned_id(e->ev.id()),
+                      reply_to(e->ev.method(), e->ev.params())};
         try {
-            if (e->ev.method() != "tools/call") {
-                answer(e->conn, e->key, id, "{}", held);
-                continue;
+            if (e->ev.method() == "tools/call" && a.answer.code == 0) {
+                try {
+                    e->conn.progress(a.id.get(), 1, 2.0, "echoing");
+                } catch (const mcpw::error &) {
+                    // Progress is a courtesy: a call without a progress token (or whose client
+                    // is behind in reading) gets none.
+                }
             }
-            const auto text = echo_text(e->ev.params());
-            if (!text) {
-                answer(e->conn, e->key, id,
-                       R"({"content":[{"type":"text","text":)"
-                       R"("echo needs a string text"}],"isError":true})",
-                       held);
-                continue;
-            }
-            try {
-                e->conn.progress(id.get(), 1, 2.0, "echoing");
-            } catch (const mcpw::error &) {
-                // Progress is a courtesy: a call without a progress token (or whose client
-                // is behind in reading) gets none.
-            }
-            answer(e->conn, e->key, id,
-                   R"({"content":[{"type":"text","text":)" + *text + "}]}", held);
+            answer(e->conn, std::move(a), held);
         } catch (const mcpw::error &err) {
             std::cerr << "answer not given: " << err.what() << "\n";
         }
@@ -202,28 +228,44 @@ int main() {
 
         std::vector<open_stream> streams;
         std::vector<held_answer> held;
-        int answered = 0; // two calls: one asks for progress, one does not
-        for (int round = 0; round < 50 && answered < 2; round++) {
+        int answered = 0; // six requests, each answered with a result or an error
+        for (int round = 0; round < 50 && answered < 6; round++) {
             carry(client, server, streams, held, now);
             while (auto ev = client.poll_event()) {
                 if (ev->kind() == MCPW_EVENT_READY) {
                     std::cout << "ready: " << ev->version() << ", session "
                               << client.session_id().value_or("?") << "\n";
+                    // Two calls, one asking for progress; the list of tools; three mistakes.
                     mcpw_request_options progress{};
                     progress.progress = 1;
-                    client.conn().request(
+                    mcpw::connection_view conn = client.conn();
+                    conn.request(
                         now, "tools/call",
                         R"({"name":"echo","arguments":{"text":"hello from C++ over HTTP"}})",
                         progress);
-                    client.conn().request(now, "tools/call",
-                                          R"({"name":"echo","arguments":{"text":"and again"}})");
+                    conn.request(now, "tools/call",
+                                 R"({"name":"echo","arguments":{"text":"and again"}})");
+                    conn.request(now, "tools/list");
+                    conn.request(now, "tools/call", R"({"name":"nope"})"); // an unknown tool
+                    conn.request(now, "foo/bar");                          // an unknown method
+                    conn.request(now, "tools/list", R"({"cursor":"page-2"})"); // never given
                 } else if (ev->kind() == MCPW_EVENT_PROGRESS) {
                     std::cout << "progress: " << ev->progress() << "/" << ev->total().value_or(0)
                               << " " << ev->message().value_or("") << "\n";
                 } else if (ev->kind() == MCPW_EVENT_RESPONSE) {
-                    auto content = mcpw::json_get(ev->result(), "content").value_or("[]");
-                    auto first = mcpw::json_at(content, 0).value_or("{}");
-                    std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?") << "\n";
+                    const std::string_view result = ev->result();
+                    if (auto tools = mcpw::json_get(result, "tools")) {
+                        std::cout << "tools: " << *tools << "\n";
+                    } else {
+                        auto content = mcpw::json_get(result, "content").value_or("[]");
+                        auto first = mcpw::json_at(content, 0).value_or("{}");
+                        std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?")
+                                  << "\n";
+                    }
+                    answered++;
+                } else if (ev->kind() == MCPW_EVENT_ERROR) {
+                    std::cout << "error " << ev->code() << ": " << ev->message().value_or("")
+                              << "\n";
                     answered++;
                 } else if (ev->kind() == MCPW_EVENT_CLOSED) {
                     std::cerr << "the connection closed\n";
@@ -232,7 +274,7 @@ int main() {
             }
             now += 1000000; // 1 ms per round
         }
-        if (answered < 2) {
+        if (answered < 6) {
             std::cerr << "no answer\n";
             return 1;
         }

@@ -163,8 +163,9 @@ private:
 /// A copy of one of the peer's request ids that outlives the event it came with.
 class owned_id {
 public:
+    /// Reads `integer` for an integer id only: a C caller may leave it unset in a string id.
     explicit owned_id(const mcpw_id &id)
-        : kind_(id.kind), integer_(id.integer),
+        : kind_(id.kind), integer_(id.kind == MCPW_ID_INT ? id.integer : 0),
           text_(id.kind == MCPW_ID_STRING && id.string.ptr != nullptr
                     ? std::string(id.string.ptr, id.string.len)
                     : std::string()) {}
@@ -185,7 +186,8 @@ public:
     const std::string &text() const noexcept { return text_; }
 
     friend bool operator==(const owned_id &a, const owned_id &b) noexcept {
-        return a.kind_ == b.kind_ && a.integer_ == b.integer_ && a.text_ == b.text_;
+        if (a.kind_ != b.kind_) return false;
+        return a.kind_ == MCPW_ID_STRING ? a.text_ == b.text_ : a.integer_ == b.integer_;
     }
     friend bool operator!=(const owned_id &a, const owned_id &b) noexcept { return !(a == b); }
 

@@ -1,19 +1,31 @@
 // Tests of the C++ wrapper: RAII and move semantics, exceptions with their codes, a client
 // and a server talking in memory, and an http_client and an http_server doing the same over
-// Streamable HTTP (a small pump plays the HTTP libraries' part). Prints one line per test and
-// ends with "test result: ok. N passed; 0 failed". Built with -Werror and run under
-// ASan+UBSan by bindings/c/tests/c_abi.rs (and make -C bindings/c test).
+// Streamable HTTP (a small pump plays the HTTP libraries' part); and of example.cpp's server
+// half. Prints one line per test and ends with "test result: ok. N passed; 0 failed". Built
+// with -Werror and run under ASan+UBSan by bindings/c/tests/c_abi.rs (and make -C bindings/c
+// test).
 #include "mcpwire.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iostream>
+#include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+// The stdio example's server half (its reply_to, serve, answer and give_held), driven below
+// past what the example's own client does. Its main is renamed, and never called here.
+#define main example_cpp_main
+#include "example.cpp"
+#undef main
 
 namespace {
 
@@ -251,6 +263,87 @@ void test_a_session_in_memory() {
     CHECK(code_of([&] { p.client.notify("x/y"); }) == MCPW_ERR_CLOSED);
     p.server.handle_eof(15 * ms);
     p.server.handle_timeout(16 * ms);
+}
+
+// An owned_id reads only the field its kind names: a C caller may leave `integer` unset in a
+// string id, and the string in an integer id (mcpw_id's docs).
+void test_owned_ids_read_only_the_field_of_their_kind() {
+    mcpw_id a{};
+    a.kind = MCPW_ID_STRING;
+    a.string = mcpw_str{"\"x\"", 3};
+    a.integer = 7; // what happened to be in memory
+    mcpw_id b = a;
+    b.integer = -1;
+    CHECK(mcpw::owned_id(a) == mcpw::owned_id(b));
+    CHECK(mcpw::owned_id(a).get().integer == 0);
+    b.string = mcpw_str{"\"y\"", 3};
+    CHECK(mcpw::owned_id(a) != mcpw::owned_id(b));
+    mcpw_id c{};
+    c.kind = MCPW_ID_INT;
+    c.integer = 7;
+    c.string = mcpw_str{"junk", 4};
+    mcpw_id d = c;
+    d.string = mcpw_str{"other", 5};
+    CHECK(mcpw::owned_id(c) == mcpw::owned_id(d) && mcpw::owned_id(c).text().empty());
+    CHECK(mcpw::owned_id(a) != mcpw::owned_id(c)); // a string is never an integer
+}
+
+// example.cpp's server: the errors the spec names for a client's mistakes; answers held while
+// the output is full go out once it has room (one whose request the client cancelled
+// meanwhile does not), and one the engine then refuses for good (the client left) is reported
+// and dropped (the retry threw, and ended the example's server).
+void test_the_example_server_answers_mistakes_and_drops_what_it_cannot_give() {
+    CHECK(reply_to("foo/bar", std::nullopt).code == MCPW_JSONRPC_METHOD_NOT_FOUND);
+    const reply unknown = reply_to("tools/call", R"({"name":"n\u006fpe"})");
+    CHECK(unknown.code == MCPW_JSONRPC_INVALID_PARAMS && unknown.text == "Unknown tool: nope");
+    CHECK(reply_to("tools/call", R"({"name":5})").code == MCPW_JSONRPC_INVALID_PARAMS);
+    CHECK(reply_to("tools/list", R"({"cursor":"x"})").code == MCPW_JSONRPC_INVALID_PARAMS);
+    const reply tools = reply_to("tools/list", std::nullopt);
+    CHECK(tools.code == 0 && tools.text.find(R"("tools":[{"name":"echo")") == 1);
+    CHECK(reply_to("tools/call", R"({"name":"echo","arguments":{"text":"hi"}})").text ==
+          R"({"content":[{"type":"text","text":"hi"}]})");
+
+    mcpw::config client_config(mcpw::role::client, "cpp-client", "1.0");
+    client_config.era(mcpw::client_era::legacy);
+    mcpw::config server_config(mcpw::role::server, "cpp-server", "2.0");
+    server_config.capabilities(R"({"tools":{}})");
+    mcpw_limits limits = server_config.limits();
+    limits.max_buffered_output = 1; // full after one answer
+    server_config.limits(limits);
+    mcpw::connection client(client_config, 0), server(server_config, 0);
+    exchange(client, server, 0);
+    while (client.poll_event() || server.poll_event()) {
+    }
+    const std::int64_t first = client.request(ms, "tools/list");
+    const std::int64_t second = client.request(ms, "tools/list");
+    const std::int64_t third = client.request(ms, "tools/list");
+    exchange(client, server, ms);
+    std::vector<held_answer> held;
+    serve(server, held); // the first answered, the others held
+    CHECK(held.size() == 2);
+    client.cancel(2 * ms, second);
+    pump(client, server, 2 * ms); // the cancellation; the first answer still waits
+    serve(server, held);
+    CHECK(code_of([&] { give_held(server, held); }) == MCPW_OK);
+    CHECK(held.size() == 1); // the third, still refused: the output is full
+    exchange(client, server, 3 * ms);
+    give_held(server, held);
+    CHECK(held.empty());
+    exchange(client, server, 3 * ms);
+    std::vector<std::int64_t> answered;
+    while (auto ev = client.poll_event()) {
+        if (ev->kind() == MCPW_EVENT_RESPONSE) answered.push_back(ev->request());
+    }
+    CHECK(answered == (std::vector<std::int64_t>{first, third}));
+    // The client left: an answer held then cannot be given either.
+    client.request(4 * ms, "tools/list");
+    client.request(4 * ms, "tools/list");
+    exchange(client, server, 4 * ms);
+    serve(server, held);
+    CHECK(held.size() == 1);
+    server.handle_eof(5 * ms);
+    CHECK(code_of([&] { give_held(server, held); }) == MCPW_OK);
+    CHECK(held.empty());
 }
 
 void test_timeouts_and_deadlines() {
@@ -1172,6 +1265,42 @@ void test_http_a_throwing_event_store_is_caught() {
     w.run();
     CHECK(what(w.server.take_store_error()) == "forget: the store is down");
 }
+// Move assignment frees the server assigned over while the hooks it calls into live (its
+// event store hears of its live session's end), and takes the other's server and hooks: its
+// session goes on, its events stored in its own store.
+void test_http_server_move_assignment() {
+    vector_store old_store, new_store;
+    mcpw::http_server_options old_options, new_options;
+    old_options.events = &old_store;
+    new_options.events = &new_store;
+    http_world kept(make_http_server(std::move(old_options)), mcpw::client_era::legacy);
+    http_world moved(make_http_server(std::move(new_options)), mcpw::client_era::legacy);
+    CHECK(kept.server.counts().sessions == 1 && moved.server.counts().sessions == 1);
+    mcpw_http_server *raw = moved.server.get();
+    kept.server = std::move(moved.server);
+    CHECK(kept.server.get() == raw && moved.server.get() == nullptr); // NOLINT(bugprone-use-after-move)
+    CHECK(old_store.forgets == 1 && new_store.forgets == 0);
+    kept.client = std::move(moved.client);
+    kept.events.clear();
+    kept.hold_slow = kept.poll_slow = true; // an answer that goes by way of the store
+    std::int64_t id = kept.client.conn().request(kept.now, "tools/call", R"({"name":"slow"})");
+    kept.run();
+    CHECK(kept.held && !kept.got(MCPW_EVENT_RESPONSE, id));
+    const std::size_t stored = new_store.entries.size();
+    kept.server.conn(kept.held_key).respond(kept.held->get(), R"({"content":[]})");
+    kept.server.handle_timeout(kept.now);
+    CHECK(new_store.entries.size() == stored + 1 && old_store.entries.empty());
+    kept.now = kept.client.poll_timeout().value_or(0);
+    kept.client.handle_timeout(kept.now);
+    kept.run();
+    CHECK(kept.got(MCPW_EVENT_RESPONSE, id) && new_store.replays == 1);
+    CHECK(kept.client.end_session());
+    kept.run();
+    CHECK(kept.server.counts().sessions == 0 && new_store.forgets == 1);
+    // Assigned over by an empty one (moved from), it frees its server at once.
+    kept.server = std::move(moved.server); // NOLINT(bugprone-use-after-move)
+    CHECK(kept.server.get() == nullptr && !kept.server.take_store_error());
+}
 } // namespace
 
 int main() {
@@ -1180,6 +1309,10 @@ int main() {
     run("errors_carry_their_code", test_errors_carry_their_code);
     run("config_round_trips", test_config_round_trips);
     run("a_session_in_memory", test_a_session_in_memory);
+    run("owned_ids_read_only_the_field_of_their_kind",
+        test_owned_ids_read_only_the_field_of_their_kind);
+    run("the_example_server_answers_mistakes_and_drops_what_it_cannot_give",
+        test_the_example_server_answers_mistakes_and_drops_what_it_cannot_give);
     run("timeouts_and_deadlines", test_timeouts_and_deadlines);
     run("the_stateless_era", test_the_stateless_era);
     run("related_requests_and_frames", test_related_requests_and_frames);
@@ -1196,6 +1329,7 @@ int main() {
     run("http_polling_resumes_from_the_event_store",
         test_http_polling_resumes_from_the_event_store);
     run("http_a_throwing_event_store_is_caught", test_http_a_throwing_event_store_is_caught);
+    run("http_server_move_assignment", test_http_server_move_assignment);
     std::printf("\ntest result: %s. %d passed; %d failed\n", failed == 0 ? "ok" : "FAILED", passed,
                 failed);
     return failed == 0 ? 0 : 1;

@@ -136,8 +136,33 @@ fn cpp_wrapper_test_and_example_pass_under_sanitizers() {
     let out = run_sanitized(Command::new(cpp_test_asan()));
     assert_test_program_passed(&out);
     let out = run_sanitized(Command::new(cpp_example_asan()));
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("closed cleanly"), "{}", text(&out));
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("closed cleanly"), "{all}");
+    // Its client's five requests, sent together, are each answered: fed whole, those past the
+    // server's two in flight got "too many requests in flight".
+    assert!(all.contains(r#""text":"hello from C++"}]}"#), "{all}");
+    assert_cpp_example_answers_mistakes(&all);
+    assert!(
+        !all.contains("too many") && !all.contains("answer not given"),
+        "{all}"
+    );
+}
+
+/// A C++ example's server gives the tools list, and the errors the spec names for its client's
+/// mistakes (an unknown tool was echo's answer, an unknown method the tools list or `{}`, a
+/// cursor ignored).
+fn assert_cpp_example_answers_mistakes(all: &str) {
+    assert!(
+        all.contains(r#"[{"name":"echo","inputSchema":{"type":"object"}}]"#),
+        "{all}"
+    );
+    assert!(all.contains("error -32602: Unknown tool: nope"), "{all}");
+    assert!(all.contains("error -32601: Method not found"), "{all}");
+    assert!(
+        all.contains("error -32602: Invalid params: unknown cursor"),
+        "{all}"
+    );
 }
 
 // ---- The examples ---------------------------------------------------------------------------
@@ -154,6 +179,7 @@ fn cpp_http_example_runs_a_session_under_sanitizers() {
     // ended).
     assert!(all.contains(r#"echo: "and again""#), "{all}");
     assert_eq!(all.matches("progress: ").count(), 1, "{all}");
+    assert_cpp_example_answers_mistakes(&all);
     assert!(all.contains("sessions left on the server: 0"), "{all}");
     // The answer after the progress report finds the small output bound full: held, then
     // given once the client read (it was dropped, with this message).
