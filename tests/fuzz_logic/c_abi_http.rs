@@ -45,7 +45,8 @@ use mcpwire_ffi::{
     mcpw_http_server_handle_timeout, mcpw_http_server_new, mcpw_http_server_options,
     mcpw_http_server_poll_event, mcpw_http_server_poll_stream, mcpw_http_server_poll_timeout,
     mcpw_http_server_poll_woken, mcpw_http_server_session_id, mcpw_http_server_settle,
-    mcpw_http_server_stream_closed, mcpw_id, mcpw_replay_sink, mcpw_role, mcpw_state, mcpw_str,
+    mcpw_http_server_stream_closed, mcpw_id, mcpw_replay_sink, mcpw_request_options, mcpw_role,
+    mcpw_state, mcpw_str,
 };
 
 use super::{Blob, Rng};
@@ -787,7 +788,15 @@ impl Harness {
                 self.peer_ids.push((key, ev.id.integer));
             }
             let id: mcpw_id = ev.id;
-            let choice = self.rng.below(5);
+            // A const call between the lending and the command keeps the view; what the
+            // command does still counts at the next poll_timeout (whose debug builds check
+            // the server's deadlines against a scan of every connection: a request made
+            // through a view after a poll_timeout was left out, and never timed out).
+            let between = self.rng.below(2) == 0;
+            if between {
+                self.poll_server_timeout();
+            }
+            let choice = self.rng.below(6);
             // Safety: `conn` is the fresh view; `id` views the current event, which the
             // commands copy before use.
             let rc = unsafe {
@@ -807,6 +816,28 @@ impl Harness {
                     ),
                     2 => mcpw_conn_progress(conn, &id, 1.0, 2.0, true, ptr::null(), 0),
                     3 => MCPW_OK, // answered later, or never
+                    4 => {
+                        // A request of the server's own, due soon (refused in 2026-07-28).
+                        let options = mcpw_request_options {
+                            timeout_ms: 1 + self.rng.below(40) as u64,
+                            progress: 0,
+                            reset_on_progress: 0,
+                        };
+                        let mut rid = 0i64;
+                        let rc = mcpw_conn_request(
+                            conn,
+                            self.now,
+                            b"ping".as_ptr().cast(),
+                            4,
+                            ptr::null(),
+                            0,
+                            &options,
+                            &mut rid,
+                        );
+                        not_broken(rc, "a request through a server view");
+                        let r = RESULTS[0];
+                        mcpw_conn_respond(conn, &id, r.as_ptr().cast(), r.len())
+                    }
                     _ => {
                         let r = RESULTS[0];
                         mcpw_conn_respond(conn, &id, r.as_ptr().cast(), r.len())
@@ -818,7 +849,21 @@ impl Harness {
                 self.reached.served += 1;
             }
             assert_ne!(rc, MCPW_ERR_STALE_VIEW, "a fresh view was refused");
+            if between {
+                self.poll_server_timeout();
+            }
         }
+    }
+
+    /// The server's `poll_timeout` (const: the views lent so far stay valid), which must
+    /// succeed (in debug builds the engine checks its deadlines there).
+    fn poll_server_timeout(&mut self) {
+        let (mut has, mut at) = (false, 0u64);
+        // Safety: the server is live; outputs writable.
+        ok(
+            unsafe { mcpw_http_server_poll_timeout(self.server, &mut has, &mut at) },
+            "server poll_timeout between a view's lending and its command",
+        );
     }
 
     fn stream(&mut self, which: u8, how: u8) {
