@@ -2694,3 +2694,97 @@ fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
     tasks.create(T0, &mut random).unwrap();
     assert_eq!(tasks.status(&small), None);
 }
+
+/// 2025-11-25: a `tasks/result` whose answer `serve_legacy` could not write (the output full)
+/// leaves its task unfetched, so it keeps its place at the cap until the client got it.
+#[test]
+fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
+    let mut server = Config::server("s", "1")
+        .with_capabilities(
+            r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
+        )
+        .unwrap();
+    server.limits.max_buffered_output = 4096;
+    let client = Config::client("c", "1")
+        .with_capabilities(r#"{"sampling":{}}"#)
+        .unwrap();
+    let mut p = common::pair::Pair::ready(D, client, server);
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            max_tasks: 2,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let mut random = ids();
+    let big = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    let small = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    let text = json!({"content":[{"type":"text","text": "x".repeat(5000)}]}).to_string();
+    tasks.complete(T0, &big, raw(&text)).unwrap();
+    tasks
+        .complete(
+            T0,
+            &small,
+            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
+        )
+        .unwrap();
+    // Both requests arrive; the big result fills the output, the small one is refused.
+    for task in [&big, &small] {
+        p.client
+            .request(
+                p.now,
+                "tasks/result",
+                Some(raw(&json!({ "taskId": task }).to_string())),
+            )
+            .unwrap();
+    }
+    p.step();
+    let requests: Vec<Ev> = p.take_server_events();
+    let served: Vec<_> = requests
+        .iter()
+        .map(|e| {
+            let Ev::Request { id, method, params } = e else {
+                panic!("{e:?}")
+            };
+            tasks.serve_legacy(
+                p.now,
+                1,
+                &mut p.server,
+                id.as_id(),
+                method,
+                params.as_deref().map(raw),
+            )
+        })
+        .collect();
+    assert_eq!(served, [Ok(true), Err(Error::OutputFull)]);
+    tasks.create_legacy(T0, &mut random, 2).unwrap();
+    assert_eq!(
+        tasks.create_legacy(T0, &mut random, 2),
+        Err(TaskError::Full)
+    );
+    assert_eq!(tasks.status(&small), Some(TaskStatus::Completed));
+    // Once the client read, the retry gives the result, and the task is fetched.
+    p.step();
+    let Ev::Request { id, method, params } = &requests[1] else {
+        panic!()
+    };
+    let again = tasks.serve_legacy(
+        p.now,
+        1,
+        &mut p.server,
+        id.as_id(),
+        method,
+        params.as_deref().map(raw),
+    );
+    assert_eq!(again, Ok(true));
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, Ev::Response { result, .. } if result.contains("done"))),
+        "{evs:?}"
+    );
+    tasks.create_legacy(T0, &mut random, 2).unwrap();
+    assert_eq!(tasks.status(&small), None);
+}
