@@ -142,13 +142,27 @@ async fn main() {
     let _ = std::io::stdout().flush();
     let app = Watched {
         // The host's clock starts (at zero) when `serve` starts, a moment from now.
-        fixture: fixture::Fixture::new(secret).with_wall_clock(mcpwire::Timestamp::ZERO, unix_ms()),
+        fixture: fixture::Fixture::new(secret)
+            .with_wall_clock(mcpwire::Timestamp::ZERO, unix_ms())
+            .with_random(random_source()),
         last: last.clone(),
     };
     let server = HttpServer::new(fixture::http_config());
     serve(listener, server, app, HostConfig::default(), stopping)
         .await
         .expect("serve");
+}
+
+/// The operating system's random source, for task ids (bearer handles a client must not
+/// guess). A read that fails gives zeros, and the task table refuses an id it already holds:
+/// at most one task gets that id, the next calls get an error.
+fn random_source() -> impl FnMut(&mut [u8]) + Send + 'static {
+    let mut urandom = std::fs::File::open("/dev/urandom").expect("/dev/urandom");
+    move |buf: &mut [u8]| {
+        if urandom.read_exact(buf).is_err() {
+            buf.fill(0);
+        }
+    }
 }
 
 /// Milliseconds since 1970 on the wall clock, for the tasks' dates.

@@ -850,3 +850,16 @@ fn tasks_that_ask_through_elicitation_need_it_declared() {
         json!({"requiredCapabilities":{"elicitation":{}}})
     );
 }
+
+/// Task ids come from the host's random source when it gives one (`with_random`), as a server
+/// must ("sufficient entropy that a third party cannot enumerate or guess them"); the seeded
+/// default is for tests.
+#[test]
+fn task_ids_come_from_the_hosts_random_source() {
+    let mut h = Harness::new();
+    h.fixture = fixture::Fixture::new([7; 16]).with_random(|buf: &mut [u8]| buf.fill(0xab));
+    let caps = json!({"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}});
+    let call = json!({"name":"confirm_delete","arguments":{"filename":"a.txt"}});
+    let (_, r) = modern(&mut h, 1, "tools/call", Some("confirm_delete"), call, caps);
+    assert_eq!(r["result"]["taskId"], "ab".repeat(16), "{r}");
+}

@@ -475,9 +475,11 @@ pub struct Fixture {
     tasks: Tasks,
     task_jobs: Vec<TaskJob>,
     asking: Vec<Asking>,
-    /// Task ids come from here (seeded from `secret`; a real server uses its secure random
-    /// source).
-    task_seed: u64,
+    /// Task ids come from here: the host's secure random source ([`with_random`]), or in
+    /// tests a generator seeded from `secret` (its ids can be predicted from one another).
+    ///
+    /// [`with_random`]: Fixture::with_random
+    task_ids: TaskIds,
     waits: Vec<Wait>,
     /// Keys the `requestState` integrity tag.
     secret: [u8; 16],
@@ -491,6 +493,18 @@ pub struct Fixture {
     held: Vec<(ConnKey, OwnedId, Answer)>,
     retry_at: Option<Timestamp>,
 }
+
+/// Where task ids come from (they are bearer handles: "Servers MUST generate them with
+/// sufficient entropy that a third party cannot enumerate or guess them").
+enum TaskIds {
+    /// A xorshift generator: for tests, which want the same ids every run.
+    Seeded(u64),
+    /// The host's secure random source.
+    Random(Box<RandomSource>),
+}
+
+/// Fills a buffer with random bytes.
+type RandomSource = dyn FnMut(&mut [u8]) + Send;
 
 /// How long an answer refused for a full output waits before it is given again.
 const RETRY_HELD: Duration = Duration::from_millis(50);
@@ -515,7 +529,9 @@ impl Fixture {
             tasks: Tasks::new(task_config(), Timestamp::ZERO, 0),
             task_jobs: Vec::new(),
             asking: Vec::new(),
-            task_seed: u64::from_le_bytes(secret[..8].try_into().unwrap_or([1; 8])) | 1,
+            task_ids: TaskIds::Seeded(
+                u64::from_le_bytes(secret[..8].try_into().unwrap_or([1; 8])) | 1,
+            ),
             waits: Vec::new(),
             secret,
             subscriptions: HashMap::new(),
@@ -555,6 +571,13 @@ impl Fixture {
         }
     }
 
+    /// Draws task ids from `random`, the host's secure random source (a server does: the
+    /// seeded default lets one client that saw a task id predict the others').
+    pub fn with_random(mut self, random: impl FnMut(&mut [u8]) + Send + 'static) -> Self {
+        self.task_ids = TaskIds::Random(Box::new(random));
+        self
+    }
+
     /// Dates the tasks' `createdAt` and `lastUpdatedAt`: `now` on the host's clock is
     /// `unix_ms` on the wall clock. Without it they count from 1970.
     pub fn with_wall_clock(mut self, now: Timestamp, unix_ms: u64) -> Self {
@@ -579,17 +602,20 @@ impl Fixture {
         if !(modern && declared(conn, id, true).contains(Caps::TASKS_EXTENSION)) {
             return None;
         }
-        let mut seed = self.task_seed;
-        let mut random = |buf: &mut [u8]| {
-            for b in buf {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                *b = seed as u8;
+        let task = match &mut self.task_ids {
+            TaskIds::Random(random) => self.tasks.create(now, random).ok(),
+            TaskIds::Seeded(seed) => {
+                let mut random = |buf: &mut [u8]| {
+                    for b in buf {
+                        *seed ^= *seed << 13;
+                        *seed ^= *seed >> 7;
+                        *seed ^= *seed << 17;
+                        *b = *seed as u8;
+                    }
+                };
+                self.tasks.create(now, &mut random).ok()
             }
         };
-        let task = self.tasks.create(now, &mut random).ok();
-        self.task_seed = seed;
         let task = task?;
         let handle = self.tasks.create_result(&task)?;
         match conn.respond_task(id.as_id(), RawJson::new(&handle).expect("JSON")) {
