@@ -409,6 +409,27 @@ fn the_server_never_sends_requests_in_this_era() {
     }
 }
 
+/// "Input required" to a request the client cancelled is taken and not sent, as any answer
+/// to it is (`Error::UnknownRequest` before, and the suppressed answer went uncounted).
+#[test]
+fn input_required_to_a_cancelled_request_is_taken_and_not_sent() {
+    let mut s = modern_server();
+    s.request("1", "tools/call", r#""name":"needs-input""#);
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    let state = Some("s");
+    assert_eq!(
+        s.conn.respond_input_required(Id::Int(1), None, state),
+        Ok(())
+    );
+    assert!(s.out().is_empty());
+    assert_eq!(s.conn.stats().suppressed_responses, 1);
+    // A request never seen is still unknown.
+    assert_eq!(
+        s.conn.respond_input_required(Id::Int(9), None, state),
+        Err(Error::UnknownRequest)
+    );
+}
+
 #[test]
 fn input_required_is_only_for_three_methods_and_declared_capabilities() {
     let mut s = modern_server();

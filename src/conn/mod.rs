@@ -855,7 +855,15 @@ impl Connection {
 
     /// Server, 2026-07-28: answers a `tools/call`, `prompts/get` or `resources/read` with "input
     /// required": the input requests the client must fulfil (each needing a capability the
-    /// request declared) and/or an opaque state to be echoed back on the retry.
+    /// request declared) and/or an opaque state to be echoed back on the retry. Like any
+    /// answer, one to a request the peer cancelled is taken and not sent.
+    ///
+    /// The retry is an ordinary request: its `requestState` and `inputResponses` reach the
+    /// application in its params, unchecked. The state comes back from the client, so treat
+    /// it as the client's input ("servers MUST treat requestState as an attacker-controlled
+    /// input"): when it carries anything that decides access or what the tool does, seal it
+    /// (an HMAC with a key of the server's, over the state and the request it belongs to)
+    /// and refuse a retry whose seal does not verify.
     pub fn respond_input_required(
         &mut self,
         id: Id<'_>,

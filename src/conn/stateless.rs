@@ -1136,8 +1136,16 @@ impl Core {
         input_requests: Option<RawJson<'_>>,
         request_state: Option<&str>,
     ) -> Result<(), Error> {
+        if self.lifecycle.is_closed() {
+            return Err(Error::Closed);
+        }
         let key = OwnedId::from(id);
         let Some(entry) = self.dispatch.inbound.get(&key) else {
+            // As for any answer: one to a request the peer cancelled is taken, and not sent.
+            if self.dispatch.peer_cancelled.contains(&key) {
+                self.stats.suppressed_responses += 1;
+                return Ok(());
+            }
             return Err(Error::UnknownRequest);
         };
         let Some(ctx) = entry.modern else {
