@@ -275,6 +275,34 @@ fn every_result_carries_a_result_type_and_server_info() {
     assert!(s.out()[0]["result"]["ttlMs"].is_null());
 }
 
+/// A close ends the peer's subscriptions with their listen results ("the server SHOULD
+/// respond to the original subscriptions/listen request with a completion result"): over
+/// stdio, where nothing else ends them, they were cut off with no message.
+#[test]
+fn a_close_ends_each_listen_with_its_result() {
+    let mut s = modern_server();
+    s.request(
+        "\"L1\"",
+        "subscriptions/listen",
+        r#""notifications":{"toolsListChanged":true}"#,
+    );
+    s.request(
+        "7",
+        "subscriptions/listen",
+        r#""notifications":{"resourcesListChanged":true}"#,
+    );
+    assert_eq!(s.conn.listen_subscriptions().len(), 2);
+    s.conn.close(T0, Duration::from_secs(1));
+    let out = s.out();
+    let ended: Vec<&Value> = out
+        .iter()
+        .filter(|m| m.get("result").is_some())
+        .map(|m| &m["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"])
+        .collect();
+    assert_eq!(ended, [&json!("L1"), &json!(7)], "{out:?}");
+    assert_eq!(s.conn.state(), State::Closed);
+}
+
 #[test]
 fn subscriptions_listen_acknowledges_and_tags_notifications() {
     let mut s = modern_server();

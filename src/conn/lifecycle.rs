@@ -465,6 +465,13 @@ impl Core {
         if self.lifecycle.is_closed() || self.lifecycle.closing_deadline().is_some() {
             return;
         }
+        // 2026-07-28 server: the peer's subscriptions end with their listen results ("the
+        // server SHOULD respond to the original subscriptions/listen request with a completion
+        // result"), not cut off by the close. One the output has no room for just ends with
+        // the connection.
+        for id in self.listen_subscriptions() {
+            let _ = self.end_listen(id.as_id());
+        }
         let deadline = now.after(grace);
         self.lifecycle.begin_close(deadline);
         self.corr.timers.push(deadline, TimerKey::CloseGrace);
