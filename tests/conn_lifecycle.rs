@@ -645,6 +645,39 @@ fn close_with_nothing_in_flight_is_immediate() {
     );
 }
 
+/// A close with no grace cancels what is in flight and closes at once: the cancellations are
+/// in the output when `close` returns. They waited for a timer at "now", which a host that
+/// writes out its output and stops never ran (the Go HTTP client's `Shutdown(now, 0)` then
+/// `Close` sent none).
+#[test]
+fn a_close_with_no_grace_cancels_what_is_in_flight_at_once() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    p.step();
+    assert!(matches!(&p.take_server_events()[..], [Ev::Request { .. }]));
+    p.client.close(p.now, Duration::ZERO);
+    assert_eq!(p.client.state(), State::Closed);
+    assert_eq!(
+        p.take_client_events_now(),
+        vec![
+            Ev::Abandoned { request: a },
+            Ev::Closed {
+                reason: CloseReason::Local
+            }
+        ]
+    );
+    let out = String::from_utf8(common::pair::take_output(&mut p.client)).unwrap();
+    assert!(
+        out.contains(r#""method":"notifications/cancelled""#) && out.contains("shutting down"),
+        "{out}"
+    );
+    assert_eq!(p.client.poll_timeout(), None);
+}
+
 trait Now {
     fn take_client_events_now(&mut self) -> Vec<Ev>;
 }

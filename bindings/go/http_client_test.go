@@ -567,6 +567,45 @@ func TestHTTPClientCloseDuringTheWaitAfterTheCloseSendsWhatIsDue(t *testing.T) {
 	}
 }
 
+// Shutdown with no grace and then Close: the request in flight is cancelled at the server
+// before Run returns. The cancellation waited for a timer at "now",
+// which Close, ending Run at once, never fired (found by a review).
+func TestHTTPClientShutdownWithNoGraceThenCloseSendsTheCancellation(t *testing.T) {
+	var cancelled atomic.Int32
+	srv := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var asked atomic.Bool
+	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch ev.(type) {
+		case *ReadyEvent:
+			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+				t.Error(err)
+			}
+			asked.Store(true)
+			go func() {
+				// (Once the call's POST went out: a request never sent is withdrawn, and
+				// its cancellation with it.)
+				time.Sleep(100 * time.Millisecond)
+				if err := client.Conn().Shutdown(time.Now(), 0); err != nil {
+					t.Error(err)
+				}
+				client.Close()
+			}()
+		}
+	}))
+	if !errors.Is(err, ErrFreed) && err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !asked.Load() || cancelled.Load() != 1 {
+		t.Fatalf("the server had answered %d cancellations when Run returned, want 1", cancelled.Load())
+	}
+}
+
 // Close, after Run returned, waits for the cancellations a Shutdown sent (without
 // EndSession) to reach the server: a program that exits right after Close lost them, since
 // Run does not wait for them (here, the server answers cancellations slowly).

@@ -474,6 +474,14 @@ impl Core {
         }
         let deadline = now.after(grace);
         self.lifecycle.begin_close(deadline);
+        if grace.is_zero() {
+            // No grace: what the grace's end does, now. The cancellations are in the output
+            // when this returns, for a host that writes it out and stops without running
+            // timers again.
+            self.cancel_all_in_flight("shutting down");
+            self.finish(CloseReason::Local);
+            return;
+        }
         self.corr.timers.push(deadline, TimerKey::CloseGrace);
         self.maybe_finish_close();
     }

@@ -912,8 +912,9 @@ impl Connection {
     /// still unanswered, and the connection closes with [`CloseReason::Local`]: write out
     /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. (A
     /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)
-    /// A 2026-07-28 server first ends the peer's `subscriptions/listen` subscriptions with
-    /// their results, as [`end_listen`](Self::end_listen) does.
+    /// With a zero grace that happens within this call: the cancellations are in the output
+    /// when it returns. A 2026-07-28 server first ends the peer's `subscriptions/listen`
+    /// subscriptions with their results, as [`end_listen`](Self::end_listen) does.
     /// Calling it again while closing changes nothing: the first deadline stands.
     pub fn close(&mut self, now: Timestamp, grace: Duration) {
         self.core.events.retire_current();
