@@ -67,10 +67,11 @@ func (o *HTTPClientOptions) backoff() (initial, most uint64, attempts uint32) {
 // use: the *Conn from Conn takes commands on any goroutine while Run runs (a request when the
 // user asks for one, say), and Run wakes to send them.
 type HTTPClient struct {
-	// engine orders every call into the engine: Run's, and its Conn's on other goroutines.
-	// The fields from ptr to view are used with it held.
-	engine  sync.Mutex
-	ptr     *C.mcpw_http_client
+	// core holds the engine's handle and the lock that orders every call into it: Run's,
+	// and its Conn's on other goroutines. The fields from core.ptr to view are used with
+	// core.engine held. (The lent Conn reaches the core only, never the client: a cycle
+	// through the client would keep its finalizer from ever running.)
+	core    *clientCore
 	pending *C.mcpwgo_http_pending
 	url     string
 	http    *http.Client
@@ -108,6 +109,12 @@ type HTTPClient struct {
 	running    bool
 	closeAsked bool
 	closing    chan struct{}
+}
+
+// clientCore is the part of an HTTPClient its lent Conn shares.
+type clientCore struct {
+	engine sync.Mutex
+	ptr    *C.mcpw_http_client
 }
 
 // idleConnTimeout is how long the shared transport keeps an idle connection: less than the
@@ -180,7 +187,7 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 	}
 	now := time.Now()
 	c := &HTTPClient{
-		ptr:     made.client,
+		core:    &clientCore{ptr: made.client},
 		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
 		url:     endpoint,
 		http:    hc,
@@ -199,7 +206,11 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 // returns ErrFreed and frees the client on its way out. Otherwise Close itself waits, up to
 // two seconds, for the POSTs still on their way when Run returned (the cancellations of a
 // Shutdown, a last notification or answer) to reach the server. Either way a program that
-// exits once both have returned loses nothing it sent. Calling it again does nothing.
+// exits once both have returned loses nothing it sent, with one exception: a Close given
+// while Run waits for the session's DELETE (EndSession) ends that wait, and the DELETE goes
+// on alone for up to two seconds; a program that exits at once may cut it before it reached
+// the server. To be sure the session ended, let Run return by itself after EndSession
+// before calling Close. Calling it again does nothing.
 func (c *HTTPClient) Close() error {
 	if c.release() {
 		done := make(chan struct{})
@@ -223,7 +234,7 @@ func (c *HTTPClient) Close() error {
 func (c *HTTPClient) release() (idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ptr == nil {
+	if c.core.ptr == nil {
 		return false
 	}
 	if c.running {
@@ -239,11 +250,11 @@ func (c *HTTPClient) release() (idle bool) {
 }
 
 func (c *HTTPClient) freeLocked() {
-	c.engine.Lock()
-	defer c.engine.Unlock()
-	C.mcpw_http_client_free(c.ptr)
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
+	C.mcpw_http_client_free(c.core.ptr)
 	C.free(unsafe.Pointer(c.pending))
-	c.ptr, c.pending = nil, nil
+	c.core.ptr, c.pending = nil, nil
 	if c.view != nil {
 		c.view.cut.Store(true) // a kept view returns ErrFreed
 	}
@@ -276,21 +287,22 @@ func (c *HTTPClient) ns(now time.Time) C.uint64_t {
 // the same *Conn every time, usable until the client is closed (then ErrFreed). Requests
 // are refused with ErrNotInitialized until the handshake is done (the ReadyEvent).
 func (c *HTTPClient) Conn() *Conn {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	return c.viewLocked()
 }
 
 func (c *HTTPClient) viewLocked() *Conn {
 	if c.view == nil {
-		c.view = &Conn{view: true, origin: c.origin, outer: &c.engine, grace: c.grace}
+		core := c.core
+		c.view = &Conn{view: true, origin: c.origin, outer: &core.engine, grace: c.grace}
 		// Every call lends the engine's view again, under the lock: the view a call on the
 		// client ended is never used.
 		c.view.relend = func() *C.mcpw_conn {
-			if c.ptr == nil {
+			if core.ptr == nil {
 				return nil
 			}
-			return C.mcpwgo_http_client_view(c.ptr).conn
+			return C.mcpwgo_http_client_view(core.ptr).conn
 		}
 	}
 	return c.view
@@ -306,13 +318,13 @@ func (c *HTTPClient) SessionID() string {
 
 // text copies out a string the engine lends through get ("" when it has none).
 func (c *HTTPClient) text(get func(*C.mcpw_http_client, *C.mcpw_str) C.mcpw_result) string {
-	c.engine.Lock()
-	defer c.engine.Unlock()
-	if c.ptr == nil {
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
+	if c.core.ptr == nil {
 		return ""
 	}
 	var s C.mcpw_str
-	if get(c.ptr, &s) != C.MCPW_OK || s.ptr == nil {
+	if get(c.core.ptr, &s) != C.MCPW_OK || s.ptr == nil {
 		return ""
 	}
 	return goText(unsafe.Pointer(s.ptr), uint(s.len))
@@ -334,8 +346,8 @@ func (c *HTTPClient) FailureText() string {
 // events only as a FailedEvent or a ClosedEvent with CloseTransportFailed that say "the
 // connection failed": show this next to it when telling a person why.
 func (c *HTTPClient) TransportError() string {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	return c.transportErr
 }
 
@@ -366,7 +378,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		return errNilHandler
 	}
 	c.mu.Lock()
-	if c.ptr == nil {
+	if c.core.ptr == nil {
 		c.mu.Unlock()
 		return ErrFreed
 	}
@@ -390,12 +402,12 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	defer close(gone)
 	running := map[uint64]context.CancelFunc{}
 	defer func() {
-		c.engine.Lock()
-		defer c.engine.Unlock()
+		c.core.engine.Lock()
+		defer c.core.engine.Unlock()
 		for id, cancel := range running {
 			cancel()
-			if c.ptr != nil {
-				C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+			if c.core.ptr != nil {
+				C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
 			}
 		}
 		clear(c.unheard)
@@ -436,10 +448,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			ev, ok := c.peeked, c.peeked != nil
 			c.peeked = nil
 			if !ok {
-				c.engine.Lock()
+				c.core.engine.Lock()
 				var err error
 				ev, ok, err = c.nextEvent()
-				c.engine.Unlock()
+				c.core.engine.Unlock()
 				if err != nil {
 					return err
 				}
@@ -474,9 +486,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		// Taking the actions can end requests (one given after EndSession fails at once,
 		// a close may then finish): their events are handed out before waiting.
-		c.engine.Lock()
+		c.core.engine.Lock()
 		ev, ok, err := c.nextEvent()
-		c.engine.Unlock()
+		c.core.engine.Unlock()
 		if err != nil {
 			return err
 		}
@@ -489,9 +501,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		var timeout <-chan time.Time
 		timer.Stop()
-		c.engine.Lock()
-		d := C.mcpwgo_http_client_deadline(c.ptr)
-		c.engine.Unlock()
+		c.core.engine.Lock()
+		d := C.mcpwgo_http_client_deadline(c.core.ptr)
+		c.core.engine.Unlock()
 		if d.rc == C.MCPW_OK && d.has != 0 {
 			timer.Reset(time.Until(deadlineAt(c.origin, uint64(d.at_ns))))
 			timeout = timer.C
@@ -509,9 +521,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				c.take(running, r)
 			default:
 			}
-			c.engine.Lock()
-			C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
-			c.engine.Unlock()
+			c.core.engine.Lock()
+			C.mcpw_http_client_handle_timeout(c.core.ptr, c.ns(time.Now()))
+			c.core.engine.Unlock()
 		case <-c.closing:
 			return c.closeNow(ctx, running, results, gone)
 		case <-done:
@@ -534,10 +546,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 // exchange failed at once (its events are to be handed out).
 func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) (failed bool, err error) {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	for {
-		got := C.mcpwgo_http_client_poll_action(c.ptr)
+		got := C.mcpwgo_http_client_poll_action(c.core.ptr)
 		if err := check("poll action", got.rc); err != nil {
 			return failed, err
 		}
@@ -558,7 +570,7 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 		if err != nil {
 			c.transportErr = err.Error()
 			// The exchange fails at once; its events are handed out next.
-			C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
+			C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
 			failed = true
 			continue
 		}
@@ -617,11 +629,11 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 					delete(c.unheard, id)
 					// The engine hears no more of it: it must not hold back a DELETE that
 					// a later EndSession queues, for a head it will never be told of.
-					c.engine.Lock()
-					if c.ptr != nil {
-						C.mcpw_http_client_handle_error(c.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+					c.core.engine.Lock()
+					if c.core.ptr != nil {
+						C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
 					}
-					c.engine.Unlock()
+					c.core.engine.Unlock()
 				}
 			default:
 				cancel()
@@ -673,11 +685,11 @@ func onlyDeletes(running map[uint64]context.CancelFunc, unheard map[uint64]strin
 // still to go out: the engine drops one it held back when the session turns out to be gone
 // (a 404 to the POSTs it waited for), and then never sends it.
 func (c *HTTPClient) deleteStillDue() bool {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	var ending C.bool
-	if c.deleteDue && (c.ptr == nil ||
-		C.mcpw_http_client_is_ending_session(c.ptr, &ending) != C.MCPW_OK || !bool(ending)) {
+	if c.deleteDue && (c.core.ptr == nil ||
+		C.mcpw_http_client_is_ending_session(c.core.ptr, &ending) != C.MCPW_OK || !bool(ending)) {
 		c.deleteDue = false
 	}
 	return c.deleteDue
@@ -687,23 +699,23 @@ func (c *HTTPClient) deleteStillDue() bool {
 // answer that has not reached the server: sent without a response head, refused for now and
 // waiting to go again, or held while messages wait for the GET stream's head.
 func (c *HTTPClient) engineUnheard() bool {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	var unheard C.bool
-	return c.ptr != nil && C.mcpw_http_client_has_unheard(c.ptr, &unheard) == C.MCPW_OK && bool(unheard)
+	return c.core.ptr != nil && C.mcpw_http_client_has_unheard(c.core.ptr, &unheard) == C.MCPW_OK && bool(unheard)
 }
 
 // armEngineTimer sets t to the engine's next deadline and returns its channel; nil (a case
 // that never fires) without one.
 func (c *HTTPClient) armEngineTimer(t *time.Timer) <-chan time.Time {
 	t.Stop()
-	c.engine.Lock()
-	if c.ptr == nil {
-		c.engine.Unlock()
+	c.core.engine.Lock()
+	if c.core.ptr == nil {
+		c.core.engine.Unlock()
 		return nil
 	}
-	d := C.mcpwgo_http_client_deadline(c.ptr)
-	c.engine.Unlock()
+	d := C.mcpwgo_http_client_deadline(c.core.ptr)
+	c.core.engine.Unlock()
 	if d.rc != C.MCPW_OK || d.has == 0 {
 		return nil
 	}
@@ -713,10 +725,10 @@ func (c *HTTPClient) armEngineTimer(t *time.Timer) <-chan time.Time {
 
 // fireTimers hands the engine the time, for the deadline armEngineTimer set.
 func (c *HTTPClient) fireTimers() {
-	c.engine.Lock()
-	defer c.engine.Unlock()
-	if c.ptr != nil {
-		C.mcpw_http_client_handle_timeout(c.ptr, c.ns(time.Now()))
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
+	if c.core.ptr != nil {
+		C.mcpw_http_client_handle_timeout(c.core.ptr, c.ns(time.Now()))
 	}
 }
 
@@ -725,7 +737,8 @@ func (c *HTTPClient) fireTimers() {
 // engine still holds (an answer or a notification just given, the close's cancellations)
 // goes out first, and Run waits, up to two seconds, for the response heads of those POSTs
 // and for a DELETE to end, as Close does when Run is not running: a program that exits once
-// Run returned loses nothing it sent. Every other exchange is cut then. It returns ErrFreed.
+// Run returned loses nothing it sent (but a DELETE Run was still waiting for when Close came:
+// see Close). Every other exchange is cut then. It returns ErrFreed.
 func (c *HTTPClient) closeNow(ctx context.Context, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) error {
 	limit := time.NewTimer(2 * time.Second)
@@ -786,13 +799,13 @@ const refusedPost = "POST refused"
 // DELETE goes out once the cancellations and notifications sent before it have reached the
 // server, so that it cannot overtake them.
 func (c *HTTPClient) EndSession() bool {
-	c.engine.Lock()
-	if c.ptr == nil {
-		c.engine.Unlock()
+	c.core.engine.Lock()
+	if c.core.ptr == nil {
+		c.core.engine.Unlock()
 		return false
 	}
 	var queued C.bool
-	C.mcpw_http_client_end_session(c.ptr, &queued)
+	C.mcpw_http_client_end_session(c.core.ptr, &queued)
 	if queued {
 		c.deleteDue = true
 	}
@@ -803,7 +816,7 @@ func (c *HTTPClient) EndSession() bool {
 
 func (c *HTTPClient) nextEvent() (Event, bool, error) {
 	for {
-		p := C.mcpwgo_http_client_poll_event(c.ptr, c.pending, &c.record[0],
+		p := C.mcpwgo_http_client_poll_event(c.core.ptr, c.pending, &c.record[0],
 			(*C.uint8_t)(unsafe.Pointer(&c.arena[0])), C.size_t(len(c.arena)))
 		if err := check("poll event", p.rc); err != nil {
 			return nil, false, err
@@ -895,8 +908,8 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 // live client they fail only once a panic in the engine poisoned it, and then Run's next poll
 // returns that error.
 func (c *HTTPClient) feed(r exchangeResult) {
-	c.engine.Lock()
-	defer c.engine.Unlock()
+	c.core.engine.Lock()
+	defer c.core.engine.Unlock()
 	now := c.ns(time.Now())
 	ex := C.uint64_t(r.id)
 	switch {
@@ -905,7 +918,7 @@ func (c *HTTPClient) feed(r exchangeResult) {
 		if !errors.Is(r.err, context.Canceled) {
 			c.transportErr = r.err.Error()
 		}
-		C.mcpw_http_client_handle_error(c.ptr, now, ex, C.uint32_t(rand.Uint32()))
+		C.mcpw_http_client_handle_error(c.core.ptr, now, ex, C.uint32_t(rand.Uint32()))
 	case r.head:
 		var joined []byte
 		lens := make([]C.size_t, 0, 2*len(r.headers)+2)
@@ -919,13 +932,13 @@ func (c *HTTPClient) feed(r exchangeResult) {
 			}
 		}
 		lens = append(lens, 0, 0) // never empty: its address is passed
-		C.mcpwgo_http_client_response(c.ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))
+		C.mcpwgo_http_client_response(c.core.ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))
 		runtime.KeepAlive(joined)
 		runtime.KeepAlive(lens)
 	case r.end:
-		C.mcpw_http_client_handle_end(c.ptr, now, ex, C.uint32_t(rand.Uint32()))
+		C.mcpw_http_client_handle_end(c.core.ptr, now, ex, C.uint32_t(rand.Uint32()))
 	default:
-		C.mcpw_http_client_handle_body(c.ptr, now, ex, (*C.uint8_t)(bytesPtr(r.body)), C.size_t(len(r.body)))
+		C.mcpw_http_client_handle_body(c.core.ptr, now, ex, (*C.uint8_t)(bytesPtr(r.body)), C.size_t(len(r.body)))
 		runtime.KeepAlive(r.body)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -572,7 +573,19 @@ func TestHTTPClientCloseDuringTheWaitAfterTheCloseSendsWhatIsDue(t *testing.T) {
 // which Close, ending Run at once, never fired (found by a review).
 func TestHTTPClientShutdownWithNoGraceThenCloseSendsTheCancellation(t *testing.T) {
 	var cancelled atomic.Int32
-	srv := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
+	inner := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
+	// The call's arrival at the server: a request never sent is withdrawn, and its
+	// cancellation with it, so the shutdown waits for it.
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			arrived <- struct{}{}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
 	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -588,9 +601,7 @@ func TestHTTPClientShutdownWithNoGraceThenCloseSendsTheCancellation(t *testing.T
 			}
 			asked.Store(true)
 			go func() {
-				// (Once the call's POST went out: a request never sent is withdrawn, and
-				// its cancellation with it.)
-				time.Sleep(100 * time.Millisecond)
+				<-arrived
 				if err := client.Conn().Shutdown(time.Now(), 0); err != nil {
 					t.Error(err)
 				}
@@ -857,4 +868,26 @@ func TestHTTPClientACancellationRefusedForNowGoesAgainBeforeTheDelete(t *testing
 	if want := []string{"cancelled 503", "cancelled 202", "DELETE"}; !slices.Equal(seen, want) {
 		t.Fatalf("the server saw %q when Run returned, want %q", seen, want)
 	}
+}
+
+// A client dropped without Close is freed by its finalizer, also after its Conn was lent
+// (Run always lends it): the Conn reached back to the client, and that cycle kept the
+// finalizer from ever running, which leaked the engine's client for good. A Conn kept after
+// the client went returns ErrFreed.
+func TestHTTPClientDroppedWithItsConnLentIsFreed(t *testing.T) {
+	view := func() *Conn {
+		client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1"}, "http://127.0.0.1:1/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client.Conn()
+	}()
+	for i := 0; i < 50; i++ {
+		runtime.GC()
+		if err := view.Notify("notifications/roots/list_changed", nil); errors.Is(err, ErrFreed) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the dropped client was never freed")
 }
