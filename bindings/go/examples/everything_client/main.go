@@ -225,7 +225,7 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 		}
 	case *mcpwire.FailedEvent:
 		if ev.Request == s.pending {
-			s.err = fmt.Errorf("HTTP exchange failed: %s%s", ev.Reason, s.said())
+			s.err = fmt.Errorf("HTTP exchange failed: %s%s", ev.Reason, s.said(ev.Status != 0))
 		}
 	case *mcpwire.TimedOutEvent:
 		if ev.Request == s.pending {
@@ -256,7 +256,8 @@ func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 			s.outputEnded = ev.Reason == mcpwire.CloseEOF
 			s.err = fmt.Errorf("connection closed: %s", closedReason(ev))
 			if ev.Reason == mcpwire.CloseTransportFailed {
-				s.err = fmt.Errorf("%w%s", s.err, s.said())
+				// (An HTTP status says so in the reason's words; none is a failure below HTTP.)
+				s.err = fmt.Errorf("%w%s", s.err, s.said(strings.HasPrefix(ev.Version, "HTTP status")))
 			}
 		}
 	}
@@ -350,11 +351,13 @@ func (s *session) end() {
 	}
 }
 
-// said is what an HTTP error page said, quoted, and why the last exchange failed below HTTP,
-// for a failure's message ("" over stdio, or when neither says anything).
-func (s *session) said() string {
+// said is, for a failure's message, what the HTTP error page said (quoted) when the failure
+// was an HTTP status, or else why the exchange failed below HTTP: only the one that belongs
+// to this failure (either may be left from an earlier exchange). "" over stdio, or when it
+// says nothing.
+func (s *session) said(status bool) string {
 	said := ""
-	if s.failureText != nil {
+	if status && s.failureText != nil {
 		text := strings.Join(strings.Fields(s.failureText()), " ")
 		if r := []rune(text); len(r) > 160 {
 			text = string(r[:160]) + "…"
@@ -363,7 +366,7 @@ func (s *session) said() string {
 			said = fmt.Sprintf("; the body said %q", text)
 		}
 	}
-	if s.transportError != nil {
+	if !status && s.transportError != nil {
 		if cause := s.transportError(); cause != "" {
 			said += "; " + cause
 		}
