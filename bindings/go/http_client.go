@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -907,6 +908,12 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 // feed hands one exchange report to the engine. The calls' results are not checked: with a
 // live client they fail only once a panic in the engine poisoned it, and then Run's next poll
 // returns that error.
+// engineReads says whether the engine reads the response header name (net/http's canonical
+// form): Content-Type, Retry-After and the Mcp- headers (Mcp-Session-Id).
+func engineReads(name string) bool {
+	return name == "Content-Type" || name == "Retry-After" || strings.HasPrefix(name, "Mcp-")
+}
+
 func (c *HTTPClient) feed(r exchangeResult) {
 	c.core.engine.Lock()
 	defer c.core.engine.Unlock()
@@ -921,9 +928,14 @@ func (c *HTTPClient) feed(r exchangeResult) {
 		C.mcpw_http_client_handle_error(c.core.ptr, now, ex, C.uint32_t(rand.Uint32()))
 	case r.head:
 		var joined []byte
-		lens := make([]C.size_t, 0, 2*len(r.headers)+2)
+		lens := make([]C.size_t, 0, 8)
 		count := 0
 		for name, values := range r.headers {
+			// Only the headers the engine reads (and MCP's own): a head of millions of
+			// lines (net/http allows 10 MiB) is not copied three times over on its way.
+			if !engineReads(name) {
+				continue
+			}
 			for _, v := range values {
 				joined = append(joined, name...)
 				joined = append(joined, v...)
