@@ -303,6 +303,48 @@ fn a_close_ends_each_listen_with_its_result() {
     assert_eq!(s.conn.state(), State::Closed);
 }
 
+/// A resource update goes to a listener subscribed to that URI or to one above it ("This
+/// might be a sub-resource of the one that the client actually subscribed to"): an update for
+/// `file:///project/config.json` reached no one subscribed to `file:///project/`.
+#[test]
+fn a_resource_update_reaches_listeners_of_the_resource_above_it() {
+    let mut s = modern_server();
+    s.request(
+        "\"dir\"",
+        "subscriptions/listen",
+        r#""notifications":{"resourceSubscriptions":["file:///project/"]}"#,
+    );
+    s.request(
+        "\"bare\"",
+        "subscriptions/listen",
+        r#""notifications":{"resourceSubscriptions":["file:///project"]}"#,
+    );
+    s.out();
+    let tagged = |s: &mut Raw, uri: &str| -> Vec<Value> {
+        s.conn
+            .notify(
+                "notifications/resources/updated",
+                Some(raw(&json!({ "uri": uri }).to_string())),
+            )
+            .unwrap();
+        let mut ids: Vec<Value> = s
+            .out()
+            .iter()
+            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone())
+            .collect();
+        ids.sort_by_key(|v| v.to_string());
+        ids
+    };
+    assert_eq!(
+        tagged(&mut s, "file:///project/config.json"),
+        [json!("bare"), json!("dir")]
+    );
+    assert_eq!(tagged(&mut s, "file:///project"), [json!("bare")]);
+    assert_eq!(tagged(&mut s, "file:///project?rev=2"), [json!("bare")]);
+    assert!(tagged(&mut s, "file:///projects/x").is_empty());
+    assert!(tagged(&mut s, "file:///other").is_empty());
+}
+
 #[test]
 fn subscriptions_listen_acknowledges_and_tags_notifications() {
     let mut s = modern_server();

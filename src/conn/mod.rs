@@ -621,7 +621,10 @@ impl Connection {
         self.core.request(now, method, params, options, stream)
     }
 
-    /// Sends a notification.
+    /// Sends a notification. A 2026-07-28 server has no session to send it on: a list change,
+    /// a resource update (for the subscribed URI or one under it) or a task status goes to
+    /// each `subscriptions/listen` stream that asked for it, tagged with its subscription id,
+    /// and to none when none did (`Ok` all the same).
     pub fn notify(&mut self, method: &str, params: Option<RawJson<'_>>) -> Result<(), Error> {
         self.core.events.retire_current();
         self.core.notify(method, params)

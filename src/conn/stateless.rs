@@ -467,6 +467,18 @@ pub(crate) fn input_request_need(request: RawJson<'_>, declared: Caps) -> Result
     }
 }
 
+/// Whether the resource `uri` is `subscribed` or one of its sub-resources ("This might be a
+/// sub-resource of the one that the client actually subscribed to"): `subscribed` followed by
+/// a path, query or fragment (`file:///project` covers `file:///project/a.json`, not
+/// `file:///projects`), or anything under a `subscribed` that ends with `/`.
+fn is_same_or_under(uri: &str, subscribed: &str) -> bool {
+    match uri.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(rest) => subscribed.ends_with('/') || rest.starts_with(['/', '?', '#']),
+        None => false,
+    }
+}
+
 /// Whether every input request of the `inputRequests` member of `params` (if any) goes to a
 /// client that declared `declared`.
 fn input_requests_declared(params: Option<RawJson<'_>>, declared: Caps) -> bool {
@@ -937,9 +949,9 @@ impl Core {
                     "notifications/tools/list_changed" => listen.tools,
                     "notifications/prompts/list_changed" => listen.prompts,
                     "notifications/resources/list_changed" => listen.resources,
-                    "notifications/resources/updated" => uri
-                        .as_ref()
-                        .is_some_and(|u| listen.resource_uris.iter().any(|l| l == u)),
+                    "notifications/resources/updated" => uri.as_ref().is_some_and(|u| {
+                        listen.resource_uris.iter().any(|l| is_same_or_under(u, l))
+                    }),
                     // The full DetailedTask, input requests included: only to a listener that
                     // declared what they need, as `tasks/get` answers only such a requestor.
                     "notifications/tasks" => {
