@@ -8,8 +8,9 @@
  * tools/list, call the tool "echo", optionally call a tool that reports progress, then a clean
  * end (a handshake-era session is ended with DELETE). It prints one line per step on stdout and
  * ends with "C_CLIENT_OK <protocol version>" (exit 0). Anything unexpected (an error answer, a
- * failed HTTP exchange, a refused command, no outcome in time) stops it at once with
- * "C_CLIENT_FAIL <step>: <reason>" on stderr (exit 1). Usage errors exit 2. SIGINT or SIGTERM
+ * failed HTTP exchange, a refused command, no outcome in time) stops it with
+ * "C_CLIENT_FAIL <step>: <reason>" on stderr (exit 1), once it has ended the session as a
+ * signal does (within 3 s of its own; a signal cuts that short). Usage errors exit 2. SIGINT or SIGTERM
  * ends the session as cleanly as it can (requests in flight are cancelled, a handshake-era
  * session is ended with DELETE; during the handshake it first waits for the handshake's end,
  * up to --timeout, so that the session the server makes is not left behind) and then fails
@@ -257,6 +258,7 @@ typedef struct {
     int delete_expected;  /* the next SEND should be the session's DELETE */
     uint64_t delete_exchange;
     uint64_t drain_until; /* once DONE: how long to wait for what is still unheard (0: unset) */
+    int ending_after_failure; /* end_after_failure is ending the session: fail() is quiet */
 
     uint32_t rng; /* xorshift32 state, for the reconnection jitter */
     int interrupted; /* a signal asked us to stop: the session is being ended */
@@ -268,7 +270,9 @@ typedef struct {
 
 static void fail(app *a, const char *fmt, ...) {
     va_list args;
-    if (a->failed) return; /* keep the first, real, error */
+    /* Keep the first, real, error (also while the session ends after it: see
+     * end_after_failure, whose own bound ends that). */
+    if (a->failed || a->ending_after_failure) return;
     a->failed = 1;
     va_start(args, fmt);
     vsnprintf(a->error, sizeof a->error, fmt, args);
@@ -419,9 +423,11 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *user) {
         return size * nitems;
     }
     if (len == 0) {
-        /* The end of a head. 1xx heads (100 Continue) are followed by the real one. */
+        /* The end of a head. 1xx heads (100 Continue) are followed by the real one, except
+         * 101, which libcurl takes as the final one when it did not ask to switch (the
+         * engine then fails the exchange's requests and asks for an abort). */
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
-        if (t->status >= 100 && t->status < 200) return size * nitems;
+        if (t->status >= 100 && t->status < 200 && t->status != 101) return size * nitems;
         return report_response(t) ? size * nitems : 0;
     }
 
@@ -565,6 +571,10 @@ static void start_transfer(app *a, const mcpw_http_action *action) {
     SETOPT(CURLOPT_PROTOCOLS_STR, "http,https"); /* never another scheme */
 #endif
     SETOPT(CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* An abort or the exit does not wait for a host name lookup still under way. */
+    SETOPT(CURLOPT_QUICK_EXIT, 1L);
+#endif
     SETOPT(CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     SETOPT(CURLOPT_HTTPHEADER, t->request_headers);
     /* Through a proxy (HTTPS_PROXY), its answer to CONNECT is not the server's head: kept out
@@ -884,11 +894,15 @@ static void on_event(app *a, const mcpw_event *ev) {
     case MCPW_EVENT_REQUEST: {
         /* We declared no capabilities, so there is nothing to offer the server. */
         mcpw_conn *conn = conn_of(a);
-        if (conn != NULL) {
-            ok(a,
-               mcpw_conn_respond_error(conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
-                                       S("not supported by this client"), NULL, 0),
-               "mcpw_conn_respond_error");
+        mcpw_result rc;
+        if (conn == NULL) break;
+        rc = mcpw_conn_respond_error(conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
+                                     S("not supported by this client"), NULL, 0);
+        /* A request that came with our last answer, read after our close ended the connection
+         * (MCPW_ERR_CLOSED), needs no answer: the session is over. Anything else is a real
+         * failure. */
+        if (rc != MCPW_ERR_CLOSED) {
+            ok(a, rc, "mcpw_conn_respond_error");
         }
         break;
     }
@@ -1097,6 +1111,38 @@ static void run(app *a, uint64_t give_up_at) {
     }
 }
 
+/* After a failure once the session was ready (an error answer, a call that timed out, an
+ * answer that is not the one expected): what a signal does, within 3 s of its own, so that the
+ * server is not left running the calls in flight (they are cancelled) or keeping the session
+ * (the DELETE) until its own timeouts. The first error stays the one reported. Not after a
+ * refusal by the engine itself, when the connection closed already, or after a signal. */
+static void end_after_failure(app *a) {
+    char error[sizeof a->error];
+    const char *step = a->step;
+    mcpw_conn *conn;
+    mcpw_state state = MCPW_STATE_CLOSED;
+    if (!a->failed || a->phase == WAIT_READY || a->phase >= WAIT_CLOSED || signals_seen > 0) {
+        return;
+    }
+    conn = conn_of(a);
+    if (conn == NULL || mcpw_conn_state(conn, &state) != MCPW_OK || state == MCPW_STATE_CLOSED) {
+        return;
+    }
+    memcpy(error, a->error, sizeof error);
+    a->failed = 0;
+    a->ending_after_failure = 1;
+    /* No grace: the calls still out are cancelled now, and the close's event starts the
+     * DELETE (see MCPW_EVENT_CLOSED). */
+    if (mcpw_conn_close(conn, now_ns(), 0) == MCPW_OK) {
+        a->phase = WAIT_CLOSED;
+        run(a, now_ns() + 3 * NS_PER_S);
+    }
+    a->ending_after_failure = 0;
+    a->failed = 1;
+    a->step = step;
+    memcpy(a->error, error, sizeof error);
+}
+
 static int usage(const char *argv0) {
     fprintf(stderr,
             "usage: %s [--era auto|legacy|modern] [--echo-arg NAME] [--echo-expect TEXT]\n"
@@ -1228,6 +1274,7 @@ int main(int argc, char **argv) {
     config = NULL;
 
     run(&a, start + timeout_ms * NS_PER_MS);
+    end_after_failure(&a);
     if (!a.failed && a.interrupted) {
         a.step = "interrupted";
         fail(&a, "stopped by a signal, after closing the connection cleanly");

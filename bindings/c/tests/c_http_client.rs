@@ -669,6 +669,59 @@ fn never_answers_the_delete(request: &Request) -> Reply {
     Reply::json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
+/// `never_answers_the_delete`, but the DELETE gets 200, and the echo call's stream carries a
+/// request of the server's own right after the answer.
+fn asks_after_the_last_answer(request: &Request) -> Reply {
+    if request.method == "DELETE" {
+        return Reply::accepted();
+    }
+    if request.message["method"] == "tools/call" {
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": request.message["id"],
+            "result": {"content": [{"type": "text", "text": "hello from C"}]}});
+        let ask = serde_json::json!({"jsonrpc": "2.0", "id": "s1", "method": "x/ask"});
+        return Reply::sse(&format!("data: {answer}\n\ndata: {ask}\n\n"));
+    }
+    never_answers_the_delete(request)
+}
+
+#[test]
+fn a_server_request_after_the_last_answer_does_not_fail_a_finished_session() {
+    // The answer ends the session (its close finishes at once), and the request read with it
+    // can no longer be answered: the refusal (closed) failed the run, with no DELETE.
+    let server = FakeServer::start(asks_after_the_last_answer);
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "20"], &server.url());
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("session: ended with DELETE (HTTP 200)"),
+        "{all}"
+    );
+}
+
+/// `never_answers_the_delete`, but the echo call is answered `101 Switching Protocols` (and
+/// the connection then stays open and silent).
+fn switches_protocols_on_the_call(request: &Request) -> Reply {
+    if request.method == "DELETE" {
+        return Reply::accepted();
+    }
+    if request.message["method"] == "tools/call" {
+        return Reply::new(101, None, String::new());
+    }
+    never_answers_the_delete(request)
+}
+
+#[test]
+fn a_101_to_the_call_fails_it_at_once_with_its_status() {
+    // libcurl takes a 101 it did not ask for as the final head and reads a body until the
+    // connection closes; the example skipped it as an interim head, and the call hung until
+    // --timeout with no cause named.
+    let server = FakeServer::start(switches_protocols_on_the_call);
+    let started = Instant::now();
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "20"], &server.url());
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("101"), "{all}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{all}");
+}
+
 #[test]
 fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     // The engine lets a DELETE go after 10 s without a head; the example stayed in its last
@@ -698,6 +751,42 @@ fn never_answers_the_call(request: &Request) -> Reply {
         return Reply::hang();
     }
     never_answers_the_delete(request)
+}
+
+/// A failure once the session is ready (here the call that never comes back, at the run's
+/// --timeout) ends the session as a signal does before the client exits: the call is
+/// cancelled and the session ended with DELETE, the first error still the one reported. It
+/// exited at once and left both on the server until their own timeouts.
+#[test]
+fn a_failure_cancels_the_call_and_ends_the_session_before_the_exit() {
+    let server = FakeServer::start(never_answers_the_call);
+    let started = Instant::now();
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "3"], &server.url());
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("C_CLIENT_FAIL echo: no outcome within 3 s"),
+        "{all}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8), "{all}");
+    let methods: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| match r.message["method"].as_str() {
+            Some(m) => m.to_owned(),
+            None => r.method.clone(),
+        })
+        .collect();
+    let call = methods.iter().position(|m| m == "tools/call").unwrap();
+    let after = &methods[call + 1..];
+    assert!(
+        after.iter().any(|m| m == "notifications/cancelled"),
+        "{methods:?} {all}"
+    );
+    assert_eq!(
+        after.last().map(String::as_str),
+        Some("DELETE"),
+        "{methods:?} {all}"
+    );
 }
 
 /// `never_answers_the_call`, with the answer to `initialize` two seconds late (later than
