@@ -118,6 +118,18 @@ type clientCore struct {
 	ptr    *C.mcpw_http_client
 }
 
+// freedCore stands for the engine of an HTTPClient that has none (a zero value, not made by
+// NewHTTPClient): every call finds it freed.
+var freedCore clientCore
+
+// cr is the client's core, or freedCore for a zero HTTPClient.
+func (c *HTTPClient) cr() *clientCore {
+	if c.core == nil {
+		return &freedCore
+	}
+	return c.core
+}
+
 // idleConnTimeout is how long the shared transport keeps an idle connection: less than the
 // 5 s after which common MCP servers close one.
 const idleConnTimeout = 4 * time.Second
@@ -208,10 +220,12 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 // two seconds, for the POSTs still on their way when Run returned (the cancellations of a
 // Shutdown, a last notification or answer) to reach the server. Either way a program that
 // exits once both have returned loses nothing it sent, with one exception: a Close given
-// while Run waits for the session's DELETE (EndSession) ends that wait, and the DELETE goes
-// on alone for up to two seconds; a program that exits at once may cut it before it reached
-// the server. To be sure the session ended, let Run return by itself after EndSession
-// before calling Close. Calling it again does nothing.
+// while Run is settling after the connection closed (waiting for the session's DELETE, or
+// for POSTs the server refused for now) ends that wait, and what Run had already let go on
+// alone (the DELETE, POSTs without a response head) gets up to two seconds; a program that
+// exits at once may cut it before it reached the server. To be sure, let Run return by
+// itself after the close (and EndSession) before calling Close. Calling it again does
+// nothing.
 func (c *HTTPClient) Close() error {
 	if c.release() {
 		done := make(chan struct{})
@@ -235,7 +249,7 @@ func (c *HTTPClient) Close() error {
 func (c *HTTPClient) release() (idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.core.ptr == nil {
+	if c.cr().ptr == nil {
 		return false
 	}
 	if c.running {
@@ -251,11 +265,11 @@ func (c *HTTPClient) release() (idle bool) {
 }
 
 func (c *HTTPClient) freeLocked() {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
-	C.mcpw_http_client_free(c.core.ptr)
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
+	C.mcpw_http_client_free(c.cr().ptr)
 	C.free(unsafe.Pointer(c.pending))
-	c.core.ptr, c.pending = nil, nil
+	c.cr().ptr, c.pending = nil, nil
 	if c.view != nil {
 		c.view.cut.Store(true) // a kept view returns ErrFreed
 	}
@@ -288,14 +302,14 @@ func (c *HTTPClient) ns(now time.Time) C.uint64_t {
 // the same *Conn every time, usable until the client is closed (then ErrFreed). Requests
 // are refused with ErrNotInitialized until the handshake is done (the ReadyEvent).
 func (c *HTTPClient) Conn() *Conn {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	return c.viewLocked()
 }
 
 func (c *HTTPClient) viewLocked() *Conn {
 	if c.view == nil {
-		core := c.core
+		core := c.cr()
 		c.view = &Conn{view: true, origin: c.origin, outer: &core.engine, grace: c.grace}
 		// Every call lends the engine's view again, under the lock: the view a call on the
 		// client ended is never used.
@@ -319,13 +333,13 @@ func (c *HTTPClient) SessionID() string {
 
 // text copies out a string the engine lends through get ("" when it has none).
 func (c *HTTPClient) text(get func(*C.mcpw_http_client, *C.mcpw_str) C.mcpw_result) string {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
-	if c.core.ptr == nil {
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
+	if c.cr().ptr == nil {
 		return ""
 	}
 	var s C.mcpw_str
-	if get(c.core.ptr, &s) != C.MCPW_OK || s.ptr == nil {
+	if get(c.cr().ptr, &s) != C.MCPW_OK || s.ptr == nil {
 		return ""
 	}
 	return goText(unsafe.Pointer(s.ptr), uint(s.len))
@@ -347,8 +361,8 @@ func (c *HTTPClient) FailureText() string {
 // events only as a FailedEvent or a ClosedEvent with CloseTransportFailed that say "the
 // connection failed": show this next to it when telling a person why.
 func (c *HTTPClient) TransportError() string {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	return c.transportErr
 }
 
@@ -379,7 +393,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		return errNilHandler
 	}
 	c.mu.Lock()
-	if c.core.ptr == nil {
+	if c.cr().ptr == nil {
 		c.mu.Unlock()
 		return ErrFreed
 	}
@@ -403,12 +417,12 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	defer close(gone)
 	running := map[uint64]context.CancelFunc{}
 	defer func() {
-		c.core.engine.Lock()
-		defer c.core.engine.Unlock()
+		c.cr().engine.Lock()
+		defer c.cr().engine.Unlock()
 		for id, cancel := range running {
 			cancel()
-			if c.core.ptr != nil {
-				C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+			if c.cr().ptr != nil {
+				C.mcpw_http_client_handle_error(c.cr().ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
 			}
 		}
 		clear(c.unheard)
@@ -449,10 +463,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			ev, ok := c.peeked, c.peeked != nil
 			c.peeked = nil
 			if !ok {
-				c.core.engine.Lock()
+				c.cr().engine.Lock()
 				var err error
 				ev, ok, err = c.nextEvent()
-				c.core.engine.Unlock()
+				c.cr().engine.Unlock()
 				if err != nil {
 					return err
 				}
@@ -487,9 +501,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		// Taking the actions can end requests (one given after EndSession fails at once,
 		// a close may then finish): their events are handed out before waiting.
-		c.core.engine.Lock()
+		c.cr().engine.Lock()
 		ev, ok, err := c.nextEvent()
-		c.core.engine.Unlock()
+		c.cr().engine.Unlock()
 		if err != nil {
 			return err
 		}
@@ -502,9 +516,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		var timeout <-chan time.Time
 		timer.Stop()
-		c.core.engine.Lock()
-		d := C.mcpwgo_http_client_deadline(c.core.ptr)
-		c.core.engine.Unlock()
+		c.cr().engine.Lock()
+		d := C.mcpwgo_http_client_deadline(c.cr().ptr)
+		c.cr().engine.Unlock()
 		if d.rc == C.MCPW_OK && d.has != 0 {
 			timer.Reset(time.Until(deadlineAt(c.origin, uint64(d.at_ns))))
 			timeout = timer.C
@@ -522,9 +536,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 				c.take(running, r)
 			default:
 			}
-			c.core.engine.Lock()
-			C.mcpw_http_client_handle_timeout(c.core.ptr, c.ns(time.Now()))
-			c.core.engine.Unlock()
+			c.cr().engine.Lock()
+			C.mcpw_http_client_handle_timeout(c.cr().ptr, c.ns(time.Now()))
+			c.cr().engine.Unlock()
 		case <-c.closing:
 			return c.closeNow(ctx, running, results, gone)
 		case <-done:
@@ -547,10 +561,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 // exchange failed at once (its events are to be handed out).
 func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) (failed bool, err error) {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	for {
-		got := C.mcpwgo_http_client_poll_action(c.core.ptr)
+		got := C.mcpwgo_http_client_poll_action(c.cr().ptr)
 		if err := check("poll action", got.rc); err != nil {
 			return failed, err
 		}
@@ -571,7 +585,7 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 		if err != nil {
 			c.transportErr = err.Error()
 			// The exchange fails at once; its events are handed out next.
-			C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
+			C.mcpw_http_client_handle_error(c.cr().ptr, c.ns(time.Now()), a.exchange, C.uint32_t(rand.Uint32()))
 			failed = true
 			continue
 		}
@@ -630,11 +644,11 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 					delete(c.unheard, id)
 					// The engine hears no more of it: it must not hold back a DELETE that
 					// a later EndSession queues, for a head it will never be told of.
-					c.core.engine.Lock()
-					if c.core.ptr != nil {
-						C.mcpw_http_client_handle_error(c.core.ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
+					c.cr().engine.Lock()
+					if c.cr().ptr != nil {
+						C.mcpw_http_client_handle_error(c.cr().ptr, c.ns(time.Now()), C.uint64_t(id), C.uint32_t(rand.Uint32()))
 					}
-					c.core.engine.Unlock()
+					c.cr().engine.Unlock()
 				}
 			default:
 				cancel()
@@ -686,11 +700,11 @@ func onlyDeletes(running map[uint64]context.CancelFunc, unheard map[uint64]strin
 // still to go out: the engine drops one it held back when the session turns out to be gone
 // (a 404 to the POSTs it waited for), and then never sends it.
 func (c *HTTPClient) deleteStillDue() bool {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	var ending C.bool
-	if c.deleteDue && (c.core.ptr == nil ||
-		C.mcpw_http_client_is_ending_session(c.core.ptr, &ending) != C.MCPW_OK || !bool(ending)) {
+	if c.deleteDue && (c.cr().ptr == nil ||
+		C.mcpw_http_client_is_ending_session(c.cr().ptr, &ending) != C.MCPW_OK || !bool(ending)) {
 		c.deleteDue = false
 	}
 	return c.deleteDue
@@ -700,23 +714,23 @@ func (c *HTTPClient) deleteStillDue() bool {
 // answer that has not reached the server: sent without a response head, refused for now and
 // waiting to go again, or held while messages wait for the GET stream's head.
 func (c *HTTPClient) engineUnheard() bool {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	var unheard C.bool
-	return c.core.ptr != nil && C.mcpw_http_client_has_unheard(c.core.ptr, &unheard) == C.MCPW_OK && bool(unheard)
+	return c.cr().ptr != nil && C.mcpw_http_client_has_unheard(c.cr().ptr, &unheard) == C.MCPW_OK && bool(unheard)
 }
 
 // armEngineTimer sets t to the engine's next deadline and returns its channel; nil (a case
 // that never fires) without one.
 func (c *HTTPClient) armEngineTimer(t *time.Timer) <-chan time.Time {
 	t.Stop()
-	c.core.engine.Lock()
-	if c.core.ptr == nil {
-		c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	if c.cr().ptr == nil {
+		c.cr().engine.Unlock()
 		return nil
 	}
-	d := C.mcpwgo_http_client_deadline(c.core.ptr)
-	c.core.engine.Unlock()
+	d := C.mcpwgo_http_client_deadline(c.cr().ptr)
+	c.cr().engine.Unlock()
 	if d.rc != C.MCPW_OK || d.has == 0 {
 		return nil
 	}
@@ -726,10 +740,10 @@ func (c *HTTPClient) armEngineTimer(t *time.Timer) <-chan time.Time {
 
 // fireTimers hands the engine the time, for the deadline armEngineTimer set.
 func (c *HTTPClient) fireTimers() {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
-	if c.core.ptr != nil {
-		C.mcpw_http_client_handle_timeout(c.core.ptr, c.ns(time.Now()))
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
+	if c.cr().ptr != nil {
+		C.mcpw_http_client_handle_timeout(c.cr().ptr, c.ns(time.Now()))
 	}
 }
 
@@ -800,13 +814,13 @@ const refusedPost = "POST refused"
 // DELETE goes out once the cancellations and notifications sent before it have reached the
 // server, so that it cannot overtake them.
 func (c *HTTPClient) EndSession() bool {
-	c.core.engine.Lock()
-	if c.core.ptr == nil {
-		c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	if c.cr().ptr == nil {
+		c.cr().engine.Unlock()
 		return false
 	}
 	var queued C.bool
-	C.mcpw_http_client_end_session(c.core.ptr, &queued)
+	C.mcpw_http_client_end_session(c.cr().ptr, &queued)
 	if queued {
 		c.deleteDue = true
 	}
@@ -817,7 +831,7 @@ func (c *HTTPClient) EndSession() bool {
 
 func (c *HTTPClient) nextEvent() (Event, bool, error) {
 	for {
-		p := C.mcpwgo_http_client_poll_event(c.core.ptr, c.pending, &c.record[0],
+		p := C.mcpwgo_http_client_poll_event(c.cr().ptr, c.pending, &c.record[0],
 			(*C.uint8_t)(unsafe.Pointer(&c.arena[0])), C.size_t(len(c.arena)))
 		if err := check("poll event", p.rc); err != nil {
 			return nil, false, err
@@ -915,8 +929,8 @@ func engineReads(name string) bool {
 }
 
 func (c *HTTPClient) feed(r exchangeResult) {
-	c.core.engine.Lock()
-	defer c.core.engine.Unlock()
+	c.cr().engine.Lock()
+	defer c.cr().engine.Unlock()
 	now := c.ns(time.Now())
 	ex := C.uint64_t(r.id)
 	switch {
@@ -925,7 +939,7 @@ func (c *HTTPClient) feed(r exchangeResult) {
 		if !errors.Is(r.err, context.Canceled) {
 			c.transportErr = r.err.Error()
 		}
-		C.mcpw_http_client_handle_error(c.core.ptr, now, ex, C.uint32_t(rand.Uint32()))
+		C.mcpw_http_client_handle_error(c.cr().ptr, now, ex, C.uint32_t(rand.Uint32()))
 	case r.head:
 		var joined []byte
 		lens := make([]C.size_t, 0, 8)
@@ -944,13 +958,13 @@ func (c *HTTPClient) feed(r exchangeResult) {
 			}
 		}
 		lens = append(lens, 0, 0) // never empty: its address is passed
-		C.mcpwgo_http_client_response(c.core.ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))
+		C.mcpwgo_http_client_response(c.cr().ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))
 		runtime.KeepAlive(joined)
 		runtime.KeepAlive(lens)
 	case r.end:
-		C.mcpw_http_client_handle_end(c.core.ptr, now, ex, C.uint32_t(rand.Uint32()))
+		C.mcpw_http_client_handle_end(c.cr().ptr, now, ex, C.uint32_t(rand.Uint32()))
 	default:
-		C.mcpw_http_client_handle_body(c.core.ptr, now, ex, (*C.uint8_t)(bytesPtr(r.body)), C.size_t(len(r.body)))
+		C.mcpw_http_client_handle_body(c.cr().ptr, now, ex, (*C.uint8_t)(bytesPtr(r.body)), C.size_t(len(r.body)))
 		runtime.KeepAlive(r.body)
 	}
 }

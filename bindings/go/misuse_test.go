@@ -364,3 +364,22 @@ func TestAViewKeptPastItsCallbackIsCutBeforeTheNextOne(t *testing.T) {
 		t.Fatalf("the kept view's notification was sent: %s", answer)
 	}
 }
+
+// A zero HTTPClient (not made by NewHTTPClient) is a freed one: every method returns
+// ErrFreed or nothing, and none panics (moving the engine's handle out of the client made
+// each of them dereference a nil core).
+func TestAZeroHTTPClientIsFreed(t *testing.T) {
+	var c HTTPClient
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Run(context.Background(), HandlerFunc(func(*Conn, time.Time, Event) {})); !errors.Is(err, ErrFreed) {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := c.Conn().Request(time.Now(), "tools/list", nil, nil); !errors.Is(err, ErrFreed) {
+		t.Fatalf("a request on its Conn: %v", err)
+	}
+	if c.SessionID() != "" || c.FailureText() != "" || c.TransportError() != "" || c.EndSession() {
+		t.Fatal("a zero client reported something")
+	}
+}
