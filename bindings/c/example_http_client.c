@@ -277,6 +277,11 @@ static void fail(app *a, const char *fmt, ...) {
     va_start(args, fmt);
     vsnprintf(a->error, sizeof a->error, fmt, args);
     va_end(args);
+    /* The message may quote the server's text (an error's message, a close's reason): one
+     * line, and no control character reaches the terminal. */
+    for (char *c = a->error; *c != '\0'; c++) {
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) *c = ' ';
+    }
 }
 
 /* Records the last HTTP-level problem; failure messages quote it. */

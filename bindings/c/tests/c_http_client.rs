@@ -722,6 +722,38 @@ fn a_101_to_the_call_fails_it_at_once_with_its_status() {
     assert!(started.elapsed() < Duration::from_secs(10), "{all}");
 }
 
+/// `never_answers_the_delete`, but the echo call gets an error whose message holds control
+/// characters (a terminal's escape sequence, a line break).
+fn errs_with_control_characters(request: &Request) -> Reply {
+    if request.method == "DELETE" {
+        return Reply::accepted();
+    }
+    if request.message["method"] == "tools/call" {
+        return Reply::json(
+            serde_json::json!({"jsonrpc": "2.0", "id": request.message["id"],
+            "error": {"code": -32603, "message": "bad\u{1b}]2;owned\u{7}\nC_CLIENT_OK fake"}}),
+        );
+    }
+    never_answers_the_delete(request)
+}
+
+#[test]
+fn the_server_text_in_a_failure_line_reaches_the_terminal_as_one_plain_line() {
+    let server = FakeServer::start(errs_with_control_characters);
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "20"], &server.url());
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("C_CLIENT_FAIL"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(line.contains("bad ]2;owned  C_CLIENT_OK fake"), "{line:?}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+}
+
 #[test]
 fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     // The engine lets a DELETE go after 10 s without a head; the example stayed in its last
