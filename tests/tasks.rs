@@ -2628,6 +2628,34 @@ fn answer_gives_input_requests_only_to_a_requestor_that_declared_them() {
     );
 }
 
+/// A table of two tasks at most, holding two completed ones made by `create`: one whose
+/// result (5,000 bytes) fills a 4 KiB output, and one whose result says "done".
+fn big_and_small(
+    random: &mut impl FnMut(&mut [u8]),
+    create: impl Fn(&mut Tasks, &mut dyn FnMut(&mut [u8])) -> Result<String, TaskError>,
+) -> (Tasks, String, String) {
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            max_tasks: 2,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let big = create(&mut tasks, random).unwrap();
+    let small = create(&mut tasks, random).unwrap();
+    let text = json!({"content":[{"type":"text","text": "x".repeat(5000)}]}).to_string();
+    tasks.complete(T0, &big, raw(&text)).unwrap();
+    tasks
+        .complete(
+            T0,
+            &small,
+            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
+        )
+        .unwrap();
+    (tasks, big, small)
+}
+
 /// A completed task whose `tasks/get` answer `serve` could not write (the output full) is not
 /// fetched: it keeps its place at the `max_tasks` cap until a client got its result, where it
 /// used to make room for the next task and its client's retry found "Task not found".
@@ -2638,26 +2666,8 @@ fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
         .unwrap();
     config.limits.max_buffered_output = 4096;
     let mut s = Connection::new(config, T0).unwrap();
-    let mut tasks = Tasks::new(
-        TaskConfig {
-            max_tasks: 2,
-            ..TaskConfig::default()
-        },
-        T0,
-        WALL,
-    );
     let mut random = ids();
-    let big = tasks.create(T0, &mut random).unwrap();
-    let small = tasks.create(T0, &mut random).unwrap();
-    let text = json!({"content":[{"type":"text","text": "x".repeat(5000)}]}).to_string();
-    tasks.complete(T0, &big, raw(&text)).unwrap();
-    tasks
-        .complete(
-            T0,
-            &small,
-            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
-        )
-        .unwrap();
+    let (mut tasks, big, small) = big_and_small(&mut random, |t, r| t.create(T0, r));
     // Both requests arrive; the big result fills the output, and the small one's answer is
     // refused for now.
     let arrive = |s: &mut Connection, n: u64, task: &str| {
@@ -2709,26 +2719,8 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
         .with_capabilities(r#"{"sampling":{}}"#)
         .unwrap();
     let mut p = common::pair::Pair::ready(D, client, server);
-    let mut tasks = Tasks::new(
-        TaskConfig {
-            max_tasks: 2,
-            ..TaskConfig::default()
-        },
-        T0,
-        WALL,
-    );
     let mut random = ids();
-    let big = tasks.create_legacy(T0, &mut random, 1).unwrap();
-    let small = tasks.create_legacy(T0, &mut random, 1).unwrap();
-    let text = json!({"content":[{"type":"text","text": "x".repeat(5000)}]}).to_string();
-    tasks.complete(T0, &big, raw(&text)).unwrap();
-    tasks
-        .complete(
-            T0,
-            &small,
-            raw(r#"{"content":[{"type":"text","text":"done"}]}"#),
-        )
-        .unwrap();
+    let (mut tasks, big, small) = big_and_small(&mut random, |t, r| t.create_legacy(T0, r, 1));
     // Both requests arrive; the big result fills the output, the small one is refused.
     for task in [&big, &small] {
         p.client

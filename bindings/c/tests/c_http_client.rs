@@ -800,14 +800,7 @@ fn a_failure_cancels_the_call_and_ends_the_session_before_the_exit() {
         "{all}"
     );
     assert!(started.elapsed() < Duration::from_secs(8), "{all}");
-    let methods: Vec<String> = server
-        .requests()
-        .iter()
-        .map(|r| match r.message["method"].as_str() {
-            Some(m) => m.to_owned(),
-            None => r.method.clone(),
-        })
-        .collect();
+    let methods = methods_of(&server.requests());
     let call = methods.iter().position(|m| m == "tools/call").unwrap();
     let after = &methods[call + 1..];
     assert!(
@@ -894,6 +887,17 @@ fn sigterm_on_a_server_without_sessions_waits_for_the_cancellation() {
     );
 }
 
+/// What each request was: its JSON-RPC method, or its HTTP method (a DELETE).
+fn methods_of(requests: &[Request]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| match r.message["method"].as_str() {
+            Some(m) => m.to_owned(),
+            None => r.method.clone(),
+        })
+        .collect()
+}
+
 /// How the session ends after the signal, as the client tells it.
 #[derive(Clone, Copy, PartialEq)]
 enum End {
@@ -961,13 +965,7 @@ fn sigterm_when(
     };
     assert!(all.contains(said), "{all}");
     let requests = server.requests();
-    let methods: Vec<String> = requests
-        .iter()
-        .map(|r| match r.message["method"].as_str() {
-            Some(m) => m.to_owned(),
-            None => r.method.clone(),
-        })
-        .collect();
+    let methods = methods_of(&requests);
     let call = methods.iter().position(|m| m == method).unwrap();
     let after = &methods[call + 1..];
     assert_eq!(
