@@ -266,6 +266,7 @@ typedef struct {
     int failed;
     char error[1024];  /* the first failure */
     char problem[512]; /* the last thing that went wrong on the HTTP level, for context */
+    uint64_t problem_exchange; /* the exchange whose status it was (0: none) */
 } app;
 
 static void fail(app *a, const char *fmt, ...) {
@@ -401,6 +402,11 @@ static int report_response(transfer *t) {
         char who[96];
         describe(t, who, sizeof who);
         note_problem(a, "%s was answered with HTTP %ld", who, t->status);
+        a->problem_exchange = t->exchange;
+    } else if (t->exchange == a->problem_exchange) {
+        /* The exchange that had the problem (a refusal for now, sent again) went through: its
+         * problem explains nothing any more. */
+        a->problem[0] = '\0';
     }
     good = ok(a,
               mcpw_http_client_handle_response(a->client, now_ns(), t->exchange, status, list,
@@ -440,6 +446,14 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *user) {
     for (name_len = 0; name_len < len && data[name_len] != ':'; name_len++) {
     }
     if (name_len == len || name_len == 0) return size * nitems; /* not a header line: skip it */
+    /* A head of more than 256 lines or 64 KiB is no MCP server's (libcurl before 8.3.0 sets
+     * no bound of its own): the exchange fails, its memory bounded. */
+    if (t->headers_len >= 256 || t->header_text.len + len > 64 * 1024) {
+        char who[96];
+        describe(t, who, sizeof who);
+        fail(t->app, "the response head to %s is over 256 lines or 64 KiB", who);
+        return 0;
+    }
     value_at = name_len + 1;
     while (value_at < len && (data[value_at] == ' ' || data[value_at] == '\t')) value_at++;
     while (len > value_at && (data[len - 1] == ' ' || data[len - 1] == '\t')) len--;

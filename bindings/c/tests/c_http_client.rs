@@ -754,6 +754,54 @@ fn the_server_text_in_a_failure_line_reaches_the_terminal_as_one_plain_line() {
     );
 }
 
+/// `never_answers_the_delete`, but the echo call's answer comes with 300 header lines.
+fn answers_with_a_huge_head(request: &Request) -> Reply {
+    let mut reply = never_answers_the_delete(request);
+    if request.message["method"] == "tools/call" {
+        for _ in 0..300 {
+            reply.headers.push(("X-Filler", "y".to_owned()));
+        }
+    }
+    reply
+}
+
+#[test]
+fn a_response_head_of_too_many_lines_fails_its_exchange() {
+    // libcurl before 8.3.0 bounds no head: the example kept every line it was sent.
+    let server = FakeServer::start(answers_with_a_huge_head);
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "20"], &server.url());
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("the response head to POST tools/call is over 256 lines or 64 KiB"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_refusal_for_now_that_went_through_is_not_quoted_in_a_later_failure() {
+    // `tools/list` is refused once with 503 and Retry-After, then answered; the call then
+    // never comes back. The failure quoted the 503, which explained nothing any more.
+    let refused = std::sync::atomic::AtomicBool::new(false);
+    let server = FakeServer::start(move |request: &Request| {
+        if request.message["method"] == "tools/list"
+            && !refused.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let mut reply = Reply::new(503, Some("text/plain"), "busy".to_owned());
+            reply.headers.push(("Retry-After", "1".to_owned()));
+            return reply;
+        }
+        never_answers_the_call(request)
+    });
+    let (out, all) = run_asan(&["--era", "legacy", "--timeout", "4"], &server.url());
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("tools: 1 tools listed"), "{all}");
+    assert!(
+        all.contains("C_CLIENT_FAIL echo: no outcome within 4 s"),
+        "{all}"
+    );
+    assert!(!all.contains("503"), "{all}");
+}
+
 #[test]
 fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     // The engine lets a DELETE go after 10 s without a head; the example stayed in its last
