@@ -345,6 +345,23 @@ fn a_resource_update_reaches_listeners_of_the_resource_above_it() {
     assert!(tagged(&mut s, "file:///other").is_empty());
 }
 
+/// A 2026-07-28 server's list-change or update notification needs the capability it
+/// declares, as in every era: `prompts` without `listChanged` gets `NotNegotiated` (the call
+/// returned `Ok` and sent nothing: no listen is granted what we did not declare).
+#[test]
+fn a_stateless_servers_notification_needs_its_capability() {
+    let mut s = modern_server();
+    s.request("0", "server/discover", "");
+    assert_eq!(
+        s.conn.notify("notifications/prompts/list_changed", None),
+        Err(Error::NotNegotiated(Caps::PROMPTS_LIST_CHANGED))
+    );
+    assert_eq!(
+        s.conn.notify("notifications/tools/list_changed", None),
+        Ok(())
+    );
+}
+
 #[test]
 fn subscriptions_listen_acknowledges_and_tags_notifications() {
     let mut s = modern_server();

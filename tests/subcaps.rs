@@ -236,6 +236,30 @@ fn a_url_elicitation_required_answer_becomes_its_event_and_completion_is_correla
     assert_eq!(p.client.stats().ignored_elicitation_completions, 2);
 }
 
+/// A -32042 to a client that did not declare URL elicitation is a plain error (its data as it
+/// came): as `UrlElicitationRequired` its ids were remembered for completions that the
+/// client then refused as not negotiated, so they never came.
+#[test]
+fn a_url_elicitation_required_answer_to_a_client_without_url_mode_is_a_plain_error() {
+    let mut p = pair(r#"{"elicitation":{}}"#);
+    let request = p
+        .client
+        .request(p.now, "tools/call", Some(raw(r#"{"name":"files"}"#)))
+        .unwrap();
+    p.step();
+    p.take_server_events();
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32042,"message":"URL elicitation required","data":{{"elicitations":{REQUIRED}}}}}}}"#,
+        request.0
+    );
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    let evs = common::pair::drain(&mut p.client);
+    assert!(
+        matches!(&evs[..], [Ev::Error { request: r, code: -32042, .. }] if *r == request),
+        "{evs:?}"
+    );
+}
+
 #[test]
 fn a_url_mode_elicitation_request_is_remembered_for_its_completion() {
     let mut p = url_pair();

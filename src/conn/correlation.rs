@@ -329,6 +329,9 @@ impl Core {
             (Err(e), _)
                 if e.code == crate::mcp::URL_ELICITATION_REQUIRED
                     && url_era
+                    // (Only for a client that declared URL elicitation: the completions it
+                    // waits for would be refused otherwise.)
+                    && self.config.capabilities.has(crate::mcp::Caps::ELICITATION_URL)
                     && let Some(list) = e.data.and_then(|d| d.unique("elicitations"))
                     && let Some(ids) = super::elicit::required_elicitations(list) =>
             {

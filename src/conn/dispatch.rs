@@ -637,7 +637,13 @@ impl Core {
                         ) && self.effective_version() == crate::mcp::ProtocolVersion::V2025_11_25
                             && asks_for_task
                             && mcp::sub_capabilities_with(method, r.params, || Some(true))
-                                .check(self.config.capabilities.flags(), true)
+                                // (`includeContext` is tolerated above: it does not keep a
+                                // task away.)
+                                .check(
+                                    self.config.capabilities.flags()
+                                        | crate::mcp::Caps::SAMPLING_CONTEXT,
+                                    true,
+                                )
                                 .is_ok()
                     }
                 },

@@ -174,7 +174,16 @@ impl Core {
                     | "notifications/resources/list_changed"
                     | "notifications/resources/updated"
                     | "notifications/tasks",
-                ) => Ok(()),
+                ) => {
+                    // Ours to send only when we declared its capability, as in any era (a
+                    // listen is granted only what we declared, so it would reach no one).
+                    match mcp::lookup(method, self.effective_version()).map(|i| i.gate) {
+                        Some(Gate::Cap(c)) if !self.config.capabilities.has(c) => {
+                            Err(Error::NotNegotiated(c))
+                        }
+                        _ => Ok(()),
+                    }
+                }
                 _ => Err(Error::RequestScoped),
             };
         }

@@ -550,7 +550,8 @@ fn echo_needs_a_url(request: &Request) -> Reply {
 }
 
 /// The call's -32042 ends the request: the client fails at once, and says why. It ignored
-/// the event and waited out its timeout ("no outcome within 30 s").
+/// the event and waited out its timeout ("no outcome within 30 s"). (This client declared no
+/// URL elicitation, so the engine hands it the error as it came, its URL in its data.)
 #[test]
 fn the_c_http_client_fails_at_once_when_the_call_needs_a_url_elicitation() {
     let server = FakeServer::start(echo_needs_a_url);
@@ -558,10 +559,7 @@ fn the_c_http_client_fails_at_once_when_the_call_needs_a_url_elicitation() {
         &["--era", "legacy", "--timeout", "20"],
         &server.url(),
         "echo",
-        &[
-            "visit a URL first (error -32042)",
-            "https://example.com/sign-in",
-        ],
+        &["error -32042", "https://example.com/sign-in"],
         Duration::from_secs(10),
     );
 }
