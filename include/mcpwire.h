@@ -2072,8 +2072,9 @@ enum mcpw_result mcpw_config_set_info(struct mcpw_config *config,
 
 /**
  * Sets our capabilities from a JSON object (`{"tools":{},"resources":{"subscribe":true}}`),
- * read during the call only. Each capability the specification defines must be an object
- * (`"tools":true` is `MCPW_ERR_JSON_WRONG_TYPE`). The engine answers the peer's requests for anything not
+ * read during the call only. Each capability the specification defines must be an object,
+ * and its members of the schema's types (`"tools":true` or `"listChanged":"yes"` is
+ * `MCPW_ERR_JSON_WRONG_TYPE`). The engine answers the peer's requests for anything not
  * declared with -32601, and refuses to send notifications that need an undeclared one.
  *
  * # Safety

@@ -393,6 +393,38 @@ fn our_own_capabilities_the_spec_defines_must_be_objects() {
     assert!(peer.has(Caps::TOOLS));
 }
 
+/// Our own declaration's members are held to the schema too: flags are booleans, the other
+/// members objects (`"listChanged":"no"` was taken as declared and sent as written).
+#[test]
+fn our_own_capabilities_members_have_the_schemas_types() {
+    use mcpwire::mcp::CapabilityError;
+    for bad in [
+        r#"{"tools":{"listChanged":"no"}}"#,
+        r#"{"resources":{"subscribe":1}}"#,
+        r#"{"sampling":{"tools":true}}"#,
+        r#"{"elicitation":{"url":[]}}"#,
+        r#"{"tasks":{"list":true}}"#,
+        r#"{"experimental":{"x":5}}"#,
+        r#"{"extensions":{"io.modelcontextprotocol/tasks":true}}"#,
+    ] {
+        assert_eq!(
+            Config::server("s", "1").with_capabilities(bad).err(),
+            Some(CapabilityError::MemberNotAnObject),
+            "{bad}"
+        );
+    }
+    for good in [
+        r#"{"tools":{"listChanged":true},"resources":{"subscribe":false,"listChanged":true}}"#,
+        r#"{"sampling":{"tools":{},"context":{}},"elicitation":{"form":{},"url":{}}}"#,
+        r#"{"experimental":{"x":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+    ] {
+        assert!(
+            Config::server("s", "1").with_capabilities(good).is_ok(),
+            "{good}"
+        );
+    }
+}
+
 /// The server completes `ids` in order; the ids whose completion reached the application.
 fn completed(p: &mut Pair, ids: &[String]) -> Vec<String> {
     for id in ids {

@@ -163,8 +163,10 @@ pub enum CapabilityError {
     /// A capability key appears twice.
     DuplicateKey,
     /// One of our own capabilities the specification defines (`tools`, `resources`, …) is
-    /// not a JSON object (`"tools": true`); a peer validating against the schema would refuse
-    /// the whole declaration.
+    /// not a JSON object (`"tools": true`), or a member of it is not of the schema's type (a
+    /// `listChanged` or `subscribe` that is not a boolean, an `elicitation.form`, a
+    /// `sampling.tools` or an extension's settings that is not an object); a peer validating
+    /// against the schema would refuse the whole declaration.
     MemberNotAnObject,
 }
 
@@ -175,7 +177,7 @@ impl fmt::Display for CapabilityError {
             CapabilityError::NotAnObject => "capabilities must be a JSON object",
             CapabilityError::DuplicateKey => "a capability key appears twice",
             CapabilityError::MemberNotAnObject => {
-                "a capability the specification defines must be a JSON object"
+                "a capability the specification defines must be a JSON object, with members of the schema's types"
             }
         })
     }
@@ -250,8 +252,37 @@ impl Capabilities {
         let parsed = Self::parse(json)?;
         let raw = RawJson::new(json).map_err(|_| CapabilityError::InvalidJson)?;
         let top = raw.get_each(KNOWN);
-        for i in 0..KNOWN.len() {
-            if top.get(i)?.is_some_and(|v| !v.is_object()) {
+        for (i, name) in KNOWN.iter().enumerate() {
+            let Some(v) = top.get(i)? else { continue };
+            if !v.is_object() {
+                return Err(CapabilityError::MemberNotAnObject);
+            }
+            // The members the schemas type: flags are booleans, the others objects (a
+            // `"listChanged":"no"` was taken as declared, and sent as it was).
+            let (flags, objects): (&[&str], &[&str]) = match *name {
+                "tools" | "prompts" | "roots" => (&["listChanged"], &[]),
+                "resources" => (&["subscribe", "listChanged"], &[]),
+                "sampling" => (&[], &["tools", "context"]),
+                "elicitation" => (&[], &["form", "url"]),
+                "tasks" => (&[], &["list", "cancel", "requests"]),
+                _ => (&[], &[]),
+            };
+            for flag in flags {
+                if v.get_unique(flag)?
+                    .is_some_and(|f| !matches!(f.get().trim(), "true" | "false"))
+                {
+                    return Err(CapabilityError::MemberNotAnObject);
+                }
+            }
+            for member in objects {
+                if v.get_unique(member)?.is_some_and(|m| !m.is_object()) {
+                    return Err(CapabilityError::MemberNotAnObject);
+                }
+            }
+            // Each experimental capability and each extension's settings: an object.
+            if matches!(*name, "experimental" | "extensions")
+                && v.members().any(|(_, m)| !m.is_object())
+            {
                 return Err(CapabilityError::MemberNotAnObject);
             }
         }
