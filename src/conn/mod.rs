@@ -777,6 +777,8 @@ impl Connection {
     /// [`mcp::resource_not_found_code`]). So one app answers "not found" right in every era.
     /// -32021 and -32022 need the data the schema requires (`requiredCapabilities`, an
     /// object; `supported`, an array, and `requested`, a string), else [`Error::InvalidParams`].
+    /// -32042 goes out as [`respond_url_elicitation_required`](Self::respond_url_elicitation_required)
+    /// writes it, from `data.elicitations`: its own message, and no other member of `data`.
     pub fn respond_error(
         &mut self,
         id: Id<'_>,
