@@ -1772,12 +1772,8 @@ fn a_malformed_2025_11_25_task_handle_is_an_invalid_response() {
     assert!(matches!(&evs[..], [Ev::Response { .. }]), "{evs:?}");
 }
 
-/// A task-augmented `sampling/createMessage` with `includeContext` (a SHOULD NOT, tolerated
-/// from a server) can still be answered with a task handle by a client that declared tasks for
-/// it: the task check read `includeContext` as a sub-capability we lacked, so `respond_task`
-/// was refused (`NotEligible`) for a request the spec says "MUST" get one.
-#[test]
-fn a_2025_11_25_sampling_request_with_include_context_may_get_a_task() {
+/// A 2025-11-25 pair whose client declared tasks for the server's `sampling/createMessage`.
+fn sampling_task_pair() -> common::pair::Pair {
     let server = Config::server("s", "1")
         .with_capabilities(r#"{"tools":{}}"#)
         .unwrap();
@@ -1786,7 +1782,16 @@ fn a_2025_11_25_sampling_request_with_include_context_may_get_a_task() {
             r#"{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}"#,
         )
         .unwrap();
-    let mut p = common::pair::Pair::ready(D, client, server);
+    common::pair::Pair::ready(D, client, server)
+}
+
+/// A task-augmented `sampling/createMessage` with `includeContext` (a SHOULD NOT, tolerated
+/// from a server) can still be answered with a task handle by a client that declared tasks for
+/// it: the task check read `includeContext` as a sub-capability we lacked, so `respond_task`
+/// was refused (`NotEligible`) for a request the spec says "MUST" get one.
+#[test]
+fn a_2025_11_25_sampling_request_with_include_context_may_get_a_task() {
+    let mut p = sampling_task_pair();
     let line = r#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5,"includeContext":"thisServer","task":{"ttl":60000}}}"#;
     p.client.handle_input(p.now, format!("{line}\n").as_bytes());
     let evs = drain(&mut p.client);
@@ -1805,15 +1810,7 @@ fn a_2025_11_25_sampling_request_with_include_context_may_get_a_task() {
 
 #[test]
 fn a_2025_11_25_client_hosts_a_task_for_the_servers_sampling_request() {
-    let server = Config::server("s", "1")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .unwrap();
-    let client = Config::client("c", "1")
-        .with_capabilities(
-            r#"{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}"#,
-        )
-        .unwrap();
-    let mut p = common::pair::Pair::ready(D, client, server);
+    let mut p = sampling_task_pair();
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let ask = p
         .server

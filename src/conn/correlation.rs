@@ -524,10 +524,7 @@ impl Core {
                 }
                 TimerKey::CloseGrace => {
                     if self.lifecycle.closing_deadline().is_some_and(|d| d <= now) {
-                        // The peer is told which of our requests nobody waits for any more,
-                        // as after a timeout, so it can stop working on them.
-                        self.cancel_all_in_flight("shutting down");
-                        self.finish(CloseReason::Local);
+                        self.end_close_grace();
                         return;
                     }
                 }

@@ -478,12 +478,17 @@ impl Core {
             // No grace: what the grace's end does, now. The cancellations are in the output
             // when this returns, for a host that writes it out and stops without running
             // timers again.
-            self.cancel_all_in_flight("shutting down");
-            self.finish(CloseReason::Local);
-            return;
+            return self.end_close_grace();
         }
         self.corr.timers.push(deadline, TimerKey::CloseGrace);
         self.maybe_finish_close();
+    }
+
+    /// The close's grace is over: our requests still in flight are cancelled (the peer is told
+    /// which ones nobody waits for any more, as after a timeout), and the connection closes.
+    pub(super) fn end_close_grace(&mut self) {
+        self.cancel_all_in_flight("shutting down");
+        self.finish(CloseReason::Local);
     }
 
     /// Closing ends as soon as none of our requests is in flight.
