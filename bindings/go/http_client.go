@@ -411,7 +411,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			c.freeLocked()
 		}
 	}()
-	results := make(chan exchangeResult)
+	// Buffered: the exchanges go on reading while the handler runs, so that an answer that
+	// came in time is all here (head, body, end) when the timers are looked at.
+	results := make(chan exchangeResult, reportsInFlight)
 	// Closed as Run returns: the exchanges that outlive it (see settle) report nothing more.
 	gone := make(chan struct{})
 	defer close(gone)
@@ -528,14 +530,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			c.take(running, r)
 		case <-wake:
 		case <-timeout:
-			// What an exchange already reported goes in first: an answer that is here is not
-			// timed out because the loop came late to it. (One report per deadline, so
-			// reports that keep coming cannot hold the timers off.)
-			select {
-			case r := <-results:
-				c.take(running, r)
-			default:
-			}
+			// What the exchanges already reported goes in first: an answer that is here is
+			// not timed out because the loop came late to it. (At most a channel's worth,
+			// so reports that keep coming cannot hold the timers off.)
+			c.takeWaiting(running, results)
 			c.cr().engine.Lock()
 			C.mcpw_http_client_handle_timeout(c.cr().ptr, c.ns(time.Now()))
 			c.cr().engine.Unlock()
@@ -675,6 +673,7 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		case r := <-results:
 			c.take(running, r)
 		case <-c.armEngineTimer(timer):
+			c.takeWaiting(running, results)
 			c.fireTimers()
 		case <-limit.C:
 			return freed
@@ -777,6 +776,7 @@ func (c *HTTPClient) closeNow(ctx context.Context, running map[uint64]context.Ca
 		case r := <-results:
 			c.take(running, r)
 		case <-c.armEngineTimer(timer):
+			c.takeWaiting(running, results)
 			c.fireTimers()
 		case <-limit.C:
 			return ErrFreed
@@ -801,6 +801,21 @@ func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResul
 			c.unheard[r.id] = refusedPost
 		} else {
 			delete(c.unheard, r.id)
+		}
+	}
+}
+
+// reportsInFlight is how many exchange reports (heads, body pieces, ends) may wait for Run.
+const reportsInFlight = 64
+
+// takeWaiting takes the reports already waiting in results, at most its capacity.
+func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results chan exchangeResult) {
+	for range cap(results) {
+		select {
+		case r := <-results:
+			c.take(running, r)
+		default:
+			return
 		}
 	}
 }
@@ -870,7 +885,8 @@ func (c *HTTPClient) request(ctx context.Context, a *C.mcpw_http_action) (*http.
 }
 
 // exchange makes one HTTP request and reports its head, body pieces and end to Run. A send
-// blocks until Run takes it (backpressure), or until the exchange is aborted.
+// blocks while reportsInFlight reports wait for Run (backpressure), or until the exchange is
+// aborted.
 func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request, out chan<- exchangeResult,
 	gone <-chan struct{}) {
 	report := func(r exchangeResult) bool {

@@ -891,3 +891,54 @@ func TestHTTPClientDroppedWithItsConnLentIsFreed(t *testing.T) {
 	}
 	t.Fatal("the dropped client was never freed")
 }
+
+// An answer that came in time while the handler was busy is handed out, not timed out: Run
+// fired the deadline after taking the answer's head alone, before its body and end (each
+// exchange could hand over one report at a time, and only while Run waited), or chose the
+// timer over the report at random (found by a review of the clients).
+func TestHTTPClientAnAnswerTakenLateIsNotTimedOut(t *testing.T) {
+	var slowID atomic.Int64
+	slowID.Store(-1)
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		if string(id) == strconv.FormatInt(slowID.Load(), 10) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"tools":[]}}`)
+	})
+	defer srv.Close()
+	for round := 0; round < 5; round++ {
+		client := legacyHTTPClient(t, srv.URL)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var fast, slow RequestID
+		var outcome Event
+		err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch e := ev.(type) {
+			case *ReadyEvent:
+				fast, _ = c.Request(now, "tools/list", nil, nil)
+				slow, _ = c.Request(now, "tools/list", nil, &RequestOptions{Timeout: 300 * time.Millisecond})
+				slowID.Store(int64(slow))
+			case *ResponseEvent:
+				if e.Request == fast {
+					// Busy past the slow request's deadline; its answer comes meanwhile.
+					time.Sleep(600 * time.Millisecond)
+				} else if e.Request == slow {
+					outcome = ev
+					c.Shutdown(now, 0)
+				}
+			case *TimedOutEvent:
+				if e.Request == slow {
+					outcome = ev
+					c.Shutdown(now, 0)
+				}
+			}
+		}))
+		cancel()
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if _, ok := outcome.(*ResponseEvent); !ok {
+			t.Fatalf("round %d: the slow request's outcome: %#v", round, outcome)
+		}
+	}
+}

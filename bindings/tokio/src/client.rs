@@ -272,11 +272,19 @@ impl Client {
         }
     }
 
-    /// Applies `report`, then fires the timers already due: the report goes first (the
-    /// answer it may carry is not timed out for the loop's lateness), and reports that keep
-    /// coming cannot hold the timers off.
+    /// Applies `report` and the reports already waiting behind it (at most a channel's
+    /// worth), then fires the timers already due. An answer takes several reports (head,
+    /// body, end) and is only complete at its end: when the loop comes late, all of them are
+    /// here, and the answer is taken rather than timed out for the loop's lateness. Reports
+    /// that keep coming cannot hold the timers off.
     fn apply_then_timers(&mut self, now: Timestamp, report: Report) {
         self.apply(now, report);
+        for _ in 1..REPORTS_IN_FLIGHT {
+            let Ok(report) = self.rx.try_recv() else {
+                break;
+            };
+            self.apply(now, report);
+        }
         if self.http.poll_timeout().is_some_and(|at| at <= now) {
             self.http.handle_timeout(now);
         }

@@ -501,3 +501,68 @@ async fn a_failed_connection_says_why() {
     let why = client.transport_error().expect("a cause");
     assert!(why.contains("Connection refused"), "{why}");
 }
+
+/// A server that answers `tools/call` with a JSON body 100 ms after it came, and everything
+/// else as [`plain_reply`] does.
+async fn slow_json_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                while let Some((method, body)) = read_request(&mut s).await {
+                    let reply = if body.contains(r#""method":"tools/call""#) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let id = body.split(r#""id":"#).nth(1).unwrap();
+                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+                        let answer =
+                            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        )
+                    } else {
+                        plain_reply(&method, &body)
+                    };
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// An answer that came in time but was taken late (the application was busy) is handed out,
+/// not timed out: its head, body and end all waited in the channel, and the timers fired
+/// after the head alone, before the end that completes the answer (found by a review of the
+/// tokio client).
+#[tokio::test]
+async fn an_answer_taken_late_is_not_timed_out() {
+    let url = slow_json_server().await;
+    let mut client = ready_client(&url).await;
+    let now = client.now();
+    let params = mcpwire::jsonrpc::RawJson::new(r#"{"name":"echo","arguments":{}}"#).unwrap();
+    let options = mcpwire::conn::RequestOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..Default::default()
+    };
+    let call = client
+        .connection()
+        .request_with(now, "tools/call", Some(params), options)
+        .unwrap();
+    // The POST goes out; the answer comes 100 ms later, while the application is busy.
+    let _ = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    loop {
+        match next(&mut client).await {
+            OwnedEvent::Response { request, .. } if request == call => return,
+            OwnedEvent::TimedOut { request } if request == call => {
+                panic!("the answer that waited was timed out")
+            }
+            _ => {}
+        }
+    }
+}
