@@ -69,11 +69,18 @@ async fn a_client_that_stops_reading_is_cut_after_the_send_timeout() {
     );
     c.write_all(head.as_bytes()).await.unwrap();
     c.write_all(body.as_bytes()).await.unwrap();
-    // The client reads nothing for longer than the send timeout.
+    // Once the answer has begun to come (making 8 MiB takes a while in a debug build on a
+    // busy machine: a fixed wait from the request could end before the first byte was
+    // written, and the client then read the whole answer as it came), the client reads
+    // nothing for longer than the send timeout.
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf))
+        .await
+        .expect("the answer begins")
+        .unwrap();
+    assert!(got > 0, "the connection closed before the answer");
     tokio::time::sleep(Duration::from_secs(2)).await;
     // Then the connection has been closed under it: what it can still read ends early.
-    let mut got = 0usize;
-    let mut buf = vec![0u8; 1 << 16];
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match c.read(&mut buf).await {
