@@ -3200,7 +3200,9 @@ enum mcpw_result mcpw_http_client_failure_text(const struct mcpw_http_client *cl
 
 /**
  * Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
- * so the server frees it at once. `*out_queued` is false without a session. Close the
+ * so the server frees it at once. `*out_queued` is false without a session, and while
+ * `initialize` has no answer yet: the DELETE is then owed, and goes out once that answer
+ * brings the session id (`mcpw_http_client_is_ending_session` is true meanwhile). Close the
  * connection first (`mcpw_conn_close`) for a clean end. The DELETE's `SEND` comes once the
  * notifications and answers POSTed before it (the close's cancellations) have their
  * response heads, or were let go: keep driving the client while
@@ -3230,8 +3232,9 @@ enum mcpw_result mcpw_http_client_has_unheard(const struct mcpw_http_client *cli
 
 /**
  * Writes whether the session's DELETE (`mcpw_http_client_end_session`) is still to go out
- * or under way: held back for the POSTs sent before it, queued, or sent and not yet ended.
- * False once it ended, failed or was given up (its `ABORT`), and when the session turned
+ * or under way: owed to the session that an unanswered `initialize` is about to make,
+ * held back for the POSTs sent before it, queued, or sent and not yet ended. False once it
+ * ended, failed or was given up (its `ABORT`), and when the session turned
  * out to be gone before it went out (a 404 to another exchange): that DELETE is never
  * sent, so no `SEND` or `ABORT` of it ever comes. A host that ends the session keeps
  * driving the client while this is true, within a bound of its own.

@@ -1222,11 +1222,16 @@ fn ending_the_session_while_initialize_is_out_deletes_the_session_it_makes() {
     let init = c.sent().remove(0);
     assert_eq!(init.body["method"], "initialize");
     assert_eq!(c.client.end_session(), None, "no session yet");
+    assert!(
+        c.client.is_ending_session(),
+        "a DELETE is owed: drive the client"
+    );
     let answer = initialize_answer(&init.body["id"]);
     c.answer(&init, 200, &[("Mcp-Session-Id", "s1")], &answer);
     let sent = c.sent();
     let deletes: Vec<&Sent> = sent.iter().filter(|s| s.method == "DELETE").collect();
     assert_eq!(deletes.len(), 1, "{sent:?}");
+    assert!(c.client.is_ending_session());
     assert!(
         deletes[0]
             .headers
@@ -1242,6 +1247,30 @@ fn ending_the_session_while_initialize_is_out_deletes_the_session_it_makes() {
     // Requests made now fail at once, without going out.
     c.request("tools/list");
     assert!(c.sent().is_empty());
+}
+
+/// `end_session` while `initialize` is out owes no DELETE once `initialize` is answered
+/// without a session, or fails: `is_ending_session`, which a host drives the client by,
+/// ends then (found by a review of the tokio client: its `end_session` returned at once, and
+/// the session that `initialize` then made was never deleted).
+#[test]
+fn the_delete_owed_during_initialize_ends_with_an_answer_without_a_session_or_a_failure() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    assert_eq!(c.client.end_session(), None);
+    assert!(c.client.is_ending_session());
+    let answer = initialize_answer(&init.body["id"]);
+    c.answer(&init, 200, &[], &answer);
+    assert!(!c.client.is_ending_session(), "no session, no DELETE");
+    assert!(c.sent().iter().all(|s| s.method != "DELETE"));
+
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    let init = c.sent().remove(0);
+    assert_eq!(c.client.end_session(), None);
+    assert!(c.client.is_ending_session());
+    c.answer(&init, 500, &[], "");
+    assert!(!c.client.is_ending_session(), "initialize failed");
+    assert!(c.sent().iter().all(|s| s.method != "DELETE"));
 }
 
 /// A session that expires aborts only exchanges the host was given: not a DELETE still held

@@ -1450,7 +1450,8 @@ public:
         detail::check(mcpw_http_client_failure_text(get(), &s));
         return detail::optional_view(s);
     }
-    /// Queues a DELETE of the session; false without one.
+    /// Queues a DELETE of the session; false without one, and while initialize has no
+    /// answer yet (the DELETE is then owed: is_ending_session holds until it is done).
     bool end_session() {
         bool queued = false;
         detail::check(mcpw_http_client_end_session(get(), &queued));
@@ -1465,7 +1466,8 @@ public:
         detail::check(mcpw_http_client_has_unheard(get(), &unheard));
         return unheard;
     }
-    /// Whether the session's DELETE (end_session) is still to go out or under way; false
+    /// Whether the session's DELETE (end_session) is still to go out (owed to the session an
+    /// unanswered initialize is about to make, held back or queued) or under way; false
     /// once it ended or was given up, and when the session turned out to be gone before it
     /// went out (it is then never sent). Keep driving the client while this holds.
     bool is_ending_session() const {

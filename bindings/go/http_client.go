@@ -827,21 +827,25 @@ const refusedPost = "POST refused"
 // EndSession queues a DELETE that ends the handshake-era session at the server (drained by
 // Run: call it from the handler, or call Run again after it); false without a session. The
 // DELETE goes out once the cancellations and notifications sent before it have reached the
-// server, so that it cannot overtake them.
+// server, so that it cannot overtake them. Called while initialize has no answer yet, it
+// returns true and the DELETE goes out once that answer brings the session id.
 func (c *HTTPClient) EndSession() bool {
 	c.cr().engine.Lock()
 	if c.cr().ptr == nil {
 		c.cr().engine.Unlock()
 		return false
 	}
-	var queued C.bool
+	var queued, ending C.bool
 	C.mcpw_http_client_end_session(c.cr().ptr, &queued)
-	if queued {
+	// (Owed to the session an unanswered initialize is about to make: not queued yet.)
+	C.mcpw_http_client_is_ending_session(c.cr().ptr, &ending)
+	due := bool(queued) || bool(ending)
+	if due {
 		c.deleteDue = true
 	}
 	// A command like the Conn's: Run, waiting on another goroutine, wakes to send it.
 	c.viewLocked().unlockChanged()
-	return bool(queued)
+	return due
 }
 
 func (c *HTTPClient) nextEvent() (Event, bool, error) {

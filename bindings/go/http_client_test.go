@@ -942,3 +942,46 @@ func TestHTTPClientAnAnswerTakenLateIsNotTimedOut(t *testing.T) {
 		}
 	}
 }
+
+// EndSession while initialize has no answer yet: the DELETE goes out with the session id
+// that answer brings. It returned false and nothing waited for the answer, so the session
+// the server then made was never deleted (found by a review of the clients).
+func TestHTTPClientEndSessionDuringInitializeDeletesTheSessionItMakes(t *testing.T) {
+	initializing := make(chan struct{})
+	var once sync.Once
+	deleted := make(chan string, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deleted <- r.Header.Get("Mcp-Session-Id")
+			return
+		}
+		if r.Method == http.MethodPost {
+			once.Do(func() { close(initializing) })
+			time.Sleep(300 * time.Millisecond) // a slow handshake
+		}
+		scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+			w.WriteHeader(http.StatusAccepted)
+		}).ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	client := legacyHTTPClient(t, ts.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- client.Run(ctx, HandlerFunc(func(*Conn, time.Time, Event) {})) }()
+	<-initializing
+	if !client.EndSession() {
+		t.Error("EndSession: no DELETE owed while initialize is out")
+	}
+	cancel()
+	if err := <-ran; err != context.Canceled {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case sid := <-deleted:
+		if sid != "s1" {
+			t.Fatalf("the DELETE's session id: %q", sid)
+		}
+	default:
+		t.Fatal("no DELETE reached the server before Run returned")
+	}
+}

@@ -521,7 +521,10 @@ impl HttpClient {
     /// connection first for a clean end. The DELETE goes out once the notifications and answers sent before it
     /// (the cancellations of that close, say) have their response heads, or were let go
     /// ([`UNAWAITED_HEAD_LIMIT`]): sent beside them, it could reach the server first. Wait
-    /// for it while [`has_exchange`](Self::has_exchange) says so. The client starts no new
+    /// for it while [`has_exchange`](Self::has_exchange) says so. Called while `initialize`
+    /// has no answer yet, it returns `None` and owes the DELETE: it goes out once the
+    /// answer brings the session id, and [`is_ending_session`](Self::is_ending_session)
+    /// holds until then (drive the client while it does). The client starts no new
     /// session after this, even when the DELETE or a request still in flight is answered 404,
     /// and requests made later fail at once ([`TransportFailure::Status`] 404) without going
     /// out.
@@ -535,11 +538,7 @@ impl HttpClient {
         }
         // Asked while `initialize` is out, its answer's head not come: the session the server
         // makes for it is ended as soon as its id comes (the DELETE goes out then).
-        if self.session.is_none()
-            && (self.initialize)
-                .and_then(|e| self.exchanges.get(&e))
-                .is_some_and(|x| x.head_at.is_none())
-        {
+        if self.session.is_none() && self.initialize_unanswered() {
             self.ended = true;
         }
         self.session.as_ref()?;
@@ -641,14 +640,25 @@ impl HttpClient {
     }
 
     /// Whether the session's DELETE ([`end_session`](Self::end_session)) is still to go out
-    /// or under way: held back for the POSTs before it, queued, or sent and not yet ended.
-    /// False once it ended, failed or was let go, and when the session turned out to be gone
-    /// before it went out (a 404 to another exchange: it is then never sent). A host that
-    /// ends the session keeps driving the client while this holds; one that only has the
-    /// C API or Go has no [`ExchangeId`] of the DELETE to ask
-    /// [`has_exchange`](Self::has_exchange) about.
+    /// or under way: owed to a session whose `initialize` has no answer yet (it goes once the
+    /// session id comes), held back for the POSTs before it, queued, or sent and not yet
+    /// ended. False once it ended, failed or was let go, when `initialize` was answered
+    /// without a session or failed, and when the session turned out to be gone before the
+    /// DELETE went out (a 404 to another exchange: it is then never sent). A host that ends
+    /// the session keeps driving the client while this holds (whatever `end_session`
+    /// returned); one that only has the C API or Go has no [`ExchangeId`] of the DELETE to
+    /// ask [`has_exchange`](Self::has_exchange) about.
     pub fn is_ending_session(&self) -> bool {
-        self.held_delete.is_some() || (self.exchanges.values()).any(|x| x.method == "DELETE")
+        self.held_delete.is_some()
+            || (self.exchanges.values()).any(|x| x.method == "DELETE")
+            || (self.ended && self.session.is_none() && self.initialize_unanswered())
+    }
+
+    /// Whether `initialize` is out and its answer's head has not come.
+    fn initialize_unanswered(&self) -> bool {
+        (self.initialize)
+            .and_then(|e| self.exchanges.get(&e))
+            .is_some_and(|x| x.head_at.is_none())
     }
 
     /// The next event of the connection. After a session expired, the old connection's

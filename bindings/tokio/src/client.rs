@@ -204,21 +204,25 @@ impl Client {
     /// and is waited for, up to `limit`, or until the engine lets it go (a server that never
     /// answers it, or never ends its answer:
     /// [`UNAWAITED_HEAD_LIMIT`](mcpwire::http::UNAWAITED_HEAD_LIMIT) and
-    /// [`LINGER`](mcpwire::http::LINGER)). Without a session it returns at once (see
-    /// [`flush`](Self::flush)). What the
+    /// [`LINGER`](mcpwire::http::LINGER)). Called while `initialize` has no answer yet, it
+    /// waits for that answer and sends the DELETE with the session id it brings. Without a
+    /// session it returns at once (see [`flush`](Self::flush)). What the
     /// other exchanges report and the engine's timers do meanwhile is taken in as usual:
     /// answers that arrive and requests that time out are handed out by
     /// [`next_event`](Self::next_event). Dropping the client afterwards closes every exchange
     /// still open.
     pub async fn end_session(&mut self, limit: std::time::Duration) {
-        let Some(delete) = self.http.end_session() else {
-            return;
-        };
         // The engine holds the DELETE back until the POSTs sent before it have their heads
         // (a cancellation must not be overtaken), and forgets it once it ends or fails, or
-        // once it lets it go.
-        self.drive_while(limit, |http| http.has_exchange(delete))
-            .await;
+        // once it lets it go. One owed to a session that `initialize` is about to make has
+        // no exchange yet.
+        match self.http.end_session() {
+            Some(delete) => {
+                self.drive_while(limit, |http| http.has_exchange(delete))
+                    .await;
+            }
+            None => self.drive_while(limit, HttpClient::is_ending_session).await,
+        }
     }
 
     /// Waits, up to `limit`, until every notification and answer sent has reached the server

@@ -409,6 +409,13 @@ async fn end_session_lets_go_of_a_delete_whose_answer_never_ends() {
 /// A server that records every request's body, gives `initialize` a session, never answers
 /// `tools/call`, and answers anything else with 202.
 async fn recording_server() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    recording_server_delaying(Duration::ZERO).await
+}
+
+/// [`recording_server`], answering `initialize` after `delay`.
+async fn recording_server_delaying(
+    delay: Duration,
+) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -424,6 +431,7 @@ async fn recording_server() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
                         tokio::time::sleep(Duration::from_secs(3600)).await;
                         return;
                     } else if body.contains(r#""method":"initialize""#) {
+                        tokio::time::sleep(delay).await;
                         let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
                         format!(
                             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
@@ -565,4 +573,37 @@ async fn an_answer_taken_late_is_not_timed_out() {
             _ => {}
         }
     }
+}
+
+/// `end_session` while `initialize` has no answer yet waits for the answer and sends the
+/// DELETE with the session id it brings: it returned at once, and the session the server
+/// then made was never deleted (the CLI ends a session so on a signal during a slow
+/// handshake; found by a review of the tokio client).
+#[tokio::test]
+async fn end_session_during_initialize_deletes_the_session_it_makes() {
+    let (url, seen) = recording_server_delaying(Duration::from_millis(300)).await;
+    let mut config = Config::client("client-test", "1.0");
+    config.client_era = ClientEra::Legacy;
+    let mut client = Client::new(&url, config, ReconnectPolicy::default()).unwrap();
+    let sent = |what: &str| seen.lock().unwrap().iter().any(|b| b.starts_with(what));
+    while !seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|b| b.contains(r#""method":"initialize""#))
+    {
+        let _ = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
+    }
+    assert!(client.http().session_id().is_none(), "no answer yet");
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        client.end_session(Duration::from_secs(3)),
+    )
+    .await
+    .expect("end_session keeps its limit");
+    assert!(
+        sent("DELETE"),
+        "no DELETE reached the server: {:?}",
+        seen.lock().unwrap()
+    );
 }
