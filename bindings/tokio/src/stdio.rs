@@ -675,12 +675,18 @@ pub fn spawn(
     Ok((driver, child))
 }
 
-/// Ends a session with a child server gracefully: closes the connection (with `grace` for
-/// our requests in flight), writes what is left, closes the child's stdin (an MCP server exits
-/// at end of input), and waits up to `grace` again for it to exit before killing it. A child
-/// that stops reading its stdin cannot hold this up: what is left to write is given up a
-/// second after `grace`. A child that exited first (the pipe to it broken) still gets its
-/// exit status returned.
+/// Ends a session with a child server gracefully, as the MCP lifecycle says: closes the
+/// connection (with `grace` for our requests in flight), writes what is left, closes the
+/// child's stdin (an MCP server exits at end of input), and waits up to `grace` again for it
+/// to exit; then, on Unix, sends it SIGTERM and waits up to `grace` once more; then kills it
+/// (SIGKILL). A child that stops reading its stdin cannot hold this up: what is left to write
+/// is given up a second after `grace`. A child that exited first (the pipe to it broken) still
+/// gets its exit status returned.
+///
+/// The signals go to the child alone, unless it leads a process group of its own: start it
+/// with [`Command::process_group`]`(0)` when it is a wrapper (`npx`, `uvx`, `sh -c`) whose
+/// real server is a grandchild, and they go to the whole group, so that the server does not
+/// outlive its wrapper.
 pub async fn stop(
     mut driver: Driver<ChildStdout, ChildStdin>,
     mut child: Child,
@@ -703,11 +709,32 @@ pub async fn stop(
     let (_, stdout, stdin) = driver.into_parts();
     drop(stdin);
     drop(stdout);
-    match tokio::time::timeout(grace, child.wait()).await {
-        Ok(status) => status,
-        Err(_) => {
-            child.kill().await?;
-            child.wait().await
-        }
+    if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
+        return status;
+    }
+    #[cfg(unix)]
+    if signal(&child, libc::SIGTERM)
+        && let Ok(status) = tokio::time::timeout(grace, child.wait()).await
+    {
+        return status;
+    }
+    #[cfg(unix)]
+    signal(&child, libc::SIGKILL);
+    child.kill().await?;
+    child.wait().await
+}
+
+/// Sends `signal` to `child` (not reaped yet), or to the process group it leads: whether it
+/// was sent.
+#[cfg(unix)]
+fn signal(child: &Child, signal: libc::c_int) -> bool {
+    let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
+        return false;
+    };
+    // SAFETY: getpgid(2) and kill(2) take plain values. The child has not been reaped (`id`
+    // is `None` once it was), so its id, and the id of the group it leads, are still its.
+    unsafe {
+        let target = if libc::getpgid(pid) == pid { -pid } else { pid };
+        libc::kill(target, signal) == 0
     }
 }

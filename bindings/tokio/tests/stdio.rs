@@ -657,6 +657,17 @@ async fn python_server(
     Driver<tokio::process::ChildStdout, tokio::process::ChildStdin>,
     tokio::process::Child,
 ) {
+    python_server_grouped(rest, false).await
+}
+
+/// [`python_server`], leading a process group of its own when `group`.
+async fn python_server_grouped(
+    rest: &str,
+    group: bool,
+) -> (
+    Driver<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    tokio::process::Child,
+) {
     let script = format!(
         r#"
 import sys, json, time
@@ -672,6 +683,9 @@ sys.stdout.flush()
     config.client_era = mcpwire::conn::ClientEra::Legacy;
     let mut command = tokio::process::Command::new("python3");
     command.arg("-c").arg(script);
+    if group {
+        command.process_group(0);
+    }
     let (mut driver, child) = mcpwire_tokio::stdio::spawn(&mut command, config).unwrap();
     loop {
         match tokio::time::timeout(Duration::from_secs(10), driver.next_event()).await {
@@ -743,6 +757,79 @@ async fn stop_ends_a_child_that_no_longer_reads() {
                 .is_ok_and(|s| s.contains("State:\tZ")),
         "the child still runs"
     );
+}
+
+/// Whether process `pid` is gone (or a zombie about to be reaped).
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |s| s.contains("State:\tZ"))
+}
+
+/// A server that does not exit at the end of its input gets SIGTERM before SIGKILL, as the
+/// MCP lifecycle says: one that exits cleanly on it has its exit status returned. `stop`
+/// went straight to SIGKILL (found by a review of the tokio host).
+#[tokio::test]
+async fn stop_sends_sigterm_before_sigkill() {
+    let (driver, child) = python_server(
+        "import signal\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n\
+         for line in sys.stdin:\n    pass\ntime.sleep(1000)",
+    )
+    .await;
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// A server that leads a process group of its own (a wrapper, here one that started a
+/// grandchild) has the signals sent to the whole group: the grandchild does not outlive it.
+#[tokio::test]
+async fn stop_signals_the_group_a_wrapper_leads() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-stop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("grandchild");
+    let (driver, child) = python_server_grouped(
+        &format!(
+            "import subprocess\nquiet = subprocess.DEVNULL\n\
+             p = subprocess.Popen(['sleep', '1000'], stdin=quiet, stdout=quiet, stderr=quiet)\n\
+             open({file:?}, 'w').write(str(p.pid))\n\
+             for line in sys.stdin:\n    pass\ntime.sleep(1000)"
+        ),
+        true,
+    )
+    .await;
+    let grandchild: u32 = loop {
+        if let Ok(pid) = std::fs::read_to_string(&file)
+            && let Ok(pid) = pid.parse()
+        {
+            break pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(!gone(grandchild));
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status");
+    let mut waited = 0;
+    while !gone(grandchild) && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let outlived = !gone(grandchild);
+    if outlived {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &grandchild.to_string()])
+            .status();
+    }
+    assert!(!outlived, "the grandchild {grandchild} outlived stop");
 }
 
 /// A writer whose reader has gone: every write fails as a broken pipe does.
