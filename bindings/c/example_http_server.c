@@ -43,14 +43,18 @@
  *     writes nothing that could fail, so at each heartbeat the socket of every suspended
  *     stream is peeked at for the end of its input.
  *   - SIGINT/SIGTERM stop accepting, end 2026-07-28 listen streams, give open answers up to
- *     two seconds to finish, then exit 0. Meanwhile a kept-alive connection is closed once it
- *     is idle: a request already on its way is still answered (with Connection: close),
- *     others are not waited for.
+ *     two seconds (--shutdown-grace-ms) to finish, then exit 0. Meanwhile a kept-alive
+ *     connection is closed once it is idle: a request already on its way is still answered
+ *     (with Connection: close), others are not waited for. Past the grace, every request
+ *     still awaited gets an error answer (-32603) on its stream, and a second to write it
+ *     (mcpw_http_server_abandon_streams): its client learns at once that no answer will come,
+ *     instead of waiting for its own time-out.
  *
  * Usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] [--body-timeout-ms N]
  *                            [--min-body-rate N] [--body-rate-grace-ms N]
  *                            [--head-timeout-ms N] [--max-connections N] [--max-output N]
- *                            [--max-body-total N] [--allow-host NAME]...
+ *                            [--max-body-total N] [--shutdown-grace-ms N]
+ *                            [--allow-host NAME]...
  *   --port 0 (the default) picks a free port. --keepalive-ms sets how often a quiet SSE
  *   stream gets a keep-alive comment (default 15000; 0 means never). --body-timeout-ms bounds
  *   the time from a request's head to the end of its body (default 30000): a client that
@@ -71,7 +75,8 @@
  *   --max-body-total bounds the bytes that the request bodies being read hold together
  *   (default 64 MiB, at least MAX_BODY + 1): a body that would go past it gets 503 with
  *   Retry-After: 1 (read and dropped, then the connection closed), where otherwise every
- *   connection could hold MAX_BODY at once. The first line on stdout is
+ *   connection could hold MAX_BODY at once. --shutdown-grace-ms sets the time open answers
+ *   get to finish after SIGINT/SIGTERM (default 2000). The first line on stdout is
  *   "listening on http://127.0.0.1:PORT/mcp".
  *   --allow-host accepts a Host/Origin besides loopback (DNS rebinding protection refuses
  *   every other one with 403).
@@ -124,6 +129,8 @@
 #define MAX_HEADERS 128
 #define MAX_ALLOWED_HOSTS 16
 #define SHUTDOWN_GRACE_NS (2000ull * 1000 * 1000)
+/* After the grace: the time to write the error answers of the requests given up. */
+#define LAST_WRITE_NS (1000ull * 1000 * 1000)
 /* Suspended streams are looked at this often: each is asked for bytes, and its socket is
    checked for a client that went away (libmicrohttpd does not watch a suspended connection,
    and an idle stream writes nothing that could fail). */
@@ -1527,7 +1534,8 @@ int main(int argc, char **argv) {
     uint64_t keepalive_ms = 0; /* the engine's default, 15 s */
     size_t max_output = 0;     /* 0: the engine's default */
     int legacy = 0, i;
-    uint64_t stop_deadline = 0, last_heartbeat, n;
+    uint64_t stop_deadline = 0, last_heartbeat, n, shutdown_grace_ns = SHUTDOWN_GRACE_NS;
+    int abandoned = 0;
     mcpw_result rc;
 
     for (i = 1; i < argc; i++) {
@@ -1575,6 +1583,11 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--max-body-total") == 0 && i + 1 < argc) {
             if (!flag_number(argv[++i], MAX_BODY + 1, SIZE_MAX, "body total", &n)) return 2;
             max_body_total = (size_t)n;
+        } else if (strcmp(argv[i], "--shutdown-grace-ms") == 0 && i + 1 < argc) {
+            if (!flag_number(argv[++i], 0, UINT64_MAX / 1000000ull, "shutdown grace", &n)) {
+                return 2;
+            }
+            shutdown_grace_ns = n * 1000000ull;
         } else if (strcmp(argv[i], "--allow-host") == 0 && i + 1 < argc &&
                    allowed_len < MAX_ALLOWED_HOSTS) {
             allowed[allowed_len].ptr = argv[++i];
@@ -1585,7 +1598,7 @@ int main(int argc, char **argv) {
                     "usage: example_http_server [--port N] [--legacy] [--keepalive-ms N] "
                     "[--body-timeout-ms N] [--min-body-rate N] [--body-rate-grace-ms N] "
                     "[--head-timeout-ms N] [--max-connections N] [--max-output N] "
-                    "[--max-body-total N] "
+                    "[--max-body-total N] [--shutdown-grace-ms N] "
                     "[--allow-host NAME]...\n");
             return 2;
         }
@@ -1699,11 +1712,23 @@ int main(int argc, char **argv) {
             rc = mcpw_http_server_end_listen_streams(server, &ended);
             if (rc != MCPW_OK) warn("end_listen_streams", rc);
             stopping = 1;
-            stop_deadline = now + SHUTDOWN_GRACE_NS;
+            stop_deadline = now + shutdown_grace_ns;
         }
         if (stopping) {
             int arriving = close_idle_connections();
-            if ((!requests_in_progress() && !arriving) || now >= stop_deadline) break;
+            if (!requests_in_progress() && !arriving) break;
+            if (now >= stop_deadline) {
+                size_t answered = 0;
+                if (abandoned) break;
+                /* The grace is over: the requests still awaited get an error answer on their
+                   streams (the streams that then have bytes are woken), with a last second
+                   to write them. */
+                abandoned = 1;
+                rc = mcpw_http_server_abandon_streams(server, &answered);
+                if (rc != MCPW_OK) warn("abandon_streams", rc);
+                if (answered == 0) break;
+                stop_deadline = now + LAST_WRITE_NS;
+            }
         }
 
         /* The engine's timers and ours, then whatever they produced. */

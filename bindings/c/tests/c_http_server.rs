@@ -813,6 +813,32 @@ fn sigterm_lets_an_answer_in_flight_finish() {
     assert_clean_exit(server);
 }
 
+/// A request still awaited when the shutdown grace is over gets an error answer (-32603) on
+/// its stream before the server exits: its client learns at once that no answer will come.
+/// The server cut the stream, and a stateless client waited for its own time-out (found by a
+/// review of the example).
+#[test]
+fn past_the_shutdown_grace_a_request_still_awaited_gets_an_error_answer() {
+    let server = Server::asan(&["--shutdown-grace-ms", "0"]);
+    let port = server.port;
+    let pid = server.child.id();
+    let (headers, body) = modern_call(6, "count");
+    // The tool takes 150 ms; at its first progress event the server is asked to stop, with
+    // no grace at all.
+    let (mut s, mut seen) = call_until_progress(port, &headers, &body, true);
+    terminate(pid);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.read_to_end(&mut seen);
+    let out = String::from_utf8_lossy(&seen).into_owned();
+    assert!(
+        out.contains(r#""id":6,"error":{"code":-32603"#),
+        "no error answer: {out}"
+    );
+    assert!(!out.contains("counted to 3"), "{out}");
+    assert!(out.ends_with("0\r\n\r\n"), "the stream was cut: {out:?}");
+    assert_clean_exit(server);
+}
+
 /// SIGTERM while kept-alive clients send calls one after another: the server went on taking
 /// their next requests until its grace ran out, then stopped in the middle of an answer (found
 /// by an audit: every client got a stream cut short). Now every answer that began ends whole,
