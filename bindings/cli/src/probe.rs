@@ -204,8 +204,13 @@ fn fatal(session: &mut Session, ev: &Ev, waiting_for: &str) -> Option<Failure> {
                     said(message)
                 ),
             ),
+            // A handshake-era server refuses the stateless request it does not know (400,
+            // 404, 405, …); one that wants credentials (401, 403, 407) or less traffic (429)
+            // refuses it for that, whatever it speaks.
             CloseReason::TransportFailed(TransportFailure::Status(status))
-                if waiting_for == "server/discover" && (400..500).contains(status) =>
+                if waiting_for == "server/discover"
+                    && (400..500).contains(status)
+                    && !matches!(status, 401 | 403 | 407 | 429) =>
             {
                 fail(
                     EXIT_VERSION,

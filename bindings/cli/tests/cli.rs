@@ -1928,6 +1928,14 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         "{err}"
     );
     assert!(out.contains("credentials in the URL are not sent"), "{out}");
+    // Asked for the stateless era, a 401 is still a refusal for want of credentials, not a
+    // sign of the wrong era (exit 8 and no hint, found by a review of the CLI).
+    let (code, out, err) = mcpwire(&["probe", "--protocol", "2026-07-28", "--url", &url]);
+    assert_eq!(code, 9, "a refusal: {out}{err}");
+    assert!(
+        err.contains("HTTP status 401") && err.contains("wants credentials"),
+        "{err}"
+    );
     // A 403 may also be a Host the server does not accept (DNS rebinding protection).
     let url = format!("http://127.0.0.1:{port}/forbidden");
     let (code, out, err) = mcpwire(&["probe", "--protocol", "2025-11-25", "--url", &url]);
