@@ -668,7 +668,16 @@ pub fn run(legacy_only: bool) -> i32 {
         let next = io.next_event(&mut conn, server.next_timer());
         now = io.event_time();
         match next {
-            Ok(Ev::Closed { .. }) | Err(Stop::Eof) => return 0,
+            // The end of input (the connection closes at it), or a read that failed: a
+            // client that went away (a reset) ended the session, as `--tokio` takes it; any
+            // other failure is one.
+            Ok(Ev::Closed { .. }) | Err(Stop::Eof) => match io.input_error() {
+                Some(e) if e.kind() != std::io::ErrorKind::ConnectionReset => {
+                    say!("mcpwire serve: reading stdin: {e}");
+                    return 1;
+                }
+                _ => return 0,
+            },
             Ok(ev) => server.on_event(&mut conn, now, ev),
             Err(Stop::Deadline) => {}
         }

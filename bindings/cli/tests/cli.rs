@@ -333,6 +333,23 @@ for line in sys.stdin:
     assert_eq!(code, 7, "{err}");
 }
 
+/// A stdin that cannot be read (a directory: EISDIR) is a failure, said on stderr, for both
+/// stdio servers: the plain one took it for the end of input and exited 0 in silence (found
+/// by a review of the CLI).
+#[test]
+fn serve_fails_when_stdin_cannot_be_read() {
+    for args in [&["serve"][..], &["serve", "--tokio"][..]] {
+        let out = Command::new(BIN)
+            .args(args)
+            .stdin(std::fs::File::open("/").unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("directory"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn serve_under_the_python_and_typescript_sdk_clients() {
     let (ok, out, _) = run_client(
