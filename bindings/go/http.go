@@ -855,7 +855,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 		}
 		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
-			s.discardBody(w, r.Body, r.ContentLength)
+			_, _ = s.discardBody(w, r.Body, r.ContentLength)
 		}
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
@@ -876,16 +876,18 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &tooBig):
 			// As above: the rest (up to discardLimit) is read and dropped before the 413, at
 			// MinBodyRate too.
-			s.discardBody(w, r.Body, int64(s.discardLimit()))
+			_, _ = s.discardBody(w, r.Body, int64(s.discardLimit()))
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBodiesBusy):
 			// The same, for a 503 the client may retry; but a body over MaxBody (chunked:
 			// seen only now) gets its 413, or its client would send it again for nothing.
 			// (Past MaxBody counts too where no MaxBytesReader was needed: behind a middleware
 			// that decompresses the body, whose declared length is the compressed one.)
-			if n, err := io.CopyN(io.Discard, body, int64(s.discardLimit())); errors.As(err, &tooBig) ||
+			// (At MinBodyRate, as above: the deadline readBody left may be its first grace,
+			// which a client sending at a good rate outlasts.)
+			if n, err := s.discardBody(w, body, int64(s.discardLimit())); errors.As(err, &tooBig) ||
 				int64(len(read))+n > int64(s.maxBody) {
-				_, _ = io.CopyN(io.Discard, r.Body, int64(s.discardLimit()))
+				_, _ = s.discardBody(w, r.Body, int64(s.discardLimit()))
 				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 				break
 			}
@@ -1082,8 +1084,9 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, body io.Reader, hasBody boo
 
 // discardBody reads and drops n bytes of body within BodyTimeout and at MinBodyRate, as
 // readBody reads one: a body declared over MaxBody whose bytes do not come holds its request
-// for little more than the grace, not for the whole BodyTimeout.
-func (s *HTTPServer) discardBody(w http.ResponseWriter, body io.Reader, n int64) {
+// for little more than the grace, not for the whole BodyTimeout. It returns the bytes dropped,
+// and why it stopped short of n (io.EOF at the body's end).
+func (s *HTTPServer) discardBody(w http.ResponseWriter, body io.Reader, n int64) (int64, error) {
 	rc := http.NewResponseController(w)
 	start := time.Now()
 	set := s.bodyAllowance(0)
@@ -1096,7 +1099,7 @@ func (s *HTTPServer) discardBody(w http.ResponseWriter, body io.Reader, n int64)
 			}
 		}
 	}}
-	_, _ = io.CopyN(io.Discard, paced, n)
+	return io.CopyN(io.Discard, paced, n)
 }
 
 // pacedReader tells moved how many bytes it has read so far after each read that brought

@@ -2767,6 +2767,45 @@ func TestHTTPTheSharedBoundFullRefusesOnlyBodies(t *testing.T) {
 	}
 }
 
+// A body refused because MaxBodyTotal is full, sent at a good rate for longer than
+// BodyRateGrace, is read to its end before the 503: it was dropped against the deadline
+// readBody left (the grace alone), so the client still sending got a reset connection
+// instead of the 503 (found by a review of the Go server).
+func TestHTTPABodyRefusedForTheSharedBoundIsReadAtMinBodyRate(t *testing.T) {
+	srv, _, ts := newTestServerWith(t, nil, &HTTPOptions{BodyRateGrace: 300 * time.Millisecond})
+	srv.bodies.Store(srv.maxTotal)
+	defer srv.bodies.Store(0)
+	runtime.GC()
+	runtime.GC() // no pooled buffer with room
+	body := strings.Repeat(" ", 60000)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", len(body))
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	// 6,000 bytes every 100 ms (60 KB/s, far above MinBodyRate), for a second in all.
+	for i := 0; i < len(body); i += 6000 {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := io.WriteString(conn, body[i:i+6000]); err != nil {
+			t.Fatalf("the body was cut after %d bytes: %v", i, err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("status %d, Retry-After %q; want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
 // postChunked POSTs body to url as a JSON request of unknown length (sent chunked); the
 // response, its body closed.
 func postChunked(t *testing.T, url string, body io.Reader) *http.Response {
