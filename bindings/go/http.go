@@ -103,7 +103,10 @@ type HTTPOptions struct {
 	Retry time.Duration
 	// KeepAlive is how often an SSE stream with nothing to send gets a comment line, so
 	// that proxies and idle timeouts do not cut a quiet stream (a GET or listen stream);
-	// 0: 15 s; negative: never.
+	// 0: 15 s; negative: never. The comments also find a client that went away: without
+	// them, an HTTP/1 client that sent a byte more after its request (a pipelined one) and
+	// then left is not noticed (net/http stops watching the connection at that byte), and
+	// its quiet stream, session and goroutine stay until it is closed.
 	KeepAlive time.Duration
 	// AllowedHosts are host names (with or without a port) accepted in Host and Origin
 	// besides loopback; any other gets 403 (DNS rebinding protection).
