@@ -3449,6 +3449,67 @@ fn a_stream_whose_client_left_lets_the_others_go_at_once() {
     assert!(msgs.iter().any(|m| m["id"] == 3), "{msgs:?}");
 }
 
+/// In a 2025-06-18 session whose output is full (a stream whose client does not read holds
+/// it), a new request is refused for now (503, `Retry-After: 1`) instead of taken: its answer
+/// could not be written, and the hosts kept every refused answer to give it later, as many as
+/// the client sent (found by a review of the C example: 200 MB held). Notifications still go
+/// in, and once the stream's client leaves, requests are taken again.
+#[test]
+fn requests_into_a_session_whose_output_is_full_are_refused_for_now() {
+    let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None;
+    config.server.limits.max_buffered_output = 2048;
+    let mut s = HttpServer::new(config);
+    let r = send(&mut s, "POST", &[], INIT_WITH_SAMPLING);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let v = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(send(&mut s, "POST", &v, initialized).status, 202);
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":"p{id}"}}}}}}"#
+        )
+    };
+    let (slow, key, id2) = post_request(&mut s, &sid, &call(2));
+    let _ = s.poll_stream(slow).is_some(); // its client reads nothing from here on
+    let message = "m".repeat(300);
+    let mut step = 0;
+    let full = loop {
+        step += 1;
+        let sent =
+            s.connection(key)
+                .unwrap()
+                .progress(id2.as_id(), f64::from(step), None, Some(&message));
+        s.pump();
+        if let Err(e) = sent {
+            break e;
+        }
+        assert!(step < 1000, "never full");
+    };
+    assert_eq!(full, mcpwire::conn::Error::OutputFull);
+    let r = send(&mut s, "POST", &v, &call(3));
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(header(&r, "Retry-After"), Some("1"));
+    assert!(
+        events(&mut s).is_empty(),
+        "the refused request reached the application"
+    );
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
+    assert_eq!(send(&mut s, "POST", &v, cancel).status, 202);
+    let evs = events(&mut s);
+    assert!(
+        matches!(&evs[..], [(_, Ev::PeerCancelled { .. })]),
+        "the notification went in: {evs:?}"
+    );
+    s.stream_closed(T0, slow);
+    s.pump();
+    let (_, _, id4) = post_request(&mut s, &sid, &call(4));
+    assert_eq!(id4, mcpwire::jsonrpc::OwnedId::Int(4));
+}
+
 /// A stateless request's stream keeps its messages as frames until the host drains it (so
 /// that a lone answer can become a JSON body): they count against the same bound, and once
 /// the host drains the stream they all come, in order, as SSE events without ids.

@@ -378,6 +378,12 @@ impl Connection {
         self.core.dispatch.inbound.contains_key(&OwnedId::from(id))
     }
 
+    /// Whether the output is under its bound: commands that write are refused with
+    /// `OutputFull` while it is not.
+    pub(crate) fn output_has_room(&self) -> bool {
+        self.core.output_has_room()
+    }
+
     /// Counters of what was dropped quietly.
     pub fn stats(&self) -> Stats {
         let c = self.core.stats;

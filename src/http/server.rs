@@ -1393,6 +1393,26 @@ impl HttpServer {
             }
             return HttpResponse::empty(202);
         }
+        // Requests into a session whose output is full (a stream whose client does not
+        // read holds it: one output serves every stream before 2025-11-25) are refused for
+        // now, as a stdio host stops reading: their answers could not be written, and an
+        // application that keeps each refused answer to give it later would keep as many as
+        // the client cares to send. Notifications and responses still go in.
+        if !modern
+            && self
+                .conns
+                .get(&key)
+                .is_some_and(|c| !c.conn.output_has_room())
+        {
+            let mut r = HttpResponse::rpc_error(
+                503,
+                None,
+                jsonrpc::INTERNAL_ERROR,
+                "the session's output is full (a stream of it is not being read); try again",
+            );
+            r.headers.push(("Retry-After", "1".into()));
+            return r;
+        }
         // A 2025-03-26 batch may cancel its own requests: their answers never come.
         let cancelled = match &decoded {
             Decoded::Batch(_) if !modern => cancelled_ids(&decoded),
