@@ -1394,10 +1394,14 @@ where
             continue;
         }
         if let Some(first) = first.take() {
-            // With a declared length (the hint is what is still to come), room for all of it
-            // at once: the buffer holds the body's size, not up to twice it (doubling).
+            // With a declared length (the hint is what is still to come), room for more of it
+            // at once, so that a body coming fast is copied fewer times; but at most twice
+            // what came (and 64 KiB): a declared length is only a claim, and room reserved
+            // for it would count nowhere (`max_body_total` counts bytes received), or fail
+            // for a length past all memory, which aborts the process.
             let whole = len.saturating_add(body.size_hint().lower());
-            rest.reserve_exact(usize::try_from(whole).unwrap_or(usize::MAX).min(max));
+            let ahead = whole.min(len.saturating_mul(2).max(64 << 10));
+            rest.reserve_exact(usize::try_from(ahead).unwrap_or(usize::MAX).min(max));
             rest.extend_from_slice(&first);
         }
         while data.has_remaining() {

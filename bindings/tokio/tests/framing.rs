@@ -403,12 +403,27 @@ async fn limits_of_usize_max_and_duration_max_are_served_with() {
     let server = start(HostConfig {
         max_connections: usize::MAX,
         max_headers: usize::MAX,
+        max_body: usize::MAX,
         header_read_timeout: Duration::MAX,
         body_read_timeout: Duration::MAX,
         send_timeout: Duration::MAX,
         ..test_config()
     })
     .await;
+    // A body declared larger than any memory, coming in two pieces: the host reserved room
+    // for all of it at the second, and the failed allocation aborted the process (found by
+    // a review of the host).
+    let mut huge = server.connect().await;
+    huge.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+          Accept: application/json, text/event-stream\r\n\
+          Content-Length: 4611686018427387904\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    huge.write_all(b" ").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let mut c = Client::new(&server).await;
     let r = c.post(None, INITIALIZE).await;
     assert_eq!(r.status, 200);
