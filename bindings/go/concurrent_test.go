@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -618,3 +619,77 @@ func TestServeOnAClosedConnAndSharedClientViewsAreRaceFree(t *testing.T) {
 }
 
 func stringsReader(s string) io.Reader { return &failingReader{data: []byte(s), err: io.EOF} }
+
+// Commands that keep coming while the peer reads as fast as they come cannot hold Serve's
+// loop in its write: input is still taken and answered, and a cancelled ctx still ends Serve.
+// Serve's own write went on for as long as each Write found a little more output (found by a
+// review of Serve). Here each Write itself gives the next command, as another goroutine at
+// the writer's pace would.
+func TestServeGoesOnWhileCommandsKeepComing(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	pinged := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(make([]byte, 1<<20), 1<<20)
+		seen := false
+		for lines.Scan() {
+			if !seen && strings.Contains(lines.Text(), `"id":7,"result"`) {
+				seen = true
+				close(pinged)
+			}
+		}
+	}()
+	w := &commandingWriter{w: outW, conn: conn}
+	ready := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, inR, w, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if _, ok := ev.(*ReadyEvent); ok {
+				close(ready)
+			}
+		}))
+		outW.Close()
+	}()
+	go io.WriteString(inW, testInitialize+testInitialized)
+	<-ready
+	w.on.Store(true)
+	_ = conn.Notify("notifications/tools/list_changed", nil) // the first; each Write gives the next
+	time.Sleep(100 * time.Millisecond)
+	go io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
+	select {
+	case <-pinged:
+	case <-time.After(5 * time.Second):
+		w.on.Store(false) // (so that Serve can end)
+		t.Fatal("the ping was not answered while commands kept coming")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		w.on.Store(false)
+		t.Fatal("Serve did not end on ctx while commands kept coming")
+	}
+}
+
+// commandingWriter writes to w and then, while on, gives conn one more command.
+type commandingWriter struct {
+	w    io.Writer
+	conn *Conn
+	on   atomic.Bool
+}
+
+func (c *commandingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if c.on.Load() {
+		_ = c.conn.Notify("notifications/tools/list_changed", nil)
+	}
+	return n, err
+}

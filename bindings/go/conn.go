@@ -1100,9 +1100,11 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 }
 
 // writeOut is WriteTo; but with handOver > 0, when the output it finds (at first, or after a
-// Write, with more given meanwhile) is handOver bytes or more, it stops there and reports big
-// (Serve hands the rest to its writer goroutine). before, when not nil, is called once,
-// before the first Write.
+// Write, with more given meanwhile) is handOver bytes or more, or when it has written
+// handOver bytes and more output came meanwhile, it stops there and reports big (Serve hands
+// the rest to its writer goroutine: another goroutine that keeps giving commands, each write
+// finding a little more, would otherwise hold Serve's loop here for as long as it goes on).
+// before, when not nil, is called once, before the first Write.
 func (c *Conn) writeOut(w io.Writer, handOver int, before func()) (total int64, big bool, err error) {
 	for {
 		// Up to writeChunk bytes are copied out with the Conn taken, and written without it:
@@ -1120,7 +1122,7 @@ func (c *Conn) writeOut(w io.Writer, handOver int, before func()) (total int64, 
 			c.unlock()
 			return total, false, err
 		}
-		if handOver > 0 && int(lent.len) >= handOver {
+		if handOver > 0 && (int(lent.len) >= handOver || total >= int64(handOver)) {
 			c.unlock()
 			return total, true, nil
 		}
