@@ -160,27 +160,6 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	}
 	go func() {
 		buf := make([]byte, 64*1024)
-		// read reads once, past empty reads: a reader that returns nothing and no error
-		// 100 times in a row fails with io.ErrNoProgress, as bufio's do, rather than have
-		// Serve spin on it. A panic in Read is caught for Serve's goroutine. The data is
-		// buf's until the next read.
-		read := func() (c chunk) {
-			defer func() {
-				if v := recover(); v != nil {
-					c = chunk{panicked: v}
-				}
-			}()
-			for range 100 {
-				n, err := r.Read(buf)
-				if n < 0 || n > len(buf) {
-					return chunk{err: fmt.Errorf("mcpwire: Read returned %d for a %d-byte buffer", n, len(buf))}
-				}
-				if n > 0 || err != nil {
-					return chunk{data: buf[:n], err: err}
-				}
-			}
-			return chunk{err: io.ErrNoProgress}
-		}
 		// put adds a read to what waits for the loop, and says how much waits.
 		put := func(c chunk) int {
 			inMu.Lock()
@@ -193,6 +172,37 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			default: // (a signal waits already)
 			}
 			return held
+		}
+		// readOnce reads once, past empty reads: a reader that returns nothing and no error
+		// 100 times in a row fails with io.ErrNoProgress, as bufio's do, rather than have
+		// Serve spin on it. The data is buf's until the next read.
+		readOnce := func() chunk {
+			for range 100 {
+				n, err := r.Read(buf)
+				if n < 0 || n > len(buf) {
+					return chunk{err: fmt.Errorf("mcpwire: Read returned %d for a %d-byte buffer", n, len(buf))}
+				}
+				if n > 0 || err != nil {
+					return chunk{data: buf[:n], err: err}
+				}
+			}
+			return chunk{err: io.ErrNoProgress}
+		}
+		// read is readOnce, with a panic in Read caught for Serve's goroutine, and a Read
+		// that ends this goroutine (runtime.Goexit, as t.FailNow does) reported as an error
+		// first: Serve would wait for its chunk for ever.
+		read := func() (c chunk) {
+			returned := false
+			defer func() {
+				if v := recover(); v != nil {
+					c = chunk{panicked: v}
+				} else if !returned {
+					put(chunk{err: errReaderGoexit})
+				}
+			}()
+			c = readOnce()
+			returned = true
+			return c
 		}
 		for {
 			select {
@@ -210,6 +220,13 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 				inMu.Unlock()
 				if full {
 					break
+				}
+				// A token left from a Read under way may still wait when Serve returns: no
+				// Read begins after that (its bytes would be lost to whoever reads r next).
+				select {
+				case <-stop:
+					return
+				default:
 				}
 				c := read()
 				held := put(c)
@@ -562,6 +579,10 @@ type writerPanic struct{ value any }
 func (p *writerPanic) Error() string {
 	return "mcpwire: the writer's Write ended its goroutine (runtime.Goexit)"
 }
+
+// errReaderGoexit is Serve's error when the reader's Read ended its goroutine
+// (runtime.Goexit).
+var errReaderGoexit = errors.New("mcpwire: the reader's Read ended its goroutine (runtime.Goexit)")
 
 // lateInput is how long a deadline that passed while Serve was busy waits for the Read it has
 // just asked for: long enough for input that reached r meanwhile to be read (a Read of a

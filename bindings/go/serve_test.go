@@ -233,6 +233,26 @@ func TestServeWriterPanicReachesTheCaller(t *testing.T) {
 	}
 }
 
+// exitingReader ends its goroutine in Read (runtime.Goexit, as t.FailNow does).
+type exitingReader struct{}
+
+func (exitingReader) Read([]byte) (int, error) { runtime.Goexit(); return 0, nil }
+
+// A Read that ends its goroutine makes Serve return an error, as a Write that does: Serve
+// waited for the read's chunk for ever (found by a review of Serve).
+func TestServeReaderGoexitEndsServeWithAnError(t *testing.T) {
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), toolsServer(t), exitingReader{}, io.Discard, answerAll) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "Goexit") {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its reader's Goexit")
+	}
+}
+
 // emptyReader returns nothing and no error, forever, and counts its reads.
 type emptyReader struct{ reads int }
 
