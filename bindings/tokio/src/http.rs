@@ -430,6 +430,19 @@ impl<A: Application> McpService<A> {
     pub fn end_streams(&self) {
         self.shared.set_phase(GRACE_OVER);
     }
+
+    /// With a shared `SessionStore` (replicas sharing sessions): call it once the server
+    /// running the service has stopped for good, after [`end_streams`](Self::end_streams)
+    /// and its connections' end, as [`serve`] does. Every request still awaited gets an error
+    /// answer (`-32603`) in the shared events, so that a client resuming its stream on
+    /// another replica learns at once that no answer will come, instead of waiting for its
+    /// own time-out ([`HttpServer::abandon_requests`]). Returns how many it answered; without
+    /// a shared store, none.
+    pub fn abandon_requests(&self) -> usize {
+        let mut st = self.shared.lock();
+        // (A store's panic is reported by the panic hook; it answered none then.)
+        contained(|| st.server.abandon_requests()).unwrap_or(0)
+    }
 }
 
 /// What a request body must be for [`McpService`]: hyper's `Incoming`, axum's `Body`, any
@@ -680,7 +693,10 @@ pub async fn serve<A: Application>(
     let _ = (&mut timers.0).await;
     // Replicas sharing sessions: requests this process will never answer are answered with
     // an error for the clients that resume them elsewhere.
-    shared.lock().server.abandon_requests();
+    let mut st = shared.lock();
+    // (A store's panic is reported by the panic hook: `serve` still returns.)
+    let _ = contained(|| st.server.abandon_requests());
+    drop(st);
     Ok(())
 }
 

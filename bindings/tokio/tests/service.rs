@@ -293,3 +293,131 @@ async fn bodies_past_the_shared_bound_get_503_and_the_bound_is_given_back() {
     drop(tx);
     assert_eq!(answer.await.unwrap().0, 200, "the bound is given back");
 }
+
+/// Events and sessions shared with other replicas (a stand-in for Redis): what was appended.
+#[derive(Clone, Default)]
+struct SharedStore {
+    events: Arc<std::sync::Mutex<Vec<String>>>,
+    sessions: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+}
+
+impl mcpwire::http::EventStore for SharedStore {
+    fn append(&mut self, _: &str, _: mcpwire::http::HttpStreamId, _: u64, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        self.events.lock().unwrap().push(text);
+    }
+    fn replay(
+        &mut self,
+        _: &str,
+        _: mcpwire::http::HttpStreamId,
+        _: u64,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        Ok(())
+    }
+    fn forget(&mut self, _: &str) {}
+}
+
+impl mcpwire::http::SessionStore for SharedStore {
+    fn create(
+        &mut self,
+        session: &str,
+        initialize: &str,
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        let mut sessions = self.sessions.lock().unwrap();
+        sessions.insert(session.to_owned(), initialize.to_owned());
+        Ok(())
+    }
+    fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
+        Ok(self.sessions.lock().unwrap().get(session).cloned())
+    }
+    fn touch(&mut self, session: &str) -> bool {
+        self.sessions.lock().unwrap().contains_key(session)
+    }
+    fn forget(&mut self, session: &str) {
+        self.sessions.lock().unwrap().remove(session);
+    }
+}
+
+/// An application that never answers.
+struct NeverAnswers;
+
+impl mcpwire_tokio::http::Application for NeverAnswers {
+    fn drive(&mut self, _: mcpwire::Timestamp, server: &mut HttpServer) {
+        while server.poll_event().is_some() {}
+        server.pump();
+    }
+}
+
+/// With replicas sharing sessions, a service whose server has stopped answers the requests
+/// it never will with an error in the shared events (`abandon_requests`), as `serve` does: an
+/// application running `McpService` had no way to, and a client resuming elsewhere waited
+/// for its own time-out (found by a review of the host).
+#[tokio::test]
+async fn a_stopped_service_answers_what_it_never_will_for_the_other_replicas() {
+    use http_body_util::{BodyExt, Full};
+    use tower_service::Service;
+    let store = SharedStore::default();
+    let server_config = Config::server("replica", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let mut config = mcpwire::http::HttpServerConfig::new(server_config);
+    config.events = Some(Box::new(store.clone()));
+    config.sessions = Some(Box::new(store.clone()));
+    let (mut service, timers) =
+        McpService::new(HttpServer::new(config), NeverAnswers, HostConfig::default());
+    let timers = tokio::spawn(timers);
+    std::future::poll_fn(|cx| {
+        Service::<hyper::Request<Full<bytes::Bytes>>>::poll_ready(&mut service, cx)
+    })
+    .await
+    .unwrap();
+    let post = |sid: Option<&str>, body: &'static str| {
+        let mut request = hyper::Request::post("/mcp")
+            .header("Host", "127.0.0.1:1")
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(sid) = sid {
+            request = request
+                .header("Mcp-Session-Id", sid)
+                .header("MCP-Protocol-Version", "2025-06-18");
+        }
+        request
+            .body(Full::new(bytes::Bytes::from_static(body.as_bytes())))
+            .unwrap()
+    };
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let response = Service::call(&mut service, post(None, init)).await.unwrap();
+    let sid = (response.headers().get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .expect("a session")
+        .to_owned();
+    let _ = response.into_body().collect().await;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let response = Service::call(&mut service, post(Some(&sid), initialized))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let call =
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}"#;
+    let response = Service::call(&mut service, post(Some(&sid), call))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The client waits a little on the stream (2025-06-18 has no priming event), then goes
+    // away; the call is never answered.
+    let mut body = response.into_body();
+    let _ = tokio::time::timeout(Duration::from_millis(100), body.frame()).await;
+    drop(body);
+    service.begin_shutdown();
+    service.end_streams();
+    assert_eq!(service.abandon_requests(), 1);
+    let events = store.events.lock().unwrap().clone();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains(r#""id":2"#) && e.contains("-32603")),
+        "{events:?}"
+    );
+    timers.abort();
+}
