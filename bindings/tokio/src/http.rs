@@ -295,7 +295,8 @@ impl<A: Application> Shared<A> {
         let parked = {
             let mut st = self.lock();
             if phase == DRAINING {
-                st.server.end_listen_streams();
+                // (A store's panic is reported by the panic hook; the shutdown goes on.)
+                let _ = contained(|| st.server.end_listen_streams());
             }
             std::mem::take(&mut st.parked)
         };
@@ -1723,7 +1724,11 @@ impl<A: Application> HttpBody for SseBody<A> {
         let shared = this.shared.clone();
         let (polled, woken, timer) = {
             let mut st = shared.lock();
-            let polled = this.look(&mut st, cx);
+            // The engine may run a store's code here (draining a stream pumps every
+            // connection): a panic in it ends this response, and is reported by the panic
+            // hook, instead of ending this connection's task (and another request's answer).
+            // The body's drop then tells the engine that the stream's client is gone.
+            let polled = contained(|| this.look(&mut st, cx)).unwrap_or(Poll::Ready(None));
             // A stream written out to the end may let its session's idle time start: the
             // engine then wants the time, and the timer task must look again.
             let timer = this.done
@@ -1735,7 +1740,7 @@ impl<A: Application> HttpBody for SseBody<A> {
                 st.parked.remove(&this.id);
             }
             // Draining this stream (or ending it) can move other streams along.
-            (polled, st.woken(), timer)
+            (polled, contained(|| st.woken()).unwrap_or_default(), timer)
         };
         woken.into_iter().for_each(Waker::wake);
         if timer {
