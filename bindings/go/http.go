@@ -727,6 +727,14 @@ func headerText(s C.mcpw_str) string {
 	return string(b)
 }
 
+// refuse answers status with text, within SendTimeout: net/http lifts the connection's write
+// deadline after every request, so a pipelining client that never reads would otherwise hold
+// the flush of even a small error answer (and its goroutine and connection) for good.
+func (s *HTTPServer) refuse(w http.ResponseWriter, text string, status int) {
+	s.deadlineSet(http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.sendTime)))
+	http.Error(w, text, status)
+}
+
 // failedLocked answers 500 for an engine call that failed. An engine that panicked is
 // poisoned and fails every call from then on: the first time, that goes to ErrorLog, and Err
 // reports it, so the operator learns why every request now gets 500.
@@ -737,7 +745,7 @@ func (s *HTTPServer) failedLocked(w http.ResponseWriter, err error) {
 		s.logf("mcpwire: the HTTP engine failed for good (%v): every request now gets 500; "+
 			"close this server and make a new one", err)
 	}
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+	s.refuse(w, err.Error(), http.StatusInternalServerError)
 }
 
 // Err reports why the engine stopped working, nil while it works: a panic inside it
@@ -860,7 +868,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength <= int64(s.discardLimit()) && !expectsContinue(r) {
 			_, _ = s.discardBody(w, r.Body, r.ContentLength)
 		}
-		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		s.refuse(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
 	body := io.Reader(r.Body)
@@ -880,7 +888,7 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// As above: the rest (up to discardLimit) is read and dropped before the 413, at
 			// MinBodyRate too.
 			_, _ = s.discardBody(w, r.Body, int64(s.discardLimit()))
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			s.refuse(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBodiesBusy):
 			// The same, for a 503 the client may retry; but a body over MaxBody (chunked:
 			// seen only now) gets its 413, or its client would send it again for nothing.
@@ -891,21 +899,21 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if n, err := s.discardBody(w, body, int64(s.discardLimit())); errors.As(err, &tooBig) ||
 				int64(len(read))+n > int64(s.maxBody) {
 				_, _ = s.discardBody(w, r.Body, int64(s.discardLimit()))
-				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				s.refuse(w, "body too large", http.StatusRequestEntityTooLarge)
 				break
 			}
 			if r.ProtoMajor == 1 {
 				w.Header().Set("Connection", "close")
 			}
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many request bodies being read", http.StatusServiceUnavailable)
+			s.refuse(w, "too many request bodies being read", http.StatusServiceUnavailable)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			http.Error(w, "body not received in time", http.StatusRequestTimeout)
+			s.refuse(w, "body not received in time", http.StatusRequestTimeout)
 		default:
 			// A broken chunked body, or one cut short (the client may be gone, and then
 			// nobody reads this): never the empty 200 net/http sends for a handler that
 			// writes nothing.
-			http.Error(w, "malformed or incomplete body", http.StatusBadRequest)
+			s.refuse(w, "malformed or incomplete body", http.StatusBadRequest)
 		}
 		return
 	}
@@ -1190,7 +1198,7 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ptr == nil {
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		s.refuse(w, "server closed", http.StatusServiceUnavailable)
 		return a, false
 	}
 	// The request, and its first event when the answer is a stream: one cgo call.
