@@ -3389,6 +3389,18 @@ fn an_unread_request_stream_is_closed_for_polling_and_holds_no_answer_back() {
     assert_eq!(s.open_streams(), 0);
 }
 
+/// A server with a 2 KiB output bound and no keep-alives, and a 2025-06-18 session opened on
+/// it (one output for every stream): the server and the session's id.
+fn small_output_session() -> (HttpServer, String) {
+    let mut config = HttpServerConfig::new(server_config());
+    config.keepalive = None;
+    config.server.limits.max_buffered_output = 2048;
+    let mut s = HttpServer::new(config);
+    let r = send(&mut s, "POST", &[], INIT_WITH_SAMPLING);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    (s, sid)
+}
+
 /// In a 2025-06-18 session (one output for every stream), a stream whose client stops
 /// reading holds the others' messages back at the output bound. When its client leaves, the
 /// way is clear at once: the stream held back is named by `poll_woken`. It was named only at
@@ -3396,12 +3408,7 @@ fn an_unread_request_stream_is_closed_for_polling_and_holds_no_answer_back() {
 /// by a review of the server).
 #[test]
 fn a_stream_whose_client_left_lets_the_others_go_at_once() {
-    let mut config = HttpServerConfig::new(server_config());
-    config.keepalive = None;
-    config.server.limits.max_buffered_output = 2048;
-    let mut s = HttpServer::new(config);
-    let r = send(&mut s, "POST", &[], INIT_WITH_SAMPLING);
-    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let (mut s, sid) = small_output_session();
     let v = [
         ("Mcp-Session-Id", sid.as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
@@ -3452,16 +3459,11 @@ fn a_stream_whose_client_left_lets_the_others_go_at_once() {
 /// In a 2025-06-18 session whose output is full (a stream whose client does not read holds
 /// it), a new request is refused for now (503, `Retry-After: 1`) instead of taken: its answer
 /// could not be written, and the hosts kept every refused answer to give it later, as many as
-/// the client sent (found by a review of the C example: 200 MB held). Notifications still go
+/// the client sent (a review of the C example traced 200 MB held). Notifications still go
 /// in, and once the stream's client leaves, requests are taken again.
 #[test]
 fn requests_into_a_session_whose_output_is_full_are_refused_for_now() {
-    let mut config = HttpServerConfig::new(server_config());
-    config.keepalive = None;
-    config.server.limits.max_buffered_output = 2048;
-    let mut s = HttpServer::new(config);
-    let r = send(&mut s, "POST", &[], INIT_WITH_SAMPLING);
-    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let (mut s, sid) = small_output_session();
     let v = [
         ("Mcp-Session-Id", sid.as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
