@@ -549,17 +549,18 @@ fn session_id(random: &mut dyn FnMut(&mut [u8])) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A refusal for now: 503 with `Retry-After: 1` and `message` as a JSON-RPC error without an
+/// id (the HTTP client sends the request again after it).
+fn try_again_later(message: &str) -> HttpResponse {
+    let mut r = HttpResponse::rpc_error(503, None, jsonrpc::INTERNAL_ERROR, message);
+    r.headers.push(("Retry-After", "1".into()));
+    r
+}
+
 /// The answer to a request that needs a shared store that could not be read just now: come
 /// back in a second (a resumed stream's answer, a session opened elsewhere, stay stored).
 fn store_unavailable() -> HttpResponse {
-    let mut r = HttpResponse::rpc_error(
-        503,
-        None,
-        jsonrpc::INTERNAL_ERROR,
-        "the shared session store is unavailable; try again",
-    );
-    r.headers.push(("Retry-After", "1".into()));
-    r
+    try_again_later("the shared session store is unavailable; try again")
 }
 
 impl Drop for HttpServer {
@@ -1143,16 +1144,7 @@ impl HttpServer {
         while self.sessions.len() >= self.config.max_sessions {
             match self.least_recently_used_idle() {
                 Some(key) => self.end_session(key, true),
-                None => {
-                    let mut r = HttpResponse::rpc_error(
-                        503,
-                        None,
-                        jsonrpc::INTERNAL_ERROR,
-                        "too many active sessions",
-                    );
-                    r.headers.push(("Retry-After", "1".into()));
-                    return Err(r);
-                }
+                None => return Err(try_again_later("too many active sessions")),
             }
         }
         Ok(())
@@ -1404,14 +1396,9 @@ impl HttpServer {
                 .get(&key)
                 .is_some_and(|c| !c.conn.output_has_room())
         {
-            let mut r = HttpResponse::rpc_error(
-                503,
-                None,
-                jsonrpc::INTERNAL_ERROR,
+            return try_again_later(
                 "the session's output is full (a stream of it is not being read); try again",
             );
-            r.headers.push(("Retry-After", "1".into()));
-            return r;
         }
         // A 2025-03-26 batch may cancel its own requests: their answers never come.
         let cancelled = match &decoded {
