@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, client_config, legacy, modern, server_config};
 use mcpwire::Timestamp;
-use mcpwire::conn::{CloseReason, Config, Event, State, TransportFailure};
+use mcpwire::conn::{CloseReason, Config, Event, RequestId, State, TransportFailure};
 use mcpwire::http::{
     Body, ClientAction, ExchangeId, HttpClient, HttpRequest, HttpServer, HttpServerConfig,
     HttpStreamId, ReconnectPolicy,
@@ -3603,4 +3603,169 @@ fn is_ending_session_follows_the_delete_to_its_end_or_its_drop() {
     let mut c = modern_scripted();
     assert!(c.client.end_session().is_none());
     assert!(!c.client.is_ending_session());
+}
+
+/// `n` requests made at once on a handshake-era session with its GET stream open: the
+/// client, the GET stream, the requests' ids, and the POSTs that went out.
+fn past_the_running_cap(n: usize) -> (Scripted, ExchangeId, Vec<RequestId>, Vec<Sent>) {
+    let (mut c, get) = with_open_get_stream();
+    let ids: Vec<RequestId> = (0..n).map(|_| c.request("tools/list")).collect();
+    let running = c.sent();
+    (c, get, ids, running)
+}
+
+/// POSTs of our requests run at most `MAX_RUNNING_REQUESTS` at once: over HTTP/1 each holds a
+/// connection, and a burst of 1,024 requests opened 1,024 sockets (failing on the usual limit
+/// of 1,024 open files instead of waiting). The rest wait their turn, in order; an answer to
+/// the server's request and a notification do not wait behind them.
+#[test]
+fn requests_past_the_running_cap_wait_their_turn_in_order() {
+    let cap = mcpwire::http::MAX_RUNNING_REQUESTS;
+    let (mut c, get, ids, mut running) = past_the_running_cap(cap + 3);
+    assert_eq!(running.len(), cap);
+    for (s, id) in running.iter().zip(&ids) {
+        assert_eq!((s.method, &s.body["id"]), ("POST", &json!(id.0)));
+    }
+    ping(&mut c, get, "\"p1\"");
+    c.client
+        .connection()
+        .notify("notifications/roots/list_changed", None)
+        .unwrap();
+    let sent = c.sent();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].body["id"], "p1");
+    assert_eq!(sent[1].body["method"], "notifications/roots/list_changed");
+    for s in &sent {
+        c.answer(s, 202, &[], "");
+    }
+    // Each request that ends lets the oldest waiting one go.
+    for waiting in &ids[cap..] {
+        let done = running.remove(0);
+        c.answer(&done, 200, &[], &tools_answer(&done.body["id"]));
+        let next = c.sent();
+        assert_eq!(next.len(), 1, "{next:?}");
+        assert_eq!(next[0].body["id"], json!(waiting.0));
+        running.extend(next);
+    }
+    assert!(c.sent().is_empty());
+    for s in std::mem::take(&mut running) {
+        c.answer(&s, 200, &[], &tools_answer(&s.body["id"]));
+    }
+    for &id in &ids {
+        c.assert_answered(id);
+    }
+    assert!(c.aborted.is_empty());
+}
+
+/// A request that waits for its place and is cancelled, or times out, or is answered all
+/// the same (a server that answers on its GET stream what it was never sent) is withdrawn:
+/// neither it nor a cancellation for it goes out, and the host is never told to abort
+/// anything of it.
+#[test]
+fn a_request_waiting_for_its_place_never_goes_out_once_it_ended() {
+    let cap = mcpwire::http::MAX_RUNNING_REQUESTS;
+    let (mut c, get, ids, mut running) = past_the_running_cap(cap + 4);
+    assert_eq!(running.len(), cap);
+    let (answered, promoted, cancelled, timed_out) =
+        (ids[cap], ids[cap + 1], ids[cap + 2], ids[cap + 3]);
+    let answer = tools_answer(&json!(answered.0));
+    c.client
+        .handle_body(c.now, get, format!("data: {answer}\n\n").as_bytes());
+    c.events();
+    c.assert_answered(answered);
+    let done = running.remove(0);
+    c.answer(&done, 200, &[], &tools_answer(&done.body["id"]));
+    let next = c.sent();
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        next[0].body["id"],
+        json!(promoted.0),
+        "the answered one was skipped"
+    );
+    running.extend(next);
+    c.client
+        .connection()
+        .cancel(c.now, cancelled, Some("not now"))
+        .unwrap();
+    assert!(c.sent().is_empty(), "nothing goes out for it");
+    // Every request times out: the running ones get their cancellations, the waiting one
+    // nothing.
+    c.wait(Duration::from_secs(120));
+    assert!(matches!(c.outcome(timed_out), Some(Ev::TimedOut { .. })));
+    let sent = c.sent();
+    assert_eq!(sent.len(), cap);
+    for (s, running) in sent.iter().zip(&running) {
+        assert_eq!(s.body["method"], "notifications/cancelled");
+        assert_eq!(s.body["params"]["requestId"], running.body["id"]);
+        c.answer(s, 202, &[], "");
+    }
+    // The running POSTs are let go after they linger; nothing else is aborted.
+    c.wait(mcpwire::http::LINGER);
+    assert!(c.sent().is_empty());
+    let mut aborted = std::mem::take(&mut c.aborted);
+    aborted.sort();
+    let mut expected: Vec<ExchangeId> = running.iter().map(|s| s.exchange).collect();
+    expected.sort();
+    assert_eq!(aborted, expected);
+    // A place is free again: a new request goes at once.
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["id"], json!(id.0));
+}
+
+/// A request still waiting for its place when the session ends would go out after the
+/// DELETE, with the ended session's id: it fails at once (404) and never goes out. The host
+/// never had it, so a session that expires does not tell the host to abort it either.
+#[test]
+fn requests_waiting_for_their_place_fail_when_the_session_ends_or_expires() {
+    let cap = mcpwire::http::MAX_RUNNING_REQUESTS;
+    let (mut c, _get, ids, running) = past_the_running_cap(cap + 1);
+    assert_eq!(running.len(), cap);
+    c.client.end_session().expect("a session");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].method, "DELETE");
+    c.events();
+    assert!(
+        matches!(
+            c.outcome(ids[cap]),
+            Some(Ev::Failed {
+                reason: TransportFailure::Status(404),
+                ..
+            })
+        ),
+        "{:?}",
+        c.outcome(ids[cap])
+    );
+    c.answer(&sent[0], 200, &[], "");
+    for s in &running {
+        c.answer(s, 200, &[], &tools_answer(&s.body["id"]));
+    }
+    assert!(c.sent().is_empty());
+
+    let (mut c, get, ids, running) = past_the_running_cap(cap + 1);
+    c.expire(&running[0]);
+    c.events();
+    assert!(matches!(
+        c.outcome(ids[cap]),
+        Some(Ev::Failed {
+            reason: TransportFailure::Status(404),
+            ..
+        })
+    ));
+    let sent = c.sent();
+    assert!(
+        sent.iter().all(|s| s.body["method"] == "initialize"),
+        "{sent:?}"
+    );
+    let mut aborted = std::mem::take(&mut c.aborted);
+    aborted.sort();
+    let mut expected: Vec<ExchangeId> = running.iter().map(|s| s.exchange).collect();
+    expected.push(get);
+    expected.sort();
+    assert_eq!(
+        aborted, expected,
+        "the GET stream and the running POSTs only"
+    );
 }

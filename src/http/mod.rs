@@ -29,8 +29,8 @@ pub use server::{
 };
 pub use session::{
     ClientAction, ExchangeId, FAILURE_TEXT_MAX, HttpClient, LINGER, MAX_HELD_CALLS,
-    MAX_REFRESH_PAGES, MAX_RETRY_AFTER, MAX_RUNNING_REPLIES, MAX_WAITING_REPLIES,
-    MIN_RECONNECT_DELAY, ReconnectPolicy, UNAWAITED_HEAD_LIMIT,
+    MAX_REFRESH_PAGES, MAX_RETRY_AFTER, MAX_RUNNING_REPLIES, MAX_RUNNING_REQUESTS,
+    MAX_WAITING_REPLIES, MIN_RECONNECT_DELAY, ReconnectPolicy, UNAWAITED_HEAD_LIMIT,
 };
 pub use store::{EventStore, MemoryEventStore, SessionStore, StoreUnavailable};
 

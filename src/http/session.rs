@@ -135,8 +135,12 @@ struct Exchange {
     linger: Option<Timestamp>,
     /// It carries our answer to a server's request (see [`MAX_RUNNING_REPLIES`]).
     reply: bool,
-    /// It is a reply the host was asked to send, counted in `running_replies`.
+    /// The host was asked to send it, and it is counted in `running_replies` (a reply) or
+    /// `running_requests` (one that carries requests of ours).
     running: bool,
+    /// It carries requests of ours and waits in `held_requests` for a place among the
+    /// [`MAX_RUNNING_REQUESTS`]: the host has never seen it.
+    held: bool,
     /// A POST with nothing to wait for (a notification, an answer) that went out and has no
     /// response head yet: what it carries may not have reached the server, and the session's
     /// DELETE waits for it (see `held_delete`).
@@ -170,6 +174,7 @@ impl Exchange {
             linger: None,
             reply: false,
             running: false,
+            held: false,
             unheard: false,
             retry_after: None,
         }
@@ -246,6 +251,16 @@ pub const MAX_RUNNING_REPLIES: usize = 64;
 /// [`Stats::suppressed_responses`](crate::conn::Stats::suppressed_responses).
 pub const MAX_WAITING_REPLIES: usize = 1024;
 
+/// How many POSTs carrying requests of ours may run at once; more wait, in order, until one
+/// ends. Over HTTP/1 each runs on its own connection, so without a bound a burst of requests
+/// (up to the connection's `max_outbound_in_flight`, 1,024 by default) would open as many
+/// sockets and fail on a process's usual limit of 1,024 open files instead of waiting. A
+/// request that waits keeps its timeout running; cancelled or timed out, it is withdrawn
+/// without going out. Answers to the server's requests, notifications, the session's GET
+/// stream and its DELETE never wait behind these: an answer the server waits for may be what
+/// lets a running request end.
+pub const MAX_RUNNING_REQUESTS: usize = 256;
+
 /// An MCP client over Streamable HTTP, both eras, without IO. The loop: after every input
 /// and command, take [`poll_action`](Self::poll_action) until `None` and make those HTTP
 /// requests; report responses with the `handle_*` calls; drain
@@ -286,7 +301,9 @@ pub const MAX_WAITING_REPLIES: usize = 1024;
 ///    stream ([`ClientAction::Abort`]).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
-///    notifications never wait behind them. An exchange with nothing to wait for is let go
+///    notifications never wait behind them. POSTs of our requests run at most
+///    [`MAX_RUNNING_REQUESTS`] at a time and wait their turn beyond (a request cancelled or
+///    timed out meanwhile never goes out); nothing else waits behind them. An exchange with nothing to wait for is let go
 ///    [`UNAWAITED_HEAD_LIMIT`] after it went out without a response head.
 /// 8. The session's DELETE ([`end_session`](Self::end_session)) goes out only once every
 ///    notification and answer POSTed before it has its response head (or was let go), so
@@ -329,6 +346,12 @@ pub struct HttpClient {
     waiting_replies: usize,
     /// Replies that found [`MAX_RUNNING_REPLIES`] running, oldest first.
     held: VecDeque<ExchangeId>,
+    /// POSTs carrying requests of ours that were sent and have not ended, at most
+    /// [`MAX_RUNNING_REQUESTS`].
+    running_requests: usize,
+    /// Those that found [`MAX_RUNNING_REQUESTS`] running, oldest first (`Exchange::held`; an
+    /// entry whose exchange ended or was withdrawn meanwhile is skipped).
+    held_requests: VecDeque<ExchangeId>,
     /// Exchanges to let go at their time unless the server ends them first: those whose
     /// requests have all ended ([`LINGER`]), and those that carry nothing to wait for
     /// ([`UNAWAITED_HEAD_LIMIT`], then [`LINGER`] after their head). Each exchange has at
@@ -463,6 +486,8 @@ impl HttpClient {
             running_replies: 0,
             waiting_replies: 0,
             held: VecDeque::new(),
+            running_requests: 0,
+            held_requests: VecDeque::new(),
             lingering: BTreeSet::new(),
             sweep: false,
             decoder,
@@ -578,7 +603,13 @@ impl HttpClient {
             });
         self.resumes = kept;
         let waiting = waiting.into_iter().map(|(_, e)| e);
-        for resume in waiting.chain(due) {
+        // Requests waiting for a place among the running ones would also go out after it:
+        // they fail now too.
+        let held: Vec<ExchangeId> = (self.exchanges.iter())
+            .filter(|(_, x)| x.held)
+            .map(|(e, _)| *e)
+            .collect();
+        for resume in waiting.chain(due).chain(held) {
             self.finish(self.now, resume, TransportFailure::Status(404));
         }
         let mut headers = vec![(super::SESSION_HEADER.to_owned(), sid)];
@@ -791,6 +822,11 @@ impl HttpClient {
         let (exchange, abort) = loop {
             let (exchange, abort) = self.queue.pop_front()?;
             if abort {
+                if self.exchanges.get(&exchange).is_some_and(|x| x.held) {
+                    // Never sent: it goes without a word to the host.
+                    self.drop_exchange(exchange);
+                    continue;
+                }
                 break (exchange, abort);
             }
             // (One that ended before it went out is skipped.)
@@ -812,6 +848,16 @@ impl HttpClient {
                 ex.running = true;
                 self.running_replies += 1;
                 self.waiting_replies -= 1;
+            } else if ex.asked && !ex.running && !ex.held {
+                if self.running_requests >= MAX_RUNNING_REQUESTS {
+                    ex.held = true;
+                    self.held_requests.push_back(exchange); // its turn comes when one ends
+                    continue;
+                }
+                ex.running = true;
+                self.running_requests += 1;
+            } else if ex.held {
+                continue; // (queued again while it waits for its place: it keeps that place)
             }
             break (exchange, abort);
         };
@@ -1274,7 +1320,9 @@ impl HttpClient {
             && let Some((&id, _)) = (self.exchanges.iter()).find(|(_, e)| {
                 e.method == "POST" && e.awaiting.len() == 1 && e.awaiting.contains(&n)
             })
-            && (self.queue.contains(&(id, false)) || self.resumes.iter().any(|&(_, e)| e == id))
+            && (self.queue.contains(&(id, false))
+                || self.resumes.iter().any(|&(_, e)| e == id)
+                || self.exchanges.get(&id).is_some_and(|x| x.held))
         {
             self.queue.retain(|&(e, _)| e != id);
             self.resumes.retain(|&(_, e)| e != id);
@@ -1857,6 +1905,7 @@ impl HttpClient {
         let until = self.now.after(LINGER);
         let conn = &self.conn;
         let refresh = self.refresh.as_ref().map(|r| r.id);
+        let mut withdrawn = Vec::new();
         for (&id, ex) in self.exchanges.iter_mut() {
             if !ex.asked || ex.standalone || ex.linger.is_some() {
                 continue;
@@ -1864,8 +1913,16 @@ impl HttpClient {
             ex.awaiting
                 .retain(|&n| Some(n) == refresh || conn.awaits_answer(n));
             if ex.awaiting.is_empty() {
-                linger_until(&mut self.lingering, id, ex, until);
+                if ex.held {
+                    // Its requests ended while it waited for a place: it never goes out.
+                    withdrawn.push(id);
+                } else {
+                    linger_until(&mut self.lingering, id, ex, until);
+                }
             }
+        }
+        for id in withdrawn {
+            self.drop_exchange(id);
         }
     }
 
@@ -1881,7 +1938,7 @@ impl HttpClient {
         if let Some(at) = ex.linger {
             self.lingering.remove(&(at, exchange));
         }
-        if ex.running {
+        if ex.running && ex.reply {
             self.running_replies -= 1;
             // The oldest reply waiting goes next.
             while let Some(next) = self.held.pop_front() {
@@ -1889,6 +1946,26 @@ impl HttpClient {
                     self.queue.push_back((next, false));
                     break;
                 }
+            }
+        } else if ex.running {
+            self.running_requests -= 1;
+            // The oldest request waiting goes next (one whose requests all ended meanwhile,
+            // answered or not, never goes).
+            let refresh = self.refresh.as_ref().map(|r| r.id);
+            while let Some(next) = self.held_requests.pop_front() {
+                let Some(x) = self.exchanges.get_mut(&next) else {
+                    continue;
+                };
+                if !x.held {
+                    continue;
+                }
+                x.held = false;
+                let conn = &self.conn;
+                if (x.awaiting.iter()).any(|&n| Some(n) == refresh || conn.awaits_answer(n)) {
+                    self.queue.push_back((next, false));
+                    break;
+                }
+                self.drop_exchange(next);
             }
         } else if ex.reply {
             self.waiting_replies -= 1;
@@ -1918,8 +1995,17 @@ impl HttpClient {
         let unsent: HashSet<ExchangeId> = self.queue.iter().map(|(e, _)| *e).collect();
         let waiting: HashSet<ExchangeId> = self.resumes.iter().map(|(_, e)| *e).collect();
         let ids: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
-        // (Nor replies held for a place, nor the held DELETE: the host never had them.)
-        let held: HashSet<ExchangeId> = self.held.iter().copied().chain(self.held_delete).collect();
+        // (Nor replies or requests held for a place, nor the held DELETE: the host never had
+        // them.)
+        let held: HashSet<ExchangeId> = (self.held.iter().copied())
+            .chain(self.held_delete)
+            .chain(
+                self.exchanges
+                    .iter()
+                    .filter(|(_, x)| x.held)
+                    .map(|(e, _)| *e),
+            )
+            .collect();
         let running: Vec<ExchangeId> = ids
             .iter()
             .copied()
@@ -1934,6 +2020,7 @@ impl HttpClient {
         self.held_delete = None;
         self.queue.extend(running.into_iter().map(|e| (e, true)));
         self.held.clear();
+        self.held_requests.clear();
         self.resumes.clear();
         self.tools_list.clear();
         // (Held calls got their refusals as the refresh's exchange ended above; the old

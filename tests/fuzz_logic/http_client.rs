@@ -21,7 +21,8 @@
 //!   refuse, into the client's next requests);
 //! - the session id is adopted only from a 2xx answer to the exchange that carried
 //!   `initialize`, and only as the server sent it;
-//! - at most `MAX_RUNNING_REPLIES` answers to the server's requests are out at once;
+//! - at most `MAX_RUNNING_REPLIES` answers to the server's requests are out at once, and at
+//!   most `MAX_RUNNING_REQUESTS` POSTs of our requests;
 //! - after `handle_timeout(now)` no deadline at or before `now` is left.
 
 use std::collections::HashMap;
@@ -30,7 +31,10 @@ use std::time::Duration;
 use arbitrary::{Arbitrary, Unstructured};
 use mcpwire::Timestamp;
 use mcpwire::conn::{ClientEra, Config, Event, RequestId, RequestOptions};
-use mcpwire::http::{ClientAction, ExchangeId, HttpClient, MAX_RUNNING_REPLIES, ReconnectPolicy};
+use mcpwire::http::{
+    ClientAction, ExchangeId, HttpClient, MAX_RUNNING_REPLIES, MAX_RUNNING_REQUESTS,
+    ReconnectPolicy,
+};
 use mcpwire::jsonrpc::{OwnedId, RawJson};
 use mcpwire::mcp::ProtocolVersion;
 
@@ -781,6 +785,15 @@ impl Host {
                 assert!(
                     replies <= MAX_RUNNING_REPLIES,
                     "{replies} answers to server requests out at once"
+                );
+                let carrying: std::collections::HashSet<ExchangeId> = (self.sent.iter())
+                    .filter(|s| !s.ids.is_empty())
+                    .map(|s| s.exchange)
+                    .collect();
+                assert!(
+                    carrying.len() <= MAX_RUNNING_REQUESTS,
+                    "{} POSTs of requests out at once",
+                    carrying.len()
                 );
             }
             while let Some(event) = self.client.poll_event() {
