@@ -493,7 +493,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// input (within the same bound) and fires the deadlines that come, so a half-duplex peer
     /// blocked writing to us cannot hold it up for good. The events of what it fed and fired
     /// wait for the next `next_event`. It returns early, with the rest left for `next_event`,
-    /// only when a deadline stays due until those events are handed out.
+    /// when a deadline stays due until those events are handed out, and when the engine
+    /// could not take another piece of input without refusing requests as too many in
+    /// flight, or dropping events, before the application has seen them.
     pub async fn write_pending(&mut self) -> io::Result<()> {
         loop {
             let wrote = match self.write_until_due().await? {
@@ -502,7 +504,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             };
             match wrote {
                 Wrote::All => return Ok(()),
-                Wrote::Read => self.feed_piece(),
+                Wrote::Read if self.room_for_a_piece() => self.feed_piece(),
+                Wrote::Read => return Ok(()),
                 Wrote::Due => {
                     let now = self.now();
                     if self.conn.poll_timeout().is_some_and(|at| at <= now) {
@@ -511,6 +514,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 }
             }
         }
+    }
+
+    /// Whether the engine takes one more piece of input ([`Limits::input_piece`]) with none
+    /// of its events handed out: room for as many more requests in flight and queued events
+    /// as the piece can hold (the shortest message, a notification with a one-letter method,
+    /// takes 31 bytes with its line end).
+    ///
+    /// [`Limits::input_piece`]: mcpwire::conn::Limits::input_piece
+    fn room_for_a_piece(&self) -> bool {
+        let limits = &self.conn.config().limits;
+        // (One more: a message split across two pieces ends in the second.)
+        let most = self.feed / 31 + 1;
+        self.conn.peer_requests_in_flight() + most <= limits.max_inbound_in_flight
+            && self.conn.pending_events() + most <= limits.max_queued_events
     }
 
     /// Feeds the next piece of the last read, if any is left.
@@ -679,7 +696,8 @@ pub fn spawn(
 /// connection (with `grace` for our requests in flight), writes what is left, closes the
 /// child's stdin (an MCP server exits at end of input), and waits up to `grace` again for it
 /// to exit; then, on Unix, sends it SIGTERM and waits up to `grace` once more; then kills it
-/// (SIGKILL). A child that stops reading its stdin cannot hold this up: what is left to write
+/// (SIGKILL). While it waits, what the child still writes is read and dropped, so that a
+/// last word at its exit does not break the pipe. A child that stops reading its stdin cannot hold this up: what is left to write
 /// is given up a second after `grace`. A child that exited first (the pipe to it broken) still
 /// gets its exit status returned.
 ///
@@ -706,22 +724,48 @@ pub async fn stop(
     {
         return Err(e);
     }
-    let (_, stdout, stdin) = driver.into_parts();
+    let (_, mut stdout, stdin) = driver.into_parts();
     drop(stdin);
-    drop(stdout);
-    if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
-        return status;
-    }
-    #[cfg(unix)]
-    if signal(&child, libc::SIGTERM)
-        && let Ok(status) = tokio::time::timeout(grace, child.wait()).await
+    // What the child still writes (a last log line, the answer to a request it was on) is
+    // read and dropped while it exits: with its stdout closed, that write would break the
+    // pipe and end it with an error, or SIGPIPE.
+    let mut open = true;
+    if let Ok(status) = tokio::time::timeout(grace, exit(&mut child, &mut stdout, &mut open)).await
     {
         return status;
     }
     #[cfg(unix)]
+    if signal(&child, libc::SIGTERM)
+        && let Ok(status) =
+            tokio::time::timeout(grace, exit(&mut child, &mut stdout, &mut open)).await
+    {
+        return status;
+    }
+    drop(stdout);
+    #[cfg(unix)]
     signal(&child, libc::SIGKILL);
     child.kill().await?;
     child.wait().await
+}
+
+/// Waits for `child` to exit, reading and dropping what it writes to `stdout` meanwhile
+/// (until that ends: `open` turns false then).
+async fn exit(
+    child: &mut Child,
+    stdout: &mut ChildStdout,
+    open: &mut bool,
+) -> io::Result<std::process::ExitStatus> {
+    let mut buf = [0u8; 4096];
+    loop {
+        tokio::select! {
+            status = child.wait() => return status,
+            read = stdout.read(&mut buf), if *open => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    *open = false;
+                }
+            }
+        }
+    }
 }
 
 /// Sends `signal` to `child` (not reaped yet), or to the process group it leads: whether it

@@ -1278,3 +1278,81 @@ async fn a_flush_that_waits_for_a_peer_that_writes_before_reading_does_not_block
     .await;
     assert_eq!(answered, 256);
 }
+
+/// `write_pending` waiting for a peer that reads only after it has written all its requests
+/// feeds them to the engine as `next_event` does, but only while the engine can take them:
+/// fed past `max_inbound_in_flight` with none handed out, the rest were refused as "too many
+/// requests in flight" (-32603). It returns early instead, leaving them for `next_event`.
+#[tokio::test]
+async fn write_pending_feeds_no_more_requests_than_the_engine_takes() {
+    let mut config = server_config();
+    config.limits.max_inbound_in_flight = 8;
+    let (ours, theirs) = tokio::io::duplex(4096);
+    let (reader, writer) = tokio::io::split(ours);
+    let (mut peer_read, mut peer_write) = tokio::io::split(theirs);
+    let n = 40;
+    let feeder = tokio::spawn(async move {
+        peer_write.write_all(&requests(n)).await.unwrap();
+        peer_write.shutdown().await.unwrap();
+    });
+    let collector = tokio::spawn(async move {
+        let mut out = Vec::new();
+        peer_read.read_to_end(&mut out).await.unwrap();
+        out
+    });
+    let mut io = Driver::new(config, reader, writer).unwrap();
+    let big = format!(
+        r#"{{"tools":[{{"name":"t","description":"{}","inputSchema":{{"type":"object"}}}}]}}"#,
+        "d".repeat(70 * 1024)
+    );
+    let big = RawJson::new(&big).unwrap();
+    let small = RawJson::new(r#"{"tools":[]}"#).unwrap();
+    while let Some(event) = io.next_event().await.unwrap() {
+        if let OwnedEvent::Request { id, .. } = event {
+            let first = id.as_id() == mcpwire::jsonrpc::Id::Int(1);
+            let result = if first { big } else { small };
+            io.connection().respond(id.as_id(), result).unwrap();
+            if first {
+                io.write_pending().await.unwrap();
+            }
+        }
+    }
+    let (_, _, writer) = io.into_parts();
+    drop(writer);
+    feeder.await.unwrap();
+    let out = collector.await.unwrap();
+    let text = String::from_utf8_lossy(&out);
+    for i in 1..=n {
+        let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\"");
+        assert!(
+            text.lines().any(|l| l.starts_with(&answer)),
+            "request {i} got no result: {}",
+            text.lines()
+                .find(|l| l.contains(&format!("\"id\":{i},")))
+                .unwrap_or("no answer")
+        );
+    }
+}
+
+/// `stop` keeps reading (and dropping) what the child writes while it waits for it to exit:
+/// a server that says a last word at the end of its input (a log line, the answer to a
+/// request it was still on) exits as it means to. The child's stdout was closed with its
+/// stdin, and such a write broke the pipe (a Python server exited with an error, a C or Go
+/// one by SIGPIPE).
+#[tokio::test]
+async fn stop_reads_what_the_child_says_after_its_input_ended() {
+    let (driver, child) = python_server(
+        "for line in sys.stdin:\n    pass\ntime.sleep(0.2)\n\
+         print('{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\
+         \"params\":{\"level\":\"info\",\"data\":\"bye\"}}', flush=True)\nsys.exit(0)",
+    )
+    .await;
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5)),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
