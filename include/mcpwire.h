@@ -2249,7 +2249,9 @@ enum mcpw_result mcpw_conn_handle_eof(struct mcpw_conn *conn,
 
 /**
  * Fires every timer due at `now_ns`: request timeouts and the end of a graceful close.
- * Calling it early does nothing.
+ * Calling it early does nothing. A view lent by an HTTP server or client refuses it
+ * (`MCPW_ERR_NOT_OWNER`): its lender's `handle_timeout` fires its timers, with the
+ * lender's own (resumptions, sessions' idle time).
  *
  * # Safety
  * `conn` is NULL or a live connection handle.
@@ -2307,7 +2309,8 @@ enum mcpw_result mcpw_conn_consume(struct mcpw_conn *conn,
  * Reads the earliest deadline at which `mcpw_conn_handle_timeout` has work: `*out_has` is
  * true and `*out_deadline_ns` holds it (on the clock of `now_ns`), or `*out_has` is false
  * and `*out_deadline_ns` is 0 when no timer is armed. It changes after inputs and commands;
- * re-arm your timer from it every time round the loop.
+ * re-arm your timer from it every time round the loop. A view lent by an HTTP server or
+ * client refuses it (`MCPW_ERR_NOT_OWNER`): arm the timer from its lender's `poll_timeout`.
  *
  * # Safety
  * `conn` is NULL or a live connection handle; each `out_*` is NULL or writable.
@@ -3747,7 +3750,8 @@ enum mcpw_result mcpw_tasks_serve_legacy(struct mcpw_tasks *tasks,
  * `mcpw_tasks_fail`, `mcpw_tasks_cancel`, `mcpw_tasks_serve_legacy`) and after
  * `mcpw_tasks_handle_timeout`, and answer each with `mcpw_tasks_write_result` (or yourself,
  * from its fields). The views stay valid until the next call that takes the table
- * non-`const`.
+ * non-`const`. After a write refused with `MCPW_ERR_OUTPUT_FULL`, the next call returns the
+ * same answer again (drain the connection's output first), so that it is not lost.
  *
  * # Safety
  * `tasks` is NULL or a live task table; `out_result` is NULL or writable.
@@ -3761,8 +3765,9 @@ enum mcpw_result mcpw_tasks_poll_result(struct mcpw_tasks *tasks,
  * polled, is `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that
  * did not declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
  * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
- * answer is kept, so another connection may be tried; the next poll replaces it. Drain the
- * connection afterwards as after any command.
+ * answer is kept, so another connection may be tried; the next poll replaces it, except
+ * after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
+ * output is drained. Drain the connection afterwards as after any command.
  *
  * # Safety
  * `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.

@@ -2405,6 +2405,9 @@ static void test_http_connection_views(void) {
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_handle_eof(view, w.now));
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_transmit(view, &bytes, &len, &stream));
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_consume(view, 0));
+    /* So are its timers: the lender fires them, with its own. */
+    RC(MCPW_ERR_NOT_OWNER, mcpw_conn_handle_timeout(view, w.now));
+    RC(MCPW_ERR_NOT_OWNER, mcpw_conn_poll_timeout(view, &has, &deadline));
     /* Freeing a view does nothing: it still works, and the server frees it once at the end. */
     mcpw_conn_free(view);
     OK(mcpw_conn_state(view, &state));
@@ -2450,6 +2453,9 @@ static void test_http_connection_views(void) {
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_transmit(view, &bytes, &len, &stream));
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_handle_input(view, w.now, (const uint8_t *)"{}\n", 3));
     RC(MCPW_ERR_NOT_OWNER, mcpw_conn_poll_event(view, &ev));
+    /* Its timers are the client's: resumptions and lingering streams fire with them. */
+    RC(MCPW_ERR_NOT_OWNER, mcpw_conn_handle_timeout(view, w.now));
+    RC(MCPW_ERR_NOT_OWNER, mcpw_conn_poll_timeout(view, &has, &deadline));
     RC(MCPW_ERR_NULL_ARGUMENT, mcpw_http_client_conn(w.client, NULL));
     OK(mcpw_conn_state(view, &state));
     mcpw_conn_free(view);
@@ -4248,6 +4254,60 @@ static int64_t legacy_round(pair *p, mcpw_tasks *tasks, uint64_t owner, const ch
     return rid;
 }
 
+/* A tasks/result answer whose write finds the connection's output full is handed back by the
+   next poll, for a write once the output is drained: the poll replaced it, and the client's
+   request was never answered. */
+static void test_tasks_legacy_result_survives_a_full_output(void) {
+    pair p = make_pair(LEGACY_TASKS_CAPS, "2025-11-25");
+    mcpw_tasks *tasks = NULL;
+    mcpw_event ev;
+    mcpw_task_result r;
+    mcpw_str created = {NULL, 0};
+    char task[64], params[128];
+    int64_t waiting;
+    bool served = false;
+    size_t big_len = 1024 * 1024;
+    char *big = malloc(big_len + 32);
+    int i, full = 0;
+
+    CHECK(big != NULL);
+    OK(mcpw_tasks_new(NULL, 0, WALL_MS, &tasks));
+    OK(mcpw_tasks_create_legacy(tasks, p.now, test_random, &random_state, 1, &created));
+    keep_task_id(created, task);
+    snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", task);
+    waiting = legacy_round(&p, tasks, 1, "tasks/result", params, &served);
+    CHECK(served);
+    OK(mcpw_tasks_complete(tasks, p.now, task, strlen(task), S("{\"content\":[]}")));
+    /* The server's output fills up (nobody reads it for now). */
+    memcpy(big, "{\"pad\":\"", 8);
+    memset(big + 8, 'x', big_len);
+    memcpy(big + 8 + big_len, "\"}", 3);
+    for (i = 0; i < 64 && !full; i++) {
+        mcpw_result rc = mcpw_conn_notify(p.server, S("x/pad"), big, strlen(big));
+        CHECK(rc == MCPW_OK || rc == MCPW_ERR_OUTPUT_FULL);
+        full = rc == MCPW_ERR_OUTPUT_FULL;
+    }
+    CHECK(full);
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(r.ready && r.id.kind == MCPW_ID_INT);
+    RC(MCPW_ERR_OUTPUT_FULL, mcpw_tasks_write_result(tasks, p.server));
+    /* Drained, then polled again: the same answer, which now goes out. */
+    exchange(&p);
+    while (next(p.client).kind != MCPW_EVENT_NONE) {
+    }
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(r.ready && r.id.kind == MCPW_ID_INT);
+    OK(mcpw_tasks_write_result(tasks, p.server));
+    OK(mcpw_tasks_poll_result(tasks, &r));
+    CHECK(!r.ready);
+    exchange(&p);
+    ev = next(p.client);
+    CHECK(ev.kind == MCPW_EVENT_RESPONSE && ev.request == waiting);
+    free(big);
+    mcpw_tasks_free(tasks);
+    free_pair(&p);
+}
+
 static void test_tasks_legacy_flow(void) {
     pair p = make_pair(LEGACY_TASKS_CAPS, "2025-11-25");
     mcpw_tasks *tasks = NULL;
@@ -4489,6 +4549,7 @@ int main(void) {
         test_url_elicitation_required_and_its_completion);
     run("tasks_created_event_in_2026_07_28", test_tasks_created_event_in_2026_07_28);
     run("tasks_legacy_flow", test_tasks_legacy_flow);
+    run("tasks_legacy_result_survives_a_full_output", test_tasks_legacy_result_survives_a_full_output);
     run("every_reachable_result_code_was_seen", test_every_reachable_result_code_was_seen);
     printf("\ntest result: %s. %d passed; %d failed\n", tests_failed == 0 ? "ok" : "FAILED",
            tests_passed, tests_failed);

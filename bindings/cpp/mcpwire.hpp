@@ -630,8 +630,9 @@ private:
 /// still lives throws MCPW_ERR_STALE_VIEW, but a view of an ended session or finished request
 /// may be freed by then: keeping a view past its lender's next call is undefined behaviour,
 /// so keep the key (the std::uint64_t of server_event::key) and ask the lender again. On a
-/// view an HTTP handle lent, the transport calls (handle_input, transmit, consume, ...) and
-/// poll_event throw MCPW_ERR_NOT_OWNER, because the lender moves the bytes and hands out the
+/// view an HTTP handle lent, the transport calls (handle_input, transmit, consume, ...),
+/// the timers (handle_timeout, poll_timeout) and poll_event throw MCPW_ERR_NOT_OWNER,
+/// because the lender moves the bytes, fires the timers (with its own) and hands out the
 /// events. Copying it is free; it never frees anything.
 class connection_view : public detail::connection_ops<connection_view> {
 public:
@@ -804,6 +805,8 @@ public:
         return task_result(raw);
     }
     /// 2025-11-25: writes the answer poll_result() returned last to its request on `conn`.
+    /// Throws MCPW_ERR_OUTPUT_FULL when the output is full: drain it, and the next
+    /// poll_result() returns the same answer again.
     void write_result(connection_view conn) {
         detail::check(mcpw_tasks_write_result(get(), conn.get()));
     }

@@ -405,7 +405,8 @@ func (c *Conn) FeedEOF(now time.Time) error {
 }
 
 // HandleTimeout fires every timer due at now (request timeouts, the end of a graceful
-// close). Calling it early does nothing.
+// close). Calling it early does nothing. A Conn an HTTPServer or HTTPClient lent returns
+// ErrNotOwner: its lender fires its timers, with its own.
 func (c *Conn) HandleTimeout(now time.Time) error {
 	if !c.lock() {
 		return ErrFreed
@@ -418,7 +419,8 @@ func (c *Conn) HandleTimeout(now time.Time) error {
 
 // NextDeadline is the earliest time at which HandleTimeout has work, and false when no timer
 // is armed. It changes after inputs and commands: re-arm the timer from it every time round
-// the loop.
+// the loop. On a Conn an HTTPServer or HTTPClient lent it is always false: its lender's
+// timers are the ones to arm.
 func (c *Conn) NextDeadline() (time.Time, bool) {
 	if !c.lock() {
 		return time.Time{}, false

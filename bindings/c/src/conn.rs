@@ -638,7 +638,9 @@ pub unsafe extern "C" fn mcpw_conn_handle_eof(conn: *mut mcpw_conn, now_ns: u64)
 }
 
 /// Fires every timer due at `now_ns`: request timeouts and the end of a graceful close.
-/// Calling it early does nothing.
+/// Calling it early does nothing. A view lent by an HTTP server or client refuses it
+/// (`MCPW_ERR_NOT_OWNER`): its lender's `handle_timeout` fires its timers, with the
+/// lender's own (resumptions, sessions' idle time).
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle.
@@ -648,7 +650,7 @@ pub unsafe extern "C" fn mcpw_conn_handle_timeout(
     now_ns: u64,
 ) -> mcpw_result {
     let body = |h: &mut mcpw_conn| {
-        h.conn.get_mut()?.handle_timeout(at(now_ns));
+        h.conn.owned()?.handle_timeout(at(now_ns));
         Ok(())
     };
     // Safety: (caller) NULL or a live connection handle.
@@ -759,7 +761,8 @@ pub unsafe extern "C" fn mcpw_conn_consume(conn: *mut mcpw_conn, n: usize) -> mc
 /// Reads the earliest deadline at which `mcpw_conn_handle_timeout` has work: `*out_has` is
 /// true and `*out_deadline_ns` holds it (on the clock of `now_ns`), or `*out_has` is false
 /// and `*out_deadline_ns` is 0 when no timer is armed. It changes after inputs and commands;
-/// re-arm your timer from it every time round the loop.
+/// re-arm your timer from it every time round the loop. A view lent by an HTTP server or
+/// client refuses it (`MCPW_ERR_NOT_OWNER`): arm the timer from its lender's `poll_timeout`.
 ///
 /// # Safety
 /// `conn` is NULL or a live connection handle; each `out_*` is NULL or writable.
@@ -772,7 +775,7 @@ pub unsafe extern "C" fn mcpw_conn_poll_timeout(
     let body = |h: &mcpw_conn| {
         // Safety: (caller) writable or NULL, which is refused.
         let (has_to, deadline_to) = unsafe { (Out::new(out_has)?, Out::new(out_deadline_ns)?) };
-        let deadline = h.conn.get()?.poll_timeout();
+        let deadline = h.conn.owned_ref()?.poll_timeout();
         has_to.write(deadline.is_some());
         deadline_to.write(deadline.map_or(0, Timestamp::as_nanos));
         Ok(())

@@ -341,6 +341,9 @@ pub struct mcpw_tasks {
     event: Option<TaskEvent>,
     /// The 2025-11-25 answer `mcpw_tasks_poll_result` lent last, until written.
     ready: Option<ReadyResult>,
+    /// `mcpw_tasks_write_result` found its connection's output full: the next poll hands
+    /// `ready` back instead of the next answer.
+    ready_again: bool,
     /// The params `mcpw_tasks_status_notification` lent last.
     notification: String,
 }
@@ -388,6 +391,7 @@ pub unsafe extern "C" fn mcpw_tasks_new(
             created: String::new(),
             event: None,
             ready: None,
+            ready_again: false,
             notification: String::new(),
         }));
         Ok(())
@@ -1006,7 +1010,8 @@ pub unsafe extern "C" fn mcpw_tasks_serve_legacy(
 /// `mcpw_tasks_fail`, `mcpw_tasks_cancel`, `mcpw_tasks_serve_legacy`) and after
 /// `mcpw_tasks_handle_timeout`, and answer each with `mcpw_tasks_write_result` (or yourself,
 /// from its fields). The views stay valid until the next call that takes the table
-/// non-`const`.
+/// non-`const`. After a write refused with `MCPW_ERR_OUTPUT_FULL`, the next call returns the
+/// same answer again (drain the connection's output first), so that it is not lost.
 ///
 /// # Safety
 /// `tasks` is NULL or a live task table; `out_result` is NULL or writable.
@@ -1018,7 +1023,9 @@ pub unsafe extern "C" fn mcpw_tasks_poll_result(
     let body = |h: &mut mcpw_tasks| {
         // Safety: (caller) writable or NULL, which is refused.
         let out = unsafe { Out::new(out_result) }?;
-        h.ready = h.tasks.poll_result();
+        if !std::mem::take(&mut h.ready_again) || h.ready.is_none() {
+            h.ready = h.tasks.poll_result();
+        }
         out.write(
             h.ready
                 .as_ref()
@@ -1035,8 +1042,9 @@ pub unsafe extern "C" fn mcpw_tasks_poll_result(
 /// polled, is `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that
 /// did not declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
 /// (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
-/// answer is kept, so another connection may be tried; the next poll replaces it. Drain the
-/// connection afterwards as after any command.
+/// answer is kept, so another connection may be tried; the next poll replaces it, except
+/// after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
+/// output is drained. Drain the connection afterwards as after any command.
 ///
 /// # Safety
 /// `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.
@@ -1048,7 +1056,9 @@ pub unsafe extern "C" fn mcpw_tasks_write_result(
     let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
         let ready = t.ready.as_ref().ok_or(MCPW_ERR_UNKNOWN_REQUEST)?;
         refuse_if_closed(c.conn.get()?)?;
-        ready.answer.write(c.conn.get_mut()?, ready.id.as_id())?;
+        let written = ready.answer.write(c.conn.get_mut()?, ready.id.as_id());
+        t.ready_again = matches!(written, Err(mcpwire::conn::Error::OutputFull));
+        written?;
         t.ready = None;
         Ok(())
     };
