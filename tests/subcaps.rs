@@ -639,3 +639,43 @@ fn a_member_the_rules_read_twice_is_malformed_both_ways() {
         );
     }
 }
+
+/// A 2025-11-25 URL-mode `elicitation/create` must carry one string each of `elicitationId`,
+/// `url` and `message` (its schema requires them; "URL mode elicitation requests MUST
+/// specify `mode: "url"`, a `message`, and include these additional parameters"). One without
+/// a single `elicitationId` reached the application, which was never told of its completion:
+/// the id was not remembered, and the server's `notifications/elicitation/complete` was
+/// dropped as unknown. Now -32602 when received, `InvalidParams` when sent.
+#[test]
+fn a_url_elicitation_without_one_string_of_each_required_member_is_invalid() {
+    let incomplete = [
+        r#"{"mode":"url","message":"Connect","url":"https://example.com/connect"}"#,
+        r#"{"mode":"url","message":"Connect","elicitationId":"a","elicitationId":"a","url":"https://example.com/connect"}"#,
+        r#"{"mode":"url","message":"Connect","elicitationId":7,"url":"https://example.com/connect"}"#,
+        r#"{"mode":"url","elicitationId":"a","url":"https://example.com/connect"}"#,
+        r#"{"mode":"url","message":"Connect","elicitationId":"a"}"#,
+    ];
+    let mut p = pair(r#"{"elicitation":{"form":{},"url":{}}}"#);
+    for (n, params) in incomplete.iter().enumerate() {
+        assert_eq!(
+            server_asks(&mut p, "elicitation/create", params),
+            Err(Error::InvalidParams),
+            "{params}"
+        );
+        let answer = raw_server_request(&mut p, 90 + n as u64, "elicitation/create", params);
+        assert_eq!(answer["error"]["code"], -32602, "{params}: {answer}");
+    }
+    assert!(
+        !p.take_client_events()
+            .iter()
+            .any(|e| matches!(e, Ev::Request { .. }))
+    );
+    // Whole, it goes through both ways.
+    assert!(server_asks(&mut p, "elicitation/create", URL).is_ok());
+    raw_server_request(&mut p, 99, "elicitation/create", URL);
+    assert!(
+        p.take_client_events()
+            .iter()
+            .any(|e| matches!(e, Ev::Request { .. }))
+    );
+}

@@ -276,7 +276,9 @@ public:
         handle_.reset(raw);
     }
 
-    /// The protocol versions this connection speaks (empty: every one the library knows).
+    /// The protocol versions this connection speaks; the default, before any call, is every
+    /// one the library knows. An empty list is taken, and then refused when a connection is
+    /// made from the config (MCPW_ERR_CONFIG_REFUSED): a connection must speak some version.
     config &versions(std::initializer_list<std::string_view> list) {
         return versions<std::initializer_list<std::string_view>>(list);
     }

@@ -512,6 +512,18 @@ impl Core {
                 ),
             );
         }
+        if method == "elicitation/create" && super::elicit::incomplete_url_request(r.params) {
+            return self.reject(
+                frame,
+                (stream, batch),
+                &r,
+                Refusal::new(
+                    ViolationKind::InvalidParams,
+                    jsonrpc::INVALID_PARAMS,
+                    "a URL-mode elicitation needs one string each of elicitationId, url and message",
+                ),
+            );
+        }
         let key = OwnedId::from(r.id);
         let before = self.dispatch.inbound.contains_key(&key);
         self.accept_request(stream, frame, &r, batch, None, false, None, ahead.params);

@@ -75,6 +75,23 @@ fn string<'a>(v: RawJson<'a>, key: &str) -> Option<std::borrow::Cow<'a, str>> {
     v.unique_str(key).map(|s| s.to_str())
 }
 
+/// Whether `params` are those of a URL-mode `elicitation/create` that lacks one string each of
+/// `elicitationId`, `url` and `message` (a member written twice counts as missing). URL mode
+/// exists only in 2025-11-25, which requires all three ("URL mode elicitation requests MUST
+/// specify `mode: "url"`, a `message`, and include these additional parameters"): without a
+/// single id, the completion the server sends later could never be matched to it.
+pub(crate) fn incomplete_url_request(params: Option<RawJson<'_>>) -> bool {
+    let Some(p) = params else {
+        return false;
+    };
+    if string(p, "mode").is_none_or(|m| m != "url") {
+        return false;
+    }
+    string(p, "elicitationId").is_none()
+        || string(p, "url").is_none()
+        || string(p, "message").is_none()
+}
+
 /// Whether `v` is one URL-mode elicitation: `mode` `"url"`, and `elicitationId`, `url` and
 /// `message` strings (an `elicitation/create`'s params, or an entry of `-32042` data).
 pub(crate) fn url_elicitation_id(v: RawJson<'_>) -> Option<String> {

@@ -266,6 +266,9 @@ impl Core {
             Err(mcp::SubCapability::Needs(cap)) => return Err(Error::NotNegotiated(cap)),
             Err(mcp::SubCapability::Malformed) => return Err(Error::InvalidParams),
         }
+        if method == "elicitation/create" && super::elicit::incomplete_url_request(params) {
+            return Err(Error::InvalidParams);
+        }
         if self.corr.pending.len() >= self.config.limits.max_outbound_in_flight {
             return Err(Error::TooManyInFlight);
         }

@@ -38,7 +38,10 @@ impl Direction {
 ///
 /// For a request it must have been declared by the side that *receives* it; for a
 /// notification, by the side that *sends* it (a server sends `notifications/tools/list_changed`
-/// only if it declared `tools.listChanged`).
+/// only if it declared `tools.listChanged`), with one exception:
+/// `notifications/elicitation/complete`, which the server sends, is gated by the *client's*
+/// `elicitation.url` (the receiver's), since only a client that takes URL-mode elicitations
+/// can be told one completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gate {
     /// No capability needed.
