@@ -5309,3 +5309,57 @@ fn classify_reads_the_exact_media_type_of_a_200() {
     );
     assert_eq!(classify(202, None, true, false), ResponseKind::Accepted);
 }
+
+/// A session's GET stream resumed through a replica that never held it (the load balancer
+/// sent the client elsewhere, or the replica that held it restarted) becomes that replica's
+/// GET stream: what was stored, then its own messages, and it stays open. It was taken for a
+/// request's stream held elsewhere: replayed, then ended with a `retry`, so the client came
+/// back with the same id for ever and never heard that replica's messages (they waited for a
+/// GET stream until its bound dropped them).
+#[test]
+fn a_get_stream_resumed_on_another_replica_becomes_its_get_stream() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let headers = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Accept", "text/event-stream"),
+    ];
+    let changed = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+    let get = get_stream(&mut a, &headers);
+    let key = a.connections()[0];
+    a.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    a.pump();
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = read_stream(&mut a, get, &mut reader);
+    assert_eq!((msgs, finished), (vec![changed.clone()], false));
+    let last = reader.last_event_id().unwrap().to_owned();
+    assert!(last.starts_with('g'), "a GET stream's ids say so: {last}");
+    a.stream_closed(T0, get);
+
+    let mut resume = headers.to_vec();
+    resume.push(("Last-Event-ID", &last));
+    let resumed = get_stream(&mut b, &resume);
+    let key = b.connections()[0];
+    b.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    b.pump();
+    let (msgs, finished) = read_stream(&mut b, resumed, &mut reader);
+    assert_eq!(msgs, vec![changed], "B's own message, on B's GET stream");
+    assert!(!finished, "B's GET stream stays open");
+    let now = reader.last_event_id().unwrap().to_owned();
+    assert!(now.starts_with('g') && now != last, "{now}");
+    // Resumed on B (its own stream), or opened plainly, it goes on as B's GET stream.
+    b.stream_closed(T0, resumed);
+    let mut resume = headers.to_vec();
+    resume.push(("Last-Event-ID", &now));
+    let again = get_stream(&mut b, &resume);
+    let (msgs, finished) = read_stream(&mut b, again, &mut reader);
+    assert!(msgs.is_empty() && !finished, "{msgs:?}");
+}

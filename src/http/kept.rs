@@ -169,11 +169,14 @@ impl Drop for KeptAnswers {
     }
 }
 
-/// The stream and event number in an event's `id: STREAM-EVENT` line, as the server writes
-/// its events.
+/// The stream and event number in an event's `id: STREAM-EVENT` line (`gSTREAM-EVENT` on a GET
+/// stream), as the server writes its events.
 fn event_id(event: &[u8]) -> Option<(HttpStreamId, u64)> {
     let rest = event.strip_prefix(b"id: ")?;
     let line = std::str::from_utf8(&rest[..rest.iter().position(|&b| b == b'\n')?]).ok()?;
+    let line = line
+        .strip_prefix(super::server::LISTEN_MARK)
+        .unwrap_or(line);
     let (stream, number) = line.split_once('-')?;
     Some((HttpStreamId(stream.parse().ok()?), number.parse().ok()?))
 }

@@ -513,6 +513,10 @@ const KEEPALIVE_COMMENT: &[u8] = b":\n\n";
 /// never takes them (it finds them ended at its next poll of each).
 const SUPERSEDED_KEPT: usize = 1024;
 
+/// What begins the event ids of a session's GET stream (`gSTREAM-EVENT`): see
+/// [`write_stream_event`].
+pub(crate) const LISTEN_MARK: &str = "g";
+
 /// The head of an SSE response to a POST, before [`HttpServer::settle`] decides whether it
 /// stays a stream (then it gets [`no_proxy_buffering`]) or becomes a JSON body.
 fn sse_headers() -> Vec<(&'static str, String)> {
@@ -797,7 +801,8 @@ impl HttpServer {
         let event_id = c.next_event;
         c.next_event += 1;
         let mut bytes = Vec::new();
-        write_stream_event(&mut bytes, stream, event_id, "");
+        let listen = self.streams.get(&stream).is_some_and(|s| s.standalone);
+        write_stream_event(&mut bytes, stream, listen, event_id, "");
         sse::write_retry(&mut bytes, self.config.retry_ms);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.buf.extend_from_slice(&bytes);
@@ -1659,7 +1664,12 @@ impl HttpServer {
         let mut sse_headers = sse_headers();
         sse_headers.push(no_proxy_buffering());
         if let Some(last) = known.last_event_id {
-            // Resume: "<stream>-<event>"; replay that stream's later events only.
+            // Resume: "<stream>-<event>", or "g<stream>-<event>" for a GET stream; replay that
+            // stream's later events only.
+            let (listen, last) = match last.strip_prefix(LISTEN_MARK) {
+                Some(rest) => (true, rest),
+                None => (false, last),
+            };
             let parsed = last
                 .split_once('-')
                 .and_then(|(s, e)| Some((s.parse::<u64>().ok()?, e.parse::<u64>().ok()?)));
@@ -1752,6 +1762,24 @@ impl HttpServer {
                         "unknown Last-Event-ID",
                     );
                 }
+                None if !resumes_standalone && listen => {
+                    // A GET stream of this session that this process does not hold: another
+                    // process held it (the client came back here), or this one did before
+                    // the session left its memory. Its stored events, then this process's
+                    // own GET stream: without it the client, which resumes what it had,
+                    // would come back for ever and never hear this process's messages.
+                    let stream = self.open_get_stream(key, replay);
+                    if carries
+                        && let Some(k) = self.conns.get_mut(&key).and_then(|c| c.kept.as_mut())
+                    {
+                        k.carried(old, event_no, stream);
+                    }
+                    return HttpResponse {
+                        status: 200,
+                        headers: sse_headers,
+                        body: Body::Stream(stream),
+                    };
+                }
                 None if !resumes_standalone => {
                     // A request's stream that no longer exists here has finished (or another
                     // process holds it): the replay is all this response carries. It gets a
@@ -1771,7 +1799,7 @@ impl HttpServer {
                         // that it no longer holds has finished: nothing more will come.)
                         let version = self.conns.get(&key).and_then(|c| c.conn.protocol_version());
                         if buf.is_empty() && version == Some(ProtocolVersion::V2025_11_25) {
-                            write_stream_event(&mut buf, old, event_no, "");
+                            write_stream_event(&mut buf, old, false, event_no, "");
                         }
                         sse::write_retry(&mut buf, self.config.retry_ms);
                     }
@@ -1862,7 +1890,26 @@ impl HttpServer {
                 body: Body::Stream(handle),
             };
         }
+        let stream = self.open_get_stream(key, Vec::new());
+        HttpResponse {
+            status: 200,
+            headers: sse_headers,
+            body: Body::Stream(stream),
+        }
+    }
+
+    /// Opens session `key`'s GET stream, which first carries `replay` (what a resumption
+    /// brings back), then its priming event and the messages that waited for a GET stream;
+    /// the session's previous GET stream ends.
+    fn open_get_stream(&mut self, key: u64, replay: Vec<u8>) -> HttpStreamId {
         let stream = self.new_stream(key, true);
+        if !replay.is_empty()
+            && let Some(s) = self.streams.get_mut(&stream)
+        {
+            s.buf = replay;
+            // (Its client may resume from what it replays: ids are shown.)
+            s.ids_shown = true;
+        }
         if let Some(c) = self.conns.get_mut(&key)
             && let Some(previous) = c.standalone.replace(stream)
             && let Some(s) = self.streams.get_mut(&previous)
@@ -1886,11 +1933,8 @@ impl HttpServer {
         if self.draining {
             self.end_listens_of(key);
         }
-        HttpResponse {
-            status: 200,
-            headers: sse_headers,
-            body: Body::Stream(stream),
-        }
+        wake(&mut self.streams, &mut self.woken, stream);
+        stream
     }
 
     /// Gives stream `id` a new response id: the response that held it finds nothing more to
@@ -2430,7 +2474,7 @@ impl HttpServer {
                     *next_event += 1;
                     let mut bytes = Vec::new();
                     let text = frame_text(frame.bytes);
-                    write_stream_event(&mut bytes, stream, event_id, &text);
+                    write_stream_event(&mut bytes, stream, false, event_id, &text);
                     events.append(sid, stream, event_id, &bytes);
                 }
                 conn.consume_frame();
@@ -3309,12 +3353,22 @@ fn close_for_polling(
 }
 
 /// Writes `text` to `out` as one SSE event of `stream`, numbered `event_id`: its id is
-/// `STREAM-EVENT`, formatted on the stack (two u64s and a dash fit in 41 bytes).
-fn write_stream_event(out: &mut Vec<u8>, stream: HttpStreamId, event_id: u64, text: &str) {
+/// `STREAM-EVENT`, or `gSTREAM-EVENT` on a session's GET stream (`listen`), formatted on the
+/// stack (two u64s, a dash and the mark fit in 42 bytes). The mark lets any process that
+/// serves the session tell a GET stream's resumption from a request's, whether or not it
+/// ever held that stream.
+fn write_stream_event(
+    out: &mut Vec<u8>,
+    stream: HttpStreamId,
+    listen: bool,
+    event_id: u64,
+    text: &str,
+) {
     let mut id_buf = [0u8; 48];
     let id_len = {
         let mut rest = &mut id_buf[..];
-        let _ = write!(rest, "{}-{event_id}", stream.0);
+        let mark = if listen { LISTEN_MARK } else { "" };
+        let _ = write!(rest, "{mark}{}-{event_id}", stream.0);
         48 - rest.len()
     };
     let id = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
@@ -3381,7 +3435,8 @@ fn route_frame(
     if let Some(session) = session {
         // Kept for resumption: the event is built once, then stored and written.
         let mut bytes = Vec::new();
-        write_stream_event(&mut bytes, stream, event_id, &text);
+        let listen = streams.get(&stream).is_some_and(|s| s.standalone);
+        write_stream_event(&mut bytes, stream, listen, event_id, &text);
         match streams.get_mut(&stream) {
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),

@@ -263,10 +263,11 @@ impl StreamRead {
         let Some(id) = id else {
             return;
         };
-        let (stream, number) = id
+        // (A session's GET stream marks its ids: `gSTREAM-NUMBER`.)
+        let (stream, number) = (id.strip_prefix('g').unwrap_or(id))
             .split_once('-')
             .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
-            .unwrap_or_else(|| panic!("an event id that is not STREAM-NUMBER: {id:?}"));
+            .unwrap_or_else(|| panic!("an event id that is not [g]STREAM-NUMBER: {id:?}"));
         let floor = self
             .last
             .get(&stream)
@@ -418,10 +419,12 @@ impl Harness {
         let mut resumed = None;
         if let Some((pick, event)) = spec.last_event_id {
             let id = if self.event_ids.is_empty() || pick % 3 == 0 {
-                format!("{pick}-{event}")
+                // (Made up as a GET stream's too: a listen resumed where nobody held it.)
+                let mark = if pick % 2 == 0 { "g" } else { "" };
+                format!("{mark}{pick}-{event}")
             } else {
                 let id = self.event_ids[usize::from(pick) % self.event_ids.len()].clone();
-                resumed = id
+                resumed = (id.strip_prefix('g').unwrap_or(&id))
                     .split_once('-')
                     .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
                 id
