@@ -3262,6 +3262,14 @@ fn an_unread_get_stream_ends_at_its_bound_and_holds_no_answer_back() {
     );
     // A request of the same session is answered on its own stream.
     another_request_is_answered(&mut s, &sid);
+    // Its last event says when to come back (a `retry` field, as the priming event did).
+    let held = s.poll_stream(get).unwrap().bytes.to_vec();
+    let tail = &held[held.windows(6).rposition(|w| w == b"data: ").unwrap()..];
+    assert!(
+        tail.windows(7).any(|w| w == b"retry: "),
+        "{}",
+        String::from_utf8_lossy(tail)
+    );
     // The ended stream gives what it held, then finishes; a GET resuming from its last event
     // gets the rest: every notification arrives once.
     let mut reader = StreamReader::new();

@@ -2498,6 +2498,11 @@ impl HttpServer {
                 && over(&self.streams, stream)
             {
                 if let Some(s) = self.streams.get_mut(&stream) {
+                    // When to come back ("SHOULD send an SSE event with a standard `retry`
+                    // field before closing the connection"), as the priming event said.
+                    if conn.protocol_version() == Some(ProtocolVersion::V2025_11_25) {
+                        sse::write_retry(&mut s.buf, self.config.retry_ms);
+                    }
                     s.done = true;
                 }
                 wake(&mut self.streams, &mut self.woken, stream);
