@@ -57,7 +57,8 @@
 //!   same bytes, and every `u64` event number is exact (a score, a double, would be exact
 //!   only up to 2<sup>53</sup>). It expires `ttl` after the stream's last append.
 //! - `{prefix}:b:{session}`: a hash, the bytes of each live stream's stored members (field:
-//!   the stream number) and of the whole session's (field `t`), for the byte bounds. It
+//!   the stream number) and of the whole session's (field `t`), for the byte bounds; field `c`
+//!   says the session's total was counted again once (see the append script). It
 //!   expires `ttl` after the session's last append, with the index. (Until the twenty-ninth
 //!   session each stream had a counter of its own, `{prefix}:n:{session}:{stream}`, and the
 //!   session had no bound.)
@@ -149,8 +150,11 @@
 //! that still fails is counted in the store's [`StoreHealth`] (see [`RedisEventStore::health`])
 //! with its error message, and then:
 //!
-//! - [`append`](EventStore::append) drops the event. The client connected to this replica
-//!   still gets it live; only a resumption (on any replica) misses it.
+//! - [`append`](EventStore::append) drops the event. A client reading its stream live on
+//!   this replica still gets it, and an answer is kept aside in this replica's memory for a
+//!   resumption here; anything else resumed (on any replica) misses it, and so does an event
+//!   of a stream no response holds (closed for polling, or whose client went away), whose
+//!   only way to the client is the store.
 //! - [`replay`](EventStore::replay) returns [`StoreUnavailable`]: the client's resumption
 //!   gets 503 with `Retry-After`, and it comes back for what is stored (an empty replay
 //!   would have ended a finished request's stream without its answer).
@@ -735,7 +739,10 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// - When the session is past its byte bound, the total is first counted again from the
 ///   indexed streams' counts (dropping the counts of streams no longer indexed), so a total
 ///   that drifted (an older version's append pruned the index without the counts) mends
-///   itself instead of costing live events. Then, while it is still past, the stream
+///   itself instead of costing live events. That happens once per session (field `c` of the
+///   counts says it did): this script keeps the counts exact, and counting again at every
+///   append of a session at its bound cost a look-up per stream of the session each time
+///   (tens of thousands for a long session of small streams, on Redis's one thread). Then, while it is still past, the stream
 ///   appended to longest ago other than this one loses its oldest events, and leaves the
 ///   index once it has none (this one may sort first among streams tied with it: appended
 ///   in the same millisecond, its id sorting first as text); the stream appended to now
@@ -771,15 +778,16 @@ total = total - len \
 n = n - 1 end \
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4]) \
 local bound = tonumber(ARGV[6]) \
-if total > bound then \
+if total > bound and not redis.call('HGET', KEYS[3], 'c') then \
 local counted = bytes \
 local fields = redis.call('HGETALL', KEYS[3]) \
 for i = 1, #fields, 2 do \
 local f = fields[i] \
-if f ~= 't' and f ~= ARGV[4] then \
+if f ~= 't' and f ~= 'c' and f ~= ARGV[4] then \
 if redis.call('ZSCORE', KEYS[2], f) then counted = counted + tonumber(fields[i + 1]) \
 else redis.call('HDEL', KEYS[3], f) end end end \
-total = counted end \
+total = counted \
+redis.call('HSET', KEYS[3], 'c', 1) end \
 while total > bound do \
 local first = redis.call('ZRANGE', KEYS[2], 0, 1) \
 local oldest = first[1] \

@@ -562,6 +562,33 @@ fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
     );
 }
 
+/// A session at its byte bound is counted again once, not at every append: each count looks
+/// up every stream of the session, and a long session of small streams (one per answered
+/// call) made every append cost tens of thousands of look-ups on Redis's one thread.
+#[test]
+fn a_session_at_its_bound_is_not_counted_again_at_every_append() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 4000,
+            ..options()
+        },
+    );
+    // 400 streams of one 108-byte event: past the bound from the 38th on.
+    for n in 1..=400u64 {
+        store.append("s", HttpStreamId(n), 1, &sized(1, 100));
+    }
+    let before = calls(&redis, "zscore");
+    for n in 401..=500u64 {
+        store.append("s", HttpStreamId(n), 1, &sized(1, 100));
+    }
+    let looked = calls(&redis, "zscore") - before;
+    assert!(looked < 100, "{looked} look-ups for 100 appends");
+    assert!(counted(&redis, "mcpw", "s", 0) <= 4000);
+    assert_eq!(replay(&mut store, "s", 500, 0), vec![sized(1, 100)]);
+}
+
 /// The stream appended to now sorts first in the index while another stream is there (the
 /// two appended in one millisecond, their scores tied, the other's id sorting after it as
 /// text: "10" after "9"; here the other's score is raised to force it): the other stream
