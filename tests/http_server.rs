@@ -5371,3 +5371,25 @@ fn a_get_stream_resumed_on_another_replica_becomes_its_get_stream() {
     let (msgs, finished) = read_stream(&mut b, again, &mut reader);
     assert!(msgs.is_empty() && !finished, "{msgs:?}");
 }
+
+/// `Last-Event-ID` naming stream 0, which no server hands out, is unknown (400) on every
+/// replica. With shared stores it was taken for a stream another replica holds: a `retry`,
+/// every time, for a stream nobody would ever continue (and each visit kept the session
+/// alive).
+#[test]
+fn a_last_event_id_of_stream_0_is_unknown_on_every_replica() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    for s in [&mut a, &mut b] {
+        for id in ["0-0", "0-7", "g0-0"] {
+            let r = send(
+                s,
+                "GET",
+                &[("Mcp-Session-Id", &sid), ("Last-Event-ID", id)],
+                "",
+            );
+            assert_eq!(r.status, 400, "{id}: {r:?}");
+        }
+    }
+}

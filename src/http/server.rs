@@ -1673,7 +1673,8 @@ impl HttpServer {
             let parsed = last
                 .split_once('-')
                 .and_then(|(s, e)| Some((s.parse::<u64>().ok()?, e.parse::<u64>().ok()?)));
-            let Some((stream_no, event_no)) = parsed else {
+            // (Stream 0 is no stream's: ids start at 1.)
+            let Some((stream_no, event_no)) = parsed.filter(|&(s, _)| s != 0) else {
                 return HttpResponse::rpc_error(
                     400,
                     None,
