@@ -3769,3 +3769,69 @@ fn requests_waiting_for_their_place_fail_when_the_session_ends_or_expires() {
         "the GET stream and the running POSTs only"
     );
 }
+
+/// A request whose stream broke and waits to be resumed, cancelled meanwhile, gives back its
+/// place among the `MAX_RUNNING_REQUESTS`: the waiting resumption was forgotten without it,
+/// and after 256 such cancellations every new request waited for a place that never came,
+/// until it timed out.
+#[test]
+fn a_cancelled_resumption_gives_back_its_place_among_the_running_requests() {
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    for _ in 0..mcpwire::http::MAX_RUNNING_REQUESTS + 4 {
+        let id = c.request("tools/call");
+        let post = c.sent().remove(0);
+        c.stream(&post, &[], "id: e1\nretry: 60000\ndata:\n\n");
+        c.client.connection().cancel(c.now, id, None).unwrap();
+        for s in c.sent() {
+            assert_eq!(s.body["method"], "notifications/cancelled");
+            c.answer(&s, 202, &[], "");
+        }
+    }
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "the request waits for a place: {sent:?}");
+    c.answer(&sent[0], 200, &[], &tools_answer(&sent[0].body["id"]));
+    c.assert_answered(id);
+    // The same when the waiting requests time out instead.
+    for _ in 0..mcpwire::http::MAX_RUNNING_REQUESTS + 4 {
+        let id = c.request("tools/call");
+        let post = c.sent().remove(0);
+        c.stream(&post, &[], "id: e1\nretry: 600000\ndata:\n\n");
+        c.time_out(id);
+    }
+    let id = c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "the request waits for a place: {sent:?}");
+    c.answer(&sent[0], 200, &[], &tools_answer(&sent[0].body["id"]));
+    c.assert_answered(id);
+}
+
+/// The session's GET stream resumed from an event id the server does not know (400: one that
+/// forgot it, or a replica of another version, which reads ids otherwise) is opened again
+/// plainly. The session went on without a GET stream, hearing none of the server's requests
+/// and notifications.
+#[test]
+fn a_get_stream_whose_resumption_is_refused_as_unknown_is_opened_again_plainly() {
+    let (mut c, get) = with_open_get_stream();
+    c.client
+        .handle_body(c.now, get, b"id: g7-3\nretry: 10\ndata:\n\n");
+    c.client.handle_end(c.now, get, 0);
+    c.events();
+    c.wait(Duration::from_secs(1));
+    let resume = c.sent().remove(0);
+    assert_eq!(resume.method, "GET");
+    assert_eq!(resume.header("Last-Event-ID"), Some("g7-3"));
+    c.answer(
+        &resume,
+        400,
+        &[("Content-Type", "application/json")],
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"unknown Last-Event-ID"}}"#,
+    );
+    c.wait(Duration::from_secs(5));
+    let again = c.sent();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].method, "GET");
+    assert_eq!(again[0].header("Last-Event-ID"), None);
+    assert_eq!(again[0].header("Mcp-Session-Id"), Some("s1"));
+}

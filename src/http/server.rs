@@ -791,7 +791,9 @@ impl HttpServer {
         id
     }
 
-    fn priming(&mut self, conn: u64, stream: HttpStreamId) {
+    /// Writes the priming event (an empty event with an id, and `retry`) of 2025-11-25 stream
+    /// `stream`, a session's GET stream when `listen`.
+    fn priming(&mut self, conn: u64, stream: HttpStreamId, listen: bool) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -801,7 +803,6 @@ impl HttpServer {
         let event_id = c.next_event;
         c.next_event += 1;
         let mut bytes = Vec::new();
-        let listen = self.streams.get(&stream).is_some_and(|s| s.standalone);
         write_stream_event(&mut bytes, stream, listen, event_id, "");
         sse::write_retry(&mut bytes, self.config.retry_ms);
         if let Some(s) = self.streams.get_mut(&stream) {
@@ -1452,7 +1453,7 @@ impl HttpServer {
             }
             return HttpResponse::json(status, frame);
         }
-        self.priming(key, stream);
+        self.priming(key, stream, false);
         HttpResponse {
             status: 200,
             headers: sse_headers(),
@@ -1918,7 +1919,7 @@ impl HttpServer {
             s.done = true;
             wake(&mut self.streams, &mut self.woken, previous);
         }
-        self.priming(key, stream);
+        self.priming(key, stream, true);
         // Messages that waited for a GET stream.
         let backlog: Vec<Vec<u8>> = self
             .conns
@@ -3372,9 +3373,9 @@ fn write_stream_event(
 ) {
     let mut id_buf = [0u8; 48];
     let id_len = {
-        let mut rest = &mut id_buf[..];
-        let mark = if listen { LISTEN_MARK } else { "" };
-        let _ = write!(rest, "{mark}{}-{event_id}", stream.0);
+        let (mark, mut rest) = id_buf.split_at_mut(usize::from(listen));
+        mark.copy_from_slice(&LISTEN_MARK.as_bytes()[..mark.len()]);
+        let _ = write!(rest, "{}-{event_id}", stream.0);
         48 - rest.len()
     };
     let id = std::str::from_utf8(&id_buf[..id_len]).unwrap_or("0");
@@ -3441,13 +3442,14 @@ fn route_frame(
     if let Some(session) = session {
         // Kept for resumption: the event is built once, then stored and written.
         let mut bytes = Vec::new();
-        let listen = streams.get(&stream).is_some_and(|s| s.standalone);
+        let mut s = streams.get_mut(&stream);
+        let listen = s.as_ref().is_some_and(|s| s.standalone);
         write_stream_event(&mut bytes, stream, listen, event_id, &text);
-        match streams.get_mut(&stream) {
+        match &mut s {
             Some(s) if s.record => s.unstored.push((event_id, bytes.clone())),
             _ => events.append(session, stream, event_id, &bytes),
         }
-        match streams.get_mut(&stream) {
+        match s {
             Some(s) if held(s) => s.buf.extend_from_slice(&bytes),
             // Kept aside too when its client can come back for it.
             Some(s) if s.ids_shown => unheld = Some((event_id, bytes)),

@@ -1122,7 +1122,20 @@ impl HttpClient {
                     // is tried again like a broken stream, within the policy's attempts. Its
                     // body answers no request, whatever id it names: the GET carried none.
                     return self.settle(now, exchange, TransportFailure::Status(status), jitter);
-                } else if answers_ours {
+                }
+                let max_frame = self.conn.config().limits.max_frame;
+                if status == 400
+                    && let Some(ex) = self.exchanges.get_mut(&exchange)
+                    && ex.standalone
+                    && ex.reader.last_event_id().is_some()
+                {
+                    // The session's GET stream resumed from an id the server does not know
+                    // (one that forgot it, or a replica of another version): it is opened
+                    // again plainly, rather than the session going on without it.
+                    ex.reader = StreamReader::with_max_message(max_frame);
+                    return self.settle(now, exchange, TransportFailure::Status(status), jitter);
+                }
+                if answers_ours {
                     self.deliver_body(now, exchange, &body);
                 } else if awaited {
                     // The text of this failure, or none: never an earlier one's.
@@ -1862,6 +1875,7 @@ impl HttpClient {
         let conn = &self.conn;
         let refresh = self.refresh.as_ref().map(|r| r.id);
         let exchanges = &mut self.exchanges;
+        let mut ended = Vec::new();
         self.resumes.retain(|(_, e)| {
             let Some(ex) = exchanges.get_mut(e) else {
                 return false;
@@ -1872,10 +1886,14 @@ impl HttpClient {
             if ex.standalone || !ex.asked || !ex.awaiting.is_empty() {
                 return true;
             }
-            // (A resumption is never lingering: it has requests to wait for.)
-            exchanges.remove(e);
+            ended.push(*e);
             false
         });
+        // (A resumption is never lingering: it has requests to wait for.) It gives back its
+        // place among the running requests.
+        for e in ended {
+            self.drop_exchange(e);
+        }
     }
 
     /// Marks the exchanges that were sent for requests of ours which have all ended (answered
