@@ -1204,10 +1204,12 @@ impl Tasks {
     /// `answer_legacy` for that.
     ///
     /// When the answer cannot be written (`OutputFull`), a `tasks/result` or `tasks/get`
-    /// leaves its task as unfetched as it was: call again later. A `tasks/cancel` has taken
-    /// effect by then, and a second one is refused (the task is terminal): a host that must
-    /// deliver that answer through a full output takes it from `answer_legacy` and keeps it
-    /// until [`LegacyAnswer::write`] succeeds.
+    /// leaves its task as unfetched as it was, and a `tasks/cancel` is refused before it takes
+    /// effect: call again once the output has drained. (A `tasks/cancel` whose answer `conn`
+    /// refuses for another reason, a request it does not await, has taken effect, and a
+    /// second one is refused as the task is terminal: a host that answers on another
+    /// connection takes the answer from `answer_legacy` and keeps it until
+    /// [`LegacyAnswer::write`] succeeds.)
     pub fn serve_legacy(
         &mut self,
         now: Timestamp,
@@ -1217,6 +1219,11 @@ impl Tasks {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<bool, Error> {
+        if method == "tasks/cancel" && !conn.output_has_room() {
+            // Refused before it cancels anything: taken now with its answer refused, the retry
+            // found the task ended and told the client its cancel failed (-32602).
+            return Err(Error::OutputFull);
+        }
         let unfetched = self.unfetched(params);
         match self.answer_legacy(now, owner, id, method, params) {
             None => Ok(false),

@@ -2808,3 +2808,65 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
     tasks.create_legacy(T0, &mut random, 2).unwrap();
     assert_eq!(tasks.status(&small), None);
 }
+
+/// 2025-11-25: a `tasks/cancel` that `serve_legacy` cannot answer (the output full) is refused
+/// before it cancels anything, and the retry once the output drained cancels the task and
+/// says so. It took effect first: the task ended, its event was queued, and the retry found
+/// the task terminal and told the client its cancel had failed (-32602).
+#[test]
+fn a_2025_11_25_cancel_refused_for_a_full_output_takes_effect_on_its_retry() {
+    let mut server = Config::server("s", "1")
+        .with_capabilities(
+            r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
+        )
+        .unwrap();
+    server.limits.max_buffered_output = 4096;
+    let client = Config::client("c", "1")
+        .with_capabilities(r#"{"sampling":{}}"#)
+        .unwrap();
+    let mut p = common::pair::Pair::ready(D, client, server);
+    let mut random = ids();
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let task = tasks.create_legacy(T0, &mut random, 1).unwrap();
+    p.client
+        .request(
+            p.now,
+            "tasks/cancel",
+            Some(raw(&json!({ "taskId": task }).to_string())),
+        )
+        .unwrap();
+    p.step();
+    let requests = p.take_server_events();
+    // The output fills up (nobody reads it for now).
+    let pad = json!({ "pad": "x".repeat(5000) }).to_string();
+    p.server.notify("x/pad", Some(raw(&pad))).unwrap();
+    let Some(Ev::Request { id, method, params }) = requests.first() else {
+        panic!("{requests:?}")
+    };
+    let mut serve = |p: &mut common::pair::Pair, tasks: &mut Tasks| {
+        tasks.serve_legacy(
+            p.now,
+            1,
+            &mut p.server,
+            id.as_id(),
+            method,
+            params.as_deref().map(raw),
+        )
+    };
+    assert_eq!(serve(&mut p, &mut tasks), Err(Error::OutputFull));
+    assert_eq!(tasks.status(&task), Some(TaskStatus::Working));
+    assert!(tasks.poll_event().is_none());
+    // The client reads; the retry cancels, and the client hears it.
+    p.step();
+    p.take_client_events();
+    assert_eq!(serve(&mut p, &mut tasks), Ok(true));
+    assert_eq!(tasks.status(&task), Some(TaskStatus::Cancelled));
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        evs.iter().any(
+            |e| matches!(e, Ev::Response { result, .. } if result.contains(r#""status":"cancelled""#))
+        ),
+        "{evs:?}"
+    );
+}

@@ -323,7 +323,8 @@ func (t *Tasks) Serve(now time.Time, conn *Conn, id ID, method string, params js
 // tasks/cancel ends the task as cancelled at once and reports
 // TaskEventCancelRequested. An unknown task, or cancelling a terminal one, gets -32602. It
 // reports false, answering nothing, for any other method. Drain PollEvent and PollResult
-// afterwards.
+// afterwards. After ErrOutputFull nothing changed (a tasks/cancel has not cancelled its task
+// yet): let the output drain and call again with the same request.
 func (t *Tasks) ServeLegacy(now time.Time, owner uint64, conn *Conn, id ID, method string, params json.RawMessage) (bool, error) {
 	if conn == nil {
 		return false, &ResultError{Op: "serve legacy tasks", Code: CodeNullArgument}

@@ -978,7 +978,9 @@ pub unsafe extern "C" fn mcpw_tasks_poll_event(
 /// text, or NULL when absent).
 ///
 /// Afterwards drain `mcpw_tasks_poll_event` and `mcpw_tasks_poll_result`, then the connection
-/// as after any command. Errors and inputs as for `mcpw_tasks_serve`.
+/// as after any command. Errors and inputs as for `mcpw_tasks_serve`: after
+/// `MCPW_ERR_OUTPUT_FULL` nothing changed (a `tasks/cancel` has not cancelled its task yet);
+/// drain the connection and call again.
 ///
 /// # Safety
 /// As for `mcpw_tasks_serve`.
