@@ -678,6 +678,51 @@ fn a_close_with_no_grace_cancels_what_is_in_flight_at_once() {
     assert_eq!(p.client.poll_timeout(), None);
 }
 
+/// A close asked again with a sooner end ends sooner: a host told to stop (its context
+/// cancelled) while the application's own close, with an hour of grace, waits for a request
+/// the server never answers. The first deadline stood, and the host waited the hour. A later
+/// end changes nothing.
+#[test]
+fn a_second_close_may_end_sooner_never_later() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let hour = Duration::from_secs(3600);
+    let long = mcpwire::conn::RequestOptions {
+        timeout: Some(hour * 4),
+        ..Default::default()
+    };
+    p.client
+        .request_with(p.now, "tools/list", None, long)
+        .unwrap();
+    p.step();
+    p.client.close(p.now, hour);
+    assert_eq!(p.client.poll_timeout(), Some(p.now.after(hour)));
+    p.client.close(p.now, hour * 2);
+    assert_eq!(p.client.poll_timeout(), Some(p.now.after(hour)));
+    let soon = Duration::from_millis(100);
+    p.client.close(p.now, soon);
+    assert_eq!(p.client.poll_timeout(), Some(p.now.after(soon)));
+    p.client.handle_timeout(p.now.after(soon));
+    assert_eq!(p.client.state(), State::Closed);
+    // With no grace, within the call.
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    p.client
+        .request_with(p.now, "tools/list", None, long)
+        .unwrap();
+    p.step();
+    p.client.close(p.now, hour);
+    p.client.close(p.now, Duration::ZERO);
+    assert_eq!(p.client.state(), State::Closed);
+    assert_eq!(p.client.poll_timeout(), None);
+}
+
 trait Now {
     fn take_client_events_now(&mut self) -> Vec<Ev>;
 }

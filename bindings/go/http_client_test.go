@@ -143,6 +143,53 @@ func TestHTTPClientShutdownDeliversItsLastMessages(t *testing.T) {
 	}
 }
 
+// Run's ctx cancelled while the application's own Shutdown (an hour of grace) waits for a
+// request the server never answers: Run still ends within Config.ShutdownGrace. The engine
+// kept the first close's deadline, and Run waited out the hour.
+func TestHTTPClientCancelledDuringALongShutdownEndsWithinTheGrace(t *testing.T) {
+	srv := countingLegacyServer(t, map[string]*atomic.Int32{})
+	cfg := &Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy,
+		ShutdownGrace: 100 * time.Millisecond}
+	client, err := NewHTTPClient(cfg, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelledAt atomic.Pointer[time.Time]
+	done := make(chan error, 1)
+	go func() {
+		done <- client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			if _, ok := ev.(*ReadyEvent); ok {
+				if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+					t.Error(err)
+				}
+				if err := c.Shutdown(now, time.Hour); err != nil {
+					t.Error(err)
+				}
+				go func() {
+					time.Sleep(200 * time.Millisecond)
+					at := time.Now()
+					cancelledAt.Store(&at)
+					cancel()
+				}()
+			}
+		}))
+	}()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("Run: %v", err)
+		}
+		if at := cancelledAt.Load(); at == nil || time.Since(*at) > 3*time.Second {
+			t.Fatalf("Run returned %v after its ctx was cancelled", time.Since(*at))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run kept waiting for the application's hour of grace")
+	}
+}
+
 // A panic in the handler ends Run with requests in flight: a later Run tells the application
 // what became of them at once, instead of never (their exchanges were cut, and the engine
 // still waited on them).

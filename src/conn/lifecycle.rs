@@ -180,6 +180,13 @@ impl Lifecycle {
         }
     }
 
+    /// Closing: the grace ends at `deadline` instead, if that is sooner.
+    pub(crate) fn close_sooner(&mut self, deadline: Timestamp) {
+        if let Phase::Closing { deadline: d } = &mut self.phase {
+            *d = (*d).min(deadline);
+        }
+    }
+
     pub(crate) fn begin_close(&mut self, deadline: Timestamp) {
         if self.phase != Phase::Closed && !matches!(self.phase, Phase::Closing { .. }) {
             self.phase = Phase::Closing { deadline };
@@ -460,9 +467,22 @@ impl Core {
     }
 
     pub(super) fn close(&mut self, now: Timestamp, grace: Duration) {
-        // Closed, or closing already: the first deadline stands (and no timer is pushed
-        // again for a host that calls this on every turn).
-        if self.lifecycle.is_closed() || self.lifecycle.closing_deadline().is_some() {
+        if self.lifecycle.is_closed() {
+            return;
+        }
+        if let Some(first) = self.lifecycle.closing_deadline() {
+            // Closing already: only a sooner end changes anything (a host told to stop while
+            // the application's own long close runs). A later one does not, and pushes no
+            // timer for a host that calls this on every turn.
+            let deadline = now.after(grace);
+            if deadline >= first {
+                return;
+            }
+            self.lifecycle.close_sooner(deadline);
+            if grace.is_zero() {
+                return self.end_close_grace();
+            }
+            self.corr.timers.push(deadline, TimerKey::CloseGrace);
             return;
         }
         // 2026-07-28 server: the peer's subscriptions end with their listen results ("the

@@ -926,7 +926,9 @@ impl Connection {
     /// With a zero grace that happens within this call: the cancellations are in the output
     /// when it returns. A 2026-07-28 server first ends the peer's `subscriptions/listen`
     /// subscriptions with their results, as [`end_listen`](Self::end_listen) does.
-    /// Calling it again while closing changes nothing: the first deadline stands.
+    /// Calling it again while closing can only end it sooner: a deadline earlier than the
+    /// first replaces it (a host asked to stop while the application's own long close runs;
+    /// a zero grace ends it within the call), a later one changes nothing.
     pub fn close(&mut self, now: Timestamp, grace: Duration) {
         self.core.events.retire_current();
         self.core.close(now, grace);
