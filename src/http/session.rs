@@ -303,8 +303,9 @@ pub const MAX_RUNNING_REQUESTS: usize = 256;
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
 ///    notifications never wait behind them. POSTs of our requests run at most
 ///    [`MAX_RUNNING_REQUESTS`] at a time and wait their turn beyond (a request cancelled or
-///    timed out meanwhile never goes out); nothing else waits behind them. An exchange with nothing to wait for is let go
-///    [`UNAWAITED_HEAD_LIMIT`] after it went out without a response head.
+///    timed out meanwhile never goes out); nothing else waits behind them. An exchange with
+///    nothing to wait for is let go [`UNAWAITED_HEAD_LIMIT`] after it went out without a
+///    response head.
 /// 8. The session's DELETE ([`end_session`](Self::end_session)) goes out only once every
 ///    notification and answer POSTed before it has its response head (or was let go), so
 ///    that it cannot overtake them.
