@@ -1358,6 +1358,7 @@ impl Scripted {
                 ClientAction::Abort { exchange } => self.aborted.push(exchange),
             }
         }
+        self.client.check_counts().unwrap();
         out
     }
 

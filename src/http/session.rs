@@ -1945,7 +1945,36 @@ impl HttpClient {
         }
     }
 
-    /// Forgets an exchange, with its entry in `lingering`.
+    /// Checks the client's own bookkeeping: the running and waiting counts against the
+    /// exchanges they count, and that only exchanges that carry requests wait for a place.
+    /// For tests and fuzzing; `Err` says what does not hold.
+    #[doc(hidden)]
+    pub fn check_counts(&self) -> Result<(), String> {
+        let count =
+            |f: &dyn Fn(&Exchange) -> bool| self.exchanges.values().filter(|x| f(x)).count();
+        let requests = count(&|x| x.running && !x.reply);
+        let replies = count(&|x| x.running && x.reply);
+        let waiting = count(&|x| x.reply && !x.running);
+        let misplaced = count(&|x| x.held && (x.running || !x.asked));
+        if (requests, replies, waiting, misplaced)
+            != (
+                self.running_requests,
+                self.running_replies,
+                self.waiting_replies,
+                0,
+            )
+        {
+            return Err(format!(
+                "requests running {requests} (counted {}), replies running {replies} (counted \
+                 {}), replies waiting {waiting} (counted {}), held but running or asking \
+                 nothing {misplaced}",
+                self.running_requests, self.running_replies, self.waiting_replies
+            ));
+        }
+        Ok(())
+    }
+
+    /// Forgets an exchange, with its entry in `lingering`.    /// Forgets an exchange, with its entry in `lingering`.
     fn drop_exchange(&mut self, exchange: ExchangeId) -> Option<Exchange> {
         let ex = self.exchanges.remove(&exchange)?;
         if let Some(refresh) = &self.refresh

@@ -22,7 +22,8 @@
 //! - the session id is adopted only from a 2xx answer to the exchange that carried
 //!   `initialize`, and only as the server sent it;
 //! - at most `MAX_RUNNING_REPLIES` answers to the server's requests are out at once, and at
-//!   most `MAX_RUNNING_REQUESTS` POSTs of our requests;
+//!   most `MAX_RUNNING_REQUESTS` POSTs of our requests, and the client's own counts of them
+//!   match the exchanges they count (`HttpClient::check_counts`);
 //! - after `handle_timeout(now)` no deadline at or before `now` is left.
 
 use std::collections::HashMap;
@@ -780,6 +781,9 @@ impl Host {
                         self.sent.retain(|s| s.exchange != exchange);
                         self.gone.push(exchange);
                     }
+                }
+                if let Err(e) = self.client.check_counts() {
+                    panic!("the client's counts drifted: {e}");
                 }
                 let replies = self.sent.iter().filter(|s| s.reply).count();
                 assert!(
