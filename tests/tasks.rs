@@ -2843,7 +2843,7 @@ fn a_2025_11_25_cancel_refused_for_a_full_output_takes_effect_on_its_retry() {
     let Some(Ev::Request { id, method, params }) = requests.first() else {
         panic!("{requests:?}")
     };
-    let mut serve = |p: &mut common::pair::Pair, tasks: &mut Tasks| {
+    let serve = |p: &mut common::pair::Pair, tasks: &mut Tasks| {
         tasks.serve_legacy(
             p.now,
             1,
