@@ -697,9 +697,9 @@ pub fn spawn(
 /// child's stdin (an MCP server exits at end of input), and waits up to `grace` again for it
 /// to exit; then, on Unix, sends it SIGTERM and waits up to `grace` once more; then kills it
 /// (SIGKILL). While it waits, what the child still writes is read and dropped, so that a
-/// last word at its exit does not break the pipe. A child that stops reading its stdin cannot hold this up: what is left to write
-/// is given up a second after `grace`. A child that exited first (the pipe to it broken) still
-/// gets its exit status returned.
+/// last word at its exit does not break the pipe. A child that stops reading its stdin
+/// cannot hold this up: what is left to write is given up a second after `grace`. A child
+/// that exited first (the pipe to it broken) still gets its exit status returned.
 ///
 /// The signals go to the child alone, unless it leads a process group of its own: start it
 /// with [`Command::process_group`]`(0)` when it is a wrapper (`npx`, `uvx`, `sh -c`) whose
