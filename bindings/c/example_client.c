@@ -570,6 +570,11 @@ int main(int argc, char **argv) {
        its output's end then says what happened, whichever the client noticed first. */
     int output_broken = 0;
     uint8_t buf[64 * 1024];
+    /* What was read and not yet fed: the engine takes it a piece at a time
+       (mcpw_conn_input_piece), each piece's events handled before the next. Fed at once, a
+       read of a server that pipelines requests made those past max_inbound_in_flight (256)
+       wait behind none: the engine refused them as too many in flight. */
+    size_t buf_len = 0, buf_fed = 0, piece = 4096;
 
     /* Line by line, also into a pipe: what was printed survives however the process ends. */
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -650,6 +655,7 @@ int main(int argc, char **argv) {
     check(mcpw_conn_new(config, start, &s.conn), "conn");
     mcpw_config_free(config);
     the_conn = s.conn;
+    check(mcpw_conn_input_piece(s.conn, &piece), "input_piece");
 
     while (s.phase != DONE) {
         struct pollfd fds[2];
@@ -690,6 +696,13 @@ int main(int argc, char **argv) {
             check(mcpw_conn_consume(s.conn, (size_t)n), "consume");
         }
         if (s.phase == DONE) break;
+        /* The rest of the last read, a piece at a time, before anything else is read. */
+        if (buf_fed < buf_len) {
+            size_t k = buf_len - buf_fed < piece ? buf_len - buf_fed : piece;
+            check(mcpw_conn_handle_input(s.conn, now, buf + buf_fed, k), "handle_input");
+            buf_fed += k;
+            continue;
+        }
 
         check(mcpw_conn_poll_timeout(s.conn, &has_deadline, &deadline), "poll_timeout");
         if (has_deadline) {
@@ -712,7 +725,9 @@ int main(int argc, char **argv) {
         if (input_open) {
             ssize_t n = read(from_server, buf, sizeof buf);
             if (n > 0) {
-                check(mcpw_conn_handle_input(s.conn, now, buf, (size_t)n), "handle_input");
+                buf_len = (size_t)n;
+                buf_fed = buf_len < piece ? buf_len : piece;
+                check(mcpw_conn_handle_input(s.conn, now, buf, buf_fed), "handle_input");
             } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 input_open = 0;
                 check(mcpw_conn_handle_eof(s.conn, now), "handle_eof");

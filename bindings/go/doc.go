@@ -26,6 +26,9 @@
 //		// 3. Wait for input or the deadline, and feed it in.
 //		deadline, armed := conn.NextDeadline()
 //		... // select on the reader's channel and a timer for deadline (when armed)
+//		// At most conn.InputPiece() bytes, then the events again: the rest of a large
+//		// chunk waits for the next turn, so a peer that pipelines many requests gets
+//		// every one answered instead of "too many requests in flight".
 //		conn.Feed(time.Now(), chunk) // or conn.FeedEOF(time.Now()) at end of input
 //		conn.HandleTimeout(time.Now())
 //	}

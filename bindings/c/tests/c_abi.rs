@@ -448,6 +448,37 @@ fn c_client_output(args: &[&str], secs: u64) -> String {
     text(&output_within(cmd, std::time::Duration::from_secs(secs)))
 }
 
+/// A server that pipelines 3,000 requests of a method the client does not support, in one
+/// write, and reads only after writing them all, gets 3,000 answers "not supported" (-32601).
+/// The C stdio client fed each 64 KiB read whole, with none of its events handled, so the
+/// engine refused those past `max_inbound_in_flight` as "too many requests in flight".
+#[test]
+fn c_client_answers_every_request_a_server_pipelines() {
+    let flood = r#"
+import sys, json
+req = json.loads(sys.stdin.readline())
+out = [json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "flood", "version": "1"}}})]
+out += [json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "x/probe"}) for i in range(3000)]
+sys.stdout.write("\n".join(out) + "\n")
+sys.stdout.flush()
+codes = {}
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(m.get("id"), int) and m["id"] >= 1000 and "error" in m:
+        codes[m["error"]["code"]] = codes.get(m["error"]["code"], 0) + 1
+    if sum(codes.values()) == 3000:
+        break
+sys.stderr.write("FLOOD %s\n" % json.dumps(codes, sort_keys=True))
+"#;
+    let out = c_client_output(&["--era", "legacy", "--", "python3", "-c", flood], 60);
+    assert!(out.contains(r#"FLOOD {"-32601": 3000}"#), "{out}");
+}
+
 /// The client ignores SIGPIPE for itself, not for the server it runs: an ignored signal
 /// stays ignored across exec, and the server inherited it (a server relying on SIGPIPE to
 /// end when its reader goes kept running).
