@@ -2733,10 +2733,8 @@ fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
     assert_eq!(tasks.status(&small), None);
 }
 
-/// 2025-11-25: a `tasks/result` whose answer `serve_legacy` could not write (the output full)
-/// leaves its task unfetched, so it keeps its place at the cap until the client got it.
-#[test]
-fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
+/// A 2025-11-25 pair whose server declares tasks and holds at most 4 KiB of output.
+fn small_output_legacy_pair() -> common::pair::Pair {
     let mut server = Config::server("s", "1")
         .with_capabilities(
             r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
@@ -2746,7 +2744,14 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
     let client = Config::client("c", "1")
         .with_capabilities(r#"{"sampling":{}}"#)
         .unwrap();
-    let mut p = common::pair::Pair::ready(D, client, server);
+    common::pair::Pair::ready(D, client, server)
+}
+
+/// 2025-11-25: a `tasks/result` whose answer `serve_legacy` could not write (the output full)
+/// leaves its task unfetched, so it keeps its place at the cap until the client got it.
+#[test]
+fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
+    let mut p = small_output_legacy_pair();
     let mut random = ids();
     let (mut tasks, big, small) = big_and_small(&mut random, |t, r| t.create_legacy(T0, r, 1));
     // Both requests arrive; the big result fills the output, the small one is refused.
@@ -2815,16 +2820,7 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
 /// the task terminal and told the client its cancel had failed (-32602).
 #[test]
 fn a_2025_11_25_cancel_refused_for_a_full_output_takes_effect_on_its_retry() {
-    let mut server = Config::server("s", "1")
-        .with_capabilities(
-            r#"{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}"#,
-        )
-        .unwrap();
-    server.limits.max_buffered_output = 4096;
-    let client = Config::client("c", "1")
-        .with_capabilities(r#"{"sampling":{}}"#)
-        .unwrap();
-    let mut p = common::pair::Pair::ready(D, client, server);
+    let mut p = small_output_legacy_pair();
     let mut random = ids();
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let task = tasks.create_legacy(T0, &mut random, 1).unwrap();

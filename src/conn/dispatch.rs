@@ -496,33 +496,27 @@ impl Core {
         // version has neither.
         let ours =
             mcp::sub_capabilities_in(self.config.capabilities.flags(), self.effective_version());
-        if matches!(method, "elicitation/create" | "sampling/createMessage")
+        let invalid = if matches!(method, "elicitation/create" | "sampling/createMessage")
             && mcp::sub_capabilities_with(method, r.params, || Some(false))
                 .check(ours | crate::mcp::Caps::SAMPLING_CONTEXT, false)
                 .is_err()
         {
-            return self.reject(
-                frame,
-                (stream, batch),
-                &r,
-                Refusal::new(
-                    ViolationKind::InvalidParams,
-                    jsonrpc::INVALID_PARAMS,
-                    "the request needs a capability we did not declare (elicitation mode or sampling tools), or repeats a member that says which",
-                ),
+            Some(
+                "the request needs a capability we did not declare (elicitation mode or sampling tools), or repeats a member that says which",
+            )
+        } else if method == "elicitation/create" && super::elicit::incomplete_url_request(r.params)
+        {
+            Some("a URL-mode elicitation needs one string each of elicitationId, url and message")
+        } else {
+            None
+        };
+        if let Some(message) = invalid {
+            let refusal = Refusal::new(
+                ViolationKind::InvalidParams,
+                jsonrpc::INVALID_PARAMS,
+                message,
             );
-        }
-        if method == "elicitation/create" && super::elicit::incomplete_url_request(r.params) {
-            return self.reject(
-                frame,
-                (stream, batch),
-                &r,
-                Refusal::new(
-                    ViolationKind::InvalidParams,
-                    jsonrpc::INVALID_PARAMS,
-                    "a URL-mode elicitation needs one string each of elicitationId, url and message",
-                ),
-            );
+            return self.reject(frame, (stream, batch), &r, refusal);
         }
         let key = OwnedId::from(r.id);
         let before = self.dispatch.inbound.contains_key(&key);
