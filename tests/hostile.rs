@@ -1760,6 +1760,39 @@ fn input_piece_holds_for_the_largest_limits() {
     assert_eq!(l.input_piece(), 64);
 }
 
+/// `input_piece` keeps the messages one piece can hold (31 bytes each at least) within half of
+/// `max_queued_events`: with that bound lowered to 64, a 4 KiB piece of notifications made
+/// 132 events, and those past the queue's bound were dropped, `notifications/cancelled`
+/// among them.
+#[test]
+fn input_piece_keeps_a_pieces_events_within_the_queue() {
+    let mut l = Limits {
+        max_queued_events: 64,
+        ..Limits::default()
+    };
+    assert_eq!(l.input_piece(), 32 * 31);
+    let mut config = Config::server("s", "1");
+    config.limits = l;
+    let mut c = Connection::new(config, Timestamp::ZERO).unwrap();
+    c.handle_input(
+        Timestamp::ZERO,
+        b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"c\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+    );
+    while c.poll_event().is_some() {}
+    let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n";
+    let input: Vec<u8> = line.repeat(1000);
+    let mut seen = 0;
+    for piece in input.chunks(l.input_piece()) {
+        c.handle_input(Timestamp::ZERO, piece);
+        while c.poll_event().is_some() {
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 1000, "every notification is an event");
+    l.max_queued_events = usize::MAX;
+    assert_eq!(l.input_piece(), 4096);
+}
+
 /// An idle HTTP session (initialized, no stream held, nothing in flight) is what a server
 /// keeps per client between requests: its heap must stay small, since servers hold
 /// thousands. [8/8] asks for at most 4 KiB per idle session in a whole host; the engine's

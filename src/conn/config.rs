@@ -97,13 +97,18 @@ impl Limits {
     /// (36 bytes is the smallest a request can be) then stay within half of
     /// `max_inbound_in_flight`, and the error answers the engine writes for it unasked (one
     /// per line of junk: 2 bytes of input, about 100 of output) within half of
-    /// `max_buffered_output`. So a peer that pipelines thousands of requests in one write gets
-    /// every one answered, instead of "too many requests" or a close for output it did read.
-    /// The hosts in this project feed this way; use it in a loop of your own.
+    /// `max_buffered_output`, and the messages it can hold (31 bytes is the smallest, a
+    /// notification) within half of `max_queued_events`. So a peer that pipelines thousands of
+    /// requests in one write gets every one answered, instead of "too many requests" or a
+    /// close for output it did read, and none of its notifications is dropped. The hosts in
+    /// this project feed this way; use it in a loop of your own. (Never less than 64 bytes:
+    /// with `max_inbound_in_flight` under 4 one piece may still complete more requests than
+    /// that allows.)
     pub fn input_piece(&self) -> usize {
         (self.max_inbound_in_flight / 2)
             .saturating_mul(36)
             .min(self.max_buffered_output / 2 / 64)
+            .min((self.max_queued_events / 2).saturating_mul(31))
             .clamp(64, 4096)
     }
 }
