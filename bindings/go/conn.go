@@ -382,9 +382,9 @@ func (c *Conn) Feed(now time.Time, data []byte) error {
 
 // InputPiece is how many bytes to Feed at a time when one read brought more, handing out
 // every event (and answering) between pieces: 4 KiB, less when the Config lowered
-// MaxInboundInFlight or MaxBufferedOutput. Serve feeds this way; use it in a loop of your
-// own, so that a peer that pipelines thousands of requests in one write gets every one
-// answered instead of "too many requests" errors.
+// MaxInboundInFlight, MaxBufferedOutput or MaxQueuedEvents. Serve feeds this way; use it in
+// a loop of your own, so that a peer that pipelines thousands of requests in one write gets
+// every one answered instead of "too many requests" errors.
 func (c *Conn) InputPiece() int {
 	if c.inputPiece <= 0 { // (a Conn not made by NewConn: a view an HTTP host lent)
 		return defaultInputPiece

@@ -1974,7 +1974,7 @@ impl HttpClient {
         Ok(())
     }
 
-    /// Forgets an exchange, with its entry in `lingering`.    /// Forgets an exchange, with its entry in `lingering`.
+    /// Forgets an exchange, with its entry in `lingering`.
     fn drop_exchange(&mut self, exchange: ExchangeId) -> Option<Exchange> {
         let ex = self.exchanges.remove(&exchange)?;
         if let Some(refresh) = &self.refresh

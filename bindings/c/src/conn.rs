@@ -1456,7 +1456,8 @@ pub unsafe extern "C" fn mcpw_conn_role(
 
 /// Reads into `*out_bytes` how much input to give `mcpw_conn_handle_input` at a time, handing
 /// out every event (and answering) between pieces, when a read brought more: 4 KiB, less
-/// when the config lowered `max_inbound_in_flight` or `max_buffered_output`. Use it in a
+/// when the config lowered `max_inbound_in_flight`, `max_buffered_output` or
+/// `max_queued_events`. Use it in a
 /// loop of your own that reads large chunks, so that a peer that pipelines thousands of
 /// requests in one write gets every one answered, instead of "too many requests" errors.
 ///
