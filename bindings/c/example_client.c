@@ -343,6 +343,15 @@ typedef struct {
     buffer version;
 } session;
 
+/* How much output the engine holds, not yet written. */
+static size_t pending_bytes(mcpw_conn *conn) {
+    const uint8_t *bytes;
+    size_t len = 0;
+    uint64_t stream;
+    if (mcpw_conn_transmit(conn, &bytes, &len, &stream) != MCPW_OK) return 0;
+    return len;
+}
+
 static void send_request(session *s, uint64_t now, const char *method, mcpw_str params,
                          int with_progress) {
     mcpw_request_options options = {0, 0, MCPW_PROGRESS_RESET_DEFAULT};
@@ -575,6 +584,11 @@ int main(int argc, char **argv) {
        read of a server that pipelines requests made those past max_inbound_in_flight (256)
        wait behind none: the engine refused them as too many in flight. */
     size_t buf_len = 0, buf_fed = 0, piece = 4096;
+    /* While this much output waits for a server that reads slowly, no more input is read:
+       the server's writes wait instead (backpressure). Past the engine's bound
+       (max_buffered_output) the connection would close as if the server did not read. Half
+       of it: a server that writes everything before it reads still has that much room. */
+    size_t high_water = 8u << 20;
 
     /* Line by line, also into a pipe: what was printed survives however the process ends. */
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -652,6 +666,11 @@ int main(int argc, char **argv) {
           "config");
     check(mcpw_config_set_timeouts(config, 20000, 60000), "timeouts");
     check(mcpw_config_set_client_era(config, s.opts.era), "client era");
+    {
+        mcpw_limits limits;
+        check(mcpw_config_get_limits(config, &limits), "limits");
+        high_water = limits.max_buffered_output / 2;
+    }
     check(mcpw_conn_new(config, start, &s.conn), "conn");
     mcpw_config_free(config);
     the_conn = s.conn;
@@ -709,7 +728,8 @@ int main(int argc, char **argv) {
             uint64_t ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
             if (ms < (uint64_t)timeout_ms) timeout_ms = (int)ms;
         }
-        if (input_open) {
+        int room = !pending_output || pending_bytes(s.conn) < high_water;
+        if (input_open && room) {
             fds[nfds].fd = from_server;
             fds[nfds].events = POLLIN;
             nfds++;
@@ -722,7 +742,7 @@ int main(int argc, char **argv) {
         if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR) fail("poll: %s", strerror(errno));
 
         now = now_ns();
-        if (input_open) {
+        if (input_open && room) {
             ssize_t n = read(from_server, buf, sizeof buf);
             if (n > 0) {
                 buf_len = (size_t)n;

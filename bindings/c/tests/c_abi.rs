@@ -479,6 +479,40 @@ sys.stderr.write("FLOOD %s\n" % json.dumps(codes, sort_keys=True))
     assert!(out.contains(r#"FLOOD {"-32601": 3000}"#), "{out}");
 }
 
+/// A server that writes requests faster than it reads the answers (a writer thread, and a
+/// reader that takes at most 64 KiB every 10 ms) is slowed down, not cut off: the C stdio client
+/// stops reading while half of its output bound waits. It read on until the engine's
+/// output passed the bound and closed the connection as if the server did not read.
+#[test]
+fn c_client_slows_a_server_that_writes_faster_than_it_reads() {
+    let flood = r#"
+import sys, json, threading, time
+req = json.loads(sys.stdin.readline())
+n = 300000
+head = json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "flood", "version": "1"}}}) + "\n"
+body = "".join('{"jsonrpc":"2.0","id":%d,"method":"x/probe"}\n' % (1000 + i) for i in range(n))
+def write():
+    sys.stdout.write(head + body)
+    sys.stdout.flush()
+threading.Thread(target=write, daemon=True).start()
+seen, rest = 0, b""
+inp = sys.stdin.buffer
+while seen < n:
+    chunk = inp.read1(65536)
+    if not chunk:
+        break
+    data = rest + chunk
+    seen += data.count(b"-32601")
+    rest = data[-5:]
+    time.sleep(0.01)
+sys.stderr.write("SLOW answered=%d\n" % seen)
+"#;
+    let out = c_client_output(&["--era", "legacy", "--", "python3", "-c", flood], 120);
+    assert!(out.contains("SLOW answered=300000"), "{out}");
+}
+
 /// The client ignores SIGPIPE for itself, not for the server it runs: an ignored signal
 /// stays ignored across exec, and the server inherited it (a server relying on SIGPIPE to
 /// end when its reader goes kept running).
