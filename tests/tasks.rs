@@ -2733,6 +2733,25 @@ fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
     assert_eq!(tasks.status(&small), None);
 }
 
+/// `tasks.serve_legacy` of the request event `e`, from owner 1, on `p`'s server.
+fn serve_legacy_from_1(
+    p: &mut common::pair::Pair,
+    tasks: &mut Tasks,
+    e: &Ev,
+) -> Result<bool, Error> {
+    let Ev::Request { id, method, params } = e else {
+        panic!("not a request: {e:?}")
+    };
+    tasks.serve_legacy(
+        p.now,
+        1,
+        &mut p.server,
+        id.as_id(),
+        method,
+        params.as_deref().map(raw),
+    )
+}
+
 /// A 2025-11-25 pair whose server declares tasks and holds at most 4 KiB of output.
 fn small_output_legacy_pair() -> common::pair::Pair {
     let mut server = Config::server("s", "1")
@@ -2768,19 +2787,7 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
     let requests: Vec<Ev> = p.take_server_events();
     let served: Vec<_> = requests
         .iter()
-        .map(|e| {
-            let Ev::Request { id, method, params } = e else {
-                panic!("{e:?}")
-            };
-            tasks.serve_legacy(
-                p.now,
-                1,
-                &mut p.server,
-                id.as_id(),
-                method,
-                params.as_deref().map(raw),
-            )
-        })
+        .map(|e| serve_legacy_from_1(&mut p, &mut tasks, e))
         .collect();
     assert_eq!(served, [Ok(true), Err(Error::OutputFull)]);
     tasks.create_legacy(T0, &mut random, 2).unwrap();
@@ -2791,17 +2798,7 @@ fn a_2025_11_25_task_whose_result_could_not_be_written_is_not_fetched() {
     assert_eq!(tasks.status(&small), Some(TaskStatus::Completed));
     // Once the client read, the retry gives the result, and the task is fetched.
     p.step();
-    let Ev::Request { id, method, params } = &requests[1] else {
-        panic!()
-    };
-    let again = tasks.serve_legacy(
-        p.now,
-        1,
-        &mut p.server,
-        id.as_id(),
-        method,
-        params.as_deref().map(raw),
-    );
+    let again = serve_legacy_from_1(&mut p, &mut tasks, &requests[1]);
     assert_eq!(again, Ok(true));
     p.step();
     let evs = p.take_client_events();
@@ -2836,19 +2833,8 @@ fn a_2025_11_25_cancel_refused_for_a_full_output_takes_effect_on_its_retry() {
     // The output fills up (nobody reads it for now).
     let pad = json!({ "pad": "x".repeat(5000) }).to_string();
     p.server.notify("x/pad", Some(raw(&pad))).unwrap();
-    let Some(Ev::Request { id, method, params }) = requests.first() else {
-        panic!("{requests:?}")
-    };
-    let serve = |p: &mut common::pair::Pair, tasks: &mut Tasks| {
-        tasks.serve_legacy(
-            p.now,
-            1,
-            &mut p.server,
-            id.as_id(),
-            method,
-            params.as_deref().map(raw),
-        )
-    };
+    let serve =
+        |p: &mut common::pair::Pair, tasks: &mut Tasks| serve_legacy_from_1(p, tasks, &requests[0]);
     assert_eq!(serve(&mut p, &mut tasks), Err(Error::OutputFull));
     assert_eq!(tasks.status(&task), Some(TaskStatus::Working));
     assert!(tasks.poll_event().is_none());

@@ -697,6 +697,21 @@ sys.stdout.flush()
     (driver, child)
 }
 
+/// `stop` with `grace`, which must return within 10 s with the child's status.
+async fn stopped(
+    driver: Driver<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    child: tokio::process::Child,
+    grace: Duration,
+) -> std::process::ExitStatus {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        mcpwire_tokio::stdio::stop(driver, child, grace),
+    )
+    .await
+    .expect("stop returned")
+    .expect("the child's status")
+}
+
 /// Gives `driver` a call of 256 KiB to send: more than a pipe holds.
 fn request_more_than_a_pipe_holds<R, W>(driver: &mut Driver<R, W>)
 where
@@ -719,13 +734,7 @@ where
 #[tokio::test]
 async fn stop_with_no_limit_waits_for_the_child_to_exit() {
     let (driver, child) = python_server("for line in sys.stdin:\n    pass").await;
-    let status = tokio::time::timeout(
-        Duration::from_secs(10),
-        mcpwire_tokio::stdio::stop(driver, child, Duration::MAX),
-    )
-    .await
-    .expect("stop returned")
-    .expect("the child's status");
+    let status = stopped(driver, child, Duration::MAX).await;
     assert!(status.success(), "{status:?}");
 }
 
@@ -774,13 +783,7 @@ async fn stop_sends_sigterm_before_sigkill() {
          for line in sys.stdin:\n    pass\ntime.sleep(1000)",
     )
     .await;
-    let status = tokio::time::timeout(
-        Duration::from_secs(10),
-        mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
-    )
-    .await
-    .expect("stop returned")
-    .expect("the child's status");
+    let status = stopped(driver, child, Duration::from_millis(300)).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
@@ -810,13 +813,7 @@ async fn stop_signals_the_group_a_wrapper_leads() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(!gone(grandchild));
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        mcpwire_tokio::stdio::stop(driver, child, Duration::from_millis(300)),
-    )
-    .await
-    .expect("stop returned")
-    .expect("the child's status");
+    stopped(driver, child, Duration::from_millis(300)).await;
     let mut waited = 0;
     while !gone(grandchild) && waited < 100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -902,13 +899,7 @@ async fn stop_returns_the_status_of_a_child_that_exited_first() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     request_more_than_a_pipe_holds(&mut driver);
     // (A grace that a slow start cannot outlast: `stop` returns once the child has exited.)
-    let status = tokio::time::timeout(
-        Duration::from_secs(10),
-        mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5)),
-    )
-    .await
-    .expect("stop returned")
-    .expect("the child's status");
+    let status = stopped(driver, child, Duration::from_secs(5)).await;
     assert_eq!(status.code(), Some(3), "{status:?}");
 }
 
@@ -1347,12 +1338,6 @@ async fn stop_reads_what_the_child_says_after_its_input_ended() {
          \"params\":{\"level\":\"info\",\"data\":\"bye\"}}', flush=True)\nsys.exit(0)",
     )
     .await;
-    let status = tokio::time::timeout(
-        Duration::from_secs(10),
-        mcpwire_tokio::stdio::stop(driver, child, Duration::from_secs(5)),
-    )
-    .await
-    .expect("stop returned")
-    .expect("the child's status");
+    let status = stopped(driver, child, Duration::from_secs(5)).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
