@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 )
 
 // ConnKey names one connection of an HTTPServer: a handshake-era session, or one stateless
@@ -162,6 +163,8 @@ type HTTPServer struct {
 	rearm  chan struct{}
 	done   chan struct{}
 	closed bool
+	// cleanup frees the engine of a server dropped without Close (stopped by Close).
+	cleanup runtime.Cleanup
 	// Set once a response could not be flushed (and it was logged): logged once per server.
 	noFlush atomic.Bool
 	// noDeadline is set once a deadline could not be set (see deadlineSet).
@@ -264,7 +267,11 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 		rearm:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	go s.timers()
+	// The timers goroutine holds the server weakly between deadlines, so that one dropped
+	// without Close is still collected, and its engine freed. (A cleanup, not a finalizer:
+	// a finalizer never runs on a cycle, and an app that calls With refers to its server.)
+	s.cleanup = runtime.AddCleanup(s, freeDropped, dropped{made.server, s.pending, s.done})
+	go runTimers(weak.Make(s), s.done, s.rearm)
 	return s, nil
 }
 
@@ -273,7 +280,8 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 // flight first. A handshake-era call that waits for the client's answer to a request of ours
 // (elicitation, sampling) cannot finish then: that answer would come on a new POST, which
 // Shutdown no longer takes; answer such calls yourself (with an error) before it. Calling it
-// again does nothing.
+// again does nothing. A server dropped without Close is freed when the garbage collector
+// finds it unreachable, but its memory and sessions are held until then: close it.
 func (s *HTTPServer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -283,6 +291,7 @@ func (s *HTTPServer) Close() error {
 	}
 	s.closed = true
 	close(s.done)
+	s.cleanup.Stop()
 	for _, c := range s.lentConns { // (before the free: a kept view's call ends first)
 		c.endLending()
 	}
@@ -292,6 +301,21 @@ func (s *HTTPServer) Close() error {
 	s.ptr, s.pending = nil, nil
 	s.notifyLocked()
 	return nil
+}
+
+// dropped is what the cleanup of a server dropped without Close frees.
+type dropped struct {
+	ptr     *C.mcpw_http_server
+	pending *C.mcpwgo_http_pending
+	done    chan struct{}
+}
+
+// freeDropped frees the engine of a server that became unreachable without Close (nothing
+// can use it any more) and ends its timers goroutine.
+func freeDropped(d dropped) {
+	close(d.done)
+	C.mcpw_http_server_free(d.ptr)
+	C.free(unsafe.Pointer(d.pending))
 }
 
 // ns is the engine's clock: nanoseconds since NewHTTPServer, never going backwards.
@@ -624,34 +648,52 @@ func (s *HTTPServer) Sessions() (sessions, streams int) {
 	return int(a), int(b)
 }
 
-// timers fires the engine's deadlines (request timeouts, session expiry).
-func (s *HTTPServer) timers() {
+// runTimers fires the engine's deadlines (request timeouts, session expiry) until the
+// server is closed or collected. It holds the server only while it reads the next deadline
+// or fires one, never while it sleeps.
+func runTimers(ws weak.Pointer[HTTPServer], done, rearm <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s.mu.Lock()
-		if s.ptr == nil {
-			s.mu.Unlock()
+		wait, ok := nextWait(ws)
+		if !ok {
 			return
 		}
-		d := C.mcpwgo_http_poll_timeout(s.ptr)
-		wait := time.Hour
-		s.armed = math.MaxUint64
-		if d.rc == C.MCPW_OK && d.has != 0 {
-			wait = time.Until(deadlineAt(s.origin, uint64(d.at_ns)))
-			s.armed = uint64(d.at_ns)
-		}
-		s.mu.Unlock()
 		timer.Reset(max(wait, 0))
 		select {
-		case <-s.done:
+		case <-done:
 			return
-		case <-s.rearm: // a change brought a deadline before this one
+		case <-rearm: // a change brought a deadline before this one
 			timer.Stop() // (Go 1.23+ timers: nothing stale is left to drain)
 		case <-timer.C:
+			s := ws.Value()
+			if s == nil {
+				return
+			}
 			s.fireTimers()
 		}
 	}
+}
+
+// nextWait is how long the timers goroutine sleeps until the server's next deadline (an hour
+// when it has none), and false once the server is freed or collected.
+func nextWait(ws weak.Pointer[HTTPServer]) (time.Duration, bool) {
+	s := ws.Value()
+	if s == nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return 0, false
+	}
+	d := C.mcpwgo_http_poll_timeout(s.ptr)
+	s.armed = math.MaxUint64
+	if d.rc == C.MCPW_OK && d.has != 0 {
+		s.armed = uint64(d.at_ns)
+		return time.Until(deadlineAt(s.origin, uint64(d.at_ns))), true
+	}
+	return time.Hour, true
 }
 
 // fireTimers runs the engine's due deadlines and hands their events out. When the app calls
@@ -663,7 +705,7 @@ func (s *HTTPServer) fireTimers() {
 	defer s.mu.Unlock()
 	defer func() {
 		if !finished {
-			go s.timers()
+			go runTimers(weak.Make(s), s.done, s.rearm)
 		}
 	}()
 	if s.ptr != nil {

@@ -606,6 +606,42 @@ func TestHTTPKeptViewIsRefused(t *testing.T) {
 	cancel()
 }
 
+// A server dropped without Close, whose app refers to it and which holds a session (so its
+// timers goroutine waits for a deadline), is still collected, and freed first.
+func TestHTTPServerDroppedIsFreed(t *testing.T) {
+	const n = 4
+	collected := make(chan chan struct{}, n)
+	for range n {
+		var srv *HTTPServer
+		srv, err := NewHTTPServer(serverConfig(), nil, HTTPAppFunc(func(c *Conn, key ConnKey, ev Event) {
+			_ = srv // an app that keeps its server, as apps that call With do
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv)
+		openTestSession(t, ts.URL)
+		ts.Close()
+		runtime.AddCleanup(srv, func(done chan struct{}) { collected <- done }, srv.done)
+	}
+	limit := time.After(10 * time.Second)
+	for got := 0; got < n; {
+		runtime.GC()
+		select {
+		case done := <-collected:
+			select {
+			case <-done: // freed (its timers goroutine ends on it)
+			case <-limit:
+				t.Fatal("a server was collected but not freed")
+			}
+			got++
+		case <-time.After(10 * time.Millisecond):
+		case <-limit:
+			t.Fatalf("%d of %d dropped servers collected", got, n)
+		}
+	}
+}
+
 // sessionPost sends one handshake-era message (in session sid, when not empty).
 func sessionPost(t testing.TB, url, sid, body string) *http.Response {
 	t.Helper()
