@@ -2102,6 +2102,35 @@ fn a_stateless_client_writes_no_response_even_to_what_it_cannot_read() {
     assert!(take_output(&mut p.client).is_empty());
 }
 
+/// A client that can only speak the stateless era writes no response while its discover probe
+/// is still out either: it is in that era from its first byte ("The client MUST NOT write
+/// JSON-RPC responses", stdio, 2026-07-28). So is a dual-era client told to start stateless
+/// (`ClientEra::Modern`), which never falls back to the handshake.
+#[test]
+fn a_stateless_client_writes_no_response_before_its_probe_is_answered() {
+    let mut dual = client_config();
+    dual.client_era = ClientEra::Modern;
+    for config in [modern(client_config()), dual] {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"roots/list"}"#,
+            r#"{not json"#,
+            r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
+        ] {
+            let mut client = Connection::new(config.clone(), Timestamp::ZERO).unwrap();
+            let probe = take_output(&mut client);
+            assert!(String::from_utf8_lossy(&probe).contains("server/discover"));
+            client.handle_input(Timestamp::ZERO, format!("{frame}\n").as_bytes());
+            let out = take_output(&mut client);
+            assert!(
+                out.is_empty(),
+                "{frame} got {}",
+                String::from_utf8_lossy(&out)
+            );
+        }
+    }
+}
+
 /// A retry after "input required" keeps what the first round asked for: its timeout
 /// (restarted at the retry) and its progress.
 #[test]

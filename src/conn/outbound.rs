@@ -91,9 +91,14 @@ impl Core {
 
     /// Whether nothing we write may be a response: a client in the stateless era ("The client
     /// MUST NOT write JSON-RPC responses", stdio, 2026-07-28), not even an error about a frame
-    /// it could not read.
+    /// it could not read. A client that starts stateless and cannot fall back to the handshake
+    /// is in that era from its first byte, while its discover probe is out too.
     pub(super) fn writes_no_answers(&self) -> bool {
-        self.role == Role::Client && self.lifecycle.era == Some(Era::Modern)
+        self.role == Role::Client
+            && match self.lifecycle.era {
+                Some(era) => era == Era::Modern,
+                None => self.config.client_start() == Some(Era::Modern),
+            }
     }
 
     /// Sends an answer to a request of the peer's, to its batch or its stream.
