@@ -21,7 +21,7 @@ use mcpwire::jsonrpc::{
     Backend, Decoded, Decoder, DecoderConfig, ErrorKind, Id, JsonStr, Message, OwnedId, RawJson,
     Reason,
 };
-use mcpwire::mcp::ProtocolVersion;
+use mcpwire::mcp::{LogLevel, ProtocolVersion};
 
 // ---- Counting allocator ------------------------------------------------------------------
 
@@ -475,6 +475,67 @@ fn a_batch_larger_than_the_output_bound_is_still_answered() {
     let out = take_output(&mut server);
     let answers: Vec<serde_json::Value> = serde_json::from_slice(&out[..out.len() - 1]).unwrap();
     assert_eq!(answers.len(), 3);
+}
+
+/// A batch member still at work reports progress (and logs) while the answers already given to
+/// the other members fill the bound: they go out only with this member's answer, so refusing
+/// its reports with `OutputFull` left an application that retries them, as the error asks,
+/// waiting for good (the C HTTP example's `count` did; found by a review of it). The output
+/// proper is still bounded: once it is full, the reports are refused.
+#[test]
+fn a_batch_member_reports_progress_past_its_siblings_answers() {
+    const MAX_OUT: usize = 4096;
+    let mut config = server_config();
+    config.limits.max_buffered_output = MAX_OUT;
+    let mut server = Pair::ready(ProtocolVersion::V2025_03_26, client_config(), config).server;
+    server.handle_input(
+        now(),
+        concat!(
+            r#"[{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"count","#,
+            r#""_meta":{"progressToken":"p"}}},{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    let ids: Vec<_> = drain(&mut server)
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::Request { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let big = format!(
+        r#"{{"tools":[],"_meta":{{"pad":"{}"}}}}"#,
+        "x".repeat(MAX_OUT)
+    );
+    server
+        .respond(ids[1].as_id(), RawJson::new(&big).unwrap())
+        .unwrap();
+    assert!(take_output(&mut server).is_empty(), "the array waits");
+    let logged = server.log(
+        ids[0].as_id(),
+        LogLevel::Info,
+        None,
+        RawJson::new(r#""working""#).unwrap(),
+    );
+    assert_eq!(logged, Ok(true));
+    let mut step = 0.0;
+    while server
+        .progress(ids[0].as_id(), step + 1.0, None, None)
+        .is_ok()
+    {
+        step += 1.0;
+        assert!(step < 1000.0, "progress past the output bound");
+    }
+    assert!(step >= 1.0, "the member's progress was refused");
+    server
+        .respond(ids[0].as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let out = String::from_utf8(take_output(&mut server)).unwrap();
+    assert_eq!(out.matches("notifications/progress").count(), step as usize);
+    assert_eq!(out.matches("notifications/message").count(), 1);
+    assert!(out.trim_end().ends_with(']'), "the array goes out last");
 }
 
 /// 100,000 requests the application never answers, from a peer that never reads: 256 are held

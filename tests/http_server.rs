@@ -958,6 +958,63 @@ fn a_stateless_notification_reaches_the_application() {
     );
 }
 
+/// A notification the client never sends in its version (one of the server's, or one another
+/// version has) cannot be accepted: 400, as "If the server cannot accept it, it MUST return an
+/// HTTP error status code" says, not 202. Stateless requests and sessions alike; a
+/// notification of the client's own still gets 202.
+#[test]
+fn a_notification_the_client_never_sends_gets_400() {
+    let mut s = server();
+    for method in [
+        "notifications/progress",
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+        "notifications/tools/list_changed",
+        "ping",
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{{{META}}}}}"#);
+        let r = send(&mut s, "POST", &modern_headers(method, None), &body);
+        assert_eq!(r.status, 400, "{method}");
+        assert_eq!(json_body(&r)["error"]["code"], -32600, "{method}");
+        assert!(events(&mut s).is_empty(), "{method}");
+        assert!(s.connections().is_empty(), "{method}");
+    }
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":1,{META}}}}}"#
+    );
+    let r = send(
+        &mut s,
+        "POST",
+        &modern_headers("notifications/cancelled", None),
+        &body,
+    );
+    assert_eq!(r.status, 202);
+    let sid = open_session(&mut s);
+    let session = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    for method in ["notifications/tools/list_changed", "notifications/message"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
+        assert_eq!(
+            send(&mut s, "POST", &session, &body).status,
+            400,
+            "{method}"
+        );
+    }
+    for method in [
+        "notifications/roots/list_changed",
+        "notifications/acme/ping",
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
+        assert_eq!(
+            send(&mut s, "POST", &session, &body).status,
+            202,
+            "{method}"
+        );
+    }
+}
+
 #[test]
 fn stateless_requests_need_matching_headers() {
     let mut s = server();

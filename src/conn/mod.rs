@@ -378,6 +378,24 @@ impl Connection {
         self.core.dispatch.inbound.contains_key(&OwnedId::from(id))
     }
 
+    /// Whether the peer never sends notification `method` in this version: the version's
+    /// method table has it only from our side (or as a request), or has it not at all while
+    /// another version does. Fed, it would be dropped as a `NotificationNotAllowed` violation;
+    /// the HTTP server refuses such a POST with 400 instead ("If the server cannot accept it,
+    /// it MUST return an HTTP error status code"). A notification whose capability the peer
+    /// did not declare is not refused here: it is a violation as before, and the POST still
+    /// gets 202 (an SDK client that sends one should not fail for it).
+    pub(crate) fn refuses_notification(&self, method: &str) -> bool {
+        let from_client = self.core.role == Role::Server;
+        match crate::mcp::lookup(method, self.core.effective_version()) {
+            Some(info) => {
+                info.kind != crate::mcp::MethodKind::Notification
+                    || !info.direction.allows(from_client)
+            }
+            None => crate::mcp::is_known_method(method),
+        }
+    }
+
     /// Whether the output is under its bound: commands that write are refused with
     /// `OutputFull` while it is not.
     pub(crate) fn output_has_room(&self) -> bool {

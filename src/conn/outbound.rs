@@ -78,6 +78,20 @@ impl Core {
             < self.config.limits.max_buffered_output
     }
 
+    /// Whether a notification about the peer's request `key` (its progress, a log) has room.
+    /// For a member of a batch still open, the answers collected for batches are not counted:
+    /// they go out only once every member is answered, this one included, so an application
+    /// that waits for room to report on it before answering (as `OutputFull` asks) would wait
+    /// for good. What does count, the output itself, drains as the peer reads.
+    fn room_for_notice_of(&self, key: &OwnedId) -> bool {
+        match self.dispatch.inbound.get(key) {
+            Some(entry) if entry.batch.is_some() => {
+                self.out.output.buffered() < self.config.limits.max_buffered_output
+            }
+            _ => self.output_has_room(),
+        }
+    }
+
     /// Writes a frame produced by the engine on its own (an automatic answer). If the peer is
     /// not reading, the connection ends instead.
     pub(super) fn emit_auto(&mut self, stream: StreamId, write: impl FnOnce(&mut Vec<u8>)) {
@@ -445,7 +459,7 @@ impl Core {
             return Err(Error::NotInitialized);
         }
         let key = OwnedId::from(id);
-        let room = self.output_has_room();
+        let room = self.room_for_notice_of(&key);
         // A request in flight, or one answered with a 2025-11-25 task handle whose token
         // stays with the task (correlation.rs rule 8).
         // `related`: the task whose progress this is ("All requests, notifications, and
@@ -641,7 +655,7 @@ impl Core {
         if !allowed {
             return Ok(false);
         }
-        if !self.output_has_room() {
+        if !self.room_for_notice_of(&key) {
             return Err(Error::OutputFull);
         }
         let mut params = std::mem::take(&mut self.out.scratch);

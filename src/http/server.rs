@@ -1352,6 +1352,23 @@ impl HttpServer {
                     }
                 }
             }
+            Decoded::Single(Message::Notification(n))
+                if self
+                    .conns
+                    .get(&key)
+                    .is_some_and(|c| c.conn.refuses_notification(&n.method.to_str())) =>
+            {
+                // "If the server cannot accept it, it MUST return an HTTP error status code".
+                if modern {
+                    self.conns.remove(&key);
+                }
+                return HttpResponse::rpc_error(
+                    400,
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "clients do not send this notification in this protocol version",
+                );
+            }
             Decoded::Single(Message::Response(_) | Message::Error(_)) if modern => {
                 // Refused before the connection saw it: a stateless one goes with the request.
                 self.conns.remove(&key);
