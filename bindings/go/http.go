@@ -58,7 +58,8 @@ type HTTPOptions struct {
 	// MaxSessions bounds live sessions (the least recently used idle one is evicted beyond);
 	// 0: 1024.
 	MaxSessions int
-	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB.
+	// MaxBody is the largest POST body accepted (413 beyond); 0: 4 MiB. Past math.MaxInt/4
+	// (math.MaxInt for none, say) it is math.MaxInt/4.
 	MaxBody int
 	// MaxBodyTotal bounds the memory that the request bodies being read take together,
 	// beyond the 64 KiB buffer each request may reuse: a body that would go past it gets 503
@@ -218,6 +219,10 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	if maxBody <= 0 {
 		maxBody = 4 << 20
 	}
+	// "No limit" (math.MaxInt, say) is a quarter of it, which no body reaches: the bounds
+	// worked out from MaxBody (the buffer's growth, MaxBodyTotal, the discard limit) wrapped
+	// past it, and a body's buffer grew 512 bytes at a time.
+	maxBody = min(maxBody, math.MaxInt/4)
 	maxTotal := opts.MaxBodyTotal
 	if maxTotal <= 0 {
 		maxTotal = 64 << 20
@@ -849,10 +854,7 @@ func (s *HTTPServer) cannotFlush() {
 // discardLimit is the most of a body over MaxBody read and dropped before the 413: four
 // times MaxBody, at least 16 MiB (as the tokio host and the C example do).
 func (s *HTTPServer) discardLimit() int {
-	if s.maxBody > math.MaxInt/4 { // (4*MaxBody would wrap)
-		return math.MaxInt
-	}
-	return max(4*s.maxBody, 16<<20)
+	return max(4*s.maxBody, 16<<20) // (MaxBody is at most a quarter of math.MaxInt)
 }
 
 // expectsContinue reports a request whose client waits for 100 Continue before its body.

@@ -1031,12 +1031,33 @@ func TestHTTPChunkedOverLimitBodyThatStopsIsDroppedAtTheMinimumRate(t *testing.T
 func TestHTTPDiscardLimitAtTheLargestMaxBody(t *testing.T) {
 	for _, tc := range []struct{ maxBody, want int }{
 		{0, 16 << 20}, {1000, 16 << 20}, {8 << 20, 32 << 20},
-		{math.MaxInt / 4, math.MaxInt / 4 * 4}, {math.MaxInt/4 + 1, math.MaxInt}, {math.MaxInt, math.MaxInt},
+		{math.MaxInt / 4, math.MaxInt / 4 * 4}, {math.MaxInt/4 + 1, math.MaxInt / 4 * 4}, {math.MaxInt, math.MaxInt / 4 * 4},
 	} {
 		srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: tc.maxBody})
 		if got := srv.discardLimit(); got != tc.want {
 			t.Errorf("MaxBody %d: discardLimit %d, want %d", tc.maxBody, got, tc.want)
 		}
+	}
+}
+
+// MaxBody: math.MaxInt ("no limit") keeps the bounds worked out from it: a body's buffer
+// still doubles (it grew 512 bytes at a time, copying the body each time: quadratic), and
+// MaxBodyTotal still fits one body of MaxBody (it wrapped and stayed at 64 MiB).
+func TestHTTPNoBodyLimitKeepsTheBodyBufferDoubling(t *testing.T) {
+	srv, _, _ := newTestServerWith(t, nil, &HTTPOptions{MaxBody: math.MaxInt})
+	if srv.maxTotal < int64(srv.maxBody) {
+		t.Fatalf("MaxBodyTotal %d under MaxBody %d", srv.maxTotal, srv.maxBody)
+	}
+	body := make([]byte, 1<<20)
+	allocs := testing.AllocsPerRun(3, func() {
+		buf, taken, err := srv.readBody(httptest.NewRecorder(), bytes.NewReader(body), true, nil)
+		if err != nil || len(buf) != len(body) {
+			t.Fatalf("read %d bytes: %v", len(buf), err)
+		}
+		srv.bodies.Add(-taken)
+	})
+	if allocs > 40 {
+		t.Fatalf("a 1 MiB body took %.0f allocations", allocs)
 	}
 }
 
