@@ -360,25 +360,18 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	// reader read ahead too: its peer may be blocked writing to us in turn (a half-duplex
 	// peer, above), and both would wait for good. (Not before every Write: a reader that
 	// blocks in Read while the loop still works costs a busy stdio server most of its
-	// throughput with one thread.) watching is set while such a Write may be watched, and
-	// stalled once the watch gave the reader its token.
-	var watching, stalled atomic.Bool
-	watch := time.AfterFunc(time.Hour, func() {
-		if watching.Load() {
-			stalled.Store(true)
-			bigWrite.Store(true)
-			select {
-			case want <- struct{}{}:
-			default:
-			}
+	// throughput with one thread.)
+	watch := newStallWatch(func() {
+		bigWrite.Store(true)
+		select {
+		case want <- struct{}{}:
+		default:
 		}
 	})
-	watch.Stop()
-	defer watch.Stop()
+	defer watch.timer.Stop()
 	watchWrite := func() {
 		if inputOpen {
-			watching.Store(true)
-			watch.Reset(writeStall)
+			watch.start()
 		}
 	}
 	// fail turns a write error into Serve's result, or into broken: a peer that went away
@@ -434,11 +427,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			}
 		default:
 			_, big, err := conn.writeOut(w, writeChunk, watchWrite)
-			if watching.Swap(false) {
-				watch.Stop()
-				if stalled.Swap(false) {
-					asked, askedDuringWrite = true, true
-				}
+			if watch.end() {
+				asked, askedDuringWrite = true, true
 			}
 			if !big {
 				bigWrite.Store(false)
@@ -592,6 +582,56 @@ const lateInput = 5 * time.Millisecond
 // writeStall is how long a Write on Serve's goroutine may take before the reader reads ahead
 // during it (see Serve).
 const writeStall = 2 * time.Millisecond
+
+// stallWatch watches a Write on Serve's goroutine: if it has not returned within writeStall,
+// the reader gets a token (give). start arms it before the Write; end disarms it after, and
+// reports whether the token was given, which Serve then counts as asked for. The two sides
+// take a lock, so that a token given is reported exactly once: with a callback that was
+// already running when end stopped the timer, a token given after end looked (a stale
+// "stalled" reported by the next end instead) left Serve counting a token that had been
+// taken, and asking for none while the reader idled: input was never read again.
+type stallWatch struct {
+	mu       sync.Mutex
+	watching bool // armed, for a Write under way
+	stalled  bool // the token was given during this Write
+	give     func()
+	timer    *time.Timer
+}
+
+func newStallWatch(give func()) *stallWatch {
+	w := &stallWatch{give: give}
+	w.timer = time.AfterFunc(time.Hour, w.fire)
+	w.timer.Stop()
+	return w
+}
+
+func (w *stallWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watching && !w.stalled {
+		w.stalled = true
+		w.give()
+	}
+}
+
+func (w *stallWatch) start() {
+	w.mu.Lock()
+	w.watching = true
+	w.mu.Unlock()
+	w.timer.Reset(writeStall)
+}
+
+func (w *stallWatch) end() (stalled bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.watching {
+		return false
+	}
+	w.timer.Stop() // (a callback already running waits for the lock, then finds nothing armed)
+	stalled = w.stalled
+	w.watching, w.stalled = false, false
+	return stalled
+}
 
 // readAhead is how many bytes Serve's reader may hold ahead of the loop during a write (see
 // Serve): the input held outside the engine.

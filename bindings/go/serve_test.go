@@ -916,3 +916,44 @@ func TestServeReadAheadStaysBoundedAgainstAFloodReadSlowly(t *testing.T) {
 		t.Errorf("only %d answers", flood.answered)
 	}
 }
+
+// A token the stall watch gives is reported by exactly one end, however its timer's callback
+// and end interleave: one given after end looked and reported by a later end made Serve
+// count a token the reader had already used, and ask for no more input.
+func TestStallWatchReportsEachTokenOnce(t *testing.T) {
+	var given atomic.Int64
+	w := newStallWatch(func() { given.Add(1) })
+	defer w.timer.Stop()
+	stop := make(chan struct{})
+	var firing sync.WaitGroup
+	for range 2 {
+		firing.Add(1)
+		go func() { // late and early callbacks, as a timer racing with end gives them
+			defer firing.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					w.fire()
+				}
+			}
+		}()
+	}
+	reported := int64(0)
+	for range 20000 {
+		w.start()
+		runtime.Gosched()
+		if w.end() {
+			reported++
+		}
+	}
+	close(stop)
+	firing.Wait()
+	if w.end() {
+		reported++
+	}
+	if given.Load() != reported || reported == 0 {
+		t.Fatalf("%d tokens given, %d reported", given.Load(), reported)
+	}
+}
