@@ -1716,7 +1716,9 @@ int main(int argc, char **argv) {
             rc = mcpw_http_server_end_listen_streams(server, &ended);
             if (rc != MCPW_OK) warn("end_listen_streams", rc);
             stopping = 1;
-            stop_deadline = now + shutdown_grace_ns;
+            /* (Saturated: a grace meant as "as long as it takes" does not wrap to none.) */
+            stop_deadline = shutdown_grace_ns > UINT64_MAX - now ? UINT64_MAX
+                                                                 : now + shutdown_grace_ns;
         }
         if (stopping) {
             int arriving = close_idle_connections();

@@ -797,7 +797,15 @@ fn more_clients_than_select_can_watch_are_served() {
 
 #[test]
 fn sigterm_lets_an_answer_in_flight_finish() {
-    let server = Server::asan(&[]);
+    // The default grace, and the largest the flag takes ("as long as it takes"): it wrapped
+    // to none, and the call got -32603 at once.
+    for flags in [&[][..], &["--shutdown-grace-ms", "18446744073709"][..]] {
+        sigterm_during_a_call(flags);
+    }
+}
+
+fn sigterm_during_a_call(flags: &[&str]) {
+    let server = Server::asan(flags);
     let port = server.port;
     let pid = server.child.id();
     let (headers, body) = modern_call(5, "count");
