@@ -11,8 +11,8 @@ use common::pair::{Ev, client_config, legacy, modern, server_config};
 use mcpwire::Timestamp;
 use mcpwire::conn::{CloseReason, Config, Event, RequestId, State, TransportFailure};
 use mcpwire::http::{
-    Body, ClientAction, ExchangeId, HttpClient, HttpRequest, HttpServer, HttpServerConfig,
-    HttpStreamId, ReconnectPolicy,
+    Body, ClientAction, ExchangeId, HELD_BODY_FRAMES, HttpClient, HttpRequest, HttpServer,
+    HttpServerConfig, HttpStreamId, ReconnectPolicy,
 };
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::mcp::ProtocolVersion;
@@ -2922,6 +2922,78 @@ fn a_json_answer_over_the_largest_frame_in_pieces_is_never_taken() {
     }
     c.sent();
     assert_eq!(c.aborted, vec![s.exchange], "the host stops reading");
+}
+
+/// Answers the server begins and never finishes hold at most `HELD_BODY_FRAMES` frames
+/// together: each could hold one `max_frame`, and with 256 requests running a server that
+/// stalls every answer made the client hold 4 GiB. The answer that would take the total past
+/// it fails (`TooLarge`) and is no longer read; the others, finished, are taken, and so is a
+/// later one.
+#[test]
+fn unfinished_answers_hold_a_few_frames_together_at_most() {
+    const FRAME: usize = 1 << 20;
+    let mut config = legacy(client_config());
+    config.limits.max_frame = FRAME;
+    let mut c = Scripted::new(config, ReconnectPolicy::default());
+    c.handshake(Some("s1"));
+    let n = HELD_BODY_FRAMES + 1;
+    let ids: Vec<_> = (0..n).map(|_| c.request("tools/list")).collect();
+    let sent = c.sent();
+    assert_eq!(sent.len(), n);
+    let pad = FRAME - FRAME / 8;
+    let head = |s: &Sent| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[],"pad":"{}"#,
+            s.body["id"],
+            "a".repeat(pad)
+        )
+    };
+    // The first answer comes as an SSE event (its unfinished event counts the same).
+    for (i, s) in sent.iter().enumerate() {
+        if i == 0 {
+            c.sse_head(s.exchange);
+            let event = format!("id: 1\ndata: {}", head(s));
+            c.client.handle_body(c.now, s.exchange, event.as_bytes());
+            continue;
+        }
+        c.client.handle_response(
+            c.now,
+            s.exchange,
+            200,
+            &[("Content-Type", "application/json")],
+        );
+        c.client.handle_body(c.now, s.exchange, head(s).as_bytes());
+    }
+    c.events();
+    c.sent();
+    let last = sent.last().unwrap();
+    assert_eq!(
+        c.aborted,
+        vec![last.exchange],
+        "the host stops reading the last one"
+    );
+    match c.outcome(*ids.last().unwrap()) {
+        Some(Ev::Failed { reason, .. }) => assert_eq!(*reason, TransportFailure::TooLarge),
+        other => panic!("{other:?}"),
+    }
+    for (i, s) in sent[..n - 1].iter().enumerate() {
+        let tail: &[u8] = if i == 0 { b"\"}}\n\n" } else { br#""}}"# };
+        c.client.handle_body(c.now, s.exchange, tail);
+        c.client.handle_end(c.now, s.exchange, 0);
+    }
+    c.events();
+    for id in &ids[..n - 1] {
+        assert!(
+            matches!(c.outcome(*id), Some(Ev::Response { .. })),
+            "{:?}",
+            c.outcome(*id)
+        );
+    }
+    let id = c.request("tools/list");
+    let s = c.sent().remove(0);
+    let body = format!("{}\"}}}}", head(&s));
+    c.answer(&s, 200, &[("Content-Type", "application/json")], &body);
+    assert!(matches!(c.outcome(id), Some(Ev::Response { .. })));
 }
 
 /// The same over SSE: an event over the largest frame fails the requests its stream carries at

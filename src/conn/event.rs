@@ -23,7 +23,9 @@ pub enum TransportFailure {
     /// The answer's stream ended without the answer, and resuming it gave up.
     StreamEnded,
     /// A message of the response (the JSON body, or an SSE event) was larger than the
-    /// connection's largest message ([`Limits::max_frame`](super::Limits::max_frame)).
+    /// connection's largest message ([`Limits::max_frame`](super::Limits::max_frame)), or the
+    /// responses being read held more than
+    /// [`HELD_BODY_FRAMES`](crate::http::HELD_BODY_FRAMES) of those together, unfinished.
     TooLarge,
 }
 
@@ -34,7 +36,7 @@ impl std::fmt::Display for TransportFailure {
             TransportFailure::Disconnected => f.write_str("the connection failed"),
             TransportFailure::StreamEnded => f.write_str("the stream ended without the answer"),
             TransportFailure::TooLarge => {
-                f.write_str("a message of the response was over the largest allowed (max_frame)")
+                f.write_str("the response (or those being read together) went past max_frame")
             }
         }
     }

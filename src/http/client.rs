@@ -158,6 +158,11 @@ impl StreamReader {
         self.too_long
     }
 
+    /// The bytes it holds of an event not yet complete.
+    pub(crate) fn buffered(&self) -> usize {
+        self.sse.buffered()
+    }
+
     /// How many events (priming ones included) the reader has dispatched.
     pub(crate) fn events_seen(&self) -> u64 {
         self.events

@@ -28,9 +28,10 @@ pub use server::{
     OriginCheck, StreamOutput, loopback_only,
 };
 pub use session::{
-    ClientAction, ExchangeId, FAILURE_TEXT_MAX, HttpClient, LINGER, MAX_HELD_CALLS,
-    MAX_REFRESH_PAGES, MAX_RETRY_AFTER, MAX_RUNNING_REPLIES, MAX_RUNNING_REQUESTS,
-    MAX_WAITING_REPLIES, MIN_RECONNECT_DELAY, ReconnectPolicy, UNAWAITED_HEAD_LIMIT,
+    ClientAction, ExchangeId, FAILURE_TEXT_MAX, HELD_BODY_FRAMES, HttpClient, LINGER,
+    MAX_HELD_CALLS, MAX_REFRESH_PAGES, MAX_RETRY_AFTER, MAX_RUNNING_REPLIES, MAX_RUNNING_REQUESTS,
+    MAX_WAITING_REPLIES, MIN_RECONNECT_DELAY, ReconnectPolicy, SMALL_HELD_BODY,
+    UNAWAITED_HEAD_LIMIT,
 };
 pub use store::{EventStore, MemoryEventStore, SessionStore, StoreUnavailable};
 

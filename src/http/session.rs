@@ -150,6 +150,16 @@ struct Exchange {
 }
 
 impl Exchange {
+    /// The bytes of its response it holds unfinished: a JSON body not yet ended, or an SSE
+    /// event not yet complete (see [`HELD_BODY_FRAMES`]).
+    fn held_unfinished(&self) -> usize {
+        match &self.reading {
+            Reading::Json(body) | Reading::Other(body) => body.len(),
+            Reading::Sse => self.reader.buffered(),
+            Reading::Waiting => 0,
+        }
+    }
+
     /// An exchange to send, for the requests in `awaiting` (none for a notification, an
     /// answer, a GET or a DELETE).
     fn new(
@@ -250,6 +260,24 @@ pub const MAX_RUNNING_REPLIES: usize = 64;
 /// [`MAX_RUNNING_REPLIES`]; past it the newest is not sent, and counted in
 /// [`Stats::suppressed_responses`](crate::conn::Stats::suppressed_responses).
 pub const MAX_WAITING_REPLIES: usize = 1024;
+
+/// How many of the connection's largest messages ([`Limits::max_frame`]) the responses the
+/// client is reading may hold together, unfinished: JSON bodies not yet ended, and SSE events
+/// not yet complete. Each may hold one `max_frame`, and up to [`MAX_RUNNING_REQUESTS`] run at
+/// once, so without this a server that starts every answer and never finishes it would make
+/// the client hold 256 of them (4 GiB by default). A response whose bytes would take the
+/// total past it fails as one over `max_frame` does
+/// ([`TransportFailure::TooLarge`](crate::conn::TransportFailure::TooLarge)), and the host is
+/// told to stop reading it. Responses holding less than [`SMALL_HELD_BODY`] are not counted
+/// against it.
+///
+/// [`Limits::max_frame`]: crate::conn::Limits::max_frame
+pub const HELD_BODY_FRAMES: usize = 4;
+
+/// What a response may hold unfinished before it counts against [`HELD_BODY_FRAMES`]: the
+/// total is only worked out for a response past it, so small answers cost nothing. (Up to
+/// [`MAX_RUNNING_REQUESTS`] of them hold at most 16 MiB together.)
+pub const SMALL_HELD_BODY: usize = 64 * 1024;
 
 /// How many POSTs carrying requests of ours may run at once; more wait, in order, until one
 /// ends. Over HTTP/1 each runs on its own connection, so without a bound a burst of requests
@@ -1001,6 +1029,21 @@ impl HttpClient {
         // server streaming junk into each must not make the client hold 64 frames.
         let waits = ex.asked || ex.standalone;
         let max_body = if waits { max_frame } else { FAILURE_TEXT_MAX };
+        // Past a small size, the responses being read must fit in HELD_BODY_FRAMES together.
+        // (Only responses that bring answers: the session's GET stream holds one event at
+        // most, and the others' bodies are cut to a short text.)
+        if ex.asked
+            && ex.held_unfinished() + bytes.len() > SMALL_HELD_BODY
+            && self.held_unfinished_total() + bytes.len()
+                > HELD_BODY_FRAMES.saturating_mul(max_frame).max(max_frame)
+        {
+            self.finish(now, exchange, TransportFailure::TooLarge);
+            self.queue.push_back((exchange, true));
+            return;
+        }
+        let Some(ex) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
         match &mut ex.reading {
             Reading::Json(body) | Reading::Other(body) => {
                 if body.len() + bytes.len() <= max_body {
@@ -2022,6 +2065,13 @@ impl HttpClient {
     }
 
     /// Ends an exchange: requests it still owed an answer fail.
+    /// The bytes every response being read holds unfinished (see [`HELD_BODY_FRAMES`]).
+    fn held_unfinished_total(&self) -> usize {
+        (self.exchanges.values())
+            .map(Exchange::held_unfinished)
+            .sum()
+    }
+
     fn finish(&mut self, now: Timestamp, exchange: ExchangeId, failure: TransportFailure) {
         let Some(ex) = self.drop_exchange(exchange) else {
             return;
