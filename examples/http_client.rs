@@ -200,14 +200,14 @@ impl Session {
         match what {
             Pending::ListTools => {
                 self.tools = result["tools"].as_array().cloned().unwrap_or_default();
-                eprintln!("http_client: {} tools", self.tools.len());
+                note(&format!("{} tools", self.tools.len()));
                 self.plan();
                 self.start_steps(conn, now);
             }
             Pending::Call(name) => {
                 // (The server's text is escaped: a tool name could drive the terminal.)
                 let name = name.escape_debug();
-                eprintln!("http_client: {name} -> {result}");
+                note(&format!("{name} -> {result}"));
                 if result["isError"] == json!(true) {
                     self.failures
                         .push(format!("{name} reported an error: {result}"));
@@ -255,12 +255,19 @@ fn why(client: &Client) -> String {
     why
 }
 
+/// Writes `what` to stderr, if it can: `eprintln!` panics when stderr is a closed pipe, which
+/// would end the process before its close, leaving the session on the server.
+fn note(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "http_client: {what}");
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let url = match std::env::args().nth(1) {
         Some(u) => u,
         None => {
-            eprintln!("usage: http_client URL");
+            note("usage: http_client URL");
             return ExitCode::from(2);
         }
     };
@@ -282,7 +289,7 @@ async fn main() -> ExitCode {
     let mut client = match Client::new(&url, config, ReconnectPolicy::default()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("http_client: {e}");
+            note(&e.to_string());
             return ExitCode::from(2);
         }
     };
@@ -326,7 +333,7 @@ async fn main() -> ExitCode {
         let now = client.now();
         match event {
             OwnedEvent::Ready { version } => {
-                eprintln!("http_client: ready, {}", version.as_str());
+                note(&format!("ready, {}", version.as_str()));
                 ready = true;
                 let has_tools = client
                     .connection()
@@ -451,7 +458,7 @@ async fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         for f in &s.failures {
-            eprintln!("http_client: FAILED: {f}");
+            note(&format!("FAILED: {f}"));
         }
         ExitCode::from(1)
     }

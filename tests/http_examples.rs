@@ -234,3 +234,26 @@ fn interrupt_a_hanging_call(sessions: bool) -> Vec<String> {
     assert!(err.contains("interrupted (SIGTERM)"), "{err}");
     seen.lock().unwrap().clone()
 }
+
+/// A client whose stderr is a closed pipe still ends its session: `eprintln!` panicked on the
+/// first line it wrote ("N tools"), and the process exited (101) without its DELETE, leaving
+/// the session on the server until it expired (found by a review of the tokio host).
+#[test]
+fn a_closed_stderr_does_not_cut_the_clients_close() {
+    let (url, seen) = hanging_call_server(true);
+    let mut child = Command::new(example_binary("http_client"))
+        .arg(&url)
+        .env("MCP_CONFORMANCE_SCENARIO", "list")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run http_client");
+    drop(child.stderr.take()); // (closed before the client writes a line)
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{:?}", seen.lock().unwrap());
+    assert!(
+        seen.lock().unwrap().iter().any(|m| m == "DELETE"),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+}
