@@ -648,18 +648,28 @@ pub async fn serve<A: Application>(
                         // after it has written everything, a slow client's download too
                         // (its answer, out of the engine's hands, would be lost).
                         if conn_state.served.load(Ordering::Acquire)
-                            && !conn_state.not_reading(millis_since(conn_state.epoch))
+                            && !conn_state.not_reading(millis_since(conn_state.epoch), input)
                         {
                             conn.as_mut().graceful_shutdown();
-                            // One whose client stops reading meanwhile is dropped once it
-                            // counts as not reading: a graceful close would hold the slot
-                            // for up to the send timeout.
+                            // One with nothing left to write closes at once. One still
+                            // sending (its client downloads a large answer) frees no slot
+                            // soon: the accept loop is told to ask another (as by a refusal),
+                            // and it closes once it has sent everything. One whose client
+                            // stops reading meanwhile is dropped once it counts as not
+                            // reading: a graceful close would hold the slot for up to the
+                            // send timeout.
+                            let mut told = false;
                             loop {
+                                let wait = if told { NOT_READING_CHECK } else { STILL_SENDING };
                                 tokio::select! {
                                     _ = conn.as_mut() => break,
-                                    () = tokio::time::sleep(NOT_READING_CHECK) => {
+                                    () = tokio::time::sleep(wait) => {
+                                        if !told {
+                                            told = true;
+                                            conn_state.declined.notify_waiters();
+                                        }
                                         let now = millis_since(conn_state.epoch);
-                                        if conn_state.not_reading(now) {
+                                        if conn_state.not_reading(now, input) {
                                             break;
                                         }
                                     }
@@ -802,6 +812,11 @@ const NOT_READING_MS: u64 = 1000;
 /// reading (see [`NOT_READING_MS`]).
 const NOT_READING_CHECK: Duration = Duration::from_millis(250);
 
+/// How long a connection closing to make room may take before the accept loop asks another
+/// as well: one between requests with nothing left to send closes at once; one still sending
+/// a large answer to a client that reads will take as long as the download.
+const STILL_SENDING: Duration = Duration::from_millis(10);
+
 /// How long a request head that has begun to arrive protects its connection from being
 /// closed to make room: a client's head comes in one round trip or a few; one that takes
 /// longer is slow (trickled, perhaps on purpose), and its connection may be displaced.
@@ -833,9 +848,13 @@ struct Tracked {
     /// Since when (milliseconds since `epoch`, plus one; 0: not stalled) no write could
     /// proceed: see [`not_reading`](Tracked::not_reading).
     stalled_since: AtomicU64,
+    /// The bytes the kernel held unacknowledged when the stall began (or was last seen to
+    /// shrink; `u64::MAX`: unknown): less later means the client reads.
+    unsent_at_stall: AtomicU64,
     /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
-    /// Tells the accept loop that the connection declined to close.
+    /// Tells the accept loop that the connection declined to close, or that it closes only
+    /// once a large answer is sent: either way another should make room.
     declined: Notify,
     epoch: Instant,
 }
@@ -854,6 +873,7 @@ impl Tracked {
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
             stalled_since: AtomicU64::new(0),
+            unsent_at_stall: AtomicU64::new(u64::MAX),
             evict: Notify::new(),
             declined: Notify::new(),
             epoch,
@@ -861,12 +881,31 @@ impl Tracked {
     }
 
     /// Whether its client has read nothing of what was sent for [`NOT_READING_MS`] or more
-    /// (at `now`, in milliseconds since `epoch`): a write could not proceed since then. A
-    /// client that downloads a large answer slowly makes the writes wait too, but briefly,
-    /// each time until it reads a little more.
-    fn not_reading(&self, now: u64) -> bool {
+    /// (at `now`, in milliseconds since `epoch`): a write could not proceed since then, and
+    /// what the kernel holds for it (`input`'s socket) has not shrunk. A client that
+    /// downloads a large answer slowly makes the writes wait too: briefly with a small send
+    /// buffer, for seconds with a large one (the socket counts as writable again only once a
+    /// good part of it is free), though the client reads all along.
+    fn not_reading(&self, now: u64, input: Input) -> bool {
         let since = self.stalled_since.load(Ordering::Relaxed);
-        since != 0 && now + 1 >= since + NOT_READING_MS
+        if since == 0 || now + 1 < since + NOT_READING_MS {
+            return false;
+        }
+        let Some(unsent) = input.unsent() else {
+            return true;
+        };
+        if unsent < self.unsent_at_stall.load(Ordering::Relaxed) {
+            // It read since: the stall counts from now.
+            self.unsent_at_stall.store(unsent, Ordering::Relaxed);
+            let _ = self.stalled_since.compare_exchange(
+                since,
+                now + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return false;
+        }
+        true
     }
 
     /// Whether bytes arrived since it last became idle: a request has begun.
@@ -1033,9 +1072,12 @@ impl SendGuard {
     /// else `Pending` (the timer wakes the task at the limit).
     fn stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let limit = self.limit;
-        let conn = &self.conn;
+        let (conn, inner) = (&self.conn, &self.inner);
         let timer = self.stalled.get_or_insert_with(|| {
+            let unsent = Input::of(inner).unsent();
             let now = millis_since(conn.epoch);
+            conn.unsent_at_stall
+                .store(unsent.unwrap_or(u64::MAX), Ordering::Relaxed);
             conn.stalled_since.store(now + 1, Ordering::Relaxed);
             Box::pin(tokio::time::sleep(limit))
         });
@@ -1153,6 +1195,22 @@ impl Input {
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         false
+    }
+}
+
+impl Input {
+    /// The bytes the kernel holds that the client has not acknowledged (`None` where it
+    /// cannot be asked). Only while the stream it was made of is open.
+    fn unsent(self) -> Option<u64> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let mut unsent: libc::c_int = 0;
+            // SAFETY: TIOCOUTQ writes one int to `unsent`; the caller keeps the socket open.
+            let rc = unsafe { libc::ioctl(self.fd, libc::TIOCOUTQ, &raw mut unsent) };
+            (rc == 0).then(|| u64::try_from(unsent).unwrap_or(0))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        None
     }
 }
 

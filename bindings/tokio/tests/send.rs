@@ -227,3 +227,90 @@ async fn a_large_answer_cut_off_mid_transfer_is_resumed_after_the_store_dropped_
         &resumed[..resumed.len().min(2000)]
     );
 }
+
+/// At the cap, the connection idle longest may be one still sending a large answer to a
+/// client that reads it (the engine gave the whole answer up, so the connection counts as
+/// idle): asked to make room, it closes only once the download ends. The new client got 503
+/// after a quarter of a second while a silent connection could have made room at once (found
+/// by a review of the host). Now the silent one makes room, and the download goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_connection_still_sending_lets_a_silent_one_make_room() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = Config::server("big", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let host = HostConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(30),
+        send_timeout: Duration::from_secs(30),
+        ..common::test_config()
+    };
+    tokio::spawn(serve(
+        listener,
+        HttpServer::new(HttpServerConfig::new(config)),
+        Big,
+        host,
+        std::future::pending::<()>(),
+    ));
+    // A stateless call whose 8 MiB answer is read slowly (every 10 ms what a small receive
+    // window holds: under 1 MB/s).
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(body.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let first = tokio::time::timeout(Duration::from_secs(30), slow.read(&mut buf))
+        .await
+        .expect("the answer begins")
+        .unwrap();
+    assert!(first > 0);
+    let download = tokio::spawn(async move {
+        let mut got = first;
+        while got < 4 << 20 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            match slow.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        got
+    });
+    // Served after the download began, then silent: idle since later than the slow one.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let get = b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    silent.write_all(get).await.unwrap();
+    let mut small = [0u8; 256];
+    let n = silent.read(&mut small).await.unwrap();
+    assert!(common::statuses(&small[..n]) == [404]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third.write_all(get).await.unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(5), third.read(&mut small))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert_eq!(
+        common::statuses(&small[..n]),
+        [404],
+        "served, not turned away"
+    );
+    // The slow one, closing once it has sent everything, is not taken for a client that stopped
+    // reading: its writes wait for seconds at a time (the socket counts as writable again only
+    // once a good part of a large send buffer is free), yet it reads all along. It was cut.
+    let got = tokio::time::timeout(Duration::from_secs(60), download)
+        .await
+        .expect("the download goes on")
+        .unwrap();
+    assert!(got >= 4 << 20, "the slow download was cut at {got} bytes");
+}
