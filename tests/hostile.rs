@@ -477,11 +477,11 @@ fn a_batch_larger_than_the_output_bound_is_still_answered() {
     assert_eq!(answers.len(), 3);
 }
 
-/// A batch member still at work reports progress (and logs) while the answers already given to
-/// the other members fill the bound: they go out only with this member's answer, so refusing
-/// its reports with `OutputFull` left an application that retries them, as the error asks,
-/// waiting for good (the C HTTP example's `count` did; found by a review of it). The output
-/// proper is still bounded: once it is full, the reports are refused.
+/// A batch member still at work reports progress (logs, and asks the client for what it needs)
+/// while the answers already given to the other members fill the bound: they go out only with
+/// this member's answer, so refusing its reports with `OutputFull` left an application that
+/// retries them, as the error asks, waiting for good (the C HTTP example's `count` did; found
+/// by a review of it). The output proper is still bounded: once it is full, they are refused.
 #[test]
 fn a_batch_member_reports_progress_past_its_siblings_answers() {
     const MAX_OUT: usize = 4096;
@@ -520,6 +520,15 @@ fn a_batch_member_reports_progress_past_its_siblings_answers() {
         RawJson::new(r#""working""#).unwrap(),
     );
     assert_eq!(logged, Ok(true));
+    // A request made for it (sampling for the tool call) is not refused either.
+    let asked = server.request_related(
+        now(),
+        ids[0].as_id(),
+        "sampling/createMessage",
+        Some(RawJson::new(r#"{"messages":[],"maxTokens":10}"#).unwrap()),
+        Default::default(),
+    );
+    assert!(asked.is_ok(), "{asked:?}");
     let mut step = 0.0;
     while server
         .progress(ids[0].as_id(), step + 1.0, None, None)
@@ -535,6 +544,7 @@ fn a_batch_member_reports_progress_past_its_siblings_answers() {
     let out = String::from_utf8(take_output(&mut server)).unwrap();
     assert_eq!(out.matches("notifications/progress").count(), step as usize);
     assert_eq!(out.matches("notifications/message").count(), 1);
+    assert_eq!(out.matches("sampling/createMessage").count(), 1);
     assert!(out.trim_end().ends_with(']'), "the array goes out last");
 }
 

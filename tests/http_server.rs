@@ -1013,6 +1013,19 @@ fn a_notification_the_client_never_sends_gets_400() {
             "{method}"
         );
     }
+    // A 2025-03-26 batch of notifications with one such is refused whole.
+    let init = INIT.replace("2025-11-25", "2025-03-26");
+    let r = send(&mut s, "POST", &[], &init);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    let session = [("Mcp-Session-Id", sid.as_str())];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(send(&mut s, "POST", &session, initialized).status, 202);
+    events(&mut s);
+    let refused = r#"[{"jsonrpc":"2.0","method":"notifications/acme/ping"},{"jsonrpc":"2.0","method":"notifications/message"}]"#;
+    assert_eq!(send(&mut s, "POST", &session, refused).status, 400);
+    assert!(events(&mut s).is_empty(), "nothing of it was taken");
+    let taken = r#"[{"jsonrpc":"2.0","method":"notifications/acme/ping"}]"#;
+    assert_eq!(send(&mut s, "POST", &session, taken).status, 202);
 }
 
 #[test]

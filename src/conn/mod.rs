@@ -619,7 +619,7 @@ impl Connection {
     ) -> Result<RequestId, Error> {
         self.core.events.retire_current();
         self.core
-            .request(now, method, params, options, StreamId::MAIN)
+            .request(now, method, params, options, StreamId::MAIN, None)
     }
 
     /// Sends a request on behalf of one of the peer's requests in flight (a server asking the
@@ -635,14 +635,11 @@ impl Connection {
         options: RequestOptions,
     ) -> Result<RequestId, Error> {
         self.core.events.retire_current();
-        let stream = self
-            .core
-            .dispatch
-            .inbound
-            .get(&OwnedId::from(parent))
+        let parent = OwnedId::from(parent);
+        let stream = (self.core.dispatch.inbound.get(&parent))
             .map(|e| e.stream)
             .ok_or(Error::UnknownRequest)?;
-        self.core.request(now, method, params, options, stream)
+        (self.core).request(now, method, params, options, stream, Some(&parent))
     }
 
     /// Sends a notification. A 2026-07-28 server has no session to send it on: a list change,

@@ -78,12 +78,13 @@ impl Core {
             < self.config.limits.max_buffered_output
     }
 
-    /// Whether a notification about the peer's request `key` (its progress, a log) has room.
+    /// Whether a notification about the peer's request `key` (its progress, a log), or a
+    /// request made for it, has room.
     /// For a member of a batch still open, the answers collected for batches are not counted:
     /// they go out only once every member is answered, this one included, so an application
     /// that waits for room to report on it before answering (as `OutputFull` asks) would wait
     /// for good. What does count, the output itself, drains as the peer reads.
-    fn room_for_notice_of(&self, key: &OwnedId) -> bool {
+    pub(super) fn room_for_notice_of(&self, key: &OwnedId) -> bool {
         match self.dispatch.inbound.get(key) {
             Some(entry) if entry.batch.is_some() => {
                 self.out.output.buffered() < self.config.limits.max_buffered_output
@@ -246,6 +247,7 @@ impl Core {
         params: Option<RawJson<'_>>,
         options: RequestOptions,
         stream: StreamId,
+        parent: Option<&OwnedId>,
     ) -> Result<RequestId, Error> {
         self.check_outgoing(MethodKind::Request, method)?;
         // With the progress option, `set_meta` below refuses a token of the application's.
@@ -291,7 +293,10 @@ impl Core {
         if self.corr.pending.len() >= self.config.limits.max_outbound_in_flight {
             return Err(Error::TooManyInFlight);
         }
-        if !self.output_has_room() {
+        // A request made for one of the peer's (sampling for a tool call, say) has the room
+        // that request's reports have: one in a batch may not wait for its siblings' answers.
+        let room = parent.map_or_else(|| self.output_has_room(), |p| self.room_for_notice_of(p));
+        if !room {
             return Err(Error::OutputFull);
         }
         let id = self.corr.next_id;

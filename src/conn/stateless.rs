@@ -1524,6 +1524,7 @@ impl Core {
             Some(RawJson::validated(&params_text)),
             base.options,
             StreamId::MAIN,
+            None,
         )?;
         // A later round starts from the original params again, not from this round's: "If
         // the InputRequiredResult does not contain a requestState field, the client MUST NOT

@@ -1381,6 +1381,23 @@ impl HttpServer {
             }
             _ => {}
         }
+        // A batch of notifications (2025-03-26) with one the client never sends is refused
+        // whole, as one sent alone is.
+        if awaiting.is_empty()
+            && let Decoded::Batch(members) = &decoded
+            && let Some(c) = self.conns.get(&key)
+            && members.iter().any(|m| {
+                matches!(m, Ok(Message::Notification(n))
+                    if c.conn.refuses_notification(&n.method.to_str()))
+            })
+        {
+            return HttpResponse::rpc_error(
+                400,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "clients do not send this notification in this protocol version",
+            );
+        }
         if awaiting.is_empty() {
             // Notifications and responses: accepted, nothing to stream.
             let cancelled = (!modern).then(|| cancelled_ids(&decoded));

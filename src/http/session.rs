@@ -1029,13 +1029,10 @@ impl HttpClient {
         // server streaming junk into each must not make the client hold 64 frames.
         let waits = ex.asked || ex.standalone;
         let max_body = if waits { max_frame } else { FAILURE_TEXT_MAX };
-        // Past a small size, the responses being read must fit in HELD_BODY_FRAMES together.
-        // (Only responses that bring answers: the session's GET stream holds one event at
-        // most, and the others' bodies are cut to a short text.)
-        if ex.asked
-            && ex.held_unfinished() + bytes.len() > SMALL_HELD_BODY
-            && self.held_unfinished_total() + bytes.len()
-                > HELD_BODY_FRAMES.saturating_mul(max_frame).max(max_frame)
+        // A JSON body past a small size must fit with the other answers being read (an SSE
+        // stream is looked at once its complete events are out: see `over_held_budget`).
+        if matches!(ex.reading, Reading::Json(_) | Reading::Other(_))
+            && self.over_held_budget(exchange, bytes.len(), max_frame)
         {
             self.finish(now, exchange, TransportFailure::TooLarge);
             self.queue.push_back((exchange, true));
@@ -1095,10 +1092,11 @@ impl HttpClient {
                         self.deliver(now, exchange, &m);
                     }
                 }
-                if dropped {
-                    // An event over the limit was dropped, maybe an answer: the requests the
-                    // stream carries fail now, and it is not resumed (that would bring the
-                    // same event again).
+                // An event over the limit was dropped, maybe an answer: the requests the stream
+                // carries fail now, and it is not resumed (that would bring the same event
+                // again). So does one whose unfinished event takes the answers being read past
+                // their budget (what it brought complete was delivered above).
+                if dropped || self.over_held_budget(exchange, 0, max_frame) {
                     self.finish(now, exchange, TransportFailure::TooLarge);
                     self.queue.push_back((exchange, true));
                 }
@@ -2064,14 +2062,25 @@ impl HttpClient {
         Some(ex)
     }
 
-    /// Ends an exchange: requests it still owed an answer fail.
-    /// The bytes every response being read holds unfinished (see [`HELD_BODY_FRAMES`]).
-    fn held_unfinished_total(&self) -> usize {
-        (self.exchanges.values())
-            .map(Exchange::held_unfinished)
-            .sum()
+    /// Whether `exchange`, with `more` bytes added to what it holds unfinished, takes the
+    /// answers being read past [`HELD_BODY_FRAMES`] frames together. Only responses that bring
+    /// answers count (the session's GET stream holds one event at most, and the others'
+    /// bodies are cut to a short text), and only once this one holds more than
+    /// [`SMALL_HELD_BODY`]: small answers cost no count.
+    fn over_held_budget(&self, exchange: ExchangeId, more: usize, max_frame: usize) -> bool {
+        let held = |x: &Exchange| if x.asked { x.held_unfinished() } else { 0 };
+        let Some(ex) = self.exchanges.get(&exchange) else {
+            return false;
+        };
+        held(ex).saturating_add(more) > SMALL_HELD_BODY
+            && (self.exchanges.values())
+                .map(held)
+                .sum::<usize>()
+                .saturating_add(more)
+                > HELD_BODY_FRAMES.saturating_mul(max_frame).max(max_frame)
     }
 
+    /// Ends an exchange: requests it still owed an answer fail.
     fn finish(&mut self, now: Timestamp, exchange: ExchangeId, failure: TransportFailure) {
         let Some(ex) = self.drop_exchange(exchange) else {
             return;
