@@ -648,7 +648,7 @@ pub async fn serve<A: Application>(
                         // after it has written everything, a slow client's download too
                         // (its answer, out of the engine's hands, would be lost).
                         if conn_state.served.load(Ordering::Acquire)
-                            && !conn_state.not_reading(millis_since(conn_state.epoch), input)
+                            && !conn_state.not_reading(millis_since(conn_state.epoch))
                         {
                             conn.as_mut().graceful_shutdown();
                             // One with nothing left to write closes at once. One still
@@ -658,7 +658,9 @@ pub async fn serve<A: Application>(
                             // stops reading meanwhile is dropped once it counts as not
                             // reading: a graceful close would hold the slot for up to the
                             // send timeout.
+                            // (Whether it reads is also told by what the kernel holds for it.)
                             let mut told = false;
+                            let mut unsent = input.unsent();
                             loop {
                                 let wait = if told { NOT_READING_CHECK } else { STILL_SENDING };
                                 tokio::select! {
@@ -669,7 +671,9 @@ pub async fn serve<A: Application>(
                                             conn_state.declined.notify_waiters();
                                         }
                                         let now = millis_since(conn_state.epoch);
-                                        if conn_state.not_reading(now, input) {
+                                        let before = std::mem::replace(&mut unsent, input.unsent());
+                                        conn_state.read_since(before, unsent, now);
+                                        if conn_state.not_reading(now) {
                                             break;
                                         }
                                     }
@@ -848,9 +852,6 @@ struct Tracked {
     /// Since when (milliseconds since `epoch`, plus one; 0: not stalled) no write could
     /// proceed: see [`not_reading`](Tracked::not_reading).
     stalled_since: AtomicU64,
-    /// The bytes the kernel held unacknowledged when the stall began (or was last seen to
-    /// shrink; `u64::MAX`: unknown): less later means the client reads.
-    unsent_at_stall: AtomicU64,
     /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
     /// Tells the accept loop that the connection declined to close, or that it closes only
@@ -873,7 +874,6 @@ impl Tracked {
             evicting: AtomicBool::new(false),
             forced: AtomicBool::new(false),
             stalled_since: AtomicU64::new(0),
-            unsent_at_stall: AtomicU64::new(u64::MAX),
             evict: Notify::new(),
             declined: Notify::new(),
             epoch,
@@ -881,31 +881,33 @@ impl Tracked {
     }
 
     /// Whether its client has read nothing of what was sent for [`NOT_READING_MS`] or more
-    /// (at `now`, in milliseconds since `epoch`): a write could not proceed since then, and
-    /// what the kernel holds for it (`input`'s socket) has not shrunk. A client that
-    /// downloads a large answer slowly makes the writes wait too: briefly with a small send
-    /// buffer, for seconds with a large one (the socket counts as writable again only once a
-    /// good part of it is free), though the client reads all along.
-    fn not_reading(&self, now: u64, input: Input) -> bool {
+    /// (at `now`, in milliseconds since `epoch`): a write could not proceed since then. A
+    /// client that downloads a large answer slowly makes the writes wait too, but briefly,
+    /// each time until it reads a little more (with a large send buffer, for seconds: see
+    /// [`read_since`](Tracked::read_since)).
+    fn not_reading(&self, now: u64) -> bool {
         let since = self.stalled_since.load(Ordering::Relaxed);
-        if since == 0 || now + 1 < since + NOT_READING_MS {
-            return false;
+        since != 0 && now + 1 >= since + NOT_READING_MS
+    }
+
+    /// The client read since the last look (what the kernel holds for it, `unsent`, is less
+    /// than `before`): a stall counts from `now`. A slow reader's writes may wait for seconds
+    /// though it reads all along: the socket counts as writable again only once a good part
+    /// of a large send buffer is free.
+    fn read_since(&self, before: Option<u64>, unsent: Option<u64>, now: u64) {
+        if let (Some(before), Some(unsent)) = (before, unsent)
+            && unsent < before
+        {
+            let since = self.stalled_since.load(Ordering::Relaxed);
+            if since != 0 {
+                let _ = self.stalled_since.compare_exchange(
+                    since,
+                    now + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
         }
-        let Some(unsent) = input.unsent() else {
-            return true;
-        };
-        if unsent < self.unsent_at_stall.load(Ordering::Relaxed) {
-            // It read since: the stall counts from now.
-            self.unsent_at_stall.store(unsent, Ordering::Relaxed);
-            let _ = self.stalled_since.compare_exchange(
-                since,
-                now + 1,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            return false;
-        }
-        true
     }
 
     /// Whether bytes arrived since it last became idle: a request has begun.
@@ -1072,12 +1074,9 @@ impl SendGuard {
     /// else `Pending` (the timer wakes the task at the limit).
     fn stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let limit = self.limit;
-        let (conn, inner) = (&self.conn, &self.inner);
+        let conn = &self.conn;
         let timer = self.stalled.get_or_insert_with(|| {
-            let unsent = Input::of(inner).unsent();
             let now = millis_since(conn.epoch);
-            conn.unsent_at_stall
-                .store(unsent.unwrap_or(u64::MAX), Ordering::Relaxed);
             conn.stalled_since.store(now + 1, Ordering::Relaxed);
             Box::pin(tokio::time::sleep(limit))
         });

@@ -346,7 +346,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     }
 
     /// Begins a graceful close: our requests in flight get `grace` to be answered, then the
-    /// connection closes; keep calling [`next_event`](Self::next_event) until `None`.
+    /// peer's still unanswered get an error (-32603) and the connection closes; keep calling
+    /// [`next_event`](Self::next_event) until `None`.
     pub fn close(&mut self, grace: Duration) {
         let now = self.now();
         self.conn.close(now, grace);
