@@ -2587,7 +2587,8 @@ enum mcpw_result mcpw_conn_cancel(struct mcpw_conn *conn,
 /**
  * Begins a graceful close: no new requests or notifications; our requests in flight get
  * until `now_ns + grace_ms` to be answered. Then the peer is sent a cancellation for each
- * one still unanswered, and the connection closes (`MCPW_EVENT_CLOSED` with
+ * one still unanswered, the peer's own requests still unanswered get an error (-32603), and
+ * the connection closes (`MCPW_EVENT_CLOSED` with
  * `MCPW_CLOSE_LOCAL`): write out what it holds before you drop it. Closing a closed
  * connection does nothing.
  *

@@ -645,6 +645,60 @@ fn close_with_nothing_in_flight_is_immediate() {
     );
 }
 
+/// A graceful close answers the peer's requests still in flight with -32603: nobody will
+/// answer them now, and the peer waited for its own timeout. In a 2025-03-26 batch that also
+/// sends the answers the application already gave (`respond` said `Ok`, and they were lost
+/// with the batch; found by a review of the correlation layer).
+#[test]
+fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    p.server.handle_input(
+        p.now,
+        concat!(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/list"}]"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(drain(&mut p.server).len(), 3);
+    p.server
+        .respond(Id::Int(1), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .unwrap();
+    assert!(take_output(&mut p.server).is_empty(), "the array waits");
+    p.server.close(p.now, Duration::from_secs(5));
+    assert_eq!(
+        drain(&mut p.server).last(),
+        Some(&Ev::Closed {
+            reason: CloseReason::Local
+        })
+    );
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let batch = lines
+        .iter()
+        .find(|v| v.is_array())
+        .expect("the batch's array");
+    assert_eq!(batch[0]["id"], 1);
+    assert_eq!(batch[0]["result"]["tools"], serde_json::json!([]));
+    assert_eq!(batch[1]["id"], 2);
+    assert_eq!(batch[1]["error"]["code"], -32603);
+    let lone = lines
+        .iter()
+        .find(|v| v["id"] == 3)
+        .expect("the lone request's answer");
+    assert_eq!(lone["error"]["code"], -32603);
+}
+
 /// A close with no grace cancels what is in flight and closes at once: the cancellations are
 /// in the output when `close` returns. They waited for a timer at "now", which a host that
 /// writes out its output and stops never ran (the Go HTTP client's `Shutdown(now, 0)` then

@@ -508,13 +508,34 @@ impl Core {
     /// which ones nobody waits for any more, as after a timeout), and the connection closes.
     pub(super) fn end_close_grace(&mut self) {
         self.cancel_all_in_flight("shutting down");
+        self.answer_what_the_peer_awaits();
         self.finish(CloseReason::Local);
     }
 
     /// Closing ends as soon as none of our requests is in flight.
     pub(super) fn maybe_finish_close(&mut self) {
         if self.lifecycle.closing_deadline().is_some() && self.corr.pending.is_empty() {
+            self.answer_what_the_peer_awaits();
             self.finish(CloseReason::Local);
+        }
+    }
+
+    /// A graceful close ends: the peer's requests still in flight get an internal error
+    /// (-32603), since nobody will answer them now. The peer need not wait for its own
+    /// timeout, and a 2025-03-26 batch's array goes out with the answers the application
+    /// already gave its other members (they were taken, and would be lost with it). An answer
+    /// the output has no room for is not written (its peer is not reading).
+    fn answer_what_the_peer_awaits(&mut self) {
+        let ids: Vec<_> = self.dispatch.inbound.keys().cloned().collect();
+        for id in ids {
+            let _ = self.respond(
+                id.as_id(),
+                Answer::Error {
+                    code: jsonrpc::INTERNAL_ERROR,
+                    message: "the connection is closing",
+                    data: None,
+                },
+            );
         }
     }
 

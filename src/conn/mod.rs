@@ -935,7 +935,8 @@ impl Connection {
 
     /// Begins a graceful close: no new requests or notifications; our requests in flight get
     /// until `now + grace` to be answered. Then the peer is sent a cancellation for each one
-    /// still unanswered, and the connection closes with [`CloseReason::Local`]: write out
+    /// still unanswered, the peer's own requests still unanswered get an error (-32603), and
+    /// the connection closes with [`CloseReason::Local`]: write out
     /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. (A
     /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)
     /// With a zero grace that happens within this call: the cancellations are in the output
