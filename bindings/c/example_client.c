@@ -62,10 +62,17 @@ static mcpw_conn *the_conn = NULL;
 static int to_server = -1, from_server = -1;
 
 /* Stops the server as the spec's stdio shutdown says: its stdin closed first, then, if it has
-   not exited within a second, SIGTERM, and SIGKILL two seconds later. */
+   not exited within a second, SIGTERM, and SIGKILL two seconds later. Its stdout is closed
+   too (we read no more of it): a server that writes its last answers as its input ends, as
+   a server that drains before exiting does, gets EPIPE and ends, where it would block on a
+   full pipe until killed. */
 static void stop_child(void) {
     int status, waited;
     if (child <= 0) return;
+    if (from_server >= 0) {
+        close(from_server);
+        from_server = -1;
+    }
     if (to_server >= 0) {
         close(to_server);
         to_server = -1;
@@ -756,7 +763,9 @@ int main(int argc, char **argv) {
         check(mcpw_conn_handle_timeout(s.conn, now), "handle_timeout");
     }
 
-    /* The spec's stdio shutdown: close the server's stdin, then wait for it to exit. */
+    /* The spec's stdio shutdown: close the server's stdin, then wait for it to exit, reading
+       (and dropping) what it still writes meanwhile: a server that drains its output before
+       exiting would otherwise block on a full pipe. */
     close(to_server);
     to_server = -1;
     {
@@ -764,6 +773,9 @@ int main(int argc, char **argv) {
         step = "shutdown";
         for (waited = 0; waited < 500 && waitpid(child, &status, WNOHANG) == 0; waited++) {
             struct timespec pause = {0, 10 * 1000 * 1000};
+            char sink[4096];
+            while (from_server >= 0 && read(from_server, sink, sizeof sink) > 0) {
+            }
             nanosleep(&pause, NULL);
         }
         if (waited == 500) {

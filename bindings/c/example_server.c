@@ -93,6 +93,20 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+/* Installs on_signal for `sig`, unless the server was started ignoring it (as a background
+   job or under nohup: it stays ignored). With sigaction, not signal(): under -std=c11, glibc's
+   signal() gives System V semantics, a handler that runs once, so the second signal took the
+   default end without the flags put back. */
+static void handle_signal(int sig) {
+    struct sigaction action, old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0; /* (no SA_RESTART: a blocked call returns, and the loop looks) */
+    sigaction(sig, &action, NULL);
+}
+
 static void die(const char *what, mcpw_result rc) {
     restore_flags();
     fprintf(stderr, "example_server: %s: %s\n", what, mcpw_result_message((int)rc));
@@ -142,23 +156,52 @@ typedef struct job {
     owned_id request;
     int step;
     uint64_t due_ns;
+    /* An answer the engine refused for now (MCPW_ERR_OUTPUT_FULL), given again later: its
+       result, or its error's message (`code` non-zero); NULL for a "count" still counting. */
+    char *answer;
+    size_t answer_len;
+    int64_t code;
     struct job *next;
 } job;
 
 static job *jobs;
+/* How many answers wait in jobs: no more input is read meanwhile (see the loop). */
+static size_t answers_waiting;
 
 static void job_free(job *j) {
+    if (j->answer != NULL) answers_waiting--;
     free(j->request.text);
+    free(j->answer);
     free(j);
 }
 
-static void start_count(const mcpw_id *id, uint64_t now) {
+static job *start_job(const mcpw_id *id, uint64_t now) {
     job *j = checked_malloc(sizeof *j);
     j->request = own_id(id);
     j->step = 0;
     j->due_ns = now + COUNT_INTERVAL_NS;
+    j->answer = NULL;
+    j->answer_len = 0;
+    j->code = 0;
     j->next = jobs;
     jobs = j;
+    return j;
+}
+
+static void start_count(const mcpw_id *id, uint64_t now) { (void)start_job(id, now); }
+
+/* Keeps an answer the engine refused for now, to give it again later. The output is not
+   full of what the client is slow to read (the loop writes ahead of every event, below
+   HIGH_WATER), but of the answers collected for 2025-03-26 batches still open: they leave
+   once their last member is answered. */
+static void answer_later(const mcpw_id *id, int64_t code, const char *text, size_t len) {
+    job *j = start_job(id, now_ns());
+    j->step = COUNT_STEPS; /* (nothing left to count: the answer is all) */
+    j->answer = checked_malloc(len + 1);
+    if (len > 0) memcpy(j->answer, text, len);
+    j->answer_len = len;
+    j->code = code;
+    answers_waiting++;
 }
 
 static void cancel_job(const mcpw_id *id) {
@@ -211,9 +254,16 @@ static void run_jobs(mcpw_conn *conn, uint64_t now) {
         }
         /* Every step reported: the answer. After a full output only the answer is tried
            again (a step reported twice would not increase, and the engine refuses that). */
-        rc = mcpw_conn_respond(conn, &j->request.id,
-                               S("{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}],"
-                                 "\"isError\":false}"));
+        if (j->answer != NULL && j->code != 0) {
+            rc = mcpw_conn_respond_error(conn, &j->request.id, j->code, j->answer,
+                                         j->answer_len, NULL, 0);
+        } else if (j->answer != NULL) {
+            rc = mcpw_conn_respond(conn, &j->request.id, j->answer, j->answer_len);
+        } else {
+            rc = mcpw_conn_respond(conn, &j->request.id,
+                                   S("{\"content\":[{\"type\":\"text\",\"text\":\"counted "
+                                     "to 3\"}],\"isError\":false}"));
+        }
         if (rc == MCPW_ERR_OUTPUT_FULL) {
             j->due_ns = now + COUNT_INTERVAL_NS;
             at = &j->next;
@@ -313,15 +363,24 @@ static void member_pair(mcpw_str json, const char *k1, const char *k2, mcpw_str 
 }
 
 /* MCPW_ERR_CLOSED: the connection closed (the client's input ended) before this answer; there
-   is no one left to answer, which is not an error of this server. */
+   is no one left to answer, which is not an error of this server. MCPW_ERR_OUTPUT_FULL: given
+   again a little later (answer_later), never dropped. */
 static void respond(mcpw_conn *conn, const mcpw_id *id, const char *json, size_t len) {
     mcpw_result rc = mcpw_conn_respond(conn, id, json, len);
-    if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) die("respond", rc);
+    if (rc == MCPW_ERR_OUTPUT_FULL) {
+        answer_later(id, 0, json, len);
+    } else if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) {
+        die("respond", rc);
+    }
 }
 
 static void respond_error(mcpw_conn *conn, const mcpw_id *id, int64_t code, const char *message) {
     mcpw_result rc = mcpw_conn_respond_error(conn, id, code, message, strlen(message), NULL, 0);
-    if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) die("respond_error", rc);
+    if (rc == MCPW_ERR_OUTPUT_FULL) {
+        answer_later(id, code, message, strlen(message));
+    } else if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) {
+        die("respond_error", rc);
+    }
 }
 
 /* echo: the text comes back exactly, copied as the raw JSON string it arrived as. */
@@ -489,21 +548,27 @@ static int flush_output(mcpw_conn *conn, int *stdout_open) {
     }
 }
 
-/* Writes everything left, blocking: the last answers before exiting. */
-static void drain_output(mcpw_conn *conn, int stdout_open) {
-    if (!stdout_open) return;
-    fcntl(STDOUT_FILENO, F_SETFL, stdout_flags & ~O_NONBLOCK);
-    for (;;) {
-        const uint8_t *bytes;
-        size_t len;
-        uint64_t stream;
-        ssize_t n;
-        mcpw_result rc = mcpw_conn_transmit(conn, &bytes, &len, &stream);
-        if (rc != MCPW_OK || len == 0) return;
-        n = write(STDOUT_FILENO, bytes, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return; /* the client is gone */
-        if (mcpw_conn_consume(conn, (size_t)n) != MCPW_OK) return;
+/* Writes everything left: the last answers before exiting. It waits for a client that reads
+   however long it takes; once SIGINT or SIGTERM has come (before, at `stop_at`, or during
+   this wait), for STOP_GRACE_NS from then at most: a client that stopped reading does not
+   keep the server running. */
+static void drain_output(mcpw_conn *conn, int *stdout_open, uint64_t stop_at) {
+    while (*stdout_open && flush_output(conn, stdout_open) && *stdout_open) {
+        struct pollfd fds[2] = {{.fd = STDOUT_FILENO, .events = POLLOUT},
+                                {.fd = wake_pipe[0], .events = POLLIN}};
+        int timeout_ms = -1;
+        uint64_t now = now_ns();
+        if (stop_signal != 0) {
+            if (stop_at == 0) stop_at = now + STOP_GRACE_NS;
+            if (now >= stop_at) return;
+            timeout_ms = (int)((stop_at - now + 999999) / 1000000);
+        }
+        if (poll(fds, wake_pipe[0] >= 0 ? 2 : 1, timeout_ms) < 0 && errno != EINTR) return;
+        if (fds[1].revents & POLLIN) { /* the signal's wake-up, heard: stop_signal says it */
+            char sink[16];
+            while (read(wake_pipe[0], sink, sizeof sink) > 0) {
+            }
+        }
     }
 }
 
@@ -527,10 +592,8 @@ int main(int argc, char **argv) {
     }
     stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
     stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
-    /* (A signal the server was started ignoring, as a background job or under nohup, stays
-       ignored.) */
-    if (signal(SIGINT, on_signal) == SIG_IGN) signal(SIGINT, SIG_IGN);
-    if (signal(SIGTERM, on_signal) == SIG_IGN) signal(SIGTERM, SIG_IGN);
+    handle_signal(SIGINT);
+    handle_signal(SIGTERM);
     fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
     fcntl(STDOUT_FILENO, F_SETFL, stdout_flags | O_NONBLOCK);
 
@@ -566,13 +629,18 @@ int main(int argc, char **argv) {
            unanswered, as requests the client had not yet sent would). The answers given
            then get STOP_GRACE_NS to reach a client that reads; one that has stopped reading
            does not keep the server running. */
-        if (stop_signal != 0 && stdin_open) {
-            stdin_open = 0;
-            buf_fed = buf_len;
+        if (stop_signal != 0 && stop_at == 0) {
             stop_at = now + STOP_GRACE_NS;
-            rc = mcpw_conn_handle_eof(conn, now);
-            if (rc != MCPW_OK) die("handle_eof", rc);
+            if (stdin_open) {
+                stdin_open = 0;
+                buf_fed = buf_len;
+                rc = mcpw_conn_handle_eof(conn, now);
+                if (rc != MCPW_OK) die("handle_eof", rc);
+            }
         }
+        /* (Also when the input had ended before the signal, and the last answers wait for a
+           client that does not read them.) */
+        if (stop_at != 0 && now >= stop_at) break;
 
         /* Drain after every mutation: events (which may answer), then bytes. */
         drained = drain_events(conn, now);
@@ -581,7 +649,8 @@ int main(int argc, char **argv) {
         if (!running && (!pending_output || !stdout_open)) break;
         /* Input goes in while no output waits, or while what waits is under HIGH_WATER (the
            client may be blocked writing to us, and read only once it is done). */
-        int room = !pending_output || !stdout_open || pending_bytes(conn) < HIGH_WATER;
+        int room = (!pending_output || !stdout_open || pending_bytes(conn) < HIGH_WATER) &&
+                   answers_waiting == 0;
         /* Events wait behind the output: once it is back under HIGH_WATER they come first,
            before any more input is read (until then the wait below is for stdout alone).
            Reading on would meet the end of the input with requests still queued, and
@@ -621,7 +690,7 @@ int main(int argc, char **argv) {
             nfds++;
         }
         if (nfds == 0 && timeout_ms < 0) break; /* nothing can ever happen again */
-        if (stdin_open && wake_pipe[0] >= 0) { /* (until a stop is acted on, at the top) */
+        if (stop_at == 0 && wake_pipe[0] >= 0) { /* (until a stop is acted on, at the top) */
             fds[nfds].fd = wake_pipe[0];
             fds[nfds].events = POLLIN;
             nfds++;
@@ -650,18 +719,7 @@ int main(int argc, char **argv) {
 
     /* Every answer already given leaves, whole, before we exit; after a signal, within its
        grace (a client that stopped reading does not keep the server running). */
-    if (stop_at == 0) {
-        drain_output(conn, stdout_open);
-    } else {
-        while (stdout_open && flush_output(conn, &stdout_open) && stdout_open) {
-            uint64_t now = now_ns();
-            struct pollfd out = {.fd = STDOUT_FILENO, .events = POLLOUT};
-            if (now >= stop_at) break;
-            if (poll(&out, 1, (int)((stop_at - now + 999999) / 1000000)) < 0 && errno != EINTR) {
-                break;
-            }
-        }
-    }
+    drain_output(conn, &stdout_open, stop_at);
     while (jobs != NULL) {
         job *j = jobs;
         jobs = j->next;
