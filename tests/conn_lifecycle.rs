@@ -627,6 +627,27 @@ fn closed_is_the_last_event_and_nothing_is_written_after_it() {
         take_output(&mut p.client).is_empty(),
         "nothing written after the close"
     );
+
+    // - a batch where batches are not allowed, whose answer to `initialize` ends the client
+    //   (an answer in a batch is invalid there): its -32600 was still written after `Closed`.
+    let mut client = Connection::new(legacy(client_config()), Timestamp::ZERO).unwrap();
+    let first = take_output(&mut client);
+    let init: serde_json::Value =
+        serde_json::from_slice(first.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    let batch = format!(
+        r#"[{{"jsonrpc":"2.0","id":{},"result":{{}}}},{{"jsonrpc":"2.0","id":"s","method":"ping"}}]"#,
+        init["id"]
+    );
+    client.handle_input(Timestamp::ZERO, format!("{batch}\n").as_bytes());
+    let events = drain(&mut client);
+    assert!(
+        matches!(events.last(), Some(Ev::Closed { .. })),
+        "{events:?}"
+    );
+    assert!(
+        take_output(&mut client).is_empty(),
+        "written after the close"
+    );
 }
 
 #[test]

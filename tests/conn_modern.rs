@@ -940,6 +940,33 @@ fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
     );
 }
 
+/// A client's graceful close does not wait out its grace for its own listen streams, which
+/// the server ends only when it stops: they are cancelled at once (stdio: MUST send
+/// `notifications/cancelled`), and the close ends as soon as nothing else is in flight. It
+/// always waited for the whole grace (found by a review of the correlation layer).
+#[test]
+fn a_client_close_cancels_its_listens_at_once() {
+    let mut p = modern_pair();
+    let listen = p
+        .client
+        .request(
+            p.now,
+            "subscriptions/listen",
+            Some(raw(r#"{"notifications":{"toolsListChanged":true}}"#)),
+        )
+        .unwrap();
+    p.step();
+    p.take_client_events();
+    p.client.close(p.now, Duration::from_secs(30));
+    assert_eq!(p.client.state(), State::Closed);
+    let out = String::from_utf8(take_output(&mut p.client)).unwrap();
+    assert!(
+        out.contains("notifications/cancelled")
+            && out.contains(&format!("\"requestId\":{}", listen.0)),
+        "{out}"
+    );
+}
+
 #[test]
 fn the_server_ends_a_listen_stream_with_its_result_and_the_subscription_id() {
     let mut p = modern_pair();

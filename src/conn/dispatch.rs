@@ -222,7 +222,9 @@ impl Core {
             for n in answers {
                 self.end_with_invalid_response(now, n);
             }
-            if only_answers || self.writes_no_answers() {
+            // (Ending them may have closed the connection: its `initialize`, or the last
+            // request a graceful close waited for. Nothing is written after that.)
+            if only_answers || self.writes_no_answers() || self.lifecycle.is_closed() {
                 return;
             }
             self.emit_auto(stream, |out| {

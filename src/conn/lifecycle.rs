@@ -492,6 +492,16 @@ impl Core {
         for id in self.listen_subscriptions() {
             let _ = self.end_listen(id.as_id());
         }
+        // 2026-07-28 client: our own listens end only when cancelled (the server ends them
+        // only when it stops), so the grace would always run out waiting for them. They are
+        // cancelled now, as the grace's end would, and the close waits for the rest only.
+        let listens: Vec<i64> = (self.corr.pending.iter())
+            .filter(|(_, p)| p.listen)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in listens {
+            let _ = self.cancel(now, RequestId(n), Some("shutting down"));
+        }
         let deadline = now.after(grace);
         self.lifecycle.begin_close(deadline);
         if grace.is_zero() {
