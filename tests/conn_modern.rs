@@ -959,6 +959,11 @@ fn a_client_close_cancels_its_listens_at_once() {
     p.take_client_events();
     p.client.close(p.now, Duration::from_secs(30));
     assert_eq!(p.client.state(), State::Closed);
+    let events = drain(&mut p.client);
+    assert!(
+        events.contains(&Ev::Abandoned { request: listen }),
+        "the application learns the listen is over: {events:?}"
+    );
     let out = String::from_utf8(take_output(&mut p.client)).unwrap();
     assert!(
         out.contains("notifications/cancelled")

@@ -494,13 +494,20 @@ impl Core {
         }
         // 2026-07-28 client: our own listens end only when cancelled (the server ends them
         // only when it stops), so the grace would always run out waiting for them. They are
-        // cancelled now, as the grace's end would, and the close waits for the rest only.
+        // cancelled now, as the grace's end would (and abandoned, as the close's end would),
+        // and the close waits for the rest only.
         let listens: Vec<i64> = (self.corr.pending.iter())
             .filter(|(_, p)| p.listen)
             .map(|(n, _)| *n)
             .collect();
         for n in listens {
-            let _ = self.cancel(now, RequestId(n), Some("shutting down"));
+            // Abandoned, as requests the close ends are: the application learns it is over.
+            if self
+                .cancel(now, RequestId(n), Some("shutting down"))
+                .is_ok()
+            {
+                self.events.push(Stored::Abandoned(RequestId(n)));
+            }
         }
         let deadline = now.after(grace);
         self.lifecycle.begin_close(deadline);
