@@ -941,7 +941,9 @@ impl Connection {
     /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)
     /// With a zero grace that happens within this call: the cancellations are in the output
     /// when it returns. A 2026-07-28 server first ends the peer's `subscriptions/listen`
-    /// subscriptions with their results, as [`end_listen`](Self::end_listen) does.
+    /// subscriptions with their results, as [`end_listen`](Self::end_listen) does; a client
+    /// cancels its own at once (each reported [`Abandoned`](Event::Abandoned)), since nothing
+    /// else ends them.
     /// Calling it again while closing can only end it sooner: a deadline earlier than the
     /// first replaces it (a host asked to stop while the application's own long close runs;
     /// a zero grace ends it within the call), a later one changes nothing.
