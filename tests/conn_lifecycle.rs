@@ -718,6 +718,33 @@ fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
         .find(|v| v["id"] == 3)
         .expect("the lone request's answer");
     assert_eq!(lone["error"]["code"], -32603);
+
+    // A close that ends while a batch is read (its member answers the last request the close
+    // waited for) still sends the array, with -32603 for the request member before it.
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    let ours = p.server.request(p.now, "roots/list", None).unwrap();
+    take_output(&mut p.server);
+    p.server.close(p.now, Duration::from_secs(5));
+    let batch = format!(
+        r#"[{{"jsonrpc":"2.0","id":7,"method":"tools/list"}},{{"jsonrpc":"2.0","id":{},"result":{{"roots":[]}}}}]"#,
+        ours.0
+    );
+    p.server
+        .handle_input(p.now, format!("{batch}\n").as_bytes());
+    assert_eq!(
+        drain(&mut p.server).last(),
+        Some(&Ev::Closed {
+            reason: CloseReason::Local
+        })
+    );
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    let array: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
+    assert_eq!(array[0]["id"], 7);
+    assert_eq!(array[0]["error"]["code"], -32603);
 }
 
 /// A close with no grace cancels what is in flight and closes at once: the cancellations are
