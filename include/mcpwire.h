@@ -711,8 +711,9 @@ typedef enum mcpw_event_kind {
      */
     MCPW_EVENT_TIMED_OUT = 43,
     /**
-     * Our request: the connection ended before it was answered, or (2026-07-28, stdio) the
-     * server tore down our `subscriptions/listen` with `notifications/cancelled` (listen again
+     * Our request: the connection ended (or began its graceful close, for our own
+     * `subscriptions/listen`, which the close cancels) before it was answered, or (2026-07-28,
+     * stdio) the server tore down our listen with `notifications/cancelled` (then listen again
      * if still wanted). Fields: `request`. Ends the request.
      */
     MCPW_EVENT_ABANDONED = 44,
@@ -2588,8 +2589,9 @@ enum mcpw_result mcpw_conn_cancel(struct mcpw_conn *conn,
  * Begins a graceful close: no new requests or notifications; our requests in flight get
  * until `now_ns + grace_ms` to be answered. Then the peer is sent a cancellation for each
  * one still unanswered, the peer's own requests still unanswered get an error (-32603), and
- * the connection closes (`MCPW_EVENT_CLOSED` with
- * `MCPW_CLOSE_LOCAL`): write out what it holds before you drop it. Closing a closed
+ * the connection closes (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`): write out what it
+ * holds before you drop it. A 2026-07-28 client's own `subscriptions/listen` requests, which
+ * nothing else ends, are cancelled at once (`MCPW_EVENT_ABANDONED`). Closing a closed
  * connection does nothing.
  *
  * # Safety

@@ -721,9 +721,10 @@ func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 // Shutdown begins the graceful MCP close: no new requests or notifications; our requests in
 // flight get until now+grace to be answered. Then the peer is sent a cancellation for each
 // one still unanswered, the peer's own requests still unanswered get an error (-32603), and
-// the connection closes (a ClosedEvent with CloseLocal; Serve
-// writes the cancellations before it returns). Shutting down a closed connection does nothing. It does not free the handle:
-// call Close for that.
+// the connection closes (a ClosedEvent with CloseLocal; Serve writes the cancellations
+// before it returns). A 2026-07-28 client's own subscriptions/listen requests, which nothing
+// else ends, are cancelled at once (an AbandonedEvent each). Shutting down a closed
+// connection does nothing. It does not free the handle: call Close for that.
 func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
 	if !c.lock() {
 		return ErrFreed

@@ -115,9 +115,10 @@ type TimedOutEvent struct {
 	Request RequestID
 }
 
-// AbandonedEvent: the connection ended before our request was answered, or (2026-07-28,
-// stdio) the server tore down our subscriptions/listen with notifications/cancelled (listen
-// again if still wanted). Ends the request.
+// AbandonedEvent: the connection ended (or began its graceful close, for our own
+// subscriptions/listen, which the close cancels) before our request was answered, or
+// (2026-07-28, stdio) the server tore down our listen with notifications/cancelled (then
+// listen again if still wanted). Ends the request.
 type AbandonedEvent struct {
 	Request RequestID
 }

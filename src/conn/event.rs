@@ -270,10 +270,11 @@ pub enum Event<'a> {
         /// Which request.
         request: RequestId,
     },
-    /// The connection ended before one of our requests was answered, or (2026-07-28, stdio)
-    /// the server tore down one of our `subscriptions/listen` streams with
-    /// `notifications/cancelled`: listen again if its notifications are still wanted. Ends
-    /// the request.
+    /// The connection ended (or began its graceful close, for our own 2026-07-28
+    /// `subscriptions/listen` streams, which the close cancels) before one of our requests was
+    /// answered, or (2026-07-28, stdio) the server tore down one of our listen streams with
+    /// `notifications/cancelled`: then listen again if its notifications are still wanted.
+    /// Ends the request.
     Abandoned {
         /// Which request.
         request: RequestId,

@@ -1384,8 +1384,9 @@ pub unsafe extern "C" fn mcpw_conn_cancel(
 /// Begins a graceful close: no new requests or notifications; our requests in flight get
 /// until `now_ns + grace_ms` to be answered. Then the peer is sent a cancellation for each
 /// one still unanswered, the peer's own requests still unanswered get an error (-32603), and
-/// the connection closes (`MCPW_EVENT_CLOSED` with
-/// `MCPW_CLOSE_LOCAL`): write out what it holds before you drop it. Closing a closed
+/// the connection closes (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`): write out what it
+/// holds before you drop it. A 2026-07-28 client's own `subscriptions/listen` requests, which
+/// nothing else ends, are cancelled at once (`MCPW_EVENT_ABANDONED`). Closing a closed
 /// connection does nothing.
 ///
 /// # Safety

@@ -151,8 +151,9 @@ pub enum mcpw_event_kind {
     /// Our request: no answer in time; the peer has been told it is cancelled. Fields:
     /// `request`. Ends the request.
     MCPW_EVENT_TIMED_OUT = 43,
-    /// Our request: the connection ended before it was answered, or (2026-07-28, stdio) the
-    /// server tore down our `subscriptions/listen` with `notifications/cancelled` (listen again
+    /// Our request: the connection ended (or began its graceful close, for our own
+    /// `subscriptions/listen`, which the close cancels) before it was answered, or (2026-07-28,
+    /// stdio) the server tore down our listen with `notifications/cancelled` (then listen again
     /// if still wanted). Fields: `request`. Ends the request.
     MCPW_EVENT_ABANDONED = 44,
     /// Our request, 2026-07-28: the server needs more input first. Fields: `request`,

@@ -668,6 +668,7 @@ pub async fn serve<A: Application>(
                                     () = tokio::time::sleep(wait) => {
                                         if !told {
                                             told = true;
+                                            conn_state.sending.store(true, Ordering::Relaxed);
                                             conn_state.declined.notify_waiters();
                                         }
                                         let now = millis_since(conn_state.epoch);
@@ -743,11 +744,24 @@ async fn displace(
     permits: &Arc<Semaphore>,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     let deadline = tokio::time::Instant::now() + MAKE_ROOM_WAIT;
+    // A connection asked that closes only once it has sent a large answer frees its slot
+    // later: another is asked, but only one that can go at once (one silent, or between
+    // requests), never one made to close with its next request arriving; else the newcomer
+    // waits for the slot to come free, within the wait.
+    let mut one_is_closing = false;
     for _ in 0..MAKE_ROOM_TRIES {
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             return Some(permit);
         }
-        let chosen = make_room(tracked)?;
+        let Some(chosen) = make_room(tracked, !one_is_closing) else {
+            if !one_is_closing {
+                return None;
+            }
+            tokio::select! {
+                permit = permits.clone().acquire_owned() => return permit.ok(),
+                () = tokio::time::sleep_until(deadline) => return None,
+            }
+        };
         // Listening before asking: a connection declines at once, maybe before this waits.
         // (Its own refusal only: one asked before that declines late cuts no wait short.)
         let refusal = chosen.declined.notified();
@@ -756,7 +770,7 @@ async fn displace(
         chosen.evict.notify_one();
         tokio::select! {
             permit = permits.clone().acquire_owned() => return permit.ok(),
-            () = refusal => {}
+            () = refusal => one_is_closing |= chosen.sending.load(Ordering::Relaxed),
             () = tokio::time::sleep_until(deadline) => return None,
         }
     }
@@ -855,8 +869,10 @@ struct Tracked {
     /// Asks the connection's task to close it (see `agrees_to_close`).
     evict: Notify,
     /// Tells the accept loop that the connection declined to close, or that it closes only
-    /// once a large answer is sent: either way another should make room.
+    /// once a large answer is sent (`sending`): either way another should make room.
     declined: Notify,
+    /// Closing to make room, it still sends a large answer: its slot comes free later.
+    sending: AtomicBool,
     epoch: Instant,
 }
 
@@ -876,6 +892,7 @@ impl Tracked {
             stalled_since: AtomicU64::new(0),
             evict: Notify::new(),
             declined: Notify::new(),
+            sending: AtomicBool::new(false),
             epoch,
         }
     }
@@ -940,7 +957,7 @@ fn millis_since(epoch: Instant) -> u64 {
 /// is arriving is passed over, and the one asked may decline if its request turns out to
 /// have arrived; when every idle connection has a request arriving, the one idle longest is
 /// made to close all the same, so that heads kept arriving cannot lock new clients out.
-fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> Option<Arc<Tracked>> {
+fn make_room(tracked: &mut Vec<Arc<Tracked>>, may_force: bool) -> Option<Arc<Tracked>> {
     // A connection's task holds the other reference while it runs.
     tracked.retain(|t| Arc::strong_count(t) > 1);
     let now = millis_since(tracked.first()?.epoch);
@@ -955,6 +972,7 @@ fn make_room(tracked: &mut Vec<Arc<Tracked>>) -> Option<Arc<Tracked>> {
         .min_by_key(longest)
     {
         Some(chosen) => (chosen, false),
+        None if !may_force => return None,
         None => match idle().min_by_key(longest) {
             Some(chosen) => (chosen, true),
             None => return None,
@@ -2016,7 +2034,7 @@ mod tests {
         let mut tracked = vec![busy.clone(), silent.clone()];
         // The task holding each connection's other reference.
         let _held = (busy.clone(), silent.clone());
-        assert!(make_room(&mut tracked).is_some_and(|c| Arc::ptr_eq(&c, &busy)));
+        assert!(make_room(&mut tracked, true).is_some_and(|c| Arc::ptr_eq(&c, &busy)));
         assert!(
             busy.evicting.load(Ordering::Relaxed),
             "idle longest is chosen"
@@ -2028,9 +2046,42 @@ mod tests {
         assert!(!agrees_to_close(&busy, Input::of(&stream)));
         assert!(!busy.evicting.load(Ordering::Relaxed));
         // The next choice is the silent one, and it agrees.
-        assert!(make_room(&mut tracked).is_some_and(|c| Arc::ptr_eq(&c, &silent)));
+        assert!(make_room(&mut tracked, true).is_some_and(|c| Arc::ptr_eq(&c, &silent)));
         assert!(silent.evicting.load(Ordering::Relaxed));
         assert!(agrees_to_close(&silent, Input::of(&stream)));
+    }
+
+    /// At the cap, a connection asked to make room that still sends a large answer (its client
+    /// reads) says so, and frees its slot once sent: another is asked only if it can go at
+    /// once, never one made to close with its next request arriving (that request was lost);
+    /// else the newcomer waits for the slot (found by a review of this session's changes:
+    /// it was forced, or the newcomer got 503 at once).
+    #[tokio::test]
+    async fn a_connection_still_sending_lets_the_newcomer_wait_for_its_slot() {
+        let now = Instant::now();
+        let epoch = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
+        let sending = Arc::new(Tracked::new(epoch));
+        let arriving = Arc::new(Tracked::new(epoch));
+        sending.idle_since.store(0, Ordering::Relaxed);
+        arriving.idle_since.store(1, Ordering::Relaxed);
+        arriving.note_input(); // its next request has begun to arrive
+        let mut tracked = vec![sending.clone(), arriving.clone()];
+        let _held = (sending.clone(), arriving.clone());
+        let permits = Arc::new(Semaphore::new(0));
+        let slot = permits.clone();
+        let task = sending.clone();
+        tokio::spawn(async move {
+            task.evict.notified().await;
+            task.sending.store(true, Ordering::Relaxed);
+            task.declined.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            slot.add_permits(1); // sent, and closed
+        });
+        assert!(displace(&mut tracked, &permits).await.is_some(), "503");
+        assert!(
+            !arriving.evicting.load(Ordering::Relaxed),
+            "the one with a request arriving was made to close"
+        );
     }
 
     /// A connection asked to make room by an earlier new client, that declines only once
