@@ -122,8 +122,9 @@ struct ServeArgs {
     http: Option<String>,
     /// Also accept requests whose Host (and Origin) name NAME, besides loopback names and, on
     /// an address beyond loopback, IP addresses; any other name gets 403 (DNS rebinding
-    /// protection). Repeat it for several names
-    #[arg(long, value_name = "NAME", requires = "http")]
+    /// protection). Repeat it for several names. A name only: the port a request names is
+    /// not compared
+    #[arg(long, value_name = "NAME", requires = "http", value_parser = host_name)]
     allow_host: Vec<String>,
     /// TCP connections served at once (default 1024). At the cap a new connection takes the
     /// place of the one idle longest; when every one is in a request, it gets 503
@@ -178,6 +179,21 @@ fn timeout(v: &str) -> Result<Duration, String> {
             "needs a number of seconds, at least 0.001 and at most {MAX_TIMEOUT_SECS}"
         )),
     }
+}
+
+/// An `--allow-host` value: a host name or an IP address, without a port (the Host header's
+/// port is not compared, so `NAME:PORT` matched nothing, silently), scheme or path.
+fn host_name(value: &str) -> Result<String, String> {
+    let bracketed = value.starts_with('[') && value.ends_with(']');
+    let bad = value.is_empty()
+        || value.contains(['/', '@', ' '])
+        || (!bracketed && value.contains(':') && value.parse::<std::net::Ipv6Addr>().is_err());
+    if bad {
+        return Err(format!(
+            "{value:?} is not a host name: give the name alone, without a port, scheme or path"
+        ));
+    }
+    Ok(value.to_owned())
 }
 
 fn probe_command(args: ProbeArgs) -> i32 {

@@ -670,9 +670,22 @@ fn list_all(
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }).to_string());
         let result = call(session, report, method, params.as_deref(), timeout)?;
         pages += 1;
-        let result = result.map_err(|(code, message)| {
-            fail(EXIT_PROTOCOL, format!("{method} failed: {code} {message}"))
-        })?;
+        let result = match result {
+            Ok(result) => result,
+            // (See `explore`: a server may have no templates to list.)
+            Err((code, message)) if method == "resources/templates/list" => {
+                report
+                    .warnings
+                    .push(format!("{method} failed: {code} {message}"));
+                break;
+            }
+            Err((code, message)) => {
+                return Err(fail(
+                    EXIT_PROTOCOL,
+                    format!("{method} failed: {code} {message}"),
+                ));
+            }
+        };
         match result.get(key).and_then(Value::as_array) {
             Some(list) => {
                 let mut full = None;
@@ -730,6 +743,9 @@ pub fn explore(session: &mut Session, opts: &Options, report: &mut Report) -> Re
     }
     if has("resources") {
         list_all(session, report, "resources/list", "resources", opts.timeout)?;
+        // Optional: many servers with resources have no templates, and some answer -32601
+        // (the SDKs' low-level servers without a handler for it). Their error is a warning,
+        // not a failure that would leave the prompts unlisted and the call unmade.
         list_all(
             session,
             report,
@@ -751,9 +767,12 @@ pub fn explore(session: &mut Session, opts: &Options, report: &mut Report) -> Re
         }
     }
     if let Some((name, args)) = &opts.call {
-        let args: Value = serde_json::from_str(args)
-            .map_err(|e| fail(EXIT_USAGE, format!("--call arguments are not JSON: {e}")))?;
-        let params = json!({ "name": name, "arguments": args }).to_string();
+        // Sent as written: read into a `Value` and written again, a large integer became a
+        // float, and duplicate keys and the order of keys changed.
+        RawJson::new(args)
+            .map_err(|e| fail(EXIT_USAGE, format!("--call arguments are not JSON: {e:?}")))?;
+        let name = Value::String(name.clone());
+        let params = format!(r#"{{"name":{name},"arguments":{args}}}"#);
         match call(session, report, "tools/call", Some(&params), opts.timeout)? {
             Ok(result) => {
                 let is_error = result

@@ -2383,6 +2383,43 @@ for line in sys.stdin:
 /// `serve --http` beyond loopback still refuses a Host or Origin that names a host it was not
 /// told about (DNS rebinding protection: it accepted any, 200 for `Host: evil.example.com`);
 /// IP addresses and `--allow-host` names pass, on loopback too.
+/// `--allow-host NAME:PORT` is refused at once: the Host header's port is not compared, so it
+/// matched no request, and every one got 403 without a word (found by a review of the CLI).
+/// A bracketed or bare IPv6 address is a name.
+#[test]
+fn serve_http_refuses_an_allowed_host_with_a_port() {
+    for bad in ["proxy.example.com:8443", "http://proxy.example.com", ""] {
+        assert!(!host_name_accepted(bad), "{bad} accepted");
+    }
+    assert!(host_name_accepted("[::1]") && host_name_accepted("fe80::1"));
+}
+
+/// Whether `serve --allow-host NAME` gets past its arguments and serves; else it must have
+/// exited with the usage error (2) and said why.
+#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
+fn host_name_accepted(name: &str) -> bool {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0", "--allow-host", name])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(2) {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+            assert_eq!(status.code(), Some(2), "{name}: {err}");
+            assert!(err.contains("without a port"), "{name}: {err}");
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    true
+}
+
 #[test]
 fn serve_http_checks_host_and_origin_beyond_loopback_too() {
     let status = |port: u16, host: &str, origin: Option<&str>| -> u16 {
@@ -2799,6 +2836,70 @@ for line in sys.stdin:
         warnings.contains("stopped after 100000 items"),
         "{warnings}"
     );
+}
+
+/// A server with resources that answers `resources/templates/list` with an error (-32601, as
+/// the SDKs' low-level servers without a handler for it do) gets a warning: the probe went no
+/// further (exit 4), the prompts unlisted and the call unmade. And `--call`'s arguments reach
+/// the server as written: read into a `Value` and written again, a large integer became a
+/// float and duplicate keys were merged (found by a review of the CLI).
+#[test]
+fn probe_goes_on_past_a_failed_templates_list_and_sends_call_arguments_as_written() {
+    let dir = scratch_dir("probe-templates");
+    let seen = dir.join("arguments");
+    let server = r#"
+import sys, json
+seen = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                       "serverInfo": {"name": "templateless", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    elif m["method"] == "resources/list":
+        r["result"] = {"resources": []}
+    elif m["method"] == "resources/templates/list":
+        r = {"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}
+    elif m["method"] == "prompts/list":
+        r["result"] = {"prompts": [{"name": "p"}]}
+    elif m["method"] == "tools/call":
+        text = line[line.index('"arguments":') + len('"arguments":'):]
+        open(seen, "w").write(text[:text.rindex("}}")])
+        r["result"] = {"content": [{"type": "text", "text": "ok"}]}
+    print(json.dumps(r), flush=True)
+"#;
+    let arguments = r#"{"big":123456789012345678901234567890,"d":1,"d":2}"#;
+    let seen_arg = seen.display().to_string();
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--protocol",
+        "2025-11-25",
+        "--call",
+        "t",
+        arguments,
+        "--",
+        "python3",
+        "-c",
+        server,
+        &seen_arg,
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["prompts"][0]["name"], "p", "{out}");
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("resources/templates/list failed: -32601"),
+        "{out}"
+    );
+    let sent = std::fs::read_to_string(&seen).unwrap_or_default();
+    assert_eq!(sent, arguments);
 }
 
 /// Nor does it keep more than 32 MiB of list items: a server that pages one tool with a
