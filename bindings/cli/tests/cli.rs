@@ -2943,6 +2943,49 @@ for line in sys.stdin:
     );
 }
 
+/// The 32 MiB of lists count what the items cost to keep and print, not their text: a tool
+/// whose schema holds 300,000 empty arrays (900 KB) costs tens of bytes each as a `Value` and
+/// a line each in the `--json` report. Counted as text, 35 such pages were kept, and the report
+/// reached over 100 MB (about 1 GB at the peak; found by a review of the CLI).
+#[test]
+fn probe_counts_what_list_items_cost_to_keep_and_print() {
+    let server = r#"
+import sys, json
+tool = {"name": "t", "inputSchema": {"type": "object", "x": [[]] * 300000}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r["result"] = {"tools": [tool], "nextCursor": "more"}
+    print(json.dumps(r), flush=True)
+"#;
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--json",
+        "--protocol",
+        "2025-11-25",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.len() < 40 << 20, "a report of {} bytes", out.len());
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("stopped after 32 MiB of lists"),
+        "{}",
+        report["warnings"]
+    );
+}
+
 /// What a server says reaches the terminal escaped: a tool's description with an escape
 /// sequence (setting the window title), a name with a carriage return and a failed ping's
 /// message with a newline were printed raw, and drove the terminal.
