@@ -426,6 +426,9 @@ fn is_fatal(ev: &Ev) -> bool {
 /// How waiting for an answer ended.
 enum Outcome {
     Result(Value),
+    /// An answer the engine took (valid JSON) that serde_json cannot hold (a number past
+    /// `f64`, such as `1e400`): why.
+    Unreadable(String),
     RpcError(i64, String),
     /// 2026-07-28: the server needs the client's input first (`input_required`).
     NeedsInput,
@@ -445,6 +448,11 @@ fn verdict(
 ) -> Result<Result<Value, (i64, String)>, Failure> {
     match outcome {
         Ok(Outcome::Result(v)) => Ok(Ok(v)),
+        // (It read as `null`: a failed call's `isError` unseen, the probe said success.)
+        Ok(Outcome::Unreadable(why)) => Err(fail(
+            EXIT_PROTOCOL,
+            format!("the answer to {waiting_for} cannot be read into a report: {why}"),
+        )),
         Ok(Outcome::RpcError(code, message)) => Ok(Err((code, message))),
         Ok(Outcome::NeedsInput) => Err(fail(
             EXIT_CALL_FAILED,
@@ -565,10 +573,16 @@ pub fn connect(
         .peer_info()
         .and_then(|i| serde_json::from_str(i.get()).ok());
     report.instructions = session.conn().peer_instructions().map(str::to_owned);
-    report.capabilities = session
-        .conn()
-        .peer_capabilities()
-        .and_then(|c| serde_json::from_str(c.raw().get()).ok());
+    // Unreadable (a number past `f64`), they were dropped, and with them every list.
+    report.capabilities = match session.conn().peer_capabilities() {
+        Some(c) => Some(serde_json::from_str(c.raw().get()).map_err(|e| {
+            fail(
+                EXIT_PROTOCOL,
+                format!("the server's capabilities cannot be read into a report: {e}"),
+            )
+        })?),
+        None => None,
+    };
     Ok(())
 }
 
@@ -595,9 +609,12 @@ pub fn call(
     let outcome = session.run_until(timeout + Duration::from_secs(1), |conn, _, ev| {
         refuse_server_requests(conn, &ev);
         match ev {
-            Ev::Response { request, result } if request == id => Some(Outcome::Result(
-                serde_json::from_str(&result).unwrap_or(Value::Null),
-            )),
+            Ev::Response { request, result } if request == id => {
+                Some(match serde_json::from_str(&result) {
+                    Ok(v) => Outcome::Result(v),
+                    Err(e) => Outcome::Unreadable(e.to_string()),
+                })
+            }
             Ev::Error {
                 request,
                 code,

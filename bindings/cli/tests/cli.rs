@@ -2943,6 +2943,53 @@ for line in sys.stdin:
     );
 }
 
+/// An answer holding a number serde_json cannot hold (`1e400`, valid JSON) is a failure, not
+/// `null`: a failed tool call read as `null` and the probe said success (exit 0), and such
+/// capabilities were dropped with every list (found by a review of the CLI).
+#[test]
+fn probe_fails_on_an_answer_it_cannot_read_into_its_report() {
+    let server = r#"
+import sys, json
+where = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    if m["method"] == "initialize":
+        caps = '{"tools":{"x":1e400}}' if where == "caps" else '{"tools":{}}'
+        text = ('{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":%s,'
+                '"serverInfo":{"name":"big","version":"1"}}}'
+                % (json.dumps(m["id"]), m["params"]["protocolVersion"], caps))
+        print(text, flush=True)
+        continue
+    if m["method"] == "tools/list":
+        r["result"] = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    elif m["method"] == "tools/call":
+        print('{"jsonrpc":"2.0","id":%s,"result":{"content":[],"isError":true,"_meta":{"x":1e400}}}'
+              % json.dumps(m["id"]), flush=True)
+        continue
+    print(json.dumps(r), flush=True)
+"#;
+    for place in ["caps", "call"] {
+        let (code, out, err) = mcpwire(&[
+            "probe",
+            "--protocol",
+            "2025-11-25",
+            "--call",
+            "t",
+            "{}",
+            "--",
+            "python3",
+            "-c",
+            server,
+            place,
+        ]);
+        assert_eq!(code, 4, "{place}: {out}{err}");
+        assert!(err.contains("cannot be read"), "{place}: {err}");
+    }
+}
+
 /// The 32 MiB of lists count what the items cost to keep and print, not their text: a tool
 /// whose schema holds 300,000 empty arrays (900 KB) costs tens of bytes each as a `Value` and
 /// a line each in the `--json` report. Counted as text, 35 such pages were kept, and the report
