@@ -44,7 +44,8 @@ EXIT CODES (probe)
   128+N  stopped by signal N (probe and tap pass SIGINT, SIGTERM and SIGHUP on to the server)
 
 EXIT CODES (tap)
-  the server's own, or 128+N when signal N ended it   2 the log cannot be written
+  the server's own, or 128+N when signal N ended it   2 the log cannot be opened (a write
+  that fails later stops the logging, says so, and the relay goes on)
   3 the server could not be started
 
 EXAMPLES
