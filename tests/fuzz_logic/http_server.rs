@@ -416,6 +416,8 @@ impl Harness {
         }
         // A `Last-Event-ID` a client really saw (not one made up, which may name an event
         // still to come): the events of its stream that the response carries come after it.
+        // Only a GET resumes: a POST's is ignored, and its new stream's number may be that of
+        // a stream another replica's process had, whose event the id names.
         let mut resumed = None;
         if let Some((pick, event)) = spec.last_event_id {
             let id = if self.event_ids.is_empty() || pick % 3 == 0 {
@@ -424,8 +426,9 @@ impl Harness {
                 format!("{mark}{pick}-{event}")
             } else {
                 let id = self.event_ids[usize::from(pick) % self.event_ids.len()].clone();
-                resumed = (id.strip_prefix('g').unwrap_or(&id))
-                    .split_once('-')
+                resumed = (method == "GET")
+                    .then(|| id.strip_prefix('g').unwrap_or(&id))
+                    .and_then(|id| id.split_once('-'))
                     .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
                 id
             };
