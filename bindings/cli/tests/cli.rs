@@ -2803,31 +2803,11 @@ fn probe_keeps_its_verdict_when_a_signal_ends_the_wait_for_the_server() {
 /// values, and 100 pages of them took gigabytes).
 #[test]
 fn probe_keeps_at_most_100000_items_of_a_list() {
-    let server = r#"
-import sys, json
-page = [{"name": "t", "inputSchema": {"type": "object"}}] * 60000
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m or "method" not in m:
-        continue
-    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
-    if m["method"] == "initialize":
-        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
-                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
-    elif m["method"] == "tools/list":
-        r["result"] = {"tools": page, "nextCursor": "more"}
-    print(json.dumps(r), flush=True)
-"#;
-    let (code, out, err) = mcpwire(&[
-        "probe",
-        "--json",
-        "--protocol",
-        "2025-11-25",
-        "--",
-        "python3",
-        "-c",
-        server,
-    ]);
+    let server = endless_pager(
+        r#"page = [{"name": "t", "inputSchema": {"type": "object"}}] * 60000"#,
+        "page",
+    );
+    let (code, out, err) = probe_json(&server);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["tools"].as_array().unwrap().len(), 100_000);
@@ -2902,27 +2882,33 @@ for line in sys.stdin:
     assert_eq!(sent, arguments);
 }
 
-/// Nor does it keep more than 32 MiB of list items: a server that pages one tool with a
-/// 1 MiB description at a time, for ever, stops being followed there. (The item count alone
-/// let 100 pages of one item just under the frame's 16 MiB each hold gigabytes.)
-#[test]
-fn probe_keeps_at_most_32_mib_of_lists() {
-    let server = r#"
+/// A Python stdio server that declares tools and answers every `tools/list` with the page
+/// `page` (a Python expression over what `defs` defines) and `nextCursor` "more": it pages
+/// for ever.
+fn endless_pager(defs: &str, page: &str) -> String {
+    format!(
+        r#"
 import sys, json
-tool = {"name": "t", "description": "d" * (1 << 20), "inputSchema": {"type": "object"}}
+{defs}
 for line in sys.stdin:
     m = json.loads(line)
     if "id" not in m or "method" not in m:
         continue
-    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
+    r = {{"jsonrpc": "2.0", "id": m["id"], "result": {{}}}}
     if m["method"] == "initialize":
-        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
-                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
+        r["result"] = {{"protocolVersion": m["params"]["protocolVersion"],
+                       "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "pager", "version": "1"}}}}
     elif m["method"] == "tools/list":
-        r["result"] = {"tools": [tool], "nextCursor": "more"}
+        r["result"] = {{"tools": {page}, "nextCursor": "more"}}
     print(json.dumps(r), flush=True)
-"#;
-    let (code, out, err) = mcpwire(&[
+"#
+    )
+}
+
+/// `mcpwire probe --json --protocol 2025-11-25` against the Python stdio server `script`: its
+/// exit code, stdout and stderr.
+fn probe_json(script: &str) -> (i32, String, String) {
+    mcpwire(&[
         "probe",
         "--json",
         "--protocol",
@@ -2930,8 +2916,20 @@ for line in sys.stdin:
         "--",
         "python3",
         "-c",
-        server,
-    ]);
+        script,
+    ])
+}
+
+/// Nor does it keep more than 32 MiB of list items: a server that pages one tool with a
+/// 1 MiB description at a time, for ever, stops being followed there. (The item count alone
+/// let 100 pages of one item just under the frame's 16 MiB each hold gigabytes.)
+#[test]
+fn probe_keeps_at_most_32_mib_of_lists() {
+    let server = endless_pager(
+        r#"tool = {"name": "t", "description": "d" * (1 << 20), "inputSchema": {"type": "object"}}"#,
+        "[tool]",
+    );
+    let (code, out, err) = probe_json(&server);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
     let kept = report["tools"].as_array().unwrap().len();
@@ -2996,31 +2994,11 @@ for line in sys.stdin:
 /// reached over 100 MB (about 1 GB at the peak; found by a review of the CLI).
 #[test]
 fn probe_counts_what_list_items_cost_to_keep_and_print() {
-    let server = r#"
-import sys, json
-tool = {"name": "t", "inputSchema": {"type": "object", "x": [[]] * 300000}}
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m or "method" not in m:
-        continue
-    r = {"jsonrpc": "2.0", "id": m["id"], "result": {}}
-    if m["method"] == "initialize":
-        r["result"] = {"protocolVersion": m["params"]["protocolVersion"],
-                       "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1"}}
-    elif m["method"] == "tools/list":
-        r["result"] = {"tools": [tool], "nextCursor": "more"}
-    print(json.dumps(r), flush=True)
-"#;
-    let (code, out, err) = mcpwire(&[
-        "probe",
-        "--json",
-        "--protocol",
-        "2025-11-25",
-        "--",
-        "python3",
-        "-c",
-        server,
-    ]);
+    let server = endless_pager(
+        r#"tool = {"name": "t", "inputSchema": {"type": "object", "x": [[]] * 300000}}"#,
+        "[tool]",
+    );
+    let (code, out, err) = probe_json(&server);
     assert_eq!(code, 0, "{err}");
     assert!(out.len() < 40 << 20, "a report of {} bytes", out.len());
     let report: Value = serde_json::from_str(&out).unwrap();

@@ -39,36 +39,12 @@ impl Application for Big {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_cut_after_the_send_timeout() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = Config::server("big", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .unwrap();
-    let host = HostConfig {
+    let addr = serve_big(HostConfig {
         send_timeout: Duration::from_millis(500),
         ..common::test_config()
-    };
-    tokio::spawn(serve(
-        listener,
-        HttpServer::new(HttpServerConfig::new(config)),
-        Big,
-        host,
-        std::future::pending::<()>(),
-    ));
-
-    // A small receive window, so that the answer cannot all sit in socket buffers.
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut c = socket.connect(addr).await.unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: x\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    c.write_all(head.as_bytes()).await.unwrap();
-    c.write_all(body.as_bytes()).await.unwrap();
+    })
+    .await;
+    let mut c = call_big(addr).await;
     // Once the answer has begun to come (making 8 MiB takes a while in a debug build on a
     // busy machine: a fixed wait from the request could end before the first byte was
     // written, and the client then read the whole answer as it came), the client reads
@@ -92,6 +68,41 @@ async fn a_client_that_stops_reading_is_cut_after_the_send_timeout() {
     .await;
     assert!(ended.is_ok(), "the connection was never closed");
     assert!(got < 8 << 20, "the whole answer came ({got} bytes)");
+}
+
+/// A host serving [`Big`] with `host`'s settings; its address.
+async fn serve_big(host: HostConfig) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = Config::server("big", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    tokio::spawn(serve(
+        listener,
+        HttpServer::new(HttpServerConfig::new(config)),
+        Big,
+        host,
+        std::future::pending::<()>(),
+    ));
+    addr
+}
+
+/// A stateless tools/call to `addr` on a connection of its own, with a small receive window
+/// so that the answer cannot all sit in socket buffers; the connection.
+async fn call_big(addr: std::net::SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut c = socket.connect(addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    c.write_all(body.as_bytes()).await.unwrap();
+    c
 }
 
 /// Reports progress on every tools/call, then answers it: with a text of 3 MiB for "big",
@@ -235,38 +246,16 @@ async fn a_large_answer_cut_off_mid_transfer_is_resumed_after_the_store_dropped_
 /// by a review of the host). Now the silent one makes room, and the download goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_a_connection_still_sending_lets_a_silent_one_make_room() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = Config::server("big", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .unwrap();
-    let host = HostConfig {
+    let addr = serve_big(HostConfig {
         max_connections: 2,
         header_read_timeout: Duration::from_secs(30),
         send_timeout: Duration::from_secs(30),
         ..common::test_config()
-    };
-    tokio::spawn(serve(
-        listener,
-        HttpServer::new(HttpServerConfig::new(config)),
-        Big,
-        host,
-        std::future::pending::<()>(),
-    ));
+    })
+    .await;
     // A stateless call whose 8 MiB answer is read slowly (every 10 ms what a small receive
     // window holds: under 1 MB/s).
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut slow = socket.connect(addr).await.unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: x\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    slow.write_all(head.as_bytes()).await.unwrap();
-    slow.write_all(body.as_bytes()).await.unwrap();
+    let mut slow = call_big(addr).await;
     let mut buf = vec![0u8; 1 << 16];
     let first = tokio::time::timeout(Duration::from_secs(30), slow.read(&mut buf))
         .await
