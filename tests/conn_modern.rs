@@ -900,8 +900,9 @@ fn cancelling_a_stateless_request_works() {
     assert!(p.server.poll_transmit().is_none());
 }
 
-#[test]
-fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
+/// A stateless pair whose client listens for tool list changes: the pair (the listen's
+/// acknowledgement among the client's events) and the listen's id.
+fn listening_pair() -> (Pair, mcpwire::conn::RequestId) {
     let mut p = modern_pair();
     let listen = p
         .client
@@ -912,6 +913,12 @@ fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
         )
         .unwrap();
     p.step();
+    (p, listen)
+}
+
+#[test]
+fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
+    let (mut p, listen) = listening_pair();
     let events = p.take_client_events();
     assert!(
         matches!(&events[0], Ev::Notification { method, .. } if method == "notifications/subscriptions/acknowledged")
@@ -946,16 +953,7 @@ fn a_listen_stream_has_no_timeout_and_receives_tagged_notifications() {
 /// always waited for the whole grace (found by a review of the correlation layer).
 #[test]
 fn a_client_close_cancels_its_listens_at_once() {
-    let mut p = modern_pair();
-    let listen = p
-        .client
-        .request(
-            p.now,
-            "subscriptions/listen",
-            Some(raw(r#"{"notifications":{"toolsListChanged":true}}"#)),
-        )
-        .unwrap();
-    p.step();
+    let (mut p, listen) = listening_pair();
     p.take_client_events();
     p.client.close(p.now, Duration::from_secs(30));
     assert_eq!(p.client.state(), State::Closed);
@@ -974,16 +972,7 @@ fn a_client_close_cancels_its_listens_at_once() {
 
 #[test]
 fn the_server_ends_a_listen_stream_with_its_result_and_the_subscription_id() {
-    let mut p = modern_pair();
-    let listen = p
-        .client
-        .request(
-            p.now,
-            "subscriptions/listen",
-            Some(raw(r#"{"notifications":{"toolsListChanged":true}}"#)),
-        )
-        .unwrap();
-    p.step();
+    let (mut p, listen) = listening_pair();
     let _ = p.take_client_events();
     // The engine answers listen requests itself; the application finds them here.
     let ids = p.server.listen_subscriptions();

@@ -458,13 +458,7 @@ fn a_batch_larger_than_the_output_bound_is_still_answered() {
         .map(|n| format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/list"}}"#))
         .collect();
     server.handle_input(now(), format!("[{}]\n", members.join(",")).as_bytes());
-    let ids: Vec<_> = drain(&mut server)
-        .into_iter()
-        .filter_map(|e| match e {
-            Ev::Request { id, .. } => Some(id),
-            _ => None,
-        })
-        .collect();
+    let ids = request_ids(drain(&mut server));
     assert_eq!(ids.len(), 3);
     let big = format!(r#"{{"tools":[],"_meta":{{"pad":"{}"}}}}"#, "x".repeat(3000));
     for id in &ids {
@@ -475,6 +469,16 @@ fn a_batch_larger_than_the_output_bound_is_still_answered() {
     let out = take_output(&mut server);
     let answers: Vec<serde_json::Value> = serde_json::from_slice(&out[..out.len() - 1]).unwrap();
     assert_eq!(answers.len(), 3);
+}
+
+/// The ids of the requests among `events`, in order.
+fn request_ids(events: Vec<Ev>) -> Vec<mcpwire::jsonrpc::OwnedId> {
+    (events.into_iter())
+        .filter_map(|e| match e {
+            Ev::Request { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A batch member still at work reports progress (logs, and asks the client for what it needs)
@@ -497,13 +501,7 @@ fn a_batch_member_reports_progress_past_its_siblings_answers() {
         )
         .as_bytes(),
     );
-    let ids: Vec<_> = drain(&mut server)
-        .into_iter()
-        .filter_map(|e| match e {
-            Ev::Request { id, .. } => Some(id),
-            _ => None,
-        })
-        .collect();
+    let ids = request_ids(drain(&mut server));
     assert_eq!(ids.len(), 2);
     let big = format!(
         r#"{{"tools":[],"_meta":{{"pad":"{}"}}}}"#,
