@@ -256,6 +256,9 @@ impl Session {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| std::io::Error::other("no server command given"))?;
+        // Before the server starts: a configuration refused here would leave it running.
+        let request_timeout = config.request_timeout;
+        let conn = Connection::new(config, Timestamp::ZERO).map_err(std::io::Error::other)?;
         // A signal that comes while the server starts is held for it (see below).
         crate::signals::catch();
         let mut command = Command::new(program);
@@ -305,7 +308,7 @@ impl Session {
             killed: AtomicBool::new(false),
             pid: Mutex::new(Some(child.id())),
         });
-        watch.spawn(config.request_timeout);
+        watch.spawn(request_timeout);
         let stdin = Watched {
             inner: stdin,
             watch: Arc::clone(&watch),
@@ -331,7 +334,6 @@ impl Session {
                 t(dir, bytes);
             }
         });
-        let conn = Connection::new(config, Timestamp::ZERO).map_err(std::io::Error::other)?;
         Ok(Session {
             link: Link::Stdio {
                 conn: Box::new(conn),
@@ -573,5 +575,32 @@ impl Drop for Session {
             let _ = child.kill();
             watch.wait(child);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A configuration the engine refuses fails the spawn before the server starts: it was
+    // started first, and then dropped still running (a Child is not killed when dropped).
+    #[test]
+    fn a_refused_configuration_starts_no_server() {
+        let marker = std::env::temp_dir().join(format!("mcpwire-cli-spawn-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let mut config = Config::client("t", "1");
+        config.versions.clear();
+        let argv = [
+            "sh",
+            "-c",
+            "echo started > \"$0\"",
+            &marker.display().to_string(),
+        ]
+        .map(String::from);
+        assert!(Session::spawn(&argv, config, true).is_err());
+        std::thread::sleep(Duration::from_millis(500));
+        let started = marker.exists();
+        let _ = std::fs::remove_file(&marker);
+        assert!(!started, "the server was started");
     }
 }
