@@ -790,6 +790,14 @@ pub fn explore(session: &mut Session, opts: &Options, report: &mut Report) -> Re
         // float, and duplicate keys and the order of keys changed.
         RawJson::new(args)
             .map_err(|e| fail(EXIT_USAGE, format!("--call arguments are not JSON: {e:?}")))?;
+        // A server without tools cannot run the call: the call failed (7); the engine's
+        // refusal to send it read as a protocol failure (4), which the server did not commit.
+        if !has("tools") {
+            return Err(fail(
+                EXIT_CALL_FAILED,
+                format!("cannot call {name:?}: the server offers no tools (no tools capability)"),
+            ));
+        }
         let name = Value::String(name.clone());
         let params = format!(r#"{{"name":{name},"arguments":{args}}}"#);
         match call(session, report, "tools/call", Some(&params), opts.timeout)? {

@@ -1133,6 +1133,39 @@ fn probe_url_against_serve_http_in_both_eras_with_a_call() {
     assert_eq!(report["call"]["content"][0]["text"], "42", "{report}");
 }
 
+/// `--call` against a server that declares no tools: the call failed (exit 7, saying why),
+/// not the protocol (it exited 4 with "cannot send tools/call").
+#[test]
+fn probe_call_against_a_server_without_tools_is_a_failed_call() {
+    let script = r#"
+import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"prompts": {}},
+             "serverInfo": {"name": "no-tools", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+    elif m.get("method") == "prompts/list":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"prompts": []}}), flush=True)
+    elif "id" in m and "method" in m:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}), flush=True)
+"#;
+    let (code, out, err) = mcpwire(&[
+        "probe",
+        "--protocol",
+        "2025-11-25",
+        "--call",
+        "echo",
+        "{}",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    assert_eq!(code, 7, "{out}{err}");
+    assert!(err.contains("the server offers no tools"), "{err}");
+}
+
 /// A 2026-07-28 server (a few lines of Python) whose `tools/call` needs the client's input
 /// (`input_required`): probe fails at once with exit 7 and says so. It ignored the event and
 /// reported "no answer to tools/call in time" after the whole timeout (found by an audit).
