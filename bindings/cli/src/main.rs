@@ -42,6 +42,7 @@ EXIT CODES (probe)
   9 the server refused (an HTTP error status such as 401, 403 or 500, or a JSON-RPC
     error to the handshake)
   128+N  stopped by signal N (probe and tap pass SIGINT, SIGTERM and SIGHUP on to the server)
+  1 the report could not be written to stdout   141 stdout's reader went away (as SIGPIPE)
 
 EXIT CODES (tap)
   the server's own, or 128+N when signal N ended it   2 the log cannot be opened (a write

@@ -832,6 +832,9 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
         assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // The help's exit codes say so.
+    let (_, help, _) = mcpwire(&["probe", "--help"]);
+    assert!(help.contains("141 stdout's reader went away"), "{help}");
 }
 
 /// A Redis password is not printed when the Redis cannot be reached, and it can come from
