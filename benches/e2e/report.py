@@ -4,8 +4,10 @@
     python3 benches/e2e/report.py RESULTS.tsv OUT_DIR "how the load was run"
 
 The table gives, per transport and server: req/s, p50 and p99 latency, CPU ms per 1,000
-requests, RSS when idle and per idle HTTP session, and the ratios the targets are stated in
-(each mcpwire host against the fastest peer, and against its HTTP stack's floor). A second
+requests, RSS when idle and per idle HTTP session, the load generator's own CPU over the
+window, and the ratios the targets are stated in (each mcpwire host against the fastest
+peer, and against its HTTP stack's floor: the median over the rounds of each round's ratio,
+so that a host is only ever divided by a server loaded minutes from it). A second
 table gives each HTTP server's req/s with its idle sessions still open, and a third each
 mcpwire HTTP host's with listen streams open (streams.tsv, beside RESULTS.tsv). The chart
 draws req/s as bars and writes the p99 beside each, one panel per transport.
@@ -17,6 +19,9 @@ import os
 import sys
 
 MCPWIRE = "mcpwire"
+# A load generator busy this share of the window or more had a core of its own and no time
+# to spare: the row may measure the generator, not the server.
+DRIVER_BOUND = 0.9
 
 
 def load(path):
@@ -28,6 +33,8 @@ def load(path):
         r["p50"] = int(r["p50_us"]) / 1000
         r["p99"] = int(r["p99_us"]) / 1000
         r["cpu_per_k"] = int(r["cpu_ms"]) * 1000 / n if n else 0.0
+        driver = r.get("driver_cpu_ms") or ""
+        r["driver"] = int(driver) / (d / 1e3) if driver and d else None
         # The same load with sessions open and idle (HTTP, first round, highest level).
         on, od = r.get("sessions_requests") or "", r.get("sessions_duration_us") or ""
         r["open_rps"] = int(on) / (int(od) / 1e6) if on and od and int(od) else None
@@ -48,6 +55,9 @@ def medians(rows):
         by_rps = sorted(group, key=lambda r: r["rps"])
         m = dict(by_rps[(len(by_rps) - 1) // 2])
         m["lo"], m["hi"], m["rounds"] = by_rps[0]["rps"], by_rps[-1]["rps"], len(group)
+        m["by_round"] = {r["round"]: r["rps"] for r in group}
+        # Requests per CPU-second of the server: what it would answer with a core to itself.
+        m["eff_by_round"] = {r["round"]: 1000 / r["cpu_per_k"] for r in group if r["cpu_per_k"]}
         m["session_rss_b"] = next((r["session_rss_b"] for r in group if r["session_rss_b"]), "")
         # Measured once: kept with the round's own req/s, to compare like with like.
         m["open"] = next(((r.get("sessions_open"), r["open_rps"], r["rps"]) for r in group
@@ -56,11 +66,33 @@ def medians(rows):
     return out
 
 
+def median(values):
+    """The median (the mean of the middle two for an even count), None for none."""
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def ratio(row, others, key="by_round"):
+    """The median over the rounds of row's req/s (key "eff_by_round": requests per CPU-second)
+    over the highest of others' in that round (rounds where row or none of others ran are
+    left out)."""
+    per = []
+    for rnd, value in row[key].items():
+        best = max((o[key][rnd] for o in others if rnd in o[key]), default=0)
+        if best:
+            per.append(value / best)
+    return median(per)
+
+
 def floor_for(row, floors):
-    """The floor on the same HTTP stack, else the fastest floor of the transport."""
+    """The floor on the same HTTP stack (hyper for axum, which runs on it), else the fastest
+    floor of the transport."""
     if row["transport"] == "stdio":
         return floors[0] if floors else None
-    same = {"hyper": "floor hyper", "Go net/http": "floor net/http",
+    same = {"hyper": "floor hyper", "axum": "floor hyper", "Go net/http": "floor net/http",
             "libmicrohttpd": "floor libmicrohttpd"}.get(row["stack"])
     for f in floors:
         if f["server"] == same:
@@ -83,33 +115,57 @@ def table(rows, how):
     out = [f"Load: {how}.", ""]
     out.append("| transport | in flight | server | on | mode | req/s | rounds (k req/s) | p50 ms "
                "| p99 ms | CPU ms / 1k req | RSS idle MiB | RSS / idle session KiB "
-               "| × fastest peer | % of floor |")
-    out.append("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "| load gen CPU | × fastest peer | % of floor | % of floor by CPU |")
+    out.append("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
+    bound = False
     for (transport, level), group in groups(rows):
         peers = [r for r in group if r["kind"] == "peer"]
         floors = [r for r in group if r["kind"] == "floor"]
         best = max(peers, key=lambda r: r["rps"]) if peers else None
         for r in group:
-            ratio = f"{r['rps'] / best['rps']:.1f}×" if best and r["kind"] == "ours" else ""
+            x = ratio(r, peers) if peers and r["kind"] == "ours" else None
             fl = floor_for(r, floors)
-            pct = f"{100 * r['rps'] / fl['rps']:.0f}%" if fl and r["kind"] != "floor" else ""
+            pct = ratio(r, [fl]) if fl and r["kind"] != "floor" else None
+            by_cpu = ratio(r, [fl], "eff_by_round") if fl and r["kind"] != "floor" else None
             session = r["session_rss_b"]
             session = f"{int(session) / 1024:.1f}" if session not in ("", None) else ""
+            driver = ""
+            if r["driver"] is not None:
+                driver = f"{100 * r['driver']:.0f}%"
+                if r["driver"] >= DRIVER_BOUND:
+                    driver += " ‡"
+                    bound = True
             out.append(
                 f"| {transport} | {level} | {r['server']} | {r['stack']} | {r['mode']} "
                 f"| {r['rps']:,.0f} | {spread(r)} | {r['p50']:.3f} | {r['p99']:.3f} | {r['cpu_per_k']:.2f} "
-                f"| {int(r['idle_rss_kb']) / 1024:.1f} | {session} | {ratio} | {pct} |")
+                f"| {int(r['idle_rss_kb']) / 1024:.1f} | {session} | {driver} "
+                f"| {f'{x:.1f}×' if x is not None else ''} | {f'{100 * pct:.0f}%' if pct is not None else ''} "
+                f"| {f'{100 * by_cpu:.0f}%' if by_cpu is not None else ''} |")
         if best:
             lowest_p99 = min(p["p99"] for p in peers)
             for r in (r for r in group if r["kind"] == "ours"):
                 fl = floor_for(r, floors)
-                of_floor = f", {100 * r['rps'] / fl['rps']:.0f}% of its floor" if fl else ""
+                pct = ratio(r, [fl]) if fl else None
+                by_cpu = ratio(r, [fl], "eff_by_round") if fl else None
+                of_floor = f", {100 * pct:.0f}% of its floor" if pct is not None else ""
+                if by_cpu is not None:
+                    of_floor += f" ({100 * by_cpu:.0f}% by CPU per request)"
+                limited = [w for w in (r, fl) if w and w["driver"] is not None and w["driver"] >= DRIVER_BOUND]
+                if limited:
+                    of_floor += (" (the load generator was busy all the time against "
+                                 + " and ".join(w["server"] for w in limited) + ")")
                 notes.append(
                     f"- {transport}, {level} in flight, {r['server']}: "
-                    f"{r['rps'] / best['rps']:.1f}× the fastest peer ({best['server']}){of_floor}; "
+                    f"{ratio(r, peers):.1f}× the fastest peer ({best['server']}){of_floor}; "
                     f"p99 {r['p99']:.3f} ms against the lowest peer p99 {lowest_p99:.3f} ms "
                     f"({'lower' if r['p99'] < lowest_p99 else 'NOT lower'})")
+    out += ["", "\"% of floor by CPU\" is the server's requests per CPU-second against its floor's, "
+            "round by round: how the two compare when neither waits on the load generator."]
+    if bound:
+        out += ["", f"‡ The load generator used {100 * DRIVER_BOUND:.0f}% or more of a core over the window: "
+                "it, not the server, may have set the pace, so the row's req/s is a lower bound on the "
+                "server's, and a ratio of req/s to such a floor overstates the host."]
     out += ["", "Per mcpwire host:", ""] + notes
     out += sessions_open(rows)
     return "\n".join(out) + "\n"

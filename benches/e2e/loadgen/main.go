@@ -106,7 +106,7 @@ func requestLine(id int64, method, params string) []byte {
 // (a full decode per answer would make the driver the bottleneck). It returns false for a
 // line with no numeric id, or with a method (a request or notification from the server).
 func idOf(line []byte) (int64, bool) {
-	if bytes.Contains(line, []byte(`"method"`)) {
+	if bytes.Contains(line, methodKey) {
 		return 0, false
 	}
 	return numericID(line)
@@ -138,6 +138,7 @@ func answerOK(line []byte, want string) bool {
 }
 
 var (
+	methodKey = []byte(`"method"`)
 	resultKey = []byte(`"result"`)
 	isError   = []byte(`"isError":true`)
 )
@@ -167,6 +168,16 @@ func cpuMS(pid int) int64 {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	const ticks = 100 // USER_HZ on Linux
 	return (utime + stime) * 1000 / ticks
+}
+
+// selfCPUMS is this process's own user + system time so far (every thread), in
+// milliseconds.
+func selfCPUMS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6
 }
 
 func rssKB(pid int) int64 {

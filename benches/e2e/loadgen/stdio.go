@@ -261,8 +261,8 @@ func runStdio(args []string) error {
 	watchdog.Reset(*warmup + *dur + 10*time.Second)
 	sent := make([]int64, ringSize) // send time + 1 of each id in flight, 0 when none
 	hist := newHistogram()
-	var bad, measured int64
-	cpuStart := int64(-1)
+	var bad, measured, lost int64
+	cpuStart, driverStart := int64(-1), int64(0)
 	nextID := int64(3)
 	out := make([]byte, 0, maxInflight*128)
 	send := func(count int) error {
@@ -274,7 +274,13 @@ func runStdio(args []string) error {
 		}
 		now := clock() + 1
 		for id := first; id < nextID; id++ {
-			sent[id&(ringSize-1)] = now
+			slot := &sent[id&(ringSize-1)]
+			if *slot != 0 {
+				// The request ringSize ids before this one was never answered: one request
+				// fewer has been in flight since, which -c would not show.
+				lost++
+			}
+			*slot = now
 		}
 		return writeAll(wfd, out)
 	}
@@ -295,6 +301,7 @@ func runStdio(args []string) error {
 			measuring = true
 			measuredFrom = now
 			cpuStart = cpuMS(pid)
+			driverStart = selfCPUMS()
 		}
 		answered := 0
 		for {
@@ -304,6 +311,14 @@ func runStdio(args []string) error {
 			}
 			id, ok := idOf(line)
 			if !ok {
+				if !bytes.Contains(line, methodKey) {
+					// An answer without an id of ours (an error with "id":null, say): its
+					// request is lost to the count of requests in flight.
+					bad++
+					if bad <= 3 {
+						fmt.Fprintf(os.Stderr, "loadgen: an answer without a numeric id: %s", line)
+					}
+				}
 				continue // a notification or request from the server
 			}
 			slot := &sent[id&(ringSize-1)]
@@ -320,23 +335,39 @@ func runStdio(args []string) error {
 			if measuring {
 				measured++
 				hist.add(now - at)
-				if !answerCarries(line, wants[id&1]) {
-					bad++
-					if bad <= 3 {
-						fmt.Fprintf(os.Stderr, "loadgen: wrong answer: %s", line)
-					}
+			}
+			// Checked in the warm-up too: a wrong answer is wrong whenever it comes.
+			if !answerCarries(line, wants[id&1]) {
+				bad++
+				if bad <= 3 {
+					fmt.Fprintf(os.Stderr, "loadgen: wrong answer: %s", line)
 				}
 			}
 		}
 		if now >= end && measuring {
 			elapsed := now - measuredFrom
 			cpu := cpuMS(pid) - cpuStart
+			driver := selfCPUMS() - driverStart
 			rss := rssKB(pid)
 			if measured == 0 {
 				return errors.New("no answer in the measured window")
 			}
-			fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d\n",
-				measured, elapsed/1000, hist.quantile(0.5)/1000, hist.quantile(0.99)/1000, bad, cpu, rss, idleRSS)
+			// A request still unanswered after half the window (at least half a second,
+			// hundreds of times any server's p99 here) is lost, as far as the load can tell.
+			stale := max(int64(*dur)/2, int64(500*time.Millisecond))
+			for _, at := range sent {
+				if at != 0 && now-(at-1) > stale {
+					lost++
+				}
+			}
+			if lost > 0 {
+				fmt.Fprintf(os.Stderr, "loadgen: %d requests never answered\n", lost)
+			}
+			// driver_cpu_ms: this process's own CPU time over the window. Near the window's
+			// length, the driver had a core to itself and no time to spare: the driver, not
+			// the server, may have set the pace.
+			fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d driver_cpu_ms=%d\n",
+				measured, elapsed/1000, hist.quantile(0.5)/1000, hist.quantile(0.99)/1000, bad+lost, cpu, rss, idleRSS, driver)
 			return nil
 		}
 		if answered > 0 {
