@@ -38,6 +38,9 @@ def load(path):
         # The same load with sessions open and idle (HTTP, first round, highest level).
         on, od = r.get("sessions_requests") or "", r.get("sessions_duration_us") or ""
         r["open_rps"] = int(on) / (int(od) / 1e6) if on and od and int(od) else None
+        # Its baseline: the same load on the same server just before the sessions were opened.
+        bn, bd = r.get("sessions_base_requests") or "", r.get("sessions_base_duration_us") or ""
+        r["base_rps"] = int(bn) / (int(bd) / 1e6) if bn and bd and int(bd) else None
         r["kind"] = ("floor" if r["server"].startswith("floor")
                      else "ours" if r["server"].startswith(MCPWIRE) else "peer")
     return medians(rows)
@@ -56,12 +59,16 @@ def medians(rows):
         m = dict(by_rps[(len(by_rps) - 1) // 2])
         m["lo"], m["hi"], m["rounds"] = by_rps[0]["rps"], by_rps[-1]["rps"], len(group)
         m["by_round"] = {r["round"]: r["rps"] for r in group}
-        # Requests per CPU-second of the server: what it would answer with a core to itself.
+        # Requests per CPU-second of the server at the load it got (a server given more load
+        # may batch more and spend less per request).
         m["eff_by_round"] = {r["round"]: 1000 / r["cpu_per_k"] for r in group if r["cpu_per_k"]}
+        # The load generator's busiest round (a ratio is a median over all of them).
+        shares = [r["driver"] for r in group if r["driver"] is not None]
+        m["driver"] = max(shares) if shares else None
         m["session_rss_b"] = next((r["session_rss_b"] for r in group if r["session_rss_b"]), "")
         # Measured once: kept with the round's own req/s, to compare like with like.
-        m["open"] = next(((r.get("sessions_open"), r["open_rps"], r["rps"]) for r in group
-                          if r["open_rps"] is not None), None)
+        m["open"] = next(((r.get("sessions_open"), r["open_rps"], r["base_rps"] or r["rps"])
+                          for r in group if r["open_rps"] is not None), None)
         out.append(m)
     return out
 
@@ -155,17 +162,21 @@ def table(rows, how):
                 if limited:
                     of_floor += (" (the load generator was busy all the time against "
                                  + " and ".join(w["server"] for w in limited) + ")")
+                x = ratio(r, peers)
                 notes.append(
                     f"- {transport}, {level} in flight, {r['server']}: "
-                    f"{ratio(r, peers):.1f}× the fastest peer ({best['server']}){of_floor}; "
+                    f"{f'{x:.1f}×' if x is not None else 'no round shared with'} the fastest peer ({best['server']}){of_floor}; "
                     f"p99 {r['p99']:.3f} ms against the lowest peer p99 {lowest_p99:.3f} ms "
                     f"({'lower' if r['p99'] < lowest_p99 else 'NOT lower'})")
     out += ["", "\"% of floor by CPU\" is the server's requests per CPU-second against its floor's, "
-            "round by round: how the two compare when neither waits on the load generator."]
+            "round by round, each at the load it got: where the floor waited on the load generator, "
+            "it ran less busy and may have spent more per request than it would with load to spare, "
+            "so the figure is an upper bound."]
     if bound:
-        out += ["", f"‡ The load generator used {100 * DRIVER_BOUND:.0f}% or more of a core over the window: "
-                "it, not the server, may have set the pace, so the row's req/s is a lower bound on the "
-                "server's, and a ratio of req/s to such a floor overstates the host."]
+        out += ["", f"‡ The load generator used {100 * DRIVER_BOUND:.0f}% or more of a core over the window "
+                "(in at least one round): it, not the server, may have set the pace, so the row's req/s "
+                "is a lower bound on the server's. A ratio of req/s to such a floor overstates the host; "
+                "one of such a host to its floor understates it."]
     out += ["", "Per mcpwire host:", ""] + notes
     out += sessions_open(rows)
     return "\n".join(out) + "\n"
@@ -178,7 +189,8 @@ def sessions_open(rows):
         return []
     n, level = measured[0]["open"][0], measured[0]["connections"]
     out = ["", f"With {int(n):,} idle sessions open (HTTP, {level} connections, first round; "
-           "the same load, after the sessions were opened for the memory figure):", "",
+           "the same load on the server started afresh for the memory figure, just before and "
+           "after its sessions were opened):", "",
            "| server | on | req/s | req/s with the sessions open | change |",
            "|---|---|---:|---:|---:|"]
     for r in measured:

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -216,7 +217,11 @@ func runStdio(args []string) error {
 	wfd, rfd := int(inW.Fd()), int(outR.Fd())
 	r := &pipeReader{fd: rfd, buf: make([]byte, 1<<18)}
 	// A server that stops answering is killed, which ends the blocked read with EOF.
-	watchdog := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+	var killed atomic.Bool
+	watchdog := time.AfterFunc(30*time.Second, func() {
+		killed.Store(true)
+		_ = cmd.Process.Kill()
+	})
 	defer func() {
 		// Close stdin and read the server's output to its end; give it 2 s to leave by
 		// itself, then kill it.
@@ -259,9 +264,14 @@ func runStdio(args []string) error {
 	measureFrom := int64(*warmup)
 	end := measureFrom + int64(*dur)
 	watchdog.Reset(*warmup + *dur + 10*time.Second)
-	sent := make([]int64, ringSize) // send time + 1 of each id in flight, 0 when none
+	// Per id in flight, by id modulo ringSize: its send time + 1 (0 when none) and the id.
+	sent := make([]int64, ringSize)
+	owner := make([]int64, ringSize)
 	hist := newHistogram()
-	var bad, measured, lost int64
+	// inflight: requests sent and not answered. lost: requests whose slot a later one took
+	// before their answer came. idless: answers without an id of ours, each one request that
+	// stays in flight for good.
+	var bad, measured, lost, idless, inflightNow int64
 	cpuStart, driverStart := int64(-1), int64(0)
 	nextID := int64(3)
 	out := make([]byte, 0, maxInflight*128)
@@ -274,101 +284,91 @@ func runStdio(args []string) error {
 		}
 		now := clock() + 1
 		for id := first; id < nextID; id++ {
-			slot := &sent[id&(ringSize-1)]
-			if *slot != 0 {
+			i := id & (ringSize - 1)
+			if sent[i] != 0 {
 				// The request ringSize ids before this one was never answered: one request
 				// fewer has been in flight since, which -c would not show.
 				lost++
+				inflightNow--
 			}
-			*slot = now
+			sent[i], owner[i] = now, id
+			inflightNow++
 		}
 		return writeAll(wfd, out)
 	}
-	if err := send(*inflight); err != nil {
-		return fmt.Errorf("writing to the server: %w", err)
+	complain := func(what string, line []byte) {
+		bad++
+		if bad <= 3 {
+			fmt.Fprintf(os.Stderr, "loadgen: %s: %s", what, line)
+		}
 	}
-	measuring := false
+	measuring, counting := false, false
 	var measuredFrom int64
-	for {
-		if err := r.fill(); err != nil {
-			if err == io.EOF {
-				return errors.New("the server closed its output under load")
-			}
-			return fmt.Errorf("reading from the server: %w", err)
-		}
-		now := clock()
-		if !measuring && now >= measureFrom {
-			measuring = true
-			measuredFrom = now
-			cpuStart = cpuMS(pid)
-			driverStart = selfCPUMS()
-		}
+	// take reads the answers the last fill brought, checks each (in the warm-up too: a
+	// wrong answer is wrong whenever it comes) and returns how many requests they answered.
+	take := func(now int64) int {
 		answered := 0
 		for {
 			line, ok := r.line()
 			if !ok {
-				break
+				return answered
 			}
 			id, ok := idOf(line)
 			if !ok {
 				if !bytes.Contains(line, methodKey) {
-					// An answer without an id of ours (an error with "id":null, say): its
-					// request is lost to the count of requests in flight.
-					bad++
-					if bad <= 3 {
-						fmt.Fprintf(os.Stderr, "loadgen: an answer without a numeric id: %s", line)
-					}
+					// An answer without an id of ours (an error with "id":null, say).
+					idless++
+					complain("an answer without a numeric id", line)
 				}
-				continue // a notification or request from the server
+				continue // else a notification or request from the server
 			}
-			slot := &sent[id&(ringSize-1)]
-			if id < 3 || id >= nextID || *slot == 0 {
-				bad++ // an id we did not send, or answered twice
-				if bad <= 3 {
-					fmt.Fprintf(os.Stderr, "loadgen: answer to an unknown id: %s", line)
-				}
+			i := id & (ringSize - 1)
+			if id < 3 || id >= nextID || sent[i] == 0 || owner[i] != id {
+				// An id we did not send, one answered twice, or one already counted lost.
+				complain("an answer to an unknown id", line)
 				continue
 			}
-			at := *slot - 1
-			*slot = 0
+			at := sent[i] - 1
+			sent[i] = 0
+			inflightNow--
 			answered++
-			if measuring {
+			if counting {
 				measured++
 				hist.add(now - at)
 			}
-			// Checked in the warm-up too: a wrong answer is wrong whenever it comes.
 			if !answerCarries(line, wants[id&1]) {
-				bad++
-				if bad <= 3 {
-					fmt.Fprintf(os.Stderr, "loadgen: wrong answer: %s", line)
-				}
+				complain("a wrong answer", line)
 			}
 		}
+	}
+	fill := func() error {
+		err := r.fill()
+		if err == io.EOF && killed.Load() {
+			return fmt.Errorf("no answer within the warm-up, the window and 10 s more, with %d requests in flight: they were lost, or the server stalled",
+				inflightNow)
+		}
+		if err == io.EOF {
+			return errors.New("the server closed its output under load")
+		}
+		return err
+	}
+	if err := send(*inflight); err != nil {
+		return fmt.Errorf("writing to the server: %w", err)
+	}
+	for {
+		if err := fill(); err != nil {
+			return fmt.Errorf("reading from the server: %w", err)
+		}
+		now := clock()
+		if !measuring && now >= measureFrom {
+			measuring, counting = true, true
+			measuredFrom = now
+			cpuStart = cpuMS(pid)
+			driverStart = selfCPUMS()
+		}
+		answered := take(now)
 		if now >= end && measuring {
-			elapsed := now - measuredFrom
-			cpu := cpuMS(pid) - cpuStart
-			driver := selfCPUMS() - driverStart
-			rss := rssKB(pid)
-			if measured == 0 {
-				return errors.New("no answer in the measured window")
-			}
-			// A request still unanswered after half the window (at least half a second,
-			// hundreds of times any server's p99 here) is lost, as far as the load can tell.
-			stale := max(int64(*dur)/2, int64(500*time.Millisecond))
-			for _, at := range sent {
-				if at != 0 && now-(at-1) > stale {
-					lost++
-				}
-			}
-			if lost > 0 {
-				fmt.Fprintf(os.Stderr, "loadgen: %d requests never answered\n", lost)
-			}
-			// driver_cpu_ms: this process's own CPU time over the window. Near the window's
-			// length, the driver had a core to itself and no time to spare: the driver, not
-			// the server, may have set the pace.
-			fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d driver_cpu_ms=%d\n",
-				measured, elapsed/1000, hist.quantile(0.5)/1000, hist.quantile(0.99)/1000, bad+lost, cpu, rss, idleRSS, driver)
-			return nil
+			break
 		}
 		if answered > 0 {
 			if err := send(answered); err != nil {
@@ -376,6 +376,39 @@ func runStdio(args []string) error {
 			}
 		}
 	}
+	now := clock()
+	elapsed := now - measuredFrom
+	cpu := cpuMS(pid) - cpuStart
+	driver := selfCPUMS() - driverStart
+	rss := rssKB(pid)
+	if measured == 0 {
+		return errors.New("no answer in the measured window")
+	}
+	p50, p99 := hist.quantile(0.5), hist.quantile(0.99)
+	// The requests still in flight get their answers, checked, before anything is called
+	// lost: half the window (at least half a second, hundreds of times any server's p99
+	// here), after which the watchdog ends the server and the read.
+	counting = false
+	killed.Store(false)
+	watchdog.Reset(max(*dur/2, 500*time.Millisecond))
+	for inflightNow > idless {
+		if r.fill() != nil {
+			break
+		}
+		take(clock())
+	}
+	if missing := inflightNow - idless; missing > 0 {
+		lost += missing
+	}
+	if lost > 0 {
+		fmt.Fprintf(os.Stderr, "loadgen: %d requests never answered\n", lost)
+	}
+	// driver_cpu_ms: this process's own CPU time over the window. Near the window's length,
+	// the driver had a core to itself and no time to spare: the driver, not the server, may
+	// have set the pace.
+	fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d driver_cpu_ms=%d\n",
+		measured, elapsed/1000, p50/1000, p99/1000, bad+lost, cpu, rss, idleRSS, driver)
+	return nil
 }
 
 // awaitAnswer reads lines until the answer to id arrives, and checks it carries want. The
