@@ -2843,15 +2843,9 @@ fn probe_keeps_at_most_100000_items_of_a_list() {
         r#"page = [{"name": "t", "inputSchema": {"type": "object"}}] * 60000"#,
         "page",
     );
-    let (code, out, err) = probe_json(&server);
-    assert_eq!(code, 0, "{err}");
-    let report: Value = serde_json::from_str(&out).unwrap();
+    let (report, _) = probe_report(&server);
     assert_eq!(report["tools"].as_array().unwrap().len(), 100_000);
-    let warnings = report["warnings"].to_string();
-    assert!(
-        warnings.contains("stopped after 100000 items"),
-        "{warnings}"
-    );
+    assert_warned(&report, "stopped after 100000 items");
 }
 
 /// A server with resources that answers `resources/templates/list` with an error (-32601, as
@@ -2908,12 +2902,7 @@ for line in sys.stdin:
     assert_eq!(code, 0, "{err}{out}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["prompts"][0]["name"], "p", "{out}");
-    assert!(
-        report["warnings"]
-            .to_string()
-            .contains("resources/templates/list failed: -32601"),
-        "{out}"
-    );
+    assert_warned(&report, "resources/templates/list failed: -32601");
     let sent = std::fs::read_to_string(&seen).unwrap_or_default();
     assert_eq!(sent, arguments);
 }
@@ -2943,6 +2932,19 @@ for line in sys.stdin:
 
 /// `mcpwire probe --json --protocol 2025-11-25` against the Python stdio server `script`: its
 /// exit code, stdout and stderr.
+/// The `--json` report of `probe_json` on a server it must succeed with, and its length.
+fn probe_report(script: &str) -> (Value, usize) {
+    let (code, out, err) = probe_json(script);
+    assert_eq!(code, 0, "{err}");
+    (serde_json::from_str(&out).unwrap(), out.len())
+}
+
+/// Asserts that a probe report's warnings say `text`.
+fn assert_warned(report: &Value, text: &str) {
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains(text), "{warnings}");
+}
+
 fn probe_json(script: &str) -> (i32, String, String) {
     mcpwire(&[
         "probe",
@@ -2965,16 +2967,10 @@ fn probe_keeps_at_most_32_mib_of_lists() {
         r#"tool = {"name": "t", "description": "d" * (1 << 20), "inputSchema": {"type": "object"}}"#,
         "[tool]",
     );
-    let (code, out, err) = probe_json(&server);
-    assert_eq!(code, 0, "{err}");
-    let report: Value = serde_json::from_str(&out).unwrap();
+    let (report, _) = probe_report(&server);
     let kept = report["tools"].as_array().unwrap().len();
     assert_eq!(kept, 31, "1 MiB and a little each");
-    let warnings = report["warnings"].to_string();
-    assert!(
-        warnings.contains("stopped after 32 MiB of lists"),
-        "{warnings}"
-    );
+    assert_warned(&report, "stopped after 32 MiB of lists");
 }
 
 /// An answer holding a number serde_json cannot hold (`1e400`, valid JSON) is a failure, not
@@ -3034,17 +3030,9 @@ fn probe_counts_what_list_items_cost_to_keep_and_print() {
         r#"tool = {"name": "t", "inputSchema": {"type": "object", "x": [[]] * 300000}}"#,
         "[tool]",
     );
-    let (code, out, err) = probe_json(&server);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.len() < 40 << 20, "a report of {} bytes", out.len());
-    let report: Value = serde_json::from_str(&out).unwrap();
-    assert!(
-        report["warnings"]
-            .to_string()
-            .contains("stopped after 32 MiB of lists"),
-        "{}",
-        report["warnings"]
-    );
+    let (report, size) = probe_report(&server);
+    assert!(size < 40 << 20, "a report of {size} bytes");
+    assert_warned(&report, "stopped after 32 MiB of lists");
 }
 
 /// What a server says reaches the terminal escaped: a tool's description with an escape

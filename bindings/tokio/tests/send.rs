@@ -39,10 +39,13 @@ impl Application for Big {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_cut_after_the_send_timeout() {
-    let addr = serve_big(HostConfig {
-        send_timeout: Duration::from_millis(500),
-        ..common::test_config()
-    })
+    let addr = serve_app(
+        Big,
+        HostConfig {
+            send_timeout: Duration::from_millis(500),
+            ..common::test_config()
+        },
+    )
     .await;
     let mut c = call_big(addr).await;
     // Once the answer has begun to come (making 8 MiB takes a while in a debug build on a
@@ -70,8 +73,8 @@ async fn a_client_that_stops_reading_is_cut_after_the_send_timeout() {
     assert!(got < 8 << 20, "the whole answer came ({got} bytes)");
 }
 
-/// A host serving [`Big`] with `host`'s settings; its address.
-async fn serve_big(host: HostConfig) -> std::net::SocketAddr {
+/// A host serving `app` (a server with tools) with `host`'s settings; its address.
+async fn serve_app(app: impl Application, host: HostConfig) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config::server("big", "1.0")
@@ -80,7 +83,7 @@ async fn serve_big(host: HostConfig) -> std::net::SocketAddr {
     tokio::spawn(serve(
         listener,
         HttpServer::new(HttpServerConfig::new(config)),
-        Big,
+        app,
         host,
         std::future::pending::<()>(),
     ));
@@ -176,18 +179,7 @@ async fn read_until(c: &mut tokio::net::TcpStream, text: &str) -> String {
 /// of the store (4 MiB a session), and the resumption found nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_answer_cut_off_mid_transfer_is_resumed_after_the_store_dropped_it() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = Config::server("big", "1.0")
-        .with_capabilities(r#"{"tools":{}}"#)
-        .unwrap();
-    tokio::spawn(serve(
-        listener,
-        HttpServer::new(HttpServerConfig::new(config)),
-        ProgressThenAnswer,
-        common::test_config(),
-        std::future::pending::<()>(),
-    ));
+    let addr = serve_app(ProgressThenAnswer, common::test_config()).await;
     let mut c = session_post(
         addr,
         None,
@@ -246,12 +238,15 @@ async fn a_large_answer_cut_off_mid_transfer_is_resumed_after_the_store_dropped_
 /// by a review of the host). Now the silent one makes room, and the download goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_a_connection_still_sending_lets_a_silent_one_make_room() {
-    let addr = serve_big(HostConfig {
-        max_connections: 2,
-        header_read_timeout: Duration::from_secs(30),
-        send_timeout: Duration::from_secs(30),
-        ..common::test_config()
-    })
+    let addr = serve_app(
+        Big,
+        HostConfig {
+            max_connections: 2,
+            header_read_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(30),
+            ..common::test_config()
+        },
+    )
     .await;
     // A stateless call whose 8 MiB answer is read slowly (every 10 ms what a small receive
     // window holds: under 1 MB/s).
