@@ -174,6 +174,30 @@ func appendRequest(out []byte, id int64) []byte {
 	return append(out, requestTails[id&1]...)
 }
 
+// stdioLoad is one run of the stdio driver: the server's command line and the load.
+type stdioLoad struct {
+	cmd         []string
+	inflight    int           // requests kept in flight, 1 to maxInflight
+	dur, warmup time.Duration // the measured window, and the load before it
+	// startWait bounds the handshake and the first two calls; patience is how long after
+	// the warm-up and the window a load waits for an answer before it calls the server
+	// stalled and kills it.
+	startWait, patience time.Duration
+}
+
+// stdioResult is what one load measured: the fields of the RESULT line.
+type stdioResult struct {
+	requests      int64         // answered in the window
+	sent          int64         // load requests sent, warm-up and window
+	elapsed       time.Duration // the window, from its first read to its last
+	p50, p99      time.Duration
+	bad           int64 // wrong answers, answers to ids not in flight, answers without an id
+	lost          int64 // requests never answered
+	cpuMS         int64 // the server's user + system time in the window
+	rssKB, idleKB int64 // the server's VmRSS after the load, and after the handshake
+	driverCPUMS   int64 // the driver's own CPU time in the window
+}
+
 func runStdio(args []string) error {
 	fs := flag.NewFlagSet("stdio", flag.ExitOnError)
 	inflight := fs.Int("c", 32, "requests kept in flight (at most 256)")
@@ -186,26 +210,46 @@ func runStdio(args []string) error {
 	if len(cmdline) == 0 || *inflight < 1 {
 		usage()
 	}
-	if *inflight > maxInflight {
-		return fmt.Errorf("-c %d: at most %d requests in flight (they must fit in the pipes)", *inflight, maxInflight)
-	}
 	// One goroutine does the work: with one P the runtime hands nothing off around the
 	// blocking reads and writes (with two, the driver ran at about half the rate against
 	// the floor server).
 	runtime.GOMAXPROCS(1)
-	cmd := exec.Command(cmdline[0], cmdline[1:]...)
+	res, err := driveStdio(stdioLoad{cmd: cmdline, inflight: *inflight, dur: *dur, warmup: *warmup,
+		startWait: 30 * time.Second, patience: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	// driver_cpu_ms: this process's own CPU time over the window. Near the window's length,
+	// the driver had a core to itself and no time to spare: the driver, not the server, may
+	// have set the pace.
+	fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d driver_cpu_ms=%d\n",
+		res.requests, res.elapsed.Microseconds(), res.p50.Microseconds(), res.p99.Microseconds(),
+		res.bad+res.lost, res.cpuMS, res.rssKB, res.idleKB, res.driverCPUMS)
+	return nil
+}
+
+// driveStdio starts the server, opens a session, checks one call of each tool, runs the
+// load and returns what it measured. An error means no figure can be trusted: the server
+// failed the handshake or a first call, closed its output, stalled, or answered nothing in
+// the window. Wrong and lost answers are counted in the result instead.
+func driveStdio(l stdioLoad) (stdioResult, error) {
+	var res stdioResult
+	if l.inflight < 1 || l.inflight > maxInflight {
+		return res, fmt.Errorf("-c %d: from 1 to %d requests in flight (they must fit in the pipes)", l.inflight, maxInflight)
+	}
+	cmd := exec.Command(l.cmd[0], l.cmd[1:]...)
 	cmd.Stderr = os.Stderr
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return err
+		return res, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return err
+		return res, err
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
 	if err := cmd.Start(); err != nil {
-		return err
+		return res, err
 	}
 	inR.Close()
 	outW.Close()
@@ -218,7 +262,7 @@ func runStdio(args []string) error {
 	r := &pipeReader{fd: rfd, buf: make([]byte, 1<<18)}
 	// A server that stops answering is killed, which ends the blocked read with EOF.
 	var killed atomic.Bool
-	watchdog := time.AfterFunc(30*time.Second, func() {
+	watchdog := time.AfterFunc(l.startWait, func() {
 		killed.Store(true)
 		_ = cmd.Process.Kill()
 	})
@@ -239,21 +283,21 @@ func runStdio(args []string) error {
 
 	// The handshake, then one call of each tool, checked, before any load.
 	if err := writeAll(wfd, requestLine(0, "initialize", initializeParams)); err != nil {
-		return err
+		return res, err
 	}
 	if err := awaitAnswer(r, 0, `"protocolVersion"`); err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return res, fmt.Errorf("initialize: %w", err)
 	}
 	if err := writeAll(wfd, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")); err != nil {
-		return err
+		return res, err
 	}
 	for n := int64(1); n <= 2; n++ {
 		name, params, want := call(n)
 		if err := writeAll(wfd, requestLine(n, "tools/call", params)); err != nil {
-			return err
+			return res, err
 		}
 		if err := awaitAnswer(r, n, want); err != nil {
-			return fmt.Errorf("tools/call %s: %w", name, err)
+			return res, fmt.Errorf("tools/call %s: %w", name, err)
 		}
 	}
 	idleRSS := rssKB(pid)
@@ -261,9 +305,9 @@ func runStdio(args []string) error {
 	// The load.
 	base := time.Now()
 	clock := func() int64 { return int64(time.Since(base)) }
-	measureFrom := int64(*warmup)
-	end := measureFrom + int64(*dur)
-	watchdog.Reset(*warmup + *dur + 10*time.Second)
+	measureFrom := int64(l.warmup)
+	end := measureFrom + int64(l.dur)
+	watchdog.Reset(l.warmup + l.dur + l.patience)
 	// Per id in flight, by id modulo ringSize: its send time + 1 (0 when none) and the id.
 	sent := make([]int64, ringSize)
 	owner := make([]int64, ringSize)
@@ -287,14 +331,25 @@ func runStdio(args []string) error {
 			i := id & (ringSize - 1)
 			if sent[i] != 0 {
 				// The request ringSize ids before this one was never answered: one request
-				// fewer has been in flight since, which -c would not show.
-				lost++
+				// fewer has been in flight since, which -c would not show. An answer without
+				// an id stood for one such request, and was counted bad already.
 				inflightNow--
+				if idless > 0 {
+					idless--
+				} else {
+					lost++
+				}
 			}
 			sent[i], owner[i] = now, id
 			inflightNow++
 		}
-		return writeAll(wfd, out)
+		if err := writeAll(wfd, out); err != nil {
+			if errors.Is(err, syscall.EPIPE) {
+				return errors.New("the server closed its input under load")
+			}
+			return err
+		}
+		return nil
 	}
 	complain := func(what string, line []byte) {
 		bad++
@@ -344,20 +399,20 @@ func runStdio(args []string) error {
 	fill := func() error {
 		err := r.fill()
 		if err == io.EOF && killed.Load() {
-			return fmt.Errorf("no answer within the warm-up, the window and 10 s more, with %d requests in flight: they were lost, or the server stalled",
-				inflightNow)
+			return fmt.Errorf("no answer within the warm-up, the window and %v more, with %d requests in flight: they were lost, or the server stalled",
+				l.patience, inflightNow)
 		}
 		if err == io.EOF {
 			return errors.New("the server closed its output under load")
 		}
 		return err
 	}
-	if err := send(*inflight); err != nil {
-		return fmt.Errorf("writing to the server: %w", err)
+	if err := send(l.inflight); err != nil {
+		return res, fmt.Errorf("writing to the server: %w", err)
 	}
 	for {
 		if err := fill(); err != nil {
-			return fmt.Errorf("reading from the server: %w", err)
+			return res, fmt.Errorf("reading from the server: %w", err)
 		}
 		now := clock()
 		if !measuring && now >= measureFrom {
@@ -372,7 +427,7 @@ func runStdio(args []string) error {
 		}
 		if answered > 0 {
 			if err := send(answered); err != nil {
-				return fmt.Errorf("writing to the server: %w", err)
+				return res, fmt.Errorf("writing to the server: %w", err)
 			}
 		}
 	}
@@ -382,7 +437,7 @@ func runStdio(args []string) error {
 	driver := selfCPUMS() - driverStart
 	rss := rssKB(pid)
 	if measured == 0 {
-		return errors.New("no answer in the measured window")
+		return res, errors.New("no answer in the measured window")
 	}
 	p50, p99 := hist.quantile(0.5), hist.quantile(0.99)
 	// The requests still in flight get their answers, checked, before anything is called
@@ -390,7 +445,7 @@ func runStdio(args []string) error {
 	// here), after which the watchdog ends the server and the read.
 	counting = false
 	killed.Store(false)
-	watchdog.Reset(max(*dur/2, 500*time.Millisecond))
+	watchdog.Reset(max(l.dur/2, 500*time.Millisecond))
 	for inflightNow > idless {
 		if r.fill() != nil {
 			break
@@ -403,12 +458,9 @@ func runStdio(args []string) error {
 	if lost > 0 {
 		fmt.Fprintf(os.Stderr, "loadgen: %d requests never answered\n", lost)
 	}
-	// driver_cpu_ms: this process's own CPU time over the window. Near the window's length,
-	// the driver had a core to itself and no time to spare: the driver, not the server, may
-	// have set the pace.
-	fmt.Printf("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d bad=%d cpu_ms=%d rss_kb=%d idle_rss_kb=%d driver_cpu_ms=%d\n",
-		measured, elapsed/1000, p50/1000, p99/1000, bad+lost, cpu, rss, idleRSS, driver)
-	return nil
+	return stdioResult{requests: measured, sent: nextID - 3, elapsed: time.Duration(elapsed), p50: time.Duration(p50),
+		p99: time.Duration(p99), bad: bad, lost: lost, cpuMS: cpu, rssKB: rss, idleKB: idleRSS,
+		driverCPUMS: driver}, nil
 }
 
 // awaitAnswer reads lines until the answer to id arrives, and checks it carries want. The
