@@ -957,3 +957,14 @@ func TestStallWatchReportsEachTokenOnce(t *testing.T) {
 		t.Fatalf("%d tokens given, %d reported", given.Load(), reported)
 	}
 }
+
+// What the stall watch adds to each Write of Serve's loop (one per turn that has output:
+// one per answer when a peer keeps one request in flight): a lock, a timer armed and stopped.
+func BenchmarkStallWatch(b *testing.B) {
+	w := newStallWatch(func() {})
+	defer w.timer.Stop()
+	for b.Loop() {
+		w.start()
+		w.end()
+	}
+}
