@@ -89,6 +89,10 @@ type Conn struct {
 	changes uint64
 	waiting bool
 	wake    chan struct{}
+	// driven is set while Serve (or an HTTPClient's Run) drives the Conn: it alone then
+	// takes the events and writes the output, and NextEvent, AppendEvents, WriteTo and
+	// AppendOutput from the outside give nothing (see NextEvent).
+	driven atomic.Bool
 	// given over-estimates the output added by commands since WriteTo last emptied it: each
 	// command counts commandOutput bytes and its payload. Atomic: Serve reads it without
 	// the lock.
@@ -171,6 +175,7 @@ func (c *Conn) serveWake() (chan struct{}, bool) {
 		return nil, false
 	}
 	c.wake = make(chan struct{}, 1)
+	c.driven.Store(true)
 	return c.wake, true
 }
 
@@ -179,6 +184,7 @@ func (c *Conn) serveDone() {
 	c.mutex().Lock()
 	defer c.mutex().Unlock()
 	c.wake, c.waiting = nil, false
+	c.driven.Store(false)
 }
 
 // changeMark is the count of commands so far; it also ends the wait beginWait began (Serve
@@ -844,7 +850,19 @@ func (c *Conn) Retry(now time.Time, request RequestID, inputResponses json.RawMe
 //
 // Events are copied out of the engine in batches, one crossing into C for up to 256 of
 // them, so draining costs little per event.
+//
+// While Serve (or an HTTPClient's Run) drives the Conn, it hands every event to its
+// handler, and NextEvent returns false: an event taken here would be one the loop never
+// saw (its ClosedEvent, say, after which Serve would wait for good).
 func (c *Conn) NextEvent() (Event, bool) {
+	if c.driven.Load() {
+		return nil, false
+	}
+	return c.nextEvent()
+}
+
+// nextEvent is NextEvent for the goroutine that drains the events (Serve's, when it runs).
+func (c *Conn) nextEvent() (Event, bool) {
 	// The queue is the draining goroutine's alone (Close leaves it be): only a refill, which
 	// reaches the engine, takes the Conn.
 	if c.head == len(c.queue) && !c.lockedRefill() {
@@ -856,8 +874,12 @@ func (c *Conn) NextEvent() (Event, bool) {
 	return ev, true
 }
 
-// AppendEvents appends every event available now to dst and returns it.
+// AppendEvents appends every event available now to dst and returns it (none while Serve
+// or an HTTPClient's Run drives the Conn, as NextEvent).
 func (c *Conn) AppendEvents(dst []Event) []Event {
+	if c.driven.Load() {
+		return dst
+	}
 	for {
 		if c.head == len(c.queue) && !c.lockedRefill() {
 			return dst
@@ -1097,8 +1119,17 @@ func (t *recordText) event(r *C.mcpwgo_record) Event {
 // copy of up to 64 KiB, made with the Conn taken; the Write itself runs without it, so other
 // goroutines' commands and Close do not wait for a slow writer, and w may call the Conn. w
 // must not keep the slice (the next Write reuses it). One writer at a time: two WriteTo
-// calls at once would both write the same bytes.
+// calls at once would both write the same bytes. While Serve (or an HTTPClient's Run)
+// drives the Conn, it is the writer, and WriteTo writes nothing and fails.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	if c.driven.Load() {
+		return 0, errServing
+	}
+	return c.writeTo(w)
+}
+
+// writeTo is WriteTo for the writer of the output (Serve's, when it runs).
+func (c *Conn) writeTo(w io.Writer) (int64, error) {
 	total, _, err := c.writeOut(w, 0, nil)
 	return total, err
 }
@@ -1168,8 +1199,12 @@ func (c *Conn) writeOut(w io.Writer, handOver int, before func()) (total int64, 
 // writeChunk is the most WriteTo hands its writer in one Write.
 const writeChunk = 64 << 10
 
-// AppendOutput appends all pending output to dst, marks it written, and returns dst.
+// AppendOutput appends all pending output to dst, marks it written, and returns dst. While
+// Serve (or an HTTPClient's Run) drives the Conn, it takes nothing and fails, as WriteTo.
 func (c *Conn) AppendOutput(dst []byte) ([]byte, error) {
+	if c.driven.Load() {
+		return dst, errServing
+	}
 	if !c.lock() {
 		return dst, ErrFreed
 	}

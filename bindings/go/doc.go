@@ -45,7 +45,8 @@
 //
 // A Conn is safe for use by several goroutines: calls take turns, and Serve wakes for a
 // command given on another goroutine (a tool answering later). Its events are one stream,
-// drained by one goroutine. An HTTPServer is safe for concurrent use; a Conn it lends is for
+// drained by one goroutine; while Serve runs, Serve alone drains them and writes the output.
+// An HTTPServer is safe for concurrent use; a Conn it lends is for
 // its callback only (With lends one later). An HTTPClient is safe for concurrent use too: its
 // Conn takes commands on any goroutine while Run runs, and Run wakes to send them.
 //

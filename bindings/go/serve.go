@@ -102,7 +102,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	if conn.State() == StateClosed {
 		// Nothing more will happen: hand out what is left (the ClosedEvent, if it was not
 		// handed out yet) and write what is waiting.
-		flush := func() error { _, err := conn.WriteTo(w); return err }
+		flush := func() error { _, err := conn.writeTo(w); return err }
 		handed, _, _ := handOut(conn, h, nil, flush)
 		if err := flush(); err != nil && !errors.Is(err, ErrFreed) {
 			return err
@@ -264,7 +264,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 						wrote <- &writerPanic{value: recover()}
 					}
 				}()
-				_, err := conn.WriteTo(w)
+				_, err := conn.writeTo(w)
 				bigWrite.Store(false)
 				reported = true
 				wrote <- err // (never blocks: one token, one report)
@@ -294,7 +294,7 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	flush := func() error {
 		settle()
 		if werr == nil {
-			_, werr = conn.WriteTo(w)
+			_, werr = conn.writeTo(w)
 		}
 		return werr
 	}
@@ -745,7 +745,7 @@ func handOut(conn *Conn, h Handler, room func() bool, flush func() error) (close
 		if room != nil && !room() {
 			return closed, true, closeErr
 		}
-		ev, ok := conn.NextEvent()
+		ev, ok := conn.nextEvent()
 		if !ok {
 			return closed, false, closeErr
 		}

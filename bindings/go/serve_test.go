@@ -71,6 +71,71 @@ func TestServeTwiceOnOneConnIsRefused(t *testing.T) {
 	}
 }
 
+// While Serve runs, it alone takes the events and writes the output. A handler that drained
+// the events itself (after its own Shutdown, say) took the ClosedEvent from under Serve,
+// which then waited for good, its context's cancellation included; and a WriteTo beside
+// Serve's writer wrote the same bytes twice. Now NextEvent and AppendEvents give nothing, and
+// WriteTo and AppendOutput fail, until Serve returns.
+func TestServeAloneTakesTheEventsAndWritesTheOutput(t *testing.T) {
+	conn := toolsServer(t)
+	inR, in := io.Pipe()
+	defer in.Close()
+	outR, out := io.Pipe()
+	output := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(outR); output <- b }()
+	var stolen int
+	var writeErr, appendErr error
+	h := HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		req, ok := ev.(*RequestEvent)
+		if !ok {
+			return
+		}
+		_ = c.Respond(req.ID, json.RawMessage(`{"tools":[]}`))
+		_ = c.Shutdown(now, 0)
+		for _, ok := c.NextEvent(); ok; _, ok = c.NextEvent() {
+			stolen++
+		}
+		stolen += len(c.AppendEvents(nil))
+		_, writeErr = c.WriteTo(io.Discard)
+		_, appendErr = c.AppendOutput(nil)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, conn, inR, out, h) }()
+	go io.WriteString(in, testInitialize+testInitialized+`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		cancel()
+		select {
+		case <-served:
+			t.Fatal("Serve ended only when its context was cancelled")
+		case <-time.After(5 * time.Second):
+			t.Fatal("Serve did not end after the close, nor when its context was cancelled")
+		}
+	}
+	out.Close()
+	if got := <-output; !bytes.Contains(got, []byte(`"id":1,"result":{"tools":[]}`)) {
+		t.Errorf("the answer given before the close was not written: %q", got)
+	}
+	if stolen != 0 {
+		t.Errorf("the handler took %d events from under Serve", stolen)
+	}
+	for _, err := range []error{writeErr, appendErr} {
+		if err == nil || !strings.Contains(err.Error(), "already running") {
+			t.Errorf("writing the output beside Serve: %v", err)
+		}
+	}
+	// Serve is done: the Conn is the caller's again.
+	if n, err := conn.WriteTo(io.Discard); n != 0 || err != nil {
+		t.Errorf("WriteTo after Serve: %d bytes, %v", n, err)
+	}
+}
+
 // Under lowered limits the input is fed in smaller pieces: 200 pipelined requests all get
 // answers with MaxInboundInFlight 64 (a 4 KiB piece held up to 85 of them, and the rest
 // were refused as too many in flight), and 3,000 lines of junk with a 128 KiB output bound
