@@ -714,7 +714,7 @@ func (s *HTTPServer) fireTimers() {
 		}
 	}()
 	if s.ptr != nil {
-		C.mcpw_http_server_handle_timeout(s.ptr, s.ns())
+		s.noteLocked(check("handle timeout", C.mcpw_http_server_handle_timeout(s.ptr, s.ns())))
 		s.dispatchLocked()
 		s.notifyLocked()
 	}
@@ -786,13 +786,20 @@ func (s *HTTPServer) refuse(w http.ResponseWriter, text string, status int) {
 // poisoned and fails every call from then on: the first time, that goes to ErrorLog, and Err
 // reports it, so the operator learns why every request now gets 500.
 func (s *HTTPServer) failedLocked(w http.ResponseWriter, err error) {
+	s.noteLocked(err)
+	s.refuse(w, err.Error(), http.StatusInternalServerError)
+}
+
+// noteLocked records a failure of the engine that no request is there to answer (a timer, a
+// stream's bookkeeping): one that leaves it failed for good sets Err and is logged once, as
+// failedLocked does. nil does nothing.
+func (s *HTTPServer) noteLocked(err error) {
 	var code *ResultError
 	if errors.As(err, &code) && code.Code.IsFatal() && s.broken == nil {
 		s.broken = err
 		s.logf("mcpwire: the HTTP engine failed for good (%v): every request now gets 500; "+
 			"close this server and make a new one", err)
 	}
-	s.refuse(w, err.Error(), http.StatusInternalServerError)
 }
 
 // Err reports why the engine stopped working, nil while it works: a panic inside it
@@ -1266,7 +1273,7 @@ func (s *HTTPServer) respond(w http.ResponseWriter, method string, joined []byte
 			if !returned && s.ptr != nil {
 				// runtime.Goexit in the app: nobody will write this stream; the engine
 				// forgets it as it would a departed client's.
-				C.mcpw_http_server_stream_closed(s.ptr, s.ns(), stream)
+				s.noteLocked(check("stream closed", C.mcpw_http_server_stream_closed(s.ptr, s.ns(), stream)))
 				s.notifyLocked()
 			}
 		}()
@@ -1343,7 +1350,7 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			}
 			s.mu.Lock()
 			if s.ptr != nil {
-				C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))
+				s.noteLocked(check("consume stream", C.mcpw_http_server_consume_stream(s.ptr, C.uint64_t(id), C.size_t(n))))
 				// (As finished: the stream may have ended while its piece was written, a
 				// cancellation say, and this consume was its last.)
 				s.drainedLocked(true)
@@ -1419,7 +1426,7 @@ func (s *HTTPServer) gone(id uint64) {
 	if s.ptr == nil {
 		return
 	}
-	C.mcpw_http_server_stream_closed(s.ptr, s.ns(), C.uint64_t(id))
+	s.noteLocked(check("stream closed", C.mcpw_http_server_stream_closed(s.ptr, s.ns(), C.uint64_t(id))))
 	s.dispatchLocked()
 	s.notifyLocked()
 }
