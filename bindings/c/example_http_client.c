@@ -918,8 +918,8 @@ static void on_event(app *a, const mcpw_event *ev) {
         rc = mcpw_conn_respond_error(conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
                                      S("not supported by this client"), NULL, 0);
         /* A request that came with our last answer, read after our close ended the connection
-         * (MCPW_ERR_CLOSED), needs no answer: the session is over. Anything else is a real
-         * failure. */
+         * (MCPW_ERR_CLOSED), was answered by the engine as it closed (-32603, "the connection
+         * is closing"): nothing is left to do. Anything else is a real failure. */
         if (rc != MCPW_ERR_CLOSED) {
             ok(a, rc, "mcpw_conn_respond_error");
         }

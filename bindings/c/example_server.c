@@ -436,7 +436,13 @@ static void call_add(mcpw_conn *conn, const mcpw_id *id, mcpw_str arguments) {
 }
 
 static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
-    const mcpw_id *id = &ev->id;
+    /* The event's views die at the next call that changes the connection (mcpwire.h), and an
+       answer is such a call: when the engine refuses it for now (MCPW_ERR_OUTPUT_FULL), the
+       id it needs again later must not point into the event any more. So the id is copied
+       first (only a string id allocates; numbers, the usual kind, do not). The method and
+       params are read before any call. */
+    owned_id own = own_id(&ev->id);
+    const mcpw_id *id = &own.id;
     /* Every list fits on one page: a cursor is one this server never gave (the spec's
        pagination page: -32602). */
     if ((str_is(ev->method, "tools/list") || str_is(ev->method, "resources/list") ||
@@ -480,6 +486,7 @@ static void on_request(mcpw_conn *conn, const mcpw_event *ev, uint64_t now) {
     } else {
         respond_error(conn, id, MCPW_JSONRPC_METHOD_NOT_FOUND, "Method not found");
     }
+    free(own.text);
 }
 
 /* Output the loop lets build up before it writes ahead of the next event, so that every
@@ -576,7 +583,7 @@ int main(int argc, char **argv) {
     mcpw_config *config = NULL;
     mcpw_conn *conn = NULL;
     mcpw_result rc;
-    int stdin_open = 1, stdout_open = 1, running = 1;
+    int fd, stdin_open = 1, stdout_open = 1, running = 1;
     uint64_t stop_at = 0; /* after a signal: when the answers stop being waited for */
     uint8_t buf[64 * 1024];
     size_t buf_len = 0, buf_fed = 0; /* the last read, and how much the engine has had */
@@ -586,6 +593,24 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* Descriptors 0-2 are open (on /dev/null if we were started without them) before the
+       wake-up pipe is made: else the pipe could land on 0 or 1, and the server would read
+       its own pipe as stdin, which never ends, or write its answers into it. A closed stdin
+       then reads as the end of input at once. */
+    for (fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int null = open("/dev/null", O_RDWR);
+            if (null < 0) {
+                perror("example_server: open /dev/null");
+                return EXIT_FAILURE;
+            }
+            if (null != fd) {
+                fprintf(stderr, "example_server: descriptor %d is closed and cannot be "
+                        "reopened\n", fd);
+                return EXIT_FAILURE;
+            }
+        }
+    }
     if (pipe(wake_pipe) == 0) {
         fcntl(wake_pipe[0], F_SETFL, O_NONBLOCK);
         fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);

@@ -234,6 +234,26 @@ fn c_client_started_with_its_stdin_closed_completes_a_session() {
     assert!(all.trim_end().ends_with("C_CLIENT_OK 2026-07-28"), "{all}");
 }
 
+/// Started with its stdin closed (`example_server <&-`), the server sees its input end at once
+/// and exits. Its wake-up pipe, made before anything reopened descriptor 0, landed there: its
+/// "stdin" was its own pipe, which never ends, and it waited for ever (found by a review of
+/// the C examples).
+#[test]
+fn c_server_started_with_its_stdin_closed_ends_by_itself() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(c_server_plain());
+    // SAFETY: close(2) between fork and exec touches only this child's descriptor table.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(0);
+            Ok(())
+        });
+    }
+    // output_within kills it and fails the test if it is still running after 10 s.
+    let out = output_within(cmd, std::time::Duration::from_secs(10));
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 #[test]
 fn c_client_and_c_server_complete_a_session_under_valgrind() {
     // Both ends under valgrind; the client fails when the server exits non-zero.
@@ -689,6 +709,57 @@ for line in sys.stdin.buffer:
         "took {:?}: {all}",
         start.elapsed()
     );
+}
+
+/// A handshake-era server that writes its ping result and a request of its own in one write:
+/// the ping result makes the client close, which with nothing in flight completes at once
+/// (the engine answers the server's request itself, -32603), and the request event still
+/// comes. The client's own answer is then refused as MCPW_ERR_CLOSED, which is no failure:
+/// it ended a good session with "C_CLIENT_FAIL" and exit 1 (found by a review of the C
+/// examples).
+#[test]
+fn c_client_succeeds_when_a_request_comes_with_the_last_answer_it_needed() {
+    let script = r#"
+import json, sys
+out = sys.stdout.buffer
+def line(m):
+    return json.dumps(dict(m, jsonrpc="2.0")).encode() + b"\n"
+results = {
+    "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+    "tools/call": {"content": [{"type": "text", "text": "hello from C"}]},
+    "resources/list": {"resources": [{"uri": "mem://a", "name": "a"}]},
+    "resources/read": {"contents": [{"uri": "mem://a", "text": "a"}]},
+    "prompts/list": {"prompts": [{"name": "greet"}]},
+    "prompts/get": {"messages": [{"role": "user",
+                                  "content": {"type": "text", "text": "hi"}}]},
+    "ping": {},
+}
+for raw in sys.stdin.buffer:
+    m = json.loads(raw)
+    if "method" not in m or "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+             "serverInfo": {"name": "eager", "version": "1"}}
+        out.write(line({"id": m["id"], "result": r}))
+    elif m["method"] == "ping":
+        # The ping result and a request of ours, in one write.
+        out.write(line({"id": m["id"], "result": {}}) +
+                  line({"id": "s1", "method": "x/custom", "params": {}}))
+    elif m["method"] in results:
+        out.write(line({"id": m["id"], "result": results[m["method"]]}))
+    else:
+        out.write(line({"id": m["id"], "error": {"code": -32601, "message": "no"}}))
+    out.flush()
+"#;
+    let mut cmd = Command::new(c_client_asan());
+    cmd.args(["--era", "legacy", "--", "python3", "-c", script]);
+    let out = output_within(cmd, std::time::Duration::from_secs(60));
+    let all = text(&out);
+    assert!(all.contains("ping: ok"), "{all}");
+    assert!(out.status.success(), "{all}");
+    assert!(all.trim_end().ends_with("C_CLIENT_OK 2025-11-25"), "{all}");
 }
 
 #[test]
@@ -1310,8 +1381,25 @@ fn signal_a_server_whose_client_does_not_read(input_ended: bool) {
 /// ("respond: output buffer full", exit 1, every answer lost); it now gives that answer again
 /// once the batches are answered and written (found by a review of the C examples).
 #[test]
-#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
 fn the_stdio_example_gives_an_answer_refused_while_batches_fill_the_output_again() {
+    give_an_answer_refused_while_batches_fill_the_output("99");
+}
+
+/// The same with a string id: the answer given again carries exactly that id. The example
+/// kept a pointer into the request event and copied the id only once the engine had refused
+/// the answer, after a call that ends the event's views (mcpwire.h); it now copies the id
+/// before it answers (found by a review of the C examples).
+#[test]
+fn the_stdio_example_gives_an_answer_refused_while_batches_fill_the_output_again_with_a_string_id()
+{
+    give_an_answer_refused_while_batches_fill_the_output(r#""late-99""#);
+}
+
+/// Two 2025-03-26 batches hold the output until their "count" members are answered; a
+/// tools/list with id `late_id` (JSON) comes behind them. Every answer must come out, that one
+/// with `late_id` exactly.
+#[allow(clippy::disallowed_methods)] // a process test: it bounds its wait by the real clock
+fn give_an_answer_refused_while_batches_fill_the_output(late_id: &str) {
     use std::io::{BufRead, Write};
     let mut child = spawn_stdio_example(c_server_plain());
     let mut stdin = child.stdin.take().unwrap();
@@ -1340,7 +1428,9 @@ fn the_stdio_example_gives_an_answer_refused_while_batches_fill_the_output_again
         ));
         input.push('\n');
     }
-    input.push_str("{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"tools/list\"}\n");
+    input.push_str(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{late_id},\"method\":\"tools/list\"}}\n"
+    ));
     stdin.write_all(input.as_bytes()).unwrap();
     let started = std::time::Instant::now();
     let (mut arrays, mut listed) = (0, false);
@@ -1348,8 +1438,14 @@ fn the_stdio_example_gives_an_answer_refused_while_batches_fill_the_output_again
         let left = std::time::Duration::from_secs(30).saturating_sub(started.elapsed());
         match rx.recv_timeout(left) {
             Ok(s) if s == "array" => arrays += 1,
-            Ok(s) if s == "99" => listed = true,
-            Ok(_) => {}
+            Ok(s) if s == late_id => listed = true,
+            // (the initialize result, and notifications)
+            Ok(s) if s == "0" || s == "null" => {}
+            Ok(s) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("an answer with id {s}, where {late_id} was asked");
+            }
             Err(_) => {
                 let _ = child.kill();
                 panic!(

@@ -409,6 +409,41 @@ fn an_answer_refused_for_a_full_output_is_given_later() {
     assert_clean_exit(server);
 }
 
+/// The example checks what its log call returns (it used to discard it; found by a review of
+/// the C examples): a log refused for a full output, or for a request the client cancelled
+/// meanwhile, is skipped quietly; any other refusal is reported. Here the tool's request is
+/// cancelled in the same 2025-03-26 batch, before the example handles it: the log is refused
+/// (no such request in flight), which is normal and not worth a warning. The server goes on
+/// and exits cleanly.
+#[test]
+fn a_log_for_a_request_cancelled_in_its_batch_is_skipped_quietly() {
+    let server = Server::asan(&[]);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let answer = post(server.port, "", init);
+    let sid = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+        .unwrap_or_else(|| panic!("no session: {answer}"))
+        .trim()
+        .to_owned();
+    let session = format!("Mcp-Session-Id: {sid}\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let out = post(server.port, &session, initialized);
+    assert!(out.starts_with("HTTP/1.1 202"), "{out}");
+    let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}]"#;
+    let out = post(server.port, &session, batch);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // The session goes on.
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let out = post(server.port, &session, list);
+    assert!(out.contains("test_logging_tool"), "{out}");
+    let (status, err) = server.stop();
+    assert!(status.success(), "exit {status:?}: {err}");
+    assert!(!err.contains("example_http_server: log: "), "{err}");
+    assert!(!err.contains("ERROR: AddressSanitizer"), "{err}");
+    assert!(!err.contains("runtime error"), "{err}");
+}
+
 #[test]
 fn foreign_hosts_wrong_paths_and_bad_requests_get_the_spec_answers() {
     let server = Server::asan(&["--allow-host", "mcp.example"]);
