@@ -1690,27 +1690,8 @@ func countSame(a, b map[uint64]chan struct{}) int {
 // break: the first response ends, and the answer goes to the resumption.
 func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
 	srv, app, ts := newTestServer(t, []string{"2025-11-25"})
-	sid := openTestSession(t, ts.URL)
-	call := sessionPost(t, ts.URL, sid,
-		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-	defer call.Body.Close()
-	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
-	// The priming event's id.
-	first := bufio.NewReader(call.Body)
-	line, err := first.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "id:") {
-		t.Fatalf("priming event: %q %v", line, err)
-	}
-	last := strings.TrimSpace(strings.TrimPrefix(line, "id:"))
-	req, _ := http.NewRequest("GET", ts.URL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Last-Event-ID", last)
-	resumed, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid, first, last := heldSlowCall(t, ts.URL, app)
+	resumed := listenGet(t, ts.URL, sid, last)
 	defer resumed.Body.Close()
 	if resumed.StatusCode != 200 {
 		t.Fatalf("resumption: status %d", resumed.StatusCode)
@@ -1732,7 +1713,7 @@ func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
 		t.Fatal("the first response is still open")
 	}
 	held, _ := app.snapshot()
-	err = srv.With(held[0].key, func(c *Conn) error {
+	err := srv.With(held[0].key, func(c *Conn) error {
 		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
 	})
 	if err != nil {
@@ -1744,6 +1725,55 @@ func TestHTTPResumptionWhileTheFirstResponseIsHeld(t *testing.T) {
 	}
 	if !bytes.Contains(body, []byte(`"later"`)) || bytes.Contains(stale, []byte(`"later"`)) {
 		t.Fatalf("resumed: %s\nfirst: %s", body, stale)
+	}
+}
+
+// heldSlowCall opens a 2025-11-25 session and calls the "slow" tool, which the app holds:
+// it returns the session id, the call's SSE body past its priming event, and that event's id.
+func heldSlowCall(t *testing.T, url string, app *testApp) (sid string, first *bufio.Reader, last string) {
+	t.Helper()
+	sid = openTestSession(t, url)
+	call := sessionPost(t, url, sid,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	t.Cleanup(func() { call.Body.Close() })
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	first = bufio.NewReader(call.Body)
+	line, err := first.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "id:") {
+		t.Fatalf("priming event: %q %v", line, err)
+	}
+	return sid, first, strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+}
+
+// CloseStreamForPolling (SEP-1699) ends the SSE stream of a request held for later before its
+// answer; the client comes back with Last-Event-ID and gets the answer there. A second call
+// finds no stream to close.
+func TestHTTPCloseStreamForPollingThenTheAnswerOnResumption(t *testing.T) {
+	srv, app, ts := newTestServer(t, []string{"2025-11-25"})
+	sid, first, last := heldSlowCall(t, ts.URL, app)
+	held, _ := app.snapshot()
+	closed, err := srv.CloseStreamForPolling(held[0].key, held[0].id)
+	if !closed || err != nil {
+		t.Fatalf("CloseStreamForPolling: %v, %v", closed, err)
+	}
+	rest, err := io.ReadAll(first)
+	if err != nil || bytes.Contains(rest, []byte(`"result"`)) {
+		t.Fatalf("the closed stream: %q, %v", rest, err)
+	}
+	if again, err := srv.CloseStreamForPolling(held[0].key, held[0].id); again || err != nil {
+		t.Fatalf("a second CloseStreamForPolling: %v, %v", again, err)
+	}
+	err = srv.With(held[0].key, func(c *Conn) error {
+		return c.Respond(held[0].id, json.RawMessage(`{"content":[{"type":"text","text":"later"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := listenGet(t, ts.URL, sid, last)
+	defer resumed.Body.Close()
+	body, err := io.ReadAll(resumed.Body)
+	if resumed.StatusCode != 200 || err != nil || !bytes.Contains(body, []byte(`"id":5,"result":{"content":[{"type":"text","text":"later"}]}`)) {
+		t.Fatalf("resumed: %d %q %v", resumed.StatusCode, body, err)
 	}
 }
 
