@@ -24,7 +24,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -47,8 +47,8 @@ use tokio::task::JoinSet;
 ///
 /// Implement it for the state of your server and pass it to [`serve`]. Every method is called
 /// with the engine's lock held, so keep them short and never block in them: anything slow
-/// (a database, another service) should run elsewhere and come back through a later call (for
-/// example a deadline from [`poll_timeout`](Self::poll_timeout)).
+/// (a database, another service) should run on a task of its own and answer through the
+/// [`HostHandle`] that [`started`](Self::started) gives.
 ///
 /// A panic in [`drive`](Self::drive) or [`handle_timeout`](Self::handle_timeout) stops in the
 /// host: the panic hook reports it, the HTTP request being served gets a 500 and the engine
@@ -71,6 +71,70 @@ pub trait Application: Send + 'static {
     /// [`drive`](Self::drive) right after it.
     fn handle_timeout(&mut self, now: Timestamp, server: &mut HttpServer) {
         let _ = (now, server);
+    }
+
+    /// Called once, as the host is made ([`serve`], [`McpService::new`]) and before any
+    /// request, with the [`HostHandle`] that work ending outside the host's calls answers
+    /// through: keep it, and give a clone to each task that answers later. The default drops
+    /// it.
+    fn started(&mut self, handle: HostHandle<Self>)
+    where
+        Self: Sized,
+    {
+        let _ = handle;
+    }
+}
+
+/// The way back into a running host for work that ends outside its calls: a tool that
+/// answers after a database query on a task of its own, a progress report, a notification
+/// of the server's own. [`Application::started`] gives one ([`McpService::handle`] another);
+/// clones are cheap and may go to any task. It does not keep the host alive: once [`serve`]
+/// has returned (or the last [`McpService`] and its timers are gone), [`with`](Self::with)
+/// returns `None`.
+pub struct HostHandle<A: Application> {
+    shared: Weak<Shared<A>>,
+}
+
+impl<A: Application> Clone for HostHandle<A> {
+    fn clone(&self) -> Self {
+        HostHandle {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<A: Application> HostHandle<A> {
+    /// Runs `f` on the application and the engine, with the engine's lock held and the
+    /// current time, then does what the host does after a request: [`Application::drive`],
+    /// moving what was answered onto its SSE streams (waking them), and looking again at the
+    /// deadlines (a change `f` makes to [`Application::poll_timeout`] takes effect). Answer a
+    /// request with [`HttpServer::connection`] and the key its event came with; a client
+    /// that left meanwhile makes that `None`. Returns what `f` returns, or `None` when the
+    /// host is gone.
+    ///
+    /// Keep `f` short, as the application's own methods, and never call this from them, nor
+    /// from `started` (they hold the lock already: it would wait for good). A panic in `f`
+    /// goes on to the caller, after the streams it changed are woken.
+    pub fn with<R>(&self, f: impl FnOnce(&mut A, &mut HttpServer, Timestamp) -> R) -> Option<R> {
+        let shared = self.shared.upgrade()?;
+        let (out, woken) = {
+            let mut guard = shared.lock();
+            let st = &mut *guard;
+            let now = shared.now();
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                f(&mut st.app, &mut st.server, now)
+            }));
+            st.run_app(now, false);
+            // (A store's panic is reported by the panic hook; the streams it changed wake at
+            // the next change.)
+            (out, contained(|| st.woken()).unwrap_or_default())
+        };
+        woken.into_iter().for_each(Waker::wake);
+        shared.changed.notify_waiters();
+        match out {
+            Ok(r) => Some(r),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 }
 
@@ -401,21 +465,28 @@ impl<A: Application> McpService<A> {
     /// [`new`](Self::new), checking the path when `config.path` is not empty.
     fn build(
         server: HttpServer,
-        app: A,
+        mut app: A,
         config: HostConfig,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                server,
-                app,
-                parked: HashMap::new(),
-            }),
-            changed: Arc::new(Notify::new()),
-            armed: AtomicU64::new(0),
-            start: Instant::now(),
-            phase: AtomicU8::new(RUNNING),
-            config: config.workable(),
-            bodies: AtomicUsize::new(0),
+        // (The application has its handle before the host exists: a `with` from `started`
+        // finds none, rather than waiting on the lock `started` would be called under.)
+        let shared = Arc::new_cyclic(|shared: &Weak<Shared<A>>| {
+            app.started(HostHandle {
+                shared: shared.clone(),
+            });
+            Shared {
+                state: Mutex::new(State {
+                    server,
+                    app,
+                    parked: HashMap::new(),
+                }),
+                changed: Arc::new(Notify::new()),
+                armed: AtomicU64::new(0),
+                start: Instant::now(),
+                phase: AtomicU8::new(RUNNING),
+                config: config.workable(),
+                bodies: AtomicUsize::new(0),
+            }
         });
         let timers = run_timers(shared.clone());
         (McpService { shared }, timers)
@@ -425,6 +496,14 @@ impl<A: Application> McpService<A> {
     /// streams end with their result, and answers in flight go on. [`end_streams`](Self::end_streams) then ends every stream.
     pub fn begin_shutdown(&self) {
         self.shared.set_phase(DRAINING);
+    }
+
+    /// A [`HostHandle`] on this service, for work that ends outside its calls (as
+    /// [`Application::started`] gives).
+    pub fn handle(&self) -> HostHandle<A> {
+        HostHandle {
+            shared: Arc::downgrade(&self.shared),
+        }
     }
 
     /// Ends every SSE stream (the end of a shutdown's grace period).

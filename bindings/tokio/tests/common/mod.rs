@@ -190,8 +190,13 @@ pub struct Client {
 
 impl Client {
     pub async fn new(server: &Server) -> Self {
+        Self::over(server.connect().await)
+    }
+
+    /// A client on a connection of the caller's (to a host other than [`start`]'s).
+    pub fn over(stream: TcpStream) -> Self {
         Client {
-            stream: server.connect().await,
+            stream,
             buf: Vec::new(),
         }
     }
