@@ -134,10 +134,11 @@ async fn call(host: &mut Host, tool: &str) -> (String, Duration) {
     (r.text(), started.elapsed())
 }
 
-#[tokio::test]
-async fn a_task_answers_through_the_handle_at_once() {
+/// Calls `tool` on a fresh host: its answer must come, and well before a keep-alive would
+/// have carried it.
+async fn answered_soon(tool: &str) {
     let mut host = host().await;
-    let (text, took) = call(&mut host, "task").await;
+    let (text, took) = call(&mut host, tool).await;
     assert!(
         text.contains(&format!(r#""id":2,"result":{RESULT}"#)),
         "{text}"
@@ -146,14 +147,13 @@ async fn a_task_answers_through_the_handle_at_once() {
 }
 
 #[tokio::test]
+async fn a_task_answers_through_the_handle_at_once() {
+    answered_soon("task").await;
+}
+
+#[tokio::test]
 async fn a_deadline_moved_through_the_handle_fires() {
-    let mut host = host().await;
-    let (text, took) = call(&mut host, "timer").await;
-    assert!(
-        text.contains(&format!(r#""id":2,"result":{RESULT}"#)),
-        "{text}"
-    );
-    assert!(took < Duration::from_secs(5), "the answer took {took:?}");
+    answered_soon("timer").await;
 }
 
 #[tokio::test]
