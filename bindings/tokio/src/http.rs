@@ -167,7 +167,11 @@ pub struct HostConfig {
     /// more of an answer or an SSE stream can be written for this long, the connection is
     /// closed and what it held is freed (a stream's client resumes with `Last-Event-ID`). It
     /// is counted from the moment a write could not proceed, not over the whole response, so
-    /// a long SSE stream is never cut while its client reads. Default 30 s.
+    /// a long SSE stream is never cut while its client reads. A stalled write counts as going
+    /// again once the client has taken 64 KiB ([`SEND_WINDOW`]), or all that was offered at
+    /// once, within the timeout: a client that reads a trickle (a few KiB now and then, which
+    /// would keep its connection and its answer's buffers for hours) is cut too. Default
+    /// 30 s.
     pub send_timeout: Duration,
     /// How long a client may take to send a complete request head, counted from the moment
     /// the connection waits for one: right after it is accepted, and after each response on a
@@ -1145,14 +1149,21 @@ async fn turn_away(mut stream: tokio::net::TcpStream) {
     .await;
 }
 
-/// A connection whose writes fail once none could proceed for `limit`
+/// What a client whose writes stalled must take within [`HostConfig::send_timeout`] for the
+/// stall to end (or all that was offered at once): about 2 KiB/s at the default timeout.
+pub const SEND_WINDOW: usize = 64 * 1024;
+
+/// A connection whose writes fail once they could not go on for `limit`
 /// ([`HostConfig::send_timeout`]): hyper then closes it, and the responses it carried end as
 /// if their client had gone. Reads pass through untouched.
 struct SendGuard {
     inner: tokio::net::TcpStream,
     limit: Duration,
-    /// Armed when a write could not proceed; disarmed by any progress.
+    /// Armed when a write could not proceed; disarmed once [`SEND_WINDOW`] bytes went since,
+    /// or a write took all it was offered.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The bytes written since `stalled` was armed.
+    since_stall: usize,
     /// Told of the reads that bring bytes.
     conn: Arc<Tracked>,
 }
@@ -1163,6 +1174,7 @@ impl SendGuard {
             inner,
             limit,
             stalled: None,
+            since_stall: 0,
             conn,
         }
     }
@@ -1172,6 +1184,9 @@ impl SendGuard {
     fn stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let limit = self.limit;
         let conn = &self.conn;
+        if self.stalled.is_none() {
+            self.since_stall = 0;
+        }
         let timer = self.stalled.get_or_insert_with(|| {
             let now = millis_since(conn.epoch);
             conn.stalled_since.store(now + 1, Ordering::Relaxed);
@@ -1186,20 +1201,25 @@ impl SendGuard {
         }
     }
 
-    /// Passes on a write's result, timing a write that could not proceed.
+    /// Passes on the result of a write of `offered` bytes, timing a write that could not
+    /// proceed until the client has taken enough since.
     fn progressed(
         &mut self,
         r: Poll<io::Result<usize>>,
+        offered: usize,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<usize>> {
         match r {
             Poll::Pending => self.stall(cx),
-            ready => {
-                if self.stalled.take().is_some() {
+            Poll::Ready(Ok(n)) if self.stalled.is_some() => {
+                self.since_stall = self.since_stall.saturating_add(n);
+                if self.since_stall >= SEND_WINDOW || n >= offered {
+                    self.stalled = None;
                     self.conn.stalled_since.store(0, Ordering::Relaxed);
                 }
-                ready
+                Poll::Ready(Ok(n))
             }
+            ready => ready,
         }
     }
 }
@@ -1226,7 +1246,7 @@ impl tokio::io::AsyncWrite for SendGuard {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        self.progressed(r, cx)
+        self.progressed(r, buf.len(), cx)
     }
 
     fn poll_write_vectored(
@@ -1235,7 +1255,8 @@ impl tokio::io::AsyncWrite for SendGuard {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        self.progressed(r, cx)
+        let offered = bufs.iter().map(|b| b.len()).sum();
+        self.progressed(r, offered, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -1936,6 +1957,50 @@ impl<A: Application> Drop for SseBody<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write that stalled counts as going again only once the client has taken
+    /// [`SEND_WINDOW`] bytes within the send timeout: a client that reads a trickle is cut.
+    /// (Any progress used to end the stall: such a client kept its connection and the
+    /// answer's buffers for as long as it went on; found by a review of the host.) Small
+    /// socket buffers on both sides, as on a real network, where a few KiB read make the
+    /// socket writable again; on loopback the kernel's own buffers hide it.
+    #[tokio::test]
+    async fn a_client_that_reads_a_trickle_is_cut_after_the_send_timeout() {
+        let listen = tokio::net::TcpSocket::new_v4().unwrap();
+        listen.set_recv_buffer_size(4096).unwrap();
+        listen.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = listen.listen(8).unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_send_buffer_size(4096).unwrap();
+        let server = socket
+            .connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut client, _) = listener.accept().await.unwrap();
+        let tracked = Arc::new(Tracked::new(Instant::now()));
+        let mut guard = SendGuard::new(server, Duration::from_millis(500), tracked);
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            guard.write_all(&vec![b'a'; 8 << 20]).await
+        });
+        // 4 KiB every 100 ms: 20 KiB per send timeout, under the window.
+        let mut buf = vec![0u8; 4096];
+        let mut read = 0;
+        for _ in 0..50 {
+            if writer.is_finished() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            use tokio::io::AsyncReadExt;
+            read += client.read(&mut buf).await.unwrap();
+        }
+        assert!(
+            writer.is_finished(),
+            "a trickling client kept its connection ({read} bytes read)"
+        );
+        let err = writer.await.unwrap().expect_err("the whole answer went");
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+    }
 
     /// At the cap, the connection idle longest is asked first; when its next request is
     /// waiting in the kernel unread, it declines and the next one makes room.
