@@ -212,9 +212,10 @@ pub struct HostConfig {
     /// `503 Service Unavailable` with `Retry-After: 1` and the connection closed, its rest
     /// read and dropped as for `max_body`. Without it, the peak is `max_connections` times
     /// `max_body` (4 GiB by default) from clients that each send one large body at once. At
-    /// least `max_body`; default 64 MiB. (A body in several pieces is copied into one buffer,
-    /// of its declared length; one sent chunked without a length may hold up to twice its
-    /// size while it grows.)
+    /// least `max_body`; default 64 MiB. (A body in several pieces is copied into one buffer
+    /// that starts at no more than twice what has come, and doubles as it grows, declared
+    /// length or not: a body's buffer may hold up to twice its size, for a moment three times
+    /// while it grows, so the memory behind this total may reach about twice it.)
     pub max_body_total: usize,
     /// After the shutdown future completes: how long in-flight requests and SSE streams of
     /// POST requests may take to finish. A kept-alive connection is closed at once when
@@ -1728,10 +1729,11 @@ where
             // The application panicked with this request's events in hand. The engine drops
             // the request's stream as if its client had gone (a session's answers stay
             // resumable), which ends a stateless request; the client gets a 500.
+            // (That runs the stores' code too: a panic there costs nothing more.)
             if let Body::Stream(id) = r.body {
-                st.server.stream_closed(now, id);
+                contained(|| st.server.stream_closed(now, id));
             }
-            let woken = st.woken();
+            let woken = contained(|| st.woken()).unwrap_or_default();
             drop(st);
             woken.into_iter().for_each(Waker::wake);
             shared.changed.notify_waiters();

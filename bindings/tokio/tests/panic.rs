@@ -402,6 +402,109 @@ async fn a_store_panicking_on_a_request_costs_that_request_a_500() {
     assert_eq!(resume(&mut second, &session).await, Some(200));
 }
 
+/// An event store whose `append` panics once, after the application arms it.
+struct ArmedStore {
+    inner: mcpwire::http::MemoryEventStore,
+    armed: Arc<AtomicBool>,
+    panicked: Arc<AtomicBool>,
+}
+
+impl mcpwire::http::EventStore for ArmedStore {
+    fn append(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        event: u64,
+        bytes: &[u8],
+    ) {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.panicked.store(true, Ordering::SeqCst);
+            panic!("the store's bug");
+        }
+        self.inner.append(session, stream, event, bytes);
+    }
+
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: mcpwire::http::HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.inner.replay(session, stream, after, out)
+    }
+
+    fn forget(&mut self, session: &str) {
+        self.inner.forget(session);
+    }
+}
+
+/// Answers every request at once; on tools/call it answers, arms the store, and panics.
+struct AnswersThenPanics {
+    armed: Arc<AtomicBool>,
+}
+
+impl Application for AnswersThenPanics {
+    fn drive(&mut self, _: Timestamp, server: &mut HttpServer) {
+        let mut calls = Vec::new();
+        while let Some((key, ev)) = server.poll_event() {
+            if let Event::Request { id, method, .. } = ev {
+                calls.push((key, OwnedId::from(id), method.eq_str("tools/call")));
+            }
+        }
+        for (key, id, call) in calls {
+            answer(server, key, &id);
+            if call {
+                self.armed.store(true, Ordering::SeqCst);
+                panic!("the app's bug");
+            }
+        }
+        server.pump();
+    }
+}
+
+/// The application panics with a session request's answer given, and then the store panics
+/// as the engine stores that answer: the request still gets a 500 and the host serves on.
+/// The engine was called outside the host's guard on that path, so the second panic ended
+/// the connection's task and its client got no status (found by a review of the host).
+#[tokio::test]
+async fn a_store_panicking_after_the_application_did_costs_that_request_a_500() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (armed, panicked) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let config = Config::server("panicky", "1.0")
+        .with_capabilities(r#"{"tools":{}}"#)
+        .unwrap();
+    let mut http = HttpServerConfig::new(config);
+    http.events = Some(Box::new(ArmedStore {
+        inner: mcpwire::http::MemoryEventStore::new(16),
+        armed: armed.clone(),
+        panicked: panicked.clone(),
+    }));
+    tokio::spawn(serve(
+        listener,
+        HttpServer::new(http),
+        AnswersThenPanics { armed },
+        common::test_config(),
+        std::future::pending::<()>(),
+    ));
+    let mut c = common::Client::over(tokio::net::TcpStream::connect(addr).await.unwrap());
+    let session = common::open_session(&mut c, "{}").await;
+    let call =
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}"#;
+    let mut first = common::Client::over(tokio::net::TcpStream::connect(addr).await.unwrap());
+    assert_eq!(first.post(Some(&session), call).await.status, 500);
+    assert!(
+        panicked.load(Ordering::SeqCst),
+        "the store was never reached"
+    );
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    assert_eq!(c.post(Some(&session), list).await.status, 200);
+}
+
 /// A `Last-Event-ID` GET of `session`; the response's status.
 async fn resume(c: &mut common::Client, session: &str) -> Option<u16> {
     c.send(
