@@ -156,18 +156,33 @@ async fn a_panicking_application_costs_one_request_not_the_host() {
 }
 
 /// An event store that panics the first time one of its calls is made: `forget` (user code
-/// the engine's own timers run: a session's expiry forgets its events) or `replay` (user
-/// code on a request's path: a `Last-Event-ID` GET).
+/// the engine's own timers run: a session's expiry forgets its events), `replay` (user code
+/// on a request's path: a `Last-Event-ID` GET), or `append` once the application armed it.
 struct OnceBadly {
     inner: mcpwire::http::MemoryEventStore,
     panicked: Arc<AtomicBool>,
-    /// Panic in `replay`, not in `forget`.
-    in_replay: bool,
+    at: Site,
+}
+
+enum Site {
+    Forget,
+    Replay,
+    /// `append`, once this is set (it is cleared as the store panics).
+    Append(Arc<AtomicBool>),
 }
 
 impl OnceBadly {
-    fn bug(&self, in_replay: bool) {
-        if self.in_replay == in_replay && !self.panicked.swap(true, Ordering::SeqCst) {
+    fn bug(&self, site: Site) {
+        let armed = match &self.at {
+            Site::Append(armed) => {
+                matches!(site, Site::Append(_)) && armed.swap(false, Ordering::SeqCst)
+            }
+            at => matches!(
+                (at, site),
+                (Site::Forget, Site::Forget) | (Site::Replay, Site::Replay)
+            ),
+        };
+        if armed && !self.panicked.swap(true, Ordering::SeqCst) {
             panic!("the store's bug");
         }
     }
@@ -181,6 +196,7 @@ impl mcpwire::http::EventStore for OnceBadly {
         event: u64,
         bytes: &[u8],
     ) {
+        self.bug(Site::Append(Arc::default()));
         self.inner.append(session, stream, event, bytes);
     }
 
@@ -191,12 +207,12 @@ impl mcpwire::http::EventStore for OnceBadly {
         after: u64,
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), mcpwire::http::StoreUnavailable> {
-        self.bug(true);
+        self.bug(Site::Replay);
         self.inner.replay(session, stream, after, out)
     }
 
     fn forget(&mut self, session: &str) {
-        self.bug(false);
+        self.bug(Site::Forget);
         self.inner.forget(session);
     }
 }
@@ -217,7 +233,7 @@ async fn a_store_panicking_under_the_timers_does_not_stop_them() {
     http.events = Some(Box::new(OnceBadly {
         inner: mcpwire::http::MemoryEventStore::new(256),
         panicked: panicked.clone(),
-        in_replay: false,
+        at: Site::Forget,
     }));
     let app = Panicky {
         seen: Arc::new(Mutex::new(Seen::default())),
@@ -389,7 +405,7 @@ async fn a_store_panicking_on_a_request_costs_that_request_a_500() {
     http.events = Some(Box::new(OnceBadly {
         inner: mcpwire::http::MemoryEventStore::new(16),
         panicked: panicked.clone(),
-        in_replay: true,
+        at: Site::Replay,
     }));
     let server = common::start_with(common::test_config(), http).await;
     let mut c = common::Client::new(&server).await;
@@ -400,43 +416,6 @@ async fn a_store_panicking_on_a_request_costs_that_request_a_500() {
     // The host, and the session, go on.
     let mut second = common::Client::new(&server).await;
     assert_eq!(resume(&mut second, &session).await, Some(200));
-}
-
-/// An event store whose `append` panics once, after the application arms it.
-struct ArmedStore {
-    inner: mcpwire::http::MemoryEventStore,
-    armed: Arc<AtomicBool>,
-    panicked: Arc<AtomicBool>,
-}
-
-impl mcpwire::http::EventStore for ArmedStore {
-    fn append(
-        &mut self,
-        session: &str,
-        stream: mcpwire::http::HttpStreamId,
-        event: u64,
-        bytes: &[u8],
-    ) {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            self.panicked.store(true, Ordering::SeqCst);
-            panic!("the store's bug");
-        }
-        self.inner.append(session, stream, event, bytes);
-    }
-
-    fn replay(
-        &mut self,
-        session: &str,
-        stream: mcpwire::http::HttpStreamId,
-        after: u64,
-        out: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), mcpwire::http::StoreUnavailable> {
-        self.inner.replay(session, stream, after, out)
-    }
-
-    fn forget(&mut self, session: &str) {
-        self.inner.forget(session);
-    }
 }
 
 /// Answers every request at once; on tools/call it answers, arms the store, and panics.
@@ -479,10 +458,10 @@ async fn a_store_panicking_after_the_application_did_costs_that_request_a_500() 
         .with_capabilities(r#"{"tools":{}}"#)
         .unwrap();
     let mut http = HttpServerConfig::new(config);
-    http.events = Some(Box::new(ArmedStore {
+    http.events = Some(Box::new(OnceBadly {
         inner: mcpwire::http::MemoryEventStore::new(16),
-        armed: armed.clone(),
         panicked: panicked.clone(),
+        at: Site::Append(armed.clone()),
     }));
     tokio::spawn(serve(
         listener,
