@@ -34,7 +34,8 @@ type ConnKey uint64
 // HTTPApp is the MCP application behind an HTTPServer. HandleMCP sees every event of every
 // connection; answer requests through c (Respond, RespondError, Progress, Log, ...), now or
 // later through HTTPServer.With. It runs with the server locked: do not block in it (start a
-// goroutine for slow work), do not call the server's methods from it, and do not keep c
+// goroutine for slow work), do not call the server's methods from it (they would wait for
+// the lock it holds, for good: call them from another goroutine), and do not keep c
 // after it returns (a kept one returns ErrFreed). A panic in it is recovered as net/http
 // recovers a handler's: logged with its stack (HTTPOptions.ErrorLog), the request answered
 // with an internal error if it was not answered yet, and the server serves on.
@@ -475,8 +476,9 @@ func (s *HTTPServer) lent(ptr *C.mcpw_conn) *Conn {
 // With lends the view of connection key to f, with the server locked: answer a request
 // later, report progress, log, or send a request of your own on that session. It returns
 // ErrUnknownConnection when the session ended or the stateless request is over, else what f
-// returns. Do not keep c after f returns (a kept one returns ErrFreed). A panic in f goes on
-// to the caller, with the server unlocked and c cut off.
+// returns. Do not keep c after f returns (a kept one returns ErrFreed), and do not call the
+// server's methods from f (it runs with the server locked, as HandleMCP: they would wait
+// for good). A panic in f goes on to the caller, with the server unlocked and c cut off.
 func (s *HTTPServer) With(key ConnKey, f func(c *Conn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
