@@ -721,8 +721,14 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// An append, as one script so that it is atomic and costs one reply: a Redis that stops
 /// answering then costs the call one timeout, not one per command.
 ///
-/// The event's `ZADD` comes first: past `maxmemory` it is refused and nothing is written
-/// (Redis checks a script's memory at its first write, and lets the rest through).
+/// The event's `ZADD` is the first write: past `maxmemory` it is refused and nothing is
+/// written (Redis checks a script's memory at its first write, and lets the rest through).
+/// Before it, the script checks that the session's index and counts are of their types or
+/// absent (the stream's own key of another type fails the `ZADD` itself): another program's
+/// data under the prefix fails the append before anything is written (a write before the
+/// failure would have left a stream key that no bound trims and no TTL ends).
+/// Another stream's key found of another type while the session is trimmed leaves its
+/// index and counts; counts that are not numbers count as 0.
 ///
 /// KEYS: the stream's events, the session's index of streams, the session's byte counts.
 /// ARGV: the member, the most events a stream keeps, the TTL in milliseconds, the stream id,
@@ -739,10 +745,13 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// - When the session is past its byte bound, the total is first counted again from the
 ///   indexed streams' counts (dropping the counts of streams no longer indexed), so a total
 ///   that drifted (an older version's append pruned the index without the counts) mends
-///   itself instead of costing live events. That happens once per session (field `c` of the
-///   counts says it did): this script keeps the counts exact, and counting again at every
-///   append of a session at its bound cost a look-up per stream of the session each time
-///   (tens of thousands for a long session of small streams, on Redis's one thread). Then, while it is still past, the stream
+///   itself instead of costing live events. That happens the first time a session passes its
+///   bound (field `c` of the counts says it did), and again whenever the counts name more
+///   other streams than the index holds (a Redis under `maxmemory` that evicted the index,
+///   say; `HLEN` and `ZCARD` tell at no cost): this script keeps the counts exact otherwise,
+///   and counting again at every append of a session at its bound cost a look-up per stream
+///   of the session each time (tens of thousands for a long session of small streams, on
+///   Redis's one thread). Then, while it is still past, the stream
 ///   appended to longest ago other than this one loses its oldest events, and leaves the
 ///   index once it has none (this one may sort first among streams tied with it: appended
 ///   in the same millisecond, its id sorting first as text); the stream appended to now
@@ -753,17 +762,22 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// The other streams' keys are made here from ARGV[7], not passed in KEYS: one Redis server
 /// only (the crate's limits say so).
 static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
-const APPEND_LUA: &str = "local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
+const APPEND_LUA: &str = "local kinds = {'zset', 'zset', 'hash'} \
+for i = 2, 3 do \
+local kind = redis.call('TYPE', KEYS[i])['ok'] \
+if kind ~= 'none' and kind ~= kinds[i] then \
+return redis.error_reply('mcpwire: ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a ' .. kinds[i]) end end \
+local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
 local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
 local ttl = tonumber(ARGV[3]) \
-local total = tonumber(redis.call('HGET', KEYS[3], 't') or '0') \
+local total = tonumber(redis.call('HGET', KEYS[3], 't')) or 0 \
 for _, s in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)) do \
 if s ~= ARGV[4] then \
-total = total - tonumber(redis.call('HGET', KEYS[3], s) or '0') \
+total = total - (tonumber(redis.call('HGET', KEYS[3], s)) or 0) \
 redis.call('HDEL', KEYS[3], s) \
 redis.call('ZREM', KEYS[2], s) end end \
-local bytes = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') \
+local bytes = tonumber(redis.call('HGET', KEYS[3], ARGV[4])) or 0 \
 local n = redis.call('ZCARD', KEYS[1]) \
 if added == 1 then \
 if n == 1 then \
@@ -778,13 +792,17 @@ total = total - len \
 n = n - 1 end \
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4]) \
 local bound = tonumber(ARGV[6]) \
-if total > bound and not redis.call('HGET', KEYS[3], 'c') then \
+local recount = total > bound and not redis.call('HGET', KEYS[3], 'c') \
+if total > bound and not recount then \
+recount = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], 't') - 1 \
+- redis.call('HEXISTS', KEYS[3], ARGV[4]) > redis.call('ZCARD', KEYS[2]) - 1 end \
+if recount then \
 local counted = bytes \
 local fields = redis.call('HGETALL', KEYS[3]) \
 for i = 1, #fields, 2 do \
 local f = fields[i] \
 if f ~= 't' and f ~= 'c' and f ~= ARGV[4] then \
-if redis.call('ZSCORE', KEYS[2], f) then counted = counted + tonumber(fields[i + 1]) \
+if redis.call('ZSCORE', KEYS[2], f) then counted = counted + (tonumber(fields[i + 1]) or 0) \
 else redis.call('HDEL', KEYS[3], f) end end end \
 total = counted \
 redis.call('HSET', KEYS[3], 'c', 1) end \
@@ -800,13 +818,14 @@ total = total - len \
 n = n - 1 end \
 break end \
 local key = ARGV[7] .. oldest \
-local left = tonumber(redis.call('HGET', KEYS[3], oldest) or '0') \
+local left = tonumber(redis.call('HGET', KEYS[3], oldest)) or 0 \
+if redis.call('TYPE', key)['ok'] == 'zset' then \
 while total > bound do \
 local gone = redis.call('ZPOPMIN', key) \
 if #gone == 0 then break end \
 left = left - string.len(gone[1]) \
-total = total - string.len(gone[1]) end \
-if redis.call('EXISTS', key) == 0 then \
+total = total - string.len(gone[1]) end end \
+if redis.call('TYPE', key)['ok'] ~= 'zset' then \
 total = total - math.max(left, 0) \
 redis.call('HDEL', KEYS[3], oldest) \
 redis.call('ZREM', KEYS[2], oldest) \

@@ -562,6 +562,115 @@ fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
     );
 }
 
+/// The session's index lost a stream (a Redis under `maxmemory` evicting it) after the
+/// session's one recount: its count stayed in the total, which stayed too high, and every
+/// append then trimmed the live stream's own events. The counts naming more streams than the
+/// index holds make the session count again (found by a review of the store).
+#[test]
+fn a_total_that_drifts_after_the_recount_is_mended_again() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    // Past the bound once: counted again (field c), stream 1 trimmed away.
+    store.append("s", HttpStreamId(1), 1, &sized(1, 500));
+    store.append("s", HttpStreamId(2), 1, &sized(1, 600));
+    store.append("s", HttpStreamId(3), 1, &sized(1, 300));
+    // (Each event counts its bytes and 8 more, its number.)
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 608 + 308);
+    // Stream 2 leaves the index, its count stays.
+    redis::cmd("ZREM")
+        .arg("mcpw:x:s")
+        .arg("2")
+        .exec(&mut redis.inspect())
+        .unwrap();
+    store.append("s", HttpStreamId(3), 2, &sized(2, 300));
+    assert_eq!(
+        replay(&mut store, "s", 3, 0),
+        vec![sized(1, 300), sized(2, 300)],
+        "the live stream lost its own events to a stale count"
+    );
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 616);
+}
+
+/// Another program's data where the store keeps a session's counts (or its index): the
+/// append fails, counted, before anything is written. It used to write the event first and
+/// fail after, leaving a stream key with no TTL that grew with every append and was never
+/// trimmed (found by a review of the store).
+#[test]
+fn a_foreign_key_fails_the_append_before_anything_is_written() {
+    let redis = RedisServer::start();
+    let mut store = events(&redis, options());
+    let health = store.health();
+    for key in ["mcpw:b:s", "mcpw:x:s", "mcpw:e:s:1"] {
+        let mut admin = redis.inspect();
+        redis::cmd("SET")
+            .arg(key)
+            .arg("x")
+            .exec(&mut admin)
+            .unwrap();
+        for n in 1..=300 {
+            store.append("s", HttpStreamId(1), n, &event(1, n));
+        }
+        let kind: String = redis::cmd("TYPE")
+            .arg("mcpw:e:s:1")
+            .query(&mut admin)
+            .unwrap();
+        let index: i64 = redis::cmd("EXISTS")
+            .arg("mcpw:x:s")
+            .query(&mut admin)
+            .unwrap();
+        assert!(
+            kind != "zset" && (index == 0 || key == "mcpw:x:s"),
+            "{key}: written ({kind}, index {index})"
+        );
+        redis::cmd("DEL").arg(key).exec(&mut admin).unwrap();
+    }
+    assert_eq!(health.errors(), 900);
+    let last = health.last_error().expect("the error");
+    assert!(last.contains("WRONGTYPE"), "{last}");
+    // The store serves once the key is gone.
+    store.append("s", HttpStreamId(1), 301, &event(1, 301));
+    assert_eq!(replay(&mut store, "s", 1, 0), vec![event(1, 301)]);
+}
+
+/// Another stream's key of another type, met while the session is trimmed, leaves the
+/// session's index and counts, and the trim goes on with the next stream: it would have
+/// been picked again and again.
+#[test]
+fn a_foreign_stream_key_leaves_the_session_while_it_is_trimmed() {
+    let redis = RedisServer::start();
+    let mut store = events(
+        &redis,
+        RedisOptions {
+            bytes_per_session: 1000,
+            ..options()
+        },
+    );
+    store.append("s", HttpStreamId(1), 1, &sized(1, 400));
+    store.append("s", HttpStreamId(2), 1, &sized(1, 400));
+    let mut admin = redis.inspect();
+    redis::cmd("DEL")
+        .arg("mcpw:e:s:1")
+        .exec(&mut admin)
+        .unwrap();
+    redis::cmd("SET")
+        .arg("mcpw:e:s:1")
+        .arg("x")
+        .exec(&mut admin)
+        .unwrap();
+    store.append("s", HttpStreamId(3), 1, &sized(1, 400));
+    assert_eq!(replay(&mut store, "s", 2, 0), vec![sized(1, 400)]);
+    assert_eq!(replay(&mut store, "s", 3, 0), vec![sized(1, 400)]);
+    assert_eq!(counted(&redis, "mcpw", "s", 1), 0);
+    assert_eq!(counted(&redis, "mcpw", "s", 0), 816);
+    assert_eq!(store.health().errors(), 0);
+}
+
 /// A session at its byte bound is counted again once, not at every append: each count looks
 /// up every stream of the session, and a long session of small streams (one per answered
 /// call) made every append cost tens of thousands of look-ups on Redis's one thread.
