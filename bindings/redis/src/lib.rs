@@ -1335,11 +1335,25 @@ impl SessionStore for RedisSessionStore {
             .arg("PX")
             .arg(self.ttl_ms);
         // (A Redis that did not answer is no "unknown session": the client keeps it.)
-        self.link
+        let record = (self.link)
             .run("load session", move |conn| {
-                cmd.query::<Option<String>>(conn)
+                cmd.query::<Option<Vec<u8>>>(conn)
             })
-            .ok_or(StoreUnavailable)
+            .ok_or(StoreUnavailable)?;
+        match record.map(String::from_utf8) {
+            None => Ok(None),
+            Some(Ok(text)) => Ok(Some(text)),
+            // Not a record this store wrote (another program's, or damaged): no session can
+            // be made of it, so it is an unknown one, and its client starts afresh. Read as
+            // a failure of Redis, it got 503 at every try, each renewing it and reconnecting.
+            Some(Err(_)) => {
+                self.link.health.record(
+                    "load session",
+                    &format_args!("the record of session {session} is not UTF-8: taken as unknown"),
+                );
+                Ok(None)
+            }
+        }
     }
 
     fn touch(&mut self, session: &str) -> bool {

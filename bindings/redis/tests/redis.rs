@@ -199,6 +199,15 @@ fn counted(redis: &RedisServer, prefix: &str, session: &str, stream: u64) -> i64
     got.unwrap_or(0)
 }
 
+/// How many connections Redis has taken so far (`INFO stats`).
+fn connections(admin: &mut redis::Connection) -> String {
+    let info: String = redis::cmd("INFO").arg("stats").query(admin).expect("INFO");
+    info.lines()
+        .find(|l| l.starts_with("total_connections_received:"))
+        .expect("the connection count")
+        .to_owned()
+}
+
 /// An event of `len` bytes, numbered `n`.
 fn sized(n: u64, len: usize) -> Vec<u8> {
     let mut e = format!("id: {n}\n").into_bytes();
@@ -832,6 +841,31 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
     assert_eq!(store.health().errors(), 0);
 }
 
+/// A session record that is not UTF-8 (another program's, or damaged) is an unknown session,
+/// its client starting afresh: it was taken for a connection out of step, so every load
+/// reconnected, renewed the record and answered 503, for as long as the client retried
+/// (found by a review of the store).
+#[test]
+fn a_record_that_is_not_text_is_an_unknown_session() {
+    let redis = RedisServer::start();
+    let mut store = sessions(&redis, options());
+    let mut admin = redis.inspect();
+    redis::cmd("SET")
+        .arg("mcpw:s:x")
+        .arg(&b"\xff{"[..])
+        .exec(&mut admin)
+        .unwrap();
+    store.create("ok", "fine").unwrap();
+    let before = connections(&mut admin);
+    for _ in 0..3 {
+        assert_eq!(store.load("x").unwrap(), None);
+    }
+    assert_eq!(connections(&mut admin), before, "a reconnect at each load");
+    assert_eq!(store.health().errors(), 3);
+    assert!(store.health().last_error().unwrap().contains("not UTF-8"));
+    assert_eq!(store.load("ok").unwrap().as_deref(), Some("fine"));
+}
+
 #[test]
 fn the_two_forgets_delete_only_their_own_keys() {
     let redis = RedisServer::start();
@@ -1056,13 +1090,6 @@ fn an_error_reply_is_counted_and_keeps_the_connection() {
     let mut store = events(&redis, options());
     let health = store.health();
     let mut admin = redis.inspect();
-    let connections = |admin: &mut redis::Connection| -> String {
-        let info: String = redis::cmd("INFO").arg("stats").query(admin).expect("INFO");
-        info.lines()
-            .find(|l| l.starts_with("total_connections_received:"))
-            .expect("the connection count")
-            .to_owned()
-    };
     let before = connections(&mut admin);
     // Past maxmemory, every write gets an OOM error reply.
     for (name, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
