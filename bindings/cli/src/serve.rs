@@ -662,7 +662,27 @@ pub fn run(legacy_only: bool) -> i32 {
     let mut io = Io::stdio(clock);
     // One clock read per batch of events (the loop's event_time), not one per event.
     let mut now = io.now();
+    // A write that failed other than by the client going away (a full disk, an I/O error):
+    // every later answer would be lost too, so the session ends as a failure, at the next
+    // input or its end (`--tokio` ends the same way). Only for a client that went away (a
+    // broken pipe, a reset) does the loop go on reading, to the end of its input, and end
+    // well.
+    let write_failed = |io: &Io<std::io::Stdout>| match io.output_error() {
+        Some(e)
+            if !matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            ) =>
+        {
+            say!("mcpwire serve: writing stdout: {e}");
+            true
+        }
+        _ => false,
+    };
     loop {
+        if write_failed(&io) {
+            return 1;
+        }
         server.fire_timers(&mut conn, now);
         // Wake for our own timers (the countdown) as well as the engine's.
         let next = io.next_event(&mut conn, server.next_timer());
@@ -676,7 +696,7 @@ pub fn run(legacy_only: bool) -> i32 {
                     say!("mcpwire serve: reading stdin: {e}");
                     return 1;
                 }
-                _ => return 0,
+                _ => return i32::from(write_failed(&io)),
             },
             Ok(ev) => server.on_event(&mut conn, now, ev),
             Err(Stop::Deadline) => {}

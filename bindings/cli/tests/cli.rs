@@ -350,6 +350,37 @@ fn serve_fails_when_stdin_cannot_be_read() {
     }
 }
 
+/// A stdout that cannot be written (a full disk: `/dev/full`) is a failure, said on stderr,
+/// for both stdio servers: the plain one lost every answer and exited 0 in silence (found by
+/// a review of the CLI).
+#[test]
+fn serve_fails_when_stdout_cannot_be_written() {
+    for args in [&["serve"][..], &["serve", "--tokio"][..]] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(20));
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        );
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("No space left"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn serve_under_the_python_and_typescript_sdk_clients() {
     let (ok, out, _) = run_client(
