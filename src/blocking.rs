@@ -587,7 +587,9 @@ impl<W: Write> Io<W> {
 
     /// Runs [`next_event`](Io::next_event) until `f` returns `Some`, handing it every event;
     /// `f` may issue commands on the connection it is given. Returns [`Stop::Deadline`] at
-    /// `until` and [`Stop::Eof`] when the input ends first.
+    /// `until`, looked at between events too, so that a peer that keeps sending cannot hold
+    /// the call past it (events not handed out yet wait for the next call), and [`Stop::Eof`]
+    /// when the input ends first.
     pub fn run_until<T>(
         &mut self,
         conn: &mut Connection,
@@ -600,6 +602,10 @@ impl<W: Write> Io<W> {
             if let Some(out) = f(conn, now, event) {
                 self.flush(conn);
                 return Ok(out);
+            }
+            if until.is_some_and(|until| now >= until) {
+                self.flush(conn);
+                return Err(Stop::Deadline);
             }
         }
     }
@@ -892,6 +898,45 @@ mod tests {
                 "on_fd {on_fd}: {event:?}"
             );
         }
+    }
+
+    /// A peer that keeps sending cannot hold `run_until` past `until`: `next_event` takes the
+    /// input that is ready before it looks at the time, so a caller whose `f` waited for
+    /// something else (a CLI waiting for an answer, with a signal to heed between slices)
+    /// went on for as long as the notifications came (found by a review of the CLI).
+    #[test]
+    fn run_until_stops_at_until_while_the_peer_keeps_sending() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let (now, clock) = manual_clock();
+        let mut conn = client_with_a_one_second_timeout();
+        let mut out = Vec::new();
+        let mut io = Io::new(reader, &mut out, clock);
+        writer.write_all(INIT_RESULT.as_bytes()).unwrap();
+        let event = io.next_event(&mut conn, None);
+        assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
+        let flood =
+            r#"{"jsonrpc":"2.0","method":"notifications/custom","params":{}}"#.to_owned() + "\n";
+        writer.write_all(flood.repeat(200).as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(100)); // (the reader thread has them)
+        let until = Timestamp::from_nanos(now.load(Ordering::SeqCst) + 1_000_000);
+        now.fetch_add(2_000_000, Ordering::SeqCst);
+        let mut seen = 0;
+        let got = io.run_until(&mut conn, Some(until), |_, _, event| {
+            assert!(
+                matches!(event, OwnedEvent::Notification { .. }),
+                "{event:?}"
+            );
+            seen += 1;
+            None::<()>
+        });
+        assert_eq!(got, Err(Stop::Deadline));
+        assert_eq!(seen, 1, "events handed out past until");
+        // The rest wait for the next call.
+        let next = io.next_event(&mut conn, None);
+        assert!(
+            matches!(next, Ok(OwnedEvent::Notification { .. })),
+            "{next:?}"
+        );
     }
 
     /// A host that polls without waiting (`until` already past) still gets the input that is
