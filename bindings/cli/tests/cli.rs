@@ -2248,21 +2248,51 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
     }
     // A server that ignores the signal passed on: each command still ends soon after it,
     // and the server with it (probe waited for its request's timeout, tap for good).
-    for (n, command) in ["probe", "tap"].into_iter().enumerate() {
+    //
+    // And one that ignores the signal and keeps sending notifications while it never
+    // answers: probe still ends soon after the signal. Its stdio loop handed out event after
+    // event and looked for the signal (and its timeout) only once no input was left: it ran
+    // for as long as the notifications came (found by a review of the CLI).
+    let flood = |pidfile: &std::path::Path| {
+        format!(
+            r#"
+import json, os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+open({pidfile:?}, "w").write(str(os.getpid()))
+m = json.loads(sys.stdin.readline())
+print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{
+    "protocolVersion": m["params"]["protocolVersion"],
+    "capabilities": {{"tools": {{}}, "logging": {{}}}},
+    "serverInfo": {{"name": "flood", "version": "1"}}}}}}), flush=True)
+note = '{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"x"}}}}\n'
+while True:
+    sys.stdout.write(note * 50)
+    sys.stdout.flush()
+"#,
+            pidfile = pidfile.display().to_string()
+        )
+    };
+    for (n, command) in ["probe", "tap", "flood"].into_iter().enumerate() {
         let pidfile = dir.join(format!("stubborn-{n}.pid"));
         let log = dir.join(format!("stubborn-{n}.jsonl"));
         let server = format!(
             "trap '' INT TERM HUP; echo $$ > {}; while :; do sleep 1; done",
             pidfile.display()
         );
-        let mut cmd = Command::new(BIN);
-        if command == "tap" {
-            cmd.args(["tap", "--log", log.to_str().unwrap(), "--"]);
+        let mut cmd = if command == "tap" {
+            tap_sh(&log, &server)
         } else {
-            cmd.args(["probe", "--timeout", "60", "--"]);
-        }
+            Command::new(BIN)
+        };
+        match command {
+            "probe" => cmd.args(["probe", "--timeout", "60", "--", "sh", "-c", &server]),
+            "flood" => cmd
+                .args(["probe", "--protocol", "2025-11-25", "--timeout", "60", "--"])
+                .args(["python3", "-c", &flood(&pidfile)]),
+            _ => &mut cmd,
+        };
         let mut child = cmd
-            .args(["sh", "-c", &server])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -2278,12 +2308,12 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
         let status = wait(&mut child);
         assert!(
             // (About 4 s: the kill comes that long after the signal. Before, probe waited
-            // for its 60 s timeout and tap for good.)
+            // for its 60 s timeout (for good under the flood) and tap for good.)
             signalled.elapsed() < Duration::from_secs(15),
             "{command} ended {:?} after the signal",
             signalled.elapsed()
         );
-        if command == "probe" {
+        if command != "tap" {
             assert_eq!(status.code(), Some(130), "{command}");
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -2292,56 +2322,6 @@ fn tap_and_probe_pass_signals_on_and_leave_no_server_running() {
             "{command}: the stubborn server {pid} is still running"
         );
     }
-    // A server that ignores the signal and keeps sending notifications while it never
-    // answers: probe still ends soon after the signal. Its stdio loop handed out event after
-    // event and looked for the signal (and its timeout) only once no input was left: it ran
-    // for as long as the notifications came (found by a review of the CLI).
-    let pidfile = dir.join("flooding.pid");
-    let server = format!(
-        r#"
-import json, os, signal, sys
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(s, signal.SIG_IGN)
-open({pidfile:?}, "w").write(str(os.getpid()))
-m = json.loads(sys.stdin.readline())
-print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{
-    "protocolVersion": m["params"]["protocolVersion"],
-    "capabilities": {{"tools": {{}}, "logging": {{}}}},
-    "serverInfo": {{"name": "flood", "version": "1"}}}}}}), flush=True)
-note = '{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"x"}}}}\n'
-while True:
-    sys.stdout.write(note * 50)
-    sys.stdout.flush()
-"#,
-        pidfile = pidfile.display().to_string()
-    );
-    let mut child = Command::new(BIN)
-        .args(["probe", "--protocol", "2025-11-25", "--timeout", "60", "--"])
-        .args(["python3", "-c", &server])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = common::stdio::pid_from_file(&pidfile);
-    std::thread::sleep(Duration::from_millis(500));
-    let signalled = Instant::now();
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = wait(&mut child);
-    assert!(
-        signalled.elapsed() < Duration::from_secs(15),
-        "probe ended {:?} after the signal",
-        signalled.elapsed()
-    );
-    assert_eq!(status.code(), Some(130), "probe under a flood");
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        !common::stdio::is_running(pid),
-        "the flooding server {pid} is still running"
-    );
     // A server that dies from a signal of its own: tap reports it as a shell would.
     let log = dir.join("tap-kill.jsonl");
     let (code, _, _) = mcpwire(&[
