@@ -362,7 +362,24 @@ fn reachable(url: &str, timeout: Duration) -> Result<(), Failure> {
     } else {
         format!("{host_port}:80")
     };
-    let unreachable = |e: std::io::Error| fail(EXIT_SPAWN, format!("cannot reach {target}: {e}"));
+    // A URL with an `@` shows nothing before it: credentials with a `/` in them end the
+    // authority early (`http://u:pass/word@host`), and the target is then part of them.
+    let shown = if url.contains('@') {
+        without_userinfo(url)
+    } else {
+        target.clone()
+    };
+    let unreachable = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            // (Not a host and port at all, `h:99999` say: the command line's fault.)
+            fail(
+                EXIT_USAGE,
+                format!("--url {shown}: not a host and port: {e}"),
+            )
+        } else {
+            fail(EXIT_SPAWN, format!("cannot reach {shown}: {e}"))
+        }
+    };
     let addrs: Vec<_> = target.to_socket_addrs().map_err(unreachable)?.collect();
     let mut last = std::io::Error::other("the name has no address");
     for addr in addrs {

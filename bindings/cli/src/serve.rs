@@ -1087,9 +1087,17 @@ fn host_allowed(authority: &str, allowed: &[String], ip_literals: bool) -> bool 
         }
         _ => authority,
     };
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    // (An IPv6 literal is bracketed in a Host header; --allow-host takes it with or without.)
+    fn unbracket(h: &str) -> &str {
+        h.strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(h)
+    }
+    let bare = unbracket(host);
     mcpwire::http::loopback_only(Some(authority), None)
-        || allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+        || allowed
+            .iter()
+            .any(|a| unbracket(a).eq_ignore_ascii_case(bare))
         || (ip_literals && bare.parse::<std::net::IpAddr>().is_ok())
 }
 
@@ -1299,6 +1307,19 @@ pub fn run_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An IPv6 address given to `--allow-host` with or without its brackets matches the Host
+    /// header's form, which has them: without them it never matched, and every request got
+    /// 403 (found by a review of the CLI).
+    #[test]
+    fn an_allowed_ipv6_host_matches_with_or_without_brackets() {
+        for allowed in ["2001:db8::5", "[2001:db8::5]"] {
+            let allowed = vec![allowed.to_owned()];
+            assert!(host_allowed("[2001:db8::5]:443", &allowed, false));
+            assert!(host_allowed("[2001:DB8::5]", &allowed, false));
+            assert!(!host_allowed("[2001:db8::6]:443", &allowed, false));
+        }
+    }
 
     #[test]
     fn a_redis_urls_password_is_not_shown() {

@@ -3181,14 +3181,23 @@ fn probe_hides_url_credentials_survives_a_full_stderr_and_refuses_a_zero_timeout
         "{out}{err}"
     );
     assert!(err.contains("https://***@mcp.example.com/mcp"), "{err}");
-    // A token with a `/` in it, and a URL without its `//`.
-    for url in ["https://u:abc/def+==@host/mcp", "u:TOKEN2@host/mcp"] {
+    // A token with a `/` in it (over https, refused at once; over http, where the part before
+    // the `/` read as a host and a port was shown in the error, with exit 3), and a URL
+    // without its `//`.
+    for url in [
+        "https://u:abc/def+==@host/mcp",
+        "http://u:SECRET3/def@host/mcp",
+        "u:TOKEN2@host/mcp",
+    ] {
         let (code, out, err) = mcpwire(&["probe", "--json", "--url", url]);
         assert_eq!(code, 2, "{out}{err}");
-        for secret in ["abc/def", "TOKEN2"] {
+        for secret in ["abc/def", "SECRET3", "TOKEN2"] {
             assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
         }
     }
+    // A port that is no port is the command line's fault too.
+    let (code, out, err) = mcpwire(&["probe", "--json", "--url", "http://127.0.0.1:99999/mcp"]);
+    assert_eq!(code, 2, "{out}{err}");
 
     let full = std::fs::OpenOptions::new()
         .write(true)
