@@ -183,6 +183,9 @@ type stdioLoad struct {
 	// the warm-up and the window a load waits for an answer before it calls the server
 	// stalled and kills it.
 	startWait, patience time.Duration
+	// ring is the number of send-time slots, a power of two above maxInflight (0:
+	// ringSize); the tests make it small, so that a slot is reused within a short load.
+	ring int
 }
 
 // stdioResult is what one load measured: the fields of the RESULT line.
@@ -236,6 +239,9 @@ func driveStdio(l stdioLoad) (stdioResult, error) {
 	var res stdioResult
 	if l.inflight < 1 || l.inflight > maxInflight {
 		return res, fmt.Errorf("-c %d: from 1 to %d requests in flight (they must fit in the pipes)", l.inflight, maxInflight)
+	}
+	if l.ring != 0 && (l.ring <= maxInflight || l.ring&(l.ring-1) != 0) {
+		return res, fmt.Errorf("a ring of %d slots: a power of two above %d", l.ring, maxInflight)
 	}
 	cmd := exec.Command(l.cmd[0], l.cmd[1:]...)
 	cmd.Stderr = os.Stderr
@@ -308,9 +314,15 @@ func driveStdio(l stdioLoad) (stdioResult, error) {
 	measureFrom := int64(l.warmup)
 	end := measureFrom + int64(l.dur)
 	watchdog.Reset(l.warmup + l.dur + l.patience)
-	// Per id in flight, by id modulo ringSize: its send time + 1 (0 when none) and the id.
-	sent := make([]int64, ringSize)
-	owner := make([]int64, ringSize)
+	// Per id in flight, by id modulo the ring's size: its send time + 1 (0 when none) and
+	// the id.
+	ring := l.ring
+	if ring == 0 {
+		ring = ringSize
+	}
+	slot := int64(ring - 1)
+	sent := make([]int64, ring)
+	owner := make([]int64, ring)
 	hist := newHistogram()
 	// inflight: requests sent and not answered. lost: requests whose slot a later one took
 	// before their answer came. idless: answers without an id of ours, each one request that
@@ -328,9 +340,9 @@ func driveStdio(l stdioLoad) (stdioResult, error) {
 		}
 		now := clock() + 1
 		for id := first; id < nextID; id++ {
-			i := id & (ringSize - 1)
+			i := id & slot
 			if sent[i] != 0 {
-				// The request ringSize ids before this one was never answered: one request
+				// The request a ring's size of ids before this one was never answered: one request
 				// fewer has been in flight since, which -c would not show. An answer without
 				// an id stood for one such request, and was counted bad already.
 				inflightNow--
@@ -377,7 +389,7 @@ func driveStdio(l stdioLoad) (stdioResult, error) {
 				}
 				continue // else a notification or request from the server
 			}
-			i := id & (ringSize - 1)
+			i := id & slot
 			if id < 3 || id >= nextID || sent[i] == 0 || owner[i] != id {
 				// An id we did not send, one answered twice, or one already counted lost.
 				complain("an answer to an unknown id", line)

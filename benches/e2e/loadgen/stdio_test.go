@@ -106,9 +106,15 @@ func drive(t *testing.T, mode string) (stdioResult, error) {
 
 func driveWith(t *testing.T, mode string, inflight int) (stdioResult, error) {
 	t.Helper()
+	return driveRing(t, mode, inflight, 0)
+}
+
+// driveRing is driveWith with a ring of that many slots (0: the driver's own).
+func driveRing(t *testing.T, mode string, inflight, ring int) (stdioResult, error) {
+	t.Helper()
 	t.Setenv(fakeServerEnv, mode)
 	return driveStdio(stdioLoad{cmd: []string{os.Args[0]}, inflight: inflight, dur: 300 * time.Millisecond,
-		warmup: 50 * time.Millisecond, startWait: 10 * time.Second, patience: 300 * time.Millisecond})
+		warmup: 50 * time.Millisecond, startWait: 10 * time.Second, patience: 300 * time.Millisecond, ring: ring})
 }
 
 func TestStdioAgainstTheFloorCountsEveryAnswerAndNoFault(t *testing.T) {
@@ -143,38 +149,55 @@ func TestStdioCountsEveryKindOfBadAnswer(t *testing.T) {
 		{"drop", 0, 1},
 		{"wrong", 1, 0},
 		{"iserror", 1, 0},
-		// The request an id-less answer stood for stays in flight: counted once, as bad.
+		// The request an id-less answer stood for stays in flight: counted once, as bad,
+		// also once a later request takes its slot (it was counted lost as well).
 		{"idless", 1, 0},
 		{"twice", 1, 0},
 	} {
-		res, err := drive(t, c.mode)
-		if err != nil {
-			t.Fatalf("%s: %v", c.mode, err)
-		}
-		if res.bad != c.bad || res.lost != c.lost {
-			t.Errorf("%s: bad %d, lost %d; want bad %d, lost %d", c.mode, res.bad, res.lost, c.bad, c.lost)
-		}
-		if res.requests < 100 {
-			t.Errorf("%s: %d requests answered in the window", c.mode, res.requests)
+		// The driver's own ring, and one small enough that request 50's slot is taken
+		// again within the load.
+		for _, ring := range []int{0, 512} {
+			res, err := driveRing(t, c.mode, 32, ring)
+			if err != nil {
+				t.Fatalf("%s, ring %d: %v", c.mode, ring, err)
+			}
+			if res.bad != c.bad || res.lost != c.lost {
+				t.Errorf("%s, ring %d: bad %d, lost %d; want bad %d, lost %d", c.mode, ring, res.bad, res.lost, c.bad, c.lost)
+			}
+			if res.requests < 100 || (ring > 0 && res.sent < spoiled+int64(ring)) {
+				t.Errorf("%s, ring %d: %d requests answered in the window, %d sent", c.mode, ring, res.requests, res.sent)
+			}
 		}
 	}
 }
 
-// A request goes lost one of two ways: a later request takes its slot in the ring (65,536
-// ids on), or the window ends before its answer. Dropping every 5,000th id, both happen on a
-// fast machine, the second always (the last drop is fewer than 65,536 ids from the end), and
-// each must count exactly once. (128 in flight, so that the drops never starve the load.)
+// A request goes lost one of two ways: a later request takes its slot in the ring, or the
+// window ends before its answer. Dropping every 5,000th id, each must count exactly once:
+// with the driver's own ring (65,536 slots) the last drop always goes the second way (it is
+// fewer than 65,536 ids from the end); with 8,192 slots the first drops go the first way.
+// (128 in flight, so that the drops never starve the load.)
 func TestStdioCountsEveryLostRequestOnce(t *testing.T) {
-	res, err := driveWith(t, "dropsome", 128)
-	if err != nil {
-		t.Fatal(err)
+	for _, ring := range []int{0, 8192} {
+		res, err := driveRing(t, "dropsome", 128, ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The load's ids run from 3 to sent + 2.
+		if want := (res.sent + 2) / 5000; res.lost != want || res.bad != 0 {
+			t.Errorf("ring %d, %d requests sent: lost %d, bad %d; want lost %d, bad 0", ring, res.sent, res.lost, res.bad, want)
+		}
+		if res.sent < 5000+int64(ring) {
+			t.Errorf("ring %d: only %d requests sent", ring, res.sent)
+		}
 	}
-	// The load's ids run from 3 to sent + 2.
-	if want := (res.sent + 2) / 5000; res.lost != want || res.bad != 0 {
-		t.Errorf("%d requests sent: lost %d, bad %d; want lost %d, bad 0", res.sent, res.lost, res.bad, want)
-	}
-	if res.sent < 5000 {
-		t.Errorf("only %d requests sent: nothing was dropped", res.sent)
+}
+
+func TestStdioRefusesARingThatCannotHoldTheLoad(t *testing.T) {
+	for _, ring := range []int{maxInflight, 1000} {
+		_, err := driveStdio(stdioLoad{cmd: []string{"true"}, inflight: 1, dur: time.Millisecond, ring: ring})
+		if err == nil || !strings.Contains(err.Error(), "power of two") {
+			t.Errorf("ring %d: error %v", ring, err)
+		}
 	}
 }
 
