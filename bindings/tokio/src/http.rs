@@ -75,8 +75,9 @@ pub trait Application: Send + 'static {
 
     /// Called once, as the host is made ([`serve`], [`McpService::new`]) and before any
     /// request, with the [`HostHandle`] that work ending outside the host's calls answers
-    /// through: keep it, and give a clone to each task that answers later. The default drops
-    /// it.
+    /// through: keep it, and give a clone to each task that answers later (a task started
+    /// here may use it at once: its `with` waits until `started` has returned). The default
+    /// drops it.
     fn started(&mut self, handle: HostHandle<Self>)
     where
         Self: Sized,
@@ -470,29 +471,28 @@ impl<A: Application> McpService<A> {
     /// [`new`](Self::new), checking the path when `config.path` is not empty.
     fn build(
         server: HttpServer,
-        mut app: A,
+        app: A,
         config: HostConfig,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
-        // (The application has its handle before the host exists: a `with` from `started`
-        // finds none, rather than waiting on the lock `started` would be called under.)
-        let shared = Arc::new_cyclic(|shared: &Weak<Shared<A>>| {
-            app.started(HostHandle {
-                shared: shared.clone(),
-            });
-            Shared {
-                state: Mutex::new(State {
-                    server,
-                    app,
-                    parked: HashMap::new(),
-                }),
-                changed: Arc::new(Notify::new()),
-                armed: AtomicU64::new(0),
-                start: Instant::now(),
-                phase: AtomicU8::new(RUNNING),
-                config: config.workable(),
-                bodies: AtomicUsize::new(0),
-            }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                server,
+                app,
+                parked: HashMap::new(),
+            }),
+            changed: Arc::new(Notify::new()),
+            armed: AtomicU64::new(0),
+            start: Instant::now(),
+            phase: AtomicU8::new(RUNNING),
+            config: config.workable(),
+            bodies: AtomicUsize::new(0),
         });
+        // Once the host exists, so that a task `started` spawns finds it (it waits for the
+        // lock until `started` returns).
+        let handle = HostHandle {
+            shared: Arc::downgrade(&shared),
+        };
+        shared.lock().app.started(handle);
         let timers = run_timers(shared.clone());
         (McpService { shared }, timers)
     }

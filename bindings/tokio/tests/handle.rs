@@ -166,3 +166,44 @@ async fn a_handle_does_not_keep_a_stopped_host() {
     host.task.await.unwrap().unwrap();
     assert!(handle.with(|_, _, _| 7).is_none(), "the host lives on");
 }
+
+/// Sets off a thread that uses its handle at once, and takes a while to return.
+struct Early {
+    got: Arc<Mutex<Option<Option<u8>>>>,
+}
+
+impl Application for Early {
+    fn started(&mut self, handle: HostHandle<Self>) {
+        let got = self.got.clone();
+        std::thread::spawn(move || {
+            let answer = handle.with(|_, _, _| 7u8);
+            *got.lock().unwrap() = Some(answer);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    fn drive(&mut self, _: Timestamp, server: &mut HttpServer) {
+        server.pump();
+    }
+}
+
+/// A task `started` sets off finds the host, however soon it uses the handle: it waits
+/// until `started` has returned. `started` used to run before the host existed, and such a
+/// task was told the host was gone (found by a review of this change).
+#[test]
+#[allow(clippy::disallowed_methods)] // it bounds its wait by the real clock
+fn a_task_started_in_started_finds_the_host() {
+    let got = Arc::new(Mutex::new(None));
+    let config = Config::server("handle-test", "1.0");
+    let (service, timers) = mcpwire_tokio::http::McpService::new(
+        HttpServer::new(HttpServerConfig::new(config)),
+        Early { got: got.clone() },
+        HostConfig::default(),
+    );
+    let until = Instant::now() + Duration::from_secs(5);
+    while got.lock().unwrap().is_none() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(*got.lock().unwrap(), Some(Some(7)));
+    drop((service, timers));
+}
