@@ -411,7 +411,8 @@ fn an_answer_refused_for_a_full_output_is_given_later() {
 
 /// The example checks what its log call returns (it used to discard it; found by a review of
 /// the C examples): a log refused for a full output, or for a request the client cancelled
-/// meanwhile, is skipped quietly; any other refusal is reported. Here the tool's request is
+/// meanwhile, is skipped quietly; any other refusal is reported. So is the progress tool's
+/// first report for a request cancelled meanwhile (it was reported). Here the tool's request is
 /// cancelled in the same 2025-03-26 batch, before the example handles it: the log is refused
 /// (no such request in flight), which is normal and not worth a warning. The server goes on
 /// and exits cleanly.
@@ -433,6 +434,10 @@ fn a_log_for_a_request_cancelled_in_its_batch_is_skipped_quietly() {
     let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}]"#;
     let out = post(server.port, &session, batch);
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // The same for the progress tool's first report (it warned: a review of this change).
+    let batch = r#"[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}]"#;
+    let out = post(server.port, &session, batch);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     // The session goes on.
     let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
     let out = post(server.port, &session, list);
@@ -440,6 +445,7 @@ fn a_log_for_a_request_cancelled_in_its_batch_is_skipped_quietly() {
     let (status, err) = server.stop();
     assert!(status.success(), "exit {status:?}: {err}");
     assert!(!err.contains("example_http_server: log: "), "{err}");
+    assert!(!err.contains("example_http_server: progress: "), "{err}");
     assert!(!err.contains("ERROR: AddressSanitizer"), "{err}");
     assert!(!err.contains("runtime error"), "{err}");
 }
