@@ -369,18 +369,20 @@ fn reachable(url: &str, timeout: Duration) -> Result<(), Failure> {
     } else {
         target.clone()
     };
-    let unreachable = |e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::InvalidInput {
-            // (Not a host and port at all, `h:99999` say: the command line's fault.)
-            fail(
-                EXIT_USAGE,
-                format!("--url {shown}: not a host and port: {e}"),
-            )
-        } else {
-            fail(EXIT_SPAWN, format!("cannot reach {shown}: {e}"))
-        }
-    };
-    let addrs: Vec<_> = target.to_socket_addrs().map_err(unreachable)?.collect();
+    let unreachable = |e: std::io::Error| fail(EXIT_SPAWN, format!("cannot reach {shown}: {e}"));
+    let addrs: Vec<_> = (target.to_socket_addrs())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                // (Not a host and port at all, `h:99999` say: the command line's fault.)
+                fail(
+                    EXIT_USAGE,
+                    format!("--url {shown}: not a host and port: {e}"),
+                )
+            } else {
+                unreachable(e)
+            }
+        })?
+        .collect();
     let mut last = std::io::Error::other("the name has no address");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, timeout) {
