@@ -161,6 +161,17 @@ fn events(redis: &RedisServer, options: RedisOptions) -> RedisEventStore {
     RedisEventStore::connect(&redis.url(), options).expect("connect the event store")
 }
 
+/// An event store whose sessions keep at most `bytes` over all their streams.
+fn session_bounded(redis: &RedisServer, bytes: usize) -> RedisEventStore {
+    events(
+        redis,
+        RedisOptions {
+            bytes_per_session: bytes,
+            ..options()
+        },
+    )
+}
+
 fn sessions(redis: &RedisServer, options: RedisOptions) -> RedisSessionStore {
     RedisSessionStore::connect(&redis.url(), options).expect("connect the session store")
 }
@@ -425,13 +436,7 @@ fn each_stream_keeps_at_most_its_bytes_and_always_its_newest_event() {
 fn a_session_keeps_at_most_its_bytes_over_all_its_streams() {
     let redis = RedisServer::start();
     // Members are 108 bytes (8 for the number, 100 of event): nine fit in 1,000, not ten.
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     let mut next = 0;
     let mut append = |store: &mut RedisEventStore, stream: u64, len: usize| {
         next += 1;
@@ -535,13 +540,7 @@ fn a_session_keeps_at_most_its_bytes_over_all_its_streams() {
 #[test]
 fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     store.append("s", HttpStreamId(1), 1, &sized(1, 500));
     assert_eq!(counted(&redis, "mcpw", "s", 0), 508);
     // Stream 1 leaves the index and its key goes, but its count stays.
@@ -578,13 +577,7 @@ fn a_drifted_session_total_is_mended_before_it_costs_live_events() {
 #[test]
 fn a_total_that_drifts_after_the_recount_is_mended_again() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     // Past the bound once: counted again (field c), stream 1 trimmed away.
     store.append("s", HttpStreamId(1), 1, &sized(1, 500));
     store.append("s", HttpStreamId(2), 1, &sized(1, 600));
@@ -653,13 +646,7 @@ fn a_foreign_key_fails_the_append_before_anything_is_written() {
 #[test]
 fn a_foreign_stream_key_leaves_the_session_while_it_is_trimmed() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     store.append("s", HttpStreamId(1), 1, &sized(1, 400));
     store.append("s", HttpStreamId(2), 1, &sized(1, 400));
     let mut admin = redis.inspect();
@@ -686,13 +673,7 @@ fn a_foreign_stream_key_leaves_the_session_while_it_is_trimmed() {
 #[test]
 fn a_session_at_its_bound_is_not_counted_again_at_every_append() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 4000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 4000);
     // 400 streams of one 108-byte event: past the bound from the 38th on.
     for n in 1..=400u64 {
         store.append("s", HttpStreamId(n), 1, &sized(1, 100));
@@ -715,13 +696,7 @@ fn a_session_at_its_bound_is_not_counted_again_at_every_append() {
 #[test]
 fn a_stream_tied_with_the_one_appended_to_is_trimmed_first() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     for n in 1..=2 {
         store.append("s", HttpStreamId(10), n, &sized(n, 200));
     }
@@ -747,13 +722,7 @@ fn a_stream_tied_with_the_one_appended_to_is_trimmed_first() {
 #[test]
 fn a_drifted_total_is_mended_before_another_stream_loses_events() {
     let redis = RedisServer::start();
-    let mut store = events(
-        &redis,
-        RedisOptions {
-            bytes_per_session: 1000,
-            ..options()
-        },
-    );
+    let mut store = session_bounded(&redis, 1000);
     store.append("s", HttpStreamId(1), 1, &sized(1, 500));
     store.append("s", HttpStreamId(3), 1, &sized(1, 292));
     // Stream 1 leaves the index and its key goes, but its count stays (508 stale bytes).
