@@ -1721,7 +1721,10 @@ where
         // application's does, not the connection's task (its client got no status).
         let Some(r) = contained(|| st.server.handle_request(now, &request, &mut random_fill))
         else {
+            // What the engine did before the panic may have given other streams bytes.
+            let woken = contained(|| st.woken()).unwrap_or_default();
             drop(st);
+            woken.into_iter().for_each(Waker::wake);
             shared.changed.notify_waiters();
             return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
         };
@@ -1771,6 +1774,7 @@ where
     }
 
     let mut out_headers = hyper::HeaderMap::with_capacity(response.headers.len() + 1);
+    let mut headers_ok = true;
     for (name, value) in &response.headers {
         match (
             HeaderName::from_bytes(name.as_bytes()),
@@ -1779,7 +1783,7 @@ where
             (Ok(n), Ok(v)) => {
                 out_headers.append(n, v);
             }
-            _ => return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR)),
+            _ => headers_ok = false,
         }
     }
     let body = match response.body {
@@ -1794,6 +1798,12 @@ where
         }
         Body::Stream(id) => Either::Right(SseBody::new(&shared, id)),
     };
+    if !headers_ok {
+        // A header hyper cannot send (the engine writes none such): the request gets a 500,
+        // and its stream, dropped here, is closed in the engine as a departed client's is.
+        drop(body);
+        return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
+    }
     let mut r = Response::new(body);
     *r.status_mut() =
         StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
