@@ -2070,30 +2070,18 @@ impl HttpServer {
             self.pump();
             let _ = self.abandon_awaited(key);
         }
-        match self.conns.remove(&key) {
-            Some(c) => {
-                if let Some(sid) = c.session {
-                    self.sessions.remove(&sid);
-                    if self.shared.is_none() {
-                        self.events.forget(&sid);
-                    }
-                }
-            }
+        let gone: Vec<String> = match self.conns.remove(&key) {
+            Some(c) => c.session.into_iter().collect(),
             // A session whose connection already went (it closed while its `initialize` was
             // handled): its entry goes too, or the eviction at the session cap would pick it
             // again and again, for good.
-            None => {
-                let gone: Vec<String> = (self.sessions.iter())
-                    .filter(|&(_, &k)| k == key)
-                    .map(|(sid, _)| sid.clone())
-                    .collect();
-                for sid in gone {
-                    self.sessions.remove(&sid);
-                    if self.shared.is_none() {
-                        self.events.forget(&sid);
-                    }
-                }
-            }
+            None => (self.sessions.iter())
+                .filter(|&(_, &k)| k == key)
+                .map(|(sid, _)| sid.clone())
+                .collect(),
+        };
+        for sid in &gone {
+            self.sessions.remove(sid);
         }
         self.streams.retain(|_, s| !(s.conn.0 == key && s.detached));
         let ended: Vec<HttpStreamId> = (self.streams.iter_mut())
@@ -2105,6 +2093,13 @@ impl HttpServer {
             .collect();
         for id in ended {
             wake(&mut self.streams, &mut self.woken, id);
+        }
+        // The store's code last, once the server's own state is whole: a store that panics
+        // here leaves no session half ended (its streams open for good, never woken).
+        if self.shared.is_none() {
+            for sid in &gone {
+                self.events.forget(sid);
+            }
         }
     }
 
