@@ -530,8 +530,8 @@ impl mcpwire::http::SessionStore for ForgetsBadly {
     }
 }
 
-/// A DELETE whose shared store panics after the engine ended the session's streams: the
-/// DELETE gets a 500, and the session's open GET stream still ends at once. Its end went
+/// A DELETE whose shared session store panics after the engine ended the session's streams:
+/// the DELETE gets a 500, and the session's open GET stream still ends at once. Its end went
 /// unannounced to the host (the host woke no stream after a panic in the engine's request
 /// path), so the stream hung until some later request or keep-alive happened to wake it.
 #[tokio::test]
@@ -542,46 +542,12 @@ async fn a_store_panicking_after_a_delete_ended_the_streams_still_ends_them() {
         panicked: panicked.clone(),
         ..ForgetsBadly::default()
     }));
-    http.keepalive = None;
-    let server = common::start_with(common::test_config(), http).await;
-    let mut c = common::Client::new(&server).await;
-    let session = common::open_session(&mut c, "{}").await;
-    let mut listen = common::Client::new(&server).await;
-    let headers = [
-        ("Accept", "text/event-stream"),
-        ("Mcp-Session-Id", session.as_str()),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ];
-    listen.send("GET", &headers, b"").await;
-    assert_eq!(listen.head().await.map(|(status, _)| status), Some(200));
-    // The stream is open and waiting before the DELETE.
-    while server.open_streams.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let mut del = common::Client::new(&server).await;
-    del.send("DELETE", &headers[1..], b"").await;
-    assert_eq!(del.response().await.map(|r| r.status), Some(500));
-    assert!(
-        panicked.load(Ordering::SeqCst),
-        "the store was never reached"
-    );
-    let ended = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            match listen.chunk().await {
-                Some(c) if c.is_empty() => return true,
-                Some(_) => {}
-                None => return false,
-            }
-        }
-    })
-    .await;
-    assert_eq!(ended, Ok(true), "the GET stream did not end");
+    delete_with_a_stream_open(http, &panicked).await;
 }
 
-/// A DELETE whose shared store panics after the engine ended the session's streams: the
-/// DELETE gets a 500, and the session's open GET stream still ends at once. Its end went
-/// unannounced to the host (the host woke no stream after a panic in the engine's request
-/// path), so the stream hung until some later request or keep-alive happened to wake it.
+/// The same with the event store panicking in `forget` (no shared session store): the engine
+/// called it before it ended the session's streams, so the session went but its GET stream
+/// stayed open for good.
 #[tokio::test]
 async fn an_event_store_panicking_on_a_delete_still_ends_the_streams() {
     let panicked = Arc::new(AtomicBool::new(false));
@@ -591,6 +557,13 @@ async fn an_event_store_panicking_on_a_delete_still_ends_the_streams() {
         panicked: panicked.clone(),
         at: Site::Forget,
     }));
+    delete_with_a_stream_open(http, &panicked).await;
+}
+
+/// Opens a session and its GET stream on a host with `http` (no keep-alive), DELETEs the
+/// session, which must get a 500 with `panicked` set, and then the stream must end within
+/// two seconds.
+async fn delete_with_a_stream_open(mut http: HttpServerConfig, panicked: &AtomicBool) {
     http.keepalive = None;
     let server = common::start_with(common::test_config(), http).await;
     let mut c = common::Client::new(&server).await;
