@@ -2852,7 +2852,9 @@ enum mcpw_result mcpw_http_server_poll_woken(struct mcpw_http_server *server,
 
 /**
  * Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
- * written. More than was lent is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
+ * written (the bytes lent by its last poll; a write in parts may report each part). More
+ * than was lent and not yet reported is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing;
+ * zero does nothing.
  *
  * # Safety
  * `server` is NULL or a live server handle.

@@ -2366,6 +2366,82 @@ static void test_http_an_answer_given_later_on_the_open_stream(void) {
     world_free(&w);
 }
 
+/* What a consume may report is what the last poll_stream lent, however much waits on the
+   stream by then (answers given on views since are moved onto it by any server call), and
+   a consume of zero changes nothing. Checked against what waited at the consume, a consume
+   larger than the loan passed and dropped bytes of an answer never written, and a consume of
+   zero before the settle made an answer that would have been a JSON body a stream. */
+static void test_http_consume_counts_against_what_was_lent(void) {
+    mcpw_http_server_options o = http_server_options();
+    mcpw_http_server *server = make_http_server(&o);
+    mcpw_http_response r;
+    mcpw_str sid;
+    char session[128] = {0};
+    mcpw_event ev;
+    mcpw_conn *view = NULL;
+    uint64_t key = 0, rkey = 0, stream = 0;
+    mcpw_id id;
+    const uint8_t *bytes = NULL;
+    size_t len = 0, first = 0;
+    bool finished = false, open = false;
+
+    CHECK(post_directly(server, 0, "/mcp", "localhost", NULL, NULL, HTTP_INIT, &r) == 200);
+    sid = find_header(r.headers, r.headers_len, "Mcp-Session-Id");
+    CHECK(sid.ptr != NULL && sid.len < sizeof session);
+    if (sid.ptr != NULL && sid.len < sizeof session) memcpy(session, sid.ptr, sid.len);
+    CHECK(post_directly(server, 0, "/mcp", "localhost", NULL, session,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                        &r) == 202);
+    for (int call = 2; call <= 3; call++) {
+        char body[128];
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+                 "{\"name\":\"echo\",\"arguments\":{}}}",
+                 call);
+        CHECK(post_directly(server, 0, "/mcp", "localhost", NULL, session, body, &r) == 200);
+        CHECK(r.has_stream);
+        stream = r.stream;
+        memset(&id, 0, sizeof id);
+        for (;;) {
+            OK(mcpw_http_server_poll_event(server, &ev, &key, &view));
+            if (ev.kind == MCPW_EVENT_NONE) break;
+            if (ev.kind == MCPW_EVENT_REQUEST) {
+                id = ev.id;
+                rkey = key;
+            }
+        }
+        CHECK(id.kind == MCPW_ID_INT && id.integer == call);
+        if (call == 3) {
+            /* The stream is polled before the answer: what is lent is its start, if any. */
+            OK(mcpw_http_server_poll_stream(server, stream, &bytes, &len, &finished, &open));
+            CHECK(open && !finished);
+            first = len;
+        }
+        OK(mcpw_http_server_conn(server, rkey, &view)); /* (the last poll staled the view) */
+        OK(mcpw_conn_respond(view, &id, S("{\"content\":[]}")));
+        if (call == 2) {
+            /* Zero written changes nothing: the answer is a JSON body still. */
+            OK(mcpw_http_server_consume_stream(server, stream, 0));
+            OK(mcpw_http_server_settle(server, stream, &r));
+            CHECK(!r.has_stream && r.status == 200);
+            CHECK(r.body_len > 0 && strstr((const char *)r.body, "\"id\":2") != NULL);
+            continue;
+        }
+        /* The answer now waits on the stream, but was never lent: one byte more than the
+           loan is refused, and the answer is whole. */
+        RC(MCPW_ERR_CONSUME_TOO_MUCH, mcpw_http_server_consume_stream(server, stream, first + 1));
+        OK(mcpw_http_server_poll_stream(server, stream, &bytes, &len, &finished, &open));
+        CHECK(open && finished && len > first);
+        CHECK(len >= first + 5 && memcmp(bytes + first, "id: ", 4) == 0);
+        CHECK(contains(bytes, len, "\"id\":3"));
+        /* Written in two parts, each reported; then nothing more may be. */
+        OK(mcpw_http_server_consume_stream(server, stream, len / 2));
+        OK(mcpw_http_server_consume_stream(server, stream, len - len / 2));
+        RC(MCPW_ERR_CONSUME_TOO_MUCH, mcpw_http_server_consume_stream(server, stream, 1));
+    }
+    mcpw_http_server_free(server);
+}
+
 /* Connection views: every command and getter, no transport, never freed, stale after the
    lender's next other non-const call. */
 static void test_http_connection_views(void) {
@@ -4521,6 +4597,8 @@ int main(void) {
     run("http_a_session_in_the_handshake_era", test_http_a_session_in_the_handshake_era);
     run("http_an_answer_given_later_on_the_open_stream",
         test_http_an_answer_given_later_on_the_open_stream);
+    run("http_consume_counts_against_what_was_lent",
+        test_http_consume_counts_against_what_was_lent);
     run("http_connection_views", test_http_connection_views);
     run("http_a_command_on_a_view_after_poll_timeout_is_seen",
         test_http_a_command_on_a_view_after_poll_timeout_is_seen);

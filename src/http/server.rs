@@ -666,6 +666,16 @@ impl HttpServer {
         self.streams.len()
     }
 
+    /// Whether `stream` still belongs to a response the host holds: whether
+    /// [`poll_stream`](Self::poll_stream) would give it `Some`, without that call's work.
+    /// Use it to drop what a host keeps per stream once the server has let it go (the C ABI
+    /// keeps the bytes it lent each stream, to refuse a larger `consume`).
+    pub fn holds_stream(&self, stream: HttpStreamId) -> bool {
+        self.resolve(stream)
+            .and_then(|id| self.streams.get(&id))
+            .is_some_and(|s| !s.detached)
+    }
+
     /// The connection behind `key`, to answer its events (then call [`pump`](Self::pump)).
     pub fn connection(&mut self, key: ConnKey) -> Option<&mut Connection> {
         // The caller may issue commands: output and events may follow.

@@ -369,6 +369,10 @@ pub struct mcpw_http_server {
     lent_body: Vec<u8>,
     /// A stream response not settled yet.
     pending: Option<HttpResponse>,
+    /// Per stream, the bytes the last `mcpw_http_server_poll_stream` lent and no consume has
+    /// reported written yet: the most a consume may report. (What waits on the stream can be
+    /// more by then: answers given on views since are moved onto it by any server call.)
+    stream_lent: HashMap<u64, usize>,
 }
 
 impl Handle for mcpw_http_server {
@@ -646,6 +650,7 @@ pub unsafe extern "C" fn mcpw_http_server_new(
             random_user: o.random_user,
             endpoint,
             views: HashMap::new(),
+            stream_lent: HashMap::new(),
             lent: Vec::new(),
             touched: RefCell::new(Vec::new()),
             collect_at: 32,
@@ -817,10 +822,22 @@ pub unsafe extern "C" fn mcpw_http_server_poll_stream(
                 Out::new(out_open)?,
             )
         };
+        // Streams the server let go without a last consume (their client left unreported,
+        // say) leave their entries: collected once they could be most of the map.
+        if h.stream_lent.len() > 2 * h.server.open_streams() + 32 {
+            let server = &h.server;
+            h.stream_lent
+                .retain(|&id, _| server.holds_stream(HttpStreamId(id)));
+        }
         let (bytes, finished, open) = match h.server.poll_stream(HttpStreamId(stream)) {
             Some(o) => (o.bytes, o.finished, true),
             None => (&[][..], false, false),
         };
+        if bytes.is_empty() {
+            h.stream_lent.remove(&stream);
+        } else {
+            h.stream_lent.insert(stream, bytes.len());
+        }
         bytes_to.write(bytes_out(bytes));
         len_to.write(bytes.len());
         finished_to.write(finished);
@@ -865,7 +882,9 @@ pub unsafe extern "C" fn mcpw_http_server_poll_woken(
 }
 
 /// Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
-/// written. More than was lent is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing.
+/// written (the bytes lent by its last poll; a write in parts may report each part). More
+/// than was lent and not yet reported is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing;
+/// zero does nothing.
 ///
 /// # Safety
 /// `server` is NULL or a live server handle.
@@ -876,12 +895,20 @@ pub unsafe extern "C" fn mcpw_http_server_consume_stream(
     n: usize,
 ) -> mcpw_result {
     let run = |h: &mut mcpw_http_server| {
-        let lent = h
-            .server
-            .poll_stream(HttpStreamId(stream))
-            .map_or(0, |o| o.bytes.len());
+        // Checked against what was lent, not against what waits now: asking the server again
+        // moved answers given since onto the stream (a larger `n` passed, and bytes never
+        // written counted as sent), and ended the recording of a response not yet settled.
+        let lent = h.stream_lent.get(&stream).copied().unwrap_or(0);
         if n > lent {
             return Err(MCPW_ERR_CONSUME_TOO_MUCH);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if n == lent {
+            h.stream_lent.remove(&stream);
+        } else {
+            h.stream_lent.insert(stream, lent - n);
         }
         h.server.consume_stream(HttpStreamId(stream), n);
         Ok(())
@@ -905,6 +932,7 @@ pub unsafe extern "C" fn mcpw_http_server_stream_closed(
     stream: u64,
 ) -> mcpw_result {
     let run = |h: &mut mcpw_http_server| {
+        h.stream_lent.remove(&stream);
         h.server.stream_closed(at(now_ns), HttpStreamId(stream));
         Ok(())
     };
