@@ -1882,4 +1882,56 @@ mod tests {
         let c = configured(&options);
         assert_eq!((c.event_store, c.event_store_bytes), (16, 64 * 1024));
     }
+
+    unsafe extern "C" fn zeros(_: *mut c_void, buf: *mut u8, len: usize) {
+        // Safety: (engine) `buf` is writable for `len` bytes.
+        unsafe { ptr::write_bytes(buf, 0, len) }
+    }
+
+    /// What the server lent streams it has since let go (a host that never reported a
+    /// client gone, say) does not pile up: a poll collects it once it could be most of the
+    /// map.
+    #[test]
+    fn the_bytes_lent_to_streams_let_go_are_collected() {
+        // Safety: as above; then the out-pointers are writable, the config and the server
+        // live until freed, once, after their last use.
+        unsafe {
+            let mut options: mcpw_http_server_options = std::mem::zeroed();
+            options.random = Some(zeros);
+            let mut config = ptr::null_mut();
+            let role = crate::config::mcpw_role::MCPW_ROLE_SERVER as u32;
+            let name = c"t".as_ptr();
+            assert_eq!(
+                mcpw_config_new(role, name, 1, name, 1, &mut config),
+                mcpw_result::MCPW_OK
+            );
+            let mut server = ptr::null_mut();
+            assert_eq!(
+                mcpw_http_server_new(config, &options, &mut server),
+                mcpw_result::MCPW_OK
+            );
+            mcpw_config_free(config);
+            let (mut bytes, mut len, mut finished, mut open) = (ptr::null(), 0, false, false);
+            let mut poll = |stream| {
+                let rc = mcpw_http_server_poll_stream(
+                    server,
+                    stream,
+                    &mut bytes,
+                    &mut len,
+                    &mut finished,
+                    &mut open,
+                );
+                assert_eq!(rc, mcpw_result::MCPW_OK);
+            };
+            (*server)
+                .stream_lent
+                .extend((1000..1032).map(|id| (id, 10)));
+            poll(7);
+            assert_eq!((*server).stream_lent.len(), 32, "not yet");
+            (*server).stream_lent.insert(1032, 10);
+            poll(7);
+            assert!((*server).stream_lent.is_empty());
+            mcpw_http_server_free(server);
+        }
+    }
 }
