@@ -214,9 +214,11 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 }
 
 // Close frees the client. While Run runs (Close from its handler, or from another
-// goroutine), Run sends what the engine still holds (an answer or notification just given,
-// a close's cancellations), waits up to two seconds for those to reach the server, then
-// returns ErrFreed and frees the client on its way out. Otherwise Close itself waits, up to
+// goroutine), the connection closes at once (a Shutdown's grace, or Run's own after its
+// context ended, ends there): each request still unanswered is cancelled. Run sends what
+// the engine then holds (those cancellations, an answer or notification just given), waits
+// up to two seconds for it to reach the server, then returns ErrFreed and frees the client
+// on its way out. Otherwise Close itself waits, up to
 // two seconds, for the POSTs still on their way when Run returned (the cancellations of a
 // Shutdown, a last notification or answer) to reach the server. Either way a program that
 // exits once both have returned loses nothing it sent, with one exception: a Close given
@@ -481,7 +483,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			}
 			h.HandleEvent(view, time.Now(), ev)
 			if c.closeRequested() {
-				return c.closeNow(ctx, running, results, gone)
+				return c.closeNow(ctx, view, running, results, gone)
 			}
 		}
 		// Actions: start and abort HTTP exchanges.
@@ -538,7 +540,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			C.mcpw_http_client_handle_timeout(c.cr().ptr, c.ns(time.Now()))
 			c.cr().engine.Unlock()
 		case <-c.closing:
-			return c.closeNow(ctx, running, results, gone)
+			return c.closeNow(ctx, view, running, results, gone)
 		case <-done:
 			done = nil
 			shutdown = true
@@ -747,14 +749,19 @@ func (c *HTTPClient) fireTimers() {
 }
 
 // closeNow ends Run for a Close given while it ran (from its handler, say on the
-// ClosedEvent, or from another goroutine), which frees the client as Run returns. What the
-// engine still holds (an answer or a notification just given, the close's cancellations)
-// goes out first, and Run waits, up to two seconds, for the response heads of those POSTs
-// and for a DELETE to end, as Close does when Run is not running: a program that exits once
-// Run returned loses nothing it sent (but a DELETE Run was still waiting for when Close came:
-// see Close). Every other exchange is cut then. It returns ErrFreed.
-func (c *HTTPClient) closeNow(ctx context.Context, running map[uint64]context.CancelFunc,
+// ClosedEvent, or from another goroutine), which frees the client as Run returns. The
+// connection closes now, with no grace (ending at once a shutdown's grace still running):
+// the server is sent a cancellation for each request still unanswered, which would otherwise
+// be cut without a word while the server went on working on it. What the engine holds (those
+// cancellations, an answer or a notification just given) goes out first, and Run waits, up
+// to two seconds, for the response heads of those POSTs and for a DELETE to end, as Close
+// does when Run is not running: a program that exits once Run returned loses nothing it sent
+// (but a DELETE Run was still waiting for when Close came: see Close). Every other exchange
+// is cut then. It returns ErrFreed.
+func (c *HTTPClient) closeNow(ctx context.Context, view *Conn, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) error {
+	// (ErrClosed when it closed already: nothing to cancel then.)
+	_ = view.Shutdown(time.Now(), 0)
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	timer := time.NewTimer(time.Hour)

@@ -615,52 +615,68 @@ func TestHTTPClientCloseDuringTheWaitAfterTheCloseSendsWhatIsDue(t *testing.T) {
 	}
 }
 
-// Shutdown with no grace and then Close: the request in flight is cancelled at the server
-// before Run returns. The cancellation waited for a timer at "now",
-// which Close, ending Run at once, never fired (found by a review).
-func TestHTTPClientShutdownWithNoGraceThenCloseSendsTheCancellation(t *testing.T) {
-	var cancelled atomic.Int32
-	inner := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
-	// The call's arrival at the server: a request never sent is withdrawn, and its
-	// cancellation with it, so the shutdown waits for it.
-	arrived := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			arrived <- struct{}{}
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		inner.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var asked atomic.Bool
-	err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-		switch ev.(type) {
-		case *ReadyEvent:
-			if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
-				t.Error(err)
-			}
-			asked.Store(true)
-			go func() {
-				<-arrived
-				if err := client.Conn().Shutdown(time.Now(), 0); err != nil {
-					t.Error(err)
+// Close while Run runs, with a request in flight: it is cancelled at the server before Run
+// returns, whether a Shutdown came first with no grace (the cancellation waited for a timer
+// at "now", which Close, ending Run at once, never fired), came first with a grace still
+// running, as after Run's context ends (Run returned with the request cut and never
+// cancelled, and the server went on working on it), or did not come at all (the same). All
+// three found by reviews.
+func TestHTTPClientCloseDuringRunSendsTheCancellation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration // before Close; -1: no Shutdown
+	}{{"shutdown with no grace", 0}, {"shutdown with a grace", 5 * time.Second}, {"no shutdown", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cancelled atomic.Int32
+			inner := slowCancelServer(t, func() { cancelled.Add(1) }, func() {})
+			// The call's arrival at the server: a request never sent is withdrawn, and its
+			// cancellation with it, so the shutdown waits for it.
+			arrived := make(chan struct{}, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`"tools/call"`)) {
+					arrived <- struct{}{}
 				}
-				client.Close()
-			}()
-		}
-	}))
-	if !errors.Is(err, ErrFreed) && err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if !asked.Load() || cancelled.Load() != 1 {
-		t.Fatalf("the server had answered %d cancellations when Run returned, want 1", cancelled.Load())
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				inner.Config.Handler.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy}, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var asked atomic.Bool
+			start := time.Now()
+			err = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+				switch ev.(type) {
+				case *ReadyEvent:
+					if _, err := c.Request(now, "tools/call", json.RawMessage(`{"name":"long"}`), nil); err != nil {
+						t.Error(err)
+					}
+					asked.Store(true)
+					go func() {
+						<-arrived
+						if tc.grace >= 0 {
+							if err := client.Conn().Shutdown(time.Now(), tc.grace); err != nil {
+								t.Error(err)
+							}
+						}
+						client.Close()
+					}()
+				}
+			}))
+			if !errors.Is(err, ErrFreed) && err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !asked.Load() || cancelled.Load() != 1 {
+				t.Fatalf("the server had answered %d cancellations when Run returned, want 1", cancelled.Load())
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("Run returned after %v: Close waited for the grace", d)
+			}
+		})
 	}
 }
 
