@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -435,7 +434,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
 			return err
 		}
-		if c.settle(ctx, running, results, gone) {
+		if freed, err := c.settle(ctx, running, results, gone); err != nil {
+			return err
+		} else if freed {
 			return ErrFreed
 		}
 		return ErrClosed
@@ -492,7 +493,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			return err
 		}
 		if closed {
-			if c.settle(ctx, running, results, gone) {
+			if freed, err := c.settle(ctx, running, results, gone); err != nil {
+				return err
+			} else if freed {
 				return ErrFreed
 			}
 			if shutdown {
@@ -546,7 +549,9 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			shutdown = true
 			if err := view.Shutdown(time.Now(), c.grace); errors.Is(err, ErrClosed) {
 				// Closed already, and its events were handed out above: nothing will come.
-				if c.settle(ctx, running, results, gone) {
+				if freed, err := c.settle(ctx, running, results, gone); err != nil {
+					return err
+				} else if freed {
 					return ErrFreed
 				}
 				return ctx.Err()
@@ -619,9 +624,10 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 // Every other exchange (a GET stream, a request whose answer has begun) is cut at once.
 // A Close meanwhile ends the wait only once what is still to go out has gone (a close's
 // cancellations, the DELETE behind them, a POST refused for now: what Close promises to
-// send); the DELETE then goes on alone for up to two seconds. freed is then true.
+// send); the DELETE then goes on alone for up to two seconds. freed is then true. err: the
+// engine failed (a panic poisoned it).
 func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.CancelFunc,
-	results chan exchangeResult, gone <-chan struct{}) (freed bool) {
+	results chan exchangeResult, gone <-chan struct{}) (freed bool, err error) {
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -629,9 +635,10 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 	closing := c.closing
 	for {
 		// (A DELETE the engine let go meanwhile is sent now; an error means the engine is
-		// poisoned, and the next Run reports it.)
+		// poisoned: Run returns it, rather than the close's nil, and the exchanges still
+		// running are cut.)
 		if _, err := c.startExchanges(ctx, running, results, gone); err != nil {
-			return freed
+			return freed, err
 		}
 		deleteDue := c.deleteStillDue()
 		for id, cancel := range running {
@@ -658,7 +665,7 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		// (A POST the server refused for now waits in the engine to go again, and the
 		// DELETE behind it: the engine's timer sends them.)
 		if len(running) == 0 && !deleteDue && !c.engineUnheard() {
-			return freed
+			return freed, nil
 		}
 		if freed && !deleteDue && !c.engineUnheard() && onlyDeletes(running, c.unheard) {
 			// Closed, and all that is left is the DELETE: not waited for, but not cut
@@ -669,7 +676,7 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 				delete(running, id)
 				delete(c.unheard, id)
 			}
-			return true
+			return true, nil
 		}
 		select {
 		case r := <-results:
@@ -678,7 +685,7 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 			c.takeWaiting(running, results)
 			c.fireTimers()
 		case <-limit.C:
-			return freed
+			return freed, nil
 		case <-closing:
 			// (Within the same two seconds: Close bounds the wait no further.)
 			freed = true
@@ -918,10 +925,13 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 {
-		// A final 1xx is no answer. After 101 Switching Protocols net/http hands over the
-		// raw connection as the body, no longer tied to the request's context: a server
-		// that keeps it open would hold this goroutine, and Close, for good.
-		report(exchangeResult{err: fmt.Errorf("mcpwire: the server answered %q, which is no MCP answer", resp.Status)})
+		// A final 1xx is no answer: reported as the status it is (the engine fails the
+		// exchange with it, and does not ask again for a GET stream so refused, as it would
+		// after a broken connection), and the body is not read. After 101 Switching
+		// Protocols net/http hands over the raw connection as the body, no longer tied to
+		// the request's context: a server that keeps it open would hold this goroutine, and
+		// Close, for good.
+		report(exchangeResult{head: true, status: resp.StatusCode})
 		return
 	}
 	// Cutting the exchange closes the body, whatever the transport does with the context.
@@ -946,15 +956,15 @@ func (c *HTTPClient) exchange(ctx context.Context, id uint64, req *http.Request,
 	}
 }
 
+// engineReads says whether the engine reads the response header name (net/http's canonical
+// form): Content-Type, Retry-After and Mcp-Session-Id, each by its first value.
+func engineReads(name string) bool {
+	return name == "Content-Type" || name == "Retry-After" || name == "Mcp-Session-Id"
+}
+
 // feed hands one exchange report to the engine. The calls' results are not checked: with a
 // live client they fail only once a panic in the engine poisoned it, and then Run's next poll
 // returns that error.
-// engineReads says whether the engine reads the response header name (net/http's canonical
-// form): Content-Type, Retry-After and the Mcp- headers (Mcp-Session-Id).
-func engineReads(name string) bool {
-	return name == "Content-Type" || name == "Retry-After" || strings.HasPrefix(name, "Mcp-")
-}
-
 func (c *HTTPClient) feed(r exchangeResult) {
 	c.cr().engine.Lock()
 	defer c.cr().engine.Unlock()
@@ -972,17 +982,15 @@ func (c *HTTPClient) feed(r exchangeResult) {
 		lens := make([]C.size_t, 0, 8)
 		count := 0
 		for name, values := range r.headers {
-			// Only the headers the engine reads (and MCP's own): a head of millions of
+			// Only the first value of the headers the engine reads: a head of millions of
 			// lines (net/http allows 10 MiB) is not copied three times over on its way.
-			if !engineReads(name) {
+			if !engineReads(name) || len(values) == 0 {
 				continue
 			}
-			for _, v := range values {
-				joined = append(joined, name...)
-				joined = append(joined, v...)
-				lens = append(lens, C.size_t(len(name)), C.size_t(len(v)))
-				count++
-			}
+			joined = append(joined, name...)
+			joined = append(joined, values[0]...)
+			lens = append(lens, C.size_t(len(name)), C.size_t(len(values[0])))
+			count++
 		}
 		lens = append(lens, 0, 0) // never empty: its address is passed
 		C.mcpwgo_http_client_response(c.cr().ptr, now, ex, C.uint16_t(r.status), cBytes(joined), &lens[0], C.size_t(count))

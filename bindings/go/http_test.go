@@ -2327,7 +2327,7 @@ func TestHTTPClientKeepsWhyAnExchangeFailed(t *testing.T) {
 }
 
 // A server that answers a request with 101 Switching Protocols and keeps the connection:
-// the request fails at once, with the status in TransportError, and Close does not wait.
+// the request fails at once, with that status, and Close does not wait.
 // net/http hands the raw connection over as the body, no longer tied to the request's
 // context: the exchange read it until the server closed it, the request waited for its
 // timeout, Close waited its whole three seconds, and the goroutine outlived them both.
@@ -2352,15 +2352,16 @@ func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failed bool
+	status := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
 	_ = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-		switch ev.(type) {
+		switch ev := ev.(type) {
 		case *ReadyEvent:
 			_, _ = c.Request(now, "tools/list", nil, nil)
 		case *FailedEvent:
-			failed = true
+			failed, status = true, ev.Status
 			c.Shutdown(now, 0)
 		case *ResponseEvent, *ErrorEvent, *TimedOutEvent:
 			c.Shutdown(now, 0)
@@ -2369,8 +2370,8 @@ func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
 	if !failed || time.Since(start) > 3*time.Second {
 		t.Fatalf("failed %v after %v: the request waited for its timeout", failed, time.Since(start))
 	}
-	if got := client.TransportError(); !strings.Contains(got, "101") {
-		t.Fatalf("TransportError: %q", got)
+	if status != http.StatusSwitchingProtocols {
+		t.Fatalf("the request failed with status %d", status)
 	}
 	start = time.Now()
 	client.Close()
@@ -2381,6 +2382,51 @@ func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*HTTPClient).exchange")
 	})
+}
+
+// A server that answers the session's GET stream with 101 Switching Protocols: the stream is
+// asked for once, not again and again as after a broken connection (the 101 was reported as
+// one, and the engine resumed the stream up to MaxAttempts times).
+func TestHTTPClientDoesNotAskAgainForAGetStreamAnswered101(t *testing.T) {
+	var gets atomic.Int32
+	posts := scriptedLegacyHandler(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		w.WriteHeader(http.StatusAccepted)
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			posts.ServeHTTP(w, r)
+			return
+		}
+		gets.Add(1)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+	}))
+	defer srv.Close()
+	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy},
+		srv.URL, &HTTPClientOptions{OpenGetStream: true, InitialDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		if _, ok := ev.(*ReadyEvent); ok {
+			go func() {
+				waitFor(t, "the GET", func() bool { return gets.Load() > 0 })
+				time.Sleep(500 * time.Millisecond) // retries 1 ms apart would all be in
+				c.Shutdown(time.Now(), 0)
+			}()
+		}
+	}))
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("the GET stream was asked for %d times", n)
+	}
 }
 
 // setHeaders: canonical names; each name the answer has replaces what a middleware set under
