@@ -1633,7 +1633,8 @@ typedef struct mcpw_event_store {
      * when the store could not be read (it timed out, or cannot be reached): the client
      * then gets 503 with `Retry-After` and comes back, where an empty replay would end its
      * resumed stream without the answer stored for it (events given to `sink` before a
-     * nonzero return are dropped).
+     * nonzero return are dropped). An event given to `sink` as NULL with a nonzero length
+     * fails the replay the same way.
      */
     int (*replay)(void *user,
                   const char *session,

@@ -142,7 +142,8 @@ pub struct mcpw_event_store {
     /// when the store could not be read (it timed out, or cannot be reached): the client
     /// then gets 503 with `Retry-After` and comes back, where an empty replay would end its
     /// resumed stream without the answer stored for it (events given to `sink` before a
-    /// nonzero return are dropped).
+    /// nonzero return are dropped). An event given to `sink` as NULL with a nonzero length
+    /// fails the replay the same way.
     pub replay: Option<
         unsafe extern "C" fn(
             user: *mut c_void,
@@ -173,6 +174,10 @@ unsafe impl Send for HostStore {}
 struct ReplaySink<'a> {
     out: &'a mut dyn FnMut(&[u8]),
     panic: Option<Box<dyn std::any::Any + Send>>,
+    /// The host passed an event that cannot be read (NULL with a length, or a length over
+    /// `isize::MAX`): the replay fails as a store that could not be read, rather than go on
+    /// with a hole where that event was (the answer, perhaps).
+    unreadable: bool,
 }
 
 /// Where the host's `replay` callback hands events back into Rust.
@@ -183,16 +188,16 @@ unsafe extern "C" fn replay_sink(ctx: *mut c_void, bytes: *const u8, len: usize)
     // Safety: `ctx` is the `ReplaySink` that `replay` passed for the duration of the host's
     // callback, which calls us only before it returns.
     let sink = unsafe { &mut *ctx.cast::<ReplaySink<'_>>() };
-    if sink.panic.is_some() {
+    if sink.panic.is_some() || sink.unreadable {
         return; // (the call fails anyway)
     }
+    // Safety: (host) `bytes` is readable for `len` during this call.
+    let Ok(bytes) = (unsafe { bytes_in(bytes, len) }) else {
+        sink.unreadable = true;
+        return;
+    };
     let out = &mut sink.out;
-    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-        // Safety: (host) `bytes` is readable for `len` during this call.
-        if let Ok(bytes) = unsafe { bytes_in(bytes, len) } {
-            out(bytes);
-        }
-    }));
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| out(bytes)));
     if let Err(panic) = caught {
         sink.panic = Some(panic);
     }
@@ -224,7 +229,11 @@ impl EventStore for HostStore {
         out: &mut dyn FnMut(&[u8]),
     ) -> Result<(), StoreUnavailable> {
         if let Some(replay) = self.0.replay {
-            let mut sink = ReplaySink { out, panic: None };
+            let mut sink = ReplaySink {
+                out,
+                panic: None,
+                unreadable: false,
+            };
             let ctx: *mut ReplaySink<'_> = &mut sink;
             // Safety: the host's callback; `ctx` lives through the call and `replay_sink`
             // reads it back as the same type.
@@ -242,7 +251,7 @@ impl EventStore for HostStore {
             if let Some(panic) = sink.panic {
                 panic::resume_unwind(panic);
             }
-            if rc != 0 {
+            if rc != 0 || sink.unreadable {
                 return Err(StoreUnavailable);
             }
         }
