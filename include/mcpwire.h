@@ -49,7 +49,9 @@
  *   so a session is answered exactly like stdio. A view belongs to its lender: never free
  *   it. It stays valid until the next other non-const call on the lender; after that, while
  *   its connection lives, it refuses every call with MCPW_ERR_STALE_VIEW (a view of an ended
- *   session or finished request may be freed by then: do not use it). A view always
+ *   session or finished request may be freed by then: do not use it). What a getter gives
+ *   through a view (peer info, capabilities, instructions) lives in the lender's memory and
+ *   goes with the view, at the lender's next other non-const call. A view always
  *   belongs to the one connection it was lent for. The transport calls (handle_input,
  *   transmit, consume, ...) and mcpw_conn_poll_event refuse a view with MCPW_ERR_NOT_OWNER:
  *   the lender moves its bytes and hands out its events. For threads, a lender and its views
