@@ -379,6 +379,12 @@ typedef enum mcpw_result {
      */
     MCPW_ERR_UNKNOWN_CONNECTION = 112,
     /**
+     * Called from inside one of your callbacks that the library was running (a random
+     * source, an event store's `append`, `replay` or `forget`): a callback may call no
+     * function that takes a handle. Nothing was done.
+     */
+    MCPW_ERR_REENTRANT = 113,
+    /**
      * 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
      * versions, for example).
      */
@@ -1605,11 +1611,11 @@ typedef void (*mcpw_replay_sink)(void *sink_ctx,
  * callbacks with one `user` pointer. The server calls them during its own calls only, from
  * the thread making that call, `mcpw_http_server_free` included (it forgets the sessions
  * still live): keep `user` valid until the server is freed. Set every member (`user` NULL
- * when unused; a member left unset is read all the same). The callbacks must not call back
- * into the server, nor into a connection view it lent (the server is in the middle of a
- * change), and must return normally: a C++ exception or a `longjmp` out of one is undefined
- * behaviour. The guarantees a
- * store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
+ * when unused; a member left unset is read all the same). The server is in the middle of a
+ * change while they run: a call they make to any function that takes a handle (the server,
+ * a view it lent, any other) returns `MCPW_ERR_REENTRANT` and does nothing (a free leaves
+ * the handle be). They must return normally: a C++ exception or a `longjmp` out of one is
+ * undefined behaviour. The guarantees a store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
  * `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
  * event of `stream` in `session` numbered above `after`, byte for byte as appended.
  */
@@ -1662,8 +1668,8 @@ typedef struct mcpw_http_server_options {
     /**
      * Required: fills `len` bytes at `buf` from a cryptographically secure source
      * (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only,
-     * in the middle of a change: it must not call back into the server, nor into a
-     * connection view it lent.
+     * in the middle of a change: a call it makes to a function that takes a handle returns
+     * `MCPW_ERR_REENTRANT`, as from the event store's callbacks.
      */
     void (*random)(void *user,
                    uint8_t *buf,
@@ -3430,11 +3436,12 @@ void mcpw_tasks_free(struct mcpw_tasks *tasks);
  * `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At `max_tasks`, the
  * oldest terminal task that may go (see there) is dropped to make room, or, with none, the
  * call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
- * `MCPW_ERR_NULL_ARGUMENT`.
+ * `MCPW_ERR_NULL_ARGUMENT`. A call `random` makes to a function that takes a handle returns
+ * `MCPW_ERR_REENTRANT`.
  *
  * # Safety
- * `tasks` is NULL or a live task table; `random`, when not NULL, fills `len` bytes at `buf`
- * and does not call back into the table; `out_task_id` is NULL or writable.
+ * `tasks` is NULL or a live task table; `random`, when not NULL, fills `len` bytes at `buf`;
+ * `out_task_id` is NULL or writable.
  */
 enum mcpw_result mcpw_tasks_create(struct mcpw_tasks *tasks,
                                    uint64_t now_ns,

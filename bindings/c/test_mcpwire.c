@@ -205,7 +205,8 @@ static void test_result_messages(void) {
         MCPW_ERR_CANNOT_CANCEL_INITIALIZE, MCPW_ERR_NO_PROGRESS_TOKEN,
         MCPW_ERR_NON_INCREASING_PROGRESS, MCPW_ERR_REQUEST_SCOPED, MCPW_ERR_NOT_ELIGIBLE,
         MCPW_ERR_STALE_VIEW, MCPW_ERR_NOT_OWNER, MCPW_ERR_UNKNOWN_STREAM,
-        MCPW_ERR_UNKNOWN_CONNECTION, MCPW_ERR_TASKS_FULL, MCPW_ERR_UNKNOWN_TASK,
+        MCPW_ERR_UNKNOWN_CONNECTION, MCPW_ERR_REENTRANT, MCPW_ERR_TASKS_FULL,
+        MCPW_ERR_UNKNOWN_TASK,
         MCPW_ERR_TASK_TERMINAL, MCPW_ERR_TASK_KEY_REUSED, MCPW_ERR_TOO_MANY_INPUT_REQUESTS,
         MCPW_ERR_INVALID_TASK_PAYLOAD, MCPW_ERR_COMMAND_REFUSED, MCPW_ERR_PANIC,
         MCPW_ERR_POISONED,
@@ -2369,6 +2370,90 @@ static void test_http_an_answer_given_later_on_the_open_stream(void) {
     OK(mcpw_http_server_counts(w.server, &sessions, &streams));
     CHECK(sessions == 1 && streams == 0);
     world_free(&w);
+}
+
+/* A callback the library runs (a random source, an event store) that calls back in: every call
+   that takes a handle is refused with MCPW_ERR_REENTRANT and does nothing, a free included
+   (it would have freed the server under the call that runs the callback; any such call
+   aliased that call's handle, undefined behaviour). Outside the callbacks all is as before. */
+typedef struct {
+    mcpw_http_server *server;
+    mcpw_tasks *tasks;
+    int calls, refused, others;
+} reentry;
+
+static void reenter(reentry *r) {
+    size_t a = 0, b = 0;
+    bool has = false;
+    uint64_t at = 0;
+    mcpw_result rc = r->server != NULL ? mcpw_http_server_counts(r->server, &a, &b)
+                                       : mcpw_tasks_poll_timeout(r->tasks, &has, &at);
+    r->calls++;
+    if (rc == MCPW_ERR_REENTRANT) r->refused++;
+    else r->others++;
+    seen_results[(int)rc] = 1;
+    /* Functions without a handle still work. */
+    if (strcmp(mcpw_result_message(MCPW_ERR_REENTRANT), "") == 0) r->others++;
+    if (r->server != NULL) mcpw_http_server_free(r->server); /* nothing */
+    else mcpw_tasks_free(r->tasks);                          /* nothing */
+}
+
+static void reentering_random(void *user, uint8_t *buf, size_t len) {
+    test_random(&random_state, buf, len);
+    reenter((reentry *)user);
+}
+
+static void reentering_append(void *user, const char *session, size_t session_len,
+                              uint64_t stream, uint64_t event, const uint8_t *bytes,
+                              size_t len) {
+    (void)session, (void)session_len, (void)stream, (void)event, (void)bytes, (void)len;
+    reenter((reentry *)user);
+}
+
+static int reentering_replay(void *user, const char *session, size_t session_len,
+                             uint64_t stream, uint64_t after, mcpw_replay_sink sink,
+                             void *sink_ctx) {
+    (void)session, (void)session_len, (void)stream, (void)after, (void)sink, (void)sink_ctx;
+    reenter((reentry *)user);
+    return 0;
+}
+
+static void reentering_forget(void *user, const char *session, size_t session_len) {
+    (void)session, (void)session_len;
+    reenter((reentry *)user);
+}
+
+static void test_callbacks_that_call_back_in_are_refused(void) {
+    mcpw_http_server_options o = http_server_options();
+    mcpw_event_store hooks;
+    reentry r, t;
+    mcpw_http_response resp;
+    size_t sessions = 0, streams = 0;
+    mcpw_str id;
+
+    memset(&r, 0, sizeof r);
+    hooks.user = &r;
+    hooks.append = reentering_append;
+    hooks.replay = reentering_replay;
+    hooks.forget = reentering_forget;
+    o.events = &hooks;
+    o.random = reentering_random;
+    o.random_user = &r;
+    r.server = make_http_server(&o);
+    CHECK(post_directly(r.server, 0, "/mcp", "localhost", NULL, NULL, HTTP_INIT, &resp) == 200);
+    CHECK(r.calls >= 1 && r.refused == r.calls && r.others == 0); /* the session id's random */
+    OK(mcpw_http_server_counts(r.server, &sessions, &streams));
+    CHECK(sessions == 1);
+    r.calls = r.refused = 0;
+    mcpw_http_server_free(r.server); /* forgets the live session: its callback calls in */
+    CHECK(r.calls == 1 && r.refused == 1 && r.others == 0);
+
+    memset(&t, 0, sizeof t);
+    OK(mcpw_tasks_new(NULL, 0, 1795521600000ull, &t.tasks));
+    OK(mcpw_tasks_create(t.tasks, 0, reentering_random, &t, &id));
+    CHECK(t.calls >= 1 && t.refused == t.calls && t.others == 0);
+    OK(mcpw_tasks_create(t.tasks, 0, test_random, &random_state, &id));
+    mcpw_tasks_free(t.tasks);
 }
 
 /* What a consume may report is what the last poll_stream lent, however much waits on the
@@ -4605,6 +4690,7 @@ int main(void) {
     run("http_a_session_in_the_handshake_era", test_http_a_session_in_the_handshake_era);
     run("http_an_answer_given_later_on_the_open_stream",
         test_http_an_answer_given_later_on_the_open_stream);
+    run("callbacks_that_call_back_in_are_refused", test_callbacks_that_call_back_in_are_refused);
     run("http_consume_counts_against_what_was_lent",
         test_http_consume_counts_against_what_was_lent);
     run("http_connection_views", test_http_connection_views);

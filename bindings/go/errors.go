@@ -31,6 +31,7 @@ const (
 	CodeNotOwner               ResultCode = 110
 	CodeUnknownStream          ResultCode = 111
 	CodeUnknownConnection      ResultCode = 112
+	CodeReentrant              ResultCode = 113 // a C callback of the library's called back in (not from Go)
 	CodeConfigRefused          ResultCode = 200
 	CodeClosed                 ResultCode = 300
 	CodeClosing                ResultCode = 301
@@ -116,6 +117,7 @@ var (
 	ErrNotOwner               = &ResultError{Code: CodeNotOwner}
 	ErrUnknownStream          = &ResultError{Code: CodeUnknownStream}
 	ErrUnknownConnection      = &ResultError{Code: CodeUnknownConnection}
+	ErrReentrant              = &ResultError{Code: CodeReentrant}
 	ErrConfigRefused          = &ResultError{Code: CodeConfigRefused}
 	ErrClosed                 = &ResultError{Code: CodeClosed}
 	ErrClosing                = &ResultError{Code: CodeClosing}

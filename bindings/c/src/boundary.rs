@@ -37,6 +37,39 @@ fn code(outcome: Outcome) -> mcpw_result {
     }
 }
 
+// ---- Callbacks ----------------------------------------------------------------------------
+
+thread_local! {
+    /// How many of the host's callbacks this thread is inside, run by a call of the library:
+    /// while any is, every call that takes a handle is refused (`MCPW_ERR_REENTRANT`). The
+    /// call that runs the callback holds its handle as `&mut`, and the views it lent are
+    /// valid: a callback reaching either would alias that borrow, which is undefined
+    /// behaviour, whatever it then did.
+    static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs one of the host's callbacks: calls into the library from inside it are refused.
+pub(crate) fn host_callback<T>(callback: impl FnOnce() -> T) -> T {
+    /// Leaves the callback on the way out, however it ends.
+    struct Inside;
+    impl Drop for Inside {
+        fn drop(&mut self) {
+            IN_CALLBACK.with(|n| n.set(n.get().saturating_sub(1)));
+        }
+    }
+    IN_CALLBACK.with(|n| n.set(n.get().saturating_add(1)));
+    let _inside = Inside;
+    callback()
+}
+
+/// `MCPW_ERR_REENTRANT` when called from inside a host's callback.
+fn not_reentrant() -> Outcome {
+    if IN_CALLBACK.with(Cell::get) > 0 {
+        return Err(MCPW_ERR_REENTRANT);
+    }
+    Ok(())
+}
+
 // ---- Handles ------------------------------------------------------------------------------
 
 /// An object behind an opaque C handle: it carries the poison flag that a panic sets.
@@ -68,7 +101,9 @@ pub(crate) unsafe fn free_handle<H>(handle: *mut H) {
     catch(
         || (),
         || {
-            if handle.is_null() {
+            // (From inside a callback, the handle may be the one whose call runs it: it is
+            // kept, as a leak is the one safe outcome.)
+            if handle.is_null() || not_reentrant().is_err() {
                 return;
             }
             // Safety: not NULL, and (caller) made by `into_handle` and not freed yet, so the
@@ -88,6 +123,7 @@ pub(crate) unsafe fn with_ref<H: Handle>(
     body: impl FnOnce(&H) -> Outcome,
 ) -> mcpw_result {
     let run = || {
+        not_reentrant()?;
         let h = required(handle)?;
         // Safety: not NULL, and (caller) live and not in use elsewhere.
         let h = unsafe { h.as_ref() };
@@ -109,6 +145,7 @@ pub(crate) unsafe fn with_mut<H: Handle>(
     body: impl FnOnce(&mut H) -> Outcome,
 ) -> mcpw_result {
     let run = || {
+        not_reentrant()?;
         let mut h = required_mut(handle)?;
         // Safety: not NULL, and (caller) live and not in use elsewhere, so no other
         // reference to it exists during this call.
@@ -137,6 +174,7 @@ pub(crate) unsafe fn with_mut_pair<A: Handle, B: Handle>(
     body: impl FnOnce(&mut A, &mut B) -> Outcome,
 ) -> mcpw_result {
     let run = || {
+        not_reentrant()?;
         let (mut pa, mut pb) = (required_mut(a)?, required_mut(b)?);
         if pa.cast::<u8>() == pb.cast::<u8>() {
             // Two handles of different kinds are never one object; this is a caller's cast.
@@ -175,6 +213,7 @@ pub(crate) unsafe fn with_mut_and_ref<A: Handle, B: Handle>(
     body: impl FnOnce(&mut A, &B) -> Outcome,
 ) -> mcpw_result {
     let run = || {
+        not_reentrant()?;
         let (mut pa, pb) = (required_mut(a)?, required(b)?);
         if pa.cast::<u8>() == pb.cast::<u8>() {
             // Two handles of different kinds are never one object; this is a caller's cast.

@@ -15,7 +15,8 @@ use smallvec::SmallVec;
 
 use super::boundary::{
     Handle, Out, TextOut, array_in, bytes_in, bytes_out, call, chars_as_bytes, free_handle,
-    into_handle, optional, optional_bytes_in, read_in, text_in, utf8, with_mut, with_ref,
+    host_callback, into_handle, optional, optional_bytes_in, read_in, text_in, utf8, with_mut,
+    with_ref,
 };
 use super::config::mcpw_config;
 use super::conn::{id_in, id_of, mcpw_conn};
@@ -112,11 +113,11 @@ pub type mcpw_replay_sink =
 /// callbacks with one `user` pointer. The server calls them during its own calls only, from
 /// the thread making that call, `mcpw_http_server_free` included (it forgets the sessions
 /// still live): keep `user` valid until the server is freed. Set every member (`user` NULL
-/// when unused; a member left unset is read all the same). The callbacks must not call back
-/// into the server, nor into a connection view it lent (the server is in the middle of a
-/// change), and must return normally: a C++ exception or a `longjmp` out of one is undefined
-/// behaviour. The guarantees a
-/// store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
+/// when unused; a member left unset is read all the same). The server is in the middle of a
+/// change while they run: a call they make to any function that takes a handle (the server,
+/// a view it lent, any other) returns `MCPW_ERR_REENTRANT` and does nothing (a free leaves
+/// the handle be). They must return normally: a C++ exception or a `longjmp` out of one is
+/// undefined behaviour. The guarantees a store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
 /// `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
 /// event of `stream` in `session` numbered above `after`, byte for byte as appended.
 #[repr(C)]
@@ -207,7 +208,7 @@ impl EventStore for HostStore {
     fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
         if let Some(append) = self.0.append {
             // Safety: the host's callback, given views that live through the call.
-            unsafe {
+            host_callback(|| unsafe {
                 append(
                     self.0.user,
                     session.as_ptr().cast(),
@@ -217,7 +218,7 @@ impl EventStore for HostStore {
                     bytes.as_ptr(),
                     bytes.len(),
                 )
-            }
+            })
         }
     }
 
@@ -237,7 +238,7 @@ impl EventStore for HostStore {
             let ctx: *mut ReplaySink<'_> = &mut sink;
             // Safety: the host's callback; `ctx` lives through the call and `replay_sink`
             // reads it back as the same type.
-            let rc = unsafe {
+            let rc = host_callback(|| unsafe {
                 replay(
                     self.0.user,
                     session.as_ptr().cast(),
@@ -247,7 +248,7 @@ impl EventStore for HostStore {
                     replay_sink,
                     ctx.cast(),
                 )
-            };
+            });
             if let Some(panic) = sink.panic {
                 panic::resume_unwind(panic);
             }
@@ -261,7 +262,7 @@ impl EventStore for HostStore {
     fn forget(&mut self, session: &str) {
         if let Some(forget) = self.0.forget {
             // Safety: the host's callback, given a view that lives through the call.
-            unsafe { forget(self.0.user, session.as_ptr().cast(), session.len()) }
+            host_callback(|| unsafe { forget(self.0.user, session.as_ptr().cast(), session.len()) })
         }
     }
 }
@@ -278,8 +279,8 @@ type RandomFn = unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize
 pub struct mcpw_http_server_options {
     /// Required: fills `len` bytes at `buf` from a cryptographically secure source
     /// (`getrandom(2)`, say); session ids are drawn from it. Called during server calls only,
-    /// in the middle of a change: it must not call back into the server, nor into a
-    /// connection view it lent.
+    /// in the middle of a change: a call it makes to a function that takes a handle returns
+    /// `MCPW_ERR_REENTRANT`, as from the event store's callbacks.
     pub random: Option<unsafe extern "C" fn(user: *mut c_void, buf: *mut u8, len: usize)>,
     /// Passed to `random`.
     pub random_user: *mut c_void,
@@ -753,7 +754,7 @@ pub unsafe extern "C" fn mcpw_http_server_handle_request(
             let (random, user) = (h.random, h.random_user);
             let mut fill = |buf: &mut [u8]| {
                 // Safety: the host's callback, given a writable buffer of that length.
-                unsafe { random(user, buf.as_mut_ptr(), buf.len()) }
+                host_callback(|| unsafe { random(user, buf.as_mut_ptr(), buf.len()) })
             };
             h.server.handle_request(at(now_ns), &request, &mut fill)
         };

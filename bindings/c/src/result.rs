@@ -54,6 +54,10 @@ pub enum mcpw_result {
     /// No such connection in the HTTP server (its session ended or expired, or its stateless
     /// request is done).
     MCPW_ERR_UNKNOWN_CONNECTION = 112,
+    /// Called from inside one of your callbacks that the library was running (a random
+    /// source, an event store's `append`, `replay` or `forget`): a callback may call no
+    /// function that takes a handle. Nothing was done.
+    MCPW_ERR_REENTRANT = 113,
     /// 200-299, configuration: `mcpw_conn_new` refused the configuration (no protocol
     /// versions, for example).
     MCPW_ERR_CONFIG_REFUSED = 200,
@@ -141,7 +145,7 @@ use mcpw_result::*;
 
 impl mcpw_result {
     /// Every code, for tests and for `mcpw_result_message`.
-    pub(crate) const ALL: [mcpw_result; 42] = [
+    pub(crate) const ALL: [mcpw_result; 43] = [
         MCPW_OK,
         MCPW_ERR_NULL_ARGUMENT,
         MCPW_ERR_INVALID_UTF8,
@@ -156,6 +160,7 @@ impl mcpw_result {
         MCPW_ERR_NOT_OWNER,
         MCPW_ERR_UNKNOWN_STREAM,
         MCPW_ERR_UNKNOWN_CONNECTION,
+        MCPW_ERR_REENTRANT,
         MCPW_ERR_CONFIG_REFUSED,
         MCPW_ERR_CLOSED,
         MCPW_ERR_CLOSING,
@@ -232,6 +237,7 @@ impl mcpw_result {
                 c"the JSON is not what the call takes, or is too large"
             }
             MCPW_ERR_RANDOM_REPEATS => c"the random source repeats itself",
+            MCPW_ERR_REENTRANT => c"called from inside a callback the library was running",
             MCPW_ERR_COMMAND_REFUSED => c"the engine refused the command",
             MCPW_ERR_PANIC => c"internal error: mcpwire panicked; the handle is poisoned",
             MCPW_ERR_POISONED => c"the handle is poisoned by an earlier internal error",

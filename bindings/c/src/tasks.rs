@@ -17,8 +17,9 @@ use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use super::boundary::{
-    Handle, Out, bytes_in, call, catch, chars_as_bytes, free_handle, into_handle, json, optional,
-    optional_bytes_in, read_in, text_in, utf8, with_mut, with_mut_and_ref, with_mut_pair, with_ref,
+    Handle, Out, bytes_in, call, catch, chars_as_bytes, free_handle, host_callback, into_handle,
+    json, optional, optional_bytes_in, read_in, text_in, utf8, with_mut, with_mut_and_ref,
+    with_mut_pair, with_ref,
 };
 use super::conn::{id_in, id_of, mcpw_conn, refuse_if_closed, stage};
 use super::event::{mcpw_id, mcpw_str};
@@ -422,11 +423,12 @@ pub unsafe extern "C" fn mcpw_tasks_free(tasks: *mut mcpw_tasks) {
 /// `mcpw_conn_respond_task`: the task is already visible to `tasks/get`. At `max_tasks`, the
 /// oldest terminal task that may go (see there) is dropped to make room, or, with none, the
 /// call fails with `MCPW_ERR_TASKS_FULL` (answer without a task, then). `random` NULL is
-/// `MCPW_ERR_NULL_ARGUMENT`.
+/// `MCPW_ERR_NULL_ARGUMENT`. A call `random` makes to a function that takes a handle returns
+/// `MCPW_ERR_REENTRANT`.
 ///
 /// # Safety
-/// `tasks` is NULL or a live task table; `random`, when not NULL, fills `len` bytes at `buf`
-/// and does not call back into the table; `out_task_id` is NULL or writable.
+/// `tasks` is NULL or a live task table; `random`, when not NULL, fills `len` bytes at `buf`;
+/// `out_task_id` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_tasks_create(
     tasks: *mut mcpw_tasks,
@@ -441,7 +443,7 @@ pub unsafe extern "C" fn mcpw_tasks_create(
         let random = random.ok_or(MCPW_ERR_NULL_ARGUMENT)?;
         let mut fill = |buf: &mut [u8]| {
             // Safety: the host's callback, given a writable buffer of that length.
-            unsafe { random(random_user, buf.as_mut_ptr(), buf.len()) }
+            host_callback(|| unsafe { random(random_user, buf.as_mut_ptr(), buf.len()) })
         };
         h.created = h.tasks.create(at(now_ns), &mut fill)?;
         out.write(mcpw_str::of(&h.created));
@@ -479,7 +481,7 @@ pub unsafe extern "C" fn mcpw_tasks_create_legacy(
         let random = random.ok_or(MCPW_ERR_NULL_ARGUMENT)?;
         let mut fill = |buf: &mut [u8]| {
             // Safety: the host's callback, given a writable buffer of that length.
-            unsafe { random(random_user, buf.as_mut_ptr(), buf.len()) }
+            host_callback(|| unsafe { random(random_user, buf.as_mut_ptr(), buf.len()) })
         };
         h.created = h.tasks.create_legacy(at(now_ns), &mut fill, owner)?;
         out.write(mcpw_str::of(&h.created));
