@@ -5463,3 +5463,229 @@ fn a_last_event_id_of_stream_0_is_unknown_on_every_replica() {
         }
     }
 }
+
+/// The default event store, whose `append` panics while `bad` is set: host code with a bug,
+/// for the paths on which the server calls the store after it made or changed a stream.
+#[derive(Clone)]
+struct FlakyStore(
+    std::sync::Arc<std::sync::Mutex<mcpwire::http::MemoryEventStore>>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
+
+impl FlakyStore {
+    fn server() -> (HttpServer, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        let store = FlakyStore(
+            std::sync::Arc::new(std::sync::Mutex::new(mcpwire::http::MemoryEventStore::new(
+                64,
+            ))),
+            std::sync::Arc::default(),
+        );
+        let bad = store.1.clone();
+        let mut config = HttpServerConfig::new(server_config());
+        config.events = Some(Box::new(store));
+        config.keepalive = None;
+        (HttpServer::new(config), bad)
+    }
+}
+
+impl mcpwire::http::EventStore for FlakyStore {
+    fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]) {
+        let bad = self.1.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(!bad, "the store's bug");
+        self.0.lock().unwrap().append(session, stream, event, bytes);
+    }
+    fn replay(
+        &mut self,
+        session: &str,
+        stream: HttpStreamId,
+        after: u64,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), mcpwire::http::StoreUnavailable> {
+        self.0.lock().unwrap().replay(session, stream, after, out)
+    }
+    fn forget(&mut self, session: &str) {
+        self.0.lock().unwrap().forget(session);
+    }
+}
+
+/// Sets `bad`, runs `f` (which must panic in the store's code), clears `bad`.
+fn panics_in_the_store(bad: &std::sync::atomic::AtomicBool, f: impl FnOnce()) {
+    bad.store(true, std::sync::atomic::Ordering::SeqCst);
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    bad.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(ran.is_err(), "the store panicked");
+}
+
+/// Twice the idle timeout later: every session that nothing holds has expired.
+fn long_after(s: &mut HttpServer) {
+    let hour = std::time::Duration::from_secs(3600);
+    s.handle_timeout(T0.after(hour));
+    s.handle_timeout(T0.after(hour).after(hour));
+}
+
+/// A session whose call (id 9) was read and then dropped by its client, and then answered
+/// by the application without a pump: the next pump, in whatever request, stores it.
+fn an_answer_waiting_to_be_stored(s: &mut HttpServer) -> String {
+    let sid = open_session(s);
+    let (stream, key, id, _) = call_and_prime(s, &sid);
+    s.stream_closed(T0, stream);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    sid
+}
+
+/// A request during which the store panics (on another session's answer, routed by the
+/// request's pump) made a stream, or a connection, that its response never handed to the
+/// host: nobody would close it, and it held its session open for good (the session never
+/// expired), or sat outside every session (an `initialize`'s connection). The next request
+/// or timer closes them. (Found by a review of the server.)
+#[test]
+fn what_a_request_made_before_its_store_panicked_is_closed_after() {
+    // A call on an open session, and an `initialize`.
+    for initialize in [false, true] {
+        let (mut s, bad) = FlakyStore::server();
+        let sid = an_answer_waiting_to_be_stored(&mut s);
+        panics_in_the_store(&bad, || {
+            if initialize {
+                send(&mut s, "POST", &[], INIT);
+            } else {
+                let call =
+                    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"y"}}"#;
+                send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], call);
+            }
+        });
+        while s.poll_event().is_some() {}
+        long_after(&mut s);
+        assert_eq!(s.sessions(), 0, "initialize {initialize}");
+        assert_eq!(s.open_streams(), 0, "initialize {initialize}");
+        assert!(s.connections().is_empty(), "initialize {initialize}");
+        assert_eq!(s.poll_timeout(), None);
+    }
+}
+
+/// The same for a `Last-Event-ID` GET that resumed the session's GET stream, whose waiting
+/// messages the store panicked on: the resumed stream, given a new response nobody got,
+/// held the session open for good.
+#[test]
+fn a_resumption_whose_store_panicked_holds_no_session_open() {
+    let (mut s, bad) = FlakyStore::server();
+    let sid = open_session(&mut s);
+    let get = get_stream(&mut s, &[("Mcp-Session-Id", &sid)]);
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, get, &mut reader);
+    s.stream_closed(T0, get);
+    let key = s.connections()[0];
+    s.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    s.pump();
+    let last = format!("g{}-1", get.0);
+    panics_in_the_store(&bad, || {
+        send(
+            &mut s,
+            "GET",
+            &[("Mcp-Session-Id", &sid), ("Last-Event-ID", &last)],
+            "",
+        );
+    });
+    long_after(&mut s);
+    assert_eq!((s.sessions(), s.open_streams()), (0, 0));
+}
+
+/// A stream its client left before the host first polled it, whose waiting events the store
+/// panics on as it is closed: the stream is closed all the same (it stayed, attached, and
+/// its session never expired).
+#[test]
+fn a_stream_closed_while_its_store_panics_is_closed() {
+    let (mut s, bad) = FlakyStore::server();
+    let sid = open_session(&mut s);
+    let (stream, key, id) = post_call(&mut s, &sid);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    s.pump();
+    panics_in_the_store(&bad, || s.stream_closed(T0, stream));
+    assert!(!s.holds_stream(stream));
+    long_after(&mut s);
+    assert_eq!((s.sessions(), s.open_streams()), (0, 0));
+}
+
+/// Once the store panicked on a session's output, that session's events go out live without
+/// the store on every path: a later call's stream, given a log message before the host first
+/// polled it, called the store as it was polled, panicked there again, and its client never
+/// got the answer.
+#[test]
+fn a_session_whose_store_panicked_goes_on_without_it() {
+    let (mut s, bad) = FlakyStore::server();
+    let sid = open_session(&mut s);
+    let (first, key, id, mut reader) = call_and_prime(&mut s, &sid);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    panics_in_the_store(&bad, || s.pump());
+    bad.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (msgs, finished) = read_stream(&mut s, first, &mut reader);
+    assert!(msgs.len() == 1 && finished, "{msgs:?}");
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"y"}}"#;
+    let r = send(&mut s, "POST", &[("Mcp-Session-Id", &sid)], call);
+    let evs = events(&mut s);
+    let (_, Ev::Request { id, .. }) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    let c = s.connection(key).unwrap();
+    c.log(
+        id.as_id(),
+        mcpwire::mcp::LogLevel::Info,
+        None,
+        RawJson::new("\"working\"").unwrap(),
+    )
+    .unwrap();
+    c.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let Body::Stream(second) = s.settle(r).body else {
+        panic!("two messages: a stream")
+    };
+    let (msgs, finished) = read_stream(&mut s, second, &mut StreamReader::new());
+    bad.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(msgs.len() == 2 && finished, "{msgs:?}");
+    assert_eq!(msgs[1]["id"], 3);
+}
+
+/// A shared session store whose `create` panics: the session it was opening is one of the
+/// server's sessions (counted against the cap, evicted, expiring), not a connection outside
+/// them, one more for every such `initialize`.
+#[test]
+fn a_session_whose_shared_create_panicked_counts_against_the_cap() {
+    struct CreatePanics;
+    impl mcpwire::http::SessionStore for CreatePanics {
+        fn create(&mut self, _: &str, _: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
+            panic!("the store's bug")
+        }
+        fn load(&mut self, _: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
+            Ok(None)
+        }
+        fn touch(&mut self, _: &str) -> bool {
+            true
+        }
+        fn forget(&mut self, _: &str) {}
+    }
+    let mut config = HttpServerConfig::new(server_config());
+    config.sessions = Some(Box::new(CreatePanics));
+    config.keepalive = None;
+    config.max_sessions = 2;
+    let mut s = HttpServer::new(config);
+    for _ in 0..10 {
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            send(&mut s, "POST", &[], INIT)
+        }));
+        assert!(opened.is_err(), "the store panicked");
+    }
+    while s.poll_event().is_some() {}
+    assert!(s.connections().len() <= 2, "{:?}", s.connections());
+    assert!(s.sessions() <= 2);
+}

@@ -483,6 +483,8 @@ pub struct HttpServer {
     /// The connection whose output [`pump`](Self::pump) was routing when a store's code
     /// panicked in it: from the next pump on, it goes without the event store.
     pumping: Option<u64>,
+    /// What the request being handled made for its response to hand to the host.
+    unhanded: Unhanded,
     /// The connections `pump` found blocked by a stream whose client does not read, and
     /// those it found closed: on `self`, so that a panic in the pump does not lose them.
     blocked: Vec<u64>,
@@ -567,6 +569,20 @@ fn store_unavailable() -> HttpResponse {
     try_again_later("the shared session store is unavailable; try again")
 }
 
+/// The streams a request gave a handle (a new stream, or a resumed one's new response) and
+/// the connections it made, while [`HttpServer::handle_request`] runs: its response hands
+/// them to the host. A store's code that panics in between (a host may catch it and go on)
+/// leaves them to nobody: no host would ever close such a stream, and its session, held
+/// open by it, would never expire; a connection opened for an `initialize` would stay
+/// outside the sessions, counted by nothing. The next request or timer closes them.
+#[derive(Default)]
+struct Unhanded {
+    /// A request is being handled (still set after one that panicked).
+    active: bool,
+    streams: SmallVec<[HttpStreamId; 2]>,
+    conns: SmallVec<[u64; 2]>,
+}
+
 impl Drop for HttpServer {
     /// The sessions still live end with the server: without a shared [`SessionStore`] no
     /// other process can serve them, so their events go too. A store that outlives the
@@ -632,6 +648,7 @@ impl HttpServer {
             eventful: Vec::new(),
             ending: Vec::new(),
             pumping: None,
+            unhanded: Unhanded::default(),
             blocked: Vec::new(),
             closing: Vec::new(),
         }
@@ -774,6 +791,9 @@ impl HttpServer {
 
     fn new_stream(&mut self, conn: u64, standalone: bool) -> HttpStreamId {
         let id = self.fresh_id();
+        if self.unhanded.active {
+            self.unhanded.streams.push(id);
+        }
         self.streams.insert(
             id,
             Stream {
@@ -824,6 +844,58 @@ impl HttpServer {
     /// Handles one HTTP request. `random` fills buffers from the host's secure random source
     /// (for session ids).
     pub fn handle_request(
+        &mut self,
+        now: Timestamp,
+        req: &HttpRequest<'_>,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> HttpResponse {
+        self.reclaim_unhanded(now);
+        self.unhanded.active = true;
+        let response = self.handle_request_once(now, req, random);
+        self.unhanded = Unhanded::default();
+        response
+    }
+
+    /// Closes what a request that panicked made and never handed to its host (see
+    /// [`Unhanded`]): its streams as if their clients had gone, and a connection that no
+    /// session names (an `initialize`'s, or a stateless request's that got no stream).
+    fn reclaim_unhanded(&mut self, now: Timestamp) {
+        if !self.unhanded.active {
+            return;
+        }
+        let Unhanded { streams, conns, .. } = std::mem::take(&mut self.unhanded);
+        for handle in streams {
+            self.close_stream(now, handle);
+        }
+        let mut forget = Vec::new();
+        for key in conns {
+            let Some(c) = self.conns.get(&key) else {
+                continue;
+            };
+            let named = match &c.session {
+                Some(sid) => self.sessions.get(sid) == Some(&key),
+                None => c.attached > 0 || c.orphaned,
+            };
+            if named {
+                continue;
+            }
+            if let Some(sid) = c.session.clone()
+                && self.shared.is_none()
+                && !c.store_panicked
+            {
+                forget.push(sid);
+            }
+            self.conns.remove(&key);
+            self.streams.retain(|_, s| s.conn.0 != key);
+        }
+        // The store's code last.
+        for sid in forget {
+            self.events.forget(&sid);
+        }
+    }
+
+    /// [`handle_request`](Self::handle_request), with what it makes noted in `unhanded`.
+    fn handle_request_once(
         &mut self,
         now: Timestamp,
         req: &HttpRequest<'_>,
@@ -1077,6 +1149,9 @@ impl HttpServer {
         }
         let key = self.next_key;
         self.next_key += 1;
+        if self.unhanded.active {
+            self.unhanded.conns.push(key);
+        }
         let fresh = Conn {
             conn,
             session,
@@ -1140,13 +1215,16 @@ impl HttpServer {
             .get(&key)
             .is_some_and(|c| c.conn.protocol_version().is_some())
         {
+            // Registered first: a shared store whose `create` panics leaves a session that
+            // counts against the cap and expires, not a connection outside both.
+            self.sessions.insert(sid.clone(), key);
             if let Some(shared) = self.shared.as_mut()
                 && shared.create(&sid, text).is_err()
             {
+                self.sessions.remove(&sid);
                 self.conns.remove(&key);
                 return store_unavailable();
             }
-            self.sessions.insert(sid.clone(), key);
             response.headers.push(("Mcp-Session-Id", sid));
         } else {
             self.conns.remove(&key);
@@ -1991,6 +2069,9 @@ impl HttpServer {
             return;
         };
         let stale = std::mem::replace(&mut s.handle, fresh);
+        if self.unhanded.active {
+            self.unhanded.streams.push(fresh);
+        }
         if stale != id {
             self.aliases.remove(&stale);
         }
@@ -2381,12 +2462,20 @@ impl HttpServer {
         else {
             return false;
         };
-        let Some(session) = self.conns.get(&key.0).and_then(|c| c.session.as_deref()) else {
+        let Some(c) = self.conns.get(&key.0) else {
             return false;
+        };
+        let Some(session) = c.session.as_deref() else {
+            return false;
+        };
+        let events: &mut dyn EventStore = if c.store_panicked {
+            &mut NoEvents
+        } else {
+            &mut *self.events
         };
         close_for_polling(
             &mut self.streams,
-            &mut *self.events,
+            events,
             &mut self.woken,
             (session, retry_ms),
             stream_id,
@@ -2661,10 +2750,12 @@ impl HttpServer {
         }
         if let Some(sid) = session {
             self.sessions.remove(&sid);
-            self.events.forget(&sid);
+            // Gone for every replica first: an event store that panics then leaves no
+            // session that another request would load and restore.
             if let Some(shared) = self.shared.as_mut() {
                 shared.forget(&sid);
             }
+            self.events.forget(&sid);
         }
     }
 
@@ -2700,9 +2791,14 @@ impl HttpServer {
         let Some(c) = self.conns.get_mut(&key) else {
             return;
         };
+        let events: &mut dyn EventStore = if c.store_panicked {
+            &mut NoEvents
+        } else {
+            &mut *self.events
+        };
         let unheld = route_frame(
             &mut self.streams,
-            &mut *self.events,
+            events,
             (c.session.as_deref(), &mut c.next_event),
             stream,
             frame,
@@ -2841,9 +2937,27 @@ impl HttpServer {
             return;
         };
         // What it carried must be resumable from the store, and the answers its client may
-        // not have received are kept aside too.
-        self.store_unstored(stream);
+        // not have received are kept aside too. The store's code runs last, once the stream
+        // is closed here: a store that panics leaves no stream that nobody holds (attached,
+        // its session never expired).
+        let unstored = (self.streams.get_mut(&stream))
+            .map(|s| (s.conn.0, std::mem::take(&mut s.unstored)))
+            .filter(|(_, unstored)| !unstored.is_empty())
+            .and_then(|(key, unstored)| {
+                let c = self.conns.get(&key).filter(|c| !c.store_panicked)?;
+                Some((c.session.clone()?, unstored))
+            });
         self.keep_unread_answers(stream);
+        self.close_stream_here(now, stream);
+        if let Some((session, unstored)) = unstored {
+            for (event, bytes) in &unstored {
+                self.events.append(&session, stream, *event, bytes);
+            }
+        }
+    }
+
+    /// [`close_stream`](Self::close_stream) without the store's part.
+    fn close_stream_here(&mut self, now: Timestamp, stream: HttpStreamId) {
         let Some(s) = self.streams.remove(&stream) else {
             return;
         };
@@ -3012,7 +3126,8 @@ impl HttpServer {
         }
     }
 
-    /// Moves a stream's held-back events into the event store, in order.
+    /// Moves a stream's held-back events into the event store, in order. (Not for a session
+    /// whose store's code panicked on its output: its events go out live, unstored.)
     fn store_unstored(&mut self, stream: HttpStreamId) {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
@@ -3021,7 +3136,10 @@ impl HttpServer {
             return;
         }
         let unstored = std::mem::take(&mut s.unstored);
-        let Some(session) = self.conns.get(&s.conn.0).and_then(|c| c.session.as_deref()) else {
+        let Some(session) = (self.conns.get(&s.conn.0))
+            .filter(|c| !c.store_panicked)
+            .and_then(|c| c.session.as_deref())
+        else {
             return;
         };
         for (event, bytes) in &unstored {
@@ -3104,6 +3222,7 @@ impl HttpServer {
     /// earlier, or on every turn of an event loop, is harmless and cheap: only connections
     /// whose deadline has come are visited, so idle sessions cost nothing here.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.reclaim_unhanded(now);
         self.clock(now);
         let due = self.take_due(now);
         for &key in &due {
