@@ -197,8 +197,31 @@ int main() {
             }
             now += 1000;
         }
-        std::cout << (done ? "closed cleanly" : "stalled") << "\n";
-        return done ? 0 : 1;
+        // 4. After CLOSED the client takes no commands, but it may still hold bytes, and they
+        // must be written before it is dropped: the cancellations its close sends for requests
+        // still unanswered at the grace's end (none here, as every request had its answer,
+        // but a host copied from this one may close with some in flight). The server reads
+        // them and writes what it still holds (a closed client ignores it), until both sides
+        // have nothing left. Then the client's end of the pipe closes: the server reads end
+        // of input, and closes too.
+        bool server_closed = false;
+        if (done) {
+            for (;;) {
+                give_held(server, held);
+                serve(server, held);
+                while (client.poll_event()) {
+                }
+                if (!(deliver(client, server, now) | deliver(server, client, now))) break;
+            }
+            server.handle_eof(now);
+            serve(server, held); // its CLOSED
+            server_closed = server.state() == MCPW_STATE_CLOSED;
+        }
+        // (An answer still held now never went out: not a clean end.)
+        const bool clean = done && server_closed && held.empty();
+        std::cout << (clean ? "closed cleanly" : done ? "the server did not close" : "stalled")
+                  << "\n";
+        return clean ? 0 : 1;
     } catch (const mcpw::error &e) {
         std::cerr << "mcpwire: " << e.what() << " (" << e.code() << ")\n";
         return 1;

@@ -1,12 +1,16 @@
 // A C++ MCP client and server over Streamable HTTP, in memory: mcpw::http_client says which
 // HTTP requests to make, mcpw::http_server answers them, and the "network" in between is a
-// function call. A real host puts an HTTP client library (libcurl) on one side and an HTTP
-// server library (libmicrohttpd) on the other; the loop stays the same.
+// function call, and time is a simulated clock that jumps to the next deadline when nothing
+// else moves. A real host puts an HTTP client library (libcurl) on one side and an HTTP server
+// library (libmicrohttpd) on the other, and waits in poll(2) for a socket or that deadline;
+// the loop stays the same, timers included: the server here lets go of a long-running call's
+// stream, and its answer only arrives because the client's timer resumes that stream.
 #include "mcpwire.hpp"
 
 #include <unistd.h> // getentropy
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -91,6 +95,13 @@ void answer(mcpw::connection_view conn, held_answer a, std::vector<held_answer> 
     }
 }
 
+// What the server application keeps between calls: the answers held for a full output, and
+// whether it has let go of a call's stream yet (see serve).
+struct server_state {
+    std::vector<held_answer> held;
+    bool polled = false;
+};
+
 // Gives the held answers again; those still refused for a full output stay held, and one
 // whose request is gone (its client cancelled it, or left) is reported and dropped.
 void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
@@ -108,17 +119,18 @@ void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
 // Answers every request waiting; a tool call that asked for progress gets one report first.
 // Nothing a client sends ends the server: an answer refused while the output is full is held
 // for later (`held`), and another command the engine refuses (no progress token, a request
-// the client cancelled meanwhile) is reported and the loop goes on.
-void serve(mcpw::http_server &server, std::vector<held_answer> &held) {
+// the client cancelled meanwhile) is reported and the loop goes on. Call it after every call
+// into the server that may make events: a request, a stream's end, its timers.
+void serve(mcpw::http_server &server, server_state &state) {
     while (auto e = server.poll_event()) {
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
         // Copies of the id and the text: a command (progress, here) may end the event's views
-        // on an mcpw::connection. (The views a server lends last until its next call, but a
-        // loop copied to stdio would not be so lucky.)
+        // on an mcpw::connection, and the server's next call ends them (and e->conn) here.
         held_answer a{e->key, mcpw::owned_id(e->ev.id()),
                       reply_to(e->ev.method(), e->ev.params())};
+        const bool tool_call = e->ev.method() == "tools/call" && a.answer.code == 0;
         try {
-            if (e->ev.method() == "tools/call" && a.answer.code == 0) {
+            if (tool_call) {
                 try {
                     e->conn.progress(a.id.get(), 1, 2.0, "echoing");
                 } catch (const mcpw::error &) {
@@ -126,7 +138,18 @@ void serve(mcpw::http_server &server, std::vector<held_answer> &held) {
                     // is behind in reading) gets none.
                 }
             }
-            answer(e->conn, std::move(a), held);
+            if (tool_call && !state.polled) {
+                // A long-running tool holds no HTTP connection while it works (2025-11-25,
+                // SEP-1699): the call's stream ends now with the server's `retry` delay, what
+                // the call sends afterwards (its answer) waits in the session's event store,
+                // and the client comes back for it with Last-Event-ID once that delay is over.
+                // The first call does so here (its answer is ready at once, for brevity), so
+                // the example ends only if the client's timer (run_timers) brings it back.
+                state.polled = server.close_stream_for_polling(a.key, a.id.get());
+                if (state.polled) std::cout << "server: let go of a call's stream\n";
+            }
+            // (A view lent again: close_stream_for_polling, a call on the server, ended e's.)
+            answer(server.conn(a.key), std::move(a), state.held);
         } catch (const mcpw::error &err) {
             std::cerr << "answer not given: " << err.what() << "\n";
         }
@@ -137,19 +160,20 @@ void serve(mcpw::http_server &server, std::vector<held_answer> &held) {
 // client: a JSON body at once, an SSE stream as its bytes arrive. Returns whether anything
 // moved.
 bool carry(mcpw::http_client &client, mcpw::http_server &server,
-           std::vector<open_stream> &streams, std::vector<held_answer> &held,
-           std::uint64_t now) {
+           std::vector<open_stream> &streams, server_state &state, std::uint64_t now) {
     bool moved = false;
     while (auto action = client.poll_action()) {
         moved = true;
         const std::uint64_t exchange = action->exchange();
         if (action->is_abort()) {
             // The client gave up on this exchange: report nothing more for it, and close its
-            // response (a real host closes the HTTP request; the server hears of it).
+            // response (a real host closes the HTTP request; the server hears of it, and in
+            // 2026-07-28 that cancels the request: an event, drained like any other).
             for (auto it = streams.begin(); it != streams.end(); ++it) {
                 if (it->exchange == exchange) {
                     server.stream_closed(now, it->stream);
                     streams.erase(it);
+                    serve(server, state);
                     break;
                 }
             }
@@ -160,7 +184,7 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
         auto response =
             server.handle_request(now, action->method(), "/mcp", headers, action->body());
         if (auto stream = response.stream()) {
-            serve(server, held); // answer what can be answered now...
+            serve(server, state); // answer what can be answered now...
             response = server.settle(*stream); // ...then a JSON body, or still a stream
         }
         client.handle_response(now, exchange, response.status(), response.headers());
@@ -169,7 +193,7 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
         } else {
             client.handle_body(now, exchange, response.body());
             client.handle_end(now, exchange);
-            serve(server, held);
+            serve(server, state);
         }
     }
     for (auto it = streams.begin(); it != streams.end();) {
@@ -188,9 +212,31 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
         }
     }
     // The streams moved: room for what was held.
-    const std::size_t held_before = held.size();
-    give_held(server, held);
-    return moved || held.size() != held_before;
+    const std::size_t held_before = state.held.size();
+    give_held(server, state.held);
+    return moved || state.held.size() != held_before;
+}
+
+// When nothing else moves, time does: to the earlier of the two sides' deadlines, and each
+// side whose deadline has come fires its timers (the client's: a stream's resumption after
+// the server's retry delay, request timeouts, a close's grace; the server's: keep-alives,
+// session expiry). A real host's poll(2) wakes at that deadline; this simulated clock jumps
+// to it. Without this step those never happen: here, the call whose stream the server let go
+// would never be answered. False when neither side has a deadline: nothing would ever move.
+bool run_timers(mcpw::http_client &client, mcpw::http_server &server, server_state &state,
+                std::uint64_t &now) {
+    const auto client_due = client.poll_timeout();
+    const auto server_due = server.poll_timeout();
+    if (!client_due && !server_due) return false;
+    const std::uint64_t due =
+        std::min(client_due.value_or(UINT64_MAX), server_due.value_or(UINT64_MAX));
+    now = std::max(now, due);
+    if (client_due && *client_due <= now) client.handle_timeout(now);
+    if (server_due && *server_due <= now) {
+        server.handle_timeout(now);
+        serve(server, state); // what its timers made (a session expired, say)
+    }
+    return true;
 }
 
 } // namespace
@@ -227,11 +273,12 @@ int main() {
         mcpw::http_client client(client_config, now);
 
         std::vector<open_stream> streams;
-        std::vector<held_answer> held;
+        server_state state;
         int answered = 0; // six requests, each answered with a result or an error
         for (int round = 0; round < 50 && answered < 6; round++) {
-            carry(client, server, streams, held, now);
+            bool moved = carry(client, server, streams, state, now);
             while (auto ev = client.poll_event()) {
+                moved = true;
                 if (ev->kind() == MCPW_EVENT_READY) {
                     std::cout << "ready: " << ev->version() << ", session "
                               << client.session_id().value_or("?") << "\n";
@@ -272,16 +319,53 @@ int main() {
                     return 1;
                 }
             }
+            // Nothing moved: the next deadline. None at all is a stall (an answer lost).
+            if (!moved && !run_timers(client, server, state, now)) break;
             now += 1000000; // 1 ms per round
         }
         if (answered < 6) {
             std::cerr << "no answer\n";
             return 1;
         }
-        // A clean end: close the connection, and DELETE the session on the server.
+        // Every call answered, that whose stream the server let go included: the client came
+        // back for it after the retry delay, through its timer. (Without a stream let go, the
+        // example would not show that.)
+        if (!state.polled) {
+            std::cerr << "the server let go of no call's stream\n";
+            return 1;
+        }
+
+        // A clean end: close the connection (its requests in flight, none here, would get
+        // 100 ms to be answered, then be cancelled), and once it is closed DELETE the session
+        // on the server. The client is driven, timers included, until the close is done, the
+        // DELETE has gone and been answered (is_ending_session) and nothing it sent is still
+        // unheard (the close's cancellations, which the DELETE waits for), within a bound of
+        // our own: a server that never answers cannot hold the exit.
         client.conn().close(now, std::chrono::milliseconds(100));
-        client.end_session();
-        while (carry(client, server, streams, held, now)) {
+        bool closed = false;
+        const auto ended = [&] {
+            return closed && !client.is_ending_session() && !client.has_unheard();
+        };
+        for (int round = 0; round < 50 && !ended(); round++) {
+            bool moved = carry(client, server, streams, state, now);
+            while (auto ev = client.poll_event()) {
+                moved = true;
+                // (Other events now: what the close ended, a request still in flight, say.)
+                if (ev->kind() != MCPW_EVENT_CLOSED) continue;
+                closed = true;
+                // False without a session: there would be nothing to DELETE, and this client
+                // had one (session_id above).
+                if (!client.end_session()) {
+                    std::cerr << "no session to end\n";
+                    return 1;
+                }
+            }
+            if (!moved && !run_timers(client, server, state, now)) break;
+            now += 1000000;
+        }
+        if (!ended()) {
+            std::cerr << "the session did not end cleanly\n";
+            return 1;
         }
         std::cout << "sessions left on the server: " << server.counts().sessions << "\n";
         return server.counts().sessions == 0 ? 0 : 1;

@@ -1012,10 +1012,17 @@ struct server_event {
     connection_view conn;
 };
 
-/// Calls back into the server with one stored event (event_store::replay).
+/// Calls back into the server with one stored event (event_store::replay). It lives only
+/// during that replay call: the C sink and its context are valid until replay returns, and
+/// calling it later would write into a server that has moved on. So it can be neither copied
+/// nor moved; use it through the reference replay is given, and keep no pointer to it.
 class replay_sink {
 public:
     replay_sink(mcpw_replay_sink sink, void *ctx) noexcept : sink_(sink), ctx_(ctx) {}
+    replay_sink(const replay_sink &) = delete;
+    replay_sink &operator=(const replay_sink &) = delete;
+    replay_sink(replay_sink &&) = delete;
+    replay_sink &operator=(replay_sink &&) = delete;
     void operator()(std::string_view bytes) const {
         sink_(ctx_, reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
     }

@@ -1130,6 +1130,14 @@ void test_http_the_stateless_era_and_a_later_answer() {
     CHECK(w.server.counts().streams == 0);
 }
 
+// A replay's sink lives only during the replay call (its C sink and context end with it): a
+// store cannot keep it, by copy or by move.
+static_assert(!std::is_copy_constructible<mcpw::replay_sink>::value &&
+                  !std::is_copy_assignable<mcpw::replay_sink>::value &&
+                  !std::is_move_constructible<mcpw::replay_sink>::value &&
+                  !std::is_move_assignable<mcpw::replay_sink>::value,
+              "a replay_sink cannot outlive the replay call");
+
 // A C++ event store: the resumed answer of a stream closed for polling comes from it.
 class vector_store : public mcpw::event_store {
 public:
