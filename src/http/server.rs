@@ -864,29 +864,39 @@ impl HttpServer {
             return;
         }
         let Unhanded { streams, conns, .. } = std::mem::take(&mut self.unhanded);
-        for handle in streams {
-            self.close_stream(now, handle);
-        }
+        // The session whose output the store panicked on goes on without the store from now
+        // (as from the next pump), before what follows calls the store again.
+        self.note_store_panic();
+        // A connection no session names (an `initialize`'s) goes first, with its streams and
+        // without the store's calls: its client never learned of it.
         let mut forget = Vec::new();
-        for key in conns {
+        for &key in &conns {
             let Some(c) = self.conns.get(&key) else {
                 continue;
             };
-            let named = match &c.session {
-                Some(sid) => self.sessions.get(sid) == Some(&key),
-                None => c.attached > 0 || c.orphaned,
+            let Some(sid) = c.session.as_ref() else {
+                continue;
             };
-            if named {
+            if self.sessions.get(sid) == Some(&key) {
                 continue;
             }
-            if let Some(sid) = c.session.clone()
-                && self.shared.is_none()
-                && !c.store_panicked
-            {
-                forget.push(sid);
+            if self.shared.is_none() && !c.store_panicked {
+                forget.push(sid.clone());
             }
             self.conns.remove(&key);
             self.streams.retain(|_, s| s.conn.0 != key);
+        }
+        for handle in streams {
+            self.close_stream(now, handle);
+        }
+        // A stateless request's connection that got no stream (one that got a stream went
+        // with it, or once its cancellation is handed out).
+        for key in conns {
+            if (self.conns.get(&key))
+                .is_some_and(|c| c.session.is_none() && c.attached == 0 && !c.orphaned)
+            {
+                self.conns.remove(&key);
+            }
         }
         // The store's code last.
         for sid in forget {
@@ -2473,6 +2483,7 @@ impl HttpServer {
         } else {
             &mut *self.events
         };
+        let before = self.pumping.replace(key.0);
         close_for_polling(
             &mut self.streams,
             events,
@@ -2480,6 +2491,7 @@ impl HttpServer {
             (session, retry_ms),
             stream_id,
         );
+        self.pumping = before;
         true
     }
 
@@ -2535,15 +2547,7 @@ impl HttpServer {
         // the panic; taken at once, they were lost for good.
         let blocked = std::mem::take(&mut self.blocked);
         self.dirty.extend(blocked);
-        // The connection whose output the event store's code panicked on goes on without
-        // that store: its events go out live, unstored, so that a store that panics every
-        // time on it holds nobody else's answers (every host call pumps).
-        if let Some(key) = self.pumping.take()
-            && let Some(c) = self.conns.get_mut(&key)
-        {
-            c.store_panicked = true;
-            self.dirty.push(key);
-        }
+        self.note_store_panic();
         while let Some(key) = self.dirty.pop() {
             self.pumping = Some(key);
             self.pump_one(key);
@@ -2553,6 +2557,18 @@ impl HttpServer {
         self.dirty.extend(blocked);
         while let Some(key) = self.closing.pop() {
             self.end_closed(key);
+        }
+    }
+
+    /// The connection whose output the event store's code panicked on (`pumping`, still
+    /// set) goes on without that store: its events go out live, unstored, so that a store
+    /// that panics every time on it holds nobody else's answers (every host call pumps).
+    fn note_store_panic(&mut self) {
+        if let Some(key) = self.pumping.take()
+            && let Some(c) = self.conns.get_mut(&key)
+        {
+            c.store_panicked = true;
+            self.dirty.push(key);
         }
     }
 
@@ -2796,6 +2812,8 @@ impl HttpServer {
         } else {
             &mut *self.events
         };
+        // (Noted while the store runs: should it panic, the session goes on without it.)
+        let before = self.pumping.replace(key);
         let unheld = route_frame(
             &mut self.streams,
             events,
@@ -2803,6 +2821,7 @@ impl HttpServer {
             stream,
             frame,
         );
+        self.pumping = before;
         if let Some((event, bytes)) = unheld {
             (c.kept.get_or_insert_with(Box::default)).keep(
                 &self.kept_bytes,
@@ -2945,14 +2964,16 @@ impl HttpServer {
             .filter(|(_, unstored)| !unstored.is_empty())
             .and_then(|(key, unstored)| {
                 let c = self.conns.get(&key).filter(|c| !c.store_panicked)?;
-                Some((c.session.clone()?, unstored))
+                Some((key, c.session.clone()?, unstored))
             });
         self.keep_unread_answers(stream);
         self.close_stream_here(now, stream);
-        if let Some((session, unstored)) = unstored {
+        if let Some((key, session, unstored)) = unstored {
+            let before = self.pumping.replace(key);
             for (event, bytes) in &unstored {
                 self.events.append(&session, stream, *event, bytes);
             }
+            self.pumping = before;
         }
     }
 
@@ -3136,15 +3157,19 @@ impl HttpServer {
             return;
         }
         let unstored = std::mem::take(&mut s.unstored);
-        let Some(session) = (self.conns.get(&s.conn.0))
+        let key = s.conn.0;
+        let Some(session) = (self.conns.get(&key))
             .filter(|c| !c.store_panicked)
             .and_then(|c| c.session.as_deref())
         else {
             return;
         };
+        // (Noted while the store runs: should it panic, the session goes on without it.)
+        let before = self.pumping.replace(key);
         for (event, bytes) in &unstored {
             self.events.append(session, stream, *event, bytes);
         }
+        self.pumping = before;
     }
 
     fn forget_stateless(&mut self, key: u64) {
