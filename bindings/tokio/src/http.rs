@@ -1751,13 +1751,22 @@ where
         // the timer task must look again only when a deadline came before the one it
         // sleeps until.
         let woken = contained(|| st.woken());
-        let (Some(response), Some(woken)) = (settled, woken) else {
-            if let Some(id) = stream {
-                contained(|| st.server.stream_closed(now, id));
+        let (response, woken) = match (settled, woken) {
+            (Some(response), Some(woken)) => (response, woken),
+            (_, woken) => {
+                // The streams already taken from the engine's list are woken all the same
+                // (no later look names them again: their tasks would wait for good), and so
+                // are those the stream's close changes.
+                let mut woken = woken.unwrap_or_default();
+                if let Some(id) = stream {
+                    contained(|| st.server.stream_closed(now, id));
+                }
+                woken.extend(contained(|| st.woken()).unwrap_or_default());
+                drop(st);
+                woken.into_iter().for_each(Waker::wake);
+                shared.changed.notify_waiters();
+                return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
             }
-            drop(st);
-            shared.changed.notify_waiters();
-            return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
         };
         let State { server, app, .. } = &mut *st;
         let timer = [server.poll_timeout(), app_timeout(app)]
