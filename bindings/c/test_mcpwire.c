@@ -2428,8 +2428,19 @@ static void test_callbacks_that_call_back_in_are_refused(void) {
     mcpw_event_store hooks;
     reentry r, t;
     mcpw_http_response resp;
-    size_t sessions = 0, streams = 0;
-    mcpw_str id;
+    size_t sessions = 0, streams = 0, len = 0;
+    mcpw_str id, sid;
+    char session[128] = {0}, last[64];
+    int calls;
+    mcpw_event ev;
+    mcpw_conn *view = NULL;
+    mcpw_id call;
+    uint64_t key = 0, rkey = 0, stream = 0;
+    const uint8_t *bytes = NULL;
+    bool finished = false, open = false;
+    mcpw_http_header get[5];
+
+    memset(&call, 0, sizeof call);
 
     memset(&r, 0, sizeof r);
     hooks.user = &r;
@@ -2442,6 +2453,44 @@ static void test_callbacks_that_call_back_in_are_refused(void) {
     r.server = make_http_server(&o);
     CHECK(post_directly(r.server, 0, "/mcp", "localhost", NULL, NULL, HTTP_INIT, &resp) == 200);
     CHECK(r.calls >= 1 && r.refused == r.calls && r.others == 0); /* the session id's random */
+    sid = find_header(resp.headers, resp.headers_len, "Mcp-Session-Id");
+    CHECK(sid.ptr != NULL && sid.len < sizeof session);
+    if (sid.ptr != NULL && sid.len < sizeof session) memcpy(session, sid.ptr, sid.len);
+    CHECK(post_directly(r.server, 0, "/mcp", "localhost", NULL, session,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                        &resp) == 202);
+    /* A call whose stream is polled before its answer: the answer is appended to the store. */
+    calls = r.calls;
+    CHECK(post_directly(r.server, 0, "/mcp", "localhost", NULL, session,
+                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                        "{\"name\":\"echo\",\"arguments\":{}}}",
+                        &resp) == 200);
+    CHECK(resp.has_stream);
+    stream = resp.stream;
+    for (;;) {
+        OK(mcpw_http_server_poll_event(r.server, &ev, &key, &view));
+        if (ev.kind == MCPW_EVENT_NONE) break;
+        if (ev.kind == MCPW_EVENT_REQUEST) {
+            call = ev.id;
+            rkey = key;
+        }
+    }
+    OK(mcpw_http_server_poll_stream(r.server, stream, &bytes, &len, &finished, &open));
+    OK(mcpw_http_server_conn(r.server, rkey, &view));
+    OK(mcpw_conn_respond(view, &call, S("{\"content\":[]}")));
+    OK(mcpw_http_server_poll_stream(r.server, stream, &bytes, &len, &finished, &open));
+    CHECK(finished && r.calls > calls && r.refused == r.calls && r.others == 0); /* append */
+    /* A resumption of that stream: the store's replay. */
+    calls = r.calls;
+    snprintf(last, sizeof last, "%llu-1", (unsigned long long)stream);
+    get[0] = make_header("Host", "localhost");
+    get[1] = make_header("Accept", "text/event-stream");
+    get[2] = make_header("Mcp-Session-Id", session);
+    get[3] = make_header("MCP-Protocol-Version", "2025-11-25");
+    get[4] = make_header("Last-Event-ID", last);
+    OK(mcpw_http_server_handle_request(r.server, 0, S("GET"), S("/mcp"), get, 5, NULL, 0, &resp));
+    CHECK(resp.status == 200);
+    CHECK(r.calls > calls && r.refused == r.calls && r.others == 0); /* replay */
     OK(mcpw_http_server_counts(r.server, &sessions, &streams));
     CHECK(sessions == 1);
     r.calls = r.refused = 0;

@@ -63,7 +63,7 @@ pub(crate) fn host_callback<T>(callback: impl FnOnce() -> T) -> T {
 }
 
 /// `MCPW_ERR_REENTRANT` when called from inside a host's callback.
-fn not_reentrant() -> Outcome {
+pub(crate) fn not_reentrant() -> Outcome {
     if IN_CALLBACK.with(Cell::get) > 0 {
         return Err(MCPW_ERR_REENTRANT);
     }

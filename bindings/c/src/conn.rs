@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::boundary::{
     Handle, Out, array_in, bytes_in, bytes_out, catch, chars_as_bytes, free_handle, into_handle,
-    json, optional, optional_bytes_in, read_in, required, utf8, with_mut, with_ref,
+    json, not_reentrant, optional, optional_bytes_in, read_in, required, utf8, with_mut, with_ref,
 };
 use super::config::{mcpw_config, mcpw_role};
 use super::event::{EventTexts, mcpw_event, mcpw_id, mcpw_id_kind, mcpw_str, to_c};
@@ -556,6 +556,11 @@ pub unsafe extern "C" fn mcpw_conn_new(
 /// `conn` is NULL or a handle from `mcpw_conn_new` not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpw_conn_free(conn: *mut mcpw_conn) {
+    // From inside a callback, not even looked at: a view would be read while its lender's
+    // call holds it (and `free_handle` would keep an owned one anyway).
+    if not_reentrant().is_err() {
+        return;
+    }
     // A view belongs to the HTTP handle that lent it.
     // Safety: (caller) NULL or a live handle (owned, or a view whose lender is alive).
     let view = catch(

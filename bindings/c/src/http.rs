@@ -892,7 +892,8 @@ pub unsafe extern "C" fn mcpw_http_server_poll_woken(
 }
 
 /// Reports that the first `n` bytes lent by `mcpw_http_server_poll_stream` for `stream` were
-/// written (the bytes lent by its last poll; a write in parts may report each part). More
+/// written (the bytes lent by its last poll; a write in parts may report each part, in
+/// order, as long as the bytes are not read after the first report). More
 /// than was lent and not yet reported is `MCPW_ERR_CONSUME_TOO_MUCH`, consuming nothing;
 /// zero does nothing.
 ///
