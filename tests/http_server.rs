@@ -5529,10 +5529,7 @@ fn an_answer_waiting_to_be_stored(s: &mut HttpServer) -> String {
     let sid = open_session(s);
     let (stream, key, id, _) = call_and_prime(s, &sid);
     s.stream_closed(T0, stream);
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
-        .unwrap();
+    answer_call(s, key, &id);
     sid
 }
 
@@ -5603,10 +5600,7 @@ fn a_stream_closed_while_its_store_panics_is_closed() {
     let (mut s, bad) = FlakyStore::server();
     let sid = open_session(&mut s);
     let (stream, key, id) = post_call(&mut s, &sid);
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     s.pump();
     panics_in_the_store(&bad, || s.stream_closed(T0, stream));
     assert!(!s.holds_stream(stream));
@@ -5623,10 +5617,7 @@ fn a_session_whose_store_panicked_goes_on_without_it() {
     let (mut s, bad) = FlakyStore::server();
     let sid = open_session(&mut s);
     let (first, key, id, mut reader) = call_and_prime(&mut s, &sid);
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     panics_in_the_store(&bad, || s.pump());
     bad.store(true, std::sync::atomic::Ordering::SeqCst);
     let (msgs, finished) = read_stream(&mut s, first, &mut reader);
@@ -5718,10 +5709,7 @@ fn a_store_panicking_on_a_first_poll_is_left_out_after() {
         s.poll_stream(stream);
     });
     bad.store(true, std::sync::atomic::Ordering::SeqCst);
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
-        .unwrap();
+    answer_call(&mut s, key, &id);
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         read_stream(&mut s, stream, &mut StreamReader::new())
     }));
