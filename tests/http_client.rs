@@ -3908,3 +3908,34 @@ fn a_get_stream_whose_resumption_is_refused_as_unknown_is_opened_again_plainly()
     assert_eq!(again[0].header("Last-Event-ID"), None);
     assert_eq!(again[0].header("Mcp-Session-Id"), Some("s1"));
 }
+
+/// A server that answers every resumption with the event it was named, again, and closes:
+/// the client has that event already, so it is no progress, and the stream gives up after
+/// `max_attempts` resumptions like any that brings nothing. (The replayed event counted as
+/// progress and reset the attempts: the client asked again at the server's `retry` until
+/// the request timed out, and a session's GET stream, which has no timeout, for ever. Found
+/// by a review of the client.)
+#[test]
+fn a_resumption_that_only_replays_the_named_event_is_no_progress() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/call");
+    c.stream(&post, &[], "id: e1\nretry: 100\ndata:\n\n");
+    let mut gets = 0;
+    for _ in 0..600 {
+        c.wait(Duration::from_millis(200));
+        for s in c.sent() {
+            if s.method == "GET" {
+                gets += 1;
+                c.stream(&s, &[], "id: e1\ndata:\n\n");
+            }
+        }
+        if c.outcome(id).is_some() {
+            break;
+        }
+    }
+    assert_eq!(gets, ReconnectPolicy::default().max_attempts as usize);
+    assert!(
+        matches!(c.outcome(id), Some(Ev::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+}

@@ -175,11 +175,14 @@ impl StreamReader {
         while let Some(item) = self.sse.next_item() {
             match item {
                 SseItem::Event(e) => {
-                    self.events += 1;
                     let resumed_from = self.resumed_from.take();
                     if resumed_from.is_some() && e.id == resumed_from {
-                        continue; // already delivered before the reconnection
+                        // Already delivered before the reconnection: no progress (a server
+                        // that replays only it, and closes, would reset the attempts for
+                        // ever).
+                        continue;
                     }
+                    self.events += 1;
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if self.max_message.is_some_and(|max| e.data.len() > max) {
                         self.too_long += 1;
