@@ -3939,3 +3939,51 @@ fn a_resumption_that_only_replays_the_named_event_is_no_progress() {
         c.events
     );
 }
+
+/// A server that takes each new session (its `initialized`, its GET stream), ends the GET
+/// stream at once and answers its reopening 404: the client gives up after two such
+/// sessions in a row, as it does when sessions are refused outright. (It started a new
+/// session every second for ever, with nothing asked of any: the server's taking them
+/// reset the count. Found by a review of the client.) A session the server keeps a while is
+/// replaced every time: a client that only listens is not cut off by its server's restarts.
+#[test]
+fn sessions_forgotten_each_time_right_after_they_open_end_the_connection() {
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    let mut sessions = 0;
+    for i in 0..50 {
+        if c.client.connection().state() == mcpwire::conn::State::Closed {
+            break;
+        }
+        c.handshake(Some(&format!("s{i}")));
+        sessions += 1;
+        let get = c.gets.remove(0);
+        c.stream(&get, &[], ": hi\n\n");
+        c.wait(Duration::from_secs(1));
+        let Some(again) = c.sent().into_iter().find(|s| s.method == "GET") else {
+            break;
+        };
+        c.expire(&again);
+        c.events();
+    }
+    assert_eq!(sessions, 2, "{:?}", c.events);
+    assert_eq!(
+        c.client.connection().state(),
+        mcpwire::conn::State::Closed,
+        "{:?}",
+        c.events
+    );
+
+    // The same sessions, each kept longer than the longest backoff before it is forgotten:
+    // replaced every time.
+    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+    for i in 0..5 {
+        c.handshake(Some(&format!("s{i}")));
+        let get = c.gets.remove(0);
+        c.stream(&get, &[("Content-Type", "text/event-stream")], ": hi\n\n");
+        c.wait(Duration::from_secs(40));
+        let again = c.sent().into_iter().find(|s| s.method == "GET").unwrap();
+        c.expire(&again);
+        c.events();
+    }
+    assert_ne!(c.client.connection().state(), mcpwire::conn::State::Closed);
+}

@@ -418,13 +418,15 @@ pub struct HttpClient {
     /// `poll_action` failed requests made after the session ended (they never go out): their
     /// events wait, which no input or command brought, until `poll_event` has handed out all.
     failed_unsent: bool,
-    /// How many sessions in a row expired before the server took any exchange of theirs (a
-    /// 2xx head to one that carried the session id): a server that forgets every new session
-    /// at once (a load balancer without sticky sessions, say) would have the client start
-    /// sessions as fast as it refuses them.
+    /// How many sessions in a row expired unused (no request of the application's answered
+    /// in them, and not kept a while after the server took an exchange of theirs): a server
+    /// that forgets every new session at once (a load balancer without sticky sessions,
+    /// say) would have the client start sessions as fast as it refuses them.
     empty_expiries: u32,
     /// The server took an exchange of this session (a 2xx head to one with its id).
     session_taken: bool,
+    /// When this session's id came.
+    session_started: Timestamp,
     /// The session's GET stream got a 2xx head in this session.
     get_opened: bool,
     /// The session is over for good: the application ended it, or it expired after the
@@ -533,6 +535,7 @@ impl HttpClient {
             failed_unsent: false,
             empty_expiries: 0,
             session_taken: false,
+            session_started: now,
             get_opened: false,
             ended: false,
             session_answered: false,
@@ -726,8 +729,10 @@ impl HttpClient {
     /// (`Status(404)`: ask again once the new session is `Ready`); then a new connection
     /// starts a new session, which brings an [`Event::Ready`] of its own (one per session, not
     /// one per client), unless the connection was closed, the session was ended, or this is
-    /// the second session in a row to expire before the server took anything of it (the
-    /// connection then closes with `TransportFailed`). Its requests are numbered after the old session's, so a
+    /// the second session in a row to expire unused: before the server answered a request
+    /// of the application's in it, and before it had kept it a second (or the policy's
+    /// longest backoff, if longer) after taking an exchange of it (the connection then closes
+    /// with `TransportFailed`). Its requests are numbered after the old session's, so a
     /// [`RequestId`](crate::conn::RequestId) of the old session never names one of the new.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         // The application closed the connection while a new session was about to replace one
@@ -938,6 +943,7 @@ impl HttpClient {
             && valid_session_id(sid)
         {
             self.session = Some(sid.to_owned());
+            self.session_started = now;
             if self.ended {
                 // The application ended the session while `initialize` was out: it ends now.
                 let _ = self.end_session();
@@ -2139,7 +2145,15 @@ impl HttpClient {
         // A connection the application closed (or that ended) starts no new session, nor
         // does one whose session the application ended (a DELETE, or a request still in
         // flight, answered 404).
-        self.empty_expiries = if self.session_taken {
+        // A session counts as used when the server answered a request of the application's
+        // in it, or took an exchange of it and kept it a while: one it forgets again at once
+        // each time, right after it took its `initialized` and opened its GET stream (then
+        // refused the stream's reopening with 404), would otherwise be replaced for ever, a
+        // new session a second with nothing asked of it.
+        let lived = self.policy.max_delay.max(Duration::from_secs(1));
+        let used = self.session_answered
+            || (self.session_taken && now >= self.session_started.after(lived));
+        self.empty_expiries = if used {
             0
         } else {
             self.empty_expiries.saturating_add(1)
