@@ -4274,6 +4274,7 @@ fn a_session_the_store_could_not_record_does_not_open() {
     assert!(header(&r, "Mcp-Session-Id").is_none());
     assert_eq!(a.sessions(), 0);
     assert_eq!(a.poll_timeout(), None, "nothing left of it");
+    assert_eq!(a.open_streams(), 0, "not even its stream");
     // Once the store records again, the same request opens a session.
     stores.0.lock().unwrap().4 = false;
     let r = send(&mut a, "POST", &[], INIT_WITH_SAMPLING);
