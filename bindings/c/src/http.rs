@@ -117,9 +117,10 @@ pub type mcpw_replay_sink =
 /// change while they run: a call they make to any function that takes a handle (the server,
 /// a view it lent, any other) returns `MCPW_ERR_REENTRANT` and does nothing (a free leaves
 /// the handle be). They must return normally: a C++ exception or a `longjmp` out of one is
-/// undefined behaviour. The guarantees a store must give (order, durability before delivery, bounds, cleanup) are those of the Rust
-/// `mcpwire::http::EventStore` trait: `replay` hands out, in increasing number, every stored
-/// event of `stream` in `session` numbered above `after`, byte for byte as appended.
+/// undefined behaviour. The guarantees a store must give (order, durability before
+/// delivery, bounds, cleanup) are those of the Rust `mcpwire::http::EventStore` trait:
+/// `replay` hands out, in increasing number, every stored event of `stream` in `session`
+/// numbered above `after`, byte for byte as appended.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct mcpw_event_store {
