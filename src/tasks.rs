@@ -1036,7 +1036,9 @@ impl Tasks {
 
     /// [`answer`](Self::answer), written to `conn` as the answer to request `id`, with the
     /// capabilities that request declared. Returns `Ok(false)` (and answers nothing) when
-    /// `method` is not a tasks method. When the answer cannot be written (`OutputFull`: call
+    /// `method` is not a tasks method, or `id` is not a 2026-07-28 request in flight on
+    /// `conn` (a 2025-11-25 session's `tasks/get` is [`serve_legacy`](Self::serve_legacy)'s:
+    /// answered here, it got the extension's rules, "not found" for its own task). When the answer cannot be written (`OutputFull`: call
     /// again later), a terminal task it carried stays unfetched, so it is not dropped at the
     /// cap before a client saw it. It checks no access: check that the caller may see the
     /// task first (see the module docs).
@@ -1048,10 +1050,10 @@ impl Tasks {
         method: &str,
         params: Option<RawJson<'_>>,
     ) -> Result<bool, Error> {
-        let declared = conn
-            .request_context(id)
-            .map(|c| c.client_capabilities)
-            .unwrap_or_default();
+        let Some(context) = conn.request_context(id) else {
+            return Ok(false);
+        };
+        let declared = context.client_capabilities;
         let unfetched = self.unfetched(params);
         let written = match self.answer(now, declared, method, params) {
             None => return Ok(false),

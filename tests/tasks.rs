@@ -1133,7 +1133,11 @@ fn legacy_pair() -> common::pair::Pair {
     common::pair::Pair::ready(D, client, server)
 }
 
-/// The client sends `method`; the server hands it to `tasks`; returns the client's events.
+/// The client sends `method`; the server hands it to `tasks`, as a dual-era server does
+/// with every request: first to `serve` (the extension's), which must leave a 2025-11-25
+/// session's request alone (it answered `tasks/get` with the extension's rules: "not found"
+/// for the requestor's own task; and a `tasks/cancel` of any task with `{}`), then to
+/// `serve_legacy`; returns the client's events.
 fn legacy_round(
     p: &mut common::pair::Pair,
     tasks: &mut Tasks,
@@ -1149,6 +1153,14 @@ fn legacy_round(
     let Some(Ev::Request { id, method, params }) = p.take_server_events().into_iter().next() else {
         panic!()
     };
+    let extension = tasks.serve(
+        p.now,
+        &mut p.server,
+        id.as_id(),
+        &method,
+        params.as_deref().map(raw),
+    );
+    assert_eq!(extension, Ok(false), "{method}");
     tasks
         .serve_legacy(
             p.now,

@@ -119,7 +119,8 @@ type TaskEvent struct {
 //  1. On a tools/call whose request declared the extension (CapTasksExtension in
 //     Conn.RequestContext), Create a task and Respond with it.
 //  2. Hand every request to Serve before your own dispatch: it answers tasks/get,
-//     tasks/update and tasks/cancel, and says false for anything else.
+//     tasks/update and tasks/cancel of 2026-07-28, and says false for anything else (a
+//     2025-11-25 session's tasks/get goes on to ServeLegacy).
 //  3. As the work goes on: Ask for input (answers come as TaskEventInput from PollEvent),
 //     SetMessage for progress, then Complete, Fail or Cancel.
 //  4. Drain PollEvent after Serve and HandleTimeout; call HandleTimeout at PollTimeout.
@@ -282,7 +283,8 @@ func (t *Tasks) Respond(conn *Conn, id ID, task string) error {
 // extension: tasks/get with the task (its input requests, result or error by status),
 // tasks/update and tasks/cancel with an empty acknowledgement (their effects come from
 // PollEvent), an unknown task with -32602. It reports false, answering nothing, for any
-// other method: answer that one yourself. params is the request's params (nil when absent).
+// other method, and for a request that is not a 2026-07-28 one (a 2025-11-25 session's
+// tasks/get is ServeLegacy's): answer that one yourself. params is the request's params (nil when absent).
 // Drain PollEvent afterwards. It checks no access: the extension requires a check on every
 // task-related request, so make sure the caller may see the task first (and set
 // Config.ReviewListens so that listens naming task ids are checked too).

@@ -843,7 +843,8 @@ pub unsafe extern "C" fn mcpw_tasks_cancel(
 /// by status), `tasks/update` and `tasks/cancel` with an empty acknowledgement (their effects
 /// come as `mcpw_tasks_poll_event` events), a missing or unknown task with -32602.
 /// `*out_served` is true when it answered, and false (nothing answered, nothing changed) for
-/// any other method: answer that one yourself. `params` is the request's params object (JSON
+/// any other method, and for a request that is not a 2026-07-28 one (a 2025-11-25 session's
+/// `tasks/get` goes on to `mcpw_tasks_serve_legacy`): answer that one yourself. `params` is the request's params object (JSON
 /// text, or NULL when absent).
 ///
 /// Pass it every request of every connection of the server before your own dispatch (the
