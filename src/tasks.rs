@@ -228,9 +228,9 @@ pub enum TaskError {
     /// task's protocol version does not define (as
     /// [`Connection::respond_error`](crate::Connection::respond_error) refuses it).
     InvalidPayload,
-    /// The random source gave ids already in use eight times running: it is not random (a
-    /// failed `getrandom` that left the buffer as it was, a fixed test seed). No task was
-    /// created; fix the source.
+    /// The random source gave ids already in use, or nothing but zero bits, eight times
+    /// running: it is not random (a failed `getrandom` that left the buffer as it was, a
+    /// fixed test seed). No task was created; fix the source.
     RandomRepeats,
 }
 
@@ -474,6 +474,27 @@ impl Tasks {
         random: &mut dyn FnMut(&mut [u8]),
         legacy: Option<u64>,
     ) -> Result<String, TaskError> {
+        // The id first, so that a source that fails leaves the table as it was (no terminal
+        // task evicted for a task never made). 128 random bits collide by chance about
+        // never; a source that repeats would make this loop spin for good. All zero bits are
+        // a source that wrote nothing (a failed `getrandom`): a guessable id, and the same
+        // one again once its task is gone.
+        let id = (0..RANDOM_TRIES)
+            .filter_map(|_| {
+                let mut bytes = [0u8; 16];
+                random(&mut bytes);
+                (bytes != [0; 16]).then(|| {
+                    let mut id = String::with_capacity(32);
+                    for b in bytes {
+                        for nibble in [b >> 4, b & 15] {
+                            id.push(char::from(b"0123456789abcdef"[usize::from(nibble)]));
+                        }
+                    }
+                    id
+                })
+            })
+            .find(|id| !self.tasks.contains_key(id))
+            .ok_or(TaskError::RandomRepeats)?;
         // The requestor's own cap first, so that a full requestor takes none of the others'
         // terminal tasks; then the table's.
         if let Some(owner) = legacy {
@@ -485,22 +506,6 @@ impl Tasks {
         if self.tasks.len() >= self.config.max_tasks && !self.evict_terminal(None) {
             return Err(TaskError::Full);
         }
-        // 128 random bits collide by chance about never; a source that repeats would make
-        // this loop spin for good.
-        let id = (0..RANDOM_TRIES)
-            .map(|_| {
-                let mut bytes = [0u8; 16];
-                random(&mut bytes);
-                let mut id = String::with_capacity(32);
-                for b in bytes {
-                    for nibble in [b >> 4, b & 15] {
-                        id.push(char::from(b"0123456789abcdef"[usize::from(nibble)]));
-                    }
-                }
-                id
-            })
-            .find(|id| !self.tasks.contains_key(id))
-            .ok_or(TaskError::RandomRepeats)?;
         self.tasks.insert(
             id.clone(),
             Task {

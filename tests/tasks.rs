@@ -466,6 +466,33 @@ fn a_random_source_that_repeats_itself_is_refused() {
     tasks.create(T0, &mut ids()).unwrap();
 }
 
+/// A source that writes nothing (a failed `getrandom`: the buffer stays zero) is refused
+/// from its first id: it gave the guessable id 000…0, and the same one again once that
+/// task was gone, so that an old handle named a new client's task. And a refused creation
+/// changes nothing: the requestor's terminal task it would have made room by stays.
+#[test]
+fn a_random_source_that_writes_nothing_is_refused_at_once() {
+    let config = TaskConfig {
+        max_tasks_per_owner: 1,
+        ..TaskConfig::default()
+    };
+    let mut tasks = Tasks::new(config, T0, WALL);
+    let mut nothing = |_: &mut [u8]| {};
+    assert_eq!(
+        tasks.create(T0, &mut nothing),
+        Err(TaskError::RandomRepeats)
+    );
+    assert_eq!(tasks.len(), 0);
+    let old = tasks.create_legacy(T0, &mut ids(), 1).unwrap();
+    tasks.cancel(T0, &old).unwrap();
+    assert_eq!(
+        tasks.create_legacy(T0, &mut nothing, 1),
+        Err(TaskError::RandomRepeats)
+    );
+    assert_eq!(tasks.len(), 1, "the cancelled task stays");
+    assert!(tasks.status(&old).is_some());
+}
+
 #[test]
 fn tasks_live_for_their_ttl_through_the_timer_and_the_table_is_bounded() {
     let config = TaskConfig {

@@ -1430,9 +1430,14 @@ static uint64_t random_state = 1;
 static int random_calls;
 
 /* A broken random source: the same bytes every time. */
-static void zero_random(void *user, uint8_t *buf, size_t len) {
+static void stuck_random(void *user, uint8_t *buf, size_t len) {
     (void)user;
-    memset(buf, 0, len);
+    memset(buf, 7, len);
+}
+
+/* A source that writes nothing (a failed getrandom): refused from its first id. */
+static void no_random(void *user, uint8_t *buf, size_t len) {
+    (void)user, (void)buf, (void)len;
 }
 
 static void test_random(void *user, uint8_t *buf, size_t len) {
@@ -4055,8 +4060,9 @@ static void test_tasks_unknown_tasks_and_bounds(void) {
         mcpw_tasks *stuck = NULL;
         mcpw_str id = {"unchanged", 9};
         OK(mcpw_tasks_new(NULL, 0, 0, &stuck));
-        OK(mcpw_tasks_create(stuck, 0, zero_random, NULL, &id));
-        RC(MCPW_ERR_RANDOM_REPEATS, mcpw_tasks_create(stuck, 0, zero_random, NULL, &id));
+        RC(MCPW_ERR_RANDOM_REPEATS, mcpw_tasks_create(stuck, 0, no_random, NULL, &id));
+        OK(mcpw_tasks_create(stuck, 0, stuck_random, NULL, &id));
+        RC(MCPW_ERR_RANDOM_REPEATS, mcpw_tasks_create(stuck, 0, stuck_random, NULL, &id));
         mcpw_tasks_free(stuck);
     }
     {
