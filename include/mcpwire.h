@@ -1040,7 +1040,9 @@ typedef enum mcpw_task_event_kind {
     MCPW_TASK_EVENT_INPUT = 1,
     /**
      * The client asked to cancel `task` (`tasks/cancel`). Cancellation is cooperative: call
-     * `mcpw_tasks_cancel` once the work stopped, or finish the task normally.
+     * `mcpw_tasks_cancel` once the work stopped, or finish the task normally. (A 2025-11-25
+     * task is cancelled already: just stop the work; a later cancel, complete or fail gets
+     * `MCPW_ERR_TASK_TERMINAL`.)
      */
     MCPW_TASK_EVENT_CANCEL_REQUESTED = 2,
     /**

@@ -331,7 +331,9 @@ pub enum TaskEvent {
         response: String,
     },
     /// The client asked to cancel `task` (`tasks/cancel`). Cancellation is cooperative: call
-    /// [`Tasks::cancel`] once the work stopped, or finish it normally.
+    /// [`Tasks::cancel`] once the work stopped, or finish it normally. (A 2025-11-25 task is
+    /// cancelled already, as that version's `tasks/cancel` answers with it: just stop the
+    /// work; a later `cancel`, `complete` or `fail` gets [`TaskError::Terminal`].)
     CancelRequested {
         /// The task.
         task: String,

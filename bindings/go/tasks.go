@@ -78,7 +78,9 @@ const (
 	// Response. Once every outstanding request is answered the task is working again.
 	TaskEventInput TaskEventKind = C.MCPW_TASK_EVENT_INPUT
 	// TaskEventCancelRequested: the client asked to cancel Task (tasks/cancel). Cancellation
-	// is cooperative: call Cancel once the work stopped, or finish the task normally.
+	// is cooperative: call Cancel once the work stopped, or finish the task normally. (A
+	// 2025-11-25 task is cancelled already: just stop the work; a later Cancel, Complete or
+	// Fail gets ErrTaskTerminal.)
 	TaskEventCancelRequested TaskEventKind = C.MCPW_TASK_EVENT_CANCEL_REQUESTED
 	// TaskEventExpired: Task reached its TTL and was deleted; stop any work left for it.
 	TaskEventExpired TaskEventKind = C.MCPW_TASK_EVENT_EXPIRED

@@ -168,7 +168,9 @@ pub enum mcpw_task_event_kind {
     /// every outstanding request is answered the task is `working` again.
     MCPW_TASK_EVENT_INPUT = 1,
     /// The client asked to cancel `task` (`tasks/cancel`). Cancellation is cooperative: call
-    /// `mcpw_tasks_cancel` once the work stopped, or finish the task normally.
+    /// `mcpw_tasks_cancel` once the work stopped, or finish the task normally. (A 2025-11-25
+    /// task is cancelled already: just stop the work; a later cancel, complete or fail gets
+    /// `MCPW_ERR_TASK_TERMINAL`.)
     MCPW_TASK_EVENT_CANCEL_REQUESTED = 2,
     /// `task` reached its TTL and was deleted: stop any work left for it.
     MCPW_TASK_EVENT_EXPIRED = 3,
