@@ -460,7 +460,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 Ok(Wrote::Due)
             }
             Err(Some(read)) => {
-                match read {
+                match ended_by_reset(read) {
                     Ok(n) => self.took_input(n),
                     // Once closed nothing more is heard: a failing input (a reset socket)
                     // ends the reading, not the last write.
@@ -475,6 +475,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
 
     /// Notes a read of `n` bytes into the buffer (0: the input ended; the engine hears of it
     /// once everything before it is fed and its events are handed out).
+    /// Bytes read (`n`), or the input's end (0).
     fn took_input(&mut self, n: usize) {
         if n == 0 {
             self.eof = true;
@@ -613,7 +614,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                         () = std::future::ready(()) => None,
                     };
                     if let Some(read) = ready {
-                        self.took_input(read?);
+                        self.took_input(ended_by_reset(read)?);
                         continue;
                     }
                 }
@@ -651,7 +652,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             tokio::select! {
                 biased;
                 // (Input first: see `timers_after_feed`.)
-                read = self.reader.read(&mut self.buf) => self.took_input(read?),
+                read = self.reader.read(&mut self.buf) => self.took_input(ended_by_reset(read)?),
                 () = sleep_for(wait) => {
                     let now = self.read_clock();
                     self.conn.handle_timeout(now);
@@ -781,5 +782,17 @@ fn signal(child: &Child, signal: libc::c_int) -> bool {
     unsafe {
         let target = if libc::getpgid(pid) == pid { -pid } else { pid };
         libc::kill(target, signal) == 0
+    }
+}
+
+/// A read that failed because the peer reset the connection is the input's end: over one
+/// socket for both directions (socat's `EXEC`, inetd, systemd's `Accept=yes`), a peer that
+/// exits with our answers unread resets it, and its last words and the close are still to
+/// be handed out (a write error then follows them, as the docs say), not replaced by the
+/// reset.
+fn ended_by_reset(read: io::Result<usize>) -> io::Result<usize> {
+    match read {
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Ok(0),
+        read => read,
     }
 }

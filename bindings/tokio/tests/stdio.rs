@@ -856,17 +856,13 @@ impl tokio::io::AsyncWrite for BrokenPipe {
     }
 }
 
-/// A peer that stopped reading (it exited) said why in what it wrote last: the driver writes
-/// nothing more, reads that to the end and hands it out with the close, then returns the
-/// broken pipe once, then `None`. It returned the broken pipe at once, and again on every
-/// call, so the peer's last words and the close were never heard (the C and Go hosts had
-/// been fixed for this).
-#[tokio::test]
-async fn a_peer_that_stopped_reading_is_heard_to_its_end() {
-    let mut config = Config::client("t", "1.0");
-    config.client_era = mcpwire::conn::ClientEra::Legacy;
-    let input: &[u8] = b"not json\n";
-    let mut driver = Driver::new(config, input, BrokenPipe).unwrap();
+/// Drives `driver` (whose peer said "not json" and went) to its write error: the parse
+/// error and the close must come first, and the error is the broken pipe.
+async fn heard_to_its_end<R, W>(driver: &mut Driver<R, W>)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
     let (mut parse, mut closed) = (false, false);
     let broken = loop {
         match tokio::time::timeout(Duration::from_secs(10), driver.next_event())
@@ -887,7 +883,56 @@ async fn a_peer_that_stopped_reading_is_heard_to_its_end() {
         parse && closed,
         "parse error heard {parse}, closed {closed}"
     );
+}
+
+/// A peer that stopped reading (it exited) said why in what it wrote last: the driver writes
+/// nothing more, reads that to the end and hands it out with the close, then returns the
+/// broken pipe once, then `None`. It returned the broken pipe at once, and again on every
+/// call, so the peer's last words and the close were never heard (the C and Go hosts had
+/// been fixed for this).
+#[tokio::test]
+async fn a_peer_that_stopped_reading_is_heard_to_its_end() {
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let input: &[u8] = b"not json\n";
+    let mut driver = Driver::new(config, input, BrokenPipe).unwrap();
+    heard_to_its_end(&mut driver).await;
     assert!(matches!(driver.next_event().await, Ok(None)));
+}
+
+/// An input that gives `data`, then fails once as a reset connection does, then ends.
+struct ThenReset(&'static [u8], u8);
+
+impl tokio::io::AsyncRead for ThenReset {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let step = self.1;
+        self.1 += 1;
+        std::task::Poll::Ready(match step {
+            0 => {
+                buf.put_slice(self.0);
+                Ok(())
+            }
+            1 => Err(std::io::ErrorKind::ConnectionReset.into()),
+            _ => Ok(()),
+        })
+    }
+}
+
+/// The same over one socket for both directions (socat's `EXEC`, inetd): a peer that exits
+/// with our answers unread resets the connection, and the read fails with a reset after its
+/// last words. Its last words and the close are still heard, then the write error, as with
+/// two pipes; the reset was returned instead, the close never came, and an unterminated last
+/// line was lost. (Found by a review of the host.)
+#[tokio::test]
+async fn a_peer_that_reset_the_connection_is_heard_to_its_end() {
+    let mut config = Config::client("t", "1.0");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let mut driver = Driver::new(config, ThenReset(b"not json\n", 0), BrokenPipe).unwrap();
+    heard_to_its_end(&mut driver).await;
 }
 
 /// `stop` on a child that closed its stdin and exited (the pipe to it broken) returns its
