@@ -217,9 +217,9 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 // context ended, ends there): each request still unanswered is cancelled. Run sends what
 // the engine then holds (those cancellations, an answer or notification just given), waits
 // up to two seconds for it to reach the server, then returns ErrFreed and frees the client
-// on its way out. Otherwise Close itself waits, up to
-// two seconds, for the POSTs still on their way when Run returned (the cancellations of a
-// Shutdown, a last notification or answer) to reach the server. Either way a program that
+// on its way out. Otherwise Close itself waits, up to two seconds, for the POSTs still on
+// their way when Run returned (the cancellations of a Shutdown, a last notification or
+// answer) to reach the server. Either way a program that
 // exits once both have returned loses nothing it sent, with one exception: a Close given
 // while Run is settling after the connection closed (waiting for the session's DELETE, or
 // for POSTs the server refused for now) ends that wait, and what Run had already let go on
