@@ -724,6 +724,11 @@ pub async fn stop(
         tokio::time::timeout(grace.saturating_add(Duration::from_secs(1)), drain).await
         && !peer_gone(&e)
     {
+        // The child ends as one that outstays its grace does, its group too (dropped, it got
+        // SIGKILL alone, and a wrapper's server outlived it), then the error.
+        #[cfg(unix)]
+        signal(&child, libc::SIGKILL);
+        let _ = child.kill().await;
         return Err(e);
     }
     let (_, mut stdout, stdin) = driver.into_parts();
