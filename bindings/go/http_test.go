@@ -2326,6 +2326,21 @@ func TestHTTPClientKeepsWhyAnExchangeFailed(t *testing.T) {
 	}
 }
 
+// switchProtocols answers with 101 Switching Protocols on the raw connection, which it
+// keeps open until hold is closed (nil: it closes it at once).
+func switchProtocols(w http.ResponseWriter, hold <-chan struct{}) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+	buf.Flush()
+	if hold != nil {
+		<-hold
+	}
+}
+
 // A server that answers a request with 101 Switching Protocols and keeps the connection:
 // the request fails at once, with that status, and Close does not wait.
 // net/http hands the raw connection over as the body, no longer tied to the request's
@@ -2334,14 +2349,7 @@ func TestHTTPClientKeepsWhyAnExchangeFailed(t *testing.T) {
 func TestHTTPClientRefusesASwitchOfProtocols(t *testing.T) {
 	hold := make(chan struct{})
 	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
-		buf.Flush()
-		<-hold
+		switchProtocols(w, hold)
 	})
 	defer srv.Close()
 	defer close(hold)
@@ -2398,13 +2406,7 @@ func TestHTTPClientDoesNotAskAgainForAGetStreamAnswered101(t *testing.T) {
 			return
 		}
 		gets.Add(1)
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
-		buf.Flush()
+		switchProtocols(w, nil)
 	}))
 	defer srv.Close()
 	client, err := NewHTTPClient(&Config{Role: Client, Name: "t", Version: "1", ClientEra: ClientEraLegacy},
