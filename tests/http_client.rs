@@ -1273,6 +1273,59 @@ fn the_delete_owed_during_initialize_ends_with_an_answer_without_a_session_or_a_
     assert!(c.sent().iter().all(|s| s.method != "DELETE"));
 }
 
+/// `end_session` before any `initialize` went out, while an auto-era client's
+/// `server/discover` probe is out: a handshake-era server refuses the probe, and the
+/// fallback `initialize` never goes out, so the server makes no session that nobody would
+/// end. (Before, `end_session` did nothing then: the session started and was never
+/// deleted.) The same before a handshake-era client's first `poll_action`.
+#[test]
+fn ending_the_session_before_initialize_went_out_starts_none() {
+    let mut c = Scripted::new(client_config(), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    assert_eq!(discover.body["method"], "server/discover");
+    assert_eq!(c.client.end_session(), None, "no session yet");
+    assert!(!c.client.is_ending_session(), "no DELETE will be owed");
+    c.answer(&discover, 404, &[], "");
+    c.wait(Duration::from_millis(10));
+    let sent = c.sent();
+    assert!(!initializes(&sent), "a session after end_session: {sent:?}");
+    c.events();
+    assert!(
+        c.events.iter().any(|e| matches!(e, Ev::Closed { .. })),
+        "the handshake cannot go on: {:?}",
+        c.events
+    );
+    assert!(!c.client.is_ending_session());
+
+    let mut c = Scripted::new(legacy(client_config()), ReconnectPolicy::default());
+    assert_eq!(c.client.end_session(), None);
+    let sent = c.sent();
+    assert!(!initializes(&sent), "a session after end_session: {sent:?}");
+}
+
+/// `end_session` during the auto-era probe changes nothing when the server answers it in
+/// the 2026-07-28 era, which has no sessions: requests go out as before.
+#[test]
+fn ending_the_session_during_a_probe_answered_statelessly_changes_nothing() {
+    let mut c = Scripted::new(client_config(), ReconnectPolicy::default());
+    let discover = c.sent().remove(0);
+    assert_eq!(c.client.end_session(), None);
+    let answer = json!({"jsonrpc":"2.0","id":discover.body["id"],"result":{
+        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},
+        "serverInfo":{"name":"scripted","version":"1"}}})
+    .to_string();
+    c.answer(&discover, 200, &[], &answer);
+    assert!(
+        c.events.iter().any(|e| matches!(e, Ev::Ready { .. })),
+        "{:?}",
+        c.events
+    );
+    c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].body["method"], "tools/list");
+}
+
 /// A session that expires aborts only exchanges the host was given: not a DELETE still held
 /// behind a notification (the host was told to abort an exchange it never had).
 #[test]

@@ -415,6 +415,11 @@ pub struct HttpClient {
     /// A new session's connection whose `initialize` has not gone out yet: ending the session
     /// now ends that one too.
     restart_unsent: bool,
+    /// `end_session` was called before any `initialize` went out, the era not yet known to
+    /// be 2026-07-28 (an auto-era probe under way, or a first `poll_action` not yet made): an
+    /// `initialize` the connection makes later fails unsent, so the server makes no session
+    /// nobody would end. A probe answered in the 2026-07-28 era makes it moot (no sessions).
+    end_before_initialize: bool,
     /// `poll_action` failed requests made after the session ended (they never go out): their
     /// events wait, which no input or command brought, until `poll_event` has handed out all.
     failed_unsent: bool,
@@ -532,6 +537,7 @@ impl HttpClient {
             gets_ended: false,
             restarted: false,
             restart_unsent: false,
+            end_before_initialize: false,
             failed_unsent: false,
             empty_expiries: 0,
             session_taken: false,
@@ -581,7 +587,11 @@ impl HttpClient {
     /// for it while [`has_exchange`](Self::has_exchange) says so. Called while `initialize`
     /// has no answer yet, it returns `None` and owes the DELETE: it goes out once the
     /// answer brings the session id, and [`is_ending_session`](Self::is_ending_session)
-    /// holds until then (drive the client while it does). The client starts no new
+    /// holds until then (drive the client while it does). Called before any `initialize`
+    /// went out (an auto-era client's `server/discover` probe under way, or no
+    /// `poll_action` yet), it returns `None` and no session starts: an `initialize` made later
+    /// fails unsent and the connection closes, unless the server answers the probe in the
+    /// 2026-07-28 era, which has no sessions to end. The client starts no new
     /// session after this, even when the DELETE or a request still in flight is answered 404,
     /// and requests made later fail at once ([`TransportFailure::Status`] 404) without going
     /// out.
@@ -597,6 +607,15 @@ impl HttpClient {
         // makes for it is ended as soon as its id comes (the DELETE goes out then).
         if self.session.is_none() && self.initialize_unanswered() {
             self.ended = true;
+        }
+        // Asked before any `initialize` went out, the era still open (a `server/discover`
+        // probe out, or nothing taken yet): a handshake-era session never starts.
+        if self.session.is_none()
+            && self.initialize.is_none()
+            && self.conn.state() == State::Initializing
+            && self.conn.era() != Some(Era::Modern)
+        {
+            self.end_before_initialize = true;
         }
         self.session.as_ref()?;
         // What the connection holds already (a cancellation, say) goes out first, in this
@@ -1226,6 +1245,9 @@ impl HttpClient {
             let bytes = frame.bytes.to_vec();
             self.conn.consume_frame();
             let posted = self.post(&bytes);
+            if self.end_before_initialize && posted.is_some() && posted == self.initialize {
+                self.ended = true;
+            }
             if self.ended {
                 // The session is over: its requests fail here, never sent.
                 if let Some(exchange) = posted {
