@@ -182,17 +182,22 @@ pub struct HostConfig {
     /// How long a client may take to send a request body, once its head is in. 408 and the
     /// connection closed when it passes. Default 30 s.
     pub body_read_timeout: Duration,
-    /// The slowest pace a request body may keep, in bytes per second averaged from the moment
-    /// its head was in, once [`body_rate_grace`](Self::body_rate_grace) has passed: a body
-    /// that falls behind gets 408 and the connection closed, without waiting for
-    /// `body_read_timeout`. A connection whose body is arriving is in a request, which
-    /// [`max_connections`](Self::max_connections) never displaces; without a minimum, a cap's
-    /// worth of bodies trickled a byte at a time would lock new clients out for the whole
-    /// body timeout. Lower it for clients on very slow links; 0 turns it off. Default 240
-    /// (the default of ASP.NET Core's Kestrel).
+    /// The slowest pace a request body may keep, in bytes per second, once
+    /// [`body_rate_grace`](Self::body_rate_grace) has passed: averaged from the moment its
+    /// head was in, and also from any moment on, less what the body was ahead of the rate
+    /// then, counting at most the grace's worth of it ahead (at least a second's): a body
+    /// sent fast that stops before its end is cut a grace or two later, not when the bytes
+    /// it sent stop carrying the average. A body that falls behind gets 408 and the
+    /// connection closed, without waiting for `body_read_timeout`. A connection whose body
+    /// is arriving is in a request, which [`max_connections`](Self::max_connections) never
+    /// displaces, and its bytes count in [`max_body_total`](Self::max_body_total); without
+    /// this, a cap's worth of bodies trickled a byte at a time (or sent almost whole and
+    /// stalled) would lock new clients out for the whole body timeout. Lower it for clients
+    /// on very slow links; 0 turns it off. Default 240 (the default of ASP.NET Core's
+    /// Kestrel, which averages from the start only).
     pub min_body_rate: u64,
     /// How long a body may arrive at any pace before `min_body_rate` applies (TCP's slow
-    /// start, a client that pauses once). Default 5 s.
+    /// start), and how long a body ahead of the rate may pause once it does. Default 5 s.
     pub body_rate_grace: Duration,
     /// The largest request head (request line and headers) in bytes; a larger one gets 431 and
     /// the connection closed. hyper reads into a buffer of at least 8192 bytes whatever this
@@ -1448,9 +1453,22 @@ async fn finish_body_read(
     if rate == 0 {
         return tokio::time::timeout_at(end, read).await.ok();
     }
-    // Checked only when the bytes so far stop being enough: at the grace's end, then at the
-    // moment the average would fall below the rate, and no more often than every 250 ms
-    // (so a client sending exactly at the rate does not wake this at every byte).
+    // Two rules, once the grace has passed. The average from the start must keep the rate
+    // (a trickle from the first byte). And the body may get no more than the grace's worth
+    // of the rate ahead of it (at least a second's): what it sent beyond that buys no pause,
+    // so a body sent fast up to its last bytes and then stopped is cut about a grace or two
+    // later, not at the body timeout (while it held its share of `max_body_total` and a
+    // connection that the cap never displaces). A body the bytes so far fall short for is
+    // cut at the check that sees it: at the grace's end, then when either rule would next
+    // fail, no more often than every 250 ms (so a client sending exactly at the rate does not
+    // wake this at every byte).
+    let rate_ms = i128::from(rate); // millibytes per millisecond
+    let millis = |d: Duration| i128::try_from(d.min(FAR_FUTURE).as_millis()).unwrap_or(i128::MAX);
+    let ahead_most =
+        rate_ms.saturating_mul(millis(config.body_rate_grace.max(Duration::from_secs(1))));
+    // How far ahead of the rate the body is, in millibytes, and when and at what count of
+    // bytes it was last looked at (`None` before the grace's end).
+    let mut ahead: Option<(i128, tokio::time::Instant, u64)> = None;
     let mut check = after(config.body_rate_grace);
     loop {
         let wake = check.min(end);
@@ -1459,16 +1477,38 @@ async fn finish_body_read(
             Err(_) if wake >= end => return None,
             Err(_) => {
                 let now = tokio::time::Instant::now();
-                let got = u128::from(received.load(Ordering::Relaxed));
-                let elapsed = now.saturating_duration_since(start).as_millis();
-                if got * 1000 < u128::from(rate) * elapsed {
+                let got = received.load(Ordering::Relaxed);
+                let elapsed = millis(now.saturating_duration_since(start));
+                let sent = i128::from(got).saturating_mul(1000);
+                if sent < rate_ms.saturating_mul(elapsed) {
                     return None;
                 }
-                // The bytes so far carry the average until `got / rate` seconds after start.
-                let covered = Duration::from_millis(
-                    u64::try_from(got * 1000 / u128::from(rate)).unwrap_or(u64::MAX),
-                );
-                check = after(covered).max(now + Duration::from_millis(250));
+                let lead = match ahead {
+                    // (No pace is asked of the grace itself.)
+                    None => sent,
+                    Some((lead, at, was)) => {
+                        let came = i128::from(got.saturating_sub(was)).saturating_mul(1000);
+                        let owed =
+                            rate_ms.saturating_mul(millis(now.saturating_duration_since(at)));
+                        lead.saturating_add(came).saturating_sub(owed)
+                    }
+                }
+                .min(ahead_most);
+                if lead < 0 {
+                    return None;
+                }
+                ahead = Some((lead, now, got));
+                // The average holds until `got / rate` after the start; the lead lasts
+                // `lead / rate` from now.
+                let average_until = start
+                    + Duration::from_millis(u64::try_from(sent / rate_ms).unwrap_or(u64::MAX))
+                        .min(FAR_FUTURE);
+                let lead_until = now
+                    + Duration::from_millis(u64::try_from(lead / rate_ms).unwrap_or(u64::MAX))
+                        .min(FAR_FUTURE);
+                check = average_until
+                    .min(lead_until)
+                    .max(now + Duration::from_millis(250));
             }
         }
     }

@@ -294,6 +294,69 @@ async fn a_body_slower_than_the_minimum_rate_gets_408_after_the_grace() {
     );
 }
 
+/// A body sent fast up to its last bytes, then stopped, gets 408 about a second after it
+/// stops (the most it may get ahead of the rate here): before, the bytes it had sent carried
+/// the average for 19 s here (up to the body timeout by default), and a few such bodies held
+/// `max_body_total`, or a cap's worth of connections, at almost no cost.
+#[tokio::test]
+async fn a_body_that_stops_after_a_fast_start_gets_408_soon() {
+    let server = start(rated_config()).await;
+    let (mut r, mut w) = server.connect().await.into_split();
+    let (head, body) = padded_initialize(20_000);
+    w.write_all(head.as_bytes()).await.expect("head");
+    w.write_all(&body[..19_000])
+        .await
+        .expect("most of the body");
+    let started = tokio::time::Instant::now();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(6), async {
+        loop {
+            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .is_ok();
+    let waited = started.elapsed();
+    drop(w);
+    assert!(closed, "still open after 6 s");
+    assert_eq!(statuses(&out), [408], "{}", String::from_utf8_lossy(&out));
+    assert!(
+        waited >= Duration::from_millis(900),
+        "cut before its lead ran out: {waited:?}"
+    );
+}
+
+/// A body that keeps the minimum rate after a fast start is served: only a pause longer
+/// than its lead is cut. Here 4,000 bytes at once, then 1,500 bytes/s (the minimum is
+/// 1,000) for 2 s.
+#[tokio::test]
+async fn a_body_that_keeps_the_rate_after_a_fast_start_is_served() {
+    let server = start(rated_config()).await;
+    let (mut r, mut w) = server.connect().await.into_split();
+    let (head, body) = padded_initialize(7_000);
+    w.write_all(head.as_bytes()).await.expect("head");
+    w.write_all(&body[..4_000]).await.expect("the start");
+    let writer = trickle(w, String::new(), body[4_000..].to_vec(), 1500);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(6), async {
+        while !String::from_utf8_lossy(&out).contains("\"result\"") {
+            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(writer.await.is_ok_and(|w| w.is_some()), "a write failed");
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(statuses(&out), [200], "{text}");
+}
+
 /// A body above the minimum rate is served however long it takes within the body timeout:
 /// here 2,500 bytes/s against a minimum of 1,000, arriving for 1.6 s, three times the grace.
 #[tokio::test]
