@@ -1250,13 +1250,20 @@ pub fn run_http(
         let _ = std::io::Write::flush(&mut std::io::stdout());
         let beyond_loopback = !local.ip().is_loopback();
         if beyond_loopback || !allowed.is_empty() {
+            // An Origin names the site of the page that sends the request: loopback, an
+            // allowed name, or the server itself as the request's Host names it (a page it
+            // served). Not any IP address, as a Host may be: that would let a page from any
+            // address through.
             config.check_origin = Box::new(move |host, origin| {
                 let ok = |authority: &str| host_allowed(authority, &allowed, beyond_loopback);
                 host.is_none_or(ok)
                     && origin.is_none_or(|o| {
                         o == "null"
-                            || o.split_once("://")
-                                .is_some_and(|(_, rest)| ok(rest.trim_end_matches('/')))
+                            || o.split_once("://").is_some_and(|(_, rest)| {
+                                let rest = rest.trim_end_matches('/');
+                                host_allowed(rest, &allowed, false)
+                                    || host.is_some_and(|h| h.eq_ignore_ascii_case(rest))
+                            })
                     })
             });
         }

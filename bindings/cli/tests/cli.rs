@@ -2482,7 +2482,8 @@ for line in sys.stdin:
 
 /// `serve --http` beyond loopback still refuses a Host or Origin that names a host it was not
 /// told about (DNS rebinding protection: it accepted any, 200 for `Host: evil.example.com`);
-/// IP addresses and `--allow-host` names pass, on loopback too.
+/// IP addresses and `--allow-host` names pass, on loopback too. An Origin passes when it is
+/// loopback, allowed, or the request's own Host: not any IP address.
 /// `--allow-host NAME:PORT` is refused at once: the Host header's port is not compared, so it
 /// matched no request, and every one got 403 without a word (found by a review of the CLI).
 /// A bracketed or bare IPv6 address is a name.
@@ -2556,6 +2557,13 @@ fn serve_http_checks_host_and_origin_beyond_loopback_too() {
         200
     );
     assert_eq!(status(port, "[fe80::1]:8000", None), 200);
+    // An Origin at another address is another site's page: refused (any address passed).
+    assert_eq!(status(port, "10.1.2.3:8000", Some("http://6.6.6.6")), 403);
+    assert_eq!(status(port, "127.0.0.1", Some("http://6.6.6.6:8000")), 403);
+    assert_eq!(
+        status(port, "127.0.0.1", Some("http://localhost:3000")),
+        200
+    );
     assert_eq!(
         status(port, "MCP.example.com", Some("https://mcp.example.com")),
         200
