@@ -2208,11 +2208,22 @@ static void test_http_refuses_null_and_invalid_arguments(void) {
     OK(mcpw_http_client_handle_end(client, 0, 999, 0));
     OK(mcpw_http_client_handle_error(client, 0, 999, 0));
     OK(mcpw_http_client_handle_timeout(client, 1));
-    /* Before any answer: no session, so nothing to end. */
+    /* Before any answer: no session id. */
     OK(mcpw_http_client_session_id(client, &s));
     CHECK(s.ptr == NULL && s.len == 0);
-    OK(mcpw_http_client_end_session(client, &flag));
-    CHECK(!flag);
+    /* Ending the session before its initialize went out (on a second client): there is none
+     * to end yet, and none starts: the initialize never goes out, the connection closes. */
+    {
+        mcpw_http_client *ended = NULL;
+        OK(mcpw_http_client_new(cc, 0, NULL, &ended));
+        OK(mcpw_http_client_end_session(ended, &flag));
+        CHECK(!flag);
+        OK(mcpw_http_client_poll_action(ended, &a));
+        CHECK(a.kind == MCPW_HTTP_ACTION_NONE);
+        OK(mcpw_http_client_poll_event(ended, &ev));
+        CHECK(ev.kind == MCPW_EVENT_CLOSED && ev.close_reason == MCPW_CLOSE_TRANSPORT_FAILED);
+        mcpw_http_client_free(ended);
+    }
     /* Its first request, ready at once: initialize (the client's era is "legacy"). */
     OK(mcpw_http_client_poll_action(client, &a));
     CHECK(a.kind == MCPW_HTTP_ACTION_SEND && str_eq(a.method, "POST") && a.exchange != 0);
