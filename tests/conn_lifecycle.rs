@@ -666,10 +666,11 @@ fn close_with_nothing_in_flight_is_immediate() {
     );
 }
 
-/// A graceful close answers the peer's requests still in flight with -32603: nobody will
-/// answer them now, and the peer waited for its own timeout. In a 2025-03-26 batch that also
-/// sends the answers the application already gave (`respond` said `Ok`, and they were lost
-/// with the batch; found by a review of the correlation layer).
+/// A graceful close whose grace runs out answers the peer's requests still in flight with
+/// -32603: nobody will answer them now, and the peer waited for its own timeout. In a
+/// 2025-03-26 batch that also sends the answers the application already gave (`respond`
+/// said `Ok`, and they were lost with the batch; found by a review of the correlation
+/// layer).
 #[test]
 fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
     let mut p = Pair::ready(
@@ -694,6 +695,10 @@ fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
         .unwrap();
     assert!(take_output(&mut p.server).is_empty(), "the array waits");
     p.server.close(p.now, Duration::from_secs(5));
+    assert_eq!(p.server.state(), State::Closing, "the grace is for them");
+    let end = p.now.after(Duration::from_secs(5));
+    assert_eq!(p.server.poll_timeout(), Some(end));
+    p.server.handle_timeout(end);
     assert_eq!(
         drain(&mut p.server).last(),
         Some(&Ev::Closed {
@@ -719,8 +724,8 @@ fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
         .expect("the lone request's answer");
     assert_eq!(lone["error"]["code"], -32603);
 
-    // A close that ends while a batch is read (its member answers the last request the close
-    // waited for) still sends the array, with -32603 for the request member before it.
+    // A batch read while closing, holding a request and the answer to the last request of
+    // ours: the close now waits for the request's answer, and the array goes out with it.
     let mut p = Pair::ready(
         ProtocolVersion::V2025_03_26,
         client_config(),
@@ -735,16 +740,58 @@ fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
     );
     p.server
         .handle_input(p.now, format!("{batch}\n").as_bytes());
+    assert!(matches!(
+        drain(&mut p.server).as_slice(),
+        [Ev::Request { .. }, Ev::Response { .. }]
+    ));
+    assert_eq!(p.server.state(), State::Closing);
+    p.server
+        .respond(Id::Int(7), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .unwrap();
     assert_eq!(
-        drain(&mut p.server).last(),
-        Some(&Ev::Closed {
+        drain(&mut p.server),
+        [Ev::Closed {
             reason: CloseReason::Local
-        })
+        }]
     );
     let out = String::from_utf8(take_output(&mut p.server)).unwrap();
     let array: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
     assert_eq!(array[0]["id"], 7);
-    assert_eq!(array[0]["error"]["code"], -32603);
+    assert_eq!(array[0]["result"]["tools"], serde_json::json!([]));
+}
+
+/// A graceful close gives the peer's requests the grace too: a server with none of its own
+/// out (the common case) answered every tool call in flight with -32603 within `close`, and
+/// the application's answer a moment later was refused (found by a review of the Go `Serve`
+/// loop, whose cancellation "closes gracefully"). The close ends with the last answer; one
+/// the peer cancels counts as answered.
+#[test]
+fn a_graceful_close_waits_for_the_answers_to_the_peers_requests() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    let a = p.client.request(p.now, "tools/list", None).unwrap();
+    let b = p.client.request(p.now, "prompts/list", None).unwrap();
+    p.step();
+    assert_eq!(p.take_server_events().len(), 2);
+    p.server.close(p.now, Duration::from_secs(5));
+    assert_eq!(p.server.state(), State::Closing);
+    p.advance(Duration::from_millis(100));
+    p.server
+        .respond(Id::Int(a.0), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .unwrap();
+    assert_eq!(p.server.state(), State::Closing, "b is still awaited");
+    p.client.cancel(p.now, b, Some("not needed")).unwrap();
+    p.step();
+    assert_eq!(p.server.state(), State::Closed);
+    assert!(
+        p.take_client_events()
+            .iter()
+            .any(|e| matches!(e, Ev::Response { request, .. } if *request == a)),
+        "the answer given within the grace reached the client"
+    );
 }
 
 /// A close with no grace cancels what is in flight and closes at once: the cancellations are

@@ -97,8 +97,9 @@ type Config struct {
 	RequestTimeout  time.Duration
 	MaxTotalTimeout time.Duration
 	// ShutdownGrace is how long the graceful close that Serve and HTTPClient.Run begin when
-	// their ctx is cancelled gives our requests in flight to be answered before they are
-	// cancelled (default 2 s; negative: no wait). Raise it for requests whose answers take
+	// their ctx is cancelled gives the requests in flight either way to be answered (the
+	// peer's by the handler, which goes on answering them) before ours are cancelled and the
+	// peer's get -32603 (default 2 s; negative: no wait). Raise it for requests whose answers take
 	// long and are worth waiting for; Conn.Shutdown takes its own grace.
 	ShutdownGrace time.Duration
 	// Limits bounds what the connection holds.

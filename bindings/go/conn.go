@@ -724,10 +724,12 @@ func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 	return check("cancel", rc)
 }
 
-// Shutdown begins the graceful MCP close: no new requests or notifications; our requests in
-// flight get until now+grace to be answered. Then the peer is sent a cancellation for each
-// one still unanswered, the peer's own requests still unanswered get an error (-32603), and
-// the connection closes (a ClosedEvent with CloseLocal; Serve writes the cancellations
+// Shutdown begins the graceful MCP close: no new requests or notifications; the requests in
+// flight either way get until now+grace to be answered (ours by the peer, the peer's by the
+// handler, which goes on answering them), and the close ends as soon as none is left. When
+// the grace runs out first, the peer is sent a cancellation for each of ours still
+// unanswered, the peer's own still unanswered get an error (-32603), and the connection
+// closes (a ClosedEvent with CloseLocal; Serve writes the cancellations
 // before it returns). A 2026-07-28 client's own subscriptions/listen requests, which nothing
 // else ends, are cancelled at once (an AbandonedEvent each). Shutting down a closed
 // connection does nothing. It does not free the handle: call Close for that.

@@ -28,10 +28,13 @@ type HandlerFunc func(c *Conn, now time.Time, ev Event)
 func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, ev) }
 
 // Serve drives conn over a byte stream (stdio, a pipe, a socket) until the connection
-// closes: r ends (every answer already given is written before Serve returns), the peer's
-// side closes it, or ctx is cancelled (a graceful Shutdown with Config.ShutdownGrace, then
-// ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
-// write or engine error. On a connection that closed before (its ClosedEvent handed out),
+// closes: r ends (every answer already given is written before Serve returns; the peer's
+// requests still unanswered then get none, as the end of a client's input is its shutdown),
+// the peer's side closes it, or ctx is cancelled (a graceful Shutdown with
+// Config.ShutdownGrace, in which the requests in flight either way may still be answered,
+// then ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
+// write or engine error; after a write error conn is closed (h hears its ClosedEvent, and
+// later answers fail with ErrClosed). On a connection that closed before (its ClosedEvent handed out),
 // it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the process at
 // the other end exited; also a reset connection, or an io.Pipe whose reader closed), Serve
 // writes nothing more but reads r to its end first, so that h sees what the peer said last
@@ -379,9 +382,11 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 	fail := func(err error) error {
 		if ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 			// Cut off by cutStalledWrites: the peer did not read within the grace.
+			endHere(conn, h)
 			return fmt.Errorf("%w (the peer stopped reading: %w)", ctx.Err(), err)
 		}
 		if !peerGone(err) {
+			endHere(conn, h)
 			return err
 		}
 		broken = err
@@ -758,6 +763,19 @@ func handOut(conn *Conn, h Handler, room func() bool, flush func() error) (close
 		}
 		handleServed(conn, h, ev, now, flush)
 	}
+}
+
+// endHere closes conn at once, when Serve returns with a write error that leaves it nothing
+// to write to, and hands h what the close brings (its ClosedEvent last): h learns that the
+// connection is over, and answers its goroutines give later fail with ErrClosed instead of
+// piling up, taken for delivered, in a Conn that nobody drives. What the close writes (the
+// peer's requests' -32603, our requests' cancellations) is lost with the output.
+func endHere(conn *Conn, h Handler) {
+	if s := conn.State(); s == StateClosed {
+		return
+	}
+	_ = conn.Shutdown(time.Now(), 0)
+	handOut(conn, h, nil, func() error { return nil })
 }
 
 // handleServed hands ev to h. When h panics (or calls runtime.Goexit), the output the

@@ -500,6 +500,119 @@ func TestServeCancelWaitsTheConfiguredShutdownGrace(t *testing.T) {
 	}
 }
 
+// A tool call in flight when ctx is cancelled gets the grace too: the handler's answer,
+// given 300 ms after the cancellation from its own goroutine, is written, and Serve returns
+// once it is. With no request of Serve's own out (a server's usual state), the call was
+// answered -32603 at once and the handler's Respond got ErrClosed (found by a review of
+// Serve).
+func TestServeCancelLetsAToolCallInFlightFinish(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inR, in := io.Pipe()
+	defer in.Close()
+	outR, outW := io.Pipe()
+	lines := bufio.NewScanner(outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	called := make(chan struct{})
+	responded := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, inR, outW, HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+			if req, ok := ev.(*RequestEvent); ok && req.Method == "tools/call" {
+				close(called)
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					responded <- c.Respond(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`))
+				}()
+			}
+		}))
+		outW.Close()
+	}()
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}` + "\n"
+	go io.WriteString(in, testInitialize+testInitialized+call)
+	nextLine(t, lines, 5*time.Second) // the initialize result
+	<-called
+	start := time.Now()
+	cancel()
+	m := nextLine(t, lines, 5*time.Second)
+	if m["id"] != float64(7) || m["result"] == nil {
+		t.Fatalf("not the tool's answer: %v", m)
+	}
+	if err := <-responded; err != nil {
+		t.Fatalf("the handler's Respond: %v", err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if took := time.Since(start); took > 1800*time.Millisecond {
+		t.Fatalf("Serve returned %v after ctx: it waited out the grace", took)
+	}
+}
+
+// failingWriter takes its first Write and fails every later one with err.
+type failingWriter struct {
+	err    error
+	writes atomic.Int32
+}
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.writes.Add(1) > 1 {
+		return 0, f.err
+	}
+	return len(p), nil
+}
+
+// A write error that is not the peer going away (EIO, a timeout) ends the connection as
+// Serve returns it: the handler hears a ClosedEvent, and an answer a tool's goroutine gives
+// later fails with ErrClosed. The Conn stayed open: the handler never learned, and its
+// answers, taken for delivered, piled up in a Conn that nobody drove (found by a review of
+// Serve).
+func TestServeAWriteErrorEndsTheConnection(t *testing.T) {
+	conn, err := NewConn(serverConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inR, in := io.Pipe()
+	defer in.Close()
+	called := make(chan *RequestEvent, 1)
+	var closed atomic.Bool
+	eio := errors.New("input/output error")
+	w := &failingWriter{err: eio}
+	go func() {
+		io.WriteString(in, testInitialize+testInitialized)
+		time.Sleep(50 * time.Millisecond) // (the initialize result is written first)
+		io.WriteString(in, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`+"\n")
+	}()
+	err = Serve(context.Background(), conn, inR, w, HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+		switch ev := ev.(type) {
+		case *RequestEvent:
+			called <- ev
+			if err := c.Respond(ev.ID, json.RawMessage(`{"content":[]}`)); err != nil {
+				t.Errorf("the first answer: %v", err)
+			}
+		case *ClosedEvent:
+			closed.Store(true)
+		}
+	}))
+	if !errors.Is(err, eio) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if !closed.Load() {
+		t.Fatal("the handler never heard that the connection ended")
+	}
+	if s := conn.State(); s != StateClosed {
+		t.Fatalf("the Conn is %v after Serve returned", s)
+	}
+	req := <-called
+	if err := conn.Respond(req.ID, json.RawMessage(`{"content":[]}`)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("an answer after Serve returned: %v", err)
+	}
+}
+
 // resetWriter fails every write as a socket whose peer reset the connection does.
 type resetWriter struct{}
 

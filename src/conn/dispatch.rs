@@ -832,6 +832,7 @@ impl Core {
             self.push_peer_cancelled(frame, id, &key, reason);
         }
         self.dispatch.peer_cancelled.insert(key);
+        self.maybe_finish_close();
     }
 
     /// The event for a request the peer cancelled, naming it as the request did: a cancel may

@@ -529,9 +529,16 @@ impl Core {
         self.finish(CloseReason::Local);
     }
 
-    /// Closing ends as soon as none of our requests is in flight.
+    /// Closing ends as soon as no request is in flight either way: none of ours awaits the
+    /// peer's answer, and the application has answered (or the peer cancelled) every one of
+    /// the peer's. (Ending when ours alone were done cut the application's answers to the
+    /// peer's calls off at once, with -32603, when it had no request of its own out: a server
+    /// mostly has none.)
     pub(super) fn maybe_finish_close(&mut self) {
-        if self.lifecycle.closing_deadline().is_some() && self.corr.pending.is_empty() {
+        if self.lifecycle.closing_deadline().is_some()
+            && self.corr.pending.is_empty()
+            && self.dispatch.inbound.is_empty()
+        {
             self.answer_what_the_peer_awaits();
             self.finish(CloseReason::Local);
         }

@@ -933,9 +933,12 @@ impl Connection {
         self.core.cancel(now, request, reason)
     }
 
-    /// Begins a graceful close: no new requests or notifications; our requests in flight get
-    /// until `now + grace` to be answered. Then the peer is sent a cancellation for each one
-    /// still unanswered, the peer's own requests still unanswered get an error (-32603), and
+    /// Begins a graceful close: no new requests or notifications; the requests in flight
+    /// either way get until `now + grace` to be answered (ours by the peer, the peer's by the
+    /// application, which goes on answering them as usual; a peer's request that arrives
+    /// meanwhile is handed out too). The close ends as soon as none is left. When the grace
+    /// runs out first, the peer is sent a cancellation for each of ours still unanswered, the
+    /// peer's own still unanswered get an error (-32603), and
     /// the connection closes with [`CloseReason::Local`]: write out
     /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. (A
     /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)

@@ -432,6 +432,9 @@ impl Core {
             }
             crate::frame::empty(&mut stamped);
             self.out.scratch = stamped;
+            if ok {
+                self.maybe_finish_close();
+            }
             return if ok {
                 Ok(())
             } else {
@@ -446,6 +449,8 @@ impl Core {
         let stored = self.dispatch.inbound.remove_entry(&key).map(|(k, _)| k);
         let id = stored.as_ref().map_or(id, OwnedId::as_id);
         self.emit_answer(batch, stream, Some(id), answer, false);
+        // The last answer a graceful close waited for ends it.
+        self.maybe_finish_close();
         Ok(())
     }
 

@@ -1386,10 +1386,11 @@ pub unsafe extern "C" fn mcpw_conn_cancel(
     unsafe { with_mut(conn, body) }
 }
 
-/// Begins a graceful close: no new requests or notifications; our requests in flight get
-/// until `now_ns + grace_ms` to be answered. Then the peer is sent a cancellation for each
-/// one still unanswered, the peer's own requests still unanswered get an error (-32603), and
-/// the connection closes (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`): write out what it
+/// Begins a graceful close: no new requests or notifications; the requests in flight either
+/// way get until `now_ns + grace_ms` to be answered (ours by the peer, the peer's by you: go
+/// on answering them), and the close ends as soon as none is left. When the grace runs out
+/// first, the peer is sent a cancellation for each of ours still unanswered, the peer's own
+/// still unanswered get an error (-32603), and the connection closes (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`): write out what it
 /// holds before you drop it. A 2026-07-28 client's own `subscriptions/listen` requests, which
 /// nothing else ends, are cancelled at once (`MCPW_EVENT_ABANDONED`). Closing a closed
 /// connection does nothing.

@@ -345,8 +345,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
         self.read_at
     }
 
-    /// Begins a graceful close: our requests in flight get `grace` to be answered, then the
-    /// peer's still unanswered get an error (-32603) and the connection closes; keep calling
+    /// Begins a graceful close: the requests in flight either way get `grace` to be answered
+    /// (ours by the peer, the peer's by the application, which goes on answering them), and
+    /// the close ends as soon as none is left; when the grace runs out first, the peer's still
+    /// unanswered get an error (-32603) and the connection closes. Keep calling
     /// [`next_event`](Self::next_event) until `None`.
     pub fn close(&mut self, grace: Duration) {
         let now = self.now();
