@@ -11,7 +11,7 @@ use mcpwire::conn::{
     CloseReason, Config, Connection, Error, ProgressPolicy, RequestId, RequestOptions,
     ViolationKind,
 };
-use mcpwire::jsonrpc::{Id, JsonStr, OwnedId, RawJson};
+use mcpwire::jsonrpc::{Id, JsonStr, OwnedId, RawJson, Reason};
 use mcpwire::mcp::ProtocolVersion;
 
 fn raw(s: &str) -> RawJson<'_> {
@@ -807,6 +807,44 @@ fn a_batch_of_only_notifications_gets_no_answer_and_cancelled_members_are_left_o
     s.respond(Id::Int(6), raw("{}")).unwrap();
     let out = String::from_utf8(take_output(&mut s)).unwrap();
     assert_eq!(out, "[{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}]\n");
+}
+
+/// A notification whose params are an array is valid JSON-RPC and invalid MCP: it is a
+/// violation, and gets no answer ("The Server MUST NOT reply to a Notification"), alone or
+/// as a batch's only member. It got an id-less -32600 (found by a review of the connection
+/// core). A request so shaped, or a notification whose params are not even JSON-RPC's (a
+/// string), still gets -32600.
+#[test]
+fn a_notification_with_array_params_is_refused_without_an_answer() {
+    let mut s = handshake_raw_server("2025-03-26");
+    let t = Timestamp::ZERO;
+    s.handle_input(
+        t,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":[1,2]}\n",
+    );
+    assert!(drain(&mut s).iter().any(|e| matches!(
+        e,
+        Ev::Violation {
+            kind: ViolationKind::InvalidMessage(Reason::ParamsNotObject),
+            ..
+        }
+    )));
+    s.handle_input(
+        t,
+        b"[{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":[1]}]\n",
+    );
+    assert_eq!(take_output(&mut s), b"", "a notification is never answered");
+    for refused in [
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"custom/thing\",\"params\":[1]}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":\"bar\"}",
+        "{\"jsonrpc\":\"1.0\",\"method\":\"custom/thing\",\"params\":[1]}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":[1],\"params\":[2]}",
+    ] {
+        s.handle_input(t, format!("{refused}\n").as_bytes());
+        let out = String::from_utf8(take_output(&mut s)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+        assert_eq!(v["error"]["code"], -32600, "{refused}: {out}");
+    }
 }
 
 #[test]

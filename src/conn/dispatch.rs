@@ -923,7 +923,8 @@ impl Core {
 /// Whether a frame that could not be decoded gets an error response: not when it looked like
 /// a response (answering a response could start a loop).
 pub(crate) fn answers_decode_error(e: &DecodeError<'_>) -> bool {
-    if e.is_response_shaped() {
+    // Neither a response nor a valid JSON-RPC notification is ever answered.
+    if e.is_response_shaped() || e.is_jsonrpc_notification() {
         return false;
     }
     match e.kind() {

@@ -781,6 +781,8 @@ const USUAL_HEAD: &[u8; 22] = br#"{"jsonrpc":"2.0","id":"#;
 /// The first envelope problem seen, kept while the walk goes on to validate the rest.
 struct Problems {
     first: Option<(Reason, usize)>,
+    /// More than one problem was noted.
+    more: bool,
 }
 
 impl Problems {
@@ -788,6 +790,8 @@ impl Problems {
     fn note(&mut self, reason: Reason, at: usize) {
         if self.first.is_none() {
             self.first = Some((reason, at));
+        } else {
+            self.more = true;
         }
     }
 }
@@ -812,7 +816,11 @@ fn object<'f, S: Syntax<'f>>(
         return Err(fault(Reason::TooDeep, open));
     }
     let inner_depth = depth_left - 1;
-    let mut problems = Problems { first: None };
+    let mut problems = Problems {
+        first: None,
+        more: false,
+    };
+    let mut params_array = false;
     let mut seen = [false; 6];
     let mut version_ok = false;
     let mut id = IdSlot::Absent;
@@ -979,6 +987,7 @@ fn object<'f, S: Syntax<'f>>(
                     if first == b'{' {
                         params = Some(RawJson::validated(text(buf, vstart, end)));
                     } else {
+                        params_array = first == b'[';
                         problems.note(Reason::ParamsNotObject, vstart);
                     }
                     end
@@ -1028,7 +1037,20 @@ fn object<'f, S: Syntax<'f>>(
         DecodeError::invalid(reason, at, readable_id).of_response_shape(response_shaped)
     };
     if let Some((reason, at)) = problems.first {
-        return Ok((pos, Err(invalid(reason, at))));
+        // Its only fault an array of params, with a method, the right version and no id: a
+        // valid JSON-RPC notification, which must not be answered.
+        let notification = reason == Reason::ParamsNotObject
+            && params_array
+            && !problems.more
+            && method.is_some()
+            && matches!(id, IdSlot::Absent)
+            && !seen[Member::Result as usize]
+            && !seen[Member::Error as usize]
+            && seen[Member::Jsonrpc as usize];
+        return Ok((
+            pos,
+            Err(invalid(reason, at).of_jsonrpc_notification(notification)),
+        ));
     }
     if !seen[Member::Jsonrpc as usize] {
         return Ok((pos, Err(invalid(Reason::MissingVersion, open))));

@@ -777,6 +777,7 @@ pub struct DecodeError<'a> {
     offset: usize,
     id: Option<Id<'a>>,
     response_shaped: bool,
+    jsonrpc_notification: bool,
 }
 
 impl<'a> DecodeError<'a> {
@@ -787,6 +788,7 @@ impl<'a> DecodeError<'a> {
             offset: f.offset,
             id: None,
             response_shaped: false,
+            jsonrpc_notification: false,
         }
     }
 
@@ -797,6 +799,7 @@ impl<'a> DecodeError<'a> {
             offset,
             id,
             response_shaped: false,
+            jsonrpc_notification: false,
         }
     }
 
@@ -804,6 +807,22 @@ impl<'a> DecodeError<'a> {
     pub(crate) fn of_response_shape(mut self, shaped: bool) -> Self {
         self.response_shaped = shaped;
         self
+    }
+
+    /// Marks the error as one of a valid JSON-RPC 2.0 notification that MCP refuses.
+    pub(crate) fn of_jsonrpc_notification(mut self, notification: bool) -> Self {
+        self.jsonrpc_notification = notification;
+        self
+    }
+
+    /// Whether the rejected object is a valid JSON-RPC 2.0 notification that only MCP's rules
+    /// refuse (`params` an array: MCP wants an object). Check it, as
+    /// [`is_response_shaped`](Self::is_response_shaped), before answering a decode error
+    /// yourself over a byte stream: JSON-RPC forbids replying to a notification ("The Server
+    /// MUST NOT reply to a Notification"), and MCP says its receiver "MUST NOT send a
+    /// response". (Over HTTP the POST still gets its error status.)
+    pub fn is_jsonrpc_notification(&self) -> bool {
+        self.jsonrpc_notification
     }
 
     /// Whether the rejected object had the shape of a response: a `result` or `error` member
