@@ -3112,6 +3112,64 @@ fn a_json_answer_over_the_largest_frame_fails_its_request() {
     }
 }
 
+/// A 2026-07-28 `tools/list` result whose tools cannot be read for sure is filtered as the
+/// transport requires ("MUST exclude the invalid tool"): a tool whose `inputSchema` or `name`
+/// is written twice (a parser keeping the last one reads a schema never checked) is left
+/// out, and a result whose `tools` is written twice keeps none. A result nested as deep as
+/// the decoder takes is still filtered. Each was delivered whole, with the invalid tool
+/// (found by a review of the stateless era).
+#[test]
+fn tools_that_cannot_be_read_for_sure_are_left_out_of_tools_list() {
+    let bad = r#"{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}"#;
+    let good = r#"{"name":"plain","inputSchema":{"type":"object"}}"#;
+    let deep = format!("{}1{}", "[".repeat(122), "]".repeat(122));
+    for (what, result, kept) in [
+        (
+            "inputSchema twice",
+            format!(
+                r#"{{"tools":[{{"name":"bad","inputSchema":{{"type":"object"}},"inputSchema":{bad}}},{good}]}}"#
+            ),
+            1,
+        ),
+        (
+            "name twice",
+            format!(r#"{{"tools":[{{"name":"bad","name":"bad","inputSchema":{bad}}},{good}]}}"#),
+            1,
+        ),
+        (
+            "tools twice",
+            format!(r#"{{"tools":[],"tools":[{{"name":"bad","inputSchema":{bad}}},{good}]}}"#),
+            0,
+        ),
+        (
+            "deep",
+            format!(
+                r#"{{"tools":[{{"name":"bad","inputSchema":{bad}}},{{"name":"plain","inputSchema":{{"type":"object","default":{deep}}}}}]}}"#
+            ),
+            1,
+        ),
+    ] {
+        let mut c = modern_scripted();
+        let list = c.request("tools/list");
+        let s = c.sent().remove(0);
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+            s.body["id"]
+        );
+        c.answer(&s, 200, &[("Content-Type", "application/json")], &answer);
+        let Some(Ev::Response { result, .. }) = c.outcome(list) else {
+            panic!("{what}: {:?}", c.events)
+        };
+        assert!(!result.contains("\"bad\""), "{what}: {result}");
+        let tools: Value = serde_json::from_str(result).unwrap();
+        assert_eq!(
+            tools["tools"].as_array().unwrap().len(),
+            kept,
+            "{what}: {tools}"
+        );
+    }
+}
+
 /// Three handshake-era rules the client kept wrong (a helper's audit of the HTTP transport):
 /// a `tools/list` answer keeps every tool (`x-mcp-header` annotations are a 2026-07-28 rule);
 /// a request whose `_meta` names 2026-07-28 still goes in the session, with its id and the

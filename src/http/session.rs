@@ -1810,10 +1810,20 @@ impl HttpClient {
     }
 
     /// Reads a `tools/list` result's annotations; returns the message rewritten without the
-    /// tools whose annotations are invalid, if there were any.
+    /// tools the transport requires the client to reject, if there were any: those whose
+    /// annotations are invalid, and those that cannot be read for sure, because their `name`
+    /// or `inputSchema` is written twice (an application's parser that keeps the last one
+    /// would read a schema never checked). A result whose `tools` is written twice keeps none
+    /// of them, for the same reason.
     fn learn_tools(&mut self, id: Id<'_>, result: RawJson<'_>) -> Option<Vec<u8>> {
         let refused = self.tools.add(result);
-        if refused.is_empty() {
+        let repeated = |tool: &RawJson<'_>, key: &str| tool.get_unique(key).is_err();
+        let lists = || (result.members()).filter(|(key, _)| key.eq_str("tools"));
+        let ambiguous = lists().nth(1).is_some();
+        let unreadable = lists()
+            .flat_map(|(_, list)| list.items())
+            .any(|tool| repeated(&tool, "name") || repeated(&tool, "inputSchema"));
+        if refused.is_empty() && !ambiguous && !unreadable {
             return None;
         }
         let refused: HashSet<&str> = refused.iter().map(|(name, _)| name.as_str()).collect();
@@ -1828,7 +1838,10 @@ impl HttpClient {
             if key.eq_str("tools") {
                 text.push('[');
                 let mut first = true;
-                for tool in value.items() {
+                for tool in value.items().filter(|_| !ambiguous) {
+                    if repeated(&tool, "name") || repeated(&tool, "inputSchema") {
+                        continue;
+                    }
                     let name = tool
                         .unique_str("name")
                         .map(|n| n.to_str().into_owned())
@@ -1848,7 +1861,10 @@ impl HttpClient {
             }
         }
         text.push('}');
-        let result = RawJson::new(&text).ok()?;
+        // (Valid JSON: the result's own members and items, as they were. Not checked again:
+        // `RawJson::new` allows less nesting than the decoder that took the result, and a
+        // result it refused was delivered whole, with the tools it must not hold.)
+        let result = RawJson::validated(&text);
         let mut out = Vec::new();
         jsonrpc::encode_response(&mut out, id, result);
         Some(out)
