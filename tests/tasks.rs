@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::pair::{Ev, drain, take_output};
 use mcpwire::Timestamp;
-use mcpwire::conn::{Config, Connection, Error};
+use mcpwire::conn::{Config, Connection, Error, State};
 use mcpwire::jsonrpc::{Id, RawJson};
 use mcpwire::mcp::Caps;
 use mcpwire::tasks::{LegacyAnswer, TaskConfig, TaskError, TaskEvent, TaskStatus, Tasks};
@@ -2320,6 +2320,60 @@ fn a_task_handle_that_comes_after_its_request_ended_gets_tasks_cancel() {
     let (evs, _) = late_handle(&mut p, &mut tasks, 2);
     assert!(evs.is_empty(), "{evs:?}");
     assert_eq!(p.client.requests_in_flight(), 0);
+}
+
+/// A task handle that comes after its request timed out, while a graceful close runs, still
+/// gets the engine's `tasks/cancel`, and the close waits for its answer as for our other
+/// requests. It got none: the close refused the engine's own request, and the task ran for
+/// nobody until its ttl (found by a review of the connection core).
+#[test]
+fn a_late_task_handle_during_a_graceful_close_still_gets_tasks_cancel() {
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let short = mcpwire::conn::RequestOptions {
+        timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let call = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
+            short,
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!()
+    };
+    p.advance(Duration::from_secs(2));
+    assert!(matches!(&p.take_client_events()[..], [Ev::TimedOut { request }] if *request == call));
+    // The server asks the client something, which keeps the client's close open.
+    p.server
+        .request(
+            p.now,
+            "sampling/createMessage",
+            Some(raw(r#"{"messages":[],"maxTokens":1}"#)),
+        )
+        .unwrap();
+    p.step();
+    assert!(matches!(&p.take_client_events()[..], [Ev::Request { .. }]));
+    p.client.close(p.now, Duration::from_secs(10));
+    assert_eq!(p.client.state(), State::Closing);
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    p.server
+        .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    p.step();
+    let evs = p.take_server_events();
+    let cancel = evs.iter().find_map(|e| match e {
+        Ev::Request { method, params, .. } if method == "tasks/cancel" => params.clone(),
+        _ => None,
+    });
+    let params: Value = serde_json::from_str(&cancel.expect("tasks/cancel")).unwrap();
+    assert_eq!(params, json!({ "taskId": task }));
+    assert_eq!(p.client.requests_in_flight(), 1, "the close waits for it");
 }
 
 #[test]

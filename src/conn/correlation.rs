@@ -545,10 +545,15 @@ impl Core {
         let Some(task_id) = crate::tasks::handle_task_id(task, true) else {
             return;
         };
+        // Also while a graceful close runs, which waits for it as for our other requests (the
+        // task would otherwise run for nobody until its ttl).
+        let kind = crate::mcp::MethodKind::Request;
         if self.lifecycle.is_closed()
-            || self
-                .check_outgoing(crate::mcp::MethodKind::Request, "tasks/cancel")
-                .is_err()
+            || !matches!(
+                self.lifecycle.check_send(kind, "tasks/cancel"),
+                Ok(()) | Err(super::Error::Closing)
+            )
+            || self.check_method(kind, "tasks/cancel").is_err()
             || self.corr.pending.len() >= self.config.limits.max_outbound_in_flight
             || !self.output_has_room()
         {

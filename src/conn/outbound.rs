@@ -182,6 +182,12 @@ impl Core {
             return Err(Error::EngineOwned);
         }
         self.lifecycle.check_send(kind, method)?;
+        self.check_method(kind, method)
+    }
+
+    /// The rules of [`check_outgoing`](Self::check_outgoing) that depend on the method (its
+    /// era, direction and capability), not on the lifecycle's phase.
+    pub(super) fn check_method(&self, kind: MethodKind, method: &str) -> Result<(), Error> {
         if self.role == Role::Server && self.lifecycle.era == Some(Era::Modern) {
             // The stateless era: a server never sends requests, and its notifications are
             // tied to a request (logging, progress) or to a listen stream (list changes).
