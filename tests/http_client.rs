@@ -3112,6 +3112,39 @@ fn a_json_answer_over_the_largest_frame_fails_its_request() {
     }
 }
 
+/// A 2026-07-28 client's notification other than a cancellation (an extension's) is POSTed,
+/// as the transport says of every client message, and its 202 ends the exchange. It was
+/// dropped without a trace, `notify` having said `Ok` (found by a review of the stateless
+/// era). A cancellation still only closes its request's stream.
+#[test]
+fn a_stateless_clients_notification_is_posted() {
+    let mut c = modern_scripted();
+    c.client
+        .connection()
+        .notify(
+            "com.example/ping",
+            Some(RawJson::new(r#"{"n":1}"#).unwrap()),
+        )
+        .unwrap();
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].method, "POST");
+    assert_eq!(sent[0].body["method"], "com.example/ping");
+    assert_eq!(sent[0].header("MCP-Protocol-Version"), Some("2026-07-28"));
+    c.answer(&sent[0], 202, &[], "");
+    assert!(!c.client.has_exchange(sent[0].exchange));
+
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.client.connection().cancel(c.now, id, None).unwrap();
+    let after: Vec<Sent> = c.sent();
+    assert!(
+        after.iter().all(|s| s.method != "POST"),
+        "no cancellation POSTed: {after:?}"
+    );
+    assert!(c.aborted.contains(&post.exchange), "its stream is closed");
+}
+
 /// A 2026-07-28 `tools/list` result whose tools cannot be read for sure is filtered as the
 /// transport requires ("MUST exclude the invalid tool"): a tool whose `inputSchema` or `name`
 /// is written twice (a parser keeping the last one reads a schema never checked) is left

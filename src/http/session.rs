@@ -325,8 +325,9 @@ pub const MAX_RUNNING_REQUESTS: usize = 256;
 ///    a notification, an answer) refused with 429 or 503 and a `Retry-After` in seconds goes
 ///    again once it has passed (at most [`MAX_RETRY_AFTER`]), within the policy's attempts:
 ///    the server did not take it. A request cancelled meanwhile is withdrawn.
-/// 6. 2026-07-28: the client sends no notifications over HTTP; cancelling a request closes its
-///    stream ([`ClientAction::Abort`]).
+/// 6. 2026-07-28: cancelling a request closes its stream ([`ClientAction::Abort`]) instead
+///    of sending `notifications/cancelled`; the core protocol has no other notification
+///    from the client, and one an extension sends is POSTed like a request (answered 202).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
 ///    notifications never wait behind them. POSTs of our requests run at most
@@ -1412,10 +1413,13 @@ impl HttpClient {
             self.drop_exchange(id);
             return None;
         }
-        if self.conn.era() == Some(Era::Modern) || modern_version.is_some() {
-            // 2026-07-28: no notifications over HTTP; a cancel closes the request's stream.
-            let is_notification = matches!(decoded, Ok(Decoded::Single(Message::Notification(_))));
-            if is_notification {
+        if self.conn.era() == Some(Era::Modern) {
+            // 2026-07-28: a cancellation is no message over HTTP: it closes the request's
+            // stream. Any other notification (an extension's) is POSTed as the transport
+            // says, to be answered 202.
+            let is_cancel = matches!(&decoded, Ok(Decoded::Single(Message::Notification(n)))
+                if n.method.eq_str("notifications/cancelled"));
+            if is_cancel {
                 if let Some(n) = cancelled
                     && let Some((&id, _)) =
                         self.exchanges.iter().find(|(_, e)| e.awaiting.contains(&n))
