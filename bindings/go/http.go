@@ -281,7 +281,9 @@ func NewHTTPServer(cfg *Config, opts *HTTPOptions, app HTTPApp) (*HTTPServer, er
 	return s, nil
 }
 
-// Close frees the engine: open SSE responses end at once and later requests get 503. For a
+// Close frees the engine: open SSE responses end (at once, or, for one whose write is
+// blocked on a client that does not read, when HTTPOptions.SendTimeout cuts it) and later
+// requests get 503. For a
 // graceful end, call EndListenStreams and let http.Server.Shutdown finish the answers in
 // flight first. A handshake-era call that waits for the client's answer to a request of ours
 // (elicitation, sampling) cannot finish then: that answer would come on a new POST, which
