@@ -3,10 +3,17 @@
 //!
 //! Reading borrows from the frame where the type allows: a `&'a str` field of `T` points into
 //! the event's bytes, valid as long as the event is (so a JSON string with escapes needs a
-//! `Cow<'a, str>` or `String` field). Writing serializes into a buffer the connection keeps
-//! and reuses, validates them as [`RawJson::new`] does, then the bytes join the output as the
-//! untyped commands' do; the engine checks and completes them there (params must be an
-//! object; in 2026-07-28 it adds its `_meta` members to results).
+//! `String` field, or a `Cow<'a, str>` marked `#[serde(borrow)]`). Writing serializes into a
+//! buffer the connection keeps and reuses, validates them as [`RawJson::new`] does, then the
+//! bytes join the output as the untyped commands' do; the engine checks and completes them
+//! there (params must be an object; in 2026-07-28 it adds its `_meta` members to results).
+//!
+//! Both directions are serde_json's, with its rules: a NaN or infinite `f64` is written as
+//! `null` (JSON has neither), and a float is read to within one unit in the last place
+//! unless serde_json's `float_roundtrip` feature is on in your build (add
+//! `serde_json = { version = "1", features = ["float_roundtrip"] }` to your `Cargo.toml`;
+//! Cargo turns it on for this crate's use too). [`RawJson::as_f64`] always reads the
+//! nearest double.
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
@@ -31,9 +38,13 @@ use crate::conn::{Connection, Error, RequestId, RequestOptions};
 use crate::jsonrpc::{Id, RawJson};
 
 impl<'a> RawJson<'a> {
-    /// Deserializes this JSON value into `T`. Borrowed fields (`&'a str`, `&'a RawValue`)
-    /// point into the frame, so no copy is made where the type allows. Use it on the `params`
-    /// of a request event or the `result` of a response event.
+    /// Deserializes this JSON value into `T`. Borrowed fields (`&'a str`, and `&'a RawValue`
+    /// with serde_json's `raw_value` feature) point into the frame, so no copy is made where
+    /// the type allows. Use it on the `params` of a request event or the `result` of a
+    /// response event. A member written twice fails a derived struct ("duplicate field"),
+    /// and the last one wins in a map or a `serde_json::Value`: use
+    /// [`get_unique`](RawJson::get_unique) where that matters. A number beyond `f64`
+    /// (`1e400`) fails.
     pub fn parse<T: Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_str(self.get())
     }
@@ -57,12 +68,19 @@ impl std::fmt::Display for TypedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TypedError::Serialize(e) => write!(f, "cannot serialize: {e}"),
-            TypedError::Refused(e) => write!(f, "refused: {e:?}"),
+            TypedError::Refused(e) => write!(f, "refused: {e}"),
         }
     }
 }
 
-impl std::error::Error for TypedError {}
+impl std::error::Error for TypedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TypedError::Serialize(e) => Some(e),
+            TypedError::Refused(e) => Some(e),
+        }
+    }
+}
 
 impl From<Error> for TypedError {
     fn from(e: Error) -> Self {
@@ -109,7 +127,8 @@ impl Connection {
         self.with_serialized(params, |c, p| c.request_with(now, method, Some(p), options))
     }
 
-    /// [`notify`](Connection::notify) with typed params (a JSON object once serialized).
+    /// [`notify`](Connection::notify) with typed params (a JSON object once serialized). Use
+    /// it when your notification's params are a Rust type rather than JSON text.
     pub fn notify_typed<P: Serialize + ?Sized>(
         &mut self,
         method: &str,

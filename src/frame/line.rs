@@ -148,7 +148,8 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 ///
 /// Feed it whatever the transport delivered, in any chunking, with [`next_frame`]: frames come
 /// out one at a time, `\r\n` is accepted, blank lines are skipped, and a frame longer than the
-/// cap is reported once and skipped. Memory stays below the cap whatever the peer sends.
+/// cap is reported once and skipped. What it keeps stays within the cap (and one byte: a
+/// line ending's `\r`) whatever the peer sends.
 ///
 /// [`next_frame`]: LineDecoder::next_frame
 #[derive(Debug)]
@@ -178,7 +179,8 @@ impl LineDecoder {
         Self::default()
     }
 
-    /// A decoder whose frames may be at most `max_frame` bytes (excluding the line ending).
+    /// A decoder whose frames may be at most `max_frame` bytes (excluding the line ending);
+    /// 0 is taken as 1. Use it to bound what one peer may make you hold.
     pub fn with_max_frame(max_frame: usize) -> Self {
         LineDecoder {
             tail: Vec::new(),
