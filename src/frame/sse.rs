@@ -147,7 +147,10 @@ impl SseDecoder {
     }
 
     /// Adds bytes from the stream. Complete lines are processed at once; of an unfinished one,
-    /// only what fits the cap is kept.
+    /// only what fits the cap is kept. The items they make wait for
+    /// [`next_item`](Self::next_item), as many as the bytes hold (an event can take as few as
+    /// six bytes, and each costs more than that to keep): feed a large read in pieces (a few
+    /// KiB) and take the items between them to bound what waits.
     pub fn feed(&mut self, mut bytes: &[u8]) {
         if let Some(head) = &mut self.head {
             // A UTF-8 BOM may open the stream; it can arrive split across chunks.

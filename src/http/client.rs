@@ -8,6 +8,9 @@
 use std::time::Duration;
 
 use crate::frame::sse::{SseDecoder, SseItem};
+
+/// The most body bytes the SSE decoder takes before the events it made are handed out.
+const FEED_PIECE: usize = 4096;
 use crate::jsonrpc::{Decoded, Decoder, Message, RawJson};
 use crate::mcp::{Era, ProtocolVersion};
 
@@ -171,6 +174,16 @@ impl StreamReader {
     /// Feeds body bytes; calls `on_message` with each JSON-RPC message's text (priming events
     /// with empty data are skipped).
     pub fn feed(&mut self, bytes: &[u8], mut on_message: impl FnMut(&[u8])) {
+        // In pieces, each drained before the next: a chunk of many tiny events (`data\n\n`
+        // is 6 bytes, an event of its own) would otherwise queue them all at once, at many
+        // times the chunk's size.
+        for piece in bytes.chunks(FEED_PIECE) {
+            self.feed_piece(piece, &mut on_message);
+        }
+    }
+
+    /// [`feed`](Self::feed) for one piece of at most [`FEED_PIECE`] bytes.
+    fn feed_piece(&mut self, bytes: &[u8], on_message: &mut impl FnMut(&[u8])) {
         self.sse.feed(bytes);
         while let Some(item) = self.sse.next_item() {
             match item {

@@ -10,16 +10,34 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 /// Heap bytes allocated and not yet freed, process-wide.
 pub fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// The most heap bytes live at once since the last [`reset_peak`].
+#[allow(dead_code)] // (not every binary that counts looks at the peak)
+pub fn peak() -> isize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Starts the count of [`peak`] again from what is live now.
+#[allow(dead_code)]
+pub fn reset_peak() {
+    PEAK.store(live(), Ordering::Relaxed);
+}
+
+/// Notes `live` bytes for [`peak`].
+fn note(live: isize) {
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
 // SAFETY: forwards every call to the system allocator unchanged; it only counts bytes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        note(LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed) + layout.size() as isize);
         // SAFETY: the caller upholds `alloc`'s contract, which we pass on as is.
         unsafe { System.alloc(layout) }
     }
@@ -29,10 +47,8 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
+        let grown = new_size as isize - layout.size() as isize;
+        note(LIVE.fetch_add(grown, Ordering::Relaxed) + grown);
         // SAFETY: as for `dealloc`; `new_size` is checked by the caller.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
