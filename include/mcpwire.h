@@ -918,7 +918,7 @@ typedef enum mcpw_state {
      */
     MCPW_STATE_OPERATING = 2,
     /**
-     * `mcpw_conn_close` was called; waiting for our requests in flight.
+     * `mcpw_conn_close` was called; waiting for the requests in flight either way.
      */
     MCPW_STATE_CLOSING = 3,
     /**

@@ -565,9 +565,10 @@ fn graceful_close_waits_for_requests_in_flight_up_to_the_deadline() {
 /// closed (found by a review of the connection core):
 /// - a client whose output is full when the `initialize` result comes closes (no room for
 ///   `initialized`), and `Ready` no longer follows `Closed`;
-/// - a 2025-03-26 batch whose first member is the last answer a graceful close waited for has
-///   the rest of its members ignored: an invalid one was still reported (a `Violation` after
-///   `Closed`) and answered (a frame written after the close).
+/// - a 2025-03-26 batch whose first member is the last answer a graceful close waited for is
+///   read to its end before the close ends: its invalid member is reported and answered
+///   before `Closed` (they came after it; then they were ignored; now the close waits for
+///   the batch, so that a request in it is not left unanswered).
 #[test]
 fn closed_is_the_last_event_and_nothing_is_written_after_it() {
     let mut config = legacy(client_config());
@@ -623,6 +624,13 @@ fn closed_is_the_last_event_and_nothing_is_written_after_it() {
         }),
         "{events:?}"
     );
+    assert!(
+        events.iter().any(|e| matches!(e, Ev::Violation { .. })),
+        "the invalid member is reported before the close: {events:?}"
+    );
+    let out = String::from_utf8(take_output(&mut p.client)).unwrap();
+    let array: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
+    assert_eq!(array[0]["error"]["code"], -32600, "{out}");
     assert!(
         take_output(&mut p.client).is_empty(),
         "nothing written after the close"
@@ -758,6 +766,82 @@ fn a_close_answers_what_the_peer_still_awaits_and_sends_a_batchs_answers() {
     let array: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
     assert_eq!(array[0]["id"], 7);
     assert_eq!(array[0]["result"]["tools"], serde_json::json!([]));
+}
+
+/// A 2025-03-26 batch read during a close, whose first member cancels the last request the
+/// close waited for: the request after it is still handed out and answered, and the close
+/// ends after that. The close ended at the cancel, and the request was never read nor
+/// answered (found by a review of the close's change).
+#[test]
+fn a_batch_that_ends_what_a_close_waited_for_is_read_to_its_end() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_03_26,
+        client_config(),
+        server_config(),
+    );
+    p.server.handle_input(
+        p.now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}\n",
+    );
+    assert_eq!(drain(&mut p.server).len(), 1);
+    p.server.close(p.now, Duration::from_secs(5));
+    assert_eq!(p.server.state(), State::Closing);
+    p.server.handle_input(
+        p.now,
+        concat!(
+            r#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}},"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"prompts/list"}]"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    let events = drain(&mut p.server);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Ev::Request { method, .. } if method == "prompts/list")),
+        "{events:?}"
+    );
+    assert_eq!(p.server.state(), State::Closing);
+    p.server
+        .respond(Id::Int(7), RawJson::new(r#"{"prompts":[]}"#).unwrap())
+        .unwrap();
+    assert_eq!(p.server.state(), State::Closed);
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    let array: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
+    assert_eq!(array[0]["id"], 7);
+    assert_eq!(array[0]["result"]["prompts"], serde_json::json!([]));
+}
+
+/// `refuse_peer_requests` answers every request of the peer's in flight with -32603 and its
+/// message: a close then waits only for ours, and ends at once without them.
+#[test]
+fn refusing_the_peers_requests_lets_a_close_end_at_once() {
+    let mut p = Pair::ready(
+        ProtocolVersion::V2025_11_25,
+        client_config(),
+        server_config(),
+    );
+    p.client.request(p.now, "tools/list", None).unwrap();
+    p.client.request(p.now, "prompts/list", None).unwrap();
+    p.step();
+    assert_eq!(p.take_server_events().len(), 2);
+    assert_eq!(p.server.refuse_peer_requests("stopping"), 2);
+    assert_eq!(p.server.refuse_peer_requests("stopping"), 0, "none left");
+    p.server.close(p.now, Duration::from_secs(5));
+    assert_eq!(p.server.state(), State::Closed);
+    let out = String::from_utf8(take_output(&mut p.server)).unwrap();
+    let refusals: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(refusals.len(), 2, "{out}");
+    assert!(
+        refusals
+            .iter()
+            .all(|r| r["error"]["code"] == -32603 && r["error"]["message"] == "stopping"),
+        "{out}"
+    );
 }
 
 /// A graceful close gives the peer's requests the grace too: a server with none of its own

@@ -303,6 +303,34 @@ fn a_close_ends_each_listen_with_its_result() {
     assert_eq!(s.conn.state(), State::Closed);
 }
 
+/// A listen that arrives while a graceful close waits for the application's answer to a call
+/// is acknowledged and ended at once with its result, as those open when the close began
+/// were: kept, it held the close for its whole grace, then got -32603 (found by a review of
+/// the close's change to wait for the peer's requests).
+#[test]
+fn a_listen_that_arrives_during_a_close_ends_at_once() {
+    let mut s = modern_server();
+    s.request("3", "tools/call", r#""name":"slow""#);
+    s.out();
+    s.conn.close(T0, Duration::from_secs(30));
+    assert_eq!(s.conn.state(), State::Closing, "the call is awaited");
+    let (out, _) = s.request(
+        "\"L\"",
+        "subscriptions/listen",
+        r#""notifications":{"toolsListChanged":true}"#,
+    );
+    assert_eq!(
+        out.last()
+            .map(|m| &m["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]),
+        Some(&json!("L")),
+        "{out:?}"
+    );
+    s.conn
+        .respond(Id::Int(3), raw(r#"{"content":[]}"#))
+        .unwrap();
+    assert_eq!(s.conn.state(), State::Closed, "nothing else held it");
+}
+
 /// A resource update goes to a listener subscribed to that URI or to one above it ("This
 /// might be a sub-resource of the one that the client actually subscribed to"): an update for
 /// `file:///project/config.json` reached no one subscribed to `file:///project/`.

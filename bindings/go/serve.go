@@ -771,10 +771,10 @@ func handOut(conn *Conn, h Handler, room func() bool, flush func() error) (close
 // piling up, taken for delivered, in a Conn that nobody drives. What the close writes (the
 // peer's requests' -32603, our requests' cancellations) is lost with the output.
 func endHere(conn *Conn, h Handler) {
-	if s := conn.State(); s == StateClosed {
-		return
+	if conn.State() != StateClosed {
+		_ = conn.Shutdown(time.Now(), 0)
 	}
-	_ = conn.Shutdown(time.Now(), 0)
+	// (Closed already, its ClosedEvent may still wait: held while the output was full.)
 	handOut(conn, h, nil, func() error { return nil })
 }
 

@@ -613,6 +613,62 @@ func TestServeAWriteErrorEndsTheConnection(t *testing.T) {
 	}
 }
 
+// A write cut past the grace (a peer that stopped reading while ctx was cancelled) still
+// lets the handler hear the ClosedEvent, exactly once, though it waited behind a full output
+// when the close ended (found by a review of Serve's endHere).
+func TestServeACutWriteStillHandsOutTheClose(t *testing.T) {
+	conn, err := NewConn(&Config{Role: Server, Name: "s", Version: "1", Versions: handshakeEra,
+		Capabilities: json.RawMessage(`{"tools":{}}`), ShutdownGrace: 200 * time.Millisecond,
+		Limits: Limits{MaxBufferedOutput: 256 << 10}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inR, in := io.Pipe()
+	defer in.Close()
+	out, peer := net.Pipe() // (takes deadlines, so the stalled write can be cut)
+	defer out.Close()
+	defer peer.Close()
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 200<<10) + `"}]}`)
+	var closes atomic.Int32
+	answered := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, conn, inR, out, HandlerFunc(func(c *Conn, _ time.Time, ev Event) {
+			switch ev := ev.(type) {
+			case *RequestEvent:
+				if err := c.Respond(ev.ID, big); err != nil {
+					t.Errorf("the answer: %v", err)
+				}
+				close(answered)
+			case *ClosedEvent:
+				closes.Add(1)
+			}
+		}))
+	}()
+	go io.WriteString(in, testInitialize+testInitialized)
+	if _, err := bufio.NewReader(peer).ReadString('\n'); err != nil { // then reads no more
+		t.Fatal(err)
+	}
+	go io.WriteString(in, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"big","arguments":{}}}`+"\n")
+	<-answered
+	time.Sleep(100 * time.Millisecond) // (the answer waits in a Write nobody reads)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if n := closes.Load(); n != 1 {
+		t.Fatalf("the handler heard %d ClosedEvents", n)
+	}
+}
+
 // resetWriter fails every write as a socket whose peer reset the connection does.
 type resetWriter struct{}
 

@@ -64,6 +64,9 @@ pub(super) struct Dispatch {
     /// Batches (2025-03-26) whose answers are still being collected.
     pub(super) batches: FastMap<u32, BatchCollector>,
     next_batch: u32,
+    /// A batch's members are being read: a graceful close does not end before its last (a
+    /// member ending it would leave the requests after it unread, unanswered).
+    pub(super) reading_batch: bool,
 }
 
 impl Dispatch {
@@ -84,6 +87,7 @@ impl Dispatch {
             peer_cancelled: BoundedSet::new(remembered),
             batches: FastMap::default(),
             next_batch: 0,
+            reading_batch: false,
         }
     }
 
@@ -250,9 +254,11 @@ impl Core {
         let b = self.dispatch.open_batch(stream, outstanding);
         // Each member's events keep a copy of the member's own text, not of the whole frame:
         // a copy of the frame per member would let a batch of n members take n times its size.
+        self.dispatch.reading_batch = true;
         for member in members {
-            // A member may close the connection (the last answer a graceful close waited
-            // for, an automatic answer that found no room): the rest are not looked at.
+            // A member may close the connection (an automatic answer that found no room): the
+            // rest are not looked at. (Not the last answer a graceful close waited for: the
+            // close ends after the batch, if its requests leave nothing to wait for.)
             if self.lifecycle.is_closed() {
                 break;
             }
@@ -271,8 +277,10 @@ impl Core {
                 }
             }
         }
+        self.dispatch.reading_batch = false;
         // Release the guard that kept the batch open while members were processed.
         self.batch_member_dropped(b);
+        self.maybe_finish_close();
     }
 
     /// An answer to our request `n` that could not be read: the request ends with

@@ -26,8 +26,9 @@
 //!    version it does not support (`on_initialize_result`); an `initialize` that times out
 //!    closes the connection (correlation.rs, `on_timeout`).
 //! 6. (all) `close` stops new requests and notifications at once, lets answers and
-//!    cancellations through, and waits for our requests in flight until the grace deadline;
-//!    then the connection is closed. End of input closes it at once, abandoning what is in
+//!    cancellations through, and waits for the requests in flight either way (ours, and the
+//!    peer's the application answers; a batch being read is read to its end) until the grace
+//!    deadline; then the connection is closed. End of input closes it at once, abandoning what is in
 //!    flight (`close`, `maybe_finish_close`, `finish`).
 //! 7. (all) Once closed, the connection accepts nothing and sends nothing (`Lifecycle::admit`,
 //!    `Lifecycle::check_send`, and every command's `is_closed` check).
@@ -538,6 +539,7 @@ impl Core {
         if self.lifecycle.closing_deadline().is_some()
             && self.corr.pending.is_empty()
             && self.dispatch.inbound.is_empty()
+            && !self.dispatch.reading_batch
         {
             self.answer_what_the_peer_awaits();
             self.finish(CloseReason::Local);
@@ -551,6 +553,23 @@ impl Core {
     /// when the close ends while the batch is being read (its members after that point are
     /// not looked at). An answer outside a batch that the output has no room for is not
     /// written (its peer is not reading); a batch's answers were taken whatever the room.
+    /// Answers each of the peer's requests in flight but its listens with -32603 and
+    /// `message`; how many.
+    pub(super) fn refuse_peer_requests(&mut self, message: &str) -> usize {
+        let ids: Vec<_> = (self.dispatch.inbound.iter())
+            .filter(|(_, entry)| entry.listen.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let refusal = Answer::Error {
+            code: jsonrpc::INTERNAL_ERROR,
+            message,
+            data: None,
+        };
+        (ids.iter())
+            .filter(|id| self.respond(id.as_id(), refusal).is_ok())
+            .count()
+    }
+
     fn answer_what_the_peer_awaits(&mut self) {
         let ids: Vec<_> = self.dispatch.inbound.keys().cloned().collect();
         for id in ids {

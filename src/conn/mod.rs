@@ -769,6 +769,17 @@ impl Connection {
         self.core.grant_listen(id, &mut keep)
     }
 
+    /// Answers every request of the peer's still in flight with an internal error (-32603)
+    /// carrying `message`, and returns how many it answered: all but 2026-07-28 listens, which
+    /// [`end_listen`](Self::end_listen) ends. Use it when nothing will answer them any more
+    /// (a host that stops, or an application that stops taking requests) before a graceful
+    /// [`close`](Self::close), which would otherwise wait its whole grace for those answers.
+    /// One the output has no room for is not answered (its peer is not reading).
+    pub fn refuse_peer_requests(&mut self, message: &str) -> usize {
+        self.core.events.retire_current();
+        self.core.refuse_peer_requests(message)
+    }
+
     /// 2026-07-28 server: the ids of the peer's `subscriptions/listen` requests in flight,
     /// granted or waiting for [`grant_listen`](Self::grant_listen) (the engine answers and tags
     /// them itself; they come as [`Event::Request`] only under [`Policy::review_listens`]).

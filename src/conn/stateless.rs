@@ -756,6 +756,11 @@ impl Core {
         if established && !review {
             self.acknowledge_listen(&key);
         }
+        // During a graceful close it ends at once, with its result, as the close ended those
+        // open when it began: kept, it would hold the close for its whole grace.
+        if established && self.lifecycle.closing_deadline().is_some() {
+            let _ = self.end_listen(key.as_id());
+        }
     }
 
     /// Sends `notifications/subscriptions/acknowledged` for the listen `key`: the granted

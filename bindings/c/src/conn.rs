@@ -184,7 +184,7 @@ pub enum mcpw_state {
     MCPW_STATE_INITIALIZING = 1,
     /// The handshake is done; anything negotiated may flow.
     MCPW_STATE_OPERATING = 2,
-    /// `mcpw_conn_close` was called; waiting for our requests in flight.
+    /// `mcpw_conn_close` was called; waiting for the requests in flight either way.
     MCPW_STATE_CLOSING = 3,
     /// Ended; the `MCPW_EVENT_CLOSED` event says why.
     MCPW_STATE_CLOSED = 4,

@@ -697,7 +697,8 @@ pub fn spawn(
 }
 
 /// Ends a session with a child server gracefully, as the MCP lifecycle says: closes the
-/// connection (with `grace` for our requests in flight), writes what is left, closes the
+/// connection (with `grace` for our requests in flight; the child's requests, which nobody
+/// is left to answer, are refused with -32603), writes what is left, closes the
 /// child's stdin (an MCP server exits at end of input), and waits up to `grace` again for it
 /// to exit; then, on Unix, sends it SIGTERM and waits up to `grace` once more; then kills it
 /// (SIGKILL). While it waits, what the child still writes is read and dropped, so that a
@@ -714,9 +715,25 @@ pub async fn stop(
     mut child: Child,
     grace: Duration,
 ) -> io::Result<std::process::ExitStatus> {
+    // The child's requests the application has not answered will not be now: refused, so
+    // that the close waits for ours alone.
+    driver
+        .connection()
+        .refuse_peer_requests("the client is stopping");
     driver.close(grace);
     let drain = async {
-        while driver.next_event().await?.is_some() {}
+        while let Some(event) = driver.next_event().await? {
+            // A request of the child's that came before or during the close is refused at
+            // once: nobody here will answer it, and the close waits for it (up to `grace`).
+            if let mcpwire::conn::OwnedEvent::Request { id, .. } = event {
+                let _ = driver.connection().respond_error(
+                    id.as_id(),
+                    mcpwire::jsonrpc::INTERNAL_ERROR,
+                    "the client is stopping",
+                    None,
+                );
+            }
+        }
         Ok::<(), io::Error>(())
     };
     // (Timing out only gives up the write a child does not read; `next_event` is cancel-safe.)

@@ -738,6 +738,61 @@ async fn stop_with_no_limit_waits_for_the_child_to_exit() {
     assert!(status.success(), "{status:?}");
 }
 
+/// `stop` refuses the child's requests that nobody answered (-32603), those handed out
+/// before it and those that come during it, so that its close waits only for ours: since a
+/// close waits for the answers to the peer's requests too, it waited its whole grace for
+/// answers that could not come (found by a review of the close's change). The child exits 0
+/// only if it got the refusals.
+#[tokio::test]
+async fn stop_refuses_the_childs_requests_instead_of_waiting_out_the_grace() {
+    let (mut driver, child) = python_server(
+        r#"sys.stdin.readline()
+def ask(i):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": "x/ask"}) + "\n")
+    sys.stdout.flush()
+ask("first")
+refused = set()
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "tools/call":
+        # Asked during the stop, whose close waits for this call's answer.
+        ask("second")
+        time.sleep(0.2)
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+            "result": {"content": []}}) + "\n")
+        sys.stdout.flush()
+    if m.get("error", {}).get("code") == -32603:
+        refused.add(m["id"])
+sys.exit(0 if refused == {"first", "second"} else 3)"#,
+    )
+    .await;
+    // The first request is handed out, and not answered; a call of ours is in flight.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), driver.next_event()).await {
+            Ok(Ok(Some(OwnedEvent::Request { .. }))) => break,
+            Ok(Ok(Some(_))) => {}
+            other => panic!("no request: {other:?}"),
+        }
+    }
+    let now = driver.now();
+    let call = RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
+    driver
+        .connection()
+        .request(now, "tools/call", Some(call))
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let status = stopped(driver, child, Duration::from_secs(3)).await;
+    assert!(
+        status.success(),
+        "the child was not refused both: {status:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "stop waited out the grace: {:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn stop_ends_a_child_that_no_longer_reads() {
     // A server that answers the handshake, then never reads again: what is left to write
