@@ -350,7 +350,19 @@ int main() {
             bool moved = carry(client, server, streams, state, now);
             while (auto ev = client.poll_event()) {
                 moved = true;
-                // (Other events now: what the close ended, a request still in flight, say.)
+                // A request of the server's now will not be served: refused, so that the
+                // close, which waits for our answers too, need not wait out its grace.
+                // (Not once closed: the engine answered it as it closed.)
+                if (ev->kind() == MCPW_EVENT_REQUEST) {
+                    // (The id is copied first: the event borrows from the client.)
+                    mcpw::owned_id id(ev->id());
+                    auto conn = client.conn();
+                    if (conn.state() != MCPW_STATE_CLOSED)
+                        conn.respond_error(id.get(), MCPW_JSONRPC_INTERNAL_ERROR,
+                                           "the client is closing");
+                    continue;
+                }
+                // (Other events now: what the close ended, say.)
                 if (ev->kind() != MCPW_EVENT_CLOSED) continue;
                 closed = true;
                 // False without a session: there would be nothing to DELETE, and this client

@@ -191,6 +191,11 @@ type session struct {
 func (s *session) handle(c *mcpwire.Conn, now time.Time, ev mcpwire.Event) {
 	s.conn = c
 	if s.err != nil || s.done {
+		// A request of the server's while the connection closes is refused at once: the
+		// close waits for our answers to the server's requests too.
+		if req, ok := ev.(*mcpwire.RequestEvent); ok {
+			_ = c.RespondError(req.ID, mcpwire.CodeInternalError, "the client is closing", nil)
+		}
 		return
 	}
 	// The first error ends the session at once: the connection closes now, and main reports
