@@ -2615,6 +2615,23 @@ enum mcpw_result mcpw_conn_close(struct mcpw_conn *conn,
                                  uint64_t grace_ms);
 
 /**
+ * Answers every request of the peer's still in flight with an internal error (-32603)
+ * carrying `message` (UTF-8, `message_len` bytes), all but 2026-07-28 listens (end those with
+ * `mcpw_conn_end_listen`), and writes how many it answered to `*out_count` (may be NULL). Use
+ * it when nothing will answer them any more, a host that stops, before `mcpw_conn_close`:
+ * the close waits for the answers to the peer's requests too, and would otherwise wait its
+ * whole grace. One the output has no room for is not answered (its peer is not reading).
+ *
+ * # Safety
+ * `conn` is NULL or a live connection handle; `message` is readable for `message_len`
+ * bytes (NULL with 0 for none); `out_count` is NULL or writable.
+ */
+enum mcpw_result mcpw_conn_refuse_peer_requests(struct mcpw_conn *conn,
+                                                const char *message,
+                                                size_t message_len,
+                                                size_t *out_count);
+
+/**
  * Reads where the lifecycle stands into `*out_state`. Use it to decide whether commands
  * can be given yet (`MCPW_STATE_OPERATING`) or any more (`MCPW_STATE_CLOSED`: free it).
  *

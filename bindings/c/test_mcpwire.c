@@ -1088,6 +1088,29 @@ static void test_graceful_close(void) {
     OK(mcpw_conn_handle_timeout(p.client, p.now + 1000000 * MS));
     CHECK(next(p.client).kind == MCPW_EVENT_NONE);
     free_pair(&p);
+
+    /* The peer's requests in flight hold a close too, until answered or refused. */
+    {
+        pair q = make_pair("{\"tools\":{}}", NULL);
+        size_t n = 9;
+        OK(mcpw_conn_request(q.client, q.now, S("tools/list"), NULL, 0, NULL, &rid));
+        exchange(&q);
+        CHECK(next(q.server).kind == MCPW_EVENT_REQUEST);
+        OK(mcpw_conn_close(q.server, q.now, 500));
+        OK(mcpw_conn_state(q.server, &state));
+        CHECK(state == MCPW_STATE_CLOSING);
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_refuse_peer_requests(NULL, S("x"), &n));
+        RC(MCPW_ERR_NULL_ARGUMENT, mcpw_conn_refuse_peer_requests(q.server, NULL, 3, &n));
+        OK(mcpw_conn_refuse_peer_requests(q.server, S("stopping"), &n));
+        CHECK(n == 1);
+        OK(mcpw_conn_state(q.server, &state));
+        CHECK(state == MCPW_STATE_CLOSED);
+        RC(MCPW_ERR_CLOSED, mcpw_conn_refuse_peer_requests(q.server, S("stopping"), NULL));
+        exchange(&q);
+        ev = next(q.client);
+        CHECK(ev.kind == MCPW_EVENT_ERROR && ev.request == rid && ev.code == -32603);
+        free_pair(&q);
+    }
 }
 
 static void test_eof(void) {

@@ -547,6 +547,13 @@ public:
     void close(std::uint64_t now_ns, std::chrono::milliseconds grace) {
         detail::check(mcpw_conn_close(get(), now_ns, detail::millis(grace)));
     }
+    /// Answers the peer's requests still in flight (not 2026-07-28 listens) with -32603 and
+    /// `message`, when nothing will answer them (a host that stops, before close()); how many.
+    std::size_t refuse_peer_requests(std::string_view message) {
+        std::size_t n = 0;
+        detail::check(mcpw_conn_refuse_peer_requests(get(), message.data(), message.size(), &n));
+        return n;
+    }
 
     // -- getters --
     mcpw_state state() const {

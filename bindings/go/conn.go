@@ -743,6 +743,23 @@ func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
 	return check("shutdown", rc)
 }
 
+// RefusePeerRequests answers every request of the peer's still in flight with an internal
+// error (-32603) carrying message, all but 2026-07-28 listens, and
+// returns how many it answered. Use it when nothing will answer them any more (a host that
+// stops, or a handler that will take no more work) before Shutdown, whose close waits for
+// the answers to the peer's requests too and would otherwise wait its whole grace. One the
+// output has no room for is not answered (its peer is not reading).
+func (c *Conn) RefusePeerRequests(message string) (int, error) {
+	if !c.lock() {
+		return 0, ErrFreed
+	}
+	defer c.unlockChanged()
+	var n C.size_t
+	rc := C.mcpw_conn_refuse_peer_requests(c.ptr, cString(message), C.size_t(len(message)), &n)
+	runtime.KeepAlive(c)
+	return int(n), check("refuse peer requests", rc)
+}
+
 // RequestRelated sends a request on behalf of the peer's request parent (a server asking
 // the client for sampling or elicitation while it works on parent): in 2026-07-28 the
 // request travels with parent's answer stream; in the handshake era it is a plain request.

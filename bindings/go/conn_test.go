@@ -405,6 +405,36 @@ func TestShutdownGraceRunsOut(t *testing.T) {
 	}
 }
 
+// A Shutdown waits for the answers to the peer's requests too; RefusePeerRequests answers
+// them with -32603 and its message, and the close then ends at once.
+func TestRefusePeerRequestsLetsAShutdownEnd(t *testing.T) {
+	p := handshakePair(t)
+	id, err := p.client.Request(p.now, "tools/call", json.RawMessage(`{"name":"slow"}`), nil)
+	mustOK(t, err)
+	p.drive()
+	p.takeServer()
+	mustOK(t, p.server.Shutdown(p.now, 2*time.Second))
+	if s := p.server.State(); s != StateClosing {
+		t.Fatalf("the call is awaited: %v", s)
+	}
+	n, err := p.server.RefusePeerRequests("stopping")
+	mustOK(t, err)
+	if n != 1 {
+		t.Fatalf("refused %d", n)
+	}
+	if s := p.server.State(); s != StateClosed {
+		t.Fatalf("after the refusal: %v", s)
+	}
+	p.drive()
+	e, ok := p.takeClient().(*ErrorEvent)
+	if !ok || e.Request != id || e.Code != CodeInternalError || e.Message != "stopping" {
+		t.Fatalf("%+v", e)
+	}
+	if _, err := p.server.RefusePeerRequests("again"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("on a closed connection: %v", err)
+	}
+}
+
 func TestFeedEOF(t *testing.T) {
 	p := handshakePair(t)
 	id, err := p.client.Request(p.now, "tools/call", json.RawMessage(`{"name":"slow"}`), nil)

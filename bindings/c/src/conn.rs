@@ -1413,6 +1413,42 @@ pub unsafe extern "C" fn mcpw_conn_close(
     unsafe { with_mut(conn, body) }
 }
 
+/// Answers every request of the peer's still in flight with an internal error (-32603)
+/// carrying `message` (UTF-8, `message_len` bytes), all but 2026-07-28 listens (end those with
+/// `mcpw_conn_end_listen`), and writes how many it answered to `*out_count` (may be NULL). Use
+/// it when nothing will answer them any more, a host that stops, before `mcpw_conn_close`:
+/// the close waits for the answers to the peer's requests too, and would otherwise wait its
+/// whole grace. One the output has no room for is not answered (its peer is not reading).
+///
+/// # Safety
+/// `conn` is NULL or a live connection handle; `message` is readable for `message_len`
+/// bytes (NULL with 0 for none); `out_count` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpw_conn_refuse_peer_requests(
+    conn: *mut mcpw_conn,
+    message: *const c_char,
+    message_len: usize,
+    out_count: *mut usize,
+) -> mcpw_result {
+    let body = |h: &mut mcpw_conn| {
+        // Safety: (caller) readable for its length, or NULL with length 0.
+        let message = unsafe { bytes_in(chars_as_bytes(message), message_len) }?;
+        let [Some(message)] = stage(&mut h.staged, [Some(message)]) else {
+            return Err(MCPW_ERR_NULL_ARGUMENT);
+        };
+        let message = utf8(message)?;
+        refuse_if_closed(h.conn.get()?)?;
+        let n = h.conn.get_mut()?.refuse_peer_requests(message);
+        if !out_count.is_null() {
+            // Safety: (caller) writable, and not NULL.
+            unsafe { Out::new(out_count) }?.write(n);
+        }
+        Ok(())
+    };
+    // Safety: (caller) NULL or a live connection handle.
+    unsafe { with_mut(conn, body) }
+}
+
 // ---- Getters ------------------------------------------------------------------------------
 
 /// Reads where the lifecycle stands into `*out_state`. Use it to decide whether commands

@@ -63,12 +63,12 @@ pub use conn::{
     mcpw_conn_input_piece, mcpw_conn_listen_items, mcpw_conn_log, mcpw_conn_new, mcpw_conn_notify,
     mcpw_conn_peer_capabilities, mcpw_conn_peer_info, mcpw_conn_peer_instructions,
     mcpw_conn_poll_event, mcpw_conn_poll_timeout, mcpw_conn_progress, mcpw_conn_protocol_version,
-    mcpw_conn_request, mcpw_conn_request_context, mcpw_conn_request_related, mcpw_conn_respond,
-    mcpw_conn_respond_error, mcpw_conn_respond_input_required,
-    mcpw_conn_respond_url_elicitation_required, mcpw_conn_retry, mcpw_conn_role, mcpw_conn_state,
-    mcpw_conn_stats, mcpw_conn_transmit, mcpw_era, mcpw_listen_item, mcpw_listen_item_kind,
-    mcpw_log_level, mcpw_progress_reset, mcpw_request_context, mcpw_request_options, mcpw_state,
-    mcpw_stats,
+    mcpw_conn_refuse_peer_requests, mcpw_conn_request, mcpw_conn_request_context,
+    mcpw_conn_request_related, mcpw_conn_respond, mcpw_conn_respond_error,
+    mcpw_conn_respond_input_required, mcpw_conn_respond_url_elicitation_required, mcpw_conn_retry,
+    mcpw_conn_role, mcpw_conn_state, mcpw_conn_stats, mcpw_conn_transmit, mcpw_era,
+    mcpw_listen_item, mcpw_listen_item_kind, mcpw_log_level, mcpw_progress_reset,
+    mcpw_request_context, mcpw_request_options, mcpw_state, mcpw_stats,
 };
 pub use event::{
     mcpw_close_reason, mcpw_decode_reason, mcpw_event, mcpw_event_kind, mcpw_id, mcpw_id_kind,
