@@ -1206,6 +1206,13 @@ typedef enum mcpw_message_kind {
      * request of yours it claims to answer).
      */
     MCPW_MESSAGE_INVALID_RESPONSE = 7,
+    /**
+     * A valid JSON-RPC notification that only MCP's rules refuse (its `params` an array:
+     * MCP wants an object). Never answer it: JSON-RPC forbids replying to a notification;
+     * log it, as the connection reports it as a violation. Fields: `code` (-32600, for
+     * logs), `reason`, `offset`.
+     */
+    MCPW_MESSAGE_INVALID_NOTIFICATION = 8,
 } mcpw_message_kind;
 
 /**
@@ -2003,9 +2010,9 @@ const char *mcpw_version(void);
  * room for one, or a few). A batch has at most 1024 members: a longer one is refused whole
  * (`MCPW_DECODE_BATCH_TOO_LARGE`).
  * A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR`,
- * `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE`; a batch member that is invalid
- * is one of kind `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE` among the others
- * (answer the first kind, never the second). Either way the call returns `MCPW_OK`: a refusal
+ * `MCPW_MESSAGE_INVALID`, `MCPW_MESSAGE_INVALID_RESPONSE` or
+ * `MCPW_MESSAGE_INVALID_NOTIFICATION`; a batch member that is invalid is one of those last
+ * three kinds among the others (answer the first of them, never the other two). Either way the call returns `MCPW_OK`: a refusal
  * is an answer, not a failure of the call. Non-empty views point into `frame`.
  *
  * Fails with `MCPW_ERR_NULL_ARGUMENT`, writing nothing, when `out_count` or `out_is_batch`
@@ -3242,8 +3249,13 @@ enum mcpw_result mcpw_http_client_failure_text(const struct mcpw_http_client *cl
  * Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
  * so the server frees it at once. `*out_queued` is false without a session, and while
  * `initialize` has no answer yet: the DELETE is then owed, and goes out once that answer
- * brings the session id (`mcpw_http_client_is_ending_session` is true meanwhile). Close the
- * connection first (`mcpw_conn_close`) for a clean end. The DELETE's `SEND` comes once the
+ * brings the session id (`mcpw_http_client_is_ending_session` is true meanwhile). Called
+ * before any `initialize` went out (an auto-era `server/discover` probe under way, or no
+ * `mcpw_http_client_poll_action` yet), it is false too and no session starts: the
+ * `initialize` made later fails unsent and the connection closes
+ * (`MCPW_CLOSE_TRANSPORT_FAILED`), unless the server answers the probe in the 2026-07-28
+ * era, which has no sessions. Close the connection first (`mcpw_conn_close`) for a clean
+ * end. The DELETE's `SEND` comes once the
  * notifications and answers POSTed before it (the close's cancellations) have their
  * response heads, or were let go: keep driving the client while
  * `mcpw_http_client_is_ending_session` says so.

@@ -73,14 +73,9 @@ impl std::fmt::Display for TypedError {
     }
 }
 
-impl std::error::Error for TypedError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TypedError::Serialize(e) => Some(e),
-            TypedError::Refused(e) => Some(e),
-        }
-    }
-}
+// (No `source`: the message already holds the cause's, and a chain printer would say it
+// twice.)
+impl std::error::Error for TypedError {}
 
 impl From<Error> for TypedError {
     fn from(e: Error) -> Self {

@@ -329,6 +329,21 @@ fn a_listen_that_arrives_during_a_close_ends_at_once() {
         .respond(Id::Int(3), raw(r#"{"content":[]}"#))
         .unwrap();
     assert_eq!(s.conn.state(), State::Closed, "nothing else held it");
+
+    // Under `review_listens` too, and the application is not asked to grant it (it was
+    // handed a listen already answered, whose grant then failed).
+    let mut s = reviewing_server();
+    s.request("3", "tools/call", r#""name":"slow""#);
+    s.out();
+    s.conn.close(T0, Duration::from_secs(30));
+    let (out, events) = s.send(&listen_line("5", "", r#"{"toolsListChanged":true}"#));
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(
+        out.last()
+            .map(|m| &m["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]),
+        Some(&json!(5)),
+        "{out:?}"
+    );
 }
 
 /// A resource update goes to a listener subscribed to that URI or to one above it ("This

@@ -3410,6 +3410,12 @@ static void test_decode_without_a_connection(void) {
     CHECK(count == 1 && m[0].kind == MCPW_MESSAGE_INVALID_RESPONSE);
     CHECK(m[0].reason == MCPW_DECODE_DUPLICATE_KEY && m[0].id.kind == MCPW_ID_INT && m[0].id.integer == 3);
 
+    /* A valid JSON-RPC notification MCP refuses (params an array): never answered either. */
+    const char *array_params = "{\"jsonrpc\":\"2.0\",\"method\":\"x/y\",\"params\":[1,2]}";
+    OK(mcpw_decode((const uint8_t *)array_params, strlen(array_params), m, 2, &count, &is_batch));
+    CHECK(count == 1 && m[0].kind == MCPW_MESSAGE_INVALID_NOTIFICATION && m[0].code == -32600);
+    CHECK(m[0].reason == MCPW_DECODE_PARAMS_NOT_OBJECT);
+
     /* Not JSON: one parse error, with its offset. A refusal is an answer, not a failed call. */
     OK(mcpw_decode((const uint8_t *)"{\"a\":", 5, m, 2, &count, &is_batch));
     CHECK(count == 1 && !is_batch && m[0].kind == MCPW_MESSAGE_PARSE_ERROR);

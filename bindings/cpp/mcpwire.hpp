@@ -1640,8 +1640,8 @@ struct decoded {
 
 /// One frame (a stdio line, an HTTP body) checked by the engine's JSON-RPC rules with no
 /// connection: for a router or a proxy. A refused frame is one message of kind
-/// MCPW_MESSAGE_PARSE_ERROR, MCPW_MESSAGE_INVALID or MCPW_MESSAGE_INVALID_RESPONSE (never
-/// answer that one), not an exception. Keep `frame` alive
+/// MCPW_MESSAGE_PARSE_ERROR, MCPW_MESSAGE_INVALID, MCPW_MESSAGE_INVALID_RESPONSE or
+/// MCPW_MESSAGE_INVALID_NOTIFICATION (never answer those two), not an exception. Keep `frame` alive
 /// and unchanged while the messages are used.
 inline decoded decode(std::string_view frame) {
     const auto *bytes = reinterpret_cast<const std::uint8_t *>(frame.data());

@@ -45,6 +45,11 @@ const (
 	// request of that id. Code (-32600, for logs), Reason, Offset and ID as for
 	// MessageInvalid.
 	MessageInvalidResponse MessageKind = 7
+	// MessageInvalidNotification: a valid JSON-RPC notification that only MCP's rules refuse
+	// (its params an array: MCP wants an object). Never answer it: JSON-RPC forbids replying
+	// to a notification; log it. Code (-32600, for logs), Reason and Offset as for
+	// MessageInvalid.
+	MessageInvalidNotification MessageKind = 8
 )
 
 // String names the kind.
@@ -64,6 +69,8 @@ func (k MessageKind) String() string {
 		return "invalid"
 	case MessageInvalidResponse:
 		return "invalid response"
+	case MessageInvalidNotification:
+		return "invalid notification"
 	}
 	return "unknown"
 }
@@ -97,8 +104,9 @@ const decodeOnStack = 1
 // Decode applies the engine's JSON-RPC rules to one frame (a stdio line without its
 // newline, or an HTTP body) without a connection, and appends its messages to dst: one for
 // a single message, one per member for a batch (batch is then true). A frame refused whole
-// is one Message of kind MessageParseError, MessageInvalid or MessageInvalidResponse, never
-// an error: err is only a failure of the library itself.
+// is one Message of kind MessageParseError, MessageInvalid, MessageInvalidResponse or
+// MessageInvalidNotification (answer only MessageParseError and MessageInvalid), never an
+// error: err is only a failure of the library itself.
 //
 // Use it where a connection would be too much: a proxy or gateway that routes by method or
 // id, a log, a test that checks what a peer sent. To run the protocol (answer requests,

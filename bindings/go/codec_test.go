@@ -70,6 +70,15 @@ func TestDecodeRefusals(t *testing.T) {
 	if m := decodeOne(t, `{"id":4,"error":{"code":1,"message":"m"}}`); m.Kind != MessageInvalidResponse || m.Reason != DecodeMissingVersion {
 		t.Fatalf("response without jsonrpc: %+v", m)
 	}
+	// A valid JSON-RPC notification MCP refuses (params an array): never answered either.
+	n := decodeOne(t, `{"jsonrpc":"2.0","method":"x/y","params":[1,2]}`)
+	if n.Kind != MessageInvalidNotification || n.Reason != DecodeParamsNotObject || n.Kind.String() != "invalid notification" {
+		t.Fatalf("invalid notification: %+v", n)
+	}
+	// A request so shaped is still answered.
+	if m := decodeOne(t, `{"jsonrpc":"2.0","id":1,"method":"x/y","params":[1,2]}`); m.Kind != MessageInvalid {
+		t.Fatalf("invalid request: %+v", m)
+	}
 }
 
 // A batch keeps its members in order, invalid ones included, also past the records Decode
@@ -194,7 +203,7 @@ func checkDecoded(t *testing.T, frame []byte) {
 			if batch || m.Code != -32700 || m.Reason == DecodeNone || m.Offset < 0 || m.Offset > len(frame) {
 				t.Fatalf("parse error: %+v", m)
 			}
-		case MessageInvalid, MessageInvalidResponse:
+		case MessageInvalid, MessageInvalidResponse, MessageInvalidNotification:
 			if m.Code != -32600 || m.Reason < 100 {
 				t.Fatalf("invalid: %+v", m)
 			}

@@ -842,7 +842,11 @@ const refusedPost = "POST refused"
 // Run: call it from the handler, or call Run again after it); false without a session. The
 // DELETE goes out once the cancellations and notifications sent before it have reached the
 // server, so that it cannot overtake them. Called while initialize has no answer yet, it
-// returns true and the DELETE goes out once that answer brings the session id.
+// returns true and the DELETE goes out once that answer brings the session id. Called before
+// any initialize went out (the auto era's server/discover probe under way, or Run not yet
+// begun), it returns false and no session starts: the initialize made later fails unsent and
+// the connection closes (CloseTransportFailed), unless the server answers the probe in the
+// 2026-07-28 era, which has no sessions.
 func (c *HTTPClient) EndSession() bool {
 	c.cr().engine.Lock()
 	if c.cr().ptr == nil {

@@ -546,13 +546,6 @@ impl Core {
         }
     }
 
-    /// A graceful close ends: the peer's requests still in flight get an internal error
-    /// (-32603), since nobody will answer them now. The peer need not wait for its own
-    /// timeout, and a 2025-03-26 batch's array goes out with the answers the application
-    /// already gave its other members (they were taken, and would be lost with it), also
-    /// when the close ends while the batch is being read (its members after that point are
-    /// not looked at). An answer outside a batch that the output has no room for is not
-    /// written (its peer is not reading); a batch's answers were taken whatever the room.
     /// Answers each of the peer's requests in flight but its listens with -32603 and
     /// `message`; how many.
     pub(super) fn refuse_peer_requests(&mut self, message: &str) -> usize {
@@ -570,6 +563,12 @@ impl Core {
             .count()
     }
 
+    /// A graceful close ends: the peer's requests still in flight get an internal error
+    /// (-32603), since nobody will answer them now. The peer need not wait for its own
+    /// timeout, and a 2025-03-26 batch's array goes out with the answers the application
+    /// already gave its other members (they were taken, and would be lost with it). An
+    /// answer outside a batch that the output has no room for is not written (its peer is
+    /// not reading); a batch's answers were taken whatever the room.
     fn answer_what_the_peer_awaits(&mut self) {
         let ids: Vec<_> = self.dispatch.inbound.keys().cloned().collect();
         for id in ids {

@@ -736,7 +736,10 @@ impl Core {
             // Bounded like the task ids: each URI kept is scanned on every resource update.
             keep_listen_strings(uris.get(), &mut granted.resource_uris);
         }
-        let review = self.config.policy.review_listens;
+        // (Not one that comes during a graceful close: it is ended at once below, and the
+        // application would be asked to grant a listen already answered.)
+        let closing = self.lifecycle.closing_deadline().is_some();
+        let review = self.config.policy.review_listens && !closing;
         granted.pending = review;
         granted.seen = review;
         let meta = view_meta(r.params);
@@ -758,7 +761,7 @@ impl Core {
         }
         // During a graceful close it ends at once, with its result, as the close ended those
         // open when it began: kept, it would hold the close for its whole grace.
-        if established && self.lifecycle.closing_deadline().is_some() {
+        if established && closing {
             let _ = self.end_listen(key.as_id());
         }
     }

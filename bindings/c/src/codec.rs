@@ -36,6 +36,11 @@ pub enum mcpw_message_kind {
     /// `code` (-32600, for logs), `reason`, `offset`, and `id` when it could be read (the
     /// request of yours it claims to answer).
     MCPW_MESSAGE_INVALID_RESPONSE = 7,
+    /// A valid JSON-RPC notification that only MCP's rules refuse (its `params` an array:
+    /// MCP wants an object). Never answer it: JSON-RPC forbids replying to a notification;
+    /// log it, as the connection reports it as a violation. Fields: `code` (-32600, for
+    /// logs), `reason`, `offset`.
+    MCPW_MESSAGE_INVALID_NOTIFICATION = 8,
 }
 
 /// One JSON-RPC message decoded by `mcpw_decode`, or why it was refused.
@@ -131,6 +136,9 @@ impl mcpw_message {
         m.kind = match error.kind() {
             ErrorKind::Parse => mcpw_message_kind::MCPW_MESSAGE_PARSE_ERROR,
             _ if error.is_response_shaped() => mcpw_message_kind::MCPW_MESSAGE_INVALID_RESPONSE,
+            _ if error.is_jsonrpc_notification() => {
+                mcpw_message_kind::MCPW_MESSAGE_INVALID_NOTIFICATION
+            }
             _ => mcpw_message_kind::MCPW_MESSAGE_INVALID,
         } as u32;
         m.code = error.code();
@@ -153,9 +161,9 @@ impl mcpw_message {
 /// room for one, or a few). A batch has at most 1024 members: a longer one is refused whole
 /// (`MCPW_DECODE_BATCH_TOO_LARGE`).
 /// A frame that is refused as a whole is one message of kind `MCPW_MESSAGE_PARSE_ERROR`,
-/// `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE`; a batch member that is invalid
-/// is one of kind `MCPW_MESSAGE_INVALID` or `MCPW_MESSAGE_INVALID_RESPONSE` among the others
-/// (answer the first kind, never the second). Either way the call returns `MCPW_OK`: a refusal
+/// `MCPW_MESSAGE_INVALID`, `MCPW_MESSAGE_INVALID_RESPONSE` or
+/// `MCPW_MESSAGE_INVALID_NOTIFICATION`; a batch member that is invalid is one of those last
+/// three kinds among the others (answer the first of them, never the other two). Either way the call returns `MCPW_OK`: a refusal
 /// is an answer, not a failure of the call. Non-empty views point into `frame`.
 ///
 /// Fails with `MCPW_ERR_NULL_ARGUMENT`, writing nothing, when `out_count` or `out_is_batch`

@@ -1774,8 +1774,13 @@ pub unsafe extern "C" fn mcpw_http_client_failure_text(
 /// Ends the handshake-era session: queues a `DELETE` (drain `mcpw_http_client_poll_action`)
 /// so the server frees it at once. `*out_queued` is false without a session, and while
 /// `initialize` has no answer yet: the DELETE is then owed, and goes out once that answer
-/// brings the session id (`mcpw_http_client_is_ending_session` is true meanwhile). Close the
-/// connection first (`mcpw_conn_close`) for a clean end. The DELETE's `SEND` comes once the
+/// brings the session id (`mcpw_http_client_is_ending_session` is true meanwhile). Called
+/// before any `initialize` went out (an auto-era `server/discover` probe under way, or no
+/// `mcpw_http_client_poll_action` yet), it is false too and no session starts: the
+/// `initialize` made later fails unsent and the connection closes
+/// (`MCPW_CLOSE_TRANSPORT_FAILED`), unless the server answers the probe in the 2026-07-28
+/// era, which has no sessions. Close the connection first (`mcpw_conn_close`) for a clean
+/// end. The DELETE's `SEND` comes once the
 /// notifications and answers POSTed before it (the close's cancellations) have their
 /// response heads, or were let go: keep driving the client while
 /// `mcpw_http_client_is_ending_session` says so.
