@@ -130,10 +130,16 @@ static void tell_server_before_stopping(void) {
 
 static void fail(const char *fmt, ...) {
     va_list args;
-    printf("C_CLIENT_FAIL %s: ", step);
+    char text[1024];
     va_start(args, fmt);
-    vprintf(fmt, args);
+    vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
+    /* The message may quote the server's text (an error's message, a version): one line, and
+     * no control character (an escape sequence) reaches the terminal. */
+    for (char *c = text; *c != '\0'; c++) {
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) *c = ' ';
+    }
+    printf("C_CLIENT_FAIL %s: %s", step, text);
     printf("\n");
     fflush(stdout);
     tell_server_before_stopping();

@@ -847,9 +847,13 @@ static void problem_suffix(const app *a, char *out, size_t size) {
 static void on_event(app *a, const mcpw_event *ev) {
     char why[600];
     problem_suffix(a, why, sizeof why);
-    /* Interrupted: the session's steps are over; only the handshake's end (then the close)
-     * and the close matter now (what the requests in flight come to no longer does). */
-    if (a->interrupted && ev->kind != MCPW_EVENT_CLOSED && ev->kind != MCPW_EVENT_READY) return;
+    /* Interrupted: the session's steps are over; only the handshake's end (then the close),
+     * the close, and the server's requests matter now (what our requests in flight come to
+     * no longer does). A request is still answered: the close waits for our answers to the
+     * server's requests too, and would otherwise wait out its grace. */
+    if (a->interrupted && ev->kind != MCPW_EVENT_CLOSED && ev->kind != MCPW_EVENT_READY &&
+        ev->kind != MCPW_EVENT_REQUEST)
+        return;
     switch (ev->kind) {
     case MCPW_EVENT_READY: {
         mcpw_conn *conn = conn_of(a);
@@ -917,9 +921,10 @@ static void on_event(app *a, const mcpw_event *ev) {
         if (conn == NULL) break;
         rc = mcpw_conn_respond_error(conn, &ev->id, MCPW_JSONRPC_METHOD_NOT_FOUND,
                                      S("not supported by this client"), NULL, 0);
-        /* A request that came with our last answer, read after our close ended the connection
-         * (MCPW_ERR_CLOSED), was answered by the engine as it closed (-32603, "the connection
-         * is closing"): nothing is left to do. Anything else is a real failure. */
+        /* A request read after a close ended the connection (one with no grace, after a
+         * failure, or one whose grace ran out: MCPW_ERR_CLOSED) was answered by the engine as
+         * it closed (-32603, "the connection is closing"): nothing is left to do. Anything
+         * else is a real failure. */
         if (rc != MCPW_ERR_CLOSED) {
             ok(a, rc, "mcpw_conn_respond_error");
         }

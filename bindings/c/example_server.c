@@ -27,7 +27,8 @@
  *   - at end of input every answer already given is written, whole, before the process
  *     exits. Work still running then (a "count" under way) is dropped with the session, as
  *     the engine abandons requests in flight at end of input: the client has gone. The
- *     first SIGINT or SIGTERM ends the input the same way, and the server then ends by that
+ *     first SIGINT or SIGTERM ends the input the same way, but first refuses the requests
+ *     still running (-32603: a client may still read), and the server then ends by that
  *     signal, at the latest 3 s later (a client that stopped reading keeps nothing running);
  *     a second one ends it at once.
  *
@@ -659,6 +660,10 @@ int main(int argc, char **argv) {
             if (stdin_open) {
                 stdin_open = 0;
                 buf_fed = buf_len;
+                /* Unlike a real end of input, the client may still read: the requests still
+                   running (a "count") are refused (-32603) rather than dropped unanswered. */
+                rc = mcpw_conn_refuse_peer_requests(conn, S("the server is stopping"), NULL);
+                if (rc != MCPW_OK && rc != MCPW_ERR_CLOSED) die("refuse_peer_requests", rc);
                 rc = mcpw_conn_handle_eof(conn, now);
                 if (rc != MCPW_OK) die("handle_eof", rc);
             }

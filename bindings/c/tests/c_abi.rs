@@ -500,6 +500,31 @@ fn c_client_output(args: &[&str], secs: u64) -> String {
     text(&output_within(cmd, std::time::Duration::from_secs(secs)))
 }
 
+/// The server's text in the stdio client's failure line (an error's message) reaches the
+/// terminal as one plain line: an escape sequence in it set the terminal's title and cleared
+/// the screen (found by a review of the C examples).
+#[test]
+fn the_c_clients_failure_line_carries_no_control_characters() {
+    let server = r#"
+import sys, json
+req = json.loads(sys.stdin.readline())
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32600,
+    "message": "\u001b]0;PWNED\u0007\u001b[2Jrefused\nsecond line"}}) + "\n")
+sys.stdout.flush()
+sys.stdin.read()
+"#;
+    let all = c_client_output(&["--era", "legacy", "--", "python3", "-c", server], 20);
+    let line = all
+        .lines()
+        .find(|l| l.contains("C_CLIENT_FAIL"))
+        .unwrap_or_else(|| panic!("no failure line: {all}"));
+    assert!(line.contains("refused second line"), "{line:?}");
+    assert!(
+        !all.contains(['\u{1b}', '\u{7}']),
+        "a control character reached the terminal: {all:?}"
+    );
+}
+
 /// A server that pipelines 3,000 requests of a method the client does not support, in one
 /// write, and reads only after writing them all, gets 3,000 answers "not supported" (-32601).
 /// The C stdio client fed each 64 KiB read whole, with none of its events handled, so the
@@ -1316,6 +1341,45 @@ fn the_stdio_example_writes_the_answers_it_gave_before_a_signal_ends_it() {
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     let answered = out.lines().filter(|l| l.contains("\"result\":{}")).count();
     assert_eq!(answered, 2000, "{} bytes of output", out.len());
+    drop(stdin);
+}
+
+/// A SIGTERM to the stdio example while a "count" call runs, its client still reading: the
+/// call is refused (-32603) before the server ends by that signal. It was dropped without a
+/// word, as at the end of input, where the client has gone (found by a review of the C
+/// examples).
+#[test]
+fn a_signal_to_the_stdio_example_refuses_the_calls_still_running() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = spawn_stdio_example(&c_server_plain());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"progressToken":"p"}}}"#;
+    write!(stdin, "{C_INIT}{call}\n").unwrap();
+    // The first progress: the call is running (two steps, about 100 ms, still to go).
+    loop {
+        let line = lines.next().expect("the server's output").unwrap();
+        if line.contains("notifications/progress") {
+            break;
+        }
+    }
+    // Stopped at once, so that no step of the count passes before the signal is seen (on a
+    // loaded machine); the SIGTERM is then taken first thing when it goes on.
+    let pid = child.id() as libc::pid_t;
+    for signal in [libc::SIGSTOP, libc::SIGTERM, libc::SIGCONT] {
+        // SAFETY: kill(2) on our own child's pid, which has not been waited for.
+        unsafe { libc::kill(pid, signal) };
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    let answer = rest
+        .iter()
+        .find(|l| l.contains("\"id\":9"))
+        .unwrap_or_else(|| panic!("the call got no answer: {rest:?}"));
+    let answer: serde_json::Value = serde_json::from_str(answer).unwrap();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
     drop(stdin);
 }
 

@@ -933,6 +933,37 @@ fn sigterm_on_a_server_without_sessions_waits_for_the_cancellation() {
     );
 }
 
+/// `never_answers_the_call`, but the call's stream, half a second on (after the test's
+/// SIGTERM), carries a request of the server's (`x/ask`, id `srv-1`) and then the answer.
+fn asks_during_the_close(request: &Request) -> Reply {
+    if request.message["method"] == "tools/call" {
+        std::thread::sleep(Duration::from_millis(500));
+        let ask = serde_json::json!({"jsonrpc": "2.0", "id": "srv-1", "method": "x/ask"});
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": request.message["id"],
+            "result": {"content": [{"type": "text", "text": "hello from C"}]}});
+        return Reply::sse(&format!("data: {ask}\n\ndata: {answer}\n\n"));
+    }
+    never_answers_the_call(request)
+}
+
+#[test]
+fn a_server_request_during_the_close_after_a_signal_is_answered_at_once() {
+    // Interrupted, the client ignored the server's requests: its close, which waits for the
+    // answers to them too, waited out its grace, and the server got the engine's -32603 at
+    // its end. It now answers (method not found) at once. (The call is answered within the
+    // close's grace: nothing to cancel.)
+    let (requests, _) = sigterm_when(asks_during_the_close, "tools/call", false, End::Deleted);
+    let answer = requests
+        .iter()
+        .find(|r| r.message["id"] == "srv-1")
+        .expect("the server's request answered");
+    assert_eq!(
+        answer.message["error"]["code"], -32601,
+        "{:?}",
+        answer.message
+    );
+}
+
 /// What each request was: its JSON-RPC method, or its HTTP method (a DELETE).
 fn methods_of(requests: &[Request]) -> Vec<String> {
     requests
