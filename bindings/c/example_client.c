@@ -101,13 +101,10 @@ static void stop_child(void) {
    a notifications/cancelled for each, as the spec asks of a client that stops waiting), and
    everything the engine holds for the server is written, for up to a second. Return codes
    are not checked: this runs on the way out of a failure, which may be the engine's own. */
-static void tell_server_before_stopping(void) {
-    uint64_t now, until;
+/* Writes out what the connection still holds, waiting for a server that reads slowly until
+   `until` at most; stops early when the server is gone. */
+static void write_out_before(uint64_t until) {
     if (the_conn == NULL || to_server < 0) return;
-    now = now_ns();
-    until = now + 1000000000ull;
-    (void)mcpw_conn_close(the_conn, now, 0);
-    (void)mcpw_conn_handle_timeout(the_conn, now);
     for (;;) {
         const uint8_t *bytes;
         size_t len;
@@ -126,6 +123,15 @@ static void tell_server_before_stopping(void) {
             return; /* the server is gone, or stopped reading */
         }
     }
+}
+
+static void tell_server_before_stopping(void) {
+    uint64_t now;
+    if (the_conn == NULL || to_server < 0) return;
+    now = now_ns();
+    (void)mcpw_conn_close(the_conn, now, 0);
+    (void)mcpw_conn_handle_timeout(the_conn, now);
+    write_out_before(now + 1000000000ull);
 }
 
 static void fail(const char *fmt, ...) {
@@ -773,6 +779,9 @@ int main(int argc, char **argv) {
         check(mcpw_conn_handle_timeout(s.conn, now), "handle_timeout");
     }
 
+    /* What is left to write (a write the server had not taken yet: the end of a line, an
+       answer given during the close) goes out first, within a second. */
+    write_out_before(now_ns() + 1000000000ull);
     /* The spec's stdio shutdown: close the server's stdin, then wait for it to exit, reading
        (and dropping) what it still writes meanwhile: a server that drains its output before
        exiting would otherwise block on a full pipe. */
