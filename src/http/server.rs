@@ -856,6 +856,57 @@ impl HttpServer {
         response
     }
 
+    /// The refusal a request earns from its head alone, before its body is read: a header
+    /// name that is no token, a repeated Host or Origin (400), a Host or Origin
+    /// [`check_origin`](HttpServerConfig::check_origin) refuses (403), and for a POST a body
+    /// that is not JSON or an answer it cannot accept (415, 406). `None` when the head
+    /// passes these; [`handle_request`](Self::handle_request) checks them again, with the
+    /// rest. Use it for a request whose client waits for `100 Continue` before it sends its
+    /// body: refused here, the body need never be sent.
+    pub fn refuse_head(&self, method: &str, headers: &[(&str, &str)]) -> Option<HttpResponse> {
+        let known = Known::of(headers);
+        self.refuse_names_and_origin(&known).or_else(|| {
+            let req = HttpRequest {
+                method,
+                headers,
+                body: &[],
+            };
+            (method == "POST")
+                .then(|| refuse_post_media(&req, &known))
+                .flatten()
+        })
+    }
+
+    /// The head's header names and its Host and Origin: 400 or 403, or `None`.
+    fn refuse_names_and_origin(&self, known: &Known<'_>) -> Option<HttpResponse> {
+        // RFC 9110/9112: a header name is a token, and a request has one Host. (Hosts whose
+        // HTTP stack lets these through would act on headers a proxy reads otherwise.)
+        if known.bad_name || known.host_repeated || known.origin_repeated {
+            let what = if known.bad_name {
+                "Bad Request: invalid header name"
+            } else if known.host_repeated {
+                "Bad Request: more than one Host header"
+            } else {
+                "Bad Request: more than one Origin header"
+            };
+            return Some(HttpResponse::rpc_error(
+                400,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                what,
+            ));
+        }
+        if !(self.config.check_origin)(known.host, known.origin) {
+            return Some(HttpResponse::rpc_error(
+                403,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "Forbidden: invalid Host or Origin",
+            ));
+        }
+        None
+    }
+
     /// Closes what a request that panicked made and never handed to its host (see
     /// [`Unhanded`]): its streams as if their clients had gone, and a connection that no
     /// session names (an `initialize`'s, or a stateless request's that got no stream).
@@ -918,25 +969,8 @@ impl HttpServer {
             self.next_keepalive = Some(now.after(every));
         }
         let known = Known::of(req.headers);
-        // RFC 9110/9112: a header name is a token, and a request has one Host. (Hosts whose
-        // HTTP stack lets these through would act on headers a proxy reads otherwise.)
-        if known.bad_name || known.host_repeated || known.origin_repeated {
-            let what = if known.bad_name {
-                "Bad Request: invalid header name"
-            } else if known.host_repeated {
-                "Bad Request: more than one Host header"
-            } else {
-                "Bad Request: more than one Origin header"
-            };
-            return HttpResponse::rpc_error(400, None, jsonrpc::INVALID_REQUEST, what);
-        }
-        if !(self.config.check_origin)(known.host, known.origin) {
-            return HttpResponse::rpc_error(
-                403,
-                None,
-                jsonrpc::INVALID_REQUEST,
-                "Forbidden: invalid Host or Origin",
-            );
+        if let Some(refusal) = self.refuse_names_and_origin(&known) {
+            return refusal;
         }
         if req.body.len() > self.config.max_body {
             return HttpResponse::rpc_error(
@@ -984,27 +1018,8 @@ impl HttpServer {
         // an event stream.
         match req.method {
             "POST" => {
-                // One media type (RFC 9110: `Content-Type = media-type`, not a list): a list
-                // naming JSON after `text/plain` passed, and a browser sends such a body
-                // from any page without a preflight (an initialize with `Origin: null`).
-                if !known.content_type.is_some_and(|t| {
-                    let media = t.split(';').next().unwrap_or("");
-                    media.trim_ascii().eq_ignore_ascii_case("application/json")
-                }) {
-                    return HttpResponse::rpc_error(
-                        415,
-                        None,
-                        jsonrpc::INVALID_REQUEST,
-                        "Unsupported Media Type: Content-Type must be application/json",
-                    );
-                }
-                if !accepts(req, &known, &["application/json", "text/event-stream"]) {
-                    return HttpResponse::rpc_error(
-                        406,
-                        None,
-                        jsonrpc::INVALID_REQUEST,
-                        "Not Acceptable: Accept must list application/json and text/event-stream",
-                    );
+                if let Some(refusal) = refuse_post_media(req, &known) {
+                    return refusal;
                 }
             }
             // (A GET that gets 405 below is not asked for an Accept it will never use.)
@@ -3956,6 +3971,33 @@ fn weight_is_zero(params: &str) -> bool {
 /// Whether the request's `Accept` takes every type of `wanted` (at most 32), read in one
 /// pass: each type is judged by the most specific range that covers it (its own type, then
 /// its major type's wildcard, then `*/*`), and a range of weight 0 refuses it.
+/// A POST's content negotiation: it carries JSON and accepts both answers; else 415 or 406.
+fn refuse_post_media(req: &HttpRequest<'_>, known: &Known<'_>) -> Option<HttpResponse> {
+    // One media type (RFC 9110: `Content-Type = media-type`, not a list): a list naming JSON
+    // after `text/plain` passed, and a browser sends such a body from any page without a
+    // preflight (an initialize with `Origin: null`).
+    if !known.content_type.is_some_and(|t| {
+        let media = t.split(';').next().unwrap_or("");
+        media.trim_ascii().eq_ignore_ascii_case("application/json")
+    }) {
+        return Some(HttpResponse::rpc_error(
+            415,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "Unsupported Media Type: Content-Type must be application/json",
+        ));
+    }
+    if !accepts(req, known, &["application/json", "text/event-stream"]) {
+        return Some(HttpResponse::rpc_error(
+            406,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: Accept must list application/json and text/event-stream",
+        ));
+    }
+    None
+}
+
 fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
     let n = wanted.len().min(32);
     // Per wanted type: (how specific the best range found is, 0 for none; whether it takes

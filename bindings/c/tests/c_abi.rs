@@ -1352,11 +1352,11 @@ fn the_stdio_example_writes_the_answers_it_gave_before_a_signal_ends_it() {
 fn a_signal_to_the_stdio_example_refuses_the_calls_still_running() {
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::process::ExitStatusExt;
-    let mut child = spawn_stdio_example(&c_server_plain());
+    let mut child = spawn_stdio_example(c_server_plain());
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"progressToken":"p"}}}"#;
-    write!(stdin, "{C_INIT}{call}\n").unwrap();
+    writeln!(stdin, "{C_INIT}{call}").unwrap();
     // The first progress: the call is running (two steps, about 100 ms, still to go).
     loop {
         let line = lines.next().expect("the server's output").unwrap();

@@ -38,7 +38,7 @@ use hyper::server::conn::http1;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use mcpwire::Timestamp;
-use mcpwire::http::{Body, HttpRequest, HttpServer, HttpStreamId};
+use mcpwire::http::{Body, HttpRequest, HttpResponse, HttpServer, HttpStreamId};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
@@ -1695,6 +1695,14 @@ where
     if declared.is_some_and(|n| n > discard || (expects_continue && n > config.max_body as u64)) {
         return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE));
     }
+    // Nor is one whose head alone the engine refuses (a bad Origin, a body that is not
+    // JSON): it is told so before it sends a byte of its body.
+    if expects_continue && let Some(refusal) = refuse_head(&shared, &req) {
+        let mut r = hyper_response(&shared, refusal);
+        r.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        return Ok(r);
+    }
     let (parts, body) = req.into_parts();
     // Most bodies are in by the time hyper calls us: a first poll takes them without the
     // timer (arming and disarming it cost about 2% of the CPU of a stateless request).
@@ -1822,6 +1830,38 @@ where
         shared.changed.notify_waiters();
     }
 
+    Ok(hyper_response(&shared, response))
+}
+
+/// The engine's refusal of a request from its head alone ([`HttpServer::refuse_head`]), with
+/// the target's authority standing for Host as in the request proper.
+fn refuse_head<A: Application, B>(
+    shared: &Arc<Shared<A>>,
+    req: &Request<B>,
+) -> Option<HttpResponse> {
+    let authority = req.uri().authority().map(|a| a.as_str());
+    let mut headers: Vec<(&str, &str)> = authority.map(|a| ("Host", a)).into_iter().collect();
+    for (name, value) in req.headers() {
+        if authority.is_some() && name == hyper::header::HOST {
+            continue;
+        }
+        // (A value that is not text is left out: no header the head's checks read may hold
+        // one, and the request proper is refused for it.)
+        if let Ok(value) = std::str::from_utf8(value.as_bytes()) {
+            headers.push((name.as_str(), value));
+        }
+    }
+    let st = shared.lock();
+    contained(|| st.server.refuse_head(req.method().as_str(), &headers)).flatten()
+}
+
+/// The engine's response as hyper's: its headers, and its body (a stream's is read from the
+/// engine as it comes). A header hyper cannot send (the engine writes none such) makes it a
+/// 500, and its stream, dropped here, is closed in the engine as a departed client's is.
+fn hyper_response<A: Application>(
+    shared: &Arc<Shared<A>>,
+    response: HttpResponse,
+) -> Response<HostBody<A>> {
     let mut out_headers = hyper::HeaderMap::with_capacity(response.headers.len() + 1);
     let mut headers_ok = true;
     for (name, value) in &response.headers {
@@ -1845,19 +1885,17 @@ where
             }
             Either::Left(Full::new(Bytes::from(bytes)))
         }
-        Body::Stream(id) => Either::Right(SseBody::new(&shared, id)),
+        Body::Stream(id) => Either::Right(SseBody::new(shared, id)),
     };
     if !headers_ok {
-        // A header hyper cannot send (the engine writes none such): the request gets a 500,
-        // and its stream, dropped here, is closed in the engine as a departed client's is.
         drop(body);
-        return Ok(refuse(StatusCode::INTERNAL_SERVER_ERROR));
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR);
     }
     let mut r = Response::new(body);
     *r.status_mut() =
         StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     *r.headers_mut() = out_headers;
-    Ok(r)
+    r
 }
 
 /// An SSE response body: the bytes of one engine stream, as they come.

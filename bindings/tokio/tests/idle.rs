@@ -102,7 +102,7 @@ async fn connections_over_the_cap_get_503_at_once_when_all_are_busy() {
     let server = start(config).await;
     // Two requests whose bodies are still to come: both connections are busy. Each asks
     // for a 100 Continue, which says that the host has taken its request in.
-    let busy = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n";
+    let busy = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n";
     let mut first = server.connect().await;
     first.write_all(busy).await.expect("write");
     let mut second = server.connect().await;

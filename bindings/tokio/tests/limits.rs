@@ -180,6 +180,37 @@ async fn a_header_value_outside_ascii_is_no_reason_to_refuse_a_request() {
     }
 }
 
+/// A request the engine refuses from its head alone (a foreign Origin, a body that is not
+/// JSON), announced with `Expect: 100-continue`, is refused at once, before `100 Continue`:
+/// it got `100 Continue`, then uploaded its whole body to be refused (found by a review of
+/// the tokio host).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_the_engine_refuses_is_refused_before_100_continue() {
+    let server = start(test_config()).await;
+    for (extra, want) in [
+        (
+            "Origin: http://evil.example\r\nContent-Type: application/json\r\n",
+            403,
+        ),
+        ("Content-Type: text/plain\r\n", 415),
+    ] {
+        let mut s = server.connect().await;
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\
+             Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n\
+             Content-Length: 100\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.expect("write");
+        let (out, _) = read_to_close(&mut s, Duration::from_secs(10)).await;
+        assert_eq!(
+            statuses(&out),
+            [want],
+            "{extra}: {}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+}
+
 /// A body over the limit announced with `Expect: 100-continue` gets 413 at once, before
 /// `100 Continue`: the client then sends nothing. It got `100 Continue`, uploaded its body
 /// to be thrown away (up to 16 MiB), and a slow one got 408 instead. Under the limit the
