@@ -251,6 +251,43 @@ fn trickle(
     })
 }
 
+/// Reads `r` until the server closes the connection, for at most `within`: what came, and
+/// whether it closed.
+async fn read_until_closed(
+    r: &mut tokio::net::tcp::OwnedReadHalf,
+    within: Duration,
+) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let closed = tokio::time::timeout(within, read_while(r, &mut out, |_| true))
+        .await
+        .is_ok();
+    (out, closed)
+}
+
+/// Reads `r` until a JSON-RPC result has come (or the connection ends), for at most
+/// `within`: what came.
+async fn read_until_result(r: &mut tokio::net::tcp::OwnedReadHalf, within: Duration) -> Vec<u8> {
+    let mut out = Vec::new();
+    let wanted = |out: &[u8]| !String::from_utf8_lossy(out).contains("\"result\"");
+    let _ = tokio::time::timeout(within, read_while(r, &mut out, wanted)).await;
+    out
+}
+
+/// Reads `r` into `out` while `go_on(out)` holds and the connection is open.
+async fn read_while(
+    r: &mut tokio::net::tcp::OwnedReadHalf,
+    out: &mut Vec<u8>,
+    go_on: impl Fn(&[u8]) -> bool,
+) {
+    let mut buf = [0u8; 4096];
+    while go_on(out) {
+        match tokio::io::AsyncReadExt::read(r, &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 /// Slow enough for the rate below, fast enough for the tests: 1,000 bytes/s after 500 ms.
 fn rated_config() -> HostConfig {
     HostConfig {
@@ -272,18 +309,7 @@ async fn a_body_slower_than_the_minimum_rate_gets_408_after_the_grace() {
     let started = tokio::time::Instant::now();
     // 200 bytes/s: a fifth of the minimum.
     let writer = trickle(w, head, body, 200);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let closed = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await
-    .is_ok();
+    let (out, closed) = read_until_closed(&mut r, Duration::from_secs(5)).await;
     let waited = started.elapsed();
     writer.abort();
     assert!(closed, "still open after 5 s");
@@ -308,18 +334,7 @@ async fn a_body_that_stops_after_a_fast_start_gets_408_soon() {
         .await
         .expect("most of the body");
     let started = tokio::time::Instant::now();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let closed = tokio::time::timeout(Duration::from_secs(6), async {
-        loop {
-            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await
-    .is_ok();
+    let (out, closed) = read_until_closed(&mut r, Duration::from_secs(6)).await;
     let waited = started.elapsed();
     drop(w);
     assert!(closed, "still open after 6 s");
@@ -341,17 +356,7 @@ async fn a_body_that_keeps_the_rate_after_a_fast_start_is_served() {
     w.write_all(head.as_bytes()).await.expect("head");
     w.write_all(&body[..4_000]).await.expect("the start");
     let writer = trickle(w, String::new(), body[4_000..].to_vec(), 1500);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(Duration::from_secs(6), async {
-        while !String::from_utf8_lossy(&out).contains("\"result\"") {
-            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
+    let out = read_until_result(&mut r, Duration::from_secs(6)).await;
     assert!(writer.await.is_ok_and(|w| w.is_some()), "a write failed");
     let text = String::from_utf8_lossy(&out);
     assert_eq!(statuses(&out), [200], "{text}");
@@ -365,17 +370,7 @@ async fn a_body_faster_than_the_minimum_rate_is_served() {
     let (mut r, w) = server.connect().await.into_split();
     let (head, body) = padded_initialize(4_000);
     let writer = trickle(w, head, body, 2500);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while !String::from_utf8_lossy(&out).contains("\"result\"") {
-            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
+    let out = read_until_result(&mut r, Duration::from_secs(5)).await;
     assert!(writer.await.is_ok_and(|w| w.is_some()), "a write failed");
     let text = String::from_utf8_lossy(&out);
     assert_eq!(statuses(&out), [200], "{text}");
@@ -440,19 +435,7 @@ async fn a_body_timeout_of_duration_max_means_never() {
     let (mut r, w) = server.connect().await.into_split();
     let (head, body) = padded_initialize(1_000);
     let writer = trickle(w, head, body, 5_000);
-    let (out, _) = tokio::time::timeout(Duration::from_secs(5), async {
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&out).contains("\"result\"") {
-            match tokio::io::AsyncReadExt::read(&mut r, &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-        (out, ())
-    })
-    .await
-    .expect("an answer within 5 s");
+    let out = read_until_result(&mut r, Duration::from_secs(5)).await;
     assert!(writer.await.is_ok_and(|w| w.is_some()), "a write failed");
     assert_eq!(statuses(&out), [200], "{}", String::from_utf8_lossy(&out));
 }
