@@ -2609,10 +2609,12 @@ enum mcpw_result mcpw_conn_cancel(struct mcpw_conn *conn,
  * way get until `now_ns + grace_ms` to be answered (ours by the peer, the peer's by you: go
  * on answering them), and the close ends as soon as none is left. When the grace runs out
  * first, the peer is sent a cancellation for each of ours still unanswered, the peer's own
- * still unanswered get an error (-32603), and the connection closes (`MCPW_EVENT_CLOSED` with `MCPW_CLOSE_LOCAL`): write out what it
- * holds before you drop it. A 2026-07-28 client's own `subscriptions/listen` requests, which
- * nothing else ends, are cancelled at once (`MCPW_EVENT_ABANDONED`). Closing a closed
- * connection does nothing.
+ * still unanswered get an error (-32603), and the connection closes (`MCPW_EVENT_CLOSED`
+ * with `MCPW_CLOSE_LOCAL`): write out what it holds before you drop it. A 2026-07-28 server
+ * first ends the peer's `subscriptions/listen` requests with their results; a client's own,
+ * which nothing else ends, are cancelled at once (`MCPW_EVENT_ABANDONED`). Called again while
+ * closing, it can only bring the end sooner (a later deadline changes nothing). Closing a
+ * closed connection does nothing.
  *
  * # Safety
  * `conn` is NULL or a live connection handle.
@@ -2623,8 +2625,9 @@ enum mcpw_result mcpw_conn_close(struct mcpw_conn *conn,
 
 /**
  * Answers every request of the peer's still in flight with an internal error (-32603)
- * carrying `message` (UTF-8, `message_len` bytes), all but 2026-07-28 listens (end those with
- * `mcpw_conn_end_listen`), and writes how many it answered to `*out_count` (may be NULL). Use
+ * carrying `message` (UTF-8, `message_len` bytes), all but 2026-07-28 listens (a graceful
+ * close ends those with their results), and writes how many it answered to `*out_count`
+ * (may be NULL). Use
  * it when nothing will answer them any more, a host that stops, before `mcpw_conn_close`:
  * the close waits for the answers to the peer's requests too, and would otherwise wait its
  * whole grace. One the output has no room for is not answered (its peer is not reading).

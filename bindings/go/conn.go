@@ -729,9 +729,10 @@ func (c *Conn) Cancel(now time.Time, request RequestID, reason string) error {
 // handler, which goes on answering them), and the close ends as soon as none is left. When
 // the grace runs out first, the peer is sent a cancellation for each of ours still
 // unanswered, the peer's own still unanswered get an error (-32603), and the connection
-// closes (a ClosedEvent with CloseLocal; Serve writes the cancellations
-// before it returns). A 2026-07-28 client's own subscriptions/listen requests, which nothing
-// else ends, are cancelled at once (an AbandonedEvent each). Shutting down a closed
+// closes (a ClosedEvent with CloseLocal; Serve writes the cancellations before it returns).
+// A 2026-07-28 server first ends the peer's subscriptions/listen requests with their results;
+// a client's own, which nothing else ends, are cancelled at once (an AbandonedEvent each).
+// Called again while closing, it can only bring the end sooner. Shutting down a closed
 // connection does nothing. It does not free the handle: call Close for that.
 func (c *Conn) Shutdown(now time.Time, grace time.Duration) error {
 	if !c.lock() {

@@ -59,16 +59,16 @@
 //! - `{prefix}:b:{session}`: a hash, the bytes of each live stream's stored members (field:
 //!   the stream number) and of the whole session's (field `t`), for the byte bounds; field `c`
 //!   says the session's total was counted again once (see the append script). It
-//!   expires `ttl` after the session's last append, with the index. (Until the twenty-ninth
-//!   session each stream had a counter of its own, `{prefix}:n:{session}:{stream}`, and the
-//!   session had no bound.)
+//!   expires `ttl` after the session's last append, with the index. (An earlier layout kept a
+//!   counter per stream, `{prefix}:n:{session}:{stream}`: such keys are no longer read, and
+//!   expire by their own `ttl`.)
 //! - `{prefix}:x:{session}`: a sorted set of the session's stream numbers, each scored by
 //!   when its events' key expires (Unix milliseconds, Redis's clock), so that
 //!   [`forget`](EventStore::forget) finds all its streams; every append drops the streams
 //!   whose keys have expired, so it holds only live ones. It expires `ttl` after the
-//!   session's last append (so never before any of its streams). (Until the
-//!   twenty-seventh session it was `{prefix}:i:{session}`, a plain set that kept every stream
-//!   a session ever had.)
+//!   session's last append (so never before any of its streams). (An earlier layout used
+//!   `{prefix}:i:{session}`, a plain set: such keys are no longer read, and expire by their
+//!   own `ttl`.)
 //!
 //! - `{prefix}:streams`: a counter (no expiry), one step per server process started:
 //!   [`RedisEventStore::first_stream_id`] hands each process its own block of stream ids.
