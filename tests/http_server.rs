@@ -1634,6 +1634,90 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
     assert!(finished);
 }
 
+/// The cancellation of a server's request made for a tool call travels on that call's
+/// stream, as the request did ("related to the originating client request"): it went to
+/// the session's GET stream, or waited for one, and a client without one never learned that
+/// its elicitation was withdrawn while the call ran. Once the call's stream has ended, a
+/// cancellation goes where unrelated messages go (found by a review of the HTTP transport).
+#[test]
+fn a_server_requests_cancellation_travels_on_its_calls_stream() {
+    let mut s = server();
+    let init = INIT.replace(
+        r#""capabilities":{}"#,
+        r#""capabilities":{"elicitation":{}}"#,
+    );
+    let r = send(&mut s, "POST", &[], &init);
+    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
+    send(
+        &mut s,
+        "POST",
+        &[("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask"}}"#,
+    );
+    let elicit = || {
+        RawJson::new(r#"{"message":"name?","requestedSchema":{"type":"object","properties":{}}}"#)
+            .unwrap()
+    };
+    let conn = s.connection(key).unwrap();
+    let ask = conn
+        .request_related(
+            T0,
+            id.as_id(),
+            "elicitation/create",
+            Some(elicit()),
+            Default::default(),
+        )
+        .unwrap();
+    conn.cancel(T0, ask, Some("not needed")).unwrap();
+    let mut reader = StreamReader::new();
+    let (msgs, finished) = read_stream(&mut s, stream, &mut reader);
+    assert_eq!(msgs[0]["method"], "elicitation/create", "{msgs:?}");
+    assert_eq!(msgs[1]["method"], "notifications/cancelled", "{msgs:?}");
+    assert_eq!(msgs[1]["params"]["requestId"], ask.0);
+    assert!(!finished, "the call is still open");
+
+    // A second one, cancelled after the call was answered and its stream ended: the
+    // cancellation waits for the session's GET stream.
+    let conn = s.connection(key).unwrap();
+    let late = conn
+        .request_related(
+            T0,
+            id.as_id(),
+            "elicitation/create",
+            Some(elicit()),
+            Default::default(),
+        )
+        .unwrap();
+    conn.respond(id.as_id(), RawJson::new(r#"{"content":[]}"#).unwrap())
+        .unwrap();
+    let (_, finished) = read_stream(&mut s, stream, &mut reader);
+    assert!(finished);
+    s.connection(key)
+        .unwrap()
+        .cancel(T0, late, Some("the call ended"))
+        .unwrap();
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+        "",
+    );
+    let Body::Stream(get) = r.body else {
+        panic!("no GET stream: {}", r.status)
+    };
+    let (msgs, _) = read_stream(&mut s, get, &mut StreamReader::new());
+    assert!(
+        msgs.iter().any(|m| m["method"] == "notifications/cancelled"
+            && m["params"]["requestId"] == late.0),
+        "{msgs:?}"
+    );
+}
+
 #[test]
 fn a_stream_cut_mid_event_resumes_without_the_torn_event() {
     let mut s = server();

@@ -383,6 +383,7 @@ impl Core {
                     self.send_cancelled_unless_task(
                         n,
                         pending.task_augmented,
+                        pending.stream,
                         Some("the transport lost the answer"),
                     );
                 }
@@ -506,6 +507,7 @@ impl Core {
                     }
                     let kind = p.kind;
                     let task_augmented = p.task_augmented;
+                    let stream = p.stream;
                     if self.corr.pending.remove(&n).is_some() {
                         let retry = self.stateless.take_retry(n);
                         self.stateless.recycle_retry(retry);
@@ -519,7 +521,7 @@ impl Core {
                     }
                     self.corr.our_finished.insert(n);
                     self.events.push(Stored::TimedOut(RequestId(n)));
-                    self.send_cancelled_unless_task(n, task_augmented, Some("timed out"));
+                    self.send_cancelled_unless_task(n, task_augmented, stream, Some("timed out"));
                     self.maybe_finish_close();
                 }
                 TimerKey::CloseGrace => {
@@ -620,6 +622,7 @@ impl Core {
                 last_progress: None,
                 task_augmented: false,
                 listen: false,
+                stream: StreamId::MAIN,
             },
         );
         if timeout != Duration::MAX {

@@ -595,8 +595,11 @@ impl Core {
     /// [`finish`](Self::finish) abandons them.
     pub(super) fn cancel_all_in_flight(&mut self, reason: &str) {
         for n in self.ordinary_in_flight() {
-            let task_augmented = self.corr.pending.get(&n).is_some_and(|p| p.task_augmented);
-            self.send_cancelled_unless_task(n, task_augmented, Some(reason));
+            let Some(p) = self.corr.pending.get(&n) else {
+                continue;
+            };
+            let (task_augmented, stream) = (p.task_augmented, p.stream);
+            self.send_cancelled_unless_task(n, task_augmented, stream, Some(reason));
         }
     }
 

@@ -364,6 +364,7 @@ impl Core {
         if let Some(p) = self.corr.pending.get_mut(&id) {
             p.task_augmented = task_augmented;
             p.listen = method == "subscriptions/listen";
+            p.stream = stream;
         }
         if tasks_apply {
             self.task_tokens.watch(method, params, Id::Int(id), true);
@@ -562,6 +563,7 @@ impl Core {
         &mut self,
         id: i64,
         task_augmented: bool,
+        stream: StreamId,
         reason: Option<&str>,
     ) {
         if task_augmented {
@@ -571,7 +573,7 @@ impl Core {
                 .get_or_insert_with(|| Box::new(BoundedSet::new(remembered)))
                 .insert(id);
         } else {
-            self.send_cancelled(id, reason);
+            self.send_cancelled(id, stream, reason);
         }
     }
 
@@ -579,8 +581,9 @@ impl Core {
     /// failed exchange's, a close's) is a courtesy the spec only recommends: with the output
     /// at its bound it is left out (the request ends all the same, and a late answer is
     /// dropped), rather than ending the connection as a peer that does not read; the output
-    /// may be over its bound because of one large message a reading peer is still taking.
-    pub(super) fn send_cancelled(&mut self, id: i64, reason: Option<&str>) {
+    /// may be over its bound because of one large message a reading peer is still taking. It
+    /// goes on `stream`, the request's own.
+    pub(super) fn send_cancelled(&mut self, id: i64, stream: StreamId, reason: Option<&str>) {
         if !self.output_has_room() {
             return;
         }
@@ -595,7 +598,7 @@ impl Core {
         params.push(b'}');
         if let Ok(text) = std::str::from_utf8(&params) {
             let raw = RawJson::validated(text);
-            self.emit_auto(StreamId::MAIN, |out| {
+            self.emit_auto(stream, |out| {
                 jsonrpc::encode_notification(out, "notifications/cancelled", Some(raw))
             });
         }
@@ -617,7 +620,7 @@ impl Core {
         if p.kind != PendingKind::Normal {
             return Err(Error::CannotCancelInitialize);
         }
-        let task_augmented = p.task_augmented;
+        let (task_augmented, stream) = (p.task_augmented, p.stream);
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
@@ -626,7 +629,7 @@ impl Core {
             self.stateless.recycle_retry(retry);
         }
         self.corr.our_finished.insert(request.0);
-        self.send_cancelled_unless_task(request.0, task_augmented, reason);
+        self.send_cancelled_unless_task(request.0, task_augmented, stream, reason);
         self.maybe_finish_close();
         Ok(())
     }

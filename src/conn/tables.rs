@@ -295,6 +295,9 @@ pub(crate) struct Pending {
     pub task_augmented: bool,
     /// A 2026-07-28 `subscriptions/listen`: the server may end it with `notifications/cancelled`.
     pub listen: bool,
+    /// The stream the request went out on (a server's request related to one of the peer's
+    /// travels on that request's stream): its cancellation goes there too.
+    pub stream: StreamId,
 }
 
 /// What a stateless-era (2026-07-28) request declared in its `_meta`.

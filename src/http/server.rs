@@ -2617,7 +2617,17 @@ impl HttpServer {
             let Some(frame) = conn.poll_frame() else {
                 break;
             };
-            let mut target = if frame.stream == StreamId::MAIN {
+            // A cancellation of one of our requests whose stream has ended (the peer's request
+            // it went out with was answered meanwhile) goes where unrelated messages go:
+            // stored on the ended stream, no client would ever read it.
+            let main = frame.stream == StreamId::MAIN
+                || (!self.streams.contains_key(&HttpStreamId(frame.stream.0))
+                    && matches!(
+                        self.decoder.decode(frame.bytes),
+                        Ok(Decoded::Single(Message::Notification(n)))
+                            if n.method.eq_str("notifications/cancelled")
+                    ));
+            let mut target = if main {
                 // Unrelated messages go to the session's GET stream, or wait for one.
                 standalone.filter(|s| self.streams.contains_key(s))
             } else {
@@ -2654,7 +2664,7 @@ impl HttpServer {
             // away): the answers to the session's requests, on their own streams, must
             // not wait behind it. What comes next waits for the client's next GET, which
             // may resume this one from the event store (`Last-Event-ID`).
-            if frame.stream == StreamId::MAIN
+            if main
                 && let Some(stream) = target
                 && over(&self.streams, stream)
             {
@@ -2674,7 +2684,7 @@ impl HttpServer {
             // The same for a request's stream in a session that can resume it (2025-11-25):
             // it is closed for polling, and its client gets the rest, this frame on, with
             // `Last-Event-ID`; the session's other streams go on.
-            if frame.stream != StreamId::MAIN
+            if !main
                 && let Some(stream) = target
                 && let Some(sid) = session.as_deref()
                 && conn.protocol_version() == Some(ProtocolVersion::V2025_11_25)
