@@ -34,13 +34,13 @@ func (f HandlerFunc) HandleEvent(c *Conn, now time.Time, ev Event) { f(c, now, e
 // Config.ShutdownGrace, in which the requests in flight either way may still be answered,
 // then ctx.Err()). h sees every event. It returns nil after a normal end, or the first read,
 // write or engine error; after a write error conn is closed (h hears its ClosedEvent, and
-// later answers fail with ErrClosed). On a connection that closed before (its ClosedEvent handed out),
-// it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the process at
-// the other end exited; also a reset connection, or an io.Pipe whose reader closed), Serve
-// writes nothing more but reads r to its end first, so that h sees what the peer said last
-// and why the connection closed; then it returns the write error. (With w = os.Stdout, that
-// needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as examples/stdio_server does: by
-// default Go ends a program that writes to a broken stdout.)
+// later answers fail with ErrClosed). On a connection that closed before (its ClosedEvent
+// handed out), it returns ErrClosed at once. When w's peer stops reading (a broken pipe: the
+// process at the other end exited; also a reset connection, or an io.Pipe whose reader
+// closed), Serve writes nothing more but reads r to its end first, so that h sees what the
+// peer said last and why the connection closed; then it returns the write error. (With w =
+// os.Stdout, that needs SIGPIPE ignored, signal.Ignore(syscall.SIGPIPE), as
+// examples/stdio_server does: by default Go ends a program that writes to a broken stdout.)
 //
 // Answers never find the output full for want of writing: the next event is handed out, and
 // more input fed, only while the output holds less than half of Limits.MaxBufferedOutput, so

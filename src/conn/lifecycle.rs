@@ -28,8 +28,8 @@
 //! 6. (all) `close` stops new requests and notifications at once, lets answers and
 //!    cancellations through, and waits for the requests in flight either way (ours, and the
 //!    peer's the application answers; a batch being read is read to its end) until the grace
-//!    deadline; then the connection is closed. End of input closes it at once, abandoning what is in
-//!    flight (`close`, `maybe_finish_close`, `finish`).
+//!    deadline; then the connection is closed. End of input closes it at once, abandoning
+//!    what is in flight (`close`, `maybe_finish_close`, `finish`).
 //! 7. (all) Once closed, the connection accepts nothing and sends nothing (`Lifecycle::admit`,
 //!    `Lifecycle::check_send`, and every command's `is_closed` check).
 //! 8. (2026-07-28) There is no handshake: a client is operating once its `server/discover`

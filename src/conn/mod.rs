@@ -949,9 +949,10 @@ impl Connection {
     /// application, which goes on answering them as usual; a peer's request that arrives
     /// meanwhile is handed out too). The close ends as soon as none is left. When the grace
     /// runs out first, the peer is sent a cancellation for each of ours still unanswered, the
-    /// peer's own still unanswered get an error (-32603), and
-    /// the connection closes with [`CloseReason::Local`]: write out
-    /// what [`poll_transmit`](Self::poll_transmit) still holds before dropping it. (A
+    /// peer's own still unanswered get an error (-32603), and the connection closes with
+    /// [`CloseReason::Local`]: write out what [`poll_transmit`](Self::poll_transmit) still
+    /// holds before dropping it. Use [`refuse_peer_requests`](Self::refuse_peer_requests)
+    /// first for the peer's requests nothing will answer. (A
     /// 2025-11-25 task-augmented request gets no cancellation: see [`cancel`](Self::cancel).)
     /// With a zero grace that happens within this call: the cancellations are in the output
     /// when it returns. A 2026-07-28 server first ends the peer's `subscriptions/listen`

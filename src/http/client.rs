@@ -8,11 +8,11 @@
 use std::time::Duration;
 
 use crate::frame::sse::{SseDecoder, SseItem};
+use crate::jsonrpc::{Decoded, Decoder, Message, RawJson};
+use crate::mcp::{Era, ProtocolVersion};
 
 /// The most body bytes the SSE decoder takes before the events it made are handed out.
 const FEED_PIECE: usize = 4096;
-use crate::jsonrpc::{Decoded, Decoder, Message, RawJson};
-use crate::mcp::{Era, ProtocolVersion};
 
 /// The headers for POSTing `message` (one encoded JSON-RPC message).
 ///

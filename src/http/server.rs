@@ -3978,9 +3978,6 @@ fn weight_is_zero(params: &str) -> bool {
     })
 }
 
-/// Whether the request's `Accept` takes every type of `wanted` (at most 32), read in one
-/// pass: each type is judged by the most specific range that covers it (its own type, then
-/// its major type's wildcard, then `*/*`), and a range of weight 0 refuses it.
 /// A POST's content negotiation: it carries JSON and accepts both answers; else 415 or 406.
 fn refuse_post_media(req: &HttpRequest<'_>, known: &Known<'_>) -> Option<HttpResponse> {
     // One media type (RFC 9110: `Content-Type = media-type`, not a list): a list naming JSON
@@ -4008,6 +4005,9 @@ fn refuse_post_media(req: &HttpRequest<'_>, known: &Known<'_>) -> Option<HttpRes
     None
 }
 
+/// Whether the request's `Accept` takes every type of `wanted` (at most 32), read in one
+/// pass: each type is judged by the most specific range that covers it (its own type, then
+/// its major type's wildcard, then `*/*`), and a range of weight 0 refuses it.
 fn accepts(req: &HttpRequest<'_>, known: &Known<'_>, wanted: &[&str]) -> bool {
     let n = wanted.len().min(32);
     // Per wanted type: (how specific the best range found is, 0 for none; whether it takes
