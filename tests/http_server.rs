@@ -1574,8 +1574,13 @@ fn a_stateless_request_sees_nothing_of_the_one_before_it() {
     }
 }
 
-#[test]
-fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
+/// A handshake-era session whose client declared `elicitation`, with a `tools/call` (id
+/// `"call"`) under way: the server, the session id, and the call's stream, connection and id.
+fn elicitation_session_with_a_call() -> (
+    HttpServer,
+    String,
+    (HttpStreamId, ConnKey, mcpwire::jsonrpc::OwnedId),
+) {
     let mut s = server();
     let init = INIT.replace(
         r#""capabilities":{}"#,
@@ -1594,6 +1599,12 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
         &sid,
         r#"{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask"}}"#,
     );
+    (s, sid, (stream, key, id))
+}
+
+#[test]
+fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
+    let (mut s, sid, (stream, key, id)) = elicitation_session_with_a_call();
     let ask = s
         .connection(key)
         .unwrap()
@@ -1641,24 +1652,7 @@ fn a_server_request_made_for_a_tool_call_travels_on_that_calls_stream() {
 /// cancellation goes where unrelated messages go (found by a review of the HTTP transport).
 #[test]
 fn a_server_requests_cancellation_travels_on_its_calls_stream() {
-    let mut s = server();
-    let init = INIT.replace(
-        r#""capabilities":{}"#,
-        r#""capabilities":{"elicitation":{}}"#,
-    );
-    let r = send(&mut s, "POST", &[], &init);
-    let sid = header(&r, "Mcp-Session-Id").unwrap().to_owned();
-    send(
-        &mut s,
-        "POST",
-        &[("Mcp-Session-Id", &sid)],
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"ask"}}"#,
-    );
+    let (mut s, sid, (stream, key, id)) = elicitation_session_with_a_call();
     let elicit = || {
         RawJson::new(r#"{"message":"name?","requestedSchema":{"type":"object","properties":{}}}"#)
             .unwrap()

@@ -1148,6 +1148,28 @@ fn a_malformed_task_handle_is_an_invalid_response() {
 
 const D: mcpwire::mcp::ProtocolVersion = mcpwire::mcp::ProtocolVersion::V2025_11_25;
 
+/// Sends a task-augmented `tools/call` (tool `slow`, a minute's ttl) from `p`'s client with
+/// `options` and delivers it: the client's request and the id the server got it under.
+fn task_call(
+    p: &mut common::pair::Pair,
+    options: mcpwire::conn::RequestOptions,
+) -> (mcpwire::conn::RequestId, mcpwire::jsonrpc::OwnedId) {
+    let call = p
+        .client
+        .request_with(
+            p.now,
+            "tools/call",
+            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
+            options,
+        )
+        .unwrap();
+    p.step();
+    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
+        panic!("the server got no request")
+    };
+    (call, id)
+}
+
 fn legacy_pair() -> common::pair::Pair {
     let server = Config::server("s", "1")
         .with_capabilities(
@@ -1214,18 +1236,7 @@ fn task_augmented_requests_of_2025_11_25_from_creation_to_tasks_result() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
     let mut p = legacy_pair();
     // A task-augmented tools/call.
-    let call = p
-        .client
-        .request(
-            p.now,
-            "tools/call",
-            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
-        )
-        .unwrap();
-    p.step();
-    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
-        panic!()
-    };
+    let (call, call_id) = task_call(&mut p, Default::default());
     let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
     p.server
         .respond_task(call_id.as_id(), raw(&tasks.create_result(&task).unwrap()))
@@ -1558,19 +1569,7 @@ fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
         progress: true,
         ..Default::default()
     };
-    let call = p
-        .client
-        .request_with(
-            p.now,
-            "tools/call",
-            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
-            options,
-        )
-        .unwrap();
-    p.step();
-    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
-        panic!()
-    };
+    let (call, call_id) = task_call(&mut p, options);
     p.server
         .progress(call_id.as_id(), 1.0, None, Some("starting"))
         .unwrap();
@@ -2220,18 +2219,10 @@ fn a_task_handle_that_comes_after_its_request_ended_gets_tasks_cancel() {
         timeout: Some(Duration::from_secs(1)),
         ..Default::default()
     };
-    let task_call = raw(r#"{"name":"slow","task":{"ttl":60000}}"#);
     // Sends a task-augmented call that times out, then answers it with a task handle; the
     // server's events after that, and the task.
     let late_handle = |p: &mut common::pair::Pair, tasks: &mut Tasks, owner: u64| {
-        let call = p
-            .client
-            .request_with(p.now, "tools/call", Some(task_call), short)
-            .unwrap();
-        p.step();
-        let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
-            panic!()
-        };
+        let (call, id) = task_call(p, short);
         p.advance(Duration::from_secs(2));
         let evs = p.take_client_events();
         assert!(
@@ -2334,19 +2325,7 @@ fn a_late_task_handle_during_a_graceful_close_still_gets_tasks_cancel() {
         timeout: Some(Duration::from_secs(1)),
         ..Default::default()
     };
-    let call = p
-        .client
-        .request_with(
-            p.now,
-            "tools/call",
-            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
-            short,
-        )
-        .unwrap();
-    p.step();
-    let Some(Ev::Request { id, .. }) = p.take_server_events().into_iter().next() else {
-        panic!()
-    };
+    let (call, id) = task_call(&mut p, short);
     p.advance(Duration::from_secs(2));
     assert!(matches!(&p.take_client_events()[..], [Ev::TimedOut { request }] if *request == call));
     // The server asks the client something, which keeps the client's close open.
@@ -2639,23 +2618,12 @@ fn an_escaped_method_name_is_task_augmented_too() {
 #[test]
 fn task_progress_tokens_of_the_two_directions_stay_apart() {
     let mut p = legacy_pair();
-    let call = p
-        .client
-        .request_with(
-            p.now,
-            "tools/call",
-            Some(raw(r#"{"name":"slow","task":{"ttl":60000}}"#)),
-            mcpwire::conn::RequestOptions {
-                progress: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    assert_eq!(call, mcpwire::conn::RequestId(2));
-    p.step();
-    let Some(Ev::Request { id: call_id, .. }) = p.take_server_events().into_iter().next() else {
-        panic!()
+    let options = mcpwire::conn::RequestOptions {
+        progress: true,
+        ..Default::default()
     };
+    let (call, call_id) = task_call(&mut p, options);
+    assert_eq!(call, mcpwire::conn::RequestId(2));
     let handle = r#"{"task":{"taskId":"t1","status":"working","createdAt":"2025-01-01T00:00:00Z","lastUpdatedAt":"2025-01-01T00:00:00Z","ttl":60000}}"#;
     p.server.respond_task(call_id.as_id(), raw(handle)).unwrap();
     p.step();

@@ -715,23 +715,15 @@ pub async fn stop(
     mut child: Child,
     grace: Duration,
 ) -> io::Result<std::process::ExitStatus> {
-    // The child's requests the application has not answered will not be now: refused, so
-    // that the close waits for ours alone.
-    driver
-        .connection()
-        .refuse_peer_requests("the client is stopping");
+    // The child's requests the application has not answered will not be now, nor those that
+    // come during the close: refused, so that the close waits for ours alone.
+    const STOPPING: &str = "the client is stopping";
+    driver.connection().refuse_peer_requests(STOPPING);
     driver.close(grace);
     let drain = async {
         while let Some(event) = driver.next_event().await? {
-            // A request of the child's that came before or during the close is refused at
-            // once: nobody here will answer it, and the close waits for it (up to `grace`).
-            if let mcpwire::conn::OwnedEvent::Request { id, .. } = event {
-                let _ = driver.connection().respond_error(
-                    id.as_id(),
-                    mcpwire::jsonrpc::INTERNAL_ERROR,
-                    "the client is stopping",
-                    None,
-                );
+            if matches!(event, mcpwire::conn::OwnedEvent::Request { .. }) {
+                driver.connection().refuse_peer_requests(STOPPING);
             }
         }
         Ok::<(), io::Error>(())
