@@ -4755,6 +4755,38 @@ fn a_loopback_host_in_capitals_is_loopback() {
     assert_eq!(r.status, 200, "{r:?}");
 }
 
+/// Every address of 127.0.0.0/8 is loopback, and the IPv6 loopback in its long form too: a
+/// server bound to 127.0.0.2 printed a URL that every client got 403 on. Other addresses,
+/// and names that merely start like one, are not.
+#[test]
+fn every_loopback_address_is_loopback() {
+    for host in [
+        "127.0.0.2:8000",
+        "127.1.2.3",
+        "[0:0:0:0:0:0:0:1]:80",
+        "[::1]",
+        "::1",
+    ] {
+        assert!(mcpwire::http::loopback_only(Some(host), None), "{host}");
+    }
+    assert!(mcpwire::http::loopback_only(
+        None,
+        Some("http://127.0.0.2:8000")
+    ));
+    for host in [
+        "128.0.0.1",
+        "127.0.0.1.evil.example",
+        "[::2]",
+        "10.0.0.1:80",
+        "0.0.0.0",
+    ] {
+        assert!(!mcpwire::http::loopback_only(Some(host), None), "{host}");
+    }
+    let mut s = HttpServer::new(HttpServerConfig::new(server_config()));
+    let r = send_at(&mut s, T0, "POST", &[("Host", "127.0.0.2:8000")], INIT);
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
 /// An idle timeout of zero with shared sessions does not keep a deadline due for ever (the
 /// shared record's refresh, due at half the timeout, was due at once again after each
 /// `handle_timeout`: the host spun, with a store round trip each turn). It is taken as 1 ms.

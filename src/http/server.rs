@@ -221,8 +221,8 @@ pub struct HttpServerConfig {
     /// least 1 ms (zero is taken as that).
     pub keepalive: Option<Duration>,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
-    /// default, [`loopback_only`], accepts loopback names only (`localhost`, `127.0.0.1`,
-    /// `[::1]` and a bare `::1`, any port), a missing `Host` or `Origin`, and `Origin: null`
+    /// default, [`loopback_only`], accepts loopback names only (`localhost`, an address of
+    /// 127.0.0.0/8, `[::1]` and a bare `::1`, any port), a missing `Host` or `Origin`, and `Origin: null`
     /// (what a browser sends from a `file:` page or a sandboxed frame).
     pub check_origin: OriginCheck,
 }
@@ -230,8 +230,9 @@ pub struct HttpServerConfig {
 /// Decides from `Host` and `Origin` whether a request may proceed.
 pub type OriginCheck = Box<dyn Fn(Option<&str>, Option<&str>) -> bool + Send>;
 
-/// The default Host/Origin check: loopback names only (`localhost`, `127.0.0.1`, `[::1]`,
-/// `::1`, any port); a missing `Host` or `Origin` and `Origin: null` pass too.
+/// The default Host/Origin check: loopback names only (`localhost`, an address of
+/// 127.0.0.0/8, `[::1]`, `::1`, any port); a missing `Host` or `Origin` and `Origin: null`
+/// pass too. Use it inside a check of your own that adds names (a proxy's) to these.
 pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
     fn loopback(authority: &str) -> bool {
         let host = authority
@@ -241,8 +242,16 @@ pub fn loopback_only(host: Option<&str>, origin: Option<&str>) -> bool {
             })
             .map(|(h, _)| h)
             .unwrap_or(authority);
-        // (Host names compare ignoring case: `LOCALHOST` is loopback too.)
-        host.eq_ignore_ascii_case("localhost") || matches!(host, "127.0.0.1" | "[::1]" | "::1")
+        // (Host names compare ignoring case: `LOCALHOST` is loopback too.) Every address of
+        // 127.0.0.0/8 is loopback: a server bound to 127.0.0.2 prints a URL with that name.
+        let literal = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        host.eq_ignore_ascii_case("localhost")
+            || literal
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     }
     let host_ok = host.is_none_or(loopback);
     let origin_ok = origin.is_none_or(|o| {

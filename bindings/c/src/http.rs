@@ -290,7 +290,7 @@ pub struct mcpw_http_server_options {
     pub endpoint: mcpw_str,
     /// Host names (with or without a port) accepted besides loopback in `Host` and in the
     /// authority of `Origin` (DNS rebinding protection); anything else gets 403. NULL with 0:
-    /// loopback names only (`localhost`, `127.0.0.1`, `[::1]`, `::1`); a request without
+    /// loopback names only (`localhost`, 127.0.0.0/8, `[::1]`, `::1`); a request without
     /// `Host` or `Origin`, or with `Origin: null`, passes either way. Copied by the call.
     pub allowed_hosts: *const mcpw_str,
     /// How many entries `allowed_hosts` has.

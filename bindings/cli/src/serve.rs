@@ -960,12 +960,18 @@ fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let rest = match rest[..authority_end].rfind('@') {
+    // Everything up to the last `@` is taken for the credentials, even past a `/`, `?` or
+    // `#`: a password holding one (unencoded) makes the URL invalid, and that error shows the
+    // URL. A path with an `@` is masked too, which costs nothing.
+    let rest = match rest.rfind('@') {
         Some(at) => {
-            let user = rest[..at].split_once(':').map_or(&rest[..at], |(u, _)| u);
-            let hidden = if rest[..at].contains(':') { ":***" } else { "" };
-            format!("{user}{hidden}{}", &rest[at..])
+            let userinfo = &rest[..at];
+            let shown = match userinfo.split_once(':') {
+                Some((user, _)) if !user.contains(['/', '?', '#']) => format!("{user}:***"),
+                None if !userinfo.contains(['/', '?', '#']) => userinfo.to_owned(),
+                _ => "***".to_owned(),
+            };
+            format!("{shown}{}", &rest[at..])
         }
         None => rest.to_owned(),
     };
@@ -1153,8 +1159,23 @@ pub fn run_http(
     allowed: Vec<String>,
     max_connections: Option<u32>,
 ) -> i32 {
-    // One worker per core, or TOKIO_WORKER_THREADS (tokio reads it).
-    let Some(runtime) = runtime(&mut tokio::runtime::Builder::new_multi_thread()) else {
+    // One worker per core, or TOKIO_WORKER_THREADS. Read here: tokio panics on a value that
+    // is not a positive number, and a bad setting is a usage error like a bad argument.
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(value) = std::env::var_os("TOKIO_WORKER_THREADS") {
+        match value.to_str().and_then(|v| v.trim().parse::<usize>().ok()) {
+            Some(n) if n > 0 => {
+                builder.worker_threads(n);
+            }
+            _ => {
+                say!(
+                    "mcpwire serve: TOKIO_WORKER_THREADS must be a positive number, not {value:?}"
+                );
+                return 2;
+            }
+        }
+    }
+    let Some(runtime) = runtime(&mut builder) else {
         return 1;
     };
     runtime.block_on(async {
@@ -1339,6 +1360,17 @@ mod tests {
             ("redis://app@host/", "redis://app@host/"),
             ("redis://host:6379/", "redis://host:6379/"),
             ("redis://:p@ss@host", "redis://:***@host"),
+            // A password with a `/`, `?` or `#` (unencoded base64, say) was shown whole.
+            (
+                "redis://default:ab/cd@host:6379/",
+                "redis://default:***@host:6379/",
+            ),
+            ("redis://:ab?cd@host/0", "redis://:***@host/0"),
+            (
+                "redis://u:a#b@host/0?pass=x",
+                "redis://u:***@host/0?pass=***",
+            ),
+            ("redis://ab/cd@host", "redis://***@host"),
             (
                 "redis+unix:///run/redis.sock?db=1",
                 "redis+unix:///run/redis.sock?db=1",

@@ -1085,6 +1085,34 @@ fn serve_http_at(addr: &str, extra: &[&str]) -> (Reaped, String) {
     (Reaped(child), line.trim().to_owned())
 }
 
+/// `serve --http` on a loopback address other than 127.0.0.1 serves the URL it prints: every
+/// client was refused with 403, since only the names `localhost`, `127.0.0.1` and `::1` were
+/// taken for loopback (found by a review of the CLI).
+#[test]
+fn serve_http_on_another_loopback_address_serves_its_printed_url() {
+    let (_server, url) = serve_http_at("127.0.0.2:0", &[]);
+    assert!(url.starts_with("http://127.0.0.2:"), "{url:?}");
+    let (code, out, err) = mcpwire(&["probe", "--url", &url]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A bad `TOKIO_WORKER_THREADS` is a usage error with a message (exit 2), not a panic
+/// inside tokio (exit 101).
+#[test]
+fn serve_http_refuses_a_bad_worker_count() {
+    for value in ["0", "many", "-1"] {
+        let out = Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .env("TOKIO_WORKER_THREADS", value)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert!(err.contains("TOKIO_WORKER_THREADS"), "{value}: {err}");
+        assert!(!err.contains("panicked"), "{value}: {err}");
+    }
+}
+
 /// `serve --http` stops cleanly (exit 0) on a SIGTERM that comes the moment it printed its
 /// address: its handlers were installed only once the server first ran, after the address,
 /// and a signal before that ended it by default (143, no drain, a Redis claim kept).
