@@ -1696,7 +1696,7 @@ typedef struct mcpw_http_server_options {
     /**
      * Host names (with or without a port) accepted besides loopback in `Host` and in the
      * authority of `Origin` (DNS rebinding protection); anything else gets 403. NULL with 0:
-     * loopback names only (`localhost`, `127.0.0.1`, `[::1]`, `::1`); a request without
+     * loopback names only (`localhost`, 127.0.0.0/8, `[::1]`, `::1`); a request without
      * `Host` or `Origin`, or with `Origin: null`, passes either way. Copied by the call.
      */
     const struct mcpw_str *allowed_hosts;
@@ -3036,8 +3036,8 @@ enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_serv
  * (the reason is English text), or `[]` when every tool would be accepted. The length in
  * bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
  * `capacity`, followed by a NUL when there is room: otherwise call again with room for
- * `*out_len + 1` bytes. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is
- * not a tools list. `[]` after a refusal means the refusal had another cause (the config is
+ * `*out_len + 1` bytes. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
+ * `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list. `[]` after a refusal means the refusal had another cause (the config is
  * not a server's).
  *
  * # Safety

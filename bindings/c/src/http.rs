@@ -493,12 +493,14 @@ impl mcpw_http_server {
                 self.lent_body = bytes;
                 None
             }
+            // (The last body is let go, not cleared: its capacity, perhaps a large answer's,
+            // was kept for the server's life, and nothing is ever written into it.)
             Body::Empty => {
-                self.lent_body.clear();
+                self.lent_body = Vec::new();
                 None
             }
             Body::Stream(id) => {
-                self.lent_body.clear();
+                self.lent_body = Vec::new();
                 Some(id)
             }
         };
@@ -1204,8 +1206,8 @@ fn tools_list(tools: &[u8]) -> Result<mcpwire::jsonrpc::RawJson<'_>, mcpw_result
 /// (the reason is English text), or `[]` when every tool would be accepted. The length in
 /// bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
 /// `capacity`, followed by a NUL when there is room: otherwise call again with room for
-/// `*out_len + 1` bytes. `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is
-/// not a tools list. `[]` after a refusal means the refusal had another cause (the config is
+/// `*out_len + 1` bytes. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
+/// `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list. `[]` after a refusal means the refusal had another cause (the config is
 /// not a server's).
 ///
 /// # Safety
@@ -1903,6 +1905,48 @@ mod tests {
     unsafe extern "C" fn zeros(_: *mut c_void, buf: *mut u8, len: usize) {
         // Safety: (engine) `buf` is writable for `len` bytes.
         unsafe { ptr::write_bytes(buf, 0, len) }
+    }
+
+    /// A large complete body lent once is let go with the next response that has none: its
+    /// capacity was kept for the server's life.
+    #[test]
+    fn a_large_lent_body_is_let_go() {
+        // Safety: as in `the_bytes_lent_to_streams_let_go_are_collected`.
+        unsafe {
+            let mut options: mcpw_http_server_options = std::mem::zeroed();
+            options.random = Some(zeros);
+            let mut config = ptr::null_mut();
+            let role = crate::config::mcpw_role::MCPW_ROLE_SERVER as u32;
+            let name = c"t".as_ptr();
+            assert_eq!(
+                mcpw_config_new(role, name, 1, name, 1, &mut config),
+                mcpw_result::MCPW_OK
+            );
+            let mut server = ptr::null_mut();
+            assert_eq!(
+                mcpw_http_server_new(config, &options, &mut server),
+                mcpw_result::MCPW_OK
+            );
+            mcpw_config_free(config);
+            for body in [Body::Empty, Body::Stream(HttpStreamId(1))] {
+                let big = HttpResponse {
+                    status: 200,
+                    headers: Vec::new(),
+                    body: Body::Complete("application/json", vec![b' '; 1 << 20]),
+                };
+                let lent = (*server).lend_response(big);
+                assert_eq!(lent.body_len, 1 << 20);
+                let none = HttpResponse {
+                    status: 202,
+                    headers: Vec::new(),
+                    body,
+                };
+                let lent = (*server).lend_response(none);
+                assert_eq!(lent.body_len, 0);
+                assert_eq!((*server).lent_body.capacity(), 0);
+            }
+            mcpw_http_server_free(server);
+        }
     }
 
     /// What the server lent streams it has since let go (a host that never reported a
