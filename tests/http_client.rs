@@ -2261,7 +2261,7 @@ fn ping(c: &mut Scripted, get: ExchangeId, id: &str) {
 /// a short text of its body: a server streaming junk into each of the 64 that may run at once
 /// made the client hold up to 64 frames (1 GiB with the defaults) for the 2 s each lingers.
 /// Past `FAILURE_TEXT_MAX` the exchange is let go, and the text of the last real failure
-/// stays what it was.
+/// stays what it was. An event stream there (the spec has 202) counts as such a body.
 #[test]
 fn a_body_that_answers_nothing_is_not_kept_past_a_short_text() {
     let (mut c, get) = with_open_get_stream();
@@ -2275,7 +2275,12 @@ fn a_body_that_answers_nothing_is_not_kept_past_a_short_text() {
         "the database is down",
     );
     assert_eq!(c.client.failure_text(), Some("the database is down"));
-    for (status, content_type) in [(202, None), (200, Some("application/json"))] {
+    // (An event stream too: it was read as events, one as long as a frame held.)
+    for (status, content_type) in [
+        (202, None),
+        (200, Some("application/json")),
+        (200, Some("text/event-stream")),
+    ] {
         ping(&mut c, get, "\"p\"");
         let reply = c.sent().remove(0);
         let headers: Vec<(&str, &str)> = content_type
@@ -2297,6 +2302,43 @@ fn a_body_that_answers_nothing_is_not_kept_past_a_short_text() {
         assert_eq!(c.client.failure_text(), Some("the database is down"));
         c.aborted.clear();
     }
+}
+
+/// An SSE event is read by the connection's decoder, with its limits: an answer nested 126
+/// levels deep (within the decoder's 128) was dropped by a stricter check on the stream, and
+/// a JSON body with the same answer was taken. Data that is not JSON is a violation the host
+/// hears of, not an event skipped without a word.
+#[test]
+fn sse_events_are_read_with_the_decoders_limits() {
+    let (mut c, id, post) = Scripted::in_session_with("tools/list");
+    let deep = format!("{}{}", "[".repeat(124), "]".repeat(124));
+    let answer = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"tools\":[],\"x\":{deep}}}}}",
+        post.body["id"]
+    );
+    c.stream(&post, &[], &format!("id: e1\ndata: {answer}\n\n"));
+    assert!(
+        (c.events.iter()).any(|e| matches!(e, Ev::Response { request, .. } if *request == id)),
+        "{:?}",
+        c.events
+    );
+    let id = c.request("tools/list");
+    let post = c.sent().remove(0);
+    c.sse_head(post.exchange);
+    c.client
+        .handle_body(c.now, post.exchange, b"id: e2\ndata: {\"jsonrpc\":\n\n");
+    c.events();
+    assert!(
+        (c.events.iter()).any(|e| matches!(e, Ev::Violation { .. })),
+        "{:?}",
+        c.events
+    );
+    // (The stream goes on: the request still waits for its answer.)
+    assert!(
+        !(c.events.iter()).any(|e| matches!(e, Ev::Failed { request, .. } | Ev::Response { request, .. } if *request == id)),
+        "{:?}",
+        c.events
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::frame::sse::{SseDecoder, SseItem};
-use crate::jsonrpc::{Decoded, Decoder, Message, RawJson};
+use crate::jsonrpc::{Decoded, Decoder, Message};
 use crate::mcp::{Era, ProtocolVersion};
 
 /// The most body bytes the SSE decoder takes before the events it made are handed out.
@@ -171,8 +171,10 @@ impl StreamReader {
         self.events
     }
 
-    /// Feeds body bytes; calls `on_message` with each JSON-RPC message's text (priming events
-    /// with empty data are skipped).
+    /// Feeds body bytes; calls `on_message` with the data of each message event (priming
+    /// events with empty data, and events of another type, are skipped). Data that is not
+    /// valid JSON is passed on too: the decoder it goes to refuses it with its own limits,
+    /// and says so, where dropping it here would lose an answer without a word.
     pub fn feed(&mut self, bytes: &[u8], mut on_message: impl FnMut(&[u8])) {
         // In pieces, each drained before the next: a chunk of many tiny events (`data\n\n`
         // is 6 bytes, an event of its own) would otherwise queue them all at once, at many
@@ -199,10 +201,7 @@ impl StreamReader {
                     let is_message = e.event.as_deref().is_none_or(|t| t == "message");
                     if self.max_message.is_some_and(|max| e.data.len() > max) {
                         self.too_long += 1;
-                    } else if is_message
-                        && !e.data.trim().is_empty()
-                        && RawJson::new(&e.data).is_ok()
-                    {
+                    } else if is_message && !e.data.trim().is_empty() {
                         on_message(e.data.as_bytes());
                     }
                 }

@@ -1009,7 +1009,11 @@ impl HttpClient {
             return;
         }
         ex.reading = match status {
-            200 if sse => {
+            // An exchange that waits for nothing (a notification, an answer of ours) reads an
+            // event stream as any other body, cut to a short text: the spec has 202 for it,
+            // and a server streaming there made the client hold a frame per exchange, with
+            // no answer it could bring.
+            200 if sse && (ex.asked || ex.standalone) => {
                 ex.reader.reconnected();
                 Reading::Sse
             }
