@@ -713,6 +713,8 @@ fn a_101_to_the_call_fails_it_at_once_with_its_status() {
     // connection closes; the example skipped it as an interim head, and the call hung until
     // --timeout with no cause named.
     let server = FakeServer::start(switches_protocols_on_the_call);
+    // (Built first: a build under load is no part of the time measured.)
+    client_asan();
     let started = Instant::now();
     let (out, all) = run_asan(&["--era", "legacy", "--timeout", "20"], &server.url());
     assert_eq!(out.status.code(), Some(1), "{all}");
@@ -805,6 +807,8 @@ fn the_c_http_client_ends_soon_after_the_engine_gives_up_on_the_delete() {
     // The engine lets a DELETE go after 10 s without a head; the example stayed in its last
     // phase until its overall --timeout (here 60 s), and then named no cause.
     let server = FakeServer::start(never_answers_the_delete);
+    // (Built first: a build under load is no part of the time measured.)
+    client_asan();
     let started = Instant::now();
     let (out, all) = run_asan(&["--era", "legacy", "--timeout", "60"], &server.url());
     let took = started.elapsed();
@@ -838,6 +842,8 @@ fn never_answers_the_call(request: &Request) -> Reply {
 #[test]
 fn a_failure_cancels_the_call_and_ends_the_session_before_the_exit() {
     let server = FakeServer::start(never_answers_the_call);
+    // (Built first: a build under load is no part of the time measured.)
+    client_asan();
     let started = Instant::now();
     let (out, all) = run_asan(&["--era", "legacy", "--timeout", "3"], &server.url());
     assert_eq!(out.status.code(), Some(1), "{all}");
