@@ -1820,7 +1820,9 @@ typedef struct mcpw_http_client_options {
      */
     uint64_t max_delay_ms;
     /**
-     * Resumptions tried per stream before its requests fail. 0: 5.
+     * Resumptions tried per stream before its requests fail. 0: 5. The session's GET
+     * stream, which carries no request, is then still opened again once per longest delay
+     * while the session lasts.
      */
     uint32_t max_attempts;
     /**

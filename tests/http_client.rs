@@ -3422,27 +3422,47 @@ fn ending_the_session_closes_its_get_stream_for_good() {
 
 /// A GET stream that lived long before it broke starts its count of attempts again, but the
 /// reopenings that then fail before their head count: against a server that is gone, the
-/// client gives up after the policy's attempts, with the delay doubling. (It went on every
-/// half second for the whole session.)
+/// client tries the policy's attempts with the delay doubling (it went on every half second
+/// for the whole session), then once per longest delay while the session lasts (it gave the
+/// stream up, and the server's requests and notifications were lost without a word after
+/// an outage of fifteen seconds).
 #[test]
-fn reopening_the_get_stream_of_a_server_that_is_gone_stops_after_the_attempts() {
-    let mut c = Scripted::with_get(legacy(client_config()), ReconnectPolicy::default(), true);
+fn reopening_the_get_stream_of_a_server_that_is_gone_slows_to_once_per_longest_delay() {
+    let policy = ReconnectPolicy::default();
+    let mut c = Scripted::with_get(legacy(client_config()), policy, true);
     c.handshake(Some("s1"));
     let get = c.gets.remove(0);
     c.sse_head(get.exchange);
     c.wait(Duration::from_secs(31));
+    let broke = c.now;
     c.client.handle_error(c.now, get.exchange, 0);
-    let mut gets = 0;
-    for _ in 0..50 {
-        c.wait(Duration::from_secs(60));
+    let mut at = Vec::new();
+    for _ in 0..600 {
+        c.wait(Duration::from_secs(1));
         for s in c.sent() {
-            if s.method == "GET" {
-                gets += 1;
-                c.client.handle_error(c.now, s.exchange, 0);
-            }
+            assert_eq!(s.method, "GET");
+            at.push(c.now.since(broke).as_secs());
+            c.client.handle_error(c.now, s.exchange, 0);
         }
     }
-    assert_eq!(gets, ReconnectPolicy::default().max_attempts as usize);
+    let attempts = policy.max_attempts as usize;
+    let gaps: Vec<u64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    // 0.5 s, then doubling: 1, 2, 4, 8 s (to the second above).
+    assert!(gaps[..attempts - 1].iter().all(|&g| g <= 8), "{at:?}");
+    assert!(gaps[attempts - 1..].iter().all(|&g| g == 30), "{at:?}");
+    assert!(at.len() >= attempts + 18, "{at:?}");
+    // A reopening that works ends the slow pace: the session's stream is back.
+    c.wait(Duration::from_secs(30));
+    let get = c.sent().remove(0);
+    c.sse_head(get.exchange);
+    c.wait(Duration::from_secs(31));
+    c.client.handle_error(c.now, get.exchange, 0);
+    c.wait(Duration::from_secs(1));
+    assert_eq!(
+        c.sent().len(),
+        1,
+        "attempts counted afresh: the first after 0.5 s"
+    );
 }
 
 /// A 2026-07-28 client whose `server/discover` was answered: a server with tools.

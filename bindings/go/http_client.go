@@ -38,7 +38,9 @@ type HTTPClientOptions struct {
 	// Last-Event-ID (the server's retry is a floor); 0 (or negative): 500 ms and 30 s.
 	InitialDelay, MaxDelay time.Duration
 	// MaxAttempts is how many resumptions a stream gets before its requests fail; 0: 5;
-	// negative: no limit (2^32 - 1, the most the engine counts, as is a larger value).
+	// negative: no limit (2^32 - 1, the most the engine counts, as is a larger value). The
+	// session's GET stream, which carries no request, is then still opened again once per
+	// MaxDelay while the session lasts.
 	MaxAttempts int
 	// OpenGetStream opens the session's standalone GET stream (handshake era), for server
 	// messages that belong to no request.

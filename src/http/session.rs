@@ -31,7 +31,9 @@ pub struct ReconnectPolicy {
     pub initial_delay: Duration,
     /// The longest delay; each attempt doubles the last. Default 30 s.
     pub max_delay: Duration,
-    /// Resumptions tried per stream before its requests fail. Default 5.
+    /// Resumptions tried per stream before its requests fail. Default 5. The session's GET
+    /// stream, which carries no request, is then still opened again once per `max_delay`
+    /// while the session lasts.
     pub max_attempts: u32,
 }
 
@@ -125,9 +127,11 @@ struct Exchange {
     reading: Reading,
     reader: StreamReader,
     attempts: u32,
-    /// When its last response head came (the session's GET stream: one that lived a while
-    /// before it ended starts its count of attempts again).
+    /// When its last response head came.
     head_at: Option<Timestamp>,
+    /// When the head of its current attempt came, until that attempt ends: a stream that
+    /// lived a while before it ended starts its count of attempts again.
+    opened_at: Option<Timestamp>,
     /// It was sent for requests of ours (so it ends once they all have).
     asked: bool,
     /// Those requests all ended: the exchange is let go at this time if the server has not
@@ -181,6 +185,7 @@ impl Exchange {
             reader: StreamReader::new(),
             attempts: 0,
             head_at: None,
+            opened_at: None,
             linger: None,
             reply: false,
             running: false,
@@ -1014,6 +1019,7 @@ impl HttpClient {
             // and a server streaming there made the client hold a frame per exchange, with
             // no answer it could bring.
             200 if sse && (ex.asked || ex.standalone) => {
+                ex.opened_at = Some(now);
                 ex.reader.reconnected();
                 Reading::Sse
             }
@@ -1891,6 +1897,7 @@ impl HttpClient {
         let delay = (ex.retry_after.take().unwrap_or_default()).max(MIN_RECONNECT_DELAY);
         ex.reading = Reading::Waiting;
         ex.head_at = None;
+        ex.opened_at = None;
         // One with nothing to wait for is not let go while it waits (its limit starts again
         // when it goes out), and a DELETE still waits for it.
         if let Some(at) = ex.linger.take() {
@@ -1932,22 +1939,43 @@ impl HttpClient {
         // client without one). The session's GET stream is opened again even without an
         // event id (plainly, then): it carries the server's requests and notifications for the
         // whole session ("Disconnection MAY occur at any time"), and one that broke before
-        // its first event was lost for good. One that lived a while before it ended starts its
-        // count of attempts again: a proxy that cuts idle streams must not use them up.
+        // its first event was lost for good. A stream that lived a while before it ended
+        // starts its count of attempts again: a proxy that cuts idle streams, or a server
+        // that ends a request's stream now and then for the client to poll (replaying no
+        // event), must not use them up while each reconnection works. A while is a second for
+        // a request's stream, whose request times out anyway, and the longest delay for the
+        // GET stream, which lasts as long as the session.
         // (Not once the session ended: a resumption would go out without its id.)
         let handshake_era =
             (self.session.is_some() || self.conn.era() == Some(Era::Legacy)) && !self.ended;
         let resumable = (ex.reader.last_event_id().is_some() || ex.standalone) && handshake_era;
         // (Measured from this attempt's own head: a reopening that fails before its head
         // counts, however long the stream before it lived.)
-        let lived = self.policy.max_delay.max(Duration::from_secs(1));
-        if ex.standalone && ex.head_at.take().is_some_and(|t| now >= t.after(lived)) {
+        let lived = if ex.standalone {
+            self.policy.max_delay.max(Duration::from_secs(1))
+        } else {
+            self.policy.initial_delay.max(Duration::from_secs(1))
+        };
+        if ex.opened_at.take().is_some_and(|t| now >= t.after(lived)) {
             ex.attempts = 0;
         }
-        if open && resumable && ex.attempts < self.policy.max_attempts {
+        let attempt = if !(open && resumable) {
+            None
+        } else if ex.attempts < self.policy.max_attempts {
             ex.attempts += 1;
+            Some(ex.attempts)
+        } else if ex.standalone {
+            // Its attempts used up, the session's GET stream is still opened again, once
+            // per longest delay, for as long as the session lasts: given up, the server's
+            // requests and notifications were lost without a word after an outage of a few
+            // seconds (or a server that answers 409 while it holds the broken connection).
+            Some(u32::MAX)
+        } else {
+            None
+        };
+        if let Some(attempt) = attempt {
             // (Never sooner than a refusal's `Retry-After` asked.)
-            let delay = (self.policy.delay(ex.attempts, ex.reader.retry(), jitter))
+            let delay = (self.policy.delay(attempt, ex.reader.retry(), jitter))
                 .max(ex.retry_after.take().unwrap_or_default());
             let session = self.session.as_deref();
             let version = self.conn.protocol_version();

@@ -1312,7 +1312,9 @@ pub struct mcpw_http_client_options {
     pub initial_delay_ms: u64,
     /// The longest resumption delay (each attempt doubles the last). 0: 30 s.
     pub max_delay_ms: u64,
-    /// Resumptions tried per stream before its requests fail. 0: 5.
+    /// Resumptions tried per stream before its requests fail. 0: 5. The session's GET
+    /// stream, which carries no request, is then still opened again once per longest delay
+    /// while the session lasts.
     pub max_attempts: u32,
     /// Open the session's standalone GET stream once a handshake-era session is ready, for
     /// server messages that belong to no request.
