@@ -1874,8 +1874,8 @@ typedef struct mcpw_http_action {
 typedef struct mcpw_task_config {
     /**
      * Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-     * a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
-     * `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
+     * a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
+     * `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
      * `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its whole
      * TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
      */
@@ -3825,7 +3825,9 @@ enum mcpw_result mcpw_tasks_poll_result(struct mcpw_tasks *tasks,
  * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
  * answer is kept, so another connection may be tried; the next poll replaces it, except
  * after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
- * output is drained. Drain the connection afterwards as after any command.
+ * output is drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`),
+ * and its task then counts as not fetched: it is kept for the client's retry within its TTL.
+ * Drain the connection afterwards as after any command.
  *
  * # Safety
  * `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.

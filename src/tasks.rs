@@ -161,7 +161,7 @@ impl TaskStatus {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
     /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-    /// a client was given (its `tasks/get` of the ended task; in 2025-11-25 also its
+    /// a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
     /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails with
     /// [`TaskError::Full`] (answer the request without a task, or with an error). A completed
     /// or failed task nobody fetched stays for its whole TTL, as its handle promised (without
@@ -305,12 +305,15 @@ impl LegacyAnswer {
     }
 }
 
-/// A 2025-11-25 `tasks/result` that can now be answered: write `answer` to request `id` on
-/// the connection of `owner` (as given to [`Tasks::create_legacy`]).
+/// A 2025-11-25 `tasks/result` that can now be answered: write it with
+/// [`Tasks::write_ready`] on the connection of `owner` (as given to
+/// [`Tasks::create_legacy`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadyResult {
     /// Whose task it was.
     pub owner: u64,
+    /// The task.
+    pub task: String,
     /// The waiting `tasks/result` request.
     pub id: OwnedId,
     /// Its answer (never [`LegacyAnswer::Wait`]).
@@ -375,11 +378,10 @@ pub struct Tasks {
     /// Task ids by creation, oldest first (for expiry and eviction).
     order: VecDeque<(Timestamp, String)>,
     events: VecDeque<TaskEvent>,
-    /// Answers for 2025-11-25 `tasks/result` requests whose task ended.
     /// Answers for [`poll_result`](Tasks::poll_result): the waiters of one task share one
     /// answer, copied as each is taken, so a peer's 256 waiting `tasks/result` requests on a
     /// 1 MiB result hold one copy, not 256.
-    ready: VecDeque<(u64, OwnedId, Arc<LegacyAnswer>)>,
+    ready: VecDeque<(u64, String, OwnedId, Arc<LegacyAnswer>)>,
     /// The wall clock at `base` (Unix milliseconds), for `createdAt` and `lastUpdatedAt`.
     base: Timestamp,
     base_unix_ms: u64,
@@ -869,18 +871,39 @@ impl Tasks {
         t.fetched = true;
         let answer = Arc::new(legacy_result(task, t));
         for id in waiters {
-            self.ready.push_back((owner, id, Arc::clone(&answer)));
+            (self.ready).push_back((owner, task.to_owned(), id, Arc::clone(&answer)));
         }
     }
 
     /// 2025-11-25: the `tasks/result` requests whose task has ended (or expired), to answer
-    /// now, oldest first. Poll it after the calls that end tasks and after
-    /// [`handle_timeout`](Self::handle_timeout).
+    /// now, oldest first, with [`write_ready`](Self::write_ready). Poll it after the calls
+    /// that end tasks and after [`handle_timeout`](Self::handle_timeout).
     pub fn poll_result(&mut self) -> Option<ReadyResult> {
-        let (owner, id, answer) = self.ready.pop_front()?;
+        let (owner, task, id, answer) = self.ready.pop_front()?;
         // The last waiter takes the answer itself; the others a copy each.
         let answer = Arc::try_unwrap(answer).unwrap_or_else(|shared| (*shared).clone());
-        Some(ReadyResult { owner, id, answer })
+        Some(ReadyResult {
+            owner,
+            task,
+            id,
+            answer,
+        })
+    }
+
+    /// 2025-11-25: writes `ready` (from [`poll_result`](Self::poll_result)) on `conn`, the
+    /// connection of its owner; errors as [`LegacyAnswer::write`]'s (an
+    /// [`Error::UnknownRequest`] when the request is not in flight on `conn`: try its owner's
+    /// other connection, if it has one). Use it rather than writing the answer yourself: a
+    /// `tasks/result` the client cancelled meanwhile gets no answer (the connection drops
+    /// it), and its task then counts as not fetched, so that it is kept for the client to ask
+    /// again within its TTL instead of making room for a new task.
+    pub fn write_ready(&mut self, conn: &mut Connection, ready: &ReadyResult) -> Result<(), Error> {
+        let awaited = conn.awaits_answer_to(ready.id.as_id());
+        ready.answer.write(conn, ready.id.as_id())?;
+        if !awaited {
+            self.unfetch(Some(ready.task.clone()));
+        }
+        Ok(())
     }
 
     fn finish(t: &mut Task, now: Timestamp, status: TaskStatus) {
@@ -926,7 +949,8 @@ impl Tasks {
                         data: None,
                     });
                     for waiter in t.waiters {
-                        self.ready.push_back((owner, waiter, Arc::clone(&expired)));
+                        let ready = (owner, id.clone(), waiter, Arc::clone(&expired));
+                        self.ready.push_back(ready);
                     }
                 }
                 self.events.push_back(TaskEvent::Expired { task: id });

@@ -1306,8 +1306,8 @@ fn task_augmented_requests_of_2025_11_25_from_creation_to_tasks_result() {
         )
         .unwrap();
     let ready = tasks.poll_result().expect("the waiting tasks/result");
-    assert_eq!(ready.owner, 1);
-    ready.answer.write(&mut p.server, ready.id.as_id()).unwrap();
+    assert_eq!((ready.owner, ready.task.as_str()), (1, task.as_str()));
+    tasks.write_ready(&mut p.server, &ready).unwrap();
     p.step();
     let evs = p.take_client_events();
     let [Ev::Response { request, result }] = &evs[..] else {
@@ -2792,6 +2792,63 @@ fn a_task_whose_answer_could_not_be_written_is_not_fetched() {
     );
     tasks.create(T0, &mut random).unwrap();
     assert_eq!(tasks.status(&small), None);
+}
+
+/// 2025-11-25: a waiting `tasks/result` the client cancelled gets no answer when its task
+/// ends, and the task is then not fetched: it keeps its place at the `max_tasks` cap, and
+/// the client's retry within the TTL gets the result. (The task counted as fetched, was
+/// dropped for the next task, and the retry found "Task not found".)
+#[test]
+fn a_result_whose_waiting_request_was_cancelled_is_kept_for_the_retry() {
+    let mut tasks = Tasks::new(
+        TaskConfig {
+            max_tasks: 1,
+            ..TaskConfig::default()
+        },
+        T0,
+        WALL,
+    );
+    let mut p = legacy_pair();
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    let (waiting, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert!(evs.is_empty(), "{evs:?}");
+    p.client.cancel(p.now, waiting, Some("gave up")).unwrap();
+    p.step();
+    p.take_server_events();
+    tasks
+        .complete(p.now, &task, raw(r#"{"content":[]}"#))
+        .unwrap();
+    let ready = tasks.poll_result().expect("the cancelled waiter's answer");
+    assert_eq!(ready.task, task);
+    assert_eq!(tasks.write_ready(&mut p.server, &ready), Ok(()));
+    p.step();
+    let evs = p.take_client_events();
+    assert!(
+        evs.is_empty(),
+        "nothing answers a cancelled request: {evs:?}"
+    );
+    // Not fetched: no room for another task, and the retry gets the result.
+    assert_eq!(
+        tasks.create_legacy(p.now, &mut ids(), 1),
+        Err(TaskError::Full)
+    );
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert_eq!(result_of(&evs)["content"], json!([]));
+    // Now fetched: it makes room.
+    tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    assert_eq!(tasks.status(&task), None);
 }
 
 /// `tasks.serve_legacy` of the request event `e`, from owner 1, on `p`'s server.

@@ -275,3 +275,40 @@ func TestLegacyTaskFailedWithURLElicitationStillAnswers(t *testing.T) {
 		t.Fatalf("tasks/result: %v", r)
 	}
 }
+
+// WriteResult writes what PollResult returned through the table: a tasks/result the client
+// cancelled meanwhile gets nothing, and its task is then not fetched, so that it keeps its
+// place at MaxTasks and the client's retry gets the result (written with TaskResult.Write,
+// the task counted as fetched, made room for the next one, and the retry found no task).
+func TestLegacyTasksWriteResultKeepsACancelledWaitersTask(t *testing.T) {
+	p := legacyPair(t, `{"sampling":{}}`, legacyTasksCaps)
+	tasks := newTasks(t, &TaskConfig{MaxTasks: 1}, p.now)
+	if err := tasks.WriteResult(p.server); !errors.Is(err, ErrUnknownRequest) {
+		t.Fatalf("nothing polled: %v", err)
+	}
+	task, err := tasks.CreateLegacy(p.now, 1)
+	mustOK(t, err)
+	params := `{"taskId":"` + task + `"}`
+	waiting, _ := legacyRound(t, p, tasks, 1, "tasks/result", params)
+	mustOK(t, p.client.Cancel(p.now, waiting, "gave up"))
+	p.drive()
+	p.clientEvents, p.serverEvents = nil, nil
+	mustOK(t, tasks.Complete(p.now, task, json.RawMessage(`{"content":[]}`)))
+	if _, ok := tasks.PollResult(); !ok {
+		t.Fatal("no result for the cancelled waiter")
+	}
+	mustOK(t, tasks.WriteResult(p.server))
+	p.drive()
+	if len(p.clientEvents) != 0 {
+		t.Fatalf("an answer to a cancelled request: %s", dump(p.clientEvents))
+	}
+	if _, err := tasks.CreateLegacy(p.now, 1); !errors.Is(err, ErrTasksFull) {
+		t.Fatalf("the unfetched task made room: %v", err)
+	}
+	retry, _ := legacyRound(t, p, tasks, 1, "tasks/result", params)
+	if r := clientResponse(t, p, retry); r["content"] == nil {
+		t.Fatalf("the retry: %v", r)
+	}
+	_, err = tasks.CreateLegacy(p.now, 1)
+	mustOK(t, err)
+}

@@ -17,8 +17,8 @@ import (
 // TaskConfig bounds a Tasks table; nil or the zero value means the defaults.
 type TaskConfig struct {
 	// MaxTasks is how many tasks the table keeps at once; at the cap, Create drops the oldest
-	// terminal task whose end a client fetched (its tasks/get of the ended task, its
-	// tasks/result, its tasks/cancel) or that was cancelled, or fails with ErrTasksFull when
+	// terminal task whose end a client fetched (2026-07-28: its tasks/get of the ended task;
+	// 2025-11-25: its tasks/result or tasks/cancel) or that was cancelled, or fails with ErrTasksFull when
 	// there is none: a completed or failed task nobody fetched stays for its whole TTL (with
 	// no TTL, any terminal task may make room). 0: 1024.
 	MaxTasks int
@@ -142,10 +142,14 @@ type Tasks struct {
 }
 
 // Err is the error that stopped PollEvent or PollResult (a panic inside the table poisons
-// it: they then report nothing), or nil. Check it when a drain loop ends, as Conn.Err.
+// it: they then report nothing), ErrFreed once the table is closed, or nil. Check it when a
+// drain loop ends, as Conn.Err.
 func (t *Tasks) Err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.err == nil && t.ptr == nil {
+		return ErrFreed
+	}
 	return t.err
 }
 
@@ -379,6 +383,8 @@ type TaskResult struct {
 // Write answers the waiting request on conn (the connection of r.Owner) with r's result or
 // error. An error conn cannot carry (-32042 to a client that did not declare URL
 // elicitation) goes out as -32603 with its message, so that the request is answered.
+// Tasks.WriteResult does the same and tells the table when the client had cancelled the
+// request: prefer it when the result was just polled.
 func (r TaskResult) Write(conn *Conn) error {
 	if conn == nil {
 		return &ResultError{Op: "write task result", Code: CodeNullArgument}
@@ -397,7 +403,8 @@ func (r TaskResult) Write(conn *Conn) error {
 
 // PollResult returns the next 2025-11-25 tasks/result that can be answered now, oldest first,
 // and false when there is none. Call it until false after the calls that end tasks
-// (Complete, Fail, Cancel, ServeLegacy) and after HandleTimeout, and Write each.
+// (Complete, Fail, Cancel, ServeLegacy) and after HandleTimeout, and answer each with
+// WriteResult (or its Write).
 func (t *Tasks) PollResult() (TaskResult, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -424,6 +431,33 @@ func (t *Tasks) PollResult() (TaskResult, bool) {
 		out.ID = ID{kind: idString, wire: copyStr(r.id.string)}
 	}
 	return out, true
+}
+
+// WriteResult answers the tasks/result that PollResult returned last on conn (the connection
+// of its Owner), as TaskResult.Write does, then forgets it: ErrUnknownRequest when there is
+// none. A request the client cancelled meanwhile gets nothing (nil), and its task then counts
+// as not fetched: it is kept for the client's retry within its TTL instead of making room
+// for a new task. When conn refuses it (ErrUnknownRequest for a request not in flight there,
+// ErrClosed, ...) it is kept, to try another connection; after ErrOutputFull the next
+// PollResult returns it again, to write once conn's output is drained.
+func (t *Tasks) WriteResult(conn *Conn) error {
+	if conn == nil {
+		return &ResultError{Op: "write task result", Code: CodeNullArgument}
+	}
+	// conn first, as in ServeLegacy.
+	if !conn.lock() {
+		return ErrFreed
+	}
+	defer conn.unlockChanged() // (the answer went out on conn)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr == nil {
+		return ErrFreed
+	}
+	rc := C.mcpw_tasks_write_result(t.ptr, conn.ptr)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(conn)
+	return check("write task result", rc)
 }
 
 // Status is the task's status; ErrUnknownTask for a task never created, expired or dropped.

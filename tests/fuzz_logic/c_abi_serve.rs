@@ -714,7 +714,7 @@ impl Harness {
             }
             // Safety: live handles.
             let rc = unsafe { mcpw_tasks_write_result(self.c_tasks, self.c) };
-            let wrote = want.answer.write(&mut self.rust, want.id.as_id());
+            let wrote = self.tasks.write_ready(&mut self.rust, &want);
             let first = code(wrote);
             same("write_result", rc, first);
             if first == MCPW_OK {
@@ -727,7 +727,7 @@ impl Harness {
                 let again = if first == MCPW_OK {
                     MCPW_ERR_UNKNOWN_REQUEST
                 } else {
-                    code(want.answer.write(&mut self.rust, want.id.as_id()))
+                    code(self.tasks.write_ready(&mut self.rust, &want))
                 };
                 same("write_result again", rc, again);
             }

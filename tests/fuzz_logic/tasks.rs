@@ -704,11 +704,18 @@ impl Harness {
             }
             if ready.owner == CONN_OWNER {
                 // Refused when the client cancelled it (nothing is sent then).
-                let written = ready.answer.write(&mut self.conn, Id::Int(n));
+                let written = self.tasks.write_ready(&mut self.conn, &ready);
                 assert!(
                     written.is_ok() || self.cancelled.contains(&n),
                     "{written:?} for a live request"
                 );
+                if self.cancelled.contains(&n) {
+                    // Nothing went out: the task's end was not given after all, and it stays
+                    // for the client's retry.
+                    if let Some(m) = self.model.iter_mut().find(|m| m.id == ready.task) {
+                        m.fetched = false;
+                    }
+                }
                 self.drain_conn();
             }
         }

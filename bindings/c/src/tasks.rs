@@ -43,8 +43,8 @@ fn millis(d: Duration) -> u64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct mcpw_task_config {
     /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-    /// a client was given (its `tasks/get` of the ended task, its `tasks/result`, its
-    /// `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
+    /// a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
+    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
     /// `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its whole
     /// TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
     pub max_tasks: usize,
@@ -1051,7 +1051,9 @@ pub unsafe extern "C" fn mcpw_tasks_poll_result(
 /// (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
 /// answer is kept, so another connection may be tried; the next poll replaces it, except
 /// after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
-/// output is drained. Drain the connection afterwards as after any command.
+/// output is drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`),
+/// and its task then counts as not fetched: it is kept for the client's retry within its TTL.
+/// Drain the connection afterwards as after any command.
 ///
 /// # Safety
 /// `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.
@@ -1063,7 +1065,8 @@ pub unsafe extern "C" fn mcpw_tasks_write_result(
     let body = |t: &mut mcpw_tasks, c: &mut mcpw_conn| {
         let ready = t.ready.as_ref().ok_or(MCPW_ERR_UNKNOWN_REQUEST)?;
         refuse_if_closed(c.conn.get()?)?;
-        let written = ready.answer.write(c.conn.get_mut()?, ready.id.as_id());
+        // (Through the table: a request the client cancelled leaves its task unfetched.)
+        let written = t.tasks.write_ready(c.conn.get_mut()?, ready);
         t.ready_again = matches!(written, Err(mcpwire::conn::Error::OutputFull));
         written?;
         t.ready = None;
