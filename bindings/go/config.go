@@ -160,6 +160,16 @@ func (cfg *Config) policyFlags() uint32 {
 	return flags
 }
 
+// timeoutMillis is a request's Timeout for the engine: 0 for the default, 1 ms (due at
+// once) for a negative one, a deadline already passed, which 0 would have turned into the
+// default or, for a listen, into none.
+func timeoutMillis(d time.Duration) uint64 {
+	if d < 0 {
+		return 1
+	}
+	return millisCeil(d)
+}
+
 // millisCeil is d in whole milliseconds, rounded up (0 for d <= 0). It divides before
 // rounding, so a d near the largest Duration cannot wrap.
 func millisCeil(d time.Duration) uint64 {

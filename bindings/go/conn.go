@@ -464,7 +464,8 @@ const (
 type RequestOptions struct {
 	// Timeout for this request (rounded up to milliseconds); 0 uses Config.RequestTimeout,
 	// except for subscriptions/listen, which then has none: its stream lasts until it is
-	// cancelled or the connection closes.
+	// cancelled or the connection closes. Negative (a deadline already passed): the request
+	// times out at the first HandleTimeout.
 	Timeout time.Duration
 	// Progress asks for progress: the engine adds _meta.progressToken to the params and
 	// reports progress as ProgressEvents.
@@ -491,7 +492,7 @@ func (c *Conn) Request(now time.Time, method string, params json.RawMessage, opt
 	}
 	c.gave(len(params))
 	r := C.mcpwgo_request(c.ptr, c.ns(now), cString(method), C.size_t(len(method)),
-		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
+		cBytes(params), C.size_t(len(params)), C.uint64_t(timeoutMillis(o.Timeout)),
 		C.uint32_t(progress), C.uint32_t(o.ResetOnProgress))
 	runtime.KeepAlive(c)
 	if err := check("request", r.rc); err != nil {
@@ -780,7 +781,7 @@ func (c *Conn) RequestRelated(now time.Time, parent ID, method string, params js
 	c.gave(len(params))
 	r := C.mcpwgo_request_related(c.ptr, c.ns(now), C.uint32_t(parent.kind), C.int64_t(parent.num),
 		cString(parent.wire), C.size_t(len(parent.wire)), cString(method), C.size_t(len(method)),
-		cBytes(params), C.size_t(len(params)), C.uint64_t(millisCeil(o.Timeout)),
+		cBytes(params), C.size_t(len(params)), C.uint64_t(timeoutMillis(o.Timeout)),
 		C.uint32_t(progress), C.uint32_t(o.ResetOnProgress))
 	runtime.KeepAlive(c)
 	if err := check("request related", r.rc); err != nil {
@@ -912,10 +913,15 @@ func (c *Conn) AppendEvents(dst []Event) []Event {
 	}
 }
 
-// Err is the error that stopped NextEvent (a poisoned handle), or nil.
+// Err is the error that stopped NextEvent (a poisoned handle), ErrFreed once the Conn is
+// closed (or, for a lent Conn, once its lender took it back), or nil. Check it when a drain
+// loop ends: NextEvent reports no events in each case.
 func (c *Conn) Err() error {
 	c.mutex().Lock()
 	defer c.mutex().Unlock()
+	if c.err == nil && c.freed() {
+		return ErrFreed
+	}
 	return c.err
 }
 

@@ -309,6 +309,50 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// A negative Timeout (a deadline already passed) is due at once: it became 0 for the
+// engine, the default of 5 s here (and none at all for a listen).
+func TestANegativeTimeoutIsDueAtOnce(t *testing.T) {
+	cfg := clientConfig()
+	cfg.RequestTimeout = 5 * time.Second
+	p := newPair(t, cfg, serverConfig())
+	p.drive()
+	p.clientEvents, p.serverEvents = nil, nil
+	id, err := p.client.Request(p.now, "tools/call", json.RawMessage(`{"name":"late"}`), &RequestOptions{Timeout: -time.Second})
+	mustOK(t, err)
+	p.drive()
+	p.takeServer()
+	deadline, ok := p.client.NextDeadline()
+	if !ok || !deadline.Equal(p.now.Add(time.Millisecond)) {
+		t.Fatalf("deadline %v %v", deadline.Sub(p.now), ok)
+	}
+	p.advance(time.Millisecond)
+	if to, ok := p.takeClient().(*TimedOutEvent); !ok || to.Request != id {
+		t.Fatalf("%+v", to)
+	}
+}
+
+// Once closed, Err says so: NextEvent reports nothing, as for an empty queue, and a drain
+// loop could not tell.
+func TestErrAfterCloseIsErrFreed(t *testing.T) {
+	c, err := NewConn(clientConfig(), epoch)
+	mustOK(t, err)
+	mustOK(t, c.Err())
+	c.Close()
+	if _, ok := c.NextEvent(); ok {
+		t.Fatal("an event after Close")
+	}
+	if err := c.Err(); !errors.Is(err, ErrFreed) {
+		t.Fatalf("Err after Close: %v", err)
+	}
+	tasks, err := NewTasks(nil, epoch, wallMs)
+	mustOK(t, err)
+	mustOK(t, tasks.Err())
+	tasks.Close()
+	if err := tasks.Err(); !errors.Is(err, ErrFreed) {
+		t.Fatalf("Tasks.Err after Close: %v", err)
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	cfg := clientConfig()
 	cfg.RequestTimeout = 5 * time.Second
