@@ -409,7 +409,13 @@ func (s *HTTPServer) dispatchLocked() {
 // is empty or failed. When the arena was too small it grows it and reports true (the event
 // waits in s.pending for the next poll).
 func (s *HTTPServer) take(p C.mcpwgo_http_polled) bool {
-	if p.rc != C.MCPW_OK || p.empty != 0 {
+	if p.rc != C.MCPW_OK {
+		// (A panic inside the engine: Err and the log name it, not only the poisoning that
+		// every later call reports.)
+		s.noteLocked(check("poll event", p.rc))
+		return false
+	}
+	if p.empty != 0 {
 		return false
 	}
 	if p.need > 0 {
@@ -645,7 +651,8 @@ func toolsRefused(op string, err error, tools json.RawMessage) error {
 	return &ToolsRefusedError{Op: op, Refused: refused}
 }
 
-// Sessions reports how many sessions are alive and how many SSE streams are open.
+// Sessions reports how many sessions are alive and how many SSE streams are open: 0 and 0
+// once the server is closed or its engine failed (see Err).
 func (s *HTTPServer) Sessions() (sessions, streams int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -653,7 +660,10 @@ func (s *HTTPServer) Sessions() (sessions, streams int) {
 		return 0, 0
 	}
 	var a, b C.size_t
-	C.mcpw_http_server_counts(s.ptr, &a, &b)
+	if err := check("counts", C.mcpw_http_server_counts(s.ptr, &a, &b)); err != nil {
+		s.noteLocked(err)
+		return 0, 0
+	}
 	return int(a), int(b)
 }
 
