@@ -1065,7 +1065,8 @@ public:
 /// Settings for http_server (mcpw_http_server_options); zero means the default.
 struct http_server_options {
     /// Required: fills the buffer from a cryptographically secure source (getrandom(2), say);
-    /// session ids are drawn from it. Must not throw.
+    /// session ids are drawn from it. Must not throw, nor call the server (the C library
+    /// refuses that call, and the refusal thrown here ends the program).
     std::function<void(std::uint8_t *, std::size_t)> random;
     /// The MCP endpoint's path ("/mcp"); another path gets 404. nullopt: not checked.
     std::optional<std::string> endpoint;
