@@ -130,5 +130,8 @@ async fn main() -> std::io::Result<()> {
                 .is_ok(),
         };
     }
-    Ok(())
+    // Everything is written. Where stdin is read on tokio's blocking pool (other systems than
+    // Linux), a read that waits cannot be cancelled, and the runtime's end would wait for
+    // input: the process ends here instead.
+    std::process::exit(0)
 }

@@ -89,7 +89,10 @@ const WRITE_AT: usize = 4096;
 /// opened again through `/proc/self/fd/0`, which makes an open file description of our own to
 /// set non-blocking, and a socket is read with per-call `MSG_DONTWAIT`. Anything else (a
 /// regular file, `/dev/null`), other systems, and calls outside a tokio runtime use
-/// `tokio::io::stdin`.
+/// `tokio::io::stdin`. Its read cannot be cancelled: a server that closes while the read
+/// waits (on a signal, say) then has a runtime whose shutdown waits for input. There, end
+/// with `std::process::exit` once [`Driver::next_event`] returned `None` (see
+/// [`Stdin::is_polled`]).
 #[derive(Debug)]
 pub struct Stdin(Input);
 
@@ -151,7 +154,8 @@ pub fn stdout() -> Stdout {
 
 impl Stdin {
     /// Whether reads wait on the reactor (`true`) or go through tokio's blocking pool.
-    /// For diagnostics and tests; both behave the same apart from speed.
+    /// Both behave the same apart from speed, and the end of a runtime while a pool read
+    /// waits (see [`Stdin`]).
     pub fn is_polled(&self) -> bool {
         !matches!(self.0, Input::Pool(_))
     }
@@ -227,9 +231,9 @@ pub struct Driver<R, W> {
     unflushed: bool,
     /// The time the driver last read (see [`event_time`](Self::event_time)).
     read_at: Timestamp,
-    /// The write error that showed the peer stopped reading (a broken pipe, a reset): nothing
-    /// more is written, the input is read to its end, and the error is returned after the
-    /// close. `None` once returned.
+    /// The error returned after the close: a write error that showed the peer stopped reading
+    /// (a broken pipe, a reset: nothing more is written, the input is read to its end), or a
+    /// read error (the input ends there). `None` once returned.
     broken: Option<io::Error>,
     /// Whether the peer stopped reading (`broken` stays set until it is returned).
     gone: bool,
@@ -442,7 +446,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             // Input before the deadline: an answer already here is fed before the timers
             // fire (`timers_after_feed`), not timed out.
             read = reader.read(buf), if read_too => Err(Some(read)),
-            () = sleep_for(wait) => Err(None),
+            // (Not while input read is still to feed: it goes in first, as above.)
+            () = sleep_for(wait), if !feed_too => Err(None),
             // Only when the output waits (the arms above are polled first): the peer may be
             // blocked writing what we have yet to feed.
             () = std::future::ready(()), if feed_too => {
@@ -462,22 +467,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                 Ok(Wrote::Due)
             }
             Err(Some(read)) => {
-                match ended_by_reset(read) {
-                    Ok(n) => self.took_input(n),
-                    // Once closed nothing more is heard: a failing input (a reset socket)
-                    // ends the reading, not the last write.
-                    Err(_) if self.conn.state() == State::Closed => self.eof = true,
-                    Err(e) => return Err(e),
-                }
+                self.took_read(read);
                 self.feed_first = true;
                 Ok(Wrote::Read)
             }
         }
     }
 
+    /// Notes a read: bytes, the input's end, or an error, which ends the input as its end
+    /// does and is kept to be returned in place of the first `None`, once the answers given
+    /// so far are written (returned at once, it lost them). Once closed, nothing more is
+    /// heard: a failing input then only ends the reading.
+    fn took_read(&mut self, read: io::Result<usize>) {
+        match ended_by_reset(read) {
+            Ok(n) => self.took_input(n),
+            Err(e) => {
+                self.eof = true;
+                if self.conn.state() != State::Closed && self.broken.is_none() {
+                    self.broken = Some(e);
+                }
+            }
+        }
+    }
+
     /// Notes a read of `n` bytes into the buffer (0: the input ended; the engine hears of it
     /// once everything before it is fed and its events are handed out).
-    /// Bytes read (`n`), or the input's end (0).
     fn took_input(&mut self, n: usize) {
         if n == 0 {
             self.eof = true;
@@ -545,11 +559,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     }
 
     /// The next event, or `None` once the connection has closed and its output is written.
-    /// IO errors of the stream are returned as they are, but one: when the peer stops
-    /// reading (a write fails with a broken pipe or a reset: the process at the other end
-    /// exited), nothing more is written and the input is read to its end, so that the events
-    /// of what the peer said last, and the close, are still handed out; the write error comes
-    /// after them, once, in place of the first `None`.
+    /// A write error is returned as it is, but one: when the peer stops reading (a write fails
+    /// with a broken pipe or a reset: the process at the other end exited), nothing more is
+    /// written and the input is read to its end, so that the events of what the peer said
+    /// last, and the close, are still handed out; the write error comes after them, once, in
+    /// place of the first `None`. A read error ends the input as its end does (a reset is
+    /// taken for the end): the answers given are written, the close comes, and the error is
+    /// returned once in place of the first `None`.
     pub async fn next_event(&mut self) -> io::Result<Option<OwnedEvent>> {
         loop {
             // Output first, once there is enough of it: commands issued since the last call,
@@ -616,7 +632,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
                         () = std::future::ready(()) => None,
                     };
                     if let Some(read) = ready {
-                        self.took_input(ended_by_reset(read)?);
+                        self.took_read(read);
                         continue;
                     }
                 }
@@ -654,7 +670,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
             tokio::select! {
                 biased;
                 // (Input first: see `timers_after_feed`.)
-                read = self.reader.read(&mut self.buf) => self.took_input(ended_by_reset(read)?),
+                read = self.reader.read(&mut self.buf) => self.took_read(read),
                 () = sleep_for(wait) => {
                     let now = self.read_clock();
                     self.conn.handle_timeout(now);

@@ -1441,3 +1441,94 @@ async fn stop_reads_what_the_child_says_after_its_input_ended() {
     let status = stopped(driver, child, Duration::from_secs(5)).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
+
+/// Input that arrives in one read, then fails (EIO from a terminal, say).
+struct FailsAfter(Option<Vec<u8>>);
+
+impl tokio::io::AsyncRead for FailsAfter {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(match self.get_mut().0.take() {
+            Some(bytes) => {
+                buf.put_slice(&bytes);
+                Ok(())
+            }
+            None => Err(std::io::Error::other("input/output error")),
+        })
+    }
+}
+
+/// A writer whose every other write waits (it wakes its task at once), into a shared buffer.
+#[derive(Default)]
+struct Stalls {
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    stall: bool,
+}
+
+impl tokio::io::AsyncWrite for Stalls {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bytes: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        this.stall = !this.stall;
+        if this.stall {
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        }
+        this.out.lock().unwrap().extend_from_slice(bytes);
+        std::task::Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A read error while a write waits ends the input as its end does: the answers already
+/// given are written, the close comes, and the error is returned once, in place of the
+/// first `None`. It was returned at once, and the answers the engine held were lost.
+#[tokio::test]
+async fn a_read_error_loses_no_answer_given() {
+    let writer = Stalls::default();
+    let out = writer.out.clone();
+    let mut io = Driver::new(server_config(), FailsAfter(Some(requests(1))), writer).unwrap();
+    let tools = RawJson::new(r#"{"tools":[]}"#).unwrap();
+    let mut events = Vec::new();
+    let failed = loop {
+        match io.next_event().await {
+            Ok(Some(event)) => {
+                if let OwnedEvent::Request { id, .. } = &event {
+                    io.connection().respond(id.as_id(), tools).unwrap();
+                }
+                events.push(event);
+            }
+            Ok(None) => panic!("the error was not returned: {events:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(failed.to_string(), "input/output error");
+    assert!(
+        matches!(events.last(), Some(OwnedEvent::Closed { .. })),
+        "{events:?}"
+    );
+    let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert!(
+        out.contains("\"id\":0") && out.contains("\"id\":1"),
+        "{out}"
+    );
+}
