@@ -927,6 +927,26 @@ fn modern_pair(client_ext: bool) -> common::pair::Pair {
     p
 }
 
+/// A 2026-07-28 client that did not declare the extension cannot send its requests, even to
+/// a server that declared it: the server must refuse them (-32021, "for non-declaring
+/// clients issuing tasks/get, tasks/update, and tasks/cancel requests"). They went out.
+#[test]
+fn a_client_that_did_not_declare_the_extension_cannot_send_its_requests() {
+    let mut p = modern_pair(false);
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        assert_eq!(
+            p.client
+                .request(p.now, method, Some(raw(r#"{"taskId":"x"}"#))),
+            Err(Error::NotNegotiated(Caps::TASKS_EXTENSION)),
+            "{method}"
+        );
+    }
+    let mut p = modern_pair(true);
+    p.client
+        .request(p.now, "tasks/get", Some(raw(r#"{"taskId":"x"}"#)))
+        .unwrap();
+}
+
 #[test]
 fn a_client_that_declared_the_extension_gets_the_handle_as_its_event_and_polls() {
     let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);

@@ -222,6 +222,12 @@ impl Core {
                 }
                 if let Gate::Cap(c) = info.gate {
                     let declared = match kind {
+                        // The tasks extension's requests need both sides' declarations: a
+                        // server refuses them from a client that did not declare it (-32021).
+                        MethodKind::Request if c == Caps::TASKS_EXTENSION => {
+                            self.config.capabilities.has(c)
+                                && self.lifecycle.peer_caps.as_ref().is_some_and(|p| p.has(c))
+                        }
                         // A request needs the receiver's capability…
                         MethodKind::Request => {
                             self.lifecycle.peer_caps.as_ref().is_some_and(|p| p.has(c))
