@@ -809,8 +809,8 @@ fn a_batch_of_only_notifications_gets_no_answer_and_cancelled_members_are_left_o
     assert_eq!(out, "[{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}]\n");
 }
 
-/// A notification whose params are an array is valid JSON-RPC and invalid MCP: it is a
-/// violation, and gets no answer ("The Server MUST NOT reply to a Notification"), alone or
+/// A notification whose params are an array, or with a member named as a JSON-RPC one but for
+/// its case, is valid JSON-RPC and invalid MCP: it is a violation, and gets no answer ("The Server MUST NOT reply to a Notification"), alone or
 /// as a batch's only member. It got an id-less -32600 (found by a review of the connection
 /// core). A request so shaped, or a notification whose params are not even JSON-RPC's (a
 /// string), still gets -32600.
@@ -834,11 +834,26 @@ fn a_notification_with_array_params_is_refused_without_an_answer() {
         b"[{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":[1]}]\n",
     );
     assert_eq!(take_output(&mut s), b"", "a notification is never answered");
+    // Nor is one with a member named as a JSON-RPC one but for its case (it got -32600).
+    s.handle_input(
+        t,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"Id\":1}\n",
+    );
+    assert!(drain(&mut s).iter().any(|e| matches!(
+        e,
+        Ev::Violation {
+            kind: ViolationKind::InvalidMessage(Reason::CaseVariantKey),
+            ..
+        }
+    )));
+    assert_eq!(take_output(&mut s), b"", "a notification is never answered");
     for refused in [
         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"custom/thing\",\"params\":[1]}",
         "{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":\"bar\"}",
         "{\"jsonrpc\":\"1.0\",\"method\":\"custom/thing\",\"params\":[1]}",
         "{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"params\":[1],\"params\":[2]}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"custom/thing\",\"ID\":4}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"custom/thing\",\"Id\":1,\"params\":\"bar\"}",
     ] {
         s.handle_input(t, format!("{refused}\n").as_bytes());
         let out = String::from_utf8(take_output(&mut s)).unwrap();

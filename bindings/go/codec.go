@@ -46,7 +46,8 @@ const (
 	// MessageInvalid.
 	MessageInvalidResponse MessageKind = 7
 	// MessageInvalidNotification: a valid JSON-RPC notification that only MCP's rules refuse
-	// (its params an array: MCP wants an object). Never answer it: JSON-RPC forbids replying
+	// (its params an array, where MCP wants an object, or a member named as a JSON-RPC one but
+	// for its case, such as "Id"). Never answer it: JSON-RPC forbids replying
 	// to a notification; log it. Code (-32600, for logs), Reason and Offset as for
 	// MessageInvalid.
 	MessageInvalidNotification MessageKind = 8

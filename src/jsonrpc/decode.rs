@@ -1037,10 +1037,15 @@ fn object<'f, S: Syntax<'f>>(
         DecodeError::invalid(reason, at, readable_id).of_response_shape(response_shaped)
     };
     if let Some((reason, at)) = problems.first {
-        // Its only fault an array of params, with a method, the right version and no id: a
-        // valid JSON-RPC notification, which must not be answered.
-        let notification = reason == Reason::ParamsNotObject
-            && params_array
+        // Its only fault an array of params, or a member named as a JSON-RPC one but for its
+        // case (`"Id"`: JSON-RPC reads no such member), with a method, the right version and
+        // no id: a valid JSON-RPC notification, which must not be answered.
+        let mcp_only = match reason {
+            Reason::ParamsNotObject => params_array,
+            Reason::CaseVariantKey => true,
+            _ => false,
+        };
+        let notification = mcp_only
             && !problems.more
             && method.is_some()
             && matches!(id, IdSlot::Absent)

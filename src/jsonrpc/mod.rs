@@ -816,7 +816,8 @@ impl<'a> DecodeError<'a> {
     }
 
     /// Whether the rejected object is a valid JSON-RPC 2.0 notification that only MCP's rules
-    /// refuse (`params` an array: MCP wants an object). Check it, as
+    /// refuse (`params` an array, where MCP wants an object; or a member named as a JSON-RPC
+    /// one but for its case, such as `"Id"`). Check it, as
     /// [`is_response_shaped`](Self::is_response_shaped), before answering a decode error
     /// yourself over a byte stream: JSON-RPC forbids replying to a notification ("The Server
     /// MUST NOT reply to a Notification"), and MCP says its receiver "MUST NOT send a

@@ -36,8 +36,9 @@ pub enum mcpw_message_kind {
     /// `code` (-32600, for logs), `reason`, `offset`, and `id` when it could be read (the
     /// request of yours it claims to answer).
     MCPW_MESSAGE_INVALID_RESPONSE = 7,
-    /// A valid JSON-RPC notification that only MCP's rules refuse (its `params` an array:
-    /// MCP wants an object). Never answer it: JSON-RPC forbids replying to a notification;
+    /// A valid JSON-RPC notification that only MCP's rules refuse (its `params` an array,
+    /// where MCP wants an object, or a member named as a JSON-RPC one but for its case, such
+    /// as `"Id"`). Never answer it: JSON-RPC forbids replying to a notification;
     /// log it, as the connection reports it as a violation. Fields: `code` (-32600, for
     /// logs), `reason`, `offset`.
     MCPW_MESSAGE_INVALID_NOTIFICATION = 8,
