@@ -830,7 +830,7 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Fatal("event after Close")
 	}
 	if _, ok := c.NextDeadline(); ok || c.State() != StateClosed || c.ProtocolVersion() != "" || c.PeerInfo() != nil ||
-		c.PeerCapabilities() != nil || c.PendingOutput() != 0 || c.Err() != nil {
+		c.PeerCapabilities() != nil || c.PendingOutput() != 0 || c.Err() != ErrFreed {
 		t.Fatal("getters after Close")
 	}
 	if _, ok := c.PeerInstructions(); ok {
