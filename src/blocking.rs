@@ -100,7 +100,8 @@ pub enum Direction {
 /// Why [`Io::next_event`] returned without an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// The `until` time given to [`Io::next_event`] came, and no event is left. The input
+    /// The `until` time given to [`Io::next_event`] came, and no event is left ([`Io::run_until`]
+    /// returns it between events too: those left wait for the next call). The input
     /// that was ready went in and the engine's timers that were due fired (answering a ping,
     /// say, without an event); call again to go on.
     Deadline,
@@ -527,21 +528,31 @@ impl<W: Write> Io<W> {
     /// the engine has all had).
     fn wait_for_input(&mut self, wait: Duration) -> Waited {
         match &mut self.input {
-            Input::Thread(rx, failed) => match rx.recv_timeout(wait) {
-                // The reader asking whether the loop is still there (`spawn_reader`).
-                Ok(bytes) if bytes.is_empty() => Waited::Nothing,
-                Ok(bytes) => {
-                    self.pending = bytes;
-                    Waited::Bytes(self.pending.len())
+            Input::Thread(rx, failed) => {
+                let mut left = wait;
+                loop {
+                    return match rx.recv_timeout(left) {
+                        // The reader asking whether the loop is still there
+                        // (`spawn_reader`): what it queued behind that is input, looked at
+                        // now (taken for nothing, an answer behind it was timed out).
+                        Ok(bytes) if bytes.is_empty() => {
+                            left = Duration::ZERO;
+                            continue;
+                        }
+                        Ok(bytes) => {
+                            self.pending = bytes;
+                            Waited::Bytes(self.pending.len())
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
+                            // (Taken once: the thread has ended.)
+                            let error = failed.lock().map(|mut e| e.take());
+                            self.input_error = self.input_error.take().or(error.ok().flatten());
+                            Waited::End
+                        }
+                        Err(RecvTimeoutError::Timeout) => Waited::Nothing,
+                    };
                 }
-                Err(RecvTimeoutError::Disconnected) => {
-                    // (Taken once: the thread has ended.)
-                    let error = failed.lock().map(|mut e| e.take());
-                    self.input_error = self.input_error.take().or(error.ok().flatten());
-                    Waited::End
-                }
-                Err(RecvTimeoutError::Timeout) => Waited::Nothing,
-            },
+            }
             #[cfg(unix)]
             Input::Fd(file) => {
                 use std::os::fd::AsRawFd;
@@ -861,6 +872,57 @@ mod tests {
                 "on_fd {on_fd}: {event:?}"
             );
         }
+    }
+
+    /// An answer queued behind the reader thread's "still there?" chunk (a source left
+    /// non-blocking, idle for a second) beats a deadline that passed while the caller worked:
+    /// the empty chunk was taken for "nothing ready", the timers fired, and the request timed
+    /// out with its answer in the channel.
+    #[test]
+    fn an_answer_behind_the_readers_empty_chunk_beats_a_deadline() {
+        /// A non-blocking source: what the test queued, else `WouldBlock`.
+        struct Queue(Arc<std::sync::Mutex<std::collections::VecDeque<Vec<u8>>>>);
+        impl Read for Queue {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                match self.0.lock().unwrap().pop_front() {
+                    Some(bytes) => {
+                        buf[..bytes.len()].copy_from_slice(&bytes);
+                        Ok(bytes.len())
+                    }
+                    None => Err(std::io::ErrorKind::WouldBlock.into()),
+                }
+            }
+        }
+        let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let (now, clock) = manual_clock();
+        let mut conn = client_with_a_one_second_timeout();
+        let mut out = Vec::new();
+        let mut io = Io::new(Queue(Arc::clone(&queue)), &mut out, clock);
+        now.store(20_000_000, Ordering::SeqCst);
+        let until = Some(Timestamp::from_nanos(10_000_000));
+        assert_eq!(io.next_event(&mut conn, until), Err(Stop::Deadline));
+        queue
+            .lock()
+            .unwrap()
+            .push_back(INIT_RESULT.as_bytes().to_vec());
+        let event = io.next_event(&mut conn, None);
+        assert!(matches!(event, Ok(OwnedEvent::Ready { .. })), "{event:?}");
+        // The caller asks, and works on: the reader, idle for over a second, queues its empty
+        // chunk; then the answer comes, and the deadline passes.
+        let asked = Timestamp::from_nanos(now.load(Ordering::SeqCst));
+        let id = conn.request(asked, "tools/list", None).unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        queue
+            .lock()
+            .unwrap()
+            .push_back(tools_answer(id).into_bytes());
+        std::thread::sleep(Duration::from_millis(100)); // (the reader thread has it)
+        now.store(5_000_000_000, Ordering::SeqCst);
+        let event = io.next_event(&mut conn, None);
+        assert!(
+            matches!(event, Ok(OwnedEvent::Response { .. })),
+            "{event:?}"
+        );
     }
 
     /// Input read ahead in several chunks (a reader thread keeps up to [`READ_AHEAD`] of them,
