@@ -329,6 +329,18 @@ fn foreign_host_or_origin_gets_403() {
         json_body(&r)["error"]["message"],
         "Bad Request: more than one Origin header"
     );
+    // Two Content-Types too: a single value, whose first copy passed the check of the body's
+    // type whatever came after it.
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("content-type", "text/plain"),
+    ];
+    let r = send(&mut s, "POST", &headers, INIT);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        json_body(&r)["error"]["message"],
+        "Bad Request: more than one Content-Type header"
+    );
 }
 
 #[test]

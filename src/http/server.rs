@@ -890,13 +890,19 @@ impl HttpServer {
     fn refuse_names_and_origin(&self, known: &Known<'_>) -> Option<HttpResponse> {
         // RFC 9110/9112: a header name is a token, and a request has one Host. (Hosts whose
         // HTTP stack lets these through would act on headers a proxy reads otherwise.)
-        if known.bad_name || known.host_repeated || known.origin_repeated {
+        if known.bad_name
+            || known.host_repeated
+            || known.origin_repeated
+            || known.content_type_repeated
+        {
             let what = if known.bad_name {
                 "Bad Request: invalid header name"
             } else if known.host_repeated {
                 "Bad Request: more than one Host header"
-            } else {
+            } else if known.origin_repeated {
                 "Bad Request: more than one Origin header"
+            } else {
+                "Bad Request: more than one Content-Type header"
             };
             return Some(HttpResponse::rpc_error(
                 400,
@@ -3851,6 +3857,9 @@ struct Known<'a> {
     host_repeated: bool,
     /// `Origin` appears twice: as for `Host` (a proxy may merge or pick another one).
     origin_repeated: bool,
+    /// `Content-Type` appears twice: a single value (RFC 9110), whose first copy the check of
+    /// the body's type would read, and an intermediary perhaps the other.
+    content_type_repeated: bool,
     /// A header's name is not an RFC 9110 token (empty, or with a space, say:
     /// `Content-Length : 5`, which a proxy in front may read as a length).
     bad_name: bool,
@@ -3899,7 +3908,10 @@ impl<'a> Known<'a> {
                 }
                 8 if is(crate::http::NAME_HEADER) => (&mut k.name, true),
                 10 if is(crate::http::METHOD_HEADER) => (&mut k.method, true),
-                12 if is("Content-Type") => (&mut k.content_type, false),
+                12 if is("Content-Type") => {
+                    k.content_type_repeated |= k.content_type.is_some();
+                    (&mut k.content_type, false)
+                }
                 13 if is(crate::http::LAST_EVENT_ID_HEADER) => (&mut k.last_event_id, true),
                 14 if is(crate::http::SESSION_HEADER) => (&mut k.session, true),
                 20 if is(crate::http::VERSION_HEADER) => (&mut k.version, true),
