@@ -1909,11 +1909,13 @@ mod tests {
         unsafe { ptr::write_bytes(buf, 0, len) }
     }
 
-    /// A large complete body lent once is let go with the next response that has none: its
-    /// capacity was kept for the server's life.
-    #[test]
-    fn a_large_lent_body_is_let_go() {
-        // Safety: as in `the_bytes_lent_to_streams_let_go_are_collected`.
+    /// A server with default options and random bytes that are all zero; free it with
+    /// `mcpw_http_server_free`.
+    fn new_server() -> *mut mcpw_http_server {
+        // Safety: every field of the options is a number, a nullable pointer or an `Option`
+        // of a function pointer, for which all zero bits are valid; the names are readable
+        // for their lengths; the out-pointers are writable; the config is freed once, after
+        // the server was made from it.
         unsafe {
             let mut options: mcpw_http_server_options = std::mem::zeroed();
             options.random = Some(zeros);
@@ -1930,6 +1932,17 @@ mod tests {
                 mcpw_result::MCPW_OK
             );
             mcpw_config_free(config);
+            server
+        }
+    }
+
+    /// A large complete body lent once is let go with the next response that has none: its
+    /// capacity was kept for the server's life.
+    #[test]
+    fn a_large_lent_body_is_let_go() {
+        // Safety: the server lives until freed, once, after its last use.
+        unsafe {
+            let server = new_server();
             for body in [Body::Empty, Body::Stream(HttpStreamId(1))] {
                 let big = HttpResponse {
                     status: 200,
@@ -1956,24 +1969,10 @@ mod tests {
     /// map.
     #[test]
     fn the_bytes_lent_to_streams_let_go_are_collected() {
-        // Safety: as above; then the out-pointers are writable, the config and the server
-        // live until freed, once, after their last use.
+        // Safety: the out-pointers are writable; the server lives until freed, once, after
+        // its last use.
         unsafe {
-            let mut options: mcpw_http_server_options = std::mem::zeroed();
-            options.random = Some(zeros);
-            let mut config = ptr::null_mut();
-            let role = crate::config::mcpw_role::MCPW_ROLE_SERVER as u32;
-            let name = c"t".as_ptr();
-            assert_eq!(
-                mcpw_config_new(role, name, 1, name, 1, &mut config),
-                mcpw_result::MCPW_OK
-            );
-            let mut server = ptr::null_mut();
-            assert_eq!(
-                mcpw_http_server_new(config, &options, &mut server),
-                mcpw_result::MCPW_OK
-            );
-            mcpw_config_free(config);
+            let server = new_server();
             let (mut bytes, mut len, mut finished, mut open) = (ptr::null(), 0, false, false);
             let mut poll = |stream| {
                 let rc = mcpw_http_server_poll_stream(
