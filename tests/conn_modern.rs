@@ -183,16 +183,25 @@ fn methods_removed_in_2026_07_28_are_refused() {
         let code = out[0]["error"]["code"].as_i64().unwrap();
         assert!(code == -32601, "{method}: {out:?}");
     }
-    // A removed notification from the client is dropped.
-    let (out, events) = s.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
-    assert!(out.is_empty());
-    assert!(matches!(
-        events[0],
-        Ev::Violation {
-            kind: ViolationKind::NotificationNotAllowed,
-            ..
-        }
-    ));
+    // A removed notification from the client is dropped; so is progress, which only servers
+    // send in 2026-07-28 (it was dropped without a word, where HTTP refused it with 400).
+    for n in [
+        r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+    ] {
+        let (out, events) = s.send(n);
+        assert!(out.is_empty());
+        assert!(
+            matches!(
+                events[..],
+                [Ev::Violation {
+                    kind: ViolationKind::NotificationNotAllowed,
+                    ..
+                }]
+            ),
+            "{n}: {events:?}"
+        );
+    }
 }
 
 #[test]

@@ -741,7 +741,11 @@ impl Core {
                 self.on_initialized(frame, n.method)
             }
             "notifications/cancelled" => self.on_peer_cancel(frame, n.params),
-            "notifications/progress" => self.on_progress(now, frame, n.params, index),
+            // (Unless the version has it only from our side, as 2026-07-28 has it only from
+            // servers: then it is refused below, as over HTTP.)
+            "notifications/progress" if self.incoming_notification_allowed(method) => {
+                self.on_progress(now, frame, n.params, index)
+            }
             "notifications/elicitation/complete"
                 if self.role == Role::Client
                     && self.effective_version() == ProtocolVersion::V2025_11_25 =>
