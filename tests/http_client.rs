@@ -3465,6 +3465,52 @@ fn reopening_the_get_stream_of_a_server_that_is_gone_slows_to_once_per_longest_d
     );
 }
 
+/// A request's stream that a server ends now and then for the client to poll (replaying no
+/// event, as the TypeScript SDK does), or that a proxy cuts, is resumed for as long as each
+/// reconnection lives a while: its count of attempts starts again, as the GET stream's
+/// does. (After five reconnections that all worked, the request failed with `StreamEnded`,
+/// the delay doubling each time.) Reconnections that end at once still use the attempts up.
+#[test]
+fn a_request_stream_that_keeps_reconnecting_is_resumed_while_each_lives() {
+    let (mut c, id, _post, mut get) = Scripted::resuming_after_a_break(1000);
+    let ended = |c: &Scripted| {
+        (c.events.iter()).any(
+            |e| matches!(e, Ev::Failed { request, .. } | Ev::Response { request, .. } if *request == id),
+        )
+    };
+    // (Six rounds: more than the policy's five attempts.)
+    for round in 0..6 {
+        assert_eq!(get.method, "GET", "round {round}");
+        c.sse_head(get.exchange);
+        c.wait(Duration::from_millis(1500));
+        c.client.handle_end(c.now, get.exchange, 0);
+        c.wait(Duration::from_millis(1000));
+        let mut sent = c.sent();
+        assert!(!ended(&c), "round {round}: {:?}", c.events);
+        assert_eq!(sent.len(), 1, "round {round}");
+        get = sent.remove(0);
+    }
+    // Now each reconnection ends as soon as it opens: the attempts run out (within the
+    // request's timeout) and the request fails.
+    let mut gets = vec![get];
+    for _ in 0..40 {
+        for get in gets.drain(..) {
+            c.sse_head(get.exchange);
+            c.client.handle_end(c.now, get.exchange, 0);
+        }
+        c.wait(Duration::from_secs(1));
+        gets = c.sent();
+        if ended(&c) {
+            break;
+        }
+    }
+    assert!(
+        (c.events.iter()).any(|e| matches!(e, Ev::Failed { request, .. } if *request == id)),
+        "{:?}",
+        c.events
+    );
+}
+
 /// A 2026-07-28 client whose `server/discover` was answered: a server with tools.
 fn modern_scripted() -> Scripted {
     let mut c = Scripted::new(modern(client_config()), ReconnectPolicy::default());
