@@ -2450,6 +2450,26 @@ fn whitespace_around_header_values_is_not_part_of_them() {
     assert_eq!(r.status, 200, "{r:?}");
 }
 
+/// An `Mcp-Method` with a control character is refused ("A header value contains invalid
+/// characters"), even when the body's method, escaped, has the same: it was compared and
+/// passed. (No HTTP parser lets one through; a host may hand it over as it is.)
+#[test]
+fn an_mcp_method_with_a_control_character_is_refused() {
+    let mut s = server();
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x/a\u0001b","params":{{{META}}}}}"#);
+    let r = send(&mut s, "POST", &modern_headers("x/a\u{1}b", None), &body);
+    assert_eq!(r.status, 400, "{r:?}");
+    let v = json_body(&r);
+    assert_eq!(v["error"]["code"], -32020, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid character"),
+        "{v}"
+    );
+}
+
 /// An `initialize` that names the stateless era in its `_meta` is a stateless request for a
 /// method that era removed (as on stdio), with the version header or without it: without
 /// it, it opened a session.

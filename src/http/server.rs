@@ -1718,6 +1718,14 @@ impl HttpServer {
                 _ => {}
             }
             match known.method {
+                // ("A header value contains invalid characters": a control character, which
+                // no HTTP parser lets through but a host may hand over, even when the body's
+                // method, escaped, has the same.)
+                Some(m) if m.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) => {
+                    let mut r = mismatch("Mcp-Method: invalid character");
+                    set_id(&mut r, rid);
+                    return r;
+                }
                 Some(m) if m == method => {}
                 Some(_) => {
                     let mut r = mismatch("Mcp-Method does not match the body");
