@@ -100,10 +100,10 @@ pub enum Direction {
 /// Why [`Io::next_event`] returned without an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// The `until` time given to [`Io::next_event`] came, and no event is left ([`Io::run_until`]
-    /// returns it between events too: those left wait for the next call). The input
-    /// that was ready went in and the engine's timers that were due fired (answering a ping,
-    /// say, without an event); call again to go on.
+    /// The `until` time given to [`Io::next_event`] came, and no event is left
+    /// ([`Io::run_until`] returns it between events too: those left wait for the next call).
+    /// The input that was ready went in and the engine's timers that were due fired
+    /// (answering a ping, say, without an event); call again to go on.
     Deadline,
     /// The input ended, every event was handed out and every byte the engine produced was
     /// written (or the output was gone). Standing: every later call returns it again.

@@ -222,8 +222,8 @@ pub struct HttpServerConfig {
     pub keepalive: Option<Duration>,
     /// Decides whether a request's `Host` and `Origin` are acceptable (403 otherwise). The
     /// default, [`loopback_only`], accepts loopback names only (`localhost`, an address of
-    /// 127.0.0.0/8, `[::1]` and a bare `::1`, any port), a missing `Host` or `Origin`, and `Origin: null`
-    /// (what a browser sends from a `file:` page or a sandboxed frame).
+    /// 127.0.0.0/8, `[::1]` and a bare `::1`, any port), a missing `Host` or `Origin`, and
+    /// `Origin: null` (what a browser sends from a `file:` page or a sandboxed frame).
     pub check_origin: OriginCheck,
 }
 
