@@ -1874,11 +1874,11 @@ typedef struct mcpw_http_action {
  */
 typedef struct mcpw_task_config {
     /**
-     * Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-     * a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
-     * `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
-     * `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its whole
-     * TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
+     * Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end a
+     * client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
+     * `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create`
+     * fails with `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its
+     * whole TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
      */
     size_t max_tasks;
     /**
@@ -3035,13 +3035,13 @@ enum mcpw_result mcpw_http_server_close_stream_for_polling(struct mcpw_http_serv
  * `mcpw_http_server_declare_tools` returned `MCPW_ERR_CONFIG_REFUSED` for the same tools, to
  * log or show what to fix, or before declaring them, as a check. It changes nothing.
  *
- * Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}`
- * (the reason is English text), or `[]` when every tool would be accepted. The length in
- * bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
- * `capacity`, followed by a NUL when there is room: otherwise call again with room for
- * `*out_len + 1` bytes. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
- * `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list. `[]` after a refusal means the refusal had another cause (the config is
- * not a server's).
+ * Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}` (the reason
+ * is English text), or `[]` when every tool would be accepted. The length in bytes goes to
+ * `*out_len`; the text is written to `out_text` only when it fits in `capacity`, followed by a NUL
+ * when there is room: otherwise call again with room for `*out_len + 1` bytes.
+ * `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not a
+ * tools list. `[]` after a refusal means the refusal had another cause (the config is not a
+ * server's).
  *
  * # Safety
  * `tools` points to `tools_len` readable bytes (or is NULL with length 0); `out_text` points
@@ -3819,16 +3819,16 @@ enum mcpw_result mcpw_tasks_poll_result(struct mcpw_tasks *tasks,
                                         struct mcpw_task_result *out_result);
 
 /**
- * 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on
- * `conn` (the connection of its `owner`), then forgets it: calling again, or with nothing
- * polled, is `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that
- * did not declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
- * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
- * answer is kept, so another connection may be tried; the next poll replaces it, except
- * after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
- * output is drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`),
- * and its task then counts as not fetched: it is kept for the client's retry within its TTL.
- * Drain the connection afterwards as after any command.
+ * 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on `conn`
+ * (the connection of its `owner`), then forgets it: calling again, or with nothing polled, is
+ * `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that did not
+ * declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
+ * (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the answer
+ * is kept, so another connection may be tried; the next poll replaces it, except after
+ * `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the output is
+ * drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`), and its task
+ * then counts as not fetched: it is kept for the client's retry within its TTL. Drain the
+ * connection afterwards as after any command.
  *
  * # Safety
  * `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.

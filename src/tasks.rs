@@ -160,12 +160,12 @@ impl TaskStatus {
 /// [`TaskConfig::default`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
-    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-    /// a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
-    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails with
-    /// [`TaskError::Full`] (answer the request without a task, or with an error). A completed
-    /// or failed task nobody fetched stays for its whole TTL, as its handle promised (without
-    /// a [`ttl`](Self::ttl), any terminal task may make room). Default 1024.
+    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end a
+    /// client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
+    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, [`Tasks::create`] fails
+    /// with [`TaskError::Full`] (answer the request without a task, or with an error). A completed
+    /// or failed task nobody fetched stays for its whole TTL, as its handle promised (without a
+    /// [`ttl`](Self::ttl), any terminal task may make room). Default 1024.
     pub max_tasks: usize,
     /// Tasks one requestor may hold at once (terminal ones included, until they expire or are
     /// dropped), so that one session cannot take every slot of [`max_tasks`](Self::max_tasks)

@@ -1202,13 +1202,13 @@ fn tools_list(tools: &[u8]) -> Result<mcpwire::jsonrpc::RawJson<'_>, mcpw_result
 /// `mcpw_http_server_declare_tools` returned `MCPW_ERR_CONFIG_REFUSED` for the same tools, to
 /// log or show what to fix, or before declaring them, as a check. It changes nothing.
 ///
-/// Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}`
-/// (the reason is English text), or `[]` when every tool would be accepted. The length in
-/// bytes goes to `*out_len`; the text is written to `out_text` only when it fits in
-/// `capacity`, followed by a NUL when there is room: otherwise call again with room for
-/// `*out_len + 1` bytes. `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or
-/// `MCPW_ERR_JSON_WRONG_TYPE` for what is not a tools list. `[]` after a refusal means the refusal had another cause (the config is
-/// not a server's).
+/// Writes a JSON array with one object per refused tool, `{"name": ..., "reason": ...}` (the reason
+/// is English text), or `[]` when every tool would be accepted. The length in bytes goes to
+/// `*out_len`; the text is written to `out_text` only when it fits in `capacity`, followed by a NUL
+/// when there is room: otherwise call again with room for `*out_len + 1` bytes.
+/// `MCPW_ERR_INVALID_UTF8`, `MCPW_ERR_INVALID_JSON` or `MCPW_ERR_JSON_WRONG_TYPE` for what is not a
+/// tools list. `[]` after a refusal means the refusal had another cause (the config is not a
+/// server's).
 ///
 /// # Safety
 /// `tools` points to `tools_len` readable bytes (or is NULL with length 0); `out_text` points

@@ -42,11 +42,11 @@ fn millis(d: Duration) -> u64 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct mcpw_task_config {
-    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end
-    /// a client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
-    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create` fails with
-    /// `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its whole
-    /// TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
+    /// Tasks kept at once. At the cap, creating a task drops the oldest terminal one whose end a
+    /// client was given (2026-07-28: its `tasks/get` of the ended task; 2025-11-25: its
+    /// `tasks/result` or `tasks/cancel`), or that was cancelled; with none, `mcpw_tasks_create`
+    /// fails with `MCPW_ERR_TASKS_FULL`: a completed or failed task nobody fetched stays for its
+    /// whole TTL (with `ttl_ms` 0, any terminal task may make room). At least 1; default 1024.
     pub max_tasks: usize,
     /// How long a task lives from its creation, in milliseconds (the `ttlMs` clients see);
     /// 0 for no limit (then only `max_tasks` bounds the table). Default one hour. Above
@@ -1044,16 +1044,16 @@ pub unsafe extern "C" fn mcpw_tasks_poll_result(
     unsafe { with_mut(tasks, body) }
 }
 
-/// 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on
-/// `conn` (the connection of its `owner`), then forgets it: calling again, or with nothing
-/// polled, is `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that
-/// did not declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
-/// (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the
-/// answer is kept, so another connection may be tried; the next poll replaces it, except
-/// after `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the
-/// output is drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`),
-/// and its task then counts as not fetched: it is kept for the client's retry within its TTL.
-/// Drain the connection afterwards as after any command.
+/// 2025-11-25: writes the answer `mcpw_tasks_poll_result` returned last to its request on `conn`
+/// (the connection of its `owner`), then forgets it: calling again, or with nothing polled, is
+/// `MCPW_ERR_UNKNOWN_REQUEST`. An error `conn` cannot carry (-32042 to a client that did not
+/// declare URL elicitation) goes out as -32603 with its message. When the connection refuses it
+/// (`MCPW_ERR_UNKNOWN_REQUEST` for a request not in flight there, `MCPW_ERR_CLOSED`, …) the answer
+/// is kept, so another connection may be tried; the next poll replaces it, except after
+/// `MCPW_ERR_OUTPUT_FULL`: then the next poll returns it again, for a write once the output is
+/// drained. A `tasks/result` the client cancelled meanwhile gets nothing (`MCPW_OK`), and its task
+/// then counts as not fetched: it is kept for the client's retry within its TTL. Drain the
+/// connection afterwards as after any command.
 ///
 /// # Safety
 /// `tasks` is NULL or a live task table; `conn` is NULL or a live connection handle.
