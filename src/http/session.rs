@@ -154,6 +154,13 @@ struct Exchange {
 }
 
 impl Exchange {
+    /// Whether it waits for something in its response: answers to requests of ours, or the
+    /// server's messages on the session's GET stream. The others (a notification, an answer
+    /// of ours, the DELETE) take a short text at most, whatever the response's type.
+    fn waits(&self) -> bool {
+        self.asked || self.standalone
+    }
+
     /// The bytes of its response it holds unfinished: a JSON body not yet ended, or an SSE
     /// event not yet complete (see [`HELD_BODY_FRAMES`]).
     fn held_unfinished(&self) -> usize {
@@ -1018,7 +1025,7 @@ impl HttpClient {
             // event stream as any other body, cut to a short text: the spec has 202 for it,
             // and a server streaming there made the client hold a frame per exchange, with
             // no answer it could bring.
-            200 if sse && (ex.asked || ex.standalone) => {
+            200 if sse && ex.waits() => {
                 ex.opened_at = Some(now);
                 ex.reader.reconnected();
                 Reading::Sse
@@ -1063,7 +1070,7 @@ impl HttpClient {
         // An exchange that waits for nothing (a notification, an answer of ours, the DELETE)
         // has no use for a body beyond a short text: up to 64 of them run at once, and a
         // server streaming junk into each must not make the client hold 64 frames.
-        let waits = ex.asked || ex.standalone;
+        let waits = ex.waits();
         let max_body = if waits { max_frame } else { FAILURE_TEXT_MAX };
         // A JSON body past a small size must fit with the other answers being read (an SSE
         // stream is looked at once its complete events are out: see `over_held_budget`).
