@@ -235,6 +235,18 @@ fn every_target_has_a_fuzz_binary() {
             path.display()
         );
     }
+    // And the other way: a target file left out of TARGETS would go unreplayed.
+    for path in files_in(&fuzz_dir().join("fuzz_targets")) {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        assert!(
+            TARGETS.iter().any(|(name, _)| *name == stem),
+            "{} is not in tests/fuzz_logic TARGETS",
+            path.display()
+        );
+    }
 }
 
 // ---- Seeds --------------------------------------------------------------------------------

@@ -454,7 +454,7 @@ func TestServeFeedsAnAnswerReadBeforeItsDeadlineFiresWhileTheOutputIsFull(t *tes
 		done <- Serve(context.Background(), conn, inR, w, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 			switch ev := ev.(type) {
 			case *ReadyEvent:
-				id, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: 300 * time.Millisecond})
+				id, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: time.Second})
 				if err != nil {
 					t.Error(err)
 				}
@@ -472,7 +472,7 @@ func TestServeFeedsAnAnswerReadBeforeItsDeadlineFiresWhileTheOutputIsFull(t *tes
 	id := <-pinged
 	time.Sleep(100 * time.Millisecond) // the answer to 1 waits in Write by now
 	go io.WriteString(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`+"\n", id))
-	time.Sleep(500 * time.Millisecond) // past the ping's deadline
+	time.Sleep(1500 * time.Millisecond) // past the ping's deadline (slack for a loaded machine)
 	close(w.release)
 	select {
 	case got := <-outcome:
@@ -518,14 +518,14 @@ func TestServeTakesAnAnswerThatArrivedWhileAHandlerHeldItPastTheDeadline(t *test
 		done <- Serve(context.Background(), conn, inR, outW, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
 			switch ev := ev.(type) {
 			case *ReadyEvent:
-				if _, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: 300 * time.Millisecond}); err != nil {
+				if _, err := c.Request(now, "ping", nil, &RequestOptions{Timeout: time.Second}); err != nil {
 					t.Error(err)
 				}
 			case *RequestEvent:
 				// Slow work on Serve's goroutine, past the ping's deadline; the answer
 				// reaches the pipe meanwhile.
 				close(busy)
-				time.Sleep(600 * time.Millisecond)
+				time.Sleep(1500 * time.Millisecond)
 				_ = c.Respond(ev.ID, json.RawMessage(`{"tools":[]}`))
 			case *ResponseEvent:
 				outcome <- "answered"

@@ -52,7 +52,9 @@ func TestModernEra(t *testing.T) {
 	}
 	sent, err := p.server.Log(req.ID, LogInfo, "test", json.RawMessage(`"working"`))
 	mustOK(t, err)
-	t.Logf("log at info sent: %v (the request asked for no level)", sent)
+	if sent {
+		t.Fatal("a log went out about a request that asked for no level")
+	}
 	mustOK(t, p.server.Respond(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"x"}]}`)))
 	p.drive()
 	var resp *ResponseEvent
@@ -63,6 +65,34 @@ func TestModernEra(t *testing.T) {
 	}
 	if resp == nil || resp.Request != id {
 		t.Fatalf("events %s", dump(p.clientEvents))
+	}
+	for _, ev := range p.clientEvents {
+		if n, ok := ev.(*NotificationEvent); ok && n.Method == "notifications/message" {
+			t.Fatalf("the log reached the client: %s", dump(p.clientEvents))
+		}
+	}
+	// A request that asks for debug gets an info message, and its client sees it.
+	p.clientEvents = nil
+	_, err = p.client.Request(p.now, "tools/call", json.RawMessage(
+		`{"name":"echo","arguments":{"text":"y"},"_meta":{"io.modelcontextprotocol/logLevel":"debug"}}`), nil)
+	mustOK(t, err)
+	p.drive()
+	req = p.takeServer().(*RequestEvent)
+	sent, err = p.server.Log(req.ID, LogInfo, "test", json.RawMessage(`"working"`))
+	mustOK(t, err)
+	if !sent {
+		t.Fatal("no log about a request that asked for debug")
+	}
+	mustOK(t, p.server.Respond(req.ID, json.RawMessage(`{"content":[]}`)))
+	p.drive()
+	logged := false
+	for _, ev := range p.clientEvents {
+		if n, ok := ev.(*NotificationEvent); ok && n.Method == "notifications/message" {
+			logged = strings.Contains(string(n.Params), `"working"`)
+		}
+	}
+	if !logged {
+		t.Fatalf("the log did not reach the client: %s", dump(p.clientEvents))
 	}
 }
 

@@ -881,7 +881,7 @@ fn the_two_forgets_delete_only_their_own_keys() {
 fn sessions_and_events_expire_after_the_ttl_unless_touched() {
     let redis = RedisServer::start();
     let short = RedisOptions {
-        ttl: Duration::from_millis(400),
+        ttl: Duration::from_millis(1000),
         ..options()
     };
     let (mut events, mut sessions) = (events(&redis, short.clone()), sessions(&redis, short));
@@ -889,22 +889,23 @@ fn sessions_and_events_expire_after_the_ttl_unless_touched() {
     sessions.create("busy", "init").unwrap();
     sessions.create("loaded", "init").unwrap();
     events.append("idle", HttpStreamId(1), 1, b"e");
+    // (Touched every 400 ms against a TTL of a second: a stall of 600 ms is tolerated.)
     for _ in 0..3 {
-        sleep(Duration::from_millis(150));
+        sleep(Duration::from_millis(400));
         assert!(sessions.touch("busy"));
         assert!(
             sessions.load("loaded").unwrap().is_some(),
             "load counts as a touch"
         );
     }
-    // 450 ms later (sleeps only overshoot): the idle session and its events are gone, the
+    // 1,200 ms later (sleeps only overshoot): the idle session and its events are gone, the
     // touched ones are not.
     assert!(!sessions.touch("idle"));
     assert_eq!(sessions.load("idle").unwrap(), None);
     assert!(replay(&mut events, "idle", 1, 0).is_empty());
     assert!(sessions.touch("busy"));
     assert_eq!(redis.keys(), vec!["mcpw:s:busy", "mcpw:s:loaded"]);
-    sleep(Duration::from_millis(500));
+    sleep(Duration::from_millis(1100));
     assert!(redis.keys().is_empty());
 }
 
@@ -1175,7 +1176,8 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
     assert!(sessions.load("s").is_err());
     events.append("s", HttpStreamId(1), 1, b"data: x\n\n");
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(100), "{took:?}");
+    // (Waiting out the timeout even once would take a second.)
+    assert!(took < Duration::from_millis(500), "{took:?}");
     assert_eq!(sessions.health().errors(), 22, "each counts");
     assert_eq!(events.health().errors(), 1);
     let last = sessions.health().last_error().unwrap_or_default();
@@ -1544,9 +1546,9 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
         assert!(sessions.touch("s"), "touch fails open");
         assert_eq!(sessions.load("s"), Err(StoreUnavailable));
         let took = started.elapsed();
+        // (Waiting the timeout per reply would take seven times it for the append.)
         assert!(
-            appended < timeout + Duration::from_millis(100)
-                && took < 3 * timeout + Duration::from_millis(200),
+            appended < 2 * timeout && took < 3 * timeout + Duration::from_millis(600),
             "round {round}: the append took {appended:?}, the three calls {took:?}"
         );
     }

@@ -37,11 +37,12 @@ async fn two_thousand_idle_connections_use_few_threads_and_are_closed_by_the_tim
     let opened = Instant::now();
     // Let the server accept them all.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // The harness's threads, the tests' runtimes (two workers each): a thread per
-    // connection would be 2,000 more.
+    // The harness's threads (one per core running a test) and the tests' runtimes (two
+    // workers each, plus blocking threads): a bound that holds on a machine with many cores,
+    // where a thread per connection would be 2,000 more.
     let threads = proc_status("Threads");
     assert!(
-        threads <= 16,
+        threads <= 128,
         "{threads} threads with 2000 connections open"
     );
     // Every one is closed by the server (EOF or reset) once the header timeout passes.
@@ -59,7 +60,7 @@ async fn two_thousand_idle_connections_use_few_threads_and_are_closed_by_the_tim
     assert_eq!(closed, 2000);
     let took = opened.elapsed();
     assert!(took < Duration::from_secs(4), "closing took {took:?}");
-    assert!(proc_status("Threads") <= 16);
+    assert!(proc_status("Threads") <= 128);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
