@@ -1680,6 +1680,112 @@ fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
 }
 
 #[test]
+fn tasks_results_that_end_unanswered_do_not_keep_the_token_past_the_answer_that_ends_it() {
+    // "Progress notifications for tasks MUST stop after the task reaches a terminal status":
+    // each side watched at most 16 tasks/result requests per task and kept those that were
+    // cancelled, so after 16 of them the one that was answered no longer ended the token.
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let options = mcpwire::conn::RequestOptions {
+        progress: true,
+        ..Default::default()
+    };
+    let (call, call_id) = task_call(&mut p, options);
+    let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+    p.server
+        .respond_task(call_id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+        .unwrap();
+    p.step();
+    assert!(
+        matches!(&p.take_client_events()[..], [Ev::TaskCreated { request, .. }] if *request == call)
+    );
+    for _ in 0..20 {
+        let asked = p
+            .client
+            .request(
+                p.now,
+                "tasks/result",
+                Some(raw(&json!({ "taskId": task }).to_string())),
+            )
+            .unwrap();
+        p.step();
+        p.client.cancel(p.now, asked, Some("gave up")).unwrap();
+        p.step();
+        let evs = p.take_server_events();
+        assert!(
+            matches!(&evs[..], [Ev::Request { .. }, Ev::PeerCancelled { .. }]),
+            "{evs:?}"
+        );
+    }
+    // Still running: progress goes on.
+    p.server
+        .progress(call_id.as_id(), 10.0, None, None)
+        .unwrap();
+    p.step();
+    assert!(
+        matches!(&p.take_client_events()[..], [Ev::Progress { request, .. }] if *request == call)
+    );
+    tasks
+        .complete(p.now, &task, raw(r#"{"content":[]}"#))
+        .unwrap();
+    let (_, evs) = legacy_round(
+        &mut p,
+        &mut tasks,
+        1,
+        "tasks/result",
+        json!({ "taskId": task }),
+    );
+    assert!(matches!(&evs[..], [Ev::Response { .. }]), "{evs:?}");
+    assert_eq!(
+        p.server.progress(call_id.as_id(), 20.0, None, None),
+        Err(Error::UnknownRequest),
+        "the server forgot the token"
+    );
+    let dropped = p.client.stats().dropped_progress;
+    let mcpwire::jsonrpc::OwnedId::Int(token) = call_id else {
+        panic!()
+    };
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":30}}}}"#
+    );
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    assert_eq!(drain(&mut p.client), vec![], "the client forgot it too");
+    assert_eq!(p.client.stats().dropped_progress, dropped + 1);
+}
+
+#[test]
+fn task_progress_tokens_kept_past_their_handles_are_bounded_in_bytes() {
+    // The peer's tokens are as long as its frames allow: kept past the request, they are held
+    // to a megabyte in all, the oldest task's forgotten first.
+    let mut tasks = Tasks::new(TaskConfig::default(), T0, WALL);
+    let mut p = legacy_pair();
+    let long = |c: char| c.to_string().repeat(600 << 10);
+    let mut calls = Vec::new();
+    for (n, c) in [(101, 'a'), (102, 'b')] {
+        let line = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "slow", "task": {"ttl": 60000}, "_meta": {"progressToken": long(c)}}});
+        p.server.handle_input(p.now, format!("{line}\n").as_bytes());
+        let evs = drain(&mut p.server);
+        let Some(Ev::Request { id, .. }) = evs.into_iter().next() else {
+            panic!("no request")
+        };
+        let task = tasks.create_legacy(p.now, &mut ids(), 1).unwrap();
+        p.server
+            .respond_task(id.as_id(), raw(&tasks.create_result(&task).unwrap()))
+            .unwrap();
+        calls.push(id);
+    }
+    assert_eq!(
+        p.server.progress(calls[0].as_id(), 1.0, None, None),
+        Err(Error::UnknownRequest),
+        "the older task's token was forgotten"
+    );
+    p.server
+        .progress(calls[1].as_id(), 1.0, None, None)
+        .unwrap();
+}
+
+#[test]
 fn a_2025_11_25_tool_result_with_is_error_fails_the_task_and_is_its_result() {
     // 2025-11-25: "failed: ... this includes cases where the tool call result has isError set
     // to true", and tasks/result "MUST return exactly what the underlying request would have

@@ -33,8 +33,9 @@
 //!    continue to be used for progress notifications throughout the task's lifetime"): on
 //!    both sides it stays with the task ([`TaskTokens`]) until the answer to a `tasks/result`
 //!    or `tasks/cancel` for the task crosses (either means the task is terminal), at most
-//!    `Limits::max_inbound_in_flight` tasks (the oldest goes first) (`on_response`,
-//!    `on_progress`; outbound.rs `progress`).
+//!    `Limits::max_inbound_in_flight` tasks and 1 MiB of their ids and tokens (the oldest
+//!    goes first) (`on_response`, `on_progress`; outbound.rs `progress`). Such requests that
+//!    end unanswered (cancelled, timed out) are no longer watched ([`TaskTokens::watch`]).
 //! 9. (2025-11-25) A task-augmented request of ours that ends before its task handle comes
 //!    (timeout, cancellation, close) gets no `notifications/cancelled` ("the `tasks/cancel`
 //!    request MUST be used instead", and there is no task id yet). If the handle still comes,
@@ -46,7 +47,9 @@ use std::time::Duration;
 
 use super::event::{Stored, TransportFailure};
 use super::stateless::Classified;
-use super::tables::{BoundedSet, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers};
+use super::tables::{
+    BoundedSet, HeapBytes, Pending, PendingKind, RetryBase, SeqMap, TimerKey, Timers,
+};
 use super::time::Timestamp;
 use super::{CloseReason, Core, ProgressPolicy, RequestId, StreamId, ViolationKind};
 use crate::jsonrpc::{self, Id, OwnedId, ParamsIndex, RawJson};
@@ -77,61 +80,113 @@ pub(super) struct TaskToken {
 #[derive(Default)]
 pub(super) struct TaskTokens {
     // One pointer inline rather than a deque's four words.
-    #[allow(clippy::box_collection)]
-    entries: Option<Box<std::collections::VecDeque<TaskToken>>>,
+    entries: Option<Box<KeptTasks>>,
+}
+
+#[derive(Default)]
+struct KeptTasks {
+    list: std::collections::VecDeque<TaskToken>,
+    /// What the entries' ids and tokens hold on the heap, at most [`TaskTokens::MAX_BYTES`]
+    /// (or one entry's weight past it): the peer's ids, tokens and task ids are as long as
+    /// its frames allow, and outlive the requests that brought them.
+    bytes: usize,
+}
+
+impl TaskToken {
+    /// What it holds on the heap, but for `ends` (bounded by [`TaskTokens::MAX_END_ID`]).
+    fn weight(&self) -> usize {
+        self.task.len() + self.request.heap_bytes() + self.token.heap_bytes()
+    }
 }
 
 impl TaskTokens {
-    /// Keeps `entry`, dropping the oldest beyond `cap`.
+    /// The most the kept tasks' ids and tokens may hold on the heap.
+    const MAX_BYTES: usize = 1 << 20;
+    /// The most `tasks/result` or `tasks/cancel` requests watched per task (rule 8).
+    const MAX_ENDS: usize = 16;
+    /// A longer id of a `tasks/result` or `tasks/cancel` request is not watched: its task's
+    /// token then lives until the task is forgotten as the oldest, which only such a peer's
+    /// own tasks pay for.
+    const MAX_END_ID: usize = 1024;
+
+    /// Keeps `entry`, dropping the oldest beyond `cap` entries or [`Self::MAX_BYTES`].
     pub(super) fn add(&mut self, entry: TaskToken, cap: usize) {
-        let entries = self.entries.get_or_insert_default();
-        while entries.len() >= cap.max(1) {
-            entries.pop_front();
+        let kept = self.entries.get_or_insert_default();
+        let w = entry.weight();
+        while (kept.list.len() >= cap.max(1) || kept.bytes + w > Self::MAX_BYTES)
+            && let Some(old) = kept.list.pop_front()
+        {
+            kept.bytes -= old.weight();
         }
-        entries.push_back(entry);
+        kept.bytes += w;
+        kept.list.push_back(entry);
     }
 
     /// The task created by `request`, ours (`ours`) or the peer's.
     pub(super) fn by_request(&mut self, request: &OwnedId, ours: bool) -> Option<&mut TaskToken> {
         (self.entries.as_mut()?)
+            .list
             .iter_mut()
             .find(|e| e.ours == ours && e.request == *request)
+    }
+
+    /// Forgets the entries `gone` names.
+    fn forget(&mut self, gone: impl Fn(&TaskToken) -> bool) {
+        if let Some(kept) = self.entries.as_mut()
+            && !kept.list.is_empty()
+        {
+            let mut bytes = kept.bytes;
+            kept.list.retain(|e| {
+                let drop = gone(e);
+                if drop {
+                    bytes -= e.weight();
+                }
+                !drop
+            });
+            kept.bytes = bytes;
+        }
     }
 
     /// Forgets the task of `ours` (see [`TaskToken::ours`]) that keeps progress token `token`,
     /// if one does.
     pub(super) fn release(&mut self, token: &OwnedId, ours: bool) {
-        if let Some(entries) = self.entries.as_mut()
-            && !entries.is_empty()
-        {
-            entries.retain(|e| e.ours != ours || e.token != *token);
-        }
+        self.forget(|e| e.ours == ours && e.token == *token);
     }
 
     /// Notes request `id` (`method` with `params`) if it is a `tasks/result` or `tasks/cancel`
     /// about a task we keep: its answer ends the task's token. `ours`: the request is ours,
     /// about a task the peer runs for a request of ours; else the peer's, about one we run.
-    /// Costs a request nothing more (no owned id) while no task is kept.
+    /// `live` says whether an earlier such request is still in flight: one that ended
+    /// unanswered (cancelled by the peer, timed out, failed) is no longer watched, so that
+    /// the requests that did so never fill the task's list. Costs a request nothing more (no
+    /// owned id) while no task is kept.
     pub(super) fn watch(
         &mut self,
         method: &str,
         params: Option<RawJson<'_>>,
         id: Id<'_>,
         ours: bool,
+        live: impl Fn(&OwnedId) -> bool,
     ) {
-        let Some(entries) = self.entries.as_mut() else {
+        let Some(kept) = self.entries.as_mut() else {
             return;
         };
-        if entries.is_empty() || !matches!(method, "tasks/result" | "tasks/cancel") {
+        if kept.list.is_empty() || !matches!(method, "tasks/result" | "tasks/cancel") {
             return;
         }
         let task = params.and_then(|p| p.unique_str("taskId"));
+        let long = matches!(id, Id::Str(s) if s.raw().len() > Self::MAX_END_ID);
         if let Some(task) = task
-            && let Some(e) = entries
+            && !long
+            && let Some(e) = kept
+                .list
                 .iter_mut()
                 .find(|e| e.ours == ours && task.eq_str(&e.task))
-            && e.ends.len() < 16
         {
+            e.ends.retain(|end| live(end));
+            if e.ends.len() >= Self::MAX_ENDS {
+                e.ends.remove(0);
+            }
             e.ends.push(OwnedId::from(id));
         }
     }
@@ -139,11 +194,7 @@ impl TaskTokens {
     /// The answer to request `id` (ours when `ours`, else the peer's) crossed: a task it was
     /// about is terminal.
     pub(super) fn answered(&mut self, id: &OwnedId, ours: bool) {
-        if let Some(entries) = self.entries.as_mut()
-            && !entries.is_empty()
-        {
-            entries.retain(|e| e.ours != ours || !e.ends.contains(id));
-        }
+        self.forget(|e| e.ours == ours && e.ends.contains(id));
     }
 }
 

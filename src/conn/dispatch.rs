@@ -634,7 +634,9 @@ impl Core {
         let engine_listen = listen.as_ref().is_some_and(|l| !l.pending);
         if modern.is_none() {
             // A tasks/result or tasks/cancel whose answer will end a task's progress token.
-            self.task_tokens.watch(method, r.params, r.id, false);
+            let inbound = &self.dispatch.inbound;
+            let live = |end: &OwnedId| inbound.contains_key(end);
+            self.task_tokens.watch(method, r.params, r.id, false, live);
         }
         self.dispatch.inbound.insert(
             OwnedId::from(r.id),

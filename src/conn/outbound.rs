@@ -373,7 +373,10 @@ impl Core {
             p.stream = stream;
         }
         if tasks_apply {
-            self.task_tokens.watch(method, params, Id::Int(id), true);
+            let pending = &self.corr.pending;
+            let live = |end: &OwnedId| matches!(end, OwnedId::Int(n) if pending.get(n).is_some());
+            self.task_tokens
+                .watch(method, params, Id::Int(id), true, live);
         }
         Ok(RequestId(id))
     }
