@@ -5607,6 +5607,22 @@ fn a_last_event_id_of_stream_0_is_unknown_on_every_replica() {
     }
 }
 
+#[test]
+fn an_empty_last_event_id_opens_the_get_stream_as_if_it_were_absent() {
+    // An empty last event ID is the SSE standard's "none"; it got 400 "unknown Last-Event-ID".
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let r = send(
+        &mut s,
+        "GET",
+        &[("Mcp-Session-Id", &sid), ("Last-Event-ID", "")],
+        "",
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
+}
+
 /// The default event store, whose `append` panics while `bad` is set: host code with a bug,
 /// for the paths on which the server calls the store after it made or changed a stream.
 #[derive(Clone)]

@@ -1834,7 +1834,9 @@ impl HttpServer {
         self.touch(key, now);
         let mut sse_headers = sse_headers();
         sse_headers.push(no_proxy_buffering());
-        if let Some(last) = known.last_event_id {
+        // (An empty one names no event: the SSE standard's "no last event ID", which some
+        // clients send whenever the header's variable exists.)
+        if let Some(last) = known.last_event_id.filter(|v| !v.is_empty()) {
             // Resume: "<stream>-<event>", or "g<stream>-<event>" for a GET stream; replay that
             // stream's later events only.
             let (listen, last) = match last.strip_prefix(LISTEN_MARK) {
