@@ -5623,6 +5623,32 @@ fn an_empty_last_event_id_opens_the_get_stream_as_if_it_were_absent() {
     assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
 }
 
+#[test]
+fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
+    // A GET stream never becomes a JSON body: its messages go to the store as they come.
+    // They waited (held three times over) until the host's first poll, so a client that came
+    // back on another replica before then found nothing to replay.
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let get = get_stream(
+        &mut a,
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+    );
+    let key = a.connections()[0];
+    a.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    a.pump();
+    let resumed = resumed_stream(&mut b, &sid, &format!("g{}-0", get.0));
+    let (msgs, _) = read_stream(&mut b, resumed, &mut StreamReader::new());
+    assert_eq!(
+        msgs,
+        vec![json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})]
+    );
+}
+
 /// The default event store, whose `append` panics while `bad` is set: host code with a bug,
 /// for the paths on which the server calls the store after it made or changed a stream.
 #[derive(Clone)]

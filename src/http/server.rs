@@ -816,7 +816,9 @@ impl HttpServer {
                 first_answers: false,
                 rendered: 0,
                 unrendered: 0,
-                record: true,
+                // A GET stream never becomes a JSON body: its events are stored and written
+                // as they come, not held three times until its host first drains it.
+                record: !standalone,
                 unstored: Vec::new(),
                 ids_shown: false,
                 detached: false,
