@@ -46,11 +46,13 @@ impl std::error::Error for StoreUnavailable {}
 ///   session ended, expired or was evicted, or its server was dropped without a shared
 ///   [`SessionStore`]: the server forgets each live session then).
 ///
-/// Event numbers are unique per session and increase per stream, in the order each stream's
-/// events are appended; across a session's streams a later number may be appended before
-/// an earlier one (each stream stores its events once the host first drains it). Stream ids
-/// are unique per server (a shared store serving several replicas needs each replica to
-/// draw stream ids from its own range).
+/// Event numbers increase per stream, in the order each stream's events are appended; across
+/// a session's streams a later number may be appended before an earlier one (a request's
+/// stream stores its events once the host first drains it). Numbers are not unique per
+/// session: a session restored from a shared [`SessionStore`] (on another replica, or on
+/// this one after it left memory) numbers its events from 1 again, on streams of its own.
+/// Key events by session, stream and number. Stream ids are unique per server (a shared
+/// store serving several replicas needs each replica to draw stream ids from its own range).
 pub trait EventStore: Send {
     /// Stores one SSE event (`bytes`, complete with its `id:` line) of `session`'s `stream`.
     fn append(&mut self, session: &str, stream: HttpStreamId, event: u64, bytes: &[u8]);
@@ -127,9 +129,10 @@ pub struct MemoryEventStore {
     /// The session of each `Kept` (by its `seq`), for the eviction of the oldest event.
     names: HashMap<u64, String>,
     next_seq: u64,
-    /// (session `seq`, event number) in the order of their appends: the global age of every
-    /// event, and some entries whose event already went (skipped, and compacted away).
-    order: VecDeque<(u64, u64)>,
+    /// (session `seq`, stream, event number) in the order of their appends: the global age
+    /// of every event, and some entries whose event already went (skipped, and compacted
+    /// away). (The stream too: a restored session numbers its events from 1 again.)
+    order: VecDeque<(u64, HttpStreamId, u64)>,
     /// Events and bytes stored, over all sessions.
     count: usize,
     bytes: usize,
@@ -195,10 +198,10 @@ impl MemoryEventStore {
     }
 
     /// Drops the oldest event of all, unless it is the newest (`newest`: session `seq`,
-    /// event); false when nothing was dropped.
-    fn drop_oldest(&mut self, newest: (u64, u64)) -> bool {
-        while let Some(&(seq, event)) = self.order.front() {
-            if (seq, event) == newest {
+    /// stream, event); false when nothing was dropped.
+    fn drop_oldest(&mut self, newest: (u64, HttpStreamId, u64)) -> bool {
+        while let Some(&(seq, stream, event)) = self.order.front() {
+            if (seq, stream, event) == newest {
                 return false;
             }
             self.order.pop_front();
@@ -208,7 +211,11 @@ impl MemoryEventStore {
             let Some(kept) = self.sessions.get_mut(name.as_str()) else {
                 continue;
             };
-            if kept.events.front().is_none_or(|e| e.0 != event) {
+            if kept
+                .events
+                .front()
+                .is_none_or(|e| (e.0, e.1) != (event, stream))
+            {
                 continue; // it went with its session's own bounds
             }
             if let Some((_, _, old)) = kept.events.pop_front() {
@@ -236,7 +243,7 @@ impl MemoryEventStore {
     fn compact(&mut self) {
         let mut left: HashMap<u64, usize> = HashMap::new();
         let mut live = VecDeque::with_capacity(self.count);
-        for &(seq, event) in self.order.iter().rev() {
+        for &(seq, stream, event) in self.order.iter().rev() {
             let n = left.entry(seq).or_insert_with(|| {
                 (self.names.get(&seq))
                     .and_then(|name| self.sessions.get(name.as_str()))
@@ -244,7 +251,7 @@ impl MemoryEventStore {
             });
             if *n > 0 {
                 *n -= 1;
-                live.push_front((seq, event));
+                live.push_front((seq, stream, event));
             }
         }
         self.order = live;
@@ -288,8 +295,8 @@ impl EventStore for MemoryEventStore {
                 self.count -= 1;
             }
         }
-        self.order.push_back((seq, event));
-        while self.bytes > self.total_bytes && self.drop_oldest((seq, event)) {}
+        self.order.push_back((seq, stream, event));
+        while self.bytes > self.total_bytes && self.drop_oldest((seq, stream, event)) {}
         // Entries whose event went by other ways are compacted once they are half the list.
         if self.order.len() > 2 * self.count + 64 {
             self.compact();
@@ -334,6 +341,26 @@ mod tests {
     /// one. The bound over all sessions still holds: the entries of such events were taken
     /// for gone when the age list was compacted (by number: 7 stored, so 6 "went"), and
     /// event 6 was then never counted out (1,050 bytes held against a bound of 1,000).
+    /// A session restored from a shared session store numbers its events from 1 again, on
+    /// streams of its own: an older event with the newest's number was taken for the newest,
+    /// and the total bound was let go.
+    #[test]
+    fn a_number_repeated_on_another_stream_still_obeys_the_total_bound() {
+        let mut store = MemoryEventStore::with_bounds(8, 1 << 20, 10);
+        store.append("s", HttpStreamId(1), 1, b"first!");
+        store.append("s", HttpStreamId(2), 1, b"second");
+        assert_eq!(store.bytes(), 6);
+        let mut replayed = Vec::new();
+        for stream in [1, 2] {
+            store
+                .replay("s", HttpStreamId(stream), 0, &mut |e| {
+                    replayed.push(e.to_vec())
+                })
+                .unwrap();
+        }
+        assert_eq!(replayed, vec![b"second".to_vec()]);
+    }
+
     #[test]
     fn events_stored_out_of_number_order_still_obey_the_total_bound() {
         let mut store = MemoryEventStore::with_bounds(2, 1 << 20, 1000);

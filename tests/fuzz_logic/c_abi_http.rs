@@ -198,7 +198,8 @@ unsafe extern "C" fn store_append(
     let store = unsafe { &mut *user.cast::<Store>() };
     let session = unsafe { std::slice::from_raw_parts(session.cast::<u8>(), session_len) };
     let bytes = unsafe { std::slice::from_raw_parts(bytes, len) };
-    // Numbers are unique per session and increase per stream (a session's streams store
+    // Numbers increase per stream, and are unique per session while one server holds it
+    // (the harness restores no session from a shared store); a session's streams store
     // their events as each is first drained, so not in number order across streams).
     let mut of_session = store.events.iter().filter(|(s, ..)| s == session);
     assert!(
