@@ -6,8 +6,8 @@ mod common;
 use common::decoder;
 use mcpwire::jsonrpc::{
     Backend, BatchWriter, DecodeError, Decoded, Decoder, DecoderConfig, ErrorKind, Id, JsonStr,
-    Message, RawJson, Reason, encode_error, encode_message, encode_notification, encode_request,
-    encode_response,
+    Message, OwnedId, RawJson, Reason, encode_error, encode_message, encode_notification,
+    encode_request, encode_response,
 };
 
 fn each_backend(mut f: impl FnMut(Backend, &mut Decoder)) {
@@ -1178,6 +1178,31 @@ fn string_ids_from_raw_are_checked() {
     assert!(JsonStr::from_raw("ok \\\" \\u00e9").is_some());
     for bad in ["a\"b", "a\\", "a\\x", "\\ud800", "a\nb", "\\udc00x"] {
         assert!(JsonStr::from_raw(bad).is_none(), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_string_id_the_caller_built_from_decoded_text_is_written_escaped() {
+    // `OwnedId::Str` is public: a host may fill it with an id's decoded text. Its quote and
+    // newline went out raw, breaking the frame and the line framing.
+    for (text, wire) in [
+        ("a\"\nb", r#""a\"\nb""#),
+        ("tab\there", r#""tab\there""#),
+        (r"back\slash", r#""back\\slash""#),
+        (r"ok\u0041", r#""ok\u0041""#),
+        ("plain", r#""plain""#),
+    ] {
+        let id = OwnedId::Str(text.as_bytes().into());
+        let mut out = Vec::new();
+        encode_response(&mut out, id.as_id(), RawJson::new("{}").unwrap());
+        let line = String::from_utf8(out).unwrap();
+        assert!(!line.contains('\n'), "{line:?}");
+        assert_eq!(
+            line,
+            format!(r#"{{"jsonrpc":"2.0","id":{wire},"result":{{}}}}"#)
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert!(parsed["id"].is_string(), "{line}");
     }
 }
 

@@ -16,10 +16,23 @@ fn write_id(out: &mut Vec<u8>, id: Id<'_>) {
     }
 }
 
+/// Writes `s` in its wire form. A string id the caller built (`OwnedId::Str` of bytes that
+/// are no JSON string content: the decoded text of an id, say, with a quote or a newline in
+/// it) is written as that text, escaped, so that the frame stays valid JSON on one line.
 #[inline]
 fn write_json_str(out: &mut Vec<u8>, s: JsonStr<'_>) {
+    let raw = s.raw();
+    let wire = if s.has_escapes() {
+        JsonStr::from_raw(raw).is_some()
+    } else {
+        !raw.bytes().any(|b| b == b'"' || b < 0x20)
+    };
     out.push(b'"');
-    out.extend_from_slice(s.raw().as_bytes());
+    if wire {
+        out.extend_from_slice(raw.as_bytes());
+    } else {
+        write_escaped(out, raw);
+    }
     out.push(b'"');
 }
 
@@ -149,7 +162,8 @@ pub fn encode_error(
 }
 
 /// Appends a decoded message again, keeping every string's wire form byte for byte. Use it to
-/// forward or log a message you received.
+/// forward or log a message you received. An error without an id (`null` or absent: the
+/// decoder reads both as `None`) is written with JSON-RPC's `"id":null`.
 pub fn encode_message(out: &mut Vec<u8>, message: &Message<'_>) {
     out.extend_from_slice(HEAD);
     match message {

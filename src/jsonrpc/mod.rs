@@ -556,7 +556,9 @@ impl fmt::Display for Id<'_> {
 pub enum OwnedId {
     /// An integer id.
     Int(i64),
-    /// A string id, in its wire (escaped) form.
+    /// A string id, in its wire (escaped) form. Text that is no valid wire form (an id's
+    /// decoded text with a quote or a newline in it, say) compares as that text, and the
+    /// encoders write it escaped.
     Str(smallvec::SmallVec<[u8; 22]>),
 }
 
