@@ -2083,7 +2083,8 @@ enum mcpw_result mcpw_config_set_versions(struct mcpw_config *config,
 
 /**
  * Replaces the whole `clientInfo` / `serverInfo` object (to add `title`, `icons`, ...): a JSON
- * object, UTF-8, read during the call only.
+ * object with string `name` and `version` (else `MCPW_ERR_JSON_WRONG_TYPE`), UTF-8, read
+ * during the call only.
  *
  * # Safety
  * `config` is NULL or a live config handle; `json_text` points to `json_len` readable bytes (or

@@ -1264,3 +1264,75 @@ fn keys_the_engine_reads_are_exact_and_unique() {
     assert_eq!(out[0]["error"]["code"], -32602);
     let _ = &mut p;
 }
+
+/// Every schema's `Implementation` requires string `name` and `version`: a connection whose
+/// own info lacks them was made, and a peer then refused its `initialize` (-32602) or read a
+/// schema-invalid `serverInfo`.
+#[test]
+fn our_own_info_needs_a_string_name_and_version() {
+    for info in [
+        r#"{"title":"x"}"#,
+        r#"{"name":"n"}"#,
+        r#"{"name":"n","version":1}"#,
+        "[]",
+    ] {
+        let mut config = client_config();
+        config.info = info.into();
+        assert!(Connection::new(config, T0).is_err(), "{info}");
+    }
+    let mut config = client_config();
+    config.info = r#"{"name":"n","version":"1","title":"T"}"#.into();
+    assert!(Connection::new(config, T0).is_ok());
+}
+
+/// Our own capabilities are held to the schema's types even when set with the lenient
+/// parser: `"tools":true` was counted as declared and sent as it was, schema-invalid.
+#[test]
+fn our_own_capabilities_set_leniently_are_still_checked() {
+    let mut config = server_config();
+    config.capabilities = mcpwire::mcp::Capabilities::parse(r#"{"tools":true}"#).unwrap();
+    assert!(Connection::new(config, T0).is_err());
+    let mut config = server_config();
+    config.capabilities = mcpwire::mcp::Capabilities::parse(r#"{"tools":{}}"#).unwrap();
+    assert!(Connection::new(config, T0).is_ok());
+}
+
+/// Our own capabilities are held to the schema's types even when set with the lenient
+/// parser: `"tools":true` was counted as declared and sent as it was, schema-invalid.
+#[test]
+fn our_own_capabilities_set_leniently_are_still_checked() {
+    let mut config = server_config();
+    config.capabilities = mcpwire::mcp::Capabilities::parse(r#"{"tools":true}"#).unwrap();
+    assert!(Connection::new(config, T0).is_err());
+    let mut config = server_config();
+    config.capabilities = mcpwire::mcp::Capabilities::parse(r#"{"tools":{}}"#).unwrap();
+    assert!(Connection::new(config, T0).is_ok());
+}
+
+/// A close begun before the handshake ended keeps its early rules: what the server sends
+/// before its `initialize` result is still refused. The close let everything in, and a
+/// server's `roots/list` or `tools/list_changed` reached the application.
+#[test]
+fn a_client_closing_before_the_initialize_result_still_refuses_early_messages() {
+    let mut c = Connection::new(legacy(client_config()), T0).unwrap();
+    assert!(String::from_utf8_lossy(&take_output(&mut c)).contains("\"initialize\""));
+    c.close(T0, Duration::from_secs(5));
+    assert_eq!(c.state(), State::Closing);
+    c.handle_input(
+        T0,
+        br#"{"jsonrpc":"2.0","id":"s2","method":"roots/list"}
+{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}
+"#,
+    );
+    let out = String::from_utf8(take_output(&mut c)).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(answer["id"], "s2");
+    assert_eq!(answer["error"]["code"], -32600, "{out}");
+    let events = drain(&mut c);
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e, Ev::Request { .. } | Ev::Notification { .. })),
+        "{events:?}"
+    );
+}

@@ -266,6 +266,9 @@ static void test_config_setters(void) {
     RC(MCPW_ERR_INVALID_JSON, mcpw_config_set_info(c, S("{\"name\":")));
     RC(MCPW_ERR_INVALID_JSON, mcpw_config_set_info(c, NULL, 0));
     RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_config_set_info(c, S("[1]")));
+    /* Every schema's Implementation has string name and version. */
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_config_set_info(c, S("{\"title\":\"x\"}")));
+    RC(MCPW_ERR_JSON_WRONG_TYPE, mcpw_config_set_info(c, S("{\"name\":\"n\",\"version\":1}")));
     RC(MCPW_ERR_INVALID_UTF8, mcpw_config_set_info(c, S("{\"name\":\"\xff\"}")));
 
     /* capabilities */

@@ -79,7 +79,7 @@ type Config struct {
 	Name    string
 	Version string
 	// Info, when set, replaces the whole clientInfo / serverInfo object (to add title,
-	// icons, ...).
+	// icons, ...): an object with string name and version (else ErrJSONWrongType).
 	Info json.RawMessage
 	// Versions are the protocol versions spoken ("2025-06-18"); nil means every version the
 	// library knows, 2026-07-28 (the stateless era) included. A client offers the newest of

@@ -105,6 +105,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad role", Config{Role: 7, Name: "x"}, ErrInvalidArgument},
 		{"bad name", Config{Role: Client, Name: "\xff"}, ErrInvalidUTF8},
 		{"bad info", Config{Role: Client, Name: "c", Info: json.RawMessage(`nope`)}, ErrInvalidJSON},
+		{"info without a version", Config{Role: Client, Name: "c", Info: json.RawMessage(`{"name":"c","title":"T"}`)}, ErrJSONWrongType},
 	}
 	for _, tc := range cases {
 		c, err := NewConn(&tc.cfg, epoch)

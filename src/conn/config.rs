@@ -192,7 +192,9 @@ pub struct Config {
     /// Server only, 2026-07-28: the `cacheScope` that goes with
     /// [`discover_ttl`](Self::discover_ttl). Default private.
     pub discover_cache_scope: CacheScope,
-    /// Our `clientInfo` / `serverInfo` object, as JSON.
+    /// Our `clientInfo` / `serverInfo` object, as JSON: an object with string `name` and
+    /// `version` (a connection refuses to start without them). Set it to add `title`,
+    /// `icons` or `websiteUrl`.
     pub info: String,
     /// Our capabilities.
     pub capabilities: Capabilities,
@@ -261,14 +263,19 @@ impl Config {
         Ok(self)
     }
 
-    /// Checks the settings: at least one version, and `info` a JSON object.
+    /// Checks the settings: at least one version, capabilities of the schema's types, and
+    /// `info` a JSON object with string `name` and `version` (every schema's
+    /// `Implementation`: a peer refuses one without).
     pub(crate) fn validate(&self) -> Result<(), &'static str> {
         if self.versions.is_empty() {
             return Err("no protocol versions configured");
         }
+        if Capabilities::parse_own(self.capabilities.raw().get()).is_err() {
+            return Err("capabilities break the schema's types (see Capabilities::parse_own)");
+        }
         match RawJson::new(&self.info) {
-            Ok(raw) if raw.is_object() => Ok(()),
-            _ => Err("info must be a JSON object"),
+            Ok(raw) if crate::mcp::is_implementation(raw) => Ok(()),
+            _ => Err("info must be a JSON object with string name and version"),
         }
     }
 

@@ -238,8 +238,10 @@ fn declared(v: Option<RawJson<'_>>) -> bool {
 }
 
 impl Capabilities {
-    /// Reads a capabilities object (`{"tools":{"listChanged":true}, …}`). Use it for your own
-    /// declaration in a config and, inside the engine, for the peer's.
+    /// Reads a capabilities object (`{"tools":{"listChanged":true}, …}`) leniently, as the
+    /// engine reads a peer's: any value but `null` and `false` counts as declared. For your
+    /// own declaration in a config, use [`parse_own`](Self::parse_own), which holds it to the
+    /// schema's types (a connection refuses to start with one that breaks them).
     pub fn parse(json: &str) -> Result<Capabilities, CapabilityError> {
         let raw = RawJson::new(json).map_err(|_| CapabilityError::InvalidJson)?;
         Self::from_raw(raw)

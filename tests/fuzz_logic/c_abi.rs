@@ -2684,7 +2684,12 @@ impl Harness {
             Setting::Info(text) => {
                 let arg = Arg::of(text, JSONS);
                 arg.problems(Want::Json, false, &mut expect.problems);
-                if expect.problems.is_empty() && arg.object().is_none() {
+                // An `Implementation`: string `name` and `version`.
+                let implementation = arg.object().is_some_and(|o| {
+                    let found = o.get_each(["name", "version"]);
+                    (0..2).all(|i| matches!(found.get(i), Ok(Some(v)) if v.as_str().is_some()))
+                });
+                if expect.problems.is_empty() && !implementation {
                     expect.problems.push(MCPW_ERR_JSON_WRONG_TYPE);
                 }
                 // Safety: valid for its length.

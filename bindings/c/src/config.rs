@@ -224,7 +224,8 @@ pub unsafe extern "C" fn mcpw_config_set_versions(
 }
 
 /// Replaces the whole `clientInfo` / `serverInfo` object (to add `title`, `icons`, ...): a JSON
-/// object, UTF-8, read during the call only.
+/// object with string `name` and `version` (else `MCPW_ERR_JSON_WRONG_TYPE`), UTF-8, read
+/// during the call only.
 ///
 /// # Safety
 /// `config` is NULL or a live config handle; `json_text` points to `json_len` readable bytes (or
@@ -238,7 +239,11 @@ pub unsafe extern "C" fn mcpw_config_set_info(
     let body = |c: &mut mcpw_config| {
         // Safety: (caller) readable for its length, or NULL with length 0.
         let raw = json(unsafe { super::boundary::bytes_in(chars_as_bytes(json_text), json_len) }?)?;
-        if !raw.is_object() {
+        // Every schema's `Implementation` has string `name` and `version`: a peer refuses
+        // one without.
+        let found = raw.get_each(["name", "version"]);
+        let string = |i| matches!(found.get(i), Ok(Some(v)) if v.as_str().is_some());
+        if !raw.is_object() || !string(0) || !string(1) {
             return Err(MCPW_ERR_JSON_WRONG_TYPE);
         }
         c.config.info = raw.get().to_owned();
