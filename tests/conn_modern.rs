@@ -2290,3 +2290,34 @@ fn a_refusals_supported_list_is_kept_only_as_an_array_of_strings() {
     let many = format!("[{}]", vec![r#""2099-01-01""#; 200].join(","));
     assert_eq!(refused(&many), "[]");
 }
+
+/// With the output full (a server that does not read), a client's close still ends its
+/// listens at once, leaving the cancellation out as a timeout does. The close's cancel was
+/// refused for want of room, so the listen stayed in flight and the close waited out its
+/// whole grace (found by a review of correlation).
+#[test]
+fn a_client_close_ends_its_listens_even_with_the_output_full() {
+    let (mut p, listen) = listening_pair();
+    p.take_client_events();
+    let big = format!(
+        r#"{{"name":"echo","arguments":{{"text":"{}"}}}}"#,
+        "x".repeat(1 << 20)
+    );
+    let mut sent = 0;
+    while p
+        .client
+        .request(p.now, "tools/call", Some(raw(&big)))
+        .is_ok()
+    {
+        sent += 1;
+        assert!(sent < 100, "the output never filled");
+    }
+    let in_flight = p.client.requests_in_flight();
+    p.client.close(p.now, Duration::from_secs(30));
+    let events = drain(&mut p.client);
+    assert!(
+        events.contains(&Ev::Abandoned { request: listen }),
+        "{events:?}"
+    );
+    assert_eq!(p.client.requests_in_flight(), in_flight - 1);
+}

@@ -16,7 +16,8 @@
 //!    `UnknownResponse` violation (`on_response`).
 //! 3. (all) Every request has a timeout (`Config::request_timeout`, or per request; none for a
 //!    2026-07-28 `subscriptions/listen` stream). When it passes, the request ends with
-//!    `Event::TimedOut` and the peer gets `notifications/cancelled` with reason "timed out".
+//!    `Event::TimedOut` and the peer gets `notifications/cancelled` with reason "timed out"
+//!    (not with the output full, nor for a 2025-11-25 task-augmented request: rule 9).
 //!    The engine's `initialize` timing out closes the connection; the auto-mode discover
 //!    probe timing out falls back to the handshake era (`on_timeout`).
 //! 4. (all) Progress is accepted only for our requests in flight that asked for it (the token

@@ -264,8 +264,9 @@ pub enum Event<'a> {
         /// Which request.
         request: RequestId,
     },
-    /// One of our requests got no answer in time; the peer has been sent a cancellation.
-    /// Ends the request.
+    /// One of our requests got no answer in time; the peer has been sent a cancellation,
+    /// unless the output was full or the request was a 2025-11-25 task-augmented one (see
+    /// [`Connection::cancel`](super::Connection::cancel)). Ends the request.
     TimedOut {
         /// Which request.
         request: RequestId,

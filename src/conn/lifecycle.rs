@@ -73,8 +73,31 @@ enum Phase {
     Operating,
     Closing {
         deadline: Timestamp,
+        /// Where the handshake stood when the close began: what arrives meanwhile is
+        /// admitted by its rules (a close before the handshake ends opens nothing up).
+        was: Before,
     },
     Closed,
+}
+
+/// The phase a close began in ([`Phase::Closing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Before {
+    AwaitingInitResult,
+    AwaitingInitialize,
+    AwaitingInitialized,
+    Operating,
+}
+
+impl Before {
+    fn phase(self) -> Phase {
+        match self {
+            Before::AwaitingInitResult => Phase::AwaitingInitResult,
+            Before::AwaitingInitialize => Phase::AwaitingInitialize,
+            Before::AwaitingInitialized => Phase::AwaitingInitialized,
+            Before::Operating => Phase::Operating,
+        }
+    }
 }
 
 /// Whether an incoming message may be processed now.
@@ -137,7 +160,7 @@ impl Lifecycle {
 
     pub(crate) fn closing_deadline(&self) -> Option<Timestamp> {
         match self.phase {
-            Phase::Closing { deadline } => Some(deadline),
+            Phase::Closing { deadline, .. } => Some(deadline),
             _ => None,
         }
     }
@@ -183,15 +206,20 @@ impl Lifecycle {
 
     /// Closing: the grace ends at `deadline` instead, if that is sooner.
     pub(crate) fn close_sooner(&mut self, deadline: Timestamp) {
-        if let Phase::Closing { deadline: d } = &mut self.phase {
+        if let Phase::Closing { deadline: d, .. } = &mut self.phase {
             *d = (*d).min(deadline);
         }
     }
 
     pub(crate) fn begin_close(&mut self, deadline: Timestamp) {
-        if self.phase != Phase::Closed && !matches!(self.phase, Phase::Closing { .. }) {
-            self.phase = Phase::Closing { deadline };
-        }
+        let was = match self.phase {
+            Phase::AwaitingInitResult => Before::AwaitingInitResult,
+            Phase::AwaitingInitialize => Before::AwaitingInitialize,
+            Phase::AwaitingInitialized => Before::AwaitingInitialized,
+            Phase::Operating => Before::Operating,
+            Phase::Closing { .. } | Phase::Closed => return,
+        };
+        self.phase = Phase::Closing { deadline, was };
     }
 
     pub(crate) fn closed(&mut self) {
@@ -241,9 +269,14 @@ impl Lifecycle {
 
     /// May an incoming request or notification `method` be processed now?
     pub(crate) fn admit(&self, kind: MethodKind, method: &str) -> Admit {
-        match self.phase {
+        // Closing, by the rules of the phase it began in.
+        let phase = match self.phase {
+            Phase::Closing { was, .. } => was.phase(),
+            phase => phase,
+        };
+        match phase {
             Phase::Closed => return Admit::Ignore,
-            Phase::Operating | Phase::Closing { .. } => return Admit::Yes,
+            Phase::Operating => return Admit::Yes,
             _ => {}
         }
         if kind == MethodKind::Request && (method == "ping" || method == "initialize") {
@@ -255,7 +288,7 @@ impl Lifecycle {
         if !self.strict {
             return Admit::Yes;
         }
-        let allowed = match (self.role, self.phase) {
+        let allowed = match (self.role, phase) {
             // A client may use the session once it has our answer; its requests can then
             // arrive before `notifications/initialized` only by reordering, which stdio rules
             // out, so accept them.
@@ -503,12 +536,10 @@ impl Core {
             .collect();
         for n in listens {
             // Abandoned, as requests the close ends are: the application learns it is over.
-            if self
-                .cancel(now, RequestId(n), Some("shutting down"))
-                .is_ok()
-            {
-                self.events.push(Stored::Abandoned(RequestId(n)));
-            }
+            // (Even with the output full: the cancellation is then left out, and the close
+            // does not wait out its grace for a listen nothing else ends.)
+            self.end_ours(n, Some("shutting down"));
+            self.events.push(Stored::Abandoned(RequestId(n)));
         }
         let deadline = now.after(grace);
         self.lifecycle.begin_close(deadline);

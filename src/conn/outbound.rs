@@ -629,18 +629,24 @@ impl Core {
         if p.kind != PendingKind::Normal {
             return Err(Error::CannotCancelInitialize);
         }
-        let (task_augmented, stream) = (p.task_augmented, p.stream);
         if !self.output_has_room() {
             return Err(Error::OutputFull);
         }
-        if self.corr.pending.remove(&request.0).is_some() {
-            let retry = self.stateless.take_retry(request.0);
-            self.stateless.recycle_retry(retry);
-        }
-        self.corr.our_finished.insert(request.0);
-        self.send_cancelled_unless_task(request.0, task_augmented, stream, reason);
+        self.end_ours(request.0, reason);
         self.maybe_finish_close();
         Ok(())
+    }
+
+    /// Ends our request `n` in flight as [`cancel`](Self::cancel) does, whatever room the
+    /// output has (the cancellation is then left out, as a timeout's is).
+    pub(super) fn end_ours(&mut self, n: i64, reason: Option<&str>) {
+        let Some(p) = self.corr.pending.remove(&n) else {
+            return;
+        };
+        let retry = self.stateless.take_retry(n);
+        self.stateless.recycle_retry(retry);
+        self.corr.our_finished.insert(n);
+        self.send_cancelled_unless_task(n, p.task_augmented, p.stream, reason);
     }
 
     /// Server: sends a log message for a request, if the request asked for that level.
