@@ -694,6 +694,47 @@ fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
     assert!(finished);
 }
 
+/// A client that resumes a finished stream again (and again, reading nothing) holds one
+/// replay: each earlier response ends, named by `poll_woken`. Each held its own copy of up
+/// to the store's bytes for the session, without bound (found by a review of the SSE streams).
+#[test]
+fn resuming_a_finished_stream_again_ends_the_earlier_replay() {
+    let mut s = server();
+    let sid = open_session(&mut s);
+    let (stream, key, id) = post_request(
+        &mut s,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
+    );
+    s.connection(key)
+        .unwrap()
+        .progress(id.as_id(), 1.0, None, None)
+        .unwrap();
+    let mut reader = StreamReader::new();
+    read_stream(&mut s, stream, &mut reader);
+    s.stream_closed(T0, stream);
+    s.connection(key)
+        .unwrap()
+        .respond(id.as_id(), RawJson::new("{}").unwrap())
+        .unwrap();
+    s.pump();
+    let last = reader.last_event_id().unwrap().to_owned();
+    let headers = [("Mcp-Session-Id", sid.as_str()), ("Last-Event-ID", &last)];
+    let replays: Vec<HttpStreamId> = (0..3).map(|_| get_stream(&mut s, &headers)).collect();
+    let named = woken(&mut s);
+    for earlier in &replays[..2] {
+        assert!(
+            s.poll_stream(*earlier).is_none(),
+            "{earlier:?} still replays"
+        );
+        assert!(named.contains(earlier), "{earlier:?} not named: {named:?}");
+    }
+    let (rest, finished) = read_stream(&mut s, replays[2], &mut reader);
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0]["id"], 5);
+    assert!(finished);
+}
+
 /// The default store keeps at most 4 MiB of a session's events: resuming after six 1 MiB
 /// progress messages replays only the latest that fit, and the answer, which is newest.
 #[test]

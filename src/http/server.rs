@@ -391,6 +391,10 @@ struct Conn {
     /// Answers its client may not have received, safe from the event store's bounds until
     /// a resumption carries them out.
     kept: Option<Box<KeptAnswers>>,
+    /// (finished stream, the response replaying it) for the replays its client may still be
+    /// reading: resuming the same stream again ends the earlier one, so that a client
+    /// repeating a resumption holds one replay, not one per request.
+    replays: Option<Box<Vec<(HttpStreamId, HttpStreamId)>>>,
 }
 
 /// The connections' deadlines in a lazily updated min-heap, so that
@@ -1212,6 +1216,7 @@ impl HttpServer {
             attached: 0,
             deadline_noted: Cell::new(false),
             kept: None,
+            replays: None,
         };
         // Boxed: the map's empty slots then cost a pointer, not a whole connection.
         let boxed = match spare {
@@ -1867,6 +1872,29 @@ impl HttpServer {
                     "unknown Last-Event-ID",
                 );
             }
+            if !listen && !self.streams.contains_key(&old) {
+                // A finished request's stream resumed again: the response that replayed it
+                // before ends (its client came back for the same events), and the answers it
+                // carried go back to be carried by this one. Each replay holds up to the
+                // store's bytes for the session: repeated, they added up without bound.
+                let earlier: Vec<HttpStreamId> = (self.conns.get_mut(&key))
+                    .and_then(|c| c.replays.as_mut())
+                    .map(|r| {
+                        let same = r.iter().filter(|(o, _)| *o == old).map(|(_, f)| *f);
+                        let same: Vec<HttpStreamId> = same.collect();
+                        r.retain(|(o, _)| *o != old);
+                        same
+                    })
+                    .unwrap_or_default();
+                for response in earlier {
+                    if self.resolve(response).is_some() {
+                        self.close_stream(now, response);
+                        if self.superseded.len() < SUPERSEDED_KEPT {
+                            self.superseded.push(response);
+                        }
+                    }
+                }
+            }
             if self.streams.get(&old).is_some_and(|s| s.conn.0 == key) {
                 // Events held back while the answer could still become a JSON body (the
                 // host has not drained the stream yet) go to the store first, to be replayed.
@@ -1984,6 +2012,12 @@ impl HttpServer {
                         s.buf = buf;
                         s.done = true;
                         s.stop_recording();
+                    }
+                    let streams = &self.streams;
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        let replays = c.replays.get_or_insert_default();
+                        replays.retain(|(_, response)| streams.contains_key(response));
+                        replays.push((old, fresh));
                     }
                     if carries
                         && let Some(k) = self.conns.get_mut(&key).and_then(|c| c.kept.as_mut())
