@@ -111,7 +111,8 @@ fn auto_client_reaches_the_stateless_era_with_the_python_sdk_server() {
             .unwrap()
             .contains("mcpwire")
     );
-    peer.shutdown();
+    let status = peer.shutdown();
+    assert!(status.success(), "server-everything ended with {status}");
 }
 
 #[test]
@@ -136,5 +137,6 @@ fn auto_client_falls_back_to_the_handshake_with_server_everything_at_once() {
         r#"{"name":"echo","arguments":{"message":"legacy hello"}}"#,
     );
     assert_eq!(echo["content"][0]["text"], "Echo: legacy hello");
-    peer.shutdown();
+    let status = peer.shutdown();
+    assert!(status.success(), "server-everything ended with {status}");
 }
