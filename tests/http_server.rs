@@ -5690,6 +5690,44 @@ fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
     );
 }
 
+/// A client repeating its resumption of a GET stream another process held holds one replay:
+/// each earlier response ends at once, named by `poll_woken`. They were only marked done, and
+/// each kept its replay until its host wrote it out (found by a review of the SSE streams).
+#[test]
+fn resuming_another_replicas_get_stream_again_ends_the_earlier_replay() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    let get = get_stream(
+        &mut a,
+        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
+    );
+    let key = a.connections()[0];
+    a.connection(key)
+        .unwrap()
+        .notify("notifications/tools/list_changed", None)
+        .unwrap();
+    a.pump();
+    let last = format!("g{}-0", get.0);
+    let replays: Vec<HttpStreamId> = (0..3)
+        .map(|_| resumed_stream(&mut b, &sid, &last))
+        .collect();
+    let named = woken(&mut b);
+    for earlier in &replays[..2] {
+        assert!(
+            b.poll_stream(*earlier).is_none(),
+            "{earlier:?} still replays"
+        );
+        assert!(named.contains(earlier), "{earlier:?} not named: {named:?}");
+    }
+    let (msgs, finished) = read_stream(&mut b, replays[2], &mut StreamReader::new());
+    assert_eq!(
+        msgs,
+        vec![json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})]
+    );
+    assert!(!finished, "the session's GET stream stays open");
+}
+
 /// The default event store, whose `append` panics while `bad` is set: host code with a bug,
 /// for the paths on which the server calls the store after it made or changed a stream.
 #[derive(Clone)]

@@ -1972,7 +1972,7 @@ impl HttpServer {
                     // the session left its memory. Its stored events, then this process's
                     // own GET stream: without it the client, which resumes what it had,
                     // would come back for ever and never hear this process's messages.
-                    let stream = self.open_get_stream(key, replay);
+                    let stream = self.open_get_stream(now, key, replay);
                     if carries
                         && let Some(k) = self.conns.get_mut(&key).and_then(|c| c.kept.as_mut())
                     {
@@ -2100,7 +2100,7 @@ impl HttpServer {
                 body: Body::Stream(handle),
             };
         }
-        let stream = self.open_get_stream(key, Vec::new());
+        let stream = self.open_get_stream(now, key, Vec::new());
         HttpResponse {
             status: 200,
             headers: sse_headers,
@@ -2110,22 +2110,32 @@ impl HttpServer {
 
     /// Opens session `key`'s GET stream, which first carries `replay` (what a resumption
     /// brings back), then its priming event and the messages that waited for a GET stream;
-    /// the session's previous GET stream ends.
-    fn open_get_stream(&mut self, key: u64, replay: Vec<u8>) -> HttpStreamId {
+    /// the session's previous GET stream ends: once written out, or at once when this one
+    /// replays (what it held is stored, and its client came back for it: a client repeating
+    /// its resumption held a replay per request until each was written out).
+    fn open_get_stream(&mut self, now: Timestamp, key: u64, replay: Vec<u8>) -> HttpStreamId {
         let stream = self.new_stream(key, true);
-        if !replay.is_empty()
-            && let Some(s) = self.streams.get_mut(&stream)
-        {
+        let replays = !replay.is_empty();
+        if replays && let Some(s) = self.streams.get_mut(&stream) {
             s.buf = replay;
             // (Its client may resume from what it replays: ids are shown.)
             s.ids_shown = true;
         }
-        if let Some(c) = self.conns.get_mut(&key)
-            && let Some(previous) = c.standalone.replace(stream)
-            && let Some(s) = self.streams.get_mut(&previous)
+        let previous = (self.conns.get_mut(&key)).and_then(|c| c.standalone.replace(stream));
+        if let Some(previous) = previous
+            && self.streams.contains_key(&previous)
         {
-            s.done = true;
-            wake(&mut self.streams, &mut self.woken, previous);
+            if replays {
+                // (By its response's id: a takeover may have given it one of its own.)
+                let response = self.streams.get(&previous).map_or(previous, |s| s.handle);
+                self.close_stream(now, response);
+                if self.superseded.len() < SUPERSEDED_KEPT {
+                    self.superseded.push(response);
+                }
+            } else if let Some(s) = self.streams.get_mut(&previous) {
+                s.done = true;
+                wake(&mut self.streams, &mut self.woken, previous);
+            }
         }
         self.priming(key, stream, true);
         // Messages that waited for a GET stream.
