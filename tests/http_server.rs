@@ -5664,13 +5664,12 @@ fn an_empty_last_event_id_opens_the_get_stream_as_if_it_were_absent() {
     assert_eq!(header(&r, "Content-Type"), Some("text/event-stream"));
 }
 
-#[test]
-fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
-    // A GET stream never becomes a JSON body: its messages go to the store as they come.
-    // They waited (held three times over) until the host's first poll, so a client that came
-    // back on another replica before then found nothing to replay.
+/// Two replicas sharing stores; a session on the first, whose GET stream (never drained)
+/// got a `tools/list_changed`: the stores, both replicas, the session and that stream.
+fn a_notification_on_replica_1s_get_stream()
+-> (Replicated, HttpServer, HttpServer, String, HttpStreamId) {
     let stores = Replicated::default();
-    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let (mut a, b) = (replica(&stores, 1), replica(&stores, 2));
     let sid = open_session(&mut a);
     let get = get_stream(
         &mut a,
@@ -5682,6 +5681,15 @@ fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
         .notify("notifications/tools/list_changed", None)
         .unwrap();
     a.pump();
+    (stores, a, b, sid, get)
+}
+
+#[test]
+fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
+    // A GET stream never becomes a JSON body: its messages go to the store as they come.
+    // They waited (held three times over) until the host's first poll, so a client that came
+    // back on another replica before then found nothing to replay.
+    let (_stores, _a, mut b, sid, get) = a_notification_on_replica_1s_get_stream();
     let resumed = resumed_stream(&mut b, &sid, &format!("g{}-0", get.0));
     let (msgs, _) = read_stream(&mut b, resumed, &mut StreamReader::new());
     assert_eq!(
@@ -5695,19 +5703,7 @@ fn a_get_streams_messages_are_stored_before_its_host_first_drains_it() {
 /// each kept its replay until its host wrote it out (found by a review of the SSE streams).
 #[test]
 fn resuming_another_replicas_get_stream_again_ends_the_earlier_replay() {
-    let stores = Replicated::default();
-    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
-    let sid = open_session(&mut a);
-    let get = get_stream(
-        &mut a,
-        &[("Mcp-Session-Id", &sid), ("Accept", "text/event-stream")],
-    );
-    let key = a.connections()[0];
-    a.connection(key)
-        .unwrap()
-        .notify("notifications/tools/list_changed", None)
-        .unwrap();
-    a.pump();
+    let (_stores, _a, mut b, sid, get) = a_notification_on_replica_1s_get_stream();
     let last = format!("g{}-0", get.0);
     let replays: Vec<HttpStreamId> = (0..3)
         .map(|_| resumed_stream(&mut b, &sid, &last))
