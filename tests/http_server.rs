@@ -5978,3 +5978,15 @@ fn a_store_panicking_on_a_first_poll_is_left_out_after() {
     assert!(finished, "{msgs:?}");
     assert_eq!(msgs.last().unwrap()["id"], 9, "{msgs:?}");
 }
+
+/// An invalid server configuration is reported when the server is made: it was accepted,
+/// and every request then got 500 without a word.
+#[test]
+fn an_invalid_server_configuration_is_refused_when_the_server_is_made() {
+    let mut config = server_config();
+    config.info = r#"{"name":"s"}"#.into();
+    assert!(HttpServer::try_new(HttpServerConfig::new(config.clone())).is_err());
+    let made = std::panic::catch_unwind(|| HttpServer::new(HttpServerConfig::new(config)));
+    assert!(made.is_err(), "new panics");
+    assert!(HttpServer::try_new(HttpServerConfig::new(server_config())).is_ok());
+}

@@ -263,6 +263,12 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+impl ConfigError {
+    pub(crate) fn new(why: &'static str) -> Self {
+        ConfigError(why)
+    }
+}
+
 impl Connection {
     /// Creates a connection. A client queues its `initialize` request at once, timed from `now`.
     pub fn new(config: Config, now: Timestamp) -> Result<Connection, ConfigError> {

@@ -613,8 +613,27 @@ impl Drop for HttpServer {
 }
 
 impl HttpServer {
-    /// A server with no sessions yet.
-    pub fn new(mut config: HttpServerConfig) -> Self {
+    /// A server with no sessions yet. Use it with a configuration known to be valid (one
+    /// built with [`Config::server`] and `with_capabilities`); [`try_new`](Self::try_new)
+    /// reports an invalid one instead.
+    ///
+    /// # Panics
+    /// If `config.server` is invalid (no protocol version, capabilities that break the
+    /// schema's types, `info` without string `name` and `version`): every request would get
+    /// 500.
+    pub fn new(config: HttpServerConfig) -> Self {
+        match Self::try_new(config) {
+            Ok(server) => server,
+            Err(e) => panic!("mcpwire: invalid HTTP server configuration: {e}"),
+        }
+    }
+
+    /// [`new`](Self::new), with an invalid `config.server` reported rather than a panic.
+    pub fn try_new(mut config: HttpServerConfig) -> Result<Self, crate::conn::ConfigError> {
+        config
+            .server
+            .validate()
+            .map_err(crate::conn::ConfigError::new)?;
         // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms. So
         // is an idle timeout of zero: a shared session's refresh, due at half of it, would
         // stay due.
@@ -631,7 +650,7 @@ impl HttpServer {
         });
         let shared = config.sessions.take();
         let next_stream = config.first_stream_id.max(1);
-        HttpServer {
+        Ok(HttpServer {
             decoder: Decoder::new(config.server.decoder),
             params: ParamsIndex::EMPTY,
             stateless_caps: None,
@@ -666,7 +685,7 @@ impl HttpServer {
             unhanded: Unhanded::default(),
             blocked: Vec::new(),
             closing: Vec::new(),
-        }
+        })
     }
 
     /// The bounds of the answers kept aside (`Conn::kept`): the event store's.
