@@ -1324,3 +1324,35 @@ fn a_client_closing_before_the_initialize_result_still_refuses_early_messages() 
         "{events:?}"
     );
 }
+
+/// A server's close begun while it awaited `notifications/initialized`, with a client request
+/// in flight (HTTP may reorder POSTs): the late `initialized` ends the handshake quietly. It
+/// was a `BeforeInitialization` violation.
+#[test]
+fn initialized_during_a_close_begun_before_it_is_no_violation() {
+    let mut s = Connection::new(legacy(server_config()), T0).unwrap();
+    s.handle_input(
+        T0,
+        br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
+{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+"#,
+    );
+    take_output(&mut s);
+    let events = drain(&mut s);
+    let Some(Ev::Request { id, .. }) = events.into_iter().next() else {
+        panic!("the request")
+    };
+    s.close(T0, Duration::from_secs(5));
+    s.handle_input(
+        T0,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+    );
+    let events = drain(&mut s);
+    assert!(
+        !events.iter().any(|e| matches!(e, Ev::Violation { .. })),
+        "{events:?}"
+    );
+    s.respond(id.as_id(), RawJson::new(r#"{"tools":[]}"#).unwrap())
+        .unwrap();
+    assert_eq!(s.state(), State::Closed);
+}

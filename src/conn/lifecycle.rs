@@ -172,7 +172,14 @@ impl Lifecycle {
 
     /// Server: whether `notifications/initialized` is expected now.
     pub(crate) fn awaiting_initialized(&self) -> bool {
-        self.phase == Phase::AwaitingInitialized
+        matches!(
+            self.phase,
+            Phase::AwaitingInitialized
+                | Phase::Closing {
+                    was: Before::AwaitingInitialized,
+                    ..
+                }
+        )
     }
 
     // ---- transitions ----
@@ -186,11 +193,13 @@ impl Lifecycle {
 
     /// Server: `notifications/initialized` arrived. Client: the initialize result was accepted.
     pub(crate) fn handshake_done(&mut self) {
-        if matches!(
-            self.phase,
-            Phase::AwaitingInitialized | Phase::AwaitingInitResult
-        ) {
-            self.phase = Phase::Operating;
+        match &mut self.phase {
+            Phase::AwaitingInitialized | Phase::AwaitingInitResult => {
+                self.phase = Phase::Operating;
+            }
+            // Closing: what arrives from now on is admitted as in operation.
+            Phase::Closing { was, .. } => *was = Before::Operating,
+            _ => {}
         }
     }
 
@@ -431,9 +440,14 @@ impl Core {
     /// is out; any other time it is a violation.
     pub(super) fn on_initialized(&mut self, frame: &str, method: JsonStr<'_>) {
         if self.lifecycle.awaiting_initialized() {
+            // (During a close begun before it came, the handshake ends without `Ready`: the
+            // application is shutting the session down.)
+            let closing = self.lifecycle.closing_deadline().is_some();
             self.lifecycle.handshake_done();
             if let Some(v) = self.lifecycle.version {
-                self.events.push(Stored::Ready(v));
+                if !closing {
+                    self.events.push(Stored::Ready(v));
+                }
                 self.release_handshake_memory();
             }
         } else {
