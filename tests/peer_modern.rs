@@ -112,7 +112,10 @@ fn auto_client_reaches_the_stateless_era_with_the_python_sdk_server() {
             .contains("mcpwire")
     );
     let status = peer.shutdown();
-    assert!(status.success(), "server-everything ended with {status}");
+    assert!(
+        status.success(),
+        "the Python SDK server ended with {status}"
+    );
 }
 
 #[test]

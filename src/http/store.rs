@@ -336,11 +336,6 @@ impl EventStore for MemoryEventStore {
 mod tests {
     use super::*;
 
-    /// A session's streams store their events as each is first drained (the server holds a
-    /// new POST stream's events until then), so a later number may come before an earlier
-    /// one. The bound over all sessions still holds: the entries of such events were taken
-    /// for gone when the age list was compacted (by number: 7 stored, so 6 "went"), and
-    /// event 6 was then never counted out (1,050 bytes held against a bound of 1,000).
     /// A session restored from a shared session store numbers its events from 1 again, on
     /// streams of its own: an older event with the newest's number was taken for the newest,
     /// and the total bound was let go.
@@ -361,6 +356,11 @@ mod tests {
         assert_eq!(replayed, vec![b"second".to_vec()]);
     }
 
+    /// A session's streams store their events as each is first drained (the server holds a
+    /// new POST stream's events until then), so a later number may come before an earlier
+    /// one. The bound over all sessions still holds: the entries of such events were taken
+    /// for gone when the age list was compacted (by number: 7 stored, so 6 "went"), and
+    /// event 6 was then never counted out (1,050 bytes held against a bound of 1,000).
     #[test]
     fn events_stored_out_of_number_order_still_obey_the_total_bound() {
         let mut store = MemoryEventStore::with_bounds(2, 1 << 20, 1000);

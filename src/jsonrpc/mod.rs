@@ -556,9 +556,12 @@ impl fmt::Display for Id<'_> {
 pub enum OwnedId {
     /// An integer id.
     Int(i64),
-    /// A string id, in its wire (escaped) form. Text that is no valid wire form (an id's
-    /// decoded text with a quote or a newline in it, say) compares as that text, and the
-    /// encoders write it escaped.
+    /// A string id, in its wire (escaped) form. Bytes that are valid wire form are read as
+    /// such: the six bytes `C:\new` are the text "C:", a newline and "ew". A host holding
+    /// an id's decoded text must escape it first
+    /// ([`write_json_string`](crate::jsonrpc::write_json_string)). Bytes that are no valid
+    /// wire form (a raw quote or newline, say) are not refused: the encoders write them
+    /// escaped, so the frame stays valid.
     Str(smallvec::SmallVec<[u8; 22]>),
 }
 

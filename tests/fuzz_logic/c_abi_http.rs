@@ -199,12 +199,12 @@ unsafe extern "C" fn store_append(
     let session = unsafe { std::slice::from_raw_parts(session.cast::<u8>(), session_len) };
     let bytes = unsafe { std::slice::from_raw_parts(bytes, len) };
     // Numbers increase per stream, and are unique per session while one server holds it
-    // (the harness restores no session from a shared store); a session's streams store
-    // their events as each is first drained, so not in number order across streams).
+    // (the harness restores no session from a shared store); across streams they are not
+    // in order (a request's stream stores its events once first drained).
     let mut of_session = store.events.iter().filter(|(s, ..)| s == session);
     assert!(
         of_session.all(|(_, st, e, _)| *e != event && (*st != stream || *e < event)),
-        "event {event} of stream {stream}: numbers must be unique per session and increase per stream"
+        "event {event} of stream {stream}: numbers must be unique per session (none restored here) and increase per stream"
     );
     store
         .events
