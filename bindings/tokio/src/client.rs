@@ -6,6 +6,11 @@
 //! for a command-line client, a test, or any tokio program that talks to an MCP server over
 //! HTTP; [`Client::connection`] takes the commands, [`Client::next_event`] gives the events.
 //!
+//! It speaks plain `http://` only: no TLS, no headers of the application's own (an
+//! `Authorization` for a protected server), and redirects are not followed (a 307 fails the
+//! request with its status). Reach such a server through a local proxy, or drive
+//! [`HttpClient`] with an HTTP stack that has them.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use mcpwire::{Config, OwnedEvent};
@@ -32,7 +37,6 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -92,7 +96,17 @@ pub struct Client {
     transport_error: Option<String>,
     tx: mpsc::Sender<Report>,
     rx: mpsc::Receiver<Report>,
-    start: Instant,
+    /// The rest of a body chunk not fed yet: the engine's queue of events had no room for
+    /// more (a chunk may carry thousands of events). Fed before any later report.
+    held: Option<(ExchangeId, Bytes)>,
+    /// How much of a chunk is fed at a time, and the most events that may wait: a chunk is
+    /// fed a piece at a time while the queue has room, so that the server's notifications
+    /// wait for the application (backpressure) instead of being dropped from a full queue.
+    piece: usize,
+    queue_limit: usize,
+    /// On tokio's clock, so that a runtime with paused time (a test) sees the engine's
+    /// deadlines pass when its sleeps end.
+    start: tokio::time::Instant,
 }
 
 /// How long the client keeps an idle connection for its next request: less than the 5 s after
@@ -118,6 +132,7 @@ impl Client {
         if url.scheme_str() != Some("http") || url.host().is_none() {
             return Err(ClientError::Url(url.to_string()));
         }
+        let (piece, queue_limit) = (config.limits.input_piece(), config.limits.max_queued_events);
         let http =
             HttpClient::new(config, Timestamp::ZERO, policy, true).map_err(ClientError::Config)?;
         // Bounded: while the application does not ask for events, the exchanges stop reading
@@ -135,7 +150,10 @@ impl Client {
             transport_error: None,
             tx,
             rx,
-            start: Instant::now(),
+            held: None,
+            piece,
+            queue_limit,
+            start: tokio::time::Instant::now(),
         })
     }
 
@@ -177,6 +195,16 @@ impl Client {
             }
             if self.http.connection().state() == State::Closed {
                 return None;
+            }
+            if self.held.is_some() {
+                // The queue has room again (its events were taken): the rest of the chunk,
+                // then the reports behind it.
+                let now = self.now();
+                self.feed_held(now, false);
+                if self.held.is_none() {
+                    self.apply_waiting(now);
+                }
+                continue;
             }
             let wait = self.http.poll_timeout().map(|t| {
                 std::time::Duration::from_nanos(t.as_nanos().saturating_sub(self.now().as_nanos()))
@@ -250,6 +278,12 @@ impl Client {
             if tokio::time::Instant::now() >= deadline {
                 break;
             }
+            // A chunk held back for room goes in whole: the events wait for `next_event`,
+            // which this loop does not hand out (a full queue then drops notifications).
+            if self.held.is_some() {
+                let now = self.now();
+                self.feed_held(now, true);
+            }
             let timer = self.http.poll_timeout().map_or(deadline, |at| {
                 let wait = at.as_nanos().saturating_sub(self.now().as_nanos());
                 let at =
@@ -283,7 +317,16 @@ impl Client {
     /// that keep coming cannot hold the timers off.
     fn apply_then_timers(&mut self, now: Timestamp, report: Report) {
         self.apply(now, report);
+        self.apply_waiting(now);
+    }
+
+    /// Applies the reports already waiting (at most a channel's worth, and none past a chunk
+    /// held back for room), then fires the timers already due.
+    fn apply_waiting(&mut self, now: Timestamp) {
         for _ in 1..REPORTS_IN_FLIGHT {
+            if self.held.is_some() {
+                break;
+            }
             let Ok(report) = self.rx.try_recv() else {
                 break;
             };
@@ -291,6 +334,34 @@ impl Client {
         }
         if self.http.poll_timeout().is_some_and(|at| at <= now) {
             self.http.handle_timeout(now);
+        }
+    }
+
+    /// Feeds `bytes` of `exchange`'s body a piece at a time while the queue of events has
+    /// room, holding the rest back (see [`Client::held`]).
+    fn feed_body(&mut self, now: Timestamp, exchange: ExchangeId, mut bytes: Bytes) {
+        // (One more: a message split across two pieces ends in the second.)
+        let most = self.piece / 31 + 1;
+        while !bytes.is_empty() {
+            let pending = self.http.connection().pending_events();
+            if pending > 0 && pending + most > self.queue_limit {
+                self.held = Some((exchange, bytes));
+                return;
+            }
+            let piece = bytes.split_to(self.piece.min(bytes.len()));
+            self.http.handle_body(now, exchange, &piece);
+        }
+    }
+
+    /// Feeds the chunk held back, as far as the queue has room, or whole when `all`.
+    fn feed_held(&mut self, now: Timestamp, all: bool) {
+        let Some((exchange, bytes)) = self.held.take() else {
+            return;
+        };
+        if all {
+            self.http.handle_body(now, exchange, &bytes);
+        } else {
+            self.feed_body(now, exchange, bytes);
         }
     }
 
@@ -304,7 +375,7 @@ impl Client {
                     .collect();
                 self.http.handle_response(now, exchange, status, &views);
             }
-            Report::Body(exchange, bytes) => self.http.handle_body(now, exchange, &bytes),
+            Report::Body(exchange, bytes) => self.feed_body(now, exchange, bytes),
             Report::End(exchange) => {
                 self.tasks.remove(&exchange);
                 self.unheard.remove(&exchange);

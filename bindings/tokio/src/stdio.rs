@@ -68,7 +68,7 @@ use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcpwire::conn::{Config, ConfigError, State};
 use mcpwire::{Connection, OwnedEvent, Timestamp};
@@ -217,7 +217,9 @@ pub struct Driver<R, W> {
     conn: Connection,
     reader: R,
     writer: W,
-    start: Instant,
+    /// On tokio's clock, so that a runtime with paused time (a test) sees the engine's
+    /// deadlines pass when its sleeps end (on the system clock it spun until they did).
+    start: tokio::time::Instant,
     /// One read's bytes, and how many the engine has had.
     buf: Vec<u8>,
     filled: usize,
@@ -296,7 +298,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Driver<R, W> {
     /// A driver for a new connection from `config` (a client queues its first request at
     /// once), reading from `reader` and writing to `writer`.
     pub fn new(config: Config, reader: R, writer: W) -> Result<Self, ConfigError> {
-        let start = Instant::now();
+        let start = tokio::time::Instant::now();
         let feed = config.limits.input_piece();
         Ok(Driver {
             conn: Connection::new(config, Timestamp::ZERO)?,
@@ -694,11 +696,17 @@ async fn sleep_for(wait: Option<Duration>) {
 }
 
 /// Starts `command` as an MCP server with piped stdin and stdout (stderr is inherited), and a
-/// client [`Driver`] over them. Keep the [`Child`] to wait for it; [`stop`] ends both.
+/// client [`Driver`] over them. Keep the [`Child`] to wait for it; [`stop`] ends both
+/// (dropped without it, the child alone is killed with SIGKILL). A configuration the engine
+/// refuses is reported before anything starts.
 pub fn spawn(
     command: &mut Command,
     config: Config,
 ) -> io::Result<(Driver<ChildStdout, ChildStdin>, Child)> {
+    // Checked first: refused after the spawn, the child was killed alone (a wrapper's real
+    // server, its grandchild, could live on).
+    mcpwire::conn::Connection::new(config.clone(), mcpwire::Timestamp::ZERO)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e:?}")))?;
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

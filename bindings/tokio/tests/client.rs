@@ -607,3 +607,83 @@ async fn end_session_during_initialize_deletes_the_session_it_makes() {
         seen.lock().unwrap()
     );
 }
+
+/// A server whose `initialize` declares logging and whose `tools/call` answer is an event
+/// stream of `logs` log messages, then the answer, in one write: its URL.
+async fn logging_server(logs: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                while let Some((method, body)) = read_request(&mut s).await {
+                    let reply = if body.contains(r#""method":"tools/call""#) {
+                        let id = body.split(r#""id":"#).nth(1).unwrap();
+                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+                        let mut events = String::new();
+                        for n in 0..logs {
+                            events.push_str(&format!(
+                                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{n}}}}}\n\n"
+                            ));
+                        }
+                        events.push_str(&format!(
+                            "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n"
+                        ));
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{events}",
+                            events.len()
+                        )
+                    } else if body.contains(r#""method":"initialize""#) {
+                        let id = body.split(r#""id":"#).nth(1).unwrap();
+                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+                        let answer = format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}},"logging":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+                        );
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        )
+                    } else {
+                        plain_reply(&method, &body)
+                    };
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// Thousands of server notifications in a burst of large body chunks wait for the application rather than
+/// overflow the engine's queue of events (4,096): the chunk was fed whole, and the
+/// notifications past the queue's bound were dropped (found by a review of the tokio client).
+#[tokio::test]
+async fn a_burst_of_notifications_in_one_chunk_waits_for_the_application() {
+    let logs = 30_000;
+    let url = logging_server(logs).await;
+    let mut client = ready_client(&url).await;
+    let now = client.now();
+    let call = client
+        .connection()
+        .request(
+            now,
+            "tools/call",
+            Some(mcpwire::jsonrpc::RawJson::new(r#"{"name":"chatty"}"#).unwrap()),
+        )
+        .unwrap();
+    let mut seen = 0;
+    loop {
+        match next(&mut client).await {
+            OwnedEvent::Notification { method, .. } if method == "notifications/message" => {
+                seen += 1
+            }
+            OwnedEvent::Response { request, .. } if request == call => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen, logs);
+    assert_eq!(client.connection().stats().dropped_events, 0);
+}

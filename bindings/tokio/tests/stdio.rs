@@ -1532,3 +1532,83 @@ async fn a_read_error_loses_no_answer_given() {
         "{out}"
     );
 }
+
+/// A configuration the engine refuses is reported before the child starts: refused after
+/// the spawn, the child was killed alone, and a wrapper's real server could live on.
+#[tokio::test]
+async fn spawn_refuses_a_bad_configuration_before_starting_anything() {
+    let mut config = Config::client("c", "1");
+    config.info = r#"{"name":"c"}"#.into();
+    // Each fork writes a byte into a pipe (in the child, before the command runs).
+    let mut fds = [0; 2];
+    // Safety: a valid array of two descriptors.
+    assert_eq!(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) },
+        0
+    );
+    let writer = fds[1];
+    let mut command = tokio::process::Command::new("cat");
+    // Safety: write(2) is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        command.pre_exec(move || {
+            libc::write(writer, b"x".as_ptr().cast(), 1);
+            Ok(())
+        });
+    }
+    let spawned = mcpwire_tokio::stdio::spawn(&mut command, config);
+    assert!(spawned.is_err());
+    let mut byte = [0u8; 1];
+    // Safety: the pipe's read end, one byte of room.
+    let read = unsafe { libc::read(fds[0], byte.as_mut_ptr().cast(), 1) };
+    // Safety: both ends are ours.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    assert_eq!(read, -1, "a child was started");
+}
+
+/// On a runtime with paused time (how tokio programs test timeouts), a request's timeout
+/// fires once tokio's clock passes it: the driver read the system clock, so every sleep
+/// ended at once, the engine saw no deadline pass, and the loop spun for the real minute.
+#[tokio::test(start_paused = true)]
+#[allow(clippy::disallowed_methods)] // the real clock, against tokio's paused one
+async fn a_timeout_fires_on_tokios_paused_clock() {
+    let real = std::time::Instant::now();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(ours);
+    let (peer_read, mut peer_write) = tokio::io::split(theirs);
+    // The server answers `initialize`, then nothing.
+    tokio::spawn(async move {
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(peer_read));
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains(r#""method":"initialize""#) {
+                let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+                peer_write
+                    .write_all(format!("{answer}\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+        }
+    });
+    let mut config = Config::client("c", "1");
+    config.client_era = mcpwire::conn::ClientEra::Legacy;
+    let mut io = Driver::new(config, reader, writer).unwrap();
+    let mut list = None;
+    loop {
+        match io.next_event().await.unwrap().expect("an event") {
+            OwnedEvent::Ready { .. } => {
+                let now = io.now();
+                list = Some(io.connection().request(now, "tools/list", None).unwrap());
+            }
+            OwnedEvent::TimedOut { request } if Some(request) == list => break,
+            _ => {}
+        }
+    }
+    // (The default timeout is a minute of tokio's time; the system clock barely moved.)
+    assert!(
+        real.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        real.elapsed()
+    );
+}
