@@ -35,8 +35,9 @@
 //!    both sides it stays with the task ([`TaskTokens`]) until the answer to a `tasks/result`
 //!    or `tasks/cancel` for the task crosses (either means the task is terminal), at most
 //!    `Limits::max_inbound_in_flight` tasks and 1 MiB of their ids and tokens (the oldest
-//!    goes first), plus at most 16 watched request ids of up to 1 KiB each per task (`on_response`, `on_progress`; outbound.rs `progress`). Such requests that
-//!    end unanswered (cancelled, timed out) are no longer watched ([`TaskTokens::watch`]).
+//!    goes first), plus at most 16 watched request ids of up to 1 KiB each per task
+//!    (`on_response`, `on_progress`; outbound.rs `progress`). Such requests that end
+//!    unanswered (cancelled, timed out) are no longer watched ([`TaskTokens::watch`]).
 //! 9. (2025-11-25) A task-augmented request of ours that ends before its task handle comes
 //!    (timeout, cancellation, close) gets no `notifications/cancelled` ("the `tasks/cancel`
 //!    request MUST be used instead", and there is no task id yet). If the handle still comes,
