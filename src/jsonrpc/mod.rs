@@ -558,10 +558,9 @@ pub enum OwnedId {
     Int(i64),
     /// A string id, in its wire (escaped) form. Bytes that are valid wire form are read as
     /// such: the six bytes `C:\new` are the text "C:", a newline and "ew". A host holding
-    /// an id's decoded text must escape it first
-    /// ([`write_json_string`](crate::jsonrpc::write_json_string)). Bytes that are no valid
-    /// wire form (a raw quote or newline, say) are not refused: the encoders write them
-    /// escaped, so the frame stays valid.
+    /// an id's decoded text must escape it first ([`write_json_string`]). Bytes that are no
+    /// valid wire form (a raw quote or newline, say) are not refused: the encoders write
+    /// them escaped, so the frame stays valid.
     Str(smallvec::SmallVec<[u8; 22]>),
 }
 
