@@ -2466,6 +2466,49 @@ fn replies_waiting_for_a_place_go_out_before_the_delete() {
     assert!(!c.client.has_exchange(delete), "ended");
 }
 
+/// An application that notifies in a loop has at most `MAX_RUNNING_NOTIFICATIONS` POSTs of
+/// them running; the rest go in order as those end, requests never wait behind them, and the
+/// DELETE waits for them all. Each went out at once, a connection apiece for the host, past
+/// the usual limit of open files (found by a review of the tokio client).
+#[test]
+fn notifications_go_out_a_bounded_number_at_a_time_in_order() {
+    let (mut c, _get) = with_open_get_stream();
+    let running = mcpwire::http::MAX_RUNNING_NOTIFICATIONS;
+    let total = running + 10;
+    for _ in 0..total {
+        c.client
+            .connection()
+            .notify("notifications/roots/list_changed", None)
+            .unwrap();
+    }
+    let mut pending = c.sent();
+    assert_eq!(pending.len(), running);
+    c.client.check_counts().unwrap();
+    c.request("tools/list");
+    let sent = c.sent();
+    assert_eq!(sent.len(), 1, "a request does not wait behind them");
+    assert_eq!(sent[0].body["method"], "tools/list");
+    c.client.end_session().expect("a session");
+    assert!(c.sent().is_empty(), "the DELETE waits");
+    let (mut notes, mut deleted) = (0, false);
+    while !pending.is_empty() {
+        let s = pending.remove(0);
+        if s.method == "DELETE" {
+            assert_eq!(notes, total, "the DELETE came after every notification");
+            deleted = true;
+            c.client.handle_response(c.now, s.exchange, 200, &[]);
+        } else {
+            assert_eq!(s.body["method"], "notifications/roots/list_changed");
+            notes += 1;
+            c.client.handle_response(c.now, s.exchange, 202, &[]);
+        }
+        c.client.handle_end(c.now, s.exchange, 0);
+        pending.extend(c.sent());
+        c.client.check_counts().unwrap();
+    }
+    assert!(deleted);
+}
+
 #[test]
 fn no_request_overtakes_initialized() {
     // Every POST travels on its own connection: a request made as soon as the session is
@@ -4013,16 +4056,26 @@ fn a_request_waiting_for_its_place_never_goes_out_once_it_ended() {
         .cancel(c.now, cancelled, Some("not now"))
         .unwrap();
     assert!(c.sent().is_empty(), "nothing goes out for it");
-    // Every request times out: the running ones get their cancellations, the waiting one
-    // nothing.
+    // Every request times out: the running ones get their cancellations (at most
+    // `MAX_RUNNING_NOTIFICATIONS` at a time, in order), the waiting one nothing.
     c.wait(Duration::from_secs(120));
     assert!(matches!(c.outcome(timed_out), Some(Ev::TimedOut { .. })));
-    let sent = c.sent();
-    assert_eq!(sent.len(), cap);
-    for (s, running) in sent.iter().zip(&running) {
+    let mut cancels = Vec::new();
+    loop {
+        let sent = c.sent();
+        if sent.is_empty() {
+            break;
+        }
+        assert!(sent.len() <= mcpwire::http::MAX_RUNNING_NOTIFICATIONS);
+        for s in &sent {
+            c.answer(s, 202, &[], "");
+        }
+        cancels.extend(sent);
+    }
+    assert_eq!(cancels.len(), cap);
+    for (s, running) in cancels.iter().zip(&running) {
         assert_eq!(s.body["method"], "notifications/cancelled");
         assert_eq!(s.body["params"]["requestId"], running.body["id"]);
-        c.answer(s, 202, &[], "");
     }
     // The running POSTs are let go after they linger; nothing else is aborted.
     c.wait(mcpwire::http::LINGER);

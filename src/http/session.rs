@@ -139,8 +139,11 @@ struct Exchange {
     linger: Option<Timestamp>,
     /// It carries our answer to a server's request (see [`MAX_RUNNING_REPLIES`]).
     reply: bool,
-    /// The host was asked to send it, and it is counted in `running_replies` (a reply) or
-    /// `running_requests` (one that carries requests of ours).
+    /// It carries a notification of ours (see [`MAX_RUNNING_NOTIFICATIONS`]).
+    note: bool,
+    /// The host was asked to send it, and it is counted in `running_replies` (a reply),
+    /// `running_notes` (a notification) or `running_requests` (one that carries requests of
+    /// ours).
     running: bool,
     /// It carries requests of ours and waits in `held_requests` for a place among the
     /// [`MAX_RUNNING_REQUESTS`]: the host has never seen it.
@@ -195,6 +198,7 @@ impl Exchange {
             opened_at: None,
             linger: None,
             reply: false,
+            note: false,
             running: false,
             held: false,
             unheard: false,
@@ -267,6 +271,11 @@ pub const UNAWAITED_HEAD_LIMIT: Duration = Duration::from_secs(10);
 /// until one ends. A server that sends requests (pings, say) faster than it accepts the
 /// answers would otherwise have the client open a connection for each.
 pub const MAX_RUNNING_REPLIES: usize = 64;
+
+/// How many POSTs carrying our notifications may run at once; more wait, in order, until one
+/// ends. An application that notifies in a loop (progress, say) would otherwise have the
+/// host open a connection for each, past the usual limit of open files.
+pub const MAX_RUNNING_NOTIFICATIONS: usize = 64;
 
 /// How many answers to the server's requests may wait for a place among the
 /// [`MAX_RUNNING_REPLIES`]; past it the newest is not sent, and counted in
@@ -342,7 +351,9 @@ pub const MAX_RUNNING_REQUESTS: usize = 256;
 ///    from the client, and one an extension sends is POSTed like a request (answered 202).
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
-///    notifications never wait behind them. POSTs of our requests run at most
+///    notifications never wait behind them. Our notifications go out at most
+///    [`MAX_RUNNING_NOTIFICATIONS`] at a time and wait their turn beyond, in order (the
+///    application's own: it sends no more than it made); the session's DELETE waits for them. POSTs of our requests run at most
 ///    [`MAX_RUNNING_REQUESTS`] at a time and wait their turn beyond (a request cancelled or
 ///    timed out meanwhile never goes out); nothing else waits behind them. An exchange with
 ///    nothing to wait for is let go [`UNAWAITED_HEAD_LIMIT`] after it went out without a
@@ -388,6 +399,10 @@ pub struct HttpClient {
     waiting_replies: usize,
     /// Replies that found [`MAX_RUNNING_REPLIES`] running, oldest first.
     held: VecDeque<ExchangeId>,
+    /// Notifications sent and not yet ended, at most [`MAX_RUNNING_NOTIFICATIONS`].
+    running_notes: usize,
+    /// Notifications that found [`MAX_RUNNING_NOTIFICATIONS`] running, oldest first.
+    held_notes: VecDeque<ExchangeId>,
     /// POSTs carrying requests of ours that were sent and have not ended, at most
     /// [`MAX_RUNNING_REQUESTS`].
     running_requests: usize,
@@ -537,6 +552,8 @@ impl HttpClient {
             held: VecDeque::new(),
             running_requests: 0,
             held_requests: VecDeque::new(),
+            running_notes: 0,
+            held_notes: VecDeque::new(),
             lingering: BTreeSet::new(),
             sweep: false,
             decoder,
@@ -731,7 +748,7 @@ impl HttpClient {
     /// Whether an exchange that carries a notification or answer has not reached the server
     /// yet (see [`has_unheard`](Self::has_unheard)): what the DELETE waits for.
     fn unheard_exchanges(&self) -> bool {
-        (self.exchanges.values()).any(|x| x.unheard || (x.reply && !x.running))
+        (self.exchanges.values()).any(|x| x.unheard || ((x.reply || x.note) && !x.running))
     }
 
     /// Whether the session's DELETE ([`end_session`](Self::end_session)) is still to go out
@@ -914,6 +931,13 @@ impl HttpClient {
                 ex.running = true;
                 self.running_replies += 1;
                 self.waiting_replies -= 1;
+            } else if ex.note && !ex.running {
+                if self.running_notes >= MAX_RUNNING_NOTIFICATIONS {
+                    self.held_notes.push_back(exchange); // its turn comes when one ends
+                    continue;
+                }
+                ex.running = true;
+                self.running_notes += 1;
             } else if ex.asked && !ex.running && !ex.held {
                 if self.running_requests >= MAX_RUNNING_REQUESTS {
                     ex.held = true;
@@ -1457,6 +1481,7 @@ impl HttpClient {
         let mut ex = Exchange::new("POST", headers, frame.to_vec(), awaiting);
         ex.with_session = session.is_some();
         ex.reply = reply;
+        ex.note = matches!(&decoded, Ok(Decoded::Single(Message::Notification(_))));
         self.waiting_replies += usize::from(reply);
         let exchange = self.new_exchange(ex);
         if initialize {
@@ -2080,23 +2105,29 @@ impl HttpClient {
     pub fn check_counts(&self) -> Result<(), String> {
         let count =
             |f: &dyn Fn(&Exchange) -> bool| self.exchanges.values().filter(|x| f(x)).count();
-        let requests = count(&|x| x.running && !x.reply);
+        let requests = count(&|x| x.running && !x.reply && !x.note);
         let replies = count(&|x| x.running && x.reply);
+        let notes = count(&|x| x.running && x.note);
         let waiting = count(&|x| x.reply && !x.running);
         let misplaced = count(&|x| x.held && (x.running || !x.asked));
-        if (requests, replies, waiting, misplaced)
+        if (requests, replies, notes, waiting, misplaced)
             != (
                 self.running_requests,
                 self.running_replies,
+                self.running_notes,
                 self.waiting_replies,
                 0,
             )
+            || notes > MAX_RUNNING_NOTIFICATIONS
         {
             return Err(format!(
                 "requests running {requests} (counted {}), replies running {replies} (counted \
-                 {}), replies waiting {waiting} (counted {}), held but running or asking \
-                 nothing {misplaced}",
-                self.running_requests, self.running_replies, self.waiting_replies
+                 {}), notifications running {notes} (counted {}), replies waiting {waiting} \
+                 (counted {}), held but running or asking nothing {misplaced}",
+                self.running_requests,
+                self.running_replies,
+                self.running_notes,
+                self.waiting_replies
             ));
         }
         Ok(())
@@ -2118,6 +2149,15 @@ impl HttpClient {
             self.running_replies -= 1;
             // The oldest reply waiting goes next.
             while let Some(next) = self.held.pop_front() {
+                if self.exchanges.contains_key(&next) {
+                    self.queue.push_back((next, false));
+                    break;
+                }
+            }
+        } else if ex.running && ex.note {
+            self.running_notes -= 1;
+            // The oldest notification waiting goes next.
+            while let Some(next) = self.held_notes.pop_front() {
                 if self.exchanges.contains_key(&next) {
                     self.queue.push_back((next, false));
                     break;
@@ -2192,6 +2232,7 @@ impl HttpClient {
         // (Nor replies or requests held for a place, nor the held DELETE: the host never had
         // them.)
         let held: HashSet<ExchangeId> = (self.held.iter().copied())
+            .chain(self.held_notes.iter().copied())
             .chain(self.held_delete)
             .chain(
                 self.exchanges
@@ -2214,6 +2255,7 @@ impl HttpClient {
         self.held_delete = None;
         self.queue.extend(running.into_iter().map(|e| (e, true)));
         self.held.clear();
+        self.held_notes.clear();
         self.held_requests.clear();
         self.resumes.clear();
         self.tools_list.clear();
