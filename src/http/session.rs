@@ -272,8 +272,8 @@ pub const UNAWAITED_HEAD_LIMIT: Duration = Duration::from_secs(10);
 /// answers would otherwise have the client open a connection for each.
 pub const MAX_RUNNING_REPLIES: usize = 64;
 
-/// How many POSTs carrying our notifications may run at once; more wait, in order, until one
-/// ends. An application that notifies in a loop (progress, say) would otherwise have the
+/// How many POSTs carrying our notifications may run at once; more wait until one ends (or
+/// the session ends). An application that notifies in a loop (progress, say) would otherwise have the
 /// host open a connection for each, past the usual limit of open files.
 pub const MAX_RUNNING_NOTIFICATIONS: usize = 64;
 
@@ -352,8 +352,9 @@ pub const MAX_RUNNING_REQUESTS: usize = 256;
 /// 7. Our answers to the server's requests go out at most [`MAX_RUNNING_REPLIES`] at a time
 ///    and wait their turn beyond, up to [`MAX_WAITING_REPLIES`]; our requests and
 ///    notifications never wait behind them. Our notifications go out at most
-///    [`MAX_RUNNING_NOTIFICATIONS`] at a time and wait their turn beyond, in order (the
-///    application's own: it sends no more than it made); the session's DELETE waits for them. POSTs of our requests run at most
+///    [`MAX_RUNNING_NOTIFICATIONS`] at a time and wait their turn beyond (the application's
+///    own: it sends no more than it made), all at once when the session ends, its DELETE
+///    waiting for them. POSTs of our requests run at most
 ///    [`MAX_RUNNING_REQUESTS`] at a time and wait their turn beyond (a request cancelled or
 ///    timed out meanwhile never goes out); nothing else waits behind them. An exchange with
 ///    nothing to wait for is let go [`UNAWAITED_HEAD_LIMIT`] after it went out without a
@@ -896,6 +897,13 @@ impl HttpClient {
         }
         self.take_output();
         self.find_done();
+        if self.ended && !self.held_notes.is_empty() {
+            // The session is ending, and its DELETE waits for these: they go now, whatever
+            // runs (a batch at a time, each let go after its wait, held the DELETE for
+            // minutes).
+            let held = std::mem::take(&mut self.held_notes);
+            self.queue.extend(held.into_iter().map(|e| (e, false)));
+        }
         if self.held_delete.is_some() && !self.unheard_exchanges() {
             // What went out before the DELETE was heard (or let go): it goes now.
             if let Some(delete) = self.held_delete.take() {
@@ -932,7 +940,7 @@ impl HttpClient {
                 self.running_replies += 1;
                 self.waiting_replies -= 1;
             } else if ex.note && !ex.running {
-                if self.running_notes >= MAX_RUNNING_NOTIFICATIONS {
+                if self.running_notes >= MAX_RUNNING_NOTIFICATIONS && !self.ended {
                     self.held_notes.push_back(exchange); // its turn comes when one ends
                     continue;
                 }
@@ -2118,7 +2126,7 @@ impl HttpClient {
                 self.waiting_replies,
                 0,
             )
-            || notes > MAX_RUNNING_NOTIFICATIONS
+            || (notes > MAX_RUNNING_NOTIFICATIONS && !self.ended)
         {
             return Err(format!(
                 "requests running {requests} (counted {}), replies running {replies} (counted \
