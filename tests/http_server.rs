@@ -5988,5 +5988,7 @@ fn an_invalid_server_configuration_is_refused_when_the_server_is_made() {
     assert!(HttpServer::try_new(HttpServerConfig::new(config.clone())).is_err());
     let made = std::panic::catch_unwind(|| HttpServer::new(HttpServerConfig::new(config)));
     assert!(made.is_err(), "new panics");
+    let client = Config::client("c", "1");
+    assert!(HttpServer::try_new(HttpServerConfig::new(client)).is_err());
     assert!(HttpServer::try_new(HttpServerConfig::new(server_config())).is_ok());
 }

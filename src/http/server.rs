@@ -618,9 +618,9 @@ impl HttpServer {
     /// reports an invalid one instead.
     ///
     /// # Panics
-    /// If `config.server` is invalid (no protocol version, capabilities that break the
-    /// schema's types, `info` without string `name` and `version`): every request would get
-    /// 500.
+    /// If `config.server` is invalid (a client's, no protocol version, capabilities that
+    /// break the schema's types, `info` without string `name` and `version`): every request
+    /// would get 500, or a client's answers.
     pub fn new(config: HttpServerConfig) -> Self {
         match Self::try_new(config) {
             Ok(server) => server,
@@ -634,6 +634,11 @@ impl HttpServer {
             .server
             .validate()
             .map_err(crate::conn::ConfigError::new)?;
+        if config.server.role != crate::conn::Role::Server {
+            return Err(crate::conn::ConfigError::new(
+                "an HTTP server needs a server configuration (Config::server)",
+            ));
+        }
         // Keep-alive comments that do not keep a timer due forever: zero is taken as 1 ms. So
         // is an idle timeout of zero: a shared session's refresh, due at half of it, would
         // stay due.
