@@ -96,14 +96,13 @@ pub struct Client {
     transport_error: Option<String>,
     tx: mpsc::Sender<Report>,
     rx: mpsc::Receiver<Report>,
-    /// The rest of a body chunk not fed yet: the engine's queue of events had no room for
-    /// more (a chunk may carry thousands of events). Fed before any later report.
+    /// The rest of a body chunk not fed yet, while the events its first pieces made wait for
+    /// the application (a chunk may carry thousands). Fed before any later report.
     held: Option<(ExchangeId, Bytes)>,
-    /// How much of a chunk is fed at a time, and the most events that may wait: a chunk is
-    /// fed a piece at a time while the queue has room, so that the server's notifications
-    /// wait for the application (backpressure) instead of being dropped from a full queue.
+    /// How much of a chunk is fed at a time: a piece, and no more while the events it made
+    /// wait, so that the server's notifications wait for the application (backpressure)
+    /// instead of being dropped from a full queue (the engine bounds it by count and bytes).
     piece: usize,
-    queue_limit: usize,
     /// On tokio's clock, so that a runtime with paused time (a test) sees the engine's
     /// deadlines pass when its sleeps end.
     start: tokio::time::Instant,
@@ -132,7 +131,7 @@ impl Client {
         if url.scheme_str() != Some("http") || url.host().is_none() {
             return Err(ClientError::Url(url.to_string()));
         }
-        let (piece, queue_limit) = (config.limits.input_piece(), config.limits.max_queued_events);
+        let piece = config.limits.input_piece();
         let http =
             HttpClient::new(config, Timestamp::ZERO, policy, true).map_err(ClientError::Config)?;
         // Bounded: while the application does not ask for events, the exchanges stop reading
@@ -152,7 +151,6 @@ impl Client {
             rx,
             held: None,
             piece,
-            queue_limit,
             start: tokio::time::Instant::now(),
         })
     }
@@ -197,8 +195,8 @@ impl Client {
                 return None;
             }
             if self.held.is_some() {
-                // The queue has room again (its events were taken): the rest of the chunk,
-                // then the reports behind it.
+                // The events were taken: the rest of the chunk, then the reports behind it
+                // and the timers due meanwhile.
                 let now = self.now();
                 self.feed_held(now, false);
                 if self.held.is_none() {
@@ -321,30 +319,28 @@ impl Client {
     }
 
     /// Applies the reports already waiting (at most a channel's worth, and none past a chunk
-    /// held back for room), then fires the timers already due.
+    /// held back for room), then fires the timers already due. Not while a chunk is held:
+    /// an answer behind it, already received, would time out for the application's pace.
     fn apply_waiting(&mut self, now: Timestamp) {
         for _ in 1..REPORTS_IN_FLIGHT {
             if self.held.is_some() {
-                break;
+                return;
             }
             let Ok(report) = self.rx.try_recv() else {
                 break;
             };
             self.apply(now, report);
         }
-        if self.http.poll_timeout().is_some_and(|at| at <= now) {
+        if self.held.is_none() && self.http.poll_timeout().is_some_and(|at| at <= now) {
             self.http.handle_timeout(now);
         }
     }
 
-    /// Feeds `bytes` of `exchange`'s body a piece at a time while the queue of events has
-    /// room, holding the rest back (see [`Client::held`]).
+    /// Feeds `bytes` of `exchange`'s body a piece at a time while no event waits, holding
+    /// the rest back (see [`Client::held`]).
     fn feed_body(&mut self, now: Timestamp, exchange: ExchangeId, mut bytes: Bytes) {
-        // (One more: a message split across two pieces ends in the second.)
-        let most = self.piece / 31 + 1;
         while !bytes.is_empty() {
-            let pending = self.http.connection().pending_events();
-            if pending > 0 && pending + most > self.queue_limit {
+            if self.http.connection().pending_events() > 0 {
                 self.held = Some((exchange, bytes));
                 return;
             }
@@ -353,7 +349,7 @@ impl Client {
         }
     }
 
-    /// Feeds the chunk held back, as far as the queue has room, or whole when `all`.
+    /// Feeds the chunk held back, as far as no event waits, or whole when `all`.
     fn feed_held(&mut self, now: Timestamp, all: bool) {
         let Some((exchange, bytes)) = self.held.take() else {
             return;

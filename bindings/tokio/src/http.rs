@@ -340,7 +340,10 @@ struct Shared<A> {
     /// The deadline (in [`Timestamp`] nanoseconds) the timer task sleeps until: `u64::MAX`
     /// for none, 0 while it is not asleep. Written and read under the lock.
     armed: AtomicU64,
-    start: Instant,
+    /// On tokio's clock, which the timer task sleeps on: with paused time (a test) the
+    /// engine sees its deadlines pass when the sleeps end (on the system clock it did not,
+    /// and the task spun).
+    start: tokio::time::Instant,
     phase: AtomicU8,
     config: HostConfig,
     /// The bytes held by the request bodies being read ([`HostConfig::max_body_total`]).
@@ -380,7 +383,7 @@ impl<A: Application> Shared<A> {
     }
 
     fn deadline(&self, t: Timestamp) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.start + Duration::from_nanos(t.as_nanos()))
+        self.start + Duration::from_nanos(t.as_nanos())
     }
 }
 
@@ -487,7 +490,7 @@ impl<A: Application> McpService<A> {
             }),
             changed: Arc::new(Notify::new()),
             armed: AtomicU64::new(0),
-            start: Instant::now(),
+            start: tokio::time::Instant::now(),
             phase: AtomicU8::new(RUNNING),
             config: config.workable(),
             bodies: AtomicUsize::new(0),
