@@ -647,9 +647,9 @@ fn concurrent_posts_get_their_own_streams_and_unrelated_messages_use_get() {
 
 /// A session's `tools/call` whose stream carries one progress notification, read by the
 /// client; then the stream drops, and meanwhile a progress notification goes out with each of
-/// `messages` (numbered from 2) and the answer. The client resumes with `Last-Event-ID`:
-/// what the resumed stream carries, and whether it finished.
-fn resumed_after_a_drop(messages: &[Option<&str>]) -> (Vec<serde_json::Value>, bool) {
+/// `messages` (numbered from 2) and the answer: the server, the session, and the client's
+/// reader (its last event id the first progress notification's).
+fn dropped_then_answered(messages: &[Option<&str>]) -> (HttpServer, String, StreamReader) {
     let mut s = server();
     let sid = open_session(&mut s);
     let (stream, key, id) = post_request(
@@ -677,6 +677,13 @@ fn resumed_after_a_drop(messages: &[Option<&str>]) -> (Vec<serde_json::Value>, b
         .respond(id.as_id(), RawJson::new("{}").unwrap())
         .unwrap();
     s.pump();
+    (s, sid, reader)
+}
+
+/// [`dropped_then_answered`], then the client resumes with `Last-Event-ID`: what the resumed
+/// stream carries, and whether it finished.
+fn resumed_after_a_drop(messages: &[Option<&str>]) -> (Vec<serde_json::Value>, bool) {
+    let (mut s, sid, mut reader) = dropped_then_answered(messages);
     let last = reader.last_event_id().unwrap().to_owned();
     let resumed = get_stream(
         &mut s,
@@ -699,25 +706,7 @@ fn a_dropped_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
 /// to the store's bytes for the session, without bound (found by a review of the SSE streams).
 #[test]
 fn resuming_a_finished_stream_again_ends_the_earlier_replay() {
-    let mut s = server();
-    let sid = open_session(&mut s);
-    let (stream, key, id) = post_request(
-        &mut s,
-        &sid,
-        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}}}"#,
-    );
-    s.connection(key)
-        .unwrap()
-        .progress(id.as_id(), 1.0, None, None)
-        .unwrap();
-    let mut reader = StreamReader::new();
-    read_stream(&mut s, stream, &mut reader);
-    s.stream_closed(T0, stream);
-    s.connection(key)
-        .unwrap()
-        .respond(id.as_id(), RawJson::new("{}").unwrap())
-        .unwrap();
-    s.pump();
+    let (mut s, sid, mut reader) = dropped_then_answered(&[]);
     let last = reader.last_event_id().unwrap().to_owned();
     let headers = [("Mcp-Session-Id", sid.as_str()), ("Last-Event-ID", &last)];
     let replays: Vec<HttpStreamId> = (0..3).map(|_| get_stream(&mut s, &headers)).collect();
