@@ -273,8 +273,8 @@ pub const UNAWAITED_HEAD_LIMIT: Duration = Duration::from_secs(10);
 pub const MAX_RUNNING_REPLIES: usize = 64;
 
 /// How many POSTs carrying our notifications may run at once; more wait until one ends (or
-/// the session ends). An application that notifies in a loop (progress, say) would otherwise have the
-/// host open a connection for each, past the usual limit of open files.
+/// the session ends). An application that notifies in a loop (progress, say) would
+/// otherwise have the host open a connection for each, past the usual limit of open files.
 pub const MAX_RUNNING_NOTIFICATIONS: usize = 64;
 
 /// How many answers to the server's requests may wait for a place among the
