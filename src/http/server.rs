@@ -1914,10 +1914,7 @@ impl HttpServer {
                     .unwrap_or_default();
                 for response in earlier {
                     if self.resolve(response).is_some() {
-                        self.close_stream(now, response);
-                        if self.superseded.len() < SUPERSEDED_KEPT {
-                            self.superseded.push(response);
-                        }
+                        self.end_replaced(now, response);
                     }
                 }
             }
@@ -2154,10 +2151,7 @@ impl HttpServer {
             if replays {
                 // (By its response's id: a takeover may have given it one of its own.)
                 let response = self.streams.get(&previous).map_or(previous, |s| s.handle);
-                self.close_stream(now, response);
-                if self.superseded.len() < SUPERSEDED_KEPT {
-                    self.superseded.push(response);
-                }
+                self.end_replaced(now, response);
             } else if let Some(s) = self.streams.get_mut(&previous) {
                 s.done = true;
                 wake(&mut self.streams, &mut self.woken, previous);
@@ -2181,6 +2175,16 @@ impl HttpServer {
         }
         wake(&mut self.streams, &mut self.woken, stream);
         stream
+    }
+
+    /// Ends `response`, which a resumption replaced, as if its client had gone (what it
+    /// carried stays resumable): it finds nothing more to poll, and is named once by
+    /// `poll_woken`.
+    fn end_replaced(&mut self, now: Timestamp, response: HttpStreamId) {
+        self.close_stream(now, response);
+        if self.superseded.len() < SUPERSEDED_KEPT {
+            self.superseded.push(response);
+        }
     }
 
     /// Gives stream `id` a new response id: the response that held it finds nothing more to
