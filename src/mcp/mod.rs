@@ -166,8 +166,10 @@ pub fn error_code_allowed(code: i64, version: ProtocolVersion) -> bool {
 
 /// Whether `info` is an `Implementation` as every schema defines it (`clientInfo`, and
 /// 2026-07-28's `_meta` `io.modelcontextprotocol/clientInfo`): an object whose `name` and
-/// `version` are strings, each once. Other members are not looked at.
-pub(crate) fn is_implementation(info: crate::jsonrpc::RawJson<'_>) -> bool {
+/// `version` are strings, each once. Other members are not looked at. Use it to check an
+/// info object before it goes into a [`Config`](crate::conn::Config) (a connection refuses
+/// to start with one that fails it).
+pub fn is_implementation(info: crate::jsonrpc::RawJson<'_>) -> bool {
     if !info.is_object() {
         return false;
     }

@@ -241,9 +241,7 @@ pub unsafe extern "C" fn mcpw_config_set_info(
         let raw = json(unsafe { super::boundary::bytes_in(chars_as_bytes(json_text), json_len) }?)?;
         // Every schema's `Implementation` has string `name` and `version`: a peer refuses
         // one without.
-        let found = raw.get_each(["name", "version"]);
-        let string = |i| matches!(found.get(i), Ok(Some(v)) if v.as_str().is_some());
-        if !raw.is_object() || !string(0) || !string(1) {
+        if !mcpwire::mcp::is_implementation(raw) {
             return Err(MCPW_ERR_JSON_WRONG_TYPE);
         }
         c.config.info = raw.get().to_owned();
