@@ -1578,6 +1578,21 @@ fn a_hand_built_legacy_answer_with_invalid_json_is_refused() {
     assert!(!take_output(&mut p.server).is_empty());
 }
 
+/// A progress notification for the token of our request `call` (a number) reaches the
+/// client: it is dropped and counted, the token being forgotten.
+fn assert_progress_dropped(p: &mut common::pair::Pair, call: &mcpwire::jsonrpc::OwnedId) {
+    let dropped = p.client.stats().dropped_progress;
+    let mcpwire::jsonrpc::OwnedId::Int(token) = call else {
+        panic!("a numeric token")
+    };
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":1000}}}}"#
+    );
+    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
+    assert_eq!(drain(&mut p.client), vec![], "the token is forgotten");
+    assert_eq!(p.client.stats().dropped_progress, dropped + 1);
+}
+
 #[test]
 fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
     // "For task-augmented requests, the progressToken provided in the original request MUST
@@ -1666,17 +1681,7 @@ fn a_2025_11_25_tasks_progress_token_lives_until_its_end_is_answered() {
         Err(Error::UnknownRequest)
     );
     // The client forgot the token too: a late notification is dropped and counted.
-    let dropped = p.client.stats().dropped_progress;
-    let token = match call_id {
-        mcpwire::jsonrpc::OwnedId::Int(n) => n,
-        _ => panic!(),
-    };
-    let line = format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":80}}}}"#
-    );
-    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
-    assert_eq!(drain(&mut p.client), vec![]);
-    assert_eq!(p.client.stats().dropped_progress, dropped + 1);
+    assert_progress_dropped(&mut p, &call_id);
 }
 
 #[test]
@@ -1741,16 +1746,7 @@ fn tasks_results_that_end_unanswered_do_not_keep_the_token_past_the_answer_that_
         Err(Error::UnknownRequest),
         "the server forgot the token"
     );
-    let dropped = p.client.stats().dropped_progress;
-    let mcpwire::jsonrpc::OwnedId::Int(token) = call_id else {
-        panic!()
-    };
-    let line = format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":30}}}}"#
-    );
-    p.client.handle_input(p.now, format!("{line}\n").as_bytes());
-    assert_eq!(drain(&mut p.client), vec![], "the client forgot it too");
-    assert_eq!(p.client.stats().dropped_progress, dropped + 1);
+    assert_progress_dropped(&mut p, &call_id);
 }
 
 #[test]

@@ -104,15 +104,11 @@ fn plain_reply(method: &str, body: &str) -> String {
     if method != "POST" {
         "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned()
     } else if body.contains(r#""method":"initialize""#) {
-        let id = body.split(r#""id":"#).nth(1).unwrap();
-        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
+        let id = request_id(body);
         let answer = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
         );
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
-            answer.len()
-        )
+        ok_reply("application/json", "Mcp-Session-Id: s1\r\n", &answer)
     } else {
         "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned()
     }
@@ -510,30 +506,28 @@ async fn a_failed_connection_says_why() {
     assert!(why.contains("Connection refused"), "{why}");
 }
 
-/// A server that answers `tools/call` with a JSON body 100 ms after it came, and everything
-/// else as [`plain_reply`] does.
-async fn slow_json_server() -> String {
+/// A server whose answer to each request is `reply`'s (sent after the delay it gives), or
+/// [`plain_reply`]'s where it gives none: its URL.
+async fn answering_server(
+    reply: impl Fn(&str, &str) -> Option<(Duration, String)> + Send + Sync + 'static,
+) -> String {
+    let reply = Arc::new(reply);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move {
         loop {
             let (mut s, _) = listener.accept().await.unwrap();
+            let reply = reply.clone();
             tokio::spawn(async move {
                 while let Some((method, body)) = read_request(&mut s).await {
-                    let reply = if body.contains(r#""method":"tools/call""#) {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        let id = body.split(r#""id":"#).nth(1).unwrap();
-                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
-                        let answer =
-                            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
-                            answer.len()
-                        )
-                    } else {
-                        plain_reply(&method, &body)
+                    let answer = match reply(&method, &body) {
+                        Some((delay, answer)) => {
+                            tokio::time::sleep(delay).await;
+                            answer
+                        }
+                        None => plain_reply(&method, &body),
                     };
-                    if s.write_all(reply.as_bytes()).await.is_err() {
+                    if s.write_all(answer.as_bytes()).await.is_err() {
                         return;
                     }
                 }
@@ -541,6 +535,36 @@ async fn slow_json_server() -> String {
         }
     });
     url
+}
+
+/// The (numeric) id of the request in `body`.
+fn request_id(body: &str) -> String {
+    let id = body.split(r#""id":"#).nth(1).unwrap();
+    id.chars().take_while(char::is_ascii_digit).collect()
+}
+
+/// A 200 response of `content_type` with `more` headers (each ending in CRLF) and `body`.
+fn ok_reply(content_type: &str, more: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n{more}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A server that answers `tools/call` with a JSON body 100 ms after it came, and everything
+/// else as [`plain_reply`] does.
+async fn slow_json_server() -> String {
+    answering_server(|_, body| {
+        body.contains(r#""method":"tools/call""#).then(|| {
+            let id = request_id(body);
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+            (
+                Duration::from_millis(100),
+                ok_reply("application/json", "", &answer),
+            )
+        })
+    })
+    .await
 }
 
 /// An answer that came in time but was taken late (the application was busy) is handed out,
@@ -611,50 +635,30 @@ async fn end_session_during_initialize_deletes_the_session_it_makes() {
 /// A server whose `initialize` declares logging and whose `tools/call` answer is an event
 /// stream of `logs` log messages, then the answer, in one write: its URL.
 async fn logging_server(logs: usize) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (mut s, _) = listener.accept().await.unwrap();
-            tokio::spawn(async move {
-                while let Some((method, body)) = read_request(&mut s).await {
-                    let reply = if body.contains(r#""method":"tools/call""#) {
-                        let id = body.split(r#""id":"#).nth(1).unwrap();
-                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
-                        let mut events = String::new();
-                        for n in 0..logs {
-                            events.push_str(&format!(
-                                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{n}}}}}\n\n"
-                            ));
-                        }
-                        events.push_str(&format!(
-                            "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n"
-                        ));
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{events}",
-                            events.len()
-                        )
-                    } else if body.contains(r#""method":"initialize""#) {
-                        let id = body.split(r#""id":"#).nth(1).unwrap();
-                        let id: String = id.chars().take_while(char::is_ascii_digit).collect();
-                        let answer = format!(
-                            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}},"logging":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
-                        );
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\r\n{answer}",
-                            answer.len()
-                        )
-                    } else {
-                        plain_reply(&method, &body)
-                    };
-                    if s.write_all(reply.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
+    answering_server(move |_, body| {
+        let id = request_id(body);
+        if body.contains(r#""method":"tools/call""#) {
+            let mut events = String::new();
+            for n in 0..logs {
+                events.push_str(&format!(
+                    "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{n}}}}}\n\n"
+                ));
+            }
+            events.push_str(&format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n"
+            ));
+            Some((Duration::ZERO, ok_reply("text/event-stream", "", &events)))
+        } else if body.contains(r#""method":"initialize""#) {
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}},"logging":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+            );
+            let session = "Mcp-Session-Id: s1\r\n";
+            Some((Duration::ZERO, ok_reply("application/json", session, &answer)))
+        } else {
+            None
         }
-    });
-    url
+    })
+    .await
 }
 
 /// Thousands of server notifications in a burst of large body chunks wait for the application rather than
