@@ -866,7 +866,9 @@ impl Connection {
     /// Reports progress on one of the peer's requests that carried a progress token:
     /// `progress` finite and above the last one reported, `total` (if any) finite, else
     /// [`Error::NonIncreasingProgress`]. A `subscriptions/listen` stream takes no progress
-    /// ([`Error::NoProgressToken`]).
+    /// ([`Error::NoProgressToken`]). A server that took a request before `initialize` came
+    /// (under a lax [`Policy::strict_lifecycle`]) sends no progress until it does
+    /// ([`Error::NotInitialized`]).
     pub fn progress(
         &mut self,
         id: Id<'_>,
@@ -882,7 +884,8 @@ impl Connection {
     /// only if the request asked for this level or a lower one with `logLevel`, and never on a
     /// `subscriptions/listen` stream; in the handshake era, whenever. Either way we must have
     /// declared `logging` ([`Error::NotNegotiated`]).
-    /// Returns whether it was sent. A client gets [`Error::WrongDirection`]. Like
+    /// Returns whether it was sent. A client gets [`Error::WrongDirection`], and a server
+    /// before `initialize` came [`Error::NotInitialized`], as for progress. Like
     /// [`progress`](Self::progress), it still goes out during a graceful close, for requests
     /// not yet answered.
     pub fn log(
@@ -900,6 +903,12 @@ impl Connection {
     /// required": the input requests the client must fulfil (each needing a capability the
     /// request declared) and/or an opaque state to be echoed back on the retry. Like any
     /// answer, one to a request the peer cancelled is taken and not sent.
+    ///
+    /// Refused with [`Error::NotInVersion`] for a request of the handshake era,
+    /// [`Error::NotEligible`] for any other method, [`Error::NotNegotiated`] when an input
+    /// request needs a client capability the request did not declare, and
+    /// [`Error::InvalidParams`] when neither is given, `input_requests` is not an object, or
+    /// one of its entries is not a valid input request.
     ///
     /// The retry is an ordinary request: its `requestState` and `inputResponses` reach the
     /// application in its params, unchecked. The state comes back from the client, so treat

@@ -14,8 +14,8 @@ use std::time::Duration;
 use arbitrary::{Arbitrary, Unstructured};
 use mcpwire::Timestamp;
 use mcpwire::conn::{
-    ClientEra, Config, Connection, Event, Limits, ProgressPolicy, RequestId, RequestOptions, Role,
-    State,
+    ClientEra, Config, Connection, Error as ConnError, Event, Limits, ProgressPolicy, RequestId,
+    RequestOptions, Role, State,
 };
 use mcpwire::frame::line::{FrameError, LineDecoder, TOO_LONG_HEAD};
 use mcpwire::jsonrpc::{
@@ -473,34 +473,116 @@ fn check_bounds(conn: &Connection, limits: &Limits) {
 
 /// Answers one peer request in a way the PRNG picks. Refusals (`Err`) are fine: the point is
 /// that every path runs.
-fn answer(conn: &mut Connection, rng: &mut Rng, request: &PeerRequest) {
+/// Answers one of the peer's requests (reporting progress and logging on it first, now and
+/// then), checking that every refusal is one the docs name for the case at hand. `cancelled`:
+/// the peer cancelled it already (answers are taken and dropped; progress and logs refused).
+fn answer(conn: &mut Connection, rng: &mut Rng, request: &PeerRequest, cancelled: bool) {
     let id = request.id.as_id();
+    let version = conn.protocol_version();
+    let client = conn.role() == Role::Client;
+    let modern = conn.request_context(id).is_some();
+    // A server before `initialize` (under a lax lifecycle) takes requests but sends nothing new.
+    let era_unknown = conn.era().is_none();
     if rng.one_in(6) {
-        let _ = conn.progress(id, rng.below(100) as f64, Some(100.0), Some("working"));
+        let r = conn.progress(id, rng.below(100) as f64, Some(100.0), Some("working"));
+        refused_as_documented("progress", request, r, |e| match e {
+            ConnError::NoProgressToken => true,
+            ConnError::NotInitialized => era_unknown,
+            ConnError::UnknownRequest => cancelled,
+            _ => false,
+        });
     }
     if rng.one_in(8) {
-        let _ = conn.log(id, LogLevel::Info, Some("fuzz"), json(r#"{"msg":"hi"}"#));
+        let r = conn.log(id, LogLevel::Info, Some("fuzz"), json(r#"{"msg":"hi"}"#));
+        refused_as_documented("log", request, r, |e| match e {
+            ConnError::WrongDirection => client,
+            ConnError::NotNegotiated(_) => !client,
+            ConnError::NotInitialized => era_unknown,
+            ConnError::UnknownRequest => cancelled,
+            _ => false,
+        });
     }
     let eligible = matches!(
         request.method.as_str(),
         "tools/call" | "prompts/get" | "resources/read"
     );
-    let _ = match rng.below(8) {
-        7 if eligible => conn
-            .respond_input_required(
+    // The first try may be refused only for what its docs name; the fallback (a plain result
+    // or -32603, valid for every request in every version) only for a full or closed output.
+    let first = match rng.below(8) {
+        7 if eligible => {
+            let r = conn.respond_input_required(
                 id,
                 Some(json(r#"{"a":{"method":"roots/list"}}"#)),
                 Some("state-1"),
-            )
-            .or_else(|_| conn.respond(id, json("{}"))),
-        0..=3 => conn.respond(id, json("{}")),
-        4 => conn.respond(id, json(r#"{"content":[{"type":"text","text":"ok"}]}"#)),
-        5 => conn.respond_error(id, -32603, "internal", None),
-        6 => conn.respond_error(id, -32042, "url elicitation required", Some(json("[1]"))),
-        _ => conn
-            .respond_input_required(id, None, Some("s"))
-            .or_else(|_| conn.respond_error(id, -32603, "internal", None)),
+            );
+            refused_as_documented("input required", request, r, |e| match e {
+                ConnError::NotNegotiated(_) => modern,
+                ConnError::NotInVersion => !modern,
+                _ => false,
+            })
+        }
+        0..=3 => refused_as_documented("respond", request, conn.respond(id, json("{}")), |_| false),
+        4 => {
+            let text = r#"{"content":[{"type":"text","text":"ok"}]}"#;
+            refused_as_documented("respond", request, conn.respond(id, json(text)), |_| false)
+        }
+        5 => {
+            let r = conn.respond_error(id, -32603, "internal", None);
+            refused_as_documented("respond_error", request, r, |_| false)
+        }
+        6 => {
+            let data = r#"{"elicitations":[{"mode":"url","elicitationId":"e1","url":"https://example.com/e","message":"sign in"}]}"#;
+            let r = conn.respond_error(id, -32042, "url elicitation required", Some(json(data)));
+            // Before a version is negotiated (a lax lifecycle), by the version the engine
+            // would speak; -32042 goes out as `respond_url_elicitation_required` writes it.
+            let v2025 = version == Some(ProtocolVersion::V2025_11_25);
+            refused_as_documented("-32042", request, r, |e| match e {
+                ConnError::CodeNotInVersion => !v2025,
+                ConnError::NotNegotiated(_) => v2025 || version.is_none(),
+                ConnError::NotInVersion => version.is_none(),
+                _ => false,
+            })
+        }
+        _ => {
+            let r = conn.respond_input_required(id, None, Some("s"));
+            refused_as_documented("input required", request, r, |e| match e {
+                ConnError::NotEligible => modern && !eligible,
+                ConnError::NotInVersion => !modern,
+                _ => false,
+            })
+        }
     };
+    if !first {
+        let r = if rng.one_in(2) {
+            conn.respond(id, json("{}"))
+        } else {
+            conn.respond_error(id, -32603, "internal", None)
+        };
+        refused_as_documented("fallback answer", request, r, |_| false);
+    }
+}
+
+/// Whether a command on a peer request went through; panics on a refusal that neither
+/// `documented` allows nor every command may give (a full output, a closed connection).
+fn refused_as_documented<T>(
+    what: &str,
+    request: &PeerRequest,
+    result: Result<T, ConnError>,
+    documented: impl Fn(ConnError) -> bool,
+) -> bool {
+    match result {
+        Ok(_) => true,
+        Err(ConnError::OutputFull | ConnError::Closed) => false,
+        Err(e) => {
+            assert!(
+                documented(e),
+                "{what} on {} {:?} refused with {e:?}",
+                request.method,
+                request.id
+            );
+            false
+        }
+    }
 }
 
 fn json(text: &str) -> RawJson<'_> {
@@ -537,7 +619,8 @@ fn pump(conn: &mut Connection, watch: &mut Watch, rng: &mut Rng, limits: &Limits
             break;
         }
         for request in &new {
-            answer(conn, rng, request);
+            let cancelled = watch.peer_cancelled.contains(&request.id);
+            answer(conn, rng, request, cancelled);
         }
         watch.peer_requests.extend(new);
     }
