@@ -84,6 +84,19 @@ type HTTPClient struct {
 	arena   []byte
 	// peeked: an event Run took to see whether taking the actions made one (Run's only).
 	peeked Event
+	// piece is how much of a body Run feeds at a time (the engine's input piece), handing
+	// out the events it made before the next: a chunk of thousands of notifications would
+	// overflow the engine's event queue, which drops them (Stats.DroppedEvents).
+	piece int
+	// held is the rest of a body report not fed yet, while the events its first pieces
+	// made wait for the handler (Run's only). Reports behind it wait too.
+	held *exchangeResult
+	// timerDue: the engine's deadline passed, and its timers fire once the beforeTimer
+	// reports that were waiting then went in (Run's only): an answer already received is
+	// not timed out for the loop's or the handler's pace, and reports that keep coming
+	// cannot hold the timers off.
+	timerDue    bool
+	beforeTimer int
 	// view is the one Conn lent for the client's connection (the C view is one handle too),
 	// cut off when the client is freed, so that a kept one returns ErrFreed.
 	view *Conn
@@ -199,9 +212,14 @@ func NewHTTPClient(cfg *Config, endpoint string, opts *HTTPClientOptions) (*HTTP
 	if hc.CheckRedirect == nil {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
+	var piece C.size_t
+	if C.mcpw_conn_input_piece(C.mcpwgo_http_client_view(made.client).conn, &piece) != C.MCPW_OK || piece == 0 {
+		piece = defaultInputPiece // (cannot fail on a new client)
+	}
 	now := time.Now()
 	c := &HTTPClient{
 		core:    &clientCore{ptr: made.client},
+		piece:   int(piece),
 		pending: (*C.mcpwgo_http_pending)(C.calloc(1, C.size_t(unsafe.Sizeof(C.mcpwgo_http_pending{})))),
 		url:     endpoint,
 		http:    hc,
@@ -385,12 +403,20 @@ type exchangeResult struct {
 // closed (Close, from h or another goroutine: ErrFreed, and the client is freed as Run
 // returns). h sees every event and may issue commands on the *Conn it is given (the client's
 // Conn, which other goroutines may use too: Run wakes for their commands). A handshake-era
-// session is not ended by Run: call EndSession before the last Shutdown for that (or on the
-// ClosedEvent). Run on a connection that already closed only sends what is left to send (the
+// session is not ended by Run: call EndSession once the connection closed, on the
+// ClosedEvent (an EndSession before it ends the session under the requests still running,
+// and a Shutdown's cancellations no longer go out). Run on a connection that already closed only sends what is left to send (the
 // DELETE of an EndSession called after the close), then returns ErrClosed; one Run at a
-// time. Exchanges still open when Run returns (after a panic in h, say) are reported to the
-// engine as broken, so a later Run resumes or fails their requests instead of waiting for
-// answers that cannot come.
+// time. When Run returns early (after a panic in h, say), what the exchanges had already
+// received goes to the engine, whose events wait for the next Run, and the exchanges still
+// open are reported to it as broken, so a later Run resumes or fails their requests instead
+// of waiting for answers that cannot come.
+//
+// A server's messages reach h at h's pace: Run feeds a response body a piece at a time
+// (Conn.InputPiece), the next once the events of the last were handed out, and reads no
+// more of the exchanges meanwhile (each holds at most 64 reports, then waits). So a burst of
+// thousands of notifications in one response slows the server's stream instead of being
+// dropped from the engine's bounded event queue.
 func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	if h == nil {
 		return errNilHandler
@@ -422,6 +448,12 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	defer close(gone)
 	running := map[uint64]context.CancelFunc{}
 	defer func() {
+		// What the exchanges reported already goes in first, whole (the events wait for
+		// the next Run): an answer received in full is delivered, not failed.
+		if c.cr().ptr != nil {
+			c.feedHeld(running)
+			c.takeWaiting(running, results, false)
+		}
 		c.cr().engine.Lock()
 		defer c.cr().engine.Unlock()
 		for id, cancel := range running {
@@ -508,6 +540,17 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		if failed {
 			continue
 		}
+		if c.held != nil {
+			// The events of the last piece were handed out: the next piece.
+			r := *c.held
+			c.held = nil
+			c.feedBody(r)
+			continue
+		}
+		if c.timerDue {
+			c.takeBeforeTimer(running, results)
+			continue
+		}
 		// Taking the actions can end requests (one given after EndSession fails at once,
 		// a close may then finish): their events are handed out before waiting.
 		c.cr().engine.Lock()
@@ -534,16 +577,11 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 		}
 		select {
 		case r := <-results:
-			c.take(running, r)
+			c.take(running, r, true)
 		case <-wake:
 		case <-timeout:
-			// What the exchanges already reported goes in first: an answer that is here is
-			// not timed out because the loop came late to it. (At most a channel's worth,
-			// so reports that keep coming cannot hold the timers off.)
-			c.takeWaiting(running, results)
-			c.cr().engine.Lock()
-			C.mcpw_http_client_handle_timeout(c.cr().ptr, c.ns(time.Now()))
-			c.cr().engine.Unlock()
+			// What the exchanges already reported goes in first (see timerDue).
+			c.timerDue, c.beforeTimer = true, len(results)
 		case <-c.closing:
 			return c.closeNow(ctx, view, running, results, gone)
 		case <-done:
@@ -630,6 +668,8 @@ func (c *HTTPClient) startExchanges(ctx context.Context, running map[uint64]cont
 // engine failed (a panic poisoned it).
 func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.CancelFunc,
 	results chan exchangeResult, gone <-chan struct{}) (freed bool, err error) {
+	// (The connection closed: nothing waits for the handler any more.)
+	c.feedHeld(running)
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -682,9 +722,9 @@ func (c *HTTPClient) settle(ctx context.Context, running map[uint64]context.Canc
 		}
 		select {
 		case r := <-results:
-			c.take(running, r)
+			c.take(running, r, false)
 		case <-c.armEngineTimer(timer):
-			c.takeWaiting(running, results)
+			c.takeWaiting(running, results, false)
 			c.fireTimers()
 		case <-limit.C:
 			return freed, nil
@@ -771,6 +811,7 @@ func (c *HTTPClient) closeNow(ctx context.Context, view *Conn, running map[uint6
 	results chan exchangeResult, gone <-chan struct{}) error {
 	// (ErrClosed when it closed already: nothing to cancel then.)
 	_ = view.Shutdown(time.Now(), 0)
+	c.feedHeld(running)
 	limit := time.NewTimer(2 * time.Second)
 	defer limit.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -790,9 +831,9 @@ func (c *HTTPClient) closeNow(ctx context.Context, view *Conn, running map[uint6
 		}
 		select {
 		case r := <-results:
-			c.take(running, r)
+			c.take(running, r, false)
 		case <-c.armEngineTimer(timer):
-			c.takeWaiting(running, results)
+			c.takeWaiting(running, results, false)
 			c.fireTimers()
 		case <-limit.C:
 			return ErrFreed
@@ -802,8 +843,13 @@ func (c *HTTPClient) closeNow(ctx context.Context, view *Conn, running map[uint6
 
 // take feeds what an exchange reported to the engine, and forgets an exchange that ended
 // (and a POST's unheard mark once its head came). A report of an aborted exchange is dropped.
-func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResult) {
+// pieces: a body goes in a piece at a time, the rest held (see HTTPClient.held).
+func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResult, pieces bool) {
 	if _, live := running[r.id]; !live {
+		return
+	}
+	if pieces && r.body != nil {
+		c.feedBody(r)
 		return
 	}
 	c.feed(r)
@@ -825,14 +871,55 @@ func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResul
 const reportsInFlight = 64
 
 // takeWaiting takes the reports already waiting in results, at most its capacity.
-func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results chan exchangeResult) {
+func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results chan exchangeResult, pieces bool) {
 	for range cap(results) {
 		select {
 		case r := <-results:
-			c.take(running, r)
+			c.take(running, r, pieces)
 		default:
 			return
 		}
+	}
+}
+
+// takeBeforeTimer, for Run, takes the reports that were waiting when the engine's deadline
+// passed (a piece at a time: it returns when a body is held, for its events to be handed
+// out), then fires the engine's timers.
+func (c *HTTPClient) takeBeforeTimer(running map[uint64]context.CancelFunc, results chan exchangeResult) {
+	for ; c.beforeTimer > 0; c.beforeTimer-- {
+		if c.held != nil {
+			return
+		}
+		select {
+		case r := <-results:
+			c.take(running, r, true)
+		default:
+			c.beforeTimer = 1
+		}
+	}
+	if c.held != nil {
+		return
+	}
+	c.timerDue = false
+	c.fireTimers()
+}
+
+// feedBody feeds the first piece of a body report and holds the rest (HTTPClient.held).
+func (c *HTTPClient) feedBody(r exchangeResult) {
+	n := min(c.piece, len(r.body))
+	c.feed(exchangeResult{id: r.id, body: r.body[:n]})
+	if n < len(r.body) {
+		r.body = r.body[n:]
+		c.held = &r
+	}
+}
+
+// feedHeld feeds the body held back whole, where no handler is to wait for (after the
+// close, as Run returns); dropped when its exchange was aborted meanwhile.
+func (c *HTTPClient) feedHeld(running map[uint64]context.CancelFunc) {
+	if r := c.held; r != nil {
+		c.held = nil
+		c.take(running, *r, false)
 	}
 }
 

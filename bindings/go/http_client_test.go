@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,6 +248,67 @@ func TestHTTPClientRunAfterAPanicFailsTheRequestsItCut(t *testing.T) {
 	}
 	if outcome == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("the slow request's outcome: %#v after %v", outcome, time.Since(start))
+	}
+}
+
+// A panic in the handler ends Run after another answer came in full: the next Run delivers
+// that answer. Run had cut its exchange and failed the request (FailedEvent) with the answer
+// in hand (found by a review of the Go client).
+func TestHTTPClientRunAfterAPanicDeliversTheAnswersAlreadyReceived(t *testing.T) {
+	var slowID atomic.Int64
+	slowID.Store(-1)
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		if string(id) == strconv.FormatInt(slowID.Load(), 10) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"tools":[]}}`)
+	})
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	var slow, fast RequestID
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic came out of Run")
+			}
+		}()
+		client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+			switch e := ev.(type) {
+			case *ReadyEvent:
+				slow, _ = c.Request(now, "tools/list", nil, nil)
+				slowID.Store(int64(slow))
+				fast, _ = c.Request(now, "tools/list", nil, nil)
+			case *ResponseEvent:
+				if e.Request == fast {
+					time.Sleep(600 * time.Millisecond) // the slow answer comes meanwhile
+					panic("a bug in the application")
+				}
+			}
+		}))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	var outcome Event
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch e := ev.(type) {
+		case *ResponseEvent:
+			if e.Request == slow {
+				outcome = ev
+				c.Shutdown(now, 0)
+			}
+		case *FailedEvent:
+			if e.Request == slow {
+				outcome = ev
+				c.Shutdown(now, 0)
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, ok := outcome.(*ResponseEvent); !ok {
+		t.Fatalf("the slow request's outcome: %#v", outcome)
 	}
 }
 
@@ -1046,5 +1108,78 @@ func TestHTTPClientEndSessionDuringInitializeDeletesTheSessionItMakes(t *testing
 		}
 	default:
 		t.Fatal("no DELETE reached the server before Run returned")
+	}
+}
+
+// A response of 40,000 notifications in one burst, to a handler that takes its time with each
+// while a timer is due (another request's timeout): every one reaches the handler. Run fed
+// each 32 KiB body read whole, and the waiting reads all at once when a timer fired, past
+// the engine's bounded event queue, which dropped 31,464 of them (found by a review of the
+// Go client).
+func TestHTTPClientABurstOfNotificationsWaitsForTheHandler(t *testing.T) {
+	const n = 40000
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		if json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"chatty","version":"1"}}}`)
+		case "ping":
+			<-r.Context().Done() // never answered: its timeout is the timer
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			line := `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n\n"
+			io.WriteString(w, strings.Repeat(line, n))
+			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[]}}`+"\n\n")
+		}
+	}))
+	defer srv.Close()
+	client := legacyHTTPClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var call, ping RequestID
+	seen, pingTimedOut, answered := 0, false, false
+	var stats Stats
+	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
+		switch e := ev.(type) {
+		case *ReadyEvent:
+			ping, _ = c.Request(now, "ping", nil, &RequestOptions{Timeout: 100 * time.Millisecond})
+			call, _ = c.Request(now, "tools/call", json.RawMessage(`{"name":"chatty"}`), nil)
+		case *NotificationEvent:
+			seen++
+			if seen%50 == 0 {
+				time.Sleep(time.Millisecond) // a handler that writes the lines somewhere
+			}
+		case *TimedOutEvent:
+			pingTimedOut = pingTimedOut || e.Request == ping
+		case *ResponseEvent:
+			if e.Request == call {
+				answered = true
+				st, _ := c.Status()
+				stats = st.Stats
+				c.Shutdown(now, 0)
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !answered || !pingTimedOut {
+		t.Fatalf("answered %v, ping timed out %v", answered, pingTimedOut)
+	}
+	if seen != n || stats.DroppedEvents != 0 {
+		t.Fatalf("the handler saw %d of %d notifications; %d dropped", seen, n, stats.DroppedEvents)
 	}
 }
