@@ -91,12 +91,10 @@ type HTTPClient struct {
 	// held is the rest of a body report not fed yet, while the events its first pieces
 	// made wait for the handler (Run's only). Reports behind it wait too.
 	held *exchangeResult
-	// timerDue: the engine's deadline passed, and its timers fire once the beforeTimer
-	// reports that were waiting then went in (Run's only): an answer already received is
-	// not timed out for the loop's or the handler's pace, and reports that keep coming
-	// cannot hold the timers off.
-	timerDue    bool
-	beforeTimer int
+	// timerDue: the engine's deadline passed while a body was held; its timers fire once
+	// that body went in, before the reports behind it (Run's only). (Waiting for those too,
+	// a stream whose reports keep coming held the timers off until it ended.)
+	timerDue bool
 	// view is the one Conn lent for the client's connection (the C view is one handle too),
 	// cut off when the client is freed, so that a kept one returns ErrFreed.
 	view *Conn
@@ -545,10 +543,10 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			r := *c.held
 			c.held = nil
 			c.feedBody(r)
-			continue
-		}
-		if c.timerDue {
-			c.takeBeforeTimer(running, results)
+			if c.held == nil && c.timerDue {
+				c.timerDue = false
+				c.fireTimers()
+			}
 			continue
 		}
 		// Taking the actions can end requests (one given after EndSession fails at once,
@@ -580,8 +578,16 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			c.take(running, r, true)
 		case <-wake:
 		case <-timeout:
-			// What the exchanges already reported goes in first (see timerDue).
-			c.timerDue, c.beforeTimer = true, len(results)
+			// What the exchanges already reported goes in first: an answer that is here is
+			// not timed out because the loop came late to it. (At most a channel's worth,
+			// so reports that keep coming cannot hold the timers off; and none past a body
+			// held back, whose pieces go in first: see timerDue.)
+			c.takeWaiting(running, results, true)
+			if c.held != nil {
+				c.timerDue = true
+			} else {
+				c.fireTimers()
+			}
 		case <-c.closing:
 			return c.closeNow(ctx, view, running, results, gone)
 		case <-done:
@@ -870,9 +876,13 @@ func (c *HTTPClient) take(running map[uint64]context.CancelFunc, r exchangeResul
 // reportsInFlight is how many exchange reports (heads, body pieces, ends) may wait for Run.
 const reportsInFlight = 64
 
-// takeWaiting takes the reports already waiting in results, at most its capacity.
+// takeWaiting takes the reports already waiting in results, at most its capacity, and
+// none past a body held back (pieces).
 func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results chan exchangeResult, pieces bool) {
 	for range cap(results) {
+		if c.held != nil {
+			return
+		}
 		select {
 		case r := <-results:
 			c.take(running, r, pieces)
@@ -880,28 +890,6 @@ func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results 
 			return
 		}
 	}
-}
-
-// takeBeforeTimer, for Run, takes the reports that were waiting when the engine's deadline
-// passed (a piece at a time: it returns when a body is held, for its events to be handed
-// out), then fires the engine's timers.
-func (c *HTTPClient) takeBeforeTimer(running map[uint64]context.CancelFunc, results chan exchangeResult) {
-	for ; c.beforeTimer > 0; c.beforeTimer-- {
-		if c.held != nil {
-			return
-		}
-		select {
-		case r := <-results:
-			c.take(running, r, true)
-		default:
-			c.beforeTimer = 1
-		}
-	}
-	if c.held != nil {
-		return
-	}
-	c.timerDue = false
-	c.fireTimers()
 }
 
 // feedBody feeds the first piece of a body report and holds the rest (HTTPClient.held).

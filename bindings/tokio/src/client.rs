@@ -99,6 +99,10 @@ pub struct Client {
     /// The rest of a body chunk not fed yet, while the events its first pieces made wait for
     /// the application (a chunk may carry thousands). Fed before any later report.
     held: Option<(ExchangeId, Bytes)>,
+    /// An engine deadline passed while a chunk was held: the timers fire once that chunk
+    /// went in, before the reports behind it. (Waiting for those too, a stream whose chunks
+    /// keep coming held the timers off until it ended.)
+    timer_due: bool,
     /// How much of a chunk is fed at a time: a piece, and no more while the events it made
     /// wait, so that the server's notifications wait for the application (backpressure)
     /// instead of being dropped from a full queue (the engine bounds it by count and bytes).
@@ -150,6 +154,7 @@ impl Client {
             tx,
             rx,
             held: None,
+            timer_due: false,
             piece,
             start: tokio::time::Instant::now(),
         })
@@ -319,20 +324,29 @@ impl Client {
     }
 
     /// Applies the reports already waiting (at most a channel's worth, and none past a chunk
-    /// held back for room), then fires the timers already due. Not while a chunk is held:
-    /// an answer behind it, already received, would time out for the application's pace.
+    /// held back for room), then fires the timers already due: an answer already received
+    /// is not timed out for the loop's lateness. While a chunk is held, the timers wait for
+    /// it to go in ([`Client::timer_due`]), and only for it.
     fn apply_waiting(&mut self, now: Timestamp) {
+        if self.timer_due && self.held.is_none() {
+            self.timer_due = false;
+            self.http.handle_timeout(now);
+        }
         for _ in 1..REPORTS_IN_FLIGHT {
             if self.held.is_some() {
-                return;
+                break;
             }
             let Ok(report) = self.rx.try_recv() else {
                 break;
             };
             self.apply(now, report);
         }
-        if self.held.is_none() && self.http.poll_timeout().is_some_and(|at| at <= now) {
-            self.http.handle_timeout(now);
+        if self.http.poll_timeout().is_some_and(|at| at <= now) {
+            if self.held.is_some() {
+                self.timer_due = true;
+            } else {
+                self.http.handle_timeout(now);
+            }
         }
     }
 

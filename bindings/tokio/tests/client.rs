@@ -636,6 +636,13 @@ async fn end_session_during_initialize_deletes_the_session_it_makes() {
 /// stream of `logs` log messages, then the answer, in one write: its URL.
 async fn logging_server(logs: usize) -> String {
     answering_server(move |_, body| {
+        if body.contains(r#""method":"ping""#) {
+            // Never answered in time: its timeout is a timer.
+            return Some((Duration::from_secs(60), ok_reply("application/json", "", "{}")));
+        }
+        if !body.contains(r#""id":"#) {
+            return None; // (a notification)
+        }
         let id = request_id(body);
         if body.contains(r#""method":"tools/call""#) {
             let mut events = String::new();
@@ -690,4 +697,57 @@ async fn a_burst_of_notifications_in_one_chunk_waits_for_the_application() {
     }
     assert_eq!(seen, logs);
     assert_eq!(client.connection().stats().dropped_events, 0);
+}
+
+/// A request times out while a long burst of notifications streams in to an application that
+/// takes its time: no timer fired while a body chunk was held for room, and reports kept
+/// coming, so the timeout came only after the whole burst (found by a review of the Go
+/// client, which had the same loop).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_fires_during_a_long_burst_of_notifications() {
+    let logs = 60_000;
+    let url = logging_server(logs).await;
+    let mut client = ready_client(&url).await;
+    let now = client.now();
+    let call = client
+        .connection()
+        .request(
+            now,
+            "tools/call",
+            Some(mcpwire::jsonrpc::RawJson::new(r#"{"name":"chatty"}"#).unwrap()),
+        )
+        .unwrap();
+    let (mut seen, mut ping, mut seen_at_timeout) = (0, None, None);
+    loop {
+        match next(&mut client).await {
+            OwnedEvent::Notification { method, .. } if method == "notifications/message" => {
+                seen += 1;
+                if seen == 1 {
+                    // The burst has begun: a request whose timeout falls within it.
+                    let options = mcpwire::conn::RequestOptions {
+                        timeout: Some(Duration::from_millis(100)),
+                        ..Default::default()
+                    };
+                    let now = client.now();
+                    let request = client.connection().request_with(now, "ping", None, options);
+                    ping = Some(request.unwrap());
+                }
+                if seen % 50 == 0 {
+                    // An application that writes the lines somewhere.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            OwnedEvent::TimedOut { request } if Some(request) == ping => {
+                seen_at_timeout = Some(seen)
+            }
+            OwnedEvent::Response { request, .. } if request == call => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen, logs);
+    let at = seen_at_timeout.expect("the ping timed out before the call's answer");
+    assert!(
+        at < logs / 2,
+        "the ping timed out after {at} of {logs} notifications"
+    );
 }
