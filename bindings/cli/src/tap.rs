@@ -66,6 +66,10 @@ const LINGER: Duration = Duration::from_secs(1);
 /// tap wants it gone, and the server it would wait for is gone already.
 const STALLED: Duration = Duration::from_secs(4);
 
+/// How much of the server's output goes to the host in one write: a pipe's atomic size, so
+/// that a host reading slowly still shows progress well within [`STALLED`].
+const WRITE_PIECE: usize = 4096;
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Dir {
     ClientToServer,
@@ -786,10 +790,17 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
                 Ok(n) => n,
             };
             down.observe(&buf[..n]);
-            if write_waiting(&mut stdout, &buf[..n]).is_err() {
+            // A piece at a time, counted as it goes: a blocking write to a pipe returns once
+            // all of it went, and a host that reads slowly would take longer than STALLED
+            // over a whole read's worth, though it never stopped reading.
+            let progress = buf[..n].chunks(WRITE_PIECE).try_for_each(|piece| {
+                write_waiting(&mut stdout, piece)?;
+                written.fetch_add(piece.len() as u64, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(())
+            });
+            if progress.is_err() {
                 break;
             }
-            written.fetch_add(n as u64, Ordering::SeqCst);
         }
         // Nothing more comes from the server: its end reaches the host now, not once the
         // server exits (a host that waits for the end of the output before closing the

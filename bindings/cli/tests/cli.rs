@@ -3579,6 +3579,52 @@ fn tap_ends_on_a_signal_while_its_host_does_not_read() {
     assert_eq!(log.last().unwrap()["signal"], 15, "{log:?}");
 }
 
+/// A host that signals tap and then reads the rest of the output slowly (12 KiB/s) gets all of
+/// it: tap gave up on a write to the host that made no progress for 4 s, and a write was a
+/// whole 64 KiB read of the server's, which a host reading that slowly took 5 s over, so
+/// tap ended in the middle of a line (found by a review of `tap`).
+#[cfg(target_os = "linux")]
+#[test]
+fn tap_after_a_signal_gives_a_host_that_reads_slowly_all_of_the_output() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let total = 96 * 1024;
+    let dir = scratch_dir("tap-slow-reader");
+    let log = dir.join("tap.jsonl");
+    let server = format!(
+        "trap 'exit 0' TERM; yes '{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}' | head -c {total}; \
+         while :; do sleep 0.1; done"
+    );
+    let mut child = tap_sh(&log, &server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(60));
+    let _stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // The smallest pipe, so that tap's writes wait on this reader at once.
+    // SAFETY: F_SETPIPE_SZ on a pipe descriptor `stdout` keeps open.
+    unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: kill(2) on the pid of a child not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut got = Vec::new();
+    let mut piece = [0u8; 3 * 1024];
+    loop {
+        let n = stdout.read(&mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&piece[..n]);
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(got.len(), total, "tap's status {status:?}");
+    assert_eq!(status.code(), Some(0));
+}
+
 /// A server that answers the second request it gets, and no other.
 const ANSWER_THE_SECOND: &str = r#"
 import sys
