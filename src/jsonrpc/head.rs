@@ -1,21 +1,33 @@
-//! What the first bytes of a message that was too long to decode still tell: its id, and
-//! whether it is a response. The engine uses it to answer an over-long request with an error
-//! naming the request (JSON-RPC wants every request answered) and to end our own request whose
-//! answer was too long, instead of leaving it to time out.
+//! What the first bytes of a message that was too long to decode still tell: its id, whether
+//! it is a response, and its method. The engine uses it to answer an over-long request with an
+//! error naming the request (JSON-RPC wants every request answered) and to end our own request
+//! whose answer was too long, instead of leaving it to time out; `mcpwire tap` uses it to
+//! match an answer it does not decode with its request.
 
 use super::{JsonStr, OwnedId, RawJson};
 
-/// What [`scan_head`] found.
+/// What [`scan_head`] found in the first bytes of a message.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct HeadFacts {
-    /// The top-level `id`, when it lies wholly inside the head and is a valid id.
+#[non_exhaustive]
+pub struct HeadFacts {
+    /// The top-level `id`, when it lies wholly inside the head and is a valid id (and is
+    /// written once).
     pub id: Option<OwnedId>,
     /// A top-level `result` or `error` member was seen: the message is a response.
     pub response: bool,
+    /// The top-level `method`, when it lies wholly inside the head and is a string (escapes
+    /// decoded).
+    pub method: Option<String>,
 }
 
-/// Reads the top-level members of a JSON object from its first bytes, as far as they go.
-pub(crate) fn scan_head(head: &[u8]) -> HeadFacts {
+/// Reads the top-level members of a JSON object from its first bytes, as far as they go,
+/// without checking the rest. Use it on [`LineDecoder::too_long_head`] to tell which message
+/// a frame over the cap was: to answer a request with an error naming its id, or to match an
+/// answer you will not decode with your request. A message that does decode is better read
+/// with [`Decoder`](super::Decoder).
+///
+/// [`LineDecoder::too_long_head`]: crate::frame::line::LineDecoder::too_long_head
+pub fn scan_head(head: &[u8]) -> HeadFacts {
     let mut facts = HeadFacts::default();
     let mut i = skip_ws(head, 0);
     if head.get(i) != Some(&b'{') {
@@ -64,6 +76,13 @@ pub(crate) fn scan_head(head: &[u8]) -> HeadFacts {
                 .and_then(|value| value.as_id())
                 .map(OwnedId::from);
             seen_id = true;
+        }
+        if is("method") && head[i] == b'"' {
+            facts.method = std::str::from_utf8(&head[i..value_end])
+                .ok()
+                .and_then(|text| RawJson::new(text).ok())
+                .and_then(|value| value.as_str())
+                .map(|text| text.to_str().into_owned());
         }
         i = skip_ws(head, value_end);
         match head.get(i) {
@@ -169,6 +188,19 @@ mod tests {
         assert!(f.response);
         assert!(scan_head(br#"{"id":3,"error":{"code":1},"#).response);
         assert!(!scan_head(br#"{"id":3,"method":"m","params":{"#).response);
+    }
+
+    #[test]
+    fn reads_the_method_when_it_is_whole_in_the_head() {
+        let f = scan_head(br#"{"jsonrpc":"2.0","id":3,"method":"tools/c\u0061ll","params":{"a"#);
+        assert_eq!(f.method.as_deref(), Some("tools/call"));
+        assert!(!f.response);
+        assert_eq!(scan_head(br#"{"id":3,"method":"tools/ca"#).method, None);
+        assert_eq!(scan_head(br#"{"id":3,"method":7,"params":{"#).method, None);
+        assert_eq!(
+            scan_head(br#"{"id":3,"result":{"method":"x"}}"#).method,
+            None
+        );
     }
 
     /// Keys as the decoder reads them: escapes decoded (an over-long answer spelled

@@ -9,7 +9,7 @@
 mod decode;
 mod head;
 mod index;
-pub(crate) use head::scan_head;
+pub use head::{HeadFacts, scan_head};
 mod encode;
 mod scan;
 pub(crate) use scan::skip_valid;

@@ -13,7 +13,9 @@
 //! an entry ends with that part).
 //!
 //! The first entry is `start`; then come the messages (`request`, `notification`,
-//! `response`, `error`, `invalid`), `eof` when the host closes tap's stdin, or `closed` when
+//! `response`, `error`, `invalid`, and `too_long` for one over 16 MiB, which passes through
+//! but is not decoded: a request or an answer among them is logged as such from its first
+//! bytes, with `"too_long": true`, and kept on the record), `eof` when the host closes tap's stdin, or `closed` when
 //! the server stops reading its own (tap then closes its stdin too, so that the host's writes
 //! fail as they would without tap, and keeps passing on what the server writes); the last
 //! entry is `exit` (unless the end gave up on the log), and nothing is logged after it.
@@ -43,8 +45,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use mcpwire::frame::line::LineDecoder;
-use mcpwire::jsonrpc::{Decoded, Decoder, Id, Message, OwnedId, RawJson};
+use mcpwire::frame::line::{FrameError, LineDecoder};
+use mcpwire::jsonrpc::{
+    Decoded, Decoder, DecoderConfig, HeadFacts, Id, Message, OwnedId, RawJson, scan_head,
+};
 
 /// The most requests one direction may have in flight on record; past it, the oldest is
 /// forgotten (and counted in the `exit` entry's `forgotten`).
@@ -359,6 +363,11 @@ impl Observer {
             };
             let frame = match frame {
                 Ok(f) => f,
+                Err(FrameError::TooLong { limit }) => {
+                    let facts = scan_head(self.lines.too_long_head());
+                    too_long(&mut shared, self.dir, limit, &facts);
+                    continue;
+                }
                 Err(e) => {
                     shared.write(json!({"dir": self.dir.name(), "kind": "invalid", "violation": e.to_string()}));
                     continue;
@@ -409,39 +418,71 @@ fn log_frame(shared: &mut Shared, decoder: &mut Decoder, dir: Dir, frame: &[u8])
     }
 }
 
+/// Logs a message longer than tap decodes (MCP sets no limit, so it is no violation): it
+/// passed through unchanged, and what its first bytes tell (`facts`) keeps the record of
+/// requests in flight: an answer is matched with its request, and a request is remembered.
+fn too_long(shared: &mut Shared, dir: Dir, limit: usize, facts: &HeadFacts) {
+    let mut entry = json!({
+        "dir": dir.name(),
+        "kind": "too_long",
+        "note": format!("over {limit} bytes: passed through, not decoded"),
+    });
+    if let Some(id) = &facts.id {
+        entry["id"] = id_json(id.as_id());
+        if facts.response {
+            entry["kind"] = json!("response");
+            entry["too_long"] = json!(true);
+            answer(shared, dir.other(), id.as_id(), &mut entry);
+        } else if let Some(method) = &facts.method {
+            entry["kind"] = json!("request");
+            entry["too_long"] = json!(true);
+            entry["method"] = json!(method);
+            remember(shared, dir, id.as_id(), method, &mut entry);
+        }
+    } else if let Some(method) = &facts.method {
+        entry["method"] = json!(method);
+    }
+    shared.write(entry);
+}
+
 /// The most of a request's method name remembered while it is in flight (the log entry of
 /// the request itself has it whole): a method name may be as long as a frame.
 const METHOD_KEPT: usize = 256;
 
-/// The longest string id (in its wire form) remembered as it is while its request is in
-/// flight; a longer one is remembered as its start, its length and a hash of the whole (see
-/// [`kept_id`]). An id may be as long as a frame, and 65,536 requests are remembered per
+/// The longest string id (its text, escapes decoded) remembered as it is while its request is
+/// in flight; a longer one is remembered as its start, its length and a hash of the whole
+/// (see [`kept_id`]). An id may be as long as a frame, and 65,536 requests are remembered per
 /// direction, each id twice.
 const ID_KEPT: usize = 256;
 
 /// The key a request id is remembered under: the id itself, or for a string id over
-/// [`ID_KEPT`] bytes, `<its first bytes>…#<hash>/<length>`, which stands for it in the exit
-/// entry too. Two different long ids share a key only if their hashes collide.
+/// [`ID_KEPT`] bytes of text, `<its first characters>…#<hash>/<length>`, which stands for it in
+/// the exit entry too. Both are taken from the text, escapes decoded, so that an answer that
+/// spells the id with other escapes (`\u00e9` for `é`) is matched, as JSON-RPC compares ids.
+/// Two different long ids share a key only if their hashes collide.
 fn kept_id(id: Id<'_>) -> OwnedId {
     let Id::Str(s) = id else {
         return OwnedId::from(id);
     };
-    let raw = s.raw().as_bytes();
-    if raw.len() <= ID_KEPT {
+    // (The wire form is never shorter than the text: most ids stop here without decoding.)
+    if s.raw().len() <= ID_KEPT {
+        return OwnedId::from(id);
+    }
+    let text = s.to_str();
+    if text.len() <= ID_KEPT {
         return OwnedId::from(id);
     }
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut hasher = DefaultHasher::new();
-    raw.hash(&mut hasher);
-    // The start, up to the first escape (the key stays a valid id with no escape cut in two).
-    let start = raw
-        .iter()
+    text.hash(&mut hasher);
+    // The start: plain ASCII that needs no escape in the key's wire form.
+    let start: String = text
+        .chars()
         .take(64)
-        .take_while(|&&b| b != b'\\' && b.is_ascii())
-        .count();
-    let mut key = raw[..start].to_vec();
-    key.extend_from_slice(format!("\\u2026#{:016x}/{}", hasher.finish(), raw.len()).as_bytes());
-    OwnedId::Str(key.into())
+        .take_while(|&c| c.is_ascii() && !c.is_ascii_control() && c != '"' && c != '\\')
+        .collect();
+    let key = format!("{start}\\u2026#{:016x}/{}", hasher.finish(), text.len());
+    OwnedId::Str(key.into_bytes().into())
 }
 
 /// Logs one message that went `dir`, keeping the record of requests in flight up to date.
@@ -456,25 +497,7 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
             entry["kind"] = json!("request");
             entry["id"] = id_json(r.id);
             entry["method"] = json!(full);
-            // What is remembered until the answer: at most METHOD_KEPT bytes of the name.
-            let mut cut = full.len().min(METHOD_KEPT);
-            while !full.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let method = full[..cut].to_owned();
-            let id = kept_id(r.id);
-            let t = shared.ms();
-            let side = shared.side(dir);
-            if side.in_flight.contains(&id) {
-                entry["violation"] =
-                    json!("request id reused while the first request is in flight");
-            }
-            // An answer under this id is this request's now, not a forgotten one's.
-            side.gone.remove(&id);
-            if let Some((old, sent)) = side.in_flight.insert(id, Sent { method, t }) {
-                side.forgotten += 1;
-                side.gone.insert(old, (sent, false));
-            }
+            remember(shared, dir, r.id, &full, &mut entry);
         }
         Message::Notification(n) => {
             entry["kind"] = json!("notification");
@@ -502,6 +525,28 @@ fn note(shared: &mut Shared, dir: Dir, m: &Message<'_>, batch: bool) {
         }
     }
     shared.write(entry);
+}
+
+/// Puts a request that went `dir` on the record of those in flight, until its answer.
+fn remember(shared: &mut Shared, dir: Dir, id: Id<'_>, full: &str, entry: &mut Value) {
+    // What is remembered until the answer: at most METHOD_KEPT bytes of the name.
+    let mut cut = full.len().min(METHOD_KEPT);
+    while !full.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let method = full[..cut].to_owned();
+    let id = kept_id(id);
+    let t = shared.ms();
+    let side = shared.side(dir);
+    if side.in_flight.contains(&id) {
+        entry["violation"] = json!("request id reused while the first request is in flight");
+    }
+    // An answer under this id is this request's now, not a forgotten one's.
+    side.gone.remove(&id);
+    if let Some((old, sent)) = side.in_flight.insert(id, Sent { method, t }) {
+        side.forgotten += 1;
+        side.gone.insert(old, (sent, false));
+    }
 }
 
 /// A `notifications/cancelled` that went `dir` ends the request it names, which `dir` sent:
@@ -669,7 +714,11 @@ pub fn run(log_path: &str, command: &[String]) -> i32 {
     let observer = |dir| Observer {
         dir,
         lines: LineDecoder::new(),
-        decoder: Decoder::default(),
+        // As deep as the decoder goes: MCP sets no depth limit, and tap only watches.
+        decoder: Decoder::new(DecoderConfig {
+            max_depth: 1024,
+            ..DecoderConfig::default()
+        }),
         shared: Arc::clone(&shared),
     };
 

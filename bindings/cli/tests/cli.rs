@@ -3625,6 +3625,130 @@ fn tap_after_a_signal_gives_a_host_that_reads_slowly_all_of_the_output() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// A request and its answer over the 16 MiB tap decodes pass through whole, are logged from
+/// their first bytes, and are matched: MCP sets no size limit. Both were logged as `invalid`
+/// violations, and the exit entry counted the request unanswered (found by a review of
+/// `tap`).
+#[test]
+fn tap_matches_a_request_and_an_answer_longer_than_it_decodes() {
+    use std::io::Read;
+    let dir = scratch_dir("tap-too-long");
+    let log = dir.join("tap.jsonl");
+    let server = r#"
+import json, sys
+line = sys.stdin.readline()
+id = json.loads(line)["id"]
+sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n' % (json.dumps(id), "y" * (17 << 20)))
+sys.stdout.flush()
+"#;
+    let mut child = Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            server,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(60));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        stdout.read_to_end(&mut all).unwrap();
+        all
+    });
+    let request = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"tools/call\",\"params\":{{\"name\":\"x\",\"arguments\":{{\"s\":\"{}\"}}}}}}\n",
+        "x".repeat(17 << 20)
+    );
+    stdin.write_all(request.as_bytes()).unwrap();
+    let out = reader.join().unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        out.len() > 17 << 20 && out.ends_with(b"}}\n"),
+        "{} bytes",
+        out.len()
+    );
+    let entries = tap_log(&log);
+    for e in &entries {
+        assert!(e.get("violation").is_none(), "{e}");
+    }
+    let request = entries
+        .iter()
+        .find(|e| e["kind"] == "request")
+        .expect("the request");
+    assert_eq!(request["too_long"], true, "{request}");
+    assert_eq!(request["method"], "tools/call", "{request}");
+    let answer = entries
+        .iter()
+        .find(|e| e["kind"] == "response")
+        .expect("the answer");
+    assert_eq!(answer["id"], "big", "{answer}");
+    assert_eq!(answer["method"], "tools/call", "{answer}");
+    assert!(answer.get("latency_ms").is_some(), "{answer}");
+    assert_eq!(entries.last().unwrap()["unanswered_count"], 0);
+}
+
+/// A long string id that the answer spells with other escapes (Python's `json.dumps` writes
+/// `é` as `\u00e9`) is matched: ids over 256 bytes were remembered by their wire form, so the
+/// answer was called a violation and the request unanswered (found by a review of `tap`).
+#[test]
+fn tap_matches_a_long_id_written_with_other_escapes() {
+    let dir = scratch_dir("tap-escaped-id");
+    let log = dir.join("tap.jsonl");
+    let server = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}), flush=True)
+"#;
+    let mut child = Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            server,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(30));
+    let mut stdin = child.stdin.take().unwrap();
+    let ids = [
+        "é".repeat(150),
+        format!("{}{}", "a".repeat(200), "é".repeat(40)),
+    ];
+    for id in &ids {
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"method\":\"ping\"}}\n");
+        stdin.write_all(line.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\\u00e9"));
+    let entries = tap_log(&log);
+    let answers: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "response").collect();
+    assert_eq!(answers.len(), 2, "{entries:#?}");
+    for answer in answers {
+        assert!(answer.get("violation").is_none(), "{answer}");
+        assert_eq!(answer["method"], "ping", "{answer}");
+    }
+    assert_eq!(entries.last().unwrap()["unanswered_count"], 0);
+}
+
 /// A server that answers the second request it gets, and no other.
 const ANSWER_THE_SECOND: &str = r#"
 import sys
