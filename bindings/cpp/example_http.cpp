@@ -2,9 +2,12 @@
 // HTTP requests to make, mcpw::http_server answers them, and the "network" in between is a
 // function call, and time is a simulated clock that jumps to the next deadline when nothing
 // else moves. A real host puts an HTTP client library (libcurl) on one side and an HTTP server
-// library (libmicrohttpd) on the other, and waits in poll(2) for a socket or that deadline;
-// the loop stays the same, timers included: the server here lets go of a long-running call's
-// stream, and its answer only arrives because the client's timer resumes that stream.
+// library (libmicrohttpd) on the other, waits in poll(2) for a socket or that deadline, and
+// tells the client of an exchange that failed (handle_error); the loop stays the same, timers
+// included. Timers fire every round once due, whatever else moved: the server here lets go
+// of a long-running call's stream, and its answer only arrives because the client's timer
+// resumes that stream; and a tool that reports progress every round but never finishes ends
+// only because the client's timeout for it fires while the progress keeps coming.
 #include "mcpwire.hpp"
 
 #include <unistd.h> // getentropy
@@ -58,13 +61,15 @@ reply reply_to(std::string_view method, std::optional<std::string_view> params) 
             // The whole list fits on one page, so any cursor is unknown.
             if (mcpw::json_get(params.value_or("{}"), "cursor"))
                 return {MCPW_JSONRPC_INVALID_PARAMS, "Invalid params: unknown cursor"};
-            return {0, R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}}]})"};
+            return {0, R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}},)"
+                       R"({"name":"slow","inputSchema":{"type":"object"}}]})"};
         }
         if (method == "tools/call") {
             // The name as text (escapes decoded); json_string throws when it is no string.
             const auto name = mcpw::json_get(params.value_or("{}"), "name");
             const std::string tool = name ? mcpw::json_string(*name) : "";
             if (tool == "echo") return {0, echo(params)};
+            if (tool == "slow") return {0, ""}; // never answered: see tick
             return {MCPW_JSONRPC_INVALID_PARAMS, "Unknown tool: " + tool};
         }
     } catch (const mcpw::error &) {
@@ -95,11 +100,20 @@ void answer(mcpw::connection_view conn, held_answer a, std::vector<held_answer> 
     }
 }
 
-// What the server application keeps between calls: the answers held for a full output, and
-// whether it has let go of a call's stream yet (see serve).
+// A call of the `slow` tool: it works for good, reporting progress every round (see tick),
+// until its client cancels it.
+struct slow_call {
+    std::uint64_t key;
+    mcpw::owned_id id;
+    double done = 0;
+};
+
+// What the server application keeps between calls: the answers held for a full output,
+// whether it has let go of a call's stream yet (see serve), and the slow call at work.
 struct server_state {
     std::vector<held_answer> held;
     bool polled = false;
+    std::optional<slow_call> slow;
 };
 
 // Gives the held answers again; those still refused for a full output stay held, and one
@@ -123,12 +137,26 @@ void give_held(mcpw::http_server &server, std::vector<held_answer> &held) {
 // into the server that may make events: a request, a stream's end, its timers.
 void serve(mcpw::http_server &server, server_state &state) {
     while (auto e = server.poll_event()) {
+        if (e->ev.kind() == MCPW_EVENT_PEER_CANCELLED) {
+            // The client gave up on a request: stop working on it (an answer would not be
+            // sent anyway).
+            if (state.slow && state.slow->key == e->key &&
+                state.slow->id == mcpw::owned_id(e->ev.id())) {
+                std::cout << "server: the client cancelled the slow call\n";
+                state.slow.reset();
+            }
+            continue;
+        }
         if (e->ev.kind() != MCPW_EVENT_REQUEST) continue;
         // Copies of the id and the text: a command (progress, here) may end the event's views
         // on an mcpw::connection, and the server's next call ends them (and e->conn) here.
         held_answer a{e->key, mcpw::owned_id(e->ev.id()),
                       reply_to(e->ev.method(), e->ev.params())};
         const bool tool_call = e->ev.method() == "tools/call" && a.answer.code == 0;
+        if (tool_call && a.answer.text.empty()) {
+            state.slow = slow_call{a.key, std::move(a.id)}; // the slow tool: tick works on it
+            continue;
+        }
         try {
             if (tool_call) {
                 try {
@@ -217,26 +245,79 @@ bool carry(mcpw::http_client &client, mcpw::http_server &server,
     return moved || state.held.size() != held_before;
 }
 
-// When nothing else moves, time does: to the earlier of the two sides' deadlines, and each
-// side whose deadline has come fires its timers (the client's: a stream's resumption after
-// the server's retry delay, request timeouts, a close's grace; the server's: keep-alives,
-// session expiry). A real host's poll(2) wakes at that deadline; this simulated clock jumps
-// to it. Without this step those never happen: here, the call whose stream the server let go
-// would never be answered. False when neither side has a deadline: nothing would ever move.
+// The slow tool's work for one round: a progress report on its call. One the output has no
+// room for now is skipped (its client is behind in reading); once the call is gone (its
+// client cancelled it, or left), the work stops.
+void tick(mcpw::http_server &server, server_state &state) {
+    if (!state.slow) return;
+    try {
+        state.slow->done += 1;
+        server.conn(state.slow->key).progress(state.slow->id.get(), state.slow->done,
+                                              std::nullopt, "still working");
+    } catch (const mcpw::error &err) {
+        if (err.code() != MCPW_ERR_OUTPUT_FULL) state.slow.reset();
+    }
+}
+
+// Each side whose deadline has come fires its timers (the client's: a stream's resumption
+// after the server's retry delay, request timeouts, a close's grace; the server's:
+// keep-alives, session expiry), every round, whatever else moved. When nothing moved, time
+// first jumps to the earlier of the two deadlines: a real host's poll(2) wakes at that
+// deadline; this simulated clock jumps to it. Without this step those never happen: here,
+// the call whose stream the server let go would never be answered, and the slow call, whose
+// progress moves something every round, would never time out. False when neither side has
+// a deadline.
 bool run_timers(mcpw::http_client &client, mcpw::http_server &server, server_state &state,
-                std::uint64_t &now) {
+                std::uint64_t &now, bool jump) {
     const auto client_due = client.poll_timeout();
     const auto server_due = server.poll_timeout();
     if (!client_due && !server_due) return false;
     const std::uint64_t due =
         std::min(client_due.value_or(UINT64_MAX), server_due.value_or(UINT64_MAX));
-    now = std::max(now, due);
+    if (jump) now = std::max(now, due);
     if (client_due && *client_due <= now) client.handle_timeout(now);
     if (server_due && *server_due <= now) {
         server.handle_timeout(now);
         serve(server, state); // what its timers made (a session expired, say)
     }
     return true;
+}
+
+// Whether an event ends one of our requests: its answer, or another way it ended (timed
+// out, failed, abandoned, an answer that is not one, ...), each of which the application
+// must hear of, or it waits for good.
+bool ends_request(mcpw_event_kind kind) {
+    switch (kind) {
+    case MCPW_EVENT_RESPONSE:
+    case MCPW_EVENT_ERROR:
+    case MCPW_EVENT_TIMED_OUT:
+    case MCPW_EVENT_ABANDONED:
+    case MCPW_EVENT_INPUT_REQUIRED:
+    case MCPW_EVENT_INVALID_RESPONSE:
+    case MCPW_EVENT_FAILED:
+    case MCPW_EVENT_TASK_CREATED:
+    case MCPW_EVENT_URL_ELICITATION_REQUIRED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// Prints a result: the list of tools, or an echo's text. A result of a shape this client
+// does not expect (json_get and json_at throw on a value of another type: `"content":5`) is
+// printed as it came, not the end of the program: the session still ends cleanly.
+void print_result(std::string_view result) {
+    try {
+        if (auto tools = mcpw::json_get(result, "tools")) {
+            std::cout << "tools: " << *tools << "\n";
+            return;
+        }
+        auto content = mcpw::json_get(result, "content").value_or("[]");
+        auto first = mcpw::json_at(content, 0).value_or("{}");
+        std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?") << "\n";
+    } catch (const mcpw::error &) {
+        std::cout << "unexpected result: " << result << "\n";
+    }
 }
 
 } // namespace
@@ -274,11 +355,17 @@ int main() {
 
         std::vector<open_stream> streams;
         server_state state;
-        int answered = 0; // six requests, each answered with a result or an error
-        for (int round = 0; round < 50 && answered < 6; round++) {
+        // Seven requests: six answered with a result or an error, and the slow call, which
+        // times out. Any other outcome is a failure, but the session is still ended below.
+        int ended = 0;
+        bool failed = false;
+        std::int64_t slow = -1;
+        for (int round = 0; round < 100 && ended < 7; round++) {
+            tick(server, state);
             bool moved = carry(client, server, streams, state, now);
             while (auto ev = client.poll_event()) {
                 moved = true;
+                if (ends_request(ev->kind())) ended++;
                 if (ev->kind() == MCPW_EVENT_READY) {
                     std::cout << "ready: " << ev->version() << ", session "
                               << client.session_id().value_or("?") << "\n";
@@ -296,43 +383,49 @@ int main() {
                     conn.request(now, "tools/call", R"({"name":"nope"})"); // an unknown tool
                     conn.request(now, "foo/bar");                          // an unknown method
                     conn.request(now, "tools/list", R"({"cursor":"page-2"})"); // never given
+                    // A tool that never finishes: its progress keeps coming, and the client
+                    // gives up on it after 20 ms (and tells the server, which stops).
+                    mcpw_request_options patience{};
+                    patience.timeout_ms = 20;
+                    patience.progress = 1;
+                    slow = conn.request(now, "tools/call", R"({"name":"slow"})", patience);
                 } else if (ev->kind() == MCPW_EVENT_PROGRESS) {
-                    std::cout << "progress: " << ev->progress() << "/" << ev->total().value_or(0)
-                              << " " << ev->message().value_or("") << "\n";
+                    // (The slow call's reports, one a round, are not printed.)
+                    if (ev->request() != slow)
+                        std::cout << "progress: " << ev->progress() << "/"
+                                  << ev->total().value_or(0) << " "
+                                  << ev->message().value_or("") << "\n";
                 } else if (ev->kind() == MCPW_EVENT_RESPONSE) {
-                    const std::string_view result = ev->result();
-                    if (auto tools = mcpw::json_get(result, "tools")) {
-                        std::cout << "tools: " << *tools << "\n";
-                    } else {
-                        auto content = mcpw::json_get(result, "content").value_or("[]");
-                        auto first = mcpw::json_at(content, 0).value_or("{}");
-                        std::cout << "echo: " << mcpw::json_get(first, "text").value_or("?")
-                                  << "\n";
-                    }
-                    answered++;
+                    print_result(ev->result());
                 } else if (ev->kind() == MCPW_EVENT_ERROR) {
                     std::cout << "error " << ev->code() << ": " << ev->message().value_or("")
                               << "\n";
-                    answered++;
+                } else if (ev->kind() == MCPW_EVENT_TIMED_OUT && ev->request() == slow) {
+                    std::cout << "timed out: the slow call\n";
+                } else if (ends_request(ev->kind())) {
+                    std::cerr << "request " << ev->request() << " ended without an answer"
+                              << " (event " << ev->kind() << ")\n";
+                    failed = true;
                 } else if (ev->kind() == MCPW_EVENT_CLOSED) {
                     std::cerr << "the connection closed\n";
                     return 1;
                 }
             }
-            // Nothing moved: the next deadline. None at all is a stall (an answer lost).
-            if (!moved && !run_timers(client, server, state, now)) break;
+            // Due timers fire every round; when nothing moved, time jumps to the next
+            // deadline first. Nothing moving and no deadline at all is a stall.
+            if (!run_timers(client, server, state, now, !moved) && !moved) break;
             now += 1000000; // 1 ms per round
         }
-        if (answered < 6) {
+        if (ended < 7) {
             std::cerr << "no answer\n";
-            return 1;
+            failed = true;
         }
         // Every call answered, that whose stream the server let go included: the client came
         // back for it after the retry delay, through its timer. (Without a stream let go, the
         // example would not show that.)
         if (!state.polled) {
             std::cerr << "the server let go of no call's stream\n";
-            return 1;
+            failed = true;
         }
 
         // A clean end: close the connection (its requests in flight, none here, would get
@@ -343,10 +436,11 @@ int main() {
         // our own: a server that never answers cannot hold the exit.
         client.conn().close(now, std::chrono::milliseconds(100));
         bool closed = false;
-        const auto ended = [&] {
+        const auto session_ended = [&] {
             return closed && !client.is_ending_session() && !client.has_unheard();
         };
-        for (int round = 0; round < 50 && !ended(); round++) {
+        for (int round = 0; round < 50 && !session_ended(); round++) {
+            tick(server, state);
             bool moved = carry(client, server, streams, state, now);
             while (auto ev = client.poll_event()) {
                 moved = true;
@@ -372,15 +466,15 @@ int main() {
                     return 1;
                 }
             }
-            if (!moved && !run_timers(client, server, state, now)) break;
+            if (!run_timers(client, server, state, now, !moved) && !moved) break;
             now += 1000000;
         }
-        if (!ended()) {
+        if (!session_ended()) {
             std::cerr << "the session did not end cleanly\n";
             return 1;
         }
         std::cout << "sessions left on the server: " << server.counts().sessions << "\n";
-        return server.counts().sessions == 0 ? 0 : 1;
+        return server.counts().sessions == 0 && !failed ? 0 : 1;
     } catch (const mcpw::error &e) {
         std::cerr << "mcpwire: " << e.what() << " (" << e.code() << ")\n";
         return 1;
