@@ -452,6 +452,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			c.feedHeld(running)
 			c.takeWaiting(running, results, false)
 		}
+		c.timerDue = false // (the next Run looks at the deadline afresh)
 		c.cr().engine.Lock()
 		defer c.cr().engine.Unlock()
 		for id, cancel := range running {
