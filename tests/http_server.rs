@@ -3878,13 +3878,21 @@ impl mcpwire::http::SessionStore for Replicated {
         }
         Ok(inner.1.get(session).cloned())
     }
-    fn touch(&mut self, session: &str) -> bool {
+    fn touch(&mut self, session: &str) -> Result<bool, mcpwire::http::StoreUnavailable> {
         let mut inner = self.0.lock().unwrap();
         inner.2 += 1;
-        inner.1.contains_key(session)
+        if inner.3 {
+            return Err(mcpwire::http::StoreUnavailable);
+        }
+        Ok(inner.1.contains_key(session))
     }
-    fn forget(&mut self, session: &str) {
-        self.0.lock().unwrap().1.remove(session);
+    fn forget(&mut self, session: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
+        let mut inner = self.0.lock().unwrap();
+        if inner.3 {
+            return Err(mcpwire::http::StoreUnavailable);
+        }
+        inner.1.remove(session);
+        Ok(())
     }
 }
 
@@ -4388,13 +4396,13 @@ impl mcpwire::http::SessionStore for PanicsTouching {
     fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
         self.0.load(session)
     }
-    fn touch(&mut self, session: &str) -> bool {
+    fn touch(&mut self, session: &str) -> Result<bool, mcpwire::http::StoreUnavailable> {
         let bad = self.1.lock().unwrap().clone();
         assert_ne!(bad, session, "the store's bug");
         self.0.touch(session)
     }
-    fn forget(&mut self, session: &str) {
-        mcpwire::http::SessionStore::forget(&mut self.0, session);
+    fn forget(&mut self, session: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
+        mcpwire::http::SessionStore::forget(&mut self.0, session)
     }
 }
 
@@ -4640,6 +4648,90 @@ fn a_replica_streaming_to_a_quiet_client_keeps_the_shared_session_alive() {
     );
     a.handle_timeout(next);
     assert_eq!(a.sessions(), 0, "A noticed and ended its copy");
+}
+
+/// A refresh of the shared store that fails (Redis restarting, a failover, a timeout) is
+/// tried again an eighth of the idle timeout later, not at the next regular refresh: the
+/// store's expiry (often the idle timeout itself) runs from the last touch that went through,
+/// so a missed refresh let the record lapse just before the next one, and the session ended
+/// with 404 under its client's open stream (found by a review of the Redis store). A request
+/// whose touch fails is served all the same, and its touch too is tried again soon.
+#[test]
+fn a_touch_of_the_shared_store_that_fails_is_tried_again_soon() {
+    let stores = Replicated::default();
+    let mut config = replica_config(&stores, 1);
+    config.keepalive = None;
+    config.session_idle_timeout = std::time::Duration::from_secs(2);
+    let mut a = HttpServer::new(config);
+    let sid = open_session(&mut a);
+    let r = send(&mut a, "GET", &[("Mcp-Session-Id", &sid)], "");
+    assert!(matches!(r.body, Body::Stream(_)), "{r:?}");
+    let at = Timestamp::from_millis;
+    assert_eq!(a.poll_timeout(), Some(at(1_000)), "the regular refresh");
+    let touches = stores.touches();
+    stores.set_down(true);
+    a.handle_timeout(at(1_000));
+    assert_eq!(stores.touches(), touches + 1);
+    assert_eq!(
+        a.sessions(),
+        1,
+        "a failure is no verdict: the session goes on"
+    );
+    assert_eq!(a.poll_timeout(), Some(at(1_250)), "tried again soon");
+    a.handle_timeout(at(1_250));
+    assert_eq!(
+        a.poll_timeout(),
+        Some(at(1_500)),
+        "and again while it fails"
+    );
+    stores.set_down(false);
+    a.handle_timeout(at(1_500));
+    assert_eq!(stores.touches(), touches + 3);
+    assert_eq!(
+        a.poll_timeout(),
+        Some(at(2_500)),
+        "back to the regular refresh, from the touch that went through"
+    );
+
+    // A request's touch that fails: served, and the touch tried again soon.
+    stores.set_down(true);
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let r = send_at(&mut a, at(1_600), "POST", &[("Mcp-Session-Id", &sid)], ping);
+    assert_eq!(r.status, 200);
+    assert_eq!(a.poll_timeout(), Some(at(1_850)));
+}
+
+/// A DELETE that the shared store cannot pass on gets 503 and leaves the session as it was:
+/// it got 200 while the record stayed in the store, and the next request naming the session,
+/// on any replica (this one included), restored it, so a session the client ended stayed
+/// good for good (found by a review of the Redis store).
+#[test]
+fn a_delete_the_shared_store_cannot_pass_on_gets_503_and_keeps_the_session() {
+    let stores = Replicated::default();
+    let (mut a, mut b) = (replica(&stores, 1), replica(&stores, 2));
+    let sid = open_session(&mut a);
+    stores.set_down(true);
+    for server in [&mut a, &mut b] {
+        let r = send(server, "DELETE", &[("Mcp-Session-Id", &sid)], "");
+        assert_eq!(r.status, 503, "{r:?}");
+        assert!(header(&r, "Retry-After").is_some(), "{r:?}");
+    }
+    assert_eq!(a.sessions(), 1, "the session goes on here");
+    stores.set_down(false);
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    assert_eq!(
+        send(&mut a, "POST", &[("Mcp-Session-Id", &sid)], ping).status,
+        200
+    );
+    // Tried again, the DELETE ends it everywhere.
+    assert_eq!(
+        send(&mut b, "DELETE", &[("Mcp-Session-Id", &sid)], "").status,
+        200
+    );
+    for server in [&mut a, &mut b] {
+        let r = send(server, "POST", &[("Mcp-Session-Id", &sid)], ping);
+        assert_eq!(r.status, 404, "{r:?}");
+    }
 }
 
 #[test]
@@ -5909,10 +6001,12 @@ fn a_session_whose_shared_create_panicked_counts_against_the_cap() {
         fn load(&mut self, _: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
             Ok(None)
         }
-        fn touch(&mut self, _: &str) -> bool {
-            true
+        fn touch(&mut self, _: &str) -> Result<bool, mcpwire::http::StoreUnavailable> {
+            Ok(true)
         }
-        fn forget(&mut self, _: &str) {}
+        fn forget(&mut self, _: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
+            Ok(())
+        }
     }
     let mut config = HttpServerConfig::new(server_config());
     config.sessions = Some(Box::new(CreatePanics));

@@ -373,6 +373,10 @@ struct Conn {
     unclocked: bool,
     /// When this process last touched the session in the shared [`SessionStore`].
     shared_touched: Timestamp,
+    /// When its last touch of the shared store failed ([`StoreUnavailable`]), if it did: the
+    /// touch is tried again soon after ([`HttpServer::touch_retry`]), so that the record,
+    /// whose expiry still runs from the last touch that went through, does not lapse.
+    touch_failed: Option<Timestamp>,
     /// Removed once its last events are handed out: a stateless request whose client went
     /// away (the cancellation), or a connection that closed (`end_closed`; the `Closed` event).
     orphaned: bool,
@@ -1235,6 +1239,7 @@ impl HttpServer {
             last_active: now,
             unclocked: false,
             shared_touched: now,
+            touch_failed: None,
             orphaned: false,
             in_dirty: false,
             in_eventful: false,
@@ -1338,11 +1343,23 @@ impl HttpServer {
             {
                 return Ok(key);
             }
-            if shared.touch(sid) {
-                if let Some(c) = self.conns.get_mut(&key) {
-                    c.shared_touched = now;
+            match shared.touch(sid) {
+                Ok(true) => {
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        c.shared_touched = now;
+                        c.touch_failed = None;
+                    }
+                    return Ok(key);
                 }
-                return Ok(key);
+                Err(StoreUnavailable) => {
+                    // Served all the same; the touch is tried again soon.
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        c.touch_failed = Some(now);
+                    }
+                    self.note_deadline(key);
+                    return Ok(key);
+                }
+                Ok(false) => {}
             }
             // Deleted (or expired) everywhere: this copy goes too.
             self.end_session(key, false);
@@ -2234,8 +2251,10 @@ impl HttpServer {
             if let Some(refused) = self.refuse_version_header(known) {
                 return refused;
             }
-            if let Some(shared) = self.shared.as_mut() {
-                shared.forget(sid);
+            if let Some(shared) = self.shared.as_mut()
+                && shared.forget(sid).is_err()
+            {
+                return store_unavailable();
             }
             self.events.forget(sid);
             return HttpResponse::empty(200);
@@ -2247,10 +2266,17 @@ impl HttpServer {
         if let Some(refused) = self.refuse_version_header(known) {
             return refused;
         }
+        // Gone for every replica first: where the store cannot tell them, the session goes
+        // on here too, and its client is told to come back (a 200 left it alive in the
+        // store, and any replica, this one included, restored it at its next request).
+        if let Some(shared) = self.shared.as_mut()
+            && shared.forget(sid).is_err()
+        {
+            return store_unavailable();
+        }
         self.end_session(key, false);
-        if let Some(shared) = self.shared.as_mut() {
-            // Gone for every replica, with its events.
-            shared.forget(sid);
+        if self.shared.is_some() {
+            // With its events.
             self.events.forget(sid);
         }
         self.give_back_capacity();
@@ -2338,7 +2364,10 @@ impl HttpServer {
             return 0;
         }
         let alive = match (self.shared.as_mut(), self.conns.get(&key)) {
-            (Some(shared), Some(c)) => c.session.as_deref().is_some_and(|sid| shared.touch(sid)),
+            // (Unless known gone: a store that cannot be reached leaves it alive.)
+            (Some(shared), Some(c)) => {
+                (c.session.as_deref()).is_some_and(|sid| !matches!(shared.touch(sid), Ok(false)))
+            }
             _ => false,
         };
         if !alive {
@@ -2530,6 +2559,9 @@ impl HttpServer {
         if self.shared.is_none() || c.session.is_none() {
             return None;
         }
+        if let Some(failed) = c.touch_failed {
+            return Some(failed.after(self.touch_retry()));
+        }
         if busy {
             return Some(c.shared_touched.after(self.config.session_idle_timeout / 2));
         }
@@ -2538,6 +2570,13 @@ impl HttpServer {
         let interval = self.config.shared_touch_interval;
         (!interval.is_zero() && c.last_active > c.shared_touched)
             .then(|| c.shared_touched.after(interval))
+    }
+
+    /// How soon a touch of the shared store that failed is tried again: an eighth of the idle
+    /// timeout (the store's expiry), at most a second and at least 10 ms.
+    fn touch_retry(&self) -> Duration {
+        (self.config.session_idle_timeout / 8)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1))
     }
 
     /// The least recently active idle session, to evict at the cap; one with requests still
@@ -2894,8 +2933,10 @@ impl HttpServer {
             self.sessions.remove(&sid);
             // Gone for every replica first: an event store that panics then leaves no
             // session that another request would load and restore.
+            // (Where the store cannot be reached, its record lapses at its expiry: nothing
+            // here could wait for it.)
             if let Some(shared) = self.shared.as_mut() {
-                shared.forget(&sid);
+                let _ = shared.forget(&sid);
             }
             self.events.forget(&sid);
         }
@@ -3412,8 +3453,20 @@ impl HttpServer {
         for key in refresh {
             let alive = match (self.shared.as_mut(), self.conns.get_mut(&key)) {
                 (Some(shared), Some(c)) => {
-                    c.shared_touched = now;
-                    c.session.as_deref().is_none_or(|sid| shared.touch(sid))
+                    match c.session.as_deref().map(|sid| shared.touch(sid)) {
+                        Some(Ok(alive)) => {
+                            c.shared_touched = now;
+                            c.touch_failed = None;
+                            alive
+                        }
+                        // Tried again soon (`refresh_due`): the store's expiry runs from the last
+                        // touch that went through, and the next regular one would come too late.
+                        Some(Err(StoreUnavailable)) => {
+                            c.touch_failed = Some(now);
+                            true
+                        }
+                        None => true,
+                    }
                 }
                 _ => true,
             };

@@ -110,11 +110,16 @@ pub trait SessionStore: Send {
     fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable>;
 
     /// Whether the session is still alive (not deleted on any replica, not expired), marking
-    /// it active now.
-    fn touch(&mut self, session: &str) -> bool;
+    /// it active now. [`StoreUnavailable`] when the store could not be reached: the session
+    /// goes on here (a blip must not end the sessions a replica serves), and the server tries
+    /// again soon, so that the session does not expire in the store meanwhile.
+    fn touch(&mut self, session: &str) -> Result<bool, StoreUnavailable>;
 
-    /// Deletes the session for every replica (the client ended it).
-    fn forget(&mut self, session: &str);
+    /// Deletes the session for every replica (the client ended it). [`StoreUnavailable`]
+    /// when the store could not be reached: the DELETE gets 503 with `Retry-After` and the
+    /// session goes on everywhere, where a 200 would leave it alive in the store, its id still
+    /// good on every replica.
+    fn forget(&mut self, session: &str) -> Result<(), StoreUnavailable>;
 }
 
 /// The default [`EventStore`]: the last `per_session` events of each session, and at most

@@ -157,11 +157,12 @@ impl SessionStore for Shared {
     fn load(&mut self, session: &str) -> Result<Option<String>, StoreUnavailable> {
         Ok(self.0.lock().unwrap().get(session).cloned())
     }
-    fn touch(&mut self, session: &str) -> bool {
-        self.0.lock().unwrap().contains_key(session)
+    fn touch(&mut self, session: &str) -> Result<bool, StoreUnavailable> {
+        Ok(self.0.lock().unwrap().contains_key(session))
     }
-    fn forget(&mut self, session: &str) {
+    fn forget(&mut self, session: &str) -> Result<(), StoreUnavailable> {
         self.0.lock().unwrap().remove(session);
+        Ok(())
     }
 }
 
@@ -698,7 +699,9 @@ impl Harness {
             }
             1 if !self.sessions.is_empty() => {
                 let sid = &self.sessions[usize::from(pick) % self.sessions.len()];
-                shared.forget(sid);
+                shared
+                    .forget(sid)
+                    .expect("the in-memory store is always there");
                 self.store.forget(sid);
             }
             _ if !self.sessions.is_empty() => {

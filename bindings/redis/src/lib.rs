@@ -165,11 +165,14 @@
 //! - [`load`](SessionStore::load) returns [`StoreUnavailable`]: the client gets 503 with
 //!   `Retry-After` and keeps its session (nothing is served from a session that cannot be
 //!   checked, and a 404 would have made the client throw it away).
-//! - [`touch`](SessionStore::touch) returns `true` (fails open): a replica that holds the
-//!   session keeps serving it through a Redis blip. A DELETE made on another replica during
-//!   the blip takes effect here at the first successful touch after it.
-//! - [`SessionStore::forget`] leaves the session to expire after `ttl`; until then another
-//!   replica may still serve it.
+//! - [`touch`](SessionStore::touch) returns [`StoreUnavailable`]: a replica that holds the
+//!   session keeps serving it through a Redis blip, and touches it again soon (an eighth of
+//!   the idle timeout later, at most a second), so that its record does not lapse before the
+//!   next regular touch. A DELETE made on another replica during the blip takes effect here
+//!   at the first successful touch after it.
+//! - [`SessionStore::forget`] returns [`StoreUnavailable`]: the DELETE gets 503 with
+//!   `Retry-After`, and the session goes on everywhere until the client tries again (a 200
+//!   would leave the record, and any replica would serve the session again).
 //!
 //! The next call reconnects, so a store recovers by itself once Redis is back. Nothing here
 //! panics on a Redis failure. Redis itself is trusted: the timeout bounds each read, so a
@@ -1356,19 +1359,22 @@ impl SessionStore for RedisSessionStore {
         }
     }
 
-    fn touch(&mut self, session: &str) -> bool {
+    fn touch(&mut self, session: &str) -> Result<bool, StoreUnavailable> {
         let mut cmd = redis::cmd("PEXPIRE");
         cmd.arg(self.keys.session(session)).arg(self.ttl_ms);
-        // Fails open: a Redis blip must not end the sessions this replica serves.
+        // A failure is no verdict: the server keeps the session and tries again soon.
         self.link
             .run("touch session", move |conn| cmd.query::<i64>(conn))
-            .is_none_or(|refreshed| refreshed == 1)
+            .map(|refreshed| refreshed == 1)
+            .ok_or(StoreUnavailable)
     }
 
-    fn forget(&mut self, session: &str) {
+    fn forget(&mut self, session: &str) -> Result<(), StoreUnavailable> {
         let mut cmd = redis::cmd("DEL");
         cmd.arg(self.keys.session(session));
-        self.link.run("forget session", move |conn| cmd.exec(conn));
+        self.link
+            .run("forget session", move |conn| cmd.exec(conn))
+            .ok_or(StoreUnavailable)
     }
 }
 

@@ -756,7 +756,7 @@ fn two_replicas_see_each_others_writes() {
         sessions_b.load("s").unwrap().as_deref(),
         Some(r#"{"method":"initialize"}"#)
     );
-    assert!(sessions_b.touch("s"));
+    assert_eq!(sessions_b.touch("s"), Ok(true));
 
     events_a.append("s", HttpStreamId(1 << 48), 1, &event(1 << 48, 1));
     events_b.append("s", HttpStreamId(2 << 48), 2, &event(2 << 48, 2));
@@ -771,9 +771,9 @@ fn two_replicas_see_each_others_writes() {
     );
 
     // A DELETE on B ends the session on A too, with the events of both replicas' streams.
-    sessions_b.forget("s");
+    sessions_b.forget("s").unwrap();
     events_b.forget("s");
-    assert!(!sessions_a.touch("s"));
+    assert_eq!(sessions_a.touch("s"), Ok(false));
     assert_eq!(sessions_a.load("s").unwrap(), None);
     assert!(replay(&mut events_a, "s", 1 << 48, 0).is_empty());
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
@@ -784,7 +784,7 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
     let redis = RedisServer::start();
     let mut store = sessions(&redis, options());
     assert_eq!(store.load("unknown").unwrap(), None);
-    assert!(!store.touch("unknown"));
+    assert_eq!(store.touch("unknown"), Ok(false));
     assert!(redis.keys().is_empty(), "load and touch create nothing");
 
     let init =
@@ -792,7 +792,7 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
     store.create("a", init).unwrap();
     store.create("b", "other").unwrap();
     assert_eq!(store.load("a").unwrap().as_deref(), Some(init));
-    assert!(store.touch("a"));
+    assert_eq!(store.touch("a"), Ok(true));
     assert_eq!(redis.keys(), vec!["mcpw:s:a", "mcpw:s:b"]);
     let ttl: i64 = redis::cmd("PTTL")
         .arg("mcpw:s:a")
@@ -800,13 +800,13 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
         .unwrap();
     assert!(ttl > 590_000 && ttl <= 600_000, "the default TTL: {ttl}");
 
-    store.forget("a");
-    assert!(!store.touch("a"));
+    store.forget("a").unwrap();
+    assert_eq!(store.touch("a"), Ok(false));
     assert_eq!(store.load("a").unwrap(), None);
     assert_eq!(store.load("b").unwrap().as_deref(), Some("other"));
     // Forgetting twice, or a session never created, is harmless.
-    store.forget("a");
-    store.forget("never");
+    store.forget("a").unwrap();
+    store.forget("never").unwrap();
     assert_eq!(store.health().errors(), 0);
 }
 
@@ -865,11 +865,12 @@ fn the_two_forgets_delete_only_their_own_keys() {
         assert!(replay(&mut events, "s", stream, 0).is_empty());
     }
     assert_eq!(replay(&mut events, "t", 1, 0), vec![event(1, 1)]);
-    assert!(
+    assert_eq!(
         sessions.touch("s"),
+        Ok(true),
         "the events store leaves sessions alone"
     );
-    sessions.forget("s");
+    sessions.forget("s").unwrap();
     assert_eq!(
         redis.keys(),
         vec!["mcpw:b:t", "mcpw:e:t:1", "mcpw:s:t", "mcpw:x:t"],
@@ -892,7 +893,7 @@ fn sessions_and_events_expire_after_the_ttl_unless_touched() {
     // (Touched every 400 ms against a TTL of a second: a stall of 600 ms is tolerated.)
     for _ in 0..3 {
         sleep(Duration::from_millis(400));
-        assert!(sessions.touch("busy"));
+        assert_eq!(sessions.touch("busy"), Ok(true));
         assert!(
             sessions.load("loaded").unwrap().is_some(),
             "load counts as a touch"
@@ -900,10 +901,10 @@ fn sessions_and_events_expire_after_the_ttl_unless_touched() {
     }
     // 1,200 ms later (sleeps only overshoot): the idle session and its events are gone, the
     // touched ones are not.
-    assert!(!sessions.touch("idle"));
+    assert_eq!(sessions.touch("idle"), Ok(false));
     assert_eq!(sessions.load("idle").unwrap(), None);
     assert!(replay(&mut events, "idle", 1, 0).is_empty());
-    assert!(sessions.touch("busy"));
+    assert_eq!(sessions.touch("busy"), Ok(true));
     assert_eq!(redis.keys(), vec!["mcpw:s:busy", "mcpw:s:loaded"]);
     sleep(Duration::from_millis(1100));
     assert!(redis.keys().is_empty());
@@ -1004,7 +1005,11 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
     );
     events.forget("s");
     assert_eq!(events_health.errors(), 3);
-    assert!(sessions.touch("s"), "touch fails open");
+    assert_eq!(
+        sessions.touch("s"),
+        Err(StoreUnavailable),
+        "touch fails open"
+    );
     assert_eq!(
         sessions.load("s"),
         Err(StoreUnavailable),
@@ -1015,7 +1020,11 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
         Err(StoreUnavailable),
         "create says so: the session does not open"
     );
-    sessions.forget("s");
+    assert_eq!(
+        sessions.forget("s"),
+        Err(StoreUnavailable),
+        "forget says so"
+    );
     assert_eq!(sessions_health.errors(), 4);
     let last = sessions_health.last_error().expect("the last error");
     assert!(last.starts_with("forget session: "), "{last}");
@@ -1036,9 +1045,13 @@ fn failures_are_counted_and_fail_safe_and_the_stores_recover() {
 
     // Redis comes back on the same address (empty: it kept nothing); the same stores work.
     redis.restart();
-    assert!(!sessions.touch("s"), "the session did not survive");
+    assert_eq!(
+        sessions.touch("s"),
+        Ok(false),
+        "the session did not survive"
+    );
     sessions.create("s", "init").unwrap();
-    assert!(sessions.touch("s"));
+    assert_eq!(sessions.touch("s"), Ok(true));
     assert_eq!(sessions.load("s").unwrap().as_deref(), Some("init"));
     events.append("s", HttpStreamId(1), 3, b"after");
     assert_eq!(replay(&mut events, "s", 1, 0), vec![b"after".to_vec()]);
@@ -1160,7 +1173,7 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
         .exec(&mut admin)
         .unwrap();
     let started = Instant::now();
-    assert!(sessions.touch("s"));
+    assert_eq!(sessions.touch("s"), Err(StoreUnavailable));
     let took = started.elapsed();
     assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(sessions.health().errors(), 1);
@@ -1171,7 +1184,7 @@ fn a_redis_that_stops_answering_costs_bounded_time() {
     // event store and a session store took turns timing out.)
     let started = Instant::now();
     for _ in 0..20 {
-        assert!(sessions.touch("s"), "fails open");
+        assert_eq!(sessions.touch("s"), Err(StoreUnavailable), "fails open");
     }
     assert!(sessions.load("s").is_err());
     events.append("s", HttpStreamId(1), 1, b"data: x\n\n");
@@ -1543,7 +1556,11 @@ fn a_frozen_redis_costs_each_call_the_timeout_at_most() {
         let started = Instant::now();
         events.append("s", HttpStreamId(1), 2, b"two");
         let appended = started.elapsed();
-        assert!(sessions.touch("s"), "touch fails open");
+        assert_eq!(
+            sessions.touch("s"),
+            Err(StoreUnavailable),
+            "touch fails open"
+        );
         assert_eq!(sessions.load("s"), Err(StoreUnavailable));
         let took = started.elapsed();
         // (Waiting the timeout per reply would take seven times it for the append.)

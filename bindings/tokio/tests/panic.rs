@@ -519,14 +519,15 @@ impl mcpwire::http::SessionStore for ForgetsBadly {
     fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
         Ok(self.sessions.get(session).cloned())
     }
-    fn touch(&mut self, session: &str) -> bool {
-        self.sessions.contains_key(session)
+    fn touch(&mut self, session: &str) -> Result<bool, mcpwire::http::StoreUnavailable> {
+        Ok(self.sessions.contains_key(session))
     }
-    fn forget(&mut self, session: &str) {
+    fn forget(&mut self, session: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
         if !self.panicked.swap(true, Ordering::SeqCst) {
             panic!("the store's bug");
         }
         self.sessions.remove(session);
+        Ok(())
     }
 }
 

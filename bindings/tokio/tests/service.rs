@@ -331,11 +331,12 @@ impl mcpwire::http::SessionStore for SharedStore {
     fn load(&mut self, session: &str) -> Result<Option<String>, mcpwire::http::StoreUnavailable> {
         Ok(self.sessions.lock().unwrap().get(session).cloned())
     }
-    fn touch(&mut self, session: &str) -> bool {
-        self.sessions.lock().unwrap().contains_key(session)
+    fn touch(&mut self, session: &str) -> Result<bool, mcpwire::http::StoreUnavailable> {
+        Ok(self.sessions.lock().unwrap().contains_key(session))
     }
-    fn forget(&mut self, session: &str) {
+    fn forget(&mut self, session: &str) -> Result<(), mcpwire::http::StoreUnavailable> {
         self.sessions.lock().unwrap().remove(session);
+        Ok(())
     }
 }
 
