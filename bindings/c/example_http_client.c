@@ -53,9 +53,11 @@
  *   4. Wait in curl_multi_poll until a socket is ready or the earliest deadline (the engine's,
  *      curl's own, our overall limit), then curl_multi_perform. While it runs, curl calls
  *      on_header (collecting the response headers, reported once with
- *      mcpw_http_client_handle_response when they are complete) and on_body (each piece of
- *      the body goes to mcpw_http_client_handle_body at once, so SSE events arrive as they
- *      come). Each finished transfer is reported with mcpw_http_client_handle_end, or
+ *      mcpw_http_client_handle_response when they are complete) and on_body (the body goes
+ *      to mcpw_http_client_handle_body at once, so SSE events arrive as they come, in pieces
+ *      of mcpw_conn_input_piece bytes with the events handed out between them, so that a
+ *      burst of notifications is not dropped from the engine's bounded queue). Each
+ *      finished transfer is reported with mcpw_http_client_handle_end, or
  *      mcpw_http_client_handle_error when curl failed.
  *
  *   Once the session is done, the loop goes on while mcpw_http_client_has_unheard says that a
@@ -248,6 +250,7 @@ typedef struct transfer transfer;
 typedef struct {
     options opts;
     mcpw_http_client *client;
+    size_t piece; /* how much of a body goes to the engine at a time (mcpw_conn_input_piece) */
     CURLM *multi;
     transfer *transfers; /* every easy handle in the multi handle */
 
@@ -478,11 +481,18 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *user) {
     return size * nitems;
 }
 
+static void drain_events(app *a);
+
 /* curl's write callback: body bytes, fed to the engine at once (SSE events are decoded across
- * any chunking, so a progress notification arrives as soon as its bytes do). */
+ * any chunking, so a progress notification arrives as soon as its bytes do), a piece at a time
+ * with the events of each handed out before the next. curl may bring megabytes in one
+ * curl_multi_perform, and the engine keeps at most max_queued_events events waiting: past
+ * that it drops the server's notifications (counted in dropped_events). Events only: curl
+ * allows no multi call from inside its callback, so the HTTP requests they make wait for the
+ * loop. */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
     transfer *t = user;
-    size_t len = size * nmemb;
+    size_t len = size * nmemb, done = 0;
     if (t->app->failed) return 0;
     if (!t->reported) {
         /* Defensive: curl always delivers the head first, but never feed a body unannounced. */
@@ -493,11 +503,17 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
         size_t room = SNIPPET_MAX - t->snippet.len;
         put(&t->snippet, data, len < room ? len : room);
     }
-    if (!ok(t->app,
-            mcpw_http_client_handle_body(t->app->client, now_ns(), t->exchange,
-                                         (const uint8_t *)data, len),
-            "mcpw_http_client_handle_body")) {
-        return 0;
+    while (done < len) {
+        size_t n = len - done < t->app->piece ? len - done : t->app->piece;
+        if (!ok(t->app,
+                mcpw_http_client_handle_body(t->app->client, now_ns(), t->exchange,
+                                             (const uint8_t *)data + done, n),
+                "mcpw_http_client_handle_body")) {
+            return 0;
+        }
+        done += n;
+        drain_events(t->app);
+        if (t->app->failed) return 0;
     }
     return len;
 }
@@ -1296,6 +1312,13 @@ int main(int argc, char **argv) {
     }
     mcpw_config_free(config); /* the client keeps its own copy */
     config = NULL;
+    {
+        mcpw_conn *conn = conn_of(&a);
+        if (conn == NULL ||
+            !ok(&a, mcpw_conn_input_piece(conn, &a.piece), "mcpw_conn_input_piece")) {
+            goto cleanup;
+        }
+    }
 
     run(&a, start + timeout_ms * NS_PER_MS);
     end_after_failure(&a);

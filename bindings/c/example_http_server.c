@@ -1070,7 +1070,13 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
         n = len < max ? len : max;
         memcpy(buf, bytes, n);
         rc = mcpw_http_server_consume_stream(server, r->stream, n);
-        if (rc != MCPW_OK) warn("consume_stream", rc);
+        if (rc != MCPW_OK) {
+            /* Not taken: the next poll would lend the same bytes again, and the client would
+               read them twice. The response ends instead (on_completed tells the engine), and
+               the client resumes the stream with Last-Event-ID. */
+            warn("consume_stream", rc);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         return (ssize_t)n;
     }
     if (finished) {

@@ -1163,3 +1163,69 @@ fn the_c_http_client_does_not_take_a_proxys_connect_answer_for_the_servers() {
         "the failure should be the TLS handshake's: {fail}"
     );
 }
+
+/// `never_answers_the_delete`, but the DELETE gets 200, and a second tool, `burst`, whose
+/// call is answered with `PROGRESS_BURST` progress notifications in one SSE body, then its
+/// result.
+fn answers_with_a_burst_of_progress(request: &Request) -> Reply {
+    if request.method == "DELETE" {
+        return Reply::accepted();
+    }
+    let m = &request.message;
+    match (m["method"].as_str(), m.get("id")) {
+        (Some("tools/list"), Some(id)) => Reply::json(serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": {"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": "burst", "inputSchema": {"type": "object"}}
+            ]}
+        })),
+        (Some("tools/call"), Some(id)) if m["params"]["name"] == "burst" => {
+            let token = &m["params"]["_meta"]["progressToken"];
+            let mut events = String::new();
+            for n in 1..=PROGRESS_BURST {
+                let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": n}});
+                events.push_str(&format!("data: {note}\n\n"));
+            }
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": "done"}]}});
+            events.push_str(&format!("data: {answer}\n\n"));
+            Reply::sse(&events)
+        }
+        _ => never_answers_the_delete(request),
+    }
+}
+
+/// How many notifications `answers_with_a_burst_of_progress` sends at once.
+const PROGRESS_BURST: usize = 10_000;
+
+/// Ten thousand progress notifications in one response body all reach the application: curl
+/// brought them in a few large pieces within one `curl_multi_perform`, each fed whole before
+/// any event was taken, and the engine's queue of 4,096 events dropped the rest (6,000 sent,
+/// 4,096 seen; found by a review of the C examples).
+#[test]
+fn a_burst_of_notifications_in_one_body_all_reach_the_client() {
+    let server = FakeServer::start(answers_with_a_burst_of_progress);
+    let args = [
+        "--era",
+        "legacy",
+        "--progress-tool",
+        "burst",
+        "--timeout",
+        "30",
+    ];
+    let (out, all) = run_asan(&args, &server.url());
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "progress: {PROGRESS_BURST} notifications, then the result"
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains("session: ended with DELETE (HTTP 200)"),
+        "{all}"
+    );
+}
