@@ -766,10 +766,11 @@ fn answered_in_step(e: &redis::RedisError) -> bool {
 /// only (the crate's limits say so).
 static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
 const APPEND_LUA: &str = "local kinds = {'zset', 'zset', 'hash'} \
+local names = {'events', 'index of streams', 'byte counts'} \
 for i = 2, 3 do \
 local kind = redis.call('TYPE', KEYS[i])['ok'] \
 if kind ~= 'none' and kind ~= kinds[i] then \
-return redis.error_reply('mcpwire: ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a ' .. kinds[i]) end end \
+return redis.error_reply('mcpwire: a session\\'s ' .. names[i] .. ' key holds a ' .. kind .. ', not a ' .. kinds[i]) end end \
 local added = redis.call('ZADD', KEYS[1], 0, ARGV[1]) \
 local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
@@ -1352,7 +1353,8 @@ impl SessionStore for RedisSessionStore {
             Some(Err(_)) => {
                 self.link.health.record(
                     "load session",
-                    &format_args!("the record of session {session} is not UTF-8: taken as unknown"),
+                    // (Not naming the session: its id is its client's credential.)
+                    &"a session's record is not UTF-8: taken as unknown",
                 );
                 Ok(None)
             }

@@ -810,6 +810,40 @@ fn sessions_are_created_loaded_touched_and_forgotten() {
     assert_eq!(store.health().errors(), 0);
 }
 
+/// A store's failures are reported without the session's id, which is its client's
+/// credential: `mcpwire serve` prints the last one every second. The key of a foreign value
+/// in the index and a record that is not text named it (found by a review of the store).
+#[test]
+fn failures_are_reported_without_the_session_id() {
+    let redis = RedisServer::start();
+    let (mut events, mut sessions) = (events(&redis, options()), sessions(&redis, options()));
+    let mut admin = redis.inspect();
+    let secret = "secret-7f3a";
+    redis::cmd("SET")
+        .arg(format!("mcpw:x:{secret}"))
+        .arg("foreign")
+        .exec(&mut admin)
+        .unwrap();
+    events.append(secret, HttpStreamId(1), 1, &event(1, 1));
+    let last = events.health().last_error().expect("the append failed");
+    assert!(last.contains("index of streams"), "{last}");
+    assert!(!last.contains(secret), "{last}");
+    redis::cmd("SET")
+        .arg(format!("mcpw:s:{secret}"))
+        .arg(&b"\xff{"[..])
+        .exec(&mut admin)
+        .unwrap();
+    assert_eq!(sessions.load(secret).unwrap(), None);
+    let last = sessions
+        .health()
+        .last_error()
+        .expect("the record was refused");
+    assert!(
+        last.contains("not UTF-8") && !last.contains(secret),
+        "{last}"
+    );
+}
+
 /// A session record that is not UTF-8 (another program's, or damaged) is an unknown session,
 /// its client starting afresh: it was taken for a connection out of step, so every load
 /// reconnected, renewed the record and answered 503, for as long as the client retried
