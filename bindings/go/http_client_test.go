@@ -195,58 +195,9 @@ func TestHTTPClientCancelledDuringALongShutdownEndsWithinTheGrace(t *testing.T) 
 // what became of them at once, instead of never (their exchanges were cut, and the engine
 // still waited on them).
 func TestHTTPClientRunAfterAPanicFailsTheRequestsItCut(t *testing.T) {
-	var slowID atomic.Int64
-	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
-		if string(id) == strconv.FormatInt(slowID.Load(), 10) {
-			time.Sleep(800 * time.Millisecond)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"tools":[]}}`)
-	})
-	defer srv.Close()
-	client := legacyHTTPClient(t, srv.URL)
-	var slow, fast RequestID
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("no panic came out of Run")
-			}
-		}()
-		client.Run(context.Background(), HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-			switch e := ev.(type) {
-			case *ReadyEvent:
-				slow, _ = c.Request(now, "tools/list", nil, nil)
-				slowID.Store(int64(slow))
-				fast, _ = c.Request(now, "tools/list", nil, nil)
-			case *ResponseEvent:
-				if e.Request == fast {
-					panic("a bug in the application")
-				}
-			}
-		}))
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-	defer cancel()
 	start := time.Now()
-	var outcome Event
-	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
-		switch e := ev.(type) {
-		case *ResponseEvent:
-			if e.Request == slow {
-				outcome = ev
-				c.Shutdown(now, 0)
-			}
-		case *FailedEvent:
-			if e.Request == slow {
-				outcome = ev
-				c.Shutdown(now, 0)
-			}
-		}
-	}))
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if outcome == nil || time.Since(start) > 2*time.Second {
+	outcome := slowOutcomeAfterAPanic(t, 800*time.Millisecond, 0)
+	if _, ok := outcome.(*FailedEvent); !ok || time.Since(start) > 3*time.Second {
 		t.Fatalf("the slow request's outcome: %#v after %v", outcome, time.Since(start))
 	}
 }
@@ -255,16 +206,27 @@ func TestHTTPClientRunAfterAPanicFailsTheRequestsItCut(t *testing.T) {
 // that answer. Run had cut its exchange and failed the request (FailedEvent) with the answer
 // in hand (found by a review of the Go client).
 func TestHTTPClientRunAfterAPanicDeliversTheAnswersAlreadyReceived(t *testing.T) {
+	outcome := slowOutcomeAfterAPanic(t, 100*time.Millisecond, 600*time.Millisecond)
+	if _, ok := outcome.(*ResponseEvent); !ok {
+		t.Fatalf("the slow request's outcome: %#v", outcome)
+	}
+}
+
+// slowOutcomeAfterAPanic makes two requests, one answered at once and one after slowDelay,
+// has the handler panic on the fast answer after hold, and returns what a second Run then
+// hands out for the slow one (a ResponseEvent or a FailedEvent), within two seconds.
+func slowOutcomeAfterAPanic(t *testing.T, slowDelay, hold time.Duration) Event {
+	t.Helper()
 	var slowID atomic.Int64
 	slowID.Store(-1)
 	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 		if string(id) == strconv.FormatInt(slowID.Load(), 10) {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(slowDelay)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"tools":[]}}`)
 	})
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	client := legacyHTTPClient(t, srv.URL)
 	var slow, fast RequestID
 	func() {
@@ -281,13 +243,13 @@ func TestHTTPClientRunAfterAPanicDeliversTheAnswersAlreadyReceived(t *testing.T)
 				fast, _ = c.Request(now, "tools/list", nil, nil)
 			case *ResponseEvent:
 				if e.Request == fast {
-					time.Sleep(600 * time.Millisecond) // the slow answer comes meanwhile
+					time.Sleep(hold) // the slow answer may come meanwhile
 					panic("a bug in the application")
 				}
 			}
 		}))
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var outcome Event
 	err := client.Run(ctx, HandlerFunc(func(c *Conn, now time.Time, ev Event) {
@@ -307,9 +269,7 @@ func TestHTTPClientRunAfterAPanicDeliversTheAnswersAlreadyReceived(t *testing.T)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if _, ok := outcome.(*ResponseEvent); !ok {
-		t.Fatalf("the slow request's outcome: %#v", outcome)
-	}
+	return outcome
 }
 
 // EndSession after Run returned on the close: the next Run sends the DELETE (it returned
@@ -1118,33 +1078,18 @@ func TestHTTPClientEndSessionDuringInitializeDeletesTheSessionItMakes(t *testing
 // them (found by a review of the Go client).
 func TestHTTPClientABurstOfNotificationsWaitsForTheHandler(t *testing.T) {
 	const n = 40000
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		if json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		switch m.Method {
-		case "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "s1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"chatty","version":"1"}}}`)
-		case "ping":
+	var pingID atomic.Int64
+	pingID.Store(-1)
+	srv := scriptedLegacyServer(func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		if string(id) == strconv.FormatInt(pingID.Load(), 10) {
 			<-r.Context().Done() // never answered: its timeout is the timer
-		default:
-			w.Header().Set("Content-Type", "text/event-stream")
-			line := `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n\n"
-			io.WriteString(w, strings.Repeat(line, n))
-			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[]}}`+"\n\n")
+			return
 		}
-	}))
+		w.Header().Set("Content-Type", "text/event-stream")
+		line := `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n\n"
+		io.WriteString(w, strings.Repeat(line, n))
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[]}}`+"\n\n")
+	})
 	defer srv.Close()
 	client := legacyHTTPClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -1161,6 +1106,7 @@ func TestHTTPClientABurstOfNotificationsWaitsForTheHandler(t *testing.T) {
 			if seen == 1 {
 				// The burst has begun: a request whose timeout falls within it.
 				ping, _ = c.Request(now, "ping", nil, &RequestOptions{Timeout: 100 * time.Millisecond})
+				pingID.Store(int64(ping))
 			}
 			if seen%50 == 0 {
 				time.Sleep(time.Millisecond) // a handler that writes the lines somewhere

@@ -1962,7 +1962,8 @@ func scriptedLegacyServer(request func(w http.ResponseWriter, r *http.Request, i
 	return httptest.NewServer(scriptedLegacyHandler(request))
 }
 
-// scriptedLegacyHandler is the handler of scriptedLegacyServer.
+// scriptedLegacyHandler is the handler of scriptedLegacyServer (its server declares tools and
+// logging).
 func scriptedLegacyHandler(request func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
@@ -1983,7 +1984,7 @@ func scriptedLegacyHandler(request func(w http.ResponseWriter, r *http.Request, 
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s1")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"scripted","version":"1"}}}`)
 	})
 }
 

@@ -582,6 +582,25 @@ fn tap_sh(log: &std::path::Path, server: &str) -> Command {
     cmd
 }
 
+/// `mcpwire tap --log <log> -- python3 -c <server>`, started with its stdin and stdout piped.
+fn tap_python(log: &std::path::Path, server: &str) -> std::process::Child {
+    Command::new(BIN)
+        .args([
+            "tap",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            server,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The entries of a tap log, checking that it is whole: every line a JSON object, the last one
 /// ended by its newline, the `exit` entry last and only once.
 fn tap_log(path: &std::path::Path) -> Vec<Value> {
@@ -3641,21 +3660,7 @@ id = json.loads(line)["id"]
 sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n' % (json.dumps(id), "y" * (17 << 20)))
 sys.stdout.flush()
 "#;
-    let mut child = Command::new(BIN)
-        .args([
-            "tap",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "python3",
-            "-c",
-            server,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = tap_python(&log, server);
     let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(60));
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
@@ -3710,21 +3715,7 @@ for line in sys.stdin:
     m = json.loads(line)
     print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}), flush=True)
 "#;
-    let mut child = Command::new(BIN)
-        .args([
-            "tap",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "python3",
-            "-c",
-            server,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = tap_python(&log, server);
     let _guard = common::stdio::kill_after(child.id(), std::time::Duration::from_secs(30));
     let mut stdin = child.stdin.take().unwrap();
     let ids = [
