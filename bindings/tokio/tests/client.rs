@@ -668,6 +668,15 @@ async fn logging_server(logs: usize) -> String {
     .await
 }
 
+/// A ready client of `url` (a `logging_server`) and its call of the chatty tool.
+async fn chatty_call(url: &str) -> (Client, mcpwire::conn::RequestId) {
+    let mut client = ready_client(url).await;
+    let now = client.now();
+    let params = mcpwire::jsonrpc::RawJson::new(r#"{"name":"chatty"}"#).unwrap();
+    let call = client.connection().request(now, "tools/call", Some(params));
+    (client, call.unwrap())
+}
+
 /// Thousands of server notifications in a burst of large body chunks wait for the application rather than
 /// overflow the engine's queue of events (4,096): the chunk was fed whole, and the
 /// notifications past the queue's bound were dropped (found by a review of the tokio client).
@@ -675,16 +684,7 @@ async fn logging_server(logs: usize) -> String {
 async fn a_burst_of_notifications_in_one_chunk_waits_for_the_application() {
     let logs = 30_000;
     let url = logging_server(logs).await;
-    let mut client = ready_client(&url).await;
-    let now = client.now();
-    let call = client
-        .connection()
-        .request(
-            now,
-            "tools/call",
-            Some(mcpwire::jsonrpc::RawJson::new(r#"{"name":"chatty"}"#).unwrap()),
-        )
-        .unwrap();
+    let (mut client, call) = chatty_call(&url).await;
     let mut seen = 0;
     loop {
         match next(&mut client).await {
@@ -707,16 +707,7 @@ async fn a_burst_of_notifications_in_one_chunk_waits_for_the_application() {
 async fn a_timeout_fires_during_a_long_burst_of_notifications() {
     let logs = 60_000;
     let url = logging_server(logs).await;
-    let mut client = ready_client(&url).await;
-    let now = client.now();
-    let call = client
-        .connection()
-        .request(
-            now,
-            "tools/call",
-            Some(mcpwire::jsonrpc::RawJson::new(r#"{"name":"chatty"}"#).unwrap()),
-        )
-        .unwrap();
+    let (mut client, call) = chatty_call(&url).await;
     let (mut seen, mut ping, mut seen_at_timeout) = (0, None, None);
     loop {
         match next(&mut client).await {
