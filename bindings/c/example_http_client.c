@@ -513,7 +513,9 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
         }
         done += n;
         drain_events(t->app);
-        if (t->app->failed) return 0;
+        /* A failure (of this request or another) ends the run: the rest is not fed, but the
+           transfer is not cut for it either (its end or error is reported as it comes). */
+        if (t->app->failed) break;
     }
     return len;
 }

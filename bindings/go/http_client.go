@@ -92,9 +92,13 @@ type HTTPClient struct {
 	// made wait for the handler (Run's only). Reports behind it wait too.
 	held *exchangeResult
 	// timerDue: the engine's deadline passed while a body was held; its timers fire once
-	// that body went in, before the reports behind it (Run's only). (Waiting for those too,
-	// a stream whose reports keep coming held the timers off until it ended.)
-	timerDue bool
+	// that body went in, and the reports that were waiting behind it then (beforeTimer of
+	// them, at most beforeTimerBytes of body) after it, a piece at a time (Run's only): an
+	// answer already received is not timed out for the handler's pace, and a stream whose
+	// reports keep coming cannot hold the timers off.
+	timerDue    bool
+	beforeTimer int
+	beforeBytes int
 	// view is the one Conn lent for the client's connection (the C view is one handle too),
 	// cut off when the client is freed, so that a kept one returns ErrFreed.
 	view *Conn
@@ -411,10 +415,11 @@ type exchangeResult struct {
 // of waiting for answers that cannot come.
 //
 // A server's messages reach h at h's pace: Run feeds a response body a piece at a time
-// (Conn.InputPiece), the next once the events of the last were handed out, and reads no
-// more of the exchanges meanwhile (each holds at most 64 reports, then waits). So a burst of
-// thousands of notifications in one response slows the server's stream instead of being
-// dropped from the engine's bounded event queue.
+// (Conn.InputPiece), the next once the events of the last were handed out, and takes no
+// more of what the exchanges read meanwhile (they wait once 64 reports, heads, body reads of
+// up to 32 KiB and ends, wait for Run). So a burst of thousands of notifications in one
+// response slows the server's stream instead of being dropped from the engine's bounded
+// event queue.
 func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 	if h == nil {
 		return errNilHandler
@@ -540,13 +545,15 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			continue
 		}
 		if c.held != nil {
-			// The events of the last piece were handed out: the next piece.
+			// The events of the last piece were handed out: the next piece (none for an
+			// exchange aborted meanwhile).
 			r := *c.held
 			c.held = nil
-			c.feedBody(r)
+			if _, live := running[r.id]; live {
+				c.feedBody(r)
+			}
 			if c.held == nil && c.timerDue {
-				c.timerDue = false
-				c.fireTimers()
+				c.takeBeforeTimer(running, results)
 			}
 			continue
 		}
@@ -585,7 +592,7 @@ func (c *HTTPClient) Run(ctx context.Context, h Handler) error {
 			// held back, whose pieces go in first: see timerDue.)
 			c.takeWaiting(running, results, true)
 			if c.held != nil {
-				c.timerDue = true
+				c.timerDue, c.beforeTimer, c.beforeBytes = true, len(results), beforeTimerBytes
 			} else {
 				c.fireTimers()
 			}
@@ -891,6 +898,31 @@ func (c *HTTPClient) takeWaiting(running map[uint64]context.CancelFunc, results 
 			return
 		}
 	}
+}
+
+// beforeTimerBytes bounds the body Run takes in, at the handler's pace, between an engine
+// deadline and its timers (see HTTPClient.timerDue).
+const beforeTimerBytes = 256 << 10
+
+// takeBeforeTimer, for Run, takes the reports that were waiting when the engine's deadline
+// passed behind a held body (within beforeTimerBytes of body; a piece at a time: it returns
+// when a body is held, for its events to be handed out), then fires the engine's timers.
+func (c *HTTPClient) takeBeforeTimer(running map[uint64]context.CancelFunc, results chan exchangeResult) {
+	for c.beforeTimer > 0 && c.beforeBytes > 0 && c.held == nil {
+		select {
+		case r := <-results:
+			c.beforeTimer--
+			c.beforeBytes -= len(r.body)
+			c.take(running, r, true)
+		default:
+			c.beforeTimer = 0
+		}
+	}
+	if c.held != nil {
+		return
+	}
+	c.timerDue = false
+	c.fireTimers()
 }
 
 // feedBody feeds the first piece of a body report and holds the rest (HTTPClient.held).

@@ -93,8 +93,10 @@ pub trait EventStore: Send {
 ///   [`session_idle_timeout`](super::HttpServerConfig::session_idle_timeout) may be dropped;
 ///   `touch` restarts that clock.
 ///
-/// The server calls these methods synchronously, once per request for a session it serves:
-/// an implementation over the network adds one round trip to each such request.
+/// The server calls these methods synchronously, once per request for a session it serves
+/// (and for a session whose client holds a stream open, every half idle timeout; after a
+/// failed `touch`, sooner): an implementation over the network adds one round trip to each
+/// such request.
 pub trait SessionStore: Send {
     /// Records a session that this process just opened, with the JSON text of the
     /// `initialize` request that opened it. [`StoreUnavailable`] when it could not be

@@ -16,7 +16,7 @@ pub struct HeadFacts {
     /// A top-level `result` or `error` member was seen: the message is a response.
     pub response: bool,
     /// The top-level `method`, when it lies wholly inside the head and is a string (escapes
-    /// decoded).
+    /// decoded), written once.
     pub method: Option<String>,
 }
 
@@ -34,7 +34,7 @@ pub fn scan_head(head: &[u8]) -> HeadFacts {
         return facts;
     }
     i += 1;
-    let mut seen_id = false;
+    let (mut seen_id, mut seen_method) = (false, false);
     loop {
         i = skip_ws(head, i);
         if head.get(i) != Some(&b'"') {
@@ -77,12 +77,15 @@ pub fn scan_head(head: &[u8]) -> HeadFacts {
                 .map(OwnedId::from);
             seen_id = true;
         }
-        if is("method") && head[i] == b'"' {
-            facts.method = std::str::from_utf8(&head[i..value_end])
-                .ok()
+        if is("method") {
+            // Written twice, as for the id, it names nothing.
+            facts.method = (!seen_method && head[i] == b'"')
+                .then(|| std::str::from_utf8(&head[i..value_end]).ok())
+                .flatten()
                 .and_then(|text| RawJson::new(text).ok())
                 .and_then(|value| value.as_str())
                 .map(|text| text.to_str().into_owned());
+            seen_method = true;
         }
         i = skip_ws(head, value_end);
         match head.get(i) {
@@ -199,6 +202,10 @@ mod tests {
         assert_eq!(scan_head(br#"{"id":3,"method":7,"params":{"#).method, None);
         assert_eq!(
             scan_head(br#"{"id":3,"result":{"method":"x"}}"#).method,
+            None
+        );
+        assert_eq!(
+            scan_head(br#"{"id":3,"method":"a","method":"b","#).method,
             None
         );
     }

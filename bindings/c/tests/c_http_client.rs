@@ -1203,8 +1203,8 @@ const PROGRESS_BURST: usize = 10_000;
 
 /// Ten thousand progress notifications in one response body all reach the application: curl
 /// brought them in a few large pieces within one `curl_multi_perform`, each fed whole before
-/// any event was taken, and the engine's queue of 4,096 events dropped the rest (6,000 sent,
-/// 4,096 seen; found by a review of the C examples).
+/// any event was taken, and the engine's queue of 4,096 events dropped the rest (4,096 of
+/// the 10,000 seen; found by a review of the C examples).
 #[test]
 fn a_burst_of_notifications_in_one_body_all_reach_the_client() {
     let server = FakeServer::start(answers_with_a_burst_of_progress);

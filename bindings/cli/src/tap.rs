@@ -433,10 +433,14 @@ fn too_long(shared: &mut Shared, dir: Dir, limit: usize, facts: &HeadFacts) {
             entry["kind"] = json!("response");
             entry["too_long"] = json!(true);
             answer(shared, dir.other(), id.as_id(), &mut entry);
-        } else if let Some(method) = &facts.method {
+        } else {
+            // A request (its method, when the head holds it): its answer is matched.
             entry["kind"] = json!("request");
             entry["too_long"] = json!(true);
-            entry["method"] = json!(method);
+            let method = facts.method.as_deref().unwrap_or("");
+            if facts.method.is_some() {
+                entry["method"] = json!(method);
+            }
             remember(shared, dir, id.as_id(), method, &mut entry);
         }
     } else if let Some(method) = &facts.method {

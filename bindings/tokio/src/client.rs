@@ -73,6 +73,10 @@ impl std::error::Error for ClientError {}
 /// Reports (statuses, body chunks, ends) that may wait for the application.
 const REPORTS_IN_FLIGHT: usize = 64;
 
+/// The most body the client takes in, at the application's pace, between an engine deadline
+/// and its timers (see [`Client::before_timer`]).
+const BEFORE_TIMER_BYTES: usize = 256 << 10;
+
 /// What an exchange's task reports.
 enum Report {
     Response(ExchangeId, u16, Vec<(String, String)>),
@@ -100,9 +104,12 @@ pub struct Client {
     /// the application (a chunk may carry thousands). Fed before any later report.
     held: Option<(ExchangeId, Bytes)>,
     /// An engine deadline passed while a chunk was held: the timers fire once that chunk
-    /// went in, before the reports behind it. (Waiting for those too, a stream whose chunks
-    /// keep coming held the timers off until it ended.)
-    timer_due: bool,
+    /// went in, and the reports that were waiting behind it then (this many, with at most
+    /// [`BEFORE_TIMER_BYTES`] of body) after it, each a piece at a time. An answer already
+    /// received is not timed out for the application's pace, and a stream whose chunks keep
+    /// coming cannot hold the timers off (waiting for every report behind the chunk, it held
+    /// them off until it ended).
+    before_timer: Option<(usize, usize)>,
     /// How much of a chunk is fed at a time: a piece, and no more while the events it made
     /// wait, so that the server's notifications wait for the application (backpressure)
     /// instead of being dropped from a full queue (the engine bounds it by count and bytes).
@@ -154,7 +161,7 @@ impl Client {
             tx,
             rx,
             held: None,
-            timer_due: false,
+            before_timer: None,
             piece,
             start: tokio::time::Instant::now(),
         })
@@ -326,27 +333,41 @@ impl Client {
     /// Applies the reports already waiting (at most a channel's worth, and none past a chunk
     /// held back for room), then fires the timers already due: an answer already received
     /// is not timed out for the loop's lateness. While a chunk is held, the timers wait for
-    /// it to go in ([`Client::timer_due`]), and only for it.
+    /// it and, within a bound, for the reports behind it ([`Client::before_timer`]).
     fn apply_waiting(&mut self, now: Timestamp) {
-        if self.timer_due && self.held.is_none() {
-            self.timer_due = false;
-            self.http.handle_timeout(now);
-        }
-        for _ in 1..REPORTS_IN_FLIGHT {
-            if self.held.is_some() {
-                break;
+        let mut budget = self.before_timer.take();
+        let mut taken = 0;
+        while self.held.is_none() {
+            match budget {
+                Some((0, _) | (_, 0)) => break,
+                None if taken + 1 >= REPORTS_IN_FLIGHT => break,
+                _ => {}
             }
             let Ok(report) = self.rx.try_recv() else {
                 break;
             };
+            let body = match &report {
+                Report::Body(_, bytes) => bytes.len(),
+                _ => 0,
+            };
             self.apply(now, report);
-        }
-        if self.http.poll_timeout().is_some_and(|at| at <= now) {
-            if self.held.is_some() {
-                self.timer_due = true;
-            } else {
-                self.http.handle_timeout(now);
+            taken += 1;
+            if let Some((reports, bytes)) = budget.as_mut() {
+                *reports -= 1;
+                *bytes = bytes.saturating_sub(body);
             }
+        }
+        let due = budget.is_some() || self.http.poll_timeout().is_some_and(|at| at <= now);
+        if self.held.is_some() {
+            if budget.is_some() {
+                self.before_timer = budget;
+            } else if due {
+                self.before_timer = Some((self.rx.len(), BEFORE_TIMER_BYTES));
+            }
+            return;
+        }
+        if due {
+            self.http.handle_timeout(now);
         }
     }
 
