@@ -909,12 +909,19 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.NoBody
 	}
 	bufs := requestPool.Get().(*requestBuffers)
-	defer func() {
-		if cap(bufs.body) <= 64<<10 && cap(bufs.answer) <= 64<<10 { // a rare large one is not kept
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		// A rare large one is not kept (a head of a megabyte of headers, say).
+		if cap(bufs.body) <= 64<<10 && cap(bufs.answer) <= 64<<10 && cap(bufs.joined) <= 64<<10 {
 			clear(bufs.headers) // no strings kept alive in the pool
 			requestPool.Put(bufs)
 		}
-	}()
+	}
+	defer release()
 	// A declared length over the limit is refused before any of it is read (and net/http
 	// closes the connection rather than read the rest). A declared length within the limit
 	// is enforced by net/http's body reader itself, so only a body of unknown length
@@ -1052,6 +1059,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		setHeaders(w.Header(), a.headers)
 		w.WriteHeader(a.status)
+		// The request's buffers go back now (the headers were copied): a stream may stay
+		// open for hours, and each held up to 128 KiB that other requests had grown.
+		release()
 		s.stream(w, r, a.stream)
 		streamed = true
 		return
@@ -1357,6 +1367,12 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 			// while the write waits leaves these bytes unconsumed, and the engine keeps the
 			// answers among them for its resumption, even past the event store's bounds.
 			buf = append(buf[:0], unsafe.Slice((*byte)(unsafe.Pointer(p.bytes)), n)...)
+			// The poll may have moved the session's output on to other streams (an answer
+			// that waited behind these bytes): they are woken now, not once this write,
+			// which a slow client may hold up to SendTimeout, is over.
+			if len(s.parked) > 0 {
+				s.wakeStreamsLocked()
+			}
 			s.mu.Unlock()
 			if !s.writeOut(w, rc, buf) {
 				s.gone(id)
