@@ -354,10 +354,11 @@ func (s *HTTPServer) wakeLocked() {
 }
 
 // wakeStreamsLocked closes the channels of the waiting streams the engine names as changed
-// (all of them once the engine is freed), and drains the engine's list. With no stream
-// waiting the list may be left alone: a stream drains it before it waits (s.mu held).
+// (all of them once the engine is freed or failed for good: they end), and drains the
+// engine's list. With no stream waiting the list may be left alone: a stream drains it
+// before it waits (s.mu held).
 func (s *HTTPServer) wakeStreamsLocked() {
-	if s.ptr == nil {
+	if s.ptr == nil || s.broken != nil {
 		for id, ch := range s.parked {
 			close(ch)
 			delete(s.parked, id)
@@ -813,6 +814,8 @@ func (s *HTTPServer) noteLocked(err error) {
 		s.broken = err
 		s.logf("mcpwire: the HTTP engine failed for good (%v): every request now gets 500; "+
 			"close this server and make a new one", err)
+		// The streams waiting end now: none would ever be woken again.
+		s.wakeStreamsLocked()
 	}
 }
 
@@ -1345,7 +1348,7 @@ func (s *HTTPServer) stream(w http.ResponseWriter, r *http.Request, id uint64) {
 	var buf []byte
 	for {
 		s.mu.Lock()
-		if s.ptr == nil {
+		if s.ptr == nil || s.broken != nil {
 			s.mu.Unlock()
 			return
 		}

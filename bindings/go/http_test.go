@@ -3265,6 +3265,29 @@ func TestHTTPAPoisonedEngineIsLoggedOnceAndReported(t *testing.T) {
 	}
 }
 
+// An engine that failed for good ends the streams waiting on it: none would be woken again,
+// so each held its goroutine and connection until its client left (found by a review of the
+// Go server).
+func TestHTTPAPoisonedEngineEndsTheStreamsWaiting(t *testing.T) {
+	srv, app, ts := newTestServerWith(t, nil, &HTTPOptions{ErrorLog: log.New(io.Discard, "", 0)})
+	resp := modernPost(t, context.Background(), ts.URL, "slow", 1)
+	defer resp.Body.Close()
+	waitFor(t, "the held call", func() bool { h, _ := app.snapshot(); return len(h) == 1 })
+	srv.mu.Lock()
+	srv.failedLocked(httptest.NewRecorder(), &ResultError{Op: "handle request", Code: CodePanic})
+	srv.mu.Unlock()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	select {
+	case <-ended:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the stream waits on a failed engine")
+	}
+}
+
 // A client that pipelines requests and never reads cannot hold even small error answers for
 // good: they are written within SendTimeout too, and its connection is closed. net/http lifts
 // the write deadline after each request, and only the engine's answers set one, so the
