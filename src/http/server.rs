@@ -2933,8 +2933,8 @@ impl HttpServer {
             self.sessions.remove(&sid);
             // Gone for every replica first: an event store that panics then leaves no
             // session that another request would load and restore.
-            // (Where the store cannot be reached, its record lapses at its expiry: nothing
-            // here could wait for it.)
+            // (Where the store cannot be reached, its record stays until it expires, and a
+            // request naming the session meanwhile restores it: nothing here could wait.)
             if let Some(shared) = self.shared.as_mut() {
                 let _ = shared.forget(&sid);
             }
