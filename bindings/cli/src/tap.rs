@@ -15,10 +15,11 @@
 //! The first entry is `start`; then come the messages (`request`, `notification`,
 //! `response`, `error`, `invalid`, and `too_long` for one over 16 MiB, which passes through
 //! but is not decoded: a request or an answer among them is logged as such from its first
-//! bytes, with `"too_long": true`, and kept on the record), `eof` when the host closes tap's stdin, or `closed` when
-//! the server stops reading its own (tap then closes its stdin too, so that the host's writes
-//! fail as they would without tap, and keeps passing on what the server writes); the last
-//! entry is `exit` (unless the end gave up on the log), and nothing is logged after it.
+//! bytes, with `"too_long": true`, and kept on the record), `eof` when the host closes tap's
+//! stdin, or `closed` when the server stops reading its own (tap then closes its stdin too,
+//! so that the host's writes fail as they would without tap, and keeps passing on what the
+//! server writes); the last entry is `exit` (unless the end gave up on the log), and nothing
+//! is logged after it.
 //!
 //! tap ends when the server does: at the end of its output, or a second after the server
 //! exited while a process it started still holds that output open. A host that stopped
