@@ -409,10 +409,10 @@ type exchangeResult struct {
 // ClosedEvent (an EndSession before it ends the session under the requests still running,
 // and a Shutdown's cancellations no longer go out). Run on a connection that already closed
 // only sends what is left to send (the DELETE of an EndSession called after the close), then
-// returns ErrClosed; one Run at a time. When Run returns early (after a panic in h, say), what the exchanges had already
-// received goes to the engine, whose events wait for the next Run, and the exchanges still
-// open are reported to it as broken, so a later Run resumes or fails their requests instead
-// of waiting for answers that cannot come.
+// returns ErrClosed; one Run at a time. When Run returns early (after a panic in h, say),
+// what the exchanges had already received goes to the engine, whose events wait for the
+// next Run, and the exchanges still open are reported to it as broken, so a later Run
+// resumes or fails their requests instead of waiting for answers that cannot come.
 //
 // A server's messages reach h at h's pace: Run feeds a response body a piece at a time
 // (Conn.InputPiece), the next once the events of the last were handed out, and takes no
