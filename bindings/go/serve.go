@@ -15,8 +15,11 @@ import (
 
 // Handler handles the events of a connection driven by Serve. HandleEvent runs on Serve's
 // goroutine and may call any command on c. It must not block for long: start a goroutine
-// for slow work, and answer on c from it (Serve wakes and writes the answer). now is the time Serve read when it began handing
-// out the current round of events (one clock read per round, not per event).
+// for slow work, and answer on c from it (Serve wakes and writes the answer, as long as the
+// connection is open: once the input ends it closes, and an answer given later fails with
+// ErrClosed; a handler that must answer every request of a piped file answers before
+// HandleEvent returns). now is the time Serve read when it began handing out the current
+// round of events (one clock read per round, not per event).
 type Handler interface {
 	HandleEvent(c *Conn, now time.Time, ev Event)
 }
@@ -467,7 +470,8 @@ func Serve(ctx context.Context, conn *Conn, r io.Reader, w io.Writer, h Handler)
 			continue
 		}
 		// The input ended, and everything read before its end is in and handed out: now
-		// the end itself (a last line without a newline is processed then, and answered).
+		// the end itself (a last line without a newline is processed then, and answered if
+		// the handler answers it at once).
 		if !held && readErr != nil && len(pending) == 0 && !eofFed {
 			eofFed = true
 			if err := conn.FeedEOF(time.Now()); err != nil {
